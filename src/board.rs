@@ -1,0 +1,78 @@
+//! A board as stored, and the description of its state (`GET /v1/boards/{board}`).
+
+use serde::Serialize;
+use time::OffsetDateTime;
+
+use crate::domain::{BoardConfig, BoardName, Span, Timestamp};
+
+/// A board: its name, config and the identity of this incarnation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Board {
+    /// The board's name.
+    pub name: BoardName,
+    /// Slot length, windows and alignment.
+    pub config: BoardConfig,
+    /// Changes whenever the board is (re-)created, so a stale cached copy is detected by
+    /// the store instead of writing into the wrong incarnation.
+    pub version: u64,
+    /// When the board was created.
+    pub created_at: Timestamp,
+}
+
+/// What creating a board did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Created {
+    /// A new board was created.
+    New(Board),
+    /// The board already existed with the same config; nothing changed.
+    Existing(Board),
+}
+
+impl Created {
+    /// The board, however it came to be.
+    pub fn board(&self) -> &Board {
+        match self {
+            Created::New(b) | Created::Existing(b) => b,
+        }
+    }
+}
+
+/// A board's state: config, members per window, live slots and retirement lag.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BoardStatus {
+    /// The board's name.
+    pub name: BoardName,
+    /// Slot length, windows and alignment.
+    pub config: BoardConfig,
+    /// When the board was created.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Slots that hold data not yet retired by the largest window.
+    pub live_slots: u64,
+    /// One entry per window, smallest first.
+    pub windows: Vec<WindowStatus>,
+}
+
+/// The state of one window of a board.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WindowStatus {
+    /// The window.
+    pub window: Span,
+    /// Members with a non-zero total (positive or negative).
+    pub members: u64,
+    /// Oldest slot whose events the totals include (unix seconds, inclusive).
+    pub from: i64,
+    /// End of the newest slot the totals include (unix seconds, exclusive).
+    pub to: i64,
+    /// Newest slot fully subtracted from this window's totals.
+    pub retired_through: i64,
+    /// Seconds of expired events still counted, because retirement is behind (0 when
+    /// the totals are exactly the window).
+    pub lag_seconds: u64,
+}
+
+/// A timestamp as a UTC date-time, for serialising with `time::serde::rfc3339`.
+pub(crate) fn to_datetime(t: Timestamp) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp_nanos(t.unix_millis() as i128 * 1_000_000)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+}

@@ -1,0 +1,238 @@
+//! `BoardConfig`: a board's slot length, windows and alignment, and the window arithmetic.
+//!
+//! A board has a slot length `L` and windows `W1 < W2 < …`, each a multiple of `L`.
+//! `slot_start(t) = floor((t - offset) / L) * L + offset`. At time `now`, window `W`
+//! contains exactly the events whose slot satisfies `slot > slot_start(now) - W`: the
+//! current, partial slot plus the `W/L - 1` before it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::{Span, Timestamp};
+use crate::error::Error;
+
+/// A board's configuration. Always valid once constructed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "RawConfig", into = "RawConfig")]
+pub struct BoardConfig {
+    slot: Span,
+    windows: Vec<Span>,
+    offset: i64,
+}
+
+/// The unvalidated shape of a config, as it arrives over the wire.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    slot: Span,
+    windows: Vec<Span>,
+    #[serde(default)]
+    offset: i64,
+}
+
+impl TryFrom<RawConfig> for BoardConfig {
+    type Error = Error;
+    fn try_from(raw: RawConfig) -> Result<Self, Error> {
+        BoardConfig::new(raw.slot, raw.windows)?.with_offset(raw.offset)
+    }
+}
+
+impl From<BoardConfig> for RawConfig {
+    fn from(c: BoardConfig) -> Self {
+        RawConfig {
+            slot: c.slot,
+            windows: c.windows,
+            offset: c.offset,
+        }
+    }
+}
+
+impl BoardConfig {
+    /// Most windows a board may have.
+    pub const MAX_WINDOWS: usize = 8;
+    /// Most slots a window may span (`W / L`), which bounds catch-up and history reads.
+    pub const MAX_SLOTS_PER_WINDOW: u64 = 100_000;
+
+    /// A config with slot length `slot` and `windows` (ascending, each a multiple of `slot`).
+    pub fn new(slot: Span, windows: Vec<Span>) -> Result<Self, Error> {
+        let invalid = |reason: String| Err(Error::InvalidConfig { reason });
+        if windows.is_empty() {
+            return invalid("a board needs at least one window".into());
+        }
+        if windows.len() > Self::MAX_WINDOWS {
+            return invalid(format!("a board has at most {} windows", Self::MAX_WINDOWS));
+        }
+        for pair in windows.windows(2) {
+            if pair[0] >= pair[1] {
+                return invalid(format!(
+                    "windows must be strictly increasing, but {} is followed by {}",
+                    pair[0], pair[1]
+                ));
+            }
+        }
+        for w in &windows {
+            if w.seconds() % slot.seconds() != 0 {
+                return invalid(format!(
+                    "window {w} is not a multiple of the slot length {slot}"
+                ));
+            }
+            if w.seconds() / slot.seconds() > Self::MAX_SLOTS_PER_WINDOW {
+                return invalid(format!(
+                    "window {w} spans more than {} slots of {slot}",
+                    Self::MAX_SLOTS_PER_WINDOW
+                ));
+            }
+        }
+        Ok(BoardConfig {
+            slot,
+            windows,
+            offset: 0,
+        })
+    }
+
+    /// Parses a slot length and windows written as spans (`"1h"`, `["1h", "24h"]`).
+    pub fn parse(slot: &str, windows: &[&str]) -> Result<Self, Error> {
+        let windows = windows
+            .iter()
+            .map(|w| Span::parse(w))
+            .collect::<Result<Vec<_>, _>>()?;
+        BoardConfig::new(Span::parse(slot)?, windows)
+    }
+
+    /// Shifts slot boundaries by `offset` seconds (`-slot < offset < slot`), e.g. to align
+    /// one-day slots on a local midnight. Stored normalised to `0 <= offset < slot`.
+    pub fn with_offset(mut self, offset: i64) -> Result<Self, Error> {
+        let l = self.slot.secs_i64();
+        if offset <= -l || offset >= l {
+            return Err(Error::InvalidConfig {
+                reason: format!(
+                    "offset {offset} must be within ±{} (the slot length)",
+                    l - 1
+                ),
+            });
+        }
+        self.offset = offset.rem_euclid(l);
+        Ok(self)
+    }
+
+    /// The slot length.
+    pub fn slot(&self) -> Span {
+        self.slot
+    }
+
+    /// The windows, smallest first.
+    pub fn windows(&self) -> &[Span] {
+        &self.windows
+    }
+
+    /// The alignment offset in seconds, `0 <= offset < slot`.
+    pub fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    /// The largest window.
+    pub fn largest_window(&self) -> Span {
+        *self
+            .windows
+            .last()
+            .expect("a config has at least one window")
+    }
+
+    /// The position of `window` among the board's windows.
+    pub fn window_index(&self, window: Span) -> Option<usize> {
+        self.windows.iter().position(|w| *w == window)
+    }
+
+    /// The start (unix seconds) of the slot that contains `t`.
+    pub fn slot_start(&self, t: Timestamp) -> i64 {
+        let l = self.slot.secs_i64();
+        (t.unix_seconds() - self.offset).div_euclid(l) * l + self.offset
+    }
+
+    /// The newest slot that window `index` no longer contains at `now`: every slot at or
+    /// before it has left the window and is due for retirement.
+    pub fn cutoff(&self, index: usize, now: Timestamp) -> i64 {
+        self.slot_start(now) - self.windows[index].secs_i64()
+    }
+
+    /// The oldest slot that window `index` contains at `now`.
+    pub fn window_start(&self, index: usize, now: Timestamp) -> i64 {
+        self.cutoff(index, now) + self.slot.secs_i64()
+    }
+
+    /// Whether an event in slot `slot` has left every window at `now` (it is too late).
+    pub fn is_too_late(&self, slot: i64, now: Timestamp) -> bool {
+        slot <= self.cutoff(self.windows.len() - 1, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> Timestamp {
+        Timestamp::from_unix_seconds(seconds).unwrap()
+    }
+
+    #[test]
+    fn slot_start_floors_to_the_slot_and_respects_the_offset() {
+        let c = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
+        assert_eq!(c.slot_start(at(7_199)), 3_600);
+        assert_eq!(c.slot_start(at(7_200)), 7_200);
+        let shifted = c.clone().with_offset(-1_800).unwrap();
+        assert_eq!(shifted.offset(), 1_800);
+        assert_eq!(shifted.slot_start(at(7_199)), 5_400);
+        assert_eq!(shifted.slot_start(at(5_399)), 1_800);
+    }
+
+    #[test]
+    fn a_window_holds_the_current_slot_and_the_ones_before_it() {
+        let c = BoardConfig::parse("1h", &["3h"]).unwrap();
+        let now = at(10 * 3_600 + 5);
+        assert_eq!(c.cutoff(0, now), 7 * 3_600);
+        assert_eq!(c.window_start(0, now), 8 * 3_600);
+        assert!(c.is_too_late(7 * 3_600, now));
+        assert!(!c.is_too_late(8 * 3_600, now));
+    }
+
+    #[test]
+    fn rejects_bad_window_sets_with_a_reason() {
+        let cases = [
+            ("1h", vec![]),
+            ("1h", vec!["24h", "1h"]),
+            ("1h", vec!["1h", "1h"]),
+            ("1h", vec!["90m"]),
+            ("1s", vec!["2d"]),
+            ("1h", vec!["1h"; 9]),
+        ];
+        for (slot, windows) in cases {
+            let err = BoardConfig::parse(slot, &windows).unwrap_err();
+            assert_eq!(err.code(), "invalid_config", "{slot} {windows:?}");
+        }
+        let err = BoardConfig::parse("1h", &["90m"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid board config: window 90m is not a multiple of the slot length 1h"
+        );
+    }
+
+    #[test]
+    fn offset_must_stay_inside_one_slot() {
+        let c = BoardConfig::parse("1h", &["1h"]).unwrap();
+        assert!(c.clone().with_offset(3_600).is_err());
+        assert!(c.clone().with_offset(-3_600).is_err());
+        assert_eq!(c.with_offset(-1).unwrap().offset(), 3_599);
+    }
+
+    #[test]
+    fn json_round_trips_and_validates() {
+        let c: BoardConfig =
+            serde_json::from_str(r#"{"slot":"1h","windows":["1h","24h"]}"#).unwrap();
+        assert_eq!(c.windows().len(), 2);
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            r#"{"slot":"1h","windows":["1h","1d"],"offset":0}"#
+        );
+        let err = serde_json::from_str::<BoardConfig>(r#"{"slot":"1h","windows":["90m"]}"#);
+        assert!(err.unwrap_err().to_string().contains("not a multiple"));
+    }
+}

@@ -1,0 +1,68 @@
+//! Events as callers hand them in, and the integer range every delta and total stays in.
+
+use crate::domain::Timestamp;
+use crate::error::Error;
+
+/// The largest magnitude of a delta, a total or a slot value: 2^53 − 1.
+///
+/// Totals live in Redis sorted-set scores, which are doubles; every integer up to this
+/// magnitude is exact as a double (and as a JSON number in JavaScript).
+pub const MAX_ABS: i64 = 9_007_199_254_740_991;
+
+/// One event: `delta` added to `member`'s score at time `at` (now when `None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// The member the event is about (a post id, a user id). Checked on write.
+    pub member: String,
+    /// The change: +1 for a like, −1 for an unlike. Non-zero, |delta| ≤ [`MAX_ABS`].
+    pub delta: i64,
+    /// When it happened; `None` means now.
+    pub at: Option<Timestamp>,
+}
+
+impl Event {
+    /// An event for `member` with `delta`, happening now.
+    pub fn new(member: impl Into<String>, delta: i64) -> Self {
+        Event {
+            member: member.into(),
+            delta,
+            at: None,
+        }
+    }
+
+    /// The same event, happening at `at`.
+    pub fn at(mut self, at: Timestamp) -> Self {
+        self.at = Some(at);
+        self
+    }
+}
+
+/// Checks that `delta` is a non-zero integer inside ±[`MAX_ABS`].
+pub fn check_delta(delta: i64) -> Result<i64, Error> {
+    if delta == 0 {
+        return Err(Error::InvalidDelta {
+            reason: "must not be zero".into(),
+        });
+    }
+    if delta.unsigned_abs() > MAX_ABS as u64 {
+        return Err(Error::InvalidDelta {
+            reason: format!("{delta} is outside ±{MAX_ABS} (2^53 - 1)"),
+        });
+    }
+    Ok(delta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_must_be_non_zero_and_inside_2_pow_53() {
+        assert_eq!(check_delta(-1).unwrap(), -1);
+        assert_eq!(check_delta(MAX_ABS).unwrap(), MAX_ABS);
+        assert_eq!(check_delta(-MAX_ABS).unwrap(), -MAX_ABS);
+        for bad in [0, MAX_ABS + 1, -MAX_ABS - 1, i64::MIN] {
+            assert_eq!(check_delta(bad).unwrap_err().code(), "invalid_delta");
+        }
+    }
+}

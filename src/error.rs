@@ -1,0 +1,164 @@
+//! The library's one error type. Every variant has a stable machine-readable
+//! [`code`](Error::code), which the HTTP layer puts in `{"error":{"code","message"}}`.
+
+use crate::domain::{BoardConfig, Span};
+
+/// Everything that can go wrong in rollboard, from bad input to an unreachable store.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// A board name outside 1–64 characters of `A-Z a-z 0-9 _ . : -`.
+    #[error("invalid board name {name:?}: {reason}")]
+    InvalidBoardName {
+        /// The rejected name (cut to 80 characters).
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A member outside 1–256 bytes.
+    #[error("invalid member: {reason}")]
+    InvalidMember {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A duration that is not `90s`/`5m`/`1h`/`7d`/integer seconds, or out of range.
+    #[error("invalid duration {input:?}: {reason}")]
+    InvalidSpan {
+        /// The rejected text.
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A board config that breaks a rule (window order, multiples, counts, offset).
+    #[error("invalid board config: {reason}")]
+    InvalidConfig {
+        /// The rule it breaks.
+        reason: String,
+    },
+    /// A time that is not a unix time between 1970 and 9999.
+    #[error("invalid time: {reason}")]
+    InvalidTime {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A delta that is zero or outside ±(2^53 − 1).
+    #[error("invalid delta: {reason}")]
+    InvalidDelta {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A read parameter out of its range (limit, offset, n).
+    #[error("invalid query: {reason}")]
+    InvalidQuery {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No board by that name.
+    #[error("board {0:?} does not exist")]
+    BoardNotFound(String),
+    /// The board has no such window.
+    #[error("board {board:?} has no {window} window")]
+    WindowNotFound {
+        /// The board.
+        board: String,
+        /// The window asked for.
+        window: Span,
+    },
+    /// The member has no positive total in that window.
+    #[error("member {member:?} has no positive total on board {board:?}")]
+    MemberNotFound {
+        /// The board.
+        board: String,
+        /// The member asked for.
+        member: String,
+    },
+    /// The board exists with a different config.
+    #[error("board {board:?} already exists with another config (slot {}, windows {})", existing.slot(), join(existing.windows()))]
+    BoardConflict {
+        /// The board.
+        board: String,
+        /// Its config as stored.
+        existing: BoardConfig,
+    },
+    /// The board was dropped or re-created while the operation ran.
+    #[error("board {0:?} changed while the operation ran; retry")]
+    BoardChanged(String),
+    /// The event's slot has already left every window.
+    #[error(
+        "event at {at}s is too late: its slot {slot} has left every window (oldest slot still open: {oldest_open})"
+    )]
+    TooLate {
+        /// The event's time, unix seconds.
+        at: f64,
+        /// The event's slot.
+        slot: i64,
+        /// The oldest slot that still accepts events.
+        oldest_open: i64,
+    },
+    /// The event is further in the future than the allowed clock skew.
+    #[error("event at {at}s is more than {skew_seconds}s in the future (now is {now}s)")]
+    InFuture {
+        /// The event's time, unix seconds.
+        at: f64,
+        /// The store's current time, unix seconds.
+        now: f64,
+        /// The allowed skew.
+        skew_seconds: u64,
+    },
+    /// Applying the event would take a total or slot value outside ±(2^53 − 1).
+    #[error("event for {member:?} would take a total outside ±(2^53 - 1)")]
+    OutOfRange {
+        /// The member.
+        member: String,
+    },
+    /// A batch with more events than allowed.
+    #[error("batch of {len} events exceeds the limit of {max}")]
+    BatchTooLarge {
+        /// Events in the batch.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The store cannot be reached (connection refused, timeout, reconnecting).
+    #[error("store unavailable: {0}")]
+    StoreUnavailable(String),
+    /// The store answered something unexpected (a bug, or the data was edited by hand).
+    #[error("store error: {0}")]
+    Store(String),
+}
+
+fn join(spans: &[Span]) -> String {
+    spans
+        .iter()
+        .map(Span::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Error {
+    /// A stable snake_case code naming the kind of error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidBoardName { .. } => "invalid_board_name",
+            Error::InvalidMember { .. } => "invalid_member",
+            Error::InvalidSpan { .. } => "invalid_span",
+            Error::InvalidConfig { .. } => "invalid_config",
+            Error::InvalidTime { .. } => "invalid_time",
+            Error::InvalidDelta { .. } => "invalid_delta",
+            Error::InvalidQuery { .. } => "invalid_query",
+            Error::BoardNotFound(_) => "board_not_found",
+            Error::WindowNotFound { .. } => "window_not_found",
+            Error::MemberNotFound { .. } => "member_not_found",
+            Error::BoardConflict { .. } => "board_conflict",
+            Error::BoardChanged(_) => "board_changed",
+            Error::TooLate { .. } => "too_late",
+            Error::InFuture { .. } => "in_future",
+            Error::OutOfRange { .. } => "out_of_range",
+            Error::BatchTooLarge { .. } => "batch_too_large",
+            Error::StoreUnavailable(_) => "store_unavailable",
+            Error::Store(_) => "store_error",
+        }
+    }
+}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

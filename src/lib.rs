@@ -1,0 +1,59 @@
+//! # rollboard: exact rolling-window leaderboards
+//!
+//! "Hot posts: most liked in the last 24 hours", "most viewed this hour", "top posters
+//! this week": each is a **board**, a ranking of **members** by the sum of their
+//! **events** inside a **rolling window**. rollboard keeps one hash per time slot and one
+//! running-total sorted set per window, and *retires* each slot that leaves a window by
+//! subtracting it, in bounded, idempotent chunks. Totals are exact: equal to the sum of
+//! the window's events, under concurrency, crashes and several replicas.
+//!
+//! The main types:
+//! - [`Rollboard`]: the front door: create boards, write events, read rankings, retire.
+//! - [`Store`]: where boards live: [`RedisStore`] in production, [`MemoryStore`]
+//!   embedded (and the reference model the Redis store is tested against).
+//! - [`BoardConfig`], [`Span`], [`Timestamp`], [`Event`]: validated inputs.
+//! - [`Clock`]: where "now" comes from; tests use [`ManualClock`].
+//!
+//! ```
+//! use rollboard::{BoardConfig, Rollboard};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), rollboard::Error> {
+//! let boards = Rollboard::memory(); // or Rollboard::redis("redis://127.0.0.1/").await?
+//! boards.create_board("hot", BoardConfig::parse("1h", &["1h", "24h"])?).await?;
+//! boards.incr("hot", "post:1", 1, None).await?;
+//! boards.incr("hot", "post:2", 3, None).await?;
+//! let page = boards.top("hot", None, 0, 10).await?;
+//! assert_eq!(page.entries[0].member, "post:2");
+//! assert_eq!(page.entries[0].score, 3);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Call [`Rollboard::retire_all`] at every slot boundary (the service's scheduler does)
+//! so totals drop the slots that left each window. See `docs/design.md` for the data
+//! model and why retirement is exact.
+
+#![deny(missing_docs)]
+
+mod board;
+mod clock;
+mod domain;
+mod error;
+mod read;
+mod retire;
+mod rollboard;
+mod settings;
+mod store;
+mod write;
+
+pub use board::{Board, BoardStatus, Created, WindowStatus};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use domain::{BoardConfig, BoardName, Event, MAX_ABS, Member, Span, Timestamp};
+pub use error::{Error, Result};
+pub use read::{Entry, History, Point, Standing, TopPage};
+pub use retire::{RetireOptions, RetireReport};
+pub use rollboard::Rollboard;
+pub use settings::Settings;
+pub use store::{MemoryStore, RedisOptions, RedisStore, SlotWrite, Store, WriteStatus};
+pub use write::{BatchOutcome, Rejected, Removed};

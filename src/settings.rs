@@ -1,0 +1,32 @@
+//! Tunable limits of a [`Rollboard`](crate::Rollboard), with the defaults a service uses.
+
+use crate::domain::Span;
+use crate::retire::RetireOptions;
+
+/// Limits and tuning. `Settings::default()` is what `rollboard serve` uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// How far in the future an event's time may be (clock skew between writers).
+    pub max_future_skew: Span,
+    /// Most events in one batch.
+    pub max_batch: usize,
+    /// Most events applied per store call (one Redis script call), so a big batch never
+    /// blocks Redis for long.
+    pub events_per_call: usize,
+    /// Largest `limit` of a top-N read.
+    pub max_limit: u64,
+    /// How retirement passes run.
+    pub retire: RetireOptions,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            max_future_skew: Span::from_seconds(60).expect("60 s is a valid span"),
+            max_batch: 10_000,
+            events_per_call: 1_000,
+            max_limit: 1_000,
+            retire: RetireOptions::default(),
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! One board held in memory: the same stage/watermark model as the Redis scripts, run
+//! under a lock, so that the two stores give the same answers.
+//!
+//! Per slot and member, `stages[k]` holds the events written after `k` windows had frozen
+//! the slot, plus what windows `< k` handed on when they retired it. Stage `k` is counted
+//! in the totals of windows `k..n`; retiring window `j` subtracts `stages[j]` from its
+//! totals and moves it to `stages[j + 1]`.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::totals::Totals;
+use crate::board::{Board, BoardStatus, WindowStatus};
+use crate::domain::{MAX_ABS, Member, Timestamp};
+use crate::read::{Entry, History, Point, Standing, TopPage};
+use crate::retire::RetireReport;
+use crate::store::{SlotWrite, WriteStatus, coverage};
+use crate::write::Removed;
+
+/// Member → stage values of one slot.
+type Slot = HashMap<String, Vec<i64>>;
+
+/// A board's whole state.
+#[derive(Debug)]
+pub(super) struct MemBoard {
+    pub board: Board,
+    /// Per window: newest slot frozen out of it (writes to older slots skip it).
+    watermarks: Vec<i64>,
+    /// Per window: newest slot fully subtracted from its totals.
+    retired: Vec<i64>,
+    /// Live slots: those the largest window has not retired yet.
+    slots: BTreeMap<i64, Slot>,
+    /// Per window: member totals.
+    totals: Vec<Totals>,
+}
+
+impl MemBoard {
+    pub fn new(board: Board, now: Timestamp) -> Self {
+        let n = board.config.windows().len();
+        let cutoffs: Vec<i64> = (0..n).map(|j| board.config.cutoff(j, now)).collect();
+        MemBoard {
+            board,
+            watermarks: cutoffs.clone(),
+            retired: cutoffs,
+            slots: BTreeMap::new(),
+            totals: (0..n).map(|_| Totals::default()).collect(),
+        }
+    }
+
+    fn windows(&self) -> usize {
+        self.totals.len()
+    }
+
+    /// Moves every window's watermark up to its cutoff at `now`.
+    fn freeze(&mut self, now: Timestamp) {
+        for j in 0..self.windows() {
+            let cutoff = self.board.config.cutoff(j, now);
+            self.watermarks[j] = self.watermarks[j].max(cutoff);
+        }
+    }
+
+    pub fn write(&mut self, now: Timestamp, writes: &[SlotWrite]) -> Vec<WriteStatus> {
+        self.freeze(now);
+        writes.iter().map(|w| self.write_one(w)).collect()
+    }
+
+    fn write_one(&mut self, w: &SlotWrite) -> WriteStatus {
+        let n = self.windows();
+        let member = w.member.as_str();
+        let stage = self.watermarks.iter().filter(|wm| **wm >= w.slot).count();
+        if stage == n {
+            return WriteStatus::TooLate;
+        }
+        let current: i64 = self
+            .slots
+            .get(&w.slot)
+            .and_then(|s| s.get(member))
+            .map_or(0, |stages| stages.iter().sum());
+        let out_of_range = (current + w.delta).abs() > MAX_ABS
+            || self.totals[stage..]
+                .iter()
+                .any(|t| (t.get(member).unwrap_or(0) + w.delta).abs() > MAX_ABS);
+        if out_of_range {
+            return WriteStatus::OutOfRange;
+        }
+        let slot = self.slots.entry(w.slot).or_default();
+        let stages = slot.entry(member.to_owned()).or_insert_with(|| vec![0; n]);
+        stages[stage] += w.delta;
+        if stages.iter().all(|v| *v == 0) {
+            slot.remove(member);
+        }
+        for totals in &mut self.totals[stage..] {
+            totals.add(member, w.delta);
+        }
+        WriteStatus::Applied
+    }
+
+    pub fn retire(&mut self, now: Timestamp) -> RetireReport {
+        self.freeze(now);
+        let n = self.windows();
+        let mut report = RetireReport {
+            complete: true,
+            ..RetireReport::default()
+        };
+        for j in 0..n {
+            let cutoff = self.board.config.cutoff(j, now);
+            let due: Vec<i64> = self
+                .slots
+                .range(self.retired[j] + 1..=cutoff)
+                .map(|(s, _)| *s)
+                .collect();
+            for s in due {
+                let slot = self.slots.get_mut(&s).expect("listed above");
+                for (member, stages) in slot.iter_mut() {
+                    let v = std::mem::take(&mut stages[j]);
+                    if v == 0 {
+                        continue;
+                    }
+                    report.fields_subtracted += 1;
+                    if self.totals[j].add(member, -v) == 0 {
+                        report.members_zeroed += 1;
+                    }
+                    if j + 1 < n {
+                        stages[j + 1] += v;
+                    }
+                }
+                slot.retain(|_, stages| stages.iter().any(|v| *v != 0));
+                if j + 1 == n {
+                    self.slots.remove(&s);
+                }
+                report.slots_retired += 1;
+            }
+            self.retired[j] = self.retired[j].max(cutoff);
+        }
+        report
+    }
+
+    fn coverage(&self, window: usize, now: Timestamp) -> (i64, i64) {
+        let first_pending = self
+            .slots
+            .range(self.retired[window] + 1..)
+            .next()
+            .map(|(s, _)| *s);
+        let newest = self.slots.keys().next_back().copied();
+        coverage(&self.board.config, window, now, first_pending, newest)
+    }
+
+    fn page(&self, window: usize, now: Timestamp, entries: Vec<Entry>) -> TopPage {
+        let (from, to) = self.coverage(window, now);
+        TopPage {
+            board: self.board.name.clone(),
+            window: self.board.config.windows()[window],
+            from,
+            to,
+            entries,
+        }
+    }
+
+    pub fn top(&self, window: usize, now: Timestamp, offset: u64, limit: u64) -> TopPage {
+        self.page(window, now, self.totals[window].page(offset, limit))
+    }
+
+    pub fn standing(&self, window: usize, now: Timestamp, member: &Member) -> Option<Standing> {
+        let totals = &self.totals[window];
+        let score = totals.get(member.as_str()).filter(|s| *s > 0)?;
+        let (from, to) = self.coverage(window, now);
+        Some(Standing {
+            member: member.to_string(),
+            score,
+            rank: totals.rank_of(score),
+            window: self.board.config.windows()[window],
+            from,
+            to,
+        })
+    }
+
+    pub fn around(
+        &self,
+        window: usize,
+        now: Timestamp,
+        member: &Member,
+        n: u64,
+    ) -> Option<TopPage> {
+        let totals = &self.totals[window];
+        let score = totals.get(member.as_str()).filter(|s| *s > 0)?;
+        let position = totals.position(member.as_str(), score);
+        let offset = position.saturating_sub(n);
+        let entries = totals.page(offset, position - offset + n + 1);
+        Some(self.page(window, now, entries))
+    }
+
+    pub fn history(&self, now: Timestamp, member: &Member) -> History {
+        let config = &self.board.config;
+        let largest = self.windows() - 1;
+        let from = config.window_start(largest, now);
+        let points = self
+            .slots
+            .range(from..)
+            .filter_map(|(slot, values)| {
+                let value: i64 = values.get(member.as_str())?.iter().sum();
+                (value != 0).then_some(Point { slot: *slot, value })
+            })
+            .collect();
+        History {
+            member: member.to_string(),
+            slot: config.slot(),
+            from,
+            to: self.coverage(largest, now).1,
+            points,
+        }
+    }
+
+    pub fn remove_member(&mut self, member: &Member) -> Removed {
+        let mut removed = Removed::default();
+        for slot in self.slots.values_mut() {
+            let Some(stages) = slot.remove(member.as_str()) else {
+                continue;
+            };
+            for (k, v) in stages.into_iter().enumerate().filter(|(_, v)| *v != 0) {
+                removed.slot_values += 1;
+                for totals in &mut self.totals[k..] {
+                    totals.add(member.as_str(), -v);
+                }
+            }
+        }
+        removed
+    }
+
+    pub fn describe(&self, now: Timestamp) -> BoardStatus {
+        let config = &self.board.config;
+        let windows = (0..self.windows())
+            .map(|j| {
+                let (from, to) = self.coverage(j, now);
+                WindowStatus {
+                    window: config.windows()[j],
+                    members: self.totals[j].len() as u64,
+                    from,
+                    to,
+                    retired_through: self.retired[j],
+                    lag_seconds: (config.window_start(j, now) - from) as u64,
+                }
+            })
+            .collect();
+        BoardStatus {
+            name: self.board.name.clone(),
+            config: config.clone(),
+            created_at: crate::board::to_datetime(self.board.created_at),
+            live_slots: self.slots.len() as u64,
+            windows,
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! The in-process store: the embedded default (nothing to install) and the reference
+//! model that the Redis store is checked against.
+//!
+//! Each board sits behind its own mutex, held only for the synchronous work of one call,
+//! so writes to different boards never contend. Reads of ranks and pages walk an ordered
+//! set, O(offset + limit): fine for trying the service and for a forum's own tests; use
+//! Redis for millions of members.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use async_trait::async_trait;
+
+mod board_state;
+mod totals;
+
+use board_state::MemBoard;
+
+use crate::board::{Board, BoardStatus, Created};
+use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
+use crate::error::{Error, Result};
+use crate::read::{History, Standing, TopPage};
+use crate::retire::{RetireOptions, RetireReport};
+use crate::store::{SlotWrite, Store, WriteStatus, new_version};
+use crate::write::Removed;
+
+/// Boards held in this process's memory.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    boards: RwLock<BTreeMap<BoardName, Arc<Mutex<MemBoard>>>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs `f` on the board's state if `board` is still the stored incarnation.
+    fn with_board<T>(&self, board: &Board, f: impl FnOnce(&mut MemBoard) -> T) -> Result<T> {
+        let entry = self
+            .read_boards()
+            .get(&board.name)
+            .cloned()
+            .ok_or_else(|| Error::BoardChanged(board.name.to_string()))?;
+        let mut state = lock(&entry);
+        if state.board.version != board.version {
+            return Err(Error::BoardChanged(board.name.to_string()));
+        }
+        Ok(f(&mut state))
+    }
+
+    fn read_boards(
+        &self,
+    ) -> std::sync::RwLockReadGuard<'_, BTreeMap<BoardName, Arc<Mutex<MemBoard>>>> {
+        self.boards.read().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn lock(board: &Mutex<MemBoard>) -> MutexGuard<'_, MemBoard> {
+    // A panic while holding the lock cannot leave half an operation behind that a later
+    // call would misread, so a poisoned lock is still usable.
+    board.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    fn kind(&self) -> &'static str {
+        "memory"
+    }
+
+    async fn ping(&self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn create_board(
+        &self,
+        name: &BoardName,
+        config: &BoardConfig,
+        now: Timestamp,
+    ) -> Result<Created> {
+        let mut boards = self.boards.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(existing) = boards.get(name) {
+            let existing = lock(existing).board.clone();
+            return if existing.config == *config {
+                Ok(Created::Existing(existing))
+            } else {
+                Err(Error::BoardConflict {
+                    board: name.to_string(),
+                    existing: existing.config,
+                })
+            };
+        }
+        let board = Board {
+            name: name.clone(),
+            config: config.clone(),
+            version: new_version(),
+            created_at: now,
+        };
+        let state = MemBoard::new(board.clone(), now);
+        boards.insert(name.clone(), Arc::new(Mutex::new(state)));
+        Ok(Created::New(board))
+    }
+
+    async fn load_board(&self, name: &BoardName) -> Result<Option<Board>> {
+        Ok(self.read_boards().get(name).map(|b| lock(b).board.clone()))
+    }
+
+    async fn list_boards(&self) -> Result<Vec<Board>> {
+        Ok(self
+            .read_boards()
+            .values()
+            .map(|b| lock(b).board.clone())
+            .collect())
+    }
+
+    async fn describe_board(&self, board: &Board, now: Timestamp) -> Result<BoardStatus> {
+        self.with_board(board, |b| b.describe(now))
+    }
+
+    async fn drop_board(&self, name: &BoardName) -> Result<bool> {
+        let mut boards = self.boards.write().unwrap_or_else(|e| e.into_inner());
+        Ok(boards.remove(name).is_some())
+    }
+
+    async fn write(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: &[SlotWrite],
+    ) -> Result<Vec<WriteStatus>> {
+        self.with_board(board, |b| b.write(now, writes))
+    }
+
+    async fn top(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TopPage> {
+        self.with_board(board, |b| b.top(window, now, offset, limit))
+    }
+
+    async fn standing(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        member: &Member,
+    ) -> Result<Option<Standing>> {
+        self.with_board(board, |b| b.standing(window, now, member))
+    }
+
+    async fn around(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        member: &Member,
+        n: u64,
+    ) -> Result<Option<TopPage>> {
+        self.with_board(board, |b| b.around(window, now, member, n))
+    }
+
+    async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {
+        self.with_board(board, |b| b.history(now, member))
+    }
+
+    async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
+        self.with_board(board, |b| b.remove_member(member))
+    }
+
+    async fn retire(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        _options: RetireOptions,
+    ) -> Result<RetireReport> {
+        // In memory a whole pass runs under the board's lock: there is nothing to chunk.
+        self.with_board(board, |b| b.retire(now))
+    }
+}

@@ -1,0 +1,113 @@
+//! The totals of one window in memory: member → total, also kept in ranking order
+//! (score descending, member ascending) so pages and ranks read in order.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, HashMap};
+
+use crate::read::Entry;
+
+/// Member totals of one window. A member whose total reaches exactly zero is removed.
+#[derive(Debug, Default)]
+pub(super) struct Totals {
+    scores: HashMap<String, i64>,
+    /// The same entries as `scores`, in ranking order.
+    order: BTreeSet<(Reverse<i64>, String)>,
+}
+
+impl Totals {
+    /// The member's total, if it has one.
+    pub fn get(&self, member: &str) -> Option<i64> {
+        self.scores.get(member).copied()
+    }
+
+    /// Members with a non-zero total.
+    pub fn len(&self) -> usize {
+        self.scores.len()
+    }
+
+    /// Adds `delta` to the member's total and returns the new total (0 means removed).
+    pub fn add(&mut self, member: &str, delta: i64) -> i64 {
+        let old = self.scores.get(member).copied();
+        if let Some(old) = old {
+            self.order.remove(&(Reverse(old), member.to_owned()));
+        }
+        let new = old.unwrap_or(0) + delta;
+        if new == 0 {
+            self.scores.remove(member);
+        } else {
+            self.scores.insert(member.to_owned(), new);
+            self.order.insert((Reverse(new), member.to_owned()));
+        }
+        new
+    }
+
+    /// Competition rank of `score`: 1 + the number of members with a higher total.
+    pub fn rank_of(&self, score: i64) -> u64 {
+        self.order.range(..(Reverse(score), String::new())).count() as u64 + 1
+    }
+
+    /// The member's 0-based position in ranking order.
+    pub fn position(&self, member: &str, score: i64) -> u64 {
+        self.order
+            .range(..(Reverse(score), member.to_owned()))
+            .count() as u64
+    }
+
+    /// Entries with a positive total at positions `offset..offset + limit`.
+    pub fn page(&self, offset: u64, limit: u64) -> Vec<Entry> {
+        let mut entries = Vec::new();
+        let mut rank = 0;
+        let mut previous = None;
+        for (position, (Reverse(score), member)) in self.order.iter().enumerate() {
+            let position = position as u64;
+            if *score <= 0 || position >= offset + limit {
+                break;
+            }
+            if previous != Some(*score) {
+                rank = position + 1;
+                previous = Some(*score);
+            }
+            if position >= offset {
+                entries.push(Entry {
+                    rank,
+                    member: member.clone(),
+                    score: *score,
+                });
+            }
+        }
+        entries
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_rank_ties_together_and_order_them_by_name() {
+        let mut t = Totals::default();
+        for (m, s) in [("b", 5), ("a", 5), ("c", 3), ("d", -1), ("e", 7)] {
+            t.add(m, s);
+        }
+        let page: Vec<(u64, String, i64)> = t
+            .page(0, 10)
+            .into_iter()
+            .map(|e| (e.rank, e.member, e.score))
+            .collect();
+        let expected = [(1, "e", 7), (2, "a", 5), (2, "b", 5), (4, "c", 3)]
+            .map(|(r, m, s)| (r, m.to_owned(), s));
+        assert_eq!(page, expected);
+        assert_eq!(t.page(2, 1)[0].rank, 2);
+        assert_eq!(t.rank_of(5), 2);
+        assert_eq!(t.position("b", 5), 2);
+    }
+
+    #[test]
+    fn a_total_of_zero_removes_the_member() {
+        let mut t = Totals::default();
+        t.add("a", 2);
+        assert_eq!(t.add("a", -2), 0);
+        assert_eq!(t.len(), 0);
+        assert_eq!(t.get("a"), None);
+    }
+}

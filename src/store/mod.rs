@@ -1,0 +1,165 @@
+//! The storage abstraction: one [`Store`] trait, two implementations that pass one
+//! conformance suite. [`RedisStore`] is production; [`MemoryStore`] is the embedded
+//! default and the reference model the Redis store is checked against.
+//!
+//! Stores receive validated input (the [`Rollboard`](crate::Rollboard) facade parses
+//! names, members, deltas and times) and implement the data model of `docs/design.md`:
+//! per slot a cascade of *stage* values, per window a totals set, a *watermark* (newest
+//! slot frozen out of the window) and a *retired-through* mark (newest slot fully
+//! subtracted).
+
+use async_trait::async_trait;
+
+use crate::board::{Board, BoardStatus, Created};
+use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
+use crate::error::Result;
+use crate::read::{History, Standing, TopPage};
+use crate::retire::{RetireOptions, RetireReport};
+use crate::write::Removed;
+
+mod memory;
+mod redis;
+
+pub use memory::MemoryStore;
+pub use redis::{RedisOptions, RedisStore};
+
+/// One validated event, placed in its slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotWrite {
+    /// The start of the event's slot, unix seconds.
+    pub slot: i64,
+    /// The member.
+    pub member: Member,
+    /// The delta (non-zero, inside ±(2^53 − 1)).
+    pub delta: i64,
+}
+
+/// What a store did with one [`SlotWrite`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteStatus {
+    /// Counted in the slot and in every window that still contains the slot.
+    Applied,
+    /// Every window had already frozen the slot out.
+    TooLate,
+    /// A total or the slot value would leave ±(2^53 − 1).
+    OutOfRange,
+}
+
+/// A board store. All methods are safe to call concurrently, from several processes.
+///
+/// Methods that take a [`Board`] fail with [`Error::BoardChanged`](crate::Error::BoardChanged)
+/// when the stored board is gone or is another incarnation (another `version`).
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// A short name for logs: `"redis"` or `"memory"`.
+    fn kind(&self) -> &'static str;
+
+    /// Checks that the store answers.
+    async fn ping(&self) -> Result<()>;
+
+    /// Creates a board, or returns the existing one when its config is the same.
+    /// A different config is [`Error::BoardConflict`](crate::Error::BoardConflict).
+    async fn create_board(
+        &self,
+        name: &BoardName,
+        config: &BoardConfig,
+        now: Timestamp,
+    ) -> Result<Created>;
+
+    /// The board, if it exists.
+    async fn load_board(&self, name: &BoardName) -> Result<Option<Board>>;
+
+    /// Every board, by name.
+    async fn list_boards(&self) -> Result<Vec<Board>>;
+
+    /// Members per window, live slots and retirement lag.
+    async fn describe_board(&self, board: &Board, now: Timestamp) -> Result<BoardStatus>;
+
+    /// Deletes the board and all its data. `false` when it did not exist.
+    async fn drop_board(&self, name: &BoardName) -> Result<bool>;
+
+    /// Applies events in order; one status per event. Also freezes every window whose
+    /// cutoff at `now` has passed its watermark, so late events skip windows they have
+    /// left even before retirement runs.
+    async fn write(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: &[SlotWrite],
+    ) -> Result<Vec<WriteStatus>>;
+
+    /// A page of window `window` (an index into the board's windows).
+    async fn top(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TopPage>;
+
+    /// A member's score and rank, `None` without a positive total.
+    async fn standing(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        member: &Member,
+    ) -> Result<Option<Standing>>;
+
+    /// Up to `n` entries on each side of `member`, `None` without a positive total.
+    async fn around(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        member: &Member,
+        n: u64,
+    ) -> Result<Option<TopPage>>;
+
+    /// The member's non-zero slot values in the largest window.
+    async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History>;
+
+    /// Removes the member from every slot and window.
+    async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed>;
+
+    /// Retires everything overdue at `now`, window by window.
+    async fn retire(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        options: RetireOptions,
+    ) -> Result<RetireReport>;
+}
+
+/// Which slots a window's totals cover: `(from, to)`, unix seconds.
+///
+/// `first_pending` is the oldest live slot newer than the window's retired-through mark
+/// and `newest` the newest live slot. The totals are exactly the window when `from`
+/// equals the window's start.
+pub(crate) fn coverage(
+    config: &BoardConfig,
+    window: usize,
+    now: Timestamp,
+    first_pending: Option<i64>,
+    newest: Option<i64>,
+) -> (i64, i64) {
+    let start = config.window_start(window, now);
+    let current = config.slot_start(now);
+    let from = first_pending.map_or(start, |s| s.min(start));
+    let to = newest.map_or(current, |s| s.max(current)) + config.slot().secs_i64();
+    (from, to)
+}
+
+/// Creates a fresh board version: random, below 2^53 so every language reads it exactly.
+pub(crate) fn new_version() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    (h.finish() & ((1 << 53) - 1)).max(1)
+}

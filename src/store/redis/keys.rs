@@ -1,0 +1,77 @@
+//! Every Redis key name rollboard uses, in one place.
+//!
+//! All keys of a board carry the `{<board>}` hash tag, so on Redis Cluster they live on
+//! one node and every multi-key script of a board is atomic. The registry of boards is
+//! global and is only ever touched by its own single-key commands.
+
+use crate::board::Board;
+use crate::domain::{BoardName, Span};
+
+/// The set of board names.
+pub(super) const REGISTRY: &str = "rollboard:boards";
+
+/// `board_{<board>}`: the board record (config, version, watermarks).
+pub(super) fn record(name: &BoardName) -> String {
+    format!("board_{{{name}}}")
+}
+
+/// `slots_{<board>}`: the index of live slots, score = slot start.
+pub(super) fn index(name: &BoardName) -> String {
+    format!("slots_{{{name}}}")
+}
+
+/// `stats_{<board>}` for the first window, `stats_{<board>}_<W>` for the others.
+pub(super) fn totals(name: &BoardName, windows: &[Span], window: usize) -> String {
+    if window == 0 {
+        format!("stats_{{{name}}}")
+    } else {
+        format!("stats_{{{name}}}_{}", windows[window].seconds())
+    }
+}
+
+/// The totals keys of every window, smallest window first.
+pub(super) fn all_totals(name: &BoardName, windows: &[Span]) -> Vec<String> {
+    (0..windows.len())
+        .map(|j| totals(name, windows, j))
+        .collect()
+}
+
+/// Stage `stage` (from 0) of a slot: `slot_{<board>}_<ts>` holds events written before
+/// any window froze the slot; `slot_{<board>}_<ts>_<k>` those written after `k` windows
+/// froze it, plus what retirement of window `k` handed on.
+pub(super) fn stage(name: &BoardName, slot: i64, stage: usize) -> String {
+    if stage == 0 {
+        format!("slot_{{{name}}}_{slot}")
+    } else {
+        format!("slot_{{{name}}}_{slot}_{stage}")
+    }
+}
+
+/// All stage keys of a slot, stage 0 first.
+pub(super) fn stages(board: &Board, slot: i64) -> impl Iterator<Item = String> + '_ {
+    (0..board.config.windows().len()).map(move |k| stage(&board.name, slot, k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{BoardConfig, Timestamp};
+
+    #[test]
+    fn key_names_follow_the_documented_layout() {
+        let board = Board {
+            name: BoardName::parse("hot").unwrap(),
+            config: BoardConfig::parse("1h", &["1h", "24h"]).unwrap(),
+            version: 1,
+            created_at: Timestamp::from_unix_seconds(0).unwrap(),
+        };
+        assert_eq!(record(&board.name), "board_{hot}");
+        assert_eq!(index(&board.name), "slots_{hot}");
+        assert_eq!(
+            all_totals(&board.name, board.config.windows()),
+            ["stats_{hot}", "stats_{hot}_86400"]
+        );
+        let keys: Vec<String> = stages(&board, 7200).collect();
+        assert_eq!(keys, ["slot_{hot}_7200", "slot_{hot}_7200_1"]);
+    }
+}

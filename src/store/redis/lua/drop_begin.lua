@@ -1,0 +1,15 @@
+-- drop_begin.lua: mark a board as being dropped, so every write, read and retirement of
+-- it fails from now on, and tell the caller which windows it had.
+--
+-- KEYS[1]  board record   board_{b}
+--
+-- Returns the windows (seconds, comma-separated), or false when there is no record.
+-- The caller then deletes the slot hashes listed in the index, the totals, the index and
+-- the record, in that order; a dropper that dies half-way is finished by the next one.
+
+local windows = redis.call('HGET', KEYS[1], 'windows')
+if not windows then
+  return false
+end
+redis.call('HSET', KEYS[1], 'dropping', '1')
+return windows

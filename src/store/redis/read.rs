@@ -1,0 +1,262 @@
+//! Reads from Redis: rankings through `read_ranking.lua` (one round trip), a member's
+//! history and a board's description through pipelines.
+
+use redis::Value;
+
+use super::RedisStore;
+use super::boards::version_matches;
+use super::keys;
+use super::reply::{array, int, opt_int, parse_integer, string};
+use crate::board::{Board, BoardStatus, WindowStatus, to_datetime};
+use crate::domain::{Member, Timestamp};
+use crate::error::{Error, Result};
+use crate::read::{Entry, History, Point, Standing, TopPage};
+use crate::store::coverage;
+
+/// What `read_ranking.lua` answered: the coverage and the rest of the reply.
+struct RankingReply {
+    from: i64,
+    to: i64,
+    rest: Vec<Value>,
+}
+
+async fn read_ranking(
+    store: &RedisStore,
+    board: &Board,
+    window: usize,
+    now: Timestamp,
+    mode: &str,
+    arg: &str,
+    count: u64,
+) -> Result<RankingReply> {
+    let windows = board.config.windows();
+    let mut invocation = store.scripts.read_ranking.key(keys::record(&board.name));
+    invocation
+        .key(keys::index(&board.name))
+        .key(keys::totals(&board.name, windows, window))
+        .arg(board.version)
+        .arg(windows[window].seconds())
+        .arg(mode)
+        .arg(arg)
+        .arg(count);
+    let reply: Value = store.invoke(&invocation, &board.name, true).await?;
+    let mut items = array(reply, "read_ranking")?;
+    if items.len() < 2 {
+        return Err(Error::Store("read_ranking answered too little".into()));
+    }
+    let rest = items.split_off(2);
+    let first_pending = opt_int(&items[0], "pending slot")?;
+    let newest = opt_int(&items[1], "newest slot")?;
+    let (from, to) = coverage(&board.config, window, now, first_pending, newest);
+    Ok(RankingReply { from, to, rest })
+}
+
+fn entries(items: &[Value]) -> Result<Vec<Entry>> {
+    items
+        .chunks(3)
+        .map(|e| match e {
+            [rank, member, score] => Ok(Entry {
+                rank: int(rank, "rank")? as u64,
+                member: string(member, "member")?,
+                score: score_of(score)?,
+            }),
+            _ => Err(Error::Store("read_ranking answered a partial entry".into())),
+        })
+        .collect()
+}
+
+fn score_of(v: &Value) -> Result<i64> {
+    let text = string(v, "score")?;
+    parse_integer(&text).ok_or_else(|| Error::Store(format!("score {text:?} is not an integer")))
+}
+
+pub(super) async fn top(
+    store: &RedisStore,
+    board: &Board,
+    window: usize,
+    now: Timestamp,
+    offset: u64,
+    limit: u64,
+) -> Result<TopPage> {
+    let r = read_ranking(store, board, window, now, "top", &offset.to_string(), limit).await?;
+    Ok(TopPage {
+        board: board.name.clone(),
+        window: board.config.windows()[window],
+        from: r.from,
+        to: r.to,
+        entries: entries(&r.rest)?,
+    })
+}
+
+pub(super) async fn standing(
+    store: &RedisStore,
+    board: &Board,
+    window: usize,
+    now: Timestamp,
+    member: &Member,
+) -> Result<Option<Standing>> {
+    let r = read_ranking(store, board, window, now, "member", member.as_str(), 0).await?;
+    let [score, rank] = r.rest.as_slice() else {
+        return Ok(None);
+    };
+    Ok(Some(Standing {
+        member: member.to_string(),
+        score: score_of(score)?,
+        rank: int(rank, "rank")? as u64,
+        window: board.config.windows()[window],
+        from: r.from,
+        to: r.to,
+    }))
+}
+
+pub(super) async fn around(
+    store: &RedisStore,
+    board: &Board,
+    window: usize,
+    now: Timestamp,
+    member: &Member,
+    n: u64,
+) -> Result<Option<TopPage>> {
+    let r = read_ranking(store, board, window, now, "around", member.as_str(), n).await?;
+    if r.rest.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(TopPage {
+        board: board.name.clone(),
+        window: board.config.windows()[window],
+        from: r.from,
+        to: r.to,
+        entries: entries(&r.rest)?,
+    }))
+}
+
+pub(super) async fn history(
+    store: &RedisStore,
+    board: &Board,
+    now: Timestamp,
+    member: &Member,
+) -> Result<History> {
+    let config = &board.config;
+    let largest = config.windows().len() - 1;
+    let from = config.window_start(largest, now);
+    let index = keys::index(&board.name);
+    let (version, slots, newest): (Value, Vec<i64>, Vec<i64>) = store
+        .query_pipe(
+            redis::pipe()
+                .cmd("HGET")
+                .arg(keys::record(&board.name))
+                .arg("version")
+                .cmd("ZRANGEBYSCORE")
+                .arg(&index)
+                .arg(from)
+                .arg("+inf")
+                .cmd("ZREVRANGEBYSCORE")
+                .arg(&index)
+                .arg("+inf")
+                .arg("-inf")
+                .arg("LIMIT")
+                .arg(0)
+                .arg(1),
+            Some(&board.name),
+        )
+        .await?;
+    if !version_matches(&version, board)? {
+        return Err(Error::BoardChanged(board.name.to_string()));
+    }
+    let mut pipe = redis::pipe();
+    for s in &slots {
+        for key in keys::stages(board, *s) {
+            pipe.cmd("HGET").arg(key).arg(member.as_str());
+        }
+    }
+    let values: Vec<Option<i64>> = if slots.is_empty() {
+        Vec::new()
+    } else {
+        store.query_pipe(&pipe, Some(&board.name)).await?
+    };
+    let points = slots
+        .iter()
+        .zip(values.chunks(config.windows().len()))
+        .filter_map(|(slot, stages)| {
+            let value: i64 = stages.iter().flatten().sum();
+            (value != 0).then_some(Point { slot: *slot, value })
+        })
+        .collect();
+    Ok(History {
+        member: member.to_string(),
+        slot: config.slot(),
+        from,
+        to: coverage(config, largest, now, None, newest.first().copied()).1,
+        points,
+    })
+}
+
+pub(super) async fn describe(
+    store: &RedisStore,
+    board: &Board,
+    now: Timestamp,
+) -> Result<BoardStatus> {
+    let config = &board.config;
+    let windows = config.windows();
+    let record = keys::record(&board.name);
+    let index = keys::index(&board.name);
+    let mut pipe = redis::pipe();
+    pipe.cmd("HGET").arg(&record).arg("version");
+    pipe.cmd("ZCARD").arg(&index);
+    pipe.cmd("ZREVRANGEBYSCORE")
+        .arg(&index)
+        .arg("+inf")
+        .arg("-inf")
+        .arg("LIMIT")
+        .arg(0)
+        .arg(1);
+    for (j, w) in windows.iter().enumerate() {
+        pipe.cmd("HGET")
+            .arg(&record)
+            .arg(format!("done:{}", w.seconds()));
+        pipe.cmd("ZCARD").arg(keys::totals(&board.name, windows, j));
+    }
+    let reply: Vec<Value> = store.query_pipe(&pipe, Some(&board.name)).await?;
+    if !version_matches(&reply[0], board)? {
+        return Err(Error::BoardChanged(board.name.to_string()));
+    }
+    let live_slots = int(&reply[1], "live slots")? as u64;
+    let newest = array(reply[2].clone(), "newest slot")?
+        .first()
+        .map(|v| int(v, "newest slot"))
+        .transpose()?;
+
+    let mut per_window = Vec::with_capacity(windows.len());
+    for j in 0..windows.len() {
+        let retired_through = int(&reply[3 + 2 * j], "done")?;
+        let members = int(&reply[4 + 2 * j], "members")? as u64;
+        let pending: Vec<i64> = store
+            .query(
+                redis::cmd("ZRANGEBYSCORE")
+                    .arg(&index)
+                    .arg(format!("({retired_through}"))
+                    .arg("+inf")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(1),
+                Some(&board.name),
+            )
+            .await?;
+        let (from, to) = coverage(config, j, now, pending.first().copied(), newest);
+        per_window.push(WindowStatus {
+            window: windows[j],
+            members,
+            from,
+            to,
+            retired_through,
+            lag_seconds: (config.window_start(j, now) - from) as u64,
+        });
+    }
+    Ok(BoardStatus {
+        name: board.name.clone(),
+        config: config.clone(),
+        created_at: to_datetime(board.created_at),
+        live_slots,
+        windows: per_window,
+    })
+}

@@ -1,0 +1,29 @@
+//! The Lua scripts, loaded from their own files. Each is called by SHA and reloaded
+//! by `redis::Script` when Redis answers `NOSCRIPT` (after a restart or `SCRIPT FLUSH`).
+
+use redis::Script;
+
+/// One handle per script; building one hashes its source once.
+pub(super) struct Scripts {
+    pub create_board: Script,
+    pub drop_begin: Script,
+    pub write: Script,
+    pub read_ranking: Script,
+    pub remove_member: Script,
+    pub retire_begin: Script,
+    pub retire_chunk: Script,
+}
+
+impl Scripts {
+    pub fn new() -> Self {
+        Scripts {
+            create_board: Script::new(include_str!("lua/create_board.lua")),
+            drop_begin: Script::new(include_str!("lua/drop_begin.lua")),
+            write: Script::new(include_str!("lua/write.lua")),
+            read_ranking: Script::new(include_str!("lua/read_ranking.lua")),
+            remove_member: Script::new(include_str!("lua/remove_member.lua")),
+            retire_begin: Script::new(include_str!("lua/retire_begin.lua")),
+            retire_chunk: Script::new(include_str!("lua/retire_chunk.lua")),
+        }
+    }
+}
