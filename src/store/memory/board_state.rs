@@ -103,6 +103,9 @@ impl MemBoard {
         };
         for j in 0..n {
             let cutoff = self.board.config.cutoff(j, now);
+            if self.retired[j] >= cutoff {
+                continue;
+            }
             let due: Vec<i64> = self
                 .slots
                 .range(self.retired[j] + 1..=cutoff)

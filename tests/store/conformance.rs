@@ -1,0 +1,832 @@
+//! The conformance suite: every case runs against the memory store and against a real
+//! Redis, and must give the same exact answers on both.
+
+use rollboard::{BoardConfig, Created, Error, Event, MAX_ABS, Span};
+
+use crate::support::{Harness, START, pairs, ranking, ts};
+
+macro_rules! conformance {
+    ($($case:ident),* $(,)?) => {
+        mod memory {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
+        }
+        mod redis {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
+        }
+    };
+}
+
+conformance!(
+    creating_again_with_the_same_config_returns_the_existing_board,
+    creating_with_another_config_is_a_conflict,
+    unknown_boards_windows_and_members_are_reported,
+    invalid_input_is_rejected_with_its_code,
+    top_orders_by_score_then_member_with_competition_ranks,
+    pages_cut_through_tie_groups_keep_the_order,
+    zero_and_negative_totals_are_not_ranked,
+    an_event_counts_while_its_slot_is_inside_the_window,
+    windows_retire_independently,
+    late_event_skips_windows_already_retired,
+    events_older_than_the_largest_window_are_too_late,
+    events_beyond_the_allowed_skew_are_in_the_future,
+    totals_and_slot_values_stay_inside_2_pow_53,
+    a_batch_rejects_bad_events_by_index_and_applies_the_rest,
+    score_gives_total_and_competition_rank,
+    around_lists_neighbours_in_ranking_order,
+    history_lists_non_zero_slots_of_the_largest_window,
+    remove_member_clears_every_slot_and_window,
+    drop_board_deletes_it_and_a_new_one_starts_empty,
+    a_board_recreated_elsewhere_is_picked_up,
+    boards_are_listed_by_name,
+    retirement_catches_up_any_number_of_slots_in_one_call,
+    reads_say_when_retirement_is_behind,
+    describe_reports_members_slots_and_lag,
+    members_whose_total_reaches_zero_are_removed,
+    an_offset_shifts_slot_boundaries,
+    retiring_twice_changes_nothing,
+);
+
+async fn creating_again_with_the_same_config_returns_the_existing_board(h: Harness) {
+    let config = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
+    let name = crate::support::unique("same");
+    let first = h.boards.create_board(&name, config.clone()).await.unwrap();
+    let second = h.boards.create_board(&name, config.clone()).await.unwrap();
+    assert!(matches!(first, Created::New(_)));
+    assert!(matches!(second, Created::Existing(_)));
+    assert_eq!(first.board(), second.board());
+    assert_eq!(h.boards.board(&name).await.unwrap().config, config);
+}
+
+async fn creating_with_another_config_is_a_conflict(h: Harness) {
+    let name = h.board("1h", &["1h", "24h"]).await;
+    let err = h
+        .boards
+        .create_board(&name, BoardConfig::parse("5m", &["1h"]).unwrap())
+        .await
+        .unwrap_err();
+    let Error::BoardConflict { existing, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(existing.slot(), Span::parse("1h").unwrap());
+    assert_eq!(err.code(), "board_conflict");
+}
+
+async fn unknown_boards_windows_and_members_are_reported(h: Harness) {
+    let err = h.boards.incr("nope", "m", 1, None).await.unwrap_err();
+    assert_eq!(err, Error::BoardNotFound("nope".into()));
+    assert_eq!(
+        h.boards.top("nope", None, 0, 10).await.unwrap_err().code(),
+        "board_not_found"
+    );
+    assert_eq!(
+        h.boards.drop_board("nope").await.unwrap_err().code(),
+        "board_not_found"
+    );
+
+    let name = h.board("1h", &["1h", "24h"]).await;
+    let err = h
+        .boards
+        .top(&name, Some(Span::parse("2h").unwrap()), 0, 10)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "window_not_found");
+    assert_eq!(h.boards.score(&name, "ghost", None).await.unwrap(), None);
+    assert_eq!(
+        h.boards.around(&name, "ghost", None, 3).await.unwrap(),
+        None
+    );
+}
+
+async fn invalid_input_is_rejected_with_its_code(h: Harness) {
+    let name = h.board("1h", &["1h"]).await;
+    let code = |r: Result<(), Error>| r.unwrap_err().code();
+    assert_eq!(
+        code(h.boards.incr("bad name", "m", 1, None).await),
+        "invalid_board_name"
+    );
+    assert_eq!(
+        code(h.boards.incr(&name, "", 1, None).await),
+        "invalid_member"
+    );
+    assert_eq!(
+        code(h.boards.incr(&name, &"m".repeat(257), 1, None).await),
+        "invalid_member"
+    );
+    assert_eq!(
+        code(h.boards.incr(&name, "m", 0, None).await),
+        "invalid_delta"
+    );
+    assert_eq!(
+        code(h.boards.incr(&name, "m", MAX_ABS + 1, None).await),
+        "invalid_delta"
+    );
+    assert_eq!(
+        h.boards.top(&name, None, 0, 0).await.unwrap_err().code(),
+        "invalid_query"
+    );
+    assert_eq!(
+        h.boards.top(&name, None, 0, 1001).await.unwrap_err().code(),
+        "invalid_query"
+    );
+    assert_eq!(
+        h.boards
+            .around(&name, "m", None, 101)
+            .await
+            .unwrap_err()
+            .code(),
+        "invalid_query"
+    );
+    // Nothing was written by any of it.
+    assert!(
+        h.boards
+            .top(&name, None, 0, 10)
+            .await
+            .unwrap()
+            .entries
+            .is_empty()
+    );
+}
+
+async fn top_orders_by_score_then_member_with_competition_ranks(h: Harness) {
+    let name = h.board("1h", &["1h"]).await;
+    for (member, delta) in [
+        ("carol", 5),
+        ("alice", 5),
+        ("dave", 2),
+        ("bob", 7),
+        ("erin", 5),
+    ] {
+        h.boards.incr(&name, member, delta, None).await.unwrap();
+    }
+    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    let ranked: Vec<(u64, &str, i64)> = page
+        .entries
+        .iter()
+        .map(|e| (e.rank, e.member.as_str(), e.score))
+        .collect();
+    assert_eq!(
+        ranked,
+        [
+            (1, "bob", 7),
+            (2, "alice", 5),
+            (2, "carol", 5),
+            (2, "erin", 5),
+            (5, "dave", 2)
+        ]
+    );
+    let second_page = h.boards.top(&name, None, 2, 2).await.unwrap();
+    let ranked: Vec<(u64, &str)> = second_page
+        .entries
+        .iter()
+        .map(|e| (e.rank, e.member.as_str()))
+        .collect();
+    assert_eq!(ranked, [(2, "carol"), (2, "erin")]);
+}
+
+async fn pages_cut_through_tie_groups_keep_the_order(h: Harness) {
+    let name = h.board("1h", &["1h"]).await;
+    // Scores 3 (m00..m04), 2 (m05..m14), 1 (m15..m19), written in a scrambled order.
+    let mut events: Vec<Event> = (0..20)
+        .map(|i| {
+            let score = if i < 5 {
+                3
+            } else if i < 15 {
+                2
+            } else {
+                1
+            };
+            Event::new(format!("m{i:02}"), score)
+        })
+        .collect();
+    events.reverse();
+    events.swap(3, 11);
+    h.boards.incr_batch(&name, &events).await.unwrap();
+    let expected: Vec<(u64, String, i64)> = (0..20)
+        .map(|i| {
+            let (rank, score) = if i < 5 {
+                (1, 3)
+            } else if i < 15 {
+                (6, 2)
+            } else {
+                (16, 1)
+            };
+            (rank, format!("m{i:02}"), score)
+        })
+        .collect();
+    for limit in [1, 3, 4, 7, 20] {
+        for offset in 0..21 {
+            let page = h.boards.top(&name, None, offset, limit).await.unwrap();
+            let got: Vec<(u64, String, i64)> = page
+                .entries
+                .into_iter()
+                .map(|e| (e.rank, e.member, e.score))
+                .collect();
+            let want: Vec<_> = expected
+                .iter()
+                .skip(offset as usize)
+                .take(limit as usize)
+                .cloned()
+                .collect();
+            assert_eq!(got, want, "offset {offset} limit {limit}");
+        }
+    }
+}
+
+async fn zero_and_negative_totals_are_not_ranked(h: Harness) {
+    let name = h.board("1h", &["1h"]).await;
+    h.boards.incr(&name, "up", 2, None).await.unwrap();
+    h.boards.incr(&name, "flat", 1, None).await.unwrap();
+    h.boards.incr(&name, "flat", -1, None).await.unwrap();
+    h.boards.incr(&name, "down", -3, None).await.unwrap();
+    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    assert_eq!(ranking(&page), pairs(&[("up", 2)]));
+    assert_eq!(h.boards.score(&name, "down", None).await.unwrap(), None);
+    let status = h.boards.describe_board(&name).await.unwrap();
+    assert_eq!(
+        status.windows[0].members, 2,
+        "up and down keep totals; flat is gone"
+    );
+}
+
+async fn an_event_counts_while_its_slot_is_inside_the_window(h: Harness) {
+    // Slots of 1h, a 3h window: at 10:xx it holds the 08:00, 09:00 and 10:00 slots.
+    let name = h.board("1h", &["3h"]).await;
+    h.at(7 * 3600 + 1800);
+    h.boards.incr(&name, "a", 1, None).await.unwrap(); // slot 07:00
+    h.at(8 * 3600);
+    h.boards.incr(&name, "a", 10, None).await.unwrap(); // slot 08:00
+    h.at(10 * 3600 - 1);
+    h.boards.retire(&name).await.unwrap();
+    assert_eq!(
+        score(&h, &name, "a", None).await,
+        Some(11),
+        "09:59: 07:00 still inside"
+    );
+    h.at(10 * 3600);
+    h.boards.retire(&name).await.unwrap();
+    assert_eq!(
+        score(&h, &name, "a", None).await,
+        Some(10),
+        "10:00: 07:00 has left"
+    );
+    h.at(11 * 3600 - 1);
+    h.boards.retire(&name).await.unwrap();
+    assert_eq!(score(&h, &name, "a", None).await, Some(10));
+    h.at(11 * 3600);
+    h.boards.retire(&name).await.unwrap();
+    assert_eq!(
+        score(&h, &name, "a", None).await,
+        None,
+        "11:00: 08:00 has left too"
+    );
+}
+
+async fn windows_retire_independently(h: Harness) {
+    let name = h.board("1h", &["1h", "3h"]).await;
+    let three = Some(Span::parse("3h").unwrap());
+    h.boards.incr(&name, "a", 4, None).await.unwrap();
+    h.at(3600);
+    h.boards.incr(&name, "a", 1, None).await.unwrap();
+    h.boards.retire(&name).await.unwrap();
+    assert_eq!(score(&h, &name, "a", None).await, Some(1));
+    assert_eq!(score(&h, &name, "a", three).await, Some(5));
+    h.at(3 * 3600);
+    h.boards.retire(&name).await.unwrap();
+    assert_eq!(score(&h, &name, "a", None).await, None);
+    assert_eq!(score(&h, &name, "a", three).await, Some(1));
+    h.at(4 * 3600);
+    h.boards.retire(&name).await.unwrap();
+    assert_eq!(score(&h, &name, "a", three).await, None);
+}
+
+async fn late_event_skips_windows_already_retired(h: Harness) {
+    let name = h.board("1h", &["1h", "3h"]).await;
+    let three = Some(Span::parse("3h").unwrap());
+    h.boards.incr(&name, "a", 2, None).await.unwrap();
+    h.at(3600 + 60);
+    h.boards.retire(&name).await.unwrap();
+    // An event stamped in the first slot arrives late: only the 3h window contains it.
+    h.boards
+        .incr(&name, "a", 5, Some(ts(START + 10)))
+        .await
+        .unwrap();
+    assert_eq!(score(&h, &name, "a", None).await, None);
+    assert_eq!(score(&h, &name, "a", three).await, Some(7));
+    // Without any retirement run, a late write still skips the window it has left.
+    h.at(2 * 3600 + 60);
+    h.boards
+        .incr(&name, "b", 3, Some(ts(START + 3600 + 5)))
+        .await
+        .unwrap();
+    assert_eq!(score(&h, &name, "b", None).await, None);
+    assert_eq!(score(&h, &name, "b", three).await, Some(3));
+    h.at(3 * 3600);
+    h.boards.retire(&name).await.unwrap();
+    assert_eq!(
+        score(&h, &name, "a", three).await,
+        None,
+        "both parts of slot 0 subtracted"
+    );
+    assert_eq!(score(&h, &name, "b", three).await, Some(3));
+    h.at(4 * 3600);
+    h.boards.retire(&name).await.unwrap();
+    assert_eq!(score(&h, &name, "b", three).await, None);
+    assert_eq!(h.boards.describe_board(&name).await.unwrap().live_slots, 0);
+}
+
+async fn events_older_than_the_largest_window_are_too_late(h: Harness) {
+    let name = h.board("1h", &["1h", "3h"]).await;
+    h.at(5 * 3600 + 10);
+    let err = h
+        .boards
+        .incr(&name, "a", 1, Some(ts(START + 2 * 3600 + 3599)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err,
+        Error::TooLate {
+            at: (START + 2 * 3600 + 3599) as f64,
+            slot: START + 2 * 3600,
+            oldest_open: START + 3 * 3600,
+        }
+    );
+    h.boards
+        .incr(&name, "a", 1, Some(ts(START + 3 * 3600)))
+        .await
+        .unwrap();
+    let three = Some(Span::parse("3h").unwrap());
+    assert_eq!(score(&h, &name, "a", three).await, Some(1));
+}
+
+async fn events_beyond_the_allowed_skew_are_in_the_future(h: Harness) {
+    let name = h.board("1h", &["1h"]).await;
+    let now = h.now().unix_seconds();
+    h.boards
+        .incr(&name, "a", 1, Some(ts(now + 60)))
+        .await
+        .unwrap();
+    let err = h
+        .boards
+        .incr(&name, "a", 1, Some(ts(now + 61)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "in_future");
+    assert_eq!(score(&h, &name, "a", None).await, Some(1));
+}
+
+async fn totals_and_slot_values_stay_inside_2_pow_53(h: Harness) {
+    let name = h.board("1h", &["1h", "2h"]).await;
+    let two = Some(Span::parse("2h").unwrap());
+    h.boards.incr(&name, "a", MAX_ABS, None).await.unwrap();
+    let err = h.boards.incr(&name, "a", 1, None).await.unwrap_err();
+    assert_eq!(err, Error::OutOfRange { member: "a".into() });
+    h.boards.incr(&name, "a", -MAX_ABS, None).await.unwrap();
+    h.boards.incr(&name, "a", -MAX_ABS, None).await.unwrap();
+    assert_eq!(
+        h.boards
+            .incr(&name, "a", -1, None)
+            .await
+            .unwrap_err()
+            .code(),
+        "out_of_range"
+    );
+
+    h.at(3600);
+    h.boards.retire(&name).await.unwrap();
+    h.boards.incr(&name, "a", MAX_ABS, None).await.unwrap();
+    assert_eq!(score(&h, &name, "a", None).await, Some(MAX_ABS));
+    assert_eq!(
+        score(&h, &name, "a", two).await,
+        None,
+        "-MAX + MAX = 0 over 2h"
+    );
+    // A late -1 into slot 0 would leave the 2h total at -1, inside the range, but slot 0
+    // itself at -MAX - 1, which retirement could no longer subtract exactly.
+    let late = Some(ts(START + 5));
+    assert_eq!(
+        h.boards
+            .incr(&name, "a", -1, late)
+            .await
+            .unwrap_err()
+            .code(),
+        "out_of_range"
+    );
+    assert_eq!(score(&h, &name, "a", two).await, None);
+    h.boards.incr(&name, "a", 1, late).await.unwrap();
+    assert_eq!(score(&h, &name, "a", two).await, Some(1));
+}
+
+async fn a_batch_rejects_bad_events_by_index_and_applies_the_rest(h: Harness) {
+    let name = h.board("1h", &["1h"]).await;
+    let now = h.now().unix_seconds();
+    let events = vec![
+        Event::new("a", 1),
+        Event::new("", 1),
+        Event::new("b", 2),
+        Event::new("c", 0),
+        Event::new("a", 3).at(ts(now + 3600)),
+        Event::new("a", 4).at(ts(now - 3600)),
+        Event::new("b", MAX_ABS),
+        Event::new("c", 5),
+    ];
+    let outcome = h.boards.incr_batch(&name, &events).await.unwrap();
+    assert_eq!(outcome.accepted, 3);
+    let rejected: Vec<(usize, &str)> = outcome
+        .rejected
+        .iter()
+        .map(|r| (r.index, r.error.code()))
+        .collect();
+    assert_eq!(
+        rejected,
+        [
+            (1, "invalid_member"),
+            (3, "invalid_delta"),
+            (4, "in_future"),
+            (5, "too_late"),
+            (6, "out_of_range")
+        ]
+    );
+    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    assert_eq!(ranking(&page), pairs(&[("c", 5), ("b", 2), ("a", 1)]));
+
+    let too_many = vec![Event::new("a", 1); 10_001];
+    let err = h.boards.incr_batch(&name, &too_many).await.unwrap_err();
+    assert_eq!(
+        err,
+        Error::BatchTooLarge {
+            len: 10_001,
+            max: 10_000
+        }
+    );
+    assert_eq!(
+        score(&h, &name, "a", None).await,
+        Some(1),
+        "nothing of it applied"
+    );
+}
+
+async fn score_gives_total_and_competition_rank(h: Harness) {
+    let name = h.board("1h", &["1h"]).await;
+    for (m, d) in [("a", 9), ("b", 4), ("c", 4), ("d", 1)] {
+        h.boards.incr(&name, m, d, None).await.unwrap();
+    }
+    let c = h.boards.score(&name, "c", None).await.unwrap().unwrap();
+    assert_eq!((c.score, c.rank), (4, 2));
+    let d = h.boards.score(&name, "d", None).await.unwrap().unwrap();
+    assert_eq!((d.score, d.rank), (1, 4));
+    assert_eq!((d.from, d.to), (START, START + 3600));
+}
+
+async fn around_lists_neighbours_in_ranking_order(h: Harness) {
+    let name = h.board("1h", &["1h"]).await;
+    for (m, d) in [
+        ("a", 10),
+        ("b", 8),
+        ("c", 8),
+        ("d", 8),
+        ("e", 5),
+        ("f", 1),
+        ("g", -2),
+    ] {
+        h.boards.incr(&name, m, d, None).await.unwrap();
+    }
+    let members = |page: Option<rollboard::TopPage>| -> Vec<String> {
+        page.unwrap()
+            .entries
+            .into_iter()
+            .map(|e| e.member)
+            .collect()
+    };
+    assert_eq!(
+        members(h.boards.around(&name, "c", None, 1).await.unwrap()),
+        ["b", "c", "d"]
+    );
+    assert_eq!(
+        members(h.boards.around(&name, "a", None, 2).await.unwrap()),
+        ["a", "b", "c"]
+    );
+    assert_eq!(
+        members(h.boards.around(&name, "f", None, 2).await.unwrap()),
+        ["d", "e", "f"]
+    );
+    assert_eq!(
+        members(h.boards.around(&name, "d", None, 0).await.unwrap()),
+        ["d"]
+    );
+    let page = h.boards.around(&name, "e", None, 1).await.unwrap().unwrap();
+    let ranks: Vec<u64> = page.entries.iter().map(|e| e.rank).collect();
+    assert_eq!(ranks, [2, 5, 6]);
+    assert_eq!(h.boards.around(&name, "g", None, 1).await.unwrap(), None);
+}
+
+async fn history_lists_non_zero_slots_of_the_largest_window(h: Harness) {
+    let name = h.board("1h", &["1h", "3h"]).await;
+    h.boards.incr(&name, "a", 2, None).await.unwrap();
+    h.boards.incr(&name, "b", 7, None).await.unwrap();
+    h.at(3600);
+    h.boards.incr(&name, "a", 1, None).await.unwrap();
+    h.boards.incr(&name, "a", -1, None).await.unwrap();
+    h.at(2 * 3600 + 5);
+    h.boards.incr(&name, "a", 4, None).await.unwrap();
+    h.boards.retire(&name).await.unwrap();
+    // A late event into slot 0 after the 1h window retired it: still the same slot.
+    h.boards
+        .incr(&name, "a", 3, Some(ts(START + 1)))
+        .await
+        .unwrap();
+    let history = h.boards.history(&name, "a").await.unwrap();
+    let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
+    assert_eq!(points, [(START, 5), (START + 2 * 3600, 4)]);
+    assert_eq!((history.from, history.to), (START, START + 3 * 3600));
+    assert_eq!(history.slot, Span::parse("1h").unwrap());
+    assert!(
+        h.boards
+            .history(&name, "nobody")
+            .await
+            .unwrap()
+            .points
+            .is_empty()
+    );
+}
+
+async fn remove_member_clears_every_slot_and_window(h: Harness) {
+    let name = h.board("1h", &["1h", "3h"]).await;
+    let three = Some(Span::parse("3h").unwrap());
+    h.boards.incr(&name, "spam", 5, None).await.unwrap();
+    h.boards.incr(&name, "ok", 2, None).await.unwrap();
+    h.at(3600 + 1);
+    h.boards.incr(&name, "spam", 9, None).await.unwrap();
+    h.boards.retire(&name).await.unwrap();
+    h.boards
+        .incr(&name, "spam", 1, Some(ts(START + 2)))
+        .await
+        .unwrap(); // late: stage 1
+    // Slot 0 holds 5 + 1 in its second stage (retired by 1h), slot 1 holds 9.
+    let removed = h.boards.remove_member(&name, "spam").await.unwrap();
+    assert_eq!(removed.slot_values, 2);
+    assert_eq!(score(&h, &name, "spam", None).await, None);
+    assert_eq!(score(&h, &name, "spam", three).await, None);
+    assert!(
+        h.boards
+            .history(&name, "spam")
+            .await
+            .unwrap()
+            .points
+            .is_empty()
+    );
+    assert_eq!(score(&h, &name, "ok", three).await, Some(2));
+    // Later retirement subtracts nothing of it: no negative leftovers.
+    h.at(5 * 3600);
+    h.boards.retire(&name).await.unwrap();
+    let status = h.boards.describe_board(&name).await.unwrap();
+    assert_eq!(
+        status.windows.iter().map(|w| w.members).collect::<Vec<_>>(),
+        [0, 0]
+    );
+}
+
+async fn drop_board_deletes_it_and_a_new_one_starts_empty(h: Harness) {
+    let name = h.board("1h", &["1h", "3h"]).await;
+    h.boards.incr(&name, "a", 5, None).await.unwrap();
+    h.at(3600 + 1);
+    h.boards.retire(&name).await.unwrap();
+    h.boards.incr(&name, "a", 1, Some(ts(START))).await.unwrap();
+    h.boards.drop_board(&name).await.unwrap();
+    assert_eq!(
+        h.boards.top(&name, None, 0, 10).await.unwrap_err().code(),
+        "board_not_found"
+    );
+    assert!(
+        !h.boards
+            .boards()
+            .await
+            .unwrap()
+            .iter()
+            .any(|b| b.name.as_str() == name)
+    );
+    if let Some(redis) = &h.redis {
+        let mut raw = redis.raw().await;
+        let pattern = format!("*{{{name}}}*");
+        let left: Vec<String> = ::redis::cmd("KEYS")
+            .arg(&pattern)
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "keys left after drop: {left:?}");
+    }
+    h.boards
+        .create_board(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .await
+        .unwrap();
+    assert!(
+        h.boards
+            .top(&name, None, 0, 10)
+            .await
+            .unwrap()
+            .entries
+            .is_empty()
+    );
+}
+
+async fn a_board_recreated_elsewhere_is_picked_up(h: Harness) {
+    let name = h.board("1h", &["1h"]).await;
+    h.boards.incr(&name, "a", 5, None).await.unwrap();
+    // Another instance on the same store drops and re-creates the board.
+    let other = crate::support::with_clock(h.boards.store().clone(), &h.clock);
+    other.drop_board(&name).await.unwrap();
+    other
+        .create_board(&name, BoardConfig::parse("1h", &["1h", "2h"]).unwrap())
+        .await
+        .unwrap();
+    other.incr(&name, "b", 2, None).await.unwrap();
+    // This instance's cached copy is stale; it reloads instead of writing into the void.
+    h.boards.incr(&name, "a", 1, None).await.unwrap();
+    let page = h
+        .boards
+        .top(&name, Some(Span::parse("2h").unwrap()), 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(ranking(&page), pairs(&[("b", 2), ("a", 1)]));
+}
+
+async fn boards_are_listed_by_name(h: Harness) {
+    let prefix = crate::support::unique("list");
+    let names = ["zeta", "alpha", "mid"].map(|n| format!("{prefix}-{n}"));
+    for n in &names {
+        h.boards
+            .create_board(n, BoardConfig::parse("5m", &["1h"]).unwrap())
+            .await
+            .unwrap();
+    }
+    let listed: Vec<String> = h
+        .boards
+        .boards()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|b| b.name.to_string())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert_eq!(
+        listed,
+        ["alpha", "mid", "zeta"].map(|n| format!("{prefix}-{n}"))
+    );
+}
+
+async fn retirement_catches_up_any_number_of_slots_in_one_call(h: Harness) {
+    let name = h.board("5m", &["15m", "1h"]).await;
+    let hour = Some(Span::parse("1h").unwrap());
+    for i in 0..48 {
+        h.at(i * 300);
+        h.boards
+            .incr(&name, &format!("m{}", i % 5), 1, None)
+            .await
+            .unwrap();
+    }
+    // 48 slots written without any retirement; then three days pass.
+    h.at(3 * 86_400);
+    let report = h.boards.retire(&name).await.unwrap();
+    assert!(report.complete);
+    assert_eq!(
+        report.slots_retired, 96,
+        "48 slots, each retired by both windows"
+    );
+    assert!(
+        h.boards
+            .top(&name, None, 0, 10)
+            .await
+            .unwrap()
+            .entries
+            .is_empty()
+    );
+    assert!(
+        h.boards
+            .top(&name, hour, 0, 10)
+            .await
+            .unwrap()
+            .entries
+            .is_empty()
+    );
+    assert_eq!(h.boards.describe_board(&name).await.unwrap().live_slots, 0);
+}
+
+async fn reads_say_when_retirement_is_behind(h: Harness) {
+    let name = h.board("1h", &["2h"]).await;
+    h.boards.incr(&name, "a", 3, None).await.unwrap();
+    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    assert_eq!((page.from, page.to), (START - 3600, START + 3600));
+    h.at(2 * 3600 + 10);
+    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    assert_eq!(
+        page.from, START,
+        "slot START is still counted: retirement is behind"
+    );
+    assert_eq!(page.to, START + 3 * 3600);
+    assert_eq!(ranking(&page), pairs(&[("a", 3)]));
+    h.boards.retire(&name).await.unwrap();
+    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    assert_eq!((page.from, page.to), (START + 3600, START + 3 * 3600));
+    assert!(page.entries.is_empty());
+}
+
+async fn describe_reports_members_slots_and_lag(h: Harness) {
+    let name = h.board("1h", &["1h", "3h"]).await;
+    h.boards.incr(&name, "a", 1, None).await.unwrap();
+    h.boards.incr(&name, "b", 1, None).await.unwrap();
+    h.at(3600);
+    h.boards.incr(&name, "c", 1, None).await.unwrap();
+    h.at(2 * 3600);
+    let status = h.boards.describe_board(&name).await.unwrap();
+    assert_eq!(status.live_slots, 2);
+    let w: Vec<(u64, i64, u64)> = status
+        .windows
+        .iter()
+        .map(|w| (w.members, w.from, w.lag_seconds))
+        .collect();
+    assert_eq!(w, [(3, START, 7200), (3, START, 0)]);
+    h.boards.retire(&name).await.unwrap();
+    let status = h.boards.describe_board(&name).await.unwrap();
+    let w: Vec<(u64, i64, i64, u64)> = status
+        .windows
+        .iter()
+        .map(|w| (w.members, w.from, w.retired_through, w.lag_seconds))
+        .collect();
+    assert_eq!(
+        w,
+        [
+            (0, START + 7200, START + 3600, 0),
+            (3, START, START - 3600, 0)
+        ]
+    );
+    assert_eq!(status.created_at.unix_timestamp(), START);
+}
+
+async fn members_whose_total_reaches_zero_are_removed(h: Harness) {
+    let name = h.board("1h", &["1h", "2h"]).await;
+    h.boards.incr(&name, "a", 2, None).await.unwrap();
+    h.at(3600);
+    h.boards.incr(&name, "a", -2, None).await.unwrap();
+    h.boards.retire(&name).await.unwrap();
+    // 1h window: only -2 left. 2h window: 2 - 2 = 0, so "a" is gone from it.
+    let status = h.boards.describe_board(&name).await.unwrap();
+    assert_eq!(
+        status.windows.iter().map(|w| w.members).collect::<Vec<_>>(),
+        [1, 0]
+    );
+    h.at(2 * 3600);
+    h.boards.retire(&name).await.unwrap();
+    // 1h window: -2 retired, so 0. 2h window: +2 retired, so -2.
+    let status = h.boards.describe_board(&name).await.unwrap();
+    assert_eq!(
+        status.windows.iter().map(|w| w.members).collect::<Vec<_>>(),
+        [0, 1]
+    );
+    h.at(3 * 3600);
+    h.boards.retire(&name).await.unwrap();
+    let status = h.boards.describe_board(&name).await.unwrap();
+    assert_eq!(
+        status.windows.iter().map(|w| w.members).collect::<Vec<_>>(),
+        [0, 0]
+    );
+}
+
+async fn an_offset_shifts_slot_boundaries(h: Harness) {
+    let name = crate::support::unique("off");
+    let config = BoardConfig::parse("1d", &["1d"])
+        .unwrap()
+        .with_offset(-2 * 3600)
+        .unwrap();
+    h.boards.create_board(&name, config).await.unwrap();
+    let midnight = START - START % 86_400 + 2 * 86_400;
+    h.clock.set(ts(midnight - 3 * 3600)); // 21:00 UTC: the slot began at 22:00 the day before
+    h.boards.incr(&name, "a", 1, None).await.unwrap();
+    h.clock.set(ts(midnight - 2 * 3600)); // 22:00 UTC: a new slot
+    h.boards.retire(&name).await.unwrap();
+    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    assert!(page.entries.is_empty());
+    assert_eq!(page.from, midnight - 2 * 3600);
+}
+
+async fn retiring_twice_changes_nothing(h: Harness) {
+    let name = h.board("1h", &["1h", "3h"]).await;
+    h.boards.incr(&name, "a", 4, None).await.unwrap();
+    h.at(3600);
+    h.boards.incr(&name, "a", 1, None).await.unwrap();
+    let first = h.boards.retire(&name).await.unwrap();
+    let second = h.boards.retire(&name).await.unwrap();
+    assert_eq!((first.slots_retired, first.fields_subtracted), (1, 1));
+    assert_eq!((second.slots_retired, second.fields_subtracted), (0, 0));
+    assert_eq!(score(&h, &name, "a", None).await, Some(1));
+    assert_eq!(
+        score(&h, &name, "a", Some(Span::parse("3h").unwrap())).await,
+        Some(5)
+    );
+}
+
+async fn score(h: &Harness, board: &str, member: &str, window: Option<Span>) -> Option<i64> {
+    h.boards
+        .score(board, member, window)
+        .await
+        .unwrap()
+        .map(|s| s.score)
+}
