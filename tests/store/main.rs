@@ -1,5 +1,9 @@
 //! Store tests: one binary, against the memory store and a real `redis-server` that
 //! the harness starts on a free port (or `REDIS_URL` when set).
 
+mod concurrency;
 mod conformance;
+mod oracle;
+mod property;
+mod redis_layout;
 mod support;

@@ -1,0 +1,135 @@
+//! Concurrency: writers on two "replicas" (separate connections) write on-time and late
+//! events while the clock runs and two retirers with tiny chunks retire the same board at
+//! once. Afterwards every window equals the oracle exactly, no member with total 0
+//! remains in any totals set, and no slot remains that every window has retired.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rollboard::{BoardConfig, Clock, Event, RetireOptions, Timestamp};
+
+use crate::oracle::{Oracle, check_redis_invariants};
+use crate::support::{TestRedis, clock, ranking, unique, with_clock};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writers_and_two_retirers_end_exact() {
+    let redis = TestRedis::start().await;
+    if std::env::var("REDIS_URL").is_err() {
+        // Force real hash tables even for small slots, so HSCAN chunks really interleave.
+        let mut raw = redis.raw().await;
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("hash-max-listpack-entries")
+            .arg(0)
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+    }
+    let clock = clock();
+    let replicas = [
+        with_clock(redis.store().await, &clock),
+        with_clock(redis.store().await, &clock),
+    ];
+    let config = BoardConfig::parse("10s", &["20s", "60s", "90s"]).unwrap();
+    let board = unique("c");
+    replicas[0].create_board(&board, config.clone()).await.unwrap();
+    let oracle = Arc::new(Mutex::new(Oracle::new(config.clone())));
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let mut writers = Vec::new();
+    for w in 0..6u64 {
+        let rb = replicas[(w % 2) as usize].clone();
+        let (clock, board, oracle, config) = (clock.clone(), board.clone(), oracle.clone(), config.clone());
+        writers.push(tokio::spawn(async move {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(w);
+            let mut accepted = 0;
+            for _ in 0..300 {
+                let now = clock.now().unix_millis();
+                let events: Vec<Event> = (0..rng.random_range(1..20))
+                    .map(|_| {
+                        let lateness = rng.random_range(0..100_000);
+                        let delta = if rng.random_bool(0.8) { rng.random_range(1..4) } else { -1 };
+                        let at = Timestamp::from_unix_millis(now - lateness).unwrap();
+                        Event::new(format!("m{}", rng.random_range(0..200)), delta).at(at)
+                    })
+                    .collect();
+                let outcome = rb.incr_batch(&board, &events).await.unwrap();
+                {
+                    let mut oracle = oracle.lock().unwrap();
+                    for (i, e) in events.iter().enumerate() {
+                        if let Some(r) = outcome.rejected.iter().find(|r| r.index == i) {
+                            assert_eq!(r.error.code(), "too_late", "{:?}", r.error);
+                        } else {
+                            oracle.record(config.slot_start(e.at.unwrap()), &e.member, e.delta);
+                            accepted += 1;
+                        }
+                    }
+                }
+                tokio::task::yield_now().await;
+            }
+            accepted
+        }));
+    }
+
+    let mut retirers = Vec::new();
+    for (r, rb) in replicas.iter().enumerate() {
+        let (rb, board, stop) = (rb.clone(), board.clone(), stop.clone());
+        retirers.push(tokio::spawn(async move {
+            let options = RetireOptions { chunk_size: 3 + r * 4, max_chunks: None };
+            let (mut passes, mut chunks) = (0, 0);
+            while !stop.load(Ordering::SeqCst) {
+                chunks += rb.retire_with(&board, options).await.unwrap().chunks;
+                passes += 1;
+            }
+            assert!(passes >= 2, "retirer {r} ran only {passes} passes");
+            chunks
+        }));
+    }
+
+    let ticker = {
+        let (clock, stop) = (clock.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                clock.advance_millis(2_000);
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+    };
+
+    let mut accepted = 0;
+    for w in writers {
+        accepted += w.await.unwrap();
+    }
+    stop.store(true, Ordering::SeqCst);
+    let chunks: u64 = {
+        let mut total = 0;
+        for r in retirers {
+            total += r.await.unwrap();
+        }
+        total
+    };
+    ticker.await.unwrap();
+
+    let now = clock.now();
+    replicas[1].retire(&board).await.unwrap();
+    let oracle = oracle.lock().unwrap().clone();
+    assert!(accepted > 3_000, "only {accepted} events accepted");
+    eprintln!(
+        "accepted {accepted}, retirement chunks {chunks}, simulated {} s",
+        now.unix_seconds() - crate::support::START
+    );
+    assert!(chunks > 300, "only {chunks} retirement chunks ran");
+    assert!(
+        now.unix_seconds() - crate::support::START > 300,
+        "the clock crossed many slots"
+    );
+    for (j, w) in config.windows().iter().enumerate() {
+        let page = replicas[0].top(&board, Some(*w), 0, 1000).await.unwrap();
+        assert_eq!(page.from, config.window_start(j, now));
+        assert_eq!(ranking(&page), oracle.ranking(j, now), "window {w}");
+    }
+    let mut raw = redis.raw().await;
+    check_redis_invariants(&mut raw, &board, &config, Some(now)).await;
+}

@@ -1,0 +1,141 @@
+//! The brute-force oracle, and a checker of the Redis data model's invariants.
+//!
+//! Oracle: total(member, window) = the sum of the deltas of the accepted events of that
+//! member whose slot is inside the window (`slot > slot_start(now) - W`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use rollboard::{BoardConfig, Timestamp};
+
+/// Every accepted event, by slot.
+#[derive(Debug, Clone)]
+pub struct Oracle {
+    pub config: BoardConfig,
+    events: Vec<(i64, String, i64)>,
+}
+
+impl Oracle {
+    pub fn new(config: BoardConfig) -> Self {
+        Oracle {
+            config,
+            events: Vec::new(),
+        }
+    }
+
+    pub fn record(&mut self, slot: i64, member: &str, delta: i64) {
+        self.events.push((slot, member.to_owned(), delta));
+    }
+
+    /// Drops every event of `member` (it was removed from the board).
+    pub fn remove(&mut self, member: &str) {
+        self.events.retain(|(_, m, _)| m != member);
+    }
+
+    /// Non-zero totals of window `window` at `now`.
+    pub fn totals(&self, window: usize, now: Timestamp) -> BTreeMap<String, i64> {
+        let cutoff = self.config.cutoff(window, now);
+        let mut totals = BTreeMap::new();
+        for (slot, member, delta) in &self.events {
+            if *slot > cutoff {
+                *totals.entry(member.clone()).or_insert(0) += delta;
+            }
+        }
+        totals.retain(|_, v| *v != 0);
+        totals
+    }
+
+    /// The ranking: positive totals, highest first, ties by member ascending.
+    pub fn ranking(&self, window: usize, now: Timestamp) -> Vec<(String, i64)> {
+        let mut ranking: Vec<(String, i64)> =
+            self.totals(window, now).into_iter().filter(|(_, v)| *v > 0).collect();
+        ranking.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        ranking
+    }
+}
+
+/// Reads a board's raw Redis keys and checks the data model's invariants:
+/// - every totals set equals the sum, over live slots, of the stages that window counts
+///   (stage `k` is counted by windows `k..n`), and holds no zero score;
+/// - no stage hash holds a zero value; every slot with a stage hash is in the index;
+/// - nothing is left of a slot that every window has retired (`slot <= cutoff` of the
+///   largest window at `now`), once retirement has run at `now`.
+pub async fn check_redis_invariants(
+    conn: &mut redis::aio::MultiplexedConnection,
+    board: &str,
+    config: &BoardConfig,
+    retired_at: Option<Timestamp>,
+) {
+    let n = config.windows().len();
+    let stage_keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("slot_{{{board}}}_*"))
+        .query_async(conn)
+        .await
+        .unwrap();
+    // slot -> stage -> member -> value
+    let mut stages: BTreeMap<i64, BTreeMap<usize, HashMap<String, i64>>> = BTreeMap::new();
+    let prefix = format!("slot_{{{board}}}_");
+    for key in &stage_keys {
+        let rest = &key[prefix.len()..];
+        let (slot, stage) = match rest.split_once('_') {
+            Some((s, k)) => (s.parse::<i64>().unwrap(), k.parse::<usize>().unwrap()),
+            None => (rest.parse::<i64>().unwrap(), 0),
+        };
+        assert!(stage < n, "stage {stage} of slot {slot} cannot exist with {n} windows");
+        let values: HashMap<String, i64> =
+            redis::cmd("HGETALL").arg(key).query_async(conn).await.unwrap();
+        for (member, v) in &values {
+            assert_ne!(*v, 0, "{key} holds a zero value for {member}");
+        }
+        stages.entry(slot).or_default().insert(stage, values);
+    }
+
+    let index: Vec<i64> = redis::cmd("ZRANGE")
+        .arg(format!("slots_{{{board}}}"))
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await
+        .unwrap();
+    for slot in stages.keys() {
+        assert!(index.contains(slot), "slot {slot} has stage hashes but is not indexed");
+    }
+    if let Some(now) = retired_at {
+        let cutoff = config.cutoff(n - 1, now);
+        let leftover: Vec<&i64> = index.iter().filter(|s| **s <= cutoff).collect();
+        assert!(leftover.is_empty(), "slots retired by every window remain indexed: {leftover:?}");
+        let leftover: Vec<&i64> = stages.keys().filter(|s| **s <= cutoff).collect();
+        assert!(leftover.is_empty(), "slots retired by every window remain: {leftover:?}");
+    }
+
+    for j in 0..n {
+        let key = if j == 0 {
+            format!("stats_{{{board}}}")
+        } else {
+            format!("stats_{{{board}}}_{}", config.windows()[j].seconds())
+        };
+        let totals: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(&key)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(conn)
+            .await
+            .unwrap();
+        let totals: BTreeMap<String, i64> = totals.into_iter().map(|(m, s)| (m, s as i64)).collect();
+        for (member, score) in &totals {
+            assert_ne!(*score, 0, "{key} keeps {member} at zero");
+        }
+        let mut expected: BTreeMap<String, i64> = BTreeMap::new();
+        for per_stage in stages.values() {
+            for (stage, values) in per_stage {
+                if *stage <= j {
+                    for (member, v) in values {
+                        *expected.entry(member.clone()).or_insert(0) += v;
+                    }
+                }
+            }
+        }
+        expected.retain(|_, v| *v != 0);
+        assert_eq!(totals, expected, "{key} differs from the sum of the stages it counts");
+    }
+}

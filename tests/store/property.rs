@@ -1,0 +1,185 @@
+//! Property test: random sequences of writes (single and batched, positive and negative
+//! deltas, late and future times), clock advances, retirements, removals and reads run
+//! on the memory store and on Redis in lockstep. Every answer of the two stores must be
+//! identical, every read that claims to cover exactly its window must equal the
+//! brute-force oracle, and after a final retirement every window must equal the oracle
+//! and Redis must satisfy the data model's invariants.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use rollboard::{BoardConfig, Clock, Event, MemoryStore, RedisStore, Span, Timestamp};
+
+use crate::oracle::{Oracle, check_redis_invariants};
+use crate::support::{TestRedis, clock, ranking, unique, with_clock};
+
+const MEMBERS: [&str; 6] = ["ann", "bob", "cy", "dee", "eve", "fay"];
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Event for member `m` with `delta`, at `now + offset` seconds.
+    Write { m: usize, delta: i64, offset: i64 },
+    Batch(Vec<(usize, i64, i64)>),
+    Advance(i64),
+    Retire,
+    Read { window: usize },
+    Score { m: usize, window: usize },
+    Around { m: usize, window: usize, n: u64 },
+    Remove { m: usize },
+}
+
+#[derive(Debug, Clone)]
+struct Scenario {
+    slot: u64,
+    windows: Vec<u64>,
+    ops: Vec<Op>,
+}
+
+fn delta() -> impl Strategy<Value = i64> + Clone {
+    prop_oneof![1i64..=5, -3i64..=-1]
+}
+
+fn scenario() -> impl Strategy<Value = Scenario> {
+    let config = (
+        prop_oneof![Just(60u64), Just(300)],
+        proptest::sample::subsequence(vec![1u64, 2, 3, 5, 12], 1..=3),
+    );
+    config.prop_flat_map(|(slot, multiples)| {
+        let windows: Vec<u64> = multiples.iter().map(|k| k * slot).collect();
+        let largest = *windows.last().unwrap() as i64;
+        let n = windows.len();
+        let offset = -(largest + 2 * slot as i64)..=(60 + slot as i64);
+        let write = (0..MEMBERS.len(), delta(), offset.clone());
+        let op = prop_oneof![
+            6 => write.clone().prop_map(|(m, delta, offset)| Op::Write { m, delta, offset }),
+            2 => proptest::collection::vec(write, 1..6).prop_map(Op::Batch),
+            3 => prop_oneof![0..=(2 * slot as i64), Just(largest), Just(3 * largest)].prop_map(Op::Advance),
+            2 => Just(Op::Retire),
+            2 => (0..n).prop_map(|window| Op::Read { window }),
+            1 => (0..MEMBERS.len(), 0..n).prop_map(|(m, window)| Op::Score { m, window }),
+            1 => (0..MEMBERS.len(), 0..n, 0u64..3).prop_map(|(m, window, n)| Op::Around { m, window, n }),
+            1 => (0..MEMBERS.len()).prop_map(|m| Op::Remove { m }),
+        ];
+        proptest::collection::vec(op, 1..60).prop_map(move |ops| Scenario {
+            slot,
+            windows: windows.clone(),
+            ops,
+        })
+    })
+}
+
+fn event(clock_now: Timestamp, (m, delta, offset): (usize, i64, i64)) -> Event {
+    let at = Timestamp::from_unix_millis(clock_now.unix_millis() + offset * 1000).unwrap();
+    Event::new(MEMBERS[m], delta).at(at)
+}
+
+async fn run(redis: &TestRedis, store: Arc<RedisStore>, s: Scenario) -> Result<(), TestCaseError> {
+    let clock = clock();
+    let memory = with_clock(Arc::new(MemoryStore::new()), &clock);
+    let on_redis = with_clock(store, &clock);
+    let windows: Vec<Span> = s.windows.iter().map(|w| Span::from_seconds(*w).unwrap()).collect();
+    let config = BoardConfig::new(Span::from_seconds(s.slot).unwrap(), windows.clone()).unwrap();
+    let name = unique("p");
+    memory.create_board(&name, config.clone()).await.unwrap();
+    on_redis.create_board(&name, config.clone()).await.unwrap();
+    let mut oracle = Oracle::new(config.clone());
+    let both = [&memory, &on_redis];
+
+    for op in &s.ops {
+        let now = clock.now();
+        match op {
+            Op::Write { .. } | Op::Batch(_) => {
+                let events: Vec<Event> = match op {
+                    Op::Write { m, delta, offset } => vec![event(now, (*m, *delta, *offset))],
+                    Op::Batch(items) => items.iter().map(|i| event(now, *i)).collect(),
+                    _ => unreachable!(),
+                };
+                let a = memory.incr_batch(&name, &events).await.unwrap();
+                let b = on_redis.incr_batch(&name, &events).await.unwrap();
+                prop_assert_eq!(&a, &b);
+                for (i, e) in events.iter().enumerate() {
+                    if !a.rejected.iter().any(|r| r.index == i) {
+                        oracle.record(config.slot_start(e.at.unwrap()), &e.member, e.delta);
+                    }
+                }
+            }
+            Op::Advance(seconds) => clock.advance_secs(*seconds),
+            Op::Retire => {
+                let a = memory.retire(&name).await.unwrap();
+                let b = on_redis.retire(&name).await.unwrap();
+                prop_assert_eq!(
+                    (a.slots_retired, a.fields_subtracted, a.members_zeroed),
+                    (b.slots_retired, b.fields_subtracted, b.members_zeroed)
+                );
+                for j in 0..windows.len() {
+                    let page = memory.top(&name, Some(windows[j]), 0, 1000).await.unwrap();
+                    prop_assert_eq!(ranking(&page), oracle.ranking(j, now), "after retire, window {}", j);
+                }
+            }
+            Op::Read { window } => {
+                let a = memory.top(&name, Some(windows[*window]), 0, 1000).await.unwrap();
+                let b = on_redis.top(&name, Some(windows[*window]), 0, 1000).await.unwrap();
+                prop_assert_eq!(&a, &b);
+                if a.from == config.window_start(*window, now) {
+                    prop_assert_eq!(ranking(&a), oracle.ranking(*window, now), "exact read, window {}", window);
+                }
+            }
+            Op::Score { m, window } => {
+                let w = Some(windows[*window]);
+                let a = memory.score(&name, MEMBERS[*m], w).await.unwrap();
+                let b = on_redis.score(&name, MEMBERS[*m], w).await.unwrap();
+                prop_assert_eq!(a, b);
+            }
+            Op::Around { m, window, n } => {
+                let w = Some(windows[*window]);
+                let a = memory.around(&name, MEMBERS[*m], w, *n).await.unwrap();
+                let b = on_redis.around(&name, MEMBERS[*m], w, *n).await.unwrap();
+                prop_assert_eq!(a, b);
+            }
+            Op::Remove { m } => {
+                let a = memory.remove_member(&name, MEMBERS[*m]).await.unwrap();
+                let b = on_redis.remove_member(&name, MEMBERS[*m]).await.unwrap();
+                prop_assert_eq!(a, b);
+                oracle.remove(MEMBERS[*m]);
+            }
+        }
+    }
+
+    let now = clock.now();
+    for rb in both {
+        rb.retire(&name).await.unwrap();
+    }
+    for (j, w) in windows.iter().enumerate() {
+        let a = memory.top(&name, Some(*w), 0, 1000).await.unwrap();
+        let b = on_redis.top(&name, Some(*w), 0, 1000).await.unwrap();
+        prop_assert_eq!(&a, &b);
+        prop_assert_eq!(a.from, config.window_start(j, now));
+        prop_assert_eq!(ranking(&a), oracle.ranking(j, now), "final, window {}", j);
+        for m in MEMBERS {
+            let history = memory.history(&name, m).await.unwrap();
+            prop_assert_eq!(&history, &on_redis.history(&name, m).await.unwrap());
+        }
+    }
+    let mut raw = redis.raw().await;
+    check_redis_invariants(&mut raw, &name, &config, Some(now)).await;
+    on_redis.drop_board(&name).await.unwrap();
+    Ok(())
+}
+
+#[test]
+fn both_stores_match_each_other_and_the_oracle() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let redis = rt.block_on(TestRedis::start());
+    let store = rt.block_on(redis.store());
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(200);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&scenario(), |s| rt.block_on(run(&redis, store.clone(), s)));
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}

@@ -1,0 +1,207 @@
+//! Redis-only behaviour: the exact key layout, chunked retirement of big slots, resuming
+//! a retirement that stopped half-way, and scripts surviving `SCRIPT FLUSH`.
+
+use std::collections::BTreeSet;
+
+use rollboard::{BoardConfig, Event, RetireOptions, Span};
+
+use crate::oracle::{Oracle, check_redis_invariants};
+use crate::support::{Harness, START, pairs, ranking, ts, unique};
+
+async fn keys_of(h: &Harness, board: &str) -> BTreeSet<String> {
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("*{{{board}}}*"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    keys.into_iter().collect()
+}
+
+fn set(keys: &[String]) -> BTreeSet<String> {
+    keys.iter().cloned().collect()
+}
+
+#[tokio::test]
+async fn keys_follow_the_documented_layout() {
+    let h = Harness::redis().await;
+    let b = h.board("1h", &["1h", "24h"]).await;
+    h.boards.incr(&b, "post:1", 1, None).await.unwrap();
+    assert_eq!(
+        keys_of(&h, &b).await,
+        set(&[
+            format!("board_{{{b}}}"),
+            format!("slots_{{{b}}}"),
+            format!("stats_{{{b}}}"),
+            format!("stats_{{{b}}}_86400"),
+            format!("slot_{{{b}}}_{START}"),
+        ])
+    );
+    // A late event after the 1h window froze the slot goes to the slot's second stage.
+    h.at(3600);
+    h.boards.retire(&b).await.unwrap();
+    h.boards.incr(&b, "post:2", 1, Some(ts(START))).await.unwrap();
+    let keys = keys_of(&h, &b).await;
+    assert!(keys.contains(&format!("slot_{{{b}}}_{START}_1")));
+    assert!(!keys.contains(&format!("slot_{{{b}}}_{START}")), "stage 0 was consumed");
+
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let types: Vec<String> = redis::pipe()
+        .cmd("TYPE")
+        .arg(format!("board_{{{b}}}"))
+        .cmd("TYPE")
+        .arg(format!("slots_{{{b}}}"))
+        .cmd("TYPE")
+        .arg(format!("stats_{{{b}}}_86400"))
+        .cmd("TYPE")
+        .arg(format!("slot_{{{b}}}_{START}_1"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(types, ["hash", "zset", "zset", "hash"]);
+    let registered: bool = redis::cmd("SISMEMBER")
+        .arg("rollboard:boards")
+        .arg(&b)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert!(registered);
+    let totals: Vec<(String, i64)> = redis::cmd("ZRANGE")
+        .arg(format!("stats_{{{b}}}_86400"))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(totals, pairs(&[("post:1", 1), ("post:2", 1)]));
+}
+
+#[tokio::test]
+async fn a_slot_is_deleted_once_its_largest_window_retired_it() {
+    let h = Harness::redis().await;
+    let b = h.board("1h", &["1h", "3h"]).await;
+    h.boards.incr(&b, "a", 1, None).await.unwrap();
+    h.at(2 * 3600);
+    h.boards.retire(&b).await.unwrap();
+    // The 1h window retired the slot and handed it on to the 3h window's stage.
+    let keys = keys_of(&h, &b).await;
+    assert!(keys.contains(&format!("slot_{{{b}}}_{START}_1")), "{keys:?}");
+    assert!(!keys.contains(&format!("slot_{{{b}}}_{START}")), "{keys:?}");
+    h.at(3 * 3600);
+    h.boards.retire(&b).await.unwrap();
+    let keys = keys_of(&h, &b).await;
+    assert!(keys.iter().all(|k| !k.starts_with("slot_")), "{keys:?}");
+    assert!(!keys.contains(&format!("slots_{{{b}}}")), "the empty index is gone too");
+}
+
+/// Writes `members` members with deltas 1..=3 into the current slot, in batches.
+async fn fill_slot(h: &Harness, board: &str, members: usize, tag: &str, oracle: &mut Oracle) {
+    let now = h.now();
+    let slot = oracle.config.slot_start(now);
+    let events: Vec<Event> = (0..members)
+        .map(|i| Event::new(format!("{tag}{i}"), (i % 3) as i64 + 1))
+        .collect();
+    for batch in events.chunks(5_000) {
+        let outcome = h.boards.incr_batch(board, batch).await.unwrap();
+        assert_eq!(outcome.accepted, batch.len());
+    }
+    for e in &events {
+        oracle.record(slot, &e.member, e.delta);
+    }
+}
+
+#[tokio::test]
+async fn a_big_slot_retires_in_bounded_chunks() {
+    let h = Harness::redis().await;
+    let b = h.board("1h", &["1h", "2h"]).await;
+    let mut oracle = Oracle::new(h.boards.board(&b).await.unwrap().config);
+    fill_slot(&h, &b, 5_000, "m", &mut oracle).await;
+    h.at(3600);
+    let options = RetireOptions { chunk_size: 100, max_chunks: None };
+    let report = h.boards.retire_with(&b, options).await.unwrap();
+    assert_eq!(report.fields_subtracted, 5_000);
+    assert_eq!(report.members_zeroed, 5_000);
+    // HSCAN's COUNT is a hint; whole buckets come back, so a chunk may hold a few more.
+    assert!(report.chunks >= 25 && report.chunks <= 60, "{} chunks", report.chunks);
+    let two = Some(Span::parse("2h").unwrap());
+    let page = h.boards.top(&b, two, 0, 3).await.unwrap();
+    assert_eq!(ranking(&page), oracle.ranking(1, h.now())[..3].to_vec());
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    check_redis_invariants(&mut raw, &b, &oracle.config, Some(h.now())).await;
+}
+
+#[tokio::test]
+async fn a_retirement_stopped_after_some_chunks_resumes_exactly() {
+    let h = Harness::redis().await;
+    let b = h.board("1m", &["1m", "3m"]).await;
+    let mut oracle = Oracle::new(h.boards.board(&b).await.unwrap().config);
+    for minute in 0..4 {
+        h.at(minute * 60);
+        fill_slot(&h, &b, 700, &format!("s{minute}-"), &mut oracle).await;
+        fill_slot(&h, &b, 300, "shared-", &mut oracle).await;
+    }
+    h.at(6 * 60);
+    // "Crash" after a few chunks, again and again, with different chunk sizes and from a
+    // different connection each time, with writes landing in between.
+    let mut passes = 0;
+    let mut chunk_size = 37;
+    loop {
+        let other = crate::support::with_clock(h.redis.as_ref().unwrap().store().await, &h.clock);
+        let options = RetireOptions { chunk_size, max_chunks: Some(3) };
+        let report = other.retire_with(&b, options).await.unwrap();
+        passes += 1;
+        chunk_size = chunk_size * 3 % 211 + 10;
+        fill_slot(&h, &b, 5, &format!("p{passes}-"), &mut oracle).await;
+        let mut raw = h.redis.as_ref().unwrap().raw().await;
+        check_redis_invariants(&mut raw, &b, &oracle.config, None).await;
+        if report.complete {
+            break;
+        }
+    }
+    assert!(passes > 10, "the retirement really was interrupted ({passes} passes)");
+    for (j, w) in oracle.config.windows().iter().enumerate() {
+        let page = h.boards.top(&b, Some(*w), 0, 1000).await.unwrap();
+        assert_eq!(page.from, oracle.config.window_start(j, h.now()));
+        assert_eq!(ranking(&page), oracle.ranking(j, h.now()), "window {w}");
+    }
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    check_redis_invariants(&mut raw, &b, &oracle.config, Some(h.now())).await;
+}
+
+#[tokio::test]
+async fn scripts_are_reloaded_after_script_flush() {
+    let h = Harness::redis().await;
+    let b = h.board("1h", &["1h"]).await;
+    h.boards.incr(&b, "a", 2, None).await.unwrap();
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
+    h.boards.incr(&b, "a", 3, None).await.unwrap();
+    assert_eq!(ranking(&h.boards.top(&b, None, 0, 10).await.unwrap()), pairs(&[("a", 5)]));
+    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
+    h.at(3600);
+    assert_eq!(h.boards.retire(&b).await.unwrap().fields_subtracted, 1);
+}
+
+#[tokio::test]
+async fn a_dropped_board_rejects_in_flight_writers_and_a_second_drop_finishes() {
+    let h = Harness::redis().await;
+    let b = h.board("1h", &["1h"]).await;
+    h.boards.incr(&b, "a", 1, None).await.unwrap();
+    // A drop that stopped after marking the record: writes already fail...
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let _: () = redis::cmd("HSET")
+        .arg(format!("board_{{{b}}}"))
+        .arg("dropping")
+        .arg(1)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(h.boards.incr(&b, "a", 1, None).await.unwrap_err().code(), "board_not_found");
+    // ...and the next drop deletes everything.
+    let other = crate::support::with_clock(h.redis.as_ref().unwrap().store().await, &h.clock);
+    other.drop_board(&b).await.unwrap();
+    assert!(keys_of(&h, &b).await.is_empty());
+    let name = unique("after");
+    other.create_board(&name, BoardConfig::parse("1h", &["1h"]).unwrap()).await.unwrap();
+}
