@@ -21,7 +21,8 @@
 -- subtract a field twice nor skip one. When the stage hash is empty the window is retired
 -- through this slot (done:<W>), and the largest window also drops the slot from the index.
 -- Returns {cursor, fields subtracted, members zeroed}; cursor is 'done' when finished.
--- Errors: "STALE ...", "ORDER ..." (slot not frozen, or the smaller window not finished).
+-- Errors: "STALE ...", "ORDER ..." (slot not frozen, the smaller window not finished, or
+-- fields left after a full scan: something else is writing this stage).
 
 local board, index, totals, stage, next_stage = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local done_field = 'done:' .. ARGV[2]
@@ -73,5 +74,10 @@ if redis.call('EXISTS', stage) == 0 then
     redis.call('ZREM', index, ARGV[4])
   end
   return { 'done', subtracted, zeroed }
+end
+if scan[1] == '0' then
+  -- A scan that started at cursor 0 has seen every field (the hash is frozen), and each
+  -- field seen was deleted: fields left over mean something else writes this stage.
+  return redis.error_reply('ORDER stage hash ' .. stage .. ' still has fields after a full scan')
 end
 return { scan[1], subtracted, zeroed }
