@@ -70,7 +70,7 @@ impl BoardConfig {
             }
         }
         for w in &windows {
-            if w.seconds() % slot.seconds() != 0 {
+            if !w.seconds().is_multiple_of(slot.seconds()) {
                 return invalid(format!(
                     "window {w} is not a multiple of the slot length {slot}"
                 ));

@@ -27,12 +27,10 @@ impl BoardName {
             Some("must not be empty".to_owned())
         } else if name.len() > Self::MAX_LEN {
             Some(format!("must be at most {} characters", Self::MAX_LEN))
-        } else if let Some(c) = name.chars().find(|c| !Self::allowed(*c)) {
-            Some(format!(
-                "contains {c:?}; only A-Z a-z 0-9 _ . : - are allowed"
-            ))
         } else {
-            None
+            name.chars()
+                .find(|c| !Self::allowed(*c))
+                .map(|c| format!("contains {c:?}; only A-Z a-z 0-9 _ . : - are allowed"))
         };
         match reason {
             Some(reason) => Err(Error::InvalidBoardName {

@@ -90,7 +90,7 @@ impl fmt::Display for Span {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (unit, size) = UNITS
             .iter()
-            .find(|(_, size)| self.0 % size == 0)
+            .find(|(_, size)| self.0.is_multiple_of(*size))
             .expect("every span is a whole number of seconds");
         write!(f, "{}{}", self.0 / size, unit)
     }

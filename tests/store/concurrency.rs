@@ -34,14 +34,18 @@ async fn writers_and_two_retirers_end_exact() {
     ];
     let config = BoardConfig::parse("10s", &["20s", "60s", "90s"]).unwrap();
     let board = unique("c");
-    replicas[0].create_board(&board, config.clone()).await.unwrap();
+    replicas[0]
+        .create_board(&board, config.clone())
+        .await
+        .unwrap();
     let oracle = Arc::new(Mutex::new(Oracle::new(config.clone())));
     let stop = Arc::new(AtomicBool::new(false));
 
     let mut writers = Vec::new();
     for w in 0..6u64 {
         let rb = replicas[(w % 2) as usize].clone();
-        let (clock, board, oracle, config) = (clock.clone(), board.clone(), oracle.clone(), config.clone());
+        let (clock, board, oracle, config) =
+            (clock.clone(), board.clone(), oracle.clone(), config.clone());
         writers.push(tokio::spawn(async move {
             let mut rng = rand::rngs::StdRng::seed_from_u64(w);
             let mut accepted = 0;
@@ -50,7 +54,11 @@ async fn writers_and_two_retirers_end_exact() {
                 let events: Vec<Event> = (0..rng.random_range(1..20))
                     .map(|_| {
                         let lateness = rng.random_range(0..100_000);
-                        let delta = if rng.random_bool(0.8) { rng.random_range(1..4) } else { -1 };
+                        let delta = if rng.random_bool(0.8) {
+                            rng.random_range(1..4)
+                        } else {
+                            -1
+                        };
                         let at = Timestamp::from_unix_millis(now - lateness).unwrap();
                         Event::new(format!("m{}", rng.random_range(0..200)), delta).at(at)
                     })
@@ -77,7 +85,10 @@ async fn writers_and_two_retirers_end_exact() {
     for (r, rb) in replicas.iter().enumerate() {
         let (rb, board, stop) = (rb.clone(), board.clone(), stop.clone());
         retirers.push(tokio::spawn(async move {
-            let options = RetireOptions { chunk_size: 3 + r * 4, max_chunks: None };
+            let options = RetireOptions {
+                chunk_size: 3 + r * 4,
+                max_chunks: None,
+            };
             let (mut passes, mut chunks) = (0, 0);
             while !stop.load(Ordering::SeqCst) {
                 chunks += rb.retire_with(&board, options).await.unwrap().chunks;

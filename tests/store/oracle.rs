@@ -46,8 +46,11 @@ impl Oracle {
 
     /// The ranking: positive totals, highest first, ties by member ascending.
     pub fn ranking(&self, window: usize, now: Timestamp) -> Vec<(String, i64)> {
-        let mut ranking: Vec<(String, i64)> =
-            self.totals(window, now).into_iter().filter(|(_, v)| *v > 0).collect();
+        let mut ranking: Vec<(String, i64)> = self
+            .totals(window, now)
+            .into_iter()
+            .filter(|(_, v)| *v > 0)
+            .collect();
         ranking.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         ranking
     }
@@ -80,9 +83,15 @@ pub async fn check_redis_invariants(
             Some((s, k)) => (s.parse::<i64>().unwrap(), k.parse::<usize>().unwrap()),
             None => (rest.parse::<i64>().unwrap(), 0),
         };
-        assert!(stage < n, "stage {stage} of slot {slot} cannot exist with {n} windows");
-        let values: HashMap<String, i64> =
-            redis::cmd("HGETALL").arg(key).query_async(conn).await.unwrap();
+        assert!(
+            stage < n,
+            "stage {stage} of slot {slot} cannot exist with {n} windows"
+        );
+        let values: HashMap<String, i64> = redis::cmd("HGETALL")
+            .arg(key)
+            .query_async(conn)
+            .await
+            .unwrap();
         for (member, v) in &values {
             assert_ne!(*v, 0, "{key} holds a zero value for {member}");
         }
@@ -97,14 +106,23 @@ pub async fn check_redis_invariants(
         .await
         .unwrap();
     for slot in stages.keys() {
-        assert!(index.contains(slot), "slot {slot} has stage hashes but is not indexed");
+        assert!(
+            index.contains(slot),
+            "slot {slot} has stage hashes but is not indexed"
+        );
     }
     if let Some(now) = retired_at {
         let cutoff = config.cutoff(n - 1, now);
         let leftover: Vec<&i64> = index.iter().filter(|s| **s <= cutoff).collect();
-        assert!(leftover.is_empty(), "slots retired by every window remain indexed: {leftover:?}");
+        assert!(
+            leftover.is_empty(),
+            "slots retired by every window remain indexed: {leftover:?}"
+        );
         let leftover: Vec<&i64> = stages.keys().filter(|s| **s <= cutoff).collect();
-        assert!(leftover.is_empty(), "slots retired by every window remain: {leftover:?}");
+        assert!(
+            leftover.is_empty(),
+            "slots retired by every window remain: {leftover:?}"
+        );
     }
 
     for j in 0..n {
@@ -121,7 +139,8 @@ pub async fn check_redis_invariants(
             .query_async(conn)
             .await
             .unwrap();
-        let totals: BTreeMap<String, i64> = totals.into_iter().map(|(m, s)| (m, s as i64)).collect();
+        let totals: BTreeMap<String, i64> =
+            totals.into_iter().map(|(m, s)| (m, s as i64)).collect();
         for (member, score) in &totals {
             assert_ne!(*score, 0, "{key} keeps {member} at zero");
         }
@@ -136,6 +155,9 @@ pub async fn check_redis_invariants(
             }
         }
         expected.retain(|_, v| *v != 0);
-        assert_eq!(totals, expected, "{key} differs from the sum of the stages it counts");
+        assert_eq!(
+            totals, expected,
+            "{key} differs from the sum of the stages it counts"
+        );
     }
 }

@@ -19,14 +19,29 @@ const MEMBERS: [&str; 6] = ["ann", "bob", "cy", "dee", "eve", "fay"];
 #[derive(Debug, Clone)]
 enum Op {
     /// Event for member `m` with `delta`, at `now + offset` seconds.
-    Write { m: usize, delta: i64, offset: i64 },
+    Write {
+        m: usize,
+        delta: i64,
+        offset: i64,
+    },
     Batch(Vec<(usize, i64, i64)>),
     Advance(i64),
     Retire,
-    Read { window: usize },
-    Score { m: usize, window: usize },
-    Around { m: usize, window: usize, n: u64 },
-    Remove { m: usize },
+    Read {
+        window: usize,
+    },
+    Score {
+        m: usize,
+        window: usize,
+    },
+    Around {
+        m: usize,
+        window: usize,
+        n: u64,
+    },
+    Remove {
+        m: usize,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -78,7 +93,11 @@ async fn run(redis: &TestRedis, store: Arc<RedisStore>, s: Scenario) -> Result<(
     let clock = clock();
     let memory = with_clock(Arc::new(MemoryStore::new()), &clock);
     let on_redis = with_clock(store, &clock);
-    let windows: Vec<Span> = s.windows.iter().map(|w| Span::from_seconds(*w).unwrap()).collect();
+    let windows: Vec<Span> = s
+        .windows
+        .iter()
+        .map(|w| Span::from_seconds(*w).unwrap())
+        .collect();
     let config = BoardConfig::new(Span::from_seconds(s.slot).unwrap(), windows.clone()).unwrap();
     let name = unique("p");
     memory.create_board(&name, config.clone()).await.unwrap();
@@ -112,17 +131,33 @@ async fn run(redis: &TestRedis, store: Arc<RedisStore>, s: Scenario) -> Result<(
                     (a.slots_retired, a.fields_subtracted, a.members_zeroed),
                     (b.slots_retired, b.fields_subtracted, b.members_zeroed)
                 );
-                for j in 0..windows.len() {
-                    let page = memory.top(&name, Some(windows[j]), 0, 1000).await.unwrap();
-                    prop_assert_eq!(ranking(&page), oracle.ranking(j, now), "after retire, window {}", j);
+                for (j, w) in windows.iter().enumerate() {
+                    let page = memory.top(&name, Some(*w), 0, 1000).await.unwrap();
+                    prop_assert_eq!(
+                        ranking(&page),
+                        oracle.ranking(j, now),
+                        "after retire, window {}",
+                        j
+                    );
                 }
             }
             Op::Read { window } => {
-                let a = memory.top(&name, Some(windows[*window]), 0, 1000).await.unwrap();
-                let b = on_redis.top(&name, Some(windows[*window]), 0, 1000).await.unwrap();
+                let a = memory
+                    .top(&name, Some(windows[*window]), 0, 1000)
+                    .await
+                    .unwrap();
+                let b = on_redis
+                    .top(&name, Some(windows[*window]), 0, 1000)
+                    .await
+                    .unwrap();
                 prop_assert_eq!(&a, &b);
                 if a.from == config.window_start(*window, now) {
-                    prop_assert_eq!(ranking(&a), oracle.ranking(*window, now), "exact read, window {}", window);
+                    prop_assert_eq!(
+                        ranking(&a),
+                        oracle.ranking(*window, now),
+                        "exact read, window {}",
+                        window
+                    );
                 }
             }
             Op::Score { m, window } => {
@@ -172,7 +207,10 @@ fn both_stores_match_each_other_and_the_oracle() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let redis = rt.block_on(TestRedis::start());
     let store = rt.block_on(redis.store());
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(200);
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(200);
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,

@@ -40,10 +40,16 @@ async fn keys_follow_the_documented_layout() {
     // A late event after the 1h window froze the slot goes to the slot's second stage.
     h.at(3600);
     h.boards.retire(&b).await.unwrap();
-    h.boards.incr(&b, "post:2", 1, Some(ts(START))).await.unwrap();
+    h.boards
+        .incr(&b, "post:2", 1, Some(ts(START)))
+        .await
+        .unwrap();
     let keys = keys_of(&h, &b).await;
     assert!(keys.contains(&format!("slot_{{{b}}}_{START}_1")));
-    assert!(!keys.contains(&format!("slot_{{{b}}}_{START}")), "stage 0 was consumed");
+    assert!(
+        !keys.contains(&format!("slot_{{{b}}}_{START}")),
+        "stage 0 was consumed"
+    );
 
     let mut raw = h.redis.as_ref().unwrap().raw().await;
     let types: Vec<String> = redis::pipe()
@@ -86,13 +92,19 @@ async fn a_slot_is_deleted_once_its_largest_window_retired_it() {
     h.boards.retire(&b).await.unwrap();
     // The 1h window retired the slot and handed it on to the 3h window's stage.
     let keys = keys_of(&h, &b).await;
-    assert!(keys.contains(&format!("slot_{{{b}}}_{START}_1")), "{keys:?}");
+    assert!(
+        keys.contains(&format!("slot_{{{b}}}_{START}_1")),
+        "{keys:?}"
+    );
     assert!(!keys.contains(&format!("slot_{{{b}}}_{START}")), "{keys:?}");
     h.at(3 * 3600);
     h.boards.retire(&b).await.unwrap();
     let keys = keys_of(&h, &b).await;
     assert!(keys.iter().all(|k| !k.starts_with("slot_")), "{keys:?}");
-    assert!(!keys.contains(&format!("slots_{{{b}}}")), "the empty index is gone too");
+    assert!(
+        !keys.contains(&format!("slots_{{{b}}}")),
+        "the empty index is gone too"
+    );
 }
 
 /// Writes `members` members with deltas 1..=3 into the current slot, in batches.
@@ -118,12 +130,19 @@ async fn a_big_slot_retires_in_bounded_chunks() {
     let mut oracle = Oracle::new(h.boards.board(&b).await.unwrap().config);
     fill_slot(&h, &b, 5_000, "m", &mut oracle).await;
     h.at(3600);
-    let options = RetireOptions { chunk_size: 100, max_chunks: None };
+    let options = RetireOptions {
+        chunk_size: 100,
+        max_chunks: None,
+    };
     let report = h.boards.retire_with(&b, options).await.unwrap();
     assert_eq!(report.fields_subtracted, 5_000);
     assert_eq!(report.members_zeroed, 5_000);
     // HSCAN's COUNT is a hint; whole buckets come back, so a chunk may hold a few more.
-    assert!(report.chunks >= 25 && report.chunks <= 60, "{} chunks", report.chunks);
+    assert!(
+        report.chunks >= 25 && report.chunks <= 60,
+        "{} chunks",
+        report.chunks
+    );
     let two = Some(Span::parse("2h").unwrap());
     let page = h.boards.top(&b, two, 0, 3).await.unwrap();
     assert_eq!(ranking(&page), oracle.ranking(1, h.now())[..3].to_vec());
@@ -148,7 +167,10 @@ async fn a_retirement_stopped_after_some_chunks_resumes_exactly() {
     let mut chunk_size = 37;
     loop {
         let other = crate::support::with_clock(h.redis.as_ref().unwrap().store().await, &h.clock);
-        let options = RetireOptions { chunk_size, max_chunks: Some(3) };
+        let options = RetireOptions {
+            chunk_size,
+            max_chunks: Some(3),
+        };
         let report = other.retire_with(&b, options).await.unwrap();
         passes += 1;
         chunk_size = chunk_size * 3 % 211 + 10;
@@ -159,7 +181,10 @@ async fn a_retirement_stopped_after_some_chunks_resumes_exactly() {
             break;
         }
     }
-    assert!(passes > 10, "the retirement really was interrupted ({passes} passes)");
+    assert!(
+        passes > 10,
+        "the retirement really was interrupted ({passes} passes)"
+    );
     for (j, w) in oracle.config.windows().iter().enumerate() {
         let page = h.boards.top(&b, Some(*w), 0, 1000).await.unwrap();
         assert_eq!(page.from, oracle.config.window_start(j, h.now()));
@@ -175,10 +200,21 @@ async fn scripts_are_reloaded_after_script_flush() {
     let b = h.board("1h", &["1h"]).await;
     h.boards.incr(&b, "a", 2, None).await.unwrap();
     let mut raw = h.redis.as_ref().unwrap().raw().await;
-    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
     h.boards.incr(&b, "a", 3, None).await.unwrap();
-    assert_eq!(ranking(&h.boards.top(&b, None, 0, 10).await.unwrap()), pairs(&[("a", 5)]));
-    let _: () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut raw).await.unwrap();
+    assert_eq!(
+        ranking(&h.boards.top(&b, None, 0, 10).await.unwrap()),
+        pairs(&[("a", 5)])
+    );
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
     h.at(3600);
     assert_eq!(h.boards.retire(&b).await.unwrap().fields_subtracted, 1);
 }
@@ -197,11 +233,17 @@ async fn a_dropped_board_rejects_in_flight_writers_and_a_second_drop_finishes() 
         .query_async(&mut raw)
         .await
         .unwrap();
-    assert_eq!(h.boards.incr(&b, "a", 1, None).await.unwrap_err().code(), "board_not_found");
+    assert_eq!(
+        h.boards.incr(&b, "a", 1, None).await.unwrap_err().code(),
+        "board_not_found"
+    );
     // ...and the next drop deletes everything.
     let other = crate::support::with_clock(h.redis.as_ref().unwrap().store().await, &h.clock);
     other.drop_board(&b).await.unwrap();
     assert!(keys_of(&h, &b).await.is_empty());
     let name = unique("after");
-    other.create_board(&name, BoardConfig::parse("1h", &["1h"]).unwrap()).await.unwrap();
+    other
+        .create_board(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .await
+        .unwrap();
 }

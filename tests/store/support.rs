@@ -42,14 +42,13 @@ impl TestRedis {
     async fn wait_ready(&self) {
         let client = redis::Client::open(self.url.as_str()).unwrap();
         for _ in 0..200 {
-            if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
-                if redis::cmd("PING")
+            if let Ok(mut conn) = client.get_multiplexed_async_connection().await
+                && redis::cmd("PING")
                     .query_async::<String>(&mut conn)
                     .await
                     .is_ok()
-                {
-                    return;
-                }
+            {
+                return;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }

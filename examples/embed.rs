@@ -1,0 +1,64 @@
+//! Embedding rollboard in a forum backend: create a board, count likes and unlikes,
+//! read the hot list, retire what expired.
+//!
+//! `cargo run --example embed` uses the in-memory store, or Redis when `REDIS_URL` is set.
+
+use rollboard::{BoardConfig, Event, Rollboard, Span};
+
+#[tokio::main]
+async fn main() -> Result<(), rollboard::Error> {
+    let boards = match std::env::var("REDIS_URL") {
+        Ok(url) => Rollboard::redis(&url).await?,
+        Err(_) => Rollboard::memory(),
+    };
+
+    // Hot posts: hourly slots, ranked over the last hour and the last day. Creating a
+    // board that already exists with the same config is a no-op.
+    boards
+        .create_board("hot-posts", BoardConfig::parse("1h", &["1h", "24h"])?)
+        .await?;
+
+    // A like is +1, an unlike -1. `None` means "now"; pass a Timestamp for older events.
+    boards.incr("hot-posts", "post:42", 1, None).await?;
+    boards.incr("hot-posts", "post:7", 1, None).await?;
+    boards.incr("hot-posts", "post:7", 1, None).await?;
+
+    // Batches reject bad events one by one and apply the rest.
+    let outcome = boards
+        .incr_batch(
+            "hot-posts",
+            &[
+                Event::new("post:42", 1),
+                Event::new("", 1),
+                Event::new("post:9", -1),
+            ],
+        )
+        .await?;
+    println!(
+        "batch: {} accepted, {} rejected",
+        outcome.accepted,
+        outcome.rejected.len()
+    );
+    for r in &outcome.rejected {
+        println!("  event {}: {} ({})", r.index, r.error, r.error.code());
+    }
+
+    let day = Span::parse("24h")?;
+    let page = boards.top("hot-posts", Some(day), 0, 10).await?;
+    println!(
+        "hot posts, last {} (slots {}..{}):",
+        page.window, page.from, page.to
+    );
+    for e in &page.entries {
+        println!("{:>3}. {} ({})", e.rank, e.member, e.score);
+    }
+    if let Some(s) = boards.score("hot-posts", "post:42", Some(day)).await? {
+        println!("post:42 is #{} with {}", s.rank, s.score);
+    }
+
+    // Call this at every slot boundary (`rollboard serve` schedules it for you).
+    for (board, result) in boards.retire_all().await? {
+        println!("retired {board}: {:?}", result?);
+    }
+    Ok(())
+}
