@@ -57,3 +57,8 @@ pub use rollboard::Rollboard;
 pub use settings::Settings;
 pub use store::{MemoryStore, RedisOptions, RedisStore, SlotWrite, Store, WriteStatus};
 pub use write::{BatchOutcome, Rejected, Removed};
+
+/// Compiles and runs the Rust code blocks of the README, so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
