@@ -39,6 +39,7 @@ impl Created {
 
 /// A board's state: config, members per window, live slots and retirement lag.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct BoardStatus {
     /// The board's name.
     pub name: BoardName,
@@ -46,6 +47,7 @@ pub struct BoardStatus {
     pub config: BoardConfig,
     /// When the board was created.
     #[serde(with = "time::serde::rfc3339")]
+    #[cfg_attr(feature = "server", schema(value_type = String, format = DateTime))]
     pub created_at: OffsetDateTime,
     /// Slots that hold data not yet retired by the largest window.
     pub live_slots: u64,
@@ -55,6 +57,7 @@ pub struct BoardStatus {
 
 /// The state of one window of a board.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct WindowStatus {
     /// The window.
     pub window: Span,

@@ -30,6 +30,10 @@
 //! # }
 //! ```
 //!
+//! With the `server` feature (on by default), [`http::router`] is the HTTP API as an axum
+//! router and [`service`] runs it with the retirement scheduler; an embedding backend
+//! that needs neither uses `default-features = false`.
+//!
 //! Call [`Rollboard::retire_all`] at every slot boundary (the service's scheduler does)
 //! so totals drop the slots that left each window. See `docs/design.md` for the data
 //! model and why retirement is exact.
@@ -46,6 +50,11 @@ mod rollboard;
 mod settings;
 mod store;
 mod write;
+
+#[cfg(feature = "server")]
+pub mod http;
+#[cfg(feature = "server")]
+pub mod service;
 
 pub use board::{Board, BoardStatus, Created, WindowStatus};
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -8,6 +8,7 @@ use crate::domain::{BoardName, Span};
 
 /// One ranked member.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Entry {
     /// Competition rank: 1 + the number of members with a strictly higher score, so
     /// equal scores share a rank (1, 1, 3).
@@ -21,6 +22,7 @@ pub struct Entry {
 /// A page of a board's ranking: members with a positive total, highest first, equal
 /// scores ordered by member name ascending (byte order).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct TopPage {
     /// The board.
     pub board: BoardName,
@@ -36,6 +38,7 @@ pub struct TopPage {
 
 /// One member's standing in a window.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Standing {
     /// The member.
     pub member: String,
@@ -53,6 +56,7 @@ pub struct Standing {
 
 /// A member's value in one slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Point {
     /// The slot's start, unix seconds.
     pub slot: i64,
@@ -63,6 +67,7 @@ pub struct Point {
 /// A member's per-slot values over the largest window (for a sparkline). Slots without
 /// events are left out; a chart fills them with zero between `from` and `to`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct History {
     /// The member.
     pub member: String,

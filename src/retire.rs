@@ -23,6 +23,7 @@ impl Default for RetireOptions {
 
 /// What a retirement pass did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct RetireReport {
     /// (window, slot) pairs finished by this pass.
     pub slots_retired: u64,

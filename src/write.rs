@@ -24,6 +24,7 @@ pub struct Rejected {
 
 /// What removing a member did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Removed {
     /// Slot values deleted.
     pub slot_values: u64,

@@ -13,9 +13,14 @@ use crate::error::Error;
 /// A board's configuration. Always valid once constructed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "RawConfig", into = "RawConfig")]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct BoardConfig {
+    /// Slot length.
     slot: Span,
+    /// Windows, smallest first, each a multiple of the slot length.
     windows: Vec<Span>,
+    /// Slot alignment offset in seconds (`0 <= offset < slot`).
+    #[cfg_attr(feature = "server", schema(default = 0))]
     offset: i64,
 }
 

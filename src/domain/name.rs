@@ -15,6 +15,7 @@ use crate::error::Error;
 /// `{<board>}` Redis Cluster hash tag of every key of the board.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema), schema(value_type = String, example = "hot-posts"))]
 pub struct BoardName(String);
 
 impl BoardName {

@@ -125,6 +125,24 @@ impl<'de> Deserialize<'de> for Span {
     }
 }
 
+#[cfg(feature = "server")]
+impl utoipa::PartialSchema for Span {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+        ObjectBuilder::new()
+            .schema_type(SchemaType::Array(vec![Type::String, Type::Integer]))
+            .description(Some(
+                "A duration: an integer followed by s, m, h or d (\"90s\", \"5m\", \"24h\", \"7d\"), \
+                 or integer seconds. Responses use the largest unit that divides it.",
+            ))
+            .examples(["24h"])
+            .into()
+    }
+}
+
+#[cfg(feature = "server")]
+impl utoipa::ToSchema for Span {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,3 +7,5 @@ mod oracle;
 mod property;
 mod redis_layout;
 mod support;
+#[path = "../common/redis.rs"]
+mod test_redis;

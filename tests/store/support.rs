@@ -3,75 +3,14 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
-use redis_test::server::RedisServer;
+pub use crate::test_redis::TestRedis;
 use rollboard::{
-    BoardConfig, Clock, ManualClock, MemoryStore, RedisStore, Rollboard, Settings, Store, Timestamp,
+    BoardConfig, Clock, ManualClock, MemoryStore, Rollboard, Settings, Store, Timestamp,
 };
 
 /// 2023-11-14T22:00:00Z: a whole hour, so hour slots start here.
 pub const START: i64 = 1_700_000_000 - 1_700_000_000 % 3600;
-
-/// A Redis to test against: spawned for this test, or the one in `REDIS_URL`.
-pub struct TestRedis {
-    pub url: String,
-    /// Kills the spawned server when the test ends.
-    _server: Option<RedisServer>,
-}
-
-impl TestRedis {
-    pub async fn start() -> TestRedis {
-        if let Ok(url) = std::env::var("REDIS_URL") {
-            return TestRedis { url, _server: None };
-        }
-        let server = RedisServer::new();
-        let url = match server.client_addr() {
-            redis::ConnectionAddr::Tcp(host, port) => format!("redis://{host}:{port}/"),
-            other => panic!("unexpected test server address {other:?}"),
-        };
-        let redis = TestRedis {
-            url,
-            _server: Some(server),
-        };
-        redis.wait_ready().await;
-        redis
-    }
-
-    /// redis-test does not wait for the server to listen: retry the first connection.
-    async fn wait_ready(&self) {
-        let client = redis::Client::open(self.url.as_str()).unwrap();
-        for _ in 0..200 {
-            if let Ok(mut conn) = client.get_multiplexed_async_connection().await
-                && redis::cmd("PING")
-                    .query_async::<String>(&mut conn)
-                    .await
-                    .is_ok()
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("redis-server at {} did not start within 5 s", self.url);
-    }
-
-    pub async fn store(&self) -> Arc<RedisStore> {
-        Arc::new(
-            RedisStore::connect(&self.url)
-                .await
-                .expect("connect to test redis"),
-        )
-    }
-
-    /// A raw connection, to look at keys the way an operator would.
-    pub async fn raw(&self) -> redis::aio::MultiplexedConnection {
-        redis::Client::open(self.url.as_str())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap()
-    }
-}
 
 /// A Rollboard on some store, with the clock that drives it.
 pub struct Harness {

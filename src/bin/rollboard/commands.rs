@@ -1,0 +1,122 @@
+//! What each subcommand does.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use rollboard::service::{self, Overrides, ServiceConfig};
+use rollboard::{Rollboard, Span, SystemClock, Timestamp};
+
+use crate::args::{Command, ServeArgs, StoreArgs, TopArgs};
+
+pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Serve(args) => serve(args).await,
+        Command::Retire(args) => retire(args).await,
+        Command::Top(args) => top(args).await,
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let overrides = Overrides {
+        bind: args.bind,
+        redis_url: args.redis_url,
+        write_token: std::env::var("ROLLBOARD_WRITE_TOKEN").ok(),
+        admin_token: std::env::var("ROLLBOARD_ADMIN_TOKEN").ok(),
+        insecure: args.insecure,
+    };
+    let config = ServiceConfig::load(args.config.as_deref(), overrides)?;
+    let store = service::open_store(config.redis_url.as_deref()).await?;
+    let boards = Rollboard::with(store, Arc::new(SystemClock), config.settings.clone());
+    let listener = tokio::net::TcpListener::bind(config.bind)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.bind))?;
+    service::run(boards, &config, listener, service::shutdown_signal()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The Redis-backed library, for the batch commands.
+async fn open(store: &StoreArgs, command: &str) -> anyhow::Result<Rollboard> {
+    let Some(url) = &store.redis_url else {
+        bail!(
+            "`rollboard {command}` needs REDIS_URL (or --redis-url): the memory store only lives inside `rollboard serve`"
+        );
+    };
+    Ok(Rollboard::redis(url).await?)
+}
+
+async fn retire(args: StoreArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args, "retire").await?;
+    let mut failed = 0;
+    let mut total = rollboard::RetireReport::default();
+    for (board, result) in boards.retire_all().await? {
+        match result {
+            Ok(r) => {
+                total.absorb(r);
+                if r.slots_retired > 0 {
+                    println!(
+                        "{board}: {} slot retirements, {} fields subtracted, {} members reached zero",
+                        r.slots_retired, r.fields_subtracted, r.members_zeroed
+                    );
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("rollboard: {board}: {e}");
+            }
+        }
+    }
+    println!(
+        "retired: {} slot retirements, {} fields subtracted, {} members reached zero{}",
+        total.slots_retired,
+        total.fields_subtracted,
+        total.members_zeroed,
+        if failed > 0 {
+            format!(", {failed} boards failed")
+        } else {
+            String::new()
+        }
+    );
+    Ok(if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+async fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "top").await?;
+    let window = args.window.as_deref().map(Span::parse).transpose()?;
+    let page = boards
+        .top(&args.board, window, args.offset, args.limit)
+        .await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&page)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let time = |s: i64| {
+        Timestamp::from_unix_seconds(s)
+            .map(|t| t.to_string())
+            .unwrap_or_default()
+    };
+    println!(
+        "{} · last {} · slots {} .. {}",
+        page.board,
+        page.window,
+        time(page.from),
+        time(page.to)
+    );
+    if page.entries.is_empty() {
+        println!("(no members with a positive total)");
+    }
+    let width = page
+        .entries
+        .iter()
+        .map(|e| e.member.chars().count())
+        .max()
+        .unwrap_or(0);
+    for e in &page.entries {
+        println!("{:>5}  {:<width$}  {}", e.rank, e.member, e.score);
+    }
+    Ok(ExitCode::SUCCESS)
+}

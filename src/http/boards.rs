@@ -1,0 +1,140 @@
+//! `/v1/boards`: create, list, describe and drop boards.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use super::AppState;
+use super::auth::AdminAccess;
+use super::error::{ApiResult, ErrorBody};
+use super::extract::{ApiJson, ApiPath};
+use super::wire::SpanInput;
+use crate::{Board, BoardConfig, BoardName, BoardStatus, Created, Span};
+
+/// A board's config as sent in `PUT /v1/boards/{board}`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigBody {
+    /// Slot length, e.g. `"1h"`.
+    #[schema(value_type = Span)]
+    pub slot: SpanInput,
+    /// Windows, smallest first, each a multiple of the slot, e.g. `["1h", "24h"]`.
+    #[schema(value_type = Vec<Span>)]
+    pub windows: Vec<SpanInput>,
+    /// Shifts slot boundaries by this many seconds (`-slot < offset < slot`).
+    #[serde(default)]
+    pub offset: i64,
+}
+
+impl ConfigBody {
+    fn into_config(self) -> crate::Result<BoardConfig> {
+        let windows = self
+            .windows
+            .into_iter()
+            .map(SpanInput::parse)
+            .collect::<crate::Result<Vec<_>>>()?;
+        BoardConfig::new(self.slot.parse()?, windows)?.with_offset(self.offset)
+    }
+}
+
+/// One board in `GET /v1/boards`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct BoardSummary {
+    /// The board's name.
+    pub name: BoardName,
+    /// Slot length, windows and alignment.
+    pub config: BoardConfig,
+    /// When the board was created.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+}
+
+impl From<Board> for BoardSummary {
+    fn from(b: Board) -> Self {
+        BoardSummary {
+            name: b.name,
+            config: b.config,
+            created_at: crate::board::to_datetime(b.created_at),
+        }
+    }
+}
+
+/// `GET /v1/boards`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct BoardList {
+    /// Every board, by name.
+    pub boards: Vec<BoardSummary>,
+}
+
+/// Creates a board, or confirms an existing one with the same config.
+#[utoipa::path(
+    put, path = "/v1/boards/{board}", tag = "boards",
+    params(("board" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -")),
+    request_body = ConfigBody,
+    responses(
+        (status = 201, description = "Created", body = BoardStatus),
+        (status = 200, description = "Already exists with this config", body = BoardStatus),
+        (status = 409, description = "Exists with another config", body = ErrorBody),
+        (status = 422, description = "Invalid name or config", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn put_board(
+    _: AdminAccess,
+    State(state): State<AppState>,
+    ApiPath(board): ApiPath<String>,
+    ApiJson(body): ApiJson<ConfigBody>,
+) -> ApiResult<(StatusCode, Json<BoardStatus>)> {
+    let config = body.into_config()?;
+    let created = state.boards.create_board(&board, config).await?;
+    state.track(created.board());
+    let status = match created {
+        Created::New(_) => StatusCode::CREATED,
+        Created::Existing(_) => StatusCode::OK,
+    };
+    Ok((status, Json(state.boards.describe_board(&board).await?)))
+}
+
+/// Lists every board.
+#[utoipa::path(
+    get, path = "/v1/boards", tag = "boards",
+    responses((status = 200, body = BoardList))
+)]
+pub async fn list_boards(State(state): State<AppState>) -> ApiResult<Json<BoardList>> {
+    let boards = state.boards.boards().await?;
+    Ok(Json(BoardList {
+        boards: boards.into_iter().map(BoardSummary::from).collect(),
+    }))
+}
+
+/// A board's config, members per window, live slots and retirement lag.
+#[utoipa::path(
+    get, path = "/v1/boards/{board}", tag = "boards",
+    params(("board" = String, Path)),
+    responses((status = 200, body = BoardStatus), (status = 404, body = ErrorBody))
+)]
+pub async fn get_board(
+    State(state): State<AppState>,
+    ApiPath(board): ApiPath<String>,
+) -> ApiResult<Json<BoardStatus>> {
+    Ok(Json(state.boards.describe_board(&board).await?))
+}
+
+/// Deletes a board and all its data.
+#[utoipa::path(
+    delete, path = "/v1/boards/{board}", tag = "boards",
+    params(("board" = String, Path)),
+    responses((status = 204, description = "Dropped"), (status = 404, body = ErrorBody)),
+    security(("bearer" = []))
+)]
+pub async fn delete_board(
+    _: AdminAccess,
+    State(state): State<AppState>,
+    ApiPath(board): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    state.boards.drop_board(&board).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,148 @@
+//! `POST /v1/boards/{board}/events`: one event, or a batch `{"events": […]}`.
+
+use axum::Json;
+use axum::extract::State;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::AppState;
+use super::auth::WriteAccess;
+use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
+use super::extract::{ApiJson, ApiPath};
+use super::wire::parse_event;
+use crate::{Error, Event};
+
+/// What happened to the events of a request.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct EventsResponse {
+    /// Events applied.
+    pub accepted: usize,
+    /// Batches only: the events rejected, by index, with the reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<Vec<RejectedEvent>>,
+}
+
+/// One rejected event of a batch.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RejectedEvent {
+    /// Its index in `events`, from 0.
+    pub index: usize,
+    /// Why it was rejected.
+    pub error: ErrorDetail,
+}
+
+/// An event, or a batch of events, as the request body.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub enum EventsBody {
+    /// `{"member": "post:1", "delta": 1, "at": 1700000000.5}`: `delta` defaults to 1,
+    /// `at` (unix seconds, fractions allowed) to now.
+    Single {
+        /// The member.
+        member: String,
+        /// The change (non-zero integer).
+        delta: Option<i64>,
+        /// When it happened, unix seconds.
+        at: Option<f64>,
+    },
+    /// `{"events": [ … ]}`, up to 10,000 events.
+    Batch {
+        /// The events.
+        events: Vec<Value>,
+    },
+}
+
+/// Records events: one (200 `{"accepted":1}`, or the error) or a batch (200 with the
+/// accepted count and each rejected event's index and error).
+#[utoipa::path(
+    post, path = "/v1/boards/{board}/events", tag = "events",
+    params(("board" = String, Path)),
+    request_body = EventsBody,
+    responses(
+        (status = 200, body = EventsResponse),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 404, description = "Unknown board", body = ErrorBody),
+        (status = 413, description = "Body too large or more than 10,000 events", body = ErrorBody),
+        (status = 422, description = "The single event was rejected", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn post_events(
+    _: WriteAccess,
+    State(state): State<AppState>,
+    ApiPath(board): ApiPath<String>,
+    ApiJson(body): ApiJson<Value>,
+) -> ApiResult<Json<EventsResponse>> {
+    let Value::Object(fields) = &body else {
+        return Err(ApiError::bad_request(
+            "the body must be an event object or {\"events\": [...]}",
+        ));
+    };
+    let Some(events) = fields.get("events") else {
+        let event = parse_event(&body).map_err(|e| ApiError::bad_request(e.0))?;
+        let result = state
+            .boards
+            .incr(&board, &event.member, event.delta, event.at)
+            .await;
+        if let Err(e) = &result {
+            super::metrics::event_rejected(&board, e);
+        }
+        result?;
+        super::metrics::events_accepted(&board, 1);
+        return Ok(Json(EventsResponse {
+            accepted: 1,
+            rejected: None,
+        }));
+    };
+    let (Value::Array(items), 1) = (events, fields.len()) else {
+        return Err(ApiError::bad_request(
+            "a batch is {\"events\": [...]} and nothing else",
+        ));
+    };
+    let max = state.boards.settings().max_batch;
+    if items.len() > max {
+        return Err(Error::BatchTooLarge {
+            len: items.len(),
+            max,
+        }
+        .into());
+    }
+
+    // Shape errors are rejected here, by index; the rest go to the library together.
+    let mut rejected = Vec::new();
+    let mut valid: Vec<Event> = Vec::with_capacity(items.len());
+    let mut original_index = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        match parse_event(item) {
+            Ok(event) => {
+                valid.push(event);
+                original_index.push(index);
+            }
+            Err(e) => rejected.push(RejectedEvent {
+                index,
+                error: ErrorDetail {
+                    code: "invalid_event".into(),
+                    message: e.0,
+                },
+            }),
+        }
+    }
+    let outcome = state.boards.incr_batch(&board, &valid).await?;
+    for r in outcome.rejected {
+        super::metrics::event_rejected(&board, &r.error);
+        rejected.push(RejectedEvent {
+            index: original_index[r.index],
+            error: ErrorDetail {
+                code: r.error.code().into(),
+                message: r.error.to_string(),
+            },
+        });
+    }
+    rejected.sort_by_key(|r| r.index);
+    super::metrics::events_accepted(&board, outcome.accepted);
+    Ok(Json(EventsResponse {
+        accepted: outcome.accepted,
+        rejected: Some(rejected),
+    }))
+}

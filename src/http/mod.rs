@@ -1,0 +1,161 @@
+//! The HTTP API (axum), JSON under `/v1`, plus `/healthz`, `/readyz`, `/metrics`,
+//! `/openapi.json` and the dashboard at `/`.
+//!
+//! [`router`] is public so a forum can mount it in its own axum app (e.g. under
+//! `/rank`). Handlers are thin: they parse the request, call [`Rollboard`] and render the
+//! result; every error is `{"error":{"code","message"}}` (see [`error`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router, middleware};
+use metrics_exporter_prometheus::PrometheusHandle;
+use tower_http::catch_panic::CatchPanicLayer;
+use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+mod auth;
+mod boards;
+mod dashboard;
+pub mod error;
+mod events;
+mod extract;
+mod metrics;
+mod ops;
+mod rankings;
+mod wire;
+
+pub use auth::Tokens;
+pub use metrics::{install_prometheus, store_error};
+
+use crate::service::Scheduler;
+use crate::{Board, Rollboard};
+
+/// How the router behaves.
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    /// Bearer tokens for write and admin routes (none: open).
+    pub tokens: Tokens,
+    /// Largest request body accepted (default 4 MiB).
+    pub max_body_bytes: usize,
+    /// Longest a request may take before it is answered 503 `timeout` (default 30 s).
+    pub request_timeout: Duration,
+    /// The Prometheus handle rendered at `/metrics` (none: `/metrics` is 404).
+    pub metrics: Option<PrometheusHandle>,
+    /// The scheduler to tell about boards created here, so it retires them at once.
+    pub scheduler: Option<Scheduler>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            tokens: Tokens::default(),
+            max_body_bytes: 4 * 1024 * 1024,
+            request_timeout: Duration::from_secs(30),
+            metrics: None,
+            scheduler: None,
+        }
+    }
+}
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    boards: Rollboard,
+    tokens: Arc<Tokens>,
+    metrics: Option<PrometheusHandle>,
+    scheduler: Option<Scheduler>,
+}
+
+impl AppState {
+    /// Tells the scheduler about a board created through this router.
+    fn track(&self, board: &Board) {
+        if let Some(scheduler) = &self.scheduler {
+            scheduler.track(board);
+        }
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "rollboard",
+        description = "Exact rolling-window leaderboards. Errors are {\"error\":{\"code\",\"message\"}}.",
+    ),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "boards", description = "Create, list, describe and drop boards"),
+        (name = "events", description = "Record events"),
+        (name = "rankings", description = "Read rankings, members and history"),
+        (name = "ops", description = "Health, readiness and metrics"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The whole service as a router: mount it as is, or under a prefix with `nest`.
+pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
+    let state = AppState {
+        boards,
+        tokens: Arc::new(options.tokens),
+        metrics: options.metrics,
+        scheduler: options.scheduler,
+    };
+    let (routes, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(boards::list_boards))
+        .routes(routes!(
+            boards::put_board,
+            boards::get_board,
+            boards::delete_board
+        ))
+        .routes(routes!(events::post_events))
+        .routes(routes!(rankings::top))
+        .routes(routes!(rankings::member, rankings::remove_member))
+        .routes(routes!(rankings::around))
+        .routes(routes!(rankings::history))
+        .routes(routes!(ops::healthz))
+        .routes(routes!(ops::readyz))
+        .routes(routes!(ops::metrics))
+        .split_for_parts();
+    let openapi = Arc::new(openapi);
+    routes
+        .route(
+            "/openapi.json",
+            get(move || async move { Json(openapi.as_ref().clone()) }),
+        )
+        .route("/", get(dashboard::page))
+        .fallback(ops::not_found)
+        .method_not_allowed_fallback(ops::method_not_allowed)
+        .layer(DefaultBodyLimit::max(options.max_body_bytes))
+        .layer(middleware::from_fn_with_state(
+            options.request_timeout,
+            ops::timeout,
+        ))
+        .layer(middleware::from_fn(metrics::track))
+        .layer(CatchPanicLayer::custom(|_| {
+            error::ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "the request failed unexpectedly",
+            )
+            .into_response()
+        }))
+        .with_state(state)
+}

@@ -1,0 +1,95 @@
+//! Operational endpoints: liveness, readiness, metrics; and the request timeout.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use super::AppState;
+use super::error::{ApiError, ErrorBody};
+
+/// `{"status": …}` of the health endpoints.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Health {
+    /// `ok` or `ready`.
+    pub status: &'static str,
+    /// `redis` or `memory`.
+    pub store: &'static str,
+}
+
+/// The process is up.
+#[utoipa::path(get, path = "/healthz", tag = "ops", responses((status = 200, body = Health)))]
+pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
+    Json(Health {
+        status: "ok",
+        store: state.boards.store().kind(),
+    })
+}
+
+/// The store answers.
+#[utoipa::path(
+    get, path = "/readyz", tag = "ops",
+    responses((status = 200, body = Health), (status = 503, body = ErrorBody))
+)]
+pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
+    state.boards.store().ping().await?;
+    Ok(Json(Health {
+        status: "ready",
+        store: state.boards.store().kind(),
+    }))
+}
+
+/// Prometheus metrics, text format.
+#[utoipa::path(
+    get, path = "/metrics", tag = "ops",
+    responses((status = 200, content_type = "text/plain", body = String), (status = 404, body = ErrorBody))
+)]
+pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let handle = state.metrics.as_ref().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "metrics are not enabled in this process",
+        )
+    })?;
+    Ok((
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        handle.render(),
+    )
+        .into_response())
+}
+
+/// Answers 503 `timeout` when a request takes longer than the limit.
+pub async fn timeout(State(limit): State<Duration>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            format!("the request took longer than {} ms", limit.as_millis()),
+        )
+        .into_response(),
+    }
+}
+
+/// 404 for routes that do not exist.
+pub async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such route; see /openapi.json",
+    )
+}
+
+/// 405 for a route that exists with another method.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not accept that method; see /openapi.json",
+    )
+}

@@ -1,0 +1,294 @@
+//! Service configuration: defaults, then a TOML file, then environment variables and
+//! command-line flags (each overriding what came before).
+//!
+//! ```toml
+//! bind = "127.0.0.1:8080"
+//! redis_url = "redis://127.0.0.1:6379/"   # or REDIS_URL
+//! write_token = "…"                         # or ROLLBOARD_WRITE_TOKEN
+//! admin_token = "…"                         # or ROLLBOARD_ADMIN_TOKEN
+//! max_body_bytes = 4194304
+//! max_batch = 10000
+//! max_future_skew = "60s"
+//! request_timeout = "30s"
+//! retire_chunk_size = 1000
+//! sweep_every = "60s"
+//! shutdown_grace = "10s"
+//!
+//! [[boards]]                                # created, or checked, at start-up
+//! name = "hot-posts"
+//! slot = "1h"
+//! windows = ["1h", "24h"]
+//! ```
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::http::Tokens;
+use crate::{BoardConfig, Settings, Span};
+
+/// The file's shape. Every field is optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Address to listen on.
+    pub bind: Option<SocketAddr>,
+    /// Redis to use; the embedded memory store when absent.
+    pub redis_url: Option<String>,
+    /// Token for writes.
+    pub write_token: Option<String>,
+    /// Token for administration.
+    pub admin_token: Option<String>,
+    /// Largest request body.
+    pub max_body_bytes: Option<usize>,
+    /// Most events per batch.
+    pub max_batch: Option<usize>,
+    /// How far in the future an event may be.
+    pub max_future_skew: Option<Span>,
+    /// Longest a request may take.
+    pub request_timeout: Option<Span>,
+    /// Fields per retirement chunk.
+    pub retire_chunk_size: Option<usize>,
+    /// How often every board is swept.
+    pub sweep_every: Option<Span>,
+    /// How long shutdown waits for requests and retirement in progress.
+    pub shutdown_grace: Option<Span>,
+    /// Boards to create (or check) at start-up.
+    #[serde(default)]
+    pub boards: Vec<BoardEntry>,
+}
+
+/// A board declared in the file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoardEntry {
+    /// Its name.
+    pub name: String,
+    /// Slot length.
+    pub slot: Span,
+    /// Windows.
+    pub windows: Vec<Span>,
+    /// Alignment offset in seconds.
+    #[serde(default)]
+    pub offset: i64,
+}
+
+/// Values from the environment and the command line, which win over the file.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    /// `--bind` / `ROLLBOARD_BIND`.
+    pub bind: Option<SocketAddr>,
+    /// `REDIS_URL`.
+    pub redis_url: Option<String>,
+    /// `ROLLBOARD_WRITE_TOKEN`.
+    pub write_token: Option<String>,
+    /// `ROLLBOARD_ADMIN_TOKEN`.
+    pub admin_token: Option<String>,
+    /// `--insecure`: allow a non-loopback bind without tokens.
+    pub insecure: bool,
+}
+
+/// Everything `serve` needs, resolved.
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// Address to listen on (default 127.0.0.1:8080).
+    pub bind: SocketAddr,
+    /// Redis to use; the embedded memory store when `None`.
+    pub redis_url: Option<String>,
+    /// Bearer tokens.
+    pub tokens: Tokens,
+    /// Allow a non-loopback bind without tokens.
+    pub insecure: bool,
+    /// Library limits.
+    pub settings: Settings,
+    /// Largest request body (default 4 MiB).
+    pub max_body_bytes: usize,
+    /// Longest a request may take (default 30 s).
+    pub request_timeout: Duration,
+    /// How often every board is swept (default 60 s).
+    pub sweep_every: Duration,
+    /// How long shutdown waits (default 10 s).
+    pub shutdown_grace: Duration,
+    /// Boards to create or check at start-up.
+    pub boards: Vec<(String, BoardConfig)>,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        ServiceConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            redis_url: None,
+            tokens: Tokens::default(),
+            insecure: false,
+            settings: Settings::default(),
+            max_body_bytes: 4 * 1024 * 1024,
+            request_timeout: Duration::from_secs(30),
+            sweep_every: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(10),
+            boards: Vec::new(),
+        }
+    }
+}
+
+/// A configuration that cannot be used, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+impl ServiceConfig {
+    /// Reads `file` (if any) and applies `overrides`.
+    pub fn load(file: Option<&Path>, overrides: Overrides) -> Result<Self, ConfigError> {
+        let parsed = match file {
+            None => ConfigFile::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
+                toml::from_str(&text)
+                    .map_err(|e| ConfigError(format!("{}: {}", path.display(), e.message())))?
+            }
+        };
+        Self::resolve(parsed, overrides)
+    }
+
+    /// Combines a parsed file with overrides.
+    pub fn resolve(file: ConfigFile, overrides: Overrides) -> Result<Self, ConfigError> {
+        let defaults = ServiceConfig::default();
+        let secs = |s: Span| Duration::from_secs(s.seconds());
+        let mut settings = Settings::default();
+        if let Some(n) = file.max_batch {
+            settings.max_batch = n;
+        }
+        if let Some(s) = file.max_future_skew {
+            settings.max_future_skew = s;
+        }
+        if let Some(n) = file.retire_chunk_size {
+            if n == 0 {
+                return Err(ConfigError("retire_chunk_size must be at least 1".into()));
+            }
+            settings.retire.chunk_size = n;
+        }
+        let boards = file
+            .boards
+            .into_iter()
+            .map(|b| {
+                BoardConfig::new(b.slot, b.windows)
+                    .and_then(|c| c.with_offset(b.offset))
+                    .map(|c| (b.name.clone(), c))
+                    .map_err(|e| ConfigError(format!("board {:?}: {e}", b.name)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let non_empty = |t: Option<String>| t.filter(|t| !t.is_empty());
+        let config = ServiceConfig {
+            bind: overrides.bind.or(file.bind).unwrap_or(defaults.bind),
+            redis_url: non_empty(overrides.redis_url.or(file.redis_url)),
+            tokens: Tokens {
+                write: non_empty(overrides.write_token.or(file.write_token)),
+                admin: non_empty(overrides.admin_token.or(file.admin_token)),
+            },
+            insecure: overrides.insecure,
+            settings,
+            max_body_bytes: file.max_body_bytes.unwrap_or(defaults.max_body_bytes),
+            request_timeout: file
+                .request_timeout
+                .map(secs)
+                .unwrap_or(defaults.request_timeout),
+            sweep_every: file.sweep_every.map(secs).unwrap_or(defaults.sweep_every),
+            shutdown_grace: file
+                .shutdown_grace
+                .map(secs)
+                .unwrap_or(defaults.shutdown_grace),
+            boards,
+        };
+        config.check_exposure()?;
+        Ok(config)
+    }
+
+    /// Refuses to listen beyond loopback without any token, unless `insecure`.
+    pub fn check_exposure(&self) -> Result<(), ConfigError> {
+        if !self.bind.ip().is_loopback() && !self.tokens.any() && !self.insecure {
+            return Err(ConfigError(format!(
+                "refusing to listen on {} without ROLLBOARD_WRITE_TOKEN or ROLLBOARD_ADMIN_TOKEN; \
+                 set a token, bind to 127.0.0.1, or pass --insecure",
+                self.bind
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> ConfigFile {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn file_values_apply_and_overrides_win() {
+        let file = parse(
+            r#"
+            bind = "127.0.0.1:9000"
+            redis_url = "redis://file/"
+            max_batch = 50
+            max_future_skew = "2m"
+            sweep_every = 30
+            [[boards]]
+            name = "hot"
+            slot = "1h"
+            windows = ["1h", "24h"]
+            "#,
+        );
+        let overrides = Overrides {
+            redis_url: Some("redis://env/".into()),
+            ..Overrides::default()
+        };
+        let c = ServiceConfig::resolve(file, overrides).unwrap();
+        assert_eq!(c.bind.port(), 9000);
+        assert_eq!(c.redis_url.as_deref(), Some("redis://env/"));
+        assert_eq!(c.settings.max_batch, 50);
+        assert_eq!(c.settings.max_future_skew.seconds(), 120);
+        assert_eq!(c.sweep_every, Duration::from_secs(30));
+        assert_eq!(c.boards[0].0, "hot");
+        assert_eq!(c.boards[0].1.windows().len(), 2);
+    }
+
+    #[test]
+    fn bad_files_are_explained() {
+        assert!(toml::from_str::<ConfigFile>("bnd = \"x\"").is_err());
+        let err = ServiceConfig::resolve(
+            parse("[[boards]]\nname = \"x\"\nslot = \"1h\"\nwindows = [\"90m\"]"),
+            Overrides::default(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "board \"x\": invalid board config: window 90m is not a multiple of the slot length 1h"
+        );
+    }
+
+    #[test]
+    fn a_public_bind_needs_a_token_or_insecure() {
+        let public = Overrides {
+            bind: Some("0.0.0.0:8080".parse().unwrap()),
+            ..Overrides::default()
+        };
+        let err = ServiceConfig::resolve(ConfigFile::default(), public.clone()).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("refusing to listen on 0.0.0.0:8080")
+        );
+        let with_token = Overrides {
+            write_token: Some("t".into()),
+            ..public.clone()
+        };
+        assert!(ServiceConfig::resolve(ConfigFile::default(), with_token).is_ok());
+        let insecure = Overrides {
+            insecure: true,
+            ..public
+        };
+        assert!(ServiceConfig::resolve(ConfigFile::default(), insecure).is_ok());
+    }
+}

@@ -1,0 +1,10 @@
+//! The service around the library: configuration, the retirement scheduler, and
+//! running the HTTP server with graceful shutdown.
+
+mod config;
+mod scheduler;
+mod serve;
+
+pub use config::{BoardEntry, ConfigError, ConfigFile, Overrides, ServiceConfig};
+pub use scheduler::{Scheduler, SchedulerError};
+pub use serve::{ServiceError, open_store, run, shutdown_signal};

@@ -1,0 +1,165 @@
+//! Running the service: open the store, declare the configured boards, start metrics
+//! and the scheduler, serve HTTP until the shutdown signal, then stop within bounds.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+use super::{Scheduler, ServiceConfig};
+use crate::http::{HttpOptions, install_prometheus, router};
+use crate::{Error, MemoryStore, RedisStore, Rollboard, Store};
+
+/// Why the service could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// The store could not be opened, or a configured board could not be created.
+    #[error(transparent)]
+    Store(#[from] Error),
+    /// A configured board conflicts with the stored one, or similar.
+    #[error("{0}")]
+    Config(String),
+    /// The scheduler could not start.
+    #[error(transparent)]
+    Scheduler(#[from] super::scheduler::SchedulerError),
+    /// Listening or serving failed.
+    #[error("serving HTTP: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The store the configuration asks for: Redis at `redis_url`, else the embedded memory
+/// store (logged loudly: its data lives only as long as the process).
+pub async fn open_store(redis_url: Option<&str>) -> Result<Arc<dyn Store>, ServiceError> {
+    match redis_url {
+        Some(url) => {
+            let store = RedisStore::connect(url).await?;
+            tracing::info!(redis = %redact(url), "store: Redis");
+            Ok(Arc::new(store))
+        }
+        None => {
+            tracing::warn!(
+                "store: embedded memory (REDIS_URL is not set): boards live only as long as this process"
+            );
+            Ok(Arc::new(MemoryStore::new()))
+        }
+    }
+}
+
+/// Serves `boards` on `listener` until `shutdown` completes, then finishes in-flight
+/// requests and retirement passes within `config.shutdown_grace`.
+pub async fn run(
+    boards: Rollboard,
+    config: &ServiceConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServiceError> {
+    for (name, board) in &config.boards {
+        boards
+            .create_board(name, board.clone())
+            .await
+            .map_err(|e| match e {
+                Error::BoardConflict { .. } => ServiceError::Config(format!(
+                    "board {name:?} in the config file differs from the stored one: {e}"
+                )),
+                other => other.into(),
+            })?;
+    }
+
+    let metrics = install_prometheus();
+    let upkeep = {
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(5));
+            loop {
+                every.tick().await;
+                metrics.run_upkeep();
+            }
+        })
+    };
+
+    let scheduler = Scheduler::new(boards.clone());
+    scheduler.start(config.sweep_every).await?;
+
+    let app = router(
+        boards,
+        HttpOptions {
+            tokens: config.tokens.clone(),
+            max_body_bytes: config.max_body_bytes,
+            request_timeout: config.request_timeout,
+            metrics: Some(metrics),
+            scheduler: Some(scheduler.clone()),
+        },
+    );
+    let address = listener.local_addr()?;
+    tracing::info!(
+        "listening on http://{address} (dashboard at /, API under /v1, spec at /openapi.json)"
+    );
+
+    // Graceful shutdown: stop accepting, let requests in flight finish, but never wait
+    // longer than the grace period once the signal came.
+    let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        shutdown.await;
+        tracing::info!("shutting down");
+        let _ = signalled_tx.send(());
+    });
+    let grace = config.shutdown_grace;
+    let served = tokio::select! {
+        result = server => result.map_err(ServiceError::Io),
+        _ = async {
+            let _ = signalled_rx.await;
+            tokio::time::sleep(grace).await;
+        } => {
+            tracing::warn!("requests still running after {grace:?}; closing them");
+            Ok(())
+        }
+    };
+    scheduler.shutdown(grace).await;
+    upkeep.abort();
+    served
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}
+
+/// The URL without its password, for logs.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn redact_hides_credentials() {
+        assert_eq!(
+            super::redact("redis://:pw@host:6379/0"),
+            "redis://***@host:6379/0"
+        );
+        assert_eq!(super::redact("redis://host/"), "redis://host/");
+    }
+}

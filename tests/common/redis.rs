@@ -1,0 +1,91 @@
+//! A real Redis for tests: a `redis-server` spawned on a free port for the test (killed
+//! when dropped), or the server in `REDIS_URL` when that is set. Shared by the test
+//! binaries, each of which uses part of it.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis_test::server::RedisServer;
+use rollboard::RedisStore;
+
+/// A Redis to test against: spawned for this test, or the one in `REDIS_URL`.
+pub struct TestRedis {
+    pub url: String,
+    /// Kills the spawned server when the test ends.
+    server: Option<RedisServer>,
+}
+
+impl TestRedis {
+    pub async fn start() -> TestRedis {
+        if let Ok(url) = std::env::var("REDIS_URL") {
+            return TestRedis { url, server: None };
+        }
+        Self::spawn().await
+    }
+
+    /// Always a fresh server of this test's own, even when `REDIS_URL` is set (for tests
+    /// that stop the server or change its configuration).
+    pub async fn spawn() -> TestRedis {
+        let server = RedisServer::new();
+        let url = match server.client_addr() {
+            redis::ConnectionAddr::Tcp(host, port) => format!("redis://{host}:{port}/"),
+            other => panic!("unexpected test server address {other:?}"),
+        };
+        let redis = TestRedis {
+            url,
+            server: Some(server),
+        };
+        redis.wait_ready().await;
+        redis
+    }
+
+    /// redis-test does not wait for the server to listen: retry the first connection.
+    async fn wait_ready(&self) {
+        let client = redis::Client::open(self.url.as_str()).unwrap();
+        for _ in 0..200 {
+            if let Ok(mut conn) = client.get_multiplexed_async_connection().await
+                && redis::cmd("PING")
+                    .query_async::<String>(&mut conn)
+                    .await
+                    .is_ok()
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("redis-server at {} did not start within 5 s", self.url);
+    }
+
+    pub async fn store(&self) -> Arc<RedisStore> {
+        Arc::new(
+            RedisStore::connect(&self.url)
+                .await
+                .expect("connect to test redis"),
+        )
+    }
+
+    /// A raw connection, to look at keys the way an operator would.
+    pub async fn raw(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url.as_str())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+}
+
+impl TestRedis {
+    /// Kills the spawned server (to test a store outage).
+    pub fn kill(&mut self) {
+        if let Some(server) = &mut self.server {
+            server.stop();
+        }
+    }
+
+    /// Whether this test owns the server (it was spawned, not taken from `REDIS_URL`).
+    pub fn owned(&self) -> bool {
+        self.server.is_some()
+    }
+}

@@ -1,0 +1,186 @@
+//! `spawn_app`: the real service (router, scheduler, metrics) on a free port, against a
+//! real Redis, with a manual clock; plus a small JSON client.
+
+use std::sync::Arc;
+
+use reqwest::{Method, StatusCode};
+use rollboard::service::{self, ServiceConfig, ServiceError};
+use rollboard::{ManualClock, Rollboard, Timestamp};
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+pub use crate::test_redis::TestRedis;
+
+/// 2023-11-14T22:00:00Z: a whole hour.
+pub const START: i64 = 1_700_000_000 - 1_700_000_000 % 3600;
+
+/// A running service.
+pub struct TestApp {
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    pub client: reqwest::Client,
+    pub clock: ManualClock,
+    /// The library instance the service runs on (same store, same clock).
+    pub boards: Rollboard,
+    pub redis: Arc<TestRedis>,
+    shutdown: Option<oneshot::Sender<()>>,
+    handle: Option<JoinHandle<Result<(), ServiceError>>>,
+}
+
+/// A response: status and JSON body (`Value::Null` when the body is not JSON).
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Value,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Reply {
+    /// The error code of an error body.
+    pub fn code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or("")
+    }
+}
+
+pub fn clock() -> ManualClock {
+    ManualClock::new(Timestamp::from_unix_seconds(START).unwrap())
+}
+
+/// The service with default settings on a fresh Redis.
+pub async fn spawn_app() -> TestApp {
+    let redis = Arc::new(TestRedis::start().await);
+    spawn_app_with(redis, clock(), ServiceConfig::default()).await
+}
+
+/// The service on `redis` with `clock` and `config` (its `bind` is ignored: a free port).
+pub async fn spawn_app_with(
+    redis: Arc<TestRedis>,
+    clock: ManualClock,
+    config: ServiceConfig,
+) -> TestApp {
+    let store = redis.store().await;
+    let boards = Rollboard::with(store, Arc::new(clock.clone()), config.settings.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = oneshot::channel::<()>();
+    let runner = boards.clone();
+    let handle = tokio::spawn(async move {
+        service::run(runner, &config, listener, async {
+            let _ = rx.await;
+        })
+        .await
+    });
+    let app = TestApp {
+        url,
+        client: reqwest::Client::new(),
+        clock,
+        boards,
+        redis,
+        shutdown: Some(tx),
+        handle: Some(handle),
+    };
+    for _ in 0..200 {
+        if app
+            .client
+            .get(format!("{}/healthz", app.url))
+            .send()
+            .await
+            .is_ok()
+        {
+            return app;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the service did not start");
+}
+
+impl TestApp {
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        token: Option<&str>,
+    ) -> Reply {
+        let mut request = self.client.request(method, format!("{}{path}", self.url));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.expect("request sent");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap();
+        Reply {
+            status,
+            body: serde_json::from_str(&text).unwrap_or(Value::Null),
+            headers,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.request(Method::GET, path, None, None).await
+    }
+
+    pub async fn put(&self, path: &str, body: Value) -> Reply {
+        self.request(Method::PUT, path, Some(body), None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        self.request(Method::POST, path, Some(body), None).await
+    }
+
+    pub async fn delete(&self, path: &str) -> Reply {
+        self.request(Method::DELETE, path, None, None).await
+    }
+
+    /// Creates a board with a unique name; returns the name.
+    pub async fn board(&self, slot: &str, windows: &[&str]) -> String {
+        let name = unique("h");
+        let reply = self
+            .put(
+                &format!("/v1/boards/{name}"),
+                serde_json::json!({"slot": slot, "windows": windows}),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{:?}", reply.body);
+        name
+    }
+
+    /// Moves the clock to `START + seconds`.
+    pub fn at(&self, seconds: i64) {
+        self.clock
+            .set(Timestamp::from_unix_seconds(START + seconds).unwrap());
+    }
+
+    /// Sends the shutdown signal and waits for the service to stop.
+    pub async fn stop(mut self) -> Result<(), ServiceError> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        self.handle.take().unwrap().await.unwrap()
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A name no other test uses.
+pub fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{prefix}{}-{n}-{nanos}", std::process::id())
+}
