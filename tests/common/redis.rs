@@ -13,14 +13,17 @@ use rollboard::RedisStore;
 /// A Redis to test against: spawned for this test, or the one in `REDIS_URL`.
 pub struct TestRedis {
     pub url: String,
-    /// Kills the spawned server when the test ends.
-    server: Option<RedisServer>,
+    /// Kills the spawned server when the test ends (or when `kill` is called).
+    server: std::sync::Mutex<Option<RedisServer>>,
 }
 
 impl TestRedis {
     pub async fn start() -> TestRedis {
         if let Ok(url) = std::env::var("REDIS_URL") {
-            return TestRedis { url, server: None };
+            return TestRedis {
+                url,
+                server: std::sync::Mutex::new(None),
+            };
         }
         Self::spawn().await
     }
@@ -35,7 +38,7 @@ impl TestRedis {
         };
         let redis = TestRedis {
             url,
-            server: Some(server),
+            server: std::sync::Mutex::new(Some(server)),
         };
         redis.wait_ready().await;
         redis
@@ -78,14 +81,14 @@ impl TestRedis {
 
 impl TestRedis {
     /// Kills the spawned server (to test a store outage).
-    pub fn kill(&mut self) {
-        if let Some(server) = &mut self.server {
+    pub fn kill(&self) {
+        if let Some(server) = self.server.lock().unwrap().as_mut() {
             server.stop();
         }
     }
 
     /// Whether this test owns the server (it was spawned, not taken from `REDIS_URL`).
     pub fn owned(&self) -> bool {
-        self.server.is_some()
+        self.server.lock().unwrap().is_some()
     }
 }

@@ -1,5 +1,13 @@
 //! Service tests: every route against a real listener on a free port and a real Redis.
 
+mod api;
+mod auth;
+mod dashboard;
+mod mounted;
+mod ops;
+mod replicas;
+mod scheduler;
+mod shutdown;
 mod support;
 #[path = "../common/redis.rs"]
 mod test_redis;

@@ -21,8 +21,6 @@ pub struct TestApp {
     pub url: String,
     pub client: reqwest::Client,
     pub clock: ManualClock,
-    /// The library instance the service runs on (same store, same clock).
-    pub boards: Rollboard,
     pub redis: Arc<TestRedis>,
     shutdown: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<Result<(), ServiceError>>>,
@@ -75,7 +73,6 @@ pub async fn spawn_app_with(
         url,
         client: reqwest::Client::new(),
         clock,
-        boards,
         redis,
         shutdown: Some(tx),
         handle: Some(handle),
