@@ -1,0 +1,244 @@
+//! The `rollboard` binary: batch commands against a real Redis, refusals and one-line
+//! errors with a non-zero exit.
+
+#[path = "../common/redis.rs"]
+mod test_redis;
+
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use rollboard::{BoardConfig, ManualClock, Rollboard, Settings, Timestamp};
+use test_redis::TestRedis;
+
+fn rollboard(args: &[&str], redis_url: Option<&str>) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_rollboard"));
+    command.args(args);
+    for var in [
+        "REDIS_URL",
+        "ROLLBOARD_BIND",
+        "ROLLBOARD_WRITE_TOKEN",
+        "ROLLBOARD_ADMIN_TOKEN",
+        "RUST_LOG",
+    ] {
+        command.env_remove(var);
+    }
+    if let Some(url) = redis_url {
+        command.env("REDIS_URL", url);
+    }
+    command.output().expect("run rollboard")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{prefix}{}-{nanos}", std::process::id())
+}
+
+/// A board whose events were written three hours ago (by the real clock), so that a
+/// retirement pass now has two slots to retire from its 1h window.
+async fn overdue_board(redis: &TestRedis) -> String {
+    let now = Timestamp::now_utc().unix_seconds();
+    let clock = ManualClock::new(Timestamp::from_unix_seconds(now - 3 * 3600).unwrap());
+    let boards = Rollboard::with(
+        redis.store().await,
+        Arc::new(clock.clone()),
+        Settings::default(),
+    );
+    let board = unique("cli");
+    boards
+        .create_board(&board, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+        .await
+        .unwrap();
+    boards.incr(&board, "post:1", 4, None).await.unwrap();
+    clock.advance_secs(3600);
+    boards.incr(&board, "post:2", 2, None).await.unwrap();
+    boards.incr(&board, "post:1", 1, None).await.unwrap();
+    board
+}
+
+#[tokio::test]
+async fn retire_runs_one_pass_and_reports_it() {
+    let redis = TestRedis::start().await;
+    let board = overdue_board(&redis).await;
+    let out = rollboard(&["retire"], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!(
+            "{board}: 2 slot retirements, 3 fields subtracted, 2 members reached zero"
+        )),
+        "{text}"
+    );
+    let boards = Rollboard::redis(&redis.url).await.unwrap();
+    assert!(
+        boards
+            .top(&board, None, 0, 10)
+            .await
+            .unwrap()
+            .entries
+            .is_empty()
+    );
+    let day = boards
+        .top(&board, Some("24h".parse().unwrap()), 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        day.entries.iter().map(|e| e.score).collect::<Vec<_>>(),
+        [5, 2]
+    );
+    // A second pass finds nothing to do.
+    let again = rollboard(&["retire"], Some(&redis.url));
+    assert!(!stdout(&again).contains(&board), "{}", stdout(&again));
+}
+
+#[tokio::test]
+async fn top_prints_a_ranking_as_text_or_json() {
+    let redis = TestRedis::start().await;
+    let board = overdue_board(&redis).await;
+    let out = rollboard(&["top", &board, "--window", "24h"], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<String> = stdout(&out)
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert!(
+        lines[0].starts_with(&format!("{board} · last 1d · slots ")),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(
+        lines[1..],
+        ["1 post:1 5".to_owned(), "2 post:2 2".to_owned()]
+    );
+
+    let json = rollboard(
+        &["top", &board, "--window", "24h", "--limit", "1", "--json"],
+        Some(&redis.url),
+    );
+    let page: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        page["entries"],
+        serde_json::json!([{"rank": 1, "member": "post:1", "score": 5}])
+    );
+}
+
+#[tokio::test]
+async fn failures_are_one_line_and_non_zero() {
+    let redis = TestRedis::start().await;
+    let cases: Vec<(Vec<&str>, Option<&str>, &str)> = vec![
+        (
+            vec!["retire"],
+            None,
+            "rollboard: `rollboard retire` needs REDIS_URL",
+        ),
+        (
+            vec!["top", "nope"],
+            Some(redis.url.as_str()),
+            "rollboard: board \"nope\" does not exist",
+        ),
+        (
+            vec!["top", "x", "--window", "soon"],
+            Some(redis.url.as_str()),
+            "rollboard: invalid duration \"soon\"",
+        ),
+        (
+            vec!["top", "x", "--limit", "0"],
+            Some(redis.url.as_str()),
+            "rollboard: invalid query: limit must be between 1 and 1000, got 0",
+        ),
+        (
+            vec!["serve", "--bind", "0.0.0.0:0"],
+            None,
+            "rollboard: refusing to listen on 0.0.0.0:0 without",
+        ),
+        (
+            vec!["serve", "--config", "/no/such/file.toml"],
+            None,
+            "rollboard: cannot read /no/such/file.toml",
+        ),
+        (
+            vec!["top", "x"],
+            Some("redis://127.0.0.1:1/"),
+            "rollboard: store unavailable",
+        ),
+    ];
+    for (args, url, message) in cases {
+        let out = rollboard(&args, url);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let last = err.lines().last().unwrap_or("");
+        assert!(last.starts_with(message), "{args:?}: {err}");
+    }
+    let usage = rollboard(&["top"], None);
+    assert_eq!(
+        usage.status.code(),
+        Some(2),
+        "missing argument is a usage error"
+    );
+}
+
+#[tokio::test]
+async fn serve_creates_the_boards_of_its_config_file_and_refuses_a_conflicting_one() {
+    let redis = TestRedis::start().await;
+    let board = unique("cfg");
+    let dir = std::env::temp_dir().join(unique("rollboard-cfg"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("rollboard.toml");
+    std::fs::write(
+        &config,
+        format!("bind = \"127.0.0.1:0\"\n[[boards]]\nname = \"{board}\"\nslot = \"5m\"\nwindows = [\"1h\"]\n"),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rollboard"))
+        .args(["serve", "--config", config.to_str().unwrap()])
+        .env("REDIS_URL", &redis.url)
+        .env_remove("ROLLBOARD_BIND")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let boards = Rollboard::redis(&redis.url).await.unwrap();
+    let mut created = None;
+    for _ in 0..200 {
+        if let Ok(b) = boards.board(&board).await {
+            created = Some(b);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        created.expect("board created at start-up").config,
+        BoardConfig::parse("5m", &["1h"]).unwrap()
+    );
+
+    std::fs::write(
+        &config,
+        format!("[[boards]]\nname = \"{board}\"\nslot = \"1h\"\nwindows = [\"1h\"]\n"),
+    )
+    .unwrap();
+    let out = rollboard(
+        &["serve", "--config", config.to_str().unwrap()],
+        Some(&redis.url),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(&format!(
+            "rollboard: board \"{board}\" in the config file differs from the stored one"
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
