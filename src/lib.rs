@@ -64,7 +64,9 @@ pub use read::{Entry, History, Point, Standing, TopPage};
 pub use retire::{RetireOptions, RetireReport};
 pub use rollboard::Rollboard;
 pub use settings::Settings;
-pub use store::{MemoryStore, RedisOptions, RedisStore, SlotWrite, Store, WriteStatus};
+pub use store::{
+    IngestOptions, MemoryStore, RedisOptions, RedisStore, SlotWrite, Store, WriteStatus,
+};
 pub use write::{BatchOutcome, Rejected, Removed};
 
 /// Compiles and runs the Rust code blocks of the README, so they stay true.

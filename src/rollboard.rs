@@ -175,12 +175,17 @@ impl Rollboard {
 
         let per_call = self.inner.settings.events_per_call.max(1);
         for (n, chunk) in valid.chunks(per_call).enumerate() {
-            let writes: Vec<SlotWrite> = chunk.iter().map(|(_, w)| w.clone()).collect();
-            let statuses = match self.inner.store.write(&board, now, &writes).await {
+            let writes = || {
+                chunk
+                    .iter()
+                    .map(|(_, w)| w.clone())
+                    .collect::<Vec<SlotWrite>>()
+            };
+            let statuses = match self.inner.store.write(&board, now, writes()).await {
                 Err(Error::BoardChanged(_)) => {
                     self.forget(&name);
                     board = self.cached_board(&name).await?;
-                    self.inner.store.write(&board, now, &writes).await
+                    self.inner.store.write(&board, now, writes()).await
                 }
                 other => other,
             };

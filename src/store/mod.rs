@@ -21,7 +21,7 @@ mod memory;
 mod redis;
 
 pub use memory::MemoryStore;
-pub use redis::{RedisOptions, RedisStore};
+pub use redis::{IngestOptions, RedisOptions, RedisStore};
 
 /// One validated event, placed in its slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,12 +80,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Applies events in order; one status per event. Also freezes every window whose
     /// cutoff at `now` has passed its watermark, so late events skip windows they have
-    /// left even before retirement runs.
+    /// left even before retirement runs. Concurrent calls may be applied together.
     async fn write(
         &self,
         board: &Board,
         now: Timestamp,
-        writes: &[SlotWrite],
+        writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>>;
 
     /// A page of window `window` (an index into the board's windows).

@@ -44,6 +44,7 @@ conformance!(
     members_whose_total_reaches_zero_are_removed,
     an_offset_shifts_slot_boundaries,
     retiring_twice_changes_nothing,
+    repeated_members_in_a_batch_count_every_event,
 );
 
 async fn creating_again_with_the_same_config_returns_the_existing_board(h: Harness) {
@@ -820,6 +821,46 @@ async fn retiring_twice_changes_nothing(h: Harness) {
     assert_eq!(
         score(&h, &name, "a", Some(Span::parse("3h").unwrap())).await,
         Some(5)
+    );
+}
+
+async fn repeated_members_in_a_batch_count_every_event(h: Harness) {
+    let name = h.board("1h", &["1h", "2h"]).await;
+    let two = Some(Span::parse("2h").unwrap());
+    h.at(3600);
+    let last_hour = ts(START + 10);
+    let events = vec![
+        Event::new("a", 1),
+        Event::new("b", 2),
+        Event::new("a", -1),
+        Event::new("a", 5),
+        Event::new("c", 1).at(last_hour),
+        Event::new("c", 1),
+        Event::new("b", -2),
+        Event::new("a", 1).at(ts(START - 3600)),
+        Event::new("c", 2).at(last_hour),
+    ];
+    let outcome = h.boards.incr_batch(&name, &events).await.unwrap();
+    assert_eq!(outcome.accepted, 8);
+    assert_eq!(
+        outcome
+            .rejected
+            .iter()
+            .map(|r| (r.index, r.error.code()))
+            .collect::<Vec<_>>(),
+        [(7, "too_late")]
+    );
+    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    assert_eq!(ranking(&page), pairs(&[("a", 5), ("c", 1)]));
+    let page = h.boards.top(&name, two, 0, 10).await.unwrap();
+    assert_eq!(ranking(&page), pairs(&[("a", 5), ("c", 4)]));
+    let history = h.boards.history(&name, "c").await.unwrap();
+    let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
+    assert_eq!(points, [(START, 3), (START + 3600, 1)]);
+    assert_eq!(
+        h.boards.score(&name, "b", two).await.unwrap(),
+        None,
+        "b nets to zero"
     );
 }
 

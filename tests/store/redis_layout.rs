@@ -247,3 +247,100 @@ async fn a_dropped_board_rejects_in_flight_writers_and_a_second_drop_finishes() 
         .await
         .unwrap();
 }
+
+async fn abs_sum(h: &Harness, board: &str) -> i64 {
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    redis::cmd("HGET")
+        .arg(format!("board_{{{board}}}"))
+        .arg("abs_sum")
+        .query_async(&mut raw)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_record_bounds_every_magnitude_until_a_huge_delta_makes_the_board_exact() {
+    let h = Harness::redis().await;
+    let b = h.board("1h", &["1h"]).await;
+    assert_eq!(abs_sum(&h, &b).await, 0);
+    let events = [
+        Event::new("a", 3),
+        Event::new("a", -1),
+        Event::new("b", 4),
+        Event::new("b", -4),
+        Event::new("c", -2),
+    ];
+    h.boards.incr_batch(&b, &events).await.unwrap();
+    // Summed per member: a +2, b 0 (skipped), c -2.
+    assert_eq!(abs_sum(&h, &b).await, 4);
+    h.boards
+        .incr(&b, "d", rollboard::MAX_ABS - 4, None)
+        .await
+        .unwrap();
+    assert_eq!(abs_sum(&h, &b).await, rollboard::MAX_ABS);
+    // From here every event is checked against the stored values, one by one.
+    h.boards.incr(&b, "d", -1, None).await.unwrap();
+    assert_eq!(abs_sum(&h, &b).await, rollboard::MAX_ABS);
+    assert_eq!(
+        h.boards.incr(&b, "d", 6, None).await.unwrap_err().code(),
+        "out_of_range"
+    );
+    h.boards.incr(&b, "a", 1, None).await.unwrap();
+    let page = h.boards.top(&b, None, 0, 10).await.unwrap();
+    assert_eq!(
+        ranking(&page),
+        pairs(&[("d", rollboard::MAX_ABS - 5), ("a", 3)])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_share_script_calls() {
+    // A server of this test's own: the test counts its script calls.
+    let redis = crate::support::TestRedis::spawn().await;
+    let clock = crate::support::clock();
+    let boards = crate::support::with_clock(redis.store().await, &clock);
+    let b = unique("gc");
+    boards
+        .create_board(&b, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .await
+        .unwrap();
+    let mut raw = redis.raw().await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for t in 0..64 {
+        let (boards, b) = (boards.clone(), b.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in 0..20 {
+                boards
+                    .incr(&b, &format!("m{}", (t + i) % 10), 1, None)
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let calls: u64 = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        calls > 0 && calls < 1280 / 2,
+        "{calls} script calls for 1280 events"
+    );
+    let page = boards.top(&b, None, 0, 10).await.unwrap();
+    assert_eq!(page.entries.iter().map(|e| e.score).sum::<i64>(), 1280);
+    assert!(page.entries.iter().all(|e| e.score == 128));
+}

@@ -70,11 +70,9 @@ impl MemBoard {
         if stage == n {
             return WriteStatus::TooLate;
         }
-        let current: i64 = self
-            .slots
-            .get(&w.slot)
-            .and_then(|s| s.get(member))
-            .map_or(0, |stages| stages.iter().sum());
+        // The slot is live from the first event that is not too late (as in Redis).
+        let slot = self.slots.entry(w.slot).or_default();
+        let current: i64 = slot.get(member).map_or(0, |stages| stages.iter().sum());
         let out_of_range = (current + w.delta).abs() > MAX_ABS
             || self.totals[stage..]
                 .iter()

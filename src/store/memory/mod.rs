@@ -127,9 +127,9 @@ impl Store for MemoryStore {
         &self,
         board: &Board,
         now: Timestamp,
-        writes: &[SlotWrite],
+        writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>> {
-        self.with_board(board, |b| b.write(now, writes))
+        self.with_board(board, |b| b.write(now, &writes))
     }
 
     async fn top(

@@ -18,6 +18,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, ScriptInvocation};
 
 mod boards;
+mod ingest;
 mod keys;
 mod read;
 mod reply;
@@ -25,6 +26,8 @@ mod retire;
 mod scripts;
 mod write;
 
+use ingest::Ingest;
+pub use ingest::IngestOptions;
 use reply::map_error;
 use scripts::Scripts;
 
@@ -43,6 +46,8 @@ pub struct RedisOptions {
     pub response_timeout: Duration,
     /// How long one connection attempt may take.
     pub connection_timeout: Duration,
+    /// How concurrent writes are batched (group commit).
+    pub ingest: IngestOptions,
 }
 
 impl Default for RedisOptions {
@@ -52,6 +57,7 @@ impl Default for RedisOptions {
             // is really stuck or gone, and then a fast error beats a hung request.
             response_timeout: Duration::from_secs(2),
             connection_timeout: Duration::from_secs(2),
+            ingest: IngestOptions::default(),
         }
     }
 }
@@ -61,6 +67,8 @@ impl Default for RedisOptions {
 pub struct RedisStore {
     conn: ConnectionManager,
     scripts: Arc<Scripts>,
+    ingest: Arc<Ingest>,
+    ingest_options: IngestOptions,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -90,6 +98,8 @@ impl RedisStore {
         Ok(RedisStore {
             conn,
             scripts: Arc::new(Scripts::new()),
+            ingest: Arc::default(),
+            ingest_options: options.ingest,
         })
     }
 
@@ -189,9 +199,9 @@ impl Store for RedisStore {
         &self,
         board: &Board,
         now: Timestamp,
-        writes: &[SlotWrite],
+        writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>> {
-        write::write(self, board, now, writes).await
+        self.ingest.write(self, board, now, writes).await
     }
 
     async fn top(

@@ -10,6 +10,7 @@
 -- ARGV[5+2j-1], ARGV[5+2j], j = 1..n   window j in seconds, and its cutoff at creation
 --          (the initial watermark wm:<W> and retired-through mark done:<W>)
 --
+-- abs_sum, the bound on stored magnitudes that lets write.lua skip range checks, starts at 0.
 -- Returns {1, version, slot, windows, offset, created} when created, or {0, ...} with the
 -- stored values when the board already exists (the caller compares the configs).
 -- Error "DROPPING ..." while an earlier incarnation is being dropped.
@@ -23,7 +24,10 @@ end
 if existing[1] then
   return { 0, existing[1], existing[2], existing[3], existing[4], existing[5] }
 end
-local record = { 'version', ARGV[1], 'slot', ARGV[2], 'windows', ARGV[3], 'offset', ARGV[4], 'created_ms', ARGV[5] }
+local record = {
+  'version', ARGV[1], 'slot', ARGV[2], 'windows', ARGV[3], 'offset', ARGV[4], 'created_ms', ARGV[5],
+  'abs_sum', '0',
+}
 for a = 6, #ARGV, 2 do
   record[#record + 1] = 'wm:' .. ARGV[a]
   record[#record + 1] = ARGV[a + 1]
