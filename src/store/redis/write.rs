@@ -52,30 +52,54 @@ pub(super) async fn write(
             .collect::<Vec<_>>(),
     );
     invocation.arg(&slots);
+    // With one slot the slot number is implied: pairs instead of triples.
+    let single_slot = slots.len() == 1;
     for w in writes {
-        invocation
-            .arg(slot_number[&w.slot])
-            .arg(w.member.as_str())
-            .arg(w.delta);
+        if !single_slot {
+            invocation.arg(slot_number[&w.slot]);
+        }
+        invocation.arg(w.member.as_str()).arg(w.delta);
     }
 
-    let codes: Vec<i64> = store.invoke(&invocation, &board.name, false).await?;
-    if codes.len() != writes.len() {
-        return Err(Error::Store(format!(
-            "write.lua answered {} statuses for {} events",
-            codes.len(),
+    let reply: Vec<i64> = store.invoke(&invocation, &board.name, false).await?;
+    parse_statuses(&reply, writes, &slot_number)
+}
+
+/// Reads `write.lua`'s reply: `[0, too-late slot numbers…]` (fast path) or
+/// `[1, status per event…]` (exact path).
+fn parse_statuses(
+    reply: &[i64],
+    writes: &[SlotWrite],
+    slot_number: &HashMap<i64, usize>,
+) -> Result<Vec<WriteStatus>> {
+    let bad = || {
+        Error::Store(format!(
+            "write.lua answered {reply:?} for {} events",
             writes.len()
-        )));
+        ))
+    };
+    match reply.split_first() {
+        Some((0, too_late)) => Ok(writes
+            .iter()
+            .map(|w| {
+                if too_late.contains(&(slot_number[&w.slot] as i64)) {
+                    WriteStatus::TooLate
+                } else {
+                    WriteStatus::Applied
+                }
+            })
+            .collect()),
+        Some((1, codes)) if codes.len() == writes.len() => codes
+            .iter()
+            .map(|code| match code {
+                0 => Ok(WriteStatus::Applied),
+                1 => Ok(WriteStatus::TooLate),
+                2 => Ok(WriteStatus::OutOfRange),
+                _ => Err(bad()),
+            })
+            .collect(),
+        _ => Err(bad()),
     }
-    codes
-        .into_iter()
-        .map(|code| match code {
-            0 => Ok(WriteStatus::Applied),
-            1 => Ok(WriteStatus::TooLate),
-            2 => Ok(WriteStatus::OutOfRange),
-            other => Err(Error::Store(format!("write.lua answered status {other}"))),
-        })
-        .collect()
 }
 
 pub(super) async fn remove_member(
