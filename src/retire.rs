@@ -5,8 +5,11 @@ use serde::Serialize;
 /// How a retirement pass runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetireOptions {
-    /// Most slot fields one script call subtracts, so that Redis never blocks for long.
+    /// Most slot fields one script call subtracts.
     pub chunk_size: usize,
+    /// How long one script call may work: it stops before a step (about 50 fields) that
+    /// would likely overrun it, so Redis never blocks for long, whatever the machine.
+    pub chunk_budget: std::time::Duration,
     /// Stop after this many chunk calls (the pass reports `complete: false`). `None` runs
     /// to the end. A later pass resumes exactly where this one stopped.
     pub max_chunks: Option<usize>,
@@ -16,6 +19,7 @@ impl Default for RetireOptions {
     fn default() -> Self {
         RetireOptions {
             chunk_size: 1000,
+            chunk_budget: std::time::Duration::from_micros(1500),
             max_chunks: None,
         }
     }

@@ -6,7 +6,7 @@
 //! request the rules reject · 503 store unavailable · 500 only for store faults.
 
 use axum::Json;
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -107,6 +107,20 @@ impl From<JsonRejection> for ApiError {
                 ApiError::bad_request("send the body as JSON with Content-Type: application/json")
             }
             _ => ApiError::bad_request(rejection.body_text()),
+        }
+    }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(rejection: BytesRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                "the request body is larger than the limit",
+            )
+        } else {
+            ApiError::bad_request(rejection.body_text())
         }
     }
 }

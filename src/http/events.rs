@@ -1,15 +1,19 @@
 //! `POST /v1/boards/{board}/events`: one event, or a batch `{"events": […]}`.
 
 use axum::Json;
+use axum::body::Bytes;
 use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::HeaderMap;
+use axum::http::header::CONTENT_TYPE;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::AppState;
 use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
-use super::extract::{ApiJson, ApiPath};
-use super::wire::parse_event;
+use super::extract::ApiPath;
+use super::wire::{EventsIn, parse_events_body, parse_raw_event};
 use crate::{Error, Event};
 
 /// What happened to the events of a request.
@@ -72,33 +76,36 @@ pub async fn post_events(
     _: WriteAccess,
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
-    ApiJson(body): ApiJson<Value>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Json<EventsResponse>> {
-    let Value::Object(fields) = &body else {
+    let is_json = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !is_json {
         return Err(ApiError::bad_request(
-            "the body must be an event object or {\"events\": [...]}",
+            "send the body as JSON with Content-Type: application/json",
         ));
-    };
-    let Some(events) = fields.get("events") else {
-        let event = parse_event(&body).map_err(|e| ApiError::bad_request(e.0))?;
-        let result = state
-            .boards
-            .incr(&board, &event.member, event.delta, event.at)
-            .await;
-        if let Err(e) = &result {
-            super::metrics::event_rejected(&board, e);
+    }
+    let body = body.map_err(ApiError::from)?;
+    let items = match parse_events_body(&body).map_err(|e| ApiError::bad_request(e.0))? {
+        EventsIn::One(event) => {
+            let result = state
+                .boards
+                .incr(&board, &event.member, event.delta, event.at)
+                .await;
+            if let Err(e) = &result {
+                super::metrics::event_rejected(&board, e);
+            }
+            result?;
+            super::metrics::events_accepted(&board, 1);
+            return Ok(Json(EventsResponse {
+                accepted: 1,
+                rejected: None,
+            }));
         }
-        result?;
-        super::metrics::events_accepted(&board, 1);
-        return Ok(Json(EventsResponse {
-            accepted: 1,
-            rejected: None,
-        }));
-    };
-    let (Value::Array(items), 1) = (events, fields.len()) else {
-        return Err(ApiError::bad_request(
-            "a batch is {\"events\": [...]} and nothing else",
-        ));
+        EventsIn::Many(items) => items,
     };
     let max = state.boards.settings().max_batch;
     if items.len() > max {
@@ -114,7 +121,7 @@ pub async fn post_events(
     let mut valid: Vec<Event> = Vec::with_capacity(items.len());
     let mut original_index = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
-        match parse_event(item) {
+        match parse_raw_event(item.get()) {
             Ok(event) => {
                 valid.push(event);
                 original_index.push(index);

@@ -1,7 +1,10 @@
 //! JSON input shapes that need more than serde: spans written as text or seconds, and
 //! events parsed one by one so that a bad event in a batch is rejected on its own.
 
+use std::collections::HashMap;
+
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::{Event, Span, Timestamp};
@@ -22,6 +25,75 @@ impl SpanInput {
         match self {
             SpanInput::Seconds(s) => Span::from_seconds(s),
             SpanInput::Text(t) => Span::parse(&t),
+        }
+    }
+}
+
+/// The body of `POST …/events`: one event, or `{"events": […]}`.
+pub enum EventsIn<'a> {
+    /// A single event.
+    One(Event),
+    /// A batch; each event is parsed on its own, so a bad one is rejected alone.
+    Many(Vec<&'a RawValue>),
+}
+
+/// Why a request body is not an event nor a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadBody(pub String);
+
+/// Reads the body of `POST …/events`.
+pub fn parse_events_body(body: &[u8]) -> Result<EventsIn<'_>, BadBody> {
+    let shape = || BadBody("the body must be an event object or {\"events\": [...]}".into());
+    let top: HashMap<&str, &RawValue> = serde_json::from_slice(body).map_err(|e| {
+        if e.is_data() {
+            shape()
+        } else {
+            BadBody(format!("Failed to parse the request body as JSON: {e}"))
+        }
+    })?;
+    match top.get("events") {
+        Some(events) if top.len() == 1 => serde_json::from_str::<Vec<&RawValue>>(events.get())
+            .map(EventsIn::Many)
+            .map_err(|_| BadBody("\"events\" must be an array of events".into())),
+        Some(_) => Err(BadBody(
+            "a batch is {\"events\": [...]} and nothing else".into(),
+        )),
+        None => {
+            let text = std::str::from_utf8(body).map_err(|_| shape())?;
+            parse_raw_event(text)
+                .map(EventsIn::One)
+                .map_err(|e| BadBody(e.0))
+        }
+    }
+}
+
+/// The fast shape of an event; anything else goes through [`parse_event`] for a message.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventIn {
+    member: String,
+    #[serde(default)]
+    delta: Option<i64>,
+    #[serde(default)]
+    at: Option<f64>,
+}
+
+/// Reads one event from its JSON text.
+pub fn parse_raw_event(text: &str) -> Result<Event, NotAnEvent> {
+    match serde_json::from_str::<EventIn>(text) {
+        Ok(e) => Ok(Event {
+            member: e.member,
+            delta: e.delta.unwrap_or(1),
+            at: e
+                .at
+                .map(Timestamp::from_unix_seconds_f64)
+                .transpose()
+                .map_err(|e| NotAnEvent(e.to_string()))?,
+        }),
+        // Not the usual shape: parse it generally to say exactly what is wrong.
+        Err(_) => {
+            let value: Value = serde_json::from_str(text).map_err(|e| NotAnEvent(e.to_string()))?;
+            parse_event(&value)
         }
     }
 }
@@ -80,6 +152,66 @@ mod tests {
         let e = parse_event(&json!({"member": "p", "delta": -2, "at": 1700000000.5})).unwrap();
         assert_eq!(e.delta, -2);
         assert_eq!(e.at.unwrap().unix_millis(), 1_700_000_000_500);
+    }
+
+    #[test]
+    fn bodies_are_one_event_or_a_batch() {
+        let Ok(EventsIn::One(e)) = parse_events_body(br#"{"member":"p","delta":3}"#) else {
+            panic!()
+        };
+        assert_eq!((e.member.as_str(), e.delta), ("p", 3));
+        let Ok(EventsIn::Many(events)) = parse_events_body(br#"{"events":[{"member":"a"},7]}"#)
+        else {
+            panic!()
+        };
+        assert_eq!(events.len(), 2);
+        assert_eq!(
+            parse_raw_event(events[1].get()).unwrap_err(),
+            NotAnEvent("an event is a JSON object".into())
+        );
+        for (body, message) in [
+            (
+                &b"[1]"[..],
+                "the body must be an event object or {\"events\": [...]}",
+            ),
+            (
+                b"{\"events\":[],\"member\":\"m\"}",
+                "a batch is {\"events\": [...]} and nothing else",
+            ),
+            (b"{\"events\":{}}", "\"events\" must be an array of events"),
+        ] {
+            assert_eq!(
+                parse_events_body(body).err().unwrap(),
+                BadBody(message.into())
+            );
+        }
+        assert!(
+            parse_events_body(b"{")
+                .err()
+                .unwrap()
+                .0
+                .starts_with("Failed to parse the request body as JSON")
+        );
+    }
+
+    #[test]
+    fn the_fast_and_the_general_parse_agree() {
+        for text in [
+            r#"{"member":"m"}"#,
+            r#"{"member":"m","delta":-2,"at":1700000000.25}"#,
+            r#"{"member":"m","delta":null}"#,
+        ] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(
+                parse_raw_event(text).unwrap(),
+                parse_event(&value).unwrap(),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            parse_raw_event(r#"{"member":"m","delta":1.5}"#).unwrap_err(),
+            NotAnEvent("delta must be an integer, got 1.5".into())
+        );
     }
 
     #[test]

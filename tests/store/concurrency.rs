@@ -88,6 +88,7 @@ async fn writers_and_two_retirers_end_exact() {
             let options = RetireOptions {
                 chunk_size: 3 + r * 4,
                 max_chunks: None,
+                ..Default::default()
             };
             let (mut passes, mut chunks) = (0, 0);
             while !stop.load(Ordering::SeqCst) {

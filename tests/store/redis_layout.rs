@@ -133,6 +133,7 @@ async fn a_big_slot_retires_in_bounded_chunks() {
     let options = RetireOptions {
         chunk_size: 100,
         max_chunks: None,
+        ..Default::default()
     };
     let report = h.boards.retire_with(&b, options).await.unwrap();
     assert_eq!(report.fields_subtracted, 5_000);
@@ -170,6 +171,7 @@ async fn a_retirement_stopped_after_some_chunks_resumes_exactly() {
         let options = RetireOptions {
             chunk_size,
             max_chunks: Some(3),
+            ..Default::default()
         };
         let report = other.retire_with(&b, options).await.unwrap();
         passes += 1;

@@ -1,21 +1,27 @@
 //! Group commit: concurrent writes to one board are applied together.
 //!
 //! Each board has a committer task. A write is queued and awaits its statuses. The
-//! committer takes one write, adds every write already queued (up to a bound), and
-//! applies them with one `write.lua` call; it keeps up to `max_in_flight` calls going.
-//! No timer holds a write back: under light load a lone event goes out at once, under
-//! load the queue fills while calls are in flight, so batches grow by themselves. A
-//! caller is answered only after its batch is in Redis.
+//! committer takes one write and adds every write already queued, summing events of the
+//! same slot and member as it goes, until the batch holds `max_batch_members` distinct
+//! (slot, member) pairs or `max_batch_events` events. One `write.lua` call applies the
+//! sums; up to `max_in_flight` calls run at once. No timer holds a write back: under light
+//! load a lone event goes out at once, under load the queue fills while calls are in
+//! flight, so batches grow by themselves, and a skewed load (a few hot posts) costs Redis
+//! one update per hot post per batch. A caller is answered only after its batch is in
+//! Redis.
 //!
-//! Inside a batch, `write.lua` sums events of the same slot and member, so a skewed load
-//! (a few hot posts) costs Redis far less than one call per event.
+//! When the board's bound no longer proves the range (see `write.lua`), the script
+//! applies nothing and each caller's events are sent again, one by one, on the exact
+//! path; the committer remembers this for the board.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::RedisStore;
+use super::write::{Summed, SumsOutcome, write_events, write_sums};
 use crate::board::Board;
 use crate::domain::{BoardName, Timestamp};
 use crate::error::{Error, Result};
@@ -24,7 +30,10 @@ use crate::store::{SlotWrite, WriteStatus};
 /// How batches form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IngestOptions {
-    /// The committer stops adding queued writes to a batch at this many events.
+    /// A batch stops growing at this many distinct (slot, member) pairs: it bounds the
+    /// work, and so the duration, of one `write.lua` call.
+    pub max_batch_members: usize,
+    /// A batch also stops growing at this many events.
     pub max_batch_events: usize,
     /// Most `write.lua` calls of one board in flight at once.
     pub max_in_flight: usize,
@@ -33,7 +42,8 @@ pub struct IngestOptions {
 impl Default for IngestOptions {
     fn default() -> Self {
         IngestOptions {
-            max_batch_events: 2000,
+            max_batch_members: 1000,
+            max_batch_events: 20_000,
             max_in_flight: 3,
         }
     }
@@ -111,79 +121,133 @@ impl Ingest {
     }
 }
 
+/// Submissions of one board incarnation, and the sums of their events.
+struct Batch {
+    submissions: Vec<Submission>,
+    events: usize,
+    /// Distinct (slot, member) pairs, in order of first appearance.
+    sums: Vec<Summed>,
+    /// slot -> member -> position in `sums`.
+    positions: HashMap<i64, HashMap<String, usize>>,
+    /// The sum of |delta| over every event.
+    abs_total: u128,
+}
+
+impl Batch {
+    fn new() -> Batch {
+        Batch {
+            submissions: Vec::new(),
+            events: 0,
+            sums: Vec::new(),
+            positions: HashMap::new(),
+            abs_total: 0,
+        }
+    }
+
+    fn version(&self) -> u64 {
+        self.submissions[0].board.version
+    }
+
+    fn add(&mut self, submission: Submission) {
+        for w in &submission.writes {
+            self.abs_total += w.delta.unsigned_abs() as u128;
+            let members = self.positions.entry(w.slot).or_default();
+            match members.get(w.member.as_str()) {
+                Some(&at) => self.sums[at].sum += w.delta,
+                None => {
+                    members.insert(w.member.to_string(), self.sums.len());
+                    self.sums.push(Summed {
+                        slot: w.slot,
+                        member: w.member.to_string(),
+                        sum: w.delta,
+                    });
+                }
+            }
+        }
+        self.events += submission.writes.len();
+        self.submissions.push(submission);
+    }
+}
+
 async fn commit_loop(store: RedisStore, mut inbox: mpsc::Receiver<Submission>) {
     let options = store.ingest_options;
     let slots = Arc::new(Semaphore::new(options.max_in_flight.max(1)));
+    // The board version known to need the exact path (0: none).
+    let exact_version = Arc::new(AtomicU64::new(0));
+    let mut carried: Option<Submission> = None;
     loop {
         let Ok(permit) = slots.clone().acquire_owned().await else {
             return;
         };
-        let Some(first) = inbox.recv().await else {
-            return;
+        let first = match carried.take() {
+            Some(submission) => submission,
+            None => match inbox.recv().await {
+                Some(submission) => submission,
+                None => return,
+            },
         };
-        let mut events = first.writes.len();
-        let mut batch = vec![first];
-        while events < options.max_batch_events {
+        let mut batch = Batch::new();
+        batch.add(first);
+        while batch.sums.len() < options.max_batch_members
+            && batch.events < options.max_batch_events
+        {
             match inbox.try_recv() {
-                Ok(next) => {
-                    events += next.writes.len();
-                    batch.push(next);
+                // A submission for another incarnation of the board waits for the next batch.
+                Ok(next) if next.board.version != batch.version() => {
+                    carried = Some(next);
+                    break;
                 }
+                Ok(next) => batch.add(next),
                 Err(_) => break,
             }
         }
-        let store = store.clone();
+        let (store, exact_version) = (store.clone(), exact_version.clone());
         tokio::spawn(async move {
-            apply(&store, batch).await;
+            apply(&store, batch, &exact_version).await;
             drop(permit);
         });
     }
 }
 
-/// Applies a batch: submissions for the same incarnation of the board go together (a
-/// stale one, after a re-creation, goes alone and gets its `BoardChanged`).
-async fn apply(store: &RedisStore, batch: Vec<Submission>) {
-    let mut groups: Vec<Vec<Submission>> = Vec::new();
-    for submission in batch {
-        match groups
-            .iter_mut()
-            .find(|g| g[0].board.version == submission.board.version)
-        {
-            Some(group) => group.push(submission),
-            None => groups.push(vec![submission]),
+async fn apply(store: &RedisStore, batch: Batch, exact_version: &AtomicU64) {
+    let board = batch.submissions[0].board.clone();
+    let now = batch
+        .submissions
+        .iter()
+        .map(|s| s.now)
+        .max()
+        .expect("a batch is never empty");
+    if exact_version.load(Ordering::Relaxed) != board.version {
+        match write_sums(store, &board, now, &batch.sums, batch.abs_total).await {
+            Ok(SumsOutcome::Applied { too_late }) => {
+                for submission in batch.submissions {
+                    let statuses = submission
+                        .writes
+                        .iter()
+                        .map(|w| {
+                            if too_late.contains(&w.slot) {
+                                WriteStatus::TooLate
+                            } else {
+                                WriteStatus::Applied
+                            }
+                        })
+                        .collect();
+                    let _ = submission.reply.send(Ok(statuses));
+                }
+                return;
+            }
+            Ok(SumsOutcome::NeedsExact) => exact_version.store(board.version, Ordering::Relaxed),
+            Err(error) => {
+                for submission in batch.submissions {
+                    let _ = submission.reply.send(Err(error.clone()));
+                }
+                return;
+            }
         }
     }
-    for group in groups {
-        let board = group[0].board.clone();
-        let now = group
-            .iter()
-            .map(|s| s.now)
-            .max()
-            .expect("a group is never empty");
-        let mut writes = Vec::with_capacity(group.iter().map(|s| s.writes.len()).sum());
-        let mut sizes = Vec::with_capacity(group.len());
-        let mut replies = Vec::with_capacity(group.len());
-        for submission in group {
-            sizes.push(submission.writes.len());
-            writes.extend(submission.writes);
-            replies.push(submission.reply);
-        }
-        // One script call per group, so a failure never leaves a caller half applied. Its
-        // size is bounded: the loop stops collecting at max_batch_events, and callers
-        // send at most Settings::events_per_call events each.
-        let result = super::write::write(store, &board, now, &writes).await;
-        match result {
-            Ok(statuses) => {
-                let mut statuses = statuses.into_iter();
-                for (size, reply) in sizes.into_iter().zip(replies) {
-                    let _ = reply.send(Ok(statuses.by_ref().take(size).collect()));
-                }
-            }
-            Err(error) => {
-                for reply in replies {
-                    let _ = reply.send(Err(error.clone()));
-                }
-            }
-        }
+    // The exact path, one call per caller, so a failure never leaves a caller half applied.
+    for submission in batch.submissions {
+        let result = write_events(store, &board, now, &submission.writes).await;
+        let _ = submission.reply.send(result);
     }
 }

@@ -1,6 +1,9 @@
-//! Writes to Redis: a batch of events in one `write.lua` call, and member removal.
+//! Writes to Redis through `write.lua` (summed entries on the fast path, or events one by
+//! one on the exact path), and member removal.
 
 use std::collections::HashMap;
+
+use redis::ScriptInvocation;
 
 use super::RedisStore;
 use super::keys;
@@ -13,65 +16,69 @@ use crate::write::Removed;
 /// Slots whose stage hashes one `remove_member.lua` call visits.
 const REMOVE_SLOTS_PER_CALL: usize = 64;
 
-pub(super) async fn write(
+/// One slot and member, with the sum of the deltas of its events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Summed {
+    pub slot: i64,
+    pub member: String,
+    pub sum: i64,
+}
+
+/// What `write.lua` did with summed entries.
+pub(super) enum SumsOutcome {
+    /// Applied, except the entries of these slots (too late).
+    Applied { too_late: Vec<i64> },
+    /// Nothing applied: the board's bound needs every event checked; send them one by one.
+    NeedsExact,
+}
+
+/// Applies summed entries, each (slot, member) once, on the fast path (see `write.lua`).
+/// `abs_total` is the sum of |delta| over the original events.
+pub(super) async fn write_sums(
+    store: &RedisStore,
+    board: &Board,
+    now: Timestamp,
+    entries: &[Summed],
+    abs_total: u128,
+) -> Result<SumsOutcome> {
+    let slots = Slots::of(entries.iter().map(|e| e.slot));
+    // Anything past 2^53 takes the exact path; keep the number exact in Lua.
+    let abs_total = abs_total.min(1 << 53) as u64;
+    let mut invocation = invocation(store, board, now, &slots, "sums", &abs_total.to_string());
+    for e in entries {
+        slots.push_number(&mut invocation, e.slot);
+        invocation.arg(e.member.as_str()).arg(e.sum);
+    }
+    let reply: Vec<i64> = store.invoke(&invocation, &board.name, false).await?;
+    match reply.split_first() {
+        Some((0, too_late)) => Ok(SumsOutcome::Applied {
+            too_late: too_late
+                .iter()
+                .map(|i| slots.start(*i))
+                .collect::<Result<_>>()?,
+        }),
+        Some((2, [])) => Ok(SumsOutcome::NeedsExact),
+        _ => Err(Error::Store(format!(
+            "write.lua answered {reply:?} to summed entries"
+        ))),
+    }
+}
+
+/// Applies events one by one, in order, each checked against the stored values (the
+/// exact path, for boards whose bound no longer proves the range).
+pub(super) async fn write_events(
     store: &RedisStore,
     board: &Board,
     now: Timestamp,
     writes: &[SlotWrite],
 ) -> Result<Vec<WriteStatus>> {
-    if writes.is_empty() {
-        return Ok(Vec::new());
-    }
-    let config = &board.config;
-    let windows = config.windows();
-
-    // Distinct slots, in order of first appearance; events refer to them by number.
-    let mut slots: Vec<i64> = Vec::new();
-    let mut slot_number: HashMap<i64, usize> = HashMap::new();
+    let slots = Slots::of(writes.iter().map(|w| w.slot));
+    let mut invocation = invocation(store, board, now, &slots, "events", "");
     for w in writes {
-        slot_number.entry(w.slot).or_insert_with(|| {
-            slots.push(w.slot);
-            slots.len()
-        });
-    }
-
-    let mut invocation = store.scripts.write.key(keys::record(&board.name));
-    invocation.key(keys::index(&board.name));
-    invocation.key(keys::all_totals(&board.name, windows));
-    for s in &slots {
-        invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
-    }
-    invocation
-        .arg(board.version)
-        .arg(windows.len())
-        .arg(slots.len());
-    invocation.arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
-    invocation.arg(
-        (0..windows.len())
-            .map(|j| config.cutoff(j, now))
-            .collect::<Vec<_>>(),
-    );
-    invocation.arg(&slots);
-    // With one slot the slot number is implied: pairs instead of triples.
-    let single_slot = slots.len() == 1;
-    for w in writes {
-        if !single_slot {
-            invocation.arg(slot_number[&w.slot]);
-        }
+        slots.push_number(&mut invocation, w.slot);
         invocation.arg(w.member.as_str()).arg(w.delta);
     }
-
     let reply: Vec<i64> = store.invoke(&invocation, &board.name, false).await?;
-    parse_statuses(&reply, writes, &slot_number)
-}
-
-/// Reads `write.lua`'s reply: `[0, too-late slot numbers…]` (fast path) or
-/// `[1, status per event…]` (exact path).
-fn parse_statuses(
-    reply: &[i64],
-    writes: &[SlotWrite],
-    slot_number: &HashMap<i64, usize>,
-) -> Result<Vec<WriteStatus>> {
     let bad = || {
         Error::Store(format!(
             "write.lua answered {reply:?} for {} events",
@@ -79,16 +86,6 @@ fn parse_statuses(
         ))
     };
     match reply.split_first() {
-        Some((0, too_late)) => Ok(writes
-            .iter()
-            .map(|w| {
-                if too_late.contains(&(slot_number[&w.slot] as i64)) {
-                    WriteStatus::TooLate
-                } else {
-                    WriteStatus::Applied
-                }
-            })
-            .collect()),
         Some((1, codes)) if codes.len() == writes.len() => codes
             .iter()
             .map(|code| match code {
@@ -100,6 +97,75 @@ fn parse_statuses(
             .collect(),
         _ => Err(bad()),
     }
+}
+
+/// The distinct slots of a write, numbered from 1 in order of first appearance.
+struct Slots {
+    starts: Vec<i64>,
+    numbers: HashMap<i64, usize>,
+}
+
+impl Slots {
+    fn of(slots: impl Iterator<Item = i64>) -> Slots {
+        let mut this = Slots {
+            starts: Vec::new(),
+            numbers: HashMap::new(),
+        };
+        for slot in slots {
+            this.numbers.entry(slot).or_insert_with(|| {
+                this.starts.push(slot);
+                this.starts.len()
+            });
+        }
+        this
+    }
+
+    /// With one slot the number is implied (`write.lua` reads pairs, not triples).
+    fn push_number(&self, invocation: &mut ScriptInvocation<'_>, slot: i64) {
+        if self.starts.len() > 1 {
+            invocation.arg(self.numbers[&slot]);
+        }
+    }
+
+    fn start(&self, number: i64) -> Result<i64> {
+        usize::try_from(number - 1)
+            .ok()
+            .and_then(|i| self.starts.get(i).copied())
+            .ok_or_else(|| Error::Store(format!("write.lua named slot number {number}")))
+    }
+}
+
+/// KEYS and the leading ARGV of `write.lua`, up to the entries.
+fn invocation<'a>(
+    store: &'a RedisStore,
+    board: &Board,
+    now: Timestamp,
+    slots: &Slots,
+    mode: &str,
+    abs_total: &str,
+) -> ScriptInvocation<'a> {
+    let config = &board.config;
+    let windows = config.windows();
+    let mut invocation = store.scripts.write.key(keys::record(&board.name));
+    invocation.key(keys::index(&board.name));
+    invocation.key(keys::all_totals(&board.name, windows));
+    for s in &slots.starts {
+        invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
+    }
+    invocation
+        .arg(board.version)
+        .arg(windows.len())
+        .arg(slots.starts.len())
+        .arg(mode)
+        .arg(abs_total);
+    invocation.arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
+    invocation.arg(
+        (0..windows.len())
+            .map(|j| config.cutoff(j, now))
+            .collect::<Vec<_>>(),
+    );
+    invocation.arg(&slots.starts);
+    invocation
 }
 
 pub(super) async fn remove_member(

@@ -11,15 +11,22 @@
 -- ARGV[3]  the next smaller window, seconds, or '' for the smallest window
 -- ARGV[4]  the slot's start
 -- ARGV[5]  HSCAN cursor ('0' to start)
--- ARGV[6]  HSCAN COUNT: about how many fields to handle in this call
+-- ARGV[6]  most fields to handle in this call
+-- ARGV[7]  time budget of this call, microseconds
 --
 -- The stage hash is immutable once this window froze the slot and the smaller window
 -- finished it, apart from the deletions done here. Each field returned by HSCAN is
--- subtracted from the totals (ZREM when the total is exactly 0), added to the next stage
--- (which the next window will subtract) and deleted, all in this one call: a chunk is
--- applied whole or not at all, so a retirer that dies, or two retirers at once, never
--- subtract a field twice nor skip one. When the stage hash is empty the window is retired
--- through this slot (done:<W>), and the largest window also drops the slot from the index.
+-- subtracted from the totals (members reaching exactly 0 are removed), added to the next
+-- stage (which the next window will subtract) and deleted, all in this one call: a chunk
+-- is applied whole or not at all, so a retirer that dies, or two retirers at once, never
+-- subtract a field twice nor skip one. The chunk's fields are handled in bulk: totals read
+-- with one ZMSCORE and written with one ZADD and one ZREM, the next stage with one HMGET,
+-- HSET and HDEL. Values are integers below 2^53, so Lua's doubles compute them exactly.
+-- The call works through HSCAN steps of about 50 fields and stops after ARGV[6] fields,
+-- or before a step that would likely overrun ARGV[7] microseconds (timed with TIME), so
+-- it stays short on any machine and under any load (always at least one step).
+-- When the stage hash is empty the window is retired through this slot (done:<W>), and
+-- the largest window also drops the slot from the index.
 -- Returns {cursor, fields subtracted, members zeroed}; cursor is 'done' when finished.
 -- Errors: "STALE ...", "ORDER ..." (slot not frozen, the smaller window not finished, or
 -- fields left after a full scan: something else is writing this stage).
@@ -39,32 +46,70 @@ if ARGV[3] ~= '' and tonumber(record[5]) < slot then
   return redis.error_reply('ORDER the smaller window has not retired slot ' .. ARGV[4])
 end
 
-local function negate(v)
-  if string.sub(v, 1, 1) == '-' then return string.sub(v, 2) end
-  return '-' .. v
+-- Microseconds since the epoch, by the server's clock.
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
-local scan = redis.call('HSCAN', stage, ARGV[5], 'COUNT', ARGV[6])
-local pairs_, seen, handled = scan[2], {}, {}
-local subtracted, zeroed = 0, 0
-for p = 1, #pairs_, 2 do
-  local field, value = pairs_[p], pairs_[p + 1]
-  if not seen[field] then
-    seen[field] = true
-    handled[#handled + 1] = field
-    subtracted = subtracted + 1
-    if tonumber(redis.call('ZINCRBY', totals, negate(value), field)) == 0 then
-      redis.call('ZREM', totals, field)
-      zeroed = zeroed + 1
-    end
-    if next_stage and redis.call('HINCRBY', next_stage, field, value) == 0 then
-      redis.call('HDEL', next_stage, field)
+-- Handles the fields of one HSCAN step; returns how many, and how many members zeroed.
+local function handle(found)
+  local fields, values, seen = {}, {}, {}
+  for p = 1, #found, 2 do
+    local field = found[p]
+    -- HSCAN may return a field twice; handle it once.
+    if not seen[field] then
+      seen[field] = true
+      fields[#fields + 1] = field
+      values[#values + 1] = tonumber(found[p + 1])
     end
   end
+  if #fields == 0 then return 0, 0 end
+
+  -- Adds sign * values[x] to each field in hash or zset `key`, in bulk; returns how many
+  -- members reached exactly 0.
+  local function bulk_add(key, is_zset, sign)
+    local current = redis.call(is_zset and 'ZMSCORE' or 'HMGET', key, unpack(fields))
+    local set, zero = {}, {}
+    for x = 1, #fields do
+      local value = (tonumber(current[x]) or 0) + sign * values[x]
+      if value == 0 then
+        zero[#zero + 1] = fields[x]
+      elseif is_zset then
+        set[#set + 1] = string.format('%d', value)
+        set[#set + 1] = fields[x]
+      else
+        set[#set + 1] = fields[x]
+        set[#set + 1] = string.format('%d', value)
+      end
+    end
+    if #set > 0 then redis.call(is_zset and 'ZADD' or 'HSET', key, unpack(set)) end
+    if #zero > 0 then redis.call(is_zset and 'ZREM' or 'HDEL', key, unpack(zero)) end
+    return #zero
+  end
+
+  local zeroed = bulk_add(totals, true, -1)
+  if next_stage then
+    bulk_add(next_stage, false, 1)
+  end
+  redis.call('HDEL', stage, unpack(fields))
+  return #fields, zeroed
 end
-for first = 1, #handled, 1000 do
-  redis.call('HDEL', stage, unpack(handled, first, math.min(first + 999, #handled)))
-end
+
+local max_fields, budget = tonumber(ARGV[6]), tonumber(ARGV[7])
+local step = math.min(50, max_fields)
+local started = now_us()
+local cursor, subtracted, zeroed = ARGV[5], 0, 0
+local elapsed, slowest = 0, 0
+repeat
+  local before = elapsed
+  local scan = redis.call('HSCAN', stage, cursor, 'COUNT', step)
+  local n, z = handle(scan[2])
+  subtracted, zeroed, cursor = subtracted + n, zeroed + z, scan[1]
+  elapsed = now_us() - started
+  slowest = math.max(slowest, elapsed - before)
+  -- Stop before a step that would likely overrun the budget.
+until cursor == '0' or subtracted >= max_fields or elapsed + slowest > budget
 
 if redis.call('EXISTS', stage) == 0 then
   if tonumber(record[4]) < slot then
@@ -75,9 +120,9 @@ if redis.call('EXISTS', stage) == 0 then
   end
   return { 'done', subtracted, zeroed }
 end
-if scan[1] == '0' then
+if cursor == '0' then
   -- A scan that started at cursor 0 has seen every field (the hash is frozen), and each
   -- field seen was deleted: fields left over mean something else writes this stage.
   return redis.error_reply('ORDER stage hash ' .. stage .. ' still has fields after a full scan')
 end
-return { scan[1], subtracted, zeroed }
+return { cursor, subtracted, zeroed }

@@ -1,0 +1,536 @@
+//! rollboard's benchmark: `cargo bench --bench rollboard` (needs `redis-server` and
+//! `redis-benchmark`, from Debian's redis-server and redis-tools).
+//!
+//! In one run it starts its own Redis and the service, measures the ceiling with
+//! `redis-benchmark` on that Redis, and prints every figure beside its reference as a
+//! ratio: HTTP ingest (uniform and Zipf batches, single events), the library path, the
+//! source article's design, a lone event's latency, retirement of a 200k-member slot
+//! (with the longest Redis call and top-10 latency meanwhile), top-10 reads under
+//! ingest, memory per entry, and a check that totals equal the acknowledged events.
+//! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
+//! phases only (comma-separated: uniform, zipf, single, library, reads, retire, memory).
+
+mod baseline;
+mod load;
+mod raw_http;
+mod report;
+mod setup;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use load::{Load, MEMBERS, Spread};
+use report::{Row, rate};
+use rollboard::{BoardConfig, Event, ManualClock, RedisStore, Rollboard, Settings, Timestamp};
+use serde_json::json;
+
+fn main() {
+    let seconds: u64 = std::env::var("BENCH_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    let phase = Duration::from_secs(seconds);
+    let redis = setup::start_redis();
+    let service = setup::start_service(&redis);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("load")
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut rows = Vec::new();
+    let mut ceilings = Vec::new();
+    // The ceiling, measured right before the phase it is the reference of.
+    let mut ceiling_now = |phase: &str| {
+        eprintln!("ceiling before {phase} …");
+        let c = setup::ceiling(&redis);
+        ceilings.push((phase.to_owned(), c.hincrby, c.zincrby));
+        c
+    };
+    let vs = |c: &setup::Ceiling| format!("ceiling {}", rate(c.combined(), "ev/s"));
+    let mut acknowledged: Vec<(String, u64)> = Vec::new();
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let run = |phase: &str| only.is_empty() || only.split(',').any(|p| p.trim() == phase);
+
+    rt.block_on(async {
+        let http = load::client();
+        let create = |board: &str, slot: &str, windows: &[&str]| {
+            let (http, url, board) = (http.clone(), service.url.clone(), board.to_owned());
+            let body = json!({"slot": slot, "windows": windows});
+            async move {
+                let r = http
+                    .put(format!("{url}/v1/boards/{board}"))
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(r.status().is_success());
+            }
+        };
+
+        // HTTP batches of 1000 events, uniform and Zipf.
+        for (spread, board, name, target) in [
+            (
+                Spread::Uniform,
+                "bench-uniform",
+                "HTTP batches of 1000, uniform over 100k",
+                0.8,
+            ),
+            (
+                Spread::Zipf,
+                "bench-zipf",
+                "HTTP batches of 1000, Zipf(1.1) over 100k",
+                2.0,
+            ),
+        ] {
+            if !run(if board == "bench-uniform" {
+                "uniform"
+            } else {
+                "zipf"
+            }) {
+                continue;
+            }
+            eprintln!("{name} …");
+            create(board, "1h", &["24h"]).await;
+            let bodies = Arc::new(load::batch_bodies(spread, 200, 1000));
+            let ceiling = ceiling_now(board);
+            let load = load::http_batches(&service.url, board, bodies, 8, phase).await;
+            let ratio = load.per_second() / ceiling.combined();
+            rows.push(Row {
+                figure: format!("{name} (8 connections)"),
+                measured: rate(load.per_second(), "ev/s"),
+                reference: vs(&ceiling),
+                ratio: Some(ratio),
+                target: Some((format!(">= {target}"), ratio >= target)),
+            });
+            acknowledged.push((board.to_owned(), load.done));
+        }
+
+        // The article's design, then single-event requests over 64 connections.
+        if run("single") {
+            eprintln!("the article's design …");
+            let url = redis.url.clone();
+            let base = tokio::task::spawn_blocking(move || baseline::article_design(&url, phase))
+                .await
+                .unwrap();
+            rows.push(Row {
+                figure: "article design: GET + HINCRBY + ZINCRBY per event, 1 connection".into(),
+                measured: rate(base.per_second(), "ev/s"),
+                reference: String::new(),
+                ratio: None,
+                target: None,
+            });
+            eprintln!("single events …");
+            create("bench-single", "1h", &["24h"]).await;
+            let mut single = load::http_singles(&service.url, "bench-single", 64, phase).await;
+            let ratio = single.per_second() / base.per_second();
+            rows.push(Row {
+                figure: "HTTP single events (64 keep-alive connections)".into(),
+                measured: rate(single.per_second(), "ev/s"),
+                reference: format!("article design {}", rate(base.per_second(), "ev/s")),
+                ratio: Some(ratio),
+                target: Some((">= 10".into(), ratio >= 10.0)),
+            });
+            rows.push(Row {
+                figure: "  latency of a single-event request p50 / p99".into(),
+                measured: format!(
+                    "{} / {}",
+                    ms(single.percentile(50.0)),
+                    ms(single.percentile(99.0))
+                ),
+                reference: String::new(),
+                ratio: None,
+                target: None,
+            });
+            acknowledged.push(("bench-single".into(), single.done));
+        }
+
+        // The library path, and a lone event's latency through it.
+        if run("library") {
+            eprintln!("library …");
+            let boards = Rollboard::new(Arc::new(RedisStore::connect(&redis.url).await.unwrap()));
+            create("bench-library", "1h", &["24h"]).await;
+            let batches: Arc<Vec<Vec<Event>>> = Arc::new(
+                (0..200)
+                    .map(|b| {
+                        load::member_ids(Spread::Uniform, 1000, 1000 + b)
+                            .into_iter()
+                            .map(|m| Event::new(format!("post:{m}"), 1))
+                            .collect()
+                    })
+                    .collect(),
+            );
+            let ceiling = ceiling_now("library");
+            let library =
+                load::library_batches(boards.clone(), "bench-library", batches, 8, phase).await;
+            rows.push(Row {
+                figure: "library incr_batch of 1000, uniform (8 tasks)".into(),
+                measured: rate(library.per_second(), "ev/s"),
+                reference: vs(&ceiling),
+                ratio: Some(library.per_second() / ceiling.combined()),
+                target: None,
+            });
+            acknowledged.push(("bench-library".into(), library.done));
+            let (lone, raw) = lone_event(&boards, &redis.url).await;
+            let added = lone.saturating_sub(raw);
+            rows.push(Row {
+                figure: "a lone event under no load, p50 (library)".into(),
+                measured: us(lone),
+                reference: format!("HINCRBY+ZINCRBY round trip {}", us(raw)),
+                ratio: None,
+                target: Some((
+                    format!("< 1 ms added ({})", us(added)),
+                    added < Duration::from_millis(1),
+                )),
+            });
+            acknowledged.push(("bench-library".into(), 2000));
+        }
+
+        // Top-10 reads while uniform batches are written.
+        if run("reads") {
+            eprintln!("top-10 reads under ingest …");
+            create("bench-uniform", "1h", &["24h"]).await;
+            let stop = Arc::new(AtomicBool::new(false));
+            let readers = tokio::spawn({
+                let (url, stop) = (service.url.clone(), stop.clone());
+                async move { load::top_readers(&url, "bench-uniform", 8, None, stop).await }
+            });
+            let bodies = Arc::new(load::batch_bodies(Spread::Uniform, 200, 1000));
+            let ingest = load::http_batches(&service.url, "bench-uniform", bodies, 8, phase).await;
+            stop.store(true, Ordering::SeqCst);
+            let mut reads = readers.await.unwrap();
+            acknowledged.push(("bench-uniform".into(), ingest.done));
+            rows.push(Row {
+                figure: "top-10 reads during uniform ingest (8 + 8 connections)".into(),
+                measured: format!(
+                    "{}, p99 {}",
+                    rate(reads.per_second(), "reads/s"),
+                    ms(reads.percentile(99.0))
+                ),
+                reference: format!("ingest meanwhile {}", rate(ingest.per_second(), "ev/s")),
+                ratio: None,
+                target: None,
+            });
+        }
+
+        // Retirement of one slot of 200k members.
+        if run("retire") {
+            eprintln!("retirement …");
+            let zincrby = ceiling_now("retirement").zincrby;
+            rows.extend(retirement(&redis, &service.url, zincrby).await);
+        }
+        if run("memory") {
+            eprintln!("memory …");
+            rows.push(memory(&redis.url).await);
+        }
+
+        // Nothing lost, nothing counted twice.
+        let mut totals = std::collections::BTreeMap::<String, u64>::new();
+        for (board, n) in &acknowledged {
+            *totals.entry(board.clone()).or_default() += n;
+        }
+        let mut exact = true;
+        let mut events = 0;
+        for (board, expected) in &totals {
+            let sum = total_of(&redis.url, board).await;
+            events += expected;
+            if sum != *expected {
+                exact = false;
+                eprintln!("{board}: totals {sum} but {expected} events acknowledged");
+            }
+        }
+        rows.push(Row {
+            figure: "totals equal the acknowledged events".into(),
+            measured: format!(
+                "{} boards, {} events",
+                totals.len(),
+                report::thousands(events as f64)
+            ),
+            reference: String::new(),
+            ratio: None,
+            target: Some(("exact".into(), exact)),
+        });
+    });
+
+    println!();
+    println!(
+        "rollboard benchmark: {} s per load phase; Redis at {}; {}",
+        seconds,
+        redis.url,
+        if redis.pinned {
+            "Redis pinned to CPU 0; service, load and redis-benchmark at nice 10 on any CPU"
+        } else {
+            "Redis, service, load and redis-benchmark share the CPUs"
+        }
+    );
+    println!(
+        "ceilings: redis-benchmark -P 64 -c 50 -r 100000 -n 1000000 on the same Redis, right before each phase;"
+    );
+    println!("          one event costs one HINCRBY and one ZINCRBY: ceiling = 1 / (1/h + 1/z)");
+    for (phase, h, z) in &ceilings {
+        println!(
+            "  before {phase}: HINCRBY {}, ZINCRBY {}, ceiling {}",
+            rate(*h, "ops/s"),
+            rate(*z, "ops/s"),
+            rate(1.0 / (1.0 / h + 1.0 / z), "events/s")
+        );
+    }
+    println!();
+    report::print(&rows);
+    drop(service);
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.0} µs", d.as_secs_f64() * 1e6)
+}
+
+/// p50 of 2000 sequential single-event `incr` calls, and of a pipelined HINCRBY+ZINCRBY
+/// round trip (what Redis itself needs for one event).
+async fn lone_event(boards: &Rollboard, redis_url: &str) -> (Duration, Duration) {
+    let mut ours = Load::default();
+    for i in 0..2000 {
+        let t = Instant::now();
+        boards
+            .incr("bench-library", &format!("lone:{}", i % 100), 1, None)
+            .await
+            .unwrap();
+        ours.latencies.push(t.elapsed());
+    }
+    let mut conn = redis::Client::open(redis_url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let mut raw = Load::default();
+    for i in 0..2000 {
+        let t = Instant::now();
+        let _: (i64, f64) = redis::pipe()
+            .cmd("HINCRBY")
+            .arg("bench:lone:h")
+            .arg(i % 100)
+            .arg(1)
+            .cmd("ZINCRBY")
+            .arg("bench:lone:z")
+            .arg(1)
+            .arg(i % 100)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        raw.latencies.push(t.elapsed());
+    }
+    let _: i64 = redis::cmd("DEL")
+        .arg("bench:lone:h")
+        .arg("bench:lone:z")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    (ours.percentile(50.0), raw.percentile(50.0))
+}
+
+/// Writes 200,000 members into one slot, lets it leave the window, and retires it while
+/// readers hammer the board's top 10.
+async fn retirement(redis: &setup::Redis, service_url: &str, zincrby: f64) -> Vec<Row> {
+    let now = Timestamp::now_utc();
+    let clock = ManualClock::new(now);
+    let store = Arc::new(RedisStore::connect(&redis.url).await.unwrap());
+    let boards = Rollboard::with(store, Arc::new(clock.clone()), Settings::default());
+    let board = "bench-retire";
+    boards
+        .create_board(board, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .await
+        .unwrap();
+    let members = 200_000;
+    for chunk in (0..members).collect::<Vec<_>>().chunks(10_000) {
+        let events: Vec<Event> = chunk
+            .iter()
+            .map(|m| Event::new(format!("post:{m}"), 1 + (*m % 7) as i64))
+            .collect();
+        boards.incr_batch(board, &events).await.unwrap();
+    }
+    clock.advance_secs(3600);
+
+    let mut conn = redis::Client::open(redis.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-log-slower-than")
+        .arg(2000)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("SLOWLOG")
+        .arg("RESET")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers = tokio::spawn({
+        let (url, stop) = (service_url.to_owned(), stop.clone());
+        async move {
+            load::top_readers(
+                &url,
+                "bench-retire",
+                4,
+                Some(Duration::from_millis(4)),
+                stop,
+            )
+            .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let options = rollboard::RetireOptions {
+        chunk_size: std::env::var("BENCH_RETIRE_CHUNK")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(Settings::default().retire.chunk_size),
+        max_chunks: None,
+        ..Default::default()
+    };
+    let t = Instant::now();
+    let report = boards.retire_with(board, options).await.unwrap();
+    let elapsed = t.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    let mut reads = readers.await.unwrap();
+    let slow: Vec<redis::Value> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(1000)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let longest_slow = slow
+        .iter()
+        .filter_map(|entry| match entry {
+            redis::Value::Array(fields) => match fields.get(2) {
+                Some(redis::Value::Int(us)) => Some(*us),
+                _ => None,
+            },
+            _ => None,
+        })
+        .max();
+    if std::env::var("BENCH_SHOW_SLOWLOG").is_ok() {
+        for entry in &slow {
+            eprintln!("slow call: {entry:?}");
+        }
+    }
+    let per_second = report.fields_subtracted as f64 / elapsed.as_secs_f64();
+    let ratio = per_second / zincrby;
+    assert_eq!(report.fields_subtracted, members as u64);
+    vec![
+        Row {
+            figure: format!(
+                "retirement of one slot of {} members (chunks of <= {} fields, <= {} ms)",
+                report::thousands(members as f64),
+                options.chunk_size,
+                options.chunk_budget.as_secs_f64() * 1000.0
+            ),
+            measured: rate(per_second, "members/s"),
+            reference: format!("ZINCRBY ceiling {}", rate(zincrby, "ops/s")),
+            ratio: Some(ratio),
+            target: Some((">= 0.5".into(), ratio >= 0.5)),
+        },
+        Row {
+            figure: "  Redis calls over 2 ms meanwhile (SLOWLOG)".into(),
+            measured: match longest_slow {
+                None => "none".into(),
+                Some(us) => format!("{} (longest {:.2} ms)", slow.len(), us as f64 / 1000.0),
+            },
+            reference: format!("{} chunk calls", report.chunks),
+            ratio: None,
+            target: Some(("none".into(), longest_slow.is_none())),
+        },
+        Row {
+            figure: "  top-10 latency meanwhile (4 x 250 reads/s), p50 / p99".into(),
+            measured: format!(
+                "{} / {}",
+                ms(reads.percentile(50.0)),
+                ms(reads.percentile(99.0))
+            ),
+            reference: format!("{} reads", reads.done),
+            ratio: None,
+            target: Some((
+                "p99 <= 20 ms".into(),
+                reads.percentile(99.0) <= Duration::from_millis(20),
+            )),
+        },
+    ]
+}
+
+/// Redis memory per live (slot, member) entry: 100,000 members x 24 hourly slots.
+async fn memory(redis_url: &str) -> Row {
+    let start = Timestamp::now_utc().unix_seconds();
+    let clock = ManualClock::new(Timestamp::from_unix_seconds(start - 23 * 3600).unwrap());
+    let store = Arc::new(RedisStore::connect(redis_url).await.unwrap());
+    let boards = Rollboard::with(store, Arc::new(clock.clone()), Settings::default());
+    let mut conn = redis::Client::open(redis_url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let before = used_memory(&mut conn).await;
+    boards
+        .create_board("bench-memory", BoardConfig::parse("1h", &["24h"]).unwrap())
+        .await
+        .unwrap();
+    for _ in 0..24 {
+        let events: Vec<Event> = (0..MEMBERS)
+            .map(|m| Event::new(format!("post:{m}"), 1))
+            .collect();
+        let writes: Vec<_> = events
+            .chunks(1000)
+            .map(|c| boards.incr_batch("bench-memory", c))
+            .collect();
+        for w in writes {
+            w.await.unwrap();
+        }
+        clock.advance_secs(3600);
+    }
+    let after = used_memory(&mut conn).await;
+    let entries = MEMBERS as f64 * 24.0;
+    let per_entry = (after - before) as f64 / entries;
+    boards.drop_board("bench-memory").await.unwrap();
+    Row {
+        figure: "Redis memory per live (slot, member) entry, totals included".into(),
+        measured: format!("{per_entry:.1} bytes"),
+        reference: format!("{} members x 24 slots", report::thousands(MEMBERS as f64)),
+        ratio: None,
+        target: None,
+    }
+}
+
+async fn used_memory(conn: &mut redis::aio::MultiplexedConnection) -> i64 {
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query_async(conn)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The sum of a board's first-window totals.
+async fn total_of(redis_url: &str, board: &str) -> u64 {
+    let mut conn = redis::Client::open(redis_url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let scores: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(format!("stats_{{{board}}}"))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    scores.iter().map(|(_, s)| *s as u64).sum()
+}

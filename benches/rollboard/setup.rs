@@ -1,0 +1,185 @@
+//! What the benchmark runs against: its own `redis-server`, the ceilings measured with
+//! `redis-benchmark` on it, and the real service on a free port.
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rollboard::service::{self, ServiceConfig};
+use rollboard::{RedisStore, Rollboard, Settings, SystemClock};
+use tokio::runtime::Runtime;
+use tokio::sync::oneshot;
+
+/// A `redis-server` of the benchmark's own, killed when dropped; pinned to CPU 0 when
+/// `taskset` exists (see `start_redis`), for the ceiling and for every phase alike.
+pub struct Redis {
+    pub url: String,
+    pub port: u16,
+    pub pinned: bool,
+    process: std::process::Child,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+pub fn start_redis() -> Redis {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = std::env::temp_dir().join(format!("rollboard-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Redis runs on CPU 0 at normal priority; this process (service and load, and the
+    // redis-benchmark it starts) drops to nice 10 and may use every CPU. So Redis gets
+    // its core whenever it is busy, as on a host of its own, and lends it out when idle.
+    // Threads inherit the nice value, and no runtime has started yet.
+    let pinned = Command::new("taskset").arg("--version").output().is_ok()
+        && std::thread::available_parallelism()
+            .map(|n| n.get() >= 2)
+            .unwrap_or(false);
+    let mut command = if pinned {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "0", "redis-server"]);
+        c
+    } else {
+        Command::new("redis-server")
+    };
+    let process = command
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(&dir)
+        .arg("--logfile")
+        .arg(dir.join("redis.log"))
+        .spawn()
+        .expect("redis-server (Debian package redis-server) must be installed");
+    if pinned {
+        let _ = Command::new("renice")
+            .args(["-n", "10", "-p", &std::process::id().to_string()])
+            .output();
+    }
+    // Owned from here on: dropping it (on any path) kills and reaps the server.
+    let redis = Redis {
+        url: format!("redis://127.0.0.1:{port}/"),
+        port,
+        pinned,
+        process,
+    };
+    let client = redis::Client::open(redis.url.as_str()).unwrap();
+    for _ in 0..200 {
+        if let Ok(mut c) = client.get_connection()
+            && redis::cmd("PING").query::<String>(&mut c).is_ok()
+        {
+            return redis;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("redis-server did not start");
+}
+
+/// `redis-benchmark -P 64 -c 50 -r 100000` of HINCRBY and of ZINCRBY, ops/s.
+pub struct Ceiling {
+    pub hincrby: f64,
+    pub zincrby: f64,
+}
+
+impl Ceiling {
+    /// One event is one HINCRBY and one ZINCRBY: 1 / (1/h + 1/z).
+    pub fn combined(&self) -> f64 {
+        1.0 / (1.0 / self.hincrby + 1.0 / self.zincrby)
+    }
+}
+
+/// Measures the ceiling now. The benchmark measures it right before each phase it is the
+/// reference of, so that the machine's drift over a run touches both sides of a ratio.
+pub fn ceiling(redis: &Redis) -> Ceiling {
+    let ceiling = Ceiling {
+        hincrby: run_benchmark(redis, &["HINCRBY", "bench:hash", "__rand_int__", "1"]),
+        zincrby: run_benchmark(redis, &["ZINCRBY", "bench:zset", "1", "__rand_int__"]),
+    };
+    let client = redis::Client::open(redis.url.as_str()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let _: i64 = redis::cmd("DEL")
+        .arg("bench:hash")
+        .arg("bench:zset")
+        .query(&mut c)
+        .unwrap();
+    ceiling
+}
+
+fn run_benchmark(redis: &Redis, command: &[&str]) -> f64 {
+    let out = Command::new("redis-benchmark")
+        .args(["-h", "127.0.0.1", "-p", &redis.port.to_string()])
+        .args([
+            "-P", "64", "-c", "50", "-r", "100000", "-n", "1000000", "--csv",
+        ])
+        .args(command)
+        .output()
+        .expect("redis-benchmark (Debian package redis-tools) must be installed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .nth(1)
+        .and_then(|l| l.split(',').nth(1))
+        .and_then(|v| v.trim_matches('"').parse().ok())
+        .unwrap_or_else(|| panic!("cannot read redis-benchmark output: {text}"))
+}
+
+/// The service (API, group commit, scheduler) on its own two-thread runtime.
+pub struct Service {
+    pub url: String,
+    runtime: Runtime,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+pub fn start_service(redis: &Redis) -> Service {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("service")
+        .enable_all()
+        .build()
+        .unwrap();
+    let (tx, rx) = oneshot::channel::<()>();
+    let url = runtime.block_on(async {
+        let store = Arc::new(RedisStore::connect(&redis.url).await.unwrap());
+        let boards = Rollboard::with(store, Arc::new(SystemClock), Settings::default());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let config = ServiceConfig::default();
+            service::run(boards, &config, listener, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+        });
+        url
+    });
+    Service {
+        url,
+        runtime,
+        shutdown: Some(tx),
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        self.runtime
+            .block_on(async { tokio::time::sleep(Duration::from_millis(50)).await });
+    }
+}
