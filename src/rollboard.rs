@@ -27,7 +27,7 @@ struct Inner {
     settings: Settings,
     /// Board configs by name. A stale entry is harmless: the store checks the board's
     /// version on every call and the entry is reloaded on `BoardChanged`.
-    boards: RwLock<HashMap<BoardName, Board>>,
+    boards: RwLock<HashMap<BoardName, Arc<Board>>>,
 }
 
 impl std::fmt::Debug for Rollboard {
@@ -93,13 +93,15 @@ impl Rollboard {
             .store
             .create_board(&name, &config, self.now())
             .await?;
-        self.remember(created.board().clone());
+        self.remember(Arc::new(created.board().clone()));
         Ok(created)
     }
 
     /// The board's name, config and identity.
     pub async fn board(&self, name: &str) -> Result<Board> {
-        self.cached_board(&BoardName::parse(name)?).await
+        Ok(Board::clone(
+            &*self.cached_board(&BoardName::parse(name)?).await?,
+        ))
     }
 
     /// The board's state: members per window, live slots, retirement lag.
@@ -370,7 +372,7 @@ impl Rollboard {
     /// changed (dropped and re-created elsewhere).
     async fn on_board<T, F, Fut>(&self, name: &str, op: F) -> Result<T>
     where
-        F: Fn(Board) -> Fut,
+        F: Fn(Arc<Board>) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
         let name = BoardName::parse(name)?;
@@ -384,26 +386,27 @@ impl Rollboard {
         }
     }
 
-    async fn cached_board(&self, name: &BoardName) -> Result<Board> {
+    async fn cached_board(&self, name: &BoardName) -> Result<Arc<Board>> {
         let cached = self.read_cache().get(name).cloned();
         if let Some(board) = cached {
             return Ok(board);
         }
-        let board = self
-            .inner
-            .store
-            .load_board(name)
-            .await?
-            .ok_or_else(|| Error::BoardNotFound(name.to_string()))?;
+        let board = Arc::new(
+            self.inner
+                .store
+                .load_board(name)
+                .await?
+                .ok_or_else(|| Error::BoardNotFound(name.to_string()))?,
+        );
         self.remember(board.clone());
         Ok(board)
     }
 
-    fn read_cache(&self) -> std::sync::RwLockReadGuard<'_, HashMap<BoardName, Board>> {
+    fn read_cache(&self) -> std::sync::RwLockReadGuard<'_, HashMap<BoardName, Arc<Board>>> {
         self.inner.boards.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn remember(&self, board: Board) {
+    fn remember(&self, board: Arc<Board>) {
         let mut cache = self.inner.boards.write().unwrap_or_else(|e| e.into_inner());
         cache.insert(board.name.clone(), board);
     }
