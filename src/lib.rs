@@ -54,6 +54,8 @@ mod write;
 #[cfg(feature = "server")]
 pub mod http;
 #[cfg(feature = "server")]
+pub mod jobs;
+#[cfg(feature = "server")]
 pub mod service;
 
 pub use board::{Board, BoardStatus, Created, WindowStatus};

@@ -37,6 +37,51 @@ pub enum Command {
     Retire(StoreArgs),
     /// Print a board's top N.
     Top(TopArgs),
+    /// Import timestamped events (JSON lines or CSV) into a board, through the exact
+    /// write path, in constant memory.
+    ///
+    /// JSON lines: {"member":"post:1","delta":1,"at":1700000000}. CSV: member,delta,at
+    /// (header optional). delta defaults to 1, at to now. Events older than the board's
+    /// largest window are counted as skipped; a malformed line stops the import with its
+    /// line number unless --skip-bad.
+    Import(ImportArgs),
+    /// Write a board's ranking in rank order (JSON lines or CSV with a header) to stdout.
+    Export(ExportArgs),
+}
+
+/// `import` options.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The board.
+    pub board: String,
+    /// The file to read, or - for stdin.
+    pub file: PathBuf,
+    /// json or csv [default: guessed from the first line].
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Count malformed lines and go on instead of stopping at the first.
+    #[arg(long)]
+    pub skip_bad: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `export` options.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The board.
+    pub board: String,
+    /// The window (e.g. 24h); the board's first window by default.
+    #[arg(long)]
+    pub window: Option<String>,
+    /// json (one object per line) or csv.
+    #[arg(long, default_value = "json")]
+    pub format: String,
+    /// Most entries to write [default: all].
+    #[arg(long)]
+    pub limit: Option<u64>,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// Where the store and config come from.

@@ -3,17 +3,24 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use std::time::Instant;
+
 use anyhow::{Context, bail};
+use rollboard::jobs;
+use rollboard::jobs::import::{Format, ImportOptions};
 use rollboard::service::{self, Overrides, ServiceConfig};
 use rollboard::{Rollboard, Span, SystemClock, Timestamp};
 
-use crate::args::{Command, ServeArgs, StoreArgs, TopArgs};
+use crate::args::{Command, ExportArgs, ImportArgs, ServeArgs, StoreArgs, TopArgs};
+use crate::progress;
 
 pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => serve(args).await,
         Command::Retire(args) => retire(args).await,
         Command::Top(args) => top(args).await,
+        Command::Import(args) => import(args).await,
+        Command::Export(args) => export(args).await,
     }
 }
 
@@ -118,5 +125,68 @@ async fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
     for e in &page.entries {
         println!("{:>5}  {:<width$}  {}", e.rank, e.member, e.score);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn format_of(text: &str) -> anyhow::Result<Format> {
+    Format::parse(text).ok_or_else(|| anyhow::anyhow!("unknown format {text:?}: use json or csv"))
+}
+
+async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "import").await?;
+    let format = args.format.as_deref().map(format_of).transpose()?;
+    let input: Box<dyn std::io::Read + Send> = if args.file.as_os_str() == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(
+            std::fs::File::open(&args.file)
+                .with_context(|| format!("cannot open {}", args.file.display()))?,
+        )
+    };
+    let options = ImportOptions {
+        format,
+        skip_bad: args.skip_bad,
+        ..ImportOptions::default()
+    };
+    let started = Instant::now();
+    let bar = progress::counter("imported");
+    let report = jobs::import::import(&boards, &args.board, input, options, |r| {
+        if let Some(bar) = &bar {
+            bar.set_position(r.imported);
+        }
+    })
+    .await;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let report = report?;
+    for p in &report.problems {
+        eprintln!("rollboard: line {}: {}", p.line, p.message);
+    }
+    println!(
+        "imported {} events into {} ({} too late, skipped; {} rejected; {} bad lines) from {} lines in {:.1} s",
+        report.imported,
+        args.board,
+        report.too_late,
+        report.rejected,
+        report.bad_lines,
+        report.lines,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(if report.rejected > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+async fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "export").await?;
+    let window = args.window.as_deref().map(Span::parse).transpose()?;
+    let format = format_of(&args.format)?;
+    let out = std::io::BufWriter::new(std::io::stdout().lock());
+    let report =
+        jobs::export::export(&boards, &args.board, window, args.limit, format, out).await?;
+    eprintln!("exported {} entries of {}", report.entries, args.board);
     Ok(ExitCode::SUCCESS)
 }

@@ -9,6 +9,7 @@ use clap::Parser;
 
 mod args;
 mod commands;
+mod progress;
 
 use args::{Cli, Command};
 

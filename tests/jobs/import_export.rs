@@ -1,0 +1,215 @@
+//! Import (a backlog through the exact write path) and export (the ranking in rank
+//! order), and that one reads what the other writes.
+
+use std::io::Write;
+use std::process::Command;
+
+use rand::{Rng, SeedableRng};
+use rollboard::jobs::export::export;
+use rollboard::jobs::import::{Format, ImportError, ImportOptions, import};
+
+use crate::support::{START, TestRedis, board, boards, oracle, ranking, unique};
+
+#[tokio::test]
+async fn an_import_of_100k_events_equals_the_oracle() {
+    let redis = TestRedis::start().await;
+    let (boards, _clock) = boards(&redis).await;
+    let b = board(&boards, "1h", &["1h", "24h"]).await;
+    // 100,000 events over the last 26 hours: those older than 24 h are too late.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut text = String::new();
+    let mut accepted = Vec::new();
+    let mut too_late = 0;
+    for _ in 0..100_000 {
+        let member = format!("post:{}", rng.random_range(0..2_000));
+        let delta: i64 = if rng.random_bool(0.9) {
+            rng.random_range(1..4)
+        } else {
+            -1
+        };
+        let at = START - rng.random_range(0..26 * 3600);
+        text.push_str(&format!(
+            "{{\"member\":\"{member}\",\"delta\":{delta},\"at\":{at}}}\n"
+        ));
+        let slot = at - at.rem_euclid(3600);
+        if slot <= START - 24 * 3600 {
+            too_late += 1;
+        } else {
+            accepted.push((slot, member, delta));
+        }
+    }
+    let report = import(
+        &boards,
+        &b,
+        std::io::Cursor::new(text.into_bytes()),
+        ImportOptions::default(),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (report.lines, report.imported, report.too_late),
+        (100_000, accepted.len() as u64, too_late)
+    );
+    assert_eq!((report.rejected, report.bad_lines), (0, 0));
+    assert_eq!(
+        ranking(&boards, &b, "1h").await,
+        oracle(&accepted, START - 3600)
+    );
+    assert_eq!(
+        ranking(&boards, &b, "24h").await,
+        oracle(&accepted, START - 24 * 3600)
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_line_stops_the_import_with_its_number_unless_skipped() {
+    let redis = TestRedis::start().await;
+    let (boards, _clock) = boards(&redis).await;
+    let b = board(&boards, "1h", &["1h"]).await;
+    let text = "member,delta\npost:1,2\npost:2,two\npost:3,1\n";
+    let err = import(
+        &boards,
+        &b,
+        std::io::Cursor::new(text.as_bytes().to_vec()),
+        ImportOptions::default(),
+        |_| {},
+    )
+    .await
+    .unwrap_err();
+    let ImportError::Malformed {
+        line,
+        message,
+        imported,
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert_eq!(
+        (*line, message.as_str(), *imported),
+        (3, "delta \"two\" is not an integer", 1)
+    );
+    assert_eq!(
+        err.to_string(),
+        "line 3: delta \"two\" is not an integer (1 events before it were imported)"
+    );
+
+    let options = ImportOptions {
+        skip_bad: true,
+        ..ImportOptions::default()
+    };
+    let report = import(
+        &boards,
+        &b,
+        std::io::Cursor::new(text.as_bytes().to_vec()),
+        options,
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (report.imported, report.bad_lines, report.problems[0].line),
+        (2, 1, 3)
+    );
+    let totals = ranking(&boards, &b, "1h").await;
+    assert_eq!(
+        totals.into_iter().collect::<Vec<_>>(),
+        [("post:1".to_owned(), 4), ("post:3".to_owned(), 1)]
+    );
+}
+
+#[tokio::test]
+async fn an_export_imports_back_to_the_same_ranking_in_json_and_csv() {
+    let redis = TestRedis::start().await;
+    let (boards, _clock) = boards(&redis).await;
+    let a = board(&boards, "1h", &["1h", "24h"]).await;
+    let events: Vec<rollboard::Event> = (0..2_500)
+        .map(|i| rollboard::Event::new(format!("m,{}\"q", i % 1_300), 1 + (i % 5) as i64))
+        .collect();
+    boards.incr_batch(&a, &events[..1000]).await.unwrap();
+    boards.incr_batch(&a, &events[1000..2000]).await.unwrap();
+    boards.incr_batch(&a, &events[2000..]).await.unwrap();
+    let original = ranking(&boards, &a, "24h").await;
+    assert_eq!(original.len(), 1_300);
+    for format in [Format::Json, Format::Csv] {
+        let mut out = Vec::new();
+        let report = export(
+            &boards,
+            &a,
+            Some("24h".parse().unwrap()),
+            None,
+            format,
+            &mut out,
+        )
+        .await
+        .unwrap();
+        assert_eq!(report.entries, 1_300);
+        let copy = board(&boards, "1h", &["1h", "24h"]).await;
+        let imported = import(
+            &boards,
+            &copy,
+            std::io::Cursor::new(out),
+            ImportOptions::default(),
+            |_| {},
+        )
+        .await
+        .unwrap();
+        assert_eq!(imported.imported, 1_300);
+        assert_eq!(ranking(&boards, &copy, "24h").await, original, "{format:?}");
+    }
+    let mut limited = Vec::new();
+    export(&boards, &a, None, Some(3), Format::Csv, &mut limited)
+        .await
+        .unwrap();
+    let text = String::from_utf8(limited).unwrap();
+    assert_eq!(
+        text.lines().count(),
+        4,
+        "a header and three entries:\n{text}"
+    );
+    assert!(text.starts_with("rank,member,score\n1,"));
+}
+
+#[tokio::test]
+async fn the_cli_imports_a_file_and_reports_a_bad_line_by_number() {
+    let redis = TestRedis::start().await;
+    let (boards, _clock) = boards(&redis).await;
+    let b = board(&boards, "1h", &["24h"]).await;
+    let dir = std::env::temp_dir().join(unique("import"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let now = rollboard::Timestamp::now_utc().unix_seconds();
+    let good = dir.join("good.jsonl");
+    let mut f = std::fs::File::create(&good).unwrap();
+    writeln!(f, "{{\"member\":\"a\",\"delta\":3,\"at\":{now}}}").unwrap();
+    writeln!(f, "{{\"member\":\"b\",\"at\":{}}}", now - 3 * 86_400).unwrap();
+    writeln!(f, "{{\"member\":\"a\"}}").unwrap();
+    drop(f);
+    let run = |file: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_rollboard"))
+            .args(["import", &b, file.to_str().unwrap()])
+            .env("REDIS_URL", &redis.url)
+            .output()
+            .unwrap()
+    };
+    let out = run(&good);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        summary.starts_with(&format!(
+            "imported 2 events into {b} (1 too late, skipped; 0 rejected; 0 bad lines) from 3 lines"
+        )),
+        "{summary}"
+    );
+    assert_eq!(ranking(&boards, &b, "24h").await.get("a"), Some(&4));
+
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, "a,1\nb,1\nc,1,yesterday\n").unwrap();
+    let out = run(&bad);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.trim_end().ends_with("rollboard: line 3: at \"yesterday\" is not unix seconds (2 events before it were imported)"), "{err}");
+}
