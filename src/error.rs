@@ -79,6 +79,9 @@ pub enum Error {
         /// Its config as stored.
         existing: BoardConfig,
     },
+    /// The board is being recomputed: retirement, and a second recompute, wait for it.
+    #[error("board {0:?} is being recomputed; retry when that finishes")]
+    BoardBusy(String),
     /// The board was dropped or re-created while the operation ran.
     #[error("board {0:?} changed while the operation ran; retry")]
     BoardChanged(String),
@@ -150,6 +153,7 @@ impl Error {
             Error::MemberNotFound { .. } => "member_not_found",
             Error::BoardConflict { .. } => "board_conflict",
             Error::BoardChanged(_) => "board_changed",
+            Error::BoardBusy(_) => "board_busy",
             Error::TooLate { .. } => "too_late",
             Error::InFuture { .. } => "in_future",
             Error::OutOfRange { .. } => "out_of_range",

@@ -10,6 +10,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::domain::{BoardConfig, BoardName, Event, Member, Span, Timestamp, check_delta};
 use crate::error::{Error, Result};
 use crate::read::{History, Standing, TopPage};
+use crate::recompute::RecomputeReport;
 use crate::retire::{RetireOptions, RetireReport};
 use crate::settings::Settings;
 use crate::store::{MemoryStore, RedisStore, SlotWrite, Store, WriteStatus};
@@ -336,6 +337,26 @@ impl Rollboard {
             board,
             |b| async move { store.remove_member(&b, member).await },
         )
+        .await
+    }
+
+    /// Rebuilds the totals of `window` (every window when `None`) from the live slots:
+    /// repairs drift, and builds windows added to the board. Exact while writes go on;
+    /// retirement of the board waits meanwhile. [`Error::BoardBusy`] while another
+    /// recompute of the board runs.
+    pub async fn recompute(&self, board: &str, window: Option<Span>) -> Result<RecomputeReport> {
+        let store = &self.inner.store;
+        self.on_board(board, |b| async move {
+            let windows = match window {
+                Some(w) => vec![window_index(&b, Some(w))?],
+                None => (0..b.config.windows().len()).collect(),
+            };
+            let mut report = RecomputeReport::default();
+            for w in windows {
+                report.absorb(store.recompute(&b, w).await?);
+            }
+            Ok(report)
+        })
         .await
     }
 

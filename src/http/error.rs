@@ -82,7 +82,9 @@ pub fn status_of(error: &Error) -> StatusCode {
         Error::BoardNotFound(_) | Error::WindowNotFound { .. } | Error::MemberNotFound { .. } => {
             StatusCode::NOT_FOUND
         }
-        Error::BoardConflict { .. } | Error::BoardChanged(_) => StatusCode::CONFLICT,
+        Error::BoardConflict { .. } | Error::BoardChanged(_) | Error::BoardBusy(_) => {
+            StatusCode::CONFLICT
+        }
         Error::BatchTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         Error::StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         Error::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,

@@ -225,6 +225,10 @@ impl Scheduler {
                 self.lock().remove(name);
                 false
             }
+            Err(crate::Error::BoardBusy(_)) => {
+                tracing::debug!(board = %name, "retirement waits for a recompute");
+                false
+            }
             Err(e) => {
                 tracing::warn!(board = %name, error = %e, "retirement failed; retrying next tick");
                 crate::http::store_error(e.code());

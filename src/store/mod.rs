@@ -14,6 +14,7 @@ use crate::board::{Board, BoardStatus, Created};
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::error::Result;
 use crate::read::{History, Standing, TopPage};
+use crate::recompute::RecomputeReport;
 use crate::retire::{RetireOptions, RetireReport};
 use crate::write::Removed;
 
@@ -122,6 +123,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Removes the member from every slot and window.
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed>;
+
+    /// Rebuilds the totals of window `window` from the live slots, exactly, while writes
+    /// go on; retirement of the board waits meanwhile.
+    async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport>;
 
     /// Retires everything overdue at `now`, window by window.
     async fn retire(

@@ -12,6 +12,7 @@ use super::totals::Totals;
 use crate::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::{MAX_ABS, Member, Timestamp};
 use crate::read::{Entry, History, Point, Standing, TopPage};
+use crate::recompute::RecomputeReport;
 use crate::retire::RetireReport;
 use crate::store::{SlotWrite, WriteStatus, coverage};
 use crate::write::Removed;
@@ -133,6 +134,27 @@ impl MemBoard {
             self.retired[j] = self.retired[j].max(cutoff);
         }
         report
+    }
+
+    /// Rebuilds window `window`'s totals from the stages it counts (`0..=window`).
+    pub fn recompute(&mut self, window: usize) -> RecomputeReport {
+        let mut totals = Totals::default();
+        let mut scanned = 0;
+        for slot in self.slots.values() {
+            for (member, stages) in slot {
+                for v in stages[..=window].iter().filter(|v| **v != 0) {
+                    scanned += 1;
+                    totals.add(member, *v);
+                }
+            }
+        }
+        self.totals[window] = totals;
+        RecomputeReport {
+            windows: vec![self.board.config.windows()[window]],
+            fields_scanned: scanned,
+            members_folded: 0,
+            calls: 0,
+        }
     }
 
     fn coverage(&self, window: usize, now: Timestamp) -> (i64, i64) {

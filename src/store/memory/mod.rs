@@ -20,6 +20,7 @@ use crate::board::{Board, BoardStatus, Created};
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::error::{Error, Result};
 use crate::read::{History, Standing, TopPage};
+use crate::recompute::RecomputeReport;
 use crate::retire::{RetireOptions, RetireReport};
 use crate::store::{SlotWrite, Store, WriteStatus, new_version};
 use crate::write::Removed;
@@ -170,6 +171,10 @@ impl Store for MemoryStore {
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
         self.with_board(board, |b| b.remove_member(member))
+    }
+
+    async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
+        self.with_board(board, |b| b.recompute(window))
     }
 
     async fn retire(

@@ -113,6 +113,8 @@ pub(super) async fn drop(store: &RedisStore, name: &BoardName) -> Result<bool> {
                 .await?;
         }
         let mut rest = keys::all_totals(name, &windows);
+        rest.push(keys::rebuild(name));
+        rest.push(keys::rebuild_log(name));
         rest.push(index);
         rest.push(keys::record(name));
         store

@@ -20,6 +20,16 @@ pub(super) fn index(name: &BoardName) -> String {
     format!("slots_{{{name}}}")
 }
 
+/// `rebuild_{<board>}`: the totals a recompute is building (see `recompute_begin.lua`).
+pub(super) fn rebuild(name: &BoardName) -> String {
+    format!("rebuild_{{{name}}}")
+}
+
+/// `rebuild_log_{<board>}`: members a recompute must compute afresh.
+pub(super) fn rebuild_log(name: &BoardName) -> String {
+    format!("rebuild_log_{{{name}}}")
+}
+
 /// `stats_{<board>}` for the first window, `stats_{<board>}_<W>` for the others.
 pub(super) fn totals(name: &BoardName, windows: &[Span], window: usize) -> String {
     if window == 0 {

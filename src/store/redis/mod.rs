@@ -21,6 +21,7 @@ mod boards;
 mod ingest;
 mod keys;
 mod read;
+mod recompute;
 mod reply;
 mod retire;
 mod scripts;
@@ -35,6 +36,7 @@ use crate::board::{Board, BoardStatus, Created};
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::error::{Error, Result};
 use crate::read::{History, Standing, TopPage};
+use crate::recompute::RecomputeReport;
 use crate::retire::{RetireOptions, RetireReport};
 use crate::store::{SlotWrite, Store, WriteStatus};
 use crate::write::Removed;
@@ -242,6 +244,10 @@ impl Store for RedisStore {
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
         write::remove_member(self, board, member).await
+    }
+
+    async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
+        recompute::recompute(self, board, window).await
     }
 
     async fn retire(

@@ -11,6 +11,9 @@ pub(super) fn map_error(err: RedisError, board: Option<&BoardName>) -> Error {
         Some("STALE") | Some("DROPPING") => {
             return Error::BoardChanged(board.map(|b| b.to_string()).unwrap_or_default());
         }
+        Some("RECOMPUTING") => {
+            return Error::BoardBusy(board.map(|b| b.to_string()).unwrap_or_default());
+        }
         Some("ORDER") => {
             return Error::Store(format!(
                 "retirement out of order: {}",

@@ -148,6 +148,8 @@ fn invocation<'a>(
     let windows = config.windows();
     let mut invocation = store.scripts.write.key(keys::record(&board.name));
     invocation.key(keys::index(&board.name));
+    invocation.key(keys::rebuild(&board.name));
+    invocation.key(keys::rebuild_log(&board.name));
     invocation.key(keys::all_totals(&board.name, windows));
     for s in &slots.starts {
         invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
@@ -192,6 +194,8 @@ pub(super) async fn remove_member(
     };
     for batch in batches {
         let mut invocation = store.scripts.remove_member.key(keys::record(&board.name));
+        invocation.key(keys::rebuild(&board.name));
+        invocation.key(keys::rebuild_log(&board.name));
         invocation.key(keys::all_totals(&board.name, windows));
         for s in batch {
             invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
@@ -199,7 +203,8 @@ pub(super) async fn remove_member(
         invocation
             .arg(board.version)
             .arg(windows.len())
-            .arg(member.as_str());
+            .arg(member.as_str())
+            .arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
         // Idempotent: a replayed batch finds nothing left to delete.
         let deleted: u64 = store.invoke(&invocation, &board.name, true).await?;
         removed.slot_values += deleted;

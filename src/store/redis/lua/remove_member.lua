@@ -1,24 +1,39 @@
 -- remove_member.lua: remove one member from some slots of a board, keeping totals exact.
 --
--- KEYS[1]                  board record    board_{b}
--- KEYS[1+j], j = 1..n      totals of window j, smallest first
--- KEYS[1+n+(i-1)*n+k]      stage k (1..n) of slot i (1..m), as in write.lua
+-- KEYS[1]                  board record      board_{b}
+-- KEYS[2]                  recompute build   rebuild_{b}
+-- KEYS[3]                  recompute log     rebuild_log_{b}
+-- KEYS[3+j], j = 1..n      totals of window j, smallest first
+-- KEYS[3+n+(i-1)*n+k]      stage k (1..n) of slot i (1..m), as in write.lua
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  n, number of windows
 -- ARGV[3]  the member
+-- ARGV[4..3+n]  the windows, seconds (to find the one a recompute is building)
 --
 -- A value in stage k of a slot is counted in the totals of windows k..n, so deleting it
 -- subtracts it from exactly those totals (ZREM at exactly zero). Called in batches of
 -- slots; since every batch keeps totals equal to the slot data, concurrent writes and
--- retirements stay exact.
+-- retirements stay exact. A running recompute is told as by write.lua.
 -- Returns the number of stage values deleted. Error "STALE ..." as in write.lua.
 
 local board = KEYS[1]
 local n, member = tonumber(ARGV[2]), ARGV[3]
-local record = redis.call('HMGET', board, 'version', 'dropping')
+local TOTALS, STAGES = 3, 3 + n
+local record = redis.call('HMGET', board, 'version', 'dropping', 'rb_window', 'rb_phase', 'rb_until')
 if record[1] ~= ARGV[1] or record[2] then
   return redis.error_reply('STALE board record missing, dropped or of another version')
+end
+
+-- The window being recomputed (its position), while its recompute holds the lease.
+local rebuilt = nil
+if record[3] then
+  local t = redis.call('TIME')
+  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) < tonumber(record[5]) then
+    for j = 1, n do
+      if ARGV[3 + j] == record[3] then rebuilt = j end
+    end
+  end
 end
 
 local function negate(v)
@@ -27,15 +42,24 @@ local function negate(v)
 end
 
 local deleted = 0
-for key = 2 + n, #KEYS do
-  local k = (key - 2 - n) % n + 1
+for key = STAGES + 1, #KEYS do
+  local k = (key - STAGES - 1) % n + 1
   local value = redis.call('HGET', KEYS[key], member)
   if value then
     redis.call('HDEL', KEYS[key], member)
     deleted = deleted + 1
     for j = k, n do
-      if tonumber(redis.call('ZINCRBY', KEYS[1 + j], negate(value), member)) == 0 then
-        redis.call('ZREM', KEYS[1 + j], member)
+      if redis.call('ZINCRBY', KEYS[TOTALS + j], negate(value), member) == '0' then
+        redis.call('ZREM', KEYS[TOTALS + j], member)
+      end
+    end
+    if rebuilt and k <= rebuilt then
+      if record[4] == 'scan' then
+        redis.call('SADD', KEYS[3], member)
+      elseif redis.call('SISMEMBER', KEYS[3], member) == 0 then
+        if redis.call('ZINCRBY', KEYS[2], negate(value), member) == '0' then
+          redis.call('ZREM', KEYS[2], member)
+        end
       end
     end
   end

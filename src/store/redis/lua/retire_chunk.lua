@@ -29,14 +29,21 @@
 -- the largest window also drops the slot from the index.
 -- Returns {cursor, fields subtracted, members zeroed}; cursor is 'done' when finished.
 -- Errors: "STALE ...", "ORDER ..." (slot not frozen, the smaller window not finished, or
--- fields left after a full scan: something else is writing this stage).
+-- fields left after a full scan: something else is writing this stage), "RECOMPUTING ..."
+-- while a recompute holds its lease (stage values must not move while it scans them).
 
 local board, index, totals, stage, next_stage = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local done_field = 'done:' .. ARGV[2]
 local prev_field = ARGV[3] ~= '' and ('done:' .. ARGV[3]) or 'version'
-local record = redis.call('HMGET', board, 'version', 'dropping', 'wm:' .. ARGV[2], done_field, prev_field)
+local record = redis.call('HMGET', board, 'version', 'dropping', 'wm:' .. ARGV[2], done_field, prev_field, 'rb_until')
 if record[1] ~= ARGV[1] or record[2] then
   return redis.error_reply('STALE board record missing, dropped or of another version')
+end
+if record[6] then
+  local t = redis.call('TIME')
+  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) < tonumber(record[6]) then
+    return redis.error_reply('RECOMPUTING the board is being recomputed; retirement waits')
+  end
 end
 local slot = tonumber(ARGV[4])
 if tonumber(record[3]) < slot then

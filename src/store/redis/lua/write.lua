@@ -2,8 +2,10 @@
 --
 -- KEYS[1]                    board record      board_{b}
 -- KEYS[2]                    slot index        slots_{b}
--- KEYS[2+j], j = 1..n        totals of window j (stats_{b}, stats_{b}_<W>), smallest first
--- KEYS[2+n+(i-1)*n+k]        stage k (1..n) of distinct slot i (1..m):
+-- KEYS[3]                    recompute build   rebuild_{b}
+-- KEYS[4]                    recompute log     rebuild_log_{b}
+-- KEYS[4+j], j = 1..n        totals of window j (stats_{b}, stats_{b}_<W>), smallest first
+-- KEYS[4+n+(i-1)*n+k]        stage k (1..n) of distinct slot i (1..m):
 --                            k = 1 is slot_{b}_<ts>, k > 1 is slot_{b}_<ts>_<k-1>
 --
 -- ARGV[1]                    board version the caller expects
@@ -36,14 +38,20 @@
 --   mode 'events': the original events in order, each checked against the current values
 --     and applied alone; abs_sum is set to the limit, so the board stays exact. Returns
 --     {1, status per event}: 0 applied, 1 too late, 2 out of range.
+-- Recompute: while a recompute of window r holds its lease (rb_* fields, see
+-- recompute_begin.lua), every applied entry that counts in window r (stage < r) is also
+-- told to it: in its scan phase the member joins the log (its total will be computed
+-- afresh); in its fold phase the delta goes to the build too, unless the member is
+-- still in the log.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local MAX = 9007199254740991
 local board, index = KEYS[1], KEYS[2]
 local n, m, mode = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 
-local fields = { 'version', 'dropping', 'abs_sum' }
-for j = 1, n do fields[3 + j] = 'wm:' .. ARGV[5 + j] end
+local TOTALS, STAGES = 4, 4 + n
+local fields = { 'version', 'dropping', 'abs_sum', 'rb_window', 'rb_phase', 'rb_until' }
+for j = 1, n do fields[6 + j] = 'wm:' .. ARGV[5 + j] end
 local record = redis.call('HMGET', board, unpack(fields))
 if record[1] ~= ARGV[1] or record[2] then
   return redis.error_reply('STALE board record missing, dropped or of another version')
@@ -55,12 +63,37 @@ end
 
 local watermark = {}
 for j = 1, n do
-  local wm, cutoff = tonumber(record[3 + j]), tonumber(ARGV[5 + n + j])
+  local wm, cutoff = tonumber(record[6 + j]), tonumber(ARGV[5 + n + j])
   if cutoff > wm then
-    redis.call('HSET', board, fields[3 + j], ARGV[5 + n + j])
+    redis.call('HSET', board, fields[6 + j], ARGV[5 + n + j])
     wm = cutoff
   end
   watermark[j] = wm
+end
+
+-- The window being recomputed (its position), while its recompute holds the lease.
+local rebuilt = nil
+if record[4] then
+  local t = redis.call('TIME')
+  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) < tonumber(record[6]) then
+    for j = 1, n do
+      if ARGV[5 + j] == record[4] then rebuilt = j end
+    end
+  end
+end
+local scanning = record[5] == 'scan'
+
+-- Tells a running recompute about an entry applied at stage k (see above).
+local function tell_recompute(k, member, delta)
+  if rebuilt and k < rebuilt then
+    if scanning then
+      redis.call('SADD', KEYS[4], member)
+    elseif redis.call('SISMEMBER', KEYS[4], member) == 0 then
+      if redis.call('ZINCRBY', KEYS[3], delta, member) == '0' then
+        redis.call('ZREM', KEYS[3], member)
+      end
+    end
+  end
 end
 
 local stage = {}
@@ -97,15 +130,16 @@ if mode == 'sums' then
     if k == n then
       too_late[i] = true
     elseif delta ~= '0' then
-      local target = KEYS[2 + n + (i - 1) * n + k + 1]
+      local target = KEYS[STAGES + (i - 1) * n + k + 1]
       if redis.call('HINCRBY', target, member, delta) == 0 then
         redis.call('HDEL', target, member)
       end
       for j = k + 1, n do
-        if redis.call('ZINCRBY', KEYS[2 + j], delta, member) == '0' then
-          redis.call('ZREM', KEYS[2 + j], member)
+        if redis.call('ZINCRBY', KEYS[TOTALS + j], delta, member) == '0' then
+          redis.call('ZREM', KEYS[TOTALS + j], member)
         end
       end
+      tell_recompute(k, member, delta)
       grown = grown + math.abs(tonumber(delta))
     end
   end
@@ -125,7 +159,7 @@ for e = 0, count - 1 do
   if k == n then
     status[e + 2] = 1
   else
-    local base = 2 + n + (i - 1) * n
+    local base = STAGES + (i - 1) * n
     -- Stages above k+1 cannot hold anything yet: the slot's value is stages 1..k+1.
     local value = 0
     for st = 1, k + 1 do
@@ -134,7 +168,7 @@ for e = 0, count - 1 do
     local ok = math.abs(value + d) <= MAX
     for j = k + 1, n do
       if not ok then break end
-      local total = tonumber(redis.call('ZSCORE', KEYS[2 + j], member)) or 0
+      local total = tonumber(redis.call('ZSCORE', KEYS[TOTALS + j], member)) or 0
       ok = math.abs(total + d) <= MAX
     end
     if ok then
@@ -143,10 +177,11 @@ for e = 0, count - 1 do
         redis.call('HDEL', target, member)
       end
       for j = k + 1, n do
-        if redis.call('ZINCRBY', KEYS[2 + j], delta, member) == '0' then
-          redis.call('ZREM', KEYS[2 + j], member)
+        if redis.call('ZINCRBY', KEYS[TOTALS + j], delta, member) == '0' then
+          redis.call('ZREM', KEYS[TOTALS + j], member)
         end
       end
+      tell_recompute(k, member, delta)
       status[e + 2] = 0
     else
       status[e + 2] = 2

@@ -1,0 +1,43 @@
+-- recompute_begin.lua: start rebuilding one window's totals from its live slots.
+--
+-- KEYS[1]  board record      board_{b}
+-- KEYS[2]  build             rebuild_{b}
+-- KEYS[3]  log               rebuild_log_{b}
+--
+-- ARGV[1]  board version the caller expects
+-- ARGV[2]  the window, seconds
+-- ARGV[3]  the caller's token (random; every later call must present it)
+-- ARGV[4]  lease, milliseconds
+--
+-- A recompute runs in two phases while writes go on:
+--   scan: the caller adds every stage value counted by the window, slot by slot, to the
+--     build (recompute_scan.lua). Each write that touches a member of the window adds
+--     the member to the log instead (write.lua): its total will be computed afresh.
+--     Retirement waits meanwhile (retire_*.lua answer RECOMPUTING), so no stage value
+--     moves while it is scanned, and every member left out of the log is exact in the
+--     build once the scan ends.
+--   fold: (recompute_fold.lua) logged members are computed afresh from all their slot
+--     values, a few per call; writes now apply their delta to the build too, unless
+--     the member is still in the log. The log only shrinks, so the fold ends, and then
+--     recompute_swap.lua renames the build over the totals: O(1), atomic.
+-- The state lives in the record: rb_window, rb_phase, rb_token and rb_until (the lease
+-- expiry by the server's clock, extended by every call). A recompute whose process died
+-- simply expires: writes stop telling it, retirement resumes, the next recompute starts
+-- over.
+-- Returns 'ok'. Errors: "STALE ..." as in write.lua; "RECOMPUTING ..." while another
+-- recompute of the board holds its lease.
+
+local board = KEYS[1]
+local record = redis.call('HMGET', board, 'version', 'dropping', 'rb_token', 'rb_until')
+if record[1] ~= ARGV[1] or record[2] then
+  return redis.error_reply('STALE board record missing, dropped or of another version')
+end
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if record[3] and record[3] ~= ARGV[3] and now_ms < tonumber(record[4]) then
+  return redis.error_reply('RECOMPUTING another recompute of this board is running')
+end
+redis.call('DEL', KEYS[2], KEYS[3])
+redis.call('HSET', board, 'rb_window', ARGV[2], 'rb_phase', 'scan', 'rb_token', ARGV[3],
+  'rb_until', now_ms + tonumber(ARGV[4]))
+return 'ok'

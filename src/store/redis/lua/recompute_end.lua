@@ -1,0 +1,19 @@
+-- recompute_end.lua: abandon a recompute (its caller failed), releasing its lease at
+-- once rather than letting it expire.
+--
+-- KEYS[1]  board record      board_{b}
+-- KEYS[2]  build             rebuild_{b}
+-- KEYS[3]  log               rebuild_log_{b}
+--
+-- ARGV[1]  the recompute's token
+--
+-- Clears the recompute's state and deletes its build and log, if the token still holds
+-- the lease; otherwise does nothing. Returns 1 if it released, 0 if not.
+
+local board = KEYS[1]
+if redis.call('HGET', board, 'rb_token') ~= ARGV[1] then
+  return 0
+end
+redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until')
+redis.call('DEL', KEYS[2], KEYS[3])
+return 1

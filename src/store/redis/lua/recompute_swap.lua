@@ -1,0 +1,39 @@
+-- recompute_swap.lua: end a recompute by putting its build in place of the totals.
+--
+-- KEYS[1]  board record      board_{b}
+-- KEYS[2]  build             rebuild_{b}
+-- KEYS[3]  log               rebuild_log_{b}
+-- KEYS[4]  the window's totals (stats_{b} or stats_{b}_<W>)
+--
+-- ARGV[1]  board version the caller expects
+-- ARGV[2]  the recompute's token
+-- ARGV[3]  the window, seconds
+--
+-- Only in the fold phase with an empty log: every member of the build is then exact, and
+-- writes keep it so. RENAME makes the build the totals in O(1) (DEL when the build is
+-- empty: no member has a non-zero total), then the recompute's state, and the window's
+-- "building" mark (a window added to the board, see extend_board.lua), are cleared.
+-- Returns {'done'}, or {members left in the log} when more must be folded first.
+-- Errors: "STALE ...", "LOST ..." as in recompute_scan.lua.
+
+local board, build, log, totals = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local record = redis.call('HMGET', board, 'version', 'dropping', 'rb_token', 'rb_until', 'rb_phase')
+if record[1] ~= ARGV[1] or record[2] then
+  return redis.error_reply('STALE board record missing, dropped or of another version')
+end
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if record[3] ~= ARGV[2] or record[5] ~= 'fold' or now_ms >= tonumber(record[4]) then
+  return redis.error_reply('LOST the recompute lost its lease; run it again')
+end
+local left = redis.call('SCARD', log)
+if left > 0 then
+  return { left }
+end
+if redis.call('EXISTS', build) == 1 then
+  redis.call('RENAME', build, totals)
+else
+  redis.call('DEL', totals)
+end
+redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'building:' .. ARGV[3])
+return { 'done' }

@@ -1,0 +1,193 @@
+//! Recompute in Redis: `recompute_begin.lua`, then a bounded scan of every live stage
+//! value the window counts (`recompute_scan.lua`), then a fold of the members writes
+//! touched meanwhile (`recompute_fold.lua`), then an O(1) swap (`recompute_swap.lua`).
+//! Every call is bounded; the recompute holds a lease that each call extends, so a
+//! recompute whose process dies expires by itself. See `recompute_begin.lua`.
+
+use redis::Value;
+
+use super::RedisStore;
+use super::keys;
+use super::reply::{array, int, string};
+use crate::board::Board;
+use crate::error::{Error, Result};
+use crate::recompute::RecomputeReport;
+
+/// How long a recompute's lease lasts without a call extending it.
+const LEASE_MS: u64 = 10_000;
+/// Most fields a scan call adds, and its time budget.
+const SCAN_FIELDS: usize = 1000;
+const SCAN_BUDGET_US: u64 = 1500;
+/// Slot values a fold call reads at most (members x live slots x stages).
+const FOLD_READS: usize = 2000;
+
+pub(super) async fn recompute(
+    store: &RedisStore,
+    board: &Board,
+    window: usize,
+) -> Result<RecomputeReport> {
+    let token = crate::store::new_version().to_string();
+    let mut begin = store.scripts.recompute_begin.key(keys::record(&board.name));
+    begin
+        .key(keys::rebuild(&board.name))
+        .key(keys::rebuild_log(&board.name))
+        .arg(board.version)
+        .arg(board.config.windows()[window].seconds())
+        .arg(&token)
+        .arg(LEASE_MS);
+    let _: String = store.invoke(&begin, &board.name, false).await?;
+    let result = run(store, board, window, &token).await;
+    if result.is_err() {
+        let mut end = store.scripts.recompute_end.key(keys::record(&board.name));
+        end.key(keys::rebuild(&board.name))
+            .key(keys::rebuild_log(&board.name))
+            .arg(&token);
+        let _: Result<i64> = store.invoke(&end, &board.name, true).await;
+    }
+    result
+}
+
+async fn run(
+    store: &RedisStore,
+    board: &Board,
+    window: usize,
+    token: &str,
+) -> Result<RecomputeReport> {
+    let mut report = RecomputeReport {
+        windows: vec![board.config.windows()[window]],
+        ..RecomputeReport::default()
+    };
+    // Scan: every stage the window counts, of every live slot.
+    for slot in live_slots(store, board).await? {
+        for stage in 0..=window {
+            let mut cursor = "0".to_owned();
+            loop {
+                let mut scan = store.scripts.recompute_scan.key(keys::record(&board.name));
+                scan.key(keys::rebuild(&board.name))
+                    .key(keys::stage(&board.name, slot, stage))
+                    .arg(board.version)
+                    .arg(token)
+                    .arg(LEASE_MS)
+                    .arg(&cursor)
+                    .arg(SCAN_FIELDS)
+                    .arg(SCAN_BUDGET_US);
+                let reply: Value = store.invoke(&scan, &board.name, true).await.map_err(lost)?;
+                let items = array(reply, "recompute_scan")?;
+                report.calls += 1;
+                report.fields_scanned += items
+                    .get(1)
+                    .map(|v| int(v, "added"))
+                    .transpose()?
+                    .unwrap_or(0) as u64;
+                cursor = string(&items[0], "cursor")?;
+                if cursor == "done" {
+                    break;
+                }
+            }
+        }
+    }
+    // Fold the log, then swap.
+    let mut slots = live_slots(store, board).await?;
+    loop {
+        match fold(store, board, window, token, &slots).await? {
+            Folded::SlotsChanged => slots = live_slots(store, board).await?,
+            Folded::Left { folded, left } => {
+                report.calls += 1;
+                report.members_folded += folded;
+                if left == 0 && swap(store, board, window, token).await? {
+                    report.calls += 1;
+                    return Ok(report);
+                }
+            }
+        }
+    }
+}
+
+async fn live_slots(store: &RedisStore, board: &Board) -> Result<Vec<i64>> {
+    store
+        .query(
+            redis::cmd("ZRANGE")
+                .arg(keys::index(&board.name))
+                .arg(0)
+                .arg(-1),
+            Some(&board.name),
+        )
+        .await
+}
+
+enum Folded {
+    SlotsChanged,
+    Left { folded: u64, left: u64 },
+}
+
+async fn fold(
+    store: &RedisStore,
+    board: &Board,
+    window: usize,
+    token: &str,
+    slots: &[i64],
+) -> Result<Folded> {
+    let stages = window + 1;
+    let per_call = (FOLD_READS / (slots.len() * stages).max(1)).max(1);
+    let mut call = store.scripts.recompute_fold.key(keys::record(&board.name));
+    call.key(keys::rebuild(&board.name))
+        .key(keys::rebuild_log(&board.name))
+        .key(keys::index(&board.name));
+    for slot in slots {
+        for stage in 0..stages {
+            call.key(keys::stage(&board.name, *slot, stage));
+        }
+    }
+    call.arg(board.version)
+        .arg(token)
+        .arg(LEASE_MS)
+        .arg(stages)
+        .arg(slots.len())
+        .arg(slots)
+        .arg(per_call);
+    let reply: Value = store
+        .invoke(&call, &board.name, false)
+        .await
+        .map_err(lost)?;
+    let items = array(reply, "recompute_fold")?;
+    match items.first() {
+        Some(Value::BulkString(b)) if b.as_slice() == b"slots" => Ok(Folded::SlotsChanged),
+        Some(left) => Ok(Folded::Left {
+            left: int(left, "left")? as u64,
+            folded: items
+                .get(1)
+                .map(|v| int(v, "folded"))
+                .transpose()?
+                .unwrap_or(0) as u64,
+        }),
+        None => Err(Error::Store("recompute_fold answered nothing".into())),
+    }
+}
+
+/// Swaps the build in when the log is empty; `false` when more must be folded first.
+async fn swap(store: &RedisStore, board: &Board, window: usize, token: &str) -> Result<bool> {
+    let windows = board.config.windows();
+    let mut call = store.scripts.recompute_swap.key(keys::record(&board.name));
+    call.key(keys::rebuild(&board.name))
+        .key(keys::rebuild_log(&board.name))
+        .key(keys::totals(&board.name, windows, window))
+        .arg(board.version)
+        .arg(token)
+        .arg(windows[window].seconds());
+    let reply: Value = store
+        .invoke(&call, &board.name, false)
+        .await
+        .map_err(lost)?;
+    let items = array(reply, "recompute_swap")?;
+    Ok(matches!(items.first(), Some(Value::BulkString(b)) if b.as_slice() == b"done"))
+}
+
+/// A recompute that lost its lease stalled for longer than the lease, or was taken over.
+fn lost(e: Error) -> Error {
+    match e {
+        Error::Store(m) if m.contains("LOST") => Error::Store(
+            "the recompute lost its lease (it stalled, or another took over); run it again".into(),
+        ),
+        other => other,
+    }
+}
