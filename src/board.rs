@@ -26,13 +26,19 @@ pub enum Created {
     New(Board),
     /// The board already existed with the same config; nothing changed.
     Existing(Board),
+    /// The board existed and got the new, larger windows. They hold data from the oldest
+    /// live slot on, and are marked building until [`Rollboard::build_windows`]
+    /// (or the service's scheduler) has built their totals.
+    ///
+    /// [`Rollboard::build_windows`]: crate::Rollboard::build_windows
+    Extended(Board),
 }
 
 impl Created {
     /// The board, however it came to be.
     pub fn board(&self) -> &Board {
         match self {
-            Created::New(b) | Created::Existing(b) => b,
+            Created::New(b) | Created::Existing(b) | Created::Extended(b) => b,
         }
     }
 }
@@ -72,6 +78,11 @@ pub struct WindowStatus {
     /// Seconds of expired events still counted, because retirement is behind (0 when
     /// the totals are exactly the window).
     pub lag_seconds: u64,
+    /// A window added to the board whose totals are not built yet.
+    pub building: bool,
+    /// For a window added to a live board: when it holds its whole span (unix seconds).
+    /// Before that, its totals start at the oldest slot the board held when it was added.
+    pub complete_from: Option<i64>,
 }
 
 /// A timestamp as a UTC date-time, for serialising with `time::serde::rfc3339`.

@@ -85,8 +85,10 @@ impl Rollboard {
 
     // ----- boards -------------------------------------------------------------------
 
-    /// Creates board `name`; returns the existing board when it has the same config.
-    /// A different config is [`Error::BoardConflict`].
+    /// Creates board `name`; returns the existing board when it has the same config, or
+    /// adds windows to it when `config` is its config plus larger windows
+    /// ([`Created::Extended`]: call [`build_windows`](Self::build_windows) to build their
+    /// totals). Any other difference is [`Error::BoardConflict`].
     pub async fn create_board(&self, name: &str, config: BoardConfig) -> Result<Created> {
         let name = BoardName::parse(name)?;
         let created = self
@@ -353,6 +355,19 @@ impl Rollboard {
             };
             let mut report = RecomputeReport::default();
             for w in windows {
+                report.absorb(store.recompute(&b, w).await?);
+            }
+            Ok(report)
+        })
+        .await
+    }
+
+    /// Builds the totals of windows added to the board ([`Created::Extended`]), if any.
+    pub async fn build_windows(&self, board: &str) -> Result<RecomputeReport> {
+        let store = &self.inner.store;
+        self.on_board(board, |b| async move {
+            let mut report = RecomputeReport::default();
+            for w in store.pending_windows(&b).await? {
                 report.absorb(store.recompute(&b, w).await?);
             }
             Ok(report)

@@ -142,6 +142,17 @@ impl BoardConfig {
             .expect("a config has at least one window")
     }
 
+    /// The windows `wider` adds to this config, when `wider` is this config plus windows
+    /// larger than all of ours (same slot and offset): the one change a live board takes.
+    pub fn extended_by(&self, wider: &BoardConfig) -> Option<Vec<Span>> {
+        let n = self.windows.len();
+        (wider.slot == self.slot
+            && wider.offset == self.offset
+            && wider.windows.len() > n
+            && wider.windows[..n] == self.windows[..])
+            .then(|| wider.windows[n..].to_vec())
+    }
+
     /// The position of `window` among the board's windows.
     pub fn window_index(&self, window: Span) -> Option<usize> {
         self.windows.iter().position(|w| *w == window)
@@ -218,6 +229,29 @@ mod tests {
             err.to_string(),
             "invalid board config: window 90m is not a multiple of the slot length 1h"
         );
+    }
+
+    #[test]
+    fn only_larger_windows_extend_a_config() {
+        let c = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
+        let wider = BoardConfig::parse("1h", &["1h", "24h", "7d"]).unwrap();
+        assert_eq!(
+            c.extended_by(&wider),
+            Some(vec![Span::parse("7d").unwrap()])
+        );
+        for other in [
+            ["1h", "6h", "24h"].as_slice(),
+            &["1h"],
+            &["1h", "24h"],
+            &["2h", "24h", "7d"],
+        ] {
+            let slot = if other[0] == "2h" { "2h" } else { "1h" };
+            assert_eq!(
+                c.extended_by(&BoardConfig::parse(slot, other).unwrap()),
+                None,
+                "{other:?}"
+            );
+        }
     }
 
     #[test]

@@ -9,9 +9,9 @@ use time::OffsetDateTime;
 use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
-use super::extract::{ApiJson, ApiPath};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::wire::SpanInput;
-use crate::{Board, BoardConfig, BoardName, BoardStatus, Created, Span};
+use crate::{Board, BoardConfig, BoardName, BoardStatus, Created, RecomputeReport, Span};
 
 /// A board's config as sent in `PUT /v1/boards/{board}`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -77,7 +77,8 @@ pub struct BoardList {
     responses(
         (status = 201, description = "Created", body = BoardStatus),
         (status = 200, description = "Already exists with this config", body = BoardStatus),
-        (status = 409, description = "Exists with another config", body = ErrorBody),
+        (status = 202, description = "Existed; the larger windows added are being built", body = BoardStatus),
+        (status = 409, description = "Exists with another config (only windows larger than the existing ones can be added)", body = ErrorBody),
         (status = 422, description = "Invalid name or config", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -94,6 +95,17 @@ pub async fn put_board(
     let status = match created {
         Created::New(_) => StatusCode::CREATED,
         Created::Existing(_) => StatusCode::OK,
+        Created::Extended(_) => {
+            // Build the added windows' totals in the background; the description shows
+            // them as building until then.
+            let (boards, name) = (state.boards.clone(), board.clone());
+            tokio::spawn(async move {
+                if let Err(e) = boards.build_windows(&name).await {
+                    tracing::warn!(board = %name, error = %e, "building added windows failed; the scheduler retries");
+                }
+            });
+            StatusCode::ACCEPTED
+        }
     };
     Ok((status, Json(state.boards.describe_board(&board).await?)))
 }
@@ -137,4 +149,38 @@ pub async fn delete_board(
 ) -> ApiResult<StatusCode> {
     state.boards.drop_board(&board).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `?window=` of a recompute.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct RecomputeQuery {
+    /// The window to rebuild; every window when absent.
+    pub window: Option<String>,
+}
+
+/// Rebuilds the board's totals from its live slots (repairs drift), exactly, while
+/// writes go on. Runs to its end even if the request times out.
+#[utoipa::path(
+    post, path = "/v1/boards/{board}/recompute", tag = "boards",
+    params(("board" = String, Path), RecomputeQuery),
+    responses(
+        (status = 200, body = RecomputeReport),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "Another recompute of the board is running", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn recompute(
+    _: AdminAccess,
+    State(state): State<AppState>,
+    ApiPath(board): ApiPath<String>,
+    ApiQuery(q): ApiQuery<RecomputeQuery>,
+) -> ApiResult<Json<RecomputeReport>> {
+    let window = q.window.as_deref().map(Span::parse).transpose()?;
+    let boards = state.boards.clone();
+    let task = tokio::spawn(async move { boards.recompute(&board, window).await });
+    let report = task
+        .await
+        .map_err(|e| crate::Error::Store(format!("recompute task failed: {e}")))??;
+    Ok(Json(report))
 }

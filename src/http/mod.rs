@@ -125,6 +125,7 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
             boards::get_board,
             boards::delete_board
         ))
+        .routes(routes!(boards::recompute))
         .routes(routes!(events::post_events))
         .routes(routes!(rankings::top))
         .routes(routes!(rankings::member, rankings::remove_member))

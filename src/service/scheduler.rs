@@ -143,10 +143,14 @@ impl Scheduler {
     }
 
     /// Re-reads the boards from the store (forgetting dropped ones), marks every board
-    /// due, and starts the passes.
+    /// due, and starts the passes; also builds windows added to a board whose build did
+    /// not finish (its process stopped).
     pub async fn sweep(&self) {
         match self.inner.boards.boards().await {
             Ok(boards) => {
+                for board in &boards {
+                    self.build_added_windows(board.name.as_str());
+                }
                 let mut tracked = self.lock();
                 tracked.retain(|name, _| boards.iter().any(|b| &b.name == name));
                 for board in boards {
@@ -167,6 +171,22 @@ impl Scheduler {
             }
         }
         self.tick();
+    }
+
+    /// Builds the board's added windows in the background, if any are still to build.
+    fn build_added_windows(&self, name: &str) {
+        let (boards, name) = (self.inner.boards.clone(), name.to_owned());
+        self.inner.passes.spawn(async move {
+            match boards.build_windows(&name).await {
+                Ok(report) if !report.windows.is_empty() => {
+                    tracing::info!(board = %name, windows = ?report.windows, "built added windows");
+                }
+                Ok(_) | Err(crate::Error::BoardBusy(_)) => {}
+                Err(e) => {
+                    tracing::warn!(board = %name, error = %e, "building added windows failed")
+                }
+            }
+        });
     }
 
     /// Waits until no pass is running (for tests and shutdown).

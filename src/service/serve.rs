@@ -54,6 +54,8 @@ pub async fn run(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServiceError> {
+    // A board declared with more windows than stored gets them (built by the
+    // scheduler's first sweep); any other difference stops the start.
     for (name, board) in &config.boards {
         boards
             .create_board(name, board.clone())

@@ -58,8 +58,9 @@ pub trait Store: Send + Sync + 'static {
     /// Checks that the store answers.
     async fn ping(&self) -> Result<()>;
 
-    /// Creates a board, or returns the existing one when its config is the same.
-    /// A different config is [`Error::BoardConflict`](crate::Error::BoardConflict).
+    /// Creates a board, or returns the existing one when its config is the same, or adds
+    /// windows when the config only adds windows larger than the existing ones. Any
+    /// other difference is [`Error::BoardConflict`](crate::Error::BoardConflict).
     async fn create_board(
         &self,
         name: &BoardName,
@@ -124,6 +125,9 @@ pub trait Store: Send + Sync + 'static {
     /// Removes the member from every slot and window.
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed>;
 
+    /// Windows added to the board whose totals are still to be built (by `recompute`).
+    async fn pending_windows(&self, board: &Board) -> Result<Vec<usize>>;
+
     /// Rebuilds the totals of window `window` from the live slots, exactly, while writes
     /// go on; retirement of the board waits meanwhile.
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport>;
@@ -137,23 +141,44 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<RetireReport>;
 }
 
+/// What a store knows of a window beyond its config: from which slot a window added to a
+/// live board holds data, and whether its totals are still to be built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct WindowState {
+    /// The first slot a window added to a live board holds.
+    pub since: Option<i64>,
+    /// Its totals are not built yet.
+    pub building: bool,
+}
+
 /// Which slots a window's totals cover: `(from, to)`, unix seconds.
 ///
 /// `first_pending` is the oldest live slot newer than the window's retired-through mark
 /// and `newest` the newest live slot. The totals are exactly the window when `from`
-/// equals the window's start.
+/// equals the window's start. A window still building covers nothing (`from == to`).
 pub(crate) fn coverage(
     config: &BoardConfig,
     window: usize,
     now: Timestamp,
     first_pending: Option<i64>,
     newest: Option<i64>,
+    state: WindowState,
 ) -> (i64, i64) {
     let start = config.window_start(window, now);
     let current = config.slot_start(now);
     let from = first_pending.map_or(start, |s| s.min(start));
+    let from = state.since.map_or(from, |since| from.max(since));
     let to = newest.map_or(current, |s| s.max(current)) + config.slot().secs_i64();
-    (from, to)
+    if state.building { (to, to) } else { (from, to) }
+}
+
+/// When a window added to a live board (holding slots from `since` on) holds its span.
+pub(crate) fn complete_from(
+    config: &BoardConfig,
+    window: usize,
+    since: Option<i64>,
+) -> Option<i64> {
+    since.map(|s| s + config.windows()[window].secs_i64() - config.slot().secs_i64())
 }
 
 /// Creates a fresh board version: random, below 2^53 so every language reads it exactly.

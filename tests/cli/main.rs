@@ -242,3 +242,39 @@ async fn serve_creates_the_boards_of_its_config_file_and_refuses_a_conflicting_o
         stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn recompute_repairs_a_drifted_board_and_says_what_it_did() {
+    let redis = TestRedis::start().await;
+    let board = overdue_board(&redis).await;
+    let mut raw = redis::Client::open(redis.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: () = redis::cmd("ZADD")
+        .arg(format!("stats_{{{board}}}_86400"))
+        .arg(77)
+        .arg("post:2")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let out = rollboard(&["recompute", &board, "--window", "24h"], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with(&format!(
+            "recomputed {board} (windows 1d): 3 slot values scanned, 0 members refolded"
+        )),
+        "{}",
+        stdout(&out)
+    );
+    let boards = Rollboard::redis(&redis.url).await.unwrap();
+    let day = boards
+        .top(&board, Some("24h".parse().unwrap()), 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        day.entries.iter().map(|e| e.score).collect::<Vec<_>>(),
+        [5, 2]
+    );
+}

@@ -5,6 +5,7 @@ mod auth;
 mod dashboard;
 mod mounted;
 mod ops;
+mod recompute;
 mod replicas;
 mod scheduler;
 mod shutdown;

@@ -39,6 +39,7 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "GET /v1/boards/{board}",
         "DELETE /v1/boards/{board}",
         "POST /v1/boards/{board}/events",
+        "POST /v1/boards/{board}/recompute",
         "GET /v1/boards/{board}/top",
         "GET /v1/boards/{board}/members/{member}",
         "DELETE /v1/boards/{board}/members/{member}",

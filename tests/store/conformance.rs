@@ -45,6 +45,8 @@ conformance!(
     an_offset_shifts_slot_boundaries,
     retiring_twice_changes_nothing,
     repeated_members_in_a_batch_count_every_event,
+    a_larger_window_can_be_added_and_is_built_from_the_live_slots,
+    recompute_leaves_consistent_totals_unchanged,
 );
 
 async fn creating_again_with_the_same_config_returns_the_existing_board(h: Harness) {
@@ -870,4 +872,95 @@ async fn score(h: &Harness, board: &str, member: &str, window: Option<Span>) -> 
         .await
         .unwrap()
         .map(|s| s.score)
+}
+
+async fn a_larger_window_can_be_added_and_is_built_from_the_live_slots(h: Harness) {
+    let name = h.board("1h", &["1h", "3h"]).await;
+    for hour in 0..5 {
+        h.at(hour * 3600);
+        h.boards
+            .incr(&name, &format!("m{hour}"), 10 + hour, None)
+            .await
+            .unwrap();
+        h.boards.incr(&name, "all", 1, None).await.unwrap();
+    }
+    h.boards.retire(&name).await.unwrap();
+    // At 04:xx the board holds slots 02:00..04:00 (3h); adding 6h cannot bring back 00:00
+    // and 01:00, so the new window holds 02:00 on and is complete from 02:00 + 6h - 1h.
+    let wider = BoardConfig::parse("1h", &["1h", "3h", "6h"]).unwrap();
+    let created = h.boards.create_board(&name, wider.clone()).await.unwrap();
+    assert!(matches!(created, Created::Extended(_)), "{created:?}");
+    h.boards.build_windows(&name).await.unwrap();
+    let six = Some(Span::parse("6h").unwrap());
+    let page = h.boards.top(&name, six, 0, 10).await.unwrap();
+    assert_eq!(
+        ranking(&page),
+        pairs(&[("m4", 14), ("m3", 13), ("m2", 12), ("all", 3)])
+    );
+    assert_eq!(
+        page.from,
+        START + 2 * 3600,
+        "the totals start at the oldest slot kept"
+    );
+    let status = h.boards.describe_board(&name).await.unwrap();
+    let w = &status.windows[2];
+    assert_eq!(
+        (w.building, w.complete_from),
+        (false, Some(START + 7 * 3600))
+    );
+    assert_eq!(h.boards.board(&name).await.unwrap().config, wider);
+    // The new window keeps what the 3h window retires from now on.
+    h.at(6 * 3600);
+    h.boards.incr(&name, "late", 1, None).await.unwrap();
+    h.boards.retire(&name).await.unwrap();
+    let page = h.boards.top(&name, six, 0, 10).await.unwrap();
+    assert_eq!(
+        ranking(&page),
+        pairs(&[("m4", 14), ("m3", 13), ("m2", 12), ("all", 3), ("late", 1)])
+    );
+    h.at(8 * 3600);
+    h.boards.retire(&name).await.unwrap();
+    let page = h.boards.top(&name, six, 0, 10).await.unwrap();
+    assert_eq!(
+        ranking(&page),
+        pairs(&[("m4", 14), ("m3", 13), ("all", 2), ("late", 1)])
+    );
+    assert_eq!(
+        page.from,
+        START + 3 * 3600,
+        "complete: the window's own start"
+    );
+    // A smaller, or middle, window is a conflict.
+    let err = h
+        .boards
+        .create_board(
+            &name,
+            BoardConfig::parse("1h", &["1h", "2h", "3h", "6h"]).unwrap(),
+        )
+        .await;
+    assert_eq!(err.unwrap_err().code(), "board_conflict");
+}
+
+async fn recompute_leaves_consistent_totals_unchanged(h: Harness) {
+    let name = h.board("1h", &["1h", "3h"]).await;
+    for hour in 0..4 {
+        h.at(hour * 3600);
+        h.boards
+            .incr(&name, &format!("m{}", hour % 2), 1 + hour, None)
+            .await
+            .unwrap();
+    }
+    h.boards.retire(&name).await.unwrap();
+    let before: Vec<_> = [None, Some(Span::parse("3h").unwrap())]
+        .into_iter()
+        .collect();
+    let mut pages = Vec::new();
+    for w in &before {
+        pages.push(h.boards.top(&name, *w, 0, 10).await.unwrap());
+    }
+    let report = h.boards.recompute(&name, None).await.unwrap();
+    assert_eq!(report.windows.len(), 2);
+    for (w, page) in before.iter().zip(pages) {
+        assert_eq!(h.boards.top(&name, *w, 0, 10).await.unwrap(), page);
+    }
 }

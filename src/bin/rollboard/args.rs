@@ -47,6 +47,24 @@ pub enum Command {
     Import(ImportArgs),
     /// Write a board's ranking in rank order (JSON lines or CSV with a header) to stdout.
     Export(ExportArgs),
+    /// Rebuild a board's totals from its live slots, exactly, while writes go on.
+    ///
+    /// Repairs drift (totals edited by hand, or left by a bug) and finishes building
+    /// windows added to the board. Every Redis call stays short; retirement of the board
+    /// waits until the recompute ends.
+    Recompute(RecomputeArgs),
+}
+
+/// `recompute` options.
+#[derive(Debug, Args)]
+pub struct RecomputeArgs {
+    /// The board.
+    pub board: String,
+    /// Only this window (e.g. 24h) [default: every window].
+    #[arg(long)]
+    pub window: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// `import` options.

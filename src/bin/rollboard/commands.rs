@@ -11,7 +11,7 @@ use rollboard::jobs::import::{Format, ImportOptions};
 use rollboard::service::{self, Overrides, ServiceConfig};
 use rollboard::{Rollboard, Span, SystemClock, Timestamp};
 
-use crate::args::{Command, ExportArgs, ImportArgs, ServeArgs, StoreArgs, TopArgs};
+use crate::args::{Command, ExportArgs, ImportArgs, RecomputeArgs, ServeArgs, StoreArgs, TopArgs};
 use crate::progress;
 
 pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -21,6 +21,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Top(args) => top(args).await,
         Command::Import(args) => import(args).await,
         Command::Export(args) => export(args).await,
+        Command::Recompute(args) => recompute(args).await,
     }
 }
 
@@ -188,5 +189,28 @@ async fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let report =
         jobs::export::export(&boards, &args.board, window, args.limit, format, out).await?;
     eprintln!("exported {} entries of {}", report.entries, args.board);
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn recompute(args: RecomputeArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "recompute").await?;
+    let window = args.window.as_deref().map(Span::parse).transpose()?;
+    let started = Instant::now();
+    let spinner = progress::counter("recomputing");
+    let report = boards.recompute(&args.board, window).await;
+    if let Some(s) = &spinner {
+        s.finish_and_clear();
+    }
+    let report = report?;
+    let windows: Vec<String> = report.windows.iter().map(|w| w.to_string()).collect();
+    println!(
+        "recomputed {} (windows {}): {} slot values scanned, {} members refolded, {} calls in {:.1} s",
+        args.board,
+        windows.join(", "),
+        report.fields_scanned,
+        report.members_folded,
+        report.calls,
+        started.elapsed().as_secs_f64()
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -14,7 +14,7 @@ use crate::domain::{MAX_ABS, Member, Timestamp};
 use crate::read::{Entry, History, Point, Standing, TopPage};
 use crate::recompute::RecomputeReport;
 use crate::retire::RetireReport;
-use crate::store::{SlotWrite, WriteStatus, coverage};
+use crate::store::{SlotWrite, WindowState, WriteStatus, complete_from, coverage};
 use crate::write::Removed;
 
 /// Member → stage values of one slot.
@@ -32,6 +32,9 @@ pub(super) struct MemBoard {
     slots: BTreeMap<i64, Slot>,
     /// Per window: member totals.
     totals: Vec<Totals>,
+    /// Per window: from which slot a window added later holds data (never "building"
+    /// here: the memory store builds an added window at once).
+    states: Vec<WindowState>,
 }
 
 impl MemBoard {
@@ -44,6 +47,32 @@ impl MemBoard {
             retired: cutoffs,
             slots: BTreeMap::new(),
             totals: (0..n).map(|_| Totals::default()).collect(),
+            states: vec![WindowState::default(); n],
+        }
+    }
+
+    /// Adds the larger windows of `board` (a new incarnation of this one's config plus
+    /// windows), built at once from the live slots.
+    pub fn extend(&mut self, board: Board, now: Timestamp) {
+        // Retire first, so no slot is half-consumed by the largest window (as in Redis).
+        self.retire(now);
+        let old = self.windows();
+        let n = board.config.windows().len();
+        let last = self.watermarks[old - 1];
+        let since = last + board.config.slot().secs_i64();
+        for stages in self.slots.values_mut().flat_map(|slot| slot.values_mut()) {
+            stages.resize(n, 0);
+        }
+        self.board = board;
+        for j in old..n {
+            self.watermarks.push(last);
+            self.retired.push(last);
+            self.totals.push(Totals::default());
+            self.states.push(WindowState {
+                since: Some(since),
+                building: false,
+            });
+            self.recompute(j);
         }
     }
 
@@ -164,7 +193,14 @@ impl MemBoard {
             .next()
             .map(|(s, _)| *s);
         let newest = self.slots.keys().next_back().copied();
-        coverage(&self.board.config, window, now, first_pending, newest)
+        coverage(
+            &self.board.config,
+            window,
+            now,
+            first_pending,
+            newest,
+            self.states[window],
+        )
     }
 
     fn page(&self, window: usize, now: Timestamp, entries: Vec<Entry>) -> TopPage {
@@ -259,7 +295,9 @@ impl MemBoard {
                     from,
                     to,
                     retired_through: self.retired[j],
-                    lag_seconds: (config.window_start(j, now) - from) as u64,
+                    lag_seconds: (config.window_start(j, now) - from).max(0) as u64,
+                    building: self.states[j].building,
+                    complete_from: complete_from(config, j, self.states[j].since),
                 }
             })
             .collect();

@@ -81,16 +81,25 @@ impl Store for MemoryStore {
         now: Timestamp,
     ) -> Result<Created> {
         let mut boards = self.boards.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(existing) = boards.get(name) {
-            let existing = lock(existing).board.clone();
-            return if existing.config == *config {
-                Ok(Created::Existing(existing))
-            } else {
-                Err(Error::BoardConflict {
+        if let Some(entry) = boards.get(name) {
+            let mut state = lock(entry);
+            let existing = state.board.clone();
+            if existing.config == *config {
+                return Ok(Created::Existing(existing));
+            }
+            if existing.config.extended_by(config).is_none() {
+                return Err(Error::BoardConflict {
                     board: name.to_string(),
                     existing: existing.config,
-                })
+                });
+            }
+            let extended = Board {
+                config: config.clone(),
+                version: new_version(),
+                ..existing
             };
+            state.extend(extended.clone(), now);
+            return Ok(Created::Extended(extended));
         }
         let board = Board {
             name: name.clone(),
@@ -171,6 +180,11 @@ impl Store for MemoryStore {
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
         self.with_board(board, |b| b.remove_member(member))
+    }
+
+    async fn pending_windows(&self, board: &Board) -> Result<Vec<usize>> {
+        // Windows added here are built at once.
+        self.with_board(board, |_| Vec::new())
     }
 
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {

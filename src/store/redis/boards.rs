@@ -12,6 +12,7 @@ use super::reply::{int, opt_string, string};
 use crate::board::{Board, Created};
 use crate::domain::{BoardConfig, BoardName, Span, Timestamp};
 use crate::error::{Error, Result};
+use crate::retire::RetireOptions;
 use crate::store::new_version;
 
 /// Keys deleted per `UNLINK` while dropping a board.
@@ -48,12 +49,58 @@ pub(super) async fn create(
         Ok(Created::New(board))
     } else if board.config == *config {
         Ok(Created::Existing(board))
+    } else if let Some(added) = board.config.extended_by(config) {
+        extend(store, &board, config, &added, now).await
     } else {
         Err(Error::BoardConflict {
             board: name.to_string(),
             existing: board.config,
         })
     }
+}
+
+/// Adds `added` (larger windows) to `existing`, retiring first when its largest window
+/// still has frozen slots to consume (see `extend_board.lua`).
+async fn extend(
+    store: &RedisStore,
+    existing: &Board,
+    config: &BoardConfig,
+    added: &[Span],
+    now: Timestamp,
+) -> Result<Created> {
+    for _ in 0..5 {
+        let version = new_version();
+        let mut invocation = store.scripts.extend_board.key(keys::record(&existing.name));
+        invocation
+            .arg(existing.version)
+            .arg(version)
+            .arg(join_seconds(config.windows()))
+            .arg(existing.config.largest_window().seconds())
+            .arg(config.slot().seconds());
+        for w in added {
+            invocation.arg(w.seconds());
+        }
+        match store
+            .invoke::<String>(&invocation, &existing.name, false)
+            .await
+        {
+            Ok(_) => {
+                return Ok(Created::Extended(Board {
+                    config: config.clone(),
+                    version,
+                    ..existing.clone()
+                }));
+            }
+            Err(Error::Store(m)) if m.starts_with("RETIRE") => {
+                super::retire::retire(store, existing, now, RetireOptions::default()).await?;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::Store(format!(
+        "board {:?}: its largest window kept freezing new slots; try again",
+        existing.name.as_str()
+    )))
 }
 
 pub(super) async fn load(store: &RedisStore, name: &BoardName) -> Result<Option<Board>> {

@@ -246,6 +246,10 @@ impl Store for RedisStore {
         write::remove_member(self, board, member).await
     }
 
+    async fn pending_windows(&self, board: &Board) -> Result<Vec<usize>> {
+        read::pending_windows(self, board).await
+    }
+
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
         recompute::recompute(self, board, window).await
     }

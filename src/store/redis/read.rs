@@ -11,7 +11,7 @@ use crate::board::{Board, BoardStatus, WindowStatus, to_datetime};
 use crate::domain::{Member, Timestamp};
 use crate::error::{Error, Result};
 use crate::read::{Entry, History, Point, Standing, TopPage};
-use crate::store::coverage;
+use crate::store::{WindowState, complete_from, coverage};
 
 /// What `read_ranking.lua` answered: the coverage and the rest of the reply.
 struct RankingReply {
@@ -41,13 +41,17 @@ async fn read_ranking(
         .arg(count);
     let reply: Value = store.invoke(&invocation, &board.name, true).await?;
     let mut items = array(reply, "read_ranking")?;
-    if items.len() < 2 {
+    if items.len() < 4 {
         return Err(Error::Store("read_ranking answered too little".into()));
     }
-    let rest = items.split_off(2);
+    let rest = items.split_off(4);
     let first_pending = opt_int(&items[0], "pending slot")?;
     let newest = opt_int(&items[1], "newest slot")?;
-    let (from, to) = coverage(&board.config, window, now, first_pending, newest);
+    let state = WindowState {
+        since: opt_int(&items[2], "since")?,
+        building: items[3] != Value::Nil,
+    };
+    let (from, to) = coverage(&board.config, window, now, first_pending, newest, state);
     Ok(RankingReply { from, to, rest })
 }
 
@@ -186,9 +190,40 @@ pub(super) async fn history(
         member: member.to_string(),
         slot: config.slot(),
         from,
-        to: coverage(config, largest, now, None, newest.first().copied()).1,
+        to: coverage(
+            config,
+            largest,
+            now,
+            None,
+            newest.first().copied(),
+            WindowState::default(),
+        )
+        .1,
         points,
     })
+}
+
+pub(super) async fn pending_windows(store: &RedisStore, board: &Board) -> Result<Vec<usize>> {
+    let fields: Vec<String> = board
+        .config
+        .windows()
+        .iter()
+        .map(|w| format!("building:{}", w.seconds()))
+        .collect();
+    let marks: Vec<Value> = store
+        .query(
+            redis::cmd("HMGET")
+                .arg(keys::record(&board.name))
+                .arg(fields),
+            Some(&board.name),
+        )
+        .await?;
+    Ok(marks
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| **m != Value::Nil)
+        .map(|(j, _)| j)
+        .collect())
 }
 
 pub(super) async fn describe(
@@ -211,9 +246,12 @@ pub(super) async fn describe(
         .arg(0)
         .arg(1);
     for (j, w) in windows.iter().enumerate() {
-        pipe.cmd("HGET")
+        let w = w.seconds();
+        pipe.cmd("HMGET")
             .arg(&record)
-            .arg(format!("done:{}", w.seconds()));
+            .arg(format!("done:{w}"))
+            .arg(format!("since:{w}"))
+            .arg(format!("building:{w}"));
         pipe.cmd("ZCARD").arg(keys::totals(&board.name, windows, j));
     }
     let reply: Vec<Value> = store.query_pipe(&pipe, Some(&board.name)).await?;
@@ -228,7 +266,17 @@ pub(super) async fn describe(
 
     let mut per_window = Vec::with_capacity(windows.len());
     for j in 0..windows.len() {
-        let retired_through = int(&reply[3 + 2 * j], "done")?;
+        let marks = array(reply[3 + 2 * j].clone(), "window fields")?;
+        let [done, since, building] = marks.as_slice() else {
+            return Err(Error::Store(
+                "the board record answered a partial window".into(),
+            ));
+        };
+        let retired_through = int(done, "done")?;
+        let state = WindowState {
+            since: opt_int(since, "since")?,
+            building: *building != Value::Nil,
+        };
         let members = int(&reply[4 + 2 * j], "members")? as u64;
         let pending: Vec<i64> = store
             .query(
@@ -242,14 +290,16 @@ pub(super) async fn describe(
                 Some(&board.name),
             )
             .await?;
-        let (from, to) = coverage(config, j, now, pending.first().copied(), newest);
+        let (from, to) = coverage(config, j, now, pending.first().copied(), newest, state);
         per_window.push(WindowStatus {
             window: windows[j],
             members,
             from,
             to,
             retired_through,
-            lag_seconds: (config.window_start(j, now) - from) as u64,
+            lag_seconds: (config.window_start(j, now) - from).max(0) as u64,
+            building: state.building,
+            complete_from: complete_from(config, j, state.since),
         });
     }
     Ok(BoardStatus {

@@ -14,6 +14,9 @@ pub(super) fn map_error(err: RedisError, board: Option<&BoardName>) -> Error {
         Some("RECOMPUTING") => {
             return Error::BoardBusy(board.map(|b| b.to_string()).unwrap_or_default());
         }
+        Some("RETIRE") => {
+            return Error::Store(format!("RETIRE {}", err.detail().unwrap_or("")));
+        }
         Some("ORDER") => {
             return Error::Store(format!(
                 "retirement out of order: {}",

@@ -7,6 +7,7 @@ use redis::Script;
 pub(super) struct Scripts {
     pub create_board: Script,
     pub drop_begin: Script,
+    pub extend_board: Script,
     pub write: Script,
     pub read_ranking: Script,
     pub recompute_begin: Script,
@@ -24,6 +25,7 @@ impl Scripts {
         Scripts {
             create_board: Script::new(include_str!("lua/create_board.lua")),
             drop_begin: Script::new(include_str!("lua/drop_begin.lua")),
+            extend_board: Script::new(include_str!("lua/extend_board.lua")),
             write: Script::new(include_str!("lua/write.lua")),
             read_ranking: Script::new(include_str!("lua/read_ranking.lua")),
             recompute_begin: Script::new(include_str!("lua/recompute_begin.lua")),

@@ -15,20 +15,21 @@
 -- cut by the page edges are re-read in ascending order with ZRANGEBYSCORE). Ranks are
 -- competition ranks: 1 + the number of members with a strictly higher total.
 --
--- Returns {first_pending, newest, ...}: the oldest live slot newer than done:<W> and the
--- newest live slot (false when none), from which the caller computes the slots covered;
+-- Returns {first_pending, newest, since, building, ...}: the oldest live slot newer than
+-- done:<W>, the newest live slot, and the window's since:<W> and building:<W> marks (see
+-- extend_board.lua; false when absent), from which the caller computes the slots covered;
 -- then for 'top' and 'around' triples rank, member, score (score as Redis prints it);
 -- for 'member' score and rank, or nothing when the member has no positive total.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local board, index, totals = KEYS[1], KEYS[2], KEYS[3]
-local record = redis.call('HMGET', board, 'version', 'dropping', 'done:' .. ARGV[2])
+local record = redis.call('HMGET', board, 'version', 'dropping', 'done:' .. ARGV[2], 'since:' .. ARGV[2], 'building:' .. ARGV[2])
 if record[1] ~= ARGV[1] or record[2] then
   return redis.error_reply('STALE board record missing, dropped or of another version')
 end
 local pending = redis.call('ZRANGEBYSCORE', index, '(' .. record[3], '+inf', 'LIMIT', 0, 1)
 local newest = redis.call('ZREVRANGEBYSCORE', index, '+inf', '-inf', 'LIMIT', 0, 1)
-local reply = { pending[1] or false, newest[1] or false }
+local reply = { pending[1] or false, newest[1] or false, record[4] or false, record[5] or false }
 
 -- Appends the entries at positions offset .. offset+limit-1 of the ranking to reply.
 local function page(offset, limit)
@@ -76,8 +77,8 @@ if not score or tonumber(score) <= 0 then
 end
 local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
 if mode == 'member' then
-  reply[3] = score
-  reply[4] = greater + 1
+  reply[5] = score
+  reply[6] = greater + 1
   return reply
 end
 
