@@ -158,25 +158,10 @@ impl Rollboard {
     /// and the rest are applied. Errors only when nothing could be applied: unknown
     /// board, batch too large, or the store failed before any event landed.
     pub async fn incr_batch(&self, board: &str, events: &[Event]) -> Result<BatchOutcome> {
-        let max = self.inner.settings.max_batch;
-        if events.len() > max {
-            return Err(Error::BatchTooLarge {
-                len: events.len(),
-                max,
-            });
-        }
         let name = BoardName::parse(board)?;
         let mut board = self.cached_board(&name).await?;
         let now = self.now();
-
-        let mut outcome = BatchOutcome::default();
-        let mut valid: Vec<(usize, SlotWrite)> = Vec::with_capacity(events.len());
-        for (index, event) in events.iter().enumerate() {
-            match self.prepare(&board, now, event) {
-                Ok(write) => valid.push((index, write)),
-                Err(error) => outcome.rejected.push(Rejected { index, error }),
-            }
-        }
+        let (valid, mut outcome) = self.validate(&board, now, events)?;
 
         let per_call = self.inner.settings.events_per_call.max(1);
         for (n, chunk) in valid.chunks(per_call).enumerate() {
@@ -194,8 +179,8 @@ impl Rollboard {
                 }
                 other => other,
             };
-            let statuses = match statuses {
-                Ok(statuses) => statuses,
+            match statuses {
+                Ok(statuses) => record(&board, now, events, chunk, statuses, &mut outcome),
                 Err(error) if n == 0 => return Err(error),
                 Err(error) => {
                     // Earlier chunks landed; report the rest as rejected with the cause.
@@ -207,25 +192,79 @@ impl Rollboard {
                     }
                     break;
                 }
-            };
-            for ((index, write), status) in chunk.iter().zip(statuses) {
-                match status {
-                    WriteStatus::Applied => outcome.accepted += 1,
-                    WriteStatus::TooLate => outcome.rejected.push(Rejected {
-                        index: *index,
-                        error: too_late(&board.config, now, &events[*index], write.slot),
-                    }),
-                    WriteStatus::OutOfRange => outcome.rejected.push(Rejected {
-                        index: *index,
-                        error: Error::OutOfRange {
-                            member: write.member.to_string(),
-                        },
-                    }),
-                }
             }
         }
         outcome.rejected.sort_by_key(|r| r.index);
         Ok(outcome)
+    }
+
+    /// Applies a batch at most once for `token`, in one store call: a job that replays
+    /// its batches after a crash (the legacy import) counts each once. `None` when the
+    /// token was applied before. The batch should stay within `events_per_call`.
+    pub async fn incr_batch_once(
+        &self,
+        board: &str,
+        events: &[Event],
+        token: &str,
+    ) -> Result<Option<BatchOutcome>> {
+        let name = BoardName::parse(board)?;
+        let mut board = self.cached_board(&name).await?;
+        let now = self.now();
+        let (valid, mut outcome) = self.validate(&board, now, events)?;
+        let writes = || {
+            valid
+                .iter()
+                .map(|(_, w)| w.clone())
+                .collect::<Vec<SlotWrite>>()
+        };
+        let statuses = match self
+            .inner
+            .store
+            .write_once(&board, now, writes(), token)
+            .await
+        {
+            Err(Error::BoardChanged(_)) => {
+                self.forget(&name);
+                board = self.cached_board(&name).await?;
+                self.inner
+                    .store
+                    .write_once(&board, now, writes(), token)
+                    .await
+            }
+            other => other,
+        }?;
+        let Some(statuses) = statuses else {
+            return Ok(None);
+        };
+        record(&board, now, events, &valid, statuses, &mut outcome);
+        outcome.rejected.sort_by_key(|r| r.index);
+        Ok(Some(outcome))
+    }
+
+    /// Checks a batch: the valid events, placed in their slots, and an outcome holding
+    /// the rejected ones.
+    fn validate(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        events: &[Event],
+    ) -> Result<(Vec<(usize, SlotWrite)>, BatchOutcome)> {
+        let max = self.inner.settings.max_batch;
+        if events.len() > max {
+            return Err(Error::BatchTooLarge {
+                len: events.len(),
+                max,
+            });
+        }
+        let mut outcome = BatchOutcome::default();
+        let mut valid = Vec::with_capacity(events.len());
+        for (index, event) in events.iter().enumerate() {
+            match self.prepare(board, now, event) {
+                Ok(write) => valid.push((index, write)),
+                Err(error) => outcome.rejected.push(Rejected { index, error }),
+            }
+        }
+        Ok((valid, outcome))
     }
 
     /// Checks one event and places it in its slot.
@@ -450,6 +489,32 @@ impl Rollboard {
     fn forget(&self, name: &BoardName) {
         let mut cache = self.inner.boards.write().unwrap_or_else(|e| e.into_inner());
         cache.remove(name);
+    }
+}
+
+/// Adds the store's statuses of `written` (events by index) to `outcome`.
+fn record(
+    board: &Board,
+    now: Timestamp,
+    events: &[Event],
+    written: &[(usize, SlotWrite)],
+    statuses: Vec<WriteStatus>,
+    outcome: &mut BatchOutcome,
+) {
+    for ((index, write), status) in written.iter().zip(statuses) {
+        match status {
+            WriteStatus::Applied => outcome.accepted += 1,
+            WriteStatus::TooLate => outcome.rejected.push(Rejected {
+                index: *index,
+                error: too_late(&board.config, now, &events[*index], write.slot),
+            }),
+            WriteStatus::OutOfRange => outcome.rejected.push(Rejected {
+                index: *index,
+                error: Error::OutOfRange {
+                    member: write.member.to_string(),
+                },
+            }),
+        }
     }
 }
 

@@ -90,6 +90,16 @@ pub trait Store: Send + Sync + 'static {
         writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>>;
 
+    /// Applies `writes` at most once for `token` (a job's replayed call counts once):
+    /// `None` when the token was applied before.
+    async fn write_once(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        token: &str,
+    ) -> Result<Option<Vec<WriteStatus>>>;
+
     /// A page of window `window` (an index into the board's windows).
     async fn top(
         &self,

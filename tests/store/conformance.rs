@@ -47,6 +47,7 @@ conformance!(
     repeated_members_in_a_batch_count_every_event,
     a_larger_window_can_be_added_and_is_built_from_the_live_slots,
     recompute_leaves_consistent_totals_unchanged,
+    a_batch_with_a_token_is_applied_once,
 );
 
 async fn creating_again_with_the_same_config_returns_the_existing_board(h: Harness) {
@@ -863,6 +864,74 @@ async fn repeated_members_in_a_batch_count_every_event(h: Harness) {
         h.boards.score(&name, "b", two).await.unwrap(),
         None,
         "b nets to zero"
+    );
+}
+
+async fn a_batch_with_a_token_is_applied_once(h: Harness) {
+    let name = h.board("1h", &["1h", "2h"]).await;
+    h.at(3600);
+    let events = [
+        Event::new("a", 3),
+        Event::new("b", 1).at(ts(START + 5)),
+        Event::new("c", 1).at(ts(START - 7200)),
+    ];
+    let first = h
+        .boards
+        .incr_batch_once(&name, &events, "job:1")
+        .await
+        .unwrap();
+    let first = first.expect("a new token is applied");
+    assert_eq!(first.accepted, 2);
+    assert_eq!(
+        first
+            .rejected
+            .iter()
+            .map(|r| (r.index, r.error.code()))
+            .collect::<Vec<_>>(),
+        [(2, "too_late")]
+    );
+    assert!(
+        h.boards
+            .incr_batch_once(&name, &events, "job:1")
+            .await
+            .unwrap()
+            .is_none(),
+        "a replay is refused"
+    );
+    let two = Some(Span::parse("2h").unwrap());
+    assert_eq!(
+        ranking(&h.boards.top(&name, two, 0, 10).await.unwrap()),
+        pairs(&[("a", 3), ("b", 1)])
+    );
+    let again = h
+        .boards
+        .incr_batch_once(&name, &events[..1], "job:2")
+        .await
+        .unwrap();
+    assert_eq!(
+        again.map(|o| o.accepted),
+        Some(1),
+        "another token is another batch"
+    );
+    assert_eq!(
+        ranking(&h.boards.top(&name, two, 0, 10).await.unwrap()),
+        pairs(&[("a", 6), ("b", 1)])
+    );
+    // Dropping the board forgets its tokens with it.
+    h.boards.drop_board(&name).await.unwrap();
+    h.boards
+        .create_board(&name, BoardConfig::parse("1h", &["1h", "2h"]).unwrap())
+        .await
+        .unwrap();
+    let fresh = h
+        .boards
+        .incr_batch_once(&name, &events[..1], "job:1")
+        .await
+        .unwrap();
+    assert_eq!(fresh.map(|o| o.accepted), Some(1));
+    assert_eq!(
+        ranking(&h.boards.top(&name, two, 0, 10).await.unwrap()),
+        pairs(&[("a", 3)])
     );
 }
 

@@ -6,7 +6,7 @@
 //! in the totals of windows `k..n`; retiring window `j` subtracts `stages[j]` from its
 //! totals and moves it to `stages[j + 1]`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::totals::Totals;
 use crate::board::{Board, BoardStatus, WindowStatus};
@@ -35,6 +35,8 @@ pub(super) struct MemBoard {
     /// Per window: from which slot a window added later holds data (never "building"
     /// here: the memory store builds an added window at once).
     states: Vec<WindowState>,
+    /// Tokens of writes applied exactly once.
+    journal: HashSet<String>,
 }
 
 impl MemBoard {
@@ -48,7 +50,20 @@ impl MemBoard {
             slots: BTreeMap::new(),
             totals: (0..n).map(|_| Totals::default()).collect(),
             states: vec![WindowState::default(); n],
+            journal: HashSet::new(),
         }
+    }
+
+    /// Applies `writes` unless `token` was applied before.
+    pub fn write_once(
+        &mut self,
+        now: Timestamp,
+        writes: &[SlotWrite],
+        token: &str,
+    ) -> Option<Vec<WriteStatus>> {
+        self.journal
+            .insert(token.to_owned())
+            .then(|| self.write(now, writes))
     }
 
     /// Adds the larger windows of `board` (a new incarnation of this one's config plus

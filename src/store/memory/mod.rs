@@ -142,6 +142,16 @@ impl Store for MemoryStore {
         self.with_board(board, |b| b.write(now, &writes))
     }
 
+    async fn write_once(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        token: &str,
+    ) -> Result<Option<Vec<WriteStatus>>> {
+        self.with_board(board, |b| b.write_once(now, &writes, token))
+    }
+
     async fn top(
         &self,
         board: &Board,

@@ -218,7 +218,7 @@ async fn apply(store: &RedisStore, batch: Batch, exact_version: &AtomicU64) {
         .max()
         .expect("a batch is never empty");
     if exact_version.load(Ordering::Relaxed) != board.version {
-        match write_sums(store, &board, now, &batch.sums, batch.abs_total).await {
+        match write_sums(store, &board, now, &batch.sums, batch.abs_total, None).await {
             Ok(SumsOutcome::Applied { too_late }) => {
                 for submission in batch.submissions {
                     let statuses = submission
@@ -237,6 +237,7 @@ async fn apply(store: &RedisStore, batch: Batch, exact_version: &AtomicU64) {
                 return;
             }
             Ok(SumsOutcome::NeedsExact) => exact_version.store(board.version, Ordering::Relaxed),
+            Ok(SumsOutcome::AlreadyApplied) => unreachable!("group commit sends no token"),
             Err(error) => {
                 for submission in batch.submissions {
                     let _ = submission.reply.send(Err(error.clone()));
@@ -247,7 +248,43 @@ async fn apply(store: &RedisStore, batch: Batch, exact_version: &AtomicU64) {
     }
     // The exact path, one call per caller, so a failure never leaves a caller half applied.
     for submission in batch.submissions {
-        let result = write_events(store, &board, now, &submission.writes).await;
-        let _ = submission.reply.send(result);
+        let result = write_events(store, &board, now, &submission.writes, None).await;
+        let _ = submission.reply.send(result.map(|s| s.unwrap_or_default()));
+    }
+}
+
+/// Applies `writes` at most once for `token`, outside group commit (a token covers
+/// exactly one call): `None` when the token was applied before.
+pub(super) async fn write_once(
+    store: &RedisStore,
+    board: &Board,
+    now: Timestamp,
+    writes: Vec<SlotWrite>,
+    token: &str,
+) -> Result<Option<Vec<WriteStatus>>> {
+    let mut batch = Batch::new();
+    let (reply, _) = oneshot::channel();
+    batch.add(Submission {
+        board: board.clone(),
+        now,
+        writes,
+        reply,
+    });
+    let writes = &batch.submissions[0].writes;
+    match write_sums(store, board, now, &batch.sums, batch.abs_total, Some(token)).await? {
+        SumsOutcome::Applied { too_late } => Ok(Some(
+            writes
+                .iter()
+                .map(|w| {
+                    if too_late.contains(&w.slot) {
+                        WriteStatus::TooLate
+                    } else {
+                        WriteStatus::Applied
+                    }
+                })
+                .collect(),
+        )),
+        SumsOutcome::AlreadyApplied => Ok(None),
+        SumsOutcome::NeedsExact => write_events(store, board, now, writes, Some(token)).await,
     }
 }

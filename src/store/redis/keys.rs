@@ -30,6 +30,11 @@ pub(super) fn rebuild_log(name: &BoardName) -> String {
     format!("rebuild_log_{{{name}}}")
 }
 
+/// `journal_{<board>}`: tokens of writes applied exactly once (see `write.lua`).
+pub(super) fn journal(name: &BoardName) -> String {
+    format!("journal_{{{name}}}")
+}
+
 /// `stats_{<board>}` for the first window, `stats_{<board>}_<W>` for the others.
 pub(super) fn totals(name: &BoardName, windows: &[Span], window: usize) -> String {
     if window == 0 {

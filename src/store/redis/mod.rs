@@ -206,6 +206,16 @@ impl Store for RedisStore {
         self.ingest.write(self, board, now, writes).await
     }
 
+    async fn write_once(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        token: &str,
+    ) -> Result<Option<Vec<WriteStatus>>> {
+        ingest::write_once(self, board, now, writes, token).await
+    }
+
     async fn top(
         &self,
         board: &Board,

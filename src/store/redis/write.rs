@@ -30,6 +30,8 @@ pub(super) enum SumsOutcome {
     Applied { too_late: Vec<i64> },
     /// Nothing applied: the board's bound needs every event checked; send them one by one.
     NeedsExact,
+    /// Nothing applied: the call's token is in the journal (it was applied before).
+    AlreadyApplied,
 }
 
 /// Applies summed entries, each (slot, member) once, on the fast path (see `write.lua`).
@@ -40,11 +42,20 @@ pub(super) async fn write_sums(
     now: Timestamp,
     entries: &[Summed],
     abs_total: u128,
+    token: Option<&str>,
 ) -> Result<SumsOutcome> {
     let slots = Slots::of(entries.iter().map(|e| e.slot));
     // Anything past 2^53 takes the exact path; keep the number exact in Lua.
     let abs_total = abs_total.min(1 << 53) as u64;
-    let mut invocation = invocation(store, board, now, &slots, "sums", &abs_total.to_string());
+    let mut invocation = invocation(
+        store,
+        board,
+        now,
+        &slots,
+        "sums",
+        &abs_total.to_string(),
+        token,
+    );
     for e in entries {
         slots.push_number(&mut invocation, e.slot);
         invocation.arg(e.member.as_str()).arg(e.sum);
@@ -58,6 +69,7 @@ pub(super) async fn write_sums(
                 .collect::<Result<_>>()?,
         }),
         Some((2, [])) => Ok(SumsOutcome::NeedsExact),
+        Some((3, [])) => Ok(SumsOutcome::AlreadyApplied),
         _ => Err(Error::Store(format!(
             "write.lua answered {reply:?} to summed entries"
         ))),
@@ -65,15 +77,17 @@ pub(super) async fn write_sums(
 }
 
 /// Applies events one by one, in order, each checked against the stored values (the
-/// exact path, for boards whose bound no longer proves the range).
+/// exact path, for boards whose bound no longer proves the range). `None` when `token`
+/// is in the journal (applied before).
 pub(super) async fn write_events(
     store: &RedisStore,
     board: &Board,
     now: Timestamp,
     writes: &[SlotWrite],
-) -> Result<Vec<WriteStatus>> {
+    token: Option<&str>,
+) -> Result<Option<Vec<WriteStatus>>> {
     let slots = Slots::of(writes.iter().map(|w| w.slot));
-    let mut invocation = invocation(store, board, now, &slots, "events", "");
+    let mut invocation = invocation(store, board, now, &slots, "events", "", token);
     for w in writes {
         slots.push_number(&mut invocation, w.slot);
         invocation.arg(w.member.as_str()).arg(w.delta);
@@ -94,7 +108,9 @@ pub(super) async fn write_events(
                 2 => Ok(WriteStatus::OutOfRange),
                 _ => Err(bad()),
             })
-            .collect(),
+            .collect::<Result<Vec<_>>>()
+            .map(Some),
+        Some((3, [])) => Ok(None),
         _ => Err(bad()),
     }
 }
@@ -143,6 +159,7 @@ fn invocation<'a>(
     slots: &Slots,
     mode: &str,
     abs_total: &str,
+    token: Option<&str>,
 ) -> ScriptInvocation<'a> {
     let config = &board.config;
     let windows = config.windows();
@@ -154,12 +171,16 @@ fn invocation<'a>(
     for s in &slots.starts {
         invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
     }
+    if token.is_some() {
+        invocation.key(keys::journal(&board.name));
+    }
     invocation
         .arg(board.version)
         .arg(windows.len())
         .arg(slots.starts.len())
         .arg(mode)
-        .arg(abs_total);
+        .arg(abs_total)
+        .arg(token.unwrap_or(""));
     invocation.arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
     invocation.arg(
         (0..windows.len())

@@ -7,15 +7,17 @@
 -- KEYS[4+j], j = 1..n        totals of window j (stats_{b}, stats_{b}_<W>), smallest first
 -- KEYS[4+n+(i-1)*n+k]        stage k (1..n) of distinct slot i (1..m):
 --                            k = 1 is slot_{b}_<ts>, k > 1 is slot_{b}_<ts>_<k-1>
+-- KEYS[5+n+m*n]              with a token only: the journal, journal_{b}
 --
 -- ARGV[1]                    board version the caller expects
 -- ARGV[2]                    n, number of windows
 -- ARGV[3]                    m, number of distinct slots
 -- ARGV[4]                    mode: 'sums' or 'events' (see below)
 -- ARGV[5]                    sums: the sum of |delta| over the original events; events: ''
--- ARGV[5+j], j = 1..n        window j in seconds (names the field wm:<W>)
--- ARGV[5+n+j], j = 1..n      cutoff of window j at the caller's now: slot_start(now) - W
--- ARGV[5+2n+i], i = 1..m     start of distinct slot i
+-- ARGV[6]                    a token making the call idempotent, or '' (see below)
+-- ARGV[6+j], j = 1..n        window j in seconds (names the field wm:<W>)
+-- ARGV[6+n+j], j = 1..n      cutoff of window j at the caller's now: slot_start(now) - W
+-- ARGV[6+2n+i], i = 1..m     start of distinct slot i
 -- then the entries: with one slot (m = 1) pairs member, delta; with several, triples
 -- slot number i, member, delta. Deltas are integers.
 --
@@ -43,6 +45,9 @@
 -- told to it: in its scan phase the member joins the log (its total will be computed
 -- afresh); in its fold phase the delta goes to the build too, unless the member is
 -- still in the log.
+-- Token: a call with a token recorded in the journal applies nothing and returns {3};
+-- otherwise the token is recorded in the same call that applies the writes, so a job
+-- that replays its calls after a crash (the legacy import) counts each exactly once.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local MAX = 9007199254740991
@@ -51,21 +56,28 @@ local n, m, mode = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 
 local TOTALS, STAGES = 4, 4 + n
 local fields = { 'version', 'dropping', 'abs_sum', 'rb_window', 'rb_phase', 'rb_until' }
-for j = 1, n do fields[6 + j] = 'wm:' .. ARGV[5 + j] end
+for j = 1, n do fields[6 + j] = 'wm:' .. ARGV[6 + j] end
 local record = redis.call('HMGET', board, unpack(fields))
 if record[1] ~= ARGV[1] or record[2] then
   return redis.error_reply('STALE board record missing, dropped or of another version')
+end
+local token, journal = ARGV[6], KEYS[5 + n + m * n]
+if token ~= '' and redis.call('HEXISTS', journal, token) == 1 then
+  return { 3 }
 end
 local bound = tonumber(record[3])
 if mode == 'sums' and not (bound and bound + tonumber(ARGV[5]) <= MAX) then
   return { 2 }
 end
+if token ~= '' then
+  redis.call('HSET', journal, token, 1)
+end
 
 local watermark = {}
 for j = 1, n do
-  local wm, cutoff = tonumber(record[6 + j]), tonumber(ARGV[5 + n + j])
+  local wm, cutoff = tonumber(record[6 + j]), tonumber(ARGV[6 + n + j])
   if cutoff > wm then
-    redis.call('HSET', board, fields[6 + j], ARGV[5 + n + j])
+    redis.call('HSET', board, fields[6 + j], ARGV[6 + n + j])
     wm = cutoff
   end
   watermark[j] = wm
@@ -77,7 +89,7 @@ if record[4] then
   local t = redis.call('TIME')
   if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) < tonumber(record[6]) then
     for j = 1, n do
-      if ARGV[5 + j] == record[4] then rebuilt = j end
+      if ARGV[6 + j] == record[4] then rebuilt = j end
     end
   end
 end
@@ -98,7 +110,7 @@ end
 
 local stage = {}
 for i = 1, m do
-  local ts = ARGV[5 + 2 * n + i]
+  local ts = ARGV[6 + 2 * n + i]
   local s, k = tonumber(ts), 0
   for j = 1, n do
     if watermark[j] >= s then k = j end
@@ -109,7 +121,7 @@ for i = 1, m do
   end
 end
 
-local first = 6 + 2 * n + m
+local first = 7 + 2 * n + m
 local stride = (m == 1) and 2 or 3
 local count = (#ARGV - first + 1) / stride
 
