@@ -4,3 +4,5 @@
 
 pub mod export;
 pub mod import;
+pub mod legacy;
+pub mod migrate;

@@ -18,6 +18,8 @@
 //! name = "hot-posts"
 //! slot = "1h"
 //! windows = ["1h", "24h"]
+//! legacy = "likes"                          # optional: `rollboard migrate` imports the
+//!                                           # article's slot_likes_<ts> keys into it
 //! ```
 
 use std::net::SocketAddr;
@@ -73,6 +75,9 @@ pub struct BoardEntry {
     /// Alignment offset in seconds.
     #[serde(default)]
     pub offset: i64,
+    /// The source article's board (`slot_<NAME>_<ts>` keys) that migration 0001 imports
+    /// into this one.
+    pub legacy: Option<String>,
 }
 
 /// Values from the environment and the command line, which win over the file.
@@ -113,6 +118,9 @@ pub struct ServiceConfig {
     pub shutdown_grace: Duration,
     /// Boards to create or check at start-up.
     pub boards: Vec<(String, BoardConfig)>,
+    /// Boards to import from the source article's layout by `rollboard migrate`, as
+    /// `(board, legacy NAME)`; each board is among `boards`.
+    pub legacy: Vec<(String, String)>,
 }
 
 impl Default for ServiceConfig {
@@ -128,6 +136,7 @@ impl Default for ServiceConfig {
             sweep_every: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
             boards: Vec::new(),
+            legacy: Vec::new(),
         }
     }
 }
@@ -169,6 +178,11 @@ impl ServiceConfig {
             }
             settings.retire.chunk_size = n;
         }
+        let legacy = file
+            .boards
+            .iter()
+            .filter_map(|b| Some((b.name.clone(), b.legacy.clone()?)))
+            .collect();
         let boards = file
             .boards
             .into_iter()
@@ -200,6 +214,7 @@ impl ServiceConfig {
                 .map(secs)
                 .unwrap_or(defaults.shutdown_grace),
             boards,
+            legacy,
         };
         config.check_exposure()?;
         Ok(config)
@@ -239,6 +254,11 @@ mod tests {
             name = "hot"
             slot = "1h"
             windows = ["1h", "24h"]
+            [[boards]]
+            name = "liked"
+            slot = "1h"
+            windows = ["26h"]
+            legacy = "likes"
             "#,
         );
         let overrides = Overrides {
@@ -253,6 +273,7 @@ mod tests {
         assert_eq!(c.sweep_every, Duration::from_secs(30));
         assert_eq!(c.boards[0].0, "hot");
         assert_eq!(c.boards[0].1.windows().len(), 2);
+        assert_eq!(c.legacy, [("liked".to_owned(), "likes".to_owned())]);
     }
 
     #[test]

@@ -23,6 +23,8 @@ mod redis;
 
 pub use memory::MemoryStore;
 pub use redis::{IngestOptions, RedisOptions, RedisStore};
+#[cfg(feature = "server")]
+pub(crate) use redis::{connection_manager, store_error};
 
 /// One validated event, placed in its slot.
 #[derive(Debug, Clone, PartialEq, Eq)]

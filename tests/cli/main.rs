@@ -1,6 +1,8 @@
 //! The `rollboard` binary: batch commands against a real Redis, refusals and one-line
 //! errors with a non-zero exit.
 
+#[path = "../common/dystats.rs"]
+mod dystats;
 #[path = "../common/redis.rs"]
 mod test_redis;
 
@@ -277,4 +279,166 @@ async fn recompute_repairs_a_drifted_board_and_says_what_it_did() {
         day.entries.iter().map(|e| e.score).collect::<Vec<_>>(),
         [5, 2]
     );
+}
+
+/// A legacy board written by the article's code over the last five hours (real clock).
+async fn legacy_board(redis: &TestRedis, name: &str) -> Vec<(String, i64)> {
+    let mut conn = redis.raw().await;
+    let legacy = dystats::DyStats::new(name, 24, 1);
+    let now = Timestamp::now_utc().unix_seconds();
+    for i in 0..60i64 {
+        let post = format!("post:{}", i % 7);
+        legacy
+            .incr_stats(&mut conn, &post, 1 + i % 3, now - 5 * 3600 + i * 300)
+            .await;
+    }
+    let mut stats: Vec<(String, i64)> = redis::cmd("ZREVRANGE")
+        .arg(format!("stats_{name}"))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    stats.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    stats
+}
+
+async fn top_all(redis: &TestRedis, board: &str, window: &str) -> Vec<(String, i64)> {
+    let boards = Rollboard::redis(&redis.url).await.unwrap();
+    let page = boards
+        .top(board, Some(window.parse().unwrap()), 0, 1000)
+        .await
+        .unwrap();
+    page.entries
+        .into_iter()
+        .map(|e| (e.member, e.score))
+        .collect()
+}
+
+#[tokio::test]
+async fn import_legacy_brings_the_articles_board_across_and_can_delete_it() {
+    let redis = TestRedis::start().await;
+    let name = unique("likes");
+    let stats = legacy_board(&redis, &name).await;
+    let board = unique("hot");
+    let args = [
+        "import-legacy",
+        &name,
+        "--board",
+        &board,
+        "--windows",
+        "1h,24h",
+    ];
+    let out = rollboard(&args, Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(&format!("imported legacy {name} into {board}: ")),
+        "{text}"
+    );
+    assert!(
+        text.contains(", 0 imported before, 0 too late (0 slots), skipped, 0 rejected, "),
+        "{text}"
+    );
+    assert_eq!(top_all(&redis, &board, "24h").await, stats);
+
+    // Again, deleting the legacy keys: nothing is counted twice.
+    let out = rollboard(
+        &[&args[..], &["--delete-legacy"]].concat(),
+        Some(&redis.url),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains(" 0 imported, "), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(" legacy keys deleted in "),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(top_all(&redis, &board, "24h").await, stats);
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("*_{name}*"))
+        .query_async(&mut redis.raw().await)
+        .await
+        .unwrap();
+    assert_eq!(left, Vec::<String>::new());
+
+    let out = rollboard(
+        &["import-legacy", &name, "--board", &board],
+        Some(&redis.url),
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--windows"), "{}", stderr(&out));
+}
+
+#[tokio::test]
+async fn migrate_twice_and_from_two_processes_applies_once() {
+    let redis = TestRedis::spawn().await;
+    let stats = legacy_board(&redis, "likes").await;
+    let dir = std::env::temp_dir().join(unique("rollboard-migrate"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("rollboard.toml");
+    std::fs::write(
+        &config,
+        "[[boards]]\nname = \"hot\"\nslot = \"1h\"\nwindows = [\"24h\"]\nlegacy = \"likes\"\n",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+
+    let out = rollboard(&["migrate", "--status"], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("0001 legacy_layout    pending: import boards"),
+        "{}",
+        stdout(&out)
+    );
+
+    // Two processes at once: one applies, the other waits and finds it done.
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_rollboard"))
+            .args(["migrate", "--config", config])
+            .env("REDIS_URL", &redis.url)
+            .output()
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(spawn);
+        let b = s.spawn(spawn);
+        (a.join().unwrap().unwrap(), b.join().unwrap().unwrap())
+    });
+    assert!(
+        a.status.success() && b.status.success(),
+        "{} {}",
+        stderr(&a),
+        stderr(&b)
+    );
+    let mut summaries = [stdout(&a), stdout(&b)];
+    summaries.sort();
+    assert!(
+        summaries[0].starts_with("0001 legacy_layout: likes -> hot: "),
+        "{summaries:?}"
+    );
+    assert!(
+        summaries[0].contains("\nmigrations: 1 applied now, 0 already applied"),
+        "{summaries:?}"
+    );
+    assert!(
+        summaries[1].starts_with("migrations: 0 applied now, 1 already applied"),
+        "{summaries:?}"
+    );
+    assert_eq!(top_all(&redis, "hot", "24h").await, stats);
+
+    let out = rollboard(&["migrate", "--config", config], Some(&redis.url));
+    assert!(stdout(&out).starts_with("migrations: 0 applied now, 1 already applied"));
+    let out = rollboard(&["migrate", "--status"], Some(&redis.url));
+    assert!(
+        stdout(&out).starts_with("0001 legacy_layout    applied 20"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains(": likes -> hot: "),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(top_all(&redis, "hot", "24h").await, stats);
 }

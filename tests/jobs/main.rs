@@ -1,6 +1,10 @@
 //! Batch jobs against a real Redis: import, export, recompute, legacy import, migrations.
 
+#[path = "../common/dystats.rs"]
+mod dystats;
 mod import_export;
+mod legacy;
+mod migrate;
 #[path = "../store/oracle.rs"]
 #[allow(dead_code)]
 mod oracle;

@@ -53,6 +53,61 @@ pub enum Command {
     /// windows added to the board. Every Redis call stays short; retirement of the board
     /// waits until the recompute ends.
     Recompute(RecomputeArgs),
+    /// Import a board kept in the source article's layout (slot_NAME_<ts> hashes,
+    /// stats_NAME, last_slot_NAME), slot by slot, with exact totals.
+    ///
+    /// Stop the legacy writers first. Finds the slots with SCAN; every chunk is applied
+    /// at most once, so an import that stopped can simply run again. Legacy slots older
+    /// than the board's largest window are skipped and counted. The article keeps up to
+    /// period + 2 intervals of slots: windows of 26h reproduce its "24 hours" exactly.
+    /// The legacy keys stay unless --delete-legacy.
+    ImportLegacy(ImportLegacyArgs),
+    /// Apply the numbered migrations in order, once each; record them in Redis.
+    ///
+    /// Safe to run twice or from two processes at once (a lock in Redis, idempotent
+    /// migrations). Migration 0001 imports the legacy boards the config declares
+    /// ([[boards]] … legacy = "NAME"); it stops when it finds an undeclared one.
+    Migrate(MigrateArgs),
+}
+
+/// `import-legacy` options.
+#[derive(Debug, Args)]
+pub struct ImportLegacyArgs {
+    /// The legacy board's NAME.
+    pub name: String,
+    /// The board to import into (created when missing).
+    #[arg(long)]
+    pub board: String,
+    /// The board's slot length.
+    #[arg(long, default_value = "1h")]
+    pub slot: String,
+    /// The board's windows, comma-separated (e.g. 1h,24h).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub windows: Vec<String>,
+    /// The board's alignment offset in seconds [default: that of the legacy slots].
+    #[arg(long, allow_hyphen_values = true)]
+    pub offset: Option<i64>,
+    /// Unlink the legacy keys once every field came across (kept if any was rejected).
+    #[arg(long)]
+    pub delete_legacy: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `migrate` options.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// TOML config file (its redis_url, and its boards' legacy names).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// List applied and pending migrations, and change nothing.
+    #[arg(long)]
+    pub status: bool,
+    /// How long to wait for another migrate to finish.
+    #[arg(long, default_value = "5m")]
+    pub wait: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// `recompute` options.

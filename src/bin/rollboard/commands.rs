@@ -8,10 +8,15 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use rollboard::jobs;
 use rollboard::jobs::import::{Format, ImportOptions};
+use rollboard::jobs::legacy::LegacyImport;
+use rollboard::jobs::migrate::{LegacyTarget, MigrateOptions};
 use rollboard::service::{self, Overrides, ServiceConfig};
 use rollboard::{Rollboard, Span, SystemClock, Timestamp};
 
-use crate::args::{Command, ExportArgs, ImportArgs, RecomputeArgs, ServeArgs, StoreArgs, TopArgs};
+use crate::args::{
+    Command, ExportArgs, ImportArgs, ImportLegacyArgs, MigrateArgs, RecomputeArgs, ServeArgs,
+    StoreArgs, TopArgs,
+};
 use crate::progress;
 
 pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -22,6 +27,8 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Import(args) => import(args).await,
         Command::Export(args) => export(args).await,
         Command::Recompute(args) => recompute(args).await,
+        Command::ImportLegacy(args) => import_legacy(args).await,
+        Command::Migrate(args) => migrate(args).await,
     }
 }
 
@@ -210,6 +217,124 @@ async fn recompute(args: RecomputeArgs) -> anyhow::Result<ExitCode> {
         report.fields_scanned,
         report.members_folded,
         report.calls,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn import_legacy(args: ImportLegacyArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "import-legacy").await?;
+    let url = args.store.redis_url.as_deref().unwrap_or_default();
+    let windows = args
+        .windows
+        .iter()
+        .map(|w| Span::parse(w))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut job = LegacyImport::new(&args.name, &args.board, Span::parse(&args.slot)?, windows);
+    job.offset = args.offset;
+    job.delete_legacy = args.delete_legacy;
+    let started = Instant::now();
+    let bar = progress::counter("legacy fields read");
+    let report = jobs::legacy::import_legacy(&boards, url, &job, |r| {
+        if let Some(bar) = &bar {
+            bar.set_position(r.fields);
+        }
+    })
+    .await;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let report = report?;
+    for p in &report.problems {
+        eprintln!("rollboard: rejected: {p}");
+    }
+    let deleted = if report.deleted_keys > 0 {
+        format!("; {} legacy keys deleted", report.deleted_keys)
+    } else if args.delete_legacy {
+        "; legacy keys kept because fields were rejected".into()
+    } else {
+        String::new()
+    };
+    println!(
+        "imported legacy {} into {}: {} slots, {} fields: {} imported, {} imported before, {} too late ({} slots), skipped, {} rejected, {} zero{deleted} in {:.1} s",
+        args.name,
+        args.board,
+        report.slots,
+        report.fields,
+        report.imported,
+        report.already_imported,
+        report.too_late,
+        report.slots_too_late,
+        report.rejected,
+        report.empty,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(if report.rejected > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+async fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
+    let overrides = Overrides {
+        redis_url: args.store.redis_url.clone(),
+        ..Overrides::default()
+    };
+    let config = ServiceConfig::load(args.config.as_deref(), overrides)?;
+    let Some(url) = config.redis_url.clone() else {
+        bail!("`rollboard migrate` needs REDIS_URL (or --redis-url, or redis_url in the config)");
+    };
+    if args.status {
+        for s in jobs::migrate::status(&url).await? {
+            match &s.applied {
+                Some(a) => println!(
+                    "{:04} {:<16} applied {}: {}",
+                    s.id,
+                    s.name,
+                    a.applied_at
+                        .format(&time::format_description::well_known::Rfc3339)?,
+                    a.summary
+                ),
+                None => println!("{:04} {:<16} pending: {}", s.id, s.name, s.about),
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let legacy = config
+        .legacy
+        .iter()
+        .map(|(board, legacy)| {
+            let (_, board_config) = config
+                .boards
+                .iter()
+                .find(|(name, _)| name == board)
+                .expect("a legacy target is a declared board");
+            LegacyTarget {
+                legacy: legacy.clone(),
+                board: board.clone(),
+                config: board_config.clone(),
+            }
+        })
+        .collect();
+    let options = MigrateOptions {
+        legacy,
+        wait: std::time::Duration::from_secs(Span::parse(&args.wait)?.seconds()),
+        ..MigrateOptions::default()
+    };
+    let boards = Rollboard::redis(&url).await?;
+    let started = Instant::now();
+    let report = jobs::migrate::migrate(&boards, &url, &options, |m| {
+        eprintln!("rollboard: applying migration {:04} {}…", m.id, m.name);
+    })
+    .await?;
+    for (id, name, summary) in &report.applied {
+        println!("{id:04} {name}: {summary}");
+    }
+    println!(
+        "migrations: {} applied now, {} already applied, in {:.1} s",
+        report.applied.len(),
+        report.already,
         started.elapsed().as_secs_f64()
     );
     Ok(ExitCode::SUCCESS)

@@ -79,6 +79,30 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
+/// A reconnecting connection to `url` with the timeouts of `options`; also for jobs
+/// that read keys outside any board (the legacy layout, the migrations record).
+pub(crate) async fn connection_manager(
+    url: &str,
+    options: &RedisOptions,
+) -> Result<ConnectionManager> {
+    let client = redis::Client::open(url)
+        .map_err(|e| Error::StoreUnavailable(format!("invalid Redis URL: {e}")))?;
+    let config = ConnectionManagerConfig::new()
+        .set_response_timeout(Some(options.response_timeout))
+        .set_connection_timeout(Some(options.connection_timeout))
+        .set_number_of_retries(3)
+        .set_max_delay(Duration::from_secs(1));
+    ConnectionManager::new_with_config(client, config)
+        .await
+        .map_err(|e| map_error(e, None))
+}
+
+/// A Redis error as a rollboard error, for commands outside any board.
+#[cfg(feature = "server")]
+pub(crate) fn store_error(err: redis::RedisError) -> Error {
+    map_error(err, None)
+}
+
 impl RedisStore {
     /// Connects to `url` (`redis://host:port/db`) with default options.
     pub async fn connect(url: &str) -> Result<Self> {
@@ -87,16 +111,7 @@ impl RedisStore {
 
     /// Connects to `url` with `options`.
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<Self> {
-        let client = redis::Client::open(url)
-            .map_err(|e| Error::StoreUnavailable(format!("invalid Redis URL: {e}")))?;
-        let config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(options.response_timeout))
-            .set_connection_timeout(Some(options.connection_timeout))
-            .set_number_of_retries(3)
-            .set_max_delay(Duration::from_secs(1));
-        let conn = ConnectionManager::new_with_config(client, config)
-            .await
-            .map_err(|e| map_error(e, None))?;
+        let conn = connection_manager(url, &options).await?;
         Ok(RedisStore {
             conn,
             scripts: Arc::new(Scripts::new()),
