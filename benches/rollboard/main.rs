@@ -6,15 +6,20 @@
 //! ratio: HTTP ingest (uniform and Zipf batches, single events), the library path, the
 //! source article's design, a lone event's latency, retirement of a 200k-member slot
 //! (with the longest Redis call and top-10 latency meanwhile), top-10 reads under
-//! ingest, memory per entry, and a check that totals equal the acknowledged events.
+//! ingest, recompute of a drifted 200k-member board while writes go on (the longest
+//! Redis call meanwhile, and exact totals after), memory per entry, and a check that
+//! totals equal the acknowledged events.
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
-//! phases only (comma-separated: uniform, zipf, single, library, reads, retire, memory).
+//! phases only (comma-separated: uniform, zipf, single, library, reads, retire,
+//! recompute, memory).
 
 mod baseline;
 mod load;
 mod raw_http;
+mod recompute;
 mod report;
 mod setup;
+mod slowlog;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -220,6 +225,10 @@ fn main() {
             let zincrby = ceiling_now("retirement").zincrby;
             rows.extend(retirement(&redis, &service.url, zincrby).await);
         }
+        if run("recompute") {
+            eprintln!("recompute …");
+            rows.extend(recompute::recompute(&redis).await);
+        }
         if run("memory") {
             eprintln!("memory …");
             rows.push(memory(&redis.url).await);
@@ -259,7 +268,7 @@ fn main() {
         seconds,
         redis.url,
         if redis.pinned {
-            "Redis pinned to CPU 0; service, load and redis-benchmark at nice 10 on any CPU"
+            "Redis's main thread pinned to CPU 0; service, load and redis-benchmark at nice 10 on any CPU"
         } else {
             "Redis, service, load and redis-benchmark share the CPUs"
         }
@@ -359,18 +368,7 @@ async fn retirement(redis: &setup::Redis, service_url: &str, zincrby: f64) -> Ve
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("slowlog-log-slower-than")
-        .arg(2000)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let _: () = redis::cmd("SLOWLOG")
-        .arg("RESET")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    slowlog::reset(&mut conn).await;
     let stop = Arc::new(AtomicBool::new(false));
     let readers = tokio::spawn({
         let (url, stop) = (service_url.to_owned(), stop.clone());
@@ -399,27 +397,7 @@ async fn retirement(redis: &setup::Redis, service_url: &str, zincrby: f64) -> Ve
     let elapsed = t.elapsed();
     stop.store(true, Ordering::SeqCst);
     let mut reads = readers.await.unwrap();
-    let slow: Vec<redis::Value> = redis::cmd("SLOWLOG")
-        .arg("GET")
-        .arg(1000)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let longest_slow = slow
-        .iter()
-        .filter_map(|entry| match entry {
-            redis::Value::Array(fields) => match fields.get(2) {
-                Some(redis::Value::Int(us)) => Some(*us),
-                _ => None,
-            },
-            _ => None,
-        })
-        .max();
-    if std::env::var("BENCH_SHOW_SLOWLOG").is_ok() {
-        for entry in &slow {
-            eprintln!("slow call: {entry:?}");
-        }
-    }
+    let slow = slowlog::slow_calls(&mut conn).await;
     let per_second = report.fields_subtracted as f64 / elapsed.as_secs_f64();
     let ratio = per_second / zincrby;
     assert_eq!(report.fields_subtracted, members as u64);
@@ -438,13 +416,10 @@ async fn retirement(redis: &setup::Redis, service_url: &str, zincrby: f64) -> Ve
         },
         Row {
             figure: "  Redis calls over 2 ms meanwhile (SLOWLOG)".into(),
-            measured: match longest_slow {
-                None => "none".into(),
-                Some(us) => format!("{} (longest {:.2} ms)", slow.len(), us as f64 / 1000.0),
-            },
+            measured: slowlog::describe(&slow),
             reference: format!("{} chunk calls", report.chunks),
             ratio: None,
-            target: Some(("none".into(), longest_slow.is_none())),
+            target: Some(("none".into(), slow.is_empty())),
         },
         Row {
             figure: "  top-10 latency meanwhile (4 x 250 reads/s), p50 / p99".into(),

@@ -10,7 +10,8 @@ use rollboard::{RedisStore, Rollboard, Settings, SystemClock};
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
-/// A `redis-server` of the benchmark's own, killed when dropped; pinned to CPU 0 when
+/// A `redis-server` of the benchmark's own, killed when dropped; its main thread pinned
+/// to CPU 0 when
 /// `taskset` exists (see `start_redis`), for the ceiling and for every phase alike.
 pub struct Redis {
     pub url: String,
@@ -26,6 +27,34 @@ impl Drop for Redis {
     }
 }
 
+/// While alive, keeps every thread of this process off Redis's CPU (CPU 0), when Redis
+/// is pinned: for a phase whose figure is the length of Redis's calls, so that the load
+/// this process generates does not preempt Redis on its core (a preempted call shows up
+/// as one scheduler tick, ~4 ms, in `SLOWLOG`). Dropping it lets the process use every
+/// CPU again.
+pub struct OffRedisCpu(bool);
+
+impl Redis {
+    pub fn keep_off_its_cpu(&self) -> OffRedisCpu {
+        OffRedisCpu(self.pinned && set_own_cpus("1-1023"))
+    }
+}
+
+impl Drop for OffRedisCpu {
+    fn drop(&mut self) {
+        if self.0 {
+            set_own_cpus("0-1023");
+        }
+    }
+}
+
+fn set_own_cpus(list: &str) -> bool {
+    Command::new("taskset")
+        .args(["-a", "-p", "-c", list, &std::process::id().to_string()])
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
 pub fn start_redis() -> Redis {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -34,21 +63,16 @@ pub fn start_redis() -> Redis {
         .port();
     let dir = std::env::temp_dir().join(format!("rollboard-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    // Redis runs on CPU 0 at normal priority; this process (service and load, and the
-    // redis-benchmark it starts) drops to nice 10 and may use every CPU. So Redis gets
-    // its core whenever it is busy, as on a host of its own, and lends it out when idle.
+    // Redis's main thread runs on CPU 0 at normal priority; this process (service and
+    // load, and the redis-benchmark it starts) drops to nice 10 and may use every CPU. So
+    // Redis gets its core whenever it is busy, as on a host of its own, and lends it out
+    // when idle.
     // Threads inherit the nice value, and no runtime has started yet.
     let pinned = Command::new("taskset").arg("--version").output().is_ok()
         && std::thread::available_parallelism()
             .map(|n| n.get() >= 2)
             .unwrap_or(false);
-    let mut command = if pinned {
-        let mut c = Command::new("taskset");
-        c.args(["-c", "0", "redis-server"]);
-        c
-    } else {
-        Command::new("redis-server")
-    };
+    let mut command = Command::new("redis-server");
     let process = command
         .args([
             "--port",
@@ -83,6 +107,15 @@ pub fn start_redis() -> Redis {
         if let Ok(mut c) = client.get_connection()
             && redis::cmd("PING").query::<String>(&mut c).is_ok()
         {
+            if pinned {
+                // Only the main thread, the one that runs commands, once it is up: the
+                // background threads (lazy freeing, closing files) keep every CPU, as on
+                // a real host; pinned with them, the thread freeing an UNLINKed zset
+                // would preempt the main thread.
+                let _ = Command::new("taskset")
+                    .args(["-p", "-c", "0", &redis.process.id().to_string()])
+                    .output();
+            }
             return redis;
         }
         std::thread::sleep(Duration::from_millis(25));

@@ -5,6 +5,7 @@
 //! recompute whose process dies expires by itself. See `recompute_begin.lua`.
 
 use redis::Value;
+use tokio::task::JoinSet;
 
 use super::RedisStore;
 use super::keys;
@@ -18,8 +19,10 @@ const LEASE_MS: u64 = 10_000;
 /// Most fields a scan call adds, and its time budget.
 const SCAN_FIELDS: usize = 1000;
 const SCAN_BUDGET_US: u64 = 1500;
-/// Slot values a fold call reads at most (members x live slots x stages).
+/// Slot values a fold call reads at most (members x live slots x stages), and its time
+/// budget.
 const FOLD_READS: usize = 2000;
+const FOLD_BUDGET_US: u64 = 1500;
 
 pub(super) async fn recompute(
     store: &RedisStore,
@@ -47,6 +50,12 @@ pub(super) async fn recompute(
     result
 }
 
+/// Script calls of a recompute in flight at once, as in retirement: while Redis runs one,
+/// the next is on its way, and a recompute keeps its share of Redis beside busy writers.
+/// Scans in flight are of different stage hashes (each hash is scanned by one caller, so
+/// no value is added twice); folds pop distinct members.
+const LANES: usize = 2;
+
 async fn run(
     store: &RedisStore,
     board: &Board,
@@ -58,49 +67,100 @@ async fn run(
         ..RecomputeReport::default()
     };
     // Scan: every stage the window counts, of every live slot.
+    let mut hashes = Vec::new();
     for slot in live_slots(store, board).await? {
         for stage in 0..=window {
-            let mut cursor = "0".to_owned();
-            loop {
-                let mut scan = store.scripts.recompute_scan.key(keys::record(&board.name));
-                scan.key(keys::rebuild(&board.name))
-                    .key(keys::stage(&board.name, slot, stage))
-                    .arg(board.version)
-                    .arg(token)
-                    .arg(LEASE_MS)
-                    .arg(&cursor)
-                    .arg(SCAN_FIELDS)
-                    .arg(SCAN_BUDGET_US);
-                let reply: Value = store.invoke(&scan, &board.name, true).await.map_err(lost)?;
-                let items = array(reply, "recompute_scan")?;
-                report.calls += 1;
-                report.fields_scanned += items
-                    .get(1)
-                    .map(|v| int(v, "added"))
-                    .transpose()?
-                    .unwrap_or(0) as u64;
-                cursor = string(&items[0], "cursor")?;
-                if cursor == "done" {
-                    break;
-                }
-            }
+            hashes.push(keys::stage(&board.name, slot, stage));
         }
+    }
+    let mut scans = JoinSet::new();
+    for hash in hashes {
+        if scans.len() == LANES {
+            absorb_scan(&mut report, scans.join_next().await)?;
+        }
+        let (store, board, token) = (store.clone(), board.clone(), token.to_owned());
+        scans.spawn(async move { scan(&store, &board, &token, &hash).await });
+    }
+    while let Some(joined) = scans.join_next().await {
+        absorb_scan(&mut report, Some(joined))?;
     }
     // Fold the log, then swap.
     let mut slots = live_slots(store, board).await?;
     loop {
-        match fold(store, board, window, token, &slots).await? {
-            Folded::SlotsChanged => slots = live_slots(store, board).await?,
-            Folded::Left { folded, left } => {
-                report.calls += 1;
-                report.members_folded += folded;
-                if left == 0 && swap(store, board, window, token).await? {
+        let mut folds = JoinSet::new();
+        let spawn = |folds: &mut JoinSet<Result<Folded>>, slots: &[i64]| {
+            let (store, board, token) = (store.clone(), board.clone(), token.to_owned());
+            let slots = slots.to_vec();
+            folds.spawn(async move { fold(&store, &board, window, &token, &slots).await });
+        };
+        for _ in 0..LANES {
+            spawn(&mut folds, &slots);
+        }
+        let mut slots_changed = false;
+        while let Some(joined) = folds.join_next().await {
+            match joined.map_err(task_failed)?? {
+                Folded::SlotsChanged => slots_changed = true,
+                Folded::Left { folded, left } => {
                     report.calls += 1;
-                    return Ok(report);
+                    report.members_folded += folded;
+                    if left > 0 && !slots_changed {
+                        spawn(&mut folds, &slots);
+                    }
                 }
             }
         }
+        if slots_changed {
+            slots = live_slots(store, board).await?;
+        } else if swap(store, board, window, token).await? {
+            report.calls += 1;
+            return Ok(report);
+        }
     }
+}
+
+/// Scans one stage hash to its end: returns the calls made and the fields added.
+async fn scan(store: &RedisStore, board: &Board, token: &str, hash: &str) -> Result<(u64, u64)> {
+    let (mut calls, mut fields) = (0, 0);
+    let mut cursor = "0".to_owned();
+    loop {
+        let mut scan = store.scripts.recompute_scan.key(keys::record(&board.name));
+        scan.key(keys::rebuild(&board.name))
+            .key(hash)
+            .arg(board.version)
+            .arg(token)
+            .arg(LEASE_MS)
+            .arg(&cursor)
+            .arg(SCAN_FIELDS)
+            .arg(SCAN_BUDGET_US);
+        let reply: Value = store.invoke(&scan, &board.name, true).await.map_err(lost)?;
+        let items = array(reply, "recompute_scan")?;
+        calls += 1;
+        fields += items
+            .get(1)
+            .map(|v| int(v, "added"))
+            .transpose()?
+            .unwrap_or(0) as u64;
+        cursor = string(&items[0], "cursor")?;
+        if cursor == "done" {
+            return Ok((calls, fields));
+        }
+    }
+}
+
+fn absorb_scan(
+    report: &mut RecomputeReport,
+    joined: Option<std::result::Result<Result<(u64, u64)>, tokio::task::JoinError>>,
+) -> Result<()> {
+    if let Some(joined) = joined {
+        let (calls, fields) = joined.map_err(task_failed)??;
+        report.calls += calls;
+        report.fields_scanned += fields;
+    }
+    Ok(())
+}
+
+fn task_failed(e: tokio::task::JoinError) -> Error {
+    Error::Store(format!("recompute task failed: {e}"))
 }
 
 async fn live_slots(store: &RedisStore, board: &Board) -> Result<Vec<i64>> {
@@ -144,7 +204,8 @@ async fn fold(
         .arg(stages)
         .arg(slots.len())
         .arg(slots)
-        .arg(per_call);
+        .arg(per_call)
+        .arg(FOLD_BUDGET_US);
     let reply: Value = store
         .invoke(&call, &board.name, false)
         .await

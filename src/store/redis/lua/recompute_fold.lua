@@ -14,10 +14,11 @@
 -- ARGV[5]  m, number of live slots passed
 -- ARGV[5+i], i = 1..m   the live slots' starts
 -- ARGV[6+m]  most members to compute in this call
+-- ARGV[7+m]  time budget of this call, microseconds
 --
 -- The first call switches the recompute to its fold phase (the caller has scanned every
--- slot). Then each call pops up to ARGV[6+m] members from the log and sets each one's
--- build total to the sum of its values in the stages the window counts, over every live
+-- slot). Then each call pops up to ARGV[6+m] members from the log (fewer when its time
+-- budget would likely be overrun by one more) and sets each one's build total to the sum of its values in the stages the window counts, over every live
 -- slot (ZREM when 0). A member written after this call is no longer in the log, so its
 -- write goes to the build directly (write.lua): the log only shrinks.
 -- Returns {'slots'} when the index holds a slot not passed (the caller lists them again),
@@ -28,8 +29,12 @@ local record = redis.call('HMGET', board, 'version', 'dropping', 'rb_token', 'rb
 if record[1] ~= ARGV[1] or record[2] then
   return redis.error_reply('STALE board record missing, dropped or of another version')
 end
-local t = redis.call('TIME')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local started = now_us()
+local now_ms = math.floor(started / 1000)
 if record[3] ~= ARGV[2] or now_ms >= tonumber(record[4]) then
   return redis.error_reply('LOST the recompute lost its lease; run it again')
 end
@@ -45,8 +50,12 @@ if record[5] == 'scan' then
   redis.call('HSET', board, 'rb_phase', 'fold')
 end
 
-local members = redis.call('SPOP', log, tonumber(ARGV[6 + m]))
-for _, member in ipairs(members) do
+local limit, budget, folded = tonumber(ARGV[6 + m]), tonumber(ARGV[7 + m]), 0
+local elapsed, slowest = 0, 0
+while folded < limit and elapsed + slowest <= budget do
+  local member = redis.call('SPOP', log)
+  if not member then break end
+  folded = folded + 1
   local total = 0
   for key = 5, #KEYS do
     total = total + (tonumber(redis.call('HGET', KEYS[key], member)) or 0)
@@ -56,5 +65,8 @@ for _, member in ipairs(members) do
   else
     redis.call('ZADD', build, string.format('%d', total), member)
   end
+  local before = elapsed
+  elapsed = now_us() - started
+  slowest = math.max(slowest, elapsed - before)
 end
-return { redis.call('SCARD', log), #members }
+return { redis.call('SCARD', log), folded }

@@ -10,8 +10,10 @@
 -- ARGV[3]  the window, seconds
 --
 -- Only in the fold phase with an empty log: every member of the build is then exact, and
--- writes keep it so. RENAME makes the build the totals in O(1) (DEL when the build is
--- empty: no member has a non-zero total), then the recompute's state, and the window's
+-- writes keep it so. The old totals are UNLINKed first (freed off Redis's main thread: a
+-- RENAME onto them would free a large zset in this call, ~100 ms for 200k members); then
+-- RENAME makes the build the totals in O(1) (nothing when the build is empty: no member
+-- has a non-zero total); then the recompute's state, and the window's
 -- "building" mark (a window added to the board, see extend_board.lua), are cleared.
 -- Returns {'done'}, or {members left in the log} when more must be folded first.
 -- Errors: "STALE ...", "LOST ..." as in recompute_scan.lua.
@@ -30,10 +32,9 @@ local left = redis.call('SCARD', log)
 if left > 0 then
   return { left }
 end
+redis.call('UNLINK', totals)
 if redis.call('EXISTS', build) == 1 then
   redis.call('RENAME', build, totals)
-else
-  redis.call('DEL', totals)
 end
 redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'building:' .. ARGV[3])
 return { 'done' }

@@ -1,0 +1,75 @@
+//! Redis's `SLOWLOG`, set to catch every call over 2 ms while a phase runs.
+
+use redis::Value;
+use redis::aio::MultiplexedConnection;
+
+/// One call Redis logged: how long it ran and its command line.
+pub struct SlowCall {
+    pub micros: i64,
+    pub args: Vec<String>,
+}
+
+/// Logs every call slower than 2 ms from now on (up to 10,000), and forgets earlier ones.
+pub async fn reset(conn: &mut MultiplexedConnection) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-log-slower-than")
+        .arg(2000)
+        .arg("slowlog-max-len")
+        .arg(10_000)
+        .query_async(conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("SLOWLOG")
+        .arg("RESET")
+        .query_async(conn)
+        .await
+        .unwrap();
+}
+
+/// The calls logged since [`reset`]. `BENCH_SHOW_SLOWLOG=1` prints them.
+pub async fn slow_calls(conn: &mut MultiplexedConnection) -> Vec<SlowCall> {
+    let slow: Vec<Value> = redis::cmd("SLOWLOG")
+        .arg("GET")
+        .arg(10_000)
+        .query_async(conn)
+        .await
+        .unwrap();
+    let calls: Vec<SlowCall> = slow
+        .iter()
+        .filter_map(|entry| match entry {
+            Value::Array(fields) => match (fields.get(2), fields.get(3)) {
+                (Some(Value::Int(micros)), Some(Value::Array(args))) => Some(SlowCall {
+                    micros: *micros,
+                    args: args.iter().map(text).collect(),
+                }),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    if std::env::var("BENCH_SHOW_SLOWLOG").is_ok() {
+        for call in &calls {
+            eprintln!("slow call: {} us {:.200}", call.micros, call.args.join(" "));
+        }
+    }
+    calls
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Int(i) => i.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The report's text for some slow calls: "none", or their count and the longest.
+pub fn describe<'a>(calls: impl IntoIterator<Item = &'a SlowCall>) -> String {
+    let micros: Vec<i64> = calls.into_iter().map(|c| c.micros).collect();
+    match micros.iter().max() {
+        None => "none".into(),
+        Some(us) => format!("{} (longest {:.2} ms)", micros.len(), *us as f64 / 1000.0),
+    }
+}
