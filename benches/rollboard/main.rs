@@ -480,16 +480,15 @@ async fn memory(redis_url: &str) -> Row {
     }
 }
 
+/// Redis's `used_memory`, once the objects earlier phases unlinked are freed.
 async fn used_memory(conn: &mut redis::aio::MultiplexedConnection) -> i64 {
+    slowlog::settle(conn).await;
     let info: String = redis::cmd("INFO")
         .arg("memory")
         .query_async(conn)
         .await
         .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+    slowlog::info_field(&info, "used_memory")
 }
 
 /// The sum of a board's first-window totals.

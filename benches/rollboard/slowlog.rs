@@ -1,4 +1,5 @@
-//! Redis's `SLOWLOG`, set to catch every call over 2 ms while a phase runs.
+//! Redis's `SLOWLOG`, set to catch every call over 2 ms while a phase runs, and a quiet
+//! Redis to start from.
 
 use redis::Value;
 use redis::aio::MultiplexedConnection;
@@ -9,8 +10,34 @@ pub struct SlowCall {
     pub args: Vec<String>,
 }
 
-/// Logs every call slower than 2 ms from now on (up to 10,000), and forgets earlier ones.
+/// Waits until Redis has freed what earlier phases unlinked: its background thread
+/// would otherwise compete with the next phase, and make `used_memory` drop under it.
+pub async fn settle(conn: &mut MultiplexedConnection) {
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("memory")
+            .query_async(&mut *conn)
+            .await
+            .unwrap();
+        if info_field(&info, "lazyfree_pending_objects") == 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// An integer field of an `INFO` answer (0 when absent).
+pub fn info_field(info: &str, name: &str) -> i64 {
+    info.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Once Redis is settled, logs every call slower than 2 ms from now on (up to 10,000),
+/// and forgets earlier ones.
 pub async fn reset(conn: &mut MultiplexedConnection) {
+    settle(conn).await;
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
         .arg("slowlog-log-slower-than")
