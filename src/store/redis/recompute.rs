@@ -23,6 +23,11 @@ const SCAN_BUDGET_US: u64 = 1500;
 /// budget.
 const FOLD_READS: usize = 2000;
 const FOLD_BUDGET_US: u64 = 1500;
+/// Script calls of a recompute in flight at once, as in retirement: while Redis runs one,
+/// the next is on its way, and a recompute keeps its share of Redis beside busy writers.
+/// Scans in flight are of different stage hashes (each hash is scanned by one caller, so
+/// no value is added twice); folds pop distinct members.
+const LANES: usize = 2;
 
 pub(super) async fn recompute(
     store: &RedisStore,
@@ -49,12 +54,6 @@ pub(super) async fn recompute(
     }
     result
 }
-
-/// Script calls of a recompute in flight at once, as in retirement: while Redis runs one,
-/// the next is on its way, and a recompute keeps its share of Redis beside busy writers.
-/// Scans in flight are of different stage hashes (each hash is scanned by one caller, so
-/// no value is added twice); folds pop distinct members.
-const LANES: usize = 2;
 
 async fn run(
     store: &RedisStore,

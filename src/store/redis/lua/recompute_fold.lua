@@ -17,10 +17,11 @@
 -- ARGV[7+m]  time budget of this call, microseconds
 --
 -- The first call switches the recompute to its fold phase (the caller has scanned every
--- slot). Then each call pops up to ARGV[6+m] members from the log (fewer when its time
--- budget would likely be overrun by one more) and sets each one's build total to the sum of its values in the stages the window counts, over every live
--- slot (ZREM when 0). A member written after this call is no longer in the log, so its
--- write goes to the build directly (write.lua): the log only shrinks.
+-- slot). Then each call pops up to ARGV[6+m] members from the log (fewer when one more
+-- would likely overrun its time budget) and sets each one's build total to the sum of
+-- its values in the stages the window counts, over every live slot (ZREM when 0). A
+-- member written after this call is no longer in the log, so its write goes to the
+-- build directly (write.lua): the log only shrinks.
 -- Returns {'slots'} when the index holds a slot not passed (the caller lists them again),
 -- else {members left in the log, members computed}. Errors: "STALE ...", "LOST ..." as in recompute_scan.lua.
 
