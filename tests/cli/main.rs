@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use rollboard::{BoardConfig, ManualClock, Rollboard, Settings, Timestamp};
-use test_redis::TestRedis;
+use test_redis::{TestRedis, unique};
 
 fn rollboard(args: &[&str], redis_url: Option<&str>) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_rollboard"));
@@ -36,14 +36,6 @@ fn stdout(o: &Output) -> String {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("{prefix}{}-{nanos}", std::process::id())
 }
 
 /// A board whose events were written three hours ago (by the real clock), so that a

@@ -92,3 +92,15 @@ impl TestRedis {
         self.server.lock().unwrap().is_some()
     }
 }
+
+/// A name no other test (or earlier run against the same `REDIS_URL`) uses.
+pub fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{prefix}{}-{n}-{nanos}", std::process::id())
+}

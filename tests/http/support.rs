@@ -170,14 +170,4 @@ impl Drop for TestApp {
     }
 }
 
-/// A name no other test uses.
-pub fn unique(prefix: &str) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("{prefix}{}-{n}-{nanos}", std::process::id())
-}
+pub use crate::test_redis::unique;

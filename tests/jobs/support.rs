@@ -35,19 +35,7 @@ pub async fn board(boards: &Rollboard, slot: &str, windows: &[&str]) -> String {
     name
 }
 
-pub fn unique(prefix: &str) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "{prefix}{}-{}-{nanos}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
+pub use crate::test_redis::unique;
 
 /// The full ranking of a window as `member -> score`.
 pub async fn ranking(boards: &Rollboard, board: &str, window: &str) -> BTreeMap<String, i64> {

@@ -2,7 +2,6 @@
 //! a manual clock, and helpers to build `Rollboard`s on either store.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use crate::test_redis::TestRedis;
 use rollboard::{
@@ -72,16 +71,7 @@ pub fn ts(seconds: i64) -> Timestamp {
     Timestamp::from_unix_seconds(seconds).unwrap()
 }
 
-/// A name no other test (or earlier run against the same `REDIS_URL`) uses.
-pub fn unique(prefix: &str) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("{prefix}{}-{n}-{nanos}", std::process::id())
-}
+pub use crate::test_redis::unique;
 
 /// The ranking of a page as `(member, score)` pairs, for compact assertions.
 pub fn ranking(page: &rollboard::TopPage) -> Vec<(String, i64)> {

@@ -74,14 +74,16 @@ async fn run(
     }
     let mut scans = JoinSet::new();
     for hash in hashes {
-        if scans.len() == LANES {
-            absorb_scan(&mut report, scans.join_next().await)?;
+        if scans.len() == LANES
+            && let Some(joined) = scans.join_next().await
+        {
+            absorb_scan(&mut report, joined)?;
         }
         let (store, board, token) = (store.clone(), board.clone(), token.to_owned());
         scans.spawn(async move { scan(&store, &board, &token, &hash).await });
     }
     while let Some(joined) = scans.join_next().await {
-        absorb_scan(&mut report, Some(joined))?;
+        absorb_scan(&mut report, joined)?;
     }
     // Fold the log, then swap.
     let mut slots = live_slots(store, board).await?;
@@ -146,15 +148,14 @@ async fn scan(store: &RedisStore, board: &Board, token: &str, hash: &str) -> Res
     }
 }
 
+/// Adds a finished scan's counts to the report.
 fn absorb_scan(
     report: &mut RecomputeReport,
-    joined: Option<std::result::Result<Result<(u64, u64)>, tokio::task::JoinError>>,
+    joined: std::result::Result<Result<(u64, u64)>, tokio::task::JoinError>,
 ) -> Result<()> {
-    if let Some(joined) = joined {
-        let (calls, fields) = joined.map_err(task_failed)??;
-        report.calls += calls;
-        report.fields_scanned += fields;
-    }
+    let (calls, fields) = joined.map_err(task_failed)??;
+    report.calls += calls;
+    report.fields_scanned += fields;
     Ok(())
 }
 
