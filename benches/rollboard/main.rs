@@ -10,10 +10,11 @@
 //! Redis call meanwhile, and exact totals after), memory per entry, and a check that
 //! totals equal the acknowledged events.
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
-//! phases only (comma-separated: uniform, zipf, single, library, reads, retire,
+//! phases only (comma-separated: uniform, zipf, single, library, huge, reads, retire,
 //! recompute, memory).
 
 mod baseline;
+mod huge;
 mod load;
 mod raw_http;
 mod recompute;
@@ -190,6 +191,15 @@ fn main() {
                 )),
             });
             acknowledged.push(("bench-library".into(), 2000));
+        }
+
+        // Ordinary batches before and after one huge delta and its negation.
+        if run("huge") {
+            eprintln!("huge delta …");
+            let boards = Rollboard::new(Arc::new(RedisStore::connect(&redis.url).await.unwrap()));
+            let (huge_rows, done) = huge::huge_delta(&boards, "bench-huge", phase).await;
+            rows.extend(huge_rows);
+            acknowledged.push(("bench-huge".into(), done));
         }
 
         // Top-10 reads while uniform batches are written.

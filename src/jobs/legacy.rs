@@ -23,10 +23,9 @@
 //! board takes its alignment offset from the legacy slots (unless one is given); a slot
 //! that does not fall on the board's slot boundaries stops the import before it writes.
 
-use redis::aio::ConnectionManager;
 use serde::Serialize;
 
-use crate::store::{connection_manager, store_error};
+use crate::store::{RedisConn, Retry};
 use crate::{BoardConfig, Error, Event, RedisOptions, Rollboard, Span, Timestamp};
 
 /// What to import, and where to.
@@ -123,8 +122,8 @@ pub async fn import_legacy(
     job: &LegacyImport,
     progress: impl Fn(&LegacyReport),
 ) -> Result<LegacyReport, LegacyError> {
-    let mut conn = connection_manager(url, &RedisOptions::default()).await?;
-    let slots = legacy_slots(&mut conn, &job.legacy).await?;
+    let conn = RedisConn::connect(url, &RedisOptions::default()).await?;
+    let slots = legacy_slots(&conn, &job.legacy).await?;
     let config = board_config(job, &slots)?;
     let slot = config.slot().secs_i64();
     for (key, ts) in &slots {
@@ -163,11 +162,9 @@ pub async fn import_legacy(
     let chunk = job.chunk.clamp(1, boards.settings().events_per_call.max(1));
     for (key, ts) in &slots {
         if config.is_too_late(*ts, boards.now()) {
-            let fields: u64 = redis::cmd("HLEN")
-                .arg(key)
-                .query_async(&mut conn)
-                .await
-                .map_err(store_error)?;
+            let fields: u64 = conn
+                .query(redis::cmd("HLEN").arg(key), None, Retry::Idempotent)
+                .await?;
             report.slots_too_late += 1;
             report.fields += fields;
             report.too_late += fields;
@@ -175,7 +172,7 @@ pub async fn import_legacy(
             continue;
         }
         let at = Timestamp::from_unix_seconds(*ts)?;
-        let fields = read_slot(&mut conn, key).await?;
+        let fields = read_slot(&conn, key).await?;
         report.fields += fields.len() as u64;
         let mut events = Vec::with_capacity(fields.len());
         for (member, value) in fields {
@@ -215,7 +212,7 @@ pub async fn import_legacy(
         }
     }
     if job.delete_legacy && report.rejected == 0 {
-        report.deleted_keys = delete_legacy(&mut conn, &job.legacy, &slots).await?;
+        report.deleted_keys = delete_legacy(&conn, &job.legacy, &slots).await?;
     }
     Ok(report)
 }
@@ -233,10 +230,7 @@ fn board_config(job: &LegacyImport, slots: &[(String, i64)]) -> Result<BoardConf
 }
 
 /// The legacy slot hashes of `name` as `(key, ts)`, oldest first.
-async fn legacy_slots(
-    conn: &mut ConnectionManager,
-    name: &str,
-) -> Result<Vec<(String, i64)>, LegacyError> {
+async fn legacy_slots(conn: &RedisConn, name: &str) -> Result<Vec<(String, i64)>, LegacyError> {
     let prefix = format!("slot_{name}_");
     let mut slots = Vec::new();
     for suffix in scan_suffixes(conn, &prefix).await? {
@@ -255,26 +249,29 @@ async fn legacy_slots(
 /// The names of the legacy boards in the Redis at `url`: every `NAME` of a
 /// `last_slot_NAME` key (the article sets it at a board's first write), sorted.
 pub async fn find_legacy_boards(url: &str) -> Result<Vec<String>, Error> {
-    let mut conn = connection_manager(url, &RedisOptions::default()).await?;
-    scan_suffixes(&mut conn, "last_slot_").await
+    let conn = RedisConn::connect(url, &RedisOptions::default()).await?;
+    scan_suffixes(&conn, "last_slot_").await
 }
 
 /// What follows `prefix` in every key that starts with it (UTF-8 keys only), sorted and
 /// without duplicates, found with `SCAN`.
-async fn scan_suffixes(conn: &mut ConnectionManager, prefix: &str) -> Result<Vec<String>, Error> {
+async fn scan_suffixes(conn: &RedisConn, prefix: &str) -> Result<Vec<String>, Error> {
     let pattern = format!("{}*", glob_escape(prefix));
     let mut suffixes = Vec::new();
     let mut cursor = 0u64;
     loop {
-        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(&pattern)
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(conn)
-            .await
-            .map_err(store_error)?;
+        let (next, keys): (u64, Vec<Vec<u8>>) = conn
+            .query(
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000),
+                None,
+                Retry::Idempotent,
+            )
+            .await?;
         suffixes.extend(
             keys.iter()
                 .filter_map(|key| key.strip_prefix(prefix.as_bytes()))
@@ -292,21 +289,21 @@ async fn scan_suffixes(conn: &mut ConnectionManager, prefix: &str) -> Result<Vec
 }
 
 /// Every field of the hash `key`, as `(member, value)`, sorted by member.
-async fn read_slot(
-    conn: &mut ConnectionManager,
-    key: &str,
-) -> Result<Vec<(Vec<u8>, String)>, LegacyError> {
+async fn read_slot(conn: &RedisConn, key: &str) -> Result<Vec<(Vec<u8>, String)>, LegacyError> {
     let mut fields = Vec::new();
     let mut cursor = 0u64;
     loop {
-        let (next, page): (u64, Vec<(Vec<u8>, String)>) = redis::cmd("HSCAN")
-            .arg(key)
-            .arg(cursor)
-            .arg("COUNT")
-            .arg(1000)
-            .query_async(conn)
-            .await
-            .map_err(store_error)?;
+        let (next, page): (u64, Vec<(Vec<u8>, String)>) = conn
+            .query(
+                redis::cmd("HSCAN")
+                    .arg(key)
+                    .arg(cursor)
+                    .arg("COUNT")
+                    .arg(1000),
+                None,
+                Retry::Idempotent,
+            )
+            .await?;
         fields.extend(page);
         if next == 0 {
             break;
@@ -321,7 +318,7 @@ async fn read_slot(
 
 /// Unlinks the legacy board's keys: its slots, `stats_NAME` and `last_slot_NAME`.
 async fn delete_legacy(
-    conn: &mut ConnectionManager,
+    conn: &RedisConn,
     name: &str,
     slots: &[(String, i64)],
 ) -> Result<u64, LegacyError> {
@@ -334,7 +331,7 @@ async fn delete_legacy(
         // One key per command: the legacy keys carry no hash tag.
         pipe.cmd("UNLINK").arg(key);
     }
-    let counts: Vec<u64> = pipe.query_async(conn).await.map_err(store_error)?;
+    let counts: Vec<u64> = conn.query_pipe(&pipe, None, Retry::Idempotent).await?;
     Ok(counts.iter().sum())
 }
 

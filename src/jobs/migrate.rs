@@ -20,11 +20,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::store::{connection_manager, store_error};
+use crate::store::{RedisConn, Retry};
 use crate::{BoardConfig, Error, RedisOptions, Rollboard};
 
 #[path = "../../migrations/mod.rs"]
@@ -164,8 +163,8 @@ pub enum MigrateError {
 
 /// Every known migration, and any recorded one this version does not know, by id.
 pub async fn status(url: &str) -> Result<Vec<MigrationStatus>, Error> {
-    let mut conn = connection_manager(url, &RedisOptions::default()).await?;
-    let mut records = applied(&mut conn).await?;
+    let conn = RedisConn::connect(url, &RedisOptions::default()).await?;
+    let mut records = applied(&conn).await?;
     let mut statuses: Vec<MigrationStatus> = all()
         .iter()
         .map(|m| MigrationStatus {
@@ -193,15 +192,15 @@ pub async fn migrate(
     options: &MigrateOptions,
     starting: impl Fn(&Migration),
 ) -> Result<MigrateReport, MigrateError> {
-    let mut conn = connection_manager(url, &RedisOptions::default()).await?;
-    let lock = Lock::acquire(&mut conn, options).await?;
-    let result = apply_pending(&mut conn, boards, url, options, starting).await;
-    lock.release(&mut conn).await;
+    let conn = RedisConn::connect(url, &RedisOptions::default()).await?;
+    let lock = Lock::acquire(&conn, options).await?;
+    let result = apply_pending(&conn, boards, url, options, starting).await;
+    lock.release(&conn).await;
     result
 }
 
 async fn apply_pending(
-    conn: &mut ConnectionManager,
+    conn: &RedisConn,
     boards: &Rollboard,
     url: &str,
     options: &MigrateOptions,
@@ -233,13 +232,16 @@ async fn apply_pending(
             summary: summary.clone(),
         };
         let json = serde_json::to_string(&record).expect("a record serialises");
-        let _: bool = redis::cmd("HSETNX")
-            .arg(APPLIED_KEY)
-            .arg(migration.key())
-            .arg(json)
-            .query_async(conn)
-            .await
-            .map_err(store_error)?;
+        let _: bool = conn
+            .query(
+                redis::cmd("HSETNX")
+                    .arg(APPLIED_KEY)
+                    .arg(migration.key())
+                    .arg(json),
+                None,
+                Retry::Idempotent,
+            )
+            .await?;
         report
             .applied
             .push((migration.id, migration.name.to_owned(), summary));
@@ -248,14 +250,14 @@ async fn apply_pending(
 }
 
 /// The recorded migrations, by id.
-async fn applied(
-    conn: &mut ConnectionManager,
-) -> Result<std::collections::BTreeMap<u32, Applied>, Error> {
-    let raw: Vec<(String, String)> = redis::cmd("HGETALL")
-        .arg(APPLIED_KEY)
-        .query_async(conn)
-        .await
-        .map_err(store_error)?;
+async fn applied(conn: &RedisConn) -> Result<std::collections::BTreeMap<u32, Applied>, Error> {
+    let raw: Vec<(String, String)> = conn
+        .query(
+            redis::cmd("HGETALL").arg(APPLIED_KEY),
+            None,
+            Retry::Idempotent,
+        )
+        .await?;
     raw.into_iter()
         .map(|(id, json)| {
             let bad = |what: String| Error::Store(format!("{APPLIED_KEY} field {id:?}: {what}"));
@@ -279,10 +281,7 @@ fn lock_script() -> redis::Script {
 
 impl Lock {
     /// Takes the lock, waiting up to `options.wait` for a holder to release it.
-    async fn acquire(
-        conn: &mut ConnectionManager,
-        options: &MigrateOptions,
-    ) -> Result<Lock, MigrateError> {
+    async fn acquire(conn: &RedisConn, options: &MigrateOptions) -> Result<Lock, MigrateError> {
         let token = format!(
             "{}:{}",
             std::process::id(),
@@ -291,15 +290,18 @@ impl Lock {
         let lease = options.lease.as_millis().max(1) as u64;
         let started = Instant::now();
         loop {
-            let taken: Option<String> = redis::cmd("SET")
-                .arg(LOCK_KEY)
-                .arg(&token)
-                .arg("NX")
-                .arg("PX")
-                .arg(lease)
-                .query_async(conn)
-                .await
-                .map_err(store_error)?;
+            let taken: Option<String> = conn
+                .query(
+                    redis::cmd("SET")
+                        .arg(LOCK_KEY)
+                        .arg(&token)
+                        .arg("NX")
+                        .arg("PX")
+                        .arg(lease),
+                    None,
+                    Retry::Never,
+                )
+                .await?;
             if taken.is_some() {
                 break;
             }
@@ -312,18 +314,14 @@ impl Lock {
         }
         let lost = Arc::new(AtomicBool::new(false));
         let renewer = {
-            let (mut conn, token, lost) = (conn.clone(), token.clone(), lost.clone());
+            let (conn, token, lost) = (conn.clone(), token.clone(), lost.clone());
             tokio::spawn(async move {
                 let script = lock_script();
                 loop {
                     tokio::time::sleep(Duration::from_millis(lease / 3)).await;
-                    let held: Result<i64, _> = script
-                        .key(LOCK_KEY)
-                        .arg("refresh")
-                        .arg(&token)
-                        .arg(lease)
-                        .invoke_async(&mut conn)
-                        .await;
+                    let mut refresh = script.key(LOCK_KEY);
+                    refresh.arg("refresh").arg(&token).arg(lease);
+                    let held: Result<i64, _> = conn.invoke(&refresh, Retry::Idempotent).await;
                     if held.is_ok_and(|held| held == 0) {
                         lost.store(true, Ordering::SeqCst);
                         tracing::warn!(
@@ -343,15 +341,13 @@ impl Lock {
 
     /// Stops renewing and releases the lock if still held. A failure here only delays
     /// the next `migrate` until the lease ends.
-    async fn release(self, conn: &mut ConnectionManager) {
+    async fn release(self, conn: &RedisConn) {
         self.renewer.abort();
         if !self.lost.load(Ordering::SeqCst) {
-            let _: Result<i64, _> = lock_script()
-                .key(LOCK_KEY)
-                .arg("release")
-                .arg(&self.token)
-                .invoke_async(conn)
-                .await;
+            let script = lock_script();
+            let mut release = script.key(LOCK_KEY);
+            release.arg("release").arg(&self.token);
+            let _: Result<i64, _> = conn.invoke(&release, Retry::Idempotent).await;
         }
     }
 }

@@ -24,7 +24,7 @@ mod redis;
 pub use memory::MemoryStore;
 pub use redis::{IngestOptions, RedisOptions, RedisStore};
 #[cfg(feature = "server")]
-pub(crate) use redis::{connection_manager, store_error};
+pub(crate) use redis::{RedisConn, Retry};
 
 /// One validated event, placed in its slot.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 
 mod concurrency;
 mod conformance;
+mod lifecycle;
 mod oracle;
 mod property;
 mod redis_layout;

@@ -295,6 +295,68 @@ async fn the_record_bounds_every_magnitude_until_a_huge_delta_makes_the_board_ex
     );
 }
 
+/// Calls of `command` Redis has served (commands run by scripts included).
+async fn command_calls(h: &Harness, command: &str) -> u64 {
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
+    info.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+#[tokio::test]
+async fn after_a_huge_delta_and_its_negation_batches_take_the_fast_path_again() {
+    let h = Harness::redis().await;
+    if !h.redis.as_ref().unwrap().owned() {
+        return; // counts commands: needs a server of its own
+    }
+    let b = h.board("1h", &["1h", "24h"]).await;
+    h.boards
+        .incr(&b, "huge", rollboard::MAX_ABS, None)
+        .await
+        .unwrap();
+    h.boards
+        .incr(&b, "huge", -rollboard::MAX_ABS, None)
+        .await
+        .unwrap();
+    assert_eq!(abs_sum(&h, &b).await, rollboard::MAX_ABS);
+
+    // An ordinary batch: summed entries, applied in bulk (no event-by-event HGETs).
+    let events: Vec<Event> = (0..100).map(|i| Event::new(format!("m{i}"), 2)).collect();
+    let hgets = command_calls(&h, "hget").await;
+    h.boards.incr_batch(&b, &events).await.unwrap();
+    assert_eq!(command_calls(&h, "hget").await, hgets);
+    let page = h
+        .boards
+        .top(&b, Some(Span::parse("24h").unwrap()), 0, 200)
+        .await
+        .unwrap();
+    assert_eq!(page.entries.len(), 100);
+    assert!(page.entries.iter().all(|e| e.score == 2));
+
+    // Near the limit, each event is still checked in order: +5 would leave the range,
+    // -5 is applied.
+    h.boards
+        .incr(&b, "edge", rollboard::MAX_ABS - 3, None)
+        .await
+        .unwrap();
+    let outcome = h
+        .boards
+        .incr_batch(&b, &[Event::new("edge", 5), Event::new("edge", -5)])
+        .await
+        .unwrap();
+    assert_eq!(outcome.accepted, 1);
+    assert_eq!(outcome.rejected.len(), 1);
+    assert_eq!(outcome.rejected[0].index, 0);
+    let edge = h.boards.score(&b, "edge", None).await.unwrap().unwrap();
+    assert_eq!(edge.score, rollboard::MAX_ABS - 8);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writers_share_script_calls() {
     // A server of this test's own: the test counts its script calls.

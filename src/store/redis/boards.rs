@@ -6,8 +6,9 @@
 
 use redis::Value;
 
-use super::RedisStore;
+use super::conn::{RedisConn, Retry};
 use super::keys;
+use super::refusal::Refusal;
 use super::reply::{int, opt_string, string};
 use crate::board::{Board, Created};
 use crate::domain::{BoardConfig, BoardName, Span, Timestamp};
@@ -19,13 +20,13 @@ use crate::store::new_version;
 const UNLINK_BATCH: usize = 500;
 
 pub(super) async fn create(
-    store: &RedisStore,
+    conn: &RedisConn,
     name: &BoardName,
     config: &BoardConfig,
     now: Timestamp,
 ) -> Result<Created> {
     let windows = config.windows();
-    let mut invocation = store.scripts.create_board.key(keys::record(name));
+    let mut invocation = conn.scripts().create_board.key(keys::record(name));
     invocation
         .arg(new_version())
         .arg(config.slot().seconds())
@@ -35,22 +36,30 @@ pub(super) async fn create(
     for (j, w) in windows.iter().enumerate() {
         invocation.arg(w.seconds()).arg(config.cutoff(j, now));
     }
-    let reply: Vec<Value> = store.invoke(&invocation, name, false).await?;
+    // Idempotent: sent again, the script finds the record it made and answers it.
+    let reply: Vec<Value> = match conn
+        .script_or_refusal(&invocation, name, Retry::Idempotent)
+        .await?
+    {
+        Ok(reply) => reply,
+        // A drop that stopped half-way (a crash) blocks the name until a drop finishes it.
+        Err(Refusal::Dropping) => {
+            drop(conn, name).await?;
+            conn.script(&invocation, name, Retry::Idempotent).await?
+        }
+        Err(refusal) => return Err(refusal.into_error(Some(name))),
+    };
     let created = int(&reply[0], "create_board")? == 1;
     let board = parse_board(name, &reply[1..])?;
-    // The registry is a global key: its own command, never inside a board's script.
-    store
-        .query::<i64>(
-            redis::cmd("SADD").arg(keys::REGISTRY).arg(name.as_str()),
-            Some(name),
-        )
-        .await?;
+    // The registry is a global key: its own command, never inside a board's script. A
+    // crash right here leaves the board unlisted; `load` lists it again (see there).
+    register(conn, name).await?;
     if created {
         Ok(Created::New(board))
     } else if board.config == *config {
         Ok(Created::Existing(board))
     } else if let Some(added) = board.config.extended_by(config) {
-        extend(store, &board, config, &added, now).await
+        extend(conn, &board, config, &added, now).await
     } else {
         Err(Error::BoardConflict {
             board: name.to_string(),
@@ -62,7 +71,7 @@ pub(super) async fn create(
 /// Adds `added` (larger windows) to `existing`, retiring first when its largest window
 /// still has frozen slots to consume (see `extend_board.lua`).
 async fn extend(
-    store: &RedisStore,
+    conn: &RedisConn,
     existing: &Board,
     config: &BoardConfig,
     added: &[Span],
@@ -70,7 +79,10 @@ async fn extend(
 ) -> Result<Created> {
     for _ in 0..5 {
         let version = new_version();
-        let mut invocation = store.scripts.extend_board.key(keys::record(&existing.name));
+        let mut invocation = conn
+            .scripts()
+            .extend_board
+            .key(keys::record(&existing.name));
         invocation
             .arg(existing.version)
             .arg(version)
@@ -80,9 +92,10 @@ async fn extend(
         for w in added {
             invocation.arg(w.seconds());
         }
-        match store
-            .invoke::<String>(&invocation, &existing.name, false)
-            .await
+        // Never re-sent: a second call would find the new version and answer STALE.
+        match conn
+            .script_or_refusal::<String>(&invocation, &existing.name, Retry::Never)
+            .await?
         {
             Ok(_) => {
                 return Ok(Created::Extended(Board {
@@ -91,10 +104,10 @@ async fn extend(
                     ..existing.clone()
                 }));
             }
-            Err(Error::Store(m)) if m.starts_with("RETIRE") => {
-                super::retire::retire(store, existing, now, RetireOptions::default()).await?;
+            Err(Refusal::RetireFirst) => {
+                super::retire::retire(conn, existing, now, RetireOptions::default()).await?;
             }
-            Err(e) => return Err(e),
+            Err(refusal) => return Err(refusal.into_error(Some(&existing.name))),
         }
     }
     Err(Error::Store(format!(
@@ -103,25 +116,52 @@ async fn extend(
     )))
 }
 
-pub(super) async fn load(store: &RedisStore, name: &BoardName) -> Result<Option<Board>> {
-    let reply: Vec<Value> = store
-        .query(
-            redis::cmd("HMGET")
+/// The board, if it exists and is not being dropped. A live board missing from the
+/// registry (its creator stopped between the two steps of `create`) is registered here,
+/// so the first process to touch it again heals the registry.
+pub(super) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<Board>> {
+    let (fields, listed): (Vec<Value>, bool) = conn
+        .query_pipe(
+            redis::pipe()
+                .cmd("HMGET")
                 .arg(keys::record(name))
                 .arg(RECORD_FIELDS)
-                .arg("dropping"),
+                .arg("dropping")
+                .cmd("SISMEMBER")
+                .arg(keys::REGISTRY)
+                .arg(name.as_str()),
             Some(name),
+            Retry::Idempotent,
         )
         .await?;
-    if reply[0] == Value::Nil || reply[RECORD_FIELDS.len()] != Value::Nil {
+    if fields[0] == Value::Nil || fields[RECORD_FIELDS.len()] != Value::Nil {
         return Ok(None);
     }
-    parse_board(name, &reply[..RECORD_FIELDS.len()]).map(Some)
+    let board = parse_board(name, &fields[..RECORD_FIELDS.len()])?;
+    if !listed {
+        register(conn, name).await?;
+    }
+    Ok(Some(board))
 }
 
-pub(super) async fn list(store: &RedisStore) -> Result<Vec<Board>> {
-    let names: Vec<String> = store
-        .query(redis::cmd("SMEMBERS").arg(keys::REGISTRY), None)
+/// Adds `name` to the registry of boards.
+async fn register(conn: &RedisConn, name: &BoardName) -> Result<()> {
+    conn.query::<i64>(
+        redis::cmd("SADD").arg(keys::REGISTRY).arg(name.as_str()),
+        Some(name),
+        Retry::Idempotent,
+    )
+    .await
+    .map(|_| ())
+}
+
+pub(super) async fn list(conn: &RedisConn) -> Result<Vec<Board>> {
+    let names: Vec<String> = conn
+        .query(
+            redis::cmd("SMEMBERS").arg(keys::REGISTRY),
+            None,
+            Retry::Idempotent,
+        )
         .await?;
     let mut names: Vec<BoardName> = names
         .iter()
@@ -131,51 +171,67 @@ pub(super) async fn list(store: &RedisStore) -> Result<Vec<Board>> {
     let mut boards = Vec::with_capacity(names.len());
     for name in names {
         // A name without a record is a drop or create that stopped half-way: skip it.
-        if let Some(board) = load(store, &name).await? {
+        if let Some(board) = load(conn, &name).await? {
             boards.push(board);
         }
     }
     Ok(boards)
 }
 
-pub(super) async fn drop(store: &RedisStore, name: &BoardName) -> Result<bool> {
-    let invocation = store.scripts.drop_begin.key(keys::record(name));
-    let windows: Option<String> = store.invoke(&invocation, name, true).await?;
+pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
+    let invocation = conn.scripts().drop_begin.key(keys::record(name));
+    let windows: Option<String> = conn.script(&invocation, name, Retry::Idempotent).await?;
     if let Some(windows) = &windows {
         // Writes and retirements now fail on the `dropping` mark; delete the slot hashes
-        // (found through the index), then totals, index and record. A dropper that dies
-        // half-way leaves the record and index, so the next drop finishes the job.
+        // (found through the index), then totals and index, then unlist the board, then
+        // delete the record. A dropper that dies half-way leaves the record, so the next
+        // drop (or create) finishes the job.
         let windows = parse_windows(windows)?;
         let index = keys::index(name);
-        let slots: Vec<i64> = store
-            .query(redis::cmd("ZRANGE").arg(&index).arg(0).arg(-1), Some(name))
+        let slots: Vec<i64> = conn
+            .query(
+                redis::cmd("ZRANGE").arg(&index).arg(0).arg(-1),
+                Some(name),
+                Retry::Idempotent,
+            )
             .await?;
         let stage_keys: Vec<String> = slots
             .iter()
             .flat_map(|s| (0..windows.len()).map(move |k| keys::stage(name, *s, k)))
             .collect();
         for batch in stage_keys.chunks(UNLINK_BATCH) {
-            store
-                .query::<i64>(redis::cmd("UNLINK").arg(batch), Some(name))
-                .await?;
+            unlink(conn, name, batch).await?;
         }
         let mut rest = keys::all_totals(name, &windows);
         rest.push(keys::rebuild(name));
         rest.push(keys::rebuild_log(name));
         rest.push(keys::journal(name));
         rest.push(index);
-        rest.push(keys::record(name));
-        store
-            .query::<i64>(redis::cmd("UNLINK").arg(rest), Some(name))
-            .await?;
+        unlink(conn, name, &rest).await?;
     }
-    store
-        .query::<i64>(
-            redis::cmd("SREM").arg(keys::REGISTRY).arg(name.as_str()),
-            Some(name),
-        )
-        .await?;
+    // Unlisted while the record still blocks a new incarnation (create_board.lua refuses
+    // while `dropping` is set), so a create that follows lists its board after this.
+    conn.query::<i64>(
+        redis::cmd("SREM").arg(keys::REGISTRY).arg(name.as_str()),
+        Some(name),
+        Retry::Idempotent,
+    )
+    .await?;
+    if windows.is_some() {
+        unlink(conn, name, &[keys::record(name)]).await?;
+    }
     Ok(windows.is_some())
+}
+
+/// Unlinks keys of the board `name` (freed off Redis's main thread).
+async fn unlink(conn: &RedisConn, name: &BoardName, keys: &[String]) -> Result<()> {
+    conn.query::<i64>(
+        redis::cmd("UNLINK").arg(keys),
+        Some(name),
+        Retry::Idempotent,
+    )
+    .await
+    .map(|_| ())
 }
 
 /// The record fields that describe a board, in the order `parse_board` reads them.

@@ -10,17 +10,22 @@
 //! one update per hot post per batch. A caller is answered only after its batch is in
 //! Redis.
 //!
-//! When the board's bound no longer proves the range (see `write.lua`), the script
-//! applies nothing and each caller's events are sent again, one by one, on the exact
-//! path; the committer remembers this for the board.
+//! When a value the batch touches is too close to ±(2^53 − 1) for the batch to be
+//! applied whatever the order of its events (see `write.lua`), the script applies nothing
+//! and each caller's events are sent again, one by one, on the exact path. That is
+//! decided per batch, so one huge delta never slows the board's later batches.
+//!
+//! A board's committer ends when the board is dropped, after `committer_idle` without
+//! writes, or when the store is dropped, once it has applied what it holds.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use super::RedisStore;
+use super::conn::RedisConn;
 use super::write::{Summed, SumsOutcome, write_events, write_sums};
 use crate::board::Board;
 use crate::domain::{BoardName, Timestamp};
@@ -37,6 +42,9 @@ pub struct IngestOptions {
     pub max_batch_events: usize,
     /// Most `write.lua` calls of one board in flight at once.
     pub max_in_flight: usize,
+    /// A board's committer task ends after this long without writes (a dropped board's
+    /// ends at once), so boards no longer written cost nothing.
+    pub committer_idle: Duration,
 }
 
 impl Default for IngestOptions {
@@ -45,6 +53,7 @@ impl Default for IngestOptions {
             max_batch_members: 1000,
             max_batch_events: 20_000,
             max_in_flight: 3,
+            committer_idle: Duration::from_secs(60),
         }
     }
 }
@@ -57,20 +66,40 @@ struct Submission {
     reply: oneshot::Sender<Result<Vec<WriteStatus>>>,
 }
 
-/// The committers, by board.
-#[derive(Default)]
+/// The committers, by board. A committer holds only a weak reference to the map, so
+/// dropping the store drops every queue, and each committer ends once its queue is
+/// drained.
 pub(super) struct Ingest {
-    committers: Mutex<HashMap<BoardName, mpsc::Sender<Submission>>>,
+    committers: Arc<Committers>,
+    options: IngestOptions,
 }
+
+type Committers = Mutex<HashMap<BoardName, Committer>>;
+
+/// A board's running committer: its queue, and an id telling it from its successors.
+struct Committer {
+    id: u64,
+    queue: mpsc::Sender<Submission>,
+}
+
+/// Ids of committers.
+static NEXT_COMMITTER: AtomicU64 = AtomicU64::new(1);
 
 /// Writes waiting per board before callers wait to queue (back-pressure).
 const QUEUE: usize = 4096;
 
 impl Ingest {
+    pub(super) fn new(options: IngestOptions) -> Ingest {
+        Ingest {
+            committers: Arc::default(),
+            options,
+        }
+    }
+
     /// Queues `writes` and waits until they are applied.
     pub(super) async fn write(
         &self,
-        store: &RedisStore,
+        conn: &RedisConn,
         board: &Board,
         now: Timestamp,
         writes: Vec<SlotWrite>,
@@ -85,19 +114,16 @@ impl Ingest {
             writes,
             reply,
         };
-        // A committer that stopped (its runtime ended) is replaced once.
-        for _ in 0..2 {
-            let queue = self.committer(store, &board.name);
+        // A committer that stopped (idle, or its runtime ended) is replaced.
+        for _ in 0..3 {
+            let queue = self.committer(conn, &board.name);
             match queue.send(submission).await {
                 Ok(()) => {
                     return answer.await.map_err(|_| {
                         Error::StoreUnavailable("the write was dropped unapplied".into())
                     })?;
                 }
-                Err(mpsc::error::SendError(back)) => {
-                    submission = back;
-                    self.lock().remove(&board.name);
-                }
+                Err(mpsc::error::SendError(back)) => submission = back,
             }
         }
         Err(Error::StoreUnavailable(
@@ -105,19 +131,59 @@ impl Ingest {
         ))
     }
 
-    fn committer(&self, store: &RedisStore, board: &BoardName) -> mpsc::Sender<Submission> {
-        let mut committers = self.lock();
-        if let Some(queue) = committers.get(board).filter(|q| !q.is_closed()) {
-            return queue.clone();
+    /// The board's committer queue, starting a committer when none runs.
+    fn committer(&self, conn: &RedisConn, board: &BoardName) -> mpsc::Sender<Submission> {
+        let mut committers = lock(&self.committers);
+        if let Some(c) = committers.get(board).filter(|c| !c.queue.is_closed()) {
+            return c.queue.clone();
         }
         let (queue, inbox) = mpsc::channel(QUEUE);
-        tokio::spawn(commit_loop(store.clone(), inbox));
-        committers.insert(board.clone(), queue.clone());
+        let id = NEXT_COMMITTER.fetch_add(1, Ordering::Relaxed);
+        let idle = Idle {
+            committers: Arc::downgrade(&self.committers),
+            board: board.clone(),
+            id,
+            after: self.options.committer_idle,
+        };
+        tokio::spawn(commit_loop(conn.clone(), self.options, inbox, idle));
+        committers.insert(
+            board.clone(),
+            Committer {
+                id,
+                queue: queue.clone(),
+            },
+        );
         queue
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<BoardName, mpsc::Sender<Submission>>> {
-        self.committers.lock().unwrap_or_else(|e| e.into_inner())
+    /// Ends the board's committer once what it holds is applied (the board was dropped).
+    pub(super) fn forget(&self, board: &BoardName) {
+        lock(&self.committers).remove(board);
+    }
+}
+
+fn lock(committers: &Committers) -> std::sync::MutexGuard<'_, HashMap<BoardName, Committer>> {
+    committers.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How a committer with nothing to do leaves: it unlists itself (if still listed) and
+/// closes its queue, so new writes start a successor while it applies what it holds.
+struct Idle {
+    committers: Weak<Committers>,
+    board: BoardName,
+    id: u64,
+    after: Duration,
+}
+
+impl Idle {
+    fn leave(&self, inbox: &mut mpsc::Receiver<Submission>) {
+        if let Some(committers) = self.committers.upgrade() {
+            let mut committers = lock(&committers);
+            if committers.get(&self.board).is_some_and(|c| c.id == self.id) {
+                committers.remove(&self.board);
+            }
+        }
+        inbox.close();
     }
 }
 
@@ -169,11 +235,14 @@ impl Batch {
     }
 }
 
-async fn commit_loop(store: RedisStore, mut inbox: mpsc::Receiver<Submission>) {
-    let options = store.ingest_options;
+async fn commit_loop(
+    conn: RedisConn,
+    options: IngestOptions,
+    mut inbox: mpsc::Receiver<Submission>,
+    idle: Idle,
+) {
     let slots = Arc::new(Semaphore::new(options.max_in_flight.max(1)));
     // The board version known to need the exact path (0: none).
-    let exact_version = Arc::new(AtomicU64::new(0));
     let mut carried: Option<Submission> = None;
     loop {
         let Ok(permit) = slots.clone().acquire_owned().await else {
@@ -181,9 +250,15 @@ async fn commit_loop(store: RedisStore, mut inbox: mpsc::Receiver<Submission>) {
         };
         let first = match carried.take() {
             Some(submission) => submission,
-            None => match inbox.recv().await {
-                Some(submission) => submission,
-                None => return,
+            None => match tokio::time::timeout(idle.after, inbox.recv()).await {
+                Ok(Some(submission)) => submission,
+                // Every queue handle is gone (board dropped, store dropped), or closed
+                // and drained: what was queued is applied or in flight.
+                Ok(None) => return,
+                Err(_) => {
+                    idle.leave(&mut inbox);
+                    continue;
+                }
             },
         };
         let mut batch = Batch::new();
@@ -201,15 +276,15 @@ async fn commit_loop(store: RedisStore, mut inbox: mpsc::Receiver<Submission>) {
                 Err(_) => break,
             }
         }
-        let (store, exact_version) = (store.clone(), exact_version.clone());
+        let conn = conn.clone();
         tokio::spawn(async move {
-            apply(&store, batch, &exact_version).await;
+            apply(&conn, batch).await;
             drop(permit);
         });
     }
 }
 
-async fn apply(store: &RedisStore, batch: Batch, exact_version: &AtomicU64) {
+async fn apply(conn: &RedisConn, batch: Batch) {
     let board = batch.submissions[0].board.clone();
     let now = batch
         .submissions
@@ -217,46 +292,47 @@ async fn apply(store: &RedisStore, batch: Batch, exact_version: &AtomicU64) {
         .map(|s| s.now)
         .max()
         .expect("a batch is never empty");
-    if exact_version.load(Ordering::Relaxed) != board.version {
-        match write_sums(store, &board, now, &batch.sums, batch.abs_total, None).await {
-            Ok(SumsOutcome::Applied { too_late }) => {
-                for submission in batch.submissions {
-                    let statuses = submission
-                        .writes
-                        .iter()
-                        .map(|w| {
-                            if too_late.contains(&w.slot) {
-                                WriteStatus::TooLate
-                            } else {
-                                WriteStatus::Applied
-                            }
-                        })
-                        .collect();
-                    let _ = submission.reply.send(Ok(statuses));
-                }
-                return;
+    match write_sums(conn, &board, now, &batch.sums, batch.abs_total, None).await {
+        Ok(SumsOutcome::Applied { too_late }) => {
+            for submission in batch.submissions {
+                let statuses = statuses(&submission.writes, &too_late);
+                let _ = submission.reply.send(Ok(statuses));
             }
-            Ok(SumsOutcome::NeedsExact) => exact_version.store(board.version, Ordering::Relaxed),
-            Ok(SumsOutcome::AlreadyApplied) => unreachable!("group commit sends no token"),
-            Err(error) => {
-                for submission in batch.submissions {
-                    let _ = submission.reply.send(Err(error.clone()));
-                }
-                return;
+        }
+        Ok(SumsOutcome::NeedsExact) => {
+            // One call per caller, so a failure never leaves a caller half applied.
+            for submission in batch.submissions {
+                let result = write_events(conn, &board, now, &submission.writes, None).await;
+                let _ = submission.reply.send(result.map(|s| s.unwrap_or_default()));
+            }
+        }
+        Ok(SumsOutcome::AlreadyApplied) => unreachable!("group commit sends no token"),
+        Err(error) => {
+            for submission in batch.submissions {
+                let _ = submission.reply.send(Err(error.clone()));
             }
         }
     }
-    // The exact path, one call per caller, so a failure never leaves a caller half applied.
-    for submission in batch.submissions {
-        let result = write_events(store, &board, now, &submission.writes, None).await;
-        let _ = submission.reply.send(result.map(|s| s.unwrap_or_default()));
-    }
+}
+
+/// The status of each write of a batch applied on the fast path.
+fn statuses(writes: &[SlotWrite], too_late: &[i64]) -> Vec<WriteStatus> {
+    writes
+        .iter()
+        .map(|w| {
+            if too_late.contains(&w.slot) {
+                WriteStatus::TooLate
+            } else {
+                WriteStatus::Applied
+            }
+        })
+        .collect()
 }
 
 /// Applies `writes` at most once for `token`, outside group commit (a token covers
 /// exactly one call): `None` when the token was applied before.
 pub(super) async fn write_once(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     now: Timestamp,
     writes: Vec<SlotWrite>,
@@ -271,20 +347,9 @@ pub(super) async fn write_once(
         reply,
     });
     let writes = &batch.submissions[0].writes;
-    match write_sums(store, board, now, &batch.sums, batch.abs_total, Some(token)).await? {
-        SumsOutcome::Applied { too_late } => Ok(Some(
-            writes
-                .iter()
-                .map(|w| {
-                    if too_late.contains(&w.slot) {
-                        WriteStatus::TooLate
-                    } else {
-                        WriteStatus::Applied
-                    }
-                })
-                .collect(),
-        )),
+    match write_sums(conn, board, now, &batch.sums, batch.abs_total, Some(token)).await? {
+        SumsOutcome::Applied { too_late } => Ok(Some(statuses(writes, &too_late))),
         SumsOutcome::AlreadyApplied => Ok(None),
-        SumsOutcome::NeedsExact => write_events(store, board, now, writes, Some(token)).await,
+        SumsOutcome::NeedsExact => write_events(conn, board, now, writes, Some(token)).await,
     }
 }

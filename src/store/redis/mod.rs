@@ -1,40 +1,39 @@
-//! The Redis store: the production backend.
+//! The Redis store: the production backend. This module only assembles the [`Store`]
+//! implementation; the work is done by one module per operation family (`boards`,
+//! `write`, `ingest`, `read`, `retire`, `recompute`), all of which talk to Redis through
+//! [`conn`] (the connection, the loaded scripts and the one retry helper).
 //!
 //! Every multi-key operation of a board is one Lua script (files under `lua/`, each with
-//! its KEYS and ARGV documented), and every key a script touches is passed in KEYS, so it
-//! runs unchanged on Redis Cluster and behind proxies. No `KEYS` or `SCAN` command runs
-//! anywhere: slots are found through the board's slot index.
-//!
-//! The connection is a [`ConnectionManager`]: multiplexed, reconnecting by itself, with
-//! explicit timeouts. A command that fails on a broken connection is not replayed by the
-//! manager; rollboard retries reads and retirement chunks (idempotent) once, and reports
-//! a failed write as [`Error::StoreUnavailable`] rather than risk counting it twice.
+//! its KEYS and ARGV documented, joined at build time to a shared prelude), and every key
+//! a script touches is passed in KEYS, so it runs unchanged on Redis Cluster and behind
+//! proxies. No `KEYS` or `SCAN` command runs anywhere: slots are found through the
+//! board's slot index. Which calls are sent again after a lost reply is stated at each
+//! call by its [`Retry`](conn::Retry) class (see `docs/design.md`, "Retry classes").
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{FromRedisValue, ScriptInvocation};
 
 mod boards;
+mod conn;
 mod ingest;
 mod keys;
 mod read;
 mod recompute;
+mod refusal;
 mod reply;
 mod retire;
 mod scripts;
 mod write;
 
+pub(crate) use conn::{RedisConn, Retry};
 use ingest::Ingest;
 pub use ingest::IngestOptions;
-use reply::map_error;
-use scripts::Scripts;
 
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::read::{History, Standing, TopPage};
 use crate::recompute::RecomputeReport;
 use crate::retire::{RetireOptions, RetireReport};
@@ -67,40 +66,14 @@ impl Default for RedisOptions {
 /// Boards kept in Redis (single node; Cluster-ready key layout).
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: ConnectionManager,
-    scripts: Arc<Scripts>,
+    conn: RedisConn,
     ingest: Arc<Ingest>,
-    ingest_options: IngestOptions,
 }
 
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisStore").finish_non_exhaustive()
     }
-}
-
-/// A reconnecting connection to `url` with the timeouts of `options`; also for jobs
-/// that read keys outside any board (the legacy layout, the migrations record).
-pub(crate) async fn connection_manager(
-    url: &str,
-    options: &RedisOptions,
-) -> Result<ConnectionManager> {
-    let client = redis::Client::open(url)
-        .map_err(|e| Error::StoreUnavailable(format!("invalid Redis URL: {e}")))?;
-    let config = ConnectionManagerConfig::new()
-        .set_response_timeout(Some(options.response_timeout))
-        .set_connection_timeout(Some(options.connection_timeout))
-        .set_number_of_retries(3)
-        .set_max_delay(Duration::from_secs(1));
-    ConnectionManager::new_with_config(client, config)
-        .await
-        .map_err(|e| map_error(e, None))
-}
-
-/// A Redis error as a rollboard error, for commands outside any board.
-#[cfg(feature = "server")]
-pub(crate) fn store_error(err: redis::RedisError) -> Error {
-    map_error(err, None)
 }
 
 impl RedisStore {
@@ -111,67 +84,10 @@ impl RedisStore {
 
     /// Connects to `url` with `options`.
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<Self> {
-        let conn = connection_manager(url, &options).await?;
         Ok(RedisStore {
-            conn,
-            scripts: Arc::new(Scripts::new()),
-            ingest: Arc::default(),
-            ingest_options: options.ingest,
+            conn: RedisConn::connect(url, &options).await?,
+            ingest: Arc::new(Ingest::new(options.ingest)),
         })
-    }
-
-    /// A handle on the connection, for commands of this store's modules.
-    fn conn(&self) -> ConnectionManager {
-        self.conn.clone()
-    }
-
-    /// Runs a script. `idempotent` calls are retried once when the connection broke.
-    async fn invoke<T: FromRedisValue>(
-        &self,
-        invocation: &ScriptInvocation<'_>,
-        board: &BoardName,
-        idempotent: bool,
-    ) -> Result<T> {
-        let mut conn = self.conn();
-        match invocation.invoke_async(&mut conn).await {
-            Err(e) if idempotent && (e.is_io_error() || e.is_connection_dropped()) => invocation
-                .invoke_async(&mut conn)
-                .await
-                .map_err(|e| map_error(e, Some(board))),
-            other => other.map_err(|e| map_error(e, Some(board))),
-        }
-    }
-
-    /// Runs an idempotent command, retrying once when the connection broke.
-    async fn query<T: FromRedisValue>(
-        &self,
-        cmd: &redis::Cmd,
-        board: Option<&BoardName>,
-    ) -> Result<T> {
-        let mut conn = self.conn();
-        match cmd.query_async(&mut conn).await {
-            Err(e) if e.is_io_error() || e.is_connection_dropped() => cmd
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| map_error(e, board)),
-            other => other.map_err(|e| map_error(e, board)),
-        }
-    }
-
-    /// Runs an idempotent pipeline, retrying once when the connection broke.
-    async fn query_pipe<T: FromRedisValue>(
-        &self,
-        pipe: &redis::Pipeline,
-        board: Option<&BoardName>,
-    ) -> Result<T> {
-        let mut conn = self.conn();
-        match pipe.query_async(&mut conn).await {
-            Err(e) if e.is_io_error() || e.is_connection_dropped() => pipe
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| map_error(e, board)),
-            other => other.map_err(|e| map_error(e, board)),
-        }
     }
 }
 
@@ -182,7 +98,8 @@ impl Store for RedisStore {
     }
 
     async fn ping(&self) -> Result<()> {
-        self.query::<String>(&redis::cmd("PING"), None)
+        self.conn
+            .query::<String>(&redis::cmd("PING"), None, Retry::Idempotent)
             .await
             .map(|_| ())
     }
@@ -193,23 +110,25 @@ impl Store for RedisStore {
         config: &BoardConfig,
         now: Timestamp,
     ) -> Result<Created> {
-        boards::create(self, name, config, now).await
+        boards::create(&self.conn, name, config, now).await
     }
 
     async fn load_board(&self, name: &BoardName) -> Result<Option<Board>> {
-        boards::load(self, name).await
+        boards::load(&self.conn, name).await
     }
 
     async fn list_boards(&self) -> Result<Vec<Board>> {
-        boards::list(self).await
+        boards::list(&self.conn).await
     }
 
     async fn describe_board(&self, board: &Board, now: Timestamp) -> Result<BoardStatus> {
-        read::describe(self, board, now).await
+        read::describe(&self.conn, board, now).await
     }
 
     async fn drop_board(&self, name: &BoardName) -> Result<bool> {
-        boards::drop(self, name).await
+        let dropped = boards::drop(&self.conn, name).await?;
+        self.ingest.forget(name);
+        Ok(dropped)
     }
 
     async fn write(
@@ -218,7 +137,7 @@ impl Store for RedisStore {
         now: Timestamp,
         writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>> {
-        self.ingest.write(self, board, now, writes).await
+        self.ingest.write(&self.conn, board, now, writes).await
     }
 
     async fn write_once(
@@ -228,7 +147,7 @@ impl Store for RedisStore {
         writes: Vec<SlotWrite>,
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>> {
-        ingest::write_once(self, board, now, writes, token).await
+        ingest::write_once(&self.conn, board, now, writes, token).await
     }
 
     async fn top(
@@ -239,7 +158,7 @@ impl Store for RedisStore {
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
-        read::top(self, board, window, now, offset, limit).await
+        read::top(&self.conn, board, window, now, offset, limit).await
     }
 
     async fn standing(
@@ -249,7 +168,7 @@ impl Store for RedisStore {
         now: Timestamp,
         member: &Member,
     ) -> Result<Option<Standing>> {
-        read::standing(self, board, window, now, member).await
+        read::standing(&self.conn, board, window, now, member).await
     }
 
     async fn around(
@@ -260,23 +179,23 @@ impl Store for RedisStore {
         member: &Member,
         n: u64,
     ) -> Result<Option<TopPage>> {
-        read::around(self, board, window, now, member, n).await
+        read::around(&self.conn, board, window, now, member, n).await
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {
-        read::history(self, board, now, member).await
+        read::history(&self.conn, board, now, member).await
     }
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
-        write::remove_member(self, board, member).await
+        write::remove_member(&self.conn, board, member).await
     }
 
     async fn pending_windows(&self, board: &Board) -> Result<Vec<usize>> {
-        read::pending_windows(self, board).await
+        read::pending_windows(&self.conn, board).await
     }
 
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
-        recompute::recompute(self, board, window).await
+        recompute::recompute(&self.conn, board, window).await
     }
 
     async fn retire(
@@ -285,6 +204,6 @@ impl Store for RedisStore {
         now: Timestamp,
         options: RetireOptions,
     ) -> Result<RetireReport> {
-        retire::retire(self, board, now, options).await
+        retire::retire(&self.conn, board, now, options).await
     }
 }

@@ -3,8 +3,8 @@
 
 use redis::Value;
 
-use super::RedisStore;
 use super::boards::version_matches;
+use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, opt_int, parse_integer, string};
 use crate::board::{Board, BoardStatus, WindowStatus, to_datetime};
@@ -21,7 +21,7 @@ struct RankingReply {
 }
 
 async fn read_ranking(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     window: usize,
     now: Timestamp,
@@ -30,7 +30,7 @@ async fn read_ranking(
     count: u64,
 ) -> Result<RankingReply> {
     let windows = board.config.windows();
-    let mut invocation = store.scripts.read_ranking.key(keys::record(&board.name));
+    let mut invocation = conn.scripts().read_ranking.key(keys::record(&board.name));
     invocation
         .key(keys::index(&board.name))
         .key(keys::totals(&board.name, windows, window))
@@ -39,7 +39,9 @@ async fn read_ranking(
         .arg(mode)
         .arg(arg)
         .arg(count);
-    let reply: Value = store.invoke(&invocation, &board.name, true).await?;
+    let reply: Value = conn
+        .script(&invocation, &board.name, Retry::Idempotent)
+        .await?;
     let mut items = array(reply, "read_ranking")?;
     if items.len() < 4 {
         return Err(Error::Store("read_ranking answered too little".into()));
@@ -75,14 +77,14 @@ fn score_of(v: &Value) -> Result<i64> {
 }
 
 pub(super) async fn top(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     window: usize,
     now: Timestamp,
     offset: u64,
     limit: u64,
 ) -> Result<TopPage> {
-    let r = read_ranking(store, board, window, now, "top", &offset.to_string(), limit).await?;
+    let r = read_ranking(conn, board, window, now, "top", &offset.to_string(), limit).await?;
     Ok(TopPage {
         board: board.name.clone(),
         window: board.config.windows()[window],
@@ -93,13 +95,13 @@ pub(super) async fn top(
 }
 
 pub(super) async fn standing(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     window: usize,
     now: Timestamp,
     member: &Member,
 ) -> Result<Option<Standing>> {
-    let r = read_ranking(store, board, window, now, "member", member.as_str(), 0).await?;
+    let r = read_ranking(conn, board, window, now, "member", member.as_str(), 0).await?;
     let [score, rank] = r.rest.as_slice() else {
         return Ok(None);
     };
@@ -114,14 +116,14 @@ pub(super) async fn standing(
 }
 
 pub(super) async fn around(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     window: usize,
     now: Timestamp,
     member: &Member,
     n: u64,
 ) -> Result<Option<TopPage>> {
-    let r = read_ranking(store, board, window, now, "around", member.as_str(), n).await?;
+    let r = read_ranking(conn, board, window, now, "around", member.as_str(), n).await?;
     if r.rest.is_empty() {
         return Ok(None);
     }
@@ -135,7 +137,7 @@ pub(super) async fn around(
 }
 
 pub(super) async fn history(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     now: Timestamp,
     member: &Member,
@@ -144,7 +146,7 @@ pub(super) async fn history(
     let largest = config.windows().len() - 1;
     let from = config.window_start(largest, now);
     let index = keys::index(&board.name);
-    let (version, slots, newest): (Value, Vec<i64>, Vec<i64>) = store
+    let (version, slots, newest): (Value, Vec<i64>, Vec<i64>) = conn
         .query_pipe(
             redis::pipe()
                 .cmd("HGET")
@@ -162,6 +164,7 @@ pub(super) async fn history(
                 .arg(0)
                 .arg(1),
             Some(&board.name),
+            Retry::Idempotent,
         )
         .await?;
     if !version_matches(&version, board)? {
@@ -176,7 +179,8 @@ pub(super) async fn history(
     let values: Vec<Option<i64>> = if slots.is_empty() {
         Vec::new()
     } else {
-        store.query_pipe(&pipe, Some(&board.name)).await?
+        conn.query_pipe(&pipe, Some(&board.name), Retry::Idempotent)
+            .await?
     };
     let points = slots
         .iter()
@@ -203,19 +207,20 @@ pub(super) async fn history(
     })
 }
 
-pub(super) async fn pending_windows(store: &RedisStore, board: &Board) -> Result<Vec<usize>> {
+pub(super) async fn pending_windows(conn: &RedisConn, board: &Board) -> Result<Vec<usize>> {
     let fields: Vec<String> = board
         .config
         .windows()
         .iter()
         .map(|w| format!("building:{}", w.seconds()))
         .collect();
-    let marks: Vec<Value> = store
+    let marks: Vec<Value> = conn
         .query(
             redis::cmd("HMGET")
                 .arg(keys::record(&board.name))
                 .arg(fields),
             Some(&board.name),
+            Retry::Idempotent,
         )
         .await?;
     Ok(marks
@@ -227,7 +232,7 @@ pub(super) async fn pending_windows(store: &RedisStore, board: &Board) -> Result
 }
 
 pub(super) async fn describe(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     now: Timestamp,
 ) -> Result<BoardStatus> {
@@ -254,7 +259,9 @@ pub(super) async fn describe(
             .arg(format!("building:{w}"));
         pipe.cmd("ZCARD").arg(keys::totals(&board.name, windows, j));
     }
-    let reply: Vec<Value> = store.query_pipe(&pipe, Some(&board.name)).await?;
+    let reply: Vec<Value> = conn
+        .query_pipe(&pipe, Some(&board.name), Retry::Idempotent)
+        .await?;
     if !version_matches(&reply[0], board)? {
         return Err(Error::BoardChanged(board.name.to_string()));
     }
@@ -278,7 +285,7 @@ pub(super) async fn describe(
             building: *building != Value::Nil,
         };
         let members = int(&reply[4 + 2 * j], "members")? as u64;
-        let pending: Vec<i64> = store
+        let pending: Vec<i64> = conn
             .query(
                 redis::cmd("ZRANGEBYSCORE")
                     .arg(&index)
@@ -288,6 +295,7 @@ pub(super) async fn describe(
                     .arg(0)
                     .arg(1),
                 Some(&board.name),
+                Retry::Idempotent,
             )
             .await?;
         let (from, to) = coverage(config, j, now, pending.first().copied(), newest, state);

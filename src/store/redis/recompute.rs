@@ -7,7 +7,7 @@
 use redis::Value;
 use tokio::task::JoinSet;
 
-use super::RedisStore;
+use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, string};
 use crate::board::Board;
@@ -30,12 +30,15 @@ const FOLD_BUDGET_US: u64 = 1500;
 const LANES: usize = 2;
 
 pub(super) async fn recompute(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     window: usize,
 ) -> Result<RecomputeReport> {
     let token = crate::store::new_version().to_string();
-    let mut begin = store.scripts.recompute_begin.key(keys::record(&board.name));
+    let mut begin = conn
+        .scripts()
+        .recompute_begin
+        .key(keys::record(&board.name));
     begin
         .key(keys::rebuild(&board.name))
         .key(keys::rebuild_log(&board.name))
@@ -43,20 +46,20 @@ pub(super) async fn recompute(
         .arg(board.config.windows()[window].seconds())
         .arg(&token)
         .arg(LEASE_MS);
-    let _: String = store.invoke(&begin, &board.name, false).await?;
-    let result = run(store, board, window, &token).await;
+    let _: String = conn.script(&begin, &board.name, Retry::Never).await?;
+    let result = run(conn, board, window, &token).await;
     if result.is_err() {
-        let mut end = store.scripts.recompute_end.key(keys::record(&board.name));
+        let mut end = conn.scripts().recompute_end.key(keys::record(&board.name));
         end.key(keys::rebuild(&board.name))
             .key(keys::rebuild_log(&board.name))
             .arg(&token);
-        let _: Result<i64> = store.invoke(&end, &board.name, true).await;
+        let _: Result<i64> = conn.script(&end, &board.name, Retry::Idempotent).await;
     }
     result
 }
 
 async fn run(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     window: usize,
     token: &str,
@@ -67,7 +70,7 @@ async fn run(
     };
     // Scan: every stage the window counts, of every live slot.
     let mut hashes = Vec::new();
-    for slot in live_slots(store, board).await? {
+    for slot in live_slots(conn, board).await? {
         for stage in 0..=window {
             hashes.push(keys::stage(&board.name, slot, stage));
         }
@@ -79,20 +82,20 @@ async fn run(
         {
             absorb_scan(&mut report, joined)?;
         }
-        let (store, board, token) = (store.clone(), board.clone(), token.to_owned());
-        scans.spawn(async move { scan(&store, &board, &token, &hash).await });
+        let (conn, board, token) = (conn.clone(), board.clone(), token.to_owned());
+        scans.spawn(async move { scan(&conn, &board, &token, &hash).await });
     }
     while let Some(joined) = scans.join_next().await {
         absorb_scan(&mut report, joined)?;
     }
     // Fold the log, then swap.
-    let mut slots = live_slots(store, board).await?;
+    let mut slots = live_slots(conn, board).await?;
     loop {
         let mut folds = JoinSet::new();
         let spawn = |folds: &mut JoinSet<Result<Folded>>, slots: &[i64]| {
-            let (store, board, token) = (store.clone(), board.clone(), token.to_owned());
+            let (conn, board, token) = (conn.clone(), board.clone(), token.to_owned());
             let slots = slots.to_vec();
-            folds.spawn(async move { fold(&store, &board, window, &token, &slots).await });
+            folds.spawn(async move { fold(&conn, &board, window, &token, &slots).await });
         };
         for _ in 0..LANES {
             spawn(&mut folds, &slots);
@@ -111,8 +114,8 @@ async fn run(
             }
         }
         if slots_changed {
-            slots = live_slots(store, board).await?;
-        } else if swap(store, board, window, token).await? {
+            slots = live_slots(conn, board).await?;
+        } else if swap(conn, board, window, token).await? {
             report.calls += 1;
             return Ok(report);
         }
@@ -120,11 +123,11 @@ async fn run(
 }
 
 /// Scans one stage hash to its end: returns the calls made and the fields added.
-async fn scan(store: &RedisStore, board: &Board, token: &str, hash: &str) -> Result<(u64, u64)> {
+async fn scan(conn: &RedisConn, board: &Board, token: &str, hash: &str) -> Result<(u64, u64)> {
     let (mut calls, mut fields) = (0, 0);
     let mut cursor = "0".to_owned();
     loop {
-        let mut scan = store.scripts.recompute_scan.key(keys::record(&board.name));
+        let mut scan = conn.scripts().recompute_scan.key(keys::record(&board.name));
         scan.key(keys::rebuild(&board.name))
             .key(hash)
             .arg(board.version)
@@ -133,7 +136,7 @@ async fn scan(store: &RedisStore, board: &Board, token: &str, hash: &str) -> Res
             .arg(&cursor)
             .arg(SCAN_FIELDS)
             .arg(SCAN_BUDGET_US);
-        let reply: Value = store.invoke(&scan, &board.name, true).await.map_err(lost)?;
+        let reply: Value = conn.script(&scan, &board.name, Retry::Idempotent).await?;
         let items = array(reply, "recompute_scan")?;
         calls += 1;
         fields += items
@@ -163,16 +166,16 @@ fn task_failed(e: tokio::task::JoinError) -> Error {
     Error::Store(format!("recompute task failed: {e}"))
 }
 
-async fn live_slots(store: &RedisStore, board: &Board) -> Result<Vec<i64>> {
-    store
-        .query(
-            redis::cmd("ZRANGE")
-                .arg(keys::index(&board.name))
-                .arg(0)
-                .arg(-1),
-            Some(&board.name),
-        )
-        .await
+async fn live_slots(conn: &RedisConn, board: &Board) -> Result<Vec<i64>> {
+    conn.query(
+        redis::cmd("ZRANGE")
+            .arg(keys::index(&board.name))
+            .arg(0)
+            .arg(-1),
+        Some(&board.name),
+        Retry::Idempotent,
+    )
+    .await
 }
 
 enum Folded {
@@ -181,7 +184,7 @@ enum Folded {
 }
 
 async fn fold(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     window: usize,
     token: &str,
@@ -189,7 +192,7 @@ async fn fold(
 ) -> Result<Folded> {
     let stages = window + 1;
     let per_call = (FOLD_READS / (slots.len() * stages).max(1)).max(1);
-    let mut call = store.scripts.recompute_fold.key(keys::record(&board.name));
+    let mut call = conn.scripts().recompute_fold.key(keys::record(&board.name));
     call.key(keys::rebuild(&board.name))
         .key(keys::rebuild_log(&board.name))
         .key(keys::index(&board.name));
@@ -206,10 +209,7 @@ async fn fold(
         .arg(slots)
         .arg(per_call)
         .arg(FOLD_BUDGET_US);
-    let reply: Value = store
-        .invoke(&call, &board.name, false)
-        .await
-        .map_err(lost)?;
+    let reply: Value = conn.script(&call, &board.name, Retry::Never).await?;
     let items = array(reply, "recompute_fold")?;
     match items.first() {
         Some(Value::BulkString(b)) if b.as_slice() == b"slots" => Ok(Folded::SlotsChanged),
@@ -226,29 +226,16 @@ async fn fold(
 }
 
 /// Swaps the build in when the log is empty; `false` when more must be folded first.
-async fn swap(store: &RedisStore, board: &Board, window: usize, token: &str) -> Result<bool> {
+async fn swap(conn: &RedisConn, board: &Board, window: usize, token: &str) -> Result<bool> {
     let windows = board.config.windows();
-    let mut call = store.scripts.recompute_swap.key(keys::record(&board.name));
+    let mut call = conn.scripts().recompute_swap.key(keys::record(&board.name));
     call.key(keys::rebuild(&board.name))
         .key(keys::rebuild_log(&board.name))
         .key(keys::totals(&board.name, windows, window))
         .arg(board.version)
         .arg(token)
         .arg(windows[window].seconds());
-    let reply: Value = store
-        .invoke(&call, &board.name, false)
-        .await
-        .map_err(lost)?;
+    let reply: Value = conn.script(&call, &board.name, Retry::Never).await?;
     let items = array(reply, "recompute_swap")?;
     Ok(matches!(items.first(), Some(Value::BulkString(b)) if b.as_slice() == b"done"))
-}
-
-/// A recompute that lost its lease stalled for longer than the lease, or was taken over.
-fn lost(e: Error) -> Error {
-    match e {
-        Error::Store(m) if m.contains("LOST") => Error::Store(
-            "the recompute lost its lease (it stalled, or another took over); run it again".into(),
-        ),
-        other => other,
-    }
 }

@@ -1,41 +1,8 @@
-//! Turning Redis replies and errors into rollboard values and errors.
+//! Turning Redis replies into rollboard values.
 
-use redis::{RedisError, Value};
+use redis::Value;
 
-use crate::domain::BoardName;
 use crate::error::Error;
-
-/// Maps a Redis error: script guards to their meaning, I/O trouble to "unavailable".
-pub(super) fn map_error(err: RedisError, board: Option<&BoardName>) -> Error {
-    match err.code() {
-        Some("STALE") | Some("DROPPING") => {
-            return Error::BoardChanged(board.map(|b| b.to_string()).unwrap_or_default());
-        }
-        Some("RECOMPUTING") => {
-            return Error::BoardBusy(board.map(|b| b.to_string()).unwrap_or_default());
-        }
-        Some("RETIRE") => {
-            return Error::Store(format!("RETIRE {}", err.detail().unwrap_or("")));
-        }
-        Some("ORDER") => {
-            return Error::Store(format!(
-                "retirement out of order: {}",
-                err.detail().unwrap_or("")
-            ));
-        }
-        _ => {}
-    }
-    if err.is_io_error()
-        || err.is_timeout()
-        || err.is_connection_dropped()
-        || err.is_connection_refusal()
-        || err.is_unrecoverable_error()
-    {
-        Error::StoreUnavailable(err.to_string())
-    } else {
-        Error::Store(err.to_string())
-    }
-}
 
 fn unexpected(what: &str, v: &Value) -> Error {
     Error::Store(format!("unexpected reply for {what}: {v:?}"))

@@ -5,7 +5,7 @@
 
 use redis::Value;
 
-use super::RedisStore;
+use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, string};
 use crate::board::Board;
@@ -17,7 +17,7 @@ use crate::retire::{RetireOptions, RetireReport};
 const SLOTS_PER_LISTING: usize = 256;
 
 pub(super) async fn retire(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     now: Timestamp,
     options: RetireOptions,
@@ -28,12 +28,12 @@ pub(super) async fn retire(
     for j in 0..windows.len() {
         let cutoff = board.config.cutoff(j, now);
         loop {
-            let slots = begin(store, board, j, cutoff).await?;
+            let slots = begin(conn, board, j, cutoff).await?;
             if slots.is_empty() {
                 break;
             }
             for slot in slots {
-                if !retire_slot(store, board, j, slot, &options, &mut budget, &mut report).await? {
+                if !retire_slot(conn, board, j, slot, &options, &mut budget, &mut report).await? {
                     return Ok(report);
                 }
             }
@@ -50,7 +50,7 @@ const LANES: usize = 2;
 
 /// Retires one slot from window `window`. Returns `false` when `budget` ran out first.
 async fn retire_slot(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     window: usize,
     slot: i64,
@@ -66,8 +66,8 @@ async fn retire_slot(
             return false;
         }
         *budget = budget.map(|b| b - 1);
-        let (store, board, options) = (store.clone(), board.clone(), *options);
-        calls.spawn(async move { chunk(&store, &board, window, slot, &cursor, &options).await });
+        let (conn, board, options) = (conn.clone(), board.clone(), *options);
+        calls.spawn(async move { chunk(&conn, &board, window, slot, &cursor, &options).await });
         true
     };
     for _ in 0..LANES {
@@ -105,9 +105,9 @@ fn window_args(board: &Board, window: usize) -> (u64, String) {
 }
 
 /// Freezes `window` up to `cutoff` and lists slots it still has to subtract.
-async fn begin(store: &RedisStore, board: &Board, window: usize, cutoff: i64) -> Result<Vec<i64>> {
+async fn begin(conn: &RedisConn, board: &Board, window: usize, cutoff: i64) -> Result<Vec<i64>> {
     let (this, previous) = window_args(board, window);
-    let mut invocation = store.scripts.retire_begin.key(keys::record(&board.name));
+    let mut invocation = conn.scripts().retire_begin.key(keys::record(&board.name));
     invocation
         .key(keys::index(&board.name))
         .arg(board.version)
@@ -115,7 +115,9 @@ async fn begin(store: &RedisStore, board: &Board, window: usize, cutoff: i64) ->
         .arg(previous)
         .arg(cutoff)
         .arg(SLOTS_PER_LISTING);
-    let reply: Value = store.invoke(&invocation, &board.name, true).await?;
+    let reply: Value = conn
+        .script(&invocation, &board.name, Retry::Idempotent)
+        .await?;
     let items = array(reply, "retire_begin")?;
     items.iter().skip(1).map(|v| int(v, "slot")).collect()
 }
@@ -128,7 +130,7 @@ struct Chunk {
 }
 
 async fn chunk(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     window: usize,
     slot: i64,
@@ -137,7 +139,7 @@ async fn chunk(
 ) -> Result<Chunk> {
     let (this, previous) = window_args(board, window);
     let last = window + 1 == board.config.windows().len();
-    let mut invocation = store.scripts.retire_chunk.key(keys::record(&board.name));
+    let mut invocation = conn.scripts().retire_chunk.key(keys::record(&board.name));
     invocation
         .key(keys::index(&board.name))
         .key(keys::totals(&board.name, board.config.windows(), window))
@@ -153,7 +155,9 @@ async fn chunk(
         .arg(cursor)
         .arg(options.chunk_size.max(1))
         .arg(options.chunk_budget.as_micros().max(1) as u64);
-    let reply: Value = store.invoke(&invocation, &board.name, true).await?;
+    let reply: Value = conn
+        .script(&invocation, &board.name, Retry::Idempotent)
+        .await?;
     let items = array(reply, "retire_chunk")?;
     let [cursor, subtracted, zeroed] = items.as_slice() else {
         return Err(Error::Store(format!("retire_chunk answered {items:?}")));

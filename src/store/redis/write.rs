@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use redis::ScriptInvocation;
 
-use super::RedisStore;
+use super::conn::{RedisConn, Retry};
 use super::keys;
 use crate::board::Board;
 use crate::domain::{Member, Timestamp};
@@ -37,7 +37,7 @@ pub(super) enum SumsOutcome {
 /// Applies summed entries, each (slot, member) once, on the fast path (see `write.lua`).
 /// `abs_total` is the sum of |delta| over the original events.
 pub(super) async fn write_sums(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     now: Timestamp,
     entries: &[Summed],
@@ -48,7 +48,7 @@ pub(super) async fn write_sums(
     // Anything past 2^53 takes the exact path; keep the number exact in Lua.
     let abs_total = abs_total.min(1 << 53) as u64;
     let mut invocation = invocation(
-        store,
+        conn,
         board,
         now,
         &slots,
@@ -60,7 +60,7 @@ pub(super) async fn write_sums(
         slots.push_number(&mut invocation, e.slot);
         invocation.arg(e.member.as_str()).arg(e.sum);
     }
-    let reply: Vec<i64> = store.invoke(&invocation, &board.name, false).await?;
+    let reply: Vec<i64> = conn.script(&invocation, &board.name, retry(token)).await?;
     match reply.split_first() {
         Some((0, too_late)) => Ok(SumsOutcome::Applied {
             too_late: too_late
@@ -80,19 +80,19 @@ pub(super) async fn write_sums(
 /// exact path, for boards whose bound no longer proves the range). `None` when `token`
 /// is in the journal (applied before).
 pub(super) async fn write_events(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     now: Timestamp,
     writes: &[SlotWrite],
     token: Option<&str>,
 ) -> Result<Option<Vec<WriteStatus>>> {
     let slots = Slots::of(writes.iter().map(|w| w.slot));
-    let mut invocation = invocation(store, board, now, &slots, "events", "", token);
+    let mut invocation = invocation(conn, board, now, &slots, "events", "", token);
     for w in writes {
         slots.push_number(&mut invocation, w.slot);
         invocation.arg(w.member.as_str()).arg(w.delta);
     }
-    let reply: Vec<i64> = store.invoke(&invocation, &board.name, false).await?;
+    let reply: Vec<i64> = conn.script(&invocation, &board.name, retry(token)).await?;
     let bad = || {
         Error::Store(format!(
             "write.lua answered {reply:?} for {} events",
@@ -112,6 +112,15 @@ pub(super) async fn write_events(
             .map(Some),
         Some((3, [])) => Ok(None),
         _ => Err(bad()),
+    }
+}
+
+/// A write adds, so it is sent again only with a token, which the script records in the
+/// same call that applies it (a second call finds it and applies nothing).
+fn retry(token: Option<&str>) -> Retry {
+    match token {
+        Some(_) => Retry::Idempotent,
+        None => Retry::Never,
     }
 }
 
@@ -153,7 +162,7 @@ impl Slots {
 
 /// KEYS and the leading ARGV of `write.lua`, up to the entries.
 fn invocation<'a>(
-    store: &'a RedisStore,
+    conn: &'a RedisConn,
     board: &Board,
     now: Timestamp,
     slots: &Slots,
@@ -163,7 +172,7 @@ fn invocation<'a>(
 ) -> ScriptInvocation<'a> {
     let config = &board.config;
     let windows = config.windows();
-    let mut invocation = store.scripts.write.key(keys::record(&board.name));
+    let mut invocation = conn.scripts().write.key(keys::record(&board.name));
     invocation.key(keys::index(&board.name));
     invocation.key(keys::rebuild(&board.name));
     invocation.key(keys::rebuild_log(&board.name));
@@ -192,17 +201,18 @@ fn invocation<'a>(
 }
 
 pub(super) async fn remove_member(
-    store: &RedisStore,
+    conn: &RedisConn,
     board: &Board,
     member: &Member,
 ) -> Result<Removed> {
-    let slots: Vec<i64> = store
+    let slots: Vec<i64> = conn
         .query(
             redis::cmd("ZRANGE")
                 .arg(keys::index(&board.name))
                 .arg(0)
                 .arg(-1),
             Some(&board.name),
+            Retry::Idempotent,
         )
         .await?;
     let windows = board.config.windows();
@@ -214,7 +224,7 @@ pub(super) async fn remove_member(
         slots.chunks(REMOVE_SLOTS_PER_CALL).collect()
     };
     for batch in batches {
-        let mut invocation = store.scripts.remove_member.key(keys::record(&board.name));
+        let mut invocation = conn.scripts().remove_member.key(keys::record(&board.name));
         invocation.key(keys::rebuild(&board.name));
         invocation.key(keys::rebuild_log(&board.name));
         invocation.key(keys::all_totals(&board.name, windows));
@@ -227,7 +237,9 @@ pub(super) async fn remove_member(
             .arg(member.as_str())
             .arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
         // Idempotent: a replayed batch finds nothing left to delete.
-        let deleted: u64 = store.invoke(&invocation, &board.name, true).await?;
+        let deleted: u64 = conn
+            .script(&invocation, &board.name, Retry::Idempotent)
+            .await?;
         removed.slot_values += deleted;
     }
     Ok(removed)

@@ -33,10 +33,13 @@
 --   mode 'sums': the caller summed its events per slot and member, so each (slot, member)
 --     appears once. If abs_sum + ARGV[5] <= 2^53 - 1 no value can leave the range, so
 --     nothing is checked: each entry is one HINCRBY and one ZINCRBY per window that
---     counts it, and abs_sum grows by the sum of |entry|. Returns {0, slot number ...}:
---     every entry applied except those of the listed slots, which are too late.
---     Otherwise nothing is applied (not even the freeze) and it returns {2}: the caller
---     sends the original events in mode 'events'.
+--     counts it, and abs_sum grows by the sum of |entry|. Past that bound (a huge delta
+--     was written once) the values the entries touch are read in bulk first: if each
+--     satisfies |value| + ARGV[5] <= 2^53 - 1, no event of the batch can take it out of
+--     range whatever their order, and the entries are applied the same way (abs_sum
+--     stays at the limit). Returns {0, slot number ...}: every entry applied except those
+--     of the listed slots, which are too late. Otherwise nothing is applied (the freeze
+--     aside) and it returns {2}: the caller sends the original events in mode 'events'.
 --   mode 'events': the original events in order, each checked against the current values
 --     and applied alone; abs_sum is set to the limit, so the board stays exact. Returns
 --     {1, status per event}: 0 applied, 1 too late, 2 out of range.
@@ -66,12 +69,8 @@ if token ~= '' and redis.call('HEXISTS', journal, token) == 1 then
   return { 3 }
 end
 local bound = tonumber(record[3])
-if mode == 'sums' and not (bound and bound + tonumber(ARGV[5]) <= MAX) then
-  return { 2 }
-end
-if token ~= '' then
-  redis.call('HSET', journal, token, 1)
-end
+local margin = tonumber(ARGV[5])
+local bounded = mode == 'sums' and bound ~= nil and bound + margin <= MAX
 
 local watermark = {}
 for j = 1, n do
@@ -110,15 +109,11 @@ end
 
 local stage = {}
 for i = 1, m do
-  local ts = ARGV[6 + 2 * n + i]
-  local s, k = tonumber(ts), 0
+  local s, k = tonumber(ARGV[6 + 2 * n + i]), 0
   for j = 1, n do
     if watermark[j] >= s then k = j end
   end
   stage[i] = k
-  if k < n then
-    redis.call('ZADD', index, 'NX', ts, ts)
-  end
 end
 
 local first = 7 + 2 * n + m
@@ -130,6 +125,60 @@ local function entry(e)
   local at = first + stride * e
   if stride == 2 then return 1, ARGV[at], ARGV[at + 1] end
   return tonumber(ARGV[at]), ARGV[at + 1], ARGV[at + 2]
+end
+
+-- Whether every value the entries touch (each entry's slot value, the sum of its stages,
+-- and its totals) has room for `margin` more in either direction. Read in bulk: one
+-- HMGET per stage hash and one ZMSCORE per totals set.
+local function touched_values_have_room()
+  local reads, slot_value = {}, {}
+  local function note(key, command, member, e)
+    local r = reads[key]
+    if not r then
+      r = { command = command, fields = {}, entries = {} }
+      reads[key] = r
+    end
+    r.fields[#r.fields + 1] = member
+    r.entries[#r.fields] = e
+  end
+  for e = 0, count - 1 do
+    local i, member = entry(e)
+    local k = stage[i]
+    if k < n then
+      slot_value[e] = 0
+      for st = 1, k + 1 do note(KEYS[STAGES + (i - 1) * n + st], 'HMGET', member, e) end
+      for j = k + 1, n do note(KEYS[TOTALS + j], 'ZMSCORE', member, false) end
+    end
+  end
+  for key, r in pairs(reads) do
+    local values = redis.call(r.command, key, unpack(r.fields))
+    for x = 1, #r.fields do
+      local value = tonumber(values[x]) or 0
+      local e = r.entries[x]
+      if e then
+        slot_value[e] = slot_value[e] + value
+      elseif math.abs(value) + margin > MAX then
+        return false
+      end
+    end
+  end
+  for _, value in pairs(slot_value) do
+    if math.abs(value) + margin > MAX then return false end
+  end
+  return true
+end
+
+if mode == 'sums' and not bounded and not touched_values_have_room() then
+  return { 2 }
+end
+if token ~= '' then
+  redis.call('HSET', journal, token, 1)
+end
+for i = 1, m do
+  if stage[i] < n then
+    local ts = ARGV[6 + 2 * n + i]
+    redis.call('ZADD', index, 'NX', ts, ts)
+  end
 end
 
 if mode == 'sums' then
@@ -155,7 +204,9 @@ if mode == 'sums' then
       grown = grown + math.abs(tonumber(delta))
     end
   end
-  if grown > 0 then
+  if not bounded then
+    if bound ~= MAX then redis.call('HSET', board, 'abs_sum', MAX) end
+  elseif grown > 0 then
     redis.call('HINCRBY', board, 'abs_sum', grown)
   end
   local reply = { 0 }

@@ -1,0 +1,168 @@
+//! Board lifecycle in Redis across crashes: a board whose creator stopped between its two
+//! steps is listed again, a drop that stopped half-way is finished by the next create,
+//! and the per-board write committers end with their boards (and with the store).
+
+use std::sync::Arc;
+
+use rollboard::{BoardConfig, IngestOptions, RedisOptions, RedisStore};
+
+use crate::support::{Harness, START, pairs, ranking, unique, with_clock};
+
+const REGISTRY: &str = "rollboard:boards";
+
+async fn listed(h: &Harness) -> Vec<String> {
+    let boards = with_clock(h.redis.as_ref().unwrap().store().await, &h.clock);
+    boards
+        .boards()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|b| b.name.to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_board_whose_creator_stopped_before_listing_it_is_listed_when_next_touched() {
+    let h = Harness::redis().await;
+    let b = h.board("1h", &["1h", "2h"]).await;
+    h.boards.incr(&b, "a", 5, None).await.unwrap();
+    // The state a creator leaves when it stops between create_board.lua and the SADD.
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let _: i64 = redis::cmd("SREM")
+        .arg(REGISTRY)
+        .arg(&b)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert!(!listed(&h).await.contains(&b));
+
+    // Any process that touches the board again (here a fresh one reading it) lists it.
+    let other = with_clock(h.redis.as_ref().unwrap().store().await, &h.clock);
+    let page = other.top(&b, None, 0, 10).await.unwrap();
+    assert_eq!(ranking(&page), pairs(&[("a", 5)]));
+    assert!(listed(&h).await.contains(&b));
+
+    // Listed, it is retired by the sweep like any board.
+    h.clock.set(crate::support::ts(START + 3 * 3600));
+    let reports = other.retire_all().await.unwrap();
+    assert!(reports.iter().any(|(name, _)| name.as_str() == b));
+    assert_eq!(ranking(&other.top(&b, None, 0, 10).await.unwrap()), []);
+}
+
+#[tokio::test]
+async fn creating_a_board_whose_drop_stopped_half_way_finishes_the_drop_first() {
+    let h = Harness::redis().await;
+    let b = h.board("1h", &["1h"]).await;
+    h.boards.incr(&b, "a", 5, None).await.unwrap();
+    // A drop that marked the record and unlisted it, then stopped.
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let _: () = redis::cmd("HSET")
+        .arg(format!("board_{{{b}}}"))
+        .arg("dropping")
+        .arg(1)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let _: i64 = redis::cmd("SREM")
+        .arg(REGISTRY)
+        .arg(&b)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+
+    let other = with_clock(h.redis.as_ref().unwrap().store().await, &h.clock);
+    let created = other
+        .create_board(&b, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .await
+        .unwrap();
+    assert!(matches!(created, rollboard::Created::New(_)));
+    assert!(listed(&h).await.contains(&b));
+    // A new incarnation: the old totals are gone.
+    assert_eq!(ranking(&other.top(&b, None, 0, 10).await.unwrap()), []);
+}
+
+/// Tasks alive on this runtime.
+fn alive_tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
+/// Waits (up to 5 s) for the tasks alive to come back to `count`.
+async fn settle(count: usize) {
+    for _ in 0..500 {
+        if alive_tasks() == count {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn write_committers_end_with_their_boards_and_with_the_store() {
+    let h = Harness::redis().await;
+    let without_store = alive_tasks();
+    let store = h.redis.as_ref().unwrap().store().await;
+    let boards = with_clock(store.clone(), &h.clock);
+    let config = BoardConfig::parse("1m", &["1m", "2m"]).unwrap();
+    // The store's own connection task.
+    let before = alive_tasks();
+    for round in 0..2 {
+        for i in 0..5_000 {
+            let name = unique(&format!("c{round}-{i}-"));
+            boards.create_board(&name, config.clone()).await.unwrap();
+            boards.incr(&name, "a", 1, None).await.unwrap();
+            if i == 0 {
+                // One committer per board written to, while the board lives.
+                assert_eq!(alive_tasks(), before + 1);
+            }
+            boards.drop_board(&name).await.unwrap();
+        }
+        // Committers drain what they hold, then end: wait for the last one.
+        settle(before).await;
+        assert_eq!(alive_tasks(), before, "round {round}");
+    }
+
+    // Boards that live on keep their committers until the store goes.
+    for i in 0..3 {
+        let name = unique(&format!("live-{i}-"));
+        boards.create_board(&name, config.clone()).await.unwrap();
+        boards.incr(&name, "a", 1, None).await.unwrap();
+    }
+    assert_eq!(alive_tasks(), before + 3);
+    drop(boards);
+    drop(store);
+    settle(without_store).await;
+    assert_eq!(alive_tasks(), without_store);
+}
+
+#[tokio::test]
+async fn an_idle_committer_ends_and_a_later_write_starts_another() {
+    let h = Harness::redis().await;
+    let options = RedisOptions {
+        ingest: IngestOptions {
+            committer_idle: std::time::Duration::from_millis(50),
+            ..IngestOptions::default()
+        },
+        ..RedisOptions::default()
+    };
+    let store = RedisStore::connect_with(&h.redis.as_ref().unwrap().url, options)
+        .await
+        .unwrap();
+    let boards = with_clock(Arc::new(store), &h.clock);
+    let b = unique("idle");
+    boards
+        .create_board(&b, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .await
+        .unwrap();
+    let before = alive_tasks();
+    boards.incr(&b, "a", 1, None).await.unwrap();
+    assert_eq!(alive_tasks(), before + 1);
+    settle(before).await;
+    assert_eq!(alive_tasks(), before);
+    boards.incr(&b, "a", 2, None).await.unwrap();
+    assert_eq!(
+        ranking(&boards.top(&b, None, 0, 10).await.unwrap()),
+        pairs(&[("a", 3)])
+    );
+}
