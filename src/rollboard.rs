@@ -7,7 +7,9 @@ use std::sync::{Arc, RwLock};
 
 use crate::board::{Board, BoardStatus, Created};
 use crate::clock::{Clock, SystemClock};
-use crate::domain::{BoardConfig, BoardName, Event, Member, Span, Timestamp, check_delta};
+use crate::domain::{
+    BoardConfig, BoardName, Event, Member, Span, Timestamp, check_around, check_page, too_late,
+};
 use crate::error::{Error, Result};
 use crate::read::{History, Standing, TopPage};
 use crate::recompute::RecomputeReport;
@@ -241,54 +243,25 @@ impl Rollboard {
         Ok(Some(outcome))
     }
 
-    /// Checks a batch: the valid events, placed in their slots, and an outcome holding
-    /// the rejected ones.
+    /// Checks a batch against the admission rules: the valid events, placed in their
+    /// slots, and an outcome holding the rejected ones.
     fn validate(
         &self,
         board: &Board,
         now: Timestamp,
         events: &[Event],
     ) -> Result<(Vec<(usize, SlotWrite)>, BatchOutcome)> {
-        let max = self.inner.settings.max_batch;
-        if events.len() > max {
-            return Err(Error::BatchTooLarge {
-                len: events.len(),
-                max,
-            });
-        }
+        let rules = self.inner.settings.admission();
+        rules.check_batch(events.len())?;
         let mut outcome = BatchOutcome::default();
         let mut valid = Vec::with_capacity(events.len());
         for (index, event) in events.iter().enumerate() {
-            match self.prepare(board, now, event) {
+            match rules.admit(&board.config, now, event) {
                 Ok(write) => valid.push((index, write)),
                 Err(error) => outcome.rejected.push(Rejected { index, error }),
             }
         }
         Ok((valid, outcome))
-    }
-
-    /// Checks one event and places it in its slot.
-    fn prepare(&self, board: &Board, now: Timestamp, event: &Event) -> Result<SlotWrite> {
-        let member = Member::parse(&event.member)?;
-        let delta = check_delta(event.delta)?;
-        let at = event.at.unwrap_or(now);
-        let skew = self.inner.settings.max_future_skew;
-        if at > now.plus_millis(skew.seconds() as i64 * 1000) {
-            return Err(Error::InFuture {
-                at: at.unix_seconds_f64(),
-                now: now.unix_seconds_f64(),
-                skew_seconds: skew.seconds(),
-            });
-        }
-        let slot = board.config.slot_start(at);
-        if board.config.is_too_late(slot, now) {
-            return Err(too_late(&board.config, now, event, slot));
-        }
-        Ok(SlotWrite {
-            slot,
-            member,
-            delta,
-        })
     }
 
     // ----- reads --------------------------------------------------------------------
@@ -303,8 +276,7 @@ impl Rollboard {
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
-        check_range("limit", limit, 1, self.inner.settings.max_limit)?;
-        check_range("offset", offset, 0, MAX_OFFSET)?;
+        check_page(offset, limit, self.inner.settings.max_limit)?;
         let now = self.now();
         let store = &self.inner.store;
         self.on_board(board, |b| async move {
@@ -342,7 +314,7 @@ impl Rollboard {
         window: Option<Span>,
         n: u64,
     ) -> Result<Option<TopPage>> {
-        check_range("n", n, 0, MAX_AROUND)?;
+        check_around(n)?;
         let member = Member::parse(member)?;
         let now = self.now();
         let store = &self.inner.store;
@@ -518,20 +490,6 @@ fn record(
     }
 }
 
-/// Largest `offset` accepted by `top`.
-const MAX_OFFSET: u64 = 1_000_000_000;
-/// Largest `n` accepted by `around`.
-const MAX_AROUND: u64 = 100;
-
-fn check_range(what: &str, value: u64, min: u64, max: u64) -> Result<()> {
-    if value < min || value > max {
-        return Err(Error::InvalidQuery {
-            reason: format!("{what} must be between {min} and {max}, got {value}"),
-        });
-    }
-    Ok(())
-}
-
 fn window_index(board: &Board, window: Option<Span>) -> Result<usize> {
     match window {
         None => Ok(0),
@@ -542,13 +500,5 @@ fn window_index(board: &Board, window: Option<Span>) -> Result<usize> {
                 board: board.name.to_string(),
                 window: w,
             }),
-    }
-}
-
-fn too_late(config: &BoardConfig, now: Timestamp, event: &Event, slot: i64) -> Error {
-    Error::TooLate {
-        at: event.at.unwrap_or(now).unix_seconds_f64(),
-        slot,
-        oldest_open: config.window_start(config.windows().len() - 1, now),
     }
 }

@@ -26,16 +26,7 @@ pub use redis::{IngestOptions, RedisOptions, RedisStore};
 #[cfg(feature = "server")]
 pub(crate) use redis::{connection_manager, store_error};
 
-/// One validated event, placed in its slot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SlotWrite {
-    /// The start of the event's slot, unix seconds.
-    pub slot: i64,
-    /// The member.
-    pub member: Member,
-    /// The delta (non-zero, inside ±(2^53 − 1)).
-    pub delta: i64,
-}
+pub use crate::domain::SlotWrite;
 
 /// What a store did with one [`SlotWrite`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
