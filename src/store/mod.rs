@@ -13,10 +13,10 @@ use async_trait::async_trait;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::error::Result;
-use crate::read::{History, Standing, TopPage};
-use crate::recompute::RecomputeReport;
-use crate::retire::{RetireOptions, RetireReport};
-use crate::write::Removed;
+use crate::rollboard::read::{History, Standing, TopPage};
+use crate::rollboard::recompute::RecomputeReport;
+use crate::rollboard::retire::{RetireOptions, RetireReport};
+use crate::rollboard::write::Removed;
 
 mod memory;
 mod redis;

@@ -1,10 +1,13 @@
-//! What reads return. Every read says which slots its totals cover (`from` inclusive,
+//! Reads: a page of the ranking, a member's standing, its neighbours and its history,
+//! and what they return. Every read says which slots its totals cover (`from` inclusive,
 //! `to` exclusive, unix seconds), so a caller sees when retirement is behind: the totals
 //! are exactly the window when `from` equals the window's start.
 
 use serde::Serialize;
 
-use crate::domain::{BoardName, Span};
+use super::{Rollboard, window_index};
+use crate::domain::{BoardName, Member, Span, check_around, check_page};
+use crate::error::Result;
 
 /// One ranked member.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -79,4 +82,79 @@ pub struct History {
     pub to: i64,
     /// Non-zero slots, oldest first.
     pub points: Vec<Point>,
+}
+
+impl Rollboard {
+    /// A page of the ranking of `window` (the board's first window when `None`):
+    /// members with a positive total, highest first, ties by member ascending.
+    /// `limit` is 1–1000.
+    pub async fn top(
+        &self,
+        board: &str,
+        window: Option<Span>,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TopPage> {
+        check_page(offset, limit, self.inner.settings.max_limit)?;
+        let now = self.now();
+        let store = &self.inner.store;
+        self.on_board(board, |b| async move {
+            let w = window_index(&b, window)?;
+            store.top(&b, w, now, offset, limit).await
+        })
+        .await
+    }
+
+    /// The member's total and competition rank in `window`; `None` when it has no
+    /// positive total there.
+    pub async fn score(
+        &self,
+        board: &str,
+        member: &str,
+        window: Option<Span>,
+    ) -> Result<Option<Standing>> {
+        let member = Member::parse(member)?;
+        let now = self.now();
+        let store = &self.inner.store;
+        let member = &member;
+        self.on_board(board, |b| async move {
+            let w = window_index(&b, window)?;
+            store.standing(&b, w, now, member).await
+        })
+        .await
+    }
+
+    /// The member with up to `n` (0–100) entries above and below it; `None` when it has
+    /// no positive total in `window`.
+    pub async fn around(
+        &self,
+        board: &str,
+        member: &str,
+        window: Option<Span>,
+        n: u64,
+    ) -> Result<Option<TopPage>> {
+        check_around(n)?;
+        let member = Member::parse(member)?;
+        let now = self.now();
+        let store = &self.inner.store;
+        let member = &member;
+        self.on_board(board, |b| async move {
+            let w = window_index(&b, window)?;
+            store.around(&b, w, now, member, n).await
+        })
+        .await
+    }
+
+    /// The member's non-zero values per slot over the board's largest window.
+    pub async fn history(&self, board: &str, member: &str) -> Result<History> {
+        let member = Member::parse(member)?;
+        let now = self.now();
+        let store = &self.inner.store;
+        let member = &member;
+        self.on_board(
+            board,
+            |b| async move { store.history(&b, now, member).await },
+        )
+        .await
+    }
 }
