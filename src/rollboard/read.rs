@@ -3,9 +3,13 @@
 //! `to` exclusive, unix seconds), so a caller sees when retirement is behind: the totals
 //! are exactly the window when `from` equals the window's start.
 
+use std::future::Future;
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use super::{Rollboard, window_index};
+use crate::board::Board;
 use crate::domain::{BoardName, Member, Span, check_around, check_page};
 use crate::error::Result;
 
@@ -98,8 +102,7 @@ impl Rollboard {
         check_page(offset, limit, self.inner.settings.max_limit)?;
         let now = self.now();
         let store = &self.inner.store;
-        self.on_board(board, |b| async move {
-            let w = window_index(&b, window)?;
+        self.on_window(board, window, |b, w| async move {
             store.top(&b, w, now, offset, limit).await
         })
         .await
@@ -117,8 +120,7 @@ impl Rollboard {
         let now = self.now();
         let store = &self.inner.store;
         let member = &member;
-        self.on_board(board, |b| async move {
-            let w = window_index(&b, window)?;
+        self.on_window(board, window, |b, w| async move {
             store.standing(&b, w, now, member).await
         })
         .await
@@ -138,8 +140,7 @@ impl Rollboard {
         let now = self.now();
         let store = &self.inner.store;
         let member = &member;
-        self.on_board(board, |b| async move {
-            let w = window_index(&b, window)?;
+        self.on_window(board, window, |b, w| async move {
             store.around(&b, w, now, member, n).await
         })
         .await
@@ -155,6 +156,21 @@ impl Rollboard {
             board,
             |b| async move { store.history(&b, now, member).await },
         )
+        .await
+    }
+
+    /// Runs `op` on the named board and the index of `window` in it (the first window
+    /// when `None`).
+    async fn on_window<T, F, Fut>(&self, board: &str, window: Option<Span>, op: F) -> Result<T>
+    where
+        F: Fn(Arc<Board>, usize) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let op = &op;
+        self.on_board(board, |b| async move {
+            let w = window_index(&b, window)?;
+            op(b, w).await
+        })
         .await
     }
 }
