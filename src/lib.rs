@@ -44,13 +44,9 @@ mod board;
 mod clock;
 mod domain;
 mod error;
-mod read;
-mod recompute;
-mod retire;
 mod rollboard;
 mod settings;
 mod store;
-mod write;
 
 #[cfg(feature = "server")]
 pub mod http;
@@ -63,15 +59,15 @@ pub use board::{Board, BoardStatus, Created, WindowStatus};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use domain::{BoardConfig, BoardName, Event, MAX_ABS, Member, Span, Timestamp};
 pub use error::{Error, Result};
-pub use read::{Entry, History, Point, Standing, TopPage};
-pub use recompute::RecomputeReport;
-pub use retire::{RetireOptions, RetireReport};
 pub use rollboard::Rollboard;
+pub use rollboard::read::{Entry, History, Point, Standing, TopPage};
+pub use rollboard::recompute::RecomputeReport;
+pub use rollboard::retire::{RetireOptions, RetireReport};
+pub use rollboard::write::{BatchOutcome, Rejected, Removed};
 pub use settings::Settings;
 pub use store::{
     IngestOptions, MemoryStore, RedisOptions, RedisStore, SlotWrite, Store, WriteStatus,
 };
-pub use write::{BatchOutcome, Rejected, Removed};
 
 /// Compiles and runs the Rust code blocks of the README, so they stay true.
 #[cfg(doctest)]

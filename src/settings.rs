@@ -1,7 +1,7 @@
 //! Tunable limits of a [`Rollboard`](crate::Rollboard), with the defaults a service uses.
 
-use crate::domain::Span;
-use crate::retire::RetireOptions;
+use crate::domain::{Admission, Span};
+use crate::rollboard::retire::RetireOptions;
 
 /// Limits and tuning. `Settings::default()` is what `rollboard serve` uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +27,16 @@ impl Default for Settings {
             events_per_call: 1_000,
             max_limit: 1_000,
             retire: RetireOptions::default(),
+        }
+    }
+}
+
+impl Settings {
+    /// The limits events are admitted under.
+    pub(crate) fn admission(&self) -> Admission {
+        Admission {
+            max_batch: self.max_batch,
+            max_future_skew: self.max_future_skew,
         }
     }
 }

@@ -1,13 +1,18 @@
-//! The pure domain: names, spans, times, board configs and window arithmetic. No I/O.
+//! The pure domain: names, spans, times, board configs, window arithmetic, and the rules
+//! that admit events and reads. No I/O.
 
+mod admission;
 mod config;
 mod event;
 mod name;
+mod read_limits;
 mod span;
 mod timestamp;
 
+pub use admission::{Admission, SlotWrite, too_late};
 pub use config::BoardConfig;
 pub use event::{Event, MAX_ABS, check_delta};
 pub use name::{BoardName, Member};
+pub use read_limits::{check_around, check_page};
 pub use span::Span;
 pub use timestamp::Timestamp;

@@ -13,10 +13,10 @@ use async_trait::async_trait;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::error::Result;
-use crate::read::{History, Standing, TopPage};
-use crate::recompute::RecomputeReport;
-use crate::retire::{RetireOptions, RetireReport};
-use crate::write::Removed;
+use crate::rollboard::read::{History, Standing, TopPage};
+use crate::rollboard::recompute::RecomputeReport;
+use crate::rollboard::retire::{RetireOptions, RetireReport};
+use crate::rollboard::write::Removed;
 
 mod memory;
 mod redis;
@@ -26,16 +26,7 @@ pub use redis::{IngestOptions, RedisOptions, RedisStore};
 #[cfg(feature = "server")]
 pub(crate) use redis::{RedisConn, Retry};
 
-/// One validated event, placed in its slot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SlotWrite {
-    /// The start of the event's slot, unix seconds.
-    pub slot: i64,
-    /// The member.
-    pub member: Member,
-    /// The delta (non-zero, inside ±(2^53 − 1)).
-    pub delta: i64,
-}
+pub use crate::domain::SlotWrite;
 
 /// What a store did with one [`SlotWrite`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

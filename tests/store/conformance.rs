@@ -37,6 +37,7 @@ conformance!(
     remove_member_clears_every_slot_and_window,
     drop_board_deletes_it_and_a_new_one_starts_empty,
     a_board_recreated_elsewhere_is_picked_up,
+    reads_and_once_writes_reload_a_board_recreated_elsewhere,
     boards_are_listed_by_name,
     retirement_catches_up_any_number_of_slots_in_one_call,
     reads_say_when_retirement_is_behind,
@@ -651,6 +652,49 @@ async fn a_board_recreated_elsewhere_is_picked_up(h: Harness) {
         .await
         .unwrap();
     assert_eq!(ranking(&page), pairs(&[("b", 2), ("a", 1)]));
+}
+
+async fn reads_and_once_writes_reload_a_board_recreated_elsewhere(h: Harness) {
+    let name = h.board("1h", &["1h"]).await;
+    h.boards.incr(&name, "a", 5, None).await.unwrap();
+    let other = crate::support::with_clock(h.boards.store().clone(), &h.clock);
+    let recreate = |windows: &'static [&'static str]| {
+        let (other, name) = (&other, &name);
+        async move {
+            other.drop_board(name).await.unwrap();
+            other
+                .create_board(name, BoardConfig::parse("1h", windows).unwrap())
+                .await
+                .unwrap();
+        }
+    };
+
+    // A read on the stale cached copy reloads and reads the new board.
+    recreate(&["1h", "2h"]).await;
+    other.incr(&name, "b", 2, None).await.unwrap();
+    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    assert_eq!(ranking(&page), pairs(&[("b", 2)]));
+
+    // A batch with a token reloads too, and lands on the new board once.
+    recreate(&["1h", "3h"]).await;
+    let batch = [Event::new("c", 3)];
+    let outcome = h.boards.incr_batch_once(&name, &batch, "t1").await.unwrap();
+    assert_eq!(
+        outcome.map(|o| (o.accepted, o.rejected.len())),
+        Some((1, 0))
+    );
+    let page = other
+        .top(&name, Some(Span::parse("3h").unwrap()), 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(ranking(&page), pairs(&[("c", 3)]));
+
+    // Dropped elsewhere and not re-created: the reload finds no board.
+    other.drop_board(&name).await.unwrap();
+    assert_eq!(
+        h.boards.score(&name, "c", None).await.unwrap_err(),
+        Error::BoardNotFound(name.clone())
+    );
 }
 
 async fn boards_are_listed_by_name(h: Harness) {

@@ -11,11 +11,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::totals::Totals;
 use crate::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::{MAX_ABS, Member, Timestamp};
-use crate::read::{Entry, History, Point, Standing, TopPage};
-use crate::recompute::RecomputeReport;
-use crate::retire::RetireReport;
+use crate::rollboard::read::{Entry, History, Point, Standing, TopPage};
+use crate::rollboard::recompute::RecomputeReport;
+use crate::rollboard::retire::RetireReport;
+use crate::rollboard::write::Removed;
 use crate::store::{SlotWrite, WindowState, WriteStatus, complete_from, coverage};
-use crate::write::Removed;
 
 /// Member → stage values of one slot.
 type Slot = HashMap<String, Vec<i64>>;

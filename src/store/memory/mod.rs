@@ -19,11 +19,11 @@ use board_state::MemBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::error::{Error, Result};
-use crate::read::{History, Standing, TopPage};
-use crate::recompute::RecomputeReport;
-use crate::retire::{RetireOptions, RetireReport};
+use crate::rollboard::read::{History, Standing, TopPage};
+use crate::rollboard::recompute::RecomputeReport;
+use crate::rollboard::retire::{RetireOptions, RetireReport};
+use crate::rollboard::write::Removed;
 use crate::store::{SlotWrite, Store, WriteStatus, new_version};
-use crate::write::Removed;
 
 /// Boards held in this process's memory.
 #[derive(Debug, Default)]

@@ -13,7 +13,7 @@ use super::reply::{int, opt_string, string};
 use crate::board::{Board, Created};
 use crate::domain::{BoardConfig, BoardName, Span, Timestamp};
 use crate::error::{Error, Result};
-use crate::retire::RetireOptions;
+use crate::rollboard::retire::RetireOptions;
 use crate::store::new_version;
 
 /// Keys deleted per `UNLINK` while dropping a board.

@@ -34,11 +34,11 @@ pub use ingest::IngestOptions;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::error::Result;
-use crate::read::{History, Standing, TopPage};
-use crate::recompute::RecomputeReport;
-use crate::retire::{RetireOptions, RetireReport};
+use crate::rollboard::read::{History, Standing, TopPage};
+use crate::rollboard::recompute::RecomputeReport;
+use crate::rollboard::retire::{RetireOptions, RetireReport};
+use crate::rollboard::write::Removed;
 use crate::store::{SlotWrite, Store, WriteStatus};
-use crate::write::Removed;
 
 /// Connection settings for [`RedisStore`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

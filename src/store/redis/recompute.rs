@@ -12,7 +12,7 @@ use super::keys;
 use super::reply::{array, int, string};
 use crate::board::Board;
 use crate::error::{Error, Result};
-use crate::recompute::RecomputeReport;
+use crate::rollboard::recompute::RecomputeReport;
 
 /// How long a recompute's lease lasts without a call extending it.
 const LEASE_MS: u64 = 10_000;

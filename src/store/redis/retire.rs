@@ -11,7 +11,7 @@ use super::reply::{array, int, string};
 use crate::board::Board;
 use crate::domain::Timestamp;
 use crate::error::{Error, Result};
-use crate::retire::{RetireOptions, RetireReport};
+use crate::rollboard::retire::{RetireOptions, RetireReport};
 
 /// Slots listed per `retire_begin.lua` call.
 const SLOTS_PER_LISTING: usize = 256;

@@ -10,8 +10,8 @@ use super::keys;
 use crate::board::Board;
 use crate::domain::{Member, Timestamp};
 use crate::error::{Error, Result};
+use crate::rollboard::write::Removed;
 use crate::store::{SlotWrite, WriteStatus};
-use crate::write::Removed;
 
 /// Slots whose stage hashes one `remove_member.lua` call visits.
 const REMOVE_SLOTS_PER_CALL: usize = 64;

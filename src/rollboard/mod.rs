@@ -1,0 +1,106 @@
+//! `Rollboard`: the library's front door. It validates every input into domain types,
+//! reads the time from its clock, caches board configs, and calls the store.
+//!
+//! One file per family of operations, each also the home of what that family returns:
+//! [`boards`] (create, load, list, describe, drop), [`write`] (events, member removal),
+//! [`read`] (rankings and history), [`retire`], [`recompute`]; [`cache`] holds the board
+//! configs and the one reload-and-retry when a board changed underneath.
+
+use std::sync::Arc;
+
+use crate::board::Board;
+use crate::clock::{Clock, SystemClock};
+use crate::domain::{Span, Timestamp};
+use crate::error::{Error, Result};
+use crate::settings::Settings;
+use crate::store::{MemoryStore, RedisStore, Store};
+
+mod boards;
+mod cache;
+pub(crate) mod read;
+pub(crate) mod recompute;
+pub(crate) mod retire;
+pub(crate) mod write;
+
+use cache::BoardCache;
+
+/// Rolling-window leaderboards on a [`Store`]. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Rollboard {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    settings: Settings,
+    /// Board configs by name, so most calls skip loading the board.
+    boards: BoardCache,
+}
+
+impl std::fmt::Debug for Rollboard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rollboard")
+            .field("store", &self.inner.store.kind())
+            .field("settings", &self.inner.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Rollboard {
+    /// Boards on `store`, with the system clock and default settings.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self::with(store, Arc::new(SystemClock), Settings::default())
+    }
+
+    /// Boards on `store`, with a given clock and settings.
+    pub fn with(store: Arc<dyn Store>, clock: Arc<dyn Clock>, settings: Settings) -> Self {
+        Rollboard {
+            inner: Arc::new(Inner {
+                store,
+                clock,
+                settings,
+                boards: BoardCache::default(),
+            }),
+        }
+    }
+
+    /// Boards held in this process's memory.
+    pub fn memory() -> Self {
+        Self::new(Arc::new(MemoryStore::new()))
+    }
+
+    /// Boards in the Redis at `url`.
+    pub async fn redis(url: &str) -> Result<Self> {
+        Ok(Self::new(Arc::new(RedisStore::connect(url).await?)))
+    }
+
+    /// The store underneath.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+
+    /// The current time, from this instance's clock.
+    pub fn now(&self) -> Timestamp {
+        self.inner.clock.now()
+    }
+}
+
+/// The index of `window` among the board's windows (the first window when `None`).
+fn window_index(board: &Board, window: Option<Span>) -> Result<usize> {
+    match window {
+        None => Ok(0),
+        Some(w) => board
+            .config
+            .window_index(w)
+            .ok_or_else(|| Error::WindowNotFound {
+                board: board.name.to_string(),
+                window: w,
+            }),
+    }
+}

@@ -1,0 +1,69 @@
+//! Recomputing a board's totals from its live slots: repairs drift (totals edited by
+//! hand, or by a bug), and builds a window added to the board. Exact while writes go on;
+//! see `docs/design.md`.
+
+use serde::Serialize;
+
+use super::{Rollboard, window_index};
+use crate::domain::Span;
+use crate::error::Result;
+
+/// What a recompute did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct RecomputeReport {
+    /// The windows rebuilt.
+    #[cfg_attr(feature = "server", schema(value_type = Vec<String>))]
+    pub windows: Vec<Span>,
+    /// Stage values added up by the scan.
+    pub fields_scanned: u64,
+    /// Members computed afresh because writes touched them during the scan.
+    pub members_folded: u64,
+    /// Script calls made.
+    pub calls: u64,
+}
+
+impl RecomputeReport {
+    /// Adds another report's counts to this one.
+    pub fn absorb(&mut self, other: RecomputeReport) {
+        self.windows.extend(other.windows);
+        self.fields_scanned += other.fields_scanned;
+        self.members_folded += other.members_folded;
+        self.calls += other.calls;
+    }
+}
+
+impl Rollboard {
+    /// Rebuilds the totals of `window` (every window when `None`) from the live slots:
+    /// repairs drift, and builds windows added to the board. Exact while writes go on;
+    /// retirement of the board waits meanwhile. [`Error::BoardBusy`](crate::Error::BoardBusy) while another
+    /// recompute of the board runs.
+    pub async fn recompute(&self, board: &str, window: Option<Span>) -> Result<RecomputeReport> {
+        let store = &self.inner.store;
+        self.on_board(board, |b| async move {
+            let windows = match window {
+                Some(w) => vec![window_index(&b, Some(w))?],
+                None => (0..b.config.windows().len()).collect(),
+            };
+            let mut report = RecomputeReport::default();
+            for w in windows {
+                report.absorb(store.recompute(&b, w).await?);
+            }
+            Ok(report)
+        })
+        .await
+    }
+
+    /// Builds the totals of windows added to the board ([`Created::Extended`](crate::Created::Extended)), if any.
+    pub async fn build_windows(&self, board: &str) -> Result<RecomputeReport> {
+        let store = &self.inner.store;
+        self.on_board(board, |b| async move {
+            let mut report = RecomputeReport::default();
+            for w in store.pending_windows(&b).await? {
+                report.absorb(store.recompute(&b, w).await?);
+            }
+            Ok(report)
+        })
+        .await
+    }
+}

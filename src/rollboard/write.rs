@@ -1,0 +1,186 @@
+//! Writes: events (one, a batch, a batch at most once) and member removal, and what
+//! they return.
+
+use serde::Serialize;
+
+use super::Rollboard;
+use crate::board::Board;
+use crate::domain::{BoardName, Event, Member, Timestamp, too_late};
+use crate::error::{Error, Result};
+use crate::store::{SlotWrite, WriteStatus};
+
+/// The outcome of a batch: each bad event is rejected on its own, the rest are applied.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BatchOutcome {
+    /// Events applied.
+    pub accepted: usize,
+    /// Events rejected, with their index in the batch, in index order.
+    pub rejected: Vec<Rejected>,
+}
+
+/// One rejected event of a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejected {
+    /// Its position in the batch, from 0.
+    pub index: usize,
+    /// Why it was rejected.
+    pub error: Error,
+}
+
+/// What removing a member did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct Removed {
+    /// Slot values deleted.
+    pub slot_values: u64,
+}
+
+impl Rollboard {
+    /// Adds `delta` to `member` on `board`, at `at` (now when `None`).
+    pub async fn incr(
+        &self,
+        board: &str,
+        member: &str,
+        delta: i64,
+        at: Option<Timestamp>,
+    ) -> Result<()> {
+        let event = Event {
+            member: member.to_owned(),
+            delta,
+            at,
+        };
+        let outcome = self.incr_batch(board, std::slice::from_ref(&event)).await?;
+        match outcome.rejected.into_iter().next() {
+            Some(rejected) => Err(rejected.error),
+            None => Ok(()),
+        }
+    }
+
+    /// Applies a batch of events. Each bad event is rejected on its own (with its index)
+    /// and the rest are applied. Errors only when nothing could be applied: unknown
+    /// board, batch too large, or the store failed before any event landed.
+    pub async fn incr_batch(&self, board: &str, events: &[Event]) -> Result<BatchOutcome> {
+        let mut board = self.cached_board(&BoardName::parse(board)?).await?;
+        let now = self.now();
+        let (valid, mut outcome) = self.validate(&board, now, events)?;
+
+        let per_call = self.inner.settings.events_per_call.max(1);
+        let store = &self.inner.store;
+        for (n, chunk) in valid.chunks(per_call).enumerate() {
+            let statuses = self
+                .retry_changed(&mut board, |b| async move {
+                    store.write(&b, now, slot_writes(chunk)).await
+                })
+                .await?;
+            match statuses {
+                Ok(statuses) => record(&board, now, events, chunk, statuses, &mut outcome),
+                Err(error) if n == 0 => return Err(error),
+                Err(error) => {
+                    // Earlier chunks landed; report the rest as rejected with the cause.
+                    for (index, _) in valid[n * per_call..].iter() {
+                        outcome.rejected.push(Rejected {
+                            index: *index,
+                            error: error.clone(),
+                        });
+                    }
+                    break;
+                }
+            }
+        }
+        outcome.rejected.sort_by_key(|r| r.index);
+        Ok(outcome)
+    }
+
+    /// Applies a batch at most once for `token`, in one store call: a job that replays
+    /// its batches after a crash (the legacy import) counts each once. `None` when the
+    /// token was applied before. The batch should stay within `events_per_call`.
+    pub async fn incr_batch_once(
+        &self,
+        board: &str,
+        events: &[Event],
+        token: &str,
+    ) -> Result<Option<BatchOutcome>> {
+        let mut board = self.cached_board(&BoardName::parse(board)?).await?;
+        let now = self.now();
+        let (valid, mut outcome) = self.validate(&board, now, events)?;
+        let store = &self.inner.store;
+        let valid_ref = &valid;
+        let statuses = self
+            .retry_changed(&mut board, |b| async move {
+                store
+                    .write_once(&b, now, slot_writes(valid_ref), token)
+                    .await
+            })
+            .await??;
+        let Some(statuses) = statuses else {
+            return Ok(None);
+        };
+        record(&board, now, events, &valid, statuses, &mut outcome);
+        outcome.rejected.sort_by_key(|r| r.index);
+        Ok(Some(outcome))
+    }
+
+    /// Removes the member from every slot and window of the board (moderation).
+    pub async fn remove_member(&self, board: &str, member: &str) -> Result<Removed> {
+        let member = Member::parse(member)?;
+        let store = &self.inner.store;
+        let member = &member;
+        self.on_board(
+            board,
+            |b| async move { store.remove_member(&b, member).await },
+        )
+        .await
+    }
+
+    /// Checks a batch against the admission rules: the valid events, placed in their
+    /// slots, and an outcome holding the rejected ones.
+    fn validate(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        events: &[Event],
+    ) -> Result<(Vec<(usize, SlotWrite)>, BatchOutcome)> {
+        let rules = self.inner.settings.admission();
+        rules.check_batch(events.len())?;
+        let mut outcome = BatchOutcome::default();
+        let mut valid = Vec::with_capacity(events.len());
+        for (index, event) in events.iter().enumerate() {
+            match rules.admit(&board.config, now, event) {
+                Ok(write) => valid.push((index, write)),
+                Err(error) => outcome.rejected.push(Rejected { index, error }),
+            }
+        }
+        Ok((valid, outcome))
+    }
+}
+
+/// The writes of admitted events (by index), for one store call.
+fn slot_writes(admitted: &[(usize, SlotWrite)]) -> Vec<SlotWrite> {
+    admitted.iter().map(|(_, w)| w.clone()).collect()
+}
+
+/// Adds the store's statuses of `written` (events by index) to `outcome`.
+fn record(
+    board: &Board,
+    now: Timestamp,
+    events: &[Event],
+    written: &[(usize, SlotWrite)],
+    statuses: Vec<WriteStatus>,
+    outcome: &mut BatchOutcome,
+) {
+    for ((index, write), status) in written.iter().zip(statuses) {
+        match status {
+            WriteStatus::Applied => outcome.accepted += 1,
+            WriteStatus::TooLate => outcome.rejected.push(Rejected {
+                index: *index,
+                error: too_late(&board.config, now, &events[*index], write.slot),
+            }),
+            WriteStatus::OutOfRange => outcome.rejected.push(Rejected {
+                index: *index,
+                error: Error::OutOfRange {
+                    member: write.member.to_string(),
+                },
+            }),
+        }
+    }
+}
