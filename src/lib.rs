@@ -34,9 +34,10 @@
 //! router and [`service`] runs it with the retirement scheduler; an embedding backend
 //! that needs neither uses `default-features = false`.
 //!
-//! Call [`Rollboard::retire_all`] at every slot boundary (the service's scheduler does)
-//! so totals drop the slots that left each window. See `docs/design.md` for the data
-//! model and why retirement is exact.
+//! Start a [`Retirer`] ([`Rollboard::start_retirer`]; the service's scheduler runs one)
+//! so totals drop the slots that left each window at every slot boundary, or call
+//! [`Rollboard::retire_all`] yourself. See `docs/design.md` for the data model and why
+//! retirement is exact.
 
 #![deny(missing_docs)]
 
@@ -47,6 +48,7 @@ mod error;
 mod read;
 mod recompute;
 mod retire;
+mod retirer;
 mod rollboard;
 mod settings;
 mod store;
@@ -66,6 +68,7 @@ pub use error::{Error, Result};
 pub use read::{Entry, History, Point, Standing, TopPage};
 pub use recompute::RecomputeReport;
 pub use retire::{RetireOptions, RetireReport};
+pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
 pub use rollboard::Rollboard;
 pub use settings::Settings;
 pub use store::{

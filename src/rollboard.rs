@@ -29,6 +29,9 @@ struct Inner {
     /// Board configs by name. A stale entry is harmless: the store checks the board's
     /// version on every call and the entry is reloaded on `BoardChanged`.
     boards: RwLock<HashMap<BoardName, Arc<Board>>>,
+    /// Told of every board created, extended or dropped here, so the retirer picks up a
+    /// new board at once instead of at its next re-read of the store.
+    board_changes: tokio::sync::watch::Sender<()>,
 }
 
 impl std::fmt::Debug for Rollboard {
@@ -54,6 +57,7 @@ impl Rollboard {
                 clock,
                 settings,
                 boards: RwLock::new(HashMap::new()),
+                board_changes: tokio::sync::watch::Sender::new(()),
             }),
         }
     }
@@ -83,6 +87,16 @@ impl Rollboard {
         self.inner.clock.now()
     }
 
+    /// This instance's clock.
+    pub(crate) fn clock(&self) -> &dyn Clock {
+        self.inner.clock.as_ref()
+    }
+
+    /// A receiver told of every board created, extended or dropped through this instance.
+    pub(crate) fn board_changes(&self) -> tokio::sync::watch::Receiver<()> {
+        self.inner.board_changes.subscribe()
+    }
+
     // ----- boards -------------------------------------------------------------------
 
     /// Creates board `name`; returns the existing board when it has the same config, or
@@ -97,6 +111,7 @@ impl Rollboard {
             .create_board(&name, &config, self.now())
             .await?;
         self.remember(Arc::new(created.board().clone()));
+        self.inner.board_changes.send_replace(());
         Ok(created)
     }
 
@@ -125,6 +140,7 @@ impl Rollboard {
         let name = BoardName::parse(name)?;
         let existed = self.inner.store.drop_board(&name).await?;
         self.forget(&name);
+        self.inner.board_changes.send_replace(());
         if existed {
             Ok(())
         } else {

@@ -6,6 +6,7 @@ mod conformance;
 mod oracle;
 mod property;
 mod redis_layout;
+mod retirer;
 mod support;
 #[path = "../common/redis.rs"]
 mod test_redis;
