@@ -52,12 +52,15 @@ mod retirer;
 mod rollboard;
 mod settings;
 mod store;
+mod window_build;
 mod write;
 
 #[cfg(feature = "server")]
 pub mod http;
 #[cfg(feature = "server")]
 pub mod jobs;
+#[cfg(feature = "server")]
+pub mod metrics;
 #[cfg(feature = "server")]
 pub mod service;
 

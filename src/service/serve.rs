@@ -8,7 +8,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use super::{Scheduler, ServiceConfig};
-use crate::http::{HttpOptions, install_prometheus, router};
+use crate::http::{HttpOptions, router};
+use crate::metrics::install_prometheus;
 use crate::{Error, MemoryStore, RedisStore, Rollboard, Store};
 
 /// Why the service could not run.
@@ -90,7 +91,6 @@ pub async fn run(
             max_body_bytes: config.max_body_bytes,
             request_timeout: config.request_timeout,
             metrics: Some(metrics),
-            scheduler: Some(scheduler.clone()),
         },
     );
     let address = listener.local_addr()?;

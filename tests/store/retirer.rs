@@ -55,7 +55,10 @@ async fn the_retirer_retires_at_every_slot_boundary_with_no_retire_call() {
     let described = boards.describe_board(&b).await.unwrap();
     assert_eq!(described.windows[0].retired_through, START);
     assert_eq!(described.windows[0].lag_seconds, 0);
-    assert_eq!(top(&boards, &b, "1m").await, (START + 60, pairs(&[("b", 1)])));
+    assert_eq!(
+        top(&boards, &b, "1m").await,
+        (START + 60, pairs(&[("b", 1)]))
+    );
     assert_eq!(
         top(&boards, &b, "3m").await,
         (START - 60, pairs(&[("a", 2), ("b", 1)]))
@@ -64,7 +67,10 @@ async fn the_retirer_retires_at_every_slot_boundary_with_no_retire_call() {
     // Three minutes on, "a" leaves the 3m window too; "b" a minute later.
     clock.set(ts(START + 180));
     round_at(&mut status, ts(START + 180)).await;
-    assert_eq!(top(&boards, &b, "3m").await, (START + 60, pairs(&[("b", 1)])));
+    assert_eq!(
+        top(&boards, &b, "3m").await,
+        (START + 60, pairs(&[("b", 1)]))
+    );
     clock.set(ts(START + 240));
     round_at(&mut status, ts(START + 240)).await;
     assert_eq!(top(&boards, &b, "3m").await, (START + 120, pairs(&[])));
