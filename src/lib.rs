@@ -51,6 +51,7 @@ mod retire;
 mod retirer;
 mod rollboard;
 mod settings;
+mod skew;
 mod store;
 mod window_build;
 mod write;

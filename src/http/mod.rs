@@ -46,6 +46,9 @@ pub struct HttpOptions {
     pub request_timeout: Duration,
     /// The Prometheus handle rendered at `/metrics` (none: `/metrics` is 404).
     pub metrics: Option<PrometheusHandle>,
+    /// `/readyz` fails when this process's clock is further than this from the store's
+    /// (default 5 s); `None`: readiness does not look at the clock.
+    pub max_clock_skew: Option<Duration>,
 }
 
 impl Default for HttpOptions {
@@ -55,6 +58,7 @@ impl Default for HttpOptions {
             max_body_bytes: 4 * 1024 * 1024,
             request_timeout: Duration::from_secs(30),
             metrics: None,
+            max_clock_skew: Some(Duration::from_secs(5)),
         }
     }
 }
@@ -65,6 +69,7 @@ pub struct AppState {
     boards: Rollboard,
     tokens: Arc<Tokens>,
     metrics: Option<PrometheusHandle>,
+    max_clock_skew: Option<Duration>,
 }
 
 #[derive(OpenApi)]
@@ -101,6 +106,7 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         boards,
         tokens: Arc::new(options.tokens),
         metrics: options.metrics,
+        max_clock_skew: options.max_clock_skew,
     };
     let (routes, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(boards::list_boards))
