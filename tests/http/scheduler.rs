@@ -1,6 +1,7 @@
 //! The scheduler inside the service: a catch-up at start-up, and retirement at slot
-//! boundaries of boards created over HTTP. The clock is manual; the scheduler's jobs
-//! fire every real second, so these tests poll for up to a few seconds.
+//! boundaries of boards created over HTTP. The clock is manual; moving it wakes the
+//! scheduler's retirer, whose passes run in the background, so these tests poll for
+//! up to a few seconds.
 
 use std::sync::Arc;
 use std::time::Duration;
