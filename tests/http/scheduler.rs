@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::support::{START, TestApp, TestRedis, clock, spawn_app, spawn_app_with, unique};
 
 /// Polls the board's description until every window's lag is zero.
-async fn wait_retired(app: &TestApp, board: &str) -> serde_json::Value {
+pub async fn wait_retired(app: &TestApp, board: &str) -> serde_json::Value {
     for _ in 0..100 {
         let status = app.get(&format!("/v1/boards/{board}")).await.body;
         if status["windows"]
