@@ -22,15 +22,7 @@ async fn redis_millis(redis: &TestRedis) -> i64 {
 
 /// The value of `rollboard_clock_skew_seconds` at `/metrics`.
 async fn skew_metric(app: &TestApp) -> f64 {
-    let text = app
-        .client
-        .get(format!("{}/metrics", app.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = app.get_text("/metrics").await;
     text.lines()
         .find_map(|line| line.strip_prefix("rollboard_clock_skew_seconds "))
         .unwrap_or_else(|| panic!("no skew metric in:\n{text}"))

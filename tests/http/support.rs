@@ -132,6 +132,12 @@ impl TestApp {
         }
     }
 
+    /// The body of a GET as text (for `/metrics`).
+    pub async fn get_text(&self, path: &str) -> String {
+        let response = self.client.get(format!("{}{path}", self.url)).send();
+        response.await.unwrap().text().await.unwrap()
+    }
+
     pub async fn get(&self, path: &str) -> Reply {
         self.request(Method::GET, path, None, None).await
     }

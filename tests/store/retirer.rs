@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use rollboard::{BoardConfig, Retirer, RetirerStatus, Rollboard, Timestamp};
+use rollboard::{BoardConfig, ManualClock, Retirer, RetirerStatus, Rollboard, Timestamp};
 use tokio::sync::watch;
 
 use crate::support::{START, TestRedis, clock, pairs, ranking, ts, unique, with_clock};
@@ -20,6 +20,36 @@ async fn round_at(status: &mut watch::Receiver<RetirerStatus>, at: Timestamp) ->
     .expect("the retirer ran a round within 10 s")
     .expect("the retirer is running");
     *seen
+}
+
+/// A running retirer on a Redis of its own, after its first round, over a board where
+/// "a" has 2 in slot START.
+struct Started {
+    _redis: TestRedis,
+    clock: ManualClock,
+    boards: Rollboard,
+    board: String,
+    retirer: Retirer,
+    status: watch::Receiver<RetirerStatus>,
+}
+
+async fn started() -> Started {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    let boards = with_clock(redis.store().await, &clock);
+    let board = board(&boards).await;
+    boards.incr(&board, "a", 2, None).await.unwrap();
+    let retirer = boards.start_retirer();
+    let mut status = retirer.status();
+    assert_eq!(round_at(&mut status, ts(START)).await.failed, 0);
+    Started {
+        _redis: redis,
+        clock,
+        boards,
+        board,
+        retirer,
+        status,
+    }
 }
 
 async fn board(boards: &Rollboard) -> String {
@@ -39,14 +69,14 @@ async fn top(boards: &Rollboard, board: &str, window: &str) -> (i64, Vec<(String
 
 #[tokio::test]
 async fn the_retirer_retires_at_every_slot_boundary_with_no_retire_call() {
-    let redis = TestRedis::spawn().await;
-    let clock = clock();
-    let boards = with_clock(redis.store().await, &clock);
-    let b = board(&boards).await;
-    boards.incr(&b, "a", 2, None).await.unwrap();
-    let retirer = boards.start_retirer();
-    let mut status = retirer.status();
-    assert_eq!(round_at(&mut status, ts(START)).await.failed, 0);
+    let Started {
+        clock,
+        boards,
+        board: b,
+        retirer,
+        mut status,
+        _redis,
+    } = started().await;
 
     clock.set(ts(START + 60));
     boards.incr(&b, "b", 1, None).await.unwrap();
@@ -118,7 +148,7 @@ async fn the_retirer_catches_up_at_start_and_picks_up_boards_created_later() {
 /// retired any more.
 async fn assert_no_longer_retires(
     boards: &Rollboard,
-    clock: &rollboard::ManualClock,
+    clock: &ManualClock,
     board: &str,
     mut status: watch::Receiver<RetirerStatus>,
 ) {
@@ -140,29 +170,18 @@ async fn assert_no_longer_retires(
 
 #[tokio::test]
 async fn dropping_the_retirer_ends_its_task() {
-    let redis = TestRedis::spawn().await;
-    let clock = clock();
-    let boards = with_clock(redis.store().await, &clock);
-    let b = board(&boards).await;
-    boards.incr(&b, "a", 2, None).await.unwrap();
-    let retirer: Retirer = boards.start_retirer();
-    let mut status = retirer.status();
-    round_at(&mut status, ts(START)).await;
-    drop(retirer);
-    assert_no_longer_retires(&boards, &clock, &b, status).await;
+    let s = started().await;
+    drop(s.retirer);
+    assert_no_longer_retires(&s.boards, &s.clock, &s.board, s.status).await;
 }
 
 #[tokio::test]
 async fn a_stopped_retirer_has_ended_when_stop_returns() {
-    let redis = TestRedis::spawn().await;
-    let clock = clock();
-    let boards = with_clock(redis.store().await, &clock);
-    let b = board(&boards).await;
-    boards.incr(&b, "a", 2, None).await.unwrap();
-    let retirer = boards.start_retirer();
-    let mut status = retirer.status();
-    round_at(&mut status, ts(START)).await;
-    retirer.stop().await;
-    assert!(status.has_changed().is_err(), "ended before stop returned");
-    assert_no_longer_retires(&boards, &clock, &b, status).await;
+    let s = started().await;
+    s.retirer.stop().await;
+    assert!(
+        s.status.has_changed().is_err(),
+        "ended before stop returned"
+    );
+    assert_no_longer_retires(&s.boards, &s.clock, &s.board, s.status).await;
 }
