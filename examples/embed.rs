@@ -1,5 +1,5 @@
-//! Embedding rollboard in a forum backend: create a board, count likes and unlikes,
-//! read the hot list, retire what expired.
+//! Embedding rollboard in a forum backend: create a board, retire in the background,
+//! count likes and unlikes, read the hot list.
 //!
 //! `cargo run --example embed` uses the in-memory store, or Redis when `REDIS_URL` is set.
 
@@ -17,6 +17,10 @@ async fn main() -> Result<(), rollboard::Error> {
     boards
         .create_board("hot-posts", BoardConfig::parse("1h", &["1h", "24h"])?)
         .await?;
+
+    // In the background, at every slot boundary, totals drop the slots that left each
+    // window (every board, also those created later), until `stop` or drop.
+    let retirer = boards.start_retirer();
 
     // A like is +1, an unlike -1. `None` means "now"; pass a Timestamp for older events.
     boards.incr("hot-posts", "post:42", 1, None).await?;
@@ -56,9 +60,7 @@ async fn main() -> Result<(), rollboard::Error> {
         println!("post:42 is #{} with {}", s.rank, s.score);
     }
 
-    // Call this at every slot boundary (`rollboard serve` schedules it for you).
-    for (board, result) in boards.retire_all().await? {
-        println!("retired {board}: {:?}", result?);
-    }
+    // Ends the background task after the pass in progress, if any.
+    retirer.stop().await;
     Ok(())
 }

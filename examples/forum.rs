@@ -35,13 +35,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let scheduler = Scheduler::new(boards.clone());
     scheduler.start(Duration::from_secs(60)).await?;
 
-    let rank = router(
-        boards.clone(),
-        HttpOptions {
-            scheduler: Some(scheduler.clone()),
-            ..HttpOptions::default()
-        },
-    );
+    let rank = router(boards.clone(), HttpOptions::default());
     let app = Router::new()
         .route(
             "/",

@@ -34,9 +34,10 @@
 //! router and [`service`] runs it with the retirement scheduler; an embedding backend
 //! that needs neither uses `default-features = false`.
 //!
-//! Call [`Rollboard::retire_all`] at every slot boundary (the service's scheduler does)
-//! so totals drop the slots that left each window. See `docs/design.md` for the data
-//! model and why retirement is exact.
+//! Start a [`Retirer`] ([`Rollboard::start_retirer`]; the service's scheduler runs one)
+//! so totals drop the slots that left each window at every slot boundary, or call
+//! [`Rollboard::retire_all`] yourself. See `docs/design.md` for the data model and why
+//! retirement is exact.
 
 #![deny(missing_docs)]
 
@@ -44,14 +45,19 @@ mod board;
 mod clock;
 mod domain;
 mod error;
+mod retirer;
 mod rollboard;
 mod settings;
+mod skew;
 mod store;
+mod window_build;
 
 #[cfg(feature = "server")]
 pub mod http;
 #[cfg(feature = "server")]
 pub mod jobs;
+#[cfg(feature = "server")]
+pub mod metrics;
 #[cfg(feature = "server")]
 pub mod service;
 
@@ -59,6 +65,7 @@ pub use board::{Board, BoardStatus, Created, WindowStatus};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use domain::{BoardConfig, BoardName, Event, MAX_ABS, Member, Span, Timestamp};
 pub use error::{Error, Result};
+pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
 pub use rollboard::Rollboard;
 pub use rollboard::read::{Entry, History, Point, Standing, TopPage};
 pub use rollboard::recompute::RecomputeReport;

@@ -91,19 +91,12 @@ pub async fn put_board(
 ) -> ApiResult<(StatusCode, Json<BoardStatus>)> {
     let config = body.into_config()?;
     let created = state.boards.create_board(&board, config).await?;
-    state.track(created.board());
     let status = match created {
         Created::New(_) => StatusCode::CREATED,
         Created::Existing(_) => StatusCode::OK,
         Created::Extended(_) => {
-            // Build the added windows' totals in the background; the description shows
-            // them as building until then.
-            let (boards, name) = (state.boards.clone(), board.clone());
-            tokio::spawn(async move {
-                if let Err(e) = boards.build_windows(&name).await {
-                    tracing::warn!(board = %name, error = %e, "building added windows failed; the scheduler retries");
-                }
-            });
+            // Runs on after the reply; the service's sweep retries a build that failed.
+            drop(state.boards.spawn_build_windows(&board));
             StatusCode::ACCEPTED
         }
     };

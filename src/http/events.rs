@@ -96,10 +96,10 @@ pub async fn post_events(
                 .incr(&board, &event.member, event.delta, event.at)
                 .await;
             if let Err(e) = &result {
-                super::metrics::event_rejected(&board, e);
+                crate::metrics::event_rejected(&board, e);
             }
             result?;
-            super::metrics::events_accepted(&board, 1);
+            crate::metrics::events_accepted(&board, 1);
             return Ok(Json(EventsResponse {
                 accepted: 1,
                 rejected: None,
@@ -137,7 +137,7 @@ pub async fn post_events(
     }
     let outcome = state.boards.incr_batch(&board, &valid).await?;
     for r in outcome.rejected {
-        super::metrics::event_rejected(&board, &r.error);
+        crate::metrics::event_rejected(&board, &r.error);
         rejected.push(RejectedEvent {
             index: original_index[r.index],
             error: ErrorDetail {
@@ -147,7 +147,7 @@ pub async fn post_events(
         });
     }
     rejected.sort_by_key(|r| r.index);
-    super::metrics::events_accepted(&board, outcome.accepted);
+    crate::metrics::events_accepted(&board, outcome.accepted);
     Ok(Json(EventsResponse {
         accepted: outcome.accepted,
         rejected: Some(rejected),

@@ -26,16 +26,14 @@ mod dashboard;
 pub mod error;
 mod events;
 mod extract;
-mod metrics;
+mod latency;
 mod ops;
 mod rankings;
 mod wire;
 
 pub use auth::Tokens;
-pub use metrics::{install_prometheus, store_error};
 
-use crate::service::Scheduler;
-use crate::{Board, Rollboard};
+use crate::Rollboard;
 
 /// How the router behaves.
 #[derive(Clone, Debug)]
@@ -48,8 +46,9 @@ pub struct HttpOptions {
     pub request_timeout: Duration,
     /// The Prometheus handle rendered at `/metrics` (none: `/metrics` is 404).
     pub metrics: Option<PrometheusHandle>,
-    /// The scheduler to tell about boards created here, so it retires them at once.
-    pub scheduler: Option<Scheduler>,
+    /// `/readyz` fails when this process's clock is further than this from the store's
+    /// (default 5 s); `None`: readiness does not look at the clock.
+    pub max_clock_skew: Option<Duration>,
 }
 
 impl Default for HttpOptions {
@@ -59,7 +58,7 @@ impl Default for HttpOptions {
             max_body_bytes: 4 * 1024 * 1024,
             request_timeout: Duration::from_secs(30),
             metrics: None,
-            scheduler: None,
+            max_clock_skew: Some(Duration::from_secs(5)),
         }
     }
 }
@@ -70,16 +69,7 @@ pub struct AppState {
     boards: Rollboard,
     tokens: Arc<Tokens>,
     metrics: Option<PrometheusHandle>,
-    scheduler: Option<Scheduler>,
-}
-
-impl AppState {
-    /// Tells the scheduler about a board created through this router.
-    fn track(&self, board: &Board) {
-        if let Some(scheduler) = &self.scheduler {
-            scheduler.track(board);
-        }
-    }
+    max_clock_skew: Option<Duration>,
 }
 
 #[derive(OpenApi)]
@@ -116,7 +106,7 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         boards,
         tokens: Arc::new(options.tokens),
         metrics: options.metrics,
-        scheduler: options.scheduler,
+        max_clock_skew: options.max_clock_skew,
     };
     let (routes, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(boards::list_boards))
@@ -149,7 +139,7 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
             options.request_timeout,
             ops::timeout,
         ))
-        .layer(middleware::from_fn(metrics::track))
+        .layer(middleware::from_fn(latency::track))
         .layer(CatchPanicLayer::custom(|_| {
             error::ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,

@@ -30,13 +30,34 @@ pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
     })
 }
 
-/// The store answers.
+/// The store answers, and this process's clock is within the limit of the store's.
 #[utoipa::path(
     get, path = "/readyz", tag = "ops",
-    responses((status = 200, body = Health), (status = 503, body = ErrorBody))
+    responses(
+        (status = 200, body = Health),
+        (status = 503, description = "`store_unavailable`, or `clock_skew`: this process's clock is too far from the store's", body = ErrorBody),
+    )
 )]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
-    state.boards.store().ping().await?;
+    match state.max_clock_skew {
+        None => state.boards.store().ping().await?,
+        Some(max) => {
+            // Reading the store's clock also shows that it answers.
+            let skew = state.boards.clock_skew().await?;
+            crate::metrics::clock_skew(skew);
+            if skew.abs() > max.as_secs_f64() {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "clock_skew",
+                    format!(
+                        "this process's clock is {skew:+.3} s off the store's, more than the {} s allowed \
+                         (max_clock_skew): windows would freeze at the wrong time; sync this host's clock",
+                        max.as_secs_f64()
+                    ),
+                ));
+            }
+        }
+    }
     Ok(Json(Health {
         status: "ready",
         store: state.boards.store().kind(),

@@ -22,6 +22,7 @@ impl Rollboard {
         self.inner
             .boards
             .remember(Arc::new(created.board().clone()));
+        self.inner.board_changes.send_replace(());
         Ok(created)
     }
 
@@ -50,6 +51,7 @@ impl Rollboard {
         let name = BoardName::parse(name)?;
         let existed = self.inner.store.drop_board(&name).await?;
         self.inner.boards.forget(&name);
+        self.inner.board_changes.send_replace(());
         if existed {
             Ok(())
         } else {

@@ -36,6 +36,9 @@ struct Inner {
     settings: Settings,
     /// Board configs by name, so most calls skip loading the board.
     boards: BoardCache,
+    /// Told of every board created, extended or dropped here, so the retirer picks up a
+    /// new board at once instead of at its next re-read of the store.
+    board_changes: tokio::sync::watch::Sender<()>,
 }
 
 impl std::fmt::Debug for Rollboard {
@@ -61,6 +64,7 @@ impl Rollboard {
                 clock,
                 settings,
                 boards: BoardCache::default(),
+                board_changes: tokio::sync::watch::Sender::new(()),
             }),
         }
     }
@@ -88,6 +92,16 @@ impl Rollboard {
     /// The current time, from this instance's clock.
     pub fn now(&self) -> Timestamp {
         self.inner.clock.now()
+    }
+
+    /// This instance's clock.
+    pub(crate) fn clock(&self) -> &dyn Clock {
+        self.inner.clock.as_ref()
+    }
+
+    /// A receiver told of every board created, extended or dropped through this instance.
+    pub(crate) fn board_changes(&self) -> tokio::sync::watch::Receiver<()> {
+        self.inner.board_changes.subscribe()
     }
 }
 

@@ -13,6 +13,7 @@
 //! retire_chunk_size = 1000
 //! sweep_every = "60s"
 //! shutdown_grace = "10s"
+//! max_clock_skew = "5s"                     # or ROLLBOARD_MAX_CLOCK_SKEW
 //!
 //! [[boards]]                                # created, or checked, at start-up
 //! name = "hot-posts"
@@ -57,6 +58,8 @@ pub struct ConfigFile {
     pub sweep_every: Option<Span>,
     /// How long shutdown waits for requests and retirement in progress.
     pub shutdown_grace: Option<Span>,
+    /// How far this process's clock may be from the store's before `/readyz` fails.
+    pub max_clock_skew: Option<Span>,
     /// Boards to create (or check) at start-up.
     #[serde(default)]
     pub boards: Vec<BoardEntry>,
@@ -93,6 +96,8 @@ pub struct Overrides {
     pub admin_token: Option<String>,
     /// `--insecure`: allow a non-loopback bind without tokens.
     pub insecure: bool,
+    /// `--max-clock-skew` / `ROLLBOARD_MAX_CLOCK_SKEW`.
+    pub max_clock_skew: Option<Span>,
 }
 
 /// Everything `serve` needs, resolved.
@@ -116,6 +121,10 @@ pub struct ServiceConfig {
     pub sweep_every: Duration,
     /// How long shutdown waits (default 10 s).
     pub shutdown_grace: Duration,
+    /// `/readyz` fails when this process's clock is further than this from the store's
+    /// (default 5 s). `None` turns the clock check off entirely (no metric, no warning):
+    /// only for tests whose clock stands elsewhere on purpose.
+    pub max_clock_skew: Option<Duration>,
     /// Boards to create or check at start-up.
     pub boards: Vec<(String, BoardConfig)>,
     /// Boards to import from the source article's layout by `rollboard migrate`, as
@@ -135,6 +144,7 @@ impl Default for ServiceConfig {
             request_timeout: Duration::from_secs(30),
             sweep_every: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
+            max_clock_skew: Some(Duration::from_secs(5)),
             boards: Vec::new(),
             legacy: Vec::new(),
         }
@@ -213,6 +223,11 @@ impl ServiceConfig {
                 .shutdown_grace
                 .map(secs)
                 .unwrap_or(defaults.shutdown_grace),
+            max_clock_skew: overrides
+                .max_clock_skew
+                .or(file.max_clock_skew)
+                .map(secs)
+                .or(defaults.max_clock_skew),
             boards,
             legacy,
         };
@@ -250,6 +265,7 @@ mod tests {
             max_batch = 50
             max_future_skew = "2m"
             sweep_every = 30
+            max_clock_skew = "2s"
             [[boards]]
             name = "hot"
             slot = "1h"
@@ -265,12 +281,21 @@ mod tests {
             redis_url: Some("redis://env/".into()),
             ..Overrides::default()
         };
+        let skew_from_env = Overrides {
+            max_clock_skew: Some(Span::parse("9s").unwrap()),
+            ..Overrides::default()
+        };
+        let c = ServiceConfig::resolve(parse("max_clock_skew = \"2s\""), skew_from_env).unwrap();
+        assert_eq!(c.max_clock_skew, Some(Duration::from_secs(9)));
+        let c = ServiceConfig::resolve(ConfigFile::default(), Overrides::default()).unwrap();
+        assert_eq!(c.max_clock_skew, Some(Duration::from_secs(5)));
         let c = ServiceConfig::resolve(file, overrides).unwrap();
         assert_eq!(c.bind.port(), 9000);
         assert_eq!(c.redis_url.as_deref(), Some("redis://env/"));
         assert_eq!(c.settings.max_batch, 50);
         assert_eq!(c.settings.max_future_skew.seconds(), 120);
         assert_eq!(c.sweep_every, Duration::from_secs(30));
+        assert_eq!(c.max_clock_skew, Some(Duration::from_secs(2)));
         assert_eq!(c.boards[0].0, "hot");
         assert_eq!(c.boards[0].1.windows().len(), 2);
         assert_eq!(c.legacy, [("liked".to_owned(), "likes".to_owned())]);

@@ -1,6 +1,7 @@
 //! The service around the library: configuration, the retirement scheduler, and
 //! running the HTTP server with graceful shutdown.
 
+mod clock_check;
 mod config;
 mod scheduler;
 mod serve;

@@ -1,5 +1,6 @@
-//! Running the service: open the store, declare the configured boards, start metrics
-//! and the scheduler, serve HTTP until the shutdown signal, then stop within bounds.
+//! Running the service: open the store, declare the configured boards, start metrics,
+//! the scheduler and the clock check, serve HTTP until the shutdown signal, then stop
+//! within bounds.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -8,7 +9,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use super::{Scheduler, ServiceConfig};
-use crate::http::{HttpOptions, install_prometheus, router};
+use crate::http::{HttpOptions, router};
+use crate::metrics::install_prometheus;
 use crate::{Error, MemoryStore, RedisStore, Rollboard, Store};
 
 /// Why the service could not run.
@@ -82,6 +84,9 @@ pub async fn run(
 
     let scheduler = Scheduler::new(boards.clone());
     scheduler.start(config.sweep_every).await?;
+    let clock_check = config
+        .max_clock_skew
+        .map(|_| super::clock_check::spawn(boards.clone()));
 
     let app = router(
         boards,
@@ -90,7 +95,7 @@ pub async fn run(
             max_body_bytes: config.max_body_bytes,
             request_timeout: config.request_timeout,
             metrics: Some(metrics),
-            scheduler: Some(scheduler.clone()),
+            max_clock_skew: config.max_clock_skew,
         },
     );
     let address = listener.local_addr()?;
@@ -119,6 +124,9 @@ pub async fn run(
     };
     scheduler.shutdown(grace).await;
     upkeep.abort();
+    if let Some(clock_check) = clock_check {
+        clock_check.abort();
+    }
     served
 }
 

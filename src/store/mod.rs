@@ -51,6 +51,10 @@ pub trait Store: Send + Sync + 'static {
     /// Checks that the store answers.
     async fn ping(&self) -> Result<()>;
 
+    /// The store's own clock (Redis `TIME`), to measure this process's clock against;
+    /// `None` when the store lives in this process, whose clock it shares.
+    async fn server_time(&self) -> Result<Option<Timestamp>>;
+
     /// Creates a board, or returns the existing one when its config is the same, or adds
     /// windows when the config only adds windows larger than the existing ones. Any
     /// other difference is [`Error::BoardConflict`](crate::Error::BoardConflict).

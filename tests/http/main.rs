@@ -2,6 +2,7 @@
 
 mod api;
 mod auth;
+mod clock;
 mod dashboard;
 mod mounted;
 mod ops;

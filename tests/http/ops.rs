@@ -102,15 +102,7 @@ async fn metrics_count_events_and_time_requests() {
     .await;
     app.get(&format!("/v1/boards/{b}/top")).await;
 
-    let text = app
-        .client
-        .get(format!("{}/metrics", app.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = app.get_text("/metrics").await;
     let value = |series: &str| -> Option<f64> {
         text.lines()
             .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))

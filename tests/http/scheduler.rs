@@ -1,6 +1,7 @@
 //! The scheduler inside the service: a catch-up at start-up, and retirement at slot
-//! boundaries of boards created over HTTP. The clock is manual; the scheduler's jobs
-//! fire every real second, so these tests poll for up to a few seconds.
+//! boundaries of boards created over HTTP. The clock is manual; moving it wakes the
+//! scheduler's retirer, whose passes run in the background, so these tests poll for
+//! up to a few seconds.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +13,7 @@ use serde_json::json;
 use crate::support::{START, TestApp, TestRedis, clock, spawn_app, spawn_app_with, unique};
 
 /// Polls the board's description until every window's lag is zero.
-async fn wait_retired(app: &TestApp, board: &str) -> serde_json::Value {
+pub async fn wait_retired(app: &TestApp, board: &str) -> serde_json::Value {
     for _ in 0..100 {
         let status = app.get(&format!("/v1/boards/{board}")).await.body;
         if status["windows"]

@@ -52,7 +52,21 @@ pub async fn spawn_app() -> TestApp {
 }
 
 /// The service on `redis` with `clock` and `config` (its `bind` is ignored: a free port).
+/// The clock is not compared with Redis's: test clocks stand in 2023 on purpose.
 pub async fn spawn_app_with(
+    redis: Arc<TestRedis>,
+    clock: ManualClock,
+    config: ServiceConfig,
+) -> TestApp {
+    let config = ServiceConfig {
+        max_clock_skew: None,
+        ..config
+    };
+    spawn_app_checking_clock(redis, clock, config).await
+}
+
+/// Like [`spawn_app_with`], with the clock check of `config` left as it is.
+pub async fn spawn_app_checking_clock(
     redis: Arc<TestRedis>,
     clock: ManualClock,
     config: ServiceConfig,
@@ -116,6 +130,12 @@ impl TestApp {
             body: serde_json::from_str(&text).unwrap_or(Value::Null),
             headers,
         }
+    }
+
+    /// The body of a GET as text (for `/metrics`).
+    pub async fn get_text(&self, path: &str) -> String {
+        let response = self.client.get(format!("{}{path}", self.url)).send();
+        response.await.unwrap().text().await.unwrap()
     }
 
     pub async fn get(&self, path: &str) -> Reply {

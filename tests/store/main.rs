@@ -7,6 +7,7 @@ mod lifecycle;
 mod oracle;
 mod property;
 mod redis_layout;
+mod retirer;
 mod support;
 #[path = "../common/redis.rs"]
 mod test_redis;

@@ -180,6 +180,10 @@ pub struct ServeArgs {
     /// Allow listening beyond loopback without any token.
     #[arg(long)]
     pub insecure: bool,
+    /// How far this process's clock may be from the store's before /readyz fails
+    /// [default: 5s].
+    #[arg(long, env = "ROLLBOARD_MAX_CLOCK_SKEW")]
+    pub max_clock_skew: Option<rollboard::Span>,
 }
 
 /// `top` options.

@@ -39,6 +39,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         write_token: std::env::var("ROLLBOARD_WRITE_TOKEN").ok(),
         admin_token: std::env::var("ROLLBOARD_ADMIN_TOKEN").ok(),
         insecure: args.insecure,
+        max_clock_skew: args.max_clock_skew,
     };
     let config = ServiceConfig::load(args.config.as_deref(), overrides)?;
     let store = service::open_store(config.redis_url.as_deref()).await?;

@@ -74,6 +74,10 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    async fn server_time(&self) -> Result<Option<Timestamp>> {
+        Ok(None)
+    }
+
     async fn create_board(
         &self,
         name: &BoardName,

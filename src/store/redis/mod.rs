@@ -104,6 +104,14 @@ impl Store for RedisStore {
             .map(|_| ())
     }
 
+    async fn server_time(&self) -> Result<Option<Timestamp>> {
+        let (seconds, micros): (i64, i64) = self
+            .conn
+            .query(&redis::cmd("TIME"), None, Retry::Idempotent)
+            .await?;
+        Timestamp::from_unix_millis(seconds * 1000 + micros / 1000).map(Some)
+    }
+
     async fn create_board(
         &self,
         name: &BoardName,

@@ -1,0 +1,85 @@
+//! Prometheus metrics of the service, recorded by the HTTP layer and the scheduler
+//! alike: the recorder, events accepted and rejected by reason, store errors,
+//! retirement, and the clock's skew against the store. (Request latency per route is
+//! recorded by the HTTP layer's own middleware.)
+//!
+//! Series are labelled by board only once the board is known to exist, so arbitrary
+//! names in requests cannot grow the number of series.
+
+use std::sync::OnceLock;
+
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+use crate::{BoardName, BoardStatus, Error, RetireReport};
+
+/// Installs the process-wide Prometheus recorder (once) and returns its handle.
+/// Call `run_upkeep()` on it periodically (`rollboard serve` does, every 5 s).
+pub fn install_prometheus() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            PrometheusBuilder::new()
+                .set_buckets(&[
+                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+                ])
+                .expect("static buckets are valid")
+                .install_recorder()
+                .expect("no other metrics recorder is installed in this process")
+        })
+        .clone()
+}
+
+/// Counts events applied to `board`.
+pub fn events_accepted(board: &str, n: usize) {
+    if n > 0 {
+        metrics::counter!("rollboard_events_accepted_total", "board" => board.to_owned())
+            .increment(n as u64);
+    }
+}
+
+/// Counts an event rejected on `board`, by reason.
+pub fn event_rejected(board: &str, error: &Error) {
+    if matches!(
+        error,
+        Error::BoardNotFound(_) | Error::InvalidBoardName { .. }
+    ) {
+        return;
+    }
+    metrics::counter!(
+        "rollboard_events_rejected_total",
+        "board" => board.to_owned(),
+        "reason" => error.code(),
+    )
+    .increment(1);
+}
+
+/// Counts a store failure seen by any part of the service.
+pub fn store_error(code: &'static str) {
+    metrics::counter!("rollboard_store_errors_total", "kind" => code).increment(1);
+}
+
+/// Counts what a retirement pass over `board` did.
+pub fn retired(board: &BoardName, report: &RetireReport) {
+    let board = board.to_string();
+    metrics::counter!("rollboard_retired_fields_total", "board" => board.clone())
+        .increment(report.fields_subtracted);
+    metrics::counter!("rollboard_members_zeroed_total", "board" => board)
+        .increment(report.members_zeroed);
+}
+
+/// Records how far each window's totals lag behind the window.
+pub fn retirement_lag(status: &BoardStatus) {
+    for w in &status.windows {
+        metrics::gauge!(
+            "rollboard_retirement_lag_seconds",
+            "board" => status.name.to_string(),
+            "window" => w.window.to_string(),
+        )
+        .set(w.lag_seconds as f64);
+    }
+}
+
+/// Records this process's clock minus the store's, in seconds.
+pub fn clock_skew(seconds: f64) {
+    metrics::gauge!("rollboard_clock_skew_seconds").set(seconds);
+}
