@@ -27,8 +27,10 @@ fn member(i: usize) -> String {
     format!("post:{i}")
 }
 
-/// The boards measured: name, what its scores look like, member `i`'s total.
-fn boards() -> [(&'static str, &'static str, fn(usize) -> i64); 2] {
+/// A board measured: its name, what its scores look like, member `i`'s total.
+type Measured = (&'static str, &'static str, fn(usize) -> i64);
+
+fn boards() -> [Measured; 2] {
     [
         ("bench-pages", "scores 1..=1000", |i| {
             1 + (i.wrapping_mul(2_654_435_761) % 1000) as i64
