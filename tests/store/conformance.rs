@@ -23,6 +23,8 @@ conformance!(
     invalid_input_is_rejected_with_its_code,
     top_orders_by_score_then_member_with_competition_ranks,
     pages_cut_through_tie_groups_keep_the_order,
+    deep_pages_cut_inside_big_tie_groups_keep_the_order,
+    offsets_past_the_end_give_empty_pages,
     zero_and_negative_totals_are_not_ranked,
     an_event_counts_while_its_slot_is_inside_the_window,
     windows_retire_independently,
@@ -234,6 +236,122 @@ async fn pages_cut_through_tie_groups_keep_the_order(h: Harness) {
                 .collect();
             assert_eq!(got, want, "offset {offset} limit {limit}");
         }
+    }
+}
+
+/// Members `m000..` shuffled into tie groups: (score, how many). Returns the expected
+/// ranking (rank, member, score) of the positive totals, after writing them all.
+async fn write_tie_groups(
+    h: &Harness,
+    name: &str,
+    groups: &[(i64, usize)],
+) -> Vec<(u64, String, i64)> {
+    use rand::SeedableRng;
+    use rand::seq::SliceRandom;
+    let count: usize = groups.iter().map(|(_, n)| n).sum();
+    let mut members: Vec<String> = (0..count).map(|i| format!("m{i:03}")).collect();
+    members.shuffle(&mut rand::rngs::StdRng::seed_from_u64(7));
+    let mut totals: Vec<(String, i64)> = Vec::new();
+    let mut names = members.into_iter();
+    for (score, n) in groups {
+        totals.extend(names.by_ref().take(*n).map(|m| (m, *score)));
+    }
+    // Written in another random order than the names'.
+    let mut events: Vec<Event> = totals
+        .iter()
+        .map(|(m, s)| Event::new(m.clone(), *s))
+        .collect();
+    events.shuffle(&mut rand::rngs::StdRng::seed_from_u64(11));
+    h.boards.incr_batch(name, &events).await.unwrap();
+    totals.retain(|(_, s)| *s > 0);
+    totals.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    totals
+        .iter()
+        .map(|(m, s)| {
+            let higher = totals.iter().filter(|(_, t)| t > s).count() as u64;
+            (higher + 1, m.clone(), *s)
+        })
+        .collect()
+}
+
+fn entries_of(page: rollboard::TopPage) -> Vec<(u64, String, i64)> {
+    page.entries
+        .into_iter()
+        .map(|e| (e.rank, e.member, e.score))
+        .collect()
+}
+
+async fn deep_pages_cut_inside_big_tie_groups_keep_the_order(h: Harness) {
+    let name = h.board("1h", &["1h"]).await;
+    // 504 ranked members (past Redis's small-zset encoding), most of them in two big tie
+    // groups, and members with negative totals below them.
+    let groups = [(50, 1), (7, 300), (5, 2), (3, 200), (1, 1), (-2, 30)];
+    let expected = write_tie_groups(&h, &name, &groups).await;
+    assert_eq!(expected.len(), 504);
+    assert_eq!(
+        (expected[1].0, expected[301].0, expected[303].0),
+        (2, 302, 304)
+    );
+    let offsets = (0..=505)
+        .step_by(23)
+        .chain([1, 2, 150, 299, 300, 301, 302, 303, 450, 502, 503]);
+    for offset in offsets {
+        for limit in [1, 2, 13, 100, 1000] {
+            let page = h.boards.top(&name, None, offset, limit).await.unwrap();
+            let want: Vec<_> = expected
+                .iter()
+                .skip(offset as usize)
+                .take(limit as usize)
+                .cloned()
+                .collect();
+            assert_eq!(entries_of(page), want, "offset {offset} limit {limit}");
+        }
+    }
+    // 'around' and 'score' of members deep inside the tie groups.
+    for position in [0, 1, 2, 3, 150, 298, 300, 301, 302, 303, 304, 420, 502, 503] {
+        let (rank, member, score) = &expected[position];
+        let standing = h.boards.score(&name, member, None).await.unwrap().unwrap();
+        assert_eq!((standing.rank, standing.score), (*rank, *score), "{member}");
+        for n in [0, 1, 4, 100] {
+            let page = h
+                .boards
+                .around(&name, member, None, n)
+                .await
+                .unwrap()
+                .unwrap();
+            let from = position.saturating_sub(n as usize);
+            let to = (position + n as usize + 1).min(expected.len());
+            assert_eq!(
+                entries_of(page),
+                expected[from..to],
+                "around {member} n {n}"
+            );
+        }
+    }
+}
+
+async fn offsets_past_the_end_give_empty_pages(h: Harness) {
+    let name = h.board("1h", &["1h"]).await;
+    let empty = h.boards.top(&name, None, 0, 10).await.unwrap();
+    assert!(empty.entries.is_empty());
+    let expected = write_tie_groups(&h, &name, &[(4, 150), (2, 1), (-1, 5)]).await;
+    assert_eq!(expected.len(), 151);
+    let last = h.boards.top(&name, None, 150, 10).await.unwrap();
+    assert_eq!(entries_of(last), expected[150..]);
+    let tail = h.boards.top(&name, None, 140, 1000).await.unwrap();
+    assert_eq!(entries_of(tail), expected[140..]);
+    for offset in [151, 152, 156, 157, 10_000, 1_000_000_000] {
+        let page = h.boards.top(&name, None, offset, 1000).await.unwrap();
+        assert!(
+            page.entries.is_empty(),
+            "offset {offset}: {:?}",
+            page.entries
+        );
+        assert_eq!(
+            (page.from, page.to),
+            (START, START + 3600),
+            "offset {offset}"
+        );
     }
 }
 

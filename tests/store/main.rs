@@ -3,6 +3,7 @@
 
 mod concurrency;
 mod conformance;
+mod history_under_retirement;
 mod lifecycle;
 mod oracle;
 mod property;

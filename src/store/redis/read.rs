@@ -1,5 +1,6 @@
 //! Reads from Redis: rankings through `read_ranking.lua` (one round trip), a member's
-//! history and a board's description through pipelines.
+//! history through `history.lua` (one consistent view per slot), a board's description
+//! through pipelines.
 
 use redis::Value;
 
@@ -136,6 +137,25 @@ pub(super) async fn around(
     }))
 }
 
+/// Stage keys one `history.lua` call reads at most (about a microsecond each), so every
+/// call stays short however many live slots the largest window holds.
+const HISTORY_KEYS_PER_CALL: usize = 1024;
+
+/// What `history.lua` answered.
+enum HistoryReply {
+    /// The member's non-zero points in the range, and the newest live slot.
+    Points {
+        newest: Option<i64>,
+        points: Vec<Point>,
+    },
+    /// The range holds slots that were not passed: the live slots from its lower bound.
+    Slots(Vec<i64>),
+}
+
+/// The member's points in every live slot from the largest window's start, in calls of
+/// at most [`HISTORY_KEYS_PER_CALL`] stage keys over consecutive ranges of slots; each
+/// call sums all stages of its slots atomically, so a value that retirement moves from
+/// one stage to the next is counted exactly once.
 pub(super) async fn history(
     conn: &RedisConn,
     board: &Board,
@@ -145,66 +165,89 @@ pub(super) async fn history(
     let config = &board.config;
     let largest = config.windows().len() - 1;
     let from = config.window_start(largest, now);
-    let index = keys::index(&board.name);
-    let (version, slots, newest): (Value, Vec<i64>, Vec<i64>) = conn
-        .query_pipe(
-            redis::pipe()
-                .cmd("HGET")
-                .arg(keys::record(&board.name))
-                .arg("version")
-                .cmd("ZRANGEBYSCORE")
-                .arg(&index)
-                .arg(from)
-                .arg("+inf")
-                .cmd("ZREVRANGEBYSCORE")
-                .arg(&index)
-                .arg("+inf")
-                .arg("-inf")
-                .arg("LIMIT")
-                .arg(0)
-                .arg(1),
-            Some(&board.name),
-            Retry::Idempotent,
-        )
-        .await?;
-    if !version_matches(&version, board)? {
-        return Err(Error::BoardChanged(board.name.to_string()));
-    }
-    let mut pipe = redis::pipe();
-    for s in &slots {
-        for key in keys::stages(board, *s) {
-            pipe.cmd("HGET").arg(key).arg(member.as_str());
+    let per_call = (HISTORY_KEYS_PER_CALL / config.windows().len()).max(1);
+    let mut lower = from;
+    // Live slots from `lower` on, as last listed: the first `per_call` go in the next call.
+    let mut listed: Vec<i64> = Vec::new();
+    let mut points = Vec::new();
+    let newest = loop {
+        let upper = listed.get(per_call).copied();
+        let passed = &listed[..listed.len().min(per_call)];
+        match history_range(conn, board, member, lower, upper, passed, per_call + 1).await? {
+            HistoryReply::Slots(slots) => listed = slots,
+            HistoryReply::Points {
+                newest,
+                points: found,
+            } => {
+                points.extend(found);
+                let Some(upper) = upper else {
+                    break newest;
+                };
+                listed.drain(..per_call);
+                lower = upper;
+            }
         }
-    }
-    let values: Vec<Option<i64>> = if slots.is_empty() {
-        Vec::new()
-    } else {
-        conn.query_pipe(&pipe, Some(&board.name), Retry::Idempotent)
-            .await?
     };
-    let points = slots
-        .iter()
-        .zip(values.chunks(config.windows().len()))
-        .filter_map(|(slot, stages)| {
-            let value: i64 = stages.iter().flatten().sum();
-            (value != 0).then_some(Point { slot: *slot, value })
-        })
-        .collect();
     Ok(History {
         member: member.to_string(),
         slot: config.slot(),
         from,
-        to: coverage(
-            config,
-            largest,
-            now,
-            None,
-            newest.first().copied(),
-            WindowState::default(),
-        )
-        .1,
+        to: coverage(config, largest, now, None, newest, WindowState::default()).1,
         points,
     })
+}
+
+/// One `history.lua` call over the slots in `[lower, upper)` (`upper` `None`: no bound).
+async fn history_range(
+    conn: &RedisConn,
+    board: &Board,
+    member: &Member,
+    lower: i64,
+    upper: Option<i64>,
+    slots: &[i64],
+    listing: usize,
+) -> Result<HistoryReply> {
+    let mut invocation = conn.scripts().history.key(keys::record(&board.name));
+    invocation.key(keys::index(&board.name));
+    for slot in slots {
+        for key in keys::stages(board, *slot) {
+            invocation.key(key);
+        }
+    }
+    invocation
+        .arg(board.version)
+        .arg(lower)
+        .arg(upper.map_or_else(|| "+inf".to_owned(), |u| format!("({u}")))
+        .arg(member.as_str())
+        .arg(board.config.windows().len())
+        .arg(listing)
+        .arg(slots);
+    let reply: Value = conn
+        .script(&invocation, &board.name, Retry::Idempotent)
+        .await?;
+    let items = array(reply, "history")?;
+    let [kind, newest, rest @ ..] = items.as_slice() else {
+        return Err(Error::Store("history answered too little".into()));
+    };
+    match string(kind, "history reply")?.as_str() {
+        "slots" => Ok(HistoryReply::Slots(
+            rest.iter().map(|s| int(s, "slot")).collect::<Result<_>>()?,
+        )),
+        "points" => Ok(HistoryReply::Points {
+            newest: opt_int(newest, "newest slot")?,
+            points: rest
+                .chunks(2)
+                .map(|p| match p {
+                    [slot, value] => Ok(Point {
+                        slot: int(slot, "slot")?,
+                        value: int(value, "value")?,
+                    }),
+                    _ => Err(Error::Store("history answered a partial point".into())),
+                })
+                .collect::<Result<_>>()?,
+        }),
+        other => Err(Error::Store(format!("history answered {other:?}"))),
+    }
 }
 
 pub(super) async fn pending_windows(conn: &RedisConn, board: &Board) -> Result<Vec<usize>> {

@@ -11,9 +11,13 @@
 -- ARGV[5]  top: limit;   around: n, entries on each side;  member: unused
 --
 -- The ranking holds members with a positive total, highest first; equal totals are
--- ordered by member ascending (Redis orders them descending in ZREVRANGE, so tie groups
--- cut by the page edges are re-read in ascending order with ZRANGEBYSCORE). Ranks are
--- competition ranks: 1 + the number of members with a strictly higher total.
+-- ordered by member ascending. Ranks are competition ranks: 1 + the number of members
+-- with a strictly higher total. Every call is O(log N + page size), whatever the offset
+-- and however large the tie groups: pages are read by index (ZREVRANGE, ZRANGE) and tie
+-- groups are measured with ZCOUNT (O(log N)), never walked. ZREVRANGE orders equal
+-- totals by member descending: a tie group at reverse ranks [a, b] sits at ascending
+-- ranks [N-1-b, N-1-a] in member-ascending order, so ranking position p in [a, b] is
+-- ascending rank N-1-a-b+p, and a group cut by a page edge is read with ZRANGE by index.
 --
 -- Returns {first_pending, newest, since, building, ...}: the oldest live slot newer than
 -- done:<W>, the newest live slot, and the window's since:<W> and building:<W> marks (see
@@ -31,35 +35,40 @@ local pending = redis.call('ZRANGEBYSCORE', index, '(' .. record[3], '+inf', 'LI
 local newest = redis.call('ZREVRANGEBYSCORE', index, '+inf', '-inf', 'LIMIT', 0, 1)
 local reply = { pending[1] or false, newest[1] or false, record[4] or false, record[5] or false }
 
--- Appends the entries at positions offset .. offset+limit-1 of the ranking to reply.
+-- Appends the entries at ranking positions offset .. offset+limit-1 to reply.
 local function page(offset, limit)
-  local raw = redis.call('ZREVRANGEBYSCORE', totals, '+inf', '(0', 'WITHSCORES', 'LIMIT', offset, limit + 1)
-  local fetched = #raw / 2
-  local count = math.min(fetched, limit)
-  local cut_at_end = fetched > limit and raw[2 * limit + 2] == raw[2 * limit]
+  local last = math.min(offset + limit, redis.call('ZCOUNT', totals, '(0', '+inf')) - 1
+  if offset > last then return end
+  local size = redis.call('ZCARD', totals)
+  local raw = redis.call('ZREVRANGE', totals, offset, last, 'WITHSCORES')
+  local count = #raw / 2
   local i, position = 1, offset
   while i <= count do
     local score = raw[2 * i]
     local j = i
     while j < count and raw[2 * j + 2] == score do j = j + 1 end
-    local size = j - i + 1
-    local group_start = position
-    if i == 1 then
-      group_start = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
+    -- This group fills positions position .. final of the page; a group inside the page
+    -- starts at position, only the first and the last may reach past the page's edges.
+    local final = position + j - i
+    local a, members = position, nil
+    if i == 1 or j == count then
+      if i == 1 then a = redis.call('ZCOUNT', totals, '(' .. score, '+inf') end
+      local b = a + redis.call('ZCOUNT', totals, score, score) - 1
+      if a < position or b > final then
+        local base = size - 1 - a - b
+        members = redis.call('ZRANGE', totals, base + position, base + final)
+      end
     end
-    local members
-    if (i == 1 and group_start < position) or (j == count and cut_at_end) then
-      members = redis.call('ZRANGEBYSCORE', totals, score, score, 'LIMIT', position - group_start, size)
-    else
+    if not members then
       members = {}
       for k = j, i, -1 do members[#members + 1] = raw[2 * k - 1] end
     end
     for _, member in ipairs(members) do
-      reply[#reply + 1] = group_start + 1
+      reply[#reply + 1] = a + 1
       reply[#reply + 1] = member
       reply[#reply + 1] = score
     end
-    position = position + size
+    position = final + 1
     i = j + 1
   end
 end
