@@ -3,8 +3,11 @@
 
 mod concurrency;
 mod conformance;
+mod faults;
 mod oracle;
 mod property;
+#[path = "../common/proxy.rs"]
+mod proxy;
 mod redis_layout;
 mod support;
 #[path = "../common/redis.rs"]

@@ -162,6 +162,7 @@ pub(super) async fn drop(store: &RedisStore, name: &BoardName) -> Result<bool> {
         let mut rest = keys::all_totals(name, &windows);
         rest.push(keys::rebuild(name));
         rest.push(keys::rebuild_log(name));
+        rest.push(keys::rebuild_scan(name));
         rest.push(keys::journal(name));
         rest.push(index);
         rest.push(keys::record(name));

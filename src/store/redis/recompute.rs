@@ -39,6 +39,7 @@ pub(super) async fn recompute(
     begin
         .key(keys::rebuild(&board.name))
         .key(keys::rebuild_log(&board.name))
+        .key(keys::rebuild_scan(&board.name))
         .arg(board.version)
         .arg(board.config.windows()[window].seconds())
         .arg(&token)
@@ -49,6 +50,7 @@ pub(super) async fn recompute(
         let mut end = store.scripts.recompute_end.key(keys::record(&board.name));
         end.key(keys::rebuild(&board.name))
             .key(keys::rebuild_log(&board.name))
+            .key(keys::rebuild_scan(&board.name))
             .arg(&token);
         let _: Result<i64> = store.invoke(&end, &board.name, true).await;
     }
@@ -127,12 +129,15 @@ async fn scan(store: &RedisStore, board: &Board, token: &str, hash: &str) -> Res
         let mut scan = store.scripts.recompute_scan.key(keys::record(&board.name));
         scan.key(keys::rebuild(&board.name))
             .key(hash)
+            .key(keys::rebuild_scan(&board.name))
             .arg(board.version)
             .arg(token)
             .arg(LEASE_MS)
             .arg(&cursor)
             .arg(SCAN_FIELDS)
             .arg(SCAN_BUDGET_US);
+        // Idempotent: the script checks `cursor` against the one it recorded, so a call
+        // sent again after its reply was lost adds nothing (see recompute_scan.lua).
         let reply: Value = store.invoke(&scan, &board.name, true).await.map_err(lost)?;
         let items = array(reply, "recompute_scan")?;
         calls += 1;
@@ -232,6 +237,7 @@ async fn swap(store: &RedisStore, board: &Board, window: usize, token: &str) -> 
     call.key(keys::rebuild(&board.name))
         .key(keys::rebuild_log(&board.name))
         .key(keys::totals(&board.name, windows, window))
+        .key(keys::rebuild_scan(&board.name))
         .arg(board.version)
         .arg(token)
         .arg(windows[window].seconds());
