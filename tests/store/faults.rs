@@ -83,14 +83,17 @@ impl Faulty {
     }
 
     /// Every window's ranking equals the oracle's, and the keys keep their invariants.
+    /// (After a retirement pass at the clock's time, as the scheduler runs them.)
     async fn assert_exact(&self, board: &str, oracle: &Oracle) {
+        self.proxy.disarm();
+        self.boards.retire(board).await.unwrap();
         let now = self.clock.now();
         for (j, window) in oracle.config.windows().iter().enumerate() {
             let got = full_ranking(&self.boards, board, &window.to_string()).await;
             assert_same(&got, &oracle.ranking(j, now), &format!("window {window}"));
         }
         let mut raw = self.redis.raw().await;
-        check_redis_invariants(&mut raw, board, &oracle.config, None).await;
+        check_redis_invariants(&mut raw, board, &oracle.config, Some(now)).await;
     }
 }
 
@@ -175,4 +178,173 @@ async fn recompute_scan_with_a_cut_reply_adds_each_field_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recompute_scan_with_a_held_reply_adds_each_field_once() {
     recompute_scan_survives(HOLD).await;
+}
+
+/// A `write.lua` call of `board`: the only script with the index, the log and totals.
+fn write_call(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'static {
+    let (index, log, totals) = (
+        format!("slots_{{{board}}}"),
+        format!("rebuild_log_{{{board}}}"),
+        format!("stats_{{{board}}}"),
+    );
+    move |r| r.is_script_with_key(&index) && r.has_arg(&log) && r.has_arg(&totals)
+}
+
+/// A write whose reply is lost fails as unavailable, and Redis ran it once: the store
+/// never sends a write again by itself (a blind retry could count it twice).
+async fn write_survives(fault: Fault) {
+    let f = Faulty::start().await;
+    let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
+    f.fill(&b, &mut oracle, 2, 50).await;
+    f.proxy.arm(fault, 1, write_call(&b));
+    let lost = f.boards.incr(&b, "m7", 5, None).await;
+    assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
+    assert_eq!(f.proxy.fired(), 1);
+    oracle.record(START + 3600, "m7", 5);
+    // The connection comes back, and the next write goes through.
+    f.boards.incr(&b, "m7", 1, None).await.unwrap();
+    oracle.record(START + 3600, "m7", 1);
+    f.assert_exact(&b, &oracle).await;
+}
+
+#[tokio::test]
+async fn a_write_with_a_cut_reply_is_applied_once() {
+    write_survives(Fault::Cut).await;
+}
+
+#[tokio::test]
+async fn a_write_with_a_held_reply_is_applied_once() {
+    write_survives(HOLD).await;
+}
+
+/// The same for a batch, and with a token the caller's retry makes it exactly once.
+async fn batch_write_survives(fault: Fault) {
+    let f = Faulty::start().await;
+    let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
+    f.fill(&b, &mut oracle, 2, 50).await;
+    let events: Vec<Event> = (0..300)
+        .map(|i| Event::new(format!("m{}", i % 70), 1 + i % 4))
+        .collect();
+    let record = |oracle: &mut Oracle| {
+        for e in &events {
+            oracle.record(START + 3600, &e.member, e.delta);
+        }
+    };
+
+    // Without a token: at most once (Redis ran it; nothing sent it again).
+    f.proxy.arm(fault, 1, write_call(&b));
+    let lost = f.boards.incr_batch(&b, &events).await;
+    assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
+    record(&mut oracle);
+    f.assert_exact(&b, &oracle).await;
+
+    // With a token: the caller sends it again, and it is applied exactly once.
+    f.proxy.arm(fault, 1, write_call(&b));
+    let lost = f.boards.incr_batch_once(&b, &events, "batch-1").await;
+    assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
+    let again = f
+        .boards
+        .incr_batch_once(&b, &events, "batch-1")
+        .await
+        .unwrap();
+    assert!(again.is_none(), "the token was applied by the lost call");
+    record(&mut oracle);
+    assert_eq!(f.proxy.fired(), 2);
+    f.assert_exact(&b, &oracle).await;
+}
+
+#[tokio::test]
+async fn a_batch_with_a_cut_reply_is_applied_once() {
+    batch_write_survives(Fault::Cut).await;
+}
+
+#[tokio::test]
+async fn a_batch_with_a_held_reply_is_applied_once() {
+    batch_write_survives(HOLD).await;
+}
+
+/// A `retire_chunk.lua` call of `board`: the index, totals and a stage, not the log.
+fn retire_chunk(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'static {
+    let (index, log, stage) = (
+        format!("slots_{{{board}}}"),
+        format!("rebuild_log_{{{board}}}"),
+        format!("slot_{{{board}}}_"),
+    );
+    move |r| r.is_script_with_key(&index) && !r.has_arg(&log) && r.has_arg_starting(&stage)
+}
+
+/// Retirement chunks are idempotent: the store sends a lost one again (or the next pass
+/// finishes), and every window ends exact with nothing left of retired slots.
+async fn retire_survives(fault: Fault) {
+    let f = Faulty::start().await;
+    let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
+    f.fill(&b, &mut oracle, 4, 3_000).await;
+    f.clock.set(ts(START + 6 * 3600));
+    f.proxy.arm(fault, 3, retire_chunk(&b));
+    let options = rollboard::RetireOptions {
+        chunk_size: 500,
+        ..rollboard::RetireOptions::default()
+    };
+    // A pass that fails (the one retry met another fault) is run again, as the
+    // scheduler would.
+    let mut passes = 0;
+    loop {
+        passes += 1;
+        match f.boards.retire_with(&b, options).await {
+            Ok(report) if report.complete => break,
+            Ok(_) | Err(Error::StoreUnavailable(_)) if passes < 5 => continue,
+            other => panic!("retirement did not finish: {other:?}"),
+        }
+    }
+    assert_eq!(f.proxy.fired(), 3, "three chunks lost their replies");
+    f.assert_exact(&b, &oracle).await;
+    let mut raw = f.redis.raw().await;
+    check_redis_invariants(&mut raw, &b, &oracle.config, Some(f.clock.now())).await;
+}
+
+#[tokio::test]
+async fn retirement_with_cut_replies_ends_exact() {
+    retire_survives(Fault::Cut).await;
+}
+
+#[tokio::test]
+async fn retirement_with_held_replies_ends_exact() {
+    retire_survives(HOLD).await;
+}
+
+/// A `remove_member.lua` call of `board`: totals and the log, not the index.
+fn remove_member(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'static {
+    let (index, log) = (
+        format!("slots_{{{board}}}"),
+        format!("rebuild_log_{{{board}}}"),
+    );
+    move |r| r.is_script_with_key(&log) && !r.has_arg(&index)
+}
+
+/// Removing a member is idempotent (a replayed batch finds nothing left to delete).
+async fn remove_member_survives(fault: Fault) {
+    let f = Faulty::start().await;
+    let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
+    f.fill(&b, &mut oracle, 3, 200).await;
+    f.proxy.arm(fault, 1, remove_member(&b));
+    let removed = match f.boards.remove_member(&b, "m17").await {
+        Ok(removed) => removed,
+        // The caller asks again.
+        Err(Error::StoreUnavailable(_)) => f.boards.remove_member(&b, "m17").await.unwrap(),
+        Err(other) => panic!("{other}"),
+    };
+    assert!(removed.slot_values <= 3, "{removed:?}");
+    assert_eq!(f.proxy.fired(), 1);
+    oracle.remove("m17");
+    f.assert_exact(&b, &oracle).await;
+}
+
+#[tokio::test]
+async fn removing_a_member_with_a_cut_reply_ends_exact() {
+    remove_member_survives(Fault::Cut).await;
+}
+
+#[tokio::test]
+async fn removing_a_member_with_a_held_reply_ends_exact() {
+    remove_member_survives(HOLD).await;
 }
