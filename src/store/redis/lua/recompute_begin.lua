@@ -18,7 +18,7 @@
 --     moves while it is scanned, and every member left out of the log is exact in the
 --     build once the scan ends.
 --   fold: (recompute_fold.lua) logged members are computed afresh from all their slot
---     values, a few per call; writes now apply their delta to the build too, unless
+--     values, a bounded range of slots per call (rb_fold_* in the record say where); writes now apply their delta to the build too, unless
 --     the member is still in the log. The log only shrinks, so the fold ends, and then
 --     recompute_swap.lua renames the build over the totals: O(1), atomic.
 -- The scan records how far it got in each stage hash (recompute_scan.lua), so a call sent
@@ -43,6 +43,7 @@ end
 -- UNLINK: a build left by an earlier recompute can hold every member; free it off the
 -- main thread.
 redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
+redis.call('HDEL', board, 'rb_fold_member', 'rb_fold_slot', 'rb_fold_sum')
 redis.call('HSET', board, 'rb_window', ARGV[2], 'rb_phase', 'scan', 'rb_token', ARGV[3],
   'rb_until', now_ms + tonumber(ARGV[4]))
 return 'ok'

@@ -16,6 +16,7 @@ local board = KEYS[1]
 if redis.call('HGET', board, 'rb_token') ~= ARGV[1] then
   return 0
 end
-redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until')
+redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'rb_fold_member',
+  'rb_fold_slot', 'rb_fold_sum')
 redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
 return 1

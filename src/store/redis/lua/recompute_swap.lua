@@ -37,5 +37,6 @@ redis.call('UNLINK', totals, KEYS[5])
 if redis.call('EXISTS', build) == 1 then
   redis.call('RENAME', build, totals)
 end
-redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'building:' .. ARGV[3])
+redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'rb_fold_member',
+  'rb_fold_slot', 'rb_fold_sum', 'building:' .. ARGV[3])
 return { 'done' }
