@@ -7,6 +7,9 @@
 //! - [`Fault::Hold`]: that reply (and so every later reply of the connection, which is
 //!   ordered) is held back for a while, past the client's response timeout.
 //!
+//! [`Fault::Delay`] instead holds the matching request itself before Redis sees it, so a
+//! test can act (through another connection) between two calls of a job.
+//!
 //! A reply `-NOSCRIPT` (the client loads the script and sends it again) does not use up
 //! a fault: a fault always hits a request that Redis ran. Shared by the test binaries,
 //! each of which uses part of it.
@@ -29,6 +32,8 @@ pub enum Fault {
     Cut,
     /// Pass the reply on only after this long.
     Hold(Duration),
+    /// Forward the request only after this long (it hits the request, not the reply).
+    Delay(Duration),
 }
 
 /// One request, as the client sent it: the command and its arguments.
@@ -139,6 +144,13 @@ impl FaultProxy {
         self.shared.fired.load(Ordering::SeqCst)
     }
 
+    /// Waits until `n` faults have hit a request.
+    pub async fn wait_fired(&self, n: usize) {
+        while self.fired() < n {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// How many requests have passed so far.
     pub fn requests(&self) -> usize {
         self.shared.requests.load(Ordering::SeqCst)
@@ -195,12 +207,32 @@ async fn requests_up(
                 args: parse_args(&buffer[sent..sent + len]),
             };
             shared.requests.fetch_add(1, Ordering::SeqCst);
-            let tag = shared
-                .armed
-                .lock()
-                .unwrap()
-                .iter()
-                .position(|a| a.remaining > 0 && (a.matches)(&request));
+            let (tag, delay) = {
+                let mut armed = shared.armed.lock().unwrap();
+                let tag = armed
+                    .iter()
+                    .position(|a| a.remaining > 0 && (a.matches)(&request));
+                match tag.map(|at| &mut armed[at]) {
+                    Some(a) if matches!(a.fault, Fault::Delay(_)) => {
+                        a.remaining -= 1;
+                        shared.fired.fetch_add(1, Ordering::SeqCst);
+                        let Fault::Delay(pause) = a.fault else {
+                            unreachable!()
+                        };
+                        (None, Some(pause))
+                    }
+                    _ => (tag, None),
+                }
+            };
+            if let Some(pause) = delay {
+                // Forward what came before it, then wait.
+                if server.write_all(&buffer[..sent]).await.is_err() {
+                    return;
+                }
+                buffer.drain(..sent);
+                sent = 0;
+                tokio::time::sleep(pause).await;
+            }
             if announce.send(tag).is_err() {
                 return;
             }
@@ -253,7 +285,7 @@ async fn replies_down(
                     return;
                 }
                 Some(Fault::Hold(pause)) => tokio::time::sleep(pause).await,
-                None => {}
+                Some(Fault::Delay(_)) | None => {}
             }
             if client.write_all(reply).await.is_err() {
                 return;

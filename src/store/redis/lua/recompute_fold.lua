@@ -78,8 +78,8 @@ local sum = tonumber(record[8]) or 0
 if member == '' then member = nil end
 while true do
   if not member then
-    -- A new member needs every live slot from the first.
-    if at ~= '' or not to_end or elapsed + slowest > budget then break end
+    -- A new member starts at the first live slot.
+    if at ~= '' or elapsed + slowest > budget then break end
     member = redis.call('SRANDMEMBER', log)
     if not member then break end
     sum = 0
