@@ -15,12 +15,17 @@ use crate::oracle::check_redis_invariants;
 use crate::support::{START, TestRedis, boards, ranking, ts, unique};
 
 /// The end of the legacy history: 40 hours after `START`, 20 minutes into the hour.
-const END: i64 = START + 40 * 3600 + 1200;
+pub(crate) const END: i64 = START + 40 * 3600 + 1200;
 const HOUR: i64 = 3600;
 
 /// Likes (and a few double-likes) written through the article's code, every hour for
 /// `hours` hours up to `END`, the last one at `END`.
-async fn write_history(conn: &mut MultiplexedConnection, legacy: &DyStats, hours: i64, seed: u64) {
+pub(crate) async fn write_history(
+    conn: &mut MultiplexedConnection,
+    legacy: &DyStats,
+    hours: i64,
+    seed: u64,
+) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let first = END - (hours - 1) * HOUR;
     for hour in 0..hours {
@@ -41,7 +46,10 @@ async fn write_history(conn: &mut MultiplexedConnection, legacy: &DyStats, hours
 }
 
 /// The legacy totals, as the article's `get_stats_list` reads them.
-async fn legacy_stats(conn: &mut MultiplexedConnection, name: &str) -> BTreeMap<String, i64> {
+pub(crate) async fn legacy_stats(
+    conn: &mut MultiplexedConnection,
+    name: &str,
+) -> BTreeMap<String, i64> {
     let entries: Vec<(String, f64)> = redis::cmd("ZRANGE")
         .arg(format!("stats_{name}"))
         .arg(0)
@@ -58,7 +66,7 @@ async fn legacy_stats(conn: &mut MultiplexedConnection, name: &str) -> BTreeMap<
 }
 
 /// The legacy slot hashes: start -> member -> value.
-async fn legacy_slots(
+pub(crate) async fn legacy_slots(
     conn: &mut MultiplexedConnection,
     name: &str,
 ) -> BTreeMap<i64, BTreeMap<String, i64>> {
@@ -95,11 +103,11 @@ fn sum_after(slots: &BTreeMap<i64, BTreeMap<String, i64>>, cutoff: i64) -> BTree
     totals
 }
 
-fn fields(slots: &BTreeMap<i64, BTreeMap<String, i64>>) -> u64 {
+pub(crate) fn fields(slots: &BTreeMap<i64, BTreeMap<String, i64>>) -> u64 {
     slots.values().map(|v| v.len() as u64).sum()
 }
 
-fn job(legacy: &str, board: &str, windows: &[&str]) -> LegacyImport {
+pub(crate) fn job(legacy: &str, board: &str, windows: &[&str]) -> LegacyImport {
     let mut job = LegacyImport::new(
         legacy,
         board,

@@ -2,12 +2,15 @@
 
 #[path = "../common/dystats.rs"]
 mod dystats;
+mod faults;
 mod import_export;
 mod legacy;
 mod migrate;
 #[path = "../store/oracle.rs"]
 #[allow(dead_code)]
 mod oracle;
+#[path = "../common/proxy.rs"]
+mod proxy;
 mod recompute;
 mod support;
 #[path = "../common/redis.rs"]

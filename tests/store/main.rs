@@ -3,10 +3,13 @@
 
 mod concurrency;
 mod conformance;
+mod faults;
 mod history_under_retirement;
 mod lifecycle;
 mod oracle;
 mod property;
+#[path = "../common/proxy.rs"]
+mod proxy;
 mod redis_layout;
 mod retirer;
 mod support;

@@ -205,6 +205,7 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         let mut rest = keys::all_totals(name, &windows);
         rest.push(keys::rebuild(name));
         rest.push(keys::rebuild_log(name));
+        rest.push(keys::rebuild_scan(name));
         rest.push(keys::journal(name));
         rest.push(index);
         unlink(conn, name, &rest).await?;

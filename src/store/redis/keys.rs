@@ -30,6 +30,11 @@ pub(super) fn rebuild_log(name: &BoardName) -> String {
     format!("rebuild_log_{{{name}}}")
 }
 
+/// `rebuild_scan_{<board>}`: how far a recompute's scan got in each stage hash.
+pub(super) fn rebuild_scan(name: &BoardName) -> String {
+    format!("rebuild_scan_{{{name}}}")
+}
+
 /// `journal_{<board>}`: tokens of writes applied exactly once (see `write.lua`).
 pub(super) fn journal(name: &BoardName) -> String {
     format!("journal_{{{name}}}")

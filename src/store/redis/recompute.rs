@@ -19,14 +19,14 @@ const LEASE_MS: u64 = 10_000;
 /// Most fields a scan call adds, and its time budget.
 const SCAN_FIELDS: usize = 1000;
 const SCAN_BUDGET_US: u64 = 1500;
-/// Slot values a fold call reads at most (members x live slots x stages), and its time
-/// budget.
-const FOLD_READS: usize = 2000;
+/// Stage values a fold call reads at most per member (live slots passed x stages), and
+/// its time budget: on a long window one member's fold spans calls.
+const FOLD_READS: usize = 1000;
 const FOLD_BUDGET_US: u64 = 1500;
 /// Script calls of a recompute in flight at once, as in retirement: while Redis runs one,
 /// the next is on its way, and a recompute keeps its share of Redis beside busy writers.
 /// Scans in flight are of different stage hashes (each hash is scanned by one caller, so
-/// no value is added twice); folds pop distinct members.
+/// no value is added twice). Folds run one at a time (a member's fold may span calls).
 const LANES: usize = 2;
 
 pub(super) async fn recompute(
@@ -42,6 +42,7 @@ pub(super) async fn recompute(
     begin
         .key(keys::rebuild(&board.name))
         .key(keys::rebuild_log(&board.name))
+        .key(keys::rebuild_scan(&board.name))
         .arg(board.version)
         .arg(board.config.windows()[window].seconds())
         .arg(&token)
@@ -52,6 +53,7 @@ pub(super) async fn recompute(
         let mut end = conn.scripts().recompute_end.key(keys::record(&board.name));
         end.key(keys::rebuild(&board.name))
             .key(keys::rebuild_log(&board.name))
+            .key(keys::rebuild_scan(&board.name))
             .arg(&token);
         let _: Result<i64> = conn.script(&end, &board.name, Retry::Idempotent).await;
     }
@@ -88,36 +90,27 @@ async fn run(
     while let Some(joined) = scans.join_next().await {
         absorb_scan(&mut report, joined)?;
     }
-    // Fold the log, then swap.
+    // Fold the log, then swap. One fold call at a time: a member's fold may span calls,
+    // and each call goes on from where the last one left it.
     let mut slots = live_slots(conn, board).await?;
+    let mut at = Position::default();
     loop {
-        let mut folds = JoinSet::new();
-        let spawn = |folds: &mut JoinSet<Result<Folded>>, slots: &[i64]| {
-            let (conn, board, token) = (conn.clone(), board.clone(), token.to_owned());
-            let slots = slots.to_vec();
-            folds.spawn(async move { fold(&conn, &board, window, &token, &slots).await });
-        };
-        for _ in 0..LANES {
-            spawn(&mut folds, &slots);
-        }
-        let mut slots_changed = false;
-        while let Some(joined) = folds.join_next().await {
-            match joined.map_err(task_failed)?? {
-                Folded::SlotsChanged => slots_changed = true,
-                Folded::Left { folded, left } => {
+        match fold(conn, board, window, token, &slots, &at).await? {
+            Folded::SlotsChanged => slots = live_slots(conn, board).await?,
+            Folded::At(position) => at = position,
+            Folded::Left {
+                left,
+                folded,
+                position,
+            } => {
+                report.calls += 1;
+                report.members_folded += folded;
+                at = position;
+                if left == 0 && at.member.is_empty() && swap(conn, board, window, token).await? {
                     report.calls += 1;
-                    report.members_folded += folded;
-                    if left > 0 && !slots_changed {
-                        spawn(&mut folds, &slots);
-                    }
+                    return Ok(report);
                 }
             }
-        }
-        if slots_changed {
-            slots = live_slots(conn, board).await?;
-        } else if swap(conn, board, window, token).await? {
-            report.calls += 1;
-            return Ok(report);
         }
     }
 }
@@ -130,12 +123,15 @@ async fn scan(conn: &RedisConn, board: &Board, token: &str, hash: &str) -> Resul
         let mut scan = conn.scripts().recompute_scan.key(keys::record(&board.name));
         scan.key(keys::rebuild(&board.name))
             .key(hash)
+            .key(keys::rebuild_scan(&board.name))
             .arg(board.version)
             .arg(token)
             .arg(LEASE_MS)
             .arg(&cursor)
             .arg(SCAN_FIELDS)
             .arg(SCAN_BUDGET_US);
+        // Idempotent: the script checks `cursor` against the one it recorded, so a call
+        // sent again after its reply was lost adds nothing (see recompute_scan.lua).
         let reply: Value = conn.script(&scan, &board.name, Retry::Idempotent).await?;
         let items = array(reply, "recompute_scan")?;
         calls += 1;
@@ -178,25 +174,58 @@ async fn live_slots(conn: &RedisConn, board: &Board) -> Result<Vec<i64>> {
     .await
 }
 
-enum Folded {
-    SlotsChanged,
-    Left { folded: u64, left: u64 },
+/// Where the fold is: the member being folded and the last slot summed for it (both
+/// empty when no member is half folded).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Position {
+    member: String,
+    slot: String,
 }
 
+enum Folded {
+    /// The live slots changed: list them again.
+    SlotsChanged,
+    /// The fold is elsewhere than the caller thought (a lost reply's call ran).
+    At(Position),
+    Left {
+        left: u64,
+        folded: u64,
+        position: Position,
+    },
+}
+
+/// One `recompute_fold.lua` call: the next live slots after `at`, at most `FOLD_READS`
+/// stage values per member.
 async fn fold(
     conn: &RedisConn,
     board: &Board,
     window: usize,
     token: &str,
     slots: &[i64],
+    at: &Position,
 ) -> Result<Folded> {
     let stages = window + 1;
-    let per_call = (FOLD_READS / (slots.len() * stages).max(1)).max(1);
+    let after: Option<i64> = if at.slot.is_empty() {
+        None
+    } else {
+        Some(
+            at.slot
+                .parse()
+                .map_err(|_| Error::Store(format!("recompute_fold named slot {:?}", at.slot)))?,
+        )
+    };
+    let per_call = (FOLD_READS / stages).max(1);
+    let passed: Vec<i64> = slots
+        .iter()
+        .copied()
+        .filter(|s| after.is_none_or(|a| *s > a))
+        .take(per_call)
+        .collect();
     let mut call = conn.scripts().recompute_fold.key(keys::record(&board.name));
     call.key(keys::rebuild(&board.name))
         .key(keys::rebuild_log(&board.name))
         .key(keys::index(&board.name));
-    for slot in slots {
+    for slot in &passed {
         for stage in 0..stages {
             call.key(keys::stage(&board.name, *slot, stage));
         }
@@ -205,23 +234,32 @@ async fn fold(
         .arg(token)
         .arg(LEASE_MS)
         .arg(stages)
-        .arg(slots.len())
-        .arg(slots)
-        .arg(per_call)
+        .arg(&at.member)
+        .arg(&at.slot)
+        .arg(passed.len())
+        .arg(&passed)
         .arg(FOLD_BUDGET_US);
-    let reply: Value = conn.script(&call, &board.name, Retry::Never).await?;
+    // Idempotent: the script checks `at` against where the fold is, so a call sent again
+    // after its reply was lost does nothing twice (see recompute_fold.lua).
+    let reply: Value = conn.script(&call, &board.name, Retry::Idempotent).await?;
     let items = array(reply, "recompute_fold")?;
-    match items.first() {
-        Some(Value::BulkString(b)) if b.as_slice() == b"slots" => Ok(Folded::SlotsChanged),
-        Some(left) => Ok(Folded::Left {
+    let position = |member: &Value, slot: &Value| -> Result<Position> {
+        Ok(Position {
+            member: string(member, "member")?,
+            slot: string(slot, "slot")?,
+        })
+    };
+    match items.as_slice() {
+        [Value::BulkString(b)] if b.as_slice() == b"slots" => Ok(Folded::SlotsChanged),
+        [Value::BulkString(b), member, slot] if b.as_slice() == b"at" => {
+            Ok(Folded::At(position(member, slot)?))
+        }
+        [left, folded, member, slot] => Ok(Folded::Left {
             left: int(left, "left")? as u64,
-            folded: items
-                .get(1)
-                .map(|v| int(v, "folded"))
-                .transpose()?
-                .unwrap_or(0) as u64,
+            folded: int(folded, "folded")? as u64,
+            position: position(member, slot)?,
         }),
-        None => Err(Error::Store("recompute_fold answered nothing".into())),
+        _ => Err(Error::Store(format!("recompute_fold answered {items:?}"))),
     }
 }
 
@@ -232,6 +270,7 @@ async fn swap(conn: &RedisConn, board: &Board, window: usize, token: &str) -> Re
     call.key(keys::rebuild(&board.name))
         .key(keys::rebuild_log(&board.name))
         .key(keys::totals(&board.name, windows, window))
+        .key(keys::rebuild_scan(&board.name))
         .arg(board.version)
         .arg(token)
         .arg(windows[window].seconds());

@@ -235,7 +235,8 @@ pub(super) async fn remove_member(
             .arg(board.version)
             .arg(windows.len())
             .arg(member.as_str())
-            .arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
+            .arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>())
+            .arg(batch);
         // Idempotent: a replayed batch finds nothing left to delete.
         let deleted: u64 = conn
             .script(&invocation, &board.name, Retry::Idempotent)

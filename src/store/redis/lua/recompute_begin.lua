@@ -3,6 +3,7 @@
 -- KEYS[1]  board record      board_{b}
 -- KEYS[2]  build             rebuild_{b}
 -- KEYS[3]  log               rebuild_log_{b}
+-- KEYS[4]  scan progress     rebuild_scan_{b}
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the window, seconds
@@ -17,9 +18,11 @@
 --     moves while it is scanned, and every member left out of the log is exact in the
 --     build once the scan ends.
 --   fold: (recompute_fold.lua) logged members are computed afresh from all their slot
---     values, a few per call; writes now apply their delta to the build too, unless
+--     values, a bounded range of slots per call (rb_fold_* in the record say where); writes now apply their delta to the build too, unless
 --     the member is still in the log. The log only shrinks, so the fold ends, and then
 --     recompute_swap.lua renames the build over the totals: O(1), atomic.
+-- The scan records how far it got in each stage hash (recompute_scan.lua), so a call sent
+-- again after its reply was lost adds nothing twice.
 -- The state lives in the record: rb_window, rb_phase, rb_token and rb_until (the lease
 -- expiry by the server's clock, extended by every call). A recompute whose process died
 -- simply expires: writes stop telling it, retirement resumes, the next recompute starts
@@ -37,7 +40,10 @@ local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if record[3] and record[3] ~= ARGV[3] and now_ms < tonumber(record[4]) then
   return redis.error_reply('RECOMPUTING another recompute of this board is running')
 end
-redis.call('DEL', KEYS[2], KEYS[3])
+-- UNLINK: a build left by an earlier recompute can hold every member; free it off the
+-- main thread.
+redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
+redis.call('HDEL', board, 'rb_fold_member', 'rb_fold_slot', 'rb_fold_sum')
 redis.call('HSET', board, 'rb_window', ARGV[2], 'rb_phase', 'scan', 'rb_token', ARGV[3],
   'rb_until', now_ms + tonumber(ARGV[4]))
 return 'ok'

@@ -4,16 +4,19 @@
 -- KEYS[1]  board record      board_{b}
 -- KEYS[2]  build             rebuild_{b}
 -- KEYS[3]  log               rebuild_log_{b}
+-- KEYS[4]  scan progress     rebuild_scan_{b}
 --
 -- ARGV[1]  the recompute's token
 --
--- Clears the recompute's state and deletes its build and log, if the token still holds
+-- Clears the recompute's state and unlinks its build, log and scan progress (freed off
+-- Redis's main thread), if the token still holds
 -- the lease; otherwise does nothing. Returns 1 if it released, 0 if not.
 
 local board = KEYS[1]
 if redis.call('HGET', board, 'rb_token') ~= ARGV[1] then
   return 0
 end
-redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until')
-redis.call('DEL', KEYS[2], KEYS[3])
+redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'rb_fold_member',
+  'rb_fold_slot', 'rb_fold_sum')
+redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
 return 1

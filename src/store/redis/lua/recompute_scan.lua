@@ -3,24 +3,32 @@
 -- KEYS[1]  board record      board_{b}
 -- KEYS[2]  build             rebuild_{b}
 -- KEYS[3]  a stage hash of a live slot counted by the window being rebuilt
+-- KEYS[4]  scan progress     rebuild_scan_{b}: field = stage hash, value = the HSCAN
+--          cursor its scan reached ('done' when scanned)
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the recompute's token
 -- ARGV[3]  lease, milliseconds (extended by this call)
--- ARGV[4]  HSCAN cursor ('0' to start)
+-- ARGV[4]  HSCAN cursor ('0' to start): where the caller believes the scan is
 -- ARGV[5]  most fields to add in this call
 -- ARGV[6]  time budget of this call, microseconds
 --
 -- Adds the values of HSCAN steps of about 50 fields to the build (one ZMSCORE, one ZADD
 -- and one ZREM per step; values are integers below 2^53, exact in Lua's doubles) until
 -- the scan ends, ARGV[5] fields are added, or the next step would likely overrun the
--- budget. The hash is read, not changed. HSCAN returns an element twice only when a
--- table shrinks, which needs mass deletions: retirement, the one source of those, waits
--- while the recompute holds its lease (see recompute_begin.lua).
+-- budget, and records the cursor reached in the same call. The hash is read, not changed.
+-- Never twice:
+--   - a call whose cursor is not the one recorded (it was sent again after its reply was
+--     lost, and the first sending ran) adds nothing and answers the recorded cursor, so
+--     the caller goes on from there: each call's effect is a function of the state;
+--   - a field HSCAN returns twice within the call is added once;
+--   - across calls HSCAN returns a field twice only when the hash's table shrank between
+--     them, which takes deletions of most of its fields: retirement, the one source of
+--     mass deletions, waits while the recompute holds its lease (see recompute_begin.lua).
 -- Returns {cursor, fields added}; cursor is 'done' when the hash is scanned.
 -- Errors: "STALE ..."; "LOST ..." when the recompute's lease expired or was taken over.
 
-local board, build, stage = KEYS[1], KEYS[2], KEYS[3]
+local board, build, stage, progress = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local record = redis.call('HMGET', board, 'version', 'dropping', 'rb_token', 'rb_until', 'rb_phase')
 if record[1] ~= ARGV[1] or record[2] then
   return redis.error_reply('STALE board record missing, dropped or of another version')
@@ -35,19 +43,29 @@ if record[3] ~= ARGV[2] or record[5] ~= 'scan' or started / 1000 >= tonumber(rec
 end
 redis.call('HSET', board, 'rb_until', math.floor(started / 1000) + tonumber(ARGV[3]))
 
+local reached = redis.call('HGET', progress, stage) or '0'
+if reached ~= ARGV[4] then
+  return { reached, 0 }
+end
+
 local max_fields, budget = tonumber(ARGV[5]), tonumber(ARGV[6])
 local cursor, added, elapsed, slowest = ARGV[4], 0, 0, 0
+local seen = {}
 repeat
   local before = elapsed
   local scan = redis.call('HSCAN', stage, cursor, 'COUNT', 50)
   local found = scan[2]
   cursor = scan[1]
-  if #found > 0 then
-    local names, values = {}, {}
-    for p = 1, #found, 2 do
-      names[#names + 1] = found[p]
+  local names, values = {}, {}
+  for p = 1, #found, 2 do
+    local name = found[p]
+    if not seen[name] then
+      seen[name] = true
+      names[#names + 1] = name
       values[#values + 1] = tonumber(found[p + 1])
     end
+  end
+  if #names > 0 then
     local current = redis.call('ZMSCORE', build, unpack(names))
     local set, zero = {}, {}
     for x = 1, #names do
@@ -68,6 +86,7 @@ repeat
 until cursor == '0' or added >= max_fields or elapsed + slowest > budget
 
 if cursor == '0' then
-  return { 'done', added }
+  cursor = 'done'
 end
+redis.call('HSET', progress, stage, cursor)
 return { cursor, added }

@@ -4,13 +4,14 @@
 -- KEYS[2]  build             rebuild_{b}
 -- KEYS[3]  log               rebuild_log_{b}
 -- KEYS[4]  the window's totals (stats_{b} or stats_{b}_<W>)
+-- KEYS[5]  scan progress     rebuild_scan_{b}
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the recompute's token
 -- ARGV[3]  the window, seconds
 --
 -- Only in the fold phase with an empty log: every member of the build is then exact, and
--- writes keep it so. The old totals are UNLINKed first (freed off Redis's main thread: a
+-- writes keep it so. The old totals (and the scan's progress) are UNLINKed first (freed off Redis's main thread: a
 -- RENAME onto them would free a large zset in this call, ~100 ms for 200k members); then
 -- RENAME makes the build the totals in O(1) (nothing when the build is empty: no member
 -- has a non-zero total); then the recompute's state, and the window's
@@ -32,9 +33,10 @@ local left = redis.call('SCARD', log)
 if left > 0 then
   return { left }
 end
-redis.call('UNLINK', totals)
+redis.call('UNLINK', totals, KEYS[5])
 if redis.call('EXISTS', build) == 1 then
   redis.call('RENAME', build, totals)
 end
-redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'building:' .. ARGV[3])
+redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'rb_fold_member',
+  'rb_fold_slot', 'rb_fold_sum', 'building:' .. ARGV[3])
 return { 'done' }

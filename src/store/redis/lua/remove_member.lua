@@ -10,17 +10,20 @@
 -- ARGV[2]  n, number of windows
 -- ARGV[3]  the member
 -- ARGV[4..3+n]  the windows, seconds (to find the one a recompute is building)
+-- ARGV[3+n+i], i = 1..m  the start of slot i
 --
 -- A value in stage k of a slot is counted in the totals of windows k..n, so deleting it
 -- subtracts it from exactly those totals (ZREM at exactly zero). Called in batches of
 -- slots; since every batch keeps totals equal to the slot data, concurrent writes and
--- retirements stay exact. A running recompute is told as by write.lua.
+-- retirements stay exact. A running recompute is told as by write.lua (a value of the
+-- member being folded, in a slot its fold has summed, comes off rb_fold_sum).
 -- Returns the number of stage values deleted. Error "STALE ..." as in write.lua.
 
 local board = KEYS[1]
 local n, member = tonumber(ARGV[2]), ARGV[3]
 local TOTALS, STAGES = 3, 3 + n
-local record = redis.call('HMGET', board, 'version', 'dropping', 'rb_window', 'rb_phase', 'rb_until')
+local record = redis.call('HMGET', board, 'version', 'dropping', 'rb_window', 'rb_phase', 'rb_until',
+  'rb_fold_member', 'rb_fold_slot')
 if record[1] ~= ARGV[1] or record[2] then
   return redis.error_reply('STALE board record missing, dropped or of another version')
 end
@@ -59,6 +62,11 @@ for key = STAGES + 1, #KEYS do
       elseif redis.call('SISMEMBER', KEYS[3], member) == 0 then
         if redis.call('ZINCRBY', KEYS[2], negate(value), member) == '0' then
           redis.call('ZREM', KEYS[2], member)
+        end
+      elseif member == record[6] then
+        local slot = tonumber(ARGV[3 + n + math.floor((key - STAGES - 1) / n) + 1])
+        if slot <= tonumber(record[7]) then
+          redis.call('HINCRBY', board, 'rb_fold_sum', negate(value))
         end
       end
     end

@@ -47,7 +47,8 @@
 -- recompute_begin.lua), every applied entry that counts in window r (stage < r) is also
 -- told to it: in its scan phase the member joins the log (its total will be computed
 -- afresh); in its fold phase the delta goes to the build too, unless the member is
--- still in the log.
+-- still in the log; if the member is the one being folded (rb_fold_member) and the slot
+-- is one its fold has summed (up to rb_fold_slot), the delta goes to rb_fold_sum.
 -- Token: a call with a token recorded in the journal applies nothing and returns {3};
 -- otherwise the token is recorded in the same call that applies the writes, so a job
 -- that replays its calls after a crash (the legacy import) counts each exactly once.
@@ -60,6 +61,7 @@ local n, m, mode = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local TOTALS, STAGES = 4, 4 + n
 local fields = { 'version', 'dropping', 'abs_sum', 'rb_window', 'rb_phase', 'rb_until' }
 for j = 1, n do fields[6 + j] = 'wm:' .. ARGV[6 + j] end
+fields[7 + n], fields[8 + n] = 'rb_fold_member', 'rb_fold_slot'
 local record = redis.call('HMGET', board, unpack(fields))
 if record[1] ~= ARGV[1] or record[2] then
   return redis.error_reply('STALE board record missing, dropped or of another version')
@@ -94,8 +96,8 @@ if record[4] then
 end
 local scanning = record[5] == 'scan'
 
--- Tells a running recompute about an entry applied at stage k (see above).
-local function tell_recompute(k, member, delta)
+-- Tells a running recompute about an entry of slot i applied at stage k (see above).
+local function tell_recompute(i, k, member, delta)
   if rebuilt and k < rebuilt then
     if scanning then
       redis.call('SADD', KEYS[4], member)
@@ -103,6 +105,10 @@ local function tell_recompute(k, member, delta)
       if redis.call('ZINCRBY', KEYS[3], delta, member) == '0' then
         redis.call('ZREM', KEYS[3], member)
       end
+    elseif member == record[7 + n]
+      and tonumber(ARGV[6 + 2 * n + i]) <= tonumber(record[8 + n]) then
+      -- The member being folded, in a slot its fold has summed already.
+      redis.call('HINCRBY', board, 'rb_fold_sum', delta)
     end
   end
 end
@@ -200,7 +206,7 @@ if mode == 'sums' then
           redis.call('ZREM', KEYS[TOTALS + j], member)
         end
       end
-      tell_recompute(k, member, delta)
+      tell_recompute(i, k, member, delta)
       grown = grown + math.abs(tonumber(delta))
     end
   end
@@ -244,7 +250,7 @@ for e = 0, count - 1 do
           redis.call('ZREM', KEYS[TOTALS + j], member)
         end
       end
-      tell_recompute(k, member, delta)
+      tell_recompute(i, k, member, delta)
       status[e + 2] = 0
     else
       status[e + 2] = 2
