@@ -1,7 +1,19 @@
-//! The Lua scripts, loaded from their own files. Each is called by SHA and reloaded
-//! by `redis::Script` when Redis answers `NOSCRIPT` (after a restart or `SCRIPT FLUSH`).
+//! The Lua scripts, loaded from their own files, each joined at build time after
+//! `lua/prelude.lua` (the board-record guard, the recompute lease and the server clock
+//! that the scripts share). Each is called by SHA and reloaded by `redis::Script` when
+//! Redis answers `NOSCRIPT` (after a restart or `SCRIPT FLUSH`).
 
 use redis::Script;
+
+/// A script: the prelude, then the file `lua/<name>.lua`.
+macro_rules! script {
+    ($name:literal) => {
+        Script::new(concat!(
+            include_str!("lua/prelude.lua"),
+            include_str!(concat!("lua/", $name, ".lua"))
+        ))
+    };
+}
 
 /// One handle per script; building one hashes its source once.
 pub(super) struct Scripts {
@@ -24,20 +36,20 @@ pub(super) struct Scripts {
 impl Scripts {
     pub fn new() -> Self {
         Scripts {
-            create_board: Script::new(include_str!("lua/create_board.lua")),
-            drop_begin: Script::new(include_str!("lua/drop_begin.lua")),
-            extend_board: Script::new(include_str!("lua/extend_board.lua")),
-            history: Script::new(include_str!("lua/history.lua")),
-            write: Script::new(include_str!("lua/write.lua")),
-            read_ranking: Script::new(include_str!("lua/read_ranking.lua")),
-            recompute_begin: Script::new(include_str!("lua/recompute_begin.lua")),
-            recompute_end: Script::new(include_str!("lua/recompute_end.lua")),
-            recompute_fold: Script::new(include_str!("lua/recompute_fold.lua")),
-            recompute_scan: Script::new(include_str!("lua/recompute_scan.lua")),
-            recompute_swap: Script::new(include_str!("lua/recompute_swap.lua")),
-            remove_member: Script::new(include_str!("lua/remove_member.lua")),
-            retire_begin: Script::new(include_str!("lua/retire_begin.lua")),
-            retire_chunk: Script::new(include_str!("lua/retire_chunk.lua")),
+            create_board: script!("create_board"),
+            drop_begin: script!("drop_begin"),
+            extend_board: script!("extend_board"),
+            history: script!("history"),
+            write: script!("write"),
+            read_ranking: script!("read_ranking"),
+            recompute_begin: script!("recompute_begin"),
+            recompute_end: script!("recompute_end"),
+            recompute_fold: script!("recompute_fold"),
+            recompute_scan: script!("recompute_scan"),
+            recompute_swap: script!("recompute_swap"),
+            remove_member: script!("remove_member"),
+            retire_begin: script!("retire_begin"),
+            retire_chunk: script!("retire_chunk"),
         }
     }
 }

@@ -60,7 +60,7 @@ pub(super) async fn write_sums(
         slots.push_number(&mut invocation, e.slot);
         invocation.arg(e.member.as_str()).arg(e.sum);
     }
-    let reply: Vec<i64> = conn.script(&invocation, &board.name, retry(token)).await?;
+    let reply: Vec<i64> = conn.script(&invocation, &board.name, Retry::Never).await?;
     match reply.split_first() {
         Some((0, too_late)) => Ok(SumsOutcome::Applied {
             too_late: too_late
@@ -92,7 +92,7 @@ pub(super) async fn write_events(
         slots.push_number(&mut invocation, w.slot);
         invocation.arg(w.member.as_str()).arg(w.delta);
     }
-    let reply: Vec<i64> = conn.script(&invocation, &board.name, retry(token)).await?;
+    let reply: Vec<i64> = conn.script(&invocation, &board.name, Retry::Never).await?;
     let bad = || {
         Error::Store(format!(
             "write.lua answered {reply:?} for {} events",
@@ -112,15 +112,6 @@ pub(super) async fn write_events(
             .map(Some),
         Some((3, [])) => Ok(None),
         _ => Err(bad()),
-    }
-}
-
-/// A write adds, so it is sent again only with a token, which the script records in the
-/// same call that applies it (a second call finds it and applies nothing).
-fn retry(token: Option<&str>) -> Retry {
-    match token {
-        Some(_) => Retry::Idempotent,
-        None => Retry::Never,
     }
 }
 

@@ -21,15 +21,9 @@
 
 local board = KEYS[1]
 local largest = ARGV[4]
-local record = redis.call('HMGET', board, 'version', 'dropping', 'wm:' .. largest, 'done:' .. largest, 'rb_until')
-if record[1] ~= ARGV[1] or record[2] then
-  return redis.error_reply('STALE board record missing, dropped or of another version')
-end
-if record[5] then
-  local t = redis.call('TIME')
-  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) < tonumber(record[5]) then
-    return redis.error_reply('RECOMPUTING the board is being recomputed')
-  end
+local record = board_record(board, ARGV[1], 'wm:' .. largest, 'done:' .. largest, 'rb_until')
+if lease_held(record[5]) then
+  return redis.error_reply('RECOMPUTING the board is being recomputed')
 end
 if record[3] ~= record[4] then
   return redis.error_reply('RETIRE the largest window has frozen slots left to retire')

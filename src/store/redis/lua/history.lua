@@ -30,10 +30,7 @@
 -- missing, being dropped or of another version.
 
 local board, index = KEYS[1], KEYS[2]
-local record = redis.call('HMGET', board, 'version', 'dropping')
-if record[1] ~= ARGV[1] or record[2] then
-  return redis.error_reply('STALE board record missing, dropped or of another version')
-end
+board_record(board, ARGV[1])
 local newest = redis.call('ZREVRANGEBYSCORE', index, '+inf', '-inf', 'LIMIT', 0, 1)[1] or false
 
 local n, m = tonumber(ARGV[5]), #ARGV - 6

@@ -27,10 +27,7 @@
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local board, index, totals = KEYS[1], KEYS[2], KEYS[3]
-local record = redis.call('HMGET', board, 'version', 'dropping', 'done:' .. ARGV[2], 'since:' .. ARGV[2], 'building:' .. ARGV[2])
-if record[1] ~= ARGV[1] or record[2] then
-  return redis.error_reply('STALE board record missing, dropped or of another version')
-end
+local record = board_record(board, ARGV[1], 'done:' .. ARGV[2], 'since:' .. ARGV[2], 'building:' .. ARGV[2])
 local pending = redis.call('ZRANGEBYSCORE', index, '(' .. record[3], '+inf', 'LIMIT', 0, 1)
 local newest = redis.call('ZREVRANGEBYSCORE', index, '+inf', '-inf', 'LIMIT', 0, 1)
 local reply = { pending[1] or false, newest[1] or false, record[4] or false, record[5] or false }

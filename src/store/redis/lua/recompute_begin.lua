@@ -31,13 +31,9 @@
 -- recompute of the board holds its lease.
 
 local board = KEYS[1]
-local record = redis.call('HMGET', board, 'version', 'dropping', 'rb_token', 'rb_until')
-if record[1] ~= ARGV[1] or record[2] then
-  return redis.error_reply('STALE board record missing, dropped or of another version')
-end
-local t = redis.call('TIME')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if record[3] and record[3] ~= ARGV[3] and now_ms < tonumber(record[4]) then
+local record = board_record(board, ARGV[1], 'rb_token', 'rb_until')
+local now = now_ms()
+if record[3] and record[3] ~= ARGV[3] and now < tonumber(record[4]) then
   return redis.error_reply('RECOMPUTING another recompute of this board is running')
 end
 -- UNLINK: a build left by an earlier recompute can hold every member; free it off the
@@ -45,5 +41,5 @@ end
 redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
 redis.call('HDEL', board, 'rb_fold_member', 'rb_fold_slot', 'rb_fold_sum')
 redis.call('HSET', board, 'rb_window', ARGV[2], 'rb_phase', 'scan', 'rb_token', ARGV[3],
-  'rb_until', now_ms + tonumber(ARGV[4]))
+  'rb_until', now + tonumber(ARGV[4]))
 return 'ok'

@@ -42,21 +42,14 @@
 -- Errors: "STALE ...", "LOST ..." as in recompute_scan.lua.
 
 local board, build, log, index = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local record = redis.call('HMGET', board, 'version', 'dropping', 'rb_token', 'rb_until', 'rb_phase',
+local record = board_record(board, ARGV[1], 'rb_token', 'rb_until', 'rb_phase',
   'rb_fold_member', 'rb_fold_slot', 'rb_fold_sum')
-if record[1] ~= ARGV[1] or record[2] then
-  return redis.error_reply('STALE board record missing, dropped or of another version')
-end
-local function now_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
 local started = now_us()
-local now_ms = math.floor(started / 1000)
-if record[3] ~= ARGV[2] or now_ms >= tonumber(record[4]) then
+local now = math.floor(started / 1000)
+if record[3] ~= ARGV[2] or now >= tonumber(record[4]) then
   return redis.error_reply('LOST the recompute lost its lease; run it again')
 end
-redis.call('HSET', board, 'rb_until', now_ms + tonumber(ARGV[3]))
+redis.call('HSET', board, 'rb_until', now + tonumber(ARGV[3]))
 if record[5] == 'scan' then
   redis.call('HSET', board, 'rb_phase', 'fold')
 end

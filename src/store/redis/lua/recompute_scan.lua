@@ -29,14 +29,7 @@
 -- Errors: "STALE ..."; "LOST ..." when the recompute's lease expired or was taken over.
 
 local board, build, stage, progress = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local record = redis.call('HMGET', board, 'version', 'dropping', 'rb_token', 'rb_until', 'rb_phase')
-if record[1] ~= ARGV[1] or record[2] then
-  return redis.error_reply('STALE board record missing, dropped or of another version')
-end
-local function now_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+local record = board_record(board, ARGV[1], 'rb_token', 'rb_until', 'rb_phase')
 local started = now_us()
 if record[3] ~= ARGV[2] or record[5] ~= 'scan' or started / 1000 >= tonumber(record[4]) then
   return redis.error_reply('LOST the recompute lost its lease; run it again')

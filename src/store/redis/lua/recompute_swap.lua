@@ -20,13 +20,9 @@
 -- Errors: "STALE ...", "LOST ..." as in recompute_scan.lua.
 
 local board, build, log, totals = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local record = redis.call('HMGET', board, 'version', 'dropping', 'rb_token', 'rb_until', 'rb_phase')
-if record[1] ~= ARGV[1] or record[2] then
-  return redis.error_reply('STALE board record missing, dropped or of another version')
-end
-local t = redis.call('TIME')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if record[3] ~= ARGV[2] or record[5] ~= 'fold' or now_ms >= tonumber(record[4]) then
+local record = board_record(board, ARGV[1], 'rb_token', 'rb_until', 'rb_phase')
+local now = now_ms()
+if record[3] ~= ARGV[2] or record[5] ~= 'fold' or now >= tonumber(record[4]) then
   return redis.error_reply('LOST the recompute lost its lease; run it again')
 end
 local left = redis.call('SCARD', log)

@@ -22,20 +22,14 @@
 local board = KEYS[1]
 local n, member = tonumber(ARGV[2]), ARGV[3]
 local TOTALS, STAGES = 3, 3 + n
-local record = redis.call('HMGET', board, 'version', 'dropping', 'rb_window', 'rb_phase', 'rb_until',
+local record = board_record(board, ARGV[1], 'rb_window', 'rb_phase', 'rb_until',
   'rb_fold_member', 'rb_fold_slot')
-if record[1] ~= ARGV[1] or record[2] then
-  return redis.error_reply('STALE board record missing, dropped or of another version')
-end
 
 -- The window being recomputed (its position), while its recompute holds the lease.
 local rebuilt = nil
-if record[3] then
-  local t = redis.call('TIME')
-  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) < tonumber(record[5]) then
-    for j = 1, n do
-      if ARGV[3 + j] == record[3] then rebuilt = j end
-    end
+if record[3] and lease_held(record[5]) then
+  for j = 1, n do
+    if ARGV[3 + j] == record[3] then rebuilt = j end
   end
 end
 

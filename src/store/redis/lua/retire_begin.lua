@@ -21,15 +21,9 @@
 local board, index = KEYS[1], KEYS[2]
 local wm_field, done_field = 'wm:' .. ARGV[2], 'done:' .. ARGV[2]
 local prev_field = ARGV[3] ~= '' and ('wm:' .. ARGV[3]) or 'version'
-local record = redis.call('HMGET', board, 'version', 'dropping', wm_field, done_field, prev_field, 'rb_until')
-if record[1] ~= ARGV[1] or record[2] then
-  return redis.error_reply('STALE board record missing, dropped or of another version')
-end
-if record[6] then
-  local t = redis.call('TIME')
-  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) < tonumber(record[6]) then
-    return redis.error_reply('RECOMPUTING the board is being recomputed; retirement waits')
-  end
+local record = board_record(board, ARGV[1], wm_field, done_field, prev_field, 'rb_until')
+if lease_held(record[6]) then
+  return redis.error_reply('RECOMPUTING the board is being recomputed; retirement waits')
 end
 local cutoff = tonumber(ARGV[4])
 if ARGV[3] ~= '' and tonumber(record[5]) < cutoff then

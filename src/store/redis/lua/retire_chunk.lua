@@ -35,15 +35,9 @@
 local board, index, totals, stage, next_stage = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local done_field = 'done:' .. ARGV[2]
 local prev_field = ARGV[3] ~= '' and ('done:' .. ARGV[3]) or 'version'
-local record = redis.call('HMGET', board, 'version', 'dropping', 'wm:' .. ARGV[2], done_field, prev_field, 'rb_until')
-if record[1] ~= ARGV[1] or record[2] then
-  return redis.error_reply('STALE board record missing, dropped or of another version')
-end
-if record[6] then
-  local t = redis.call('TIME')
-  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) < tonumber(record[6]) then
-    return redis.error_reply('RECOMPUTING the board is being recomputed; retirement waits')
-  end
+local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], done_field, prev_field, 'rb_until')
+if lease_held(record[6]) then
+  return redis.error_reply('RECOMPUTING the board is being recomputed; retirement waits')
 end
 local slot = tonumber(ARGV[4])
 if tonumber(record[3]) < slot then
@@ -51,12 +45,6 @@ if tonumber(record[3]) < slot then
 end
 if ARGV[3] ~= '' and tonumber(record[5]) < slot then
   return redis.error_reply('ORDER the smaller window has not retired slot ' .. ARGV[4])
-end
-
--- Microseconds since the epoch, by the server's clock.
-local function now_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
 -- Handles the fields of one HSCAN step; returns how many, and how many members zeroed.

@@ -62,10 +62,7 @@ local TOTALS, STAGES = 4, 4 + n
 local fields = { 'version', 'dropping', 'abs_sum', 'rb_window', 'rb_phase', 'rb_until' }
 for j = 1, n do fields[6 + j] = 'wm:' .. ARGV[6 + j] end
 fields[7 + n], fields[8 + n] = 'rb_fold_member', 'rb_fold_slot'
-local record = redis.call('HMGET', board, unpack(fields))
-if record[1] ~= ARGV[1] or record[2] then
-  return redis.error_reply('STALE board record missing, dropped or of another version')
-end
+local record = board_record(board, ARGV[1], unpack(fields, 3))
 local token, journal = ARGV[6], KEYS[5 + n + m * n]
 if token ~= '' and redis.call('HEXISTS', journal, token) == 1 then
   return { 3 }
@@ -86,12 +83,9 @@ end
 
 -- The window being recomputed (its position), while its recompute holds the lease.
 local rebuilt = nil
-if record[4] then
-  local t = redis.call('TIME')
-  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) < tonumber(record[6]) then
-    for j = 1, n do
-      if ARGV[6 + j] == record[4] then rebuilt = j end
-    end
+if record[4] and lease_held(record[6]) then
+  for j = 1, n do
+    if ARGV[6 + j] == record[4] then rebuilt = j end
   end
 end
 local scanning = record[5] == 'scan'

@@ -1,0 +1,36 @@
+-- prelude.lua: joined before every script of this folder at build time (scripts.rs), so
+-- each script shows only its own logic. Its refusals are parsed by refusal.rs.
+
+-- Microseconds since the epoch, by the server's clock.
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- Milliseconds since the epoch, by the server's clock.
+local function now_ms()
+  return math.floor(now_us() / 1000)
+end
+
+-- Refuses the call with an error reply whose first word says why (STALE, ORDER, ...).
+local function refuse(reason)
+  error(redis.error_reply(reason))
+end
+
+-- The board record's fields 'version', 'dropping', then `...` (so record[3] is the first
+-- of `...`). Refuses with STALE when the record is missing, being dropped, or of another
+-- version than `version`, the one the caller expects.
+local function board_record(board, version, ...)
+  local record = redis.call('HMGET', board, 'version', 'dropping', ...)
+  if record[1] ~= version or record[2] then
+    refuse('STALE board record missing, dropped or of another version')
+  end
+  return record
+end
+
+-- Whether a recompute's lease, ending at `until_ms` (a record's rb_until, or false),
+-- still holds.
+local function lease_held(until_ms)
+  return until_ms ~= false and until_ms ~= nil and now_ms() < tonumber(until_ms)
+end
+
