@@ -188,13 +188,7 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         // drop (or create) finishes the job.
         let windows = parse_windows(windows)?;
         let index = keys::index(name);
-        let slots: Vec<i64> = conn
-            .query(
-                redis::cmd("ZRANGE").arg(&index).arg(0).arg(-1),
-                Some(name),
-                Retry::Idempotent,
-            )
-            .await?;
+        let slots = live_slots(conn, name).await?;
         let stage_keys: Vec<String> = slots
             .iter()
             .flat_map(|s| (0..windows.len()).map(move |k| keys::stage(name, *s, k)))
@@ -222,6 +216,16 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         unlink(conn, name, &[keys::record(name)]).await?;
     }
     Ok(windows.is_some())
+}
+
+/// Every live slot of the board `name`, from its index, oldest first.
+pub(super) async fn live_slots(conn: &RedisConn, name: &BoardName) -> Result<Vec<i64>> {
+    conn.query(
+        redis::cmd("ZRANGE").arg(keys::index(name)).arg(0).arg(-1),
+        Some(name),
+        Retry::Idempotent,
+    )
+    .await
 }
 
 /// Unlinks keys of the board `name` (freed off Redis's main thread).

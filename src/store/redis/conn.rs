@@ -110,12 +110,10 @@ impl RedisConn {
         invocation: &ScriptInvocation<'_>,
         retry: Retry,
     ) -> Result<T> {
-        with_retry(retry, || {
-            let mut conn = self.conn.clone();
-            async move { invocation.invoke_async(&mut conn).await }
+        self.run(None, retry, |mut conn| async move {
+            invocation.invoke_async(&mut conn).await
         })
         .await
-        .map_err(|e| store_error(e, None))
     }
 
     /// Runs one command (of `board`, if it is a board's).
@@ -125,12 +123,10 @@ impl RedisConn {
         board: Option<&BoardName>,
         retry: Retry,
     ) -> Result<T> {
-        with_retry(retry, || {
-            let mut conn = self.conn.clone();
-            async move { cmd.query_async(&mut conn).await }
+        self.run(board, retry, |mut conn| async move {
+            cmd.query_async(&mut conn).await
         })
         .await
-        .map_err(|e| store_error(e, board))
     }
 
     /// Runs a pipeline (of `board`, if it is a board's).
@@ -140,12 +136,21 @@ impl RedisConn {
         board: Option<&BoardName>,
         retry: Retry,
     ) -> Result<T> {
-        with_retry(retry, || {
-            let mut conn = self.conn.clone();
-            async move { pipe.query_async(&mut conn).await }
+        self.run(board, retry, |mut conn| async move {
+            pipe.query_async(&mut conn).await
         })
         .await
-        .map_err(|e| store_error(e, board))
+    }
+
+    /// Runs `call` on a handle of the connection, through the retry helper.
+    async fn run<T, F, Fut>(&self, board: Option<&BoardName>, retry: Retry, call: F) -> Result<T>
+    where
+        F: Fn(ConnectionManager) -> Fut,
+        Fut: Future<Output = std::result::Result<T, RedisError>>,
+    {
+        with_retry(retry, || call(self.conn.clone()))
+            .await
+            .map_err(|e| store_error(e, board))
     }
 }
 

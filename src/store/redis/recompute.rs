@@ -163,15 +163,7 @@ fn task_failed(e: tokio::task::JoinError) -> Error {
 }
 
 async fn live_slots(conn: &RedisConn, board: &Board) -> Result<Vec<i64>> {
-    conn.query(
-        redis::cmd("ZRANGE")
-            .arg(keys::index(&board.name))
-            .arg(0)
-            .arg(-1),
-        Some(&board.name),
-        Retry::Idempotent,
-    )
-    .await
+    super::boards::live_slots(conn, &board.name).await
 }
 
 /// Where the fold is: the member being folded and the last slot summed for it (both

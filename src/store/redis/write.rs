@@ -196,16 +196,7 @@ pub(super) async fn remove_member(
     board: &Board,
     member: &Member,
 ) -> Result<Removed> {
-    let slots: Vec<i64> = conn
-        .query(
-            redis::cmd("ZRANGE")
-                .arg(keys::index(&board.name))
-                .arg(0)
-                .arg(-1),
-            Some(&board.name),
-            Retry::Idempotent,
-        )
-        .await?;
+    let slots = super::boards::live_slots(conn, &board.name).await?;
     let windows = board.config.windows();
     let mut removed = Removed::default();
     // An empty batch still runs once, to check the board's version.
