@@ -92,6 +92,38 @@ fn text(value: &Value) -> String {
     }
 }
 
+/// The slow calls of a recompute phase, told apart from the writers' meanwhile.
+pub struct RecomputeSlow<'a> {
+    /// The recompute's own: its script calls (they name its build as their second key)
+    /// and the swap's `UNLINK` and `RENAME`.
+    pub own: Vec<&'a SlowCall>,
+    /// The other script calls: the writers' batches.
+    pub writers: Vec<&'a SlowCall>,
+    /// Slow commands on a single element run inside scripts (`SADD`, `ZINCRBY`, `HSCAN
+    /// COUNT 50`, …): each takes microseconds, so over 2 ms it was stalled (Redis
+    /// preempted on its core), and so was the call around it.
+    pub stalls: usize,
+}
+
+/// Splits the calls logged during a recompute into its own, the writers' and stalls.
+pub fn split_recompute(slow: &[SlowCall]) -> RecomputeSlow<'_> {
+    let script = |call: &&SlowCall| call.args.first().is_some_and(|c| c == "EVALSHA");
+    let (own, writers): (Vec<_>, Vec<_>) = slow.iter().filter(script).partition(|call| {
+        call.args
+            .get(4)
+            .is_some_and(|key| key.starts_with("rebuild_"))
+    });
+    let (swap, inner): (Vec<_>, Vec<_>) = slow
+        .iter()
+        .filter(|call| !script(call))
+        .partition(|call| matches!(call.args[0].as_str(), "RENAME" | "UNLINK"));
+    RecomputeSlow {
+        own: own.into_iter().chain(swap).collect(),
+        writers,
+        stalls: inner.iter().filter(|call| call.args.len() <= 5).count(),
+    }
+}
+
 /// The report's text for some slow calls: "none", or their count and the longest.
 pub fn describe<'a>(calls: impl IntoIterator<Item = &'a SlowCall>) -> String {
     let micros: Vec<i64> = calls.into_iter().map(|c| c.micros).collect();
