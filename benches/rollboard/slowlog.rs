@@ -34,16 +34,21 @@ pub fn info_field(info: &str, name: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// Once Redis is settled, logs every call slower than 2 ms from now on (up to 10,000),
+/// Once Redis is settled, logs every call slower than 2 ms from now on (up to 100,000),
 /// and forgets earlier ones.
 pub async fn reset(conn: &mut MultiplexedConnection) {
+    reset_over(conn, 2000).await;
+}
+
+/// [`reset`], logging every call slower than `micros` instead.
+pub async fn reset_over(conn: &mut MultiplexedConnection, micros: i64) {
     settle(conn).await;
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
         .arg("slowlog-log-slower-than")
-        .arg(2000)
+        .arg(micros)
         .arg("slowlog-max-len")
-        .arg(10_000)
+        .arg(100_000)
         .query_async(conn)
         .await
         .unwrap();
@@ -54,11 +59,11 @@ pub async fn reset(conn: &mut MultiplexedConnection) {
         .unwrap();
 }
 
-/// The calls logged since [`reset`]. `BENCH_SHOW_SLOWLOG=1` prints them.
+/// The calls logged since [`reset`] (all of them). `BENCH_SHOW_SLOWLOG=1` prints them.
 pub async fn slow_calls(conn: &mut MultiplexedConnection) -> Vec<SlowCall> {
     let slow: Vec<Value> = redis::cmd("SLOWLOG")
         .arg("GET")
-        .arg(10_000)
+        .arg(-1)
         .query_async(conn)
         .await
         .unwrap();
