@@ -7,16 +7,19 @@
 //! source article's design, a lone event's latency, retirement of a 200k-member slot
 //! (with the longest Redis call and top-10 latency meanwhile), top-10 reads under
 //! ingest, recompute of a drifted 200k-member board while writes go on (the longest
-//! Redis call meanwhile, and exact totals after), deep pages against the first page
+//! Redis call meanwhile, and exact totals after), recompute of a 180-day window of 1-hour
+//! slots (4,320 slots) while writes go on, old slots included (the recompute's calls over
+//! 2 ms, and exact totals after), deep pages against the first page
 //! (300,000 members, with and without a 100,000-member tie group), memory per entry, and
 //! a check that totals equal the acknowledged events.
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
 //! phases only (comma-separated: uniform, zipf, single, library, huge, reads, retire,
-//! recompute, pages, memory).
+//! recompute, longwindow, pages, memory).
 
 mod baseline;
 mod huge;
 mod load;
+mod longwindow;
 mod pages;
 mod raw_http;
 mod recompute;
@@ -240,6 +243,10 @@ fn main() {
         if run("recompute") {
             eprintln!("recompute …");
             rows.extend(recompute::recompute(&redis).await);
+        }
+        if run("longwindow") {
+            eprintln!("long-window recompute …");
+            rows.extend(longwindow::longwindow(&redis).await);
         }
         if run("pages") {
             eprintln!("deep pages …");

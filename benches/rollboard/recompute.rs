@@ -121,24 +121,8 @@ pub async fn recompute(redis: &crate::setup::Redis) -> Vec<Row> {
             writes += 1;
         }
     }
-    // The recompute's script calls name its build as their second key; the swap's
-    // UNLINK and RENAME count as its own too. Other script calls are the writers'.
-    // SLOWLOG also lists slow commands run inside scripts: one on a single element
-    // (SADD, ZINCRBY, HSCAN COUNT 50, …) takes microseconds, so over 2 ms it was stalled
-    // (Redis preempted on its core), and so was the call around it.
     let slow = slowlog::slow_calls(&mut conn).await;
-    let script = |call: &&slowlog::SlowCall| call.args.first().is_some_and(|c| c == "EVALSHA");
-    let (own, writers): (Vec<_>, Vec<_>) = slow.iter().filter(script).partition(|call| {
-        call.args
-            .get(4)
-            .is_some_and(|key| key.starts_with("rebuild_"))
-    });
-    let (swap, inner): (Vec<_>, Vec<_>) = slow
-        .iter()
-        .filter(|call| !script(call))
-        .partition(|call| matches!(call.args[0].as_str(), "RENAME" | "UNLINK"));
-    let own: Vec<_> = own.into_iter().chain(swap).collect();
-    let stalls = inner.iter().filter(|call| call.args.len() <= 5).count();
+    let slow = slowlog::split_recompute(&slow);
     drop(off_cpu);
     let stored: Vec<(String, i64)> = redis::cmd("ZRANGE")
         .arg(TOTALS)
@@ -179,13 +163,14 @@ pub async fn recompute(redis: &crate::setup::Redis) -> Vec<Row> {
         },
         Row {
             figure: "  recompute calls over 2 ms (SLOWLOG)".into(),
-            measured: slowlog::describe(own.iter().copied()),
+            measured: slowlog::describe(slow.own.iter().copied()),
             reference: format!(
-                "stalls: {stalls} small commands; writers' calls: {}",
-                slowlog::describe(writers)
+                "stalls: {} small commands; writers' calls: {}",
+                slow.stalls,
+                slowlog::describe(slow.writers.iter().copied())
             ),
             ratio: None,
-            target: Some(("none".into(), own.is_empty())),
+            target: Some(("none".into(), slow.own.is_empty())),
         },
         Row {
             figure: "  events written meanwhile".into(),

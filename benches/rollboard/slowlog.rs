@@ -34,16 +34,21 @@ pub fn info_field(info: &str, name: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// Once Redis is settled, logs every call slower than 2 ms from now on (up to 10,000),
+/// Once Redis is settled, logs every call slower than 2 ms from now on (up to 100,000),
 /// and forgets earlier ones.
 pub async fn reset(conn: &mut MultiplexedConnection) {
+    reset_over(conn, 2000).await;
+}
+
+/// [`reset`], logging every call slower than `micros` instead.
+pub async fn reset_over(conn: &mut MultiplexedConnection, micros: i64) {
     settle(conn).await;
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
         .arg("slowlog-log-slower-than")
-        .arg(2000)
+        .arg(micros)
         .arg("slowlog-max-len")
-        .arg(10_000)
+        .arg(100_000)
         .query_async(conn)
         .await
         .unwrap();
@@ -54,11 +59,11 @@ pub async fn reset(conn: &mut MultiplexedConnection) {
         .unwrap();
 }
 
-/// The calls logged since [`reset`]. `BENCH_SHOW_SLOWLOG=1` prints them.
+/// The calls logged since [`reset`] (all of them). `BENCH_SHOW_SLOWLOG=1` prints them.
 pub async fn slow_calls(conn: &mut MultiplexedConnection) -> Vec<SlowCall> {
     let slow: Vec<Value> = redis::cmd("SLOWLOG")
         .arg("GET")
-        .arg(10_000)
+        .arg(-1)
         .query_async(conn)
         .await
         .unwrap();
@@ -89,6 +94,38 @@ fn text(value: &Value) -> String {
         Value::SimpleString(s) => s.clone(),
         Value::Int(i) => i.to_string(),
         other => format!("{other:?}"),
+    }
+}
+
+/// The slow calls of a recompute phase, told apart from the writers' meanwhile.
+pub struct RecomputeSlow<'a> {
+    /// The recompute's own: its script calls (they name its build as their second key)
+    /// and the swap's `UNLINK` and `RENAME`.
+    pub own: Vec<&'a SlowCall>,
+    /// The other script calls: the writers' batches.
+    pub writers: Vec<&'a SlowCall>,
+    /// Slow commands on a single element run inside scripts (`SADD`, `ZINCRBY`, `HSCAN
+    /// COUNT 50`, …): each takes microseconds, so over 2 ms it was stalled (Redis
+    /// preempted on its core), and so was the call around it.
+    pub stalls: usize,
+}
+
+/// Splits the calls logged during a recompute into its own, the writers' and stalls.
+pub fn split_recompute(slow: &[SlowCall]) -> RecomputeSlow<'_> {
+    let script = |call: &&SlowCall| call.args.first().is_some_and(|c| c == "EVALSHA");
+    let (own, writers): (Vec<_>, Vec<_>) = slow.iter().filter(script).partition(|call| {
+        call.args
+            .get(4)
+            .is_some_and(|key| key.starts_with("rebuild_"))
+    });
+    let (swap, inner): (Vec<_>, Vec<_>) = slow
+        .iter()
+        .filter(|call| !script(call))
+        .partition(|call| matches!(call.args[0].as_str(), "RENAME" | "UNLINK"));
+    RecomputeSlow {
+        own: own.into_iter().chain(swap).collect(),
+        writers,
+        stalls: inner.iter().filter(|call| call.args.len() <= 5).count(),
     }
 }
 
