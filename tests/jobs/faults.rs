@@ -1,6 +1,7 @@
 //! Batch jobs whose writes lose their replies (cut by a proxy, or held past the client's
 //! timeout): the legacy import, run again, counts every field exactly once; a plain
-//! import stops with the error, having applied every batch it sent at most once.
+//! import stops with the error, having applied every batch it sent at most once, and run
+//! again with its run id applies the rest exactly once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,7 +102,7 @@ async fn import_survives(fault: Fault) {
     let b = board(&boards, "1h", &["1h", "24h"]).await;
     // Five batches of 200 events; the third carries the member "marker".
     let mut text = String::new();
-    let mut sent = Vec::new();
+    let (mut sent, mut all) = (Vec::new(), Vec::new());
     for i in 0..1000i64 {
         let member = if i == 450 {
             "marker".to_owned()
@@ -112,8 +113,9 @@ async fn import_survives(fault: Fault) {
         text.push_str(&format!("{member},{delta},{at}\n"));
         // Batches 1 to 3 reach Redis; the import stops at the third's error.
         if i < 600 {
-            sent.push((at - at.rem_euclid(3600), member, delta));
+            sent.push((at - at.rem_euclid(3600), member.clone(), delta));
         }
+        all.push((at - at.rem_euclid(3600), member, delta));
     }
     proxy.arm(fault, 1, write_with(&b, "marker".to_owned()));
     let options = ImportOptions {
@@ -121,18 +123,23 @@ async fn import_survives(fault: Fault) {
         in_flight: 1,
         ..ImportOptions::default()
     };
+    let input = text.into_bytes();
     let failed = import(
         &boards,
         &b,
-        std::io::Cursor::new(text.into_bytes()),
-        options,
+        std::io::Cursor::new(input.clone()),
+        options.clone(),
         |_| {},
     )
     .await;
-    assert!(
-        matches!(failed, Err(ImportError::Store(Error::StoreUnavailable(_)))),
-        "{failed:?}"
-    );
+    let Err(ImportError::Stopped {
+        source: Error::StoreUnavailable(_),
+        imported: 400,
+        run_id,
+    }) = failed
+    else {
+        panic!("{failed:?}")
+    };
     assert_eq!(proxy.fired(), 1);
     // At most once: the lost batch counted once, nothing after it sent.
     assert_eq!(
@@ -143,14 +150,34 @@ async fn import_survives(fault: Fault) {
         ranking(&boards, &b, "1h").await,
         oracle(&sent, START - 3600)
     );
+
+    // Run again with its run id, as the error says: the rest, exactly once.
+    let again = import(
+        &boards,
+        &b,
+        std::io::Cursor::new(input),
+        ImportOptions {
+            run_id: Some(run_id),
+            ..options
+        },
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!((again.already_imported, again.imported), (600, 400));
+    assert_eq!(
+        ranking(&boards, &b, "24h").await,
+        oracle(&all, START - 24 * 3600)
+    );
+    assert_eq!(ranking(&boards, &b, "1h").await, oracle(&all, START - 3600));
 }
 
 #[tokio::test]
-async fn an_import_whose_batch_reply_is_cut_stops_having_applied_it_once() {
+async fn an_import_whose_batch_reply_is_cut_finishes_exactly_when_run_again() {
     import_survives(Fault::Cut).await;
 }
 
 #[tokio::test]
-async fn an_import_whose_batch_reply_is_held_stops_having_applied_it_once() {
+async fn an_import_whose_batch_reply_is_held_finishes_exactly_when_run_again() {
     import_survives(HOLD).await;
 }

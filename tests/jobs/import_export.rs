@@ -200,7 +200,7 @@ async fn the_cli_imports_a_file_and_reports_a_bad_line_by_number() {
     let summary = String::from_utf8_lossy(&out.stdout);
     assert!(
         summary.starts_with(&format!(
-            "imported 2 events into {b} (1 too late, skipped; 0 rejected; 0 bad lines) from 3 lines"
+            "imported 2 events into {b} (1 too late, skipped; 0 rejected; 0 bad lines; 0 imported before by this run id) from 3 lines"
         )),
         "{summary}"
     );

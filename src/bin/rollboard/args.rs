@@ -135,6 +135,11 @@ pub struct ImportArgs {
     /// Count malformed lines and go on instead of stopping at the first.
     #[arg(long)]
     pub skip_bad: bool,
+    /// The run id of an import that stopped: run it again on the same input with its id
+    /// (printed when it stopped) and the batches it applied are skipped [default: a new
+    /// id, so the same file imported twice counts twice].
+    #[arg(long)]
+    pub run_id: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

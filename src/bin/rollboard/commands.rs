@@ -155,6 +155,7 @@ async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let options = ImportOptions {
         format,
         skip_bad: args.skip_bad,
+        run_id: args.run_id.clone(),
         ..ImportOptions::default()
     };
     let started = Instant::now();
@@ -173,14 +174,16 @@ async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         eprintln!("rollboard: line {}: {}", p.line, p.message);
     }
     println!(
-        "imported {} events into {} ({} too late, skipped; {} rejected; {} bad lines) from {} lines in {:.1} s",
+        "imported {} events into {} ({} too late, skipped; {} rejected; {} bad lines; {} imported before by this run id) from {} lines in {:.1} s, run id {}",
         report.imported,
         args.board,
         report.too_late,
         report.rejected,
         report.bad_lines,
+        report.already_imported,
         report.lines,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        report.run_id
     );
     Ok(if report.rejected > 0 {
         ExitCode::FAILURE

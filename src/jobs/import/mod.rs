@@ -8,6 +8,12 @@
 //! thread parses the input into batches and hands them over a bounded channel, so
 //! memory stays the same whatever the input's size; batches are written a few at a
 //! time, and their outcomes counted into the report.
+//!
+//! Every batch is written with a token made of the import's *run id* and its line
+//! numbers, applied at most once per token (see `write.lua`'s journal). An import that
+//! stopped (its store failed, a reply was lost) is finished exactly by running it again
+//! on the same input with the same run id: batches already applied are skipped. Without
+//! a run id each import gets a fresh one, so importing a file twice counts it twice.
 
 use std::io::Read;
 
@@ -23,7 +29,7 @@ pub use format::Format;
 use format::Parsed;
 
 /// How an import runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImportOptions {
     /// The format; `None` guesses from the first line (`{` means JSON).
     pub format: Option<Format>,
@@ -33,6 +39,9 @@ pub struct ImportOptions {
     pub batch_size: usize,
     /// Writes in flight at once.
     pub in_flight: usize,
+    /// The run id: batches written under it before (by a run that stopped) are skipped.
+    /// `None` makes a fresh one.
+    pub run_id: Option<String>,
 }
 
 impl Default for ImportOptions {
@@ -42,6 +51,7 @@ impl Default for ImportOptions {
             skip_bad: false,
             batch_size: 1000,
             in_flight: 4,
+            run_id: None,
         }
     }
 }
@@ -58,10 +68,14 @@ pub struct LineProblem {
 /// What an import did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ImportReport {
+    /// The run id its batches were written under (give it again to finish a stopped run).
+    pub run_id: String,
     /// Lines read (blank lines and a CSV header included).
     pub lines: u64,
     /// Events applied.
     pub imported: u64,
+    /// Events of batches an earlier run with the same run id applied: skipped.
+    pub already_imported: u64,
     /// Events older than the board's largest window: skipped, not failures.
     pub too_late: u64,
     /// Events the board rejected otherwise (in the future, out of range, bad member…).
@@ -96,9 +110,24 @@ pub enum ImportError {
         /// Events imported before the import stopped.
         imported: u64,
     },
-    /// The board or the store failed.
+    /// The board or the store failed before anything was written.
     #[error(transparent)]
     Store(#[from] Error),
+    /// The store failed while writing: the batches written so far are applied, and a
+    /// batch whose reply was lost may be. Running the import again with `run_id`
+    /// applies the rest exactly once.
+    #[error(
+        "{source} ({imported} events imported; run the import again with run id {run_id:?} \
+         to finish it exactly once)"
+    )]
+    Stopped {
+        /// What failed.
+        source: Error,
+        /// Events imported before it stopped.
+        imported: u64,
+        /// The run id to give again.
+        run_id: String,
+    },
     /// The input could not be read.
     #[error("reading the input: {0}")]
     Io(#[from] std::io::Error),
@@ -114,14 +143,21 @@ pub async fn import(
     progress: impl Fn(&ImportReport),
 ) -> Result<ImportReport, ImportError> {
     boards.board(board).await?;
+    let run_id = options
+        .run_id
+        .clone()
+        .unwrap_or_else(|| format!("{:x}", crate::store::new_version()));
     let batch_size = options.batch_size.max(1);
     let (batches, mut inbox) = mpsc::channel::<Vec<Parsed>>(options.in_flight.max(1));
     let format = options.format;
     let reader =
         tokio::task::spawn_blocking(move || read_batches(input, format, batch_size, &batches));
 
-    let mut report = ImportReport::default();
-    let mut writes: JoinSet<(Vec<u64>, Result<crate::BatchOutcome, Error>)> = JoinSet::new();
+    let mut report = ImportReport {
+        run_id: run_id.clone(),
+        ..ImportReport::default()
+    };
+    let mut writes: JoinSet<Written> = JoinSet::new();
     let mut stop: Option<ImportError> = None;
     while let Some(batch) = inbox.recv().await {
         report.lines = batch.last().map_or(report.lines, |(line, _)| *line);
@@ -152,9 +188,11 @@ pub async fn import(
                 absorb(&mut writes, &mut report, &progress).await?;
             }
             let (boards, board) = (boards.clone(), board.to_owned());
+            // The batch's lines name it: the same input gives the same tokens.
+            let token = format!("import:{run_id}:{}-{}", lines[0], lines[lines.len() - 1]);
             writes.spawn(async move {
-                let outcome = boards.incr_batch(&board, &events).await;
-                (lines, outcome)
+                let outcome = boards.incr_batch_once(&board, &events, &token).await;
+                (lines, events.len(), outcome)
             });
         }
         if stop.is_some() {
@@ -178,17 +216,30 @@ pub async fn import(
     Ok(report)
 }
 
+/// A batch written: its events' line numbers, its size, and what the store did.
+type Written = (Vec<u64>, usize, Result<Option<crate::BatchOutcome>, Error>);
+
 /// Waits for one write and adds its outcome to the report.
 async fn absorb(
-    writes: &mut JoinSet<(Vec<u64>, Result<crate::BatchOutcome, Error>)>,
+    writes: &mut JoinSet<Written>,
     report: &mut ImportReport,
     progress: &impl Fn(&ImportReport),
 ) -> Result<(), ImportError> {
     let Some(joined) = writes.join_next().await else {
         return Ok(());
     };
-    let (lines, outcome) = joined.map_err(|e| Error::Store(format!("import task failed: {e}")))?;
-    let outcome = outcome?;
+    let (lines, size, outcome) =
+        joined.map_err(|e| Error::Store(format!("import task failed: {e}")))?;
+    let outcome = outcome.map_err(|source| ImportError::Stopped {
+        source,
+        imported: report.imported,
+        run_id: report.run_id.clone(),
+    })?;
+    let Some(outcome) = outcome else {
+        report.already_imported += size as u64;
+        progress(report);
+        return Ok(());
+    };
     report.imported += outcome.accepted as u64;
     for r in outcome.rejected {
         if matches!(r.error, Error::TooLate { .. }) {
