@@ -355,6 +355,30 @@ async fn after_a_huge_delta_and_its_negation_batches_take_the_fast_path_again() 
     assert_eq!(outcome.rejected[0].index, 0);
     let edge = h.boards.score(&b, "edge", None).await.unwrap().unwrap();
     assert_eq!(edge.score, rollboard::MAX_ABS - 8);
+    h.boards.remove_member(&b, "edge").await.unwrap();
+
+    // A member whose totals are 0 in every window but whose slot value is near the
+    // limit: +X an hour ago, -X now, both in each window. A batch adding to that slot is
+    // checked event by event: +5 does not fit.
+    let b = h.board("1h", &["2h", "24h"]).await;
+    let hour_ago = ts(START - 3600);
+    let x = rollboard::MAX_ABS - 3;
+    h.boards.incr(&b, "split", x, Some(hour_ago)).await.unwrap();
+    h.boards.incr(&b, "split", -x, None).await.unwrap();
+    let outcome = h
+        .boards
+        .incr_batch(
+            &b,
+            &[
+                Event::new("split", 5).at(hour_ago),
+                Event::new("other", 1).at(hour_ago),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.accepted, 1);
+    assert_eq!(outcome.rejected[0].index, 0);
+    assert_eq!(outcome.rejected[0].error.code(), "out_of_range");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

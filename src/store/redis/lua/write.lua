@@ -34,10 +34,11 @@
 --     appears once. If abs_sum + ARGV[5] <= 2^53 - 1 no value can leave the range, so
 --     nothing is checked: each entry is one HINCRBY and one ZINCRBY per window that
 --     counts it, and abs_sum grows by the sum of |entry|. Past that bound (a huge delta
---     was written once) the values the entries touch are read in bulk first: if each
+--     was written once) the call first checks the values the batch touches: each
+--     totals set's extremes and each entry's slot value (see room_for_batch). If each
 --     satisfies |value| + ARGV[5] <= 2^53 - 1, no event of the batch can take it out of
---     range whatever their order, and the new values are written in bulk, one HSET or
---     ZADD per key (abs_sum stays at the limit). Returns {0, slot number ...}: every entry applied except those
+--     range whatever their order, and the entries are applied the same way (abs_sum
+--     stays at the limit). Returns {0, slot number ...}: every entry applied except those
 --     of the listed slots, which are too late. Otherwise nothing is applied (the freeze
 --     aside) and it returns {2}: the caller sends the original events in mode 'events'.
 --   mode 'events': the original events in order, each checked against the current values
@@ -127,88 +128,40 @@ local function entry(e)
   return tonumber(ARGV[at]), ARGV[at + 1], ARGV[at + 2]
 end
 
--- Past the bound: reads, in bulk, every value the entries touch (one HMGET per stage
--- hash, one ZMSCORE per totals set) and checks that each (every totals value, and each
--- entry's slot value: the sum of its stages) has room for `margin` more in either
--- direction. Returns nil when one has not, else the plan that `write_plan` applies:
--- per key its fields, their current values and what the entries add to each.
-local function plan_in_bulk()
-  local plan, order = {}, {}
-  local function touch(key, zset, member, delta)
-    local k = plan[key]
-    if not k then
-      k = { zset = zset, fields = {}, position = {}, add = {} }
-      plan[key] = k
-      order[#order + 1] = key
+-- Past the bound: whether every value the batch touches has room for `margin` more in
+-- either direction, whatever the order of its events. Totals: each totals set's lowest
+-- and highest score (O(log N) each) bound all of its members. Slot values: each entry's
+-- (the sum of its stages), read in bulk, one HMGET per stage hash of each slot.
+local function room_for_batch()
+  for j = 1, n do
+    for _, at in ipairs({ 0, -1 }) do
+      local extreme = redis.call('ZRANGE', KEYS[TOTALS + j], at, at, 'WITHSCORES')[2]
+      if extreme and math.abs(tonumber(extreme)) + margin > MAX then return false end
     end
-    local p = k.position[member]
-    if not p then
-      p = #k.fields + 1
-      k.fields[p], k.position[member], k.add[p] = member, p, 0
-    end
-    k.add[p] = k.add[p] + delta
-    return { k, p }
   end
-  local slot_values = {}
+  local members = {}
   for e = 0, count - 1 do
-    local i, member, delta = entry(e)
-    local k = stage[i]
-    -- An entry whose events sum to 0 is checked too: one of them may not fit.
-    if k < n then
-      local d, parts = tonumber(delta), {}
-      for st = 1, k + 1 do
-        parts[st] = touch(KEYS[STAGES + (i - 1) * n + st], false, member, st == k + 1 and d or 0)
-      end
-      slot_values[#slot_values + 1] = parts
-      for j = k + 1, n do touch(KEYS[TOTALS + j], true, member, d) end
+    local i, member = entry(e)
+    if stage[i] < n then
+      members[i] = members[i] or {}
+      members[i][#members[i] + 1] = member
     end
   end
-  for _, key in ipairs(order) do
-    local k = plan[key]
-    local values = redis.call(k.zset and 'ZMSCORE' or 'HMGET', key, unpack(k.fields))
-    k.values = {}
-    for p = 1, #k.fields do
-      k.values[p] = tonumber(values[p]) or 0
-      if k.zset and math.abs(k.values[p]) + margin > MAX then return nil end
+  for i, list in pairs(members) do
+    local values = {}
+    for st = 1, stage[i] + 1 do
+      local stored = redis.call('HMGET', KEYS[STAGES + (i - 1) * n + st], unpack(list))
+      for x = 1, #list do values[x] = (values[x] or 0) + (tonumber(stored[x]) or 0) end
+    end
+    for x = 1, #list do
+      if math.abs(values[x]) + margin > MAX then return false end
     end
   end
-  for _, parts in ipairs(slot_values) do
-    local value = 0
-    for _, part in ipairs(parts) do value = value + part[1].values[part[2]] end
-    if math.abs(value) + margin > MAX then return nil end
-  end
-  return { keys = plan, order = order }
+  return true
 end
 
--- Writes a plan of `plan_in_bulk`: one HSET or ZADD, and one HDEL or ZREM for values
--- that reach exactly 0, per key.
-local function write_plan(bulk)
-  for _, key in ipairs(bulk.order) do
-    local k = bulk.keys[key]
-    local set, zero = {}, {}
-    for p = 1, #k.fields do
-      if k.add[p] ~= 0 then
-        local value = k.values[p] + k.add[p]
-        if value == 0 then
-          zero[#zero + 1] = k.fields[p]
-        elseif k.zset then
-          set[#set + 1] = string.format('%d', value)
-          set[#set + 1] = k.fields[p]
-        else
-          set[#set + 1] = k.fields[p]
-          set[#set + 1] = string.format('%d', value)
-        end
-      end
-    end
-    if #set > 0 then redis.call(k.zset and 'ZADD' or 'HSET', key, unpack(set)) end
-    if #zero > 0 then redis.call(k.zset and 'ZREM' or 'HDEL', key, unpack(zero)) end
-  end
-end
-
-local bulk = nil
-if mode == 'sums' and not bounded then
-  bulk = plan_in_bulk()
-  if not bulk then return { 2 } end
+if mode == 'sums' and not bounded and not room_for_batch() then
+  return { 2 }
 end
 if token ~= '' then
   redis.call('HSET', journal, token, 1)
@@ -221,10 +174,8 @@ for i = 1, m do
 end
 
 if mode == 'sums' then
-  -- Within the bound, each entry: HINCRBY its stage, ZINCRBY the windows that count it
-  -- (increments commute, so a member in several slots needs no summing here), deleting
-  -- at exactly 0. Past it, the plan read above is written in bulk.
-  if bulk then write_plan(bulk) end
+  -- Each entry: HINCRBY its stage, ZINCRBY the windows that count it (increments
+  -- commute, so a member in several slots needs no summing here), deleting at exactly 0.
   local too_late, grown = {}, 0
   for e = 0, count - 1 do
     local i, member, delta = entry(e)
@@ -232,22 +183,20 @@ if mode == 'sums' then
     if k == n then
       too_late[i] = true
     elseif delta ~= '0' then
-      if not bulk then
-        local target = KEYS[STAGES + (i - 1) * n + k + 1]
-        if redis.call('HINCRBY', target, member, delta) == 0 then
-          redis.call('HDEL', target, member)
-        end
-        for j = k + 1, n do
-          if redis.call('ZINCRBY', KEYS[TOTALS + j], delta, member) == '0' then
-            redis.call('ZREM', KEYS[TOTALS + j], member)
-          end
+      local target = KEYS[STAGES + (i - 1) * n + k + 1]
+      if redis.call('HINCRBY', target, member, delta) == 0 then
+        redis.call('HDEL', target, member)
+      end
+      for j = k + 1, n do
+        if redis.call('ZINCRBY', KEYS[TOTALS + j], delta, member) == '0' then
+          redis.call('ZREM', KEYS[TOTALS + j], member)
         end
       end
       tell_recompute(i, k, member, delta)
       grown = grown + math.abs(tonumber(delta))
     end
   end
-  if bulk then
+  if not bounded then
     if bound ~= MAX then redis.call('HSET', board, 'abs_sum', MAX) end
   elseif grown > 0 then
     redis.call('HINCRBY', board, 'abs_sum', grown)
