@@ -3,31 +3,16 @@
 //! such boards the process has as many tasks as before and no more memory than after
 //! the first half. This test has its own binary, so the tasks and memory are its own.
 
+#[path = "common/tasks.rs"]
+mod tasks;
 #[path = "common/redis.rs"]
 mod test_redis;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use rollboard::{BoardConfig, ManualClock, Rollboard, Settings, Timestamp};
+use tasks::{alive_tasks, settle};
 use test_redis::{TestRedis, unique};
-
-/// Tasks alive on this runtime.
-fn alive_tasks() -> usize {
-    tokio::runtime::Handle::current()
-        .metrics()
-        .num_alive_tasks()
-}
-
-/// Waits (up to 5 s) for the tasks alive to come back to `count`.
-async fn settle(count: usize) {
-    for _ in 0..500 {
-        if alive_tasks() == count {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
 
 /// The resident set of this process now, in kB (`VmRSS`).
 fn rss_kb() -> u64 {

@@ -202,7 +202,8 @@ fn main() {
         if run("huge") {
             eprintln!("huge delta …");
             let boards = Rollboard::new(Arc::new(RedisStore::connect(&redis.url).await.unwrap()));
-            let (huge_rows, done) = huge::huge_delta(&boards, "bench-huge", phase).await;
+            let (huge_rows, done) =
+                huge::huge_delta(&boards, &redis.url, "bench-huge", phase).await;
             rows.extend(huge_rows);
             acknowledged.extend(done);
         }

@@ -196,15 +196,13 @@ pub async fn import_legacy(
             match boards.incr_batch_once(&job.board, events, &token).await? {
                 None => report.already_imported += events.len() as u64,
                 Some(outcome) => {
-                    report.imported += outcome.accepted as u64;
-                    for r in outcome.rejected {
-                        if matches!(r.error, Error::TooLate { .. }) {
-                            report.too_late += 1;
-                        } else {
-                            report.rejected += 1;
-                            let member = &events[r.index].member;
-                            report.problem(format!("{key} {member:?}: {}", r.error));
-                        }
+                    let (applied, too_late, rejected) = super::tally(outcome);
+                    report.imported += applied;
+                    report.too_late += too_late;
+                    report.rejected += rejected.len() as u64;
+                    for (index, error) in rejected {
+                        let member = &events[index].member;
+                        report.problem(format!("{key} {member:?}: {error}"));
                     }
                 }
             }

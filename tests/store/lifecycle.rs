@@ -7,6 +7,7 @@ use std::sync::Arc;
 use rollboard::{BoardConfig, IngestOptions, RedisOptions, RedisStore};
 
 use crate::support::{Harness, START, pairs, ranking, unique, with_clock};
+use crate::tasks::{alive_tasks, settle};
 
 const REGISTRY: &str = "rollboard:boards";
 
@@ -55,14 +56,8 @@ async fn creating_a_board_whose_drop_stopped_half_way_finishes_the_drop_first() 
     let b = h.board("1h", &["1h"]).await;
     h.boards.incr(&b, "a", 5, None).await.unwrap();
     // A drop that marked the record and unlisted it, then stopped.
+    h.mark_dropping(&b).await;
     let mut raw = h.redis.as_ref().unwrap().raw().await;
-    let _: () = redis::cmd("HSET")
-        .arg(format!("board_{{{b}}}"))
-        .arg("dropping")
-        .arg(1)
-        .query_async(&mut raw)
-        .await
-        .unwrap();
     let _: i64 = redis::cmd("SREM")
         .arg(REGISTRY)
         .arg(&b)
@@ -79,23 +74,6 @@ async fn creating_a_board_whose_drop_stopped_half_way_finishes_the_drop_first() 
     assert!(listed(&h).await.contains(&b));
     // A new incarnation: the old totals are gone.
     assert_eq!(ranking(&other.top(&b, None, 0, 10).await.unwrap()), []);
-}
-
-/// Tasks alive on this runtime.
-fn alive_tasks() -> usize {
-    tokio::runtime::Handle::current()
-        .metrics()
-        .num_alive_tasks()
-}
-
-/// Waits (up to 5 s) for the tasks alive to come back to `count`.
-async fn settle(count: usize) {
-    for _ in 0..500 {
-        if alive_tasks() == count {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
 }
 
 #[tokio::test]

@@ -13,5 +13,7 @@ mod proxy;
 mod redis_layout;
 mod retirer;
 mod support;
+#[path = "../common/tasks.rs"]
+mod tasks;
 #[path = "../common/redis.rs"]
 mod test_redis;

@@ -227,14 +227,7 @@ async fn a_dropped_board_rejects_in_flight_writers_and_a_second_drop_finishes() 
     let b = h.board("1h", &["1h"]).await;
     h.boards.incr(&b, "a", 1, None).await.unwrap();
     // A drop that stopped after marking the record: writes already fail...
-    let mut raw = h.redis.as_ref().unwrap().raw().await;
-    let _: () = redis::cmd("HSET")
-        .arg(format!("board_{{{b}}}"))
-        .arg("dropping")
-        .arg(1)
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    h.mark_dropping(&b).await;
     assert_eq!(
         h.boards.incr(&b, "a", 1, None).await.unwrap_err().code(),
         "board_not_found"

@@ -53,6 +53,19 @@ impl Harness {
         self.clock.now()
     }
 
+    /// Marks the board's record `dropping`, as a drop that stopped right after its first
+    /// step leaves it (Redis only).
+    pub async fn mark_dropping(&self, board: &str) {
+        let mut raw = self.redis.as_ref().unwrap().raw().await;
+        let _: () = redis::cmd("HSET")
+            .arg(format!("board_{{{board}}}"))
+            .arg("dropping")
+            .arg(1)
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+    }
+
     /// Moves the clock to `START + seconds`.
     pub fn at(&self, seconds: i64) {
         self.clock.set(ts(START + seconds));

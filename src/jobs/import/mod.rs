@@ -240,14 +240,12 @@ async fn absorb(
         progress(report);
         return Ok(());
     };
-    report.imported += outcome.accepted as u64;
-    for r in outcome.rejected {
-        if matches!(r.error, Error::TooLate { .. }) {
-            report.too_late += 1;
-        } else {
-            report.rejected += 1;
-            report.problem(lines[r.index], r.error.to_string());
-        }
+    let (applied, too_late, rejected) = super::tally(outcome);
+    report.imported += applied;
+    report.too_late += too_late;
+    report.rejected += rejected.len() as u64;
+    for (index, error) in rejected {
+        report.problem(lines[index], error.to_string());
     }
     progress(report);
     Ok(())
