@@ -63,14 +63,14 @@ pub mod service;
 
 pub use board::{Board, BoardStatus, Created, WindowStatus};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use domain::{BoardConfig, BoardName, Event, MAX_ABS, Member, Span, Timestamp};
+pub use domain::{
+    BoardConfig, BoardName, Entry, Event, History, MAX_ABS, Member, Point, RecomputeReport,
+    Removed, RetireOptions, RetireReport, Span, Standing, Timestamp, TopPage,
+};
 pub use error::{Error, Result};
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
 pub use rollboard::Rollboard;
-pub use rollboard::read::{Entry, History, Point, Standing, TopPage};
-pub use rollboard::recompute::RecomputeReport;
-pub use rollboard::retire::{RetireOptions, RetireReport};
-pub use rollboard::write::{BatchOutcome, Rejected, Removed};
+pub use rollboard::write::{BatchOutcome, Rejected};
 pub use settings::Settings;
 pub use store::{
     IngestOptions, MemoryStore, RedisOptions, RedisStore, SlotWrite, Store, WriteStatus,

@@ -1,7 +1,7 @@
 //! Tunable limits of a [`Rollboard`](crate::Rollboard), with the defaults a service uses.
 
+use crate::domain::RetireOptions;
 use crate::domain::{Admission, Span};
-use crate::rollboard::retire::RetireOptions;
 
 /// Limits and tuning. `Settings::default()` is what `rollboard serve` uses.
 #[derive(Debug, Clone, PartialEq, Eq)]

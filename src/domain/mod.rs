@@ -1,10 +1,12 @@
-//! The pure domain: names, spans, times, board configs, window arithmetic, and the rules
-//! that admit events and reads. No I/O.
+//! The pure domain: names, spans, times, board configs, window arithmetic, the rules
+//! that admit events and reads, and the plain data reads and maintenance answer. No I/O.
 
 mod admission;
 mod config;
 mod event;
+mod maintenance;
 mod name;
+mod ranking;
 mod read_limits;
 mod span;
 mod timestamp;
@@ -12,7 +14,9 @@ mod timestamp;
 pub use admission::{Admission, SlotWrite, too_late};
 pub use config::BoardConfig;
 pub use event::{Event, MAX_ABS, check_delta};
+pub use maintenance::{RecomputeReport, Removed, RetireOptions, RetireReport};
 pub use name::{BoardName, Member};
+pub use ranking::{Entry, History, Point, Standing, TopPage};
 pub use read_limits::{check_around, check_page};
 pub use span::Span;
 pub use timestamp::Timestamp;

@@ -1,8 +1,9 @@
 //! `Rollboard`: the library's front door. It validates every input into domain types,
 //! reads the time from its clock, caches board configs, and calls the store.
 //!
-//! One file per family of operations, each also the home of what that family returns:
-//! [`boards`] (create, load, list, describe, drop), [`write`] (events, member removal),
+//! One file per family of operations (what they answer is plain data in `domain`, which
+//! the stores produce too): [`boards`] (create, load, list, describe, drop), [`write`]
+//! (events, member removal; a batch's outcome),
 //! [`read`] (rankings and history), [`retire`], [`recompute`]; [`cache`] holds the board
 //! configs and the one reload-and-retry when a board changed underneath.
 

@@ -1,11 +1,9 @@
-//! Writes: events (one, a batch, a batch at most once) and member removal, and what
-//! they return.
-
-use serde::Serialize;
+//! Writes: events (one, a batch, a batch at most once) and member removal, and a
+//! batch's outcome.
 
 use super::Rollboard;
 use crate::board::Board;
-use crate::domain::{BoardName, Event, Member, Timestamp, too_late};
+use crate::domain::{BoardName, Event, Member, Removed, Timestamp, too_late};
 use crate::error::{Error, Result};
 use crate::store::{SlotWrite, WriteStatus};
 
@@ -25,14 +23,6 @@ pub struct Rejected {
     pub index: usize,
     /// Why it was rejected.
     pub error: Error,
-}
-
-/// What removing a member did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-pub struct Removed {
-    /// Slot values deleted.
-    pub slot_values: u64,
 }
 
 impl Rollboard {

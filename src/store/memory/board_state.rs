@@ -10,11 +10,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::totals::Totals;
 use crate::board::{Board, BoardStatus, WindowStatus};
+use crate::domain::RecomputeReport;
+use crate::domain::Removed;
+use crate::domain::RetireReport;
+use crate::domain::{Entry, History, Point, Standing, TopPage};
 use crate::domain::{MAX_ABS, Member, Timestamp};
-use crate::rollboard::read::{Entry, History, Point, Standing, TopPage};
-use crate::rollboard::recompute::RecomputeReport;
-use crate::rollboard::retire::RetireReport;
-use crate::rollboard::write::Removed;
 use crate::store::{SlotWrite, WindowState, WriteStatus, complete_from, coverage};
 
 /// Member → stage values of one slot.

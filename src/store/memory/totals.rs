@@ -4,7 +4,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap};
 
-use crate::rollboard::read::Entry;
+use crate::domain::Entry;
 
 /// Member totals of one window. A member whose total reaches exactly zero is removed.
 #[derive(Debug, Default)]

@@ -11,9 +11,9 @@ use super::keys;
 use super::refusal::Refusal;
 use super::reply::{int, opt_string, string};
 use crate::board::{Board, Created};
+use crate::domain::RetireOptions;
 use crate::domain::{BoardConfig, BoardName, Span, Timestamp};
 use crate::error::{Error, Result};
-use crate::rollboard::retire::RetireOptions;
 use crate::store::new_version;
 
 /// Keys deleted per `UNLINK` while dropping a board.

@@ -32,12 +32,12 @@ use ingest::Ingest;
 pub use ingest::IngestOptions;
 
 use crate::board::{Board, BoardStatus, Created};
+use crate::domain::RecomputeReport;
+use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
+use crate::domain::{History, Standing, TopPage};
+use crate::domain::{RetireOptions, RetireReport};
 use crate::error::Result;
-use crate::rollboard::read::{History, Standing, TopPage};
-use crate::rollboard::recompute::RecomputeReport;
-use crate::rollboard::retire::{RetireOptions, RetireReport};
-use crate::rollboard::write::Removed;
 use crate::store::{SlotWrite, Store, WriteStatus};
 
 /// Connection settings for [`RedisStore`].

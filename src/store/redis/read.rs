@@ -9,9 +9,9 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, opt_int, parse_integer, string};
 use crate::board::{Board, BoardStatus, WindowStatus, to_datetime};
+use crate::domain::{Entry, History, Point, Standing, TopPage};
 use crate::domain::{Member, Timestamp};
 use crate::error::{Error, Result};
-use crate::rollboard::read::{Entry, History, Point, Standing, TopPage};
 use crate::store::{WindowState, complete_from, coverage};
 
 /// What `read_ranking.lua` answered: the coverage and the rest of the reply.

@@ -11,8 +11,8 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, string};
 use crate::board::Board;
+use crate::domain::RecomputeReport;
 use crate::error::{Error, Result};
-use crate::rollboard::recompute::RecomputeReport;
 
 /// How long a recompute's lease lasts without a call extending it.
 const LEASE_MS: u64 = 10_000;

@@ -10,8 +10,8 @@ use super::keys;
 use super::reply::{array, int, string};
 use crate::board::Board;
 use crate::domain::Timestamp;
+use crate::domain::{RetireOptions, RetireReport};
 use crate::error::{Error, Result};
-use crate::rollboard::retire::{RetireOptions, RetireReport};
 
 /// Slots listed per `retire_begin.lua` call.
 const SLOTS_PER_LISTING: usize = 256;

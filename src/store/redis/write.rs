@@ -8,9 +8,9 @@ use redis::ScriptInvocation;
 use super::conn::{RedisConn, Retry};
 use super::keys;
 use crate::board::Board;
+use crate::domain::Removed;
 use crate::domain::{Member, Timestamp};
 use crate::error::{Error, Result};
-use crate::rollboard::write::Removed;
 use crate::store::{SlotWrite, WriteStatus};
 
 /// Slots whose stage hashes one `remove_member.lua` call visits.

@@ -1,0 +1,89 @@
+//! What maintenance reports: removing a member, retirement (and how a pass runs), and
+//! recompute. Plain data, shared by the stores that produce it and the facade.
+
+use serde::Serialize;
+
+use super::Span;
+
+/// What removing a member did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct Removed {
+    /// Slot values deleted.
+    pub slot_values: u64,
+}
+
+/// How a retirement pass runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetireOptions {
+    /// Most slot fields one script call subtracts.
+    pub chunk_size: usize,
+    /// How long one script call may work: it stops before a step (about 50 fields) that
+    /// would likely overrun it, so Redis never blocks for long, whatever the machine.
+    pub chunk_budget: std::time::Duration,
+    /// Stop after this many chunk calls (the pass reports `complete: false`). `None` runs
+    /// to the end. A later pass resumes exactly where this one stopped.
+    pub max_chunks: Option<usize>,
+}
+
+impl Default for RetireOptions {
+    fn default() -> Self {
+        RetireOptions {
+            chunk_size: 1000,
+            chunk_budget: std::time::Duration::from_micros(1500),
+            max_chunks: None,
+        }
+    }
+}
+
+/// What a retirement pass did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct RetireReport {
+    /// (window, slot) pairs finished by this pass.
+    pub slots_retired: u64,
+    /// Slot fields subtracted from totals.
+    pub fields_subtracted: u64,
+    /// Members removed from a totals set because their total reached exactly zero.
+    pub members_zeroed: u64,
+    /// Script calls made for chunks.
+    pub chunks: u64,
+    /// Whether everything overdue was retired (false only when `max_chunks` stopped it).
+    pub complete: bool,
+}
+
+impl RetireReport {
+    /// Adds another report's counts to this one.
+    pub fn absorb(&mut self, other: RetireReport) {
+        self.slots_retired += other.slots_retired;
+        self.fields_subtracted += other.fields_subtracted;
+        self.members_zeroed += other.members_zeroed;
+        self.chunks += other.chunks;
+        self.complete = other.complete;
+    }
+}
+
+/// What a recompute did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct RecomputeReport {
+    /// The windows rebuilt.
+    #[cfg_attr(feature = "server", schema(value_type = Vec<String>))]
+    pub windows: Vec<Span>,
+    /// Stage values added up by the scan.
+    pub fields_scanned: u64,
+    /// Members computed afresh because writes touched them during the scan.
+    pub members_folded: u64,
+    /// Script calls made.
+    pub calls: u64,
+}
+
+impl RecomputeReport {
+    /// Adds another report's counts to this one.
+    pub fn absorb(&mut self, other: RecomputeReport) {
+        self.windows.extend(other.windows);
+        self.fields_scanned += other.fields_scanned;
+        self.members_folded += other.members_folded;
+        self.calls += other.calls;
+    }
+}
