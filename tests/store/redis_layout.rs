@@ -372,6 +372,10 @@ async fn after_a_huge_delta_and_its_negation_batches_take_the_fast_path_again() 
     assert_eq!(outcome.accepted, 1);
     assert_eq!(outcome.rejected[0].index, 0);
     assert_eq!(outcome.rejected[0].error.code(), "out_of_range");
+    // Nothing of the refused event stays behind.
+    let history = h.boards.history(&b, "split").await.unwrap();
+    let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
+    assert_eq!(points, [(START - 3600, x), (START, -x)]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -34,3 +34,10 @@ local function lease_held(until_ms)
   return until_ms ~= false and until_ms ~= nil and now_ms() < tonumber(until_ms)
 end
 
+-- `v`, an integer as a string, negated (as a string: Lua would print a large number in
+-- floating-point notation, which HINCRBY and ZINCRBY refuse or round).
+local function negate(v)
+  if string.sub(v, 1, 1) == '-' then return string.sub(v, 2) end
+  return '-' .. v
+end
+

@@ -33,11 +33,6 @@ if record[3] and lease_held(record[5]) then
   end
 end
 
-local function negate(v)
-  if string.sub(v, 1, 1) == '-' then return string.sub(v, 2) end
-  return '-' .. v
-end
-
 local deleted = 0
 for key = STAGES + 1, #KEYS do
   local k = (key - STAGES - 1) % n + 1

@@ -34,8 +34,9 @@
 --     appears once. If abs_sum + ARGV[5] <= 2^53 - 1 no value can leave the range, so
 --     nothing is checked: each entry is one HINCRBY and one ZINCRBY per window that
 --     counts it, and abs_sum grows by the sum of |entry|. Past that bound (a huge delta
---     was written once) the call first checks the values the batch touches: each
---     totals set's extremes and each entry's slot value (see room_for_batch). If each
+--     was written once) the call checks the values the batch touches: each totals
+--     set's extremes and each entry's slot value (see room_for_batch and
+--     apply_unfrozen). If each
 --     satisfies |value| + ARGV[5] <= 2^53 - 1, no event of the batch can take it out of
 --     range whatever their order, and the entries are applied the same way (abs_sum
 --     stays at the limit). Returns {0, slot number ...}: every entry applied except those
@@ -128,10 +129,16 @@ local function entry(e)
   return tonumber(ARGV[at]), ARGV[at + 1], ARGV[at + 2]
 end
 
--- Past the bound: whether every value the batch touches has room for `margin` more in
--- either direction, whatever the order of its events. Totals: each totals set's lowest
--- and highest score (O(log N) each) bound all of its members. Slot values: each entry's
--- (the sum of its stages), read in bulk, one HMGET per stage hash of each slot.
+-- Past the bound, every value the batch touches must have room for `margin` more in
+-- either direction, so that no order of its events takes it out of range. Totals: each
+-- totals set's lowest and highest score (O(log N) each) bound all of its members. Slot
+-- values (the sum of a slot's stages): for an entry of a slot no window froze, the slot
+-- value is its stage-1 value, which the HINCRBY that applies it returns, so those are
+-- applied first and checked from what HINCRBY answers (undone, exactly, if one lacks
+-- room); the other entries' slot values, and those of entries that sum to 0, are read
+-- in bulk (one HMGET per stage hash).
+
+-- Whether the totals, and the slot values of entries not applied up front, have room.
 local function room_for_batch()
   for j = 1, n do
     for _, at in ipairs({ 0, -1 }) do
@@ -141,8 +148,8 @@ local function room_for_batch()
   end
   local members = {}
   for e = 0, count - 1 do
-    local i, member = entry(e)
-    if stage[i] < n then
+    local i, member, delta = entry(e)
+    if stage[i] < n and (stage[i] > 0 or delta == '0') then
       members[i] = members[i] or {}
       members[i][#members[i] + 1] = member
     end
@@ -160,8 +167,34 @@ local function room_for_batch()
   return true
 end
 
-if mode == 'sums' and not bounded and not room_for_batch() then
-  return { 2 }
+-- Applies the stage-1 HINCRBY of each non-zero entry of a slot no window froze, checking
+-- the value it had; returns entry -> new value, or nil (everything undone) when one
+-- lacked room.
+local function apply_unfrozen()
+  local applied = {}
+  for e = 0, count - 1 do
+    local i, member, delta = entry(e)
+    if stage[i] == 0 and delta ~= '0' then
+      local target = KEYS[STAGES + (i - 1) * n + 1]
+      local value = redis.call('HINCRBY', target, member, delta)
+      applied[e] = value
+      if math.abs(value - tonumber(delta)) + margin > MAX then
+        for u in pairs(applied) do
+          local ui, um, ud = entry(u)
+          redis.call('HINCRBY', KEYS[STAGES + (ui - 1) * n + 1], um, negate(ud))
+        end
+        return nil
+      end
+    end
+  end
+  return applied
+end
+
+-- Entry -> its stage value after the HINCRBY already made (past the bound only).
+local applied = {}
+if mode == 'sums' and not bounded then
+  applied = room_for_batch() and apply_unfrozen()
+  if not applied then return { 2 } end
 end
 if token ~= '' then
   redis.call('HSET', journal, token, 1)
@@ -184,7 +217,8 @@ if mode == 'sums' then
       too_late[i] = true
     elseif delta ~= '0' then
       local target = KEYS[STAGES + (i - 1) * n + k + 1]
-      if redis.call('HINCRBY', target, member, delta) == 0 then
+      local value = applied[e] or redis.call('HINCRBY', target, member, delta)
+      if value == 0 then
         redis.call('HDEL', target, member)
       end
       for j = k + 1, n do
