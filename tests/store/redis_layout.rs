@@ -376,6 +376,23 @@ async fn after_a_huge_delta_and_its_negation_batches_take_the_fast_path_again() 
     let history = h.boards.history(&b, "split").await.unwrap();
     let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
     assert_eq!(points, [(START - 3600, x), (START, -x)]);
+
+    // Events that sum to 0 in that slot: still checked one by one (+5 first: refused).
+    let outcome = h
+        .boards
+        .incr_batch(
+            &b,
+            &[
+                Event::new("split", 5).at(hour_ago),
+                Event::new("split", -5).at(hour_ago),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.accepted, 1);
+    assert_eq!(outcome.rejected[0].index, 0);
+    let history = h.boards.history(&b, "split").await.unwrap();
+    assert_eq!(history.points[0].value, x - 5);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -35,8 +35,8 @@
 --     nothing is checked: each entry is one HINCRBY and one ZINCRBY per window that
 --     counts it, and abs_sum grows by the sum of |entry|. Past that bound (a huge delta
 --     was written once) the call checks the values the batch touches: each totals
---     set's extremes and each entry's slot value (see room_for_batch and
---     apply_unfrozen). If each
+--     set's extremes and each entry's slot value (see totals_have_room and
+--     apply_checked). If each
 --     satisfies |value| + ARGV[5] <= 2^53 - 1, no event of the batch can take it out of
 --     range whatever their order, and the entries are applied the same way (abs_sum
 --     stays at the limit). Returns {0, slot number ...}: every entry applied except those
@@ -138,62 +138,60 @@ end
 -- room); the other entries' slot values, and those of entries that sum to 0, are read
 -- in bulk (one HMGET per stage hash).
 
--- Whether the totals, and the slot values of entries not applied up front, have room.
-local function room_for_batch()
+-- Whether each totals set's extremes have room.
+local function totals_have_room()
   for j = 1, n do
     for _, at in ipairs({ 0, -1 }) do
       local extreme = redis.call('ZRANGE', KEYS[TOTALS + j], at, at, 'WITHSCORES')[2]
       if extreme and math.abs(tonumber(extreme)) + margin > MAX then return false end
     end
   end
-  local members = {}
+  return true
+end
+
+-- Applies the stage-1 HINCRBY of each non-zero entry of a slot no window froze, checking
+-- the value it had, and reads the other entries' slot values in bulk; returns entry ->
+-- new stage value, or nil, with everything undone, when one value lacks room.
+local function apply_checked()
+  local applied, others = {}, {}
+  local room = true
   for e = 0, count - 1 do
     local i, member, delta = entry(e)
-    if stage[i] < n and (stage[i] > 0 or delta == '0') then
-      members[i] = members[i] or {}
-      members[i][#members[i] + 1] = member
+    local k = stage[i]
+    if k == 0 and delta ~= '0' then
+      local value = redis.call('HINCRBY', KEYS[STAGES + (i - 1) * n + 1], member, delta)
+      applied[e] = value
+      if math.abs(value - tonumber(delta)) + margin > MAX then
+        room = false
+        break
+      end
+    elseif k < n then
+      others[i] = others[i] or {}
+      others[i][#others[i] + 1] = member
     end
   end
-  for i, list in pairs(members) do
+  for i, list in pairs(room and others or {}) do
     local values = {}
     for st = 1, stage[i] + 1 do
       local stored = redis.call('HMGET', KEYS[STAGES + (i - 1) * n + st], unpack(list))
       for x = 1, #list do values[x] = (values[x] or 0) + (tonumber(stored[x]) or 0) end
     end
     for x = 1, #list do
-      if math.abs(values[x]) + margin > MAX then return false end
+      if math.abs(values[x]) + margin > MAX then room = false end
     end
   end
-  return true
-end
-
--- Applies the stage-1 HINCRBY of each non-zero entry of a slot no window froze, checking
--- the value it had; returns entry -> new value, or nil (everything undone) when one
--- lacked room.
-local function apply_unfrozen()
-  local applied = {}
-  for e = 0, count - 1 do
+  if room then return applied end
+  for e in pairs(applied) do
     local i, member, delta = entry(e)
-    if stage[i] == 0 and delta ~= '0' then
-      local target = KEYS[STAGES + (i - 1) * n + 1]
-      local value = redis.call('HINCRBY', target, member, delta)
-      applied[e] = value
-      if math.abs(value - tonumber(delta)) + margin > MAX then
-        for u in pairs(applied) do
-          local ui, um, ud = entry(u)
-          redis.call('HINCRBY', KEYS[STAGES + (ui - 1) * n + 1], um, negate(ud))
-        end
-        return nil
-      end
-    end
+    redis.call('HINCRBY', KEYS[STAGES + (i - 1) * n + 1], member, negate(delta))
   end
-  return applied
+  return nil
 end
 
 -- Entry -> its stage value after the HINCRBY already made (past the bound only).
 local applied = {}
 if mode == 'sums' and not bounded then
-  applied = room_for_batch() and apply_unfrozen()
+  applied = totals_have_room() and apply_checked()
   if not applied then return { 2 } end
 end
 if token ~= '' then
