@@ -45,6 +45,7 @@ mod board;
 mod clock;
 mod domain;
 mod error;
+pub mod rates;
 mod retirer;
 mod rollboard;
 mod settings;
@@ -65,6 +66,7 @@ pub use board::{Board, BoardStatus, Created, WindowStatus};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use domain::{BoardConfig, BoardName, Event, MAX_ABS, Member, Span, Timestamp};
 pub use error::{Error, Result};
+pub use rates::{RateCounts, RateKey, RateTiers, RateWindow, Tier, Verdict};
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
 pub use rollboard::Rollboard;
 pub use rollboard::read::{Entry, History, Point, Standing, TopPage};
@@ -73,7 +75,8 @@ pub use rollboard::retire::{RetireOptions, RetireReport};
 pub use rollboard::write::{BatchOutcome, Rejected, Removed};
 pub use settings::Settings;
 pub use store::{
-    IngestOptions, MemoryStore, RedisOptions, RedisStore, SlotWrite, Store, WriteStatus,
+    IngestOptions, MemoryStore, RateHit, RateStore, RedisOptions, RedisStore, SlotWrite, Store,
+    WriteStatus,
 };
 
 /// Compiles and runs the Rust code blocks of the README, so they stay true.
