@@ -129,11 +129,13 @@ impl RateTiers {
             .find_map(|(tier, t)| {
                 let g = t.slot.seconds();
                 let n = span.seconds() / g;
-                (span.seconds().is_multiple_of(g) && n <= u64::from(t.slots)).then_some(RateWindow {
-                    span,
-                    tier,
-                    slots: n as u32,
-                })
+                (span.seconds().is_multiple_of(g) && n <= u64::from(t.slots)).then_some(
+                    RateWindow {
+                        span,
+                        tier,
+                        slots: n as u32,
+                    },
+                )
             })
             .ok_or_else(|| Error::InvalidRateWindow {
                 window: span.to_string(),
