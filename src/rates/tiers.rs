@@ -24,11 +24,6 @@ impl Tier {
     pub(crate) fn slot_ms(&self) -> i64 {
         self.slot.secs_i64() * 1000
     }
-
-    /// The time this tier covers, in milliseconds.
-    pub(crate) fn span_ms(&self) -> i64 {
-        self.slot_ms() * i64::from(self.slots)
-    }
 }
 
 /// The tiers of every rate key, finest first. `RateTiers::default()` is the source's.
@@ -113,12 +108,6 @@ impl RateTiers {
     /// per slot (2,072 for the default tiers).
     pub fn packed_bytes(&self) -> usize {
         8 * self.0.len() + 4 * self.total_slots()
-    }
-
-    /// The longest time a tier covers, in milliseconds: a key silent that long holds
-    /// nothing any more, so it expires.
-    pub(crate) fn longest_ms(&self) -> i64 {
-        self.0.iter().map(Tier::span_ms).max().unwrap_or(0)
     }
 
     /// The window of length `span`, answered by the finest tier that can.
@@ -254,7 +243,6 @@ mod tests {
         assert_eq!(tiers.to_string(), "60x1s,60x1m,24x1h,366x1d");
         assert_eq!(tiers.total_slots(), 510);
         assert_eq!(tiers.packed_bytes(), 2072);
-        assert_eq!(tiers.longest_ms(), 366 * 86_400_000);
         for bad in ["", "60x1m,60x1s", "0x1s", "1000x1s", "60y1s", "ax1s"] {
             assert_eq!(
                 RateTiers::parse(bad).unwrap_err().code(),

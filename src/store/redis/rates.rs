@@ -33,7 +33,6 @@ async fn call(
         .arg(now.unix_millis())
         .arg(at.unix_millis())
         .arg(count)
-        .arg(tiers.longest_ms())
         .arg(tiers.tiers().len());
     for tier in tiers.tiers() {
         invocation.arg(tier.slot_ms()).arg(tier.slots);

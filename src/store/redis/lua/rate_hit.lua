@@ -8,9 +8,12 @@
 --
 -- KEYS[1]  the rate key (rate_{<key>}_<tiers>)
 -- ARGV[1]  now, unix ms            ARGV[2]  the hit's time, unix ms
--- ARGV[3]  count (1 .. 2^32-1)     ARGV[4]  expiry, ms (the longest tier's span)
--- ARGV[5]  T, the number of tiers  ARGV[6 .. 5+2T]  per tier: slot length (ms), slots
--- ARGV[6+2T .. 8+2T]  (a check only) the window's tier (from 1), its slots, the limit
+-- ARGV[3]  count (1 .. 2^32-1)     ARGV[4]  T, the number of tiers
+-- ARGV[5 .. 4+2T]  per tier: slot length (ms), slots
+-- ARGV[5+2T .. 7+2T]  (a check only) the window's tier (from 1), its slots, the limit
+--
+-- The key expires when its newest slot leaves its longest tier (it then holds nothing),
+-- set whenever a head moves (at most once per finest slot), not on every hit.
 --
 -- Returns {tiers that counted the hit} (0: too late for every tier, nothing changed);
 -- for a check {1 or 0 (allowed), the window's count after, ms until a retry could be
@@ -21,31 +24,43 @@ local key = KEYS[1]
 local now = tonumber(ARGV[1])
 local at = tonumber(ARGV[2])
 local count = tonumber(ARGV[3])
-local ttl = ARGV[4]
-local ntiers = tonumber(ARGV[5])
+local ntiers = tonumber(ARGV[4])
 local MAX_COUNT = 4294967295
 
 local tiers = {}
 local size = 8 * ntiers
-local head_ops = {}
 for t = 1, ntiers do
-  local n = tonumber(ARGV[5 + 2 * t])
-  tiers[t] = { g = tonumber(ARGV[4 + 2 * t]), n = n, base = size }
+  local n = tonumber(ARGV[4 + 2 * t])
+  tiers[t] = { g = tonumber(ARGV[3 + 2 * t]), n = n, base = size }
   size = size + 4 * n
-  head_ops[#head_ops + 1] = 'GET'
-  head_ops[#head_ops + 1] = 'i64'
-  head_ops[#head_ops + 1] = (t - 1) * 64
-end
-local raw_heads = redis.call('BITFIELD', key, unpack(head_ops))
-for t = 1, ntiers do
-  if raw_heads[t] ~= 0 then
-    tiers[t].head = raw_heads[t] - 1
-  end
 end
 
 -- The bit offset of `slot`'s counter on tier t.
 local function bit(t, slot)
   return 8 * tiers[t].base + 32 * (slot % tiers[t].n)
+end
+
+-- One read: every head, and the counter at the hit's slot on every tier (its position
+-- does not depend on the head; whether it holds the slot does).
+local reads = {}
+for t = 1, ntiers do
+  reads[#reads + 1] = 'GET'
+  reads[#reads + 1] = 'i64'
+  reads[#reads + 1] = (t - 1) * 64
+end
+for t = 1, ntiers do
+  reads[#reads + 1] = 'GET'
+  reads[#reads + 1] = 'u32'
+  reads[#reads + 1] = bit(t, math.floor(at / tiers[t].g))
+end
+local read = redis.call('BITFIELD', key, unpack(reads))
+local fresh_key = true
+for t = 1, ntiers do
+  if read[t] ~= 0 then
+    tiers[t].head = read[t] - 1
+    fresh_key = false
+  end
+  tiers[t].at_count = read[ntiers + t]
 end
 
 -- Zeros the counters of `k` slots of tier t from slot `first` on (k <= n).
@@ -106,26 +121,17 @@ local function hit()
     return 0
   end
   -- Every counter that keeps its value is checked first, so an overflow changes nothing.
-  local checks = {}
   for t = 1, ntiers do
     local p = plan[t]
-    if p.counts and tiers[t].head ~= nil and p.slot <= tiers[t].head then
-      checks[#checks + 1] = 'GET'
-      checks[#checks + 1] = 'u32'
-      checks[#checks + 1] = bit(t, p.slot)
+    local kept = tiers[t].head ~= nil and p.slot <= tiers[t].head
+    if p.counts and kept and tiers[t].at_count + count > MAX_COUNT then
+      return -1
     end
   end
-  if #checks > 0 then
-    local values = redis.call('BITFIELD', key, unpack(checks))
-    for i = 1, #values do
-      if values[i] + count > MAX_COUNT then
-        return -1
-      end
-    end
-  end
-  if redis.call('EXISTS', key) == 0 then
+  if fresh_key then
     redis.call('SETRANGE', key, size - 1, '\0')
   end
+  local advanced = false
   local ops = {}
   for t = 1, ntiers do
     local tier, p = tiers[t], plan[t]
@@ -134,6 +140,7 @@ local function hit()
         clear(t, tier.head + 1, math.min(p.target - tier.head, tier.n))
       end
       tier.head = p.target
+      advanced = true
       ops[#ops + 1] = 'SET'
       ops[#ops + 1] = 'i64'
       ops[#ops + 1] = (t - 1) * 64
@@ -147,17 +154,24 @@ local function hit()
     end
   end
   redis.call('BITFIELD', key, unpack(ops))
-  redis.call('PEXPIRE', key, ttl)
+  if advanced then
+    -- The key expires when its newest slot leaves its longest tier: it then holds nothing.
+    local ttl = 1
+    for t = 1, ntiers do
+      ttl = math.max(ttl, (tiers[t].head + 1 + tiers[t].n) * tiers[t].g - now)
+    end
+    redis.call('PEXPIRE', key, string.format('%d', ttl))
+  end
   return counted
 end
 
-if ARGV[6 + 2 * ntiers] == nil then
+if ARGV[5 + 2 * ntiers] == nil then
   return { hit() }
 end
 
-local w = tonumber(ARGV[6 + 2 * ntiers])
-local m = tonumber(ARGV[7 + 2 * ntiers])
-local limit = tonumber(ARGV[8 + 2 * ntiers])
+local w = tonumber(ARGV[5 + 2 * ntiers])
+local m = tonumber(ARGV[6 + 2 * ntiers])
+local limit = tonumber(ARGV[7 + 2 * ntiers])
 local current, first, last, values = window(w, m)
 if current + count <= limit then
   if hit() < 0 then
