@@ -52,6 +52,26 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A rate key outside 1–256 bytes.
+    #[error("invalid rate key: {reason}")]
+    InvalidRateKey {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A rate window that is not a duration, or that no tier answers.
+    #[error("invalid rate window {window:?}: {reason}")]
+    InvalidRateWindow {
+        /// The window asked for.
+        window: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A hit would take one of the key's slot counters past 2^32 − 1.
+    #[error("rate key {key:?}: a slot would count more than 2^32 - 1 hits")]
+    RateOverflow {
+        /// The key.
+        key: String,
+    },
     /// No board by that name.
     #[error("board {0:?} does not exist")]
     BoardNotFound(String),
@@ -148,6 +168,9 @@ impl Error {
             Error::InvalidTime { .. } => "invalid_time",
             Error::InvalidDelta { .. } => "invalid_delta",
             Error::InvalidQuery { .. } => "invalid_query",
+            Error::InvalidRateKey { .. } => "invalid_rate_key",
+            Error::InvalidRateWindow { .. } => "invalid_rate_window",
+            Error::RateOverflow { .. } => "rate_overflow",
             Error::BoardNotFound(_) => "board_not_found",
             Error::WindowNotFound { .. } => "window_not_found",
             Error::MemberNotFound { .. } => "member_not_found",

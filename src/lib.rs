@@ -45,6 +45,7 @@ mod board;
 mod clock;
 mod domain;
 mod error;
+pub mod rates;
 mod retirer;
 mod rollboard;
 mod settings;
@@ -68,12 +69,14 @@ pub use domain::{
     Removed, RetireOptions, RetireReport, Span, Standing, Timestamp, TopPage,
 };
 pub use error::{Error, Result};
+pub use rates::{RateCounts, RateKey, RateTiers, RateWindow, Tier, Verdict};
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
 pub use rollboard::Rollboard;
 pub use rollboard::write::{BatchOutcome, Rejected};
 pub use settings::Settings;
 pub use store::{
-    IngestOptions, MemoryStore, RedisOptions, RedisStore, SlotWrite, Store, WriteStatus,
+    IngestOptions, MemoryStore, RateHit, RateStore, RedisOptions, RedisStore, SlotWrite, Store,
+    WriteStatus,
 };
 
 /// Compiles and runs the Rust code blocks of the README, so they stay true.

@@ -2,6 +2,7 @@
 
 use crate::domain::RetireOptions;
 use crate::domain::{Admission, Span};
+use crate::rates::RateTiers;
 
 /// Limits and tuning. `Settings::default()` is what `rollboard serve` uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +18,8 @@ pub struct Settings {
     pub max_limit: u64,
     /// How retirement passes run.
     pub retire: RetireOptions,
+    /// The tiers of every rate key's time ring.
+    pub rate_tiers: RateTiers,
 }
 
 impl Default for Settings {
@@ -27,6 +30,7 @@ impl Default for Settings {
             events_per_call: 1_000,
             max_limit: 1_000,
             retire: RetireOptions::default(),
+            rate_tiers: RateTiers::default(),
         }
     }
 }

@@ -14,13 +14,15 @@
 //! a check that totals equal the acknowledged events.
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
 //! phases only (comma-separated: uniform, zipf, single, library, huge, reads, retire,
-//! recompute, longwindow, pages, memory).
+//! recompute, longwindow, pages, rates, memory). Phase `rates`: rate-window hits in
+//! batches and checks against the `HINCRBY` ceiling, check p99, memory per busy key.
 
 mod baseline;
 mod huge;
 mod load;
 mod longwindow;
 mod pages;
+mod rates;
 mod raw_http;
 mod recompute;
 mod report;
@@ -252,6 +254,11 @@ fn main() {
         if run("pages") {
             eprintln!("deep pages …");
             rows.extend(pages::pages(&redis.url, phase).await);
+        }
+        if run("rates") {
+            eprintln!("rate windows …");
+            let hincrby = ceiling_now("rates").hincrby;
+            rows.extend(rates::rates(&redis.url, hincrby, phase).await);
         }
         if run("memory") {
             eprintln!("memory …");

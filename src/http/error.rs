@@ -76,6 +76,9 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::InvalidTime { .. }
         | Error::InvalidDelta { .. }
         | Error::InvalidQuery { .. }
+        | Error::InvalidRateKey { .. }
+        | Error::InvalidRateWindow { .. }
+        | Error::RateOverflow { .. }
         | Error::TooLate { .. }
         | Error::InFuture { .. }
         | Error::OutOfRange { .. } => StatusCode::UNPROCESSABLE_ENTITY,

@@ -29,6 +29,7 @@ mod extract;
 mod latency;
 mod ops;
 mod rankings;
+mod rates;
 mod wire;
 
 pub use auth::Tokens;
@@ -83,6 +84,7 @@ pub struct AppState {
         (name = "boards", description = "Create, list, describe and drop boards"),
         (name = "events", description = "Record events"),
         (name = "rankings", description = "Read rankings, members and history"),
+        (name = "rates", description = "Rate windows: hits per key over the last 5 s … 180 d, and checks against a limit"),
         (name = "ops", description = "Health, readiness and metrics"),
     )
 )]
@@ -121,6 +123,9 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         .routes(routes!(rankings::member, rankings::remove_member))
         .routes(routes!(rankings::around))
         .routes(routes!(rankings::history))
+        .routes(routes!(rates::post_hit))
+        .routes(routes!(rates::get_counts, rates::delete_key))
+        .routes(routes!(rates::post_check))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))

@@ -18,6 +18,7 @@ use crate::store::{MemoryStore, RedisStore, Store};
 
 mod boards;
 mod cache;
+pub(crate) mod rates;
 pub(crate) mod read;
 pub(crate) mod recompute;
 pub(crate) mod retire;

@@ -19,9 +19,11 @@ use crate::domain::{RetireOptions, RetireReport};
 use crate::error::Result;
 
 mod memory;
+pub(crate) mod rates;
 mod redis;
 
 pub use memory::MemoryStore;
+pub use rates::{RateHit, RateStore};
 pub use redis::{IngestOptions, RedisOptions, RedisStore};
 #[cfg(feature = "server")]
 pub(crate) use redis::{RedisConn, Retry};
@@ -47,6 +49,9 @@ pub enum WriteStatus {
 pub trait Store: Send + Sync + 'static {
     /// A short name for logs: `"redis"` or `"memory"`.
     fn kind(&self) -> &'static str;
+
+    /// The store's rate windows (see [`RateStore`]).
+    fn rates(&self) -> &dyn RateStore;
 
     /// Checks that the store answers.
     async fn ping(&self) -> Result<()>;

@@ -434,3 +434,43 @@ async fn migrate_twice_and_from_two_processes_applies_once() {
     );
     assert_eq!(top_all(&redis, "hot", "24h").await, stats);
 }
+
+#[tokio::test]
+async fn rate_prints_a_keys_counts_as_text_or_json() {
+    let redis = TestRedis::start().await;
+    let key = format!("{}:{{ip}} 用", unique("r"));
+    let boards = rollboard::Rollboard::with(
+        redis.store().await,
+        std::sync::Arc::new(rollboard::SystemClock),
+        rollboard::Settings::default(),
+    );
+    boards.rate_hit(&key, 3, None).await.unwrap();
+    let out = rollboard(&["rate", &key, "--last", "5m,180d"], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<String> = stdout(&out)
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert!(
+        lines[0].starts_with(&format!("{key} · at ")),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(
+        lines[1..],
+        ["last 5m 3".to_owned(), "last 180d 3".to_owned()]
+    );
+
+    let json = rollboard(&["rate", &key, "--last", "5m", "--json"], Some(&redis.url));
+    let body: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(body["counts"], serde_json::json!({"5m": 3}));
+    assert_eq!(body["key"], serde_json::json!(key));
+
+    let bad = rollboard(&["rate", &key, "--last", "90s"], Some(&redis.url));
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("invalid rate window"),
+        "{}",
+        stderr(&bad)
+    );
+}

@@ -6,6 +6,7 @@ mod clock;
 mod dashboard;
 mod mounted;
 mod ops;
+mod rates;
 mod recompute;
 mod replicas;
 mod scheduler;

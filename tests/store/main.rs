@@ -10,6 +10,8 @@ mod oracle;
 mod property;
 #[path = "../common/proxy.rs"]
 mod proxy;
+mod rates;
+mod rates_property;
 mod redis_layout;
 mod retirer;
 mod support;

@@ -37,6 +37,8 @@ pub enum Command {
     Retire(StoreArgs),
     /// Print a board's top N.
     Top(TopArgs),
+    /// Print a rate key's counts over the last 5s, 5m, 5h, 5d, 180d (or --last).
+    Rate(RateArgs),
     /// Import timestamped events (JSON lines or CSV) into a board, through the exact
     /// write path, in constant memory.
     ///
@@ -189,6 +191,21 @@ pub struct ServeArgs {
     /// [default: 5s].
     #[arg(long, env = "ROLLBOARD_MAX_CLOCK_SKEW")]
     pub max_clock_skew: Option<rollboard::Span>,
+}
+
+/// `rate` options.
+#[derive(Debug, Args)]
+pub struct RateArgs {
+    /// The rate key (a user id, an IP, …).
+    pub key: String,
+    /// Windows, comma-separated (e.g. 5s,1m) [default: 5s,5m,5h,5d,180d].
+    #[arg(long)]
+    pub last: Option<String>,
+    /// Print the counts as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 /// `top` options.

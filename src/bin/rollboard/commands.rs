@@ -14,8 +14,8 @@ use rollboard::service::{self, Overrides, ServiceConfig};
 use rollboard::{Rollboard, Span, SystemClock, Timestamp};
 
 use crate::args::{
-    Command, ExportArgs, ImportArgs, ImportLegacyArgs, MigrateArgs, RecomputeArgs, ServeArgs,
-    StoreArgs, TopArgs,
+    Command, ExportArgs, ImportArgs, ImportLegacyArgs, MigrateArgs, RateArgs, RecomputeArgs,
+    ServeArgs, StoreArgs, TopArgs,
 };
 use crate::progress;
 
@@ -24,6 +24,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => serve(args).await,
         Command::Retire(args) => retire(args).await,
         Command::Top(args) => top(args).await,
+        Command::Rate(args) => rate(args).await,
         Command::Import(args) => import(args).await,
         Command::Export(args) => export(args).await,
         Command::Recompute(args) => recompute(args).await,
@@ -98,6 +99,32 @@ async fn retire(args: StoreArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+async fn rate(args: RateArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "rate").await?;
+    let windows: Option<Vec<&str>> = args.last.as_deref().map(|l| {
+        l.split(',')
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .collect()
+    });
+    let read = boards.rate_counts(&args.key, windows.as_deref()).await?;
+    if args.json {
+        let counts: serde_json::Map<String, serde_json::Value> = read
+            .counts
+            .iter()
+            .map(|(w, c)| (w.to_string(), (*c).into()))
+            .collect();
+        let body = serde_json::json!({"key": read.key, "at": read.at.unix_seconds_f64(), "counts": counts});
+        println!("{}", serde_json::to_string_pretty(&body)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{} · at {}", read.key, read.at);
+    for (window, count) in &read.counts {
+        println!("last {:>5}  {count}", window.to_string());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn top(args: TopArgs) -> anyhow::Result<ExitCode> {

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use async_trait::async_trait;
 
 mod board_state;
+mod rates;
 mod totals;
 
 use board_state::MemBoard;
@@ -29,6 +30,8 @@ use crate::store::{SlotWrite, Store, WriteStatus, new_version};
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     boards: RwLock<BTreeMap<BoardName, Arc<Mutex<MemBoard>>>>,
+    /// Rate windows (see `rates.rs`).
+    rates: rates::MemRates,
 }
 
 impl MemoryStore {
@@ -68,6 +71,10 @@ fn lock(board: &Mutex<MemBoard>) -> MutexGuard<'_, MemBoard> {
 impl Store for MemoryStore {
     fn kind(&self) -> &'static str {
         "memory"
+    }
+
+    fn rates(&self) -> &dyn crate::store::RateStore {
+        self
     }
 
     async fn ping(&self) -> Result<()> {

@@ -103,8 +103,7 @@ impl RedisConn {
         }
     }
 
-    /// Runs a script outside any board (the jobs' own scripts).
-    #[cfg(feature = "server")]
+    /// Runs a script outside any board (the jobs' own scripts, rate windows).
     pub(crate) async fn invoke<T: FromRedisValue>(
         &self,
         invocation: &ScriptInvocation<'_>,

@@ -6,6 +6,14 @@
 
 use crate::board::Board;
 use crate::domain::{BoardName, Span};
+use crate::rates::{RateKey, RateTiers};
+
+/// `rate_{<key, %-encoded>}_<tiers fingerprint>`: a rate key's time ring. The encoding
+/// has no `{`, `}` or `:`, so the tag is the whole key and no two keys share one; the
+/// fingerprint keeps rings written under other tiers from being misread.
+pub(super) fn rate(key: &RateKey, tiers: &RateTiers) -> String {
+    format!("rate_{{{}}}_{}", key.encoded(), tiers.fingerprint())
+}
 
 /// The set of board names.
 pub(super) const REGISTRY: &str = "rollboard:boards";

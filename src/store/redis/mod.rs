@@ -19,6 +19,7 @@ mod boards;
 mod conn;
 mod ingest;
 mod keys;
+mod rates;
 mod read;
 mod recompute;
 mod refusal;
@@ -95,6 +96,10 @@ impl RedisStore {
 impl Store for RedisStore {
     fn kind(&self) -> &'static str {
         "redis"
+    }
+
+    fn rates(&self) -> &dyn crate::store::RateStore {
+        self
     }
 
     async fn ping(&self) -> Result<()> {

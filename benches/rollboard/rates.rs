@@ -1,0 +1,155 @@
+//! Phase `rates`: rate windows through the library on Redis: hits in batches of 1000
+//! (uniform over 100k keys, 8 batches in flight) against the `HINCRBY` ceiling, checks
+//! (64 in flight) with their p99, and the memory of one busy key with every tier
+//! populated.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rollboard::{RedisStore, Rollboard, Timestamp};
+
+use crate::load::Load;
+use crate::report::{Row, rate};
+
+const KEYS: usize = 100_000;
+
+async fn library(url: &str) -> Rollboard {
+    Rollboard::new(Arc::new(RedisStore::connect(url).await.unwrap()))
+}
+
+/// Batches of 1000 hits, `tasks` batches in flight, for `phase`.
+async fn hits(url: &str, phase: Duration) -> Load {
+    let boards = library(url).await;
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for t in 0..8u64 {
+        let boards = boards.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(t);
+            let mut load = Load::default();
+            while start.elapsed() < phase {
+                let batch: Vec<(String, u64, Option<Timestamp>)> = (0..1000)
+                    .map(|_| (format!("user:{}", rng.random_range(0..KEYS)), 1, None))
+                    .collect();
+                let done = boards.rate_hits(&batch).await.unwrap();
+                load.done += done.iter().filter(|r| r.is_ok()).count() as u64;
+            }
+            load
+        }));
+    }
+    let mut total = Load::default();
+    for t in tasks {
+        total.done += t.await.unwrap().done;
+    }
+    total.elapsed = start.elapsed();
+    total
+}
+
+/// Checks against a limit of 100 per minute, 64 in flight, for `phase`.
+async fn checks(url: &str, phase: Duration) -> (Load, u64) {
+    let boards = library(url).await;
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for t in 0..64u64 {
+        let boards = boards.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(100 + t);
+            let (mut load, mut allowed) = (Load::default(), 0);
+            while start.elapsed() < phase {
+                let key = format!("check:{}", rng.random_range(0..1000));
+                let began = Instant::now();
+                let verdict = boards.rate_check(&key, 100, "1m", 1).await.unwrap();
+                load.latencies.push(began.elapsed());
+                load.done += 1;
+                allowed += u64::from(verdict.allowed);
+            }
+            (load, allowed)
+        }));
+    }
+    let (mut total, mut allowed) = (Load::default(), 0);
+    for t in tasks {
+        let (load, a) = t.await.unwrap();
+        total.done += load.done;
+        total.latencies.extend(load.latencies);
+        allowed += a;
+    }
+    total.elapsed = start.elapsed();
+    (total, allowed)
+}
+
+/// `MEMORY USAGE` of one key with every slot of every tier holding a count.
+async fn busy_key_bytes(url: &str) -> u64 {
+    let boards = library(url).await;
+    let now = boards.now().unix_seconds();
+    let at = |back: i64| Some(Timestamp::from_unix_seconds(now - back).unwrap());
+    let mut batch = Vec::new();
+    for back in (0..60)
+        .chain((1..60).map(|m| m * 60))
+        .chain((1..24).map(|h| h * 3600))
+    {
+        batch.push(("busy".to_owned(), 1_000_000, at(back)));
+    }
+    for d in 1..366 {
+        batch.push(("busy".to_owned(), 1_000_000, at(d * 86_400)));
+    }
+    boards.rate_hits(&batch).await.unwrap();
+    let client = redis::Client::open(url).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("rate_{busy}_*")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(&keys[0])
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+pub async fn rates(url: &str, hincrby: f64, phase: Duration) -> Vec<Row> {
+    let hit = hits(url, phase).await;
+    let ratio = hit.per_second() / hincrby;
+    let (mut check, allowed) = checks(url, phase).await;
+    let p99 = check.percentile(99.0);
+    let p50 = check.percentile(50.0);
+    let bytes = busy_key_bytes(url).await;
+    vec![
+        Row {
+            figure: "rate hits: library batches of 1000 over 100k keys (8 in flight)".into(),
+            measured: rate(hit.per_second(), "hits/s"),
+            reference: format!("HINCRBY {}", rate(hincrby, "ops/s")),
+            ratio: Some(ratio),
+            target: Some((">= 0.5".into(), ratio >= 0.5)),
+        },
+        Row {
+            figure: format!(
+                "rate checks (limit 100/1m, 1000 keys, 64 in flight; {allowed} allowed)"
+            ),
+            measured: rate(check.per_second(), "checks/s"),
+            reference: format!("HINCRBY {}", rate(hincrby, "ops/s")),
+            ratio: Some(check.per_second() / hincrby),
+            target: None,
+        },
+        Row {
+            figure: "rate check latency p50 / p99 under that load".into(),
+            measured: format!("{:.2} / {:.2} ms", ms(p50), ms(p99)),
+            reference: String::new(),
+            ratio: None,
+            target: None,
+        },
+        Row {
+            figure: "memory per busy rate key (every slot of every tier set)".into(),
+            measured: format!("{bytes} B"),
+            reference: "4096 B".into(),
+            ratio: Some(bytes as f64 / 4096.0),
+            target: Some(("<= 1".into(), bytes <= 4096)),
+        },
+    ]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

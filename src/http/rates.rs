@@ -1,0 +1,188 @@
+//! Rate windows over HTTP: `POST /v1/rates/{key}/hits`, `GET /v1/rates/{key}?last=…`,
+//! `POST /v1/rates/{key}/check`, `DELETE /v1/rates/{key}`. Thin: parse, call
+//! [`Rollboard`](crate::Rollboard), render. Writes (hits, checks, deletes) need the
+//! write token.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use super::auth::WriteAccess;
+use super::error::{ApiError, ApiResult, ErrorBody};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::Timestamp;
+use crate::rollboard::rates::split_windows;
+
+/// A hit: `{"count": 1, "at": 1700000000.5}`, both optional.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HitBody {
+    /// How many hits, 1 to 2^32 − 1 (default 1).
+    pub count: Option<u64>,
+    /// When, unix seconds (default now).
+    pub at: Option<f64>,
+}
+
+/// What a hit did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HitResponse {
+    /// Hits counted.
+    pub accepted: u64,
+    /// Tiers that still held the hit's slot and counted it.
+    pub tiers: usize,
+}
+
+/// `?last=5s,5m`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct LastQuery {
+    /// Windows, comma-separated (default `5s,5m,5h,5d,180d`).
+    pub last: Option<String>,
+}
+
+/// A key's counts.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CountsResponse {
+    /// The key.
+    pub key: String,
+    /// When they were counted, unix seconds.
+    pub at: f64,
+    /// Per window asked for, its count.
+    pub counts: BTreeMap<String, u64>,
+}
+
+/// A check: `{"limit": 100, "last": "1m", "count": 1}`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckBody {
+    /// The most hits the window may hold.
+    pub limit: u64,
+    /// The window (`"1m"`).
+    pub last: String,
+    /// Hits to count if allowed (default 1).
+    pub count: Option<u64>,
+}
+
+/// A check's verdict (always 200: a 429 is the caller's choice).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CheckResponse {
+    /// Whether the hits were counted.
+    pub allowed: bool,
+    /// The window's count after the call.
+    pub count: u64,
+    /// The limit checked.
+    pub limit: u64,
+    /// Seconds until a retry could be allowed (0 when allowed, null when never).
+    pub retry_after: Option<f64>,
+}
+
+/// Counts a hit of `key`.
+#[utoipa::path(
+    post, path = "/v1/rates/{key}/hits", tag = "rates",
+    params(("key" = String, Path)),
+    request_body = HitBody,
+    responses(
+        (status = 200, body = HitResponse),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 422, description = "Too late, in the future, bad key or count", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn post_hit(
+    _: WriteAccess,
+    State(state): State<AppState>,
+    ApiPath(key): ApiPath<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<Json<HitResponse>> {
+    // An empty body is one hit now.
+    let body = body?;
+    let body: HitBody = if body.iter().all(u8::is_ascii_whitespace) {
+        HitBody::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(e.to_string()))?
+    };
+    let at = body.at.map(Timestamp::from_unix_seconds_f64).transpose()?;
+    let count = body.count.unwrap_or(1);
+    let tiers = state.boards.rate_hit(&key, count, at).await?;
+    Ok(Json(HitResponse {
+        accepted: count,
+        tiers,
+    }))
+}
+
+/// The counts of `key` over the windows of `last`.
+#[utoipa::path(
+    get, path = "/v1/rates/{key}", tag = "rates",
+    params(("key" = String, Path), LastQuery),
+    responses((status = 200, body = CountsResponse), (status = 422, body = ErrorBody))
+)]
+pub async fn get_counts(
+    State(state): State<AppState>,
+    ApiPath(key): ApiPath<String>,
+    ApiQuery(q): ApiQuery<LastQuery>,
+) -> ApiResult<Json<CountsResponse>> {
+    let windows = q.last.as_deref().map(split_windows);
+    let read = state.boards.rate_counts(&key, windows.as_deref()).await?;
+    Ok(Json(CountsResponse {
+        key: read.key,
+        at: read.at.unix_seconds_f64(),
+        counts: read
+            .counts
+            .into_iter()
+            .map(|(w, c)| (w.to_string(), c))
+            .collect(),
+    }))
+}
+
+/// Counts hits of `key` only if the window then holds at most `limit`.
+#[utoipa::path(
+    post, path = "/v1/rates/{key}/check", tag = "rates",
+    params(("key" = String, Path)),
+    request_body = CheckBody,
+    responses(
+        (status = 200, body = CheckResponse),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 422, description = "Bad key, window, limit or count", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn post_check(
+    _: WriteAccess,
+    State(state): State<AppState>,
+    ApiPath(key): ApiPath<String>,
+    ApiJson(body): ApiJson<CheckBody>,
+) -> ApiResult<Json<CheckResponse>> {
+    let verdict = state
+        .boards
+        .rate_check(&key, body.limit, &body.last, body.count.unwrap_or(1))
+        .await?;
+    Ok(Json(CheckResponse {
+        allowed: verdict.allowed,
+        count: verdict.count,
+        limit: verdict.limit,
+        retry_after: verdict.retry_after.map(|d| d.as_secs_f64()),
+    }))
+}
+
+/// Forgets `key`.
+#[utoipa::path(
+    delete, path = "/v1/rates/{key}", tag = "rates",
+    params(("key" = String, Path)),
+    responses((status = 204, description = "Forgotten (or held nothing)"), (status = 422, body = ErrorBody)),
+    security(("bearer" = []))
+)]
+pub async fn delete_key(
+    _: WriteAccess,
+    State(state): State<AppState>,
+    ApiPath(key): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    state.boards.rate_delete(&key).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

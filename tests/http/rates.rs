@@ -1,0 +1,185 @@
+//! Rate windows over HTTP: hits, counts, checks and deletes, their errors and tokens,
+//! the OpenAPI entries, and exactly `limit` allowed under concurrent checks.
+
+use std::sync::Arc;
+
+use reqwest::{Method, StatusCode};
+use rollboard::http::Tokens;
+use rollboard::service::ServiceConfig;
+use serde_json::json;
+
+use crate::support::{START, TestRedis, clock, spawn_app, spawn_app_with, unique};
+
+#[tokio::test]
+async fn hits_are_counted_read_checked_and_deleted() {
+    let app = spawn_app().await;
+    // A key with a tag, a separator, a space and non-ASCII, percent-encoded in the path.
+    let key = format!("{}%7Bu%7D%3A%20%E7%94%A8", unique("r"));
+    let base = format!("/v1/rates/{key}");
+
+    let hit = app.post(&format!("{base}/hits"), json!({"count": 3})).await;
+    assert_eq!(
+        (hit.status, hit.body.clone()),
+        (StatusCode::OK, json!({"accepted": 3, "tiers": 4}))
+    );
+    let empty = app
+        .request(Method::POST, &format!("{base}/hits"), None, None)
+        .await;
+    assert_eq!(empty.body, json!({"accepted": 1, "tiers": 4}));
+    let late = app
+        .post(&format!("{base}/hits"), json!({"at": START as f64 - 90.0}))
+        .await;
+    assert_eq!(late.body, json!({"accepted": 1, "tiers": 3}));
+
+    let read = app.get(&format!("{base}?last=5s,5m")).await;
+    assert_eq!(read.status, StatusCode::OK);
+    assert_eq!(read.body["at"], json!(START as f64));
+    assert_eq!(read.body["counts"], json!({"5s": 4, "5m": 5}));
+    let all = app.get(&base).await;
+    assert_eq!(
+        all.body["counts"],
+        json!({"5s": 4, "5m": 5, "5h": 5, "5d": 5, "180d": 5})
+    );
+    let decoded = all.body["key"].as_str().unwrap();
+    assert!(decoded.ends_with("{u}: 用"), "{decoded}");
+
+    let check_path = format!("{base}/check");
+    let check = |limit: u64| app.post(&check_path, json!({"limit": limit, "last": "5s"}));
+    assert_eq!(
+        check(5).await.body,
+        json!({"allowed": true, "count": 5, "limit": 5, "retry_after": 0.0})
+    );
+    assert_eq!(
+        check(5).await.body,
+        json!({"allowed": false, "count": 5, "limit": 5, "retry_after": 5.0})
+    );
+
+    assert_eq!(app.delete(&base).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.get(&format!("{base}?last=5s")).await.body["counts"],
+        json!({"5s": 0})
+    );
+}
+
+#[tokio::test]
+async fn bad_rate_requests_get_their_error_codes() {
+    let app = spawn_app().await;
+    let base = format!("/v1/rates/{}", unique("r"));
+    let cases = [
+        app.get(&format!("{base}?last=90s")).await,
+        app.post(
+            &format!("{base}/hits"),
+            json!({"at": START as f64 + 3600.0}),
+        )
+        .await,
+        app.post(
+            &format!("{base}/hits"),
+            json!({"at": START as f64 - 400.0 * 86400.0}),
+        )
+        .await,
+        app.post(&format!("{base}/hits"), json!({"count": 0})).await,
+        app.post(&format!("{base}/hits"), json!({"cuont": 1})).await,
+        app.post(&format!("{base}/check"), json!({"limit": 1, "last": "25h"}))
+            .await,
+        app.post(&format!("{base}/check"), json!({"last": "5s"}))
+            .await,
+        app.get(&format!("/v1/rates/{}", "k".repeat(257))).await,
+    ];
+    let got: Vec<(u16, String)> = cases
+        .iter()
+        .map(|r| (r.status.as_u16(), r.code().to_owned()))
+        .collect();
+    let want = [
+        (422, "invalid_rate_window"),
+        (422, "in_future"),
+        (422, "too_late"),
+        (422, "invalid_delta"),
+        (400, "bad_request"),
+        (422, "invalid_rate_window"),
+        (400, "bad_request"),
+        (422, "invalid_rate_key"),
+    ];
+    let want: Vec<(u16, String)> = want.iter().map(|(s, c)| (*s, c.to_string())).collect();
+    assert_eq!(got, want);
+}
+
+#[tokio::test]
+async fn rate_writes_need_the_write_token_and_reads_stay_open() {
+    let config = ServiceConfig {
+        tokens: Tokens {
+            write: Some("w".into()),
+            admin: Some("a".into()),
+        },
+        ..ServiceConfig::default()
+    };
+    let app = spawn_app_with(Arc::new(TestRedis::start().await), clock(), config).await;
+    let base = format!("/v1/rates/{}", unique("r"));
+    let hits = format!("{base}/hits");
+    let check = format!("{base}/check");
+    let body = json!({"limit": 1, "last": "5s"});
+    let statuses = [
+        app.request(Method::POST, &hits, Some(json!({})), None)
+            .await
+            .status,
+        app.request(Method::POST, &check, Some(body.clone()), None)
+            .await
+            .status,
+        app.request(Method::DELETE, &base, None, None).await.status,
+        app.request(Method::POST, &hits, Some(json!({})), Some("w"))
+            .await
+            .status,
+        app.request(Method::POST, &check, Some(body), Some("w"))
+            .await
+            .status,
+        app.request(Method::GET, &base, None, None).await.status,
+        app.request(Method::DELETE, &base, None, Some("w"))
+            .await
+            .status,
+    ];
+    assert_eq!(
+        statuses.map(|s| s.as_u16()),
+        [401, 401, 401, 200, 200, 200, 204]
+    );
+}
+
+#[tokio::test]
+async fn the_rate_routes_are_in_the_openapi_document() {
+    let app = spawn_app().await;
+    let doc = app.get("/openapi.json").await.body;
+    for (path, method) in [
+        ("/v1/rates/{key}/hits", "post"),
+        ("/v1/rates/{key}", "get"),
+        ("/v1/rates/{key}", "delete"),
+        ("/v1/rates/{key}/check", "post"),
+    ] {
+        assert_eq!(
+            doc["paths"][path][method]["tags"],
+            json!(["rates"]),
+            "{method} {path}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_http_clients_sending_400_checks_against_a_limit_of_100_get_exactly_100() {
+    let app = Arc::new(spawn_app().await);
+    let path = format!("/v1/rates/{}/check", unique("c"));
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (app, path) = (app.clone(), path.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut allowed = 0;
+            for _ in 0..50 {
+                let reply = app.post(&path, json!({"limit": 100, "last": "1m"})).await;
+                assert_eq!(reply.status, StatusCode::OK);
+                allowed += usize::from(reply.body["allowed"] == json!(true));
+            }
+            allowed
+        }));
+    }
+    let mut allowed = 0;
+    for t in tasks {
+        allowed += t.await.unwrap();
+    }
+    assert_eq!(allowed, 100);
+}

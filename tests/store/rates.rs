@@ -1,0 +1,534 @@
+//! Rate windows: the conformance suite (every case on the memory store and on a real
+//! Redis, same exact answers), the Redis layout (key encoding, expiry, memory per busy
+//! key) and the concurrency of `check`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rollboard::{Error, Rollboard};
+
+use crate::support::{Harness, START, TestRedis, clock, ts, unique, with_clock};
+
+macro_rules! conformance {
+    ($($case:ident),* $(,)?) => {
+        mod memory {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
+        }
+        mod redis {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
+        }
+    };
+}
+
+conformance!(
+    a_hit_counts_in_every_window_while_its_slot_is_inside,
+    out_of_order_hits_are_counted_exactly,
+    a_silent_cycle_resets_the_tier,
+    a_clock_going_backwards_never_corrupts_other_slots,
+    late_hits_count_in_the_tiers_that_still_hold_them,
+    hits_too_old_for_every_tier_are_too_late_and_change_nothing,
+    future_hits_count_once_their_time_comes_and_beyond_the_skew_are_rejected,
+    bad_input_is_rejected_with_its_code,
+    check_allows_up_to_the_limit_and_says_when_to_retry,
+    a_slot_counter_never_overflows,
+    delete_forgets_a_key,
+    keys_with_tags_separators_and_non_ascii_never_share_counts,
+    a_batch_answers_each_hit,
+);
+
+/// The counts of `key` as `(window, count)` pairs.
+async fn counts(h: &Harness, key: &str, windows: &[&str]) -> Vec<(String, u64)> {
+    h.boards
+        .rate_counts(key, Some(windows))
+        .await
+        .unwrap()
+        .counts
+        .into_iter()
+        .map(|(w, c)| (w.to_string(), c))
+        .collect()
+}
+
+fn pairs(items: &[(&str, u64)]) -> Vec<(String, u64)> {
+    items.iter().map(|(w, c)| (w.to_string(), *c)).collect()
+}
+
+const ALL: [&str; 5] = ["5s", "5m", "5h", "5d", "180d"];
+
+async fn a_hit_counts_in_every_window_while_its_slot_is_inside(h: Harness) {
+    let key = unique("u");
+    assert_eq!(h.boards.rate_hit(&key, 3, None).await.unwrap(), 4);
+    let read = h.boards.rate_counts(&key, None).await.unwrap();
+    assert_eq!(read.at, ts(START));
+    let all = |n| pairs(&[("5s", n), ("5m", n), ("5h", n), ("5d", n), ("180d", n)]);
+    assert_eq!(counts(&h, &key, &ALL).await, all(3));
+    h.at(4);
+    assert_eq!(counts(&h, &key, &["5s"]).await, pairs(&[("5s", 3)]));
+    h.at(5);
+    assert_eq!(
+        counts(&h, &key, &["5s", "5m"]).await,
+        pairs(&[("5s", 0), ("5m", 3)])
+    );
+    h.at(300);
+    assert_eq!(
+        counts(&h, &key, &["5m", "5h"]).await,
+        pairs(&[("5m", 0), ("5h", 3)])
+    );
+    h.at(5 * 3600);
+    assert_eq!(
+        counts(&h, &key, &["5h", "5d"]).await,
+        pairs(&[("5h", 0), ("5d", 3)])
+    );
+}
+
+async fn out_of_order_hits_are_counted_exactly(h: Harness) {
+    let key = unique("u");
+    h.at(10);
+    for at in [9, 7, 10, 3, 8, 9] {
+        h.boards
+            .rate_hit(&key, 1, Some(ts(START + at)))
+            .await
+            .unwrap();
+    }
+    // 5s at START+10 holds the seconds 6..=10: 9, 7, 10, 8, 9.
+    assert_eq!(
+        counts(&h, &key, &["5s", "10s", "5m"]).await,
+        pairs(&[("5s", 5), ("10s", 6), ("5m", 6)])
+    );
+}
+
+async fn a_silent_cycle_resets_the_tier(h: Harness) {
+    let key = unique("u");
+    for s in 0..60 {
+        h.at(s);
+        h.boards.rate_hit(&key, 1, None).await.unwrap();
+    }
+    assert_eq!(counts(&h, &key, &["60s"]).await, pairs(&[("1m", 60)]));
+    // Silent for more than the second tier's whole cycle, then one hit.
+    h.at(185);
+    h.boards.rate_hit(&key, 2, None).await.unwrap();
+    assert_eq!(
+        counts(&h, &key, &["5s", "60s", "5m"]).await,
+        pairs(&[("5s", 2), ("1m", 2), ("5m", 62)])
+    );
+}
+
+async fn a_clock_going_backwards_never_corrupts_other_slots(h: Harness) {
+    let key = unique("u");
+    h.at(100);
+    h.boards.rate_hit(&key, 1, None).await.unwrap();
+    h.at(50);
+    h.boards.rate_hit(&key, 2, None).await.unwrap();
+    // At 50, the hit at 100 is still ahead.
+    assert_eq!(
+        counts(&h, &key, &["5s", "60s"]).await,
+        pairs(&[("5s", 2), ("1m", 2)])
+    );
+    h.at(100);
+    assert_eq!(
+        counts(&h, &key, &["5s", "60s", "5m"]).await,
+        pairs(&[("5s", 1), ("1m", 3), ("5m", 3)])
+    );
+    // Back by more than the second tier's cycle: too late there, counted in the others.
+    h.at(20);
+    assert_eq!(h.boards.rate_hit(&key, 4, None).await.unwrap(), 3);
+    h.at(100);
+    assert_eq!(
+        counts(&h, &key, &["5s", "60s", "5m"]).await,
+        pairs(&[("5s", 1), ("1m", 3), ("5m", 7)])
+    );
+}
+
+async fn late_hits_count_in_the_tiers_that_still_hold_them(h: Harness) {
+    let key = unique("u");
+    h.at(1000);
+    h.boards.rate_hit(&key, 1, None).await.unwrap();
+    // Two minutes late: the second tier (60 s) no longer holds it.
+    assert_eq!(
+        h.boards
+            .rate_hit(&key, 5, Some(ts(START + 880)))
+            .await
+            .unwrap(),
+        3
+    );
+    // 30 s late: every tier holds it.
+    assert_eq!(
+        h.boards
+            .rate_hit(&key, 7, Some(ts(START + 970)))
+            .await
+            .unwrap(),
+        4
+    );
+    assert_eq!(
+        counts(&h, &key, &["5s", "60s", "5m", "5h"]).await,
+        pairs(&[("5s", 1), ("1m", 8), ("5m", 13), ("5h", 13)])
+    );
+}
+
+async fn hits_too_old_for_every_tier_are_too_late_and_change_nothing(h: Harness) {
+    let key = unique("u");
+    h.boards.rate_hit(&key, 1, None).await.unwrap();
+    let err = h
+        .boards
+        .rate_hit(&key, 1, Some(ts(START - 367 * 86_400)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "too_late");
+    assert_eq!(
+        counts(&h, &key, &["5s", "180d"]).await,
+        pairs(&[("5s", 1), ("180d", 1)])
+    );
+}
+
+async fn future_hits_count_once_their_time_comes_and_beyond_the_skew_are_rejected(h: Harness) {
+    let key = unique("u");
+    let err = h
+        .boards
+        .rate_hit(&key, 1, Some(ts(START + 61)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::InFuture {
+                skew_seconds: 60,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    h.boards
+        .rate_hit(&key, 1, Some(ts(START + 30)))
+        .await
+        .unwrap();
+    assert_eq!(
+        counts(&h, &key, &["5s", "5m"]).await,
+        pairs(&[("5s", 0), ("5m", 1)])
+    );
+    h.at(30);
+    assert_eq!(counts(&h, &key, &["5s"]).await, pairs(&[("5s", 1)]));
+}
+
+async fn bad_input_is_rejected_with_its_code(h: Harness) {
+    let codes = [
+        h.boards.rate_hit("", 1, None).await.unwrap_err().code(),
+        h.boards
+            .rate_hit(&"k".repeat(257), 1, None)
+            .await
+            .unwrap_err()
+            .code(),
+        h.boards.rate_hit("k", 0, None).await.unwrap_err().code(),
+        h.boards
+            .rate_hit("k", 1 << 32, None)
+            .await
+            .unwrap_err()
+            .code(),
+        h.boards
+            .rate_counts("k", Some(&["90s"]))
+            .await
+            .unwrap_err()
+            .code(),
+        h.boards
+            .rate_counts("k", Some(&["soon"]))
+            .await
+            .unwrap_err()
+            .code(),
+        h.boards
+            .rate_check("k", 10, "25h", 1)
+            .await
+            .unwrap_err()
+            .code(),
+        h.boards
+            .rate_check("k", 1 << 60, "5s", 1)
+            .await
+            .unwrap_err()
+            .code(),
+    ];
+    assert_eq!(
+        codes,
+        [
+            "invalid_rate_key",
+            "invalid_rate_key",
+            "invalid_delta",
+            "invalid_delta",
+            "invalid_rate_window",
+            "invalid_rate_window",
+            "invalid_rate_window",
+            "invalid_query",
+        ]
+    );
+    assert_eq!(counts(&h, "k", &["5s"]).await, pairs(&[("5s", 0)]));
+}
+
+async fn check_allows_up_to_the_limit_and_says_when_to_retry(h: Harness) {
+    let key = unique("u");
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let v = h.boards.rate_check(&key, 3, "5s", 1).await.unwrap();
+        seen.push((v.allowed, v.count, v.retry_after));
+    }
+    h.clock
+        .set(rollboard::Timestamp::from_unix_millis(START * 1000 + 2500).unwrap());
+    let denied = h.boards.rate_check(&key, 3, "5s", 1).await.unwrap();
+    seen.push((denied.allowed, denied.count, denied.retry_after));
+    let never = h.boards.rate_check(&key, 3, "5s", 4).await.unwrap();
+    seen.push((never.allowed, never.count, never.retry_after));
+    let zero = Some(Duration::ZERO);
+    assert_eq!(
+        seen,
+        [
+            (true, 1, zero),
+            (true, 2, zero),
+            (true, 3, zero),
+            // The three hits of second 0 leave the window at START+5: 2.5 s away.
+            (false, 3, Some(Duration::from_millis(2500))),
+            (false, 3, None),
+        ]
+    );
+    assert_eq!(denied.limit, 3);
+    assert_eq!(
+        counts(&h, &key, &["5s", "5m"]).await,
+        pairs(&[("5s", 3), ("5m", 3)])
+    );
+    h.at(5);
+    assert!(h.boards.rate_check(&key, 3, "5s", 1).await.unwrap().allowed);
+}
+
+async fn a_slot_counter_never_overflows(h: Harness) {
+    let key = unique("u");
+    h.boards
+        .rate_hit(&key, u64::from(u32::MAX), None)
+        .await
+        .unwrap();
+    let err = h.boards.rate_hit(&key, 1, None).await.unwrap_err();
+    assert_eq!(err.code(), "rate_overflow");
+    assert_eq!(
+        counts(&h, &key, &["5s", "180d"]).await,
+        pairs(&[("5s", u64::from(u32::MAX)), ("180d", u64::from(u32::MAX))])
+    );
+    // The next second has a fresh counter; the 5-second window sums past 2^32.
+    h.at(1);
+    h.boards.rate_hit(&key, 1, None).await.unwrap_err();
+    h.at(86_400);
+    h.boards.rate_hit(&key, 5, None).await.unwrap();
+    assert_eq!(
+        counts(&h, &key, &["5s", "5d"]).await,
+        pairs(&[("5s", 5), ("5d", u64::from(u32::MAX) + 5)])
+    );
+}
+
+async fn delete_forgets_a_key(h: Harness) {
+    let key = unique("u");
+    h.boards.rate_hit(&key, 2, None).await.unwrap();
+    assert!(h.boards.rate_delete(&key).await.unwrap());
+    assert!(!h.boards.rate_delete(&key).await.unwrap());
+    assert_eq!(counts(&h, &key, &["5s"]).await, pairs(&[("5s", 0)]));
+    h.boards.rate_hit(&key, 1, None).await.unwrap();
+    assert_eq!(counts(&h, &key, &["5s"]).await, pairs(&[("5s", 1)]));
+}
+
+const TRICKY: [&str; 10] = [
+    "a",
+    "{a}",
+    "{a",
+    "a}",
+    "a:b",
+    "a b",
+    "%7Ba%7D",
+    "用户:42",
+    "}{",
+    "a%3Ab",
+];
+
+async fn keys_with_tags_separators_and_non_ascii_never_share_counts(h: Harness) {
+    let prefix = unique("k");
+    for (i, k) in TRICKY.iter().enumerate() {
+        let key = format!("{prefix}{k}");
+        h.boards.rate_hit(&key, i as u64 + 1, None).await.unwrap();
+    }
+    for (i, k) in TRICKY.iter().enumerate() {
+        let key = format!("{prefix}{k}");
+        assert_eq!(
+            counts(&h, &key, &["5s"]).await,
+            pairs(&[("5s", i as u64 + 1)]),
+            "{key}"
+        );
+    }
+}
+
+async fn a_batch_answers_each_hit(h: Harness) {
+    let (a, b) = (unique("a"), unique("b"));
+    h.at(100);
+    let hits = vec![
+        (a.clone(), 2, None),
+        (b.clone(), 0, None),
+        (b.clone(), 1, Some(ts(START - 400 * 86_400 + 1))),
+        (a.clone(), 3, Some(ts(START + 40))),
+        ("".to_owned(), 1, None),
+    ];
+    let codes: Vec<Result<usize, &str>> = h
+        .boards
+        .rate_hits(&hits)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.map_err(|e| e.code()))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            Ok(4),
+            Err("invalid_delta"),
+            Err("too_late"),
+            Ok(3),
+            Err("invalid_rate_key")
+        ]
+    );
+    assert_eq!(
+        counts(&h, &a, &["5s", "5m"]).await,
+        pairs(&[("5s", 2), ("5m", 5)])
+    );
+}
+
+/// The Redis keys of `pattern`, as an operator sees them.
+async fn redis_keys(redis: &TestRedis, pattern: &str) -> Vec<String> {
+    let mut raw = redis.raw().await;
+    let mut keys: Vec<String> = ::redis::cmd("KEYS")
+        .arg(pattern)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    keys.sort();
+    keys
+}
+
+#[tokio::test]
+async fn each_rate_key_is_one_redis_key_whose_tag_is_the_whole_encoded_key() {
+    let h = Harness::redis().await;
+    let redis = h.redis.as_ref().unwrap();
+    let prefix = unique("t");
+    for k in TRICKY {
+        h.boards
+            .rate_hit(&format!("{prefix}{k}"), 1, None)
+            .await
+            .unwrap();
+    }
+    let keys = redis_keys(redis, &format!("rate_{{{prefix}*")).await;
+    assert_eq!(keys.len(), TRICKY.len());
+    let fp = rollboard::RateTiers::default().to_string();
+    assert_eq!(fp, "60x1s,60x1m,24x1h,366x1d");
+    let mut tags = BTreeMap::new();
+    for key in &keys {
+        // One `{` and one `}`: the tag cannot move, and no `:` in it.
+        assert_eq!(key.matches('{').count(), 1, "{key}");
+        assert_eq!(key.matches('}').count(), 1, "{key}");
+        let tag = &key[key.find('{').unwrap() + 1..key.find('}').unwrap()];
+        assert!(!tag.contains(':') && !tag.contains(' '), "{key}");
+        tags.insert(tag.to_owned(), key.clone());
+    }
+    assert_eq!(tags.len(), TRICKY.len());
+    assert!(tags.contains_key(&format!("{prefix}%7Ba%7D")));
+    assert!(tags.contains_key(&format!("{prefix}%257Ba%257D")));
+    assert!(tags.contains_key(&format!("{prefix}%E7%94%A8%E6%88%B7%3A42")));
+}
+
+#[tokio::test]
+async fn a_rate_key_expires_when_its_newest_slot_leaves_its_longest_tier() {
+    let h = Harness::redis().await;
+    let redis = h.redis.as_ref().unwrap();
+    let key = unique("x");
+    h.boards.rate_hit(&key, 1, None).await.unwrap();
+    let name = redis_keys(redis, &format!("rate_{{{key}}}_*"))
+        .await
+        .remove(0);
+    let mut raw = redis.raw().await;
+    let pttl: i64 = ::redis::cmd("PTTL")
+        .arg(&name)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    // Until the hit's day (START's, 2 h before its end) leaves the 366-day tier.
+    let expected = 366 * 86_400_000 + 2 * 3_600_000;
+    assert!(pttl > expected - 60_000 && pttl <= expected, "{pttl}");
+    let len: usize = ::redis::cmd("STRLEN")
+        .arg(&name)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(len, 2072);
+}
+
+#[tokio::test]
+async fn a_busy_key_with_every_tier_populated_takes_under_4_kb() {
+    let h = Harness::redis().await;
+    let redis = h.redis.as_ref().unwrap();
+    let key = unique("m");
+    // Every slot of every tier: 366 days, 24 hours, 60 minutes, 60 seconds back.
+    let end = START + 400 * 86_400;
+    h.clock.set(ts(end));
+    let mut hits = Vec::new();
+    for back in (0..60)
+        .chain((1..60).map(|m| m * 60))
+        .chain((1..24).map(|x| x * 3600))
+    {
+        hits.push((key.clone(), 1_000_000, Some(ts(end - back))));
+    }
+    for d in 1..366 {
+        hits.push((key.clone(), 1_000_000, Some(ts(end - d * 86_400))));
+    }
+    assert!(
+        h.boards
+            .rate_hits(&hits)
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r.is_ok())
+    );
+    let name = redis_keys(redis, &format!("rate_{{{key}}}_*"))
+        .await
+        .remove(0);
+    let mut raw = redis.raw().await;
+    let bytes: u64 = ::redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg(&name)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    eprintln!("memory per busy key: {bytes} bytes");
+    assert!(bytes <= 4096, "{bytes}");
+    let read = h
+        .boards
+        .rate_counts(&key, Some(&["60s", "60m", "24h", "366d"]))
+        .await
+        .unwrap();
+    let got: Vec<u64> = read.counts.iter().map(|(_, c)| *c).collect();
+    assert_eq!(got, [60_000_000, 119_000_000, 142_000_000, 507_000_000]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_clients_sending_400_checks_against_a_limit_of_100_get_exactly_100() {
+    let redis = TestRedis::start().await;
+    let clock = clock();
+    let key = unique("c");
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let boards: Rollboard = with_clock(redis.store().await, &clock);
+        let key = key.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut allowed = 0;
+            for _ in 0..50 {
+                if boards.rate_check(&key, 100, "1m", 1).await.unwrap().allowed {
+                    allowed += 1;
+                }
+            }
+            allowed
+        }));
+    }
+    let mut allowed = 0;
+    for t in tasks {
+        allowed += t.await.unwrap();
+    }
+    assert_eq!(allowed, 100);
+    let boards = with_clock(redis.store().await, &clock);
+    let read = boards.rate_counts(&key, Some(&["1m"])).await.unwrap();
+    assert_eq!(read.counts[0].1, 100);
+}

@@ -1,0 +1,228 @@
+//! Property test of rate windows: random hits (late, future, out of order), clock moves
+//! forwards (by a little, or by more than a whole cycle) and backwards, reads and checks
+//! run on the memory store and on Redis in lockstep, against a brute-force oracle that
+//! keeps every hit and recounts from the definition (no ring, no clearing).
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use rollboard::{Clock, ManualClock, MemoryStore, RateTiers, Rollboard, Settings, Span, Timestamp};
+
+use crate::support::{START, TestRedis, unique};
+
+const TIERS: &str = "5x1s,4x5s,3x1m";
+const WINDOWS: [&str; 10] = [
+    "1s", "2s", "4s", "5s", "10s", "15s", "20s", "1m", "2m", "3m",
+];
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// A hit of `count` at now + `offset_ms`.
+    Hit {
+        count: u32,
+        offset_ms: i64,
+    },
+    /// Moves the clock by `ms` (negative: backwards).
+    Move(i64),
+    Read,
+    Check {
+        window: usize,
+        limit: u64,
+        count: u32,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => (1u32..4, -200_000i64..15_000).prop_map(|(count, offset_ms)| Op::Hit { count, offset_ms }),
+        3 => (-30_000i64..40_000).prop_map(Op::Move),
+        1 => (100_000i64..400_000).prop_map(Op::Move),
+        2 => Just(Op::Read),
+        2 => (0..WINDOWS.len(), 0u64..8, 1u32..3).prop_map(|(window, limit, count)| Op::Check { window, limit, count }),
+    ]
+}
+
+/// Every hit counted, with the tiers that counted it; the definition, recomputed.
+struct Oracle {
+    tiers: RateTiers,
+    /// (at ms, count, counted per tier)
+    hits: Vec<(i64, u64, Vec<bool>)>,
+    /// Per tier, the newest slot any counted hit moved the tier to.
+    heads: Vec<Option<i64>>,
+}
+
+impl Oracle {
+    fn hit(&mut self, now: i64, at: i64, count: u64) -> usize {
+        let plan: Vec<(bool, i64)> = self
+            .tiers
+            .tiers()
+            .iter()
+            .zip(&self.heads)
+            .map(|(t, head)| {
+                let g = t.slot.secs_i64() * 1000;
+                let (n, s) = (now.div_euclid(g), at.div_euclid(g));
+                let reach = head.map_or(n, |h| h.max(n));
+                (s > reach - i64::from(t.slots), reach.max(s))
+            })
+            .collect();
+        let counted = plan.iter().filter(|p| p.0).count();
+        if counted > 0 {
+            for (head, (_, target)) in self.heads.iter_mut().zip(&plan) {
+                *head = Some(head.map_or(*target, |h| h.max(*target)));
+            }
+            self.hits
+                .push((at, count, plan.iter().map(|p| p.0).collect()));
+        }
+        counted
+    }
+
+    fn count(&self, window: &str, now: i64) -> u64 {
+        let w = self.tiers.parse_window(window).unwrap();
+        let t = self.tiers.tiers()[w.tier];
+        let g = t.slot.secs_i64() * 1000;
+        let Some(head) = self.heads[w.tier] else {
+            return 0;
+        };
+        let n = now.div_euclid(g);
+        self.hits
+            .iter()
+            .filter(|(at, _, counted)| {
+                let s = at.div_euclid(g);
+                counted[w.tier]
+                    && s > n - i64::from(w.slots)
+                    && s <= n
+                    && s > head - i64::from(t.slots)
+            })
+            .map(|(_, c, _)| c)
+            .sum()
+    }
+}
+
+struct Side {
+    boards: Rollboard,
+    clock: ManualClock,
+}
+
+fn side(store: Arc<dyn rollboard::Store>) -> Side {
+    let clock = ManualClock::new(Timestamp::from_unix_seconds(START).unwrap());
+    let settings = Settings {
+        rate_tiers: RateTiers::parse(TIERS).unwrap(),
+        max_future_skew: Span::parse("15s").unwrap(),
+        ..Settings::default()
+    };
+    Side {
+        boards: Rollboard::with(store, Arc::new(clock.clone()), settings),
+        clock,
+    }
+}
+
+async fn run_case(ops: Vec<Op>, redis: &TestRedis) -> Result<(), TestCaseError> {
+    let sides = [
+        side(Arc::new(MemoryStore::new())),
+        side(redis.store().await),
+    ];
+    let mut oracle = Oracle {
+        tiers: RateTiers::parse(TIERS).unwrap(),
+        hits: Vec::new(),
+        heads: vec![None; 3],
+    };
+    let key = unique("p{:} ");
+    let mut now = START * 1000;
+    for op in ops {
+        match op {
+            Op::Hit { count, offset_ms } => {
+                let at = now + offset_ms;
+                let expected = oracle.hit(now, at, u64::from(count));
+                for s in &sides {
+                    let got = s
+                        .boards
+                        .rate_hit(
+                            &key,
+                            u64::from(count),
+                            Some(Timestamp::from_unix_millis(at).unwrap()),
+                        )
+                        .await
+                        .map_err(|e| e.code());
+                    let want = if expected == 0 {
+                        Err("too_late")
+                    } else {
+                        Ok(expected)
+                    };
+                    prop_assert_eq!(
+                        got,
+                        want,
+                        "hit at {} (now {})",
+                        at - START * 1000,
+                        now - START * 1000
+                    );
+                }
+            }
+            Op::Move(ms) => {
+                now += ms;
+                for s in &sides {
+                    s.clock.set(Timestamp::from_unix_millis(now).unwrap());
+                }
+            }
+            Op::Read => {
+                let want: Vec<u64> = WINDOWS.iter().map(|w| oracle.count(w, now)).collect();
+                for s in &sides {
+                    let got: Vec<u64> = s
+                        .boards
+                        .rate_counts(&key, Some(&WINDOWS))
+                        .await
+                        .unwrap()
+                        .counts
+                        .iter()
+                        .map(|(_, c)| *c)
+                        .collect();
+                    prop_assert_eq!(&got, &want, "read at {}", now - START * 1000);
+                }
+            }
+            Op::Check {
+                window,
+                limit,
+                count,
+            } => {
+                let current = oracle.count(WINDOWS[window], now);
+                let allowed = current + u64::from(count) <= limit;
+                if allowed {
+                    oracle.hit(now, now, u64::from(count));
+                }
+                let after = oracle.count(WINDOWS[window], now);
+                let mut verdicts = Vec::new();
+                for s in &sides {
+                    let v = s
+                        .boards
+                        .rate_check(&key, limit, WINDOWS[window], u64::from(count))
+                        .await
+                        .unwrap();
+                    prop_assert_eq!((v.allowed, v.count), (allowed, after));
+                    verdicts.push(v);
+                }
+                prop_assert_eq!(verdicts[0], verdicts[1]);
+            }
+        }
+    }
+    let _ = sides[0].clock.now();
+    Ok(())
+}
+
+#[test]
+fn memory_and_redis_agree_with_the_brute_force_oracle() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let redis = rt.block_on(TestRedis::start());
+    let mut runner = TestRunner::new(Config {
+        cases: 48,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&proptest::collection::vec(op(), 1..60), |ops| {
+            rt.block_on(run_case(ops, &redis))
+        })
+        .unwrap();
+}
