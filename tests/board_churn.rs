@@ -51,6 +51,7 @@ async fn ten_thousand_boards_created_written_and_dropped_leave_tasks_and_memory_
         rss.push(rss_kb());
     }
     // A committer left behind per board costs ~5.7 kB: 28 MB per round.
+    eprintln!("resident memory after each half: {rss:?} kB");
     let grown = rss[1].saturating_sub(rss[0]);
     assert!(grown < 4_000, "memory grew by {grown} kB over 5,000 boards");
 
