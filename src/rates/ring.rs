@@ -99,6 +99,18 @@ impl RateRing {
         out
     }
 
+    /// When (unix ms) the newest slot leaves its longest-lasting tier: from then on the
+    /// ring holds nothing (the Redis key expires then). `None` for an empty ring.
+    pub fn holds_until_ms(&self, tiers: &RateTiers) -> Option<i64> {
+        self.heads
+            .iter()
+            .zip(tiers.tiers())
+            .filter_map(|(head, tier)| {
+                head.map(|h| (h + 1 + i64::from(tier.slots)) * tier.slot_ms())
+            })
+            .max()
+    }
+
     /// Whether no tier holds anything.
     pub fn is_empty(&self) -> bool {
         self.heads.iter().all(Option::is_none)
