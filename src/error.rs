@@ -52,6 +52,25 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A counter name outside the board-name rules.
+    #[error("invalid counter name {name:?}: {reason}")]
+    InvalidCounterName {
+        /// The rejected name (cut to 80 characters).
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No counter by that name.
+    #[error("counter {0:?} does not exist")]
+    CounterNotFound(String),
+    /// The counter does not count at that precision.
+    #[error("counter {counter:?} has no {precision} precision")]
+    PrecisionNotFound {
+        /// The counter.
+        counter: String,
+        /// The precision asked for.
+        precision: Span,
+    },
     /// No board by that name.
     #[error("board {0:?} does not exist")]
     BoardNotFound(String),
@@ -148,6 +167,9 @@ impl Error {
             Error::InvalidTime { .. } => "invalid_time",
             Error::InvalidDelta { .. } => "invalid_delta",
             Error::InvalidQuery { .. } => "invalid_query",
+            Error::InvalidCounterName { .. } => "invalid_counter_name",
+            Error::CounterNotFound(_) => "counter_not_found",
+            Error::PrecisionNotFound { .. } => "precision_not_found",
             Error::BoardNotFound(_) => "board_not_found",
             Error::WindowNotFound { .. } => "window_not_found",
             Error::MemberNotFound { .. } => "member_not_found",

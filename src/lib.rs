@@ -63,17 +63,22 @@ pub mod service;
 
 pub use board::{Board, BoardStatus, Created, WindowStatus};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use domain::counter::{
+    CleanPlan, CounterName, DEFAULT_KEEP, DEFAULT_PRECISIONS, Sample, SampleQuery,
+};
 pub use domain::{BoardConfig, BoardName, Event, MAX_ABS, Member, Span, Timestamp};
 pub use error::{Error, Result};
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
 pub use rollboard::Rollboard;
+pub use rollboard::counters::CleanReport;
 pub use rollboard::read::{Entry, History, Point, Standing, TopPage};
 pub use rollboard::recompute::RecomputeReport;
 pub use rollboard::retire::{RetireOptions, RetireReport};
 pub use rollboard::write::{BatchOutcome, Rejected, Removed};
 pub use settings::Settings;
 pub use store::{
-    IngestOptions, MemoryStore, RedisOptions, RedisStore, SlotWrite, Store, WriteStatus,
+    CounterCleaned, CounterInfo, CounterStore, IngestOptions, MemoryStore, RedisOptions,
+    RedisStore, SlotWrite, Store, WriteStatus,
 };
 
 /// Compiles and runs the Rust code blocks of the README, so they stay true.

@@ -17,6 +17,11 @@ pub struct Settings {
     pub max_limit: u64,
     /// How retirement passes run.
     pub retire: RetireOptions,
+    /// The precisions every counter counts at (default 1 s, 5 s, 1 min, 5 min, 1 h, 5 h,
+    /// 1 day), sorted, distinct.
+    pub counter_precisions: Vec<Span>,
+    /// Slices of time a counter keeps per precision (default 120).
+    pub counter_keep: u32,
 }
 
 impl Default for Settings {
@@ -27,6 +32,8 @@ impl Default for Settings {
             events_per_call: 1_000,
             max_limit: 1_000,
             retire: RetireOptions::default(),
+            counter_precisions: crate::domain::counter::default_precisions(),
+            counter_keep: crate::domain::counter::DEFAULT_KEEP,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 mod admission;
 mod config;
+pub mod counter;
 mod event;
 mod name;
 mod read_limits;

@@ -17,6 +17,7 @@ use crate::store::{MemoryStore, RedisStore, Store};
 
 mod boards;
 mod cache;
+pub(crate) mod counters;
 pub(crate) mod read;
 pub(crate) mod recompute;
 pub(crate) mod retire;

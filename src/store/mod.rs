@@ -18,8 +18,11 @@ use crate::rollboard::recompute::RecomputeReport;
 use crate::rollboard::retire::{RetireOptions, RetireReport};
 use crate::rollboard::write::Removed;
 
+mod counters;
 mod memory;
 mod redis;
+
+pub use counters::{CounterCleaned, CounterInfo, CounterStore};
 
 pub use memory::MemoryStore;
 pub use redis::{IngestOptions, RedisOptions, RedisStore};
@@ -44,7 +47,7 @@ pub enum WriteStatus {
 /// Methods that take a [`Board`] fail with [`Error::BoardChanged`](crate::Error::BoardChanged)
 /// when the stored board is gone or is another incarnation (another `version`).
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: CounterStore + Send + Sync + 'static {
     /// A short name for logs: `"redis"` or `"memory"`.
     fn kind(&self) -> &'static str;
 

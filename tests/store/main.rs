@@ -3,6 +3,7 @@
 
 mod concurrency;
 mod conformance;
+mod counters;
 mod faults;
 mod history_under_retirement;
 mod lifecycle;

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use async_trait::async_trait;
 
 mod board_state;
+mod counters;
 mod totals;
 
 use board_state::MemBoard;
@@ -29,6 +30,7 @@ use crate::store::{SlotWrite, Store, WriteStatus, new_version};
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     boards: RwLock<BTreeMap<BoardName, Arc<Mutex<MemBoard>>>>,
+    counters: counters::MemCounters,
 }
 
 impl MemoryStore {

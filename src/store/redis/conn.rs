@@ -103,8 +103,7 @@ impl RedisConn {
         }
     }
 
-    /// Runs a script outside any board (the jobs' own scripts).
-    #[cfg(feature = "server")]
+    /// Runs a script outside any board (counters, stats, the jobs' own scripts).
     pub(crate) async fn invoke<T: FromRedisValue>(
         &self,
         invocation: &ScriptInvocation<'_>,

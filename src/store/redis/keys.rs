@@ -5,6 +5,7 @@
 //! global and is only ever touched by its own single-key commands.
 
 use crate::board::Board;
+use crate::domain::counter::CounterName;
 use crate::domain::{BoardName, Span};
 
 /// The set of board names.
@@ -70,6 +71,21 @@ pub(super) fn stage(name: &BoardName, slot: i64, stage: usize) -> String {
 /// All stage keys of a slot, stage 0 first.
 pub(super) fn stages(board: &Board, slot: i64) -> impl Iterator<Item = String> + '_ {
     (0..board.config.windows().len()).map(move |k| stage(&board.name, slot, k))
+}
+
+/// The index of counters: a hash, field = counter name, value = the generation listed.
+/// Written only when a counter is first seen (see `counter_incr.lua`).
+pub(super) const COUNTERS: &str = "rollboard:counters";
+
+/// `counter_{<counter>}`: a counter's record (precisions, generation, listed mark).
+pub(super) fn counter_record(name: &CounterName) -> String {
+    format!("counter_{{{name}}}")
+}
+
+/// `count_{<counter>}_<p>`: a counter's samples at precision `p` seconds, field = slice
+/// start.
+pub(super) fn counter_samples(name: &CounterName, precision: Span) -> String {
+    format!("count_{{{name}}}_{}", precision.seconds())
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use async_trait::async_trait;
 
 mod boards;
 mod conn;
+mod counters;
 mod ingest;
 mod keys;
 mod read;

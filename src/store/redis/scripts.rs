@@ -17,6 +17,11 @@ macro_rules! script {
 
 /// One handle per script; building one hashes its source once.
 pub(super) struct Scripts {
+    pub counter_clean: Script,
+    pub counter_drop: Script,
+    pub counter_incr: Script,
+    pub counter_indexed: Script,
+    pub counter_unindex: Script,
     pub create_board: Script,
     pub drop_begin: Script,
     pub extend_board: Script,
@@ -36,6 +41,11 @@ pub(super) struct Scripts {
 impl Scripts {
     pub fn new() -> Self {
         Scripts {
+            counter_clean: script!("counter_clean"),
+            counter_drop: script!("counter_drop"),
+            counter_incr: script!("counter_incr"),
+            counter_indexed: script!("counter_indexed"),
+            counter_unindex: script!("counter_unindex"),
             create_board: script!("create_board"),
             drop_begin: script!("drop_begin"),
             extend_board: script!("extend_board"),
