@@ -22,6 +22,7 @@ use utoipa_axum::routes;
 
 mod auth;
 mod boards;
+mod counters;
 mod dashboard;
 pub mod error;
 mod events;
@@ -83,6 +84,7 @@ pub struct AppState {
         (name = "boards", description = "Create, list, describe and drop boards"),
         (name = "events", description = "Record events"),
         (name = "rankings", description = "Read rankings, members and history"),
+        (name = "counters", description = "Time-series counters at several precisions"),
         (name = "ops", description = "Health, readiness and metrics"),
     )
 )]
@@ -121,6 +123,12 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         .routes(routes!(rankings::member, rankings::remove_member))
         .routes(routes!(rankings::around))
         .routes(routes!(rankings::history))
+        .routes(routes!(counters::list_counters))
+        .routes(routes!(
+            counters::post_count,
+            counters::get_samples,
+            counters::delete_counter
+        ))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))

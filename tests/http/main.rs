@@ -3,6 +3,7 @@
 mod api;
 mod auth;
 mod clock;
+mod counters;
 mod dashboard;
 mod mounted;
 mod ops;
