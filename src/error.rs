@@ -71,6 +71,14 @@ pub enum Error {
         /// The precision asked for.
         precision: Span,
     },
+    /// Nothing recorded for that (context, kind) in the current or the previous hour.
+    #[error("no stats for kind {kind:?} in context {context:?} this hour or the previous one")]
+    StatsNotFound {
+        /// The context.
+        context: String,
+        /// The kind.
+        kind: String,
+    },
     /// No board by that name.
     #[error("board {0:?} does not exist")]
     BoardNotFound(String),
@@ -170,6 +178,7 @@ impl Error {
             Error::InvalidCounterName { .. } => "invalid_counter_name",
             Error::CounterNotFound(_) => "counter_not_found",
             Error::PrecisionNotFound { .. } => "precision_not_found",
+            Error::StatsNotFound { .. } => "stats_not_found",
             Error::BoardNotFound(_) => "board_not_found",
             Error::WindowNotFound { .. } => "window_not_found",
             Error::MemberNotFound { .. } => "member_not_found",

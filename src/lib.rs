@@ -66,6 +66,9 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use domain::counter::{
     CleanPlan, CounterName, DEFAULT_KEEP, DEFAULT_PRECISIONS, Sample, SampleQuery,
 };
+pub use domain::stats::{
+    HourStats, RELATIVE_ERROR, SLOWEST_KEPT, SlowEntry, StatsContext, StatsKind,
+};
 pub use domain::{BoardConfig, BoardName, Event, MAX_ABS, Member, Span, Timestamp};
 pub use error::{Error, Result};
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
@@ -74,11 +77,12 @@ pub use rollboard::counters::CleanReport;
 pub use rollboard::read::{Entry, History, Point, Standing, TopPage};
 pub use rollboard::recompute::RecomputeReport;
 pub use rollboard::retire::{RetireOptions, RetireReport};
+pub use rollboard::stats::ContextStats;
 pub use rollboard::write::{BatchOutcome, Rejected, Removed};
 pub use settings::Settings;
 pub use store::{
     CounterCleaned, CounterInfo, CounterStore, IngestOptions, MemoryStore, RedisOptions,
-    RedisStore, SlotWrite, Store, WriteStatus,
+    RedisStore, SlotWrite, StatRecord, StatsStore, Store, WriteStatus,
 };
 
 /// Compiles and runs the Rust code blocks of the README, so they stay true.

@@ -8,6 +8,7 @@ mod event;
 mod name;
 mod read_limits;
 mod span;
+pub mod stats;
 mod timestamp;
 
 pub use admission::{Admission, SlotWrite, too_late};

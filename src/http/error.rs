@@ -84,7 +84,8 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::WindowNotFound { .. }
         | Error::MemberNotFound { .. }
         | Error::CounterNotFound(_)
-        | Error::PrecisionNotFound { .. } => StatusCode::NOT_FOUND,
+        | Error::PrecisionNotFound { .. }
+        | Error::StatsNotFound { .. } => StatusCode::NOT_FOUND,
         Error::BoardConflict { .. } | Error::BoardChanged(_) | Error::BoardBusy(_) => {
             StatusCode::CONFLICT
         }

@@ -21,6 +21,7 @@ pub(crate) mod counters;
 pub(crate) mod read;
 pub(crate) mod recompute;
 pub(crate) mod retire;
+pub(crate) mod stats;
 pub(crate) mod write;
 
 use cache::BoardCache;

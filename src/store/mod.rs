@@ -21,8 +21,10 @@ use crate::rollboard::write::Removed;
 mod counters;
 mod memory;
 mod redis;
+mod stats;
 
 pub use counters::{CounterCleaned, CounterInfo, CounterStore};
+pub use stats::{StatRecord, StatsStore};
 
 pub use memory::MemoryStore;
 pub use redis::{IngestOptions, RedisOptions, RedisStore};
@@ -47,7 +49,7 @@ pub enum WriteStatus {
 /// Methods that take a [`Board`] fail with [`Error::BoardChanged`](crate::Error::BoardChanged)
 /// when the stored board is gone or is another incarnation (another `version`).
 #[async_trait]
-pub trait Store: CounterStore + Send + Sync + 'static {
+pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
     /// A short name for logs: `"redis"` or `"memory"`.
     fn kind(&self) -> &'static str;
 

@@ -13,6 +13,7 @@ mod property;
 mod proxy;
 mod redis_layout;
 mod retirer;
+mod stats;
 mod support;
 #[path = "../common/redis.rs"]
 mod test_redis;

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 
 mod board_state;
 mod counters;
+mod stats;
 mod totals;
 
 use board_state::MemBoard;
@@ -31,6 +32,7 @@ use crate::store::{SlotWrite, Store, WriteStatus, new_version};
 pub struct MemoryStore {
     boards: RwLock<BTreeMap<BoardName, Arc<Mutex<MemBoard>>>>,
     counters: counters::MemCounters,
+    stats: stats::MemStats,
 }
 
 impl MemoryStore {

@@ -6,6 +6,7 @@
 
 use crate::board::Board;
 use crate::domain::counter::CounterName;
+use crate::domain::stats::{StatsContext, StatsKind};
 use crate::domain::{BoardName, Span};
 
 /// The set of board names.
@@ -86,6 +87,27 @@ pub(super) fn counter_record(name: &CounterName) -> String {
 /// start.
 pub(super) fn counter_samples(name: &CounterName, precision: Span) -> String {
     format!("count_{{{name}}}_{}", precision.seconds())
+}
+
+/// `stat_{<context>}_<kind>`: the newest hour of a (context, kind); the context encoded
+/// by [`StatsContext::key_part`], so it is a hash tag of its own.
+pub(super) fn stat_newest(context: &StatsContext, kind: &StatsKind) -> String {
+    format!("stat_{{{}}}_{kind}", context.key_part())
+}
+
+/// `statprev_{<context>}_<kind>`: the hour before the newest.
+pub(super) fn stat_before(context: &StatsContext, kind: &StatsKind) -> String {
+    format!("statprev_{{{}}}_{kind}", context.key_part())
+}
+
+/// `slowest_{<kind>}`: a kind's slowest contexts, score = mean.
+pub(super) fn slowest(kind: &StatsKind) -> String {
+    format!("slowest_{{{kind}}}")
+}
+
+/// `slowest_meta_{<kind>}`: per context in the list, `hour:count` of its mean.
+pub(super) fn slowest_meta(kind: &StatsKind) -> String {
+    format!("slowest_meta_{{{kind}}}")
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ mod refusal;
 mod reply;
 mod retire;
 mod scripts;
+mod stats;
 mod write;
 
 pub(crate) use conn::{RedisConn, Retry};
