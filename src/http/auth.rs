@@ -2,8 +2,8 @@
 //!
 //! - When no token is configured, everything is open (the service then binds to loopback
 //!   only, unless `--insecure`).
-//! - Writes (`POST …/events`, `POST /v1/counters/…`) need the write token or the admin
-//!   token.
+//! - Writes (`POST …/events`, `POST /v1/counters/…`, `POST /v1/stats/…`) need the write
+//!   token or the admin token.
 //! - Administration (create or drop a board, remove a member, drop a counter) needs the
 //!   admin token; when only a write token is configured, administration needs that one,
 //!   so setting any token protects every change.

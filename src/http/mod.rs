@@ -20,6 +20,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+mod access_time;
 mod auth;
 mod boards;
 mod counters;
@@ -30,8 +31,10 @@ mod extract;
 mod latency;
 mod ops;
 mod rankings;
+mod stats;
 mod wire;
 
+pub use access_time::{ACCESS_TIME, AccessTime, AccessTimeLayer};
 pub use auth::Tokens;
 
 use crate::Rollboard;
@@ -85,6 +88,7 @@ pub struct AppState {
         (name = "events", description = "Record events"),
         (name = "rankings", description = "Read rankings, members and history"),
         (name = "counters", description = "Time-series counters at several precisions"),
+        (name = "stats", description = "Aggregate statistics per context and the slowest contexts"),
         (name = "ops", description = "Health, readiness and metrics"),
     )
 )]
@@ -129,6 +133,8 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
             counters::get_samples,
             counters::delete_counter
         ))
+        .routes(routes!(stats::slowest))
+        .routes(routes!(stats::post_value, stats::get_stats))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))

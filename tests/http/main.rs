@@ -11,6 +11,7 @@ mod recompute;
 mod replicas;
 mod scheduler;
 mod shutdown;
+mod stats;
 mod support;
 #[path = "../common/redis.rs"]
 mod test_redis;
