@@ -78,6 +78,28 @@ pub fn slice_start(at: Timestamp, precision: Span) -> i64 {
     at.unix_seconds().div_euclid(p) * p
 }
 
+/// What a batch adds: per precision, `(slice_start, sum)` pairs, slices ascending.
+pub type SliceSums = Vec<(Span, Vec<(i64, i64)>)>;
+
+/// Per precision, the `(slice_start, sum)` of the increments `(count, at)` that land in
+/// each slice, slices ascending: what a batch adds, one entry per touched sample. `None`
+/// when a sum leaves ±(2^53 − 1).
+pub fn slice_sums(precisions: &[Span], increments: &[(i64, Timestamp)]) -> Option<SliceSums> {
+    precisions
+        .iter()
+        .map(|p| {
+            let mut sums = std::collections::BTreeMap::<i64, i64>::new();
+            for (count, at) in increments {
+                let sum = sums.entry(slice_start(*at, *p)).or_default();
+                *sum = sum
+                    .checked_add(*count)
+                    .filter(|s| s.abs() <= crate::domain::MAX_ABS)?;
+            }
+            Some((*p, sums.into_iter().collect()))
+        })
+        .collect()
+}
+
 /// What one clean-up pass does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CleanPlan {
@@ -230,6 +252,24 @@ mod tests {
             slice_start(Timestamp::from_unix_millis(1_999).unwrap(), span(1)),
             1
         );
+    }
+
+    #[test]
+    fn a_batch_adds_one_sum_per_touched_slice() {
+        let sums = slice_sums(
+            &[span(1), span(5)],
+            &[(2, ts(7)), (3, ts(8)), (1, ts(7)), (-4, ts(12))],
+        )
+        .unwrap();
+        assert_eq!(
+            sums,
+            [
+                (span(1), vec![(7, 3), (8, 3), (12, -4)]),
+                (span(5), vec![(5, 6), (10, -4)]),
+            ]
+        );
+        let max = crate::domain::MAX_ABS;
+        assert_eq!(slice_sums(&[span(1)], &[(max, ts(1)), (1, ts(1))]), None);
     }
 
     #[test]

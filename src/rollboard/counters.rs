@@ -24,13 +24,61 @@ impl Rollboard {
     /// [`Error::InFuture`]; one whose slice the coarsest precision no longer keeps is
     /// [`Error::TooLate`].
     pub async fn incr_counter(&self, name: &str, count: i64, at: Option<Timestamp>) -> Result<()> {
+        self.incr_counter_batch(name, &[(count, at)]).await
+    }
+
+    /// Adds a batch of increments `(count, at)` to counter `name`, in one store call
+    /// (one script on Redis) that adds one sum per touched sample: all or nothing. Each
+    /// increment is checked as by [`incr_counter`](Self::incr_counter); a sum leaving
+    /// ±(2^53 − 1) is [`Error::OutOfRange`].
+    pub async fn incr_counter_batch(
+        &self,
+        name: &str,
+        increments: &[(i64, Option<Timestamp>)],
+    ) -> Result<()> {
         let name = CounterName::parse(name)?;
-        let count = check_delta(count)?;
         let settings = self.settings();
+        let max = settings.max_batch;
+        if increments.len() > max {
+            return Err(Error::BatchTooLarge {
+                len: increments.len(),
+                max,
+            });
+        }
         let precisions = counter::check_precisions(&settings.counter_precisions)?;
         let now = self.now();
+        let admitted = increments
+            .iter()
+            .map(|(count, at)| {
+                Ok((
+                    check_delta(*count)?,
+                    self.counter_time(&precisions, *at, now)?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if admitted.is_empty() {
+            return Ok(());
+        }
+        let out_of_range = || Error::OutOfRange {
+            member: name.to_string(),
+        };
+        let sums = counter::slice_sums(&precisions, &admitted).ok_or_else(out_of_range)?;
+        if self.inner.store.incr_counter(&name, &sums).await? {
+            Ok(())
+        } else {
+            Err(out_of_range())
+        }
+    }
+
+    /// `at` (now when `None`), if it is neither too far ahead nor too late.
+    fn counter_time(
+        &self,
+        precisions: &[Span],
+        at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<Timestamp> {
         let at = at.unwrap_or(now);
-        let skew = settings.max_future_skew;
+        let skew = self.settings().max_future_skew;
         if at.unix_millis() > now.unix_millis() + skew.secs_i64() * 1000 {
             return Err(Error::InFuture {
                 at: at.unix_seconds_f64(),
@@ -48,18 +96,7 @@ impl Rollboard {
                 oldest_open,
             });
         }
-        if self
-            .inner
-            .store
-            .incr_counter(&name, &precisions, count, at)
-            .await?
-        {
-            Ok(())
-        } else {
-            Err(Error::OutOfRange {
-                member: name.to_string(),
-            })
-        }
+        Ok(at)
     }
 
     /// The samples of counter `name` at `precision`, oldest first, as `query` asks.

@@ -4,8 +4,9 @@
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::domain::counter::{CleanPlan, CounterName};
+use crate::domain::counter::{CleanPlan, CounterName, SliceSums};
 use crate::domain::{Span, Timestamp};
+
 use crate::error::Result;
 
 /// A counter and the precisions it counts at.
@@ -32,16 +33,11 @@ pub struct CounterCleaned {
 /// Counter storage. All methods are safe to call concurrently, from several processes.
 #[async_trait]
 pub trait CounterStore: Send + Sync {
-    /// Adds `count` to the slice holding `at` at every precision of `precisions` (sorted,
-    /// distinct), atomically; a counter not seen before is created and listed. `false`
-    /// when a sample would leave ±(2^53 − 1) (nothing is changed then).
-    async fn incr_counter(
-        &self,
-        name: &CounterName,
-        precisions: &[Span],
-        count: i64,
-        at: Timestamp,
-    ) -> Result<bool>;
+    /// Adds, at each precision, each `(slice_start, sum)` of `sums` (from
+    /// [`slice_sums`](crate::domain::counter::slice_sums); precisions sorted, distinct)
+    /// to its sample, atomically; a counter not seen before is created and listed.
+    /// `false` when a sample would leave ±(2^53 − 1) (nothing is changed then).
+    async fn incr_counter(&self, name: &CounterName, sums: &SliceSums) -> Result<bool>;
 
     /// The samples of `name` at `precision` as stored, `(slice_start, count)` in any
     /// order; `None` when the counter does not count at that precision (or is unknown).

@@ -28,6 +28,7 @@ conformance!(
     an_empty_counter_is_forgotten_and_a_new_write_starts_it_afresh,
     forgetting_never_loses_a_concurrent_write,
     a_sample_never_leaves_2_pow_53,
+    a_batch_adds_one_sum_per_slice_all_or_nothing,
 );
 
 fn span(s: u64) -> Span {
@@ -324,6 +325,31 @@ async fn a_sample_never_leaves_2_pow_53(h: Harness) {
     assert_eq!(err.code(), "out_of_range");
     assert_eq!(samples(&h, &c, 1).await, [(0, max)]);
     assert_eq!(samples(&h, &c, 86_400).await, [(-79_200, max)]);
+}
+
+async fn a_batch_adds_one_sum_per_slice_all_or_nothing(h: Harness) {
+    let c = unique("hits");
+    h.at(10);
+    let at = |s: i64| Some(ts(START + s));
+    h.boards
+        .incr_counter_batch(&c, &[(2, at(1)), (3, at(1)), (4, at(6)), (-1, None)])
+        .await
+        .unwrap();
+    assert_eq!(samples(&h, &c, 1).await, [(1, 5), (6, 4), (10, -1)]);
+    assert_eq!(samples(&h, &c, 5).await, [(0, 5), (5, 4), (10, -1)]);
+    let bad = h
+        .boards
+        .incr_counter_batch(&c, &[(1, at(2)), (0, at(2))])
+        .await;
+    assert_eq!(bad.unwrap_err().code(), "invalid_delta");
+    let max = rollboard::MAX_ABS;
+    let over = h
+        .boards
+        .incr_counter_batch(&c, &[(1, at(3)), (max, at(1))])
+        .await;
+    assert_eq!(over.unwrap_err().code(), "out_of_range");
+    assert_eq!(samples(&h, &c, 1).await, [(1, 5), (6, 4), (10, -1)]);
+    assert_eq!(samples(&h, &c, 60).await, [(0, 8)]);
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 use async_trait::async_trait;
 
 use super::MemoryStore;
-use crate::domain::counter::{CleanPlan, CounterName};
+use crate::domain::counter::{CleanPlan, CounterName, SliceSums};
 use crate::domain::{MAX_ABS, Span, Timestamp};
 use crate::error::Result;
 use crate::store::{CounterCleaned, CounterInfo, CounterStore};
@@ -31,29 +31,27 @@ impl MemCounters {
 
 #[async_trait]
 impl CounterStore for MemoryStore {
-    async fn incr_counter(
-        &self,
-        name: &CounterName,
-        precisions: &[Span],
-        count: i64,
-        at: Timestamp,
-    ) -> Result<bool> {
+    async fn incr_counter(&self, name: &CounterName, sums: &SliceSums) -> Result<bool> {
         let mut counters = self.counters.lock();
-        let slice = |p: &Span| crate::domain::counter::slice_start(at, *p);
-        let fits = precisions.iter().all(|p| {
-            let stored = counters.get(name).and_then(|c| c.get(p)?.get(&slice(p)));
-            stored
-                .copied()
-                .unwrap_or(0)
-                .checked_add(count)
-                .is_some_and(|v| v.abs() <= MAX_ABS)
+        let fits = sums.iter().all(|(p, slices)| {
+            slices.iter().all(|(slice, sum)| {
+                let stored = counters.get(name).and_then(|c| c.get(p)?.get(slice));
+                stored
+                    .copied()
+                    .unwrap_or(0)
+                    .checked_add(*sum)
+                    .is_some_and(|v| v.abs() <= MAX_ABS)
+            })
         });
         if !fits {
             return Ok(false);
         }
         let counter = counters.entry(name.clone()).or_default();
-        for p in precisions {
-            *counter.entry(*p).or_default().entry(slice(p)).or_default() += count;
+        for (p, slices) in sums {
+            let samples = counter.entry(*p).or_default();
+            for (slice, sum) in slices {
+                *samples.entry(*slice).or_default() += sum;
+            }
         }
         Ok(true)
     }

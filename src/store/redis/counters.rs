@@ -15,7 +15,7 @@ use super::RedisStore;
 use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply;
-use crate::domain::counter::{CleanPlan, CounterName};
+use crate::domain::counter::{CleanPlan, CounterName, SliceSums};
 use crate::domain::{Span, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::{CounterCleaned, CounterInfo, CounterStore, new_version};
@@ -92,26 +92,22 @@ fn status_reply(v: Value, what: &str) -> Result<(String, Vec<Value>)> {
 
 #[async_trait]
 impl CounterStore for RedisStore {
-    async fn incr_counter(
-        &self,
-        name: &CounterName,
-        precisions: &[Span],
-        count: i64,
-        at: Timestamp,
-    ) -> Result<bool> {
+    async fn incr_counter(&self, name: &CounterName, sums: &SliceSums) -> Result<bool> {
         let conn = &self.conn;
+        let precisions: Vec<Span> = sums.iter().map(|(p, _)| *p).collect();
         let mut invocation = conn.scripts().counter_incr.prepare_invoke();
         invocation.key(keys::counter_record(name));
-        for p in precisions {
+        for p in &precisions {
             invocation.key(keys::counter_samples(name, *p));
         }
         invocation
-            .arg(count)
-            .arg(at.unix_seconds())
-            .arg(csv(precisions))
+            .arg(csv(&precisions))
             .arg(new_version().to_string());
-        for p in precisions {
-            invocation.arg(p.seconds());
+        for (_, slices) in sums {
+            invocation.arg(slices.len());
+            for (slice, sum) in slices {
+                invocation.arg(*slice).arg(*sum);
+            }
         }
         let (generation, needs_index): (Option<String>, i64) =
             conn.invoke(&invocation, Retry::Never).await?;
