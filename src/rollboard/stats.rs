@@ -1,6 +1,8 @@
 //! Aggregate statistics: record a value, read a (context, kind)'s current and previous
 //! hour, list a kind's slowest contexts.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::Rollboard;
@@ -30,15 +32,33 @@ impl Rollboard {
     /// count, sum, min, max, a stable variance and a histogram, atomically; then the
     /// kind's list of the 100 slowest contexts.
     pub async fn record_stat(&self, context: &str, kind: &str, value: f64) -> Result<()> {
+        self.record_stats(context, kind, &[value]).await
+    }
+
+    /// Records a batch of values for `kind` in `context` in one store call (one script
+    /// on Redis), all or nothing, then updates the slowest list once.
+    pub async fn record_stats(&self, context: &str, kind: &str, values: &[f64]) -> Result<()> {
         let context = StatsContext::parse(context)?;
         let kind = StatsKind::parse(kind)?;
-        let value = check_value(value)?;
-        let bucket = bucket_of(value);
+        let max = self.settings().max_batch;
+        if values.len() > max {
+            return Err(Error::BatchTooLarge {
+                len: values.len(),
+                max,
+            });
+        }
+        let mut buckets = BTreeMap::<String, u64>::new();
+        for value in values {
+            *buckets.entry(bucket_of(check_value(*value)?)).or_default() += 1;
+        }
+        if values.is_empty() {
+            return Ok(());
+        }
         let record = StatRecord {
             context: &context,
             kind: &kind,
-            value,
-            bucket: &bucket,
+            values,
+            buckets: &buckets,
             hour: hour_of(self.now()),
             slowest_kept: SLOWEST_KEPT,
         };

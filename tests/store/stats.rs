@@ -25,6 +25,7 @@ conformance!(
     contexts_with_special_characters_never_share_keys,
     slowest_lists_the_highest_means_and_keeps_100,
     bad_input_and_unknown_stats_are_reported,
+    a_batch_records_every_value_all_or_nothing,
 );
 
 async fn current(h: &Harness, context: &str, kind: &str) -> HourStats {
@@ -212,6 +213,35 @@ async fn bad_input_and_unknown_stats_are_reported(h: Harness) {
         code(h.boards.slowest("T", 101).await.unwrap_err()),
         "invalid_query"
     );
+}
+
+async fn a_batch_records_every_value_all_or_nothing(h: Harness) {
+    let ctx = unique("batch");
+    let bad = h.boards.record_stats(&ctx, "T", &[1.0, f64::NAN]).await;
+    assert_eq!(bad.unwrap_err().code(), "invalid_query");
+    assert_eq!(
+        h.boards.stats(&ctx, "T").await.unwrap_err().code(),
+        "stats_not_found"
+    );
+    h.boards
+        .record_stats(&ctx, "T", &[4.0, 1.0, 3.0, 2.0])
+        .await
+        .unwrap();
+    h.boards.record_stat(&ctx, "T", 5.0).await.unwrap();
+    let s = current(&h, &ctx, "T").await;
+    assert_eq!(
+        (s.count, s.sum, s.min, s.max, s.mean),
+        (5, 15.0, 1.0, 5.0, 3.0)
+    );
+    assert!((s.stddev - 2.5f64.sqrt()).abs() < 1e-12, "{}", s.stddev);
+    assert!((s.p50 - 3.0).abs() <= 3.0 * RELATIVE_ERROR);
+    let kind = format!("B{}", unique("").replace(['-', ':', '.'], ""));
+    h.boards
+        .record_stats(&ctx, &kind, &[2.0, 4.0])
+        .await
+        .unwrap();
+    let top = h.boards.slowest(&kind, 1).await.unwrap();
+    assert_eq!((top[0].mean, top[0].count), (3.0, 2));
 }
 
 #[tokio::test]

@@ -50,7 +50,7 @@ impl StatsStore for MemoryStore {
         let (_, moments) = entry
             .newest
             .get_or_insert_with(|| (hour, Moments::default()));
-        moments.record(r.value);
+        r.values.iter().for_each(|v| moments.record(*v));
         let (count, mean) = (moments.count, moments.mean);
         let list = state.slowest.entry(r.kind.clone()).or_default();
         list.insert(r.context.to_string(), (hour, count, mean));

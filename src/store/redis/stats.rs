@@ -60,9 +60,14 @@ impl StatsStore for RedisStore {
         record
             .key(keys::stat_newest(r.context, r.kind))
             .key(keys::stat_before(r.context, r.kind))
-            .arg(format!("{:e}", r.value))
-            .arg(r.bucket)
-            .arg(r.hour);
+            .arg(r.hour)
+            .arg(r.values.len());
+        for value in r.values {
+            record.arg(format!("{value:e}"));
+        }
+        for (bucket, count) in r.buckets {
+            record.arg(bucket).arg(*count);
+        }
         let (hour, count, mean): (i64, u64, String) = conn.invoke(&record, Retry::Never).await?;
         let mut slowest = conn.scripts().stats_slowest.prepare_invoke();
         slowest
