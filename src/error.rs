@@ -72,6 +72,33 @@ pub enum Error {
         /// The key.
         key: String,
     },
+    /// A counter name outside the board-name rules.
+    #[error("invalid counter name {name:?}: {reason}")]
+    InvalidCounterName {
+        /// The rejected name (cut to 80 characters).
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No counter by that name.
+    #[error("counter {0:?} does not exist")]
+    CounterNotFound(String),
+    /// The counter does not count at that precision.
+    #[error("counter {counter:?} has no {precision} precision")]
+    PrecisionNotFound {
+        /// The counter.
+        counter: String,
+        /// The precision asked for.
+        precision: Span,
+    },
+    /// Nothing recorded for that (context, kind) in the current or the previous hour.
+    #[error("no stats for kind {kind:?} in context {context:?} this hour or the previous one")]
+    StatsNotFound {
+        /// The context.
+        context: String,
+        /// The kind.
+        kind: String,
+    },
     /// No board by that name.
     #[error("board {0:?} does not exist")]
     BoardNotFound(String),
@@ -171,6 +198,10 @@ impl Error {
             Error::InvalidRateKey { .. } => "invalid_rate_key",
             Error::InvalidRateWindow { .. } => "invalid_rate_window",
             Error::RateOverflow { .. } => "rate_overflow",
+            Error::InvalidCounterName { .. } => "invalid_counter_name",
+            Error::CounterNotFound(_) => "counter_not_found",
+            Error::PrecisionNotFound { .. } => "precision_not_found",
+            Error::StatsNotFound { .. } => "stats_not_found",
             Error::BoardNotFound(_) => "board_not_found",
             Error::WindowNotFound { .. } => "window_not_found",
             Error::MemberNotFound { .. } => "member_not_found",

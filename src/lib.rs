@@ -64,6 +64,12 @@ pub mod service;
 
 pub use board::{Board, BoardStatus, Created, WindowStatus};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use domain::counter::{
+    CleanPlan, CounterName, DEFAULT_KEEP, DEFAULT_PRECISIONS, Sample, SampleQuery,
+};
+pub use domain::stats::{
+    HourStats, RELATIVE_ERROR, SLOWEST_KEPT, SlowEntry, StatsContext, StatsKind,
+};
 pub use domain::{
     BoardConfig, BoardName, Entry, Event, History, MAX_ABS, Member, Point, RecomputeReport,
     Removed, RetireOptions, RetireReport, Span, Standing, Timestamp, TopPage,
@@ -72,11 +78,13 @@ pub use error::{Error, Result};
 pub use rates::{RateCounts, RateKey, RateTiers, RateWindow, Tier, Verdict};
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
 pub use rollboard::Rollboard;
+pub use rollboard::counters::CleanReport;
+pub use rollboard::stats::ContextStats;
 pub use rollboard::write::{BatchOutcome, Rejected};
 pub use settings::Settings;
 pub use store::{
-    IngestOptions, MemoryStore, RateHit, RateStore, RedisOptions, RedisStore, SlotWrite, Store,
-    WriteStatus,
+    CounterCleaned, CounterInfo, CounterStore, IngestOptions, MemoryStore, RateHit, RateStore,
+    RedisOptions, RedisStore, SlotWrite, StatRecord, StatsStore, Store, WriteStatus,
 };
 
 /// Compiles and runs the Rust code blocks of the README, so they stay true.

@@ -20,6 +20,11 @@ pub struct Settings {
     pub retire: RetireOptions,
     /// The tiers of every rate key's time ring.
     pub rate_tiers: RateTiers,
+    /// The precisions every counter counts at (default 1 s, 5 s, 1 min, 5 min, 1 h, 5 h,
+    /// 1 day), sorted, distinct.
+    pub counter_precisions: Vec<Span>,
+    /// Slices of time a counter keeps per precision (default 120).
+    pub counter_keep: u32,
 }
 
 impl Default for Settings {
@@ -31,6 +36,8 @@ impl Default for Settings {
             max_limit: 1_000,
             retire: RetireOptions::default(),
             rate_tiers: RateTiers::default(),
+            counter_precisions: crate::domain::counter::default_precisions(),
+            counter_keep: crate::domain::counter::DEFAULT_KEEP,
         }
     }
 }

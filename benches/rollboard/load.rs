@@ -249,7 +249,7 @@ pub async fn top_readers(
 
 /// Runs `loops` concurrent loops of `step(loop, round)` for `duration`; each step returns
 /// how many events it got acknowledged.
-async fn run_loops<F, Fut>(loops: usize, duration: Duration, step: F) -> Load
+pub async fn run_loops<F, Fut>(loops: usize, duration: Duration, step: F) -> Load
 where
     F: Fn(usize, usize) -> Fut + Send + Sync + Clone + 'static,
     Fut: std::future::Future<Output = u64> + Send,

@@ -10,14 +10,17 @@
 //! Redis call meanwhile, and exact totals after), recompute of a 180-day window of 1-hour
 //! slots (4,320 slots) while writes go on, old slots included (the recompute's calls over
 //! 2 ms, and exact totals after), deep pages against the first page
-//! (300,000 members, with and without a 100,000-member tie group), memory per entry, and
+//! (300,000 members, with and without a 100,000-member tie group), counter increments/s
+//! and stats records/s (against the source's `update_stats`), memory per entry, and
 //! a check that totals equal the acknowledged events.
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
 //! phases only (comma-separated: uniform, zipf, single, library, huge, reads, retire,
-//! recompute, longwindow, pages, rates, memory). Phase `rates`: rate-window hits in
-//! batches and checks against the `HINCRBY` ceiling, check p99, memory per busy key.
+//! recompute, longwindow, pages, rates, counters, memory). Phase `rates`: rate-window
+//! hits in batches and checks against the `HINCRBY` ceiling, check p99, memory per busy
+//! key.
 
 mod baseline;
+mod counters;
 mod huge;
 mod load;
 mod longwindow;
@@ -259,6 +262,11 @@ fn main() {
             eprintln!("rate windows …");
             let hincrby = ceiling_now("rates").hincrby;
             rows.extend(rates::rates(&redis.url, hincrby, phase).await);
+        }
+        if run("counters") {
+            eprintln!("counters and stats …");
+            let hincrby = ceiling_now("counters").hincrby;
+            rows.extend(counters::counters(&redis.url, hincrby, phase).await);
         }
         if run("memory") {
             eprintln!("memory …");

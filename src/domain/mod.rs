@@ -3,12 +3,14 @@
 
 mod admission;
 mod config;
+pub mod counter;
 mod event;
 mod maintenance;
 mod name;
 mod ranking;
 mod read_limits;
 mod span;
+pub mod stats;
 mod timestamp;
 
 pub use admission::{Admission, SlotWrite, too_late};

@@ -2,10 +2,11 @@
 //!
 //! - When no token is configured, everything is open (the service then binds to loopback
 //!   only, unless `--insecure`).
-//! - Writes (`POST …/events`) need the write token or the admin token.
-//! - Board administration (create, drop, remove a member) needs the admin token; when only
-//!   a write token is configured, administration needs that one, so setting any token
-//!   protects every change.
+//! - Writes (`POST …/events`, `POST /v1/counters/…`, `POST /v1/stats/…`) need the write
+//!   token or the admin token.
+//! - Administration (create or drop a board, remove a member, drop a counter) needs the
+//!   admin token; when only a write token is configured, administration needs that one,
+//!   so setting any token protects every change.
 //!
 //! A missing, malformed or unknown token is 401; a known token without the right is 403.
 

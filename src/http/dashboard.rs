@@ -1,5 +1,6 @@
 //! The dashboard page at `/`: the boards, their live top-N per window, and a chart of
-//! the leaders' per-slot history. One self-contained HTML document (script, styles and
+//! the leaders' per-slot history; the counters (a chart per precision) and the slowest
+//! routes (mean and p95 of `AccessTime`). One self-contained HTML document (script, styles and
 //! the charting library inlined), so it works wherever the router is mounted.
 //!
 //! The charting library is uPlot (MIT), vendored under `assets/vendor/uplot/`; it is

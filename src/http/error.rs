@@ -70,6 +70,7 @@ impl ApiError {
 pub fn status_of(error: &Error) -> StatusCode {
     match error {
         Error::InvalidBoardName { .. }
+        | Error::InvalidCounterName { .. }
         | Error::InvalidMember { .. }
         | Error::InvalidSpan { .. }
         | Error::InvalidConfig { .. }
@@ -82,9 +83,12 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::TooLate { .. }
         | Error::InFuture { .. }
         | Error::OutOfRange { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-        Error::BoardNotFound(_) | Error::WindowNotFound { .. } | Error::MemberNotFound { .. } => {
-            StatusCode::NOT_FOUND
-        }
+        Error::BoardNotFound(_)
+        | Error::WindowNotFound { .. }
+        | Error::MemberNotFound { .. }
+        | Error::CounterNotFound(_)
+        | Error::PrecisionNotFound { .. }
+        | Error::StatsNotFound { .. } => StatusCode::NOT_FOUND,
         Error::BoardConflict { .. } | Error::BoardChanged(_) | Error::BoardBusy(_) => {
             StatusCode::CONFLICT
         }

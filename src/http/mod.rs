@@ -20,8 +20,10 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+mod access_time;
 mod auth;
 mod boards;
+mod counters;
 mod dashboard;
 pub mod error;
 mod events;
@@ -30,8 +32,10 @@ mod latency;
 mod ops;
 mod rankings;
 mod rates;
+mod stats;
 mod wire;
 
+pub use access_time::{ACCESS_TIME, AccessTime, AccessTimeLayer};
 pub use auth::Tokens;
 
 use crate::Rollboard;
@@ -85,6 +89,8 @@ pub struct AppState {
         (name = "events", description = "Record events"),
         (name = "rankings", description = "Read rankings, members and history"),
         (name = "rates", description = "Rate windows: hits per key over the last 5 s … 180 d, and checks against a limit"),
+        (name = "counters", description = "Time-series counters at several precisions"),
+        (name = "stats", description = "Aggregate statistics per context and the slowest contexts"),
         (name = "ops", description = "Health, readiness and metrics"),
     )
 )]
@@ -126,6 +132,14 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         .routes(routes!(rates::post_hit))
         .routes(routes!(rates::get_counts, rates::delete_key))
         .routes(routes!(rates::post_check))
+        .routes(routes!(counters::list_counters))
+        .routes(routes!(
+            counters::post_count,
+            counters::get_samples,
+            counters::delete_counter
+        ))
+        .routes(routes!(stats::slowest))
+        .routes(routes!(stats::post_value, stats::get_stats))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))

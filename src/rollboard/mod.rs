@@ -18,10 +18,12 @@ use crate::store::{MemoryStore, RedisStore, Store};
 
 mod boards;
 mod cache;
+pub(crate) mod counters;
 pub(crate) mod rates;
 pub(crate) mod read;
 pub(crate) mod recompute;
 pub(crate) mod retire;
+pub(crate) mod stats;
 pub(crate) mod write;
 
 use cache::BoardCache;

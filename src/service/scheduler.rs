@@ -8,19 +8,24 @@
 //!   safety net for failed passes.
 //! - The sweep job, every `sweep_every` and once at start, builds windows added to a
 //!   board whose build did not finish (its process stopped).
+//! - The counter clean-up job, every minute, runs one clean-up pass over every counter
+//!   (coarse precisions on fewer passes, see [`CleanPlan`](crate::CleanPlan)); every
+//!   call it makes is bounded and idempotent, so replicas running it at once are safe.
 //!
 //! Retirement is idempotent and exact with any number of retirers, so every replica runs
 //! this without coordination. Shutdown stops both and waits, up to a bound, for passes
 //! and builds in progress.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio_cron_scheduler::{Job, JobScheduler};
 use tokio_util::task::TaskTracker;
 
-use crate::{Error, Retirer, RetirerEvent, RetirerObserver, RetirerOptions, Rollboard};
+use crate::{
+    CleanReport, Error, Retirer, RetirerEvent, RetirerObserver, RetirerOptions, Rollboard,
+};
 
 /// Retires boards at slot boundaries. Cheap to clone; clones share everything.
 #[derive(Clone)]
@@ -42,7 +47,12 @@ struct Inner {
     background: TaskTracker,
     stopping: AtomicBool,
     cron: tokio::sync::Mutex<Option<JobScheduler>>,
+    /// Counter clean-up passes run, which decides the precisions each pass visits.
+    clean_passes: AtomicU64,
 }
+
+/// How often the counter clean-up runs (the source's daemon: once a minute).
+pub const COUNTER_CLEAN_EVERY: Duration = Duration::from_secs(60);
 
 /// Why the scheduler could not start.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +69,7 @@ impl Scheduler {
                 background: TaskTracker::new(),
                 stopping: AtomicBool::new(false),
                 cron: tokio::sync::Mutex::new(None),
+                clean_passes: AtomicU64::new(0),
             }),
         }
     }
@@ -80,6 +91,18 @@ impl Scheduler {
             Job::new_repeated_async(sweep_every, move |_, _| {
                 let me = me.clone();
                 Box::pin(async move { me.sweep().await })
+            })
+            .map_err(fail)?,
+        )
+        .await
+        .map_err(fail)?;
+        let me = self.clone();
+        cron.add(
+            Job::new_repeated_async(COUNTER_CLEAN_EVERY, move |_, _| {
+                let me = me.clone();
+                Box::pin(async move {
+                    let _ = me.clean_counters().await;
+                })
             })
             .map_err(fail)?,
         )
@@ -120,6 +143,28 @@ impl Scheduler {
                     }
                 }
             });
+        }
+    }
+
+    /// Runs the next counter clean-up pass: pass 0 visits every precision, pass `k` a
+    /// precision of `p` seconds when `k` is a multiple of `p / 60`. Failures are logged
+    /// and counted; the next pass retries.
+    pub async fn clean_counters(&self) -> Option<CleanReport> {
+        if self.inner.stopping.load(Ordering::SeqCst) {
+            return None;
+        }
+        let pass = self.inner.clean_passes.fetch_add(1, Ordering::SeqCst);
+        let boards = &self.inner.boards;
+        match boards.clean_counters(boards.clean_plan(pass)).await {
+            Ok(report) => {
+                tracing::debug!(?report, pass, "counters cleaned");
+                Some(report)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "counter clean-up failed; retrying next pass");
+                crate::metrics::store_error(e.code());
+                None
+            }
         }
     }
 

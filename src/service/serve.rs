@@ -88,6 +88,7 @@ pub async fn run(
         .max_clock_skew
         .map(|_| super::clock_check::spawn(boards.clone()));
 
+    let access_time = crate::http::AccessTimeLayer::new(boards.clone());
     let app = router(
         boards,
         HttpOptions {
@@ -97,7 +98,9 @@ pub async fn run(
             metrics: Some(metrics),
             max_clock_skew: config.max_clock_skew,
         },
-    );
+    )
+    // The service's own routes are recorded: their slowest are at /v1/stats/slowest.
+    .route_layer(access_time);
     let address = listener.local_addr()?;
     tracing::info!(
         "listening on http://{address} (dashboard at /, API under /v1, spec at /openapi.json)"

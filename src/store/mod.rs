@@ -18,9 +18,14 @@ use crate::domain::{History, Standing, TopPage};
 use crate::domain::{RetireOptions, RetireReport};
 use crate::error::Result;
 
+mod counters;
 mod memory;
 pub(crate) mod rates;
 mod redis;
+mod stats;
+
+pub use counters::{CounterCleaned, CounterInfo, CounterStore};
+pub use stats::{StatRecord, StatsStore};
 
 pub use memory::MemoryStore;
 pub use rates::{RateHit, RateStore};
@@ -46,7 +51,7 @@ pub enum WriteStatus {
 /// Methods that take a [`Board`] fail with [`Error::BoardChanged`](crate::Error::BoardChanged)
 /// when the stored board is gone or is another incarnation (another `version`).
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
     /// A short name for logs: `"redis"` or `"memory"`.
     fn kind(&self) -> &'static str;
 

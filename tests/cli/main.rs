@@ -474,3 +474,38 @@ async fn rate_prints_a_keys_counts_as_text_or_json() {
         stderr(&bad)
     );
 }
+
+#[tokio::test]
+async fn clean_counters_runs_one_pass_and_forgets_empty_counters() {
+    let redis = TestRedis::spawn().await;
+    let boards = Rollboard::new(redis.store().await);
+    let (old, live) = (unique("old"), unique("live"));
+    // Ten days ago: outside the two slices of time that --keep 2 keeps at every precision.
+    let ten_days_ago = Timestamp::from_unix_seconds(Timestamp::now_utc().unix_seconds() - 864_000);
+    boards
+        .incr_counter(&old, 3, Some(ten_days_ago.unwrap()))
+        .await
+        .unwrap();
+    // Half a minute ahead (inside the allowed skew): kept however long the test takes.
+    let soon = Timestamp::now_utc().plus_millis(30_000);
+    boards.incr_counter(&live, 1, Some(soon)).await.unwrap();
+    let out = rollboard(&["clean-counters", "--keep", "2"], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "cleaned counters: 2 counters, 7 samples removed, 1 forgotten\n"
+    );
+    let listed: Vec<String> = boards
+        .counters()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name.to_string())
+        .collect();
+    assert_eq!(listed, [live]);
+    let again = rollboard(&["clean-counters", "--keep", "2"], Some(&redis.url));
+    assert_eq!(
+        stdout(&again),
+        "cleaned counters: 1 counters, 0 samples removed, 0 forgotten\n"
+    );
+}

@@ -192,6 +192,57 @@ async fn under_a_prefix_the_dashboard_reads_the_api_next_to_it() {
     assert_eq!(legend(section), ["post:1"]);
 }
 
+#[tokio::test]
+async fn the_dashboard_charts_each_counter_precision_and_lists_the_slowest_routes() {
+    let app = spawn_app().await;
+    let c = unique("hits");
+    let path = format!("/v1/counters/{c}");
+    for (count, at) in [(2, START - 2), (3, START)] {
+        let reply = app.post(&path, json!({"count": count, "at": at})).await;
+        assert_eq!(reply.status, reqwest::StatusCode::OK);
+    }
+    // The service records its own routes in the background: wait for this one.
+    let mut recorded = false;
+    for _ in 0..100 {
+        let slowest = app.get("/v1/stats/slowest?limit=100").await.body;
+        if slowest.to_string().contains("/v1/counters/{name}") {
+            recorded = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(recorded, "the counter route was never recorded");
+
+    let dom = render(&format!("{}/", app.url)).await;
+    assert!(
+        dom.contains("data-extras=\"1\""),
+        "no counters refresh:\n{dom}"
+    );
+    let counter = slice(
+        &dom,
+        &format!("<div class=\"counter\" data-counter=\"{c}\">"),
+        "</h3>",
+    );
+    assert!(counter.contains(&format!("<h3>{c}")), "{counter}");
+    for (precision, samples) in [("1s", 3), ("5s", 2), ("1m", 2), ("1h", 2), ("1d", 1)] {
+        let chart = slice(
+            &dom[dom.find(&format!("data-counter=\"{c}\"")).unwrap()..],
+            &format!("data-precision=\"{precision}\""),
+            ">",
+        );
+        assert!(
+            chart.contains(&format!("data-samples=\"{samples}\""))
+                && chart.contains("data-total=\"5\""),
+            "{precision}: {chart}"
+        );
+    }
+    let stats = slice(&dom, "<section id=\"stats\"", "</section>");
+    assert!(
+        stats.contains("<tr data-context=\"/v1/counters/{name}\">"),
+        "slowest routes:\n{stats}"
+    );
+}
+
 /// A batch of `(member, delta, at)` events.
 fn events(list: &[(&str, i64, i64)]) -> serde_json::Value {
     let events: Vec<_> = list

@@ -3,6 +3,7 @@
 mod api;
 mod auth;
 mod clock;
+mod counters;
 mod dashboard;
 mod mounted;
 mod ops;
@@ -11,6 +12,7 @@ mod recompute;
 mod replicas;
 mod scheduler;
 mod shutdown;
+mod stats;
 mod support;
 #[path = "../common/redis.rs"]
 mod test_redis;

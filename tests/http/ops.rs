@@ -49,6 +49,13 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "GET /v1/rates/{key}",
         "DELETE /v1/rates/{key}",
         "POST /v1/rates/{key}/check",
+        "GET /v1/counters",
+        "POST /v1/counters/{name}",
+        "GET /v1/counters/{name}",
+        "DELETE /v1/counters/{name}",
+        "POST /v1/stats/{context}/{kind}",
+        "GET /v1/stats/{context}/{kind}",
+        "GET /v1/stats/slowest",
         "GET /healthz",
         "GET /readyz",
         "GET /metrics",
@@ -64,7 +71,10 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         let (method, path) = op.split_once(' ').unwrap();
         let path = path
             .replace("{board}", "no-such-board")
-            .replace("{member}", "m");
+            .replace("{member}", "m")
+            .replace("{name}", "no-such-counter")
+            .replace("{context}", "no-such-context")
+            .replace("{kind}", "K");
         let method = Method::from_bytes(method.as_bytes()).unwrap();
         let reply = app.request(method, &path, Some(json!({})), None).await;
         assert!(

@@ -3,6 +3,7 @@
 
 mod concurrency;
 mod conformance;
+mod counters;
 mod faults;
 mod history_under_retirement;
 mod lifecycle;
@@ -14,6 +15,7 @@ mod rates;
 mod rates_property;
 mod redis_layout;
 mod retirer;
+mod stats;
 mod support;
 #[path = "../common/tasks.rs"]
 mod tasks;

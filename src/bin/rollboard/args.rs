@@ -35,6 +35,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Retire everything overdue on every board once, then exit (for cron jobs).
     Retire(StoreArgs),
+    /// Clean the counters once, then exit (for cron jobs): delete samples older than the
+    /// newest --keep slices of every precision, and forget counters left empty.
+    CleanCounters(CleanCountersArgs),
     /// Print a board's top N.
     Top(TopArgs),
     /// Print a rate key's counts over the last 5s, 5m, 5h, 5d, 180d (or --last).
@@ -92,6 +95,16 @@ pub struct ImportLegacyArgs {
     /// Unlink the legacy keys once every field came across (kept if any was rejected).
     #[arg(long)]
     pub delete_legacy: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `clean-counters` options.
+#[derive(Debug, Args)]
+pub struct CleanCountersArgs {
+    /// Slices of time kept per precision.
+    #[arg(long, default_value_t = rollboard::DEFAULT_KEEP)]
+    pub keep: u32,
     #[command(flatten)]
     pub store: StoreArgs,
 }

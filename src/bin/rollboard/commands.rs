@@ -14,8 +14,8 @@ use rollboard::service::{self, Overrides, ServiceConfig};
 use rollboard::{Rollboard, Span, SystemClock, Timestamp};
 
 use crate::args::{
-    Command, ExportArgs, ImportArgs, ImportLegacyArgs, MigrateArgs, RateArgs, RecomputeArgs,
-    ServeArgs, StoreArgs, TopArgs,
+    CleanCountersArgs, Command, ExportArgs, ImportArgs, ImportLegacyArgs, MigrateArgs, RateArgs,
+    RecomputeArgs, ServeArgs, StoreArgs, TopArgs,
 };
 use crate::progress;
 
@@ -23,6 +23,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => serve(args).await,
         Command::Retire(args) => retire(args).await,
+        Command::CleanCounters(args) => clean_counters(args).await,
         Command::Top(args) => top(args).await,
         Command::Rate(args) => rate(args).await,
         Command::Import(args) => import(args).await,
@@ -124,6 +125,24 @@ async fn rate(args: RateArgs) -> anyhow::Result<ExitCode> {
     for (window, count) in &read.counts {
         println!("last {:>5}  {count}", window.to_string());
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn clean_counters(args: CleanCountersArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "clean-counters").await?;
+    if args.keep == 0 {
+        bail!("--keep must be at least 1");
+    }
+    // Pass 0 visits every precision: a cron run does not know how many came before.
+    let plan = rollboard::CleanPlan {
+        keep: args.keep,
+        pass: 0,
+    };
+    let report = boards.clean_counters(plan).await?;
+    println!(
+        "cleaned counters: {} counters, {} samples removed, {} forgotten",
+        report.counters, report.removed, report.forgotten
+    );
     Ok(ExitCode::SUCCESS)
 }
 

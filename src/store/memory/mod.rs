@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use async_trait::async_trait;
 
 mod board_state;
+mod counters;
 mod rates;
+mod stats;
 mod totals;
 
 use board_state::MemBoard;
@@ -32,6 +34,8 @@ pub struct MemoryStore {
     boards: RwLock<BTreeMap<BoardName, Arc<Mutex<MemBoard>>>>,
     /// Rate windows (see `rates.rs`).
     rates: rates::MemRates,
+    counters: counters::MemCounters,
+    stats: stats::MemStats,
 }
 
 impl MemoryStore {

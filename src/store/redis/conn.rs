@@ -103,7 +103,8 @@ impl RedisConn {
         }
     }
 
-    /// Runs a script outside any board (the jobs' own scripts, rate windows).
+    /// Runs a script outside any board (counters, stats, rate windows, the jobs' own
+    /// scripts).
     pub(crate) async fn invoke<T: FromRedisValue>(
         &self,
         invocation: &ScriptInvocation<'_>,

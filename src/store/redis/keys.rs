@@ -5,6 +5,8 @@
 //! global and is only ever touched by its own single-key commands.
 
 use crate::board::Board;
+use crate::domain::counter::CounterName;
+use crate::domain::stats::{StatsContext, StatsKind};
 use crate::domain::{BoardName, Span};
 use crate::rates::{RateKey, RateTiers};
 
@@ -78,6 +80,42 @@ pub(super) fn stage(name: &BoardName, slot: i64, stage: usize) -> String {
 /// All stage keys of a slot, stage 0 first.
 pub(super) fn stages(board: &Board, slot: i64) -> impl Iterator<Item = String> + '_ {
     (0..board.config.windows().len()).map(move |k| stage(&board.name, slot, k))
+}
+
+/// The index of counters: a hash, field = counter name, value = the generation listed.
+/// Written only when a counter is first seen (see `counter_incr.lua`).
+pub(super) const COUNTERS: &str = "rollboard:counters";
+
+/// `counter_{<counter>}`: a counter's record (precisions, generation, listed mark).
+pub(super) fn counter_record(name: &CounterName) -> String {
+    format!("counter_{{{name}}}")
+}
+
+/// `count_{<counter>}_<p>`: a counter's samples at precision `p` seconds, field = slice
+/// start.
+pub(super) fn counter_samples(name: &CounterName, precision: Span) -> String {
+    format!("count_{{{name}}}_{}", precision.seconds())
+}
+
+/// `stat_{<context>}_<kind>`: the newest hour of a (context, kind); the context encoded
+/// by [`StatsContext::key_part`], so it is a hash tag of its own.
+pub(super) fn stat_newest(context: &StatsContext, kind: &StatsKind) -> String {
+    format!("stat_{{{}}}_{kind}", context.key_part())
+}
+
+/// `statprev_{<context>}_<kind>`: the hour before the newest.
+pub(super) fn stat_before(context: &StatsContext, kind: &StatsKind) -> String {
+    format!("statprev_{{{}}}_{kind}", context.key_part())
+}
+
+/// `slowest_{<kind>}`: a kind's slowest contexts, score = mean.
+pub(super) fn slowest(kind: &StatsKind) -> String {
+    format!("slowest_{{{kind}}}")
+}
+
+/// `slowest_meta_{<kind>}`: per context in the list, `hour:count` of its mean.
+pub(super) fn slowest_meta(kind: &StatsKind) -> String {
+    format!("slowest_meta_{{{kind}}}")
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use async_trait::async_trait;
 
 mod boards;
 mod conn;
+mod counters;
 mod ingest;
 mod keys;
 mod rates;
@@ -26,6 +27,7 @@ mod refusal;
 mod reply;
 mod retire;
 mod scripts;
+mod stats;
 mod write;
 
 pub(crate) use conn::{RedisConn, Retry};

@@ -17,6 +17,13 @@ macro_rules! script {
 
 /// One handle per script; building one hashes its source once.
 pub(super) struct Scripts {
+    pub counter_clean: Script,
+    pub counter_drop: Script,
+    pub counter_incr: Script,
+    pub counter_indexed: Script,
+    pub counter_unindex: Script,
+    pub stats_record: Script,
+    pub stats_slowest: Script,
     pub create_board: Script,
     pub drop_begin: Script,
     pub extend_board: Script,
@@ -37,6 +44,13 @@ pub(super) struct Scripts {
 impl Scripts {
     pub fn new() -> Self {
         Scripts {
+            counter_clean: script!("counter_clean"),
+            counter_drop: script!("counter_drop"),
+            counter_incr: script!("counter_incr"),
+            counter_indexed: script!("counter_indexed"),
+            counter_unindex: script!("counter_unindex"),
+            stats_record: script!("stats_record"),
+            stats_slowest: script!("stats_slowest"),
             create_board: script!("create_board"),
             drop_begin: script!("drop_begin"),
             extend_board: script!("extend_board"),

@@ -1,0 +1,170 @@
+//! `/v1/counters`: increment a counter, read its samples at one precision, list and
+//! drop counters.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use super::auth::{AdminAccess, WriteAccess};
+use super::error::{ApiError, ApiResult, ErrorBody};
+use super::extract::{ApiPath, ApiQuery};
+use crate::{CounterInfo, SampleQuery, Span, Timestamp};
+
+/// The body of `POST /v1/counters/{name}`; an empty body counts 1 now.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CountBody {
+    /// What to add (non-zero integer within ±(2^53 − 1)); 1 by default.
+    pub count: Option<i64>,
+    /// When, unix seconds (fractions allowed); now by default.
+    pub at: Option<f64>,
+}
+
+/// What an increment counted.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Counted {
+    /// The counter.
+    pub name: String,
+    /// What was added at every precision.
+    pub count: i64,
+}
+
+/// `?precision=&from=&to=&fill=`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct SamplesQuery {
+    /// A precision of the counter, in seconds (`5`) or as a duration (`5m`); the finest
+    /// configured by default.
+    pub precision: Option<String>,
+    /// Only the slice holding this time (unix seconds) and later ones.
+    pub from: Option<f64>,
+    /// Only the slice holding this time (unix seconds) and earlier ones.
+    pub to: Option<f64>,
+    /// `true`: answer empty slices with a zero count, up to the current slice.
+    #[serde(default)]
+    pub fill: bool,
+}
+
+/// A counter's samples at one precision.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Samples {
+    /// The counter.
+    pub name: String,
+    /// The precision, in seconds.
+    pub precision: u64,
+    /// `[slice_start, count]` pairs, oldest first.
+    pub samples: Vec<(i64, i64)>,
+    /// The start of the current, still-open slice when `samples` holds it, else null.
+    pub open: Option<i64>,
+}
+
+/// `GET /v1/counters`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CounterList {
+    /// Every counter, by name.
+    pub counters: Vec<CounterInfo>,
+}
+
+fn time(seconds: Option<f64>) -> crate::Result<Option<Timestamp>> {
+    seconds.map(Timestamp::from_unix_seconds_f64).transpose()
+}
+
+/// Adds `count` (default 1) at `at` (default now) to every precision of the counter,
+/// atomically; a counter not seen before starts here.
+#[utoipa::path(
+    post, path = "/v1/counters/{name}", tag = "counters",
+    params(("name" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -")),
+    request_body = CountBody,
+    responses(
+        (status = 200, body = Counted),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 422, description = "Bad name, count or time", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn post_count(
+    _: WriteAccess,
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<Json<Counted>> {
+    let body = body.map_err(ApiError::from)?;
+    let body: CountBody = if body.iter().all(u8::is_ascii_whitespace) {
+        CountBody::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(e.to_string()))?
+    };
+    let count = body.count.unwrap_or(1);
+    state
+        .boards
+        .incr_counter(&name, count, time(body.at)?)
+        .await?;
+    Ok(Json(Counted { name, count }))
+}
+
+/// The counter's samples at one precision, oldest first.
+#[utoipa::path(
+    get, path = "/v1/counters/{name}", tag = "counters",
+    params(("name" = String, Path), SamplesQuery),
+    responses(
+        (status = 200, body = Samples),
+        (status = 404, description = "Unknown counter or precision", body = ErrorBody),
+        (status = 422, body = ErrorBody),
+    )
+)]
+pub async fn get_samples(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(q): ApiQuery<SamplesQuery>,
+) -> ApiResult<Json<Samples>> {
+    let precision = match q.precision.as_deref() {
+        Some(text) => Span::parse(text)?,
+        None => state.boards.settings().counter_precisions[0],
+    };
+    let query = SampleQuery {
+        from: time(q.from)?,
+        to: time(q.to)?,
+        fill_gaps: q.fill,
+    };
+    let samples = state
+        .boards
+        .counter_samples(&name, precision, query)
+        .await?;
+    Ok(Json(Samples {
+        name,
+        precision: precision.seconds(),
+        open: samples.iter().find(|s| s.open).map(|s| s.slice_start),
+        samples: samples.iter().map(|s| (s.slice_start, s.count)).collect(),
+    }))
+}
+
+/// Every counter and its precisions.
+#[utoipa::path(
+    get, path = "/v1/counters", tag = "counters",
+    responses((status = 200, body = CounterList), (status = 503, body = ErrorBody))
+)]
+pub async fn list_counters(State(state): State<AppState>) -> ApiResult<Json<CounterList>> {
+    Ok(Json(CounterList {
+        counters: state.boards.counters().await?,
+    }))
+}
+
+/// Deletes a counter and its samples.
+#[utoipa::path(
+    delete, path = "/v1/counters/{name}", tag = "counters",
+    params(("name" = String, Path)),
+    responses((status = 204, description = "Dropped"), (status = 404, body = ErrorBody)),
+    security(("bearer" = []))
+)]
+pub async fn delete_counter(
+    _: AdminAccess,
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    state.boards.drop_counter(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

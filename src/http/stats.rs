@@ -1,0 +1,119 @@
+//! `/v1/stats`: record a value, read a (context, kind)'s current and previous hour, and
+//! a kind's slowest contexts. A context holding `/` is percent-encoded within its one
+//! path segment: `/v1/stats/%2Fv1%2Fcounters%2F%7Bname%7D/AccessTime`.
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use super::auth::WriteAccess;
+use super::error::{ApiResult, ErrorBody};
+use super::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::{ContextStats, SlowEntry};
+
+/// The body of `POST /v1/stats/{context}/{kind}`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ValueBody {
+    /// The value (a finite number), e.g. a duration in seconds.
+    pub value: f64,
+}
+
+/// What was recorded.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Recorded {
+    /// The context.
+    pub context: String,
+    /// The kind.
+    pub kind: String,
+    /// The value.
+    pub value: f64,
+}
+
+/// `?kind=&limit=`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct SlowestQuery {
+    /// The kind (default `AccessTime`).
+    pub kind: Option<String>,
+    /// Entries, 1–100 (default 10).
+    pub limit: Option<usize>,
+}
+
+/// `GET /v1/stats/slowest`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Slowest {
+    /// The kind.
+    pub kind: String,
+    /// Contexts by the mean of their newest hour, highest first.
+    pub entries: Vec<SlowEntry>,
+}
+
+/// Records one value of `kind` in `context` for the current hour.
+#[utoipa::path(
+    post, path = "/v1/stats/{context}/{kind}", tag = "stats",
+    params(
+        ("context" = String, Path, description = "Any text of 1–256 bytes; percent-encode `/` (`%2F`)"),
+        ("kind" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -"),
+    ),
+    request_body = ValueBody,
+    responses(
+        (status = 200, body = Recorded),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 422, description = "Bad context, kind or value", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn post_value(
+    _: WriteAccess,
+    State(state): State<AppState>,
+    ApiPath((context, kind)): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<ValueBody>,
+) -> ApiResult<Json<Recorded>> {
+    state
+        .boards
+        .record_stat(&context, &kind, body.value)
+        .await?;
+    Ok(Json(Recorded {
+        context,
+        kind,
+        value: body.value,
+    }))
+}
+
+/// Count, sum, min, max, mean, sample stddev and p50/p95/p99 (within 2 %) of the
+/// current and the previous hour.
+#[utoipa::path(
+    get, path = "/v1/stats/{context}/{kind}", tag = "stats",
+    params(("context" = String, Path), ("kind" = String, Path)),
+    responses(
+        (status = 200, body = ContextStats),
+        (status = 404, description = "Nothing recorded this hour or the previous one", body = ErrorBody),
+        (status = 422, body = ErrorBody),
+    )
+)]
+pub async fn get_stats(
+    State(state): State<AppState>,
+    ApiPath((context, kind)): ApiPath<(String, String)>,
+) -> ApiResult<Json<ContextStats>> {
+    Ok(Json(state.boards.stats(&context, &kind).await?))
+}
+
+/// The contexts of a kind with the highest mean (the service records its own routes'
+/// `AccessTime`).
+#[utoipa::path(
+    get, path = "/v1/stats/slowest", tag = "stats",
+    params(SlowestQuery),
+    responses((status = 200, body = Slowest), (status = 422, body = ErrorBody))
+)]
+pub async fn slowest(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<SlowestQuery>,
+) -> ApiResult<Json<Slowest>> {
+    let kind = q
+        .kind
+        .unwrap_or_else(|| super::access_time::ACCESS_TIME.to_owned());
+    let entries = state.boards.slowest(&kind, q.limit.unwrap_or(10)).await?;
+    Ok(Json(Slowest { kind, entries }))
+}

@@ -1,0 +1,165 @@
+//! Counters: increment, read samples, list, drop, and the clean-up pass.
+
+use super::Rollboard;
+use crate::domain::counter::{self, CleanPlan, CounterName, Sample, SampleQuery};
+use crate::domain::{Span, Timestamp, check_delta};
+use crate::error::{Error, Result};
+use crate::store::CounterInfo;
+
+/// What one clean-up pass over every counter did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CleanReport {
+    /// Counters visited.
+    pub counters: u64,
+    /// Samples deleted.
+    pub removed: u64,
+    /// Counters found empty and forgotten.
+    pub forgotten: u64,
+}
+
+impl Rollboard {
+    /// Adds `count` (non-zero, within ±(2^53 − 1)) to counter `name` at every precision
+    /// of [`Settings::counter_precisions`](crate::Settings), at `at` (now when `None`),
+    /// atomically. A time further ahead than the allowed skew is
+    /// [`Error::InFuture`]; one whose slice the coarsest precision no longer keeps is
+    /// [`Error::TooLate`].
+    pub async fn incr_counter(&self, name: &str, count: i64, at: Option<Timestamp>) -> Result<()> {
+        self.incr_counter_batch(name, &[(count, at)]).await
+    }
+
+    /// Adds a batch of increments `(count, at)` to counter `name`, in one store call
+    /// (one script on Redis) that adds one sum per touched sample: all or nothing. Each
+    /// increment is checked as by [`incr_counter`](Self::incr_counter); a sum leaving
+    /// ±(2^53 − 1) is [`Error::OutOfRange`].
+    pub async fn incr_counter_batch(
+        &self,
+        name: &str,
+        increments: &[(i64, Option<Timestamp>)],
+    ) -> Result<()> {
+        let name = CounterName::parse(name)?;
+        let settings = self.settings();
+        let max = settings.max_batch;
+        if increments.len() > max {
+            return Err(Error::BatchTooLarge {
+                len: increments.len(),
+                max,
+            });
+        }
+        let precisions = counter::check_precisions(&settings.counter_precisions)?;
+        let now = self.now();
+        let admitted = increments
+            .iter()
+            .map(|(count, at)| {
+                Ok((
+                    check_delta(*count)?,
+                    self.counter_time(&precisions, *at, now)?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if admitted.is_empty() {
+            return Ok(());
+        }
+        let out_of_range = || Error::OutOfRange {
+            member: name.to_string(),
+        };
+        let sums = counter::slice_sums(&precisions, &admitted).ok_or_else(out_of_range)?;
+        if self.inner.store.incr_counter(&name, &sums).await? {
+            Ok(())
+        } else {
+            Err(out_of_range())
+        }
+    }
+
+    /// `at` (now when `None`), if it is neither too far ahead nor too late.
+    fn counter_time(
+        &self,
+        precisions: &[Span],
+        at: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<Timestamp> {
+        let at = at.unwrap_or(now);
+        let skew = self.settings().max_future_skew;
+        if at.unix_millis() > now.unix_millis() + skew.secs_i64() * 1000 {
+            return Err(Error::InFuture {
+                at: at.unix_seconds_f64(),
+                now: now.unix_seconds_f64(),
+                skew_seconds: skew.seconds(),
+            });
+        }
+        let coarsest = precisions[precisions.len() - 1];
+        let oldest_open = self.clean_plan(0).cutoff(coarsest, now);
+        let slot = counter::slice_start(at, coarsest);
+        if slot < oldest_open {
+            return Err(Error::TooLate {
+                at: at.unix_seconds_f64(),
+                slot,
+                oldest_open,
+            });
+        }
+        Ok(at)
+    }
+
+    /// The samples of counter `name` at `precision`, oldest first, as `query` asks.
+    /// [`Error::CounterNotFound`] for an unknown counter, [`Error::PrecisionNotFound`]
+    /// for a precision it does not count at.
+    pub async fn counter_samples(
+        &self,
+        name: &str,
+        precision: Span,
+        query: SampleQuery,
+    ) -> Result<Vec<Sample>> {
+        let name = CounterName::parse(name)?;
+        let store = &self.inner.store;
+        let Some(stored) = store.counter_samples(&name, precision).await? else {
+            return Err(match store.counter_precisions(&name).await? {
+                None => Error::CounterNotFound(name.to_string()),
+                Some(_) => Error::PrecisionNotFound {
+                    counter: name.to_string(),
+                    precision,
+                },
+            });
+        };
+        counter::select_samples(&stored, precision, self.now(), query)
+    }
+
+    /// Every counter and its precisions, by name.
+    pub async fn counters(&self) -> Result<Vec<CounterInfo>> {
+        self.inner.store.list_counters().await
+    }
+
+    /// Deletes counter `name`; [`Error::CounterNotFound`] when there is none.
+    pub async fn drop_counter(&self, name: &str) -> Result<()> {
+        let name = CounterName::parse(name)?;
+        if self.inner.store.drop_counter(&name).await? {
+            Ok(())
+        } else {
+            Err(Error::CounterNotFound(name.to_string()))
+        }
+    }
+
+    /// The clean-up plan of pass number `pass`, keeping
+    /// [`Settings::counter_keep`](crate::Settings) slices per precision.
+    pub fn clean_plan(&self, pass: u64) -> CleanPlan {
+        CleanPlan {
+            keep: self.settings().counter_keep,
+            pass,
+        }
+    }
+
+    /// One clean-up pass over every counter (see [`CleanPlan`]): each call to the store
+    /// is bounded, and a counter left empty is forgotten.
+    pub async fn clean_counters(&self, plan: CleanPlan) -> Result<CleanReport> {
+        let mut report = CleanReport::default();
+        for info in self.counters().await? {
+            let cleaned = self
+                .inner
+                .store
+                .clean_counter(&info.name, self.now(), plan)
+                .await?;
+            report.counters += 1;
+            report.removed += cleaned.removed;
+            report.forgotten += u64::from(cleaned.forgotten);
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,100 @@
+//! Aggregate statistics: record a value, read a (context, kind)'s current and previous
+//! hour, list a kind's slowest contexts.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::Rollboard;
+use crate::domain::stats::{
+    self, HourStats, SLOWEST_KEPT, SlowEntry, StatsContext, StatsKind, bucket_of, check_value,
+    hour_of,
+};
+use crate::error::{Error, Result};
+use crate::store::StatRecord;
+
+/// A (context, kind)'s statistics for the current hour and the previous one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct ContextStats {
+    /// The context.
+    pub context: String,
+    /// The kind.
+    pub kind: String,
+    /// The current hour (by this instance's clock), null when nothing was recorded in it.
+    pub current: Option<HourStats>,
+    /// The previous hour, null when nothing was recorded in it.
+    pub previous: Option<HourStats>,
+}
+
+impl Rollboard {
+    /// Records `value` (a finite number) for `kind` in `context`, in the current hour:
+    /// count, sum, min, max, a stable variance and a histogram, atomically; then the
+    /// kind's list of the 100 slowest contexts.
+    pub async fn record_stat(&self, context: &str, kind: &str, value: f64) -> Result<()> {
+        self.record_stats(context, kind, &[value]).await
+    }
+
+    /// Records a batch of values for `kind` in `context` in one store call (one script
+    /// on Redis), all or nothing, then updates the slowest list once.
+    pub async fn record_stats(&self, context: &str, kind: &str, values: &[f64]) -> Result<()> {
+        let context = StatsContext::parse(context)?;
+        let kind = StatsKind::parse(kind)?;
+        let max = self.settings().max_batch;
+        if values.len() > max {
+            return Err(Error::BatchTooLarge {
+                len: values.len(),
+                max,
+            });
+        }
+        let mut buckets = BTreeMap::<String, u64>::new();
+        for value in values {
+            *buckets.entry(bucket_of(check_value(*value)?)).or_default() += 1;
+        }
+        if values.is_empty() {
+            return Ok(());
+        }
+        let record = StatRecord {
+            context: &context,
+            kind: &kind,
+            values,
+            buckets: &buckets,
+            hour: hour_of(self.now()),
+            slowest_kept: SLOWEST_KEPT,
+        };
+        self.inner.store.record_stat(record).await
+    }
+
+    /// The statistics of `kind` in `context` for the current and the previous hour
+    /// (mean, sample standard deviation, p50/p95/p99 within 2 %);
+    /// [`Error::StatsNotFound`] when neither holds anything.
+    pub async fn stats(&self, context: &str, kind: &str) -> Result<ContextStats> {
+        let context = StatsContext::parse(context)?;
+        let kind = StatsKind::parse(kind)?;
+        let stored = self.inner.store.read_stats(&context, &kind).await?;
+        match stored.view(self.now()) {
+            (None, None) => Err(Error::StatsNotFound {
+                context: context.to_string(),
+                kind: kind.to_string(),
+            }),
+            (current, previous) => Ok(ContextStats {
+                context: context.to_string(),
+                kind: kind.to_string(),
+                current,
+                previous,
+            }),
+        }
+    }
+
+    /// Up to `limit` (1–100) contexts of `kind` with the highest mean of their newest
+    /// hour, highest first.
+    pub async fn slowest(&self, kind: &str, limit: usize) -> Result<Vec<SlowEntry>> {
+        let kind = StatsKind::parse(kind)?;
+        if !(1..=stats::SLOWEST_KEPT).contains(&limit) {
+            return Err(Error::InvalidQuery {
+                reason: format!("limit must be 1 to {}", stats::SLOWEST_KEPT),
+            });
+        }
+        self.inner.store.slowest(&kind, limit).await
+    }
+}

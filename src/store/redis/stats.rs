@@ -1,0 +1,137 @@
+//! Stats in Redis: per (context, kind) two hashes (the newest hour and the one before)
+//! under the context's own hash tag; per kind the slowest list and its metadata under
+//! the kind's tag. A record is one script on the context's keys, then one on the
+//! kind's list: two calls, because on Cluster the two tags live on different nodes.
+//!
+//! Retry classes: the record adds, so it is [`Retry::Never`]; the list update sets a
+//! mean only if it is newer, and the reads read: [`Retry::Idempotent`].
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+
+use super::RedisStore;
+use super::conn::Retry;
+use super::keys;
+use super::reply::parse_integer;
+use crate::domain::stats::{Moments, SlowEntry, StatsContext, StatsKind, StoredStats};
+use crate::error::{Error, Result};
+use crate::store::{StatRecord, StatsStore};
+
+/// An hour's hash as moments, `None` when it is empty.
+fn moments_of(fields: HashMap<String, String>) -> Result<Option<(i64, Moments)>> {
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    let bad = || Error::Store(format!("unexpected stats hash {fields:?}"));
+    let num = |name: &str| -> Result<f64> {
+        fields
+            .get(name)
+            .and_then(|v| v.parse::<f64>().ok())
+            .ok_or_else(bad)
+    };
+    let hour = fields
+        .get("hour")
+        .and_then(|h| parse_integer(h))
+        .ok_or_else(bad)?;
+    let mut moments = Moments {
+        count: num("count")? as u64,
+        sum: num("sum")?,
+        min: num("min")?,
+        max: num("max")?,
+        mean: num("mean")?,
+        m2: num("m2")?,
+        buckets: Default::default(),
+    };
+    for (field, value) in &fields {
+        if field == "z" || field.starts_with('p') || field.starts_with('n') {
+            let count = value.parse::<u64>().map_err(|_| bad())?;
+            moments.buckets.insert(field.clone(), count);
+        }
+    }
+    Ok(Some((hour, moments)))
+}
+
+#[async_trait]
+impl StatsStore for RedisStore {
+    async fn record_stat(&self, r: StatRecord<'_>) -> Result<()> {
+        let conn = &self.conn;
+        let mut record = conn.scripts().stats_record.prepare_invoke();
+        record
+            .key(keys::stat_newest(r.context, r.kind))
+            .key(keys::stat_before(r.context, r.kind))
+            .arg(r.hour)
+            .arg(r.values.len());
+        for value in r.values {
+            record.arg(format!("{value:e}"));
+        }
+        for (bucket, count) in r.buckets {
+            record.arg(bucket).arg(*count);
+        }
+        let (hour, count, mean): (i64, u64, String) = conn.invoke(&record, Retry::Never).await?;
+        let mut slowest = conn.scripts().stats_slowest.prepare_invoke();
+        slowest
+            .key(keys::slowest(r.kind))
+            .key(keys::slowest_meta(r.kind))
+            .arg(r.context.as_str())
+            .arg(hour)
+            .arg(count)
+            .arg(mean)
+            .arg(r.slowest_kept);
+        conn.invoke::<i64>(&slowest, Retry::Idempotent).await?;
+        Ok(())
+    }
+
+    async fn read_stats(&self, context: &StatsContext, kind: &StatsKind) -> Result<StoredStats> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("HGETALL")
+            .arg(keys::stat_newest(context, kind))
+            .cmd("HGETALL")
+            .arg(keys::stat_before(context, kind));
+        let (newest, before): (HashMap<String, String>, HashMap<String, String>) =
+            self.conn.query_pipe(&pipe, None, Retry::Idempotent).await?;
+        Ok(StoredStats {
+            newest: moments_of(newest)?,
+            before: moments_of(before)?,
+        })
+    }
+
+    async fn slowest(&self, kind: &StatsKind, limit: usize) -> Result<Vec<SlowEntry>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let top: Vec<(String, f64)> = self
+            .conn
+            .query(
+                redis::cmd("ZRANGE")
+                    .arg(keys::slowest(kind))
+                    .arg(0)
+                    .arg(limit - 1)
+                    .arg("REV")
+                    .arg("WITHSCORES"),
+                None,
+                Retry::Idempotent,
+            )
+            .await?;
+        if top.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut hmget = redis::cmd("HMGET");
+        hmget.arg(keys::slowest_meta(kind));
+        for (context, _) in &top {
+            hmget.arg(context);
+        }
+        let meta: Vec<Option<String>> = self.conn.query(&hmget, None, Retry::Idempotent).await?;
+        Ok(top
+            .into_iter()
+            .zip(meta)
+            .map(|((context, mean), meta)| SlowEntry {
+                context,
+                mean,
+                count: meta
+                    .and_then(|m| m.split_once(':').and_then(|(_, c)| c.parse().ok()))
+                    .unwrap_or(0),
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,42 @@
+//! [`StatsStore`]: what a store does for aggregate statistics (see
+//! [`crate::domain::stats`]), implemented by both stores and checked by one suite.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+
+use crate::domain::stats::{SlowEntry, StatsContext, StatsKind, StoredStats};
+use crate::error::Result;
+
+/// Values to record in one (context, kind), with what the caller computed for them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatRecord<'a> {
+    /// Where it was measured.
+    pub context: &'a StatsContext,
+    /// What was measured.
+    pub kind: &'a StatsKind,
+    /// The values, in order (at least one).
+    pub values: &'a [f64],
+    /// How many of them fall in each histogram bucket
+    /// ([`bucket_of`](crate::domain::stats::bucket_of)).
+    pub buckets: &'a BTreeMap<String, u64>,
+    /// The hour it counts in, by the caller's clock (unix seconds).
+    pub hour: i64,
+    /// Entries the kind's slowest list keeps.
+    pub slowest_kept: usize,
+}
+
+/// Stats storage. All methods are safe to call concurrently, from several processes.
+#[async_trait]
+pub trait StatsStore: Send + Sync {
+    /// Records the values in their (context, kind) for their hour, atomically, rolling the hours over
+    /// (the newest becomes the previous one; older ones go), then updates the kind's
+    /// slowest list with the newest hour's mean.
+    async fn record_stat(&self, record: StatRecord<'_>) -> Result<()>;
+
+    /// The newest stored hour of (context, kind) and the one before it.
+    async fn read_stats(&self, context: &StatsContext, kind: &StatsKind) -> Result<StoredStats>;
+
+    /// Up to `limit` contexts of `kind` with the highest mean, highest first.
+    async fn slowest(&self, kind: &StatsKind, limit: usize) -> Result<Vec<SlowEntry>>;
+}

@@ -1,0 +1,266 @@
+//! The stats conformance suite: every case runs against the memory store and against a
+//! real Redis, with the same answers; then the Redis-only key layout.
+
+use rand::{Rng, SeedableRng};
+use rollboard::{HourStats, RELATIVE_ERROR};
+
+use crate::support::{Harness, START, unique};
+
+macro_rules! conformance {
+    ($($case:ident),* $(,)?) => {
+        mod memory {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
+        }
+        mod redis {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
+        }
+    };
+}
+
+conformance!(
+    a_record_keeps_count_sum_min_max_mean_and_sample_stddev,
+    stddev_of_1e7_plus_tiny_noise_is_within_1_percent,
+    percentiles_are_within_2_percent,
+    the_hour_rolls_over_inside_the_record,
+    contexts_with_special_characters_never_share_keys,
+    slowest_lists_the_highest_means_and_keeps_100,
+    bad_input_and_unknown_stats_are_reported,
+    a_batch_records_every_value_all_or_nothing,
+);
+
+async fn current(h: &Harness, context: &str, kind: &str) -> HourStats {
+    h.boards
+        .stats(context, kind)
+        .await
+        .unwrap()
+        .current
+        .unwrap()
+}
+
+async fn a_record_keeps_count_sum_min_max_mean_and_sample_stddev(h: Harness) {
+    let ctx = unique("/page");
+    for v in [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0] {
+        h.boards.record_stat(&ctx, "AccessTime", v).await.unwrap();
+    }
+    let s = current(&h, &ctx, "AccessTime").await;
+    assert_eq!(
+        (s.hour, s.count, s.sum, s.min, s.max, s.mean),
+        (START, 8, 40.0, 2.0, 9.0, 5.0)
+    );
+    assert!(
+        (s.stddev - (32.0f64 / 7.0).sqrt()).abs() < 1e-12,
+        "{}",
+        s.stddev
+    );
+    let got = h.boards.stats(&ctx, "AccessTime").await.unwrap();
+    assert_eq!(got.previous, None);
+    assert_eq!((got.context, got.kind), (ctx, "AccessTime".to_owned()));
+}
+
+async fn stddev_of_1e7_plus_tiny_noise_is_within_1_percent(h: Harness) {
+    let ctx = unique("big");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let values: Vec<f64> = (0..1000)
+        .map(|_| 1e7 + rng.random_range(0.0..0.01))
+        .collect();
+    for v in &values {
+        h.boards.record_stat(&ctx, "Value", *v).await.unwrap();
+    }
+    // The true sample stddev, computed on the offsets (exact enough).
+    let offsets: Vec<f64> = values.iter().map(|v| v - 1e7).collect();
+    let mean = offsets.iter().sum::<f64>() / 1000.0;
+    let truth = (offsets.iter().map(|o| (o - mean).powi(2)).sum::<f64>() / 999.0).sqrt();
+    let s = current(&h, &ctx, "Value").await;
+    assert_eq!(s.count, 1000);
+    assert!(
+        (s.stddev - truth).abs() / truth < 0.01,
+        "stddev {} vs true {truth}",
+        s.stddev
+    );
+}
+
+async fn percentiles_are_within_2_percent(h: Harness) {
+    let ctx = unique("p");
+    for i in 1..=1000 {
+        h.boards
+            .record_stat(&ctx, "AccessTime", i as f64 * 0.001)
+            .await
+            .unwrap();
+    }
+    let s = current(&h, &ctx, "AccessTime").await;
+    for (got, truth) in [(s.p50, 0.5), (s.p95, 0.95), (s.p99, 0.99)] {
+        assert!(
+            (got - truth).abs() / truth <= RELATIVE_ERROR + 0.001,
+            "{got} vs {truth}"
+        );
+    }
+}
+
+async fn the_hour_rolls_over_inside_the_record(h: Harness) {
+    let ctx = unique("roll");
+    h.boards.record_stat(&ctx, "T", 1.0).await.unwrap();
+    h.at(3600 + 5);
+    h.boards.record_stat(&ctx, "T", 3.0).await.unwrap();
+    h.boards.record_stat(&ctx, "T", 5.0).await.unwrap();
+    let got = h.boards.stats(&ctx, "T").await.unwrap();
+    let (cur, prev) = (got.current.unwrap(), got.previous.unwrap());
+    assert_eq!((cur.hour, cur.count, cur.mean), (START + 3600, 2, 4.0));
+    assert_eq!((prev.hour, prev.count, prev.mean), (START, 1, 1.0));
+    // An hour later, with nothing recorded: the last hour is the previous one.
+    h.at(7200 + 5);
+    let got = h.boards.stats(&ctx, "T").await.unwrap();
+    assert_eq!(got.current, None);
+    assert_eq!(got.previous.unwrap().hour, START + 3600);
+    // Two hours of silence: both go at the next record.
+    h.at(4 * 3600);
+    h.boards.record_stat(&ctx, "T", 7.0).await.unwrap();
+    let got = h.boards.stats(&ctx, "T").await.unwrap();
+    assert_eq!(got.current.unwrap().count, 1);
+    assert_eq!(got.previous, None);
+}
+
+async fn contexts_with_special_characters_never_share_keys(h: Harness) {
+    let id = unique("");
+    let contexts: Vec<String> = [
+        "{a}",
+        "a",
+        "a:b",
+        "a b",
+        "/v1/counters/{name}",
+        "é",
+        "%7Ba%7D",
+        "}{",
+    ]
+    .iter()
+    .map(|c| format!("{c}{id}"))
+    .collect();
+    for (i, ctx) in contexts.iter().enumerate() {
+        for _ in 0..=i {
+            h.boards.record_stat(ctx, "K", i as f64).await.unwrap();
+        }
+    }
+    for (i, ctx) in contexts.iter().enumerate() {
+        let s = current(&h, ctx, "K").await;
+        assert_eq!(
+            (s.count, s.min, s.max),
+            (i as u64 + 1, i as f64, i as f64),
+            "{ctx}"
+        );
+    }
+}
+
+async fn slowest_lists_the_highest_means_and_keeps_100(h: Harness) {
+    let kind = format!("Slow{}", unique("").replace(['-', ':', '.'], ""));
+    for i in 1..=105 {
+        h.boards
+            .record_stat(&format!("/r/{i}"), &kind, i as f64)
+            .await
+            .unwrap();
+    }
+    h.boards.record_stat("/r/3", &kind, 1000.0).await.unwrap();
+    let all = h.boards.slowest(&kind, 100).await.unwrap();
+    assert_eq!(all.len(), 100);
+    let top: Vec<(String, f64, u64)> = all
+        .iter()
+        .take(3)
+        .map(|e| (e.context.clone(), e.mean, e.count))
+        .collect();
+    assert_eq!(
+        top,
+        [
+            ("/r/3".to_owned(), 501.5, 2),
+            ("/r/105".to_owned(), 105.0, 1),
+            ("/r/104".to_owned(), 104.0, 1),
+        ]
+    );
+    // /r/3 came back after being trimmed (with both its values); /r/1 to /r/6 are out.
+    assert_eq!(all.last().unwrap().context, "/r/7");
+    assert_eq!(h.boards.slowest(&kind, 2).await.unwrap().len(), 2);
+    h.boards.record_stat("/r/105", &kind, 1.0).await.unwrap();
+    let second = &h.boards.slowest(&kind, 3).await.unwrap()[2];
+    assert_eq!(
+        (second.context.as_str(), second.mean, second.count),
+        ("/r/103", 103.0, 1)
+    );
+}
+
+async fn bad_input_and_unknown_stats_are_reported(h: Harness) {
+    let ctx = unique("bad");
+    let code = |e: rollboard::Error| e.code();
+    assert_eq!(
+        code(h.boards.stats(&ctx, "T").await.unwrap_err()),
+        "stats_not_found"
+    );
+    for (context, kind, value) in [
+        ("", "T", 1.0),
+        ("a\nb", "T", 1.0),
+        ("ok", "a b", 1.0),
+        ("ok", "T", f64::INFINITY),
+        ("ok", "T", f64::NAN),
+    ] {
+        let err = h
+            .boards
+            .record_stat(context, kind, value)
+            .await
+            .unwrap_err();
+        assert_eq!(code(err), "invalid_query", "{context:?} {kind:?} {value}");
+    }
+    assert_eq!(
+        code(h.boards.slowest("T", 0).await.unwrap_err()),
+        "invalid_query"
+    );
+    assert_eq!(
+        code(h.boards.slowest("T", 101).await.unwrap_err()),
+        "invalid_query"
+    );
+}
+
+async fn a_batch_records_every_value_all_or_nothing(h: Harness) {
+    let ctx = unique("batch");
+    let bad = h.boards.record_stats(&ctx, "T", &[1.0, f64::NAN]).await;
+    assert_eq!(bad.unwrap_err().code(), "invalid_query");
+    assert_eq!(
+        h.boards.stats(&ctx, "T").await.unwrap_err().code(),
+        "stats_not_found"
+    );
+    h.boards
+        .record_stats(&ctx, "T", &[4.0, 1.0, 3.0, 2.0])
+        .await
+        .unwrap();
+    h.boards.record_stat(&ctx, "T", 5.0).await.unwrap();
+    let s = current(&h, &ctx, "T").await;
+    assert_eq!(
+        (s.count, s.sum, s.min, s.max, s.mean),
+        (5, 15.0, 1.0, 5.0, 3.0)
+    );
+    assert!((s.stddev - 2.5f64.sqrt()).abs() < 1e-12, "{}", s.stddev);
+    assert!((s.p50 - 3.0).abs() <= 3.0 * RELATIVE_ERROR);
+    let kind = format!("B{}", unique("").replace(['-', ':', '.'], ""));
+    h.boards
+        .record_stats(&ctx, &kind, &[2.0, 4.0])
+        .await
+        .unwrap();
+    let top = h.boards.slowest(&kind, 1).await.unwrap();
+    assert_eq!((top[0].mean, top[0].count), (3.0, 2));
+}
+
+#[tokio::test]
+async fn stats_keys_carry_the_encoded_context_as_their_own_hash_tag() {
+    let h = Harness::redis().await;
+    let id = unique("");
+    let ctx = format!("/v1/counters/{{name}}{id}");
+    h.boards.record_stat(&ctx, "AccessTime", 0.5).await.unwrap();
+    h.at(3600);
+    h.boards.record_stat(&ctx, "AccessTime", 0.5).await.unwrap();
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let tag = format!("%2Fv1%2Fcounters%2F%7Bname%7D{id}");
+    let exists: (i64, i64) = ::redis::pipe()
+        .cmd("EXISTS")
+        .arg(format!("stat_{{{tag}}}_AccessTime"))
+        .cmd("EXISTS")
+        .arg(format!("statprev_{{{tag}}}_AccessTime"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(exists, (1, 1));
+}
