@@ -52,15 +52,7 @@ impl Admission {
     ) -> Result<SlotWrite, Error> {
         let member = Member::parse(&event.member)?;
         let delta = check_delta(event.delta)?;
-        let at = event.at.unwrap_or(now);
-        let skew = self.max_future_skew;
-        if at > now.plus_millis(skew.seconds() as i64 * 1000) {
-            return Err(Error::InFuture {
-                at: at.unix_seconds_f64(),
-                now: now.unix_seconds_f64(),
-                skew_seconds: skew.seconds(),
-            });
-        }
+        let at = not_in_future(event.at, now, self.max_future_skew)?;
         let slot = config.slot_start(at);
         if config.is_too_late(slot, now) {
             return Err(too_late(config, now, event, slot));
@@ -81,6 +73,24 @@ pub fn too_late(config: &BoardConfig, now: Timestamp, event: &Event, slot: i64) 
         slot,
         oldest_open: config.window_start(config.windows().len() - 1, now),
     }
+}
+
+/// The time of an event, hit or increment (`now` when `None`), unless it is more than
+/// `skew` after `now`: [`Error::InFuture`].
+pub fn not_in_future(
+    at: Option<Timestamp>,
+    now: Timestamp,
+    skew: Span,
+) -> Result<Timestamp, Error> {
+    let at = at.unwrap_or(now);
+    if at > now.plus_millis(skew.secs_i64() * 1000) {
+        return Err(Error::InFuture {
+            at: at.unix_seconds_f64(),
+            now: now.unix_seconds_f64(),
+            skew_seconds: skew.seconds(),
+        });
+    }
+    Ok(at)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ mod span;
 pub mod stats;
 mod timestamp;
 
-pub use admission::{Admission, SlotWrite, too_late};
+pub use admission::{Admission, SlotWrite, not_in_future, too_late};
 pub use config::BoardConfig;
 pub use event::{Event, MAX_ABS, check_delta};
 pub use maintenance::{RecomputeReport, Removed, RetireOptions, RetireReport};

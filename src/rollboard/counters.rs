@@ -77,15 +77,7 @@ impl Rollboard {
         at: Option<Timestamp>,
         now: Timestamp,
     ) -> Result<Timestamp> {
-        let at = at.unwrap_or(now);
-        let skew = self.settings().max_future_skew;
-        if at.unix_millis() > now.unix_millis() + skew.secs_i64() * 1000 {
-            return Err(Error::InFuture {
-                at: at.unix_seconds_f64(),
-                now: now.unix_seconds_f64(),
-                skew_seconds: skew.seconds(),
-            });
-        }
+        let at = crate::domain::not_in_future(at, now, self.settings().max_future_skew)?;
         let coarsest = precisions[precisions.len() - 1];
         let oldest_open = self.clean_plan(0).cutoff(coarsest, now);
         let slot = counter::slice_start(at, coarsest);

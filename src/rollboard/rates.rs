@@ -140,15 +140,7 @@ impl Rollboard {
     ) -> Result<RateHit> {
         let key = RateKey::parse(key)?;
         let count = check_count(count)?;
-        let at = at.unwrap_or(now);
-        let skew = self.settings().max_future_skew;
-        if at.unix_millis() > now.unix_millis() + skew.secs_i64() * 1000 {
-            return Err(Error::InFuture {
-                at: at.unix_seconds_f64(),
-                now: now.unix_seconds_f64(),
-                skew_seconds: skew.seconds(),
-            });
-        }
+        let at = crate::domain::not_in_future(at, now, self.settings().max_future_skew)?;
         Ok(RateHit { key, at, count })
     }
 
