@@ -28,6 +28,34 @@ fn member(i: usize) -> String {
     format!("post:{i}")
 }
 
+/// Drifts the totals set `totals` as a bug or a hand edit would: `edited`'s total set to
+/// 999,999, `lost` removed, and a `ghost` member that no slot holds.
+pub async fn drift(
+    conn: &mut redis::aio::MultiplexedConnection,
+    totals: &str,
+    edited: &str,
+    lost: &str,
+) {
+    let _: () = redis::pipe()
+        .cmd("ZADD")
+        .arg(totals)
+        .arg(999_999)
+        .arg(edited)
+        .ignore()
+        .cmd("ZREM")
+        .arg(totals)
+        .arg(lost)
+        .ignore()
+        .cmd("ZADD")
+        .arg(totals)
+        .arg(5)
+        .arg("ghost")
+        .ignore()
+        .query_async(conn)
+        .await
+        .unwrap();
+}
+
 pub async fn recompute(redis: &crate::setup::Redis) -> Vec<Row> {
     let redis_url = redis.url.as_str();
     let now = Timestamp::now_utc();
@@ -64,25 +92,7 @@ pub async fn recompute(redis: &crate::setup::Redis) -> Vec<Row> {
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    // Drift: a hand edit, a lost member, a ghost.
-    let _: () = redis::pipe()
-        .cmd("ZADD")
-        .arg(TOTALS)
-        .arg(999_999)
-        .arg(member(0))
-        .ignore()
-        .cmd("ZREM")
-        .arg(TOTALS)
-        .arg(member(1))
-        .ignore()
-        .cmd("ZADD")
-        .arg(TOTALS)
-        .arg(5)
-        .arg("ghost")
-        .ignore()
-        .query_async(&mut conn)
-        .await
-        .unwrap();
+    crate::recompute::drift(&mut conn, TOTALS, &member(0), &member(1)).await;
     let off_cpu = redis.keep_off_its_cpu();
     slowlog::reset(&mut conn).await;
 

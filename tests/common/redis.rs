@@ -69,6 +69,22 @@ impl TestRedis {
         )
     }
 
+    /// On a server of this test's own, keeps every hash in the hashtable encoding (no
+    /// listpack), so HSCAN chunks of even small hashes really interleave with writers.
+    pub async fn use_hashtables(&self) {
+        if !self.owned() {
+            return;
+        }
+        let mut raw = self.raw().await;
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("hash-max-listpack-entries")
+            .arg(0)
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+    }
+
     /// A raw connection, to look at keys the way an operator would.
     pub async fn raw(&self) -> redis::aio::MultiplexedConnection {
         redis::Client::open(self.url.as_str())

@@ -16,17 +16,7 @@ use crate::support::{TestRedis, clock, ranking, unique, with_clock};
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writers_and_two_retirers_end_exact() {
     let redis = TestRedis::start().await;
-    if redis.owned() {
-        // Force real hash tables even for small slots, so HSCAN chunks really interleave.
-        let mut raw = redis.raw().await;
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("hash-max-listpack-entries")
-            .arg(0)
-            .query_async(&mut raw)
-            .await
-            .unwrap();
-    }
+    redis.use_hashtables().await;
     let clock = clock();
     let replicas = [
         with_clock(redis.store().await, &clock),

@@ -44,17 +44,7 @@ fn expected(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn history_reads_stay_exact_while_retirement_moves_values() {
     let redis = TestRedis::start().await;
-    if redis.owned() {
-        // Real hash tables even for small stages, so each chunk moves about one field.
-        let mut raw = redis.raw().await;
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("hash-max-listpack-entries")
-            .arg(0)
-            .query_async(&mut raw)
-            .await
-            .unwrap();
-    }
+    redis.use_hashtables().await;
     let clock = clock();
     let writer = with_clock(redis.store().await, &clock);
     let config = BoardConfig::parse("1m", &["1m", "10m", "1h", "5h"]).unwrap();
