@@ -171,6 +171,10 @@ pub enum Error {
     /// The store cannot be reached (connection refused, timeout, reconnecting).
     #[error("store unavailable: {0}")]
     StoreUnavailable(String),
+    /// Redis refused a write at its memory limit (`maxmemory` with `noeviction`): the
+    /// call was not applied. Reads still work.
+    #[error("store full: {0}")]
+    StoreFull(String),
     /// The store answered something unexpected (a bug, or the data was edited by hand).
     #[error("store error: {0}")]
     Store(String),
@@ -213,6 +217,7 @@ impl Error {
             Error::OutOfRange { .. } => "out_of_range",
             Error::BatchTooLarge { .. } => "batch_too_large",
             Error::StoreUnavailable(_) => "store_unavailable",
+            Error::StoreFull(_) => "store_full",
             Error::Store(_) => "store_error",
         }
     }

@@ -45,6 +45,7 @@ mod board;
 mod clock;
 mod domain;
 mod error;
+mod memory_check;
 pub mod rates;
 mod retirer;
 mod rollboard;
@@ -75,6 +76,7 @@ pub use domain::{
     Removed, RetireOptions, RetireReport, Span, Standing, Timestamp, TopPage,
 };
 pub use error::{Error, Result};
+pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};
 pub use rates::{RateCounts, RateKey, RateTiers, RateWindow, Tier, Verdict};
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
 pub use rollboard::Rollboard;

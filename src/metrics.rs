@@ -1,6 +1,6 @@
 //! Prometheus metrics of the service, recorded by the HTTP layer and the scheduler
 //! alike: the recorder, events accepted and rejected by reason, store errors,
-//! retirement, and the clock's skew against the store. (Request latency per route is
+//! retirement, the clock's skew against the store, and Redis's memory (full, evicting). (Request latency per route is
 //! recorded by the HTTP layer's own middleware.)
 //!
 //! Series are labelled by board only once the board is known to exist, so arbitrary
@@ -58,6 +58,12 @@ pub fn store_error(code: &'static str) {
     metrics::counter!("rollboard_store_errors_total", "kind" => code).increment(1);
 }
 
+/// Counts a request refused because Redis is full (`store_full`). The scheduler's own
+/// refusals count in `rollboard_store_errors_total{kind="store_full"}`.
+pub fn store_full() {
+    metrics::counter!("rollboard_store_full_total").increment(1);
+}
+
 /// Counts what a retirement pass over `board` did.
 pub fn retired(board: &BoardName, report: &RetireReport) {
     let board = board.to_string();
@@ -77,6 +83,15 @@ pub fn retirement_lag(status: &BoardStatus) {
         )
         .set(w.lag_seconds as f64);
     }
+}
+
+/// Records Redis's memory: bytes used, the limit (0: none), and whether its eviction
+/// policy may drop keys (1, or 0 when it is `noeviction` or `accept_eviction`).
+pub fn redis_memory(limit: &crate::MemoryLimit, accept_eviction: bool) {
+    metrics::gauge!("rollboard_redis_memory_used_bytes").set(limit.used_bytes as f64);
+    metrics::gauge!("rollboard_redis_memory_max_bytes").set(limit.max_bytes as f64);
+    let evicting = limit.policy != "noeviction" && !accept_eviction;
+    metrics::gauge!("rollboard_redis_evicting").set(if evicting { 1.0 } else { 0.0 });
 }
 
 /// Records this process's clock minus the store's, in seconds.

@@ -25,6 +25,10 @@ pub struct Settings {
     pub counter_precisions: Vec<Span>,
     /// Slices of time a counter keeps per precision (default 120).
     pub counter_keep: u32,
+    /// Accept a Redis whose `maxmemory-policy` may evict keys (anything but
+    /// `noeviction`): totals are then exact only while Redis stays under its limit.
+    /// Off by default: such a Redis fails the memory check (and `/readyz`).
+    pub accept_eviction: bool,
 }
 
 impl Default for Settings {
@@ -38,6 +42,7 @@ impl Default for Settings {
             rate_tiers: RateTiers::default(),
             counter_precisions: crate::domain::counter::default_precisions(),
             counter_keep: crate::domain::counter::DEFAULT_KEEP,
+            accept_eviction: false,
         }
     }
 }

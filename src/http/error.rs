@@ -94,12 +94,16 @@ pub fn status_of(error: &Error) -> StatusCode {
         }
         Error::BatchTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         Error::StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        Error::StoreFull(_) => StatusCode::INSUFFICIENT_STORAGE,
         Error::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
 impl From<Error> for ApiError {
     fn from(error: Error) -> Self {
+        if let Error::StoreFull(_) = error {
+            crate::metrics::store_full();
+        }
         ApiError::new(status_of(&error), error.code(), error.to_string())
     }
 }

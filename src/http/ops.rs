@@ -30,12 +30,14 @@ pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
     })
 }
 
-/// The store answers, and this process's clock is within the limit of the store's.
+/// The store answers, this process's clock is within the limit of the store's, and
+/// Redis keeps every key: not full, and its eviction policy is `noeviction` (or
+/// `accept_eviction` is set).
 #[utoipa::path(
     get, path = "/readyz", tag = "ops",
     responses(
         (status = 200, body = Health),
-        (status = 503, description = "`store_unavailable`, or `clock_skew`: this process's clock is too far from the store's", body = ErrorBody),
+        (status = 503, description = "`store_unavailable`; `clock_skew`: this process's clock is too far from the store's; `store_full`: Redis is at its memory limit and refuses writes; `eviction_policy`: Redis may evict keys", body = ErrorBody),
     )
 )]
 pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
@@ -57,6 +59,13 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiEr
                 ));
             }
         }
+    }
+    if let Some(problem) = state.boards.memory_check().await?.problem {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            problem.code(),
+            problem.to_string(),
+        ));
     }
     Ok(Json(Health {
         status: "ready",

@@ -3,7 +3,11 @@
 //!
 //! ```toml
 //! bind = "127.0.0.1:8080"
-//! redis_url = "redis://127.0.0.1:6379/"   # or REDIS_URL
+//! redis_url = "redis://127.0.0.1:6379/"   # or REDIS_URL; rediss://user:pw@host:port/ for TLS
+//! redis_tls_ca = "/etc/rollboard/redis-ca.pem"  # or REDIS_TLS_CA: a private CA (PEM)
+//! redis_connection_timeout = "2s"           # or ROLLBOARD_REDIS_CONNECTION_TIMEOUT
+//! redis_response_timeout = "2s"             # or ROLLBOARD_REDIS_RESPONSE_TIMEOUT
+//! accept_eviction = false                   # or ROLLBOARD_ACCEPT_EVICTION
 //! write_token = "…"                         # or ROLLBOARD_WRITE_TOKEN
 //! admin_token = "…"                         # or ROLLBOARD_ADMIN_TOKEN
 //! max_body_bytes = 4194304
@@ -24,13 +28,14 @@
 //! ```
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::timeout::Timeout;
 use crate::http::Tokens;
-use crate::{BoardConfig, Settings, Span};
+use crate::{BoardConfig, RedisOptions, Settings, Span};
 
 /// The file's shape. Every field is optional.
 #[derive(Debug, Default, Deserialize)]
@@ -40,6 +45,14 @@ pub struct ConfigFile {
     pub bind: Option<SocketAddr>,
     /// Redis to use; the embedded memory store when absent.
     pub redis_url: Option<String>,
+    /// A PEM file of the CA that signed Redis's certificate (`rediss://` only).
+    pub redis_tls_ca: Option<PathBuf>,
+    /// How long one connection attempt to Redis may take.
+    pub redis_connection_timeout: Option<Timeout>,
+    /// How long to wait for any one reply of Redis.
+    pub redis_response_timeout: Option<Timeout>,
+    /// Accept a Redis whose maxmemory-policy may evict keys.
+    pub accept_eviction: Option<bool>,
     /// Token for writes.
     pub write_token: Option<String>,
     /// Token for administration.
@@ -90,6 +103,14 @@ pub struct Overrides {
     pub bind: Option<SocketAddr>,
     /// `REDIS_URL`.
     pub redis_url: Option<String>,
+    /// `REDIS_TLS_CA`.
+    pub redis_tls_ca: Option<PathBuf>,
+    /// `ROLLBOARD_REDIS_CONNECTION_TIMEOUT`.
+    pub redis_connection_timeout: Option<Timeout>,
+    /// `ROLLBOARD_REDIS_RESPONSE_TIMEOUT`.
+    pub redis_response_timeout: Option<Timeout>,
+    /// `ROLLBOARD_ACCEPT_EVICTION`.
+    pub accept_eviction: Option<bool>,
     /// `ROLLBOARD_WRITE_TOKEN`.
     pub write_token: Option<String>,
     /// `ROLLBOARD_ADMIN_TOKEN`.
@@ -107,6 +128,8 @@ pub struct ServiceConfig {
     pub bind: SocketAddr,
     /// Redis to use; the embedded memory store when `None`.
     pub redis_url: Option<String>,
+    /// How to connect to it: timeouts (default 2 s each) and a private TLS CA.
+    pub redis: RedisOptions,
     /// Bearer tokens.
     pub tokens: Tokens,
     /// Allow a non-loopback bind without tokens.
@@ -137,6 +160,7 @@ impl Default for ServiceConfig {
         ServiceConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             redis_url: None,
+            redis: RedisOptions::default(),
             tokens: Tokens::default(),
             insecure: false,
             settings: Settings::default(),
@@ -182,6 +206,25 @@ impl ServiceConfig {
         if let Some(s) = file.max_future_skew {
             settings.max_future_skew = s;
         }
+        if let Some(accept) = overrides.accept_eviction.or(file.accept_eviction) {
+            settings.accept_eviction = accept;
+        }
+        let mut redis = RedisOptions {
+            tls_ca: overrides.redis_tls_ca.or(file.redis_tls_ca),
+            ..RedisOptions::default()
+        };
+        if let Some(Timeout(t)) = overrides
+            .redis_connection_timeout
+            .or(file.redis_connection_timeout)
+        {
+            redis.connection_timeout = t;
+        }
+        if let Some(Timeout(t)) = overrides
+            .redis_response_timeout
+            .or(file.redis_response_timeout)
+        {
+            redis.response_timeout = t;
+        }
         if let Some(n) = file.retire_chunk_size {
             if n == 0 {
                 return Err(ConfigError("retire_chunk_size must be at least 1".into()));
@@ -207,6 +250,7 @@ impl ServiceConfig {
         let config = ServiceConfig {
             bind: overrides.bind.or(file.bind).unwrap_or(defaults.bind),
             redis_url: non_empty(overrides.redis_url.or(file.redis_url)),
+            redis,
             tokens: Tokens {
                 write: non_empty(overrides.write_token.or(file.write_token)),
                 admin: non_empty(overrides.admin_token.or(file.admin_token)),
@@ -299,6 +343,44 @@ mod tests {
         assert_eq!(c.boards[0].0, "hot");
         assert_eq!(c.boards[0].1.windows().len(), 2);
         assert_eq!(c.legacy, [("liked".to_owned(), "likes".to_owned())]);
+    }
+
+    #[test]
+    fn redis_connection_settings_come_from_the_file_and_the_environment() {
+        let file = || {
+            parse(
+                r#"
+                redis_tls_ca = "/etc/ca.pem"
+                redis_connection_timeout = "500ms"
+                redis_response_timeout = 3
+                accept_eviction = true
+                "#,
+            )
+        };
+        let c = ServiceConfig::resolve(file(), Overrides::default()).unwrap();
+        assert_eq!(c.redis.tls_ca, Some(PathBuf::from("/etc/ca.pem")));
+        assert_eq!(c.redis.connection_timeout, Duration::from_millis(500));
+        assert_eq!(c.redis.response_timeout, Duration::from_secs(3));
+        assert!(c.settings.accept_eviction);
+        let env = Overrides {
+            redis_tls_ca: Some("/run/ca.pem".into()),
+            redis_response_timeout: Some("150ms".parse().unwrap()),
+            accept_eviction: Some(false),
+            ..Overrides::default()
+        };
+        let c = ServiceConfig::resolve(file(), env).unwrap();
+        assert_eq!(c.redis.tls_ca, Some(PathBuf::from("/run/ca.pem")));
+        assert_eq!(c.redis.connection_timeout, Duration::from_millis(500));
+        assert_eq!(c.redis.response_timeout, Duration::from_millis(150));
+        assert!(!c.settings.accept_eviction);
+        let c = ServiceConfig::resolve(ConfigFile::default(), Overrides::default()).unwrap();
+        assert_eq!(c.redis, RedisOptions::default());
+        assert!(!c.settings.accept_eviction);
+        let err = toml::from_str::<ConfigFile>("redis_response_timeout = \"0ms\"").unwrap_err();
+        assert_eq!(
+            err.message(),
+            "invalid timeout \"0ms\": it must be between 1ms and 1h"
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Running the service: open the store, declare the configured boards, start metrics,
-//! the scheduler and the clock check, serve HTTP until the shutdown signal, then stop
+//! the scheduler, the clock check and the memory watch, serve HTTP until the shutdown signal, then stop
 //! within bounds.
 
 use std::future::Future;
@@ -30,13 +30,14 @@ pub enum ServiceError {
     Io(#[from] std::io::Error),
 }
 
-/// The store the configuration asks for: Redis at `redis_url`, else the embedded memory
-/// store (logged loudly: its data lives only as long as the process).
-pub async fn open_store(redis_url: Option<&str>) -> Result<Arc<dyn Store>, ServiceError> {
-    match redis_url {
+/// The store the configuration asks for: Redis at `redis_url` (with the connection
+/// settings of `config.redis`), else the embedded memory store (logged loudly: its data
+/// lives only as long as the process).
+pub async fn open_store(config: &ServiceConfig) -> Result<Arc<dyn Store>, ServiceError> {
+    match config.redis_url.as_deref() {
         Some(url) => {
-            let store = RedisStore::connect(url).await?;
-            tracing::info!(redis = %redact(url), "store: Redis");
+            let store = RedisStore::connect_with(url, config.redis.clone()).await?;
+            tracing::info!(redis = %crate::store::redact(url), "store: Redis");
             Ok(Arc::new(store))
         }
         None => {
@@ -87,6 +88,7 @@ pub async fn run(
     let clock_check = config
         .max_clock_skew
         .map(|_| super::clock_check::spawn(boards.clone()));
+    let memory_watch = super::memory_watch::spawn(boards.clone());
 
     let access_time = crate::http::AccessTimeLayer::new(boards.clone());
     let app = router(
@@ -130,6 +132,7 @@ pub async fn run(
     if let Some(clock_check) = clock_check {
         clock_check.abort();
     }
+    memory_watch.abort();
     served
 }
 
@@ -152,27 +155,5 @@ pub async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {},
         _ = terminate => {},
-    }
-}
-
-/// The URL without its password, for logs.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn redact_hides_credentials() {
-        assert_eq!(
-            super::redact("redis://:pw@host:6379/0"),
-            "redis://***@host:6379/0"
-        );
-        assert_eq!(super::redact("redis://host/"), "redis://host/");
     }
 }

@@ -31,7 +31,7 @@ pub use memory::MemoryStore;
 pub use rates::{RateHit, RateStore};
 pub use redis::{IngestOptions, RedisOptions, RedisStore};
 #[cfg(feature = "server")]
-pub(crate) use redis::{RedisConn, Retry};
+pub(crate) use redis::{RedisConn, Retry, redact};
 
 pub use crate::domain::SlotWrite;
 
@@ -60,6 +60,13 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
 
     /// Checks that the store answers.
     async fn ping(&self) -> Result<()>;
+
+    /// What the store says of its memory limit, use and eviction policy (Redis
+    /// `INFO memory`); [`MemoryReading::InProcess`](crate::MemoryReading) for a store in
+    /// this process.
+    async fn memory(&self) -> Result<crate::memory_check::MemoryReading> {
+        Ok(crate::memory_check::MemoryReading::InProcess)
+    }
 
     /// The store's own clock (Redis `TIME`), to measure this process's clock against;
     /// `None` when the store lives in this process, whose clock it shares.

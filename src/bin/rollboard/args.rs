@@ -11,8 +11,12 @@ use clap::{Args, Parser, Subcommand};
     name = "rollboard",
     version,
     after_help = "Environment:\n  \
-        REDIS_URL               Redis to use (redis://host:port/db); without it `serve` uses the\n                          \
-        embedded in-memory store\n  \
+        REDIS_URL               Redis to use (redis://host:port/db, rediss://user:password@host:port/\n                          \
+        for TLS); without it `serve` uses the embedded in-memory store\n  \
+        REDIS_TLS_CA            PEM file of the CA that signed Redis's certificate (private CA)\n  \
+        ROLLBOARD_REDIS_CONNECTION_TIMEOUT, ROLLBOARD_REDIS_RESPONSE_TIMEOUT\n                          \
+        Redis timeouts (250ms, 2s; default 2s each)\n  \
+        ROLLBOARD_ACCEPT_EVICTION  true: accept a Redis whose maxmemory-policy evicts keys\n  \
         ROLLBOARD_BIND          address for `serve` (default 127.0.0.1:8080)\n  \
         ROLLBOARD_WRITE_TOKEN   bearer token required to post events\n  \
         ROLLBOARD_ADMIN_TOKEN   bearer token required to create and drop boards and remove members\n  \
@@ -183,6 +187,22 @@ pub struct StoreArgs {
     /// Redis URL.
     #[arg(long, env = "REDIS_URL")]
     pub redis_url: Option<String>,
+    #[command(flatten)]
+    pub connection: RedisConnectionArgs,
+}
+
+/// How to connect to Redis: a private TLS CA and the timeouts.
+#[derive(Debug, Args, Default)]
+pub struct RedisConnectionArgs {
+    /// PEM file of the CA that signed Redis's certificate (rediss:// only).
+    #[arg(long, env = "REDIS_TLS_CA", value_name = "FILE")]
+    pub redis_tls_ca: Option<PathBuf>,
+    /// How long one connection attempt to Redis may take (250ms, 2s) [default: 2s].
+    #[arg(long, env = "ROLLBOARD_REDIS_CONNECTION_TIMEOUT")]
+    pub redis_connection_timeout: Option<rollboard::service::Timeout>,
+    /// How long to wait for any one reply of Redis (250ms, 2s) [default: 2s].
+    #[arg(long, env = "ROLLBOARD_REDIS_RESPONSE_TIMEOUT")]
+    pub redis_response_timeout: Option<rollboard::service::Timeout>,
 }
 
 /// `serve` options.
@@ -197,6 +217,12 @@ pub struct ServeArgs {
     /// Redis URL; the embedded memory store when absent.
     #[arg(long, env = "REDIS_URL")]
     pub redis_url: Option<String>,
+    #[command(flatten)]
+    pub connection: RedisConnectionArgs,
+    /// Accept a Redis whose maxmemory-policy may evict keys (true or false)
+    /// [default: false].
+    #[arg(long, env = "ROLLBOARD_ACCEPT_EVICTION")]
+    pub accept_eviction: Option<bool>,
     /// Allow listening beyond loopback without any token.
     #[arg(long)]
     pub insecure: bool,

@@ -11,7 +11,7 @@ use rollboard::jobs::import::{Format, ImportOptions};
 use rollboard::jobs::legacy::LegacyImport;
 use rollboard::jobs::migrate::{LegacyTarget, MigrateOptions};
 use rollboard::service::{self, Overrides, ServiceConfig};
-use rollboard::{Rollboard, Span, SystemClock, Timestamp};
+use rollboard::{RedisStore, Rollboard, Span, SystemClock, Timestamp};
 
 use crate::args::{
     CleanCountersArgs, Command, ExportArgs, ImportArgs, ImportLegacyArgs, MigrateArgs, RateArgs,
@@ -38,13 +38,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let overrides = Overrides {
         bind: args.bind,
         redis_url: args.redis_url,
+        redis_tls_ca: args.connection.redis_tls_ca,
+        redis_connection_timeout: args.connection.redis_connection_timeout,
+        redis_response_timeout: args.connection.redis_response_timeout,
+        accept_eviction: args.accept_eviction,
         write_token: std::env::var("ROLLBOARD_WRITE_TOKEN").ok(),
         admin_token: std::env::var("ROLLBOARD_ADMIN_TOKEN").ok(),
         insecure: args.insecure,
         max_clock_skew: args.max_clock_skew,
     };
     let config = ServiceConfig::load(args.config.as_deref(), overrides)?;
-    let store = service::open_store(config.redis_url.as_deref()).await?;
+    let store = service::open_store(&config).await?;
     let boards = Rollboard::with(store, Arc::new(SystemClock), config.settings.clone());
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
@@ -60,7 +64,20 @@ async fn open(store: &StoreArgs, command: &str) -> anyhow::Result<Rollboard> {
             "`rollboard {command}` needs REDIS_URL (or --redis-url): the memory store only lives inside `rollboard serve`"
         );
     };
-    Ok(Rollboard::redis(url).await?)
+    let config = ServiceConfig::resolve(Default::default(), connection_overrides(store))?;
+    let redis = RedisStore::connect_with(url, config.redis).await?;
+    Ok(Rollboard::new(Arc::new(redis)))
+}
+
+/// The Redis URL and connection settings of the command line and the environment.
+fn connection_overrides(store: &StoreArgs) -> Overrides {
+    Overrides {
+        redis_url: store.redis_url.clone(),
+        redis_tls_ca: store.connection.redis_tls_ca.clone(),
+        redis_connection_timeout: store.connection.redis_connection_timeout,
+        redis_response_timeout: store.connection.redis_response_timeout,
+        ..Overrides::default()
+    }
 }
 
 async fn retire(args: StoreArgs) -> anyhow::Result<ExitCode> {
@@ -327,11 +344,7 @@ async fn import_legacy(args: ImportLegacyArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
-    let overrides = Overrides {
-        redis_url: args.store.redis_url.clone(),
-        ..Overrides::default()
-    };
-    let config = ServiceConfig::load(args.config.as_deref(), overrides)?;
+    let config = ServiceConfig::load(args.config.as_deref(), connection_overrides(&args.store))?;
     let Some(url) = config.redis_url.clone() else {
         bail!("`rollboard migrate` needs REDIS_URL (or --redis-url, or redis_url in the config)");
     };
@@ -372,7 +385,8 @@ async fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         wait: std::time::Duration::from_secs(Span::parse(&args.wait)?.seconds()),
         ..MigrateOptions::default()
     };
-    let boards = Rollboard::redis(&url).await?;
+    let redis = RedisStore::connect_with(&url, config.redis.clone()).await?;
+    let boards = Rollboard::new(Arc::new(redis));
     let started = Instant::now();
     let report = jobs::migrate::migrate(&boards, &url, &options, |m| {
         eprintln!("rollboard: applying migration {:04} {}…", m.id, m.name);

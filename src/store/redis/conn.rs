@@ -46,10 +46,11 @@ pub(crate) struct RedisConn {
 }
 
 impl RedisConn {
-    /// A reconnecting connection to `url` with the timeouts of `options`.
+    /// A reconnecting connection to `url` with the timeouts and TLS trust of `options`.
+    /// The first connection is made here, so a certificate that does not verify or a
+    /// refused password is an error of this call.
     pub(crate) async fn connect(url: &str, options: &RedisOptions) -> Result<RedisConn> {
-        let client = redis::Client::open(url)
-            .map_err(|e| Error::StoreUnavailable(format!("invalid Redis URL: {e}")))?;
+        let client = super::client::client(url, options)?;
         let config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(options.response_timeout))
             .set_connection_timeout(Some(options.connection_timeout))
@@ -57,7 +58,7 @@ impl RedisConn {
             .set_max_delay(Duration::from_secs(1));
         let conn = ConnectionManager::new_with_config(client, config)
             .await
-            .map_err(unavailable_or_store)?;
+            .map_err(|e| super::client::connect_error(e, url, options))?;
         Ok(RedisConn {
             conn,
             scripts: Arc::new(Scripts::new()),
@@ -174,7 +175,8 @@ fn reply_lost(err: &RedisError) -> bool {
 }
 
 /// A Redis error that is not a script's refusal, as a rollboard error: connection
-/// trouble is "unavailable", anything else a store error. A script's refusal met here
+/// trouble is "unavailable", a write refused at the memory limit "full", anything else a
+/// store error. A script's refusal met here
 /// (outside [`RedisConn::script`]) is mapped the same way as there.
 pub(crate) fn store_error(err: RedisError, board: Option<&BoardName>) -> Error {
     match Refusal::parse(&err) {
@@ -183,8 +185,17 @@ pub(crate) fn store_error(err: RedisError, board: Option<&BoardName>) -> Error {
     }
 }
 
-fn unavailable_or_store(err: RedisError) -> Error {
-    if reply_lost(&err) || err.is_connection_refusal() || err.is_unrecoverable_error() {
+/// Connection trouble is "unavailable"; Redis refusing a write at its memory limit is
+/// "full"; anything else is a store error.
+pub(super) fn unavailable_or_store(err: RedisError) -> Error {
+    if err.code() == Some("OOM") {
+        Error::StoreFull(format!(
+            "Redis is full: it refused the write at its memory limit (maxmemory, with the \
+             noeviction policy), so nothing of it was applied; free memory or raise maxmemory \
+             (see docs/operations.md, \"Which Redis\") [{}]",
+            err.detail().unwrap_or("").split(". script:").next().unwrap_or("")
+        ))
+    } else if reply_lost(&err) || err.is_connection_refusal() || err.is_unrecoverable_error() {
         Error::StoreUnavailable(err.to_string())
     } else {
         Error::Store(err.to_string())

@@ -10,16 +10,19 @@
 //! board's slot index. Which calls are sent again after a lost reply is stated at each
 //! call by its [`Retry`](conn::Retry) class (see `docs/design.md`, "Retry classes").
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 
 mod boards;
+mod client;
 mod conn;
 mod counters;
 mod ingest;
 mod keys;
+mod memory_info;
 mod rates;
 mod read;
 mod recompute;
@@ -30,6 +33,7 @@ mod scripts;
 mod stats;
 mod write;
 
+pub(crate) use client::redact;
 pub(crate) use conn::{RedisConn, Retry};
 use ingest::Ingest;
 pub use ingest::IngestOptions;
@@ -44,12 +48,17 @@ use crate::error::Result;
 use crate::store::{SlotWrite, Store, WriteStatus};
 
 /// Connection settings for [`RedisStore`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisOptions {
-    /// How long to wait for any one reply before reporting the store unavailable.
+    /// How long to wait for any one reply before reporting the store unavailable (a
+    /// read is sent once more after a lost reply, so it can wait twice this).
     pub response_timeout: Duration,
-    /// How long one connection attempt may take.
+    /// How long one connection attempt may take (TCP, TLS handshake, AUTH).
     pub connection_timeout: Duration,
+    /// A PEM file of the CA that signed the server's certificate, for `rediss://` URLs
+    /// to a Redis with a private CA; `None` trusts the system's roots. The certificate
+    /// is verified either way.
+    pub tls_ca: Option<PathBuf>,
     /// How concurrent writes are batched (group commit).
     pub ingest: IngestOptions,
 }
@@ -61,6 +70,7 @@ impl Default for RedisOptions {
             // is really stuck or gone, and then a fast error beats a hung request.
             response_timeout: Duration::from_secs(2),
             connection_timeout: Duration::from_secs(2),
+            tls_ca: None,
             ingest: IngestOptions::default(),
         }
     }
@@ -80,7 +90,8 @@ impl std::fmt::Debug for RedisStore {
 }
 
 impl RedisStore {
-    /// Connects to `url` (`redis://host:port/db`) with default options.
+    /// Connects to `url` (`redis://host:port/db`, or `rediss://user:password@host:port/`
+    /// for TLS and an ACL user) with default options.
     pub async fn connect(url: &str) -> Result<Self> {
         Self::connect_with(url, RedisOptions::default()).await
     }
@@ -109,6 +120,10 @@ impl Store for RedisStore {
             .query::<String>(&redis::cmd("PING"), None, Retry::Idempotent)
             .await
             .map(|_| ())
+    }
+
+    async fn memory(&self) -> Result<crate::memory_check::MemoryReading> {
+        memory_info::read(&self.conn).await
     }
 
     async fn server_time(&self) -> Result<Option<Timestamp>> {

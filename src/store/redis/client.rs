@@ -1,0 +1,145 @@
+//! The Redis client a connection is made from: the URL (`redis://` or `rediss://`, with
+//! an ACL user and password in it), TLS trust (the system's roots, or a private CA from
+//! [`RedisOptions::tls_ca`]), and the errors of connecting said plainly: a certificate
+//! that does not verify, credentials Redis refuses, a URL that cannot be used.
+//!
+//! The server's certificate is always verified; there is no setting to turn that off.
+
+use redis::{Client, ErrorKind, RedisError};
+
+use super::RedisOptions;
+use crate::error::{Error, Result};
+
+/// The client for `url` with the TLS trust of `options`.
+pub(super) fn client(url: &str, options: &RedisOptions) -> Result<Client> {
+    if url.starts_with("rediss://") && cfg!(not(feature = "tls")) {
+        return Err(Error::StoreUnavailable(
+            "rediss:// needs TLS, and this build of rollboard has no `tls` feature: build it \
+             with the default features (or `features = [\"tls\"]`)"
+                .into(),
+        ));
+    }
+    let info = redis::IntoConnectionInfo::into_connection_info(url)
+        .map_err(|e| Error::StoreUnavailable(format!("invalid Redis URL: {e}")))?;
+    let tls = match info.addr() {
+        redis::ConnectionAddr::TcpTls { insecure: true, .. } => {
+            return Err(Error::StoreUnavailable(
+                "the Redis URL asks not to verify the server's certificate (#insecure): \
+                 rollboard always verifies it; trust a private CA with REDIS_TLS_CA instead"
+                    .into(),
+            ));
+        }
+        redis::ConnectionAddr::TcpTls { .. } => true,
+        _ => false,
+    };
+    match (&options.tls_ca, tls) {
+        (Some(ca), false) => Err(Error::StoreUnavailable(format!(
+            "a TLS CA is set ({}), but the Redis URL is not rediss://: use rediss:// to \
+             connect with TLS, or unset REDIS_TLS_CA (redis_tls_ca)",
+            ca.display()
+        ))),
+        (_, false) => Ok(Client::open(info).map_err(|e| connect_error(e, url, options))?),
+        (ca, true) => tls_client(info, ca.as_deref(), url, options),
+    }
+}
+
+#[cfg(feature = "tls")]
+fn tls_client(
+    info: redis::ConnectionInfo,
+    ca: Option<&std::path::Path>,
+    url: &str,
+    options: &RedisOptions,
+) -> Result<Client> {
+    // rustls needs one process-wide crypto provider; install ring's unless the
+    // embedding program installed one already (then this does nothing).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let Some(ca) = ca else {
+        // The system's roots (rustls-native-certs): a public or system-installed CA.
+        return Client::open(info).map_err(|e| connect_error(e, url, options));
+    };
+    let pem = std::fs::read(ca).map_err(|e| {
+        Error::StoreUnavailable(format!(
+            "cannot read the Redis TLS CA {} (REDIS_TLS_CA, redis_tls_ca): {e}",
+            ca.display()
+        ))
+    })?;
+    let certificates = redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(pem),
+    };
+    Client::build_with_tls(info, certificates).map_err(|e| {
+        Error::StoreUnavailable(format!(
+            "the Redis TLS CA {} is not a usable PEM certificate: {e}",
+            ca.display()
+        ))
+    })
+}
+
+#[cfg(not(feature = "tls"))]
+fn tls_client(
+    _info: redis::ConnectionInfo,
+    _ca: Option<&std::path::Path>,
+    _url: &str,
+    _options: &RedisOptions,
+) -> Result<Client> {
+    unreachable!("a rediss:// URL is refused above without the `tls` feature")
+}
+
+/// An error of the first connection, as the operator needs to read it: a certificate
+/// that does not verify and credentials Redis refuses are named as such.
+pub(super) fn connect_error(err: RedisError, url: &str, options: &RedisOptions) -> Error {
+    let target = redact(url);
+    if let Some(certificate) = certificate_error(&err) {
+        let trust = match &options.tls_ca {
+            Some(ca) => format!("the CA in {} (REDIS_TLS_CA) did not sign it", ca.display()),
+            None => "if a private CA signed it, set REDIS_TLS_CA (redis_tls_ca) to that CA's \
+                     PEM file"
+                .to_owned(),
+        };
+        return Error::StoreUnavailable(format!(
+            "the TLS certificate of Redis at {target} does not verify ({certificate}): {trust}"
+        ));
+    }
+    if err.kind() == ErrorKind::AuthenticationFailed || err.code() == Some("WRONGPASS") {
+        return Error::StoreUnavailable(format!(
+            "Redis at {target} refused the user and password of the URL: {err}"
+        ));
+    }
+    super::conn::unavailable_or_store(err)
+}
+
+/// The certificate problem behind a failed TLS handshake, if that is what failed.
+fn certificate_error(err: &RedisError) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        #[cfg(feature = "tls")]
+        if let Some(rustls::Error::InvalidCertificate(why)) = e.downcast_ref::<rustls::Error>() {
+            return Some(format!("{why:?}"));
+        }
+        source = e.source();
+    }
+    let text = err.to_string();
+    text.contains("invalid peer certificate").then_some(text)
+}
+
+/// The URL without its user and password, for logs and errors.
+pub(crate) fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn redact_hides_credentials() {
+        assert_eq!(
+            super::redact("rediss://app:pw@host:6379/0"),
+            "rediss://***@host:6379/0"
+        );
+        assert_eq!(super::redact("redis://host/"), "redis://host/");
+    }
+}
