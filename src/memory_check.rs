@@ -157,7 +157,10 @@ mod tests {
                 max_bytes: 100
             })
         );
-        assert_eq!(limit(100, 100, "noeviction").problem(false).unwrap().code(), "store_full");
+        assert_eq!(
+            limit(100, 100, "noeviction").problem(false).unwrap().code(),
+            "store_full"
+        );
     }
 
     #[tokio::test]

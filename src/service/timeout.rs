@@ -21,7 +21,10 @@ impl FromStr for Timeout {
         let text = text.trim();
         let (digits, unit) = match text.strip_suffix("ms") {
             Some(digits) => (digits, Duration::from_millis(1)),
-            None => (text.strip_suffix('s').unwrap_or(text), Duration::from_secs(1)),
+            None => (
+                text.strip_suffix('s').unwrap_or(text),
+                Duration::from_secs(1),
+            ),
         };
         let invalid = || format!("invalid timeout {text:?}: write 250ms, 2s, or whole seconds");
         let n: u32 = digits.trim().parse().map_err(|_| invalid())?;

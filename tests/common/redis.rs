@@ -13,6 +13,9 @@ use rollboard::RedisStore;
 /// A Redis to test against: spawned for this test, or the one in `REDIS_URL`.
 pub struct TestRedis {
     pub url: String,
+    /// On a server from [`TestRedis::spawn_tls`]: its `rediss://` URL (the same server
+    /// as `url`, on its TLS port) and the PEM file of the CA that signed its certificate.
+    pub tls: Option<(String, std::path::PathBuf)>,
     /// Kills the spawned server when the test ends (or when `kill` is called).
     server: std::sync::Mutex<Option<RedisServer>>,
 }
@@ -22,6 +25,7 @@ impl TestRedis {
         if let Ok(url) = std::env::var("REDIS_URL") {
             return TestRedis {
                 url,
+                tls: None,
                 server: std::sync::Mutex::new(None),
             };
         }
@@ -38,6 +42,39 @@ impl TestRedis {
         };
         let redis = TestRedis {
             url,
+            tls: None,
+            server: std::sync::Mutex::new(Some(server)),
+        };
+        redis.wait_ready().await;
+        redis
+    }
+
+    /// A fresh server of this test's own that also listens with TLS, with a CA and a
+    /// certificate for 127.0.0.1 made for it by `openssl` (redis-test's helper). `url`
+    /// stays plain (for set-up through `raw`); `tls` has the `rediss://` URL and the CA.
+    pub async fn spawn_tls() -> TestRedis {
+        let plain = redis_test::utils::get_random_available_port();
+        let tls_port = redis_test::utils::get_random_available_port();
+        let addr = redis::ConnectionAddr::TcpTls {
+            host: "127.0.0.1".into(),
+            port: tls_port,
+            insecure: false,
+            tls_params: None,
+        };
+        let server = RedisServer::new_with_addr_tls_modules_and_spawner(
+            addr,
+            None,
+            None,
+            false,
+            None,
+            &[],
+            // The last --port wins over the helper's `--port 0`.
+            |cmd| cmd.arg("--port").arg(plain.to_string()).spawn().unwrap(),
+        );
+        let ca = server.tls_paths.as_ref().unwrap().ca_crt.clone();
+        let redis = TestRedis {
+            url: format!("redis://127.0.0.1:{plain}/"),
+            tls: Some((format!("rediss://127.0.0.1:{tls_port}/"), ca)),
             server: std::sync::Mutex::new(Some(server)),
         };
         redis.wait_ready().await;

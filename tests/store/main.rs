@@ -21,3 +21,4 @@ mod support;
 mod tasks;
 #[path = "../common/redis.rs"]
 mod test_redis;
+mod tls_and_acl;

@@ -105,21 +105,26 @@ pub(super) fn connect_error(err: RedisError, url: &str, options: &RedisOptions) 
             "Redis at {target} refused the user and password of the URL: {err}"
         ));
     }
+    if err.code() == Some("NOAUTH") {
+        return Error::StoreUnavailable(format!(
+            "Redis at {target} needs a user and password: put them in the URL \
+             (redis://user:password@host:port/): {err}"
+        ));
+    }
     super::conn::unavailable_or_store(err)
 }
 
-/// The certificate problem behind a failed TLS handshake, if that is what failed.
+/// The certificate problem behind a failed TLS handshake, if that is what failed
+/// (rustls's `invalid peer certificate: <why>`; the redis crate keeps the cause only as
+/// text behind its own error types).
 fn certificate_error(err: &RedisError) -> Option<String> {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    while let Some(e) = source {
-        #[cfg(feature = "tls")]
-        if let Some(rustls::Error::InvalidCertificate(why)) = e.downcast_ref::<rustls::Error>() {
-            return Some(format!("{why:?}"));
-        }
-        source = e.source();
-    }
+    const MARK: &str = "invalid peer certificate: ";
     let text = err.to_string();
-    text.contains("invalid peer certificate").then_some(text)
+    let why = &text[text.find(MARK)? + MARK.len()..];
+    let end = why
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(why.len());
+    Some(if end > 0 { &why[..end] } else { why }.to_owned())
 }
 
 /// The URL without its user and password, for logs and errors.

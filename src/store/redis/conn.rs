@@ -59,6 +59,14 @@ impl RedisConn {
         let conn = ConnectionManager::new_with_config(client, config)
             .await
             .map_err(|e| super::client::connect_error(e, url, options))?;
+        // One PING (a read: Idempotent), so a Redis that wants credentials the URL
+        // lacks is an error of start-up, not of the first request.
+        with_retry(Retry::Idempotent, || {
+            let mut conn = conn.clone();
+            async move { redis::cmd("PING").query_async::<String>(&mut conn).await }
+        })
+        .await
+        .map_err(|e| super::client::connect_error(e, url, options))?;
         Ok(RedisConn {
             conn,
             scripts: Arc::new(Scripts::new()),
@@ -193,7 +201,11 @@ pub(super) fn unavailable_or_store(err: RedisError) -> Error {
             "Redis is full: it refused the write at its memory limit (maxmemory, with the \
              noeviction policy), so nothing of it was applied; free memory or raise maxmemory \
              (see docs/operations.md, \"Which Redis\") [{}]",
-            err.detail().unwrap_or("").split(". script:").next().unwrap_or("")
+            err.detail()
+                .unwrap_or("")
+                .split(". script:")
+                .next()
+                .unwrap_or("")
         ))
     } else if reply_lost(&err) || err.is_connection_refusal() || err.is_unrecoverable_error() {
         Error::StoreUnavailable(err.to_string())
