@@ -173,7 +173,7 @@ pub enum Error {
     StoreUnavailable(String),
     /// Redis refused a write at its memory limit (`maxmemory` with `noeviction`): the
     /// call was not applied. Reads still work.
-    #[error("store full: {0}")]
+    #[error("{0}")]
     StoreFull(String),
     /// The store answered something unexpected (a bug, or the data was edited by hand).
     #[error("store error: {0}")]

@@ -106,6 +106,13 @@ impl TestRedis {
         )
     }
 
+    /// The store itself (not shared), for a Rollboard with settings of the test's own.
+    pub async fn store_owned(&self) -> RedisStore {
+        RedisStore::connect(&self.url)
+            .await
+            .expect("connect to test redis")
+    }
+
     /// On a server of this test's own, keeps every hash in the hashtable encoding (no
     /// listpack), so HSCAN chunks of even small hashes really interleave with writers.
     pub async fn use_hashtables(&self) {

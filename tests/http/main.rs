@@ -9,6 +9,7 @@ mod mounted;
 mod ops;
 mod rates;
 mod recompute;
+mod redis_memory;
 mod replicas;
 mod scheduler;
 mod shutdown;

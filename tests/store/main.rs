@@ -7,6 +7,7 @@ mod counters;
 mod faults;
 mod history_under_retirement;
 mod lifecycle;
+mod memory_limits;
 mod oracle;
 mod property;
 #[path = "../common/proxy.rs"]
