@@ -22,4 +22,5 @@ mod support;
 mod tasks;
 #[path = "../common/redis.rs"]
 mod test_redis;
+mod timeouts;
 mod tls_and_acl;
