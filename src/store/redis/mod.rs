@@ -33,6 +33,7 @@ mod scripts;
 mod stats;
 mod write;
 
+#[cfg(feature = "server")]
 pub(crate) use client::redact;
 pub(crate) use conn::{RedisConn, Retry};
 use ingest::Ingest;
