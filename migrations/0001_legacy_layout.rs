@@ -12,7 +12,7 @@ use super::super::{Context, Outcome};
 use crate::jobs::legacy::{LegacyImport, find_legacy_boards, import_legacy};
 
 pub(super) async fn run(context: Context) -> Outcome {
-    let found = find_legacy_boards(&context.url).await?;
+    let found = find_legacy_boards(&context.url, &context.redis).await?;
     let undeclared: Vec<&str> = found
         .iter()
         .filter(|name| !context.legacy.iter().any(|t| &t.legacy == *name))
@@ -39,6 +39,7 @@ pub(super) async fn run(context: Context) -> Outcome {
             config.windows().to_vec(),
         );
         job.offset = Some(config.offset());
+        job.redis = context.redis.clone();
         let report = import_legacy(&context.boards, &context.url, &job, |_| {}).await?;
         if report.rejected > 0 {
             return Err(format!(

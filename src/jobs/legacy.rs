@@ -45,6 +45,8 @@ pub struct LegacyImport {
     pub delete_legacy: bool,
     /// Fields per write (at most the library's `events_per_call`).
     pub chunk: usize,
+    /// How to connect to the Redis holding the legacy keys (TLS CA, timeouts).
+    pub redis: RedisOptions,
 }
 
 impl LegacyImport {
@@ -58,6 +60,7 @@ impl LegacyImport {
             offset: None,
             delete_legacy: false,
             chunk: 1000,
+            redis: RedisOptions::default(),
         }
     }
 }
@@ -122,7 +125,7 @@ pub async fn import_legacy(
     job: &LegacyImport,
     progress: impl Fn(&LegacyReport),
 ) -> Result<LegacyReport, LegacyError> {
-    let conn = RedisConn::connect(url, &RedisOptions::default()).await?;
+    let conn = RedisConn::connect(url, &job.redis).await?;
     let slots = legacy_slots(&conn, &job.legacy).await?;
     let config = board_config(job, &slots)?;
     let slot = config.slot().secs_i64();
@@ -246,8 +249,8 @@ async fn legacy_slots(conn: &RedisConn, name: &str) -> Result<Vec<(String, i64)>
 
 /// The names of the legacy boards in the Redis at `url`: every `NAME` of a
 /// `last_slot_NAME` key (the article sets it at a board's first write), sorted.
-pub async fn find_legacy_boards(url: &str) -> Result<Vec<String>, Error> {
-    let conn = RedisConn::connect(url, &RedisOptions::default()).await?;
+pub async fn find_legacy_boards(url: &str, redis: &RedisOptions) -> Result<Vec<String>, Error> {
+    let conn = RedisConn::connect(url, redis).await?;
     scan_suffixes(&conn, "last_slot_").await
 }
 

@@ -52,6 +52,8 @@ pub struct Context {
     pub boards: Rollboard,
     /// That Redis, for keys outside any board.
     pub url: String,
+    /// How to connect to it.
+    pub redis: RedisOptions,
     /// Legacy boards and their targets, from the config.
     pub legacy: Vec<LegacyTarget>,
 }
@@ -116,6 +118,8 @@ pub struct MigrateOptions {
     pub wait: Duration,
     /// The lock's lease, renewed while migrations run.
     pub lease: Duration,
+    /// How to connect to the Redis being migrated (TLS CA, timeouts).
+    pub redis: RedisOptions,
 }
 
 impl Default for MigrateOptions {
@@ -124,6 +128,7 @@ impl Default for MigrateOptions {
             legacy: Vec::new(),
             wait: Duration::from_secs(300),
             lease: Duration::from_secs(30),
+            redis: RedisOptions::default(),
         }
     }
 }
@@ -162,8 +167,8 @@ pub enum MigrateError {
 }
 
 /// Every known migration, and any recorded one this version does not know, by id.
-pub async fn status(url: &str) -> Result<Vec<MigrationStatus>, Error> {
-    let conn = RedisConn::connect(url, &RedisOptions::default()).await?;
+pub async fn status(url: &str, redis: &RedisOptions) -> Result<Vec<MigrationStatus>, Error> {
+    let conn = RedisConn::connect(url, redis).await?;
     let mut records = applied(&conn).await?;
     let mut statuses: Vec<MigrationStatus> = all()
         .iter()
@@ -192,7 +197,7 @@ pub async fn migrate(
     options: &MigrateOptions,
     starting: impl Fn(&Migration),
 ) -> Result<MigrateReport, MigrateError> {
-    let conn = RedisConn::connect(url, &RedisOptions::default()).await?;
+    let conn = RedisConn::connect(url, &options.redis).await?;
     let lock = Lock::acquire(&conn, options).await?;
     let result = apply_pending(&conn, boards, url, options, starting).await;
     lock.release(&conn).await;
@@ -217,6 +222,7 @@ async fn apply_pending(
         let context = Context {
             boards: boards.clone(),
             url: url.to_owned(),
+            redis: options.redis.clone(),
             legacy: options.legacy.clone(),
         };
         let summary = (migration.run)(context)

@@ -8,7 +8,7 @@ use std::time::Duration;
 use rollboard::jobs::migrate::{
     APPLIED_KEY, LOCK_KEY, LegacyTarget, MigrateError, MigrateOptions, all, migrate, status,
 };
-use rollboard::{BoardConfig, ManualClock, Rollboard, Settings};
+use rollboard::{BoardConfig, ManualClock, RedisOptions, Rollboard, Settings};
 use time::OffsetDateTime;
 
 use crate::dystats::DyStats;
@@ -69,7 +69,7 @@ async fn migrate_applies_each_migration_once_and_records_it() {
     let stats = legacy_stats(&redis, "likes").await;
     let boards = boards_at_end(&redis).await;
 
-    let before = status(&redis.url).await.unwrap();
+    let before = status(&redis.url, &RedisOptions::default()).await.unwrap();
     assert_eq!(before.len(), all().len());
     assert_eq!(
         (before[0].id, before[0].name.as_str()),
@@ -105,7 +105,7 @@ async fn migrate_applies_each_migration_once_and_records_it() {
     );
     assert_eq!(ranking(&boards, "hot", "26h").await, stats);
 
-    let after = status(&redis.url).await.unwrap();
+    let after = status(&redis.url, &RedisOptions::default()).await.unwrap();
     let record = after[0].applied.as_ref().expect("0001 is recorded");
     assert_eq!(&record.summary, summary);
     assert!(
@@ -121,7 +121,10 @@ async fn migrate_applies_each_migration_once_and_records_it() {
         .unwrap();
     assert_eq!((second.applied.len(), second.already), (0, all().len()));
     assert_eq!(ranking(&boards, "hot", "26h").await, stats);
-    assert_eq!(status(&redis.url).await.unwrap(), after);
+    assert_eq!(
+        status(&redis.url, &RedisOptions::default()).await.unwrap(),
+        after
+    );
 
     // Killed after the import but before its record: running it again adds nothing.
     let _: () = redis::cmd("HDEL")
@@ -186,7 +189,11 @@ async fn an_undeclared_legacy_board_stops_the_migration_and_records_nothing() {
         matches!(&error, MigrateError::Failed { id: 1, message, .. } if message.starts_with("legacy boards with no target: orphan;")),
         "{error}"
     );
-    assert!(status(&redis.url).await.unwrap()[0].applied.is_none());
+    assert!(
+        status(&redis.url, &RedisOptions::default()).await.unwrap()[0]
+            .applied
+            .is_none()
+    );
     assert_eq!(
         boards.board("hot").await.unwrap_err().code(),
         "board_not_found"
@@ -241,4 +248,24 @@ async fn a_held_lock_makes_migrate_wait_then_give_up() {
         .unwrap();
     let report = migrate(&boards, &redis.url, &opts, |_| {}).await.unwrap();
     assert_eq!(report.applied[0].2, "no legacy boards found");
+}
+
+#[cfg(feature = "tls")]
+#[tokio::test]
+async fn migrate_status_connects_over_tls_with_the_private_ca() {
+    let redis = TestRedis::spawn_tls().await;
+    let (tls_url, ca) = redis.tls.clone().unwrap();
+    let with_ca = RedisOptions {
+        tls_ca: Some(ca),
+        ..RedisOptions::default()
+    };
+    let over_tls = status(&tls_url, &with_ca).await.unwrap();
+    assert!(!over_tls.is_empty());
+    assert!(over_tls.iter().all(|s| s.applied.is_none()));
+    assert_eq!(
+        over_tls,
+        status(&redis.url, &RedisOptions::default()).await.unwrap()
+    );
+    let without_ca = status(&tls_url, &RedisOptions::default()).await;
+    assert_eq!(without_ca.unwrap_err().code(), "store_unavailable");
 }

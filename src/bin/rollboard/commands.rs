@@ -300,6 +300,8 @@ async fn import_legacy(args: ImportLegacyArgs) -> anyhow::Result<ExitCode> {
     let mut job = LegacyImport::new(&args.name, &args.board, Span::parse(&args.slot)?, windows);
     job.offset = args.offset;
     job.delete_legacy = args.delete_legacy;
+    job.redis =
+        ServiceConfig::resolve(Default::default(), connection_overrides(&args.store))?.redis;
     let started = Instant::now();
     let bar = progress::counter("legacy fields read");
     let report = jobs::legacy::import_legacy(&boards, url, &job, |r| {
@@ -349,7 +351,7 @@ async fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         bail!("`rollboard migrate` needs REDIS_URL (or --redis-url, or redis_url in the config)");
     };
     if args.status {
-        for s in jobs::migrate::status(&url).await? {
+        for s in jobs::migrate::status(&url, &config.redis).await? {
             match &s.applied {
                 Some(a) => println!(
                     "{:04} {:<16} applied {}: {}",
@@ -383,6 +385,7 @@ async fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     let options = MigrateOptions {
         legacy,
         wait: std::time::Duration::from_secs(Span::parse(&args.wait)?.seconds()),
+        redis: config.redis.clone(),
         ..MigrateOptions::default()
     };
     let redis = RedisStore::connect_with(&url, config.redis.clone()).await?;
