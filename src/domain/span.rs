@@ -132,7 +132,7 @@ impl utoipa::PartialSchema for Span {
         use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
         ObjectBuilder::new()
             .schema_type(SchemaType::Array(vec![Type::String, Type::Integer]))
-            .pattern(Some("^[0-9]+[smhd]?$"))
+            .pattern(Some("^[0-9]*[1-9][0-9]*[smhd]?$"))
             .minimum(Some(1))
             .maximum(Some(Span::MAX_SECONDS))
             .description(Some(

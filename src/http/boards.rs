@@ -10,6 +10,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::json_int;
 use super::wire::SpanInput;
 use crate::{Board, BoardConfig, BoardName, BoardStatus, Created, RecomputeReport, Span};
 
@@ -25,7 +26,7 @@ pub struct ConfigBody {
     #[schema(value_type = Vec<Span>, min_items = 1, max_items = 8)]
     pub windows: Vec<SpanInput>,
     /// Shifts slot boundaries by this many seconds (`-slot < offset < slot`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "json_int::i64")]
     #[schema(minimum = -34_559_999, maximum = 34_559_999)]
     pub offset: i64,
 }
@@ -162,7 +163,7 @@ pub async fn delete_board(
 #[into_params(parameter_in = Query)]
 pub struct RecomputeQuery {
     /// The window to rebuild (`"24h"` or seconds); every window when absent.
-    #[param(pattern = r"^[0-9]+[smhd]?$")]
+    #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
     pub window: Option<String>,
 }
 

@@ -10,6 +10,7 @@ use super::AppState;
 use super::auth::{AdminAccess, WriteAccess};
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery, OptionalJson};
+use super::json_int;
 use crate::{CounterInfo, SampleQuery, Span, Timestamp};
 
 /// The body of `POST /v1/counters/{name}`; an empty body counts 1 now.
@@ -17,6 +18,7 @@ use crate::{CounterInfo, SampleQuery, Span, Timestamp};
 #[serde(deny_unknown_fields)]
 pub struct CountBody {
     /// What to add (non-zero integer within ±(2^53 − 1)); 1 by default.
+    #[serde(default, deserialize_with = "json_int::opt_i64")]
     #[schema(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
     pub count: Option<i64>,
     /// When, unix seconds (fractions allowed); now by default.
@@ -39,7 +41,7 @@ pub struct Counted {
 pub struct SamplesQuery {
     /// A precision of the counter, in seconds (`5`) or as a duration (`5m`); the finest
     /// configured by default.
-    #[param(pattern = r"^[0-9]+[smhd]?$")]
+    #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
     pub precision: Option<String>,
     /// Only the slice holding this time (unix seconds) and later ones.
     #[param(minimum = 0, maximum = 253_402_300_799_i64)]
@@ -82,7 +84,7 @@ fn time(seconds: Option<f64>) -> crate::Result<Option<Timestamp>> {
 #[utoipa::path(
     post, path = "/v1/counters/{name}", tag = "counters",
     params(("name" = String, Path, description = "The counter: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
-    request_body(content = CountBody, description = "Optional: an empty body counts 1 now"),
+    request_body(content = Option<CountBody>, description = "Optional: an empty body counts 1 now"),
     responses(
         (status = 200, description = "Counted", body = Counted),
         (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),

@@ -40,7 +40,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBytes {
 }
 
 /// A JSON body that may be left out: an empty (or blank) body is `None`, whatever its
-/// `Content-Type`; any other body must be JSON.
+/// `Content-Type`; any other body must be JSON, and `null` is `None` too.
 #[derive(Debug)]
 pub struct OptionalJson<T>(pub Option<T>);
 
@@ -55,12 +55,20 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
         if !is_json {
             return Err(ApiError::unsupported_media_type());
         }
+        if body.trim_ascii() == b"null" {
+            return Ok(OptionalJson(None));
+        }
         parse(&body).map(|value| OptionalJson(Some(value)))
     }
 }
 
-/// Parses a JSON body; a syntax error or a wrong shape is 400 `bad_request`.
+/// Parses a JSON body, always an object; a syntax error or a wrong shape is 400
+/// `bad_request`. (serde would also read a struct from an array of its fields.)
 fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let text = body.trim_ascii_start();
+    if !text.is_empty() && text[0] != b'{' && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() {
+        return Err(ApiError::bad_request("the JSON body must be an object"));
+    }
     serde_json::from_slice(body).map_err(|e| {
         if e.is_data() {
             ApiError::bad_request(format!("the JSON body does not fit: {e}"))

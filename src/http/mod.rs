@@ -29,6 +29,7 @@ mod dashboard;
 pub mod error;
 mod events;
 mod extract;
+mod json_int;
 mod latency;
 mod media_type;
 mod ops;

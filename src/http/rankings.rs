@@ -16,7 +16,7 @@ use crate::{Error, History, Span, Standing, TopPage};
 #[into_params(parameter_in = Query)]
 pub struct WindowQuery {
     /// A window of the board (`"1h"`, `"24h"` or seconds); the board's first by default.
-    #[param(pattern = r"^[0-9]+[smhd]?$")]
+    #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
     pub window: Option<String>,
 }
 
@@ -25,7 +25,7 @@ pub struct WindowQuery {
 #[into_params(parameter_in = Query)]
 pub struct TopQuery {
     /// A window of the board (`"1h"`, `"24h"` or seconds); the board's first by default.
-    #[param(pattern = r"^[0-9]+[smhd]?$")]
+    #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
     pub window: Option<String>,
     /// Entries to return, 1 to the configured `max_limit` (default 1000); 10 by default.
     #[param(minimum = 1, maximum = 1000)]
@@ -40,7 +40,7 @@ pub struct TopQuery {
 #[into_params(parameter_in = Query)]
 pub struct AroundQuery {
     /// A window of the board (`"1h"`, `"24h"` or seconds); the board's first by default.
-    #[param(pattern = r"^[0-9]+[smhd]?$")]
+    #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
     pub window: Option<String>,
     /// Entries on each side of the member, 0–100 (default 5).
     #[param(minimum = 0, maximum = 100)]

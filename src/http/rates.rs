@@ -14,6 +14,7 @@ use super::AppState;
 use super::auth::WriteAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
+use super::json_int;
 use crate::Timestamp;
 use crate::rollboard::rates::split_windows;
 
@@ -22,6 +23,7 @@ use crate::rollboard::rates::split_windows;
 #[serde(deny_unknown_fields)]
 pub struct HitBody {
     /// How many hits, 1 to 2^32 − 1 (default 1).
+    #[serde(default, deserialize_with = "json_int::opt_u64")]
     #[schema(minimum = 1, maximum = 4_294_967_295_i64)]
     pub count: Option<u64>,
     /// When, unix seconds (default now).
@@ -42,7 +44,8 @@ pub struct HitResponse {
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LastQuery {
-    /// Windows, comma-separated (default `5s,5m,5h,5d,180d`).
+    /// Windows, comma-separated (default `5s,5m,5h,5d,180d`), each one a rate tier answers.
+    #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?(,[0-9]*[1-9][0-9]*[smhd]?)*$")]
     pub last: Option<String>,
 }
 
@@ -61,11 +64,16 @@ pub struct CountsResponse {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckBody {
-    /// The most hits the window may hold.
+    /// The most hits the window may hold, up to 2^53 − 1.
+    #[serde(deserialize_with = "json_int::u64")]
+    #[schema(minimum = 0, maximum = 9_007_199_254_740_991_i64)]
     pub limit: u64,
-    /// The window (`"1m"`).
+    /// The window (`"1m"`), one that a rate tier answers.
+    #[schema(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
     pub last: String,
-    /// Hits to count if allowed (default 1).
+    /// Hits to count if allowed, 1 to 2^32 − 1 (default 1).
+    #[serde(default, deserialize_with = "json_int::opt_u64")]
+    #[schema(minimum = 1, maximum = 4_294_967_295_i64)]
     pub count: Option<u64>,
 }
 
@@ -86,7 +94,7 @@ pub struct CheckResponse {
 #[utoipa::path(
     post, path = "/v1/rates/{key}/hits", tag = "rates",
     params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256)),
-    request_body(content = HitBody, description = "Optional: an empty body is one hit now"),
+    request_body(content = Option<HitBody>, description = "Optional: an empty body is one hit now"),
     responses(
         (status = 200, description = "Counted", body = HitResponse),
         (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),

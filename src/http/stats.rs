@@ -55,7 +55,7 @@ pub struct Slowest {
 /// Records one value of `kind` in `context` for the current hour.
 #[utoipa::path(
     post, path = "/v1/stats/{context}/{kind}", tag = "stats",
-    params(("context" = String, Path, description = "Any text of 1–256 bytes without control characters; percent-encode `/` (`%2F`)", min_length = 1, max_length = 256), ("kind" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
+    params(("context" = String, Path, description = "Any text of 1–256 bytes without control characters; percent-encode `/` (`%2F`)", min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"), ("kind" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     request_body = ValueBody,
     responses(
         (status = 200, description = "Recorded", body = Recorded),
@@ -85,7 +85,7 @@ pub async fn post_value(
 /// current and the previous hour.
 #[utoipa::path(
     get, path = "/v1/stats/{context}/{kind}", tag = "stats",
-    params(("context" = String, Path, description = "Any text of 1–256 bytes without control characters; percent-encode `/` (`%2F`)", min_length = 1, max_length = 256), ("kind" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
+    params(("context" = String, Path, description = "Any text of 1–256 bytes without control characters; percent-encode `/` (`%2F`)", min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"), ("kind" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     responses(
         (status = 200, description = "The statistics", body = ContextStats),
         (status = 404, description = "`stats_not_found`: nothing recorded this hour or the previous one", body = ErrorBody),

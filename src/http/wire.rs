@@ -18,6 +18,8 @@ use crate::{Event, Span, Timestamp};
 pub enum SpanInput {
     /// Integer seconds.
     Seconds(u64),
+    /// Seconds as any other JSON number: whole (`3600.0`) is seconds; else refused.
+    Number(f64),
     /// `"90s"`, `"5m"`, `"1h"`, `"7d"` or integer seconds as text.
     Text(String),
 }
@@ -27,6 +29,13 @@ impl SpanInput {
     pub fn parse(self) -> crate::Result<Span> {
         match self {
             SpanInput::Seconds(s) => Span::from_seconds(s),
+            SpanInput::Number(n) if n.fract() == 0.0 && n >= 0.0 && n < u64::MAX as f64 => {
+                Span::from_seconds(n as u64)
+            }
+            SpanInput::Number(n) => Err(crate::Error::InvalidSpan {
+                input: n.to_string(),
+                reason: "must be a whole number of seconds from 1 to 400 days".into(),
+            }),
             SpanInput::Text(t) => Span::parse(&t),
         }
     }
@@ -121,7 +130,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for UniqueKeys<'a> {
 #[serde(deny_unknown_fields)]
 struct EventIn {
     member: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::json_int::opt_i64")]
     delta: Option<i64>,
     #[serde(default)]
     at: Option<f64>,
@@ -186,7 +195,8 @@ pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
     let delta = match fields.get("delta") {
         None | Some(Value::Null) => 1,
         Some(v) => v
-            .as_i64()
+            .as_number()
+            .and_then(super::json_int::to_i64)
             .ok_or_else(|| shape(format!("delta must be an integer, got {v}")))?,
     };
     let at = match fields.get("at") {
