@@ -112,10 +112,28 @@ mod tests {
 
     #[test]
     fn board_names_follow_charset_and_length() {
-        for ok in ["hot", "posts:likes.24h", "A-Z_0-9", ".a", "..-", &"x".repeat(64)] {
+        for ok in [
+            "hot",
+            "posts:likes.24h",
+            "A-Z_0-9",
+            ".a",
+            "..-",
+            &"x".repeat(64),
+        ] {
             assert_eq!(BoardName::parse(ok).unwrap().as_str(), ok);
         }
-        for bad in ["", "a b", "a{b}", "tab\t", "é", "a/b", ".", "..", "...", &"x".repeat(65)] {
+        for bad in [
+            "",
+            "a b",
+            "a{b}",
+            "tab\t",
+            "é",
+            "a/b",
+            ".",
+            "..",
+            "...",
+            &"x".repeat(65),
+        ] {
             assert_eq!(
                 BoardName::parse(bad).unwrap_err().code(),
                 "invalid_board_name",

@@ -47,7 +47,10 @@ fn add_layer_statuses(operation: &mut Operation) {
         "`store_unavailable`: the store did not answer; `timeout`: the request took longer than the limit",
     )];
     if operation.parameters.as_ref().is_some_and(|p| !p.is_empty()) {
-        statuses.push(("400", "`bad_request`: a path or query parameter does not parse"));
+        statuses.push((
+            "400",
+            "`bad_request`: a path or query parameter does not parse",
+        ));
     }
     if operation.request_body.is_some() {
         statuses.extend([

@@ -66,7 +66,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
 /// `bad_request`. (serde would also read a struct from an array of its fields.)
 fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let text = body.trim_ascii_start();
-    if !text.is_empty() && text[0] != b'{' && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() {
+    if !text.is_empty()
+        && text[0] != b'{'
+        && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
+    {
         return Err(ApiError::bad_request("the JSON body must be an object"));
     }
     serde_json::from_slice(body).map_err(|e| {

@@ -86,9 +86,18 @@ mod tests {
         );
         assert_eq!(parse(r#"{"limit": 0}"#).unwrap().delta, None);
         for (text, message) in [
-            (r#"{"delta": 1.5, "limit": 1}"#, "expected an integer, got 1.5"),
-            (r#"{"limit": -1}"#, "expected a non-negative integer, got -1"),
-            (r#"{"limit": 1e300}"#, "expected a non-negative integer, got 1e300"),
+            (
+                r#"{"delta": 1.5, "limit": 1}"#,
+                "expected an integer, got 1.5",
+            ),
+            (
+                r#"{"limit": -1}"#,
+                "expected a non-negative integer, got -1",
+            ),
+            (
+                r#"{"limit": 1e300}"#,
+                "expected a non-negative integer, got 1e300",
+            ),
             (r#"{"limit": "1"}"#, "invalid type: string"),
         ] {
             let error = parse(text).unwrap_err();

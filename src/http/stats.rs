@@ -36,7 +36,11 @@ pub struct Recorded {
 #[into_params(parameter_in = Query)]
 pub struct SlowestQuery {
     /// The kind (default `AccessTime`).
-    #[param(min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")]
+    #[param(
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"
+    )]
     pub kind: Option<String>,
     /// Entries, 1–100 (default 10).
     #[param(minimum = 1, maximum = 100)]

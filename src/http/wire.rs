@@ -80,10 +80,12 @@ pub fn parse_events_body(body: &[u8]) -> Result<EventsIn<'_>, BadBody> {
         Some(_) => Err(BadBody::Shape(
             "a batch is {\"events\": [...]} and nothing else".into(),
         )),
-        None => parse_raw_event(text).map(EventsIn::One).map_err(|e| match e {
-            NotAnEvent::Shape(message) => BadBody::Shape(message),
-            NotAnEvent::Invalid(error) => BadBody::Invalid(error),
-        }),
+        None => parse_raw_event(text)
+            .map(EventsIn::One)
+            .map_err(|e| match e {
+                NotAnEvent::Shape(message) => BadBody::Shape(message),
+                NotAnEvent::Invalid(error) => BadBody::Invalid(error),
+            }),
     }
 }
 
@@ -289,7 +291,8 @@ mod tests {
             panic!()
         };
         assert_eq!((e.member.as_str(), e.delta), ("x", 2));
-        let Ok(EventsIn::Many(events)) = parse_events_body(br#"{"\u0065vents":[{"m\u0065mber":"y"}]}"#)
+        let Ok(EventsIn::Many(events)) =
+            parse_events_body(br#"{"\u0065vents":[{"m\u0065mber":"y"}]}"#)
         else {
             panic!()
         };
@@ -304,7 +307,8 @@ mod tests {
             };
             assert!(message.starts_with("duplicate key"), "{message}");
         }
-        let Err(NotAnEvent::Shape(message)) = parse_raw_event(r#"{"member":"a","delta":1,"delta":2}"#)
+        let Err(NotAnEvent::Shape(message)) =
+            parse_raw_event(r#"{"member":"a","delta":1,"delta":2}"#)
         else {
             panic!()
         };
