@@ -96,7 +96,7 @@ mod tests {
             ),
             (
                 r#"{"limit": 1e300}"#,
-                "expected a non-negative integer, got 1e300",
+                "expected a non-negative integer, got 1e+300",
             ),
             (r#"{"limit": "1"}"#, "invalid type: string"),
         ] {
