@@ -477,3 +477,22 @@ async fn the_openapi_document_states_the_contract() {
         1
     );
 }
+
+#[tokio::test]
+async fn stats_that_overflow_a_double_answer_null_as_documented() {
+    let app = spawn_app().await;
+    for _ in 0..2 {
+        let reply = app
+            .post("/v1/stats/huge/Kind", json!({"value": -f64::MAX}))
+            .await;
+        assert_eq!(reply.status, StatusCode::OK);
+    }
+    let current = app.get("/v1/stats/huge/Kind").await.body["current"].clone();
+    assert_eq!(
+        (current["count"].clone(), current["sum"].clone()),
+        (json!(2), Value::Null)
+    );
+    let doc = app.get("/openapi.json").await.body;
+    let sum = &doc["components"]["schemas"]["HourStats"]["properties"]["sum"]["type"];
+    assert_eq!(sum, &json!(["number", "null"]));
+}
