@@ -9,7 +9,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::Error;
 
-/// A board's name: 1–64 characters of `A-Z a-z 0-9 _ . : -`.
+/// A board's name: 1–64 characters of `A-Z a-z 0-9 _ . : -`, not only dots (clients
+/// drop the `.` and `..` path segments of a URL before sending it).
 ///
 /// The charset excludes `{`, `}` and whitespace, so the name can sit inside the
 /// `{<board>}` Redis Cluster hash tag of every key of the board.
@@ -28,6 +29,8 @@ impl BoardName {
             Some("must not be empty".to_owned())
         } else if name.len() > Self::MAX_LEN {
             Some(format!("must be at most {} characters", Self::MAX_LEN))
+        } else if name.bytes().all(|b| b == b'.') {
+            Some("must not be only dots (URLs drop . and .. segments)".to_owned())
         } else {
             name.chars()
                 .find(|c| !Self::allowed(*c))
@@ -109,10 +112,28 @@ mod tests {
 
     #[test]
     fn board_names_follow_charset_and_length() {
-        for ok in ["hot", "posts:likes.24h", "A-Z_0-9", &"x".repeat(64)] {
+        for ok in [
+            "hot",
+            "posts:likes.24h",
+            "A-Z_0-9",
+            ".a",
+            "..-",
+            &"x".repeat(64),
+        ] {
             assert_eq!(BoardName::parse(ok).unwrap().as_str(), ok);
         }
-        for bad in ["", "a b", "a{b}", "tab\t", "é", "a/b", &"x".repeat(65)] {
+        for bad in [
+            "",
+            "a b",
+            "a{b}",
+            "tab\t",
+            "é",
+            "a/b",
+            ".",
+            "..",
+            "...",
+            &"x".repeat(65),
+        ] {
             assert_eq!(
                 BoardName::parse(bad).unwrap_err().code(),
                 "invalid_board_name",

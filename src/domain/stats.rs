@@ -258,15 +258,19 @@ pub struct HourStats {
     pub hour: i64,
     /// Values recorded.
     pub count: u64,
-    /// Their sum.
+    /// Their sum; JSON `null` when it overflows a double (values near ±1.8e308).
+    #[cfg_attr(feature = "server", schema(value_type = Option<f64>))]
     pub sum: f64,
     /// The smallest.
     pub min: f64,
     /// The largest.
     pub max: f64,
-    /// The mean.
+    /// The mean; JSON `null` when it overflows a double.
+    #[cfg_attr(feature = "server", schema(value_type = Option<f64>))]
     pub mean: f64,
-    /// The sample standard deviation (n − 1), computed stably.
+    /// The sample standard deviation (n − 1), computed stably; JSON `null` when it
+    /// overflows a double.
+    #[cfg_attr(feature = "server", schema(value_type = Option<f64>))]
     pub stddev: f64,
     /// Median, within 2 %.
     pub p50: f64,

@@ -10,6 +10,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::json_int;
 use super::wire::SpanInput;
 use crate::{Board, BoardConfig, BoardName, BoardStatus, Created, RecomputeReport, Span};
 
@@ -20,11 +21,13 @@ pub struct ConfigBody {
     /// Slot length, e.g. `"1h"`.
     #[schema(value_type = Span)]
     pub slot: SpanInput,
-    /// Windows, smallest first, each a multiple of the slot, e.g. `["1h", "24h"]`.
-    #[schema(value_type = Vec<Span>)]
+    /// Windows, smallest first, each a multiple of the slot and at most 100,000 slots,
+    /// e.g. `["1h", "24h"]`.
+    #[schema(value_type = Vec<Span>, min_items = 1, max_items = 8)]
     pub windows: Vec<SpanInput>,
     /// Shifts slot boundaries by this many seconds (`-slot < offset < slot`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "json_int::i64")]
+    #[schema(minimum = -34_559_999, maximum = 34_559_999)]
     pub offset: i64,
 }
 
@@ -72,14 +75,15 @@ pub struct BoardList {
 /// Creates a board, or confirms an existing one with the same config.
 #[utoipa::path(
     put, path = "/v1/boards/{board}", tag = "boards",
-    params(("board" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -")),
+    params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     request_body = ConfigBody,
     responses(
         (status = 201, description = "Created", body = BoardStatus),
         (status = 200, description = "Already exists with this config", body = BoardStatus),
         (status = 202, description = "Existed; the larger windows added are being built", body = BoardStatus),
-        (status = 409, description = "Exists with another config (only windows larger than the existing ones can be added)", body = ErrorBody),
-        (status = 422, description = "Invalid name or config", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
+        (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added); `board_busy`, `board_changed`: retry", body = ErrorBody),
+        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -106,7 +110,7 @@ pub async fn put_board(
 /// Lists every board.
 #[utoipa::path(
     get, path = "/v1/boards", tag = "boards",
-    responses((status = 200, body = BoardList))
+    responses((status = 200, description = "Every board", body = BoardList))
 )]
 pub async fn list_boards(State(state): State<AppState>) -> ApiResult<Json<BoardList>> {
     let boards = state.boards.boards().await?;
@@ -118,8 +122,12 @@ pub async fn list_boards(State(state): State<AppState>) -> ApiResult<Json<BoardL
 /// A board's config, members per window, live slots and retirement lag.
 #[utoipa::path(
     get, path = "/v1/boards/{board}", tag = "boards",
-    params(("board" = String, Path)),
-    responses((status = 200, body = BoardStatus), (status = 404, body = ErrorBody))
+    params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
+    responses(
+        (status = 200, description = "The board's state", body = BoardStatus),
+        (status = 404, description = "`board_not_found`", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`", body = ErrorBody),
+    )
 )]
 pub async fn get_board(
     State(state): State<AppState>,
@@ -131,8 +139,14 @@ pub async fn get_board(
 /// Deletes a board and all its data.
 #[utoipa::path(
     delete, path = "/v1/boards/{board}", tag = "boards",
-    params(("board" = String, Path)),
-    responses((status = 204, description = "Dropped"), (status = 404, body = ErrorBody)),
+    params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
+    responses(
+        (status = 204, description = "Dropped"),
+        (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
+        (status = 404, description = "`board_not_found`", body = ErrorBody),
+        (status = 409, description = "`board_busy`: the board is being changed; retry", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`", body = ErrorBody),
+    ),
     security(("bearer" = []))
 )]
 pub async fn delete_board(
@@ -146,8 +160,10 @@ pub async fn delete_board(
 
 /// `?window=` of a recompute.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct RecomputeQuery {
-    /// The window to rebuild; every window when absent.
+    /// The window to rebuild (`"24h"` or seconds); every window when absent.
+    #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
     pub window: Option<String>,
 }
 
@@ -155,11 +171,13 @@ pub struct RecomputeQuery {
 /// writes go on. Runs to its end even if the request times out.
 #[utoipa::path(
     post, path = "/v1/boards/{board}/recompute", tag = "boards",
-    params(("board" = String, Path), RecomputeQuery),
+    params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), RecomputeQuery),
     responses(
-        (status = 200, body = RecomputeReport),
-        (status = 404, body = ErrorBody),
-        (status = 409, description = "Another recompute of the board is running", body = ErrorBody),
+        (status = 200, description = "What the rebuild changed", body = RecomputeReport),
+        (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
+        (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
+        (status = 409, description = "`board_busy`: another recompute of the board is running; `board_changed`", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span`", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]

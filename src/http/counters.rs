@@ -2,16 +2,15 @@
 //! drop counters.
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::auth::{AdminAccess, WriteAccess};
-use super::error::{ApiError, ApiResult, ErrorBody};
-use super::extract::{ApiPath, ApiQuery};
+use super::error::{ApiResult, ErrorBody};
+use super::extract::{ApiPath, ApiQuery, OptionalJson};
+use super::json_int;
 use crate::{CounterInfo, SampleQuery, Span, Timestamp};
 
 /// The body of `POST /v1/counters/{name}`; an empty body counts 1 now.
@@ -19,8 +18,11 @@ use crate::{CounterInfo, SampleQuery, Span, Timestamp};
 #[serde(deny_unknown_fields)]
 pub struct CountBody {
     /// What to add (non-zero integer within ±(2^53 − 1)); 1 by default.
+    #[serde(default, deserialize_with = "json_int::opt_i64")]
+    #[schema(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
     pub count: Option<i64>,
     /// When, unix seconds (fractions allowed); now by default.
+    #[schema(minimum = 0, maximum = 253_402_300_799_i64)]
     pub at: Option<f64>,
 }
 
@@ -35,13 +37,17 @@ pub struct Counted {
 
 /// `?precision=&from=&to=&fill=`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SamplesQuery {
     /// A precision of the counter, in seconds (`5`) or as a duration (`5m`); the finest
     /// configured by default.
+    #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
     pub precision: Option<String>,
     /// Only the slice holding this time (unix seconds) and later ones.
+    #[param(minimum = 0, maximum = 253_402_300_799_i64)]
     pub from: Option<f64>,
     /// Only the slice holding this time (unix seconds) and earlier ones.
+    #[param(minimum = 0, maximum = 253_402_300_799_i64)]
     pub to: Option<f64>,
     /// `true`: answer empty slices with a zero count, up to the current slice.
     #[serde(default)]
@@ -56,6 +62,7 @@ pub struct Samples {
     /// The precision, in seconds.
     pub precision: u64,
     /// `[slice_start, count]` pairs, oldest first.
+    #[schema(value_type = Vec<Vec<i64>>)]
     pub samples: Vec<(i64, i64)>,
     /// The start of the current, still-open slice when `samples` holds it, else null.
     pub open: Option<i64>,
@@ -76,13 +83,12 @@ fn time(seconds: Option<f64>) -> crate::Result<Option<Timestamp>> {
 /// atomically; a counter not seen before starts here.
 #[utoipa::path(
     post, path = "/v1/counters/{name}", tag = "counters",
-    params(("name" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -")),
-    request_body = CountBody,
+    params(("name" = String, Path, description = "The counter: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
+    request_body(content = Option<CountBody>, description = "Optional: an empty body counts 1 now"),
     responses(
-        (status = 200, body = Counted),
-        (status = 400, description = "Malformed body", body = ErrorBody),
-        (status = 422, description = "Bad name, count or time", body = ErrorBody),
-        (status = 503, description = "Store unavailable", body = ErrorBody),
+        (status = 200, description = "Counted", body = Counted),
+        (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
+        (status = 422, description = "`invalid_counter_name`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -90,14 +96,9 @@ pub async fn post_count(
     _: WriteAccess,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
-    body: Result<Bytes, BytesRejection>,
+    OptionalJson(body): OptionalJson<CountBody>,
 ) -> ApiResult<Json<Counted>> {
-    let body = body.map_err(ApiError::from)?;
-    let body: CountBody = if body.iter().all(u8::is_ascii_whitespace) {
-        CountBody::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(e.to_string()))?
-    };
+    let body = body.unwrap_or_default();
     let count = body.count.unwrap_or(1);
     state
         .boards
@@ -109,11 +110,11 @@ pub async fn post_count(
 /// The counter's samples at one precision, oldest first.
 #[utoipa::path(
     get, path = "/v1/counters/{name}", tag = "counters",
-    params(("name" = String, Path), SamplesQuery),
+    params(("name" = String, Path, description = "The counter: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), SamplesQuery),
     responses(
-        (status = 200, body = Samples),
-        (status = 404, description = "Unknown counter or precision", body = ErrorBody),
-        (status = 422, body = ErrorBody),
+        (status = 200, description = "The samples", body = Samples),
+        (status = 404, description = "`counter_not_found`, `precision_not_found`", body = ErrorBody),
+        (status = 422, description = "`invalid_counter_name`, `invalid_span`, `invalid_time`, `invalid_query` (from after to, too many slices to fill)", body = ErrorBody),
     )
 )]
 pub async fn get_samples(
@@ -145,7 +146,7 @@ pub async fn get_samples(
 /// Every counter and its precisions.
 #[utoipa::path(
     get, path = "/v1/counters", tag = "counters",
-    responses((status = 200, body = CounterList), (status = 503, body = ErrorBody))
+    responses((status = 200, description = "Every counter", body = CounterList))
 )]
 pub async fn list_counters(State(state): State<AppState>) -> ApiResult<Json<CounterList>> {
     Ok(Json(CounterList {
@@ -156,8 +157,13 @@ pub async fn list_counters(State(state): State<AppState>) -> ApiResult<Json<Coun
 /// Deletes a counter and its samples.
 #[utoipa::path(
     delete, path = "/v1/counters/{name}", tag = "counters",
-    params(("name" = String, Path)),
-    responses((status = 204, description = "Dropped"), (status = 404, body = ErrorBody)),
+    params(("name" = String, Path, description = "The counter: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
+    responses(
+        (status = 204, description = "Dropped"),
+        (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
+        (status = 404, description = "`counter_not_found`", body = ErrorBody),
+        (status = 422, description = "`invalid_counter_name`", body = ErrorBody),
+    ),
     security(("bearer" = []))
 )]
 pub async fn delete_counter(

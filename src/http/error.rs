@@ -2,11 +2,12 @@
 //! `{"error":{"code":"…","message":"…"}}` with its status.
 //!
 //! 400 malformed request · 401/403 auth · 404 unknown board, member, window or route ·
-//! 405 wrong method · 409 conflict · 413 body too large or too many events · 422 a valid
-//! request the rules reject · 503 store unavailable · 500 only for store faults.
+//! 405 wrong method · 409 conflict · 413 body too large or too many events · 415 a body
+//! that is not JSON · 422 a valid request the rules reject · 503 store unavailable ·
+//! 500 only for store faults.
 
 use axum::Json;
-use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -53,6 +54,15 @@ impl ApiError {
     /// 400: the request could not be understood.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 415: the body is not JSON (see [`media_type`](super::media_type)).
+    pub fn unsupported_media_type() -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send the body as JSON with Content-Type: application/json",
+        )
     }
 
     /// The JSON body of this error.
@@ -105,22 +115,6 @@ impl From<Error> for ApiError {
             crate::metrics::store_full();
         }
         ApiError::new(status_of(&error), error.code(), error.to_string())
-    }
-}
-
-impl From<JsonRejection> for ApiError {
-    fn from(rejection: JsonRejection) -> Self {
-        match rejection.status() {
-            StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                "the request body is larger than the limit",
-            ),
-            StatusCode::UNSUPPORTED_MEDIA_TYPE => {
-                ApiError::bad_request("send the body as JSON with Content-Type: application/json")
-            }
-            _ => ApiError::bad_request(rejection.body_text()),
-        }
     }
 }
 

@@ -1,19 +1,15 @@
 //! `POST /v1/boards/{board}/events`: one event, or a batch `{"events": […]}`.
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::HeaderMap;
-use axum::http::header::CONTENT_TYPE;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::AppState;
 use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
-use super::extract::ApiPath;
-use super::wire::{EventsIn, parse_events_body, parse_raw_event};
+use super::extract::{ApiPath, JsonBytes};
+use super::wire::{BadBody, EventsIn, NotAnEvent, parse_events_body, parse_raw_event};
 use crate::{Error, Event};
 
 /// What happened to the events of a request.
@@ -35,40 +31,62 @@ pub struct RejectedEvent {
     pub error: ErrorDetail,
 }
 
-/// An event, or a batch of events, as the request body.
-#[derive(utoipa::ToSchema)]
+/// The body: one event, or a batch `{"events": […]}`.
+// Documents the JSON; the handler reads it with `parse_events_body`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(untagged)]
 #[allow(dead_code)]
 pub enum EventsBody {
-    /// `{"member": "post:1", "delta": 1, "at": 1700000000.5}`: `delta` defaults to 1,
-    /// `at` (unix seconds, fractions allowed) to now.
-    Single {
-        /// The member.
-        member: String,
-        /// The change (non-zero integer).
-        delta: Option<i64>,
-        /// When it happened, unix seconds.
-        at: Option<f64>,
-    },
-    /// `{"events": [ … ]}`, up to 10,000 events.
-    Batch {
-        /// The events.
-        events: Vec<Value>,
-    },
+    /// One event.
+    One(EventIn),
+    /// A batch.
+    Batch(EventBatch),
+}
+
+/// One event: `{"member": "post:1", "delta": 1, "at": 1700000000.5}`.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct EventIn {
+    /// The member: 1–256 bytes of UTF-8.
+    #[schema(min_length = 1, max_length = 256)]
+    member: String,
+    /// The change: a non-zero integer within ±(2^53 − 1); 1 when absent or null.
+    #[schema(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
+    delta: Option<i64>,
+    /// When it happened, unix seconds (fractions allowed, 1970 to 9999); now when absent
+    /// or null. Out of that range: 422 `invalid_time`; older than the largest window:
+    /// `too_late`; more than the allowed skew ahead: `in_future`.
+    #[schema(minimum = 0, maximum = 253_402_300_799_i64)]
+    at: Option<f64>,
+}
+
+/// A batch: `{"events": [ … ]}`. Each element is meant to be an [`EventIn`]; one that is
+/// not (or that a rule rejects) is reported in `rejected` by its index and the others are
+/// applied.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct EventBatch {
+    /// The events, up to the configured `max_batch` (default 10,000).
+    #[schema(max_items = 10_000)]
+    events: Vec<Value>,
 }
 
 /// Records events: one (200 `{"accepted":1}`, or the error) or a batch (200 with the
 /// accepted count and each rejected event's index and error).
 #[utoipa::path(
     post, path = "/v1/boards/{board}/events", tag = "events",
-    params(("board" = String, Path)),
+    params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     request_body = EventsBody,
     responses(
-        (status = 200, body = EventsResponse),
-        (status = 400, description = "Malformed body", body = ErrorBody),
-        (status = 404, description = "Unknown board", body = ErrorBody),
-        (status = 413, description = "Body too large or more than 10,000 events", body = ErrorBody),
-        (status = 422, description = "The single event was rejected", body = ErrorBody),
-        (status = 503, description = "Store unavailable", body = ErrorBody),
+        (status = 200, description = "Applied: the single event, or the batch's accepted events (with the rejected ones by index)", body = EventsResponse),
+        (status = 400, description = "`bad_request`: not JSON, not an event nor a batch, an unknown or repeated key", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 404, description = "`board_not_found`", body = ErrorBody),
+        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry", body = ErrorBody),
+        (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),
+        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -76,20 +94,16 @@ pub async fn post_events(
     _: WriteAccess,
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    JsonBytes(body): JsonBytes,
 ) -> ApiResult<Json<EventsResponse>> {
-    let is_json = headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !is_json {
-        return Err(ApiError::bad_request(
-            "send the body as JSON with Content-Type: application/json",
-        ));
-    }
-    let body = body.map_err(ApiError::from)?;
-    let items = match parse_events_body(&body).map_err(|e| ApiError::bad_request(e.0))? {
+    let parsed = parse_events_body(&body).map_err(|e| match e {
+        BadBody::Shape(message) => ApiError::bad_request(message),
+        BadBody::Invalid(error) => {
+            crate::metrics::event_rejected(&board, &error);
+            ApiError::from(error)
+        }
+    })?;
+    let items = match parsed {
         EventsIn::One(event) => {
             let result = state
                 .boards
@@ -126,13 +140,23 @@ pub async fn post_events(
                 valid.push(event);
                 original_index.push(index);
             }
-            Err(e) => rejected.push(RejectedEvent {
+            Err(NotAnEvent::Shape(message)) => rejected.push(RejectedEvent {
                 index,
                 error: ErrorDetail {
                     code: "invalid_event".into(),
-                    message: e.0,
+                    message,
                 },
             }),
+            Err(NotAnEvent::Invalid(error)) => {
+                crate::metrics::event_rejected(&board, &error);
+                rejected.push(RejectedEvent {
+                    index,
+                    error: ErrorDetail {
+                        code: error.code().into(),
+                        message: error.to_string(),
+                    },
+                })
+            }
         }
     }
     let outcome = state.boards.incr_batch(&board, &valid).await?;

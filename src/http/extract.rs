@@ -1,14 +1,85 @@
 //! Extractors whose rejections are [`ApiError`]s, so a malformed body, query or path is
 //! answered with the same JSON error shape as everything else.
+//!
+//! Every JSON body goes through [`JsonBytes`]: a `Content-Type` that is not JSON (see
+//! [`media_type`](super::media_type)) is 415 `unsupported_media_type`, a body over the
+//! limit 413 `body_too_large`, the same on every route.
 
-use axum::extract::{FromRequest, FromRequestParts};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
+use super::media_type;
 
-/// `axum::Json`, rejecting with a JSON [`ApiError`].
-#[derive(Debug, FromRequest)]
-#[from_request(via(axum::Json), rejection(ApiError))]
+/// A JSON body parsed into `T`; the rejection is a JSON [`ApiError`].
+#[derive(Debug)]
 pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let JsonBytes(body) = JsonBytes::from_request(request, state).await?;
+        parse(&body).map(ApiJson)
+    }
+}
+
+/// A JSON body as bytes, for handlers that parse it themselves.
+#[derive(Debug)]
+pub struct JsonBytes(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBytes {
+    type Rejection = ApiError;
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        if !media_type::is_json(request.headers()) {
+            return Err(ApiError::unsupported_media_type());
+        }
+        let body = Bytes::from_request(request, state).await?;
+        Ok(JsonBytes(body))
+    }
+}
+
+/// A JSON body that may be left out: an empty (or blank) body is `None`, whatever its
+/// `Content-Type`; any other body must be JSON, and `null` is `None` too.
+#[derive(Debug)]
+pub struct OptionalJson<T>(pub Option<T>);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
+    type Rejection = ApiError;
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let is_json = media_type::is_json(request.headers());
+        let body = Bytes::from_request(request, state).await?;
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJson(None));
+        }
+        if !is_json {
+            return Err(ApiError::unsupported_media_type());
+        }
+        if body.trim_ascii() == b"null" {
+            return Ok(OptionalJson(None));
+        }
+        parse(&body).map(|value| OptionalJson(Some(value)))
+    }
+}
+
+/// Parses a JSON body, always an object; a syntax error or a wrong shape is 400
+/// `bad_request`. (serde would also read a struct from an array of its fields.)
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let text = body.trim_ascii_start();
+    if !text.is_empty()
+        && text[0] != b'{'
+        && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
+    {
+        return Err(ApiError::bad_request("the JSON body must be an object"));
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        if e.is_data() {
+            ApiError::bad_request(format!("the JSON body does not fit: {e}"))
+        } else {
+            ApiError::bad_request(format!("Failed to parse the request body as JSON: {e}"))
+        }
+    })
+}
 
 /// `axum::extract::Query`, rejecting with a JSON [`ApiError`].
 #[derive(Debug, FromRequestParts)]

@@ -23,12 +23,15 @@ use utoipa_axum::routes;
 mod access_time;
 mod auth;
 mod boards;
+mod contract;
 mod counters;
 mod dashboard;
 pub mod error;
 mod events;
 mod extract;
+mod json_int;
 mod latency;
+mod media_type;
 mod ops;
 mod rankings;
 mod rates;
@@ -144,6 +147,8 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))
         .split_for_parts();
+    let mut openapi = openapi;
+    contract::complete(&mut openapi, state.boards.settings());
     let openapi = Arc::new(openapi);
     routes
         .route(

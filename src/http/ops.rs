@@ -22,7 +22,7 @@ pub struct Health {
 }
 
 /// The process is up.
-#[utoipa::path(get, path = "/healthz", tag = "ops", responses((status = 200, body = Health)))]
+#[utoipa::path(get, path = "/healthz", tag = "ops", responses((status = 200, description = "The process is up", body = Health)))]
 pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
     Json(Health {
         status: "ok",
@@ -36,7 +36,7 @@ pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
 #[utoipa::path(
     get, path = "/readyz", tag = "ops",
     responses(
-        (status = 200, body = Health),
+        (status = 200, description = "Ready", body = Health),
         (status = 503, description = "`store_unavailable`; `clock_skew`: this process's clock is too far from the store's; `store_full`: Redis is at its memory limit and refuses writes; `eviction_policy`: Redis may evict keys", body = ErrorBody),
     )
 )]
@@ -76,7 +76,10 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiEr
 /// Prometheus metrics, text format.
 #[utoipa::path(
     get, path = "/metrics", tag = "ops",
-    responses((status = 200, content_type = "text/plain", body = String), (status = 404, body = ErrorBody))
+    responses(
+        (status = 200, description = "The metrics, Prometheus text format", content_type = "text/plain", body = String),
+        (status = 404, description = "`not_found`: metrics are not enabled in this process", body = ErrorBody),
+    )
 )]
 pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError> {
     let handle = state.metrics.as_ref().ok_or_else(|| {

@@ -13,28 +13,37 @@ use crate::{Error, History, Span, Standing, TopPage};
 
 /// `?window=` alone.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct WindowQuery {
     /// A window of the board (`"1h"`, `"24h"` or seconds); the board's first by default.
+    #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
     pub window: Option<String>,
 }
 
 /// `?window=&limit=&offset=`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TopQuery {
-    /// A window of the board; the board's first by default.
+    /// A window of the board (`"1h"`, `"24h"` or seconds); the board's first by default.
+    #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
     pub window: Option<String>,
-    /// Entries to return, 1–1000 (default 10).
+    /// Entries to return, 1 to the configured `max_limit` (default 1000); 10 by default.
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u64>,
-    /// Entries to skip (default 0).
+    /// Entries to skip, up to 1,000,000,000 (default 0).
+    #[param(minimum = 0, maximum = 1_000_000_000)]
     pub offset: Option<u64>,
 }
 
 /// `?window=&n=`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AroundQuery {
-    /// A window of the board; the board's first by default.
+    /// A window of the board (`"1h"`, `"24h"` or seconds); the board's first by default.
+    #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
     pub window: Option<String>,
     /// Entries on each side of the member, 0–100 (default 5).
+    #[param(minimum = 0, maximum = 100)]
     pub n: Option<u64>,
 }
 
@@ -61,8 +70,12 @@ fn not_ranked(board: &str, member: &str) -> Error {
 /// The ranking: members with a positive total, highest first, ties by member ascending.
 #[utoipa::path(
     get, path = "/v1/boards/{board}/top", tag = "rankings",
-    params(("board" = String, Path), TopQuery),
-    responses((status = 200, body = TopPage), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody))
+    params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), TopQuery),
+    responses(
+        (status = 200, description = "A page of the ranking", body = TopPage),
+        (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (limit or offset out of range)", body = ErrorBody),
+    )
 )]
 pub async fn top(
     State(state): State<AppState>,
@@ -84,8 +97,12 @@ pub async fn top(
 /// A member's total and competition rank (404 without a positive total).
 #[utoipa::path(
     get, path = "/v1/boards/{board}/members/{member}", tag = "rankings",
-    params(("board" = String, Path), ("member" = String, Path), WindowQuery),
-    responses((status = 200, body = Standing), (status = 404, body = ErrorBody))
+    params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), WindowQuery),
+    responses(
+        (status = 200, description = "The member's total and rank", body = Standing),
+        (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no positive total", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span`", body = ErrorBody),
+    )
 )]
 pub async fn member(
     State(state): State<AppState>,
@@ -102,8 +119,12 @@ pub async fn member(
 /// The member and up to `n` entries on each side (404 without a positive total).
 #[utoipa::path(
     get, path = "/v1/boards/{board}/members/{member}/around", tag = "rankings",
-    params(("board" = String, Path), ("member" = String, Path), AroundQuery),
-    responses((status = 200, body = TopPage), (status = 404, body = ErrorBody))
+    params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), AroundQuery),
+    responses(
+        (status = 200, description = "The member and its neighbours", body = TopPage),
+        (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no positive total", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span`, `invalid_query` (n out of range)", body = ErrorBody),
+    )
 )]
 pub async fn around(
     State(state): State<AppState>,
@@ -117,24 +138,40 @@ pub async fn around(
     Ok(Json(page.ok_or_else(|| not_ranked(&board, &member))?))
 }
 
-/// The member's non-zero values per slot over the board's largest window.
+/// The member's non-zero values per slot over the board's largest window (404 when it
+/// holds none, like a removed member).
 #[utoipa::path(
     get, path = "/v1/boards/{board}/members/{member}/history", tag = "rankings",
-    params(("board" = String, Path), ("member" = String, Path)),
-    responses((status = 200, body = History), (status = 404, body = ErrorBody))
+    params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256)),
+    responses(
+        (status = 200, description = "The member's values per slot", body = History),
+        (status = 404, description = "`board_not_found`, or `member_not_found`: the member holds no value in the largest window", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`", body = ErrorBody),
+    )
 )]
 pub async fn history(
     State(state): State<AppState>,
     ApiPath((board, member)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<History>> {
-    Ok(Json(state.boards.history(&board, &member).await?))
+    let history = state.boards.history(&board, &member).await?;
+    if history.points.is_empty() {
+        // Like its standing: a member holding nothing (never seen, or removed) is 404.
+        return Err(not_ranked(&board, &member).into());
+    }
+    Ok(Json(history))
 }
 
 /// Removes the member from every slot and window (moderation).
 #[utoipa::path(
     delete, path = "/v1/boards/{board}/members/{member}", tag = "rankings",
-    params(("board" = String, Path), ("member" = String, Path)),
-    responses((status = 200, body = MemberRemoved), (status = 404, body = ErrorBody)),
+    params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256)),
+    responses(
+        (status = 200, description = "Removed (or held nothing)", body = MemberRemoved),
+        (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
+        (status = 404, description = "`board_not_found`", body = ErrorBody),
+        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`", body = ErrorBody),
+    ),
     security(("bearer" = []))
 )]
 pub async fn remove_member(

@@ -6,16 +6,15 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::auth::WriteAccess;
-use super::error::{ApiError, ApiResult, ErrorBody};
-use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::error::{ApiResult, ErrorBody};
+use super::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
+use super::json_int;
 use crate::Timestamp;
 use crate::rollboard::rates::split_windows;
 
@@ -24,8 +23,11 @@ use crate::rollboard::rates::split_windows;
 #[serde(deny_unknown_fields)]
 pub struct HitBody {
     /// How many hits, 1 to 2^32 − 1 (default 1).
+    #[serde(default, deserialize_with = "json_int::opt_u64")]
+    #[schema(minimum = 1, maximum = 4_294_967_295_i64)]
     pub count: Option<u64>,
     /// When, unix seconds (default now).
+    #[schema(minimum = 0, maximum = 253_402_300_799_i64)]
     pub at: Option<f64>,
 }
 
@@ -40,8 +42,10 @@ pub struct HitResponse {
 
 /// `?last=5s,5m`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LastQuery {
-    /// Windows, comma-separated (default `5s,5m,5h,5d,180d`).
+    /// Windows, comma-separated (default `5s,5m,5h,5d,180d`), each one a rate tier answers.
+    #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?(,[0-9]*[1-9][0-9]*[smhd]?)*$")]
     pub last: Option<String>,
 }
 
@@ -60,11 +64,16 @@ pub struct CountsResponse {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckBody {
-    /// The most hits the window may hold.
+    /// The most hits the window may hold, up to 2^53 − 1.
+    #[serde(deserialize_with = "json_int::u64")]
+    #[schema(minimum = 0, maximum = 9_007_199_254_740_991_i64)]
     pub limit: u64,
-    /// The window (`"1m"`).
+    /// The window (`"1m"`), one that a rate tier answers.
+    #[schema(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
     pub last: String,
-    /// Hits to count if allowed (default 1).
+    /// Hits to count if allowed, 1 to 2^32 − 1 (default 1).
+    #[serde(default, deserialize_with = "json_int::opt_u64")]
+    #[schema(minimum = 1, maximum = 4_294_967_295_i64)]
     pub count: Option<u64>,
 }
 
@@ -84,13 +93,12 @@ pub struct CheckResponse {
 /// Counts a hit of `key`.
 #[utoipa::path(
     post, path = "/v1/rates/{key}/hits", tag = "rates",
-    params(("key" = String, Path)),
-    request_body = HitBody,
+    params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256)),
+    request_body(content = Option<HitBody>, description = "Optional: an empty body is one hit now"),
     responses(
-        (status = 200, body = HitResponse),
-        (status = 400, description = "Malformed body", body = ErrorBody),
-        (status = 422, description = "Too late, in the future, bad key or count", body = ErrorBody),
-        (status = 503, description = "Store unavailable", body = ErrorBody),
+        (status = 200, description = "Counted", body = HitResponse),
+        (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
+        (status = 422, description = "`too_late`, `in_future`, `invalid_time`, `invalid_rate_key`, `invalid_delta` (count), `rate_overflow`", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -98,15 +106,10 @@ pub async fn post_hit(
     _: WriteAccess,
     State(state): State<AppState>,
     ApiPath(key): ApiPath<String>,
-    body: Result<Bytes, BytesRejection>,
+    OptionalJson(body): OptionalJson<HitBody>,
 ) -> ApiResult<Json<HitResponse>> {
     // An empty body is one hit now.
-    let body = body?;
-    let body: HitBody = if body.iter().all(u8::is_ascii_whitespace) {
-        HitBody::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request(e.to_string()))?
-    };
+    let body = body.unwrap_or_default();
     let at = body.at.map(Timestamp::from_unix_seconds_f64).transpose()?;
     let count = body.count.unwrap_or(1);
     let tiers = state.boards.rate_hit(&key, count, at).await?;
@@ -119,8 +122,11 @@ pub async fn post_hit(
 /// The counts of `key` over the windows of `last`.
 #[utoipa::path(
     get, path = "/v1/rates/{key}", tag = "rates",
-    params(("key" = String, Path), LastQuery),
-    responses((status = 200, body = CountsResponse), (status = 422, body = ErrorBody))
+    params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), LastQuery),
+    responses(
+        (status = 200, description = "The counts", body = CountsResponse),
+        (status = 422, description = "`invalid_rate_key`, `invalid_rate_window`", body = ErrorBody),
+    )
 )]
 pub async fn get_counts(
     State(state): State<AppState>,
@@ -143,13 +149,12 @@ pub async fn get_counts(
 /// Counts hits of `key` only if the window then holds at most `limit`.
 #[utoipa::path(
     post, path = "/v1/rates/{key}/check", tag = "rates",
-    params(("key" = String, Path)),
+    params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256)),
     request_body = CheckBody,
     responses(
-        (status = 200, body = CheckResponse),
-        (status = 400, description = "Malformed body", body = ErrorBody),
-        (status = 422, description = "Bad key, window, limit or count", body = ErrorBody),
-        (status = 503, description = "Store unavailable", body = ErrorBody),
+        (status = 200, description = "The verdict", body = CheckResponse),
+        (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
+        (status = 422, description = "`invalid_rate_key`, `invalid_rate_window`, `invalid_delta` (count), `invalid_query` (limit), `rate_overflow`", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -174,8 +179,11 @@ pub async fn post_check(
 /// Forgets `key`.
 #[utoipa::path(
     delete, path = "/v1/rates/{key}", tag = "rates",
-    params(("key" = String, Path)),
-    responses((status = 204, description = "Forgotten (or held nothing)"), (status = 422, body = ErrorBody)),
+    params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256)),
+    responses(
+        (status = 204, description = "Forgotten (or held nothing)"),
+        (status = 422, description = "`invalid_rate_key`", body = ErrorBody),
+    ),
     security(("bearer" = []))
 )]
 pub async fn delete_key(

@@ -33,10 +33,17 @@ pub struct Recorded {
 
 /// `?kind=&limit=`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct SlowestQuery {
     /// The kind (default `AccessTime`).
+    #[param(
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"
+    )]
     pub kind: Option<String>,
     /// Entries, 1–100 (default 10).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<usize>,
 }
 
@@ -52,16 +59,12 @@ pub struct Slowest {
 /// Records one value of `kind` in `context` for the current hour.
 #[utoipa::path(
     post, path = "/v1/stats/{context}/{kind}", tag = "stats",
-    params(
-        ("context" = String, Path, description = "Any text of 1–256 bytes; percent-encode `/` (`%2F`)"),
-        ("kind" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -"),
-    ),
+    params(("context" = String, Path, description = "Any text of 1–256 bytes without control characters; percent-encode `/` (`%2F`)", min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"), ("kind" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     request_body = ValueBody,
     responses(
-        (status = 200, body = Recorded),
-        (status = 400, description = "Malformed body", body = ErrorBody),
-        (status = 422, description = "Bad context, kind or value", body = ErrorBody),
-        (status = 503, description = "Store unavailable", body = ErrorBody),
+        (status = 200, description = "Recorded", body = Recorded),
+        (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
+        (status = 422, description = "`invalid_query`: a bad context or kind", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -86,11 +89,11 @@ pub async fn post_value(
 /// current and the previous hour.
 #[utoipa::path(
     get, path = "/v1/stats/{context}/{kind}", tag = "stats",
-    params(("context" = String, Path), ("kind" = String, Path)),
+    params(("context" = String, Path, description = "Any text of 1–256 bytes without control characters; percent-encode `/` (`%2F`)", min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"), ("kind" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     responses(
-        (status = 200, body = ContextStats),
-        (status = 404, description = "Nothing recorded this hour or the previous one", body = ErrorBody),
-        (status = 422, body = ErrorBody),
+        (status = 200, description = "The statistics", body = ContextStats),
+        (status = 404, description = "`stats_not_found`: nothing recorded this hour or the previous one", body = ErrorBody),
+        (status = 422, description = "`invalid_query`: a bad context or kind", body = ErrorBody),
     )
 )]
 pub async fn get_stats(
@@ -105,7 +108,10 @@ pub async fn get_stats(
 #[utoipa::path(
     get, path = "/v1/stats/slowest", tag = "stats",
     params(SlowestQuery),
-    responses((status = 200, body = Slowest), (status = 422, body = ErrorBody))
+    responses(
+        (status = 200, description = "The slowest contexts", body = Slowest),
+        (status = 422, description = "`invalid_query`: a bad kind or limit", body = ErrorBody),
+    )
 )]
 pub async fn slowest(
     State(state): State<AppState>,

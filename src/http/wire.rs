@@ -1,9 +1,12 @@
 //! JSON input shapes that need more than serde: spans written as text or seconds, and
-//! events parsed one by one so that a bad event in a batch is rejected on its own.
+//! events parsed one by one so that a bad event in a batch is rejected on its own, with
+//! keys decoded from their escapes and a key given twice refused.
 
-use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
 
-use serde::Deserialize;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -15,6 +18,8 @@ use crate::{Event, Span, Timestamp};
 pub enum SpanInput {
     /// Integer seconds.
     Seconds(u64),
+    /// Seconds as any other JSON number: whole (`3600.0`) is seconds; else refused.
+    Number(f64),
     /// `"90s"`, `"5m"`, `"1h"`, `"7d"` or integer seconds as text.
     Text(String),
 }
@@ -24,6 +29,13 @@ impl SpanInput {
     pub fn parse(self) -> crate::Result<Span> {
         match self {
             SpanInput::Seconds(s) => Span::from_seconds(s),
+            SpanInput::Number(n) if n.fract() == 0.0 && n >= 0.0 && n < u64::MAX as f64 => {
+                Span::from_seconds(n as u64)
+            }
+            SpanInput::Number(n) => Err(crate::Error::InvalidSpan {
+                input: n.to_string(),
+                reason: "must be a whole number of seconds from 1 to 400 days".into(),
+            }),
             SpanInput::Text(t) => Span::parse(&t),
         }
     }
@@ -38,32 +50,80 @@ pub enum EventsIn<'a> {
 }
 
 /// Why a request body is not an event nor a batch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadBody(pub String);
+#[derive(Debug, Clone, PartialEq)]
+pub enum BadBody {
+    /// Not JSON, or not the shape of an event nor of a batch (400).
+    Shape(String),
+    /// A single event whose values a rule rejects, e.g. `at` out of range (422).
+    Invalid(crate::Error),
+}
 
 /// Reads the body of `POST …/events`.
 pub fn parse_events_body(body: &[u8]) -> Result<EventsIn<'_>, BadBody> {
-    let shape = || BadBody("the body must be an event object or {\"events\": [...]}".into());
-    let top: HashMap<&str, &RawValue> = serde_json::from_slice(body).map_err(|e| {
-        if e.is_data() {
+    let shape = || BadBody::Shape("the body must be an event object or {\"events\": [...]}".into());
+    let text = std::str::from_utf8(body).map_err(|_| {
+        BadBody::Shape("Failed to parse the request body as JSON: it is not UTF-8".into())
+    })?;
+    let top: UniqueKeys<'_> = serde_json::from_str(text).map_err(|e| {
+        if e.is_data() && !e.to_string().starts_with(DUPLICATE) {
             shape()
+        } else if e.is_data() {
+            BadBody::Shape(e.to_string())
         } else {
-            BadBody(format!("Failed to parse the request body as JSON: {e}"))
+            BadBody::Shape(format!("Failed to parse the request body as JSON: {e}"))
         }
     })?;
     match top.get("events") {
-        Some(events) if top.len() == 1 => serde_json::from_str::<Vec<&RawValue>>(events.get())
+        Some(events) if top.0.len() == 1 => serde_json::from_str::<Vec<&RawValue>>(events.get())
             .map(EventsIn::Many)
-            .map_err(|_| BadBody("\"events\" must be an array of events".into())),
-        Some(_) => Err(BadBody(
+            .map_err(|_| BadBody::Shape("\"events\" must be an array of events".into())),
+        Some(_) => Err(BadBody::Shape(
             "a batch is {\"events\": [...]} and nothing else".into(),
         )),
-        None => {
-            let text = std::str::from_utf8(body).map_err(|_| shape())?;
-            parse_raw_event(text)
-                .map(EventsIn::One)
-                .map_err(|e| BadBody(e.0))
+        None => parse_raw_event(text)
+            .map(EventsIn::One)
+            .map_err(|e| match e {
+                NotAnEvent::Shape(message) => BadBody::Shape(message),
+                NotAnEvent::Invalid(error) => BadBody::Invalid(error),
+            }),
+    }
+}
+
+/// How serde_json's message for a repeated key begins (see [`UniqueKeys`]).
+const DUPLICATE: &str = "duplicate key";
+
+/// A JSON object's members in order, refusing a key given twice (serde_json keeps the
+/// last one silently). Keys written with escapes (`"\u006dember"`) are decoded.
+struct UniqueKeys<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'a> UniqueKeys<'a> {
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for UniqueKeys<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for Members<'a> {
+            type Value = UniqueKeys<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+                let mut members: Vec<(String, &'a RawValue)> = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if members.iter().any(|(k, _)| *k == key) {
+                        return Err(serde::de::Error::custom(format!(
+                            "{DUPLICATE} {key:?}: each key may appear once"
+                        )));
+                    }
+                    members.push((key, map.next_value()?));
+                }
+                Ok(UniqueKeys(members))
+            }
         }
+        deserializer.deserialize_map(Members(PhantomData))
     }
 }
 
@@ -72,69 +132,82 @@ pub fn parse_events_body(body: &[u8]) -> Result<EventsIn<'_>, BadBody> {
 #[serde(deny_unknown_fields)]
 struct EventIn {
     member: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::json_int::opt_i64")]
     delta: Option<i64>,
     #[serde(default)]
     at: Option<f64>,
 }
 
-/// Reads one event from its JSON text.
+/// Reads one event from its JSON text. A key given twice is a wrong shape.
 pub fn parse_raw_event(text: &str) -> Result<Event, NotAnEvent> {
     match serde_json::from_str::<EventIn>(text) {
         Ok(e) => Ok(Event {
             member: e.member,
             delta: e.delta.unwrap_or(1),
-            at: e
-                .at
-                .map(Timestamp::from_unix_seconds_f64)
-                .transpose()
-                .map_err(|e| NotAnEvent(e.to_string()))?,
+            at: e.at.map(Timestamp::from_unix_seconds_f64).transpose()?,
         }),
         // Not the usual shape: parse it generally to say exactly what is wrong.
         Err(_) => {
-            let value: Value = serde_json::from_str(text).map_err(|e| NotAnEvent(e.to_string()))?;
+            let shape = |e: serde_json::Error| NotAnEvent::Shape(e.to_string());
+            if text.trim_start().starts_with('{') {
+                serde_json::from_str::<UniqueKeys<'_>>(text).map_err(shape)?;
+            }
+            let value: Value = serde_json::from_str(text).map_err(shape)?;
             parse_event(&value)
         }
     }
 }
 
 /// Why a JSON value is not an event.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotAnEvent(pub String);
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotAnEvent {
+    /// Not the shape of an event: 400 alone, `invalid_event` in a batch.
+    Shape(String),
+    /// An event whose values a rule rejects before any store sees it (`invalid_time`).
+    Invalid(crate::Error),
+}
+
+impl From<crate::Error> for NotAnEvent {
+    fn from(error: crate::Error) -> Self {
+        NotAnEvent::Invalid(error)
+    }
+}
 
 /// Reads `{"member": string, "delta": integer (default 1), "at": unix seconds (default now)}`.
-/// Values the rules reject (empty member, zero delta) are left for the library to judge;
-/// only a wrong shape is refused here.
+/// Values the rules reject (empty member, zero delta) are left for the library to judge,
+/// but for `at`, which must be a time to be an [`Event`] at all (422 `invalid_time`).
 pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
+    let shape = |message: String| NotAnEvent::Shape(message);
     let fields: &Map<String, Value> = value
         .as_object()
-        .ok_or_else(|| NotAnEvent("an event is a JSON object".into()))?;
+        .ok_or_else(|| shape("an event is a JSON object".into()))?;
     if let Some(unknown) = fields
         .keys()
         .find(|k| !matches!(k.as_str(), "member" | "delta" | "at"))
     {
-        return Err(NotAnEvent(format!(
+        return Err(shape(format!(
             "unknown field {unknown:?}; an event has member, delta and at"
         )));
     }
     let member = match fields.get("member") {
         Some(Value::String(m)) => m.clone(),
-        Some(_) => return Err(NotAnEvent("member must be a string".into())),
-        None => return Err(NotAnEvent("member is missing".into())),
+        Some(_) => return Err(shape("member must be a string".into())),
+        None => return Err(shape("member is missing".into())),
     };
     let delta = match fields.get("delta") {
         None | Some(Value::Null) => 1,
         Some(v) => v
-            .as_i64()
-            .ok_or_else(|| NotAnEvent(format!("delta must be an integer, got {v}")))?,
+            .as_number()
+            .and_then(super::json_int::to_i64)
+            .ok_or_else(|| shape(format!("delta must be an integer, got {v}")))?,
     };
     let at = match fields.get("at") {
         None | Some(Value::Null) => None,
         Some(v) => {
             let seconds = v
                 .as_f64()
-                .ok_or_else(|| NotAnEvent(format!("at must be unix seconds, got {v}")))?;
-            Some(Timestamp::from_unix_seconds_f64(seconds).map_err(|e| NotAnEvent(e.to_string()))?)
+                .ok_or_else(|| shape(format!("at must be unix seconds, got {v}")))?;
+            Some(Timestamp::from_unix_seconds_f64(seconds)?)
         }
     };
     Ok(Event { member, delta, at })
@@ -167,7 +240,7 @@ mod tests {
         assert_eq!(events.len(), 2);
         assert_eq!(
             parse_raw_event(events[1].get()).unwrap_err(),
-            NotAnEvent("an event is a JSON object".into())
+            NotAnEvent::Shape("an event is a JSON object".into())
         );
         for (body, message) in [
             (
@@ -182,16 +255,13 @@ mod tests {
         ] {
             assert_eq!(
                 parse_events_body(body).err().unwrap(),
-                BadBody(message.into())
+                BadBody::Shape(message.into())
             );
         }
-        assert!(
-            parse_events_body(b"{")
-                .err()
-                .unwrap()
-                .0
-                .starts_with("Failed to parse the request body as JSON")
-        );
+        let Err(BadBody::Shape(message)) = parse_events_body(b"{") else {
+            panic!()
+        };
+        assert!(message.starts_with("Failed to parse the request body as JSON"));
     }
 
     #[test]
@@ -210,8 +280,53 @@ mod tests {
         }
         assert_eq!(
             parse_raw_event(r#"{"member":"m","delta":1.5}"#).unwrap_err(),
-            NotAnEvent("delta must be an integer, got 1.5".into())
+            NotAnEvent::Shape("delta must be an integer, got 1.5".into())
         );
+    }
+
+    #[test]
+    fn escaped_keys_are_keys_and_a_repeated_key_is_refused() {
+        let Ok(EventsIn::One(e)) = parse_events_body(br#"{"\u006dember":"x","d\u0065lta":2}"#)
+        else {
+            panic!()
+        };
+        assert_eq!((e.member.as_str(), e.delta), ("x", 2));
+        let Ok(EventsIn::Many(events)) =
+            parse_events_body(br#"{"\u0065vents":[{"m\u0065mber":"y"}]}"#)
+        else {
+            panic!()
+        };
+        assert_eq!(parse_raw_event(events[0].get()).unwrap().member, "y");
+        for body in [
+            &br#"{"member":"a","member":"b"}"#[..],
+            br#"{"member":"a","\u006dember":"b"}"#,
+            br#"{"events":[],"events":[]}"#,
+        ] {
+            let Err(BadBody::Shape(message)) = parse_events_body(body) else {
+                panic!("{body:?} was accepted")
+            };
+            assert!(message.starts_with("duplicate key"), "{message}");
+        }
+        let Err(NotAnEvent::Shape(message)) =
+            parse_raw_event(r#"{"member":"a","delta":1,"delta":2}"#)
+        else {
+            panic!()
+        };
+        assert!(message.starts_with("duplicate key \"delta\""), "{message}");
+    }
+
+    #[test]
+    fn a_time_out_of_range_is_invalid_not_malformed() {
+        for text in [r#"{"member":"m","at":-1}"#, r#"{"member":"m","at":1e300}"#] {
+            let Err(NotAnEvent::Invalid(error)) = parse_raw_event(text) else {
+                panic!("{text}")
+            };
+            assert_eq!(error.code(), "invalid_time", "{text}");
+        }
+        let Err(BadBody::Invalid(error)) = parse_events_body(br#"{"member":"m","at":-5}"#) else {
+            panic!()
+        };
+        assert_eq!(error.code(), "invalid_time");
     }
 
     #[test]
@@ -240,7 +355,7 @@ mod tests {
         for (value, message) in cases {
             assert_eq!(
                 parse_event(&value).unwrap_err(),
-                NotAnEvent(message.into()),
+                NotAnEvent::Shape(message.into()),
                 "{value}"
             );
         }

@@ -171,11 +171,9 @@ fn check_count(count: u64) -> Result<u32> {
         })
 }
 
-/// The windows of a `last=5s,5m` list, trimmed, empty parts skipped.
+/// The windows of a `last=5s,5m` list, as written: a space or an empty part is an
+/// invalid window, as in every other field.
 #[cfg(feature = "server")]
 pub(crate) fn split_windows(text: &str) -> Vec<&str> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|w| !w.is_empty())
-        .collect()
+    text.split(',').collect()
 }

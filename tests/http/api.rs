@@ -138,7 +138,7 @@ async fn put_board_rejects_bad_names_configs_and_bodies() {
         .send()
         .await
         .unwrap();
-    assert_eq!(untyped.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(untyped.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
     let body: Value = untyped.json().await.unwrap();
     assert_eq!(
         body["error"]["message"],
@@ -267,8 +267,8 @@ async fn a_rejected_single_event_is_an_error_with_its_reason() {
         ),
         (
             json!({"member": "m", "at": -5}),
-            StatusCode::BAD_REQUEST,
-            "bad_request",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_time",
         ),
         (json!({"member": 7}), StatusCode::BAD_REQUEST, "bad_request"),
         (

@@ -3,6 +3,7 @@
 mod api;
 mod auth;
 mod clock;
+mod contract;
 mod counters;
 mod dashboard;
 mod mounted;

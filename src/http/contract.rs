@@ -1,0 +1,116 @@
+//! The OpenAPI document as the contract: the statuses every route can answer because of
+//! the layers it passes through, added to each operation in one place, and the bounds
+//! that come from [`Settings`] rather than from constants.
+//!
+//! Handlers declare what their own logic answers (200, 404 unknown board, 409, 422 …).
+//! What a layer answers is added here, from what the operation declares:
+//!
+//! - every operation: 503 (store unavailable, or the request took longer than the
+//!   request timeout);
+//! - an operation with parameters: 400 (a path or query parameter that does not parse);
+//! - an operation with a body: 400 (not JSON, wrong shape), 413 (over the body limit),
+//!   415 (a `Content-Type` that is not JSON);
+//! - an operation with a security requirement: 401 (missing or unknown token).
+//!
+//! Every one of them carries the [`ErrorBody`](super::error::ErrorBody) schema.
+
+use utoipa::openapi::path::{Operation, PathItem};
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, ResponseBuilder};
+
+use crate::Settings;
+
+/// Adds the layers' statuses to every operation and the configured bounds to the schemas.
+pub fn complete(openapi: &mut OpenApi, settings: &Settings) {
+    for item in openapi.paths.paths.values_mut() {
+        for operation in operations(item) {
+            add_layer_statuses(operation);
+        }
+    }
+    set_bounds(openapi, settings);
+}
+
+fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        item.get.as_mut(),
+        item.put.as_mut(),
+        item.post.as_mut(),
+        item.delete.as_mut(),
+    ]
+    .into_iter()
+    .flatten()
+}
+
+fn add_layer_statuses(operation: &mut Operation) {
+    let mut statuses: Vec<(&str, &str)> = vec![(
+        "503",
+        "`store_unavailable`: the store did not answer; `timeout`: the request took longer than the limit",
+    )];
+    if operation.parameters.as_ref().is_some_and(|p| !p.is_empty()) {
+        statuses.push((
+            "400",
+            "`bad_request`: a path or query parameter does not parse",
+        ));
+    }
+    if operation.request_body.is_some() {
+        statuses.extend([
+            ("400", "`bad_request`: the body is not JSON or not of the documented shape"),
+            ("413", "`body_too_large`: the body is larger than the limit"),
+            ("415", "`unsupported_media_type`: the Content-Type is not JSON (`application/json`, `application/…+json`)"),
+        ]);
+    }
+    if operation.security.as_ref().is_some_and(|s| !s.is_empty()) {
+        statuses.push((
+            "401",
+            "`unauthorized`: tokens are configured and the request has none, or an unknown one",
+        ));
+    }
+    let responses = &mut operation.responses.responses;
+    for (status, description) in statuses {
+        responses
+            .entry(status.to_owned())
+            .or_insert_with(|| error_response(description));
+    }
+}
+
+/// A response carrying the error body.
+pub fn error_response(description: &str) -> RefOr<utoipa::openapi::Response> {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorBody")))
+                .build(),
+        )
+        .build()
+        .into()
+}
+
+/// `limit` of `/top` up to `max_limit`; a batch up to `max_batch` events.
+fn set_bounds(openapi: &mut OpenApi, settings: &Settings) {
+    if let Some(top) = openapi
+        .paths
+        .paths
+        .get_mut("/v1/boards/{board}/top")
+        .and_then(|item| item.get.as_mut())
+    {
+        for parameter in top.parameters.iter_mut().flatten() {
+            if let RefOr::T(p) = parameter
+                && p.name == "limit"
+                && let Some(RefOr::T(Schema::Object(schema))) = p.schema.as_mut()
+            {
+                schema.maximum = Some(settings.max_limit.into());
+            }
+        }
+    }
+    let batch = openapi
+        .components
+        .as_mut()
+        .and_then(|c| c.schemas.get_mut("EventBatch"));
+    if let Some(RefOr::T(Schema::Object(batch))) = batch
+        && let Some(RefOr::T(Schema::Array(events))) = batch.properties.get_mut("events")
+    {
+        events.max_items = Some(settings.max_batch);
+    }
+}

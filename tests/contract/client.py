@@ -1,0 +1,59 @@
+"""A client generated from /openapi.json by openapi-python-client, used as a new user would.
+
+Run by scripts/contract: python client.py BASE_URL TOKEN (the generated package
+`rollboard_client` on sys.path). Creates a board, posts one event and a batch, reads the
+top, and asserts exact values; exits non-zero on any difference.
+"""
+
+import sys
+import time
+
+from rollboard_client import AuthenticatedClient
+from rollboard_client.api.boards import get_board, put_board
+from rollboard_client.api.events import post_events
+from rollboard_client.api.rankings import history, top
+from rollboard_client.models import ConfigBody, ErrorBody, EventBatch, EventIn, EventsResponse, TopPage
+
+
+def main(base_url: str, token: str) -> None:
+    client = AuthenticatedClient(base_url=base_url, token=token, raise_on_unexpected_status=True)
+    board = f"client-{time.time_ns()}"
+
+    created = put_board.sync_detailed(board, client=client, body=ConfigBody(slot="1h", windows=["1h", "24h"]))
+    assert created.status_code == 201, created
+    assert [str(w) for w in created.parsed.config.windows] == ["1h", "1d"], created.parsed
+
+    one = post_events.sync(board, client=client, body=EventIn(member="post:1", delta=2))
+    assert isinstance(one, EventsResponse), one
+    assert one.accepted == 1, one
+
+    batch = post_events.sync(
+        board,
+        client=client,
+        body=EventBatch(
+            events=[
+                EventIn(member="post:2", delta=5).to_dict(),
+                EventIn(member="post:1").to_dict(),
+                {"member": "post:3", "at": -1},
+            ]
+        ),
+    )
+    assert isinstance(batch, EventsResponse), batch
+    assert batch.accepted == 2, batch
+    assert [(r.index, r.error.code) for r in batch.rejected] == [(2, "invalid_time")], batch.rejected
+
+    page = top.sync(board, client=client, window="24h", limit=10)
+    assert isinstance(page, TopPage), page
+    assert page.board == board and str(page.window) == "1d", page
+    got = [(e.rank, e.member, e.score) for e in page.entries]
+    assert got == [(1, "post:2", 5), (2, "post:1", 3)], got
+
+    missing = history.sync(board, "post:3", client=client)
+    assert isinstance(missing, ErrorBody) and missing.error.code == "member_not_found", missing
+    status = get_board.sync(board, client=client)
+    assert status.name == board, status
+    print(f"generated client: board {board}: one event, a batch (2 accepted, 1 rejected), top {got}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
