@@ -25,6 +25,9 @@ pub struct Settings {
     pub counter_precisions: Vec<Span>,
     /// Slices of time a counter keeps per precision (default 120).
     pub counter_keep: u32,
+    /// How long a write made under an idempotency key is remembered (default 24 h): a
+    /// retry with the same key within this time is applied once.
+    pub idempotency_ttl: Span,
 }
 
 impl Default for Settings {
@@ -38,6 +41,7 @@ impl Default for Settings {
             rate_tiers: RateTiers::default(),
             counter_precisions: crate::domain::counter::default_precisions(),
             counter_keep: crate::domain::counter::DEFAULT_KEEP,
+            idempotency_ttl: Span::from_seconds(86_400).expect("24 h is a valid span"),
         }
     }
 }

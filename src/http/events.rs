@@ -1,4 +1,7 @@
-//! `POST /v1/boards/{board}/events`: one event, or a batch `{"events": […]}`.
+//! `POST /v1/boards/{board}/events`: one event, or a batch `{"events": […]}`, optionally
+//! under an `Idempotency-Key` header (a retry with the same key and body is applied
+//! once and answered as the first time; the key with another body is 422
+//! `idempotency_key_reused`).
 
 use axum::Json;
 use axum::body::Bytes;
@@ -14,7 +17,10 @@ use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
 use super::extract::ApiPath;
 use super::wire::{EventsIn, parse_events_body, parse_raw_event};
-use crate::{Error, Event};
+use crate::{BatchOutcome, Error, Event, Fingerprint, IdempotencyKey};
+
+/// The request header naming a write, so that retrying it is safe.
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// What happened to the events of a request.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -60,14 +66,18 @@ pub enum EventsBody {
 /// accepted count and each rejected event's index and error).
 #[utoipa::path(
     post, path = "/v1/boards/{board}/events", tag = "events",
-    params(("board" = String, Path)),
+    params(
+        ("board" = String, Path),
+        ("Idempotency-Key" = Option<String>, Header,
+         description = "1-255 printable ASCII characters naming this write: a retry with the same key and body within the key's time to live (default 24 h) is applied once and answered as the first time; the same key with another body gets 422 idempotency_key_reused"),
+    ),
     request_body = EventsBody,
     responses(
         (status = 200, body = EventsResponse),
-        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 400, description = "Malformed body or Idempotency-Key", body = ErrorBody),
         (status = 404, description = "Unknown board", body = ErrorBody),
         (status = 413, description = "Body too large or more than 10,000 events", body = ErrorBody),
-        (status = 422, description = "The single event was rejected", body = ErrorBody),
+        (status = 422, description = "The single event was rejected, or the Idempotency-Key was used for another body", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -88,13 +98,22 @@ pub async fn post_events(
             "send the body as JSON with Content-Type: application/json",
         ));
     }
+    let key = idempotency_key(&headers)?;
     let body = body.map_err(ApiError::from)?;
+    let fingerprint = key.as_ref().map(|_| Fingerprint::of_bytes(&body));
+    let write = |events: Vec<Event>| {
+        let (state, board) = (state.clone(), board.clone());
+        let (key, fingerprint) = (key.clone(), fingerprint.clone());
+        async move { write(&state, &board, &events, key.zip(fingerprint)).await }
+    };
     let items = match parse_events_body(&body).map_err(|e| ApiError::bad_request(e.0))? {
         EventsIn::One(event) => {
-            let result = state
-                .boards
-                .incr(&board, &event.member, event.delta, event.at)
-                .await;
+            let result = write(vec![event]).await.and_then(|outcome| {
+                match outcome.rejected.into_iter().next() {
+                    Some(rejected) => Err(rejected.error),
+                    None => Ok(()),
+                }
+            });
             if let Err(e) = &result {
                 crate::metrics::event_rejected(&board, e);
             }
@@ -135,7 +154,7 @@ pub async fn post_events(
             }),
         }
     }
-    let outcome = state.boards.incr_batch(&board, &valid).await?;
+    let outcome = write(valid).await?;
     for r in outcome.rejected {
         crate::metrics::event_rejected(&board, &r.error);
         rejected.push(RejectedEvent {
@@ -152,4 +171,34 @@ pub async fn post_events(
         accepted: outcome.accepted,
         rejected: Some(rejected),
     }))
+}
+
+/// The request's `Idempotency-Key`, checked.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    let text = value.to_str().map_err(|_| {
+        ApiError::from(Error::InvalidIdempotencyKey {
+            reason: "only printable ASCII characters without spaces are allowed".into(),
+        })
+    })?;
+    Ok(Some(IdempotencyKey::parse(text)?))
+}
+
+/// Applies the events, under the key and fingerprint when given.
+async fn write(
+    state: &AppState,
+    board: &str,
+    events: &[Event],
+    keyed: Option<(IdempotencyKey, Fingerprint)>,
+) -> Result<BatchOutcome, Error> {
+    match keyed {
+        None => state.boards.incr_batch(board, events).await,
+        Some((key, fingerprint)) => Ok(state
+            .boards
+            .write_keyed(board, events, &key, &fingerprint)
+            .await?
+            .outcome),
+    }
 }

@@ -19,12 +19,14 @@ use crate::domain::{RetireOptions, RetireReport};
 use crate::error::Result;
 
 mod counters;
+mod keyed;
 mod memory;
 pub(crate) mod rates;
 mod redis;
 mod stats;
 
 pub use counters::{CounterCleaned, CounterInfo, CounterStore};
+pub use keyed::{Keyed, Recorded, WriteKey};
 pub use stats::{StatRecord, StatsStore};
 
 pub use memory::MemoryStore;
@@ -106,6 +108,20 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
         writes: Vec<SlotWrite>,
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>>;
+
+    /// Applies `writes` once for `key` while its record lives: the first call applies
+    /// them and records, in the same atomic step, its `now` and what it did; a later call
+    /// with the same name and fingerprint applies nothing and answers
+    /// [`Keyed::Replayed`], one with another fingerprint [`Keyed::Reused`]. A record
+    /// older than `key.ttl` by `now` is as good as absent, and the store forgets it by
+    /// itself (memory stays bounded); dropping the board drops its records.
+    async fn write_keyed(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        key: &WriteKey,
+    ) -> Result<Keyed>;
 
     /// A page of window `window` (an index into the board's windows).
     async fn top(

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use super::keyed::KeyedRecords;
 use super::totals::Totals;
 use crate::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::RecomputeReport;
@@ -15,7 +16,7 @@ use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::{Entry, History, Point, Standing, TopPage};
 use crate::domain::{MAX_ABS, Member, Timestamp};
-use crate::store::{SlotWrite, WindowState, WriteStatus, complete_from, coverage};
+use crate::store::{Keyed, SlotWrite, WindowState, WriteKey, WriteStatus, complete_from, coverage};
 
 /// Member → stage values of one slot.
 type Slot = HashMap<String, Vec<i64>>;
@@ -37,6 +38,8 @@ pub(super) struct MemBoard {
     states: Vec<WindowState>,
     /// Tokens of writes applied exactly once.
     journal: HashSet<String>,
+    /// Writes recorded under idempotency keys, until their deadline.
+    keyed: KeyedRecords,
 }
 
 impl MemBoard {
@@ -51,6 +54,7 @@ impl MemBoard {
             totals: (0..n).map(|_| Totals::default()).collect(),
             states: vec![WindowState::default(); n],
             journal: HashSet::new(),
+            keyed: KeyedRecords::default(),
         }
     }
 
@@ -64,6 +68,16 @@ impl MemBoard {
         self.journal
             .insert(token.to_owned())
             .then(|| self.write(now, writes))
+    }
+
+    /// Applies `writes` once for `key` while its record lives (see `Store::write_keyed`).
+    pub fn write_keyed(&mut self, now: Timestamp, writes: &[SlotWrite], key: &WriteKey) -> Keyed {
+        if let Some(answer) = self.keyed.replay(key, now) {
+            return answer;
+        }
+        let statuses = self.write(now, writes);
+        self.keyed.record(key, now, &statuses);
+        Keyed::Applied(statuses)
     }
 
     /// Adds the larger windows of `board` (a new incarnation of this one's config plus
