@@ -5,8 +5,11 @@ mod auth;
 mod clock;
 mod counters;
 mod dashboard;
+mod idempotency;
 mod mounted;
 mod ops;
+#[path = "../common/proxy.rs"]
+mod proxy;
 mod rates;
 mod recompute;
 mod replicas;
