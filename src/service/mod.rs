@@ -3,9 +3,12 @@
 
 mod clock_check;
 mod config;
+mod connections;
+mod idle;
 mod scheduler;
 mod serve;
 
 pub use config::{BoardEntry, ConfigError, ConfigFile, Overrides, ServiceConfig};
+pub use connections::{ConnectionLimits, serve_connections};
 pub use scheduler::{Scheduler, SchedulerError};
 pub use serve::{ServiceError, open_store, run, shutdown_signal};

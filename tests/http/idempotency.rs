@@ -75,7 +75,12 @@ async fn a_retried_post_with_the_same_key_is_applied_once_and_answered_alike() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["index"].as_u64().unwrap(), r["error"]["code"].as_str().unwrap()))
+        .map(|r| {
+            (
+                r["index"].as_u64().unwrap(),
+                r["error"]["code"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(codes, [(1, "invalid_event"), (3, "too_late")]);
     app.at(3600 + 600);
@@ -140,7 +145,11 @@ async fn a_write_answered_503_is_retried_with_its_key_and_counted_once() {
         response_timeout: Duration::from_millis(600),
         ..RedisOptions::default()
     };
-    let store = Arc::new(RedisStore::connect_with(&proxy.url(), options).await.unwrap());
+    let store = Arc::new(
+        RedisStore::connect_with(&proxy.url(), options)
+            .await
+            .unwrap(),
+    );
     let config = ServiceConfig {
         max_clock_skew: None,
         ..ServiceConfig::default()
@@ -150,7 +159,12 @@ async fn a_write_answered_503_is_retried_with_its_key_and_counted_once() {
     let batch = json!({"events": [{"member": "a", "delta": 3}, {"member": "b"}]}).to_string();
     proxy.arm(Fault::Cut, 1, write_call(&b));
     let lost = post_keyed(&app, &b, &batch, "w-1").await;
-    assert_eq!(lost.status, StatusCode::SERVICE_UNAVAILABLE, "{:?}", lost.body);
+    assert_eq!(
+        lost.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{:?}",
+        lost.body
+    );
     assert_eq!(lost.code(), "store_unavailable");
     assert_eq!(proxy.fired(), 1);
     // Redis applied it; the retry says so without applying it again.

@@ -3,6 +3,7 @@
 mod api;
 mod auth;
 mod clock;
+mod connections;
 mod counters;
 mod dashboard;
 mod idempotency;

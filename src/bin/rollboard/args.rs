@@ -14,8 +14,9 @@ use clap::{Args, Parser, Subcommand};
         REDIS_URL               Redis to use (redis://host:port/db); without it `serve` uses the\n                          \
         embedded in-memory store\n  \
         ROLLBOARD_BIND          address for `serve` (default 127.0.0.1:8080)\n  \
-        ROLLBOARD_WRITE_TOKEN   bearer token required to post events\n  \
-        ROLLBOARD_ADMIN_TOKEN   bearer token required to create and drop boards and remove members\n  \
+        ROLLBOARD_WRITE_TOKEN   bearer token required to post events (empty counts as unset)\n  \
+        ROLLBOARD_ADMIN_TOKEN   bearer token required to create and drop boards and remove members\n                          \
+        (empty counts as unset)\n  \
         RUST_LOG                log filter (default: info for serve, warn otherwise)"
 )]
 pub struct Cli {
@@ -204,6 +205,18 @@ pub struct ServeArgs {
     /// [default: 5s].
     #[arg(long, env = "ROLLBOARD_MAX_CLOCK_SKEW")]
     pub max_clock_skew: Option<rollboard::Span>,
+    /// How long a write under an Idempotency-Key is remembered [default: 24h].
+    #[arg(long, env = "ROLLBOARD_IDEMPOTENCY_TTL")]
+    pub idempotency_ttl: Option<rollboard::Span>,
+    /// How long a client may take to send a request head [default: 10s].
+    #[arg(long, env = "ROLLBOARD_HEADER_READ_TIMEOUT")]
+    pub header_read_timeout: Option<rollboard::Span>,
+    /// How long an idle connection waits for its next request [default: 5s].
+    #[arg(long, env = "ROLLBOARD_KEEP_ALIVE_TIMEOUT")]
+    pub keep_alive_timeout: Option<rollboard::Span>,
+    /// Most connections served at once [default: 1024].
+    #[arg(long, env = "ROLLBOARD_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
 }
 
 /// `rate` options.

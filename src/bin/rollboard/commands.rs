@@ -42,6 +42,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         admin_token: std::env::var("ROLLBOARD_ADMIN_TOKEN").ok(),
         insecure: args.insecure,
         max_clock_skew: args.max_clock_skew,
+        idempotency_ttl: args.idempotency_ttl,
+        header_read_timeout: args.header_read_timeout,
+        keep_alive_timeout: args.keep_alive_timeout,
+        max_connections: args.max_connections,
     };
     let config = ServiceConfig::load(args.config.as_deref(), overrides)?;
     let store = service::open_store(config.redis_url.as_deref()).await?;
