@@ -156,6 +156,10 @@ pub struct ImportArgs {
     /// id, so the same file imported twice counts twice].
     #[arg(long)]
     pub run_id: Option<String>,
+    /// CSV members are in the spreadsheet-safe form of `export --csv-safe`: take one
+    /// leading ' off each.
+    #[arg(long)]
+    pub csv_safe: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -174,6 +178,10 @@ pub struct ExportArgs {
     /// Most entries to write [default: all].
     #[arg(long)]
     pub limit: Option<u64>,
+    /// CSV: write members starting with = + - @ (a formula to a spreadsheet), a tab, a
+    /// carriage return or ' with a ' in front; `import --csv-safe` takes it off.
+    #[arg(long)]
+    pub csv_safe: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }

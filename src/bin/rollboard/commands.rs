@@ -206,6 +206,7 @@ async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         format,
         skip_bad: args.skip_bad,
         run_id: args.run_id.clone(),
+        csv_safe: args.csv_safe,
         ..ImportOptions::default()
     };
     let started = Instant::now();
@@ -247,8 +248,16 @@ async fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let window = args.window.as_deref().map(Span::parse).transpose()?;
     let format = format_of(&args.format)?;
     let out = std::io::BufWriter::new(std::io::stdout().lock());
-    let report =
-        jobs::export::export(&boards, &args.board, window, args.limit, format, out).await?;
+    let report = jobs::export::export_with(
+        &boards,
+        &args.board,
+        window,
+        args.limit,
+        format,
+        args.csv_safe,
+        out,
+    )
+    .await?;
     eprintln!("exported {} entries of {}", report.entries, args.board);
     Ok(ExitCode::SUCCESS)
 }

@@ -47,6 +47,9 @@ pub struct ImportOptions {
     /// The run id: batches written under it before (by a run that stopped) are skipped.
     /// `None` makes a fresh one.
     pub run_id: Option<String>,
+    /// CSV members are in the spreadsheet-safe form of an export with `csv_safe`: one
+    /// leading `'` is taken off each (see [`csv_safe`](crate::jobs::csv_safe)).
+    pub csv_safe: bool,
 }
 
 impl Default for ImportOptions {
@@ -57,6 +60,7 @@ impl Default for ImportOptions {
             batch_size: 1000,
             in_flight: 4,
             run_id: None,
+            csv_safe: false,
         }
     }
 }
@@ -167,8 +171,10 @@ pub async fn import(
     let batch_size = options.batch_size.max(1);
     let (batches, mut inbox) = mpsc::channel::<Vec<Parsed>>(options.in_flight.max(1));
     let format = options.format;
-    let reader =
-        tokio::task::spawn_blocking(move || read_batches(input, format, batch_size, &batches));
+    let csv_safe = options.csv_safe;
+    let reader = tokio::task::spawn_blocking(move || {
+        read_batches(input, format, csv_safe, batch_size, &batches)
+    });
 
     let mut report = ImportReport {
         run_id: run_id.clone(),
@@ -278,11 +284,12 @@ async fn absorb(
 fn read_batches(
     input: impl Read,
     format: Option<Format>,
+    csv_safe: bool,
     batch_size: usize,
     batches: &mpsc::Sender<Vec<Parsed>>,
 ) -> std::io::Result<()> {
     let mut batch = Vec::with_capacity(batch_size);
-    for parsed in format::parse(input, format)? {
+    for parsed in format::parse(input, format, csv_safe)? {
         batch.push(parsed?);
         if batch.len() == batch_size {
             let full = std::mem::replace(&mut batch, Vec::with_capacity(batch_size));
@@ -305,7 +312,7 @@ mod tests {
     fn lines_go_out_in_batches_of_batch_size_with_their_numbers() {
         let (tx, mut rx) = mpsc::channel(10);
         let input = "a,1\nb,2\n\"c\nd\",3\ne,4\nf,5\n";
-        read_batches(input.as_bytes(), Some(Format::Csv), 2, &tx).unwrap();
+        read_batches(input.as_bytes(), Some(Format::Csv), false, 2, &tx).unwrap();
         drop(tx);
         let mut batches = Vec::new();
         while let Ok(batch) = rx.try_recv() {
