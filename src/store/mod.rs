@@ -205,6 +205,22 @@ pub(crate) fn coverage(
     if state.building { (to, to) } else { (from, to) }
 }
 
+/// Whether totals covering slots from `from` on are behind at `now` (they still hold
+/// slots that left window `window`), and since how long, in ms: the slot `from` left
+/// the window at `from + W` (when the current slot became `from + W`).
+pub(crate) fn behind(
+    config: &BoardConfig,
+    window: usize,
+    now: Timestamp,
+    from: i64,
+) -> (bool, u64) {
+    if from >= config.window_start(window, now) {
+        return (false, 0);
+    }
+    let left_at_ms = (from + config.windows()[window].secs_i64()) * 1000;
+    (true, (now.unix_millis() - left_at_ms).max(0) as u64)
+}
+
 /// When a window added to a live board (holding slots from `since` on) holds its span.
 pub(crate) fn complete_from(
     config: &BoardConfig,

@@ -16,7 +16,9 @@ use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::{Entry, History, Point, Standing, TopPage};
 use crate::domain::{MAX_ABS, Member, Timestamp};
-use crate::store::{Keyed, SlotWrite, WindowState, WriteKey, WriteStatus, complete_from, coverage};
+use crate::store::{
+    Keyed, SlotWrite, WindowState, WriteKey, WriteStatus, behind, complete_from, coverage,
+};
 
 /// Member → stage values of one slot.
 type Slot = HashMap<String, Vec<i64>>;
@@ -234,11 +236,14 @@ impl MemBoard {
 
     fn page(&self, window: usize, now: Timestamp, entries: Vec<Entry>) -> TopPage {
         let (from, to) = self.coverage(window, now);
+        let (behind, lag_ms) = behind(&self.board.config, window, now, from);
         TopPage {
             board: self.board.name.clone(),
             window: self.board.config.windows()[window],
             from,
             to,
+            behind,
+            lag_ms,
             entries,
         }
     }
@@ -251,6 +256,7 @@ impl MemBoard {
         let totals = &self.totals[window];
         let score = totals.get(member.as_str()).filter(|s| *s > 0)?;
         let (from, to) = self.coverage(window, now);
+        let (behind, lag_ms) = behind(&self.board.config, window, now, from);
         Some(Standing {
             member: member.to_string(),
             score,
@@ -258,6 +264,8 @@ impl MemBoard {
             window: self.board.config.windows()[window],
             from,
             to,
+            behind,
+            lag_ms,
         })
     }
 
