@@ -168,6 +168,21 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
+    /// An `Idempotency-Key` outside 1–255 printable ASCII characters.
+    #[error("invalid idempotency key: {reason}")]
+    InvalidIdempotencyKey {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The idempotency key was used, within its time to live, for another write (other
+    /// events, or another request body).
+    #[error(
+        "idempotency key {key:?} was already used for a different request; use a new key for a new write"
+    )]
+    IdempotencyKeyReused {
+        /// The key.
+        key: String,
+    },
     /// The store cannot be reached (connection refused, timeout, reconnecting).
     #[error("store unavailable: {0}")]
     StoreUnavailable(String),
@@ -216,6 +231,8 @@ impl Error {
             Error::InFuture { .. } => "in_future",
             Error::OutOfRange { .. } => "out_of_range",
             Error::BatchTooLarge { .. } => "batch_too_large",
+            Error::InvalidIdempotencyKey { .. } => "invalid_idempotency_key",
+            Error::IdempotencyKeyReused { .. } => "idempotency_key_reused",
             Error::StoreUnavailable(_) => "store_unavailable",
             Error::StoreFull(_) => "store_full",
             Error::Store(_) => "store_error",

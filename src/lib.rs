@@ -72,8 +72,9 @@ pub use domain::stats::{
     HourStats, RELATIVE_ERROR, SLOWEST_KEPT, SlowEntry, StatsContext, StatsKind,
 };
 pub use domain::{
-    BoardConfig, BoardName, Entry, Event, History, MAX_ABS, Member, Point, RecomputeReport,
-    Removed, RetireOptions, RetireReport, Span, Standing, Timestamp, TopPage,
+    BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, MAX_ABS,
+    MAX_IDEMPOTENCY_KEY, Member, Point, RecomputeReport, Removed, RetireOptions, RetireReport,
+    Span, Standing, Timestamp, TopPage,
 };
 pub use error::{Error, Result};
 pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};
@@ -81,12 +82,14 @@ pub use rates::{RateCounts, RateKey, RateTiers, RateWindow, Tier, Verdict};
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
 pub use rollboard::Rollboard;
 pub use rollboard::counters::CleanReport;
+pub use rollboard::idempotent::KeyedOutcome;
 pub use rollboard::stats::ContextStats;
 pub use rollboard::write::{BatchOutcome, Rejected};
 pub use settings::Settings;
 pub use store::{
-    CounterCleaned, CounterInfo, CounterStore, IngestOptions, MemoryStore, RateHit, RateStore,
-    RedisOptions, RedisStore, SlotWrite, StatRecord, StatsStore, Store, WriteStatus,
+    CounterCleaned, CounterInfo, CounterStore, IngestOptions, Keyed, MemoryStore, RateHit,
+    RateStore, Recorded, RedisOptions, RedisStore, SlotWrite, StatRecord, StatsStore, Store,
+    WriteKey, WriteStatus,
 };
 
 /// Compiles and runs the Rust code blocks of the README, so they stay true.

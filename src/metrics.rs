@@ -64,6 +64,11 @@ pub fn store_full() {
     metrics::counter!("rollboard_store_full_total").increment(1);
 }
 
+/// Counts the times the HTTP server reached its connection cap (`max_connections`).
+pub fn connection_cap_reached() {
+    metrics::counter!("rollboard_connection_cap_reached_total").increment(1);
+}
+
 /// Counts what a retirement pass over `board` did.
 pub fn retired(board: &BoardName, report: &RetireReport) {
     let board = board.to_string();

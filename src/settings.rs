@@ -29,6 +29,9 @@ pub struct Settings {
     /// `noeviction`): totals are then exact only while Redis stays under its limit.
     /// Off by default: such a Redis fails the memory check (and `/readyz`).
     pub accept_eviction: bool,
+    /// How long a write made under an idempotency key is remembered (default 24 h): a
+    /// retry with the same key within this time is applied once.
+    pub idempotency_ttl: Span,
 }
 
 impl Default for Settings {
@@ -43,6 +46,7 @@ impl Default for Settings {
             counter_precisions: crate::domain::counter::default_precisions(),
             counter_keep: crate::domain::counter::DEFAULT_KEEP,
             accept_eviction: false,
+            idempotency_ttl: Span::from_seconds(86_400).expect("24 h is a valid span"),
         }
     }
 }

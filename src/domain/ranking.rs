@@ -1,6 +1,7 @@
 //! What reads answer: a page of a ranking, a member's standing, a member's history.
 //! Every answer says which slots its totals cover (`from` inclusive, `to` exclusive,
-//! unix seconds), so a caller sees when retirement is behind.
+//! unix seconds), so a caller sees when retirement is behind, and says so plainly:
+//! `behind` and `lag_ms` (see [`TopPage::behind`]).
 
 use serde::Serialize;
 
@@ -32,6 +33,13 @@ pub struct TopPage {
     pub from: i64,
     /// End of the newest slot the totals include (unix seconds, exclusive).
     pub to: i64,
+    /// Retirement is behind: the totals still include the slots from `from` up to the
+    /// window's start, which have left the window (they are subtracted by the next
+    /// retirement pass). When `false` the totals are exactly the window.
+    pub behind: bool,
+    /// How long ago the oldest slot still included (`from`) left the window, in
+    /// milliseconds; 0 when not behind.
+    pub lag_ms: u64,
     /// The entries, in rank order.
     pub entries: Vec<Entry>,
 }
@@ -52,6 +60,11 @@ pub struct Standing {
     pub from: i64,
     /// End of the newest slot the total includes (unix seconds, exclusive).
     pub to: i64,
+    /// Retirement is behind (see [`TopPage::behind`]).
+    pub behind: bool,
+    /// How long ago the oldest slot still included left the window, ms (0 when not
+    /// behind).
+    pub lag_ms: u64,
 }
 
 /// A member's value in one slot.

@@ -60,12 +60,13 @@ fn grant(tokens: &Tokens, parts: &Parts) -> Result<Grant, ApiError> {
     let token = header
         .to_str()
         .ok()
-        .and_then(|h| h.strip_prefix("Bearer "))
+        .and_then(bearer_token)
         .ok_or_else(|| unauthorized("the Authorization header must be: Bearer <token>"))?;
+    // An empty expected token never matches anything.
     let matches = |expected: &Option<String>| {
         expected
             .as_deref()
-            .is_some_and(|e| constant_time_eq(e, token))
+            .is_some_and(|e| !e.is_empty() && constant_time_eq(e, token))
     };
     if matches(&tokens.admin) {
         Ok(Grant::Admin)
@@ -118,6 +119,14 @@ impl FromRequestParts<AppState> for AdminAccess {
     }
 }
 
+/// The token of an `Authorization: Bearer <token>` value: the scheme matched without
+/// regard to case (RFC 9110), the token exactly as sent.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim_start_matches(' ');
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
 /// Compares without an early exit, so response times do not reveal how much matched.
 fn constant_time_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
@@ -131,6 +140,17 @@ fn constant_time_eq(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scheme_is_case_insensitive_and_the_token_exact() {
+        for value in ["Bearer t0K", "bearer t0K", "BEARER t0K", "bEaReR   t0K"] {
+            assert_eq!(bearer_token(value), Some("t0K"), "{value:?}");
+        }
+        assert_eq!(bearer_token("Bearer t0K "), Some("t0K "));
+        for value in ["Bearer", "Bearer ", "Basic t0K", "Bearert0K", "Bearer\tt0K"] {
+            assert_eq!(bearer_token(value), None, "{value:?}");
+        }
+    }
 
     #[test]
     fn constant_time_eq_compares_whole_strings() {

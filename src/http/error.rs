@@ -92,7 +92,9 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::RateOverflow { .. }
         | Error::TooLate { .. }
         | Error::InFuture { .. }
-        | Error::OutOfRange { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        | Error::OutOfRange { .. }
+        | Error::IdempotencyKeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        Error::InvalidIdempotencyKey { .. } => StatusCode::BAD_REQUEST,
         Error::BoardNotFound(_)
         | Error::WindowNotFound { .. }
         | Error::MemberNotFound { .. }

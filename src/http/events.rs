@@ -1,7 +1,11 @@
-//! `POST /v1/boards/{board}/events`: one event, or a batch `{"events": […]}`.
+//! `POST /v1/boards/{board}/events`: one event, or a batch `{"events": […]}`, optionally
+//! under an `Idempotency-Key` header (a retry with the same key and body is applied
+//! once and answered as the first time; the key with another body is 422
+//! `idempotency_key_reused`).
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -10,7 +14,10 @@ use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
 use super::extract::{ApiPath, JsonBytes};
 use super::wire::{BadBody, EventsIn, NotAnEvent, parse_events_body, parse_raw_event};
-use crate::{Error, Event};
+use crate::{BatchOutcome, Error, Event, Fingerprint, IdempotencyKey};
+
+/// The request header naming a write, so that retrying it is safe.
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// What happened to the events of a request.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -77,16 +84,20 @@ pub struct EventBatch {
 /// accepted count and each rejected event's index and error).
 #[utoipa::path(
     post, path = "/v1/boards/{board}/events", tag = "events",
-    params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
+    params(
+        ("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"),
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = r"^[!-~]+$",
+         description = "1–255 printable ASCII characters, no spaces, naming this write: a retry with the same key and body within the key's time to live (default 24 h) is applied once and answered as the first time; the same key with another body gets 422 `idempotency_key_reused`"),
+    ),
     request_body = EventsBody,
     responses(
         (status = 200, description = "Applied: the single event, or the batch's accepted events (with the rejected ones by index)", body = EventsResponse),
-        (status = 400, description = "`bad_request`: not JSON, not an event nor a batch, an unknown or repeated key", body = ErrorBody),
+        (status = 400, description = "`bad_request`: not JSON, not an event nor a batch, an unknown or repeated key; `invalid_idempotency_key`", body = ErrorBody),
         (status = 403, description = "`forbidden`", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),
-        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`", body = ErrorBody),
+        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`; or `idempotency_key_reused`: the Idempotency-Key was used for another body", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -94,8 +105,12 @@ pub async fn post_events(
     _: WriteAccess,
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
+    headers: HeaderMap,
     JsonBytes(body): JsonBytes,
 ) -> ApiResult<Json<EventsResponse>> {
+    let key = idempotency_key(&headers)?;
+    let fingerprint = key.as_ref().map(|_| Fingerprint::of_bytes(&body));
+    let keyed = key.zip(fingerprint);
     let parsed = parse_events_body(&body).map_err(|e| match e {
         BadBody::Shape(message) => ApiError::bad_request(message),
         BadBody::Invalid(error) => {
@@ -105,15 +120,27 @@ pub async fn post_events(
     })?;
     let items = match parsed {
         EventsIn::One(event) => {
-            let result = state
-                .boards
-                .incr(&board, &event.member, event.delta, event.at)
-                .await;
+            let result =
+                match &keyed {
+                    None => state
+                        .boards
+                        .incr(&board, &event.member, event.delta, event.at)
+                        .await
+                        .map(|_| false),
+                    Some(keyed) => write(&state, &board, &[event], keyed).await.and_then(
+                        |(written, replayed)| match written.rejected.into_iter().next() {
+                            Some(rejected) => Err(rejected.error),
+                            None => Ok(replayed),
+                        },
+                    ),
+                };
             if let Err(e) = &result {
                 crate::metrics::event_rejected(&board, e);
             }
-            result?;
-            crate::metrics::events_accepted(&board, 1);
+            // A replay applied nothing: it counts in no metric.
+            if !result? {
+                crate::metrics::events_accepted(&board, 1);
+            }
             return Ok(Json(EventsResponse {
                 accepted: 1,
                 rejected: None,
@@ -159,9 +186,14 @@ pub async fn post_events(
             }
         }
     }
-    let outcome = state.boards.incr_batch(&board, &valid).await?;
+    let (outcome, replayed) = match &keyed {
+        None => (state.boards.incr_batch(&board, &valid).await?, false),
+        Some(keyed) => write(&state, &board, &valid, keyed).await?,
+    };
     for r in outcome.rejected {
-        crate::metrics::event_rejected(&board, &r.error);
+        if !replayed {
+            crate::metrics::event_rejected(&board, &r.error);
+        }
         rejected.push(RejectedEvent {
             index: original_index[r.index],
             error: ErrorDetail {
@@ -171,9 +203,39 @@ pub async fn post_events(
         });
     }
     rejected.sort_by_key(|r| r.index);
-    crate::metrics::events_accepted(&board, outcome.accepted);
+    if !replayed {
+        crate::metrics::events_accepted(&board, outcome.accepted);
+    }
     Ok(Json(EventsResponse {
         accepted: outcome.accepted,
         rejected: Some(rejected),
     }))
+}
+
+/// The request's `Idempotency-Key`, checked.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    let text = value.to_str().map_err(|_| {
+        ApiError::from(Error::InvalidIdempotencyKey {
+            reason: "only printable ASCII characters without spaces are allowed".into(),
+        })
+    })?;
+    Ok(Some(IdempotencyKey::parse(text)?))
+}
+
+/// Applies the events once under the key and the body's fingerprint: the outcome, and
+/// whether it was a replay (nothing applied this time).
+async fn write(
+    state: &AppState,
+    board: &str,
+    events: &[Event],
+    (key, fingerprint): &(IdempotencyKey, Fingerprint),
+) -> Result<(BatchOutcome, bool), Error> {
+    let written = state
+        .boards
+        .write_keyed(board, events, key, fingerprint)
+        .await?;
+    Ok((written.outcome, written.replayed))
 }

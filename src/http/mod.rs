@@ -23,6 +23,7 @@ use utoipa_axum::routes;
 mod access_time;
 mod auth;
 mod boards;
+mod body_limit;
 mod contract;
 mod counters;
 mod dashboard;
@@ -159,6 +160,10 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         .fallback(ops::not_found)
         .method_not_allowed_fallback(ops::method_not_allowed)
         .layer(DefaultBodyLimit::max(options.max_body_bytes))
+        .layer(middleware::from_fn_with_state(
+            options.max_body_bytes,
+            body_limit::refuse_announced_oversize,
+        ))
         .layer(middleware::from_fn_with_state(
             options.request_timeout,
             ops::timeout,

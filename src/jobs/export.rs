@@ -1,7 +1,9 @@
 //! Exporting a board's ranking, in rank order, for a job that stores the hourly
 //! ranking elsewhere. JSON lines (`{"rank":1,"member":"post:1","score":12}`) or CSV
 //! (`rank,member,score` with a header). Either imports back (`import` takes the score
-//! as the delta).
+//! as the delta). CSV members are written exactly, quoted when they hold a comma, a
+//! quote, a line break or surrounding spaces; with `csv_safe` in the spreadsheet-safe
+//! form of [`csv_safe`](super::csv_safe).
 //!
 //! The export reads pages of 1000 in rank order; writes that land meanwhile can move
 //! members between pages, so a busy board's export is a near-snapshot, not an atomic one.
@@ -46,8 +48,21 @@ pub async fn export(
     format: Format,
     out: impl Write,
 ) -> Result<ExportReport, ExportError> {
+    export_with(boards, board, window, limit, format, false, out).await
+}
+
+/// [`export`], with CSV members in their spreadsheet-safe form when `csv_safe`.
+pub async fn export_with(
+    boards: &Rollboard,
+    board: &str,
+    window: Option<Span>,
+    limit: Option<u64>,
+    format: Format,
+    csv_safe: bool,
+    out: impl Write,
+) -> Result<ExportReport, ExportError> {
     let mut report = ExportReport::default();
-    let mut sink = Sink::new(format, out)?;
+    let mut sink = Sink::new(format, csv_safe, out)?;
     loop {
         let wanted = limit.map_or(PAGE, |l| (l - report.entries).min(PAGE));
         if wanted == 0 {
@@ -73,17 +88,18 @@ pub async fn export(
 /// Where entries go, in their format.
 enum Sink<W: Write> {
     Json(W),
-    Csv(Box<csv::Writer<W>>),
+    /// The writer, and whether members take their safe form.
+    Csv(Box<csv::Writer<W>>, bool),
 }
 
 impl<W: Write> Sink<W> {
-    fn new(format: Format, out: W) -> std::io::Result<Self> {
+    fn new(format: Format, csv_safe: bool, out: W) -> std::io::Result<Self> {
         Ok(match format {
             Format::Json => Sink::Json(out),
             Format::Csv => {
                 let mut w = csv::Writer::from_writer(out);
                 w.write_record(["rank", "member", "score"]).map_err(io)?;
-                Sink::Csv(Box::new(w))
+                Sink::Csv(Box::new(w), csv_safe)
             }
         })
     }
@@ -94,16 +110,22 @@ impl<W: Write> Sink<W> {
                 serde_json::to_writer(&mut *out, e).map_err(std::io::Error::other)?;
                 out.write_all(b"\n")
             }
-            Sink::Csv(w) => w
-                .write_record([e.rank.to_string(), e.member.clone(), e.score.to_string()])
-                .map_err(io),
+            Sink::Csv(w, safe) => {
+                let member = if *safe {
+                    super::csv_safe::protect(&e.member)
+                } else {
+                    e.member.as_str().into()
+                };
+                w.write_record([&e.rank.to_string(), &*member, &e.score.to_string()])
+                    .map_err(io)
+            }
         }
     }
 
     fn finish(self) -> std::io::Result<()> {
         match self {
             Sink::Json(mut out) => out.flush(),
-            Sink::Csv(mut w) => w.flush(),
+            Sink::Csv(mut w, _) => w.flush(),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! recompute totals, import the source article's layout, apply migrations. The CLI is a
 //! thin shell over these.
 
+pub mod csv_safe;
 pub mod export;
 pub mod import;
 pub mod legacy;

@@ -19,6 +19,7 @@ use crate::store::{MemoryStore, RedisStore, Store};
 mod boards;
 mod cache;
 pub(crate) mod counters;
+pub(crate) mod idempotent;
 pub(crate) mod rates;
 pub(crate) mod read;
 pub(crate) mod recompute;

@@ -124,7 +124,7 @@ impl Rollboard {
 
     /// Checks a batch against the admission rules: the valid events, placed in their
     /// slots, and an outcome holding the rejected ones.
-    fn validate(
+    pub(super) fn validate(
         &self,
         board: &Board,
         now: Timestamp,
@@ -145,12 +145,12 @@ impl Rollboard {
 }
 
 /// The writes of admitted events (by index), for one store call.
-fn slot_writes(admitted: &[(usize, SlotWrite)]) -> Vec<SlotWrite> {
+pub(super) fn slot_writes(admitted: &[(usize, SlotWrite)]) -> Vec<SlotWrite> {
     admitted.iter().map(|(_, w)| w.clone()).collect()
 }
 
 /// Adds the store's statuses of `written` (events by index) to `outcome`.
-fn record(
+pub(super) fn record(
     board: &Board,
     now: Timestamp,
     events: &[Event],

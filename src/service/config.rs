@@ -18,6 +18,10 @@
 //! sweep_every = "60s"
 //! shutdown_grace = "10s"
 //! max_clock_skew = "5s"                     # or ROLLBOARD_MAX_CLOCK_SKEW
+//! idempotency_ttl = "24h"                   # or ROLLBOARD_IDEMPOTENCY_TTL
+//! header_read_timeout = "10s"               # or ROLLBOARD_HEADER_READ_TIMEOUT
+//! keep_alive_timeout = "5s"                 # or ROLLBOARD_KEEP_ALIVE_TIMEOUT
+//! max_connections = 1024                    # or ROLLBOARD_MAX_CONNECTIONS
 //!
 //! [[boards]]                                # created, or checked, at start-up
 //! name = "hot-posts"
@@ -33,6 +37,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::ConnectionLimits;
 use super::timeout::Timeout;
 use crate::http::Tokens;
 use crate::{BoardConfig, RedisOptions, Settings, Span};
@@ -73,6 +78,14 @@ pub struct ConfigFile {
     pub shutdown_grace: Option<Span>,
     /// How far this process's clock may be from the store's before `/readyz` fails.
     pub max_clock_skew: Option<Span>,
+    /// How long a write under an idempotency key is remembered.
+    pub idempotency_ttl: Option<Span>,
+    /// How long a client may take to send a request head.
+    pub header_read_timeout: Option<Span>,
+    /// How long a connection may wait, idle, for its next request.
+    pub keep_alive_timeout: Option<Span>,
+    /// Most connections served at once.
+    pub max_connections: Option<usize>,
     /// Boards to create (or check) at start-up.
     #[serde(default)]
     pub boards: Vec<BoardEntry>,
@@ -119,6 +132,14 @@ pub struct Overrides {
     pub insecure: bool,
     /// `--max-clock-skew` / `ROLLBOARD_MAX_CLOCK_SKEW`.
     pub max_clock_skew: Option<Span>,
+    /// `--idempotency-ttl` / `ROLLBOARD_IDEMPOTENCY_TTL`.
+    pub idempotency_ttl: Option<Span>,
+    /// `--header-read-timeout` / `ROLLBOARD_HEADER_READ_TIMEOUT`.
+    pub header_read_timeout: Option<Span>,
+    /// `--keep-alive-timeout` / `ROLLBOARD_KEEP_ALIVE_TIMEOUT`.
+    pub keep_alive_timeout: Option<Span>,
+    /// `--max-connections` / `ROLLBOARD_MAX_CONNECTIONS`.
+    pub max_connections: Option<usize>,
 }
 
 /// Everything `serve` needs, resolved.
@@ -148,6 +169,8 @@ pub struct ServiceConfig {
     /// (default 5 s). `None` turns the clock check off entirely (no metric, no warning):
     /// only for tests whose clock stands elsewhere on purpose.
     pub max_clock_skew: Option<Duration>,
+    /// Slow and idle clients, and the connection cap.
+    pub connections: ConnectionLimits,
     /// Boards to create or check at start-up.
     pub boards: Vec<(String, BoardConfig)>,
     /// Boards to import from the source article's layout by `rollboard migrate`, as
@@ -169,6 +192,7 @@ impl Default for ServiceConfig {
             sweep_every: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
             max_clock_skew: Some(Duration::from_secs(5)),
+            connections: ConnectionLimits::default(),
             boards: Vec::new(),
             legacy: Vec::new(),
         }
@@ -225,6 +249,31 @@ impl ServiceConfig {
         {
             redis.response_timeout = t;
         }
+        if let Some(ttl) = overrides.idempotency_ttl.or(file.idempotency_ttl) {
+            if ttl.seconds() == 0 {
+                return Err(ConfigError("idempotency_ttl must be at least 1s".into()));
+            }
+            settings.idempotency_ttl = ttl;
+        }
+        let mut connections = defaults.connections;
+        if let Some(s) = overrides.header_read_timeout.or(file.header_read_timeout) {
+            connections.header_read_timeout = secs(s);
+        }
+        if let Some(s) = overrides.keep_alive_timeout.or(file.keep_alive_timeout) {
+            connections.keep_alive_timeout = secs(s);
+        }
+        if let Some(n) = overrides.max_connections.or(file.max_connections) {
+            connections.max_connections = n;
+        }
+        if connections.header_read_timeout.is_zero()
+            || connections.keep_alive_timeout.is_zero()
+            || connections.max_connections == 0
+        {
+            return Err(ConfigError(
+                "header_read_timeout, keep_alive_timeout and max_connections must be at least 1"
+                    .into(),
+            ));
+        }
         if let Some(n) = file.retire_chunk_size {
             if n == 0 {
                 return Err(ConfigError("retire_chunk_size must be at least 1".into()));
@@ -246,14 +295,16 @@ impl ServiceConfig {
                     .map_err(|e| ConfigError(format!("board {:?}: {e}", b.name)))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        // An empty variable counts as unset: it never removes the file's token.
         let non_empty = |t: Option<String>| t.filter(|t| !t.is_empty());
+        let token = |env: Option<String>, file: Option<String>| non_empty(env).or(non_empty(file));
         let config = ServiceConfig {
             bind: overrides.bind.or(file.bind).unwrap_or(defaults.bind),
             redis_url: non_empty(overrides.redis_url.or(file.redis_url)),
             redis,
             tokens: Tokens {
-                write: non_empty(overrides.write_token.or(file.write_token)),
-                admin: non_empty(overrides.admin_token.or(file.admin_token)),
+                write: token(overrides.write_token, file.write_token),
+                admin: token(overrides.admin_token, file.admin_token),
             },
             insecure: overrides.insecure,
             settings,
@@ -272,6 +323,7 @@ impl ServiceConfig {
                 .or(file.max_clock_skew)
                 .map(secs)
                 .or(defaults.max_clock_skew),
+            connections,
             boards,
             legacy,
         };
@@ -395,6 +447,64 @@ mod tests {
             err.to_string(),
             "board \"x\": invalid board config: window 90m is not a multiple of the slot length 1h"
         );
+    }
+
+    #[test]
+    fn an_empty_token_variable_never_removes_the_files_token() {
+        let file = || parse("write_token = \"w-file\"\nadmin_token = \"a-file\"");
+        let empty = Overrides {
+            write_token: Some(String::new()),
+            admin_token: Some(String::new()),
+            ..Overrides::default()
+        };
+        let c = ServiceConfig::resolve(file(), empty.clone()).unwrap();
+        assert_eq!(c.tokens.write.as_deref(), Some("w-file"));
+        assert_eq!(c.tokens.admin.as_deref(), Some("a-file"));
+        // Without a file token an empty variable is no token, as when it is unset: a
+        // public bind is then refused.
+        let public = Overrides {
+            bind: Some("0.0.0.0:8080".parse().unwrap()),
+            ..empty
+        };
+        let err = ServiceConfig::resolve(ConfigFile::default(), public).unwrap_err();
+        assert!(err.to_string().starts_with("refusing to listen"), "{err}");
+        // A non-empty variable wins over the file.
+        let set = Overrides {
+            write_token: Some("w-env".into()),
+            ..Overrides::default()
+        };
+        let c = ServiceConfig::resolve(file(), set).unwrap();
+        assert_eq!(c.tokens.write.as_deref(), Some("w-env"));
+        assert_eq!(c.tokens.admin.as_deref(), Some("a-file"));
+    }
+
+    #[test]
+    fn connection_limits_and_idempotency_ttl_come_from_file_and_environment() {
+        let c = ServiceConfig::resolve(ConfigFile::default(), Overrides::default()).unwrap();
+        assert_eq!(c.connections, ConnectionLimits::default());
+        assert_eq!(c.connections.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(c.settings.idempotency_ttl.seconds(), 86_400);
+        let file = parse(
+            "idempotency_ttl = \"1h\"\nheader_read_timeout = \"3s\"\n\
+             keep_alive_timeout = \"2s\"\nmax_connections = 7",
+        );
+        let env = Overrides {
+            keep_alive_timeout: Some(Span::parse("4s").unwrap()),
+            ..Overrides::default()
+        };
+        let c = ServiceConfig::resolve(file, env).unwrap();
+        assert_eq!(c.settings.idempotency_ttl.seconds(), 3600);
+        assert_eq!(
+            c.connections,
+            ConnectionLimits {
+                header_read_timeout: Duration::from_secs(3),
+                keep_alive_timeout: Duration::from_secs(4),
+                max_connections: 7,
+            }
+        );
+        let err =
+            ServiceConfig::resolve(parse("max_connections = 0"), Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("max_connections"), "{err}");
     }
 
     #[test]

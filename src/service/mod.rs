@@ -3,12 +3,15 @@
 
 mod clock_check;
 mod config;
+mod connections;
+mod idle;
 mod memory_watch;
 mod scheduler;
 mod serve;
 mod timeout;
 
 pub use config::{BoardEntry, ConfigError, ConfigFile, Overrides, ServiceConfig};
+pub use connections::{ConnectionLimits, serve_connections};
 pub use scheduler::{Scheduler, SchedulerError};
 pub use serve::{ServiceError, open_store, run, shutdown_signal};
 pub use timeout::Timeout;

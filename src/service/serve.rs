@@ -111,7 +111,7 @@ pub async fn run(
     // Graceful shutdown: stop accepting, let requests in flight finish, but never wait
     // longer than the grace period once the signal came.
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+    let server = super::serve_connections(listener, app, config.connections, async move {
         shutdown.await;
         tracing::info!("shutting down");
         let _ = signalled_tx.send(());

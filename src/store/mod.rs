@@ -19,12 +19,14 @@ use crate::domain::{RetireOptions, RetireReport};
 use crate::error::Result;
 
 mod counters;
+mod keyed;
 mod memory;
 pub(crate) mod rates;
 mod redis;
 mod stats;
 
 pub use counters::{CounterCleaned, CounterInfo, CounterStore};
+pub use keyed::{Keyed, Recorded, WriteKey};
 pub use stats::{StatRecord, StatsStore};
 
 pub use memory::MemoryStore;
@@ -114,6 +116,20 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>>;
 
+    /// Applies `writes` once for `key` while its record lives: the first call applies
+    /// them and records, in the same atomic step, its `now` and what it did; a later call
+    /// with the same name and fingerprint applies nothing and answers
+    /// [`Keyed::Replayed`], one with another fingerprint [`Keyed::Reused`]. A record
+    /// older than `key.ttl` by `now` is as good as absent, and the store forgets it by
+    /// itself (memory stays bounded); dropping the board drops its records.
+    async fn write_keyed(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        key: &WriteKey,
+    ) -> Result<Keyed>;
+
     /// A page of window `window` (an index into the board's windows).
     async fn top(
         &self,
@@ -194,6 +210,22 @@ pub(crate) fn coverage(
     let from = state.since.map_or(from, |since| from.max(since));
     let to = newest.map_or(current, |s| s.max(current)) + config.slot().secs_i64();
     if state.building { (to, to) } else { (from, to) }
+}
+
+/// Whether totals covering slots from `from` on are behind at `now` (they still hold
+/// slots that left window `window`), and since how long, in ms: the slot `from` left
+/// the window at `from + W` (when the current slot became `from + W`).
+pub(crate) fn behind(
+    config: &BoardConfig,
+    window: usize,
+    now: Timestamp,
+    from: i64,
+) -> (bool, u64) {
+    if from >= config.window_start(window, now) {
+        return (false, 0);
+    }
+    let left_at_ms = (from + config.windows()[window].secs_i64()) * 1000;
+    (true, (now.unix_millis() - left_at_ms).max(0) as u64)
 }
 
 /// When a window added to a live board (holding slots from `since` on) holds its span.

@@ -609,3 +609,73 @@ async fn a_store_outage_is_503_and_readiness_fails() {
         "the process itself is fine"
     );
 }
+
+/// The router alone (no scheduler, so no retirer catches up behind the test's back) on
+/// a real listener over Redis, with a manual clock.
+async fn router_without_scheduler() -> (String, rollboard::ManualClock, crate::support::TestRedis) {
+    let redis = crate::support::TestRedis::start().await;
+    let clock = crate::support::clock();
+    let boards = rollboard::Rollboard::with(
+        redis.store().await,
+        std::sync::Arc::new(clock.clone()),
+        rollboard::Settings::default(),
+    );
+    let app = rollboard::http::router(boards, rollboard::http::HttpOptions::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let limits = rollboard::service::ConnectionLimits::default();
+    tokio::spawn(rollboard::service::serve_connections(
+        listener,
+        app,
+        limits,
+        std::future::pending(),
+    ));
+    (url, clock, redis)
+}
+
+#[tokio::test]
+async fn ranking_reads_say_whether_retirement_is_behind() {
+    let (url, clock, _redis) = router_without_scheduler().await;
+    let client = reqwest::Client::new();
+    let get = |path: String| {
+        let client = client.clone();
+        let url = format!("{url}{path}");
+        async move {
+            let reply = client.get(url).send().await.unwrap();
+            assert_eq!(reply.status(), StatusCode::OK);
+            reply.json::<Value>().await.unwrap()
+        }
+    };
+    let b = unique("behind");
+    let created = client
+        .put(format!("{url}/v1/boards/{b}"))
+        .json(&json!({"slot": "1h", "windows": ["2h"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let posted = client
+        .post(format!("{url}/v1/boards/{b}/events"))
+        .json(&json!({"member": "a", "delta": 3}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), StatusCode::OK);
+    let top = get(format!("/v1/boards/{b}/top")).await;
+    assert_eq!((&top["behind"], &top["lag_ms"]), (&json!(false), &json!(0)));
+    // Past the boundary without a retirement pass: the totals still hold slot START.
+    clock.set(rollboard::Timestamp::from_unix_seconds(START + 2 * 3600 + 10).unwrap());
+    let top = get(format!("/v1/boards/{b}/top")).await;
+    assert_eq!(
+        (&top["from"], &top["behind"], &top["lag_ms"]),
+        (&json!(START), &json!(true), &json!(10_000))
+    );
+    for path in ["members/a", "members/a/around?n=1"] {
+        let body = get(format!("/v1/boards/{b}/{path}")).await;
+        assert_eq!(
+            (&body["behind"], &body["lag_ms"]),
+            (&json!(true), &json!(10_000)),
+            "{path}"
+        );
+    }
+}

@@ -156,3 +156,33 @@ async fn without_tokens_everything_is_open() {
         StatusCode::OK
     );
 }
+
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive_and_the_token_exact() {
+    let app = app_with(Tokens {
+        write: None,
+        admin: Some("a-Token".into()),
+    })
+    .await;
+    let put = |authorization: &'static str| {
+        let url = format!("{}/v1/boards/{}", app.url, unique("case"));
+        app.client
+            .put(url)
+            .header("authorization", authorization)
+            .json(&json!({"slot": "1h", "windows": ["1h"]}))
+            .send()
+    };
+    for accepted in ["bearer a-Token", "BEARER a-Token", "Bearer  a-Token"] {
+        let reply = put(accepted).await.unwrap();
+        assert_eq!(reply.status(), StatusCode::CREATED, "{accepted:?}");
+    }
+    for refused in [
+        "Bearer a-token",
+        "Bearer A-TOKEN",
+        "Basic a-Token",
+        "Bearer ",
+    ] {
+        let reply = put(refused).await.unwrap();
+        assert_eq!(reply.status(), StatusCode::UNAUTHORIZED, "{refused:?}");
+    }
+}

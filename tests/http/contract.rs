@@ -398,6 +398,8 @@ async fn the_openapi_document_states_the_contract() {
                 let name = p["name"].as_str().unwrap();
                 let declared = if path.contains(&format!("{{{name}}}")) {
                     "path"
+                } else if name == "Idempotency-Key" {
+                    "header"
                 } else {
                     "query"
                 };

@@ -3,11 +3,15 @@
 mod api;
 mod auth;
 mod clock;
+mod connections;
 mod contract;
 mod counters;
 mod dashboard;
+mod idempotency;
 mod mounted;
 mod ops;
+#[path = "../common/proxy.rs"]
+mod proxy;
 mod rates;
 mod recompute;
 mod redis_memory;

@@ -72,6 +72,17 @@ pub async fn spawn_app_checking_clock(
     config: ServiceConfig,
 ) -> TestApp {
     let store = redis.store().await;
+    spawn_app_on(store, redis, clock, config).await
+}
+
+/// The service on `store` (Redis through a fault proxy, say), `redis` being the server
+/// underneath; the clock check of `config` left as it is.
+pub async fn spawn_app_on(
+    store: Arc<dyn rollboard::Store>,
+    redis: Arc<TestRedis>,
+    clock: ManualClock,
+    config: ServiceConfig,
+) -> TestApp {
     let boards = Rollboard::with(store, Arc::new(clock.clone()), config.settings.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

@@ -170,6 +170,102 @@ async fn an_export_imports_back_to_the_same_ranking_in_json_and_csv() {
     assert!(text.starts_with("rank,member,score\n1,"));
 }
 
+/// Members that CSV or a spreadsheet treats specially, each with its own score.
+const AWKWARD: [&str; 12] = [
+    " lead",
+    "trail ",
+    " both ",
+    "a,b",
+    "q\"uote",
+    "multi\nline",
+    "=SUM(A1)",
+    "+1",
+    "-x",
+    "@me",
+    "'q",
+    "\ttab",
+];
+
+/// Exports `board`'s 1h ranking as CSV (safe or not) and imports it into a new board.
+async fn csv_round_trip(
+    boards: &rollboard::Rollboard,
+    board_name: &str,
+    export_safe: bool,
+    import_safe: bool,
+) -> (String, std::collections::BTreeMap<String, i64>) {
+    let mut out = Vec::new();
+    rollboard::jobs::export::export_with(
+        boards,
+        board_name,
+        None,
+        None,
+        Format::Csv,
+        export_safe,
+        &mut out,
+    )
+    .await
+    .unwrap();
+    let text = String::from_utf8(out.clone()).unwrap();
+    let copy = board(boards, "1h", &["1h"]).await;
+    let options = ImportOptions {
+        format: Some(Format::Csv),
+        csv_safe: import_safe,
+        ..ImportOptions::default()
+    };
+    let report = import(boards, &copy, std::io::Cursor::new(out), options, |_| {})
+        .await
+        .unwrap();
+    assert_eq!(report.imported, AWKWARD.len() as u64, "{report:?}");
+    (text, ranking(boards, &copy, "1h").await)
+}
+
+#[tokio::test]
+async fn csv_export_then_import_gives_back_the_same_members_exactly() {
+    let redis = TestRedis::start().await;
+    let (boards, _clock) = boards(&redis).await;
+    let a = board(&boards, "1h", &["1h"]).await;
+    let events: Vec<rollboard::Event> = AWKWARD
+        .iter()
+        .enumerate()
+        .map(|(i, m)| rollboard::Event::new(*m, 100 - i as i64))
+        .collect();
+    boards.incr_batch(&a, &events).await.unwrap();
+    let original = ranking(&boards, &a, "1h").await;
+    let expected: std::collections::BTreeMap<String, i64> = AWKWARD
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.to_string(), 100 - i as i64))
+        .collect();
+    assert_eq!(original, expected);
+
+    // As they are: exact, spaces, quotes, commas and line breaks included.
+    let (text, plain) = csv_round_trip(&boards, &a, false, false).await;
+    assert_eq!(plain, expected);
+    assert!(text.contains("\n7,=SUM(A1),94\n"), "{text}");
+
+    // The safe form: a quote in front of what a spreadsheet would run, undone on import.
+    let (text, safe) = csv_round_trip(&boards, &a, true, true).await;
+    assert_eq!(safe, expected);
+    for line in [
+        "7,'=SUM(A1),94",
+        "8,'+1,93",
+        "9,'-x,92",
+        "10,'@me,91",
+        "11,''q,90",
+    ] {
+        assert!(text.contains(&format!("\n{line}\n")), "{line} in {text}");
+    }
+    assert!(text.contains("\n1, lead,100\n"), "{text}");
+
+    // A safe export imported without the option keeps the quotes: nothing is guessed.
+    let (_, kept) = csv_round_trip(&boards, &a, true, false).await;
+    let quoted: std::collections::BTreeMap<String, i64> = expected
+        .iter()
+        .map(|(m, s)| (rollboard::jobs::csv_safe::protect(m).into_owned(), *s))
+        .collect();
+    assert_eq!(kept, quoted);
+}
+
 #[tokio::test]
 async fn the_cli_imports_a_file_and_reports_a_bad_line_by_number() {
     let redis = TestRedis::start().await;

@@ -881,6 +881,11 @@ async fn reads_say_when_retirement_is_behind(h: Harness) {
     h.boards.incr(&name, "a", 3, None).await.unwrap();
     let page = h.boards.top(&name, None, 0, 10).await.unwrap();
     assert_eq!((page.from, page.to), (START - 3600, START + 3600));
+    assert_eq!((page.behind, page.lag_ms), (false, 0));
+    // Exactly at the boundary the slot START leaves the 2h window: behind by 0 ms.
+    h.at(2 * 3600);
+    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    assert_eq!((page.from, page.behind, page.lag_ms), (START, true, 0));
     h.at(2 * 3600 + 10);
     let page = h.boards.top(&name, None, 0, 10).await.unwrap();
     assert_eq!(
@@ -888,10 +893,24 @@ async fn reads_say_when_retirement_is_behind(h: Harness) {
         "slot START is still counted: retirement is behind"
     );
     assert_eq!(page.to, START + 3 * 3600);
+    assert_eq!((page.behind, page.lag_ms), (true, 10_000));
     assert_eq!(ranking(&page), pairs(&[("a", 3)]));
+    let standing = h.boards.score(&name, "a", None).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            standing.score,
+            standing.from,
+            standing.behind,
+            standing.lag_ms
+        ),
+        (3, START, true, 10_000)
+    );
+    let around = h.boards.around(&name, "a", None, 1).await.unwrap().unwrap();
+    assert_eq!((around.behind, around.lag_ms), (true, 10_000));
     h.boards.retire(&name).await.unwrap();
     let page = h.boards.top(&name, None, 0, 10).await.unwrap();
     assert_eq!((page.from, page.to), (START + 3600, START + 3 * 3600));
+    assert_eq!((page.behind, page.lag_ms), (false, 0));
     assert!(page.entries.is_empty());
 }
 

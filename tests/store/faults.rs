@@ -263,6 +263,49 @@ async fn a_batch_with_a_held_reply_is_applied_once() {
     batch_write_survives(HOLD).await;
 }
 
+/// With an idempotency key, the caller's retry of a write whose reply was lost is
+/// applied once and answered as the first call would have been.
+async fn keyed_write_survives(fault: Fault) {
+    let f = Faulty::start().await;
+    let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
+    f.fill(&b, &mut oracle, 2, 50).await;
+    let events: Vec<Event> = (0..300)
+        .map(|i| Event::new(format!("m{}", i % 70), 1 + i % 4))
+        .chain([Event::new("late", 1).at(ts(START - 4 * 3600))])
+        .collect();
+    f.proxy.arm(fault, 1, write_call(&b));
+    let lost = f.boards.write_idempotent(&b, &events, "retry-1").await;
+    assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
+    assert_eq!(f.proxy.fired(), 1);
+    f.clock.advance_secs(30);
+    let again = f
+        .boards
+        .write_idempotent(&b, &events, "retry-1")
+        .await
+        .unwrap();
+    assert_eq!(again.accepted, 300);
+    let rejected: Vec<_> = again
+        .rejected
+        .iter()
+        .map(|r| (r.index, r.error.code()))
+        .collect();
+    assert_eq!(rejected, [(300, "too_late")]);
+    for e in &events[..300] {
+        oracle.record(START + 3600, &e.member, e.delta);
+    }
+    f.assert_exact(&b, &oracle).await;
+}
+
+#[tokio::test]
+async fn a_keyed_batch_with_a_cut_reply_is_retried_and_counted_once() {
+    keyed_write_survives(Fault::Cut).await;
+}
+
+#[tokio::test]
+async fn a_keyed_batch_with_a_held_reply_is_retried_and_counted_once() {
+    keyed_write_survives(HOLD).await;
+}
+
 /// A `retire_chunk.lua` call of `board`: the index, totals and a stage, not the log.
 fn retire_chunk(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'static {
     let (index, log, stage) = (

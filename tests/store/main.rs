@@ -6,6 +6,7 @@ mod conformance;
 mod counters;
 mod faults;
 mod history_under_retirement;
+mod idempotency;
 mod lifecycle;
 mod memory_limits;
 mod oracle;

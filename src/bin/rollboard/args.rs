@@ -18,8 +18,9 @@ use clap::{Args, Parser, Subcommand};
         Redis timeouts (250ms, 2s; default 2s each)\n  \
         ROLLBOARD_ACCEPT_EVICTION  true: accept a Redis whose maxmemory-policy evicts keys\n  \
         ROLLBOARD_BIND          address for `serve` (default 127.0.0.1:8080)\n  \
-        ROLLBOARD_WRITE_TOKEN   bearer token required to post events\n  \
-        ROLLBOARD_ADMIN_TOKEN   bearer token required to create and drop boards and remove members\n  \
+        ROLLBOARD_WRITE_TOKEN   bearer token required to post events (empty counts as unset)\n  \
+        ROLLBOARD_ADMIN_TOKEN   bearer token required to create and drop boards and remove members\n                          \
+        (empty counts as unset)\n  \
         RUST_LOG                log filter (default: info for serve, warn otherwise)"
 )]
 pub struct Cli {
@@ -159,6 +160,10 @@ pub struct ImportArgs {
     /// id, so the same file imported twice counts twice].
     #[arg(long)]
     pub run_id: Option<String>,
+    /// CSV members are in the spreadsheet-safe form of `export --csv-safe`: take one
+    /// leading ' off each.
+    #[arg(long)]
+    pub csv_safe: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -177,6 +182,10 @@ pub struct ExportArgs {
     /// Most entries to write [default: all].
     #[arg(long)]
     pub limit: Option<u64>,
+    /// CSV: write members starting with = + - @ (a formula to a spreadsheet), a tab, a
+    /// carriage return or ' with a ' in front; `import --csv-safe` takes it off.
+    #[arg(long)]
+    pub csv_safe: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }
@@ -230,6 +239,18 @@ pub struct ServeArgs {
     /// [default: 5s].
     #[arg(long, env = "ROLLBOARD_MAX_CLOCK_SKEW")]
     pub max_clock_skew: Option<rollboard::Span>,
+    /// How long a write under an Idempotency-Key is remembered [default: 24h].
+    #[arg(long, env = "ROLLBOARD_IDEMPOTENCY_TTL")]
+    pub idempotency_ttl: Option<rollboard::Span>,
+    /// How long a client may take to send a request head [default: 10s].
+    #[arg(long, env = "ROLLBOARD_HEADER_READ_TIMEOUT")]
+    pub header_read_timeout: Option<rollboard::Span>,
+    /// How long an idle connection waits for its next request [default: 5s].
+    #[arg(long, env = "ROLLBOARD_KEEP_ALIVE_TIMEOUT")]
+    pub keep_alive_timeout: Option<rollboard::Span>,
+    /// Most connections served at once [default: 1024].
+    #[arg(long, env = "ROLLBOARD_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
 }
 
 /// `rate` options.

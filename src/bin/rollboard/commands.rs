@@ -46,6 +46,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         admin_token: std::env::var("ROLLBOARD_ADMIN_TOKEN").ok(),
         insecure: args.insecure,
         max_clock_skew: args.max_clock_skew,
+        idempotency_ttl: args.idempotency_ttl,
+        header_read_timeout: args.header_read_timeout,
+        keep_alive_timeout: args.keep_alive_timeout,
+        max_connections: args.max_connections,
     };
     let config = ServiceConfig::load(args.config.as_deref(), overrides)?;
     let store = service::open_store(&config).await?;
@@ -219,6 +223,7 @@ async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
         format,
         skip_bad: args.skip_bad,
         run_id: args.run_id.clone(),
+        csv_safe: args.csv_safe,
         ..ImportOptions::default()
     };
     let started = Instant::now();
@@ -260,8 +265,16 @@ async fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let window = args.window.as_deref().map(Span::parse).transpose()?;
     let format = format_of(&args.format)?;
     let out = std::io::BufWriter::new(std::io::stdout().lock());
-    let report =
-        jobs::export::export(&boards, &args.board, window, args.limit, format, out).await?;
+    let report = jobs::export::export_with(
+        &boards,
+        &args.board,
+        window,
+        args.limit,
+        format,
+        args.csv_safe,
+        out,
+    )
+    .await?;
     eprintln!("exported {} entries of {}", report.entries, args.board);
     Ok(ExitCode::SUCCESS)
 }

@@ -4,7 +4,9 @@
 //! JSON lines: `{"member": "post:1", "delta": 1, "at": 1700000000}`, blank lines skipped.
 //! CSV: `member,delta,at` by position, or by the names of a header line; an export's
 //! `rank,member,score` header takes the score as the delta. `delta` defaults to 1 and
-//! `at` to now.
+//! `at` to now. Members are taken exactly, spaces included (only the numbers and the
+//! header's names are trimmed); with `csv_safe`, one leading `'` is taken off each CSV
+//! member (see [`csv_safe`](crate::jobs::csv_safe)).
 
 use std::io::{self, BufRead, BufReader, Lines, Read};
 use std::iter::Enumerate;
@@ -38,7 +40,11 @@ pub(super) type Parsed = (u64, Result<Event, String>);
 
 /// The parsed lines of `input`, in order; the format is guessed from the first line when
 /// `None` (`{` means JSON). Fails only when the input cannot be read.
-pub(super) fn parse<R: Read>(input: R, format: Option<Format>) -> io::Result<ParsedLines<R>> {
+pub(super) fn parse<R: Read>(
+    input: R,
+    format: Option<Format>,
+    csv_safe: bool,
+) -> io::Result<ParsedLines<R>> {
     let mut input = BufReader::with_capacity(64 * 1024, input);
     let format = match format {
         Some(f) => f,
@@ -58,11 +64,13 @@ pub(super) fn parse<R: Read>(input: R, format: Option<Format>) -> io::Result<Par
             records: csv::ReaderBuilder::new()
                 .has_headers(false)
                 .flexible(true)
-                .trim(csv::Trim::All)
                 .from_reader(input)
                 .into_records()
                 .enumerate(),
-            columns: Columns::POSITIONAL,
+            columns: Columns {
+                csv_safe,
+                ..Columns::POSITIONAL
+            },
         },
     })
 }
@@ -102,7 +110,7 @@ impl<R: Read> Iterator for ParsedLines<R> {
                 let parsed = match record {
                     Err(e) => Err(e.to_string()),
                     Ok(r) if n == 0 && Columns::is_header(&r) => {
-                        *columns = Columns::from_header(&r);
+                        *columns = Columns::from_header(&r, columns.csv_safe);
                         continue;
                     }
                     Ok(r) => columns.event(&r),
@@ -144,6 +152,8 @@ pub(super) struct Columns {
     member: usize,
     delta: Option<usize>,
     at: Option<usize>,
+    /// Members are in their spreadsheet-safe form.
+    csv_safe: bool,
 }
 
 impl Columns {
@@ -152,27 +162,36 @@ impl Columns {
         member: 0,
         delta: Some(1),
         at: Some(2),
+        csv_safe: false,
     };
 
     fn is_header(record: &csv::StringRecord) -> bool {
-        record.iter().any(|f| f == "member")
+        record.iter().any(|f| f.trim() == "member")
     }
 
-    fn from_header(record: &csv::StringRecord) -> Columns {
-        let find = |name: &str| record.iter().position(|f| f == name);
+    fn from_header(record: &csv::StringRecord, csv_safe: bool) -> Columns {
+        let find = |name: &str| record.iter().position(|f| f.trim() == name);
         Columns {
             member: find("member").unwrap_or(0),
             delta: find("delta").or_else(|| find("score")),
             at: find("at"),
+            csv_safe,
         }
     }
 
     fn event(&self, record: &csv::StringRecord) -> Result<Event, String> {
-        let member = record
-            .get(self.member)
-            .ok_or("no member column")?
-            .to_owned();
-        let field = |i: Option<usize>| i.and_then(|i| record.get(i)).filter(|f| !f.is_empty());
+        let member = record.get(self.member).ok_or("no member column")?;
+        let member = if self.csv_safe {
+            super::super::csv_safe::unprotect(member)
+        } else {
+            member
+        };
+        let member = member.to_owned();
+        let field = |i: Option<usize>| {
+            i.and_then(|i| record.get(i))
+                .map(str::trim)
+                .filter(|f| !f.is_empty())
+        };
         let delta = match field(self.delta) {
             None => 1,
             Some(d) => d
@@ -197,7 +216,7 @@ mod tests {
     use super::*;
 
     fn parse_all(input: &str, format: Option<Format>) -> Vec<Parsed> {
-        parse(input.as_bytes(), format)
+        parse(input.as_bytes(), format, false)
             .unwrap()
             .collect::<io::Result<_>>()
             .unwrap()
@@ -234,6 +253,13 @@ mod tests {
             .map(|(l, e)| (l, e.member, e.delta))
             .collect();
         assert_eq!(events, [(2, "x".to_owned(), 7), (3, "y".to_owned(), 3)]);
+        let spaced = parse_all("\" lead\", 2 , 100 \ntrail ,3\n", Some(Format::Csv));
+        let events: Vec<(String, i64)> = spaced
+            .into_iter()
+            .map(|(_, e)| e.unwrap())
+            .map(|e| (e.member, e.delta))
+            .collect();
+        assert_eq!(events, [(" lead".to_owned(), 2), ("trail ".to_owned(), 3)]);
         let bad = parse_all("a,one,1\n", Some(Format::Csv));
         assert_eq!(
             bad[0].1.as_ref().unwrap_err(),

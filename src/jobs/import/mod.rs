@@ -9,11 +9,12 @@
 //! memory stays the same whatever the input's size; batches are written a few at a
 //! time, and their outcomes counted into the report.
 //!
-//! Every batch is written with a token made of the import's *run id* and its line
-//! numbers, applied at most once per token (see `write.lua`'s journal). An import that
-//! stopped (its store failed, a reply was lost) is finished exactly by running it again
-//! on the same input with the same run id: batches already applied are skipped. Without
-//! a run id each import gets a fresh one, so importing a file twice counts it twice.
+//! Every batch is written under an idempotency key made of the import's *run id* and its
+//! line numbers, applied at most once per key (see [`Rollboard::write_keyed`]). An import
+//! that stopped (its store failed, a reply was lost) is finished exactly by running it
+//! again on the same input with the same run id within the keys' time to live
+//! (`idempotency_ttl`, 24 h by default): batches already applied are skipped. Without a
+//! run id each import gets a fresh one, so importing a file twice counts it twice.
 
 use std::io::Read;
 
@@ -21,7 +22,11 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::{Error, Rollboard};
+use crate::{Error, Fingerprint, IdempotencyKey, Rollboard};
+
+/// Longest run id: its batches' keys (`import:<run id>:<line>-<line>`) stay within the
+/// 255 characters of an idempotency key.
+const MAX_RUN_ID: usize = 200;
 
 mod format;
 
@@ -42,6 +47,9 @@ pub struct ImportOptions {
     /// The run id: batches written under it before (by a run that stopped) are skipped.
     /// `None` makes a fresh one.
     pub run_id: Option<String>,
+    /// CSV members are in the spreadsheet-safe form of an export with `csv_safe`: one
+    /// leading `'` is taken off each (see [`csv_safe`](crate::jobs::csv_safe)).
+    pub csv_safe: bool,
 }
 
 impl Default for ImportOptions {
@@ -52,6 +60,7 @@ impl Default for ImportOptions {
             batch_size: 1000,
             in_flight: 4,
             run_id: None,
+            csv_safe: false,
         }
     }
 }
@@ -147,11 +156,25 @@ pub async fn import(
         .run_id
         .clone()
         .unwrap_or_else(|| format!("{:x}", crate::store::new_version()));
+    if run_id.len() > MAX_RUN_ID {
+        return Err(Error::InvalidIdempotencyKey {
+            reason: format!("the run id is longer than {MAX_RUN_ID} characters"),
+        }
+        .into());
+    }
+    IdempotencyKey::parse(&run_id).map_err(|e| match e {
+        Error::InvalidIdempotencyKey { reason } => Error::InvalidIdempotencyKey {
+            reason: format!("run id {run_id:?}: {reason}"),
+        },
+        other => other,
+    })?;
     let batch_size = options.batch_size.max(1);
     let (batches, mut inbox) = mpsc::channel::<Vec<Parsed>>(options.in_flight.max(1));
     let format = options.format;
-    let reader =
-        tokio::task::spawn_blocking(move || read_batches(input, format, batch_size, &batches));
+    let csv_safe = options.csv_safe;
+    let reader = tokio::task::spawn_blocking(move || {
+        read_batches(input, format, csv_safe, batch_size, &batches)
+    });
 
     let mut report = ImportReport {
         run_id: run_id.clone(),
@@ -188,10 +211,15 @@ pub async fn import(
                 absorb(&mut writes, &mut report, &progress).await?;
             }
             let (boards, board) = (boards.clone(), board.to_owned());
-            // The batch's lines name it: the same input gives the same tokens.
-            let token = format!("import:{run_id}:{}-{}", lines[0], lines[lines.len() - 1]);
+            // The batch's lines name it: the same input gives the same keys.
+            let key = format!("import:{run_id}:{}-{}", lines[0], lines[lines.len() - 1]);
+            let key = IdempotencyKey::parse(&key)?;
             writes.spawn(async move {
-                let outcome = boards.incr_batch_once(&board, &events, &token).await;
+                let fingerprint = Fingerprint::of_events(&events);
+                let outcome = boards
+                    .write_keyed(&board, &events, &key, &fingerprint)
+                    .await
+                    .map(|k| (!k.replayed).then_some(k.outcome));
                 (lines, events.len(), outcome)
             });
         }
@@ -256,11 +284,12 @@ async fn absorb(
 fn read_batches(
     input: impl Read,
     format: Option<Format>,
+    csv_safe: bool,
     batch_size: usize,
     batches: &mpsc::Sender<Vec<Parsed>>,
 ) -> std::io::Result<()> {
     let mut batch = Vec::with_capacity(batch_size);
-    for parsed in format::parse(input, format)? {
+    for parsed in format::parse(input, format, csv_safe)? {
         batch.push(parsed?);
         if batch.len() == batch_size {
             let full = std::mem::replace(&mut batch, Vec::with_capacity(batch_size));
@@ -283,7 +312,7 @@ mod tests {
     fn lines_go_out_in_batches_of_batch_size_with_their_numbers() {
         let (tx, mut rx) = mpsc::channel(10);
         let input = "a,1\nb,2\n\"c\nd\",3\ne,4\nf,5\n";
-        read_batches(input.as_bytes(), Some(Format::Csv), 2, &tx).unwrap();
+        read_batches(input.as_bytes(), Some(Format::Csv), false, 2, &tx).unwrap();
         drop(tx);
         let mut batches = Vec::new();
         while let Ok(batch) = rx.try_recv() {

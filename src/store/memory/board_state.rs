@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use super::keyed::KeyedRecords;
 use super::totals::Totals;
 use crate::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::RecomputeReport;
@@ -15,7 +16,9 @@ use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::{Entry, History, Point, Standing, TopPage};
 use crate::domain::{MAX_ABS, Member, Timestamp};
-use crate::store::{SlotWrite, WindowState, WriteStatus, complete_from, coverage};
+use crate::store::{
+    Keyed, SlotWrite, WindowState, WriteKey, WriteStatus, behind, complete_from, coverage,
+};
 
 /// Member → stage values of one slot.
 type Slot = HashMap<String, Vec<i64>>;
@@ -37,6 +40,8 @@ pub(super) struct MemBoard {
     states: Vec<WindowState>,
     /// Tokens of writes applied exactly once.
     journal: HashSet<String>,
+    /// Writes recorded under idempotency keys, until their deadline.
+    keyed: KeyedRecords,
 }
 
 impl MemBoard {
@@ -51,6 +56,7 @@ impl MemBoard {
             totals: (0..n).map(|_| Totals::default()).collect(),
             states: vec![WindowState::default(); n],
             journal: HashSet::new(),
+            keyed: KeyedRecords::default(),
         }
     }
 
@@ -64,6 +70,16 @@ impl MemBoard {
         self.journal
             .insert(token.to_owned())
             .then(|| self.write(now, writes))
+    }
+
+    /// Applies `writes` once for `key` while its record lives (see `Store::write_keyed`).
+    pub fn write_keyed(&mut self, now: Timestamp, writes: &[SlotWrite], key: &WriteKey) -> Keyed {
+        if let Some(answer) = self.keyed.replay(key, now) {
+            return answer;
+        }
+        let statuses = self.write(now, writes);
+        self.keyed.record(key, now, &statuses);
+        Keyed::Applied(statuses)
     }
 
     /// Adds the larger windows of `board` (a new incarnation of this one's config plus
@@ -220,11 +236,14 @@ impl MemBoard {
 
     fn page(&self, window: usize, now: Timestamp, entries: Vec<Entry>) -> TopPage {
         let (from, to) = self.coverage(window, now);
+        let (behind, lag_ms) = behind(&self.board.config, window, now, from);
         TopPage {
             board: self.board.name.clone(),
             window: self.board.config.windows()[window],
             from,
             to,
+            behind,
+            lag_ms,
             entries,
         }
     }
@@ -237,6 +256,7 @@ impl MemBoard {
         let totals = &self.totals[window];
         let score = totals.get(member.as_str()).filter(|s| *s > 0)?;
         let (from, to) = self.coverage(window, now);
+        let (behind, lag_ms) = behind(&self.board.config, window, now, from);
         Some(Standing {
             member: member.to_string(),
             score,
@@ -244,6 +264,8 @@ impl MemBoard {
             window: self.board.config.windows()[window],
             from,
             to,
+            behind,
+            lag_ms,
         })
     }
 

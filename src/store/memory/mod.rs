@@ -13,6 +13,7 @@ use async_trait::async_trait;
 
 mod board_state;
 mod counters;
+mod keyed;
 mod rates;
 mod stats;
 mod totals;
@@ -26,7 +27,7 @@ use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::domain::{History, Standing, TopPage};
 use crate::domain::{RetireOptions, RetireReport};
 use crate::error::{Error, Result};
-use crate::store::{SlotWrite, Store, WriteStatus, new_version};
+use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus, new_version};
 
 /// Boards held in this process's memory.
 #[derive(Debug, Default)]
@@ -165,6 +166,16 @@ impl Store for MemoryStore {
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>> {
         self.with_board(board, |b| b.write_once(now, &writes, token))
+    }
+
+    async fn write_keyed(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        key: &WriteKey,
+    ) -> Result<Keyed> {
+        self.with_board(board, |b| b.write_keyed(now, &writes, key))
     }
 
     async fn top(

@@ -203,6 +203,7 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         rest.push(keys::journal(name));
         rest.push(index);
         unlink(conn, name, &rest).await?;
+        unlink_idempotency_records(conn, name).await?;
     }
     // Unlisted while the record still blocks a new incarnation (create_board.lua refuses
     // while `dropping` is set), so a create that follows lists its board after this.
@@ -229,6 +230,35 @@ pub(super) async fn live_slots(conn: &RedisConn, name: &BoardName) -> Result<Vec
 }
 
 /// Unlinks keys of the board `name` (freed off Redis's main thread).
+/// Deletes the board's idempotency records (`idem_{b}_*`), found by `SCAN`: they are not
+/// indexed (each expires by itself), and a drop is rare.
+async fn unlink_idempotency_records(conn: &RedisConn, name: &BoardName) -> Result<()> {
+    let pattern = keys::idempotency_pattern(name);
+    let mut cursor = 0u64;
+    loop {
+        // Idempotent: a lost reply only means scanning that step again.
+        let (next, found): (u64, Vec<String>) = conn
+            .query(
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(UNLINK_BATCH),
+                Some(name),
+                Retry::Idempotent,
+            )
+            .await?;
+        if !found.is_empty() {
+            unlink(conn, name, &found).await?;
+        }
+        if next == 0 {
+            return Ok(());
+        }
+        cursor = next;
+    }
+}
+
 async fn unlink(conn: &RedisConn, name: &BoardName, keys: &[String]) -> Result<()> {
     conn.query::<i64>(
         redis::cmd("UNLINK").arg(keys),

@@ -26,11 +26,11 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::conn::RedisConn;
-use super::write::{Summed, SumsOutcome, write_events, write_sums};
+use super::write::{EventsOutcome, Guard, Summed, SumsOutcome, write_events, write_sums};
 use crate::board::Board;
 use crate::domain::{BoardName, Timestamp};
 use crate::error::{Error, Result};
-use crate::store::{SlotWrite, WriteStatus};
+use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
 
 /// How batches form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,7 +292,7 @@ async fn apply(conn: &RedisConn, batch: Batch) {
         .map(|s| s.now)
         .max()
         .expect("a batch is never empty");
-    match write_sums(conn, &board, now, &batch.sums, batch.abs_total, None).await {
+    match write_sums(conn, &board, now, &batch.sums, batch.abs_total, Guard::None).await {
         Ok(SumsOutcome::Applied { too_late }) => {
             for submission in batch.submissions {
                 let statuses = statuses(&submission.writes, &too_late);
@@ -302,11 +302,23 @@ async fn apply(conn: &RedisConn, batch: Batch) {
         Ok(SumsOutcome::NeedsExact) => {
             // One call per caller, so a failure never leaves a caller half applied.
             for submission in batch.submissions {
-                let result = write_events(conn, &board, now, &submission.writes, None).await;
-                let _ = submission.reply.send(result.map(|s| s.unwrap_or_default()));
+                let result = write_events(conn, &board, now, &submission.writes, Guard::None).await;
+                let _ = submission
+                    .reply
+                    .send(result.and_then(|outcome| match outcome {
+                        EventsOutcome::Applied(statuses) => Ok(statuses),
+                        _ => Err(Error::Store(
+                            "write.lua answered a replay to a call without token or key".into(),
+                        )),
+                    }));
             }
         }
-        Ok(SumsOutcome::AlreadyApplied) => unreachable!("group commit sends no token"),
+        Ok(SumsOutcome::AlreadyApplied | SumsOutcome::Replayed(_)) => {
+            let error = Error::Store("write.lua answered a replay to group commit".into());
+            for submission in batch.submissions {
+                let _ = submission.reply.send(Err(error.clone()));
+            }
+        }
         Err(error) => {
             for submission in batch.submissions {
                 let _ = submission.reply.send(Err(error.clone()));
@@ -347,9 +359,48 @@ pub(super) async fn write_once(
         reply,
     });
     let writes = &batch.submissions[0].writes;
-    match write_sums(conn, board, now, &batch.sums, batch.abs_total, Some(token)).await? {
+    let guard = Guard::Token(token);
+    let unexpected = || Error::Store("write.lua answered a key's replay to a token".into());
+    match write_sums(conn, board, now, &batch.sums, batch.abs_total, guard).await? {
         SumsOutcome::Applied { too_late } => Ok(Some(statuses(writes, &too_late))),
         SumsOutcome::AlreadyApplied => Ok(None),
-        SumsOutcome::NeedsExact => write_events(conn, board, now, writes, Some(token)).await,
+        SumsOutcome::Replayed(_) => Err(unexpected()),
+        SumsOutcome::NeedsExact => match write_events(conn, board, now, writes, guard).await? {
+            EventsOutcome::Applied(statuses) => Ok(Some(statuses)),
+            EventsOutcome::AlreadyApplied => Ok(None),
+            EventsOutcome::Replayed(_) => Err(unexpected()),
+        },
+    }
+}
+
+/// Applies `writes` once for `key` while its record lives, outside group commit (a
+/// record covers exactly one call; see `Store::write_keyed`).
+pub(super) async fn write_keyed(
+    conn: &RedisConn,
+    board: &Board,
+    now: Timestamp,
+    writes: Vec<SlotWrite>,
+    key: &WriteKey,
+) -> Result<Keyed> {
+    let mut batch = Batch::new();
+    let (reply, _) = oneshot::channel();
+    batch.add(Submission {
+        board: board.clone(),
+        now,
+        writes,
+        reply,
+    });
+    let writes = &batch.submissions[0].writes;
+    let guard = Guard::Key(key);
+    let unexpected = || Error::Store("write.lua answered a token's replay to a key".into());
+    match write_sums(conn, board, now, &batch.sums, batch.abs_total, guard).await? {
+        SumsOutcome::Applied { too_late } => Ok(Keyed::Applied(statuses(writes, &too_late))),
+        SumsOutcome::Replayed(keyed) => Ok(keyed),
+        SumsOutcome::AlreadyApplied => Err(unexpected()),
+        SumsOutcome::NeedsExact => match write_events(conn, board, now, writes, guard).await? {
+            EventsOutcome::Applied(statuses) => Ok(Keyed::Applied(statuses)),
+            EventsOutcome::Replayed(keyed) => Ok(keyed),
+            EventsOutcome::AlreadyApplied => Err(unexpected()),
+        },
     }
 }

@@ -46,7 +46,7 @@ use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::domain::{History, Standing, TopPage};
 use crate::domain::{RetireOptions, RetireReport};
 use crate::error::Result;
-use crate::store::{SlotWrite, Store, WriteStatus};
+use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus};
 
 /// Connection settings for [`RedisStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,6 +179,16 @@ impl Store for RedisStore {
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>> {
         ingest::write_once(&self.conn, board, now, writes, token).await
+    }
+
+    async fn write_keyed(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        key: &WriteKey,
+    ) -> Result<Keyed> {
+        ingest::write_keyed(&self.conn, board, now, writes, key).await
     }
 
     async fn top(

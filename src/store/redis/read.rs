@@ -12,7 +12,7 @@ use crate::board::{Board, BoardStatus, WindowStatus, to_datetime};
 use crate::domain::{Entry, History, Point, Standing, TopPage};
 use crate::domain::{Member, Timestamp};
 use crate::error::{Error, Result};
-use crate::store::{WindowState, complete_from, coverage};
+use crate::store::{WindowState, behind, complete_from, coverage};
 
 /// What `read_ranking.lua` answered: the coverage and the rest of the reply.
 struct RankingReply {
@@ -86,11 +86,14 @@ pub(super) async fn top(
     limit: u64,
 ) -> Result<TopPage> {
     let r = read_ranking(conn, board, window, now, "top", &offset.to_string(), limit).await?;
+    let (behind, lag_ms) = behind(&board.config, window, now, r.from);
     Ok(TopPage {
         board: board.name.clone(),
         window: board.config.windows()[window],
         from: r.from,
         to: r.to,
+        behind,
+        lag_ms,
         entries: entries(&r.rest)?,
     })
 }
@@ -106,6 +109,7 @@ pub(super) async fn standing(
     let [score, rank] = r.rest.as_slice() else {
         return Ok(None);
     };
+    let (behind, lag_ms) = behind(&board.config, window, now, r.from);
     Ok(Some(Standing {
         member: member.to_string(),
         score: score_of(score)?,
@@ -113,6 +117,8 @@ pub(super) async fn standing(
         window: board.config.windows()[window],
         from: r.from,
         to: r.to,
+        behind,
+        lag_ms,
     }))
 }
 
@@ -128,11 +134,14 @@ pub(super) async fn around(
     if r.rest.is_empty() {
         return Ok(None);
     }
+    let (behind, lag_ms) = behind(&board.config, window, now, r.from);
     Ok(Some(TopPage {
         board: board.name.clone(),
         window: board.config.windows()[window],
         from: r.from,
         to: r.to,
+        behind,
+        lag_ms,
         entries: entries(&r.rest)?,
     }))
 }

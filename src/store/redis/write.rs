@@ -11,7 +11,7 @@ use crate::board::Board;
 use crate::domain::Removed;
 use crate::domain::{Member, Timestamp};
 use crate::error::{Error, Result};
-use crate::store::{SlotWrite, WriteStatus};
+use crate::store::{Keyed, Recorded, SlotWrite, WriteKey, WriteStatus};
 
 /// Slots whose stage hashes one `remove_member.lua` call visits.
 const REMOVE_SLOTS_PER_CALL: usize = 64;
@@ -24,6 +24,15 @@ pub(super) struct Summed {
     pub sum: i64,
 }
 
+/// What makes a `write.lua` call count once: nothing, a job's token (kept in the
+/// board's journal), or a client's idempotency key (an expiring record of its own).
+#[derive(Clone, Copy)]
+pub(super) enum Guard<'a> {
+    None,
+    Token(&'a str),
+    Key(&'a WriteKey),
+}
+
 /// What `write.lua` did with summed entries.
 pub(super) enum SumsOutcome {
     /// Applied, except the entries of these slots (too late).
@@ -32,6 +41,46 @@ pub(super) enum SumsOutcome {
     NeedsExact,
     /// Nothing applied: the call's token is in the journal (it was applied before).
     AlreadyApplied,
+    /// Nothing applied: the key's record says what the first call did.
+    Replayed(Keyed),
+}
+
+/// What `write.lua` did with events sent one by one.
+pub(super) enum EventsOutcome {
+    /// Applied: each event's status.
+    Applied(Vec<WriteStatus>),
+    /// Nothing applied: the call's token is in the journal.
+    AlreadyApplied,
+    /// Nothing applied: the key's record says what the first call did.
+    Replayed(Keyed),
+}
+
+/// The answer to a keyed call that found the key's record ({4, now, reply…} or {5}).
+fn replayed(reply: &[i64]) -> Option<Keyed> {
+    match reply {
+        [5] => Some(Keyed::Reused),
+        [4, now, 0, slots @ ..] => Some(Keyed::Replayed {
+            now: Timestamp::from_unix_millis(*now).ok()?,
+            recorded: Recorded::TooLateSlots(slots.to_vec()),
+        }),
+        [4, now, 1, codes @ ..] => Some(Keyed::Replayed {
+            now: Timestamp::from_unix_millis(*now).ok()?,
+            recorded: Recorded::Statuses(
+                codes.iter().map(|c| status_of(*c)).collect::<Option<_>>()?,
+            ),
+        }),
+        _ => None,
+    }
+}
+
+/// A status code of `write.lua`.
+fn status_of(code: i64) -> Option<WriteStatus> {
+    match code {
+        0 => Some(WriteStatus::Applied),
+        1 => Some(WriteStatus::TooLate),
+        2 => Some(WriteStatus::OutOfRange),
+        _ => None,
+    }
 }
 
 /// Applies summed entries, each (slot, member) once, on the fast path (see `write.lua`).
@@ -42,7 +91,7 @@ pub(super) async fn write_sums(
     now: Timestamp,
     entries: &[Summed],
     abs_total: u128,
-    token: Option<&str>,
+    guard: Guard<'_>,
 ) -> Result<SumsOutcome> {
     let slots = Slots::of(entries.iter().map(|e| e.slot));
     // Anything past 2^53 takes the exact path; keep the number exact in Lua.
@@ -54,7 +103,7 @@ pub(super) async fn write_sums(
         &slots,
         "sums",
         &abs_total.to_string(),
-        token,
+        guard,
     );
     for e in entries {
         slots.push_number(&mut invocation, e.slot);
@@ -70,24 +119,23 @@ pub(super) async fn write_sums(
         }),
         Some((2, [])) => Ok(SumsOutcome::NeedsExact),
         Some((3, [])) => Ok(SumsOutcome::AlreadyApplied),
-        _ => Err(Error::Store(format!(
-            "write.lua answered {reply:?} to summed entries"
-        ))),
+        _ => replayed(&reply)
+            .map(SumsOutcome::Replayed)
+            .ok_or_else(|| Error::Store(format!("write.lua answered {reply:?} to summed entries"))),
     }
 }
 
 /// Applies events one by one, in order, each checked against the stored values (the
-/// exact path, for boards whose bound no longer proves the range). `None` when `token`
-/// is in the journal (applied before).
+/// exact path, for boards whose bound no longer proves the range).
 pub(super) async fn write_events(
     conn: &RedisConn,
     board: &Board,
     now: Timestamp,
     writes: &[SlotWrite],
-    token: Option<&str>,
-) -> Result<Option<Vec<WriteStatus>>> {
+    guard: Guard<'_>,
+) -> Result<EventsOutcome> {
     let slots = Slots::of(writes.iter().map(|w| w.slot));
-    let mut invocation = invocation(conn, board, now, &slots, "events", "", token);
+    let mut invocation = invocation(conn, board, now, &slots, "events", "", guard);
     for w in writes {
         slots.push_number(&mut invocation, w.slot);
         invocation.arg(w.member.as_str()).arg(w.delta);
@@ -102,16 +150,13 @@ pub(super) async fn write_events(
     match reply.split_first() {
         Some((1, codes)) if codes.len() == writes.len() => codes
             .iter()
-            .map(|code| match code {
-                0 => Ok(WriteStatus::Applied),
-                1 => Ok(WriteStatus::TooLate),
-                2 => Ok(WriteStatus::OutOfRange),
-                _ => Err(bad()),
-            })
+            .map(|code| status_of(*code).ok_or_else(bad))
             .collect::<Result<Vec<_>>>()
-            .map(Some),
-        Some((3, [])) => Ok(None),
-        _ => Err(bad()),
+            .map(EventsOutcome::Applied),
+        Some((3, [])) => Ok(EventsOutcome::AlreadyApplied),
+        _ => replayed(&reply)
+            .map(EventsOutcome::Replayed)
+            .ok_or_else(bad),
     }
 }
 
@@ -159,7 +204,7 @@ fn invocation<'a>(
     slots: &Slots,
     mode: &str,
     abs_total: &str,
-    token: Option<&str>,
+    guard: Guard<'_>,
 ) -> ScriptInvocation<'a> {
     let config = &board.config;
     let windows = config.windows();
@@ -171,8 +216,14 @@ fn invocation<'a>(
     for s in &slots.starts {
         invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
     }
-    if token.is_some() {
-        invocation.key(keys::journal(&board.name));
+    match guard {
+        Guard::None => {}
+        Guard::Token(_) => {
+            invocation.key(keys::journal(&board.name));
+        }
+        Guard::Key(key) => {
+            invocation.key(keys::idempotency(board, &key.name));
+        }
     }
     invocation
         .arg(board.version)
@@ -180,7 +231,23 @@ fn invocation<'a>(
         .arg(slots.starts.len())
         .arg(mode)
         .arg(abs_total)
-        .arg(token.unwrap_or(""));
+        .arg(match guard {
+            Guard::Token(token) => token,
+            _ => "",
+        });
+    match guard {
+        Guard::Key(key) => {
+            let ttl_ms = key.ttl.secs_i64() * 1000;
+            invocation
+                .arg(key.fingerprint.as_str())
+                .arg(now.unix_millis())
+                .arg(now.unix_millis() + ttl_ms)
+                .arg(ttl_ms);
+        }
+        _ => {
+            invocation.arg("").arg("").arg("").arg("");
+        }
+    }
     invocation.arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
     invocation.arg(
         (0..windows.len())

@@ -7,7 +7,8 @@
 -- KEYS[4+j], j = 1..n        totals of window j (stats_{b}, stats_{b}_<W>), smallest first
 -- KEYS[4+n+(i-1)*n+k]        stage k (1..n) of distinct slot i (1..m):
 --                            k = 1 is slot_{b}_<ts>, k > 1 is slot_{b}_<ts>_<k-1>
--- KEYS[5+n+m*n]              with a token only: the journal, journal_{b}
+-- KEYS[5+n+m*n]              with a token: the journal, journal_{b}; with a key: the
+--                            key's record, idem_{b}_<version>_<key>
 --
 -- ARGV[1]                    board version the caller expects
 -- ARGV[2]                    n, number of windows
@@ -15,9 +16,13 @@
 -- ARGV[4]                    mode: 'sums' or 'events' (see below)
 -- ARGV[5]                    sums: the sum of |delta| over the original events; events: ''
 -- ARGV[6]                    a token making the call idempotent, or '' (see below)
--- ARGV[6+j], j = 1..n        window j in seconds (names the field wm:<W>)
--- ARGV[6+n+j], j = 1..n      cutoff of window j at the caller's now: slot_start(now) - W
--- ARGV[6+2n+i], i = 1..m     start of distinct slot i
+-- ARGV[7]                    a key's fingerprint (40 hex digits), or '' (see Key below)
+-- ARGV[8], ARGV[9]           with a key: the caller's now and the record's deadline
+--                            (now + TTL), unix ms; otherwise ''
+-- ARGV[10]                   with a key: the TTL in ms (the record's PX); otherwise ''
+-- ARGV[10+j], j = 1..n       window j in seconds (names the field wm:<W>)
+-- ARGV[10+n+j], j = 1..n     cutoff of window j at the caller's now: slot_start(now) - W
+-- ARGV[10+2n+i], i = 1..m    start of distinct slot i
 -- then the entries: with one slot (m = 1) pairs member, delta; with several, triples
 -- slot number i, member, delta. Deltas are integers.
 --
@@ -54,6 +59,15 @@
 -- Token: a call with a token recorded in the journal applies nothing and returns {3};
 -- otherwise the token is recorded in the same call that applies the writes, so a job
 -- that replays its calls after a crash (the legacy import) counts each exactly once.
+-- Key: a client's idempotency key. Its record, a string
+--   '<fingerprint> <now> <deadline> <reply...>' set with PX = TTL in the same call that
+--   applies the writes, holds the caller's now and what the call answered: in mode 'sums'
+--   '0' and the start of each too-late slot, in mode 'events' '1' and each status. A call
+--   finding a record whose deadline is after its now applies nothing: it returns
+--   {4, recorded now, recorded reply...} when the fingerprint is the same, {5} when it is
+--   not (the key names another write). A record past its deadline by the caller's clock
+--   is as good as absent (and overwritten); Redis deletes it by itself at its PX. A call
+--   that applies nothing because it needs mode 'events' ({2}) records nothing.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local MAX = 9007199254740991
@@ -62,12 +76,37 @@ local n, m, mode = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 
 local TOTALS, STAGES = 4, 4 + n
 local fields = { 'version', 'dropping', 'abs_sum', 'rb_window', 'rb_phase', 'rb_until' }
-for j = 1, n do fields[6 + j] = 'wm:' .. ARGV[6 + j] end
+for j = 1, n do fields[6 + j] = 'wm:' .. ARGV[10 + j] end
 fields[7 + n], fields[8 + n] = 'rb_fold_member', 'rb_fold_slot'
 local record = board_record(board, ARGV[1], unpack(fields, 3))
 local token, journal = ARGV[6], KEYS[5 + n + m * n]
 if token ~= '' and redis.call('HEXISTS', journal, token) == 1 then
   return { 3 }
+end
+local fingerprint, idem = ARGV[7], KEYS[5 + n + m * n]
+if fingerprint ~= '' then
+  local stored = redis.call('GET', idem)
+  if stored then
+    local parts = {}
+    for part in string.gmatch(stored, '%S+') do parts[#parts + 1] = part end
+    if tonumber(parts[3]) > tonumber(ARGV[8]) then
+      if parts[1] ~= fingerprint then return { 5 } end
+      local reply = { 4 }
+      for x = 2, #parts do
+        if x ~= 3 then reply[#reply + 1] = tonumber(parts[x]) end
+      end
+      return reply
+    end
+  end
+end
+
+-- Records, under the key (if any), what this call answers: `recorded` as a list.
+local function remember(recorded)
+  if fingerprint ~= '' then
+    local value = fingerprint .. ' ' .. ARGV[8] .. ' ' .. ARGV[9]
+    if #recorded > 0 then value = value .. ' ' .. table.concat(recorded, ' ') end
+    redis.call('SET', idem, value, 'PX', ARGV[10])
+  end
 end
 local bound = tonumber(record[3])
 local margin = tonumber(ARGV[5])
@@ -75,9 +114,9 @@ local bounded = mode == 'sums' and bound ~= nil and bound + margin <= MAX
 
 local watermark = {}
 for j = 1, n do
-  local wm, cutoff = tonumber(record[6 + j]), tonumber(ARGV[6 + n + j])
+  local wm, cutoff = tonumber(record[6 + j]), tonumber(ARGV[10 + n + j])
   if cutoff > wm then
-    redis.call('HSET', board, fields[6 + j], ARGV[6 + n + j])
+    redis.call('HSET', board, fields[6 + j], ARGV[10 + n + j])
     wm = cutoff
   end
   watermark[j] = wm
@@ -87,7 +126,7 @@ end
 local rebuilt = nil
 if record[4] and lease_held(record[6]) then
   for j = 1, n do
-    if ARGV[6 + j] == record[4] then rebuilt = j end
+    if ARGV[10 + j] == record[4] then rebuilt = j end
   end
 end
 local scanning = record[5] == 'scan'
@@ -102,7 +141,7 @@ local function tell_recompute(i, k, member, delta)
         redis.call('ZREM', KEYS[3], member)
       end
     elseif member == record[7 + n]
-      and tonumber(ARGV[6 + 2 * n + i]) <= tonumber(record[8 + n]) then
+      and tonumber(ARGV[10 + 2 * n + i]) <= tonumber(record[8 + n]) then
       -- The member being folded, in a slot its fold has summed already.
       redis.call('HINCRBY', board, 'rb_fold_sum', delta)
     end
@@ -111,14 +150,14 @@ end
 
 local stage = {}
 for i = 1, m do
-  local s, k = tonumber(ARGV[6 + 2 * n + i]), 0
+  local s, k = tonumber(ARGV[10 + 2 * n + i]), 0
   for j = 1, n do
     if watermark[j] >= s then k = j end
   end
   stage[i] = k
 end
 
-local first = 7 + 2 * n + m
+local first = 11 + 2 * n + m
 local stride = (m == 1) and 2 or 3
 local count = (#ARGV - first + 1) / stride
 
@@ -199,7 +238,7 @@ if token ~= '' then
 end
 for i = 1, m do
   if stage[i] < n then
-    local ts = ARGV[6 + 2 * n + i]
+    local ts = ARGV[10 + 2 * n + i]
     redis.call('ZADD', index, 'NX', ts, ts)
   end
 end
@@ -233,8 +272,12 @@ if mode == 'sums' then
   elseif grown > 0 then
     redis.call('HINCRBY', board, 'abs_sum', grown)
   end
-  local reply = { 0 }
-  for i in pairs(too_late) do reply[#reply + 1] = i end
+  local reply, slots = { 0 }, { 0 }
+  for i in pairs(too_late) do
+    reply[#reply + 1] = i
+    slots[#slots + 1] = ARGV[10 + 2 * n + i]
+  end
+  remember(slots)
   return reply
 end
 
@@ -276,4 +319,5 @@ for e = 0, count - 1 do
   end
 end
 redis.call('HSET', board, 'abs_sum', MAX)
+remember(status)
 return status
