@@ -202,7 +202,9 @@ async fn serve_creates_the_boards_of_its_config_file_and_refuses_a_conflicting_o
         .unwrap();
     let boards = Rollboard::redis(&redis.url).await.unwrap();
     let mut created = None;
-    for _ in 0..200 {
+    // Up to 30 s: start-up is slow on a loaded machine, and a SIGTERM sent before the
+    // service installs its handler would end it unsuccessfully.
+    for _ in 0..1200 {
         if let Ok(b) = boards.board(&board).await {
             created = Some(b);
             break;
