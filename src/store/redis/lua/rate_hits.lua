@@ -27,35 +27,35 @@ local now = tonumber(ARGV[1])
 local ntiers = tonumber(ARGV[2])
 local MAX_COUNT = 4294967295
 local SHORT = 8
+local floor, min = math.floor, math.min
 
-local g, n, base, now_slot = {}, {}, {}, {}
+-- Per tier (at most 8): slot length, slots, bit offset of its counters, current slot.
+local g, n, base, now_slot = { 0, 0, 0, 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0, 0, 0, 0 },
+  { 0, 0, 0, 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0, 0, 0, 0 }
 local size = 8 * ntiers
 for t = 1, ntiers do
   g[t] = tonumber(ARGV[1 + 2 * t])
   n[t] = tonumber(ARGV[2 + 2 * t])
   base[t] = 8 * size
   size = size + 4 * n[t]
-  now_slot[t] = math.floor(now / g[t])
+  now_slot[t] = floor(now / g[t])
 end
 local first_arg = 3 + 2 * ntiers
 local nhits = (#ARGV - first_arg + 1) / 2
 
-local function bitpos(t, p)
-  return base[t] + 32 * p
-end
-
--- Whether position p of tier t is among the k slots from `from` on.
+-- Whether position p of tier t is among the k positions from `from` on.
 local function within(t, p, from, k)
   return k >= n[t] or (p - from) % n[t] < k
 end
 
 -- Plays hits `first` .. `last` (indexes from 0) into `results`. With `exact`, the
--- counters at the hits' slots are read first; without, they are added to blind, and
--- the call answers false (after undoing its writes) if one would overflow.
+-- counters at the hits' slots are read first; without, the counters the batch only adds
+-- to are not read, and the call answers false (its writes undone) if one overflows.
 local function play(first, last, exact, results)
   local raw = redis.call('GETRANGE', key, 0, 8 * ntiers - 1)
   local fresh_key = #raw < 8 * ntiers
-  local h0, head = {}, {}
+  local h0, head = { false, false, false, false, false, false, false, false },
+    { false, false, false, false, false, false, false, false }
   local pos = 1
   for t = 1, ntiers do
     local v = 0
@@ -66,58 +66,71 @@ local function play(first, last, exact, results)
       h0[t], head[t] = v - 1, v - 1
     end
   end
-  -- Per tier: known[p], a counter's exact value; add[p], what the batch adds to a
-  -- counter it has not read (never cleared by this batch).
+  -- By a counter's bit offset: known, its exact value (read, or cleared by this
+  -- batch); add, what the batch adds to a counter it has not read.
   local known, add = {}, {}
-  for t = 1, ntiers do
-    known[t], add[t] = {}, {}
-  end
   if exact and not fresh_key then
-    local ops = {}
+    local ops, no = {}, 0
     for i = first, last do
       local at = tonumber(ARGV[first_arg + 2 * i])
       for t = 1, ntiers do
-        ops[#ops + 1] = 'GET'
-        ops[#ops + 1] = 'u32'
-        ops[#ops + 1] = bitpos(t, math.floor(at / g[t]) % n[t])
+        ops[no + 1], ops[no + 2], ops[no + 3] = 'GET', 'u32', base[t] + 32 * (floor(at / g[t]) % n[t])
+        no = no + 3
       end
     end
     local values = redis.call('BITFIELD', key, unpack(ops))
-    local k = 0
-    for i = first, last do
-      local at = tonumber(ARGV[first_arg + 2 * i])
-      for t = 1, ntiers do
-        k = k + 1
-        known[t][math.floor(at / g[t]) % n[t]] = values[k]
-      end
+    for k = 1, #values do
+      known[ops[3 * k]] = values[k]
     end
   end
 
-  -- A counter's value when known: read, cleared by this batch, or in an empty ring.
+  -- A counter's value when known: read, cleared by this batch, or in an empty tier.
   local function value(t, p)
-    local v = known[t][p]
+    local v = known[base[t] + 32 * p]
     if v ~= nil then
       return v
     end
-    if h0[t] == nil or (head[t] > h0[t] and within(t, p, (h0[t] + 1) % n[t], head[t] - h0[t])) then
+    if not h0[t] or (head[t] > h0[t] and within(t, p, (h0[t] + 1) % n[t], head[t] - h0[t])) then
       return 0
     end
     return nil
   end
 
-  local slot, target, counts = {}, {}, {}
-  local moved, any = false, false
+  -- Marks the k positions of tier t from `from` on cleared, in known and add.
+  local function clear(t, from, k)
+    local lo, hi = base[t], base[t] + 32 * n[t]
+    for b in pairs(known) do
+      if b >= lo and b < hi and within(t, (b - lo) / 32, from, k) then
+        known[b] = 0
+      end
+    end
+    for b in pairs(add) do
+      if b >= lo and b < hi and within(t, (b - lo) / 32, from, k) then
+        add[b] = nil
+        known[b] = 0
+      end
+    end
+  end
+
+  local slot, target, counts = { 0, 0, 0, 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0, 0, 0, 0 },
+    { false, false, false, false, false, false, false, false }
+  local moved, any, adds = false, false, 0
   for i = first, last do
     local at = tonumber(ARGV[first_arg + 2 * i])
     local count = tonumber(ARGV[first_arg + 2 * i + 1])
     local counted = 0
     for t = 1, ntiers do
-      local s = math.floor(at / g[t])
+      local s = floor(at / g[t])
       local reach = now_slot[t]
-      if head[t] ~= nil and head[t] > reach then
+      if head[t] and head[t] > reach then
         reach = head[t]
       end
-      slot[t], target[t], counts[t] = s, math.max(reach, s), s > reach - n[t]
+      slot[t], counts[t] = s, s > reach - n[t]
+      if s > reach then
+        target[t] = s
+      else
+        target[t] = reach
+      end
       if counts[t] then
         counted = counted + 1
       end
@@ -125,7 +138,7 @@ local function play(first, last, exact, results)
     local over = false
     if counted > 0 then
       for t = 1, ntiers do
-        if counts[t] and head[t] ~= nil and slot[t] <= head[t] then
+        if counts[t] and head[t] and slot[t] <= head[t] then
           local v = value(t, slot[t] % n[t])
           if v ~= nil and v + count > MAX_COUNT then
             over = true
@@ -141,30 +154,25 @@ local function play(first, last, exact, results)
     if counted > 0 and not over then
       any = true
       for t = 1, ntiers do
-        if head[t] == nil then
+        if not head[t] then
           head[t], moved = target[t], true
         elseif target[t] > head[t] then
-          local from, k = (head[t] + 1) % n[t], math.min(target[t] - head[t], n[t])
-          for p in pairs(known[t]) do
-            if within(t, p, from, k) then
-              known[t][p] = 0
-            end
-          end
-          for p in pairs(add[t]) do
-            if within(t, p, from, k) then
-              add[t][p] = nil
-              known[t][p] = 0
-            end
+          if next(known) ~= nil or next(add) ~= nil then
+            clear(t, (head[t] + 1) % n[t], min(target[t] - head[t], n[t]))
           end
           head[t], moved = target[t], true
         end
         if counts[t] then
           local p = slot[t] % n[t]
           local v = value(t, p)
+          local b = base[t] + 32 * p
           if v ~= nil then
-            known[t][p] = v + count
+            known[b] = v + count
           else
-            add[t][p] = (add[t][p] or 0) + count
+            if add[b] == nil then
+              adds = adds + 1
+            end
+            add[b] = (add[b] or 0) + count
           end
         end
       end
@@ -175,142 +183,113 @@ local function play(first, last, exact, results)
   end
 
   -- The writes: blind adds first (under OVERFLOW FAIL), then clears, heads, values.
-  local ops, adds, long = { 'OVERFLOW', 'FAIL' }, {}, {}
-  for t = 1, ntiers do
-    for p, a in pairs(add[t]) do
-      ops[#ops + 1] = 'INCRBY'
-      ops[#ops + 1] = 'u32'
-      ops[#ops + 1] = bitpos(t, p)
-      ops[#ops + 1] = a
-      adds[#adds + 1] = { t, p, a }
-    end
+  local ops, no = { 'OVERFLOW', 'FAIL' }, 2
+  local added, long, cleared = {}, {}, {}
+  for b, a in pairs(add) do
+    ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'INCRBY', 'u32', b, a
+    no = no + 4
+    added[#added + 1] = b
   end
-  local cleared = {}
   for t = 1, ntiers do
-    if h0[t] ~= nil and head[t] > h0[t] then
-      local k = math.min(head[t] - h0[t], n[t])
+    if h0[t] and head[t] > h0[t] then
+      local k = min(head[t] - h0[t], n[t])
       if k > SHORT then
         long[#long + 1] = t
       else
         for j = h0[t] + 1, h0[t] + k do
-          ops[#ops + 1] = 'SET'
-          ops[#ops + 1] = 'u32'
-          ops[#ops + 1] = bitpos(t, j % n[t])
-          ops[#ops + 1] = 0
-          cleared[#cleared + 1] = bitpos(t, j % n[t])
+          local b = base[t] + 32 * (j % n[t])
+          ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'SET', 'u32', b, 0
+          no = no + 4
+          cleared[#cleared + 1] = b
         end
       end
     end
   end
   for t = 1, ntiers do
-    if head[t] ~= nil and head[t] ~= h0[t] then
-      ops[#ops + 1] = 'SET'
-      ops[#ops + 1] = 'i64'
-      ops[#ops + 1] = 64 * (t - 1)
-      ops[#ops + 1] = string.format('%d', head[t] + 1)
+    if head[t] ~= h0[t] then
+      ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] =
+        'SET', 'i64', 64 * (t - 1), string.format('%d', head[t] + 1)
+      no = no + 4
     end
   end
-  for t = 1, ntiers do
-    for p, v in pairs(known[t]) do
-      if v > 0 then
-        ops[#ops + 1] = 'SET'
-        ops[#ops + 1] = 'u32'
-        ops[#ops + 1] = bitpos(t, p)
-        ops[#ops + 1] = string.format('%d', v)
+  for b, v in pairs(known) do
+    if v > 0 then
+      ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'SET', 'u32', b, string.format('%d', v)
+      no = no + 4
+    end
+  end
+
+  -- Undoes the adds that went through (done[i] of added[i]), and with `all` the heads
+  -- and the cleared counters, from the values their SETs returned (the values set
+  -- after them lie among them).
+  local function undo(done, all)
+    local ops, no = {}, 0
+    for i = 1, #added do
+      if done[i] then
+        ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'INCRBY', 'u32', added[i], -add[added[i]]
+        no = no + 4
       end
     end
+    if all then
+      for t = 1, ntiers do
+        if head[t] ~= h0[t] then
+          ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] =
+            'SET', 'i64', 64 * (t - 1), string.format('%d', (h0[t] or -1) + 1)
+          no = no + 4
+        end
+      end
+      for i = 1, #cleared do
+        ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'SET', 'u32', cleared[i], done[#added + i]
+        no = no + 4
+      end
+    end
+    if no > 0 then
+      redis.call('BITFIELD', key, unpack(ops))
+    end
+  end
+
+  local function failed(done)
+    for i = 1, #added do
+      if not done[i] then
+        return true
+      end
+    end
+    return false
   end
 
   if fresh_key then
     redis.call('SETRANGE', key, size - 1, '\0')
   end
-  if #long > 0 and #adds > 0 then
+  if #long > 0 and #added > 0 then
     -- The adds alone first: a failure then has only them to undo.
-    local head_ops = { 'OVERFLOW', 'FAIL' }
-    for i = 3, 2 + 4 * #adds do
-      head_ops[#head_ops + 1] = ops[i]
-    end
-    local done = redis.call('BITFIELD', key, unpack(head_ops))
-    local failed = false
-    for i = 1, #adds do
-      if not done[i] then
-        failed = true
-      end
-    end
-    if failed then
-      local undo = {}
-      for i = 1, #adds do
-        if done[i] then
-          undo[#undo + 1] = 'INCRBY'
-          undo[#undo + 1] = 'u32'
-          undo[#undo + 1] = bitpos(adds[i][1], adds[i][2])
-          undo[#undo + 1] = -adds[i][3]
-        end
-      end
-      if #undo > 0 then
-        redis.call('BITFIELD', key, unpack(undo))
-      end
+    local done = redis.call('BITFIELD', key, unpack(ops, 1, 2 + 4 * #added))
+    if failed(done) then
+      undo(done, false)
       return false
     end
-    local rest = {}
-    for i = 3 + 4 * #adds, #ops do
-      rest[#rest + 1] = ops[i]
-    end
-    ops, adds = rest, {}
+    ops = { unpack(ops, 3 + 4 * #added, no) }
+    no, added = #ops, {}
   end
   for _, t in ipairs(long) do
-    local k = math.min(head[t] - h0[t], n[t])
+    local k = min(head[t] - h0[t], n[t])
     local p = (h0[t] + 1) % n[t]
-    local part = math.min(k, n[t] - p)
+    local part = min(k, n[t] - p)
     redis.call('SETRANGE', key, base[t] / 8 + 4 * p, string.rep('\0', 4 * part))
     if k > part then
       redis.call('SETRANGE', key, base[t] / 8, string.rep('\0', 4 * (k - part)))
     end
   end
-  if #ops > 0 then
-    local done = redis.call('BITFIELD', key, unpack(ops))
-    local failed = false
-    for i = 1, #adds do
-      if not done[i] then
-        failed = true
-      end
-    end
-    if failed then
-      -- Undo: the adds that went through, the heads, then the cleared counters'
-      -- values (which the SETs returned; the values set after them lie among them).
-      local undo = {}
-      for i = 1, #adds do
-        if done[i] then
-          undo[#undo + 1] = 'INCRBY'
-          undo[#undo + 1] = 'u32'
-          undo[#undo + 1] = bitpos(adds[i][1], adds[i][2])
-          undo[#undo + 1] = -adds[i][3]
-        end
-      end
-      for t = 1, ntiers do
-        if head[t] ~= h0[t] then
-          undo[#undo + 1] = 'SET'
-          undo[#undo + 1] = 'i64'
-          undo[#undo + 1] = 64 * (t - 1)
-          undo[#undo + 1] = string.format('%d', (h0[t] or -1) + 1)
-        end
-      end
-      for i = 1, #cleared do
-        undo[#undo + 1] = 'SET'
-        undo[#undo + 1] = 'u32'
-        undo[#undo + 1] = cleared[i]
-        undo[#undo + 1] = done[#adds + i]
-      end
-      redis.call('BITFIELD', key, unpack(undo))
+  if no > 0 then
+    local done = redis.call('BITFIELD', key, unpack(ops, 1, no))
+    if failed(done) then
+      undo(done, true)
       return false
     end
   end
   if moved then
     local ttl = 1
     for t = 1, ntiers do
-      if head[t] ~= nil then
-        ttl = math.max(ttl, (head[t] + 1 + n[t]) * g[t] - now)
-      end
+      ttl = math.max(ttl, (head[t] + 1 + n[t]) * g[t] - now)
     end
     redis.call('PEXPIRE', key, string.format('%d', ttl))
   end
