@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use redis::{ErrorKind, RedisResult, ScriptInvocation, ServerErrorKind};
+use redis::{Cmd, ErrorKind, RedisResult, ServerErrorKind};
 
 use super::conn::{RedisConn, Retry, store_error};
 use super::{RedisStore, keys};
@@ -73,13 +73,10 @@ fn group_by_key(hits: &[RateHit], per_call: usize) -> Vec<Vec<usize>> {
     calls
 }
 
-/// Runs `calls` (invocations of `rate_hits.lua`) in one pipeline; per call its reply or
-/// its error. Redis runs a pipeline's scripts by SHA only: calls refused with
-/// `NOSCRIPT` ran nothing, so the script is loaded and only they are sent again.
-async fn run_pipelined(
-    conn: &RedisConn,
-    calls: &[ScriptInvocation<'_>],
-) -> Result<Vec<RedisResult<Vec<i64>>>> {
+/// Runs `calls` (`EVALSHA`s of `rate_hits.lua`) in one pipeline; per call its reply or
+/// its error. Calls refused with `NOSCRIPT` ran nothing, so the script is loaded and
+/// only they are sent again.
+async fn run_pipelined(conn: &RedisConn, calls: &[Cmd]) -> Result<Vec<RedisResult<Vec<i64>>>> {
     let mut replies: Vec<Option<RedisResult<Vec<i64>>>> = (0..calls.len()).map(|_| None).collect();
     let mut pending: Vec<usize> = (0..calls.len()).collect();
     for round in 0..3 {
@@ -94,7 +91,7 @@ async fn run_pipelined(
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         for &i in &pending {
-            pipe.invoke_script(&calls[i]);
+            pipe.add_command(calls[i].clone());
         }
         let results: Vec<RedisResult<Vec<i64>>> =
             conn.query_pipe(&pipe, None, Retry::Never).await?;
@@ -132,19 +129,24 @@ impl RateStore for RedisStore {
     ) -> Result<Vec<Result<usize>>> {
         let per_call = (CELLS_PER_CALL / tiers.tiers().len()).max(1);
         let calls = group_by_key(hits, per_call);
-        let invocations: Vec<ScriptInvocation<'_>> = calls
+        let script = &self.conn.scripts().rate_hits;
+        let invocations: Vec<Cmd> = calls
             .iter()
             .map(|call| {
                 let key = &hits[call[0]].key;
-                let mut invocation = self.conn.scripts().rate_hits.key(keys::rate(key, tiers));
-                invocation.arg(now.unix_millis()).arg(tiers.tiers().len());
+                let mut cmd = redis::cmd("EVALSHA");
+                cmd.arg(script.get_hash())
+                    .arg(1)
+                    .arg(keys::rate(key, tiers))
+                    .arg(now.unix_millis())
+                    .arg(tiers.tiers().len());
                 for tier in tiers.tiers() {
-                    invocation.arg(tier.slot_ms()).arg(tier.slots);
+                    cmd.arg(tier.slot_ms()).arg(tier.slots);
                 }
                 for &i in call {
-                    invocation.arg(hits[i].at.unix_millis()).arg(hits[i].count);
+                    cmd.arg(hits[i].at.unix_millis()).arg(hits[i].count);
                 }
-                invocation
+                cmd
             })
             .collect();
         let replies = run_pipelined(&self.conn, &invocations).await?;
