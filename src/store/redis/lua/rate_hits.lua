@@ -17,7 +17,7 @@
 -- ARGV[3+2T ..]    per hit: its time (unix ms), its count (1 .. 2^32-1)
 --
 -- The key expires when its newest slot leaves its longest tier (it then holds nothing),
--- set when a head moves.
+-- set when that moment moves.
 --
 -- Returns per hit, in order: the tiers that counted it (0: too late for every tier), or
 -- -1 when a counter would pass 2^32 - 1; either way such a hit changed nothing.
@@ -114,65 +114,92 @@ local function play(first, last, exact, results)
 
   local slot, target, counts = { 0, 0, 0, 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0, 0, 0, 0 },
     { false, false, false, false, false, false, false, false }
-  local moved, any, adds = false, false, 0
+  local moved, any = false, false
+  -- The counters of the last hit counted, and its time: a hit at the same time counts
+  -- in the same tiers, at the same counters, and moves no head.
+  local last_at, last_counted, cells, ncells = nil, 0, { 0, 0, 0, 0, 0, 0, 0, 0 }, 0
   for i = first, last do
     local at = tonumber(ARGV[first_arg + 2 * i])
     local count = tonumber(ARGV[first_arg + 2 * i + 1])
-    local counted = 0
-    for t = 1, ntiers do
-      local s = floor(at / g[t])
-      local reach = now_slot[t]
-      if head[t] and head[t] > reach then
-        reach = head[t]
+    if at == last_at then
+      local over = false
+      for c = 1, ncells do
+        local v = known[cells[c]]
+        if v ~= nil and v + count > MAX_COUNT then
+          over = true
+        end
       end
-      slot[t], counts[t] = s, s > reach - n[t]
-      if s > reach then
-        target[t] = s
+      if over then
+        results[i + 1] = -1
       else
-        target[t] = reach
-      end
-      if counts[t] then
-        counted = counted + 1
-      end
-    end
-    local over = false
-    if counted > 0 then
-      for t = 1, ntiers do
-        if counts[t] and head[t] and slot[t] <= head[t] then
-          local v = value(t, slot[t] % n[t])
-          if v ~= nil and v + count > MAX_COUNT then
-            over = true
-          end
-        end
-      end
-    end
-    if over then
-      results[i + 1] = -1
-    else
-      results[i + 1] = counted
-    end
-    if counted > 0 and not over then
-      any = true
-      for t = 1, ntiers do
-        if not head[t] then
-          head[t], moved = target[t], true
-        elseif target[t] > head[t] then
-          if next(known) ~= nil or next(add) ~= nil then
-            clear(t, (head[t] + 1) % n[t], min(target[t] - head[t], n[t]))
-          end
-          head[t], moved = target[t], true
-        end
-        if counts[t] then
-          local p = slot[t] % n[t]
-          local v = value(t, p)
-          local b = base[t] + 32 * p
+        results[i + 1] = last_counted
+        for c = 1, ncells do
+          local b = cells[c]
+          local v = known[b]
           if v ~= nil then
             known[b] = v + count
           else
-            if add[b] == nil then
-              adds = adds + 1
+            add[b] = add[b] + count
+          end
+        end
+      end
+    else
+      last_at = nil
+      local counted = 0
+      for t = 1, ntiers do
+        local s = floor(at / g[t])
+        local reach = now_slot[t]
+        if head[t] and head[t] > reach then
+          reach = head[t]
+        end
+        slot[t], counts[t] = s, s > reach - n[t]
+        if s > reach then
+          target[t] = s
+        else
+          target[t] = reach
+        end
+        if counts[t] then
+          counted = counted + 1
+        end
+      end
+      local over = false
+      if counted > 0 then
+        for t = 1, ntiers do
+          if counts[t] and head[t] and slot[t] <= head[t] then
+            local v = value(t, slot[t] % n[t])
+            if v ~= nil and v + count > MAX_COUNT then
+              over = true
             end
-            add[b] = (add[b] or 0) + count
+          end
+        end
+      end
+      if over then
+        results[i + 1] = -1
+      else
+        results[i + 1] = counted
+      end
+      if counted > 0 and not over then
+        any, last_at, last_counted, ncells = true, at, counted, 0
+        for t = 1, ntiers do
+          if not head[t] then
+            head[t], moved = target[t], true
+          elseif target[t] > head[t] then
+            if next(known) ~= nil or next(add) ~= nil then
+              clear(t, (head[t] + 1) % n[t], min(target[t] - head[t], n[t]))
+            end
+            head[t], moved = target[t], true
+          end
+          if counts[t] then
+            local p = slot[t] % n[t]
+            local v = value(t, p)
+            local b = base[t] + 32 * p
+            if v ~= nil then
+              known[b] = v + count
+            else
+              add[b] = (add[b] or 0) + count
+            end
+            ncells = ncells + 1
+            cells[ncells] = b
           end
         end
       end
@@ -286,12 +313,19 @@ local function play(first, last, exact, results)
       return false
     end
   end
+  -- The key expires when its newest slot leaves its longest-lasting tier; that moment
+  -- changes only when that tier's head moves (for the default tiers, once a day).
   if moved then
-    local ttl = 1
+    local until_old, until_new = 0, 0
     for t = 1, ntiers do
-      ttl = math.max(ttl, (head[t] + 1 + n[t]) * g[t] - now)
+      if h0[t] then
+        until_old = math.max(until_old, (h0[t] + 1 + n[t]) * g[t])
+      end
+      until_new = math.max(until_new, (head[t] + 1 + n[t]) * g[t])
     end
-    redis.call('PEXPIRE', key, string.format('%d', ttl))
+    if until_new ~= until_old then
+      redis.call('PEXPIRE', key, string.format('%d', math.max(1, until_new - now)))
+    end
   end
   return true
 end
