@@ -136,6 +136,7 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         .routes(routes!(counters::list_counters))
         .routes(routes!(
             counters::post_count,
+            counters::put_config,
             counters::get_samples,
             counters::delete_counter
         ))

@@ -24,7 +24,7 @@ pub(crate) mod rates;
 mod redis;
 mod stats;
 
-pub use counters::{CounterCleaned, CounterInfo, CounterStore};
+pub use counters::{CounterCleaned, CounterInfo, CounterStore, Incremented};
 pub use stats::{StatRecord, StatsStore};
 
 pub use memory::MemoryStore;
