@@ -555,6 +555,37 @@ async fn a_rate_key_expires_when_its_newest_slot_leaves_its_longest_tier() {
 }
 
 #[tokio::test]
+async fn a_batch_sent_after_a_script_flush_reloads_and_counts_each_hit_once() {
+    let h = Harness::redis().await;
+    let redis = h.redis.as_ref().unwrap();
+    let (a, b) = (unique("a"), unique("b"));
+    h.boards.rate_hit(&a, 1, None).await.unwrap();
+    let mut raw = redis.raw().await;
+    let _: () = ::redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    // Every call of the pipeline is refused with NOSCRIPT (ran nothing), then sent again.
+    let hits = vec![
+        (a.clone(), 2, None),
+        (b.clone(), 3, None),
+        (a.clone(), 4, None),
+    ];
+    let statuses: Vec<usize> = h
+        .boards
+        .rate_hits(&hits)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(statuses, [4, 4, 4]);
+    assert_eq!(counts(&h, &a, &["5s"]).await, pairs(&[("5s", 7)]));
+    assert_eq!(counts(&h, &b, &["5s"]).await, pairs(&[("5s", 3)]));
+}
+
+#[tokio::test]
 async fn a_busy_key_with_every_tier_populated_takes_under_4_kb() {
     let h = Harness::redis().await;
     let redis = h.redis.as_ref().unwrap();
