@@ -8,7 +8,7 @@
 //! record runs after the response is ready, in a task of its own: a slow or unreachable
 //! store never fails nor slows a request. Records that cannot be made (too many in
 //! flight, store error, longer than a second) are dropped and counted in
-//! `rollboard_access_time_dropped_total`.
+//! `rollboard_access_time_dropped_total`, labelled by route template.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -55,9 +55,8 @@ impl AccessTimeLayer {
     }
 
     fn record(&self, context: String, seconds: f64) {
-        let dropped = || metrics::counter!("rollboard_access_time_dropped_total").increment(1);
         let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
-            dropped();
+            dropped(context);
             return;
         };
         let boards = self.boards.clone();
@@ -67,11 +66,16 @@ impl AccessTimeLayer {
                 tokio::time::timeout(RECORD_TIMEOUT, record).await,
                 Ok(Ok(()))
             ) {
-                dropped();
+                dropped(context);
             }
             drop(permit);
         });
     }
+}
+
+/// Counts a record of `route` (a route template: a bounded set of labels) dropped.
+fn dropped(route: String) {
+    metrics::counter!("rollboard_access_time_dropped_total", "route" => route).increment(1);
 }
 
 impl<S> Layer<S> for AccessTimeLayer {

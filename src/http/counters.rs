@@ -1,5 +1,5 @@
-//! `/v1/counters`: increment a counter, read its samples at one precision, list and
-//! drop counters.
+//! `/v1/counters`: increment a counter, give it precisions of its own, read its samples
+//! at one precision, list and drop counters.
 
 use axum::Json;
 use axum::extract::State;
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::AppState;
 use super::auth::{AdminAccess, WriteAccess};
 use super::error::{ApiResult, ErrorBody};
-use super::extract::{ApiPath, ApiQuery, OptionalJson};
+use super::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
 use super::json_int;
 use crate::{CounterInfo, SampleQuery, Span, Timestamp};
 
@@ -68,6 +68,35 @@ pub struct Samples {
     pub open: Option<i64>,
 }
 
+/// The body of `PUT /v1/counters/{name}`: `{"precisions": [1, "5m", "1h"]}` (seconds or
+/// durations), or `{"precisions": null}` to go back to the global ones.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigBody {
+    /// 1 to 16 distinct precisions, each in seconds (`5`) or as a duration (`"5m"`).
+    #[schema(value_type = Option<Vec<String>>)]
+    pub precisions: Option<Vec<PrecisionIn>>,
+}
+
+/// A precision as sent: seconds or a duration.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum PrecisionIn {
+    /// Whole seconds.
+    Seconds(u64),
+    /// A duration, `"5m"`.
+    Text(String),
+}
+
+/// The precisions a counter counts at from now on.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CounterConfig {
+    /// The counter.
+    pub name: String,
+    /// Its precisions, in seconds, finest first.
+    pub precisions: Vec<u64>,
+}
+
 /// `GET /v1/counters`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct CounterList {
@@ -107,6 +136,47 @@ pub async fn post_count(
     Ok(Json(Counted { name, count }))
 }
 
+/// Gives the counter precisions of its own, used by every later increment (or, with
+/// `null`, takes them away: the global ones apply again).
+#[utoipa::path(
+    put, path = "/v1/counters/{name}", tag = "counters",
+    params(("name" = String, Path)),
+    request_body = ConfigBody,
+    responses(
+        (status = 200, body = CounterConfig),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 422, description = "Bad name or precisions", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn put_config(
+    _: AdminAccess,
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(body): ApiJson<ConfigBody>,
+) -> ApiResult<Json<CounterConfig>> {
+    let precisions = body
+        .precisions
+        .map(|list| {
+            list.into_iter()
+                .map(|p| match p {
+                    PrecisionIn::Seconds(s) => Span::from_seconds(s),
+                    PrecisionIn::Text(t) => Span::parse(&t),
+                })
+                .collect::<crate::Result<Vec<Span>>>()
+        })
+        .transpose()?;
+    let set = state
+        .boards
+        .set_counter_precisions(&name, precisions.as_deref())
+        .await?;
+    Ok(Json(CounterConfig {
+        name,
+        precisions: set.iter().map(|p| p.seconds()).collect(),
+    }))
+}
+
 /// The counter's samples at one precision, oldest first.
 #[utoipa::path(
     get, path = "/v1/counters/{name}", tag = "counters",
@@ -124,7 +194,7 @@ pub async fn get_samples(
 ) -> ApiResult<Json<Samples>> {
     let precision = match q.precision.as_deref() {
         Some(text) => Span::parse(text)?,
-        None => state.boards.settings().counter_precisions[0],
+        None => state.boards.counter_precisions_in_effect(&name).await?[0],
     };
     let query = SampleQuery {
         from: time(q.from)?,

@@ -134,11 +134,13 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         .routes(routes!(rankings::around))
         .routes(routes!(rankings::history))
         .routes(routes!(rates::post_hit))
+        .routes(routes!(rates::post_hits))
         .routes(routes!(rates::get_counts, rates::delete_key))
         .routes(routes!(rates::post_check))
         .routes(routes!(counters::list_counters))
         .routes(routes!(
             counters::post_count,
+            counters::put_config,
             counters::get_samples,
             counters::delete_counter
         ))

@@ -1,5 +1,6 @@
-//! Rate windows over HTTP: `POST /v1/rates/{key}/hits`, `GET /v1/rates/{key}?last=…`,
-//! `POST /v1/rates/{key}/check`, `DELETE /v1/rates/{key}`. Thin: parse, call
+//! Rate windows over HTTP: `POST /v1/rates/{key}/hits`, `POST /v1/rates` (a batch of
+//! hits of any keys), `GET /v1/rates/{key}?last=…`, `POST /v1/rates/{key}/check`,
+//! `DELETE /v1/rates/{key}`. Thin: parse, call
 //! [`Rollboard`](crate::Rollboard), render. Writes (hits, checks, deletes) need the
 //! write token.
 
@@ -12,11 +13,11 @@ use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::auth::WriteAccess;
-use super::error::{ApiResult, ErrorBody};
+use super::error::{ApiResult, ErrorBody, ErrorDetail};
 use super::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
 use super::json_int;
-use crate::Timestamp;
 use crate::rollboard::rates::split_windows;
+use crate::{Error, Timestamp};
 
 /// A hit: `{"count": 1, "at": 1700000000.5}`, both optional.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -38,6 +39,46 @@ pub struct HitResponse {
     pub accepted: u64,
     /// Tiers that still held the hit's slot and counted it.
     pub tiers: usize,
+}
+
+/// A batch of hits: `{"hits": [{"key": "user:1", "count": 1, "at": 1700000000.5}, …]}`,
+/// up to the batch limit (10,000 by default).
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HitsBody {
+    /// The hits, counted in order.
+    pub hits: Vec<BatchHit>,
+}
+
+/// One hit of a batch.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchHit {
+    /// The rate key.
+    pub key: String,
+    /// How many hits, 1 to 2^32 − 1 (default 1).
+    pub count: Option<u64>,
+    /// When, unix seconds (default now).
+    pub at: Option<f64>,
+}
+
+/// What a batch of hits did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HitsResponse {
+    /// Hits of the batch counted (each in at least one tier).
+    pub accepted: usize,
+    /// The hits not counted, by index, with the reason (too late, in the future, bad key
+    /// or count, a counter's limit); each changed nothing.
+    pub rejected: Vec<RejectedHit>,
+}
+
+/// One hit of a batch that was not counted.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RejectedHit {
+    /// Its index in `hits`, from 0.
+    pub index: usize,
+    /// Why.
+    pub error: ErrorDetail,
 }
 
 /// `?last=5s,5m`.
@@ -117,6 +158,68 @@ pub async fn post_hit(
         accepted: count,
         tiers,
     }))
+}
+
+/// Counts a batch of hits of any keys (in one round trip to the store).
+#[utoipa::path(
+    post, path = "/v1/rates", tag = "rates",
+    request_body = HitsBody,
+    responses(
+        (status = 200, body = HitsResponse),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 413, description = "Body too large or more hits than the batch limit", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn post_hits(
+    _: WriteAccess,
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<HitsBody>,
+) -> ApiResult<Json<HitsResponse>> {
+    let max = state.boards.settings().max_batch;
+    if body.hits.len() > max {
+        return Err(Error::BatchTooLarge {
+            len: body.hits.len(),
+            max,
+        }
+        .into());
+    }
+    let mut rejected = Vec::new();
+    let mut valid = Vec::with_capacity(body.hits.len());
+    let mut index_of = Vec::with_capacity(body.hits.len());
+    for (index, hit) in body.hits.into_iter().enumerate() {
+        match hit.at.map(Timestamp::from_unix_seconds_f64).transpose() {
+            Ok(at) => {
+                valid.push((hit.key, hit.count.unwrap_or(1), at));
+                index_of.push(index);
+            }
+            Err(e) => rejected.push(RejectedHit {
+                index,
+                error: detail(&e),
+            }),
+        }
+    }
+    let statuses = state.boards.rate_hits(&valid).await?;
+    let mut accepted = 0;
+    for (status, index) in statuses.into_iter().zip(index_of) {
+        match status {
+            Ok(_) => accepted += 1,
+            Err(e) => rejected.push(RejectedHit {
+                index,
+                error: detail(&e),
+            }),
+        }
+    }
+    rejected.sort_by_key(|r| r.index);
+    Ok(Json(HitsResponse { accepted, rejected }))
+}
+
+fn detail(e: &Error) -> ErrorDetail {
+    ErrorDetail {
+        code: e.code().into(),
+        message: e.to_string(),
+    }
 }
 
 /// The counts of `key` over the windows of `last`.

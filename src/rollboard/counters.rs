@@ -4,7 +4,7 @@ use super::Rollboard;
 use crate::domain::counter::{self, CleanPlan, CounterName, Sample, SampleQuery};
 use crate::domain::{Span, Timestamp, check_delta};
 use crate::error::{Error, Result};
-use crate::store::CounterInfo;
+use crate::store::{CounterInfo, Incremented};
 
 /// What one clean-up pass over every counter did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,28 +45,76 @@ impl Rollboard {
                 max,
             });
         }
-        let precisions = counter::check_precisions(&settings.counter_precisions)?;
         let now = self.now();
-        let admitted = increments
-            .iter()
-            .map(|(count, at)| {
-                Ok((
-                    check_delta(*count)?,
-                    self.counter_time(&precisions, *at, now)?,
-                ))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        if admitted.is_empty() {
-            return Ok(());
-        }
         let out_of_range = || Error::OutOfRange {
             member: name.to_string(),
         };
-        let sums = counter::slice_sums(&precisions, &admitted).ok_or_else(out_of_range)?;
-        if self.inner.store.incr_counter(&name, &sums).await? {
-            Ok(())
-        } else {
-            Err(out_of_range())
+        // Most counters have no precisions of their own: assume so, and let the store
+        // (atomically with the increment) say otherwise.
+        let mut own: Option<Vec<Span>> = None;
+        for _ in 0..3 {
+            let precisions = match &own {
+                Some(p) => p.clone(),
+                None => counter::check_precisions(&settings.counter_precisions)?,
+            };
+            let admitted = increments
+                .iter()
+                .map(|(count, at)| {
+                    Ok((
+                        check_delta(*count)?,
+                        self.counter_time(&precisions, *at, now)?,
+                    ))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            if admitted.is_empty() {
+                return Ok(());
+            }
+            let sums = counter::slice_sums(&precisions, &admitted).ok_or_else(out_of_range)?;
+            match self
+                .inner
+                .store
+                .incr_counter(&name, own.as_deref(), &sums)
+                .await?
+            {
+                Incremented::Done => return Ok(()),
+                Incremented::OutOfRange => return Err(out_of_range()),
+                Incremented::Precisions(stored) => own = stored,
+            }
+        }
+        Err(Error::Store(format!(
+            "counter {name:?} kept changing its precisions"
+        )))
+    }
+
+    /// Gives counter `name` precisions of its own (1 to 16 distinct durations, each a
+    /// whole number of seconds), used by every later increment instead of
+    /// [`Settings::counter_precisions`](crate::Settings); `None` takes them away (the
+    /// global ones apply again). Samples counted at other precisions stay readable until
+    /// cleaned. Answers the precisions now in effect, finest first.
+    pub async fn set_counter_precisions(
+        &self,
+        name: &str,
+        precisions: Option<&[Span]>,
+    ) -> Result<Vec<Span>> {
+        let name = CounterName::parse(name)?;
+        let own = precisions.map(counter::check_precisions).transpose()?;
+        self.inner
+            .store
+            .set_counter_config(&name, own.as_deref())
+            .await?;
+        match own {
+            Some(p) => Ok(p),
+            None => counter::check_precisions(&self.settings().counter_precisions),
+        }
+    }
+
+    /// The precisions increments of counter `name` count at: its own, else the global
+    /// ones.
+    pub async fn counter_precisions_in_effect(&self, name: &str) -> Result<Vec<Span>> {
+        let name = CounterName::parse(name)?;
+        match self.inner.store.counter_config(&name).await? {
+            Some(p) => Ok(p),
+            None => counter::check_precisions(&self.settings().counter_precisions),
         }
     }
 

@@ -21,6 +21,18 @@ pub struct CounterInfo {
     pub precisions: Vec<Span>,
 }
 
+/// What [`CounterStore::incr_counter`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incremented {
+    /// Added.
+    Done,
+    /// Nothing changed: a sample would leave ±(2^53 − 1).
+    OutOfRange,
+    /// Nothing changed: the counter's own precisions are these (`None`: it has none),
+    /// not what the caller assumed.
+    Precisions(Option<Vec<Span>>),
+}
+
 /// What cleaning one counter did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CounterCleaned {
@@ -36,8 +48,28 @@ pub trait CounterStore: Send + Sync {
     /// Adds, at each precision, each `(slice_start, sum)` of `sums` (from
     /// [`slice_sums`](crate::domain::counter::slice_sums); precisions sorted, distinct)
     /// to its sample, atomically; a counter not seen before is created and listed.
-    /// `false` when a sample would leave ±(2^53 − 1) (nothing is changed then).
-    async fn incr_counter(&self, name: &CounterName, sums: &SliceSums) -> Result<bool>;
+    /// `configured` is what the caller assumed of the counter's own precisions (`None`:
+    /// it has none, the global ones apply); when the store holds others, nothing is
+    /// changed and [`Incremented::Precisions`] says which. Nothing is changed either
+    /// when a sample would leave ±(2^53 − 1) ([`Incremented::OutOfRange`]).
+    async fn incr_counter(
+        &self,
+        name: &CounterName,
+        configured: Option<&[Span]>,
+        sums: &SliceSums,
+    ) -> Result<Incremented>;
+
+    /// Sets the counter's own precisions (sorted, distinct), or with `None` removes
+    /// them (the global ones apply again). Kept until changed or the counter is dropped,
+    /// clean-up or not.
+    async fn set_counter_config(
+        &self,
+        name: &CounterName,
+        precisions: Option<&[Span]>,
+    ) -> Result<()>;
+
+    /// The counter's own precisions, `None` when it has none.
+    async fn counter_config(&self, name: &CounterName) -> Result<Option<Vec<Span>>>;
 
     /// The samples of `name` at `precision` as stored, `(slice_start, count)` in any
     /// order; `None` when the counter does not count at that precision (or is unknown).
@@ -53,7 +85,8 @@ pub trait CounterStore: Send + Sync {
     /// Every listed counter, by name.
     async fn list_counters(&self) -> Result<Vec<CounterInfo>>;
 
-    /// Deletes the counter and its samples; `false` when it did not exist.
+    /// Deletes the counter, its samples and its own precisions; `false` when it had no
+    /// samples.
     async fn drop_counter(&self, name: &CounterName) -> Result<bool>;
 
     /// Deletes the samples `plan` does not keep at `now`, at the precisions the plan

@@ -25,7 +25,7 @@ pub(crate) mod rates;
 mod redis;
 mod stats;
 
-pub use counters::{CounterCleaned, CounterInfo, CounterStore};
+pub use counters::{CounterCleaned, CounterInfo, CounterStore, Incremented};
 pub use keyed::{Keyed, Recorded, WriteKey};
 pub use stats::{StatRecord, StatsStore};
 

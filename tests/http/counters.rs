@@ -126,6 +126,44 @@ async fn bad_counter_requests_get_json_errors_and_count_nothing() {
 }
 
 #[tokio::test]
+async fn a_counter_given_its_own_precisions_counts_and_answers_at_them() {
+    let app = spawn_app().await;
+    let c = unique("own");
+    let path = format!("/v1/counters/{c}");
+    let set = app.put(&path, json!({"precisions": ["1m", 10]})).await;
+    assert_eq!(
+        (set.status, set.body),
+        (StatusCode::OK, json!({"name": c, "precisions": [10, 60]}))
+    );
+    app.at(7);
+    assert_eq!(
+        app.post(&path, json!({"count": 2})).await.status,
+        StatusCode::OK
+    );
+    // The default precision is the counter's finest.
+    let samples = app.get(&path).await.body;
+    assert_eq!(samples["precision"], json!(10));
+    assert_eq!(samples["samples"], json!([[START, 2]]));
+    let one = app.get(&format!("{path}?precision=1")).await;
+    assert_eq!(one.status, StatusCode::NOT_FOUND);
+    for bad in [json!({"precisions": []}), json!({"precisions": ["soon"]})] {
+        let reply = app.put(&path, bad).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{:?}",
+            reply.body
+        );
+    }
+    let reset = app.put(&path, json!({"precisions": null})).await.body;
+    assert_eq!(
+        reset["precisions"],
+        json!([1, 5, 60, 300, 3600, 18000, 86400])
+    );
+    assert_eq!(app.get(&path).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
 async fn counting_needs_the_write_token_and_dropping_the_admin_token() {
     let config = ServiceConfig {
         tokens: Tokens {
@@ -139,6 +177,12 @@ async fn counting_needs_the_write_token_and_dropping_the_admin_token() {
     let post = |token| app.request(Method::POST, &path, Some(json!({})), token);
     assert_eq!(post(None).await.status, StatusCode::UNAUTHORIZED);
     assert_eq!(post(Some("w")).await.status, StatusCode::OK);
+    let put = |token| {
+        let body = json!({"precisions": [60]});
+        app.request(Method::PUT, &path, Some(body), token)
+    };
+    assert_eq!(put(Some("w")).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(put(Some("a")).await.status, StatusCode::OK);
     let delete = |token| app.request(Method::DELETE, &path, None, token);
     assert_eq!(delete(Some("w")).await.status, StatusCode::FORBIDDEN);
     assert_eq!(delete(Some("a")).await.status, StatusCode::NO_CONTENT);
@@ -190,7 +234,7 @@ async fn openapi_documents_the_counter_routes() {
     let app = spawn_app().await;
     let doc = app.get("/openapi.json").await.body;
     let counter = &doc["paths"]["/v1/counters/{name}"];
-    for method in ["get", "post", "delete"] {
+    for method in ["get", "post", "put", "delete"] {
         assert!(counter[method].is_object(), "{method}");
     }
     assert!(doc["paths"]["/v1/counters"]["get"].is_object());

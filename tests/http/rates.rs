@@ -104,6 +104,73 @@ async fn bad_rate_requests_get_their_error_codes() {
 }
 
 #[tokio::test]
+async fn a_batch_of_hits_counts_each_and_rejects_each_bad_one_by_index() {
+    let app = spawn_app().await;
+    let (a, b) = (unique("a{x}"), unique("b c"));
+    let body = json!({"hits": [
+        {"key": a, "count": 2},
+        {"key": b},
+        {"key": a, "count": 0},
+        {"key": b, "at": START as f64 - 400.0 * 86_400.0},
+        {"key": "", "count": 1},
+        {"key": a, "at": START as f64 + 3_600.0},
+        {"key": a, "at": -1.0},
+        {"key": b, "count": 3, "at": START as f64 - 90.0},
+    ]});
+    let reply = app.post("/v1/rates", body).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let codes: Vec<(u64, String)> = reply.body["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let code = r["error"]["code"].as_str().unwrap().to_owned();
+            (r["index"].as_u64().unwrap(), code)
+        })
+        .collect();
+    let want = [
+        (2, "invalid_delta"),
+        (3, "too_late"),
+        (4, "invalid_rate_key"),
+        (5, "in_future"),
+        (6, "invalid_time"),
+    ];
+    let want: Vec<(u64, String)> = want.iter().map(|(i, c)| (*i, c.to_string())).collect();
+    assert_eq!((reply.body["accepted"].clone(), codes), (json!(3), want));
+    let path = |key: &str| format!("/v1/rates/{}?last=5s,5m", urlencode(key));
+    let counts = app.get(&path(&a)).await.body["counts"].clone();
+    assert_eq!(counts, json!({"5s": 2, "5m": 2}));
+    let counts = app.get(&path(&b)).await.body["counts"].clone();
+    assert_eq!(counts, json!({"5s": 1, "5m": 4}));
+
+    let many: Vec<_> = (0..10_001).map(|_| json!({"key": a})).collect();
+    let too_many = app.post("/v1/rates", json!({ "hits": many })).await;
+    assert_eq!(
+        (too_many.status, too_many.body["error"]["code"].clone()),
+        (StatusCode::PAYLOAD_TOO_LARGE, json!("batch_too_large"))
+    );
+    let unknown_field = app
+        .post("/v1/rates", json!({"hits": [{"key": a, "n": 1}]}))
+        .await;
+    assert_eq!(unknown_field.status, StatusCode::BAD_REQUEST);
+    let counts = app.get(&path(&a)).await.body["counts"].clone();
+    assert_eq!(counts, json!({"5s": 2, "5m": 2}));
+}
+
+/// `key` percent-encoded for one path segment.
+fn urlencode(key: &str) -> String {
+    key.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+#[tokio::test]
 async fn rate_writes_need_the_write_token_and_reads_stay_open() {
     let config = ServiceConfig {
         tokens: Tokens {
@@ -125,6 +192,9 @@ async fn rate_writes_need_the_write_token_and_reads_stay_open() {
             .await
             .status,
         app.request(Method::DELETE, &base, None, None).await.status,
+        app.request(Method::POST, "/v1/rates", Some(json!({"hits": []})), None)
+            .await
+            .status,
         app.request(Method::POST, &hits, Some(json!({})), Some("w"))
             .await
             .status,
@@ -138,7 +208,7 @@ async fn rate_writes_need_the_write_token_and_reads_stay_open() {
     ];
     assert_eq!(
         statuses.map(|s| s.as_u16()),
-        [401, 401, 401, 200, 200, 200, 204]
+        [401, 401, 401, 401, 200, 200, 200, 204]
     );
 }
 
@@ -151,6 +221,7 @@ async fn the_rate_routes_are_in_the_openapi_document() {
         ("/v1/rates/{key}", "get"),
         ("/v1/rates/{key}", "delete"),
         ("/v1/rates/{key}/check", "post"),
+        ("/v1/rates", "post"),
     ] {
         assert_eq!(
             doc["paths"][path][method]["tags"],

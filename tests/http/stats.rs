@@ -131,6 +131,41 @@ async fn the_layer_never_fails_a_request_when_the_store_is_down() {
 }
 
 #[tokio::test]
+async fn records_dropped_while_the_store_is_down_are_counted_exactly_by_route() {
+    let metrics = rollboard::metrics::install_prometheus();
+    let redis = TestRedis::spawn().await;
+    let boards = Rollboard::new(redis.store().await);
+    redis.kill();
+    // A route of its own, so other tests' drops (same process) never touch its series.
+    let route = format!("/{}/{{id}}", unique("dropped"));
+    let app = Router::new()
+        .route(&route, get(|| async { "ok" }))
+        .route_layer(AccessTimeLayer::new(boards));
+    let path = route.replace("{id}", "7");
+    for _ in 0..5 {
+        let request = axum::http::Request::get(&path).body(Body::empty()).unwrap();
+        let response = app.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+    }
+    let series = format!("rollboard_access_time_dropped_total{{route=\"{route}\"}}");
+    let dropped = || {
+        metrics
+            .render()
+            .lines()
+            .find_map(|l| l.strip_prefix(&series)?.trim().parse::<u64>().ok())
+    };
+    for _ in 0..300 {
+        if dropped() == Some(5) {
+            tokio::task::yield_now().await;
+            assert_eq!(dropped(), Some(5));
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("dropped records counted: {:?}", dropped());
+}
+
+#[tokio::test]
 async fn a_mounted_app_is_recorded_under_its_full_route_template() {
     let boards = Rollboard::memory();
     let app = Router::new()

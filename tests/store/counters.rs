@@ -29,6 +29,7 @@ conformance!(
     forgetting_never_loses_a_concurrent_write,
     a_sample_never_leaves_2_pow_53,
     a_batch_adds_one_sum_per_slice_all_or_nothing,
+    a_counter_with_precisions_of_its_own_counts_at_them_until_they_are_taken_away,
 );
 
 fn span(s: u64) -> Span {
@@ -325,6 +326,68 @@ async fn a_sample_never_leaves_2_pow_53(h: Harness) {
     assert_eq!(err.code(), "out_of_range");
     assert_eq!(samples(&h, &c, 1).await, [(0, max)]);
     assert_eq!(samples(&h, &c, 86_400).await, [(-79_200, max)]);
+}
+
+async fn a_counter_with_precisions_of_its_own_counts_at_them_until_they_are_taken_away(h: Harness) {
+    let (c, other) = (unique("own"), unique("global"));
+    h.at(70);
+    let set = h
+        .boards
+        .set_counter_precisions(&c, Some(&[span(60), span(10)]))
+        .await
+        .unwrap();
+    assert_eq!(set, [span(10), span(60)]);
+    for bad in [&[][..], &[span(5), span(5)][..]] {
+        let err = h.boards.set_counter_precisions(&c, Some(bad)).await;
+        assert_eq!(err.unwrap_err().code(), "invalid_config");
+    }
+    h.boards
+        .incr_counter(&c, 3, Some(ts(START + 7)))
+        .await
+        .unwrap();
+    h.boards
+        .incr_counter_batch(&c, &[(2, Some(ts(START + 65))), (1, None)])
+        .await
+        .unwrap();
+    h.boards.incr_counter(&other, 1, None).await.unwrap();
+    assert_eq!(samples(&h, &c, 10).await, [(0, 3), (60, 2), (70, 1)]);
+    assert_eq!(samples(&h, &c, 60).await, [(0, 3), (60, 3)]);
+    let err = h
+        .boards
+        .counter_samples(&c, span(1), SampleQuery::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "precision_not_found");
+    assert_eq!(samples(&h, &other, 1).await, [(70, 1)]);
+    let listed: Vec<(String, Vec<Span>)> = h
+        .boards
+        .counters()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|i| i.name.as_str() == c)
+        .map(|i| (i.name.to_string(), i.precisions))
+        .collect();
+    assert_eq!(listed, [(c.clone(), vec![span(10), span(60)])]);
+
+    // Taken away: the global precisions (1 s first) apply again.
+    let global = h.boards.set_counter_precisions(&c, None).await.unwrap();
+    assert_eq!(global[0], span(1));
+    assert_eq!(global.len(), 7);
+    h.boards.incr_counter(&c, 5, None).await.unwrap();
+    assert_eq!(samples(&h, &c, 1).await, [(70, 5)]);
+    // 10 s is not a global precision: its samples stay as they were, readable.
+    assert_eq!(samples(&h, &c, 10).await, [(0, 3), (60, 2), (70, 1)]);
+    assert_eq!(samples(&h, &c, 60).await, [(0, 3), (60, 8)]);
+
+    // Dropping a counter drops its own precisions too.
+    h.boards
+        .set_counter_precisions(&c, Some(&[span(3600)]))
+        .await
+        .unwrap();
+    h.boards.drop_counter(&c).await.unwrap();
+    let in_effect = h.boards.counter_precisions_in_effect(&c).await.unwrap();
+    assert_eq!(in_effect, global);
 }
 
 async fn a_batch_adds_one_sum_per_slice_all_or_nothing(h: Harness) {

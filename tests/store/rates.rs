@@ -34,6 +34,9 @@ conformance!(
     delete_forgets_a_key,
     keys_with_tags_separators_and_non_ascii_never_share_counts,
     a_batch_answers_each_hit,
+    an_overflowing_hit_in_a_batch_changes_nothing_and_the_others_count,
+    a_batch_of_one_key_longer_than_one_call_counts_every_hit_in_order,
+    a_hit_leaves_the_ring_when_a_later_hit_of_its_batch_moves_the_head_past_it,
 );
 
 /// The counts of `key` as `(window, count)` pairs.
@@ -159,7 +162,7 @@ async fn late_hits_count_in_the_tiers_that_still_hold_them(h: Harness) {
         4
     );
     assert_eq!(
-        counts(&h, &key, &["5s", "60s", "5m", "5h"]).await,
+        counts(&h, &key, &["5s", "1m", "5m", "5h"]).await,
         pairs(&[("5s", 1), ("1m", 8), ("5m", 13), ("5h", 13)])
     );
 }
@@ -389,6 +392,100 @@ async fn a_batch_answers_each_hit(h: Harness) {
     );
 }
 
+async fn an_overflowing_hit_in_a_batch_changes_nothing_and_the_others_count(h: Harness) {
+    let (a, b) = (unique("a"), unique("b"));
+    let max = u64::from(u32::MAX);
+    h.at(30);
+    h.boards.rate_hit(&a, max - 2, None).await.unwrap();
+    let hits = vec![
+        (a.clone(), 1, None),
+        (b.clone(), 3, None),
+        (a.clone(), 2, None),
+        (a.clone(), 1, None),
+        (a.clone(), 1, Some(ts(START + 29))),
+        (a.clone(), 1, None),
+        (b.clone(), 4, Some(ts(START + 29))),
+    ];
+    let codes: Vec<Result<usize, &str>> = h
+        .boards
+        .rate_hits(&hits)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.map_err(|e| e.code()))
+        .collect();
+    // a's counter of second 30 reaches 2^32 - 1 exactly; the hit of second 29 has a
+    // counter of its own on the 1 s tier but shares the minute's, which is full.
+    assert_eq!(
+        codes,
+        [
+            Ok(4),
+            Ok(4),
+            Err("rate_overflow"),
+            Ok(4),
+            Err("rate_overflow"),
+            Err("rate_overflow"),
+            Ok(4)
+        ]
+    );
+    assert_eq!(
+        counts(&h, &a, &["1s", "2s", "5m"]).await,
+        pairs(&[("1s", max), ("2s", max), ("5m", max)])
+    );
+    assert_eq!(
+        counts(&h, &b, &["1s", "2s", "5m"]).await,
+        pairs(&[("1s", 3), ("2s", 7), ("5m", 7)])
+    );
+}
+
+async fn a_batch_of_one_key_longer_than_one_call_counts_every_hit_in_order(h: Harness) {
+    let (a, b) = (unique("a"), unique("b"));
+    h.at(0);
+    // 600 hits of a, one a second back from now, b's between them: more than one
+    // script call's worth for a.
+    let hits: Vec<(String, u64, Option<rollboard::Timestamp>)> = (0..600)
+        .flat_map(|i| {
+            [
+                (a.clone(), 1, Some(ts(START - i))),
+                (b.clone(), 2, Some(ts(START - 599 + i))),
+            ]
+        })
+        .collect();
+    let statuses = h.boards.rate_hits(&hits).await.unwrap();
+    assert_eq!(statuses.iter().filter(|s| s.is_ok()).count(), 1200);
+    // 5m at START holds its minute (second 0) and the 4 before (seconds -240..=-1).
+    let want = pairs(&[("5s", 5), ("1m", 60), ("5m", 241), ("5h", 600)]);
+    assert_eq!(counts(&h, &a, &["5s", "1m", "5m", "5h"]).await, want);
+    let want = pairs(&[("5s", 10), ("1m", 120), ("5m", 482), ("5h", 1200)]);
+    assert_eq!(counts(&h, &b, &["5s", "1m", "5m", "5h"]).await, want);
+}
+
+async fn a_hit_leaves_the_ring_when_a_later_hit_of_its_batch_moves_the_head_past_it(h: Harness) {
+    let key = unique("u");
+    h.at(120);
+    // The second hit moves the 1 s tier's head to second 121, whose counter is the one
+    // second 61 had: the first hit leaves that tier (it stays in the minute tier).
+    let hits = vec![
+        (key.clone(), 1, Some(ts(START + 61))),
+        (key.clone(), 1, Some(ts(START + 121))),
+        (key.clone(), 1, Some(ts(START + 62))),
+    ];
+    let statuses: Vec<usize> = h
+        .boards
+        .rate_hits(&hits)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(statuses, [4, 4, 4]);
+    h.at(121);
+    assert_eq!(
+        counts(&h, &key, &["1s", "1m", "2m"]).await,
+        pairs(&[("1s", 1), ("1m", 2), ("2m", 3)])
+    );
+}
+
 /// The Redis keys of `pattern`, as an operator sees them.
 async fn redis_keys(redis: &TestRedis, pattern: &str) -> Vec<String> {
     let mut raw = redis.raw().await;
@@ -455,6 +552,37 @@ async fn a_rate_key_expires_when_its_newest_slot_leaves_its_longest_tier() {
         .await
         .unwrap();
     assert_eq!(len, 2072);
+}
+
+#[tokio::test]
+async fn a_batch_sent_after_a_script_flush_reloads_and_counts_each_hit_once() {
+    let h = Harness::redis().await;
+    let redis = h.redis.as_ref().unwrap();
+    let (a, b) = (unique("a"), unique("b"));
+    h.boards.rate_hit(&a, 1, None).await.unwrap();
+    let mut raw = redis.raw().await;
+    let _: () = ::redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    // Every call of the pipeline is refused with NOSCRIPT (ran nothing), then sent again.
+    let hits = vec![
+        (a.clone(), 2, None),
+        (b.clone(), 3, None),
+        (a.clone(), 4, None),
+    ];
+    let statuses: Vec<usize> = h
+        .boards
+        .rate_hits(&hits)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(statuses, [4, 4, 4]);
+    assert_eq!(counts(&h, &a, &["5s"]).await, pairs(&[("5s", 7)]));
+    assert_eq!(counts(&h, &b, &["5s"]).await, pairs(&[("5s", 3)]));
 }
 
 #[tokio::test]

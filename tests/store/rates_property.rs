@@ -1,7 +1,9 @@
 //! Property test of rate windows: random hits (late, future, out of order), clock moves
 //! forwards (by a little, or by more than a whole cycle) and backwards, reads and checks
 //! run on the memory store and on Redis in lockstep, against a brute-force oracle that
-//! keeps every hit and recounts from the definition (no ring, no clearing).
+//! keeps every hit and recounts from the definition (no ring, no clearing). Hits come
+//! one at a time and in batches mixing two keys (the batch path: one script call per
+//! key on Redis).
 
 use std::sync::Arc;
 
@@ -25,6 +27,8 @@ enum Op {
     },
     /// Moves the clock by `ms` (negative: backwards).
     Move(i64),
+    /// Hits in one batch: per hit, the key (0 or 1), its count and its offset.
+    Batch(Vec<(usize, u32, i64)>),
     Read,
     Check {
         window: usize,
@@ -37,6 +41,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         5 => (1u32..4, -200_000i64..15_000).prop_map(|(count, offset_ms)| Op::Hit { count, offset_ms }),
         3 => (-30_000i64..40_000).prop_map(Op::Move),
+        3 => proptest::collection::vec((0usize..2, 1u32..4, -200_000i64..15_000), 1..12).prop_map(Op::Batch),
         1 => (100_000i64..400_000).prop_map(Op::Move),
         2 => Just(Op::Read),
         2 => (0..WINDOWS.len(), 0u64..8, 1u32..3).prop_map(|(window, limit, count)| Op::Check { window, limit, count }),
@@ -122,18 +127,20 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis) -> Result<(), TestCaseError> 
         side(Arc::new(MemoryStore::new())),
         side(redis.store().await),
     ];
-    let mut oracle = Oracle {
+    let oracle = || Oracle {
         tiers: RateTiers::parse(TIERS).unwrap(),
         hits: Vec::new(),
         heads: vec![None; 3],
     };
-    let key = unique("p{:} ");
+    let mut oracles = [oracle(), oracle()];
+    let keys = [unique("p{:} "), unique("q}")];
+    let key = keys[0].clone();
     let mut now = START * 1000;
     for op in ops {
         match op {
             Op::Hit { count, offset_ms } => {
                 let at = now + offset_ms;
-                let expected = oracle.hit(now, at, u64::from(count));
+                let expected = oracles[0].hit(now, at, u64::from(count));
                 for s in &sides {
                     let got = s
                         .boards
@@ -164,19 +171,50 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis) -> Result<(), TestCaseError> 
                     s.clock.set(Timestamp::from_unix_millis(now).unwrap());
                 }
             }
-            Op::Read => {
-                let want: Vec<u64> = WINDOWS.iter().map(|w| oracle.count(w, now)).collect();
+            Op::Batch(hits) => {
+                let want: Vec<Result<usize, &str>> = hits
+                    .iter()
+                    .map(|&(k, count, offset_ms)| {
+                        match oracles[k].hit(now, now + offset_ms, u64::from(count)) {
+                            0 => Err("too_late"),
+                            counted => Ok(counted),
+                        }
+                    })
+                    .collect();
+                let batch: Vec<(String, u64, Option<Timestamp>)> = hits
+                    .iter()
+                    .map(|&(k, count, offset_ms)| {
+                        let at = Timestamp::from_unix_millis(now + offset_ms).unwrap();
+                        (keys[k].clone(), u64::from(count), Some(at))
+                    })
+                    .collect();
                 for s in &sides {
-                    let got: Vec<u64> = s
+                    let got: Vec<Result<usize, &str>> = s
                         .boards
-                        .rate_counts(&key, Some(&WINDOWS))
+                        .rate_hits(&batch)
                         .await
                         .unwrap()
-                        .counts
-                        .iter()
-                        .map(|(_, c)| *c)
+                        .into_iter()
+                        .map(|r| r.map_err(|e| e.code()))
                         .collect();
-                    prop_assert_eq!(&got, &want, "read at {}", now - START * 1000);
+                    prop_assert_eq!(&got, &want, "batch at {}", now - START * 1000);
+                }
+            }
+            Op::Read => {
+                for (key, oracle) in keys.iter().zip(&oracles) {
+                    let want: Vec<u64> = WINDOWS.iter().map(|w| oracle.count(w, now)).collect();
+                    for s in &sides {
+                        let got: Vec<u64> = s
+                            .boards
+                            .rate_counts(key, Some(&WINDOWS))
+                            .await
+                            .unwrap()
+                            .counts
+                            .iter()
+                            .map(|(_, c)| *c)
+                            .collect();
+                        prop_assert_eq!(&got, &want, "read at {}", now - START * 1000);
+                    }
                 }
             }
             Op::Check {
@@ -184,12 +222,12 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis) -> Result<(), TestCaseError> 
                 limit,
                 count,
             } => {
-                let current = oracle.count(WINDOWS[window], now);
+                let current = oracles[0].count(WINDOWS[window], now);
                 let allowed = current + u64::from(count) <= limit;
                 if allowed {
-                    oracle.hit(now, now, u64::from(count));
+                    oracles[0].hit(now, now, u64::from(count));
                 }
-                let after = oracle.count(WINDOWS[window], now);
+                let after = oracles[0].count(WINDOWS[window], now);
                 let mut verdicts = Vec::new();
                 for s in &sides {
                     let v = s

@@ -10,19 +10,19 @@ use super::MemoryStore;
 use crate::domain::counter::{CleanPlan, CounterName, SliceSums};
 use crate::domain::{MAX_ABS, Span, Timestamp};
 use crate::error::Result;
-use crate::store::{CounterCleaned, CounterInfo, CounterStore};
+use crate::store::{CounterCleaned, CounterInfo, CounterStore, Incremented};
 
 /// One counter: per precision, per slice start, the count.
 type Counter = BTreeMap<Span, BTreeMap<i64, i64>>;
 
 type Counters = BTreeMap<CounterName, Counter>;
 
-/// Every counter.
+/// Every counter, and the precisions of the counters that have their own.
 #[derive(Debug, Default)]
-pub(super) struct MemCounters(Mutex<Counters>);
+pub(super) struct MemCounters(Mutex<(Counters, BTreeMap<CounterName, Vec<Span>>)>);
 
 impl MemCounters {
-    fn lock(&self) -> MutexGuard<'_, Counters> {
+    fn lock(&self) -> MutexGuard<'_, (Counters, BTreeMap<CounterName, Vec<Span>>)> {
         // Every call checks before it changes anything, so a poisoned lock holds no
         // half-done change.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
@@ -31,8 +31,18 @@ impl MemCounters {
 
 #[async_trait]
 impl CounterStore for MemoryStore {
-    async fn incr_counter(&self, name: &CounterName, sums: &SliceSums) -> Result<bool> {
-        let mut counters = self.counters.lock();
+    async fn incr_counter(
+        &self,
+        name: &CounterName,
+        configured: Option<&[Span]>,
+        sums: &SliceSums,
+    ) -> Result<Incremented> {
+        let mut guard = self.counters.lock();
+        let (counters, configs) = &mut *guard;
+        let stored = configs.get(name).map(Vec::as_slice);
+        if stored != configured {
+            return Ok(Incremented::Precisions(stored.map(<[Span]>::to_vec)));
+        }
         let fits = sums.iter().all(|(p, slices)| {
             slices.iter().all(|(slice, sum)| {
                 let stored = counters.get(name).and_then(|c| c.get(p)?.get(slice));
@@ -44,7 +54,7 @@ impl CounterStore for MemoryStore {
             })
         });
         if !fits {
-            return Ok(false);
+            return Ok(Incremented::OutOfRange);
         }
         let counter = counters.entry(name.clone()).or_default();
         for (p, slices) in sums {
@@ -53,7 +63,24 @@ impl CounterStore for MemoryStore {
                 *samples.entry(*slice).or_default() += sum;
             }
         }
-        Ok(true)
+        Ok(Incremented::Done)
+    }
+
+    async fn set_counter_config(
+        &self,
+        name: &CounterName,
+        precisions: Option<&[Span]>,
+    ) -> Result<()> {
+        let configs = &mut self.counters.lock().1;
+        match precisions {
+            Some(p) => configs.insert(name.clone(), p.to_vec()),
+            None => configs.remove(name),
+        };
+        Ok(())
+    }
+
+    async fn counter_config(&self, name: &CounterName) -> Result<Option<Vec<Span>>> {
+        Ok(self.counters.lock().1.get(name).cloned())
     }
 
     async fn counter_samples(
@@ -61,7 +88,7 @@ impl CounterStore for MemoryStore {
         name: &CounterName,
         precision: Span,
     ) -> Result<Option<Vec<(i64, i64)>>> {
-        let counters = self.counters.lock();
+        let counters = &self.counters.lock().0;
         Ok(counters
             .get(name)
             .and_then(|c| c.get(&precision))
@@ -72,6 +99,7 @@ impl CounterStore for MemoryStore {
         Ok(self
             .counters
             .lock()
+            .0
             .get(name)
             .map(|c| c.keys().copied().collect()))
     }
@@ -80,6 +108,7 @@ impl CounterStore for MemoryStore {
         Ok(self
             .counters
             .lock()
+            .0
             .iter()
             .map(|(name, c)| CounterInfo {
                 name: name.clone(),
@@ -89,7 +118,9 @@ impl CounterStore for MemoryStore {
     }
 
     async fn drop_counter(&self, name: &CounterName) -> Result<bool> {
-        Ok(self.counters.lock().remove(name).is_some())
+        let mut guard = self.counters.lock();
+        guard.1.remove(name);
+        Ok(guard.0.remove(name).is_some())
     }
 
     async fn clean_counter(
@@ -98,7 +129,7 @@ impl CounterStore for MemoryStore {
         now: Timestamp,
         plan: CleanPlan,
     ) -> Result<CounterCleaned> {
-        let mut counters = self.counters.lock();
+        let counters = &mut self.counters.lock().0;
         let Some(counter) = counters.get_mut(name) else {
             return Ok(CounterCleaned::default());
         };

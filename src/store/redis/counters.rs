@@ -3,8 +3,13 @@
 //! Cluster node; the index of counters is its own key, touched only by its own
 //! single-key commands, and only when a counter is first seen or forgotten.
 //!
+//! A counter's own precisions, when it has some, are one more key under its tag
+//! (`counterconf_{<name>}`), checked by the increment script against what the caller
+//! assumed.
+//!
 //! Retry classes: the increment adds, so it is [`Retry::Never`]; everything else sets,
-//! deletes or reads, and is [`Retry::Idempotent`].
+//! deletes or reads (the own precisions: `SET`, `UNLINK`, `GET`), and is
+//! [`Retry::Idempotent`].
 
 use std::collections::HashMap;
 
@@ -18,7 +23,7 @@ use super::reply;
 use crate::domain::counter::{CleanPlan, CounterName, SliceSums};
 use crate::domain::{Span, Timestamp};
 use crate::error::{Error, Result};
-use crate::store::{CounterCleaned, CounterInfo, CounterStore, new_version};
+use crate::store::{CounterCleaned, CounterInfo, CounterStore, Incremented, new_version};
 
 /// Most samples one clean-up call deletes, so no call holds Redis for long.
 const CLEAN_BUDGET: usize = 1_000;
@@ -92,27 +97,41 @@ fn status_reply(v: Value, what: &str) -> Result<(String, Vec<Value>)> {
 
 #[async_trait]
 impl CounterStore for RedisStore {
-    async fn incr_counter(&self, name: &CounterName, sums: &SliceSums) -> Result<bool> {
+    async fn incr_counter(
+        &self,
+        name: &CounterName,
+        configured: Option<&[Span]>,
+        sums: &SliceSums,
+    ) -> Result<Incremented> {
         let conn = &self.conn;
         let precisions: Vec<Span> = sums.iter().map(|(p, _)| *p).collect();
         let mut invocation = conn.scripts().counter_incr.prepare_invoke();
-        invocation.key(keys::counter_record(name));
+        invocation
+            .key(keys::counter_record(name))
+            .key(keys::counter_config(name));
         for p in &precisions {
             invocation.key(keys::counter_samples(name, *p));
         }
         invocation
             .arg(csv(&precisions))
-            .arg(new_version().to_string());
+            .arg(new_version().to_string())
+            .arg(configured.map(csv).unwrap_or_default());
         for (_, slices) in sums {
             invocation.arg(slices.len());
             for (slice, sum) in slices {
                 invocation.arg(*slice).arg(*sum);
             }
         }
-        let (generation, needs_index): (Option<String>, i64) =
-            conn.invoke(&invocation, Retry::Never).await?;
+        let reply = reply::array(conn.invoke(&invocation, Retry::Never).await?, "incr")?;
+        let generation = reply::opt_string(reply.first().unwrap_or(&Value::Nil), "incr")?;
+        let needs_index = reply::int(reply.get(1).unwrap_or(&Value::Nil), "incr")?;
         let Some(generation) = generation else {
-            return Ok(false);
+            if needs_index == 0 {
+                return Ok(Incremented::OutOfRange);
+            }
+            let own = reply::string(reply.get(2).unwrap_or(&Value::Nil), "incr")?;
+            let own = (!own.is_empty()).then(|| parse_csv(&own)).transpose()?;
+            return Ok(Incremented::Precisions(own));
         };
         if needs_index == 1 {
             conn.query::<i64>(
@@ -128,7 +147,35 @@ impl CounterStore for RedisStore {
             marked.key(keys::counter_record(name)).arg(&generation);
             conn.invoke::<i64>(&marked, Retry::Idempotent).await?;
         }
-        Ok(true)
+        Ok(Incremented::Done)
+    }
+
+    async fn set_counter_config(
+        &self,
+        name: &CounterName,
+        precisions: Option<&[Span]>,
+    ) -> Result<()> {
+        let key = keys::counter_config(name);
+        let cmd = match precisions {
+            Some(p) => redis::cmd("SET").arg(key).arg(csv(p)).clone(),
+            None => redis::cmd("UNLINK").arg(key).clone(),
+        };
+        self.conn
+            .query::<Value>(&cmd, None, Retry::Idempotent)
+            .await?;
+        Ok(())
+    }
+
+    async fn counter_config(&self, name: &CounterName) -> Result<Option<Vec<Span>>> {
+        let text: Option<String> = self
+            .conn
+            .query(
+                redis::cmd("GET").arg(keys::counter_config(name)),
+                None,
+                Retry::Idempotent,
+            )
+            .await?;
+        text.map(|t| parse_csv(&t)).transpose()
     }
 
     async fn counter_samples(
@@ -209,6 +256,7 @@ impl CounterStore for RedisStore {
 
     async fn drop_counter(&self, name: &CounterName) -> Result<bool> {
         let conn = &self.conn;
+        self.set_counter_config(name, None).await?;
         for _ in 0..CHANGED_RETRIES {
             let Some((text, precisions)) = read_precisions(conn, name).await? else {
                 if let Some(generation) = indexed_generation(conn, name).await? {

@@ -104,6 +104,12 @@ pub(super) fn counter_record(name: &CounterName) -> String {
     format!("counter_{{{name}}}")
 }
 
+/// `counterconf_{<counter>}`: a counter's own precisions (seconds, comma-separated),
+/// when it has some; set by `PUT /v1/counters/{name}`, read by `counter_incr.lua`.
+pub(super) fn counter_config(name: &CounterName) -> String {
+    format!("counterconf_{{{name}}}")
+}
+
 /// `count_{<counter>}_<p>`: a counter's samples at precision `p` seconds, field = slice
 /// start.
 pub(super) fn counter_samples(name: &CounterName, precision: Span) -> String {

@@ -1,16 +1,21 @@
 //! Rate windows in Redis: one string per key (`rate_{<key>}_<tiers>`, see `keys.rs`)
-//! holding the packed time ring of [`crate::rates::ring`]. Hits and checks are one call
-//! of `rate_hit.lua` each; reads are one `GET`, counted here by the same code as the
+//! holding the packed time ring of [`crate::rates::ring`]. Hits go in batches: grouped
+//! by key, each key's hits are one call of `rate_hits.lua` (at most [`CELLS_PER_CALL`]
+//! counters' worth), and the calls of every key go out in one pipeline. A check is one
+//! call of `rate_hit.lua`; reads are one `GET`, counted here by the same code as the
 //! memory store's.
 //!
-//! Retry classes: a hit or a check adds, so it is [`Retry::Never`] (a lost reply is
-//! reported, never re-sent); a read (`GET`) and a delete (`UNLINK`) are
-//! [`Retry::Idempotent`].
+//! Retry classes: a hit batch or a check adds, so it is [`Retry::Never`] (a lost reply
+//! is reported, never re-sent); a read (`GET`), a delete (`UNLINK`) and loading a script
+//! (`SCRIPT LOAD`, before re-sending only the calls Redis refused with `NOSCRIPT`, which
+//! ran nothing) are [`Retry::Idempotent`].
+
+use std::collections::HashMap;
 
 use async_trait::async_trait;
-use futures_util::future::join_all;
+use redis::{Cmd, ErrorKind, RedisResult, ServerErrorKind};
 
-use super::conn::{RedisConn, Retry};
+use super::conn::{RedisConn, Retry, store_error};
 use super::{RedisStore, keys};
 use crate::domain::Timestamp;
 use crate::error::{Error, Result};
@@ -18,28 +23,29 @@ use crate::rates::ring::RateRing;
 use crate::rates::{RateKey, RateTiers, RateWindow, Verdict};
 use crate::store::rates::{RateHit, RateStore};
 
-/// One call of `rate_hit.lua`: a hit, or with `check` (window, limit) a check.
-async fn call(
+/// The most counters (hits × tiers) one call of `rate_hits.lua` is given, so that its
+/// one `BITFIELD` stays far inside what a Lua call can pass (8,000 arguments).
+const CELLS_PER_CALL: usize = 1024;
+
+/// A check: one call of `rate_hit.lua` with the window and the limit.
+async fn check_call(
     conn: &RedisConn,
     tiers: &RateTiers,
     key: &RateKey,
     now: Timestamp,
-    at: Timestamp,
     count: u32,
-    check: Option<(&RateWindow, u64)>,
+    (window, limit): (&RateWindow, u64),
 ) -> Result<Vec<i64>> {
     let mut invocation = conn.scripts().rate_hit.key(keys::rate(key, tiers));
     invocation
         .arg(now.unix_millis())
-        .arg(at.unix_millis())
+        .arg(now.unix_millis())
         .arg(count)
         .arg(tiers.tiers().len());
     for tier in tiers.tiers() {
         invocation.arg(tier.slot_ms()).arg(tier.slots);
     }
-    if let Some((window, limit)) = check {
-        invocation.arg(window.tier + 1).arg(window.slots).arg(limit);
-    }
+    invocation.arg(window.tier + 1).arg(window.slots).arg(limit);
     let reply: Vec<i64> = conn.invoke(&invocation, Retry::Never).await?;
     match reply.first() {
         Some(-1) => Err(Error::RateOverflow {
@@ -50,6 +56,69 @@ async fn call(
     }
 }
 
+/// The hits of `hits` grouped into calls: per call, the indexes of one key's hits in
+/// order, at most `per_call` of them; calls in the order of their first hit.
+fn group_by_key(hits: &[RateHit], per_call: usize) -> Vec<Vec<usize>> {
+    let mut calls: Vec<Vec<usize>> = Vec::new();
+    let mut open: HashMap<&RateKey, usize> = HashMap::new();
+    for (i, hit) in hits.iter().enumerate() {
+        match open.get(&hit.key) {
+            Some(&c) if calls[c].len() < per_call => calls[c].push(i),
+            _ => {
+                open.insert(&hit.key, calls.len());
+                calls.push(vec![i]);
+            }
+        }
+    }
+    calls
+}
+
+/// Runs `calls` (`EVALSHA`s of `rate_hits.lua`) in one pipeline; per call its reply or
+/// its error. Calls refused with `NOSCRIPT` ran nothing, so the script is loaded and
+/// only they are sent again.
+async fn run_pipelined(conn: &RedisConn, calls: &[Cmd]) -> Result<Vec<RedisResult<Vec<i64>>>> {
+    let mut replies: Vec<Option<RedisResult<Vec<i64>>>> = (0..calls.len()).map(|_| None).collect();
+    let mut pending: Vec<usize> = (0..calls.len()).collect();
+    for round in 0..3 {
+        if pending.is_empty() {
+            break;
+        }
+        if round > 0 {
+            let mut load = redis::pipe();
+            load.load_script(&conn.scripts().rate_hits);
+            let _: Vec<String> = conn.query_pipe(&load, None, Retry::Idempotent).await?;
+        }
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for &i in &pending {
+            pipe.add_command(calls[i].clone());
+        }
+        let results: Vec<RedisResult<Vec<i64>>> =
+            conn.query_pipe(&pipe, None, Retry::Never).await?;
+        let mut refused = Vec::new();
+        for (&i, result) in pending.iter().zip(results) {
+            match result {
+                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                    refused.push(i)
+                }
+                other => replies[i] = Some(other),
+            }
+        }
+        pending = refused;
+    }
+    Ok(replies
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| {
+                Err(redis::RedisError::from((
+                    ErrorKind::Server(ServerErrorKind::NoScript),
+                    "rate_hits.lua refused three times",
+                )))
+            })
+        })
+        .collect())
+}
+
 #[async_trait]
 impl RateStore for RedisStore {
     async fn rate_hits(
@@ -58,20 +127,55 @@ impl RateStore for RedisStore {
         now: Timestamp,
         hits: &[RateHit],
     ) -> Result<Vec<Result<usize>>> {
-        // The calls go out together on the multiplexed connection (one pipeline).
-        let replies = join_all(
-            hits.iter()
-                .map(|hit| call(&self.conn, tiers, &hit.key, now, hit.at, hit.count, None)),
-        )
-        .await;
-        replies
-            .into_iter()
-            .map(|reply| match reply {
-                Ok(values) => Ok(Ok(values[0].max(0) as usize)),
-                Err(e @ Error::RateOverflow { .. }) => Ok(Err(e)),
-                Err(e) => Err(e),
+        let per_call = (CELLS_PER_CALL / tiers.tiers().len()).max(1);
+        let calls = group_by_key(hits, per_call);
+        let script = &self.conn.scripts().rate_hits;
+        let invocations: Vec<Cmd> = calls
+            .iter()
+            .map(|call| {
+                let key = &hits[call[0]].key;
+                let mut cmd = redis::cmd("EVALSHA");
+                cmd.arg(script.get_hash())
+                    .arg(1)
+                    .arg(keys::rate(key, tiers))
+                    .arg(now.unix_millis())
+                    .arg(tiers.tiers().len());
+                for tier in tiers.tiers() {
+                    cmd.arg(tier.slot_ms()).arg(tier.slots);
+                }
+                for &i in call {
+                    cmd.arg(hits[i].at.unix_millis()).arg(hits[i].count);
+                }
+                cmd
             })
-            .collect()
+            .collect();
+        let replies = run_pipelined(&self.conn, &invocations).await?;
+        let mut statuses: Vec<Option<Result<usize>>> = (0..hits.len()).map(|_| None).collect();
+        for (call, reply) in calls.iter().zip(replies) {
+            let key = &hits[call[0]].key;
+            let reply = match reply {
+                Ok(values) if values.len() == call.len() => Ok(values),
+                Ok(values) => Err(Error::Store(format!(
+                    "rate_hits.lua answered {} statuses for {} hits",
+                    values.len(),
+                    call.len()
+                ))),
+                Err(e) => Err(store_error(e, None)),
+            };
+            for (k, &i) in call.iter().enumerate() {
+                statuses[i] = Some(match &reply {
+                    Ok(values) if values[k] >= 0 => Ok(values[k] as usize),
+                    Ok(_) => Err(Error::RateOverflow {
+                        key: key.to_string(),
+                    }),
+                    Err(e) => Err(e.clone()),
+                });
+            }
+        }
+        Ok(statuses
+            .into_iter()
+            .map(|s| s.unwrap_or_else(|| Err(Error::Store("no status for a hit".into()))))
+            .collect())
     }
 
     async fn rate_counts(
@@ -102,16 +206,7 @@ impl RateStore for RedisStore {
         limit: u64,
         count: u32,
     ) -> Result<Verdict> {
-        let reply = call(
-            &self.conn,
-            tiers,
-            key,
-            now,
-            now,
-            count,
-            Some((window, limit)),
-        )
-        .await?;
+        let reply = check_call(&self.conn, tiers, key, now, count, (window, limit)).await?;
         let [allowed, window_count, retry_ms] = reply[..] else {
             return Err(Error::Store(format!("rate_hit.lua answered {reply:?}")));
         };

@@ -1,5 +1,6 @@
--- rate_hit.lua: counts a hit in a rate key's time ring or, given a window and a limit,
--- counts it only if the window then holds at most the limit (a check). The rules are
+-- rate_hit.lua: given a window and a limit, counts a hit in a rate key's time ring only
+-- if the window then holds at most the limit (a check; without them, a plain hit: hits
+-- go through rate_hits.lua, in batches, with the same rules). The rules are
 -- those of src/rates/ring.rs, step for step; the layout is one string: per tier an
 -- 8-byte head (newest slot advanced to, plus 1; 0 while empty), then per tier its
 -- counters, 4 bytes each (slot j at position j mod slots). Work is O(1) commands per
