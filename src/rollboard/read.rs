@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use super::{Rollboard, window_index};
 use crate::board::Board;
-use crate::domain::{History, Member, Span, Standing, TopPage, check_around, check_page};
+use crate::domain::{History, Member, Ranks, Span, Standing, TopPage};
+use crate::domain::{check_around, check_page, parse_ranks_members};
 use crate::error::Result;
 
 impl Rollboard {
@@ -45,6 +46,26 @@ impl Rollboard {
         let member = &member;
         self.on_window(board, window, |b, w| async move {
             store.standing(&b, w, now, member).await
+        })
+        .await
+    }
+
+    /// The total and competition rank of each of `members` (1 to 1000; a user's
+    /// friends) in `window`, in the order asked, read at one instant: one entry per
+    /// member asked (duplicates too), `score` 0 and `rank` `None` for a member without
+    /// a positive total.
+    pub async fn ranks<S: AsRef<str>>(
+        &self,
+        board: &str,
+        members: &[S],
+        window: Option<Span>,
+    ) -> Result<Ranks> {
+        let members = parse_ranks_members(members)?;
+        let now = self.now();
+        let store = &self.inner.store;
+        let members = &members;
+        self.on_window(board, window, |b, w| async move {
+            store.ranks(&b, w, now, members).await
         })
         .await
     }

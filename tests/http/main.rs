@@ -12,6 +12,7 @@ mod mounted;
 mod ops;
 #[path = "../common/proxy.rs"]
 mod proxy;
+mod ranks;
 mod rates;
 mod recompute;
 mod redis_memory;

@@ -8,6 +8,7 @@ mod faults;
 mod history_under_retirement;
 mod idempotency;
 mod lifecycle;
+mod member_ranks;
 mod memory_limits;
 mod oracle;
 mod property;

@@ -14,7 +14,7 @@ use crate::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::RecomputeReport;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
-use crate::domain::{Entry, History, Point, Standing, TopPage};
+use crate::domain::{Entry, History, MemberRank, Point, Ranks, Standing, TopPage};
 use crate::domain::{MAX_ABS, Member, Timestamp};
 use crate::store::{
     Keyed, SlotWrite, WindowState, WriteKey, WriteStatus, behind, complete_from, coverage,
@@ -267,6 +267,35 @@ impl MemBoard {
             behind,
             lag_ms,
         })
+    }
+
+    pub fn ranks(&self, window: usize, now: Timestamp, members: &[Member]) -> Ranks {
+        let totals = &self.totals[window];
+        let entries = members
+            .iter()
+            .map(|m| match totals.get(m.as_str()).filter(|s| *s > 0) {
+                Some(score) => MemberRank {
+                    member: m.to_string(),
+                    score,
+                    rank: Some(totals.rank_of(score)),
+                },
+                None => MemberRank {
+                    member: m.to_string(),
+                    score: 0,
+                    rank: None,
+                },
+            })
+            .collect();
+        let page = self.page(window, now, Vec::new());
+        Ranks {
+            board: page.board,
+            window: page.window,
+            from: page.from,
+            to: page.to,
+            behind: page.behind,
+            lag_ms: page.lag_ms,
+            entries,
+        }
     }
 
     pub fn around(

@@ -212,6 +212,16 @@ impl Store for RedisStore {
         read::standing(&self.conn, board, window, now, member).await
     }
 
+    async fn ranks(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        members: &[Member],
+    ) -> Result<crate::domain::Ranks> {
+        read::ranks(&self.conn, board, window, now, members).await
+    }
+
     async fn around(
         &self,
         board: &Board,

@@ -9,7 +9,7 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, opt_int, parse_integer, string};
 use crate::board::{Board, BoardStatus, WindowStatus, to_datetime};
-use crate::domain::{Entry, History, Point, Standing, TopPage};
+use crate::domain::{Entry, History, MemberRank, Point, Ranks, Standing, TopPage};
 use crate::domain::{Member, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::{WindowState, behind, complete_from, coverage};
@@ -27,8 +27,7 @@ async fn read_ranking(
     window: usize,
     now: Timestamp,
     mode: &str,
-    arg: &str,
-    count: u64,
+    args: &[&str],
 ) -> Result<RankingReply> {
     let windows = board.config.windows();
     let mut invocation = conn.scripts().read_ranking.key(keys::record(&board.name));
@@ -38,8 +37,7 @@ async fn read_ranking(
         .arg(board.version)
         .arg(windows[window].seconds())
         .arg(mode)
-        .arg(arg)
-        .arg(count);
+        .arg(args);
     let reply: Value = conn
         .script(&invocation, &board.name, Retry::Idempotent)
         .await?;
@@ -85,7 +83,15 @@ pub(super) async fn top(
     offset: u64,
     limit: u64,
 ) -> Result<TopPage> {
-    let r = read_ranking(conn, board, window, now, "top", &offset.to_string(), limit).await?;
+    let r = read_ranking(
+        conn,
+        board,
+        window,
+        now,
+        "top",
+        &[&offset.to_string(), &limit.to_string()],
+    )
+    .await?;
     let (behind, lag_ms) = behind(&board.config, window, now, r.from);
     Ok(TopPage {
         board: board.name.clone(),
@@ -105,7 +111,7 @@ pub(super) async fn standing(
     now: Timestamp,
     member: &Member,
 ) -> Result<Option<Standing>> {
-    let r = read_ranking(conn, board, window, now, "member", member.as_str(), 0).await?;
+    let r = read_ranking(conn, board, window, now, "member", &[member.as_str()]).await?;
     let [score, rank] = r.rest.as_slice() else {
         return Ok(None);
     };
@@ -122,6 +128,54 @@ pub(super) async fn standing(
     }))
 }
 
+/// The ranks of `members` in one `read_ranking.lua` call (one round trip, O(k log N)).
+pub(super) async fn ranks(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    now: Timestamp,
+    members: &[Member],
+) -> Result<Ranks> {
+    let args: Vec<&str> = ["", ""]
+        .into_iter()
+        .chain(members.iter().map(Member::as_str))
+        .collect();
+    let r = read_ranking(conn, board, window, now, "ranks", &args).await?;
+    if r.rest.len() != 2 * members.len() {
+        return Err(Error::Store(format!(
+            "read_ranking answered {} values for {} members",
+            r.rest.len(),
+            members.len()
+        )));
+    }
+    let entries = members
+        .iter()
+        .zip(r.rest.chunks(2))
+        .map(|(member, pair)| {
+            let (score, rank) = match pair {
+                [Value::Nil, _] => (0, None),
+                [score, rank] => (score_of(score)?, Some(int(rank, "rank")? as u64)),
+                _ => unreachable!("chunks of a slice of even length are pairs"),
+            };
+            Ok(MemberRank {
+                member: member.to_string(),
+                score,
+                rank,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let (behind, lag_ms) = behind(&board.config, window, now, r.from);
+    Ok(Ranks {
+        board: board.name.clone(),
+        window: board.config.windows()[window],
+        from: r.from,
+        to: r.to,
+        behind,
+        lag_ms,
+        entries,
+    })
+}
+
 pub(super) async fn around(
     conn: &RedisConn,
     board: &Board,
@@ -130,7 +184,15 @@ pub(super) async fn around(
     member: &Member,
     n: u64,
 ) -> Result<Option<TopPage>> {
-    let r = read_ranking(conn, board, window, now, "around", member.as_str(), n).await?;
+    let r = read_ranking(
+        conn,
+        board,
+        window,
+        now,
+        "around",
+        &[member.as_str(), &n.to_string()],
+    )
+    .await?;
     if r.rest.is_empty() {
         return Ok(None);
     }
