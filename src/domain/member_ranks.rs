@@ -19,6 +19,7 @@ pub struct MemberRank {
     /// Its total in the window; 0 when it has no positive total.
     pub score: i64,
     /// Its competition rank; `null` when it has no positive total.
+    #[cfg_attr(feature = "server", schema(required = true))]
     pub rank: Option<u64>,
 }
 

@@ -12,6 +12,7 @@ mod mounted;
 mod ops;
 #[path = "../common/proxy.rs"]
 mod proxy;
+mod ranges;
 mod ranks;
 mod rates;
 mod recompute;

@@ -125,3 +125,47 @@ async fn ranks_refuse_bad_lists_with_their_codes() {
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.body["entries"].as_array().unwrap().len(), 1000);
 }
+
+#[tokio::test]
+async fn the_ranks_routes_state_their_bounds_in_the_openapi_document() {
+    let app = spawn_app().await;
+    let doc = app.get("/openapi.json").await.body;
+    let schemas = &doc["components"]["schemas"];
+    let members = &schemas["RanksBody"]["properties"]["members"];
+    assert_eq!(
+        (members["minItems"].clone(), members["maxItems"].clone()),
+        (json!(1), json!(1000))
+    );
+    assert_eq!(
+        (
+            members["items"]["minLength"].clone(),
+            members["items"]["maxLength"].clone()
+        ),
+        (json!(1), json!(256))
+    );
+    assert_eq!(schemas["RanksBody"]["additionalProperties"], json!(false));
+    assert_eq!(
+        schemas["MemberRank"]["required"],
+        json!(["member", "score", "rank"])
+    );
+    let ranks = &doc["paths"]["/v1/boards/{board}/ranks"];
+    for method in ["get", "post"] {
+        let statuses: Vec<&String> = ranks[method]["responses"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        let expected = if method == "get" {
+            vec!["200", "400", "404", "422", "503"]
+        } else {
+            vec!["200", "400", "404", "413", "415", "422", "503"]
+        };
+        assert_eq!(statuses, expected, "{method}");
+    }
+    let params = ranks["get"]["parameters"].as_array().unwrap();
+    let members = params.iter().find(|p| p["name"] == "members").unwrap();
+    assert_eq!(
+        (members["in"].as_str(), members["required"].as_bool()),
+        (Some("query"), Some(true))
+    );
+}

@@ -14,6 +14,7 @@ mod oracle;
 mod property;
 #[path = "../common/proxy.rs"]
 mod proxy;
+mod ranges;
 mod rates;
 mod rates_property;
 mod redis_layout;

@@ -196,10 +196,11 @@ impl Store for RedisStore {
         board: &Board,
         window: usize,
         now: Timestamp,
+        range: crate::domain::ScoreRange,
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
-        read::top(&self.conn, board, window, now, offset, limit).await
+        read::top(&self.conn, board, window, now, range, offset, limit).await
     }
 
     async fn standing(
