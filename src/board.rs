@@ -69,6 +69,8 @@ pub struct WindowStatus {
     pub window: Span,
     /// Members with a non-zero total (positive or negative).
     pub members: u64,
+    /// Members with a positive total: those the window ranks.
+    pub ranked: u64,
     /// Oldest slot whose events the totals include (unix seconds, inclusive).
     pub from: i64,
     /// End of the newest slot the totals include (unix seconds, exclusive).

@@ -15,7 +15,9 @@
 //! a check that totals equal the acknowledged events.
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
 //! phases only (comma-separated: uniform, zipf, single, library, huge, reads, retire,
-//! recompute, longwindow, pages, rates, counters, memory). Phase `rates`: rate-window
+//! recompute, longwindow, pages, ranks, rates, counters, memory). Phase `ranks`: a
+//! friends' ranks read (100 members) and a member read with percentile on a
+//! 1,000,000-member board beside `ZREVRANK`. Phase `rates`: rate-window
 //! hits in batches and checks against the `HINCRBY` ceiling, check p99, memory per busy
 //! key.
 
@@ -25,6 +27,7 @@ mod huge;
 mod load;
 mod longwindow;
 mod pages;
+mod ranks;
 mod rates;
 mod raw_http;
 mod recompute;
@@ -257,6 +260,10 @@ fn main() {
         if run("pages") {
             eprintln!("deep pages …");
             rows.extend(pages::pages(&redis.url, phase).await);
+        }
+        if run("ranks") {
+            eprintln!("ranks on a large board …");
+            rows.extend(ranks::ranks(&redis.url, phase).await);
         }
         if run("rates") {
             eprintln!("rate windows …");

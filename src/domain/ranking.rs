@@ -45,7 +45,7 @@ pub struct TopPage {
 }
 
 /// One member's standing in a window.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Standing {
     /// The member.
@@ -54,6 +54,11 @@ pub struct Standing {
     pub score: i64,
     /// Its competition rank.
     pub rank: u64,
+    /// The share of ranked members (positive totals) whose total is strictly below the
+    /// member's, in [0, 1): 0 for the lowest total, `(ranked − 1) / ranked` for a sole
+    /// leader. Members tied with it are not below it, so a tie group shares one
+    /// percentile.
+    pub percentile: f64,
     /// The window.
     pub window: Span,
     /// Oldest slot the total includes (unix seconds, inclusive).
@@ -65,6 +70,16 @@ pub struct Standing {
     /// How long ago the oldest slot still included left the window, ms (0 when not
     /// behind).
     pub lag_ms: u64,
+}
+
+/// The share of `ranked` members strictly below: `below / ranked`, 0 when none are
+/// ranked (then the member is not ranked either).
+pub fn percentile(below: u64, ranked: u64) -> f64 {
+    if ranked == 0 {
+        0.0
+    } else {
+        below as f64 / ranked as f64
+    }
 }
 
 /// A member's value in one slot.

@@ -35,6 +35,7 @@ mod latency;
 mod media_type;
 mod ops;
 mod rankings;
+mod ranks;
 mod rates;
 mod stats;
 mod wire;
@@ -132,6 +133,7 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         .routes(routes!(rankings::top))
         .routes(routes!(rankings::member, rankings::remove_member))
         .routes(routes!(rankings::around))
+        .routes(routes!(ranks::get_ranks, ranks::post_ranks))
         .routes(routes!(rankings::history))
         .routes(routes!(rates::post_hit))
         .routes(routes!(rates::post_hits))

@@ -9,7 +9,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
-use crate::{Error, History, Span, Standing, TopPage};
+use crate::{Error, History, ScoreRange, Span, Standing, TopPage};
 
 /// `?window=` alone.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -30,9 +30,17 @@ pub struct TopQuery {
     /// Entries to return, 1 to the configured `max_limit` (default 1000); 10 by default.
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u64>,
-    /// Entries to skip, up to 1,000,000,000 (default 0).
+    /// Entries to skip, up to 1,000,000,000 (default 0); inside the score range when
+    /// one is given.
     #[param(minimum = 0, maximum = 1_000_000_000)]
     pub offset: Option<u64>,
+    /// Only members whose total is at least this (inclusive; within ±(2^53 − 1)).
+    #[param(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
+    pub min_score: Option<i64>,
+    /// Only members whose total is at most this (inclusive; within ±(2^53 − 1), not
+    /// below `min_score`).
+    #[param(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
+    pub max_score: Option<i64>,
 }
 
 /// `?window=&n=`.
@@ -67,14 +75,16 @@ fn not_ranked(board: &str, member: &str) -> Error {
     }
 }
 
-/// The ranking: members with a positive total, highest first, ties by member ascending.
+/// The ranking: members with a positive total, highest first, ties by member ascending;
+/// with `min_score`/`max_score`, the members whose totals are in that range (their
+/// ranks still their ranks in the whole ranking).
 #[utoipa::path(
     get, path = "/v1/boards/{board}/top", tag = "rankings",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), TopQuery),
     responses(
         (status = 200, description = "A page of the ranking", body = TopPage),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (limit or offset out of range)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (limit, offset, min_score or max_score out of range, or min_score above max_score)", body = ErrorBody),
     )
 )]
 pub async fn top(
@@ -82,11 +92,13 @@ pub async fn top(
     ApiPath(board): ApiPath<String>,
     ApiQuery(q): ApiQuery<TopQuery>,
 ) -> ApiResult<Json<TopPage>> {
+    let range = ScoreRange::new(q.min_score, q.max_score)?;
     let page = state
         .boards
-        .top(
+        .top_in_range(
             &board,
             window(&q.window)?,
+            range,
             q.offset.unwrap_or(0),
             q.limit.unwrap_or(10),
         )
@@ -94,7 +106,8 @@ pub async fn top(
     Ok(Json(page))
 }
 
-/// A member's total and competition rank (404 without a positive total).
+/// A member's total, competition rank and percentile: the share of ranked members
+/// whose total is strictly below its own, in [0, 1) (404 without a positive total).
 #[utoipa::path(
     get, path = "/v1/boards/{board}/members/{member}", tag = "rankings",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), WindowQuery),

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use super::{Rollboard, window_index};
 use crate::board::Board;
-use crate::domain::{History, Member, Span, Standing, TopPage, check_around, check_page};
+use crate::domain::{History, Member, Ranks, ScoreRange, Span, Standing, TopPage};
+use crate::domain::{check_around, check_page, parse_ranks_members};
 use crate::error::Result;
 
 impl Rollboard {
@@ -22,17 +23,33 @@ impl Rollboard {
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
+        self.top_in_range(board, window, ScoreRange::ALL, offset, limit)
+            .await
+    }
+
+    /// A page of the members of the ranking of `window` whose totals are in `range`
+    /// (`ScoreRange::new(Some(10), Some(100))?`), from the `offset`-th of them; their
+    /// ranks are their ranks in the whole ranking. `limit` is 1–1000.
+    pub async fn top_in_range(
+        &self,
+        board: &str,
+        window: Option<Span>,
+        range: ScoreRange,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TopPage> {
         check_page(offset, limit, self.inner.settings.max_limit)?;
         let now = self.now();
         let store = &self.inner.store;
         self.on_window(board, window, |b, w| async move {
-            store.top(&b, w, now, offset, limit).await
+            store.top(&b, w, now, range, offset, limit).await
         })
         .await
     }
 
-    /// The member's total and competition rank in `window`; `None` when it has no
-    /// positive total there.
+    /// The member's total, competition rank and percentile (the share of ranked
+    /// members strictly below it) in `window`; `None` when it has no positive total
+    /// there.
     pub async fn score(
         &self,
         board: &str,
@@ -45,6 +62,26 @@ impl Rollboard {
         let member = &member;
         self.on_window(board, window, |b, w| async move {
             store.standing(&b, w, now, member).await
+        })
+        .await
+    }
+
+    /// The total and competition rank of each of `members` (1 to 1000; a user's
+    /// friends) in `window`, in the order asked, read at one instant: one entry per
+    /// member asked (duplicates too), `score` 0 and `rank` `None` for a member without
+    /// a positive total.
+    pub async fn ranks<S: AsRef<str>>(
+        &self,
+        board: &str,
+        members: &[S],
+        window: Option<Span>,
+    ) -> Result<Ranks> {
+        let members = parse_ranks_members(members)?;
+        let now = self.now();
+        let store = &self.inner.store;
+        let members = &members;
+        self.on_window(board, window, |b, w| async move {
+            store.ranks(&b, w, now, members).await
         })
         .await
     }

@@ -14,7 +14,7 @@ use crate::board::{Board, BoardStatus, Created};
 use crate::domain::RecomputeReport;
 use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
-use crate::domain::{History, Standing, TopPage};
+use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{RetireOptions, RetireReport};
 use crate::error::Result;
 
@@ -130,12 +130,15 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
         key: &WriteKey,
     ) -> Result<Keyed>;
 
-    /// A page of window `window` (an index into the board's windows).
+    /// A page of window `window` (an index into the board's windows): the ranking's
+    /// members whose totals are in `range`, from the `offset`-th of them; ranks are
+    /// ranks in the whole ranking.
     async fn top(
         &self,
         board: &Board,
         window: usize,
         now: Timestamp,
+        range: ScoreRange,
         offset: u64,
         limit: u64,
     ) -> Result<TopPage>;
@@ -148,6 +151,16 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
         now: Timestamp,
         member: &Member,
     ) -> Result<Option<Standing>>;
+
+    /// The score and rank of each of `members` (in order, duplicates kept), read in one
+    /// step: score 0 and no rank for a member without a positive total.
+    async fn ranks(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        members: &[Member],
+    ) -> Result<Ranks>;
 
     /// Up to `n` entries on each side of `member`, `None` without a positive total.
     async fn around(

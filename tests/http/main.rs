@@ -12,6 +12,8 @@ mod mounted;
 mod ops;
 #[path = "../common/proxy.rs"]
 mod proxy;
+mod ranges;
+mod ranks;
 mod rates;
 mod recompute;
 mod redis_memory;

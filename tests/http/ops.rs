@@ -41,6 +41,8 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "POST /v1/boards/{board}/events",
         "POST /v1/boards/{board}/recompute",
         "GET /v1/boards/{board}/top",
+        "GET /v1/boards/{board}/ranks",
+        "POST /v1/boards/{board}/ranks",
         "GET /v1/boards/{board}/members/{member}",
         "DELETE /v1/boards/{board}/members/{member}",
         "GET /v1/boards/{board}/members/{member}/around",
@@ -93,6 +95,9 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "ErrorBody",
         "EventsResponse",
         "ConfigBody",
+        "Ranks",
+        "MemberRank",
+        "RanksBody",
     ] {
         assert!(schemas.contains_key(name), "schema {name} missing");
     }

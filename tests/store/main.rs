@@ -8,11 +8,13 @@ mod faults;
 mod history_under_retirement;
 mod idempotency;
 mod lifecycle;
+mod member_ranks;
 mod memory_limits;
 mod oracle;
 mod property;
 #[path = "../common/proxy.rs"]
 mod proxy;
+mod ranges;
 mod rates;
 mod rates_property;
 mod redis_layout;

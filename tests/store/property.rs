@@ -43,6 +43,49 @@ enum Op {
     Remove {
         m: usize,
     },
+    /// Every member and one never written, in one ranks read.
+    Ranks {
+        window: usize,
+    },
+    /// A page of the totals in `min..=min + span`.
+    Range {
+        window: usize,
+        min: i64,
+        span: i64,
+        offset: u64,
+    },
+}
+
+/// The oracle's answer to a ranks read of `members`: `(member, score, rank)`.
+fn oracle_ranks(ranking: &[(String, i64)], members: &[&str]) -> Vec<(String, i64, Option<u64>)> {
+    members
+        .iter()
+        .map(|m| match ranking.iter().find(|(r, _)| r == m) {
+            Some((_, s)) => {
+                let higher = ranking.iter().filter(|(_, o)| o > s).count() as u64;
+                (m.to_string(), *s, Some(higher + 1))
+            }
+            None => (m.to_string(), 0, None),
+        })
+        .collect()
+}
+
+/// The oracle's page of the totals in `min..=max` from `offset`: `(rank, member, score)`.
+fn oracle_range(
+    ranking: &[(String, i64)],
+    min: i64,
+    max: i64,
+    offset: u64,
+) -> Vec<(u64, String, i64)> {
+    ranking
+        .iter()
+        .filter(|(_, s)| (min..=max).contains(s))
+        .skip(offset as usize)
+        .map(|(m, s)| {
+            let higher = ranking.iter().filter(|(_, o)| o > s).count() as u64;
+            (higher + 1, m.clone(), *s)
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +122,9 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             1 => (0..MEMBERS.len(), 0..n).prop_map(|(m, window)| Op::Score { m, window }),
             1 => (0..MEMBERS.len(), 0..n, 0u64..3).prop_map(|(m, window, n)| Op::Around { m, window, n }),
             1 => (0..MEMBERS.len()).prop_map(|m| Op::Remove { m }),
+            1 => (0..n).prop_map(|window| Op::Ranks { window }),
+            1 => (0..n, -2i64..=8, 0i64..=5, 0u64..3)
+                .prop_map(|(window, min, span, offset)| Op::Range { window, min, span, offset }),
         ];
         (proptest::collection::vec(op, 1..60), any::<bool>()).prop_map(move |(ops, past_bound)| {
             Scenario {
@@ -187,6 +233,50 @@ async fn run(redis: &TestRedis, store: Arc<RedisStore>, s: Scenario) -> Result<(
                 let b = on_redis.around(&name, MEMBERS[*m], w, *n).await.unwrap();
                 prop_assert_eq!(a, b);
             }
+            Op::Ranks { window } => {
+                let w = Some(windows[*window]);
+                let asked = [&MEMBERS[..], &["zed"]].concat();
+                let a = memory.ranks(&name, &asked, w).await.unwrap();
+                let b = on_redis.ranks(&name, &asked, w).await.unwrap();
+                prop_assert_eq!(&a, &b);
+                if a.from == config.window_start(*window, now) {
+                    let got: Vec<(String, i64, Option<u64>)> = a
+                        .entries
+                        .iter()
+                        .map(|e| (e.member.clone(), e.score, e.rank))
+                        .collect();
+                    let expected = oracle_ranks(&oracle.ranking(*window, now), &asked);
+                    prop_assert_eq!(got, expected, "exact ranks, window {}", window);
+                }
+            }
+            Op::Range {
+                window,
+                min,
+                span,
+                offset,
+            } => {
+                let w = Some(windows[*window]);
+                let range = rollboard::ScoreRange::new(Some(*min), Some(min + span)).unwrap();
+                let a = memory
+                    .top_in_range(&name, w, range, *offset, 1000)
+                    .await
+                    .unwrap();
+                let b = on_redis
+                    .top_in_range(&name, w, range, *offset, 1000)
+                    .await
+                    .unwrap();
+                prop_assert_eq!(&a, &b);
+                if a.from == config.window_start(*window, now) {
+                    let got: Vec<(u64, String, i64)> = a
+                        .entries
+                        .iter()
+                        .map(|e| (e.rank, e.member.clone(), e.score))
+                        .collect();
+                    let ranking = oracle.ranking(*window, now);
+                    let expected = oracle_range(&ranking, *min, min + span, *offset);
+                    prop_assert_eq!(got, expected, "exact range, window {}", window);
+                }
+            }
             Op::Remove { m } => {
                 let a = memory.remove_member(&name, MEMBERS[*m]).await.unwrap();
                 let b = on_redis.remove_member(&name, MEMBERS[*m]).await.unwrap();
@@ -205,7 +295,23 @@ async fn run(redis: &TestRedis, store: Arc<RedisStore>, s: Scenario) -> Result<(
         let b = on_redis.top(&name, Some(*w), 0, 1000).await.unwrap();
         prop_assert_eq!(&a, &b);
         prop_assert_eq!(a.from, config.window_start(j, now));
-        prop_assert_eq!(ranking(&a), oracle.ranking(j, now), "final, window {}", j);
+        let expected = oracle.ranking(j, now);
+        prop_assert_eq!(ranking(&a), expected.clone(), "final, window {}", j);
+        // Percentiles: the share of ranked members strictly below, on both stores.
+        for (m, s) in &expected {
+            let below = expected.iter().filter(|(_, o)| o < s).count() as f64;
+            let want = below / expected.len() as f64;
+            for rb in both {
+                let standing = rb.score(&name, m, Some(*w)).await.unwrap().unwrap();
+                prop_assert_eq!(
+                    standing.percentile,
+                    want,
+                    "percentile of {} in window {}",
+                    m,
+                    j
+                );
+            }
+        }
         for m in MEMBERS {
             let history = memory.history(&name, m).await.unwrap();
             prop_assert_eq!(&history, &on_redis.history(&name, m).await.unwrap());

@@ -14,8 +14,8 @@ use crate::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::RecomputeReport;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
-use crate::domain::{Entry, History, Point, Standing, TopPage};
-use crate::domain::{MAX_ABS, Member, Timestamp};
+use crate::domain::{Entry, History, MemberRank, Point, Ranks, Standing, TopPage};
+use crate::domain::{MAX_ABS, Member, ScoreRange, Timestamp, percentile};
 use crate::store::{
     Keyed, SlotWrite, WindowState, WriteKey, WriteStatus, behind, complete_from, coverage,
 };
@@ -248,8 +248,23 @@ impl MemBoard {
         }
     }
 
-    pub fn top(&self, window: usize, now: Timestamp, offset: u64, limit: u64) -> TopPage {
-        self.page(window, now, self.totals[window].page(offset, limit))
+    pub fn top(
+        &self,
+        window: usize,
+        now: Timestamp,
+        range: ScoreRange,
+        offset: u64,
+        limit: u64,
+    ) -> TopPage {
+        let totals = &self.totals[window];
+        if range == ScoreRange::ALL {
+            // The ranking is every positive total: no need to count the range.
+            return self.page(window, now, totals.page(offset, limit));
+        }
+        let above = totals.count_between(range.max().saturating_add(1), MAX_ABS);
+        let inside = totals.count_between(range.min(), range.max());
+        let limit = limit.min(inside.saturating_sub(offset));
+        self.page(window, now, totals.page(above + offset, limit))
     }
 
     pub fn standing(&self, window: usize, now: Timestamp, member: &Member) -> Option<Standing> {
@@ -261,12 +276,42 @@ impl MemBoard {
             member: member.to_string(),
             score,
             rank: totals.rank_of(score),
+            percentile: percentile(totals.count_between(1, score - 1), totals.ranked()),
             window: self.board.config.windows()[window],
             from,
             to,
             behind,
             lag_ms,
         })
+    }
+
+    pub fn ranks(&self, window: usize, now: Timestamp, members: &[Member]) -> Ranks {
+        let totals = &self.totals[window];
+        let entries = members
+            .iter()
+            .map(|m| match totals.get(m.as_str()).filter(|s| *s > 0) {
+                Some(score) => MemberRank {
+                    member: m.to_string(),
+                    score,
+                    rank: Some(totals.rank_of(score)),
+                },
+                None => MemberRank {
+                    member: m.to_string(),
+                    score: 0,
+                    rank: None,
+                },
+            })
+            .collect();
+        let page = self.page(window, now, Vec::new());
+        Ranks {
+            board: page.board,
+            window: page.window,
+            from: page.from,
+            to: page.to,
+            behind: page.behind,
+            lag_ms: page.lag_ms,
+            entries,
+        }
     }
 
     pub fn around(
@@ -329,6 +374,7 @@ impl MemBoard {
                 WindowStatus {
                     window: config.windows()[j],
                     members: self.totals[j].len() as u64,
+                    ranked: self.totals[j].ranked(),
                     from,
                     to,
                     retired_through: self.retired[j],

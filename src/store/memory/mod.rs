@@ -24,7 +24,7 @@ use crate::board::{Board, BoardStatus, Created};
 use crate::domain::RecomputeReport;
 use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
-use crate::domain::{History, Standing, TopPage};
+use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{RetireOptions, RetireReport};
 use crate::error::{Error, Result};
 use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus, new_version};
@@ -183,10 +183,11 @@ impl Store for MemoryStore {
         board: &Board,
         window: usize,
         now: Timestamp,
+        range: ScoreRange,
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
-        self.with_board(board, |b| b.top(window, now, offset, limit))
+        self.with_board(board, |b| b.top(window, now, range, offset, limit))
     }
 
     async fn standing(
@@ -197,6 +198,16 @@ impl Store for MemoryStore {
         member: &Member,
     ) -> Result<Option<Standing>> {
         self.with_board(board, |b| b.standing(window, now, member))
+    }
+
+    async fn ranks(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        members: &[Member],
+    ) -> Result<Ranks> {
+        self.with_board(board, |b| b.ranks(window, now, members))
     }
 
     async fn around(

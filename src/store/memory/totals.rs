@@ -12,6 +12,8 @@ pub(super) struct Totals {
     scores: HashMap<String, i64>,
     /// The same entries as `scores`, in ranking order.
     order: BTreeSet<(Reverse<i64>, String)>,
+    /// How many totals are positive (ranked).
+    positive: u64,
 }
 
 impl Totals {
@@ -32,6 +34,8 @@ impl Totals {
             self.order.remove(&(Reverse(old), member.to_owned()));
         }
         let new = old.unwrap_or(0) + delta;
+        self.positive -= u64::from(old.is_some_and(|o| o > 0));
+        self.positive += u64::from(new > 0);
         if new == 0 {
             self.scores.remove(member);
         } else {
@@ -39,6 +43,24 @@ impl Totals {
             self.order.insert((Reverse(new), member.to_owned()));
         }
         new
+    }
+
+    /// Members with a positive total.
+    pub fn ranked(&self) -> u64 {
+        self.positive
+    }
+
+    /// Members whose total is in `min..=max` (0 when `max < min`).
+    pub fn count_between(&self, min: i64, max: i64) -> u64 {
+        if max < min {
+            return 0;
+        }
+        let end = match min.checked_sub(1) {
+            Some(below) => std::ops::Bound::Excluded((Reverse(below), String::new())),
+            None => std::ops::Bound::Unbounded,
+        };
+        let start = std::ops::Bound::Included((Reverse(max), String::new()));
+        self.order.range((start, end)).count() as u64
     }
 
     /// Competition rank of `score`: 1 + the number of members with a higher total.
@@ -100,6 +122,11 @@ mod tests {
         assert_eq!(t.page(2, 1)[0].rank, 2);
         assert_eq!(t.rank_of(5), 2);
         assert_eq!(t.position("b", 5), 2);
+        assert_eq!(t.ranked(), 4);
+        assert_eq!(t.count_between(3, 5), 3);
+        assert_eq!(t.count_between(6, 7), 1);
+        assert_eq!(t.count_between(i64::MIN, 0), 1);
+        assert_eq!(t.count_between(5, 4), 0);
     }
 
     #[test]

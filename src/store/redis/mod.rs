@@ -196,10 +196,11 @@ impl Store for RedisStore {
         board: &Board,
         window: usize,
         now: Timestamp,
+        range: crate::domain::ScoreRange,
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
-        read::top(&self.conn, board, window, now, offset, limit).await
+        read::top(&self.conn, board, window, now, range, offset, limit).await
     }
 
     async fn standing(
@@ -210,6 +211,16 @@ impl Store for RedisStore {
         member: &Member,
     ) -> Result<Option<Standing>> {
         read::standing(&self.conn, board, window, now, member).await
+    }
+
+    async fn ranks(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        members: &[Member],
+    ) -> Result<crate::domain::Ranks> {
+        read::ranks(&self.conn, board, window, now, members).await
     }
 
     async fn around(

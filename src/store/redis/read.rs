@@ -9,8 +9,8 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, opt_int, parse_integer, string};
 use crate::board::{Board, BoardStatus, WindowStatus, to_datetime};
-use crate::domain::{Entry, History, Point, Standing, TopPage};
-use crate::domain::{Member, Timestamp};
+use crate::domain::{Entry, History, MemberRank, Point, Ranks, Standing, TopPage};
+use crate::domain::{Member, ScoreRange, Timestamp, percentile};
 use crate::error::{Error, Result};
 use crate::store::{WindowState, behind, complete_from, coverage};
 
@@ -27,8 +27,7 @@ async fn read_ranking(
     window: usize,
     now: Timestamp,
     mode: &str,
-    arg: &str,
-    count: u64,
+    args: &[&str],
 ) -> Result<RankingReply> {
     let windows = board.config.windows();
     let mut invocation = conn.scripts().read_ranking.key(keys::record(&board.name));
@@ -38,8 +37,7 @@ async fn read_ranking(
         .arg(board.version)
         .arg(windows[window].seconds())
         .arg(mode)
-        .arg(arg)
-        .arg(count);
+        .arg(args);
     let reply: Value = conn
         .script(&invocation, &board.name, Retry::Idempotent)
         .await?;
@@ -82,10 +80,17 @@ pub(super) async fn top(
     board: &Board,
     window: usize,
     now: Timestamp,
+    range: ScoreRange,
     offset: u64,
     limit: u64,
 ) -> Result<TopPage> {
-    let r = read_ranking(conn, board, window, now, "top", &offset.to_string(), limit).await?;
+    let args = [offset, limit].map(|n| n.to_string());
+    let bounds = [range.min(), range.max()].map(|n| n.to_string());
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    if range != ScoreRange::ALL {
+        args.extend(bounds.iter().map(String::as_str));
+    }
+    let r = read_ranking(conn, board, window, now, "top", &args).await?;
     let (behind, lag_ms) = behind(&board.config, window, now, r.from);
     Ok(TopPage {
         board: board.name.clone(),
@@ -105,8 +110,8 @@ pub(super) async fn standing(
     now: Timestamp,
     member: &Member,
 ) -> Result<Option<Standing>> {
-    let r = read_ranking(conn, board, window, now, "member", member.as_str(), 0).await?;
-    let [score, rank] = r.rest.as_slice() else {
+    let r = read_ranking(conn, board, window, now, "member", &[member.as_str()]).await?;
+    let [score, rank, below, ranked] = r.rest.as_slice() else {
         return Ok(None);
     };
     let (behind, lag_ms) = behind(&board.config, window, now, r.from);
@@ -114,12 +119,61 @@ pub(super) async fn standing(
         member: member.to_string(),
         score: score_of(score)?,
         rank: int(rank, "rank")? as u64,
+        percentile: percentile(int(below, "below")? as u64, int(ranked, "ranked")? as u64),
         window: board.config.windows()[window],
         from: r.from,
         to: r.to,
         behind,
         lag_ms,
     }))
+}
+
+/// The ranks of `members` in one `read_ranking.lua` call (one round trip, O(k log N)).
+pub(super) async fn ranks(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    now: Timestamp,
+    members: &[Member],
+) -> Result<Ranks> {
+    let args: Vec<&str> = ["", ""]
+        .into_iter()
+        .chain(members.iter().map(Member::as_str))
+        .collect();
+    let r = read_ranking(conn, board, window, now, "ranks", &args).await?;
+    if r.rest.len() != 2 * members.len() {
+        return Err(Error::Store(format!(
+            "read_ranking answered {} values for {} members",
+            r.rest.len(),
+            members.len()
+        )));
+    }
+    let entries = members
+        .iter()
+        .zip(r.rest.chunks(2))
+        .map(|(member, pair)| {
+            let (score, rank) = match pair {
+                [Value::Nil, _] => (0, None),
+                [score, rank] => (score_of(score)?, Some(int(rank, "rank")? as u64)),
+                _ => unreachable!("chunks of a slice of even length are pairs"),
+            };
+            Ok(MemberRank {
+                member: member.to_string(),
+                score,
+                rank,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let (behind, lag_ms) = behind(&board.config, window, now, r.from);
+    Ok(Ranks {
+        board: board.name.clone(),
+        window: board.config.windows()[window],
+        from: r.from,
+        to: r.to,
+        behind,
+        lag_ms,
+        entries,
+    })
 }
 
 pub(super) async fn around(
@@ -130,7 +184,15 @@ pub(super) async fn around(
     member: &Member,
     n: u64,
 ) -> Result<Option<TopPage>> {
-    let r = read_ranking(conn, board, window, now, "around", member.as_str(), n).await?;
+    let r = read_ranking(
+        conn,
+        board,
+        window,
+        now,
+        "around",
+        &[member.as_str(), &n.to_string()],
+    )
+    .await?;
     if r.rest.is_empty() {
         return Ok(None);
     }
@@ -309,7 +371,9 @@ pub(super) async fn describe(
             .arg(format!("done:{w}"))
             .arg(format!("since:{w}"))
             .arg(format!("building:{w}"));
-        pipe.cmd("ZCARD").arg(keys::totals(&board.name, windows, j));
+        let totals = keys::totals(&board.name, windows, j);
+        pipe.cmd("ZCARD").arg(&totals);
+        pipe.cmd("ZCOUNT").arg(&totals).arg("(0").arg("+inf");
     }
     let reply: Vec<Value> = conn
         .query_pipe(&pipe, Some(&board.name), Retry::Idempotent)
@@ -325,7 +389,7 @@ pub(super) async fn describe(
 
     let mut per_window = Vec::with_capacity(windows.len());
     for j in 0..windows.len() {
-        let marks = array(reply[3 + 2 * j].clone(), "window fields")?;
+        let marks = array(reply[3 + 3 * j].clone(), "window fields")?;
         let [done, since, building] = marks.as_slice() else {
             return Err(Error::Store(
                 "the board record answered a partial window".into(),
@@ -336,7 +400,8 @@ pub(super) async fn describe(
             since: opt_int(since, "since")?,
             building: *building != Value::Nil,
         };
-        let members = int(&reply[4 + 2 * j], "members")? as u64;
+        let members = int(&reply[4 + 3 * j], "members")? as u64;
+        let ranked = int(&reply[5 + 3 * j], "ranked")? as u64;
         let pending: Vec<i64> = conn
             .query(
                 redis::cmd("ZRANGEBYSCORE")
@@ -354,6 +419,7 @@ pub(super) async fn describe(
         per_window.push(WindowStatus {
             window: windows[j],
             members,
+            ranked,
             from,
             to,
             retired_through,

@@ -6,9 +6,13 @@
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the window, seconds (field done:<W>)
--- ARGV[3]  mode: 'top', 'member' or 'around'
--- ARGV[4]  top: offset;  member, around: the member
--- ARGV[5]  top: limit;   around: n, entries on each side;  member: unused
+-- ARGV[3]  mode: 'top', 'member', 'around' or 'ranks'
+-- ARGV[4]  top: offset;  member, around: the member;  ranks: unused
+-- ARGV[5]  top: limit;   around: n, entries on each side;  member, ranks: unused
+-- ARGV[6]  top, optional: the lowest total of a score range (at least 1), with
+-- ARGV[7]  the highest (both inclusive): the page is of the members in the range,
+--          offset and limit counted inside it, ranks still ranks in the whole ranking
+-- ARGV[6…] ranks: the members asked for (1 to 1000), in order, duplicates kept
 --
 -- The ranking holds members with a positive total, highest first; equal totals are
 -- ordered by member ascending. Ranks are competition ranks: 1 + the number of members
@@ -23,7 +27,11 @@
 -- done:<W>, the newest live slot, and the window's since:<W> and building:<W> marks (see
 -- extend_board.lua; false when absent), from which the caller computes the slots covered;
 -- then for 'top' and 'around' triples rank, member, score (score as Redis prints it);
--- for 'member' score and rank, or nothing when the member has no positive total.
+-- for 'member' score, rank, the number of ranked members strictly below it and the
+-- number of ranked members (for its percentile), or nothing when the member has no
+-- positive total;
+-- for 'ranks' a pair score, rank per member asked (false, false without a positive
+-- total), each O(log N).
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local board, index, totals = KEYS[1], KEYS[2], KEYS[3]
@@ -72,7 +80,30 @@ end
 
 local mode = ARGV[3]
 if mode == 'top' then
-  page(tonumber(ARGV[4]), tonumber(ARGV[5]))
+  local offset, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
+  if ARGV[6] then
+    -- A score range [min, max] is a run of consecutive ranking positions: it starts
+    -- after the members above max; both counts are O(log N).
+    local min, max = ARGV[6], ARGV[7]
+    local inside = redis.call('ZCOUNT', totals, min, max)
+    limit = math.min(limit, inside - offset)
+    offset = offset + redis.call('ZCOUNT', totals, '(' .. max, '+inf')
+  end
+  page(offset, limit)
+  return reply
+end
+
+if mode == 'ranks' then
+  for k = 6, #ARGV do
+    local score = redis.call('ZSCORE', totals, ARGV[k])
+    if score and tonumber(score) > 0 then
+      reply[#reply + 1] = score
+      reply[#reply + 1] = redis.call('ZCOUNT', totals, '(' .. score, '+inf') + 1
+    else
+      reply[#reply + 1] = false
+      reply[#reply + 1] = false
+    end
+  end
   return reply
 end
 
@@ -85,6 +116,8 @@ local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
 if mode == 'member' then
   reply[5] = score
   reply[6] = greater + 1
+  reply[7] = redis.call('ZCOUNT', totals, '(0', '(' .. score)
+  reply[8] = redis.call('ZCOUNT', totals, '(0', '+inf')
   return reply
 end
 
