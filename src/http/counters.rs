@@ -72,18 +72,17 @@ pub struct Samples {
 /// durations), or `{"precisions": null}` to go back to the global ones.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ConfigBody {
+pub struct PrecisionsBody {
     /// 1 to 16 distinct precisions, each in seconds (`5`) or as a duration (`"5m"`).
-    #[schema(value_type = Option<Vec<String>>)]
     pub precisions: Option<Vec<PrecisionIn>>,
 }
 
 /// A precision as sent: seconds or a duration.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum PrecisionIn {
     /// Whole seconds.
-    Seconds(u64),
+    Seconds(#[serde(deserialize_with = "json_int::u64")] u64),
     /// A duration, `"5m"`.
     Text(String),
 }
@@ -141,12 +140,12 @@ pub async fn post_count(
 #[utoipa::path(
     put, path = "/v1/counters/{name}", tag = "counters",
     params(("name" = String, Path)),
-    request_body = ConfigBody,
+    request_body = PrecisionsBody,
     responses(
-        (status = 200, body = CounterConfig),
-        (status = 400, description = "Malformed body", body = ErrorBody),
-        (status = 422, description = "Bad name or precisions", body = ErrorBody),
-        (status = 503, description = "Store unavailable", body = ErrorBody),
+        (status = 200, description = "The precisions the counter counts at from now on", body = CounterConfig),
+        (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
+        (status = 422, description = "`invalid_counter_name`, `invalid_span` (a precision), `invalid_config` (none, too many, or repeated)", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -154,7 +153,7 @@ pub async fn put_config(
     _: AdminAccess,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
-    ApiJson(body): ApiJson<ConfigBody>,
+    ApiJson(body): ApiJson<PrecisionsBody>,
 ) -> ApiResult<Json<CounterConfig>> {
     let precisions = body
         .precisions

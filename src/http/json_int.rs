@@ -10,7 +10,9 @@ use serde_json::Number;
 pub fn to_i64(n: &Number) -> Option<i64> {
     n.as_i64().or_else(|| {
         n.as_f64()
-            .filter(|f| f.fract() == 0.0 && *f >= i64::MIN as f64 && *f < i64::MAX as f64)
+            // Strictly inside: an integer just beyond i64 rounds to ±2^63 as a double
+            // (and -2^63 itself was read by `as_i64`).
+            .filter(|f| f.fract() == 0.0 && *f > i64::MIN as f64 && *f < i64::MAX as f64)
             .map(|f| f as i64)
     })
 }
@@ -97,6 +99,10 @@ mod tests {
             (
                 r#"{"limit": 1e300}"#,
                 "expected a non-negative integer, got 1e+300",
+            ),
+            (
+                r#"{"delta": -9223372036854775809, "limit": 1}"#,
+                "expected an integer, got -9.223372036854776e+18",
             ),
             (r#"{"limit": "1"}"#, "invalid type: string"),
         ] {

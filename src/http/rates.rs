@@ -54,11 +54,15 @@ pub struct HitsBody {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BatchHit {
-    /// The rate key.
+    // No bounds in the schema: a hit out of bounds is reported in `rejected` by its
+    // index and the others are counted, as for the events of a batch.
+    /// The rate key: 1–256 bytes of UTF-8 (else rejected: `invalid_rate_key`).
     pub key: String,
-    /// How many hits, 1 to 2^32 − 1 (default 1).
-    pub count: Option<u64>,
-    /// When, unix seconds (default now).
+    /// How many hits, 1 to 2^32 − 1 (default 1; else rejected: `invalid_delta`).
+    #[serde(default, deserialize_with = "json_int::opt_i64")]
+    pub count: Option<i64>,
+    /// When, unix seconds (default now; else rejected: `invalid_time`, `too_late`,
+    /// `in_future`).
     pub at: Option<f64>,
 }
 
@@ -165,10 +169,10 @@ pub async fn post_hit(
     post, path = "/v1/rates", tag = "rates",
     request_body = HitsBody,
     responses(
-        (status = 200, body = HitsResponse),
-        (status = 400, description = "Malformed body", body = ErrorBody),
-        (status = 413, description = "Body too large or more hits than the batch limit", body = ErrorBody),
-        (status = 503, description = "Store unavailable", body = ErrorBody),
+        (status = 200, description = "Counted: the accepted hits, and the rejected ones by index with the reason", body = HitsResponse),
+        (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
+        (status = 403, description = "`forbidden`", body = ErrorBody),
+        (status = 413, description = "`body_too_large`, or `batch_too_large`: more hits than `max_batch`", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -191,7 +195,9 @@ pub async fn post_hits(
     for (index, hit) in body.hits.into_iter().enumerate() {
         match hit.at.map(Timestamp::from_unix_seconds_f64).transpose() {
             Ok(at) => {
-                valid.push((hit.key, hit.count.unwrap_or(1), at));
+                // Below 1 is refused by the library like 0 (`invalid_delta`).
+                let count = hit.count.map_or(1, |c| u64::try_from(c).unwrap_or(0));
+                valid.push((hit.key, count, at));
                 index_of.push(index);
             }
             Err(e) => rejected.push(RejectedHit {

@@ -116,6 +116,8 @@ async fn a_batch_of_hits_counts_each_and_rejects_each_bad_one_by_index() {
         {"key": a, "at": START as f64 + 3_600.0},
         {"key": a, "at": -1.0},
         {"key": b, "count": 3, "at": START as f64 - 90.0},
+        {"key": a, "count": -2},
+        {"key": b, "count": 4_294_967_296_u64},
     ]});
     let reply = app.post("/v1/rates", body).await;
     assert_eq!(reply.status, StatusCode::OK);
@@ -134,6 +136,8 @@ async fn a_batch_of_hits_counts_each_and_rejects_each_bad_one_by_index() {
         (4, "invalid_rate_key"),
         (5, "in_future"),
         (6, "invalid_time"),
+        (8, "invalid_delta"),
+        (9, "invalid_delta"),
     ];
     let want: Vec<(u64, String)> = want.iter().map(|(i, c)| (*i, c.to_string())).collect();
     assert_eq!((reply.body["accepted"].clone(), codes), (json!(3), want));

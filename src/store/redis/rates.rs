@@ -1,7 +1,8 @@
 //! Rate windows in Redis: one string per key (`rate_{<key>}_<tiers>`, see `keys.rs`)
 //! holding the packed time ring of [`crate::rates::ring`]. Hits go in batches: grouped
-//! by key, each key's hits are one call of `rate_hits.lua` (at most [`CELLS_PER_CALL`]
-//! counters' worth), and the calls of every key go out in one pipeline. A check is one
+//! by key (at most [`CELLS_PER_CALL`] counters' worth of one key in one call), the
+//! groups of many keys share one call of `rate_hits.lua` (at most [`HITS_PER_CALL`]
+//! hits, so that no call holds Redis long), and the calls go out in one pipeline. A check is one
 //! call of `rate_hit.lua`; reads are one `GET`, counted here by the same code as the
 //! memory store's.
 //!
@@ -26,6 +27,10 @@ use crate::store::rates::{RateHit, RateStore};
 /// The most counters (hits × tiers) one call of `rate_hits.lua` is given, so that its
 /// one `BITFIELD` stays far inside what a Lua call can pass (8,000 arguments).
 const CELLS_PER_CALL: usize = 1024;
+
+/// The most hits one call of `rate_hits.lua` plays, over all its keys: about 1 ms of
+/// Redis time. A call's fixed cost (about 10 µs) is shared by its keys.
+const HITS_PER_CALL: usize = 512;
 
 /// A check: one call of `rate_hit.lua` with the window and the limit.
 async fn check_call(
@@ -69,6 +74,23 @@ fn group_by_key(hits: &[RateHit], per_call: usize) -> Vec<Vec<usize>> {
                 calls.push(vec![i]);
             }
         }
+    }
+    calls
+}
+
+/// The calls of a batch: each call a list of key groups from [`group_by_key`], with at
+/// most `per_call` hits in all. A key's groups stay in order (a later group goes in the
+/// same call or a later one).
+fn pack_calls(groups: Vec<Vec<usize>>, per_call: usize) -> Vec<Vec<Vec<usize>>> {
+    let mut calls: Vec<Vec<Vec<usize>>> = Vec::new();
+    let mut size = 0;
+    for group in groups {
+        if calls.is_empty() || size + group.len() > per_call {
+            calls.push(Vec::new());
+            size = 0;
+        }
+        size += group.len();
+        calls.last_mut().expect("a call was opened").push(group);
     }
     calls
 }
@@ -127,23 +149,25 @@ impl RateStore for RedisStore {
         now: Timestamp,
         hits: &[RateHit],
     ) -> Result<Vec<Result<usize>>> {
-        let per_call = (CELLS_PER_CALL / tiers.tiers().len()).max(1);
-        let calls = group_by_key(hits, per_call);
+        let per_key = (CELLS_PER_CALL / tiers.tiers().len()).max(1);
+        let calls = pack_calls(group_by_key(hits, per_key), HITS_PER_CALL);
         let script = &self.conn.scripts().rate_hits;
         let invocations: Vec<Cmd> = calls
             .iter()
             .map(|call| {
-                let key = &hits[call[0]].key;
                 let mut cmd = redis::cmd("EVALSHA");
-                cmd.arg(script.get_hash())
-                    .arg(1)
-                    .arg(keys::rate(key, tiers))
-                    .arg(now.unix_millis())
-                    .arg(tiers.tiers().len());
+                cmd.arg(script.get_hash()).arg(call.len());
+                for group in call {
+                    cmd.arg(keys::rate(&hits[group[0]].key, tiers));
+                }
+                cmd.arg(now.unix_millis()).arg(tiers.tiers().len());
                 for tier in tiers.tiers() {
                     cmd.arg(tier.slot_ms()).arg(tier.slots);
                 }
-                for &i in call {
+                for group in call {
+                    cmd.arg(group.len());
+                }
+                for &i in call.iter().flatten() {
                     cmd.arg(hits[i].at.unix_millis()).arg(hits[i].count);
                 }
                 cmd
@@ -152,21 +176,20 @@ impl RateStore for RedisStore {
         let replies = run_pipelined(&self.conn, &invocations).await?;
         let mut statuses: Vec<Option<Result<usize>>> = (0..hits.len()).map(|_| None).collect();
         for (call, reply) in calls.iter().zip(replies) {
-            let key = &hits[call[0]].key;
+            let played = call.iter().map(Vec::len).sum::<usize>();
             let reply = match reply {
-                Ok(values) if values.len() == call.len() => Ok(values),
+                Ok(values) if values.len() == played => Ok(values),
                 Ok(values) => Err(Error::Store(format!(
-                    "rate_hits.lua answered {} statuses for {} hits",
+                    "rate_hits.lua answered {} statuses for {played} hits",
                     values.len(),
-                    call.len()
                 ))),
                 Err(e) => Err(store_error(e, None)),
             };
-            for (k, &i) in call.iter().enumerate() {
+            for (k, &i) in call.iter().flatten().enumerate() {
                 statuses[i] = Some(match &reply {
                     Ok(values) if values[k] >= 0 => Ok(values[k] as usize),
                     Ok(_) => Err(Error::RateOverflow {
-                        key: key.to_string(),
+                        key: hits[i].key.to_string(),
                     }),
                     Err(e) => Err(e.clone()),
                 });

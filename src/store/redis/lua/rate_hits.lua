@@ -1,9 +1,11 @@
--- rate_hits.lua: counts a batch of hits of one rate key in its time ring, hit by hit in
--- the order given, with the rules of src/rates/ring.rs (as rate_hit.lua, which keeps
--- checks), but with O(1) Redis commands per call instead of per hit: one GETRANGE reads
--- the heads, the hits are played in Lua on a sparse view of the ring, and one BITFIELD
--- writes the result (a head's SET, the clears of the slots a head passed, one op per
--- counter touched). A head that passes more than SHORT slots is cleared by SETRANGE.
+-- rate_hits.lua: counts batches of hits of one or more rate keys, each key's hits in its
+-- time ring hit by hit in the order given, with the rules of src/rates/ring.rs (as
+-- rate_hit.lua, which keeps checks), but with O(1) Redis commands per key instead of
+-- per hit: one GETRANGE reads the heads, the hits are played in Lua on a sparse view of
+-- the ring, and one BITFIELD writes the result (a head's SET, the clears of the slots a
+-- head passed, one op per counter touched). A head that passes more than SHORT slots is
+-- cleared by SETRANGE. Keys are played one after the other; one call carries many keys
+-- so that its fixed cost is shared (on a Cluster, keys of one hash slot only).
 --
 -- Counters the batch only adds to (slots the heads already held) are not read: their
 -- INCRBYs run first, under OVERFLOW FAIL. Should one fail (a counter would pass
@@ -11,18 +13,20 @@
 -- hits are played again one at a time, each reading its counters first, so an
 -- overflowing hit changes nothing and the others count, exactly as one by one.
 --
--- KEYS[1]  the rate key (rate_{<key>}_<tiers>)
+-- KEYS[1 .. K]  the rate keys (rate_{<key>}_<tiers>)
 -- ARGV[1]  now, unix ms            ARGV[2]  T, the number of tiers
--- ARGV[3 .. 2+2T]  per tier: slot length (ms), slots
--- ARGV[3+2T ..]    per hit: its time (unix ms), its count (1 .. 2^32-1)
+-- ARGV[3 .. 2+2T]        per tier: slot length (ms), slots
+-- ARGV[3+2T .. 2+2T+K]   per key: how many of the hits below are its (they follow in
+--                        key order)
+-- ARGV[3+2T+K ..]        per hit: its time (unix ms), its count (1 .. 2^32-1)
 --
 -- The key expires when its newest slot leaves its longest tier (it then holds nothing),
 -- set when that moment moves.
 --
--- Returns per hit, in order: the tiers that counted it (0: too late for every tier), or
+-- Returns per hit, in the order given: the tiers that counted it (0: too late for every tier), or
 -- -1 when a counter would pass 2^32 - 1; either way such a hit changed nothing.
 
-local key = KEYS[1]
+local key -- the key being played
 local now = tonumber(ARGV[1])
 local ntiers = tonumber(ARGV[2])
 local MAX_COUNT = 4294967295
@@ -40,8 +44,8 @@ for t = 1, ntiers do
   size = size + 4 * n[t]
   now_slot[t] = floor(now / g[t])
 end
-local first_arg = 3 + 2 * ntiers
-local nhits = (#ARGV - first_arg + 1) / 2
+local nkeys = #KEYS
+local first_arg = 3 + 2 * ntiers + nkeys
 
 -- Whether position p of tier t is among the k positions from `from` on.
 local function within(t, p, from, k)
@@ -331,9 +335,15 @@ local function play(first, last, exact, results)
 end
 
 local results = {}
-if not play(0, nhits - 1, false, results) then
-  for i = 0, nhits - 1 do
-    play(i, i, true, results)
+local first = 0
+for k = 1, nkeys do
+  key = KEYS[k]
+  local last = first + tonumber(ARGV[2 + 2 * ntiers + k]) - 1
+  if not play(first, last, false, results) then
+    for i = first, last do
+      play(i, i, true, results)
+    end
   end
+  first = last + 1
 end
 return results
