@@ -120,20 +120,26 @@ async fn extend(
 /// registry (its creator stopped between the two steps of `create`) is registered here,
 /// so the first process to touch it again heals the registry.
 pub(super) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<Board>> {
-    let (fields, listed): (Vec<Value>, bool) = conn
-        .query_pipe(
-            redis::pipe()
-                .cmd("HMGET")
+    // Two commands, not a pipeline: the registry is a global key, in another hash slot
+    // than the board's on Redis Cluster. Both are reads (Idempotent).
+    let (fields, listed): (Vec<Value>, bool) = futures_util::future::try_join(
+        conn.query(
+            redis::cmd("HMGET")
                 .arg(keys::record(name))
                 .arg(RECORD_FIELDS)
-                .arg("dropping")
-                .cmd("SISMEMBER")
+                .arg("dropping"),
+            Some(name),
+            Retry::Idempotent,
+        ),
+        conn.query(
+            redis::cmd("SISMEMBER")
                 .arg(keys::REGISTRY)
                 .arg(name.as_str()),
             Some(name),
             Retry::Idempotent,
-        )
-        .await?;
+        ),
+    )
+    .await?;
     if fields[0] == Value::Nil || fields[RECORD_FIELDS.len()] != Value::Nil {
         return Ok(None);
     }
