@@ -132,6 +132,28 @@ impl RedisConn {
         Ok(conn)
     }
 
+    /// A connection to the single Redis at `url` for `job`, a job that scans its keys:
+    /// refused with a clear error when `url` is a node of a Redis Cluster (`INFO
+    /// cluster`, a read: Idempotent), where a scan would see one node's keys only.
+    pub(crate) async fn connect_to_scan(
+        url: &str,
+        options: &RedisOptions,
+        job: &str,
+    ) -> Result<RedisConn> {
+        let conn = RedisConn::connect(url, options).await?;
+        let mut info = redis::cmd("INFO");
+        info.arg("cluster");
+        let text: String = conn.query(&info, None, Retry::Idempotent).await?;
+        if text.lines().any(|l| l.trim() == "cluster_enabled:1") {
+            return Err(Error::Store(format!(
+                "{job} scans Redis's keys and runs on a single Redis only: {} is a node of a \
+                 Redis Cluster (see docs/operations.md, \"Running on Redis Cluster\")",
+                super::client::redact(url)
+            )));
+        }
+        Ok(conn)
+    }
+
     /// Whether this is a Redis Cluster (the jobs that scan keys refuse to run on one).
     pub(crate) fn is_cluster(&self) -> bool {
         matches!(self.link, Link::Cluster { .. })
