@@ -1,6 +1,7 @@
 //! Store tests: one binary, against the memory store and a real `redis-server` that
 //! the harness starts on a free port (or `REDIS_URL` when set).
 
+mod cluster;
 mod concurrency;
 mod conformance;
 mod counters;
@@ -20,6 +21,8 @@ mod stats;
 mod support;
 #[path = "../common/tasks.rs"]
 mod tasks;
+#[path = "../common/cluster.rs"]
+mod test_cluster;
 #[path = "../common/redis.rs"]
 mod test_redis;
 mod timeouts;
