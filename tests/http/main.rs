@@ -3,6 +3,7 @@
 mod api;
 mod auth;
 mod clock;
+mod cluster;
 mod counters;
 mod dashboard;
 mod mounted;
@@ -15,5 +16,7 @@ mod scheduler;
 mod shutdown;
 mod stats;
 mod support;
+#[path = "../common/cluster.rs"]
+mod test_cluster;
 #[path = "../common/redis.rs"]
 mod test_redis;
