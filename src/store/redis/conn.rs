@@ -135,6 +135,7 @@ impl RedisConn {
     /// A connection to the single Redis at `url` for `job`, a job that scans its keys:
     /// refused with a clear error when `url` is a node of a Redis Cluster (`INFO
     /// cluster`, a read: Idempotent), where a scan would see one node's keys only.
+    #[cfg(feature = "server")]
     pub(crate) async fn connect_to_scan(
         url: &str,
         options: &RedisOptions,
