@@ -2,6 +2,7 @@
 //! the harness starts on a free port (or `REDIS_URL` when set).
 
 mod cluster;
+mod cluster_faults;
 mod cluster_reshard;
 mod concurrency;
 mod conformance;
