@@ -34,6 +34,11 @@ impl TestCluster {
 
     /// A cluster of `masters` masters and no replicas, of the caller's own.
     pub fn start(masters: usize) -> TestCluster {
+        TestCluster::start_with(masters, 0)
+    }
+
+    /// A cluster of `masters` masters with `replicas` replicas each, of the caller's own.
+    pub fn start_with(masters: usize, replicas: usize) -> TestCluster {
         static STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
             "rollboard-cluster-{}-{}",
@@ -41,7 +46,7 @@ impl TestCluster {
             STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        let ports = free_ports(masters);
+        let ports = free_ports(masters * (1 + replicas));
         let mut keepers = Vec::new();
         for port in &ports {
             let script = format!(
@@ -80,7 +85,7 @@ impl TestCluster {
             create.arg(format!("127.0.0.1:{port}"));
         }
         let out = create
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .output()
             .expect("redis-cli --cluster create");
         assert!(
@@ -89,6 +94,20 @@ impl TestCluster {
             String::from_utf8_lossy(&out.stdout)
         );
         cluster.wait_ok();
+        // Every node knows the replicas as such, and every replica has synced.
+        let slaves = masters * replicas;
+        for port in &cluster.ports {
+            wait_until(&format!("{slaves} replicas known to {port}"), || {
+                cli(*port, &["CLUSTER", "NODES"])
+                    .is_some_and(|n| n.lines().filter(|l| l.contains("slave")).count() == slaves)
+            });
+            if cli(*port, &["ROLE"]).is_some_and(|r| r.starts_with("slave")) {
+                wait_until(&format!("replica {port} in sync"), || {
+                    cli(*port, &["INFO", "replication"])
+                        .is_some_and(|i| i.contains("master_link_status:up"))
+                });
+            }
+        }
         cluster
     }
 
@@ -133,6 +152,37 @@ impl TestCluster {
     /// The port of the master that owns `slot`.
     pub fn owner(&self, slot: u16) -> u16 {
         self.owner_seen_by(self.ports[0], slot)
+    }
+
+    /// The port of a replica of the master on `master`.
+    pub fn replica_of(&self, master: u16) -> u16 {
+        let id = self.node_id(master);
+        let nodes = self.cli(master, &["CLUSTER", "NODES"]);
+        for line in nodes.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.len() > 3 && fields[2].contains("slave") && fields[3] == id {
+                let address = fields[1].split('@').next().unwrap();
+                return address.rsplit_once(':').unwrap().1.parse().unwrap();
+            }
+        }
+        panic!("the master on {master} has no replica: {nodes}");
+    }
+
+    /// Waits until every node says the master of `slot` is the node on `port`.
+    pub fn wait_owner(&self, slot: u16, port: u16) {
+        for asked in &self.ports {
+            wait_until(&format!("{asked} sees {port} own slot {slot}"), || {
+                cli(*asked, &["CLUSTER", "NODES"]).is_some_and(|nodes| {
+                    nodes.lines().any(|line| {
+                        let fields: Vec<&str> = line.split_whitespace().collect();
+                        fields.len() > 2
+                            && fields[2].contains("master")
+                            && fields[1].starts_with(&format!("127.0.0.1:{port}@"))
+                            && owns(line, slot)
+                    })
+                })
+            });
+        }
     }
 
     /// The node id of the master on `port`.

@@ -4,16 +4,14 @@
 //! the oracle of acknowledged writes; requests during the move answer at most a bounded
 //! number of `store_unavailable` errors and no other error.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use rollboard::{BoardConfig, Error, Event, RedisOptions, RedisStore, Rollboard};
+use rollboard::{BoardConfig, RedisOptions, RedisStore, Rollboard};
 
+use crate::cluster_load::{Load, assert_windows_equal};
 use crate::support::{clock, unique, with_clock};
 use crate::test_cluster::TestCluster;
 
-const WRITERS: usize = 4;
 /// Most `store_unavailable` answers all writers together, or the reader, may see during
 /// the move (with redirects and `TRYAGAIN` followed it is 0 in practice; without, a
 /// dozen or hundreds).
@@ -96,14 +94,6 @@ async fn move_slot(cluster: &TestCluster, slot: u16, from: u16, to: u16) -> usiz
     moved
 }
 
-/// Waits (yielding) until `counter` reaches `n`.
-async fn until(counter: &AtomicU64, n: u64) {
-    while counter.load(Ordering::Relaxed) < n {
-        tokio::task::yield_now().await;
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_boards_slot_moves_to_another_master_under_writes() {
     let cluster = TestCluster::start(3);
@@ -127,103 +117,34 @@ async fn a_busy_boards_slot_moves_to_another_master_under_writes() {
     let from = cluster.owner(slot);
     let to = *cluster.ports.iter().find(|p| **p != from).unwrap();
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let acknowledged = Arc::new(AtomicU64::new(0));
-    let mut writers = Vec::new();
-    for w in 0..WRITERS {
-        let (boards, name, stop, acknowledged) = (
-            boards.clone(),
-            name.clone(),
-            stop.clone(),
-            acknowledged.clone(),
-        );
-        writers.push(tokio::spawn(async move {
-            let mut oracle: BTreeMap<String, i64> = BTreeMap::new();
-            let mut unavailable = 0u64;
-            let mut i = 0i64;
-            while !stop.load(Ordering::Relaxed) {
-                i += 1;
-                let events: Vec<Event> = (0..5)
-                    .map(|k| Event::new(format!("m{}", (w as i64 * 7 + i + k) % 12), 1 + k))
-                    .collect();
-                match boards.incr_batch(&name, &events).await {
-                    Ok(outcome) => {
-                        assert_eq!(outcome.accepted, 5, "{:?}", outcome.rejected);
-                        for e in &events {
-                            *oracle.entry(e.member.clone()).or_default() += e.delta;
-                        }
-                        acknowledged.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(Error::StoreUnavailable(_)) => unavailable += 1,
-                    Err(other) => panic!("writer {w}: {other:?}"),
-                }
-            }
-            (oracle, unavailable)
-        }));
-    }
-    let reader = {
-        let (boards, name, stop) = (boards.clone(), name.clone(), stop.clone());
-        tokio::spawn(async move {
-            let (mut reads, mut unavailable) = (0u64, 0u64);
-            while !stop.load(Ordering::Relaxed) {
-                match boards.top(&name, None, 0, 20).await {
-                    Ok(_) => reads += 1,
-                    Err(Error::StoreUnavailable(_)) => unavailable += 1,
-                    Err(other) => panic!("reader: {other:?}"),
-                }
-            }
-            (reads, unavailable)
-        })
-    };
-
-    until(&acknowledged, 50).await;
+    let load = Load::start(&boards, &name);
+    load.more(50).await;
     let moved = move_slot(&cluster, slot, from, to).await;
-    let after_move = acknowledged.load(Ordering::Relaxed);
-    until(&acknowledged, after_move + 50).await;
-    stop.store(true, Ordering::Relaxed);
-
-    let mut oracle: BTreeMap<String, i64> = BTreeMap::new();
-    let mut writers_unavailable = 0;
-    for writer in writers {
-        let (part, unavailable) = writer.await.unwrap();
-        writers_unavailable += unavailable;
-        for (m, v) in part {
-            *oracle.entry(m).or_default() += v;
-        }
-    }
+    load.more(50).await;
+    let seen = load.stop().await;
     assert!(
-        writers_unavailable <= UNAVAILABLE_BOUND,
-        "{writers_unavailable} store_unavailable answers to the writers"
+        seen.writes_unavailable <= UNAVAILABLE_BOUND,
+        "{} store_unavailable answers to the writers",
+        seen.writes_unavailable
     );
-    let (reads, unavailable) = reader.await.unwrap();
-    assert!(reads > 0);
+    assert!(seen.reads > 0);
     assert!(
-        unavailable <= UNAVAILABLE_BOUND,
-        "{unavailable} to the reader"
+        seen.reads_unavailable <= UNAVAILABLE_BOUND,
+        "{} to the reader",
+        seen.reads_unavailable
     );
     eprintln!(
-        "reshard: {} batches acknowledged, {writers_unavailable} store_unavailable to \
-         writers, {reads} reads, {unavailable} store_unavailable to the reader",
-        acknowledged.load(Ordering::Relaxed)
+        "reshard: {} batches acknowledged, {} store_unavailable to writers, {} reads, {} \
+         store_unavailable to the reader",
+        seen.batches, seen.writes_unavailable, seen.reads, seen.reads_unavailable
     );
 
     // The board now lives on the other master, all of it.
     assert_eq!(cluster.owner(slot), to);
     assert_eq!(cluster.owner_seen_by(from, slot), to);
     assert_eq!(moved, 5, "record, index, two totals and the slot moved");
-    for window in ["1h", "24h"] {
-        let top = boards
-            .top(&name, Some(window.parse().unwrap()), 0, 100)
-            .await
-            .unwrap();
-        let got: BTreeMap<String, i64> = top
-            .entries
-            .iter()
-            .map(|e| (e.member.clone(), e.score))
-            .collect();
-        assert_eq!(got, oracle, "window {window}");
-    }
-    let total: i64 = oracle.values().sum();
+    assert_windows_equal(&boards, &name, &seen.oracle).await;
+    let total: i64 = seen.oracle.values().sum();
     assert!(
         total >= 100 * 15,
         "at least 100 batches of 15 acknowledged: {total}"

@@ -2,7 +2,9 @@
 //! the harness starts on a free port (or `REDIS_URL` when set).
 
 mod cluster;
+mod cluster_failover;
 mod cluster_faults;
+mod cluster_load;
 mod cluster_reshard;
 mod concurrency;
 mod conformance;
