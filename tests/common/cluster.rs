@@ -242,7 +242,7 @@ fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
 }
 
 /// `n` ports below 55000 that are free, each with its bus port (+10000) free too.
-fn free_ports(n: usize) -> Vec<u16> {
+pub fn free_ports(n: usize) -> Vec<u16> {
     use std::net::TcpListener;
     let mut ports = Vec::new();
     let seed = std::process::id() as u64

@@ -1,7 +1,8 @@
-//! Writers and a reader on one board, for the cluster tests that move the board under
-//! them (resharding, failover): the writers keep the oracle of what was acknowledged,
-//! and every answer is either a success or `store_unavailable`; any other error fails
-//! the test at once.
+//! Writers and a reader on one board, for the tests that move the board under them
+//! (resharding, failover) or kill its Redis: the writers keep the oracle of what was
+//! acknowledged (and apart, what was answered `store_unavailable`: it may have run), and
+//! every answer is either a success or `store_unavailable`; any other error fails the
+//! test at once.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,14 +17,19 @@ const WRITERS: usize = 4;
 pub struct Load {
     stop: Arc<AtomicBool>,
     acknowledged: Arc<AtomicU64>,
-    writers: Vec<JoinHandle<(BTreeMap<String, i64>, u64)>>,
+    writers: Vec<JoinHandle<Written>>,
     reader: JoinHandle<(u64, u64)>,
 }
+
+/// What one writer saw.
+type Written = (BTreeMap<String, i64>, BTreeMap<String, i64>, u64);
 
 /// What the load saw.
 pub struct Seen {
     /// Member → sum of the acknowledged deltas.
     pub oracle: BTreeMap<String, i64>,
+    /// Member → sum of the deltas answered `store_unavailable` (each may have run).
+    pub maybe: BTreeMap<String, i64>,
     pub batches: u64,
     pub writes_unavailable: u64,
     pub reads: u64,
@@ -46,6 +52,7 @@ impl Load {
                 );
                 tokio::spawn(async move {
                     let mut oracle: BTreeMap<String, i64> = BTreeMap::new();
+                    let mut maybe: BTreeMap<String, i64> = BTreeMap::new();
                     let mut unavailable = 0u64;
                     let mut i = 0i64;
                     while !stop.load(Ordering::Relaxed) {
@@ -62,6 +69,9 @@ impl Load {
                                 acknowledged.fetch_add(1, Ordering::Relaxed);
                             }
                             Err(Error::StoreUnavailable(why)) => {
+                                for e in &events {
+                                    *maybe.entry(e.member.clone()).or_default() += e.delta;
+                                }
                                 unavailable += 1;
                                 if unavailable <= 3 {
                                     eprintln!("writer {w}: store_unavailable: {why}");
@@ -70,7 +80,7 @@ impl Load {
                             Err(other) => panic!("writer {w}: {other:?}"),
                         }
                     }
-                    (oracle, unavailable)
+                    (oracle, maybe, unavailable)
                 })
             })
             .collect();
@@ -119,17 +129,22 @@ impl Load {
     pub async fn stop(self) -> Seen {
         self.stop.store(true, Ordering::Relaxed);
         let mut oracle: BTreeMap<String, i64> = BTreeMap::new();
+        let mut maybe: BTreeMap<String, i64> = BTreeMap::new();
         let mut writes_unavailable = 0;
         for writer in self.writers {
-            let (part, unavailable) = writer.await.unwrap();
+            let (part, unsure, unavailable) = writer.await.unwrap();
             writes_unavailable += unavailable;
             for (m, v) in part {
                 *oracle.entry(m).or_default() += v;
+            }
+            for (m, v) in unsure {
+                *maybe.entry(m).or_default() += v;
             }
         }
         let (reads, reads_unavailable) = self.reader.await.unwrap();
         Seen {
             oracle,
+            maybe,
             batches: self.acknowledged.load(Ordering::Relaxed),
             writes_unavailable,
             reads,
