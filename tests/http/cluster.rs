@@ -15,7 +15,7 @@ use crate::support::{START, clock, unique};
 use crate::test_cluster::TestCluster;
 
 /// A JSON request: status and body.
-async fn send(
+pub(crate) async fn send(
     client: &reqwest::Client,
     method: reqwest::Method,
     url: String,

@@ -15,6 +15,7 @@ mod replicas;
 mod scheduler;
 mod shutdown;
 mod stats;
+mod stopped_redis;
 mod support;
 #[path = "../common/cluster.rs"]
 mod test_cluster;
