@@ -40,12 +40,15 @@ use crate::error::{Error, Result};
 pub(crate) enum Retry {
     /// Running it twice has the same effect as running it once (reads; scripts that
     /// set values computed from state, delete what they handled, or check a token
-    /// recorded by the same script). Sent once more after a lost reply.
+    /// recorded by the same script). Sent once more after a lost reply (on Redis
+    /// Cluster, the cluster client may also re-send it itself, within the response
+    /// timeout).
     Idempotent,
     /// Running it twice could count something twice (a write without a token, a step
     /// that moves state to a version the caller chose). Never sent again: a lost reply
     /// is reported as [`Error::StoreUnavailable`], and the caller re-reads state if it
-    /// must know the outcome.
+    /// must know the outcome. On Redis Cluster it is sent again only after a reply
+    /// that says it did not run (`MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`, …).
     Never,
 }
 
