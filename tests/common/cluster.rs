@@ -53,7 +53,7 @@ impl TestCluster {
                 "redis-server --cluster-enabled yes --port {port} --bind 127.0.0.1 \
                  --cluster-config-file {dir}/nodes-{port}.conf --dir {dir} --save '' \
                  --appendonly no --cluster-node-timeout 3000 --loglevel warning \
-                 --logfile {dir}/redis-{port}.log & pid=$!; cat >/dev/null; kill -9 $pid",
+                 --logfile {dir}/redis-{port}.log & pid=$!; cat >/dev/null; kill -9 $pid 2>/dev/null",
                 dir = dir.display()
             );
             let child = Command::new("sh")

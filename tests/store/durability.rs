@@ -21,7 +21,7 @@ fn durable_redis(port: u16, dir: &Path) -> Child {
     let script = format!(
         "redis-server --port {port} --bind 127.0.0.1 --dir {dir} --save '' \
          --appendonly yes --appendfsync always --loglevel warning \
-         --logfile {dir}/redis.log & pid=$!; cat >/dev/null; kill -9 $pid",
+         --logfile {dir}/redis.log & pid=$!; cat >/dev/null; kill -9 $pid 2>/dev/null",
         dir = dir.display()
     );
     Command::new("sh")
