@@ -125,7 +125,7 @@ pub async fn import_legacy(
     job: &LegacyImport,
     progress: impl Fn(&LegacyReport),
 ) -> Result<LegacyReport, LegacyError> {
-    let conn = RedisConn::connect(url, &job.redis).await?;
+    let conn = RedisConn::connect_to_scan(url, &job.redis, "import-legacy").await?;
     let slots = legacy_slots(&conn, &job.legacy).await?;
     let config = board_config(job, &slots)?;
     let slot = config.slot().secs_i64();
@@ -250,7 +250,7 @@ async fn legacy_slots(conn: &RedisConn, name: &str) -> Result<Vec<(String, i64)>
 /// The names of the legacy boards in the Redis at `url`: every `NAME` of a
 /// `last_slot_NAME` key (the article sets it at a board's first write), sorted.
 pub async fn find_legacy_boards(url: &str, redis: &RedisOptions) -> Result<Vec<String>, Error> {
-    let conn = RedisConn::connect(url, redis).await?;
+    let conn = RedisConn::connect_to_scan(url, redis, "import-legacy").await?;
     scan_suffixes(&conn, "last_slot_").await
 }
 

@@ -197,7 +197,7 @@ pub async fn migrate(
     options: &MigrateOptions,
     starting: impl Fn(&Migration),
 ) -> Result<MigrateReport, MigrateError> {
-    let conn = RedisConn::connect(url, &options.redis).await?;
+    let conn = RedisConn::connect_to_scan(url, &options.redis, "migrate").await?;
     let lock = Lock::acquire(&conn, options).await?;
     let result = apply_pending(&conn, boards, url, options, starting).await;
     lock.release(&conn).await;

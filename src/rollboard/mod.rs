@@ -84,6 +84,13 @@ impl Rollboard {
         Ok(Self::new(Arc::new(RedisStore::connect(url).await?)))
     }
 
+    /// Boards in the Redis Cluster reached through the seed nodes `urls`.
+    pub async fn redis_cluster<S: AsRef<str>>(urls: &[S]) -> Result<Self> {
+        Ok(Self::new(Arc::new(
+            RedisStore::connect_cluster(urls).await?,
+        )))
+    }
+
     /// The store underneath.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store

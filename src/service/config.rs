@@ -4,6 +4,9 @@
 //! ```toml
 //! bind = "127.0.0.1:8080"
 //! redis_url = "redis://127.0.0.1:6379/"   # or REDIS_URL; rediss://user:pw@host:port/ for TLS
+//! # redis_cluster = ["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"]
+//! #                                         # or REDIS_CLUSTER_URLS: a Redis Cluster's seed
+//! #                                         # nodes, instead of redis_url
 //! redis_tls_ca = "/etc/rollboard/redis-ca.pem"  # or REDIS_TLS_CA: a private CA (PEM)
 //! redis_connection_timeout = "2s"           # or ROLLBOARD_REDIS_CONNECTION_TIMEOUT
 //! redis_response_timeout = "2s"             # or ROLLBOARD_REDIS_RESPONSE_TIMEOUT
@@ -50,6 +53,8 @@ pub struct ConfigFile {
     pub bind: Option<SocketAddr>,
     /// Redis to use; the embedded memory store when absent.
     pub redis_url: Option<String>,
+    /// Seed nodes of a Redis Cluster to use instead of `redis_url`.
+    pub redis_cluster: Option<Vec<String>>,
     /// A PEM file of the CA that signed Redis's certificate (`rediss://` only).
     pub redis_tls_ca: Option<PathBuf>,
     /// How long one connection attempt to Redis may take.
@@ -116,6 +121,8 @@ pub struct Overrides {
     pub bind: Option<SocketAddr>,
     /// `REDIS_URL`.
     pub redis_url: Option<String>,
+    /// `REDIS_CLUSTER_URLS` / `--redis-cluster` (comma-separated seed nodes).
+    pub redis_cluster: Option<Vec<String>>,
     /// `REDIS_TLS_CA`.
     pub redis_tls_ca: Option<PathBuf>,
     /// `ROLLBOARD_REDIS_CONNECTION_TIMEOUT`.
@@ -147,8 +154,10 @@ pub struct Overrides {
 pub struct ServiceConfig {
     /// Address to listen on (default 127.0.0.1:8080).
     pub bind: SocketAddr,
-    /// Redis to use; the embedded memory store when `None`.
+    /// Redis to use; the embedded memory store when `None` (and no `redis_cluster`).
     pub redis_url: Option<String>,
+    /// Seed nodes of a Redis Cluster to use (instead of `redis_url`); empty: none.
+    pub redis_cluster: Vec<String>,
     /// How to connect to it: timeouts (default 2 s each) and a private TLS CA.
     pub redis: RedisOptions,
     /// Bearer tokens.
@@ -183,6 +192,7 @@ impl Default for ServiceConfig {
         ServiceConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             redis_url: None,
+            redis_cluster: Vec::new(),
             redis: RedisOptions::default(),
             tokens: Tokens::default(),
             insecure: false,
@@ -298,9 +308,26 @@ impl ServiceConfig {
         // An empty variable counts as unset: it never removes the file's token.
         let non_empty = |t: Option<String>| t.filter(|t| !t.is_empty());
         let token = |env: Option<String>, file: Option<String>| non_empty(env).or(non_empty(file));
+        let redis_url = non_empty(overrides.redis_url).or(non_empty(file.redis_url));
+        let redis_cluster: Vec<String> = overrides
+            .redis_cluster
+            .or(file.redis_cluster)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|u| u.trim().to_owned())
+            .filter(|u| !u.is_empty())
+            .collect();
+        if redis_url.is_some() && !redis_cluster.is_empty() {
+            return Err(ConfigError(
+                "both a Redis URL (REDIS_URL, redis_url) and Redis Cluster seed nodes \
+                 (REDIS_CLUSTER_URLS, redis_cluster) are set: set only one"
+                    .into(),
+            ));
+        }
         let config = ServiceConfig {
             bind: overrides.bind.or(file.bind).unwrap_or(defaults.bind),
-            redis_url: non_empty(overrides.redis_url.or(file.redis_url)),
+            redis_url,
+            redis_cluster,
             redis,
             tokens: Tokens {
                 write: token(overrides.write_token, file.write_token),
@@ -395,6 +422,28 @@ mod tests {
         assert_eq!(c.boards[0].0, "hot");
         assert_eq!(c.boards[0].1.windows().len(), 2);
         assert_eq!(c.legacy, [("liked".to_owned(), "likes".to_owned())]);
+    }
+
+    #[test]
+    fn a_cluster_comes_from_the_file_or_the_environment_but_not_with_a_url() {
+        let file = parse(r#"redis_cluster = ["redis://a:7000", "redis://b:7000"]"#);
+        let c = ServiceConfig::resolve(file, Overrides::default()).unwrap();
+        assert_eq!(c.redis_cluster, ["redis://a:7000", "redis://b:7000"]);
+        assert_eq!(c.redis_url, None);
+        let env = Overrides {
+            redis_cluster: Some(vec!["redis://c:7000".into(), " ".into()]),
+            ..Overrides::default()
+        };
+        let file = parse(r#"redis_cluster = ["redis://a:7000"]"#);
+        let c = ServiceConfig::resolve(file, env).unwrap();
+        assert_eq!(c.redis_cluster, ["redis://c:7000"]);
+        let both = Overrides {
+            redis_url: Some("redis://single/".into()),
+            ..Overrides::default()
+        };
+        let file = parse(r#"redis_cluster = ["redis://a:7000"]"#);
+        let err = ServiceConfig::resolve(file, both).unwrap_err();
+        assert!(err.0.contains("set only one"), "{err}");
     }
 
     #[test]

@@ -30,10 +30,22 @@ pub enum ServiceError {
     Io(#[from] std::io::Error),
 }
 
-/// The store the configuration asks for: Redis at `redis_url` (with the connection
+/// The store the configuration asks for: the Redis Cluster of `redis_cluster`, or Redis
+/// at `redis_url` (with the connection
 /// settings of `config.redis`), else the embedded memory store (logged loudly: its data
 /// lives only as long as the process).
 pub async fn open_store(config: &ServiceConfig) -> Result<Arc<dyn Store>, ServiceError> {
+    if !config.redis_cluster.is_empty() {
+        let store =
+            RedisStore::connect_cluster_with(&config.redis_cluster, config.redis.clone()).await?;
+        let seeds: Vec<String> = config
+            .redis_cluster
+            .iter()
+            .map(|u| crate::store::redact(u))
+            .collect();
+        tracing::info!(seeds = %seeds.join(","), "store: Redis Cluster");
+        return Ok(Arc::new(store));
+    }
     match config.redis_url.as_deref() {
         Some(url) => {
             let store = RedisStore::connect_with(url, config.redis.clone()).await?;
@@ -42,7 +54,7 @@ pub async fn open_store(config: &ServiceConfig) -> Result<Arc<dyn Store>, Servic
         }
         None => {
             tracing::warn!(
-                "store: embedded memory (REDIS_URL is not set): boards live only as long as this process"
+                "store: embedded memory (neither REDIS_URL nor REDIS_CLUSTER_URLS is set): boards live only as long as this process"
             );
             Ok(Arc::new(MemoryStore::new()))
         }

@@ -3,6 +3,7 @@
 
 #[path = "../common/dystats.rs"]
 mod dystats;
+mod killed_retirement;
 #[path = "../common/redis.rs"]
 mod test_redis;
 

@@ -3,6 +3,7 @@
 mod api;
 mod auth;
 mod clock;
+mod cluster;
 mod connections;
 mod contract;
 mod counters;
@@ -21,6 +22,9 @@ mod replicas;
 mod scheduler;
 mod shutdown;
 mod stats;
+mod stopped_redis;
 mod support;
+#[path = "../common/cluster.rs"]
+mod test_cluster;
 #[path = "../common/redis.rs"]
 mod test_redis;

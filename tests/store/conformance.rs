@@ -1,5 +1,5 @@
-//! The conformance suite: every case runs against the memory store and against a real
-//! Redis, and must give the same exact answers on both.
+//! The conformance suite: every case runs against the memory store, a real Redis and a
+//! real Redis Cluster (three masters), and must give the same exact answers on all.
 
 use rollboard::{BoardConfig, Created, Error, Event, MAX_ABS, Span};
 
@@ -12,6 +12,9 @@ macro_rules! conformance {
         }
         mod redis {
             $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
+        }
+        mod cluster {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster().await).await })*
         }
     };
 }

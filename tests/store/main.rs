@@ -1,9 +1,15 @@
 //! Store tests: one binary, against the memory store and a real `redis-server` that
 //! the harness starts on a free port (or `REDIS_URL` when set).
 
+mod cluster;
+mod cluster_failover;
+mod cluster_faults;
+mod cluster_load;
+mod cluster_reshard;
 mod concurrency;
 mod conformance;
 mod counters;
+mod durability;
 mod faults;
 mod history_under_retirement;
 mod idempotency;
@@ -23,6 +29,8 @@ mod stats;
 mod support;
 #[path = "../common/tasks.rs"]
 mod tasks;
+#[path = "../common/cluster.rs"]
+mod test_cluster;
 #[path = "../common/redis.rs"]
 mod test_redis;
 mod timeouts;

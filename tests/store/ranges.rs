@@ -13,6 +13,9 @@ macro_rules! on_both_stores {
         mod redis {
             $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
         }
+        mod cluster {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster().await).await })*
+        }
     };
 }
 

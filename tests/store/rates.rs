@@ -1,5 +1,5 @@
-//! Rate windows: the conformance suite (every case on the memory store and on a real
-//! Redis, same exact answers), the Redis layout (key encoding, expiry, memory per busy
+//! Rate windows: the conformance suite (every case on the memory store, on a real Redis
+//! and on a local Redis Cluster, same exact answers), the Redis layout (key encoding, expiry, memory per busy
 //! key) and the concurrency of `check`.
 
 use std::collections::BTreeMap;
@@ -16,6 +16,9 @@ macro_rules! conformance {
         }
         mod redis {
             $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
+        }
+        mod cluster {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster().await).await })*
         }
     };
 }

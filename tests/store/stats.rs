@@ -14,6 +14,9 @@ macro_rules! conformance {
         mod redis {
             $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
         }
+        mod cluster {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster().await).await })*
+        }
     };
 }
 

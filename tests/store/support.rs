@@ -39,6 +39,21 @@ impl Harness {
         }
     }
 
+    /// A Rollboard on the Redis Cluster this test binary shares (three masters, started
+    /// on first use).
+    pub async fn cluster() -> Harness {
+        let cluster = crate::test_cluster::TestCluster::shared();
+        let clock = clock();
+        let store = rollboard::RedisStore::connect_cluster(&cluster.urls)
+            .await
+            .expect("connect to the test cluster");
+        Harness {
+            boards: with_clock(Arc::new(store), &clock),
+            clock,
+            redis: None,
+        }
+    }
+
     /// Creates a board with a unique name and returns the name.
     pub async fn board(&self, slot: &str, windows: &[&str]) -> String {
         let name = unique("b");

@@ -13,6 +13,7 @@ use clap::{Args, Parser, Subcommand};
     after_help = "Environment:\n  \
         REDIS_URL               Redis to use (redis://host:port/db, rediss://user:password@host:port/\n                          \
         for TLS); without it `serve` uses the embedded in-memory store\n  \
+        REDIS_CLUSTER_URLS      Redis Cluster seed nodes instead (redis://host:port,redis://host:port)\n  \
         REDIS_TLS_CA            PEM file of the CA that signed Redis's certificate (private CA)\n  \
         ROLLBOARD_REDIS_CONNECTION_TIMEOUT, ROLLBOARD_REDIS_RESPONSE_TIMEOUT\n                          \
         Redis timeouts (250ms, 2s; default 2s each)\n  \
@@ -196,6 +197,14 @@ pub struct StoreArgs {
     /// Redis URL.
     #[arg(long, env = "REDIS_URL")]
     pub redis_url: Option<String>,
+    /// Redis Cluster seed nodes, comma-separated (instead of --redis-url).
+    #[arg(
+        long,
+        env = "REDIS_CLUSTER_URLS",
+        value_delimiter = ',',
+        value_name = "URLS"
+    )]
+    pub redis_cluster: Option<Vec<String>>,
     #[command(flatten)]
     pub connection: RedisConnectionArgs,
 }
@@ -226,6 +235,14 @@ pub struct ServeArgs {
     /// Redis URL; the embedded memory store when absent.
     #[arg(long, env = "REDIS_URL")]
     pub redis_url: Option<String>,
+    /// Redis Cluster seed nodes, comma-separated (instead of --redis-url).
+    #[arg(
+        long,
+        env = "REDIS_CLUSTER_URLS",
+        value_delimiter = ',',
+        value_name = "URLS"
+    )]
+    pub redis_cluster: Option<Vec<String>>,
     #[command(flatten)]
     pub connection: RedisConnectionArgs,
     /// Accept a Redis whose maxmemory-policy may evict keys (true or false)

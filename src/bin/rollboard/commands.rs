@@ -38,6 +38,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let overrides = Overrides {
         bind: args.bind,
         redis_url: args.redis_url,
+        redis_cluster: args.redis_cluster,
         redis_tls_ca: args.connection.redis_tls_ca,
         redis_connection_timeout: args.connection.redis_connection_timeout,
         redis_response_timeout: args.connection.redis_response_timeout,
@@ -63,20 +64,34 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
 /// The Redis-backed library, for the batch commands.
 async fn open(store: &StoreArgs, command: &str) -> anyhow::Result<Rollboard> {
-    let Some(url) = &store.redis_url else {
+    let config = ServiceConfig::resolve(Default::default(), connection_overrides(store))?;
+    let redis = if !config.redis_cluster.is_empty() {
+        RedisStore::connect_cluster_with(&config.redis_cluster, config.redis).await?
+    } else if let Some(url) = &config.redis_url {
+        RedisStore::connect_with(url, config.redis).await?
+    } else {
         bail!(
-            "`rollboard {command}` needs REDIS_URL (or --redis-url): the memory store only lives inside `rollboard serve`"
+            "`rollboard {command}` needs REDIS_URL (or --redis-url) or REDIS_CLUSTER_URLS (or --redis-cluster): the memory store only lives inside `rollboard serve`"
         );
     };
-    let config = ServiceConfig::resolve(Default::default(), connection_overrides(store))?;
-    let redis = RedisStore::connect_with(url, config.redis).await?;
     Ok(Rollboard::new(Arc::new(redis)))
+}
+
+/// Refuses a job that scans Redis's keys when the store is a Redis Cluster.
+fn single_node_only(cluster: &[String], command: &str) -> anyhow::Result<()> {
+    if !cluster.is_empty() {
+        bail!(
+            "`rollboard {command}` scans Redis's keys and runs on a single Redis only, not on a Redis Cluster: run it against the single Redis that holds the legacy keys before moving to the cluster (see docs/operations.md, \"Running on Redis Cluster\")"
+        );
+    }
+    Ok(())
 }
 
 /// The Redis URL and connection settings of the command line and the environment.
 fn connection_overrides(store: &StoreArgs) -> Overrides {
     Overrides {
         redis_url: store.redis_url.clone(),
+        redis_cluster: store.redis_cluster.clone(),
         redis_tls_ca: store.connection.redis_tls_ca.clone(),
         redis_connection_timeout: store.connection.redis_connection_timeout,
         redis_response_timeout: store.connection.redis_response_timeout,
@@ -303,6 +318,10 @@ async fn recompute(args: RecomputeArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn import_legacy(args: ImportLegacyArgs) -> anyhow::Result<ExitCode> {
+    single_node_only(
+        args.store.redis_cluster.as_deref().unwrap_or_default(),
+        "import-legacy",
+    )?;
     let boards = open(&args.store, "import-legacy").await?;
     let url = args.store.redis_url.as_deref().unwrap_or_default();
     let windows = args
@@ -360,6 +379,7 @@ async fn import_legacy(args: ImportLegacyArgs) -> anyhow::Result<ExitCode> {
 
 async fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
     let config = ServiceConfig::load(args.config.as_deref(), connection_overrides(&args.store))?;
+    single_node_only(&config.redis_cluster, "migrate")?;
     let Some(url) = config.redis_url.clone() else {
         bail!("`rollboard migrate` needs REDIS_URL (or --redis-url, or redis_url in the config)");
     };

@@ -120,20 +120,26 @@ async fn extend(
 /// registry (its creator stopped between the two steps of `create`) is registered here,
 /// so the first process to touch it again heals the registry.
 pub(super) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<Board>> {
-    let (fields, listed): (Vec<Value>, bool) = conn
-        .query_pipe(
-            redis::pipe()
-                .cmd("HMGET")
+    // Two commands, not a pipeline: the registry is a global key, in another hash slot
+    // than the board's on Redis Cluster. Both are reads (Idempotent).
+    let (fields, listed): (Vec<Value>, bool) = futures_util::future::try_join(
+        conn.query(
+            redis::cmd("HMGET")
                 .arg(keys::record(name))
                 .arg(RECORD_FIELDS)
-                .arg("dropping")
-                .cmd("SISMEMBER")
+                .arg("dropping"),
+            Some(name),
+            Retry::Idempotent,
+        ),
+        conn.query(
+            redis::cmd("SISMEMBER")
                 .arg(keys::REGISTRY)
                 .arg(name.as_str()),
             Some(name),
             Retry::Idempotent,
-        )
-        .await?;
+        ),
+    )
+    .await?;
     if fields[0] == Value::Nil || fields[RECORD_FIELDS.len()] != Value::Nil {
         return Ok(None);
     }
@@ -203,7 +209,10 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         rest.push(keys::journal(name));
         rest.push(index);
         unlink(conn, name, &rest).await?;
-        unlink_idempotency_records(conn, name).await?;
+        // The board's idempotency records (`idem_{b}_<version>_…`) are left to expire by
+        // themselves: their names carry the version, so no later incarnation sees them,
+        // and finding them would take a SCAN of the whole keyspace (one node's, on a
+        // cluster).
     }
     // Unlisted while the record still blocks a new incarnation (create_board.lua refuses
     // while `dropping` is set), so a create that follows lists its board after this.
@@ -230,35 +239,6 @@ pub(super) async fn live_slots(conn: &RedisConn, name: &BoardName) -> Result<Vec
 }
 
 /// Unlinks keys of the board `name` (freed off Redis's main thread).
-/// Deletes the board's idempotency records (`idem_{b}_*`), found by `SCAN`: they are not
-/// indexed (each expires by itself), and a drop is rare.
-async fn unlink_idempotency_records(conn: &RedisConn, name: &BoardName) -> Result<()> {
-    let pattern = keys::idempotency_pattern(name);
-    let mut cursor = 0u64;
-    loop {
-        // Idempotent: a lost reply only means scanning that step again.
-        let (next, found): (u64, Vec<String>) = conn
-            .query(
-                redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(UNLINK_BATCH),
-                Some(name),
-                Retry::Idempotent,
-            )
-            .await?;
-        if !found.is_empty() {
-            unlink(conn, name, &found).await?;
-        }
-        if next == 0 {
-            return Ok(());
-        }
-        cursor = next;
-    }
-}
-
 async fn unlink(conn: &RedisConn, name: &BoardName, keys: &[String]) -> Result<()> {
     conn.query::<i64>(
         redis::cmd("UNLINK").arg(keys),

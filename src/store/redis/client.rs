@@ -12,6 +12,17 @@ use crate::error::{Error, Result};
 
 /// The client for `url` with the TLS trust of `options`.
 pub(super) fn client(url: &str, options: &RedisOptions) -> Result<Client> {
+    let (info, tls) = checked(url, options)?;
+    if tls {
+        tls_client(info, options.tls_ca.as_deref(), url, options)
+    } else {
+        Client::open(info).map_err(|e| connect_error(e, url, options))
+    }
+}
+
+/// The connection info of `url`, and whether it asks for TLS, after the checks every
+/// URL gets: TLS only with the `tls` feature, never `#insecure`, a CA only with TLS.
+fn checked(url: &str, options: &RedisOptions) -> Result<(redis::ConnectionInfo, bool)> {
     if url.starts_with("rediss://") && cfg!(not(feature = "tls")) {
         return Err(Error::StoreUnavailable(
             "rediss:// needs TLS, and this build of rollboard has no `tls` feature: build it \
@@ -32,15 +43,90 @@ pub(super) fn client(url: &str, options: &RedisOptions) -> Result<Client> {
         redis::ConnectionAddr::TcpTls { .. } => true,
         _ => false,
     };
-    match (&options.tls_ca, tls) {
-        (Some(ca), false) => Err(Error::StoreUnavailable(format!(
+    if let (Some(ca), false) = (&options.tls_ca, tls) {
+        return Err(Error::StoreUnavailable(format!(
             "a TLS CA is set ({}), but the Redis URL is not rediss://: use rediss:// to \
              connect with TLS, or unset REDIS_TLS_CA (redis_tls_ca)",
             ca.display()
-        ))),
-        (_, false) => Ok(Client::open(info).map_err(|e| connect_error(e, url, options))?),
-        (ca, true) => tls_client(info, ca.as_deref(), url, options),
+        )));
     }
+    Ok((info, tls))
+}
+
+/// The client of a Redis Cluster reached through the seed nodes `urls`, with the
+/// timeouts and TLS trust of `options` (the same settings as a single node), and the
+/// client's own redirect and `TRYAGAIN` retries bounded to `retries` (0: every reply,
+/// redirects included, comes back to [`super::conn`], which decides).
+pub(super) fn cluster_client(
+    urls: &[String],
+    options: &RedisOptions,
+    retries: u32,
+) -> Result<redis::cluster::ClusterClient> {
+    if urls.is_empty() {
+        return Err(Error::StoreUnavailable(
+            "no Redis Cluster seed nodes: give at least one URL (REDIS_CLUSTER_URLS, \
+             --redis-cluster, redis_cluster)"
+                .into(),
+        ));
+    }
+    let mut infos = Vec::with_capacity(urls.len());
+    let mut tls = false;
+    for url in urls {
+        let (info, node_tls) = checked(url, options)?;
+        tls |= node_tls;
+        infos.push(info);
+    }
+    let builder = redis::cluster::ClusterClientBuilder::new(infos)
+        .connection_timeout(options.connection_timeout)
+        .response_timeout(options.response_timeout)
+        .retries(retries)
+        .min_retry_wait(5)
+        .max_retry_wait(200)
+        .retry_wait_formula(5, 2);
+    let builder = match (&options.tls_ca, tls) {
+        (Some(ca), true) => cluster_ca(builder, ca)?,
+        _ => builder,
+    };
+    builder.build().map_err(|e| {
+        Error::StoreUnavailable(format!(
+            "the Redis Cluster seed nodes cannot be used together ({}): {e}",
+            urls.iter()
+                .map(|u| redact(u))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
+}
+
+#[cfg(feature = "tls")]
+fn cluster_ca(
+    builder: redis::cluster::ClusterClientBuilder,
+    ca: &std::path::Path,
+) -> Result<redis::cluster::ClusterClientBuilder> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    Ok(builder.certs(redis::TlsCertificates {
+        client_tls: None,
+        root_cert: Some(read_ca(ca)?),
+    }))
+}
+
+#[cfg(not(feature = "tls"))]
+fn cluster_ca(
+    _builder: redis::cluster::ClusterClientBuilder,
+    _ca: &std::path::Path,
+) -> Result<redis::cluster::ClusterClientBuilder> {
+    unreachable!("a rediss:// URL is refused above without the `tls` feature")
+}
+
+/// The PEM bytes of the private CA.
+#[cfg(feature = "tls")]
+fn read_ca(ca: &std::path::Path) -> Result<Vec<u8>> {
+    std::fs::read(ca).map_err(|e| {
+        Error::StoreUnavailable(format!(
+            "cannot read the Redis TLS CA {} (REDIS_TLS_CA, redis_tls_ca): {e}",
+            ca.display()
+        ))
+    })
 }
 
 #[cfg(feature = "tls")]
@@ -57,12 +143,7 @@ fn tls_client(
         // The system's roots (rustls-native-certs): a public or system-installed CA.
         return Client::open(info).map_err(|e| connect_error(e, url, options));
     };
-    let pem = std::fs::read(ca).map_err(|e| {
-        Error::StoreUnavailable(format!(
-            "cannot read the Redis TLS CA {} (REDIS_TLS_CA, redis_tls_ca): {e}",
-            ca.display()
-        ))
-    })?;
+    let pem = read_ca(ca)?;
     let certificates = redis::TlsCertificates {
         client_tls: None,
         root_cert: Some(pem),

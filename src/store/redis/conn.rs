@@ -4,16 +4,27 @@
 //! The operation modules (boards, write, read, retire, recompute, ingest) and the jobs
 //! that read keys outside any board depend on this module; it depends on none of them.
 //!
-//! The connection is a [`ConnectionManager`]: multiplexed, reconnecting by itself, with
-//! explicit timeouts. It never replays a command that failed on a broken connection or
-//! timed out; whether rollboard sends it again is the call's [`Retry`] class, stated at
-//! every call site.
+//! On a single node the connection is a [`ConnectionManager`]: multiplexed, reconnecting
+//! by itself, with explicit timeouts. It never replays a command that failed on a broken
+//! connection or timed out; whether rollboard sends it again is the call's [`Retry`]
+//! class, stated at every call site.
+//!
+//! On Redis Cluster it is the redis crate's async cluster client, twice over (see
+//! [`Link::Cluster`]): one that follows `MOVED`/`ASK` and waits out `TRYAGAIN` and
+//! `CLUSTERDOWN` by itself, which also re-sends after a lost reply, so only
+//! [`Retry::Idempotent`] calls use it; and one that retries nothing, for
+//! [`Retry::Never`] calls, whose redirects and `TRYAGAIN`/`CLUSTERDOWN` replies this
+//! module follows itself (bounded): those replies say the command did not run, so
+//! sending it again cannot count twice, while a lost reply is never re-sent. Scripts run
+//! by SHA on the node that owns their keys' slot; a node that answers `NOSCRIPT` gets
+//! the script loaded (`redis::Script` does that on either client).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisError, ScriptInvocation};
 
 use super::RedisOptions;
@@ -29,21 +40,44 @@ use crate::error::{Error, Result};
 pub(crate) enum Retry {
     /// Running it twice has the same effect as running it once (reads; scripts that
     /// set values computed from state, delete what they handled, or check a token
-    /// recorded by the same script). Sent once more after a lost reply.
+    /// recorded by the same script). Sent once more after a lost reply (on Redis
+    /// Cluster, the cluster client may also re-send it itself, within the response
+    /// timeout).
     Idempotent,
     /// Running it twice could count something twice (a write without a token, a step
     /// that moves state to a version the caller chose). Never sent again: a lost reply
     /// is reported as [`Error::StoreUnavailable`], and the caller re-reads state if it
-    /// must know the outcome.
+    /// must know the outcome. On Redis Cluster it is sent again only after a reply
+    /// that says it did not run (`MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`, …).
     Never,
 }
 
 /// A handle on Redis: cheap to clone, shared by every operation of a store.
 #[derive(Clone)]
 pub(crate) struct RedisConn {
-    conn: ConnectionManager,
+    link: Link,
     scripts: Arc<Scripts>,
 }
+
+/// What a [`RedisConn`] talks to.
+#[derive(Clone)]
+enum Link {
+    /// One Redis (with or without replicas behind it).
+    Single(ConnectionManager),
+    /// A Redis Cluster: `retrying` follows redirects and `TRYAGAIN` itself, and re-sends
+    /// after a lost reply (for [`Retry::Idempotent`] calls); `once` retries nothing (for
+    /// [`Retry::Never`] calls, see [`follow_redirects`]).
+    Cluster {
+        retrying: ClusterConnection,
+        once: ClusterConnection,
+        response_timeout: Duration,
+    },
+}
+
+/// How often the cluster client itself follows a redirect or waits out `TRYAGAIN` /
+/// `CLUSTERDOWN` for a [`Retry::Idempotent`] call; the same bound holds for the
+/// [`Retry::Never`] calls this module re-sends.
+const CLUSTER_RETRIES: u32 = 10;
 
 impl RedisConn {
     /// A reconnecting connection to `url` with the timeouts and TLS trust of `options`.
@@ -59,18 +93,74 @@ impl RedisConn {
         let conn = ConnectionManager::new_with_config(client, config)
             .await
             .map_err(|e| super::client::connect_error(e, url, options))?;
-        // One PING (a read: Idempotent), so a Redis that wants credentials the URL
-        // lacks is an error of start-up, not of the first request.
-        with_retry(Retry::Idempotent, || {
-            let mut conn = conn.clone();
-            async move { redis::cmd("PING").query_async::<String>(&mut conn).await }
+        RedisConn::checked(Link::Single(conn), url, options).await
+    }
+
+    /// A connection to the Redis Cluster reached through the seed nodes `urls`, with the
+    /// timeouts and TLS trust of `options`. The slot map is read here, so a seed that
+    /// is not a cluster node, or a cluster that is down, is an error of this call.
+    pub(crate) async fn connect_cluster(
+        urls: &[String],
+        options: &RedisOptions,
+    ) -> Result<RedisConn> {
+        let seeds = urls.join(",");
+        let seeds = seeds.as_str();
+        let connect = |retries| async move {
+            super::client::cluster_client(urls, options, retries)?
+                .get_async_connection()
+                .await
+                .map_err(|e| super::client::connect_error(e, seeds, options))
+        };
+        let link = Link::Cluster {
+            retrying: connect(CLUSTER_RETRIES).await?,
+            once: connect(0).await?,
+            response_timeout: options.response_timeout,
+        };
+        RedisConn::checked(link, seeds, options).await
+    }
+
+    /// The connection after one PING (a read: Idempotent; on a cluster it goes to every
+    /// master), so a Redis that wants credentials the URL lacks is an error of
+    /// start-up, not of the first request.
+    async fn checked(link: Link, url: &str, options: &RedisOptions) -> Result<RedisConn> {
+        let conn = RedisConn {
+            link,
+            scripts: Arc::new(Scripts::new()),
+        };
+        conn.call(Retry::Idempotent, true, |mut handle| async move {
+            redis::cmd("PING").query_async::<String>(&mut handle).await
         })
         .await
         .map_err(|e| super::client::connect_error(e, url, options))?;
-        Ok(RedisConn {
-            conn,
-            scripts: Arc::new(Scripts::new()),
-        })
+        Ok(conn)
+    }
+
+    /// A connection to the single Redis at `url` for `job`, a job that scans its keys:
+    /// refused with a clear error when `url` is a node of a Redis Cluster (`INFO
+    /// cluster`, a read: Idempotent), where a scan would see one node's keys only.
+    #[cfg(feature = "server")]
+    pub(crate) async fn connect_to_scan(
+        url: &str,
+        options: &RedisOptions,
+        job: &str,
+    ) -> Result<RedisConn> {
+        let conn = RedisConn::connect(url, options).await?;
+        let mut info = redis::cmd("INFO");
+        info.arg("cluster");
+        let text: String = conn.query(&info, None, Retry::Idempotent).await?;
+        if text.lines().any(|l| l.trim() == "cluster_enabled:1") {
+            return Err(Error::Store(format!(
+                "{job} scans Redis's keys and runs on a single Redis only: {} is a node of a \
+                 Redis Cluster (see docs/operations.md, \"Running on Redis Cluster\")",
+                super::client::redact(url)
+            )));
+        }
+        Ok(conn)
+    }
+
+    /// Whether this is a Redis Cluster (the jobs that scan keys refuse to run on one).
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.link, Link::Cluster { .. })
     }
 
     /// The scripts, to build invocations from.
@@ -98,11 +188,11 @@ impl RedisConn {
         board: &BoardName,
         retry: Retry,
     ) -> Result<std::result::Result<T, Refusal>> {
-        let outcome = with_retry(retry, || {
-            let mut conn = self.conn.clone();
-            async move { invocation.invoke_async(&mut conn).await }
-        })
-        .await;
+        let outcome = self
+            .call(retry, true, |mut handle| async move {
+                invocation.invoke_async(&mut handle).await
+            })
+            .await;
         match outcome {
             Ok(value) => Ok(Ok(value)),
             Err(err) => match Refusal::parse(&err) {
@@ -119,8 +209,8 @@ impl RedisConn {
         invocation: &ScriptInvocation<'_>,
         retry: Retry,
     ) -> Result<T> {
-        self.run(None, retry, |mut conn| async move {
-            invocation.invoke_async(&mut conn).await
+        self.run(None, retry, true, |mut handle| async move {
+            invocation.invoke_async(&mut handle).await
         })
         .await
     }
@@ -132,47 +222,221 @@ impl RedisConn {
         board: Option<&BoardName>,
         retry: Retry,
     ) -> Result<T> {
-        self.run(board, retry, |mut conn| async move {
-            cmd.query_async(&mut conn).await
+        self.run(board, retry, true, |mut handle| async move {
+            cmd.query_async(&mut handle).await
         })
         .await
     }
 
-    /// Runs a pipeline (of `board`, if it is a board's).
+    /// Runs a pipeline (of `board`, if it is a board's). On a cluster every command of
+    /// it must name keys of one hash slot (one board, or one counter's tag). A
+    /// [`Retry::Never`] pipeline is not sent again after a redirect: mid-migration part
+    /// of it may have run on the old node.
     pub(crate) async fn query_pipe<T: FromRedisValue>(
         &self,
         pipe: &Pipeline,
         board: Option<&BoardName>,
         retry: Retry,
     ) -> Result<T> {
-        self.run(board, retry, |mut conn| async move {
-            pipe.query_async(&mut conn).await
+        self.run(board, retry, false, |mut handle| async move {
+            pipe.query_async(&mut handle).await
         })
         .await
     }
 
-    /// Runs `call` on a handle of the connection, through the retry helper.
-    async fn run<T, F, Fut>(&self, board: Option<&BoardName>, retry: Retry, call: F) -> Result<T>
+    /// Runs `call` through the retry helper, a Redis error as a rollboard error.
+    async fn run<T, F, Fut>(
+        &self,
+        board: Option<&BoardName>,
+        retry: Retry,
+        atomic: bool,
+        call: F,
+    ) -> Result<T>
     where
-        F: Fn(ConnectionManager) -> Fut,
+        F: Fn(Handle) -> Fut,
         Fut: Future<Output = std::result::Result<T, RedisError>>,
     {
-        with_retry(retry, || call(self.conn.clone()))
+        self.call(retry, atomic, call)
             .await
             .map_err(|e| store_error(e, board))
     }
+
+    /// The one retry helper: runs `call` on a handle of the connection that suits
+    /// `retry`, and once more when the reply was lost and the call is
+    /// [`Retry::Idempotent`]. On a cluster, a [`Retry::Never`] call that is `atomic`
+    /// (one command or script) follows redirects through [`follow_redirects`].
+    async fn call<T, F, Fut>(
+        &self,
+        retry: Retry,
+        atomic: bool,
+        call: F,
+    ) -> std::result::Result<T, RedisError>
+    where
+        F: Fn(Handle) -> Fut,
+        Fut: Future<Output = std::result::Result<T, RedisError>>,
+    {
+        let handle = match (&self.link, retry) {
+            (Link::Single(conn), _) => Handle::Single(conn.clone()),
+            (Link::Cluster { retrying, .. }, Retry::Idempotent) => {
+                Handle::Cluster(retrying.clone())
+            }
+            (
+                Link::Cluster {
+                    once,
+                    response_timeout,
+                    ..
+                },
+                Retry::Never,
+            ) => {
+                return if atomic {
+                    follow_redirects(once, *response_timeout, call).await
+                } else {
+                    call(Handle::Cluster(once.clone())).await
+                };
+            }
+        };
+        match call(handle.clone()).await {
+            Err(e) if retry == Retry::Idempotent && reply_lost(&e) => call(handle).await,
+            other => other,
+        }
+    }
 }
 
-/// The one retry helper: runs `call`, and once more when the reply was lost and the call
-/// is [`Retry::Idempotent`].
-async fn with_retry<T, F, Fut>(retry: Retry, mut call: F) -> std::result::Result<T, RedisError>
+/// Runs a [`Retry::Never`] call on the cluster client that retries nothing, and sends
+/// it again only on a reply that says it did not run: `MOVED` (to the node named),
+/// `ASK` (to the node named, after `ASKING`), `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`,
+/// `LOADING` or `READONLY` (after a short wait, to whichever node then owns the slot).
+/// At most [`CLUSTER_RETRIES`] times, and not past the response timeout; a lost reply
+/// is returned as it is.
+async fn follow_redirects<T, F, Fut>(
+    once: &ClusterConnection,
+    response_timeout: Duration,
+    call: F,
+) -> std::result::Result<T, RedisError>
 where
-    F: FnMut() -> Fut,
+    F: Fn(Handle) -> Fut,
     Fut: Future<Output = std::result::Result<T, RedisError>>,
 {
-    match call().await {
-        Err(e) if retry == Retry::Idempotent && reply_lost(&e) => call().await,
-        other => other,
+    let deadline = tokio::time::Instant::now() + response_timeout;
+    let mut handle = Handle::Cluster(once.clone());
+    let mut wait = Duration::from_millis(5);
+    for _ in 0..CLUSTER_RETRIES {
+        let err = match call(handle).await {
+            Err(err) => err,
+            ok => return ok,
+        };
+        handle = match (err.code(), err.redirect_node().and_then(node_address)) {
+            (Some("MOVED"), Some((host, port))) => Handle::Node {
+                conn: once.clone(),
+                host,
+                port,
+                asking: false,
+            },
+            (Some("ASK"), Some((host, port))) => Handle::Node {
+                conn: once.clone(),
+                host,
+                port,
+                asking: true,
+            },
+            (Some(code), _) if not_run(code) && tokio::time::Instant::now() + wait < deadline => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_millis(200));
+                Handle::Cluster(once.clone())
+            }
+            _ => return Err(err),
+        };
+    }
+    call(handle).await
+}
+
+/// Cluster replies that say the command did not run and may run later.
+fn not_run(code: &str) -> bool {
+    matches!(
+        code,
+        "MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" | "LOADING" | "READONLY"
+    )
+}
+
+/// `host:port` of a redirect, split.
+fn node_address((node, _slot): (&str, u16)) -> Option<(String, u16)> {
+    let (host, port) = node.rsplit_once(':')?;
+    Some((host.to_owned(), port.parse().ok()?))
+}
+
+/// The connection one call is sent on.
+#[derive(Clone)]
+enum Handle {
+    /// The single node's connection.
+    Single(ConnectionManager),
+    /// The cluster client, routing by the keys of the command.
+    Cluster(ClusterConnection),
+    /// One node of the cluster, named by a redirect; `asking` sends `ASKING` first (an
+    /// `ASK` redirect: the slot is being migrated to that node).
+    Node {
+        conn: ClusterConnection,
+        host: String,
+        port: u16,
+        asking: bool,
+    },
+}
+
+impl Handle {
+    fn route(host: &str, port: u16) -> redis::cluster_routing::SingleNodeRoutingInfo {
+        redis::cluster_routing::SingleNodeRoutingInfo::ByAddress {
+            host: host.to_owned(),
+            port,
+        }
+    }
+}
+
+impl redis::aio::ConnectionLike for Handle {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> redis::RedisFuture<'a, redis::Value> {
+        match self {
+            Handle::Single(conn) => conn.req_packed_command(cmd),
+            Handle::Cluster(conn) => conn.req_packed_command(cmd),
+            Handle::Node {
+                conn,
+                host,
+                port,
+                asking,
+            } => {
+                let mut pipe = redis::pipe();
+                if *asking {
+                    pipe.cmd("ASKING");
+                }
+                pipe.add_command(cmd.clone());
+                let skip = usize::from(*asking);
+                let route = Handle::route(host, *port);
+                Box::pin(async move {
+                    let mut replies = conn.route_pipeline(pipe, skip, 1, route).await?;
+                    replies.pop().ok_or_else(|| {
+                        RedisError::from((redis::ErrorKind::Client, "no reply from the node"))
+                    })
+                })
+            }
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Handle::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Handle::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Handle::Node {
+                conn, host, port, ..
+            } => {
+                let route = Handle::route(host, *port);
+                Box::pin(conn.route_pipeline(pipeline.clone(), offset, count, route))
+            }
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        0
     }
 }
 
@@ -193,7 +457,8 @@ pub(crate) fn store_error(err: RedisError, board: Option<&BoardName>) -> Error {
     }
 }
 
-/// Connection trouble is "unavailable"; Redis refusing a write at its memory limit is
+/// Connection trouble, and a cluster that is moving a slot or electing a master past
+/// the bounded retries, is "unavailable"; Redis refusing a write at its memory limit is
 /// "full"; anything else is a store error.
 pub(super) fn unavailable_or_store(err: RedisError) -> Error {
     if err.code() == Some("OOM") {
@@ -207,7 +472,11 @@ pub(super) fn unavailable_or_store(err: RedisError) -> Error {
                 .next()
                 .unwrap_or("")
         ))
-    } else if reply_lost(&err) || err.is_connection_refusal() || err.is_unrecoverable_error() {
+    } else if reply_lost(&err)
+        || err.is_connection_refusal()
+        || err.is_unrecoverable_error()
+        || err.code().is_some_and(not_run)
+    {
         Error::StoreUnavailable(err.to_string())
     } else {
         Error::Store(err.to_string())

@@ -234,14 +234,22 @@ impl CounterStore for RedisStore {
         names.dedup();
         let mut counters = Vec::with_capacity(names.len());
         for chunk in names.chunks(LIST_PAGE) {
-            let mut pipe = redis::pipe();
-            for name in chunk {
-                pipe.cmd("HGET")
-                    .arg(keys::counter_record(name))
-                    .arg("precisions");
-            }
-            let found: Vec<Option<String>> =
-                self.conn.query_pipe(&pipe, None, Retry::Idempotent).await?;
+            // One HGET per counter, sent together (each counter record has its own hash
+            // tag, so on Redis Cluster they are on different nodes: not one pipeline).
+            let commands: Vec<redis::Cmd> = chunk
+                .iter()
+                .map(|name| {
+                    let mut cmd = redis::cmd("HGET");
+                    cmd.arg(keys::counter_record(name)).arg("precisions");
+                    cmd
+                })
+                .collect();
+            let found: Vec<Option<String>> = futures_util::future::try_join_all(
+                commands
+                    .iter()
+                    .map(|cmd| self.conn.query(cmd, None, Retry::Idempotent)),
+            )
+            .await?;
             for (name, text) in chunk.iter().zip(found) {
                 if let Some(text) = text {
                     counters.push(CounterInfo {

@@ -57,12 +57,6 @@ pub(super) fn idempotency(board: &Board, key: &str) -> String {
     format!("idem_{{{}}}_{}_{key}", board.name, board.version)
 }
 
-/// The pattern matching every `idem_` record of a board, whatever its version.
-pub(super) fn idempotency_pattern(name: &BoardName) -> String {
-    // Board names have no glob characters (`*?[]\`), so the name needs no escaping.
-    format!("idem_{{{name}}}_*")
-}
-
 /// `stats_{<board>}` for the first window, `stats_{<board>}_<W>` for the others.
 pub(super) fn totals(name: &BoardName, windows: &[Span], window: usize) -> String {
     if window == 0 {
@@ -159,6 +153,5 @@ mod tests {
         let keys: Vec<String> = stages(&board, 7200).collect();
         assert_eq!(keys, ["slot_{hot}_7200", "slot_{hot}_7200_1"]);
         assert_eq!(idempotency(&board, "k-1"), "idem_{hot}_1_k-1");
-        assert_eq!(idempotency_pattern(&board.name), "idem_{hot}_*");
     }
 }

@@ -1,5 +1,5 @@
 //! `INFO memory`: Redis's memory use, limit and eviction policy, for the memory check
-//! (see `memory_check`). A reply refused by an ACL or a managed service is a
+//! (see `memory_check`); on Redis Cluster, of the fullest master. A reply refused by an ACL or a managed service is a
 //! [`MemoryReading::Hidden`], not an error: the service carries on without the check.
 
 use super::conn::{RedisConn, Retry};
@@ -13,11 +13,50 @@ pub(super) async fn read(conn: &RedisConn) -> Result<MemoryReading> {
         cmd.arg("memory");
         cmd
     };
-    match conn.query::<String>(&cmd, None, Retry::Idempotent).await {
-        Ok(text) => Ok(parse(&text)),
+    match conn
+        .query::<redis::Value>(&cmd, None, Retry::Idempotent)
+        .await
+    {
+        Ok(reply) => Ok(reading(reply)),
         // NOPERM from an ACL, or an unknown command on a service that renames it.
         Err(Error::Store(why)) => Ok(MemoryReading::Hidden(why)),
         Err(other) => Err(other),
+    }
+}
+
+/// The reading of an `INFO memory` reply: one node's text, or on Redis Cluster one text
+/// per master, of which the fullest counts (a board that lives there fails first).
+fn reading(reply: redis::Value) -> MemoryReading {
+    let texts: Vec<String> = match reply {
+        redis::Value::Map(nodes) => nodes
+            .into_iter()
+            .filter_map(|(_, text)| redis::from_redis_value(text).ok())
+            .collect(),
+        other => redis::from_redis_value(other).into_iter().collect(),
+    };
+    let mut fullest: Option<MemoryLimit> = None;
+    for text in &texts {
+        match parse(text) {
+            MemoryReading::Read(limit) => {
+                if fullest.as_ref().is_none_or(|f| share(&limit) > share(f)) {
+                    fullest = Some(limit);
+                }
+            }
+            hidden => return hidden,
+        }
+    }
+    fullest.map_or_else(
+        || MemoryReading::Hidden("INFO memory gave no reply to read".into()),
+        MemoryReading::Read,
+    )
+}
+
+/// How full a node is (0 without a limit), for comparing nodes.
+fn share(limit: &MemoryLimit) -> f64 {
+    if limit.max_bytes == 0 {
+        0.0
+    } else {
+        limit.used_bytes as f64 / limit.max_bytes as f64
     }
 }
 

@@ -77,7 +77,8 @@ impl Default for RedisOptions {
     }
 }
 
-/// Boards kept in Redis (single node; Cluster-ready key layout).
+/// Boards kept in Redis: a single node, or a Redis Cluster (every key of a board carries
+/// the board's hash tag, so a board lives on one node).
 #[derive(Clone)]
 pub struct RedisStore {
     conn: RedisConn,
@@ -104,12 +105,36 @@ impl RedisStore {
             ingest: Arc::new(Ingest::new(options.ingest)),
         })
     }
+
+    /// Connects to the Redis Cluster reached through the seed nodes `urls`
+    /// (`redis://host:port`, any number of the cluster's masters or replicas; the rest
+    /// are found from them) with default options.
+    pub async fn connect_cluster<S: AsRef<str>>(urls: &[S]) -> Result<Self> {
+        Self::connect_cluster_with(urls, RedisOptions::default()).await
+    }
+
+    /// Connects to the Redis Cluster reached through `urls` with `options` (the same
+    /// timeouts and TLS trust as a single node).
+    pub async fn connect_cluster_with<S: AsRef<str>>(
+        urls: &[S],
+        options: RedisOptions,
+    ) -> Result<Self> {
+        let urls: Vec<String> = urls.iter().map(|u| u.as_ref().to_owned()).collect();
+        Ok(RedisStore {
+            conn: RedisConn::connect_cluster(&urls, &options).await?,
+            ingest: Arc::new(Ingest::new(options.ingest)),
+        })
+    }
 }
 
 #[async_trait]
 impl Store for RedisStore {
     fn kind(&self) -> &'static str {
-        "redis"
+        if self.conn.is_cluster() {
+            "redis-cluster"
+        } else {
+            "redis"
+        }
     }
 
     fn rates(&self) -> &dyn crate::store::RateStore {

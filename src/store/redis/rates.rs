@@ -2,7 +2,8 @@
 //! holding the packed time ring of [`crate::rates::ring`]. Hits go in batches: grouped
 //! by key (at most [`CELLS_PER_CALL`] counters' worth of one key in one call), the
 //! groups of many keys share one call of `rate_hits.lua` (at most [`HITS_PER_CALL`]
-//! hits, so that no call holds Redis long), and the calls go out in one pipeline. A check is one
+//! hits, so that no call holds Redis long; on a Cluster, keys of one hash slot), and the
+//! calls go out in one pipeline. A check is one
 //! call of `rate_hit.lua`; reads are one `GET`, counted here by the same code as the
 //! memory store's.
 //!
@@ -14,9 +15,11 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use redis::cluster_routing::Slot;
 use redis::{Cmd, ErrorKind, RedisResult, ServerErrorKind};
 
 use super::conn::{RedisConn, Retry, store_error};
+use super::scripts::RATE_HITS_SOURCE;
 use super::{RedisStore, keys};
 use crate::domain::Timestamp;
 use crate::error::{Error, Result};
@@ -79,20 +82,63 @@ fn group_by_key(hits: &[RateHit], per_call: usize) -> Vec<Vec<usize>> {
 }
 
 /// The calls of a batch: each call a list of key groups from [`group_by_key`], with at
-/// most `per_call` hits in all. A key's groups stay in order (a later group goes in the
+/// most `per_call` hits in all, and (on a Cluster, where `slot_of` gives each key's hash
+/// slot) keys of one slot only. A key's groups stay in order (a later group goes in the
 /// same call or a later one).
-fn pack_calls(groups: Vec<Vec<usize>>, per_call: usize) -> Vec<Vec<Vec<usize>>> {
+fn pack_calls(
+    groups: Vec<Vec<usize>>,
+    per_call: usize,
+    slot_of: impl Fn(usize) -> Option<Slot>,
+) -> Vec<Vec<Vec<usize>>> {
     let mut calls: Vec<Vec<Vec<usize>>> = Vec::new();
-    let mut size = 0;
+    // Per slot (one entry on a single node): its open call and that call's hits.
+    let mut open: HashMap<Option<Slot>, (usize, usize)> = HashMap::new();
     for group in groups {
-        if calls.is_empty() || size + group.len() > per_call {
-            calls.push(Vec::new());
-            size = 0;
-        }
-        size += group.len();
-        calls.last_mut().expect("a call was opened").push(group);
+        let slot = slot_of(group[0]);
+        let (call, size) = match open.get(&slot) {
+            Some(&(call, size)) if size + group.len() <= per_call => (call, size),
+            _ => {
+                calls.push(Vec::new());
+                (calls.len() - 1, 0)
+            }
+        };
+        open.insert(slot, (call, size + group.len()));
+        calls[call].push(group);
     }
     calls
+}
+
+/// Runs `calls` as [`run_pipelined`] does: in one pipeline on a single node; on a
+/// Cluster, where a pipeline may not cross hash slots, in one pipeline per slot
+/// (`slots[i]` is call i's), all at once.
+async fn run_calls(
+    conn: &RedisConn,
+    calls: Vec<Cmd>,
+    slots: &[Option<Slot>],
+) -> Result<Vec<RedisResult<Vec<i64>>>> {
+    let mut by_slot: HashMap<Option<Slot>, Vec<usize>> = HashMap::new();
+    for (i, slot) in slots.iter().enumerate() {
+        by_slot.entry(*slot).or_default().push(i);
+    }
+    if by_slot.len() <= 1 {
+        return run_pipelined(conn, &calls).await;
+    }
+    let groups: Vec<Vec<usize>> = by_slot.into_values().collect();
+    let runs = groups.iter().map(|group| {
+        let part: Vec<Cmd> = group.iter().map(|&i| calls[i].clone()).collect();
+        async move { run_pipelined(conn, &part).await }
+    });
+    let parts = futures_util::future::try_join_all(runs).await?;
+    let mut replies: Vec<Option<RedisResult<Vec<i64>>>> = (0..calls.len()).map(|_| None).collect();
+    for (group, part) in groups.iter().zip(parts) {
+        for (&i, reply) in group.iter().zip(part) {
+            replies[i] = Some(reply);
+        }
+    }
+    Ok(replies
+        .into_iter()
+        .map(|r| r.expect("every call is in one group"))
+        .collect())
 }
 
 /// Runs `calls` (`EVALSHA`s of `rate_hits.lua`) in one pipeline; per call its reply or
@@ -106,9 +152,10 @@ async fn run_pipelined(conn: &RedisConn, calls: &[Cmd]) -> Result<Vec<RedisResul
             break;
         }
         if round > 0 {
-            let mut load = redis::pipe();
-            load.load_script(&conn.scripts().rate_hits);
-            let _: Vec<String> = conn.query_pipe(&load, None, Retry::Idempotent).await?;
+            // One command, not a pipeline: on a Cluster it goes to every master.
+            let mut load = redis::cmd("SCRIPT");
+            load.arg("LOAD").arg(RATE_HITS_SOURCE);
+            let _: String = conn.query(&load, None, Retry::Idempotent).await?;
         }
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
@@ -150,7 +197,9 @@ impl RateStore for RedisStore {
         hits: &[RateHit],
     ) -> Result<Vec<Result<usize>>> {
         let per_key = (CELLS_PER_CALL / tiers.tiers().len()).max(1);
-        let calls = pack_calls(group_by_key(hits, per_key), HITS_PER_CALL);
+        let cluster = self.conn.is_cluster();
+        let slot_of = |i: usize| cluster.then(|| Slot::for_key(keys::rate(&hits[i].key, tiers)));
+        let calls = pack_calls(group_by_key(hits, per_key), HITS_PER_CALL, slot_of);
         let script = &self.conn.scripts().rate_hits;
         let invocations: Vec<Cmd> = calls
             .iter()
@@ -173,7 +222,8 @@ impl RateStore for RedisStore {
                 cmd
             })
             .collect();
-        let replies = run_pipelined(&self.conn, &invocations).await?;
+        let slots: Vec<Option<Slot>> = calls.iter().map(|call| slot_of(call[0][0])).collect();
+        let replies = run_calls(&self.conn, invocations, &slots).await?;
         let mut statuses: Vec<Option<Result<usize>>> = (0..hits.len()).map(|_| None).collect();
         for (call, reply) in calls.iter().zip(replies) {
             let played = call.iter().map(Vec::len).sum::<usize>();

@@ -6,14 +6,24 @@
 use redis::Script;
 
 /// A script: the prelude, then the file `lua/<name>.lua`.
-macro_rules! script {
+macro_rules! source {
     ($name:literal) => {
-        Script::new(concat!(
+        concat!(
             include_str!("lua/prelude.lua"),
             include_str!(concat!("lua/", $name, ".lua"))
-        ))
+        )
     };
 }
+
+macro_rules! script {
+    ($name:literal) => {
+        Script::new(source!($name))
+    };
+}
+
+/// The source of `rate_hits.lua`, for the `SCRIPT LOAD` that precedes re-sending a
+/// pipeline of its calls (scripts in a pipeline are not reloaded by the client).
+pub(super) const RATE_HITS_SOURCE: &str = source!("rate_hits");
 
 /// One handle per script; building one hashes its source once.
 pub(super) struct Scripts {

@@ -1,0 +1,170 @@
+//! Writers and a reader on one board, for the tests that move the board under them
+//! (resharding, failover) or kill its Redis: the writers keep the oracle of what was
+//! acknowledged (and apart, what was answered `store_unavailable`: it may have run), and
+//! every answer is either a success or `store_unavailable`; any other error fails the
+//! test at once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use rollboard::{Error, Event, Rollboard};
+use tokio::task::JoinHandle;
+
+const WRITERS: usize = 4;
+
+/// The load on a board.
+pub struct Load {
+    stop: Arc<AtomicBool>,
+    acknowledged: Arc<AtomicU64>,
+    writers: Vec<JoinHandle<Written>>,
+    reader: JoinHandle<(u64, u64)>,
+}
+
+/// What one writer saw.
+type Written = (BTreeMap<String, i64>, BTreeMap<String, i64>, u64);
+
+/// What the load saw.
+pub struct Seen {
+    /// Member → sum of the acknowledged deltas.
+    pub oracle: BTreeMap<String, i64>,
+    /// Member → sum of the deltas answered `store_unavailable` (each may have run).
+    pub maybe: BTreeMap<String, i64>,
+    pub batches: u64,
+    pub writes_unavailable: u64,
+    pub reads: u64,
+    pub reads_unavailable: u64,
+}
+
+impl Load {
+    /// Starts four writers (batches of five events, all acknowledged ones in the oracle)
+    /// and one reader of the top on `board`.
+    pub fn start(boards: &Rollboard, board: &str) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let acknowledged = Arc::new(AtomicU64::new(0));
+        let writers = (0..WRITERS)
+            .map(|w| {
+                let (boards, name, stop, acknowledged) = (
+                    boards.clone(),
+                    board.to_owned(),
+                    stop.clone(),
+                    acknowledged.clone(),
+                );
+                tokio::spawn(async move {
+                    let mut oracle: BTreeMap<String, i64> = BTreeMap::new();
+                    let mut maybe: BTreeMap<String, i64> = BTreeMap::new();
+                    let mut unavailable = 0u64;
+                    let mut i = 0i64;
+                    while !stop.load(Ordering::Relaxed) {
+                        i += 1;
+                        let events: Vec<Event> = (0..5)
+                            .map(|k| Event::new(format!("m{}", (w as i64 * 7 + i + k) % 12), 1 + k))
+                            .collect();
+                        match boards.incr_batch(&name, &events).await {
+                            Ok(outcome) => {
+                                assert_eq!(outcome.accepted, 5, "{:?}", outcome.rejected);
+                                for e in &events {
+                                    *oracle.entry(e.member.clone()).or_default() += e.delta;
+                                }
+                                acknowledged.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(Error::StoreUnavailable(why)) => {
+                                for e in &events {
+                                    *maybe.entry(e.member.clone()).or_default() += e.delta;
+                                }
+                                unavailable += 1;
+                                if unavailable <= 3 {
+                                    eprintln!("writer {w}: store_unavailable: {why}");
+                                }
+                            }
+                            Err(other) => panic!("writer {w}: {other:?}"),
+                        }
+                    }
+                    (oracle, maybe, unavailable)
+                })
+            })
+            .collect();
+        let reader = {
+            let (boards, name, stop) = (boards.clone(), board.to_owned(), stop.clone());
+            tokio::spawn(async move {
+                let (mut reads, mut unavailable) = (0u64, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    match boards.top(&name, None, 0, 20).await {
+                        Ok(_) => reads += 1,
+                        Err(Error::StoreUnavailable(why)) => {
+                            unavailable += 1;
+                            if unavailable <= 3 {
+                                eprintln!("reader: store_unavailable: {why}");
+                            }
+                        }
+                        Err(other) => panic!("reader: {other:?}"),
+                    }
+                }
+                (reads, unavailable)
+            })
+        };
+        Load {
+            stop,
+            acknowledged,
+            writers,
+            reader,
+        }
+    }
+
+    /// Waits (polling) until `n` more batches than now are acknowledged; a guard
+    /// fails the test if that takes a minute (the writers stopped getting through).
+    pub async fn more(&self, n: u64) {
+        let target = self.acknowledged.load(Ordering::Relaxed) + n;
+        let started = std::time::Instant::now();
+        while self.acknowledged.load(Ordering::Relaxed) < target {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "the writers got no {n} batches through in a minute"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+
+    /// Stops the load and gathers what it saw.
+    pub async fn stop(self) -> Seen {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut oracle: BTreeMap<String, i64> = BTreeMap::new();
+        let mut maybe: BTreeMap<String, i64> = BTreeMap::new();
+        let mut writes_unavailable = 0;
+        for writer in self.writers {
+            let (part, unsure, unavailable) = writer.await.unwrap();
+            writes_unavailable += unavailable;
+            for (m, v) in part {
+                *oracle.entry(m).or_default() += v;
+            }
+            for (m, v) in unsure {
+                *maybe.entry(m).or_default() += v;
+            }
+        }
+        let (reads, reads_unavailable) = self.reader.await.unwrap();
+        Seen {
+            oracle,
+            maybe,
+            batches: self.acknowledged.load(Ordering::Relaxed),
+            writes_unavailable,
+            reads,
+            reads_unavailable,
+        }
+    }
+}
+
+/// Every window of `board` against the oracle.
+pub async fn assert_windows_equal(boards: &Rollboard, board: &str, oracle: &BTreeMap<String, i64>) {
+    for window in ["1h", "24h"] {
+        let top = boards
+            .top(board, Some(window.parse().unwrap()), 0, 100)
+            .await
+            .unwrap();
+        let got: BTreeMap<String, i64> = top
+            .entries
+            .iter()
+            .map(|e| (e.member.clone(), e.score))
+            .collect();
+        assert_eq!(&got, oracle, "window {window}");
+    }
+}
