@@ -203,8 +203,8 @@ async fn serve_creates_the_boards_of_its_config_file_and_refuses_a_conflicting_o
         .unwrap();
     let boards = Rollboard::redis(&redis.url).await.unwrap();
     let mut created = None;
-    // Up to 30 s: start-up is slow on a loaded machine, and a SIGTERM sent before the
-    // service installs its handler would end it unsuccessfully.
+    // Up to 30 s: start-up is slow on a loaded machine. The SIGTERM below may still come
+    // before the service serves: it then ends cleanly once it does.
     for _ in 0..1200 {
         if let Ok(b) = boards.board(&board).await {
             created = Some(b);

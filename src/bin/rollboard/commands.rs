@@ -35,6 +35,8 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    // First: a SIGTERM during start-up then ends the service cleanly once it serves.
+    let shutdown = service::shutdown_signal();
     let overrides = Overrides {
         bind: args.bind,
         redis_url: args.redis_url,
@@ -58,7 +60,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .with_context(|| format!("cannot listen on {}", config.bind))?;
-    service::run(boards, &config, listener, service::shutdown_signal()).await?;
+    service::run(boards, &config, listener, shutdown).await?;
     Ok(ExitCode::SUCCESS)
 }
 
