@@ -263,6 +263,7 @@ async fn swap(conn: &RedisConn, board: &Board, window: usize, token: &str) -> Re
         .key(keys::rebuild_log(&board.name))
         .key(keys::totals(&board.name, windows, window))
         .key(keys::rebuild_scan(&board.name))
+        .key(keys::window_dense(board, window))
         .arg(board.version)
         .arg(token)
         .arg(windows[window].seconds());

@@ -9,6 +9,8 @@
 --                            k = 1 is slot_{b}_<ts>, k > 1 is slot_{b}_<ts>_<k-1>
 -- KEYS[5+n+m*n]              with a token: the journal, journal_{b}; with a key: the
 --                            key's record, idem_{b}_<version>_<key>
+-- then, on a dense board only, per window j = 1..n: its tally (tally_{b}[_<W>]) and its
+--                            distinct totals (dense_{b}[_<W>]), kept exact (see retally)
 --
 -- ARGV[1]                    board version the caller expects
 -- ARGV[2]                    n, number of windows
@@ -84,6 +86,18 @@ if token ~= '' and redis.call('HEXISTS', journal, token) == 1 then
   return { 3 }
 end
 local fingerprint, idem = ARGV[7], KEYS[5 + n + m * n]
+-- Dense boards: where the tally and distinct-totals keys start (see the header).
+local DENSE = 4 + n + m * n + ((token ~= '' or fingerprint ~= '') and 1 or 0)
+local dense_board = #KEYS > DENSE
+
+-- Adds delta to member's total in window j (and its tally, on a dense board).
+local function add_window(j, member, delta)
+  if dense_board then
+    add_total(KEYS[TOTALS + j], member, delta, KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j])
+  else
+    add_total(KEYS[TOTALS + j], member, delta)
+  end
+end
 if fingerprint ~= '' then
   local stored = redis.call('GET', idem)
   if stored then
@@ -258,11 +272,7 @@ if mode == 'sums' then
       if value == 0 then
         redis.call('HDEL', target, member)
       end
-      for j = k + 1, n do
-        if redis.call('ZINCRBY', KEYS[TOTALS + j], delta, member) == '0' then
-          redis.call('ZREM', KEYS[TOTALS + j], member)
-        end
-      end
+      for j = k + 1, n do add_window(j, member, delta) end
       tell_recompute(i, k, member, delta)
       grown = grown + math.abs(tonumber(delta))
     end
@@ -306,11 +316,7 @@ for e = 0, count - 1 do
       if redis.call('HINCRBY', target, member, delta) == 0 then
         redis.call('HDEL', target, member)
       end
-      for j = k + 1, n do
-        if redis.call('ZINCRBY', KEYS[TOTALS + j], delta, member) == '0' then
-          redis.call('ZREM', KEYS[TOTALS + j], member)
-        end
-      end
+      for j = k + 1, n do add_window(j, member, delta) end
       tell_recompute(i, k, member, delta)
       status[e + 2] = 0
     else
