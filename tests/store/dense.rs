@@ -194,7 +194,7 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
 async fn a_window_added_to_a_dense_board_ranks_densely_once_built(h: Harness) {
     let name = unique("d");
     h.boards.create_board(&name, dense(&["1h"])).await.unwrap();
-    for (member, delta) in [("a", 2), ("b", 9), ("c", 2), ("d", 1)] {
+    for (member, delta) in [("a", 2), ("b", 9), ("c", 2), ("d", 1), ("e", 9)] {
         h.boards.incr(&name, member, delta, None).await.unwrap();
     }
     let wider = dense(&["1h", "2h"]);
@@ -209,7 +209,13 @@ async fn a_window_added_to_a_dense_board_ranks_densely_once_built(h: Harness) {
         .unwrap();
     assert_eq!(
         ranked(&top),
-        triples(&[(1, "b", 9), (2, "a", 2), (2, "c", 2), (2, "d", 2)])
+        triples(&[
+            (1, "b", 9),
+            (1, "e", 9),
+            (2, "a", 2),
+            (2, "c", 2),
+            (2, "d", 2)
+        ])
     );
     check_keys(&h, &name, &wider).await;
     h.boards.drop_board(&name).await.unwrap();
