@@ -176,7 +176,7 @@ async fn check_dense(
 ) {
     let suffix = key.strip_prefix("stats_").unwrap();
     let (tally_key, dense_key) = (format!("tally_{suffix}"), format!("dense_{suffix}"));
-    let tally: BTreeMap<i64, u64> = redis::cmd("HGETALL")
+    let tally: BTreeMap<i64, i64> = redis::cmd("HGETALL")
         .arg(&tally_key)
         .query_async(conn)
         .await
@@ -189,7 +189,7 @@ async fn check_dense(
         .query_async(conn)
         .await
         .unwrap();
-    let mut expected: BTreeMap<i64, u64> = BTreeMap::new();
+    let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
     if dense {
         for score in totals.values().filter(|s| **s > 0) {
             *expected.entry(*score).or_insert(0) += 1;
