@@ -213,6 +213,8 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         rest.push(keys::rebuild(name));
         rest.push(keys::rebuild_log(name));
         rest.push(keys::rebuild_scan(name));
+        rest.push(keys::rebuild_tally(name));
+        rest.push(keys::rebuild_dense(name));
         rest.push(keys::journal(name));
         rest.push(index);
         unlink(conn, name, &rest).await?;

@@ -35,6 +35,18 @@ pub(super) fn rebuild(name: &BoardName) -> String {
     format!("rebuild_{{{name}}}")
 }
 
+/// `rebuild_tally_{<board>}`, dense boards only: the tally of a recompute's build, as
+/// `tally_…` is of the totals; renamed over the window's tally with the build.
+pub(super) fn rebuild_tally(name: &BoardName) -> String {
+    format!("rebuild_tally_{{{name}}}")
+}
+
+/// `rebuild_dense_{<board>}`, dense boards only: the distinct totals of a recompute's
+/// build; renamed over the window's `dense_…` with the build.
+pub(super) fn rebuild_dense(name: &BoardName) -> String {
+    format!("rebuild_dense_{{{name}}}")
+}
+
 /// `rebuild_log_{<board>}`: members a recompute must compute afresh.
 pub(super) fn rebuild_log(name: &BoardName) -> String {
     format!("rebuild_log_{{{name}}}")
@@ -88,7 +100,8 @@ fn window_suffix(name: &BoardName, windows: &[Span], window: usize) -> String {
 }
 
 /// On a dense board, the tally and distinct-totals keys of every window, in pairs,
-/// smallest window first; nothing on a competition board.
+/// smallest window first, then those of a recompute's build; nothing on a competition
+/// board.
 pub(super) fn all_dense(board: &Board) -> Vec<String> {
     if board.config.ties() != Ties::Dense {
         return Vec::new();
@@ -101,6 +114,7 @@ pub(super) fn all_dense(board: &Board) -> Vec<String> {
                 dense(&board.name, windows, j),
             ]
         })
+        .chain([rebuild_tally(&board.name), rebuild_dense(&board.name)])
         .collect()
 }
 
@@ -215,7 +229,9 @@ mod tests {
                 "tally_{hot}",
                 "dense_{hot}",
                 "tally_{hot}_86400",
-                "dense_{hot}_86400"
+                "dense_{hot}_86400",
+                "rebuild_tally_{hot}",
+                "rebuild_dense_{hot}"
             ]
         );
     }

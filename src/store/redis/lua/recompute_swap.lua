@@ -7,6 +7,8 @@
 -- KEYS[5]  scan progress     rebuild_scan_{b}
 -- KEYS[6], KEYS[7]  dense boards only: the window's tally and distinct totals
 --          (tally_{b}[_<W>], dense_{b}[_<W>]; see retally in the prelude)
+-- KEYS[8], KEYS[9]  dense boards only: the build's (rebuild_tally_{b}, rebuild_dense_{b}),
+--          kept exact beside the build by every script that changes it
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the recompute's token
@@ -18,9 +20,8 @@
 -- RENAME makes the build the totals in O(1) (nothing when the build is empty: no member
 -- has a non-zero total); then the recompute's state, and the window's
 -- "building" mark (a window added to the board, see extend_board.lua), are cleared.
--- On a dense board the tally and distinct totals are rebuilt from the new totals in
--- this same call, so they stay exact: O(N) in the window's members, read in pages of
--- 1,000 (about 1 s per million members; see docs/design.md, "Dense ties").
+-- On a dense board the build's tally and distinct totals replace the window's in the
+-- same call, by UNLINK and RENAME: O(1), so all three change together.
 -- Returns {'done'}, or {members left in the log} when more must be folded first.
 -- Errors: "STALE ...", "LOST ..." as in recompute_scan.lua.
 
@@ -39,37 +40,11 @@ if redis.call('EXISTS', build) == 1 then
   redis.call('RENAME', build, totals)
 end
 if KEYS[6] then
-  local tally, dense = KEYS[6], KEYS[7]
-  redis.call('UNLINK', tally, dense)
-  local counts, distinct = {}, {}
-  local from = 0
-  repeat
-    local page = redis.call('ZRANGE', totals, from, from + 999, 'WITHSCORES')
-    for p = 2, #page, 2 do
-      -- Only positive totals are ranked, so tallied.
-      if tonumber(page[p]) > 0 then
-        local total = string.format('%d', tonumber(page[p]))
-        if not counts[total] then
-          counts[total] = 0
-          distinct[#distinct + 1] = total
-        end
-        counts[total] = counts[total] + 1
-      end
-    end
-    from = from + #page / 2
-  until #page < 2000
-  for first = 1, #distinct, 500 do
-    local fields, scored = {}, {}
-    for x = first, math.min(first + 499, #distinct) do
-      local total = distinct[x]
-      fields[#fields + 1] = total
-      fields[#fields + 1] = counts[total]
-      scored[#scored + 1] = total
-      scored[#scored + 1] = total
-    end
-    redis.call('HSET', tally, unpack(fields))
-    redis.call('ZADD', dense, unpack(scored))
-  end
+  -- The build's tally and distinct totals, exact as the build is, take the place of the
+  -- window's the same way.
+  redis.call('UNLINK', KEYS[6], KEYS[7])
+  if redis.call('EXISTS', KEYS[8]) == 1 then redis.call('RENAME', KEYS[8], KEYS[6]) end
+  if redis.call('EXISTS', KEYS[9]) == 1 then redis.call('RENAME', KEYS[9], KEYS[7]) end
 end
 redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'rb_fold_member',
   'rb_fold_slot', 'rb_fold_sum', 'building:' .. ARGV[3])

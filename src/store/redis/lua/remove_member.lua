@@ -5,7 +5,8 @@
 -- KEYS[3]                  recompute log     rebuild_log_{b}
 -- KEYS[3+j], j = 1..n      totals of window j, smallest first
 -- KEYS[3+n+(i-1)*n+k]      stage k (1..n) of slot i (1..m), as in write.lua
--- then, on a dense board only, per window j: its tally and distinct totals (write.lua)
+-- then, on a dense board only, per window j: its tally and distinct totals, then the
+-- recompute build's (as in write.lua)
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  n, number of windows
@@ -37,6 +38,8 @@ end
 local m = #ARGV - 3 - n
 local DENSE = STAGES + m * n
 local dense_board = #KEYS > DENSE
+local build_tally, build_dense = nil, nil
+if dense_board then build_tally, build_dense = KEYS[DENSE + 2 * n + 1], KEYS[DENSE + 2 * n + 2] end
 
 local deleted = 0
 for key = STAGES + 1, DENSE do
@@ -57,9 +60,7 @@ for key = STAGES + 1, DENSE do
       if record[4] == 'scan' then
         redis.call('SADD', KEYS[3], member)
       elseif redis.call('SISMEMBER', KEYS[3], member) == 0 then
-        if redis.call('ZINCRBY', KEYS[2], negate(value), member) == '0' then
-          redis.call('ZREM', KEYS[2], member)
-        end
+        add_total(KEYS[2], member, negate(value), build_tally, build_dense)
       elseif member == record[6] then
         local slot = tonumber(ARGV[3 + n + math.floor((key - STAGES - 1) / n) + 1])
         if slot <= tonumber(record[7]) then

@@ -10,7 +10,9 @@
 -- KEYS[5+n+m*n]              with a token: the journal, journal_{b}; with a key: the
 --                            key's record, idem_{b}_<version>_<key>
 -- then, on a dense board only, per window j = 1..n: its tally (tally_{b}[_<W>]) and its
---                            distinct totals (dense_{b}[_<W>]), kept exact (see retally)
+--                            distinct totals (dense_{b}[_<W>]), kept exact (see retally);
+--                            then the recompute build's (rebuild_tally_{b},
+--                            rebuild_dense_{b})
 --
 -- ARGV[1]                    board version the caller expects
 -- ARGV[2]                    n, number of windows
@@ -89,6 +91,8 @@ local fingerprint, idem = ARGV[7], KEYS[5 + n + m * n]
 -- Dense boards: where the tally and distinct-totals keys start (see the header).
 local DENSE = 4 + n + m * n + ((token ~= '' or fingerprint ~= '') and 1 or 0)
 local dense_board = #KEYS > DENSE
+local build_tally, build_dense = nil, nil
+if dense_board then build_tally, build_dense = KEYS[DENSE + 2 * n + 1], KEYS[DENSE + 2 * n + 2] end
 
 -- Adds delta to member's total in window j (and its tally, on a dense board).
 local function add_window(j, member, delta)
@@ -151,9 +155,7 @@ local function tell_recompute(i, k, member, delta)
     if scanning then
       redis.call('SADD', KEYS[4], member)
     elseif redis.call('SISMEMBER', KEYS[4], member) == 0 then
-      if redis.call('ZINCRBY', KEYS[3], delta, member) == '0' then
-        redis.call('ZREM', KEYS[3], member)
-      end
+      add_total(KEYS[3], member, delta, build_tally, build_dense)
     elseif member == record[7 + n]
       and tonumber(ARGV[10 + 2 * n + i]) <= tonumber(record[8 + n]) then
       -- The member being folded, in a slot its fold has summed already.
