@@ -189,6 +189,14 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
         );
     }
     h.boards.drop_board(&name).await.unwrap();
+    if let Some(redis) = &h.redis {
+        let left: Vec<String> = ::redis::cmd("KEYS")
+            .arg(format!("*{{{name}}}*"))
+            .query_async(&mut redis.raw().await)
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "a drop leaves {left:?}");
+    }
 }
 
 async fn a_window_added_to_a_dense_board_ranks_densely_once_built(h: Harness) {
