@@ -33,6 +33,7 @@ pub struct ConfigBody {
     /// `"dense"` (1, 1, 2). Fixed when the board is created: another value on an
     /// existing board is a conflict.
     #[serde(default)]
+    #[schema(default = "competition")]
     pub ties: Ties,
 }
 

@@ -517,5 +517,6 @@ async fn the_openapi_document_states_the_ties_option() {
             .as_array()
             .is_some_and(|r| r.contains(&json!("ties")));
         assert_eq!(listed, required, "{config}");
+        assert_eq!(ties["default"], "competition", "{config}");
     }
 }
