@@ -74,7 +74,7 @@ pub use domain::stats::{
 pub use domain::{
     BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, MAX_ABS,
     MAX_IDEMPOTENCY_KEY, MAX_RANKS_MEMBERS, Member, MemberRank, Point, Ranks, RecomputeReport,
-    Removed, RetireOptions, RetireReport, ScoreRange, Span, Standing, Timestamp, TopPage,
+    Removed, RetireOptions, RetireReport, ScoreRange, Span, Standing, Ties, Timestamp, TopPage,
 };
 pub use error::{Error, Result};
 pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};

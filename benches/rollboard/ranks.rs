@@ -3,18 +3,22 @@
 //! about 10): the ranks of 100 members (a user's friends: 90 ranked, 10 unknown) in one
 //! call, and one member's read with its percentile, beside a plain `ZREVRANK` on the
 //! same totals key measured in the same run, one reader, alternating the three; p50 /
-//! p99 over the phase.
+//! p99 over the phase. The same reads of a second board holding the same totals with
+//! `"ties":"dense"` (dense ranks: `ZCOUNT` on its distinct totals) run alternately with
+//! them.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
-use rollboard::{BoardConfig, Event, RedisStore, Rollboard};
+use rollboard::{BoardConfig, Event, RedisStore, Rollboard, Ties};
 
 use crate::load::Load;
 use crate::report::{Row, thousands};
 
 const BOARD: &str = "bench-ranks";
+/// The same totals, ranked densely.
+const DENSE: &str = "bench-ranks-dense";
 const FRIENDS: usize = 100;
 
 fn member(i: usize) -> String {
@@ -31,8 +35,10 @@ pub async fn ranks(redis_url: &str, phase: Duration) -> Vec<Row> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
     let boards = Rollboard::new(Arc::new(RedisStore::connect(redis_url).await.unwrap()));
+    let config = BoardConfig::parse("1h", &["1h"]).unwrap();
+    boards.create_board(BOARD, config.clone()).await.unwrap();
     boards
-        .create_board(BOARD, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create_board(DENSE, config.with_ties(Ties::Dense))
         .await
         .unwrap();
     eprintln!("  writing {} members …", thousands(members as f64));
@@ -48,6 +54,7 @@ pub async fn ranks(redis_url: &str, phase: Duration) -> Vec<Row> {
                         .map(|&i| Event::new(member(i), score(i)))
                         .collect();
                     boards.incr_batch(BOARD, &events).await.unwrap();
+                    boards.incr_batch(DENSE, &events).await.unwrap();
                 }
             })
         })
@@ -70,8 +77,9 @@ pub async fn ranks(redis_url: &str, phase: Duration) -> Vec<Row> {
     assert_eq!(size, members as u64, "the totals key is {totals}");
 
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-    // [0] friends' ranks, [1] member with percentile, [2] ZREVRANK.
-    let mut loads: [Load; 3] = Default::default();
+    // [0] friends' ranks, [1] member with percentile, [2] ZREVRANK, [3] and [4] as [0]
+    // and [1] on the dense board.
+    let mut loads: [Load; 5] = Default::default();
     let started = Instant::now();
     while started.elapsed() < phase {
         let friends: Vec<String> = (0..FRIENDS)
@@ -84,20 +92,22 @@ pub async fn ranks(redis_url: &str, phase: Duration) -> Vec<Row> {
                 }
             })
             .collect();
-        let t = Instant::now();
-        let ranks = boards.ranks(BOARD, &friends, None).await.unwrap();
-        loads[0].latencies.push(t.elapsed());
-        assert_eq!(ranks.entries.len(), FRIENDS);
+        for (board, at) in [(BOARD, 0), (DENSE, 3)] {
+            let t = Instant::now();
+            let ranks = boards.ranks(board, &friends, None).await.unwrap();
+            loads[at].latencies.push(t.elapsed());
+            assert_eq!(ranks.entries.len(), FRIENDS);
 
-        let i = rng.random_range(0..members);
-        let t = Instant::now();
-        let standing = boards
-            .score(BOARD, &member(i), None)
-            .await
-            .unwrap()
-            .unwrap();
-        loads[1].latencies.push(t.elapsed());
-        assert_eq!(standing.score, score(i));
+            let i = rng.random_range(0..members);
+            let t = Instant::now();
+            let standing = boards
+                .score(board, &member(i), None)
+                .await
+                .unwrap()
+                .unwrap();
+            loads[at + 1].latencies.push(t.elapsed());
+            assert_eq!(standing.score, score(i));
+        }
 
         let i = rng.random_range(0..members);
         let t = Instant::now();
@@ -111,13 +121,17 @@ pub async fn ranks(redis_url: &str, phase: Duration) -> Vec<Row> {
         assert!(rank.is_some());
     }
     boards.drop_board(BOARD).await.unwrap();
+    boards.drop_board(DENSE).await.unwrap();
 
     let (c50, c99) = (loads[2].percentile(50.0), loads[2].percentile(99.0));
     let reads = loads[2].latencies.len();
     let mut rows = Vec::new();
-    for (load, what) in loads[..2].iter_mut().zip([
+    let [a, b, _, c, d] = &mut loads;
+    for (load, what) in [a, b, c, d].into_iter().zip([
         format!("ranks of {FRIENDS} members (10 unknown)"),
         "member read with percentile".to_owned(),
+        format!("dense board: ranks of {FRIENDS} members (10 unknown)"),
+        "dense board: member read with percentile".to_owned(),
     ]) {
         let (p50, p99) = (load.percentile(50.0), load.percentile(99.0));
         rows.push(Row {

@@ -22,6 +22,42 @@ pub struct BoardConfig {
     /// Slot alignment offset in seconds (`0 <= offset < slot`).
     #[cfg_attr(feature = "server", schema(default = 0))]
     offset: i64,
+    /// How equal totals share ranks; set when the board is created, never changed.
+    #[cfg_attr(feature = "server", schema(default = "competition"))]
+    ties: Ties,
+}
+
+/// How a board ranks equal totals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub enum Ties {
+    /// Competition ranks (1, 1, 3): 1 + the number of members with a strictly higher
+    /// total.
+    #[default]
+    Competition,
+    /// Dense ranks (1, 1, 2): 1 + the number of distinct totals strictly higher.
+    Dense,
+}
+
+impl Ties {
+    /// The name stored in the board record and used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ties::Competition => "competition",
+            Ties::Dense => "dense",
+        }
+    }
+
+    /// Parses a stored name; an absent one (a board created before the option) is
+    /// competition.
+    pub fn from_stored(stored: Option<&str>) -> Option<Ties> {
+        match stored {
+            None | Some("competition") => Some(Ties::Competition),
+            Some("dense") => Some(Ties::Dense),
+            Some(_) => None,
+        }
+    }
 }
 
 /// The unvalidated shape of a config, as it arrives over the wire.
@@ -32,12 +68,16 @@ struct RawConfig {
     windows: Vec<Span>,
     #[serde(default)]
     offset: i64,
+    #[serde(default)]
+    ties: Ties,
 }
 
 impl TryFrom<RawConfig> for BoardConfig {
     type Error = Error;
     fn try_from(raw: RawConfig) -> Result<Self, Error> {
-        BoardConfig::new(raw.slot, raw.windows)?.with_offset(raw.offset)
+        Ok(BoardConfig::new(raw.slot, raw.windows)?
+            .with_offset(raw.offset)?
+            .with_ties(raw.ties))
     }
 }
 
@@ -47,6 +87,7 @@ impl From<BoardConfig> for RawConfig {
             slot: c.slot,
             windows: c.windows,
             offset: c.offset,
+            ties: c.ties,
         }
     }
 }
@@ -91,6 +132,7 @@ impl BoardConfig {
             slot,
             windows,
             offset: 0,
+            ties: Ties::Competition,
         })
     }
 
@@ -117,6 +159,17 @@ impl BoardConfig {
         }
         self.offset = offset.rem_euclid(l);
         Ok(self)
+    }
+
+    /// Ranks equal totals by `ties` (competition by default).
+    pub fn with_ties(mut self, ties: Ties) -> Self {
+        self.ties = ties;
+        self
+    }
+
+    /// How equal totals share ranks.
+    pub fn ties(&self) -> Ties {
+        self.ties
     }
 
     /// The slot length.
@@ -148,6 +201,7 @@ impl BoardConfig {
         let n = self.windows.len();
         (wider.slot == self.slot
             && wider.offset == self.offset
+            && wider.ties == self.ties
             && wider.windows.len() > n
             && wider.windows[..n] == self.windows[..])
             .then(|| wider.windows[n..].to_vec())
@@ -252,6 +306,9 @@ mod tests {
                 "{other:?}"
             );
         }
+        // Changing how ties rank is not an extension, even with a window added.
+        let dense = wider.with_ties(Ties::Dense);
+        assert_eq!(c.extended_by(&dense), None);
     }
 
     #[test]
@@ -269,8 +326,14 @@ mod tests {
         assert_eq!(c.windows().len(), 2);
         assert_eq!(
             serde_json::to_string(&c).unwrap(),
-            r#"{"slot":"1h","windows":["1h","1d"],"offset":0}"#
+            r#"{"slot":"1h","windows":["1h","1d"],"offset":0,"ties":"competition"}"#
         );
+        let dense: BoardConfig =
+            serde_json::from_str(r#"{"slot":"1h","windows":["1h"],"ties":"dense"}"#).unwrap();
+        assert_eq!(dense.ties(), Ties::Dense);
+        let err =
+            serde_json::from_str::<BoardConfig>(r#"{"slot":"1h","windows":["1h"],"ties":"x"}"#);
+        assert!(err.unwrap_err().to_string().contains("unknown variant"));
         let err = serde_json::from_str::<BoardConfig>(r#"{"slot":"1h","windows":["90m"]}"#);
         assert!(err.unwrap_err().to_string().contains("not a multiple"));
     }

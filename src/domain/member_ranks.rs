@@ -9,7 +9,7 @@ use crate::error::Error;
 /// Most members one ranks read may ask for.
 pub const MAX_RANKS_MEMBERS: usize = 1_000;
 
-/// One asked-for member: its total and competition rank, or `score` 0 and `rank`
+/// One asked-for member: its total and rank (as the board ranks ties), or `score` 0 and `rank`
 /// `None` (`null`) when it has no positive total in the window.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
@@ -18,7 +18,7 @@ pub struct MemberRank {
     pub member: String,
     /// Its total in the window; 0 when it has no positive total.
     pub score: i64,
-    /// Its competition rank; `null` when it has no positive total.
+    /// Its rank (competition, or dense on a dense board); `null` when it has no positive total.
     #[cfg_attr(feature = "server", schema(required = true))]
     pub rank: Option<u64>,
 }

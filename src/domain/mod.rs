@@ -17,7 +17,7 @@ pub mod stats;
 mod timestamp;
 
 pub use admission::{Admission, SlotWrite, not_in_future, too_late};
-pub use config::BoardConfig;
+pub use config::{BoardConfig, Ties};
 pub use event::{Event, MAX_ABS, check_delta};
 pub use idempotency::{Fingerprint, IdempotencyKey, MAX_IDEMPOTENCY_KEY};
 pub use maintenance::{RecomputeReport, Removed, RetireOptions, RetireReport};

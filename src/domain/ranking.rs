@@ -12,7 +12,8 @@ use super::{BoardName, Span};
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Entry {
     /// Competition rank: 1 + the number of members with a strictly higher score, so
-    /// equal scores share a rank (1, 1, 3).
+    /// equal scores share a rank (1, 1, 3); on a board with `"ties":"dense"`, dense rank:
+    /// 1 + the number of distinct scores strictly higher (1, 1, 2).
     pub rank: u64,
     /// The member.
     pub member: String,
@@ -52,7 +53,7 @@ pub struct Standing {
     pub member: String,
     /// Its total in the window (positive).
     pub score: i64,
-    /// Its competition rank.
+    /// Its rank: competition, or dense on a `"ties":"dense"` board (see [`Entry::rank`]).
     pub rank: u64,
     /// The share of ranked members (positive totals) whose total is strictly below the
     /// member's, in [0, 1): 0 for the lowest total, `(ranked − 1) / ranked` for a sole

@@ -12,7 +12,7 @@ use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::json_int;
 use super::wire::SpanInput;
-use crate::{Board, BoardConfig, BoardName, BoardStatus, Created, RecomputeReport, Span};
+use crate::{Board, BoardConfig, BoardName, BoardStatus, Created, RecomputeReport, Span, Ties};
 
 /// A board's config as sent in `PUT /v1/boards/{board}`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -29,6 +29,12 @@ pub struct ConfigBody {
     #[serde(default, deserialize_with = "json_int::i64")]
     #[schema(minimum = -34_559_999, maximum = 34_559_999)]
     pub offset: i64,
+    /// How equal totals share ranks: `"competition"` (1, 1, 3; the default) or
+    /// `"dense"` (1, 1, 2). Fixed when the board is created: another value on an
+    /// existing board is a conflict.
+    #[serde(default)]
+    #[schema(default = "competition")]
+    pub ties: Ties,
 }
 
 impl ConfigBody {
@@ -38,7 +44,9 @@ impl ConfigBody {
             .into_iter()
             .map(SpanInput::parse)
             .collect::<crate::Result<Vec<_>>>()?;
-        BoardConfig::new(self.slot.parse()?, windows)?.with_offset(self.offset)
+        Ok(BoardConfig::new(self.slot.parse()?, windows)?
+            .with_offset(self.offset)?
+            .with_ties(self.ties))
     }
 }
 

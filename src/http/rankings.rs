@@ -106,7 +106,7 @@ pub async fn top(
     Ok(Json(page))
 }
 
-/// A member's total, competition rank and percentile: the share of ranked members
+/// A member's total, rank (competition, or dense on a dense board) and percentile: the share of ranked members
 /// whose total is strictly below its own, in [0, 1) (404 without a positive total).
 #[utoipa::path(
     get, path = "/v1/boards/{board}/members/{member}", tag = "rankings",

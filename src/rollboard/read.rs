@@ -47,7 +47,7 @@ impl Rollboard {
         .await
     }
 
-    /// The member's total, competition rank and percentile (the share of ranked
+    /// The member's total, rank (competition, or dense on a dense board) and percentile (the share of ranked
     /// members strictly below it) in `window`; `None` when it has no positive total
     /// there.
     pub async fn score(
@@ -66,7 +66,7 @@ impl Rollboard {
         .await
     }
 
-    /// The total and competition rank of each of `members` (1 to 1000; a user's
+    /// The total and rank (as the board ranks ties) of each of `members` (1 to 1000; a user's
     /// friends) in `window`, in the order asked, read at one instant: one entry per
     /// member asked (duplicates too), `score` 0 and `rank` `None` for a member without
     /// a positive total.

@@ -38,7 +38,7 @@ async fn put_board_creates_then_confirms_then_conflicts() {
     assert_eq!(created.body["name"], name);
     assert_eq!(
         created.body["config"],
-        json!({"slot": "1h", "windows": ["1h", "1d"], "offset": 0})
+        json!({"slot": "1h", "windows": ["1h", "1d"], "offset": 0, "ties": "competition"})
     );
     assert_eq!(created.body["windows"][1]["window"], "1d");
     assert_eq!(created.body["created_at"], "2023-11-14T22:00:00Z");

@@ -336,7 +336,7 @@ async fn whole_floats_are_integers_and_bodies_are_objects() {
     assert_eq!(reply.status, StatusCode::CREATED);
     assert_eq!(
         reply.body["config"],
-        json!({"slot": "1h", "windows": ["2h"], "offset": 60})
+        json!({"slot": "1h", "windows": ["2h"], "offset": 60, "ties": "competition"})
     );
     let (status, _, _) = post_json(
         &app,
@@ -497,4 +497,26 @@ async fn stats_that_overflow_a_double_answer_null_as_documented() {
     let doc = app.get("/openapi.json").await.body;
     let sum = &doc["components"]["schemas"]["HourStats"]["properties"]["sum"]["type"];
     assert_eq!(sum, &json!(["number", "null"]));
+}
+
+#[tokio::test]
+async fn the_openapi_document_states_the_ties_option() {
+    let app = spawn_app().await;
+    let doc = app.get("/openapi.json").await.body;
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(schemas["Ties"]["enum"], json!(["competition", "dense"]));
+    assert_eq!(schemas["Ties"]["type"], "string");
+    // Optional in a PUT (competition by default), always stated in a board's config.
+    for (config, required) in [("ConfigBody", false), ("BoardConfig", true)] {
+        let ties = &schemas[config]["properties"]["ties"];
+        assert_eq!(
+            ties["$ref"], "#/components/schemas/Ties",
+            "{config}: {ties}"
+        );
+        let listed = schemas[config]["required"]
+            .as_array()
+            .is_some_and(|r| r.contains(&json!("ties")));
+        assert_eq!(listed, required, "{config}");
+        assert_eq!(ties["default"], "competition", "{config}");
+    }
 }

@@ -8,6 +8,7 @@ mod connections;
 mod contract;
 mod counters;
 mod dashboard;
+mod dense;
 mod idempotency;
 mod mounted;
 mod ops;

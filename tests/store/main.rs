@@ -9,6 +9,7 @@ mod cluster_reshard;
 mod concurrency;
 mod conformance;
 mod counters;
+mod dense;
 mod durability;
 mod faults;
 mod history_under_retirement;

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use rollboard::{BoardConfig, Timestamp};
+use rollboard::{BoardConfig, Ties, Timestamp};
 
 /// Every accepted event, by slot.
 #[derive(Debug, Clone)]
@@ -61,7 +61,10 @@ impl Oracle {
 ///   (stage `k` is counted by windows `k..n`), and holds no zero score;
 /// - no stage hash holds a zero value; every slot with a stage hash is in the index;
 /// - nothing is left of a slot that every window has retired (`slot <= cutoff` of the
-///   largest window at `now`), once retirement has run at `now`.
+///   largest window at `now`), once retirement has run at `now`;
+/// - on a dense board, each window's tally (total → members holding it) and distinct
+///   totals (member = score = total) match its positive totals exactly; on a
+///   competition board neither exists.
 pub async fn check_redis_invariants(
     conn: &mut redis::aio::MultiplexedConnection,
     board: &str,
@@ -159,5 +162,49 @@ pub async fn check_redis_invariants(
             totals, expected,
             "{key} differs from the sum of the stages it counts"
         );
+        check_dense(conn, &key, &totals, config.ties() == Ties::Dense).await;
     }
+}
+
+/// The tally and distinct totals beside the totals `key` (`stats_…`) mirror its
+/// positive `totals` (dense), or do not exist (competition).
+async fn check_dense(
+    conn: &mut redis::aio::MultiplexedConnection,
+    key: &str,
+    totals: &BTreeMap<String, i64>,
+    dense: bool,
+) {
+    let suffix = key.strip_prefix("stats_").unwrap();
+    let (tally_key, dense_key) = (format!("tally_{suffix}"), format!("dense_{suffix}"));
+    let tally: BTreeMap<i64, i64> = redis::cmd("HGETALL")
+        .arg(&tally_key)
+        .query_async(conn)
+        .await
+        .unwrap();
+    let distinct: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(&dense_key)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(conn)
+        .await
+        .unwrap();
+    let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
+    if dense {
+        for score in totals.values().filter(|s| **s > 0) {
+            *expected.entry(*score).or_insert(0) += 1;
+        }
+    }
+    assert_eq!(
+        tally, expected,
+        "{tally_key} differs from the positive totals"
+    );
+    let expected: Vec<(String, f64)> = expected
+        .keys()
+        .map(|t| (t.to_string(), *t as f64))
+        .collect();
+    assert_eq!(
+        distinct, expected,
+        "{dense_key} differs from the distinct totals"
+    );
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use rollboard::{BoardConfig, Clock, Event, MemoryStore, RedisStore, Span, Timestamp};
+use rollboard::{BoardConfig, Clock, Event, MemoryStore, RedisStore, Span, Ties, Timestamp};
 
 use crate::oracle::{Oracle, check_redis_invariants};
 use crate::support::{TestRedis, clock, ranking, unique, with_clock};
@@ -56,15 +56,26 @@ enum Op {
     },
 }
 
+/// The oracle's rank of total `s`: 1 + the members (competition) or the distinct totals
+/// (dense) strictly higher.
+fn oracle_rank(ranking: &[(String, i64)], s: i64, ties: Ties) -> u64 {
+    let mut higher: Vec<i64> = ranking.iter().map(|(_, o)| *o).filter(|o| *o > s).collect();
+    if ties == Ties::Dense {
+        higher.dedup();
+    }
+    higher.len() as u64 + 1
+}
+
 /// The oracle's answer to a ranks read of `members`: `(member, score, rank)`.
-fn oracle_ranks(ranking: &[(String, i64)], members: &[&str]) -> Vec<(String, i64, Option<u64>)> {
+fn oracle_ranks(
+    ranking: &[(String, i64)],
+    members: &[&str],
+    ties: Ties,
+) -> Vec<(String, i64, Option<u64>)> {
     members
         .iter()
         .map(|m| match ranking.iter().find(|(r, _)| r == m) {
-            Some((_, s)) => {
-                let higher = ranking.iter().filter(|(_, o)| o > s).count() as u64;
-                (m.to_string(), *s, Some(higher + 1))
-            }
+            Some((_, s)) => (m.to_string(), *s, Some(oracle_rank(ranking, *s, ties))),
             None => (m.to_string(), 0, None),
         })
         .collect()
@@ -76,15 +87,13 @@ fn oracle_range(
     min: i64,
     max: i64,
     offset: u64,
+    ties: Ties,
 ) -> Vec<(u64, String, i64)> {
     ranking
         .iter()
         .filter(|(_, s)| (min..=max).contains(s))
         .skip(offset as usize)
-        .map(|(m, s)| {
-            let higher = ranking.iter().filter(|(_, o)| o > s).count() as u64;
-            (higher + 1, m.clone(), *s)
-        })
+        .map(|(m, s)| (oracle_rank(ranking, *s, ties), m.clone(), *s))
         .collect()
 }
 
@@ -95,6 +104,8 @@ struct Scenario {
     /// Starts with one ±2^53 event and its negation, so Redis checks every later batch
     /// against the stored values (the bulk path of `write.lua`).
     past_bound: bool,
+    /// How the board ranks ties.
+    ties: Ties,
     ops: Vec<Op>,
 }
 
@@ -126,14 +137,16 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             1 => (0..n, -2i64..=8, 0i64..=5, 0u64..3)
                 .prop_map(|(window, min, span, offset)| Op::Range { window, min, span, offset }),
         ];
-        (proptest::collection::vec(op, 1..60), any::<bool>()).prop_map(move |(ops, past_bound)| {
-            Scenario {
+        let ties = prop_oneof![Just(Ties::Competition), Just(Ties::Dense)];
+        (proptest::collection::vec(op, 1..60), any::<bool>(), ties).prop_map(
+            move |(ops, past_bound, ties)| Scenario {
                 slot,
                 windows: windows.clone(),
                 past_bound,
+                ties,
                 ops,
-            }
-        })
+            },
+        )
     })
 }
 
@@ -149,6 +162,7 @@ async fn run(
     store: Arc<RedisStore>,
     s: Scenario,
 ) -> Result<(), TestCaseError> {
+    let ties = s.ties;
     let clock = clock();
     let memory = with_clock(Arc::new(MemoryStore::new()), &clock);
     let on_redis = with_clock(store, &clock);
@@ -157,7 +171,9 @@ async fn run(
         .iter()
         .map(|w| Span::from_seconds(*w).unwrap())
         .collect();
-    let config = BoardConfig::new(Span::from_seconds(s.slot).unwrap(), windows.clone()).unwrap();
+    let config = BoardConfig::new(Span::from_seconds(s.slot).unwrap(), windows.clone())
+        .unwrap()
+        .with_ties(s.ties);
     let name = unique("p");
     memory.create_board(&name, config.clone()).await.unwrap();
     on_redis.create_board(&name, config.clone()).await.unwrap();
@@ -251,7 +267,7 @@ async fn run(
                         .iter()
                         .map(|e| (e.member.clone(), e.score, e.rank))
                         .collect();
-                    let expected = oracle_ranks(&oracle.ranking(*window, now), &asked);
+                    let expected = oracle_ranks(&oracle.ranking(*window, now), &asked, s.ties);
                     prop_assert_eq!(got, expected, "exact ranks, window {}", window);
                 }
             }
@@ -279,7 +295,7 @@ async fn run(
                         .map(|e| (e.rank, e.member.clone(), e.score))
                         .collect();
                     let ranking = oracle.ranking(*window, now);
-                    let expected = oracle_range(&ranking, *min, min + span, *offset);
+                    let expected = oracle_range(&ranking, *min, min + span, *offset, s.ties);
                     prop_assert_eq!(got, expected, "exact range, window {}", window);
                 }
             }
@@ -303,6 +319,12 @@ async fn run(
         prop_assert_eq!(a.from, config.window_start(j, now));
         let expected = oracle.ranking(j, now);
         prop_assert_eq!(ranking(&a), expected.clone(), "final, window {}", j);
+        let ranks: Vec<u64> = a.entries.iter().map(|e| e.rank).collect();
+        let want: Vec<u64> = expected
+            .iter()
+            .map(|(_, s)| oracle_rank(&expected, *s, ties))
+            .collect();
+        prop_assert_eq!(ranks, want, "final ranks, window {}", j);
         // Percentiles: the share of ranked members strictly below, on both stores.
         for (m, s) in &expected {
             let below = expected.iter().filter(|(_, o)| o < s).count() as f64;

@@ -48,12 +48,13 @@ impl MemBoard {
     pub fn new(board: Board, now: Timestamp) -> Self {
         let n = board.config.windows().len();
         let cutoffs: Vec<i64> = (0..n).map(|j| board.config.cutoff(j, now)).collect();
+        let ties = board.config.ties();
         MemBoard {
             board,
             watermarks: cutoffs.clone(),
             retired: cutoffs,
             slots: BTreeMap::new(),
-            totals: (0..n).map(|_| Totals::default()).collect(),
+            totals: (0..n).map(|_| Totals::new(ties)).collect(),
             states: vec![WindowState::default(); n],
             journal: HashSet::new(),
             keyed: KeyedRecords::default(),
@@ -98,7 +99,7 @@ impl MemBoard {
         for j in old..n {
             self.watermarks.push(last);
             self.retired.push(last);
-            self.totals.push(Totals::default());
+            self.totals.push(Totals::new(self.board.config.ties()));
             self.states.push(WindowState {
                 since: Some(since),
                 building: false,
@@ -198,7 +199,7 @@ impl MemBoard {
 
     /// Rebuilds window `window`'s totals from the stages it counts (`0..=window`).
     pub fn recompute(&mut self, window: usize) -> RecomputeReport {
-        let mut totals = Totals::default();
+        let mut totals = Totals::new(self.board.config.ties());
         let mut scanned = 0;
         for slot in self.slots.values() {
             for (member, stages) in slot {

@@ -1,10 +1,12 @@
 //! The totals of one window in memory: member → total, also kept in ranking order
-//! (score descending, member ascending) so pages and ranks read in order.
+//! (score descending, member ascending) so pages and ranks read in order. A dense board
+//! also keeps a tally of its positive totals (total → members holding it), so a dense
+//! rank is 1 + the number of distinct totals above.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::domain::Entry;
+use crate::domain::{Entry, Ties};
 
 /// Member totals of one window. A member whose total reaches exactly zero is removed.
 #[derive(Debug, Default)]
@@ -14,9 +16,37 @@ pub(super) struct Totals {
     order: BTreeSet<(Reverse<i64>, String)>,
     /// How many totals are positive (ranked).
     positive: u64,
+    /// How equal totals share ranks.
+    ties: Ties,
+    /// Dense boards only: positive total → how many members hold it.
+    tally: BTreeMap<i64, u64>,
 }
 
 impl Totals {
+    /// Empty totals ranking ties by `ties`.
+    pub fn new(ties: Ties) -> Self {
+        Totals {
+            ties,
+            ..Totals::default()
+        }
+    }
+
+    /// Counts one more (`up`) or one fewer member holding `total`, when it is ranked.
+    fn retally(&mut self, total: i64, up: bool) {
+        if self.ties != Ties::Dense || total <= 0 {
+            return;
+        }
+        let count = self.tally.entry(total).or_insert(0);
+        if up {
+            *count += 1;
+        } else {
+            *count -= 1;
+            if *count == 0 {
+                self.tally.remove(&total);
+            }
+        }
+    }
+
     /// The member's total, if it has one.
     pub fn get(&self, member: &str) -> Option<i64> {
         self.scores.get(member).copied()
@@ -32,8 +62,10 @@ impl Totals {
         let old = self.scores.get(member).copied();
         if let Some(old) = old {
             self.order.remove(&(Reverse(old), member.to_owned()));
+            self.retally(old, false);
         }
         let new = old.unwrap_or(0) + delta;
+        self.retally(new, true);
         self.positive -= u64::from(old.is_some_and(|o| o > 0));
         self.positive += u64::from(new > 0);
         if new == 0 {
@@ -63,9 +95,15 @@ impl Totals {
         self.order.range((start, end)).count() as u64
     }
 
-    /// Competition rank of `score`: 1 + the number of members with a higher total.
+    /// Rank of `score`: 1 + the number of members (competition) or of distinct totals
+    /// (dense) higher.
     pub fn rank_of(&self, score: i64) -> u64 {
-        self.order.range(..(Reverse(score), String::new())).count() as u64 + 1
+        match self.ties {
+            Ties::Competition => {
+                self.order.range(..(Reverse(score), String::new())).count() as u64 + 1
+            }
+            Ties::Dense => self.tally.range(score.saturating_add(1)..).count() as u64 + 1,
+        }
     }
 
     /// The member's 0-based position in ranking order.
@@ -79,6 +117,7 @@ impl Totals {
     pub fn page(&self, offset: u64, limit: u64) -> Vec<Entry> {
         let mut entries = Vec::new();
         let mut rank = 0;
+        let mut distinct = 0;
         let mut previous = None;
         for (position, (Reverse(score), member)) in self.order.iter().enumerate() {
             let position = position as u64;
@@ -86,7 +125,11 @@ impl Totals {
                 break;
             }
             if previous != Some(*score) {
-                rank = position + 1;
+                distinct += 1;
+                rank = match self.ties {
+                    Ties::Competition => position + 1,
+                    Ties::Dense => distinct,
+                };
                 previous = Some(*score);
             }
             if position >= offset {
@@ -127,6 +170,28 @@ mod tests {
         assert_eq!(t.count_between(6, 7), 1);
         assert_eq!(t.count_between(i64::MIN, 0), 1);
         assert_eq!(t.count_between(5, 4), 0);
+    }
+
+    #[test]
+    fn dense_totals_rank_ties_one_one_two() {
+        let mut t = Totals::new(Ties::Dense);
+        for (m, s) in [("b", 5), ("a", 5), ("c", 3), ("d", -1), ("e", 7), ("f", 9)] {
+            t.add(m, s);
+        }
+        t.add("f", -9);
+        let ranks: Vec<(u64, String)> = t
+            .page(0, 10)
+            .into_iter()
+            .map(|e| (e.rank, e.member))
+            .collect();
+        let expected = [(1, "e"), (2, "a"), (2, "b"), (3, "c")].map(|(r, m)| (r, m.to_owned()));
+        assert_eq!(ranks, expected);
+        assert_eq!(t.page(3, 1)[0].rank, 3);
+        assert_eq!(t.rank_of(5), 2);
+        assert_eq!(t.rank_of(3), 3);
+        t.add("e", -2);
+        assert_eq!(t.rank_of(3), 2);
+        assert_eq!(t.tally, BTreeMap::from([(3, 1), (5, 3)]));
     }
 
     #[test]

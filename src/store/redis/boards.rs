@@ -12,7 +12,7 @@ use super::refusal::Refusal;
 use super::reply::{int, opt_string, string};
 use crate::board::{Board, Created};
 use crate::domain::RetireOptions;
-use crate::domain::{BoardConfig, BoardName, Span, Timestamp};
+use crate::domain::{BoardConfig, BoardName, Span, Ties, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::new_version;
 
@@ -32,7 +32,8 @@ pub(super) async fn create(
         .arg(config.slot().seconds())
         .arg(join_seconds(windows))
         .arg(config.offset())
-        .arg(now.unix_millis());
+        .arg(now.unix_millis())
+        .arg(config.ties().as_str());
     for (j, w) in windows.iter().enumerate() {
         invocation.arg(w.seconds()).arg(config.cutoff(j, now));
     }
@@ -203,9 +204,17 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
             unlink(conn, name, batch).await?;
         }
         let mut rest = keys::all_totals(name, &windows);
+        // A dense board's tallies (absent keys on a competition board, so always named:
+        // the record being dropped no longer says which it was).
+        for j in 0..windows.len() {
+            rest.push(keys::tally(name, &windows, j));
+            rest.push(keys::dense(name, &windows, j));
+        }
         rest.push(keys::rebuild(name));
         rest.push(keys::rebuild_log(name));
         rest.push(keys::rebuild_scan(name));
+        rest.push(keys::rebuild_tally(name));
+        rest.push(keys::rebuild_dense(name));
         rest.push(keys::journal(name));
         rest.push(index);
         unlink(conn, name, &rest).await?;
@@ -250,9 +259,10 @@ async fn unlink(conn: &RedisConn, name: &BoardName, keys: &[String]) -> Result<(
 }
 
 /// The record fields that describe a board, in the order `parse_board` reads them.
-const RECORD_FIELDS: &[&str] = &["version", "slot", "windows", "offset", "created_ms"];
+const RECORD_FIELDS: &[&str] = &["version", "slot", "windows", "offset", "created_ms", "ties"];
 
-/// A board from its record's `version, slot, windows, offset, created_ms`.
+/// A board from its record's `version, slot, windows, offset, created_ms, ties` (no
+/// `ties`: a board made before the option, which ranks by competition).
 fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
     let corrupt = |what: &str| Error::Store(format!("board record of {name:?} has a bad {what}"));
     let version = string(&fields[0], "version")?
@@ -262,8 +272,11 @@ fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
     let windows = parse_windows(&string(&fields[2], "windows")?)?;
     let offset = int(&fields[3], "offset")?;
     let created_ms = int(&fields[4], "created_ms")?;
+    let ties = opt_string(&fields[5], "ties")?;
+    let ties = Ties::from_stored(ties.as_deref()).ok_or_else(|| corrupt("ties"))?;
     let config = BoardConfig::new(slot, windows)
         .and_then(|c| c.with_offset(offset))
+        .map(|c| c.with_ties(ties))
         .map_err(|e| Error::Store(format!("board record of {name:?}: {e}")))?;
     Ok(Board {
         name: name.clone(),

@@ -7,7 +7,7 @@
 use crate::board::Board;
 use crate::domain::counter::CounterName;
 use crate::domain::stats::{StatsContext, StatsKind};
-use crate::domain::{BoardName, Span};
+use crate::domain::{BoardName, Span, Ties};
 use crate::rates::{RateKey, RateTiers};
 
 /// `rate_{<key, %-encoded>}_<tiers fingerprint>`: a rate key's time ring. The encoding
@@ -33,6 +33,18 @@ pub(super) fn index(name: &BoardName) -> String {
 /// `rebuild_{<board>}`: the totals a recompute is building (see `recompute_begin.lua`).
 pub(super) fn rebuild(name: &BoardName) -> String {
     format!("rebuild_{{{name}}}")
+}
+
+/// `rebuild_tally_{<board>}`, dense boards only: the tally of a recompute's build, as
+/// `tally_…` is of the totals; renamed over the window's tally with the build.
+pub(super) fn rebuild_tally(name: &BoardName) -> String {
+    format!("rebuild_tally_{{{name}}}")
+}
+
+/// `rebuild_dense_{<board>}`, dense boards only: the distinct totals of a recompute's
+/// build; renamed over the window's `dense_…` with the build.
+pub(super) fn rebuild_dense(name: &BoardName) -> String {
+    format!("rebuild_dense_{{{name}}}")
 }
 
 /// `rebuild_log_{<board>}`: members a recompute must compute afresh.
@@ -64,6 +76,59 @@ pub(super) fn totals(name: &BoardName, windows: &[Span], window: usize) -> Strin
     } else {
         format!("stats_{{{name}}}_{}", windows[window].seconds())
     }
+}
+
+/// `tally_{<board>}[_<W>]`, dense boards only: a window's positive totals, field = a
+/// total, value = how many members hold it (see `retally` in `lua/prelude.lua`).
+pub(super) fn tally(name: &BoardName, windows: &[Span], window: usize) -> String {
+    format!("tally_{}", window_suffix(name, windows, window))
+}
+
+/// `dense_{<board>}[_<W>]`, dense boards only: a window's distinct positive totals, a
+/// zset with member = score = the total, for dense ranks in O(log D).
+pub(super) fn dense(name: &BoardName, windows: &[Span], window: usize) -> String {
+    format!("dense_{}", window_suffix(name, windows, window))
+}
+
+/// `{<board>}` for the first window, `{<board>}_<W>` for the others.
+fn window_suffix(name: &BoardName, windows: &[Span], window: usize) -> String {
+    if window == 0 {
+        format!("{{{name}}}")
+    } else {
+        format!("{{{name}}}_{}", windows[window].seconds())
+    }
+}
+
+/// On a dense board, the tally and distinct-totals keys of every window, in pairs,
+/// smallest window first, then those of a recompute's build; nothing on a competition
+/// board.
+pub(super) fn all_dense(board: &Board) -> Vec<String> {
+    if board.config.ties() != Ties::Dense {
+        return Vec::new();
+    }
+    let windows = board.config.windows();
+    (0..windows.len())
+        .flat_map(|j| {
+            [
+                tally(&board.name, windows, j),
+                dense(&board.name, windows, j),
+            ]
+        })
+        .chain([rebuild_tally(&board.name), rebuild_dense(&board.name)])
+        .collect()
+}
+
+/// On a dense board, window `window`'s tally and distinct-totals keys; nothing on a
+/// competition board.
+pub(super) fn window_dense(board: &Board, window: usize) -> Vec<String> {
+    if board.config.ties() != Ties::Dense {
+        return Vec::new();
+    }
+    let windows = board.config.windows();
+    vec![
+        tally(&board.name, windows, window),
+        dense(&board.name, windows, window),
+    ]
 }
 
 /// The totals keys of every window, smallest window first.
@@ -153,5 +218,21 @@ mod tests {
         let keys: Vec<String> = stages(&board, 7200).collect();
         assert_eq!(keys, ["slot_{hot}_7200", "slot_{hot}_7200_1"]);
         assert_eq!(idempotency(&board, "k-1"), "idem_{hot}_1_k-1");
+        assert!(all_dense(&board).is_empty());
+        let dense_board = Board {
+            config: board.config.clone().with_ties(Ties::Dense),
+            ..board
+        };
+        assert_eq!(
+            all_dense(&dense_board),
+            [
+                "tally_{hot}",
+                "dense_{hot}",
+                "tally_{hot}_86400",
+                "dense_{hot}_86400",
+                "rebuild_tally_{hot}",
+                "rebuild_dense_{hot}"
+            ]
+        );
     }
 }

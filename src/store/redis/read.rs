@@ -34,6 +34,14 @@ async fn read_ranking(
     invocation
         .key(keys::index(&board.name))
         .key(keys::totals(&board.name, windows, window))
+        // On a dense board, its distinct totals (KEYS[4]); the tally is not read.
+        .key(
+            keys::window_dense(board, window)
+                .into_iter()
+                .nth(1)
+                .into_iter()
+                .collect::<Vec<_>>(),
+        )
         .arg(board.version)
         .arg(windows[window].seconds())
         .arg(mode)

@@ -11,7 +11,7 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, string};
 use crate::board::Board;
-use crate::domain::RecomputeReport;
+use crate::domain::{RecomputeReport, Ties};
 use crate::error::{Error, Result};
 
 /// How long a recompute's lease lasts without a call extending it.
@@ -43,6 +43,8 @@ pub(super) async fn recompute(
         .key(keys::rebuild(&board.name))
         .key(keys::rebuild_log(&board.name))
         .key(keys::rebuild_scan(&board.name))
+        .key(keys::rebuild_tally(&board.name))
+        .key(keys::rebuild_dense(&board.name))
         .arg(board.version)
         .arg(board.config.windows()[window].seconds())
         .arg(&token)
@@ -54,6 +56,8 @@ pub(super) async fn recompute(
         end.key(keys::rebuild(&board.name))
             .key(keys::rebuild_log(&board.name))
             .key(keys::rebuild_scan(&board.name))
+            .key(keys::rebuild_tally(&board.name))
+            .key(keys::rebuild_dense(&board.name))
             .arg(&token);
         let _: Result<i64> = conn.script(&end, &board.name, Retry::Idempotent).await;
     }
@@ -124,6 +128,7 @@ async fn scan(conn: &RedisConn, board: &Board, token: &str, hash: &str) -> Resul
         scan.key(keys::rebuild(&board.name))
             .key(hash)
             .key(keys::rebuild_scan(&board.name))
+            .key(build_dense(board))
             .arg(board.version)
             .arg(token)
             .arg(LEASE_MS)
@@ -222,6 +227,7 @@ async fn fold(
             call.key(keys::stage(&board.name, *slot, stage));
         }
     }
+    call.key(build_dense(board));
     call.arg(board.version)
         .arg(token)
         .arg(LEASE_MS)
@@ -255,6 +261,19 @@ async fn fold(
     }
 }
 
+/// On a dense board, the build's tally and distinct totals; nothing on a competition
+/// board.
+fn build_dense(board: &Board) -> Vec<String> {
+    if board.config.ties() == Ties::Dense {
+        vec![
+            keys::rebuild_tally(&board.name),
+            keys::rebuild_dense(&board.name),
+        ]
+    } else {
+        Vec::new()
+    }
+}
+
 /// Swaps the build in when the log is empty; `false` when more must be folded first.
 async fn swap(conn: &RedisConn, board: &Board, window: usize, token: &str) -> Result<bool> {
     let windows = board.config.windows();
@@ -263,6 +282,8 @@ async fn swap(conn: &RedisConn, board: &Board, window: usize, token: &str) -> Re
         .key(keys::rebuild_log(&board.name))
         .key(keys::totals(&board.name, windows, window))
         .key(keys::rebuild_scan(&board.name))
+        .key(keys::window_dense(board, window))
+        .key(build_dense(board))
         .arg(board.version)
         .arg(token)
         .arg(windows[window].seconds());

@@ -155,6 +155,10 @@ async fn chunk(
         .arg(cursor)
         .arg(options.chunk_size.max(1))
         .arg(options.chunk_budget.as_micros().max(1) as u64);
+    let dense = keys::window_dense(board, window);
+    if !dense.is_empty() {
+        invocation.key(dense).arg("dense");
+    }
     let reply: Value = conn
         .script(&invocation, &board.name, Retry::Idempotent)
         .await?;

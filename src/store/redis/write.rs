@@ -225,6 +225,7 @@ fn invocation<'a>(
             invocation.key(keys::idempotency(board, &key.name));
         }
     }
+    invocation.key(keys::all_dense(board));
     invocation
         .arg(board.version)
         .arg(windows.len())
@@ -280,6 +281,7 @@ pub(super) async fn remove_member(
         for s in batch {
             invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
         }
+        invocation.key(keys::all_dense(board));
         invocation
             .arg(board.version)
             .arg(windows.len())

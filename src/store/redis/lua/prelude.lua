@@ -41,3 +41,37 @@ local function negate(v)
   return '-' .. v
 end
 
+
+-- Dense boards: `tally` (hash, total -> how many members hold it) and `dense` (zset of
+-- the distinct totals, member = score = the total) mirror a window's positive totals.
+-- Records that one member's total went from `old` to `new` (numbers or strings; absent
+-- is 0): a total <= 0 is not ranked, so not tallied.
+local function retally(tally, dense, old, new)
+  old, new = tonumber(old) or 0, tonumber(new) or 0
+  if old == new then return end
+  if old > 0 then
+    local o = string.format('%d', old)
+    if redis.call('HINCRBY', tally, o, -1) == 0 then
+      redis.call('HDEL', tally, o)
+      redis.call('ZREM', dense, o)
+    end
+  end
+  if new > 0 then
+    local s = string.format('%d', new)
+    if redis.call('HINCRBY', tally, s, 1) == 1 then
+      redis.call('ZADD', dense, s, s)
+    end
+  end
+end
+
+-- Adds `delta` (an integer string) to `member`'s total in the zset `totals`, removing it
+-- at exactly 0, and, when `tally` is given (a dense board), retallies.
+local function add_total(totals, member, delta, tally, dense)
+  local new = redis.call('ZINCRBY', totals, delta, member)
+  if new == '0' then
+    redis.call('ZREM', totals, member)
+  end
+  if tally then
+    retally(tally, dense, tonumber(new) - tonumber(delta), new)
+  end
+end

@@ -3,6 +3,9 @@
 -- KEYS[1]  board record        board_{b}
 -- KEYS[2]  slot index          slots_{b}
 -- KEYS[3]  the window's totals stats_{b} or stats_{b}_<W>
+-- KEYS[4]  dense boards only: the window's distinct totals, dense_{b}[_<W>] (see retally
+--          in the prelude); ranks are then dense: 1 + the number of distinct totals
+--          strictly higher (ZCOUNT on it, O(log D))
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the window, seconds (field done:<W>)
@@ -34,7 +37,13 @@
 -- total), each O(log N).
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
-local board, index, totals = KEYS[1], KEYS[2], KEYS[3]
+local board, index, totals, dense = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+
+-- The rank of `score`, `greater` members having a strictly higher total.
+local function rank_of(score, greater)
+  if dense then return redis.call('ZCOUNT', dense, '(' .. score, '+inf') + 1 end
+  return greater + 1
+end
 local record = board_record(board, ARGV[1], 'done:' .. ARGV[2], 'since:' .. ARGV[2], 'building:' .. ARGV[2])
 local pending = redis.call('ZRANGEBYSCORE', index, '(' .. record[3], '+inf', 'LIMIT', 0, 1)
 local newest = redis.call('ZREVRANGEBYSCORE', index, '+inf', '-inf', 'LIMIT', 0, 1)
@@ -68,8 +77,9 @@ local function page(offset, limit)
       members = {}
       for k = j, i, -1 do members[#members + 1] = raw[2 * k - 1] end
     end
+    local rank = rank_of(score, a)
     for _, member in ipairs(members) do
-      reply[#reply + 1] = a + 1
+      reply[#reply + 1] = rank
       reply[#reply + 1] = member
       reply[#reply + 1] = score
     end
@@ -98,7 +108,8 @@ if mode == 'ranks' then
     local score = redis.call('ZSCORE', totals, ARGV[k])
     if score and tonumber(score) > 0 then
       reply[#reply + 1] = score
-      reply[#reply + 1] = redis.call('ZCOUNT', totals, '(' .. score, '+inf') + 1
+      reply[#reply + 1] = dense and rank_of(score)
+        or redis.call('ZCOUNT', totals, '(' .. score, '+inf') + 1
     else
       reply[#reply + 1] = false
       reply[#reply + 1] = false
@@ -115,7 +126,7 @@ end
 local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
 if mode == 'member' then
   reply[5] = score
-  reply[6] = greater + 1
+  reply[6] = rank_of(score, greater)
   reply[7] = redis.call('ZCOUNT', totals, '(0', '(' .. score)
   reply[8] = redis.call('ZCOUNT', totals, '(0', '+inf')
   return reply

@@ -4,6 +4,8 @@
 -- KEYS[2]  build             rebuild_{b}
 -- KEYS[3]  log               rebuild_log_{b}
 -- KEYS[4]  scan progress     rebuild_scan_{b}
+-- KEYS[5], KEYS[6]  the build's tally and distinct totals (rebuild_tally_{b},
+--          rebuild_dense_{b}; only a dense board fills them)
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the window, seconds
@@ -38,7 +40,7 @@ if record[3] and record[3] ~= ARGV[3] and now < tonumber(record[4]) then
 end
 -- UNLINK: a build left by an earlier recompute can hold every member; free it off the
 -- main thread.
-redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
+redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 redis.call('HDEL', board, 'rb_fold_member', 'rb_fold_slot', 'rb_fold_sum')
 redis.call('HSET', board, 'rb_window', ARGV[2], 'rb_phase', 'scan', 'rb_token', ARGV[3],
   'rb_until', now + tonumber(ARGV[4]))

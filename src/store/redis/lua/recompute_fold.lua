@@ -7,6 +7,8 @@
 -- KEYS[4]                  slot index        slots_{b}
 -- KEYS[4+(i-1)*r+k]        stage k (1..r) of passed slot i (1..m): the stages the window
 --                          (the r-th) counts
+-- KEYS[5+m*r], KEYS[6+m*r] dense boards only: the build's tally and distinct totals
+--                          (rebuild_tally_{b}, rebuild_dense_{b}; see retally)
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the recompute's token
@@ -96,6 +98,9 @@ while true do
     redis.call('HSET', board, 'rb_fold_member', member, 'rb_fold_slot', last,
       'rb_fold_sum', string.format('%d', sum))
     return { redis.call('SCARD', log), folded, member, last }
+  end
+  if #KEYS > 4 + m * r then
+    retally(KEYS[5 + m * r], KEYS[6 + m * r], redis.call('ZSCORE', build, member), sum)
   end
   if sum == 0 then
     redis.call('ZREM', build, member)

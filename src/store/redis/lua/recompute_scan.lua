@@ -5,6 +5,8 @@
 -- KEYS[3]  a stage hash of a live slot counted by the window being rebuilt
 -- KEYS[4]  scan progress     rebuild_scan_{b}: field = stage hash, value = the HSCAN
 --          cursor its scan reached ('done' when scanned)
+-- KEYS[5], KEYS[6]  dense boards only: the build's tally and distinct totals
+--          (rebuild_tally_{b}, rebuild_dense_{b}; see retally in the prelude)
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the recompute's token
@@ -29,6 +31,7 @@
 -- Errors: "STALE ..."; "LOST ..." when the recompute's lease expired or was taken over.
 
 local board, build, stage, progress = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local tally, dense = KEYS[5], KEYS[6]
 local record = board_record(board, ARGV[1], 'rb_token', 'rb_until', 'rb_phase')
 local started = now_us()
 if record[3] ~= ARGV[2] or record[5] ~= 'scan' or started / 1000 >= tonumber(record[4]) then
@@ -63,6 +66,7 @@ repeat
     local set, zero = {}, {}
     for x = 1, #names do
       local value = (tonumber(current[x]) or 0) + values[x]
+      if tally then retally(tally, dense, current[x], value) end
       if value == 0 then
         zero[#zero + 1] = names[x]
       else

@@ -5,6 +5,8 @@
 -- KEYS[3]                  recompute log     rebuild_log_{b}
 -- KEYS[3+j], j = 1..n      totals of window j, smallest first
 -- KEYS[3+n+(i-1)*n+k]      stage k (1..n) of slot i (1..m), as in write.lua
+-- then, on a dense board only, per window j: its tally and distinct totals, then the
+-- recompute build's (as in write.lua)
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  n, number of windows
@@ -33,25 +35,32 @@ if record[3] and lease_held(record[5]) then
   end
 end
 
+local m = #ARGV - 3 - n
+local DENSE = STAGES + m * n
+local dense_board = #KEYS > DENSE
+local build_tally, build_dense = nil, nil
+if dense_board then build_tally, build_dense = KEYS[DENSE + 2 * n + 1], KEYS[DENSE + 2 * n + 2] end
+
 local deleted = 0
-for key = STAGES + 1, #KEYS do
+for key = STAGES + 1, DENSE do
   local k = (key - STAGES - 1) % n + 1
   local value = redis.call('HGET', KEYS[key], member)
   if value then
     redis.call('HDEL', KEYS[key], member)
     deleted = deleted + 1
     for j = k, n do
-      if redis.call('ZINCRBY', KEYS[TOTALS + j], negate(value), member) == '0' then
-        redis.call('ZREM', KEYS[TOTALS + j], member)
+      if dense_board then
+        add_total(KEYS[TOTALS + j], member, negate(value), KEYS[DENSE + 2 * j - 1],
+          KEYS[DENSE + 2 * j])
+      else
+        add_total(KEYS[TOTALS + j], member, negate(value))
       end
     end
     if rebuilt and k <= rebuilt then
       if record[4] == 'scan' then
         redis.call('SADD', KEYS[3], member)
       elseif redis.call('SISMEMBER', KEYS[3], member) == 0 then
-        if redis.call('ZINCRBY', KEYS[2], negate(value), member) == '0' then
-          redis.call('ZREM', KEYS[2], member)
-        end
+        add_total(KEYS[2], member, negate(value), build_tally, build_dense)
       elseif member == record[6] then
         local slot = tonumber(ARGV[3 + n + math.floor((key - STAGES - 1) / n) + 1])
         if slot <= tonumber(record[7]) then

@@ -5,6 +5,8 @@
 -- KEYS[3]  this window's totals            stats_{b} or stats_{b}_<W>
 -- KEYS[4]  the slot's stage for this window, j: slot_{b}_<ts> (j = 1) or slot_{b}_<ts>_<j-1>
 -- KEYS[5]  the slot's next stage, j+1:     slot_{b}_<ts>_<j>; absent for the largest window
+-- then, on a dense board (ARGV[8] = 'dense'): this window's tally and distinct totals
+--          (tally_{b}[_<W>], dense_{b}[_<W>]; see retally in the prelude)
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  this window, seconds (fields wm:<W>, done:<W>)
@@ -13,6 +15,7 @@
 -- ARGV[5]  HSCAN cursor ('0' to start)
 -- ARGV[6]  most fields to handle in this call
 -- ARGV[7]  time budget of this call, microseconds
+-- ARGV[8]  'dense' on a dense board, else absent
 --
 -- The stage hash is immutable once this window froze the slot and the smaller window
 -- finished it, apart from the deletions done here. Each field returned by HSCAN is
@@ -32,7 +35,10 @@
 -- fields left after a full scan: something else is writing this stage), "RECOMPUTING ..."
 -- while a recompute holds its lease (stage values must not move while it scans them).
 
-local board, index, totals, stage, next_stage = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local board, index, totals, stage = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local tally, dense = nil, nil
+if ARGV[8] == 'dense' then tally, dense = KEYS[#KEYS - 1], KEYS[#KEYS] end
+local next_stage = (#KEYS - (tally and 2 or 0) == 5) and KEYS[5] or nil
 local done_field = 'done:' .. ARGV[2]
 local prev_field = ARGV[3] ~= '' and ('done:' .. ARGV[3]) or 'version'
 local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], done_field, prev_field, 'rb_until')
@@ -68,6 +74,7 @@ local function handle(found)
     local set, zero = {}, {}
     for x = 1, #fields do
       local value = (tonumber(current[x]) or 0) + sign * values[x]
+      if is_zset and tally then retally(tally, dense, current[x], value) end
       if value == 0 then
         zero[#zero + 1] = fields[x]
       elseif is_zset then

@@ -9,6 +9,10 @@
 --                            k = 1 is slot_{b}_<ts>, k > 1 is slot_{b}_<ts>_<k-1>
 -- KEYS[5+n+m*n]              with a token: the journal, journal_{b}; with a key: the
 --                            key's record, idem_{b}_<version>_<key>
+-- then, on a dense board only, per window j = 1..n: its tally (tally_{b}[_<W>]) and its
+--                            distinct totals (dense_{b}[_<W>]), kept exact (see retally);
+--                            then the recompute build's (rebuild_tally_{b},
+--                            rebuild_dense_{b})
 --
 -- ARGV[1]                    board version the caller expects
 -- ARGV[2]                    n, number of windows
@@ -84,6 +88,20 @@ if token ~= '' and redis.call('HEXISTS', journal, token) == 1 then
   return { 3 }
 end
 local fingerprint, idem = ARGV[7], KEYS[5 + n + m * n]
+-- Dense boards: where the tally and distinct-totals keys start (see the header).
+local DENSE = 4 + n + m * n + ((token ~= '' or fingerprint ~= '') and 1 or 0)
+local dense_board = #KEYS > DENSE
+local build_tally, build_dense = nil, nil
+if dense_board then build_tally, build_dense = KEYS[DENSE + 2 * n + 1], KEYS[DENSE + 2 * n + 2] end
+
+-- Adds delta to member's total in window j (and its tally, on a dense board).
+local function add_window(j, member, delta)
+  if dense_board then
+    add_total(KEYS[TOTALS + j], member, delta, KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j])
+  else
+    add_total(KEYS[TOTALS + j], member, delta)
+  end
+end
 if fingerprint ~= '' then
   local stored = redis.call('GET', idem)
   if stored then
@@ -137,9 +155,7 @@ local function tell_recompute(i, k, member, delta)
     if scanning then
       redis.call('SADD', KEYS[4], member)
     elseif redis.call('SISMEMBER', KEYS[4], member) == 0 then
-      if redis.call('ZINCRBY', KEYS[3], delta, member) == '0' then
-        redis.call('ZREM', KEYS[3], member)
-      end
+      add_total(KEYS[3], member, delta, build_tally, build_dense)
     elseif member == record[7 + n]
       and tonumber(ARGV[10 + 2 * n + i]) <= tonumber(record[8 + n]) then
       -- The member being folded, in a slot its fold has summed already.
@@ -258,11 +274,7 @@ if mode == 'sums' then
       if value == 0 then
         redis.call('HDEL', target, member)
       end
-      for j = k + 1, n do
-        if redis.call('ZINCRBY', KEYS[TOTALS + j], delta, member) == '0' then
-          redis.call('ZREM', KEYS[TOTALS + j], member)
-        end
-      end
+      for j = k + 1, n do add_window(j, member, delta) end
       tell_recompute(i, k, member, delta)
       grown = grown + math.abs(tonumber(delta))
     end
@@ -306,11 +318,7 @@ for e = 0, count - 1 do
       if redis.call('HINCRBY', target, member, delta) == 0 then
         redis.call('HDEL', target, member)
       end
-      for j = k + 1, n do
-        if redis.call('ZINCRBY', KEYS[TOTALS + j], delta, member) == '0' then
-          redis.call('ZREM', KEYS[TOTALS + j], member)
-        end
-      end
+      for j = k + 1, n do add_window(j, member, delta) end
       tell_recompute(i, k, member, delta)
       status[e + 2] = 0
     else

@@ -1,0 +1,262 @@
+//! Dense ties (`"ties":"dense"`), on both stores and a cluster: equal totals rank 1, 1, 2
+//! in every read that returns ranks, after writes, retirement, member removal, a
+//! recompute and a window added to the board; percentiles stay member-based; the option
+//! is fixed when the board is created. On a single Redis the tallies are checked against
+//! the totals (the data model's invariants).
+
+use rollboard::{BoardConfig, Created, MemberRank, ScoreRange, Span, Ties};
+
+use crate::oracle::check_redis_invariants;
+use crate::support::{Harness, unique};
+
+macro_rules! on_both_stores {
+    ($($case:ident),* $(,)?) => {
+        mod memory {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
+        }
+        mod redis {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
+        }
+        mod cluster {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster().await).await })*
+        }
+    };
+}
+
+on_both_stores!(
+    dense_ranks_hold_through_writes_retirement_removal_and_recompute,
+    a_window_added_to_a_dense_board_ranks_densely_once_built,
+    ties_are_fixed_when_the_board_is_created,
+);
+
+fn dense(windows: &[&str]) -> BoardConfig {
+    BoardConfig::parse("1h", windows)
+        .unwrap()
+        .with_ties(Ties::Dense)
+}
+
+/// `(rank, member, score)` of a page.
+fn ranked(page: &rollboard::TopPage) -> Vec<(u64, String, i64)> {
+    page.entries
+        .iter()
+        .map(|e| (e.rank, e.member.clone(), e.score))
+        .collect()
+}
+
+fn triples(items: &[(u64, &str, i64)]) -> Vec<(u64, String, i64)> {
+    items
+        .iter()
+        .map(|(r, m, s)| (*r, m.to_string(), *s))
+        .collect()
+}
+
+/// On a single Redis, the keys (tallies included) keep the data model's invariants.
+async fn check_keys(h: &Harness, name: &str, config: &BoardConfig) {
+    if let Some(redis) = &h.redis {
+        check_redis_invariants(&mut redis.raw().await, name, config, None).await;
+    }
+}
+
+async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Harness) {
+    let config = dense(&["1h", "3h"]);
+    let name = unique("d");
+    h.boards.create_board(&name, config.clone()).await.unwrap();
+    let (hour, three) = (Span::parse("1h").unwrap(), Span::parse("3h").unwrap());
+    for (member, delta) in [("a", 5), ("b", 5), ("c", 3), ("d", 3), ("e", 1), ("f", -2)] {
+        h.boards.incr(&name, member, delta, None).await.unwrap();
+    }
+    let top = h.boards.top(&name, Some(hour), 0, 10).await.unwrap();
+    let expected = triples(&[
+        (1, "a", 5),
+        (1, "b", 5),
+        (2, "c", 3),
+        (2, "d", 3),
+        (3, "e", 1),
+    ]);
+    assert_eq!(ranked(&top), expected);
+    // A page starting inside a tie group, and one after it.
+    let page = h.boards.top(&name, Some(hour), 3, 2).await.unwrap();
+    assert_eq!(ranked(&page), expected[3..]);
+    let standing = h
+        .boards
+        .score(&name, "c", Some(hour))
+        .await
+        .unwrap()
+        .unwrap();
+    // Rank dense; percentile member-based: e (1 of 5 ranked) is below c.
+    assert_eq!((standing.rank, standing.percentile), (2, 0.2));
+    let ranks = h
+        .boards
+        .ranks(&name, &["e", "f", "a", "d"], Some(hour))
+        .await
+        .unwrap();
+    let rank = |m: &str, score, rank| MemberRank {
+        member: m.to_owned(),
+        score,
+        rank,
+    };
+    assert_eq!(
+        ranks.entries,
+        [
+            rank("e", 1, Some(3)),
+            rank("f", 0, None),
+            rank("a", 5, Some(1)),
+            rank("d", 3, Some(2)),
+        ]
+    );
+    let around = h.boards.around(&name, "c", Some(hour), 1).await.unwrap();
+    assert_eq!(ranked(&around.unwrap()), expected[1..4]);
+    let range = ScoreRange::new(Some(1), Some(3)).unwrap();
+    let page = h
+        .boards
+        .top_in_range(&name, Some(hour), range, 1, 10)
+        .await
+        .unwrap();
+    assert_eq!(ranked(&page), expected[3..]);
+    check_keys(&h, &name, &config).await;
+
+    // The first slot leaves the hour window: retirement subtracts it, c writes again.
+    h.at(3600);
+    h.boards.incr(&name, "c", 4, None).await.unwrap();
+    h.boards.incr(&name, "e", 4, None).await.unwrap();
+    h.boards.retire(&name).await.unwrap();
+    let top = h.boards.top(&name, Some(hour), 0, 10).await.unwrap();
+    assert_eq!(ranked(&top), triples(&[(1, "c", 4), (1, "e", 4)]));
+    let top = h.boards.top(&name, Some(three), 0, 10).await.unwrap();
+    assert_eq!(
+        ranked(&top),
+        triples(&[
+            (1, "c", 7),
+            (2, "a", 5),
+            (2, "b", 5),
+            (2, "e", 5),
+            (3, "d", 3)
+        ])
+    );
+    check_keys(&h, &name, &config).await;
+
+    // Removing a member of a tie group keeps the group's rank; removing a sole total
+    // closes the gap.
+    h.boards.remove_member(&name, "a").await.unwrap();
+    h.boards.remove_member(&name, "c").await.unwrap();
+    let top = h.boards.top(&name, Some(three), 0, 10).await.unwrap();
+    let expected = triples(&[(1, "b", 5), (1, "e", 5), (2, "d", 3)]);
+    assert_eq!(ranked(&top), expected);
+    check_keys(&h, &name, &config).await;
+
+    // A recompute rebuilds the totals, and the tallies with them.
+    if let Some(redis) = &h.redis {
+        let mut raw = redis.raw().await;
+        let _: () = ::redis::cmd("DEL")
+            .arg(format!("tally_{{{name}}}_10800"))
+            .arg(format!("dense_{{{name}}}_10800"))
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+    }
+    h.boards.recompute(&name, Some(three)).await.unwrap();
+    let top = h.boards.top(&name, Some(three), 0, 10).await.unwrap();
+    assert_eq!(ranked(&top), expected);
+    let standing = h
+        .boards
+        .score(&name, "d", Some(three))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(standing.rank, 2);
+    check_keys(&h, &name, &config).await;
+
+    // Every total leaving: nothing is tallied.
+    h.at(3 * 3600);
+    h.boards.retire(&name).await.unwrap();
+    let top = h.boards.top(&name, Some(three), 0, 10).await.unwrap();
+    assert_eq!(ranked(&top), triples(&[(1, "e", 4)]));
+    h.at(7 * 3600);
+    h.boards.retire(&name).await.unwrap();
+    check_keys(&h, &name, &config).await;
+    if let Some(redis) = &h.redis {
+        let mut raw = redis.raw().await;
+        let left: Vec<String> = ::redis::cmd("KEYS")
+            .arg(format!("*{{{name}}}*"))
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        assert!(
+            !left
+                .iter()
+                .any(|k| k.starts_with("tally_") || k.starts_with("dense_")),
+            "{left:?}"
+        );
+    }
+    h.boards.drop_board(&name).await.unwrap();
+    if let Some(redis) = &h.redis {
+        let left: Vec<String> = ::redis::cmd("KEYS")
+            .arg(format!("*{{{name}}}*"))
+            .query_async(&mut redis.raw().await)
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "a drop leaves {left:?}");
+    }
+}
+
+async fn a_window_added_to_a_dense_board_ranks_densely_once_built(h: Harness) {
+    let name = unique("d");
+    h.boards.create_board(&name, dense(&["1h"])).await.unwrap();
+    for (member, delta) in [("a", 2), ("b", 9), ("c", 2), ("d", 1), ("e", 9)] {
+        h.boards.incr(&name, member, delta, None).await.unwrap();
+    }
+    let wider = dense(&["1h", "2h"]);
+    let created = h.boards.create_board(&name, wider.clone()).await.unwrap();
+    assert!(matches!(created, Created::Extended(_)), "{created:?}");
+    h.boards.build_windows(&name).await.unwrap();
+    h.boards.incr(&name, "d", 1, None).await.unwrap();
+    let top = h
+        .boards
+        .top(&name, Some(Span::parse("2h").unwrap()), 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        ranked(&top),
+        triples(&[
+            (1, "b", 9),
+            (1, "e", 9),
+            (2, "a", 2),
+            (2, "c", 2),
+            (2, "d", 2)
+        ])
+    );
+    check_keys(&h, &name, &wider).await;
+    h.boards.drop_board(&name).await.unwrap();
+}
+
+async fn ties_are_fixed_when_the_board_is_created(h: Harness) {
+    let name = unique("d");
+    let competition = BoardConfig::parse("1h", &["1h"]).unwrap();
+    h.boards
+        .create_board(&name, competition.clone())
+        .await
+        .unwrap();
+    let err = h
+        .boards
+        .create_board(&name, dense(&["1h"]))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "board_conflict");
+    let err = h
+        .boards
+        .create_board(&name, dense(&["1h", "2h"]))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "board_conflict");
+    h.boards.drop_board(&name).await.unwrap();
+
+    h.boards.create_board(&name, dense(&["1h"])).await.unwrap();
+    let again = h.boards.create_board(&name, dense(&["1h"])).await.unwrap();
+    assert!(matches!(again, Created::Existing(_)), "{again:?}");
+    assert_eq!(again.board().config.ties(), Ties::Dense);
+    let err = h.boards.create_board(&name, competition).await.unwrap_err();
+    assert_eq!(err.code(), "board_conflict");
+    let status = h.boards.describe_board(&name).await.unwrap();
+    assert_eq!(status.config.ties(), Ties::Dense);
+    h.boards.drop_board(&name).await.unwrap();
+}
