@@ -192,7 +192,7 @@ pub(super) fn connect_error(err: RedisError, url: &str, options: &RedisOptions) 
              (redis://user:password@host:port/): {err}"
         ));
     }
-    super::conn::unavailable_or_store(err)
+    super::errors::unavailable_or_store(err)
 }
 
 /// The certificate problem behind a failed TLS handshake, if that is what failed

@@ -28,10 +28,11 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisError, ScriptInvocation};
 
 use super::RedisOptions;
+use super::errors::{not_run, reply_lost, store_error};
 use super::refusal::Refusal;
 use super::scripts::Scripts;
 use crate::domain::BoardName;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Whether a call may be sent again when its reply was lost (the connection broke, or
 /// the reply did not come within the response timeout). Either way Redis may have run
@@ -46,7 +47,7 @@ pub(crate) enum Retry {
     Idempotent,
     /// Running it twice could count something twice (a write without a token, a step
     /// that moves state to a version the caller chose). Never sent again: a lost reply
-    /// is reported as [`Error::StoreUnavailable`], and the caller re-reads state if it
+    /// is reported as [`Error::StoreUnavailable`](crate::Error::StoreUnavailable), and the caller re-reads state if it
     /// must know the outcome. On Redis Cluster it is sent again only after a reply
     /// that says it did not run (`MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`, …).
     Never,
@@ -149,7 +150,7 @@ impl RedisConn {
         info.arg("cluster");
         let text: String = conn.query(&info, None, Retry::Idempotent).await?;
         if text.lines().any(|l| l.trim() == "cluster_enabled:1") {
-            return Err(Error::Store(format!(
+            return Err(crate::Error::Store(format!(
                 "{job} scans Redis's keys and runs on a single Redis only: {} is a node of a \
                  Redis Cluster (see docs/operations.md, \"Running on Redis Cluster\")",
                 super::client::redact(url)
@@ -349,14 +350,6 @@ where
     call(handle).await
 }
 
-/// Cluster replies that say the command did not run and may run later.
-fn not_run(code: &str) -> bool {
-    matches!(
-        code,
-        "MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" | "LOADING" | "READONLY"
-    )
-}
-
 /// `host:port` of a redirect, split.
 fn node_address((node, _slot): (&str, u16)) -> Option<(String, u16)> {
     let (host, port) = node.rsplit_once(':')?;
@@ -437,48 +430,5 @@ impl redis::aio::ConnectionLike for Handle {
 
     fn get_db(&self) -> i64 {
         0
-    }
-}
-
-/// The connection broke or the reply did not come in time: the command may or may not
-/// have run.
-fn reply_lost(err: &RedisError) -> bool {
-    err.is_io_error() || err.is_connection_dropped() || err.is_timeout()
-}
-
-/// A Redis error that is not a script's refusal, as a rollboard error: connection
-/// trouble is "unavailable", a write refused at the memory limit "full", anything else a
-/// store error. A script's refusal met here
-/// (outside [`RedisConn::script`]) is mapped the same way as there.
-pub(crate) fn store_error(err: RedisError, board: Option<&BoardName>) -> Error {
-    match Refusal::parse(&err) {
-        Some(refusal) => refusal.into_error(board),
-        None => unavailable_or_store(err),
-    }
-}
-
-/// Connection trouble, and a cluster that is moving a slot or electing a master past
-/// the bounded retries, is "unavailable"; Redis refusing a write at its memory limit is
-/// "full"; anything else is a store error.
-pub(super) fn unavailable_or_store(err: RedisError) -> Error {
-    if err.code() == Some("OOM") {
-        Error::StoreFull(format!(
-            "Redis is full: it refused the write at its memory limit (maxmemory, with the \
-             noeviction policy), so nothing of it was applied; free memory or raise maxmemory \
-             (see docs/operations.md, \"Which Redis\") [{}]",
-            err.detail()
-                .unwrap_or("")
-                .split(". script:")
-                .next()
-                .unwrap_or("")
-        ))
-    } else if reply_lost(&err)
-        || err.is_connection_refusal()
-        || err.is_unrecoverable_error()
-        || err.code().is_some_and(not_run)
-    {
-        Error::StoreUnavailable(err.to_string())
-    } else {
-        Error::Store(err.to_string())
     }
 }

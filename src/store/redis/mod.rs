@@ -20,6 +20,7 @@ mod boards;
 mod client;
 mod conn;
 mod counters;
+mod errors;
 mod ingest;
 mod keys;
 mod memory_info;

@@ -18,7 +18,8 @@ use async_trait::async_trait;
 use redis::cluster_routing::Slot;
 use redis::{Cmd, ErrorKind, RedisResult, ServerErrorKind};
 
-use super::conn::{RedisConn, Retry, store_error};
+use super::conn::{RedisConn, Retry};
+use super::errors::store_error;
 use super::scripts::RATE_HITS_SOURCE;
 use super::{RedisStore, keys};
 use crate::domain::Timestamp;
