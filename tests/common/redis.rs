@@ -119,14 +119,33 @@ impl TestRedis {
         if !self.owned() {
             return;
         }
-        let mut raw = self.raw().await;
+        self.config_set("hash-max-listpack-entries", "0").await;
+    }
+
+    /// `CONFIG SET name value` on this server.
+    pub async fn config_set(&self, name: &str, value: &str) {
         let _: () = redis::cmd("CONFIG")
             .arg("SET")
-            .arg("hash-max-listpack-entries")
-            .arg(0)
-            .query_async(&mut raw)
+            .arg(name)
+            .arg(value)
+            .query_async(&mut self.raw().await)
             .await
             .unwrap();
+    }
+
+    /// `used_memory` from `INFO memory`, in bytes.
+    pub async fn used_memory(&self) -> u64 {
+        let info: String = redis::cmd("INFO")
+            .arg("memory")
+            .query_async(&mut self.raw().await)
+            .await
+            .unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
     }
 
     /// A raw connection, to look at keys the way an operator would.

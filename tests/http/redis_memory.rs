@@ -11,30 +11,6 @@ use serde_json::{Value, json};
 
 use crate::support::{TestRedis, clock, spawn_app_with};
 
-async fn config_set(redis: &TestRedis, name: &str, value: &str) {
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg(name)
-        .arg(value)
-        .query_async(&mut redis.raw().await)
-        .await
-        .unwrap();
-}
-
-async fn used_memory(redis: &TestRedis) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("memory")
-        .query_async(&mut redis.raw().await)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 #[tokio::test]
 async fn writes_to_a_full_redis_answer_507_store_full_and_readyz_says_so() {
     let redis = Arc::new(TestRedis::spawn().await);
@@ -46,8 +22,8 @@ async fn writes_to_a_full_redis_answer_507_store_full_and_readyz_says_so() {
         StatusCode::OK
     );
 
-    let limit = used_memory(&redis).await + 1024 * 1024;
-    config_set(&redis, "maxmemory", &limit.to_string()).await;
+    let limit = redis.used_memory().await + 1024 * 1024;
+    redis.config_set("maxmemory", &limit.to_string()).await;
     let padding = "p".repeat(200);
     let mut refused = None;
     for batch in 0..200 {
@@ -92,7 +68,7 @@ async fn writes_to_a_full_redis_answer_507_store_full_and_readyz_says_so() {
         "{message}"
     );
 
-    config_set(&redis, "maxmemory", "0").await;
+    redis.config_set("maxmemory", "0").await;
     assert_eq!(app.get("/readyz").await.status, StatusCode::OK);
     assert_eq!(
         app.post(&path, json!({"member": "late"})).await.status,
@@ -103,7 +79,7 @@ async fn writes_to_a_full_redis_answer_507_store_full_and_readyz_says_so() {
 #[tokio::test]
 async fn readyz_fails_on_an_evicting_policy_unless_accepted() {
     let redis = Arc::new(TestRedis::spawn().await);
-    config_set(&redis, "maxmemory-policy", "allkeys-lru").await;
+    redis.config_set("maxmemory-policy", "allkeys-lru").await;
     let strict = spawn_app_with(redis.clone(), clock(), ServiceConfig::default()).await;
     let ready = strict.get("/readyz").await;
     assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);

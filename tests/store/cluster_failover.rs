@@ -4,12 +4,7 @@
 //! board afterwards equals the oracle of acknowledged writes, and requests during the
 //! failover get at most a bounded number of `store_unavailable` and no other error.
 
-use std::sync::Arc;
-
-use rollboard::{BoardConfig, RedisOptions, RedisStore, Rollboard};
-
-use crate::cluster_load::{Load, assert_windows_equal};
-use crate::support::{clock, unique, with_clock};
+use crate::cluster_load::{Load, assert_windows_equal, busy_board};
 use crate::test_cluster::TestCluster;
 
 /// Most `store_unavailable` answers all writers together, or the reader, may see (0 in
@@ -19,23 +14,7 @@ const UNAVAILABLE_BOUND: u64 = 2;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_takes_over_a_busy_boards_master_under_writes() {
     let cluster = TestCluster::start_with(3, 1);
-    let options = RedisOptions {
-        // Generous, so that no reply is lost to a slow machine: every write answered
-        // unavailable is then one that did not run (MOVED, READONLY, CLUSTERDOWN).
-        response_timeout: std::time::Duration::from_secs(10),
-        ..RedisOptions::default()
-    };
-    let store = RedisStore::connect_cluster_with(&cluster.urls, options)
-        .await
-        .unwrap();
-    let clock = clock();
-    let boards: Rollboard = with_clock(Arc::new(store), &clock);
-    let name = unique("fail");
-    boards
-        .create_board(&name, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
-        .await
-        .unwrap();
-    let slot = cluster.keyslot(&format!("board_{{{name}}}"));
+    let (boards, name, slot) = busy_board(&cluster, "fail").await;
     let master = cluster.owner(slot);
     let replica = cluster.replica_of(master);
 

@@ -8,10 +8,35 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use rollboard::{Error, Event, Rollboard};
+use rollboard::{BoardConfig, Error, Event, RedisOptions, RedisStore, Rollboard};
 use tokio::task::JoinHandle;
 
+use crate::support::{clock, unique, with_clock};
+use crate::test_cluster::TestCluster;
+
 const WRITERS: usize = 4;
+
+/// A Rollboard on `cluster` with a board (`1h` slot, `1h` and `24h` windows) named from
+/// `prefix`: the Rollboard, the board's name and its hash slot. The response timeout is
+/// generous, so that no reply is lost to a slow machine: every write answered
+/// unavailable is then one that did not run (MOVED, READONLY, CLUSTERDOWN).
+pub async fn busy_board(cluster: &TestCluster, prefix: &str) -> (Rollboard, String, u16) {
+    let options = RedisOptions {
+        response_timeout: std::time::Duration::from_secs(10),
+        ..RedisOptions::default()
+    };
+    let store = RedisStore::connect_cluster_with(&cluster.urls, options)
+        .await
+        .unwrap();
+    let boards: Rollboard = with_clock(Arc::new(store), &clock());
+    let name = unique(prefix);
+    boards
+        .create_board(&name, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+        .await
+        .unwrap();
+    let slot = cluster.keyslot(&format!("board_{{{name}}}"));
+    (boards, name, slot)
+}
 
 /// The load on a board.
 pub struct Load {

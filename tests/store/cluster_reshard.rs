@@ -4,12 +4,7 @@
 //! the oracle of acknowledged writes; requests during the move answer at most a bounded
 //! number of `store_unavailable` errors and no other error.
 
-use std::sync::Arc;
-
-use rollboard::{BoardConfig, RedisOptions, RedisStore, Rollboard};
-
-use crate::cluster_load::{Load, assert_windows_equal};
-use crate::support::{clock, unique, with_clock};
+use crate::cluster_load::{Load, assert_windows_equal, busy_board};
 use crate::test_cluster::TestCluster;
 
 /// Most `store_unavailable` answers all writers together, or the reader, may see during
@@ -97,23 +92,7 @@ async fn move_slot(cluster: &TestCluster, slot: u16, from: u16, to: u16) -> usiz
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_boards_slot_moves_to_another_master_under_writes() {
     let cluster = TestCluster::start(3);
-    let options = RedisOptions {
-        // Generous: on a loaded machine a reply must not be lost to the timeout, so every
-        // unacknowledged write is one that certainly did not run.
-        response_timeout: std::time::Duration::from_secs(10),
-        ..RedisOptions::default()
-    };
-    let store = RedisStore::connect_cluster_with(&cluster.urls, options)
-        .await
-        .unwrap();
-    let clock = clock();
-    let boards: Rollboard = with_clock(Arc::new(store), &clock);
-    let name = unique("busy");
-    boards
-        .create_board(&name, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
-        .await
-        .unwrap();
-    let slot = cluster.keyslot(&format!("board_{{{name}}}"));
+    let (boards, name, slot) = busy_board(&cluster, "busy").await;
     let from = cluster.owner(slot);
     let to = *cluster.ports.iter().find(|p| **p != from).unwrap();
 

@@ -14,30 +14,6 @@ use rollboard::{
 use crate::oracle::{Oracle, check_redis_invariants};
 use crate::support::{START, TestRedis, clock, unique};
 
-async fn config_set(redis: &TestRedis, name: &str, value: &str) {
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg(name)
-        .arg(value)
-        .query_async(&mut redis.raw().await)
-        .await
-        .unwrap();
-}
-
-async fn used_memory(redis: &TestRedis) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("memory")
-        .query_async(&mut redis.raw().await)
-        .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("used_memory:"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 /// A totals set (or a slot hash, `hash`) as member -> value.
 async fn read_key(redis: &TestRedis, key: &str, hash: bool) -> BTreeMap<String, i64> {
     let mut raw = redis.raw().await;
@@ -76,8 +52,8 @@ async fn a_full_redis_refuses_writes_as_store_full_and_applies_none_in_part() {
     boards.incr(&board, "seed", 1, None).await.unwrap();
     oracle.record(START, "seed", 1);
 
-    let limit = used_memory(&redis).await + 2 * 1024 * 1024;
-    config_set(&redis, "maxmemory", &limit.to_string()).await;
+    let limit = redis.used_memory().await + 2 * 1024 * 1024;
+    redis.config_set("maxmemory", &limit.to_string()).await;
     let padding = "p".repeat(200);
     let mut refused = None;
     for batch in 0..200 {
@@ -146,7 +122,7 @@ async fn a_full_redis_refuses_writes_as_store_full_and_applies_none_in_part() {
     );
 
     // With room again, writes go on.
-    config_set(&redis, "maxmemory", "0").await;
+    redis.config_set("maxmemory", "0").await;
     boards.incr(&board, "late", 1, None).await.unwrap();
     assert_eq!(boards.memory_check().await.unwrap().problem, None);
 }
@@ -163,7 +139,7 @@ async fn an_evicting_policy_fails_the_memory_check_unless_accepted() {
         "{check:?}"
     );
 
-    config_set(&redis, "maxmemory-policy", "allkeys-lru").await;
+    redis.config_set("maxmemory-policy", "allkeys-lru").await;
     assert_eq!(
         strict.memory_check().await.unwrap().problem,
         Some(MemoryProblem::Evicting {
@@ -183,7 +159,7 @@ async fn an_evicting_policy_fails_the_memory_check_unless_accepted() {
 #[tokio::test]
 async fn a_redis_that_hides_info_is_not_judged() {
     let redis = TestRedis::spawn().await;
-    config_set(&redis, "maxmemory-policy", "allkeys-lru").await;
+    redis.config_set("maxmemory-policy", "allkeys-lru").await;
     let _: () = redis::cmd("ACL")
         .arg(&["SETUSER", "app", "on", ">pw", "~*", "&*", "+@all", "-info"])
         .query_async(&mut redis.raw().await)
