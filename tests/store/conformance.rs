@@ -5,21 +5,7 @@ use rollboard::{BoardConfig, Created, Error, Event, MAX_ABS, Span};
 
 use crate::support::{Harness, START, pairs, ranking, ts};
 
-macro_rules! conformance {
-    ($($case:ident),* $(,)?) => {
-        mod memory {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
-        }
-        mod redis {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
-        }
-        mod cluster {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster().await).await })*
-        }
-    };
-}
-
-conformance!(
+on_every_store!(
     creating_again_with_the_same_config_returns_the_existing_board,
     creating_with_another_config_is_a_conflict,
     unknown_boards_windows_and_members_are_reported,

@@ -7,21 +7,10 @@ use rollboard::{CleanPlan, Error, SampleQuery, Span, Timestamp};
 
 use crate::support::{Harness, START, ts, unique};
 
-macro_rules! conformance {
-    ($($case:ident),* $(,)?) => {
-        mod memory {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
-        }
-        mod redis {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
-        }
-        // Not on the shared test cluster: clean-up passes over every counter, so the
-        // cases' clean-ups (each at its own injected time) would cut each other's
-        // samples. Counters on a cluster: tests/store/cluster.rs.
-    };
-}
-
-conformance!(
+// Not on the shared test cluster: clean-up passes over every counter, so the cases'
+// clean-ups (each at its own injected time) would cut each other's samples. Counters on
+// a cluster: tests/store/cluster.rs.
+on_memory_and_redis!(
     an_increment_adds_to_every_precision_at_once,
     samples_fill_gaps_and_flag_the_open_slice,
     unknown_counters_precisions_and_bad_input_are_reported,

@@ -9,21 +9,7 @@ use rollboard::{BoardConfig, Created, MemberRank, ScoreRange, Span, Ties};
 use crate::oracle::check_redis_invariants;
 use crate::support::{Harness, unique};
 
-macro_rules! on_both_stores {
-    ($($case:ident),* $(,)?) => {
-        mod memory {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
-        }
-        mod redis {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
-        }
-        mod cluster {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster().await).await })*
-        }
-    };
-}
-
-on_both_stores!(
+on_every_store!(
     dense_ranks_hold_through_writes_retirement_removal_and_recompute,
     a_window_added_to_a_dense_board_ranks_densely_once_built,
     ties_are_fixed_when_the_board_is_created,

@@ -7,21 +7,7 @@ use rollboard::{BatchOutcome, Error, Event, Span};
 
 use crate::support::{Harness, START, pairs, ranking, ts};
 
-macro_rules! conformance {
-    ($($case:ident),* $(,)?) => {
-        mod memory {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
-        }
-        mod redis {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
-        }
-        mod cluster {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster().await).await })*
-        }
-    };
-}
-
-conformance!(
+on_every_store!(
     a_keyed_batch_is_applied_once_and_answered_as_the_first_time,
     a_key_is_forgotten_after_its_time_to_live,
     a_batch_of_several_calls_replays_every_part,

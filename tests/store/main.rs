@@ -1,6 +1,30 @@
 //! Store tests: one binary, against the memory store and a real `redis-server` that
 //! the harness starts on a free port (or `REDIS_URL` when set).
 
+/// Runs each case (an `async fn(Harness)`) on every store: as `memory::case`,
+/// `redis::case` (a real redis-server of its own) and `cluster::case` (the Redis
+/// Cluster this binary shares). Defined before the modules that use it.
+macro_rules! on_every_store {
+    ($($case:ident),* $(,)?) => {
+        on_memory_and_redis!($($case),*);
+        mod cluster {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster().await).await })*
+        }
+    };
+}
+
+/// As [`on_every_store!`], without the shared cluster.
+macro_rules! on_memory_and_redis {
+    ($($case:ident),* $(,)?) => {
+        mod memory {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
+        }
+        mod redis {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
+        }
+    };
+}
+
 mod cluster;
 mod cluster_failover;
 mod cluster_faults;

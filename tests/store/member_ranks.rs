@@ -5,21 +5,7 @@ use rollboard::{MemberRank, Span};
 
 use crate::support::{Harness, START};
 
-macro_rules! on_both_stores {
-    ($($case:ident),* $(,)?) => {
-        mod memory {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
-        }
-        mod redis {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
-        }
-        mod cluster {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster().await).await })*
-        }
-    };
-}
-
-on_both_stores!(
+on_every_store!(
     ranks_answer_in_the_order_asked_with_competition_ranks,
     ranks_read_the_window_asked_and_say_when_retirement_is_behind,
     ranks_refuse_bad_lists_and_unknown_boards_and_windows,

@@ -5,21 +5,7 @@ use rollboard::{Event, ScoreRange};
 
 use crate::support::Harness;
 
-macro_rules! on_both_stores {
-    ($($case:ident),* $(,)?) => {
-        mod memory {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
-        }
-        mod redis {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
-        }
-        mod cluster {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster().await).await })*
-        }
-    };
-}
-
-on_both_stores!(
+on_every_store!(
     percentile_is_the_share_of_ranked_members_strictly_below,
     a_score_range_pages_its_members_with_their_board_ranks,
     score_range_pages_cut_through_tie_groups_like_the_whole_ranking,

@@ -9,21 +9,7 @@ use rollboard::{Error, Rollboard};
 
 use crate::support::{Harness, START, TestRedis, clock, ts, unique, with_clock};
 
-macro_rules! conformance {
-    ($($case:ident),* $(,)?) => {
-        mod memory {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
-        }
-        mod redis {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
-        }
-        mod cluster {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster().await).await })*
-        }
-    };
-}
-
-conformance!(
+on_every_store!(
     a_hit_counts_in_every_window_while_its_slot_is_inside,
     out_of_order_hits_are_counted_exactly,
     a_silent_cycle_resets_the_tier,

@@ -6,21 +6,7 @@ use rollboard::{HourStats, RELATIVE_ERROR};
 
 use crate::support::{Harness, START, unique};
 
-macro_rules! conformance {
-    ($($case:ident),* $(,)?) => {
-        mod memory {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
-        }
-        mod redis {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
-        }
-        mod cluster {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster().await).await })*
-        }
-    };
-}
-
-conformance!(
+on_every_store!(
     a_record_keeps_count_sum_min_max_mean_and_sample_stddev,
     stddev_of_1e7_plus_tiny_noise_is_within_1_percent,
     percentiles_are_within_2_percent,
