@@ -4,6 +4,7 @@
 use rand::{Rng, SeedableRng};
 use rollboard::{HourStats, RELATIVE_ERROR};
 
+use crate::proxy::{Fault, FaultProxy, Request};
 use crate::support::{Harness, START, TestRedis, unique};
 
 on_every_store!(
@@ -357,4 +358,47 @@ async fn on_a_single_node_a_record_and_its_slowest_list_are_one_script_call() {
             ("/one/1".to_owned(), 4.0, 3),
         ]
     );
+}
+
+/// A record whose reply is lost (the connection cut after Redis ran it) fails with
+/// `store_unavailable` and is never sent again: its value counts once. Then, with Redis
+/// gone, every one of 8 concurrent records is answered with the error: none is dropped
+/// silently, none waits forever.
+#[tokio::test]
+async fn a_lost_record_reply_fails_its_caller_and_counts_once_and_a_dead_store_fails_every_caller()
+{
+    let redis = TestRedis::spawn().await;
+    let proxy = FaultProxy::start(&redis.url).await;
+    let store = rollboard::RedisStore::connect_with(
+        &proxy.url(),
+        rollboard::RedisOptions {
+            response_timeout: std::time::Duration::from_millis(600),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let boards = rollboard::Rollboard::new(std::sync::Arc::new(store));
+    let ctx = unique("/lost");
+    proxy.arm(Fault::Cut, 1, |r: &Request| {
+        r.command() == "EVALSHA" && r.has_arg_starting("stat_{")
+    });
+    let lost = boards.record_stat(&ctx, "T", 2.0).await.unwrap_err();
+    assert_eq!(lost.code(), "store_unavailable", "{lost}");
+    assert_eq!(proxy.fired(), 1);
+    boards.record_stat(&ctx, "T", 4.0).await.unwrap();
+    let s = boards.stats(&ctx, "T").await.unwrap().current.unwrap();
+    assert_eq!((s.count, s.sum, s.min, s.max), (2, 6.0, 2.0, 4.0));
+
+    redis.kill();
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let boards = boards.clone();
+            tokio::spawn(async move { boards.record_stat(&format!("/dead/{i}"), "T", 1.0).await })
+        })
+        .collect();
+    for task in tasks {
+        let error = task.await.unwrap().unwrap_err();
+        assert_eq!(error.code(), "store_unavailable", "{error}");
+    }
 }
