@@ -27,7 +27,8 @@
 -- When the stored hour is older than a group's hour, it becomes the hour before (if it
 -- is the one just before) or goes. A caller whose clock is behind counts in the stored
 -- hour. Both keys expire three hours after their last record (nothing reads them later).
--- Groups are played in order: two groups of one (context, kind) add up.
+-- Groups are played in order: two groups of one (context, kind) add up. Each group is
+-- three commands: one HMGET (moments and buckets), one HSET, one EXPIRE.
 -- Returns per group {hour, count, mean} of its newest hour, flat.
 -- Not idempotent: it adds; never re-sent after a lost reply.
 
@@ -59,7 +60,12 @@ for g = 1, ngroups do
   local first_pair = first_value + values
   at = first_pair + 2 * pairs_
 
-  local s = redis.call('HMGET', newest, 'hour', 'count', 'mean', 'm2', 'min', 'max', 'sum')
+  -- The moments and the buckets this group adds to, in one read.
+  local fields = { 'hour', 'count', 'mean', 'm2', 'min', 'max', 'sum' }
+  for i = first_pair, at - 1, 2 do
+    fields[#fields + 1] = ARGV[i]
+  end
+  local s = redis.call('HMGET', newest, unpack(fields))
   if s[1] then
     local stored = tonumber(s[1])
     if stored < hour then
@@ -92,11 +98,15 @@ for g = 1, ngroups do
 
   local h = string.format('%d', hour)
   local m = exact(mean)
-  redis.call('HSET', newest, 'hour', h, 'count', n, 'mean', m, 'm2', exact(m2),
-    'min', exact(min), 'max', exact(max), 'sum', exact(sum))
+  local set = { 'hour', h, 'count', n, 'mean', m, 'm2', exact(m2), 'min', exact(min),
+    'max', exact(max), 'sum', exact(sum) }
+  local f = 8
   for i = first_pair, at - 1, 2 do
-    redis.call('HINCRBY', newest, ARGV[i], ARGV[i + 1])
+    set[#set + 1] = ARGV[i]
+    set[#set + 1] = string.format('%d', tonumber(s[f] or '0') + tonumber(ARGV[i + 1]))
+    f = f + 1
   end
+  redis.call('HSET', newest, unpack(set))
   redis.call('EXPIRE', newest, 10800)
   out[#out + 1] = h
   out[#out + 1] = n
