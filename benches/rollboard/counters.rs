@@ -87,7 +87,7 @@ pub async fn counters(redis_url: &str, hincrby: f64, phase: Duration) -> Vec<Row
         .await
         .unwrap();
     for tasks in [8, 64] {
-        let calls_before = evalsha_calls(&mut conn).await;
+        let (calls_before, usec_before) = evalsha_calls(&mut conn).await;
         let records = {
             let boards = boards.clone();
             run_loops(tasks, phase, move |task, round| {
@@ -104,12 +104,14 @@ pub async fn counters(redis_url: &str, hincrby: f64, phase: Duration) -> Vec<Row
             })
             .await
         };
-        let calls = evalsha_calls(&mut conn).await - calls_before;
+        let (calls, usec) = evalsha_calls(&mut conn).await;
+        let (calls, usec) = (calls - calls_before, usec - usec_before);
         let ratio = records.per_second() / base.per_second();
         rows.push(Row {
             figure: format!(
-                "stats records, one per call ({tasks} tasks; {:.1} per script call)",
-                records.done as f64 / calls.max(1) as f64
+                "stats records, one per call ({tasks} tasks; {:.1} per script call, Redis {:.1} µs per record)",
+                records.done as f64 / calls.max(1) as f64,
+                usec as f64 / records.done.max(1) as f64
             ),
             measured: rate(records.per_second(), "rec/s"),
             reference: format!("update_stats {}", rate(base.per_second(), "rec/s")),
@@ -147,17 +149,23 @@ pub async fn counters(redis_url: &str, hincrby: f64, phase: Duration) -> Vec<Row
     rows
 }
 
-/// `EVALSHA` calls Redis has run so far.
-async fn evalsha_calls(conn: &mut redis::aio::MultiplexedConnection) -> i64 {
+/// `EVALSHA` calls Redis has run so far, and the microseconds it spent in them.
+async fn evalsha_calls(conn: &mut redis::aio::MultiplexedConnection) -> (i64, i64) {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(conn)
         .await
         .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|rest| rest.split(',').next()?.parse().ok())
-        .unwrap_or(0)
+    let line = info
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
+        .unwrap_or_default();
+    let field = |name: &str| {
+        line.split(',')
+            .find_map(|f| f.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("calls"), field("usec"))
 }
 
 /// The source's `update_stats`, ported: per value, `WATCH` the start key, read it, then

@@ -336,7 +336,8 @@ mod tests {
         ];
         let refs: Vec<&Recorded> = records.iter().collect();
         let groups = group(&refs);
-        let got: Vec<(&str, &str, i64, Vec<usize>, Vec<f64>)> = groups
+        type Seen<'a> = (&'a str, &'a str, i64, Vec<usize>, Vec<f64>);
+        let got: Vec<Seen<'_>> = groups
             .iter()
             .map(|g| {
                 (
@@ -375,7 +376,7 @@ mod tests {
         assert_eq!(sizes, [GROUPS_PER_CALL, 3, 1]);
         // Two slots (by the context's parity): calls never mix them.
         let slot_of =
-            |g: &Group<'_>| Some(Slot::for_key(&format!("{}", g.context.as_str().len() % 2)));
+            |g: &Group<'_>| Some(Slot::for_key(format!("{}", g.context.as_str().len() % 2)));
         for call in pack(&groups, slot_of) {
             let first = slot_of(&groups[call[0]]);
             assert!(call.iter().all(|&g| slot_of(&groups[g]) == first));
