@@ -29,14 +29,16 @@ pub struct ContextStats {
 
 impl Rollboard {
     /// Records `value` (a finite number) for `kind` in `context`, in the current hour:
-    /// count, sum, min, max, a stable variance and a histogram, atomically; then the
-    /// kind's list of the 100 slowest contexts.
+    /// count, sum, min, max, a stable variance and a histogram, atomically, and the
+    /// kind's list of the 100 slowest contexts. On Redis, concurrent records share one
+    /// script call (group commit); this answers once the value is in Redis.
     pub async fn record_stat(&self, context: &str, kind: &str, value: f64) -> Result<()> {
         self.record_stats(context, kind, &[value]).await
     }
 
     /// Records a batch of values for `kind` in `context` in one store call (one script
-    /// on Redis), all or nothing, then updates the slowest list once.
+    /// call on Redis, possibly shared with concurrent records), all or nothing, and
+    /// updates the slowest list once.
     pub async fn record_stats(&self, context: &str, kind: &str, values: &[f64]) -> Result<()> {
         let context = StatsContext::parse(context)?;
         let kind = StatsKind::parse(kind)?;

@@ -31,7 +31,8 @@ pub struct StatRecord<'a> {
 pub trait StatsStore: Send + Sync {
     /// Records the values in their (context, kind) for their hour, atomically, rolling the hours over
     /// (the newest becomes the previous one; older ones go), then updates the kind's
-    /// slowest list with the newest hour's mean.
+    /// slowest list with the newest hour's mean. Redis gathers concurrent calls into
+    /// shared script calls (group commit); each call answers once its values are stored.
     async fn record_stat(&self, record: StatRecord<'_>) -> Result<()>;
 
     /// The newest stored hour of (context, kind) and the one before it.

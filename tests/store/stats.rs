@@ -4,7 +4,8 @@
 use rand::{Rng, SeedableRng};
 use rollboard::{HourStats, RELATIVE_ERROR};
 
-use crate::support::{Harness, START, unique};
+use crate::proxy::{Fault, FaultProxy, Request};
+use crate::support::{Harness, START, TestRedis, unique};
 
 on_every_store!(
     a_record_keeps_count_sum_min_max_mean_and_sample_stddev,
@@ -15,6 +16,7 @@ on_every_store!(
     slowest_lists_the_highest_means_and_keeps_100,
     bad_input_and_unknown_stats_are_reported,
     a_batch_records_every_value_all_or_nothing,
+    concurrent_single_records_add_up_exactly_and_feed_the_slowest_list,
 );
 
 async fn current(h: &Harness, context: &str, kind: &str) -> HourStats {
@@ -233,6 +235,65 @@ async fn a_batch_records_every_value_all_or_nothing(h: Harness) {
     assert_eq!((top[0].mean, top[0].count), (3.0, 2));
 }
 
+/// 8 tasks × 200 single records over 5 contexts, all at once (so group commit gathers
+/// records of several contexts into one call): each context holds exactly the count,
+/// sum, min and max of what was sent to it, and the slowest list holds each context's
+/// mean and count.
+async fn concurrent_single_records_add_up_exactly_and_feed_the_slowest_list(h: Harness) {
+    let id = unique("");
+    let kind = format!("Conc{}", id.replace(['-', ':', '.'], ""));
+    let contexts: Vec<String> = (0..5).map(|c| format!("/conc/{c}/{id}")).collect();
+    // Multiples of 1/4 below 4: every sum is exact whatever the order of the adds.
+    let value = |task: usize, i: usize| ((task * 37 + i * 11) % 15 + 1) as f64 * 0.25;
+    let tasks: Vec<_> = (0..8)
+        .map(|task| {
+            let (boards, contexts, kind) = (h.boards.clone(), contexts.clone(), kind.clone());
+            tokio::spawn(async move {
+                for i in 0..200 {
+                    let context = &contexts[(task + i) % 5];
+                    boards
+                        .record_stat(context, &kind, value(task, i))
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let mut means = Vec::new();
+    for (c, context) in contexts.iter().enumerate() {
+        let sent: Vec<f64> = (0..8)
+            .flat_map(|task| (0..200).map(move |i| (task, i)))
+            .filter(|(task, i)| (task + i) % 5 == c)
+            .map(|(task, i)| value(task, i))
+            .collect();
+        let expected = (
+            sent.len() as u64,
+            sent.iter().sum::<f64>(),
+            sent.iter().copied().fold(f64::INFINITY, f64::min),
+            sent.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        );
+        let s = current(&h, context, &kind).await;
+        assert_eq!((s.count, s.sum, s.min, s.max), expected, "{context}");
+        assert_eq!(s.count, 320);
+        let truth = expected.1 / expected.0 as f64;
+        assert!((s.mean - truth).abs() < 1e-12, "{} vs {truth}", s.mean);
+        means.push((context.clone(), s.mean, s.count));
+    }
+    let mut listed: Vec<(String, f64, u64)> = h
+        .boards
+        .slowest(&kind, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.context, e.mean, e.count))
+        .collect();
+    listed.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(listed, means);
+}
+
 #[tokio::test]
 async fn stats_keys_carry_the_encoded_context_as_their_own_hash_tag() {
     let h = Harness::redis().await;
@@ -252,4 +313,92 @@ async fn stats_keys_carry_the_encoded_context_as_their_own_hash_tag() {
         .await
         .unwrap();
     assert_eq!(exists, (1, 1));
+}
+
+/// `cmdstat_evalsha` calls so far.
+async fn evalsha_calls(raw: &mut ::redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = ::redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(raw)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn on_a_single_node_a_record_and_its_slowest_list_are_one_script_call() {
+    let redis = TestRedis::spawn().await;
+    let boards = rollboard::Rollboard::new(redis.store().await);
+    let mut raw = redis.raw().await;
+    // The first record loads the script.
+    boards.record_stat("/warm", "T", 1.0).await.unwrap();
+    let before = evalsha_calls(&mut raw).await;
+    for i in 0..10 {
+        boards
+            .record_stat(&format!("/one/{}", i % 3), "T", i as f64)
+            .await
+            .unwrap();
+    }
+    assert_eq!(evalsha_calls(&mut raw).await - before, 10);
+    let top: Vec<(String, f64, u64)> = boards
+        .slowest("T", 3)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.context, e.mean, e.count))
+        .collect();
+    assert_eq!(
+        top,
+        [
+            ("/one/2".to_owned(), 5.0, 3),
+            ("/one/0".to_owned(), 4.5, 4),
+            ("/one/1".to_owned(), 4.0, 3),
+        ]
+    );
+}
+
+/// A record whose reply is lost (the connection cut after Redis ran it) fails with
+/// `store_unavailable` and is never sent again: its value counts once. Then, with Redis
+/// gone, every one of 8 concurrent records is answered with the error: none is dropped
+/// silently, none waits forever.
+#[tokio::test]
+async fn a_lost_record_reply_fails_its_caller_and_counts_once_and_a_dead_store_fails_every_caller()
+{
+    let redis = TestRedis::spawn().await;
+    let proxy = FaultProxy::start(&redis.url).await;
+    let store = rollboard::RedisStore::connect_with(
+        &proxy.url(),
+        rollboard::RedisOptions {
+            response_timeout: std::time::Duration::from_millis(600),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let boards = rollboard::Rollboard::new(std::sync::Arc::new(store));
+    let ctx = unique("/lost");
+    proxy.arm(Fault::Cut, 1, |r: &Request| {
+        r.command() == "EVALSHA" && r.has_arg_starting("stat_{")
+    });
+    let lost = boards.record_stat(&ctx, "T", 2.0).await.unwrap_err();
+    assert_eq!(lost.code(), "store_unavailable", "{lost}");
+    assert_eq!(proxy.fired(), 1);
+    boards.record_stat(&ctx, "T", 4.0).await.unwrap();
+    let s = boards.stats(&ctx, "T").await.unwrap().current.unwrap();
+    assert_eq!((s.count, s.sum, s.min, s.max), (2, 6.0, 2.0, 4.0));
+
+    redis.kill();
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let boards = boards.clone();
+            tokio::spawn(async move { boards.record_stat(&format!("/dead/{i}"), "T", 1.0).await })
+        })
+        .collect();
+    for task in tasks {
+        let error = task.await.unwrap().unwrap_err();
+        assert_eq!(error.code(), "store_unavailable", "{error}");
+    }
 }

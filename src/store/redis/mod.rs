@@ -32,6 +32,8 @@ mod reply;
 mod retire;
 mod scripts;
 mod stats;
+mod stats_calls;
+mod stats_commit;
 mod write;
 
 #[cfg(feature = "server")]
@@ -84,6 +86,8 @@ impl Default for RedisOptions {
 pub struct RedisStore {
     conn: RedisConn,
     ingest: Arc<Ingest>,
+    /// Group commit of stats records.
+    stats: Arc<stats_commit::StatsCommit>,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -104,6 +108,7 @@ impl RedisStore {
         Ok(RedisStore {
             conn: RedisConn::connect(url, &options).await?,
             ingest: Arc::new(Ingest::new(options.ingest)),
+            stats: Arc::default(),
         })
     }
 
@@ -124,6 +129,7 @@ impl RedisStore {
         Ok(RedisStore {
             conn: RedisConn::connect_cluster(&urls, &options).await?,
             ingest: Arc::new(Ingest::new(options.ingest)),
+            stats: Arc::default(),
         })
     }
 }

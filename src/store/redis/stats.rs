@@ -1,9 +1,11 @@
 //! Stats in Redis: per (context, kind) two hashes (the newest hour and the one before)
 //! under the context's own hash tag; per kind the slowest list and its metadata under
-//! the kind's tag. A record is one script on the context's keys, then one on the
-//! kind's list: two calls, because on Cluster the two tags live on different nodes.
+//! the kind's tag. Records go through group commit ([`super::stats_commit`]): concurrent
+//! records of many contexts share one script call, which on a single node also updates
+//! the slowest lists; on a Cluster the lists, on other nodes, take one more call per
+//! kind ([`super::stats_calls`]).
 //!
-//! Retry classes: the record adds, so it is [`Retry::Never`]; the list update sets a
+//! Retry classes: a record call adds, so it is [`Retry::Never`]; a list update sets a
 //! mean only if it is newer, and the reads read: [`Retry::Idempotent`].
 
 use std::collections::HashMap;
@@ -14,6 +16,7 @@ use super::RedisStore;
 use super::conn::Retry;
 use super::keys;
 use super::reply::parse_integer;
+use super::stats_calls::Recorded;
 use crate::domain::stats::{Moments, SlowEntry, StatsContext, StatsKind, StoredStats};
 use crate::error::{Error, Result};
 use crate::store::{StatRecord, StatsStore};
@@ -55,31 +58,15 @@ fn moments_of(fields: HashMap<String, String>) -> Result<Option<(i64, Moments)>>
 #[async_trait]
 impl StatsStore for RedisStore {
     async fn record_stat(&self, r: StatRecord<'_>) -> Result<()> {
-        let conn = &self.conn;
-        let mut record = conn.scripts().stats_record.prepare_invoke();
-        record
-            .key(keys::stat_newest(r.context, r.kind))
-            .key(keys::stat_before(r.context, r.kind))
-            .arg(r.hour)
-            .arg(r.values.len());
-        for value in r.values {
-            record.arg(format!("{value:e}"));
-        }
-        for (bucket, count) in r.buckets {
-            record.arg(bucket).arg(*count);
-        }
-        let (hour, count, mean): (i64, u64, String) = conn.invoke(&record, Retry::Never).await?;
-        let mut slowest = conn.scripts().stats_slowest.prepare_invoke();
-        slowest
-            .key(keys::slowest(r.kind))
-            .key(keys::slowest_meta(r.kind))
-            .arg(r.context.as_str())
-            .arg(hour)
-            .arg(count)
-            .arg(mean)
-            .arg(r.slowest_kept);
-        conn.invoke::<i64>(&slowest, Retry::Idempotent).await?;
-        Ok(())
+        let record = Recorded {
+            context: r.context.clone(),
+            kind: r.kind.clone(),
+            values: r.values.to_vec(),
+            buckets: r.buckets.clone(),
+            hour: r.hour,
+            slowest_kept: r.slowest_kept,
+        };
+        self.stats.record(&self.conn, record).await
     }
 
     async fn read_stats(&self, context: &StatsContext, kind: &StatsKind) -> Result<StoredStats> {
