@@ -75,6 +75,8 @@ pub use domain::{
     BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, MAX_ABS,
     MAX_IDEMPOTENCY_KEY, MAX_RANKS_MEMBERS, Member, MemberRank, Point, Ranks, RecomputeReport,
     Removed, RetireOptions, RetireReport, ScoreRange, Span, Standing, Ties, Timestamp, TopPage,
+    TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRank, TrendRanks,
+    TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 pub use error::{Error, Result};
 pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};
@@ -88,7 +90,7 @@ pub use rollboard::write::{BatchOutcome, Rejected};
 pub use settings::Settings;
 pub use store::{
     CounterCleaned, CounterInfo, CounterStore, IngestOptions, Keyed, MemoryStore, RateHit,
-    RateStore, Recorded, RedisOptions, RedisStore, SlotWrite, StatRecord, StatsStore, Store,
+    RateStore, Recorded, RedisOptions, TrendingStore, RedisStore, SlotWrite, StatRecord, StatsStore, Store,
     WriteKey, WriteStatus,
 };
 

@@ -25,6 +25,16 @@ pub(super) fn record(name: &BoardName) -> String {
     format!("board_{{{name}}}")
 }
 
+/// `trend_{<board>}`: a trending board's stored values (negated forward-decayed sums).
+pub(super) fn trend(name: &BoardName) -> String {
+    format!("trend_{{{name}}}")
+}
+
+/// `trend_{<board>}_next`: a trending board's rescale build, renamed over `trend_…`.
+pub(super) fn trend_next(name: &BoardName) -> String {
+    format!("trend_{{{name}}}_next")
+}
+
 /// `slots_{<board>}`: the index of live slots, score = slot start.
 pub(super) fn index(name: &BoardName) -> String {
     format!("slots_{{{name}}}")

@@ -32,6 +32,7 @@ mod reply;
 mod retire;
 mod scripts;
 mod stats;
+mod trending;
 mod write;
 
 #[cfg(feature = "server")]
@@ -139,6 +140,10 @@ impl Store for RedisStore {
     }
 
     fn rates(&self) -> &dyn crate::store::RateStore {
+        self
+    }
+
+    fn trending(&self) -> &dyn crate::store::TrendingStore {
         self
     }
 
