@@ -90,8 +90,8 @@ pub use rollboard::write::{BatchOutcome, Rejected};
 pub use settings::Settings;
 pub use store::{
     CounterCleaned, CounterInfo, CounterStore, IngestOptions, Keyed, MemoryStore, RateHit,
-    RateStore, Recorded, RedisOptions, TrendingStore, RedisStore, SlotWrite, StatRecord, StatsStore, Store,
-    WriteKey, WriteStatus,
+    RateStore, Recorded, RedisOptions, RedisStore, SlotWrite, StatRecord, StatsStore, Store,
+    TrendingStore, WriteKey, WriteStatus,
 };
 
 /// Compiles and runs the Rust code blocks of the README, so they stay true.

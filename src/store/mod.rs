@@ -32,10 +32,10 @@ pub use stats::{StatRecord, StatsStore};
 
 pub use memory::MemoryStore;
 pub use rates::{RateHit, RateStore};
-pub use trending::TrendingStore;
 pub use redis::{IngestOptions, RedisOptions, RedisStore};
 #[cfg(feature = "server")]
 pub(crate) use redis::{RedisConn, Retry, redact};
+pub use trending::TrendingStore;
 
 pub use crate::domain::SlotWrite;
 

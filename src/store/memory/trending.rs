@@ -110,8 +110,7 @@ impl MemTrend {
         let limit = i64::from(WRITE_LIMIT_HALF_LIVES) * self.h();
         if writes.iter().any(|w| w.at_ms - self.landmark_ms > limit) {
             // The maintenance pass did not run for that long: rescale first.
-            if let Some(target) = rescale_target(self.landmark_ms, now.unix_millis(), self.h(), 1)
-            {
+            if let Some(target) = rescale_target(self.landmark_ms, now.unix_millis(), self.h(), 1) {
                 self.rescale(target);
             }
         }

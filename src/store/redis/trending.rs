@@ -24,7 +24,9 @@ use crate::store::{TrendingStore, new_version};
 const RECORD_FIELDS: &[&str] = &["version", "half_life", "floor", "max_age", "created_ms"];
 
 fn corrupt(name: &BoardName, what: &str) -> Error {
-    Error::Store(format!("trending board record of {name:?} has a bad {what}"))
+    Error::Store(format!(
+        "trending board record of {name:?} has a bad {what}"
+    ))
 }
 
 /// A board from its record's `version, half_life, floor, max_age, created_ms`.
@@ -153,7 +155,11 @@ async fn list(conn: &RedisConn) -> Result<Vec<TrendingBoard>> {
 
 /// The board's three keys: record, stored values, rescale build.
 fn board_keys(name: &BoardName) -> [String; 3] {
-    [keys::record(name), keys::trend(name), keys::trend_next(name)]
+    [
+        keys::record(name),
+        keys::trend(name),
+        keys::trend_next(name),
+    ]
 }
 
 async fn write(
@@ -283,13 +289,8 @@ async fn top(
     offset: u64,
     limit: u64,
 ) -> Result<TrendPage> {
-    let (landmark, rest) = read(
-        conn,
-        board,
-        "top",
-        &[offset.to_string(), limit.to_string()],
-    )
-    .await?;
+    let (landmark, rest) =
+        read(conn, board, "top", &[offset.to_string(), limit.to_string()]).await?;
     let mut rest = rest.into_iter();
     let better = int(&rest.next().ok_or_else(|| short("top"))?, "better")? as u64;
     let items = pairs(rest.next().ok_or_else(|| short("top"))?)?;
@@ -315,12 +316,7 @@ async fn standing(
     let ranked = int(&rest[3], "ranked")? as u64;
     Ok(Some(TrendStanding {
         member: member.as_str().to_owned(),
-        score: decayed(
-            v,
-            now.unix_millis(),
-            landmark,
-            board.config.half_life_ms(),
-        ),
+        score: decayed(v, now.unix_millis(), landmark, board.config.half_life_ms()),
         rank: better + 1,
         percentile: share_below(below, ranked),
         at: now.unix_seconds_f64(),
