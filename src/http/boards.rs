@@ -43,7 +43,8 @@ pub struct ConfigBody {
     /// Windowed boards: how equal totals share ranks: `"competition"` (1, 1, 3; the
     /// default) or `"dense"` (1, 1, 2). Fixed when the board is created: another value
     /// on an existing board is a conflict.
-    #[schema(default = "competition")]
+    #[serde(default)]
+    #[schema(value_type = Ties, default = "competition")]
     pub ties: Option<Ties>,
     /// Trending boards: after this long an event counts half as much, e.g. `"6h"`
     /// (required).
