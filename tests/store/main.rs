@@ -61,3 +61,4 @@ mod test_redis;
 mod timeouts;
 mod tls_and_acl;
 mod trending;
+mod trending_property;

@@ -17,6 +17,7 @@ on_every_store!(
     trending_and_windowed_boards_share_one_namespace,
     a_rescale_under_concurrent_writes_stays_exact,
     pruning_removes_exactly_the_members_below_the_floor,
+    a_write_long_after_the_last_maintenance_rescales_first,
 );
 
 /// Every event written, to compute what the scores must be.
@@ -72,7 +73,7 @@ pub fn close(got: f64, (want, magnitude): (f64, f64), what: &str) {
 /// scores returned, and each rank within the oracle's band of near-equal scores (two
 /// members whose exact scores are equal may differ in the last bits, as floats summed in
 /// another order do). For a page from the top, the members are the oracle's best.
-fn check_page(page: &TrendPage, oracle: &Oracle, now_ms: i64, h: i64, offset: usize) {
+pub fn check_page(page: &TrendPage, oracle: &Oracle, now_ms: i64, h: i64, offset: usize) {
     let ranking = oracle.ranking(now_ms, h);
     for (i, e) in page.entries.iter().enumerate() {
         let want = oracle.score(&e.member, now_ms, h);
@@ -577,4 +578,32 @@ async fn pruning_removes_exactly_the_members_below_the_floor(h: Harness) {
     // Nothing more is below the floor now.
     let again = h.boards.maintain_trend(&name, options).await.unwrap();
     assert_eq!(again.pruned, 0);
+}
+
+/// 1,100 half-lives without a maintenance pass: a write scaled to the old landmark would
+/// be 2^1100, beyond doubles; the store rescales first (in bounded steps) and stays exact.
+async fn a_write_long_after_the_last_maintenance_rescales_first(h: Harness) {
+    let name = unique("t");
+    h.boards
+        .create_trending(&name, TrendingConfig::parse("1s").unwrap())
+        .await
+        .unwrap();
+    h.boards.trend_incr(&name, "a", 3, None).await.unwrap();
+    h.boards.trend_incr(&name, "b", 1, None).await.unwrap();
+    h.at(1100);
+    h.boards.trend_incr(&name, "b", 2, None).await.unwrap();
+    h.boards.trend_incr(&name, "c", 1, None).await.unwrap();
+    let page = h.boards.trend_top(&name, 0, 10).await.unwrap();
+    let got: Vec<(&str, u64, f64)> = page
+        .entries
+        .iter()
+        .map(|e| (e.member.as_str(), e.rank, e.score))
+        .collect();
+    // a's 3·2^-1100 is below the smallest double: after the rescale it is 0, unranked.
+    assert_eq!(got, [("b", 1, 2.0), ("c", 2, 1.0)]);
+    let ranks = h.boards.trend_ranks(&name, &["a"]).await.unwrap();
+    assert_eq!((ranks.entries[0].score, ranks.entries[0].rank), (0.0, None));
+    h.at(1101);
+    let b = h.boards.trend_score(&name, "b").await.unwrap().unwrap();
+    assert_eq!(b.score, 1.0);
 }
