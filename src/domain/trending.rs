@@ -221,6 +221,49 @@ pub struct TrendRanks {
     pub entries: Vec<TrendRank>,
 }
 
+/// A range of scores for a page of a trending board (both ends inclusive, either open).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TrendRange {
+    min: Option<f64>,
+    max: Option<f64>,
+}
+
+impl TrendRange {
+    /// Every ranked member.
+    pub const ALL: TrendRange = TrendRange {
+        min: None,
+        max: None,
+    };
+
+    /// Members whose score is in `[min, max]`: finite bounds, `min` not above `max`
+    /// ([`Error::InvalidQuery`] otherwise).
+    pub fn new(min: Option<f64>, max: Option<f64>) -> Result<Self> {
+        if min.into_iter().chain(max).any(|x| !x.is_finite()) {
+            return Err(Error::InvalidQuery {
+                reason: "min_score and max_score must be finite numbers".into(),
+            });
+        }
+        if let (Some(lo), Some(hi)) = (min, max)
+            && lo > hi
+        {
+            return Err(Error::InvalidQuery {
+                reason: format!("min_score ({lo}) must not be above max_score ({hi})"),
+            });
+        }
+        Ok(TrendRange { min, max })
+    }
+
+    /// The lowest score, if bounded.
+    pub fn min(&self) -> Option<f64> {
+        self.min
+    }
+
+    /// The highest score, if bounded.
+    pub fn max(&self) -> Option<f64> {
+        self.max
+    }
+}
+
 /// How the maintenance pass runs (tests use a small `rescale_after`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TrendOptions {

@@ -9,8 +9,8 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
-use super::trending::{PageReply, StandingReply, is_trending, no_range, no_window};
-use crate::{Error, History, ScoreRange, Span};
+use super::trending::{PageReply, StandingReply, is_trending, no_window};
+use crate::{Error, History, ScoreRange, Span, TrendRange};
 
 /// `?window=` alone.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -35,7 +35,8 @@ pub struct TopQuery {
     /// one is given.
     #[param(minimum = 0, maximum = 1_000_000_000)]
     pub offset: Option<u64>,
-    /// Only members whose total is at least this (inclusive; within ±(2^53 − 1)).
+    /// Only members whose total (a trending board: score now) is at least this
+    /// (inclusive; within ±(2^53 − 1)).
     #[param(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
     pub min_score: Option<i64>,
     /// Only members whose total is at most this (inclusive; within ±(2^53 − 1), not
@@ -85,7 +86,7 @@ fn not_ranked(board: &str, member: &str) -> Error {
     responses(
         (status = 200, description = "A page of the ranking (float scores on a trending board)", body = PageReply),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (limit, offset, min_score or max_score out of range, or min_score above max_score)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (limit, offset, min_score or max_score out of range, or min_score above max_score; a window on a trending board)", body = ErrorBody),
     )
 )]
 pub async fn top(
@@ -103,8 +104,12 @@ pub async fn top(
         Ok(page) => Ok(Json(PageReply::Windowed(page))),
         Err(e) if is_trending(&e) => {
             no_window(&q.window)?;
-            no_range(q.min_score, q.max_score)?;
-            let page = state.boards.trend_top(&board, offset, limit).await?;
+            let range =
+                TrendRange::new(q.min_score.map(|x| x as f64), q.max_score.map(|x| x as f64))?;
+            let page = state
+                .boards
+                .trend_top_in_range(&board, range, offset, limit)
+                .await?;
             Ok(Json(PageReply::Trending(page)))
         }
         Err(e) => Err(e.into()),

@@ -2,7 +2,7 @@
 //! handler calls the windowed operation and, when the library answers that the board
 //! is a trending one ([`Error::BoardKind`]), the trending operation instead. This module
 //! holds what those handlers share: the board kind of a `PUT`, the replies that are one
-//! of two shapes, and the rules of a trending read (no `window`, no score range).
+//! of two shapes, and the rule of a trending read (no `window`).
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -106,16 +106,6 @@ pub(super) fn no_window(window: &Option<String>) -> crate::Result<()> {
     if window.is_some() {
         return Err(Error::InvalidQuery {
             reason: "a trending board has no windows: leave out window".into(),
-        });
-    }
-    Ok(())
-}
-
-/// Score ranges are not offered on trending boards yet.
-pub(super) fn no_range(min: Option<i64>, max: Option<i64>) -> crate::Result<()> {
-    if min.is_some() || max.is_some() {
-        return Err(Error::InvalidQuery {
-            reason: "min_score and max_score are not offered on trending boards".into(),
         });
     }
     Ok(())

@@ -10,7 +10,7 @@ use super::write::{BatchOutcome, Rejected};
 use crate::domain::trending::check_age;
 use crate::domain::{
     BoardName, Event, Member, Timestamp, TrendCreated, TrendMaintenance, TrendOptions, TrendPage,
-    TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig, check_around,
+    TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig, check_around,
     check_delta, check_page, not_in_future, parse_ranks_members,
 };
 use crate::error::{Error, Result};
@@ -105,12 +105,25 @@ impl Rollboard {
     /// A page of trending board `board` now: members with a positive score, highest
     /// first, ties by member ascending, from the `offset`-th.
     pub async fn trend_top(&self, board: &str, offset: u64, limit: u64) -> Result<TrendPage> {
+        self.trend_top_in_range(board, TrendRange::ALL, offset, limit)
+            .await
+    }
+
+    /// A page of the members of trending board `board` whose score now is in `range`,
+    /// from the `offset`-th of them; ranks are ranks in the whole ranking.
+    pub async fn trend_top_in_range(
+        &self,
+        board: &str,
+        range: TrendRange,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TrendPage> {
         check_page(offset, limit, self.settings().max_limit)?;
         let now = self.now();
         let mut board = self.load_trending(&BoardName::parse(board)?).await?;
         let store = self.store().trending();
         self.on_trending(&mut board, |b| async move {
-            store.trend_top(&b, now, offset, limit).await
+            store.trend_top(&b, now, range, offset, limit).await
         })
         .await
     }

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 
 use crate::domain::{
     BoardName, Member, Timestamp, TrendCreated, TrendMaintenance, TrendOptions, TrendPage,
-    TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+    TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 use crate::error::Result;
 
@@ -52,12 +52,13 @@ pub trait TrendingStore: Send + Sync + 'static {
         writes: &[TrendWrite],
     ) -> Result<()>;
 
-    /// A page of the ranking at `now`: members with a positive score, from the
-    /// `offset`-th.
+    /// A page of the ranking at `now`: members with a positive score in `range`, from
+    /// the `offset`-th of them; ranks are ranks in the whole ranking.
     async fn trend_top(
         &self,
         board: &TrendingBoard,
         now: Timestamp,
+        range: TrendRange,
         offset: u64,
         limit: u64,
     ) -> Result<TrendPage>;

@@ -98,6 +98,26 @@ async fn trending_boards_over_http() {
         page2.body["entries"],
         json!([{"rank": 3, "member": "carol", "score": 1.5}])
     );
+    // Score ranges, inclusive: alice's 2.0 is in [2, 5]; [1, 2] holds all three.
+    let range = app
+        .get(&format!("/v1/boards/{b}/top?min_score=2&max_score=5"))
+        .await;
+    assert_eq!(
+        range.body["entries"],
+        json!([{"rank": 1, "member": "alice", "score": 2.0}])
+    );
+    let range = app
+        .get(&format!(
+            "/v1/boards/{b}/top?min_score=1&max_score=2&offset=1"
+        ))
+        .await;
+    assert_eq!(
+        range.body["entries"],
+        json!([{"rank": 2, "member": "bob", "score": 1.625},
+               {"rank": 3, "member": "carol", "score": 1.5}])
+    );
+    let range = app.get(&format!("/v1/boards/{b}/top?max_score=1")).await;
+    assert_eq!(range.body["entries"], json!([]));
     let bob = app.get(&format!("/v1/boards/{b}/members/bob")).await;
     assert_eq!(
         bob.body,
@@ -139,7 +159,6 @@ async fn trending_boards_over_http() {
 
     for path in [
         format!("/v1/boards/{b}/top?window=1h"),
-        format!("/v1/boards/{b}/top?min_score=1"),
         format!("/v1/boards/{b}/members/bob?window=1h"),
         format!("/v1/boards/{b}/ranks?members=bob&window=1h"),
     ] {

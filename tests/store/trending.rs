@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 
 use rollboard::{
-    BoardConfig, Event, Rollboard, Span, TrendOptions, TrendPage, TrendRank, TrendingConfig,
+    BoardConfig, Event, Rollboard, Span, TrendOptions, TrendPage, TrendRange, TrendRank,
+    TrendingConfig,
 };
 
 use crate::support::{Harness, START, ts, unique};
@@ -189,6 +190,45 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
     // carol holds 4 at START: 4·2^-5 = 0.125 exactly.
     let carol = b.trend_score(&name, "carol").await.unwrap().unwrap();
     assert_eq!((carol.score, carol.rank, carol.percentile), (0.125, 6, 0.0));
+
+    // Score ranges (inclusive), ranks in the whole ranking.
+    let range = TrendRange::new(Some(0.15), Some(0.3)).unwrap();
+    let in_range = b.trend_top_in_range(&name, range, 0, 10).await.unwrap();
+    let ranked: Vec<(&str, u64)> = in_range
+        .entries
+        .iter()
+        .map(|e| (e.member.as_str(), e.rank))
+        .collect();
+    assert_eq!(ranked, [("bob", 3), ("frank", 4), ("erin", 5)]);
+    let in_range = b.trend_top_in_range(&name, range, 1, 1).await.unwrap();
+    let ranked: Vec<(&str, u64)> = in_range
+        .entries
+        .iter()
+        .map(|e| (e.member.as_str(), e.rank))
+        .collect();
+    assert_eq!(ranked, [("frank", 4)]);
+    let exact = TrendRange::new(Some(0.125), Some(0.125)).unwrap();
+    let carol_only = b.trend_top_in_range(&name, exact, 0, 10).await.unwrap();
+    assert_eq!(carol_only.entries.len(), 1);
+    assert_eq!(
+        (
+            carol_only.entries[0].member.as_str(),
+            carol_only.entries[0].rank
+        ),
+        ("carol", 6)
+    );
+    let below = TrendRange::new(None, Some(0.1)).unwrap();
+    assert_eq!(
+        b.trend_top_in_range(&name, below, 0, 10)
+            .await
+            .unwrap()
+            .entries,
+        []
+    );
+    assert_eq!(
+        TrendRange::new(Some(1.0), Some(0.5)).unwrap_err().code(),
+        "invalid_query"
+    );
 
     let around = b.trend_around(&name, "frank", 1).await.unwrap().unwrap();
     assert_eq!(

@@ -14,7 +14,8 @@ use crate::domain::trending::{
 };
 use crate::domain::{
     BoardName, Member, Timestamp, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions,
-    TrendPage, TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+    TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard,
+    TrendingConfig,
 };
 use crate::error::{Error, Result};
 use crate::store::{TrendingStore, new_version};
@@ -138,18 +139,26 @@ impl MemTrend {
         decayed(stored, now.unix_millis(), self.landmark_ms, self.h())
     }
 
-    /// Ranked entries (positive values), from position `offset`, at most `limit`.
-    fn page(&self, now: Timestamp, offset: u64, limit: u64) -> TrendPage {
+    /// Ranked entries (positive values) whose score is in `range`, from the `offset`-th
+    /// of them, at most `limit`.
+    fn page(&self, now: Timestamp, range: TrendRange, offset: u64, limit: u64) -> TrendPage {
+        let now_ms = now.unix_millis();
+        let bound = |score: f64| stored_bound(score, now_ms, self.landmark_ms, self.h());
+        let (lo, hi) = (range.min().map(bound), range.max().map(bound));
+        let in_range =
+            |v: f64| v > 0.0 && lo.is_none_or(|lo| v >= lo) && hi.is_none_or(|hi| v <= hi);
+        let above = hi.map_or(0, |hi| self.better(hi));
         let items: Vec<&(Desc, String)> = self
             .order
             .iter()
-            .take_while(|(v, _)| v.0 > 0.0)
+            .skip_while(|(v, _)| hi.is_some_and(|hi| v.0 > hi))
+            .take_while(|(v, _)| in_range(v.0))
             .skip(offset as usize)
             .take(limit as usize)
             .collect();
         let better = items.first().map_or(0, |(v, _)| self.better(v.0));
         let values: Vec<f64> = items.iter().map(|(v, _)| v.0).collect();
-        let ranks = page_ranks(&values, offset, better);
+        let ranks = page_ranks(&values, above + offset, better);
         TrendPage {
             board: self.board.name.clone(),
             at: now.unix_seconds_f64(),
@@ -222,7 +231,7 @@ impl MemTrend {
     fn around(&self, now: Timestamp, member: &Member, n: u64) -> Option<TrendPage> {
         let (_, pos) = self.position(member.as_str())?;
         let from = pos.saturating_sub(n);
-        Some(self.page(now, from, pos - from + n + 1))
+        Some(self.page(now, TrendRange::ALL, from, pos - from + n + 1))
     }
 
     fn maintain(&mut self, now: Timestamp, options: TrendOptions) -> TrendMaintenance {
@@ -338,10 +347,12 @@ impl TrendingStore for MemoryStore {
         &self,
         board: &TrendingBoard,
         now: Timestamp,
+        range: TrendRange,
         offset: u64,
         limit: u64,
     ) -> Result<TrendPage> {
-        self.trending.with(board, |b| b.page(now, offset, limit))
+        self.trending
+            .with(board, |b| b.page(now, range, offset, limit))
     }
 
     async fn trend_standing(

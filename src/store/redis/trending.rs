@@ -15,7 +15,8 @@ use super::reply::{array, int, opt_string, string};
 use crate::domain::trending::{WRITE_LIMIT_HALF_LIVES, decayed, page_ranks, share_below};
 use crate::domain::{
     BoardName, Member, Span, Timestamp, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions,
-    TrendPage, TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+    TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard,
+    TrendingConfig,
 };
 use crate::error::{Error, Result};
 use crate::store::{TrendingStore, new_version};
@@ -286,15 +287,24 @@ async fn top(
     conn: &RedisConn,
     board: &TrendingBoard,
     now: Timestamp,
+    range: TrendRange,
     offset: u64,
     limit: u64,
 ) -> Result<TrendPage> {
-    let (landmark, rest) =
-        read(conn, board, "top", &[offset.to_string(), limit.to_string()]).await?;
+    let bound = |b: Option<f64>| b.map(|x| x.to_string()).unwrap_or_default();
+    let args = [
+        offset.to_string(),
+        limit.to_string(),
+        now.unix_millis().to_string(),
+        bound(range.min()),
+        bound(range.max()),
+    ];
+    let (landmark, rest) = read(conn, board, "top", &args).await?;
     let mut rest = rest.into_iter();
     let better = int(&rest.next().ok_or_else(|| short("top"))?, "better")? as u64;
+    let above = int(&rest.next().ok_or_else(|| short("top"))?, "above")? as u64;
     let items = pairs(rest.next().ok_or_else(|| short("top"))?)?;
-    Ok(page(board, now, landmark, items, offset, better))
+    Ok(page(board, now, landmark, items, above + offset, better))
 }
 
 async fn standing(
@@ -498,10 +508,11 @@ impl TrendingStore for RedisStore {
         &self,
         board: &TrendingBoard,
         now: Timestamp,
+        range: TrendRange,
         offset: u64,
         limit: u64,
     ) -> Result<TrendPage> {
-        top(&self.conn, board, now, offset, limit).await
+        top(&self.conn, board, now, range, offset, limit).await
     }
 
     async fn trend_standing(

@@ -6,9 +6,12 @@
 --
 -- ARGV[1]  expected board version
 -- ARGV[2]  what to read:
---   'top', offset, limit      -> {landmark, better, {member, value, ...}}: ranked members
---                                from the offset-th; better = members strictly ahead of
---                                the first (0 when none)
+--   'top', offset, limit, now ms, min, max
+--                             -> {landmark, better, above, {member, value, ...}}: ranked
+--                                members whose score at now is in [min, max] (either ''
+--                                for open), from the offset-th of them; better = members
+--                                strictly ahead of the first (0 when none), above =
+--                                members above the range
 --   'member', m               -> {landmark, value, better, below, ranked} or
 --                                {landmark, false}; below = ranked members strictly
 --                                behind, ranked = all ranked members
@@ -18,7 +21,7 @@
 --                                drops the unranked ones at the end)
 -- Values are returned as Redis prints them (17 significant digits: exact).
 
-local record = board_record(KEYS[1], ARGV[1], 'landmark')
+local record = board_record(KEYS[1], ARGV[1], 'landmark', 'half_life')
 local z = KEYS[2]
 local landmark = record[3]
 
@@ -36,12 +39,22 @@ end
 
 local mode = ARGV[2]
 if mode == 'top' then
-  local items = redis.call('ZRANGEBYSCORE', z, '-inf', '(0', 'WITHSCORES', 'LIMIT', ARGV[3], ARGV[4])
+  -- Scores to stored values: score · 2^((now − landmark)/h), negated.
+  local scale = 2 ^ ((tonumber(ARGV[5]) - tonumber(landmark)) / (tonumber(record[4]) * 1000))
+  local lo, hi, above = '-inf', '(0', 0
+  if ARGV[7] ~= '' then
+    lo = string.format('%.17g', -tonumber(ARGV[7]) * scale)
+    above = redis.call('ZCOUNT', z, '-inf', '(' .. lo)
+  end
+  if ARGV[6] ~= '' and tonumber(ARGV[6]) > 0 then
+    hi = string.format('%.17g', -tonumber(ARGV[6]) * scale)
+  end
+  local items = redis.call('ZRANGEBYSCORE', z, lo, hi, 'WITHSCORES', 'LIMIT', ARGV[3], ARGV[4])
   local first = 0
   if #items > 0 then
     first = better(items[2])
   end
-  return { landmark, first, items }
+  return { landmark, first, above, items }
 elseif mode == 'member' then
   local v = ranked_value(ARGV[3])
   if not v then
