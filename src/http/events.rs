@@ -246,9 +246,18 @@ async fn write(
     events: &[Event],
     (key, fingerprint): &(IdempotencyKey, Fingerprint),
 ) -> Result<(BatchOutcome, bool), Error> {
-    let written = state
+    let written = match state
         .boards
         .write_keyed(board, events, key, fingerprint)
-        .await?;
+        .await
+    {
+        Err(e) if is_trending(&e) => {
+            state
+                .boards
+                .trend_write_keyed(board, events, key, fingerprint)
+                .await?
+        }
+        other => other?,
+    };
     Ok((written.outcome, written.replayed))
 }

@@ -6,6 +6,7 @@
 use std::future::Future;
 
 use super::Rollboard;
+use super::idempotent::KeyedOutcome;
 use super::write::{BatchOutcome, Rejected};
 use crate::domain::trending::check_age;
 use crate::domain::{
@@ -13,7 +14,9 @@ use crate::domain::{
     TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig, check_around,
     check_delta, check_page, not_in_future, parse_ranks_members,
 };
+use crate::domain::{Fingerprint, IdempotencyKey};
 use crate::error::{Error, Result};
+use crate::store::{TrendKeyed, WriteKey};
 
 impl Rollboard {
     /// Creates trending board `name`, or returns the existing one when it has the same
@@ -84,22 +87,83 @@ impl Rollboard {
         }
         let now = self.now();
         let mut board = self.load_trending(&name).await?;
-        let mut outcome = BatchOutcome::default();
-        let mut writes = Vec::with_capacity(events.len());
-        for (index, event) in events.iter().enumerate() {
-            match self.trend_input(&board.config, event, now) {
-                Ok(w) => writes.push(w),
-                Err(error) => outcome.rejected.push(Rejected { index, error }),
-            }
-        }
+        let (writes, outcome) = self.trend_admit(&board.config, events, now);
         let store = self.store().trending();
         let writes = &writes;
         self.on_trending(&mut board, |b| async move {
             store.trend_write(&b, now, writes).await
         })
         .await?;
-        outcome.accepted = writes.len();
         Ok(outcome)
+    }
+
+    /// Applies a batch of events to a trending board once under `key` (an HTTP
+    /// `Idempotency-Key`) and the request's `fingerprint`: a retry with the same key and
+    /// fingerprint within the key's time to live applies nothing and is answered as the
+    /// first call was (its events admitted again at that call's `now`); the key with
+    /// another fingerprint is [`Error::IdempotencyKeyReused`].
+    pub async fn trend_write_keyed(
+        &self,
+        board: &str,
+        events: &[Event],
+        key: &IdempotencyKey,
+        fingerprint: &Fingerprint,
+    ) -> Result<KeyedOutcome> {
+        let name = BoardName::parse(board)?;
+        let max = self.settings().max_batch;
+        if events.len() > max {
+            return Err(Error::BatchTooLarge {
+                len: events.len(),
+                max,
+            });
+        }
+        let now = self.now();
+        let mut board = self.load_trending(&name).await?;
+        let (writes, outcome) = self.trend_admit(&board.config, events, now);
+        let write_key = WriteKey {
+            name: key.part(0),
+            fingerprint: fingerprint.as_str().to_owned(),
+            ttl: self.settings().idempotency_ttl,
+        };
+        let store = self.store().trending();
+        let (writes_ref, key_ref) = (&writes, &write_key);
+        let keyed = self
+            .on_trending(&mut board, |b| async move {
+                store.trend_write_keyed(&b, now, writes_ref, key_ref).await
+            })
+            .await?;
+        match keyed {
+            TrendKeyed::Applied => Ok(KeyedOutcome {
+                outcome,
+                replayed: false,
+            }),
+            TrendKeyed::Replayed { now: first } => Ok(KeyedOutcome {
+                outcome: self.trend_admit(&board.config, events, first).1,
+                replayed: true,
+            }),
+            TrendKeyed::Reused => Err(Error::IdempotencyKeyReused {
+                key: key.to_string(),
+            }),
+        }
+    }
+
+    /// The events admitted at `now` as writes, and the batch's outcome.
+    fn trend_admit(
+        &self,
+        config: &TrendingConfig,
+        events: &[Event],
+        now: Timestamp,
+    ) -> (Vec<TrendWrite>, BatchOutcome) {
+        let mut outcome = BatchOutcome::default();
+        let mut writes = Vec::with_capacity(events.len());
+        for (index, event) in events.iter().enumerate() {
+            match self.trend_input(config, event, now) {
+                Ok(w) => writes.push(w),
+                Err(error) => outcome.rejected.push(Rejected { index, error }),
+            }
+        }
+        outcome.accepted = writes.len();
+        (writes, outcome)
     }
 
     /// A page of trending board `board` now: members with a positive score, highest

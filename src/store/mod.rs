@@ -35,7 +35,7 @@ pub use rates::{RateHit, RateStore};
 pub use redis::{IngestOptions, RedisOptions, RedisStore};
 #[cfg(feature = "server")]
 pub(crate) use redis::{RedisConn, Retry, redact};
-pub use trending::TrendingStore;
+pub use trending::{TrendKeyed, TrendingStore};
 
 pub use crate::domain::SlotWrite;
 

@@ -16,6 +16,21 @@ use crate::domain::{
     TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 use crate::error::Result;
+use crate::store::WriteKey;
+
+/// What a store did with a keyed write to a trending board.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrendKeyed {
+    /// Applied now, and recorded.
+    Applied,
+    /// Applied before, by a call at `now`: nothing applied this time.
+    Replayed {
+        /// The `now` of the call that applied it.
+        now: Timestamp,
+    },
+    /// The key names another write (another fingerprint): nothing applied.
+    Reused,
+}
 
 /// Trending boards of a store. All methods are safe to call concurrently, from several
 /// processes; each write and each read is atomic. Methods that take a board fail with
@@ -51,6 +66,19 @@ pub trait TrendingStore: Send + Sync + 'static {
         now: Timestamp,
         writes: &[TrendWrite],
     ) -> Result<()>;
+
+    /// Applies `writes` once for `key` while its record lives: the first call applies
+    /// them and records, in the same atomic step, its `now`; a later call with the same
+    /// name and fingerprint applies nothing and answers [`TrendKeyed::Replayed`] with
+    /// that `now`, one with another fingerprint [`TrendKeyed::Reused`]. A record older
+    /// than `key.ttl` by `now` is as good as absent; dropping the board drops its records.
+    async fn trend_write_keyed(
+        &self,
+        board: &TrendingBoard,
+        now: Timestamp,
+        writes: &[TrendWrite],
+        key: &WriteKey,
+    ) -> Result<TrendKeyed>;
 
     /// A page of the ranking at `now`: members with a positive score in `range`, from
     /// the `offset`-th of them; ranks are ranks in the whole ranking.

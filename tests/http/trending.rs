@@ -263,3 +263,53 @@ async fn bad_trending_options_are_422() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_idempotency_key_applies_a_trending_write_once() {
+    let app = spawn_app().await;
+    let b = unique("tr");
+    let put = app
+        .put(
+            &format!("/v1/boards/{b}"),
+            json!({"kind": "trending", "half_life": "1h"}),
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::CREATED);
+    let post = |body: &'static str, key: &'static str| {
+        let request = app
+            .client
+            .post(format!("{}/v1/boards/{b}/events", app.url))
+            .header("content-type", "application/json")
+            .header("idempotency-key", key)
+            .body(body);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status();
+            let body: serde_json::Value = response.json().await.unwrap();
+            (status, body)
+        }
+    };
+    let batch = r#"{"events":[{"member":"a","delta":2},{"member":"","delta":1}]}"#;
+    let first = post(batch, "k1").await;
+    assert_eq!(first.0, StatusCode::OK, "{:?}", first.1);
+    assert_eq!(first.1["accepted"], json!(1));
+    assert_eq!(
+        first.1["rejected"][0]["error"]["code"],
+        json!("invalid_member")
+    );
+    let again = post(batch, "k1").await;
+    assert_eq!(again, first);
+    let single = post(r#"{"member":"a","delta":5}"#, "k2").await;
+    assert_eq!(single.1, json!({"accepted": 1}));
+    assert_eq!(post(r#"{"member":"a","delta":5}"#, "k2").await, single);
+    let reused = post(r#"{"member":"a","delta":6}"#, "k2").await;
+    assert_eq!(
+        (reused.0.as_u16(), reused.1["error"]["code"].clone()),
+        (422, json!("idempotency_key_reused"))
+    );
+    let top = app.get(&format!("/v1/boards/{b}/top")).await;
+    assert_eq!(
+        top.body["entries"],
+        json!([{"rank": 1, "member": "a", "score": 7.0}])
+    );
+}

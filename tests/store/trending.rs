@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use rollboard::{
-    BoardConfig, Event, Rollboard, Span, TrendOptions, TrendPage, TrendRange, TrendRank,
-    TrendingConfig,
+    BoardConfig, Event, Fingerprint, IdempotencyKey, Rollboard, Span, TrendOptions, TrendPage,
+    TrendRange, TrendRank, TrendingConfig,
 };
 
 use crate::support::{Harness, START, ts, unique};
@@ -19,6 +19,7 @@ on_every_store!(
     a_rescale_under_concurrent_writes_stays_exact,
     pruning_removes_exactly_the_members_below_the_floor,
     a_write_long_after_the_last_maintenance_rescales_first,
+    a_keyed_write_is_applied_once_and_answered_as_the_first_time,
 );
 
 /// Every event written, to compute what the scores must be.
@@ -646,4 +647,66 @@ async fn a_write_long_after_the_last_maintenance_rescales_first(h: Harness) {
     h.at(1101);
     let b = h.boards.trend_score(&name, "b").await.unwrap().unwrap();
     assert_eq!(b.score, 1.0);
+}
+
+async fn a_keyed_write_is_applied_once_and_answered_as_the_first_time(h: Harness) {
+    let name = unique("t");
+    let config = TrendingConfig::parse("1h")
+        .unwrap()
+        .with_max_age(Span::parse("2h").unwrap())
+        .unwrap();
+    h.boards.create_trending(&name, config).await.unwrap();
+    h.at(7200);
+    let key = IdempotencyKey::parse("order-1").unwrap();
+    let fingerprint = Fingerprint::of_bytes(b"body one");
+    // b's event is exactly max_age old now: accepted now, too old a second later.
+    let events = [
+        Event::new("a", 4),
+        Event::new("b", 8).at(ts(START)),
+        Event::new("c", 1).at(ts(START - 1)),
+    ];
+    let first = h
+        .boards
+        .trend_write_keyed(&name, &events, &key, &fingerprint)
+        .await
+        .unwrap();
+    assert!(!first.replayed);
+    assert_eq!(first.outcome.accepted, 2);
+    assert_eq!(first.outcome.rejected.len(), 1);
+    assert_eq!(
+        (
+            first.outcome.rejected[0].index,
+            first.outcome.rejected[0].error.code()
+        ),
+        (2, "too_old")
+    );
+    h.at(7201);
+    let again = h
+        .boards
+        .trend_write_keyed(&name, &events, &key, &fingerprint)
+        .await
+        .unwrap();
+    assert!(again.replayed);
+    assert_eq!(again.outcome, first.outcome);
+    let other = h
+        .boards
+        .trend_write_keyed(&name, &events, &key, &Fingerprint::of_bytes(b"body two"))
+        .await
+        .unwrap_err();
+    assert_eq!(other.code(), "idempotency_key_reused");
+    // Applied once: a 4·2^(-1/3600), b 8·2^-2·2^(-1/3600).
+    let page = h.boards.trend_top(&name, 0, 10).await.unwrap();
+    let f = (-1.0f64 / 3600.0).exp2();
+    assert_eq!(page.entries.len(), 2);
+    close(page.entries[0].score, (4.0 * f, 4.0), "a");
+    close(page.entries[1].score, (2.0 * f, 2.0), "b");
+    // Past the key's time to live (24 h) the key is free: applied again.
+    h.at(7200 + 86_400 + 1);
+    let late = h
+        .boards
+        .trend_write_keyed(&name, &[Event::new("a", 1)], &key, &fingerprint)
+        .await
+        .unwrap();
+    assert!(!late.replayed);
+    assert_eq!(late.outcome.accepted, 1);
 }

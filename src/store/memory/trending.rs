@@ -18,7 +18,7 @@ use crate::domain::{
     TrendingConfig,
 };
 use crate::error::{Error, Result};
-use crate::store::{TrendingStore, new_version};
+use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
 
 /// The trending boards of a [`MemoryStore`].
 #[derive(Debug, Default)]
@@ -90,6 +90,8 @@ struct MemTrend {
     landmark_ms: i64,
     values: HashMap<String, f64>,
     order: BTreeSet<(Desc, String)>,
+    /// Writes made under an idempotency key: name -> (fingerprint, now ms, deadline ms).
+    keyed: HashMap<String, (String, i64, i64)>,
 }
 
 impl MemTrend {
@@ -120,6 +122,28 @@ impl MemTrend {
             let value = self.values.get(&w.member).copied().unwrap_or(0.0) + add;
             self.set(&w.member, Some(value));
         }
+    }
+
+    fn write_keyed(&mut self, now: Timestamp, writes: &[TrendWrite], key: &WriteKey) -> TrendKeyed {
+        let now_ms = now.unix_millis();
+        // Records past their deadline are as good as absent: forget them (bounded memory).
+        self.keyed.retain(|_, (_, _, deadline)| *deadline > now_ms);
+        if let Some((fingerprint, first, _)) = self.keyed.get(&key.name) {
+            if *fingerprint != key.fingerprint {
+                return TrendKeyed::Reused;
+            }
+            return match Timestamp::from_unix_millis(*first) {
+                Ok(now) => TrendKeyed::Replayed { now },
+                Err(_) => TrendKeyed::Reused,
+            };
+        }
+        self.write(now, writes);
+        let deadline = now_ms + key.ttl.secs_i64() * 1000;
+        self.keyed.insert(
+            key.name.clone(),
+            (key.fingerprint.clone(), now_ms, deadline),
+        );
+        TrendKeyed::Applied
     }
 
     /// Moves the landmark to `target` (a whole number of half-lives later).
@@ -307,6 +331,7 @@ impl TrendingStore for MemoryStore {
                 landmark_ms: now.unix_millis(),
                 values: HashMap::new(),
                 order: BTreeSet::new(),
+                keyed: HashMap::new(),
             })),
         );
         Ok(TrendCreated::New(board))
@@ -341,6 +366,17 @@ impl TrendingStore for MemoryStore {
         writes: &[TrendWrite],
     ) -> Result<()> {
         self.trending.with(board, |b| b.write(now, writes))
+    }
+
+    async fn trend_write_keyed(
+        &self,
+        board: &TrendingBoard,
+        now: Timestamp,
+        writes: &[TrendWrite],
+        key: &WriteKey,
+    ) -> Result<TrendKeyed> {
+        self.trending
+            .with(board, |b| b.write_keyed(now, writes, key))
     }
 
     async fn trend_top(

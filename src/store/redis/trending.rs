@@ -19,7 +19,7 @@ use crate::domain::{
     TrendingConfig,
 };
 use crate::error::{Error, Result};
-use crate::store::{TrendingStore, new_version};
+use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
 
 /// The record fields of a trending board, in the order [`parse_board`] reads them.
 const RECORD_FIELDS: &[&str] = &["version", "half_life", "floor", "max_age", "created_ms"];
@@ -168,9 +168,10 @@ async fn write(
     board: &TrendingBoard,
     now: Timestamp,
     writes: &[TrendWrite],
-) -> Result<()> {
-    if writes.is_empty() {
-        return Ok(());
+    key: Option<&WriteKey>,
+) -> Result<TrendKeyed> {
+    if writes.is_empty() && key.is_none() {
+        return Ok(TrendKeyed::Applied);
     }
     let [record, values, next] = board_keys(&board.name);
     let mut invocation = conn.scripts().trend_write.key(record);
@@ -179,16 +180,40 @@ async fn write(
         .key(next)
         .arg(board.version)
         .arg(WRITE_LIMIT_HALF_LIVES);
+    match key {
+        Some(key) => {
+            let ttl_ms = key.ttl.secs_i64() * 1000;
+            invocation
+                .key(keys::trend_idempotency(board, &key.name))
+                .arg(&key.fingerprint)
+                .arg(now.unix_millis())
+                .arg(now.unix_millis() + ttl_ms)
+                .arg(ttl_ms);
+        }
+        None => {
+            invocation.arg("").arg(0).arg(0).arg(0);
+        }
+    }
     for w in writes {
         invocation.arg(&w.member).arg(w.delta).arg(w.at_ms);
     }
     for _ in 0..2 {
-        // Never re-sent: ZINCRBY would count the events twice.
+        // Never re-sent: ZINCRBY would count the events twice (with a key, a re-sent call
+        // would be answered as a replay; the client re-sends under its key instead).
         match conn
-            .script_or_refusal::<i64>(&invocation, &board.name, Retry::Never)
+            .script_or_refusal::<Vec<i64>>(&invocation, &board.name, Retry::Never)
             .await?
         {
-            Ok(_) => return Ok(()),
+            Ok(reply) => {
+                return match reply.as_slice() {
+                    [1, ..] => Ok(TrendKeyed::Applied),
+                    [4, first] => Ok(TrendKeyed::Replayed {
+                        now: Timestamp::from_unix_millis(*first)?,
+                    }),
+                    [5] => Ok(TrendKeyed::Reused),
+                    other => Err(Error::Store(format!("trend_write.lua answered {other:?}"))),
+                };
+            }
             // The maintenance pass has not run for hundreds of half-lives: finish a
             // rescale to now, then send the write again (the refusal applied nothing).
             Err(Refusal::Rescale) => {
@@ -501,7 +526,19 @@ impl TrendingStore for RedisStore {
         now: Timestamp,
         writes: &[TrendWrite],
     ) -> Result<()> {
-        write(&self.conn, board, now, writes).await
+        write(&self.conn, board, now, writes, None)
+            .await
+            .map(|_| ())
+    }
+
+    async fn trend_write_keyed(
+        &self,
+        board: &TrendingBoard,
+        now: Timestamp,
+        writes: &[TrendWrite],
+        key: &WriteKey,
+    ) -> Result<TrendKeyed> {
+        write(&self.conn, board, now, writes, Some(key)).await
     }
 
     async fn trend_top(
