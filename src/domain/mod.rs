@@ -30,6 +30,6 @@ pub use score_range::ScoreRange;
 pub use span::Span;
 pub use timestamp::Timestamp;
 pub use trending::{
-    TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange, TrendRank,
-    TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+    TrendCounts, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange,
+    TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };

@@ -144,6 +144,19 @@ impl TrendCreated {
     }
 }
 
+/// What a store says of a trending board's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TrendCounts {
+    /// Members held (any score, until pruned).
+    pub members: u64,
+    /// Members with a positive score: those ranked.
+    pub ranked: u64,
+    /// The landmark stored values are scaled to, unix ms.
+    pub landmark_ms: i64,
+    /// A rescale is under way.
+    pub rescaling: bool,
+}
+
 /// One event for a store: validated, with its time in milliseconds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrendWrite {

@@ -11,7 +11,7 @@ use super::auth::AdminAccess;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::json_int;
-use super::trending::{BoardKindName, BoardReply, is_trending};
+use super::trending::{BoardKindName, BoardReply, TrendingStatus, is_trending};
 use super::wire::SpanInput;
 use crate::{
     Board, BoardConfig, BoardName, BoardStatus, Created, RecomputeReport, Span, Ties, TrendCreated,
@@ -211,8 +211,11 @@ pub async fn put_board(
                 TrendCreated::New(_) => StatusCode::CREATED,
                 TrendCreated::Existing(_) => StatusCode::OK,
             };
-            let board = created.board().clone();
-            return Ok((status, Json(BoardReply::Trending(board.into()))));
+            let (board, counts) = state.boards.describe_trending(&board).await?;
+            return Ok((
+                status,
+                Json(BoardReply::Trending(TrendingStatus::new(board, counts))),
+            ));
         }
     };
     let created = state.boards.create_board(&board, config).await?;
@@ -266,9 +269,12 @@ pub async fn get_board(
 ) -> ApiResult<Json<BoardReply>> {
     match state.boards.describe_board(&board).await {
         Ok(status) => Ok(Json(BoardReply::Windowed(status))),
-        Err(e) if is_trending(&e) => Ok(Json(BoardReply::Trending(
-            state.boards.trending_board(&board).await?.into(),
-        ))),
+        Err(e) if is_trending(&e) => {
+            let (board, counts) = state.boards.describe_trending(&board).await?;
+            Ok(Json(BoardReply::Trending(TrendingStatus::new(
+                board, counts,
+            ))))
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::{
-    BoardName, BoardStatus, Error, Ranks, Standing, TopPage, TrendPage, TrendRanks, TrendStanding,
-    TrendingBoard, TrendingConfig,
+    BoardName, BoardStatus, Error, Ranks, Standing, TopPage, TrendCounts, TrendPage, TrendRanks,
+    TrendStanding, TrendingBoard, TrendingConfig,
 };
 
 /// A board's kind in `PUT /v1/boards/{board}`.
@@ -37,15 +37,28 @@ pub struct TrendingStatus {
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: OffsetDateTime,
+    /// Members held (any score, until pruned below the floor).
+    pub members: u64,
+    /// Members with a positive score: those ranked.
+    pub ranked: u64,
+    /// The landmark the stored values are scaled to (unix seconds; see the design notes).
+    pub landmark: f64,
+    /// A rescale (moving the landmark) is under way.
+    pub rescaling: bool,
 }
 
-impl From<TrendingBoard> for TrendingStatus {
-    fn from(b: TrendingBoard) -> Self {
+impl TrendingStatus {
+    /// The state of `board` with `counts`.
+    pub(super) fn new(board: TrendingBoard, counts: TrendCounts) -> Self {
         TrendingStatus {
-            name: b.name,
+            name: board.name,
             kind: BoardKindName::Trending,
-            config: b.config,
-            created_at: crate::board::to_datetime(b.created_at),
+            config: board.config,
+            created_at: crate::board::to_datetime(board.created_at),
+            members: counts.members,
+            ranked: counts.ranked,
+            landmark: counts.landmark_ms as f64 / 1000.0,
+            rescaling: counts.rescaling,
         }
     }
 }

@@ -10,9 +10,9 @@ use super::idempotent::KeyedOutcome;
 use super::write::{BatchOutcome, Rejected};
 use crate::domain::trending::check_age;
 use crate::domain::{
-    BoardName, Event, Member, Timestamp, TrendCreated, TrendMaintenance, TrendOptions, TrendPage,
-    TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig, check_around,
-    check_delta, check_page, not_in_future, parse_ranks_members,
+    BoardName, Event, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
+    TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+    check_around, check_delta, check_page, not_in_future, parse_ranks_members,
 };
 use crate::domain::{Fingerprint, IdempotencyKey};
 use crate::error::{Error, Result};
@@ -43,6 +43,17 @@ impl Rollboard {
     /// [`Error::BoardKind`] when it is a windowed board.
     pub async fn trending_board(&self, name: &str) -> Result<TrendingBoard> {
         self.load_trending(&BoardName::parse(name)?).await
+    }
+
+    /// The trending board with how many members it holds and ranks now, its landmark
+    /// and whether a rescale is under way.
+    pub async fn describe_trending(&self, name: &str) -> Result<(TrendingBoard, TrendCounts)> {
+        let mut board = self.load_trending(&BoardName::parse(name)?).await?;
+        let store = self.store().trending();
+        let counts = self
+            .on_trending(&mut board, |b| async move { store.trend_counts(&b).await })
+            .await?;
+        Ok((board, counts))
     }
 
     /// Every trending board, by name.

@@ -12,8 +12,8 @@
 use async_trait::async_trait;
 
 use crate::domain::{
-    BoardName, Member, Timestamp, TrendCreated, TrendMaintenance, TrendOptions, TrendPage,
-    TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+    BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
+    TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 use crate::error::Result;
 use crate::store::WriteKey;
@@ -55,6 +55,9 @@ pub trait TrendingStore: Send + Sync + 'static {
 
     /// Every trending board, by name.
     async fn list_trending(&self) -> Result<Vec<TrendingBoard>>;
+
+    /// How many members the board holds and ranks, its landmark, whether it rescales.
+    async fn trend_counts(&self, board: &TrendingBoard) -> Result<TrendCounts>;
 
     /// Adds each write's delta, forward-decayed, to its member (validated input: times
     /// within the board's max age before `now` and the allowed skew after it). Rescales

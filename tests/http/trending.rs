@@ -22,7 +22,8 @@ async fn trending_boards_over_http() {
         put.body,
         json!({"name": b, "kind": "trending",
                "config": {"half_life": "1h", "floor": 0.01, "max_age": "3h"},
-               "created_at": "2023-11-14T22:00:00Z"})
+               "created_at": "2023-11-14T22:00:00Z", "members": 0, "ranked": 0,
+               "landmark": START as f64, "rescaling": false})
     );
     let again = app
         .put(
@@ -179,6 +180,14 @@ async fn trending_boards_over_http() {
 
     let described = app.get(&format!("/v1/boards/{b}")).await;
     assert_eq!(described.body["kind"], json!("trending"));
+    // alice, bob, carol and dave (negative: held, not ranked).
+    assert_eq!(
+        (
+            described.body["members"].clone(),
+            described.body["ranked"].clone()
+        ),
+        (json!(4), json!(3))
+    );
     let w = app.board("1h", &["1h"]).await;
     let list = app.get("/v1/boards").await;
     let kinds: Vec<(String, String)> = list.body["boards"]

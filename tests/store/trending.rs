@@ -488,6 +488,8 @@ async fn a_rescale_under_concurrent_writes_stays_exact(h: Harness) {
     // rescale runs, writes land in both scales.
     let first = h.boards.maintain_trend(&name, options).await.unwrap();
     assert!(first.rescaling || first.rescaled, "{first:?}");
+    let (_, counts) = h.boards.describe_trending(&name).await.unwrap();
+    assert_eq!(counts.rescaling, first.rescaling);
     let mut rescaled = first.rescaled as u32;
     let mut copied = first.copied;
     let early: Vec<Event> = members
@@ -549,6 +551,11 @@ async fn a_rescale_under_concurrent_writes_stays_exact(h: Harness) {
     }
     assert_eq!(rescaled, 1, "exactly one rescale finished");
     assert!(copied >= 300, "every member was copied ({copied})");
+    let (_, counts) = h.boards.describe_trending(&name).await.unwrap();
+    assert_eq!(
+        (counts.rescaling, counts.landmark_ms),
+        (false, (START + 300) * 1000)
+    );
     // A later pass finds nothing due.
     let later = h.boards.maintain_trend(&name, options).await.unwrap();
     assert_eq!(

@@ -13,9 +13,9 @@ use crate::domain::trending::{
     WRITE_LIMIT_HALF_LIVES, decayed, forward, page_ranks, rescale_target, share_below, stored_bound,
 };
 use crate::domain::{
-    BoardName, Member, Timestamp, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions,
-    TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard,
-    TrendingConfig,
+    BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
+    TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
+    TrendingBoard, TrendingConfig,
 };
 use crate::error::{Error, Result};
 use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
@@ -357,6 +357,15 @@ impl TrendingStore for MemoryStore {
             .values()
             .map(|b| lock(b).board.clone())
             .collect())
+    }
+
+    async fn trend_counts(&self, board: &TrendingBoard) -> Result<TrendCounts> {
+        self.trending.with(board, |b| TrendCounts {
+            members: b.values.len() as u64,
+            ranked: b.ranked(),
+            landmark_ms: b.landmark_ms,
+            rescaling: false,
+        })
     }
 
     async fn trend_write(

@@ -14,9 +14,9 @@ use super::refusal::Refusal;
 use super::reply::{array, int, opt_string, string};
 use crate::domain::trending::{WRITE_LIMIT_HALF_LIVES, decayed, page_ranks, share_below};
 use crate::domain::{
-    BoardName, Member, Span, Timestamp, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions,
-    TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard,
-    TrendingConfig,
+    BoardName, Member, Span, Timestamp, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
+    TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
+    TrendingBoard, TrendingConfig,
 };
 use crate::error::{Error, Result};
 use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
@@ -419,6 +419,19 @@ async fn around(
     Ok(Some(page(board, now, landmark, items, from, better)))
 }
 
+async fn counts(conn: &RedisConn, board: &TrendingBoard) -> Result<TrendCounts> {
+    let (landmark, rest) = read(conn, board, "counts", &[]).await?;
+    let number = |i: usize, what: &str| -> Result<i64> {
+        int(rest.get(i).ok_or_else(|| short("counts"))?, what)
+    };
+    Ok(TrendCounts {
+        members: number(0, "members")?.max(0) as u64,
+        ranked: number(1, "ranked")?.max(0) as u64,
+        landmark_ms: landmark,
+        rescaling: number(2, "rescaling")? == 1,
+    })
+}
+
 /// One rescale step: `(state, copied)`, state 0 = none due, 1 = under way, 2 = finished.
 async fn rescale_step(
     conn: &RedisConn,
@@ -518,6 +531,10 @@ impl TrendingStore for RedisStore {
 
     async fn list_trending(&self) -> Result<Vec<TrendingBoard>> {
         list(&self.conn).await
+    }
+
+    async fn trend_counts(&self, board: &TrendingBoard) -> Result<TrendCounts> {
+        counts(&self.conn, board).await
     }
 
     async fn trend_write(

@@ -19,9 +19,10 @@
 --   'around', m, n            -> {landmark, from, better, {member, value, ...}} or
 --                                {landmark, false}: positions from..pos+n (the caller
 --                                drops the unranked ones at the end)
+--   'counts'                  -> {landmark, members, ranked, 1 while a rescale runs else 0}
 -- Values are returned as Redis prints them (17 significant digits: exact).
 
-local record = board_record(KEYS[1], ARGV[1], 'landmark', 'half_life')
+local record = board_record(KEYS[1], ARGV[1], 'landmark', 'half_life', 'rs_landmark')
 local z = KEYS[2]
 local landmark = record[3]
 
@@ -70,6 +71,10 @@ elseif mode == 'ranks' then
     out[#out + 1] = v and better(v) or 0
   end
   return { landmark, out }
+elseif mode == 'counts' then
+  local rescaling = 0
+  if record[5] then rescaling = 1 end
+  return { landmark, redis.call('ZCARD', z), redis.call('ZCOUNT', z, '-inf', '(0'), rescaling }
 elseif mode == 'around' then
   local v = ranked_value(ARGV[3])
   if not v then
