@@ -322,3 +322,38 @@ async fn an_idempotency_key_applies_a_trending_write_once() {
         json!([{"rank": 1, "member": "a", "score": 7.0}])
     );
 }
+
+#[tokio::test]
+async fn the_openapi_document_states_trending_boards() {
+    let app = spawn_app().await;
+    let doc = app.get("/openapi.json").await.body;
+    let schemas = &doc["components"]["schemas"];
+    let body = &schemas["ConfigBody"]["properties"];
+    for field in ["kind", "half_life", "floor", "max_age", "slot", "windows"] {
+        assert!(body[field].is_object(), "ConfigBody.{field}: {body}");
+    }
+    assert_eq!(schemas["BoardKindName"]["enum"], json!(["windowed", "trending"]));
+    let refs = |name: &str| -> Vec<String> {
+        schemas[name]["oneOf"]
+            .as_array()
+            .unwrap_or(&Vec::new())
+            .iter()
+            .filter_map(|s| s["$ref"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(
+        refs("PageReply"),
+        ["#/components/schemas/TopPage", "#/components/schemas/TrendPage"]
+    );
+    assert_eq!(
+        refs("BoardReply"),
+        ["#/components/schemas/BoardStatus", "#/components/schemas/TrendingStatus"]
+    );
+    let entry = &schemas["TrendEntry"]["properties"]["score"]["type"];
+    assert_eq!(entry, &json!("number"));
+    let top = &doc["paths"]["/v1/boards/{board}/top"]["get"]["responses"]["200"];
+    assert_eq!(
+        top["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/PageReply"
+    );
+}
