@@ -332,7 +332,10 @@ async fn the_openapi_document_states_trending_boards() {
     for field in ["kind", "half_life", "floor", "max_age", "slot", "windows"] {
         assert!(body[field].is_object(), "ConfigBody.{field}: {body}");
     }
-    assert_eq!(schemas["BoardKindName"]["enum"], json!(["windowed", "trending"]));
+    assert_eq!(
+        schemas["BoardKindName"]["enum"],
+        json!(["windowed", "trending"])
+    );
     let refs = |name: &str| -> Vec<String> {
         schemas[name]["oneOf"]
             .as_array()
@@ -343,11 +346,17 @@ async fn the_openapi_document_states_trending_boards() {
     };
     assert_eq!(
         refs("PageReply"),
-        ["#/components/schemas/TopPage", "#/components/schemas/TrendPage"]
+        [
+            "#/components/schemas/TopPage",
+            "#/components/schemas/TrendPage"
+        ]
     );
     assert_eq!(
         refs("BoardReply"),
-        ["#/components/schemas/BoardStatus", "#/components/schemas/TrendingStatus"]
+        [
+            "#/components/schemas/BoardStatus",
+            "#/components/schemas/TrendingStatus"
+        ]
     );
     let entry = &schemas["TrendEntry"]["properties"]["score"]["type"];
     assert_eq!(entry, &json!("number"));
