@@ -1,7 +1,7 @@
 //! The library's one error type. Every variant has a stable machine-readable
 //! [`code`](Error::code), which the HTTP layer puts in `{"error":{"code","message"}}`.
 
-use crate::domain::{BoardConfig, Span};
+use crate::domain::{BoardConfig, Span, TrendingConfig};
 
 /// Everything that can go wrong in rollboard, from bad input to an unreachable store.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -126,6 +126,30 @@ pub enum Error {
         /// Its config as stored.
         existing: BoardConfig,
     },
+    /// A trending board exists with a different config.
+    #[error("trending board {board:?} already exists with another config (half-life {}, floor {}, max age {})", existing.half_life(), existing.floor(), existing.max_age())]
+    TrendingConflict {
+        /// The board.
+        board: String,
+        /// Its config as stored.
+        existing: TrendingConfig,
+    },
+    /// The board exists as another kind (`windowed` or `trending`) than the call needs.
+    #[error("board {board:?} is a {kind} board")]
+    BoardKind {
+        /// The board.
+        board: String,
+        /// The kind it is.
+        kind: &'static str,
+    },
+    /// The event is older than the trending board's `max_age`.
+    #[error("event at {at}s is too old: the board takes events from {oldest}s on")]
+    TooOld {
+        /// The event's time, unix seconds.
+        at: f64,
+        /// The oldest time accepted, unix seconds.
+        oldest: f64,
+    },
     /// The board is being recomputed: retirement, and a second recompute, wait for it.
     #[error("board {0:?} is being recomputed; retry when that finishes")]
     BoardBusy(String),
@@ -225,6 +249,9 @@ impl Error {
             Error::WindowNotFound { .. } => "window_not_found",
             Error::MemberNotFound { .. } => "member_not_found",
             Error::BoardConflict { .. } => "board_conflict",
+            Error::TrendingConflict { .. } => "board_conflict",
+            Error::BoardKind { .. } => "board_kind",
+            Error::TooOld { .. } => "too_old",
             Error::BoardChanged(_) => "board_changed",
             Error::BoardBusy(_) => "board_busy",
             Error::TooLate { .. } => "too_late",

@@ -75,6 +75,8 @@ pub use domain::{
     BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, MAX_ABS,
     MAX_IDEMPOTENCY_KEY, MAX_RANKS_MEMBERS, Member, MemberRank, Point, Ranks, RecomputeReport,
     Removed, RetireOptions, RetireReport, ScoreRange, Span, Standing, Ties, Timestamp, TopPage,
+    TrendCounts, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange,
+    TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 pub use error::{Error, Result};
 pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};
@@ -89,7 +91,7 @@ pub use settings::Settings;
 pub use store::{
     CounterCleaned, CounterInfo, CounterStore, IngestOptions, Keyed, MemoryStore, RateHit,
     RateStore, Recorded, RedisOptions, RedisStore, SlotWrite, StatRecord, StatsStore, Store,
-    WriteKey, WriteStatus,
+    TrendingStore, WriteKey, WriteStatus,
 };
 
 /// Compiles and runs the Rust code blocks of the README, so they stay true.

@@ -15,6 +15,7 @@ mod score_range;
 mod span;
 pub mod stats;
 mod timestamp;
+pub(crate) mod trending;
 
 pub use admission::{Admission, SlotWrite, not_in_future, too_late};
 pub use config::{BoardConfig, Ties};
@@ -28,3 +29,7 @@ pub use read_limits::{check_around, check_page};
 pub use score_range::ScoreRange;
 pub use span::Span;
 pub use timestamp::Timestamp;
+pub use trending::{
+    TrendCounts, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange,
+    TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+};

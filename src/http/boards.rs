@@ -8,45 +8,122 @@ use time::OffsetDateTime;
 
 use super::AppState;
 use super::auth::AdminAccess;
-use super::error::{ApiResult, ErrorBody};
+use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::json_int;
+use super::trending::{BoardKindName, BoardReply, TrendingStatus, is_trending};
 use super::wire::SpanInput;
-use crate::{Board, BoardConfig, BoardName, BoardStatus, Created, RecomputeReport, Span, Ties};
+use crate::{
+    Board, BoardConfig, BoardName, BoardStatus, Created, RecomputeReport, Span, Ties, TrendCreated,
+    TrendingBoard, TrendingConfig,
+};
 
-/// A board's config as sent in `PUT /v1/boards/{board}`.
+/// A board's config as sent in `PUT /v1/boards/{board}`: a windowed board (`slot`,
+/// `windows`, `offset`, `ties`) or, with `"kind":"trending"`, a trending board
+/// (`half_life`, `floor`, `max_age`).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigBody {
-    /// Slot length, e.g. `"1h"`.
-    #[schema(value_type = Span)]
-    pub slot: SpanInput,
-    /// Windows, smallest first, each a multiple of the slot and at most 100,000 slots,
-    /// e.g. `["1h", "24h"]`.
-    #[schema(value_type = Vec<Span>, min_items = 1, max_items = 8)]
-    pub windows: Vec<SpanInput>,
-    /// Shifts slot boundaries by this many seconds (`-slot < offset < slot`).
-    #[serde(default, deserialize_with = "json_int::i64")]
-    #[schema(minimum = -34_559_999, maximum = 34_559_999)]
-    pub offset: i64,
-    /// How equal totals share ranks: `"competition"` (1, 1, 3; the default) or
-    /// `"dense"` (1, 1, 2). Fixed when the board is created: another value on an
-    /// existing board is a conflict.
+    /// `"windowed"` (the default) or `"trending"`.
     #[serde(default)]
-    #[schema(default = "competition")]
-    pub ties: Ties,
+    #[schema(default = "windowed")]
+    pub kind: BoardKindName,
+    /// Windowed boards: slot length, e.g. `"1h"` (required).
+    #[schema(value_type = Option<Span>)]
+    pub slot: Option<SpanInput>,
+    /// Windowed boards: windows, smallest first, each a multiple of the slot and at most
+    /// 100,000 slots, e.g. `["1h", "24h"]` (required).
+    #[schema(value_type = Option<Vec<Span>>, min_items = 1, max_items = 8)]
+    pub windows: Option<Vec<SpanInput>>,
+    /// Windowed boards: shifts slot boundaries by this many seconds (`-slot < offset <
+    /// slot`; 0 by default).
+    #[serde(default, deserialize_with = "json_int::opt_i64")]
+    #[schema(minimum = -34_559_999, maximum = 34_559_999)]
+    pub offset: Option<i64>,
+    /// Windowed boards: how equal totals share ranks: `"competition"` (1, 1, 3; the
+    /// default) or `"dense"` (1, 1, 2). Fixed when the board is created: another value
+    /// on an existing board is a conflict.
+    #[serde(default)]
+    #[schema(value_type = Ties, default = "competition")]
+    pub ties: Option<Ties>,
+    /// Trending boards: after this long an event counts half as much, e.g. `"6h"`
+    /// (required).
+    #[schema(value_type = Option<Span>)]
+    pub half_life: Option<SpanInput>,
+    /// Trending boards: members whose score decayed below this (in magnitude) are
+    /// pruned by the scheduler; 0.001 by default.
+    #[schema(minimum = 0, default = 0.001)]
+    pub floor: Option<f64>,
+    /// Trending boards: events older than this are refused (`too_old`); 10 half-lives
+    /// by default, at most 100.
+    #[schema(value_type = Option<Span>)]
+    pub max_age: Option<SpanInput>,
+}
+
+/// The board a `PUT` asks for.
+enum NewBoard {
+    Windowed(BoardConfig),
+    Trending(TrendingConfig),
 }
 
 impl ConfigBody {
-    fn into_config(self) -> crate::Result<BoardConfig> {
-        let windows = self
-            .windows
-            .into_iter()
-            .map(SpanInput::parse)
-            .collect::<crate::Result<Vec<_>>>()?;
-        Ok(BoardConfig::new(self.slot.parse()?, windows)?
-            .with_offset(self.offset)?
-            .with_ties(self.ties))
+    fn into_config(self) -> Result<NewBoard, ApiError> {
+        let misplaced = |field: &str, kind: &str| -> ApiError {
+            crate::Error::InvalidConfig {
+                reason: format!("{field} is not an option of a {kind} board"),
+            }
+            .into()
+        };
+        match self.kind {
+            BoardKindName::Trending => {
+                for (given, field) in [
+                    (self.slot.is_some(), "slot"),
+                    (self.windows.is_some(), "windows"),
+                    (self.offset.is_some(), "offset"),
+                    (self.ties.is_some(), "ties"),
+                ] {
+                    if given {
+                        return Err(misplaced(field, "trending"));
+                    }
+                }
+                let half_life = self
+                    .half_life
+                    .ok_or_else(|| ApiError::bad_request("missing field `half_life`"))?;
+                let mut config = TrendingConfig::new(half_life.parse()?)?;
+                if let Some(floor) = self.floor {
+                    config = config.with_floor(floor)?;
+                }
+                if let Some(max_age) = self.max_age {
+                    config = config.with_max_age(max_age.parse()?)?;
+                }
+                Ok(NewBoard::Trending(config))
+            }
+            BoardKindName::Windowed => {
+                for (given, field) in [
+                    (self.half_life.is_some(), "half_life"),
+                    (self.floor.is_some(), "floor"),
+                    (self.max_age.is_some(), "max_age"),
+                ] {
+                    if given {
+                        return Err(misplaced(field, "windowed"));
+                    }
+                }
+                let slot = self
+                    .slot
+                    .ok_or_else(|| ApiError::bad_request("missing field `slot`"))?;
+                let windows = self
+                    .windows
+                    .ok_or_else(|| ApiError::bad_request("missing field `windows`"))?
+                    .into_iter()
+                    .map(SpanInput::parse)
+                    .collect::<crate::Result<Vec<_>>>()?;
+                Ok(NewBoard::Windowed(
+                    BoardConfig::new(slot.parse()?, windows)?
+                        .with_offset(self.offset.unwrap_or(0))?
+                        .with_ties(self.ties.unwrap_or_default()),
+                ))
+            }
+        }
     }
 }
 
@@ -55,19 +132,44 @@ impl ConfigBody {
 pub struct BoardSummary {
     /// The board's name.
     pub name: BoardName,
-    /// Slot length, windows and alignment.
-    pub config: BoardConfig,
+    /// `"windowed"` or `"trending"`.
+    pub kind: BoardKindName,
+    /// A windowed board's slot, windows and alignment, or a trending board's half-life,
+    /// floor and max age.
+    pub config: SummaryConfig,
     /// When the board was created.
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: OffsetDateTime,
 }
 
+/// The config of a board in the list, by its kind.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum SummaryConfig {
+    /// A windowed board's.
+    Windowed(BoardConfig),
+    /// A trending board's.
+    Trending(TrendingConfig),
+}
+
 impl From<Board> for BoardSummary {
     fn from(b: Board) -> Self {
         BoardSummary {
             name: b.name,
-            config: b.config,
+            kind: BoardKindName::Windowed,
+            config: SummaryConfig::Windowed(b.config),
+            created_at: crate::board::to_datetime(b.created_at),
+        }
+    }
+}
+
+impl From<TrendingBoard> for BoardSummary {
+    fn from(b: TrendingBoard) -> Self {
+        BoardSummary {
+            name: b.name,
+            kind: BoardKindName::Trending,
+            config: SummaryConfig::Trending(b.config),
             created_at: crate::board::to_datetime(b.created_at),
         }
     }
@@ -86,12 +188,12 @@ pub struct BoardList {
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     request_body = ConfigBody,
     responses(
-        (status = 201, description = "Created", body = BoardStatus),
-        (status = 200, description = "Already exists with this config", body = BoardStatus),
+        (status = 201, description = "Created", body = BoardReply),
+        (status = 200, description = "Already exists with this config", body = BoardReply),
         (status = 202, description = "Existed; the larger windows added are being built", body = BoardStatus),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
-        (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added); `board_busy`, `board_changed`: retry", body = ErrorBody),
-        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot", body = ErrorBody),
+        (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added); `board_kind`: exists as the other kind (windowed or trending); `board_busy`, `board_changed`: retry", body = ErrorBody),
+        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; an option of the other kind (`slot`, `windows`, `offset`, `ties` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a negative floor, a max age above 100 half-lives", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -100,8 +202,22 @@ pub async fn put_board(
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
     ApiJson(body): ApiJson<ConfigBody>,
-) -> ApiResult<(StatusCode, Json<BoardStatus>)> {
-    let config = body.into_config()?;
+) -> ApiResult<(StatusCode, Json<BoardReply>)> {
+    let config = match body.into_config()? {
+        NewBoard::Windowed(config) => config,
+        NewBoard::Trending(config) => {
+            let created = state.boards.create_trending(&board, config).await?;
+            let status = match created {
+                TrendCreated::New(_) => StatusCode::CREATED,
+                TrendCreated::Existing(_) => StatusCode::OK,
+            };
+            let (board, counts) = state.boards.describe_trending(&board).await?;
+            return Ok((
+                status,
+                Json(BoardReply::Trending(TrendingStatus::new(board, counts))),
+            ));
+        }
+    };
     let created = state.boards.create_board(&board, config).await?;
     let status = match created {
         Created::New(_) => StatusCode::CREATED,
@@ -112,7 +228,12 @@ pub async fn put_board(
             StatusCode::ACCEPTED
         }
     };
-    Ok((status, Json(state.boards.describe_board(&board).await?)))
+    Ok((
+        status,
+        Json(BoardReply::Windowed(
+            state.boards.describe_board(&board).await?,
+        )),
+    ))
 }
 
 /// Lists every board.
@@ -121,10 +242,15 @@ pub async fn put_board(
     responses((status = 200, description = "Every board", body = BoardList))
 )]
 pub async fn list_boards(State(state): State<AppState>) -> ApiResult<Json<BoardList>> {
-    let boards = state.boards.boards().await?;
-    Ok(Json(BoardList {
-        boards: boards.into_iter().map(BoardSummary::from).collect(),
-    }))
+    let windowed = state.boards.boards().await?;
+    let trending = state.boards.trending_boards().await?;
+    let mut boards: Vec<BoardSummary> = windowed
+        .into_iter()
+        .map(BoardSummary::from)
+        .chain(trending.into_iter().map(BoardSummary::from))
+        .collect();
+    boards.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Json(BoardList { boards }))
 }
 
 /// A board's config, members per window, live slots and retirement lag.
@@ -132,7 +258,7 @@ pub async fn list_boards(State(state): State<AppState>) -> ApiResult<Json<BoardL
     get, path = "/v1/boards/{board}", tag = "boards",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     responses(
-        (status = 200, description = "The board's state", body = BoardStatus),
+        (status = 200, description = "The board's state (a windowed or a trending board)", body = BoardReply),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`", body = ErrorBody),
     )
@@ -140,8 +266,17 @@ pub async fn list_boards(State(state): State<AppState>) -> ApiResult<Json<BoardL
 pub async fn get_board(
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
-) -> ApiResult<Json<BoardStatus>> {
-    Ok(Json(state.boards.describe_board(&board).await?))
+) -> ApiResult<Json<BoardReply>> {
+    match state.boards.describe_board(&board).await {
+        Ok(status) => Ok(Json(BoardReply::Windowed(status))),
+        Err(e) if is_trending(&e) => {
+            let (board, counts) = state.boards.describe_trending(&board).await?;
+            Ok(Json(BoardReply::Trending(TrendingStatus::new(
+                board, counts,
+            ))))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Deletes a board and all its data.

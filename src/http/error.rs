@@ -91,6 +91,7 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::InvalidRateWindow { .. }
         | Error::RateOverflow { .. }
         | Error::TooLate { .. }
+        | Error::TooOld { .. }
         | Error::InFuture { .. }
         | Error::OutOfRange { .. }
         | Error::IdempotencyKeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
@@ -101,9 +102,11 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::CounterNotFound(_)
         | Error::PrecisionNotFound { .. }
         | Error::StatsNotFound { .. } => StatusCode::NOT_FOUND,
-        Error::BoardConflict { .. } | Error::BoardChanged(_) | Error::BoardBusy(_) => {
-            StatusCode::CONFLICT
-        }
+        Error::BoardConflict { .. }
+        | Error::TrendingConflict { .. }
+        | Error::BoardKind { .. }
+        | Error::BoardChanged(_)
+        | Error::BoardBusy(_) => StatusCode::CONFLICT,
         Error::BatchTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         Error::StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         Error::StoreFull(_) => StatusCode::INSUFFICIENT_STORAGE,

@@ -13,6 +13,7 @@ use super::AppState;
 use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
 use super::extract::{ApiPath, JsonBytes};
+use super::trending::is_trending;
 use super::wire::{BadBody, EventsIn, NotAnEvent, parse_events_body, parse_raw_event};
 use crate::{BatchOutcome, Error, Event, Fingerprint, IdempotencyKey};
 
@@ -97,7 +98,7 @@ pub struct EventBatch {
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),
-        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`; or `idempotency_key_reused`: the Idempotency-Key was used for another body", body = ErrorBody),
+        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age); or `idempotency_key_reused`: the Idempotency-Key was used for another body", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
@@ -122,11 +123,18 @@ pub async fn post_events(
         EventsIn::One(event) => {
             let result =
                 match &keyed {
-                    None => state
+                    None => match state
                         .boards
                         .incr(&board, &event.member, event.delta, event.at)
                         .await
-                        .map(|_| false),
+                    {
+                        Err(e) if is_trending(&e) => state
+                            .boards
+                            .trend_incr(&board, &event.member, event.delta, event.at)
+                            .await
+                            .map(|_| false),
+                        other => other.map(|_| false),
+                    },
                     Some(keyed) => write(&state, &board, &[event], keyed).await.and_then(
                         |(written, replayed)| match written.rejected.into_iter().next() {
                             Some(rejected) => Err(rejected.error),
@@ -187,7 +195,12 @@ pub async fn post_events(
         }
     }
     let (outcome, replayed) = match &keyed {
-        None => (state.boards.incr_batch(&board, &valid).await?, false),
+        None => match state.boards.incr_batch(&board, &valid).await {
+            Err(e) if is_trending(&e) => {
+                (state.boards.trend_incr_batch(&board, &valid).await?, false)
+            }
+            other => (other?, false),
+        },
         Some(keyed) => write(&state, &board, &valid, keyed).await?,
     };
     for r in outcome.rejected {
@@ -233,9 +246,18 @@ async fn write(
     events: &[Event],
     (key, fingerprint): &(IdempotencyKey, Fingerprint),
 ) -> Result<(BatchOutcome, bool), Error> {
-    let written = state
+    let written = match state
         .boards
         .write_keyed(board, events, key, fingerprint)
-        .await?;
+        .await
+    {
+        Err(e) if is_trending(&e) => {
+            state
+                .boards
+                .trend_write_keyed(board, events, key, fingerprint)
+                .await?
+        }
+        other => other?,
+    };
     Ok((written.outcome, written.replayed))
 }

@@ -46,11 +46,6 @@ pub fn opt_u64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>
     integer(deserializer, to_u64, "a non-negative integer")
 }
 
-/// A signed integer.
-pub fn i64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
-    opt_i64(deserializer)?.ok_or_else(|| D::Error::custom("expected an integer, got null"))
-}
-
 /// An unsigned integer.
 pub fn u64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
     opt_u64(deserializer)?

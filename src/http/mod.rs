@@ -38,6 +38,7 @@ mod rankings;
 mod ranks;
 mod rates;
 mod stats;
+mod trending;
 mod wire;
 
 pub use access_time::{ACCESS_TIME, AccessTime, AccessTimeLayer};

@@ -9,7 +9,8 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
-use crate::{Error, History, ScoreRange, Span, Standing, TopPage};
+use super::trending::{PageReply, StandingReply, is_trending, no_window};
+use crate::{Error, History, ScoreRange, Span, TrendRange};
 
 /// `?window=` alone.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -34,7 +35,8 @@ pub struct TopQuery {
     /// one is given.
     #[param(minimum = 0, maximum = 1_000_000_000)]
     pub offset: Option<u64>,
-    /// Only members whose total is at least this (inclusive; within ±(2^53 − 1)).
+    /// Only members whose total (a trending board: score now) is at least this
+    /// (inclusive; within ±(2^53 − 1)).
     #[param(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
     pub min_score: Option<i64>,
     /// Only members whose total is at most this (inclusive; within ±(2^53 − 1), not
@@ -82,28 +84,36 @@ fn not_ranked(board: &str, member: &str) -> Error {
     get, path = "/v1/boards/{board}/top", tag = "rankings",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), TopQuery),
     responses(
-        (status = 200, description = "A page of the ranking", body = TopPage),
+        (status = 200, description = "A page of the ranking (float scores on a trending board)", body = PageReply),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (limit, offset, min_score or max_score out of range, or min_score above max_score)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (limit, offset, min_score or max_score out of range, or min_score above max_score; a window on a trending board)", body = ErrorBody),
     )
 )]
 pub async fn top(
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
     ApiQuery(q): ApiQuery<TopQuery>,
-) -> ApiResult<Json<TopPage>> {
+) -> ApiResult<Json<PageReply>> {
     let range = ScoreRange::new(q.min_score, q.max_score)?;
-    let page = state
+    let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(10));
+    match state
         .boards
-        .top_in_range(
-            &board,
-            window(&q.window)?,
-            range,
-            q.offset.unwrap_or(0),
-            q.limit.unwrap_or(10),
-        )
-        .await?;
-    Ok(Json(page))
+        .top_in_range(&board, window(&q.window)?, range, offset, limit)
+        .await
+    {
+        Ok(page) => Ok(Json(PageReply::Windowed(page))),
+        Err(e) if is_trending(&e) => {
+            no_window(&q.window)?;
+            let range =
+                TrendRange::new(q.min_score.map(|x| x as f64), q.max_score.map(|x| x as f64))?;
+            let page = state
+                .boards
+                .trend_top_in_range(&board, range, offset, limit)
+                .await?;
+            Ok(Json(PageReply::Trending(page)))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// A member's total, rank (competition, or dense on a dense board) and percentile: the share of ranked members
@@ -112,7 +122,7 @@ pub async fn top(
     get, path = "/v1/boards/{board}/members/{member}", tag = "rankings",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), WindowQuery),
     responses(
-        (status = 200, description = "The member's total and rank", body = Standing),
+        (status = 200, description = "The member's total and rank (a float score on a trending board)", body = StandingReply),
         (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no positive total", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span`", body = ErrorBody),
     )
@@ -121,11 +131,20 @@ pub async fn member(
     State(state): State<AppState>,
     ApiPath((board, member)): ApiPath<(String, String)>,
     ApiQuery(q): ApiQuery<WindowQuery>,
-) -> ApiResult<Json<Standing>> {
-    let standing = state
+) -> ApiResult<Json<StandingReply>> {
+    let standing = match state
         .boards
         .score(&board, &member, window(&q.window)?)
-        .await?;
+        .await
+    {
+        Ok(standing) => standing.map(StandingReply::Windowed),
+        Err(e) if is_trending(&e) => {
+            no_window(&q.window)?;
+            let standing = state.boards.trend_score(&board, &member).await?;
+            standing.map(StandingReply::Trending)
+        }
+        Err(e) => return Err(e.into()),
+    };
     Ok(Json(standing.ok_or_else(|| not_ranked(&board, &member))?))
 }
 
@@ -134,7 +153,7 @@ pub async fn member(
     get, path = "/v1/boards/{board}/members/{member}/around", tag = "rankings",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), AroundQuery),
     responses(
-        (status = 200, description = "The member and its neighbours", body = TopPage),
+        (status = 200, description = "The member and its neighbours", body = PageReply),
         (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no positive total", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span`, `invalid_query` (n out of range)", body = ErrorBody),
     )
@@ -143,11 +162,21 @@ pub async fn around(
     State(state): State<AppState>,
     ApiPath((board, member)): ApiPath<(String, String)>,
     ApiQuery(q): ApiQuery<AroundQuery>,
-) -> ApiResult<Json<TopPage>> {
-    let page = state
+) -> ApiResult<Json<PageReply>> {
+    let n = q.n.unwrap_or(5);
+    let page = match state
         .boards
-        .around(&board, &member, window(&q.window)?, q.n.unwrap_or(5))
-        .await?;
+        .around(&board, &member, window(&q.window)?, n)
+        .await
+    {
+        Ok(page) => page.map(PageReply::Windowed),
+        Err(e) if is_trending(&e) => {
+            no_window(&q.window)?;
+            let page = state.boards.trend_around(&board, &member, n).await?;
+            page.map(PageReply::Trending)
+        }
+        Err(e) => return Err(e.into()),
+    };
     Ok(Json(page.ok_or_else(|| not_ranked(&board, &member))?))
 }
 

@@ -9,7 +9,8 @@ use serde::Deserialize;
 use super::AppState;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::{Ranks, Span};
+use super::trending::{RanksReply, is_trending, no_window};
+use crate::Span;
 
 /// `?members=a,b,c&window=`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -51,7 +52,7 @@ fn window(text: &Option<String>) -> crate::Result<Option<Span>> {
     get, path = "/v1/boards/{board}/ranks", tag = "rankings",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), RanksQuery),
     responses(
-        (status = 200, description = "The members' ranks", body = Ranks),
+        (status = 200, description = "The members' ranks", body = RanksReply),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member` (an empty or over-long member), `invalid_span`, `invalid_query` (no member, or more than 1000)", body = ErrorBody),
     )
@@ -60,13 +61,21 @@ pub async fn get_ranks(
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
     ApiQuery(q): ApiQuery<RanksQuery>,
-) -> ApiResult<Json<Ranks>> {
+) -> ApiResult<Json<RanksReply>> {
     let members: Vec<&str> = q.members.split(',').collect();
-    let ranks = state
+    match state
         .boards
         .ranks(&board, &members, window(&q.window)?)
-        .await?;
-    Ok(Json(ranks))
+        .await
+    {
+        Ok(ranks) => Ok(Json(RanksReply::Windowed(ranks))),
+        Err(e) if is_trending(&e) => {
+            no_window(&q.window)?;
+            let ranks = state.boards.trend_ranks(&board, &members).await?;
+            Ok(Json(RanksReply::Trending(ranks)))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Like `GET …/ranks`, for long lists: the members in a JSON body.
@@ -75,7 +84,7 @@ pub async fn get_ranks(
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     request_body = RanksBody,
     responses(
-        (status = 200, description = "The members' ranks", body = Ranks),
+        (status = 200, description = "The members' ranks", body = RanksReply),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member` (an empty or over-long member), `invalid_span`, `invalid_query` (no member, or more than 1000)", body = ErrorBody),
     )
@@ -84,11 +93,19 @@ pub async fn post_ranks(
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
     ApiJson(body): ApiJson<RanksBody>,
-) -> ApiResult<Json<Ranks>> {
+) -> ApiResult<Json<RanksReply>> {
     let members: Vec<&str> = body.members.iter().map(|m| m.0.as_str()).collect();
-    let ranks = state
+    match state
         .boards
         .ranks(&board, &members, window(&body.window)?)
-        .await?;
-    Ok(Json(ranks))
+        .await
+    {
+        Ok(ranks) => Ok(Json(RanksReply::Windowed(ranks))),
+        Err(e) if is_trending(&e) => {
+            no_window(&body.window)?;
+            let ranks = state.boards.trend_ranks(&board, &members).await?;
+            Ok(Json(RanksReply::Trending(ranks)))
+        }
+        Err(e) => Err(e.into()),
+    }
 }

@@ -25,6 +25,7 @@ pub(crate) mod read;
 pub(crate) mod recompute;
 pub(crate) mod retire;
 pub(crate) mod stats;
+pub(crate) mod trending;
 pub(crate) mod write;
 
 use cache::BoardCache;

@@ -25,6 +25,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::{
     CleanReport, Error, Retirer, RetirerEvent, RetirerObserver, RetirerOptions, Rollboard,
+    TrendOptions,
 };
 
 /// Retires boards at slot boundaries. Cheap to clone; clones share everything.
@@ -117,7 +118,8 @@ impl Scheduler {
     }
 
     /// Builds, in the background, the windows added to any board whose build did not
-    /// finish (its process stopped, or the build failed).
+    /// finish (its process stopped, or the build failed), and runs a maintenance pass of
+    /// every trending board (rescale when due, prune below the floor).
     pub async fn sweep(&self) {
         if self.inner.stopping.load(Ordering::SeqCst) {
             return;
@@ -144,6 +146,21 @@ impl Scheduler {
                 }
             });
         }
+        // Trending boards: rescale when due and prune below the floor, in bounded steps.
+        let boards = self.inner.boards.clone();
+        self.inner.background.spawn(async move {
+            match boards.maintain_trending(TrendOptions::default()).await {
+                Ok(done) => {
+                    for (name, report) in done.iter().filter(|(_, r)| r.copied + r.pruned > 0) {
+                        tracing::info!(board = %name, ?report, "trending board maintained");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "trending maintenance failed; retrying next sweep");
+                    crate::metrics::store_error(e.code());
+                }
+            }
+        });
     }
 
     /// Runs the next counter clean-up pass: pass 0 visits every precision, pass `k` a

@@ -24,6 +24,7 @@ mod memory;
 pub(crate) mod rates;
 mod redis;
 mod stats;
+pub(crate) mod trending;
 
 pub use counters::{CounterCleaned, CounterInfo, CounterStore, Incremented};
 pub use keyed::{Keyed, Recorded, WriteKey};
@@ -34,6 +35,7 @@ pub use rates::{RateHit, RateStore};
 pub use redis::{IngestOptions, RedisOptions, RedisStore};
 #[cfg(feature = "server")]
 pub(crate) use redis::{RedisConn, Retry, redact};
+pub use trending::{TrendKeyed, TrendingStore};
 
 pub use crate::domain::SlotWrite;
 
@@ -59,6 +61,9 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
 
     /// The store's rate windows (see [`RateStore`]).
     fn rates(&self) -> &dyn RateStore;
+
+    /// The store's trending boards (see [`TrendingStore`]).
+    fn trending(&self) -> &dyn TrendingStore;
 
     /// Checks that the store answers.
     async fn ping(&self) -> Result<()>;

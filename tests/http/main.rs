@@ -29,3 +29,4 @@ mod support;
 mod test_cluster;
 #[path = "../common/redis.rs"]
 mod test_redis;
+mod trending;

@@ -60,3 +60,5 @@ mod test_cluster;
 mod test_redis;
 mod timeouts;
 mod tls_and_acl;
+mod trending;
+mod trending_property;

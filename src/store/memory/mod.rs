@@ -17,6 +17,7 @@ mod keyed;
 mod rates;
 mod stats;
 mod totals;
+mod trending;
 
 use board_state::MemBoard;
 
@@ -37,6 +38,8 @@ pub struct MemoryStore {
     rates: rates::MemRates,
     counters: counters::MemCounters,
     stats: stats::MemStats,
+    /// Trending boards (see `trending.rs`); their names share the namespace of `boards`.
+    trending: trending::MemTrending,
 }
 
 impl MemoryStore {
@@ -82,6 +85,10 @@ impl Store for MemoryStore {
         self
     }
 
+    fn trending(&self) -> &dyn crate::store::TrendingStore {
+        self
+    }
+
     async fn ping(&self) -> Result<()> {
         Ok(())
     }
@@ -97,6 +104,12 @@ impl Store for MemoryStore {
         now: Timestamp,
     ) -> Result<Created> {
         let mut boards = self.boards.write().unwrap_or_else(|e| e.into_inner());
+        if self.trending.contains(name) {
+            return Err(Error::BoardKind {
+                board: name.to_string(),
+                kind: "trending",
+            });
+        }
         if let Some(entry) = boards.get(name) {
             let mut state = lock(entry);
             let existing = state.board.clone();
@@ -129,7 +142,16 @@ impl Store for MemoryStore {
     }
 
     async fn load_board(&self, name: &BoardName) -> Result<Option<Board>> {
-        Ok(self.read_boards().get(name).map(|b| lock(b).board.clone()))
+        if let Some(board) = self.read_boards().get(name) {
+            return Ok(Some(lock(board).board.clone()));
+        }
+        if self.trending.contains(name) {
+            return Err(Error::BoardKind {
+                board: name.to_string(),
+                kind: "trending",
+            });
+        }
+        Ok(None)
     }
 
     async fn list_boards(&self) -> Result<Vec<Board>> {
@@ -146,7 +168,7 @@ impl Store for MemoryStore {
 
     async fn drop_board(&self, name: &BoardName) -> Result<bool> {
         let mut boards = self.boards.write().unwrap_or_else(|e| e.into_inner());
-        Ok(boards.remove(name).is_some())
+        Ok(boards.remove(name).is_some() || self.trending.remove(name))
     }
 
     async fn write(

@@ -117,9 +117,10 @@ async fn extend(
     )))
 }
 
-/// The board, if it exists and is not being dropped. A live board missing from the
-/// registry (its creator stopped between the two steps of `create`) is registered here,
-/// so the first process to touch it again heals the registry.
+/// The board, if it exists and is not being dropped; a trending board of that name is
+/// [`Error::BoardKind`]. A live board missing from the registry (its creator stopped
+/// between the two steps of `create`) is registered here, so the first process to touch
+/// it again heals the registry.
 pub(super) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<Board>> {
     // Two commands, not a pipeline: the registry is a global key, in another hash slot
     // than the board's on Redis Cluster. Both are reads (Idempotent).
@@ -128,7 +129,8 @@ pub(super) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<Bo
             redis::cmd("HMGET")
                 .arg(keys::record(name))
                 .arg(RECORD_FIELDS)
-                .arg("dropping"),
+                .arg("dropping")
+                .arg("kind"),
             Some(name),
             Retry::Idempotent,
         ),
@@ -144,6 +146,12 @@ pub(super) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<Bo
     if fields[0] == Value::Nil || fields[RECORD_FIELDS.len()] != Value::Nil {
         return Ok(None);
     }
+    if opt_string(&fields[RECORD_FIELDS.len() + 1], "kind")?.as_deref() == Some("trending") {
+        return Err(Error::BoardKind {
+            board: name.to_string(),
+            kind: "trending",
+        });
+    }
     let board = parse_board(name, &fields[..RECORD_FIELDS.len()])?;
     if !listed {
         register(conn, name).await?;
@@ -152,7 +160,7 @@ pub(super) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<Bo
 }
 
 /// Adds `name` to the registry of boards.
-async fn register(conn: &RedisConn, name: &BoardName) -> Result<()> {
+pub(super) async fn register(conn: &RedisConn, name: &BoardName) -> Result<()> {
     conn.query::<i64>(
         redis::cmd("SADD").arg(keys::REGISTRY).arg(name.as_str()),
         Some(name),
@@ -177,9 +185,12 @@ pub(super) async fn list(conn: &RedisConn) -> Result<Vec<Board>> {
     names.sort();
     let mut boards = Vec::with_capacity(names.len());
     for name in names {
-        // A name without a record is a drop or create that stopped half-way: skip it.
-        if let Some(board) = load(conn, &name).await? {
-            boards.push(board);
+        // A name without a record is a drop or create that stopped half-way: skip it;
+        // trending boards are listed by `trending::list`.
+        match load(conn, &name).await {
+            Ok(Some(board)) => boards.push(board),
+            Ok(None) | Err(Error::BoardKind { .. }) => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(boards)
@@ -188,7 +199,9 @@ pub(super) async fn list(conn: &RedisConn) -> Result<Vec<Board>> {
 pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
     let invocation = conn.scripts().drop_begin.key(keys::record(name));
     let windows: Option<String> = conn.script(&invocation, name, Retry::Idempotent).await?;
-    if let Some(windows) = &windows {
+    if windows.as_deref() == Some("trending") {
+        unlink(conn, name, &[keys::trend(name), keys::trend_next(name)]).await?;
+    } else if let Some(windows) = &windows {
         // Writes and retirements now fail on the `dropping` mark; delete the slot hashes
         // (found through the index), then totals and index, then unlist the board, then
         // delete the record. A dropper that dies half-way leaves the record, so the next

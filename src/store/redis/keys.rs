@@ -25,6 +25,22 @@ pub(super) fn record(name: &BoardName) -> String {
     format!("board_{{{name}}}")
 }
 
+/// `trend_{<board>}`: a trending board's stored values (negated forward-decayed sums).
+pub(super) fn trend(name: &BoardName) -> String {
+    format!("trend_{{{name}}}")
+}
+
+/// `trend_{<board>}_next`: a trending board's rescale build, renamed over `trend_…`.
+pub(super) fn trend_next(name: &BoardName) -> String {
+    format!("trend_{{{name}}}_next")
+}
+
+/// `idem_{<board>}_<version>_<key>`: the record of a trending board's write made under
+/// an idempotency key (the same shape of name as a windowed board's).
+pub(super) fn trend_idempotency(board: &crate::domain::TrendingBoard, key: &str) -> String {
+    format!("idem_{{{}}}_{}_{key}", board.name, board.version)
+}
+
 /// `slots_{<board>}`: the index of live slots, score = slot start.
 pub(super) fn index(name: &BoardName) -> String {
     format!("slots_{{{name}}}")

@@ -34,6 +34,7 @@ mod scripts;
 mod stats;
 mod stats_calls;
 mod stats_commit;
+mod trending;
 mod write;
 
 #[cfg(feature = "server")]
@@ -145,6 +146,10 @@ impl Store for RedisStore {
     }
 
     fn rates(&self) -> &dyn crate::store::RateStore {
+        self
+    }
+
+    fn trending(&self) -> &dyn crate::store::TrendingStore {
         self
     }
 

@@ -25,6 +25,11 @@ pub(crate) enum Refusal {
     Order(String),
     /// `LOST`: the recompute lost its lease (it stalled, or another took over).
     LeaseLost,
+    /// `KIND`: the board is of another kind (a trending board) than the call's.
+    Kind(&'static str),
+    /// `RESCALE`: a trending board's landmark is too far behind for the write (rescale,
+    /// then again).
+    Rescale,
 }
 
 impl Refusal {
@@ -38,6 +43,12 @@ impl Refusal {
             "RETIRE" => Refusal::RetireFirst,
             "ORDER" => Refusal::Order(detail()),
             "LOST" => Refusal::LeaseLost,
+            "KIND" => Refusal::Kind(if detail().starts_with("trending") {
+                "trending"
+            } else {
+                "windowed"
+            }),
+            "RESCALE" => Refusal::Rescale,
             _ => return None,
         })
     }
@@ -52,6 +63,10 @@ impl Refusal {
                 "board {name:?}: its largest window has frozen slots left to retire"
             )),
             Refusal::Order(detail) => Error::Store(format!("retirement out of order: {detail}")),
+            Refusal::Kind(kind) => Error::BoardKind { board: name, kind },
+            Refusal::Rescale => Error::Store(format!(
+                "trending board {name:?}: its landmark is too far behind; rescale first"
+            )),
             Refusal::LeaseLost => Error::Store(
                 "the recompute lost its lease (it stalled, or another took over); run it again"
                     .into(),

@@ -50,6 +50,11 @@ pub(super) struct Scripts {
     pub remove_member: Script,
     pub retire_begin: Script,
     pub retire_chunk: Script,
+    pub trend_create: Script,
+    pub trend_prune: Script,
+    pub trend_read: Script,
+    pub trend_rescale: Script,
+    pub trend_write: Script,
 }
 
 impl Scripts {
@@ -78,6 +83,11 @@ impl Scripts {
             remove_member: script!("remove_member"),
             retire_begin: script!("retire_begin"),
             retire_chunk: script!("retire_chunk"),
+            trend_create: script!("trend_create"),
+            trend_prune: script!("trend_prune"),
+            trend_read: script!("trend_read"),
+            trend_rescale: script!("trend_rescale"),
+            trend_write: script!("trend_write"),
         }
     }
 }

@@ -14,13 +14,17 @@
 -- abs_sum, the bound on stored magnitudes that lets write.lua skip range checks, starts at 0.
 -- Returns {1, version, slot, windows, offset, created, ties} when created, or {0, ...} with the
 -- stored values when the board already exists (the caller compares the configs).
--- Error "DROPPING ..." while an earlier incarnation is being dropped.
+-- Error "DROPPING ..." while an earlier incarnation is being dropped, "KIND ..." when a
+-- trending board of that name exists.
 -- The registry of boards is a separate key, updated by the caller with its own command.
 
 local board = KEYS[1]
-local existing = redis.call('HMGET', board, 'version', 'slot', 'windows', 'offset', 'created_ms', 'dropping', 'ties')
+local existing = redis.call('HMGET', board, 'version', 'slot', 'windows', 'offset', 'created_ms', 'dropping', 'ties', 'kind')
 if existing[6] then
   return redis.error_reply('DROPPING the board is being dropped; retry when that finishes')
+end
+if existing[8] == 'trending' then
+  return redis.error_reply('KIND trending the board is a trending board')
 end
 if existing[1] then
   return { 0, existing[1], existing[2], existing[3], existing[4], existing[5], existing[7] or false }

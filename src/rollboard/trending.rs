@@ -1,0 +1,338 @@
+//! Trending boards on the front door: validate names, members, deltas and times, read
+//! the time from the clock, and call the store's [`TrendingStore`](crate::store::TrendingStore).
+//! A trending board is loaded on each call (one read) and the call is tried once more
+//! when the board changed underneath.
+
+use std::future::Future;
+
+use super::Rollboard;
+use super::idempotent::KeyedOutcome;
+use super::write::{BatchOutcome, Rejected};
+use crate::domain::trending::check_age;
+use crate::domain::{
+    BoardName, Event, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
+    TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+    check_around, check_delta, check_page, not_in_future, parse_ranks_members,
+};
+use crate::domain::{Fingerprint, IdempotencyKey};
+use crate::error::{Error, Result};
+use crate::store::{TrendKeyed, WriteKey};
+
+impl Rollboard {
+    /// Creates trending board `name`, or returns the existing one when it has the same
+    /// config. Another config is [`Error::TrendingConflict`]; a windowed board of that
+    /// name is [`Error::BoardKind`].
+    pub async fn create_trending(
+        &self,
+        name: &str,
+        config: TrendingConfig,
+    ) -> Result<TrendCreated> {
+        let name = BoardName::parse(name)?;
+        let created = self
+            .store()
+            .trending()
+            .create_trending(&name, &config, self.now())
+            .await?;
+        // A windowed board of that name cached here is gone (it was dropped first).
+        self.inner.boards.forget(&name);
+        self.inner.board_changes.send_replace(());
+        Ok(created)
+    }
+
+    /// The trending board `name`: [`Error::BoardNotFound`] when there is none,
+    /// [`Error::BoardKind`] when it is a windowed board.
+    pub async fn trending_board(&self, name: &str) -> Result<TrendingBoard> {
+        self.load_trending(&BoardName::parse(name)?).await
+    }
+
+    /// The trending board with how many members it holds and ranks now, its landmark
+    /// and whether a rescale is under way.
+    pub async fn describe_trending(&self, name: &str) -> Result<(TrendingBoard, TrendCounts)> {
+        let mut board = self.load_trending(&BoardName::parse(name)?).await?;
+        let store = self.store().trending();
+        let counts = self
+            .on_trending(&mut board, |b| async move { store.trend_counts(&b).await })
+            .await?;
+        Ok((board, counts))
+    }
+
+    /// Every trending board, by name.
+    pub async fn trending_boards(&self) -> Result<Vec<TrendingBoard>> {
+        self.store().trending().list_trending().await
+    }
+
+    /// Adds `delta` to `member` on trending board `board`, at `at` (now when `None`): an
+    /// event older than the board's max age is [`Error::TooOld`], one further in the
+    /// future than the allowed skew [`Error::InFuture`].
+    pub async fn trend_incr(
+        &self,
+        board: &str,
+        member: &str,
+        delta: i64,
+        at: Option<Timestamp>,
+    ) -> Result<()> {
+        let event = Event {
+            member: member.to_owned(),
+            delta,
+            at,
+        };
+        let outcome = self
+            .trend_incr_batch(board, std::slice::from_ref(&event))
+            .await?;
+        match outcome.rejected.into_iter().next() {
+            Some(rejected) => Err(rejected.error),
+            None => Ok(()),
+        }
+    }
+
+    /// Applies a batch of events to a trending board in one store call: each bad event
+    /// is rejected on its own (with its index), the rest are applied together.
+    pub async fn trend_incr_batch(&self, board: &str, events: &[Event]) -> Result<BatchOutcome> {
+        let name = BoardName::parse(board)?;
+        let max = self.settings().max_batch;
+        if events.len() > max {
+            return Err(Error::BatchTooLarge {
+                len: events.len(),
+                max,
+            });
+        }
+        let now = self.now();
+        let mut board = self.load_trending(&name).await?;
+        let (writes, outcome) = self.trend_admit(&board.config, events, now);
+        let store = self.store().trending();
+        let writes = &writes;
+        self.on_trending(&mut board, |b| async move {
+            store.trend_write(&b, now, writes).await
+        })
+        .await?;
+        Ok(outcome)
+    }
+
+    /// Applies a batch of events to a trending board once under `key` (an HTTP
+    /// `Idempotency-Key`) and the request's `fingerprint`: a retry with the same key and
+    /// fingerprint within the key's time to live applies nothing and is answered as the
+    /// first call was (its events admitted again at that call's `now`); the key with
+    /// another fingerprint is [`Error::IdempotencyKeyReused`].
+    pub async fn trend_write_keyed(
+        &self,
+        board: &str,
+        events: &[Event],
+        key: &IdempotencyKey,
+        fingerprint: &Fingerprint,
+    ) -> Result<KeyedOutcome> {
+        let name = BoardName::parse(board)?;
+        let max = self.settings().max_batch;
+        if events.len() > max {
+            return Err(Error::BatchTooLarge {
+                len: events.len(),
+                max,
+            });
+        }
+        let now = self.now();
+        let mut board = self.load_trending(&name).await?;
+        let (writes, outcome) = self.trend_admit(&board.config, events, now);
+        let write_key = WriteKey {
+            name: key.part(0),
+            fingerprint: fingerprint.as_str().to_owned(),
+            ttl: self.settings().idempotency_ttl,
+        };
+        let store = self.store().trending();
+        let (writes_ref, key_ref) = (&writes, &write_key);
+        let keyed = self
+            .on_trending(&mut board, |b| async move {
+                store.trend_write_keyed(&b, now, writes_ref, key_ref).await
+            })
+            .await?;
+        match keyed {
+            TrendKeyed::Applied => Ok(KeyedOutcome {
+                outcome,
+                replayed: false,
+            }),
+            TrendKeyed::Replayed { now: first } => Ok(KeyedOutcome {
+                outcome: self.trend_admit(&board.config, events, first).1,
+                replayed: true,
+            }),
+            TrendKeyed::Reused => Err(Error::IdempotencyKeyReused {
+                key: key.to_string(),
+            }),
+        }
+    }
+
+    /// The events admitted at `now` as writes, and the batch's outcome.
+    fn trend_admit(
+        &self,
+        config: &TrendingConfig,
+        events: &[Event],
+        now: Timestamp,
+    ) -> (Vec<TrendWrite>, BatchOutcome) {
+        let mut outcome = BatchOutcome::default();
+        let mut writes = Vec::with_capacity(events.len());
+        for (index, event) in events.iter().enumerate() {
+            match self.trend_input(config, event, now) {
+                Ok(w) => writes.push(w),
+                Err(error) => outcome.rejected.push(Rejected { index, error }),
+            }
+        }
+        outcome.accepted = writes.len();
+        (writes, outcome)
+    }
+
+    /// A page of trending board `board` now: members with a positive score, highest
+    /// first, ties by member ascending, from the `offset`-th.
+    pub async fn trend_top(&self, board: &str, offset: u64, limit: u64) -> Result<TrendPage> {
+        self.trend_top_in_range(board, TrendRange::ALL, offset, limit)
+            .await
+    }
+
+    /// A page of the members of trending board `board` whose score now is in `range`,
+    /// from the `offset`-th of them; ranks are ranks in the whole ranking.
+    pub async fn trend_top_in_range(
+        &self,
+        board: &str,
+        range: TrendRange,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TrendPage> {
+        check_page(offset, limit, self.settings().max_limit)?;
+        let now = self.now();
+        let mut board = self.load_trending(&BoardName::parse(board)?).await?;
+        let store = self.store().trending();
+        self.on_trending(&mut board, |b| async move {
+            store.trend_top(&b, now, range, offset, limit).await
+        })
+        .await
+    }
+
+    /// The member's score, rank and percentile now; `None` without a positive score.
+    pub async fn trend_score(&self, board: &str, member: &str) -> Result<Option<TrendStanding>> {
+        let member = Member::parse(member)?;
+        let now = self.now();
+        let mut board = self.load_trending(&BoardName::parse(board)?).await?;
+        let store = self.store().trending();
+        let member = &member;
+        self.on_trending(&mut board, |b| async move {
+            store.trend_standing(&b, now, member).await
+        })
+        .await
+    }
+
+    /// The score and rank of each of `members` now (in order, duplicates kept; 1 to
+    /// 1,000 members), read in one step.
+    pub async fn trend_ranks<S: AsRef<str>>(
+        &self,
+        board: &str,
+        members: &[S],
+    ) -> Result<TrendRanks> {
+        let members = parse_ranks_members(members)?;
+        let now = self.now();
+        let mut board = self.load_trending(&BoardName::parse(board)?).await?;
+        let store = self.store().trending();
+        let members = &members;
+        self.on_trending(&mut board, |b| async move {
+            store.trend_ranks(&b, now, members).await
+        })
+        .await
+    }
+
+    /// The member with up to `n` (0–100) ranked entries above and below it; `None`
+    /// without a positive score.
+    pub async fn trend_around(
+        &self,
+        board: &str,
+        member: &str,
+        n: u64,
+    ) -> Result<Option<TrendPage>> {
+        check_around(n)?;
+        let member = Member::parse(member)?;
+        let now = self.now();
+        let mut board = self.load_trending(&BoardName::parse(board)?).await?;
+        let store = self.store().trending();
+        let member = &member;
+        self.on_trending(&mut board, |b| async move {
+            store.trend_around(&b, now, member, n).await
+        })
+        .await
+    }
+
+    /// One maintenance pass of trending board `board` now: rescale when due, then prune
+    /// members below the floor (the service's scheduler runs it for every trending
+    /// board; see [`maintain_trending`](Self::maintain_trending)).
+    pub async fn maintain_trend(
+        &self,
+        board: &str,
+        options: TrendOptions,
+    ) -> Result<TrendMaintenance> {
+        let now = self.now();
+        let board = self.load_trending(&BoardName::parse(board)?).await?;
+        self.store()
+            .trending()
+            .trend_maintain(&board, now, options)
+            .await
+    }
+
+    /// One maintenance pass of every trending board; a board dropped meanwhile is
+    /// skipped. Answers what each pass did, by board name.
+    pub async fn maintain_trending(
+        &self,
+        options: TrendOptions,
+    ) -> Result<Vec<(BoardName, TrendMaintenance)>> {
+        let mut done = Vec::new();
+        for board in self.trending_boards().await? {
+            let now = self.now();
+            match self
+                .store()
+                .trending()
+                .trend_maintain(&board, now, options)
+                .await
+            {
+                Ok(report) => done.push((board.name.clone(), report)),
+                Err(Error::BoardChanged(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+
+    async fn load_trending(&self, name: &BoardName) -> Result<TrendingBoard> {
+        self.store()
+            .trending()
+            .load_trending(name)
+            .await?
+            .ok_or_else(|| Error::BoardNotFound(name.to_string()))
+    }
+
+    /// Runs `op` on the board, once more with the board reloaded when it changed
+    /// underneath (dropped and re-created).
+    async fn on_trending<T, F, Fut>(&self, board: &mut TrendingBoard, op: F) -> Result<T>
+    where
+        F: Fn(TrendingBoard) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        match op(board.clone()).await {
+            Err(Error::BoardChanged(_)) => {
+                *board = self.load_trending(&board.name).await?;
+                op(board.clone()).await
+            }
+            other => other,
+        }
+    }
+
+    /// One event checked against the board's rules: member, delta, not in the future
+    /// beyond the skew, not older than the max age.
+    fn trend_input(
+        &self,
+        config: &TrendingConfig,
+        event: &Event,
+        now: Timestamp,
+    ) -> Result<TrendWrite> {
+        let member = Member::parse(&event.member)?;
+        let delta = check_delta(event.delta)?;
+        let at = not_in_future(event.at, now, self.settings().max_future_skew)?;
+        check_age(config, at, now)?;
+        Ok(TrendWrite {
+            member: member.as_str().to_owned(),
+            delta,
+            at_ms: at.unix_millis(),
+        })
+    }
+}

@@ -1,0 +1,88 @@
+-- trend_read.lua: read a trending board's ranking, in one atomic step with the landmark
+-- its stored values are scaled to (the caller decays them to its now).
+--
+-- KEYS[1]  board record   board_{b}
+-- KEYS[2]  stored values  trend_{b}   (negated: ascending = ranking; ranked = below 0)
+--
+-- ARGV[1]  expected board version
+-- ARGV[2]  what to read:
+--   'top', offset, limit, now ms, min, max
+--                             -> {landmark, better, above, {member, value, ...}}: ranked
+--                                members whose score at now is in [min, max] (either ''
+--                                for open), from the offset-th of them; better = members
+--                                strictly ahead of the first (0 when none), above =
+--                                members above the range
+--   'member', m               -> {landmark, value, better, below, ranked} or
+--                                {landmark, false}; below = ranked members strictly
+--                                behind, ranked = all ranked members
+--   'ranks', m1, m2, ...      -> {landmark, {value or false, better, ...}}
+--   'around', m, n            -> {landmark, from, better, {member, value, ...}} or
+--                                {landmark, false}: positions from..pos+n (the caller
+--                                drops the unranked ones at the end)
+--   'counts'                  -> {landmark, members, ranked, 1 while a rescale runs else 0}
+-- Values are returned as Redis prints them (17 significant digits: exact).
+
+local record = board_record(KEYS[1], ARGV[1], 'landmark', 'half_life', 'rs_landmark')
+local z = KEYS[2]
+local landmark = record[3]
+
+local function better(v)
+  return redis.call('ZCOUNT', z, '-inf', '(' .. v)
+end
+
+local function ranked_value(member)
+  local v = redis.call('ZSCORE', z, member)
+  if v and tonumber(v) < 0 then
+    return v
+  end
+  return false
+end
+
+local mode = ARGV[2]
+if mode == 'top' then
+  -- Scores to stored values: score · 2^((now − landmark)/h), negated.
+  local scale = 2 ^ ((tonumber(ARGV[5]) - tonumber(landmark)) / (tonumber(record[4]) * 1000))
+  local lo, hi, above = '-inf', '(0', 0
+  if ARGV[7] ~= '' then
+    lo = string.format('%.17g', -tonumber(ARGV[7]) * scale)
+    above = redis.call('ZCOUNT', z, '-inf', '(' .. lo)
+  end
+  if ARGV[6] ~= '' and tonumber(ARGV[6]) > 0 then
+    hi = string.format('%.17g', -tonumber(ARGV[6]) * scale)
+  end
+  local items = redis.call('ZRANGEBYSCORE', z, lo, hi, 'WITHSCORES', 'LIMIT', ARGV[3], ARGV[4])
+  local first = 0
+  if #items > 0 then
+    first = better(items[2])
+  end
+  return { landmark, first, above, items }
+elseif mode == 'member' then
+  local v = ranked_value(ARGV[3])
+  if not v then
+    return { landmark, false }
+  end
+  local ranked = redis.call('ZCOUNT', z, '-inf', '(0')
+  return { landmark, v, better(v), ranked - redis.call('ZCOUNT', z, '-inf', v), ranked }
+elseif mode == 'ranks' then
+  local out = {}
+  for a = 3, #ARGV do
+    local v = ranked_value(ARGV[a])
+    out[#out + 1] = v
+    out[#out + 1] = v and better(v) or 0
+  end
+  return { landmark, out }
+elseif mode == 'counts' then
+  local rescaling = 0
+  if record[5] then rescaling = 1 end
+  return { landmark, redis.call('ZCARD', z), redis.call('ZCOUNT', z, '-inf', '(0'), rescaling }
+elseif mode == 'around' then
+  local v = ranked_value(ARGV[3])
+  if not v then
+    return { landmark, false }
+  end
+  local pos = redis.call('ZRANK', z, ARGV[3])
+  local from = math.max(0, pos - tonumber(ARGV[4]))
+  local items = redis.call('ZRANGE', z, from, pos + tonumber(ARGV[4]), 'WITHSCORES')
+  return { landmark, from, better(items[2]), items }
+end
+refuse('ORDER unknown read mode ' .. tostring(mode))

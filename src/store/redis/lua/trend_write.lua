@@ -1,0 +1,64 @@
+-- trend_write.lua: add events to a trending board, each delta forward-decayed to the
+-- record's landmark (and, while a rescale runs, to its new landmark in the next set too).
+--
+-- KEYS[1]  board record   board_{b}
+-- KEYS[2]  stored values  trend_{b}       (zset, member -> -Σ delta·2^((at − landmark)/h))
+-- KEYS[3]  rescale build  trend_{b}_next  (the same for rs_landmark)
+-- KEYS[4]  with a key: its record, idem_{b}_<version>_<key>
+--
+-- ARGV[1]  expected board version
+-- ARGV[2]  the most half-lives an event may be after the landmark
+-- ARGV[3]  with a key: the write's fingerprint ('' without a key)
+-- ARGV[4], ARGV[5], ARGV[6]   with a key: the caller's now, the record's deadline (unix
+--          ms) and its TTL (ms)
+-- ARGV[3k+4], ARGV[3k+5], ARGV[3k+6], k = 1..n   member, delta (integer), at (unix ms)
+--
+-- Key: a client's idempotency key. Its record, the string '<fingerprint> <now> <deadline>',
+-- is set with PX = TTL in the same call that applies the events. A call finding a record
+-- whose deadline is after its now applies nothing and returns {4, recorded now} when the
+-- fingerprint is the same (the caller admits the events again at that now to answer as
+-- the first call did), {5} when it is not. A record past its deadline by the caller's
+-- clock is as good as absent (and overwritten); Redis deletes it at its PX.
+--
+-- Values are stored negated, so the ascending order of the zset is the ranking (highest
+-- score first, ties by member ascending) and ranked members are those below 0. The
+-- scale is computed here from the record, so a write never uses a landmark a rescale
+-- has just moved. Floats go to ZINCRBY with 17 significant digits (exact).
+-- Returns {1, events applied}. Refuses with STALE (board gone or re-created) or
+-- RESCALE (an event further than ARGV[2] half-lives from the landmark: the caller
+-- rescales, then sends the call again); a refusal applies nothing.
+
+local record = board_record(KEYS[1], ARGV[1], 'landmark', 'half_life', 'rs_landmark')
+local landmark = tonumber(record[3])
+local h = tonumber(record[4]) * 1000
+local next_landmark = record[5] and tonumber(record[5])
+local limit = tonumber(ARGV[2]) * h
+local fingerprint = ARGV[3]
+if fingerprint ~= '' then
+  local stored = redis.call('GET', KEYS[4])
+  if stored then
+    local parts = {}
+    for part in string.gmatch(stored, '%S+') do parts[#parts + 1] = part end
+    if tonumber(parts[3]) > tonumber(ARGV[4]) then
+      if parts[1] ~= fingerprint then return { 5 } end
+      return { 4, tonumber(parts[2]) }
+    end
+  end
+end
+for a = 7, #ARGV, 3 do
+  if tonumber(ARGV[a + 2]) - landmark > limit then
+    refuse('RESCALE an event is too far from the landmark; rescale first')
+  end
+end
+for a = 7, #ARGV, 3 do
+  local member, delta, at = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  redis.call('ZINCRBY', KEYS[2], string.format('%.17g', -delta * 2 ^ ((at - landmark) / h)), member)
+  if next_landmark then
+    redis.call('ZINCRBY', KEYS[3],
+      string.format('%.17g', -delta * 2 ^ ((at - next_landmark) / h)), member)
+  end
+end
+if fingerprint ~= '' then
+  redis.call('SET', KEYS[4], fingerprint .. ' ' .. ARGV[4] .. ' ' .. ARGV[5], 'PX', ARGV[6])
+end
+return { 1, (#ARGV - 6) / 3 }

@@ -1,0 +1,131 @@
+//! The store side of trending boards: [`TrendingStore`], implemented by both stores (the
+//! memory store in `memory/trending.rs`, Redis in `redis/trending.rs`) and reached from
+//! any [`Store`](super::Store) through [`Store::trending`](super::Store::trending).
+//!
+//! Trending boards share the board namespace with windowed boards: creating one where
+//! a windowed board of that name exists (or the other way round) is
+//! [`Error::BoardKind`](crate::Error::BoardKind), [`Store::drop_board`](super::Store::drop_board)
+//! drops either kind, and [`Store::load_board`](super::Store::load_board) answers
+//! `BoardKind` for a trending board (so every windowed path refuses it cleanly) while
+//! [`Store::list_boards`](super::Store::list_boards) leaves trending boards out.
+
+use async_trait::async_trait;
+
+use crate::domain::{
+    BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
+    TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+};
+use crate::error::Result;
+use crate::store::WriteKey;
+
+/// What a store did with a keyed write to a trending board.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrendKeyed {
+    /// Applied now, and recorded.
+    Applied,
+    /// Applied before, by a call at `now`: nothing applied this time.
+    Replayed {
+        /// The `now` of the call that applied it.
+        now: Timestamp,
+    },
+    /// The key names another write (another fingerprint): nothing applied.
+    Reused,
+}
+
+/// Trending boards of a store. All methods are safe to call concurrently, from several
+/// processes; each write and each read is atomic. Methods that take a board fail with
+/// [`Error::BoardChanged`](crate::Error::BoardChanged) when the stored board is gone or
+/// is another incarnation.
+#[async_trait]
+pub trait TrendingStore: Send + Sync + 'static {
+    /// Creates a trending board, or returns the existing one when its config is the
+    /// same; another config is
+    /// [`Error::TrendingConflict`](crate::Error::TrendingConflict), a windowed board of
+    /// that name [`Error::BoardKind`](crate::Error::BoardKind).
+    async fn create_trending(
+        &self,
+        name: &BoardName,
+        config: &TrendingConfig,
+        now: Timestamp,
+    ) -> Result<TrendCreated>;
+
+    /// The trending board, if it exists; a windowed board of that name is
+    /// [`Error::BoardKind`](crate::Error::BoardKind).
+    async fn load_trending(&self, name: &BoardName) -> Result<Option<TrendingBoard>>;
+
+    /// Every trending board, by name.
+    async fn list_trending(&self) -> Result<Vec<TrendingBoard>>;
+
+    /// How many members the board holds and ranks, its landmark, whether it rescales.
+    async fn trend_counts(&self, board: &TrendingBoard) -> Result<TrendCounts>;
+
+    /// Adds each write's delta, forward-decayed, to its member (validated input: times
+    /// within the board's max age before `now` and the allowed skew after it). Rescales
+    /// first when the maintenance pass has not run for so long that a stored value
+    /// could leave the range of doubles.
+    async fn trend_write(
+        &self,
+        board: &TrendingBoard,
+        now: Timestamp,
+        writes: &[TrendWrite],
+    ) -> Result<()>;
+
+    /// Applies `writes` once for `key` while its record lives: the first call applies
+    /// them and records, in the same atomic step, its `now`; a later call with the same
+    /// name and fingerprint applies nothing and answers [`TrendKeyed::Replayed`] with
+    /// that `now`, one with another fingerprint [`TrendKeyed::Reused`]. A record older
+    /// than `key.ttl` by `now` is as good as absent; dropping the board drops its records.
+    async fn trend_write_keyed(
+        &self,
+        board: &TrendingBoard,
+        now: Timestamp,
+        writes: &[TrendWrite],
+        key: &WriteKey,
+    ) -> Result<TrendKeyed>;
+
+    /// A page of the ranking at `now`: members with a positive score in `range`, from
+    /// the `offset`-th of them; ranks are ranks in the whole ranking.
+    async fn trend_top(
+        &self,
+        board: &TrendingBoard,
+        now: Timestamp,
+        range: TrendRange,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TrendPage>;
+
+    /// A member's score, rank and percentile at `now`; `None` without a positive score.
+    async fn trend_standing(
+        &self,
+        board: &TrendingBoard,
+        now: Timestamp,
+        member: &Member,
+    ) -> Result<Option<TrendStanding>>;
+
+    /// The score and rank of each of `members` at `now`, in order, read in one step.
+    async fn trend_ranks(
+        &self,
+        board: &TrendingBoard,
+        now: Timestamp,
+        members: &[Member],
+    ) -> Result<TrendRanks>;
+
+    /// Up to `n` ranked entries on each side of `member`; `None` without a positive
+    /// score.
+    async fn trend_around(
+        &self,
+        board: &TrendingBoard,
+        now: Timestamp,
+        member: &Member,
+        n: u64,
+    ) -> Result<Option<TrendPage>>;
+
+    /// One maintenance pass at `now`: rescales (moves the landmark) when due, in
+    /// bounded steps, then prunes members below the floor, in bounded chunks.
+    async fn trend_maintain(
+        &self,
+        board: &TrendingBoard,
+        now: Timestamp,
+        options: TrendOptions,
+    ) -> Result<TrendMaintenance>;
+}
