@@ -76,6 +76,7 @@ pub use domain::{
     MAX_IDEMPOTENCY_KEY, MAX_RANKS_MEMBERS, Member, MemberRank, Point, Ranks, RecomputeReport,
     Removed, RetireOptions, RetireReport, ScoreRange, Span, Standing, Ties, Timestamp, TopPage,
 };
+pub use domain::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots};
 pub use error::{Error, Result};
 pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};
 pub use rates::{RateCounts, RateKey, RateTiers, RateWindow, Tier, Verdict};

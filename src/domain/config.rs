@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{Span, Timestamp};
+use crate::domain::{SnapshotPolicy, Span, Timestamp};
 use crate::error::Error;
 
 /// A board's configuration. Always valid once constructed.
@@ -25,6 +25,10 @@ pub struct BoardConfig {
     /// How equal totals share ranks; set when the board is created, never changed.
     #[cfg_attr(feature = "server", schema(default = "competition"))]
     ties: Ties,
+    /// Period snapshots of every window's top at each slot boundary; none when absent.
+    /// May be added, changed or removed on an existing board (it changes no data).
+    #[cfg_attr(feature = "server", schema(nullable = false))]
+    snapshots: Option<SnapshotPolicy>,
 }
 
 /// How a board ranks equal totals.
@@ -70,6 +74,8 @@ struct RawConfig {
     offset: i64,
     #[serde(default)]
     ties: Ties,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    snapshots: Option<SnapshotPolicy>,
 }
 
 impl TryFrom<RawConfig> for BoardConfig {
@@ -77,7 +83,8 @@ impl TryFrom<RawConfig> for BoardConfig {
     fn try_from(raw: RawConfig) -> Result<Self, Error> {
         Ok(BoardConfig::new(raw.slot, raw.windows)?
             .with_offset(raw.offset)?
-            .with_ties(raw.ties))
+            .with_ties(raw.ties)
+            .with_snapshots(raw.snapshots))
     }
 }
 
@@ -88,6 +95,7 @@ impl From<BoardConfig> for RawConfig {
             windows: c.windows,
             offset: c.offset,
             ties: c.ties,
+            snapshots: c.snapshots,
         }
     }
 }
@@ -133,6 +141,7 @@ impl BoardConfig {
             windows,
             offset: 0,
             ties: Ties::Competition,
+            snapshots: None,
         })
     }
 
@@ -165,6 +174,23 @@ impl BoardConfig {
     pub fn with_ties(mut self, ties: Ties) -> Self {
         self.ties = ties;
         self
+    }
+
+    /// Takes period snapshots by `policy` (none: `None`).
+    pub fn with_snapshots(mut self, policy: Option<SnapshotPolicy>) -> Self {
+        self.snapshots = policy;
+        self
+    }
+
+    /// The period snapshots policy, if any.
+    pub fn snapshots(&self) -> Option<SnapshotPolicy> {
+        self.snapshots
+    }
+
+    /// Whether `other` differs from this config in its snapshots policy only (the one
+    /// option an existing board takes as is).
+    pub fn same_but_snapshots(&self, other: &BoardConfig) -> bool {
+        self.clone().with_snapshots(other.snapshots) == *other
     }
 
     /// How equal totals share ranks.

@@ -16,6 +16,7 @@ use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{RetireOptions, RetireReport};
+use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
 use crate::error::Result;
 
 mod counters;
@@ -192,6 +193,21 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
         now: Timestamp,
         options: RetireOptions,
     ) -> Result<RetireReport>;
+
+    /// Takes the board's period snapshots at the boundary `slot_start(now)`, if its
+    /// stored config asks for them: once retirement through the boundary is complete for
+    /// every window, appends each window's top to its snapshots, at most once per window
+    /// and boundary however many callers race (an older boundary than the newest taken
+    /// is never appended). Windows still being built are skipped.
+    async fn take_snapshots(&self, board: &Board, now: Timestamp) -> Result<SnapshotPass>;
+
+    /// Window `window`'s snapshots with boundaries in `range`, newest first.
+    async fn snapshots(
+        &self,
+        board: &Board,
+        window: usize,
+        range: SnapshotRange,
+    ) -> Result<Vec<Snapshot>>;
 }
 
 /// What a store knows of a window beyond its config: from which slot a window added to a

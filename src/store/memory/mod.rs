@@ -99,6 +99,17 @@ impl Store for MemoryStore {
         let mut boards = self.boards.write().unwrap_or_else(|e| e.into_inner());
         if let Some(entry) = boards.get(name) {
             let mut state = lock(entry);
+            // The snapshots policy is the one option a live board takes as is.
+            let compatible = state.board.config.same_but_snapshots(config)
+                || state.board.config.extended_by(config).is_some();
+            if compatible {
+                let updated = state
+                    .board
+                    .config
+                    .clone()
+                    .with_snapshots(config.snapshots());
+                state.set_config(updated);
+            }
             let existing = state.board.clone();
             if existing.config == *config {
                 return Ok(Created::Existing(existing));
@@ -246,5 +257,22 @@ impl Store for MemoryStore {
     ) -> Result<RetireReport> {
         // In memory a whole pass runs under the board's lock: there is nothing to chunk.
         self.with_board(board, |b| b.retire(now))
+    }
+
+    async fn take_snapshots(
+        &self,
+        board: &Board,
+        now: Timestamp,
+    ) -> Result<crate::domain::SnapshotPass> {
+        self.with_board(board, |b| b.take_snapshots(now))
+    }
+
+    async fn snapshots(
+        &self,
+        board: &Board,
+        window: usize,
+        range: crate::domain::SnapshotRange,
+    ) -> Result<Vec<crate::domain::Snapshot>> {
+        self.with_board(board, |b| b.snapshots(window, range))
     }
 }

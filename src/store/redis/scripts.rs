@@ -50,6 +50,8 @@ pub(super) struct Scripts {
     pub remove_member: Script,
     pub retire_begin: Script,
     pub retire_chunk: Script,
+    pub set_snapshots: Script,
+    pub snapshot_take: Script,
 }
 
 impl Scripts {
@@ -78,6 +80,8 @@ impl Scripts {
             remove_member: script!("remove_member"),
             retire_begin: script!("retire_begin"),
             retire_chunk: script!("retire_chunk"),
+            set_snapshots: script!("set_snapshots"),
+            snapshot_take: script!("snapshot_take"),
         }
     }
 }
