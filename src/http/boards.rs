@@ -12,7 +12,10 @@ use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::json_int;
 use super::wire::SpanInput;
-use crate::{Board, BoardConfig, BoardName, BoardStatus, Created, RecomputeReport, Span, Ties};
+use crate::{
+    Board, BoardConfig, BoardName, BoardStatus, Created, RecomputeReport, SnapshotPolicy, Span,
+    Ties,
+};
 
 /// A board's config as sent in `PUT /v1/boards/{board}`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -35,6 +38,23 @@ pub struct ConfigBody {
     #[serde(default)]
     #[schema(default = "competition")]
     pub ties: Ties,
+    /// Period snapshots: at each slot boundary, once retirement is done, the top `top`
+    /// of every window is kept, the newest `keep` per window (`GET …/snapshots`). May be
+    /// added, changed or removed (left out) on an existing board: it changes no data.
+    #[serde(default)]
+    pub snapshots: Option<SnapshotsBody>,
+}
+
+/// `{"top": 100, "keep": 168}`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotsBody {
+    /// Leaders per snapshot, 1–1000.
+    #[schema(minimum = 1, maximum = 1000)]
+    pub top: u32,
+    /// Snapshots kept per window, 1–100000 (older ones are trimmed).
+    #[schema(minimum = 1, maximum = 100000)]
+    pub keep: u32,
 }
 
 impl ConfigBody {
@@ -46,7 +66,12 @@ impl ConfigBody {
             .collect::<crate::Result<Vec<_>>>()?;
         Ok(BoardConfig::new(self.slot.parse()?, windows)?
             .with_offset(self.offset)?
-            .with_ties(self.ties))
+            .with_ties(self.ties)
+            .with_snapshots(
+                self.snapshots
+                    .map(|s| SnapshotPolicy::new(s.top, s.keep))
+                    .transpose()?,
+            ))
     }
 }
 
@@ -91,7 +116,7 @@ pub struct BoardList {
         (status = 202, description = "Existed; the larger windows added are being built", body = BoardStatus),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added); `board_busy`, `board_changed`: retry", body = ErrorBody),
-        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot", body = ErrorBody),
+        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots, an offset beyond the slot, or snapshots' top or keep out of range", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]

@@ -22,6 +22,7 @@ mod redis_memory;
 mod replicas;
 mod scheduler;
 mod shutdown;
+mod snapshots;
 mod stats;
 mod stopped_redis;
 mod support;
