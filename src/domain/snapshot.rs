@@ -96,9 +96,10 @@ impl SnapshotPolicy {
 pub struct Snapshot {
     /// The window.
     pub window: Span,
-    /// The slot boundary it was taken at (unix seconds): the window then held the slots
-    /// in `[boundary − window, boundary)` plus what had been written into the slot
-    /// starting at `boundary` by `taken_ms`.
+    /// The slot boundary it was taken at (unix seconds). As every read at that time, the
+    /// window held the slots from `boundary − window + slot` on: the `window / slot − 1`
+    /// slots before the boundary, and what had been written into the slot starting at
+    /// `boundary` by `taken_ms` (so a one-slot window's snapshot is almost empty).
     pub boundary: i64,
     /// When it was taken, unix milliseconds (the taking replica's clock).
     pub taken_ms: i64,
