@@ -134,8 +134,8 @@ pub enum SnapshotPass {
     },
 }
 
-/// Which snapshots to list: boundaries in `[from, to]` (unix seconds), newest first,
-/// at most `limit`.
+/// Which snapshots to list: boundaries in `[from, to]` (unix seconds), newest first
+/// (or oldest first), at most `limit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SnapshotRange {
     /// Oldest boundary listed (inclusive).
@@ -144,6 +144,8 @@ pub struct SnapshotRange {
     pub to: Option<i64>,
     /// Most snapshots listed, 1..=[`SnapshotRange::MAX_LIMIT`].
     pub limit: u64,
+    /// List the oldest first (and keep the oldest `limit`) instead of the newest.
+    pub oldest_first: bool,
 }
 
 impl SnapshotRange {
@@ -172,7 +174,20 @@ impl SnapshotRange {
                 return invalid(format!("{t} is not a unix time between 1970 and 9999"));
             }
         }
-        Ok(SnapshotRange { from, to, limit })
+        Ok(SnapshotRange {
+            from,
+            to,
+            limit,
+            oldest_first: false,
+        })
+    }
+
+    /// The same range, listed oldest first.
+    pub fn oldest_first(self) -> Self {
+        SnapshotRange {
+            oldest_first: true,
+            ..self
+        }
     }
 }
 

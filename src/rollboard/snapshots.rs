@@ -43,4 +43,29 @@ impl Rollboard {
         })
         .await
     }
+
+    /// The newest boundary of `window` whose snapshot was delivered (by the service's
+    /// snapshot webhook, in any process), `None` before the first.
+    pub async fn snapshot_cursor(&self, board: &str, window: Option<Span>) -> Result<Option<i64>> {
+        let store = &self.inner.store;
+        self.on_window(board, window, |b, w| async move {
+            store.snapshot_cursor(&b, w).await
+        })
+        .await
+    }
+
+    /// Records that `window`'s snapshots through `boundary` were delivered (the cursor
+    /// never moves back).
+    pub async fn advance_snapshot_cursor(
+        &self,
+        board: &str,
+        window: Option<Span>,
+        boundary: i64,
+    ) -> Result<()> {
+        let store = &self.inner.store;
+        self.on_window(board, window, |b, w| async move {
+            store.advance_snapshot_cursor(&b, w, boundary).await
+        })
+        .await
+    }
 }

@@ -201,13 +201,27 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
     /// is never appended). Windows still being built are skipped.
     async fn take_snapshots(&self, board: &Board, now: Timestamp) -> Result<SnapshotPass>;
 
-    /// Window `window`'s snapshots with boundaries in `range`, newest first.
+    /// Window `window`'s snapshots with boundaries in `range`, newest first (or oldest
+    /// first, as `range` says).
     async fn snapshots(
         &self,
         board: &Board,
         window: usize,
         range: SnapshotRange,
     ) -> Result<Vec<Snapshot>>;
+
+    /// The newest boundary of window `window` whose snapshot was delivered (to the
+    /// snapshot webhook, by any process), `None` before the first.
+    async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>>;
+
+    /// Records that window `window`'s snapshots through `boundary` were delivered; the
+    /// cursor never moves back.
+    async fn advance_snapshot_cursor(
+        &self,
+        board: &Board,
+        window: usize,
+        boundary: i64,
+    ) -> Result<()>;
 }
 
 /// What a store knows of a window beyond its config: from which slot a window added to a

@@ -18,6 +18,7 @@ on_every_store!(
     the_option_is_set_changed_and_removed_on_a_live_board,
     an_older_boundary_is_never_appended_after_a_newer_one,
     a_drop_removes_the_snapshots,
+    the_delivery_cursor_only_moves_forward_and_lists_oldest_first,
 );
 
 const HOUR: i64 = 3600;
@@ -374,4 +375,53 @@ async fn a_drop_removes_the_snapshots(h: Harness) {
         boundaries(&h.boards, &name, "2h", all(10)).await,
         [] as [i64; 0]
     );
+}
+
+async fn the_delivery_cursor_only_moves_forward_and_lists_oldest_first(h: Harness) {
+    let name = unique("s");
+    h.boards
+        .create_board(&name, config(&["1h", "2h"], 1, 10))
+        .await
+        .unwrap();
+    for k in 1..=3 {
+        h.at(k * HOUR);
+        assert_eq!(appended(pass(&h.boards, &name).await), 2);
+    }
+    let two = Some(span("2h"));
+    assert_eq!(h.boards.snapshot_cursor(&name, two).await.unwrap(), None);
+    // Oldest first, from a cursor on: what a deliverer reads next.
+    let after = |cursor: i64| {
+        SnapshotRange::new(Some(cursor + 1), None, Some(2))
+            .unwrap()
+            .oldest_first()
+    };
+    assert_eq!(
+        boundaries(&h.boards, &name, "2h", after(START)).await,
+        [START + HOUR, START + 2 * HOUR]
+    );
+    h.boards
+        .advance_snapshot_cursor(&name, two, START + 2 * HOUR)
+        .await
+        .unwrap();
+    // A slower process that delivered an older one leaves the newer cursor.
+    h.boards
+        .advance_snapshot_cursor(&name, two, START + HOUR)
+        .await
+        .unwrap();
+    assert_eq!(
+        h.boards.snapshot_cursor(&name, two).await.unwrap(),
+        Some(START + 2 * HOUR)
+    );
+    assert_eq!(h.boards.snapshot_cursor(&name, None).await.unwrap(), None);
+    assert_eq!(
+        boundaries(&h.boards, &name, "2h", after(START + 2 * HOUR)).await,
+        [START + 3 * HOUR]
+    );
+    // Dropped and re-created, the board starts with no cursor.
+    h.boards.drop_board(&name).await.unwrap();
+    h.boards
+        .create_board(&name, config(&["1h", "2h"], 1, 10))
+        .await
+        .unwrap();
+    assert_eq!(h.boards.snapshot_cursor(&name, two).await.unwrap(), None);
 }

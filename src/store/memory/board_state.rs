@@ -45,6 +45,8 @@ pub(super) struct MemBoard {
     keyed: KeyedRecords,
     /// Per window: its period snapshots, oldest first.
     snapshots: Vec<VecDeque<Snapshot>>,
+    /// Per window: the newest boundary whose snapshot was delivered.
+    snapshot_cursors: Vec<Option<i64>>,
 }
 
 impl MemBoard {
@@ -62,6 +64,7 @@ impl MemBoard {
             journal: HashSet::new(),
             keyed: KeyedRecords::default(),
             snapshots: vec![VecDeque::new(); n],
+            snapshot_cursors: vec![None; n],
         }
     }
 
@@ -105,6 +108,7 @@ impl MemBoard {
             self.retired.push(last);
             self.totals.push(Totals::new(self.board.config.ties()));
             self.snapshots.push(VecDeque::new());
+            self.snapshot_cursors.push(None);
             self.states.push(WindowState {
                 since: Some(since),
                 building: false,
@@ -239,14 +243,30 @@ impl MemBoard {
 
     /// Window `window`'s snapshots in `range`, newest first.
     pub fn snapshots(&self, window: usize, range: SnapshotRange) -> Vec<Snapshot> {
-        self.snapshots[window]
-            .iter()
-            .rev()
-            .filter(|s| range.from.is_none_or(|f| s.boundary >= f))
-            .filter(|s| range.to.is_none_or(|t| s.boundary <= t))
-            .take(range.limit as usize)
-            .cloned()
-            .collect()
+        let inside = |s: &&Snapshot| {
+            range.from.is_none_or(|f| s.boundary >= f) && range.to.is_none_or(|t| s.boundary <= t)
+        };
+        let kept = self.snapshots[window].iter();
+        let listed: Vec<&Snapshot> = if range.oldest_first {
+            kept.filter(inside).take(range.limit as usize).collect()
+        } else {
+            kept.rev()
+                .filter(inside)
+                .take(range.limit as usize)
+                .collect()
+        };
+        listed.into_iter().cloned().collect()
+    }
+
+    /// Window `window`'s delivery cursor.
+    pub fn snapshot_cursor(&self, window: usize) -> Option<i64> {
+        self.snapshot_cursors[window]
+    }
+
+    /// Moves window `window`'s delivery cursor up to `boundary`.
+    pub fn advance_snapshot_cursor(&mut self, window: usize, boundary: i64) {
+        let cursor = &mut self.snapshot_cursors[window];
+        *cursor = Some(cursor.map_or(boundary, |c| c.max(boundary)));
     }
 
     /// Sets the board's config to `config`, which differs in its snapshots policy only.

@@ -275,4 +275,17 @@ impl Store for MemoryStore {
     ) -> Result<Vec<crate::domain::Snapshot>> {
         self.with_board(board, |b| b.snapshots(window, range))
     }
+
+    async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>> {
+        self.with_board(board, |b| b.snapshot_cursor(window))
+    }
+
+    async fn advance_snapshot_cursor(
+        &self,
+        board: &Board,
+        window: usize,
+        boundary: i64,
+    ) -> Result<()> {
+        self.with_board(board, |b| b.advance_snapshot_cursor(window, boundary))
+    }
 }

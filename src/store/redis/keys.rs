@@ -96,6 +96,12 @@ pub(super) fn snapshots(name: &BoardName, window: Span) -> String {
     format!("snap_{{{name}}}_{}", window.seconds())
 }
 
+/// `snapsent_{<board>}`: per window (field = its seconds), the newest boundary whose
+/// snapshot was delivered to the snapshot webhook.
+pub(super) fn snapshot_cursors(name: &BoardName) -> String {
+    format!("snapsent_{{{name}}}")
+}
+
 /// `{<board>}` for the first window, `{<board>}_<W>` for the others.
 fn window_suffix(name: &BoardName, windows: &[Span], window: usize) -> String {
     if window == 0 {

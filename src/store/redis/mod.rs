@@ -302,4 +302,17 @@ impl Store for RedisStore {
     ) -> Result<Vec<crate::domain::Snapshot>> {
         snapshots::list(&self.conn, board, window, range).await
     }
+
+    async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>> {
+        snapshots::cursor(&self.conn, board, window).await
+    }
+
+    async fn advance_snapshot_cursor(
+        &self,
+        board: &Board,
+        window: usize,
+        boundary: i64,
+    ) -> Result<()> {
+        snapshots::advance_cursor(&self.conn, board, window, boundary).await
+    }
 }

@@ -51,6 +51,7 @@ pub(super) struct Scripts {
     pub retire_begin: Script,
     pub retire_chunk: Script,
     pub set_snapshots: Script,
+    pub snapshot_delivered: Script,
     pub snapshot_take: Script,
 }
 
@@ -81,6 +82,7 @@ impl Scripts {
             retire_begin: script!("retire_begin"),
             retire_chunk: script!("retire_chunk"),
             set_snapshots: script!("set_snapshots"),
+            snapshot_delivered: script!("snapshot_delivered"),
             snapshot_take: script!("snapshot_take"),
         }
     }

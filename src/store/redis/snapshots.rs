@@ -7,7 +7,7 @@ use redis::Value;
 
 use super::conn::{RedisConn, Retry};
 use super::keys;
-use super::reply::{array, int, parse_integer, string};
+use super::reply::{array, int, opt_int, parse_integer, string};
 use crate::board::Board;
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange, Timestamp, rank_prefix};
 use crate::error::{Error, Result};
@@ -55,23 +55,66 @@ pub(super) async fn list(
     let start = range
         .from
         .map_or("-".to_owned(), |t| format!("{}", t * 1000));
+    let (command, first, second) = if range.oldest_first {
+        ("XRANGE", start, end)
+    } else {
+        ("XREVRANGE", end, start)
+    };
     // A read: Idempotent.
     let reply: Value = conn
         .query(
-            redis::cmd("XREVRANGE")
+            redis::cmd(command)
                 .arg(keys::snapshots(&board.name, span))
-                .arg(end)
-                .arg(start)
+                .arg(first)
+                .arg(second)
                 .arg("COUNT")
                 .arg(range.limit),
             Some(&board.name),
             Retry::Idempotent,
         )
         .await?;
-    array(reply, "XREVRANGE")?
+    array(reply, command)?
         .into_iter()
         .map(|entry| parse_entry(board, span, entry))
         .collect()
+}
+
+pub(super) async fn cursor(conn: &RedisConn, board: &Board, window: usize) -> Result<Option<i64>> {
+    let span = board.config.windows()[window];
+    // A read: Idempotent.
+    let value: Value = conn
+        .query(
+            redis::cmd("HGET")
+                .arg(keys::snapshot_cursors(&board.name))
+                .arg(span.seconds()),
+            Some(&board.name),
+            Retry::Idempotent,
+        )
+        .await?;
+    opt_int(&value, "snapshot cursor")
+}
+
+pub(super) async fn advance_cursor(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    boundary: i64,
+) -> Result<()> {
+    let span = board.config.windows()[window];
+    let mut invocation = conn
+        .scripts()
+        .snapshot_delivered
+        .key(keys::record(&board.name));
+    invocation
+        .key(keys::snapshot_cursors(&board.name))
+        .arg(board.version)
+        .arg(span.seconds())
+        .arg(boundary);
+    // Idempotent: it only ever raises the cursor to `boundary`; sent again, it finds it
+    // there.
+    conn.script::<i64>(&invocation, &board.name, Retry::Idempotent)
+        .await
+        .map(|_| ())
 }
 
 /// A stream entry `[id, [at, <ms>, member, score, …]]` as a snapshot.
