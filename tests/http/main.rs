@@ -30,3 +30,4 @@ mod support;
 mod test_cluster;
 #[path = "../common/redis.rs"]
 mod test_redis;
+mod webhook;
