@@ -222,7 +222,9 @@ impl BoardConfig {
     }
 
     /// The windows `wider` adds to this config, when `wider` is this config plus windows
-    /// larger than all of ours (same slot and offset): the one change a live board takes.
+    /// larger than all of ours (same slot, offset and ties): the one change to the data
+    /// model a live board takes (its snapshots policy is not compared: see
+    /// [`same_but_snapshots`](Self::same_but_snapshots)).
     pub fn extended_by(&self, wider: &BoardConfig) -> Option<Vec<Span>> {
         let n = self.windows.len();
         (wider.slot == self.slot
@@ -362,5 +364,22 @@ mod tests {
         assert!(err.unwrap_err().to_string().contains("unknown variant"));
         let err = serde_json::from_str::<BoardConfig>(r#"{"slot":"1h","windows":["90m"]}"#);
         assert!(err.unwrap_err().to_string().contains("not a multiple"));
+    }
+
+    #[test]
+    fn the_snapshots_policy_round_trips_and_is_the_only_free_change() {
+        let text = r#"{"slot":"1h","windows":["1h"],"offset":0,"ties":"competition","snapshots":{"top":5,"keep":7}}"#;
+        let c: BoardConfig = serde_json::from_str(text).unwrap();
+        assert_eq!(c.snapshots(), Some(SnapshotPolicy::new(5, 7).unwrap()));
+        assert_eq!(serde_json::to_string(&c).unwrap(), text);
+        let plain = c.clone().with_snapshots(None);
+        assert!(plain.same_but_snapshots(&c) && c.same_but_snapshots(&plain));
+        assert!(!plain.same_but_snapshots(&plain.clone().with_ties(Ties::Dense)));
+        let wider = BoardConfig::parse("1h", &["1h", "2h"]).unwrap();
+        assert!(!plain.same_but_snapshots(&wider));
+        let err = serde_json::from_str::<BoardConfig>(
+            r#"{"slot":"1h","windows":["1h"],"snapshots":{"top":0,"keep":7}}"#,
+        );
+        assert!(err.unwrap_err().to_string().contains("snapshots.top"));
     }
 }

@@ -112,7 +112,7 @@ pub struct BoardList {
     request_body = ConfigBody,
     responses(
         (status = 201, description = "Created", body = BoardStatus),
-        (status = 200, description = "Already exists with this config", body = BoardStatus),
+        (status = 200, description = "Already exists with this config, or with another `snapshots` option only (now this one)", body = BoardStatus),
         (status = 202, description = "Existed; the larger windows added are being built", body = BoardStatus),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added); `board_busy`, `board_changed`: retry", body = ErrorBody),
