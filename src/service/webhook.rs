@@ -2,7 +2,8 @@
 //! (`snapshot_webhook`), delivered at least once.
 //!
 //! Each replica runs one deliverer. Every `poll_every` it reads, for every board that
-//! takes snapshots and each of its windows, the window's delivery cursor (the newest
+//! takes snapshots (the list of boards is re-read every `relist_every`, and at once when
+//! a board is created or dropped through this process) and each of its windows, the window's delivery cursor (the newest
 //! boundary delivered, kept in the store: `snapsent_{b}` in Redis) and the snapshots
 //! after it, oldest first; it POSTs them one by one and moves the cursor past each after
 //! a 2xx answer. A failure (no answer within `timeout`, a refused connection, any other
@@ -46,6 +47,9 @@ pub struct WebhookOptions {
     pub retry_max: Duration,
     /// How often the cursors are read for new snapshots (default 1 s).
     pub poll_every: Duration,
+    /// How often the list of boards (and their snapshots option) is read again (default
+    /// 30 s; at once after a board is created, changed or dropped through this process).
+    pub relist_every: Duration,
 }
 
 impl WebhookOptions {
@@ -65,6 +69,7 @@ impl WebhookOptions {
             retry_min: Duration::from_secs(1),
             retry_max: Duration::from_secs(300),
             poll_every: Duration::from_secs(1),
+            relist_every: Duration::from_secs(30),
         })
     }
 }
@@ -97,8 +102,15 @@ pub fn spawn(boards: Rollboard, options: WebhookOptions) -> JoinHandle<()> {
             boards,
             options,
             waiting: HashMap::new(),
+            boards_taking: Vec::new(),
+            listed_at: None,
         };
+        let mut changes = deliverer.boards.board_changes();
         loop {
+            if changes.has_changed().unwrap_or(false) {
+                changes.mark_unchanged();
+                deliverer.listed_at = None;
+            }
             deliverer.round().await;
             tokio::time::sleep(deliverer.options.poll_every).await;
         }
@@ -111,21 +123,38 @@ struct Deliverer {
     options: WebhookOptions,
     /// Windows whose last POST failed: failures in a row, and when to try again.
     waiting: HashMap<(BoardName, Span), (u32, Instant)>,
+    /// The boards that take snapshots, with their windows, as last listed.
+    boards_taking: Vec<(BoardName, Vec<Span>)>,
+    /// When they were listed.
+    listed_at: Option<Instant>,
 }
 
 impl Deliverer {
     /// Delivers what is due on every board that takes snapshots.
     async fn round(&mut self) {
-        let boards = match self.boards.boards().await {
-            Ok(boards) => boards,
-            Err(e) => {
-                tracing::warn!(error = %e, "snapshot webhook: cannot list boards");
-                return;
+        if self
+            .listed_at
+            .is_none_or(|at| at.elapsed() >= self.options.relist_every)
+        {
+            match self.boards.boards().await {
+                Ok(boards) => {
+                    self.boards_taking = boards
+                        .into_iter()
+                        .filter(|b| b.config.snapshots().is_some())
+                        .map(|b| (b.name, b.config.windows().to_vec()))
+                        .collect();
+                    self.listed_at = Some(Instant::now());
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "snapshot webhook: cannot list boards");
+                    return;
+                }
             }
-        };
-        for board in boards.iter().filter(|b| b.config.snapshots().is_some()) {
-            for window in board.config.windows() {
-                let key = (board.name.clone(), *window);
+        }
+        let listed = std::mem::take(&mut self.boards_taking);
+        for (board, windows) in &listed {
+            for window in windows {
+                let key = (board.clone(), *window);
                 if self
                     .waiting
                     .get(&key)
@@ -133,20 +162,21 @@ impl Deliverer {
                 {
                     continue;
                 }
-                match self.window(&board.name, *window).await {
+                match self.window(board, *window).await {
                     Ok(()) => {
                         self.waiting.remove(&key);
                     }
                     Err(e) => {
                         let failures = self.waiting.get(&key).map_or(0, |(n, _)| *n) + 1;
                         let wait = backoff(&self.options, failures);
-                        tracing::warn!(board = %board.name, window = %window, error = %e,
+                        tracing::warn!(board = %board, window = %window, error = %e,
                             retry_in = ?wait, "snapshot webhook: delivery failed");
                         self.waiting.insert(key, (failures, Instant::now() + wait));
                     }
                 }
             }
         }
+        self.boards_taking = listed;
     }
 
     /// Delivers window `window`'s snapshots after its cursor, oldest first, moving the
@@ -191,13 +221,21 @@ impl Deliverer {
             .map_err(|e| e.to_string())?;
         let answer = tokio::time::timeout(self.options.timeout, self.client.request(request))
             .await
-            .map_err(|_| format!("no answer within {:?}", self.options.timeout))?
-            .map_err(|e| format!("POST failed: {e}"))?;
-        if answer.status().is_success() {
-            Ok(())
+            .map_err(|_| format!("no answer within {:?}", self.options.timeout))
+            .and_then(|r| r.map_err(|e| format!("POST failed: {e}")))
+            .and_then(|answer| {
+                if answer.status().is_success() {
+                    Ok(())
+                } else {
+                    Err(format!("the receiver answered {}", answer.status()))
+                }
+            });
+        crate::metrics::snapshot_webhook(if answer.is_ok() {
+            "delivered"
         } else {
-            Err(format!("the receiver answered {}", answer.status()))
-        }
+            "failed"
+        });
+        answer
     }
 }
 

@@ -105,12 +105,15 @@ async fn receiver(failing: usize) -> (String, Receiver) {
     (url, receiver)
 }
 
-/// A service config delivering to `url`, with short retry and poll intervals.
-fn config(url: &str) -> ServiceConfig {
+/// A service config delivering to `url`, with short retry and poll intervals; the list
+/// of boards is re-read every `relist` (and at once after a board created through the
+/// same process).
+fn config(url: &str, relist: Duration) -> ServiceConfig {
     let webhook = WebhookOptions {
         retry_min: Duration::from_millis(10),
         retry_max: Duration::from_millis(50),
         poll_every: Duration::from_millis(10),
+        relist_every: relist,
         ..WebhookOptions::new(url).unwrap()
     };
     ServiceConfig {
@@ -155,7 +158,14 @@ fn two_hour_body(b: &str) -> Value {
 async fn each_snapshot_arrives_with_its_body_and_key_even_after_failed_attempts() {
     let (url, receiver) = receiver(3).await;
     let redis = Arc::new(TestRedis::start().await);
-    let app = spawn_app_with(redis.clone(), clock(), config(&url)).await;
+    // The board is created through this service: it is listed at once, long before the
+    // default re-listing.
+    let app = spawn_app_with(
+        redis.clone(),
+        clock(),
+        config(&url, Duration::from_secs(30)),
+    )
+    .await;
     let b = board_with_events(&app).await;
     app.at(3605);
     let keys = receiver.wait_keys(2).await;
@@ -194,8 +204,10 @@ async fn two_replicas_deliver_each_snapshot_at_least_once_under_one_key() {
     let (url, receiver) = receiver(0).await;
     let redis = Arc::new(TestRedis::start().await);
     let clock = clock();
-    let first = spawn_app_with(redis.clone(), clock.clone(), config(&url)).await;
-    let second = spawn_app_with(redis.clone(), clock.clone(), config(&url)).await;
+    // The second replica learns of the board by re-listing.
+    let relist = Duration::from_millis(10);
+    let first = spawn_app_with(redis.clone(), clock.clone(), config(&url, relist)).await;
+    let second = spawn_app_with(redis.clone(), clock.clone(), config(&url, relist)).await;
     let b = board_with_events(&first).await;
     first.at(3605);
     receiver.wait_keys(2).await;
@@ -253,7 +265,7 @@ async fn snapshots_appended_by_a_process_that_died_are_delivered_by_another() {
             rollboard::SnapshotPass::Done { appended: 2 }
         );
     }
-    let _app = spawn_app_with(redis, clock, config(&url)).await;
+    let _app = spawn_app_with(redis, clock, config(&url, Duration::from_secs(30))).await;
     let keys = receiver.wait_keys(2).await;
     assert_eq!(
         keys,
