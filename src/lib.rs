@@ -78,6 +78,7 @@ pub use domain::{
     TrendCounts, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange,
     TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
+pub use domain::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots};
 pub use error::{Error, Result};
 pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};
 pub use rates::{RateCounts, RateKey, RateTiers, RateWindow, Tier, Verdict};

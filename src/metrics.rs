@@ -64,6 +64,11 @@ pub fn store_full() {
     metrics::counter!("rollboard_store_full_total").increment(1);
 }
 
+/// Counts snapshot webhook POSTs by outcome (`delivered`, `failed`).
+pub fn snapshot_webhook(outcome: &'static str) {
+    metrics::counter!("rollboard_snapshot_webhook_total", "outcome" => outcome).increment(1);
+}
+
 /// Counts the times the HTTP server reached its connection cap (`max_connections`).
 pub fn connection_cap_reached() {
     metrics::counter!("rollboard_connection_cap_reached_total").increment(1);

@@ -11,6 +11,9 @@
 //! progress. Either way nothing is lost: every retirement chunk is atomic, and the next
 //! pass, in any process, resumes where this one stopped.
 //!
+//! After a complete pass over a board it takes the board's period snapshots, if the board
+//! asks for them ([`Rollboard::take_snapshots`]: once per boundary across replicas).
+//!
 //! It needs no `server` feature: an embedding backend starts one with
 //! [`Rollboard::start_retirer`]; the service's scheduler runs one too. Retirement is
 //! idempotent and exact with any number of retirers, so every process may run one.
@@ -250,7 +253,14 @@ impl Task {
             if slot > board.retired_at_slot {
                 let (boards, name) = (self.boards.clone(), name.clone());
                 passes.spawn(async move {
-                    let result = boards.retire(name.as_str()).await;
+                    let result = match boards.retire(name.as_str()).await {
+                        // Retirement through the boundary is complete: take the board's
+                        // period snapshots (once per boundary, whoever else tries).
+                        Ok(report) if report.complete => {
+                            boards.take_snapshots(name.as_str()).await.map(|_| report)
+                        }
+                        other => other,
+                    };
                     (name, slot, result)
                 });
             }

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{Span, Timestamp};
+use crate::domain::{SnapshotPolicy, Span, Timestamp};
 use crate::error::Error;
 
 /// A board's configuration. Always valid once constructed.
@@ -25,6 +25,10 @@ pub struct BoardConfig {
     /// How equal totals share ranks; set when the board is created, never changed.
     #[cfg_attr(feature = "server", schema(default = "competition"))]
     ties: Ties,
+    /// Period snapshots of every window's top at each slot boundary; none when absent.
+    /// May be added, changed or removed on an existing board (it changes no data).
+    #[cfg_attr(feature = "server", schema(nullable = false))]
+    snapshots: Option<SnapshotPolicy>,
 }
 
 /// How a board ranks equal totals.
@@ -70,6 +74,8 @@ struct RawConfig {
     offset: i64,
     #[serde(default)]
     ties: Ties,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    snapshots: Option<SnapshotPolicy>,
 }
 
 impl TryFrom<RawConfig> for BoardConfig {
@@ -77,7 +83,8 @@ impl TryFrom<RawConfig> for BoardConfig {
     fn try_from(raw: RawConfig) -> Result<Self, Error> {
         Ok(BoardConfig::new(raw.slot, raw.windows)?
             .with_offset(raw.offset)?
-            .with_ties(raw.ties))
+            .with_ties(raw.ties)
+            .with_snapshots(raw.snapshots))
     }
 }
 
@@ -88,6 +95,7 @@ impl From<BoardConfig> for RawConfig {
             windows: c.windows,
             offset: c.offset,
             ties: c.ties,
+            snapshots: c.snapshots,
         }
     }
 }
@@ -133,6 +141,7 @@ impl BoardConfig {
             windows,
             offset: 0,
             ties: Ties::Competition,
+            snapshots: None,
         })
     }
 
@@ -167,6 +176,23 @@ impl BoardConfig {
         self
     }
 
+    /// Takes period snapshots by `policy` (none: `None`).
+    pub fn with_snapshots(mut self, policy: Option<SnapshotPolicy>) -> Self {
+        self.snapshots = policy;
+        self
+    }
+
+    /// The period snapshots policy, if any.
+    pub fn snapshots(&self) -> Option<SnapshotPolicy> {
+        self.snapshots
+    }
+
+    /// Whether `other` differs from this config in its snapshots policy only (the one
+    /// option an existing board takes as is).
+    pub fn same_but_snapshots(&self, other: &BoardConfig) -> bool {
+        self.clone().with_snapshots(other.snapshots) == *other
+    }
+
     /// How equal totals share ranks.
     pub fn ties(&self) -> Ties {
         self.ties
@@ -196,7 +222,9 @@ impl BoardConfig {
     }
 
     /// The windows `wider` adds to this config, when `wider` is this config plus windows
-    /// larger than all of ours (same slot and offset): the one change a live board takes.
+    /// larger than all of ours (same slot, offset and ties): the one change to the data
+    /// model a live board takes (its snapshots policy is not compared: see
+    /// [`same_but_snapshots`](Self::same_but_snapshots)).
     pub fn extended_by(&self, wider: &BoardConfig) -> Option<Vec<Span>> {
         let n = self.windows.len();
         (wider.slot == self.slot
@@ -336,5 +364,22 @@ mod tests {
         assert!(err.unwrap_err().to_string().contains("unknown variant"));
         let err = serde_json::from_str::<BoardConfig>(r#"{"slot":"1h","windows":["90m"]}"#);
         assert!(err.unwrap_err().to_string().contains("not a multiple"));
+    }
+
+    #[test]
+    fn the_snapshots_policy_round_trips_and_is_the_only_free_change() {
+        let text = r#"{"slot":"1h","windows":["1h"],"offset":0,"ties":"competition","snapshots":{"top":5,"keep":7}}"#;
+        let c: BoardConfig = serde_json::from_str(text).unwrap();
+        assert_eq!(c.snapshots(), Some(SnapshotPolicy::new(5, 7).unwrap()));
+        assert_eq!(serde_json::to_string(&c).unwrap(), text);
+        let plain = c.clone().with_snapshots(None);
+        assert!(plain.same_but_snapshots(&c) && c.same_but_snapshots(&plain));
+        assert!(!plain.same_but_snapshots(&plain.clone().with_ties(Ties::Dense)));
+        let wider = BoardConfig::parse("1h", &["1h", "2h"]).unwrap();
+        assert!(!plain.same_but_snapshots(&wider));
+        let err = serde_json::from_str::<BoardConfig>(
+            r#"{"slot":"1h","windows":["1h"],"snapshots":{"top":0,"keep":7}}"#,
+        );
+        assert!(err.unwrap_err().to_string().contains("snapshots.top"));
     }
 }

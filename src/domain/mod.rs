@@ -12,6 +12,7 @@ mod name;
 mod ranking;
 mod read_limits;
 mod score_range;
+mod snapshot;
 mod span;
 pub mod stats;
 mod timestamp;
@@ -27,6 +28,7 @@ pub use name::{BoardName, Member};
 pub use ranking::{Entry, History, Point, Standing, TopPage, percentile};
 pub use read_limits::{check_around, check_page};
 pub use score_range::ScoreRange;
+pub use snapshot::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots, rank_prefix};
 pub use span::Span;
 pub use timestamp::Timestamp;
 pub use trending::{

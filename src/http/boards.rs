@@ -14,8 +14,8 @@ use super::json_int;
 use super::trending::{BoardKindName, BoardReply, TrendingStatus, is_trending};
 use super::wire::SpanInput;
 use crate::{
-    Board, BoardConfig, BoardName, BoardStatus, Created, RecomputeReport, Span, Ties, TrendCreated,
-    TrendingBoard, TrendingConfig,
+    Board, BoardConfig, BoardName, BoardStatus, Created, RecomputeReport, SnapshotPolicy, Span,
+    Ties, TrendCreated, TrendingBoard, TrendingConfig,
 };
 
 /// A board's config as sent in `PUT /v1/boards/{board}`: a windowed board (`slot`,
@@ -58,6 +58,24 @@ pub struct ConfigBody {
     /// by default, at most 100.
     #[schema(value_type = Option<Span>)]
     pub max_age: Option<SpanInput>,
+    /// Windowed boards: period snapshots: at each slot boundary, once retirement is
+    /// done, the top `top` of every window is kept, the newest `keep` per window (`GET
+    /// …/snapshots`). May be added, changed or removed (left out) on an existing board:
+    /// it changes no data.
+    #[serde(default)]
+    pub snapshots: Option<SnapshotsBody>,
+}
+
+/// `{"top": 100, "keep": 168}`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotsBody {
+    /// Leaders per snapshot, 1–1000.
+    #[schema(minimum = 1, maximum = 1000)]
+    pub top: u32,
+    /// Snapshots kept per window, 1–100000 (older ones are trimmed).
+    #[schema(minimum = 1, maximum = 100000)]
+    pub keep: u32,
 }
 
 /// The board a `PUT` asks for.
@@ -81,6 +99,7 @@ impl ConfigBody {
                     (self.windows.is_some(), "windows"),
                     (self.offset.is_some(), "offset"),
                     (self.ties.is_some(), "ties"),
+                    (self.snapshots.is_some(), "snapshots"),
                 ] {
                     if given {
                         return Err(misplaced(field, "trending"));
@@ -120,7 +139,12 @@ impl ConfigBody {
                 Ok(NewBoard::Windowed(
                     BoardConfig::new(slot.parse()?, windows)?
                         .with_offset(self.offset.unwrap_or(0))?
-                        .with_ties(self.ties.unwrap_or_default()),
+                        .with_ties(self.ties.unwrap_or_default())
+                        .with_snapshots(
+                            self.snapshots
+                                .map(|s| SnapshotPolicy::new(s.top, s.keep))
+                                .transpose()?,
+                        ),
                 ))
             }
         }
@@ -189,11 +213,11 @@ pub struct BoardList {
     request_body = ConfigBody,
     responses(
         (status = 201, description = "Created", body = BoardReply),
-        (status = 200, description = "Already exists with this config", body = BoardReply),
+        (status = 200, description = "Already exists with this config, or with another `snapshots` option only (now this one)", body = BoardReply),
         (status = 202, description = "Existed; the larger windows added are being built", body = BoardStatus),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added); `board_kind`: exists as the other kind (windowed or trending); `board_busy`, `board_changed`: retry", body = ErrorBody),
-        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; an option of the other kind (`slot`, `windows`, `offset`, `ties` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a negative floor, a max age above 100 half-lives", body = ErrorBody),
+        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a negative floor, a max age above 100 half-lives", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]

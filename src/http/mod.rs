@@ -37,6 +37,7 @@ mod ops;
 mod rankings;
 mod ranks;
 mod rates;
+mod snapshots;
 mod stats;
 mod trending;
 mod wire;
@@ -136,6 +137,7 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         .routes(routes!(rankings::around))
         .routes(routes!(ranks::get_ranks, ranks::post_ranks))
         .routes(routes!(rankings::history))
+        .routes(routes!(snapshots::get_snapshots))
         .routes(routes!(rates::post_hit))
         .routes(routes!(rates::post_hits))
         .routes(routes!(rates::get_counts, rates::delete_key))

@@ -24,6 +24,7 @@ pub(crate) mod rates;
 pub(crate) mod read;
 pub(crate) mod recompute;
 pub(crate) mod retire;
+pub(crate) mod snapshots;
 pub(crate) mod stats;
 pub(crate) mod trending;
 pub(crate) mod write;

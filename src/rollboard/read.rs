@@ -121,7 +121,12 @@ impl Rollboard {
 
     /// Runs `op` on the named board and the index of `window` in it (the first window
     /// when `None`).
-    async fn on_window<T, F, Fut>(&self, board: &str, window: Option<Span>, op: F) -> Result<T>
+    pub(super) async fn on_window<T, F, Fut>(
+        &self,
+        board: &str,
+        window: Option<Span>,
+        op: F,
+    ) -> Result<T>
     where
         F: Fn(Arc<Board>, usize) -> Fut,
         Fut: Future<Output = Result<T>>,

@@ -25,6 +25,8 @@
 //! header_read_timeout = "10s"               # or ROLLBOARD_HEADER_READ_TIMEOUT
 //! keep_alive_timeout = "5s"                 # or ROLLBOARD_KEEP_ALIVE_TIMEOUT
 //! max_connections = 1024                    # or ROLLBOARD_MAX_CONNECTIONS
+//! snapshot_webhook = "http://10.0.0.5/hook" # or ROLLBOARD_SNAPSHOT_WEBHOOK: receives
+//!                                           # every period snapshot (POST, JSON)
 //!
 //! [[boards]]                                # created, or checked, at start-up
 //! name = "hot-posts"
@@ -42,6 +44,7 @@ use serde::Deserialize;
 
 use super::ConnectionLimits;
 use super::timeout::Timeout;
+use super::webhook::WebhookOptions;
 use crate::http::Tokens;
 use crate::{BoardConfig, RedisOptions, Settings, Span};
 
@@ -91,6 +94,8 @@ pub struct ConfigFile {
     pub keep_alive_timeout: Option<Span>,
     /// Most connections served at once.
     pub max_connections: Option<usize>,
+    /// An `http://` URL that receives every period snapshot.
+    pub snapshot_webhook: Option<String>,
     /// Boards to create (or check) at start-up.
     #[serde(default)]
     pub boards: Vec<BoardEntry>,
@@ -147,6 +152,8 @@ pub struct Overrides {
     pub keep_alive_timeout: Option<Span>,
     /// `--max-connections` / `ROLLBOARD_MAX_CONNECTIONS`.
     pub max_connections: Option<usize>,
+    /// `--snapshot-webhook` / `ROLLBOARD_SNAPSHOT_WEBHOOK`.
+    pub snapshot_webhook: Option<String>,
 }
 
 /// Everything `serve` needs, resolved.
@@ -185,6 +192,8 @@ pub struct ServiceConfig {
     /// Boards to import from the source article's layout by `rollboard migrate`, as
     /// `(board, legacy NAME)`; each board is among `boards`.
     pub legacy: Vec<(String, String)>,
+    /// Where period snapshots are POSTed, if anywhere.
+    pub snapshot_webhook: Option<WebhookOptions>,
 }
 
 impl Default for ServiceConfig {
@@ -205,6 +214,7 @@ impl Default for ServiceConfig {
             connections: ConnectionLimits::default(),
             boards: Vec::new(),
             legacy: Vec::new(),
+            snapshot_webhook: None,
         }
     }
 }
@@ -324,6 +334,11 @@ impl ServiceConfig {
                     .into(),
             ));
         }
+        let snapshot_webhook = non_empty(overrides.snapshot_webhook)
+            .or(non_empty(file.snapshot_webhook))
+            .map(|url| WebhookOptions::new(url.trim()))
+            .transpose()
+            .map_err(ConfigError)?;
         let config = ServiceConfig {
             bind: overrides.bind.or(file.bind).unwrap_or(defaults.bind),
             redis_url,
@@ -353,6 +368,7 @@ impl ServiceConfig {
             connections,
             boards,
             legacy,
+            snapshot_webhook,
         };
         config.check_exposure()?;
         Ok(config)
@@ -577,5 +593,28 @@ mod tests {
             ..public
         };
         assert!(ServiceConfig::resolve(ConfigFile::default(), insecure).is_ok());
+    }
+
+    #[test]
+    fn the_snapshot_webhook_comes_from_the_file_or_the_environment() {
+        let file = || parse(r#"snapshot_webhook = "http://10.0.0.5:9000/hook""#);
+        let c = ServiceConfig::resolve(file(), Overrides::default()).unwrap();
+        let url = c.snapshot_webhook.map(|w| w.url.to_string());
+        assert_eq!(url.as_deref(), Some("http://10.0.0.5:9000/hook"));
+        let env = Overrides {
+            snapshot_webhook: Some("http://receiver/snap".into()),
+            ..Overrides::default()
+        };
+        let c = ServiceConfig::resolve(file(), env).unwrap();
+        let url = c.snapshot_webhook.map(|w| w.url.to_string());
+        assert_eq!(url.as_deref(), Some("http://receiver/snap"));
+        let c = ServiceConfig::resolve(ConfigFile::default(), Overrides::default()).unwrap();
+        assert_eq!(c.snapshot_webhook, None);
+        let tls = Overrides {
+            snapshot_webhook: Some("https://receiver/snap".into()),
+            ..Overrides::default()
+        };
+        let err = ServiceConfig::resolve(ConfigFile::default(), tls).unwrap_err();
+        assert!(err.0.contains("must be an http:// URL"), "{err}");
     }
 }

@@ -9,9 +9,11 @@ mod memory_watch;
 mod scheduler;
 mod serve;
 mod timeout;
+mod webhook;
 
 pub use config::{BoardEntry, ConfigError, ConfigFile, Overrides, ServiceConfig};
 pub use connections::{ConnectionLimits, serve_connections};
 pub use scheduler::{Scheduler, SchedulerError};
 pub use serve::{ServiceError, open_store, run, shutdown_signal};
 pub use timeout::Timeout;
+pub use webhook::{WebhookOptions, idempotency_key};

@@ -101,6 +101,10 @@ pub async fn run(
         .max_clock_skew
         .map(|_| super::clock_check::spawn(boards.clone()));
     let memory_watch = super::memory_watch::spawn(boards.clone());
+    let webhook = config
+        .snapshot_webhook
+        .clone()
+        .map(|options| super::webhook::spawn(boards.clone(), options));
 
     let access_time = crate::http::AccessTimeLayer::new(boards.clone());
     let app = router(
@@ -145,6 +149,10 @@ pub async fn run(
         clock_check.abort();
     }
     memory_watch.abort();
+    if let Some(webhook) = webhook {
+        // A POST cut short leaves its snapshot's cursor: another attempt delivers it.
+        webhook.abort();
+    }
     served
 }
 

@@ -16,6 +16,7 @@ use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{RetireOptions, RetireReport};
+use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
 use crate::error::Result;
 
 mod counters;
@@ -197,6 +198,35 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
         now: Timestamp,
         options: RetireOptions,
     ) -> Result<RetireReport>;
+
+    /// Takes the board's period snapshots at the boundary `slot_start(now)`, if its
+    /// stored config asks for them: once retirement through the boundary is complete for
+    /// every window, appends each window's top to its snapshots, at most once per window
+    /// and boundary however many callers race (an older boundary than the newest taken
+    /// is never appended). Windows still being built are skipped.
+    async fn take_snapshots(&self, board: &Board, now: Timestamp) -> Result<SnapshotPass>;
+
+    /// Window `window`'s snapshots with boundaries in `range`, newest first (or oldest
+    /// first, as `range` says).
+    async fn snapshots(
+        &self,
+        board: &Board,
+        window: usize,
+        range: SnapshotRange,
+    ) -> Result<Vec<Snapshot>>;
+
+    /// The newest boundary of window `window` whose snapshot was delivered (to the
+    /// snapshot webhook, by any process), `None` before the first.
+    async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>>;
+
+    /// Records that window `window`'s snapshots through `boundary` were delivered; the
+    /// cursor never moves back.
+    async fn advance_snapshot_cursor(
+        &self,
+        board: &Board,
+        window: usize,
+        boundary: i64,
+    ) -> Result<()>;
 }
 
 /// What a store knows of a window beyond its config: from which slot a window added to a

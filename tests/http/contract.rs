@@ -520,3 +520,52 @@ async fn the_openapi_document_states_the_ties_option() {
         assert_eq!(ties["default"], "competition", "{config}");
     }
 }
+
+#[tokio::test]
+async fn the_openapi_document_states_snapshots() {
+    let app = spawn_app().await;
+    let doc = app.get("/openapi.json").await.body;
+    let schemas = &doc["components"]["schemas"];
+    // Optional in a PUT and in a board's config (absent: no snapshots), with its bounds.
+    for config in ["ConfigBody", "BoardConfig"] {
+        let required = schemas[config]["required"].as_array().unwrap();
+        assert!(!required.contains(&json!("snapshots")), "{config}");
+        assert!(
+            schemas[config]["properties"]["snapshots"] != serde_json::Value::Null,
+            "{config}"
+        );
+    }
+    let body = &schemas["SnapshotsBody"]["properties"];
+    assert_eq!(
+        (
+            body["top"]["minimum"].clone(),
+            body["top"]["maximum"].clone()
+        ),
+        (json!(1), json!(1000))
+    );
+    assert_eq!(
+        (
+            body["keep"]["minimum"].clone(),
+            body["keep"]["maximum"].clone()
+        ),
+        (json!(1), json!(100000))
+    );
+    let get = &doc["paths"]["/v1/boards/{board}/snapshots"]["get"];
+    let names: Vec<&str> = get["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["board", "window", "from", "to", "limit"]);
+    for status in ["200", "404", "422"] {
+        assert!(
+            get["responses"][status] != serde_json::Value::Null,
+            "{status}"
+        );
+    }
+    let snapshot = &schemas["Snapshot"]["properties"];
+    for field in ["window", "boundary", "taken_ms", "entries"] {
+        assert!(snapshot[field] != serde_json::Value::Null, "{field}");
+    }
+}

@@ -162,6 +162,68 @@ async fn member_names_are_shown_as_text_and_their_history_is_found() {
 }
 
 #[tokio::test]
+async fn a_board_with_snapshots_shows_each_leaders_move_since_the_newest_one() {
+    let app = spawn_app().await;
+    let b = unique("moves");
+    let config = json!({"slot": "1h", "windows": ["2h"], "snapshots": {"top": 10, "keep": 5}});
+    let created = app.put(&format!("/v1/boards/{b}"), config).await;
+    assert_eq!(created.status.as_u16(), 201, "{:?}", created.body);
+    app.at(60);
+    let t = START + 60;
+    let reply = app
+        .post(
+            &format!("/v1/boards/{b}/events"),
+            events(&[
+                ("bob", 7, t),
+                ("alice", 5, t),
+                ("carol", 5, t),
+                ("erin", 1, t),
+            ]),
+        )
+        .await;
+    assert_eq!(reply.body, json!({"accepted": 4, "rejected": []}));
+    // The service's retirer takes the snapshot at START + 1h: bob 1, alice 2, carol 2, erin 4.
+    app.at(3600 + 5);
+    let path = format!("/v1/boards/{b}/snapshots?window=2h");
+    let mut taken = false;
+    for _ in 0..100 {
+        if app.get(&path).await.body["snapshots"]
+            .as_array()
+            .unwrap()
+            .len()
+            == 1
+        {
+            taken = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(taken, "no snapshot taken within 5 s");
+    let t = START + 3600 + 10;
+    let reply = app
+        .post(
+            &format!("/v1/boards/{b}/events"),
+            events(&[("carol", 4, t), ("dave", 1, t)]),
+        )
+        .await;
+    assert_eq!(reply.body, json!({"accepted": 2, "rejected": []}));
+
+    let dom = render(&format!("{}/", app.url)).await;
+    let section = board_section(&dom, &b);
+    assert_eq!(
+        top_rows(section, "2h"),
+        rows(&[
+            ("1", "carol", "9"),
+            ("2", "bob", "7"),
+            ("3", "alice", "5"),
+            ("4", "dave", "1"),
+            ("4", "erin", "1"),
+        ])
+    );
+    assert_eq!(moves(section, "2h"), ["↑1", "↓1", "↓1", "new", "="]);
+}
+
+#[tokio::test]
 async fn without_boards_the_dashboard_says_so() {
     let app = spawn_app().await;
     let dom = render(&format!("{}/", app.url)).await;
@@ -494,6 +556,21 @@ fn top_rows(section: &str, window: &str) -> Vec<[String; 3]> {
             };
             [cell("rank"), cell("member"), cell("score")]
         })
+        .collect()
+}
+
+/// The movement cell of each row of the window's table (`↑3`, `↓1`, `=`, `new`).
+fn moves(section: &str, window: &str) -> Vec<String> {
+    let table = slice(
+        section,
+        &format!("<table class=\"top\" data-window=\"{window}\">"),
+        "</table>",
+    );
+    assert!(table.contains("<th class=\"move\">±</th>"), "{table}");
+    let body = slice(table, "<tbody>", "</tbody>");
+    all_between(body, "<td class=\"move", "</td>")
+        .iter()
+        .map(|cell| cell[cell.find('>').unwrap() + 1..].to_owned())
         .collect()
 }
 

@@ -22,6 +22,7 @@ mod redis_memory;
 mod replicas;
 mod scheduler;
 mod shutdown;
+mod snapshots;
 mod stats;
 mod stopped_redis;
 mod support;
@@ -30,3 +31,4 @@ mod test_cluster;
 #[path = "../common/redis.rs"]
 mod test_redis;
 mod trending;
+mod webhook;

@@ -47,6 +47,7 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "DELETE /v1/boards/{board}/members/{member}",
         "GET /v1/boards/{board}/members/{member}/around",
         "GET /v1/boards/{board}/members/{member}/history",
+        "GET /v1/boards/{board}/snapshots",
         "POST /v1/rates/{key}/hits",
         "POST /v1/rates",
         "GET /v1/rates/{key}",

@@ -50,6 +50,7 @@ mod rates;
 mod rates_property;
 mod redis_layout;
 mod retirer;
+mod snapshots;
 mod stats;
 mod support;
 #[path = "../common/tasks.rs"]

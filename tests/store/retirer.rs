@@ -185,3 +185,57 @@ async fn a_stopped_retirer_has_ended_when_stop_returns() {
     );
     assert_no_longer_retires(&s.boards, &s.clock, &s.board, s.status).await;
 }
+
+#[tokio::test]
+async fn two_retirers_take_one_snapshot_per_boundary_between_them() {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    // Two processes: their own connections, board caches and retirers.
+    let first = with_clock(redis.store().await, &clock);
+    let second = with_clock(redis.store().await, &clock);
+    let b = unique("snap");
+    let policy = rollboard::SnapshotPolicy::new(2, 10).unwrap();
+    first
+        .create_board(
+            &b,
+            BoardConfig::parse("1m", &["1m", "3m"])
+                .unwrap()
+                .with_snapshots(Some(policy)),
+        )
+        .await
+        .unwrap();
+    let (one, two) = (first.start_retirer(), second.start_retirer());
+    let (mut s1, mut s2) = (one.status(), two.status());
+    round_at(&mut s1, ts(START)).await;
+    round_at(&mut s2, ts(START)).await;
+    for k in 1..=4 {
+        first.incr(&b, "a", k, None).await.unwrap();
+        second.incr(&b, "b", 2, None).await.unwrap();
+        let at = ts(START + k * 60);
+        clock.set(at);
+        assert_eq!(round_at(&mut s1, at).await.failed, 0);
+        assert_eq!(round_at(&mut s2, at).await.failed, 0);
+        let range = rollboard::SnapshotRange::new(None, None, Some(100)).unwrap();
+        let listed = second
+            .snapshots(&b, Some(rollboard::Span::parse("3m").unwrap()), range)
+            .await
+            .unwrap();
+        let boundaries: Vec<i64> = listed.snapshots.iter().map(|s| s.boundary).collect();
+        let expected: Vec<i64> = (1..=k).rev().map(|j| START + j * 60).collect();
+        assert_eq!(boundaries, expected, "one snapshot per boundary");
+        // The newest is the 3m window's top right after the boundary's retirement.
+        assert_eq!(
+            ranking_of(&listed.snapshots[0].entries),
+            top(&first, &b, "3m").await.1
+        );
+    }
+    one.stop().await;
+    two.stop().await;
+}
+
+fn ranking_of(entries: &[rollboard::Entry]) -> Vec<(String, i64)> {
+    entries
+        .iter()
+        .map(|e| (e.member.clone(), e.score))
+        .collect()
+}

@@ -268,6 +268,10 @@ pub struct ServeArgs {
     /// Most connections served at once [default: 1024].
     #[arg(long, env = "ROLLBOARD_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// An http:// URL that receives every period snapshot (POST, JSON, with an
+    /// Idempotency-Key header), at least once.
+    #[arg(long, env = "ROLLBOARD_SNAPSHOT_WEBHOOK")]
+    pub snapshot_webhook: Option<String>,
 }
 
 /// `rate` options.

@@ -53,6 +53,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         header_read_timeout: args.header_read_timeout,
         keep_alive_timeout: args.keep_alive_timeout,
         max_connections: args.max_connections,
+        snapshot_webhook: args.snapshot_webhook,
     };
     let config = ServiceConfig::load(args.config.as_deref(), overrides)?;
     let store = service::open_store(&config).await?;

@@ -6,7 +6,7 @@
 //! in the totals of windows `k..n`; retiring window `j` subtracts `stages[j]` from its
 //! totals and moves it to `stages[j + 1]`.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::keyed::KeyedRecords;
 use super::totals::Totals;
@@ -16,6 +16,7 @@ use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::{Entry, History, MemberRank, Point, Ranks, Standing, TopPage};
 use crate::domain::{MAX_ABS, Member, ScoreRange, Timestamp, percentile};
+use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
 use crate::store::{
     Keyed, SlotWrite, WindowState, WriteKey, WriteStatus, behind, complete_from, coverage,
 };
@@ -42,6 +43,10 @@ pub(super) struct MemBoard {
     journal: HashSet<String>,
     /// Writes recorded under idempotency keys, until their deadline.
     keyed: KeyedRecords,
+    /// Per window: its period snapshots, oldest first.
+    snapshots: Vec<VecDeque<Snapshot>>,
+    /// Per window: the newest boundary whose snapshot was delivered.
+    snapshot_cursors: Vec<Option<i64>>,
 }
 
 impl MemBoard {
@@ -58,6 +63,8 @@ impl MemBoard {
             states: vec![WindowState::default(); n],
             journal: HashSet::new(),
             keyed: KeyedRecords::default(),
+            snapshots: vec![VecDeque::new(); n],
+            snapshot_cursors: vec![None; n],
         }
     }
 
@@ -100,6 +107,8 @@ impl MemBoard {
             self.watermarks.push(last);
             self.retired.push(last);
             self.totals.push(Totals::new(self.board.config.ties()));
+            self.snapshots.push(VecDeque::new());
+            self.snapshot_cursors.push(None);
             self.states.push(WindowState {
                 since: Some(since),
                 building: false,
@@ -195,6 +204,74 @@ impl MemBoard {
             self.retired[j] = self.retired[j].max(cutoff);
         }
         report
+    }
+
+    /// Takes every window's snapshot at the boundary `slot_start(now)` once retirement
+    /// through it is complete (as `snapshot_take.lua`).
+    pub fn take_snapshots(&mut self, now: Timestamp) -> SnapshotPass {
+        let Some(policy) = self.board.config.snapshots() else {
+            return SnapshotPass::Off;
+        };
+        let boundary = self.board.config.slot_start(now);
+        let n = self.windows();
+        if (0..n).any(|j| self.retired[j] < self.board.config.cutoff(j, now)) {
+            return SnapshotPass::Waiting;
+        }
+        let mut appended = 0;
+        for j in 0..n {
+            if self.snapshots[j]
+                .back()
+                .is_some_and(|last| last.boundary >= boundary)
+            {
+                continue;
+            }
+            let page = self.top(j, now, ScoreRange::ALL, 0, u64::from(policy.top()));
+            let kept = &mut self.snapshots[j];
+            kept.push_back(Snapshot {
+                window: self.board.config.windows()[j],
+                boundary,
+                taken_ms: now.unix_millis(),
+                entries: page.entries,
+            });
+            while kept.len() > policy.keep() as usize {
+                kept.pop_front();
+            }
+            appended += 1;
+        }
+        SnapshotPass::Done { appended }
+    }
+
+    /// Window `window`'s snapshots in `range`, newest first.
+    pub fn snapshots(&self, window: usize, range: SnapshotRange) -> Vec<Snapshot> {
+        let inside = |s: &&Snapshot| {
+            range.from.is_none_or(|f| s.boundary >= f) && range.to.is_none_or(|t| s.boundary <= t)
+        };
+        let kept = self.snapshots[window].iter();
+        let listed: Vec<&Snapshot> = if range.oldest_first {
+            kept.filter(inside).take(range.limit as usize).collect()
+        } else {
+            kept.rev()
+                .filter(inside)
+                .take(range.limit as usize)
+                .collect()
+        };
+        listed.into_iter().cloned().collect()
+    }
+
+    /// Window `window`'s delivery cursor.
+    pub fn snapshot_cursor(&self, window: usize) -> Option<i64> {
+        self.snapshot_cursors[window]
+    }
+
+    /// Moves window `window`'s delivery cursor up to `boundary`.
+    pub fn advance_snapshot_cursor(&mut self, window: usize, boundary: i64) {
+        let cursor = &mut self.snapshot_cursors[window];
+        *cursor = Some(cursor.map_or(boundary, |c| c.max(boundary)));
+    }
+
+    /// Sets the board's config to `config`, which differs in its snapshots policy only.
+    pub fn set_config(&mut self, config: crate::domain::BoardConfig) {
+        self.board.config = config;
     }
 
     /// Rebuilds window `window`'s totals from the stages it counts (`0..=window`).

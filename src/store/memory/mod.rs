@@ -112,6 +112,17 @@ impl Store for MemoryStore {
         }
         if let Some(entry) = boards.get(name) {
             let mut state = lock(entry);
+            // The snapshots policy is the one option a live board takes as is.
+            let compatible = state.board.config.same_but_snapshots(config)
+                || state.board.config.extended_by(config).is_some();
+            if compatible {
+                let updated = state
+                    .board
+                    .config
+                    .clone()
+                    .with_snapshots(config.snapshots());
+                state.set_config(updated);
+            }
             let existing = state.board.clone();
             if existing.config == *config {
                 return Ok(Created::Existing(existing));
@@ -268,5 +279,35 @@ impl Store for MemoryStore {
     ) -> Result<RetireReport> {
         // In memory a whole pass runs under the board's lock: there is nothing to chunk.
         self.with_board(board, |b| b.retire(now))
+    }
+
+    async fn take_snapshots(
+        &self,
+        board: &Board,
+        now: Timestamp,
+    ) -> Result<crate::domain::SnapshotPass> {
+        self.with_board(board, |b| b.take_snapshots(now))
+    }
+
+    async fn snapshots(
+        &self,
+        board: &Board,
+        window: usize,
+        range: crate::domain::SnapshotRange,
+    ) -> Result<Vec<crate::domain::Snapshot>> {
+        self.with_board(board, |b| b.snapshots(window, range))
+    }
+
+    async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>> {
+        self.with_board(board, |b| b.snapshot_cursor(window))
+    }
+
+    async fn advance_snapshot_cursor(
+        &self,
+        board: &Board,
+        window: usize,
+        boundary: i64,
+    ) -> Result<()> {
+        self.with_board(board, |b| b.advance_snapshot_cursor(window, boundary))
     }
 }

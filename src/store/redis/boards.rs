@@ -1,7 +1,8 @@
 //! Board records in Redis: create, load, list, drop.
 //!
 //! The record `board_{<board>}` is a hash: `version`, `slot`, `windows` (seconds,
-//! comma-separated), `offset`, `created_ms`, and per window `wm:<W>` (watermark) and
+//! comma-separated), `offset`, `created_ms`, `ties`, `snapshots` (`top,keep`, when
+//! the board takes period snapshots), and per window `wm:<W>` (watermark) and
 //! `done:<W>` (retired through); `dropping` while a drop is under way.
 
 use redis::Value;
@@ -12,7 +13,7 @@ use super::refusal::Refusal;
 use super::reply::{int, opt_string, string};
 use crate::board::{Board, Created};
 use crate::domain::RetireOptions;
-use crate::domain::{BoardConfig, BoardName, Span, Ties, Timestamp};
+use crate::domain::{BoardConfig, BoardName, SnapshotPolicy, Span, Ties, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::new_version;
 
@@ -51,7 +52,16 @@ pub(super) async fn create(
         Err(refusal) => return Err(refusal.into_error(Some(name))),
     };
     let created = int(&reply[0], "create_board")? == 1;
-    let board = parse_board(name, &reply[1..])?;
+    let mut board = parse_board(name, &reply[1..])?;
+    // The snapshots policy is the one option a live board takes as is: set it first, so
+    // the comparisons below see the rest of the config (not on a PUT refused as a
+    // conflict).
+    let compatible =
+        board.config.same_but_snapshots(config) || board.config.extended_by(config).is_some();
+    if compatible && board.config.snapshots() != config.snapshots() {
+        set_snapshots(conn, &board, config).await?;
+        board.config = board.config.with_snapshots(config.snapshots());
+    }
     // The registry is a global key: its own command, never inside a board's script. A
     // crash right here leaves the board unlisted; `load` lists it again (see there).
     register(conn, name).await?;
@@ -67,6 +77,17 @@ pub(super) async fn create(
             existing: board.config,
         })
     }
+}
+
+/// Sets (or clears) the board's snapshots policy to `config`'s.
+async fn set_snapshots(conn: &RedisConn, board: &Board, config: &BoardConfig) -> Result<()> {
+    let policy = config.snapshots().map(|p| p.stored()).unwrap_or_default();
+    let mut invocation = conn.scripts().set_snapshots.key(keys::record(&board.name));
+    invocation.arg(board.version).arg(policy);
+    // Idempotent: it sets a value; sent again, it sets the same value.
+    conn.script::<i64>(&invocation, &board.name, Retry::Idempotent)
+        .await
+        .map(|_| ())
 }
 
 /// Adds `added` (larger windows) to `existing`, retiring first when its largest window
@@ -229,6 +250,9 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         rest.push(keys::rebuild_tally(name));
         rest.push(keys::rebuild_dense(name));
         rest.push(keys::journal(name));
+        // Period snapshot streams (absent when the board took none).
+        rest.extend(windows.iter().map(|w| keys::snapshots(name, *w)));
+        rest.push(keys::snapshot_cursors(name));
         rest.push(index);
         unlink(conn, name, &rest).await?;
         // The board's idempotency records (`idem_{b}_<version>_…`) are left to expire by
@@ -272,10 +296,19 @@ async fn unlink(conn: &RedisConn, name: &BoardName, keys: &[String]) -> Result<(
 }
 
 /// The record fields that describe a board, in the order `parse_board` reads them.
-const RECORD_FIELDS: &[&str] = &["version", "slot", "windows", "offset", "created_ms", "ties"];
+const RECORD_FIELDS: &[&str] = &[
+    "version",
+    "slot",
+    "windows",
+    "offset",
+    "created_ms",
+    "ties",
+    "snapshots",
+];
 
-/// A board from its record's `version, slot, windows, offset, created_ms, ties` (no
-/// `ties`: a board made before the option, which ranks by competition).
+/// A board from its record's `version, slot, windows, offset, created_ms, ties,
+/// snapshots` (no `ties`: a board made before the option, which ranks by competition; no
+/// `snapshots`: a board that takes none).
 fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
     let corrupt = |what: &str| Error::Store(format!("board record of {name:?} has a bad {what}"));
     let version = string(&fields[0], "version")?
@@ -287,9 +320,13 @@ fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
     let created_ms = int(&fields[4], "created_ms")?;
     let ties = opt_string(&fields[5], "ties")?;
     let ties = Ties::from_stored(ties.as_deref()).ok_or_else(|| corrupt("ties"))?;
+    let snapshots = match opt_string(&fields[6], "snapshots")? {
+        None => None,
+        Some(text) => Some(SnapshotPolicy::from_stored(&text).ok_or_else(|| corrupt("snapshots"))?),
+    };
     let config = BoardConfig::new(slot, windows)
         .and_then(|c| c.with_offset(offset))
-        .map(|c| c.with_ties(ties))
+        .map(|c| c.with_ties(ties).with_snapshots(snapshots))
         .map_err(|e| Error::Store(format!("board record of {name:?}: {e}")))?;
     Ok(Board {
         name: name.clone(),

@@ -106,6 +106,18 @@ pub(super) fn dense(name: &BoardName, windows: &[Span], window: usize) -> String
     format!("dense_{}", window_suffix(name, windows, window))
 }
 
+/// `snap_{<board>}_<W>`: window `W`'s period snapshots, a stream whose entry IDs are the
+/// boundaries in milliseconds (see `snapshot_take.lua`).
+pub(super) fn snapshots(name: &BoardName, window: Span) -> String {
+    format!("snap_{{{name}}}_{}", window.seconds())
+}
+
+/// `snapsent_{<board>}`: per window (field = its seconds), the newest boundary whose
+/// snapshot was delivered to the snapshot webhook.
+pub(super) fn snapshot_cursors(name: &BoardName) -> String {
+    format!("snapsent_{{{name}}}")
+}
+
 /// `{<board>}` for the first window, `{<board>}_<W>` for the others.
 fn window_suffix(name: &BoardName, windows: &[Span], window: usize) -> String {
     if window == 0 {
@@ -234,6 +246,10 @@ mod tests {
         let keys: Vec<String> = stages(&board, 7200).collect();
         assert_eq!(keys, ["slot_{hot}_7200", "slot_{hot}_7200_1"]);
         assert_eq!(idempotency(&board, "k-1"), "idem_{hot}_1_k-1");
+        assert_eq!(
+            snapshots(&board.name, board.config.windows()[1]),
+            "snap_{hot}_86400"
+        );
         assert!(all_dense(&board).is_empty());
         let dense_board = Board {
             config: board.config.clone().with_ties(Ties::Dense),

@@ -31,6 +31,7 @@ mod refusal;
 mod reply;
 mod retire;
 mod scripts;
+mod snapshots;
 mod stats;
 mod stats_calls;
 mod stats_commit;
@@ -294,5 +295,35 @@ impl Store for RedisStore {
         options: RetireOptions,
     ) -> Result<RetireReport> {
         retire::retire(&self.conn, board, now, options).await
+    }
+
+    async fn take_snapshots(
+        &self,
+        board: &Board,
+        now: Timestamp,
+    ) -> Result<crate::domain::SnapshotPass> {
+        snapshots::take(&self.conn, board, now).await
+    }
+
+    async fn snapshots(
+        &self,
+        board: &Board,
+        window: usize,
+        range: crate::domain::SnapshotRange,
+    ) -> Result<Vec<crate::domain::Snapshot>> {
+        snapshots::list(&self.conn, board, window, range).await
+    }
+
+    async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>> {
+        snapshots::cursor(&self.conn, board, window).await
+    }
+
+    async fn advance_snapshot_cursor(
+        &self,
+        board: &Board,
+        window: usize,
+        boundary: i64,
+    ) -> Result<()> {
+        snapshots::advance_cursor(&self.conn, board, window, boundary).await
     }
 }

@@ -1,0 +1,286 @@
+//! The snapshot webhook against a local receiver (an axum server on a free port): each
+//! snapshot arrives with its body and `Idempotency-Key`; a receiver failing the first
+//! attempts still gets it; two replicas deliver each at least once with the same key;
+//! snapshots appended by a process that then died are delivered by another.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use rollboard::service::{ServiceConfig, WebhookOptions};
+use rollboard::{BoardConfig, Rollboard, Settings, SnapshotPolicy};
+use serde_json::{Value, json};
+
+use crate::support::{START, TestApp, TestRedis, clock, spawn_app_with, unique};
+
+/// One POST the receiver got: its key, its body, and whether it answered 2xx.
+#[derive(Debug, Clone)]
+struct Attempt {
+    key: String,
+    body: Value,
+    accepted: bool,
+}
+
+#[derive(Clone, Default)]
+struct Receiver {
+    attempts: Arc<Mutex<Vec<Attempt>>>,
+    /// Attempts still to answer 503.
+    failing: Arc<Mutex<usize>>,
+}
+
+impl Receiver {
+    /// The accepted deliveries.
+    fn accepted(&self) -> Vec<Attempt> {
+        let attempts = self.attempts.lock().unwrap();
+        attempts.iter().filter(|a| a.accepted).cloned().collect()
+    }
+
+    /// Distinct keys accepted, sorted.
+    fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.accepted().into_iter().map(|a| a.key).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    /// Waits (at most 10 s) until `count` distinct keys were accepted.
+    async fn wait_keys(&self, count: usize) -> Vec<String> {
+        for _ in 0..500 {
+            if self.keys().len() >= count {
+                return self.keys();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!(
+            "the receiver got {:?}, not {count} snapshots",
+            self.attempts.lock().unwrap()
+        );
+    }
+}
+
+async fn hook(
+    State(receiver): State<Receiver>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> StatusCode {
+    let key = headers
+        .get("idempotency-key")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let accepted = {
+        let mut failing = receiver.failing.lock().unwrap();
+        if *failing > 0 {
+            *failing -= 1;
+            false
+        } else {
+            true
+        }
+    };
+    receiver.attempts.lock().unwrap().push(Attempt {
+        key,
+        body,
+        accepted,
+    });
+    if accepted {
+        StatusCode::NO_CONTENT
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    }
+}
+
+/// A receiver at `http://127.0.0.1:<port>/hook` that fails its first `failing` attempts.
+async fn receiver(failing: usize) -> (String, Receiver) {
+    let receiver = Receiver {
+        failing: Arc::new(Mutex::new(failing)),
+        ..Receiver::default()
+    };
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(hook))
+        .with_state(receiver.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, receiver)
+}
+
+/// A service config delivering to `url`, with short retry and poll intervals; the list
+/// of boards is re-read every `relist` (and at once after a board created through the
+/// same process).
+fn config(url: &str, relist: Duration) -> ServiceConfig {
+    let webhook = WebhookOptions {
+        retry_min: Duration::from_millis(10),
+        retry_max: Duration::from_millis(50),
+        poll_every: Duration::from_millis(10),
+        relist_every: relist,
+        ..WebhookOptions::new(url).unwrap()
+    };
+    ServiceConfig {
+        snapshot_webhook: Some(webhook),
+        ..ServiceConfig::default()
+    }
+}
+
+fn key(board: &str, window: i64, boundary: i64) -> String {
+    format!("{board}:{window}:{boundary}")
+}
+
+/// Creates a board with snapshots (top 2) over HTTP and writes bob 7, alice 5, carol 5
+/// in slot START.
+async fn board_with_events(app: &TestApp) -> String {
+    let b = unique("hook");
+    let config =
+        json!({"slot": "1h", "windows": ["1h", "2h"], "snapshots": {"top": 2, "keep": 10}});
+    let created = app.put(&format!("/v1/boards/{b}"), config).await;
+    assert_eq!(created.status.as_u16(), 201, "{:?}", created.body);
+    app.at(60);
+    let events = json!({"events": [
+        {"member": "bob", "delta": 7},
+        {"member": "alice", "delta": 5},
+        {"member": "carol", "delta": 5},
+    ]});
+    let written = app.post(&format!("/v1/boards/{b}/events"), events).await;
+    assert_eq!(written.status.as_u16(), 200);
+    b
+}
+
+/// The 2h window's snapshot at START + 1h of [`board_with_events`], taken at +5 s.
+fn two_hour_body(b: &str) -> Value {
+    json!({"board": b, "window": "2h", "boundary": START + 3600,
+    "taken_ms": (START + 3605) * 1000, "entries": [
+        {"rank": 1, "member": "bob", "score": 7},
+        {"rank": 2, "member": "alice", "score": 5},
+    ]})
+}
+
+#[tokio::test]
+async fn each_snapshot_arrives_with_its_body_and_key_even_after_failed_attempts() {
+    let (url, receiver) = receiver(3).await;
+    let redis = Arc::new(TestRedis::start().await);
+    // The board is created through this service: it is listed at once, long before the
+    // default re-listing.
+    let app = spawn_app_with(
+        redis.clone(),
+        clock(),
+        config(&url, Duration::from_secs(30)),
+    )
+    .await;
+    let b = board_with_events(&app).await;
+    app.at(3605);
+    let keys = receiver.wait_keys(2).await;
+    assert_eq!(
+        keys,
+        [key(&b, 3600, START + 3600), key(&b, 7200, START + 3600)]
+    );
+    let accepted = receiver.accepted();
+    let two = accepted.iter().find(|a| a.key.contains(":7200:")).unwrap();
+    assert_eq!(two.body, two_hour_body(&b));
+    let one = accepted.iter().find(|a| a.key.contains(":3600:")).unwrap();
+    assert_eq!(
+        one.body,
+        json!({"board": b, "window": "1h", "boundary": START + 3600,
+            "taken_ms": (START + 3605) * 1000, "entries": []})
+    );
+    // The three refused attempts carried keys of these same snapshots.
+    let attempts = receiver.attempts.lock().unwrap().clone();
+    let refused: Vec<&Attempt> = attempts.iter().filter(|a| !a.accepted).collect();
+    assert_eq!(refused.len(), 3);
+    assert!(refused.iter().all(|a| keys.contains(&a.key)), "{refused:?}");
+    // Each window's cursor stands at the boundary delivered.
+    let mut raw = redis.raw().await;
+    let cursors: Vec<Option<i64>> = redis::cmd("HMGET")
+        .arg(format!("snapsent_{{{b}}}"))
+        .arg(3600)
+        .arg(7200)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(cursors, [Some(START + 3600), Some(START + 3600)]);
+}
+
+#[tokio::test]
+async fn two_replicas_deliver_each_snapshot_at_least_once_under_one_key() {
+    let (url, receiver) = receiver(0).await;
+    let redis = Arc::new(TestRedis::start().await);
+    let clock = clock();
+    // The second replica learns of the board by re-listing.
+    let relist = Duration::from_millis(10);
+    let first = spawn_app_with(redis.clone(), clock.clone(), config(&url, relist)).await;
+    let second = spawn_app_with(redis.clone(), clock.clone(), config(&url, relist)).await;
+    let b = board_with_events(&first).await;
+    first.at(3605);
+    receiver.wait_keys(2).await;
+    second.at(2 * 3600 + 5);
+    let keys = receiver.wait_keys(4).await;
+    let mut expected = vec![
+        key(&b, 3600, START + 3600),
+        key(&b, 3600, START + 7200),
+        key(&b, 7200, START + 3600),
+        key(&b, 7200, START + 7200),
+    ];
+    expected.sort();
+    assert_eq!(keys, expected);
+    // Every delivery under one key carries the same body: the receiver may keep the first.
+    let accepted = receiver.accepted();
+    for k in &keys {
+        let bodies: Vec<&Value> = accepted
+            .iter()
+            .filter(|a| &a.key == k)
+            .map(|a| &a.body)
+            .collect();
+        assert!(bodies.windows(2).all(|w| w[0] == w[1]), "{k}: {bodies:?}");
+    }
+    let two = accepted
+        .iter()
+        .find(|a| a.key == key(&b, 7200, START + 3600))
+        .unwrap();
+    assert_eq!(two.body, two_hour_body(&b));
+}
+
+#[tokio::test]
+async fn snapshots_appended_by_a_process_that_died_are_delivered_by_another() {
+    let (url, receiver) = receiver(0).await;
+    let redis = Arc::new(TestRedis::start().await);
+    let clock = clock();
+    let died = unique("died");
+    // The appender: no webhook; it takes the snapshot at START + 1h, then is gone.
+    {
+        let appender = Rollboard::with(
+            redis.store().await,
+            Arc::new(clock.clone()),
+            Settings::default(),
+        );
+        let policy = SnapshotPolicy::new(2, 10).unwrap();
+        let config = BoardConfig::parse("1h", &["1h", "2h"])
+            .unwrap()
+            .with_snapshots(Some(policy));
+        appender.create_board(&died, config).await.unwrap();
+        clock.advance_secs(60);
+        appender.incr(&died, "bob", 7, None).await.unwrap();
+        clock.advance_secs(3545);
+        assert!(appender.retire(&died).await.unwrap().complete);
+        assert_eq!(
+            appender.take_snapshots(&died).await.unwrap(),
+            rollboard::SnapshotPass::Done { appended: 2 }
+        );
+    }
+    let _app = spawn_app_with(redis, clock, config(&url, Duration::from_secs(30))).await;
+    let keys = receiver.wait_keys(2).await;
+    assert_eq!(
+        keys,
+        [
+            key(&died, 3600, START + 3600),
+            key(&died, 7200, START + 3600)
+        ]
+    );
+    let two = receiver
+        .accepted()
+        .into_iter()
+        .find(|a| a.key.contains(":7200:"))
+        .unwrap();
+    assert_eq!(
+        two.body["entries"],
+        json!([{"rank": 1, "member": "bob", "score": 7}])
+    );
+}
