@@ -86,7 +86,12 @@ fn own_cpu_seconds() -> f64 {
     // 12th and 13th, in clock ticks (100 per second on Linux).
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (tick(11) + tick(12)) / 100.0
 }
 

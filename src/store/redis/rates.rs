@@ -84,7 +84,11 @@ struct KeyPlan {
 }
 
 impl KeyPlan {
-    fn new(tiers: &RateTiers, now: Timestamp, hits: impl Iterator<Item = (Timestamp, u32)>) -> Self {
+    fn new(
+        tiers: &RateTiers,
+        now: Timestamp,
+        hits: impl Iterator<Item = (Timestamp, u32)>,
+    ) -> Self {
         let shape: Vec<(i64, i64, u64)> = {
             // Per tier: slot length, slots, bit offset of its first counter.
             let mut base = 64 * tiers.tiers().len() as u64;
@@ -230,8 +234,7 @@ async fn run_pipelined(conn: &RedisConn, calls: &[Cmd]) -> Result<Vec<RedisResul
         for &i in &pending {
             pipe.add_command(calls[i].clone());
         }
-        let results: Vec<RedisResult<Reply>> =
-            conn.query_pipe(&pipe, None, Retry::Never).await?;
+        let results: Vec<RedisResult<Reply>> = conn.query_pipe(&pipe, None, Retry::Never).await?;
         let mut refused = Vec::new();
         for (&i, result) in pending.iter().zip(results) {
             match result {

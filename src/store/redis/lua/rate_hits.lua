@@ -81,6 +81,8 @@ for t = 1, ntiers do
   READ_HEADS[3 * t - 2], READ_HEADS[3 * t - 1], READ_HEADS[3 * t] = 'GET', 'i64', str(64 * (t - 1))
 end
 READ_HEADS[3 * ntiers + 1], READ_HEADS[3 * ntiers + 2] = 'OVERFLOW', 'FAIL'
+-- Adding 0 to the last byte: a fresh key is made its full size at once, zeros.
+local GROW_AT = str(8 * (size - 1))
 
 -- Whether position p of tier t is among the k positions from `from` on.
 local function within(t, p, from, k)
@@ -354,7 +356,7 @@ local function play(first, last, exact, results, pre)
     return false
   end
 
-  if fresh_key then
+  if fresh_key and not pre then
     -- The whole ring at once (the adds of a first BITFIELD made a shorter string, which
     -- growing would over-allocate).
     redis.call('SET', key, string.rep('\0', size))
@@ -408,28 +410,97 @@ local function play_key(a)
   local nhits, ncells = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
   local need_at, lim_at, cells_at = a + 2, a + 2 + ntiers, a + 2 + 2 * ntiers
   hits_at = cells_at + 2 * ncells
+  if ncells == 0 then
+    -- Every hit too late for every tier, even before any head moves: nothing changes.
+    return {}, hits_at + 2 * nhits
+  end
   local ops, no = { unpack(READ_HEADS) }, #READ_HEADS
   for c = 0, ncells - 1 do
     ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] =
       'INCRBY', 'u32', ARGV[cells_at + 2 * c], ARGV[cells_at + 2 * c + 1]
     no = no + 4
   end
-  local reply = redis.call('BITFIELD', key, unpack(ops, 1, no))
+  ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'INCRBY', 'u8', GROW_AT, '0'
+  local reply = redis.call('BITFIELD', key, unpack(ops, 1, no + 4))
   local next_key = hits_at + 2 * nhits
-  local as_computed, overflow = true, false
+  -- As computed when, per tier, the head the hits leave (the newer of the head and
+  -- `need`) stays below `lim`: no hit's slot leaves the ring, and the heads moved
+  -- (if at all) past slots no hit of the batch is in but the new ones.
+  local as_computed, moved = true, false
+  local need = { 0, 0, 0, 0, 0, 0, 0, 0 }
   for t = 1, ntiers do
+    need[t] = tonumber(ARGV[need_at + t - 1])
     local h = reply[t] - 1
-    if reply[t] == 0 or h < tonumber(ARGV[need_at + t - 1]) or h >= tonumber(ARGV[lim_at + t - 1]) then
+    if h < need[t] then
+      moved = true
+      h = need[t]
+    end
+    if h >= tonumber(ARGV[lim_at + t - 1]) then
       as_computed = false
     end
   end
   for c = 1, ncells do
     if not reply[ntiers + c] then
-      overflow = true
+      as_computed = false
     end
   end
-  if as_computed and not overflow then
+  if as_computed and not moved then
     return {}, next_key
+  end
+  if as_computed then
+    -- Per tier whose head moves: clear the slots it passes (a fresh tier is zeros
+    -- already), set the counters of the new slots to what the hits add, set the head.
+    local fix, nfix = {}, 0
+    local until_old, until_new = 0, 0
+    for t = 1, ntiers do
+      local h = reply[t] - 1
+      if h >= 0 then
+        until_old = math.max(until_old, (h + 1 + n[t]) * g[t])
+      end
+      until_new = math.max(until_new, (math.max(h, need[t]) + 1 + n[t]) * g[t])
+      if h < need[t] then
+        if h >= 0 then
+          local k = min(need[t] - h, n[t])
+          local p = (h + 1) % n[t]
+          if k > SHORT then
+            local part = min(k, n[t] - p)
+            redis.call('SETRANGE', key, base[t] / 8 + 4 * p, string.rep('\0', 4 * part))
+            if k > part then
+              redis.call('SETRANGE', key, base[t] / 8, string.rep('\0', 4 * (k - part)))
+            end
+          else
+            for j = 0, k - 1 do
+              fix[nfix + 1], fix[nfix + 2], fix[nfix + 3], fix[nfix + 4] =
+                'SET', 'u32', str(base[t] + 32 * ((p + j) % n[t])), '0'
+              nfix = nfix + 4
+            end
+          end
+          local hi = base[t] + 32 * n[t]
+          for c = 0, ncells - 1 do
+            local b = tonumber(ARGV[cells_at + 2 * c])
+            if b >= base[t] and b < hi and within(t, (b - base[t]) / 32, p, k) then
+              fix[nfix + 1], fix[nfix + 2], fix[nfix + 3], fix[nfix + 4] =
+                'SET', 'u32', ARGV[cells_at + 2 * c], ARGV[cells_at + 2 * c + 1]
+              nfix = nfix + 4
+            end
+          end
+        end
+        fix[nfix + 1], fix[nfix + 2], fix[nfix + 3], fix[nfix + 4] =
+          'SET', 'i64', READ_HEADS[3 * t], str(need[t] + 1)
+        nfix = nfix + 4
+      end
+    end
+    redis.call('BITFIELD', key, unpack(fix, 1, nfix))
+    if until_new ~= until_old then
+      redis.call('PEXPIRE', key, str(math.max(1, until_new - now)))
+    end
+    return {}, next_key
+  end
+  local overflow = false
+  for c = 1, ncells do
+    if not reply[ntiers + c] then
+      overflow = true
+    end
   end
   local results = {}
   if not overflow then
