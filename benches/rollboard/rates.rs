@@ -1,8 +1,8 @@
 //! Phase `rates`: rate windows through the library on Redis: hits in batches of 1000
 //! over 100k keys (Zipf-skewed, s = 1.1, as users are: about 480 keys a batch; and
 //! uniform, about 995 keys a batch), 8 batches in flight, against the `HINCRBY` ceiling;
-//! checks
-//! (64 in flight) with their p99, and the memory of one busy key with every tier
+//! where the time of each went (Redis's script time and CPU, the client's CPU, per hit);
+//! checks (64 in flight) with their p99, and the memory of one busy key with every tier
 //! populated.
 
 use std::sync::Arc;

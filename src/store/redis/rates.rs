@@ -3,7 +3,9 @@
 //! by key (at most [`CELLS_PER_CALL`] counters' worth of one key in one call), the
 //! groups of many keys share one call of `rate_hits.lua` (at most [`HITS_PER_CALL`]
 //! hits, so that no call holds Redis long; on a Cluster, keys of one hash slot), and the
-//! calls go out in one pipeline. A check is one
+//! calls go out in one pipeline. Per key, the client sends a [`KeyPlan`] (what each
+//! hit adds where, computed from `now`), so that the script's common case is one
+//! `BITFIELD` per key. A check is one
 //! call of `rate_hit.lua`; reads are one `GET`, counted here by the same code as the
 //! memory store's.
 //!
