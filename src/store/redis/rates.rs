@@ -404,3 +404,44 @@ impl RateStore for RedisStore {
         Ok(removed > 0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(ms: i64) -> Timestamp {
+        Timestamp::from_unix_millis(ms).unwrap()
+    }
+
+    #[test]
+    fn a_key_plan_adds_each_hit_to_the_counters_of_the_tiers_that_count_it_from_now() {
+        // Layout: 3 heads (192 bits), then 5 + 4 + 3 counters of 32 bits.
+        let tiers = RateTiers::parse("5x1s,4x5s,3x1m").unwrap();
+        let now = 600_000 + 7_500; // slots 607 (1 s), 121 (5 s), 10 (1 min)
+        let hits = [
+            (ts(now), 2),           // 607, 121, 10: every tier
+            (ts(now - 1_000), 1),   // 606, 121, 10
+            (ts(now - 5_000), 4),   // 602 is out of the 1 s tier; 120, 10
+            (ts(now - 200_000), 1), // 407, 81, 6: out of every tier
+            (ts(now + 3_000), 1),   // 610 (future), 122, 10
+        ];
+        let plan = KeyPlan::new(&tiers, ts(now), hits.into_iter());
+        assert_eq!(plan.counted, [3, 3, 2, 0, 3]);
+        assert_eq!(plan.need, [610, 122, 10]);
+        assert_eq!(plan.lim, [606 + 5, 120 + 4, 10 + 3]);
+        let (s, m) = (192, 192 + 5 * 32);
+        let h = m + 4 * 32;
+        assert_eq!(
+            plan.cells,
+            [
+                (s + 32 * (607 % 5), 2),
+                (m + 32 * (121 % 4), 2 + 1),
+                (h + 32 * (10 % 3), 2 + 1 + 4 + 1),
+                (s + 32 * (606 % 5), 1),
+                (m + 32 * (120 % 4), 4),
+                (s + 32 * (610 % 5), 1),
+                (m + 32 * (122 % 4), 1),
+            ]
+        );
+    }
+}
