@@ -75,6 +75,17 @@ local function str(v)
   return s
 end
 
+-- Strings of `len` zero bytes, each made once per call (for SETRANGE).
+local zero_strings = {}
+local function zeros(len)
+  local z = zero_strings[len]
+  if z == nil then
+    z = string.rep('\0', len)
+    zero_strings[len] = z
+  end
+  return z
+end
+
 -- The BITFIELD ops that read the heads, then OVERFLOW FAIL for the adds after them.
 local READ_HEADS = {}
 for t = 1, ntiers do
@@ -359,7 +370,7 @@ local function play(first, last, exact, results, pre)
   if fresh_key and not pre then
     -- The whole ring at once (the adds of a first BITFIELD made a shorter string, which
     -- growing would over-allocate).
-    redis.call('SET', key, string.rep('\0', size))
+    redis.call('SET', key, zeros(size))
   end
   if #long > 0 and #added > 0 then
     -- The adds alone first: a failure then has only them to undo.
@@ -375,9 +386,9 @@ local function play(first, last, exact, results, pre)
     local k = min(head[t] - h0[t], n[t])
     local p = (h0[t] + 1) % n[t]
     local part = min(k, n[t] - p)
-    redis.call('SETRANGE', key, base[t] / 8 + 4 * p, string.rep('\0', 4 * part))
+    redis.call('SETRANGE', key, str(base[t] / 8 + 4 * p), zeros(4 * part))
     if k > part then
-      redis.call('SETRANGE', key, base[t] / 8, string.rep('\0', 4 * (k - part)))
+      redis.call('SETRANGE', key, str(base[t] / 8), zeros(4 * (k - part)))
     end
   end
   if no > 0 then
@@ -464,9 +475,9 @@ local function play_key(a)
           local p = (h + 1) % n[t]
           if k > SHORT then
             local part = min(k, n[t] - p)
-            redis.call('SETRANGE', key, base[t] / 8 + 4 * p, string.rep('\0', 4 * part))
+            redis.call('SETRANGE', key, str(base[t] / 8 + 4 * p), zeros(4 * part))
             if k > part then
-              redis.call('SETRANGE', key, base[t] / 8, string.rep('\0', 4 * (k - part)))
+              redis.call('SETRANGE', key, str(base[t] / 8), zeros(4 * (k - part)))
             end
           else
             for j = 0, k - 1 do
