@@ -27,6 +27,8 @@ async fn library(url: &str) -> Rollboard {
 struct Meter {
     evalsha_calls: u64,
     evalsha_usec: u64,
+    /// Calls of the commands the scripts run: BITFIELD, SETRANGE, PEXPIRE.
+    inner: [u64; 3],
     redis_cpu: f64,
     client_cpu: f64,
 }
@@ -38,17 +40,16 @@ impl Meter {
             .query_async(conn)
             .await
             .unwrap();
-        let evalsha = info
-            .lines()
-            .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
-            .unwrap_or("calls=0,usec=0");
-        let stat = |name: &str| -> u64 {
-            evalsha
+        let stat_of = |command: &str, name: &str| -> u64 {
+            info.lines()
+                .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:")))
+                .unwrap_or("")
                 .split(',')
                 .find_map(|kv| kv.strip_prefix(name))
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0)
         };
+        let stat = |name: &str| stat_of("evalsha", name);
         let cpu = |name: &str| -> f64 {
             info.lines()
                 .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
@@ -58,21 +59,27 @@ impl Meter {
         Meter {
             evalsha_calls: stat("calls="),
             evalsha_usec: stat("usec="),
+            inner: ["bitfield", "setrange", "pexpire"].map(|c| stat_of(c, "calls=")),
             redis_cpu: cpu("used_cpu_user") + cpu("used_cpu_sys"),
             client_cpu: own_cpu_seconds(),
         }
     }
 
-    /// "µs of script time per hit, Redis busy %, client CPU µs per hit, hits per call".
+    /// "µs of script time per hit, hits per call, the scripts' commands per hit, Redis
+    /// CPU % of wall, client CPU µs per hit".
     fn since(&self, before: &Meter, load: &Load) -> String {
         let hits = load.done.max(1) as f64;
         let wall = load.elapsed.as_secs_f64();
         let calls = (self.evalsha_calls - before.evalsha_calls).max(1) as f64;
+        let per_hit = |i: usize| (self.inner[i] - before.inner[i]) as f64 / hits;
         format!(
-            "Redis {:.2} µs/hit in scripts ({:.0} hits/call), Redis CPU {:.0}% of wall; \
-             client CPU {:.2} µs/hit",
+            "Redis {:.2} µs/hit in scripts ({:.0} hits/call; per hit {:.2} BITFIELD, \
+             {:.2} SETRANGE, {:.2} PEXPIRE), Redis CPU {:.0}% of wall; client CPU {:.2} µs/hit",
             (self.evalsha_usec - before.evalsha_usec) as f64 / hits,
             hits / calls,
+            per_hit(0),
+            per_hit(1),
+            per_hit(2),
             100.0 * (self.redis_cpu - before.redis_cpu) / wall,
             1e6 * (self.client_cpu - before.client_cpu) / hits,
         )
