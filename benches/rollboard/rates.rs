@@ -1,8 +1,8 @@
 //! Phase `rates`: rate windows through the library on Redis: hits in batches of 1000
 //! over 100k keys (Zipf-skewed, s = 1.1, as users are: about 480 keys a batch; and
 //! uniform, about 995 keys a batch), 8 batches in flight, against the `HINCRBY` ceiling;
-//! checks
-//! (64 in flight) with their p99, and the memory of one busy key with every tier
+//! where the time of each went (Redis's script time and CPU, the client's CPU, per hit);
+//! checks (64 in flight) with their p99, and the memory of one busy key with every tier
 //! populated.
 
 use std::sync::Arc;
@@ -21,9 +21,97 @@ async fn library(url: &str) -> Rollboard {
     Rollboard::new(Arc::new(RedisStore::connect(url).await.unwrap()))
 }
 
+/// Where a phase's time went: Redis's script time and CPU (`INFO`), and this
+/// process's CPU (`/proc/self/stat`, the load generator and the library together).
+#[derive(Debug, Default, Clone, Copy)]
+struct Meter {
+    evalsha_calls: u64,
+    evalsha_usec: u64,
+    /// Calls of the commands the scripts run: BITFIELD, SETRANGE, PEXPIRE.
+    inner: [u64; 3],
+    redis_cpu: f64,
+    client_cpu: f64,
+}
+
+impl Meter {
+    async fn read(conn: &mut redis::aio::MultiplexedConnection) -> Meter {
+        let info: String = redis::cmd("INFO")
+            .arg("all")
+            .query_async(conn)
+            .await
+            .unwrap();
+        let stat_of = |command: &str, name: &str| -> u64 {
+            info.lines()
+                .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:")))
+                .unwrap_or("")
+                .split(',')
+                .find_map(|kv| kv.strip_prefix(name))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0)
+        };
+        let stat = |name: &str| stat_of("evalsha", name);
+        let cpu = |name: &str| -> f64 {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0.0)
+        };
+        Meter {
+            evalsha_calls: stat("calls="),
+            evalsha_usec: stat("usec="),
+            inner: ["bitfield", "setrange", "pexpire"].map(|c| stat_of(c, "calls=")),
+            redis_cpu: cpu("used_cpu_user") + cpu("used_cpu_sys"),
+            client_cpu: own_cpu_seconds(),
+        }
+    }
+
+    /// "µs of script time per hit, hits per call, the scripts' commands per hit, Redis
+    /// CPU % of wall, client CPU µs per hit".
+    fn since(&self, before: &Meter, load: &Load) -> String {
+        let hits = load.done.max(1) as f64;
+        let wall = load.elapsed.as_secs_f64();
+        let calls = (self.evalsha_calls - before.evalsha_calls).max(1) as f64;
+        let per_hit = |i: usize| (self.inner[i] - before.inner[i]) as f64 / hits;
+        format!(
+            "Redis {:.2} µs/hit in scripts ({:.0} hits/call; per hit {:.2} BITFIELD, \
+             {:.2} SETRANGE, {:.2} PEXPIRE), Redis CPU {:.0}% of wall; client CPU {:.2} µs/hit",
+            (self.evalsha_usec - before.evalsha_usec) as f64 / hits,
+            hits / calls,
+            per_hit(0),
+            per_hit(1),
+            per_hit(2),
+            100.0 * (self.redis_cpu - before.redis_cpu) / wall,
+            1e6 * (self.client_cpu - before.client_cpu) / hits,
+        )
+    }
+}
+
+/// This process's user + system CPU seconds (0 where `/proc` is missing).
+fn own_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime and stime are the
+    // 12th and 13th, in clock ticks (100 per second on Linux).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (tick(11) + tick(12)) / 100.0
+}
+
 /// Batches of 1000 hits, 8 batches in flight, for `phase`; keys Zipf-skewed or uniform.
-async fn hits(url: &str, phase: Duration, skewed: bool) -> Load {
+/// With the breakdown of [`Meter::since`].
+async fn hits(url: &str, phase: Duration, skewed: bool) -> (Load, String) {
     let boards = library(url).await;
+    let mut conn = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let before = Meter::read(&mut conn).await;
     let start = Instant::now();
     let mut tasks = Vec::new();
     for t in 0..8u64 {
@@ -54,7 +142,9 @@ async fn hits(url: &str, phase: Duration, skewed: bool) -> Load {
         total.done += t.await.unwrap().done;
     }
     total.elapsed = start.elapsed();
-    total
+    let after = Meter::read(&mut conn).await;
+    let breakdown = after.since(&before, &total);
+    (total, breakdown)
 }
 
 /// Checks against a limit of 100 per minute, 64 in flight, for `phase`.
@@ -121,9 +211,9 @@ async fn busy_key_bytes(url: &str) -> u64 {
 }
 
 pub async fn rates(url: &str, hincrby: f64, phase: Duration) -> Vec<Row> {
-    let hit = hits(url, phase, true).await;
+    let (hit, hit_breakdown) = hits(url, phase, true).await;
     let ratio = hit.per_second() / hincrby;
-    let uniform = hits(url, phase, false).await;
+    let (uniform, uniform_breakdown) = hits(url, phase, false).await;
     let (mut check, allowed) = checks(url, phase).await;
     let p99 = check.percentile(99.0);
     let p50 = check.percentile(50.0);
@@ -141,6 +231,20 @@ pub async fn rates(url: &str, hincrby: f64, phase: Duration) -> Vec<Row> {
             measured: rate(uniform.per_second(), "hits/s"),
             reference: format!("HINCRBY {}", rate(hincrby, "ops/s")),
             ratio: Some(uniform.per_second() / hincrby),
+            target: None,
+        },
+        Row {
+            figure: "rate hits Zipf: where the time went".into(),
+            measured: hit_breakdown,
+            reference: String::new(),
+            ratio: None,
+            target: None,
+        },
+        Row {
+            figure: "rate hits uniform: where the time went".into(),
+            measured: uniform_breakdown,
+            reference: String::new(),
+            ratio: None,
             target: None,
         },
         Row {

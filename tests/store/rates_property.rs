@@ -2,8 +2,9 @@
 //! forwards (by a little, or by more than a whole cycle) and backwards, reads and checks
 //! run on the memory store and on Redis in lockstep, against a brute-force oracle that
 //! keeps every hit and recounts from the definition (no ring, no clearing). Hits come
-//! one at a time and in batches mixing two keys (the batch path: one script call per
-//! key on Redis).
+//! one at a time and in batches mixing two keys (the batch path: both keys in one script
+//! call on Redis), far from now or near it (where the script's one-BITFIELD path and its
+//! fix-up of moved heads run).
 
 use std::sync::Arc;
 
@@ -42,6 +43,10 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (1u32..4, -200_000i64..15_000).prop_map(|(count, offset_ms)| Op::Hit { count, offset_ms }),
         3 => (-30_000i64..40_000).prop_map(Op::Move),
         3 => proptest::collection::vec((0usize..2, 1u32..4, -200_000i64..15_000), 1..12).prop_map(Op::Batch),
+        // Near now, after small moves: heads that stay or move a few slots (the script's
+        // one-BITFIELD path and its fix-up).
+        3 => proptest::collection::vec((0usize..2, 1u32..4, -6_000i64..3_000), 1..12).prop_map(Op::Batch),
+        2 => (-2_000i64..3_000).prop_map(Op::Move),
         1 => (100_000i64..400_000).prop_map(Op::Move),
         2 => Just(Op::Read),
         2 => (0..WINDOWS.len(), 0u64..8, 1u32..3).prop_map(|(window, limit, count)| Op::Check { window, limit, count }),

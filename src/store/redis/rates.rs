@@ -3,7 +3,9 @@
 //! by key (at most [`CELLS_PER_CALL`] counters' worth of one key in one call), the
 //! groups of many keys share one call of `rate_hits.lua` (at most [`HITS_PER_CALL`]
 //! hits, so that no call holds Redis long; on a Cluster, keys of one hash slot), and the
-//! calls go out in one pipeline. A check is one
+//! calls go out in one pipeline. Per key, the client sends a [`KeyPlan`] (what each
+//! hit adds where, computed from `now`), so that the script's common case is one
+//! `BITFIELD` per key. A check is one
 //! call of `rate_hit.lua`; reads are one `GET`, counted here by the same code as the
 //! memory store's.
 //!
@@ -65,6 +67,77 @@ async fn check_call(
     }
 }
 
+/// What `rate_hits.lua` answers per key: empty when every hit counted as [`KeyPlan`]
+/// computed, else per hit the tiers that counted it (`-1`: it would overflow).
+type Reply = Vec<Vec<i64>>;
+
+/// One key's part of a call of `rate_hits.lua`, computed from `now` alone: which tiers
+/// count each hit, and what the hits add to each counter. Exact when no head moves,
+/// which the script checks with `need` and `lim`.
+struct KeyPlan {
+    /// Per hit, the tiers that count it.
+    counted: Vec<usize>,
+    /// Per tier: the newest slot the hits reach (at least now's).
+    need: Vec<i64>,
+    /// Per tier: the oldest slot counted there plus the tier's slots (`i64::MAX`: none).
+    lim: Vec<i64>,
+    /// (bit offset of a counter, what the hits add to it), in order of first use.
+    cells: Vec<(u64, u64)>,
+}
+
+impl KeyPlan {
+    fn new(
+        tiers: &RateTiers,
+        now: Timestamp,
+        hits: impl Iterator<Item = (Timestamp, u32)>,
+    ) -> Self {
+        let shape: Vec<(i64, i64, u64)> = {
+            // Per tier: slot length, slots, bit offset of its first counter.
+            let mut base = 64 * tiers.tiers().len() as u64;
+            tiers
+                .tiers()
+                .iter()
+                .map(|tier| {
+                    let b = base;
+                    base += 32 * u64::from(tier.slots);
+                    (tier.slot_ms(), i64::from(tier.slots), b)
+                })
+                .collect()
+        };
+        let now_slots: Vec<i64> = shape
+            .iter()
+            .map(|&(g, _, _)| now.unix_millis().div_euclid(g))
+            .collect();
+        let mut plan = KeyPlan {
+            counted: Vec::new(),
+            need: now_slots.clone(),
+            lim: vec![i64::MAX; shape.len()],
+            cells: Vec::new(),
+        };
+        let mut cell_of: HashMap<u64, usize> = HashMap::new();
+        for (at, count) in hits {
+            let mut counted = 0;
+            for (t, &(g, n, base)) in shape.iter().enumerate() {
+                let slot = at.unix_millis().div_euclid(g);
+                if slot <= now_slots[t] - n {
+                    continue;
+                }
+                counted += 1;
+                plan.need[t] = plan.need[t].max(slot);
+                plan.lim[t] = plan.lim[t].min(slot + n);
+                let offset = base + 32 * slot.rem_euclid(n) as u64;
+                let cell = *cell_of.entry(offset).or_insert_with(|| {
+                    plan.cells.push((offset, 0));
+                    plan.cells.len() - 1
+                });
+                plan.cells[cell].1 += u64::from(count);
+            }
+            plan.counted.push(counted);
+        }
+        plan
+    }
+}
+
 /// The hits of `hits` grouped into calls: per call, the indexes of one key's hits in
 /// order, at most `per_call` of them; calls in the order of their first hit.
 fn group_by_key(hits: &[RateHit], per_call: usize) -> Vec<Vec<usize>> {
@@ -116,7 +189,7 @@ async fn run_calls(
     conn: &RedisConn,
     calls: Vec<Cmd>,
     slots: &[Option<Slot>],
-) -> Result<Vec<RedisResult<Vec<i64>>>> {
+) -> Result<Vec<RedisResult<Reply>>> {
     let mut by_slot: HashMap<Option<Slot>, Vec<usize>> = HashMap::new();
     for (i, slot) in slots.iter().enumerate() {
         by_slot.entry(*slot).or_default().push(i);
@@ -130,7 +203,7 @@ async fn run_calls(
         async move { run_pipelined(conn, &part).await }
     });
     let parts = futures_util::future::try_join_all(runs).await?;
-    let mut replies: Vec<Option<RedisResult<Vec<i64>>>> = (0..calls.len()).map(|_| None).collect();
+    let mut replies: Vec<Option<RedisResult<Reply>>> = (0..calls.len()).map(|_| None).collect();
     for (group, part) in groups.iter().zip(parts) {
         for (&i, reply) in group.iter().zip(part) {
             replies[i] = Some(reply);
@@ -145,8 +218,8 @@ async fn run_calls(
 /// Runs `calls` (`EVALSHA`s of `rate_hits.lua`) in one pipeline; per call its reply or
 /// its error. Calls refused with `NOSCRIPT` ran nothing, so the script is loaded and
 /// only they are sent again.
-async fn run_pipelined(conn: &RedisConn, calls: &[Cmd]) -> Result<Vec<RedisResult<Vec<i64>>>> {
-    let mut replies: Vec<Option<RedisResult<Vec<i64>>>> = (0..calls.len()).map(|_| None).collect();
+async fn run_pipelined(conn: &RedisConn, calls: &[Cmd]) -> Result<Vec<RedisResult<Reply>>> {
+    let mut replies: Vec<Option<RedisResult<Reply>>> = (0..calls.len()).map(|_| None).collect();
     let mut pending: Vec<usize> = (0..calls.len()).collect();
     for round in 0..3 {
         if pending.is_empty() {
@@ -163,8 +236,7 @@ async fn run_pipelined(conn: &RedisConn, calls: &[Cmd]) -> Result<Vec<RedisResul
         for &i in &pending {
             pipe.add_command(calls[i].clone());
         }
-        let results: Vec<RedisResult<Vec<i64>>> =
-            conn.query_pipe(&pipe, None, Retry::Never).await?;
+        let results: Vec<RedisResult<Reply>> = conn.query_pipe(&pipe, None, Retry::Never).await?;
         let mut refused = Vec::new();
         for (&i, result) in pending.iter().zip(results) {
             match result {
@@ -202,9 +274,21 @@ impl RateStore for RedisStore {
         let slot_of = |i: usize| cluster.then(|| Slot::for_key(keys::rate(&hits[i].key, tiers)));
         let calls = pack_calls(group_by_key(hits, per_key), HITS_PER_CALL, slot_of);
         let script = &self.conn.scripts().rate_hits;
-        let invocations: Vec<Cmd> = calls
+        let plans: Vec<Vec<KeyPlan>> = calls
             .iter()
             .map(|call| {
+                call.iter()
+                    .map(|group| {
+                        let hits = group.iter().map(|&i| (hits[i].at, hits[i].count));
+                        KeyPlan::new(tiers, now, hits)
+                    })
+                    .collect()
+            })
+            .collect();
+        let invocations: Vec<Cmd> = calls
+            .iter()
+            .zip(&plans)
+            .map(|(call, plans)| {
                 let mut cmd = redis::cmd("EVALSHA");
                 cmd.arg(script.get_hash()).arg(call.len());
                 for group in call {
@@ -214,11 +298,17 @@ impl RateStore for RedisStore {
                 for tier in tiers.tiers() {
                     cmd.arg(tier.slot_ms()).arg(tier.slots);
                 }
-                for group in call {
-                    cmd.arg(group.len());
-                }
-                for &i in call.iter().flatten() {
-                    cmd.arg(hits[i].at.unix_millis()).arg(hits[i].count);
+                for (group, plan) in call.iter().zip(plans) {
+                    cmd.arg(group.len())
+                        .arg(plan.cells.len())
+                        .arg(&plan.need)
+                        .arg(&plan.lim);
+                    for &(offset, add) in &plan.cells {
+                        cmd.arg(offset).arg(add);
+                    }
+                    for &i in group {
+                        cmd.arg(hits[i].at.unix_millis()).arg(hits[i].count);
+                    }
                 }
                 cmd
             })
@@ -226,24 +316,34 @@ impl RateStore for RedisStore {
         let slots: Vec<Option<Slot>> = calls.iter().map(|call| slot_of(call[0][0])).collect();
         let replies = run_calls(&self.conn, invocations, &slots).await?;
         let mut statuses: Vec<Option<Result<usize>>> = (0..hits.len()).map(|_| None).collect();
-        for (call, reply) in calls.iter().zip(replies) {
-            let played = call.iter().map(Vec::len).sum::<usize>();
+        for ((call, plans), reply) in calls.iter().zip(&plans).zip(replies) {
             let reply = match reply {
-                Ok(values) if values.len() == played => Ok(values),
-                Ok(values) => Err(Error::Store(format!(
-                    "rate_hits.lua answered {} statuses for {played} hits",
-                    values.len(),
+                Ok(per_key)
+                    if per_key.len() == call.len()
+                        && per_key
+                            .iter()
+                            .zip(call)
+                            .all(|(r, group)| r.is_empty() || r.len() == group.len()) =>
+                {
+                    Ok(per_key)
+                }
+                Ok(per_key) => Err(Error::Store(format!(
+                    "rate_hits.lua answered {per_key:?} for {} keys",
+                    call.len(),
                 ))),
                 Err(e) => Err(store_error(e, None)),
             };
-            for (k, &i) in call.iter().flatten().enumerate() {
-                statuses[i] = Some(match &reply {
-                    Ok(values) if values[k] >= 0 => Ok(values[k] as usize),
-                    Ok(_) => Err(Error::RateOverflow {
-                        key: hits[i].key.to_string(),
-                    }),
-                    Err(e) => Err(e.clone()),
-                });
+            for (k, (group, plan)) in call.iter().zip(plans).enumerate() {
+                for (h, &i) in group.iter().enumerate() {
+                    statuses[i] = Some(match &reply {
+                        Ok(per_key) if per_key[k].is_empty() => Ok(plan.counted[h]),
+                        Ok(per_key) if per_key[k][h] >= 0 => Ok(per_key[k][h] as usize),
+                        Ok(_) => Err(Error::RateOverflow {
+                            key: hits[i].key.to_string(),
+                        }),
+                        Err(e) => Err(e.clone()),
+                    });
+                }
             }
         }
         Ok(statuses
@@ -302,5 +402,47 @@ impl RateStore for RedisStore {
             )
             .await?;
         Ok(removed > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ts(ms: i64) -> Timestamp {
+        Timestamp::from_unix_millis(ms).unwrap()
+    }
+
+    #[test]
+    fn a_key_plan_adds_each_hit_to_the_counters_of_the_tiers_that_count_it_from_now() {
+        // Layout: 3 heads (192 bits), then 5 + 4 + 3 counters of 32 bits.
+        let tiers = RateTiers::parse("5x1s,4x5s,3x1m").unwrap();
+        let now = 600_000 + 7_500; // slots 607 (1 s), 121 (5 s), 10 (1 min)
+        let hits = [
+            (ts(now), 2),           // 607, 121, 10: every tier
+            (ts(now - 1_000), 1),   // 606, 121, 10
+            (ts(now - 5_000), 4),   // 602 is out of the 1 s tier; 120, 10
+            (ts(now - 200_000), 1), // 407, 81, 6: out of every tier
+            (ts(now + 3_000), 1),   // 610 (future), 122, 10
+        ];
+        let plan = KeyPlan::new(&tiers, ts(now), hits.into_iter());
+        assert_eq!(plan.counted, [3, 3, 2, 0, 3]);
+        assert_eq!(plan.need, [610, 122, 10]);
+        assert_eq!(plan.lim, [606 + 5, 120 + 4, 10 + 3]);
+        let (s, m) = (192, 192 + 5 * 32);
+        let h = m + 4 * 32;
+        assert_eq!(
+            plan.cells,
+            [
+                // (tier's first counter + 32 × slot mod n, sum of the counts)
+                (s + 2 * 32, 2),         // 607 mod 5
+                (m + 32, 2 + 1),         // 121 mod 4
+                (h + 32, 2 + 1 + 4 + 1), // 10 mod 3
+                (s + 32, 1),             // 606 mod 5
+                (m, 4),                  // 120 mod 4
+                (s, 1),                  // 610 mod 5
+                (m + 2 * 32, 1),         // 122 mod 4
+            ]
+        );
     }
 }

@@ -1,32 +1,50 @@
 -- rate_hits.lua: counts batches of hits of one or more rate keys, each key's hits in its
 -- time ring hit by hit in the order given, with the rules of src/rates/ring.rs (as
--- rate_hit.lua, which keeps checks), but with O(1) Redis commands per key instead of
--- per hit: one GETRANGE reads the heads, the hits are played in Lua on a sparse view of
--- the ring, and one BITFIELD writes the result (a head's SET, the clears of the slots a
--- head passed, one op per counter touched). A head that passes more than SHORT slots is
--- cleared by SETRANGE. Keys are played one after the other; one call carries many keys
--- so that its fixed cost is shared (on a Cluster, keys of one hash slot only).
+-- rate_hit.lua, which keeps checks). One call carries many keys so that its fixed cost
+-- is shared (on a Cluster, keys of one hash slot only).
 --
--- Counters the batch only adds to (slots the heads already held) are not read: their
--- INCRBYs run first, under OVERFLOW FAIL. Should one fail (a counter would pass
--- 2^32 - 1), the BITFIELD's other ops are undone from the values it returned and the
--- hits are played again one at a time, each reading its counters first, so an
--- overflowing hit changes nothing and the others count, exactly as one by one.
+-- Per key, the common case is one BITFIELD: it reads the heads (GETs first) and adds
+-- the batch's counts to the counters (INCRBYs, one per counter, under OVERFLOW FAIL),
+-- every argument a string the caller sent (Lua turning a number into a string costs
+-- more than the command). The caller computed, from `now` alone, which tiers count
+-- each hit and which counters it adds to; that is exact when no head moves: each
+-- tier's head at least `need` (the newest slot the batch reaches) and below `lim`
+-- (the oldest slot it counts, plus the tier's slots). The reply is then an empty
+-- table: each hit counted where the caller said.
+--
+-- Otherwise (a head moves, or a fresh key) the heads and the counters' values before
+-- the adds are known from that same reply, and the hits are played in Lua on a sparse
+-- view of the ring, as below, then written with one BITFIELD (the clears of the slots
+-- a head passed, the heads, every counter the adds touched set to its value). A head
+-- that passes more than SHORT slots is cleared by SETRANGE.
+--
+-- Should an add fail (a counter would pass 2^32 - 1), the others are undone and the
+-- hits are played with the counters they only add to unread: their INCRBYs run first,
+-- under OVERFLOW FAIL; should one fail again, the BITFIELD's other ops are undone from
+-- the values it returned and the hits are played one at a time, each reading its
+-- counters first, so an overflowing hit changes nothing and the others count, exactly
+-- as one by one.
 --
 -- KEYS[1 .. K]  the rate keys (rate_{<key>}_<tiers>)
 -- ARGV[1]  now, unix ms            ARGV[2]  T, the number of tiers
--- ARGV[3 .. 2+2T]        per tier: slot length (ms), slots
--- ARGV[3+2T .. 2+2T+K]   per key: how many of the hits below are its (they follow in
---                        key order)
--- ARGV[3+2T+K ..]        per hit: its time (unix ms), its count (1 .. 2^32-1)
+-- ARGV[3 .. 2+2T]  per tier: slot length (ms), slots
+-- then per key, in key order:
+--   H, C            its hits, the counters they add to
+--   need[1 .. T]    per tier: the newest slot its hits reach (at least now's)
+--   lim[1 .. T]     per tier: the oldest slot counted there, plus the tier's slots
+--                   (9223372036854775807 when none)
+--   C pairs         bit offset of a counter, what the hits add to it
+--   H pairs         per hit: its time (unix ms), its count (1 .. 2^32-1)
 --
 -- The key expires when its newest slot leaves its longest tier (it then holds nothing),
 -- set when that moment moves.
 --
--- Returns per hit, in the order given: the tiers that counted it (0: too late for every tier), or
--- -1 when a counter would pass 2^32 - 1; either way such a hit changed nothing.
+-- Returns per key: an empty table when its hits counted as the caller computed, else per
+-- hit in order: the tiers that counted it (0: too late for every tier), or -1 when a
+-- counter would pass 2^32 - 1; either way such a hit changed nothing.
 
 local key -- the key being played
+local hits_at -- ARGV index of its first hit
 local now = tonumber(ARGV[1])
 local ntiers = tonumber(ARGV[2])
 local MAX_COUNT = 4294967295
@@ -44,28 +62,73 @@ for t = 1, ntiers do
   size = size + 4 * n[t]
   now_slot[t] = floor(now / g[t])
 end
-local nkeys = #KEYS
-local first_arg = 3 + 2 * ntiers + nkeys
+
+-- Integers as command arguments, each formatted once per call (the same offsets, heads
+-- and small counts recur from key to key).
+local strs = {}
+local function str(v)
+  local s = strs[v]
+  if s == nil then
+    s = string.format('%d', v)
+    strs[v] = s
+  end
+  return s
+end
+
+-- Strings of `len` zero bytes, each made once per call (for SETRANGE).
+local zero_strings = {}
+local function zeros(len)
+  local z = zero_strings[len]
+  if z == nil then
+    z = string.rep('\0', len)
+    zero_strings[len] = z
+  end
+  return z
+end
+
+-- The BITFIELD ops that read the heads, then OVERFLOW FAIL for the adds after them.
+local READ_HEADS = {}
+for t = 1, ntiers do
+  READ_HEADS[3 * t - 2], READ_HEADS[3 * t - 1], READ_HEADS[3 * t] = 'GET', 'i64', str(64 * (t - 1))
+end
+READ_HEADS[3 * ntiers + 1], READ_HEADS[3 * ntiers + 2] = 'OVERFLOW', 'FAIL'
+-- Adding 0 to the last byte: a fresh key is made its full size at once, zeros.
+local GROW_AT = str(8 * (size - 1))
 
 -- Whether position p of tier t is among the k positions from `from` on.
 local function within(t, p, from, k)
   return k >= n[t] or (p - from) % n[t] < k
 end
 
--- Plays hits `first` .. `last` (indexes from 0) into `results`. With `exact`, the
+-- Plays the key's hits `first` .. `last` (indexes from 0) into `results`. With `exact`, the
 -- counters at the hits' slots are read first; without, the counters the batch only adds
 -- to are not read, and the call answers false (its writes undone) if one overflows.
-local function play(first, last, exact, results)
-  local raw = redis.call('GETRANGE', key, 0, 8 * ntiers - 1)
-  local fresh_key = #raw < 8 * ntiers
+-- With `pre` (the first BITFIELD's reply, see play_key), the heads and every counter the
+-- hits can add to are known already: nothing is read, and every such counter is written.
+local function play(first, last, exact, results, pre)
+  local fresh_key, heads = true, {}
+  if pre then
+    for t = 1, ntiers do
+      heads[t] = pre.heads[t]
+      if heads[t] ~= 0 then
+        fresh_key = false
+      end
+    end
+  else
+    local raw = redis.call('GETRANGE', key, 0, 8 * ntiers - 1)
+    fresh_key = #raw < 8 * ntiers
+    local pos = 1
+    for t = 1, ntiers do
+      heads[t] = 0
+      if not fresh_key then
+        heads[t], pos = struct.unpack('>i8', raw, pos)
+      end
+    end
+  end
   local h0, head = { false, false, false, false, false, false, false, false },
     { false, false, false, false, false, false, false, false }
-  local pos = 1
   for t = 1, ntiers do
-    local v = 0
-    if not fresh_key then
-      v, pos = struct.unpack('>i8', raw, pos)
-    end
+    local v = heads[t]
     if v ~= 0 then
       h0[t], head[t] = v - 1, v - 1
     end
@@ -73,18 +136,22 @@ local function play(first, last, exact, results)
   -- By a counter's bit offset: known, its exact value (read, or cleared by this
   -- batch); add, what the batch adds to a counter it has not read.
   local known, add = {}, {}
-  if exact and not fresh_key then
+  if pre then
+    for b, v in pairs(pre.known) do
+      known[b] = v
+    end
+  elseif exact and not fresh_key then
     local ops, no = {}, 0
     for i = first, last do
-      local at = tonumber(ARGV[first_arg + 2 * i])
+      local at = tonumber(ARGV[hits_at + 2 * i])
       for t = 1, ntiers do
-        ops[no + 1], ops[no + 2], ops[no + 3] = 'GET', 'u32', base[t] + 32 * (floor(at / g[t]) % n[t])
+        ops[no + 1], ops[no + 2], ops[no + 3] = 'GET', 'u32', str(base[t] + 32 * (floor(at / g[t]) % n[t]))
         no = no + 3
       end
     end
     local values = redis.call('BITFIELD', key, unpack(ops))
     for k = 1, #values do
-      known[ops[3 * k]] = values[k]
+      known[tonumber(ops[3 * k])] = values[k]
     end
   end
 
@@ -123,8 +190,8 @@ local function play(first, last, exact, results)
   -- in the same tiers, at the same counters, and moves no head.
   local last_at, last_counted, cells, ncells = nil, 0, { 0, 0, 0, 0, 0, 0, 0, 0 }, 0
   for i = first, last do
-    local at = tonumber(ARGV[first_arg + 2 * i])
-    local count = tonumber(ARGV[first_arg + 2 * i + 1])
+    local at = tonumber(ARGV[hits_at + 2 * i])
+    local count = tonumber(ARGV[hits_at + 2 * i + 1])
     if at == last_at then
       local over = false
       for c = 1, ncells do
@@ -210,6 +277,18 @@ local function play(first, last, exact, results)
     end
   end
   if not any then
+    -- No head moved and nothing changed: with `pre`, the adds of the first BITFIELD
+    -- are undone.
+    local ops, no = {}, 0
+    for b, v in pairs(known) do
+      if pre then
+        ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'SET', 'u32', str(b), str(v)
+        no = no + 4
+      end
+    end
+    if no > 0 then
+      redis.call('BITFIELD', key, unpack(ops, 1, no))
+    end
     return true
   end
 
@@ -217,7 +296,7 @@ local function play(first, last, exact, results)
   local ops, no = { 'OVERFLOW', 'FAIL' }, 2
   local added, long, cleared = {}, {}, {}
   for b, a in pairs(add) do
-    ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'INCRBY', 'u32', b, a
+    ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'INCRBY', 'u32', str(b), str(a)
     no = no + 4
     added[#added + 1] = b
   end
@@ -229,7 +308,7 @@ local function play(first, last, exact, results)
       else
         for j = h0[t] + 1, h0[t] + k do
           local b = base[t] + 32 * (j % n[t])
-          ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'SET', 'u32', b, 0
+          ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'SET', 'u32', str(b), '0'
           no = no + 4
           cleared[#cleared + 1] = b
         end
@@ -239,13 +318,13 @@ local function play(first, last, exact, results)
   for t = 1, ntiers do
     if head[t] ~= h0[t] then
       ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] =
-        'SET', 'i64', 64 * (t - 1), string.format('%d', head[t] + 1)
+        'SET', 'i64', str(64 * (t - 1)), str(head[t] + 1)
       no = no + 4
     end
   end
   for b, v in pairs(known) do
-    if v > 0 then
-      ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'SET', 'u32', b, string.format('%d', v)
+    if v > 0 or pre then
+      ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'SET', 'u32', str(b), str(v)
       no = no + 4
     end
   end
@@ -257,7 +336,7 @@ local function play(first, last, exact, results)
     local ops, no = {}, 0
     for i = 1, #added do
       if done[i] then
-        ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'INCRBY', 'u32', added[i], -add[added[i]]
+        ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'INCRBY', 'u32', str(added[i]), str(-add[added[i]])
         no = no + 4
       end
     end
@@ -265,12 +344,12 @@ local function play(first, last, exact, results)
       for t = 1, ntiers do
         if head[t] ~= h0[t] then
           ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] =
-            'SET', 'i64', 64 * (t - 1), string.format('%d', (h0[t] or -1) + 1)
+            'SET', 'i64', str(64 * (t - 1)), str((h0[t] or -1) + 1)
           no = no + 4
         end
       end
       for i = 1, #cleared do
-        ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'SET', 'u32', cleared[i], done[#added + i]
+        ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'SET', 'u32', str(cleared[i]), str(done[#added + i])
         no = no + 4
       end
     end
@@ -288,8 +367,10 @@ local function play(first, last, exact, results)
     return false
   end
 
-  if fresh_key then
-    redis.call('SETRANGE', key, size - 1, '\0')
+  if fresh_key and not pre then
+    -- The whole ring at once (the adds of a first BITFIELD made a shorter string, which
+    -- growing would over-allocate).
+    redis.call('SET', key, zeros(size))
   end
   if #long > 0 and #added > 0 then
     -- The adds alone first: a failure then has only them to undo.
@@ -305,9 +386,9 @@ local function play(first, last, exact, results)
     local k = min(head[t] - h0[t], n[t])
     local p = (h0[t] + 1) % n[t]
     local part = min(k, n[t] - p)
-    redis.call('SETRANGE', key, base[t] / 8 + 4 * p, string.rep('\0', 4 * part))
+    redis.call('SETRANGE', key, str(base[t] / 8 + 4 * p), zeros(4 * part))
     if k > part then
-      redis.call('SETRANGE', key, base[t] / 8, string.rep('\0', 4 * (k - part)))
+      redis.call('SETRANGE', key, str(base[t] / 8), zeros(4 * (k - part)))
     end
   end
   if no > 0 then
@@ -334,16 +415,140 @@ local function play(first, last, exact, results)
   return true
 end
 
-local results = {}
-local first = 0
-for k = 1, nkeys do
-  key = KEYS[k]
-  local last = first + tonumber(ARGV[2 + 2 * ntiers + k]) - 1
-  if not play(first, last, false, results) then
-    for i = first, last do
+-- Plays one key's hits, its record starting at ARGV[a]; returns its reply and where the
+-- next key's record starts.
+local function play_key(a)
+  local nhits, ncells = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  local need_at, lim_at, cells_at = a + 2, a + 2 + ntiers, a + 2 + 2 * ntiers
+  hits_at = cells_at + 2 * ncells
+  if ncells == 0 then
+    -- Every hit too late for every tier, even before any head moves: nothing changes.
+    return {}, hits_at + 2 * nhits
+  end
+  local ops, no = { unpack(READ_HEADS) }, #READ_HEADS
+  for c = 0, ncells - 1 do
+    ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] =
+      'INCRBY', 'u32', ARGV[cells_at + 2 * c], ARGV[cells_at + 2 * c + 1]
+    no = no + 4
+  end
+  ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'INCRBY', 'u8', GROW_AT, '0'
+  local reply = redis.call('BITFIELD', key, unpack(ops, 1, no + 4))
+  local next_key = hits_at + 2 * nhits
+  -- As computed when, per tier, the head the hits leave (the newer of the head and
+  -- `need`) stays below `lim`: no hit's slot leaves the ring, and the heads moved
+  -- (if at all) past slots no hit of the batch is in but the new ones.
+  local as_computed, moved = true, false
+  local need = { 0, 0, 0, 0, 0, 0, 0, 0 }
+  for t = 1, ntiers do
+    need[t] = tonumber(ARGV[need_at + t - 1])
+    local h = reply[t] - 1
+    if h < need[t] then
+      moved = true
+      h = need[t]
+    end
+    if h >= tonumber(ARGV[lim_at + t - 1]) then
+      as_computed = false
+    end
+  end
+  for c = 1, ncells do
+    if not reply[ntiers + c] then
+      as_computed = false
+    end
+  end
+  if as_computed and not moved then
+    return {}, next_key
+  end
+  if as_computed then
+    -- Per tier whose head moves: clear the slots it passes (a fresh tier is zeros
+    -- already), set the counters of the new slots to what the hits add, set the head.
+    local fix, nfix = {}, 0
+    local until_old, until_new = 0, 0
+    for t = 1, ntiers do
+      local h = reply[t] - 1
+      if h >= 0 then
+        until_old = math.max(until_old, (h + 1 + n[t]) * g[t])
+      end
+      until_new = math.max(until_new, (math.max(h, need[t]) + 1 + n[t]) * g[t])
+      if h < need[t] then
+        if h >= 0 then
+          local k = min(need[t] - h, n[t])
+          local p = (h + 1) % n[t]
+          if k > SHORT then
+            local part = min(k, n[t] - p)
+            redis.call('SETRANGE', key, str(base[t] / 8 + 4 * p), zeros(4 * part))
+            if k > part then
+              redis.call('SETRANGE', key, str(base[t] / 8), zeros(4 * (k - part)))
+            end
+          else
+            for j = 0, k - 1 do
+              fix[nfix + 1], fix[nfix + 2], fix[nfix + 3], fix[nfix + 4] =
+                'SET', 'u32', str(base[t] + 32 * ((p + j) % n[t])), '0'
+              nfix = nfix + 4
+            end
+          end
+          local hi = base[t] + 32 * n[t]
+          for c = 0, ncells - 1 do
+            local b = tonumber(ARGV[cells_at + 2 * c])
+            if b >= base[t] and b < hi and within(t, (b - base[t]) / 32, p, k) then
+              fix[nfix + 1], fix[nfix + 2], fix[nfix + 3], fix[nfix + 4] =
+                'SET', 'u32', ARGV[cells_at + 2 * c], ARGV[cells_at + 2 * c + 1]
+              nfix = nfix + 4
+            end
+          end
+        end
+        fix[nfix + 1], fix[nfix + 2], fix[nfix + 3], fix[nfix + 4] =
+          'SET', 'i64', READ_HEADS[3 * t], str(need[t] + 1)
+        nfix = nfix + 4
+      end
+    end
+    redis.call('BITFIELD', key, unpack(fix, 1, nfix))
+    if until_new ~= until_old then
+      redis.call('PEXPIRE', key, str(math.max(1, until_new - now)))
+    end
+    return {}, next_key
+  end
+  local overflow = false
+  for c = 1, ncells do
+    if not reply[ntiers + c] then
+      overflow = true
+    end
+  end
+  local results = {}
+  if not overflow then
+    local pre = { heads = reply, known = {} }
+    for c = 0, ncells - 1 do
+      local off = ARGV[cells_at + 2 * c]
+      local b = tonumber(off)
+      strs[b] = off
+      pre.known[b] = reply[ntiers + 1 + c] - tonumber(ARGV[cells_at + 2 * c + 1])
+    end
+    play(0, nhits - 1, true, results, pre)
+    return results, next_key
+  end
+  -- An add failed: undo the others, then play as if they had never been sent.
+  local undo, nundo = {}, 0
+  for c = 0, ncells - 1 do
+    if reply[ntiers + 1 + c] then
+      undo[nundo + 1], undo[nundo + 2], undo[nundo + 3], undo[nundo + 4] =
+        'INCRBY', 'u32', ARGV[cells_at + 2 * c], '-' .. ARGV[cells_at + 2 * c + 1]
+      nundo = nundo + 4
+    end
+  end
+  if nundo > 0 then
+    redis.call('BITFIELD', key, unpack(undo, 1, nundo))
+  end
+  if not play(0, nhits - 1, false, results) then
+    for i = 0, nhits - 1 do
       play(i, i, true, results)
     end
   end
-  first = last + 1
+  return results, next_key
 end
-return results
+
+local replies = {}
+local a = 3 + 2 * ntiers
+for k = 1, #KEYS do
+  key = KEYS[k]
+  replies[k], a = play_key(a)
+end
+return replies
