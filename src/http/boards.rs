@@ -42,7 +42,8 @@ pub struct ConfigBody {
     pub offset: Option<i64>,
     /// Windowed boards: how equal totals share ranks: `"competition"` (1, 1, 3; the
     /// default) or `"dense"` (1, 1, 2). Fixed when the board is created: another value
-    /// on an existing board is a conflict.
+    /// on an existing board is a conflict. Trending boards rank by competition: they
+    /// accept `"competition"` and refuse `"dense"`.
     #[serde(default)]
     #[schema(value_type = Ties, default = "competition")]
     pub ties: Option<Ties>,
@@ -52,7 +53,7 @@ pub struct ConfigBody {
     pub half_life: Option<SpanInput>,
     /// Trending boards: members whose score decayed below this (in magnitude) are
     /// pruned by the scheduler; 0.001 by default.
-    #[schema(minimum = 0, default = 0.001)]
+    #[schema(minimum = 0)]
     pub floor: Option<f64>,
     /// Trending boards: events older than this are refused (`too_old`); 10 half-lives
     /// by default, at most 100.
@@ -71,17 +72,27 @@ pub struct ConfigBody {
 #[serde(deny_unknown_fields)]
 pub struct SnapshotsBody {
     /// Leaders per snapshot, 1–1000.
-    #[schema(minimum = 1, maximum = 1000)]
-    pub top: u32,
+    #[serde(deserialize_with = "json_int::u64")]
+    #[schema(value_type = u32, minimum = 1, maximum = 1000)]
+    pub top: u64,
     /// Snapshots kept per window, 1–100000 (older ones are trimmed).
-    #[schema(minimum = 1, maximum = 100000)]
-    pub keep: u32,
+    #[serde(deserialize_with = "json_int::u64")]
+    #[schema(value_type = u32, minimum = 1, maximum = 100000)]
+    pub keep: u64,
 }
 
 /// The board a `PUT` asks for.
 enum NewBoard {
     Windowed(BoardConfig),
     Trending(TrendingConfig),
+}
+
+impl SnapshotsBody {
+    fn into_policy(self) -> crate::Result<SnapshotPolicy> {
+        // Beyond u32 is beyond the bounds too: saturate and let the policy say so.
+        let narrow = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        SnapshotPolicy::new(narrow(self.top), narrow(self.keep))
+    }
 }
 
 impl ConfigBody {
@@ -92,13 +103,23 @@ impl ConfigBody {
             }
             .into()
         };
+        // Which fields are needed depends on `kind`, which the schema cannot state: a
+        // missing one is a 422 like any other rule of the config, not a malformed body.
+        let missing = |field: &str, kind: &str| -> ApiError {
+            crate::Error::InvalidConfig {
+                reason: format!("a {kind} board needs `{field}`"),
+            }
+            .into()
+        };
         match self.kind {
             BoardKindName::Trending => {
                 for (given, field) in [
                     (self.slot.is_some(), "slot"),
                     (self.windows.is_some(), "windows"),
                     (self.offset.is_some(), "offset"),
-                    (self.ties.is_some(), "ties"),
+                    // Trending boards rank ties by competition: saying so is no
+                    // error (a generated client sends the schema's default).
+                    (self.ties.is_some_and(|t| t != Ties::Competition), "ties"),
                     (self.snapshots.is_some(), "snapshots"),
                 ] {
                     if given {
@@ -107,7 +128,7 @@ impl ConfigBody {
                 }
                 let half_life = self
                     .half_life
-                    .ok_or_else(|| ApiError::bad_request("missing field `half_life`"))?;
+                    .ok_or_else(|| missing("half_life", "trending"))?;
                 let mut config = TrendingConfig::new(half_life.parse()?)?;
                 if let Some(floor) = self.floor {
                     config = config.with_floor(floor)?;
@@ -127,12 +148,10 @@ impl ConfigBody {
                         return Err(misplaced(field, "windowed"));
                     }
                 }
-                let slot = self
-                    .slot
-                    .ok_or_else(|| ApiError::bad_request("missing field `slot`"))?;
+                let slot = self.slot.ok_or_else(|| missing("slot", "windowed"))?;
                 let windows = self
                     .windows
-                    .ok_or_else(|| ApiError::bad_request("missing field `windows`"))?
+                    .ok_or_else(|| missing("windows", "windowed"))?
                     .into_iter()
                     .map(SpanInput::parse)
                     .collect::<crate::Result<Vec<_>>>()?;
@@ -141,9 +160,7 @@ impl ConfigBody {
                         .with_offset(self.offset.unwrap_or(0))?
                         .with_ties(self.ties.unwrap_or_default())
                         .with_snapshots(
-                            self.snapshots
-                                .map(|s| SnapshotPolicy::new(s.top, s.keep))
-                                .transpose()?,
+                            self.snapshots.map(SnapshotsBody::into_policy).transpose()?,
                         ),
                 ))
             }
@@ -217,7 +234,7 @@ pub struct BoardList {
         (status = 202, description = "Existed; the larger windows added are being built", body = BoardStatus),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added); `board_kind`: exists as the other kind (windowed or trending); `board_busy`, `board_changed`: retry", body = ErrorBody),
-        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a negative floor, a max age above 100 half-lives", body = ErrorBody),
+        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a field the kind needs left out (`slot`, `windows`; `half_life`); a negative floor, a max age above 100 half-lives", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]

@@ -240,6 +240,12 @@ async fn bad_trending_options_are_422() {
         json!({"kind": "trending", "half_life": "1h", "max_age": "101h"}),
         json!({"slot": "1h", "windows": ["1h"], "half_life": "1h"}),
         json!({"slot": "1h", "windows": ["1h"], "floor": 0.5}),
+        // What a kind needs, left out: the schema cannot say it, so it is a rule (422).
+        json!({"kind": "trending"}),
+        json!({"kind": "trending", "half_life": null}),
+        json!({"windows": ["1h"]}),
+        json!({"kind": "windowed", "slot": null, "windows": ["1h"]}),
+        json!({"slot": "1h"}),
     ];
     for body in cases {
         let reply = app
@@ -259,8 +265,8 @@ async fn bad_trending_options_are_422() {
         .await;
     assert_eq!((span.status.as_u16(), span.code()), (422, "invalid_span"));
     for body in [
-        json!({"kind": "trending"}),
         json!({"kind": "hot", "half_life": "1h"}),
+        json!({"kind": "trending", "half_life": "1h", "colour": "red"}),
     ] {
         let reply = app
             .put(&format!("/v1/boards/{}", unique("x")), body.clone())
@@ -271,6 +277,20 @@ async fn bad_trending_options_are_422() {
             "{body}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_trending_board_accepts_competition_ties_as_a_generated_client_sends_them() {
+    let app = spawn_app().await;
+    let reply = app
+        .put(
+            &format!("/v1/boards/{}", unique("x")),
+            json!({"kind": "trending", "half_life": "1h", "ties": "competition"}),
+        )
+        .await;
+    assert_eq!(reply.status.as_u16(), 201, "{:?}", reply.body);
+    assert_eq!(reply.body["kind"], "trending", "{:?}", reply.body);
+    assert_eq!(reply.body["config"]["half_life"], "1h", "{:?}", reply.body);
 }
 
 #[tokio::test]
