@@ -224,6 +224,52 @@ async fn a_board_with_snapshots_shows_each_leaders_move_since_the_newest_one() {
 }
 
 #[tokio::test]
+async fn a_trending_board_shows_its_top_by_decayed_score_beside_a_windowed_one() {
+    let app = spawn_app().await;
+    let windowed = app.board("1h", &["1h"]).await;
+    let trending = unique("tr");
+    let put = app
+        .put(
+            &format!("/v1/boards/{trending}"),
+            json!({"kind": "trending", "half_life": "1h"}),
+        )
+        .await;
+    assert_eq!(put.status.as_u16(), 201, "{:?}", put.body);
+    // At START: alice's 3 now, bob's 5 an hour ago (one half-life: 2.5), carol's 1 two
+    // hours ago (0.25).
+    let reply = app
+        .post(
+            &format!("/v1/boards/{trending}/events"),
+            events(&[
+                ("alice", 3, START),
+                ("bob", 5, START - 3600),
+                ("carol", 1, START - 7200),
+            ]),
+        )
+        .await;
+    assert_eq!(reply.body, json!({"accepted": 3, "rejected": []}));
+    let reply = app
+        .post(
+            &format!("/v1/boards/{windowed}/events"),
+            events(&[("post:a", 4, START)]),
+        )
+        .await;
+    assert_eq!(reply.body, json!({"accepted": 1, "rejected": []}));
+
+    let dom = render(&format!("{}/", app.url)).await;
+    let section = board_section(&dom, &trending);
+    assert!(section.contains("trending · half-life 1h"), "{section}");
+    assert_eq!(
+        top_rows(section, "trending"),
+        rows(&[("1", "alice", "3"), ("2", "bob", "2.5"), ("3", "carol", "0.25")])
+    );
+    assert_eq!(coverage(section, "trending"), "3 ranked of 3 members");
+    // The windowed board beside it renders as before.
+    let section = board_section(&dom, &windowed);
+    assert_eq!(top_rows(section, "1h"), rows(&[("1", "post:a", "4")]));
+}
+
+#[tokio::test]
 async fn without_boards_the_dashboard_says_so() {
     let app = spawn_app().await;
     let dom = render(&format!("{}/", app.url)).await;
