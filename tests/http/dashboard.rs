@@ -261,7 +261,11 @@ async fn a_trending_board_shows_its_top_by_decayed_score_beside_a_windowed_one()
     assert!(section.contains("trending · half-life 1h"), "{section}");
     assert_eq!(
         top_rows(section, "trending"),
-        rows(&[("1", "alice", "3"), ("2", "bob", "2.5"), ("3", "carol", "0.25")])
+        rows(&[
+            ("1", "alice", "3"),
+            ("2", "bob", "2.5"),
+            ("3", "carol", "0.25")
+        ])
     );
     assert_eq!(coverage(section, "trending"), "3 ranked of 3 members");
     // The windowed board beside it renders as before.
