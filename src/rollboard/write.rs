@@ -171,6 +171,15 @@ pub(super) fn record(
                     member: write.member.to_string(),
                 },
             }),
+            WriteStatus::Unconfirmed => outcome.rejected.push(Rejected {
+                index: *index,
+                error: Error::StoreUnavailable(
+                    "not confirmed: the store failed part-way through this batch, after \
+                     its accepted events were applied; this event may or may not be counted \
+                     (send writes with an Idempotency-Key to retry them safely)"
+                        .into(),
+                ),
+            }),
         }
     }
 }

@@ -46,6 +46,10 @@ pub enum WriteStatus {
     TooLate,
     /// A total or the slot value would leave ±(2^53 − 1).
     OutOfRange,
+    /// Not confirmed: the write's events took several store calls and the one carrying
+    /// this write failed (or was never sent) after others were applied. It may or may not
+    /// be counted (a call whose reply was lost may have been applied).
+    Unconfirmed,
 }
 
 /// A board store. All methods are safe to call concurrently, from several processes.
