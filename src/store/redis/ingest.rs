@@ -507,7 +507,7 @@ pub(super) async fn write_once(
 }
 
 /// Applies `writes` once for `key` while its records live, outside group commit (see
-/// `Store::write_keyed`), in calls of at most the board's cap of events. Each call is
+/// `Store::write_keyed`), in calls of at most the board's cap of distinct pairs. Each call is
 /// recorded under its own name, the key's name for the first and `<name>\x1f@<pos>` for
 /// the one starting at event `pos`, with how many events it carried: a retry follows
 /// the recorded calls (whatever the cap is now) and applies only what is missing after
@@ -525,7 +525,7 @@ pub(super) async fn write_keyed(
     let mut pos = 0;
     // Even a write with no events makes one call, so that it is recorded.
     loop {
-        let len = budget.cap(&board.name).min(writes.len() - pos);
+        let len = within_cap(&writes[pos..], budget.cap(&board.name));
         let part = &writes[pos..pos + len];
         let name = if pos == 0 {
             key.name.clone()
@@ -597,6 +597,19 @@ pub(super) async fn write_keyed(
             recorded: Recorded::Statuses(statuses),
         }
     })
+}
+
+/// How many of `writes`, from the first, make at most `cap` distinct (slot, member)
+/// pairs (what a call costs): at least one when there are any.
+fn within_cap(writes: &[SlotWrite], cap: usize) -> usize {
+    let mut pairs = std::collections::HashSet::new();
+    for (n, w) in writes.iter().enumerate() {
+        pairs.insert((w.slot, w.member.as_str()));
+        if pairs.len() > cap.max(1) {
+            return n;
+        }
+    }
+    writes.len()
 }
 
 /// One keyed call: applies `writes` once for `key`, or answers its record (and how many
