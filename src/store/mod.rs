@@ -50,6 +50,9 @@ pub enum WriteStatus {
     /// this write failed (or was never sent) after others were applied. It may or may not
     /// be counted (a call whose reply was lost may have been applied).
     Unconfirmed,
+    /// Not applied: as [`Unconfirmed`](Self::Unconfirmed), but Redis refused the failed
+    /// call at its memory limit, so neither it nor the later calls applied anything.
+    StoreFull,
 }
 
 /// A board store. All methods are safe to call concurrently, from several processes.

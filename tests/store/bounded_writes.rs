@@ -24,7 +24,8 @@ fn options(call_budget: Duration) -> RedisOptions {
     }
 }
 
-/// How many scripts Redis has run (EVALSHA and EVAL), from `INFO commandstats`.
+/// How many scripts Redis has run (EVALSHA and EVAL), from `INFO commandstats` (on a
+/// server of the test's own: `TestRedis::spawn`).
 async fn script_calls(redis: &TestRedis) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
@@ -78,7 +79,7 @@ async fn a_batch_is_split_into_one_call_per_pair_and_both_stores_agree() {
     let b = memory.board("1h", &["1h", "3h"]).await;
     let want = apply_mixed(&memory, &b).await;
 
-    let redis = TestRedis::start().await;
+    let redis = TestRedis::spawn().await;
     let store = RedisStore::connect_with(&redis.url, options(Duration::ZERO))
         .await
         .unwrap();
@@ -205,7 +206,7 @@ async fn calls_for(
 /// either way.
 #[tokio::test]
 async fn the_cap_adapts_to_the_board_size() {
-    let redis = TestRedis::start().await;
+    let redis = TestRedis::spawn().await;
     let store = RedisStore::connect_with(&redis.url, options(Duration::from_millis(1)))
         .await
         .unwrap();
@@ -321,7 +322,7 @@ fn four() -> Vec<Event> {
 /// call (it counts) and the third and fourth were never sent.
 #[tokio::test]
 async fn a_batch_cut_half_way_says_what_it_applied() {
-    let redis = TestRedis::start().await;
+    let redis = TestRedis::spawn().await;
     let proxy = FaultProxy::start(&redis.url).await;
     let (boards, _clock) = through(&proxy, Duration::ZERO).await;
     let b = boards_small(&boards).await;
@@ -358,7 +359,7 @@ async fn a_batch_cut_half_way_says_what_it_applied() {
 /// the default budget, so the rest goes in one call); a third try replays everything.
 #[tokio::test]
 async fn a_keyed_write_cut_half_way_is_completed_exactly_by_its_retry() {
-    let redis = TestRedis::start().await;
+    let redis = TestRedis::spawn().await;
     let proxy = FaultProxy::start(&redis.url).await;
     let (boards, _clock) = through(&proxy, Duration::ZERO).await;
     let b = boards_small(&boards).await;

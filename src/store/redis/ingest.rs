@@ -24,7 +24,8 @@
 //! whose events were applied gets the error; one whose events span a call that succeeded
 //! and one that failed gets the statuses of the applied ones and
 //! [`WriteStatus::Unconfirmed`] for the others (the failed call's reply may have been
-//! lost after Redis applied it; later calls were never sent). Writes under a key or a
+//! lost after Redis applied it; later calls were never sent), or
+//! [`WriteStatus::StoreFull`] when Redis refused the call at its memory limit. Writes under a key or a
 //! token are split the same way, each call recorded under its own name (see
 //! [`write_keyed`]).
 //!
@@ -414,15 +415,17 @@ async fn apply(conn: &RedisConn, budget: &Budget, batch: Batch) {
 }
 
 /// A caller's answer from the statuses of its writes (`None`: not confirmed applied):
-/// `error` when none was applied, else each status, unconfirmed ones included.
+/// `error` when none was applied, else each status, unconfirmed ones included (known
+/// not applied when Redis refused the call at its memory limit).
 fn settle(statuses: Vec<Option<WriteStatus>>, error: &Error) -> Result<Vec<WriteStatus>> {
     if statuses.iter().all(Option::is_none) {
         return Err(error.clone());
     }
-    Ok(statuses
-        .into_iter()
-        .map(|s| s.unwrap_or(WriteStatus::Unconfirmed))
-        .collect())
+    let missing = match error {
+        Error::StoreFull(_) => WriteStatus::StoreFull,
+        _ => WriteStatus::Unconfirmed,
+    };
+    Ok(statuses.into_iter().map(|s| s.unwrap_or(missing)).collect())
 }
 
 /// Applies a caller's writes not applied yet (`None` in `statuses`) on the exact path,
