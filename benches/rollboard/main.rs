@@ -15,13 +15,17 @@
 //! a check that totals equal the acknowledged events.
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
 //! phases only (comma-separated: uniform, zipf, single, library, huge, reads, retire,
-//! recompute, longwindow, pages, ranks, rates, counters, memory). Phase `ranks`: a
+//! recompute, longwindow, pages, ranks, rates, counters, memory, bigwrite). Phase
+//! `bigwrite`: writes to a 200,000-member `1h`/`24h` board with the call budget and
+//! with the cap off (longest write call, Redis time per event beside plain `HINCRBY` +
+//! `ZINCRBY` per window, ingest). Phase `ranks`: a
 //! friends' ranks read (100 members) and a member read with percentile on a
 //! 1,000,000-member board beside `ZREVRANK`. Phase `rates`: rate-window
 //! hits in batches and checks against the `HINCRBY` ceiling, check p99, memory per busy
 //! key.
 
 mod baseline;
+mod bigwrite;
 mod counters;
 mod huge;
 mod load;
@@ -256,6 +260,10 @@ fn main() {
         if run("longwindow") {
             eprintln!("long-window recompute …");
             rows.extend(longwindow::longwindow(&redis).await);
+        }
+        if run("bigwrite") {
+            eprintln!("writes to a big board …");
+            rows.extend(bigwrite::bigwrite(&redis, phase).await);
         }
         if run("pages") {
             eprintln!("deep pages …");

@@ -171,6 +171,24 @@ pub(super) fn record(
                     member: write.member.to_string(),
                 },
             }),
+            WriteStatus::StoreFull => outcome.rejected.push(Rejected {
+                index: *index,
+                error: Error::StoreFull(
+                    "Redis is full: it refused the write at its memory limit (maxmemory, \
+                     with the noeviction policy), so nothing of it was applied: this event \
+                     is not counted (the batch's accepted events are)"
+                        .into(),
+                ),
+            }),
+            WriteStatus::Unconfirmed => outcome.rejected.push(Rejected {
+                index: *index,
+                error: Error::StoreUnavailable(
+                    "not confirmed: the store failed part-way through this batch, after \
+                     its accepted events were applied; this event may or may not be counted \
+                     (send writes with an Idempotency-Key to retry them safely)"
+                        .into(),
+                ),
+            }),
         }
     }
 }

@@ -49,6 +49,13 @@ pub enum WriteStatus {
     TooLate,
     /// A total or the slot value would leave ±(2^53 − 1).
     OutOfRange,
+    /// Not confirmed: the write's events took several store calls and the one carrying
+    /// this write failed (or was never sent) after others were applied. It may or may not
+    /// be counted (a call whose reply was lost may have been applied).
+    Unconfirmed,
+    /// Not applied: as [`Unconfirmed`](Self::Unconfirmed), but Redis refused the failed
+    /// call at its memory limit, so neither it nor the later calls applied anything.
+    StoreFull,
 }
 
 /// A board store. All methods are safe to call concurrently, from several processes.

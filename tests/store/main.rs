@@ -25,6 +25,7 @@ macro_rules! on_memory_and_redis {
     };
 }
 
+mod bounded_writes;
 mod cluster;
 mod cluster_failover;
 mod cluster_faults;

@@ -56,16 +56,39 @@ async fn a_full_redis_refuses_writes_as_store_full_and_applies_none_in_part() {
     redis.config_set("maxmemory", &limit.to_string()).await;
     let padding = "p".repeat(200);
     let mut refused = None;
+    let mut partly = 0;
     for batch in 0..200 {
         let events: Vec<Event> = (0..500)
             .map(|i| Event::new(format!("{padding}-{batch}-{i}"), 1 + i % 7))
             .collect();
         match boards.incr_batch(&board, &events).await {
-            Ok(outcome) => {
-                assert_eq!((outcome.accepted, outcome.rejected.len()), (500, 0));
+            Ok(outcome) if outcome.rejected.is_empty() => {
+                assert_eq!(outcome.accepted, 500);
                 for e in &events {
                     oracle.record(START, &e.member, e.delta);
                 }
+            }
+            // A batch applied in several calls (bounded write calls) is refused from
+            // the call that hit the limit: its accepted events are the first ones, the
+            // others are rejected as store_full.
+            Ok(outcome) => {
+                let first = outcome.rejected[0].index;
+                assert_eq!(outcome.accepted, first);
+                let rejected: Vec<_> = outcome.rejected.iter().map(|r| r.index).collect();
+                assert_eq!(rejected, (first..500).collect::<Vec<_>>());
+                assert!(
+                    outcome
+                        .rejected
+                        .iter()
+                        .all(|r| r.error.code() == "store_full")
+                );
+                for e in &events[..first] {
+                    oracle.record(START, &e.member, e.delta);
+                }
+                partly += first;
+                let error = outcome.rejected[0].error.clone();
+                refused = Some((batch, error));
+                break;
             }
             Err(error) => {
                 refused = Some((batch, error));
@@ -100,7 +123,7 @@ async fn a_full_redis_refuses_writes_as_store_full_and_applies_none_in_part() {
     // refused batch is in them.
     let now = boards.now();
     let expected = oracle.totals(0, now);
-    assert_eq!(expected.len(), 1 + 500 * batch);
+    assert_eq!(expected.len(), 1 + 500 * batch + partly);
     assert_eq!(
         read_key(&redis, &format!("slot_{{{board}}}_{START}"), true).await,
         expected

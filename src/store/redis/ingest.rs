@@ -3,8 +3,9 @@
 //! Each board has a committer task. A write is queued and awaits its statuses. The
 //! committer takes one write and adds every write already queued, summing events of the
 //! same slot and member as it goes, until the batch holds `max_batch_members` distinct
-//! (slot, member) pairs or `max_batch_events` events. One `write.lua` call applies the
-//! sums; up to `max_in_flight` calls run at once. No timer holds a write back: under light
+//! (slot, member) pairs, or the board's call cap (see below), or `max_batch_events`
+//! events. `write.lua` calls apply the sums; up to `max_in_flight` batches are in flight
+//! at once. No timer holds a write back: under light
 //! load a lone event goes out at once, under load the queue fills while calls are in
 //! flight, so batches grow by themselves, and a skewed load (a few hot posts) costs Redis
 //! one update per hot post per batch. A caller is answered only after its batch is in
@@ -14,6 +15,19 @@
 //! applied whatever the order of its events (see `write.lua`), the script applies nothing
 //! and each caller's events are sent again, one by one, on the exact path. That is
 //! decided per batch, so one huge delta never slows the board's later batches.
+//!
+//! Bounded calls: a `write.lua` call holds Redis, and on a big board a pair costs ~12 µs,
+//! so a batch is applied in calls of at most the board's cap of pairs, sized from the
+//! calls' own measured durations to stay within `call_budget` (see `budget.rs`): one
+//! call on small boards, several on big ones. Each call is atomic and exact on its own.
+//! A caller whose events were all in calls that succeeded gets its statuses; one none of
+//! whose events were applied gets the error; one whose events span a call that succeeded
+//! and one that failed gets the statuses of the applied ones and
+//! [`WriteStatus::Unconfirmed`] for the others (the failed call's reply may have been
+//! lost after Redis applied it; later calls were never sent), or
+//! [`WriteStatus::StoreFull`] when Redis refused the call at its memory limit. Writes under a key or a
+//! token are split the same way, each call recorded under its own name (see
+//! [`write_keyed`]).
 //!
 //! A board's committer ends when the board is dropped, after `committer_idle` without
 //! writes, or when the store is dropped, once it has applied what it holds.
@@ -25,12 +39,13 @@ use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
+use super::budget::Budget;
 use super::conn::RedisConn;
-use super::write::{EventsOutcome, Guard, Summed, SumsOutcome, write_events, write_sums};
+use super::write::{EventsOutcome, Guard, Replay, Summed, SumsOutcome, write_events, write_sums};
 use crate::board::Board;
 use crate::domain::{BoardName, Timestamp};
 use crate::error::{Error, Result};
-use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
+use crate::store::{Keyed, Recorded, SlotWrite, WriteKey, WriteStatus};
 
 /// How batches form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,8 +55,12 @@ pub struct IngestOptions {
     pub max_batch_members: usize,
     /// A batch also stops growing at this many events.
     pub max_batch_events: usize,
-    /// Most `write.lua` calls of one board in flight at once.
+    /// Most batches of one board in flight at once.
     pub max_in_flight: usize,
+    /// How long one `write.lua` call may hold Redis, about: the pairs per call adapt to
+    /// each board's measured cost so that calls stay near this (never fewer than one
+    /// pair per call; `Duration::ZERO`: one pair per call).
+    pub call_budget: Duration,
     /// A board's committer task ends after this long without writes (a dropped board's
     /// ends at once), so boards no longer written cost nothing.
     pub committer_idle: Duration,
@@ -53,6 +72,7 @@ impl Default for IngestOptions {
             max_batch_members: 1000,
             max_batch_events: 20_000,
             max_in_flight: 3,
+            call_budget: Duration::from_millis(1),
             committer_idle: Duration::from_secs(60),
         }
     }
@@ -72,6 +92,7 @@ struct Submission {
 pub(super) struct Ingest {
     committers: Arc<Committers>,
     options: IngestOptions,
+    budget: Arc<Budget>,
 }
 
 type Committers = Mutex<HashMap<BoardName, Committer>>;
@@ -93,6 +114,7 @@ impl Ingest {
         Ingest {
             committers: Arc::default(),
             options,
+            budget: Arc::new(Budget::new(options.call_budget, options.max_batch_members)),
         }
     }
 
@@ -145,7 +167,13 @@ impl Ingest {
             id,
             after: self.options.committer_idle,
         };
-        tokio::spawn(commit_loop(conn.clone(), self.options, inbox, idle));
+        tokio::spawn(commit_loop(
+            conn.clone(),
+            self.options,
+            self.budget.clone(),
+            inbox,
+            idle,
+        ));
         committers.insert(
             board.clone(),
             Committer {
@@ -159,6 +187,12 @@ impl Ingest {
     /// Ends the board's committer once what it holds is applied (the board was dropped).
     pub(super) fn forget(&self, board: &BoardName) {
         lock(&self.committers).remove(board);
+        self.budget.forget(board);
+    }
+
+    /// The board's call budget and cost estimate (for the keyed and token paths).
+    pub(super) fn budget(&self) -> &Budget {
+        &self.budget
     }
 }
 
@@ -190,6 +224,8 @@ impl Idle {
 /// Submissions of one board incarnation, and the sums of their events.
 struct Batch {
     submissions: Vec<Submission>,
+    /// For each submission, the position in `sums` of each of its writes.
+    pairs: Vec<Vec<usize>>,
     events: usize,
     /// Distinct (slot, member) pairs, in order of first appearance.
     sums: Vec<Summed>,
@@ -203,6 +239,7 @@ impl Batch {
     fn new() -> Batch {
         Batch {
             submissions: Vec::new(),
+            pairs: Vec::new(),
             events: 0,
             sums: Vec::new(),
             positions: HashMap::new(),
@@ -210,18 +247,36 @@ impl Batch {
         }
     }
 
+    /// A batch of one caller's writes (the keyed and token paths).
+    fn of(board: &Board, now: Timestamp, writes: Vec<SlotWrite>) -> Batch {
+        let mut batch = Batch::new();
+        let (reply, _) = oneshot::channel();
+        batch.add(Submission {
+            board: board.clone(),
+            now,
+            writes,
+            reply,
+        });
+        batch
+    }
+
     fn version(&self) -> u64 {
         self.submissions[0].board.version
     }
 
     fn add(&mut self, submission: Submission) {
+        let mut pairs = Vec::with_capacity(submission.writes.len());
         for w in &submission.writes {
             self.abs_total += w.delta.unsigned_abs() as u128;
             let members = self.positions.entry(w.slot).or_default();
             match members.get(w.member.as_str()) {
-                Some(&at) => self.sums[at].sum += w.delta,
+                Some(&at) => {
+                    self.sums[at].sum += w.delta;
+                    pairs.push(at);
+                }
                 None => {
                     members.insert(w.member.to_string(), self.sums.len());
+                    pairs.push(self.sums.len());
                     self.sums.push(Summed {
                         slot: w.slot,
                         member: w.member.to_string(),
@@ -231,6 +286,7 @@ impl Batch {
             }
         }
         self.events += submission.writes.len();
+        self.pairs.push(pairs);
         self.submissions.push(submission);
     }
 }
@@ -238,11 +294,12 @@ impl Batch {
 async fn commit_loop(
     conn: RedisConn,
     options: IngestOptions,
+    budget: Arc<Budget>,
     mut inbox: mpsc::Receiver<Submission>,
     idle: Idle,
 ) {
     let slots = Arc::new(Semaphore::new(options.max_in_flight.max(1)));
-    // The board version known to need the exact path (0: none).
+    // A submission for another incarnation of the board, held for the next batch.
     let mut carried: Option<Submission> = None;
     loop {
         let Ok(permit) = slots.clone().acquire_owned().await else {
@@ -261,11 +318,11 @@ async fn commit_loop(
                 }
             },
         };
+        // A batch grows to what one call may carry: a bigger one would wait for several.
+        let cap = budget.cap(&first.board.name).min(options.max_batch_members);
         let mut batch = Batch::new();
         batch.add(first);
-        while batch.sums.len() < options.max_batch_members
-            && batch.events < options.max_batch_events
-        {
+        while batch.sums.len() < cap && batch.events < options.max_batch_events {
             match inbox.try_recv() {
                 // A submission for another incarnation of the board waits for the next batch.
                 Ok(next) if next.board.version != batch.version() => {
@@ -277,54 +334,135 @@ async fn commit_loop(
             }
         }
         let conn = conn.clone();
+        let budget = budget.clone();
         tokio::spawn(async move {
-            apply(&conn, batch).await;
+            apply(&conn, &budget, batch).await;
             drop(permit);
         });
     }
 }
 
-async fn apply(conn: &RedisConn, batch: Batch) {
+/// Why a batch's calls stopped before its last pair.
+enum Stopped {
+    /// The board's bound needs every event checked: the rest go on the exact path.
+    NeedsExact,
+    /// A call failed (its reply may have been lost after Redis applied it).
+    Failed(Error),
+}
+
+/// Applies a batch in calls of at most the board's cap of pairs, in order, and answers
+/// each caller (see the module header).
+async fn apply(conn: &RedisConn, budget: &Budget, batch: Batch) {
     let board = batch.submissions[0].board.clone();
+    let name = &board.name;
     let now = batch
         .submissions
         .iter()
         .map(|s| s.now)
         .max()
         .expect("a batch is never empty");
-    match write_sums(conn, &board, now, &batch.sums, batch.abs_total, Guard::None).await {
-        Ok(SumsOutcome::Applied { too_late }) => {
-            for submission in batch.submissions {
-                let statuses = statuses(&submission.writes, &too_late);
-                let _ = submission.reply.send(Ok(statuses));
+    // Each pair's status, once the call that carried it answered.
+    let mut done: Vec<Option<WriteStatus>> = vec![None; batch.sums.len()];
+    let mut from = 0;
+    let mut stopped = None;
+    while from < batch.sums.len() {
+        let end = (from + budget.cap(name)).min(batch.sums.len());
+        let chunk = &batch.sums[from..end];
+        let margin = (batch.abs_total, chunk.len());
+        match write_sums(conn, &board, now, chunk, margin, Guard::None).await {
+            Ok((SumsOutcome::Applied { too_late }, us)) => {
+                budget.observe(name, us, chunk.len());
+                for (status, e) in done[from..end].iter_mut().zip(chunk) {
+                    *status = Some(if too_late.contains(&e.slot) {
+                        WriteStatus::TooLate
+                    } else {
+                        WriteStatus::Applied
+                    });
+                }
+                from = end;
             }
-        }
-        Ok(SumsOutcome::NeedsExact) => {
-            // One call per caller, so a failure never leaves a caller half applied.
-            for submission in batch.submissions {
-                let result = write_events(conn, &board, now, &submission.writes, Guard::None).await;
-                let _ = submission
-                    .reply
-                    .send(result.and_then(|outcome| match outcome {
-                        EventsOutcome::Applied(statuses) => Ok(statuses),
-                        _ => Err(Error::Store(
-                            "write.lua answered a replay to a call without token or key".into(),
-                        )),
-                    }));
+            Ok((SumsOutcome::NeedsExact, us)) => {
+                budget.observe(name, us, chunk.len());
+                stopped = Some(Stopped::NeedsExact);
+                break;
             }
-        }
-        Ok(SumsOutcome::AlreadyApplied | SumsOutcome::Replayed(_)) => {
-            let error = Error::Store("write.lua answered a replay to group commit".into());
-            for submission in batch.submissions {
-                let _ = submission.reply.send(Err(error.clone()));
+            Ok((SumsOutcome::AlreadyApplied | SumsOutcome::Replayed(_), _)) => {
+                let error = Error::Store("write.lua answered a replay to group commit".into());
+                stopped = Some(Stopped::Failed(error));
+                break;
             }
-        }
-        Err(error) => {
-            for submission in batch.submissions {
-                let _ = submission.reply.send(Err(error.clone()));
+            Err(error) => {
+                stopped = Some(Stopped::Failed(error));
+                break;
             }
         }
     }
+    for (submission, pairs) in batch.submissions.into_iter().zip(batch.pairs) {
+        let statuses: Vec<Option<WriteStatus>> = pairs.iter().map(|p| done[*p]).collect();
+        let result = match &stopped {
+            Some(Stopped::NeedsExact) => {
+                // One caller at a time, so a failure never touches another caller.
+                exact(conn, budget, &board, now, &submission.writes, statuses).await
+            }
+            Some(Stopped::Failed(error)) => settle(statuses, error),
+            None => settle(
+                statuses,
+                &Error::Store("a batch pair was left unsent".into()),
+            ),
+        };
+        let _ = submission.reply.send(result);
+    }
+}
+
+/// A caller's answer from the statuses of its writes (`None`: not confirmed applied):
+/// `error` when none was applied, else each status, unconfirmed ones included (known
+/// not applied when Redis refused the call at its memory limit).
+fn settle(statuses: Vec<Option<WriteStatus>>, error: &Error) -> Result<Vec<WriteStatus>> {
+    if statuses.iter().all(Option::is_none) {
+        return Err(error.clone());
+    }
+    let missing = match error {
+        Error::StoreFull(_) => WriteStatus::StoreFull,
+        _ => WriteStatus::Unconfirmed,
+    };
+    Ok(statuses.into_iter().map(|s| s.unwrap_or(missing)).collect())
+}
+
+/// Applies a caller's writes not applied yet (`None` in `statuses`) on the exact path,
+/// in order, in calls of at most the board's cap of events.
+async fn exact(
+    conn: &RedisConn,
+    budget: &Budget,
+    board: &Board,
+    now: Timestamp,
+    writes: &[SlotWrite],
+    mut statuses: Vec<Option<WriteStatus>>,
+) -> Result<Vec<WriteStatus>> {
+    let todo: Vec<usize> = (0..writes.len())
+        .filter(|i| statuses[*i].is_none())
+        .collect();
+    let mut from = 0;
+    while from < todo.len() {
+        let end = (from + budget.cap(&board.name)).min(todo.len());
+        let part: Vec<SlotWrite> = todo[from..end].iter().map(|i| writes[*i].clone()).collect();
+        match write_events(conn, board, now, &part, Guard::None).await {
+            Ok((EventsOutcome::Applied(got), us)) => {
+                budget.observe(&board.name, us, part.len());
+                for (i, status) in todo[from..end].iter().zip(got) {
+                    statuses[*i] = Some(status);
+                }
+            }
+            Ok(_) => {
+                let error = Error::Store(
+                    "write.lua answered a replay to a call without token or key".into(),
+                );
+                return settle(statuses, &error);
+            }
+            Err(error) => return settle(statuses, &error),
+        }
+        from = end;
+    }
+    settle(statuses, &Error::Store("no write was applied".into()))
 }
 
 /// The status of each write of a batch applied on the fast path.
@@ -341,8 +479,9 @@ fn statuses(writes: &[SlotWrite], too_late: &[i64]) -> Vec<WriteStatus> {
         .collect()
 }
 
-/// Applies `writes` at most once for `token`, outside group commit (a token covers
-/// exactly one call): `None` when the token was applied before.
+/// Applies `writes` at most once for `token`, outside group commit, in one call (a
+/// token covers exactly one call; the legacy import sends at most `events_per_call`
+/// events per token): `None` when the token was applied before.
 pub(super) async fn write_once(
     conn: &RedisConn,
     board: &Board,
@@ -350,22 +489,19 @@ pub(super) async fn write_once(
     writes: Vec<SlotWrite>,
     token: &str,
 ) -> Result<Option<Vec<WriteStatus>>> {
-    let mut batch = Batch::new();
-    let (reply, _) = oneshot::channel();
-    batch.add(Submission {
-        board: board.clone(),
-        now,
-        writes,
-        reply,
-    });
+    let batch = Batch::of(board, now, writes);
     let writes = &batch.submissions[0].writes;
     let guard = Guard::Token(token);
     let unexpected = || Error::Store("write.lua answered a key's replay to a token".into());
-    match write_sums(conn, board, now, &batch.sums, batch.abs_total, guard).await? {
+    let margin = (batch.abs_total, writes.len());
+    match write_sums(conn, board, now, &batch.sums, margin, guard)
+        .await?
+        .0
+    {
         SumsOutcome::Applied { too_late } => Ok(Some(statuses(writes, &too_late))),
         SumsOutcome::AlreadyApplied => Ok(None),
         SumsOutcome::Replayed(_) => Err(unexpected()),
-        SumsOutcome::NeedsExact => match write_events(conn, board, now, writes, guard).await? {
+        SumsOutcome::NeedsExact => match write_events(conn, board, now, writes, guard).await?.0 {
             EventsOutcome::Applied(statuses) => Ok(Some(statuses)),
             EventsOutcome::AlreadyApplied => Ok(None),
             EventsOutcome::Replayed(_) => Err(unexpected()),
@@ -373,34 +509,146 @@ pub(super) async fn write_once(
     }
 }
 
-/// Applies `writes` once for `key` while its record lives, outside group commit (a
-/// record covers exactly one call; see `Store::write_keyed`).
+/// Applies `writes` once for `key` while its records live, outside group commit (see
+/// `Store::write_keyed`), in calls of at most the board's cap of distinct pairs. Each call is
+/// recorded under its own name, the key's name for the first and `<name>\x1f@<pos>` for
+/// the one starting at event `pos`, with how many events it carried: a retry follows
+/// the recorded calls (whatever the cap is now) and applies only what is missing after
+/// them, so a write that failed half-way is completed exactly.
 pub(super) async fn write_keyed(
     conn: &RedisConn,
+    budget: &Budget,
     board: &Board,
     now: Timestamp,
     writes: Vec<SlotWrite>,
     key: &WriteKey,
 ) -> Result<Keyed> {
-    let mut batch = Batch::new();
-    let (reply, _) = oneshot::channel();
-    batch.add(Submission {
-        board: board.clone(),
-        now,
-        writes,
-        reply,
-    });
-    let writes = &batch.submissions[0].writes;
+    let mut statuses = Vec::with_capacity(writes.len());
+    let mut applied = false;
+    let mut pos = 0;
+    // Even a write with no events makes one call, so that it is recorded.
+    loop {
+        let len = within_cap(&writes[pos..], budget.cap(&board.name));
+        let part = &writes[pos..pos + len];
+        let name = if pos == 0 {
+            key.name.clone()
+        } else {
+            format!("{}\u{1f}@{pos}", key.name)
+        };
+        let part_key = WriteKey {
+            name,
+            ..key.clone()
+        };
+        match keyed_call(conn, budget, board, now, part, &part_key).await? {
+            Replay {
+                keyed: Keyed::Applied(got),
+                ..
+            } => {
+                applied = true;
+                statuses.extend(got);
+                pos += len;
+            }
+            Replay {
+                keyed: Keyed::Reused,
+                ..
+            } => return Ok(Keyed::Reused),
+            Replay {
+                keyed:
+                    Keyed::Replayed {
+                        now: first,
+                        recorded,
+                    },
+                events,
+            } => {
+                if first != now {
+                    if pos == 0 {
+                        // The caller admits the events again at the recorded now.
+                        return Ok(Keyed::Replayed {
+                            now: first,
+                            recorded,
+                        });
+                    }
+                    return Err(Error::Store(format!(
+                        "the records of idempotency key {:?} disagree (written at {} and {} ms): retried after its time to live?",
+                        key.name,
+                        first.unix_millis(),
+                        now.unix_millis()
+                    )));
+                }
+                // A record from before counts were kept covers the whole part.
+                let count = events.unwrap_or(writes.len() - pos);
+                if count > writes.len() - pos || (count == 0 && pos < writes.len()) {
+                    return Err(Error::Store(format!(
+                        "a record of idempotency key {:?} covers {count} events at {pos} of {}",
+                        key.name,
+                        writes.len()
+                    )));
+                }
+                statuses.extend(recorded.statuses(&writes[pos..pos + count])?);
+                pos += count;
+            }
+        }
+        if pos >= writes.len() {
+            break;
+        }
+    }
+    Ok(if applied {
+        Keyed::Applied(statuses)
+    } else {
+        Keyed::Replayed {
+            now,
+            recorded: Recorded::Statuses(statuses),
+        }
+    })
+}
+
+/// How many of `writes`, from the first, make at most `cap` distinct (slot, member)
+/// pairs (what a call costs): at least one when there are any.
+fn within_cap(writes: &[SlotWrite], cap: usize) -> usize {
+    let mut pairs = std::collections::HashSet::new();
+    for (n, w) in writes.iter().enumerate() {
+        pairs.insert((w.slot, w.member.as_str()));
+        if pairs.len() > cap.max(1) {
+            return n;
+        }
+    }
+    writes.len()
+}
+
+/// One keyed call: applies `writes` once for `key`, or answers its record (and how many
+/// events the recorded call carried). `Keyed::Applied` comes with no count.
+async fn keyed_call(
+    conn: &RedisConn,
+    budget: &Budget,
+    board: &Board,
+    now: Timestamp,
+    writes: &[SlotWrite],
+    key: &WriteKey,
+) -> Result<Replay> {
+    let batch = Batch::of(board, now, writes.to_vec());
     let guard = Guard::Key(key);
     let unexpected = || Error::Store("write.lua answered a token's replay to a key".into());
-    match write_sums(conn, board, now, &batch.sums, batch.abs_total, guard).await? {
-        SumsOutcome::Applied { too_late } => Ok(Keyed::Applied(statuses(writes, &too_late))),
-        SumsOutcome::Replayed(keyed) => Ok(keyed),
-        SumsOutcome::AlreadyApplied => Err(unexpected()),
-        SumsOutcome::NeedsExact => match write_events(conn, board, now, writes, guard).await? {
-            EventsOutcome::Applied(statuses) => Ok(Keyed::Applied(statuses)),
-            EventsOutcome::Replayed(keyed) => Ok(keyed),
-            EventsOutcome::AlreadyApplied => Err(unexpected()),
-        },
+    let applied = |keyed| Replay {
+        keyed,
+        events: None,
+    };
+    let margin = (batch.abs_total, writes.len());
+    match write_sums(conn, board, now, &batch.sums, margin, guard).await? {
+        (SumsOutcome::Applied { too_late }, us) => {
+            budget.observe(&board.name, us, batch.sums.len());
+            Ok(applied(Keyed::Applied(statuses(writes, &too_late))))
+        }
+        (SumsOutcome::Replayed(replay), _) => Ok(replay),
+        (SumsOutcome::AlreadyApplied, _) => Err(unexpected()),
+        (SumsOutcome::NeedsExact, _) => {
+            match write_events(conn, board, now, writes, guard).await? {
+                (EventsOutcome::Applied(got), us) => {
+                    budget.observe(&board.name, us, writes.len());
+                    Ok(applied(Keyed::Applied(got)))
+                }
+                (EventsOutcome::Replayed(replay), _) => Ok(replay),
+                (EventsOutcome::AlreadyApplied, _) => Err(unexpected()),
+            }
+        }
     }
 }

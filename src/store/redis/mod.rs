@@ -17,6 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 mod boards;
+mod budget;
 mod client;
 mod conn;
 mod counters;
@@ -226,7 +227,7 @@ impl Store for RedisStore {
         writes: Vec<SlotWrite>,
         key: &WriteKey,
     ) -> Result<Keyed> {
-        ingest::write_keyed(&self.conn, board, now, writes, key).await
+        ingest::write_keyed(&self.conn, self.ingest.budget(), board, now, writes, key).await
     }
 
     async fn top(

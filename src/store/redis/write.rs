@@ -34,6 +34,7 @@ pub(super) enum Guard<'a> {
 }
 
 /// What `write.lua` did with summed entries.
+#[derive(Debug)]
 pub(super) enum SumsOutcome {
     /// Applied, except the entries of these slots (too late).
     Applied { too_late: Vec<i64> },
@@ -42,35 +43,56 @@ pub(super) enum SumsOutcome {
     /// Nothing applied: the call's token is in the journal (it was applied before).
     AlreadyApplied,
     /// Nothing applied: the key's record says what the first call did.
-    Replayed(Keyed),
+    Replayed(Replay),
 }
 
 /// What `write.lua` did with events sent one by one.
+#[derive(Debug)]
 pub(super) enum EventsOutcome {
     /// Applied: each event's status.
     Applied(Vec<WriteStatus>),
     /// Nothing applied: the call's token is in the journal.
     AlreadyApplied,
     /// Nothing applied: the key's record says what the first call did.
-    Replayed(Keyed),
+    Replayed(Replay),
 }
 
-/// The answer to a keyed call that found the key's record ({4, now, reply…} or {5}).
-fn replayed(reply: &[i64]) -> Option<Keyed> {
-    match reply {
-        [5] => Some(Keyed::Reused),
-        [4, now, 0, slots @ ..] => Some(Keyed::Replayed {
-            now: Timestamp::from_unix_millis(*now).ok()?,
-            recorded: Recorded::TooLateSlots(slots.to_vec()),
-        }),
-        [4, now, 1, codes @ ..] => Some(Keyed::Replayed {
-            now: Timestamp::from_unix_millis(*now).ok()?,
-            recorded: Recorded::Statuses(
-                codes.iter().map(|c| status_of(*c)).collect::<Option<_>>()?,
-            ),
-        }),
-        _ => None,
-    }
+/// A keyed call's answer when it found the key's record: what the record says, and how
+/// many events the recorded call carried (`None` in a record written before counts were
+/// kept: one call then carried the whole part).
+#[derive(Debug)]
+pub(super) struct Replay {
+    pub keyed: Keyed,
+    pub events: Option<usize>,
+}
+
+/// The answer to a keyed call that found the key's record
+/// ({4, now, events, reply…} or {5}).
+fn replayed(reply: &[i64]) -> Option<Replay> {
+    let (keyed, events) = match reply {
+        [5] => (Keyed::Reused, -1),
+        [4, now, events, 0, slots @ ..] => (
+            Keyed::Replayed {
+                now: Timestamp::from_unix_millis(*now).ok()?,
+                recorded: Recorded::TooLateSlots(slots.to_vec()),
+            },
+            *events,
+        ),
+        [4, now, events, 1, codes @ ..] => (
+            Keyed::Replayed {
+                now: Timestamp::from_unix_millis(*now).ok()?,
+                recorded: Recorded::Statuses(
+                    codes.iter().map(|c| status_of(*c)).collect::<Option<_>>()?,
+                ),
+            },
+            *events,
+        ),
+        _ => return None,
+    };
+    Some(Replay {
+        keyed,
+        events: usize::try_from(events).ok(),
+    })
 }
 
 /// A status code of `write.lua`.
@@ -84,15 +106,18 @@ fn status_of(code: i64) -> Option<WriteStatus> {
 }
 
 /// Applies summed entries, each (slot, member) once, on the fast path (see `write.lua`).
-/// `abs_total` is the sum of |delta| over the original events.
+/// `abs_total` is the sum of |delta| over the original events (an upper bound will do);
+/// `events` is how many they are (recorded under a key). Also answers how long the
+/// script ran, in µs by the server's clock (0 when it applied nothing for a token or
+/// key).
 pub(super) async fn write_sums(
     conn: &RedisConn,
     board: &Board,
     now: Timestamp,
     entries: &[Summed],
-    abs_total: u128,
+    (abs_total, events): (u128, usize),
     guard: Guard<'_>,
-) -> Result<SumsOutcome> {
+) -> Result<(SumsOutcome, u64)> {
     let slots = Slots::of(entries.iter().map(|e| e.slot));
     // Anything past 2^53 takes the exact path; keep the number exact in Lua.
     let abs_total = abs_total.min(1 << 53) as u64;
@@ -101,41 +126,59 @@ pub(super) async fn write_sums(
         board,
         now,
         &slots,
-        "sums",
-        &abs_total.to_string(),
+        ("sums", &abs_total.to_string()),
         guard,
+        events,
     );
     for e in entries {
         slots.push_number(&mut invocation, e.slot);
         invocation.arg(e.member.as_str()).arg(e.sum);
     }
     let reply: Vec<i64> = conn.script(&invocation, &board.name, Retry::Never).await?;
-    match reply.split_first() {
-        Some((0, too_late)) => Ok(SumsOutcome::Applied {
-            too_late: too_late
-                .iter()
-                .map(|i| slots.start(*i))
-                .collect::<Result<_>>()?,
-        }),
-        Some((2, [])) => Ok(SumsOutcome::NeedsExact),
-        Some((3, [])) => Ok(SumsOutcome::AlreadyApplied),
+    match reply.as_slice() {
+        [0, us, too_late @ ..] => Ok((
+            SumsOutcome::Applied {
+                too_late: too_late
+                    .iter()
+                    .map(|i| slots.start(*i))
+                    .collect::<Result<_>>()?,
+            },
+            micros(*us),
+        )),
+        [2, us] => Ok((SumsOutcome::NeedsExact, micros(*us))),
+        [3] => Ok((SumsOutcome::AlreadyApplied, 0)),
         _ => replayed(&reply)
-            .map(SumsOutcome::Replayed)
+            .map(|r| (SumsOutcome::Replayed(r), 0))
             .ok_or_else(|| Error::Store(format!("write.lua answered {reply:?} to summed entries"))),
     }
 }
 
+/// A script's own duration as it reported it (never negative, even if the server's
+/// clock stepped back during the call).
+fn micros(us: i64) -> u64 {
+    u64::try_from(us).unwrap_or(0)
+}
+
 /// Applies events one by one, in order, each checked against the stored values (the
-/// exact path, for boards whose bound no longer proves the range).
+/// exact path, for boards whose bound no longer proves the range). Also answers the
+/// script's own duration in µs, as [`write_sums`] does.
 pub(super) async fn write_events(
     conn: &RedisConn,
     board: &Board,
     now: Timestamp,
     writes: &[SlotWrite],
     guard: Guard<'_>,
-) -> Result<EventsOutcome> {
+) -> Result<(EventsOutcome, u64)> {
     let slots = Slots::of(writes.iter().map(|w| w.slot));
-    let mut invocation = invocation(conn, board, now, &slots, "events", "", guard);
+    let mut invocation = invocation(
+        conn,
+        board,
+        now,
+        &slots,
+        ("events", ""),
+        guard,
+        writes.len(),
+    );
     for w in writes {
         slots.push_number(&mut invocation, w.slot);
         invocation.arg(w.member.as_str()).arg(w.delta);
@@ -147,15 +190,15 @@ pub(super) async fn write_events(
             writes.len()
         ))
     };
-    match reply.split_first() {
-        Some((1, codes)) if codes.len() == writes.len() => codes
+    match reply.as_slice() {
+        [1, us, codes @ ..] if codes.len() == writes.len() => codes
             .iter()
             .map(|code| status_of(*code).ok_or_else(bad))
             .collect::<Result<Vec<_>>>()
-            .map(EventsOutcome::Applied),
-        Some((3, [])) => Ok(EventsOutcome::AlreadyApplied),
+            .map(|statuses| (EventsOutcome::Applied(statuses), micros(*us))),
+        [3] => Ok((EventsOutcome::AlreadyApplied, 0)),
         _ => replayed(&reply)
-            .map(EventsOutcome::Replayed)
+            .map(|r| (EventsOutcome::Replayed(r), 0))
             .ok_or_else(bad),
     }
 }
@@ -196,15 +239,17 @@ impl Slots {
     }
 }
 
-/// KEYS and the leading ARGV of `write.lua`, up to the entries.
+/// KEYS and the leading ARGV of `write.lua`, up to the entries (`events`: how many
+/// events the call carries, recorded under a key).
+/// `mode` is ARGV[4] and ARGV[5]: the mode, and in mode 'sums' the sum of |delta|.
 fn invocation<'a>(
     conn: &'a RedisConn,
     board: &Board,
     now: Timestamp,
     slots: &Slots,
-    mode: &str,
-    abs_total: &str,
+    (mode, abs_total): (&str, &str),
     guard: Guard<'_>,
+    events: usize,
 ) -> ScriptInvocation<'a> {
     let config = &board.config;
     let windows = config.windows();
@@ -240,7 +285,7 @@ fn invocation<'a>(
         Guard::Key(key) => {
             let ttl_ms = key.ttl.secs_i64() * 1000;
             invocation
-                .arg(key.fingerprint.as_str())
+                .arg(format!("{}:{events}", key.fingerprint))
                 .arg(now.unix_millis())
                 .arg(now.unix_millis() + ttl_ms)
                 .arg(ttl_ms);

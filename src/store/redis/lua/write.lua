@@ -20,7 +20,9 @@
 -- ARGV[4]                    mode: 'sums' or 'events' (see below)
 -- ARGV[5]                    sums: the sum of |delta| over the original events; events: ''
 -- ARGV[6]                    a token making the call idempotent, or '' (see below)
--- ARGV[7]                    a key's fingerprint (40 hex digits), or '' (see Key below)
+-- ARGV[7]                    with a key: '<fingerprint>:<events>', the write's fingerprint
+--                            (40 hex digits) and how many of its events this call carries
+--                            (see Key below); otherwise ''
 -- ARGV[8], ARGV[9]           with a key: the caller's now and the record's deadline
 --                            (now + TTL), unix ms; otherwise ''
 -- ARGV[10]                   with a key: the TTL in ms (the record's PX); otherwise ''
@@ -48,12 +50,15 @@
 --     apply_checked). If each
 --     satisfies |value| + ARGV[5] <= 2^53 - 1, no event of the batch can take it out of
 --     range whatever their order, and the entries are applied the same way (abs_sum
---     stays at the limit). Returns {0, slot number ...}: every entry applied except those
---     of the listed slots, which are too late. Otherwise nothing is applied (the freeze
---     aside) and it returns {2}: the caller sends the original events in mode 'events'.
+--     stays at the limit). Returns {0, µs, slot number ...}: every entry applied except
+--     those of the listed slots, which are too late. Otherwise nothing is applied (the
+--     freeze aside) and it returns {2, µs}: the caller sends the original events in mode
+--     'events'.
 --   mode 'events': the original events in order, each checked against the current values
 --     and applied alone; abs_sum is set to the limit, so the board stays exact. Returns
---     {1, status per event}: 0 applied, 1 too late, 2 out of range.
+--     {1, µs, status per event}: 0 applied, 1 too late, 2 out of range.
+-- µs is the call's own duration by the server's clock (TIME at its start and end): the
+-- caller sizes its next calls from it so that none holds Redis long (ingest.rs).
 -- Recompute: while a recompute of window r holds its lease (rb_* fields, see
 -- recompute_begin.lua), every applied entry that counts in window r (stage < r) is also
 -- told to it: in its scan phase the member joins the log (its total will be computed
@@ -64,17 +69,20 @@
 -- otherwise the token is recorded in the same call that applies the writes, so a job
 -- that replays its calls after a crash (the legacy import) counts each exactly once.
 -- Key: a client's idempotency key. Its record, a string
---   '<fingerprint> <now> <deadline> <reply...>' set with PX = TTL in the same call that
---   applies the writes, holds the caller's now and what the call answered: in mode 'sums'
---   '0' and the start of each too-late slot, in mode 'events' '1' and each status. A call
---   finding a record whose deadline is after its now applies nothing: it returns
---   {4, recorded now, recorded reply...} when the fingerprint is the same, {5} when it is
---   not (the key names another write). A record past its deadline by the caller's clock
+--   '<fingerprint>:<events> <now> <deadline> <reply...>' set with PX = TTL in the same
+--   call that applies the writes, holds how many events the call carried, the caller's
+--   now and what the call answered: in mode 'sums' '0' and the start of each too-late
+--   slot, in mode 'events' '1' and each status. A call finding a record whose deadline is
+--   after its now applies nothing: it returns {4, recorded now, recorded events (-1 in a
+--   record written before counts were kept), recorded reply...} when the fingerprint is
+--   the same (whatever the count: a retry that splits the write otherwise learns where
+--   this part ended), {5} when it is not (the key names another write). A record past its deadline by the caller's clock
 --   is as good as absent (and overwritten); Redis deletes it by itself at its PX. A call
 --   that applies nothing because it needs mode 'events' ({2}) records nothing.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local MAX = 9007199254740991
+local started = now_us()
 local board, index = KEYS[1], KEYS[2]
 local n, m, mode = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 
@@ -108,11 +116,10 @@ if fingerprint ~= '' then
     local parts = {}
     for part in string.gmatch(stored, '%S+') do parts[#parts + 1] = part end
     if tonumber(parts[3]) > tonumber(ARGV[8]) then
-      if parts[1] ~= fingerprint then return { 5 } end
-      local reply = { 4 }
-      for x = 2, #parts do
-        if x ~= 3 then reply[#reply + 1] = tonumber(parts[x]) end
-      end
+      local recorded, events = string.match(parts[1], '^([^:]*):?(%d*)$')
+      if recorded ~= string.match(fingerprint, '^[^:]*') then return { 5 } end
+      local reply = { 4, tonumber(parts[2]), tonumber(events) or -1 }
+      for x = 4, #parts do reply[#reply + 1] = tonumber(parts[x]) end
       return reply
     end
   end
@@ -247,7 +254,7 @@ end
 local applied = {}
 if mode == 'sums' and not bounded then
   applied = totals_have_room() and apply_checked()
-  if not applied then return { 2 } end
+  if not applied then return { 2, now_us() - started } end
 end
 if token ~= '' then
   redis.call('HSET', journal, token, 1)
@@ -284,22 +291,23 @@ if mode == 'sums' then
   elseif grown > 0 then
     redis.call('HINCRBY', board, 'abs_sum', grown)
   end
-  local reply, slots = { 0 }, { 0 }
+  local reply, slots = { 0, 0 }, { 0 }
   for i in pairs(too_late) do
     reply[#reply + 1] = i
     slots[#slots + 1] = ARGV[10 + 2 * n + i]
   end
   remember(slots)
+  reply[2] = now_us() - started
   return reply
 end
 
 -- Mode 'events': check every event against the current values, in order.
-local status = { 1 }
+local status = { 1, 0 }
 for e = 0, count - 1 do
   local i, member, delta = entry(e)
   local k, d = stage[i], tonumber(delta)
   if k == n then
-    status[e + 2] = 1
+    status[e + 3] = 1
   else
     local base = STAGES + (i - 1) * n
     -- Stages above k+1 cannot hold anything yet: the slot's value is stages 1..k+1.
@@ -320,12 +328,15 @@ for e = 0, count - 1 do
       end
       for j = k + 1, n do add_window(j, member, delta) end
       tell_recompute(i, k, member, delta)
-      status[e + 2] = 0
+      status[e + 3] = 0
     else
-      status[e + 2] = 2
+      status[e + 3] = 2
     end
   end
 end
 redis.call('HSET', board, 'abs_sum', MAX)
-remember(status)
+local recorded = { 1 }
+for x = 3, #status do recorded[x - 1] = status[x] end
+remember(recorded)
+status[2] = now_us() - started
 return status

@@ -1,0 +1,129 @@
+//! The write-call budget: how many (slot, member) pairs one `write.lua` call of a board
+//! may carry so that it holds Redis for about `call_budget` at most.
+//!
+//! A pair costs about one HINCRBY and one ZINCRBY per window, which takes longer the
+//! bigger the board's hashes and sorted sets are (about 12 µs on a two-window board of
+//! 200,000 members, 1–2 µs on a small one). Each call reports its own duration by the
+//! server's clock; the board's estimate of µs per pair follows those reports (an
+//! exponentially weighted mean, a call of few pairs counting little, since its fixed
+//! cost would overstate a pair's), and the cap is the budget divided by the estimate,
+//! between 1 and the most a batch may hold. A board not yet measured starts from a
+//! cautious estimate, so its first calls are bounded too; a small board's cap reaches
+//! the batch maximum within a few calls.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::domain::BoardName;
+
+/// The estimate of a board not measured yet, in µs per pair: a big board's cost.
+const PRIOR_US_PER_PAIR: f64 = 16.0;
+
+/// How far one call of `FULL_WEIGHT_PAIRS` pairs or more moves the estimate.
+const ALPHA: f64 = 0.3;
+
+/// A call of fewer pairs moves the estimate proportionally less.
+const FULL_WEIGHT_PAIRS: f64 = 32.0;
+
+/// Per-board estimates of the cost of a pair, and the caps they give.
+pub(super) struct Budget {
+    budget_us: f64,
+    max: usize,
+    estimates: Mutex<HashMap<BoardName, f64>>,
+}
+
+impl Budget {
+    /// Calls of about `budget` each, of at most `max` pairs (a zero budget: one pair per
+    /// call, for tests).
+    pub(super) fn new(budget: Duration, max: usize) -> Budget {
+        Budget {
+            budget_us: budget.as_secs_f64() * 1e6,
+            max: max.max(1),
+            estimates: Mutex::default(),
+        }
+    }
+
+    /// The most pairs the next call of `board` may carry: at least 1.
+    pub(super) fn cap(&self, board: &BoardName) -> usize {
+        let estimate = self.estimate(board);
+        let cap = (self.budget_us / estimate).floor();
+        if cap >= self.max as f64 {
+            self.max
+        } else if cap >= 1.0 {
+            cap as usize
+        } else {
+            1
+        }
+    }
+
+    /// The board's estimate, in µs per pair.
+    pub(super) fn estimate(&self, board: &BoardName) -> f64 {
+        self.lock().get(board).copied().unwrap_or(PRIOR_US_PER_PAIR)
+    }
+
+    /// Takes in a call of `board` that carried `pairs` pairs and ran `us` µs.
+    pub(super) fn observe(&self, board: &BoardName, us: u64, pairs: usize) {
+        if pairs == 0 {
+            return;
+        }
+        let sample = us as f64 / pairs as f64;
+        let weight = ALPHA * (pairs as f64 / FULL_WEIGHT_PAIRS).min(1.0);
+        let mut estimates = self.lock();
+        let estimate = estimates.entry(board.clone()).or_insert(PRIOR_US_PER_PAIR);
+        // A floor keeps the cap finite when a call measures 0 µs (a coarse clock).
+        *estimate = (*estimate + weight * (sample - *estimate)).max(0.01);
+    }
+
+    /// Drops the board's estimate (the board was dropped).
+    pub(super) fn forget(&self, board: &BoardName) {
+        self.lock().remove(board);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<BoardName, f64>> {
+        self.estimates.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board() -> BoardName {
+        BoardName::parse("b").unwrap()
+    }
+
+    #[test]
+    fn an_unmeasured_board_gets_the_cautious_cap() {
+        let budget = Budget::new(Duration::from_millis(1), 1000);
+        assert_eq!(budget.cap(&board()), 62); // 1000 µs / 16 µs
+        assert_eq!(Budget::new(Duration::ZERO, 1000).cap(&board()), 1);
+        assert_eq!(
+            Budget::new(Duration::from_secs(1), 1000).cap(&board()),
+            1000
+        );
+    }
+
+    #[test]
+    fn the_cap_follows_the_measured_cost() {
+        let budget = Budget::new(Duration::from_millis(1), 1000);
+        for _ in 0..40 {
+            budget.observe(&board(), 100 * 20, 100); // 20 µs per pair
+        }
+        assert_eq!(budget.cap(&board()), 50);
+        for _ in 0..40 {
+            budget.observe(&board(), 250, 500); // 0.5 µs per pair
+        }
+        assert_eq!(budget.cap(&board()), 1000);
+    }
+
+    #[test]
+    fn a_small_call_counts_little() {
+        let budget = Budget::new(Duration::from_millis(1), 1000);
+        budget.observe(&board(), 80, 1);
+        // 16 + 0.3 / 32 * (80 - 16) = 16.6
+        assert!((budget.estimate(&board()) - 16.6).abs() < 1e-9);
+        budget.forget(&board());
+        assert_eq!(budget.estimate(&board()), PRIOR_US_PER_PAIR);
+    }
+}
