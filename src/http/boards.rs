@@ -360,7 +360,7 @@ pub struct RecomputeQuery {
         (status = 200, description = "What the rebuild changed", body = RecomputeReport),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_busy`: another recompute of the board is running; `board_changed`", body = ErrorBody),
+        (status = 409, description = "`board_busy`: another recompute of the board is running; `board_changed`; `board_kind`: a trending board (nothing to recompute)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_span`", body = ErrorBody),
     ),
     security(("bearer" = []))

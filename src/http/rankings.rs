@@ -188,6 +188,7 @@ pub async fn around(
     responses(
         (status = 200, description = "The member's values per slot", body = History),
         (status = 404, description = "`board_not_found`, or `member_not_found`: the member holds no value in the largest window", body = ErrorBody),
+        (status = 409, description = "`board_kind`: a trending board keeps no per-slot history", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`", body = ErrorBody),
     )
 )]
@@ -211,7 +212,7 @@ pub async fn history(
         (status = 200, description = "Removed (or held nothing)", body = MemberRemoved),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry", body = ErrorBody),
+        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board (no per-slot values to remove)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`", body = ErrorBody),
     ),
     security(("bearer" = []))

@@ -37,6 +37,7 @@ pub struct SnapshotsQuery {
     responses(
         (status = 200, description = "The snapshots, newest first", body = Snapshots),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
+        (status = 409, description = "`board_kind`: a trending board takes no snapshots", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (`from` after `to`, a time out of range, a limit out of 1–1000)", body = ErrorBody),
     )
 )]
