@@ -252,11 +252,14 @@ impl Task {
             let slot = board.config.slot_start(now);
             if slot > board.retired_at_slot {
                 let (boards, name) = (self.boards.clone(), name.clone());
+                // A board without snapshots costs no call: the listing (re-read every
+                // `rescan_every`) tells when another process turns them on.
+                let snapshots = board.config.snapshots().is_some();
                 passes.spawn(async move {
                     let result = match boards.retire(name.as_str()).await {
                         // Retirement through the boundary is complete: take the board's
                         // period snapshots (once per boundary, whoever else tries).
-                        Ok(report) if report.complete => {
+                        Ok(report) if report.complete && snapshots => {
                             boards.take_snapshots(name.as_str()).await.map(|_| report)
                         }
                         other => other,
