@@ -38,13 +38,7 @@ impl Rollboard {
     ) -> Result<()> {
         let name = CounterName::parse(name)?;
         let settings = self.settings();
-        let max = settings.max_batch;
-        if increments.len() > max {
-            return Err(Error::BatchTooLarge {
-                len: increments.len(),
-                max,
-            });
-        }
+        settings.admission().check_batch(increments.len())?;
         let now = self.now();
         let out_of_range = || Error::OutOfRange {
             member: name.to_string(),

@@ -42,13 +42,7 @@ impl Rollboard {
     pub async fn record_stats(&self, context: &str, kind: &str, values: &[f64]) -> Result<()> {
         let context = StatsContext::parse(context)?;
         let kind = StatsKind::parse(kind)?;
-        let max = self.settings().max_batch;
-        if values.len() > max {
-            return Err(Error::BatchTooLarge {
-                len: values.len(),
-                max,
-            });
-        }
+        self.settings().admission().check_batch(values.len())?;
         let mut buckets = BTreeMap::<String, u64>::new();
         for value in values {
             *buckets.entry(bucket_of(check_value(*value)?)).or_default() += 1;

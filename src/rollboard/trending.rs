@@ -89,13 +89,7 @@ impl Rollboard {
     /// is rejected on its own (with its index), the rest are applied together.
     pub async fn trend_incr_batch(&self, board: &str, events: &[Event]) -> Result<BatchOutcome> {
         let name = BoardName::parse(board)?;
-        let max = self.settings().max_batch;
-        if events.len() > max {
-            return Err(Error::BatchTooLarge {
-                len: events.len(),
-                max,
-            });
-        }
+        self.settings().admission().check_batch(events.len())?;
         let now = self.now();
         let mut board = self.load_trending(&name).await?;
         let (writes, outcome) = self.trend_admit(&board.config, events, now);
@@ -121,13 +115,7 @@ impl Rollboard {
         fingerprint: &Fingerprint,
     ) -> Result<KeyedOutcome> {
         let name = BoardName::parse(board)?;
-        let max = self.settings().max_batch;
-        if events.len() > max {
-            return Err(Error::BatchTooLarge {
-                len: events.len(),
-                max,
-            });
-        }
+        self.settings().admission().check_batch(events.len())?;
         let now = self.now();
         let mut board = self.load_trending(&name).await?;
         let (writes, outcome) = self.trend_admit(&board.config, events, now);
