@@ -438,7 +438,7 @@ local function play_key(a)
   -- As computed when, per tier, the head the hits leave (the newer of the head and
   -- `need`) stays below `lim`: no hit's slot leaves the ring, and the heads moved
   -- (if at all) past slots no hit of the batch is in but the new ones.
-  local as_computed, moved = true, false
+  local as_computed, moved, overflow = true, false, false
   local need = { 0, 0, 0, 0, 0, 0, 0, 0 }
   for t = 1, ntiers do
     need[t] = tonumber(ARGV[need_at + t - 1])
@@ -453,7 +453,7 @@ local function play_key(a)
   end
   for c = 1, ncells do
     if not reply[ntiers + c] then
-      as_computed = false
+      as_computed, overflow = false, true
     end
   end
   if as_computed and not moved then
@@ -503,12 +503,6 @@ local function play_key(a)
       redis.call('PEXPIRE', key, str(math.max(1, until_new - now)))
     end
     return {}, next_key
-  end
-  local overflow = false
-  for c = 1, ncells do
-    if not reply[ntiers + c] then
-      overflow = true
-    end
   end
   local results = {}
   if not overflow then
