@@ -44,6 +44,20 @@ fn pairs(items: &[(&str, u64)]) -> Vec<(String, u64)> {
     items.iter().map(|(w, c)| (w.to_string(), *c)).collect()
 }
 
+/// Each hit's answer to one `rate_hits` batch: the tiers that counted it, or its error code.
+async fn hit_codes(
+    h: &Harness,
+    hits: &[(String, u64, Option<rollboard::Timestamp>)],
+) -> Vec<Result<usize, &'static str>> {
+    h.boards
+        .rate_hits(hits)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.map_err(|e| e.code()))
+        .collect()
+}
+
 const ALL: [&str; 5] = ["5s", "5m", "5h", "5d", "180d"];
 
 async fn a_hit_counts_in_every_window_while_its_slot_is_inside(h: Harness) {
@@ -357,14 +371,7 @@ async fn a_batch_answers_each_hit(h: Harness) {
         (a.clone(), 3, Some(ts(START + 40))),
         ("".to_owned(), 1, None),
     ];
-    let codes: Vec<Result<usize, &str>> = h
-        .boards
-        .rate_hits(&hits)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|r| r.map_err(|e| e.code()))
-        .collect();
+    let codes = hit_codes(&h, &hits).await;
     assert_eq!(
         codes,
         [
@@ -395,14 +402,7 @@ async fn an_overflowing_hit_in_a_batch_changes_nothing_and_the_others_count(h: H
         (a.clone(), 1, None),
         (b.clone(), 4, Some(ts(START + 29))),
     ];
-    let codes: Vec<Result<usize, &str>> = h
-        .boards
-        .rate_hits(&hits)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|r| r.map_err(|e| e.code()))
-        .collect();
+    let codes = hit_codes(&h, &hits).await;
     // a's counter of second 30 reaches 2^32 - 1 exactly; the hit of second 29 has a
     // counter of its own on the 1 s tier but shares the minute's, which is full.
     assert_eq!(

@@ -46,15 +46,8 @@ impl Budget {
 
     /// The most pairs the next call of `board` may carry: at least 1.
     pub(super) fn cap(&self, board: &BoardName) -> usize {
-        let estimate = self.estimate(board);
-        let cap = (self.budget_us / estimate).floor();
-        if cap >= self.max as f64 {
-            self.max
-        } else if cap >= 1.0 {
-            cap as usize
-        } else {
-            1
-        }
+        let cap = (self.budget_us / self.estimate(board)).floor();
+        cap.clamp(1.0, self.max as f64) as usize
     }
 
     /// The board's estimate, in µs per pair.

@@ -373,11 +373,7 @@ async fn apply(conn: &RedisConn, budget: &Budget, batch: Batch) {
             Ok((SumsOutcome::Applied { too_late }, us)) => {
                 budget.observe(name, us, chunk.len());
                 for (status, e) in done[from..end].iter_mut().zip(chunk) {
-                    *status = Some(if too_late.contains(&e.slot) {
-                        WriteStatus::TooLate
-                    } else {
-                        WriteStatus::Applied
-                    });
+                    *status = Some(fast_status(e.slot, &too_late));
                 }
                 from = end;
             }
@@ -469,14 +465,17 @@ async fn exact(
 fn statuses(writes: &[SlotWrite], too_late: &[i64]) -> Vec<WriteStatus> {
     writes
         .iter()
-        .map(|w| {
-            if too_late.contains(&w.slot) {
-                WriteStatus::TooLate
-            } else {
-                WriteStatus::Applied
-            }
-        })
+        .map(|w| fast_status(w.slot, too_late))
         .collect()
+}
+
+/// The status of a write to `slot` applied on the fast path, which found `too_late`.
+fn fast_status(slot: i64, too_late: &[i64]) -> WriteStatus {
+    if too_late.contains(&slot) {
+        WriteStatus::TooLate
+    } else {
+        WriteStatus::Applied
+    }
 }
 
 /// Applies `writes` at most once for `token`, outside group commit, in one call (a

@@ -63,27 +63,34 @@ for t = 1, ntiers do
   now_slot[t] = floor(now / g[t])
 end
 
--- Integers as command arguments, each formatted once per call (the same offsets, heads
--- and small counts recur from key to key).
-local strs = {}
-local function str(v)
-  local s = strs[v]
-  if s == nil then
-    s = string.format('%d', v)
-    strs[v] = s
-  end
-  return s
+-- `make` with its results kept by argument, each made once per call, and the table
+-- that keeps them.
+local function memo(make)
+  local made = {}
+  return function(v)
+    local r = made[v]
+    if r == nil then
+      r = make(v)
+      made[v] = r
+    end
+    return r
+  end, made
 end
 
--- Strings of `len` zero bytes, each made once per call (for SETRANGE).
-local zero_strings = {}
-local function zeros(len)
-  local z = zero_strings[len]
-  if z == nil then
-    z = string.rep('\0', len)
-    zero_strings[len] = z
+-- Integers as command arguments, each formatted once per call (the same offsets, heads
+-- and small counts recur from key to key).
+local str, strs = memo(function(v) return string.format('%d', v) end)
+
+-- Strings of `len` zero bytes (for SETRANGE).
+local zeros = memo(function(len) return string.rep('\0', len) end)
+
+-- Clears, by SETRANGE, the k positions of tier t from p on (wrapping past its last).
+local function clear_slots(t, p, k)
+  local part = min(k, n[t] - p)
+  redis.call('SETRANGE', key, str(base[t] / 8 + 4 * p), zeros(4 * part))
+  if k > part then
+    redis.call('SETRANGE', key, str(base[t] / 8), zeros(4 * (k - part)))
   end
-  return z
 end
 
 -- The BITFIELD ops that read the heads, then OVERFLOW FAIL for the adds after them.
@@ -383,13 +390,7 @@ local function play(first, last, exact, results, pre)
     no, added = #ops, {}
   end
   for _, t in ipairs(long) do
-    local k = min(head[t] - h0[t], n[t])
-    local p = (h0[t] + 1) % n[t]
-    local part = min(k, n[t] - p)
-    redis.call('SETRANGE', key, str(base[t] / 8 + 4 * p), zeros(4 * part))
-    if k > part then
-      redis.call('SETRANGE', key, str(base[t] / 8), zeros(4 * (k - part)))
-    end
+    clear_slots(t, (h0[t] + 1) % n[t], min(head[t] - h0[t], n[t]))
   end
   if no > 0 then
     local done = redis.call('BITFIELD', key, unpack(ops, 1, no))
@@ -437,7 +438,7 @@ local function play_key(a)
   -- As computed when, per tier, the head the hits leave (the newer of the head and
   -- `need`) stays below `lim`: no hit's slot leaves the ring, and the heads moved
   -- (if at all) past slots no hit of the batch is in but the new ones.
-  local as_computed, moved = true, false
+  local as_computed, moved, overflow = true, false, false
   local need = { 0, 0, 0, 0, 0, 0, 0, 0 }
   for t = 1, ntiers do
     need[t] = tonumber(ARGV[need_at + t - 1])
@@ -452,7 +453,7 @@ local function play_key(a)
   end
   for c = 1, ncells do
     if not reply[ntiers + c] then
-      as_computed = false
+      as_computed, overflow = false, true
     end
   end
   if as_computed and not moved then
@@ -474,11 +475,7 @@ local function play_key(a)
           local k = min(need[t] - h, n[t])
           local p = (h + 1) % n[t]
           if k > SHORT then
-            local part = min(k, n[t] - p)
-            redis.call('SETRANGE', key, str(base[t] / 8 + 4 * p), zeros(4 * part))
-            if k > part then
-              redis.call('SETRANGE', key, str(base[t] / 8), zeros(4 * (k - part)))
-            end
+            clear_slots(t, p, k)
           else
             for j = 0, k - 1 do
               fix[nfix + 1], fix[nfix + 2], fix[nfix + 3], fix[nfix + 4] =
@@ -506,12 +503,6 @@ local function play_key(a)
       redis.call('PEXPIRE', key, str(math.max(1, until_new - now)))
     end
     return {}, next_key
-  end
-  local overflow = false
-  for c = 1, ncells do
-    if not reply[ntiers + c] then
-      overflow = true
-    end
   end
   local results = {}
   if not overflow then
