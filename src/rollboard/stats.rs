@@ -7,8 +7,7 @@ use serde::Serialize;
 
 use super::Rollboard;
 use crate::domain::stats::{
-    self, HourStats, SLOWEST_KEPT, SlowEntry, StatsContext, StatsKind, bucket_of, check_value,
-    hour_of,
+    self, HourStats, SlowEntry, StatsContext, StatsKind, bucket_of, check_value, hour_of,
 };
 use crate::error::{Error, Result};
 use crate::store::StatRecord;
@@ -56,7 +55,6 @@ impl Rollboard {
             values,
             buckets: &buckets,
             hour: hour_of(self.now()),
-            slowest_kept: SLOWEST_KEPT,
         };
         self.inner.store.record_stat(record).await
     }

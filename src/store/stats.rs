@@ -20,10 +20,9 @@ pub struct StatRecord<'a> {
     /// How many of them fall in each histogram bucket
     /// ([`bucket_of`](crate::domain::stats::bucket_of)).
     pub buckets: &'a BTreeMap<String, u64>,
-    /// The hour it counts in, by the caller's clock (unix seconds).
+    /// The hour it counts in, by the caller's clock (unix seconds). The kind's slowest
+    /// list keeps [`SLOWEST_KEPT`](crate::SLOWEST_KEPT) entries.
     pub hour: i64,
-    /// Entries the kind's slowest list keeps.
-    pub slowest_kept: usize,
 }
 
 /// Stats storage. All methods are safe to call concurrently, from several processes.

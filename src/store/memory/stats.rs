@@ -54,7 +54,7 @@ impl StatsStore for MemoryStore {
         let (count, mean) = (moments.count, moments.mean);
         let list = state.slowest.entry(r.kind.clone()).or_default();
         list.insert(r.context.to_string(), (hour, count, mean));
-        while list.len() > r.slowest_kept {
+        while list.len() > crate::domain::stats::SLOWEST_KEPT {
             let lowest = list
                 .iter()
                 .min_by(|a, b| a.1.2.total_cmp(&b.1.2).then(a.0.cmp(b.0)))

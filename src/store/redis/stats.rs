@@ -64,7 +64,6 @@ impl StatsStore for RedisStore {
             values: r.values.to_vec(),
             buckets: r.buckets.clone(),
             hour: r.hour,
-            slowest_kept: r.slowest_kept,
         };
         self.stats.record(&self.conn, record).await
     }

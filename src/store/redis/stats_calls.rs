@@ -39,7 +39,6 @@ pub(super) struct Recorded {
     pub values: Vec<f64>,
     pub buckets: BTreeMap<String, u64>,
     pub hour: i64,
-    pub slowest_kept: usize,
 }
 
 /// Records of one (context, kind) and hour, one group of a call.
@@ -169,7 +168,7 @@ pub(super) async fn record_many(conn: &RedisConn, records: &[&Recorded]) -> Vec<
         }
     }
     if cluster {
-        for (kind, error) in update_slowest(conn, records, &groups, &calls, &replies).await {
+        for (kind, error) in update_slowest(conn, &groups, &calls, &replies).await {
             // The records of that kind whose values were recorded (the others hold
             // their record call's error already).
             for (call, reply) in calls.iter().zip(&replies) {
@@ -258,7 +257,6 @@ async fn record_call(
 /// kinds whose update failed, with the error.
 async fn update_slowest<'a>(
     conn: &RedisConn,
-    records: &[&Recorded],
     groups: &[Group<'a>],
     calls: &[Vec<usize>],
     replies: &[Result<Vec<Newest>>],
@@ -275,9 +273,7 @@ async fn update_slowest<'a>(
             }
         }
     }
-    let kept = records
-        .first()
-        .map_or(crate::domain::stats::SLOWEST_KEPT, |r| r.slowest_kept);
+    let kept = crate::domain::stats::SLOWEST_KEPT;
     let runs = kinds.into_iter().map(|(kind, contexts)| async move {
         let contexts: Vec<_> = contexts.into_iter().collect();
         for chunk in contexts.chunks(GROUPS_PER_CALL) {
@@ -320,7 +316,6 @@ mod tests {
                 .map(|v| (crate::domain::stats::bucket_of(*v), 1))
                 .collect(),
             hour,
-            slowest_kept: 100,
         }
     }
 
