@@ -186,10 +186,7 @@ pub async fn post_events(
                 crate::metrics::event_rejected(&board, &error);
                 rejected.push(RejectedEvent {
                     index,
-                    error: ErrorDetail {
-                        code: error.code().into(),
-                        message: error.to_string(),
-                    },
+                    error: (&error).into(),
                 })
             }
         }
@@ -209,10 +206,7 @@ pub async fn post_events(
         }
         rejected.push(RejectedEvent {
             index: original_index[r.index],
-            error: ErrorDetail {
-                code: r.error.code().into(),
-                message: r.error.to_string(),
-            },
+            error: (&r.error).into(),
         });
     }
     rejected.sort_by_key(|r| r.index);

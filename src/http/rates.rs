@@ -202,7 +202,7 @@ pub async fn post_hits(
             }
             Err(e) => rejected.push(RejectedHit {
                 index,
-                error: detail(&e),
+                error: (&e).into(),
             }),
         }
     }
@@ -213,19 +213,12 @@ pub async fn post_hits(
             Ok(_) => accepted += 1,
             Err(e) => rejected.push(RejectedHit {
                 index,
-                error: detail(&e),
+                error: (&e).into(),
             }),
         }
     }
     rejected.sort_by_key(|r| r.index);
     Ok(Json(HitsResponse { accepted, rejected }))
-}
-
-fn detail(e: &Error) -> ErrorDetail {
-    ErrorDetail {
-        code: e.code().into(),
-        message: e.to_string(),
-    }
 }
 
 /// The counts of `key` over the windows of `last`.
