@@ -156,14 +156,11 @@ pub async fn post_events(
         }
         EventsIn::Many(items) => items,
     };
-    let max = state.boards.settings().max_batch;
-    if items.len() > max {
-        return Err(Error::BatchTooLarge {
-            len: items.len(),
-            max,
-        }
-        .into());
-    }
+    state
+        .boards
+        .settings()
+        .admission()
+        .check_batch(items.len())?;
 
     // Shape errors are rejected here, by index; the rest go to the library together.
     let mut rejected = Vec::new();
