@@ -87,11 +87,7 @@ pub(super) fn idempotency(board: &Board, key: &str) -> String {
 
 /// `stats_{<board>}` for the first window, `stats_{<board>}_<W>` for the others.
 pub(super) fn totals(name: &BoardName, windows: &[Span], window: usize) -> String {
-    if window == 0 {
-        format!("stats_{{{name}}}")
-    } else {
-        format!("stats_{{{name}}}_{}", windows[window].seconds())
-    }
+    format!("stats_{}", window_suffix(name, windows, window))
 }
 
 /// `tally_{<board>}[_<W>]`, dense boards only: a window's positive totals, field = a
