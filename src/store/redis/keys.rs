@@ -130,15 +130,15 @@ pub(super) fn all_dense(board: &Board) -> Vec<String> {
     if board.config.ties() != Ties::Dense {
         return Vec::new();
     }
-    let windows = board.config.windows();
+    dense_keys(&board.name, board.config.windows())
+}
+
+/// The tally and distinct-totals keys of every window of a board with `windows`, in
+/// pairs, smallest window first, then those of a recompute's build (whatever its ties).
+pub(super) fn dense_keys(name: &BoardName, windows: &[Span]) -> Vec<String> {
     (0..windows.len())
-        .flat_map(|j| {
-            [
-                tally(&board.name, windows, j),
-                dense(&board.name, windows, j),
-            ]
-        })
-        .chain([rebuild_tally(&board.name), rebuild_dense(&board.name)])
+        .flat_map(|j| [tally(name, windows, j), dense(name, windows, j)])
+        .chain([rebuild_tally(name), rebuild_dense(name)])
         .collect()
 }
 
