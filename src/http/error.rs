@@ -41,6 +41,16 @@ pub struct ErrorDetail {
     pub message: String,
 }
 
+impl From<&Error> for ErrorDetail {
+    /// A library error's code and message, as a batch reports a rejected item.
+    fn from(error: &Error) -> Self {
+        ErrorDetail {
+            code: error.code().into(),
+            message: error.to_string(),
+        }
+    }
+}
+
 impl ApiError {
     /// An error with its status, code and message.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {

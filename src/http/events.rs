@@ -156,14 +156,11 @@ pub async fn post_events(
         }
         EventsIn::Many(items) => items,
     };
-    let max = state.boards.settings().max_batch;
-    if items.len() > max {
-        return Err(Error::BatchTooLarge {
-            len: items.len(),
-            max,
-        }
-        .into());
-    }
+    state
+        .boards
+        .settings()
+        .admission()
+        .check_batch(items.len())?;
 
     // Shape errors are rejected here, by index; the rest go to the library together.
     let mut rejected = Vec::new();
@@ -186,10 +183,7 @@ pub async fn post_events(
                 crate::metrics::event_rejected(&board, &error);
                 rejected.push(RejectedEvent {
                     index,
-                    error: ErrorDetail {
-                        code: error.code().into(),
-                        message: error.to_string(),
-                    },
+                    error: (&error).into(),
                 })
             }
         }
@@ -209,10 +203,7 @@ pub async fn post_events(
         }
         rejected.push(RejectedEvent {
             index: original_index[r.index],
-            error: ErrorDetail {
-                code: r.error.code().into(),
-                message: r.error.to_string(),
-            },
+            error: (&r.error).into(),
         });
     }
     rejected.sort_by_key(|r| r.index);

@@ -16,8 +16,8 @@ use super::auth::WriteAccess;
 use super::error::{ApiResult, ErrorBody, ErrorDetail};
 use super::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
 use super::json_int;
+use crate::Timestamp;
 use crate::rollboard::rates::split_windows;
-use crate::{Error, Timestamp};
 
 /// A hit: `{"count": 1, "at": 1700000000.5}`, both optional.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -181,14 +181,11 @@ pub async fn post_hits(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<HitsBody>,
 ) -> ApiResult<Json<HitsResponse>> {
-    let max = state.boards.settings().max_batch;
-    if body.hits.len() > max {
-        return Err(Error::BatchTooLarge {
-            len: body.hits.len(),
-            max,
-        }
-        .into());
-    }
+    state
+        .boards
+        .settings()
+        .admission()
+        .check_batch(body.hits.len())?;
     let mut rejected = Vec::new();
     let mut valid = Vec::with_capacity(body.hits.len());
     let mut index_of = Vec::with_capacity(body.hits.len());
@@ -202,7 +199,7 @@ pub async fn post_hits(
             }
             Err(e) => rejected.push(RejectedHit {
                 index,
-                error: detail(&e),
+                error: (&e).into(),
             }),
         }
     }
@@ -213,19 +210,12 @@ pub async fn post_hits(
             Ok(_) => accepted += 1,
             Err(e) => rejected.push(RejectedHit {
                 index,
-                error: detail(&e),
+                error: (&e).into(),
             }),
         }
     }
     rejected.sort_by_key(|r| r.index);
     Ok(Json(HitsResponse { accepted, rejected }))
-}
-
-fn detail(e: &Error) -> ErrorDetail {
-    ErrorDetail {
-        code: e.code().into(),
-        message: e.to_string(),
-    }
 }
 
 /// The counts of `key` over the windows of `last`.

@@ -3,7 +3,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::support::{START, spawn_app, unique};
+use crate::support::{START, rejected_codes, spawn_app, unique};
 
 fn entries(body: &Value) -> Vec<(u64, String, i64)> {
     body["entries"]
@@ -347,17 +347,7 @@ async fn a_batch_reports_each_rejected_event_by_index() {
         .await;
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.body["accepted"], 2);
-    let rejected: Vec<(u64, &str)> = reply.body["rejected"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["index"].as_u64().unwrap(),
-                r["error"]["code"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let rejected: Vec<(u64, &str)> = rejected_codes(&reply.body);
     assert_eq!(
         rejected,
         [

@@ -5,7 +5,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{START, TestApp, spawn_app};
+use crate::support::{START, TestApp, rejected_codes, spawn_app};
 
 /// Sends `body` as is with `content_type` (none when `None`); returns status, code, body.
 async fn raw(
@@ -61,17 +61,7 @@ async fn a_time_out_of_range_is_invalid_time_for_one_event_and_in_a_batch() {
     let (status, _, body) = post_json(&app, &path, &batch).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["accepted"], 1);
-    let codes: Vec<(u64, &str)> = body["rejected"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["index"].as_u64().unwrap(),
-                r["error"]["code"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let codes: Vec<(u64, &str)> = rejected_codes(&body);
     assert_eq!(codes, [(0, "invalid_time"), (2, "invalid_time")]);
 }
 

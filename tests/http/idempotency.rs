@@ -11,7 +11,9 @@ use rollboard::{RedisOptions, RedisStore};
 use serde_json::{Value, json};
 
 use crate::proxy::{Fault, FaultProxy, Request};
-use crate::support::{Reply, START, TestApp, TestRedis, clock, spawn_app, spawn_app_on};
+use crate::support::{
+    Reply, START, TestApp, TestRedis, clock, rejected_codes, spawn_app, spawn_app_on,
+};
 
 /// Posts `body` (raw JSON text) to the board's events with `key` as Idempotency-Key.
 async fn post_keyed(app: &TestApp, board: &str, body: &str, key: &str) -> Reply {
@@ -71,17 +73,7 @@ async fn a_retried_post_with_the_same_key_is_applied_once_and_answered_alike() {
     let first = post_keyed(&app, &b, &batch, "batch-1").await;
     assert_eq!(first.status, StatusCode::OK, "{:?}", first.body);
     assert_eq!(first.body["accepted"], 2);
-    let codes: Vec<(u64, &str)> = first.body["rejected"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["index"].as_u64().unwrap(),
-                r["error"]["code"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let codes: Vec<(u64, &str)> = rejected_codes(&first.body);
     assert_eq!(codes, [(1, "invalid_event"), (3, "too_late")]);
     app.at(3600 + 600);
     let again = post_keyed(&app, &b, &batch, "batch-1").await;

@@ -8,7 +8,7 @@ use rollboard::http::Tokens;
 use rollboard::service::ServiceConfig;
 use serde_json::json;
 
-use crate::support::{START, TestRedis, clock, spawn_app, spawn_app_with, unique};
+use crate::support::{START, TestRedis, clock, rejected_codes, spawn_app, spawn_app_with, unique};
 
 #[tokio::test]
 async fn hits_are_counted_read_checked_and_deleted() {
@@ -121,15 +121,7 @@ async fn a_batch_of_hits_counts_each_and_rejects_each_bad_one_by_index() {
     ]});
     let reply = app.post("/v1/rates", body).await;
     assert_eq!(reply.status, StatusCode::OK);
-    let codes: Vec<(u64, String)> = reply.body["rejected"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let code = r["error"]["code"].as_str().unwrap().to_owned();
-            (r["index"].as_u64().unwrap(), code)
-        })
-        .collect();
+    let codes = rejected_codes(&reply.body);
     let want = [
         (2, "invalid_delta"),
         (3, "too_late"),
@@ -139,8 +131,10 @@ async fn a_batch_of_hits_counts_each_and_rejects_each_bad_one_by_index() {
         (8, "invalid_delta"),
         (9, "invalid_delta"),
     ];
-    let want: Vec<(u64, String)> = want.iter().map(|(i, c)| (*i, c.to_string())).collect();
-    assert_eq!((reply.body["accepted"].clone(), codes), (json!(3), want));
+    assert_eq!(
+        (reply.body["accepted"].clone(), codes),
+        (json!(3), want.to_vec())
+    );
     let path = |key: &str| format!("/v1/rates/{}?last=5s,5m", urlencode(key));
     let counts = app.get(&path(&a)).await.body["counts"].clone();
     assert_eq!(counts, json!({"5s": 2, "5m": 2}));

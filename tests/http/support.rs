@@ -41,6 +41,21 @@ impl Reply {
     }
 }
 
+/// The `(index, error code)` pairs of a batch reply's `rejected` list.
+pub fn rejected_codes(body: &Value) -> Vec<(u64, &str)> {
+    body["rejected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["index"].as_u64().unwrap(),
+                r["error"]["code"].as_str().unwrap(),
+            )
+        })
+        .collect()
+}
+
 pub fn clock() -> ManualClock {
     ManualClock::new(Timestamp::from_unix_seconds(START).unwrap())
 }

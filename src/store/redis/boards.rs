@@ -240,15 +240,10 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         let mut rest = keys::all_totals(name, &windows);
         // A dense board's tallies (absent keys on a competition board, so always named:
         // the record being dropped no longer says which it was).
-        for j in 0..windows.len() {
-            rest.push(keys::tally(name, &windows, j));
-            rest.push(keys::dense(name, &windows, j));
-        }
+        rest.extend(keys::dense_keys(name, &windows));
         rest.push(keys::rebuild(name));
         rest.push(keys::rebuild_log(name));
         rest.push(keys::rebuild_scan(name));
-        rest.push(keys::rebuild_tally(name));
-        rest.push(keys::rebuild_dense(name));
         rest.push(keys::journal(name));
         // Period snapshot streams (absent when the board took none).
         rest.extend(windows.iter().map(|w| keys::snapshots(name, *w)));

@@ -87,11 +87,7 @@ pub(super) fn idempotency(board: &Board, key: &str) -> String {
 
 /// `stats_{<board>}` for the first window, `stats_{<board>}_<W>` for the others.
 pub(super) fn totals(name: &BoardName, windows: &[Span], window: usize) -> String {
-    if window == 0 {
-        format!("stats_{{{name}}}")
-    } else {
-        format!("stats_{{{name}}}_{}", windows[window].seconds())
-    }
+    format!("stats_{}", window_suffix(name, windows, window))
 }
 
 /// `tally_{<board>}[_<W>]`, dense boards only: a window's positive totals, field = a
@@ -134,15 +130,15 @@ pub(super) fn all_dense(board: &Board) -> Vec<String> {
     if board.config.ties() != Ties::Dense {
         return Vec::new();
     }
-    let windows = board.config.windows();
+    dense_keys(&board.name, board.config.windows())
+}
+
+/// The tally and distinct-totals keys of every window of a board with `windows`, in
+/// pairs, smallest window first, then those of a recompute's build (whatever its ties).
+pub(super) fn dense_keys(name: &BoardName, windows: &[Span]) -> Vec<String> {
     (0..windows.len())
-        .flat_map(|j| {
-            [
-                tally(&board.name, windows, j),
-                dense(&board.name, windows, j),
-            ]
-        })
-        .chain([rebuild_tally(&board.name), rebuild_dense(&board.name)])
+        .flat_map(|j| [tally(name, windows, j), dense(name, windows, j)])
+        .chain([rebuild_tally(name), rebuild_dense(name)])
         .collect()
 }
 
