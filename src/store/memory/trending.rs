@@ -10,12 +10,12 @@ use async_trait::async_trait;
 
 use super::MemoryStore;
 use crate::domain::trending::{
-    WRITE_LIMIT_HALF_LIVES, decayed, forward, page_ranks, rescale_target, share_below, stored_bound,
+    WRITE_LIMIT_HALF_LIVES, decayed, forward, page_ranks, rescale_target, stored_bound,
 };
 use crate::domain::{
     BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
     TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
-    TrendingBoard, TrendingConfig,
+    TrendingBoard, TrendingConfig, percentile,
 };
 use crate::error::{Error, Result};
 use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
@@ -225,7 +225,7 @@ impl MemTrend {
             member: member.as_str().to_owned(),
             score: self.score(v, now),
             rank: self.better(v) + 1,
-            percentile: share_below(below, ranked),
+            percentile: percentile(below, ranked),
             at: now.unix_seconds_f64(),
         })
     }
