@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use async_trait::async_trait;
 
 use super::MemoryStore;
+use super::keyed::KeyedRecords;
 use crate::domain::trending::{
     WRITE_LIMIT_HALF_LIVES, decayed, forward, page_ranks, rescale_target, stored_bound,
 };
@@ -18,7 +19,7 @@ use crate::domain::{
     TrendingBoard, TrendingConfig, percentile,
 };
 use crate::error::{Error, Result};
-use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
+use crate::store::{Keyed, TrendKeyed, TrendingStore, WriteKey, new_version};
 
 /// The trending boards of a [`MemoryStore`].
 #[derive(Debug, Default)]
@@ -90,8 +91,8 @@ struct MemTrend {
     landmark_ms: i64,
     values: HashMap<String, f64>,
     order: BTreeSet<(Desc, String)>,
-    /// Writes made under an idempotency key: name -> (fingerprint, now ms, deadline ms).
-    keyed: HashMap<String, (String, i64, i64)>,
+    /// Writes made under an idempotency key, until their deadline.
+    keyed: KeyedRecords,
 }
 
 impl MemTrend {
@@ -125,25 +126,16 @@ impl MemTrend {
     }
 
     fn write_keyed(&mut self, now: Timestamp, writes: &[TrendWrite], key: &WriteKey) -> TrendKeyed {
-        let now_ms = now.unix_millis();
-        // Records past their deadline are as good as absent: forget them (bounded memory).
-        self.keyed.retain(|_, (_, _, deadline)| *deadline > now_ms);
-        if let Some((fingerprint, first, _)) = self.keyed.get(&key.name) {
-            if *fingerprint != key.fingerprint {
-                return TrendKeyed::Reused;
+        match self.keyed.replay(key, now) {
+            Some(Keyed::Replayed { now, .. }) => TrendKeyed::Replayed { now },
+            // `replay` answers only a replay or a reuse.
+            Some(_) => TrendKeyed::Reused,
+            None => {
+                self.write(now, writes);
+                self.keyed.record(key, now, &[]);
+                TrendKeyed::Applied
             }
-            return match Timestamp::from_unix_millis(*first) {
-                Ok(now) => TrendKeyed::Replayed { now },
-                Err(_) => TrendKeyed::Reused,
-            };
         }
-        self.write(now, writes);
-        let deadline = now_ms + key.ttl.secs_i64() * 1000;
-        self.keyed.insert(
-            key.name.clone(),
-            (key.fingerprint.clone(), now_ms, deadline),
-        );
-        TrendKeyed::Applied
     }
 
     /// Moves the landmark to `target` (a whole number of half-lives later).
@@ -331,7 +323,7 @@ impl TrendingStore for MemoryStore {
                 landmark_ms: now.unix_millis(),
                 values: HashMap::new(),
                 order: BTreeSet::new(),
-                keyed: HashMap::new(),
+                keyed: KeyedRecords::default(),
             })),
         );
         Ok(TrendCreated::New(board))
