@@ -199,14 +199,19 @@ impl MemTrend {
         self.order.iter().take_while(|(x, _)| x.0 > 0.0).count() as u64
     }
 
-    fn position(&self, member: &str) -> Option<(f64, u64)> {
-        let v = *self.values.get(member).filter(|v| **v > 0.0)?;
-        let pos = self.order.range(..(Desc(v), member.to_owned())).count() as u64;
-        Some((v, pos))
+    /// The member's stored value when it ranks (positive).
+    fn ranked_value(&self, member: &str) -> Option<f64> {
+        self.values.get(member).copied().filter(|v| *v > 0.0)
+    }
+
+    /// How many entries precede the ranked member in the ranking.
+    fn position(&self, member: &str) -> Option<u64> {
+        let v = self.ranked_value(member)?;
+        Some(self.order.range(..(Desc(v), member.to_owned())).count() as u64)
     }
 
     fn standing(&self, now: Timestamp, member: &Member) -> Option<TrendStanding> {
-        let (v, _) = self.position(member.as_str())?;
+        let v = self.ranked_value(member.as_str())?;
         let ranked = self.ranked();
         let below = self
             .order
@@ -228,8 +233,8 @@ impl MemTrend {
             at: now.unix_seconds_f64(),
             entries: members
                 .iter()
-                .map(|m| match self.position(m.as_str()) {
-                    Some((v, _)) => TrendRank {
+                .map(|m| match self.ranked_value(m.as_str()) {
+                    Some(v) => TrendRank {
                         member: m.as_str().to_owned(),
                         score: self.score(v, now),
                         rank: Some(self.better(v) + 1),
@@ -245,7 +250,7 @@ impl MemTrend {
     }
 
     fn around(&self, now: Timestamp, member: &Member, n: u64) -> Option<TrendPage> {
-        let (_, pos) = self.position(member.as_str())?;
+        let pos = self.position(member.as_str())?;
         let from = pos.saturating_sub(n);
         Some(self.page(now, TrendRange::ALL, from, pos - from + n + 1))
     }
