@@ -357,11 +357,6 @@ pub(crate) fn page_ranks(values: &[f64], offset: u64, better: u64) -> Vec<u64> {
     ranks
 }
 
-/// The share of `ranked` members strictly below (0 when none is ranked).
-pub(crate) fn share_below(below: u64, ranked: u64) -> f64 {
-    crate::domain::percentile(below, ranked)
-}
-
 /// Checks an event's age: older than the board's max age at `now` is [`Error::TooOld`].
 pub(crate) fn check_age(config: &TrendingConfig, at: Timestamp, now: Timestamp) -> Result<()> {
     let oldest = now.unix_millis() - config.max_age().secs_i64() * 1000;

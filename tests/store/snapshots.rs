@@ -68,6 +68,19 @@ async fn pass(boards: &Rollboard, name: &str) -> SnapshotPass {
     boards.take_snapshots(name).await.unwrap()
 }
 
+/// On Redis, how many of the board's `1h` and `2h` snapshot keys exist.
+async fn snapshot_keys(h: &Harness, name: &str) -> Option<i64> {
+    let redis = h.redis.as_ref()?;
+    let mut raw = redis.raw().await;
+    let exists: i64 = ::redis::cmd("EXISTS")
+        .arg(format!("snap_{{{name}}}_3600"))
+        .arg(format!("snap_{{{name}}}_7200"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    Some(exists)
+}
+
 fn appended(pass: SnapshotPass) -> u64 {
     match pass {
         SnapshotPass::Done { appended } => appended,
@@ -345,26 +358,12 @@ async fn a_drop_removes_the_snapshots(h: Harness) {
     h.boards.incr(&name, "a", 1, None).await.unwrap();
     h.at(HOUR);
     assert_eq!(appended(pass(&h.boards, &name).await), 2);
-    if let Some(redis) = &h.redis {
-        let mut raw = redis.raw().await;
-        let exists: i64 = ::redis::cmd("EXISTS")
-            .arg(format!("snap_{{{name}}}_3600"))
-            .arg(format!("snap_{{{name}}}_7200"))
-            .query_async(&mut raw)
-            .await
-            .unwrap();
-        assert_eq!(exists, 2);
+    if let Some(count) = snapshot_keys(&h, &name).await {
+        assert_eq!(count, 2);
     }
     h.boards.drop_board(&name).await.unwrap();
-    if let Some(redis) = &h.redis {
-        let mut raw = redis.raw().await;
-        let exists: i64 = ::redis::cmd("EXISTS")
-            .arg(format!("snap_{{{name}}}_3600"))
-            .arg(format!("snap_{{{name}}}_7200"))
-            .query_async(&mut raw)
-            .await
-            .unwrap();
-        assert_eq!(exists, 0);
+    if let Some(count) = snapshot_keys(&h, &name).await {
+        assert_eq!(count, 0);
     }
     // Re-created, the board starts with no snapshots.
     h.boards

@@ -122,6 +122,14 @@ pub fn check_page(page: &TrendPage, oracle: &Oracle, now_ms: i64, h: i64, offset
     }
 }
 
+/// `(member, rank)` of a page's entries.
+fn member_ranks(page: &TrendPage) -> Vec<(&str, u64)> {
+    page.entries
+        .iter()
+        .map(|e| (e.member.as_str(), e.rank))
+        .collect()
+}
+
 async fn write(
     boards: &Rollboard,
     oracle: &mut Oracle,
@@ -195,29 +203,15 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
     // Score ranges (inclusive), ranks in the whole ranking.
     let range = TrendRange::new(Some(0.15), Some(0.3)).unwrap();
     let in_range = b.trend_top_in_range(&name, range, 0, 10).await.unwrap();
-    let ranked: Vec<(&str, u64)> = in_range
-        .entries
-        .iter()
-        .map(|e| (e.member.as_str(), e.rank))
-        .collect();
-    assert_eq!(ranked, [("bob", 3), ("frank", 4), ("erin", 5)]);
+    assert_eq!(
+        member_ranks(&in_range),
+        [("bob", 3), ("frank", 4), ("erin", 5)]
+    );
     let in_range = b.trend_top_in_range(&name, range, 1, 1).await.unwrap();
-    let ranked: Vec<(&str, u64)> = in_range
-        .entries
-        .iter()
-        .map(|e| (e.member.as_str(), e.rank))
-        .collect();
-    assert_eq!(ranked, [("frank", 4)]);
+    assert_eq!(member_ranks(&in_range), [("frank", 4)]);
     let exact = TrendRange::new(Some(0.125), Some(0.125)).unwrap();
     let carol_only = b.trend_top_in_range(&name, exact, 0, 10).await.unwrap();
-    assert_eq!(carol_only.entries.len(), 1);
-    assert_eq!(
-        (
-            carol_only.entries[0].member.as_str(),
-            carol_only.entries[0].rank
-        ),
-        ("carol", 6)
-    );
+    assert_eq!(member_ranks(&carol_only), [("carol", 6)]);
     let below = TrendRange::new(None, Some(0.1)).unwrap();
     assert_eq!(
         b.trend_top_in_range(&name, below, 0, 10)

@@ -9,16 +9,17 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use async_trait::async_trait;
 
 use super::MemoryStore;
+use super::keyed::KeyedRecords;
 use crate::domain::trending::{
-    WRITE_LIMIT_HALF_LIVES, decayed, forward, page_ranks, rescale_target, share_below, stored_bound,
+    WRITE_LIMIT_HALF_LIVES, decayed, forward, page_ranks, rescale_target, stored_bound,
 };
 use crate::domain::{
     BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
     TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
-    TrendingBoard, TrendingConfig,
+    TrendingBoard, TrendingConfig, percentile,
 };
 use crate::error::{Error, Result};
-use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
+use crate::store::{Keyed, TrendKeyed, TrendingStore, WriteKey, new_version};
 
 /// The trending boards of a [`MemoryStore`].
 #[derive(Debug, Default)]
@@ -90,8 +91,8 @@ struct MemTrend {
     landmark_ms: i64,
     values: HashMap<String, f64>,
     order: BTreeSet<(Desc, String)>,
-    /// Writes made under an idempotency key: name -> (fingerprint, now ms, deadline ms).
-    keyed: HashMap<String, (String, i64, i64)>,
+    /// Writes made under an idempotency key, until their deadline.
+    keyed: KeyedRecords,
 }
 
 impl MemTrend {
@@ -125,25 +126,16 @@ impl MemTrend {
     }
 
     fn write_keyed(&mut self, now: Timestamp, writes: &[TrendWrite], key: &WriteKey) -> TrendKeyed {
-        let now_ms = now.unix_millis();
-        // Records past their deadline are as good as absent: forget them (bounded memory).
-        self.keyed.retain(|_, (_, _, deadline)| *deadline > now_ms);
-        if let Some((fingerprint, first, _)) = self.keyed.get(&key.name) {
-            if *fingerprint != key.fingerprint {
-                return TrendKeyed::Reused;
+        match self.keyed.replay(key, now) {
+            Some(Keyed::Replayed { now, .. }) => TrendKeyed::Replayed { now },
+            // `replay` answers only a replay or a reuse.
+            Some(_) => TrendKeyed::Reused,
+            None => {
+                self.write(now, writes);
+                self.keyed.record(key, now, &[]);
+                TrendKeyed::Applied
             }
-            return match Timestamp::from_unix_millis(*first) {
-                Ok(now) => TrendKeyed::Replayed { now },
-                Err(_) => TrendKeyed::Reused,
-            };
         }
-        self.write(now, writes);
-        let deadline = now_ms + key.ttl.secs_i64() * 1000;
-        self.keyed.insert(
-            key.name.clone(),
-            (key.fingerprint.clone(), now_ms, deadline),
-        );
-        TrendKeyed::Applied
     }
 
     /// Moves the landmark to `target` (a whole number of half-lives later).
@@ -207,14 +199,19 @@ impl MemTrend {
         self.order.iter().take_while(|(x, _)| x.0 > 0.0).count() as u64
     }
 
-    fn position(&self, member: &str) -> Option<(f64, u64)> {
-        let v = *self.values.get(member).filter(|v| **v > 0.0)?;
-        let pos = self.order.range(..(Desc(v), member.to_owned())).count() as u64;
-        Some((v, pos))
+    /// The member's stored value when it ranks (positive).
+    fn ranked_value(&self, member: &str) -> Option<f64> {
+        self.values.get(member).copied().filter(|v| *v > 0.0)
+    }
+
+    /// How many entries precede the ranked member in the ranking.
+    fn position(&self, member: &str) -> Option<u64> {
+        let v = self.ranked_value(member)?;
+        Some(self.order.range(..(Desc(v), member.to_owned())).count() as u64)
     }
 
     fn standing(&self, now: Timestamp, member: &Member) -> Option<TrendStanding> {
-        let (v, _) = self.position(member.as_str())?;
+        let v = self.ranked_value(member.as_str())?;
         let ranked = self.ranked();
         let below = self
             .order
@@ -225,7 +222,7 @@ impl MemTrend {
             member: member.as_str().to_owned(),
             score: self.score(v, now),
             rank: self.better(v) + 1,
-            percentile: share_below(below, ranked),
+            percentile: percentile(below, ranked),
             at: now.unix_seconds_f64(),
         })
     }
@@ -236,8 +233,8 @@ impl MemTrend {
             at: now.unix_seconds_f64(),
             entries: members
                 .iter()
-                .map(|m| match self.position(m.as_str()) {
-                    Some((v, _)) => TrendRank {
+                .map(|m| match self.ranked_value(m.as_str()) {
+                    Some(v) => TrendRank {
                         member: m.as_str().to_owned(),
                         score: self.score(v, now),
                         rank: Some(self.better(v) + 1),
@@ -253,7 +250,7 @@ impl MemTrend {
     }
 
     fn around(&self, now: Timestamp, member: &Member, n: u64) -> Option<TrendPage> {
-        let (_, pos) = self.position(member.as_str())?;
+        let pos = self.position(member.as_str())?;
         let from = pos.saturating_sub(n);
         Some(self.page(now, TrendRange::ALL, from, pos - from + n + 1))
     }
@@ -331,7 +328,7 @@ impl TrendingStore for MemoryStore {
                 landmark_ms: now.unix_millis(),
                 values: HashMap::new(),
                 order: BTreeSet::new(),
-                keyed: HashMap::new(),
+                keyed: KeyedRecords::default(),
             })),
         );
         Ok(TrendCreated::New(board))

@@ -120,16 +120,15 @@ pub(super) async fn advance_cursor(
 /// A stream entry `[id, [at, <ms>, member, score, …]]` as a snapshot.
 fn parse_entry(board: &Board, window: crate::domain::Span, entry: Value) -> Result<Snapshot> {
     let bad = |what: &str| Error::Store(format!("snapshot entry of {:?}: bad {what}", board.name));
-    let parts = array(entry, "snapshot entry")?;
-    let [id, fields] = parts.as_slice() else {
+    let Ok([id, fields]) = <[Value; 2]>::try_from(array(entry, "snapshot entry")?) else {
         return Err(bad("shape"));
     };
-    let id = string(id, "id")?;
+    let id = string(&id, "id")?;
     let ms = id
         .split_once('-')
         .and_then(|(ms, _)| ms.parse::<i64>().ok())
         .ok_or_else(|| bad("id"))?;
-    let fields = array(fields.clone(), "snapshot fields")?;
+    let fields = array(fields, "snapshot fields")?;
     if fields.len() < 2 || fields.len() % 2 != 0 {
         return Err(bad("fields"));
     }

@@ -12,11 +12,11 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::refusal::Refusal;
 use super::reply::{array, int, opt_string, string};
-use crate::domain::trending::{WRITE_LIMIT_HALF_LIVES, decayed, page_ranks, share_below};
+use crate::domain::trending::{WRITE_LIMIT_HALF_LIVES, decayed, page_ranks};
 use crate::domain::{
     BoardName, Member, Span, Timestamp, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
     TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
-    TrendingBoard, TrendingConfig,
+    TrendingBoard, TrendingConfig, percentile,
 };
 use crate::error::{Error, Result};
 use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
@@ -353,7 +353,7 @@ async fn standing(
         member: member.as_str().to_owned(),
         score: decayed(v, now.unix_millis(), landmark, board.config.half_life_ms()),
         rank: better + 1,
-        percentile: share_below(below, ranked),
+        percentile: percentile(below, ranked),
         at: now.unix_seconds_f64(),
     }))
 }
