@@ -3,7 +3,8 @@
 //! The record `board_{<board>}` is a hash: `version`, `slot`, `windows` (seconds,
 //! comma-separated), `offset`, `created_ms`, `ties`, `snapshots` (`top,keep`, when
 //! the board takes period snapshots), and per window `wm:<W>` (watermark) and
-//! `done:<W>` (retired through); `dropping` while a drop is under way.
+//! `done:<W>` (retired through); `dropping` while a drop is under way. A drop unlinks
+//! plain slots' stage hashes and compact slots' buckets (their geometry gives the count).
 
 use redis::Value;
 
@@ -237,6 +238,20 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         for batch in stage_keys.chunks(UNLINK_BATCH) {
             unlink(conn, name, batch).await?;
         }
+        // Compact slots' buckets, every stage of each slot with a geometry (its bucket
+        // count). The geometry hash goes with the totals below, after its buckets, so a
+        // drop that dies half-way still finds them.
+        for (slot, buckets) in slot_geometries(conn, name).await? {
+            let bucket_keys: Vec<String> = (0..windows.len())
+                .flat_map(|k| {
+                    let stage = keys::stage(name, slot, k);
+                    (0..buckets).map(move |i| keys::bucket(&stage, i))
+                })
+                .collect();
+            for batch in bucket_keys.chunks(UNLINK_BATCH) {
+                unlink(conn, name, batch).await?;
+            }
+        }
         let mut rest = keys::all_totals(name, &windows);
         // A dense board's tallies (absent keys on a competition board, so always named:
         // the record being dropped no longer says which it was).
@@ -248,6 +263,7 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         // Period snapshot streams (absent when the board took none).
         rest.extend(windows.iter().map(|w| keys::snapshots(name, *w)));
         rest.push(keys::snapshot_cursors(name));
+        rest.push(keys::slot_geometry(name));
         rest.push(index);
         unlink(conn, name, &rest).await?;
         // The board's idempotency records (`idem_{b}_<version>_…`) are left to expire by
@@ -277,6 +293,38 @@ pub(super) async fn live_slots(conn: &RedisConn, name: &BoardName) -> Result<Vec
         Retry::Idempotent,
     )
     .await
+}
+
+/// Each compact slot of the board `name` (those with a geometry in `slotgeo_{<board>}`)
+/// with its bucket count, N = 2^L + p.
+async fn slot_geometries(conn: &RedisConn, name: &BoardName) -> Result<Vec<(i64, u64)>> {
+    let geometries: Vec<(String, String)> = conn
+        .query(
+            redis::cmd("HGETALL").arg(keys::slot_geometry(name)),
+            Some(name),
+            Retry::Idempotent,
+        )
+        .await?;
+    geometries
+        .iter()
+        .map(|(slot, geometry)| {
+            let parsed = slot.parse::<i64>().ok().zip(bucket_count(geometry));
+            parsed.ok_or_else(|| {
+                Error::Store(format!(
+                    "board {:?}: bad slot geometry {slot:?} -> {geometry:?}",
+                    name.as_str()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// The bucket count N = 2^L + p of a geometry `"<L> <p> <count>"`.
+fn bucket_count(geometry: &str) -> Option<u64> {
+    let mut parts = geometry.split(' ');
+    let level: u32 = parts.next()?.parse().ok()?;
+    let split: u64 = parts.next()?.parse().ok()?;
+    1u64.checked_shl(level)?.checked_add(split)
 }
 
 /// Unlinks keys of the board `name` (freed off Redis's main thread).

@@ -178,6 +178,18 @@ pub(super) fn stages(board: &Board, slot: i64) -> impl Iterator<Item = String> +
     (0..board.config.windows().len()).map(move |k| stage(&board.name, slot, k))
 }
 
+/// `slotgeo_{<board>}`: the geometry of each compact slot, field = slot start, value =
+/// `<L> <p> <count>` (see `slot_geometry` in `lua/prelude.lua`); a slot without one is
+/// plain.
+pub(super) fn slot_geometry(name: &BoardName) -> String {
+    format!("slotgeo_{{{name}}}")
+}
+
+/// Bucket `i` of a compact slot's stage key `stage_key`: `<stage_key>:<i>`.
+pub(super) fn bucket(stage_key: &str, i: u64) -> String {
+    format!("{stage_key}:{i}")
+}
+
 /// The index of counters: a hash, field = counter name, value = the generation listed.
 /// Written only when a counter is first seen (see `counter_incr.lua`).
 pub(super) const COUNTERS: &str = "rollboard:counters";

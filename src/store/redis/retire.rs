@@ -2,6 +2,9 @@
 //! (`retire_begin.lua`) and subtract every slot that left it, one bounded chunk per
 //! `retire_chunk.lua` call. Every call is idempotent, so a pass can stop anywhere (crash,
 //! `max_chunks`) and any later pass, from this process or another, finishes the job.
+//! The script finds out itself whether a slot is plain or compact (its geometry); the
+//! cursor it answers is opaque here (an HSCAN cursor, or a bucket index on a compact
+//! slot), and `"0"` starts either.
 
 use redis::Value;
 
@@ -143,7 +146,8 @@ async fn chunk(
     invocation
         .key(keys::index(&board.name))
         .key(keys::totals(&board.name, board.config.windows(), window))
-        .key(keys::stage(&board.name, slot, window));
+        .key(keys::stage(&board.name, slot, window))
+        .key(keys::slot_geometry(&board.name));
     if !last {
         invocation.key(keys::stage(&board.name, slot, window + 1));
     }

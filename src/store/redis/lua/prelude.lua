@@ -75,3 +75,35 @@ local function add_total(totals, member, delta, tally, dense)
     retally(tally, dense, tonumber(new) - tonumber(delta), new)
   end
 end
+
+-- Compact slots (docs/design.md, "Compact slots"): a slot with a geometry, field <ts> of
+-- the hash slotgeo_{b}, '<L> <p> <count>', keeps each stage S as the hashes S:<i>, i in
+-- 0..N-1, N = 2^L + p (linear hashing). The slot's geometry, or nil for a plain slot.
+local function slot_geometry(geo_key, ts)
+  local text = redis.call('HGET', geo_key, ts)
+  if not text then return nil end
+  local L, p, count = string.match(text, '^(%d+) (%d+) (%d+)$')
+  return { L = tonumber(L), p = tonumber(p), count = tonumber(count) }
+end
+
+-- A member's hash: the first 8 hex digits of SHA-1(member), an integer 0..2^32-1.
+local function member_hash(member)
+  return tonumber(string.sub(redis.sha1hex(member), 1, 8), 16)
+end
+
+-- The bucket of hash `h` in geometry `geo`.
+local function bucket_of(geo, h)
+  local b = h % (2 ^ geo.L)
+  if b < geo.p then b = h % (2 ^ (geo.L + 1)) end
+  return b
+end
+
+-- How many buckets each stage of a slot of geometry `geo` has.
+local function bucket_count(geo)
+  return 2 ^ geo.L + geo.p
+end
+
+-- Bucket `i` of the stage key `stage_key`.
+local function bucket_key(stage_key, i)
+  return stage_key .. ':' .. string.format('%d', i)
+end
