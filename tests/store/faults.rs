@@ -355,6 +355,54 @@ async fn retirement_with_held_replies_ends_exact() {
     retire_survives(HOLD).await;
 }
 
+/// As `retire_survives`, on a two-window board whose slot is compact (69 buckets, late
+/// writes in its second stage): a lost chunk, sent again from its old cursor, finds the
+/// buckets it handled gone (renamed, merged or deleted) and handles each bucket once.
+async fn compact_retire_survives(fault: Fault) {
+    let f = Faulty::start().await;
+    let mut raw = f.redis.raw().await;
+    let (b, oracle) = crate::compact_slots::split_slot_board(
+        &f.boards,
+        &f.clock,
+        &mut raw,
+        rollboard::Ties::Competition,
+    )
+    .await;
+    let options = rollboard::RetireOptions {
+        chunk_size: 100,
+        ..rollboard::RetireOptions::default()
+    };
+    for (round, hours) in [2, 3].into_iter().enumerate() {
+        f.clock.set(ts(START + hours * 3600));
+        f.proxy.arm(fault, 2, retire_chunk(&b));
+        let mut passes = 0;
+        loop {
+            passes += 1;
+            match f.boards.retire_with(&b, options).await {
+                Ok(report) if report.complete => break,
+                Ok(_) | Err(Error::StoreUnavailable(_)) if passes < 5 => continue,
+                other => panic!("retirement did not finish: {other:?}"),
+            }
+        }
+        assert_eq!(
+            f.proxy.fired(),
+            2 * (round + 1),
+            "two chunks lost their replies"
+        );
+        f.assert_exact(&b, &oracle).await;
+    }
+}
+
+#[tokio::test]
+async fn compact_retirement_with_cut_replies_ends_exact() {
+    compact_retire_survives(Fault::Cut).await;
+}
+
+#[tokio::test]
+async fn compact_retirement_with_held_replies_ends_exact() {
+    compact_retire_survives(HOLD).await;
+}
+
 /// A `remove_member.lua` call of `board`: totals and the log, not the index.
 fn remove_member(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'static {
     let (index, log) = (

@@ -31,6 +31,8 @@ mod cluster_failover;
 mod cluster_faults;
 mod cluster_load;
 mod cluster_reshard;
+mod compact_retirement;
+mod compact_slots;
 mod concurrency;
 mod conformance;
 mod counters;

@@ -60,6 +60,9 @@ impl Oracle {
 /// - every totals set equals the sum, over live slots, of the stages that window counts
 ///   (stage `k` is counted by windows `k..n`), and holds no zero score;
 /// - no stage hash holds a zero value; every slot with a stage hash is in the index;
+/// - a compact slot (one with a geometry in `slotgeo_{b}`) keeps each stage as buckets
+///   `<stage>:<i>` with i below its bucket count, each member in the bucket its hash
+///   names, and no plain stage hash; only indexed slots have a geometry;
 /// - nothing is left of a slot that every window has retired (`slot <= cutoff` of the
 ///   largest window at `now`), once retirement has run at `now`;
 /// - on a dense board, each window's tally (total → members holding it) and distinct
@@ -77,11 +80,22 @@ pub async fn check_redis_invariants(
         .query_async(conn)
         .await
         .unwrap();
-    // slot -> stage -> member -> value
+    let geometries: HashMap<i64, Geometry> = redis::cmd("HGETALL")
+        .arg(format!("slotgeo_{{{board}}}"))
+        .query_async::<HashMap<i64, String>>(conn)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(slot, text)| (slot, Geometry::parse(&text)))
+        .collect();
+    // slot -> stage -> member -> value (a compact slot's buckets summed into their stage)
     let mut stages: BTreeMap<i64, BTreeMap<usize, HashMap<String, i64>>> = BTreeMap::new();
     let prefix = format!("slot_{{{board}}}_");
     for key in &stage_keys {
-        let rest = &key[prefix.len()..];
+        let (rest, bucket) = match key[prefix.len()..].split_once(':') {
+            Some((rest, i)) => (rest, Some(i.parse::<u64>().unwrap())),
+            None => (&key[prefix.len()..], None),
+        };
         let (slot, stage) = match rest.split_once('_') {
             Some((s, k)) => (s.parse::<i64>().unwrap(), k.parse::<usize>().unwrap()),
             None => (rest.parse::<i64>().unwrap(), 0),
@@ -98,7 +112,27 @@ pub async fn check_redis_invariants(
         for (member, v) in &values {
             assert_ne!(*v, 0, "{key} holds a zero value for {member}");
         }
-        stages.entry(slot).or_default().insert(stage, values);
+        match (bucket, geometries.get(&slot)) {
+            (None, None) => {}
+            (None, Some(_)) => panic!("{key}: a compact slot has a plain stage hash"),
+            (Some(_), None) => panic!("{key}: a bucket of a slot without a geometry"),
+            (Some(i), Some(geometry)) => {
+                assert!(
+                    i < geometry.buckets(),
+                    "{key}: bucket past the count of {geometry:?}"
+                );
+                for member in values.keys() {
+                    assert_eq!(geometry.bucket_of(member), i, "{key} holds {member}");
+                }
+            }
+        }
+        let merged = stages.entry(slot).or_default().entry(stage).or_default();
+        for (member, v) in values {
+            assert!(
+                merged.insert(member.clone(), v).is_none(),
+                "{member} in two buckets"
+            );
+        }
     }
 
     let index: Vec<i64> = redis::cmd("ZRANGE")
@@ -112,6 +146,12 @@ pub async fn check_redis_invariants(
         assert!(
             index.contains(slot),
             "slot {slot} has stage hashes but is not indexed"
+        );
+    }
+    for slot in geometries.keys() {
+        assert!(
+            index.contains(slot),
+            "slot {slot} has a geometry but is not indexed"
         );
     }
     if let Some(now) = retired_at {
@@ -207,4 +247,39 @@ async fn check_dense(
         distinct, expected,
         "{dense_key} differs from the distinct totals"
     );
+}
+
+/// A compact slot's geometry, `<L> <p> <count>` (linear hashing: N = 2^L + p buckets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    pub level: u32,
+    pub split: u64,
+}
+
+impl Geometry {
+    pub fn parse(text: &str) -> Geometry {
+        let parts: Vec<u64> = text.split(' ').map(|p| p.parse().unwrap()).collect();
+        assert_eq!(parts.len(), 3, "bad geometry {text:?}");
+        Geometry {
+            level: parts[0] as u32,
+            split: parts[1],
+        }
+    }
+
+    pub fn buckets(&self) -> u64 {
+        (1 << self.level) + self.split
+    }
+
+    /// The bucket of `member`: h = the first 8 hex digits of SHA-1(member); b = h mod 2^L,
+    /// or h mod 2^(L+1) when b < p.
+    pub fn bucket_of(&self, member: &str) -> u64 {
+        let digest = sha1_smol::Sha1::from(member).digest().bytes();
+        let h = u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]) as u64;
+        let b = h % (1 << self.level);
+        if b < self.split {
+            h % (1 << (self.level + 1))
+        } else {
+            b
+        }
+    }
 }

@@ -404,3 +404,18 @@ fn join_seconds(spans: &[Span]) -> String {
 pub(super) fn version_matches(value: &Value, board: &Board) -> Result<bool> {
     Ok(opt_string(value, "version")?.as_deref() == Some(board.version.to_string().as_str()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::bucket_count;
+
+    #[test]
+    fn a_geometry_names_its_bucket_count() {
+        assert_eq!(bucket_count("0 0 0"), Some(1));
+        assert_eq!(bucket_count("6 5 3000"), Some(69));
+        assert_eq!(bucket_count("12 0 1"), Some(4096));
+        assert_eq!(bucket_count("x 0 0"), None);
+        assert_eq!(bucket_count("3"), None);
+        assert_eq!(bucket_count("64 0 0"), None);
+    }
+}
