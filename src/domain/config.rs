@@ -67,6 +67,14 @@ impl Layout {
     }
 }
 
+impl std::str::FromStr for Layout {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        Layout::from_stored(text)
+            .ok_or_else(|| format!("unknown layout {text:?}: expected plain or compact"))
+    }
+}
+
 /// How a board ranks equal totals.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
