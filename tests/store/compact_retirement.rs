@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 use rollboard::{Clock, RetireOptions, Rollboard, Ties};
 
-use crate::compact_slots::{
-    FILL, LATE_BUCKETS, MEMBERS, SPLIT, bucket_len, split_slot_board, stage_keys,
+use crate::compact_fixture::{
+    FILL, LATE_BUCKETS, LISTPACK, MEMBERS, SPLIT, bucket_len, split_slot_board, stage_keys,
 };
 use crate::oracle::{Oracle, check_redis_invariants};
 use crate::support::{START, TestRedis, clock, ranking, ts, with_clock};
@@ -74,6 +74,9 @@ const SMALL_CHUNKS: RetireOptions = RetireOptions {
 
 async fn split_slot_retires_exactly(ties: Ties) {
     let redis = TestRedis::start().await;
+    redis
+        .config_set("hash-max-listpack-entries", LISTPACK)
+        .await;
     let clock = clock();
     let boards = with_clock(redis.store().await, &clock);
     let mut raw = redis.raw().await;

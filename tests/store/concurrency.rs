@@ -8,19 +8,35 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
-use rollboard::{BoardConfig, Clock, Event, RetireOptions, Timestamp};
+use rollboard::{BoardConfig, Clock, Event, Layout, RedisOptions, RetireOptions, Timestamp};
 
 use crate::oracle::{Oracle, check_redis_invariants};
 use crate::support::{TestRedis, clock, ranking, unique, with_clock};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writers_and_two_retirers_end_exact() {
+    writers_and_two_retirers(Layout::Plain).await;
+}
+
+/// The same on compact slots: with the listpack limit at 0 the buckets' fill is 8, so
+/// each slot splits into many buckets while writers write it, then is retired bucket by
+/// bucket (RENAME or merge into the next stage) while late writes go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writers_and_two_retirers_end_exact_on_compact_slots() {
+    writers_and_two_retirers(Layout::Compact).await;
+}
+
+async fn writers_and_two_retirers(layout: Layout) {
     let redis = TestRedis::start().await;
     redis.use_hashtables().await;
     let clock = clock();
+    let options = || RedisOptions {
+        default_layout: layout,
+        ..RedisOptions::default()
+    };
     let replicas = [
-        with_clock(redis.store().await, &clock),
-        with_clock(redis.store().await, &clock),
+        with_clock(redis.store_with(options()).await, &clock),
+        with_clock(redis.store_with(options()).await, &clock),
     ];
     let config = BoardConfig::parse("10s", &["20s", "60s", "90s"]).unwrap();
     let board = unique("c");
@@ -134,4 +150,21 @@ async fn writers_and_two_retirers_end_exact() {
     }
     let mut raw = redis.raw().await;
     check_redis_invariants(&mut raw, &board, &config, Some(now)).await;
+    let geometries: i64 = redis::cmd("HLEN")
+        .arg(format!("slotgeo_{{{board}}}"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let live: i64 = redis::cmd("ZCARD")
+        .arg(format!("slots_{{{board}}}"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    match layout {
+        Layout::Plain => assert_eq!(geometries, 0),
+        Layout::Compact => {
+            assert!(live > 0);
+            assert_eq!(geometries, live, "each live slot is compact");
+        }
+    }
 }

@@ -29,12 +29,18 @@ struct Faulty {
 
 impl Faulty {
     async fn start() -> Faulty {
+        Self::start_with(rollboard::Layout::Plain).await
+    }
+
+    /// With boards that name no layout in `layout`.
+    async fn start_with(layout: rollboard::Layout) -> Faulty {
         let redis = TestRedis::start().await;
         let proxy = FaultProxy::start(&redis.url).await;
         let store = RedisStore::connect_with(
             &proxy.url(),
             RedisOptions {
                 response_timeout: TIMEOUT,
+                default_layout: layout,
                 ..RedisOptions::default()
             },
         )
@@ -318,8 +324,8 @@ fn retire_chunk(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'stati
 
 /// Retirement chunks are idempotent: the store sends a lost one again (or the next pass
 /// finishes), and every window ends exact with nothing left of retired slots.
-async fn retire_survives(fault: Fault) {
-    let f = Faulty::start().await;
+async fn retire_survives(fault: Fault, layout: rollboard::Layout) {
+    let f = Faulty::start_with(layout).await;
     let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
     f.fill(&b, &mut oracle, 4, 3_000).await;
     f.clock.set(ts(START + 6 * 3600));
@@ -347,12 +353,22 @@ async fn retire_survives(fault: Fault) {
 
 #[tokio::test]
 async fn retirement_with_cut_replies_ends_exact() {
-    retire_survives(Fault::Cut).await;
+    retire_survives(Fault::Cut, rollboard::Layout::Plain).await;
 }
 
 #[tokio::test]
 async fn retirement_with_held_replies_ends_exact() {
-    retire_survives(HOLD).await;
+    retire_survives(HOLD, rollboard::Layout::Plain).await;
+}
+
+#[tokio::test]
+async fn retirement_of_compact_slots_with_cut_replies_ends_exact() {
+    retire_survives(Fault::Cut, rollboard::Layout::Compact).await;
+}
+
+#[tokio::test]
+async fn retirement_of_compact_slots_with_held_replies_ends_exact() {
+    retire_survives(HOLD, rollboard::Layout::Compact).await;
 }
 
 /// As `retire_survives`, on a two-window board whose slot is compact (69 buckets, late
@@ -361,7 +377,7 @@ async fn retirement_with_held_replies_ends_exact() {
 async fn compact_retire_survives(fault: Fault) {
     let f = Faulty::start().await;
     let mut raw = f.redis.raw().await;
-    let (b, oracle) = crate::compact_slots::split_slot_board(
+    let (b, oracle) = crate::compact_fixture::split_slot_board(
         &f.boards,
         &f.clock,
         &mut raw,

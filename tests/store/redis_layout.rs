@@ -125,7 +125,15 @@ async fn fill_slot(h: &Harness, board: &str, members: usize, tag: &str, oracle: 
 
 #[tokio::test]
 async fn a_big_slot_retires_in_bounded_chunks() {
-    let h = Harness::redis().await;
+    big_slot_retires_in_bounded_chunks(Harness::redis().await).await;
+}
+
+#[tokio::test]
+async fn a_big_compact_slot_retires_in_bounded_chunks() {
+    big_slot_retires_in_bounded_chunks(Harness::redis_compact().await).await;
+}
+
+async fn big_slot_retires_in_bounded_chunks(h: Harness) {
     let b = h.board("1h", &["1h", "2h"]).await;
     let mut oracle = Oracle::new(h.boards.board(&b).await.unwrap().config);
     fill_slot(&h, &b, 5_000, "m", &mut oracle).await;
@@ -153,7 +161,15 @@ async fn a_big_slot_retires_in_bounded_chunks() {
 
 #[tokio::test]
 async fn a_retirement_stopped_after_some_chunks_resumes_exactly() {
-    let h = Harness::redis().await;
+    retirement_stopped_after_some_chunks_resumes_exactly(Harness::redis().await).await;
+}
+
+#[tokio::test]
+async fn a_compact_retirement_stopped_after_some_chunks_resumes_exactly() {
+    retirement_stopped_after_some_chunks_resumes_exactly(Harness::redis_compact().await).await;
+}
+
+async fn retirement_stopped_after_some_chunks_resumes_exactly(h: Harness) {
     let b = h.board("1m", &["1m", "3m"]).await;
     let mut oracle = Oracle::new(h.boards.board(&b).await.unwrap().config);
     for minute in 0..4 {

@@ -178,14 +178,13 @@ pub(super) fn stages(board: &Board, slot: i64) -> impl Iterator<Item = String> +
     (0..board.config.windows().len()).map(move |k| stage(&board.name, slot, k))
 }
 
-/// `slotgeo_{<board>}`: the geometry of each compact slot, field = slot start, value =
-/// `<L> <p> <count>` (see `slot_geometry` in `lua/prelude.lua`); a slot without one is
-/// plain.
+/// `slotgeo_{<board>}`: the geometry of each compact slot, field `<ts>` = `"<L> <p>
+/// <count>"` (linear hashing: `2^L + p` buckets); a slot without a field is plain.
 pub(super) fn slot_geometry(name: &BoardName) -> String {
     format!("slotgeo_{{{name}}}")
 }
 
-/// Bucket `i` of a compact slot's stage key `stage_key`: `<stage_key>:<i>`.
+/// Bucket `i` of a compact slot's stage `stage_key` (a key of [`stage`]).
 pub(super) fn bucket(stage_key: &str, i: u64) -> String {
     format!("{stage_key}:{i}")
 }
@@ -247,6 +246,8 @@ mod tests {
         };
         assert_eq!(record(&board.name), "board_{hot}");
         assert_eq!(index(&board.name), "slots_{hot}");
+        assert_eq!(slot_geometry(&board.name), "slotgeo_{hot}");
+        assert_eq!(bucket("slot_{hot}_7200_1", 3), "slot_{hot}_7200_1:3");
         assert_eq!(
             all_totals(&board.name, board.config.windows()),
             ["stats_{hot}", "stats_{hot}_86400"]

@@ -125,6 +125,11 @@ async fn begin(conn: &RedisConn, board: &Board, window: usize, cutoff: i64) -> R
     items.iter().skip(1).map(|v| int(v, "slot")).collect()
 }
 
+/// A compact slot's bucket over this many times the buckets' fill (only late writes grow
+/// one that far) is retired by HSCAN steps rather than read whole, so each call stays
+/// within its budget.
+const OVERSIZED_BUCKET: u64 = 4;
+
 struct Chunk {
     /// `None` when the slot is finished for this window.
     cursor: Option<String>,
@@ -158,7 +163,8 @@ async fn chunk(
         .arg(slot)
         .arg(cursor)
         .arg(options.chunk_size.max(1))
-        .arg(options.chunk_budget.as_micros().max(1) as u64);
+        .arg(options.chunk_budget.as_micros().max(1) as u64)
+        .arg(OVERSIZED_BUCKET * conn.layout().fill);
     let dense = keys::window_dense(board, window);
     if !dense.is_empty() {
         invocation.key(dense).arg("dense");

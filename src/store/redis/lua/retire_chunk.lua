@@ -6,7 +6,7 @@
 -- KEYS[4]  the slot's stage for this window, j: slot_{b}_<ts> (j = 1) or slot_{b}_<ts>_<j-1>
 -- KEYS[5]  the slots' geometries           slotgeo_{b}
 -- KEYS[6]  the slot's next stage, j+1:     slot_{b}_<ts>_<j>; absent for the largest window
--- then, on a dense board (ARGV[8] = 'dense'): this window's tally and distinct totals
+-- then, on a dense board (ARGV[9] = 'dense'): this window's tally and distinct totals
 --          (tally_{b}[_<W>], dense_{b}[_<W>]; see retally in the prelude)
 -- A compact slot's buckets, <stage>:<i>, are named here from KEYS[4] and KEYS[6]: they
 -- carry the same hash tag, so they live in the same Cluster slot.
@@ -19,7 +19,9 @@
 --          index, '<i>', or '<i>:<HSCAN cursor>' inside a bucket handled by HSCAN steps
 -- ARGV[6]  most fields to handle in this call
 -- ARGV[7]  time budget of this call, microseconds
--- ARGV[8]  'dense' on a dense board, else absent
+-- ARGV[8]  compact slots: a bucket over this many fields is handled by HSCAN steps
+--          (4 x the buckets' fill: only late writes grow a bucket that far)
+-- ARGV[9]  'dense' on a dense board, else absent
 --
 -- The stage is immutable once this window froze the slot and the smaller window
 -- finished it, apart from the deletions done here. Every field handled is subtracted
@@ -34,9 +36,9 @@
 -- Compact slot (a geometry in slotgeo_{b}): bucket by bucket from the cursor. A bucket is
 -- read whole (HGETALL), subtracted, then moved to bucket i of the next stage by one
 -- RENAME when that bucket does not exist, merged into it (HMGET, HSET, HDEL, then DEL)
--- when it does, or deleted for the largest window. A bucket over 4 x bucket_fill fields
--- (late writes can grow one) is handled by HSCAN steps that delete as they go, like a
--- plain slot; its cursor is kept as '<i>:<HSCAN cursor>'. A call moves past bucket i
+-- when it does, or deleted for the largest window. A bucket over ARGV[8] fields (late
+-- writes can grow one) is handled by HSCAN steps that delete as they go, like a plain
+-- slot; its cursor is kept as '<i>:<HSCAN cursor>'. A call moves past bucket i
 -- only once bucket i is gone, and no one adds to this stage, so reaching bucket N means
 -- no bucket of this stage is left. A call starting from an older cursor (another
 -- retirer, a re-sent call) finds the handled buckets gone and skips them.
@@ -52,12 +54,11 @@
 
 local board, index, totals, stage, geo_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local tally, dense = nil, nil
-if ARGV[8] == 'dense' then tally, dense = KEYS[#KEYS - 1], KEYS[#KEYS] end
+if ARGV[9] == 'dense' then tally, dense = KEYS[#KEYS - 1], KEYS[#KEYS] end
 local next_stage = (#KEYS - (tally and 2 or 0) == 6) and KEYS[6] or nil
 local done_field = 'done:' .. ARGV[2]
 local prev_field = ARGV[3] ~= '' and ('done:' .. ARGV[3]) or 'version'
-local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], done_field, prev_field,
-  'rb_until', 'bucket_fill')
+local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], done_field, prev_field, 'rb_until')
 if lease_held(record[6]) then
   return redis.error_reply('RECOMPUTING the board is being recomputed; retirement waits')
 end
@@ -138,7 +139,7 @@ local geo = slot_geometry(geo_key, ARGV[4])
 
 if geo then
   local n = bucket_count(geo)
-  local big = 4 * (tonumber(record[7]) or 64)
+  local big = tonumber(ARGV[8])
   local i, sub = string.match(ARGV[5], '^(%d+):?(%d*)$')
   i = tonumber(i)
   if sub == '' then sub = nil end
@@ -186,7 +187,13 @@ if geo then
   return { cursor, subtracted, zeroed }
 end
 
+-- A plain slot, or a compact one that another call finished for the largest window (its
+-- geometry went with it): a bucket cursor then means nothing here, and the stage is gone.
+if redis.call('EXISTS', stage) == 0 then
+  return finish(subtracted, zeroed)
+end
 local cursor = ARGV[5]
+if not string.match(cursor, '^%d+$') then cursor = '0' end
 repeat
   local before = elapsed
   local scan = redis.call('HSCAN', stage, cursor, 'COUNT', step)
