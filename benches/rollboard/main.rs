@@ -4,14 +4,16 @@
 //! In one run it starts its own Redis and the service, measures the ceiling with
 //! `redis-benchmark` on that Redis, and prints every figure beside its reference as a
 //! ratio: HTTP ingest (uniform and Zipf batches, single events), the library path, the
-//! source article's design, a lone event's latency, retirement of a 200k-member slot
-//! (with the longest Redis call and top-10 latency meanwhile), top-10 reads under
+//! source article's design, a lone event's latency, retirement of a 200k-member slot on
+//! a two-window board, each window, plain and compact slots side by side (with the
+//! longest Redis call and top-10 latency meanwhile), top-10 reads under
 //! ingest, recompute of a drifted 200k-member board while writes go on (the longest
 //! Redis call meanwhile, and exact totals after), recompute of a 180-day window of 1-hour
 //! slots (4,320 slots) while writes go on, old slots included (the recompute's calls over
 //! 2 ms, and exact totals after), deep pages against the first page
 //! (300,000 members, with and without a 100,000-member tie group), counter increments/s
-//! and stats records/s (against the source's `update_stats`), memory per entry, and
+//! and stats records/s (against the source's `update_stats`), memory per entry for both
+//! slot layouts (100k members x 24 slots, and 1k members per slot) with their ingest, and
 //! a check that totals equal the acknowledged events.
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
 //! phases only (comma-separated: uniform, zipf, single, library, huge, reads, retire,
@@ -26,6 +28,7 @@
 
 mod baseline;
 mod bigwrite;
+mod compact;
 mod counters;
 mod huge;
 mod load;
@@ -43,9 +46,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use load::{Load, MEMBERS, Spread};
+use load::{Load, Spread};
 use report::{Row, rate};
-use rollboard::{BoardConfig, Event, ManualClock, RedisStore, Rollboard, Settings, Timestamp};
+use rollboard::{Event, RedisStore, Rollboard};
 use serde_json::json;
 
 fn main() {
@@ -247,11 +250,11 @@ fn main() {
             });
         }
 
-        // Retirement of one slot of 200k members.
+        // Retirement of one slot of 200k members on a two-window board, both layouts.
         if run("retire") {
             eprintln!("retirement …");
             let zincrby = ceiling_now("retirement").zincrby;
-            rows.extend(retirement(&redis, &service.url, zincrby).await);
+            rows.extend(compact::retirement(&redis.url, &service.url, zincrby).await);
         }
         if run("recompute") {
             eprintln!("recompute …");
@@ -285,7 +288,7 @@ fn main() {
         }
         if run("memory") {
             eprintln!("memory …");
-            rows.push(memory(&redis.url).await);
+            rows.extend(compact::memory(&redis.url).await);
         }
 
         // Nothing lost, nothing counted twice.
@@ -393,145 +396,6 @@ async fn lone_event(boards: &Rollboard, redis_url: &str) -> (Duration, Duration)
         .await
         .unwrap();
     (ours.percentile(50.0), raw.percentile(50.0))
-}
-
-/// Writes 200,000 members into one slot, lets it leave the window, and retires it while
-/// readers hammer the board's top 10.
-async fn retirement(redis: &setup::Redis, service_url: &str, zincrby: f64) -> Vec<Row> {
-    let now = Timestamp::now_utc();
-    let clock = ManualClock::new(now);
-    let store = Arc::new(RedisStore::connect(&redis.url).await.unwrap());
-    let boards = Rollboard::with(store, Arc::new(clock.clone()), Settings::default());
-    let board = "bench-retire";
-    boards
-        .create_board(board, BoardConfig::parse("1h", &["1h"]).unwrap())
-        .await
-        .unwrap();
-    let members = 200_000;
-    for chunk in (0..members).collect::<Vec<_>>().chunks(10_000) {
-        let events: Vec<Event> = chunk
-            .iter()
-            .map(|m| Event::new(format!("post:{m}"), 1 + (*m % 7) as i64))
-            .collect();
-        boards.incr_batch(board, &events).await.unwrap();
-    }
-    clock.advance_secs(3600);
-
-    let mut conn = redis::Client::open(redis.url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    slowlog::reset(&mut conn).await;
-    let stop = Arc::new(AtomicBool::new(false));
-    let readers = tokio::spawn({
-        let (url, stop) = (service_url.to_owned(), stop.clone());
-        async move {
-            load::top_readers(
-                &url,
-                "bench-retire",
-                4,
-                Some(Duration::from_millis(4)),
-                stop,
-            )
-            .await
-        }
-    });
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let options = rollboard::RetireOptions {
-        chunk_size: std::env::var("BENCH_RETIRE_CHUNK")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(Settings::default().retire.chunk_size),
-        max_chunks: None,
-        ..Default::default()
-    };
-    let t = Instant::now();
-    let report = boards.retire_with(board, options).await.unwrap();
-    let elapsed = t.elapsed();
-    stop.store(true, Ordering::SeqCst);
-    let mut reads = readers.await.unwrap();
-    let slow = slowlog::slow_calls(&mut conn).await;
-    let per_second = report.fields_subtracted as f64 / elapsed.as_secs_f64();
-    let ratio = per_second / zincrby;
-    assert_eq!(report.fields_subtracted, members as u64);
-    vec![
-        Row {
-            figure: format!(
-                "retirement of one slot of {} members (chunks of <= {} fields, <= {} ms)",
-                report::thousands(members as f64),
-                options.chunk_size,
-                options.chunk_budget.as_secs_f64() * 1000.0
-            ),
-            measured: rate(per_second, "members/s"),
-            reference: format!("ZINCRBY ceiling {}", rate(zincrby, "ops/s")),
-            ratio: Some(ratio),
-            target: Some((">= 0.5".into(), ratio >= 0.5)),
-        },
-        Row {
-            figure: "  Redis calls over 2 ms meanwhile (SLOWLOG)".into(),
-            measured: slowlog::describe(&slow),
-            reference: format!("{} chunk calls", report.chunks),
-            ratio: None,
-            target: Some(("none".into(), slow.is_empty())),
-        },
-        Row {
-            figure: "  top-10 latency meanwhile (4 x 250 reads/s), p50 / p99".into(),
-            measured: format!(
-                "{} / {}",
-                ms(reads.percentile(50.0)),
-                ms(reads.percentile(99.0))
-            ),
-            reference: format!("{} reads", reads.done),
-            ratio: None,
-            target: Some((
-                "p99 <= 20 ms".into(),
-                reads.percentile(99.0) <= Duration::from_millis(20),
-            )),
-        },
-    ]
-}
-
-/// Redis memory per live (slot, member) entry: 100,000 members x 24 hourly slots.
-async fn memory(redis_url: &str) -> Row {
-    let start = Timestamp::now_utc().unix_seconds();
-    let clock = ManualClock::new(Timestamp::from_unix_seconds(start - 23 * 3600).unwrap());
-    let store = Arc::new(RedisStore::connect(redis_url).await.unwrap());
-    let boards = Rollboard::with(store, Arc::new(clock.clone()), Settings::default());
-    let mut conn = redis::Client::open(redis_url)
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
-    let before = used_memory(&mut conn).await;
-    boards
-        .create_board("bench-memory", BoardConfig::parse("1h", &["24h"]).unwrap())
-        .await
-        .unwrap();
-    for _ in 0..24 {
-        let events: Vec<Event> = (0..MEMBERS)
-            .map(|m| Event::new(format!("post:{m}"), 1))
-            .collect();
-        let writes: Vec<_> = events
-            .chunks(1000)
-            .map(|c| boards.incr_batch("bench-memory", c))
-            .collect();
-        for w in writes {
-            w.await.unwrap();
-        }
-        clock.advance_secs(3600);
-    }
-    let after = used_memory(&mut conn).await;
-    let entries = MEMBERS as f64 * 24.0;
-    let per_entry = (after - before) as f64 / entries;
-    boards.drop_board("bench-memory").await.unwrap();
-    Row {
-        figure: "Redis memory per live (slot, member) entry, totals included".into(),
-        measured: format!("{per_entry:.1} bytes"),
-        reference: format!("{} members x 24 slots", report::thousands(MEMBERS as f64)),
-        ratio: None,
-        target: None,
-    }
 }
 
 /// Redis's `used_memory`, once the objects earlier phases unlinked are freed.

@@ -1,0 +1,260 @@
+//! Both slot layouts side by side (`docs/design.md`, "Compact slots"): retirement of a
+//! 200,000-member slot on a two-window board, each window against the `ZINCRBY` ceiling
+//! (phase `retire`), and Redis memory per live (slot, member) with the ingest that
+//! filled it (phase `memory`). Every board is written through the library's write path,
+//! so compact slots get their real geometry and splits.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use redis::aio::MultiplexedConnection;
+use rollboard::{
+    BoardConfig, Event, Layout, ManualClock, RedisStore, Rollboard, Settings, Timestamp,
+};
+
+use crate::report::{self, Row, rate};
+use crate::{load, slowlog};
+
+const LAYOUTS: [Layout; 2] = [Layout::Plain, Layout::Compact];
+
+fn name(layout: Layout) -> &'static str {
+    match layout {
+        Layout::Plain => "plain",
+        Layout::Compact => "compact",
+    }
+}
+
+async fn raw(redis_url: &str) -> MultiplexedConnection {
+    redis::Client::open(redis_url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
+}
+
+/// A library on its own manual clock, starting at `start`.
+async fn library(redis_url: &str, start: Timestamp) -> (Rollboard, ManualClock) {
+    let clock = ManualClock::new(start);
+    let store = Arc::new(RedisStore::connect(redis_url).await.unwrap());
+    let boards = Rollboard::with(store, Arc::new(clock.clone()), Settings::default());
+    (boards, clock)
+}
+
+/// Writes `members` members (`post:<i>`, deltas 1..7) into the current slot of `board`,
+/// `in_flight` batches of 1,000 at once.
+async fn fill(boards: &Rollboard, board: &str, members: usize, in_flight: usize) -> Duration {
+    let events: Vec<Event> = (0..members)
+        .map(|m| Event::new(format!("post:{m}"), 1 + (m % 7) as i64))
+        .collect();
+    let t = Instant::now();
+    for group in events.chunks(1000 * in_flight) {
+        let writes: Vec<_> = group
+            .chunks(1000)
+            .map(|c| boards.incr_batch(board, c))
+            .collect();
+        for w in futures_util::future::join_all(writes).await {
+            assert!(w.unwrap().rejected.is_empty());
+        }
+    }
+    t.elapsed()
+}
+
+/// Retirement of one 200,000-member slot of a `1h`/`2h` board, per layout and window,
+/// while readers hammer the board's top 10.
+pub async fn retirement(redis_url: &str, service_url: &str, zincrby: f64) -> Vec<Row> {
+    let members = 200_000;
+    let options = rollboard::RetireOptions {
+        chunk_size: std::env::var("BENCH_RETIRE_CHUNK")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(Settings::default().retire.chunk_size),
+        max_chunks: None,
+        ..Default::default()
+    };
+    let mut conn = raw(redis_url).await;
+    let mut rows = Vec::new();
+    for layout in LAYOUTS {
+        let board = format!("bench-retire-{}", name(layout));
+        let (boards, clock) = library(redis_url, Timestamp::now_utc()).await;
+        let config = BoardConfig::parse("1h", &["1h", "2h"])
+            .unwrap()
+            .with_layout(Some(layout));
+        boards.create_board(&board, config).await.unwrap();
+        fill(&boards, &board, members, 8).await;
+
+        slowlog::reset(&mut conn).await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let readers = tokio::spawn({
+            let (url, board, stop) = (service_url.to_owned(), board.clone(), stop.clone());
+            async move { load::top_readers(&url, &board, 4, Some(Duration::from_millis(4)), stop).await }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut chunks = 0;
+        for (j, window) in ["1h", "2h"].iter().enumerate() {
+            clock.advance_secs(3600);
+            let t = Instant::now();
+            let report = boards.retire_with(&board, options).await.unwrap();
+            let elapsed = t.elapsed();
+            assert_eq!(report.fields_subtracted, members as u64);
+            chunks += report.chunks;
+            let per_second = members as f64 / elapsed.as_secs_f64();
+            let ratio = per_second / zincrby;
+            rows.push(Row {
+                figure: format!(
+                    "retirement, {} slot of {} members, window {} ({window} of 1h/2h)",
+                    name(layout),
+                    report::thousands(members as f64),
+                    j + 1
+                ),
+                measured: rate(per_second, "fields/s"),
+                reference: format!("ZINCRBY ceiling {}", rate(zincrby, "ops/s")),
+                ratio: Some(ratio),
+                target: Some((">= 0.5".into(), ratio >= 0.5)),
+            });
+        }
+        stop.store(true, Ordering::SeqCst);
+        let mut reads = readers.await.unwrap();
+        let slow = slowlog::slow_calls(&mut conn).await;
+        rows.push(Row {
+            figure: format!(
+                "  {}: Redis calls over 2 ms meanwhile (SLOWLOG; chunks of <= {} fields, <= {} ms)",
+                name(layout),
+                options.chunk_size,
+                options.chunk_budget.as_secs_f64() * 1000.0
+            ),
+            measured: slowlog::describe(&slow),
+            reference: format!("{chunks} chunk calls"),
+            ratio: None,
+            target: Some(("none".into(), slow.is_empty())),
+        });
+        rows.push(Row {
+            figure: format!(
+                "  {}: top-10 latency meanwhile (4 x 250 reads/s), p50 / p99",
+                name(layout)
+            ),
+            measured: format!(
+                "{:.2} ms / {:.2} ms",
+                reads.percentile(50.0).as_secs_f64() * 1000.0,
+                reads.percentile(99.0).as_secs_f64() * 1000.0
+            ),
+            reference: format!("{} reads", reads.done),
+            ratio: None,
+            target: Some((
+                "p99 <= 20 ms".into(),
+                reads.percentile(99.0) <= Duration::from_millis(20),
+            )),
+        });
+        boards.drop_board(&board).await.unwrap();
+    }
+    rows
+}
+
+/// What one layout's memory run measured.
+struct Footprint {
+    /// Bytes of `used_memory` per live (slot, member), totals included.
+    per_entry: f64,
+    /// Events written per second while filling.
+    ingest: f64,
+}
+
+/// `boards` boards of `members` members in each of 24 hourly slots (a `1h`/`24h` board),
+/// written through the library; `used_memory` before and after.
+async fn footprint(redis_url: &str, layout: Layout, boards_n: usize, members: usize) -> Footprint {
+    let start = Timestamp::now_utc().unix_seconds();
+    let (boards, clock) = library(
+        redis_url,
+        Timestamp::from_unix_seconds(start - 23 * 3600).unwrap(),
+    )
+    .await;
+    let mut conn = raw(redis_url).await;
+    let names: Vec<String> = (0..boards_n)
+        .map(|i| format!("bench-memory-{}-{members}-{i}", name(layout)))
+        .collect();
+    let before = crate::used_memory(&mut conn).await;
+    let config = BoardConfig::parse("1h", &["24h"])
+        .unwrap()
+        .with_layout(Some(layout));
+    for board in &names {
+        boards.create_board(board, config.clone()).await.unwrap();
+    }
+    let mut writing = Duration::ZERO;
+    for _ in 0..24 {
+        for board in &names {
+            writing += fill(&boards, board, members, 8).await;
+        }
+        clock.advance_secs(3600);
+    }
+    let after = crate::used_memory(&mut conn).await;
+    let entries = (boards_n * members * 24) as f64;
+    for board in &names {
+        boards.drop_board(board).await.unwrap();
+    }
+    Footprint {
+        per_entry: (after - before) as f64 / entries,
+        ingest: entries / writing.as_secs_f64(),
+    }
+}
+
+/// Redis memory per live (slot, member), both layouts: 100,000 members x 24 slots, and
+/// 1,000 members per slot (20 boards x 24 slots); and the ingest that wrote them.
+pub async fn memory(redis_url: &str) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let big_plain = footprint(redis_url, Layout::Plain, 1, load::MEMBERS).await;
+    let big_compact = footprint(redis_url, Layout::Compact, 1, load::MEMBERS).await;
+    let small_plain = footprint(redis_url, Layout::Plain, 20, 1_000).await;
+    let small_compact = footprint(redis_url, Layout::Compact, 20, 1_000).await;
+    let bytes = |f: &Footprint| format!("{:.1} bytes", f.per_entry);
+    rows.push(Row {
+        figure: format!(
+            "Redis memory per live (slot, member), {} members x 24 slots, plain",
+            report::thousands(load::MEMBERS as f64)
+        ),
+        measured: bytes(&big_plain),
+        reference: "totals included (used_memory)".into(),
+        ratio: None,
+        target: None,
+    });
+    rows.push(Row {
+        figure: "  the same, compact".into(),
+        measured: bytes(&big_compact),
+        reference: format!("plain {}", bytes(&big_plain)),
+        ratio: Some(big_compact.per_entry / big_plain.per_entry),
+        target: Some(("<= 30 bytes".into(), big_compact.per_entry <= 30.0)),
+    });
+    rows.push(Row {
+        figure: "Redis memory per live (slot, member), 1,000 members per slot (20 boards x 24 slots), plain".into(),
+        measured: bytes(&small_plain),
+        reference: "totals included (used_memory)".into(),
+        ratio: None,
+        target: None,
+    });
+    rows.push(Row {
+        figure: "  the same, compact".into(),
+        measured: bytes(&small_compact),
+        reference: format!("plain {}", bytes(&small_plain)),
+        ratio: Some(small_compact.per_entry / small_plain.per_entry),
+        target: Some((
+            "<= plain".into(),
+            small_compact.per_entry <= small_plain.per_entry,
+        )),
+    });
+    for (size, plain, compact) in [
+        (
+            format!("{} members", report::thousands(load::MEMBERS as f64)),
+            &big_plain,
+            &big_compact,
+        ),
+        ("1,000 members".to_owned(), &small_plain, &small_compact),
+    ] {
+        let ratio = compact.ingest / plain.ingest;
+        rows.push(Row {
+            figure: format!("  ingest filling them ({size} per slot, library batches of 1000, 8 in flight), compact"),
+            measured: rate(compact.ingest, "ev/s"),
+            reference: format!("plain {}", rate(plain.ingest, "ev/s")),
+            ratio: Some(ratio),
+            target: Some((">= 0.9 (unchanged or better)".into(), ratio >= 0.9)),
+        });
+    }
+    rows
+}
