@@ -14,7 +14,7 @@ use rollboard::{
 };
 
 use crate::report::{self, Row, rate};
-use crate::{load, slowlog};
+use crate::{load, setup, slowlog};
 
 const LAYOUTS: [Layout; 2] = [Layout::Plain, Layout::Compact];
 
@@ -61,8 +61,10 @@ async fn fill(boards: &Rollboard, board: &str, members: usize, in_flight: usize)
 }
 
 /// Retirement of one 200,000-member slot of a `1h`/`2h` board, per layout and window,
-/// while readers hammer the board's top 10.
-pub async fn retirement(redis_url: &str, service_url: &str, zincrby: f64) -> Vec<Row> {
+/// while readers hammer the board's top 10; each window against the `ZINCRBY` ceiling
+/// measured right before it (this machine's speed drifts over a phase).
+pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
+    let redis_url = redis.url.as_str();
     let members = 200_000;
     let options = rollboard::RetireOptions {
         chunk_size: std::env::var("BENCH_RETIRE_CHUNK")
@@ -92,6 +94,8 @@ pub async fn retirement(redis_url: &str, service_url: &str, zincrby: f64) -> Vec
         tokio::time::sleep(Duration::from_millis(200)).await;
         let mut chunks = 0;
         for (j, window) in ["1h", "2h"].iter().enumerate() {
+            let zincrby = tokio::task::block_in_place(|| setup::zincrby_ceiling(redis));
+            tokio::time::sleep(Duration::from_millis(100)).await;
             clock.advance_secs(3600);
             let t = Instant::now();
             let report = boards.retire_with(&board, options).await.unwrap();

@@ -253,8 +253,7 @@ fn main() {
         // Retirement of one slot of 200k members on a two-window board, both layouts.
         if run("retire") {
             eprintln!("retirement …");
-            let zincrby = ceiling_now("retirement").zincrby;
-            rows.extend(compact::retirement(&redis.url, &service.url, zincrby).await);
+            rows.extend(compact::retirement(&redis, &service.url).await);
         }
         if run("recompute") {
             eprintln!("recompute …");

@@ -153,6 +153,16 @@ pub fn ceiling(redis: &Redis) -> Ceiling {
     ceiling
 }
 
+/// The `ZINCRBY` ceiling alone, ops/s, for a phase that measures it right before each of
+/// its steps.
+pub fn zincrby_ceiling(redis: &Redis) -> f64 {
+    let zincrby = run_benchmark(redis, &["ZINCRBY", "bench:zset", "1", "__rand_int__"]);
+    let client = redis::Client::open(redis.url.as_str()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let _: i64 = redis::cmd("DEL").arg("bench:zset").query(&mut c).unwrap();
+    zincrby
+}
+
 fn run_benchmark(redis: &Redis, command: &[&str]) -> f64 {
     let out = Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &redis.port.to_string()])

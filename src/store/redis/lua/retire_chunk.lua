@@ -16,7 +16,9 @@
 -- ARGV[3]  the next smaller window, seconds, or '' for the smallest window
 -- ARGV[4]  the slot's start
 -- ARGV[5]  cursor ('0' to start): a plain slot's HSCAN cursor; a compact slot's bucket
---          index, '<i>', or '<i>:<HSCAN cursor>' inside a bucket handled by HSCAN steps
+--          index, 'b<i>', or 'b<i>:<HSCAN cursor>' inside a bucket handled by HSCAN
+--          steps. A cursor of the other layout (the slot changed layout between two
+--          calls) starts over, which is always safe: handled fields are gone.
 -- ARGV[6]  most fields to handle in this call
 -- ARGV[7]  time budget of this call, microseconds
 -- ARGV[8]  compact slots: a bucket over this many fields is handled by HSCAN steps
@@ -38,7 +40,7 @@
 -- RENAME when that bucket does not exist, merged into it (HMGET, HSET, HDEL, then DEL)
 -- when it does, or deleted for the largest window. A bucket over ARGV[8] fields (late
 -- writes can grow one) is handled by HSCAN steps that delete as they go, like a plain
--- slot; its cursor is kept as '<i>:<HSCAN cursor>'. A call moves past bucket i
+-- slot; its cursor is kept as 'b<i>:<HSCAN cursor>'. A call moves past bucket i
 -- only once bucket i is gone, and no one adds to this stage, so reaching bucket N means
 -- no bucket of this stage is left. A call starting from an older cursor (another
 -- retirer, a re-sent call) finds the handled buckets gone and skips them.
@@ -140,8 +142,8 @@ local geo = slot_geometry(geo_key, ARGV[4])
 if geo then
   local n = bucket_count(geo)
   local big = tonumber(ARGV[8])
-  local i, sub = string.match(ARGV[5], '^(%d+):?(%d*)$')
-  i = tonumber(i)
+  local i, sub = string.match(ARGV[5], '^b(%d+):?(%d*)$')
+  i = tonumber(i) or 0
   if sub == '' then sub = nil end
   while i < n do
     local before = elapsed
@@ -182,7 +184,7 @@ if geo then
     if subtracted >= max_fields or elapsed + slowest > budget then break end
   end
   if i >= n then return finish(subtracted, zeroed) end
-  local cursor = string.format('%d', i)
+  local cursor = 'b' .. string.format('%d', i)
   if sub then cursor = cursor .. ':' .. sub end
   return { cursor, subtracted, zeroed }
 end
