@@ -5,8 +5,9 @@
 --
 -- Returns the windows (seconds, comma-separated), 'trending' for a trending board (no
 -- windows: its keys are trend_{b} and trend_{b}_next), or false when there is no record.
--- The caller then deletes the slot hashes listed in the index, the totals, the index and
--- the record, in that order; a dropper that dies half-way is finished by the next one.
+-- The caller then deletes the slot hashes listed in the index (and compact slots'
+-- buckets, from slotgeo_{b}), the totals, the geometries, the index and the record, in
+-- that order; a dropper that dies half-way is finished by the next one.
 
 local windows = redis.call('HGET', KEYS[1], 'windows')
 if not windows then
