@@ -13,9 +13,13 @@ use crate::domain::Layout;
 
 /// Fields per bucket on average before a split: half the server's listpack limit (the
 /// unsplit buckets of a linear-hashing round hold up to twice the average), at most 64
-/// (a listpack is scanned linearly) and at least 8.
+/// (a listpack is scanned linearly) and at least 1. A server that keeps no hash as a
+/// listpack (a limit of 0) gets 64: buckets are hashtables there anyway, so fewer keys.
 pub(super) fn bucket_fill(listpack_entries: u64) -> u64 {
-    (listpack_entries / 2).clamp(8, 64)
+    match listpack_entries {
+        0 => 64,
+        n => (n / 2).clamp(1, 64),
+    }
 }
 
 /// What a [`RedisConn`] tells `write.lua` about new slots.
@@ -65,6 +69,8 @@ mod tests {
         assert_eq!(bucket_fill(128), 64);
         assert_eq!(bucket_fill(512), 64);
         assert_eq!(bucket_fill(100), 50);
-        assert_eq!(bucket_fill(4), 8);
+        assert_eq!(bucket_fill(16), 8);
+        assert_eq!(bucket_fill(2), 1);
+        assert_eq!(bucket_fill(0), 64);
     }
 }
