@@ -173,6 +173,17 @@ pub(super) fn stage(name: &BoardName, slot: i64, stage: usize) -> String {
     }
 }
 
+/// `slotgeo_{<board>}`: the geometry of each compact slot (field = slot start, value
+/// `"<L> <p> <count>"`); a slot without a field is plain.
+pub(super) fn slot_geometry(name: &BoardName) -> String {
+    format!("slotgeo_{{{name}}}")
+}
+
+/// Bucket `i` of a compact slot's stage key.
+pub(super) fn bucket(stage_key: &str, i: u64) -> String {
+    format!("{stage_key}:{i}")
+}
+
 /// All stage keys of a slot, stage 0 first.
 pub(super) fn stages(board: &Board, slot: i64) -> impl Iterator<Item = String> + '_ {
     (0..board.config.windows().len()).map(move |k| stage(&board.name, slot, k))

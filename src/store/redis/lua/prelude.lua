@@ -75,3 +75,36 @@ local function add_total(totals, member, delta, tally, dense)
     retally(tally, dense, tonumber(new) - tonumber(delta), new)
   end
 end
+
+-- Compact slots (docs/design.md, "Compact slots"): a slot is compact iff its geometry
+-- hash `geo_key` (slotgeo_{b}) has a field for it, '<L> <p> <count>'; its stage keys are
+-- then split into the buckets `<stage key>:<i>`, i in 0..2^L + p - 1 (linear hashing).
+-- The slot's geometry, {L=, p=, count=}, or nil for a plain slot.
+local function slot_geometry(geo_key, ts)
+  local stored = redis.call('HGET', geo_key, ts)
+  if not stored then return nil end
+  local L, p, count = string.match(stored, '^(%d+) (%d+) (%d+)$')
+  return { L = tonumber(L), p = tonumber(p), count = tonumber(count) }
+end
+
+-- A member's hash: the first 8 hex digits of its SHA-1, 0..2^32-1.
+local function member_hash(member)
+  return tonumber(string.sub(redis.sha1hex(member), 1, 8), 16)
+end
+
+-- The bucket of hash `h` in a slot of geometry `geo`.
+local function bucket_of(geo, h)
+  local b = h % (2 ^ geo.L)
+  if b < geo.p then b = h % (2 ^ (geo.L + 1)) end
+  return b
+end
+
+-- The number of buckets of geometry `geo`.
+local function bucket_count(geo)
+  return 2 ^ geo.L + geo.p
+end
+
+-- Bucket `i` of a stage key.
+local function bucket_key(stage_key, i)
+  return stage_key .. ':' .. string.format('%d', i)
+end
