@@ -31,6 +31,7 @@ mod cluster_failover;
 mod cluster_faults;
 mod cluster_load;
 mod cluster_reshard;
+mod compact_reads;
 mod concurrency;
 mod conformance;
 mod counters;
