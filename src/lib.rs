@@ -72,7 +72,7 @@ pub use domain::stats::{
     HourStats, RELATIVE_ERROR, SLOWEST_KEPT, SlowEntry, StatsContext, StatsKind,
 };
 pub use domain::{
-    BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, MAX_ABS,
+    BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, Layout, MAX_ABS,
     MAX_IDEMPOTENCY_KEY, MAX_RANKS_MEMBERS, Member, MemberRank, Point, Ranks, RecomputeReport,
     Removed, RetireOptions, RetireReport, ScoreRange, Span, Standing, Ties, Timestamp, TopPage,
     TrendCounts, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange,

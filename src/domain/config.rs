@@ -29,6 +29,50 @@ pub struct BoardConfig {
     /// May be added, changed or removed on an existing board (it changes no data).
     #[cfg_attr(feature = "server", schema(nullable = false))]
     snapshots: Option<SnapshotPolicy>,
+    /// How slot data is kept in Redis (see [`Layout`]); absent: the store's default.
+    /// Changed on a live board by `rollboard relayout`, never by a PUT.
+    #[cfg_attr(feature = "server", schema(nullable = false))]
+    layout: Option<Layout>,
+}
+
+/// How a Redis store keeps a board's slot data. It changes memory and speed, never
+/// results; the memory store has one layout of its own and only records the option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub enum Layout {
+    /// One hash per slot and stage.
+    Plain,
+    /// Each slot's stages split into small hashes by a hash of the member, so that each
+    /// stays in Redis's compact listpack encoding (`docs/design.md`, "Compact slots").
+    Compact,
+}
+
+impl Layout {
+    /// The name stored in the board record and used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layout::Plain => "plain",
+            Layout::Compact => "compact",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn from_stored(stored: &str) -> Option<Layout> {
+        match stored {
+            "plain" => Some(Layout::Plain),
+            "compact" => Some(Layout::Compact),
+            _ => None,
+        }
+    }
+}
+
+impl std::str::FromStr for Layout {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        Layout::from_stored(text)
+            .ok_or_else(|| format!("unknown layout {text:?}: expected plain or compact"))
+    }
 }
 
 /// How a board ranks equal totals.
@@ -76,6 +120,8 @@ struct RawConfig {
     ties: Ties,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     snapshots: Option<SnapshotPolicy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    layout: Option<Layout>,
 }
 
 impl TryFrom<RawConfig> for BoardConfig {
@@ -84,7 +130,8 @@ impl TryFrom<RawConfig> for BoardConfig {
         Ok(BoardConfig::new(raw.slot, raw.windows)?
             .with_offset(raw.offset)?
             .with_ties(raw.ties)
-            .with_snapshots(raw.snapshots))
+            .with_snapshots(raw.snapshots)
+            .with_layout(raw.layout))
     }
 }
 
@@ -96,6 +143,7 @@ impl From<BoardConfig> for RawConfig {
             offset: c.offset,
             ties: c.ties,
             snapshots: c.snapshots,
+            layout: c.layout,
         }
     }
 }
@@ -142,6 +190,7 @@ impl BoardConfig {
             offset: 0,
             ties: Ties::Competition,
             snapshots: None,
+            layout: None,
         })
     }
 
@@ -180,6 +229,17 @@ impl BoardConfig {
     pub fn with_snapshots(mut self, policy: Option<SnapshotPolicy>) -> Self {
         self.snapshots = policy;
         self
+    }
+
+    /// Keeps slot data in `layout` (`None`: the store's default).
+    pub fn with_layout(mut self, layout: Option<Layout>) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// The layout asked for, if any (`None`: the store's default).
+    pub fn layout(&self) -> Option<Layout> {
+        self.layout
     }
 
     /// The period snapshots policy, if any.
@@ -230,6 +290,7 @@ impl BoardConfig {
         (wider.slot == self.slot
             && wider.offset == self.offset
             && wider.ties == self.ties
+            && wider.layout == self.layout
             && wider.windows.len() > n
             && wider.windows[..n] == self.windows[..])
             .then(|| wider.windows[n..].to_vec())

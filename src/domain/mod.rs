@@ -19,7 +19,7 @@ mod timestamp;
 pub(crate) mod trending;
 
 pub use admission::{Admission, SlotWrite, not_in_future, too_late};
-pub use config::{BoardConfig, Ties};
+pub use config::{BoardConfig, Layout, Ties};
 pub use event::{Event, MAX_ABS, check_delta};
 pub use idempotency::{Fingerprint, IdempotencyKey, MAX_IDEMPOTENCY_KEY};
 pub use maintenance::{RecomputeReport, Removed, RetireOptions, RetireReport};

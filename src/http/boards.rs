@@ -14,8 +14,8 @@ use super::json_int;
 use super::trending::{BoardKindName, BoardReply, TrendingStatus, is_trending};
 use super::wire::SpanInput;
 use crate::{
-    Board, BoardConfig, BoardName, BoardStatus, Created, RecomputeReport, SnapshotPolicy, Span,
-    Ties, TrendCreated, TrendingBoard, TrendingConfig,
+    Board, BoardConfig, BoardName, BoardStatus, Created, Layout, RecomputeReport, SnapshotPolicy,
+    Span, Ties, TrendCreated, TrendingBoard, TrendingConfig,
 };
 
 /// A board's config as sent in `PUT /v1/boards/{board}`: a windowed board (`slot`,
@@ -47,6 +47,11 @@ pub struct ConfigBody {
     #[serde(default)]
     #[schema(value_type = Ties, default = "competition")]
     pub ties: Option<Ties>,
+    /// Windowed boards: how a Redis store keeps slot data: `"plain"` (one hash per
+    /// slot) or `"compact"` (small hashes per slot, less memory); absent: the service's
+    /// default. Fixed by the PUT that creates the board; `rollboard relayout` changes it.
+    #[serde(default)]
+    pub layout: Option<Layout>,
     /// Trending boards: after this long an event counts half as much, e.g. `"6h"`
     /// (required).
     #[schema(value_type = Option<Span>)]
@@ -121,6 +126,7 @@ impl ConfigBody {
                     // error (a generated client sends the schema's default).
                     (self.ties.is_some_and(|t| t != Ties::Competition), "ties"),
                     (self.snapshots.is_some(), "snapshots"),
+                    (self.layout.is_some(), "layout"),
                 ] {
                     if given {
                         return Err(misplaced(field, "trending"));
@@ -159,9 +165,8 @@ impl ConfigBody {
                     BoardConfig::new(slot.parse()?, windows)?
                         .with_offset(self.offset.unwrap_or(0))?
                         .with_ties(self.ties.unwrap_or_default())
-                        .with_snapshots(
-                            self.snapshots.map(SnapshotsBody::into_policy).transpose()?,
-                        ),
+                        .with_snapshots(self.snapshots.map(SnapshotsBody::into_policy).transpose()?)
+                        .with_layout(self.layout),
                 ))
             }
         }

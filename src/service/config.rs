@@ -10,6 +10,8 @@
 //! redis_tls_ca = "/etc/rollboard/redis-ca.pem"  # or REDIS_TLS_CA: a private CA (PEM)
 //! redis_connection_timeout = "2s"           # or ROLLBOARD_REDIS_CONNECTION_TIMEOUT
 //! redis_response_timeout = "2s"             # or ROLLBOARD_REDIS_RESPONSE_TIMEOUT
+//! default_layout = "plain"                  # or ROLLBOARD_DEFAULT_LAYOUT: the slot layout
+//!                                           # of boards created without one
 //! accept_eviction = false                   # or ROLLBOARD_ACCEPT_EVICTION
 //! write_token = "…"                         # or ROLLBOARD_WRITE_TOKEN
 //! admin_token = "…"                         # or ROLLBOARD_ADMIN_TOKEN
@@ -46,7 +48,7 @@ use super::ConnectionLimits;
 use super::timeout::Timeout;
 use super::webhook::WebhookOptions;
 use crate::http::Tokens;
-use crate::{BoardConfig, RedisOptions, Settings, Span};
+use crate::{BoardConfig, Layout, RedisOptions, Settings, Span};
 
 /// The file's shape. Every field is optional.
 #[derive(Debug, Default, Deserialize)]
@@ -66,6 +68,8 @@ pub struct ConfigFile {
     pub redis_response_timeout: Option<Timeout>,
     /// Accept a Redis whose maxmemory-policy may evict keys.
     pub accept_eviction: Option<bool>,
+    /// The slot layout of boards created without one.
+    pub default_layout: Option<Layout>,
     /// Token for writes.
     pub write_token: Option<String>,
     /// Token for administration.
@@ -136,6 +140,8 @@ pub struct Overrides {
     pub redis_response_timeout: Option<Timeout>,
     /// `ROLLBOARD_ACCEPT_EVICTION`.
     pub accept_eviction: Option<bool>,
+    /// `ROLLBOARD_DEFAULT_LAYOUT` / `--default-layout`.
+    pub default_layout: Option<Layout>,
     /// `ROLLBOARD_WRITE_TOKEN`.
     pub write_token: Option<String>,
     /// `ROLLBOARD_ADMIN_TOKEN`.
@@ -257,6 +263,9 @@ impl ServiceConfig {
             tls_ca: overrides.redis_tls_ca.or(file.redis_tls_ca),
             ..RedisOptions::default()
         };
+        if let Some(layout) = overrides.default_layout.or(file.default_layout) {
+            redis.default_layout = layout;
+        }
         if let Some(Timeout(t)) = overrides
             .redis_connection_timeout
             .or(file.redis_connection_timeout)
@@ -471,6 +480,7 @@ mod tests {
                 redis_connection_timeout = "500ms"
                 redis_response_timeout = 3
                 accept_eviction = true
+                default_layout = "compact"
                 "#,
             )
         };
@@ -479,7 +489,16 @@ mod tests {
         assert_eq!(c.redis.connection_timeout, Duration::from_millis(500));
         assert_eq!(c.redis.response_timeout, Duration::from_secs(3));
         assert!(c.settings.accept_eviction);
+        assert_eq!(c.redis.default_layout, Layout::Compact);
+        assert_eq!(
+            ServiceConfig::resolve(ConfigFile::default(), Overrides::default())
+                .unwrap()
+                .redis
+                .default_layout,
+            Layout::Plain
+        );
         let env = Overrides {
+            default_layout: Some(Layout::Plain),
             redis_tls_ca: Some("/run/ca.pem".into()),
             redis_response_timeout: Some("150ms".parse().unwrap()),
             accept_eviction: Some(false),
@@ -489,6 +508,7 @@ mod tests {
         assert_eq!(c.redis.tls_ca, Some(PathBuf::from("/run/ca.pem")));
         assert_eq!(c.redis.connection_timeout, Duration::from_millis(500));
         assert_eq!(c.redis.response_timeout, Duration::from_millis(150));
+        assert_eq!(c.redis.default_layout, Layout::Plain);
         assert!(!c.settings.accept_eviction);
         let c = ServiceConfig::resolve(ConfigFile::default(), Overrides::default()).unwrap();
         assert_eq!(c.redis, RedisOptions::default());

@@ -106,6 +106,16 @@ impl TestRedis {
         )
     }
 
+    /// A store on this server with `options`.
+    #[allow(dead_code)] // not every test binary uses it
+    pub async fn store_with(&self, options: rollboard::RedisOptions) -> Arc<RedisStore> {
+        Arc::new(
+            RedisStore::connect_with(&self.url, options)
+                .await
+                .expect("connect to test redis"),
+        )
+    }
+
     /// The store itself (not shared), for a Rollboard with settings of the test's own.
     pub async fn store_owned(&self) -> RedisStore {
         RedisStore::connect(&self.url)

@@ -2,7 +2,8 @@
 //! the harness starts on a free port (or `REDIS_URL` when set).
 
 /// Runs each case (an `async fn(Harness)`) on every store: as `memory::case`,
-/// `redis::case` (a real redis-server of its own) and `cluster::case` (the Redis
+/// `redis::case` (a real redis-server of its own), `compact::case` (the same, with
+/// boards in the compact slot layout unless they name one) and `cluster::case` (the Redis
 /// Cluster this binary shares). Defined before the modules that use it.
 macro_rules! on_every_store {
     ($($case:ident),* $(,)?) => {
@@ -22,6 +23,9 @@ macro_rules! on_memory_and_redis {
         mod redis {
             $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
         }
+        mod compact {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis_compact().await).await })*
+        }
     };
 }
 
@@ -32,6 +36,7 @@ mod cluster_faults;
 mod cluster_load;
 mod cluster_reshard;
 mod compact_reads;
+mod compact_slots;
 mod concurrency;
 mod conformance;
 mod counters;

@@ -39,6 +39,21 @@ impl Harness {
         }
     }
 
+    /// As [`redis`](Self::redis), with boards that name no layout kept compact.
+    pub async fn redis_compact() -> Harness {
+        let redis = TestRedis::start().await;
+        let clock = clock();
+        let options = rollboard::RedisOptions {
+            default_layout: rollboard::Layout::Compact,
+            ..rollboard::RedisOptions::default()
+        };
+        Harness {
+            boards: with_clock(redis.store_with(options).await, &clock),
+            clock,
+            redis: Some(redis),
+        }
+    }
+
     /// A Rollboard on the Redis Cluster this test binary shares (three masters, started
     /// on first use).
     pub async fn cluster() -> Harness {

@@ -221,6 +221,10 @@ pub struct RedisConnectionArgs {
     /// How long to wait for any one reply of Redis (250ms, 2s) [default: 2s].
     #[arg(long, env = "ROLLBOARD_REDIS_RESPONSE_TIMEOUT")]
     pub redis_response_timeout: Option<rollboard::service::Timeout>,
+    /// Layout of the slots of boards created without one: plain or compact [default:
+    /// plain] (see docs/design.md, "Compact slots").
+    #[arg(long, env = "ROLLBOARD_DEFAULT_LAYOUT", value_name = "LAYOUT")]
+    pub default_layout: Option<rollboard::Layout>,
 }
 
 /// `serve` options.

@@ -44,6 +44,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         redis_tls_ca: args.connection.redis_tls_ca,
         redis_connection_timeout: args.connection.redis_connection_timeout,
         redis_response_timeout: args.connection.redis_response_timeout,
+        default_layout: args.connection.default_layout,
         accept_eviction: args.accept_eviction,
         write_token: std::env::var("ROLLBOARD_WRITE_TOKEN").ok(),
         admin_token: std::env::var("ROLLBOARD_ADMIN_TOKEN").ok(),
@@ -98,6 +99,7 @@ fn connection_overrides(store: &StoreArgs) -> Overrides {
         redis_tls_ca: store.connection.redis_tls_ca.clone(),
         redis_connection_timeout: store.connection.redis_connection_timeout,
         redis_response_timeout: store.connection.redis_response_timeout,
+        default_layout: store.connection.default_layout,
         ..Overrides::default()
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! The record `board_{<board>}` is a hash: `version`, `slot`, `windows` (seconds,
 //! comma-separated), `offset`, `created_ms`, `ties`, `snapshots` (`top,keep`, when
-//! the board takes period snapshots), and per window `wm:<W>` (watermark) and
+//! the board takes period snapshots), `layout` (when one was asked for), and per window `wm:<W>` (watermark) and
 //! `done:<W>` (retired through); `dropping` while a drop is under way.
 
 use redis::Value;
@@ -13,7 +13,7 @@ use super::refusal::Refusal;
 use super::reply::{int, opt_string, string};
 use crate::board::{Board, Created};
 use crate::domain::RetireOptions;
-use crate::domain::{BoardConfig, BoardName, SnapshotPolicy, Span, Ties, Timestamp};
+use crate::domain::{BoardConfig, BoardName, Layout, SnapshotPolicy, Span, Ties, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::new_version;
 
@@ -34,7 +34,8 @@ pub(super) async fn create(
         .arg(join_seconds(windows))
         .arg(config.offset())
         .arg(now.unix_millis())
-        .arg(config.ties().as_str());
+        .arg(config.ties().as_str())
+        .arg(config.layout().map_or("", Layout::as_str));
     for (j, w) in windows.iter().enumerate() {
         invocation.arg(w.seconds()).arg(config.cutoff(j, now));
     }
@@ -299,11 +300,13 @@ const RECORD_FIELDS: &[&str] = &[
     "created_ms",
     "ties",
     "snapshots",
+    "layout",
 ];
 
 /// A board from its record's `version, slot, windows, offset, created_ms, ties,
-/// snapshots` (no `ties`: a board made before the option, which ranks by competition; no
-/// `snapshots`: a board that takes none).
+/// snapshots, layout` (no `ties`: a board made before the option, which ranks by
+/// competition; no `snapshots`: a board that takes none; no `layout`: the store's
+/// default).
 fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
     let corrupt = |what: &str| Error::Store(format!("board record of {name:?} has a bad {what}"));
     let version = string(&fields[0], "version")?
@@ -319,9 +322,17 @@ fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
         None => None,
         Some(text) => Some(SnapshotPolicy::from_stored(&text).ok_or_else(|| corrupt("snapshots"))?),
     };
+    let layout = match opt_string(&fields[7], "layout")? {
+        None => None,
+        Some(text) => Some(Layout::from_stored(&text).ok_or_else(|| corrupt("layout"))?),
+    };
     let config = BoardConfig::new(slot, windows)
         .and_then(|c| c.with_offset(offset))
-        .map(|c| c.with_ties(ties).with_snapshots(snapshots))
+        .map(|c| {
+            c.with_ties(ties)
+                .with_snapshots(snapshots)
+                .with_layout(layout)
+        })
         .map_err(|e| Error::Store(format!("board record of {name:?}: {e}")))?;
     Ok(Board {
         name: name.clone(),

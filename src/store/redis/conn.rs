@@ -29,6 +29,7 @@ use redis::{Cmd, FromRedisValue, Pipeline, RedisError, ScriptInvocation};
 
 use super::RedisOptions;
 use super::errors::{not_run, reply_lost, store_error};
+use super::layout::SlotLayout;
 use super::refusal::Refusal;
 use super::scripts::Scripts;
 use crate::domain::BoardName;
@@ -58,6 +59,8 @@ pub(crate) enum Retry {
 pub(crate) struct RedisConn {
     link: Link,
     scripts: Arc<Scripts>,
+    /// The layout of new slots (read from the server once, at connect).
+    layout: SlotLayout,
 }
 
 /// What a [`RedisConn`] talks to.
@@ -124,15 +127,20 @@ impl RedisConn {
     /// master), so a Redis that wants credentials the URL lacks is an error of
     /// start-up, not of the first request.
     async fn checked(link: Link, url: &str, options: &RedisOptions) -> Result<RedisConn> {
-        let conn = RedisConn {
+        let mut conn = RedisConn {
             link,
             scripts: Arc::new(Scripts::new()),
+            layout: SlotLayout {
+                default: options.default_layout,
+                fill: 0,
+            },
         };
         conn.call(Retry::Idempotent, true, |mut handle| async move {
             redis::cmd("PING").query_async::<String>(&mut handle).await
         })
         .await
         .map_err(|e| super::client::connect_error(e, url, options))?;
+        conn.layout = SlotLayout::read(&conn, options.default_layout).await;
         Ok(conn)
     }
 
@@ -162,6 +170,11 @@ impl RedisConn {
     /// Whether this is a Redis Cluster (the jobs that scan keys refuse to run on one).
     pub(crate) fn is_cluster(&self) -> bool {
         matches!(self.link, Link::Cluster { .. })
+    }
+
+    /// The layout of new slots.
+    pub(super) fn layout(&self) -> &SlotLayout {
+        &self.layout
     }
 
     /// The scripts, to build invocations from.

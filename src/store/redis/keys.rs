@@ -173,20 +173,21 @@ pub(super) fn stage(name: &BoardName, slot: i64, stage: usize) -> String {
     }
 }
 
-/// `slotgeo_{<board>}`: the geometry of each compact slot (field = slot start, value
-/// `"<L> <p> <count>"`); a slot without a field is plain.
+/// All stage keys of a slot, stage 0 first.
+pub(super) fn stages(board: &Board, slot: i64) -> impl Iterator<Item = String> + '_ {
+    (0..board.config.windows().len()).map(move |k| stage(&board.name, slot, k))
+}
+
+/// `slotgeo_{<board>}`: the geometry of each compact slot, field `<ts>` = `"<L> <p>
+/// <count>"` (linear hashing: `2^L + p` buckets); a slot without a field is plain.
 pub(super) fn slot_geometry(name: &BoardName) -> String {
     format!("slotgeo_{{{name}}}")
 }
 
-/// Bucket `i` of a compact slot's stage key.
+/// Bucket `i` of a compact slot's stage `stage_key` (a key of [`stage`]).
+#[allow(dead_code)] // used by the compact slots' readers
 pub(super) fn bucket(stage_key: &str, i: u64) -> String {
     format!("{stage_key}:{i}")
-}
-
-/// All stage keys of a slot, stage 0 first.
-pub(super) fn stages(board: &Board, slot: i64) -> impl Iterator<Item = String> + '_ {
-    (0..board.config.windows().len()).map(move |k| stage(&board.name, slot, k))
 }
 
 /// The index of counters: a hash, field = counter name, value = the generation listed.
@@ -246,6 +247,8 @@ mod tests {
         };
         assert_eq!(record(&board.name), "board_{hot}");
         assert_eq!(index(&board.name), "slots_{hot}");
+        assert_eq!(slot_geometry(&board.name), "slotgeo_{hot}");
+        assert_eq!(bucket("slot_{hot}_7200_1", 3), "slot_{hot}_7200_1:3");
         assert_eq!(
             all_totals(&board.name, board.config.windows()),
             ["stats_{hot}", "stats_{hot}_86400"]

@@ -24,6 +24,7 @@ mod counters;
 mod errors;
 mod ingest;
 mod keys;
+mod layout;
 mod memory_info;
 mod rates;
 mod read;
@@ -48,7 +49,7 @@ pub use ingest::IngestOptions;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::RecomputeReport;
 use crate::domain::Removed;
-use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
+use crate::domain::{BoardConfig, BoardName, Layout, Member, Timestamp};
 use crate::domain::{History, Standing, TopPage};
 use crate::domain::{RetireOptions, RetireReport};
 use crate::error::Result;
@@ -68,6 +69,9 @@ pub struct RedisOptions {
     pub tls_ca: Option<PathBuf>,
     /// How concurrent writes are batched (group commit).
     pub ingest: IngestOptions,
+    /// The layout of boards created without one (`BoardConfig::with_layout`); it
+    /// decides the layout of each of their slots when the slot is created.
+    pub default_layout: Layout,
 }
 
 impl Default for RedisOptions {
@@ -79,6 +83,7 @@ impl Default for RedisOptions {
             connection_timeout: Duration::from_secs(2),
             tls_ca: None,
             ingest: IngestOptions::default(),
+            default_layout: Layout::Plain,
         }
     }
 }

@@ -257,6 +257,7 @@ fn invocation<'a>(
     invocation.key(keys::index(&board.name));
     invocation.key(keys::rebuild(&board.name));
     invocation.key(keys::rebuild_log(&board.name));
+    invocation.key(keys::slot_geometry(&board.name));
     invocation.key(keys::all_totals(&board.name, windows));
     for s in &slots.starts {
         invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
@@ -294,6 +295,7 @@ fn invocation<'a>(
             invocation.arg("").arg("").arg("").arg("");
         }
     }
+    invocation.arg(conn.layout().new_slots(board));
     invocation.arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
     invocation.arg(
         (0..windows.len())

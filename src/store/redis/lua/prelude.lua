@@ -76,35 +76,40 @@ local function add_total(totals, member, delta, tally, dense)
   end
 end
 
--- Compact slots (docs/design.md, "Compact slots"): a slot is compact iff its geometry
--- hash `geo_key` (slotgeo_{b}) has a field for it, '<L> <p> <count>'; its stage keys are
--- then split into the buckets `<stage key>:<i>`, i in 0..2^L + p - 1 (linear hashing).
--- The slot's geometry, {L=, p=, count=}, or nil for a plain slot.
+-- Compact slots (docs/design.md, "Compact slots"). A slot with a geometry, field <ts> of
+-- slotgeo_{b} = "<L> <p> <count>", keeps each stage S as small hashes, the buckets
+-- S:<i> for i < 2^L + p (linear hashing); a slot without one keeps each stage as one
+-- hash. A member's bucket depends on its hash and the slot's geometry only, so bucket i
+-- of stage k maps to bucket i of stage k+1. Scripts name bucket keys from a stage key
+-- passed in KEYS: same hash tag, so same node on a Cluster.
+
+-- The geometry of slot `ts` (a string) as {L, p, count}, or nil for a plain slot.
 local function slot_geometry(geo_key, ts)
-  local stored = redis.call('HGET', geo_key, ts)
-  if not stored then return nil end
-  local L, p, count = string.match(stored, '^(%d+) (%d+) (%d+)$')
-  return { L = tonumber(L), p = tonumber(p), count = tonumber(count) }
+  local text = redis.call('HGET', geo_key, ts)
+  if not text then return nil end
+  local l, p, count = string.match(text, '^(%d+) (%d+) (%d+)$')
+  return { L = tonumber(l), p = tonumber(p), count = tonumber(count) }
 end
 
--- A member's hash: the first 8 hex digits of its SHA-1, 0..2^32-1.
+-- A member's hash: the first 32 bits of its SHA-1, as an integer.
 local function member_hash(member)
   return tonumber(string.sub(redis.sha1hex(member), 1, 8), 16)
 end
 
--- The bucket of hash `h` in a slot of geometry `geo`.
+-- The bucket of hash `h` in geometry `geo`.
 local function bucket_of(geo, h)
-  local b = h % (2 ^ geo.L)
-  if b < geo.p then b = h % (2 ^ (geo.L + 1)) end
+  local size = 2 ^ geo.L
+  local b = h % size
+  if b < geo.p then b = h % (2 * size) end
   return b
 end
 
--- The number of buckets of geometry `geo`.
+-- How many buckets a geometry has.
 local function bucket_count(geo)
   return 2 ^ geo.L + geo.p
 end
 
--- Bucket `i` of a stage key.
+-- The key of bucket `i` of the stage `stage_key`.
 local function bucket_key(stage_key, i)
   return stage_key .. ':' .. string.format('%d', i)
 end

@@ -4,10 +4,12 @@
 -- KEYS[2]                    slot index        slots_{b}
 -- KEYS[3]                    recompute build   rebuild_{b}
 -- KEYS[4]                    recompute log     rebuild_log_{b}
--- KEYS[4+j], j = 1..n        totals of window j (stats_{b}, stats_{b}_<W>), smallest first
--- KEYS[4+n+(i-1)*n+k]        stage k (1..n) of distinct slot i (1..m):
+-- KEYS[5]                    slot geometries   slotgeo_{b} (compact slots, see below)
+-- KEYS[5+j], j = 1..n        totals of window j (stats_{b}, stats_{b}_<W>), smallest first
+-- KEYS[5+n+(i-1)*n+k]        stage k (1..n) of distinct slot i (1..m):
 --                            k = 1 is slot_{b}_<ts>, k > 1 is slot_{b}_<ts>_<k-1>
--- KEYS[5+n+m*n]              with a token: the journal, journal_{b}; with a key: the
+--                            (on a compact slot, the prefix of its buckets <key>:<i>)
+-- KEYS[6+n+m*n]              with a token: the journal, journal_{b}; with a key: the
 --                            key's record, idem_{b}_<version>_<key>
 -- then, on a dense board only, per window j = 1..n: its tally (tally_{b}[_<W>]) and its
 --                            distinct totals (dense_{b}[_<W>]), kept exact (see retally);
@@ -26,9 +28,13 @@
 -- ARGV[8], ARGV[9]           with a key: the caller's now and the record's deadline
 --                            (now + TTL), unix ms; otherwise ''
 -- ARGV[10]                   with a key: the TTL in ms (the record's PX); otherwise ''
--- ARGV[10+j], j = 1..n       window j in seconds (names the field wm:<W>)
--- ARGV[10+n+j], j = 1..n     cutoff of window j at the caller's now: slot_start(now) - W
--- ARGV[10+2n+i], i = 1..m    start of distinct slot i
+-- ARGV[11]                   new slots: '<layout> <fill>', the layout of a slot this call
+--                            creates when the record names none ('plain' or 'compact'),
+--                            and how many fields a compact slot's buckets hold on average
+--                            before one splits
+-- ARGV[11+j], j = 1..n       window j in seconds (names the field wm:<W>)
+-- ARGV[11+n+j], j = 1..n     cutoff of window j at the caller's now: slot_start(now) - W
+-- ARGV[11+2n+i], i = 1..m    start of distinct slot i
 -- then the entries: with one slot (m = 1) pairs member, delta; with several, triples
 -- slot number i, member, delta. Deltas are integers.
 --
@@ -79,6 +85,14 @@
 --   this part ended), {5} when it is not (the key names another write). A record past its deadline by the caller's clock
 --   is as good as absent (and overwritten); Redis deletes it by itself at its PX. A call
 --   that applies nothing because it needs mode 'events' ({2}) records nothing.
+-- Compact slots (prelude): a slot created by this call (not yet in the index) gets a
+-- geometry when the board's layout (its record's, else ARGV[11]'s) is compact; an entry
+-- of a compact slot goes to its member's bucket of the stage. While no window froze the
+-- slot, stage 1 grows by linear hashing: after applying, while the slot's field count
+-- (new fields are the HINCRBYs that answer the delta itself, since zero fields are
+-- deleted) exceeds fill * buckets, bucket p splits into p and p + 2^L (at most
+-- MAX_SPLITS per call; the next call goes on). Once a window froze the slot its
+-- geometry never changes again, so retirement can move whole buckets.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local MAX = 9007199254740991
@@ -86,18 +100,21 @@ local started = now_us()
 local board, index = KEYS[1], KEYS[2]
 local n, m, mode = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 
-local TOTALS, STAGES = 4, 4 + n
+local MAX_SPLITS = 32
+local A = 11 -- ARGV[A + j]: windows, then cutoffs, then slot starts
+local TOTALS, STAGES = 5, 5 + n
+local geo_key = KEYS[5]
 local fields = { 'version', 'dropping', 'abs_sum', 'rb_window', 'rb_phase', 'rb_until' }
-for j = 1, n do fields[6 + j] = 'wm:' .. ARGV[10 + j] end
-fields[7 + n], fields[8 + n] = 'rb_fold_member', 'rb_fold_slot'
+for j = 1, n do fields[6 + j] = 'wm:' .. ARGV[A + j] end
+fields[7 + n], fields[8 + n], fields[9 + n] = 'rb_fold_member', 'rb_fold_slot', 'layout'
 local record = board_record(board, ARGV[1], unpack(fields, 3))
-local token, journal = ARGV[6], KEYS[5 + n + m * n]
+local token, journal = ARGV[6], KEYS[6 + n + m * n]
 if token ~= '' and redis.call('HEXISTS', journal, token) == 1 then
   return { 3 }
 end
-local fingerprint, idem = ARGV[7], KEYS[5 + n + m * n]
+local fingerprint, idem = ARGV[7], KEYS[6 + n + m * n]
 -- Dense boards: where the tally and distinct-totals keys start (see the header).
-local DENSE = 4 + n + m * n + ((token ~= '' or fingerprint ~= '') and 1 or 0)
+local DENSE = 5 + n + m * n + ((token ~= '' or fingerprint ~= '') and 1 or 0)
 local dense_board = #KEYS > DENSE
 local build_tally, build_dense = nil, nil
 if dense_board then build_tally, build_dense = KEYS[DENSE + 2 * n + 1], KEYS[DENSE + 2 * n + 2] end
@@ -139,9 +156,9 @@ local bounded = mode == 'sums' and bound ~= nil and bound + margin <= MAX
 
 local watermark = {}
 for j = 1, n do
-  local wm, cutoff = tonumber(record[6 + j]), tonumber(ARGV[10 + n + j])
+  local wm, cutoff = tonumber(record[6 + j]), tonumber(ARGV[A + n + j])
   if cutoff > wm then
-    redis.call('HSET', board, fields[6 + j], ARGV[10 + n + j])
+    redis.call('HSET', board, fields[6 + j], ARGV[A + n + j])
     wm = cutoff
   end
   watermark[j] = wm
@@ -151,7 +168,7 @@ end
 local rebuilt = nil
 if record[4] and lease_held(record[6]) then
   for j = 1, n do
-    if ARGV[10 + j] == record[4] then rebuilt = j end
+    if ARGV[A + j] == record[4] then rebuilt = j end
   end
 end
 local scanning = record[5] == 'scan'
@@ -164,7 +181,7 @@ local function tell_recompute(i, k, member, delta)
     elseif redis.call('SISMEMBER', KEYS[4], member) == 0 then
       add_total(KEYS[3], member, delta, build_tally, build_dense)
     elseif member == record[7 + n]
-      and tonumber(ARGV[10 + 2 * n + i]) <= tonumber(record[8 + n]) then
+      and tonumber(ARGV[A + 2 * n + i]) <= tonumber(record[8 + n]) then
       -- The member being folded, in a slot its fold has summed already.
       redis.call('HINCRBY', board, 'rb_fold_sum', delta)
     end
@@ -173,14 +190,83 @@ end
 
 local stage = {}
 for i = 1, m do
-  local s, k = tonumber(ARGV[10 + 2 * n + i]), 0
+  local s, k = tonumber(ARGV[A + 2 * n + i]), 0
   for j = 1, n do
     if watermark[j] >= s then k = j end
   end
   stage[i] = k
 end
 
-local first = 11 + 2 * n + m
+-- Compact slots: geometry per distinct slot (false: plain), and the layout of new ones.
+local new_layout, fill = string.match(ARGV[A], '^(%a+) (%d+)$')
+if record[9 + n] then new_layout = record[9 + n] end
+fill = tonumber(fill)
+local geo, fresh, grew = {}, {}, {}
+for i = 1, m do
+  geo[i], grew[i] = false, 0
+  if stage[i] < n then
+    local ts = ARGV[A + 2 * n + i]
+    local g = slot_geometry(geo_key, ts)
+    if not g and new_layout == 'compact' and not redis.call('ZSCORE', index, ts) then
+      g = { L = 0, p = 0, count = 0 }
+      fresh[i] = true
+    end
+    geo[i] = g or false
+  end
+end
+
+-- The key that holds `member`'s value in stage `st` (1-based) of distinct slot i.
+local function target_key(i, st, member)
+  local key = KEYS[STAGES + (i - 1) * n + st]
+  if not geo[i] then return key end
+  return bucket_key(key, bucket_of(geo[i], member_hash(member)))
+end
+
+-- Notes that an HINCRBY of `delta` on slot i answered `value`: a new field when equal.
+local function counted(i, value, delta)
+  if geo[i] and value == tonumber(delta) then grew[i] = grew[i] + 1 end
+end
+
+-- Splits bucket p of stage 1 of distinct slot i (see the header).
+local function split(i)
+  local g, stage_key = geo[i], KEYS[STAGES + (i - 1) * n + 1]
+  local size = 2 ^ g.L
+  local from, to = bucket_key(stage_key, g.p), bucket_key(stage_key, g.p + size)
+  local all = redis.call('HGETALL', from)
+  local moved, gone = {}, {}
+  for x = 1, #all, 2 do
+    if member_hash(all[x]) % (2 * size) ~= g.p then
+      moved[#moved + 1], moved[#moved + 2] = all[x], all[x + 1]
+      gone[#gone + 1] = all[x]
+    end
+  end
+  if #gone > 0 then
+    redis.call('HSET', to, unpack(moved))
+    redis.call('HDEL', from, unpack(gone))
+  end
+  g.p = g.p + 1
+  if g.p == size then g.L, g.p = g.L + 1, 0 end
+end
+
+-- Stores the geometry of every compact slot this call changed, splitting stage 1 of
+-- those no window froze while they are over their fill.
+local function save_geometries()
+  for i = 1, m do
+    local g = geo[i]
+    if g and (fresh[i] or grew[i] > 0) then
+      g.count = g.count + grew[i]
+      local splits = 0
+      while stage[i] == 0 and splits < MAX_SPLITS and g.count > fill * bucket_count(g) do
+        split(i)
+        splits = splits + 1
+      end
+      redis.call('HSET', geo_key, ARGV[A + 2 * n + i],
+        string.format('%d %d %d', g.L, g.p, g.count))
+    end
+  end
+end
+
+local first = A + 1 + 2 * n + m
 local stride = (m == 1) and 2 or 3
 local count = (#ARGV - first + 1) / stride
 
@@ -221,7 +307,8 @@ local function apply_checked()
     local i, member, delta = entry(e)
     local k = stage[i]
     if k == 0 and delta ~= '0' then
-      local value = redis.call('HINCRBY', KEYS[STAGES + (i - 1) * n + 1], member, delta)
+      local value = redis.call('HINCRBY', target_key(i, 1, member), member, delta)
+      counted(i, value, delta)
       applied[e] = value
       if math.abs(value - tonumber(delta)) + margin > MAX then
         room = false
@@ -235,8 +322,15 @@ local function apply_checked()
   for i, list in pairs(room and others or {}) do
     local values = {}
     for st = 1, stage[i] + 1 do
-      local stored = redis.call('HMGET', KEYS[STAGES + (i - 1) * n + st], unpack(list))
-      for x = 1, #list do values[x] = (values[x] or 0) + (tonumber(stored[x]) or 0) end
+      if geo[i] then
+        for x = 1, #list do
+          local v = redis.call('HGET', target_key(i, st, list[x]), list[x])
+          values[x] = (values[x] or 0) + (tonumber(v) or 0)
+        end
+      else
+        local stored = redis.call('HMGET', KEYS[STAGES + (i - 1) * n + st], unpack(list))
+        for x = 1, #list do values[x] = (values[x] or 0) + (tonumber(stored[x]) or 0) end
+      end
     end
     for x = 1, #list do
       if math.abs(values[x]) + margin > MAX then room = false end
@@ -245,7 +339,9 @@ local function apply_checked()
   if room then return applied end
   for e in pairs(applied) do
     local i, member, delta = entry(e)
-    redis.call('HINCRBY', KEYS[STAGES + (i - 1) * n + 1], member, negate(delta))
+    if redis.call('HINCRBY', target_key(i, 1, member), member, negate(delta)) == 0 then
+      redis.call('HDEL', target_key(i, 1, member), member)
+    end
   end
   return nil
 end
@@ -261,7 +357,7 @@ if token ~= '' then
 end
 for i = 1, m do
   if stage[i] < n then
-    local ts = ARGV[10 + 2 * n + i]
+    local ts = ARGV[A + 2 * n + i]
     redis.call('ZADD', index, 'NX', ts, ts)
   end
 end
@@ -276,8 +372,12 @@ if mode == 'sums' then
     if k == n then
       too_late[i] = true
     elseif delta ~= '0' then
-      local target = KEYS[STAGES + (i - 1) * n + k + 1]
-      local value = applied[e] or redis.call('HINCRBY', target, member, delta)
+      local target = target_key(i, k + 1, member)
+      local value = applied[e]
+      if not value then
+        value = redis.call('HINCRBY', target, member, delta)
+        counted(i, value, delta)
+      end
       if value == 0 then
         redis.call('HDEL', target, member)
       end
@@ -294,8 +394,9 @@ if mode == 'sums' then
   local reply, slots = { 0, 0 }, { 0 }
   for i in pairs(too_late) do
     reply[#reply + 1] = i
-    slots[#slots + 1] = ARGV[10 + 2 * n + i]
+    slots[#slots + 1] = ARGV[A + 2 * n + i]
   end
+  save_geometries()
   remember(slots)
   reply[2] = now_us() - started
   return reply
@@ -309,11 +410,10 @@ for e = 0, count - 1 do
   if k == n then
     status[e + 3] = 1
   else
-    local base = STAGES + (i - 1) * n
     -- Stages above k+1 cannot hold anything yet: the slot's value is stages 1..k+1.
     local value = 0
     for st = 1, k + 1 do
-      value = value + (tonumber(redis.call('HGET', KEYS[base + st], member)) or 0)
+      value = value + (tonumber(redis.call('HGET', target_key(i, st, member), member)) or 0)
     end
     local ok = math.abs(value + d) <= MAX
     for j = k + 1, n do
@@ -322,8 +422,10 @@ for e = 0, count - 1 do
       ok = math.abs(total + d) <= MAX
     end
     if ok then
-      local target = KEYS[base + k + 1]
-      if redis.call('HINCRBY', target, member, delta) == 0 then
+      local target = target_key(i, k + 1, member)
+      local value = redis.call('HINCRBY', target, member, delta)
+      counted(i, value, delta)
+      if value == 0 then
         redis.call('HDEL', target, member)
       end
       for j = k + 1, n do add_window(j, member, delta) end
@@ -335,6 +437,7 @@ for e = 0, count - 1 do
   end
 end
 redis.call('HSET', board, 'abs_sum', MAX)
+save_geometries()
 local recorded = { 1 }
 for x = 3, #status do recorded[x - 1] = status[x] end
 remember(recorded)

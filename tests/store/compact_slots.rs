@@ -1,0 +1,171 @@
+//! The compact slot layout's write path on real Redis: a slot's stage lives in bucket
+//! hashes named `<stage>:<i>`, each member in the bucket its SHA-1 and the slot's linear
+//! hashing geometry (`slotgeo_{b}`) give, splitting while the slot grows so every bucket
+//! stays a listpack; late writes follow the frozen geometry; plain boards have none.
+
+use std::collections::BTreeMap;
+
+use rollboard::{BoardConfig, Event, Layout, Span};
+
+use crate::support::{Harness, START, ts, unique};
+
+/// The geometry of a slot as (L, p, count), if it is compact.
+async fn geometry(h: &Harness, board: &str, slot: i64) -> Option<(u32, u64, u64)> {
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let text: Option<String> = redis::cmd("HGET")
+        .arg(format!("slotgeo_{{{board}}}"))
+        .arg(slot)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    text.map(|t| {
+        let parts: Vec<u64> = t.split(' ').map(|p| p.parse().unwrap()).collect();
+        (parts[0] as u32, parts[1], parts[2])
+    })
+}
+
+/// The bucket a member belongs to under geometry (L, p): the spec of `bucket_of`.
+fn bucket_of(member: &str, l: u32, p: u64) -> u64 {
+    let digest = sha1_smol::Sha1::from(member).digest().bytes();
+    let h = u64::from(u32::from_be_bytes([
+        digest[0], digest[1], digest[2], digest[3],
+    ]));
+    let b = h % (1 << l);
+    if b < p { h % (2 << l) } else { b }
+}
+
+/// Every field of every bucket of `stage_key` as member -> (bucket, value), checking
+/// each bucket's encoding.
+async fn buckets(h: &Harness, stage_key: &str, count: u64) -> BTreeMap<String, (u64, i64)> {
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let mut all = BTreeMap::new();
+    for i in 0..count {
+        let key = format!("{stage_key}:{i}");
+        let fields: BTreeMap<String, i64> = redis::cmd("HGETALL")
+            .arg(&key)
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        if !fields.is_empty() {
+            let encoding: String = redis::cmd("OBJECT")
+                .arg("ENCODING")
+                .arg(&key)
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            assert_eq!(encoding, "listpack", "{key} holds {} fields", fields.len());
+        }
+        for (member, value) in fields {
+            assert!(all.insert(member, (i, value)).is_none());
+        }
+    }
+    all
+}
+
+async fn compact_board(h: &Harness, windows: &[&str]) -> String {
+    let name = unique("c");
+    let config = BoardConfig::parse("1h", windows)
+        .unwrap()
+        .with_layout(Some(Layout::Compact));
+    h.boards.create_board(&name, config).await.unwrap();
+    name
+}
+
+#[tokio::test]
+async fn a_growing_slot_splits_into_listpack_buckets_holding_each_member_once() {
+    let h = Harness::redis().await;
+    let b = compact_board(&h, &["1h", "24h"]).await;
+    // 3,000 members in batches of 500, each written twice (once +2, once +1).
+    for round in 0..2 {
+        for chunk in 0..6 {
+            let events: Vec<Event> = (chunk * 500..(chunk + 1) * 500)
+                .map(|i| Event::new(format!("member:{i}"), 2 - round))
+                .collect();
+            h.boards.incr_batch(&b, &events).await.unwrap();
+        }
+    }
+    let (l, p, count) = geometry(&h, &b, START).await.expect("a compact slot");
+    assert_eq!(count, 3000, "each member counted once as a new field");
+    let n = (1u64 << l) + p;
+    assert!(count <= 64 * n, "{count} fields over {n} buckets");
+    assert!(
+        count > 64 * (n - 1),
+        "no more splits than needed: {n} buckets"
+    );
+    let stored = buckets(&h, &format!("slot_{{{b}}}_{START}"), n + 4).await;
+    assert_eq!(stored.len(), 3000);
+    for (member, (bucket, value)) in &stored {
+        assert_eq!(*bucket, bucket_of(member, l, p), "{member}");
+        assert_eq!(*value, 3);
+    }
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let plain: bool = redis::cmd("EXISTS")
+        .arg(format!("slot_{{{b}}}_{START}"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert!(!plain, "no plain stage hash on a compact slot");
+    let day = Some(Span::parse("24h").unwrap());
+    let standing = h.boards.score(&b, "member:2999", day).await.unwrap();
+    assert_eq!(standing.map(|s| s.score), Some(3));
+}
+
+#[tokio::test]
+async fn late_writes_to_a_frozen_slot_follow_its_geometry_without_splitting() {
+    let h = Harness::redis().await;
+    let b = compact_board(&h, &["1h", "24h"]).await;
+    let events: Vec<Event> = (0..200).map(|i| Event::new(format!("m{i}"), 1)).collect();
+    h.boards.incr_batch(&b, &events).await.unwrap();
+    let frozen = geometry(&h, &b, START).await.unwrap();
+    h.at(3600);
+    // 400 late members land in stage 2 of the frozen slot: more than the geometry's
+    // fill, yet it must not change (retirement moves whole buckets from now on).
+    let late: Vec<Event> = (0..600)
+        .map(|i| Event::new(format!("m{i}"), 5).at(ts(START + 10)))
+        .collect();
+    h.boards.incr_batch(&b, &late).await.unwrap();
+    let (l, p, _) = geometry(&h, &b, START).await.unwrap();
+    assert_eq!((l, p), (frozen.0, frozen.1));
+    let n = (1u64 << l) + p;
+    let stage2 = buckets(&h, &format!("slot_{{{b}}}_{START}_1"), n + 4).await;
+    assert_eq!(stage2.len(), 600);
+    for (member, (bucket, value)) in &stage2 {
+        assert_eq!(*bucket, bucket_of(member, l, p), "{member}");
+        assert_eq!(*value, 5);
+    }
+    let day = Some(Span::parse("24h").unwrap());
+    let m7 = h.boards.score(&b, "m7", day).await.unwrap();
+    assert_eq!(m7.map(|s| s.score), Some(6));
+    let m500 = h.boards.score(&b, "m500", day).await.unwrap();
+    assert_eq!(m500.map(|s| s.score), Some(5));
+}
+
+#[tokio::test]
+async fn plain_boards_and_boards_naming_no_layout_keep_one_hash_per_stage() {
+    let h = Harness::redis().await;
+    let b = h.board("1h", &["1h"]).await;
+    h.boards.incr(&b, "a", 1, None).await.unwrap();
+    assert_eq!(geometry(&h, &b, START).await, None);
+    let board = h.boards.board(&b).await.unwrap();
+    assert_eq!(board.config.layout(), None);
+
+    let compact = Harness::redis_compact().await;
+    let c = compact.board("1h", &["1h"]).await;
+    compact.boards.incr(&c, "a", 1, None).await.unwrap();
+    assert_eq!(geometry(&compact, &c, START).await, Some((0, 0, 1)));
+    let explicit = unique("p");
+    let config = BoardConfig::parse("1h", &["1h"])
+        .unwrap()
+        .with_layout(Some(Layout::Plain));
+    compact
+        .boards
+        .create_board(&explicit, config.clone())
+        .await
+        .unwrap();
+    compact.boards.incr(&explicit, "a", 1, None).await.unwrap();
+    assert_eq!(geometry(&compact, &explicit, START).await, None);
+    assert_eq!(
+        compact.boards.board(&explicit).await.unwrap().config,
+        config
+    );
+}
