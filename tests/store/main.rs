@@ -56,6 +56,7 @@ mod ranges;
 mod rates;
 mod rates_property;
 mod redis_layout;
+mod relayout;
 mod retirer;
 mod snapshots;
 mod stats;
