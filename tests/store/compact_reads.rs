@@ -242,3 +242,130 @@ async fn recompute_scans_and_folds_every_bucket_of_a_compact_slot() {
     assert_eq!(report.fields_scanned, 100);
     assert_eq!(top_24h(&h, &b).await, ranking_24h(&[]));
 }
+
+/// The number of buckets of slot `slot`'s geometry (`None`: plain).
+async fn buckets_of(h: &Harness, board: &str, slot: i64) -> Option<u64> {
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let text: Option<String> = redis::cmd("HGET")
+        .arg(format!("slotgeo_{{{board}}}"))
+        .arg(slot)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    text.map(|t| {
+        let parts: Vec<u64> = t.split(' ').map(|p| p.parse().unwrap()).collect();
+        (1 << parts[0]) + parts[1]
+    })
+}
+
+/// A recompute of a compact board while writers go on: the newest slot keeps growing
+/// (new members split its buckets) while the recompute scans it bucket by bucket, and
+/// older slots get late writes in their second stage; the window ends exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use rand::{Rng, SeedableRng};
+    use rollboard::BoardConfig;
+
+    use crate::oracle::Oracle;
+
+    let h = Harness::redis_compact().await;
+    let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
+    let b = h.board("1h", &["1h", "3h"]).await;
+    let oracle = Arc::new(Mutex::new(Oracle::new(config.clone())));
+    for hour in 0..3 {
+        h.at(hour * 3600);
+        let events: Vec<Event> = (0..6_000)
+            .map(|i| Event::new(format!("m{}", (i + hour * 13) % 4_000), 1))
+            .collect();
+        for chunk in events.chunks(1000) {
+            h.boards.incr_batch(&b, chunk).await.unwrap();
+        }
+        let mut o = oracle.lock().unwrap();
+        for e in &events {
+            o.record(START + hour * 3600, &e.member, e.delta);
+        }
+    }
+    h.at(2 * 3600 + 1800);
+    let newest = START + 2 * 3600;
+    let before = buckets_of(&h, &b, newest).await.unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..3u64 {
+        let (boards, b, oracle, stop, config) = (
+            h.boards.clone(),
+            b.clone(),
+            oracle.clone(),
+            stop.clone(),
+            config.clone(),
+        );
+        writers.push(tokio::spawn(async move {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(w);
+            let mut fresh = 0;
+            while !stop.load(Ordering::SeqCst) {
+                // New members into the newest slot (it splits), and old and new members
+                // anywhere in the window (late ones land in a second stage).
+                let mut events: Vec<Event> = (0..20)
+                    .map(|_| {
+                        fresh += 1;
+                        Event::new(format!("n{w}-{fresh}"), 2).at(ts(newest + 5))
+                    })
+                    .collect();
+                events.extend((0..rng.random_range(1..20)).map(|_| {
+                    let at = ts(START + rng.random_range(0..2 * 3600 + 1800));
+                    let delta = if rng.random_bool(0.7) { 1 } else { -1 };
+                    Event::new(format!("m{}", rng.random_range(0..4_500)), delta).at(at)
+                }));
+                let outcome = boards.incr_batch(&b, &events).await.unwrap();
+                assert!(outcome.rejected.is_empty());
+                {
+                    let mut o = oracle.lock().unwrap();
+                    for e in &events {
+                        o.record(config.slot_start(e.at.unwrap()), &e.member, e.delta);
+                    }
+                }
+                tokio::task::yield_now().await;
+            }
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let report = h
+        .boards
+        .recompute(&b, Some(Span::parse("3h").unwrap()))
+        .await
+        .unwrap();
+    stop.store(true, Ordering::SeqCst);
+    for w in writers {
+        w.await.unwrap();
+    }
+    assert!(report.calls > 3, "the scan took several calls: {report:?}");
+    let after = buckets_of(&h, &b, newest).await.unwrap();
+    assert!(
+        after > before,
+        "the newest slot split meanwhile ({before} -> {after} buckets)"
+    );
+    let now = h.now();
+    let oracle = oracle.lock().unwrap().clone();
+    let mut ranking = Vec::new();
+    loop {
+        let page = h
+            .boards
+            .top(
+                &b,
+                Some(Span::parse("3h").unwrap()),
+                ranking.len() as u64,
+                1000,
+            )
+            .await
+            .unwrap();
+        let got = crate::support::ranking(&page);
+        let last = got.len() < 1000;
+        ranking.extend(got);
+        if last {
+            break;
+        }
+    }
+    assert_eq!(ranking, oracle.ranking(1, now));
+}
