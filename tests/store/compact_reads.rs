@@ -369,3 +369,89 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
     }
     assert_eq!(ranking, oracle.ranking(1, now));
 }
+
+/// The same through the store's own write path: a compact board's slot split by its
+/// writes (400 members), then late writes into its second stage after the 1h window
+/// froze it; history and removal read and delete the member's bucket of both stages.
+#[tokio::test]
+async fn history_and_removal_on_a_slot_split_by_writes_with_late_values() {
+    let h = Harness::redis_compact().await;
+    let b = h.board("1h", &["1h", "24h"]).await;
+    let mut events: Vec<(String, i64, i64)> = Vec::new();
+    let first: Vec<Event> = (0..400i64)
+        .map(|i| {
+            events.push((format!("m{i}"), i + 1, START));
+            Event::new(format!("m{i}"), i + 1)
+        })
+        .collect();
+    for chunk in first.chunks(100) {
+        h.boards.incr_batch(&b, chunk).await.unwrap();
+    }
+    let buckets = buckets_of(&h, &b, START).await.unwrap();
+    assert!(buckets > 4, "400 members split the slot: {buckets} buckets");
+    h.at(3600 + 60);
+    let late: Vec<Event> = (0..400i64)
+        .step_by(2)
+        .map(|i| {
+            events.push((format!("m{i}"), 1000, START));
+            Event::new(format!("m{i}"), 1000).at(ts(START + 1))
+        })
+        .collect();
+    h.boards.incr_batch(&b, &late).await.unwrap();
+    assert_eq!(
+        buckets_of(&h, &b, START).await,
+        Some(buckets),
+        "a frozen slot's geometry no longer changes"
+    );
+    let second = format!("slot_{{{b}}}_{START}_1:");
+    assert!(
+        slot_keys(&h, &b)
+            .await
+            .iter()
+            .filter(|k| k.starts_with(&second))
+            .count()
+            > 1,
+        "late values in several buckets of stage 2"
+    );
+    for i in (0..400).step_by(9) {
+        let member = format!("m{i}");
+        let expected: i64 = events
+            .iter()
+            .filter(|(m, _, _)| *m == member)
+            .map(|(_, d, _)| d)
+            .sum();
+        let history = h.boards.history(&b, &member).await.unwrap();
+        let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
+        assert_eq!(points, [(START, expected)], "{member}");
+    }
+    // m10: in both stages; m11: in stage 1 only.
+    assert_eq!(
+        h.boards.remove_member(&b, "m10").await.unwrap().slot_values,
+        2
+    );
+    assert_eq!(
+        h.boards.remove_member(&b, "m11").await.unwrap().slot_values,
+        1
+    );
+    for gone in ["m10", "m11"] {
+        assert!(h.boards.history(&b, gone).await.unwrap().points.is_empty());
+    }
+    let mut totals: BTreeMap<String, i64> = BTreeMap::new();
+    for (m, d, _) in &events {
+        if m != "m10" && m != "m11" {
+            *totals.entry(m.clone()).or_insert(0) += d;
+        }
+    }
+    let mut expected: Vec<(String, i64)> = totals.into_iter().collect();
+    expected.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let mut got = Vec::new();
+    for offset in [0u64, 1000] {
+        let page = h
+            .boards
+            .top(&b, Some(Span::parse("24h").unwrap()), offset, 1000)
+            .await
+            .unwrap();
+        got.extend(crate::support::ranking(&page));
+    }
+    assert_eq!(got, expected);
+}
