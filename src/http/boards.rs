@@ -362,7 +362,7 @@ pub struct RelayoutQuery {
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), RelayoutQuery),
     responses(
         (status = 200, description = "The new layout, and the live slots that keep the old one", body = RelayoutReport),
-        (status = 400, description = "`invalid_query`: no or an unknown layout", body = ErrorBody),
+        (status = 400, description = "`bad_request`: no or an unknown layout", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_changed`; `board_kind`: a trending board (it has no slots)", body = ErrorBody),
