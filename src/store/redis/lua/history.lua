@@ -53,9 +53,11 @@ end
 
 local reply = { 'points', newest }
 local hash = nil
-for _, slot in ipairs(live) do
+-- Every live slot's geometry in one read (false: plain).
+local geometries = (#live > 0) and redis.call('HMGET', KEYS[3], unpack(live)) or {}
+for x, slot in ipairs(live) do
   local first = 3 + (passed[slot] - 1) * n
-  local geo = slot_geometry(KEYS[3], slot)
+  local geo = parse_geometry(geometries[x])
   local bucket = nil
   if geo then
     hash = hash or member_hash(ARGV[4])

@@ -73,8 +73,8 @@ local to_end = #live == m
 
 local budget, folded, elapsed, slowest = tonumber(ARGV[8 + m]), 0, 0, 0
 -- Per passed slot, its geometry (false: plain), read once per call.
-local geometry = {}
-for i = 1, m do geometry[i] = slot_geometry(KEYS[5], ARGV[7 + i]) or false end
+local geometry = (m > 0) and redis.call('HMGET', KEYS[5], unpack(ARGV, 8, 7 + m)) or {}
+for i = 1, m do geometry[i] = parse_geometry(geometry[i]) or false end
 -- The member's hash, computed once per member.
 local hashed_member, hashed = nil, nil
 local function hash_of(name)

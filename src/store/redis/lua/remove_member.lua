@@ -45,8 +45,9 @@ local m = #ARGV - 3 - n
 local DENSE = STAGES + m * n
 -- Per slot (1..m), the member's bucket on a compact slot, false on a plain one.
 local buckets, hash = {}, nil
+local geometries = (m > 0) and redis.call('HMGET', KEYS[GEOMETRY], unpack(ARGV, 4 + n, 3 + n + m)) or {}
 for i = 1, m do
-  local geo = slot_geometry(KEYS[GEOMETRY], ARGV[3 + n + i])
+  local geo = parse_geometry(geometries[i])
   if geo then
     hash = hash or member_hash(member)
     buckets[i] = bucket_of(geo, hash)
