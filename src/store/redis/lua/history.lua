@@ -29,8 +29,8 @@
 --
 -- Returns {'points', newest, slot, value, slot, value, ...} for each live slot of the
 -- range whose value is not 0 (a compact slot: the sum of the member's bucket of every
--- stage, by the slot's geometry, which no call changes while this one runs), or {'slots', newest, slot, slot, ...}; newest is the
--- newest live slot (false when none). Error "STALE ..." when the board record is
+-- stage, by the slot's geometry, which no call changes while this one runs), or
+-- {'slots', newest, slot, slot, ...}; newest is the newest live slot (false when none). Error "STALE ..." when the board record is
 -- missing, being dropped or of another version.
 
 local board, index = KEYS[1], KEYS[2]

@@ -29,6 +29,7 @@
 
 local board = KEYS[1]
 local n, member = tonumber(ARGV[2]), ARGV[3]
+-- KEYS[GEOMETRY]; window j's totals at KEYS[TOTALS + j], slot stages after STAGES.
 local GEOMETRY, TOTALS, STAGES = 4, 4, 4 + n
 local record = board_record(board, ARGV[1], 'rb_window', 'rb_phase', 'rb_until',
   'rb_fold_member', 'rb_fold_slot')
@@ -45,7 +46,10 @@ local m = #ARGV - 3 - n
 local DENSE = STAGES + m * n
 -- Per slot (1..m), the member's bucket on a compact slot, false on a plain one.
 local buckets, hash = {}, nil
-local geometries = (m > 0) and redis.call('HMGET', KEYS[GEOMETRY], unpack(ARGV, 4 + n, 3 + n + m)) or {}
+local geometries = {}
+if m > 0 then
+  geometries = redis.call('HMGET', KEYS[GEOMETRY], unpack(ARGV, 4 + n, 3 + n + m))
+end
 for i = 1, m do
   local geo = parse_geometry(geometries[i])
   if geo then
