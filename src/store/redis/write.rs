@@ -333,6 +333,7 @@ pub(super) async fn remove_member(
         let mut invocation = conn.scripts().remove_member.key(keys::record(&board.name));
         invocation.key(keys::rebuild(&board.name));
         invocation.key(keys::rebuild_log(&board.name));
+        invocation.key(keys::slot_geometry(&board.name));
         invocation.key(keys::all_totals(&board.name, windows));
         for s in batch {
             invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
