@@ -2,12 +2,15 @@
 //! members x 24 hourly slots (2.4 million entries), measured with `INFO memory`.
 //!
 //! `cargo run --release --example redis_memory` starts its own `redis-server` on a free
-//! port; set `REDIS_URL` to measure another Redis (the board is dropped at the end).
+//! port; set `REDIS_URL` to measure another Redis (the board is dropped at the end), and
+//! `LAYOUT=compact` for a board of compact slots (plain by default).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rollboard::{BoardConfig, Event, ManualClock, RedisStore, Rollboard, Settings, Timestamp};
+use rollboard::{
+    BoardConfig, Event, Layout, ManualClock, RedisStore, Rollboard, Settings, Timestamp,
+};
 
 const MEMBERS: usize = 100_000;
 const SLOTS: i64 = 24;
@@ -38,9 +41,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let boards = Rollboard::with(store, Arc::new(clock.clone()), Settings::default());
     let board = format!("memprobe-{}", std::process::id());
 
+    let layout: Layout = std::env::var("LAYOUT")
+        .unwrap_or_else(|_| "plain".into())
+        .parse()?;
     let before = used_memory(&mut raw).await?;
+    let script_us_before = script_usec(&mut raw).await?;
     boards
-        .create_board(&board, BoardConfig::parse("1h", &["24h"])?)
+        .create_board(
+            &board,
+            BoardConfig::parse("1h", &["24h"])?.with_layout(Some(layout)),
+        )
         .await?;
     let began = Instant::now();
     for slot in 0..SLOTS {
@@ -59,13 +69,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let elapsed = began.elapsed();
     let after = used_memory(&mut raw).await?;
-    let one_slot: i64 = redis::cmd("MEMORY")
-        .arg("USAGE")
-        .arg(format!("slot_{{{board}}}_{start}"))
-        .arg("SAMPLES")
-        .arg(0)
+    let script_us = script_usec(&mut raw).await? - script_us_before;
+    // A plain slot is one hash; a compact one its buckets (their count from the geometry).
+    let slot_key = format!("slot_{{{board}}}_{start}");
+    let geometry: Option<String> = redis::cmd("HGET")
+        .arg(format!("slotgeo_{{{board}}}"))
+        .arg(start)
         .query_async(&mut raw)
         .await?;
+    let keys: Vec<String> = match &geometry {
+        None => vec![slot_key],
+        Some(text) => {
+            let parts: Vec<u64> = text.split(' ').map(|p| p.parse().unwrap_or(0)).collect();
+            (0..(1u64 << parts[0]) + parts[1])
+                .map(|i| format!("{slot_key}:{i}"))
+                .collect()
+        }
+    };
+    let mut one_slot = 0i64;
+    for key in &keys {
+        let usage: Option<i64> = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(key)
+            .arg("SAMPLES")
+            .arg(0)
+            .query_async(&mut raw)
+            .await?;
+        one_slot += usage.unwrap_or(0);
+    }
     let totals: i64 = redis::cmd("MEMORY")
         .arg("USAGE")
         .arg(format!("stats_{{{board}}}"))
@@ -76,7 +107,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let entries = MEMBERS as f64 * SLOTS as f64;
     println!(
-        "board of {MEMBERS} members x {SLOTS} slots ({entries} live entries) written in {elapsed:.1?}"
+        "{} board of {MEMBERS} members x {SLOTS} slots ({entries} live entries) written in {elapsed:.1?}",
+        layout.as_str()
+    );
+    println!(
+        "  Redis script time per event: {:.2} µs",
+        script_us as f64 / entries
     );
     println!("used_memory grew by {} bytes", after - before);
     println!(
@@ -84,7 +120,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         (after - before) as f64 / entries
     );
     println!(
-        "  one slot hash: {one_slot} bytes, {:.1} bytes per member",
+        "  one slot ({} hashes): {one_slot} bytes, {:.1} bytes per member",
+        keys.len(),
         one_slot as f64 / MEMBERS as f64
     );
     println!(
@@ -93,6 +130,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     boards.drop_board(&board).await?;
     Ok(())
+}
+
+/// Microseconds Redis spent in `EVALSHA` so far (`INFO commandstats`).
+async fn script_usec(conn: &mut redis::aio::MultiplexedConnection) -> redis::RedisResult<i64> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await?;
+    Ok(info
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:"))
+        .and_then(|l| l.split(',').find_map(|f| f.strip_prefix("usec=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0))
 }
 
 async fn used_memory(conn: &mut redis::aio::MultiplexedConnection) -> redis::RedisResult<i64> {

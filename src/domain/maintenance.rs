@@ -1,9 +1,24 @@
-//! What maintenance reports: removing a member, retirement (and how a pass runs), and
-//! recompute. Plain data, shared by the stores that produce it and the facade.
+//! What maintenance reports: removing a member, retirement (and how a pass runs),
+//! recompute and relayout. Plain data, shared by the stores that produce it and the
+//! facade.
 
 use serde::Serialize;
 
-use super::Span;
+use super::{Layout, Span};
+
+/// What changing a board's layout did (`Rollboard::relayout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct RelayoutReport {
+    /// The layout the board's new slots get from now on.
+    pub layout: Layout,
+    /// The board's live slots.
+    pub live_slots: u64,
+    /// Live slots still in the other layout: they keep it until they retire (every
+    /// read, write, removal and recompute handles both). Always 0 in the memory store,
+    /// which has one layout of its own.
+    pub old_layout_slots: u64,
+}
 
 /// What removing a member did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

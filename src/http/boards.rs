@@ -14,8 +14,8 @@ use super::json_int;
 use super::trending::{BoardKindName, BoardReply, TrendingStatus, is_trending};
 use super::wire::SpanInput;
 use crate::{
-    Board, BoardConfig, BoardName, BoardStatus, Created, Layout, RecomputeReport, SnapshotPolicy,
-    Span, Ties, TrendCreated, TrendingBoard, TrendingConfig,
+    Board, BoardConfig, BoardName, BoardStatus, Created, Layout, RecomputeReport, RelayoutReport,
+    SnapshotPolicy, Span, Ties, TrendCreated, TrendingBoard, TrendingConfig,
 };
 
 /// A board's config as sent in `PUT /v1/boards/{board}`: a windowed board (`slot`,
@@ -345,6 +345,38 @@ pub async fn delete_board(
 ) -> ApiResult<StatusCode> {
     state.boards.drop_board(&board).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `?layout=` of a relayout.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RelayoutQuery {
+    /// The layout of the board's slots from now on: `plain` or `compact`.
+    pub layout: Layout,
+}
+
+/// Switches the layout of the slots the board creates from now on; live slots keep
+/// theirs until they retire. Online and exact while writes go on; changes no result.
+#[utoipa::path(
+    post, path = "/v1/boards/{board}/relayout", tag = "boards",
+    params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), RelayoutQuery),
+    responses(
+        (status = 200, description = "The new layout, and the live slots that keep the old one", body = RelayoutReport),
+        (status = 400, description = "`bad_request`: no or an unknown layout", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
+        (status = 404, description = "`board_not_found`", body = ErrorBody),
+        (status = 409, description = "`board_changed`; `board_kind`: a trending board (it has no slots)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`", body = ErrorBody),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn relayout(
+    _: AdminAccess,
+    State(state): State<AppState>,
+    ApiPath(board): ApiPath<String>,
+    ApiQuery(q): ApiQuery<RelayoutQuery>,
+) -> ApiResult<Json<RelayoutReport>> {
+    Ok(Json(state.boards.relayout(&board, q.layout).await?))
 }
 
 /// `?window=` of a recompute.

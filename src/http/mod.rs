@@ -131,6 +131,7 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
             boards::delete_board
         ))
         .routes(routes!(boards::recompute))
+        .routes(routes!(boards::relayout))
         .routes(routes!(events::post_events))
         .routes(routes!(rankings::top))
         .routes(routes!(rankings::member, rankings::remove_member))

@@ -23,6 +23,7 @@ pub(crate) mod idempotent;
 pub(crate) mod rates;
 pub(crate) mod read;
 pub(crate) mod recompute;
+pub(crate) mod relayout;
 pub(crate) mod retire;
 pub(crate) mod snapshots;
 pub(crate) mod stats;

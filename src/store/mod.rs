@@ -11,10 +11,10 @@
 use async_trait::async_trait;
 
 use crate::board::{Board, BoardStatus, Created};
-use crate::domain::RecomputeReport;
 use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
+use crate::domain::{Layout, RecomputeReport, RelayoutReport};
 use crate::domain::{RetireOptions, RetireReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
 use crate::error::Result;
@@ -197,6 +197,10 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
     /// Rebuilds the totals of window `window` from the live slots, exactly, while writes
     /// go on; retirement of the board waits meanwhile.
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport>;
+
+    /// Sets the layout of the board's slots created from now on (its stored config says
+    /// it); live slots keep theirs until they retire. Exact while writes go on.
+    async fn relayout(&self, board: &Board, layout: Layout) -> Result<RelayoutReport>;
 
     /// Retires everything overdue at `now`, window by window.
     async fn retire(

@@ -40,6 +40,7 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "DELETE /v1/boards/{board}",
         "POST /v1/boards/{board}/events",
         "POST /v1/boards/{board}/recompute",
+        "POST /v1/boards/{board}/relayout",
         "GET /v1/boards/{board}/top",
         "GET /v1/boards/{board}/ranks",
         "POST /v1/boards/{board}/ranks",

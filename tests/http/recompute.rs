@@ -112,3 +112,64 @@ async fn putting_a_larger_window_adds_and_builds_it() {
         (StatusCode::CONFLICT, "board_conflict")
     );
 }
+
+#[tokio::test]
+async fn an_admin_relayouts_a_board_over_http() {
+    let app = spawn_app().await;
+    let b = app.board("1h", &["1h", "24h"]).await;
+    app.post(
+        &format!("/v1/boards/{b}/events"),
+        json!({"events": [{"member": "a", "delta": 3}, {"member": "b"}]}),
+    )
+    .await;
+    let reply = app
+        .request(
+            Method::POST,
+            &format!("/v1/boards/{b}/relayout?layout=compact"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    // The one live slot was made before: plain (the service's default).
+    assert_eq!(
+        reply.body,
+        json!({"layout": "compact", "live_slots": 1, "old_layout_slots": 1})
+    );
+    let board = app.get(&format!("/v1/boards/{b}")).await;
+    assert_eq!(
+        board.body["config"]["layout"], "compact",
+        "{:?}",
+        board.body
+    );
+    let top = app.get(&format!("/v1/boards/{b}/top?window=24h")).await;
+    assert_eq!(
+        top.body["entries"],
+        json!([{"rank": 1, "member": "a", "score": 3}, {"rank": 2, "member": "b", "score": 1}])
+    );
+
+    let bad = app
+        .request(
+            Method::POST,
+            &format!("/v1/boards/{b}/relayout?layout=round"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(
+        (bad.status, bad.code()),
+        (StatusCode::BAD_REQUEST, "bad_request")
+    );
+    let unknown = app
+        .request(
+            Method::POST,
+            "/v1/boards/nope/relayout?layout=plain",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(
+        (unknown.status, unknown.code()),
+        (StatusCode::NOT_FOUND, "board_not_found")
+    );
+}

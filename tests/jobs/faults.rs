@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rollboard::jobs::import::{ImportError, ImportOptions, import};
 use rollboard::jobs::legacy::{LegacyError, import_legacy};
-use rollboard::{Error, ManualClock, RedisOptions, RedisStore, Rollboard, Settings};
+use rollboard::{Error, IngestOptions, ManualClock, RedisOptions, RedisStore, Rollboard, Settings};
 
 use crate::dystats::DyStats;
 use crate::legacy::{END, fields, job, legacy_slots, legacy_stats, write_history};
@@ -24,6 +24,12 @@ async fn through(proxy: &FaultProxy) -> (Rollboard, ManualClock) {
         &proxy.url(),
         RedisOptions {
             response_timeout: TIMEOUT,
+            // One write call per batch however loaded the machine, so the cut call is
+            // the whole batch (bounded calls are tested in tests/store/bounded_writes.rs).
+            ingest: IngestOptions {
+                call_budget: Duration::from_secs(1),
+                ..IngestOptions::default()
+            },
             ..RedisOptions::default()
         },
     )

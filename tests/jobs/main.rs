@@ -1,5 +1,6 @@
 //! Batch jobs against a real Redis: import, export, recompute, legacy import, migrations.
 
+mod compact;
 #[path = "../common/dystats.rs"]
 mod dystats;
 mod faults;

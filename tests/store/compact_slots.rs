@@ -169,3 +169,21 @@ async fn plain_boards_and_boards_naming_no_layout_keep_one_hash_per_stage() {
         config
     );
 }
+
+#[tokio::test]
+async fn a_new_slot_starts_with_the_buckets_the_slot_before_it_filled() {
+    let h = Harness::redis().await;
+    let b = compact_board(&h, &["2h"]).await;
+    let events: Vec<Event> = (0..3000).map(|i| Event::new(format!("m{i}"), 1)).collect();
+    h.boards.incr_batch(&b, &events).await.unwrap();
+    assert_eq!(geometry(&h, &b, START).await.unwrap().2, 3000);
+    h.at(3600);
+    h.boards.incr(&b, "m1", 1, None).await.unwrap();
+    // 3000 / 64 = 46 buckets: L = 5, p = 46 - 32.
+    assert_eq!(geometry(&h, &b, START + 3600).await, Some((5, 14, 1)));
+    let stored = buckets(&h, &format!("slot_{{{b}}}_{}", START + 3600), 46).await;
+    assert_eq!(stored["m1"], (bucket_of("m1", 5, 14), 1));
+    let two = Some(Span::parse("2h").unwrap());
+    let m1 = h.boards.score(&b, "m1", two).await.unwrap();
+    assert_eq!(m1.map(|s| s.score), Some(2));
+}

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
-use rollboard::{BoardConfig, Clock, Event, Layout, RedisOptions, RetireOptions, Timestamp};
+use rollboard::{BoardConfig, Clock, Event, Layout, RetireOptions, Timestamp};
 
 use crate::oracle::{Oracle, check_redis_invariants};
 use crate::support::{TestRedis, clock, ranking, unique, with_clock};
@@ -18,27 +18,31 @@ async fn writers_and_two_retirers_end_exact() {
     writers_and_two_retirers(Layout::Plain).await;
 }
 
-/// The same on compact slots: with the listpack limit at 0 the buckets' fill is 8, so
-/// each slot splits into many buckets while writers write it, then is retired bucket by
-/// bucket (RENAME or merge into the next stage) while late writes go on.
+/// The same on compact slots, with listpacks of at most 16 entries (read by the stores
+/// at connect), so 200 members spread over some 25 buckets per slot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writers_and_two_retirers_end_exact_on_compact_slots() {
     writers_and_two_retirers(Layout::Compact).await;
 }
 
 async fn writers_and_two_retirers(layout: Layout) {
-    let redis = TestRedis::start().await;
-    redis.use_hashtables().await;
-    let clock = clock();
-    let options = || RedisOptions {
-        default_layout: layout,
-        ..RedisOptions::default()
+    let redis = match layout {
+        Layout::Plain => TestRedis::start().await,
+        // A server of its own: the listpack limit below is server-wide.
+        Layout::Compact => TestRedis::spawn().await,
     };
+    match layout {
+        Layout::Plain => redis.use_hashtables().await,
+        Layout::Compact => redis.config_set("hash-max-listpack-entries", "16").await,
+    }
+    let clock = clock();
     let replicas = [
-        with_clock(redis.store_with(options()).await, &clock),
-        with_clock(redis.store_with(options()).await, &clock),
+        with_clock(redis.store().await, &clock),
+        with_clock(redis.store().await, &clock),
     ];
-    let config = BoardConfig::parse("10s", &["20s", "60s", "90s"]).unwrap();
+    let config = BoardConfig::parse("10s", &["20s", "60s", "90s"])
+        .unwrap()
+        .with_layout(Some(layout));
     let board = unique("c");
     replicas[0]
         .create_board(&board, config.clone())

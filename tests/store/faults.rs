@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rollboard::{
-    BoardConfig, Clock, Error, Event, ManualClock, RedisOptions, RedisStore, Rollboard, Settings,
+    BoardConfig, Clock, Error, Event, Layout, ManualClock, RedisOptions, RedisStore, Rollboard,
+    Settings,
 };
 
 use crate::oracle::{Oracle, check_redis_invariants};
@@ -28,12 +29,8 @@ struct Faulty {
 }
 
 impl Faulty {
-    async fn start() -> Faulty {
-        Self::start_with(rollboard::Layout::Plain).await
-    }
-
-    /// With boards that name no layout in `layout`.
-    async fn start_with(layout: rollboard::Layout) -> Faulty {
+    /// Boards that name no layout get `layout`.
+    async fn start(layout: Layout) -> Faulty {
         let redis = TestRedis::start().await;
         let proxy = FaultProxy::start(&redis.url).await;
         let store = RedisStore::connect_with(
@@ -156,8 +153,8 @@ fn recompute_scan(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'sta
     move |r| r.is_script_with_key(&build) && !r.has_arg(&log) && r.has_arg_starting(&stage)
 }
 
-async fn recompute_scan_survives(fault: Fault) {
-    let f = Faulty::start().await;
+async fn recompute_scan_survives(fault: Fault, layout: Layout) {
+    let f = Faulty::start(layout).await;
     let (b, mut oracle) = f.board("1h", &["3h"]).await;
     // Three slots of 5,000 members: every hash takes several scan calls.
     f.fill(&b, &mut oracle, 3, 5_000).await;
@@ -178,12 +175,12 @@ async fn recompute_scan_survives(fault: Fault) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recompute_scan_with_a_cut_reply_adds_each_field_once() {
-    recompute_scan_survives(Fault::Cut).await;
+    recompute_scan_survives(Fault::Cut, Layout::Plain).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recompute_scan_with_a_held_reply_adds_each_field_once() {
-    recompute_scan_survives(HOLD).await;
+    recompute_scan_survives(HOLD, Layout::Plain).await;
 }
 
 /// A `write.lua` call of `board`: the only script with the index, the log and totals.
@@ -198,8 +195,8 @@ fn write_call(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'static 
 
 /// A write whose reply is lost fails as unavailable, and Redis ran it once: the store
 /// never sends a write again by itself (a blind retry could count it twice).
-async fn write_survives(fault: Fault) {
-    let f = Faulty::start().await;
+async fn write_survives(fault: Fault, layout: Layout) {
+    let f = Faulty::start(layout).await;
     let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
     f.fill(&b, &mut oracle, 2, 50).await;
     f.proxy.arm(fault, 1, write_call(&b));
@@ -215,17 +212,17 @@ async fn write_survives(fault: Fault) {
 
 #[tokio::test]
 async fn a_write_with_a_cut_reply_is_applied_once() {
-    write_survives(Fault::Cut).await;
+    write_survives(Fault::Cut, Layout::Plain).await;
 }
 
 #[tokio::test]
 async fn a_write_with_a_held_reply_is_applied_once() {
-    write_survives(HOLD).await;
+    write_survives(HOLD, Layout::Plain).await;
 }
 
 /// The same for a batch, and with a token the caller's retry makes it exactly once.
-async fn batch_write_survives(fault: Fault) {
-    let f = Faulty::start().await;
+async fn batch_write_survives(fault: Fault, layout: Layout) {
+    let f = Faulty::start(layout).await;
     let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
     f.fill(&b, &mut oracle, 2, 50).await;
     let events: Vec<Event> = (0..300)
@@ -261,18 +258,18 @@ async fn batch_write_survives(fault: Fault) {
 
 #[tokio::test]
 async fn a_batch_with_a_cut_reply_is_applied_once() {
-    batch_write_survives(Fault::Cut).await;
+    batch_write_survives(Fault::Cut, Layout::Plain).await;
 }
 
 #[tokio::test]
 async fn a_batch_with_a_held_reply_is_applied_once() {
-    batch_write_survives(HOLD).await;
+    batch_write_survives(HOLD, Layout::Plain).await;
 }
 
 /// With an idempotency key, the caller's retry of a write whose reply was lost is
 /// applied once and answered as the first call would have been.
-async fn keyed_write_survives(fault: Fault) {
-    let f = Faulty::start().await;
+async fn keyed_write_survives(fault: Fault, layout: Layout) {
+    let f = Faulty::start(layout).await;
     let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
     f.fill(&b, &mut oracle, 2, 50).await;
     let events: Vec<Event> = (0..300)
@@ -304,12 +301,12 @@ async fn keyed_write_survives(fault: Fault) {
 
 #[tokio::test]
 async fn a_keyed_batch_with_a_cut_reply_is_retried_and_counted_once() {
-    keyed_write_survives(Fault::Cut).await;
+    keyed_write_survives(Fault::Cut, Layout::Plain).await;
 }
 
 #[tokio::test]
 async fn a_keyed_batch_with_a_held_reply_is_retried_and_counted_once() {
-    keyed_write_survives(HOLD).await;
+    keyed_write_survives(HOLD, Layout::Plain).await;
 }
 
 /// A `retire_chunk.lua` call of `board`: the index, totals and a stage, not the log.
@@ -324,8 +321,8 @@ fn retire_chunk(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'stati
 
 /// Retirement chunks are idempotent: the store sends a lost one again (or the next pass
 /// finishes), and every window ends exact with nothing left of retired slots.
-async fn retire_survives(fault: Fault, layout: rollboard::Layout) {
-    let f = Faulty::start_with(layout).await;
+async fn retire_survives(fault: Fault, layout: Layout) {
+    let f = Faulty::start(layout).await;
     let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
     f.fill(&b, &mut oracle, 4, 3_000).await;
     f.clock.set(ts(START + 6 * 3600));
@@ -353,70 +350,12 @@ async fn retire_survives(fault: Fault, layout: rollboard::Layout) {
 
 #[tokio::test]
 async fn retirement_with_cut_replies_ends_exact() {
-    retire_survives(Fault::Cut, rollboard::Layout::Plain).await;
+    retire_survives(Fault::Cut, Layout::Plain).await;
 }
 
 #[tokio::test]
 async fn retirement_with_held_replies_ends_exact() {
-    retire_survives(HOLD, rollboard::Layout::Plain).await;
-}
-
-#[tokio::test]
-async fn retirement_of_compact_slots_with_cut_replies_ends_exact() {
-    retire_survives(Fault::Cut, rollboard::Layout::Compact).await;
-}
-
-#[tokio::test]
-async fn retirement_of_compact_slots_with_held_replies_ends_exact() {
-    retire_survives(HOLD, rollboard::Layout::Compact).await;
-}
-
-/// As `retire_survives`, on a two-window board whose slot is compact (69 buckets, late
-/// writes in its second stage): a lost chunk, sent again from its old cursor, finds the
-/// buckets it handled gone (renamed, merged or deleted) and handles each bucket once.
-async fn compact_retire_survives(fault: Fault) {
-    let f = Faulty::start().await;
-    let mut raw = f.redis.raw().await;
-    let (b, oracle) = crate::compact_fixture::split_slot_board(
-        &f.boards,
-        &f.clock,
-        &mut raw,
-        rollboard::Ties::Competition,
-    )
-    .await;
-    let options = rollboard::RetireOptions {
-        chunk_size: 100,
-        ..rollboard::RetireOptions::default()
-    };
-    for (round, hours) in [2, 3].into_iter().enumerate() {
-        f.clock.set(ts(START + hours * 3600));
-        f.proxy.arm(fault, 2, retire_chunk(&b));
-        let mut passes = 0;
-        loop {
-            passes += 1;
-            match f.boards.retire_with(&b, options).await {
-                Ok(report) if report.complete => break,
-                Ok(_) | Err(Error::StoreUnavailable(_)) if passes < 5 => continue,
-                other => panic!("retirement did not finish: {other:?}"),
-            }
-        }
-        assert_eq!(
-            f.proxy.fired(),
-            2 * (round + 1),
-            "two chunks lost their replies"
-        );
-        f.assert_exact(&b, &oracle).await;
-    }
-}
-
-#[tokio::test]
-async fn compact_retirement_with_cut_replies_ends_exact() {
-    compact_retire_survives(Fault::Cut).await;
-}
-
-#[tokio::test]
-async fn compact_retirement_with_held_replies_ends_exact() {
-    compact_retire_survives(HOLD).await;
+    retire_survives(HOLD, Layout::Plain).await;
 }
 
 /// A `remove_member.lua` call of `board`: totals and the log, not the index.
@@ -429,8 +368,8 @@ fn remove_member(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'stat
 }
 
 /// Removing a member is idempotent (a replayed batch finds nothing left to delete).
-async fn remove_member_survives(fault: Fault) {
-    let f = Faulty::start().await;
+async fn remove_member_survives(fault: Fault, layout: Layout) {
+    let f = Faulty::start(layout).await;
     let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
     f.fill(&b, &mut oracle, 3, 200).await;
     f.proxy.arm(fault, 1, remove_member(&b));
@@ -448,12 +387,12 @@ async fn remove_member_survives(fault: Fault) {
 
 #[tokio::test]
 async fn removing_a_member_with_a_cut_reply_ends_exact() {
-    remove_member_survives(Fault::Cut).await;
+    remove_member_survives(Fault::Cut, Layout::Plain).await;
 }
 
 #[tokio::test]
 async fn removing_a_member_with_a_held_reply_ends_exact() {
-    remove_member_survives(HOLD).await;
+    remove_member_survives(HOLD, Layout::Plain).await;
 }
 
 /// A `recompute_fold.lua` call of `board` that resumes one of `members` half folded.
@@ -481,7 +420,7 @@ fn fold_resuming(
 /// reply is cut (it is sent again, and does nothing twice).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fold_spanning_calls_stays_exact_under_writes_and_lost_replies() {
-    let f = Faulty::start().await;
+    let f = Faulty::start(Layout::Plain).await;
     let (b, mut oracle) = f.board("1m", &["1d"]).await;
     // Another replica, straight to Redis, writes while the proxy delays the recompute.
     let direct = crate::support::with_clock(f.redis.store().await, &f.clock);
@@ -546,4 +485,88 @@ async fn a_fold_spanning_calls_stays_exact_under_writes_and_lost_replies() {
     // The cut call may have finished a member: the report misses that one.
     assert!((4..=5).contains(&report.members_folded), "{report:?}");
     f.assert_exact(&b, &oracle).await;
+}
+
+/// Cut replies on compact slots: every call that moves stage data is applied once.
+mod compact {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_recompute_scan_with_a_cut_reply_adds_each_field_once() {
+        recompute_scan_survives(Fault::Cut, Layout::Compact).await;
+    }
+
+    #[tokio::test]
+    async fn a_write_with_a_cut_reply_is_applied_once() {
+        write_survives(Fault::Cut, Layout::Compact).await;
+    }
+
+    #[tokio::test]
+    async fn a_batch_with_a_cut_reply_is_applied_once() {
+        batch_write_survives(Fault::Cut, Layout::Compact).await;
+    }
+
+    #[tokio::test]
+    async fn a_keyed_batch_with_a_cut_reply_is_retried_and_counted_once() {
+        keyed_write_survives(Fault::Cut, Layout::Compact).await;
+    }
+
+    #[tokio::test]
+    async fn retirement_with_cut_replies_ends_exact() {
+        retire_survives(Fault::Cut, Layout::Compact).await;
+    }
+
+    #[tokio::test]
+    async fn removing_a_member_with_a_cut_reply_ends_exact() {
+        remove_member_survives(Fault::Cut, Layout::Compact).await;
+    }
+}
+
+/// As `retire_survives`, on a two-window board whose slot is compact by hand (69
+/// buckets, late writes in its second stage; see `compact_fixture.rs`): a lost chunk,
+/// sent again from its old cursor, finds the buckets it handled gone (renamed, merged or
+/// deleted) and handles each bucket once.
+async fn split_slot_retire_survives(fault: Fault) {
+    let f = Faulty::start(Layout::Plain).await;
+    let mut raw = f.redis.raw().await;
+    let (b, oracle) = crate::compact_fixture::split_slot_board(
+        &f.boards,
+        &f.clock,
+        &mut raw,
+        rollboard::Ties::Competition,
+    )
+    .await;
+    let options = rollboard::RetireOptions {
+        chunk_size: 100,
+        ..rollboard::RetireOptions::default()
+    };
+    for (round, hours) in [2, 3].into_iter().enumerate() {
+        f.clock.set(ts(START + hours * 3600));
+        f.proxy.arm(fault, 2, retire_chunk(&b));
+        let mut passes = 0;
+        loop {
+            passes += 1;
+            match f.boards.retire_with(&b, options).await {
+                Ok(report) if report.complete => break,
+                Ok(_) | Err(Error::StoreUnavailable(_)) if passes < 5 => continue,
+                other => panic!("retirement did not finish: {other:?}"),
+            }
+        }
+        assert_eq!(
+            f.proxy.fired(),
+            2 * (round + 1),
+            "two chunks lost their replies"
+        );
+        f.assert_exact(&b, &oracle).await;
+    }
+}
+
+#[tokio::test]
+async fn a_split_compact_slot_retired_with_cut_replies_ends_exact() {
+    split_slot_retire_survives(Fault::Cut).await;
+}
+
+#[tokio::test]
+async fn a_split_compact_slot_retired_with_held_replies_ends_exact() {
+    split_slot_retire_survives(HOLD).await;
 }

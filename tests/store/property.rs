@@ -375,6 +375,36 @@ fn both_stores_match_each_other_and_the_oracle() {
     }
 }
 
+/// The same scenarios on compact slots (boards that name no layout get compact), with
+/// listpacks of at most 2 entries (a bucket fill of 1), so that a slot of a few members
+/// splits into several buckets and late events merge into handed-on ones.
+#[test]
+fn compact_slots_match_the_memory_store_and_the_oracle() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let redis = rt.block_on(TestRedis::spawn());
+    rt.block_on(redis.config_set("hash-max-listpack-entries", "2"));
+    let options = rollboard::RedisOptions {
+        default_layout: rollboard::Layout::Compact,
+        ..rollboard::RedisOptions::default()
+    };
+    let store = rt.block_on(redis.store_with(options));
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse::<u32>().ok())
+        .map_or(100, |c| c.min(100));
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let result = runner.run(&scenario(), |s| {
+        rt.block_on(run(Some(&redis), store.clone(), s))
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
 /// The same scenarios on a Redis Cluster (three masters; each case's board lands on
 /// whichever master owns its name's hash slot). Fewer cases: the single-node run above
 /// covers the logic, this one the cluster client under it.

@@ -64,6 +64,14 @@ pub enum Command {
     /// windows added to the board. Every Redis call stays short; retirement of the board
     /// waits until the recompute ends.
     Recompute(RecomputeArgs),
+    /// Change the layout of a board's slot data (plain or compact), online and exactly
+    /// while writes go on.
+    ///
+    /// Slots the board creates from now on get the new layout; live slots keep theirs
+    /// until they retire (reads, writes, removal and recompute handle both), so the
+    /// board is wholly in the new layout once its largest window has passed. Prints how
+    /// many live slots still have the old layout.
+    Relayout(RelayoutArgs),
     /// Import a board kept in the source article's layout (slot_NAME_<ts> hashes,
     /// stats_NAME, last_slot_NAME), slot by slot, with exact totals.
     ///
@@ -139,6 +147,18 @@ pub struct RecomputeArgs {
     /// Only this window (e.g. 24h) [default: every window].
     #[arg(long)]
     pub window: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `relayout` options.
+#[derive(Debug, Args)]
+pub struct RelayoutArgs {
+    /// The board.
+    pub board: String,
+    /// The new layout: plain or compact.
+    #[arg(long, value_name = "LAYOUT")]
+    pub layout: rollboard::Layout,
     #[command(flatten)]
     pub store: StoreArgs,
 }

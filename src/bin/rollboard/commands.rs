@@ -15,7 +15,7 @@ use rollboard::{RedisStore, Rollboard, Span, SystemClock, Timestamp};
 
 use crate::args::{
     CleanCountersArgs, Command, ExportArgs, ImportArgs, ImportLegacyArgs, MigrateArgs, RateArgs,
-    RecomputeArgs, ServeArgs, StoreArgs, TopArgs,
+    RecomputeArgs, RelayoutArgs, ServeArgs, StoreArgs, TopArgs,
 };
 use crate::progress;
 
@@ -29,6 +29,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Import(args) => import(args).await,
         Command::Export(args) => export(args).await,
         Command::Recompute(args) => recompute(args).await,
+        Command::Relayout(args) => relayout(args).await,
         Command::ImportLegacy(args) => import_legacy(args).await,
         Command::Migrate(args) => migrate(args).await,
     }
@@ -318,6 +319,19 @@ async fn recompute(args: RecomputeArgs) -> anyhow::Result<ExitCode> {
         report.members_folded,
         report.calls,
         started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn relayout(args: RelayoutArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "relayout").await?;
+    let report = boards.relayout(&args.board, args.layout).await?;
+    println!(
+        "{}: new slots are {}; {} of {} live slots keep the old layout until they retire",
+        args.board,
+        report.layout.as_str(),
+        report.old_layout_slots,
+        report.live_slots
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -274,6 +274,11 @@ impl MemBoard {
         self.board.config = config;
     }
 
+    /// How many slots are live (not retired by the largest window).
+    pub fn live_slots(&self) -> usize {
+        self.slots.len()
+    }
+
     /// Rebuilds window `window`'s totals from the stages it counts (`0..=window`).
     pub fn recompute(&mut self, window: usize) -> RecomputeReport {
         let mut totals = Totals::new(self.board.config.ties());

@@ -22,10 +22,10 @@ mod trending;
 use board_state::MemBoard;
 
 use crate::board::{Board, BoardStatus, Created};
-use crate::domain::RecomputeReport;
 use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
+use crate::domain::{Layout, RecomputeReport, RelayoutReport};
 use crate::domain::{RetireOptions, RetireReport};
 use crate::error::{Error, Result};
 use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus, new_version};
@@ -112,6 +112,11 @@ impl Store for MemoryStore {
         }
         if let Some(entry) = boards.get(name) {
             let mut state = lock(entry);
+            // A config that names no layout matches the board's, whatever `relayout`
+            // made it.
+            let config = &config
+                .clone()
+                .with_layout(config.layout().or(state.board.config.layout()));
             // The snapshots policy is the one option a live board takes as is.
             let compatible = state.board.config.same_but_snapshots(config)
                 || state.board.config.extended_by(config).is_some();
@@ -269,6 +274,19 @@ impl Store for MemoryStore {
 
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
         self.with_board(board, |b| b.recompute(window))
+    }
+
+    async fn relayout(&self, board: &Board, layout: Layout) -> Result<RelayoutReport> {
+        // No buckets here: the layout is only recorded in the config.
+        self.with_board(board, |b| {
+            let config = b.board.config.clone().with_layout(Some(layout));
+            b.set_config(config);
+            RelayoutReport {
+                layout,
+                live_slots: b.live_slots() as u64,
+                old_layout_slots: 0,
+            }
+        })
     }
 
     async fn retire(

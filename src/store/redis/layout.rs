@@ -13,9 +13,13 @@ use crate::domain::Layout;
 
 /// Fields per bucket on average before a split: half the server's listpack limit (the
 /// unsplit buckets of a linear-hashing round hold up to twice the average), at most 64
-/// (a listpack is scanned linearly) and at least 8.
+/// (a listpack is scanned linearly) and at least 1. A server that keeps no hash as a
+/// listpack (a limit of 0) gets 64: buckets are hashtables there anyway, so fewer keys.
 pub(super) fn bucket_fill(listpack_entries: u64) -> u64 {
-    (listpack_entries / 2).clamp(8, 64)
+    match listpack_entries {
+        0 => 64,
+        n => (n / 2).clamp(1, 64),
+    }
 }
 
 /// What a [`RedisConn`] tells `write.lua` about new slots.
@@ -48,12 +52,31 @@ impl SlotLayout {
         }
     }
 
-    /// `write.lua`'s argument for new slots of `board`: `<layout> <fill>`, the layout
-    /// of new slots when its record names none, and the buckets' fill.
-    pub(super) fn new_slots(&self, board: &Board) -> String {
-        let layout = board.config.layout().unwrap_or(self.default);
-        format!("{} {}", layout.as_str(), self.fill)
+    /// Whether new slots of `board` are compact (unless its record says otherwise).
+    pub(super) fn compact(&self, board: &Board) -> bool {
+        board.config.layout().unwrap_or(self.default) == Layout::Compact
     }
+
+    /// `write.lua`'s argument for new slots of `board`: `<layout> <fill> <hashed>`, the
+    /// layout of new slots when its record names none, the buckets' fill, and `1` when
+    /// every entry carries its member's hash (see [`member_hash`]), which the client
+    /// sends for boards whose new slots are compact, so the script need not compute it.
+    pub(super) fn new_slots(&self, board: &Board) -> String {
+        let compact = self.compact(board);
+        let layout = if compact {
+            Layout::Compact
+        } else {
+            Layout::Plain
+        };
+        format!("{} {} {}", layout.as_str(), self.fill, u8::from(compact))
+    }
+}
+
+/// A member's hash, as the scripts' `member_hash` computes it: the first 32 bits of its
+/// SHA-1, big-endian.
+pub(super) fn member_hash(member: &str) -> u32 {
+    let digest = sha1_smol::Sha1::from(member).digest().bytes();
+    u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]])
 }
 
 #[cfg(test)]
@@ -61,10 +84,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn member_hashes_are_the_first_32_bits_of_sha1() {
+        // SHA-1("post:42") = 3cd0b2b6…, as `redis.sha1hex` answers.
+        let hex = sha1_smol::Sha1::from("post:42").digest().to_string();
+        let expected = u32::from_str_radix(&hex[..8], 16).unwrap();
+        assert_eq!(member_hash("post:42"), expected);
+        assert_eq!(member_hash(""), 0xda39_a3ee);
+    }
+
+    #[test]
     fn buckets_stay_well_inside_the_listpack_limit() {
         assert_eq!(bucket_fill(128), 64);
         assert_eq!(bucket_fill(512), 64);
         assert_eq!(bucket_fill(100), 50);
-        assert_eq!(bucket_fill(4), 8);
+        assert_eq!(bucket_fill(16), 8);
+        assert_eq!(bucket_fill(2), 1);
+        assert_eq!(bucket_fill(0), 64);
     }
 }

@@ -30,6 +30,7 @@ mod rates;
 mod read;
 mod recompute;
 mod refusal;
+mod relayout;
 mod reply;
 mod retire;
 mod scripts;
@@ -47,10 +48,10 @@ use ingest::Ingest;
 pub use ingest::IngestOptions;
 
 use crate::board::{Board, BoardStatus, Created};
-use crate::domain::RecomputeReport;
 use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Layout, Member, Timestamp};
 use crate::domain::{History, Standing, TopPage};
+use crate::domain::{RecomputeReport, RelayoutReport};
 use crate::domain::{RetireOptions, RetireReport};
 use crate::error::Result;
 use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus};
@@ -292,6 +293,10 @@ impl Store for RedisStore {
 
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
         recompute::recompute(&self.conn, board, window).await
+    }
+
+    async fn relayout(&self, board: &Board, layout: Layout) -> Result<RelayoutReport> {
+        relayout::relayout(&self.conn, board, layout).await
     }
 
     async fn retire(

@@ -288,6 +288,7 @@ async fn history_range(
 ) -> Result<HistoryReply> {
     let mut invocation = conn.scripts().history.key(keys::record(&board.name));
     invocation.key(keys::index(&board.name));
+    invocation.key(keys::slot_geometry(&board.name));
     for slot in slots {
         for key in keys::stages(board, *slot) {
             invocation.key(key);

@@ -74,22 +74,23 @@ async fn run(
         windows: vec![board.config.windows()[window]],
         ..RecomputeReport::default()
     };
-    // Scan: every stage the window counts, of every live slot.
+    // Scan: every stage the window counts, of every live slot (a compact slot's stage is
+    // scanned bucket by bucket, by the same calls).
     let mut hashes = Vec::new();
     for slot in live_slots(conn, board).await? {
         for stage in 0..=window {
-            hashes.push(keys::stage(&board.name, slot, stage));
+            hashes.push((slot, keys::stage(&board.name, slot, stage)));
         }
     }
     let mut scans = JoinSet::new();
-    for hash in hashes {
+    for (slot, hash) in hashes {
         if scans.len() == LANES
             && let Some(joined) = scans.join_next().await
         {
             absorb_scan(&mut report, joined)?;
         }
         let (conn, board, token) = (conn.clone(), board.clone(), token.to_owned());
-        scans.spawn(async move { scan(&conn, &board, &token, &hash).await });
+        scans.spawn(async move { scan(&conn, &board, &token, slot, &hash).await });
     }
     while let Some(joined) = scans.join_next().await {
         absorb_scan(&mut report, joined)?;
@@ -119,8 +120,15 @@ async fn run(
     }
 }
 
-/// Scans one stage hash to its end: returns the calls made and the fields added.
-async fn scan(conn: &RedisConn, board: &Board, token: &str, hash: &str) -> Result<(u64, u64)> {
+/// Scans one stage of slot `slot` (its hash, or its buckets on a compact slot) to its
+/// end: returns the calls made and the fields added.
+async fn scan(
+    conn: &RedisConn,
+    board: &Board,
+    token: &str,
+    slot: i64,
+    hash: &str,
+) -> Result<(u64, u64)> {
     let (mut calls, mut fields) = (0, 0);
     let mut cursor = "0".to_owned();
     loop {
@@ -128,13 +136,15 @@ async fn scan(conn: &RedisConn, board: &Board, token: &str, hash: &str) -> Resul
         scan.key(keys::rebuild(&board.name))
             .key(hash)
             .key(keys::rebuild_scan(&board.name))
+            .key(keys::slot_geometry(&board.name))
             .key(build_dense(board))
             .arg(board.version)
             .arg(token)
             .arg(LEASE_MS)
             .arg(&cursor)
             .arg(SCAN_FIELDS)
-            .arg(SCAN_BUDGET_US);
+            .arg(SCAN_BUDGET_US)
+            .arg(slot);
         // Idempotent: the script checks `cursor` against the one it recorded, so a call
         // sent again after its reply was lost adds nothing (see recompute_scan.lua).
         let reply: Value = conn.script(&scan, &board.name, Retry::Idempotent).await?;
@@ -221,7 +231,8 @@ async fn fold(
     let mut call = conn.scripts().recompute_fold.key(keys::record(&board.name));
     call.key(keys::rebuild(&board.name))
         .key(keys::rebuild_log(&board.name))
-        .key(keys::index(&board.name));
+        .key(keys::index(&board.name))
+        .key(keys::slot_geometry(&board.name));
     for slot in &passed {
         for stage in 0..stages {
             call.key(keys::stage(&board.name, *slot, stage));

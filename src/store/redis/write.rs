@@ -7,6 +7,7 @@ use redis::ScriptInvocation;
 
 use super::conn::{RedisConn, Retry};
 use super::keys;
+use super::layout::member_hash;
 use crate::board::Board;
 use crate::domain::Removed;
 use crate::domain::{Member, Timestamp};
@@ -130,9 +131,13 @@ pub(super) async fn write_sums(
         guard,
         events,
     );
+    let hashed = conn.layout().compact(board);
     for e in entries {
         slots.push_number(&mut invocation, e.slot);
         invocation.arg(e.member.as_str()).arg(e.sum);
+        if hashed {
+            invocation.arg(member_hash(e.member.as_str()));
+        }
     }
     let reply: Vec<i64> = conn.script(&invocation, &board.name, Retry::Never).await?;
     match reply.as_slice() {
@@ -179,9 +184,13 @@ pub(super) async fn write_events(
         guard,
         writes.len(),
     );
+    let hashed = conn.layout().compact(board);
     for w in writes {
         slots.push_number(&mut invocation, w.slot);
         invocation.arg(w.member.as_str()).arg(w.delta);
+        if hashed {
+            invocation.arg(member_hash(w.member.as_str()));
+        }
     }
     let reply: Vec<i64> = conn.script(&invocation, &board.name, Retry::Never).await?;
     let bad = || {
@@ -324,6 +333,7 @@ pub(super) async fn remove_member(
         let mut invocation = conn.scripts().remove_member.key(keys::record(&board.name));
         invocation.key(keys::rebuild(&board.name));
         invocation.key(keys::rebuild_log(&board.name));
+        invocation.key(keys::slot_geometry(&board.name));
         invocation.key(keys::all_totals(&board.name, windows));
         for s in batch {
             invocation.key(keys::stages(board, *s).collect::<Vec<_>>());

@@ -3,8 +3,11 @@
 --
 -- KEYS[1]                  board record    board_{b}
 -- KEYS[2]                  slot index      slots_{b}
--- KEYS[2+(i-1)*n+k]        stage k-1 (k = 1..n) of passed slot i (i = 1..m):
---                          slot_{b}_<ts>, slot_{b}_<ts>_1, ..., slot_{b}_<ts>_<n-1>
+-- KEYS[3]                  slot geometries slotgeo_{b}
+-- KEYS[3+(i-1)*n+k]        stage k-1 (k = 1..n) of passed slot i (i = 1..m):
+--                          slot_{b}_<ts>, slot_{b}_<ts>_1, ..., slot_{b}_<ts>_<n-1>;
+--                          on a compact slot the script reads the member's bucket
+--                          `<stage key>:<i>` of each (same hash tag, so same node)
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the range's lower bound, inclusive: a slot start
@@ -25,8 +28,9 @@
 -- one range.
 --
 -- Returns {'points', newest, slot, value, slot, value, ...} for each live slot of the
--- range whose value is not 0, or {'slots', newest, slot, slot, ...}; newest is the
--- newest live slot (false when none). Error "STALE ..." when the board record is
+-- range whose value is not 0 (a compact slot: the sum of the member's bucket of every
+-- stage, by the slot's geometry, which no call changes while this one runs), or
+-- {'slots', newest, slot, slot, ...}; newest is the newest live slot (false when none). Error "STALE ..." when the board record is
 -- missing, being dropped or of another version.
 
 local board, index = KEYS[1], KEYS[2]
@@ -48,11 +52,22 @@ for _, slot in ipairs(live) do
 end
 
 local reply = { 'points', newest }
-for _, slot in ipairs(live) do
-  local first = 2 + (passed[slot] - 1) * n
+local hash = nil
+-- Every live slot's geometry in one read (false: plain).
+local geometries = (#live > 0) and redis.call('HMGET', KEYS[3], unpack(live)) or {}
+for x, slot in ipairs(live) do
+  local first = 3 + (passed[slot] - 1) * n
+  local geo = parse_geometry(geometries[x])
+  local bucket = nil
+  if geo then
+    hash = hash or member_hash(ARGV[4])
+    bucket = bucket_of(geo, hash)
+  end
   local value = 0
   for k = 1, n do
-    value = value + (tonumber(redis.call('HGET', KEYS[first + k], ARGV[4])) or 0)
+    local key = KEYS[first + k]
+    if bucket then key = bucket_key(key, bucket) end
+    value = value + (tonumber(redis.call('HGET', key, ARGV[4])) or 0)
   end
   if value ~= 0 then
     reply[#reply + 1] = slot

@@ -83,12 +83,16 @@ end
 -- of stage k maps to bucket i of stage k+1. Scripts name bucket keys from a stage key
 -- passed in KEYS: same hash tag, so same node on a Cluster.
 
--- The geometry of slot `ts` (a string) as {L, p, count}, or nil for a plain slot.
-local function slot_geometry(geo_key, ts)
-  local text = redis.call('HGET', geo_key, ts)
+-- A geometry field's value as {L, p, count}; nil for none (false, a plain slot).
+local function parse_geometry(text)
   if not text then return nil end
   local l, p, count = string.match(text, '^(%d+) (%d+) (%d+)$')
   return { L = tonumber(l), p = tonumber(p), count = tonumber(count) }
+end
+
+-- The geometry of slot `ts` (a string) as {L, p, count}, or nil for a plain slot.
+local function slot_geometry(geo_key, ts)
+  return parse_geometry(redis.call('HGET', geo_key, ts))
 end
 
 -- A member's hash: the first 32 bits of its SHA-1, as an integer.

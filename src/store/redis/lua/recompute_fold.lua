@@ -5,9 +5,11 @@
 -- KEYS[2]                  build             rebuild_{b}
 -- KEYS[3]                  log               rebuild_log_{b}
 -- KEYS[4]                  slot index        slots_{b}
--- KEYS[4+(i-1)*r+k]        stage k (1..r) of passed slot i (1..m): the stages the window
---                          (the r-th) counts
--- KEYS[5+m*r], KEYS[6+m*r] dense boards only: the build's tally and distinct totals
+-- KEYS[5]                  slot geometries   slotgeo_{b}
+-- KEYS[5+(i-1)*r+k]        stage k (1..r) of passed slot i (1..m): the stages the window
+--                          (the r-th) counts; on a compact slot the script reads the
+--                          member's bucket `<stage key>:<i>` of each (same hash tag)
+-- KEYS[6+m*r], KEYS[7+m*r] dense boards only: the build's tally and distinct totals
 --                          (rebuild_tally_{b}, rebuild_dense_{b}; see retally)
 --
 -- ARGV[1]  board version the caller expects
@@ -23,7 +25,8 @@
 --
 -- The first call switches the recompute to its fold phase (the caller has scanned every
 -- slot). A member's total is the sum of its values in the stages the window counts over
--- every live slot; on a long window (thousands of slots) that is too much for one call,
+-- every live slot (on a compact slot, the sum of its bucket of each stage, by the
+-- slot's geometry, read per slot and call: a board may hold both layouts); on a long window (thousands of slots) that is too much for one call,
 -- so the fold of one member may span calls. The record keeps where it is: rb_fold_member
 -- (it stays in the log until its total is set), rb_fold_slot (the last slot summed) and
 -- rb_fold_sum. A write (or a removal) of that member in a slot up to rb_fold_slot adds
@@ -69,6 +72,15 @@ end
 local to_end = #live == m
 
 local budget, folded, elapsed, slowest = tonumber(ARGV[8 + m]), 0, 0, 0
+-- Per passed slot, its geometry (false: plain), read once per call.
+local geometry = (m > 0) and redis.call('HMGET', KEYS[5], unpack(ARGV, 8, 7 + m)) or {}
+for i = 1, m do geometry[i] = parse_geometry(geometry[i]) or false end
+-- The member's hash, computed once per member.
+local hashed_member, hashed = nil, nil
+local function hash_of(name)
+  if name ~= hashed_member then hashed_member, hashed = name, member_hash(name) end
+  return hashed
+end
 local sum = tonumber(record[8]) or 0
 if member == '' then member = nil end
 while true do
@@ -87,8 +99,11 @@ while true do
       return { redis.call('SCARD', log), folded, member, ARGV[6 + i] }
     end
     local before = elapsed
+    local bucket = geometry[i] and bucket_of(geometry[i], hash_of(member))
     for k = 1, r do
-      sum = sum + (tonumber(redis.call('HGET', KEYS[4 + (i - 1) * r + k], member)) or 0)
+      local stage = KEYS[5 + (i - 1) * r + k]
+      if bucket then stage = bucket_key(stage, bucket) end
+      sum = sum + (tonumber(redis.call('HGET', stage, member)) or 0)
     end
     elapsed = now_us() - started
     slowest = math.max(slowest, elapsed - before)
@@ -99,8 +114,8 @@ while true do
       'rb_fold_sum', string.format('%d', sum))
     return { redis.call('SCARD', log), folded, member, last }
   end
-  if #KEYS > 4 + m * r then
-    retally(KEYS[5 + m * r], KEYS[6 + m * r], redis.call('ZSCORE', build, member), sum)
+  if #KEYS > 5 + m * r then
+    retally(KEYS[6 + m * r], KEYS[7 + m * r], redis.call('ZSCORE', build, member), sum)
   end
   if sum == 0 then
     redis.call('ZREM', build, member)

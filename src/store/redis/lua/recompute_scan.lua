@@ -2,10 +2,13 @@
 --
 -- KEYS[1]  board record      board_{b}
 -- KEYS[2]  build             rebuild_{b}
--- KEYS[3]  a stage hash of a live slot counted by the window being rebuilt
--- KEYS[4]  scan progress     rebuild_scan_{b}: field = stage hash, value = the HSCAN
---          cursor its scan reached ('done' when scanned)
--- KEYS[5], KEYS[6]  dense boards only: the build's tally and distinct totals
+-- KEYS[3]  a stage key of a live slot counted by the window being rebuilt: the stage
+--          hash of a plain slot; of a compact slot, the prefix of its buckets
+--          `<stage key>:<i>` (same hash tag, so same node)
+-- KEYS[4]  scan progress     rebuild_scan_{b}: field = stage key, value = the cursor its
+--          scan reached ('done' when scanned)
+-- KEYS[5]  slot geometries   slotgeo_{b}
+-- KEYS[6], KEYS[7]  dense boards only: the build's tally and distinct totals
 --          (rebuild_tally_{b}, rebuild_dense_{b}; see retally in the prelude)
 --
 -- ARGV[1]  board version the caller expects
@@ -14,6 +17,7 @@
 -- ARGV[4]  HSCAN cursor ('0' to start): where the caller believes the scan is
 -- ARGV[5]  most fields to add in this call
 -- ARGV[6]  time budget of this call, microseconds
+-- ARGV[7]  the slot's start (names its geometry)
 --
 -- Adds the values of HSCAN steps of about 50 fields to the build (one ZMSCORE, one ZADD
 -- and one ZREM per step; values are integers below 2^53, exact in Lua's doubles) until
@@ -27,11 +31,21 @@
 --   - across calls HSCAN returns a field twice only when the hash's table shrank between
 --     them, which takes deletions of most of its fields: retirement, the one source of
 --     mass deletions, waits while the recompute holds its lease (see recompute_begin.lua).
+-- Compact slot (it has a geometry): the stage is walked bucket by bucket, each bucket
+-- whole (HGETALL: a bucket is small), and the cursor is a position c in 0..2^32 of the
+-- bit-reversed member hash. A bucket of level l (its index is h mod 2^l) holds exactly
+-- the members whose reversed hash lies in one interval of length 2^(32-l), starting
+-- where the reversed index starts; a split (write.lua, stage 1 only) cuts a bucket's
+-- interval in two halves and moves no member to another interval. So "every interval
+-- below c is scanned" survives any number of splits between calls: each call reads the
+-- bucket whose interval starts at c (the bucket of the hash reversed(c)) and moves c to
+-- its end; no field is added twice or missed (the reversed cursor of Redis's SCAN, for
+-- a table that only grows). 'done' at c = 2^32.
 -- Returns {cursor, fields added}; cursor is 'done' when the hash is scanned.
 -- Errors: "STALE ..."; "LOST ..." when the recompute's lease expired or was taken over.
 
 local board, build, stage, progress = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local tally, dense = KEYS[5], KEYS[6]
+local tally, dense = KEYS[6], KEYS[7]
 local record = board_record(board, ARGV[1], 'rb_token', 'rb_until', 'rb_phase')
 local started = now_us()
 if record[3] ~= ARGV[2] or record[5] ~= 'scan' or started / 1000 >= tonumber(record[4]) then
@@ -47,13 +61,11 @@ end
 local max_fields, budget = tonumber(ARGV[5]), tonumber(ARGV[6])
 local cursor, added, elapsed, slowest = ARGV[4], 0, 0, 0
 local seen = {}
-repeat
-  local before = elapsed
-  local scan = redis.call('HSCAN', stage, cursor, 'COUNT', 50)
-  local found = scan[2]
-  cursor = scan[1]
+
+-- Adds the fields found[from..to] (name, value, ...) not seen in this call.
+local function add_some(found, from, to)
   local names, values = {}, {}
-  for p = 1, #found, 2 do
+  for p = from, to, 2 do
     local name = found[p]
     if not seen[name] then
       seen[name] = true
@@ -78,6 +90,51 @@ repeat
     if #zero > 0 then redis.call('ZREM', build, unpack(zero)) end
     added = added + #names
   end
+end
+
+-- Adds the fields of `found` (name, value, name, value, ...) not seen in this call, 500
+-- at a time (unpack's limit is some thousands of values; a bucket may hold more while
+-- its splits catch up).
+local function add(found)
+  for from = 1, #found, 1000 do
+    add_some(found, from, math.min(from + 999, #found))
+  end
+end
+
+-- `c` (0..2^32-1) with its 32 bits in reverse order.
+local function reversed(c)
+  local r = 0
+  for _ = 1, 32 do
+    r = r * 2 + c % 2
+    c = math.floor(c / 2)
+  end
+  return r
+end
+
+local geo = slot_geometry(KEYS[5], ARGV[7])
+if geo then
+  local c, whole = tonumber(cursor), 2 ^ 32
+  repeat
+    local before = elapsed
+    local b = bucket_of(geo, reversed(c))
+    local level = geo.L
+    if b < geo.p or b >= 2 ^ geo.L then level = level + 1 end
+    local length = 2 ^ (32 - level)
+    add(redis.call('HGETALL', bucket_key(stage, b)))
+    c = c - c % length + length
+    elapsed = now_us() - started
+    slowest = math.max(slowest, elapsed - before)
+  until c >= whole or added >= max_fields or elapsed + slowest > budget
+  cursor = (c >= whole) and 'done' or string.format('%d', c)
+  redis.call('HSET', progress, stage, cursor)
+  return { cursor, added }
+end
+
+repeat
+  local before = elapsed
+  local scan = redis.call('HSCAN', stage, cursor, 'COUNT', 50)
+  cursor = scan[1]
+  add(scan[2])
   elapsed = now_us() - started
   slowest = math.max(slowest, elapsed - before)
 until cursor == '0' or added >= max_fields or elapsed + slowest > budget

@@ -3,8 +3,11 @@
 -- KEYS[1]                  board record      board_{b}
 -- KEYS[2]                  recompute build   rebuild_{b}
 -- KEYS[3]                  recompute log     rebuild_log_{b}
--- KEYS[3+j], j = 1..n      totals of window j, smallest first
--- KEYS[3+n+(i-1)*n+k]      stage k (1..n) of slot i (1..m), as in write.lua
+-- KEYS[4]                  slot geometries   slotgeo_{b}
+-- KEYS[4+j], j = 1..n      totals of window j, smallest first
+-- KEYS[4+n+(i-1)*n+k]      stage k (1..n) of slot i (1..m), as in write.lua; on a
+--                          compact slot the script deletes from the member's bucket
+--                          `<stage key>:<i>` of each (same hash tag, so same node)
 -- then, on a dense board only, per window j: its tally and distinct totals, then the
 -- recompute build's (as in write.lua)
 --
@@ -15,7 +18,10 @@
 -- ARGV[3+n+i], i = 1..m  the start of slot i
 --
 -- A value in stage k of a slot is counted in the totals of windows k..n, so deleting it
--- subtracts it from exactly those totals (ZREM at exactly zero). Called in batches of
+-- subtracts it from exactly those totals (ZREM at exactly zero). A compact slot's
+-- geometry is read per slot (a board may hold slots of both layouts); the member's
+-- bucket is the same in every stage of a slot, and this call changes no geometry (its
+-- `count`, an estimate that only decides splits, is left as it is). Called in batches of
 -- slots; since every batch keeps totals equal to the slot data, concurrent writes and
 -- retirements stay exact. A running recompute is told as by write.lua (a value of the
 -- member being folded, in a slot its fold has summed, comes off rb_fold_sum).
@@ -23,7 +29,8 @@
 
 local board = KEYS[1]
 local n, member = tonumber(ARGV[2]), ARGV[3]
-local TOTALS, STAGES = 3, 3 + n
+-- KEYS[GEOMETRY]; window j's totals at KEYS[TOTALS + j], slot stages after STAGES.
+local GEOMETRY, TOTALS, STAGES = 4, 4, 4 + n
 local record = board_record(board, ARGV[1], 'rb_window', 'rb_phase', 'rb_until',
   'rb_fold_member', 'rb_fold_slot')
 
@@ -37,6 +44,21 @@ end
 
 local m = #ARGV - 3 - n
 local DENSE = STAGES + m * n
+-- Per slot (1..m), the member's bucket on a compact slot, false on a plain one.
+local buckets, hash = {}, nil
+local geometries = {}
+if m > 0 then
+  geometries = redis.call('HMGET', KEYS[GEOMETRY], unpack(ARGV, 4 + n, 3 + n + m))
+end
+for i = 1, m do
+  local geo = parse_geometry(geometries[i])
+  if geo then
+    hash = hash or member_hash(member)
+    buckets[i] = bucket_of(geo, hash)
+  else
+    buckets[i] = false
+  end
+end
 local dense_board = #KEYS > DENSE
 local build_tally, build_dense = nil, nil
 if dense_board then build_tally, build_dense = KEYS[DENSE + 2 * n + 1], KEYS[DENSE + 2 * n + 2] end
@@ -44,9 +66,12 @@ if dense_board then build_tally, build_dense = KEYS[DENSE + 2 * n + 1], KEYS[DEN
 local deleted = 0
 for key = STAGES + 1, DENSE do
   local k = (key - STAGES - 1) % n + 1
-  local value = redis.call('HGET', KEYS[key], member)
+  local i = math.floor((key - STAGES - 1) / n) + 1
+  local stage = KEYS[key]
+  if buckets[i] then stage = bucket_key(stage, buckets[i]) end
+  local value = redis.call('HGET', stage, member)
   if value then
-    redis.call('HDEL', KEYS[key], member)
+    redis.call('HDEL', stage, member)
     deleted = deleted + 1
     for j = k, n do
       if dense_board then
@@ -62,7 +87,7 @@ for key = STAGES + 1, DENSE do
       elseif redis.call('SISMEMBER', KEYS[3], member) == 0 then
         add_total(KEYS[2], member, negate(value), build_tally, build_dense)
       elseif member == record[6] then
-        local slot = tonumber(ARGV[3 + n + math.floor((key - STAGES - 1) / n) + 1])
+        local slot = tonumber(ARGV[3 + n + i])
         if slot <= tonumber(record[7]) then
           redis.call('HINCRBY', board, 'rb_fold_sum', negate(value))
         end

@@ -17,8 +17,8 @@
 -- ARGV[4]  the slot's start
 -- ARGV[5]  cursor ('0' to start): a plain slot's HSCAN cursor; a compact slot's bucket
 --          index, 'b<i>', or 'b<i>:<HSCAN cursor>' inside a bucket handled by HSCAN
---          steps. A cursor of the other layout (the slot changed layout between two
---          calls) starts over, which is always safe: handled fields are gone.
+--          steps. A cursor of the other layout (nothing produces one today: a relayout
+--          leaves live slots as they are) starts over, which is always safe.
 -- ARGV[6]  most fields to handle in this call
 -- ARGV[7]  time budget of this call, microseconds
 -- ARGV[8]  compact slots: a bucket over this many fields is handled by HSCAN steps

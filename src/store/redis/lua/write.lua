@@ -28,15 +28,18 @@
 -- ARGV[8], ARGV[9]           with a key: the caller's now and the record's deadline
 --                            (now + TTL), unix ms; otherwise ''
 -- ARGV[10]                   with a key: the TTL in ms (the record's PX); otherwise ''
--- ARGV[11]                   new slots: '<layout> <fill>', the layout of a slot this call
+-- ARGV[11]                   '<layout> <fill> <hashed>': the layout of a slot this call
 --                            creates when the record names none ('plain' or 'compact'),
---                            and how many fields a compact slot's buckets hold on average
---                            before one splits
+--                            how many fields a compact slot's buckets hold on average
+--                            before one splits, and '1' when each entry carries its
+--                            member's hash (the prelude's member_hash, which the client
+--                            computes for boards whose new slots are compact), else '0'
 -- ARGV[11+j], j = 1..n       window j in seconds (names the field wm:<W>)
 -- ARGV[11+n+j], j = 1..n     cutoff of window j at the caller's now: slot_start(now) - W
 -- ARGV[11+2n+i], i = 1..m    start of distinct slot i
--- then the entries: with one slot (m = 1) pairs member, delta; with several, triples
--- slot number i, member, delta. Deltas are integers.
+-- then the entries: with one slot (m = 1) member, delta; with several, slot number i,
+-- member, delta; either followed by the member's hash when <hashed> is 1. Deltas are
+-- integers.
 --
 -- First every window whose cutoff passed its watermark is frozen up to the cutoff
 -- (wm:<W> := cutoff), so an event for a slot that left a window skips that window even
@@ -86,8 +89,10 @@
 --   is as good as absent (and overwritten); Redis deletes it by itself at its PX. A call
 --   that applies nothing because it needs mode 'events' ({2}) records nothing.
 -- Compact slots (prelude): a slot created by this call (not yet in the index) gets a
--- geometry when the board's layout (its record's, else ARGV[11]'s) is compact; an entry
--- of a compact slot goes to its member's bucket of the stage. While no window froze the
+-- geometry when the board's layout (its record's, else ARGV[11]'s) is compact, with as
+-- many buckets as the newest older slot's count fills (so a board whose slots are alike
+-- seldom splits), else one; an entry of a compact slot goes to its member's bucket of
+-- the stage. While no window froze the
 -- slot, stage 1 grows by linear hashing: after applying, while the slot's field count
 -- (new fields are the HINCRBYs that answer the delta itself, since zero fields are
 -- deleted) exceeds fill * buckets, bucket p splits into p and p + 2^L (at most
@@ -198,28 +203,43 @@ for i = 1, m do
 end
 
 -- Compact slots: geometry per distinct slot (false: plain), and the layout of new ones.
-local new_layout, fill = string.match(ARGV[A], '^(%a+) (%d+)$')
+local new_layout, fill, hashed = string.match(ARGV[A], '^(%a+) (%d+) ([01])$')
 if record[9 + n] then new_layout = record[9 + n] end
 fill = tonumber(fill)
+
+-- A fresh slot's geometry: the bucket count the newest older slot's count fills.
+local function sized_like_before(ts)
+  local g = { L = 0, p = 0, count = 0 }
+  local before = redis.call('ZREVRANGEBYSCORE', index, '(' .. ts, '-inf', 'LIMIT', 0, 1)[1]
+  local prev = before and slot_geometry(geo_key, before)
+  local want = prev and math.floor(prev.count / fill) or 0
+  if want >= 2 then
+    while 2 ^ (g.L + 1) <= want do g.L = g.L + 1 end
+    g.p = want - 2 ^ g.L
+  end
+  return g
+end
 local geo, fresh, grew = {}, {}, {}
+local stored_geo = m > 0 and redis.call('HMGET', geo_key, unpack(ARGV, A + 2 * n + 1, A + 2 * n + m)) or {}
 for i = 1, m do
   geo[i], grew[i] = false, 0
   if stage[i] < n then
     local ts = ARGV[A + 2 * n + i]
-    local g = slot_geometry(geo_key, ts)
+    local g = parse_geometry(stored_geo[i])
     if not g and new_layout == 'compact' and not redis.call('ZSCORE', index, ts) then
-      g = { L = 0, p = 0, count = 0 }
+      g = sized_like_before(ts)
       fresh[i] = true
     end
     geo[i] = g or false
   end
 end
 
--- The key that holds `member`'s value in stage `st` (1-based) of distinct slot i.
-local function target_key(i, st, member)
+-- The key that holds `member`'s value in stage `st` (1-based) of distinct slot i; `h`
+-- is the member's hash when the caller sent it.
+local function target_key(i, st, member, h)
   local key = KEYS[STAGES + (i - 1) * n + st]
   if not geo[i] then return key end
-  return bucket_key(key, bucket_of(geo[i], member_hash(member)))
+  return bucket_key(key, bucket_of(geo[i], h or member_hash(member)))
 end
 
 -- Notes that an HINCRBY of `delta` on slot i answered `value`: a new field when equal.
@@ -267,14 +287,16 @@ local function save_geometries()
 end
 
 local first = A + 1 + 2 * n + m
-local stride = (m == 1) and 2 or 3
+local numbered = (m == 1) and 0 or 1
+local stride = 2 + numbered + tonumber(hashed)
 local count = (#ARGV - first + 1) / stride
 
--- The slot number, member and delta of entry e (0-based).
+-- The slot number, member, delta and member hash (nil if not sent) of entry e (0-based).
 local function entry(e)
   local at = first + stride * e
-  if stride == 2 then return 1, ARGV[at], ARGV[at + 1] end
-  return tonumber(ARGV[at]), ARGV[at + 1], ARGV[at + 2]
+  local i = numbered == 1 and tonumber(ARGV[at]) or 1
+  local h = hashed == '1' and tonumber(ARGV[at + numbered + 2]) or nil
+  return i, ARGV[at + numbered], ARGV[at + numbered + 1], h
 end
 
 -- Past the bound, every value the batch touches must have room for `margin` more in
@@ -304,10 +326,10 @@ local function apply_checked()
   local applied, others = {}, {}
   local room = true
   for e = 0, count - 1 do
-    local i, member, delta = entry(e)
+    local i, member, delta, h = entry(e)
     local k = stage[i]
     if k == 0 and delta ~= '0' then
-      local value = redis.call('HINCRBY', target_key(i, 1, member), member, delta)
+      local value = redis.call('HINCRBY', target_key(i, 1, member, h), member, delta)
       counted(i, value, delta)
       applied[e] = value
       if math.abs(value - tonumber(delta)) + margin > MAX then
@@ -338,9 +360,10 @@ local function apply_checked()
   end
   if room then return applied end
   for e in pairs(applied) do
-    local i, member, delta = entry(e)
-    if redis.call('HINCRBY', target_key(i, 1, member), member, negate(delta)) == 0 then
-      redis.call('HDEL', target_key(i, 1, member), member)
+    local i, member, delta, h = entry(e)
+    local key = target_key(i, 1, member, h)
+    if redis.call('HINCRBY', key, member, negate(delta)) == 0 then
+      redis.call('HDEL', key, member)
     end
   end
   return nil
@@ -367,12 +390,12 @@ if mode == 'sums' then
   -- commute, so a member in several slots needs no summing here), deleting at exactly 0.
   local too_late, grown = {}, 0
   for e = 0, count - 1 do
-    local i, member, delta = entry(e)
+    local i, member, delta, h = entry(e)
     local k = stage[i]
     if k == n then
       too_late[i] = true
     elseif delta ~= '0' then
-      local target = target_key(i, k + 1, member)
+      local target = target_key(i, k + 1, member, h)
       local value = applied[e]
       if not value then
         value = redis.call('HINCRBY', target, member, delta)
@@ -405,7 +428,7 @@ end
 -- Mode 'events': check every event against the current values, in order.
 local status = { 1, 0 }
 for e = 0, count - 1 do
-  local i, member, delta = entry(e)
+  local i, member, delta, h = entry(e)
   local k, d = stage[i], tonumber(delta)
   if k == n then
     status[e + 3] = 1
@@ -413,7 +436,7 @@ for e = 0, count - 1 do
     -- Stages above k+1 cannot hold anything yet: the slot's value is stages 1..k+1.
     local value = 0
     for st = 1, k + 1 do
-      value = value + (tonumber(redis.call('HGET', target_key(i, st, member), member)) or 0)
+      value = value + (tonumber(redis.call('HGET', target_key(i, st, member, h), member)) or 0)
     end
     local ok = math.abs(value + d) <= MAX
     for j = k + 1, n do
@@ -422,7 +445,7 @@ for e = 0, count - 1 do
       ok = math.abs(total + d) <= MAX
     end
     if ok then
-      local target = target_key(i, k + 1, member)
+      local target = target_key(i, k + 1, member, h)
       local value = redis.call('HINCRBY', target, member, delta)
       counted(i, value, delta)
       if value == 0 then
