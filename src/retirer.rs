@@ -29,7 +29,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
-use crate::{Board, BoardName, Error, Result, RetireReport, Rollboard, Timestamp};
+use crate::{Board, BoardName, Error, Result, RetireReport, Rollboard, Span, Timestamp};
 
 /// Something the retirer did, for metrics and logs (see [`RetirerOptions::observer`]).
 #[derive(Debug)]
@@ -38,6 +38,8 @@ pub enum RetirerEvent<'a> {
     Pass {
         /// The board.
         board: &'a BoardName,
+        /// Its windows, smallest first.
+        windows: &'a [Span],
         /// What the pass did, or why it failed (retried after `retry_after`).
         result: &'a Result<RetireReport>,
     },
@@ -318,6 +320,7 @@ impl Task {
             for (board, slot, result) in done {
                 self.observe(RetirerEvent::Pass {
                     board: &board.name,
+                    windows: board.config.windows(),
                     result: &result,
                 });
                 match &result {
