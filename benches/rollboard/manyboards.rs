@@ -38,9 +38,16 @@ pub async fn many_boards(redis: &Redis) -> Vec<Row> {
         eprintln!("many boards: {n} …");
         let (lag, bytes, idle, empty) = run(redis, n).await;
         rows.push(Row {
-            figure: format!("{} boards (1m/2m, 5 members): first windows empty after the boundary", thousands(n as f64)),
+            figure: format!(
+                "{} boards (1m/2m, 5 members): first windows empty after the boundary",
+                thousands(n as f64)
+            ),
             measured: format!("{:.2} s", lag.as_secs_f64()),
-            reference: format!("{} of {} first windows empty", thousands(empty as f64), thousands(n as f64)),
+            reference: format!(
+                "{} of {} first windows empty",
+                thousands(empty as f64),
+                thousands(n as f64)
+            ),
             ratio: None,
             target: Some((
                 format!("<= {} s", LAG_TARGET.as_secs()),
@@ -48,14 +55,20 @@ pub async fn many_boards(redis: &Redis) -> Vec<Row> {
             )),
         });
         rows.push(Row {
-            figure: format!("  service heap per board, {} boards just written", thousands(n as f64)),
+            figure: format!(
+                "  service heap per board, {} boards just written",
+                thousands(n as f64)
+            ),
             measured: format!("{} B", thousands(bytes)),
             reference: "counting allocator, live bytes".into(),
             ratio: None,
             target: Some((format!("<= {} B", BYTES_TARGET), bytes <= BYTES_TARGET)),
         });
         rows.push(Row {
-            figure: format!("  service heap per board, {} boards, committers idled (5 s)", thousands(n as f64)),
+            figure: format!(
+                "  service heap per board, {} boards, committers idled (5 s)",
+                thousands(n as f64)
+            ),
             measured: format!("{} B", thousands(idle)),
             reference: "counting allocator, live bytes".into(),
             ratio: None,
@@ -73,7 +86,8 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, f64, usize) {
     let mut raw = redis::Client::open(url.as_str())
         .unwrap()
         .get_multiplexed_async_connection_with_config(
-            &redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(60))),
+            &redis::AsyncConnectionConfig::new()
+                .set_response_timeout(Some(Duration::from_secs(60))),
         )
         .await
         .unwrap();
@@ -103,7 +117,9 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, f64, usize) {
     let written = futures_util::stream::iter(names.iter().map(|name| {
         let boards = boards.clone();
         async move {
-            let events: Vec<Event> = (0..5).map(|m| Event::new(format!("post:{m}"), 1 + m)).collect();
+            let events: Vec<Event> = (0..5)
+                .map(|m| Event::new(format!("post:{m}"), 1 + m))
+                .collect();
             boards.incr_batch(name, &events).await.unwrap();
         }
     }))
@@ -111,16 +127,28 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, f64, usize) {
     .count()
     .await;
     assert_eq!(written, n);
-    eprintln!("  written: {} B/board more", crate::allocated().saturating_sub(created) / n);
+    eprintln!(
+        "  written: {} B/board more",
+        crate::allocated().saturating_sub(created) / n
+    );
     assert_eq!(made, n);
-    eprintln!("  created and written in {:.1} s", setup.elapsed().as_secs_f64());
+    eprintln!(
+        "  created and written in {:.1} s",
+        setup.elapsed().as_secs_f64()
+    );
     // The retirer has listed every board (a round after the last creation).
     let mut status = scheduler.retirer_status().await.unwrap();
     // Creating an existing board again tells the retirer to list the boards again.
     let rounds = status.borrow().rounds;
-    boards.create_board(&names[0], config.clone()).await.unwrap();
+    boards
+        .create_board(&names[0], config.clone())
+        .await
+        .unwrap();
     status.wait_for(|s| s.rounds > rounds).await.unwrap();
-    eprintln!("  listed by the retirer after {:.1} s", setup.elapsed().as_secs_f64());
+    eprintln!(
+        "  listed by the retirer after {:.1} s",
+        setup.elapsed().as_secs_f64()
+    );
     // Background work of the last round (metric reads) settles.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let held = crate::allocated().saturating_sub(before) as f64 / n as f64;

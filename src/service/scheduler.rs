@@ -120,7 +120,12 @@ impl Scheduler {
     /// A receiver of the retirer's progress (see [`Retirer::status`]); `None` before
     /// [`start`](Self::start) and after [`shutdown`](Self::shutdown).
     pub async fn retirer_status(&self) -> Option<tokio::sync::watch::Receiver<RetirerStatus>> {
-        self.inner.retirer.lock().await.as_ref().map(Retirer::status)
+        self.inner
+            .retirer
+            .lock()
+            .await
+            .as_ref()
+            .map(Retirer::status)
     }
 
     /// Builds, in the background, the windows added to any board whose build did not
