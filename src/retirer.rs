@@ -3,8 +3,10 @@
 //!
 //! It has the shape of mini-redis's expired-key purge task (`db.rs`). One task loops:
 //! it retires every board whose slot boundary passed since its last pass (catching up
-//! everything overdue, however long the downtime), then sleeps until the next slot
-//! boundary of any board, by the `Rollboard`'s clock. A `select!` also wakes it when a
+//! everything overdue, however long the downtime), in batches through
+//! [`Rollboard::retire_many`] (small boards in one pipelined call each, no task or timer
+//! per board), then sleeps until the next slot boundary of any board, by the
+//! `Rollboard`'s clock. A `select!` also wakes it when a
 //! board is created or dropped through the same `Rollboard`, when a [`ManualClock`] is
 //! moved (see [`Clock::moves`]), and when it is told to stop. The [`Retirer`] handle owns
 //! the task: dropping it ends the task at once, [`Retirer::stop`] after the passes in

@@ -81,7 +81,9 @@ pub(super) async fn retire_small(
     Ok(answers)
 }
 
-/// Whether the script handles this board at all: it keeps no dense tallies.
+/// Whether the script handles this board at all: it keeps no dense tallies, and knows
+/// the plain slot layout only (one hash per slot and stage): any other layout must be
+/// left to `retire.rs` here.
 fn fits(board: &Board) -> bool {
     keys::window_dense(board, 0).is_empty()
 }
