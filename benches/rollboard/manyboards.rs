@@ -30,9 +30,7 @@ pub async fn many_boards(redis: &Redis) -> Vec<Row> {
         .ok()
         .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![30_000, 100_000]);
-    if std::env::var("BENCH_NO_METRICS").is_err() {
-        rollboard::metrics::install_prometheus();
-    }
+    rollboard::metrics::install_prometheus();
     let mut rows = Vec::new();
     for n in counts {
         eprintln!("many boards: {n} …");
