@@ -95,6 +95,18 @@ pub fn retirement_lag(status: &BoardStatus) {
     }
 }
 
+/// Records that no window of `board` lags (a complete retirement pass just ended).
+pub fn caught_up(board: &BoardName, windows: &[crate::Span]) {
+    for w in windows {
+        metrics::gauge!(
+            "rollboard_retirement_lag_seconds",
+            "board" => board.to_string(),
+            "window" => w.to_string(),
+        )
+        .set(0.0);
+    }
+}
+
 /// Records Redis's memory: bytes used, the limit (0: none), and whether its eviction
 /// policy may drop keys (1, or 0 when it is `noeviction` or `accept_eviction`).
 pub fn redis_memory(limit: &crate::MemoryLimit, accept_eviction: bool) {

@@ -3,8 +3,10 @@
 //!
 //! It has the shape of mini-redis's expired-key purge task (`db.rs`). One task loops:
 //! it retires every board whose slot boundary passed since its last pass (catching up
-//! everything overdue, however long the downtime), then sleeps until the next slot
-//! boundary of any board, by the `Rollboard`'s clock. A `select!` also wakes it when a
+//! everything overdue, however long the downtime), in batches through
+//! [`Rollboard::retire_many`] (small boards in one pipelined call each, no task or timer
+//! per board), then sleeps until the next slot boundary of any board, by the
+//! `Rollboard`'s clock. A `select!` also wakes it when a
 //! board is created or dropped through the same `Rollboard`, when a [`ManualClock`] is
 //! moved (see [`Clock::moves`]), and when it is told to stop. The [`Retirer`] handle owns
 //! the task: dropping it ends the task at once, [`Retirer::stop`] after the passes in
@@ -29,7 +31,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
-use crate::{BoardConfig, BoardName, Error, Result, RetireReport, Rollboard, Timestamp};
+use crate::{Board, BoardName, Error, Result, RetireReport, Rollboard, Span, Timestamp};
 
 /// Something the retirer did, for metrics and logs (see [`RetirerOptions::observer`]).
 #[derive(Debug)]
@@ -38,6 +40,8 @@ pub enum RetirerEvent<'a> {
     Pass {
         /// The board.
         board: &'a BoardName,
+        /// Its windows, smallest first.
+        windows: &'a [Span],
         /// What the pass did, or why it failed (retried after `retry_after`).
         result: &'a Result<RetireReport>,
     },
@@ -157,11 +161,17 @@ struct Task {
     status: watch::Sender<RetirerStatus>,
 }
 
+/// A board the retirer knows: its listed copy (shared with the batches that retire it)
+/// and how far it is retired. About 200 bytes a board.
 struct Tracked {
-    config: BoardConfig,
+    board: Arc<Board>,
     /// The slot current when the last complete pass began (`i64::MIN`: due now).
     retired_at_slot: i64,
 }
+
+/// Boards per [`Rollboard::retire_many`] call: its small boards go in pipelines of
+/// `retire_small.lua` calls, the others one by one, concurrently.
+const BOARDS_PER_BATCH: usize = 1024;
 
 /// How a round ended.
 enum Round {
@@ -231,42 +241,64 @@ impl Task {
         }
     }
 
-    /// Takes a fresh list of boards: new ones are due now, dropped ones are forgotten.
+    /// Takes a fresh list of boards: new ones are due now, dropped ones are forgotten,
+    /// known ones keep how far they were retired.
     fn track(&mut self, boards: Vec<crate::Board>) {
-        self.tracked
-            .retain(|name, _| boards.iter().any(|b| &b.name == name));
+        let mut fresh = HashMap::with_capacity(boards.len());
         for board in boards {
-            let entry = self.tracked.entry(board.name).or_insert(Tracked {
-                config: board.config.clone(),
-                retired_at_slot: i64::MIN,
-            });
-            entry.config = board.config;
+            let retired_at_slot = self
+                .tracked
+                .get(&board.name)
+                .map_or(i64::MIN, |t| t.retired_at_slot);
+            fresh.insert(
+                board.name.clone(),
+                Tracked {
+                    board: Arc::new(board),
+                    retired_at_slot,
+                },
+            );
         }
+        self.tracked = fresh;
     }
 
-    /// Retires, concurrently, every board whose slot boundary passed since its last
-    /// complete pass. Returns the number of failed passes, or `Stop`.
+    /// Retires every board whose slot boundary passed since its last complete pass, in
+    /// batches of [`BOARDS_PER_BATCH`] ([`Rollboard::retire_many`]: the small ones in
+    /// few round trips), the batches concurrently. Returns the number of failed passes,
+    /// or `Stop`.
     async fn retire_due(&mut self, now: Timestamp, stop: &mut oneshot::Receiver<()>) -> Round {
+        let due: Vec<(Arc<Board>, i64)> = self
+            .tracked
+            .values()
+            .filter_map(|t| {
+                let slot = t.board.config.slot_start(now);
+                (slot > t.retired_at_slot).then(|| (t.board.clone(), slot))
+            })
+            .collect();
         let mut passes = JoinSet::new();
-        for (name, board) in &self.tracked {
-            let slot = board.config.slot_start(now);
-            if slot > board.retired_at_slot {
-                let (boards, name) = (self.boards.clone(), name.clone());
-                // A board without snapshots costs no call: the listing (re-read every
-                // `rescan_every`) tells when another process turns them on.
-                let snapshots = board.config.snapshots().is_some();
-                passes.spawn(async move {
-                    let result = match boards.retire(name.as_str()).await {
+        for batch in due.chunks(BOARDS_PER_BATCH) {
+            let (boards, batch) = (self.boards.clone(), batch.to_vec());
+            passes.spawn(async move {
+                let listed: Vec<Arc<Board>> = batch.iter().map(|(b, _)| b.clone()).collect();
+                let results = boards.retire_many(&listed).await;
+                let mut done = Vec::with_capacity(batch.len());
+                for ((board, slot), result) in batch.into_iter().zip(results) {
+                    // A board without snapshots costs no call: the listing (re-read every
+                    // `rescan_every`) tells when another process turns them on.
+                    let result = match result {
                         // Retirement through the boundary is complete: take the board's
                         // period snapshots (once per boundary, whoever else tries).
-                        Ok(report) if report.complete && snapshots => {
-                            boards.take_snapshots(name.as_str()).await.map(|_| report)
+                        Ok(report) if report.complete && board.config.snapshots().is_some() => {
+                            boards
+                                .take_snapshots(board.name.as_str())
+                                .await
+                                .map(|_| report)
                         }
                         other => other,
                     };
-                    (name, slot, result)
-                });
-            }
+                    done.push((board, slot, result));
+                }
+                done
+            });
         }
         let mut failed = 0;
         loop {
@@ -283,24 +315,27 @@ impl Task {
             let Some(joined) = joined else {
                 return Round::Done { failed };
             };
-            let Ok((name, slot, result)) = joined else {
-                failed += 1; // the pass panicked; the board stays due
+            let Ok(done) = joined else {
+                failed += 1; // the batch panicked; its boards stay due
                 continue;
             };
-            self.observe(RetirerEvent::Pass {
-                board: &name,
-                result: &result,
-            });
-            match &result {
-                Ok(report) if report.complete => {
-                    if let Some(board) = self.tracked.get_mut(&name) {
-                        board.retired_at_slot = board.retired_at_slot.max(slot);
+            for (board, slot, result) in done {
+                self.observe(RetirerEvent::Pass {
+                    board: &board.name,
+                    windows: board.config.windows(),
+                    result: &result,
+                });
+                match &result {
+                    Ok(report) if report.complete => {
+                        if let Some(tracked) = self.tracked.get_mut(&board.name) {
+                            tracked.retired_at_slot = tracked.retired_at_slot.max(slot);
+                        }
                     }
+                    Err(Error::BoardNotFound(_)) => {
+                        self.tracked.remove(&board.name);
+                    }
+                    _ => failed += 1,
                 }
-                Err(Error::BoardNotFound(_)) => {
-                    self.tracked.remove(&name);
-                }
-                _ => failed += 1,
             }
         }
     }
@@ -310,7 +345,7 @@ impl Task {
         let now = self.boards.now();
         self.tracked
             .values()
-            .map(|b| b.config.slot_start(now) + b.config.slot().secs_i64())
+            .map(|t| t.board.config.slot_start(now) + t.board.config.slot().secs_i64())
             .min()
             .and_then(|s| Timestamp::from_unix_seconds(s).ok())
     }

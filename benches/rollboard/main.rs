@@ -17,7 +17,9 @@
 //! a check that totals equal the acknowledged events.
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
 //! phases only (comma-separated: uniform, zipf, single, library, huge, reads, retire,
-//! recompute, longwindow, pages, ranks, rates, counters, memory, bigwrite). Phase
+//! recompute, longwindow, pages, ranks, rates, counters, memory, bigwrite, manyboards).
+//! Phase `manyboards`: 30,000 and 100,000 small boards (`BENCH_BOARDS` sets the counts)
+//! retired at one boundary by the service's retirer, and the service's heap per board. Phase
 //! `bigwrite`: writes to a 200,000-member `1h`/`24h` board with the call budget and
 //! with the cap off (longest write call, Redis time per event beside plain `HINCRBY` +
 //! `ZINCRBY` per window, ingest). Phase `ranks`: a
@@ -33,6 +35,7 @@ mod counters;
 mod huge;
 mod load;
 mod longwindow;
+mod manyboards;
 mod pages;
 mod ranks;
 mod rates;
@@ -285,6 +288,9 @@ fn main() {
             let hincrby = ceiling_now("counters").hincrby;
             rows.extend(counters::counters(&redis.url, hincrby, phase).await);
         }
+        if run("manyboards") {
+            rows.extend(manyboards::many_boards(&redis).await);
+        }
         if run("memory") {
             eprintln!("memory …");
             rows.extend(compact::memory(&redis.url).await);
@@ -344,6 +350,39 @@ fn main() {
     println!();
     report::print(&rows);
     drop(service);
+}
+
+/// The system allocator, counting the bytes it holds (for phase `manyboards`'s memory
+/// per board): one relaxed atomic add per allocation and free.
+struct Counting;
+
+static ALLOCATED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+// SAFETY: every call is passed on to the system allocator unchanged.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
+        ALLOCATED.fetch_add(new, Ordering::Relaxed);
+        unsafe { std::alloc::System.realloc(ptr, layout, new) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Heap bytes this process holds now (requested sizes, not the allocator's overhead).
+pub fn allocated() -> usize {
+    ALLOCATED.load(Ordering::Relaxed)
 }
 
 fn ms(d: Duration) -> String {

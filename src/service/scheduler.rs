@@ -24,8 +24,8 @@ use tokio_cron_scheduler::{Job, JobScheduler};
 use tokio_util::task::TaskTracker;
 
 use crate::{
-    CleanReport, Error, Retirer, RetirerEvent, RetirerObserver, RetirerOptions, Rollboard,
-    TrendOptions,
+    CleanReport, Error, Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus,
+    Rollboard, TrendOptions,
 };
 
 /// Retires boards at slot boundaries. Cheap to clone; clones share everything.
@@ -115,6 +115,17 @@ impl Scheduler {
         let me = self.clone();
         tokio::spawn(async move { me.sweep().await });
         Ok(())
+    }
+
+    /// A receiver of the retirer's progress (see [`Retirer::status`]); `None` before
+    /// [`start`](Self::start) and after [`shutdown`](Self::shutdown).
+    pub async fn retirer_status(&self) -> Option<tokio::sync::watch::Receiver<RetirerStatus>> {
+        self.inner
+            .retirer
+            .lock()
+            .await
+            .as_ref()
+            .map(Retirer::status)
     }
 
     /// Builds, in the background, the windows added to any board whose build did not
@@ -217,11 +228,18 @@ impl Scheduler {
         Arc::new(move |event| match event {
             RetirerEvent::Pass {
                 board,
+                windows,
                 result: Ok(report),
             } => {
                 crate::metrics::retired(board, report);
                 if report.slots_retired > 0 {
                     tracing::debug!(%board, ?report, "retired");
+                }
+                if report.complete {
+                    // Retired through now: no window lags, and no read is needed to say
+                    // so (one per board per boundary would double the retirer's calls).
+                    crate::metrics::caught_up(board, windows);
+                    return;
                 }
                 let (boards, board) = (boards.clone(), board.to_string());
                 background.spawn(async move {
@@ -237,10 +255,12 @@ impl Scheduler {
             RetirerEvent::Pass {
                 board,
                 result: Err(Error::BoardBusy(_)),
+                ..
             } => tracing::debug!(%board, "retirement waits for a recompute"),
             RetirerEvent::Pass {
                 board,
                 result: Err(e),
+                ..
             } => {
                 tracing::warn!(%board, error = %e, "retirement failed; retrying");
                 crate::metrics::store_error(e.code());

@@ -210,6 +210,22 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
         options: RetireOptions,
     ) -> Result<RetireReport>;
 
+    /// Retires, in few round trips, those of `boards` that are small and due at one
+    /// boundary only: per board, in order, `Some(report)` when it is retired through `now`
+    /// (`complete`), `None` when it was left for [`retire`](Self::retire) (big, behind
+    /// by more than one boundary, being recomputed, changed, or a store that has no such
+    /// path). `Err` when the store failed as a whole; every board is then left as it was
+    /// or retired exactly (each board's retirement is atomic and idempotent).
+    async fn retire_small(
+        &self,
+        boards: &[std::sync::Arc<Board>],
+        now: Timestamp,
+        options: RetireOptions,
+    ) -> Result<Vec<Option<RetireReport>>> {
+        let _ = (now, options);
+        Ok(vec![None; boards.len()])
+    }
+
     /// Takes the board's period snapshots at the boundary `slot_start(now)`, if its
     /// stored config asks for them: once retirement through the boundary is complete for
     /// every window, appends each window's top to its snapshots, at most once per window

@@ -48,6 +48,7 @@ mod faults;
 mod history_under_retirement;
 mod idempotency;
 mod lifecycle;
+mod many_boards;
 mod member_ranks;
 mod memory_limits;
 mod oracle;

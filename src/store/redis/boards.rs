@@ -153,15 +153,7 @@ pub(super) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<Bo
     // Two commands, not a pipeline: the registry is a global key, in another hash slot
     // than the board's on Redis Cluster. Both are reads (Idempotent).
     let (fields, listed): (Vec<Value>, bool) = futures_util::future::try_join(
-        conn.query(
-            redis::cmd("HMGET")
-                .arg(keys::record(name))
-                .arg(RECORD_FIELDS)
-                .arg("dropping")
-                .arg("kind"),
-            Some(name),
-            Retry::Idempotent,
-        ),
+        conn.query(&record_read(name), Some(name), Retry::Idempotent),
         conn.query(
             redis::cmd("SISMEMBER")
                 .arg(keys::REGISTRY)
@@ -211,17 +203,65 @@ pub(super) async fn list(conn: &RedisConn) -> Result<Vec<Board>> {
         .filter_map(|n| BoardName::parse(n).ok())
         .collect();
     names.sort();
-    let mut boards = Vec::with_capacity(names.len());
-    for name in names {
-        // A name without a record is a drop or create that stopped half-way: skip it;
-        // trending boards are listed by `trending::list`.
-        match load(conn, &name).await {
-            Ok(Some(board)) => boards.push(board),
-            Ok(None) | Err(Error::BoardKind { .. }) => {}
-            Err(e) => return Err(e),
+    let reads: Vec<redis::Cmd> = names.iter().map(record_read).collect();
+    // The records, read in pipelines (reads: Idempotent) so that listing many boards
+    // costs few round trips; on a Cluster, where a pipeline may not cross hash slots,
+    // one read per board, many at once.
+    let records: Vec<Vec<Value>> = if conn.is_cluster() {
+        let mut records = Vec::with_capacity(names.len());
+        for (names, reads) in names
+            .chunks(LIST_IN_FLIGHT)
+            .zip(reads.chunks(LIST_IN_FLIGHT))
+        {
+            let mut part = Vec::with_capacity(reads.len());
+            for (name, read) in names.iter().zip(reads) {
+                part.push(conn.query(read, Some(name), Retry::Idempotent));
+            }
+            records.extend(futures_util::future::try_join_all(part).await?);
         }
+        records
+    } else {
+        let mut records = Vec::with_capacity(names.len());
+        for part in reads.chunks(LIST_PIPELINE) {
+            let mut pipe = redis::pipe();
+            for read in part {
+                pipe.add_command(read.clone());
+            }
+            let replies: Vec<Vec<Value>> = conn.query_pipe(&pipe, None, Retry::Idempotent).await?;
+            records.extend(replies);
+        }
+        records
+    };
+    let mut boards = Vec::with_capacity(names.len());
+    for (name, fields) in names.iter().zip(records) {
+        // A name without a record is a drop or create that stopped half-way, and one
+        // being dropped is going: skip them; trending boards are listed by
+        // `trending::list`.
+        if fields[0] == Value::Nil || fields[RECORD_FIELDS.len()] != Value::Nil {
+            continue;
+        }
+        if opt_string(&fields[RECORD_FIELDS.len() + 1], "kind")?.as_deref() == Some("trending") {
+            continue;
+        }
+        boards.push(parse_board(name, &fields[..RECORD_FIELDS.len()])?);
     }
     Ok(boards)
+}
+
+/// Board records read per pipeline when listing boards.
+const LIST_PIPELINE: usize = 512;
+
+/// Record reads in flight at once when listing the boards of a Cluster.
+const LIST_IN_FLIGHT: usize = 64;
+
+/// The read of a board's record: its fields, then `dropping` and `kind`.
+fn record_read(name: &BoardName) -> redis::Cmd {
+    let mut cmd = redis::cmd("HMGET");
+    cmd.arg(keys::record(name))
+        .arg(RECORD_FIELDS)
+        .arg("dropping")
+        .arg("kind");
+    cmd
 }
 
 pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {

@@ -33,6 +33,7 @@ mod refusal;
 mod relayout;
 mod reply;
 mod retire;
+mod retire_small;
 mod scripts;
 mod snapshots;
 mod stats;
@@ -306,6 +307,15 @@ impl Store for RedisStore {
         options: RetireOptions,
     ) -> Result<RetireReport> {
         retire::retire(&self.conn, board, now, options).await
+    }
+
+    async fn retire_small(
+        &self,
+        boards: &[Arc<Board>],
+        now: Timestamp,
+        options: RetireOptions,
+    ) -> Result<Vec<Option<RetireReport>>> {
+        retire_small::retire_small(&self.conn, boards, now, options).await
     }
 
     async fn take_snapshots(

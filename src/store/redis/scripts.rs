@@ -25,6 +25,10 @@ macro_rules! script {
 /// pipeline of its calls (scripts in a pipeline are not reloaded by the client).
 pub(super) const RATE_HITS_SOURCE: &str = source!("rate_hits");
 
+/// The source of `retire_small.lua`, for the same reason (retirement pipelines its calls
+/// over many boards).
+pub(super) const RETIRE_SMALL_SOURCE: &str = source!("retire_small");
+
 /// One handle per script; building one hashes its source once.
 pub(super) struct Scripts {
     pub counter_clean: Script,
@@ -51,6 +55,7 @@ pub(super) struct Scripts {
     pub remove_member: Script,
     pub retire_begin: Script,
     pub retire_chunk: Script,
+    pub retire_small: Script,
     pub set_snapshots: Script,
     pub snapshot_delivered: Script,
     pub snapshot_take: Script,
@@ -88,6 +93,7 @@ impl Scripts {
             remove_member: script!("remove_member"),
             retire_begin: script!("retire_begin"),
             retire_chunk: script!("retire_chunk"),
+            retire_small: Script::new(RETIRE_SMALL_SOURCE),
             set_snapshots: script!("set_snapshots"),
             snapshot_delivered: script!("snapshot_delivered"),
             snapshot_take: script!("snapshot_take"),

@@ -1,0 +1,182 @@
+//! Phase `manyboards`: many small boards, as forums keep one per tag. For each N (30,000
+//! and 100,000 by default; `BENCH_BOARDS` sets them, comma-separated), on a Redis
+//! database of its own: a `Rollboard` and the service's `Scheduler` (its retirer, with
+//! the metrics recorder installed) create N boards (slot `1m`, windows `1m` and `2m`)
+//! and write 5 members to each through the library (group commit, as the service
+//! does), 64 at a time. Then the manual clock moves past the slot boundary, and the
+//! figure is the time until the retirer's round through it ended, every board's first
+//! window retired (checked after: `ZCARD` of every first-window totals, pipelined).
+//! Memory per board is the heap this process holds (a counting allocator around the
+//! system's, see `main.rs`) after the boards were created and written and the retirer
+//! tracks them, minus before, over N.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use rollboard::service::Scheduler;
+use rollboard::{BoardConfig, Event, ManualClock, RedisStore, Rollboard, Settings, Timestamp};
+
+use crate::report::{Row, thousands};
+use crate::setup::Redis;
+
+/// The targets: every first window empty within this long of the boundary…
+const LAG_TARGET: Duration = Duration::from_secs(2);
+/// …and at most this much service memory per board.
+const BYTES_TARGET: f64 = 2048.0;
+
+pub async fn many_boards(redis: &Redis) -> Vec<Row> {
+    let counts: Vec<usize> = std::env::var("BENCH_BOARDS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![30_000, 100_000]);
+    rollboard::metrics::install_prometheus();
+    let mut rows = Vec::new();
+    for n in counts {
+        eprintln!("many boards: {n} …");
+        let (lag, bytes, idle, empty) = run(redis, n).await;
+        rows.push(Row {
+            figure: format!(
+                "{} boards (1m/2m, 5 members): first windows empty after the boundary",
+                thousands(n as f64)
+            ),
+            measured: format!("{:.2} s", lag.as_secs_f64()),
+            reference: format!(
+                "{} of {} first windows empty",
+                thousands(empty as f64),
+                thousands(n as f64)
+            ),
+            ratio: None,
+            target: Some((
+                format!("<= {} s", LAG_TARGET.as_secs()),
+                lag <= LAG_TARGET && empty == n,
+            )),
+        });
+        rows.push(Row {
+            figure: format!(
+                "  service heap per board, {} boards just written",
+                thousands(n as f64)
+            ),
+            measured: format!("{} B", thousands(bytes)),
+            reference: "counting allocator, live bytes".into(),
+            ratio: None,
+            target: Some((format!("<= {} B", BYTES_TARGET), bytes <= BYTES_TARGET)),
+        });
+        rows.push(Row {
+            figure: format!(
+                "  service heap per board, {} boards, committers idled (5 s)",
+                thousands(n as f64)
+            ),
+            measured: format!("{} B", thousands(idle)),
+            reference: "counting allocator, live bytes".into(),
+            ratio: None,
+            target: Some((format!("<= {} B", BYTES_TARGET), idle <= BYTES_TARGET)),
+        });
+    }
+    rows
+}
+
+/// One run with `n` boards: (time until the round through the boundary ended, heap
+/// bytes per board right after the writes and once committers idled, first windows
+/// found empty after).
+async fn run(redis: &Redis, n: usize) -> (Duration, f64, f64, usize) {
+    let url = format!("{}2", redis.url);
+    let mut raw = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection_with_config(
+            &redis::AsyncConnectionConfig::new()
+                .set_response_timeout(Some(Duration::from_secs(60))),
+        )
+        .await
+        .unwrap();
+    let _: () = redis::cmd("FLUSHDB").query_async(&mut raw).await.unwrap();
+    // Half a minute into a minute: the boundary is 30 s of clock time ahead.
+    let now = Timestamp::now_utc().unix_seconds();
+    let start = now - now % 60 + 30;
+    let clock = ManualClock::new(Timestamp::from_unix_seconds(start).unwrap());
+    let store = Arc::new(RedisStore::connect(&url).await.unwrap());
+    let boards = Rollboard::with(store, Arc::new(clock.clone()), Settings::default());
+    let scheduler = Scheduler::new(boards.clone());
+    let before = crate::allocated();
+    scheduler.start(Duration::from_secs(3600)).await.unwrap();
+
+    let config = BoardConfig::parse("1m", &["1m", "2m"]).unwrap();
+    let setup = Instant::now();
+    let names: Vec<String> = (0..n).map(|i| format!("forum-tag-{i}")).collect();
+    let made = futures_util::stream::iter(names.iter().map(|name| {
+        let (boards, config) = (boards.clone(), config.clone());
+        async move { boards.create_board(name, config).await.unwrap() }
+    }))
+    .buffer_unordered(64)
+    .count()
+    .await;
+    let created = crate::allocated();
+    eprintln!("  created: {} B/board", created.saturating_sub(before) / n);
+    let written = futures_util::stream::iter(names.iter().map(|name| {
+        let boards = boards.clone();
+        async move {
+            let events: Vec<Event> = (0..5)
+                .map(|m| Event::new(format!("post:{m}"), 1 + m))
+                .collect();
+            boards.incr_batch(name, &events).await.unwrap();
+        }
+    }))
+    .buffer_unordered(64)
+    .count()
+    .await;
+    assert_eq!(written, n);
+    eprintln!(
+        "  written: {} B/board more",
+        crate::allocated().saturating_sub(created) / n
+    );
+    assert_eq!(made, n);
+    eprintln!(
+        "  created and written in {:.1} s",
+        setup.elapsed().as_secs_f64()
+    );
+    // The retirer has listed every board (a round after the last creation).
+    let mut status = scheduler.retirer_status().await.unwrap();
+    // Creating an existing board again tells the retirer to list the boards again.
+    let rounds = status.borrow().rounds;
+    boards
+        .create_board(&names[0], config.clone())
+        .await
+        .unwrap();
+    status.wait_for(|s| s.rounds > rounds).await.unwrap();
+    eprintln!(
+        "  listed by the retirer after {:.1} s",
+        setup.elapsed().as_secs_f64()
+    );
+    // Background work of the last round (metric reads) settles.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let held = crate::allocated().saturating_sub(before) as f64 / n as f64;
+    eprintln!("  held: {held:.0} B/board");
+    // Committers end after `committer_idle` (5 s) without writes.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let idle = crate::allocated().saturating_sub(before) as f64 / n as f64;
+    eprintln!("  held once committers idled: {idle:.0} B/board");
+
+    let boundary = Timestamp::from_unix_seconds(start + 30).unwrap();
+    let moved = Instant::now();
+    clock.set(boundary);
+    // The service's retirer, told by the clock's move.
+    status
+        .wait_for(|s| s.as_of.is_some_and(|t| t >= boundary))
+        .await
+        .unwrap();
+    let lag = moved.elapsed();
+    eprintln!("  retired in {:.2} s", lag.as_secs_f64());
+
+    let mut empty = 0;
+    for part in names.chunks(1000) {
+        let mut pipe = redis::pipe();
+        for name in part {
+            pipe.cmd("ZCARD").arg(format!("stats_{{{name}}}"));
+        }
+        let cards: Vec<u64> = pipe.query_async(&mut raw).await.unwrap();
+        empty += cards.iter().filter(|&&c| c == 0).count();
+    }
+    scheduler.shutdown(Duration::from_secs(10)).await;
+    let _: () = redis::cmd("FLUSHDB").query_async(&mut raw).await.unwrap();
+    (lag, held, idle, empty)
+}

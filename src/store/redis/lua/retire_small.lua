@@ -1,0 +1,118 @@
+-- retire_small.lua: retire a small board whole, every window, in one bounded call.
+--
+-- KEYS[1]            board record            board_{b}
+-- KEYS[2]            slot index              slots_{b}
+-- KEYS[2+j]          window j's totals       stats_{b} or stats_{b}_<W>     (j = 1..n)
+-- KEYS[2+n+(c-1)n+j] candidate slot c's stage for window j: slot_{b}_<ts> (j = 1) or
+--                    slot_{b}_<ts>_<j-1>                          (c = 1..m, j = 1..n)
+--
+-- ARGV[1]            board version the caller expects
+-- ARGV[2]            n, the board's windows
+-- ARGV[3]            m, the candidate slots
+-- ARGV[4]            most fields this call may handle (its bound)
+-- ARGV[4+j]          window j, seconds (fields wm:<W>, done:<W>), smallest first
+-- ARGV[4+n+j]        window j's cutoff: every slot at or before it has left window j
+-- ARGV[4+2n+c]       candidate slot c's start
+--
+-- Does, in one atomic call, what retire_begin.lua and retire_chunk.lua do window by
+-- window, smallest first: moves each window's watermark up to its cutoff, subtracts from
+-- its totals every slot in (done:<W>, cutoff] (members reaching exactly 0 removed), adds
+-- it to the slot's next stage (which the next window subtracts, in this same call when it
+-- is due too) and deletes it, marks the window retired through its cutoff, and drops from
+-- the index the slots the largest window retired. The caller names the slots it expects
+-- to be due (those that crossed a cutoff at the boundary), since every key is passed in.
+--
+-- It first checks, changing nothing, that the call fits: every slot due is a candidate,
+-- and the fields to handle (each stage's size plus what the smaller window moves into it)
+-- are at most ARGV[4]. Otherwise it answers {'fallback', reason} having done nothing, and
+-- the caller retires the board window by window in chunks (a big board, a board behind by
+-- more than one boundary, a recompute holding its lease). Exact and idempotent: a second
+-- call, from any retirer, finds nothing due and changes nothing.
+-- Returns {'done', (window, slot) pairs retired, fields subtracted, members zeroed}, or
+-- {'fallback', reason}.
+-- Errors: "STALE ..." (board missing, dropped or of another version).
+
+local board, index = KEYS[1], KEYS[2]
+local n, m, max_fields = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local function window(j) return ARGV[4 + j] end
+local function cutoff(j) return ARGV[4 + n + j] end
+local function totals(j) return KEYS[2 + j] end
+local function stage(c, j) return KEYS[2 + n + (c - 1) * n + j] end
+local candidates = {}
+for c = 1, m do candidates[ARGV[4 + 2 * n + c]] = c end
+
+local fields = {}
+for j = 1, n do
+  fields[#fields + 1] = 'wm:' .. window(j)
+  fields[#fields + 1] = 'done:' .. window(j)
+end
+fields[#fields + 1] = 'rb_until'
+local record = board_record(board, ARGV[1], unpack(fields))
+local function wm(j) return tonumber(record[1 + 2 * j]) end
+local function done(j) return record[2 + 2 * j] end
+if lease_held(record[3 + 2 * n]) then return { 'fallback', 'recomputing' } end
+
+-- The plan, changing nothing: the (window, candidate, slot) triples due, oldest slot
+-- first within each window, and a bound on the fields they hold.
+local plan, carried, work = {}, {}, 0
+for j = 1, n do
+  local due = redis.call('ZRANGEBYSCORE', index, '(' .. done(j), cutoff(j), 'LIMIT', 0, m + 1)
+  for _, slot in ipairs(due) do
+    local c = candidates[slot]
+    if not c then return { 'fallback', 'slots' } end
+    local size = redis.call('HLEN', stage(c, j)) + (carried[c] or 0)
+    carried[c] = size
+    work = work + size
+    if work > max_fields then return { 'fallback', 'big' } end
+    plan[#plan + 1] = { j, c, slot }
+  end
+end
+
+-- Adds sign * values[x] to fields[x] in hash or zset `key`; returns members zeroed.
+local function bulk_add(key, is_zset, sign, names, values)
+  local current = redis.call(is_zset and 'ZMSCORE' or 'HMGET', key, unpack(names))
+  local set, zero = {}, {}
+  for x = 1, #names do
+    local value = (tonumber(current[x]) or 0) + sign * values[x]
+    if value == 0 then
+      zero[#zero + 1] = names[x]
+    elseif is_zset then
+      set[#set + 1] = string.format('%d', value)
+      set[#set + 1] = names[x]
+    else
+      set[#set + 1] = names[x]
+      set[#set + 1] = string.format('%d', value)
+    end
+  end
+  if #set > 0 then redis.call(is_zset and 'ZADD' or 'HSET', key, unpack(set)) end
+  if #zero > 0 then redis.call(is_zset and 'ZREM' or 'HDEL', key, unpack(zero)) end
+  return #zero
+end
+
+local subtracted, zeroed, p = 0, 0, 1
+for j = 1, n do
+  if wm(j) < tonumber(cutoff(j)) then
+    redis.call('HSET', board, 'wm:' .. window(j), cutoff(j))
+  end
+  while p <= #plan and plan[p][1] == j do
+    local c, slot = plan[p][2], plan[p][3]
+    local flat = redis.call('HGETALL', stage(c, j))
+    if #flat > 0 then
+      local names, values = {}, {}
+      for x = 1, #flat, 2 do
+        names[#names + 1] = flat[x]
+        values[#values + 1] = tonumber(flat[x + 1])
+      end
+      zeroed = zeroed + bulk_add(totals(j), true, -1, names, values)
+      if j < n then bulk_add(stage(c, j + 1), false, 1, names, values) end
+      redis.call('DEL', stage(c, j))
+      subtracted = subtracted + #names
+    end
+    if j == n then redis.call('ZREM', index, slot) end
+    p = p + 1
+  end
+  if tonumber(done(j)) < tonumber(cutoff(j)) then
+    redis.call('HSET', board, 'done:' .. window(j), cutoff(j))
+  end
+end
+return { 'done', #plan, subtracted, zeroed }

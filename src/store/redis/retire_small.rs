@@ -1,0 +1,179 @@
+//! Retirement of many small boards in few round trips: one `retire_small.lua` call per
+//! board retires all its windows at once, and the calls of many boards go in one
+//! pipeline (on Redis Cluster, one pipeline per hash slot, all at once). A board the
+//! script declines (big, behind by more than one boundary, being recomputed, changed) is
+//! answered `None`, for the window-by-window path of `retire.rs`.
+//!
+//! Retry class: every call is [`Retry::Idempotent`]: the script changes nothing unless
+//! the whole retirement fits, and a second run finds nothing due. `SCRIPT LOAD` (before
+//! re-sending only the calls Redis refused with `NOSCRIPT`, which ran nothing: scripts in
+//! a pipeline are not reloaded by the client) is idempotent too.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use redis::cluster_routing::Slot;
+use redis::{Cmd, ErrorKind, RedisResult, ServerErrorKind, Value};
+
+use super::conn::{RedisConn, Retry};
+use super::keys;
+use super::reply::{array, int, string};
+use super::scripts::RETIRE_SMALL_SOURCE;
+use crate::board::Board;
+use crate::domain::{RetireOptions, RetireReport, Timestamp};
+use crate::error::Result;
+
+/// Calls per pipeline: enough that a round trip carries many boards, few enough that one
+/// pipeline's replies stay small and other clients' commands interleave between them.
+const BOARDS_PER_PIPELINE: usize = 256;
+
+/// Pipelines (or, on a Cluster, hash slots) in flight at once.
+const PIPELINES_IN_FLIGHT: usize = 4;
+
+/// Retires those of `boards` that fit one call each; `None` for the others.
+pub(super) async fn retire_small(
+    conn: &RedisConn,
+    boards: &[Arc<Board>],
+    now: Timestamp,
+    options: RetireOptions,
+) -> Result<Vec<Option<RetireReport>>> {
+    let mut answers: Vec<Option<RetireReport>> = vec![None; boards.len()];
+    // The boards the script can take, and their calls.
+    let (fits, calls): (Vec<usize>, Vec<Cmd>) = boards
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| fits(b))
+        .map(|(i, b)| (i, call(conn, b, now, options.chunk_size.max(1))))
+        .unzip();
+    // On a single node, pipelines of consecutive calls; on a Cluster, where a pipeline
+    // may not cross hash slots, one per slot.
+    let groups: Vec<Vec<usize>> = if conn.is_cluster() {
+        let mut by_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
+        for (k, &i) in fits.iter().enumerate() {
+            let slot = Slot::for_key(keys::record(&boards[i].name));
+            by_slot.entry(slot).or_default().push(k);
+        }
+        by_slot.into_values().collect()
+    } else {
+        (0..calls.len())
+            .collect::<Vec<_>>()
+            .chunks(BOARDS_PER_PIPELINE)
+            .map(<[usize]>::to_vec)
+            .collect()
+    };
+    let calls = &calls;
+    let mut runs = futures_util::stream::iter(groups.into_iter().map(|group| async move {
+        let part: Vec<Cmd> = group.iter().map(|&k| calls[k].clone()).collect();
+        run_pipelined(conn, &part)
+            .await
+            .map(|replies| (group, replies))
+    }))
+    .buffer_unordered(PIPELINES_IN_FLIGHT);
+    while let Some(run) = runs.next().await {
+        let (group, replies) = run?;
+        for (k, reply) in group.into_iter().zip(replies) {
+            // A refusal (STALE: dropped or changed) or a decline leaves the board to the
+            // ordinary path, which reloads it and says what happened.
+            answers[fits[k]] = reply.ok().and_then(|value| report(value).ok().flatten());
+        }
+    }
+    Ok(answers)
+}
+
+/// Whether the script handles this board at all: it keeps no dense tallies, and knows
+/// the plain slot layout only (one hash per slot and stage): any other layout must be
+/// left to `retire.rs` here.
+fn fits(board: &Board) -> bool {
+    keys::window_dense(board, 0).is_empty()
+}
+
+/// The board's `retire_small.lua` call (`EVALSHA`): its candidate slots are those that
+/// crossed a window's cutoff at the boundary of `now`.
+fn call(conn: &RedisConn, board: &Board, now: Timestamp, max_fields: usize) -> Cmd {
+    let windows = board.config.windows();
+    let cutoffs: Vec<i64> = (0..windows.len())
+        .map(|j| board.config.cutoff(j, now))
+        .collect();
+    let mut candidates = cutoffs.clone();
+    candidates.sort_unstable();
+    candidates.dedup();
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(conn.scripts().retire_small.get_hash())
+        .arg(2 + windows.len() * (1 + candidates.len()))
+        .arg(keys::record(&board.name))
+        .arg(keys::index(&board.name));
+    for j in 0..windows.len() {
+        cmd.arg(keys::totals(&board.name, windows, j));
+    }
+    for &slot in &candidates {
+        for j in 0..windows.len() {
+            cmd.arg(keys::stage(&board.name, slot, j));
+        }
+    }
+    cmd.arg(board.version)
+        .arg(windows.len())
+        .arg(candidates.len())
+        .arg(max_fields);
+    for w in windows {
+        cmd.arg(w.seconds());
+    }
+    cmd.arg(&cutoffs).arg(&candidates);
+    cmd
+}
+
+/// The script's answer: a report, or `None` when it declined.
+fn report(reply: Value) -> Result<Option<RetireReport>> {
+    let items = array(reply, "retire_small")?;
+    if items.len() != 4 || string(&items[0], "outcome")? != "done" {
+        return Ok(None);
+    }
+    Ok(Some(RetireReport {
+        slots_retired: int(&items[1], "retired")? as u64,
+        fields_subtracted: int(&items[2], "subtracted")? as u64,
+        members_zeroed: int(&items[3], "zeroed")? as u64,
+        chunks: 1,
+        complete: true,
+    }))
+}
+
+/// Runs `calls` (`EVALSHA`s of `retire_small.lua`) in one pipeline; per call its reply
+/// or its error. Calls refused with `NOSCRIPT` ran nothing, so the script is loaded and
+/// only they are sent again.
+async fn run_pipelined(conn: &RedisConn, calls: &[Cmd]) -> Result<Vec<RedisResult<Value>>> {
+    let mut replies: Vec<Option<RedisResult<Value>>> = (0..calls.len()).map(|_| None).collect();
+    let mut pending: Vec<usize> = (0..calls.len()).collect();
+    for round in 0..3 {
+        if pending.is_empty() {
+            break;
+        }
+        if round > 0 {
+            // One command, not a pipeline: on a Cluster it goes to every master.
+            let mut load = redis::cmd("SCRIPT");
+            load.arg("LOAD").arg(RETIRE_SMALL_SOURCE);
+            let _: String = conn.query(&load, None, Retry::Idempotent).await?;
+        }
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        for &i in &pending {
+            pipe.add_command(calls[i].clone());
+        }
+        let results: Vec<RedisResult<Value>> =
+            conn.query_pipe(&pipe, None, Retry::Idempotent).await?;
+        let mut refused = Vec::new();
+        for (&i, result) in pending.iter().zip(results) {
+            match result {
+                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                    refused.push(i)
+                }
+                other => replies[i] = Some(other),
+            }
+        }
+        pending = refused;
+    }
+    // A call refused three times is left to the ordinary path (an error: not retired).
+    Ok(replies
+        .into_iter()
+        .map(|r| r.unwrap_or(Ok(Value::Nil)))
+        .collect())
+}

@@ -1,0 +1,375 @@
+//! Many small boards retired at one boundary (`Rollboard::retire_many`, the retirer) on
+//! a real Redis: one `retire_small.lua` call per board, pipelined; exact, the same as the
+//! window-by-window path; falling back to it for big or late boards; safe with two
+//! retirers at once, after a crash between calls, after a lost reply and after a
+//! `SCRIPT FLUSH`; and on Redis Cluster. Boards: slot `1m`, windows `1m` and `2m`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rollboard::{Board, BoardConfig, Event, RetireReport, Rollboard, Settings, Span};
+
+use crate::proxy::{Fault, FaultProxy};
+use crate::support::{Harness, START, TestRedis, clock, pairs, ranking, ts, unique, with_clock};
+
+/// `INFO commandstats` calls per command (lower case, e.g. `evalsha`), on a server of the
+/// test's own.
+async fn command_calls(redis: &TestRedis) -> HashMap<String, u64> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut redis.raw().await)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = rest.split("calls=").nth(1)?.split(',').next()?;
+            Some((name.to_owned(), calls.parse().ok()?))
+        })
+        .collect()
+}
+
+async fn reset_stats(redis: &TestRedis) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut redis.raw().await)
+        .await
+        .unwrap();
+}
+
+/// Creates `n` boards (slot 1m, windows 1m and 2m) and loads them.
+async fn boards(rb: &Rollboard, n: usize) -> Vec<Arc<Board>> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let name = unique("many");
+        rb.create_board(&name, BoardConfig::parse("1m", &["1m", "2m"]).unwrap())
+            .await
+            .unwrap();
+        out.push(Arc::new(rb.board(&name).await.unwrap()));
+    }
+    out
+}
+
+async fn write(rb: &Rollboard, board: &Board, events: &[(&str, i64)]) {
+    let events: Vec<Event> = events.iter().map(|(m, d)| Event::new(*m, *d)).collect();
+    rb.incr_batch(board.name.as_str(), &events).await.unwrap();
+}
+
+async fn top(rb: &Rollboard, board: &Board, window: &str) -> Vec<(String, i64)> {
+    let window = Some(Span::parse(window).unwrap());
+    ranking(&rb.top(board.name.as_str(), window, 0, 100).await.unwrap())
+}
+
+fn report(slots_retired: u64, fields: u64, zeroed: u64) -> RetireReport {
+    RetireReport {
+        slots_retired,
+        fields_subtracted: fields,
+        members_zeroed: zeroed,
+        chunks: 1,
+        complete: true,
+    }
+}
+
+/// Every board has "a" 2 and "b" 3 in slot START; the clock is then at START + 90.
+async fn written(rb: &Rollboard, clock: &rollboard::ManualClock, n: usize) -> Vec<Arc<Board>> {
+    clock.set(ts(START + 30));
+    let boards = boards(rb, n).await;
+    for b in &boards {
+        write(rb, b, &[("a", 2), ("b", 3)]).await;
+    }
+    // Nothing is due yet: this loads the script.
+    for result in rb.retire_many(&boards).await {
+        assert_eq!(result.unwrap(), report(0, 0, 0));
+    }
+    clock.set(ts(START + 90));
+    boards
+}
+
+#[tokio::test]
+async fn small_boards_are_retired_in_one_script_call_each() {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    let rb = with_clock(redis.store().await, &clock);
+    let boards = written(&rb, &clock, 3).await;
+
+    reset_stats(&redis).await;
+    let results = rb.retire_many(&boards).await;
+    let calls = command_calls(&redis).await;
+    // One script call per board (the window-by-window path makes at least four: each
+    // window's begin and its chunks); nothing else but the commands the scripts run.
+    assert_eq!(calls.get("evalsha"), Some(&3), "{calls:?}");
+    assert_eq!(calls.get("script|load"), None, "{calls:?}");
+    for (board, result) in boards.iter().zip(results) {
+        // Window 1m retired slot START (2 fields, both members gone); 2m has nothing due.
+        assert_eq!(result.unwrap(), report(1, 2, 2));
+        assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
+        assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
+    }
+
+    clock.set(ts(START + 150));
+    reset_stats(&redis).await;
+    let results = rb.retire_many(&boards).await;
+    assert_eq!(command_calls(&redis).await.get("evalsha"), Some(&3));
+    for (board, result) in boards.iter().zip(results) {
+        // Window 2m retired slot START, moved there by 1m: the slot is gone.
+        assert_eq!(result.unwrap(), report(1, 2, 2));
+        assert_eq!(top(&rb, board, "2m").await, Vec::<(String, i64)>::new());
+        let status = rb.describe_board(board.name.as_str()).await.unwrap();
+        assert_eq!(status.windows[0].retired_through, START + 60);
+        assert_eq!(status.windows[1].retired_through, START);
+        assert_eq!(status.windows[1].members, 0);
+    }
+}
+
+#[tokio::test]
+async fn the_batch_path_leaves_what_the_window_by_window_path_leaves() {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    let rb = with_clock(redis.store().await, &clock);
+    clock.set(ts(START + 5));
+    let made = boards(&rb, 2).await;
+    let (batched, single) = (&made[0], &made[1]);
+    // Eight minutes: each minute some members gain or lose, then both are retired.
+    for minute in 0..8i64 {
+        clock.set(ts(START + 60 * minute + 10));
+        let events: Vec<(String, i64)> = (0..4)
+            .map(|k| (format!("m{}", (minute + k) % 5), (minute * 3 + k) % 7 - 2))
+            .filter(|(_, d)| *d != 0)
+            .collect();
+        let events: Vec<(&str, i64)> = events.iter().map(|(m, d)| (m.as_str(), *d)).collect();
+        write(&rb, batched, &events).await;
+        write(&rb, single, &events).await;
+        clock.set(ts(START + 60 * minute + 70));
+        let fast = rb.retire_many(std::slice::from_ref(batched)).await;
+        assert_eq!(
+            fast[0].as_ref().unwrap().chunks,
+            1,
+            "one call at minute {minute}"
+        );
+        rb.retire(single.name.as_str()).await.unwrap();
+        for w in ["1m", "2m"] {
+            assert_eq!(top(&rb, batched, w).await, top(&rb, single, w).await);
+        }
+        let a = rb.describe_board(batched.name.as_str()).await.unwrap();
+        let b = rb.describe_board(single.name.as_str()).await.unwrap();
+        for (x, y) in a.windows.iter().zip(&b.windows) {
+            assert_eq!(
+                (x.members, x.retired_through, x.lag_seconds),
+                (y.members, y.retired_through, y.lag_seconds)
+            );
+        }
+    }
+    // The last minute's events are in 2m only.
+    assert_eq!(top(&rb, batched, "1m").await, Vec::<(String, i64)>::new());
+}
+
+#[tokio::test]
+async fn a_board_bigger_than_a_chunk_is_retired_in_chunks() {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    let mut settings = Settings::default();
+    settings.retire.chunk_size = 3;
+    let rb = Rollboard::with(redis.store().await, Arc::new(clock.clone()), settings);
+    clock.set(ts(START + 30));
+    let boards = boards(&rb, 1).await;
+    let five: Vec<(String, i64)> = (1..=5).map(|k| (format!("m{k}"), k)).collect();
+    let five: Vec<(&str, i64)> = five.iter().map(|(m, d)| (m.as_str(), *d)).collect();
+    write(&rb, &boards[0], &five).await;
+    clock.set(ts(START + 90));
+    let report = rb.retire_many(&boards).await.remove(0).unwrap();
+    assert_eq!(
+        (
+            report.slots_retired,
+            report.fields_subtracted,
+            report.members_zeroed
+        ),
+        (1, 5, 5)
+    );
+    assert!(report.chunks >= 2, "5 fields in chunks of 3: {report:?}");
+    assert_eq!(
+        top(&rb, &boards[0], "1m").await,
+        Vec::<(String, i64)>::new()
+    );
+    assert_eq!(top(&rb, &boards[0], "2m").await.len(), 5);
+}
+
+#[tokio::test]
+async fn a_board_behind_by_several_boundaries_is_caught_up_exactly() {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    let rb = with_clock(redis.store().await, &clock);
+    clock.set(ts(START + 30));
+    let boards = boards(&rb, 1).await;
+    write(&rb, &boards[0], &[("a", 2)]).await;
+    clock.set(ts(START + 90));
+    write(&rb, &boards[0], &[("a", 5), ("b", 1)]).await;
+    // Slots START and START + 60 are due in both windows, more than one boundary's worth.
+    clock.set(ts(START + 250));
+    let report = rb.retire_many(&boards).await.remove(0).unwrap();
+    assert_eq!(
+        (
+            report.slots_retired,
+            report.fields_subtracted,
+            report.members_zeroed
+        ),
+        (4, 6, 4)
+    );
+    for w in ["1m", "2m"] {
+        assert_eq!(top(&rb, &boards[0], w).await, Vec::<(String, i64)>::new());
+    }
+    assert_eq!(
+        rb.describe_board(boards[0].name.as_str())
+            .await
+            .unwrap()
+            .windows[1]
+            .retired_through,
+        START + 120
+    );
+}
+
+#[tokio::test]
+async fn two_retirers_at_once_subtract_each_field_once() {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    let rb = with_clock(redis.store().await, &clock);
+    let other = with_clock(redis.store().await, &clock);
+    let boards = written(&rb, &clock, 20).await;
+    let (mine, theirs) = tokio::join!(rb.retire_many(&boards), other.retire_many(&boards));
+    let mut fields = 0;
+    for (a, b) in mine.into_iter().zip(theirs) {
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert!(a.complete && b.complete);
+        fields += a.fields_subtracted + b.fields_subtracted;
+    }
+    assert_eq!(fields, 20 * 2, "each field subtracted by one retirer");
+    for board in &boards {
+        assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
+        assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
+    }
+}
+
+#[tokio::test]
+async fn a_crash_between_calls_leaves_the_rest_to_the_next_pass() {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    let rb = with_clock(redis.store().await, &clock);
+    let boards = written(&rb, &clock, 6).await;
+    // The first process retired half the boards, then died.
+    for result in rb.retire_many(&boards[..3]).await {
+        assert_eq!(result.unwrap(), report(1, 2, 2));
+    }
+    let restarted = with_clock(redis.store().await, &clock);
+    let results = restarted.retire_many(&boards).await;
+    for (k, (board, result)) in boards.iter().zip(results).enumerate() {
+        let expected = if k < 3 {
+            report(0, 0, 0)
+        } else {
+            report(1, 2, 2)
+        };
+        assert_eq!(result.unwrap(), expected, "board {k}");
+        assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
+        assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
+    }
+}
+
+#[tokio::test]
+async fn a_lost_pipeline_reply_is_sent_again_and_counts_once() {
+    let redis = TestRedis::spawn().await;
+    let proxy = FaultProxy::start(&redis.url).await;
+    let clock = clock();
+    let store = rollboard::RedisStore::connect(&proxy.url()).await.unwrap();
+    let rb = with_clock(Arc::new(store), &clock);
+    let boards = written(&rb, &clock, 4).await;
+    let record = format!("board_{{{}}}", boards[1].name);
+    proxy.arm(Fault::Cut, 1, move |r| r.is_script_with_key(&record));
+    let results = rb.retire_many(&boards).await;
+    assert_eq!(proxy.fired(), 1);
+    for (board, result) in boards.iter().zip(results) {
+        assert!(result.unwrap().complete);
+        assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
+        assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
+    }
+}
+
+#[tokio::test]
+async fn flushed_scripts_are_loaded_again_for_the_pipeline() {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    let rb = with_clock(redis.store().await, &clock);
+    let boards = written(&rb, &clock, 3).await;
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut redis.raw().await)
+        .await
+        .unwrap();
+    reset_stats(&redis).await;
+    for result in rb.retire_many(&boards).await {
+        assert_eq!(result.unwrap(), report(1, 2, 2));
+    }
+    let calls = command_calls(&redis).await;
+    // Three refused with NOSCRIPT, one load, three again.
+    assert_eq!(calls.get("evalsha"), Some(&6), "{calls:?}");
+    assert_eq!(calls.get("script|load"), Some(&1), "{calls:?}");
+}
+
+#[tokio::test]
+async fn the_retirer_retires_many_boards_with_one_call_each() {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    let rb = with_clock(redis.store().await, &clock);
+    let boards = written(&rb, &clock, 40).await;
+    clock.set(ts(START + 30));
+    let retirer = rb.start_retirer();
+    let mut status = retirer.status();
+    let first = ts(START + 30);
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        status.wait_for(|s| s.as_of.is_some_and(|t| t >= first)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    reset_stats(&redis).await;
+    clock.set(ts(START + 90));
+    let crossed = ts(START + 90);
+    let seen = *tokio::time::timeout(
+        Duration::from_secs(10),
+        status.wait_for(|s| s.as_of.is_some_and(|t| t >= crossed)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(seen.failed, 0);
+    assert_eq!(command_calls(&redis).await.get("evalsha"), Some(&40));
+    for board in &boards {
+        assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
+        assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
+    }
+    retirer.stop().await;
+}
+
+#[tokio::test]
+async fn small_boards_on_a_cluster_are_retired_exactly() {
+    let h = Harness::cluster().await;
+    let boards = written(&h.boards, &h.clock, 12).await;
+    for (board, result) in boards.iter().zip(h.boards.retire_many(&boards).await) {
+        assert_eq!(result.unwrap(), report(1, 2, 2));
+        assert_eq!(
+            top(&h.boards, board, "1m").await,
+            Vec::<(String, i64)>::new()
+        );
+        assert_eq!(
+            top(&h.boards, board, "2m").await,
+            pairs(&[("b", 3), ("a", 2)])
+        );
+    }
+    h.clock.set(ts(START + 150));
+    for (board, result) in boards.iter().zip(h.boards.retire_many(&boards).await) {
+        assert_eq!(result.unwrap(), report(1, 2, 2));
+        assert_eq!(
+            top(&h.boards, board, "2m").await,
+            Vec::<(String, i64)>::new()
+        );
+    }
+}
