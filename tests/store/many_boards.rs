@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rollboard::{Board, BoardConfig, Event, RetireReport, Rollboard, Settings, Span};
+use rollboard::{Board, BoardConfig, Event, Layout, RetireReport, Rollboard, Settings, Span};
 
 use crate::proxy::{Fault, FaultProxy};
 use crate::support::{Harness, START, TestRedis, clock, pairs, ranking, ts, unique, with_clock};
@@ -28,6 +28,20 @@ async fn command_calls(redis: &TestRedis) -> HashMap<String, u64> {
             Some((name.to_owned(), calls.parse().ok()?))
         })
         .collect()
+}
+
+/// A store on `redis`, a server of the test's own, whose boards that name no layout get
+/// `layout`; for compact, listpacks of at most 2 entries (a bucket fill of 1), so the
+/// slots of these few-member boards split into several buckets.
+async fn store(redis: &TestRedis, layout: Layout) -> Arc<rollboard::RedisStore> {
+    if layout == Layout::Compact {
+        redis.config_set("hash-max-listpack-entries", "2").await;
+    }
+    let options = rollboard::RedisOptions {
+        default_layout: layout,
+        ..rollboard::RedisOptions::default()
+    };
+    redis.store_with(options).await
 }
 
 async fn reset_stats(redis: &TestRedis) {
@@ -88,9 +102,18 @@ async fn written(rb: &Rollboard, clock: &rollboard::ManualClock, n: usize) -> Ve
 
 #[tokio::test]
 async fn small_boards_are_retired_in_one_script_call_each() {
+    one_call_each(Layout::Plain).await;
+}
+
+#[tokio::test]
+async fn small_boards_are_retired_in_one_script_call_each_on_compact_slots() {
+    one_call_each(Layout::Compact).await;
+}
+
+async fn one_call_each(layout: Layout) {
     let redis = TestRedis::spawn().await;
     let clock = clock();
-    let rb = with_clock(redis.store().await, &clock);
+    let rb = with_clock(store(&redis, layout).await, &clock);
     let boards = written(&rb, &clock, 3).await;
 
     reset_stats(&redis).await;
@@ -124,9 +147,18 @@ async fn small_boards_are_retired_in_one_script_call_each() {
 
 #[tokio::test]
 async fn the_batch_path_leaves_what_the_window_by_window_path_leaves() {
+    same_as_window_by_window(Layout::Plain).await;
+}
+
+#[tokio::test]
+async fn the_batch_path_leaves_what_the_window_by_window_path_leaves_on_compact_slots() {
+    same_as_window_by_window(Layout::Compact).await;
+}
+
+async fn same_as_window_by_window(layout: Layout) {
     let redis = TestRedis::spawn().await;
     let clock = clock();
-    let rb = with_clock(redis.store().await, &clock);
+    let rb = with_clock(store(&redis, layout).await, &clock);
     clock.set(ts(START + 5));
     let made = boards(&rb, 2).await;
     let (batched, single) = (&made[0], &made[1]);
@@ -230,10 +262,19 @@ async fn a_board_behind_by_several_boundaries_is_caught_up_exactly() {
 
 #[tokio::test]
 async fn two_retirers_at_once_subtract_each_field_once() {
+    two_retirers(Layout::Plain).await;
+}
+
+#[tokio::test]
+async fn two_retirers_at_once_subtract_each_field_once_on_compact_slots() {
+    two_retirers(Layout::Compact).await;
+}
+
+async fn two_retirers(layout: Layout) {
     let redis = TestRedis::spawn().await;
     let clock = clock();
-    let rb = with_clock(redis.store().await, &clock);
-    let other = with_clock(redis.store().await, &clock);
+    let rb = with_clock(store(&redis, layout).await, &clock);
+    let other = with_clock(store(&redis, layout).await, &clock);
     let boards = written(&rb, &clock, 20).await;
     let (mine, theirs) = tokio::join!(rb.retire_many(&boards), other.retire_many(&boards));
     let mut fields = 0;
@@ -251,15 +292,24 @@ async fn two_retirers_at_once_subtract_each_field_once() {
 
 #[tokio::test]
 async fn a_crash_between_calls_leaves_the_rest_to_the_next_pass() {
+    crash_between_calls(Layout::Plain).await;
+}
+
+#[tokio::test]
+async fn a_crash_between_calls_leaves_the_rest_to_the_next_pass_on_compact_slots() {
+    crash_between_calls(Layout::Compact).await;
+}
+
+async fn crash_between_calls(layout: Layout) {
     let redis = TestRedis::spawn().await;
     let clock = clock();
-    let rb = with_clock(redis.store().await, &clock);
+    let rb = with_clock(store(&redis, layout).await, &clock);
     let boards = written(&rb, &clock, 6).await;
     // The first process retired half the boards, then died.
     for result in rb.retire_many(&boards[..3]).await {
         assert_eq!(result.unwrap(), report(1, 2, 2));
     }
-    let restarted = with_clock(redis.store().await, &clock);
+    let restarted = with_clock(store(&redis, layout).await, &clock);
     let results = restarted.retire_many(&boards).await;
     for (k, (board, result)) in boards.iter().zip(results).enumerate() {
         let expected = if k < 3 {

@@ -81,9 +81,8 @@ pub(super) async fn retire_small(
     Ok(answers)
 }
 
-/// Whether the script handles this board at all: it keeps no dense tallies, and knows
-/// the plain slot layout only (one hash per slot and stage): any other layout must be
-/// left to `retire.rs` here.
+/// Whether the script handles this board at all: it keeps no dense tallies (it handles
+/// plain and compact slots alike).
 fn fits(board: &Board) -> bool {
     keys::window_dense(board, 0).is_empty()
 }
@@ -100,9 +99,10 @@ fn call(conn: &RedisConn, board: &Board, now: Timestamp, max_fields: usize) -> C
     candidates.dedup();
     let mut cmd = redis::cmd("EVALSHA");
     cmd.arg(conn.scripts().retire_small.get_hash())
-        .arg(2 + windows.len() * (1 + candidates.len()))
+        .arg(3 + windows.len() * (1 + candidates.len()))
         .arg(keys::record(&board.name))
-        .arg(keys::index(&board.name));
+        .arg(keys::index(&board.name))
+        .arg(keys::slot_geometry(&board.name));
     for j in 0..windows.len() {
         cmd.arg(keys::totals(&board.name, windows, j));
     }

@@ -2,9 +2,11 @@
 --
 -- KEYS[1]            board record            board_{b}
 -- KEYS[2]            slot index              slots_{b}
--- KEYS[2+j]          window j's totals       stats_{b} or stats_{b}_<W>     (j = 1..n)
--- KEYS[2+n+(c-1)n+j] candidate slot c's stage for window j: slot_{b}_<ts> (j = 1) or
---                    slot_{b}_<ts>_<j-1>                          (c = 1..m, j = 1..n)
+-- KEYS[3]            slot geometries         slotgeo_{b} (compact slots, see prelude)
+-- KEYS[3+j]          window j's totals       stats_{b} or stats_{b}_<W>     (j = 1..n)
+-- KEYS[3+n+(c-1)n+j] candidate slot c's stage for window j: slot_{b}_<ts> (j = 1) or
+--                    slot_{b}_<ts>_<j-1>                          (c = 1..m, j = 1..n);
+--                    on a compact slot the prefix of its buckets <key>:<i>
 --
 -- ARGV[1]            board version the caller expects
 -- ARGV[2]            n, the board's windows
@@ -21,6 +23,10 @@
 -- is due too) and deletes it, marks the window retired through its cutoff, and drops from
 -- the index the slots the largest window retired. The caller names the slots it expects
 -- to be due (those that crossed a cutoff at the boundary), since every key is passed in.
+-- A compact slot is handled bucket by bucket, as retire_chunk.lua does: each bucket read
+-- whole, subtracted, and handed on by one RENAME when the next stage has no such bucket
+-- (merged otherwise); its geometry goes with its index entry. A compact slot of more
+-- than MAX_BUCKETS buckets is not small.
 --
 -- It first checks, changing nothing, that the call fits: every slot due is a candidate,
 -- and the fields to handle (each stage's size plus what the smaller window moves into it)
@@ -32,14 +38,26 @@
 -- {'fallback', reason}.
 -- Errors: "STALE ..." (board missing, dropped or of another version).
 
-local board, index = KEYS[1], KEYS[2]
+local MAX_BUCKETS = 64
+local board, index, geo_key = KEYS[1], KEYS[2], KEYS[3]
 local n, m, max_fields = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local function window(j) return ARGV[4 + j] end
 local function cutoff(j) return ARGV[4 + n + j] end
-local function totals(j) return KEYS[2 + j] end
-local function stage(c, j) return KEYS[2 + n + (c - 1) * n + j] end
+local function totals(j) return KEYS[3 + j] end
+local function stage(c, j) return KEYS[3 + n + (c - 1) * n + j] end
 local candidates = {}
 for c = 1, m do candidates[ARGV[4 + 2 * n + c]] = c end
+-- Each candidate's geometry (false: a plain slot).
+local geo = redis.call('HMGET', geo_key, unpack(ARGV, 5 + 2 * n, 4 + 2 * n + m))
+for c = 1, m do geo[c] = parse_geometry(geo[c]) or false end
+
+-- The hashes that hold candidate c's stage j: the stage hash, or its buckets.
+local function hashes(c, j)
+  if not geo[c] then return { stage(c, j) } end
+  local list = {}
+  for i = 0, bucket_count(geo[c]) - 1 do list[#list + 1] = bucket_key(stage(c, j), i) end
+  return list
+end
 
 local fields = {}
 for j = 1, n do
@@ -60,7 +78,9 @@ for j = 1, n do
   for _, slot in ipairs(due) do
     local c = candidates[slot]
     if not c then return { 'fallback', 'slots' } end
-    local size = redis.call('HLEN', stage(c, j)) + (carried[c] or 0)
+    if geo[c] and bucket_count(geo[c]) > MAX_BUCKETS then return { 'fallback', 'big' } end
+    local size = carried[c] or 0
+    for _, key in ipairs(hashes(c, j)) do size = size + redis.call('HLEN', key) end
     carried[c] = size
     work = work + size
     if work > max_fields then return { 'fallback', 'big' } end
@@ -96,19 +116,30 @@ for j = 1, n do
   end
   while p <= #plan and plan[p][1] == j do
     local c, slot = plan[p][2], plan[p][3]
-    local flat = redis.call('HGETALL', stage(c, j))
-    if #flat > 0 then
-      local names, values = {}, {}
-      for x = 1, #flat, 2 do
-        names[#names + 1] = flat[x]
-        values[#values + 1] = tonumber(flat[x + 1])
+    local next_hashes = j < n and hashes(c, j + 1) or {}
+    for h, key in ipairs(hashes(c, j)) do
+      local flat = redis.call('HGETALL', key)
+      if #flat > 0 then
+        local names, values = {}, {}
+        for x = 1, #flat, 2 do
+          names[#names + 1] = flat[x]
+          values[#values + 1] = tonumber(flat[x + 1])
+        end
+        zeroed = zeroed + bulk_add(totals(j), true, -1, names, values)
+        local target = next_hashes[h]
+        if target and geo[c] and redis.call('EXISTS', target) == 0 then
+          redis.call('RENAME', key, target)
+        else
+          if target then bulk_add(target, false, 1, names, values) end
+          redis.call('DEL', key)
+        end
+        subtracted = subtracted + #names
       end
-      zeroed = zeroed + bulk_add(totals(j), true, -1, names, values)
-      if j < n then bulk_add(stage(c, j + 1), false, 1, names, values) end
-      redis.call('DEL', stage(c, j))
-      subtracted = subtracted + #names
     end
-    if j == n then redis.call('ZREM', index, slot) end
+    if j == n then
+      redis.call('ZREM', index, slot)
+      if geo[c] then redis.call('HDEL', geo_key, slot) end
+    end
     p = p + 1
   end
   if tonumber(done(j)) < tonumber(cutoff(j)) then
