@@ -179,7 +179,7 @@ async fn run(redis: &Redis, call_budget: Duration, board: &str, phase: Duration)
                 call_budget,
                 ..IngestOptions::default()
             },
-            ..RedisOptions::default()
+            ..crate::setup::store_options()
         },
     )
     .await

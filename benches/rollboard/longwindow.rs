@@ -16,9 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
-use rollboard::{
-    BoardConfig, Event, ManualClock, RedisStore, Rollboard, Settings, Span, Timestamp,
-};
+use rollboard::{BoardConfig, Event, ManualClock, Rollboard, Settings, Span, Timestamp};
 
 use crate::report::{Row, rate, thousands};
 use crate::slowlog;
@@ -41,7 +39,7 @@ pub async fn longwindow(redis: &crate::setup::Redis) -> Vec<Row> {
     let now = Timestamp::now_utc();
     // The clock stands still: no slot leaves the window and none is created meanwhile.
     let clock = ManualClock::new(now);
-    let store = Arc::new(RedisStore::connect(redis_url).await.unwrap());
+    let store = crate::setup::store(redis_url).await;
     let boards = Rollboard::with(store, Arc::new(clock), Settings::default());
     let window = Span::parse("180d").unwrap();
     boards

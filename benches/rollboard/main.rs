@@ -17,7 +17,9 @@
 //! a check that totals equal the acknowledged events.
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
 //! phases only (comma-separated: uniform, zipf, single, library, huge, reads, retire,
-//! recompute, longwindow, pages, ranks, rates, counters, memory, bigwrite, manyboards).
+//! recompute, longwindow, pages, ranks, rates, counters, memory, bigwrite, manyboards);
+//! `BENCH_LAYOUT=compact` keeps the boards the service and library phases create (those
+//! that name no layout) in compact slots (default plain).
 //! Phase `manyboards`: 30,000 and 100,000 small boards (`BENCH_BOARDS` sets the counts)
 //! retired at one boundary by the service's retirer, and the service's heap per board. Phase
 //! `bigwrite`: writes to a 200,000-member `1h`/`24h` board with the call budget and
@@ -51,7 +53,7 @@ use std::time::{Duration, Instant};
 
 use load::{Load, Spread};
 use report::{Row, rate};
-use rollboard::{Event, RedisStore, Rollboard};
+use rollboard::{Event, Rollboard};
 use serde_json::json;
 
 fn main() {
@@ -178,7 +180,7 @@ fn main() {
         // The library path, and a lone event's latency through it.
         if run("library") {
             eprintln!("library …");
-            let boards = Rollboard::new(Arc::new(RedisStore::connect(&redis.url).await.unwrap()));
+            let boards = Rollboard::new(setup::store(&redis.url).await);
             create("bench-library", "1h", &["24h"]).await;
             let batches: Arc<Vec<Vec<Event>>> = Arc::new(
                 (0..200)
@@ -219,7 +221,7 @@ fn main() {
         // Ordinary batches before and after one huge delta and its negation.
         if run("huge") {
             eprintln!("huge delta …");
-            let boards = Rollboard::new(Arc::new(RedisStore::connect(&redis.url).await.unwrap()));
+            let boards = Rollboard::new(setup::store(&redis.url).await);
             let (huge_rows, done) =
                 huge::huge_delta(&boards, &redis.url, "bench-huge", phase).await;
             rows.extend(huge_rows);

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use rollboard::service::Scheduler;
-use rollboard::{BoardConfig, Event, ManualClock, RedisStore, Rollboard, Settings, Timestamp};
+use rollboard::{BoardConfig, Event, ManualClock, Rollboard, Settings, Timestamp};
 
 use crate::report::{Row, thousands};
 use crate::setup::Redis;
@@ -94,7 +94,7 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, f64, usize) {
     let now = Timestamp::now_utc().unix_seconds();
     let start = now - now % 60 + 30;
     let clock = ManualClock::new(Timestamp::from_unix_seconds(start).unwrap());
-    let store = Arc::new(RedisStore::connect(&url).await.unwrap());
+    let store = crate::setup::store(&url).await;
     let boards = Rollboard::with(store, Arc::new(clock.clone()), Settings::default());
     let scheduler = Scheduler::new(boards.clone());
     let before = crate::allocated();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use rollboard::{BoardConfig, Event, RedisStore, Rollboard, Span};
+use rollboard::{BoardConfig, Event, Rollboard, Span};
 
 use crate::load::Load;
 use crate::report::{Row, thousands};
@@ -46,8 +46,8 @@ fn boards() -> [Measured; 2] {
 }
 
 pub async fn pages(redis_url: &str, phase: Duration) -> Vec<Row> {
-    let reader = Rollboard::new(Arc::new(RedisStore::connect(redis_url).await.unwrap()));
-    let writer = Rollboard::new(Arc::new(RedisStore::connect(redis_url).await.unwrap()));
+    let reader = Rollboard::new(crate::setup::store(redis_url).await);
+    let writer = Rollboard::new(crate::setup::store(redis_url).await);
     let mut rows = Vec::new();
     for (board, scores, total) in boards() {
         eprintln!("  {board}: writing {} members …", thousands(MEMBERS as f64));

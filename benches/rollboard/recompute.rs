@@ -12,9 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
-use rollboard::{
-    BoardConfig, Event, ManualClock, RedisStore, Rollboard, Settings, Span, Timestamp,
-};
+use rollboard::{BoardConfig, Event, ManualClock, Rollboard, Settings, Span, Timestamp};
 
 use crate::report::{Row, rate, thousands};
 use crate::slowlog;
@@ -60,7 +58,7 @@ pub async fn recompute(redis: &crate::setup::Redis) -> Vec<Row> {
     let redis_url = redis.url.as_str();
     let now = Timestamp::now_utc();
     let clock = ManualClock::new(now.plus_millis(-(SLOTS - 1) * 3_600_000));
-    let store = Arc::new(RedisStore::connect(redis_url).await.unwrap());
+    let store = crate::setup::store(redis_url).await;
     let boards = Rollboard::with(store, Arc::new(clock.clone()), Settings::default());
     let four_hours = Span::parse("4h").unwrap();
     boards

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rollboard::service::{self, ServiceConfig};
-use rollboard::{RedisStore, Rollboard, Settings, SystemClock};
+use rollboard::{Layout, RedisOptions, RedisStore, Rollboard, Settings, SystemClock};
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
@@ -187,6 +187,27 @@ pub struct Service {
     shutdown: Option<oneshot::Sender<()>>,
 }
 
+/// The store options of the service and library phases: boards that name no layout get
+/// `BENCH_LAYOUT` (`plain`, the default, or `compact`).
+pub fn store_options() -> RedisOptions {
+    let layout = std::env::var("BENCH_LAYOUT").map_or(Layout::Plain, |l| {
+        l.parse().unwrap_or_else(|e| panic!("BENCH_LAYOUT: {e}"))
+    });
+    RedisOptions {
+        default_layout: layout,
+        ..RedisOptions::default()
+    }
+}
+
+/// A store on `url` with [`store_options`].
+pub async fn store(url: &str) -> Arc<RedisStore> {
+    Arc::new(
+        RedisStore::connect_with(url, store_options())
+            .await
+            .unwrap(),
+    )
+}
+
 pub fn start_service(redis: &Redis) -> Service {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -196,7 +217,7 @@ pub fn start_service(redis: &Redis) -> Service {
         .unwrap();
     let (tx, rx) = oneshot::channel::<()>();
     let url = runtime.block_on(async {
-        let store = Arc::new(RedisStore::connect(&redis.url).await.unwrap());
+        let store = store(&redis.url).await;
         let boards = Rollboard::with(store, Arc::new(SystemClock), Settings::default());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
