@@ -18,8 +18,8 @@
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
 //! phases only (comma-separated: uniform, zipf, single, library, huge, reads, retire,
 //! recompute, longwindow, pages, ranks, rates, counters, memory, bigwrite, manyboards);
-//! `BENCH_LAYOUT=compact` keeps the boards the service and library phases create (those
-//! that name no layout) in compact slots (default plain).
+//! `BENCH_LAYOUT=plain` keeps the boards the service and library phases create (those
+//! that name no layout) in plain slots (default compact, the store's default).
 //! Phase `manyboards`: 30,000 and 100,000 small boards (`BENCH_BOARDS` sets the counts)
 //! retired at one boundary by the service's retirer, and the service's heap per board. Phase
 //! `bigwrite`: writes to a 200,000-member `1h`/`24h` board with the call budget and

@@ -188,14 +188,16 @@ pub struct Service {
 }
 
 /// The store options of the service and library phases: boards that name no layout get
-/// `BENCH_LAYOUT` (`plain`, the default, or `compact`).
+/// `BENCH_LAYOUT` (`plain` or `compact`; the store's default, compact, when unset).
 pub fn store_options() -> RedisOptions {
-    let layout = std::env::var("BENCH_LAYOUT").map_or(Layout::Plain, |l| {
-        l.parse().unwrap_or_else(|e| panic!("BENCH_LAYOUT: {e}"))
+    let defaults = RedisOptions::default();
+    let layout = std::env::var("BENCH_LAYOUT").map_or(defaults.default_layout, |l| {
+        l.parse::<Layout>()
+            .unwrap_or_else(|e| panic!("BENCH_LAYOUT: {e}"))
     });
     RedisOptions {
         default_layout: layout,
-        ..RedisOptions::default()
+        ..defaults
     }
 }
 

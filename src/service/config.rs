@@ -10,7 +10,7 @@
 //! redis_tls_ca = "/etc/rollboard/redis-ca.pem"  # or REDIS_TLS_CA: a private CA (PEM)
 //! redis_connection_timeout = "2s"           # or ROLLBOARD_REDIS_CONNECTION_TIMEOUT
 //! redis_response_timeout = "2s"             # or ROLLBOARD_REDIS_RESPONSE_TIMEOUT
-//! default_layout = "plain"                  # or ROLLBOARD_DEFAULT_LAYOUT: the slot layout
+//! default_layout = "compact"                # or ROLLBOARD_DEFAULT_LAYOUT: the slot layout
 //!                                           # of boards created without one
 //! accept_eviction = false                   # or ROLLBOARD_ACCEPT_EVICTION
 //! write_token = "…"                         # or ROLLBOARD_WRITE_TOKEN
@@ -480,7 +480,7 @@ mod tests {
                 redis_connection_timeout = "500ms"
                 redis_response_timeout = 3
                 accept_eviction = true
-                default_layout = "compact"
+                default_layout = "plain"
                 "#,
             )
         };
@@ -489,16 +489,16 @@ mod tests {
         assert_eq!(c.redis.connection_timeout, Duration::from_millis(500));
         assert_eq!(c.redis.response_timeout, Duration::from_secs(3));
         assert!(c.settings.accept_eviction);
-        assert_eq!(c.redis.default_layout, Layout::Compact);
+        assert_eq!(c.redis.default_layout, Layout::Plain);
         assert_eq!(
             ServiceConfig::resolve(ConfigFile::default(), Overrides::default())
                 .unwrap()
                 .redis
                 .default_layout,
-            Layout::Plain
+            Layout::Compact
         );
         let env = Overrides {
-            default_layout: Some(Layout::Plain),
+            default_layout: Some(Layout::Compact),
             redis_tls_ca: Some("/run/ca.pem".into()),
             redis_response_timeout: Some("150ms".parse().unwrap()),
             accept_eviction: Some(false),
@@ -508,7 +508,7 @@ mod tests {
         assert_eq!(c.redis.tls_ca, Some(PathBuf::from("/run/ca.pem")));
         assert_eq!(c.redis.connection_timeout, Duration::from_millis(500));
         assert_eq!(c.redis.response_timeout, Duration::from_millis(150));
-        assert_eq!(c.redis.default_layout, Layout::Plain);
+        assert_eq!(c.redis.default_layout, Layout::Compact);
         assert!(!c.settings.accept_eviction);
         let c = ServiceConfig::resolve(ConfigFile::default(), Overrides::default()).unwrap();
         assert_eq!(c.redis, RedisOptions::default());

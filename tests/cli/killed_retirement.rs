@@ -45,7 +45,13 @@ async fn a_service_killed_mid_retirement_finishes_it_exactly_when_started_again(
     );
     let name = unique("big");
     boards
-        .create_board(&name, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+        // Plain slots: the test reads a stage's one hash.
+        .create_board(
+            &name,
+            BoardConfig::parse("1h", &["1h", "24h"])
+                .unwrap()
+                .with_layout(Some(rollboard::Layout::Plain)),
+        )
         .await
         .unwrap();
     let members: Vec<String> = (0..MEMBERS).map(|i| format!("m{i}")).collect();

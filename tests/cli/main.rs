@@ -279,23 +279,20 @@ async fn recompute_repairs_a_drifted_board_and_says_what_it_did() {
 #[tokio::test]
 async fn relayout_switches_new_slots_and_counts_the_old_ones() {
     let redis = TestRedis::start().await;
-    // Two live plain slots (the default layout).
+    // Two live compact slots (the default layout).
     let board = overdue_board(&redis).await;
-    let out = rollboard(
-        &["relayout", &board, "--layout", "compact"],
-        Some(&redis.url),
-    );
+    let out = rollboard(&["relayout", &board, "--layout", "plain"], Some(&redis.url));
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
         format!(
-            "{board}: new slots are compact; 2 of 2 live slots keep the old layout until they retire\n"
+            "{board}: new slots are plain; 2 of 2 live slots keep the old layout until they retire\n"
         )
     );
     let boards = Rollboard::redis(&redis.url).await.unwrap();
     assert_eq!(
         boards.board(&board).await.unwrap().config.layout(),
-        Some(rollboard::Layout::Compact)
+        Some(rollboard::Layout::Plain)
     );
     let bad = rollboard(&["relayout", &board, "--layout", "round"], Some(&redis.url));
     assert!(!bad.status.success());

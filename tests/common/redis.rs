@@ -116,6 +116,17 @@ impl TestRedis {
         )
     }
 
+    /// A store on this server whose boards that name no layout keep plain slots (one
+    /// hash per stage; the store's default is compact).
+    #[allow(dead_code)] // not every test binary uses it
+    pub async fn store_plain(&self) -> Arc<RedisStore> {
+        let options = rollboard::RedisOptions {
+            default_layout: rollboard::Layout::Plain,
+            ..rollboard::RedisOptions::default()
+        };
+        self.store_with(options).await
+    }
+
     /// The store itself (not shared), for a Rollboard with settings of the test's own.
     pub async fn store_owned(&self) -> RedisStore {
         RedisStore::connect(&self.url)

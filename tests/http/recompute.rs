@@ -125,20 +125,20 @@ async fn an_admin_relayouts_a_board_over_http() {
     let reply = app
         .request(
             Method::POST,
-            &format!("/v1/boards/{b}/relayout?layout=compact"),
+            &format!("/v1/boards/{b}/relayout?layout=plain"),
             None,
             None,
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
-    // The one live slot was made before: plain (the service's default).
+    // The one live slot was made before: compact (the service's default).
     assert_eq!(
         reply.body,
-        json!({"layout": "compact", "live_slots": 1, "old_layout_slots": 1})
+        json!({"layout": "plain", "live_slots": 1, "old_layout_slots": 1})
     );
     let board = app.get(&format!("/v1/boards/{b}")).await;
     assert_eq!(
-        board.body["config"]["layout"], "compact",
+        board.body["config"]["layout"], "plain",
         "{:?}",
         board.body
     );

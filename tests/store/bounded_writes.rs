@@ -20,6 +20,8 @@ fn options(call_budget: Duration) -> RedisOptions {
             call_budget,
             ..IngestOptions::default()
         },
+        // Plain slots: the tests read a slot's one hash.
+        default_layout: rollboard::Layout::Plain,
         ..RedisOptions::default()
     }
 }

@@ -136,7 +136,7 @@ async fn top_24h(h: &Harness, b: &str) -> Vec<(String, i64)> {
 
 #[tokio::test]
 async fn history_sums_a_members_bucket_of_every_stage_of_a_split_slot() {
-    let h = Harness::redis().await;
+    let h = Harness::redis_plain().await;
     // L = 0, p = 0: one bucket.
     let one = setup(&h, (0, 0)).await;
     assert!(
@@ -185,7 +185,7 @@ async fn history_sums_a_members_bucket_of_every_stage_of_a_split_slot() {
 
 #[tokio::test]
 async fn removal_deletes_a_member_from_its_bucket_of_every_stage() {
-    let h = Harness::redis().await;
+    let h = Harness::redis_plain().await;
     let b = setup(&h, (3, 2)).await;
     // m0 and m3: in both stages of the compact slot and in the plain one; m59: only in
     // stage 1.
@@ -216,7 +216,7 @@ async fn removal_deletes_a_member_from_its_bucket_of_every_stage() {
 
 #[tokio::test]
 async fn recompute_scans_and_folds_every_bucket_of_a_compact_slot() {
-    let h = Harness::redis().await;
+    let h = Harness::redis_plain().await;
     let b = setup(&h, (2, 3)).await;
     // Drift: the 24h totals lose a member and gain a wrong score.
     let mut raw = h.redis.as_ref().unwrap().raw().await;

@@ -78,7 +78,7 @@ async fn split_slot_retires_exactly(ties: Ties) {
         .config_set("hash-max-listpack-entries", LISTPACK)
         .await;
     let clock = clock();
-    let boards = with_clock(redis.store().await, &clock);
+    let boards = with_clock(redis.store_plain().await, &clock);
     let mut raw = redis.raw().await;
     let (b, oracle) = split_slot_board(&boards, &clock, &mut raw, ties).await;
     let [stage1, stage2]: [String; 2] = stage_keys(&b, START, 2).try_into().unwrap();
@@ -167,8 +167,8 @@ async fn two_retirers_at_once_retire_a_compact_slot_exactly() {
     let redis = TestRedis::start().await;
     let clock = clock();
     let replicas = [
-        with_clock(redis.store().await, &clock),
-        with_clock(redis.store().await, &clock),
+        with_clock(redis.store_plain().await, &clock),
+        with_clock(redis.store_plain().await, &clock),
     ];
     let mut raw = redis.raw().await;
     let (b, oracle) = split_slot_board(&replicas[0], &clock, &mut raw, Ties::Competition).await;
@@ -202,7 +202,7 @@ async fn two_retirers_at_once_retire_a_compact_slot_exactly() {
 async fn dropping_a_board_with_a_split_compact_slot_leaves_no_key() {
     let redis = TestRedis::start().await;
     let clock = clock();
-    let boards = with_clock(redis.store().await, &clock);
+    let boards = with_clock(redis.store_plain().await, &clock);
     let mut raw = redis.raw().await;
     let (b, _) = split_slot_board(&boards, &clock, &mut raw, Ties::Dense).await;
     let before = board_keys(&mut raw, &b).await;

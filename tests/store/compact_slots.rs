@@ -141,15 +141,17 @@ async fn late_writes_to_a_frozen_slot_follow_its_geometry_without_splitting() {
 }
 
 #[tokio::test]
-async fn plain_boards_and_boards_naming_no_layout_keep_one_hash_per_stage() {
-    let h = Harness::redis().await;
+async fn boards_naming_no_layout_follow_the_stores_default_and_plain_ones_keep_one_hash() {
+    // A store whose default is plain.
+    let h = Harness::redis_plain().await;
     let b = h.board("1h", &["1h"]).await;
     h.boards.incr(&b, "a", 1, None).await.unwrap();
     assert_eq!(geometry(&h, &b, START).await, None);
     let board = h.boards.board(&b).await.unwrap();
     assert_eq!(board.config.layout(), None);
 
-    let compact = Harness::redis_compact().await;
+    // The store's own default: compact.
+    let compact = Harness::redis().await;
     let c = compact.board("1h", &["1h"]).await;
     compact.boards.incr(&c, "a", 1, None).await.unwrap();
     assert_eq!(geometry(&compact, &c, START).await, Some((0, 0, 1)));

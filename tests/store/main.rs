@@ -2,8 +2,9 @@
 //! the harness starts on a free port (or `REDIS_URL` when set).
 
 /// Runs each case (an `async fn(Harness)`) on every store: as `memory::case`,
-/// `redis::case` (a real redis-server of its own), `compact::case` (the same, with
-/// boards in the compact slot layout unless they name one) and `cluster::case` (the Redis
+/// `redis::case` (a real redis-server of its own, whose boards keep compact slots unless
+/// they name a layout, the default), `plain::case` (the same with plain slots) and
+/// `cluster::case` (the Redis
 /// Cluster this binary shares). Defined before the modules that use it.
 macro_rules! on_every_store {
     ($($case:ident),* $(,)?) => {
@@ -23,8 +24,8 @@ macro_rules! on_memory_and_redis {
         mod redis {
             $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis().await).await })*
         }
-        mod compact {
-            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis_compact().await).await })*
+        mod plain {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis_plain().await).await })*
         }
     };
 }

@@ -43,7 +43,13 @@ fn boards_on(store: RedisStore, settings: Settings) -> Rollboard {
 #[tokio::test]
 async fn a_full_redis_refuses_writes_as_store_full_and_applies_none_in_part() {
     let redis = TestRedis::spawn().await;
-    let boards = boards_on(redis.store_owned().await, Settings::default());
+    // Plain slots: the test reads the slot's one hash.
+    let options = rollboard::RedisOptions {
+        default_layout: rollboard::Layout::Plain,
+        ..rollboard::RedisOptions::default()
+    };
+    let store = RedisStore::connect_with(&redis.url, options).await.unwrap();
+    let boards = boards_on(store, Settings::default());
     let config = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
     let board = unique("full");
     boards.create_board(&board, config.clone()).await.unwrap();

@@ -24,7 +24,7 @@ fn set(keys: &[String]) -> BTreeSet<String> {
 
 #[tokio::test]
 async fn keys_follow_the_documented_layout() {
-    let h = Harness::redis().await;
+    let h = Harness::redis_plain().await;
     let b = h.board("1h", &["1h", "24h"]).await;
     h.boards.incr(&b, "post:1", 1, None).await.unwrap();
     assert_eq!(
@@ -85,7 +85,7 @@ async fn keys_follow_the_documented_layout() {
 
 #[tokio::test]
 async fn a_slot_is_deleted_once_its_largest_window_retired_it() {
-    let h = Harness::redis().await;
+    let h = Harness::redis_plain().await;
     let b = h.board("1h", &["1h", "3h"]).await;
     h.boards.incr(&b, "a", 1, None).await.unwrap();
     h.at(2 * 3600);
@@ -125,7 +125,7 @@ async fn fill_slot(h: &Harness, board: &str, members: usize, tag: &str, oracle: 
 
 #[tokio::test]
 async fn a_big_slot_retires_in_bounded_chunks() {
-    big_slot_retires_in_bounded_chunks(Harness::redis().await).await;
+    big_slot_retires_in_bounded_chunks(Harness::redis_plain().await).await;
 }
 
 #[tokio::test]
@@ -161,7 +161,7 @@ async fn big_slot_retires_in_bounded_chunks(h: Harness) {
 
 #[tokio::test]
 async fn a_retirement_stopped_after_some_chunks_resumes_exactly() {
-    retirement_stopped_after_some_chunks_resumes_exactly(Harness::redis().await).await;
+    retirement_stopped_after_some_chunks_resumes_exactly(Harness::redis_plain().await).await;
 }
 
 #[tokio::test]
@@ -214,7 +214,7 @@ async fn retirement_stopped_after_some_chunks_resumes_exactly(h: Harness) {
 
 #[tokio::test]
 async fn scripts_are_reloaded_after_script_flush() {
-    let h = Harness::redis().await;
+    let h = Harness::redis_plain().await;
     let b = h.board("1h", &["1h"]).await;
     h.boards.incr(&b, "a", 2, None).await.unwrap();
     let mut raw = h.redis.as_ref().unwrap().raw().await;
@@ -239,7 +239,7 @@ async fn scripts_are_reloaded_after_script_flush() {
 
 #[tokio::test]
 async fn a_dropped_board_rejects_in_flight_writers_and_a_second_drop_finishes() {
-    let h = Harness::redis().await;
+    let h = Harness::redis_plain().await;
     let b = h.board("1h", &["1h"]).await;
     h.boards.incr(&b, "a", 1, None).await.unwrap();
     // A drop that stopped after marking the record: writes already fail...
@@ -271,7 +271,7 @@ async fn abs_sum(h: &Harness, board: &str) -> i64 {
 
 #[tokio::test]
 async fn the_record_bounds_every_magnitude_until_a_huge_delta_makes_the_board_exact() {
-    let h = Harness::redis().await;
+    let h = Harness::redis_plain().await;
     let b = h.board("1h", &["1h"]).await;
     assert_eq!(abs_sum(&h, &b).await, 0);
     let events = [
@@ -320,7 +320,7 @@ async fn command_calls(h: &Harness, command: &str) -> u64 {
 
 #[tokio::test]
 async fn after_a_huge_delta_and_its_negation_batches_take_the_fast_path_again() {
-    let h = Harness::redis().await;
+    let h = Harness::redis_plain().await;
     if !h.redis.as_ref().unwrap().owned() {
         return; // counts commands: needs a server of its own
     }
@@ -416,7 +416,7 @@ async fn concurrent_writers_share_script_calls() {
     // A server of this test's own: the test counts its script calls.
     let redis = crate::support::TestRedis::spawn().await;
     let clock = crate::support::clock();
-    let boards = crate::support::with_clock(redis.store().await, &clock);
+    let boards = crate::support::with_clock(redis.store_plain().await, &clock);
     let b = unique("gc");
     boards
         .create_board(&b, BoardConfig::parse("1h", &["1h"]).unwrap())

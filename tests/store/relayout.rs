@@ -148,7 +148,7 @@ async fn wait_for_slot(h: &Harness, board: &str, slot: i64) {
 /// oracle.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn relayout_under_concurrent_writes_stays_exact() {
-    let h = Harness::redis().await;
+    let h = Harness::redis_plain().await;
     let config = BoardConfig::parse("1h", &["1h", "6h"]).unwrap();
     let b = h.board("1h", &["1h", "6h"]).await;
     let events: Events = Arc::default();

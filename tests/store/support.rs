@@ -39,7 +39,23 @@ impl Harness {
         }
     }
 
-    /// As [`redis`](Self::redis), with boards that name no layout kept compact.
+    /// As [`redis`](Self::redis), with boards that name no layout kept plain.
+    pub async fn redis_plain() -> Harness {
+        let redis = TestRedis::start().await;
+        let clock = clock();
+        let options = rollboard::RedisOptions {
+            default_layout: rollboard::Layout::Plain,
+            ..rollboard::RedisOptions::default()
+        };
+        Harness {
+            boards: with_clock(redis.store_with(options).await, &clock),
+            clock,
+            redis: Some(redis),
+        }
+    }
+
+    /// As [`redis`](Self::redis), with boards that name no layout kept compact (the
+    /// store's default, named).
     pub async fn redis_compact() -> Harness {
         let redis = TestRedis::start().await;
         let clock = clock();

@@ -72,7 +72,9 @@ pub struct RedisOptions {
     /// How concurrent writes are batched (group commit).
     pub ingest: IngestOptions,
     /// The layout of boards created without one (`BoardConfig::with_layout`); it
-    /// decides the layout of each of their slots when the slot is created.
+    /// decides the layout of each of their slots when the slot is created. Compact by
+    /// default: a third of the memory, for a little write throughput (see
+    /// `docs/design.md`, "Compact slots", "Which layout by default").
     pub default_layout: Layout,
 }
 
@@ -85,7 +87,7 @@ impl Default for RedisOptions {
             connection_timeout: Duration::from_secs(2),
             tls_ca: None,
             ingest: IngestOptions::default(),
-            default_layout: Layout::Plain,
+            default_layout: Layout::Compact,
         }
     }
 }
