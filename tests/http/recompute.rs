@@ -137,11 +137,7 @@ async fn an_admin_relayouts_a_board_over_http() {
         json!({"layout": "plain", "live_slots": 1, "old_layout_slots": 1})
     );
     let board = app.get(&format!("/v1/boards/{b}")).await;
-    assert_eq!(
-        board.body["config"]["layout"], "plain",
-        "{:?}",
-        board.body
-    );
+    assert_eq!(board.body["config"]["layout"], "plain", "{:?}", board.body);
     let top = app.get(&format!("/v1/boards/{b}/top?window=24h")).await;
     assert_eq!(
         top.body["entries"],

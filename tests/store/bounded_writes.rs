@@ -8,20 +8,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rollboard::{Error, Event, IngestOptions, RedisOptions, RedisStore, Rollboard, Span};
+use rollboard::{Error, Event, IngestOptions, Layout, RedisOptions, RedisStore, Rollboard, Span};
 
 use crate::proxy::{Fault, FaultProxy, Request};
 use crate::support::{Harness, START, TestRedis, clock, pairs, ranking, unique, with_clock};
 
 /// Redis options whose calls carry one pair each (a zero budget) or the default budget.
-fn options(call_budget: Duration) -> RedisOptions {
+/// Boards that name no layout get `layout`.
+fn options(call_budget: Duration, layout: Layout) -> RedisOptions {
     RedisOptions {
         ingest: IngestOptions {
             call_budget,
             ..IngestOptions::default()
         },
-        // Plain slots: the tests read a slot's one hash.
-        default_layout: rollboard::Layout::Plain,
+        default_layout: layout,
         ..RedisOptions::default()
     }
 }
@@ -77,12 +77,21 @@ async fn apply_mixed(h: &Harness, board: &str) -> rollboard::BatchOutcome {
 /// memory store's, which ignores the budget, and the hand-computed ones.
 #[tokio::test]
 async fn a_batch_is_split_into_one_call_per_pair_and_both_stores_agree() {
+    split_per_pair(Layout::Plain).await;
+}
+
+#[tokio::test]
+async fn a_batch_is_split_into_one_call_per_pair_and_both_stores_agree_on_compact_slots() {
+    split_per_pair(Layout::Compact).await;
+}
+
+async fn split_per_pair(layout: Layout) {
     let memory = Harness::memory().await;
     let b = memory.board("1h", &["1h", "3h"]).await;
     let want = apply_mixed(&memory, &b).await;
 
     let redis = TestRedis::spawn().await;
-    let store = RedisStore::connect_with(&redis.url, options(Duration::ZERO))
+    let store = RedisStore::connect_with(&redis.url, options(Duration::ZERO, layout))
         .await
         .unwrap();
     let clock = clock();
@@ -209,9 +218,10 @@ async fn calls_for(
 #[tokio::test]
 async fn the_cap_adapts_to_the_board_size() {
     let redis = TestRedis::spawn().await;
-    let store = RedisStore::connect_with(&redis.url, options(Duration::from_millis(1)))
-        .await
-        .unwrap();
+    let store =
+        RedisStore::connect_with(&redis.url, options(Duration::from_millis(1), Layout::Plain))
+            .await
+            .unwrap();
     let clock = clock();
     let boards = with_clock(Arc::new(store), &clock);
     clock.set(crate::support::ts(START + 1800));
@@ -302,8 +312,12 @@ fn write_of(board: &str, member: &str) -> impl Fn(&Request) -> bool + Send + Syn
 }
 
 /// A Rollboard on Redis through a fault proxy, one pair per call.
-async fn through(proxy: &FaultProxy, budget: Duration) -> (Rollboard, rollboard::ManualClock) {
-    let store = RedisStore::connect_with(&proxy.url(), options(budget))
+async fn through(
+    proxy: &FaultProxy,
+    budget: Duration,
+    layout: Layout,
+) -> (Rollboard, rollboard::ManualClock) {
+    let store = RedisStore::connect_with(&proxy.url(), options(budget, layout))
         .await
         .unwrap();
     let clock = clock();
@@ -327,9 +341,18 @@ fn four() -> Vec<Event> {
 /// call (it counts) and the third and fourth were never sent.
 #[tokio::test]
 async fn a_batch_cut_half_way_says_what_it_applied() {
+    cut_half_way(Layout::Plain).await;
+}
+
+#[tokio::test]
+async fn a_batch_cut_half_way_says_what_it_applied_on_compact_slots() {
+    cut_half_way(Layout::Compact).await;
+}
+
+async fn cut_half_way(layout: Layout) {
     let redis = TestRedis::spawn().await;
     let proxy = FaultProxy::start(&redis.url).await;
-    let (boards, _clock) = through(&proxy, Duration::ZERO).await;
+    let (boards, _clock) = through(&proxy, Duration::ZERO, layout).await;
     let b = boards_small(&boards).await;
     proxy.arm(Fault::Cut, 1, write_of(&b, "b"));
     let outcome = boards.incr_batch(&b, &four()).await.unwrap();
@@ -364,9 +387,18 @@ async fn a_batch_cut_half_way_says_what_it_applied() {
 /// the default budget, so the rest goes in one call); a third try replays everything.
 #[tokio::test]
 async fn a_keyed_write_cut_half_way_is_completed_exactly_by_its_retry() {
+    keyed_cut_half_way(Layout::Plain).await;
+}
+
+#[tokio::test]
+async fn a_keyed_write_cut_half_way_is_completed_exactly_by_its_retry_on_compact_slots() {
+    keyed_cut_half_way(Layout::Compact).await;
+}
+
+async fn keyed_cut_half_way(layout: Layout) {
     let redis = TestRedis::spawn().await;
     let proxy = FaultProxy::start(&redis.url).await;
-    let (boards, _clock) = through(&proxy, Duration::ZERO).await;
+    let (boards, _clock) = through(&proxy, Duration::ZERO, layout).await;
     let b = boards_small(&boards).await;
     proxy.arm(Fault::Cut, 1, write_of(&b, "b"));
     let lost = boards.write_idempotent(&b, &four(), "half").await;
@@ -375,7 +407,7 @@ async fn a_keyed_write_cut_half_way_is_completed_exactly_by_its_retry() {
     // a (1) and b (2) are in; c, a (4) and d were never sent.
     assert_eq!(top(&boards, &b, "24h").await, pairs(&[("b", 2), ("a", 1)]));
 
-    let (other, _clock) = through(&proxy, Duration::from_secs(1)).await;
+    let (other, _clock) = through(&proxy, Duration::from_secs(1), layout).await;
     let before = script_calls(&redis).await;
     let again = other.write_idempotent(&b, &four(), "half").await.unwrap();
     // Two replayed calls (at 0 and 1), then one call for events 2..5.

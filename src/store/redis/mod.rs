@@ -5,8 +5,9 @@
 //!
 //! Every multi-key operation of a board is one Lua script (files under `lua/`, each with
 //! its KEYS and ARGV documented, joined at build time to a shared prelude), and every key
-//! a script touches is passed in KEYS, so it runs unchanged on Redis Cluster and behind
-//! proxies. No `KEYS` or `SCAN` command runs anywhere: slots are found through the
+//! a script touches is passed in KEYS, or is a compact slot's bucket named from a stage
+//! key passed in KEYS (same hash tag, so the same Cluster slot), so it runs unchanged on
+//! Redis Cluster. No `KEYS` or `SCAN` command runs anywhere: slots are found through the
 //! board's slot index. Which calls are sent again after a lost reply is stated at each
 //! call by its [`Retry`](conn::Retry) class (see `docs/design.md`, "Retry classes").
 
