@@ -35,6 +35,7 @@ mod relayout;
 mod reply;
 mod retire;
 mod retire_small;
+mod script_pipeline;
 mod scripts;
 mod snapshots;
 mod stats;

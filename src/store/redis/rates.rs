@@ -18,10 +18,11 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use redis::cluster_routing::Slot;
-use redis::{Cmd, ErrorKind, RedisResult, ServerErrorKind};
+use redis::{Cmd, RedisResult};
 
 use super::conn::{RedisConn, Retry};
 use super::errors::store_error;
+use super::script_pipeline;
 use super::scripts::RATE_HITS_SOURCE;
 use super::{RedisStore, keys};
 use crate::domain::Timestamp;
@@ -215,50 +216,10 @@ async fn run_calls(
         .collect())
 }
 
-/// Runs `calls` (`EVALSHA`s of `rate_hits.lua`) in one pipeline; per call its reply or
-/// its error. Calls refused with `NOSCRIPT` ran nothing, so the script is loaded and
-/// only they are sent again.
+/// Runs `calls` (`EVALSHA`s of `rate_hits.lua`) in one pipeline (see
+/// [`script_pipeline`](super::script_pipeline)). Retry class: Never (hits count).
 async fn run_pipelined(conn: &RedisConn, calls: &[Cmd]) -> Result<Vec<RedisResult<Reply>>> {
-    let mut replies: Vec<Option<RedisResult<Reply>>> = (0..calls.len()).map(|_| None).collect();
-    let mut pending: Vec<usize> = (0..calls.len()).collect();
-    for round in 0..3 {
-        if pending.is_empty() {
-            break;
-        }
-        if round > 0 {
-            // One command, not a pipeline: on a Cluster it goes to every master.
-            let mut load = redis::cmd("SCRIPT");
-            load.arg("LOAD").arg(RATE_HITS_SOURCE);
-            let _: String = conn.query(&load, None, Retry::Idempotent).await?;
-        }
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        for &i in &pending {
-            pipe.add_command(calls[i].clone());
-        }
-        let results: Vec<RedisResult<Reply>> = conn.query_pipe(&pipe, None, Retry::Never).await?;
-        let mut refused = Vec::new();
-        for (&i, result) in pending.iter().zip(results) {
-            match result {
-                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                    refused.push(i)
-                }
-                other => replies[i] = Some(other),
-            }
-        }
-        pending = refused;
-    }
-    Ok(replies
-        .into_iter()
-        .map(|r| {
-            r.unwrap_or_else(|| {
-                Err(redis::RedisError::from((
-                    ErrorKind::Server(ServerErrorKind::NoScript),
-                    "rate_hits.lua refused three times",
-                )))
-            })
-        })
-        .collect())
+    script_pipeline::run_pipelined(conn, RATE_HITS_SOURCE, calls, Retry::Never).await
 }
 
 #[async_trait]

@@ -14,11 +14,12 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use redis::cluster_routing::Slot;
-use redis::{Cmd, ErrorKind, RedisResult, ServerErrorKind, Value};
+use redis::{Cmd, Value};
 
 use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, string};
+use super::script_pipeline::run_pipelined;
 use super::scripts::RETIRE_SMALL_SOURCE;
 use crate::board::Board;
 use crate::domain::{RetireOptions, RetireReport, Timestamp};
@@ -65,7 +66,7 @@ pub(super) async fn retire_small(
     let calls = &calls;
     let mut runs = futures_util::stream::iter(groups.into_iter().map(|group| async move {
         let part: Vec<Cmd> = group.iter().map(|&k| calls[k].clone()).collect();
-        run_pipelined(conn, &part)
+        run_pipelined::<Value>(conn, RETIRE_SMALL_SOURCE, &part, Retry::Idempotent)
             .await
             .map(|replies| (group, replies))
     }))
@@ -135,45 +136,4 @@ fn report(reply: Value) -> Result<Option<RetireReport>> {
         chunks: 1,
         complete: true,
     }))
-}
-
-/// Runs `calls` (`EVALSHA`s of `retire_small.lua`) in one pipeline; per call its reply
-/// or its error. Calls refused with `NOSCRIPT` ran nothing, so the script is loaded and
-/// only they are sent again.
-async fn run_pipelined(conn: &RedisConn, calls: &[Cmd]) -> Result<Vec<RedisResult<Value>>> {
-    let mut replies: Vec<Option<RedisResult<Value>>> = (0..calls.len()).map(|_| None).collect();
-    let mut pending: Vec<usize> = (0..calls.len()).collect();
-    for round in 0..3 {
-        if pending.is_empty() {
-            break;
-        }
-        if round > 0 {
-            // One command, not a pipeline: on a Cluster it goes to every master.
-            let mut load = redis::cmd("SCRIPT");
-            load.arg("LOAD").arg(RETIRE_SMALL_SOURCE);
-            let _: String = conn.query(&load, None, Retry::Idempotent).await?;
-        }
-        let mut pipe = redis::pipe();
-        pipe.ignore_errors();
-        for &i in &pending {
-            pipe.add_command(calls[i].clone());
-        }
-        let results: Vec<RedisResult<Value>> =
-            conn.query_pipe(&pipe, None, Retry::Idempotent).await?;
-        let mut refused = Vec::new();
-        for (&i, result) in pending.iter().zip(results) {
-            match result {
-                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                    refused.push(i)
-                }
-                other => replies[i] = Some(other),
-            }
-        }
-        pending = refused;
-    }
-    // A call refused three times is left to the ordinary path (an error: not retired).
-    Ok(replies
-        .into_iter()
-        .map(|r| r.unwrap_or(Ok(Value::Nil)))
-        .collect())
 }

@@ -76,6 +76,58 @@ local function add_total(totals, member, delta, tally, dense)
   end
 end
 
+-- Adds sign * values[x] to fields[x] in the hash or zset `key`, in bulk (one HMGET or
+-- ZMSCORE, one HSET or ZADD, one HDEL or ZREM), deleting what reaches exactly 0, and on
+-- a zset with `tally` given (a dense board) retallying; returns how many reached 0.
+-- Values are integers below 2^53, so Lua's doubles compute them exactly.
+local function bulk_add(key, is_zset, sign, fields, values, tally, dense)
+  local current = redis.call(is_zset and 'ZMSCORE' or 'HMGET', key, unpack(fields))
+  local set, zero = {}, {}
+  for x = 1, #fields do
+    local value = (tonumber(current[x]) or 0) + sign * values[x]
+    if is_zset and tally then retally(tally, dense, current[x], value) end
+    if value == 0 then
+      zero[#zero + 1] = fields[x]
+    elseif is_zset then
+      set[#set + 1] = string.format('%d', value)
+      set[#set + 1] = fields[x]
+    else
+      set[#set + 1] = fields[x]
+      set[#set + 1] = string.format('%d', value)
+    end
+  end
+  if #set > 0 then redis.call(is_zset and 'ZADD' or 'HSET', key, unpack(set)) end
+  if #zero > 0 then redis.call(is_zset and 'ZREM' or 'HDEL', key, unpack(zero)) end
+  return #zero
+end
+
+-- Fields and values (as numbers) of a flat HSCAN or HGETALL reply; a field HSCAN
+-- returned twice is taken once.
+local function fields_and_values(flat)
+  local fields, values, seen = {}, {}, {}
+  for p = 1, #flat, 2 do
+    local field = flat[p]
+    if not seen[field] then
+      seen[field] = true
+      fields[#fields + 1] = field
+      values[#values + 1] = tonumber(flat[p + 1])
+    end
+  end
+  return fields, values
+end
+
+-- Hands the whole hash `from`, whose `fields` and `values` the caller read, on to the
+-- hash `to`: one RENAME when `to` does not exist, else added into it and `from`
+-- deleted; with `to` nil, `from` is just deleted.
+local function hand_on(from, to, fields, values)
+  if to and redis.call('EXISTS', to) == 0 then
+    redis.call('RENAME', from, to)
+  else
+    if to then bulk_add(to, false, 1, fields, values) end
+    redis.call('DEL', from)
+  end
+end
+
 -- Compact slots (docs/design.md, "Compact slots"). A slot with a geometry, field <ts> of
 -- slotgeo_{b} = "<L> <p> <count>", keeps each stage S as small hashes, the buckets
 -- S:<i> for i < 2^L + p (linear hashing); a slot without one keeps each stage as one

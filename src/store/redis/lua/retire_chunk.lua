@@ -72,49 +72,12 @@ if ARGV[3] ~= '' and tonumber(record[5]) < slot then
   return redis.error_reply('ORDER the smaller window has not retired slot ' .. ARGV[4])
 end
 
--- Adds sign * values[x] to fields[x] in hash or zset `key`, in bulk; returns how many
--- members reached exactly 0 (and were deleted).
-local function bulk_add(key, is_zset, sign, fields, values)
-  local current = redis.call(is_zset and 'ZMSCORE' or 'HMGET', key, unpack(fields))
-  local set, zero = {}, {}
-  for x = 1, #fields do
-    local value = (tonumber(current[x]) or 0) + sign * values[x]
-    if is_zset and tally then retally(tally, dense, current[x], value) end
-    if value == 0 then
-      zero[#zero + 1] = fields[x]
-    elseif is_zset then
-      set[#set + 1] = string.format('%d', value)
-      set[#set + 1] = fields[x]
-    else
-      set[#set + 1] = fields[x]
-      set[#set + 1] = string.format('%d', value)
-    end
-  end
-  if #set > 0 then redis.call(is_zset and 'ZADD' or 'HSET', key, unpack(set)) end
-  if #zero > 0 then redis.call(is_zset and 'ZREM' or 'HDEL', key, unpack(zero)) end
-  return #zero
-end
-
--- Fields and values of a flat HSCAN/HGETALL reply (HSCAN may return a field twice).
-local function split(found)
-  local fields, values, seen = {}, {}, {}
-  for p = 1, #found, 2 do
-    local field = found[p]
-    if not seen[field] then
-      seen[field] = true
-      fields[#fields + 1] = field
-      values[#values + 1] = tonumber(found[p + 1])
-    end
-  end
-  return fields, values
-end
-
 -- Handles the fields of one HSCAN step of hash `from`, moving them to `to` (or nil):
 -- returns how many, and how many members zeroed.
 local function handle(found, from, to)
-  local fields, values = split(found)
+  local fields, values = fields_and_values(found)
   if #fields == 0 then return 0, 0 end
-  local zeroed = bulk_add(totals, true, -1, fields, values)
+  local zeroed = bulk_add(totals, true, -1, fields, values, tally, dense)
   if to then bulk_add(to, false, 1, fields, values) end
   redis.call('HDEL', from, unpack(fields))
   return #fields, zeroed
@@ -165,17 +128,10 @@ if geo then
         return redis.error_reply('ORDER bucket ' .. from .. ' still has fields after a full scan')
       end
     else
-      local fields, values = split(redis.call('HGETALL', from))
-      zeroed = zeroed + bulk_add(totals, true, -1, fields, values)
+      local fields, values = fields_and_values(redis.call('HGETALL', from))
+      zeroed = zeroed + bulk_add(totals, true, -1, fields, values, tally, dense)
       subtracted = subtracted + #fields
-      if not to then
-        redis.call('DEL', from)
-      elseif redis.call('EXISTS', to) == 0 then
-        redis.call('RENAME', from, to)
-      else
-        bulk_add(to, false, 1, fields, values)
-        redis.call('DEL', from)
-      end
+      hand_on(from, to, fields, values)
       i, sub = i + 1, nil
     end
     elapsed = now_us() - started

@@ -23,9 +23,9 @@
 -- is due too) and deletes it, marks the window retired through its cutoff, and drops from
 -- the index the slots the largest window retired. The caller names the slots it expects
 -- to be due (those that crossed a cutoff at the boundary), since every key is passed in.
--- A compact slot is handled bucket by bucket, as retire_chunk.lua does: each bucket read
--- whole, subtracted, and handed on by one RENAME when the next stage has no such bucket
--- (merged otherwise); its geometry goes with its index entry. A compact slot of more
+-- Each stage hash (a compact slot's each bucket, as retire_chunk.lua does) is read whole,
+-- subtracted, and handed on by one RENAME when the next stage has no such hash (merged
+-- otherwise); a compact slot's geometry goes with its index entry. A compact slot of more
 -- than MAX_BUCKETS buckets is not small.
 --
 -- It first checks, changing nothing, that the call fits: every slot due is a candidate,
@@ -88,27 +88,6 @@ for j = 1, n do
   end
 end
 
--- Adds sign * values[x] to fields[x] in hash or zset `key`; returns members zeroed.
-local function bulk_add(key, is_zset, sign, names, values)
-  local current = redis.call(is_zset and 'ZMSCORE' or 'HMGET', key, unpack(names))
-  local set, zero = {}, {}
-  for x = 1, #names do
-    local value = (tonumber(current[x]) or 0) + sign * values[x]
-    if value == 0 then
-      zero[#zero + 1] = names[x]
-    elseif is_zset then
-      set[#set + 1] = string.format('%d', value)
-      set[#set + 1] = names[x]
-    else
-      set[#set + 1] = names[x]
-      set[#set + 1] = string.format('%d', value)
-    end
-  end
-  if #set > 0 then redis.call(is_zset and 'ZADD' or 'HSET', key, unpack(set)) end
-  if #zero > 0 then redis.call(is_zset and 'ZREM' or 'HDEL', key, unpack(zero)) end
-  return #zero
-end
-
 local subtracted, zeroed, p = 0, 0, 1
 for j = 1, n do
   if wm(j) < tonumber(cutoff(j)) then
@@ -118,21 +97,10 @@ for j = 1, n do
     local c, slot = plan[p][2], plan[p][3]
     local next_hashes = j < n and hashes(c, j + 1) or {}
     for h, key in ipairs(hashes(c, j)) do
-      local flat = redis.call('HGETALL', key)
-      if #flat > 0 then
-        local names, values = {}, {}
-        for x = 1, #flat, 2 do
-          names[#names + 1] = flat[x]
-          values[#values + 1] = tonumber(flat[x + 1])
-        end
+      local names, values = fields_and_values(redis.call('HGETALL', key))
+      if #names > 0 then
         zeroed = zeroed + bulk_add(totals(j), true, -1, names, values)
-        local target = next_hashes[h]
-        if target and geo[c] and redis.call('EXISTS', target) == 0 then
-          redis.call('RENAME', key, target)
-        else
-          if target then bulk_add(target, false, 1, names, values) end
-          redis.call('DEL', key)
-        end
+        hand_on(key, next_hashes[h], names, values)
         subtracted = subtracted + #names
       end
     end
