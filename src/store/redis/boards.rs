@@ -190,7 +190,9 @@ pub(super) async fn register(conn: &RedisConn, name: &BoardName) -> Result<()> {
     .map(|_| ())
 }
 
-pub(super) async fn list(conn: &RedisConn) -> Result<Vec<Board>> {
+/// The names in the registry of boards (of either kind), sorted (`SMEMBERS`, a read:
+/// Idempotent).
+pub(super) async fn registered_names(conn: &RedisConn) -> Result<Vec<BoardName>> {
     let names: Vec<String> = conn
         .query(
             redis::cmd("SMEMBERS").arg(keys::REGISTRY),
@@ -203,6 +205,11 @@ pub(super) async fn list(conn: &RedisConn) -> Result<Vec<Board>> {
         .filter_map(|n| BoardName::parse(n).ok())
         .collect();
     names.sort();
+    Ok(names)
+}
+
+pub(super) async fn list(conn: &RedisConn) -> Result<Vec<Board>> {
+    let names = registered_names(conn).await?;
     let reads: Vec<redis::Cmd> = names.iter().map(record_read).collect();
     // The records, read in pipelines (reads: Idempotent) so that listing many boards
     // costs few round trips; on a Cluster, where a pipeline may not cross hash slots,

@@ -131,18 +131,7 @@ async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<TrendingBoard
 }
 
 async fn list(conn: &RedisConn) -> Result<Vec<TrendingBoard>> {
-    let names: Vec<String> = conn
-        .query(
-            redis::cmd("SMEMBERS").arg(keys::REGISTRY),
-            None,
-            Retry::Idempotent,
-        )
-        .await?;
-    let mut names: Vec<BoardName> = names
-        .iter()
-        .filter_map(|n| BoardName::parse(n).ok())
-        .collect();
-    names.sort();
+    let names = super::boards::registered_names(conn).await?;
     let mut boards = Vec::new();
     for name in names {
         match load(conn, &name).await {
