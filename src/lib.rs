@@ -42,6 +42,8 @@
 #![deny(missing_docs)]
 
 mod board;
+#[cfg(feature = "server")]
+mod board_series;
 mod clock;
 mod domain;
 mod error;

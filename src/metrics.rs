@@ -4,12 +4,15 @@
 //! recorded by the HTTP layer's own middleware.)
 //!
 //! Series are labelled by board only once the board is known to exist, so arbitrary
-//! names in requests cannot grow the number of series.
+//! names in requests cannot grow the number of series, and only for the first
+//! `metrics_board_series` boards: every other board is counted under `board="(other)"`
+//! (see [`BoardSeries`]).
 
 use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
+pub use crate::board_series::{BoardSeries, OTHER};
 use crate::{BoardName, BoardStatus, Error, RetireReport};
 
 /// Installs the process-wide Prometheus recorder (once) and returns its handle.
@@ -30,15 +33,15 @@ pub fn install_prometheus() -> PrometheusHandle {
 }
 
 /// Counts events applied to `board`.
-pub fn events_accepted(board: &str, n: usize) {
+pub fn events_accepted(series: &BoardSeries, board: &str, n: usize) {
     if n > 0 {
-        metrics::counter!("rollboard_events_accepted_total", "board" => board.to_owned())
+        metrics::counter!("rollboard_events_accepted_total", "board" => series.label(board))
             .increment(n as u64);
     }
 }
 
 /// Counts an event rejected on `board`, by reason.
-pub fn event_rejected(board: &str, error: &Error) {
+pub fn event_rejected(series: &BoardSeries, board: &str, error: &Error) {
     if matches!(
         error,
         Error::BoardNotFound(_) | Error::InvalidBoardName { .. }
@@ -47,7 +50,7 @@ pub fn event_rejected(board: &str, error: &Error) {
     }
     metrics::counter!(
         "rollboard_events_rejected_total",
-        "board" => board.to_owned(),
+        "board" => series.label(board),
         "reason" => error.code(),
     )
     .increment(1);
@@ -75,8 +78,8 @@ pub fn connection_cap_reached() {
 }
 
 /// Counts what a retirement pass over `board` did.
-pub fn retired(board: &BoardName, report: &RetireReport) {
-    let board = board.to_string();
+pub fn retired(series: &BoardSeries, board: &BoardName, report: &RetireReport) {
+    let board = series.label(board.as_str());
     metrics::counter!("rollboard_retired_fields_total", "board" => board.clone())
         .increment(report.fields_subtracted);
     metrics::counter!("rollboard_members_zeroed_total", "board" => board)
@@ -84,27 +87,40 @@ pub fn retired(board: &BoardName, report: &RetireReport) {
 }
 
 /// Records how far each window's totals lag behind the window.
-pub fn retirement_lag(status: &BoardStatus) {
+pub fn retirement_lag(series: &BoardSeries, status: &BoardStatus) {
     for w in &status.windows {
-        metrics::gauge!(
-            "rollboard_retirement_lag_seconds",
-            "board" => status.name.to_string(),
-            "window" => w.window.to_string(),
-        )
-        .set(w.lag_seconds as f64);
+        lag(series, &status.name, &w.window.to_string(), w.lag_seconds as f64);
     }
 }
 
 /// Records that no window of `board` lags (a complete retirement pass just ended).
-pub fn caught_up(board: &BoardName, windows: &[crate::Span]) {
+pub fn caught_up(series: &BoardSeries, board: &BoardName, windows: &[crate::Span]) {
     for w in windows {
-        metrics::gauge!(
-            "rollboard_retirement_lag_seconds",
-            "board" => board.to_string(),
-            "window" => w.to_string(),
-        )
-        .set(0.0);
+        lag(series, board, &w.to_string(), 0.0);
     }
+}
+
+/// Records that `board` was dropped: it no longer counts in the lag of `(other)`.
+pub fn dropped(series: &BoardSeries, board: &BoardName) {
+    for (window, largest) in series.forget_lag(board) {
+        lag_gauge(OTHER.to_owned(), window, largest);
+    }
+}
+
+/// Records that `board` lags `seconds` in `window`.
+fn lag(series: &BoardSeries, board: &BoardName, window: &str, seconds: f64) {
+    let label = series.label(board.as_str());
+    let value = series.lag(&label, board, window, seconds);
+    lag_gauge(label, window.to_owned(), value);
+}
+
+fn lag_gauge(board: String, window: String, seconds: f64) {
+    metrics::gauge!(
+        "rollboard_retirement_lag_seconds",
+        "board" => board,
+        "window" => window,
+    )
+    .set(seconds);
 }
 
 /// Records Redis's memory: bytes used, the limit (0: none), and whether its eviction

@@ -32,6 +32,10 @@ pub struct Settings {
     /// How long a write made under an idempotency key is remembered (default 24 h): a
     /// retry with the same key within this time is applied once.
     pub idempotency_ttl: Span,
+    /// Most boards with Prometheus series of their own (default 1,000; 0: none): the
+    /// first boards seen get them, every other board is counted under `board="(other)"`,
+    /// so the number of series stays bounded however many boards there are.
+    pub metrics_board_series: usize,
 }
 
 impl Default for Settings {
@@ -47,6 +51,7 @@ impl Default for Settings {
             counter_keep: crate::domain::counter::DEFAULT_KEEP,
             accept_eviction: false,
             idempotency_ttl: Span::from_seconds(86_400).expect("24 h is a valid span"),
+            metrics_board_series: 1_000,
         }
     }
 }

@@ -115,7 +115,7 @@ pub async fn post_events(
     let parsed = parse_events_body(&body).map_err(|e| match e {
         BadBody::Shape(message) => ApiError::bad_request(message),
         BadBody::Invalid(error) => {
-            crate::metrics::event_rejected(&board, &error);
+            crate::metrics::event_rejected(state.boards.board_series(), &board, &error);
             ApiError::from(error)
         }
     })?;
@@ -143,11 +143,11 @@ pub async fn post_events(
                     ),
                 };
             if let Err(e) = &result {
-                crate::metrics::event_rejected(&board, e);
+                crate::metrics::event_rejected(state.boards.board_series(), &board, e);
             }
             // A replay applied nothing: it counts in no metric.
             if !result? {
-                crate::metrics::events_accepted(&board, 1);
+                crate::metrics::events_accepted(state.boards.board_series(), &board, 1);
             }
             return Ok(Json(EventsResponse {
                 accepted: 1,
@@ -180,7 +180,7 @@ pub async fn post_events(
                 },
             }),
             Err(NotAnEvent::Invalid(error)) => {
-                crate::metrics::event_rejected(&board, &error);
+                crate::metrics::event_rejected(state.boards.board_series(), &board, &error);
                 rejected.push(RejectedEvent {
                     index,
                     error: (&error).into(),
@@ -199,7 +199,7 @@ pub async fn post_events(
     };
     for r in outcome.rejected {
         if !replayed {
-            crate::metrics::event_rejected(&board, &r.error);
+            crate::metrics::event_rejected(state.boards.board_series(), &board, &r.error);
         }
         rejected.push(RejectedEvent {
             index: original_index[r.index],
@@ -208,7 +208,7 @@ pub async fn post_events(
     }
     rejected.sort_by_key(|r| r.index);
     if !replayed {
-        crate::metrics::events_accepted(&board, outcome.accepted);
+        crate::metrics::events_accepted(state.boards.board_series(), &board, outcome.accepted);
     }
     Ok(Json(EventsResponse {
         accepted: outcome.accepted,

@@ -47,6 +47,9 @@ struct Inner {
     /// Told of every board created, extended or dropped here, so the retirer picks up a
     /// new board at once instead of at its next re-read of the store.
     board_changes: tokio::sync::watch::Sender<()>,
+    /// Which boards get metric series of their own (`settings.metrics_board_series`).
+    #[cfg(feature = "server")]
+    board_series: crate::board_series::BoardSeries,
 }
 
 impl std::fmt::Debug for Rollboard {
@@ -70,6 +73,10 @@ impl Rollboard {
             inner: Arc::new(Inner {
                 store,
                 clock,
+                #[cfg(feature = "server")]
+                board_series: crate::board_series::BoardSeries::new(
+                    settings.metrics_board_series,
+                ),
                 settings,
                 boards: BoardCache::default(),
                 board_changes: tokio::sync::watch::Sender::new(()),
@@ -97,6 +104,12 @@ impl Rollboard {
     /// The store underneath.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
+    }
+
+    /// Which boards get metric series of their own.
+    #[cfg(feature = "server")]
+    pub(crate) fn board_series(&self) -> &crate::board_series::BoardSeries {
+        &self.inner.board_series
     }
 
     /// The settings in force.

@@ -24,6 +24,8 @@
 //! shutdown_grace = "10s"
 //! max_clock_skew = "5s"                     # or ROLLBOARD_MAX_CLOCK_SKEW
 //! idempotency_ttl = "24h"                   # or ROLLBOARD_IDEMPOTENCY_TTL
+//! metrics_board_series = 1000               # or ROLLBOARD_METRICS_BOARD_SERIES: most
+//!                                           # boards with series of their own
 //! header_read_timeout = "10s"               # or ROLLBOARD_HEADER_READ_TIMEOUT
 //! keep_alive_timeout = "5s"                 # or ROLLBOARD_KEEP_ALIVE_TIMEOUT
 //! max_connections = 1024                    # or ROLLBOARD_MAX_CONNECTIONS
@@ -92,6 +94,8 @@ pub struct ConfigFile {
     pub max_clock_skew: Option<Span>,
     /// How long a write under an idempotency key is remembered.
     pub idempotency_ttl: Option<Span>,
+    /// Most boards with Prometheus series of their own (the rest: `board="(other)"`).
+    pub metrics_board_series: Option<usize>,
     /// How long a client may take to send a request head.
     pub header_read_timeout: Option<Span>,
     /// How long a connection may wait, idle, for its next request.
@@ -152,6 +156,8 @@ pub struct Overrides {
     pub max_clock_skew: Option<Span>,
     /// `--idempotency-ttl` / `ROLLBOARD_IDEMPOTENCY_TTL`.
     pub idempotency_ttl: Option<Span>,
+    /// `--metrics-board-series` / `ROLLBOARD_METRICS_BOARD_SERIES`.
+    pub metrics_board_series: Option<usize>,
     /// `--header-read-timeout` / `ROLLBOARD_HEADER_READ_TIMEOUT`.
     pub header_read_timeout: Option<Span>,
     /// `--keep-alive-timeout` / `ROLLBOARD_KEEP_ALIVE_TIMEOUT`.
@@ -283,6 +289,12 @@ impl ServiceConfig {
                 return Err(ConfigError("idempotency_ttl must be at least 1s".into()));
             }
             settings.idempotency_ttl = ttl;
+        }
+        if let Some(n) = overrides
+            .metrics_board_series
+            .or(file.metrics_board_series)
+        {
+            settings.metrics_board_series = n;
         }
         let mut connections = defaults.connections;
         if let Some(s) = overrides.header_read_timeout.or(file.header_read_timeout) {
@@ -579,6 +591,7 @@ mod tests {
         };
         let c = ServiceConfig::resolve(file, env).unwrap();
         assert_eq!(c.settings.idempotency_ttl.seconds(), 3600);
+        assert_eq!(c.settings.metrics_board_series, 1_000);
         assert_eq!(
             c.connections,
             ConnectionLimits {
@@ -590,6 +603,18 @@ mod tests {
         let err =
             ServiceConfig::resolve(parse("max_connections = 0"), Overrides::default()).unwrap_err();
         assert!(err.to_string().contains("max_connections"), "{err}");
+    }
+
+    #[test]
+    fn metrics_board_series_comes_from_the_file_or_the_environment() {
+        let c = ServiceConfig::resolve(parse("metrics_board_series = 0"), Overrides::default());
+        assert_eq!(c.unwrap().settings.metrics_board_series, 0);
+        let env = Overrides {
+            metrics_board_series: Some(50),
+            ..Overrides::default()
+        };
+        let c = ServiceConfig::resolve(parse("metrics_board_series = 7"), env).unwrap();
+        assert_eq!(c.settings.metrics_board_series, 50);
     }
 
     #[test]

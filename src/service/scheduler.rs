@@ -231,27 +231,28 @@ impl Scheduler {
                 windows,
                 result: Ok(report),
             } => {
-                crate::metrics::retired(board, report);
+                crate::metrics::retired(boards.board_series(), board, report);
                 if report.slots_retired > 0 {
                     tracing::debug!(%board, ?report, "retired");
                 }
                 if report.complete {
                     // Retired through now: no window lags, and no read is needed to say
                     // so (one per board per boundary would double the retirer's calls).
-                    crate::metrics::caught_up(board, windows);
+                    crate::metrics::caught_up(boards.board_series(), board, windows);
                     return;
                 }
                 let (boards, board) = (boards.clone(), board.to_string());
                 background.spawn(async move {
                     if let Ok(status) = boards.describe_board(&board).await {
-                        crate::metrics::retirement_lag(&status);
+                        crate::metrics::retirement_lag(boards.board_series(), &status);
                     }
                 });
             }
             RetirerEvent::Pass {
+                board,
                 result: Err(Error::BoardNotFound(_)),
                 ..
-            } => {}
+            } => crate::metrics::dropped(boards.board_series(), board),
             RetirerEvent::Pass {
                 board,
                 result: Err(Error::BoardBusy(_)),

@@ -2,6 +2,7 @@
 
 mod api;
 mod auth;
+mod board_series;
 mod clock;
 mod cluster;
 mod connections;

@@ -283,6 +283,10 @@ pub struct ServeArgs {
     /// How long a write under an Idempotency-Key is remembered [default: 24h].
     #[arg(long, env = "ROLLBOARD_IDEMPOTENCY_TTL")]
     pub idempotency_ttl: Option<rollboard::Span>,
+    /// Most boards with Prometheus series of their own; every other board is counted
+    /// under board="(other)" [default: 1000; 0: none].
+    #[arg(long, env = "ROLLBOARD_METRICS_BOARD_SERIES")]
+    pub metrics_board_series: Option<usize>,
     /// How long a client may take to send a request head [default: 10s].
     #[arg(long, env = "ROLLBOARD_HEADER_READ_TIMEOUT")]
     pub header_read_timeout: Option<rollboard::Span>,

@@ -52,6 +52,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         insecure: args.insecure,
         max_clock_skew: args.max_clock_skew,
         idempotency_ttl: args.idempotency_ttl,
+        metrics_board_series: args.metrics_board_series,
         header_read_timeout: args.header_read_timeout,
         keep_alive_timeout: args.keep_alive_timeout,
         max_connections: args.max_connections,

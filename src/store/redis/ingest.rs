@@ -317,10 +317,13 @@ async fn commit_loop(
                 // Every queue handle is gone (board dropped, store dropped), or closed
                 // and drained: what was queued is applied or in flight.
                 Ok(None) => return,
-                Err(_) => {
+                // Idle: it leaves once its batches in flight are applied too, so a
+                // successor never has more in flight than `max_in_flight` beside them.
+                Err(_) if slots.available_permits() + 1 >= options.max_in_flight.max(1) => {
                     idle.leave(&mut inbox);
                     continue;
                 }
+                Err(_) => continue,
             },
         };
         // A batch grows to what one call may carry: a bigger one would wait for several.
