@@ -89,7 +89,12 @@ pub fn retired(series: &BoardSeries, board: &BoardName, report: &RetireReport) {
 /// Records how far each window's totals lag behind the window.
 pub fn retirement_lag(series: &BoardSeries, status: &BoardStatus) {
     for w in &status.windows {
-        lag(series, &status.name, &w.window.to_string(), w.lag_seconds as f64);
+        lag(
+            series,
+            &status.name,
+            &w.window.to_string(),
+            w.lag_seconds as f64,
+        );
     }
 }
 

@@ -10,7 +10,9 @@ mod test_redis;
 
 use std::sync::Arc;
 
-use rollboard::{BoardConfig, ManualClock, Rollboard, Settings, Timestamp};
+use rollboard::{
+    BoardConfig, IngestOptions, ManualClock, RedisOptions, Rollboard, Settings, Timestamp,
+};
 use tasks::{alive_tasks, settle};
 use test_redis::{TestRedis, unique};
 
@@ -27,7 +29,16 @@ fn rss_kb() -> u64 {
 #[tokio::test]
 async fn ten_thousand_boards_created_written_and_dropped_leave_tasks_and_memory_flat() {
     let redis = TestRedis::start().await;
-    let store = redis.store().await;
+    // Committers that never idle: each ends with its board, or with the store.
+    let store = redis
+        .store_with(RedisOptions {
+            ingest: IngestOptions {
+                committer_idle: std::time::Duration::from_secs(3600),
+                ..IngestOptions::default()
+            },
+            ..RedisOptions::default()
+        })
+        .await;
     let clock = ManualClock::new(Timestamp::from_unix_seconds(1_699_999_200).unwrap());
     let boards = Rollboard::with(store.clone(), Arc::new(clock), Settings::default());
     let config = BoardConfig::parse("1m", &["1m", "2m"]).unwrap();

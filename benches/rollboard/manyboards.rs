@@ -188,8 +188,8 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, usize) {
     eprintln!("  created: {} B/board", created.saturating_sub(before) / n);
     write_all(&boards, &names).await;
     eprintln!(
-        "  written: {} B/board more (committers of the boards written last still alive)",
-        crate::allocated().saturating_sub(created) as i64 / n as i64
+        "  written: {:+} B/board (committers of the boards written last still alive)",
+        (crate::allocated() as i64 - created as i64) / n as i64
     );
     eprintln!(
         "  created and written in {:.1} s",

@@ -74,9 +74,7 @@ impl Rollboard {
                 store,
                 clock,
                 #[cfg(feature = "server")]
-                board_series: crate::board_series::BoardSeries::new(
-                    settings.metrics_board_series,
-                ),
+                board_series: crate::board_series::BoardSeries::new(settings.metrics_board_series),
                 settings,
                 boards: BoardCache::default(),
                 board_changes: tokio::sync::watch::Sender::new(()),

@@ -290,10 +290,7 @@ impl ServiceConfig {
             }
             settings.idempotency_ttl = ttl;
         }
-        if let Some(n) = overrides
-            .metrics_board_series
-            .or(file.metrics_board_series)
-        {
+        if let Some(n) = overrides.metrics_board_series.or(file.metrics_board_series) {
             settings.metrics_board_series = n;
         }
         let mut connections = defaults.connections;

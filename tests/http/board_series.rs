@@ -64,7 +64,12 @@ async fn metric_series_go_to_the_first_boards_and_the_rest_count_as_other() {
     post(&app, &third, &["a", "b", "c"]).await;
 
     let text = app.get_text("/metrics").await;
-    let accepted = |b: &str| value(&text, &format!("rollboard_events_accepted_total{{board=\"{b}\"}}"));
+    let accepted = |b: &str| {
+        value(
+            &text,
+            &format!("rollboard_events_accepted_total{{board=\"{b}\"}}"),
+        )
+    };
     let rejected = |b: &str| {
         value(
             &text,
@@ -77,7 +82,10 @@ async fn metric_series_go_to_the_first_boards_and_the_rest_count_as_other() {
     assert_eq!(rejected(&first), Some(1.0));
     assert_eq!(rejected(&second), Some(1.0));
     assert_eq!(rejected("(other)"), Some(1.0));
-    assert!(!text.contains(&third), "the third board has series:\n{text}");
+    assert!(
+        !text.contains(&third),
+        "the third board has series:\n{text}"
+    );
 
     // Retirement: the third board's fields and members count under (other) too, and its
     // window's lag is that of (other).
@@ -89,9 +97,24 @@ async fn metric_series_go_to_the_first_boards_and_the_rest_count_as_other() {
         let own = format!("rollboard_members_zeroed_total{{board=\"{b}\"}}");
         wait_for(&app, &own, members).await;
     }
-    let text = wait_for(&app, "rollboard_members_zeroed_total{board=\"(other)\"}", 3.0).await;
-    let zeroed = |b: &str| value(&text, &format!("rollboard_members_zeroed_total{{board=\"{b}\"}}"));
-    let fields = |b: &str| value(&text, &format!("rollboard_retired_fields_total{{board=\"{b}\"}}"));
+    let text = wait_for(
+        &app,
+        "rollboard_members_zeroed_total{board=\"(other)\"}",
+        3.0,
+    )
+    .await;
+    let zeroed = |b: &str| {
+        value(
+            &text,
+            &format!("rollboard_members_zeroed_total{{board=\"{b}\"}}"),
+        )
+    };
+    let fields = |b: &str| {
+        value(
+            &text,
+            &format!("rollboard_retired_fields_total{{board=\"{b}\"}}"),
+        )
+    };
     let lag = |b: &str| {
         value(
             &text,
@@ -104,5 +127,8 @@ async fn metric_series_go_to_the_first_boards_and_the_rest_count_as_other() {
     assert_eq!(fields("(other)"), Some(3.0));
     assert_eq!(lag("(other)"), Some(0.0));
     assert_eq!(lag(&second), Some(0.0));
-    assert!(!text.contains(&third), "the third board has series:\n{text}");
+    assert!(
+        !text.contains(&third),
+        "the third board has series:\n{text}"
+    );
 }

@@ -37,7 +37,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use futures_channel::mpsc;
+use futures_util::StreamExt;
+use tokio::sync::{Semaphore, oneshot};
 
 use super::budget::Budget;
 use super::conn::RedisConn;
@@ -61,11 +63,13 @@ pub struct IngestOptions {
     /// each board's measured cost so that calls stay near this (never fewer than one
     /// pair per call; `Duration::ZERO`: one pair per call).
     pub call_budget: Duration,
-    /// A board's committer task ends after this long without writes (a dropped board's
-    /// ends at once), so boards no longer written cost nothing: a live committer holds
-    /// about 2 KB, which across many boards written now and then is most of the
-    /// service's memory per board, while starting one again costs a task spawn. Default
-    /// 5 s.
+    /// A board's committer task ends after this long without writes, once its batches
+    /// in flight are applied (a dropped board's ends at once), so boards no longer
+    /// written cost nothing: a live committer holds about 1 KB (its task, queue and
+    /// semaphore), which across many boards is more than the rest of a board's state in
+    /// the service. A committer only batches writes that queue while its calls are in
+    /// flight, so a short idle loses no batching; starting one again costs a task spawn
+    /// (microseconds, against a Redis round trip). Default 250 ms.
     pub committer_idle: Duration,
 }
 
@@ -76,7 +80,7 @@ impl Default for IngestOptions {
             max_batch_events: 20_000,
             max_in_flight: 3,
             call_budget: Duration::from_millis(1),
-            committer_idle: Duration::from_secs(5),
+            committer_idle: Duration::from_millis(250),
         }
     }
 }
@@ -94,8 +98,15 @@ struct Submission {
 /// drained.
 pub(super) struct Ingest {
     committers: Arc<Committers>,
+    shared: Arc<Shared>,
+}
+
+/// What every committer of a store uses, behind one pointer so that a live committer's
+/// task stays small.
+struct Shared {
+    conn: RedisConn,
     options: IngestOptions,
-    budget: Arc<Budget>,
+    budget: Budget,
 }
 
 type Committers = Mutex<HashMap<BoardName, Committer>>;
@@ -103,8 +114,10 @@ type Committers = Mutex<HashMap<BoardName, Committer>>;
 /// A board's running committer: its queue, and an id telling it from its successors.
 struct Committer {
     id: u64,
-    /// Submissions are boxed: a queue allocates its first block of slots when made, so
-    /// a small item keeps an idle board's committer small (~0.5 KB instead of ~7 KB).
+    /// The queue of `futures-channel`, whose buffer is a linked list of the items queued
+    /// (~0.2 KB when empty): tokio's allocates cache-padded halves and a first block of
+    /// 32 slots (~0.8 KB), which across many boards written at once was half of a live
+    /// committer's heap.
     queue: mpsc::Sender<Box<Submission>>,
 }
 
@@ -115,18 +128,20 @@ static NEXT_COMMITTER: AtomicU64 = AtomicU64::new(1);
 const QUEUE: usize = 4096;
 
 impl Ingest {
-    pub(super) fn new(options: IngestOptions) -> Ingest {
+    pub(super) fn new(conn: RedisConn, options: IngestOptions) -> Ingest {
         Ingest {
             committers: Arc::default(),
-            options,
-            budget: Arc::new(Budget::new(options.call_budget, options.max_batch_members)),
+            shared: Arc::new(Shared {
+                conn,
+                options,
+                budget: Budget::new(options.call_budget, options.max_batch_members),
+            }),
         }
     }
 
     /// Queues `writes` and waits until they are applied.
     pub(super) async fn write(
         &self,
-        conn: &RedisConn,
         board: &Board,
         now: Timestamp,
         writes: Vec<SlotWrite>,
@@ -143,14 +158,21 @@ impl Ingest {
         });
         // A committer that stopped (idle, or its runtime ended) is replaced.
         for _ in 0..3 {
-            let queue = self.committer(conn, &board.name);
-            match queue.send(submission).await {
+            let mut queue = self.committer(&board.name);
+            // Waits for room in the queue (back-pressure); an error: the queue closed.
+            if std::future::poll_fn(|cx| queue.poll_ready(cx))
+                .await
+                .is_err()
+            {
+                continue;
+            }
+            match queue.try_send(submission) {
                 Ok(()) => {
                     return answer.await.map_err(|_| {
                         Error::StoreUnavailable("the write was dropped unapplied".into())
                     })?;
                 }
-                Err(mpsc::error::SendError(back)) => submission = back,
+                Err(closed) => submission = closed.into_inner(),
             }
         }
         Err(Error::StoreUnavailable(
@@ -159,26 +181,20 @@ impl Ingest {
     }
 
     /// The board's committer queue, starting a committer when none runs.
-    fn committer(&self, conn: &RedisConn, board: &BoardName) -> mpsc::Sender<Box<Submission>> {
+    fn committer(&self, board: &BoardName) -> mpsc::Sender<Box<Submission>> {
         let mut committers = lock(&self.committers);
         if let Some(c) = committers.get(board).filter(|c| !c.queue.is_closed()) {
             return c.queue.clone();
         }
+        // The queue's room is `QUEUE` plus one per sender (one item each).
         let (queue, inbox) = mpsc::channel(QUEUE);
         let id = NEXT_COMMITTER.fetch_add(1, Ordering::Relaxed);
         let idle = Idle {
             committers: Arc::downgrade(&self.committers),
             board: board.clone(),
             id,
-            after: self.options.committer_idle,
         };
-        tokio::spawn(commit_loop(
-            conn.clone(),
-            self.options,
-            self.budget.clone(),
-            inbox,
-            idle,
-        ));
+        tokio::spawn(commit_loop(self.shared.clone(), inbox, idle));
         committers.insert(
             board.clone(),
             Committer {
@@ -192,12 +208,12 @@ impl Ingest {
     /// Ends the board's committer once what it holds is applied (the board was dropped).
     pub(super) fn forget(&self, board: &BoardName) {
         lock(&self.committers).remove(board);
-        self.budget.forget(board);
+        self.shared.budget.forget(board);
     }
 
     /// The board's call budget and cost estimate (for the keyed and token paths).
     pub(super) fn budget(&self) -> &Budget {
-        &self.budget
+        &self.shared.budget
     }
 }
 
@@ -211,7 +227,6 @@ struct Idle {
     committers: Weak<Committers>,
     board: BoardName,
     id: u64,
-    after: Duration,
 }
 
 impl Idle {
@@ -296,23 +311,19 @@ impl Batch {
     }
 }
 
-async fn commit_loop(
-    conn: RedisConn,
-    options: IngestOptions,
-    budget: Arc<Budget>,
-    mut inbox: mpsc::Receiver<Box<Submission>>,
-    idle: Idle,
-) {
+async fn commit_loop(shared: Arc<Shared>, mut inbox: mpsc::Receiver<Box<Submission>>, idle: Idle) {
+    let options = &shared.options;
     let slots = Arc::new(Semaphore::new(options.max_in_flight.max(1)));
-    // A submission for another incarnation of the board, held for the next batch.
-    let mut carried: Option<Submission> = None;
+    // A submission for another incarnation of the board, held for the next batch
+    // (boxed, so the task's state stays small).
+    let mut carried: Option<Box<Submission>> = None;
     loop {
         let Ok(permit) = slots.clone().acquire_owned().await else {
             return;
         };
         let first = match carried.take() {
-            Some(submission) => submission,
-            None => match tokio::time::timeout(idle.after, inbox.recv()).await {
+            Some(submission) => *submission,
+            None => match tokio::time::timeout(options.committer_idle, inbox.next()).await {
                 Ok(Some(submission)) => *submission,
                 // Every queue handle is gone (board dropped, store dropped), or closed
                 // and drained: what was queued is applied or in flight.
@@ -327,24 +338,26 @@ async fn commit_loop(
             },
         };
         // A batch grows to what one call may carry: a bigger one would wait for several.
-        let cap = budget.cap(&first.board.name).min(options.max_batch_members);
+        let cap = shared
+            .budget
+            .cap(&first.board.name)
+            .min(options.max_batch_members);
         let mut batch = Batch::new();
         batch.add(first);
         while batch.sums.len() < cap && batch.events < options.max_batch_events {
             match inbox.try_recv() {
                 // A submission for another incarnation of the board waits for the next batch.
                 Ok(next) if next.board.version != batch.version() => {
-                    carried = Some(*next);
+                    carried = Some(next);
                     break;
                 }
                 Ok(next) => batch.add(*next),
                 Err(_) => break,
             }
         }
-        let conn = conn.clone();
-        let budget = budget.clone();
+        let shared = shared.clone();
         tokio::spawn(async move {
-            apply(&conn, &budget, batch).await;
+            apply(&shared.conn, &shared.budget, batch).await;
             drop(permit);
         });
     }

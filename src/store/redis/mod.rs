@@ -119,9 +119,10 @@ impl RedisStore {
 
     /// Connects to `url` with `options`.
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<Self> {
+        let conn = RedisConn::connect(url, &options).await?;
         Ok(RedisStore {
-            conn: RedisConn::connect(url, &options).await?,
-            ingest: Arc::new(Ingest::new(options.ingest)),
+            ingest: Arc::new(Ingest::new(conn.clone(), options.ingest)),
+            conn,
             stats: Arc::default(),
         })
     }
@@ -140,9 +141,10 @@ impl RedisStore {
         options: RedisOptions,
     ) -> Result<Self> {
         let urls: Vec<String> = urls.iter().map(|u| u.as_ref().to_owned()).collect();
+        let conn = RedisConn::connect_cluster(&urls, &options).await?;
         Ok(RedisStore {
-            conn: RedisConn::connect_cluster(&urls, &options).await?,
-            ingest: Arc::new(Ingest::new(options.ingest)),
+            ingest: Arc::new(Ingest::new(conn.clone(), options.ingest)),
+            conn,
             stats: Arc::default(),
         })
     }
@@ -218,7 +220,7 @@ impl Store for RedisStore {
         now: Timestamp,
         writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>> {
-        self.ingest.write(&self.conn, board, now, writes).await
+        self.ingest.write(board, now, writes).await
     }
 
     async fn write_once(
