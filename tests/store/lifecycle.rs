@@ -4,8 +4,11 @@
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use rollboard::{BoardConfig, IngestOptions, RedisOptions, RedisStore};
 
+use crate::proxy::{Fault, FaultProxy};
 use crate::support::{Harness, START, pairs, ranking, unique, with_clock};
 use crate::tasks::{alive_tasks, settle};
 
@@ -104,5 +107,52 @@ async fn an_idle_committer_ends_and_a_later_write_starts_another() {
     assert_eq!(
         ranking(&boards.top(&b, None, 0, 10).await.unwrap()),
         pairs(&[("a", 3)])
+    );
+}
+
+#[tokio::test]
+async fn an_idle_committer_ends_only_once_its_batch_in_flight_is_applied() {
+    let h = Harness::redis().await;
+    let proxy = FaultProxy::start(&h.redis.as_ref().unwrap().url).await;
+    let options = RedisOptions {
+        response_timeout: Duration::from_secs(30),
+        ingest: IngestOptions {
+            committer_idle: Duration::from_millis(20),
+            max_in_flight: 2,
+            ..IngestOptions::default()
+        },
+        ..RedisOptions::default()
+    };
+    let store = RedisStore::connect_with(&proxy.url(), options)
+        .await
+        .unwrap();
+    let boards = with_clock(Arc::new(store), &h.clock);
+    let b = unique("inflight");
+    boards
+        .create_board(&b, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .await
+        .unwrap();
+    let before = alive_tasks();
+    // The write's call reaches Redis only after 3 s: its batch is in flight meanwhile.
+    let index = format!("slots_{{{b}}}");
+    proxy.arm(Fault::Delay(Duration::from_secs(3)), 1, move |r| {
+        r.is_script_with_key(&index)
+    });
+    let writer = tokio::spawn({
+        let (boards, b) = (boards.clone(), b.clone());
+        async move { boards.incr(&b, "a", 1, None).await.unwrap() }
+    });
+    proxy.wait_fired(1).await;
+    // Many idle periods later, the committer still waits for its batch: the writer,
+    // the committer and the batch's call are alive.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(alive_tasks(), before + 3);
+    writer.await.unwrap();
+    // Then it idles out.
+    settle(before).await;
+    assert_eq!(alive_tasks(), before);
+    assert_eq!(
+        ranking(&boards.top(&b, None, 0, 10).await.unwrap()),
+        pairs(&[("a", 1)])
     );
 }
