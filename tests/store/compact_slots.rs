@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use rollboard::{BoardConfig, Event, Layout, Span};
 
-use crate::support::{Harness, START, ts, unique};
+use crate::support::{Harness, START, TestRedis, ts, unique};
 
 /// The geometry of a slot as (L, p, count), if it is compact.
 async fn geometry(h: &Harness, board: &str, slot: i64) -> Option<(u32, u64, u64)> {
@@ -188,4 +188,95 @@ async fn a_new_slot_starts_with_the_buckets_the_slot_before_it_filled() {
     let two = Some(Span::parse("2h").unwrap());
     let m1 = h.boards.score(&b, "m1", two).await.unwrap();
     assert_eq!(m1.map(|s| s.score), Some(2));
+}
+
+/// `bucket_key` (prelude.lua) names bucket `i` `<stage>:<i>`, `i` in decimal: the digits
+/// come from tables below 10^6 (and from `string.format` above), so every number below
+/// 10^5 and every 7th up to past 10^6 is checked against `string.format('%d', i)`, and
+/// some against Rust's.
+#[tokio::test]
+async fn bucket_keys_name_the_bucket_number_in_decimal() {
+    let redis = TestRedis::start().await;
+    let mut raw = redis.raw().await;
+    let script = format!(
+        "{}\n{}",
+        include_str!("../../src/store/redis/lua/prelude.lua"),
+        "local wrong = {}
+        local i = 0
+        while i <= 1100000 and #wrong < 5 do
+          if bucket_key('s', i) ~= 's:' .. string.format('%d', i) then wrong[#wrong + 1] = i end
+          i = i + (i < 100000 and 1 or 7)
+        end
+        local named = {}
+        for x = 1, #ARGV do named[x] = bucket_key('slot_{b}_0', tonumber(ARGV[x])) end
+        return {wrong, named}"
+    );
+    let numbers: [u64; 19] = [
+        0, 7, 9, 10, 42, 99, 100, 101, 999, 1000, 1234, 9999, 10000, 10001, 99999, 100000, 987654,
+        999999, 1000000,
+    ];
+    let (wrong, named): (Vec<i64>, Vec<String>) = redis::cmd("EVAL")
+        .arg(script)
+        .arg(0)
+        .arg(&numbers[..])
+        .arg(4_294_967_295u64)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(wrong, Vec::<i64>::new(), "bucket numbers named wrongly");
+    let expected: Vec<String> = numbers
+        .iter()
+        .chain([4_294_967_295].iter())
+        .map(|i| format!("slot_{{b}}_0:{i}"))
+        .collect();
+    assert_eq!(named, expected);
+}
+
+/// With a bucket fill of 1 (listpacks of at most 2 entries), a slot that follows one of
+/// 2,500 members starts with 2,500 buckets: members written to it land in buckets
+/// numbered up to four digits, each in the bucket its hash names, once.
+#[tokio::test]
+async fn members_land_in_their_bucket_of_a_slot_of_thousands_of_buckets() {
+    let redis = TestRedis::spawn().await;
+    redis.config_set("hash-max-listpack-entries", "2").await;
+    let clock = crate::support::clock();
+    let h = Harness {
+        boards: crate::support::with_clock(redis.store().await, &clock),
+        clock,
+        redis: Some(redis),
+    };
+    let b = compact_board(&h, &["2h"]).await;
+    let events: Vec<Event> = (0..2500).map(|i| Event::new(format!("m{i}"), 1)).collect();
+    for chunk in events.chunks(500) {
+        h.boards.incr_batch(&b, chunk).await.unwrap();
+    }
+    h.at(3600);
+    let twice: Vec<Event> = (0..2500).map(|i| Event::new(format!("m{i}"), 2)).collect();
+    for chunk in twice.chunks(500) {
+        h.boards.incr_batch(&b, chunk).await.unwrap();
+    }
+    // 2500 = 2^11 + 452 buckets, numbered 0..=2499.
+    assert_eq!(geometry(&h, &b, START + 3600).await, Some((11, 452, 2500)));
+    let stage = format!("slot_{{{b}}}_{}", START + 3600);
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let mut found = BTreeMap::new();
+    for i in 0..2500 + 4 {
+        let fields: BTreeMap<String, i64> = redis::cmd("HGETALL")
+            .arg(format!("{stage}:{i}"))
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        for (member, value) in fields {
+            assert_eq!(value, 2, "{member}");
+            assert!(found.insert(member, i).is_none());
+        }
+    }
+    assert_eq!(found.len(), 2500);
+    for (member, bucket) in &found {
+        assert_eq!(*bucket, bucket_of(member, 11, 452), "{member}");
+    }
+    assert!(found.values().any(|bucket| *bucket >= 1000));
+    let two = Some(Span::parse("2h").unwrap());
+    let m2345 = h.boards.score(&b, "m2345", two).await.unwrap();
+    assert_eq!(m2345.map(|s| s.score), Some(3));
 }

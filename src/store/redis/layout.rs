@@ -59,8 +59,9 @@ impl SlotLayout {
 
     /// `write.lua`'s argument for new slots of `board`: `<layout> <fill> <hashed>`, the
     /// layout of new slots when its record names none, the buckets' fill, and `1` when
-    /// every entry carries its member's hash (see [`member_hash`]), which the client
-    /// sends for boards whose new slots are compact, so the script need not compute it.
+    /// the call carries every entry's member hash (see [`member_hash`], packed in one
+    /// argument), which the client sends for boards whose new slots are compact, so the
+    /// script need not compute it.
     pub(super) fn new_slots(&self, board: &Board) -> String {
         let compact = self.compact(board);
         let layout = if compact {

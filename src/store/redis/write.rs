@@ -131,13 +131,12 @@ pub(super) async fn write_sums(
         guard,
         events,
     );
-    let hashed = conn.layout().compact(board);
+    if conn.layout().compact(board) {
+        invocation.arg(packed_hashes(entries.iter().map(|e| e.member.as_str())));
+    }
     for e in entries {
         slots.push_number(&mut invocation, e.slot);
         invocation.arg(e.member.as_str()).arg(e.sum);
-        if hashed {
-            invocation.arg(member_hash(e.member.as_str()));
-        }
     }
     let reply: Vec<i64> = conn.script(&invocation, &board.name, Retry::Never).await?;
     match reply.as_slice() {
@@ -184,13 +183,12 @@ pub(super) async fn write_events(
         guard,
         writes.len(),
     );
-    let hashed = conn.layout().compact(board);
+    if conn.layout().compact(board) {
+        invocation.arg(packed_hashes(writes.iter().map(|w| w.member.as_str())));
+    }
     for w in writes {
         slots.push_number(&mut invocation, w.slot);
         invocation.arg(w.member.as_str()).arg(w.delta);
-        if hashed {
-            invocation.arg(member_hash(w.member.as_str()));
-        }
     }
     let reply: Vec<i64> = conn.script(&invocation, &board.name, Retry::Never).await?;
     let bad = || {
@@ -210,6 +208,17 @@ pub(super) async fn write_events(
             .map(|r| (EventsOutcome::Replayed(r), 0))
             .ok_or_else(bad),
     }
+}
+
+/// The members' hashes ([`member_hash`]) in one `write.lua` argument, 4 bytes each,
+/// big-endian, in the entries' order: one argument per entry would cost Redis about as
+/// much as the bucket key the hash names (`docs/design.md`, "Compact slots").
+fn packed_hashes<'m>(members: impl ExactSizeIterator<Item = &'m str>) -> Vec<u8> {
+    let mut packed = Vec::with_capacity(4 * members.len());
+    for member in members {
+        packed.extend_from_slice(&member_hash(member).to_be_bytes());
+    }
+    packed
 }
 
 /// The distinct slots of a write, numbered from 1 in order of first appearance.

@@ -31,15 +31,19 @@
 -- ARGV[11]                   '<layout> <fill> <hashed>': the layout of a slot this call
 --                            creates when the record names none ('plain' or 'compact'),
 --                            how many fields a compact slot's buckets hold on average
---                            before one splits, and '1' when each entry carries its
---                            member's hash (the prelude's member_hash, which the client
---                            computes for boards whose new slots are compact), else '0'
+--                            before one splits, and '1' when the caller sends each
+--                            entry's member hash (the prelude's member_hash, which the
+--                            client computes for boards whose new slots are compact),
+--                            else '0'
 -- ARGV[11+j], j = 1..n       window j in seconds (names the field wm:<W>)
 -- ARGV[11+n+j], j = 1..n     cutoff of window j at the caller's now: slot_start(now) - W
 -- ARGV[11+2n+i], i = 1..m    start of distinct slot i
+-- ARGV[12+2n+m]              when <hashed> is 1 only: the member hashes of the entries, in
+--                            their order, 4 bytes each, big-endian, in one argument (a
+--                            separate argument per entry costs Redis a string to parse and
+--                            one to make for Lua, as much as the bucket key the hash names)
 -- then the entries: with one slot (m = 1) member, delta; with several, slot number i,
--- member, delta; either followed by the member's hash when <hashed> is 1. Deltas are
--- integers.
+-- member, delta. Deltas are integers.
 --
 -- First every window whose cutoff passed its watermark is frozen up to the cutoff
 -- (wm:<W> := cutoff), so an event for a slot that left a window skips that window even
@@ -286,16 +290,22 @@ local function save_geometries()
   end
 end
 
-local first = A + 1 + 2 * n + m
+local hashes = hashed == '1' and ARGV[A + 2 * n + m + 1] or nil
+local first = A + 2 * n + m + (hashes and 2 or 1)
 local numbered = (m == 1) and 0 or 1
-local stride = 2 + numbered + tonumber(hashed)
+local stride = 2 + numbered
 local count = (#ARGV - first + 1) / stride
+local byte = string.byte
 
 -- The slot number, member, delta and member hash (nil if not sent) of entry e (0-based).
 local function entry(e)
   local at = first + stride * e
   local i = numbered == 1 and tonumber(ARGV[at]) or 1
-  local h = hashed == '1' and tonumber(ARGV[at + numbered + 2]) or nil
+  local h = nil
+  if hashes then
+    local b1, b2, b3, b4 = byte(hashes, 4 * e + 1, 4 * e + 4)
+    h = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+  end
   return i, ARGV[at + numbered], ARGV[at + numbered + 1], h
 end
 
