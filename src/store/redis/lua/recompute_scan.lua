@@ -136,6 +136,8 @@ if geo then
       return { cursor, added }
     end
     cursor = 'r0'
+    -- A member may have a value in both forms: each is added.
+    seen = {}
   end
   local c, whole = tonumber(string.sub(cursor, 2)), 2 ^ 32
   repeat
