@@ -46,6 +46,7 @@ fn other(layout: Layout) -> Layout {
 /// A board whose slots start in layout `from` (the store's default), with the oracle.
 struct Fixture {
     _redis: TestRedis,
+    store: Arc<rollboard::RedisStore>,
     boards: Rollboard,
     clock: rollboard::ManualClock,
     raw: redis::aio::MultiplexedConnection,
@@ -66,13 +67,15 @@ impl Fixture {
             default_layout: from,
             ..RedisOptions::default()
         };
-        let boards = with_clock(redis.store_with(options).await, &clock);
+        let store = redis.store_with(options).await;
+        let boards = with_clock(store.clone(), &clock);
         let raw = redis.raw().await;
         let board = crate::test_redis::unique("rl");
         let config = BoardConfig::parse("1h", &WINDOWS).unwrap();
         boards.create_board(&board, config.clone()).await.unwrap();
         Fixture {
             _redis: redis,
+            store,
             boards,
             clock,
             raw,
@@ -539,4 +542,138 @@ async fn relayout_now_on_the_memory_store_only_records_the_layout() {
     );
     let top = h.boards.top(&b, None, 0, 10).await.unwrap();
     assert_eq!(ranking(&top), [("a".to_owned(), 2)]);
+}
+
+/// A small board cut after one conversion call (a mixed slot: the new form in one stage,
+/// the old one left in another or beside it) is retired through both windows by
+/// `retire_small.lua`, one call per boundary, exactly.
+async fn a_small_mixed_board_retires_in_one_call(from: Layout) {
+    let mut f = Fixture::new(from).await;
+    f.at(60);
+    let first: Vec<_> = (0..90).map(|i| (format!("s{i}"), 1 + i % 4, 60)).collect();
+    f.write(&first).await;
+    f.at(3600 + 60);
+    let late: Vec<_> = (0..30).map(|i| (format!("s{}", i * 3), 2, 600)).collect();
+    f.write(&late).await;
+    let one = RelayoutOptions {
+        max_calls: Some(1),
+        chunk_budget: std::time::Duration::from_micros(1),
+        ..NOW
+    };
+    let report = f
+        .boards
+        .relayout_with(&f.board, other(from), one)
+        .await
+        .unwrap();
+    assert!(!report.complete);
+    assert_eq!(f.mixed_slots().await, [START]);
+    for hour in [1, 2] {
+        f.at(hour * 3600 + 60);
+        let board = Arc::new(f.boards.board(&f.board).await.unwrap());
+        let fast = rollboard::Store::retire_small(
+            f.store.as_ref(),
+            &[board],
+            f.boards.now(),
+            RetireOptions::default(),
+        )
+        .await
+        .unwrap();
+        let report = fast[0].expect("retired by retire_small.lua");
+        assert_eq!(report.slots_retired, 1, "hour {hour}");
+        f.assert_exact().await;
+    }
+    assert_eq!(f.live_slots().await, Vec::<i64>::new());
+    assert_eq!(f.slot_keys().await, (vec![], vec![]));
+    assert_eq!(f.geometries().await, BTreeMap::new());
+}
+
+#[tokio::test]
+async fn a_small_board_mixed_towards_compact_retires_in_one_call() {
+    a_small_mixed_board_retires_in_one_call(Layout::Plain).await;
+}
+
+#[tokio::test]
+async fn a_small_board_mixed_towards_plain_retires_in_one_call() {
+    a_small_mixed_board_retires_in_one_call(Layout::Compact).await;
+}
+
+/// A recompute and an active relayout exclude each other: each refuses while the
+/// other's lease holds (a conversion moving values between forms would make a scan see
+/// one twice), with a clear error, and runs once it is gone.
+#[tokio::test]
+async fn a_recompute_and_an_active_relayout_exclude_each_other() {
+    let mut f = Fixture::new(Layout::Plain).await;
+    f.populate().await;
+    let record = format!("board_{{{}}}", f.board);
+    let far = (f.boards.now().unix_seconds() + 86_400 * 365 * 100) * 1000;
+    let _: () = redis::cmd("HSET")
+        .arg(&record)
+        .arg("rb_until")
+        .arg(far)
+        .query_async(&mut f.raw)
+        .await
+        .unwrap();
+    let err = f
+        .boards
+        .relayout_with(&f.board, Layout::Compact, NOW)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, rollboard::Error::BoardBusy(_)), "{err:?}");
+    assert_eq!(f.geometries().await, BTreeMap::new(), "nothing converted");
+    let _: () = redis::cmd("HDEL")
+        .arg(&record)
+        .arg("rb_until")
+        .query_async(&mut f.raw)
+        .await
+        .unwrap();
+    // Another run's relayout lease.
+    let _: () = redis::cmd("HSET")
+        .arg(&record)
+        .arg("rl_until")
+        .arg(far)
+        .arg("rl_token")
+        .arg("another")
+        .query_async(&mut f.raw)
+        .await
+        .unwrap();
+    let two_hours = Some(Span::parse("2h").unwrap());
+    let err = f.boards.recompute(&f.board, two_hours).await.unwrap_err();
+    assert!(
+        matches!(err, rollboard::Error::RelayoutRunning(_)),
+        "{err:?}"
+    );
+    assert_eq!(err.code(), "board_busy");
+    let err = f
+        .boards
+        .relayout_with(&f.board, Layout::Compact, NOW)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, rollboard::Error::RelayoutRunning(_)),
+        "{err:?}"
+    );
+    let _: () = redis::cmd("HDEL")
+        .arg(&record)
+        .arg("rl_until")
+        .arg("rl_token")
+        .query_async(&mut f.raw)
+        .await
+        .unwrap();
+    let report = f
+        .boards
+        .relayout_with(&f.board, Layout::Compact, NOW)
+        .await
+        .unwrap();
+    assert!(report.complete);
+    // The run ended its lease: a recompute starts at once.
+    let lease: Option<String> = redis::cmd("HGET")
+        .arg(&record)
+        .arg("rl_until")
+        .query_async(&mut f.raw)
+        .await
+        .unwrap();
+    assert_eq!(lease, None);
+    f.boards.recompute(&f.board, two_hours).await.unwrap();
+    f.assert_all(Layout::Compact).await;
+    f.assert_exact().await;
 }
