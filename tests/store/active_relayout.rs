@@ -378,6 +378,17 @@ async fn a_cut_conversion_stays_exact_and_a_second_run_finishes_it(from: Layout)
     ])
     .await;
     f.assert_exact().await;
+    // Removal of a member of the mixed slot (5 before the cut, 11 since: in either form
+    // or both) deletes its one slot value (stage 2 of START + 1h) from every form.
+    let removed = f.boards.remove_member(&f.board, "m2").await.unwrap();
+    assert_eq!(removed.slot_values, 1);
+    f.oracle.remove("m2");
+    f.points.remove("m2");
+    assert_eq!(
+        f.boards.history(&f.board, "m2").await.unwrap().points,
+        Vec::new()
+    );
+    f.assert_exact().await;
     // Drift, then a recompute of window 2 reads both forms of the mixed slot.
     let _: () = redis::cmd("ZADD")
         .arg(format!("stats_{{{}}}_7200", f.board))
