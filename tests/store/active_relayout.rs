@@ -468,10 +468,21 @@ async fn relayout_now_under_writes_and_retirement_stays_exact() {
                     })
                     .collect();
                 let outcome = boards.incr_batch(&b, &batch).await.unwrap();
-                assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
+                // The clock may cross a boundary between reading it and writing: the
+                // slot before then is too late for the largest window (and only that).
+                let rejected: BTreeSet<usize> = outcome
+                    .rejected
+                    .iter()
+                    .map(|r| {
+                        assert!(matches!(r.error, rollboard::Error::TooLate { .. }), "{r:?}");
+                        r.index
+                    })
+                    .collect();
                 let mut all = events.lock().unwrap();
-                for e in &batch {
-                    all.push((config.slot_start(e.at.unwrap()), e.member.clone(), e.delta));
+                for (x, e) in batch.iter().enumerate() {
+                    if !rejected.contains(&x) {
+                        all.push((config.slot_start(e.at.unwrap()), e.member.clone(), e.delta));
+                    }
                 }
             }
         }));
