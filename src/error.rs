@@ -153,6 +153,10 @@ pub enum Error {
     /// The board is being recomputed: retirement, and a second recompute, wait for it.
     #[error("board {0:?} is being recomputed; retry when that finishes")]
     BoardBusy(String),
+    /// An active relayout of the board is running: a recompute, or a second relayout,
+    /// waits for it.
+    #[error("board {0:?} is being relaid out (relayout --now); retry when that finishes")]
+    RelayoutRunning(String),
     /// The board was dropped or re-created while the operation ran.
     #[error("board {0:?} changed while the operation ran; retry")]
     BoardChanged(String),
@@ -253,7 +257,7 @@ impl Error {
             Error::BoardKind { .. } => "board_kind",
             Error::TooOld { .. } => "too_old",
             Error::BoardChanged(_) => "board_changed",
-            Error::BoardBusy(_) => "board_busy",
+            Error::BoardBusy(_) | Error::RelayoutRunning(_) => "board_busy",
             Error::TooLate { .. } => "too_late",
             Error::InFuture { .. } => "in_future",
             Error::OutOfRange { .. } => "out_of_range",

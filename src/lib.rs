@@ -76,10 +76,10 @@ pub use domain::stats::{
 pub use domain::{
     BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, Layout, MAX_ABS,
     MAX_IDEMPOTENCY_KEY, MAX_RANKS_MEMBERS, Member, MemberRank, Point, Ranks, RecomputeReport,
-    RelayoutReport, Removed, RetireOptions, RetireReport, ScoreRange, Span, Standing, Ties,
-    Timestamp, TopPage, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions,
-    TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard,
-    TrendingConfig,
+    RelayoutOptions, RelayoutReport, Removed, RetireOptions, RetireReport, ScoreRange, Span,
+    Standing, Ties, Timestamp, TopPage, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
+    TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
+    TrendingBoard, TrendingConfig,
 };
 pub use domain::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots};
 pub use error::{Error, Result};

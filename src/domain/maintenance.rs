@@ -14,10 +14,42 @@ pub struct RelayoutReport {
     pub layout: Layout,
     /// The board's live slots.
     pub live_slots: u64,
-    /// Live slots still in the other layout: they keep it until they retire (every
-    /// read, write, removal and recompute handles both). Always 0 in the memory store,
-    /// which has one layout of its own.
+    /// Live slots still in the other layout (wholly or partly): without `now` they keep
+    /// it until they retire (every read, write, removal and recompute handles both);
+    /// after a complete active relayout, 0. Always 0 in the memory store, which has one
+    /// layout of its own.
     pub old_layout_slots: u64,
+    /// Live slots an active relayout (`now`) converted to the layout (0 without `now`).
+    pub converted_slots: u64,
+    /// Slot values an active relayout moved from one form to the other.
+    pub moved_values: u64,
+    /// False when an active relayout stopped at `max_calls` before converting every
+    /// live slot (a later run finishes it); true otherwise.
+    pub complete: bool,
+}
+
+/// How `Rollboard::relayout_with` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelayoutOptions {
+    /// Also convert the live slots now, while writes, reads and retirement go on (an
+    /// active relayout); otherwise they keep their layout until they retire.
+    pub now: bool,
+    /// How long one conversion call may work: it stops before a step (about 50 values)
+    /// that would likely overrun it.
+    pub chunk_budget: std::time::Duration,
+    /// Stop after this many conversion calls (the report says `complete: false`); a
+    /// later run finishes the conversion. `None` runs to the end.
+    pub max_calls: Option<usize>,
+}
+
+impl Default for RelayoutOptions {
+    fn default() -> Self {
+        RelayoutOptions {
+            now: false,
+            chunk_budget: std::time::Duration::from_micros(1500),
+            max_calls: None,
+        }
+    }
 }
 
 /// What removing a member did.

@@ -22,7 +22,9 @@ pub use admission::{Admission, SlotWrite, not_in_future, too_late};
 pub use config::{BoardConfig, Layout, Ties};
 pub use event::{Event, MAX_ABS, check_delta};
 pub use idempotency::{Fingerprint, IdempotencyKey, MAX_IDEMPOTENCY_KEY};
-pub use maintenance::{RecomputeReport, RelayoutReport, Removed, RetireOptions, RetireReport};
+pub use maintenance::{
+    RecomputeReport, RelayoutOptions, RelayoutReport, Removed, RetireOptions, RetireReport,
+};
 pub use member_ranks::{MAX_RANKS_MEMBERS, MemberRank, Ranks, parse_ranks_members};
 pub use name::{BoardName, Member};
 pub use ranking::{Entry, History, Point, Standing, TopPage, percentile};

@@ -14,8 +14,8 @@ use super::json_int;
 use super::trending::{BoardKindName, BoardReply, TrendingStatus, is_trending};
 use super::wire::SpanInput;
 use crate::{
-    Board, BoardConfig, BoardName, BoardStatus, Created, Layout, RecomputeReport, RelayoutReport,
-    SnapshotPolicy, Span, Ties, TrendCreated, TrendingBoard, TrendingConfig,
+    Board, BoardConfig, BoardName, BoardStatus, Created, Layout, RecomputeReport, RelayoutOptions,
+    RelayoutReport, SnapshotPolicy, Span, Ties, TrendCreated, TrendingBoard, TrendingConfig,
 };
 
 /// A board's config as sent in `PUT /v1/boards/{board}`: a windowed board (`slot`,
@@ -353,19 +353,24 @@ pub async fn delete_board(
 pub struct RelayoutQuery {
     /// The layout of the board's slots from now on: `plain` or `compact`.
     pub layout: Layout,
+    /// `true`: also convert the live slots now (an active relayout, exact while writes
+    /// go on); otherwise they keep their layout until they retire.
+    #[serde(default)]
+    pub now: bool,
 }
 
 /// Switches the layout of the slots the board creates from now on; live slots keep
-/// theirs until they retire. Online and exact while writes go on; changes no result.
+/// theirs until they retire, or with `?now=true` are converted now. Online and exact
+/// while writes go on; changes no result.
 #[utoipa::path(
     post, path = "/v1/boards/{board}/relayout", tag = "boards",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), RelayoutQuery),
     responses(
-        (status = 200, description = "The new layout, and the live slots that keep the old one", body = RelayoutReport),
+        (status = 200, description = "The new layout, the live slots that keep the old one, and with `now` the slots converted", body = RelayoutReport),
         (status = 400, description = "`bad_request`: no or an unknown layout", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_changed`; `board_kind`: a trending board (it has no slots)", body = ErrorBody),
+        (status = 409, description = "`board_changed`; `board_kind`: a trending board (it has no slots); `board_busy`: a recompute or another active relayout is running (with `now`)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`", body = ErrorBody),
     ),
     security(("bearer" = []))
@@ -376,7 +381,16 @@ pub async fn relayout(
     ApiPath(board): ApiPath<String>,
     ApiQuery(q): ApiQuery<RelayoutQuery>,
 ) -> ApiResult<Json<RelayoutReport>> {
-    Ok(Json(state.boards.relayout(&board, q.layout).await?))
+    let options = RelayoutOptions {
+        now: q.now,
+        ..RelayoutOptions::default()
+    };
+    Ok(Json(
+        state
+            .boards
+            .relayout_with(&board, q.layout, options)
+            .await?,
+    ))
 }
 
 /// `?window=` of a recompute.

@@ -116,7 +116,8 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::TrendingConflict { .. }
         | Error::BoardKind { .. }
         | Error::BoardChanged(_)
-        | Error::BoardBusy(_) => StatusCode::CONFLICT,
+        | Error::BoardBusy(_)
+        | Error::RelayoutRunning(_) => StatusCode::CONFLICT,
         Error::BatchTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         Error::StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         Error::StoreFull(_) => StatusCode::INSUFFICIENT_STORAGE,

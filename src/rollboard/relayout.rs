@@ -1,9 +1,9 @@
 //! Changing a board's layout online: the slots it creates from now on take the new
-//! layout, live slots keep theirs until they retire. Exact while writes go on; see
-//! `docs/design.md`, "Relayout".
+//! layout; live slots keep theirs until they retire, or are converted now (an active
+//! relayout). Exact while writes go on; see `docs/design.md`, "Relayout".
 
 use super::Rollboard;
-use crate::domain::{BoardName, Layout, RelayoutReport};
+use crate::domain::{BoardName, Layout, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
 
 impl Rollboard {
@@ -11,9 +11,27 @@ impl Rollboard {
     /// says how many live slots keep the other layout (until they retire). The board's
     /// stored config says `layout` afterwards. Changes no ranking, history or total.
     pub async fn relayout(&self, board: &str, layout: Layout) -> Result<RelayoutReport> {
+        self.relayout_with(board, layout, RelayoutOptions::default())
+            .await
+    }
+
+    /// [`Rollboard::relayout`], and with `options.now` also converts every live slot to
+    /// `layout` now, in bounded calls, exactly while writes, reads and retirement go on.
+    /// A run cut short (an error, `max_calls`) leaves the board exact; running it again
+    /// finishes the conversion. A recompute of the board and an active relayout exclude
+    /// each other ([`Error::BoardBusy`](crate::Error::BoardBusy) /
+    /// [`Error::RelayoutRunning`](crate::Error::RelayoutRunning)).
+    pub async fn relayout_with(
+        &self,
+        board: &str,
+        layout: Layout,
+        options: RelayoutOptions,
+    ) -> Result<RelayoutReport> {
         let store = &self.inner.store;
         let report = self
-            .on_board(board, |b| async move { store.relayout(&b, layout).await })
+            .on_board(board, |b| async move {
+                store.relayout(&b, layout, options).await
+            })
             .await?;
         // The cached config names the old layout: load it afresh when next used.
         self.inner.boards.forget(&BoardName::parse(board)?);

@@ -14,7 +14,7 @@ use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
-use crate::domain::{Layout, RecomputeReport, RelayoutReport};
+use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::domain::{RetireOptions, RetireReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
 use crate::error::Result;
@@ -199,8 +199,14 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport>;
 
     /// Sets the layout of the board's slots created from now on (its stored config says
-    /// it); live slots keep theirs until they retire. Exact while writes go on.
-    async fn relayout(&self, board: &Board, layout: Layout) -> Result<RelayoutReport>;
+    /// it); live slots keep theirs until they retire, or, with `options.now`, are
+    /// converted now. Exact while writes, reads and retirement go on.
+    async fn relayout(
+        &self,
+        board: &Board,
+        layout: Layout,
+        options: RelayoutOptions,
+    ) -> Result<RelayoutReport>;
 
     /// Retires everything overdue at `now`, window by window.
     async fn retire(

@@ -307,6 +307,36 @@ async fn relayout_switches_new_slots_and_counts_the_old_ones() {
     );
 }
 
+#[tokio::test]
+async fn relayout_now_converts_the_live_slots_and_reports_them() {
+    let redis = TestRedis::start().await;
+    // Two live compact slots (the default layout): post:1 in one, post:2 and post:1 in
+    // the other.
+    let board = overdue_board(&redis).await;
+    let out = rollboard(
+        &["relayout", &board, "--layout", "plain", "--now"],
+        Some(&redis.url),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!("{board}: new slots are plain; converted 2 of 2 live slots now (3 values moved)\n")
+    );
+    let mut raw = redis.raw().await;
+    let geometries: i64 = redis::cmd("HLEN")
+        .arg(format!("slotgeo_{{{board}}}"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(geometries, 0, "no compact slot left");
+    let boards = Rollboard::redis(&redis.url).await.unwrap();
+    let history = boards.history(&board, "post:1").await.unwrap();
+    assert_eq!(
+        history.points.iter().map(|p| p.value).collect::<Vec<_>>(),
+        [4, 1]
+    );
+}
+
 /// A legacy board written by the article's code over the last five hours (real clock).
 async fn legacy_board(redis: &TestRedis, name: &str) -> Vec<(String, i64)> {
     let mut conn = redis.raw().await;

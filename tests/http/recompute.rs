@@ -134,7 +134,8 @@ async fn an_admin_relayouts_a_board_over_http() {
     // The one live slot was made before: compact (the service's default).
     assert_eq!(
         reply.body,
-        json!({"layout": "plain", "live_slots": 1, "old_layout_slots": 1})
+        json!({"layout": "plain", "live_slots": 1, "old_layout_slots": 1,
+               "converted_slots": 0, "moved_values": 0, "complete": true})
     );
     let board = app.get(&format!("/v1/boards/{b}")).await;
     assert_eq!(board.body["config"]["layout"], "plain", "{:?}", board.body);
@@ -143,6 +144,29 @@ async fn an_admin_relayouts_a_board_over_http() {
         top.body["entries"],
         json!([{"rank": 1, "member": "a", "score": 3}, {"rank": 2, "member": "b", "score": 1}])
     );
+    // `now`: the live compact slot is converted (its two values move to plain hashes).
+    let now = app
+        .request(
+            Method::POST,
+            &format!("/v1/boards/{b}/relayout?layout=plain&now=true"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(now.status, StatusCode::OK, "{:?}", now.body);
+    assert_eq!(
+        now.body,
+        json!({"layout": "plain", "live_slots": 1, "old_layout_slots": 0,
+               "converted_slots": 1, "moved_values": 2, "complete": true})
+    );
+    let top = app.get(&format!("/v1/boards/{b}/top?window=24h")).await;
+    assert_eq!(
+        top.body["entries"],
+        json!([{"rank": 1, "member": "a", "score": 3}, {"rank": 2, "member": "b", "score": 1}])
+    );
+    let history = app.get(&format!("/v1/boards/{b}/members/a/history")).await;
+    assert_eq!(history.status, StatusCode::OK, "{:?}", history.body);
+    assert_eq!(history.body["points"][0]["value"], 3, "{:?}", history.body);
 
     let bad = app
         .request(

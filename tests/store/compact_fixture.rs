@@ -78,7 +78,11 @@ pub async fn bucket_len(raw: &mut redis::aio::MultiplexedConnection, stage: &str
 }
 
 /// The geometry of the split slot `split_slot` makes: 2^6 + 5 = 69 buckets.
-pub const SPLIT: Geometry = Geometry { level: 6, split: 5 };
+pub const SPLIT: Geometry = Geometry {
+    level: 6,
+    split: 5,
+    to_plain: false,
+};
 /// Members of the split slot.
 pub const MEMBERS: usize = 3_000;
 /// The buckets' fill on a server whose `hash-max-listpack-entries` is `LISTPACK` (see

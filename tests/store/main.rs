@@ -30,6 +30,7 @@ macro_rules! on_memory_and_redis {
     };
 }
 
+mod active_relayout;
 mod bounded_writes;
 mod cluster;
 mod cluster_failover;

@@ -159,6 +159,10 @@ pub struct RelayoutArgs {
     /// The new layout: plain or compact.
     #[arg(long, value_name = "LAYOUT")]
     pub layout: rollboard::Layout,
+    /// Also convert the live slots now (exact while writes go on), instead of letting
+    /// them keep their layout until they retire.
+    #[arg(long)]
+    pub now: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -326,14 +326,31 @@ async fn recompute(args: RecomputeArgs) -> anyhow::Result<ExitCode> {
 
 async fn relayout(args: RelayoutArgs) -> anyhow::Result<ExitCode> {
     let boards = open(&args.store, "relayout").await?;
-    let report = boards.relayout(&args.board, args.layout).await?;
-    println!(
-        "{}: new slots are {}; {} of {} live slots keep the old layout until they retire",
-        args.board,
-        report.layout.as_str(),
-        report.old_layout_slots,
-        report.live_slots
-    );
+    let options = rollboard::RelayoutOptions {
+        now: args.now,
+        ..Default::default()
+    };
+    let report = boards
+        .relayout_with(&args.board, args.layout, options)
+        .await?;
+    if args.now {
+        println!(
+            "{}: new slots are {}; converted {} of {} live slots now ({} values moved)",
+            args.board,
+            report.layout.as_str(),
+            report.converted_slots,
+            report.live_slots,
+            report.moved_values
+        );
+    } else {
+        println!(
+            "{}: new slots are {}; {} of {} live slots keep the old layout until they retire",
+            args.board,
+            report.layout.as_str(),
+            report.old_layout_slots,
+            report.live_slots
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

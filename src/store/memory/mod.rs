@@ -25,7 +25,7 @@ use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
-use crate::domain::{Layout, RecomputeReport, RelayoutReport};
+use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::domain::{RetireOptions, RetireReport};
 use crate::error::{Error, Result};
 use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus, new_version};
@@ -276,8 +276,13 @@ impl Store for MemoryStore {
         self.with_board(board, |b| b.recompute(window))
     }
 
-    async fn relayout(&self, board: &Board, layout: Layout) -> Result<RelayoutReport> {
-        // No buckets here: the layout is only recorded in the config.
+    async fn relayout(
+        &self,
+        board: &Board,
+        layout: Layout,
+        _options: RelayoutOptions,
+    ) -> Result<RelayoutReport> {
+        // No buckets here: the layout is only recorded in the config, `now` or not.
         self.with_board(board, |b| {
             let config = b.board.config.clone().with_layout(Some(layout));
             b.set_config(config);
@@ -285,6 +290,9 @@ impl Store for MemoryStore {
                 layout,
                 live_slots: b.live_slots() as u64,
                 old_layout_slots: 0,
+                converted_slots: 0,
+                moved_values: 0,
+                complete: true,
             }
         })
     }

@@ -54,7 +54,7 @@ use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Layout, Member, Timestamp};
 use crate::domain::{History, Standing, TopPage};
-use crate::domain::{RecomputeReport, RelayoutReport};
+use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::domain::{RetireOptions, RetireReport};
 use crate::error::Result;
 use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus};
@@ -302,8 +302,13 @@ impl Store for RedisStore {
         recompute::recompute(&self.conn, board, window).await
     }
 
-    async fn relayout(&self, board: &Board, layout: Layout) -> Result<RelayoutReport> {
-        relayout::relayout(&self.conn, board, layout).await
+    async fn relayout(
+        &self,
+        board: &Board,
+        layout: Layout,
+        options: RelayoutOptions,
+    ) -> Result<RelayoutReport> {
+        relayout::relayout(&self.conn, board, layout, options).await
     }
 
     async fn retire(

@@ -19,6 +19,9 @@ pub(crate) enum Refusal {
     Dropping,
     /// `RECOMPUTING`: a recompute holds the board's lease.
     Recomputing,
+    /// `RELAYOUT`: an active relayout holds the board's lease (a recompute, or a second
+    /// relayout, waits).
+    Relayout,
     /// `RETIRE`: the largest window has frozen slots left to retire (retire, then again).
     RetireFirst,
     /// `ORDER`: retirement steps out of order, or a stage written by someone else.
@@ -40,6 +43,7 @@ impl Refusal {
             "STALE" => Refusal::Stale,
             "DROPPING" => Refusal::Dropping,
             "RECOMPUTING" => Refusal::Recomputing,
+            "RELAYOUT" => Refusal::Relayout,
             "RETIRE" => Refusal::RetireFirst,
             "ORDER" => Refusal::Order(detail()),
             "LOST" => Refusal::LeaseLost,
@@ -59,6 +63,7 @@ impl Refusal {
         match self {
             Refusal::Stale | Refusal::Dropping => Error::BoardChanged(name),
             Refusal::Recomputing => Error::BoardBusy(name),
+            Refusal::Relayout => Error::RelayoutRunning(name),
             Refusal::RetireFirst => Error::Store(format!(
                 "board {name:?}: its largest window has frozen slots left to retire"
             )),

@@ -29,7 +29,8 @@
 --
 -- Returns {'points', newest, slot, value, slot, value, ...} for each live slot of the
 -- range whose value is not 0 (a compact slot: the sum of the member's bucket of every
--- stage, by the slot's geometry, which no call changes while this one runs), or
+-- stage, by the slot's geometry, which no call changes while this one runs, and of the
+-- plain stage hashes an active relayout may leave beside them), or
 -- {'slots', newest, slot, slot, ...}; newest is the newest live slot (false when none). Error "STALE ..." when the board record is
 -- missing, being dropped or of another version.
 
@@ -66,8 +67,12 @@ for x, slot in ipairs(live) do
   local value = 0
   for k = 1, n do
     local key = KEYS[first + k]
-    if bucket then key = bucket_key(key, bucket) end
+    -- A compact slot's stage is its buckets plus its plain hash, which only a relayout
+    -- under way leaves (docs/design.md, "Relayout").
     value = value + (tonumber(redis.call('HGET', key, ARGV[4])) or 0)
+    if bucket then
+      value = value + (tonumber(redis.call('HGET', bucket_key(key, bucket), ARGV[4])) or 0)
+    end
   end
   if value ~= 0 then
     reply[#reply + 1] = slot

@@ -135,11 +135,19 @@ end
 -- of stage k maps to bucket i of stage k+1. Scripts name bucket keys from a stage key
 -- passed in KEYS: same hash tag, so same node on a Cluster.
 
--- A geometry field's value as {L, p, count}; nil for none (false, a plain slot).
+-- A geometry field's value as {L, p, count, to_plain}; nil for none (false, a plain
+-- slot). A 4th token 'P' ("L p count P") marks a slot being converted to plain by an
+-- active relayout (relayout_chunk.lua): its writes go to the plain stage hashes, and
+-- each stage's content is its plain hash plus its buckets until no bucket is left.
 local function parse_geometry(text)
   if not text then return nil end
-  local l, p, count = string.match(text, '^(%d+) (%d+) (%d+)$')
-  return { L = tonumber(l), p = tonumber(p), count = tonumber(count) }
+  local l, p, count, flag = string.match(text, '^(%d+) (%d+) (%d+) ?(P?)$')
+  return { L = tonumber(l), p = tonumber(p), count = tonumber(count), to_plain = flag == 'P' }
+end
+
+-- A geometry as its field's value (the inverse of parse_geometry).
+local function geometry_text(g)
+  return string.format('%d %d %d', g.L, g.p, g.count) .. (g.to_plain and ' P' or '')
 end
 
 -- The geometry of slot `ts` (a string) as {L, p, count}, or nil for a plain slot.

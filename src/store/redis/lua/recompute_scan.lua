@@ -40,7 +40,9 @@
 -- below c is scanned" survives any number of splits between calls: each call reads the
 -- bucket whose interval starts at c (the bucket of the hash reversed(c)) and moves c to
 -- its end; no field is added twice or missed (the reversed cursor of Redis's SCAN, for
--- a table that only grows). 'done' at c = 2^32.
+-- a table that only grows), kept as 'r<c>'. 'done' at c = 2^32. Before the buckets, the
+-- plain stage hash an active relayout may leave beside them is scanned as on a plain
+-- slot (cursor 'p<HSCAN cursor>'; docs/design.md, "Relayout").
 -- Returns {cursor, fields added}; cursor is 'done' when the hash is scanned.
 -- Errors: "STALE ..."; "LOST ..." when the recompute's lease expired or was taken over.
 
@@ -113,7 +115,31 @@ end
 
 local geo = slot_geometry(KEYS[5], ARGV[7])
 if geo then
-  local c, whole = tonumber(cursor), 2 ^ 32
+  -- The plain part an active relayout may have left (cursor 'p<HSCAN cursor>', from
+  -- '0'), then the buckets (cursor 'r<c>'). No conversion runs while a recompute holds
+  -- its lease (relayout_chunk.lua refuses), so the plain part is written only by writes
+  -- of a slot marked 'P', whose members join the log anyway: HSCAN returns every field
+  -- present throughout the chain, and none twice, as on a plain slot.
+  if not string.match(cursor, '^r') then
+    local pc = string.match(cursor, '^p(%d+)$') or '0'
+    repeat
+      local before = elapsed
+      local scan = redis.call('HSCAN', stage, pc, 'COUNT', 50)
+      pc = scan[1]
+      add(scan[2])
+      elapsed = now_us() - started
+      slowest = math.max(slowest, elapsed - before)
+    until pc == '0' or added >= max_fields or elapsed + slowest > budget
+    if pc ~= '0' then
+      cursor = 'p' .. pc
+      redis.call('HSET', progress, stage, cursor)
+      return { cursor, added }
+    end
+    cursor = 'r0'
+    -- A member may have a value in both forms: each is added.
+    seen = {}
+  end
+  local c, whole = tonumber(string.sub(cursor, 2)), 2 ^ 32
   repeat
     local before = elapsed
     local b = bucket_of(geo, reversed(c))
@@ -125,7 +151,7 @@ if geo then
     elapsed = now_us() - started
     slowest = math.max(slowest, elapsed - before)
   until c >= whole or added >= max_fields or elapsed + slowest > budget
-  cursor = (c >= whole) and 'done' or string.format('%d', c)
+  cursor = (c >= whole) and 'done' or string.format('r%d', c)
   redis.call('HSET', progress, stage, cursor)
   return { cursor, added }
 end

@@ -14,7 +14,8 @@
 -- every script reads a slot's layout per slot, so the board stays exact while writes,
 -- reads, retirement, removal and recompute go on. Live slots are counted in HMGETs of
 -- 1000 (a board has as many live slots as its largest window holds slots).
--- Returns {live slots, live compact slots}.
+-- Returns {live slots, live compact slots} (a slot an active relayout is converting to
+-- plain, its geometry marked 'P', counts as plain).
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local board, index, geometries = KEYS[1], KEYS[2], KEYS[3]
@@ -25,7 +26,8 @@ local compact = 0
 for from = 1, #live, 1000 do
   local found = redis.call('HMGET', geometries, unpack(live, from, math.min(from + 999, #live)))
   for _, geometry in ipairs(found) do
-    if geometry then compact = compact + 1 end
+    -- A geometry marked 'P' is being converted to plain (relayout_chunk.lua).
+    if geometry and not string.find(geometry, 'P', 1, true) then compact = compact + 1 end
   end
 end
 return { #live, compact }

@@ -67,32 +67,38 @@ local deleted = 0
 for key = STAGES + 1, DENSE do
   local k = (key - STAGES - 1) % n + 1
   local i = math.floor((key - STAGES - 1) / n) + 1
-  local stage = KEYS[key]
-  if buckets[i] then stage = bucket_key(stage, buckets[i]) end
-  local value = redis.call('HGET', stage, member)
-  if value then
-    redis.call('HDEL', stage, member)
-    deleted = deleted + 1
-    for j = k, n do
-      if dense_board then
-        add_total(KEYS[TOTALS + j], member, negate(value), KEYS[DENSE + 2 * j - 1],
-          KEYS[DENSE + 2 * j])
-      else
-        add_total(KEYS[TOTALS + j], member, negate(value))
+  -- A compact slot's stage is its member's bucket plus the plain hash an active relayout
+  -- may leave beside it (docs/design.md, "Relayout"): both are removed.
+  local forms = { KEYS[key] }
+  if buckets[i] then forms[2] = bucket_key(KEYS[key], buckets[i]) end
+  local found = false
+  for _, stage in ipairs(forms) do
+    local value = redis.call('HGET', stage, member)
+    if value then
+      redis.call('HDEL', stage, member)
+      found = true
+      for j = k, n do
+        if dense_board then
+          add_total(KEYS[TOTALS + j], member, negate(value), KEYS[DENSE + 2 * j - 1],
+            KEYS[DENSE + 2 * j])
+        else
+          add_total(KEYS[TOTALS + j], member, negate(value))
+        end
       end
-    end
-    if rebuilt and k <= rebuilt then
-      if record[4] == 'scan' then
-        redis.call('SADD', KEYS[3], member)
-      elseif redis.call('SISMEMBER', KEYS[3], member) == 0 then
-        add_total(KEYS[2], member, negate(value), build_tally, build_dense)
-      elseif member == record[6] then
-        local slot = tonumber(ARGV[3 + n + i])
-        if slot <= tonumber(record[7]) then
-          redis.call('HINCRBY', board, 'rb_fold_sum', negate(value))
+      if rebuilt and k <= rebuilt then
+        if record[4] == 'scan' then
+          redis.call('SADD', KEYS[3], member)
+        elseif redis.call('SISMEMBER', KEYS[3], member) == 0 then
+          add_total(KEYS[2], member, negate(value), build_tally, build_dense)
+        elseif member == record[6] then
+          local slot = tonumber(ARGV[3 + n + i])
+          if slot <= tonumber(record[7]) then
+            redis.call('HINCRBY', board, 'rb_fold_sum', negate(value))
+          end
         end
       end
     end
   end
+  if found then deleted = deleted + 1 end
 end
 return deleted

@@ -17,8 +17,9 @@
 -- ARGV[4]  the slot's start
 -- ARGV[5]  cursor ('0' to start): a plain slot's HSCAN cursor; a compact slot's bucket
 --          index, 'b<i>', or 'b<i>:<HSCAN cursor>' inside a bucket handled by HSCAN
---          steps. A cursor of the other layout (nothing produces one today: a relayout
---          leaves live slots as they are) starts over, which is always safe.
+--          steps, or 'p<HSCAN cursor>' / 'P<HSCAN cursor>' in its plain part (below).
+--          A cursor of the other layout or order (an active relayout changed the slot
+--          between two calls) starts over, which is always safe.
 -- ARGV[6]  most fields to handle in this call
 -- ARGV[7]  time budget of this call, microseconds
 -- ARGV[8]  compact slots: a bucket over this many fields is handled by HSCAN steps
@@ -44,6 +45,14 @@
 -- only once bucket i is gone, and no one adds to this stage, so reaching bucket N means
 -- no bucket of this stage is left. A call starting from an older cursor (another
 -- retirer, a re-sent call) finds the handled buckets gone and skips them.
+-- Compact slot being converted by an active relayout (docs/design.md, "Relayout"): its
+-- stage is its buckets plus its plain hash, and the converter only moves the old form
+-- into the new one, so the old form is handled first and only shrinks meanwhile, and the
+-- new form, handled after it, gets nothing once it is handled: without 'P' in the
+-- geometry (compact, or being converted to compact) the plain part first, by HSCAN steps
+-- as on a plain slot (handed on to the next stage's plain hash), then the buckets; with
+-- 'P' (being converted to plain) the buckets first, then the plain part. Both parts end
+-- with the ORDER checks above.
 -- Either way the call stops after ARGV[6] fields, or before a step (an HSCAN step or a
 -- bucket) that would likely overrun ARGV[7] microseconds (timed with TIME), so it stays
 -- short on any machine and under any load (always at least one step).
@@ -105,41 +114,76 @@ local geo = slot_geometry(geo_key, ARGV[4])
 if geo then
   local n = bucket_count(geo)
   local big = tonumber(ARGV[8])
-  local i, sub = string.match(ARGV[5], '^b(%d+):?(%d*)$')
-  i = tonumber(i) or 0
-  if sub == '' then sub = nil end
-  while i < n do
+  -- Both forms of the stage, old form first (see the header): without 'P' the plain
+  -- part ('p<HSCAN cursor>') then the buckets ('b<i>'); with 'P' the buckets, then the
+  -- plain part ('P<HSCAN cursor>'). Any other cursor starts this order over.
+  local mark = geo.to_plain and 'P' or 'p'
+  local phase, i, sub, pc = nil, 0, nil, '0'
+  local bi, bsub = string.match(ARGV[5], '^b(%d+):?(%d*)$')
+  local pcur = string.match(ARGV[5], '^' .. mark .. '(%d+)$')
+  if bi then
+    phase, i = 'buckets', tonumber(bi)
+    if bsub ~= '' then sub = bsub end
+  elseif pcur then
+    phase, pc = 'plain', pcur
+  else
+    phase = geo.to_plain and 'buckets' or 'plain'
+  end
+  while true do
     local before = elapsed
-    local from = bucket_key(stage, i)
-    local to = next_stage and bucket_key(next_stage, i) or nil
-    local size = redis.call('HLEN', from)
-    if size == 0 then
-      i, sub = i + 1, nil
-    elseif sub or size > big then
-      local scan = redis.call('HSCAN', from, sub or '0', 'COUNT', step)
-      local c, z = handle(scan[2], from, to)
-      subtracted, zeroed = subtracted + c, zeroed + z
-      if scan[1] ~= '0' then
-        sub = scan[1]
-      elseif redis.call('EXISTS', from) == 0 then
-        i, sub = i + 1, nil
-      else
-        -- A scan chain starts at 0 and deletes every field it sees; the bucket is frozen.
-        return redis.error_reply('ORDER bucket ' .. from .. ' still has fields after a full scan')
+    if phase == 'plain' then
+      local scan = redis.call('HSCAN', stage, pc, 'COUNT', step)
+      local c, z = handle(scan[2], stage, next_stage)
+      subtracted, zeroed, pc = subtracted + c, zeroed + z, scan[1]
+      if pc == '0' then
+        -- The chain started at 0 and deleted every field it saw: none is left, since no
+        -- one adds to this form of a frozen stage (the converter moves the old form
+        -- into the new one, handled after it).
+        if redis.call('EXISTS', stage) == 1 then
+          return redis.error_reply('ORDER stage hash ' .. stage .. ' still has fields after a full scan')
+        end
+        if geo.to_plain then return finish(subtracted, zeroed) end
+        phase, i, sub = 'buckets', 0, nil
       end
+    elseif i >= n then
+      -- Every bucket is gone. Without 'P' the plain part was handled first; one left
+      -- means the cursor came from an older call: go over it again.
+      if not geo.to_plain and redis.call('EXISTS', stage) == 0 then
+        return finish(subtracted, zeroed)
+      end
+      phase, pc = 'plain', '0'
     else
-      local fields, values = fields_and_values(redis.call('HGETALL', from))
-      zeroed = zeroed + bulk_add(totals, true, -1, fields, values, tally, dense)
-      subtracted = subtracted + #fields
-      hand_on(from, to, fields, values)
-      i, sub = i + 1, nil
+      local from = bucket_key(stage, i)
+      local to = next_stage and bucket_key(next_stage, i) or nil
+      local size = redis.call('HLEN', from)
+      if size == 0 then
+        i, sub = i + 1, nil
+      elseif sub or size > big then
+        local scan = redis.call('HSCAN', from, sub or '0', 'COUNT', step)
+        local c, z = handle(scan[2], from, to)
+        subtracted, zeroed = subtracted + c, zeroed + z
+        if scan[1] ~= '0' then
+          sub = scan[1]
+        elseif redis.call('EXISTS', from) == 0 then
+          i, sub = i + 1, nil
+        else
+          -- A scan chain starts at 0 and deletes every field it sees; the bucket is frozen.
+          return redis.error_reply('ORDER bucket ' .. from .. ' still has fields after a full scan')
+        end
+      else
+        local fields, values = fields_and_values(redis.call('HGETALL', from))
+        zeroed = zeroed + bulk_add(totals, true, -1, fields, values, tally, dense)
+        subtracted = subtracted + #fields
+        hand_on(from, to, fields, values)
+        i, sub = i + 1, nil
+      end
     end
     elapsed = now_us() - started
     slowest = math.max(slowest, elapsed - before)
     -- Stop before a step that would likely overrun the budget.
     if subtracted >= max_fields or elapsed + slowest > budget then break end
   end
-  if i >= n then return finish(subtracted, zeroed) end
+  if phase == 'plain' then return { mark .. pc, subtracted, zeroed } end
   local cursor = 'b' .. string.format('%d', i)
   if sub then cursor = cursor .. ':' .. sub end
   return { cursor, subtracted, zeroed }

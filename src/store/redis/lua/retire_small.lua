@@ -51,10 +51,13 @@ for c = 1, m do candidates[ARGV[4 + 2 * n + c]] = c end
 local geo = redis.call('HMGET', geo_key, unpack(ARGV, 5 + 2 * n, 4 + 2 * n + m))
 for c = 1, m do geo[c] = parse_geometry(geo[c]) or false end
 
--- The hashes that hold candidate c's stage j: the stage hash, or its buckets.
+-- The hashes that hold candidate c's stage j: the stage hash, and on a compact slot its
+-- buckets (a compact slot's plain stage hash exists only while an active relayout
+-- converts it, docs/design.md "Relayout": each form is handed on to the same form of the
+-- next stage; the call is atomic, so their order does not matter).
 local function hashes(c, j)
-  if not geo[c] then return { stage(c, j) } end
-  local list = {}
+  local list = { stage(c, j) }
+  if not geo[c] then return list end
   for i = 0, bucket_count(geo[c]) - 1 do list[#list + 1] = bucket_key(stage(c, j), i) end
   return list
 end

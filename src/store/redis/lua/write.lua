@@ -101,7 +101,9 @@
 -- (new fields are the HINCRBYs that answer the delta itself, since zero fields are
 -- deleted) exceeds fill * buckets, bucket p splits into p and p + 2^L (at most
 -- MAX_SPLITS per call; the next call goes on). Once a window froze the slot its
--- geometry never changes again, so retirement can move whole buckets.
+-- geometry never changes again, so retirement can move whole buckets. A geometry marked
+-- 'P' (a relayout to plain under way) takes writes in the plain stage hashes and never
+-- splits; the range checks read both forms of a compact slot's stage.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local MAX = 9007199254740991
@@ -242,8 +244,20 @@ end
 -- is the member's hash when the caller sent it.
 local function target_key(i, st, member, h)
   local key = KEYS[STAGES + (i - 1) * n + st]
-  if not geo[i] then return key end
+  if not geo[i] or geo[i].to_plain then return key end
   return bucket_key(key, bucket_of(geo[i], h or member_hash(member)))
+end
+
+-- A relayout may leave both forms of a compact slot's stage (docs/design.md, "Relayout"):
+-- `member`'s value in stage `st` of slot i in the form writes do not target (0 when
+-- the slot is plain).
+local function other_form(i, st, member, h)
+  if not geo[i] then return 0 end
+  local key = KEYS[STAGES + (i - 1) * n + st]
+  if not geo[i].to_plain then
+    return tonumber(redis.call('HGET', key, member)) or 0
+  end
+  return tonumber(redis.call('HGET', bucket_key(key, bucket_of(geo[i], h or member_hash(member))), member)) or 0
 end
 
 -- Notes that an HINCRBY of `delta` on slot i answered `value`: a new field when equal.
@@ -280,12 +294,12 @@ local function save_geometries()
     if g and (fresh[i] or grew[i] > 0) then
       g.count = g.count + grew[i]
       local splits = 0
-      while stage[i] == 0 and splits < MAX_SPLITS and g.count > fill * bucket_count(g) do
+      while stage[i] == 0 and not g.to_plain and splits < MAX_SPLITS
+        and g.count > fill * bucket_count(g) do
         split(i)
         splits = splits + 1
       end
-      redis.call('HSET', geo_key, ARGV[A + 2 * n + i],
-        string.format('%d %d %d', g.L, g.p, g.count))
+      redis.call('HSET', geo_key, ARGV[A + 2 * n + i], geometry_text(g))
     end
   end
 end
@@ -342,7 +356,7 @@ local function apply_checked()
       local value = redis.call('HINCRBY', target_key(i, 1, member, h), member, delta)
       counted(i, value, delta)
       applied[e] = value
-      if math.abs(value - tonumber(delta)) + margin > MAX then
+      if math.abs(value - tonumber(delta) + other_form(i, 1, member, h)) + margin > MAX then
         room = false
         break
       end
@@ -357,7 +371,7 @@ local function apply_checked()
       if geo[i] then
         for x = 1, #list do
           local v = redis.call('HGET', target_key(i, st, list[x]), list[x])
-          values[x] = (values[x] or 0) + (tonumber(v) or 0)
+          values[x] = (values[x] or 0) + (tonumber(v) or 0) + other_form(i, st, list[x])
         end
       else
         local stored = redis.call('HMGET', KEYS[STAGES + (i - 1) * n + st], unpack(list))
@@ -447,6 +461,7 @@ for e = 0, count - 1 do
     local value = 0
     for st = 1, k + 1 do
       value = value + (tonumber(redis.call('HGET', target_key(i, st, member, h), member)) or 0)
+        + other_form(i, st, member, h)
     end
     local ok = math.abs(value + d) <= MAX
     for j = k + 1, n do
