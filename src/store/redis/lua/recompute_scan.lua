@@ -113,6 +113,20 @@ local function reversed(c)
   return r
 end
 
+-- HSCAN steps of about 50 fields over the hash `key` from `hcursor`, each added, until
+-- the chain ends or this call's bounds are reached; answers the cursor ('0': the end).
+local function scan_hash(key, hcursor)
+  repeat
+    local before = elapsed
+    local scan = redis.call('HSCAN', key, hcursor, 'COUNT', 50)
+    hcursor = scan[1]
+    add(scan[2])
+    elapsed = now_us() - started
+    slowest = math.max(slowest, elapsed - before)
+  until hcursor == '0' or added >= max_fields or elapsed + slowest > budget
+  return hcursor
+end
+
 local geo = slot_geometry(KEYS[5], ARGV[7])
 if geo then
   -- The plain part an active relayout may have left (cursor 'p<HSCAN cursor>', from
@@ -121,15 +135,7 @@ if geo then
   -- of a slot marked 'P', whose members join the log anyway: HSCAN returns every field
   -- present throughout the chain, and none twice, as on a plain slot.
   if not string.match(cursor, '^r') then
-    local pc = string.match(cursor, '^p(%d+)$') or '0'
-    repeat
-      local before = elapsed
-      local scan = redis.call('HSCAN', stage, pc, 'COUNT', 50)
-      pc = scan[1]
-      add(scan[2])
-      elapsed = now_us() - started
-      slowest = math.max(slowest, elapsed - before)
-    until pc == '0' or added >= max_fields or elapsed + slowest > budget
+    local pc = scan_hash(stage, string.match(cursor, '^p(%d+)$') or '0')
     if pc ~= '0' then
       cursor = 'p' .. pc
       redis.call('HSET', progress, stage, cursor)
@@ -156,15 +162,7 @@ if geo then
   return { cursor, added }
 end
 
-repeat
-  local before = elapsed
-  local scan = redis.call('HSCAN', stage, cursor, 'COUNT', 50)
-  cursor = scan[1]
-  add(scan[2])
-  elapsed = now_us() - started
-  slowest = math.max(slowest, elapsed - before)
-until cursor == '0' or added >= max_fields or elapsed + slowest > budget
-
+cursor = scan_hash(stage, cursor)
 if cursor == '0' then
   cursor = 'done'
 end
