@@ -242,6 +242,13 @@ impl BoardConfig {
         self.layout
     }
 
+    /// This config as compared with a live board's `stored` one: naming no layout, it
+    /// takes the board's, whatever `relayout` made it (a service that PUTs its boards at
+    /// start keeps matching them).
+    pub fn layout_defaulting_to(&self, stored: &BoardConfig) -> BoardConfig {
+        self.clone().with_layout(self.layout.or(stored.layout))
+    }
+
     /// The period snapshots policy, if any.
     pub fn snapshots(&self) -> Option<SnapshotPolicy> {
         self.snapshots

@@ -112,11 +112,7 @@ impl Store for MemoryStore {
         }
         if let Some(entry) = boards.get(name) {
             let mut state = lock(entry);
-            // A config that names no layout matches the board's, whatever `relayout`
-            // made it.
-            let config = &config
-                .clone()
-                .with_layout(config.layout().or(state.board.config.layout()));
+            let config = &config.layout_defaulting_to(&state.board.config);
             // The snapshots policy is the one option a live board takes as is.
             let compatible = state.board.config.same_but_snapshots(config)
                 || state.board.config.extended_by(config).is_some();

@@ -56,10 +56,7 @@ pub(super) async fn create(
     };
     let created = int(&reply[0], "create_board")? == 1;
     let mut board = parse_board(name, &reply[1..])?;
-    // A config that names no layout matches the board's, whatever `relayout` made it.
-    let config = &config
-        .clone()
-        .with_layout(config.layout().or(board.config.layout()));
+    let config = &config.layout_defaulting_to(&board.config);
     // The snapshots policy is the one option a live board takes as is: set it first, so
     // the comparisons below see the rest of the config (not on a PUT refused as a
     // conflict).

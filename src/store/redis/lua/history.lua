@@ -66,13 +66,7 @@ for x, slot in ipairs(live) do
   end
   local value = 0
   for k = 1, n do
-    local key = KEYS[first + k]
-    -- A compact slot's stage is its buckets plus its plain hash, which only a relayout
-    -- under way leaves (docs/design.md, "Relayout").
-    value = value + (tonumber(redis.call('HGET', key, ARGV[4])) or 0)
-    if bucket then
-      value = value + (tonumber(redis.call('HGET', bucket_key(key, bucket), ARGV[4])) or 0)
-    end
+    value = value + stage_value(KEYS[first + k], bucket, ARGV[4])
   end
   if value ~= 0 then
     reply[#reply + 1] = slot

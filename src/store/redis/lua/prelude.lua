@@ -173,6 +173,18 @@ local function bucket_count(geo)
   return 2 ^ geo.L + geo.p
 end
 
+-- A new geometry with as many buckets as `fields` fields fill at `fill` per bucket (at
+-- least one), counting `count` fields.
+local function sized_geometry(fields, fill, count)
+  local g = { L = 0, p = 0, count = count, to_plain = false }
+  local want = math.floor(fields / fill)
+  if want >= 2 then
+    while 2 ^ (g.L + 1) <= want do g.L = g.L + 1 end
+    g.p = want - 2 ^ g.L
+  end
+  return g
+end
+
 -- The key of bucket `i` of the stage `stage_key`: `<stage_key>:<i>`, `i` in decimal as
 -- string.format('%d', i) writes it. Below 10^6 the digits come from two constant
 -- tables, built on first use, and the key is made by one concatenation: Lua formats a
@@ -214,4 +226,15 @@ local function bucket_key(stage_key, i)
   local middle = high % 100
   return stage_key .. ':' .. decimal_digits[(high - middle) / 100 + 1]
     .. decimal_pairs[middle + 1] .. decimal_pairs[low + 1]
+end
+
+-- `member`'s value in the stage `stage_key`: its plain hash plus, on a compact slot
+-- (`bucket`, the member's bucket, else nil), that bucket; both forms may hold a value
+-- while an active relayout converts the slot (docs/design.md, "Relayout").
+local function stage_value(stage_key, bucket, member)
+  local value = tonumber(redis.call('HGET', stage_key, member)) or 0
+  if bucket then
+    value = value + (tonumber(redis.call('HGET', bucket_key(stage_key, bucket), member)) or 0)
+  end
+  return value
 end

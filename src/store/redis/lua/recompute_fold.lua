@@ -101,13 +101,7 @@ while true do
     local before = elapsed
     local bucket = geometry[i] and bucket_of(geometry[i], hash_of(member))
     for k = 1, r do
-      local stage = KEYS[5 + (i - 1) * r + k]
-      -- A compact slot's stage: the member's bucket plus the plain hash an active
-      -- relayout may leave beside it (docs/design.md, "Relayout").
-      sum = sum + (tonumber(redis.call('HGET', stage, member)) or 0)
-      if bucket then
-        sum = sum + (tonumber(redis.call('HGET', bucket_key(stage, bucket), member)) or 0)
-      end
+      sum = sum + stage_value(KEYS[5 + (i - 1) * r + k], bucket, member)
     end
     elapsed = now_us() - started
     slowest = math.max(slowest, elapsed - before)

@@ -25,9 +25,9 @@ local live = redis.call('ZRANGE', index, 0, -1)
 local compact = 0
 for from = 1, #live, 1000 do
   local found = redis.call('HMGET', geometries, unpack(live, from, math.min(from + 999, #live)))
-  for _, geometry in ipairs(found) do
-    -- A geometry marked 'P' is being converted to plain (relayout_chunk.lua).
-    if geometry and not string.find(geometry, 'P', 1, true) then compact = compact + 1 end
+  for _, text in ipairs(found) do
+    local geometry = parse_geometry(text)
+    if geometry and not geometry.to_plain then compact = compact + 1 end
   end
 end
 return { #live, compact }

@@ -153,12 +153,7 @@ if not geo then
   -- Sized from the largest stage (an old slot's stage 1 may be retired already).
   local size = 0
   for k = 1, n do size = math.max(size, redis.call('HLEN', stage(k))) end
-  geo = { L = 0, p = 0, count = size, to_plain = false }
-  local want = math.floor(size / fill)
-  if want >= 2 then
-    while 2 ^ (geo.L + 1) <= want do geo.L = geo.L + 1 end
-    geo.p = want - 2 ^ geo.L
-  end
+  geo = sized_geometry(size, fill, size)
   redis.call('HSET', geo_key, ts, geometry_text(geo))
   changed = 1
 end

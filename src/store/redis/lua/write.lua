@@ -215,15 +215,9 @@ fill = tonumber(fill)
 
 -- A fresh slot's geometry: the bucket count the newest older slot's count fills.
 local function sized_like_before(ts)
-  local g = { L = 0, p = 0, count = 0 }
   local before = redis.call('ZREVRANGEBYSCORE', index, '(' .. ts, '-inf', 'LIMIT', 0, 1)[1]
   local prev = before and slot_geometry(geo_key, before)
-  local want = prev and math.floor(prev.count / fill) or 0
-  if want >= 2 then
-    while 2 ^ (g.L + 1) <= want do g.L = g.L + 1 end
-    g.p = want - 2 ^ g.L
-  end
-  return g
+  return sized_geometry(prev and prev.count or 0, fill, 0)
 end
 local geo, fresh, grew = {}, {}, {}
 local stored_geo = m > 0 and redis.call('HMGET', geo_key, unpack(ARGV, A + 2 * n + 1, A + 2 * n + m)) or {}
@@ -248,16 +242,10 @@ local function target_key(i, st, member, h)
   return bucket_key(key, bucket_of(geo[i], h or member_hash(member)))
 end
 
--- A relayout may leave both forms of a compact slot's stage (docs/design.md, "Relayout"):
--- `member`'s value in stage `st` of slot i in the form writes do not target (0 when
--- the slot is plain).
-local function other_form(i, st, member, h)
-  if not geo[i] then return 0 end
-  local key = KEYS[STAGES + (i - 1) * n + st]
-  if not geo[i].to_plain then
-    return tonumber(redis.call('HGET', key, member)) or 0
-  end
-  return tonumber(redis.call('HGET', bucket_key(key, bucket_of(geo[i], h or member_hash(member))), member)) or 0
+-- `member`'s value in stage `st` of slot i, both forms summed (stage_value).
+local function value_in(i, st, member, h)
+  local bucket = geo[i] and bucket_of(geo[i], h or member_hash(member))
+  return stage_value(KEYS[STAGES + (i - 1) * n + st], bucket, member)
 end
 
 -- Notes that an HINCRBY of `delta` on slot i answered `value`: a new field when equal.
@@ -356,7 +344,9 @@ local function apply_checked()
       local value = redis.call('HINCRBY', target_key(i, 1, member, h), member, delta)
       counted(i, value, delta)
       applied[e] = value
-      if math.abs(value - tonumber(delta) + other_form(i, 1, member, h)) + margin > MAX then
+      -- Both forms: on a compact slot a relayout under way may leave a value in each.
+      local total = geo[i] and value_in(i, 1, member, h) or value
+      if math.abs(total - tonumber(delta)) + margin > MAX then
         room = false
         break
       end
@@ -369,10 +359,7 @@ local function apply_checked()
     local values = {}
     for st = 1, stage[i] + 1 do
       if geo[i] then
-        for x = 1, #list do
-          local v = redis.call('HGET', target_key(i, st, list[x]), list[x])
-          values[x] = (values[x] or 0) + (tonumber(v) or 0) + other_form(i, st, list[x])
-        end
+        for x = 1, #list do values[x] = (values[x] or 0) + value_in(i, st, list[x]) end
       else
         local stored = redis.call('HMGET', KEYS[STAGES + (i - 1) * n + st], unpack(list))
         for x = 1, #list do values[x] = (values[x] or 0) + (tonumber(stored[x]) or 0) end
@@ -459,10 +446,7 @@ for e = 0, count - 1 do
   else
     -- Stages above k+1 cannot hold anything yet: the slot's value is stages 1..k+1.
     local value = 0
-    for st = 1, k + 1 do
-      value = value + (tonumber(redis.call('HGET', target_key(i, st, member, h), member)) or 0)
-        + other_form(i, st, member, h)
-    end
+    for st = 1, k + 1 do value = value + value_in(i, st, member, h) end
     local ok = math.abs(value + d) <= MAX
     for j = k + 1, n do
       if not ok then break end
