@@ -84,6 +84,11 @@ pub fn retired(series: &BoardSeries, board: &BoardName, report: &RetireReport) {
         .increment(report.fields_subtracted);
     metrics::counter!("rollboard_members_zeroed_total", "board" => board)
         .increment(report.members_zeroed);
+    // Not by board: few boards compact a slot at a boundary, and a series each is costly.
+    if report.slots_compacted > 0 {
+        metrics::counter!("rollboard_compacted_slots_total").increment(report.slots_compacted);
+        metrics::counter!("rollboard_compacted_fields_total").increment(report.fields_compacted);
+    }
 }
 
 /// Records how far each window's totals lag behind the window.

@@ -71,6 +71,11 @@ pub struct RetireOptions {
     /// Stop after this many chunk calls (the pass reports `complete: false`). `None` runs
     /// to the end. A later pass resumes exactly where this one stopped.
     pub max_chunks: Option<usize>,
+    /// Compact, after retiring a compact board, the slot that just closed (written plain
+    /// while it was open: `docs/design.md`, "Compact slots"), in calls of `chunk_budget`.
+    /// `false` retires only (the benchmark times retirement alone). A store without
+    /// layouts (the memory store) ignores it.
+    pub compact: bool,
 }
 
 impl Default for RetireOptions {
@@ -79,6 +84,7 @@ impl Default for RetireOptions {
             chunk_size: 1000,
             chunk_budget: std::time::Duration::from_micros(1500),
             max_chunks: None,
+            compact: true,
         }
     }
 }
@@ -97,6 +103,11 @@ pub struct RetireReport {
     pub chunks: u64,
     /// Whether everything overdue was retired (false only when `max_chunks` stopped it).
     pub complete: bool,
+    /// Closed slots converted to the compact layout after retiring (see
+    /// [`RetireOptions::compact`]); 0 on the memory store, which has no layouts.
+    pub slots_compacted: u64,
+    /// Values those conversions moved from a slot's plain hashes into its buckets.
+    pub fields_compacted: u64,
 }
 
 impl RetireReport {
@@ -106,6 +117,8 @@ impl RetireReport {
         self.fields_subtracted += other.fields_subtracted;
         self.members_zeroed += other.members_zeroed;
         self.chunks += other.chunks;
+        self.slots_compacted += other.slots_compacted;
+        self.fields_compacted += other.fields_compacted;
         self.complete = other.complete;
     }
 }

@@ -34,6 +34,7 @@ const SMALL_CHUNKS: RetireOptions = RetireOptions {
     chunk_size: 100,
     chunk_budget: std::time::Duration::from_micros(1500),
     max_chunks: None,
+    compact: true,
 };
 
 fn other(layout: Layout) -> Layout {

@@ -70,6 +70,7 @@ const SMALL_CHUNKS: RetireOptions = RetireOptions {
     chunk_size: 100,
     chunk_budget: std::time::Duration::from_micros(1500),
     max_chunks: None,
+    compact: true,
 };
 
 async fn split_slot_retires_exactly(ties: Ties) {

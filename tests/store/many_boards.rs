@@ -82,6 +82,8 @@ fn report(slots_retired: u64, fields: u64, zeroed: u64) -> RetireReport {
         members_zeroed: zeroed,
         chunks: 1,
         complete: true,
+        slots_compacted: 0,
+        fields_compacted: 0,
     }
 }
 

@@ -120,6 +120,12 @@ async fn retire(args: StoreArgs) -> anyhow::Result<ExitCode> {
                         r.slots_retired, r.fields_subtracted, r.members_zeroed
                     );
                 }
+                if r.slots_compacted > 0 {
+                    println!(
+                        "{board}: {} closed slots compacted, {} values moved into buckets",
+                        r.slots_compacted, r.fields_compacted
+                    );
+                }
             }
             Err(e) => {
                 failed += 1;

@@ -20,6 +20,7 @@ use async_trait::async_trait;
 mod boards;
 mod budget;
 mod client;
+mod compact;
 mod conn;
 mod counters;
 mod errors;

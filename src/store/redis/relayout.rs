@@ -123,7 +123,11 @@ async fn convert(
 }
 
 /// A `relayout_chunk.lua` invocation for `slot` of `board` with its keys and version.
-fn chunk<'a>(conn: &'a RedisConn, board: &Board, slot: i64) -> redis::ScriptInvocation<'a> {
+pub(super) fn chunk<'a>(
+    conn: &'a RedisConn,
+    board: &Board,
+    slot: i64,
+) -> redis::ScriptInvocation<'a> {
     let mut call = conn.scripts().relayout_chunk.key(keys::record(&board.name));
     call.key(keys::index(&board.name))
         .key(keys::slot_geometry(&board.name));

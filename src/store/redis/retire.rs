@@ -4,7 +4,9 @@
 //! `max_chunks`) and any later pass, from this process or another, finishes the job.
 //! The script finds out itself whether a slot is plain or compact (its geometry); the
 //! cursor it answers is opaque here (an HSCAN cursor, or a bucket index on a compact
-//! slot), and `"0"` starts either.
+//! slot), and `"0"` starts either. A complete pass then compacts the slot that just
+//! closed, if the board is compact and the slot big enough (`compact.rs`): one call more
+//! per board, on this path for big boards only.
 
 use redis::Value;
 
@@ -43,6 +45,11 @@ pub(super) async fn retire(
         }
     }
     report.complete = true;
+    if options.compact {
+        let compacted = super::compact::compact_closed(conn, board, now, &options).await?;
+        report.slots_compacted = compacted.slots;
+        report.fields_compacted = compacted.fields;
+    }
     Ok(report)
 }
 

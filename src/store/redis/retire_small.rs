@@ -2,7 +2,10 @@
 //! board retires all its windows at once, and the calls of many boards go in one
 //! pipeline (on Redis Cluster, one pipeline per hash slot, all at once). A board the
 //! script declines (big, behind by more than one boundary, being recomputed, changed) is
-//! answered `None`, for the window-by-window path of `retire.rs`.
+//! answered `None`, for the window-by-window path of `retire.rs`. The script also says
+//! whether the board's slot that just closed should be compacted (a compact board's
+//! plain slot, big enough); only those boards get compaction calls (`compact.rs`), after
+//! every pipeline, a few boards at a time.
 //!
 //! Retry class: every call is [`Retry::Idempotent`]: the script changes nothing unless
 //! the whole retirement fits, and a second run finds nothing due. `SCRIPT LOAD` (before
@@ -16,6 +19,7 @@ use futures_util::StreamExt;
 use redis::cluster_routing::Slot;
 use redis::{Cmd, Value};
 
+use super::compact::{closed_slot, compact_closed, minimum_fields};
 use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, string};
@@ -45,7 +49,7 @@ pub(super) async fn retire_small(
         .iter()
         .enumerate()
         .filter(|(_, b)| fits(b))
-        .map(|(i, b)| (i, call(conn, b, now, options.chunk_size.max(1))))
+        .map(|(i, b)| (i, call(conn, b, now, &options)))
         .unzip();
     // On a single node, pipelines of consecutive calls; on a Cluster, where a pipeline
     // may not cross hash slots, one per slot.
@@ -71,12 +75,40 @@ pub(super) async fn retire_small(
             .map(|replies| (group, replies))
     }))
     .buffer_unordered(PIPELINES_IN_FLIGHT);
+    let mut to_compact = Vec::new();
     while let Some(run) = runs.next().await {
         let (group, replies) = run?;
         for (k, reply) in group.into_iter().zip(replies) {
             // A refusal (STALE: dropped or changed) or a decline leaves the board to the
             // ordinary path, which reloads it and says what happened.
-            answers[fits[k]] = reply.ok().and_then(|value| report(value).ok().flatten());
+            let answer = reply.ok().and_then(|value| report(value).ok().flatten());
+            if let Some((report, compact)) = answer {
+                answers[fits[k]] = Some(report);
+                if compact && options.compact {
+                    to_compact.push(fits[k]);
+                }
+            }
+        }
+    }
+    let compactions: Vec<_> =
+        futures_util::stream::iter(to_compact.into_iter().map(|i| async move {
+            let compacted = compact_closed(conn, &boards[i], now, &options).await;
+            (i, compacted)
+        }))
+        .buffer_unordered(PIPELINES_IN_FLIGHT)
+        .collect()
+        .await;
+    for (i, compacted) in compactions {
+        match compacted {
+            Ok(compacted) => {
+                if let Some(report) = answers[i].as_mut() {
+                    report.slots_compacted = compacted.slots;
+                    report.fields_compacted = compacted.fields;
+                }
+            }
+            // Retired, but the compaction failed: the ordinary path (which finds nothing
+            // left to retire) tries it again and says what went wrong.
+            Err(_) => answers[i] = None,
         }
     }
     Ok(answers)
@@ -90,7 +122,7 @@ fn fits(board: &Board) -> bool {
 
 /// The board's `retire_small.lua` call (`EVALSHA`): its candidate slots are those that
 /// crossed a window's cutoff at the boundary of `now`.
-fn call(conn: &RedisConn, board: &Board, now: Timestamp, max_fields: usize) -> Cmd {
+fn call(conn: &RedisConn, board: &Board, now: Timestamp, options: &RetireOptions) -> Cmd {
     let windows = board.config.windows();
     let cutoffs: Vec<i64> = (0..windows.len())
         .map(|j| board.config.cutoff(j, now))
@@ -100,7 +132,7 @@ fn call(conn: &RedisConn, board: &Board, now: Timestamp, max_fields: usize) -> C
     candidates.dedup();
     let mut cmd = redis::cmd("EVALSHA");
     cmd.arg(conn.scripts().retire_small.get_hash())
-        .arg(3 + windows.len() * (1 + candidates.len()))
+        .arg(3 + windows.len() * (2 + candidates.len()))
         .arg(keys::record(&board.name))
         .arg(keys::index(&board.name))
         .arg(keys::slot_geometry(&board.name));
@@ -112,28 +144,47 @@ fn call(conn: &RedisConn, board: &Board, now: Timestamp, max_fields: usize) -> C
             cmd.arg(keys::stage(&board.name, slot, j));
         }
     }
+    let closed = closed_slot(board, now);
+    for j in 0..windows.len() {
+        cmd.arg(keys::stage(&board.name, closed, j));
+    }
     cmd.arg(board.version)
         .arg(windows.len())
         .arg(candidates.len())
-        .arg(max_fields);
+        .arg(options.chunk_size.max(1));
     for w in windows {
         cmd.arg(w.seconds());
     }
-    cmd.arg(&cutoffs).arg(&candidates);
+    cmd.arg(&cutoffs).arg(&candidates).arg(closed);
+    // '' asks nothing about compaction.
+    if options.compact {
+        cmd.arg(minimum_fields(conn));
+    } else {
+        cmd.arg("");
+    }
+    cmd.arg(conn.layout().default.as_str());
     cmd
 }
 
-/// The script's answer: a report, or `None` when it declined.
-fn report(reply: Value) -> Result<Option<RetireReport>> {
+/// The script's answer: a report and whether to compact the slot that just closed (an
+/// absent fifth field is no), or `None` when it declined.
+fn report(reply: Value) -> Result<Option<(RetireReport, bool)>> {
     let items = array(reply, "retire_small")?;
-    if items.len() != 4 || string(&items[0], "outcome")? != "done" {
+    if items.len() < 4 || string(&items[0], "outcome")? != "done" {
         return Ok(None);
     }
-    Ok(Some(RetireReport {
+    let compact = match items.get(4) {
+        Some(flag) => int(flag, "compact")? == 1,
+        None => false,
+    };
+    let report = RetireReport {
         slots_retired: int(&items[1], "retired")? as u64,
         fields_subtracted: int(&items[2], "subtracted")? as u64,
         members_zeroed: int(&items[3], "zeroed")? as u64,
         chunks: 1,
         complete: true,
-    }))
+        slots_compacted: 0,
+        fields_compacted: 0,
+    };
+    Ok(Some((report, compact)))
 }

@@ -18,6 +18,15 @@
 -- ARGV[7]  lease, milliseconds: the record's rl_until is set to now + this, so that a
 --          recompute does not start meanwhile (recompute_begin.lua)
 -- ARGV[8]  the caller's token (random, one per relayout run): recorded in rl_token
+-- ARGV[9]  optional, the retirer's compaction of a closed slot (docs/design.md, "Compact
+--          slots"): the minimum fields. With ARGV[2] 'compact' and cursor '0', a slot
+--          that has a geometry already, is not in the index, or whose largest stage has
+--          fewer fields than this, is left as it is: the call answers done having
+--          changed nothing, without looking at or taking the lease
+-- ARGV[10] optional, with ARGV[9]: the store's default layout. The call then converts
+--          only while the board's layout (its record's, else this) is compact, checked
+--          on every call, so that a concurrent `relayout --layout plain` wins: the slot
+--          stays as it is (mixed, if converting had begun; exact either way)
 -- With ARGV[3] = '' the call only ends the caller's lease (when it still holds it).
 --
 -- One relayout runs on a board at a time: a call refuses while another token's lease
@@ -56,10 +65,23 @@ local n = #KEYS - 3
 local target, ts, cursor = ARGV[2], ARGV[3], ARGV[4]
 local budget, fill = tonumber(ARGV[5]), tonumber(ARGV[6])
 local token = ARGV[8]
-local record = board_record(board, ARGV[1], 'rb_until', 'rl_until', 'rl_token')
+local record = board_record(board, ARGV[1], 'rb_until', 'rl_until', 'rl_token', 'layout')
 if ts == '' then
   if record[5] == token then redis.call('HDEL', board, 'rl_until', 'rl_token') end
   return { 'done', 0, 0 }
+end
+local minimum = tonumber(ARGV[9] or '')
+if minimum then
+  -- The retirer's compaction: only a compact board's plain slot big enough to gain.
+  if (record[6] or ARGV[10]) ~= 'compact' then return { 'done', 0, 0 } end
+  if cursor == '0' then
+    if not redis.call('ZSCORE', index, ts) or redis.call('HEXISTS', geo_key, ts) == 1 then
+      return { 'done', 0, 0 }
+    end
+    local size = 0
+    for k = 4, #KEYS do size = math.max(size, redis.call('HLEN', KEYS[k])) end
+    if size < minimum then return { 'done', 0, 0 } end
+  end
 end
 if lease_held(record[3]) then
   return redis.error_reply('RECOMPUTING the board is being recomputed; the relayout waits')

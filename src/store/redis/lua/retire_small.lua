@@ -7,6 +7,8 @@
 -- KEYS[3+n+(c-1)n+j] candidate slot c's stage for window j: slot_{b}_<ts> (j = 1) or
 --                    slot_{b}_<ts>_<j-1>                          (c = 1..m, j = 1..n);
 --                    on a compact slot the prefix of its buckets <key>:<i>
+-- KEYS[3+n+mn+k]     the closed slot's stage k (k = 1..n), named as above: the slot that
+--                    just closed (the current slot's start - the slot length)
 --
 -- ARGV[1]            board version the caller expects
 -- ARGV[2]            n, the board's windows
@@ -15,6 +17,9 @@
 -- ARGV[4+j]          window j, seconds (fields wm:<W>, done:<W>), smallest first
 -- ARGV[4+n+j]        window j's cutoff: every slot at or before it has left window j
 -- ARGV[4+2n+c]       candidate slot c's start
+-- ARGV[5+2n+m]       the closed slot's start
+-- ARGV[6+2n+m]       the minimum fields worth compacting ('' asks nothing, see below)
+-- ARGV[7+2n+m]       the store's default layout, for a record that names none
 --
 -- Does, in one atomic call, what retire_begin.lua and retire_chunk.lua do window by
 -- window, smallest first: moves each window's watermark up to its cutoff, subtracts from
@@ -34,8 +39,14 @@
 -- the caller retires the board window by window in chunks (a big board, a board behind by
 -- more than one boundary, a recompute holding its lease). Exact and idempotent: a second
 -- call, from any retirer, finds nothing due and changes nothing.
--- Returns {'done', (window, slot) pairs retired, fields subtracted, members zeroed}, or
--- {'fallback', reason}.
+-- Compaction (docs/design.md, "Compact slots"): write.lua creates a compact board's open
+-- slot plain, so, once it retired the board, the call also says whether the slot that
+-- just closed should be compacted: the board's layout (its record's, else ARGV[7+2n+m])
+-- is compact, the slot is live and has no geometry, and its largest stage has at least
+-- ARGV[6+2n+m] fields (fewer fit one listpack anyway). The caller then converts it with
+-- relayout_chunk.lua. Asking costs no extra round trip.
+-- Returns {'done', (window, slot) pairs retired, fields subtracted, members zeroed,
+-- compact (1: compact the closed slot, else 0)}, or {'fallback', reason}.
 -- Errors: "STALE ..." (board missing, dropped or of another version).
 
 local MAX_BUCKETS = 64
@@ -68,6 +79,7 @@ for j = 1, n do
   fields[#fields + 1] = 'done:' .. window(j)
 end
 fields[#fields + 1] = 'rb_until'
+fields[#fields + 1] = 'layout'
 local record = board_record(board, ARGV[1], unpack(fields))
 local function wm(j) return tonumber(record[1 + 2 * j]) end
 local function done(j) return record[2 + 2 * j] end
@@ -117,4 +129,17 @@ for j = 1, n do
     redis.call('HSET', board, 'done:' .. window(j), cutoff(j))
   end
 end
-return { 'done', #plan, subtracted, zeroed }
+
+-- Whether the slot that just closed should be compacted (see the header).
+local function wants_compacting()
+  local closed, minimum = ARGV[5 + 2 * n + m], tonumber(ARGV[6 + 2 * n + m] or '')
+  if not minimum or (record[4 + 2 * n] or ARGV[7 + 2 * n + m]) ~= 'compact' then return 0 end
+  if not redis.call('ZSCORE', index, closed) or redis.call('HEXISTS', geo_key, closed) == 1 then
+    return 0
+  end
+  for k = 1, n do
+    if redis.call('HLEN', KEYS[3 + n + m * n + k]) >= minimum then return 1 end
+  end
+  return 0
+end
+return { 'done', #plan, subtracted, zeroed, wants_compacting() }

@@ -92,11 +92,15 @@
 --   this part ended), {5} when it is not (the key names another write). A record past its deadline by the caller's clock
 --   is as good as absent (and overwritten); Redis deletes it by itself at its PX. A call
 --   that applies nothing because it needs mode 'events' ({2}) records nothing.
--- Compact slots (prelude): a slot created by this call (not yet in the index) gets a
--- geometry when the board's layout (its record's, else ARGV[11]'s) is compact, with as
--- many buckets as the newest older slot's count fills (so a board whose slots are alike
--- seldom splits), else one; an entry of a compact slot goes to its member's bucket of
--- the stage. While no window froze the
+-- Compact slots (prelude): a slot created by this call (not yet in the index) is plain
+-- when it starts at or after the current slot (cutoff of window 1 + window 1: the open
+-- slot, or a future one within the skew), whatever the layout: nearly every write goes
+-- there, and a hashtable takes it cheaper than buckets; the retirer compacts it once it
+-- closed (retire_small.lua tells it, relayout_chunk.lua converts it). An older slot
+-- created by this call (a late event) gets a geometry when the board's layout (its
+-- record's, else ARGV[11]'s) is compact, with as many buckets as the newest older
+-- slot's count fills (so a board whose slots are alike seldom splits), else one; an
+-- entry of a compact slot goes to its member's bucket of the stage. While no window froze the
 -- slot, stage 1 grows by linear hashing: after applying, while the slot's field count
 -- (new fields are the HINCRBYs that answer the delta itself, since zero fields are
 -- deleted) exceeds fill * buckets, bucket p splits into p and p + 2^L (at most
@@ -219,6 +223,8 @@ local function sized_like_before(ts)
   local prev = before and slot_geometry(geo_key, before)
   return sized_geometry(prev and prev.count or 0, fill, 0)
 end
+-- The current slot's start: fresh slots from it on are created plain (see the header).
+local current = tonumber(ARGV[A + n + 1]) + tonumber(ARGV[A + 1])
 local geo, fresh, grew = {}, {}, {}
 local stored_geo = m > 0 and redis.call('HMGET', geo_key, unpack(ARGV, A + 2 * n + 1, A + 2 * n + m)) or {}
 for i = 1, m do
@@ -226,7 +232,8 @@ for i = 1, m do
   if stage[i] < n then
     local ts = ARGV[A + 2 * n + i]
     local g = parse_geometry(stored_geo[i])
-    if not g and new_layout == 'compact' and not redis.call('ZSCORE', index, ts) then
+    if not g and new_layout == 'compact' and tonumber(ts) < current
+      and not redis.call('ZSCORE', index, ts) then
       g = sized_like_before(ts)
       fresh[i] = true
     end
