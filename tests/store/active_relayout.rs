@@ -52,6 +52,7 @@ struct Fixture {
     clock: rollboard::ManualClock,
     raw: redis::aio::MultiplexedConnection,
     board: String,
+    from: Layout,
     oracle: Oracle,
     /// member -> slot -> value
     points: BTreeMap<String, BTreeMap<i64, i64>>,
@@ -81,6 +82,7 @@ impl Fixture {
             clock,
             raw,
             board,
+            from,
             oracle: Oracle::new(config),
             points: BTreeMap::new(),
         }
@@ -137,6 +139,21 @@ impl Fixture {
             .chain((0..80).map(|i| (format!("n{i}"), 7, 2 * 3600 + 30)))
             .collect();
         self.write(&third).await;
+        self.settle().await;
+    }
+
+    /// On a compact board, converts the slots written while open (plain: the retirer
+    /// compacts a slot once it closed, `open_slot.rs`) to compact, so that every live
+    /// slot starts in layout `from`.
+    async fn settle(&mut self) {
+        if self.from == Layout::Compact {
+            let report = self
+                .boards
+                .relayout_with(&self.board, Layout::Compact, NOW)
+                .await
+                .unwrap();
+            assert!(report.complete);
+        }
     }
 
     /// Live slots holding both a plain stage hash and buckets (partly converted).
@@ -578,6 +595,7 @@ async fn a_small_mixed_board_retires_in_one_call(from: Layout) {
     f.at(3600 + 60);
     let late: Vec<_> = (0..30).map(|i| (format!("s{}", i * 3), 2, 600)).collect();
     f.write(&late).await;
+    f.settle().await;
     let one = RelayoutOptions {
         max_calls: Some(1),
         chunk_budget: std::time::Duration::from_micros(1),

@@ -2,6 +2,9 @@
 //! hashes named `<stage>:<i>`, each member in the bucket its SHA-1 and the slot's linear
 //! hashing geometry (`slotgeo_{b}`) give, splitting while the slot grows so every bucket
 //! stays a listpack; late writes follow the frozen geometry; plain boards have none.
+//! The open slot is written plain on every board (the retirer compacts it once closed:
+//! `open_slot.rs`), so these tests write to closed slots: a late event that creates a
+//! closed slot gives it a geometry.
 
 use std::collections::BTreeMap;
 
@@ -74,12 +77,14 @@ async fn compact_board(h: &Harness, windows: &[&str]) -> String {
 #[tokio::test]
 async fn a_growing_slot_splits_into_listpack_buckets_holding_each_member_once() {
     let h = Harness::redis().await;
-    let b = compact_board(&h, &["1h", "24h"]).await;
+    // Slot START is closed at START + 1h, and no window froze it yet.
+    let b = compact_board(&h, &["2h", "24h"]).await;
+    h.at(3600);
     // 3,000 members in batches of 500, each written twice (once +2, once +1).
     for round in 0..2 {
         for chunk in 0..6 {
             let events: Vec<Event> = (chunk * 500..(chunk + 1) * 500)
-                .map(|i| Event::new(format!("member:{i}"), 2 - round))
+                .map(|i| Event::new(format!("member:{i}"), 2 - round).at(ts(START + 10)))
                 .collect();
             h.boards.incr_batch(&b, &events).await.unwrap();
         }
@@ -113,11 +118,15 @@ async fn a_growing_slot_splits_into_listpack_buckets_holding_each_member_once() 
 #[tokio::test]
 async fn late_writes_to_a_frozen_slot_follow_its_geometry_without_splitting() {
     let h = Harness::redis().await;
-    let b = compact_board(&h, &["1h", "24h"]).await;
-    let events: Vec<Event> = (0..200).map(|i| Event::new(format!("m{i}"), 1)).collect();
+    let b = compact_board(&h, &["2h", "24h"]).await;
+    h.at(3600);
+    let events: Vec<Event> = (0..200)
+        .map(|i| Event::new(format!("m{i}"), 1).at(ts(START + 10)))
+        .collect();
     h.boards.incr_batch(&b, &events).await.unwrap();
     let frozen = geometry(&h, &b, START).await.unwrap();
-    h.at(3600);
+    // Window 2h freezes slot START.
+    h.at(7200);
     // 400 late members land in stage 2 of the frozen slot: more than the geometry's
     // fill, yet it must not change (retirement moves whole buckets from now on).
     let late: Vec<Event> = (0..600)
@@ -143,20 +152,26 @@ async fn late_writes_to_a_frozen_slot_follow_its_geometry_without_splitting() {
 #[tokio::test]
 async fn boards_naming_no_layout_follow_the_stores_default_and_plain_ones_keep_one_hash() {
     // A store whose default is plain.
+    // Each write is a late event creating the closed slot START (the clock is an hour on).
+    let late = Some(ts(START + 10));
     let h = Harness::redis_plain().await;
-    let b = h.board("1h", &["1h"]).await;
-    h.boards.incr(&b, "a", 1, None).await.unwrap();
+    h.at(3600);
+    let b = h.board("1h", &["1h", "2h"]).await;
+    h.boards.incr(&b, "a", 1, late).await.unwrap();
     assert_eq!(geometry(&h, &b, START).await, None);
     let board = h.boards.board(&b).await.unwrap();
     assert_eq!(board.config.layout(), None);
 
-    // The store's own default: compact.
+    // The store's own default: compact (but its open slot is written plain).
     let compact = Harness::redis().await;
-    let c = compact.board("1h", &["1h"]).await;
-    compact.boards.incr(&c, "a", 1, None).await.unwrap();
+    compact.at(3600);
+    let c = compact.board("1h", &["1h", "2h"]).await;
+    compact.boards.incr(&c, "a", 1, late).await.unwrap();
     assert_eq!(geometry(&compact, &c, START).await, Some((0, 0, 1)));
+    compact.boards.incr(&c, "a", 1, None).await.unwrap();
+    assert_eq!(geometry(&compact, &c, START + 3600).await, None);
     let explicit = unique("p");
-    let config = BoardConfig::parse("1h", &["1h"])
+    let config = BoardConfig::parse("1h", &["1h", "2h"])
         .unwrap()
         .with_layout(Some(Layout::Plain));
     compact
@@ -164,7 +179,7 @@ async fn boards_naming_no_layout_follow_the_stores_default_and_plain_ones_keep_o
         .create_board(&explicit, config.clone())
         .await
         .unwrap();
-    compact.boards.incr(&explicit, "a", 1, None).await.unwrap();
+    compact.boards.incr(&explicit, "a", 1, late).await.unwrap();
     assert_eq!(geometry(&compact, &explicit, START).await, None);
     assert_eq!(
         compact.boards.board(&explicit).await.unwrap().config,
@@ -175,18 +190,25 @@ async fn boards_naming_no_layout_follow_the_stores_default_and_plain_ones_keep_o
 #[tokio::test]
 async fn a_new_slot_starts_with_the_buckets_the_slot_before_it_filled() {
     let h = Harness::redis().await;
-    let b = compact_board(&h, &["2h"]).await;
-    let events: Vec<Event> = (0..3000).map(|i| Event::new(format!("m{i}"), 1)).collect();
+    // Both slots are created by late events, each an hour after it started.
+    let b = compact_board(&h, &["3h"]).await;
+    h.at(3600);
+    let events: Vec<Event> = (0..3000)
+        .map(|i| Event::new(format!("m{i}"), 1).at(ts(START + 10)))
+        .collect();
     h.boards.incr_batch(&b, &events).await.unwrap();
     assert_eq!(geometry(&h, &b, START).await.unwrap().2, 3000);
-    h.at(3600);
-    h.boards.incr(&b, "m1", 1, None).await.unwrap();
+    h.at(7200);
+    h.boards
+        .incr(&b, "m1", 1, Some(ts(START + 3610)))
+        .await
+        .unwrap();
     // 3000 / 64 = 46 buckets: L = 5, p = 46 - 32.
     assert_eq!(geometry(&h, &b, START + 3600).await, Some((5, 14, 1)));
     let stored = buckets(&h, &format!("slot_{{{b}}}_{}", START + 3600), 46).await;
     assert_eq!(stored["m1"], (bucket_of("m1", 5, 14), 1));
-    let two = Some(Span::parse("2h").unwrap());
-    let m1 = h.boards.score(&b, "m1", two).await.unwrap();
+    let three = Some(Span::parse("3h").unwrap());
+    let m1 = h.boards.score(&b, "m1", three).await.unwrap();
     assert_eq!(m1.map(|s| s.score), Some(2));
 }
 
@@ -245,13 +267,19 @@ async fn members_land_in_their_bucket_of_a_slot_of_thousands_of_buckets() {
         clock,
         redis: Some(redis),
     };
-    let b = compact_board(&h, &["2h"]).await;
-    let events: Vec<Event> = (0..2500).map(|i| Event::new(format!("m{i}"), 1)).collect();
+    // Both slots are created by late events, each an hour after it started.
+    let b = compact_board(&h, &["3h"]).await;
+    h.at(3600);
+    let events: Vec<Event> = (0..2500)
+        .map(|i| Event::new(format!("m{i}"), 1).at(ts(START + 10)))
+        .collect();
     for chunk in events.chunks(500) {
         h.boards.incr_batch(&b, chunk).await.unwrap();
     }
-    h.at(3600);
-    let twice: Vec<Event> = (0..2500).map(|i| Event::new(format!("m{i}"), 2)).collect();
+    h.at(7200);
+    let twice: Vec<Event> = (0..2500)
+        .map(|i| Event::new(format!("m{i}"), 2).at(ts(START + 3610)))
+        .collect();
     for chunk in twice.chunks(500) {
         h.boards.incr_batch(&b, chunk).await.unwrap();
     }
@@ -276,7 +304,7 @@ async fn members_land_in_their_bucket_of_a_slot_of_thousands_of_buckets() {
         assert_eq!(*bucket, bucket_of(member, 11, 452), "{member}");
     }
     assert!(found.values().any(|bucket| *bucket >= 1000));
-    let two = Some(Span::parse("2h").unwrap());
-    let m2345 = h.boards.score(&b, "m2345", two).await.unwrap();
+    let three = Some(Span::parse("3h").unwrap());
+    let m2345 = h.boards.score(&b, "m2345", three).await.unwrap();
     assert_eq!(m2345.map(|s| s.score), Some(3));
 }

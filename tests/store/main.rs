@@ -53,6 +53,7 @@ mod lifecycle;
 mod many_boards;
 mod member_ranks;
 mod memory_limits;
+mod open_slot;
 mod oracle;
 mod property;
 #[path = "../common/proxy.rs"]

@@ -115,7 +115,11 @@ async fn small_boards_are_retired_in_one_script_call_each_on_compact_slots() {
 async fn one_call_each(layout: Layout) {
     let redis = TestRedis::spawn().await;
     let clock = clock();
-    let rb = with_clock(store(&redis, layout).await, &clock);
+    // Retirement alone: the compaction of the closed slot that follows on a compact
+    // board (only for a board that needs it, `open_slot.rs`) makes calls of its own.
+    let mut settings = Settings::default();
+    settings.retire.compact = false;
+    let rb = Rollboard::with(store(&redis, layout).await, Arc::new(clock.clone()), settings);
     let boards = written(&rb, &clock, 3).await;
 
     reset_stats(&redis).await;
@@ -309,16 +313,24 @@ async fn crash_between_calls(layout: Layout) {
     let boards = written(&rb, &clock, 6).await;
     // The first process retired half the boards, then died.
     for result in rb.retire_many(&boards[..3]).await {
-        assert_eq!(result.unwrap(), report(1, 2, 2));
+        let mut expected = report(1, 2, 2);
+        if layout == Layout::Compact {
+            (expected.slots_compacted, expected.fields_compacted) = (1, 2);
+        }
+        assert_eq!(result.unwrap(), expected);
     }
     let restarted = with_clock(store(&redis, layout).await, &clock);
     let results = restarted.retire_many(&boards).await;
     for (k, (board, result)) in boards.iter().zip(results).enumerate() {
-        let expected = if k < 3 {
+        let mut expected = if k < 3 {
             report(0, 0, 0)
         } else {
             report(1, 2, 2)
         };
+        if k >= 3 && layout == Layout::Compact {
+            // Its closed slot (2 members, the fill is 1) is compacted after retiring.
+            (expected.slots_compacted, expected.fields_compacted) = (1, 2);
+        }
         assert_eq!(result.unwrap(), expected, "board {k}");
         assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
         assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
