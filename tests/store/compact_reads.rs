@@ -258,8 +258,9 @@ async fn buckets_of(h: &Harness, board: &str, slot: i64) -> Option<u64> {
     })
 }
 
-/// A recompute of a compact board while writers go on: the newest slot keeps growing
-/// (new members split its buckets) while the recompute scans it bucket by bucket, and
+/// A recompute of a compact board while writers go on: the newest closed slot
+/// (compacted at its boundary, not frozen by window 2h) keeps growing (new members
+/// split its buckets) while the recompute scans it bucket by bucket, and
 /// older slots get late writes in their second stage; the window ends exact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
@@ -272,11 +273,16 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
     use crate::oracle::Oracle;
 
     let h = Harness::redis_compact().await;
-    let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
-    let b = h.board("1h", &["1h", "3h"]).await;
+    // Each slot is written while open (plain) and compacted by the retirement at the
+    // boundary that closes it; window 2h leaves the newest closed slot unfrozen.
+    let config = BoardConfig::parse("1h", &["2h", "4h"]).unwrap();
+    let b = h.board("1h", &["2h", "4h"]).await;
     let oracle = Arc::new(Mutex::new(Oracle::new(config.clone())));
     for hour in 0..3 {
         h.at(hour * 3600);
+        if hour > 0 {
+            assert_eq!(h.boards.retire(&b).await.unwrap().slots_compacted, 1);
+        }
         let events: Vec<Event> = (0..6_000)
             .map(|i| Event::new(format!("m{}", (i + hour * 13) % 4_000), 1))
             .collect();
@@ -288,7 +294,8 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
             o.record(START + hour * 3600, &e.member, e.delta);
         }
     }
-    h.at(2 * 3600 + 1800);
+    h.at(3 * 3600 + 1800);
+    assert_eq!(h.boards.retire(&b).await.unwrap().slots_compacted, 1);
     let newest = START + 2 * 3600;
     let before = buckets_of(&h, &b, newest).await.unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -314,7 +321,7 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
                     })
                     .collect();
                 events.extend((0..rng.random_range(1..20)).map(|_| {
-                    let at = ts(START + rng.random_range(0..2 * 3600 + 1800));
+                    let at = ts(START + rng.random_range(0..3 * 3600 + 1800));
                     let delta = if rng.random_bool(0.7) { 1 } else { -1 };
                     Event::new(format!("m{}", rng.random_range(0..4_500)), delta).at(at)
                 }));
@@ -333,7 +340,7 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     let report = h
         .boards
-        .recompute(&b, Some(Span::parse("3h").unwrap()))
+        .recompute(&b, Some(Span::parse("4h").unwrap()))
         .await
         .unwrap();
     stop.store(true, Ordering::SeqCst);
@@ -354,7 +361,7 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
             .boards
             .top(
                 &b,
-                Some(Span::parse("3h").unwrap()),
+                Some(Span::parse("4h").unwrap()),
                 ranking.len() as u64,
                 1000,
             )
@@ -371,17 +378,20 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
 }
 
 /// The same through the store's own write path: a compact board's slot split by its
-/// writes (400 members), then late writes into its second stage after the 1h window
+/// writes (400 members), then late writes into its second stage after the 2h window
 /// froze it; history and removal read and delete the member's bucket of both stages.
 #[tokio::test]
 async fn history_and_removal_on_a_slot_split_by_writes_with_late_values() {
     let h = Harness::redis_compact().await;
-    let b = h.board("1h", &["1h", "24h"]).await;
+    // Slot START is created by late events an hour on (so compact), which window 2h
+    // freezes an hour later.
+    let b = h.board("1h", &["2h", "24h"]).await;
+    h.at(3600);
     let mut events: Vec<(String, i64, i64)> = Vec::new();
     let first: Vec<Event> = (0..400i64)
         .map(|i| {
             events.push((format!("m{i}"), i + 1, START));
-            Event::new(format!("m{i}"), i + 1)
+            Event::new(format!("m{i}"), i + 1).at(ts(START + 1))
         })
         .collect();
     for chunk in first.chunks(100) {
@@ -389,7 +399,7 @@ async fn history_and_removal_on_a_slot_split_by_writes_with_late_values() {
     }
     let buckets = buckets_of(&h, &b, START).await.unwrap();
     assert!(buckets > 4, "400 members split the slot: {buckets} buckets");
-    h.at(3600 + 60);
+    h.at(2 * 3600 + 60);
     let late: Vec<Event> = (0..400i64)
         .step_by(2)
         .map(|i| {

@@ -172,7 +172,10 @@ async fn writers_and_two_retirers(layout: Layout) {
             // slot that closed at the last boundary was compacted by the last retirement
             // unless it is too small to gain (under 2 × the fill of 2 in every stage).
             assert!(live > 0);
-            assert!(geometries > 0 && geometries <= live, "{geometries} of {live}");
+            assert!(
+                geometries > 0 && geometries <= live,
+                "{geometries} of {live}"
+            );
             let open = config.slot_start(now);
             let geometry = |slot: i64| {
                 redis::cmd("HEXISTS")

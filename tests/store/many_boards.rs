@@ -119,7 +119,11 @@ async fn one_call_each(layout: Layout) {
     // board (only for a board that needs it, `open_slot.rs`) makes calls of its own.
     let mut settings = Settings::default();
     settings.retire.compact = false;
-    let rb = Rollboard::with(store(&redis, layout).await, Arc::new(clock.clone()), settings);
+    let rb = Rollboard::with(
+        store(&redis, layout).await,
+        Arc::new(clock.clone()),
+        settings,
+    );
     let boards = written(&rb, &clock, 3).await;
 
     reset_stats(&redis).await;

@@ -162,17 +162,27 @@ async fn compacted_once_closed(chunked: bool) {
     let mut f = Fixture::new(&["5m", "10m"], None).await;
     f.write(0..n, 10).await;
     let open = f.stage(START, 1);
-    assert_eq!(f.hlen(&open).await, n as i64, "the open slot is one plain hash");
+    assert_eq!(
+        f.hlen(&open).await,
+        n as i64,
+        "the open slot is one plain hash"
+    );
     assert_eq!(f.geometry(START).await, None);
 
     f.at(70);
     let report = f.retire(chunked).await;
     assert_eq!((report.slots_retired, report.fields_subtracted), (0, 0));
-    assert_eq!((report.slots_compacted, report.fields_compacted), (1, n as u64));
+    assert_eq!(
+        (report.slots_compacted, report.fields_compacted),
+        (1, n as u64)
+    );
     assert!(report.complete);
     // 32 fields / a fill of 8: 4 buckets, L = 2, p = 0.
     let geometry = f.geometry(START).await.expect("compacted");
-    assert_eq!((geometry.level, geometry.split, geometry.to_plain), (2, 0, false));
+    assert_eq!(
+        (geometry.level, geometry.split, geometry.to_plain),
+        (2, 0, false)
+    );
     assert_eq!(f.hlen(&open).await, 0, "the plain hash is gone");
     assert_eq!(f.buckets(&open, geometry).await, written(n));
     f.assert_exact().await;
@@ -187,12 +197,18 @@ async fn compacted_once_closed(chunked: bool) {
     // Each window retires the compacted slot exactly.
     f.at(5 * 60 + 10);
     let report = f.retire(chunked).await;
-    assert_eq!((report.slots_retired, report.fields_subtracted), (1, n as u64));
+    assert_eq!(
+        (report.slots_retired, report.fields_subtracted),
+        (1, n as u64)
+    );
     f.assert_exact().await;
     assert_eq!(f.buckets(&f.stage(START, 2), geometry).await, written(n));
     f.at(10 * 60 + 10);
     let report = f.retire(chunked).await;
-    assert_eq!((report.slots_retired, report.fields_subtracted), (1, n as u64));
+    assert_eq!(
+        (report.slots_retired, report.fields_subtracted),
+        (1, n as u64)
+    );
     f.assert_exact().await;
     assert_eq!(f.geometry(START).await, None, "gone with the slot");
 }
@@ -217,8 +233,14 @@ async fn a_slot_as_long_as_window_1_is_compacted_in_its_second_stage() {
     f.write(0..n, 10).await;
     f.at(70);
     let report = f.retire(false).await;
-    assert_eq!((report.slots_retired, report.fields_subtracted), (1, n as u64));
-    assert_eq!((report.slots_compacted, report.fields_compacted), (1, n as u64));
+    assert_eq!(
+        (report.slots_retired, report.fields_subtracted),
+        (1, n as u64)
+    );
+    assert_eq!(
+        (report.slots_compacted, report.fields_compacted),
+        (1, n as u64)
+    );
     let geometry = f.geometry(START).await.expect("compacted");
     assert_eq!((geometry.level, geometry.split), (2, 0));
     let (one, two) = (f.stage(START, 1), f.stage(START, 2));
@@ -229,7 +251,10 @@ async fn a_slot_as_long_as_window_1_is_compacted_in_its_second_stage() {
 
     f.at(130);
     let report = f.retire(false).await;
-    assert_eq!((report.slots_retired, report.fields_subtracted), (1, n as u64));
+    assert_eq!(
+        (report.slots_retired, report.fields_subtracted),
+        (1, n as u64)
+    );
     assert_eq!((report.slots_compacted, report.fields_compacted), (0, 0));
     f.assert_exact().await;
     assert_eq!(f.buckets(&two, geometry).await, BTreeMap::new());
@@ -254,7 +279,10 @@ async fn small_slots_and_plain_boards_stay_plain_and_late_slots_are_compact() {
     assert_eq!(f.hlen(&open).await, small as i64);
     // Late for slot START - 1m, which it creates: compact, one bucket.
     f.write(0..3, -30).await;
-    let late = f.geometry(START - 60).await.expect("a late slot is compact");
+    let late = f
+        .geometry(START - 60)
+        .await
+        .expect("a late slot is compact");
     assert_eq!(late.buckets(), 1);
     assert_eq!(f.buckets(&f.stage(START - 60, 1), late).await, written(3));
     f.assert_exact().await;
@@ -270,7 +298,11 @@ async fn small_slots_and_plain_boards_stay_plain_and_late_slots_are_compact() {
     let open = p.stage(START, 1);
     assert_eq!(p.hlen(&open).await, 4 * FILL as i64);
     p.write(0..3, -30).await;
-    assert_eq!(p.geometry(START - 60).await, None, "a plain board's late slot");
+    assert_eq!(
+        p.geometry(START - 60).await,
+        None,
+        "a plain board's late slot"
+    );
     p.assert_exact().await;
 }
 
@@ -365,7 +397,11 @@ async fn a_relayout_holding_the_lease_leaves_the_closed_slot_plain() {
         .query_async(&mut f.raw)
         .await
         .unwrap();
-    assert_eq!(token.as_deref(), Some("someone-else"), "their lease is kept");
+    assert_eq!(
+        token.as_deref(),
+        Some("someone-else"),
+        "their lease is kept"
+    );
     f.assert_exact().await;
 
     // Once their run ended its lease, a pass at the same boundary compacts the slot.
@@ -377,7 +413,10 @@ async fn a_relayout_holding_the_lease_leaves_the_closed_slot_plain() {
         .await
         .unwrap();
     let report = f.retire(false).await;
-    assert_eq!((report.slots_compacted, report.fields_compacted), (1, n as u64));
+    assert_eq!(
+        (report.slots_compacted, report.fields_compacted),
+        (1, n as u64)
+    );
     let lease: Vec<Option<String>> = redis::cmd("HMGET")
         .arg(&record)
         .arg("rl_until")
