@@ -208,7 +208,9 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
         options: RelayoutOptions,
     ) -> Result<RelayoutReport>;
 
-    /// Retires everything overdue at `now`, window by window.
+    /// Retires everything overdue at `now`, window by window; then, with
+    /// `options.compact`, a store with slot layouts compacts the slot that just closed
+    /// (a compact board's open slot is written plain: `docs/design.md`, "Compact slots").
     async fn retire(
         &self,
         board: &Board,
@@ -220,7 +222,8 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
     /// boundary only: per board, in order, `Some(report)` when it is retired through `now`
     /// (`complete`), `None` when it was left for [`retire`](Self::retire) (big, behind
     /// by more than one boundary, being recomputed, changed, or a store that has no such
-    /// path). `Err` when the store failed as a whole; every board is then left as it was
+    /// path). A retired board's closed slot is compacted as [`retire`](Self::retire)
+    /// does. `Err` when the store failed as a whole; every board is then left as it was
     /// or retired exactly (each board's retirement is atomic and idempotent).
     async fn retire_small(
         &self,

@@ -279,20 +279,24 @@ async fn recompute_repairs_a_drifted_board_and_says_what_it_did() {
 #[tokio::test]
 async fn relayout_switches_new_slots_and_counts_the_old_ones() {
     let redis = TestRedis::start().await;
-    // Two live compact slots (the default layout).
+    // Two live plain slots: compact is the default layout, but each slot was written
+    // while open (plain), and nothing compacted them.
     let board = overdue_board(&redis).await;
-    let out = rollboard(&["relayout", &board, "--layout", "plain"], Some(&redis.url));
+    let out = rollboard(
+        &["relayout", &board, "--layout", "compact"],
+        Some(&redis.url),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
         format!(
-            "{board}: new slots are plain; 2 of 2 live slots keep the old layout until they retire\n"
+            "{board}: new slots are compact; 2 of 2 live slots keep the old layout until they retire\n"
         )
     );
     let boards = Rollboard::redis(&redis.url).await.unwrap();
     assert_eq!(
         boards.board(&board).await.unwrap().config.layout(),
-        Some(rollboard::Layout::Plain)
+        Some(rollboard::Layout::Compact)
     );
     let bad = rollboard(&["relayout", &board, "--layout", "round"], Some(&redis.url));
     assert!(!bad.status.success());
@@ -310,9 +314,27 @@ async fn relayout_switches_new_slots_and_counts_the_old_ones() {
 #[tokio::test]
 async fn relayout_now_converts_the_live_slots_and_reports_them() {
     let redis = TestRedis::start().await;
-    // Two live compact slots (the default layout): post:1 in one, post:2 and post:1 in
-    // the other.
+    // Two live plain slots (each written while open, see above): post:1 in one, post:2
+    // and post:1 in the other. Converted to compact, then back to plain.
     let board = overdue_board(&redis).await;
+    let out = rollboard(
+        &["relayout", &board, "--layout", "compact", "--now"],
+        Some(&redis.url),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "{board}: new slots are compact; converted 2 of 2 live slots now (3 values moved)\n"
+        )
+    );
+    let mut raw = redis.raw().await;
+    let geometries: i64 = redis::cmd("HLEN")
+        .arg(format!("slotgeo_{{{board}}}"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(geometries, 2, "both slots compact");
     let out = rollboard(
         &["relayout", &board, "--layout", "plain", "--now"],
         Some(&redis.url),
@@ -322,7 +344,6 @@ async fn relayout_now_converts_the_live_slots_and_reports_them() {
         stdout(&out),
         format!("{board}: new slots are plain; converted 2 of 2 live slots now (3 values moved)\n")
     );
-    let mut raw = redis.raw().await;
     let geometries: i64 = redis::cmd("HLEN")
         .arg(format!("slotgeo_{{{board}}}"))
         .query_async(&mut raw)

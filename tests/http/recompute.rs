@@ -125,30 +125,35 @@ async fn an_admin_relayouts_a_board_over_http() {
     let reply = app
         .request(
             Method::POST,
-            &format!("/v1/boards/{b}/relayout?layout=plain"),
+            &format!("/v1/boards/{b}/relayout?layout=compact"),
             None,
             None,
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
-    // The one live slot was made before: compact (the service's default).
+    // The one live slot was made before, while open: plain (a compact board, the
+    // service's default, writes its open slot plain until it closes).
     assert_eq!(
         reply.body,
-        json!({"layout": "plain", "live_slots": 1, "old_layout_slots": 1,
+        json!({"layout": "compact", "live_slots": 1, "old_layout_slots": 1,
                "converted_slots": 0, "moved_values": 0, "complete": true})
     );
     let board = app.get(&format!("/v1/boards/{b}")).await;
-    assert_eq!(board.body["config"]["layout"], "plain", "{:?}", board.body);
+    assert_eq!(
+        board.body["config"]["layout"], "compact",
+        "{:?}",
+        board.body
+    );
     let top = app.get(&format!("/v1/boards/{b}/top?window=24h")).await;
     assert_eq!(
         top.body["entries"],
         json!([{"rank": 1, "member": "a", "score": 3}, {"rank": 2, "member": "b", "score": 1}])
     );
-    // `now`: the live compact slot is converted (its two values move to plain hashes).
+    // `now`: the live plain slot is converted (its two values move to buckets).
     let now = app
         .request(
             Method::POST,
-            &format!("/v1/boards/{b}/relayout?layout=plain&now=true"),
+            &format!("/v1/boards/{b}/relayout?layout=compact&now=true"),
             None,
             None,
         )
@@ -156,7 +161,7 @@ async fn an_admin_relayouts_a_board_over_http() {
     assert_eq!(now.status, StatusCode::OK, "{:?}", now.body);
     assert_eq!(
         now.body,
-        json!({"layout": "plain", "live_slots": 1, "old_layout_slots": 0,
+        json!({"layout": "compact", "live_slots": 1, "old_layout_slots": 0,
                "converted_slots": 1, "moved_values": 2, "complete": true})
     );
     let top = app.get(&format!("/v1/boards/{b}/top?window=24h")).await;

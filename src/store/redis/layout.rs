@@ -59,17 +59,18 @@ impl SlotLayout {
 
     /// `write.lua`'s argument for new slots of `board`: `<layout> <fill> <hashed>`, the
     /// layout of new slots when its record names none, the buckets' fill, and `1` when
-    /// the call carries every entry's member hash (see [`member_hash`], packed in one
-    /// argument), which the client sends for boards whose new slots are compact, so the
-    /// script need not compute it.
-    pub(super) fn new_slots(&self, board: &Board) -> String {
+    /// the call carries every entry's member hash (`hashed`: see [`member_hash`], packed
+    /// in one argument), which the client sends for boards whose new slots are compact
+    /// when the call has a slot older than the open one (the open slot is written
+    /// plain), so the script need not compute it.
+    pub(super) fn new_slots(&self, board: &Board, hashed: bool) -> String {
         let compact = self.compact(board);
         let layout = if compact {
             Layout::Compact
         } else {
             Layout::Plain
         };
-        format!("{} {} {}", layout.as_str(), self.fill, u8::from(compact))
+        format!("{} {} {}", layout.as_str(), self.fill, u8::from(hashed))
     }
 }
 

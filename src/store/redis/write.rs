@@ -131,7 +131,7 @@ pub(super) async fn write_sums(
         guard,
         events,
     );
-    if conn.layout().compact(board) {
+    if sends_hashes(conn, board, now, &slots) {
         invocation.arg(packed_hashes(entries.iter().map(|e| e.member.as_str())));
     }
     for e in entries {
@@ -183,7 +183,7 @@ pub(super) async fn write_events(
         guard,
         writes.len(),
     );
-    if conn.layout().compact(board) {
+    if sends_hashes(conn, board, now, &slots) {
         invocation.arg(packed_hashes(writes.iter().map(|w| w.member.as_str())));
     }
     for w in writes {
@@ -208,6 +208,17 @@ pub(super) async fn write_events(
             .map(|r| (EventsOutcome::Replayed(r), 0))
             .ok_or_else(bad),
     }
+}
+
+/// Whether a write call carries its members' hashes: on a board whose new slots are
+/// compact, when one of its slots is older than the open one. The open slot (and a
+/// future one) is written plain (`write.lua`), so a call of current events only needs
+/// none; one with a late event may go to a compact slot. (A slot that is open and has
+/// buckets all the same, converted by a `relayout --now`, gets its hashes computed by
+/// the script until it closes.)
+fn sends_hashes(conn: &RedisConn, board: &Board, now: Timestamp, slots: &Slots) -> bool {
+    let open = board.config.slot_start(now);
+    conn.layout().compact(board) && slots.starts.iter().any(|s| *s < open)
 }
 
 /// The members' hashes ([`member_hash`]) in one `write.lua` argument, 4 bytes each,
@@ -313,7 +324,10 @@ fn invocation<'a>(
             invocation.arg("").arg("").arg("").arg("");
         }
     }
-    invocation.arg(conn.layout().new_slots(board));
+    invocation.arg(
+        conn.layout()
+            .new_slots(board, sends_hashes(conn, board, now, slots)),
+    );
     invocation.arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
     invocation.arg(
         (0..windows.len())
