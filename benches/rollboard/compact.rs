@@ -16,8 +16,6 @@ use rollboard::{
 use crate::report::{self, Row, rate};
 use crate::{load, setup, slowlog};
 
-const LAYOUTS: [Layout; 2] = [Layout::Plain, Layout::Compact];
-
 fn name(layout: Layout) -> &'static str {
     match layout {
         Layout::Plain => "plain",
@@ -60,9 +58,24 @@ async fn fill(boards: &Rollboard, board: &str, members: usize, in_flight: usize)
     t.elapsed()
 }
 
-/// Retirement of one 200,000-member slot of a `1h`/`2h` board, per layout and window,
-/// while readers hammer the board's top 10; each window against the `ZINCRBY` ceiling
-/// measured right before it (this machine's speed drifts over a phase).
+/// One retirement case: a layout, the board's slot and its two windows.
+struct Case {
+    layout: Layout,
+    slot: &'static str,
+    /// Seconds from the end of the filled slot to its leaving window 1 (0 when the slot
+    /// is window 1: it leaves the moment it closes).
+    closed_for: i64,
+}
+
+/// Retirement of one 200,000-member slot of a two-window `1h`/`2h` board, per layout and
+/// window, while readers hammer the board's top 10; each window against the `ZINCRBY`
+/// ceiling measured right before it (this machine's speed drifts over a phase). The slot
+/// is written while it is open, as users write: on compact boards the open slot is plain
+/// and the retirer compacts it once closed (`docs/design.md`, "Compact slots"). With
+/// hourly slots the slot leaves window 1 the moment it closes, so window 1 retires it
+/// plain and the compaction follows (converting what window 2 will retire); with
+/// half-hour slots it is compacted half an hour before window 1 retires it. Each
+/// compaction is timed apart, with its Redis time (`INFO commandstats`).
 pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
     let redis_url = redis.url.as_str();
     let members = 200_000;
@@ -72,42 +85,93 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
             .and_then(|c| c.parse().ok())
             .unwrap_or(Settings::default().retire.chunk_size),
         max_chunks: None,
+        compact: false,
         ..Default::default()
     };
+    let compaction = rollboard::RetireOptions {
+        compact: true,
+        ..options
+    };
+    let cases = [
+        Case {
+            layout: Layout::Plain,
+            slot: "1h",
+            closed_for: 0,
+        },
+        Case {
+            layout: Layout::Compact,
+            slot: "1h",
+            closed_for: 0,
+        },
+        Case {
+            layout: Layout::Compact,
+            slot: "30m",
+            closed_for: 1800,
+        },
+    ];
     let mut conn = raw(redis_url).await;
     let mut rows = Vec::new();
-    for layout in LAYOUTS {
-        let board = format!("bench-retire-{}", name(layout));
-        let (boards, clock) = library(redis_url, Timestamp::now_utc()).await;
-        let config = BoardConfig::parse("1h", &["1h", "2h"])
+    for case in cases {
+        let label = format!("{}, slot {}", name(case.layout), case.slot);
+        let board = format!("bench-retire-{}-{}", name(case.layout), case.slot);
+        // Starts at a slot boundary, so the filled slot closes after one slot length.
+        let slot_secs = BoardConfig::parse(case.slot, &["2h"])
             .unwrap()
-            .with_layout(Some(layout));
+            .slot()
+            .seconds() as i64;
+        let now = Timestamp::now_utc().unix_seconds();
+        let (boards, clock) = library(
+            redis_url,
+            Timestamp::from_unix_seconds(now - now % slot_secs).unwrap(),
+        )
+        .await;
+        let config = BoardConfig::parse(case.slot, &["1h", "2h"])
+            .unwrap()
+            .with_layout(Some(case.layout));
         boards.create_board(&board, config).await.unwrap();
         fill(&boards, &board, members, 8).await;
 
         slowlog::reset(&mut conn).await;
-        let stop = Arc::new(AtomicBool::new(false));
-        let readers = tokio::spawn({
-            let (url, board, stop) = (service_url.to_owned(), board.clone(), stop.clone());
-            async move { load::top_readers(&url, &board, 4, Some(Duration::from_millis(4)), stop).await }
-        });
-        tokio::time::sleep(Duration::from_millis(200)).await;
         let mut chunks = 0;
+        let mut compacted = Vec::new();
+        let mut reads = load::Load::default();
+        if case.closed_for > 0 {
+            clock.advance_secs(slot_secs);
+            compacted.push(compact_now(&boards, &board, compaction, &mut conn).await);
+            clock.advance_secs(case.closed_for);
+        } else {
+            clock.advance_secs(slot_secs);
+        }
         for (j, window) in ["1h", "2h"].iter().enumerate() {
             let zincrby = tokio::task::block_in_place(|| setup::zincrby_ceiling(redis));
             tokio::time::sleep(Duration::from_millis(100)).await;
-            clock.advance_secs(3600);
+            if j == 1 {
+                clock.advance_secs(3600);
+            }
+            // Readers only while a window retires, so that a compaction's Redis time
+            // is its own.
+            let stop = Arc::new(AtomicBool::new(false));
+            let readers = tokio::spawn({
+                let (url, board, stop) = (service_url.to_owned(), board.clone(), stop.clone());
+                async move {
+                    load::top_readers(&url, &board, 4, Some(Duration::from_millis(4)), stop).await
+                }
+            });
+            tokio::time::sleep(Duration::from_millis(200)).await;
             let t = Instant::now();
             let report = boards.retire_with(&board, options).await.unwrap();
             let elapsed = t.elapsed();
+            stop.store(true, Ordering::SeqCst);
+            let window_reads = readers.await.unwrap();
+            reads.latencies.extend(window_reads.latencies);
+            reads.done += window_reads.done;
             assert_eq!(report.fields_subtracted, members as u64);
             chunks += report.chunks;
             let per_second = members as f64 / elapsed.as_secs_f64();
             let ratio = per_second / zincrby;
             rows.push(Row {
                 figure: format!(
-                    "retirement, {} slot of {} members, window {} ({window} of 1h/2h)",
-                    name(layout),
+                    "retirement, {label}, {} members, window {} ({window} of 1h/2h)",
                     report::thousands(members as f64),
                     j + 1
                 ),
@@ -116,9 +180,26 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
                 ratio: Some(ratio),
                 target: Some((">= 0.5".into(), ratio >= 0.5)),
             });
+            if j == 0 && case.layout == Layout::Compact && case.closed_for == 0 {
+                compacted.push(compact_now(&boards, &board, compaction, &mut conn).await);
+            }
         }
-        stop.store(true, Ordering::SeqCst);
-        let mut reads = readers.await.unwrap();
+        for c in compacted {
+            rows.push(Row {
+                figure: format!("  {label}: compaction of the closed slot by the retirer"),
+                measured: format!(
+                    "{} fields in {:.2} s",
+                    report::thousands(c.fields as f64),
+                    c.elapsed.as_secs_f64()
+                ),
+                reference: format!(
+                    "Redis {:.2} us per field (script time, commandstats)",
+                    c.redis_us as f64 / c.fields.max(1) as f64
+                ),
+                ratio: None,
+                target: None,
+            });
+        }
         // rollboard's calls are scripts; the others are the ceiling's redis-benchmark
         // between the windows (a single ZINCRBY over 2 ms: Redis was preempted).
         let (slow, others): (Vec<_>, Vec<_>) = slowlog::slow_calls(&mut conn)
@@ -128,7 +209,7 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
         rows.push(Row {
             figure: format!(
                 "  {}: script calls over 2 ms meanwhile (SLOWLOG; chunks of <= {} fields, <= {} ms)",
-                name(layout),
+                label,
                 options.chunk_size,
                 options.chunk_budget.as_secs_f64() * 1000.0
             ),
@@ -141,10 +222,7 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
             target: Some(("none".into(), slow.is_empty())),
         });
         rows.push(Row {
-            figure: format!(
-                "  {}: top-10 latency meanwhile (4 x 250 reads/s), p50 / p99",
-                name(layout)
-            ),
+            figure: format!("  {label}: top-10 latency meanwhile (4 x 250 reads/s), p50 / p99"),
             measured: format!(
                 "{:.2} ms / {:.2} ms",
                 reads.percentile(50.0).as_secs_f64() * 1000.0,
@@ -162,6 +240,47 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
     rows
 }
 
+/// What one compaction (a retire pass that only compacted) did.
+struct Compaction {
+    fields: u64,
+    elapsed: Duration,
+    /// Redis's time in script calls meanwhile, µs.
+    redis_us: i64,
+}
+
+/// Runs the retirer's compaction of `board`'s closed slot (a pass with nothing due).
+async fn compact_now(
+    boards: &Rollboard,
+    board: &str,
+    options: rollboard::RetireOptions,
+    conn: &mut MultiplexedConnection,
+) -> Compaction {
+    let before = script_usec(conn).await;
+    let t = Instant::now();
+    let report = boards.retire_with(board, options).await.unwrap();
+    let elapsed = t.elapsed();
+    assert_eq!(report.fields_subtracted, 0);
+    Compaction {
+        fields: report.fields_compacted,
+        elapsed,
+        redis_us: script_usec(conn).await - before,
+    }
+}
+
+/// Redis's time in script calls so far (`INFO commandstats`), µs.
+async fn script_usec(conn: &mut MultiplexedConnection) -> i64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut *conn)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_evalsha:"))
+        .filter_map(|l| l.split(',').find_map(|f| f.strip_prefix("usec=")))
+        .filter_map(|v| v.parse::<i64>().ok())
+        .sum()
+}
+
 /// What one layout's memory run measured.
 struct Footprint {
     /// Bytes of `used_memory` per live (slot, member), totals included.
@@ -171,9 +290,12 @@ struct Footprint {
 }
 
 /// `boards` boards of `members` members in each of 24 hourly slots (a `1h`/`24h` board),
-/// written through the library; `used_memory` before and after.
+/// written through the library, each slot while it is open, with a retire pass at each
+/// boundary (which compacts the closed slot of a compact board); `used_memory` before
+/// and after. The newest slot is still open (plain on either layout), as on a live board.
 async fn footprint(redis_url: &str, layout: Layout, boards_n: usize, members: usize) -> Footprint {
-    let start = Timestamp::now_utc().unix_seconds();
+    let now = Timestamp::now_utc().unix_seconds();
+    let start = now - now % 3600;
     let (boards, clock) = library(
         redis_url,
         Timestamp::from_unix_seconds(start - 23 * 3600).unwrap(),
@@ -191,11 +313,22 @@ async fn footprint(redis_url: &str, layout: Layout, boards_n: usize, members: us
         boards.create_board(board, config.clone()).await.unwrap();
     }
     let mut writing = Duration::ZERO;
-    for _ in 0..24 {
+    for hour in 0..24 {
         for board in &names {
             writing += fill(&boards, board, members, 8).await;
         }
-        clock.advance_secs(3600);
+        if hour < 23 {
+            // The slot closes; the retirer's pass compacts it on a compact board (the
+            // open slot is plain): its time counts as the writing's. The newest slot
+            // stays open, as a live board's does.
+            clock.advance_secs(3600);
+            let t = Instant::now();
+            for board in &names {
+                let report = boards.retire(board).await.unwrap();
+                assert_eq!(report.fields_subtracted, 0);
+            }
+            writing += t.elapsed();
+        }
     }
     let after = crate::used_memory(&mut conn).await;
     let entries = (boards_n * members * 24) as f64;
