@@ -27,6 +27,10 @@
 --          only while the board's layout (its record's, else this) is compact, checked
 --          on every call, so that a concurrent `relayout --layout plain` wins: the slot
 --          stays as it is (mixed, if converting had begun; exact either way)
+-- ARGV[11] optional, with ARGV[9] and ARGV[2] 'compact': 'setup' makes the call stop
+--          once the slot has its geometry (created, or found), moving nothing, and
+--          answer the cursor 'c1:0'; the retirer's compaction then moves whole buckets
+--          itself (compact_move.lua) and ends with ordinary calls from that cursor
 -- With ARGV[3] = '' the call only ends the caller's lease (when it still holds it).
 --
 -- One relayout runs on a board at a time: a call refuses while another token's lease
@@ -179,6 +183,7 @@ if not geo then
   redis.call('HSET', geo_key, ts, geometry_text(geo))
   changed = 1
 end
+if minimum and ARGV[11] == 'setup' then return { 'c1:0', 0, changed } end
 local k, sub = string.match(cursor, '^c(%d+):(%d+)$')
 k, sub = tonumber(k) or 1, sub or '0'
 while k <= n do
