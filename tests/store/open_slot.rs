@@ -17,13 +17,14 @@ use rollboard::{
 use tokio::sync::watch;
 
 use crate::oracle::{Geometry, Oracle, check_redis_invariants};
+use crate::proxy::{Fault, FaultProxy};
 use crate::support::{START, TestRedis, clock, ranking, ts, unique, with_clock};
 
 /// Fields per bucket on the test server (half its listpack limit of 16).
 const FILL: usize = 8;
 
 struct Fixture {
-    _redis: TestRedis,
+    redis: TestRedis,
     clock: rollboard::ManualClock,
     boards: Rollboard,
     raw: redis::aio::MultiplexedConnection,
@@ -53,7 +54,7 @@ impl Fixture {
         let raw = redis.raw().await;
         clock.set(ts(START + 10));
         Fixture {
-            _redis: redis,
+            redis,
             clock,
             boards,
             raw,
@@ -138,6 +139,23 @@ impl Fixture {
             assert_eq!(ranking(&page), self.oracle.ranking(j, now), "window {w}");
         }
         check_redis_invariants(&mut self.raw, &self.board, &self.oracle.config, Some(now)).await;
+    }
+
+    /// A second handle on the board, through a fault proxy (armed by the caller), on the
+    /// same clock; its response timeout outlasts any delay a test arms.
+    async fn proxied(&self) -> (FaultProxy, Rollboard) {
+        let proxy = FaultProxy::start(&self.redis.url).await;
+        let store = rollboard::RedisStore::connect_with(
+            &proxy.url(),
+            RedisOptions {
+                default_layout: Layout::Compact,
+                response_timeout: Duration::from_secs(30),
+                ..RedisOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+        (proxy, with_clock(Arc::new(store), &self.clock))
     }
 
     /// Retires the board by the window-by-window path (`chunked`) or `retire_many`'s
@@ -458,4 +476,95 @@ async fn the_retirer_task_compacts_the_closed_slot() {
     assert_eq!(f.buckets(&open, geometry).await, written(n));
     f.assert_exact().await;
     retirer.stop().await;
+}
+
+/// Retires the closed slot START through `proxied`, holding its first `compact_move.lua`
+/// call back (after the client scanned stage 1 and grouped it by bucket) until `meanwhile`
+/// ran on the direct handle; returns the report.
+async fn compact_with_a_pause<F>(f: &mut Fixture, meanwhile: F) -> RetireReport
+where
+    F: AsyncFnOnce(&mut Fixture),
+{
+    let (proxy, proxied) = f.proxied().await;
+    let (record, stage) = (format!("board_{{{}}}", f.board), f.stage(START, 1));
+    // compact_move.lua is the one script with 4 keys naming the record and the stage.
+    proxy.arm(Fault::Delay(Duration::from_secs(3)), 1, move |r| {
+        r.command() == "EVALSHA"
+            && r.args.get(2).map(Vec::as_slice) == Some(b"4".as_slice())
+            && r.has_arg(&record)
+            && r.has_arg(&stage)
+    });
+    let retire = tokio::spawn({
+        let board = f.board.clone();
+        async move { proxied.retire(&board).await.unwrap() }
+    });
+    proxy.wait_fired(1).await;
+    meanwhile(f).await;
+    let report = retire.await.unwrap();
+    assert_eq!(proxy.fired(), 1);
+    report
+}
+
+/// Late writes of new members split stage 1 (its first window has not frozen it) between
+/// the client's scan and its move: the move follows the current geometry, every field
+/// lands in the bucket its hash names, exact.
+#[tokio::test]
+async fn a_split_between_the_scan_and_the_move_is_followed() {
+    let n = 4 * FILL;
+    let mut f = Fixture::new(&["5m", "10m"], None).await;
+    f.write(0..n, 10).await;
+    f.at(70);
+    let report = compact_with_a_pause(&mut f, async |f: &mut Fixture| {
+        // 4 buckets of a fill of 8 (L = 2, p = 0) at the setup call; 12 new fields make
+        // 44 > 40 > 32: buckets 0 and 1 split.
+        assert_eq!(
+            f.geometry(START).await.map(|g| (g.level, g.split)),
+            Some((2, 0))
+        );
+        f.write(100..112, 20).await;
+        assert_eq!(
+            f.geometry(START).await.map(|g| (g.level, g.split)),
+            Some((2, 2))
+        );
+    })
+    .await;
+    assert_eq!(
+        (report.slots_compacted, report.fields_compacted),
+        (1, n as u64)
+    );
+    let geometry = f.geometry(START).await.expect("compacted");
+    assert_eq!((geometry.level, geometry.split), (2, 2));
+    let open = f.stage(START, 1);
+    assert_eq!(f.hlen(&open).await, 0, "the plain hash is gone");
+    let mut expected = written(n);
+    expected.extend((100..112).map(|i| (format!("m{i}"), i as i64 + 1)));
+    assert_eq!(f.buckets(&open, geometry).await, expected);
+    f.assert_exact().await;
+}
+
+/// A member removed between the client's scan and its move: its field is gone from the
+/// plain hash, so the move skips it (nothing recreated, not counted), exact.
+#[tokio::test]
+async fn a_field_removed_between_the_scan_and_the_move_is_skipped() {
+    let n = 4 * FILL;
+    let mut f = Fixture::new(&["5m", "10m"], None).await;
+    f.write(0..n, 10).await;
+    f.at(70);
+    let report = compact_with_a_pause(&mut f, async |f: &mut Fixture| {
+        let removed = f.boards.remove_member(&f.board, "m5").await.unwrap();
+        assert_eq!(removed.slot_values, 1);
+        f.oracle.remove("m5");
+    })
+    .await;
+    assert_eq!(
+        (report.slots_compacted, report.fields_compacted),
+        (1, n as u64 - 1)
+    );
+    let geometry = f.geometry(START).await.expect("compacted");
+    let open = f.stage(START, 1);
+    assert_eq!(f.hlen(&open).await, 0, "the plain hash is gone");
+    let mut expected = written(n);
+    expected.remove("m5");
+    assert_eq!(f.buckets(&open, geometry).await, expected);
+    f.assert_exact().await;
 }

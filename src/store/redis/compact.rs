@@ -361,7 +361,10 @@ impl Run<'_> {
         for field in fields {
             call.arg(&field.member);
         }
-        let reply: Value = match conn.script_or_refusal(&call, name, Retry::Idempotent).await? {
+        let reply: Value = match conn
+            .script_or_refusal(&call, name, Retry::Idempotent)
+            .await?
+        {
             Ok(reply) => reply,
             Err(Refusal::Relayout | Refusal::Recomputing | Refusal::Stale) => return Ok(None),
             Err(refusal) => return Err(refusal.into_error(Some(name))),
