@@ -506,8 +506,9 @@ where
 }
 
 /// Late writes of new members split stage 1 (its first window has not frozen it) between
-/// the client's scan and its move: the move follows the current geometry, every field
-/// lands in the bucket its hash names, exact.
+/// the client's scan and its move, and late writes of old members put values in buckets
+/// beside the plain hash's: the move follows the current geometry, every field lands in
+/// the bucket its hash names, added to what the bucket holds, exact.
 #[tokio::test]
 async fn a_split_between_the_scan_and_the_move_is_followed() {
     let n = 4 * FILL;
@@ -522,6 +523,8 @@ async fn a_split_between_the_scan_and_the_move_is_followed() {
             Some((2, 0))
         );
         f.write(100..112, 20).await;
+        // And m0, m1 again: their buckets hold a value beside the plain hash's.
+        f.write(0..2, 20).await;
         assert_eq!(
             f.geometry(START).await.map(|g| (g.level, g.split)),
             Some((2, 2))
@@ -538,6 +541,8 @@ async fn a_split_between_the_scan_and_the_move_is_followed() {
     assert_eq!(f.hlen(&open).await, 0, "the plain hash is gone");
     let mut expected = written(n);
     expected.extend((100..112).map(|i| (format!("m{i}"), i as i64 + 1)));
+    expected.insert("m0".into(), 2);
+    expected.insert("m1".into(), 4);
     assert_eq!(f.buckets(&open, geometry).await, expected);
     f.assert_exact().await;
 }

@@ -48,8 +48,8 @@ use crate::error::{Error, Result};
 /// The converter's lease, as an active relayout's: every call renews it, the run ends it.
 const LEASE_MS: u64 = 5_000;
 
-/// Fields per `compact_move.lua` call at most (whole buckets: a bucket bigger than this
-/// goes alone): about 0.5 ms of Redis time.
+/// Fields per `compact_move.lua` call at most (whole buckets, see [`whole_buckets`]):
+/// well under a millisecond of Redis time, and within Lua's `unpack` limit.
 const FIELD_BUDGET: usize = 512;
 
 /// `HSCAN`'s `COUNT` when reading a stage's plain hash.
@@ -384,7 +384,9 @@ impl Run<'_> {
 }
 
 /// How many of `fields` (ordered as [`Run::scan`] answers) one call takes: whole
-/// buckets of `geometry` while they fit in `budget` fields, at least one bucket.
+/// buckets of `geometry` while they fit in `budget` fields, at least one bucket; of a
+/// first bucket bigger than `budget`, `budget` fields (the next call adds the rest into
+/// the bucket: exact either way, only not one `HSET`).
 fn whole_buckets(fields: &[Field], geometry: Geometry, budget: usize) -> usize {
     let mut end = 0;
     while end < fields.len() {
@@ -393,8 +395,8 @@ fn whole_buckets(fields: &[Field], geometry: Geometry, budget: usize) -> usize {
             .iter()
             .take_while(|f| geometry.bucket_of(f.hash) == bucket)
             .count();
-        if end > 0 && end + size > budget {
-            break;
+        if end + size > budget {
+            return if end == 0 { budget.max(1) } else { end };
         }
         end += size;
     }
@@ -440,8 +442,10 @@ mod tests {
         assert_eq!(whole_buckets(&fields, g, 4), 4);
         assert_eq!(whole_buckets(&fields, g, 5), 4);
         assert_eq!(whole_buckets(&fields, g, 6), 6);
-        // A bucket bigger than the budget goes alone.
-        assert_eq!(whole_buckets(&fields, g, 2), 4);
-        assert_eq!(whole_buckets(&fields[4..], g, 1), 2);
+        // A bucket bigger than the budget is cut at the budget.
+        assert_eq!(whole_buckets(&fields, g, 3), 3);
+        assert_eq!(whole_buckets(&fields[4..], g, 1), 1);
+        assert_eq!(whole_buckets(&fields[4..], g, 0), 1);
+        assert_eq!(whole_buckets(&[], g, 4), 0);
     }
 }

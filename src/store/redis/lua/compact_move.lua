@@ -68,45 +68,55 @@ if count <= 0 then return { 'ok', 0, 0 } end
 local byte = string.byte
 local values = redis.call('HMGET', plain, unpack(ARGV, FIRST))
 
-local handled, moved = 0, 0
-local gone = {}
+-- bucket_of's rule, inlined with the geometry's constants: this loop runs once per
+-- field, where a call or a power per field would cost as much as the HSET.
+local size, split = 2 ^ geo.L, geo.p
+local function bucket_at(y)
+  local b1, b2, b3, b4 = byte(hashes, 4 * y - 3, 4 * y)
+  local h = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+  local b = h % size
+  if b < split then b = h % (2 * size) end
+  return b
+end
+
+local handled, moved, gone, ngone = 0, 0, {}, 0
 local x = 1
+local bucket = bucket_at(1)
 while x <= count do
-  local b1, b2, b3, b4 = byte(hashes, 4 * x - 3, 4 * x)
-  local bucket = bucket_of(geo, ((b1 * 256 + b2) * 256 + b3) * 256 + b4)
-  -- The run of adjacent fields in this bucket.
-  local fields, amounts, pairs_ = {}, {}, {}
-  local y = x
+  -- The run of adjacent fields in this bucket: field/value pairs to set.
+  local pairs_, npairs, y, next_bucket = {}, 0, x, nil
   while y <= count do
     if y > x then
-      local c1, c2, c3, c4 = byte(hashes, 4 * y - 3, 4 * y)
-      if bucket_of(geo, ((c1 * 256 + c2) * 256 + c3) * 256 + c4) ~= bucket then break end
+      next_bucket = bucket_at(y)
+      if next_bucket ~= bucket then break end
     end
     local value = values[y]
     if value then
       local field = ARGV[FIRST + y - 1]
-      gone[#gone + 1] = field
+      ngone = ngone + 1
+      gone[ngone] = field
       if value ~= '0' then
-        fields[#fields + 1] = field
-        amounts[#amounts + 1] = tonumber(value)
-        pairs_[#pairs_ + 1] = field
-        pairs_[#pairs_ + 1] = value
+        pairs_[npairs + 1], pairs_[npairs + 2] = field, value
+        npairs = npairs + 2
       end
     end
     y = y + 1
   end
-  if #fields > 0 then
+  if npairs > 0 then
     local key = bucket_key(plain, bucket)
     if redis.call('EXISTS', key) == 1 then
+      local fields, amounts = {}, {}
+      for z = 1, npairs / 2 do
+        fields[z], amounts[z] = pairs_[2 * z - 1], tonumber(pairs_[2 * z])
+      end
       bulk_add(key, false, 1, fields, amounts)
     else
       redis.call('HSET', key, unpack(pairs_))
     end
-    moved = moved + #fields
+    moved = moved + npairs / 2
   end
-  handled = y - 1
-  x = y
+  handled, x, bucket = y - 1, y, next_bucket
   if x <= count and now_us() - started > budget then break end
 end
-if #gone > 0 then redis.call('HDEL', plain, unpack(gone)) end
+if ngone > 0 then redis.call('HDEL', plain, unpack(gone)) end
 return { 'ok', handled, moved }
