@@ -233,7 +233,8 @@ async fn run(
         boards.retire_with(board, options).await.unwrap();
         reset_stats(&mut conn).await;
         let report = boards.retire(board).await.unwrap();
-        Some((report.fields_compacted, usec(&mut conn, &["evalsha"]).await))
+        let commands = ["evalsha", "hscan", "hlen", "hget"];
+        Some((report.fields_compacted, usec(&mut conn, &commands).await))
     } else {
         None
     };
