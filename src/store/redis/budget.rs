@@ -6,7 +6,10 @@
 //! 200,000 members, 1–2 µs on a small one). Each call reports its own duration by the
 //! server's clock; the board's estimate of µs per pair follows those reports (an
 //! exponentially weighted mean, a call of few pairs counting little, since its fixed
-//! cost would overstate a pair's), and the cap is the budget divided by the estimate,
+//! cost would overstate a pair's). It goes down slowly and up at once: a board's cost
+//! per pair can jump when its writes change (new members filling it, then updates
+//! spread over all of it: ~3x dearer each on a 200,000-member board), and every call
+//! sent with the old cap overruns the budget. The cap is the budget divided by the estimate,
 //! between 1 and the most a batch may hold. A board not yet measured starts from a
 //! cautious estimate, so its first calls are bounded too; a small board's cap reaches
 //! the batch maximum within a few calls.
@@ -20,8 +23,11 @@ use crate::domain::BoardName;
 /// The estimate of a board not measured yet, in µs per pair: a big board's cost.
 const PRIOR_US_PER_PAIR: f64 = 16.0;
 
-/// How far one call of `FULL_WEIGHT_PAIRS` pairs or more moves the estimate.
+/// How far one call of `FULL_WEIGHT_PAIRS` pairs or more moves the estimate down.
 const ALPHA: f64 = 0.3;
+
+/// How far such a call moves it up: all the way to what it measured.
+const ALPHA_UP: f64 = 1.0;
 
 /// A call of fewer pairs moves the estimate proportionally less.
 const FULL_WEIGHT_PAIRS: f64 = 32.0;
@@ -61,9 +67,10 @@ impl Budget {
             return;
         }
         let sample = us as f64 / pairs as f64;
-        let weight = ALPHA * (pairs as f64 / FULL_WEIGHT_PAIRS).min(1.0);
         let mut estimates = self.lock();
         let estimate = estimates.entry(board.clone()).or_insert(PRIOR_US_PER_PAIR);
+        let alpha = if sample > *estimate { ALPHA_UP } else { ALPHA };
+        let weight = alpha * (pairs as f64 / FULL_WEIGHT_PAIRS).min(1.0);
         // A floor keeps the cap finite when a call measures 0 µs (a coarse clock).
         *estimate = (*estimate + weight * (sample - *estimate)).max(0.01);
     }
@@ -111,11 +118,30 @@ mod tests {
     }
 
     #[test]
+    fn a_dearer_call_raises_the_estimate_at_once() {
+        let budget = Budget::new(Duration::from_millis(1), 1000);
+        for _ in 0..40 {
+            budget.observe(&board(), 3 * 300, 300); // 3 µs per pair: cap 333
+        }
+        assert_eq!(budget.cap(&board()), 333);
+        // The board's writes change: one call of 333 pairs at 9 µs each.
+        budget.observe(&board(), 9 * 333, 333);
+        assert_eq!(budget.cap(&board()), 111);
+        // Cheaper again: down by 0.3 of the way per call.
+        budget.observe(&board(), 3 * 111, 111);
+        // 9 + 0.3 * (3 - 9) = 7.2 µs per pair
+        assert!((budget.estimate(&board()) - 7.2).abs() < 1e-9);
+    }
+
+    #[test]
     fn a_small_call_counts_little() {
         let budget = Budget::new(Duration::from_millis(1), 1000);
         budget.observe(&board(), 80, 1);
-        // 16 + 0.3 / 32 * (80 - 16) = 16.6
-        assert!((budget.estimate(&board()) - 16.6).abs() < 1e-9);
+        // 16 + 1 / 32 * (80 - 16) = 18
+        assert!((budget.estimate(&board()) - 18.0).abs() < 1e-9);
+        budget.observe(&board(), 2, 1);
+        // 18 + 0.3 / 32 * (2 - 18) = 17.85
+        assert!((budget.estimate(&board()) - 17.85).abs() < 1e-9);
         budget.forget(&board());
         assert_eq!(budget.estimate(&board()), PRIOR_US_PER_PAIR);
     }
