@@ -126,6 +126,17 @@ impl Fixture {
         all
     }
 
+    /// The slot at START is compacted: it has a geometry (returned), its stage 1 plain
+    /// hash is gone, its buckets hold exactly `expected`, and the board is exact.
+    async fn assert_compacted(&mut self, expected: BTreeMap<String, i64>) -> Geometry {
+        let geometry = self.geometry(START).await.expect("compacted");
+        let open = self.stage(START, 1);
+        assert_eq!(self.hlen(&open).await, 0, "the plain hash is gone");
+        assert_eq!(self.buckets(&open, geometry).await, expected);
+        self.assert_exact().await;
+        geometry
+    }
+
     /// Every window's ranking and the raw invariants equal the oracle.
     async fn assert_exact(&mut self) {
         let now = self.boards.now();
@@ -367,15 +378,11 @@ async fn writes_to_the_closed_slot_during_compaction_stay_exact() {
         "{} values moved",
         report.fields_compacted
     );
-    let open = f.stage(START, 1);
-    let geometry = f.geometry(START).await.expect("compacted");
-    assert_eq!(f.hlen(&open).await, 0, "the plain hash is gone");
     let mut expected: BTreeMap<String, i64> = written(n);
     for (member, delta) in recorded.lock().unwrap().iter() {
         *expected.entry(member.clone()).or_insert(0) += delta;
     }
-    assert_eq!(f.buckets(&open, geometry).await, expected);
-    f.assert_exact().await;
+    f.assert_compacted(expected).await;
 }
 
 /// A user's active relayout holding the board's lease: retirement succeeds on both
@@ -535,16 +542,12 @@ async fn a_split_between_the_scan_and_the_move_is_followed() {
         (report.slots_compacted, report.fields_compacted),
         (1, n as u64)
     );
-    let geometry = f.geometry(START).await.expect("compacted");
-    assert_eq!((geometry.level, geometry.split), (2, 2));
-    let open = f.stage(START, 1);
-    assert_eq!(f.hlen(&open).await, 0, "the plain hash is gone");
     let mut expected = written(n);
     expected.extend((100..112).map(|i| (format!("m{i}"), i as i64 + 1)));
     expected.insert("m0".into(), 2);
     expected.insert("m1".into(), 4);
-    assert_eq!(f.buckets(&open, geometry).await, expected);
-    f.assert_exact().await;
+    let geometry = f.assert_compacted(expected).await;
+    assert_eq!((geometry.level, geometry.split), (2, 2));
 }
 
 /// A member removed between the client's scan and its move: its field is gone from the
@@ -565,11 +568,7 @@ async fn a_field_removed_between_the_scan_and_the_move_is_skipped() {
         (report.slots_compacted, report.fields_compacted),
         (1, n as u64 - 1)
     );
-    let geometry = f.geometry(START).await.expect("compacted");
-    let open = f.stage(START, 1);
-    assert_eq!(f.hlen(&open).await, 0, "the plain hash is gone");
     let mut expected = written(n);
     expected.remove("m5");
-    assert_eq!(f.buckets(&open, geometry).await, expected);
-    f.assert_exact().await;
+    f.assert_compacted(expected).await;
 }
