@@ -34,11 +34,46 @@ pub(super) enum Guard<'a> {
     Key(&'a WriteKey),
 }
 
+/// When a `write.lua` call may stop before its last entry (ARGV[12]): it reads the
+/// server's clock at each stop point and stops there once it has run its budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Limit {
+    /// No budget: the call applies every entry (a token covers exactly one call).
+    None,
+    /// A budget of `budget_us`, read after every `stride` entries (or events).
+    Every { budget_us: u64, stride: usize },
+    /// A budget of `budget_us`, read only after the listed numbers of entries, each with
+    /// how many of the write's events those entries carry (a keyed write in mode
+    /// `sums`, whose record says how many events it applied): ascending.
+    At {
+        budget_us: u64,
+        stops: Vec<(usize, usize)>,
+    },
+}
+
+impl Limit {
+    /// ARGV[12] of `write.lua`.
+    fn arg(&self) -> String {
+        match self {
+            Limit::None => String::new(),
+            Limit::Every { budget_us, stride } => format!("{budget_us} {}", (*stride).max(1)),
+            Limit::At { budget_us, stops } => {
+                let mut arg = format!("{budget_us} 0");
+                for (entries, events) in stops {
+                    arg.push_str(&format!(" {entries} {events}"));
+                }
+                arg
+            }
+        }
+    }
+}
+
 /// What `write.lua` did with summed entries.
 #[derive(Debug)]
 pub(super) enum SumsOutcome {
-    /// Applied, except the entries of these slots (too late).
-    Applied { too_late: Vec<i64> },
+    /// The first `pairs` entries applied (all, unless the call stopped at its budget),
+    /// except the entries of these slots (too late).
+    Applied { pairs: usize, too_late: Vec<i64> },
     /// Nothing applied: the board's bound needs every event checked; send them one by one.
     NeedsExact,
     /// Nothing applied: the call's token is in the journal (it was applied before).
@@ -50,7 +85,8 @@ pub(super) enum SumsOutcome {
 /// What `write.lua` did with events sent one by one.
 #[derive(Debug)]
 pub(super) enum EventsOutcome {
-    /// Applied: each event's status.
+    /// Applied: the status of each event applied, from the first (fewer than the events
+    /// sent when the call stopped at its budget, never none of them).
     Applied(Vec<WriteStatus>),
     /// Nothing applied: the call's token is in the journal.
     AlreadyApplied,
@@ -110,7 +146,8 @@ fn status_of(code: i64) -> Option<WriteStatus> {
 /// `abs_total` is the sum of |delta| over the original events (an upper bound will do);
 /// `events` is how many they are (recorded under a key). Also answers how long the
 /// script ran, in µs by the server's clock (0 when it applied nothing for a token or
-/// key).
+/// key). The call may stop before its last entry as `limit` allows, having applied at
+/// least its first group.
 pub(super) async fn write_sums(
     conn: &RedisConn,
     board: &Board,
@@ -118,6 +155,7 @@ pub(super) async fn write_sums(
     entries: &[Summed],
     (abs_total, events): (u128, usize),
     guard: Guard<'_>,
+    limit: &Limit,
 ) -> Result<(SumsOutcome, u64)> {
     let slots = Slots::of(entries.iter().map(|e| e.slot));
     // Anything past 2^53 takes the exact path; keep the number exact in Lua.
@@ -129,7 +167,7 @@ pub(super) async fn write_sums(
         &slots,
         ("sums", &abs_total.to_string()),
         guard,
-        events,
+        (events, limit),
     );
     if sends_hashes(conn, board, now, &slots) {
         invocation.arg(packed_hashes(entries.iter().map(|e| e.member.as_str())));
@@ -139,9 +177,14 @@ pub(super) async fn write_sums(
         invocation.arg(e.member.as_str()).arg(e.sum);
     }
     let reply: Vec<i64> = conn.script(&invocation, &board.name, Retry::Never).await?;
+    let bad = || Error::Store(format!("write.lua answered {reply:?} to summed entries"));
     match reply.as_slice() {
-        [0, us, too_late @ ..] => Ok((
+        [0, us, pairs, too_late @ ..] => Ok((
             SumsOutcome::Applied {
+                pairs: usize::try_from(*pairs)
+                    .ok()
+                    .filter(|p| *p <= entries.len() && (*p > 0 || entries.is_empty()))
+                    .ok_or_else(bad)?,
                 too_late: too_late
                     .iter()
                     .map(|i| slots.start(*i))
@@ -153,7 +196,7 @@ pub(super) async fn write_sums(
         [3] => Ok((SumsOutcome::AlreadyApplied, 0)),
         _ => replayed(&reply)
             .map(|r| (SumsOutcome::Replayed(r), 0))
-            .ok_or_else(|| Error::Store(format!("write.lua answered {reply:?} to summed entries"))),
+            .ok_or_else(bad),
     }
 }
 
@@ -165,13 +208,15 @@ fn micros(us: i64) -> u64 {
 
 /// Applies events one by one, in order, each checked against the stored values (the
 /// exact path, for boards whose bound no longer proves the range). Also answers the
-/// script's own duration in µs, as [`write_sums`] does.
+/// script's own duration in µs, as [`write_sums`] does. The call may stop between
+/// events as `limit` allows (never a listed one: every event boundary is a stop point).
 pub(super) async fn write_events(
     conn: &RedisConn,
     board: &Board,
     now: Timestamp,
     writes: &[SlotWrite],
     guard: Guard<'_>,
+    limit: &Limit,
 ) -> Result<(EventsOutcome, u64)> {
     let slots = Slots::of(writes.iter().map(|w| w.slot));
     let mut invocation = invocation(
@@ -181,7 +226,7 @@ pub(super) async fn write_events(
         &slots,
         ("events", ""),
         guard,
-        writes.len(),
+        (writes.len(), limit),
     );
     if sends_hashes(conn, board, now, &slots) {
         invocation.arg(packed_hashes(writes.iter().map(|w| w.member.as_str())));
@@ -198,11 +243,15 @@ pub(super) async fn write_events(
         ))
     };
     match reply.as_slice() {
-        [1, us, codes @ ..] if codes.len() == writes.len() => codes
-            .iter()
-            .map(|code| status_of(*code).ok_or_else(bad))
-            .collect::<Result<Vec<_>>>()
-            .map(|statuses| (EventsOutcome::Applied(statuses), micros(*us))),
+        [1, us, codes @ ..]
+            if codes.len() <= writes.len() && (!codes.is_empty() || writes.is_empty()) =>
+        {
+            codes
+                .iter()
+                .map(|code| status_of(*code).ok_or_else(bad))
+                .collect::<Result<Vec<_>>>()
+                .map(|statuses| (EventsOutcome::Applied(statuses), micros(*us)))
+        }
         [3] => Ok((EventsOutcome::AlreadyApplied, 0)),
         _ => replayed(&reply)
             .map(|r| (EventsOutcome::Replayed(r), 0))
@@ -269,7 +318,8 @@ impl Slots {
 }
 
 /// KEYS and the leading ARGV of `write.lua`, up to the entries (`events`: how many
-/// events the call carries, recorded under a key).
+/// events the call carries, recorded under a key unless it stops early; `limit`: when
+/// it may stop).
 /// `mode` is ARGV[4] and ARGV[5]: the mode, and in mode 'sums' the sum of |delta|.
 fn invocation<'a>(
     conn: &'a RedisConn,
@@ -278,7 +328,7 @@ fn invocation<'a>(
     slots: &Slots,
     (mode, abs_total): (&str, &str),
     guard: Guard<'_>,
-    events: usize,
+    (events, limit): (usize, &Limit),
 ) -> ScriptInvocation<'a> {
     let config = &board.config;
     let windows = config.windows();
@@ -328,6 +378,7 @@ fn invocation<'a>(
         conn.layout()
             .new_slots(board, sends_hashes(conn, board, now, slots)),
     );
+    invocation.arg(limit.arg());
     invocation.arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
     invocation.arg(
         (0..windows.len())

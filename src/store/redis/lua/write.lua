@@ -35,10 +35,15 @@
 --                            entry's member hash (the prelude's member_hash, which the
 --                            client computes for boards whose new slots are compact),
 --                            else '0'
--- ARGV[11+j], j = 1..n       window j in seconds (names the field wm:<W>)
--- ARGV[11+n+j], j = 1..n     cutoff of window j at the caller's now: slot_start(now) - W
--- ARGV[11+2n+i], i = 1..m    start of distinct slot i
--- ARGV[12+2n+m]              when <hashed> is 1 only: the member hashes of the entries, in
+-- ARGV[12]                   the call's time budget (see Budget below): '' (none: apply
+--                            every entry), '<µs> <stride>' (the call may stop after every
+--                            <stride> entries) or '<µs> 0 <e> <c> <e> <c> ...' (it may stop
+--                            only after <e> entries, which carry the write's first <c>
+--                            events; ascending)
+-- ARGV[12+j], j = 1..n       window j in seconds (names the field wm:<W>)
+-- ARGV[12+n+j], j = 1..n     cutoff of window j at the caller's now: slot_start(now) - W
+-- ARGV[12+2n+i], i = 1..m    start of distinct slot i
+-- ARGV[13+2n+m]              when <hashed> is 1 only: the member hashes of the entries, in
 --                            their order, 4 bytes each, big-endian, in one argument (a
 --                            separate argument per entry costs Redis a string to parse and
 --                            one to make for Lua, as much as the bucket key the hash names)
@@ -63,15 +68,28 @@
 --     apply_checked). If each
 --     satisfies |value| + ARGV[5] <= 2^53 - 1, no event of the batch can take it out of
 --     range whatever their order, and the entries are applied the same way (abs_sum
---     stays at the limit). Returns {0, µs, slot number ...}: every entry applied except
---     those of the listed slots, which are too late. Otherwise nothing is applied (the
---     freeze aside) and it returns {2, µs}: the caller sends the original events in mode
---     'events'.
+--     stays at the limit). Returns {0, µs, e, slot number ...}: the first e entries
+--     applied (all of them unless the call stopped at its budget) except those of the
+--     listed slots, which are too late. Past the bound the check is made group by group
+--     (each group's own entries, the totals once for the call), each group checked before
+--     it is applied and undone whole if one of its values lacks room, so no undo is ever
+--     pending where the call stops: when the first group lacks room nothing is applied
+--     (the freeze aside) and it returns {2, µs}: the caller sends the original events in
+--     mode 'events'; when a later one does, the call stops before it ({0, µs, e, ...}) and
+--     the next call (whose first group it is) answers {2, µs}.
 --   mode 'events': the original events in order, each checked against the current values
 --     and applied alone; abs_sum is set to the limit, so the board stays exact. Returns
---     {1, µs, status per event}: 0 applied, 1 too late, 2 out of range.
+--     {1, µs, status per event applied}: 0 applied, 1 too late, 2 out of range (fewer
+--     statuses than events when the call stopped at its budget).
 -- µs is the call's own duration by the server's clock (TIME at its start and end): the
 -- caller sizes its next calls from it so that none holds Redis long (ingest.rs).
+-- Budget: with ARGV[12] set, the call reads the clock at each of its stop points (every
+-- <stride> entries, or at the listed ones) and stops there once it has run <µs> (always
+-- after its first group: progress); the caller sends the rest in its next call. It
+-- stops between entries (mode 'sums': whole (slot, member) pairs, so abs_sum grows by
+-- what was applied only) or between events (mode 'events'). Under a key the record holds
+-- how many events were applied (the <c> of the stop, in mode 'events' the statuses), so
+-- a retry follows it; a token call has no budget (its journal covers the whole call).
 -- Recompute: while a recompute of window r holds its lease (rb_* fields, see
 -- recompute_begin.lua), every applied entry that counts in window r (stage < r) is also
 -- told to it: in its scan phase the member joins the log (its total will be computed
@@ -83,7 +101,7 @@
 -- that replays its calls after a crash (the legacy import) counts each exactly once.
 -- Key: a client's idempotency key. Its record, a string
 --   '<fingerprint>:<events> <now> <deadline> <reply...>' set with PX = TTL in the same
---   call that applies the writes, holds how many events the call carried, the caller's
+--   call that applies the writes, holds how many events the call applied, the caller's
 --   now and what the call answered: in mode 'sums' '0' and the start of each too-late
 --   slot, in mode 'events' '1' and each status. A call finding a record whose deadline is
 --   after its now applies nothing: it returns {4, recorded now, recorded events (-1 in a
@@ -115,8 +133,20 @@ local started = now_us()
 local board, index = KEYS[1], KEYS[2]
 local n, m, mode = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 
+-- The budget (see the header): the µs after which the call stops at its next stop point
+-- (nil: none), and the stop points, every `stride` entries or listed in `stop_list`.
+local limit, stride, stop_list = nil, 0, ''
+if ARGV[12] ~= '' then
+  local us, every, rest = string.match(ARGV[12], '^(%d+) (%d+)(.*)$')
+  limit, stride, stop_list = tonumber(us), tonumber(every), rest
+end
+if limit and stride > 0 and mode == 'sums' and ARGV[7] ~= '' then
+  -- Its record could not say which events it applied.
+  return redis.error_reply('ERR write.lua: a keyed call in mode sums stops at listed points only')
+end
+
 local MAX_SPLITS = 32
-local A = 11 -- ARGV[A + j]: windows, then cutoffs, then slot starts
+local A = 12 -- ARGV[A + j]: windows, then cutoffs, then slot starts
 local TOTALS, STAGES = 5, 5 + n
 local geo_key = KEYS[5]
 local fields = { 'version', 'dropping', 'abs_sum', 'rb_window', 'rb_phase', 'rb_until' }
@@ -157,10 +187,12 @@ if fingerprint ~= '' then
   end
 end
 
--- Records, under the key (if any), what this call answers: `recorded` as a list.
-local function remember(recorded)
+-- Records, under the key (if any), what this call answers: `recorded` as a list, after
+-- applying the write's first `events` events (nil: all it carried).
+local function remember(recorded, events)
   if fingerprint ~= '' then
-    local value = fingerprint .. ' ' .. ARGV[8] .. ' ' .. ARGV[9]
+    local fp, carried = string.match(fingerprint, '^([^:]*):?(%d*)$')
+    local value = fp .. ':' .. (events or carried) .. ' ' .. ARGV[8] .. ' ' .. ARGV[9]
     if #recorded > 0 then value = value .. ' ' .. table.concat(recorded, ' ') end
     redis.call('SET', idem, value, 'PX', ARGV[10])
   end
@@ -213,7 +245,7 @@ for i = 1, m do
 end
 
 -- Compact slots: geometry per distinct slot (false: plain), and the layout of new ones.
-local new_layout, fill, hashed = string.match(ARGV[A], '^(%a+) (%d+) ([01])$')
+local new_layout, fill, hashed = string.match(ARGV[11], '^(%a+) (%d+) ([01])$')
 if record[9 + n] then new_layout = record[9 + n] end
 fill = tonumber(fill)
 
@@ -338,13 +370,14 @@ local function totals_have_room()
   return true
 end
 
--- Applies the stage-1 HINCRBY of each non-zero entry of a slot no window froze, checking
--- the value it had, and reads the other entries' slot values in bulk; returns entry ->
--- new stage value, or nil, with everything undone, when one value lacks room.
-local function apply_checked()
+-- Applies the stage-1 HINCRBY of each non-zero entry `from`..`to` - 1 (a group) of a
+-- slot no window froze, checking the value it had, and reads the group's other entries'
+-- slot values in bulk; returns entry -> new stage value, or nil, with everything of the
+-- group undone, when one value lacks room.
+local function apply_checked(from, to)
   local applied, others = {}, {}
   local room = true
-  for e = 0, count - 1 do
+  for e = from, to - 1 do
     local i, member, delta, h = entry(e)
     local k = stage[i]
     if k == 0 and delta ~= '0' then
@@ -387,10 +420,32 @@ local function apply_checked()
   return nil
 end
 
--- Entry -> its stage value after the HINCRBY already made (past the bound only).
+local list_at = 1
+-- The end of the group that starts at entry `from` (0-based): the entries applied once
+-- it is, and at a listed stop how many events they carry (nil at the last entry).
+local function group_end(from)
+  if not limit then return count end
+  if stride > 0 then return math.min(from + stride, count) end
+  while true do
+    local _, last, e, c = string.find(stop_list, '(%d+) (%d+)', list_at)
+    if not e then return count end
+    list_at = last + 1
+    e = tonumber(e)
+    if e >= count then return count end
+    if e > from then return e, tonumber(c) end
+  end
+end
+-- Whether the call has run its budget (read at stop points only: TIME is not free).
+local function spent()
+  return limit ~= nil and now_us() - started >= limit
+end
+
+-- Entry -> its stage value after the HINCRBY already made (past the bound only), for
+-- the group being applied; the first group ends at `stop`.
 local applied = {}
+local stop, stop_events = group_end(0)
 if mode == 'sums' and not bounded then
-  applied = totals_have_room() and apply_checked()
+  applied = totals_have_room() and apply_checked(0, stop)
   if not applied then return { 2, now_us() - started } end
 end
 if token ~= '' then
@@ -407,78 +462,103 @@ if mode == 'sums' then
   -- Each entry: HINCRBY its stage, ZINCRBY the windows that count it (increments
   -- commute, so a member in several slots needs no summing here), deleting at exactly 0.
   local too_late, grown = {}, 0
-  for e = 0, count - 1 do
-    local i, member, delta, h = entry(e)
-    local k = stage[i]
-    if k == n then
-      too_late[i] = true
-    elseif delta ~= '0' then
-      local target = target_key(i, k + 1, member, h)
-      local value = applied[e]
-      if not value then
-        value = redis.call('HINCRBY', target, member, delta)
-        counted(i, value, delta)
+  local e, events = 0, nil
+  while true do
+    for x = e, stop - 1 do
+      local i, member, delta, h = entry(x)
+      local k = stage[i]
+      if k == n then
+        too_late[i] = true
+      elseif delta ~= '0' then
+        local target = target_key(i, k + 1, member, h)
+        local value = applied[x]
+        if not value then
+          value = redis.call('HINCRBY', target, member, delta)
+          counted(i, value, delta)
+        end
+        if value == 0 then
+          redis.call('HDEL', target, member)
+        end
+        for j = k + 1, n do add_window(j, member, delta) end
+        tell_recompute(i, k, member, delta)
+        grown = grown + math.abs(tonumber(delta))
       end
-      if value == 0 then
-        redis.call('HDEL', target, member)
-      end
-      for j = k + 1, n do add_window(j, member, delta) end
-      tell_recompute(i, k, member, delta)
-      grown = grown + math.abs(tonumber(delta))
     end
+    e = stop
+    if e >= count then break end
+    -- A stop point: stop once the budget is spent, or before a group that lacks room.
+    if spent() then
+      events = stop_events
+      break
+    end
+    local next_stop, next_events = group_end(e)
+    if not bounded then
+      applied = apply_checked(e, next_stop)
+      if not applied then
+        events = stop_events
+        break
+      end
+    end
+    stop, stop_events = next_stop, next_events
   end
   if not bounded then
     if bound ~= MAX then redis.call('HSET', board, 'abs_sum', MAX) end
   elseif grown > 0 then
     redis.call('HINCRBY', board, 'abs_sum', grown)
   end
-  local reply, slots = { 0, 0 }, { 0 }
+  local reply, slots = { 0, 0, e }, { 0 }
   for i in pairs(too_late) do
     reply[#reply + 1] = i
     slots[#slots + 1] = ARGV[A + 2 * n + i]
   end
   save_geometries()
-  remember(slots)
+  remember(slots, events)
   reply[2] = now_us() - started
   return reply
 end
 
 -- Mode 'events': check every event against the current values, in order.
 local status = { 1, 0 }
-for e = 0, count - 1 do
-  local i, member, delta, h = entry(e)
-  local k, d = stage[i], tonumber(delta)
-  if k == n then
-    status[e + 3] = 1
-  else
-    -- Stages above k+1 cannot hold anything yet: the slot's value is stages 1..k+1.
-    local value = 0
-    for st = 1, k + 1 do value = value + value_in(i, st, member, h) end
-    local ok = math.abs(value + d) <= MAX
-    for j = k + 1, n do
-      if not ok then break end
-      local total = tonumber(redis.call('ZSCORE', KEYS[TOTALS + j], member)) or 0
-      ok = math.abs(total + d) <= MAX
-    end
-    if ok then
-      local target = target_key(i, k + 1, member, h)
-      local value = redis.call('HINCRBY', target, member, delta)
-      counted(i, value, delta)
-      if value == 0 then
-        redis.call('HDEL', target, member)
-      end
-      for j = k + 1, n do add_window(j, member, delta) end
-      tell_recompute(i, k, member, delta)
-      status[e + 3] = 0
+local e = 0
+while true do
+  for x = e, stop - 1 do
+    local i, member, delta, h = entry(x)
+    local k, d = stage[i], tonumber(delta)
+    if k == n then
+      status[x + 3] = 1
     else
-      status[e + 3] = 2
+      -- Stages above k+1 cannot hold anything yet: the slot's value is stages 1..k+1.
+      local value = 0
+      for st = 1, k + 1 do value = value + value_in(i, st, member, h) end
+      local ok = math.abs(value + d) <= MAX
+      for j = k + 1, n do
+        if not ok then break end
+        local total = tonumber(redis.call('ZSCORE', KEYS[TOTALS + j], member)) or 0
+        ok = math.abs(total + d) <= MAX
+      end
+      if ok then
+        local target = target_key(i, k + 1, member, h)
+        local value = redis.call('HINCRBY', target, member, delta)
+        counted(i, value, delta)
+        if value == 0 then
+          redis.call('HDEL', target, member)
+        end
+        for j = k + 1, n do add_window(j, member, delta) end
+        tell_recompute(i, k, member, delta)
+        status[x + 3] = 0
+      else
+        status[x + 3] = 2
+      end
     end
   end
+  e = stop
+  if e >= count or spent() then break end
+  stop = group_end(e)
 end
 redis.call('HSET', board, 'abs_sum', MAX)
 save_geometries()
 local recorded = { 1 }
 for x = 3, #status do recorded[x - 1] = status[x] end
-remember(recorded)
+remember(recorded, e < count and e or nil)
 status[2] = now_us() - started
 return status
