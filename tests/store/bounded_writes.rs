@@ -28,7 +28,7 @@ fn options(call_budget: Duration, layout: Layout) -> RedisOptions {
 
 /// How many scripts Redis has run (EVALSHA and EVAL), from `INFO commandstats` (on a
 /// server of the test's own: `TestRedis::spawn`).
-async fn script_calls(redis: &TestRedis) -> u64 {
+pub(crate) async fn script_calls(redis: &TestRedis) -> u64 {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(&mut redis.raw().await)
@@ -43,14 +43,14 @@ async fn script_calls(redis: &TestRedis) -> u64 {
         .sum()
 }
 
-async fn top(boards: &Rollboard, board: &str, window: &str) -> Vec<(String, i64)> {
+pub(crate) async fn top(boards: &Rollboard, board: &str, window: &str) -> Vec<(String, i64)> {
     let window = Some(Span::parse(window).unwrap());
     ranking(&boards.top(board, window, 0, 1000).await.unwrap())
 }
 
 /// Events of 7 members over two slots, members repeated: 40 events, 12 distinct
 /// (slot, member) pairs, one event too late for every window.
-fn mixed_events() -> Vec<Event> {
+pub(crate) fn mixed_events() -> Vec<Event> {
     let mut events: Vec<Event> = (0..36)
         .map(|i| {
             let e = Event::new(format!("m{}", i % 7), 1 + i % 5);

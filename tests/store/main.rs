@@ -32,6 +32,7 @@ macro_rules! on_memory_and_redis {
 
 mod active_relayout;
 mod bounded_writes;
+mod budget_stops;
 mod cluster;
 mod cluster_failover;
 mod cluster_faults;

@@ -134,13 +134,13 @@ local board, index = KEYS[1], KEYS[2]
 local n, m, mode = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 
 -- The budget (see the header): the µs after which the call stops at its next stop point
--- (nil: none), and the stop points, every `stride` entries or listed in `stop_list`.
-local limit, stride, stop_list = nil, 0, ''
+-- (nil: none), and the stop points, every `group` entries or listed in `stop_list`.
+local limit, group, stop_list = nil, 0, ''
 if ARGV[12] ~= '' then
   local us, every, rest = string.match(ARGV[12], '^(%d+) (%d+)(.*)$')
-  limit, stride, stop_list = tonumber(us), tonumber(every), rest
+  limit, group, stop_list = tonumber(us), tonumber(every), rest
 end
-if limit and stride > 0 and mode == 'sums' and ARGV[7] ~= '' then
+if limit and group > 0 and mode == 'sums' and ARGV[7] ~= '' then
   -- Its record could not say which events it applied.
   return redis.error_reply('ERR write.lua: a keyed call in mode sums stops at listed points only')
 end
@@ -425,7 +425,7 @@ local list_at = 1
 -- it is, and at a listed stop how many events they carry (nil at the last entry).
 local function group_end(from)
   if not limit then return count end
-  if stride > 0 then return math.min(from + stride, count) end
+  if group > 0 then return math.min(from + group, count) end
   while true do
     local _, last, e, c = string.find(stop_list, '(%d+) (%d+)', list_at)
     if not e then return count end
