@@ -259,7 +259,11 @@ async fn keyed_stops(layout: Layout) {
     assert_eq!(top(&h.boards, &b, "24h").await, applied);
 
     let before = script_calls(&redis).await;
-    let again = h.boards.write_idempotent(&b, &events, "stops").await.unwrap();
+    let again = h
+        .boards
+        .write_idempotent(&b, &events, "stops")
+        .await
+        .unwrap();
     // Three replayed calls (at 0, 3 and 4), one call for `e`.
     assert_eq!(script_calls(&redis).await - before, 4);
     assert_eq!((again.accepted, again.rejected.len()), (6, 0));
@@ -268,7 +272,11 @@ async fn keyed_stops(layout: Layout) {
     assert_eq!(top(&h.boards, &b, "1h").await, want);
 
     // A third try replays every call and applies nothing.
-    let third = h.boards.write_idempotent(&b, &events, "stops").await.unwrap();
+    let third = h
+        .boards
+        .write_idempotent(&b, &events, "stops")
+        .await
+        .unwrap();
     assert_eq!(third, again);
     assert_eq!(top(&h.boards, &b, "24h").await, want);
 }
