@@ -84,6 +84,7 @@ fn report(slots_retired: u64, fields: u64, zeroed: u64) -> RetireReport {
         complete: true,
         slots_compacted: 0,
         fields_compacted: 0,
+        slots_swapped: 0,
     }
 }
 
