@@ -91,7 +91,7 @@ impl Default for RetireOptions {
             chunk_budget: std::time::Duration::from_micros(1500),
             max_chunks: None,
             compact: true,
-            swap_fields: 1000,
+            swap_fields: 600,
         }
     }
 }

@@ -88,29 +88,42 @@ local work = last and 0 or redis.call('HLEN', closed_next)
 for c = 1, m do work = work + redis.call('HLEN', KEYS[6 + c]) end
 if work > max_fields then return { 'fallback', 'big' } end
 
--- Window 1's new totals: the newer slots' stage 1, summed per member.
-local sums, members = {}, {}
-for c = 1, m do
-  local flat = redis.call('HGETALL', KEYS[6 + c])
+-- Window 1's new totals: the newer slots' stage 1, summed per member (zero sums
+-- skipped). With one newer slot (the open slot, the common case) its values are the
+-- totals as they stand: a stage hash holds no zero.
+local kept, scores = {}, {}
+if m == 1 then
+  local flat = redis.call('HGETALL', KEYS[7])
   for p = 1, #flat, 2 do
-    local member = flat[p]
-    local before = sums[member]
-    if not before then members[#members + 1] = member end
-    sums[member] = (before or 0) + tonumber(flat[p + 1])
+    kept[#kept + 1] = flat[p]
+    scores[#scores + 1] = flat[p + 1]
   end
-end
-local kept = {}
-for _, member in ipairs(members) do
-  if sums[member] ~= 0 then kept[#kept + 1] = member end
+else
+  local sums, members = {}, {}
+  for c = 1, m do
+    local flat = redis.call('HGETALL', KEYS[6 + c])
+    for p = 1, #flat, 2 do
+      local member = flat[p]
+      local before = sums[member]
+      if not before then members[#members + 1] = member end
+      sums[member] = (before or 0) + tonumber(flat[p + 1])
+    end
+  end
+  for _, member in ipairs(members) do
+    if sums[member] ~= 0 then
+      kept[#kept + 1] = member
+      scores[#scores + 1] = string.format('%d', sums[member])
+    end
+  end
 end
 
 -- Members ranked before and not after: those of the old totals minus the kept ones
 -- the old totals held (a kept member absent before was at exactly 0).
 local zeroed = redis.call('ZCARD', totals)
 for from = 1, #kept, 1000 do
-  local scores = redis.call('ZMSCORE', totals, unpack(kept, from, math.min(from + 999, #kept)))
-  for x = 1, #scores do
-    if scores[x] then zeroed = zeroed - 1 end
+  local found = redis.call('ZMSCORE', totals, unpack(kept, from, math.min(from + 999, #kept)))
+  for x = 1, #found do
+    if found[x] then zeroed = zeroed - 1 end
   end
 end
 
@@ -119,12 +132,14 @@ local counts, totals_seen = {}, {}
 for from = 1, #kept, 1000 do
   local args = {}
   for x = from, math.min(from + 999, #kept) do
-    local value = sums[kept[x]]
-    args[#args + 1] = string.format('%d', value)
+    args[#args + 1] = scores[x]
     args[#args + 1] = kept[x]
-    if is_dense and value > 0 then
-      if not counts[value] then totals_seen[#totals_seen + 1] = value end
-      counts[value] = (counts[value] or 0) + 1
+    if is_dense then
+      local value = tonumber(scores[x])
+      if value > 0 then
+        if not counts[value] then totals_seen[#totals_seen + 1] = value end
+        counts[value] = (counts[value] or 0) + 1
+      end
     end
   end
   redis.call('ZADD', totals, unpack(args))
