@@ -118,8 +118,7 @@ pub struct RetireReport {
     /// Of `slots_retired`, those window 1 retired by a swap (see
     /// [`RetireOptions::swap_fields`]); each counts its closed slot's fields in
     /// `fields_subtracted`, the members window 1's totals held before and not after in
-    /// `members_zeroed`, and one
-    /// call in `chunks`. 0 on the memory store.
+    /// `members_zeroed`, and one call in `chunks`. 0 on the memory store.
     pub slots_swapped: u64,
 }
 
