@@ -65,6 +65,9 @@ struct Case {
     /// Seconds from the end of the filled slot to its leaving window 1 (0 when the slot
     /// is window 1: it leaves the moment it closes).
     closed_for: i64,
+    /// Whether window 1 may retire by swap (`RetireOptions::swap_fields`): on a board
+    /// whose first window is one slot long it does; off, the chunked path's figure.
+    swap: bool,
 }
 
 /// Retirement of one 200,000-member slot of a two-window `1h`/`2h` board, per layout and
@@ -97,23 +100,52 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
             layout: Layout::Plain,
             slot: "1h",
             closed_for: 0,
+            swap: true,
+        },
+        Case {
+            layout: Layout::Plain,
+            slot: "1h",
+            closed_for: 0,
+            swap: false,
         },
         Case {
             layout: Layout::Compact,
             slot: "1h",
             closed_for: 0,
+            swap: true,
         },
         Case {
             layout: Layout::Compact,
             slot: "30m",
             closed_for: 1800,
+            swap: true,
         },
     ];
     let mut conn = raw(redis_url).await;
     let mut rows = Vec::new();
     for case in cases {
-        let label = format!("{}, slot {}", name(case.layout), case.slot);
-        let board = format!("bench-retire-{}-{}", name(case.layout), case.slot);
+        let label = format!(
+            "{}, slot {}{}",
+            name(case.layout),
+            case.slot,
+            if case.swap { "" } else { ", swap off" }
+        );
+        let board = format!(
+            "bench-retire-{}-{}{}",
+            name(case.layout),
+            case.slot,
+            if case.swap { "" } else { "-chunked" }
+        );
+        let (options, compaction) = if case.swap {
+            (options, compaction)
+        } else {
+            let off = |o: rollboard::RetireOptions| rollboard::RetireOptions {
+                swap_fields: 0,
+                ..o
+            };
+            (off(options), off(compaction))
+        };
+        let swaps = case.swap && case.closed_for == 0;
         // Starts at a slot boundary, so the filled slot closes after one slot length.
         let slot_secs = BoardConfig::parse(case.slot, &["2h"])
             .unwrap()
@@ -157,21 +189,59 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
                     load::top_readers(&url, &board, 4, Some(Duration::from_millis(4)), stop).await
                 }
             });
+            // Writes go on into the new slot meanwhile: 50 events every 10 ms over 500
+            // members (a swap's cost follows the new slot's size).
+            let writer = tokio::spawn({
+                let (boards, board, stop) = (boards.clone(), board.clone(), stop.clone());
+                async move {
+                    let mut k = 0usize;
+                    let mut written = 0u64;
+                    while !stop.load(Ordering::SeqCst) {
+                        let events: Vec<Event> = (0..50)
+                            .map(|i| Event::new(format!("new:{}", (k * 50 + i) % 500), 1))
+                            .collect();
+                        let outcome = boards.incr_batch(&board, &events).await.unwrap();
+                        assert!(outcome.rejected.is_empty());
+                        written += events.len() as u64;
+                        k += 1;
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    written
+                }
+            });
             tokio::time::sleep(Duration::from_millis(200)).await;
             let t = Instant::now();
             let report = boards.retire_with(&board, options).await.unwrap();
             let elapsed = t.elapsed();
             stop.store(true, Ordering::SeqCst);
+            let written = writer.await.unwrap();
             let window_reads = readers.await.unwrap();
             reads.latencies.extend(window_reads.latencies);
             reads.done += window_reads.done;
-            assert_eq!(report.fields_subtracted, members as u64);
+            // Window 2's pass also retires the slot written during window 1's from
+            // window 1 (its 500 members).
+            let extra = if j == 1 { 500 } else { 0 };
+            assert_eq!(report.fields_subtracted, members as u64 + extra);
             chunks += report.chunks;
             let per_second = members as f64 / elapsed.as_secs_f64();
             let ratio = per_second / zincrby;
+            let swapped = j == 0 && report.slots_swapped == 1;
+            if j == 0 {
+                assert_eq!(swapped, swaps, "{label}: window 1 by swap");
+            }
+            let how = if swapped {
+                format!(
+                    ", by swap in {:.1} ms: its cost follows the new slot ({} events written \
+                     over 500 members meanwhile), not the closed slot",
+                    elapsed.as_secs_f64() * 1000.0,
+                    written
+                )
+            } else {
+                format!(", {written} events written to the new slot meanwhile")
+            };
             rows.push(Row {
                 figure: format!(
-                    "retirement, {label}, {} members, window {} ({window} of 1h/2h)",
+                    "retirement, {label}, {} members, window {} ({window} of 1h/2h){how}",
                     report::thousands(members as f64),
                     j + 1
                 ),

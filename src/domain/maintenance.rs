@@ -76,6 +76,12 @@ pub struct RetireOptions {
     /// `false` retires only (the benchmark times retirement alone). A store without
     /// layouts (the memory store) ignores it.
     pub compact: bool,
+    /// Window 1 of a board whose first window is one slot long retires the slot that
+    /// closed by a swap (Redis store, `retire_swap.lua`: its totals rebuilt from the
+    /// newer slots, the closed slot's stage moved by `RENAME`) when the rebuild reads at
+    /// most this many fields (the newer slots' first stage plus the closed slot's
+    /// second); otherwise, and with 0, chunk by chunk. The memory store ignores it.
+    pub swap_fields: usize,
 }
 
 impl Default for RetireOptions {
@@ -85,6 +91,7 @@ impl Default for RetireOptions {
             chunk_budget: std::time::Duration::from_micros(1500),
             max_chunks: None,
             compact: true,
+            swap_fields: 600,
         }
     }
 }
@@ -108,6 +115,11 @@ pub struct RetireReport {
     pub slots_compacted: u64,
     /// Values those conversions moved from a slot's plain hashes into its buckets.
     pub fields_compacted: u64,
+    /// Of `slots_retired`, those window 1 retired by a swap (see
+    /// [`RetireOptions::swap_fields`]); each counts its closed slot's fields in
+    /// `fields_subtracted`, the members window 1's totals held before and not after in
+    /// `members_zeroed`, and one call in `chunks`. 0 on the memory store.
+    pub slots_swapped: u64,
 }
 
 impl RetireReport {
@@ -119,6 +131,7 @@ impl RetireReport {
         self.chunks += other.chunks;
         self.slots_compacted += other.slots_compacted;
         self.fields_compacted += other.fields_compacted;
+        self.slots_swapped += other.slots_swapped;
         self.complete = other.complete;
     }
 }

@@ -45,10 +45,12 @@ async fn a_service_killed_mid_retirement_finishes_it_exactly_when_started_again(
     );
     let name = unique("big");
     boards
-        // Plain slots: the test reads a stage's one hash.
+        // Plain slots: the test reads a stage's one hash. Half-hour slots: window 1 is
+        // two slots long, so it retires in chunks (one slot long, it would swap the slot
+        // out in one atomic call, with no middle to kill it in).
         .create_board(
             &name,
-            BoardConfig::parse("1h", &["1h", "24h"])
+            BoardConfig::parse("30m", &["1h", "24h"])
                 .unwrap()
                 .with_layout(Some(rollboard::Layout::Plain)),
         )
@@ -121,7 +123,7 @@ async fn a_service_killed_mid_retirement_finishes_it_exactly_when_started_again(
         .await
         .unwrap();
     assert_eq!(ones, MEMBERS as u64, "every 24h total is 1");
-    let slot = clock.now().unix_seconds() / 3600 * 3600;
+    let slot = clock.now().unix_seconds() / 1800 * 1800;
     let stage0: u64 = redis::cmd("HLEN")
         .arg(format!("slot_{{{name}}}_{slot}"))
         .query_async(&mut raw)

@@ -35,6 +35,7 @@ const SMALL_CHUNKS: RetireOptions = RetireOptions {
     chunk_budget: std::time::Duration::from_micros(1500),
     max_chunks: None,
     compact: true,
+    swap_fields: 600,
 };
 
 fn other(layout: Layout) -> Layout {

@@ -71,6 +71,7 @@ const SMALL_CHUNKS: RetireOptions = RetireOptions {
     chunk_budget: std::time::Duration::from_micros(1500),
     max_chunks: None,
     compact: true,
+    swap_fields: 600,
 };
 
 async fn split_slot_retires_exactly(ties: Ties) {

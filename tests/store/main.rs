@@ -64,6 +64,7 @@ mod rates;
 mod rates_property;
 mod redis_layout;
 mod relayout;
+mod retire_swap;
 mod retirer;
 mod snapshots;
 mod stats;

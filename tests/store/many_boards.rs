@@ -84,6 +84,7 @@ fn report(slots_retired: u64, fields: u64, zeroed: u64) -> RetireReport {
         complete: true,
         slots_compacted: 0,
         fields_compacted: 0,
+        slots_swapped: 0,
     }
 }
 
@@ -212,6 +213,8 @@ async fn a_board_bigger_than_a_chunk_is_retired_in_chunks() {
     let clock = clock();
     let mut settings = Settings::default();
     settings.retire.chunk_size = 3;
+    // The chunked path: window 1 of this board (1m of 1m slots) would swap.
+    settings.retire.swap_fields = 0;
     let rb = Rollboard::with(redis.store().await, Arc::new(clock.clone()), settings);
     clock.set(ts(START + 30));
     let boards = boards(&rb, 1).await;

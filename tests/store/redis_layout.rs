@@ -138,9 +138,11 @@ async fn big_slot_retires_in_bounded_chunks(h: Harness) {
     let mut oracle = Oracle::new(h.boards.board(&b).await.unwrap().config);
     fill_slot(&h, &b, 5_000, "m", &mut oracle).await;
     h.at(3600);
+    // The chunked path: window 1, one slot long, would swap (`retire_swap.rs`).
     let options = RetireOptions {
         chunk_size: 100,
         max_chunks: None,
+        swap_fields: 0,
         ..Default::default()
     };
     let report = h.boards.retire_with(&b, options).await.unwrap();

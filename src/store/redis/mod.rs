@@ -36,6 +36,7 @@ mod relayout;
 mod reply;
 mod retire;
 mod retire_small;
+mod retire_swap;
 mod script_pipeline;
 mod scripts;
 mod snapshots;

@@ -1,7 +1,9 @@
 //! Retirement in Redis: for each window, smallest first, freeze it up to its cutoff
 //! (`retire_begin.lua`) and subtract every slot that left it, one bounded chunk per
-//! `retire_chunk.lua` call. Every call is idempotent, so a pass can stop anywhere (crash,
-//! `max_chunks`) and any later pass, from this process or another, finishes the job.
+//! `retire_chunk.lua` call (window 1 of a board whose first window is one slot long:
+//! by one swap when small, `retire_swap.rs`). Every call is idempotent, so a pass can
+//! stop anywhere (crash, `max_chunks`) and any later pass, from this process or
+//! another, finishes the job.
 //! The script finds out itself whether a slot is plain or compact (its geometry); the
 //! cursor it answers is opaque here (an HSCAN cursor, or a bucket index on a compact
 //! slot), and `"0"` starts either. A complete pass then compacts the slot that just
@@ -13,6 +15,7 @@ use redis::Value;
 use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, string};
+use super::retire_swap::{self, Swap};
 use crate::board::Board;
 use crate::domain::Timestamp;
 use crate::domain::{RetireOptions, RetireReport};
@@ -36,6 +39,21 @@ pub(super) async fn retire(
             let slots = begin(conn, board, j, cutoff).await?;
             if slots.is_empty() {
                 break;
+            }
+            if j == 0
+                && slots.len() == 1
+                && budget != Some(0)
+                && retire_swap::applies(board, &options)
+            {
+                match retire_swap::swap(conn, board, slots[0], &options).await? {
+                    Swap::Swapped(swapped) => {
+                        budget = budget.map(|b| b - 1);
+                        report.absorb(swapped);
+                        continue;
+                    }
+                    Swap::Already => continue,
+                    Swap::Fallback => {}
+                }
             }
             for slot in slots {
                 if !retire_slot(conn, board, j, slot, &options, &mut budget, &mut report).await? {

@@ -185,6 +185,7 @@ fn report(reply: Value) -> Result<Option<(RetireReport, bool)>> {
         complete: true,
         slots_compacted: 0,
         fields_compacted: 0,
+        slots_swapped: 0,
     };
     Ok(Some((report, compact)))
 }
