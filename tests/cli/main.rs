@@ -594,3 +594,56 @@ async fn clean_counters_runs_one_pass_and_forgets_empty_counters() {
         "cleaned counters: 1 counters, 0 samples removed, 0 forgotten\n"
     );
 }
+
+#[tokio::test]
+async fn retire_says_when_window_1_went_by_swap() {
+    let redis = TestRedis::start().await;
+    let now = Timestamp::now_utc().unix_seconds();
+    // Slots aligned so that now is half-way through one: the boundary is 30 min away.
+    let config = BoardConfig::parse("1h", &["1h", "24h"])
+        .unwrap()
+        .with_offset((now - 1800).rem_euclid(3600))
+        .unwrap();
+    let clock = ManualClock::new(Timestamp::from_unix_seconds(now - 3600).unwrap());
+    let boards = Rollboard::with(
+        redis.store().await,
+        Arc::new(clock.clone()),
+        Settings::default(),
+    );
+    let board = unique("cli");
+    boards.create_board(&board, config).await.unwrap();
+    // The slot that closed holds more fields than one small-board call takes, so the
+    // pass goes window by window; the open slot holds two members.
+    let closed: Vec<rollboard::Event> = (0..1500)
+        .map(|i| rollboard::Event::new(format!("m{i}"), 1))
+        .collect();
+    boards.incr_batch(&board, &closed).await.unwrap();
+    clock.advance_secs(3600);
+    boards.incr(&board, "m0", 5, None).await.unwrap();
+    boards.incr(&board, "fresh", 2, None).await.unwrap();
+
+    let out = rollboard(&["retire"], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!(
+            "{board}: 1 slot retirements, 1500 fields subtracted, 1499 members reached zero"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "{board}: 1 of them by swap (window 1 rebuilt from the newer slots)"
+        )),
+        "{text}"
+    );
+    let boards = Rollboard::redis(&redis.url).await.unwrap();
+    let hour = boards.top(&board, None, 0, 10).await.unwrap();
+    assert_eq!(
+        hour.entries
+            .iter()
+            .map(|e| (e.member.as_str(), e.score))
+            .collect::<Vec<_>>(),
+        [("m0", 5), ("fresh", 2)]
+    );
+}

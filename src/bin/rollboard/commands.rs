@@ -120,6 +120,12 @@ async fn retire(args: StoreArgs) -> anyhow::Result<ExitCode> {
                         r.slots_retired, r.fields_subtracted, r.members_zeroed
                     );
                 }
+                if r.slots_swapped > 0 {
+                    println!(
+                        "{board}: {} of them by swap (window 1 rebuilt from the newer slots)",
+                        r.slots_swapped
+                    );
+                }
                 if r.slots_compacted > 0 {
                     println!(
                         "{board}: {} closed slots compacted, {} values moved into buckets",
