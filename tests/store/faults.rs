@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rollboard::{
-    BoardConfig, Clock, Error, Event, Layout, ManualClock, RedisOptions, RedisStore, Rollboard,
-    Settings,
+    BoardConfig, Clock, Error, Event, IngestOptions, Layout, ManualClock, RedisOptions, RedisStore,
+    Rollboard, Settings,
 };
 
 use crate::oracle::{Oracle, check_redis_invariants};
@@ -38,6 +38,12 @@ impl Faulty {
             RedisOptions {
                 response_timeout: TIMEOUT,
                 default_layout: layout,
+                // One write call per batch however loaded the machine, so the lost call is
+                // the whole batch (calls stopping at their budget: budget_stops.rs).
+                ingest: IngestOptions {
+                    call_budget: Duration::from_secs(1),
+                    ..IngestOptions::default()
+                },
                 ..RedisOptions::default()
             },
         )
