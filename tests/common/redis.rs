@@ -169,11 +169,16 @@ impl TestRedis {
             .unwrap()
     }
 
-    /// A raw connection, to look at keys the way an operator would.
+    /// A raw connection, to look at keys the way an operator would. Its replies may wait
+    /// 10 s (the crate's default is 500 ms, which a test's big read on a loaded 2-core
+    /// machine can exceed).
     pub async fn raw(&self) -> redis::aio::MultiplexedConnection {
         redis::Client::open(self.url.as_str())
             .unwrap()
-            .get_multiplexed_async_connection()
+            .get_multiplexed_async_connection_with_config(
+                &redis::AsyncConnectionConfig::new()
+                    .set_response_timeout(Some(std::time::Duration::from_secs(10))),
+            )
             .await
             .unwrap()
     }
