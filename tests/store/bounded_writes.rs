@@ -67,6 +67,27 @@ pub(crate) fn mixed_events() -> Vec<Event> {
     events
 }
 
+/// The totals of `mixed_events` (m0..m6) in the `1h` and `3h` windows, ranked.
+pub(crate) fn mixed_totals() -> [Vec<(String, i64)>; 2] {
+    let mut hour = [0i64; 7];
+    let mut both = [0i64; 7];
+    for i in 0..36 {
+        both[i % 7] += 1 + (i as i64) % 5;
+        if i % 9 != 0 {
+            hour[i % 7] += 1 + (i as i64) % 5;
+        }
+    }
+    for m in 0..3 {
+        hour[m] -= 1;
+        both[m] -= 1;
+    }
+    [hour, both].map(|totals| {
+        let mut v: Vec<(String, i64)> = (0..7).map(|m| (format!("m{m}"), totals[m])).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    })
+}
+
 async fn apply_mixed(h: &Harness, board: &str) -> rollboard::BatchOutcome {
     h.at(3600 + 1800);
     h.boards.incr_batch(board, &mixed_events()).await.unwrap()
@@ -112,27 +133,10 @@ async fn split_per_pair(layout: Layout) {
         (36, "too_late")
     );
 
-    // m0..m6 get 1 + i % 5 for i = 0..36 (i % 7 the member), m0..m2 then lose 1.
-    let mut hour = [0i64; 7];
-    let mut both = [0i64; 7];
-    for i in 0..36 {
-        both[i % 7] += 1 + (i as i64) % 5;
-        if i % 9 != 0 {
-            hour[i % 7] += 1 + (i as i64) % 5;
-        }
-    }
-    for m in 0..3 {
-        hour[m] -= 1;
-        both[m] -= 1;
-    }
-    let expect = |totals: [i64; 7]| {
-        let mut v: Vec<(String, i64)> = (0..7).map(|m| (format!("m{m}"), totals[m])).collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        v
-    };
+    let [hour, both] = mixed_totals();
     for (window, totals) in [("1h", hour), ("3h", both)] {
         let redis_top = top(&h.boards, &rb, window).await;
-        assert_eq!(redis_top, expect(totals), "redis {window}");
+        assert_eq!(redis_top, totals, "redis {window}");
         assert_eq!(
             top(&memory.boards, &b, window).await,
             redis_top,

@@ -14,7 +14,7 @@ use rollboard::{
     BatchOutcome, Error, Event, IngestOptions, Layout, MAX_ABS, RedisOptions, RedisStore,
 };
 
-use crate::bounded_writes::{mixed_events, script_calls, top};
+use crate::bounded_writes::{mixed_events, mixed_totals, script_calls, top};
 use crate::proxy::{Fault, FaultProxy};
 use crate::support::{Harness, START, TestRedis, clock, pairs, ts, with_clock};
 
@@ -89,27 +89,6 @@ async fn like_memory(
         );
     }
     (got, rb, calls)
-}
-
-/// The totals of `mixed_events` (m0..m6) in the `1h` and `3h` windows, ranked.
-fn mixed_totals() -> [Vec<(String, i64)>; 2] {
-    let mut hour = [0i64; 7];
-    let mut both = [0i64; 7];
-    for i in 0..36 {
-        both[i % 7] += 1 + (i as i64) % 5;
-        if i % 9 != 0 {
-            hour[i % 7] += 1 + (i as i64) % 5;
-        }
-    }
-    for m in 0..3 {
-        hour[m] -= 1;
-        both[m] -= 1;
-    }
-    [hour, both].map(|totals| {
-        let mut v: Vec<(String, i64)> = (0..7).map(|m| (format!("m{m}"), totals[m])).collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        v
-    })
 }
 
 /// Mode `sums`: 40 events, 12 distinct pairs (11 reach Redis: the late event is
