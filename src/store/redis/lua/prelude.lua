@@ -78,33 +78,27 @@ end
 
 -- Adds sign * values[x] to fields[x] in the hash or zset `key`, in bulk (one HMGET or
 -- ZMSCORE, one HSET or ZADD, one HDEL or ZREM), deleting what reaches exactly 0, and on
--- a zset with `tally` given (a dense board) retallying; returns how many reached 0, and
--- how many were absent before and are not now (new fields: write.lua's compact slots
--- count them). Each field appears once in `fields`. Values are integers below 2^53, so
--- Lua's doubles compute them exactly.
+-- a zset with `tally` given (a dense board) retallying; returns how many reached 0.
+-- Values are integers below 2^53, so Lua's doubles compute them exactly.
 local function bulk_add(key, is_zset, sign, fields, values, tally, dense)
   local current = redis.call(is_zset and 'ZMSCORE' or 'HMGET', key, unpack(fields))
-  local set, zero, created = {}, {}, 0
+  local set, zero = {}, {}
   for x = 1, #fields do
-    local old = current[x]
-    local value = (tonumber(old) or 0) + sign * values[x]
-    if is_zset and tally then retally(tally, dense, old, value) end
+    local value = (tonumber(current[x]) or 0) + sign * values[x]
+    if is_zset and tally then retally(tally, dense, current[x], value) end
     if value == 0 then
       zero[#zero + 1] = fields[x]
+    elseif is_zset then
+      set[#set + 1] = string.format('%d', value)
+      set[#set + 1] = fields[x]
     else
-      if not old then created = created + 1 end
-      if is_zset then
-        set[#set + 1] = string.format('%d', value)
-        set[#set + 1] = fields[x]
-      else
-        set[#set + 1] = fields[x]
-        set[#set + 1] = string.format('%d', value)
-      end
+      set[#set + 1] = fields[x]
+      set[#set + 1] = string.format('%d', value)
     end
   end
   if #set > 0 then redis.call(is_zset and 'ZADD' or 'HSET', key, unpack(set)) end
   if #zero > 0 then redis.call(is_zset and 'ZREM' or 'HDEL', key, unpack(zero)) end
-  return #zero, created
+  return #zero
 end
 
 -- Fields and values (as numbers) of a flat HSCAN or HGETALL reply; a field HSCAN

@@ -61,16 +61,14 @@
 -- abs_sum bounds every stored magnitude (each is a sum of accepted deltas).
 --   mode 'sums': the caller summed its events per slot and member, so each (slot, member)
 --     appears once. If abs_sum + ARGV[5] <= 2^53 - 1 no value can leave the range, so
---     nothing is checked: each group (see Budget; the whole call without one) is applied
---     in bulk (apply_bulk: per stage hash or bucket one HMGET, HSET, HDEL; per window,
---     a member's entries of several slots summed, one ZMSCORE, ZADD, ZREM), and abs_sum
---     grows by the sum of |entry|. Past that bound (a huge delta
+--     nothing is checked: each entry is one HINCRBY and one ZINCRBY per window that
+--     counts it, and abs_sum grows by the sum of |entry|. Past that bound (a huge delta
 --     was written once) the call checks the values the batch touches: each totals
 --     set's extremes and each entry's slot value (see totals_have_room and
 --     apply_checked). If each
 --     satisfies |value| + ARGV[5] <= 2^53 - 1, no event of the batch can take it out of
---     range whatever their order, and the entries are applied one by one (HINCRBY, then
---     ZINCRBY per window that counts it; abs_sum stays at the limit). Returns {0, µs, e, slot number ...}: the first e entries
+--     range whatever their order, and the entries are applied the same way (abs_sum
+--     stays at the limit). Returns {0, µs, e, slot number ...}: the first e entries
 --     applied (all of them unless the call stopped at its budget) except those of the
 --     listed slots, which are too late. Past the bound the check is made group by group
 --     (each group's own entries, the totals once for the call), each group checked before
@@ -123,7 +121,7 @@
 -- entry of a compact slot goes to its member's bucket of the stage. While no window froze the
 -- slot, stage 1 grows by linear hashing: after applying, while the slot's field count
 -- (new fields are the HINCRBYs that answer the delta itself, since zero fields are
--- deleted, and in bulk the fields HMGET found absent) exceeds fill * buckets, bucket p splits into p and p + 2^L (at most
+-- deleted) exceeds fill * buckets, bucket p splits into p and p + 2^L (at most
 -- MAX_SPLITS per call; the next call goes on). Once a window froze the slot its
 -- geometry never changes again, so retirement can move whole buckets. A geometry marked
 -- 'P' (a relayout to plain under way) takes writes in the plain stage hashes and never
@@ -352,86 +350,6 @@ local function entry(e)
   return i, ARGV[at + numbered], ARGV[at + numbered + 1], h
 end
 
--- The fast path (mode 'sums' within the bound): applies entries `from`..`to` - 1 (a
--- group) in bulk, at most BULK entries at a time. Each (slot, member) appears once in a
--- call, so its target field does; a member's entries of several slots are summed per
--- window. Per target stage key (a stage hash, or a compact slot's bucket) one HMGET,
--- HSET and HDEL, per window one ZMSCORE, ZADD and ZREM (bulk_add): each redis.call
--- from Lua costs ~1 µs whatever it does, 3 per entry before. A key or window with one
--- field in the chunk takes HINCRBY or ZINCRBY instead (one call, not two: a late
--- entry's bucket usually holds only it). Marks too-late slots in `too_late`; returns the
--- sum of |entry| applied.
-local BULK = 1000 -- entries per chunk: HSET takes 2 arguments a field (Lua's unpack: 8000)
--- A chunk's list for one target key (of slot i) or window: fields (members), deltas
--- (numbers), each delta as text (as sent, for a single field), and field -> position.
-local function bulk_list(i)
-  return { i = i, fields = {}, deltas = {}, texts = {}, at = {} }
-end
-local function bulk_list_add(list, field, delta, text)
-  local at = list.at[field]
-  if at then
-    list.deltas[at] = list.deltas[at] + delta
-    list.texts[at] = string.format('%d', list.deltas[at])
-  else
-    at = #list.fields + 1
-    list.fields[at], list.deltas[at], list.texts[at] = field, delta, text
-    list.at[field] = at
-  end
-end
-local function apply_bulk(from, to, too_late)
-  local grown = 0
-  for chunk = from, to - 1, BULK do
-    local keys, targets, windows = {}, {}, {}
-    for j = 1, n do windows[j] = bulk_list() end
-    for x = chunk, math.min(chunk + BULK, to) - 1 do
-      local i, member, delta, h = entry(x)
-      local k = stage[i]
-      if k == n then
-        too_late[i] = true
-      elseif delta ~= '0' then
-        local d = tonumber(delta)
-        local target = target_key(i, k + 1, member, h)
-        local list = targets[target]
-        if not list then
-          list = bulk_list(i)
-          targets[target] = list
-          keys[#keys + 1] = target
-        end
-        bulk_list_add(list, member, d, delta)
-        for j = k + 1, n do bulk_list_add(windows[j], member, d, delta) end
-        tell_recompute(i, k, member, delta)
-        grown = grown + math.abs(d)
-      end
-    end
-    for _, target in ipairs(keys) do
-      local list = targets[target]
-      if #list.fields == 1 then
-        local member, delta = list.fields[1], list.texts[1]
-        local value = redis.call('HINCRBY', target, member, delta)
-        counted(list.i, value, delta)
-        if value == 0 then redis.call('HDEL', target, member) end
-      else
-        local _, created = bulk_add(target, false, 1, list.fields, list.deltas)
-        if geo[list.i] then grew[list.i] = grew[list.i] + created end
-      end
-    end
-    for j = 1, n do
-      local list = windows[j]
-      if #list.fields == 1 then
-        add_window(j, list.fields[1], list.texts[1])
-      elseif #list.fields > 1 then
-        if dense_board then
-          bulk_add(KEYS[TOTALS + j], true, 1, list.fields, list.deltas,
-            KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j])
-        else
-          bulk_add(KEYS[TOTALS + j], true, 1, list.fields, list.deltas)
-        end
-      end
-    end
-  end
-  return grown
-end
-
 -- Past the bound, every value the batch touches must have room for `margin` more in
 -- either direction, so that no order of its events takes it out of range. Totals: each
 -- totals set's lowest and highest score (O(log N) each) bound all of its members. Slot
@@ -541,35 +459,29 @@ for i = 1, m do
 end
 
 if mode == 'sums' then
-  -- Within the bound each group goes in bulk (apply_bulk). Past it each entry: HINCRBY
-  -- its stage (made already by apply_checked for a slot no window froze), ZINCRBY the
-  -- windows that count it (increments commute, so a member in several slots needs no
-  -- summing here), deleting at exactly 0.
+  -- Each entry: HINCRBY its stage, ZINCRBY the windows that count it (increments
+  -- commute, so a member in several slots needs no summing here), deleting at exactly 0.
   local too_late, grown = {}, 0
   local e, events = 0, nil
   while true do
-    if bounded then
-      grown = grown + apply_bulk(e, stop, too_late)
-    else
-      for x = e, stop - 1 do
-        local i, member, delta, h = entry(x)
-        local k = stage[i]
-        if k == n then
-          too_late[i] = true
-        elseif delta ~= '0' then
-          local target = target_key(i, k + 1, member, h)
-          local value = applied[x]
-          if not value then
-            value = redis.call('HINCRBY', target, member, delta)
-            counted(i, value, delta)
-          end
-          if value == 0 then
-            redis.call('HDEL', target, member)
-          end
-          for j = k + 1, n do add_window(j, member, delta) end
-          tell_recompute(i, k, member, delta)
-          grown = grown + math.abs(tonumber(delta))
+    for x = e, stop - 1 do
+      local i, member, delta, h = entry(x)
+      local k = stage[i]
+      if k == n then
+        too_late[i] = true
+      elseif delta ~= '0' then
+        local target = target_key(i, k + 1, member, h)
+        local value = applied[x]
+        if not value then
+          value = redis.call('HINCRBY', target, member, delta)
+          counted(i, value, delta)
         end
+        if value == 0 then
+          redis.call('HDEL', target, member)
+        end
+        for j = k + 1, n do add_window(j, member, delta) end
+        tell_recompute(i, k, member, delta)
+        grown = grown + math.abs(tonumber(delta))
       end
     end
     e = stop
