@@ -4,15 +4,16 @@
 //! is fixed when the board is created. On a single Redis the tallies are checked against
 //! the totals (the data model's invariants).
 
-use rollboard::{BoardConfig, Created, MemberRank, ScoreRange, Span, Ties};
+use rollboard::{BoardConfig, Created, Event, MemberRank, ScoreRange, Span, Ties};
 
 use crate::oracle::check_redis_invariants;
-use crate::support::{Harness, unique};
+use crate::support::{Harness, START, ts, unique};
 
 on_every_store!(
     dense_ranks_hold_through_writes_retirement_removal_and_recompute,
     a_window_added_to_a_dense_board_ranks_densely_once_built,
     ties_are_fixed_when_the_board_is_created,
+    a_member_in_two_slots_of_one_write_reaching_zero_leaves_the_tallies_exact,
 );
 
 fn dense(windows: &[&str]) -> BoardConfig {
@@ -245,4 +246,51 @@ async fn ties_are_fixed_when_the_board_is_created(h: Harness) {
     let status = h.boards.describe_board(&name).await.unwrap();
     assert_eq!(status.config.ties(), Ties::Dense);
     h.boards.drop_board(&name).await.unwrap();
+}
+
+/// One write carries member `a` in two slots (the open one and one two hours back, which
+/// only the 3h window still counts): its deltas are summed per window, so its 3h total
+/// goes from 4 to exactly 0 (removed, and untallied) while its 1h total becomes 3.
+async fn a_member_in_two_slots_of_one_write_reaching_zero_leaves_the_tallies_exact(h: Harness) {
+    let config = dense(&["1h", "3h"]);
+    let name = unique("d");
+    h.boards.create_board(&name, config.clone()).await.unwrap();
+    let (hour, three) = (Span::parse("1h").unwrap(), Span::parse("3h").unwrap());
+    h.at(60);
+    let first = [("a", 4), ("b", 4), ("c", 1)].map(|(m, d)| Event::new(m, d));
+    assert!(
+        h.boards
+            .incr_batch(&name, &first)
+            .await
+            .unwrap()
+            .rejected
+            .is_empty()
+    );
+    h.at(2 * 3600 + 60);
+    let earlier = ts(START + 60);
+    let second = [
+        Event::new("a", 3),
+        Event::new("a", -7).at(earlier),
+        Event::new("b", 1),
+        Event::new("c", 1),
+    ];
+    assert!(
+        h.boards
+            .incr_batch(&name, &second)
+            .await
+            .unwrap()
+            .rejected
+            .is_empty()
+    );
+    // The 1h window is not retired yet (no retirer runs here): it still holds the first
+    // write, and the -7 of a slot it froze skips it.
+    let top = h.boards.top(&name, Some(hour), 0, 10).await.unwrap();
+    assert_eq!(
+        ranked(&top),
+        triples(&[(1, "a", 7), (2, "b", 5), (3, "c", 2)])
+    );
+    let top = h.boards.top(&name, Some(three), 0, 10).await.unwrap();
+    assert_eq!(ranked(&top), triples(&[(1, "b", 5), (2, "c", 2)]));
+    assert_eq!(h.boards.score(&name, "a", Some(three)).await.unwrap(), None);
+    check_keys(&h, &name, &config).await;
 }
