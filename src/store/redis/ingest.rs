@@ -488,8 +488,9 @@ async fn exact(
             Ok((EventsOutcome::Applied(got), us)) => {
                 budget.observe(&board.name, us, got.len());
                 // A call that stopped at its budget: the rest go in the next call.
-                from += got.len();
-                for (i, status) in todo[from - got.len()..from].iter().zip(got) {
+                let applied = from..from + got.len();
+                from = applied.end;
+                for (i, status) in todo[applied].iter().zip(got) {
                     statuses[*i] = Some(status);
                 }
             }

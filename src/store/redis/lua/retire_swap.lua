@@ -31,7 +31,7 @@
 -- rebuilds them from the newer slots (zero sums skipped); on a dense board the tally and
 -- distinct totals likewise. X_1(s) then moves to stage 2, which window 2 subtracts:
 -- one RENAME when X_2(s) does not exist, else X_2(s) is merged into X_1(s) first
--- (HINCRBY per field, HDEL at exactly 0), UNLINKed, and X_1(s) renamed. When window 1
+-- (in bulk: HMGET, HSET, HDEL at exactly 0), UNLINKed, and X_1(s) renamed. When window 1
 -- is the only window there is no stage 2: X_1(s) is UNLINKed and s leaves the index (as
 -- the largest window's retirement does). Finally done:<W1> := s.
 --
@@ -163,17 +163,15 @@ end
 -- X_1(s) on to stage 2 (or gone, for the only window).
 local retired = redis.call('HLEN', closed)
 if last then
+  -- s is plain (checked above): no geometry to drop with its index entry.
   redis.call('UNLINK', closed)
   redis.call('ZREM', index, slot)
-  redis.call('HDEL', geo_key, slot)
 else
-  local flat = redis.call('HGETALL', closed_next)
-  if #flat > 0 then
-    for p = 1, #flat, 2 do
-      if redis.call('HINCRBY', closed, flat[p], flat[p + 1]) == 0 then
-        redis.call('HDEL', closed, flat[p])
-      end
-    end
+  -- The late values of X_2(s) (small: within the bound) are merged into X_1(s), not
+  -- the other way round, so the big hash is only renamed.
+  local fields, values = fields_and_values(redis.call('HGETALL', closed_next))
+  if #fields > 0 then
+    bulk_add(closed, false, 1, fields, values)
     redis.call('UNLINK', closed_next)
   end
   if redis.call('EXISTS', closed) == 1 then
