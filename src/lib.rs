@@ -41,6 +41,7 @@
 
 #![deny(missing_docs)]
 
+mod any_board;
 mod board;
 #[cfg(feature = "server")]
 mod board_series;
@@ -65,6 +66,9 @@ pub mod metrics;
 #[cfg(feature = "server")]
 pub mod service;
 
+pub use any_board::{
+    AnyBoard, BoardKind, BoardPage, BoardState, MemberRanks, MemberStanding, TrendingStatus,
+};
 pub use board::{Board, BoardStatus, Created, WindowStatus};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use domain::counter::{
@@ -76,10 +80,10 @@ pub use domain::stats::{
 pub use domain::{
     BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, Layout, MAX_ABS,
     MAX_IDEMPOTENCY_KEY, MAX_RANKS_MEMBERS, Member, MemberRank, Point, Ranks, RecomputeReport,
-    RelayoutOptions, RelayoutReport, Removed, RetireOptions, RetireReport, ScoreRange, Span,
-    Standing, Ties, Timestamp, TopPage, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
-    TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
-    TrendingBoard, TrendingConfig,
+    RelayoutOptions, RelayoutReport, Removed, RetireOptions, RetireReport, ScoreBounds, ScoreRange,
+    Span, Standing, Ties, Timestamp, TopPage, TrendCounts, TrendCreated, TrendEntry,
+    TrendMaintenance, TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding,
+    TrendWrite, TrendingBoard, TrendingConfig,
 };
 pub use domain::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots};
 pub use error::{Error, Result};

@@ -29,7 +29,7 @@ pub use member_ranks::{MAX_RANKS_MEMBERS, MemberRank, Ranks, parse_ranks_members
 pub use name::{BoardName, Member};
 pub use ranking::{Entry, History, Point, Standing, TopPage, percentile};
 pub use read_limits::{check_around, check_page};
-pub use score_range::ScoreRange;
+pub use score_range::{ScoreBounds, ScoreRange};
 pub use snapshot::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots, rank_prefix};
 pub use span::Span;
 pub use timestamp::Timestamp;

@@ -1,8 +1,62 @@
-//! A range of totals for a page of the ranking (`top?min_score=&max_score=`): pure; no
-//! I/O. Only positive totals are ranked, so the range is cut to them.
+//! A range of scores for a page of the ranking (`top?min_score=&max_score=`): pure; no
+//! I/O. [`ScoreBounds`] is what a caller asks, for a board of either kind;
+//! [`ScoreRange`] the integer totals of a windowed board it means. Only positive totals
+//! are ranked, so the range is cut to them.
 
 use super::MAX_ABS;
+use super::TrendRange;
 use crate::error::Error;
+
+/// Bounds on scores as a caller gives them, both inclusive, either open: numbers, since
+/// a trending board's scores are. On a windowed board, whose totals are integers, they
+/// mean the totals from `ceil(min)` to `floor(max)` ([`totals`](Self::totals)).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ScoreBounds {
+    /// The lowest score wanted, if any.
+    pub min: Option<f64>,
+    /// The highest score wanted, if any.
+    pub max: Option<f64>,
+}
+
+impl ScoreBounds {
+    /// No bound: every ranked member.
+    pub const ALL: ScoreBounds = ScoreBounds {
+        min: None,
+        max: None,
+    };
+
+    /// The integer totals these bounds hold: `ceil(min)` to `floor(max)`. Each bound is
+    /// finite and within ±(2^53 − 1), `min` not above `max` ([`Error::InvalidQuery`]
+    /// otherwise); bounds between two integers hold no total and page nothing.
+    pub fn totals(self) -> Result<ScoreRange, Error> {
+        for (name, value) in [("min_score", self.min), ("max_score", self.max)] {
+            if let Some(v) = value
+                && (v.is_nan() || v.abs() > MAX_ABS as f64)
+            {
+                return Err(invalid(format!(
+                    "{name} must be a number within ±{MAX_ABS}, got {v}"
+                )));
+            }
+        }
+        if let (Some(lo), Some(hi)) = (self.min, self.max)
+            && lo > hi
+        {
+            return Err(invalid(format!(
+                "min_score ({lo}) must not be above max_score ({hi})"
+            )));
+        }
+        // Within ±2^53 every integer is a double: the casts are exact.
+        Ok(ScoreRange {
+            min: self.min.map_or(1, |lo| (lo.ceil() as i64).max(1)),
+            max: self.max.map_or(MAX_ABS, |hi| hi.floor() as i64),
+        })
+    }
+
+    /// The trending scores these bounds hold (finite bounds, `min` not above `max`).
+    pub fn scores(self) -> Result<TrendRange, Error> {
+        TrendRange::new(self.min, self.max)
+    }
+}
 
 /// Totals from `min` to `max`, both inclusive, `1 <= min`. A range holding no positive
 /// total is valid and pages nothing.
@@ -81,6 +135,40 @@ mod tests {
         assert_eq!((below.min(), below.max()), (1, -1));
         let one = ScoreRange::new(Some(3), Some(3)).unwrap();
         assert_eq!((one.min(), one.max()), (3, 3));
+    }
+
+    #[test]
+    fn number_bounds_hold_the_integer_totals_between_them() {
+        let bounds = |min, max| ScoreBounds { min, max }.totals().unwrap();
+        assert_eq!(bounds(None, None), ScoreRange::ALL);
+        let r = bounds(Some(0.5), Some(7.9));
+        assert_eq!((r.min(), r.max()), (1, 7));
+        let r = bounds(Some(2.0), Some(2.0));
+        assert_eq!((r.min(), r.max()), (2, 2));
+        let r = bounds(Some(-3.5), Some(-0.5));
+        assert_eq!((r.min(), r.max()), (1, -1));
+        // Between two integers: no total, an empty page, not an error.
+        let r = bounds(Some(2.25), Some(2.75));
+        assert_eq!((r.min(), r.max()), (3, 2));
+        let r = bounds(None, Some(MAX_ABS as f64));
+        assert_eq!((r.min(), r.max()), (1, MAX_ABS));
+    }
+
+    #[test]
+    fn number_bounds_out_of_range_reversed_or_not_finite_are_invalid_queries() {
+        let bounds = |min, max| reason(ScoreBounds { min, max }.totals());
+        assert_eq!(
+            bounds(Some(0.75), Some(0.5)),
+            "min_score (0.75) must not be above max_score (0.5)"
+        );
+        assert_eq!(
+            bounds(None, Some(1e16)),
+            "max_score must be a number within ±9007199254740991, got 10000000000000000"
+        );
+        assert_eq!(
+            bounds(Some(f64::NAN), None),
+            "min_score must be a number within ±9007199254740991, got NaN"
+        );
     }
 
     #[test]

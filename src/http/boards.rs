@@ -11,11 +11,11 @@ use super::auth::AdminAccess;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::json_int;
-use super::trending::{BoardKindName, BoardReply, TrendingStatus, is_trending};
 use super::wire::SpanInput;
 use crate::{
-    Board, BoardConfig, BoardName, BoardStatus, Created, Layout, RecomputeReport, RelayoutOptions,
-    RelayoutReport, SnapshotPolicy, Span, Ties, TrendCreated, TrendingBoard, TrendingConfig,
+    Board, BoardConfig, BoardKind, BoardName, BoardState, Created, Layout, RecomputeReport,
+    RelayoutOptions, RelayoutReport, SnapshotPolicy, Span, Ties, TrendCreated, TrendingBoard,
+    TrendingConfig,
 };
 
 /// A board's config as sent in `PUT /v1/boards/{board}`: a windowed board (`slot`,
@@ -27,7 +27,7 @@ pub struct ConfigBody {
     /// `"windowed"` (the default) or `"trending"`.
     #[serde(default)]
     #[schema(default = "windowed")]
-    pub kind: BoardKindName,
+    pub kind: BoardKind,
     /// Windowed boards: slot length, e.g. `"1h"` (required).
     #[schema(value_type = Option<Span>)]
     pub slot: Option<SpanInput>,
@@ -117,7 +117,7 @@ impl ConfigBody {
             .into()
         };
         match self.kind {
-            BoardKindName::Trending => {
+            BoardKind::Trending => {
                 for (given, field) in [
                     (self.slot.is_some(), "slot"),
                     (self.windows.is_some(), "windows"),
@@ -144,7 +144,7 @@ impl ConfigBody {
                 }
                 Ok(NewBoard::Trending(config))
             }
-            BoardKindName::Windowed => {
+            BoardKind::Windowed => {
                 for (given, field) in [
                     (self.half_life.is_some(), "half_life"),
                     (self.floor.is_some(), "floor"),
@@ -173,51 +173,69 @@ impl ConfigBody {
     }
 }
 
-/// One board in `GET /v1/boards`.
+/// One board in `GET /v1/boards`: its name, kind, config and creation time.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct BoardSummary {
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum BoardSummary {
+    /// A windowed board.
+    Windowed(WindowedSummary),
+    /// A trending board.
+    Trending(TrendingSummary),
+}
+
+/// A windowed board in the list.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct WindowedSummary {
     /// The board's name.
     pub name: BoardName,
-    /// `"windowed"` or `"trending"`.
-    pub kind: BoardKindName,
-    /// A windowed board's slot, windows and alignment, or a trending board's half-life,
-    /// floor and max age.
-    pub config: SummaryConfig,
+    /// Slot length, windows and alignment.
+    pub config: BoardConfig,
     /// When the board was created.
     #[serde(with = "time::serde::rfc3339")]
     #[schema(value_type = String, format = DateTime)]
     pub created_at: OffsetDateTime,
 }
 
-/// The config of a board in the list, by its kind.
+/// A trending board in the list.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(untagged)]
-pub enum SummaryConfig {
-    /// A windowed board's.
-    Windowed(BoardConfig),
-    /// A trending board's.
-    Trending(TrendingConfig),
+pub struct TrendingSummary {
+    /// The board's name.
+    #[schema(value_type = String)]
+    pub name: BoardName,
+    /// Half-life, floor and max age.
+    pub config: TrendingConfig,
+    /// When the board was created.
+    #[serde(with = "time::serde::rfc3339")]
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: OffsetDateTime,
+}
+
+impl BoardSummary {
+    fn name(&self) -> &BoardName {
+        match self {
+            BoardSummary::Windowed(b) => &b.name,
+            BoardSummary::Trending(b) => &b.name,
+        }
+    }
 }
 
 impl From<Board> for BoardSummary {
     fn from(b: Board) -> Self {
-        BoardSummary {
+        BoardSummary::Windowed(WindowedSummary {
             name: b.name,
-            kind: BoardKindName::Windowed,
-            config: SummaryConfig::Windowed(b.config),
+            config: b.config,
             created_at: crate::board::to_datetime(b.created_at),
-        }
+        })
     }
 }
 
 impl From<TrendingBoard> for BoardSummary {
     fn from(b: TrendingBoard) -> Self {
-        BoardSummary {
+        BoardSummary::Trending(TrendingSummary {
             name: b.name,
-            kind: BoardKindName::Trending,
-            config: SummaryConfig::Trending(b.config),
+            config: b.config,
             created_at: crate::board::to_datetime(b.created_at),
-        }
+        })
     }
 }
 
@@ -228,64 +246,63 @@ pub struct BoardList {
     pub boards: Vec<BoardSummary>,
 }
 
-/// Creates a board, or confirms an existing one with the same config.
+/// Creates a board, or confirms an existing one with the same config: a windowed board
+/// (the default), or with `"kind":"trending"` a trending one.
 #[utoipa::path(
-    put, path = "/v1/boards/{board}", tag = "boards",
+    put, path = "/v1/boards/{board}", tag = "boards", operation_id = "boardsPut",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
-    request_body = ConfigBody,
+    request_body(content = ConfigBody, examples(
+        ("windowed" = (summary = "Hourly slots, ranked over the last hour and the last day", value = json!({"slot": "1h", "windows": ["1h", "24h"]}))),
+        ("trending" = (summary = "Scores that halve every 6 hours", value = json!({"kind": "trending", "half_life": "6h"}))),
+    )),
     responses(
-        (status = 201, description = "Created", body = BoardReply),
-        (status = 200, description = "Already exists with this config, or with another `snapshots` option only (now this one)", body = BoardReply),
-        (status = 202, description = "Existed; the larger windows added are being built", body = BoardStatus),
+        (status = 201, description = "Created", body = BoardState,
+         example = json!({"kind": "windowed", "name": "hot-posts", "config": {"slot": "1h", "windows": ["1h", "1d"], "offset": 0, "ties": "competition"}, "created_at": "2026-11-26T22:00:00Z", "live_slots": 1,
+                          "windows": [{"window": "1h", "members": 3, "ranked": 2, "from": 1_795_726_800, "to": 1_795_730_400, "retired_through": 1_795_723_200, "lag_seconds": 0, "building": false, "complete_from": null},
+                                      {"window": "1d", "members": 3, "ranked": 2, "from": 1_795_647_600, "to": 1_795_730_400, "retired_through": 1_795_644_000, "lag_seconds": 0, "building": false, "complete_from": null}]})),
+        (status = 200, description = "Already exists with this config, or with another `snapshots` option only (now this one)", body = BoardState,
+         example = json!({"kind": "trending", "name": "trending-posts", "config": {"half_life": "6h", "floor": 0.001, "max_age": "60h"}, "created_at": "2026-11-26T22:00:00Z", "members": 0, "ranked": 0, "landmark": 1_795_726_800.0, "rescaling": false})),
+        (status = 202, description = "Existed; the larger windows added are being built", body = BoardState,
+         example = json!({"kind": "windowed", "name": "hot-posts", "config": {"slot": "1h", "windows": ["1h", "1d"], "offset": 0, "ties": "competition"}, "created_at": "2026-11-26T22:00:00Z", "live_slots": 1,
+                          "windows": [{"window": "1h", "members": 3, "ranked": 2, "from": 1_795_726_800, "to": 1_795_730_400, "retired_through": 1_795_723_200, "lag_seconds": 0, "building": false, "complete_from": null},
+                                      {"window": "1d", "members": 3, "ranked": 2, "from": 1_795_647_600, "to": 1_795_730_400, "retired_through": 1_795_644_000, "lag_seconds": 0, "building": false, "complete_from": null}]})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added); `board_kind`: exists as the other kind (windowed or trending); `board_busy`, `board_changed`: retry", body = ErrorBody),
         (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a field the kind needs left out (`slot`, `windows`; `half_life`); a negative floor, a max age above 100 half-lives", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("adminToken" = []))
 )]
 pub async fn put_board(
     _: AdminAccess,
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
     ApiJson(body): ApiJson<ConfigBody>,
-) -> ApiResult<(StatusCode, Json<BoardReply>)> {
-    let config = match body.into_config()? {
-        NewBoard::Windowed(config) => config,
-        NewBoard::Trending(config) => {
-            let created = state.boards.create_trending(&board, config).await?;
-            let status = match created {
-                TrendCreated::New(_) => StatusCode::CREATED,
-                TrendCreated::Existing(_) => StatusCode::OK,
-            };
-            let (board, counts) = state.boards.describe_trending(&board).await?;
-            return Ok((
-                status,
-                Json(BoardReply::Trending(TrendingStatus::new(board, counts))),
-            ));
-        }
+) -> ApiResult<(StatusCode, Json<BoardState>)> {
+    let status = match body.into_config()? {
+        NewBoard::Trending(config) => match state.boards.create_trending(&board, config).await? {
+            TrendCreated::New(_) => StatusCode::CREATED,
+            TrendCreated::Existing(_) => StatusCode::OK,
+        },
+        NewBoard::Windowed(config) => match state.boards.create_board(&board, config).await? {
+            Created::New(_) => StatusCode::CREATED,
+            Created::Existing(_) => StatusCode::OK,
+            Created::Extended(_) => {
+                // Runs on after the reply; the service's sweep retries a build that failed.
+                drop(state.boards.spawn_build_windows(&board));
+                StatusCode::ACCEPTED
+            }
+        },
     };
-    let created = state.boards.create_board(&board, config).await?;
-    let status = match created {
-        Created::New(_) => StatusCode::CREATED,
-        Created::Existing(_) => StatusCode::OK,
-        Created::Extended(_) => {
-            // Runs on after the reply; the service's sweep retries a build that failed.
-            drop(state.boards.spawn_build_windows(&board));
-            StatusCode::ACCEPTED
-        }
-    };
-    Ok((
-        status,
-        Json(BoardReply::Windowed(
-            state.boards.describe_board(&board).await?,
-        )),
-    ))
+    Ok((status, Json(state.boards.board_state(&board).await?)))
 }
 
 /// Lists every board.
 #[utoipa::path(
-    get, path = "/v1/boards", tag = "boards",
-    responses((status = 200, description = "Every board", body = BoardList))
+    get, path = "/v1/boards", tag = "boards", operation_id = "boardsList",
+    responses((status = 200, description = "Every board, by name; `kind` tells a windowed board's config from a trending board's", body = BoardList,
+               example = json!({"boards": [
+                   {"kind": "windowed", "name": "hot-posts", "config": {"slot": "1h", "windows": ["1h", "1d"], "offset": 0, "ties": "competition"}, "created_at": "2026-11-26T22:00:00Z"},
+                   {"kind": "trending", "name": "trending-posts", "config": {"half_life": "6h", "floor": 0.001, "max_age": "60h"}, "created_at": "2026-11-26T22:00:00Z"}]})))
 )]
 pub async fn list_boards(State(state): State<AppState>) -> ApiResult<Json<BoardList>> {
     let windowed = state.boards.boards().await?;
@@ -295,16 +312,20 @@ pub async fn list_boards(State(state): State<AppState>) -> ApiResult<Json<BoardL
         .map(BoardSummary::from)
         .chain(trending.into_iter().map(BoardSummary::from))
         .collect();
-    boards.sort_by(|a, b| a.name.cmp(&b.name));
+    boards.sort_by(|a, b| a.name().cmp(b.name()));
     Ok(Json(BoardList { boards }))
 }
 
-/// A board's config, members per window, live slots and retirement lag.
+/// A board's state: a windowed board's config, members per window, live slots and
+/// retirement lag; a trending board's config, members and landmark.
 #[utoipa::path(
-    get, path = "/v1/boards/{board}", tag = "boards",
+    get, path = "/v1/boards/{board}", tag = "boards", operation_id = "boardsGet",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     responses(
-        (status = 200, description = "The board's state (a windowed or a trending board)", body = BoardReply),
+        (status = 200, description = "The board's state; `kind` tells a windowed board's from a trending board's", body = BoardState,
+         example = json!({"kind": "windowed", "name": "hot-posts", "config": {"slot": "1h", "windows": ["1h", "1d"], "offset": 0, "ties": "competition"}, "created_at": "2026-11-26T22:00:00Z", "live_slots": 1,
+                          "windows": [{"window": "1h", "members": 3, "ranked": 2, "from": 1_795_726_800, "to": 1_795_730_400, "retired_through": 1_795_723_200, "lag_seconds": 0, "building": false, "complete_from": null},
+                                      {"window": "1d", "members": 3, "ranked": 2, "from": 1_795_647_600, "to": 1_795_730_400, "retired_through": 1_795_644_000, "lag_seconds": 0, "building": false, "complete_from": null}]})),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`", body = ErrorBody),
     )
@@ -312,22 +333,13 @@ pub async fn list_boards(State(state): State<AppState>) -> ApiResult<Json<BoardL
 pub async fn get_board(
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
-) -> ApiResult<Json<BoardReply>> {
-    match state.boards.describe_board(&board).await {
-        Ok(status) => Ok(Json(BoardReply::Windowed(status))),
-        Err(e) if is_trending(&e) => {
-            let (board, counts) = state.boards.describe_trending(&board).await?;
-            Ok(Json(BoardReply::Trending(TrendingStatus::new(
-                board, counts,
-            ))))
-        }
-        Err(e) => Err(e.into()),
-    }
+) -> ApiResult<Json<BoardState>> {
+    Ok(Json(state.boards.board_state(&board).await?))
 }
 
 /// Deletes a board and all its data.
 #[utoipa::path(
-    delete, path = "/v1/boards/{board}", tag = "boards",
+    delete, path = "/v1/boards/{board}", tag = "boards", operation_id = "boardsDelete",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     responses(
         (status = 204, description = "Dropped"),
@@ -336,7 +348,7 @@ pub async fn get_board(
         (status = 409, description = "`board_busy`: the board is being changed; retry", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("adminToken" = []))
 )]
 pub async fn delete_board(
     _: AdminAccess,
@@ -363,17 +375,18 @@ pub struct RelayoutQuery {
 /// theirs until they retire, or with `?now=true` are converted now. Online and exact
 /// while writes go on; changes no result.
 #[utoipa::path(
-    post, path = "/v1/boards/{board}/relayout", tag = "boards",
+    post, path = "/v1/boards/{board}/relayout", tag = "boards", operation_id = "boardsRelayout",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), RelayoutQuery),
     responses(
-        (status = 200, description = "The new layout, the live slots that keep the old one, and with `now` the slots converted", body = RelayoutReport),
+        (status = 200, description = "The new layout, the live slots that keep the old one, and with `now` the slots converted", body = RelayoutReport,
+         example = json!({"layout": "compact", "live_slots": 24, "old_layout_slots": 0, "converted_slots": 24, "moved_values": 5120, "complete": true})),
         (status = 400, description = "`bad_request`: no or an unknown layout", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_changed`; `board_kind`: a trending board (it has no slots); `board_busy`: a recompute or another active relayout is running (with `now`)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("adminToken" = []))
 )]
 pub async fn relayout(
     _: AdminAccess,
@@ -405,16 +418,17 @@ pub struct RecomputeQuery {
 /// Rebuilds the board's totals from its live slots (repairs drift), exactly, while
 /// writes go on. Runs to its end even if the request times out.
 #[utoipa::path(
-    post, path = "/v1/boards/{board}/recompute", tag = "boards",
+    post, path = "/v1/boards/{board}/recompute", tag = "boards", operation_id = "boardsRecompute",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), RecomputeQuery),
     responses(
-        (status = 200, description = "What the rebuild changed", body = RecomputeReport),
+        (status = 200, description = "What the rebuild changed", body = RecomputeReport,
+         example = json!({"windows": ["1h", "1d"], "fields_scanned": 4800, "members_folded": 0, "calls": 6})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
         (status = 409, description = "`board_busy`: another recompute of the board is running; `board_changed`; `board_kind`: a trending board (nothing to recompute)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_span`", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("adminToken" = []))
 )]
 pub async fn recompute(
     _: AdminAccess,

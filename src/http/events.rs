@@ -7,13 +7,11 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::AppState;
 use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
 use super::extract::{ApiPath, JsonBytes};
-use super::trending::is_trending;
 use super::wire::{BadBody, EventsIn, NotAnEvent, parse_events_body, parse_raw_event};
 use crate::{BatchOutcome, Error, Event, Fingerprint, IdempotencyKey};
 
@@ -69,38 +67,59 @@ pub struct EventIn {
     at: Option<f64>,
 }
 
-/// A batch: `{"events": [ … ]}`. Each element is meant to be an [`EventIn`]; one that is
-/// not (or that a rule rejects) is reported in `rejected` by its index and the others are
-/// applied.
+/// One event of a batch: the shape of a single event. Its values are judged on their
+/// own: a member outside 1–256 bytes, a zero delta or one beyond ±(2^53 − 1), a time
+/// outside 1970 to 9999 or outside the board's windows reject that event alone, reported
+/// by its index in `rejected` while the others are applied.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct BatchEvent {
+    /// The member: 1–256 bytes of UTF-8.
+    member: String,
+    /// The change: a non-zero integer within ±(2^53 − 1); 1 when absent or null.
+    delta: Option<i64>,
+    /// When it happened, unix seconds (fractions allowed); now when absent or null.
+    at: Option<f64>,
+}
+
+/// A batch: `{"events": [ … ]}`. An element that is not of the event's shape (not an
+/// object, an unknown or repeated key, a member that is not a string …) refuses the
+/// whole batch (400, naming its index; nothing is applied); an event whose values a
+/// rule rejects is reported in `rejected` by its index and the others are applied.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct EventBatch {
     /// The events, up to the configured `max_batch` (default 10,000).
     #[schema(max_items = 10_000)]
-    events: Vec<Value>,
+    events: Vec<BatchEvent>,
 }
 
 /// Records events: one (200 `{"accepted":1}`, or the error) or a batch (200 with the
-/// accepted count and each rejected event's index and error).
+/// accepted count and each rejected event's index and error), on a board of either kind.
 #[utoipa::path(
-    post, path = "/v1/boards/{board}/events", tag = "events",
+    post, path = "/v1/boards/{board}/events", tag = "events", operation_id = "boardsPostEvents",
     params(
         ("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"),
         ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = r"^[!-~]+$",
          description = "1–255 printable ASCII characters, no spaces, naming this write: a retry with the same key and body within the key's time to live (default 24 h) is applied once and answered as the first time; the same key with another body gets 422 `idempotency_key_reused`"),
     ),
-    request_body = EventsBody,
+    request_body(content = EventsBody, examples(
+        ("one" = (summary = "One like", value = json!({"member": "post:42"}))),
+        ("batch" = (summary = "A batch", value = json!({"events": [{"member": "post:7", "delta": 3}, {"member": "post:42", "delta": -1}, {"member": "post:9", "at": 1_700_000_000}]}))),
+    )),
     responses(
-        (status = 200, description = "Applied: the single event, or the batch's accepted events (with the rejected ones by index)", body = EventsResponse),
-        (status = 400, description = "`bad_request`: not JSON, not an event nor a batch, an unknown or repeated key; `invalid_idempotency_key`", body = ErrorBody),
+        (status = 200, description = "Applied: the single event, or the batch's accepted events (with the rejected ones by index)", body = EventsResponse,
+         example = json!({"accepted": 2, "rejected": [{"index": 2, "error": {"code": "too_late", "message": "the event at 1700000000 is older than every window of board \"hot-posts\""}}]})),
+        (status = 400, description = "`bad_request`: not JSON, not an event nor a batch, an unknown or repeated key, a batch element not of the event's shape (its index named); `invalid_idempotency_key`", body = ErrorBody),
         (status = 403, description = "`forbidden`", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),
         (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age); or `idempotency_key_reused`: the Idempotency-Key was used for another body", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("writeToken" = []), ("adminToken" = []))
 )]
 pub async fn post_events(
     _: WriteAccess,
@@ -112,10 +131,11 @@ pub async fn post_events(
     let key = idempotency_key(&headers)?;
     let fingerprint = key.as_ref().map(|_| Fingerprint::of_bytes(&body));
     let keyed = key.zip(fingerprint);
+    let series = state.boards.board_series();
     let parsed = parse_events_body(&body).map_err(|e| match e {
         BadBody::Shape(message) => ApiError::bad_request(message),
         BadBody::Invalid(error) => {
-            crate::metrics::event_rejected(state.boards.board_series(), &board, &error);
+            crate::metrics::event_rejected(series, &board, &error);
             ApiError::from(error)
         }
     })?;
@@ -123,18 +143,11 @@ pub async fn post_events(
         EventsIn::One(event) => {
             let result =
                 match &keyed {
-                    None => match state
+                    None => state
                         .boards
-                        .incr(&board, &event.member, event.delta, event.at)
+                        .write_event(&board, &event)
                         .await
-                    {
-                        Err(e) if is_trending(&e) => state
-                            .boards
-                            .trend_incr(&board, &event.member, event.delta, event.at)
-                            .await
-                            .map(|_| false),
-                        other => other.map(|_| false),
-                    },
+                        .map(|()| false),
                     Some(keyed) => write(&state, &board, &[event], keyed).await.and_then(
                         |(written, replayed)| match written.rejected.into_iter().next() {
                             Some(rejected) => Err(rejected.error),
@@ -143,11 +156,11 @@ pub async fn post_events(
                     ),
                 };
             if let Err(e) = &result {
-                crate::metrics::event_rejected(state.boards.board_series(), &board, e);
+                crate::metrics::event_rejected(series, &board, e);
             }
             // A replay applied nothing: it counts in no metric.
             if !result? {
-                crate::metrics::events_accepted(state.boards.board_series(), &board, 1);
+                crate::metrics::events_accepted(series, &board, 1);
             }
             return Ok(Json(EventsResponse {
                 accepted: 1,
@@ -162,7 +175,8 @@ pub async fn post_events(
         .admission()
         .check_batch(items.len())?;
 
-    // Shape errors are rejected here, by index; the rest go to the library together.
+    // An element not of the event's shape refuses the batch; one a rule rejects is
+    // reported by its index, and the rest go to the library together.
     let mut rejected = Vec::new();
     let mut valid: Vec<Event> = Vec::with_capacity(items.len());
     let mut original_index = Vec::with_capacity(items.len());
@@ -172,34 +186,31 @@ pub async fn post_events(
                 valid.push(event);
                 original_index.push(index);
             }
-            Err(NotAnEvent::Shape(message)) => rejected.push(RejectedEvent {
-                index,
-                error: ErrorDetail {
-                    code: "invalid_event".into(),
-                    message,
-                },
-            }),
-            Err(NotAnEvent::Invalid(error)) => {
-                crate::metrics::event_rejected(state.boards.board_series(), &board, &error);
-                rejected.push(RejectedEvent {
-                    index,
-                    error: (&error).into(),
-                })
+            Err(NotAnEvent::Shape(message)) => {
+                return Err(ApiError::bad_request(format!(
+                    "events[{index}]: {message}; nothing was applied"
+                )));
             }
+            Err(NotAnEvent::Invalid(error)) => rejected.push((index, error)),
         }
     }
+    for (_, error) in &rejected {
+        crate::metrics::event_rejected(series, &board, error);
+    }
+    let mut rejected: Vec<RejectedEvent> = rejected
+        .into_iter()
+        .map(|(index, error)| RejectedEvent {
+            index,
+            error: (&error).into(),
+        })
+        .collect();
     let (outcome, replayed) = match &keyed {
-        None => match state.boards.incr_batch(&board, &valid).await {
-            Err(e) if is_trending(&e) => {
-                (state.boards.trend_incr_batch(&board, &valid).await?, false)
-            }
-            other => (other?, false),
-        },
+        None => (state.boards.write_events(&board, &valid).await?, false),
         Some(keyed) => write(&state, &board, &valid, keyed).await?,
     };
     for r in outcome.rejected {
         if !replayed {
-            crate::metrics::event_rejected(state.boards.board_series(), &board, &r.error);
+            crate::metrics::event_rejected(series, &board, &r.error);
         }
         rejected.push(RejectedEvent {
             index: original_index[r.index],
@@ -208,7 +219,7 @@ pub async fn post_events(
     }
     rejected.sort_by_key(|r| r.index);
     if !replayed {
-        crate::metrics::events_accepted(state.boards.board_series(), &board, outcome.accepted);
+        crate::metrics::events_accepted(series, &board, outcome.accepted);
     }
     Ok(Json(EventsResponse {
         accepted: outcome.accepted,
@@ -237,18 +248,9 @@ async fn write(
     events: &[Event],
     (key, fingerprint): &(IdempotencyKey, Fingerprint),
 ) -> Result<(BatchOutcome, bool), Error> {
-    let written = match state
+    let written = state
         .boards
-        .write_keyed(board, events, key, fingerprint)
-        .await
-    {
-        Err(e) if is_trending(&e) => {
-            state
-                .boards
-                .trend_write_keyed(board, events, key, fingerprint)
-                .await?
-        }
-        other => other?,
-    };
+        .write_events_keyed(board, events, key, fingerprint)
+        .await?;
     Ok((written.outcome, written.replayed))
 }

@@ -39,7 +39,6 @@ mod ranks;
 mod rates;
 mod snapshots;
 mod stats;
-mod trending;
 mod wire;
 
 pub use access_time::{ACCESS_TIME, AccessTime, AccessTimeLayer};

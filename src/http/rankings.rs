@@ -9,8 +9,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
-use super::trending::{PageReply, StandingReply, is_trending, no_window};
-use crate::{Error, History, ScoreRange, Span, TrendRange};
+use crate::{BoardPage, Error, History, MemberStanding, ScoreBounds, Span};
 
 /// `?window=` alone.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -35,14 +34,15 @@ pub struct TopQuery {
     /// one is given.
     #[param(minimum = 0, maximum = 1_000_000_000)]
     pub offset: Option<u64>,
-    /// Only members whose total (a trending board: score now) is at least this
-    /// (inclusive; within ±(2^53 − 1)).
+    /// Only members whose score (a windowed board: total in the window; a trending
+    /// board: score now) is at least this (inclusive; a number within ±(2^53 − 1); on a
+    /// windowed board, whose totals are integers, 0.5 means 1).
     #[param(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
-    pub min_score: Option<i64>,
-    /// Only members whose total is at most this (inclusive; within ±(2^53 − 1), not
-    /// below `min_score`).
+    pub min_score: Option<f64>,
+    /// Only members whose score is at most this (inclusive; a number within
+    /// ±(2^53 − 1), not below `min_score`).
     #[param(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
-    pub max_score: Option<i64>,
+    pub max_score: Option<f64>,
 }
 
 /// `?window=&n=`.
@@ -77,116 +77,95 @@ fn not_ranked(board: &str, member: &str) -> Error {
     }
 }
 
-/// The ranking: members with a positive total, highest first, ties by member ascending;
-/// with `min_score`/`max_score`, the members whose totals are in that range (their
-/// ranks still their ranks in the whole ranking).
+/// The ranking: members with a positive score, highest first, ties by member ascending;
+/// with `min_score`/`max_score`, the members whose scores are in that range (their
+/// ranks still their ranks in the whole ranking). A windowed board ranks a window's
+/// totals (integers), a trending board its scores now (numbers; it has no windows).
 #[utoipa::path(
-    get, path = "/v1/boards/{board}/top", tag = "rankings",
+    get, path = "/v1/boards/{board}/top", tag = "rankings", operation_id = "boardsTop",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), TopQuery),
     responses(
-        (status = 200, description = "A page of the ranking (float scores on a trending board)", body = PageReply),
+        (status = 200, description = "A page of the ranking; `kind` tells a windowed board's page from a trending board's", body = BoardPage,
+         example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0,
+                          "entries": [{"rank": 1, "member": "post:7", "score": 3}, {"rank": 2, "member": "post:9", "score": 1}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (limit, offset, min_score or max_score out of range, or min_score above max_score; a window on a trending board)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span` (a window beyond 400 days), `invalid_query` (limit, offset, min_score or max_score out of range, or min_score above max_score; a window asked of a trending board)", body = ErrorBody),
     )
 )]
 pub async fn top(
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
     ApiQuery(q): ApiQuery<TopQuery>,
-) -> ApiResult<Json<PageReply>> {
-    let range = ScoreRange::new(q.min_score, q.max_score)?;
+) -> ApiResult<Json<BoardPage>> {
+    let bounds = ScoreBounds {
+        min: q.min_score,
+        max: q.max_score,
+    };
     let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(10));
-    match state
+    let page = state
         .boards
-        .top_in_range(&board, window(&q.window)?, range, offset, limit)
-        .await
-    {
-        Ok(page) => Ok(Json(PageReply::Windowed(page))),
-        Err(e) if is_trending(&e) => {
-            no_window(&q.window)?;
-            let range =
-                TrendRange::new(q.min_score.map(|x| x as f64), q.max_score.map(|x| x as f64))?;
-            let page = state
-                .boards
-                .trend_top_in_range(&board, range, offset, limit)
-                .await?;
-            Ok(Json(PageReply::Trending(page)))
-        }
-        Err(e) => Err(e.into()),
-    }
+        .page(&board, window(&q.window)?, bounds, offset, limit)
+        .await?;
+    Ok(Json(page))
 }
 
-/// A member's total, rank (competition, or dense on a dense board) and percentile: the share of ranked members
-/// whose total is strictly below its own, in [0, 1) (404 without a positive total).
+/// A member's score, rank (competition, or dense on a dense board) and percentile: the
+/// share of ranked members whose score is strictly below its own, in [0, 1) (404
+/// without a positive score).
 #[utoipa::path(
-    get, path = "/v1/boards/{board}/members/{member}", tag = "rankings",
+    get, path = "/v1/boards/{board}/members/{member}", tag = "rankings", operation_id = "boardsMember",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), WindowQuery),
     responses(
-        (status = 200, description = "The member's total and rank (a float score on a trending board)", body = StandingReply),
-        (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no positive total", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span`", body = ErrorBody),
+        (status = 200, description = "The member's standing; `kind` tells a windowed board's (integer total in a window) from a trending board's (score now)", body = MemberStanding,
+         example = json!({"kind": "windowed", "member": "post:7", "score": 3, "rank": 1, "percentile": 0.5, "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0})),
+        (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no positive score", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (a window asked of a trending board)", body = ErrorBody),
     )
 )]
 pub async fn member(
     State(state): State<AppState>,
     ApiPath((board, member)): ApiPath<(String, String)>,
     ApiQuery(q): ApiQuery<WindowQuery>,
-) -> ApiResult<Json<StandingReply>> {
-    let standing = match state
+) -> ApiResult<Json<MemberStanding>> {
+    let standing = state
         .boards
-        .score(&board, &member, window(&q.window)?)
-        .await
-    {
-        Ok(standing) => standing.map(StandingReply::Windowed),
-        Err(e) if is_trending(&e) => {
-            no_window(&q.window)?;
-            let standing = state.boards.trend_score(&board, &member).await?;
-            standing.map(StandingReply::Trending)
-        }
-        Err(e) => return Err(e.into()),
-    };
+        .standing(&board, &member, window(&q.window)?)
+        .await?;
     Ok(Json(standing.ok_or_else(|| not_ranked(&board, &member))?))
 }
 
-/// The member and up to `n` entries on each side (404 without a positive total).
+/// The member and up to `n` entries on each side (404 without a positive score).
 #[utoipa::path(
-    get, path = "/v1/boards/{board}/members/{member}/around", tag = "rankings",
+    get, path = "/v1/boards/{board}/members/{member}/around", tag = "rankings", operation_id = "boardsAround",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), AroundQuery),
     responses(
-        (status = 200, description = "The member and its neighbours", body = PageReply),
-        (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no positive total", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span`, `invalid_query` (n out of range)", body = ErrorBody),
+        (status = 200, description = "The member and its neighbours; `kind` as in `top`", body = BoardPage,
+         example = json!({"kind": "trending", "board": "trending-posts", "at": 1_795_734_000.0,
+                          "entries": [{"rank": 1, "member": "post:7", "score": 2.83}, {"rank": 2, "member": "post:9", "score": 0.97}]})),
+        (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no positive score", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (n out of range; a window asked of a trending board)", body = ErrorBody),
     )
 )]
 pub async fn around(
     State(state): State<AppState>,
     ApiPath((board, member)): ApiPath<(String, String)>,
     ApiQuery(q): ApiQuery<AroundQuery>,
-) -> ApiResult<Json<PageReply>> {
-    let n = q.n.unwrap_or(5);
-    let page = match state
+) -> ApiResult<Json<BoardPage>> {
+    let page = state
         .boards
-        .around(&board, &member, window(&q.window)?, n)
-        .await
-    {
-        Ok(page) => page.map(PageReply::Windowed),
-        Err(e) if is_trending(&e) => {
-            no_window(&q.window)?;
-            let page = state.boards.trend_around(&board, &member, n).await?;
-            page.map(PageReply::Trending)
-        }
-        Err(e) => return Err(e.into()),
-    };
+        .neighbours(&board, &member, window(&q.window)?, q.n.unwrap_or(5))
+        .await?;
     Ok(Json(page.ok_or_else(|| not_ranked(&board, &member))?))
 }
 
 /// The member's non-zero values per slot over the board's largest window (404 when it
 /// holds none, like a removed member).
 #[utoipa::path(
-    get, path = "/v1/boards/{board}/members/{member}/history", tag = "rankings",
+    get, path = "/v1/boards/{board}/members/{member}/history", tag = "rankings", operation_id = "boardsHistory",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256)),
     responses(
-        (status = 200, description = "The member's values per slot", body = History),
+        (status = 200, description = "The member's values per slot", body = History,
+         example = json!({"member": "post:7", "slot": "1h", "from": 1_795_647_600, "to": 1_795_734_000, "points": [{"slot": 1_795_726_800, "value": 2}, {"slot": 1_795_730_400, "value": 1}]})),
         (status = 404, description = "`board_not_found`, or `member_not_found`: the member holds no value in the largest window", body = ErrorBody),
         (status = 409, description = "`board_kind`: a trending board keeps no per-slot history", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`", body = ErrorBody),
@@ -206,16 +185,17 @@ pub async fn history(
 
 /// Removes the member from every slot and window (moderation).
 #[utoipa::path(
-    delete, path = "/v1/boards/{board}/members/{member}", tag = "rankings",
+    delete, path = "/v1/boards/{board}/members/{member}", tag = "rankings", operation_id = "boardsRemoveMember",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256)),
     responses(
-        (status = 200, description = "Removed (or held nothing)", body = MemberRemoved),
+        (status = 200, description = "Removed (or held nothing)", body = MemberRemoved,
+         example = json!({"member": "post:7", "slot_values": 2})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board (no per-slot values to remove)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("adminToken" = []))
 )]
 pub async fn remove_member(
     _: AdminAccess,

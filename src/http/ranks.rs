@@ -9,8 +9,7 @@ use serde::Deserialize;
 use super::AppState;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
-use super::trending::{RanksReply, is_trending, no_window};
-use crate::Span;
+use crate::{MemberRanks, Span};
 
 /// `?members=a,b,c&window=`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -49,63 +48,51 @@ fn window(text: &Option<String>) -> crate::Result<Option<Span>> {
 /// Each member's total and rank (competition, or dense on a `"ties":"dense"` board), in the order asked (a member asked twice
 /// is answered twice); `"score": 0, "rank": null` without a positive total.
 #[utoipa::path(
-    get, path = "/v1/boards/{board}/ranks", tag = "rankings",
+    get, path = "/v1/boards/{board}/ranks", tag = "rankings", operation_id = "boardsRanks",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), RanksQuery),
     responses(
-        (status = 200, description = "The members' ranks", body = RanksReply),
+        (status = 200, description = "The members' ranks; `kind` tells a windowed board's from a trending board's", body = MemberRanks,
+         example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0,
+                          "entries": [{"member": "post:9", "score": 1, "rank": 2}, {"member": "post:1", "score": 0, "rank": null}, {"member": "post:7", "score": 3, "rank": 1}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_member` (an empty or over-long member), `invalid_span`, `invalid_query` (no member, or more than 1000)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member` (an empty or over-long member), `invalid_span` (a window beyond 400 days), `invalid_query` (no member, or more than 1000; a window asked of a trending board)", body = ErrorBody),
     )
 )]
 pub async fn get_ranks(
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
     ApiQuery(q): ApiQuery<RanksQuery>,
-) -> ApiResult<Json<RanksReply>> {
+) -> ApiResult<Json<MemberRanks>> {
     let members: Vec<&str> = q.members.split(',').collect();
-    match state
+    let ranks = state
         .boards
-        .ranks(&board, &members, window(&q.window)?)
-        .await
-    {
-        Ok(ranks) => Ok(Json(RanksReply::Windowed(ranks))),
-        Err(e) if is_trending(&e) => {
-            no_window(&q.window)?;
-            let ranks = state.boards.trend_ranks(&board, &members).await?;
-            Ok(Json(RanksReply::Trending(ranks)))
-        }
-        Err(e) => Err(e.into()),
-    }
+        .member_ranks(&board, &members, window(&q.window)?)
+        .await?;
+    Ok(Json(ranks))
 }
 
 /// Like `GET …/ranks`, for long lists: the members in a JSON body.
 #[utoipa::path(
-    post, path = "/v1/boards/{board}/ranks", tag = "rankings",
+    post, path = "/v1/boards/{board}/ranks", tag = "rankings", operation_id = "boardsRanksPost",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
-    request_body = RanksBody,
+    request_body(content = RanksBody, example = json!({"members": ["post:9", "post:1", "post:7"], "window": "24h"})),
     responses(
-        (status = 200, description = "The members' ranks", body = RanksReply),
+        (status = 200, description = "The members' ranks; `kind` tells a windowed board's from a trending board's", body = MemberRanks,
+         example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0,
+                          "entries": [{"member": "post:9", "score": 1, "rank": 2}, {"member": "post:1", "score": 0, "rank": null}, {"member": "post:7", "score": 3, "rank": 1}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_member` (an empty or over-long member), `invalid_span`, `invalid_query` (no member, or more than 1000)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member` (an empty or over-long member), `invalid_span` (a window beyond 400 days), `invalid_query` (no member, or more than 1000; a window asked of a trending board)", body = ErrorBody),
     )
 )]
 pub async fn post_ranks(
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
     ApiJson(body): ApiJson<RanksBody>,
-) -> ApiResult<Json<RanksReply>> {
+) -> ApiResult<Json<MemberRanks>> {
     let members: Vec<&str> = body.members.iter().map(|m| m.0.as_str()).collect();
-    match state
+    let ranks = state
         .boards
-        .ranks(&board, &members, window(&body.window)?)
-        .await
-    {
-        Ok(ranks) => Ok(Json(RanksReply::Windowed(ranks))),
-        Err(e) if is_trending(&e) => {
-            no_window(&body.window)?;
-            let ranks = state.boards.trend_ranks(&board, &members).await?;
-            Ok(Json(RanksReply::Trending(ranks)))
-        }
-        Err(e) => Err(e.into()),
-    }
+        .member_ranks(&board, &members, window(&body.window)?)
+        .await?;
+    Ok(Json(ranks))
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::Rollboard;
+use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::{BoardConfig, BoardName};
 use crate::error::{Error, Result};
@@ -21,7 +22,7 @@ impl Rollboard {
             .await?;
         self.inner
             .boards
-            .remember(Arc::new(created.board().clone()));
+            .remember(AnyBoard::Windowed(Arc::new(created.board().clone())));
         self.inner.board_changes.send_replace(());
         Ok(created)
     }

@@ -1,5 +1,6 @@
-//! The board-config cache of a [`Rollboard`], and the one place that reloads a board
-//! and retries when the store says it changed (dropped and re-created elsewhere).
+//! The board cache of a [`Rollboard`] (boards of either kind, as one load found them),
+//! and the one place that reloads a board and retries when the store says it changed
+//! (dropped and re-created elsewhere, perhaps as the other kind).
 //!
 //! A stale entry is harmless: the store checks the board's version on every call and
 //! answers `BoardChanged`, and the entry is then reloaded.
@@ -9,40 +10,41 @@ use std::future::Future;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::Rollboard;
+use crate::any_board::AnyBoard;
 use crate::board::Board;
-use crate::domain::BoardName;
+use crate::domain::{BoardName, TrendingBoard};
 use crate::error::{Error, Result};
 
-/// Board configs by name.
+/// Boards by name.
 #[derive(Default)]
 pub(super) struct BoardCache {
-    boards: RwLock<HashMap<BoardName, Arc<Board>>>,
+    boards: RwLock<HashMap<BoardName, AnyBoard>>,
 }
 
 impl BoardCache {
-    fn get(&self, name: &BoardName) -> Option<Arc<Board>> {
+    fn get(&self, name: &BoardName) -> Option<AnyBoard> {
         self.read().get(name).cloned()
     }
 
-    pub(super) fn remember(&self, board: Arc<Board>) {
-        self.write().insert(board.name.clone(), board);
+    pub(super) fn remember(&self, board: AnyBoard) {
+        self.write().insert(board.name().clone(), board);
     }
 
     pub(super) fn forget(&self, name: &BoardName) {
         self.write().remove(name);
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, HashMap<BoardName, Arc<Board>>> {
+    fn read(&self) -> RwLockReadGuard<'_, HashMap<BoardName, AnyBoard>> {
         self.boards.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, HashMap<BoardName, Arc<Board>>> {
+    fn write(&self) -> RwLockWriteGuard<'_, HashMap<BoardName, AnyBoard>> {
         self.boards.write().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 impl Rollboard {
-    /// Runs `op` on the named board (see [`retry_changed`](Self::retry_changed)).
+    /// Runs `op` on the named windowed board (see [`retry_changed`](Self::retry_changed)).
     pub(super) async fn on_board<T, F, Fut>(&self, name: &str, op: F) -> Result<T>
     where
         F: Fn(Arc<Board>) -> Fut,
@@ -54,8 +56,8 @@ impl Rollboard {
 
     /// Runs `op` on `board`; when the store says the board changed, reloads it once (into
     /// `board`, for the caller's later calls) and runs `op` on the fresh board. The outer
-    /// error is the reload's (the board is gone, or the store failed); the inner result
-    /// is `op`'s.
+    /// error is the reload's (the board is gone, is now a trending board, or the store
+    /// failed); the inner result is `op`'s.
     pub(super) async fn retry_changed<T, F, Fut>(
         &self,
         board: &mut Arc<Board>,
@@ -76,18 +78,63 @@ impl Rollboard {
         }
     }
 
-    /// The board from the cache, or loaded from the store (and cached).
+    /// The trending-board twin of [`retry_changed`](Self::retry_changed).
+    pub(super) async fn retry_trending<T, F, Fut>(
+        &self,
+        board: &mut Arc<TrendingBoard>,
+        op: F,
+    ) -> Result<T>
+    where
+        F: Fn(Arc<TrendingBoard>) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        match op(board.clone()).await {
+            Err(Error::BoardChanged(_)) => {
+                let name = board.name.clone();
+                self.inner.boards.forget(&name);
+                *board = self.cached_trending(&name).await?;
+                op(board.clone()).await
+            }
+            other => other,
+        }
+    }
+
+    /// The windowed board from the cache, or loaded from the store (and cached); a
+    /// trending board of that name is [`Error::BoardKind`].
     pub(super) async fn cached_board(&self, name: &BoardName) -> Result<Arc<Board>> {
+        match self.cached_any(name).await? {
+            AnyBoard::Windowed(board) => Ok(board),
+            AnyBoard::Trending(_) => Err(Error::BoardKind {
+                board: name.to_string(),
+                kind: "trending",
+            }),
+        }
+    }
+
+    /// The trending board from the cache, or loaded from the store (and cached); a
+    /// windowed board of that name is [`Error::BoardKind`].
+    pub(super) async fn cached_trending(&self, name: &BoardName) -> Result<Arc<TrendingBoard>> {
+        match self.cached_any(name).await? {
+            AnyBoard::Trending(board) => Ok(board),
+            AnyBoard::Windowed(_) => Err(Error::BoardKind {
+                board: name.to_string(),
+                kind: "windowed",
+            }),
+        }
+    }
+
+    /// The board of either kind from the cache, or loaded from the store (one load) and
+    /// cached.
+    pub(super) async fn cached_any(&self, name: &BoardName) -> Result<AnyBoard> {
         if let Some(board) = self.inner.boards.get(name) {
             return Ok(board);
         }
-        let board = Arc::new(
-            self.inner
-                .store
-                .load_board(name)
-                .await?
-                .ok_or_else(|| Error::BoardNotFound(name.to_string()))?,
-        );
+        let board = self
+            .inner
+            .store
+            .load_board(name)
+            .await?
+            .ok_or_else(|| Error::BoardNotFound(name.to_string()))?;
         self.inner.boards.remember(board.clone());
         Ok(board)
     }

@@ -2,10 +2,12 @@
 //! reads the time from its clock, caches board configs, and calls the store.
 //!
 //! One file per family of operations (what they answer is plain data in `domain`, which
-//! the stores produce too): [`boards`] (create, load, list, describe, drop), [`write`]
+//! the stores produce too): [`any_board`] (what every board answers, whatever its kind:
+//! decided once, then the windowed or trending operation), [`boards`] (create, load,
+//! list, describe, drop), [`write`]
 //! (events, member removal; a batch's outcome),
 //! [`read`] (rankings and history), [`retire`], [`recompute`]; [`cache`] holds the board
-//! configs and the one reload-and-retry when a board changed underneath.
+//! boards of either kind and the one reload-and-retry when a board changed underneath.
 
 use std::sync::Arc;
 
@@ -16,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::settings::Settings;
 use crate::store::{MemoryStore, RedisStore, Store};
 
+mod any_board;
 mod boards;
 mod cache;
 pub(crate) mod counters;

@@ -1,13 +1,14 @@
 //! Trending boards on the front door: validate names, members, deltas and times, read
 //! the time from the clock, and call the store's [`TrendingStore`](crate::store::TrendingStore).
-//! A trending board is loaded on each call (one read) and the call is tried once more
-//! when the board changed underneath.
+//! A trending board comes from the board cache (loaded once) and the call is tried once
+//! more when the board changed underneath.
 
-use std::future::Future;
+use std::sync::Arc;
 
 use super::Rollboard;
 use super::idempotent::KeyedOutcome;
 use super::write::{BatchOutcome, Rejected};
+use crate::any_board::AnyBoard;
 use crate::domain::trending::check_age;
 use crate::domain::{
     BoardName, Event, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
@@ -35,6 +36,10 @@ impl Rollboard {
             .await?;
         // A windowed board of that name cached here is gone (it was dropped first).
         self.inner.boards.forget(&name);
+        let (TrendCreated::New(board) | TrendCreated::Existing(board)) = &created;
+        self.inner
+            .boards
+            .remember(AnyBoard::Trending(Arc::new(board.clone())));
         self.inner.board_changes.send_replace(());
         Ok(created)
     }
@@ -42,18 +47,20 @@ impl Rollboard {
     /// The trending board `name`: [`Error::BoardNotFound`] when there is none,
     /// [`Error::BoardKind`] when it is a windowed board.
     pub async fn trending_board(&self, name: &str) -> Result<TrendingBoard> {
-        self.load_trending(&BoardName::parse(name)?).await
+        Ok(TrendingBoard::clone(
+            &*self.cached_trending(&BoardName::parse(name)?).await?,
+        ))
     }
 
     /// The trending board with how many members it holds and ranks now, its landmark
     /// and whether a rescale is under way.
     pub async fn describe_trending(&self, name: &str) -> Result<(TrendingBoard, TrendCounts)> {
-        let mut board = self.load_trending(&BoardName::parse(name)?).await?;
+        let mut board = self.cached_trending(&BoardName::parse(name)?).await?;
         let store = self.store().trending();
         let counts = self
-            .on_trending(&mut board, |b| async move { store.trend_counts(&b).await })
+            .retry_trending(&mut board, |b| async move { store.trend_counts(&b).await })
             .await?;
-        Ok((board, counts))
+        Ok((TrendingBoard::clone(&board), counts))
     }
 
     /// Every trending board, by name.
@@ -91,11 +98,11 @@ impl Rollboard {
         let name = BoardName::parse(board)?;
         self.settings().admission().check_batch(events.len())?;
         let now = self.now();
-        let mut board = self.load_trending(&name).await?;
+        let mut board = self.cached_trending(&name).await?;
         let (writes, outcome) = self.trend_admit(&board.config, events, now);
         let store = self.store().trending();
         let writes = &writes;
-        self.on_trending(&mut board, |b| async move {
+        self.retry_trending(&mut board, |b| async move {
             store.trend_write(&b, now, writes).await
         })
         .await?;
@@ -117,7 +124,7 @@ impl Rollboard {
         let name = BoardName::parse(board)?;
         self.settings().admission().check_batch(events.len())?;
         let now = self.now();
-        let mut board = self.load_trending(&name).await?;
+        let mut board = self.cached_trending(&name).await?;
         let (writes, outcome) = self.trend_admit(&board.config, events, now);
         let write_key = WriteKey {
             name: key.part(0),
@@ -127,7 +134,7 @@ impl Rollboard {
         let store = self.store().trending();
         let (writes_ref, key_ref) = (&writes, &write_key);
         let keyed = self
-            .on_trending(&mut board, |b| async move {
+            .retry_trending(&mut board, |b| async move {
                 store.trend_write_keyed(&b, now, writes_ref, key_ref).await
             })
             .await?;
@@ -183,9 +190,9 @@ impl Rollboard {
     ) -> Result<TrendPage> {
         check_page(offset, limit, self.settings().max_limit)?;
         let now = self.now();
-        let mut board = self.load_trending(&BoardName::parse(board)?).await?;
+        let mut board = self.cached_trending(&BoardName::parse(board)?).await?;
         let store = self.store().trending();
-        self.on_trending(&mut board, |b| async move {
+        self.retry_trending(&mut board, |b| async move {
             store.trend_top(&b, now, range, offset, limit).await
         })
         .await
@@ -195,10 +202,10 @@ impl Rollboard {
     pub async fn trend_score(&self, board: &str, member: &str) -> Result<Option<TrendStanding>> {
         let member = Member::parse(member)?;
         let now = self.now();
-        let mut board = self.load_trending(&BoardName::parse(board)?).await?;
+        let mut board = self.cached_trending(&BoardName::parse(board)?).await?;
         let store = self.store().trending();
         let member = &member;
-        self.on_trending(&mut board, |b| async move {
+        self.retry_trending(&mut board, |b| async move {
             store.trend_standing(&b, now, member).await
         })
         .await
@@ -213,10 +220,10 @@ impl Rollboard {
     ) -> Result<TrendRanks> {
         let members = parse_ranks_members(members)?;
         let now = self.now();
-        let mut board = self.load_trending(&BoardName::parse(board)?).await?;
+        let mut board = self.cached_trending(&BoardName::parse(board)?).await?;
         let store = self.store().trending();
         let members = &members;
-        self.on_trending(&mut board, |b| async move {
+        self.retry_trending(&mut board, |b| async move {
             store.trend_ranks(&b, now, members).await
         })
         .await
@@ -233,10 +240,10 @@ impl Rollboard {
         check_around(n)?;
         let member = Member::parse(member)?;
         let now = self.now();
-        let mut board = self.load_trending(&BoardName::parse(board)?).await?;
+        let mut board = self.cached_trending(&BoardName::parse(board)?).await?;
         let store = self.store().trending();
         let member = &member;
-        self.on_trending(&mut board, |b| async move {
+        self.retry_trending(&mut board, |b| async move {
             store.trend_around(&b, now, member, n).await
         })
         .await
@@ -251,7 +258,7 @@ impl Rollboard {
         options: TrendOptions,
     ) -> Result<TrendMaintenance> {
         let now = self.now();
-        let board = self.load_trending(&BoardName::parse(board)?).await?;
+        let board = self.cached_trending(&BoardName::parse(board)?).await?;
         self.store()
             .trending()
             .trend_maintain(&board, now, options)
@@ -279,30 +286,6 @@ impl Rollboard {
             }
         }
         Ok(done)
-    }
-
-    async fn load_trending(&self, name: &BoardName) -> Result<TrendingBoard> {
-        self.store()
-            .trending()
-            .load_trending(name)
-            .await?
-            .ok_or_else(|| Error::BoardNotFound(name.to_string()))
-    }
-
-    /// Runs `op` on the board, once more with the board reloaded when it changed
-    /// underneath (dropped and re-created).
-    async fn on_trending<T, F, Fut>(&self, board: &mut TrendingBoard, op: F) -> Result<T>
-    where
-        F: Fn(TrendingBoard) -> Fut,
-        Fut: Future<Output = Result<T>>,
-    {
-        match op(board.clone()).await {
-            Err(Error::BoardChanged(_)) => {
-                *board = self.load_trending(&board.name).await?;
-                op(board.clone()).await
-            }
-            other => other,
-        }
     }
 
     /// One event checked against the board's rules: member, delta, not in the future

@@ -10,6 +10,7 @@
 
 use async_trait::async_trait;
 
+use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
@@ -97,8 +98,8 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
         now: Timestamp,
     ) -> Result<Created>;
 
-    /// The board, if it exists.
-    async fn load_board(&self, name: &BoardName) -> Result<Option<Board>>;
+    /// The board of either kind, if it exists: one load tells its kind.
+    async fn load_board(&self, name: &BoardName) -> Result<Option<AnyBoard>>;
 
     /// Every board, by name.
     async fn list_boards(&self) -> Result<Vec<Board>>;

@@ -49,10 +49,6 @@ pub trait TrendingStore: Send + Sync + 'static {
         now: Timestamp,
     ) -> Result<TrendCreated>;
 
-    /// The trending board, if it exists; a windowed board of that name is
-    /// [`Error::BoardKind`](crate::Error::BoardKind).
-    async fn load_trending(&self, name: &BoardName) -> Result<Option<TrendingBoard>>;
-
     /// Every trending board, by name.
     async fn list_trending(&self) -> Result<Vec<TrendingBoard>>;
 

@@ -338,9 +338,8 @@ async fn a_batch_reports_each_rejected_event_by_index() {
             json!({"events": [
                 {"member": "a", "delta": 2},
                 {"member": "b", "at": START - 7200},
-                {"delta": 1},
                 {"member": "c", "delta": 0},
-                "not an event",
+                {"member": "", "delta": 1},
                 {"member": "a", "at": START as f64 + 30.5},
             ]}),
         )
@@ -350,19 +349,47 @@ async fn a_batch_reports_each_rejected_event_by_index() {
     let rejected: Vec<(u64, &str)> = rejected_codes(&reply.body);
     assert_eq!(
         rejected,
-        [
-            (1, "too_late"),
-            (2, "invalid_event"),
-            (3, "invalid_delta"),
-            (4, "invalid_event")
-        ]
-    );
-    assert_eq!(
-        reply.body["rejected"][1]["error"]["message"],
-        "member is missing"
+        [(1, "too_late"), (2, "invalid_delta"), (3, "invalid_member")]
     );
     let top = app.get(&format!("/v1/boards/{b}/top")).await;
     assert_eq!(entries(&top.body), ranked(&[(1, "a", 3)]));
+}
+
+#[tokio::test]
+async fn a_batch_with_an_element_not_of_the_event_shape_is_refused_whole() {
+    let app = spawn_app().await;
+    let b = app.board("1h", &["1h"]).await;
+    for (element, message) in [
+        (
+            json!({"delta": 1}),
+            "events[1]: member is missing; nothing was applied",
+        ),
+        (
+            json!("not an event"),
+            "events[1]: an event is a JSON object; nothing was applied",
+        ),
+        (
+            json!({"member": 42}),
+            "events[1]: member must be a string; nothing was applied",
+        ),
+    ] {
+        let reply = app
+            .post(
+                &format!("/v1/boards/{b}/events"),
+                json!({"events": [{"member": "a", "delta": 2}, element, {"member": "c"}]}),
+            )
+            .await;
+        assert_eq!(
+            (
+                reply.status,
+                reply.code(),
+                reply.body["error"]["message"].as_str()
+            ),
+            (StatusCode::BAD_REQUEST, "bad_request", Some(message))
+        );
+    }
+    let top = app.get(&format!("/v1/boards/{b}/top")).await;
+    assert_eq!(entries(&top.body), ranked(&[]));
 }
 
 #[tokio::test]

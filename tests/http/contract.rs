@@ -142,19 +142,24 @@ async fn a_key_given_twice_is_refused_not_last_wins() {
             "{path} {body}"
         );
     }
-    let (status, _, body) = post_json(
+    // In a batch too: the element is not an event, so the batch is refused whole.
+    let (status, code, body) = post_json(
         &app,
         &events,
-        r#"{"events":[{"member":"a","member":"b"},{"member":"c"}]}"#,
+        r#"{"events":[{"member":"c"},{"member":"a","member":"b"}]}"#,
     )
     .await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(body["accepted"], 1);
-    assert_eq!(body["rejected"][0]["index"], 0);
-    assert_eq!(body["rejected"][0]["error"]["code"], "invalid_event");
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::BAD_REQUEST, "bad_request")
+    );
+    assert_eq!(
+        body["error"]["message"],
+        "events[1]: duplicate key \"member\": each key may appear once at line 1 column 22; nothing was applied"
+    );
     assert_eq!(
         app.get(&format!("/v1/boards/{b}/top")).await.body["entries"],
-        json!([{"rank": 1, "member": "c", "score": 1}])
+        json!([])
     );
 }
 

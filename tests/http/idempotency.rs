@@ -65,7 +65,7 @@ async fn a_retried_post_with_the_same_key_is_applied_once_and_answered_alike() {
     app.at(3600 + 60);
     let batch = json!({"events": [
         {"member": "a", "delta": 2},
-        {"member": 5},
+        {"member": "d", "delta": 0},
         {"member": "b", "at": START + 10},
         {"member": "c", "at": START - 4 * 3600},
     ]})
@@ -74,7 +74,7 @@ async fn a_retried_post_with_the_same_key_is_applied_once_and_answered_alike() {
     assert_eq!(first.status, StatusCode::OK, "{:?}", first.body);
     assert_eq!(first.body["accepted"], 2);
     let codes: Vec<(u64, &str)> = rejected_codes(&first.body);
-    assert_eq!(codes, [(1, "invalid_event"), (3, "too_late")]);
+    assert_eq!(codes, [(1, "invalid_delta"), (3, "too_late")]);
     app.at(3600 + 600);
     let again = post_keyed(&app, &b, &batch, "batch-1").await;
     assert_eq!((again.status, &again.body), (first.status, &first.body));

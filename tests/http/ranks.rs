@@ -43,7 +43,7 @@ async fn get_ranks_answers_in_the_order_asked() {
     assert_eq!(
         reply.body,
         json!({
-            "board": b, "window": "1d", "from": START - 23 * 3600, "to": START + 3600,
+            "kind": "windowed", "board": b, "window": "1d", "from": START - 23 * 3600, "to": START + 3600,
             "behind": false, "lag_ms": 0, "entries": expected_entries(),
         })
     );

@@ -89,7 +89,7 @@ async fn trending_boards_over_http() {
     assert_eq!(top.status, StatusCode::OK, "{:?}", top.body);
     assert_eq!(
         top.body,
-        json!({"board": b, "at": (START + 3600) as f64, "entries": [
+        json!({"kind": "trending", "board": b, "at": (START + 3600) as f64, "entries": [
             {"rank": 1, "member": "alice", "score": 2.0},
             {"rank": 2, "member": "bob", "score": 1.625},
         ]})
@@ -122,8 +122,8 @@ async fn trending_boards_over_http() {
     let bob = app.get(&format!("/v1/boards/{b}/members/bob")).await;
     assert_eq!(
         bob.body,
-        json!({"member": "bob", "score": 1.625, "rank": 2, "percentile": 1.0 / 3.0,
-               "at": (START + 3600) as f64})
+        json!({"kind": "trending", "member": "bob", "score": 1.625, "rank": 2,
+               "percentile": 1.0 / 3.0, "at": (START + 3600) as f64})
     );
     let dave = app.get(&format!("/v1/boards/{b}/members/dave")).await;
     assert_eq!(
@@ -353,36 +353,64 @@ async fn the_openapi_document_states_trending_boards() {
         assert!(body[field].is_object(), "ConfigBody.{field}: {body}");
     }
     assert_eq!(
-        schemas["BoardKindName"]["enum"],
+        schemas["BoardKind"]["enum"],
         json!(["windowed", "trending"])
     );
-    let refs = |name: &str| -> Vec<String> {
+    // Each reply of a board route is one of two shapes, told apart by a `kind` of one
+    // value: what a generated client narrows on.
+    let variants = |name: &str| -> Vec<(String, serde_json::Value)> {
         schemas[name]["oneOf"]
             .as_array()
             .unwrap_or(&Vec::new())
             .iter()
-            .filter_map(|s| s["$ref"].as_str().map(str::to_owned))
+            .map(|s| {
+                let parts = &s["allOf"];
+                (
+                    parts[0]["$ref"].as_str().unwrap_or_default().to_owned(),
+                    json!([parts[1]["required"], parts[1]["properties"]["kind"]["enum"]]),
+                )
+            })
             .collect()
     };
-    assert_eq!(
-        refs("PageReply"),
-        [
-            "#/components/schemas/TopPage",
-            "#/components/schemas/TrendPage"
+    let kinds = |windowed: &str, trending: &str| {
+        vec![
+            (
+                format!("#/components/schemas/{windowed}"),
+                json!([["kind"], ["windowed"]]),
+            ),
+            (
+                format!("#/components/schemas/{trending}"),
+                json!([["kind"], ["trending"]]),
+            ),
         ]
+    };
+    assert_eq!(variants("BoardPage"), kinds("TopPage", "TrendPage"));
+    assert_eq!(
+        variants("MemberStanding"),
+        kinds("Standing", "TrendStanding")
+    );
+    assert_eq!(variants("MemberRanks"), kinds("Ranks", "TrendRanks"));
+    assert_eq!(
+        variants("BoardState"),
+        kinds("BoardStatus", "TrendingStatus")
     );
     assert_eq!(
-        refs("BoardReply"),
-        [
-            "#/components/schemas/BoardStatus",
-            "#/components/schemas/TrendingStatus"
-        ]
+        variants("BoardSummary"),
+        kinds("WindowedSummary", "TrendingSummary")
     );
     let entry = &schemas["TrendEntry"]["properties"]["score"]["type"];
     assert_eq!(entry, &json!("number"));
     let top = &doc["paths"]["/v1/boards/{board}/top"]["get"]["responses"]["200"];
     assert_eq!(
         top["content"]["application/json"]["schema"]["$ref"],
-        "#/components/schemas/PageReply"
+        "#/components/schemas/BoardPage"
     );
+    let min_score = doc["paths"]["/v1/boards/{board}/top"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "min_score")
+        .unwrap()["schema"]["type"]
+        .clone();
+    assert_eq!(min_score, json!("number"));
 }

@@ -21,6 +21,7 @@ mod trending;
 
 use board_state::MemBoard;
 
+use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
@@ -153,17 +154,16 @@ impl Store for MemoryStore {
         Ok(Created::New(board))
     }
 
-    async fn load_board(&self, name: &BoardName) -> Result<Option<Board>> {
+    async fn load_board(&self, name: &BoardName) -> Result<Option<AnyBoard>> {
         if let Some(board) = self.read_boards().get(name) {
-            return Ok(Some(lock(board).board.clone()));
+            return Ok(Some(AnyBoard::Windowed(Arc::new(
+                lock(board).board.clone(),
+            ))));
         }
-        if self.trending.contains(name) {
-            return Err(Error::BoardKind {
-                board: name.to_string(),
-                kind: "trending",
-            });
-        }
-        Ok(None)
+        Ok(self
+            .trending
+            .board(name)
+            .map(|b| AnyBoard::Trending(Arc::new(b))))
     }
 
     async fn list_boards(&self) -> Result<Vec<Board>> {

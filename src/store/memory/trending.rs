@@ -29,6 +29,11 @@ pub(super) struct MemTrending {
 
 impl MemTrending {
     /// Whether a trending board of that name exists.
+    /// The trending board of that name, if there is one.
+    pub(super) fn board(&self, name: &BoardName) -> Option<TrendingBoard> {
+        self.read().get(name).map(|entry| lock(entry).board.clone())
+    }
+
     pub(super) fn contains(&self, name: &BoardName) -> bool {
         self.read().contains_key(name)
     }
@@ -332,19 +337,6 @@ impl TrendingStore for MemoryStore {
             })),
         );
         Ok(TrendCreated::New(board))
-    }
-
-    async fn load_trending(&self, name: &BoardName) -> Result<Option<TrendingBoard>> {
-        if let Some(entry) = self.trending.read().get(name) {
-            return Ok(Some(lock(entry).board.clone()));
-        }
-        if self.read_boards().contains_key(name) {
-            return Err(Error::BoardKind {
-                board: name.to_string(),
-                kind: "windowed",
-            });
-        }
-        Ok(None)
     }
 
     async fn list_trending(&self) -> Result<Vec<TrendingBoard>> {

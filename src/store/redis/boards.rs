@@ -7,12 +7,15 @@
 //! under way. A drop unlinks plain slots' stage hashes and compact slots' buckets (their
 //! geometry gives the count).
 
+use std::sync::Arc;
+
 use redis::Value;
 
 use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::refusal::Refusal;
 use super::reply::{int, opt_string, string};
+use crate::any_board::AnyBoard;
 use crate::board::{Board, Created};
 use crate::domain::RetireOptions;
 use crate::domain::{BoardConfig, BoardName, Layout, SnapshotPolicy, Span, Ties, Timestamp};
@@ -142,15 +145,17 @@ async fn extend(
     )))
 }
 
-/// The board, if it exists and is not being dropped; a trending board of that name is
-/// [`Error::BoardKind`]. A live board missing from the registry (its creator stopped
+/// The board of either kind, if it exists and is not being dropped: one read of its
+/// record tells the kind. A live board missing from the registry (its creator stopped
 /// between the two steps of `create`) is registered here, so the first process to touch
 /// it again heals the registry.
-pub(super) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<Board>> {
+pub(super) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<AnyBoard>> {
     // Two commands, not a pipeline: the registry is a global key, in another hash slot
     // than the board's on Redis Cluster. Both are reads (Idempotent).
+    let mut read = record_read(name);
+    read.arg(super::trending::RECORD_FIELDS);
     let (fields, listed): (Vec<Value>, bool) = futures_util::future::try_join(
-        conn.query(&record_read(name), Some(name), Retry::Idempotent),
+        conn.query(&read, Some(name), Retry::Idempotent),
         conn.query(
             redis::cmd("SISMEMBER")
                 .arg(keys::REGISTRY)
@@ -160,16 +165,18 @@ pub(super) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<Bo
         ),
     )
     .await?;
-    if fields[0] == Value::Nil || fields[RECORD_FIELDS.len()] != Value::Nil {
+    let n = RECORD_FIELDS.len();
+    if fields[0] == Value::Nil || fields[n] != Value::Nil {
         return Ok(None);
     }
-    if opt_string(&fields[RECORD_FIELDS.len() + 1], "kind")?.as_deref() == Some("trending") {
-        return Err(Error::BoardKind {
-            board: name.to_string(),
-            kind: "trending",
-        });
-    }
-    let board = parse_board(name, &fields[..RECORD_FIELDS.len()])?;
+    let board = if opt_string(&fields[n + 1], "kind")?.as_deref() == Some("trending") {
+        AnyBoard::Trending(Arc::new(super::trending::parse_board(
+            name,
+            &fields[n + 2..],
+        )?))
+    } else {
+        AnyBoard::Windowed(Arc::new(parse_board(name, &fields[..n])?))
+    };
     if !listed {
         register(conn, name).await?;
     }

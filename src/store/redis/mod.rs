@@ -52,6 +52,7 @@ pub(crate) use conn::{RedisConn, Retry};
 use ingest::Ingest;
 pub use ingest::IngestOptions;
 
+use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::{BoardConfig, BoardName, Layout, Member, Timestamp};
@@ -198,7 +199,7 @@ impl Store for RedisStore {
         boards::create(&self.conn, name, config, now).await
     }
 
-    async fn load_board(&self, name: &BoardName) -> Result<Option<Board>> {
+    async fn load_board(&self, name: &BoardName) -> Result<Option<AnyBoard>> {
         boards::load(&self.conn, name).await
     }
 

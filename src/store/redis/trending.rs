@@ -22,7 +22,8 @@ use crate::error::{Error, Result};
 use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
 
 /// The record fields of a trending board, in the order [`parse_board`] reads them.
-const RECORD_FIELDS: &[&str] = &["version", "half_life", "floor", "max_age", "created_ms"];
+pub(super) const RECORD_FIELDS: &[&str] =
+    &["version", "half_life", "floor", "max_age", "created_ms"];
 
 fn corrupt(name: &BoardName, what: &str) -> Error {
     Error::Store(format!(
@@ -31,7 +32,7 @@ fn corrupt(name: &BoardName, what: &str) -> Error {
 }
 
 /// A board from its record's `version, half_life, floor, max_age, created_ms`.
-fn parse_board(name: &BoardName, fields: &[Value]) -> Result<TrendingBoard> {
+pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<TrendingBoard> {
     let text = |i: usize| string(&fields[i], RECORD_FIELDS[i]);
     let version = text(0)?
         .parse::<u64>()
@@ -512,10 +513,6 @@ impl TrendingStore for RedisStore {
         now: Timestamp,
     ) -> Result<TrendCreated> {
         create(&self.conn, name, config, now).await
-    }
-
-    async fn load_trending(&self, name: &BoardName) -> Result<Option<TrendingBoard>> {
-        load(&self.conn, name).await
     }
 
     async fn list_trending(&self) -> Result<Vec<TrendingBoard>> {

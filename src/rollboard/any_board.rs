@@ -1,0 +1,225 @@
+//! The operations every board answers, whatever its kind: what the HTTP routes and an
+//! embedding backend that wants "a board" call. Each loads the board once (from the
+//! cache), decides by its kind, and calls the windowed or the trending operation
+//! underneath; those stay public for callers who know their board's kind.
+//!
+//! A trending board has no windows: a window asked of it is [`Error::InvalidQuery`].
+//! Score bounds are numbers ([`ScoreBounds`]); a windowed board reads them as the
+//! integer totals between them.
+
+use super::Rollboard;
+use super::idempotent::KeyedOutcome;
+use super::write::BatchOutcome;
+use std::future::Future;
+
+use crate::any_board::{
+    AnyBoard, BoardKind, BoardPage, BoardState, MemberRanks, MemberStanding, TrendingStatus,
+};
+use crate::domain::{BoardName, Event, Fingerprint, IdempotencyKey, ScoreBounds, Span};
+use crate::error::{Error, Result};
+
+impl Rollboard {
+    /// The board of either kind: [`Error::BoardNotFound`] when there is none.
+    pub async fn any_board(&self, name: &str) -> Result<AnyBoard> {
+        self.cached_any(&BoardName::parse(name)?).await
+    }
+
+    /// Applies one event to the board: `Ok` when it was applied, its error otherwise.
+    pub async fn write_event(&self, board: &str, event: &Event) -> Result<()> {
+        let outcome = self
+            .write_events(board, std::slice::from_ref(event))
+            .await?;
+        match outcome.rejected.into_iter().next() {
+            Some(rejected) => Err(rejected.error),
+            None => Ok(()),
+        }
+    }
+
+    /// Applies a batch of events to the board: each bad event is rejected on its own
+    /// (with its index), the rest are applied (see [`incr_batch`](Self::incr_batch) and
+    /// [`trend_incr_batch`](Self::trend_incr_batch)).
+    pub async fn write_events(&self, board: &str, events: &[Event]) -> Result<BatchOutcome> {
+        self.by_kind(board, |kind| async move {
+            match kind {
+                BoardKind::Windowed => self.incr_batch(board, events).await,
+                BoardKind::Trending => self.trend_incr_batch(board, events).await,
+            }
+        })
+        .await
+    }
+
+    /// Applies a batch of events to the board once under `key` and the request's
+    /// `fingerprint` (see [`write_keyed`](Self::write_keyed) and
+    /// [`trend_write_keyed`](Self::trend_write_keyed)).
+    pub async fn write_events_keyed(
+        &self,
+        board: &str,
+        events: &[Event],
+        key: &IdempotencyKey,
+        fingerprint: &Fingerprint,
+    ) -> Result<KeyedOutcome> {
+        self.by_kind(board, |kind| async move {
+            match kind {
+                BoardKind::Windowed => self.write_keyed(board, events, key, fingerprint).await,
+                BoardKind::Trending => {
+                    self.trend_write_keyed(board, events, key, fingerprint)
+                        .await
+                }
+            }
+        })
+        .await
+    }
+
+    /// A page of the ranking: of `window` on a windowed board (its first window when
+    /// `None`), of the scores now on a trending board; the members whose score is within
+    /// `bounds`, highest first, ties by member ascending, from the `offset`-th of them
+    /// (their ranks are their ranks in the whole ranking). `limit` is 1 to the
+    /// configured `max_limit`.
+    pub async fn page(
+        &self,
+        board: &str,
+        window: Option<Span>,
+        bounds: ScoreBounds,
+        offset: u64,
+        limit: u64,
+    ) -> Result<BoardPage> {
+        self.by_kind(board, |kind| async move {
+            Ok(match kind {
+                BoardKind::Windowed => BoardPage::Windowed(
+                    self.top_in_range(board, window, bounds.totals()?, offset, limit)
+                        .await?,
+                ),
+                BoardKind::Trending => {
+                    no_window(window)?;
+                    BoardPage::Trending(
+                        self.trend_top_in_range(board, bounds.scores()?, offset, limit)
+                            .await?,
+                    )
+                }
+            })
+        })
+        .await
+    }
+
+    /// The member's score, rank and percentile (in `window` on a windowed board); `None`
+    /// when it holds no positive score.
+    pub async fn standing(
+        &self,
+        board: &str,
+        member: &str,
+        window: Option<Span>,
+    ) -> Result<Option<MemberStanding>> {
+        self.by_kind(board, |kind| async move {
+            Ok(match kind {
+                BoardKind::Windowed => self
+                    .score(board, member, window)
+                    .await?
+                    .map(MemberStanding::Windowed),
+                BoardKind::Trending => {
+                    no_window(window)?;
+                    self.trend_score(board, member)
+                        .await?
+                        .map(MemberStanding::Trending)
+                }
+            })
+        })
+        .await
+    }
+
+    /// The score and rank of each of `members` (1 to 1,000; in the order asked,
+    /// duplicates kept), read at one instant (see [`ranks`](Self::ranks)).
+    pub async fn member_ranks<S: AsRef<str> + Sync>(
+        &self,
+        board: &str,
+        members: &[S],
+        window: Option<Span>,
+    ) -> Result<MemberRanks> {
+        self.by_kind(board, |kind| async move {
+            Ok(match kind {
+                BoardKind::Windowed => {
+                    MemberRanks::Windowed(self.ranks(board, members, window).await?)
+                }
+                BoardKind::Trending => {
+                    no_window(window)?;
+                    MemberRanks::Trending(self.trend_ranks(board, members).await?)
+                }
+            })
+        })
+        .await
+    }
+
+    /// The member with up to `n` (0–100) ranked entries above and below it; `None` when
+    /// it holds no positive score.
+    pub async fn neighbours(
+        &self,
+        board: &str,
+        member: &str,
+        window: Option<Span>,
+        n: u64,
+    ) -> Result<Option<BoardPage>> {
+        self.by_kind(board, |kind| async move {
+            Ok(match kind {
+                BoardKind::Windowed => self
+                    .around(board, member, window, n)
+                    .await?
+                    .map(BoardPage::Windowed),
+                BoardKind::Trending => {
+                    no_window(window)?;
+                    self.trend_around(board, member, n)
+                        .await?
+                        .map(BoardPage::Trending)
+                }
+            })
+        })
+        .await
+    }
+
+    /// The board's state: a windowed board's members per window, live slots and
+    /// retirement lag; a trending board's members, ranked members and landmark.
+    pub async fn board_state(&self, board: &str) -> Result<BoardState> {
+        self.by_kind(board, |kind| async move {
+            Ok(match kind {
+                BoardKind::Windowed => BoardState::Windowed(self.describe_board(board).await?),
+                BoardKind::Trending => {
+                    let (board, counts) = self.describe_trending(board).await?;
+                    BoardState::Trending(TrendingStatus::new(&board, counts))
+                }
+            })
+        })
+        .await
+    }
+
+    /// Runs `op` with the kind of the board as cached (one load when it is not). A
+    /// cached board may be stale: dropped and re-created as the other kind elsewhere.
+    /// The operation underneath then finds the board changed, reloads it and refuses it
+    /// ([`Error::BoardKind`]); `op` runs once more with the kind now cached.
+    async fn by_kind<T, F, Fut>(&self, board: &str, op: F) -> Result<T>
+    where
+        F: Fn(BoardKind) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let name = BoardName::parse(board)?;
+        let kind = self.cached_any(&name).await?.kind();
+        match op(kind).await {
+            Err(error @ Error::BoardKind { .. }) => {
+                let now = self.cached_any(&name).await?.kind();
+                if now == kind {
+                    // Not a stale entry: the operation itself refused the kind.
+                    return Err(error);
+                }
+                op(now).await
+            }
+            other => other,
+        }
+    }
+}
+
+/// A trending board has no windows: a window asked of it is refused.
+fn no_window(window: Option<Span>) -> Result<()> {
+    match window {
+        Some(_) => Err(Error::InvalidQuery {
+            reason: "a trending board has no windows: leave out window".into(),
+        }),
+        None => Ok(()),
+    }
+}
