@@ -29,7 +29,8 @@ pub struct BoardConfig {
     /// May be added, changed or removed on an existing board (it changes no data).
     #[cfg_attr(feature = "server", schema(nullable = false))]
     snapshots: Option<SnapshotPolicy>,
-    /// How slot data is kept in Redis (see [`Layout`]); absent: the store's default.
+    /// How slot data is kept in Redis (see the `Layout` schema); absent: the store's
+    /// default.
     /// Changed on a live board by `rollboard relayout`, never by a PUT.
     #[cfg_attr(feature = "server", schema(nullable = false))]
     layout: Option<Layout>,

@@ -35,7 +35,8 @@ pub struct Ranks {
     pub from: i64,
     /// End of the newest slot the totals include (unix seconds, exclusive).
     pub to: i64,
-    /// Retirement is behind (see [`TopPage::behind`](super::TopPage::behind)).
+    /// Retirement is behind: the totals still include slots that have left the window,
+    /// until the next retirement pass subtracts them (as `behind` of a top page).
     pub behind: bool,
     /// How long ago the oldest slot still included left the window, ms (0 when not
     /// behind).

@@ -53,7 +53,8 @@ pub struct Standing {
     pub member: String,
     /// Its total in the window (positive).
     pub score: i64,
-    /// Its rank: competition, or dense on a `"ties":"dense"` board (see [`Entry::rank`]).
+    /// Its rank: competition (equal scores share a rank: 1, 1, 3), or dense on a
+    /// `"ties":"dense"` board (1, 1, 2), as `rank` of a top page's entries.
     pub rank: u64,
     /// The share of ranked members (positive totals) whose total is strictly below the
     /// member's, in [0, 1): 0 for the lowest total, `(ranked − 1) / ranked` for a sole
@@ -66,7 +67,8 @@ pub struct Standing {
     pub from: i64,
     /// End of the newest slot the total includes (unix seconds, exclusive).
     pub to: i64,
-    /// Retirement is behind (see [`TopPage::behind`]).
+    /// Retirement is behind: the total still includes slots that have left the window,
+    /// until the next retirement pass subtracts them (as `behind` of a top page).
     pub behind: bool,
     /// How long ago the oldest slot still included left the window, ms (0 when not
     /// behind).

@@ -10,24 +10,59 @@
 //! - an operation with parameters: 400 (a path or query parameter that does not parse);
 //! - an operation with a body: 400 (not JSON, wrong shape), 413 (over the body limit),
 //!   415 (a `Content-Type` that is not JSON);
-//! - an operation with a security requirement: 401 (missing or unknown token).
+//! - an operation with a security requirement: 401 (missing or unknown token);
+//! - an operation only the admin token may call: 403 (the write token, when an admin
+//!   token is configured).
 //!
 //! Every one of them carries the [`ErrorBody`](super::error::ErrorBody) schema.
+//!
+//! An operation without a security requirement gets an empty one (`"security": []`): it
+//! is public, and says so. The document names one server, the path it is served under
+//! (`/`, or the prefix the router is mounted at).
 
 use utoipa::openapi::path::{Operation, PathItem};
 use utoipa::openapi::schema::Schema;
-use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, ResponseBuilder};
+use utoipa::openapi::security::SecurityRequirement;
+use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, ResponseBuilder, ServerBuilder};
 
 use crate::Settings;
+
+/// The security scheme of the admin token (see `BearerAuth` in the parent module).
+const ADMIN: &str = "adminToken";
+const NO_SCOPES: [&str; 0] = [];
 
 /// Adds the layers' statuses to every operation and the configured bounds to the schemas.
 pub fn complete(openapi: &mut OpenApi, settings: &Settings) {
     for item in openapi.paths.paths.values_mut() {
         for operation in operations(item) {
             add_layer_statuses(operation);
+            // Public: an explicit empty requirement, not an absent one.
+            operation.security.get_or_insert_with(Vec::new);
         }
     }
     set_bounds(openapi, settings);
+    set_server(openapi, "");
+}
+
+/// The one server: `prefix` (the path the router is mounted under; `""` or `/` at the
+/// root), relative to wherever the document was read from.
+pub fn set_server(openapi: &mut OpenApi, prefix: &str) {
+    let (url, description) = match prefix.trim_end_matches('/') {
+        "" => (
+            "/",
+            "This service, at the root of the host the document was read from",
+        ),
+        prefix => (
+            prefix,
+            "This service, under the prefix it is mounted at on the host the document was read from",
+        ),
+    };
+    openapi.servers = Some(vec![
+        ServerBuilder::new()
+            .url(url)
+            .description(Some(description))
+            .build(),
+    ]);
 }
 
 fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
@@ -63,6 +98,12 @@ fn add_layer_statuses(operation: &mut Operation) {
         statuses.push((
             "401",
             "`unauthorized`: tokens are configured and the request has none, or an unknown one",
+        ));
+    }
+    if operation.security.as_deref() == Some(&[SecurityRequirement::new(ADMIN, NO_SCOPES)]) {
+        statuses.push((
+            "403",
+            "`forbidden`: an admin token is configured and the request sent the write token",
         ));
     }
     let responses = &mut operation.responses.responses;

@@ -110,15 +110,15 @@ fn time(seconds: Option<f64>) -> crate::Result<Option<Timestamp>> {
 /// Adds `count` (default 1) at `at` (default now) to every precision of the counter,
 /// atomically; a counter not seen before starts here.
 #[utoipa::path(
-    post, path = "/v1/counters/{name}", tag = "counters",
-    params(("name" = String, Path, description = "The counter: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
-    request_body(content = Option<CountBody>, description = "Optional: an empty body counts 1 now"),
+    post, path = "/v1/counters/{name}", tag = "counters", operation_id = "countersIncr",
+    params(("name" = String, Path, description = "The counter: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$", example = json!("signups"))),
+    request_body(content = Option<CountBody>, description = "Optional: an empty body counts 1 now", example = json!({"count": 2})),
     responses(
-        (status = 200, description = "Counted", body = Counted),
+        (status = 200, description = "Counted", body = Counted, example = json!({"name": "signups", "count": 2})),
         (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
         (status = 422, description = "`invalid_counter_name`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("writeToken" = []), ("adminToken" = []))
 )]
 pub async fn post_count(
     _: WriteAccess,
@@ -138,16 +138,16 @@ pub async fn post_count(
 /// Gives the counter precisions of its own, used by every later increment (or, with
 /// `null`, takes them away: the global ones apply again).
 #[utoipa::path(
-    put, path = "/v1/counters/{name}", tag = "counters",
-    params(("name" = String, Path)),
-    request_body = PrecisionsBody,
+    put, path = "/v1/counters/{name}", tag = "counters", operation_id = "countersConfigure",
+    params(("name" = String, Path, description = "The counter: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$", example = json!("signups"))),
+    request_body(content = PrecisionsBody, example = json!({"precisions": [10, "1m", "1h"]})),
     responses(
-        (status = 200, description = "The precisions the counter counts at from now on", body = CounterConfig),
+        (status = 200, description = "The precisions the counter counts at from now on", body = CounterConfig, example = json!({"name": "signups", "precisions": [10, 60, 3600]})),
         (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 422, description = "`invalid_counter_name`, `invalid_span` (a precision), `invalid_config` (none, too many, or repeated)", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("adminToken" = []))
 )]
 pub async fn put_config(
     _: AdminAccess,
@@ -178,10 +178,15 @@ pub async fn put_config(
 
 /// The counter's samples at one precision, oldest first.
 #[utoipa::path(
-    get, path = "/v1/counters/{name}", tag = "counters",
-    params(("name" = String, Path, description = "The counter: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), SamplesQuery),
+    get, path = "/v1/counters/{name}", tag = "counters", operation_id = "countersSamples",
+    params(("name" = String, Path, description = "The counter: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$", example = json!("signups")), SamplesQuery),
     responses(
-        (status = 200, description = "The samples", body = Samples),
+        (status = 200, description = "The samples", body = Samples, example = json!({
+            "name": "signups",
+            "precision": 5,
+            "samples": [[1_700_000_000, 4], [1_700_000_005, 0], [1_700_000_010, 1]],
+            "open": 1_700_000_010
+        })),
         (status = 404, description = "`counter_not_found`, `precision_not_found`", body = ErrorBody),
         (status = 422, description = "`invalid_counter_name`, `invalid_span`, `invalid_time`, `invalid_query` (from after to, too many slices to fill)", body = ErrorBody),
     )
@@ -214,8 +219,11 @@ pub async fn get_samples(
 
 /// Every counter and its precisions.
 #[utoipa::path(
-    get, path = "/v1/counters", tag = "counters",
-    responses((status = 200, description = "Every counter", body = CounterList))
+    get, path = "/v1/counters", tag = "counters", operation_id = "countersList",
+    responses((status = 200, description = "Every counter", body = CounterList, example = json!({"counters": [
+        {"name": "signups", "precisions": ["10s", "1m", "1h"]},
+        {"name": "logins", "precisions": ["1s", "5s", "1m", "5m", "1h", "5h", "1d"]}
+    ]})))
 )]
 pub async fn list_counters(State(state): State<AppState>) -> ApiResult<Json<CounterList>> {
     Ok(Json(CounterList {
@@ -225,15 +233,15 @@ pub async fn list_counters(State(state): State<AppState>) -> ApiResult<Json<Coun
 
 /// Deletes a counter and its samples.
 #[utoipa::path(
-    delete, path = "/v1/counters/{name}", tag = "counters",
-    params(("name" = String, Path, description = "The counter: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
+    delete, path = "/v1/counters/{name}", tag = "counters", operation_id = "countersDelete",
+    params(("name" = String, Path, description = "The counter: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$", example = json!("signups"))),
     responses(
         (status = 204, description = "Dropped"),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`counter_not_found`", body = ErrorBody),
         (status = 422, description = "`invalid_counter_name`", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("adminToken" = []))
 )]
 pub async fn delete_counter(
     _: AdminAccess,

@@ -7,6 +7,7 @@
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
@@ -81,12 +82,21 @@ fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     })
 }
 
-/// `axum::extract::Query`, rejecting with a JSON [`ApiError`].
-#[derive(Debug, FromRequestParts)]
-#[from_request(via(axum::extract::Query), rejection(ApiError))]
+/// `axum::extract::Query`, rejecting with a JSON [`ApiError`] that names the parameter
+/// and what it expects (see [`ApiError::query`]).
+#[derive(Debug)]
 pub struct ApiQuery<T>(pub T);
 
-/// `axum::extract::Path`, rejecting with a JSON [`ApiError`].
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::try_from_uri(&parts.uri)
+            .map(|axum::extract::Query(value)| ApiQuery(value))
+            .map_err(|rejection| ApiError::query(&rejection, parts.uri.query().unwrap_or("")))
+    }
+}
+
+/// `axum::extract::Path`, rejecting with a JSON [`ApiError`] that names the parameter.
 #[derive(Debug, FromRequestParts)]
 #[from_request(via(axum::extract::Path), rejection(ApiError))]
 pub struct ApiPath<T>(pub T);

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::DefaultBodyLimit;
-use axum::http::StatusCode;
+use axum::extract::{DefaultBodyLimit, OriginalUri};
+use axum::http::{StatusCode, Uri};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router, middleware};
@@ -102,16 +102,48 @@ pub struct AppState {
 )]
 struct ApiDoc;
 
+/// The two bearer schemes. Write routes list both (either token satisfies them), admin
+/// routes only `adminToken`; the rules are [`auth`]'s.
 struct BearerAuth;
 
 impl utoipa::Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
+        let bearer = |description: &str| {
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(description))
+                    .build(),
+            )
+        };
         components.add_security_scheme(
-            "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            "writeToken",
+            bearer(
+                "The write token (ROLLBOARD_WRITE_TOKEN) or the admin token: either one \
+                 grants writes (events, hits, checks, counter increments, stat values). \
+                 When only an admin token is configured, writes need that one. When no \
+                 token is configured at all, every route is open and no token is needed.",
+            ),
+        );
+        components.add_security_scheme(
+            "adminToken",
+            bearer(
+                "The admin token (ROLLBOARD_ADMIN_TOKEN) grants writes and administration \
+                 (create, change or drop a board, remove a member, configure or drop a \
+                 counter). When only a write token is configured, that token administers \
+                 too. A write token sent when an admin token is configured is refused \
+                 with 403 `forbidden` on an admin route. When no token is configured at \
+                 all, every route is open.",
+            ),
         );
     }
+}
+
+/// The prefix the router is mounted under (`""` at the root): what `original` (the path
+/// as the client sent it) has before `path` (the path as this router sees it).
+fn mount_prefix<'a>(original: &'a str, path: &str) -> &'a str {
+    original.strip_suffix(path).unwrap_or("")
 }
 
 /// The whole service as a router: mount it as is, or under a prefix with `nest`.
@@ -161,7 +193,15 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
     routes
         .route(
             "/openapi.json",
-            get(move || async move { Json(openapi.as_ref().clone()) }),
+            get(
+                move |OriginalUri(original): OriginalUri, uri: Uri| async move {
+                    // Under `nest("/rank", …)` the document is at /rank/openapi.json and its
+                    // paths under /rank: the server is the prefix it was read from.
+                    let mut document = openapi.as_ref().clone();
+                    contract::set_server(&mut document, mount_prefix(original.path(), uri.path()));
+                    Json(document)
+                },
+            ),
         )
         .route("/", get(dashboard::page))
         .fallback(ops::not_found)

@@ -21,8 +21,15 @@ pub struct Health {
     pub store: &'static str,
 }
 
+/// The start of what `/metrics` answers (the real text has every series).
+const METRICS_EXAMPLE: &str =
+    "# TYPE rollboard_clock_skew_seconds gauge\nrollboard_clock_skew_seconds 0\n";
+
 /// The process is up.
-#[utoipa::path(get, path = "/healthz", tag = "ops", responses((status = 200, description = "The process is up", body = Health)))]
+#[utoipa::path(
+    get, path = "/healthz", tag = "ops", operation_id = "opsHealthz",
+    responses((status = 200, description = "The process is up", body = Health, example = json!({"status": "ok", "store": "memory"})))
+)]
 pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
     Json(Health {
         status: "ok",
@@ -34,9 +41,9 @@ pub async fn healthz(State(state): State<AppState>) -> Json<Health> {
 /// Redis keeps every key: not full, and its eviction policy is `noeviction` (or
 /// `accept_eviction` is set).
 #[utoipa::path(
-    get, path = "/readyz", tag = "ops",
+    get, path = "/readyz", tag = "ops", operation_id = "opsReadyz",
     responses(
-        (status = 200, description = "Ready", body = Health),
+        (status = 200, description = "Ready", body = Health, example = json!({"status": "ready", "store": "redis"})),
         (status = 503, description = "`store_unavailable`; `clock_skew`: this process's clock is too far from the store's; `store_full`: Redis is at its memory limit and refuses writes; `eviction_policy`: Redis may evict keys", body = ErrorBody),
     )
 )]
@@ -75,9 +82,9 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiEr
 
 /// Prometheus metrics, text format.
 #[utoipa::path(
-    get, path = "/metrics", tag = "ops",
+    get, path = "/metrics", tag = "ops", operation_id = "opsMetrics",
     responses(
-        (status = 200, description = "The metrics, Prometheus text format", content_type = "text/plain", body = String),
+        (status = 200, description = "The metrics, Prometheus text format", content_type = "text/plain", body = String, example = json!(METRICS_EXAMPLE)),
         (status = 404, description = "`not_found`: metrics are not enabled in this process", body = ErrorBody),
     )
 )]

@@ -2,7 +2,7 @@
 //! hits of any keys), `GET /v1/rates/{key}?last=…`, `POST /v1/rates/{key}/check`,
 //! `DELETE /v1/rates/{key}`. Thin: parse, call
 //! [`Rollboard`](crate::Rollboard), render. Writes (hits, checks, deletes) need the
-//! write token.
+//! write token (or the admin token).
 
 use std::collections::BTreeMap;
 
@@ -137,15 +137,15 @@ pub struct CheckResponse {
 
 /// Counts a hit of `key`.
 #[utoipa::path(
-    post, path = "/v1/rates/{key}/hits", tag = "rates",
-    params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256)),
-    request_body(content = Option<HitBody>, description = "Optional: an empty body is one hit now"),
+    post, path = "/v1/rates/{key}/hits", tag = "rates", operation_id = "ratesHit",
+    params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256, example = json!("login:203.0.113.7"))),
+    request_body(content = Option<HitBody>, description = "Optional: an empty body is one hit now", example = json!({"count": 3})),
     responses(
-        (status = 200, description = "Counted", body = HitResponse),
+        (status = 200, description = "Counted", body = HitResponse, example = json!({"accepted": 3, "tiers": 4})),
         (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
         (status = 422, description = "`too_late`, `in_future`, `invalid_time`, `invalid_rate_key`, `invalid_delta` (count), `rate_overflow`", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("writeToken" = []), ("adminToken" = []))
 )]
 pub async fn post_hit(
     _: WriteAccess,
@@ -166,15 +166,21 @@ pub async fn post_hit(
 
 /// Counts a batch of hits of any keys (in one round trip to the store).
 #[utoipa::path(
-    post, path = "/v1/rates", tag = "rates",
-    request_body = HitsBody,
+    post, path = "/v1/rates", tag = "rates", operation_id = "ratesHits",
+    request_body(content = HitsBody, example = json!({"hits": [
+        {"key": "login:203.0.113.7"},
+        {"key": "api:user:42", "count": 5},
+        {"key": "", "count": 1}
+    ]})),
     responses(
-        (status = 200, description = "Counted: the accepted hits, and the rejected ones by index with the reason", body = HitsResponse),
+        (status = 200, description = "Counted: the accepted hits, and the rejected ones by index with the reason", body = HitsResponse, example = json!({
+            "accepted": 2,
+            "rejected": [{"index": 2, "error": {"code": "invalid_rate_key", "message": "invalid rate key: must not be empty"}}]
+        })),
         (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
-        (status = 403, description = "`forbidden`", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more hits than `max_batch`", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("writeToken" = []), ("adminToken" = []))
 )]
 pub async fn post_hits(
     _: WriteAccess,
@@ -220,10 +226,14 @@ pub async fn post_hits(
 
 /// The counts of `key` over the windows of `last`.
 #[utoipa::path(
-    get, path = "/v1/rates/{key}", tag = "rates",
-    params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), LastQuery),
+    get, path = "/v1/rates/{key}", tag = "rates", operation_id = "ratesCounts",
+    params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256, example = json!("login:203.0.113.7")), LastQuery),
     responses(
-        (status = 200, description = "The counts", body = CountsResponse),
+        (status = 200, description = "The counts", body = CountsResponse, example = json!({
+            "key": "login:203.0.113.7",
+            "at": 1_700_000_000.25,
+            "counts": {"5s": 1, "5m": 4}
+        })),
         (status = 422, description = "`invalid_rate_key`, `invalid_rate_window`", body = ErrorBody),
     )
 )]
@@ -247,15 +257,15 @@ pub async fn get_counts(
 
 /// Counts hits of `key` only if the window then holds at most `limit`.
 #[utoipa::path(
-    post, path = "/v1/rates/{key}/check", tag = "rates",
-    params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256)),
-    request_body = CheckBody,
+    post, path = "/v1/rates/{key}/check", tag = "rates", operation_id = "ratesCheck",
+    params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256, example = json!("login:203.0.113.7"))),
+    request_body(content = CheckBody, example = json!({"limit": 100, "last": "1m", "count": 1})),
     responses(
-        (status = 200, description = "The verdict", body = CheckResponse),
+        (status = 200, description = "The verdict", body = CheckResponse, example = json!({"allowed": true, "count": 5, "limit": 100, "retry_after": 0.0})),
         (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
         (status = 422, description = "`invalid_rate_key`, `invalid_rate_window`, `invalid_delta` (count), `invalid_query` (limit), `rate_overflow`", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("writeToken" = []), ("adminToken" = []))
 )]
 pub async fn post_check(
     _: WriteAccess,
@@ -277,13 +287,13 @@ pub async fn post_check(
 
 /// Forgets `key`.
 #[utoipa::path(
-    delete, path = "/v1/rates/{key}", tag = "rates",
-    params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256)),
+    delete, path = "/v1/rates/{key}", tag = "rates", operation_id = "ratesDelete",
+    params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256, example = json!("login:203.0.113.7"))),
     responses(
         (status = 204, description = "Forgotten (or held nothing)"),
         (status = 422, description = "`invalid_rate_key`", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("writeToken" = []), ("adminToken" = []))
 )]
 pub async fn delete_key(
     _: WriteAccess,

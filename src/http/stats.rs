@@ -58,15 +58,15 @@ pub struct Slowest {
 
 /// Records one value of `kind` in `context` for the current hour.
 #[utoipa::path(
-    post, path = "/v1/stats/{context}/{kind}", tag = "stats",
-    params(("context" = String, Path, description = "Any text of 1–256 bytes without control characters; percent-encode `/` (`%2F`)", min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"), ("kind" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
-    request_body = ValueBody,
+    post, path = "/v1/stats/{context}/{kind}", tag = "stats", operation_id = "statsRecord",
+    params(("context" = String, Path, description = "Any text of 1–256 bytes without control characters; percent-encode `/` (`%2F`)", min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$", example = json!("/v1/checkout")), ("kind" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$", example = json!("Latency"))),
+    request_body(content = ValueBody, example = json!({"value": 0.25})),
     responses(
-        (status = 200, description = "Recorded", body = Recorded),
+        (status = 200, description = "Recorded", body = Recorded, example = json!({"context": "/v1/checkout", "kind": "Latency", "value": 0.25})),
         (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
         (status = 422, description = "`invalid_query`: a bad context or kind", body = ErrorBody),
     ),
-    security(("bearer" = []))
+    security(("writeToken" = []), ("adminToken" = []))
 )]
 pub async fn post_value(
     _: WriteAccess,
@@ -88,10 +88,15 @@ pub async fn post_value(
 /// Count, sum, min, max, mean, sample stddev and p50/p95/p99 (within 2 %) of the
 /// current and the previous hour.
 #[utoipa::path(
-    get, path = "/v1/stats/{context}/{kind}", tag = "stats",
-    params(("context" = String, Path, description = "Any text of 1–256 bytes without control characters; percent-encode `/` (`%2F`)", min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$"), ("kind" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
+    get, path = "/v1/stats/{context}/{kind}", tag = "stats", operation_id = "statsGet",
+    params(("context" = String, Path, description = "Any text of 1–256 bytes without control characters; percent-encode `/` (`%2F`)", min_length = 1, max_length = 256, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$", example = json!("/v1/checkout")), ("kind" = String, Path, description = "1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$", example = json!("Latency"))),
     responses(
-        (status = 200, description = "The statistics", body = ContextStats),
+        (status = 200, description = "The statistics", body = ContextStats, example = json!({
+            "context": "/v1/checkout",
+            "kind": "Latency",
+            "current": {"hour": 1_700_002_800, "count": 2, "sum": 1.0, "min": 0.25, "max": 0.75, "mean": 0.5, "stddev": 0.3535533905932738, "p50": 0.7406404088969122, "p95": 0.7406404088969122, "p99": 0.7406404088969122},
+            "previous": null
+        })),
         (status = 404, description = "`stats_not_found`: nothing recorded this hour or the previous one", body = ErrorBody),
         (status = 422, description = "`invalid_query`: a bad context or kind", body = ErrorBody),
     )
@@ -106,10 +111,13 @@ pub async fn get_stats(
 /// The contexts of a kind with the highest mean (the service records its own routes'
 /// `AccessTime`).
 #[utoipa::path(
-    get, path = "/v1/stats/slowest", tag = "stats",
+    get, path = "/v1/stats/slowest", tag = "stats", operation_id = "statsSlowest",
     params(SlowestQuery),
     responses(
-        (status = 200, description = "The slowest contexts", body = Slowest),
+        (status = 200, description = "The slowest contexts", body = Slowest, example = json!({"kind": "AccessTime", "entries": [
+            {"context": "/v1/boards/{board}/top", "mean": 0.0042, "count": 120},
+            {"context": "/v1/counters/{name}", "mean": 0.0011, "count": 37}
+        ]})),
         (status = 422, description = "`invalid_query`: a bad kind or limit", body = ErrorBody),
     )
 )]

@@ -411,10 +411,24 @@ async fn the_openapi_document_states_the_contract() {
                     );
                 }
             }
-            if op.get("security").is_some() {
+            // Every operation states its security; a public one with an empty list.
+            let security = op["security"].as_array();
+            assert!(security.is_some(), "{method} {path} states no security");
+            if security.is_some_and(|s| !s.is_empty()) {
                 assert!(
                     op["responses"].get("401").is_some(),
                     "{method} {path} lacks 401"
+                );
+            } else {
+                assert!(
+                    op["responses"].get("401").is_none(),
+                    "{method} {path} is public but documents 401"
+                );
+            }
+            if op["security"] == json!([{"adminToken": []}]) {
+                assert!(
+                    op["responses"].get("403").is_some(),
+                    "{method} {path} lacks 403"
                 );
             }
             assert!(
@@ -566,5 +580,157 @@ async fn the_openapi_document_states_snapshots() {
     let snapshot = &schemas["Snapshot"]["properties"];
     for field in ["window", "boundary", "taken_ms", "entries"] {
         assert!(snapshot[field] != serde_json::Value::Null, "{field}");
+    }
+}
+
+#[tokio::test]
+async fn the_openapi_document_names_operations_tokens_and_its_server() {
+    let app = spawn_app().await;
+    let doc = app.get("/openapi.json").await.body;
+    assert_eq!(doc["servers"][0]["url"], "/");
+    let write = json!([{"writeToken": []}, {"adminToken": []}]);
+    let admin = json!([{"adminToken": []}]);
+    let public = json!([]);
+    let expected = [
+        ("post", "/v1/rates/{key}/hits", "ratesHit", &write),
+        ("post", "/v1/rates", "ratesHits", &write),
+        ("get", "/v1/rates/{key}", "ratesCounts", &public),
+        ("delete", "/v1/rates/{key}", "ratesDelete", &write),
+        ("post", "/v1/rates/{key}/check", "ratesCheck", &write),
+        ("post", "/v1/counters/{name}", "countersIncr", &write),
+        ("put", "/v1/counters/{name}", "countersConfigure", &admin),
+        ("get", "/v1/counters/{name}", "countersSamples", &public),
+        ("get", "/v1/counters", "countersList", &public),
+        ("delete", "/v1/counters/{name}", "countersDelete", &admin),
+        ("post", "/v1/stats/{context}/{kind}", "statsRecord", &write),
+        ("get", "/v1/stats/{context}/{kind}", "statsGet", &public),
+        ("get", "/v1/stats/slowest", "statsSlowest", &public),
+        ("get", "/healthz", "opsHealthz", &public),
+        ("get", "/readyz", "opsReadyz", &public),
+        ("get", "/metrics", "opsMetrics", &public),
+        (
+            "get",
+            "/v1/boards/{board}/snapshots",
+            "boardsSnapshots",
+            &public,
+        ),
+    ];
+    for (method, path, id, security) in expected {
+        let op = &doc["paths"][path][method];
+        assert_eq!(
+            (&op["operationId"], &op["security"]),
+            (&json!(id), security),
+            "{method} {path}"
+        );
+        // Examples of every body and every answer with a body.
+        if let Some(body) = op.get("requestBody") {
+            assert!(
+                body["content"]["application/json"]["example"].is_object(),
+                "{method} {path}: request example"
+            );
+        }
+        for (status, response) in op["responses"].as_object().unwrap() {
+            if status.starts_with('2')
+                && let Some(content) = response["content"].as_object()
+            {
+                for (media, content) in content {
+                    assert!(
+                        content.get("example").is_some(),
+                        "{method} {path} {status} {media}: example"
+                    );
+                }
+            }
+        }
+    }
+    // Descriptions are prose, not rustdoc links.
+    let schemas = &doc["components"]["schemas"];
+    for (schema, field) in [
+        ("Standing", "rank"),
+        ("Standing", "behind"),
+        ("Ranks", "behind"),
+        ("BoardConfig", "layout"),
+    ] {
+        let text = schemas[schema]["properties"][field]["description"]
+            .as_str()
+            .unwrap();
+        assert!(
+            !text.contains("](") && !text.contains("[`"),
+            "{schema}.{field}: {text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_parameter_that_does_not_parse_is_named_in_plain_words() {
+    let app = spawn_app().await;
+    for (path, message) in [
+        (
+            "/v1/boards/x/top?min_score=abc",
+            "query parameter min_score: expected an integer",
+        ),
+        (
+            "/v1/boards/x/top?limit=-1",
+            "query parameter limit: expected a non-negative integer",
+        ),
+        (
+            "/v1/boards/x/top?limit=",
+            "query parameter limit: expected an integer, not an empty value",
+        ),
+        (
+            "/v1/boards/x/top?limit=99999999999999999999",
+            "query parameter limit: the number is too large",
+        ),
+        (
+            "/v1/counters/c?from=soon",
+            "query parameter from: expected a number",
+        ),
+        (
+            "/v1/counters/c?fill=yes",
+            "query parameter fill: expected `true` or `false`",
+        ),
+        (
+            "/v1/boards/x/snapshots?to=1.5",
+            "query parameter to: expected an integer",
+        ),
+        (
+            "/v1/counters/%FF",
+            "path parameter name: expected UTF-8 text once percent-decoded",
+        ),
+    ] {
+        let reply = app.get(path).await;
+        assert_eq!(
+            (reply.status, reply.code(), &reply.body["error"]["message"]),
+            (StatusCode::BAD_REQUEST, "bad_request", &json!(message)),
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn snapshots_from_after_to_is_the_documented_422() {
+    let app = spawn_app().await;
+    let reply = app
+        .get("/v1/boards/x/snapshots?from=253402300798&to=0")
+        .await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_query")
+    );
+    let doc = app.get("/openapi.json").await.body;
+    let get = &doc["paths"]["/v1/boards/{board}/snapshots"]["get"];
+    let described = get["responses"]["422"]["description"].as_str().unwrap();
+    assert!(described.contains("`from` after `to`"), "{described}");
+    for p in get["parameters"].as_array().unwrap() {
+        if p["name"] == "from" || p["name"] == "to" {
+            assert_eq!(
+                (
+                    p["schema"]["minimum"].clone(),
+                    p["schema"]["maximum"].clone()
+                ),
+                (json!(0), json!(253_402_300_799_i64)),
+                "{}",
+                p["name"]
+            );
+        }
     }
 }

@@ -64,6 +64,15 @@ async fn the_router_works_under_a_prefix() {
     assert_eq!(missing.status(), 404);
     let body: Value = missing.json().await.unwrap();
     assert_eq!(body["error"]["code"], "board_not_found");
+    let doc: Value = client
+        .get(format!("{url}/rank/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(doc["servers"][0]["url"], "/rank");
     let dashboard = client.get(format!("{url}/rank")).send().await.unwrap();
     assert_eq!(dashboard.status(), 200);
     assert!(

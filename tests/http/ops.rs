@@ -103,10 +103,19 @@ async fn the_openapi_document_lists_exactly_the_routes() {
     ] {
         assert!(schemas.contains_key(name), "schema {name} missing");
     }
-    assert_eq!(
-        doc.body["components"]["securitySchemes"]["bearer"]["scheme"],
-        "bearer"
-    );
+    let schemes = &doc.body["components"]["securitySchemes"];
+    let names: Vec<&String> = schemes.as_object().unwrap().keys().collect();
+    assert_eq!(names, ["adminToken", "writeToken"]);
+    for name in ["adminToken", "writeToken"] {
+        assert_eq!(
+            (
+                schemes[name]["type"].clone(),
+                schemes[name]["scheme"].clone()
+            ),
+            (json!("http"), json!("bearer")),
+            "{name}"
+        );
+    }
 }
 
 #[tokio::test]
