@@ -5,29 +5,47 @@ Run by scripts/contract: python client.py BASE_URL TOKEN (the generated package
 top, and asserts exact values; exits non-zero on any difference.
 """
 
+import importlib
+import pkgutil
 import sys
 import time
 
+import rollboard_client.api
 from rollboard_client import AuthenticatedClient
-from rollboard_client.api.boards import get_board, put_board
-from rollboard_client.api.events import post_events
-from rollboard_client.api.rankings import history, top
 from rollboard_client.models import ConfigBody, ErrorBody, EventBatch, EventIn, EventsResponse, TopPage
+
+
+def operation(operation_id: str):
+    """The generated module of an operation (named by its operationId, in snake case),
+    under whichever tag the document files it."""
+    for tag in pkgutil.iter_modules(rollboard_client.api.__path__):
+        try:
+            return importlib.import_module(f"rollboard_client.api.{tag.name}.{operation_id}")
+        except ModuleNotFoundError:
+            continue
+    raise ModuleNotFoundError(f"no generated operation {operation_id}")
+
+
+boards_get = operation("boards_get")
+boards_put = operation("boards_put")
+boards_post_events = operation("boards_post_events")
+boards_history = operation("boards_history")
+boards_top = operation("boards_top")
 
 
 def main(base_url: str, token: str) -> None:
     client = AuthenticatedClient(base_url=base_url, token=token, raise_on_unexpected_status=True)
     board = f"client-{time.time_ns()}"
 
-    created = put_board.sync_detailed(board, client=client, body=ConfigBody(slot="1h", windows=["1h", "24h"]))
+    created = boards_put.sync_detailed(board, client=client, body=ConfigBody(slot="1h", windows=["1h", "24h"]))
     assert created.status_code == 201, created
     assert [str(w) for w in created.parsed.config.windows] == ["1h", "1d"], created.parsed
 
-    one = post_events.sync(board, client=client, body=EventIn(member="post:1", delta=2))
+    one = boards_post_events.sync(board, client=client, body=EventIn(member="post:1", delta=2))
     assert isinstance(one, EventsResponse), one
     assert one.accepted == 1, one
 
-    batch = post_events.sync(
+    batch = boards_post_events.sync(
         board,
         client=client,
         body=EventBatch(
@@ -42,15 +60,15 @@ def main(base_url: str, token: str) -> None:
     assert batch.accepted == 2, batch
     assert [(r.index, r.error.code) for r in batch.rejected] == [(2, "invalid_time")], batch.rejected
 
-    page = top.sync(board, client=client, window="24h", limit=10)
+    page = boards_top.sync(board, client=client, window="24h", limit=10)
     assert isinstance(page, TopPage), page
     assert page.board == board and str(page.window) == "1d", page
     got = [(e.rank, e.member, e.score) for e in page.entries]
     assert got == [(1, "post:2", 5), (2, "post:1", 3)], got
 
-    missing = history.sync(board, "post:3", client=client)
+    missing = boards_history.sync(board, "post:3", client=client)
     assert isinstance(missing, ErrorBody) and missing.error.code == "member_not_found", missing
-    status = get_board.sync(board, client=client)
+    status = boards_get.sync(board, client=client)
     assert status.name == board, status
     print(f"generated client: board {board}: one event, a batch (2 accepted, 1 rejected), top {got}")
 

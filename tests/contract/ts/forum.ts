@@ -1,0 +1,492 @@
+// A forum's use of rollboard through a TypeScript client generated from /openapi.json by
+// @hey-api/openapi-ts, type-checked with `strict` (scripts/contract). A windowed board
+// ranks posts over 1 h and 24 h, a trending board by decayed score; then a counter, a
+// stat and a rate check. Every answer is compared with exact values: any difference
+// throws, and node exits non-zero.
+//
+// Run by scripts/contract: ROLLBOARD_ADMIN_TOKEN=<token> node ts-out/forum.js BASE_URL
+//
+// The flow is typed through and through: no type assertions and no property-presence
+// checks (scripts/contract greps this file for both). A reply that is one of two shapes
+// is narrowed by its `kind`.
+
+import { client } from './ts-client/client.gen.js';
+import {
+  boardsAround,
+  boardsMember,
+  boardsPostEvents,
+  boardsPut,
+  boardsRanks,
+  boardsTop,
+  countersIncr,
+  countersSamples,
+  ratesCheck,
+  statsGet,
+  statsRecord,
+} from './ts-client/index.js';
+
+// The generated functions answer { data, error, response }: data for a documented
+// success status, error for a documented error status (or what fetch threw, and no
+// response).
+type Reply<T> = { data: T | undefined; error: unknown; response: Response | undefined };
+
+// The reply's body when its status is `status`; throws with the body otherwise.
+function expectStatus<T>(what: string, reply: Reply<T>, status: number): T {
+  const { data, error, response } = reply;
+  if (response === undefined) {
+    throw new Error(`${what}: no response: ${String(error)}`);
+  }
+  if (response.status !== status || data === undefined) {
+    const body = JSON.stringify(error ?? data ?? null);
+    throw new Error(`${what}: expected HTTP ${status}, got ${response.status} ${body}`);
+  }
+  return data;
+}
+
+// JSON with object keys sorted, so that comparing two values ignores field order only.
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) {
+    return `[${value.map(canonical).join(',')}]`;
+  }
+  if (typeof value === 'object' && value !== null) {
+    const fields = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${fields.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'undefined';
+}
+
+// Throws unless `actual` is `expected`, every field and element (numbers exactly).
+function same(what: string, actual: unknown, expected: unknown): void {
+  const got = canonical(actual);
+  const want = canonical(expected);
+  if (got !== want) {
+    throw new Error(`${what}:\n  expected ${want}\n  got      ${got}`);
+  }
+}
+
+// Throws unless low <= actual <= high.
+function between(what: string, actual: number, low: number, high: number): void {
+  if (!(actual >= low && actual <= high)) {
+    throw new Error(`${what}: expected a number from ${low} to ${high}, got ${actual}`);
+  }
+}
+
+// An error's message is free text, but not empty.
+function message(what: string, text: string): void {
+  if (text.length === 0) {
+    throw new Error(`${what}: an empty error message`);
+  }
+}
+
+const HOUR = 3600;
+const DAY = 86400;
+const HALF_LIFE = 6 * HOUR;
+// Client and service share this host's clock; allow for millisecond rounding.
+const SLACK = 0.002;
+
+const now = (): number => Date.now() / 1000;
+
+// The end of the 1 h slot holding `t` (the board's slots are aligned to the hour).
+const slotEnd = (t: number): number => Math.floor(t / HOUR) * HOUR + HOUR;
+
+// The 24 h window of a windowed read made between `before` and `after`: `to` is the
+// end of the current slot and `from` a day earlier. Answers `[from, to]` once checked.
+function day(what: string, read: { from: number; to: number }, before: number, after: number): [number, number] {
+  between(`${what}: to`, read.to, slotEnd(before), slotEnd(after));
+  same(`${what}: from`, read.from, read.to - DAY);
+  return [read.from, read.to];
+}
+
+// A trending write: its delta, and the client's clock just before and after it.
+type Write = { delta: number; sent: number; answered: number };
+
+// Sends a write and records when, for the decayed scores read later.
+async function timed<T>(send: () => Promise<T>): Promise<[T, number, number]> {
+  const sent = now();
+  const result = await send();
+  return [result, sent, now()];
+}
+
+// Throws unless `score` is the writes decayed to `at`: each delta · 2^(−age/half-life),
+// with the write's time somewhere from its sending to its answer. Answers the score.
+function decayed(what: string, score: number, writes: Write[], at: number): number {
+  let low = 0;
+  let high = 0;
+  for (const w of writes) {
+    low += w.delta * 2 ** (-(at - (w.sent - SLACK)) / HALF_LIFE);
+    high += w.delta * 2 ** (-(at - (w.answered + SLACK)) / HALF_LIFE);
+  }
+  between(what, score, low * (1 - 1e-12), high * (1 + 1e-12));
+  return score;
+}
+
+async function main(): Promise<void> {
+  const baseUrl = process.argv[2];
+  const token = process.env.ROLLBOARD_ADMIN_TOKEN;
+  if (baseUrl === undefined || token === undefined || token === '') {
+    throw new Error('usage: ROLLBOARD_ADMIN_TOKEN=<token> node forum.js BASE_URL');
+  }
+  // The token goes only where the document asks for one (its security requirements).
+  client.setConfig({ baseUrl, auth: () => token });
+
+  // Reads expect the totals to be exactly the window (`behind` false). At an hour's end
+  // the oldest slot leaves the 24 h window and is retired at once; a run starting just
+  // before that waits until just after it rather than race it.
+  const left = HOUR - (now() % HOUR);
+  if (left < 20) {
+    await new Promise((resolve) => setTimeout(resolve, (left + 5) * 1000));
+  }
+
+  const run = `${Date.now()}-${process.pid}`;
+  const forum = `forum-${run}`;
+  const hot = `hot-${run}`;
+
+  // Boards: a windowed one (1 h slots; 1 h and 24 h windows) and a trending one.
+  const windowed = expectStatus(
+    `PUT ${forum}`,
+    await boardsPut({ path: { board: forum }, body: { slot: '1h', windows: ['1h', '24h'] } }),
+    201,
+  );
+  if (windowed.kind === 'windowed') {
+    same(`PUT ${forum}`, [windowed.name, windowed.config, windowed.live_slots], [
+      forum,
+      { slot: '1h', windows: ['1h', '1d'], offset: 0, ties: 'competition' },
+      0,
+    ]);
+    same(
+      `PUT ${forum}: windows`,
+      windowed.windows.map((w) => [w.window, w.members, w.ranked, w.lag_seconds, w.building]),
+      [
+        ['1h', 0, 0, 0, false],
+        ['1d', 0, 0, 0, false],
+      ],
+    );
+  } else {
+    throw new Error(`PUT ${forum}: a ${windowed.kind} board`);
+  }
+  const trending = expectStatus(
+    `PUT ${hot}`,
+    await boardsPut({ path: { board: hot }, body: { kind: 'trending', half_life: '6h' } }),
+    201,
+  );
+  if (trending.kind === 'trending') {
+    same(
+      `PUT ${hot}`,
+      [trending.name, trending.config, trending.members, trending.ranked, trending.rescaling],
+      [hot, { half_life: '6h', floor: 0.001, max_age: '60h' }, 0, 0, false],
+    );
+  } else {
+    throw new Error(`PUT ${hot}: a ${trending.kind} board`);
+  }
+
+  // Events on the windowed board: one, then a batch whose third event is older than
+  // every window (too_late), then a keyed write sent twice (applied once).
+  const one = expectStatus(
+    'one event',
+    await boardsPostEvents({ path: { board: forum }, body: { member: 'post:1', delta: 2 } }),
+    200,
+  );
+  same('one event', one, { accepted: 1 });
+  const batch = expectStatus(
+    'a batch',
+    await boardsPostEvents({
+      path: { board: forum },
+      body: { events: [{ member: 'post:2', delta: 5 }, { member: 'post:1' }, { member: 'post:3', at: 1000 }] },
+    }),
+    200,
+  );
+  const late = batch.rejected?.[0]?.error.message ?? '';
+  same('a batch', batch, { accepted: 2, rejected: [{ index: 2, error: { code: 'too_late', message: late } }] });
+  message('a batch: too_late', late);
+  const key = `forum-${run}-post-4`;
+  for (const attempt of ['first', 'retry']) {
+    const keyed = expectStatus(
+      `a keyed write (${attempt})`,
+      await boardsPostEvents({
+        path: { board: forum },
+        headers: { 'Idempotency-Key': key },
+        body: { member: 'post:4', delta: 7 },
+      }),
+      200,
+    );
+    same(`a keyed write (${attempt})`, keyed, { accepted: 1 });
+  }
+
+  // The same single event and batch on the trending board: there the old event is
+  // older than the max age (60 h), too_old.
+  const [trendOne, sent1, answered1] = await timed(() =>
+    boardsPostEvents({ path: { board: hot }, body: { member: 'post:1', delta: 2 } }),
+  );
+  same('trending: one event', expectStatus('trending: one event', trendOne, 200), { accepted: 1 });
+  const [trendBatch, sent2, answered2] = await timed(() =>
+    boardsPostEvents({
+      path: { board: hot },
+      body: { events: [{ member: 'post:2', delta: 5 }, { member: 'post:1' }, { member: 'post:3', at: 1000 }] },
+    }),
+  );
+  const trendBatchBody = expectStatus('trending: a batch', trendBatch, 200);
+  const old = trendBatchBody.rejected?.[0]?.error.message ?? '';
+  same('trending: a batch', trendBatchBody, {
+    accepted: 2,
+    rejected: [{ index: 2, error: { code: 'too_old', message: old } }],
+  });
+  message('trending: too_old', old);
+  // What each trending member was written, and when.
+  const post1: Write[] = [
+    { delta: 2, sent: sent1, answered: answered1 },
+    { delta: 1, sent: sent2, answered: answered2 },
+  ];
+  const post2: Write[] = [{ delta: 5, sent: sent2, answered: answered2 }];
+
+  // The top of each board.
+  let before = now();
+  const top = expectStatus(
+    'windowed top',
+    await boardsTop({ path: { board: forum }, query: { window: '24h', limit: 10 } }),
+    200,
+  );
+  let after = now();
+  if (top.kind === 'windowed') {
+    const [from, to] = day('windowed top', top, before, after);
+    same('windowed top', top, {
+      kind: 'windowed',
+      board: forum,
+      window: '1d',
+      from,
+      to,
+      behind: false,
+      lag_ms: 0,
+      entries: [
+        { rank: 1, member: 'post:4', score: 7 },
+        { rank: 2, member: 'post:2', score: 5 },
+        { rank: 3, member: 'post:1', score: 3 },
+      ],
+    });
+  } else {
+    throw new Error(`windowed top: a ${top.kind} page`);
+  }
+  before = now();
+  const hotTop = expectStatus('trending top', await boardsTop({ path: { board: hot }, query: { limit: 10 } }), 200);
+  after = now();
+  if (hotTop.kind === 'trending') {
+    between('trending top: at', hotTop.at, before - SLACK, after + SLACK);
+    const at = hotTop.at;
+    const scores = hotTop.entries.map((e) => e.score);
+    same('trending top', hotTop, {
+      kind: 'trending',
+      board: hot,
+      at,
+      entries: [
+        { rank: 1, member: 'post:2', score: decayed('trending top: post:2', scores[0] ?? NaN, post2, at) },
+        { rank: 2, member: 'post:1', score: decayed('trending top: post:1', scores[1] ?? NaN, post1, at) },
+      ],
+    });
+  } else {
+    throw new Error(`trending top: a ${hotTop.kind} page`);
+  }
+
+  // A member's standing and percentile: the share of ranked members strictly below.
+  // post:4 holds 7, not 14: the keyed write was applied once.
+  for (const [member, score, rank, percentile] of [
+    ['post:4', 7, 1, 2 / 3],
+    ['post:2', 5, 2, 1 / 3],
+  ] satisfies Array<[string, number, number, number]>) {
+    before = now();
+    const standing = expectStatus(
+      `${member} on ${forum}`,
+      await boardsMember({ path: { board: forum, member }, query: { window: '24h' } }),
+      200,
+    );
+    after = now();
+    if (standing.kind === 'windowed') {
+      const [from, to] = day(`${member} on ${forum}`, standing, before, after);
+      same(`${member} on ${forum}`, standing, {
+        kind: 'windowed',
+        member,
+        score,
+        rank,
+        percentile,
+        window: '1d',
+        from,
+        to,
+        behind: false,
+        lag_ms: 0,
+      });
+    } else {
+      throw new Error(`${member} on ${forum}: a ${standing.kind} standing`);
+    }
+  }
+  before = now();
+  const hotStanding = expectStatus('post:2 trending', await boardsMember({ path: { board: hot, member: 'post:2' } }), 200);
+  after = now();
+  if (hotStanding.kind === 'trending') {
+    between('post:2 trending: at', hotStanding.at, before - SLACK, after + SLACK);
+    same('post:2 trending', hotStanding, {
+      kind: 'trending',
+      member: 'post:2',
+      score: decayed('post:2 trending', hotStanding.score, post2, hotStanding.at),
+      rank: 1,
+      percentile: 0.5,
+      at: hotStanding.at,
+    });
+  } else {
+    throw new Error(`post:2 trending: a ${hotStanding.kind} standing`);
+  }
+
+  // The ranks of a list of members, in the order asked; an unknown one has rank null.
+  const members = 'post:2,post:9,post:1';
+  before = now();
+  const ranks = expectStatus('windowed ranks', await boardsRanks({ path: { board: forum }, query: { members, window: '24h' } }), 200);
+  after = now();
+  if (ranks.kind === 'windowed') {
+    const [from, to] = day('windowed ranks', ranks, before, after);
+    same('windowed ranks', ranks, {
+      kind: 'windowed',
+      board: forum,
+      window: '1d',
+      from,
+      to,
+      behind: false,
+      lag_ms: 0,
+      entries: [
+        { member: 'post:2', score: 5, rank: 2 },
+        { member: 'post:9', score: 0, rank: null },
+        { member: 'post:1', score: 3, rank: 3 },
+      ],
+    });
+  } else {
+    throw new Error(`windowed ranks: ${ranks.kind} ranks`);
+  }
+  before = now();
+  const hotRanks = expectStatus('trending ranks', await boardsRanks({ path: { board: hot }, query: { members } }), 200);
+  after = now();
+  if (hotRanks.kind === 'trending') {
+    between('trending ranks: at', hotRanks.at, before - SLACK, after + SLACK);
+    const at = hotRanks.at;
+    const scores = hotRanks.entries.map((e) => e.score);
+    same('trending ranks', hotRanks, {
+      kind: 'trending',
+      board: hot,
+      at,
+      entries: [
+        { member: 'post:2', score: decayed('trending ranks: post:2', scores[0] ?? NaN, post2, at), rank: 1 },
+        { member: 'post:9', score: 0, rank: null },
+        { member: 'post:1', score: decayed('trending ranks: post:1', scores[2] ?? NaN, post1, at), rank: 2 },
+      ],
+    });
+  } else {
+    throw new Error(`trending ranks: ${hotRanks.kind} ranks`);
+  }
+
+  // Around post:1: it and one neighbour on each side (it is last on both boards).
+  before = now();
+  const around = expectStatus(
+    'windowed around',
+    await boardsAround({ path: { board: forum, member: 'post:1' }, query: { n: 1, window: '24h' } }),
+    200,
+  );
+  after = now();
+  if (around.kind === 'windowed') {
+    const [from, to] = day('windowed around', around, before, after);
+    same('windowed around', around, {
+      kind: 'windowed',
+      board: forum,
+      window: '1d',
+      from,
+      to,
+      behind: false,
+      lag_ms: 0,
+      entries: [
+        { rank: 2, member: 'post:2', score: 5 },
+        { rank: 3, member: 'post:1', score: 3 },
+      ],
+    });
+  } else {
+    throw new Error(`windowed around: a ${around.kind} page`);
+  }
+  before = now();
+  const hotAround = expectStatus(
+    'trending around',
+    await boardsAround({ path: { board: hot, member: 'post:1' }, query: { n: 1 } }),
+    200,
+  );
+  after = now();
+  if (hotAround.kind === 'trending') {
+    between('trending around: at', hotAround.at, before - SLACK, after + SLACK);
+    const at = hotAround.at;
+    const scores = hotAround.entries.map((e) => e.score);
+    same('trending around', hotAround, {
+      kind: 'trending',
+      board: hot,
+      at,
+      entries: [
+        { rank: 1, member: 'post:2', score: decayed('trending around: post:2', scores[0] ?? NaN, post2, at) },
+        { rank: 2, member: 'post:1', score: decayed('trending around: post:1', scores[1] ?? NaN, post1, at) },
+      ],
+    });
+  } else {
+    throw new Error(`trending around: a ${hotAround.kind} page`);
+  }
+
+  // A counter of page views: 3, then an empty body (1); its samples add up to 4.
+  const views = `views-${run}`;
+  same('counter +3', expectStatus('counter +3', await countersIncr({ path: { name: views }, body: { count: 3 } }), 200), {
+    name: views,
+    count: 3,
+  });
+  same('counter +1', expectStatus('counter +1', await countersIncr({ path: { name: views } }), 200), {
+    name: views,
+    count: 1,
+  });
+  const samples = expectStatus('counter samples', await countersSamples({ path: { name: views } }), 200);
+  same(
+    'counter samples',
+    [samples.name, samples.samples.reduce((sum, [, count]) => sum + (count ?? 0), 0)],
+    [views, 4],
+  );
+
+  // A stat: one read time of a thread page (a context holding `/`, percent-encoded).
+  const context = `forum/thread/${run}`;
+  const recorded = expectStatus(
+    'stat',
+    await statsRecord({ path: { context, kind: 'ReadTime' }, body: { value: 0.25 } }),
+    200,
+  );
+  same('stat', recorded, { context, kind: 'ReadTime', value: 0.25 });
+  const stats = expectStatus('stat read', await statsGet({ path: { context, kind: 'ReadTime' } }), 200);
+  // The current hour holds it, or the previous one when an hour began since.
+  const hour = stats.current ?? stats.previous;
+  same(
+    'stat read',
+    [stats.context, stats.kind, hour?.count, hour?.sum, hour?.min, hour?.max, hour?.mean, hour?.stddev],
+    [context, 'ReadTime', 1, 0.25, 0.25, 0.25, 0.25, 0],
+  );
+
+  // A rate window: at most 2 posts a minute per user; the third is refused.
+  const user = `user:${run}`;
+  for (const [attempt, allowed, count] of [
+    ['first', true, 1],
+    ['second', true, 2],
+    ['third', false, 2],
+  ] satisfies Array<[string, boolean, number]>) {
+    const verdict = expectStatus(
+      `rate check (${attempt})`,
+      await ratesCheck({ path: { key: user }, body: { limit: 2, last: '1m' } }),
+      200,
+    );
+    const retryAfter = verdict.retry_after ?? NaN;
+    if (!allowed) {
+      between(`rate check (${attempt}): retry_after`, retryAfter, Number.MIN_VALUE, 60);
+    }
+    same(`rate check (${attempt})`, verdict, { allowed, count, limit: 2, retry_after: allowed ? 0 : retryAfter });
+  }
+
+  console.log(
+    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check`,
+  );
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});
