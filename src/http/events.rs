@@ -113,7 +113,6 @@ pub struct EventBatch {
         (status = 200, description = "Applied: the single event, or the batch's accepted events (with the rejected ones by index)", body = EventsResponse,
          example = json!({"accepted": 2, "rejected": [{"index": 2, "error": {"code": "too_late", "message": "the event at 1700000000 is older than every window of board \"hot-posts\""}}]})),
         (status = 400, description = "`bad_request`: not JSON, not an event nor a batch, an unknown or repeated key, a batch element not of the event's shape (its index named); `invalid_idempotency_key`", body = ErrorBody),
-        (status = 403, description = "`forbidden`", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),

@@ -666,7 +666,7 @@ async fn a_parameter_that_does_not_parse_is_named_in_plain_words() {
     for (path, message) in [
         (
             "/v1/boards/x/top?min_score=abc",
-            "query parameter min_score: expected an integer",
+            "query parameter min_score: expected a number",
         ),
         (
             "/v1/boards/x/top?limit=-1",
