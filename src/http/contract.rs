@@ -21,7 +21,7 @@
 //! (`/`, or the prefix the router is mounted at).
 
 use utoipa::openapi::path::{Operation, PathItem};
-use utoipa::openapi::schema::Schema;
+use utoipa::openapi::schema::{Discriminator, ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, ResponseBuilder, ServerBuilder};
 
@@ -42,6 +42,71 @@ pub fn complete(openapi: &mut OpenApi, settings: &Settings) {
     }
     set_bounds(openapi, settings);
     set_server(openapi, "");
+    declare_kinds(openapi);
+}
+
+/// The replies of either kind (`BoardPage`, `MemberStanding`, … serialised with `#[serde(tag
+/// = "kind")]`) come out of the derive as a `oneOf` of inline `allOf`s: a kind's schema
+/// plus a one-value `kind`. Generators handle that unevenly (openapi-python-client drops
+/// the reply), so the `kind` moves into the kind's own schema (which only these replies
+/// use) and the `oneOf` becomes two references under a `discriminator` on `kind`.
+fn declare_kinds(openapi: &mut OpenApi) {
+    let Some(components) = openapi.components.as_mut() else {
+        return;
+    };
+    let mut kinds: Vec<(String, String)> = Vec::new();
+    for schema in components.schemas.values_mut() {
+        let RefOr::T(Schema::OneOf(one_of)) = schema else {
+            continue;
+        };
+        let variants: Option<Vec<(String, String)>> =
+            one_of.items.iter().map(kind_variant).collect();
+        let Some(variants) = variants.filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        let mut discriminator = Discriminator::new("kind");
+        one_of.items = variants
+            .iter()
+            .map(|(reference, kind)| {
+                discriminator
+                    .mapping
+                    .insert(kind.clone(), reference.clone());
+                RefOr::Ref(Ref::new(reference.clone()))
+            })
+            .collect();
+        one_of.discriminator = Some(discriminator);
+        kinds.extend(variants);
+    }
+    for (reference, kind) in kinds {
+        let name = reference.trim_start_matches("#/components/schemas/");
+        if let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(name) {
+            let property = ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some([kind.as_str()]))
+                .description(Some("The board's kind."));
+            object.properties.insert("kind".into(), property.into());
+            object.required.insert(0, "kind".into());
+        }
+    }
+}
+
+/// `allOf: [{$ref: X}, {kind: {enum: [k]}}]` as `(X, k)`.
+fn kind_variant(item: &RefOr<Schema>) -> Option<(String, String)> {
+    let RefOr::T(Schema::AllOf(all_of)) = item else {
+        return None;
+    };
+    let [RefOr::Ref(reference), RefOr::T(Schema::Object(tag))] = all_of.items.as_slice() else {
+        return None;
+    };
+    let RefOr::T(Schema::Object(kind)) = tag.properties.get("kind")? else {
+        return None;
+    };
+    match kind.enum_values.as_deref()? {
+        [serde_json::Value::String(k)] if tag.properties.len() == 1 => {
+            Some((reference.ref_location.clone(), k.clone()))
+        }
+        _ => None,
+    }
 }
 
 /// The one server: `prefix` (the path the router is mounted under; `""` or `/` at the

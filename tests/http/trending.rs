@@ -356,48 +356,35 @@ async fn the_openapi_document_states_trending_boards() {
         schemas["BoardKind"]["enum"],
         json!(["windowed", "trending"])
     );
-    // Each reply of a board route is one of two shapes, told apart by a `kind` of one
-    // value: what a generated client narrows on.
-    let variants = |name: &str| -> Vec<(String, serde_json::Value)> {
-        schemas[name]["oneOf"]
-            .as_array()
-            .unwrap_or(&Vec::new())
-            .iter()
-            .map(|s| {
-                let parts = &s["allOf"];
-                (
-                    parts[0]["$ref"].as_str().unwrap_or_default().to_owned(),
-                    json!([parts[1]["required"], parts[1]["properties"]["kind"]["enum"]]),
-                )
-            })
-            .collect()
+    // Each reply of a board route is one of two shapes, each with a `kind` of one value,
+    // under a discriminator on it: what a generated client narrows on.
+    let kinds = |name: &str, windowed: &str, trending: &str| {
+        let reference = |n: &str| format!("#/components/schemas/{n}");
+        assert_eq!(
+            schemas[name]["oneOf"],
+            json!([{"$ref": reference(windowed)}, {"$ref": reference(trending)}]),
+            "{name}"
+        );
+        assert_eq!(
+            schemas[name]["discriminator"],
+            json!({"propertyName": "kind", "mapping": {
+                "windowed": reference(windowed), "trending": reference(trending)}}),
+            "{name}"
+        );
+        for (variant, kind) in [(windowed, "windowed"), (trending, "trending")] {
+            assert_eq!(
+                schemas[variant]["properties"]["kind"]["enum"],
+                json!([kind]),
+                "{variant}"
+            );
+            assert_eq!(schemas[variant]["required"][0], "kind", "{variant}");
+        }
     };
-    let kinds = |windowed: &str, trending: &str| {
-        vec![
-            (
-                format!("#/components/schemas/{windowed}"),
-                json!([["kind"], ["windowed"]]),
-            ),
-            (
-                format!("#/components/schemas/{trending}"),
-                json!([["kind"], ["trending"]]),
-            ),
-        ]
-    };
-    assert_eq!(variants("BoardPage"), kinds("TopPage", "TrendPage"));
-    assert_eq!(
-        variants("MemberStanding"),
-        kinds("Standing", "TrendStanding")
-    );
-    assert_eq!(variants("MemberRanks"), kinds("Ranks", "TrendRanks"));
-    assert_eq!(
-        variants("BoardState"),
-        kinds("BoardStatus", "TrendingStatus")
-    );
-    assert_eq!(
-        variants("BoardSummary"),
-        kinds("WindowedSummary", "TrendingSummary")
-    );
+    kinds("BoardPage", "TopPage", "TrendPage");
+    kinds("MemberStanding", "Standing", "TrendStanding");
+    kinds("MemberRanks", "Ranks", "TrendRanks");
+    kinds("BoardState", "BoardStatus", "TrendingStatus");
+    kinds("BoardSummary", "WindowedSummary", "TrendingSummary");
     let entry = &schemas["TrendEntry"]["properties"]["score"]["type"];
     assert_eq!(entry, &json!("number"));
     let top = &doc["paths"]["/v1/boards/{board}/top"]["get"]["responses"]["200"];
