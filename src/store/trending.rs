@@ -5,9 +5,10 @@
 //! Trending boards share the board namespace with windowed boards: creating one where
 //! a windowed board of that name exists (or the other way round) is
 //! [`Error::BoardKind`](crate::Error::BoardKind), [`Store::drop_board`](super::Store::drop_board)
-//! drops either kind, and [`Store::load_board`](super::Store::load_board) answers
-//! `BoardKind` for a trending board (so every windowed path refuses it cleanly) while
-//! [`Store::list_boards`](super::Store::list_boards) leaves trending boards out.
+//! drops either kind, and [`Store::load_board`](super::Store::load_board) loads either
+//! kind in one read (the facade's cache keeps it and refuses the wrong kind on a typed
+//! path), while [`Store::list_boards`](super::Store::list_boards) leaves trending boards
+//! out.
 
 use async_trait::async_trait;
 

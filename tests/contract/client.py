@@ -12,7 +12,7 @@ import time
 
 import rollboard_client.api
 from rollboard_client import AuthenticatedClient
-from rollboard_client.models import ConfigBody, ErrorBody, EventBatch, EventIn, EventsResponse, TopPage
+from rollboard_client.models import BatchEvent, ConfigBody, ErrorBody, EventBatch, EventIn, EventsResponse, TopPage
 
 
 def operation(operation_id: str):
@@ -50,9 +50,9 @@ def main(base_url: str, token: str) -> None:
         client=client,
         body=EventBatch(
             events=[
-                EventIn(member="post:2", delta=5).to_dict(),
-                EventIn(member="post:1").to_dict(),
-                {"member": "post:3", "at": -1},
+                BatchEvent(member="post:2", delta=5),
+                BatchEvent(member="post:1"),
+                BatchEvent(member="post:3", at=-1),
             ]
         ),
     )
@@ -62,7 +62,7 @@ def main(base_url: str, token: str) -> None:
 
     page = boards_top.sync(board, client=client, window="24h", limit=10)
     assert isinstance(page, TopPage), page
-    assert page.board == board and str(page.window) == "1d", page
+    assert page.kind == "windowed" and page.board == board and str(page.window) == "1d", page
     got = [(e.rank, e.member, e.score) for e in page.entries]
     assert got == [(1, "post:2", 5), (2, "post:1", 3)], got
 
