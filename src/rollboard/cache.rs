@@ -104,10 +104,7 @@ impl Rollboard {
     pub(super) async fn cached_board(&self, name: &BoardName) -> Result<Arc<Board>> {
         match self.cached_any(name).await? {
             AnyBoard::Windowed(board) => Ok(board),
-            AnyBoard::Trending(_) => Err(Error::BoardKind {
-                board: name.to_string(),
-                kind: "trending",
-            }),
+            other => Err(other_kind(&other)),
         }
     }
 
@@ -116,10 +113,7 @@ impl Rollboard {
     pub(super) async fn cached_trending(&self, name: &BoardName) -> Result<Arc<TrendingBoard>> {
         match self.cached_any(name).await? {
             AnyBoard::Trending(board) => Ok(board),
-            AnyBoard::Windowed(_) => Err(Error::BoardKind {
-                board: name.to_string(),
-                kind: "windowed",
-            }),
+            other => Err(other_kind(&other)),
         }
     }
 
@@ -137,5 +131,13 @@ impl Rollboard {
             .ok_or_else(|| Error::BoardNotFound(name.to_string()))?;
         self.inner.boards.remember(board.clone());
         Ok(board)
+    }
+}
+
+/// A typed operation met a board of the other kind: `board` is what the name holds.
+fn other_kind(board: &AnyBoard) -> Error {
+    Error::BoardKind {
+        board: board.name().to_string(),
+        kind: board.kind().as_str(),
     }
 }
