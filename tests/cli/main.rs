@@ -1,6 +1,7 @@
 //! The `rollboard` binary: batch commands against a real Redis, refusals and one-line
 //! errors with a non-zero exit.
 
+mod deploy_sample;
 #[path = "../common/dystats.rs"]
 mod dystats;
 mod killed_retirement;
