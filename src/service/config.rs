@@ -681,6 +681,40 @@ mod tests {
     }
 
     #[test]
+    fn logs_and_cors_come_from_the_file_or_the_environment() {
+        let c = ServiceConfig::resolve(ConfigFile::default(), Overrides::default()).unwrap();
+        assert_eq!(
+            (c.log_format, c.access_log, c.cors_origins.len()),
+            (LogFormat::Text, false, 0)
+        );
+        let file = || {
+            parse(
+                "log_format = \"json\"\naccess_log = true\n\
+                 cors_origins = [\"https://a.example\", \" \"]",
+            )
+        };
+        let c = ServiceConfig::resolve(file(), Overrides::default()).unwrap();
+        assert_eq!((c.log_format, c.access_log), (LogFormat::Json, true));
+        assert_eq!(c.cors_origins, ["https://a.example"]);
+        let env = Overrides {
+            log_format: Some("text".parse().unwrap()),
+            access_log: Some(false),
+            cors_origins: Some(vec!["*".into()]),
+            ..Overrides::default()
+        };
+        let c = ServiceConfig::resolve(file(), env).unwrap();
+        assert_eq!((c.log_format, c.access_log), (LogFormat::Text, false));
+        assert_eq!(c.cors_origins, ["*"]);
+        assert!("xml".parse::<LogFormat>().is_err());
+        let bad = Overrides {
+            cors_origins: Some(vec!["https://a\nb".into()]),
+            ..Overrides::default()
+        };
+        let err = ServiceConfig::resolve(ConfigFile::default(), bad).unwrap_err();
+        assert!(err.0.contains("cors_origins"), "{err}");
+    }
+
+    #[test]
     fn the_snapshot_webhook_comes_from_the_file_or_the_environment() {
         let file = || parse(r#"snapshot_webhook = "http://10.0.0.5:9000/hook""#);
         let c = ServiceConfig::resolve(file(), Overrides::default()).unwrap();

@@ -4,6 +4,7 @@
 #[path = "../common/dystats.rs"]
 mod dystats;
 mod killed_retirement;
+mod logs;
 #[path = "../common/redis.rs"]
 mod test_redis;
 
