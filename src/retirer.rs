@@ -47,6 +47,18 @@ pub enum RetirerEvent<'a> {
     },
     /// The list of boards could not be read (retried after `retry_after`).
     ListFailed(&'a Error),
+    /// A round ended that passed over at least one board: after its [`Pass`](Self::Pass)
+    /// events, what they did together.
+    Round {
+        /// Boards passed over (failed passes included).
+        boards: usize,
+        /// The sum of the successful passes' reports (`complete`: every one was).
+        report: &'a RetireReport,
+        /// Passes that failed.
+        failed: usize,
+        /// How long the round's passes took.
+        elapsed: Duration,
+    },
 }
 
 /// Receives every [`RetirerEvent`]; called on the retirer's task, so keep it short.
@@ -274,6 +286,12 @@ impl Task {
                 (slot > t.retired_at_slot).then(|| (t.board.clone(), slot))
             })
             .collect();
+        let started = Instant::now();
+        let mut total = RetireReport {
+            complete: true,
+            ..RetireReport::default()
+        };
+        let (boards_passed, mut failed) = (due.len(), 0);
         let mut passes = JoinSet::new();
         for batch in due.chunks(BOARDS_PER_BATCH) {
             let (boards, batch) = (self.boards.clone(), batch.to_vec());
@@ -300,7 +318,6 @@ impl Task {
                 done
             });
         }
-        let mut failed = 0;
         loop {
             let joined = tokio::select! {
                 joined = passes.join_next() => joined,
@@ -313,6 +330,14 @@ impl Task {
                 }
             };
             let Some(joined) = joined else {
+                if boards_passed > 0 {
+                    self.observe(RetirerEvent::Round {
+                        boards: boards_passed,
+                        report: &total,
+                        failed,
+                        elapsed: started.elapsed(),
+                    });
+                }
                 return Round::Done { failed };
             };
             let Ok(done) = joined else {
@@ -325,6 +350,11 @@ impl Task {
                     windows: board.config.windows(),
                     result: &result,
                 });
+                if let Ok(report) = &result {
+                    let complete = total.complete && report.complete;
+                    total.absorb(*report);
+                    total.complete = complete;
+                }
                 match &result {
                     Ok(report) if report.complete => {
                         if let Some(tracked) = self.tracked.get_mut(&board.name) {

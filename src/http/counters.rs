@@ -132,6 +132,7 @@ pub async fn post_count(
         .boards
         .incr_counter(&name, count, time(body.at)?)
         .await?;
+    crate::metrics::counter_increment();
     Ok(Json(Counted { name, count }))
 }
 

@@ -15,11 +15,13 @@ use axum::routing::get;
 use axum::{Json, Router, middleware};
 use metrics_exporter_prometheus::PrometheusHandle;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+mod access_log;
 mod access_time;
 mod auth;
 mod boards;
@@ -60,6 +62,11 @@ pub struct HttpOptions {
     /// `/readyz` fails when this process's clock is further than this from the store's
     /// (default 5 s); `None`: readiness does not look at the clock.
     pub max_clock_skew: Option<Duration>,
+    /// Log one INFO line per request on target `rollboard::access` (default off).
+    pub access_log: bool,
+    /// Origins answered with CORS headers, `*` for any (default none: CORS off, no
+    /// CORS headers; an origin that is not a valid header value is left out).
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for HttpOptions {
@@ -70,6 +77,8 @@ impl Default for HttpOptions {
             request_timeout: Duration::from_secs(30),
             metrics: None,
             max_clock_skew: Some(Duration::from_secs(5)),
+            access_log: false,
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -190,7 +199,7 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
     let mut openapi = openapi;
     contract::complete(&mut openapi, state.boards.settings());
     let openapi = Arc::new(openapi);
-    routes
+    let router = routes
         .route(
             "/openapi.json",
             get(
@@ -215,14 +224,52 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
             options.request_timeout,
             ops::timeout,
         ))
-        .layer(middleware::from_fn(latency::track))
-        .layer(CatchPanicLayer::custom(|_| {
-            error::ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                "the request failed unexpectedly",
-            )
-            .into_response()
-        }))
-        .with_state(state)
+        .layer(middleware::from_fn(latency::track));
+    let router = if options.access_log {
+        router.layer(middleware::from_fn(access_log::log))
+    } else {
+        router
+    };
+    let router = router.layer(CatchPanicLayer::custom(|_| {
+        error::ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the request failed unexpectedly",
+        )
+        .into_response()
+    }));
+    let router = match cors(&options.cors_origins) {
+        Some(cors) => router.layer(cors),
+        None => router,
+    };
+    router.with_state(state)
+}
+
+/// The CORS layer for `origins` (`*`: any); `None` when there is none.
+fn cors(origins: &[String]) -> Option<CorsLayer> {
+    use axum::http::{HeaderName, HeaderValue, Method, header};
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([
+                Method::GET,
+                Method::POST,
+                Method::PUT,
+                Method::DELETE,
+                Method::OPTIONS,
+            ])
+            .allow_headers([
+                header::CONTENT_TYPE,
+                header::AUTHORIZATION,
+                HeaderName::from_static("idempotency-key"),
+            ]),
+    )
 }

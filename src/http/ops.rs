@@ -98,7 +98,7 @@ pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError
     })?;
     Ok((
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        handle.render(),
+        crate::metrics::render(handle),
     )
         .into_response())
 }

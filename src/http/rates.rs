@@ -277,6 +277,7 @@ pub async fn post_check(
         .boards
         .rate_check(&key, body.limit, &body.last, body.count.unwrap_or(1))
         .await?;
+    crate::metrics::rate_check(verdict.allowed);
     Ok(Json(CheckResponse {
         allowed: verdict.allowed,
         count: verdict.count,

@@ -78,6 +78,7 @@ pub async fn post_value(
         .boards
         .record_stat(&context, &kind, body.value)
         .await?;
+    crate::metrics::stats_record();
     Ok(Json(Recorded {
         context,
         kind,

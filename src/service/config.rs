@@ -31,6 +31,10 @@
 //! max_connections = 1024                    # or ROLLBOARD_MAX_CONNECTIONS
 //! snapshot_webhook = "http://10.0.0.5/hook" # or ROLLBOARD_SNAPSHOT_WEBHOOK: receives
 //!                                           # every period snapshot (POST, JSON)
+//! log_format = "text"                       # or ROLLBOARD_LOG_FORMAT: text or json
+//! access_log = false                        # or ROLLBOARD_ACCESS_LOG: a line a request
+//! cors_origins = ["https://forum.example"]  # or ROLLBOARD_CORS_ORIGINS (comma-separated;
+//!                                           # "*": any): CORS, off when empty
 //!
 //! [[boards]]                                # created, or checked, at start-up
 //! name = "hot-posts"
@@ -47,6 +51,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::ConnectionLimits;
+use super::logging::LogFormat;
 use super::timeout::Timeout;
 use super::webhook::WebhookOptions;
 use crate::http::Tokens;
@@ -104,6 +109,12 @@ pub struct ConfigFile {
     pub max_connections: Option<usize>,
     /// An `http://` URL that receives every period snapshot.
     pub snapshot_webhook: Option<String>,
+    /// Log lines as text or JSON.
+    pub log_format: Option<LogFormat>,
+    /// One log line per request.
+    pub access_log: Option<bool>,
+    /// Origins allowed by CORS (`*`: any); none: no CORS headers.
+    pub cors_origins: Option<Vec<String>>,
     /// Boards to create (or check) at start-up.
     #[serde(default)]
     pub boards: Vec<BoardEntry>,
@@ -166,6 +177,12 @@ pub struct Overrides {
     pub max_connections: Option<usize>,
     /// `--snapshot-webhook` / `ROLLBOARD_SNAPSHOT_WEBHOOK`.
     pub snapshot_webhook: Option<String>,
+    /// `--log-format` / `ROLLBOARD_LOG_FORMAT`.
+    pub log_format: Option<LogFormat>,
+    /// `--access-log` / `ROLLBOARD_ACCESS_LOG`.
+    pub access_log: Option<bool>,
+    /// `--cors-origins` / `ROLLBOARD_CORS_ORIGINS` (comma-separated).
+    pub cors_origins: Option<Vec<String>>,
 }
 
 /// Everything `serve` needs, resolved.
@@ -206,6 +223,12 @@ pub struct ServiceConfig {
     pub legacy: Vec<(String, String)>,
     /// Where period snapshots are POSTed, if anywhere.
     pub snapshot_webhook: Option<WebhookOptions>,
+    /// How log lines are written (default text).
+    pub log_format: LogFormat,
+    /// Log one line per request on target `rollboard::access` (default off).
+    pub access_log: bool,
+    /// Origins answered with CORS headers (`*`: any); empty (default): CORS off.
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for ServiceConfig {
@@ -227,6 +250,9 @@ impl Default for ServiceConfig {
             boards: Vec::new(),
             legacy: Vec::new(),
             snapshot_webhook: None,
+            log_format: LogFormat::Text,
+            access_log: false,
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -357,6 +383,20 @@ impl ServiceConfig {
             .map(|url| WebhookOptions::new(url.trim()))
             .transpose()
             .map_err(ConfigError)?;
+        let cors_origins: Vec<String> = overrides
+            .cors_origins
+            .or(file.cors_origins)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|o| o.trim().to_owned())
+            .filter(|o| !o.is_empty())
+            .collect();
+        if let Some(bad) = cors_origins
+            .iter()
+            .find(|o| *o != "*" && axum::http::HeaderValue::from_str(o).is_err())
+        {
+            return Err(ConfigError(format!("cors_origins: invalid origin {bad:?}")));
+        }
         let config = ServiceConfig {
             bind: overrides.bind.or(file.bind).unwrap_or(defaults.bind),
             redis_url,
@@ -387,6 +427,9 @@ impl ServiceConfig {
             boards,
             legacy,
             snapshot_webhook,
+            log_format: overrides.log_format.or(file.log_format).unwrap_or_default(),
+            access_log: overrides.access_log.or(file.access_log).unwrap_or(false),
+            cors_origins,
         };
         config.check_exposure()?;
         Ok(config)
@@ -635,6 +678,40 @@ mod tests {
             ..public
         };
         assert!(ServiceConfig::resolve(ConfigFile::default(), insecure).is_ok());
+    }
+
+    #[test]
+    fn logs_and_cors_come_from_the_file_or_the_environment() {
+        let c = ServiceConfig::resolve(ConfigFile::default(), Overrides::default()).unwrap();
+        assert_eq!(
+            (c.log_format, c.access_log, c.cors_origins.len()),
+            (LogFormat::Text, false, 0)
+        );
+        let file = || {
+            parse(
+                "log_format = \"json\"\naccess_log = true\n\
+                 cors_origins = [\"https://a.example\", \" \"]",
+            )
+        };
+        let c = ServiceConfig::resolve(file(), Overrides::default()).unwrap();
+        assert_eq!((c.log_format, c.access_log), (LogFormat::Json, true));
+        assert_eq!(c.cors_origins, ["https://a.example"]);
+        let env = Overrides {
+            log_format: Some("text".parse().unwrap()),
+            access_log: Some(false),
+            cors_origins: Some(vec!["*".into()]),
+            ..Overrides::default()
+        };
+        let c = ServiceConfig::resolve(file(), env).unwrap();
+        assert_eq!((c.log_format, c.access_log), (LogFormat::Text, false));
+        assert_eq!(c.cors_origins, ["*"]);
+        assert!("xml".parse::<LogFormat>().is_err());
+        let bad = Overrides {
+            cors_origins: Some(vec!["https://a\nb".into()]),
+            ..Overrides::default()
+        };
+        let err = ServiceConfig::resolve(ConfigFile::default(), bad).unwrap_err();
+        assert!(err.0.contains("cors_origins"), "{err}");
     }
 
     #[test]

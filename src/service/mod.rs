@@ -5,6 +5,7 @@ mod clock_check;
 mod config;
 mod connections;
 mod idle;
+mod logging;
 mod memory_watch;
 mod scheduler;
 mod serve;
@@ -13,6 +14,7 @@ mod webhook;
 
 pub use config::{BoardEntry, ConfigError, ConfigFile, Overrides, ServiceConfig};
 pub use connections::{ConnectionLimits, serve_connections};
+pub use logging::{LogFormat, init_logging};
 pub use scheduler::{Scheduler, SchedulerError};
 pub use serve::{ServiceError, open_store, run, shutdown_signal};
 pub use timeout::Timeout;

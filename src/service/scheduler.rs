@@ -270,6 +270,27 @@ impl Scheduler {
                 tracing::warn!(error = %e, "scheduler: cannot list boards; retrying");
                 crate::metrics::store_error(e.code());
             }
+            // One line per boundary that retired something (a sweep over boards with
+            // nothing due says nothing).
+            RetirerEvent::Round {
+                boards,
+                report,
+                failed,
+                elapsed,
+            } if report.slots_retired + report.slots_compacted > 0 || failed > 0 => {
+                tracing::info!(
+                    boards,
+                    slots_retired = report.slots_retired,
+                    fields_retired = report.fields_subtracted,
+                    members_zeroed = report.members_zeroed,
+                    slots_compacted = report.slots_compacted,
+                    failed,
+                    complete = report.complete,
+                    duration_ms = elapsed.as_millis() as u64,
+                    "retirement pass"
+                );
+            }
+            RetirerEvent::Round { .. } => {}
         })
     }
 }

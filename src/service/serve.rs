@@ -115,6 +115,8 @@ pub async fn run(
             request_timeout: config.request_timeout,
             metrics: Some(metrics),
             max_clock_skew: config.max_clock_skew,
+            access_log: config.access_log,
+            cors_origins: config.cors_origins.clone(),
         },
     )
     // The service's own routes are recorded: their slowest are at /v1/stats/slowest.
@@ -153,6 +155,7 @@ pub async fn run(
         // A POST cut short leaves its snapshot's cursor: another attempt delivers it.
         webhook.abort();
     }
+    tracing::info!("stopped");
     served
 }
 

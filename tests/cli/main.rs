@@ -5,6 +5,7 @@ mod deploy_sample;
 #[path = "../common/dystats.rs"]
 mod dystats;
 mod killed_retirement;
+mod logs;
 #[path = "../common/redis.rs"]
 mod test_redis;
 

@@ -12,6 +12,7 @@ mod dashboard;
 mod dense;
 mod idempotency;
 mod mounted;
+mod observability;
 mod ops;
 #[path = "../common/proxy.rs"]
 mod proxy;

@@ -304,6 +304,22 @@ pub struct ServeArgs {
     /// Idempotency-Key header), at least once.
     #[arg(long, env = "ROLLBOARD_SNAPSHOT_WEBHOOK")]
     pub snapshot_webhook: Option<String>,
+    /// Log lines as text or json (one object a line) [default: text].
+    #[arg(long, env = "ROLLBOARD_LOG_FORMAT", value_name = "FORMAT")]
+    pub log_format: Option<rollboard::service::LogFormat>,
+    /// Log one line per request (method, route, status, duration) on target
+    /// rollboard::access (true or false) [default: false].
+    #[arg(long, env = "ROLLBOARD_ACCESS_LOG", num_args = 0..=1, default_missing_value = "true")]
+    pub access_log: Option<bool>,
+    /// Origins answered with CORS headers, comma-separated ("*": any) [default: none,
+    /// CORS off].
+    #[arg(
+        long,
+        env = "ROLLBOARD_CORS_ORIGINS",
+        value_delimiter = ',',
+        value_name = "ORIGINS"
+    )]
+    pub cors_origins: Option<Vec<String>>,
 }
 
 /// `rate` options.

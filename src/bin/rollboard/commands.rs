@@ -57,8 +57,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         keep_alive_timeout: args.keep_alive_timeout,
         max_connections: args.max_connections,
         snapshot_webhook: args.snapshot_webhook,
+        log_format: args.log_format,
+        access_log: args.access_log,
+        cors_origins: args.cors_origins,
     };
     let config = ServiceConfig::load(args.config.as_deref(), overrides)?;
+    service::init_logging(config.log_format, crate::SERVE_LOG_FILTER);
+    log_start(&args.config, &config);
     let store = service::open_store(&config).await?;
     let boards = Rollboard::with(store, Arc::new(SystemClock), config.settings.clone());
     let listener = tokio::net::TcpListener::bind(config.bind)
@@ -66,6 +71,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot listen on {}", config.bind))?;
     service::run(boards, &config, listener, shutdown).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The start-up line: version, config file, tokens on or off (never the tokens), boards
+/// declared, and the optional features.
+fn log_start(file: &Option<std::path::PathBuf>, config: &ServiceConfig) {
+    let on_off = |on: bool| if on { "on" } else { "off" };
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        config = %file.as_deref().map_or("none".into(), |p| p.display().to_string()),
+        write_token = on_off(config.tokens.write.is_some()),
+        admin_token = on_off(config.tokens.admin.is_some()),
+        boards_declared = config.boards.len(),
+        access_log = on_off(config.access_log),
+        cors = on_off(!config.cors_origins.is_empty()),
+        "rollboard starting"
+    );
 }
 
 /// The Redis-backed library, for the batch commands.

@@ -2,7 +2,6 @@
 //! library: parse the command line, call `rollboard`, print, exit non-zero on failure
 //! with a one-line message.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -13,20 +12,15 @@ mod progress;
 
 use args::{Cli, Command};
 
+/// `serve`'s log filter when RUST_LOG is unset.
+pub const SERVE_LOG_FILTER: &str = "info,tokio_cron_scheduler=warn";
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let verbosity = match cli.command {
-        Command::Serve(_) => "info,tokio_cron_scheduler=warn",
-        _ => "warn",
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(verbosity)),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    // `serve` installs its logs once its config (which may ask for JSON) is read.
+    if !matches!(cli.command, Command::Serve(_)) {
+        rollboard::service::init_logging(rollboard::service::LogFormat::Text, "warn");
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
