@@ -76,8 +76,11 @@ pub async fn run(
             .create_board(name, board.clone())
             .await
             .map_err(|e| match e {
-                Error::BoardConflict { .. } => ServiceError::Config(format!(
-                    "board {name:?} in the config file differs from the stored one: {e}"
+                Error::BoardConflict {
+                    existing, asked, ..
+                } => ServiceError::Config(format!(
+                    "board {name:?} in the config file differs from the stored one: {}",
+                    existing.differences(&asked).join("; ")
                 )),
                 other => other.into(),
             })?;
