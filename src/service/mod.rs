@@ -11,7 +11,9 @@ mod serve;
 mod timeout;
 mod webhook;
 
-pub use config::{BoardEntry, ConfigError, ConfigFile, Overrides, ServiceConfig};
+pub use config::{
+    BoardEntry, ConfigError, ConfigFile, Overrides, ServiceConfig, StoreKind, parse_bind,
+};
 pub use connections::{ConnectionLimits, serve_connections};
 pub use scheduler::{Scheduler, SchedulerError};
 pub use serve::{ServiceError, open_store, run, shutdown_signal};
