@@ -271,3 +271,104 @@ async fn batch_commands_read_the_redis_settings_of_the_config_file() {
         "rollboard: store unavailable: cannot connect to Redis at redis://127.0.0.1:1/"
     ));
 }
+
+/// A Redis that listens with TLS only, presenting a self-signed certificate (a CA
+/// certificate: `openssl req -x509` marks it `CA:TRUE`), killed on drop.
+#[cfg(feature = "tls")]
+struct SelfSignedRedis {
+    server: std::process::Child,
+    port: u16,
+    cert: std::path::PathBuf,
+}
+
+#[cfg(feature = "tls")]
+impl SelfSignedRedis {
+    fn start() -> SelfSignedRedis {
+        let dir = std::env::temp_dir().join(unique("rollboard-self-signed"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        let made = Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            ])
+            .args([
+                "-subj",
+                "/CN=127.0.0.1",
+                "-addext",
+                "subjectAltName=IP:127.0.0.1",
+            ])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .stderr(Stdio::null())
+            .status()
+            .expect("run openssl");
+        assert!(made.success());
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = Command::new("redis-server")
+            .args([
+                "--port",
+                "0",
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--tls-port", &port.to_string(), "--tls-auth-clients", "no"])
+            .arg("--tls-cert-file")
+            .arg(&cert)
+            .arg("--tls-key-file")
+            .arg(&key)
+            .arg("--tls-ca-cert-file")
+            .arg(&cert)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("run redis-server");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        SelfSignedRedis { server, port, cert }
+    }
+}
+
+#[cfg(feature = "tls")]
+impl Drop for SelfSignedRedis {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn a_self_signed_certificate_given_as_its_own_ca_is_explained() {
+    let redis = SelfSignedRedis::start();
+    let url = format!("rediss://127.0.0.1:{}/", redis.port);
+    let out = run(
+        &["top", "x"],
+        &[
+            ("REDIS_URL", &url),
+            ("REDIS_TLS_CA", redis.cert.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(
+        one_line_failure(&out),
+        format!(
+            "rollboard: store unavailable: the TLS certificate of Redis at {url} does not verify \
+             (CaUsedAsEndEntity): Redis presents a CA certificate as its own (a self-signed \
+             certificate given as its own CA, for instance), which TLS refuses: make a CA, sign \
+             a server certificate for Redis's host with it (openssl req -x509 for the CA, then \
+             openssl x509 -req -CA …), give Redis that certificate (tls-cert-file) and \
+             rollboard the CA (REDIS_TLS_CA)"
+        )
+    );
+}
