@@ -119,12 +119,14 @@ pub enum Error {
         member: String,
     },
     /// The board exists with a different config.
-    #[error("board {board:?} already exists with another config (slot {}, windows {})", existing.slot(), join(existing.windows()))]
+    #[error("board {board:?} already exists with another config: {}", existing.differences(asked).join("; "))]
     BoardConflict {
         /// The board.
         board: String,
         /// Its config as stored.
         existing: BoardConfig,
+        /// The config asked for (boxed: it keeps every `Result` of the crate small).
+        asked: Box<BoardConfig>,
     },
     /// A trending board exists with a different config.
     #[error("trending board {board:?} already exists with another config (half-life {}, floor {}, max age {})", existing.half_life(), existing.floor(), existing.max_age())]
@@ -221,14 +223,6 @@ pub enum Error {
     /// The store answered something unexpected (a bug, or the data was edited by hand).
     #[error("store error: {0}")]
     Store(String),
-}
-
-fn join(spans: &[Span]) -> String {
-    spans
-        .iter()
-        .map(Span::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 impl Error {

@@ -281,6 +281,49 @@ impl BoardConfig {
         self.offset
     }
 
+    /// What differs between this config (the stored one) and `asked`, one item per
+    /// field as `offset: stored 0, asked 3600` (the snapshots policy is not compared: a
+    /// live board takes it as is). Windows differ unless `asked` has these and larger
+    /// ones only, which a live board takes too.
+    pub fn differences(&self, asked: &BoardConfig) -> Vec<String> {
+        let windows = |w: &[Span]| {
+            let list: Vec<String> = w.iter().map(Span::to_string).collect();
+            format!("[{}]", list.join(", "))
+        };
+        let layout = |l: Option<Layout>| l.map_or("default", Layout::as_str);
+        let mut found = Vec::new();
+        let mut differ = |field: &str, stored: String, wanted: String| {
+            if stored != wanted {
+                found.push(format!("{field}: stored {stored}, asked {wanted}"));
+            }
+        };
+        differ("slot", self.slot.to_string(), asked.slot.to_string());
+        let extended = asked.windows.len() > self.windows.len()
+            && asked.windows[..self.windows.len()] == self.windows[..];
+        if !extended {
+            differ("windows", windows(&self.windows), windows(&asked.windows));
+        }
+        differ("offset", self.offset.to_string(), asked.offset.to_string());
+        differ(
+            "ties",
+            self.ties.as_str().into(),
+            asked.ties.as_str().into(),
+        );
+        differ(
+            "layout",
+            layout(self.layout).into(),
+            layout(asked.layout).into(),
+        );
+        if found.is_empty() {
+            found.push(format!(
+                "slot {}, windows {}",
+                self.slot,
+                windows(&self.windows)
+            ));
+        }
+        found
+    }
+
     /// The largest window.
     pub fn largest_window(&self) -> Span {
         *self
@@ -335,6 +378,32 @@ impl BoardConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn differences_name_each_field_that_differs() {
+        let stored = BoardConfig::parse("1d", &["7d"]).unwrap();
+        let asked = stored.clone().with_offset(3600).unwrap();
+        assert_eq!(stored.differences(&asked), ["offset: stored 0, asked 3600"]);
+        let asked = BoardConfig::parse("1h", &["1h", "24h"])
+            .unwrap()
+            .with_ties(Ties::Dense)
+            .with_layout(Some(Layout::Plain));
+        assert_eq!(
+            stored.differences(&asked),
+            [
+                "slot: stored 1d, asked 1h",
+                "windows: stored [7d], asked [1h, 1d]",
+                "ties: stored competition, asked dense",
+                "layout: stored default, asked plain",
+            ]
+        );
+        // Larger windows added are no difference (a live board takes them).
+        let wider = BoardConfig::parse("1d", &["7d", "28d"]).unwrap();
+        assert_eq!(
+            stored.differences(&wider.with_offset(60).unwrap()),
+            ["offset: stored 0, asked 60"]
+        );
+    }
 
     fn at(seconds: i64) -> Timestamp {
         Timestamp::from_unix_seconds(seconds).unwrap()

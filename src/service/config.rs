@@ -3,6 +3,8 @@
 //!
 //! ```toml
 //! bind = "127.0.0.1:8080"
+//! store = "redis"                           # or ROLLBOARD_STORE / --store: "memory" or
+//!                                           # "redis" [default: redis when a URL is set]
 //! redis_url = "redis://127.0.0.1:6379/"   # or REDIS_URL; rediss://user:pw@host:port/ for TLS
 //! # redis_cluster = ["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"]
 //! #                                         # or REDIS_CLUSTER_URLS: a Redis Cluster's seed
@@ -62,7 +64,10 @@ use crate::{BoardConfig, Layout, RedisOptions, Settings, Span};
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
     /// Address to listen on.
+    #[serde(default, deserialize_with = "deserialize_bind")]
     pub bind: Option<SocketAddr>,
+    /// The store, chosen explicitly: `memory` or `redis`.
+    pub store: Option<StoreKind>,
     /// Redis to use; the embedded memory store when absent.
     pub redis_url: Option<String>,
     /// Seed nodes of a Redis Cluster to use instead of `redis_url`.
@@ -143,6 +148,8 @@ pub struct BoardEntry {
 pub struct Overrides {
     /// `--bind` / `ROLLBOARD_BIND`.
     pub bind: Option<SocketAddr>,
+    /// `--store` / `ROLLBOARD_STORE`.
+    pub store: Option<StoreKind>,
     /// `REDIS_URL`.
     pub redis_url: Option<String>,
     /// `REDIS_CLUSTER_URLS` / `--redis-cluster` (comma-separated seed nodes).
@@ -190,6 +197,9 @@ pub struct Overrides {
 pub struct ServiceConfig {
     /// Address to listen on (default 127.0.0.1:8080).
     pub bind: SocketAddr,
+    /// The store as chosen explicitly (`--store`, `ROLLBOARD_STORE`, `store`); `None`:
+    /// Redis when a URL is set, else the memory store.
+    pub store: Option<StoreKind>,
     /// Redis to use; the embedded memory store when `None` (and no `redis_cluster`).
     pub redis_url: Option<String>,
     /// Seed nodes of a Redis Cluster to use (instead of `redis_url`); empty: none.
@@ -235,6 +245,7 @@ impl Default for ServiceConfig {
     fn default() -> Self {
         ServiceConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            store: None,
             redis_url: None,
             redis_cluster: Vec::new(),
             redis: RedisOptions::default(),
@@ -257,6 +268,171 @@ impl Default for ServiceConfig {
     }
 }
 
+/// The store `serve` runs on, when chosen explicitly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreKind {
+    /// The embedded memory store: boards live only as long as the process.
+    Memory,
+    /// Redis, or a Redis Cluster (`REDIS_URL` or `REDIS_CLUSTER_URLS` must be set).
+    Redis,
+}
+
+impl std::str::FromStr for StoreKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "memory" => Ok(StoreKind::Memory),
+            "redis" => Ok(StoreKind::Redis),
+            _ => Err(format!("unknown store {s:?}: use memory or redis")),
+        }
+    }
+}
+
+/// A listen address from the command line or the environment: an IP address and a
+/// port. Host names are not resolved (one name can stand for several addresses), so
+/// `localhost:8080` is refused with the address to give instead.
+pub fn parse_bind(text: &str) -> Result<SocketAddr, String> {
+    text.trim().parse().map_err(|_| bind_error(text))
+}
+
+fn bind_error(text: &str) -> String {
+    let port = text.rsplit_once(':').map_or("8080", |(_, p)| p);
+    format!(
+        "invalid listen address {text:?}: give an IP address and a port, e.g. \
+         127.0.0.1:{port} (host names such as localhost are not resolved)"
+    )
+}
+
+fn deserialize_bind<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<SocketAddr>, D::Error> {
+    let text = String::deserialize(d)?;
+    parse_bind(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+/// The Redis URL and cluster seeds to use, after the checks that catch an empty value
+/// (which would otherwise fall back to the memory store without a word) and a store
+/// chosen against the URLs set.
+fn redis_target(
+    store: Option<StoreKind>,
+    env_url: Option<String>,
+    file_url: Option<String>,
+    env_cluster: Option<Vec<String>>,
+    file_cluster: Option<Vec<String>>,
+) -> Result<(Option<String>, Vec<String>), ConfigError> {
+    let memory = store == Some(StoreKind::Memory);
+    let blank = |u: &String| u.trim().is_empty();
+    let empty = |what: &str, example: &str| {
+        ConfigError(format!(
+            "{what} is set but empty: set it to {example} or unset it to use the in-process \
+             memory store"
+        ))
+    };
+    if env_url.as_ref().is_some_and(blank) && !memory {
+        return Err(empty("REDIS_URL", "redis://host:port/"));
+    }
+    if file_url.as_ref().is_some_and(blank) && !memory {
+        return Err(empty(
+            "redis_url in the config file",
+            "\"redis://host:port/\"",
+        ));
+    }
+    if env_cluster.as_ref().is_some_and(|c| c.iter().all(blank)) && !memory {
+        return Err(empty(
+            "REDIS_CLUSTER_URLS",
+            "redis://host:port,redis://host:port",
+        ));
+    }
+    if file_cluster.as_ref().is_some_and(|c| c.iter().all(blank)) && !memory {
+        return Err(empty(
+            "redis_cluster in the config file",
+            "[\"redis://host:port\", …]",
+        ));
+    }
+    let url = |u: Option<String>| u.map(|u| u.trim().to_owned()).filter(|u| !u.is_empty());
+    let redis_url = url(env_url).or(url(file_url));
+    let redis_cluster: Vec<String> = env_cluster
+        .filter(|c| !c.iter().all(blank))
+        .or(file_cluster)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|u| u.trim().to_owned())
+        .filter(|u| !u.is_empty())
+        .collect();
+    if redis_url.is_some() && !redis_cluster.is_empty() {
+        return Err(ConfigError(
+            "both a Redis URL (REDIS_URL, redis_url) and Redis Cluster seed nodes \
+             (REDIS_CLUSTER_URLS, redis_cluster) are set: set only one"
+                .into(),
+        ));
+    }
+    for url in redis_url.iter().chain(&redis_cluster) {
+        crate::store::check_url(url).map_err(ConfigError)?;
+    }
+    let any = redis_url.is_some() || !redis_cluster.is_empty();
+    match store {
+        Some(StoreKind::Memory) if any => Err(ConfigError(
+            "the memory store is chosen (--store, ROLLBOARD_STORE, store) but a Redis URL is \
+             set too (REDIS_URL, REDIS_CLUSTER_URLS, redis_url, redis_cluster): unset one"
+                .into(),
+        )),
+        Some(StoreKind::Redis) if !any => Err(ConfigError(
+            "the Redis store is chosen (--store, ROLLBOARD_STORE, store) but no Redis URL is \
+             set: set REDIS_URL (redis_url) or REDIS_CLUSTER_URLS (redis_cluster)"
+                .into(),
+        )),
+        _ => Ok((redis_url, redis_cluster)),
+    }
+}
+
+/// A TOML error as one line: `FILE:LINE:COLUMN: KEY: what is wrong`.
+fn toml_error(path: &Path, text: &str, err: &toml::de::Error) -> ConfigError {
+    let message = plain_message(err.message());
+    let Some(span) = err.span() else {
+        return ConfigError(format!("{}: {message}", path.display()));
+    };
+    let start = span.start.min(text.len());
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[..start].matches('\n').count() + 1;
+    let column = text[line_start..start].chars().count() + 1;
+    let line_text = text[line_start..].lines().next().unwrap_or("");
+    // The key of a `key = value` line whose value the error points at.
+    let key = line_text
+        .split_once('=')
+        .filter(|(k, _)| line_start + k.len() < start)
+        .map(|(k, _)| k.trim())
+        .filter(|k| !k.is_empty() && !k.starts_with('#'));
+    match key {
+        Some(key) => ConfigError(format!(
+            "{}:{line}:{column}: {key}: {message}",
+            path.display()
+        )),
+        None => ConfigError(format!("{}:{line}:{column}: {message}", path.display())),
+    }
+}
+
+/// serde's `invalid type: string "lots", expected usize` as `expected an integer, found
+/// string "lots"`; other messages on one line as they are.
+fn plain_message(message: &str) -> String {
+    let message = message.trim().replace('\n', " ");
+    let Some((found, expected)) = message
+        .strip_prefix("invalid type: ")
+        .and_then(|m| m.rsplit_once(", expected "))
+    else {
+        return message;
+    };
+    let expected = match expected {
+        "usize" | "u64" | "u32" | "u16" | "u8" | "i64" | "i32" => "an integer",
+        "a boolean" => "true or false",
+        other => other,
+    };
+    format!("expected {expected}, found {found}")
+}
+
 /// A configuration that cannot be used, and why.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -270,8 +446,7 @@ impl ServiceConfig {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
-                toml::from_str(&text)
-                    .map_err(|e| ConfigError(format!("{}: {}", path.display(), e.message())))?
+                toml::from_str(&text).map_err(|e| toml_error(path, &text, &e))?
             }
         };
         Self::resolve(parsed, overrides)
@@ -362,22 +537,14 @@ impl ServiceConfig {
         // An empty variable counts as unset: it never removes the file's token.
         let non_empty = |t: Option<String>| t.filter(|t| !t.is_empty());
         let token = |env: Option<String>, file: Option<String>| non_empty(env).or(non_empty(file));
-        let redis_url = non_empty(overrides.redis_url).or(non_empty(file.redis_url));
-        let redis_cluster: Vec<String> = overrides
-            .redis_cluster
-            .or(file.redis_cluster)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|u| u.trim().to_owned())
-            .filter(|u| !u.is_empty())
-            .collect();
-        if redis_url.is_some() && !redis_cluster.is_empty() {
-            return Err(ConfigError(
-                "both a Redis URL (REDIS_URL, redis_url) and Redis Cluster seed nodes \
-                 (REDIS_CLUSTER_URLS, redis_cluster) are set: set only one"
-                    .into(),
-            ));
-        }
+        let store = overrides.store.or(file.store);
+        let (redis_url, redis_cluster) = redis_target(
+            store,
+            overrides.redis_url,
+            file.redis_url,
+            overrides.redis_cluster,
+            file.redis_cluster,
+        )?;
         let snapshot_webhook = non_empty(overrides.snapshot_webhook)
             .or(non_empty(file.snapshot_webhook))
             .map(|url| WebhookOptions::new(url.trim()))
@@ -399,6 +566,7 @@ impl ServiceConfig {
         }
         let config = ServiceConfig {
             bind: overrides.bind.or(file.bind).unwrap_or(defaults.bind),
+            store,
             redis_url,
             redis_cluster,
             redis,
@@ -583,6 +751,115 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "board \"x\": invalid board config: window 90m is not a multiple of the slot length 1h"
+        );
+    }
+
+    #[test]
+    fn an_empty_redis_setting_is_an_error_not_the_memory_store() {
+        let env = |url: Option<&str>, cluster: Option<Vec<&str>>, store| Overrides {
+            redis_url: url.map(str::to_owned),
+            redis_cluster: cluster.map(|c| c.into_iter().map(str::to_owned).collect()),
+            store,
+            ..Overrides::default()
+        };
+        let err = |file: &str, overrides| {
+            ServiceConfig::resolve(parse(file), overrides)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err("", env(Some(""), None, None)),
+            "REDIS_URL is set but empty: set it to redis://host:port/ or unset it to use the \
+             in-process memory store"
+        );
+        assert_eq!(
+            err("redis_url = \"redis://file/\"", env(Some(" "), None, None)),
+            "REDIS_URL is set but empty: set it to redis://host:port/ or unset it to use the \
+             in-process memory store"
+        );
+        assert_eq!(
+            err("redis_url = \"\"", Overrides::default()),
+            "redis_url in the config file is set but empty: set it to \"redis://host:port/\" or \
+             unset it to use the in-process memory store"
+        );
+        assert_eq!(
+            err("", env(None, Some(vec![""]), None)),
+            "REDIS_CLUSTER_URLS is set but empty: set it to redis://host:port,redis://host:port \
+             or unset it to use the in-process memory store"
+        );
+        assert!(
+            err("redis_cluster = []", Overrides::default())
+                .starts_with("redis_cluster in the config file is set but empty")
+        );
+        // The memory store chosen explicitly: an empty variable agrees with it, a URL not.
+        let memory =
+            ServiceConfig::resolve(parse("store = \"memory\""), env(Some(""), None, None)).unwrap();
+        assert_eq!(memory.store, Some(StoreKind::Memory));
+        assert_eq!(memory.redis_url, None);
+        assert_eq!(
+            err(
+                "redis_url = \"redis://file/\"",
+                env(None, None, Some(StoreKind::Memory))
+            ),
+            "the memory store is chosen (--store, ROLLBOARD_STORE, store) but a Redis URL is \
+             set too (REDIS_URL, REDIS_CLUSTER_URLS, redis_url, redis_cluster): unset one"
+        );
+        assert_eq!(
+            err("store = \"redis\"", Overrides::default()),
+            "the Redis store is chosen (--store, ROLLBOARD_STORE, store) but no Redis URL is \
+             set: set REDIS_URL (redis_url) or REDIS_CLUSTER_URLS (redis_cluster)"
+        );
+        // Nothing set at all: the memory store, as before.
+        let default = ServiceConfig::resolve(ConfigFile::default(), Overrides::default()).unwrap();
+        assert_eq!((default.store, default.redis_url), (None, None));
+        assert_eq!(
+            err("", env(Some("http://127.0.0.1:6379/"), None, None)),
+            "invalid Redis URL \"http://127.0.0.1:6379/\": expected \
+             redis://[user:password@]host[:port][/db] or rediss://… (TLS)"
+        );
+    }
+
+    #[test]
+    fn file_errors_name_the_line_the_column_and_the_key() {
+        let dir = std::env::temp_dir().join(format!("rollboard-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rollboard.toml");
+        let load = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            let err = ServiceConfig::load(Some(&path), Overrides::default()).unwrap_err();
+            let shown = err.to_string();
+            shown
+                .strip_prefix(&format!("{}:", path.display()))
+                .unwrap_or(&shown)
+                .to_owned()
+        };
+        assert_eq!(
+            load("bind = \"127.0.0.1:8080\"\n\nmax_batch = \"lots\"\n"),
+            "3:13: max_batch: expected an integer, found string \"lots\""
+        );
+        assert_eq!(
+            load("accept_eviction = \"yes\"\n"),
+            "1:19: accept_eviction: expected true or false, found string \"yes\""
+        );
+        assert_eq!(
+            load("max_batch = [1,\n"),
+            "1:16: max_batch: unclosed array, expected `]`"
+        );
+        assert_eq!(
+            load("bind = \"localhost:8080\"\n"),
+            "1:8: bind: invalid listen address \"localhost:8080\": give an IP address and a \
+             port, e.g. 127.0.0.1:8080 (host names such as localhost are not resolved)"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_listen_address_is_an_ip_address_and_a_port() {
+        assert_eq!(parse_bind("127.0.0.1:9000").unwrap().port(), 9000);
+        assert_eq!(
+            parse_bind("localhost:8080").unwrap_err(),
+            "invalid listen address \"localhost:8080\": give an IP address and a port, e.g. \
+             127.0.0.1:8080 (host names such as localhost are not resolved)"
         );
     }
 

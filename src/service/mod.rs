@@ -12,7 +12,9 @@ mod serve;
 mod timeout;
 mod webhook;
 
-pub use config::{BoardEntry, ConfigError, ConfigFile, Overrides, ServiceConfig};
+pub use config::{
+    BoardEntry, ConfigError, ConfigFile, Overrides, ServiceConfig, StoreKind, parse_bind,
+};
 pub use connections::{ConnectionLimits, serve_connections};
 pub use logging::{LogFormat, init_logging};
 pub use scheduler::{Scheduler, SchedulerError};

@@ -43,17 +43,25 @@ pub async fn open_store(config: &ServiceConfig) -> Result<Arc<dyn Store>, Servic
             .iter()
             .map(|u| crate::store::redact(u))
             .collect();
-        tracing::info!(seeds = %seeds.join(","), "store: Redis Cluster");
+        tracing::info!(store = "redis-cluster", seeds = %seeds.join(","), "store: Redis Cluster");
         return Ok(Arc::new(store));
     }
     match config.redis_url.as_deref() {
         Some(url) => {
             let store = RedisStore::connect_with(url, config.redis.clone()).await?;
-            tracing::info!(redis = %crate::store::redact(url), "store: Redis");
+            tracing::info!(store = "redis", redis = %crate::store::redact(url), "store: Redis");
             Ok(Arc::new(store))
+        }
+        None if config.store == Some(super::StoreKind::Memory) => {
+            tracing::info!(
+                store = "memory",
+                "store: embedded memory (chosen): boards live only as long as this process"
+            );
+            Ok(Arc::new(MemoryStore::new()))
         }
         None => {
             tracing::warn!(
+                store = "memory",
                 "store: embedded memory (neither REDIS_URL nor REDIS_CLUSTER_URLS is set): boards live only as long as this process"
             );
             Ok(Arc::new(MemoryStore::new()))
@@ -76,8 +84,11 @@ pub async fn run(
             .create_board(name, board.clone())
             .await
             .map_err(|e| match e {
-                Error::BoardConflict { .. } => ServiceError::Config(format!(
-                    "board {name:?} in the config file differs from the stored one: {e}"
+                Error::BoardConflict {
+                    existing, asked, ..
+                } => ServiceError::Config(format!(
+                    "board {name:?} in the config file differs from the stored one: {}",
+                    existing.differences(&asked).join("; ")
                 )),
                 other => other.into(),
             })?;

@@ -36,7 +36,7 @@ pub use memory::MemoryStore;
 pub use rates::{RateHit, RateStore};
 pub use redis::{IngestOptions, RedisOptions, RedisStore};
 #[cfg(feature = "server")]
-pub(crate) use redis::{RedisConn, Retry, redact};
+pub(crate) use redis::{RedisConn, Retry, check_url, redact};
 pub use trending::{TrendKeyed, TrendingStore};
 
 pub use crate::domain::SlotWrite;

@@ -4,6 +4,7 @@
 mod deploy_sample;
 #[path = "../common/dystats.rs"]
 mod dystats;
+mod errors;
 mod killed_retirement;
 mod logs;
 #[path = "../common/redis.rs"]
@@ -233,12 +234,30 @@ async fn serve_creates_the_boards_of_its_config_file_and_refuses_a_conflicting_o
         Some(&redis.url),
     );
     assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains(&format!(
-            "rollboard: board \"{board}\" in the config file differs from the stored one"
-        )),
-        "{}",
-        stderr(&out)
+    assert_eq!(
+        stderr(&out).lines().last().unwrap_or(""),
+        format!(
+            "rollboard: board \"{board}\" in the config file differs from the stored one: \
+             slot: stored 5m, asked 1h"
+        ),
+    );
+    // The field that differs is named, even one the stored board's summary would hide.
+    std::fs::write(
+        &config,
+        format!("[[boards]]\nname = \"{board}\"\nslot = \"5m\"\nwindows = [\"1h\"]\noffset = 60\n"),
+    )
+    .unwrap();
+    let out = rollboard(
+        &["serve", "--config", config.to_str().unwrap()],
+        Some(&redis.url),
+    );
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out).lines().last().unwrap_or(""),
+        format!(
+            "rollboard: board \"{board}\" in the config file differs from the stored one: \
+             offset: stored 0, asked 60"
+        ),
     );
 }
 

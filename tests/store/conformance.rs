@@ -65,6 +65,13 @@ async fn creating_with_another_config_is_a_conflict(h: Harness) {
     };
     assert_eq!(existing.slot(), Span::parse("1h").unwrap());
     assert_eq!(err.code(), "board_conflict");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "board {name:?} already exists with another config: slot: stored 1h, asked 5m; \
+             windows: stored [1h, 1d], asked [1h]"
+        )
+    );
 }
 
 async fn unknown_boards_windows_and_members_are_reported(h: Harness) {

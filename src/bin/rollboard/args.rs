@@ -12,7 +12,9 @@ use clap::{Args, Parser, Subcommand};
     version,
     after_help = "Environment:\n  \
         REDIS_URL               Redis to use (redis://host:port/db, rediss://user:password@host:port/\n                          \
-        for TLS); without it `serve` uses the embedded in-memory store\n  \
+        for TLS); without it `serve` uses the embedded in-memory store (set but empty:\n                          \
+        an error)\n  \
+        ROLLBOARD_STORE         memory or redis: the store `serve` uses, chosen explicitly\n  \
         REDIS_CLUSTER_URLS      Redis Cluster seed nodes instead (redis://host:port,redis://host:port)\n  \
         REDIS_TLS_CA            PEM file of the CA that signed Redis's certificate (private CA)\n  \
         ROLLBOARD_REDIS_CONNECTION_TIMEOUT, ROLLBOARD_REDIS_RESPONSE_TIMEOUT\n                          \
@@ -126,9 +128,6 @@ pub struct CleanCountersArgs {
 /// `migrate` options.
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
-    /// TOML config file (its redis_url, and its boards' legacy names).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
     /// List applied and pending migrations, and change nothing.
     #[arg(long)]
     pub status: bool,
@@ -218,6 +217,11 @@ pub struct ExportArgs {
 /// Where the store and config come from.
 #[derive(Debug, Args)]
 pub struct StoreArgs {
+    /// TOML config file, the one `serve` reads: its Redis settings (redis_url,
+    /// redis_cluster, redis_tls_ca, the timeouts; the environment and flags override
+    /// them) and, for `migrate`, its boards' legacy names.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Redis URL.
     #[arg(long, env = "REDIS_URL")]
     pub redis_url: Option<String>,
@@ -257,10 +261,13 @@ pub struct ServeArgs {
     /// TOML config file (see docs/operations.md); environment and flags override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Address to listen on [default: 127.0.0.1:8080].
-    #[arg(long, env = "ROLLBOARD_BIND")]
+    /// Address to listen on: an IP address and a port [default: 127.0.0.1:8080].
+    #[arg(long, env = "ROLLBOARD_BIND", value_parser = rollboard::service::parse_bind)]
     pub bind: Option<SocketAddr>,
-    /// Redis URL; the embedded memory store when absent.
+    /// The store: memory or redis [default: redis when a Redis URL is set, else memory].
+    #[arg(long, env = "ROLLBOARD_STORE", value_name = "STORE")]
+    pub store: Option<rollboard::service::StoreKind>,
+    /// Redis URL; the embedded memory store when absent (an empty one is an error).
     #[arg(long, env = "REDIS_URL")]
     pub redis_url: Option<String>,
     /// Redis Cluster seed nodes, comma-separated (instead of --redis-url).

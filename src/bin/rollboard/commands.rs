@@ -40,6 +40,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let shutdown = service::shutdown_signal();
     let overrides = Overrides {
         bind: args.bind,
+        store: args.store,
         redis_url: args.redis_url,
         redis_cluster: args.redis_cluster,
         redis_tls_ca: args.connection.redis_tls_ca,
@@ -89,16 +90,27 @@ fn log_start(file: &Option<std::path::PathBuf>, config: &ServiceConfig) {
     );
 }
 
+/// The Redis settings of a batch command: the config file's (`--config`, the one
+/// `serve` reads), overridden by the environment and the flags, as for `serve`.
+fn job_config(store: &StoreArgs) -> anyhow::Result<ServiceConfig> {
+    let overrides = Overrides {
+        // A batch job listens nowhere: the file's bind needs no token here.
+        insecure: true,
+        ..connection_overrides(store)
+    };
+    Ok(ServiceConfig::load(store.config.as_deref(), overrides)?)
+}
+
 /// The Redis-backed library, for the batch commands.
 async fn open(store: &StoreArgs, command: &str) -> anyhow::Result<Rollboard> {
-    let config = ServiceConfig::resolve(Default::default(), connection_overrides(store))?;
+    let config = job_config(store)?;
     let redis = if !config.redis_cluster.is_empty() {
         RedisStore::connect_cluster_with(&config.redis_cluster, config.redis).await?
     } else if let Some(url) = &config.redis_url {
         RedisStore::connect_with(url, config.redis).await?
     } else {
         bail!(
-            "`rollboard {command}` needs REDIS_URL (or --redis-url) or REDIS_CLUSTER_URLS (or --redis-cluster): the memory store only lives inside `rollboard serve`"
+            "`rollboard {command}` needs REDIS_URL (or --redis-url, or redis_url in the --config file) or REDIS_CLUSTER_URLS (or --redis-cluster, or redis_cluster): the memory store only lives inside `rollboard serve`"
         );
     };
     Ok(Rollboard::new(Arc::new(redis)))
@@ -388,12 +400,10 @@ async fn relayout(args: RelayoutArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn import_legacy(args: ImportLegacyArgs) -> anyhow::Result<ExitCode> {
-    single_node_only(
-        args.store.redis_cluster.as_deref().unwrap_or_default(),
-        "import-legacy",
-    )?;
+    let config = job_config(&args.store)?;
+    single_node_only(&config.redis_cluster, "import-legacy")?;
     let boards = open(&args.store, "import-legacy").await?;
-    let url = args.store.redis_url.as_deref().unwrap_or_default();
+    let url = config.redis_url.as_deref().unwrap_or_default();
     let windows = args
         .windows
         .iter()
@@ -402,8 +412,7 @@ async fn import_legacy(args: ImportLegacyArgs) -> anyhow::Result<ExitCode> {
     let mut job = LegacyImport::new(&args.name, &args.board, Span::parse(&args.slot)?, windows);
     job.offset = args.offset;
     job.delete_legacy = args.delete_legacy;
-    job.redis =
-        ServiceConfig::resolve(Default::default(), connection_overrides(&args.store))?.redis;
+    job.redis = config.redis.clone();
     let started = Instant::now();
     let bar = progress::counter("legacy fields read");
     let report = jobs::legacy::import_legacy(&boards, url, &job, |r| {
@@ -448,7 +457,7 @@ async fn import_legacy(args: ImportLegacyArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
-    let config = ServiceConfig::load(args.config.as_deref(), connection_overrides(&args.store))?;
+    let config = job_config(&args.store)?;
     single_node_only(&config.redis_cluster, "migrate")?;
     let Some(url) = config.redis_url.clone() else {
         bail!("`rollboard migrate` needs REDIS_URL (or --redis-url, or redis_url in the config)");

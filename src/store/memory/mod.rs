@@ -133,6 +133,7 @@ impl Store for MemoryStore {
                 return Err(Error::BoardConflict {
                     board: name.to_string(),
                     existing: existing.config,
+                    asked: Box::new(config.clone()),
                 });
             }
             let extended = Board {

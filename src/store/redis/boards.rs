@@ -82,6 +82,7 @@ pub(super) async fn create(
         Err(Error::BoardConflict {
             board: name.to_string(),
             existing: board.config,
+            asked: Box::new(config.clone()),
         })
     }
 }

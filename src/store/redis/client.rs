@@ -31,7 +31,7 @@ fn checked(url: &str, options: &RedisOptions) -> Result<(redis::ConnectionInfo, 
         ));
     }
     let info = redis::IntoConnectionInfo::into_connection_info(url)
-        .map_err(|e| Error::StoreUnavailable(format!("invalid Redis URL: {e}")))?;
+        .map_err(|_| Error::StoreUnavailable(invalid_url(url)))?;
     let tls = match info.addr() {
         redis::ConnectionAddr::TcpTls { insecure: true, .. } => {
             return Err(Error::StoreUnavailable(
@@ -51,6 +51,24 @@ fn checked(url: &str, options: &RedisOptions) -> Result<(redis::ConnectionInfo, 
         )));
     }
     Ok((info, tls))
+}
+
+/// Whether `url` is a Redis URL (`redis://`, `rediss://`, `redis+unix://`,
+/// `unix://`); if not, why, with the forms that are.
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
+pub(crate) fn check_url(url: &str) -> std::result::Result<(), String> {
+    redis::IntoConnectionInfo::into_connection_info(url)
+        .map(|_| ())
+        .map_err(|_| invalid_url(url))
+}
+
+/// Why `url` is not a Redis URL, and the forms that are.
+fn invalid_url(url: &str) -> String {
+    format!(
+        "invalid Redis URL {:?}: expected redis://[user:password@]host[:port][/db] or \
+         rediss://… (TLS)",
+        redact(url)
+    )
 }
 
 /// The client of a Redis Cluster reached through the seed nodes `urls`, with the
@@ -166,19 +184,60 @@ fn tls_client(
     unreachable!("a rediss:// URL is refused above without the `tls` feature")
 }
 
+/// On a `rediss://` URL, one connection attempt bounded by the connection timeout
+/// before the reconnecting connection (which tries several times): a port that takes
+/// the TCP connection but never answers the TLS handshake (a plain Redis does that) is
+/// said to be so within the timeout.
+pub(super) async fn tls_first_attempt(
+    client: &Client,
+    url: &str,
+    options: &RedisOptions,
+) -> Result<()> {
+    let redis::ConnectionAddr::TcpTls { host, port, .. } = client.get_connection_info().addr()
+    else {
+        return Ok(());
+    };
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(options.connection_timeout))
+        .set_response_timeout(Some(options.response_timeout));
+    let err = match client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+    {
+        Ok(_) => return Ok(()),
+        Err(err) => err,
+    };
+    let tcp = tokio::time::timeout(
+        options.connection_timeout,
+        tokio::net::TcpStream::connect((host.as_str(), *port)),
+    )
+    .await;
+    if err.is_timeout() && matches!(tcp, Ok(Ok(_))) {
+        return Err(Error::StoreUnavailable(format!(
+            "the TLS handshake with Redis at {} did not finish within {:?}: the port takes \
+             connections but does not answer TLS; if it serves plain Redis, use redis:// \
+             instead of rediss://",
+            redact(url),
+            options.connection_timeout
+        )));
+    }
+    Err(connect_error(err, url, options))
+}
+
 /// An error of the first connection, as the operator needs to read it: a certificate
 /// that does not verify and credentials Redis refuses are named as such.
 pub(super) fn connect_error(err: RedisError, url: &str, options: &RedisOptions) -> Error {
     let target = redact(url);
     if let Some(certificate) = certificate_error(&err) {
-        let trust = match &options.tls_ca {
-            Some(ca) => format!("the CA in {} (REDIS_TLS_CA) did not sign it", ca.display()),
-            None => "if a private CA signed it, set REDIS_TLS_CA (redis_tls_ca) to that CA's \
-                     PEM file"
-                .to_owned(),
-        };
+        let trust = trust_advice(&certificate, options.tls_ca.as_deref());
         return Error::StoreUnavailable(format!(
             "the TLS certificate of Redis at {target} does not verify ({certificate}): {trust}"
+        ));
+    }
+    if err.kind() == ErrorKind::Parse {
+        return Error::StoreUnavailable(format!(
+            "{target} is not a Redis server (it answered something else): check the host and \
+             port"
         ));
     }
     if err.kind() == ErrorKind::AuthenticationFailed || err.code() == Some("WRONGPASS") {
@@ -192,7 +251,31 @@ pub(super) fn connect_error(err: RedisError, url: &str, options: &RedisOptions) 
              (redis://user:password@host:port/): {err}"
         ));
     }
-    super::errors::unavailable_or_store(err)
+    match super::errors::unavailable_or_store(err) {
+        Error::StoreUnavailable(why) => {
+            Error::StoreUnavailable(format!("cannot connect to Redis at {target}: {why}"))
+        }
+        other => other,
+    }
+}
+
+/// What to do about a certificate that does not verify (`cause`: rustls's reason),
+/// trusting the CA in `ca` if set.
+fn trust_advice(cause: &str, ca: Option<&std::path::Path>) -> String {
+    match ca {
+        // webpki refuses a certificate marked as a CA when it is the server's own: a
+        // self-signed certificate given as its own CA is the usual way to get here.
+        _ if cause == "CaUsedAsEndEntity" => "Redis presents a CA certificate as its own (a \
+             self-signed certificate given as its own CA, for instance), which TLS refuses: \
+             make a CA, sign a server certificate for Redis's host with it (openssl req \
+             -x509 for the CA, then openssl x509 -req -CA …), give Redis that certificate \
+             (tls-cert-file) and rollboard the CA (REDIS_TLS_CA)"
+            .to_owned(),
+        Some(ca) => format!("the CA in {} (REDIS_TLS_CA) did not sign it", ca.display()),
+        None => "if a private CA signed it, set REDIS_TLS_CA (redis_tls_ca) to that CA's PEM \
+                 file"
+            .to_owned(),
+    }
 }
 
 /// The certificate problem behind a failed TLS handshake, if that is what failed
@@ -201,7 +284,11 @@ pub(super) fn connect_error(err: RedisError, url: &str, options: &RedisOptions) 
 fn certificate_error(err: &RedisError) -> Option<String> {
     const MARK: &str = "invalid peer certificate: ";
     let text = err.to_string();
-    let why = &text[text.find(MARK)? + MARK.len()..];
+    let mut why = &text[text.find(MARK)? + MARK.len()..];
+    // rustls wraps webpki's reasons it has no variant for: `Other(OtherError(Why))`.
+    for wrapper in ["Other(", "OtherError("] {
+        why = why.strip_prefix(wrapper).unwrap_or(why);
+    }
     let end = why
         .find(|c: char| !(c.is_alphanumeric() || c == '_'))
         .unwrap_or(why.len());
@@ -227,5 +314,37 @@ mod tests {
             "rediss://***@host:6379/0"
         );
         assert_eq!(super::redact("redis://host/"), "redis://host/");
+    }
+
+    #[test]
+    fn urls_that_are_not_redis_urls_say_the_forms_that_are() {
+        let options = super::RedisOptions::default();
+        for url in ["http://127.0.0.1:6379/", "127.0.0.1:6379"] {
+            let err = super::client(url, &options).err().unwrap();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "store unavailable: invalid Redis URL {url:?}: expected \
+                     redis://[user:password@]host[:port][/db] or rediss://… (TLS)"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn a_ca_used_as_the_servers_certificate_is_named_as_such() {
+        let ca = std::path::Path::new("/etc/ca.pem");
+        assert_eq!(
+            super::trust_advice("CaUsedAsEndEntity", Some(ca)),
+            "Redis presents a CA certificate as its own (a self-signed certificate given as \
+             its own CA, for instance), which TLS refuses: make a CA, sign a server \
+             certificate for Redis's host with it (openssl req -x509 for the CA, then openssl \
+             x509 -req -CA …), give Redis that certificate (tls-cert-file) and rollboard the \
+             CA (REDIS_TLS_CA)"
+        );
+        assert_eq!(
+            super::trust_advice("BadSignature", Some(ca)),
+            "the CA in /etc/ca.pem (REDIS_TLS_CA) did not sign it"
+        );
     }
 }

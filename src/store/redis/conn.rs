@@ -89,6 +89,7 @@ impl RedisConn {
     /// refused password is an error of this call.
     pub(crate) async fn connect(url: &str, options: &RedisOptions) -> Result<RedisConn> {
         let client = super::client::client(url, options)?;
+        super::client::tls_first_attempt(&client, url, options).await?;
         let config = ConnectionManagerConfig::new()
             .set_response_timeout(Some(options.response_timeout))
             .set_connection_timeout(Some(options.connection_timeout))

@@ -47,7 +47,7 @@ mod trending;
 mod write;
 
 #[cfg(feature = "server")]
-pub(crate) use client::redact;
+pub(crate) use client::{check_url, redact};
 pub(crate) use conn::{RedisConn, Retry};
 use ingest::Ingest;
 pub use ingest::IngestOptions;
