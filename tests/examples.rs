@@ -1,19 +1,26 @@
 //! The shell examples of the README and of `docs/api.md`, run as written against a live
-//! service (the real binary, on the memory store, at a free port instead of 8080), in
-//! the order a reader meets them.
+//! service (the real binary at a free port instead of 8080, on a redis-server of the
+//! test's own), in the order a reader meets them, in a scratch directory.
 //!
-//! Every `curl` command of a ```sh block runs through `sh`, so `$(date +%s)` and the
-//! like work. A command followed by a comment that starts `# {` or `# [` (and goes on in
+//! Every command of a ```sh block runs through `sh`, so `$(date +%s)` and the like
+//! work, with `rollboard` on `PATH` and `REDIS_URL` naming the test's Redis (an `export
+//! REDIS_URL=…` line stands for that). Not run: `cargo …` (building and serving, which the
+//! test does itself), `./scripts/test`, `pipx …` and `export` lines. A command followed by a comment that starts `# {` or `# [` (and goes on in
 //! lines that start `#` and two spaces) shows its answer: the answer must be exactly that
 //! text, where each `…` stands for any text. Comments after that (an illustration of a
 //! later answer, say) are not compared. A command without a sample must not answer an
-//! error body. Other commands (cargo, the CLI, which needs Redis) are not run here.
+//! error body, and every command must exit 0.
+
+#[path = "common/redis.rs"]
+mod test_redis;
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// One `curl` command of a document, and the answer shown after it, if any.
+use test_redis::TestRedis;
+
+/// One command of a document, and the answer shown after it, if any.
 struct Example {
     file: &'static str,
     line: usize,
@@ -21,7 +28,7 @@ struct Example {
     sample: Option<String>,
 }
 
-/// The `curl` examples of `text`, in order.
+/// The commands of the ```sh blocks of `text`, in order, but those [`not_run`].
 fn examples(file: &'static str, text: &str) -> Vec<Example> {
     let lines: Vec<&str> = text.lines().collect();
     let mut found = Vec::new();
@@ -34,7 +41,8 @@ fn examples(file: &'static str, text: &str) -> Vec<Example> {
             i += 1;
             continue;
         }
-        if !in_sh || !line.trim_start().starts_with("curl ") {
+        let trimmed = line.trim_start();
+        if !in_sh || trimmed.is_empty() || trimmed.starts_with('#') || not_run(trimmed) {
             i += 1;
             continue;
         }
@@ -79,6 +87,15 @@ fn examples(file: &'static str, text: &str) -> Vec<Example> {
     found
 }
 
+/// Commands the test does not run: it builds and serves itself, and `export` lines set
+/// what it sets.
+fn not_run(command: &str) -> bool {
+    ["cargo ", "./scripts/test", "pipx ", "export "]
+        .iter()
+        .any(|skip| command.starts_with(skip))
+        || command.contains(" cargo run")
+}
+
 /// Whether `answer` is `sample` with each `…` standing for any text.
 fn matches(sample: &str, answer: &str) -> bool {
     let parts: Vec<&str> = sample.split('…').collect();
@@ -109,15 +126,16 @@ impl Drop for Service {
     }
 }
 
-fn serve(port: u16) -> Service {
+fn serve(port: u16, redis_url: &str) -> Service {
     let mut command = Command::new(env!("CARGO_BIN_EXE_rollboard"));
     command
         .args(["serve", "--bind", &format!("127.0.0.1:{port}")])
+        .env("REDIS_URL", redis_url)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     for var in [
-        "REDIS_URL",
         "REDIS_CLUSTER_URLS",
+        "ROLLBOARD_STORE",
         "ROLLBOARD_BIND",
         "ROLLBOARD_WRITE_TOKEN",
         "ROLLBOARD_ADMIN_TOKEN",
@@ -142,13 +160,25 @@ fn free_port() -> u16 {
         .port()
 }
 
-#[test]
-fn the_curl_examples_of_the_readme_and_the_api_docs_run_as_written() {
+#[tokio::test]
+async fn the_shell_examples_of_the_readme_and_the_api_docs_run_as_written() {
+    let redis = TestRedis::spawn().await;
     let port = free_port();
-    let _service = serve(port);
+    let _service = serve(port, &redis.url);
+    let scratch = std::env::temp_dir().join(test_redis::unique("rollboard-examples-"));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_rollboard"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let mut all = examples("README.md", include_str!("../README.md"));
     all.extend(examples("docs/api.md", include_str!("../docs/api.md")));
-    assert!(all.len() >= 30, "only {} curl examples found", all.len());
+    assert!(all.len() >= 40, "only {} examples found", all.len());
     let compared = all.iter().filter(|e| e.sample.is_some()).count();
     assert!(compared >= 10, "only {compared} sample answers found");
 
@@ -159,6 +189,11 @@ fn the_curl_examples_of_the_readme_and_the_api_docs_run_as_written() {
             .replace("localhost:8080", &format!("127.0.0.1:{port}"));
         let output = Command::new("sh")
             .args(["-c", &format!("{command} 2>/dev/null")])
+            .current_dir(&scratch)
+            .env("PATH", &path)
+            .env("REDIS_URL", &redis.url)
+            .env_remove("REDIS_CLUSTER_URLS")
+            .env_remove("ROLLBOARD_STORE")
             .output()
             .expect("run sh");
         let answer = String::from_utf8_lossy(&output.stdout).trim().to_owned();
@@ -177,6 +212,7 @@ fn the_curl_examples_of_the_readme_and_the_api_docs_run_as_written() {
             ));
         }
     }
+    let _ = std::fs::remove_dir_all(&scratch);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -189,7 +225,7 @@ fn a_sample_matches_with_each_ellipsis_standing_for_any_text() {
     assert!(!matches(r#"{"a":…,"c":…}"#, r#"{"a":1,"b":2}"#));
     let found = examples(
         "x",
-        "```sh\ncurl a \\\n  -d b\n# {\"x\":1,\n#   \"y\":…}\ncurl c # 204\n```\ncurl d\n",
+        "```sh\ncurl a \\\n  -d b\n# {\"x\":1,\n#   \"y\":…}\ncurl c # 204\ncargo run\nrollboard x\n```\ncurl d\n",
     );
     let got: Vec<(usize, &str, Option<&str>)> = found
         .iter()
@@ -199,7 +235,8 @@ fn a_sample_matches_with_each_ellipsis_standing_for_any_text() {
         got,
         [
             (2, "curl a   -d b", Some("{\"x\":1,\"y\":…}")),
-            (6, "curl c # 204", None)
+            (6, "curl c # 204", None),
+            (8, "rollboard x", None)
         ]
     );
 }
