@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::Error;
 use crate::domain::{SnapshotPolicy, Span, Timestamp};
-use crate::error::Error;
 
 /// A board's configuration. Always valid once constructed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,6 +4,8 @@
 mod admission;
 mod config;
 pub mod counter;
+mod coverage;
+pub(crate) mod error;
 mod event;
 mod idempotency;
 mod maintenance;
@@ -20,11 +22,10 @@ pub(crate) mod trending;
 
 pub use admission::{Admission, SlotWrite, not_in_future, too_late};
 pub use config::{BoardConfig, Layout, Ties};
+pub(crate) use coverage::{WindowState, behind, complete_from, coverage};
 pub use event::{Event, MAX_ABS, check_delta};
 pub use idempotency::{Fingerprint, IdempotencyKey, MAX_IDEMPOTENCY_KEY};
-pub use maintenance::{
-    RecomputeReport, RelayoutOptions, RelayoutReport, Removed, RetireOptions, RetireReport,
-};
+pub use maintenance::{RecomputeReport, RelayoutOptions, RelayoutReport, Removed, RetireReport};
 pub use member_ranks::{MAX_RANKS_MEMBERS, MemberRank, Ranks, parse_ranks_members};
 pub use name::{BoardName, Member};
 pub use ranking::{Entry, History, Point, Standing, TopPage, percentile};

@@ -517,7 +517,7 @@ impl ServiceConfig {
             if n == 0 {
                 return Err(ConfigError("retire_chunk_size must be at least 1".into()));
             }
-            settings.retire.chunk_size = n;
+            redis.retire.chunk_size = n;
         }
         let legacy = file
             .boards
