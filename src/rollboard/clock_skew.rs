@@ -13,11 +13,11 @@ impl Rollboard {
     /// ahead). One round trip: the store's reading is taken to be from the middle of it.
     /// Zero for a store in this process (it shares the process's clock).
     pub async fn clock_skew(&self) -> Result<f64> {
-        let Some(redis) = self.store().redis() else {
+        let Some(server) = self.store().server() else {
             return Ok(0.0);
         };
         let before = self.now();
-        let store = redis.server_time().await?;
+        let store = server.server_time().await?;
         let after = self.now();
         let local = (before.unix_millis() as f64 + after.unix_millis() as f64) / 2.0;
         Ok((local - store.unix_millis() as f64) / 1000.0)

@@ -10,8 +10,8 @@ impl Rollboard {
     /// Reads the store's memory and judges it under this instance's settings (one
     /// `INFO memory` on Redis).
     pub async fn memory_check(&self) -> Result<MemoryCheck> {
-        let reading = match self.store().redis() {
-            Some(redis) => redis.memory().await?,
+        let reading = match self.store().server() {
+            Some(server) => server.memory().await?,
             None => MemoryReading::InProcess,
         };
         let problem = match &reading {

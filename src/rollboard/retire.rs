@@ -19,29 +19,29 @@ impl Rollboard {
             .await
     }
 
-    /// Retires everything overdue on the board now (or as much as `options` allow) on
-    /// the Redis store; a store without such tuning retires as [`retire`](Self::retire)
-    /// does.
+    /// Retires everything overdue on the board now (or as much as `options` allow) on a
+    /// store kept in a server (Redis); a store without such tuning retires as
+    /// [`retire`](Self::retire) does.
     pub async fn retire_with(&self, board: &str, options: RetireOptions) -> Result<RetireReport> {
-        let Some(redis) = self.inner.store.redis() else {
+        let Some(server) = self.inner.store.server() else {
             return self.retire(board).await;
         };
         let now = self.now();
         self.on_board(board, |b| async move {
-            redis.retire_with(&b, now, options).await
+            server.retire_with(&b, now, options).await
         })
         .await
     }
 
     /// Retires everything overdue on each of `boards` in few round trips: on Redis the
     /// small boards due at one boundary in one call each, many calls per round trip
-    /// ([`RedisStore::retire_small`](crate::RedisStore::retire_small)); the others (big,
+    /// ([`ServerStore::retire_small`](crate::ServerStore::retire_small)); the others (big,
     /// behind, changed, or every board of another store) one by one, as
     /// [`retire`](Self::retire) does. Each board's result, in order. The boards may be
     /// stale: a changed one is reloaded.
     pub async fn retire_many(&self, boards: &[Arc<Board>]) -> Vec<Result<RetireReport>> {
-        let fast = match self.inner.store.redis() {
-            Some(redis) => match redis.retire_small(boards, self.now()).await {
+        let fast = match self.inner.store.server() {
+            Some(server) => match server.retire_small(boards, self.now()).await {
                 Ok(fast) => fast,
                 // The store failed as a whole: so would every board's own pass.
                 Err(e) => return boards.iter().map(|_| Err(e.clone())).collect(),

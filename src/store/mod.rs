@@ -25,6 +25,7 @@ mod keyed;
 mod memory;
 pub(crate) mod rates;
 mod redis;
+mod server;
 mod stats;
 pub(crate) mod trending;
 
@@ -37,6 +38,7 @@ pub use rates::{RateHit, RateStore};
 pub use redis::{IngestOptions, RedisOptions, RedisStore, RetireOptions};
 #[cfg(feature = "server")]
 pub(crate) use redis::{RedisConn, Retry, check_url, redact};
+pub use server::ServerStore;
 pub use trending::{TrendKeyed, TrendingStore};
 
 pub use crate::domain::SlotWrite;
@@ -64,9 +66,10 @@ pub enum WriteStatus {
 /// concurrently, from several processes.
 ///
 /// Methods that take a [`Board`] fail with [`Error::BoardChanged`](crate::Error::BoardChanged)
-/// when the stored board is gone or is another incarnation (another `version`). Tuning
-/// and operations of one backend (Redis's memory and clock, its retirement chunks) are
-/// the backend's own: reached through [`redis`](Store::redis), which other stores lack.
+/// when the stored board is gone or is another incarnation (another `version`). What
+/// only a store kept in a server has (its memory, its clock, retirement in tuned chunks)
+/// is the optional [`ServerStore`], reached through [`server`](Store::server); a store's
+/// tuning is its own (the Redis store's: [`RedisOptions`]).
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// A short name for logs: `"redis"` or `"memory"`.
@@ -84,11 +87,10 @@ pub trait Store: Send + Sync + 'static {
     /// The store's trending boards (see [`TrendingStore`]).
     fn trending(&self) -> &dyn TrendingStore;
 
-    /// The Redis store's own operations (its memory, its clock, retirement of many small
-    /// boards at once, retirement with other tuning), when this store is one; `None` for
-    /// a store without them, which then has no memory limit of its own, shares this
+    /// The operations of a store kept in a server (see [`ServerStore`]); `None` for a
+    /// store without them, which then has no memory limit of its own, shares this
     /// process's clock and retires board by board.
-    fn redis(&self) -> Option<&RedisStore> {
+    fn server(&self) -> Option<&dyn ServerStore> {
         None
     }
 

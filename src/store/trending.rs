@@ -17,7 +17,7 @@ use crate::domain::{
     TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 use crate::error::Result;
-use crate::store::WriteKey;
+use super::keyed::WriteKey;
 
 /// What a store did with a keyed write to a trending board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use rand::{Rng, SeedableRng};
 use rollboard::{
     BoardConfig, Clock, Event, Layout, RedisOptions, RelayoutOptions, RetireOptions, Rollboard,
-    Span,
+    ServerStore, Span,
 };
 
 use crate::oracle::{Geometry, Oracle, check_redis_invariants};

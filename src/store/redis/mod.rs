@@ -35,7 +35,7 @@ mod refusal;
 mod relayout;
 mod reply;
 mod retire;
-mod retire_options;
+pub(super) mod retire_options;
 mod retire_small;
 mod retire_swap;
 mod script_pipeline;
@@ -63,7 +63,7 @@ use crate::domain::{History, Standing, TopPage};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
 use crate::memory_check::MemoryReading;
-use crate::store::{CounterStore, StatsStore};
+use crate::store::{CounterStore, ServerStore, StatsStore};
 use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus};
 
 /// Connection settings for [`RedisStore`].
@@ -162,14 +162,15 @@ impl RedisStore {
             retire: options.retire,
         })
     }
+}
 
-    /// What Redis says of its memory limit, use and eviction policy (`INFO memory`).
-    pub async fn memory(&self) -> Result<MemoryReading> {
+#[async_trait]
+impl ServerStore for RedisStore {
+    async fn memory(&self) -> Result<MemoryReading> {
         memory_info::read(&self.conn).await
     }
 
-    /// Redis's own clock (`TIME`), to measure this process's clock against.
-    pub async fn server_time(&self) -> Result<Timestamp> {
+    async fn server_time(&self) -> Result<Timestamp> {
         let (seconds, micros): (i64, i64) = self
             .conn
             .query(&redis::cmd("TIME"), None, Retry::Idempotent)
@@ -177,30 +178,21 @@ impl RedisStore {
         Timestamp::from_unix_millis(seconds * 1000 + micros / 1000)
     }
 
-    /// [`Store::retire`] with `options` instead of the store's own tuning, for this pass.
-    pub async fn retire_with(
+    async fn retire_small(
+        &self,
+        boards: &[Arc<Board>],
+        now: Timestamp,
+    ) -> Result<Vec<Option<RetireReport>>> {
+        retire_small::retire_small(&self.conn, boards, now, self.retire).await
+    }
+
+    async fn retire_with(
         &self,
         board: &Board,
         now: Timestamp,
         options: RetireOptions,
     ) -> Result<RetireReport> {
         retire::retire(&self.conn, board, now, options).await
-    }
-
-    /// Retires, in few round trips, those of `boards` that are small and due at one
-    /// boundary only, as the store's own tuning says: per board, in order,
-    /// `Some(report)` when it is retired through `now` (`complete`), `None` when it was
-    /// left for [`Store::retire`] (big, behind by more than one boundary, being
-    /// recomputed, changed). A retired board's closed slot is compacted as
-    /// [`Store::retire`] does. `Err` when the store failed as a whole; every board is
-    /// then left as it was or retired exactly (each board's retirement is atomic and
-    /// idempotent).
-    pub async fn retire_small(
-        &self,
-        boards: &[Arc<Board>],
-        now: Timestamp,
-    ) -> Result<Vec<Option<RetireReport>>> {
-        retire_small::retire_small(&self.conn, boards, now, self.retire).await
     }
 }
 
@@ -230,7 +222,7 @@ impl Store for RedisStore {
         self
     }
 
-    fn redis(&self) -> Option<&RedisStore> {
+    fn server(&self) -> Option<&dyn ServerStore> {
         Some(self)
     }
 

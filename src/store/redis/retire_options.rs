@@ -1,8 +1,7 @@
 //! How the Redis store runs a retirement pass: chunk sizes and time budgets of its
 //! script calls, the swap path and the compaction that follows. Redis tuning: the
 //! [`Store`](crate::store::Store) trait takes none of it; the store holds its own
-//! ([`RedisOptions::retire`](super::RedisOptions)), and
-//! [`RedisStore::retire_with`](super::RedisStore::retire_with) takes others for one pass.
+//! (`RedisOptions::retire`), and `ServerStore::retire_with` takes others for one pass.
 
 /// How a retirement pass of the Redis store runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
