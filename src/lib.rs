@@ -53,9 +53,7 @@ pub mod rates;
 mod retirer;
 mod rollboard;
 mod settings;
-mod skew;
 mod store;
-mod window_build;
 
 #[cfg(feature = "server")]
 pub mod http;
@@ -80,10 +78,10 @@ pub use domain::stats::{
 pub use domain::{
     BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, Layout, MAX_ABS,
     MAX_IDEMPOTENCY_KEY, MAX_RANKS_MEMBERS, Member, MemberRank, Point, Ranks, RecomputeReport,
-    RelayoutOptions, RelayoutReport, Removed, RetireOptions, RetireReport, ScoreBounds, ScoreRange,
-    Span, Standing, Ties, Timestamp, TopPage, TrendCounts, TrendCreated, TrendEntry,
-    TrendMaintenance, TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding,
-    TrendWrite, TrendingBoard, TrendingConfig,
+    RelayoutOptions, RelayoutReport, Removed, RetireReport, ScoreBounds, ScoreRange, Span,
+    Standing, Ties, Timestamp, TopPage, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
+    TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
+    TrendingBoard, TrendingConfig,
 };
 pub use domain::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots};
 pub use error::{Error, Result};
@@ -98,8 +96,8 @@ pub use rollboard::write::{BatchOutcome, Rejected};
 pub use settings::Settings;
 pub use store::{
     CounterCleaned, CounterInfo, CounterStore, IngestOptions, Keyed, MemoryStore, RateHit,
-    RateStore, Recorded, RedisOptions, RedisStore, SlotWrite, StatRecord, StatsStore, Store,
-    TrendingStore, WriteKey, WriteStatus,
+    RateStore, Recorded, RedisOptions, RedisStore, RetireOptions, ServerStore, SlotWrite,
+    StatRecord, StatsStore, Store, TrendingStore, WriteKey, WriteStatus,
 };
 
 /// Compiles and runs the Rust code blocks of the README, so they stay true.

@@ -9,11 +9,12 @@
 //! is lost, but nothing is counted either. The service reads this at start and
 //! periodically (warning loudly), and `/readyz` fails on either problem.
 //!
+//! The check itself is [`Rollboard::memory_check`](crate::Rollboard::memory_check); this
+//! module holds what it reads and judges, which the Redis store produces.
+//!
 //! `INFO memory` is read rather than `CONFIG GET`: managed services that refuse `CONFIG`
 //! still answer `INFO`. Where an ACL refuses it too, the reading is
 //! [`MemoryReading::Hidden`] and nothing is judged.
-
-use crate::{Result, Rollboard};
 
 /// What Redis says of its memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,19 +111,6 @@ pub struct MemoryCheck {
     pub problem: Option<MemoryProblem>,
 }
 
-impl Rollboard {
-    /// Reads the store's memory and judges it under this instance's settings (one
-    /// `INFO memory` on Redis).
-    pub async fn memory_check(&self) -> Result<MemoryCheck> {
-        let reading = self.store().memory().await?;
-        let problem = match &reading {
-            MemoryReading::Read(limit) => limit.problem(self.settings().accept_eviction),
-            MemoryReading::InProcess | MemoryReading::Hidden(_) => None,
-        };
-        Ok(MemoryCheck { reading, problem })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,12 +149,5 @@ mod tests {
             limit(100, 100, "noeviction").problem(false).unwrap().code(),
             "store_full"
         );
-    }
-
-    #[tokio::test]
-    async fn the_memory_store_has_no_limit() {
-        let check = Rollboard::memory().memory_check().await.unwrap();
-        assert_eq!(check.reading, MemoryReading::InProcess);
-        assert_eq!(check.problem, None);
     }
 }

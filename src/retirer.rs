@@ -20,8 +20,8 @@
 //! [`Rollboard::start_retirer`]; the service's scheduler runs one too. Retirement is
 //! idempotent and exact with any number of retirers, so every process may run one.
 //!
-//! [`ManualClock`]: crate::ManualClock
-//! [`Clock::moves`]: crate::Clock::moves
+//! [`ManualClock`]: crate::clock::ManualClock
+//! [`Clock::moves`]: crate::clock::Clock::moves
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,7 +31,10 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
-use crate::{Board, BoardName, Error, Result, RetireReport, Rollboard, Span, Timestamp};
+use crate::board::Board;
+use crate::domain::{BoardName, RetireReport, Span, Timestamp};
+use crate::error::{Error, Result};
+use crate::rollboard::Rollboard;
 
 /// Something the retirer did, for metrics and logs (see [`RetirerOptions::observer`]).
 #[derive(Debug)]
@@ -255,7 +258,7 @@ impl Task {
 
     /// Takes a fresh list of boards: new ones are due now, dropped ones are forgotten,
     /// known ones keep how far they were retired.
-    fn track(&mut self, boards: Vec<crate::Board>) {
+    fn track(&mut self, boards: Vec<Board>) {
         let mut fresh = HashMap::with_capacity(boards.len());
         for board in boards {
             let retired_at_slot = self

@@ -1,6 +1,5 @@
 //! Tunable limits of a [`Rollboard`](crate::Rollboard), with the defaults a service uses.
 
-use crate::domain::RetireOptions;
 use crate::domain::{Admission, Span};
 use crate::rates::RateTiers;
 
@@ -16,8 +15,6 @@ pub struct Settings {
     pub events_per_call: usize,
     /// Largest `limit` of a top-N read.
     pub max_limit: u64,
-    /// How retirement passes run.
-    pub retire: RetireOptions,
     /// The tiers of every rate key's time ring.
     pub rate_tiers: RateTiers,
     /// The precisions every counter counts at (default 1 s, 5 s, 1 min, 5 min, 1 h, 5 h,
@@ -45,7 +42,6 @@ impl Default for Settings {
             max_batch: 10_000,
             events_per_call: 1_000,
             max_limit: 1_000,
-            retire: RetireOptions::default(),
             rate_tiers: RateTiers::default(),
             counter_precisions: crate::domain::counter::default_precisions(),
             counter_keep: crate::domain::counter::DEFAULT_KEEP,

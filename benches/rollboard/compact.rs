@@ -86,7 +86,7 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
         chunk_size: std::env::var("BENCH_RETIRE_CHUNK")
             .ok()
             .and_then(|c| c.parse().ok())
-            .unwrap_or(Settings::default().retire.chunk_size),
+            .unwrap_or(rollboard::RetireOptions::default().chunk_size),
         max_chunks: None,
         compact: false,
         ..Default::default()

@@ -8,8 +8,8 @@
 //! that order and the first failure is the event's error. The store can still refuse an
 //! admitted event (too late by the time it runs, or a total leaving the range).
 
+use super::error::Error;
 use crate::domain::{BoardConfig, Event, Member, Span, Timestamp, check_delta};
-use crate::error::Error;
 
 /// One admitted event, placed in its slot: what a store writes.
 #[derive(Debug, Clone, PartialEq, Eq)]

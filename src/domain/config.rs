@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::{SnapshotPolicy, Span, Timestamp};
-use crate::error::Error;
+use super::error::Error;
+use crate::domain::{Layout, SnapshotPolicy, Span, Ties, Timestamp};
 
 /// A board's configuration. Always valid once constructed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,79 +34,6 @@ pub struct BoardConfig {
     /// Changed on a live board by `rollboard relayout`, never by a PUT.
     #[cfg_attr(feature = "server", schema(nullable = false))]
     layout: Option<Layout>,
-}
-
-/// How a Redis store keeps a board's slot data. It changes memory and speed, never
-/// results; the memory store has one layout of its own and only records the option.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-pub enum Layout {
-    /// One hash per slot and stage.
-    Plain,
-    /// Each slot's stages split into small hashes by a hash of the member, so that each
-    /// stays in Redis's compact listpack encoding (`docs/design.md`, "Compact slots").
-    Compact,
-}
-
-impl Layout {
-    /// The name stored in the board record and used on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Layout::Plain => "plain",
-            Layout::Compact => "compact",
-        }
-    }
-
-    /// Parses a stored name.
-    pub fn from_stored(stored: &str) -> Option<Layout> {
-        match stored {
-            "plain" => Some(Layout::Plain),
-            "compact" => Some(Layout::Compact),
-            _ => None,
-        }
-    }
-}
-
-impl std::str::FromStr for Layout {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
-        Layout::from_stored(text)
-            .ok_or_else(|| format!("unknown layout {text:?}: expected plain or compact"))
-    }
-}
-
-/// How a board ranks equal totals.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-pub enum Ties {
-    /// Competition ranks (1, 1, 3): 1 + the number of members with a strictly higher
-    /// total.
-    #[default]
-    Competition,
-    /// Dense ranks (1, 1, 2): 1 + the number of distinct totals strictly higher.
-    Dense,
-}
-
-impl Ties {
-    /// The name stored in the board record and used on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ties::Competition => "competition",
-            Ties::Dense => "dense",
-        }
-    }
-
-    /// Parses a stored name; an absent one (a board created before the option) is
-    /// competition.
-    pub fn from_stored(stored: Option<&str>) -> Option<Ties> {
-        match stored {
-            None | Some("competition") => Some(Ties::Competition),
-            Some("dense") => Some(Ties::Dense),
-            Some(_) => None,
-        }
-    }
 }
 
 /// The unvalidated shape of a config, as it arrives over the wire.

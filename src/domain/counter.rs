@@ -11,8 +11,8 @@ use std::fmt;
 
 use serde::Serialize;
 
+use super::error::Error;
 use crate::domain::{BoardName, Span, Timestamp};
-use crate::error::Error;
 
 /// A counter's name: the board-name rules (1–64 characters of `A-Z a-z 0-9 _ . : -`),
 /// so it sits inside a `{<name>}` hash tag as it is.

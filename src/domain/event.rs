@@ -1,7 +1,7 @@
 //! Events as callers hand them in, and the integer range every delta and total stays in.
 
+use super::error::Error;
 use crate::domain::Timestamp;
-use crate::error::Error;
 
 /// The largest magnitude of a delta, a total or a slot value: 2^53 − 1.
 ///

@@ -5,8 +5,8 @@
 //! carried is summed up in a [`Fingerprint`] (SHA-1 of a canonical form), so a key
 //! reused for another write is told apart from a retry.
 
+use super::error::Error;
 use crate::domain::Event;
-use crate::error::Error;
 
 /// Longest idempotency key, in characters.
 pub const MAX_IDEMPOTENCY_KEY: usize = 255;

@@ -1,5 +1,5 @@
-//! What maintenance reports: removing a member, retirement (and how a pass runs),
-//! recompute and relayout. Plain data, shared by the stores that produce it and the
+//! What maintenance reports: removing a member, retirement, recompute and relayout (and
+//! how a relayout runs). Plain data, shared by the stores that produce it and the
 //! facade.
 
 use serde::Serialize;
@@ -60,42 +60,6 @@ pub struct Removed {
     pub slot_values: u64,
 }
 
-/// How a retirement pass runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetireOptions {
-    /// Most slot fields one script call subtracts.
-    pub chunk_size: usize,
-    /// How long one script call may work: it stops before a step (about 50 fields) that
-    /// would likely overrun it, so Redis never blocks for long, whatever the machine.
-    pub chunk_budget: std::time::Duration,
-    /// Stop after this many chunk calls (the pass reports `complete: false`). `None` runs
-    /// to the end. A later pass resumes exactly where this one stopped.
-    pub max_chunks: Option<usize>,
-    /// Compact, after retiring a compact board, the slot that just closed (written plain
-    /// while it was open: `docs/design.md`, "Compact slots"), in calls of `chunk_budget`.
-    /// `false` retires only (the benchmark times retirement alone). A store without
-    /// layouts (the memory store) ignores it.
-    pub compact: bool,
-    /// Window 1 of a board whose first window is one slot long retires the slot that
-    /// closed by a swap (Redis store, `retire_swap.lua`: its totals rebuilt from the
-    /// newer slots, the closed slot's stage moved by `RENAME`) when the rebuild reads at
-    /// most this many fields (the newer slots' first stage plus the closed slot's
-    /// second); otherwise, and with 0, chunk by chunk. The memory store ignores it.
-    pub swap_fields: usize,
-}
-
-impl Default for RetireOptions {
-    fn default() -> Self {
-        RetireOptions {
-            chunk_size: 1000,
-            chunk_budget: std::time::Duration::from_micros(1500),
-            max_chunks: None,
-            compact: true,
-            swap_fields: 600,
-        }
-    }
-}
-
 /// What a retirement pass did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
@@ -110,13 +74,13 @@ pub struct RetireReport {
     pub chunks: u64,
     /// Whether everything overdue was retired (false only when `max_chunks` stopped it).
     pub complete: bool,
-    /// Closed slots converted to the compact layout after retiring (see
-    /// [`RetireOptions::compact`]); 0 on the memory store, which has no layouts.
+    /// Closed slots converted to the compact layout after retiring (see the Redis
+    /// store's `RetireOptions::compact`); 0 on the memory store, which has no layouts.
     pub slots_compacted: u64,
     /// Values those conversions moved from a slot's plain hashes into its buckets.
     pub fields_compacted: u64,
-    /// Of `slots_retired`, those window 1 retired by a swap (see
-    /// [`RetireOptions::swap_fields`]); each counts its closed slot's fields in
+    /// Of `slots_retired`, those window 1 retired by a swap (see the Redis store's
+    /// `RetireOptions::swap_fields`); each counts its closed slot's fields in
     /// `fields_subtracted`, the members window 1's totals held before and not after in
     /// `members_zeroed`, and one call in `chunks`. 0 on the memory store.
     pub slots_swapped: u64,

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
+use super::error::Error;
 use super::{BoardName, Member, Span};
-use crate::error::Error;
 
 /// Most members one ranks read may ask for.
 pub const MAX_RANKS_MEMBERS: usize = 1_000;

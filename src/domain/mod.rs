@@ -4,8 +4,11 @@
 mod admission;
 mod config;
 pub mod counter;
+mod coverage;
+pub(crate) mod error;
 mod event;
 mod idempotency;
+mod layout;
 mod maintenance;
 mod member_ranks;
 mod name;
@@ -15,16 +18,17 @@ mod score_range;
 mod snapshot;
 mod span;
 pub mod stats;
+mod ties;
 mod timestamp;
 pub(crate) mod trending;
 
 pub use admission::{Admission, SlotWrite, not_in_future, too_late};
-pub use config::{BoardConfig, Layout, Ties};
+pub use config::BoardConfig;
+pub(crate) use coverage::{WindowState, behind, complete_from, coverage};
 pub use event::{Event, MAX_ABS, check_delta};
 pub use idempotency::{Fingerprint, IdempotencyKey, MAX_IDEMPOTENCY_KEY};
-pub use maintenance::{
-    RecomputeReport, RelayoutOptions, RelayoutReport, Removed, RetireOptions, RetireReport,
-};
+pub use layout::Layout;
+pub use maintenance::{RecomputeReport, RelayoutOptions, RelayoutReport, Removed, RetireReport};
 pub use member_ranks::{MAX_RANKS_MEMBERS, MemberRank, Ranks, parse_ranks_members};
 pub use name::{BoardName, Member};
 pub use ranking::{Entry, History, Point, Standing, TopPage, percentile};
@@ -32,6 +36,7 @@ pub use read_limits::{check_around, check_page};
 pub use score_range::{ScoreBounds, ScoreRange};
 pub use snapshot::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots, rank_prefix};
 pub use span::Span;
+pub use ties::Ties;
 pub use timestamp::Timestamp;
 pub use trending::{
     TrendCounts, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange,

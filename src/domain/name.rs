@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::error::Error;
+use super::error::Error;
 
 /// A board's name: 1–64 characters of `A-Z a-z 0-9 _ . : -`, not only dots (clients
 /// drop the `.` and `..` path segments of a URL before sending it).

@@ -1,7 +1,7 @@
 //! Read limits: the bounds on a ranking read's paging arguments, checked before any
 //! store sees the read. Pure; no I/O.
 
-use crate::error::Error;
+use super::error::Error;
 
 /// Largest `offset` of a page of the ranking.
 pub const MAX_OFFSET: u64 = 1_000_000_000;

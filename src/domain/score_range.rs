@@ -5,7 +5,7 @@
 
 use super::MAX_ABS;
 use super::TrendRange;
-use crate::error::Error;
+use super::error::Error;
 
 /// Bounds on scores as a caller gives them, both inclusive, either open: numbers, since
 /// a trending board's scores are. On a windowed board, whose totals are integers, they

@@ -8,8 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::error::Error;
 use super::{Entry, Span, Ties};
-use crate::error::Error;
 
 /// How many leaders each snapshot keeps and how many snapshots per window are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

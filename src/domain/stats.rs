@@ -16,8 +16,8 @@ use std::fmt;
 
 use serde::Serialize;
 
+use super::error::Error;
 use crate::domain::{BoardName, Timestamp};
-use crate::error::Error;
 
 /// The relative error of a percentile.
 pub const RELATIVE_ERROR: f64 = 0.02;

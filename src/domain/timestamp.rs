@@ -7,7 +7,7 @@ use std::fmt;
 
 use time::OffsetDateTime;
 
-use crate::error::Error;
+use super::error::Error;
 
 /// An instant, in unix milliseconds (UTC). Always between 1970 and the end of year 9999.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

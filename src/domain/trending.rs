@@ -12,8 +12,8 @@
 
 use serde::Serialize;
 
+use super::error::{Error, Result};
 use crate::domain::{BoardName, Span, Timestamp};
-use crate::error::{Error, Result};
 
 /// A trending board's floor when none is given: members whose score decayed below it
 /// (in magnitude) are pruned by the maintenance pass.

@@ -75,9 +75,9 @@ pub struct RateCounts {
     /// The key.
     pub key: String,
     /// The instant counted at, unix milliseconds.
-    pub at: crate::Timestamp,
+    pub at: crate::domain::Timestamp,
     /// Per window asked for, in the order asked: its length and count.
-    pub counts: Vec<(crate::Span, u64)>,
+    pub counts: Vec<(crate::domain::Span, u64)>,
 }
 
 /// What [`Rollboard::rate_check`](crate::Rollboard::rate_check) decided.

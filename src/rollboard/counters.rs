@@ -67,6 +67,7 @@ impl Rollboard {
             match self
                 .inner
                 .store
+                .counters()
                 .incr_counter(&name, own.as_deref(), &sums)
                 .await?
             {
@@ -75,7 +76,7 @@ impl Rollboard {
                 Incremented::Precisions(stored) => own = stored,
             }
         }
-        Err(Error::Store(format!(
+        Err(Error::store(format!(
             "counter {name:?} kept changing its precisions"
         )))
     }
@@ -94,6 +95,7 @@ impl Rollboard {
         let own = precisions.map(counter::check_precisions).transpose()?;
         self.inner
             .store
+            .counters()
             .set_counter_config(&name, own.as_deref())
             .await?;
         match own {
@@ -106,7 +108,7 @@ impl Rollboard {
     /// ones.
     pub async fn counter_precisions_in_effect(&self, name: &str) -> Result<Vec<Span>> {
         let name = CounterName::parse(name)?;
-        match self.inner.store.counter_config(&name).await? {
+        match self.inner.store.counters().counter_config(&name).await? {
             Some(p) => Ok(p),
             None => counter::check_precisions(&self.settings().counter_precisions),
         }
@@ -143,7 +145,7 @@ impl Rollboard {
         query: SampleQuery,
     ) -> Result<Vec<Sample>> {
         let name = CounterName::parse(name)?;
-        let store = &self.inner.store;
+        let store = self.inner.store.counters();
         let Some(stored) = store.counter_samples(&name, precision).await? else {
             return Err(match store.counter_precisions(&name).await? {
                 None => Error::CounterNotFound(name.to_string()),
@@ -158,13 +160,13 @@ impl Rollboard {
 
     /// Every counter and its precisions, by name.
     pub async fn counters(&self) -> Result<Vec<CounterInfo>> {
-        self.inner.store.list_counters().await
+        self.inner.store.counters().list_counters().await
     }
 
     /// Deletes counter `name`; [`Error::CounterNotFound`] when there is none.
     pub async fn drop_counter(&self, name: &str) -> Result<()> {
         let name = CounterName::parse(name)?;
-        if self.inner.store.drop_counter(&name).await? {
+        if self.inner.store.counters().drop_counter(&name).await? {
             Ok(())
         } else {
             Err(Error::CounterNotFound(name.to_string()))
@@ -188,6 +190,7 @@ impl Rollboard {
             let cleaned = self
                 .inner
                 .store
+                .counters()
                 .clean_counter(&info.name, self.now(), plan)
                 .await?;
             report.counters += 1;

@@ -6,8 +6,10 @@
 //! decided once, then the windowed or trending operation), [`boards`] (create, load,
 //! list, describe, drop), [`write`]
 //! (events, member removal; a batch's outcome),
-//! [`read`] (rankings and history), [`retire`], [`recompute`]; [`cache`] holds the board
-//! boards of either kind and the one reload-and-retry when a board changed underneath.
+//! [`read`] (rankings and history), [`retire`], [`recompute`] (and building added windows
+//! in the background); [`clock_skew`] and [`memory_check`] (what the service checks of
+//! the store); [`cache`] holds the board boards of either kind and the one
+//! reload-and-retry when a board changed underneath.
 
 use std::sync::Arc;
 
@@ -21,8 +23,10 @@ use crate::store::{MemoryStore, RedisStore, Store};
 mod any_board;
 mod boards;
 mod cache;
+mod clock_skew;
 pub(crate) mod counters;
 pub(crate) mod idempotent;
+mod memory_check;
 pub(crate) mod rates;
 pub(crate) mod read;
 pub(crate) mod recompute;

@@ -29,7 +29,7 @@ impl Rollboard {
         let counted = statuses
             .into_iter()
             .next()
-            .ok_or_else(|| Error::Store("no status for the hit".into()))??;
+            .ok_or_else(|| Error::store("no status for the hit"))??;
         if counted == 0 {
             return Err(self.too_late(at, now));
         }
@@ -64,7 +64,7 @@ impl Rollboard {
                 input?;
                 let (status, at) = applied
                     .next()
-                    .ok_or_else(|| Error::Store("no status for a hit".into()))?;
+                    .ok_or_else(|| Error::store("no status for a hit"))?;
                 match status? {
                     0 => Err(self.too_late(at, now)),
                     counted => Ok(counted),

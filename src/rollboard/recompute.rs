@@ -1,6 +1,8 @@
 //! Recomputing a board's totals from its live slots: repairs drift (totals edited by
-//! hand, or by a bug), and builds a window added to the board. Exact while writes go on;
-//! see `docs/design.md`.
+//! hand, or by a bug), and builds a window added to the board, in place or in a task of
+//! its own. Exact while writes go on; see `docs/design.md`.
+
+use tokio::task::JoinHandle;
 
 use super::{Rollboard, window_index};
 use crate::domain::{RecomputeReport, Span};
@@ -38,5 +40,15 @@ impl Rollboard {
             Ok(report)
         })
         .await
+    }
+
+    /// Starts building, in a task of its own, the totals of the windows added to `board`
+    /// ([`Created::Extended`](crate::Created::Extended)); reads show them as building
+    /// until then. Await the handle for the report, or drop it to let the build run: a
+    /// build that fails or is cut short is simply started again (the service's sweep
+    /// does). Call it inside a tokio runtime.
+    pub fn spawn_build_windows(&self, board: &str) -> JoinHandle<Result<RecomputeReport>> {
+        let (boards, board) = (self.clone(), board.to_owned());
+        tokio::spawn(async move { boards.build_windows(&board).await })
     }
 }

@@ -1,51 +1,57 @@
 //! Retirement: subtracting the slots that left each window, on one board, many boards
-//! at once, or all of them (its options and report are in `domain/maintenance.rs`).
+//! at once, or all of them (its report is in `domain/maintenance.rs`; how the Redis store
+//! chunks a pass is its own [`RetireOptions`]).
 
 use std::sync::Arc;
 
 use super::Rollboard;
 use crate::board::Board;
-use crate::domain::{BoardName, RetireOptions, RetireReport};
+use crate::domain::{BoardName, RetireReport};
 use crate::error::Result;
+use crate::store::RetireOptions;
 
 impl Rollboard {
-    /// Retires everything overdue on the board now, with the configured options.
+    /// Retires everything overdue on the board now, as the store is tuned.
     pub async fn retire(&self, board: &str) -> Result<RetireReport> {
-        self.retire_with(board, self.inner.settings.retire).await
-    }
-
-    /// Retires everything overdue on the board now (or as much as `options` allow).
-    pub async fn retire_with(&self, board: &str, options: RetireOptions) -> Result<RetireReport> {
         let now = self.now();
         let store = &self.inner.store;
-        self.on_board(
-            board,
-            |b| async move { store.retire(&b, now, options).await },
-        )
+        self.on_board(board, |b| async move { store.retire(&b, now).await })
+            .await
+    }
+
+    /// Retires everything overdue on the board now (or as much as `options` allow) on a
+    /// store kept in a server (Redis); a store without such tuning retires as
+    /// [`retire`](Self::retire) does.
+    pub async fn retire_with(&self, board: &str, options: RetireOptions) -> Result<RetireReport> {
+        let Some(server) = self.inner.store.server() else {
+            return self.retire(board).await;
+        };
+        let now = self.now();
+        self.on_board(board, |b| async move {
+            server.retire_with(&b, now, options).await
+        })
         .await
     }
 
-    /// Retires everything overdue on each of `boards`, with the configured options, in
-    /// few round trips: the small boards due at one boundary in one call each, many calls
-    /// per round trip ([`Store::retire_small`](crate::store::Store::retire_small)); the
-    /// others (big, behind, changed) one by one, as [`retire`](Self::retire) does. Each
-    /// board's result, in order. The boards may be stale: a changed one is reloaded.
+    /// Retires everything overdue on each of `boards` in few round trips: on Redis the
+    /// small boards due at one boundary in one call each, many calls per round trip
+    /// ([`ServerStore::retire_small`](crate::ServerStore::retire_small)); the others (big,
+    /// behind, changed, or every board of another store) one by one, as
+    /// [`retire`](Self::retire) does. Each board's result, in order. The boards may be
+    /// stale: a changed one is reloaded.
     pub async fn retire_many(&self, boards: &[Arc<Board>]) -> Vec<Result<RetireReport>> {
-        let options = self.inner.settings.retire;
-        let fast = match self
-            .inner
-            .store
-            .retire_small(boards, self.now(), options)
-            .await
-        {
-            Ok(fast) => fast,
-            // The store failed as a whole: so would every board's own pass.
-            Err(e) => return boards.iter().map(|_| Err(e.clone())).collect(),
+        let fast = match self.inner.store.server() {
+            Some(server) => match server.retire_small(boards, self.now()).await {
+                Ok(fast) => fast,
+                // The store failed as a whole: so would every board's own pass.
+                Err(e) => return boards.iter().map(|_| Err(e.clone())).collect(),
+            },
+            None => vec![None; boards.len()],
         };
         let rest = boards.iter().zip(&fast).map(|(board, fast)| async move {
             match fast {
                 Some(report) => Ok(*report),
-                None => self.retire_with(board.name.as_str(), options).await,
+                None => self.retire(board.name.as_str()).await,
             }
         });
         futures_util::future::join_all(rest).await

@@ -56,7 +56,7 @@ impl Rollboard {
             buckets: &buckets,
             hour: hour_of(self.now()),
         };
-        self.inner.store.record_stat(record).await
+        self.inner.store.stats().record_stat(record).await
     }
 
     /// The statistics of `kind` in `context` for the current and the previous hour
@@ -65,7 +65,7 @@ impl Rollboard {
     pub async fn stats(&self, context: &str, kind: &str) -> Result<ContextStats> {
         let context = StatsContext::parse(context)?;
         let kind = StatsKind::parse(kind)?;
-        let stored = self.inner.store.read_stats(&context, &kind).await?;
+        let stored = self.inner.store.stats().read_stats(&context, &kind).await?;
         match stored.view(self.now()) {
             (None, None) => Err(Error::StatsNotFound {
                 context: context.to_string(),
@@ -89,6 +89,6 @@ impl Rollboard {
                 reason: format!("limit must be 1 to {}", stats::SLOWEST_KEPT),
             });
         }
-        self.inner.store.slowest(&kind, limit).await
+        self.inner.store.stats().slowest(&kind, limit).await
     }
 }

@@ -13,7 +13,8 @@ mod timeout;
 mod webhook;
 
 pub use config::{
-    BoardEntry, ConfigError, ConfigFile, Overrides, ServiceConfig, StoreKind, parse_bind,
+    BoardEntry, ConfigError, ConfigFile, ConfigLayer, Overrides, ServiceConfig, StoreKind,
+    parse_bind,
 };
 pub use connections::{ConnectionLimits, serve_connections};
 pub use logging::{LogFormat, init_logging};

@@ -13,10 +13,10 @@ use async_trait::async_trait;
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
+use crate::domain::RetireReport;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
-use crate::domain::{RetireOptions, RetireReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
 use crate::error::Result;
 
@@ -25,6 +25,7 @@ mod keyed;
 mod memory;
 pub(crate) mod rates;
 mod redis;
+mod server;
 mod stats;
 pub(crate) mod trending;
 
@@ -34,9 +35,10 @@ pub use stats::{StatRecord, StatsStore};
 
 pub use memory::MemoryStore;
 pub use rates::{RateHit, RateStore};
-pub use redis::{IngestOptions, RedisOptions, RedisStore};
+pub use redis::{IngestOptions, RedisOptions, RedisStore, RetireOptions};
 #[cfg(feature = "server")]
 pub(crate) use redis::{RedisConn, Retry, check_url, redact};
+pub use server::ServerStore;
 pub use trending::{TrendKeyed, TrendingStore};
 
 pub use crate::domain::SlotWrite;
@@ -59,14 +61,25 @@ pub enum WriteStatus {
     StoreFull,
 }
 
-/// A board store. All methods are safe to call concurrently, from several processes.
+/// A board store: what every backend means by boards, and through its accessors its
+/// counters, stats, rate windows and trending boards. All methods are safe to call
+/// concurrently, from several processes.
 ///
 /// Methods that take a [`Board`] fail with [`Error::BoardChanged`](crate::Error::BoardChanged)
-/// when the stored board is gone or is another incarnation (another `version`).
+/// when the stored board is gone or is another incarnation (another `version`). What
+/// only a store kept in a server has (its memory, its clock, retirement in tuned chunks)
+/// is the optional [`ServerStore`], reached through [`server`](Store::server); a store's
+/// tuning is its own (the Redis store's: [`RedisOptions`]).
 #[async_trait]
-pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
+pub trait Store: Send + Sync + 'static {
     /// A short name for logs: `"redis"` or `"memory"`.
     fn kind(&self) -> &'static str;
+
+    /// The store's counters (see [`CounterStore`]).
+    fn counters(&self) -> &dyn CounterStore;
+
+    /// The store's aggregate statistics (see [`StatsStore`]).
+    fn stats(&self) -> &dyn StatsStore;
 
     /// The store's rate windows (see [`RateStore`]).
     fn rates(&self) -> &dyn RateStore;
@@ -74,19 +87,15 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
     /// The store's trending boards (see [`TrendingStore`]).
     fn trending(&self) -> &dyn TrendingStore;
 
-    /// Checks that the store answers.
-    async fn ping(&self) -> Result<()>;
-
-    /// What the store says of its memory limit, use and eviction policy (Redis
-    /// `INFO memory`); [`MemoryReading::InProcess`](crate::MemoryReading) for a store in
-    /// this process.
-    async fn memory(&self) -> Result<crate::memory_check::MemoryReading> {
-        Ok(crate::memory_check::MemoryReading::InProcess)
+    /// The operations of a store kept in a server (see [`ServerStore`]); `None` for a
+    /// store without them, which then has no memory limit of its own, shares this
+    /// process's clock and retires board by board.
+    fn server(&self) -> Option<&dyn ServerStore> {
+        None
     }
 
-    /// The store's own clock (Redis `TIME`), to measure this process's clock against;
-    /// `None` when the store lives in this process, whose clock it shares.
-    async fn server_time(&self) -> Result<Option<Timestamp>>;
+    /// Checks that the store answers.
+    async fn ping(&self) -> Result<()>;
 
     /// Creates a board, or returns the existing one when its config is the same, or adds
     /// windows when the config only adds windows larger than the existing ones. Any
@@ -209,32 +218,10 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
         options: RelayoutOptions,
     ) -> Result<RelayoutReport>;
 
-    /// Retires everything overdue at `now`, window by window; then, with
-    /// `options.compact`, a store with slot layouts compacts the slot that just closed
-    /// (a compact board's open slot is written plain: `docs/design.md`, "Compact slots").
-    async fn retire(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        options: RetireOptions,
-    ) -> Result<RetireReport>;
-
-    /// Retires, in few round trips, those of `boards` that are small and due at one
-    /// boundary only: per board, in order, `Some(report)` when it is retired through `now`
-    /// (`complete`), `None` when it was left for [`retire`](Self::retire) (big, behind
-    /// by more than one boundary, being recomputed, changed, or a store that has no such
-    /// path). A retired board's closed slot is compacted as [`retire`](Self::retire)
-    /// does. `Err` when the store failed as a whole; every board is then left as it was
-    /// or retired exactly (each board's retirement is atomic and idempotent).
-    async fn retire_small(
-        &self,
-        boards: &[std::sync::Arc<Board>],
-        now: Timestamp,
-        options: RetireOptions,
-    ) -> Result<Vec<Option<RetireReport>>> {
-        let _ = (now, options);
-        Ok(vec![None; boards.len()])
-    }
+    /// Retires everything overdue at `now`, window by window, as the store's own tuning
+    /// says; a store with slot layouts then compacts the slot that just closed (a compact
+    /// board's open slot is written plain: `docs/design.md`, "Compact slots").
+    async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport>;
 
     /// Takes the board's period snapshots at the boundary `slot_start(now)`, if its
     /// stored config asks for them: once retirement through the boundary is complete for
@@ -264,62 +251,6 @@ pub trait Store: CounterStore + StatsStore + Send + Sync + 'static {
         window: usize,
         boundary: i64,
     ) -> Result<()>;
-}
-
-/// What a store knows of a window beyond its config: from which slot a window added to a
-/// live board holds data, and whether its totals are still to be built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct WindowState {
-    /// The first slot a window added to a live board holds.
-    pub since: Option<i64>,
-    /// Its totals are not built yet.
-    pub building: bool,
-}
-
-/// Which slots a window's totals cover: `(from, to)`, unix seconds.
-///
-/// `first_pending` is the oldest live slot newer than the window's retired-through mark
-/// and `newest` the newest live slot. The totals are exactly the window when `from`
-/// equals the window's start. A window still building covers nothing (`from == to`).
-pub(crate) fn coverage(
-    config: &BoardConfig,
-    window: usize,
-    now: Timestamp,
-    first_pending: Option<i64>,
-    newest: Option<i64>,
-    state: WindowState,
-) -> (i64, i64) {
-    let start = config.window_start(window, now);
-    let current = config.slot_start(now);
-    let from = first_pending.map_or(start, |s| s.min(start));
-    let from = state.since.map_or(from, |since| from.max(since));
-    let to = newest.map_or(current, |s| s.max(current)) + config.slot().secs_i64();
-    if state.building { (to, to) } else { (from, to) }
-}
-
-/// Whether totals covering slots from `from` on are behind at `now` (they still hold
-/// slots that left window `window`), and since how long, in ms: the slot `from` left
-/// the window at `from + W` (when the current slot became `from + W`).
-pub(crate) fn behind(
-    config: &BoardConfig,
-    window: usize,
-    now: Timestamp,
-    from: i64,
-) -> (bool, u64) {
-    if from >= config.window_start(window, now) {
-        return (false, 0);
-    }
-    let left_at_ms = (from + config.windows()[window].secs_i64()) * 1000;
-    (true, (now.unix_millis() - left_at_ms).max(0) as u64)
-}
-
-/// When a window added to a live board (holding slots from `since` on) holds its span.
-pub(crate) fn complete_from(
-    config: &BoardConfig,
-    window: usize,
-    since: Option<i64>,
-) -> Option<i64> {
-    since.map(|s| s + config.windows()[window].secs_i64() - config.slot().secs_i64())
 }
 
 /// Creates a fresh board version: random, below 2^53 so every language reads it exactly.

@@ -12,12 +12,12 @@
 
 use async_trait::async_trait;
 
+use super::keyed::WriteKey;
 use crate::domain::{
     BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
     TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 use crate::error::Result;
-use crate::store::WriteKey;
 
 /// What a store did with a keyed write to a trending board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

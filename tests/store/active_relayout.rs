@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use rand::{Rng, SeedableRng};
 use rollboard::{
     BoardConfig, Clock, Event, Layout, RedisOptions, RelayoutOptions, RetireOptions, Rollboard,
-    Span,
+    ServerStore, Span,
 };
 
 use crate::oracle::{Geometry, Oracle, check_redis_invariants};
@@ -612,14 +612,11 @@ async fn a_small_mixed_board_retires_in_one_call(from: Layout) {
     for hour in [1, 2] {
         f.at(hour * 3600 + 60);
         let board = Arc::new(f.boards.board(&f.board).await.unwrap());
-        let fast = rollboard::Store::retire_small(
-            f.store.as_ref(),
-            &[board],
-            f.boards.now(),
-            RetireOptions::default(),
-        )
-        .await
-        .unwrap();
+        let fast = f
+            .store
+            .retire_small(&[board], f.boards.now())
+            .await
+            .unwrap();
         let report = fast[0].expect("retired by retire_small.lua");
         assert_eq!(report.slots_retired, 1, "hour {hour}");
         f.assert_exact().await;

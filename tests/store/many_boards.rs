@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rollboard::{Board, BoardConfig, Event, Layout, RetireReport, Rollboard, Settings, Span};
+use rollboard::{
+    Board, BoardConfig, Event, Layout, RetireOptions, RetireReport, Rollboard, Settings, Span,
+};
 
 use crate::proxy::{Fault, FaultProxy};
 use crate::support::{Harness, START, TestRedis, clock, pairs, ranking, ts, unique, with_clock};
@@ -34,11 +36,21 @@ async fn command_calls(redis: &TestRedis) -> HashMap<String, u64> {
 /// `layout`; for compact, listpacks of at most 2 entries (a bucket fill of 1), so the
 /// slots of these few-member boards split into several buckets.
 async fn store(redis: &TestRedis, layout: Layout) -> Arc<rollboard::RedisStore> {
+    store_retiring(redis, layout, RetireOptions::default()).await
+}
+
+/// [`store`], retiring as `retire` says.
+async fn store_retiring(
+    redis: &TestRedis,
+    layout: Layout,
+    retire: RetireOptions,
+) -> Arc<rollboard::RedisStore> {
     if layout == Layout::Compact {
         redis.config_set("hash-max-listpack-entries", "2").await;
     }
     let options = rollboard::RedisOptions {
         default_layout: layout,
+        retire,
         ..rollboard::RedisOptions::default()
     };
     redis.store_with(options).await
@@ -118,12 +130,14 @@ async fn one_call_each(layout: Layout) {
     let clock = clock();
     // Retirement alone: the compaction of the closed slot that follows on a compact
     // board (only for a board that needs it, `open_slot.rs`) makes calls of its own.
-    let mut settings = Settings::default();
-    settings.retire.compact = false;
+    let retire = RetireOptions {
+        compact: false,
+        ..RetireOptions::default()
+    };
     let rb = Rollboard::with(
-        store(&redis, layout).await,
+        store_retiring(&redis, layout, retire).await,
         Arc::new(clock.clone()),
-        settings,
+        Settings::default(),
     );
     let boards = written(&rb, &clock, 3).await;
 
@@ -211,11 +225,21 @@ async fn same_as_window_by_window(layout: Layout) {
 async fn a_board_bigger_than_a_chunk_is_retired_in_chunks() {
     let redis = TestRedis::spawn().await;
     let clock = clock();
-    let mut settings = Settings::default();
-    settings.retire.chunk_size = 3;
-    // The chunked path: window 1 of this board (1m of 1m slots) would swap.
-    settings.retire.swap_fields = 0;
-    let rb = Rollboard::with(redis.store().await, Arc::new(clock.clone()), settings);
+    let retire = RetireOptions {
+        chunk_size: 3,
+        // The chunked path: window 1 of this board (1m of 1m slots) would swap.
+        swap_fields: 0,
+        ..RetireOptions::default()
+    };
+    let options = rollboard::RedisOptions {
+        retire,
+        ..rollboard::RedisOptions::default()
+    };
+    let rb = Rollboard::with(
+        redis.store_with(options).await,
+        Arc::new(clock.clone()),
+        Settings::default(),
+    );
     clock.set(ts(START + 30));
     let boards = boards(&rb, 1).await;
     let five: Vec<(String, i64)> = (1..=5).map(|k| (format!("m{k}"), k)).collect();

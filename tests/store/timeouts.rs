@@ -26,7 +26,7 @@ async fn the_configured_response_timeout_bounds_a_read_and_its_one_retry() {
 
     proxy.arm(HOLD, 2, |r| r.command() == "TIME");
     let started = Instant::now();
-    let error = store.server_time().await.unwrap_err();
+    let error = store.server().unwrap().server_time().await.unwrap_err();
     let waited = started.elapsed();
     assert_eq!(error.code(), "store_unavailable");
     // Two waits of 300 ms (the read is sent once more after the lost reply), far below

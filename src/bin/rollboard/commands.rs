@@ -61,6 +61,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         log_format: args.log_format,
         access_log: args.access_log,
         cors_origins: args.cors_origins,
+        ..Overrides::default()
     };
     let config = ServiceConfig::load(args.config.as_deref(), overrides)?;
     service::init_logging(config.log_format, crate::SERVE_LOG_FILTER);

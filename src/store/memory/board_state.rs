@@ -17,9 +17,8 @@ use crate::domain::RetireReport;
 use crate::domain::{Entry, History, MemberRank, Point, Ranks, Standing, TopPage};
 use crate::domain::{MAX_ABS, Member, ScoreRange, Timestamp, percentile};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
-use crate::store::{
-    Keyed, SlotWrite, WindowState, WriteKey, WriteStatus, behind, complete_from, coverage,
-};
+use crate::domain::{WindowState, behind, complete_from, coverage};
+use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
 
 /// Member → stage values of one slot.
 type Slot = HashMap<String, Vec<i64>>;

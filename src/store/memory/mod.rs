@@ -24,10 +24,10 @@ use board_state::MemBoard;
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
+use crate::domain::RetireReport;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
-use crate::domain::{RetireOptions, RetireReport};
 use crate::error::{Error, Result};
 use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus, new_version};
 
@@ -82,6 +82,14 @@ impl Store for MemoryStore {
         "memory"
     }
 
+    fn counters(&self) -> &dyn crate::store::CounterStore {
+        self
+    }
+
+    fn stats(&self) -> &dyn crate::store::StatsStore {
+        self
+    }
+
     fn rates(&self) -> &dyn crate::store::RateStore {
         self
     }
@@ -92,10 +100,6 @@ impl Store for MemoryStore {
 
     async fn ping(&self) -> Result<()> {
         Ok(())
-    }
-
-    async fn server_time(&self) -> Result<Option<Timestamp>> {
-        Ok(None)
     }
 
     async fn create_board(
@@ -294,12 +298,7 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn retire(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        _options: RetireOptions,
-    ) -> Result<RetireReport> {
+    async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport> {
         // In memory a whole pass runs under the board's lock: there is nothing to chunk.
         self.with_board(board, |b| b.retire(now))
     }

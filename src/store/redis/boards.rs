@@ -17,10 +17,10 @@ use super::refusal::Refusal;
 use super::reply::{int, opt_string, string};
 use crate::any_board::AnyBoard;
 use crate::board::{Board, Created};
-use crate::domain::RetireOptions;
 use crate::domain::{BoardConfig, BoardName, Layout, SnapshotPolicy, Span, Ties, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::new_version;
+use crate::store::redis::RetireOptions;
 
 /// Keys deleted per `UNLINK` while dropping a board.
 const UNLINK_BATCH: usize = 500;

@@ -42,8 +42,9 @@ use super::layout::member_hash;
 use super::refusal::Refusal;
 use super::reply::{array, int, string};
 use crate::board::Board;
-use crate::domain::{Layout, RetireOptions, Timestamp};
+use crate::domain::{Layout, Timestamp};
 use crate::error::{Error, Result};
+use crate::store::redis::RetireOptions;
 
 /// The converter's lease, as an active relayout's: every call renews it, the run ends it.
 const LEASE_MS: u64 = 5_000;

@@ -35,6 +35,7 @@ mod refusal;
 mod relayout;
 mod reply;
 mod retire;
+pub(super) mod retire_options;
 mod retire_small;
 mod retire_swap;
 mod script_pipeline;
@@ -51,15 +52,18 @@ pub(crate) use client::{check_url, redact};
 pub(crate) use conn::{RedisConn, Retry};
 use ingest::Ingest;
 pub use ingest::IngestOptions;
+pub use retire_options::RetireOptions;
 
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
+use crate::domain::RetireReport;
 use crate::domain::{BoardConfig, BoardName, Layout, Member, Timestamp};
 use crate::domain::{History, Standing, TopPage};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
-use crate::domain::{RetireOptions, RetireReport};
 use crate::error::Result;
+use crate::memory_check::MemoryReading;
+use crate::store::{CounterStore, ServerStore, StatsStore};
 use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus};
 
 /// Connection settings for [`RedisStore`].
@@ -81,6 +85,8 @@ pub struct RedisOptions {
     /// default: a third of the memory, for a little write throughput (see
     /// `docs/design.md`, "Compact slots", "Which layout by default").
     pub default_layout: Layout,
+    /// How retirement passes run (chunks, time budgets, the swap path, compaction).
+    pub retire: RetireOptions,
 }
 
 impl Default for RedisOptions {
@@ -93,6 +99,7 @@ impl Default for RedisOptions {
             tls_ca: None,
             ingest: IngestOptions::default(),
             default_layout: Layout::Compact,
+            retire: RetireOptions::default(),
         }
     }
 }
@@ -105,6 +112,8 @@ pub struct RedisStore {
     ingest: Arc<Ingest>,
     /// Group commit of stats records.
     stats: Arc<stats_commit::StatsCommit>,
+    /// How retirement passes run unless told otherwise ([`RedisOptions::retire`]).
+    retire: RetireOptions,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -127,6 +136,7 @@ impl RedisStore {
             ingest: Arc::new(Ingest::new(conn.clone(), options.ingest)),
             conn,
             stats: Arc::default(),
+            retire: options.retire,
         })
     }
 
@@ -149,7 +159,40 @@ impl RedisStore {
             ingest: Arc::new(Ingest::new(conn.clone(), options.ingest)),
             conn,
             stats: Arc::default(),
+            retire: options.retire,
         })
+    }
+}
+
+#[async_trait]
+impl ServerStore for RedisStore {
+    async fn memory(&self) -> Result<MemoryReading> {
+        memory_info::read(&self.conn).await
+    }
+
+    async fn server_time(&self) -> Result<Timestamp> {
+        let (seconds, micros): (i64, i64) = self
+            .conn
+            .query(&redis::cmd("TIME"), None, Retry::Idempotent)
+            .await?;
+        Timestamp::from_unix_millis(seconds * 1000 + micros / 1000)
+    }
+
+    async fn retire_small(
+        &self,
+        boards: &[Arc<Board>],
+        now: Timestamp,
+    ) -> Result<Vec<Option<RetireReport>>> {
+        retire_small::retire_small(&self.conn, boards, now, self.retire).await
+    }
+
+    async fn retire_with(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        options: RetireOptions,
+    ) -> Result<RetireReport> {
+        retire::retire(&self.conn, board, now, options).await
     }
 }
 
@@ -163,6 +206,14 @@ impl Store for RedisStore {
         }
     }
 
+    fn counters(&self) -> &dyn CounterStore {
+        self
+    }
+
+    fn stats(&self) -> &dyn StatsStore {
+        self
+    }
+
     fn rates(&self) -> &dyn crate::store::RateStore {
         self
     }
@@ -171,23 +222,15 @@ impl Store for RedisStore {
         self
     }
 
+    fn server(&self) -> Option<&dyn ServerStore> {
+        Some(self)
+    }
+
     async fn ping(&self) -> Result<()> {
         self.conn
             .query::<String>(&redis::cmd("PING"), None, Retry::Idempotent)
             .await
             .map(|_| ())
-    }
-
-    async fn memory(&self) -> Result<crate::memory_check::MemoryReading> {
-        memory_info::read(&self.conn).await
-    }
-
-    async fn server_time(&self) -> Result<Option<Timestamp>> {
-        let (seconds, micros): (i64, i64) = self
-            .conn
-            .query(&redis::cmd("TIME"), None, Retry::Idempotent)
-            .await?;
-        Timestamp::from_unix_millis(seconds * 1000 + micros / 1000).map(Some)
     }
 
     async fn create_board(
@@ -314,22 +357,8 @@ impl Store for RedisStore {
         relayout::relayout(&self.conn, board, layout, options).await
     }
 
-    async fn retire(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        options: RetireOptions,
-    ) -> Result<RetireReport> {
-        retire::retire(&self.conn, board, now, options).await
-    }
-
-    async fn retire_small(
-        &self,
-        boards: &[Arc<Board>],
-        now: Timestamp,
-        options: RetireOptions,
-    ) -> Result<Vec<Option<RetireReport>>> {
-        retire_small::retire_small(&self.conn, boards, now, options).await
+    async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport> {
+        retire::retire(&self.conn, board, now, self.retire).await
     }
 
     async fn take_snapshots(

@@ -11,8 +11,8 @@ use super::reply::{array, int, opt_int, parse_integer, string};
 use crate::board::{Board, BoardStatus, WindowStatus, to_datetime};
 use crate::domain::{Entry, History, MemberRank, Point, Ranks, Standing, TopPage};
 use crate::domain::{Member, ScoreRange, Timestamp, percentile};
+use crate::domain::{WindowState, behind, complete_from, coverage};
 use crate::error::{Error, Result};
-use crate::store::{WindowState, behind, complete_from, coverage};
 
 /// What `read_ranking.lua` answered: the coverage and the rest of the reply.
 struct RankingReply {

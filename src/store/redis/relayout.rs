@@ -86,7 +86,7 @@ async fn convert(
                 calls += 1;
                 let items = array(reply, "relayout_chunk")?;
                 let [next, moved, touched] = items.as_slice() else {
-                    return Err(crate::Error::Store(
+                    return Err(crate::error::Error::Store(
                         "relayout_chunk answered too little".into(),
                     ));
                 };

@@ -17,9 +17,10 @@ use super::keys;
 use super::reply::{array, int, string};
 use super::retire_swap::{self, Swap};
 use crate::board::Board;
+use crate::domain::RetireReport;
 use crate::domain::Timestamp;
-use crate::domain::{RetireOptions, RetireReport};
 use crate::error::{Error, Result};
+use crate::store::redis::RetireOptions;
 
 /// Slots listed per `retire_begin.lua` call.
 const SLOTS_PER_LISTING: usize = 256;

@@ -26,8 +26,9 @@ use super::reply::{array, int, string};
 use super::script_pipeline::run_pipelined;
 use super::scripts::RETIRE_SMALL_SOURCE;
 use crate::board::Board;
-use crate::domain::{RetireOptions, RetireReport, Timestamp};
+use crate::domain::{RetireReport, Timestamp};
 use crate::error::Result;
+use crate::store::redis::RetireOptions;
 
 /// Calls per pipeline: enough that a round trip carries many boards, few enough that one
 /// pipeline's replies stay small and other clients' commands interleave between them.

@@ -19,8 +19,9 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, string};
 use crate::board::Board;
-use crate::domain::{RetireOptions, RetireReport};
+use crate::domain::RetireReport;
 use crate::error::{Error, Result};
+use crate::store::redis::RetireOptions;
 
 /// Newer slots the swap takes at most (the open slot and a few future ones within the
 /// clock skew): a board with more falls back to chunks.

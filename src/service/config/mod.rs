@@ -1,0 +1,327 @@
+//! Service configuration: defaults, then a TOML file, then environment variables and
+//! command-line flags (each overriding what came before). The file and the overrides
+//! share one shape (`layer.rs`); [`ServiceConfig::resolve`] lays them over the defaults,
+//! checking the Redis target (`redis_target.rs`) and explaining a bad file (`error.rs`).
+//!
+//! ```toml
+//! bind = "127.0.0.1:8080"
+//! store = "redis"                           # or ROLLBOARD_STORE / --store: "memory" or
+//!                                           # "redis" [default: redis when a URL is set]
+//! redis_url = "redis://127.0.0.1:6379/"   # or REDIS_URL; rediss://user:pw@host:port/ for TLS
+//! # redis_cluster = ["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"]
+//! #                                         # or REDIS_CLUSTER_URLS: a Redis Cluster's seed
+//! #                                         # nodes, instead of redis_url
+//! redis_tls_ca = "/etc/rollboard/redis-ca.pem"  # or REDIS_TLS_CA: a private CA (PEM)
+//! redis_connection_timeout = "2s"           # or ROLLBOARD_REDIS_CONNECTION_TIMEOUT
+//! redis_response_timeout = "2s"             # or ROLLBOARD_REDIS_RESPONSE_TIMEOUT
+//! default_layout = "compact"                # or ROLLBOARD_DEFAULT_LAYOUT: the slot layout
+//!                                           # of boards created without one
+//! accept_eviction = false                   # or ROLLBOARD_ACCEPT_EVICTION
+//! write_token = "…"                         # or ROLLBOARD_WRITE_TOKEN
+//! admin_token = "…"                         # or ROLLBOARD_ADMIN_TOKEN
+//! max_body_bytes = 4194304
+//! max_batch = 10000
+//! max_future_skew = "60s"
+//! request_timeout = "30s"
+//! retire_chunk_size = 1000
+//! sweep_every = "60s"
+//! shutdown_grace = "10s"
+//! max_clock_skew = "5s"                     # or ROLLBOARD_MAX_CLOCK_SKEW
+//! idempotency_ttl = "24h"                   # or ROLLBOARD_IDEMPOTENCY_TTL
+//! metrics_board_series = 1000               # or ROLLBOARD_METRICS_BOARD_SERIES: most
+//!                                           # boards with series of their own
+//! header_read_timeout = "10s"               # or ROLLBOARD_HEADER_READ_TIMEOUT
+//! keep_alive_timeout = "5s"                 # or ROLLBOARD_KEEP_ALIVE_TIMEOUT
+//! max_connections = 1024                    # or ROLLBOARD_MAX_CONNECTIONS
+//! snapshot_webhook = "http://10.0.0.5/hook" # or ROLLBOARD_SNAPSHOT_WEBHOOK: receives
+//!                                           # every period snapshot (POST, JSON)
+//! log_format = "text"                       # or ROLLBOARD_LOG_FORMAT: text or json
+//! access_log = false                        # or ROLLBOARD_ACCESS_LOG: a line a request
+//! cors_origins = ["https://forum.example"]  # or ROLLBOARD_CORS_ORIGINS (comma-separated;
+//!                                           # "*": any): CORS, off when empty
+//!
+//! [[boards]]                                # created, or checked, at start-up
+//! name = "hot-posts"
+//! slot = "1h"
+//! windows = ["1h", "24h"]
+//! legacy = "likes"                          # optional: `rollboard migrate` imports the
+//!                                           # article's slot_likes_<ts> keys into it
+//! ```
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use super::ConnectionLimits;
+use super::logging::LogFormat;
+use super::timeout::Timeout;
+use super::webhook::WebhookOptions;
+use crate::http::Tokens;
+use crate::{BoardConfig, RedisOptions, Settings, Span};
+
+mod bind;
+mod error;
+mod layer;
+mod redis_target;
+#[cfg(test)]
+mod tests;
+
+pub use bind::{StoreKind, parse_bind};
+pub use error::ConfigError;
+use error::toml_error;
+pub use layer::{BoardEntry, ConfigFile, ConfigLayer, Overrides};
+use redis_target::redis_target;
+
+/// Everything `serve` needs, resolved.
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// Address to listen on (default 127.0.0.1:8080).
+    pub bind: SocketAddr,
+    /// The store as chosen explicitly (`--store`, `ROLLBOARD_STORE`, `store`); `None`:
+    /// Redis when a URL is set, else the memory store.
+    pub store: Option<StoreKind>,
+    /// Redis to use; the embedded memory store when `None` (and no `redis_cluster`).
+    pub redis_url: Option<String>,
+    /// Seed nodes of a Redis Cluster to use (instead of `redis_url`); empty: none.
+    pub redis_cluster: Vec<String>,
+    /// How to connect to it: timeouts (default 2 s each) and a private TLS CA.
+    pub redis: RedisOptions,
+    /// Bearer tokens.
+    pub tokens: Tokens,
+    /// Allow a non-loopback bind without tokens.
+    pub insecure: bool,
+    /// Library limits.
+    pub settings: Settings,
+    /// Largest request body (default 4 MiB).
+    pub max_body_bytes: usize,
+    /// Longest a request may take (default 30 s).
+    pub request_timeout: Duration,
+    /// How often every board is swept (default 60 s).
+    pub sweep_every: Duration,
+    /// How long shutdown waits (default 10 s).
+    pub shutdown_grace: Duration,
+    /// `/readyz` fails when this process's clock is further than this from the store's
+    /// (default 5 s). `None` turns the clock check off entirely (no metric, no warning):
+    /// only for tests whose clock stands elsewhere on purpose.
+    pub max_clock_skew: Option<Duration>,
+    /// Slow and idle clients, and the connection cap.
+    pub connections: ConnectionLimits,
+    /// Boards to create or check at start-up.
+    pub boards: Vec<(String, BoardConfig)>,
+    /// Boards to import from the source article's layout by `rollboard migrate`, as
+    /// `(board, legacy NAME)`; each board is among `boards`.
+    pub legacy: Vec<(String, String)>,
+    /// Where period snapshots are POSTed, if anywhere.
+    pub snapshot_webhook: Option<WebhookOptions>,
+    /// How log lines are written (default text).
+    pub log_format: LogFormat,
+    /// Log one line per request on target `rollboard::access` (default off).
+    pub access_log: bool,
+    /// Origins answered with CORS headers (`*`: any); empty (default): CORS off.
+    pub cors_origins: Vec<String>,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> Self {
+        ServiceConfig {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            store: None,
+            redis_url: None,
+            redis_cluster: Vec::new(),
+            redis: RedisOptions::default(),
+            tokens: Tokens::default(),
+            insecure: false,
+            settings: Settings::default(),
+            max_body_bytes: 4 * 1024 * 1024,
+            request_timeout: Duration::from_secs(30),
+            sweep_every: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(10),
+            max_clock_skew: Some(Duration::from_secs(5)),
+            connections: ConnectionLimits::default(),
+            boards: Vec::new(),
+            legacy: Vec::new(),
+            snapshot_webhook: None,
+            log_format: LogFormat::Text,
+            access_log: false,
+            cors_origins: Vec::new(),
+        }
+    }
+}
+
+impl ServiceConfig {
+    /// Reads `file` (if any) and applies `overrides`.
+    pub fn load(file: Option<&Path>, overrides: Overrides) -> Result<Self, ConfigError> {
+        let parsed = match file {
+            None => ConfigFile::default(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
+                toml::from_str(&text).map_err(|e| toml_error(path, &text, &e))?
+            }
+        };
+        Self::resolve(parsed, overrides)
+    }
+
+    /// Combines a parsed file with overrides.
+    pub fn resolve(file: ConfigFile, overrides: Overrides) -> Result<Self, ConfigError> {
+        let defaults = ServiceConfig::default();
+        let secs = |s: Span| Duration::from_secs(s.seconds());
+        let mut settings = Settings::default();
+        if let Some(n) = file.max_batch {
+            settings.max_batch = n;
+        }
+        if let Some(s) = file.max_future_skew {
+            settings.max_future_skew = s;
+        }
+        if let Some(accept) = overrides.accept_eviction.or(file.accept_eviction) {
+            settings.accept_eviction = accept;
+        }
+        let mut redis = RedisOptions {
+            tls_ca: overrides.redis_tls_ca.or(file.redis_tls_ca),
+            ..RedisOptions::default()
+        };
+        if let Some(layout) = overrides.default_layout.or(file.default_layout) {
+            redis.default_layout = layout;
+        }
+        if let Some(Timeout(t)) = overrides
+            .redis_connection_timeout
+            .or(file.redis_connection_timeout)
+        {
+            redis.connection_timeout = t;
+        }
+        if let Some(Timeout(t)) = overrides
+            .redis_response_timeout
+            .or(file.redis_response_timeout)
+        {
+            redis.response_timeout = t;
+        }
+        if let Some(ttl) = overrides.idempotency_ttl.or(file.idempotency_ttl) {
+            if ttl.seconds() == 0 {
+                return Err(ConfigError("idempotency_ttl must be at least 1s".into()));
+            }
+            settings.idempotency_ttl = ttl;
+        }
+        if let Some(n) = overrides.metrics_board_series.or(file.metrics_board_series) {
+            settings.metrics_board_series = n;
+        }
+        let mut connections = defaults.connections;
+        if let Some(s) = overrides.header_read_timeout.or(file.header_read_timeout) {
+            connections.header_read_timeout = secs(s);
+        }
+        if let Some(s) = overrides.keep_alive_timeout.or(file.keep_alive_timeout) {
+            connections.keep_alive_timeout = secs(s);
+        }
+        if let Some(n) = overrides.max_connections.or(file.max_connections) {
+            connections.max_connections = n;
+        }
+        if connections.header_read_timeout.is_zero()
+            || connections.keep_alive_timeout.is_zero()
+            || connections.max_connections == 0
+        {
+            return Err(ConfigError(
+                "header_read_timeout, keep_alive_timeout and max_connections must be at least 1"
+                    .into(),
+            ));
+        }
+        if let Some(n) = file.retire_chunk_size {
+            if n == 0 {
+                return Err(ConfigError("retire_chunk_size must be at least 1".into()));
+            }
+            redis.retire.chunk_size = n;
+        }
+        let legacy = file
+            .boards
+            .iter()
+            .filter_map(|b| Some((b.name.clone(), b.legacy.clone()?)))
+            .collect();
+        let boards = file
+            .boards
+            .into_iter()
+            .map(|b| {
+                BoardConfig::new(b.slot, b.windows)
+                    .and_then(|c| c.with_offset(b.offset))
+                    .map(|c| (b.name.clone(), c))
+                    .map_err(|e| ConfigError(format!("board {:?}: {e}", b.name)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // An empty variable counts as unset: it never removes the file's token.
+        let non_empty = |t: Option<String>| t.filter(|t| !t.is_empty());
+        let token = |env: Option<String>, file: Option<String>| non_empty(env).or(non_empty(file));
+        let store = overrides.store.or(file.store);
+        let (redis_url, redis_cluster) = redis_target(
+            store,
+            overrides.redis_url,
+            file.redis_url,
+            overrides.redis_cluster,
+            file.redis_cluster,
+        )?;
+        let snapshot_webhook = non_empty(overrides.snapshot_webhook)
+            .or(non_empty(file.snapshot_webhook))
+            .map(|url| WebhookOptions::new(url.trim()))
+            .transpose()
+            .map_err(ConfigError)?;
+        let cors_origins: Vec<String> = overrides
+            .cors_origins
+            .or(file.cors_origins)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|o| o.trim().to_owned())
+            .filter(|o| !o.is_empty())
+            .collect();
+        if let Some(bad) = cors_origins
+            .iter()
+            .find(|o| *o != "*" && axum::http::HeaderValue::from_str(o).is_err())
+        {
+            return Err(ConfigError(format!("cors_origins: invalid origin {bad:?}")));
+        }
+        let config = ServiceConfig {
+            bind: overrides.bind.or(file.bind).unwrap_or(defaults.bind),
+            store,
+            redis_url,
+            redis_cluster,
+            redis,
+            tokens: Tokens {
+                write: token(overrides.write_token, file.write_token),
+                admin: token(overrides.admin_token, file.admin_token),
+            },
+            insecure: overrides.insecure,
+            settings,
+            max_body_bytes: file.max_body_bytes.unwrap_or(defaults.max_body_bytes),
+            request_timeout: file
+                .request_timeout
+                .map(secs)
+                .unwrap_or(defaults.request_timeout),
+            sweep_every: file.sweep_every.map(secs).unwrap_or(defaults.sweep_every),
+            shutdown_grace: file
+                .shutdown_grace
+                .map(secs)
+                .unwrap_or(defaults.shutdown_grace),
+            max_clock_skew: overrides
+                .max_clock_skew
+                .or(file.max_clock_skew)
+                .map(secs)
+                .or(defaults.max_clock_skew),
+            connections,
+            boards,
+            legacy,
+            snapshot_webhook,
+            log_format: overrides.log_format.or(file.log_format).unwrap_or_default(),
+            access_log: overrides.access_log.or(file.access_log).unwrap_or(false),
+            cors_origins,
+        };
+        config.check_exposure()?;
+        Ok(config)
+    }
+
+    /// Refuses to listen beyond loopback without any token, unless `insecure`.
+    pub fn check_exposure(&self) -> Result<(), ConfigError> {
+        if !self.bind.ip().is_loopback() && !self.tokens.any() && !self.insecure {
+            return Err(ConfigError(format!(
+                "refusing to listen on {} without ROLLBOARD_WRITE_TOKEN or ROLLBOARD_ADMIN_TOKEN; \
+                 set a token, bind to 127.0.0.1, or pass --insecure",
+                self.bind
+            )));
+        }
+        Ok(())
+    }
+}
