@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+mod board_record;
 mod boards;
 mod budget;
 mod client;
@@ -32,6 +33,7 @@ mod rates;
 mod read;
 mod recompute;
 mod refusal;
+mod registry;
 mod relayout;
 mod reply;
 mod retire;
@@ -39,6 +41,7 @@ mod retire_small;
 mod retire_swap;
 mod script_pipeline;
 mod scripts;
+mod slot_index;
 mod snapshots;
 mod stats;
 mod stats_calls;
@@ -96,6 +99,9 @@ impl Default for RedisOptions {
         }
     }
 }
+
+/// Attempts to extend a board before giving up (each after a retirement).
+const EXTEND_ATTEMPTS: usize = 5;
 
 /// Boards kept in Redis: a single node, or a Redis Cluster (every key of a board carries
 /// the board's hash tag, so a board lives on one node).
@@ -196,7 +202,23 @@ impl Store for RedisStore {
         config: &BoardConfig,
         now: Timestamp,
     ) -> Result<Created> {
-        boards::create(&self.conn, name, config, now).await
+        let extension = match boards::create(&self.conn, name, config, now).await? {
+            boards::Creating::Done(created) => return Ok(created),
+            boards::Creating::Extend(extension) => extension,
+        };
+        // A board whose largest window still has frozen slots to consume is retired
+        // first, then extended (see `extend_board.lua`); retiring freezes no new slot
+        // unless a boundary passes meanwhile, so a few attempts are plenty.
+        for _ in 0..EXTEND_ATTEMPTS {
+            match boards::extend(&self.conn, &extension).await? {
+                Some(created) => return Ok(created),
+                None => {
+                    let options = RetireOptions::default();
+                    retire::retire(&self.conn, &extension.existing, now, options).await?;
+                }
+            }
+        }
+        Err(extension.kept_freezing())
     }
 
     async fn load_board(&self, name: &BoardName) -> Result<Option<AnyBoard>> {

@@ -4,7 +4,7 @@
 
 use redis::Value;
 
-use super::boards::version_matches;
+use super::board_record::version_matches;
 use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, opt_int, parse_integer, string};

@@ -59,7 +59,7 @@ async fn convert(
 ) -> Result<()> {
     let token = crate::store::new_version().to_string();
     let budget = u64::try_from(options.chunk_budget.as_micros()).unwrap_or(u64::MAX);
-    let slots = super::boards::live_slots(conn, &board.name).await?;
+    let slots = super::slot_index::live_slots(conn, &board.name).await?;
     let mut calls = 0;
     let mut unfinished = 0;
     let result = async {

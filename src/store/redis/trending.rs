@@ -8,55 +8,19 @@ use async_trait::async_trait;
 use redis::Value;
 
 use super::RedisStore;
+use super::board_record::{TREND_FIELDS, parse_trending};
 use super::conn::{RedisConn, Retry};
-use super::keys;
 use super::refusal::Refusal;
 use super::reply::{array, int, opt_string, string};
+use super::{keys, registry};
 use crate::domain::trending::{WRITE_LIMIT_HALF_LIVES, decayed, page_ranks};
 use crate::domain::{
-    BoardName, Member, Span, Timestamp, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
+    BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
     TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
     TrendingBoard, TrendingConfig, percentile,
 };
 use crate::error::{Error, Result};
 use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
-
-/// The record fields of a trending board, in the order [`parse_board`] reads them.
-pub(super) const RECORD_FIELDS: &[&str] =
-    &["version", "half_life", "floor", "max_age", "created_ms"];
-
-fn corrupt(name: &BoardName, what: &str) -> Error {
-    Error::Store(format!(
-        "trending board record of {name:?} has a bad {what}"
-    ))
-}
-
-/// A board from its record's `version, half_life, floor, max_age, created_ms`.
-pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<TrendingBoard> {
-    let text = |i: usize| string(&fields[i], RECORD_FIELDS[i]);
-    let version = text(0)?
-        .parse::<u64>()
-        .map_err(|_| corrupt(name, "version"))?;
-    let half_life = Span::from_seconds(int(&fields[1], "half_life")? as u64)
-        .map_err(|_| corrupt(name, "half_life"))?;
-    let floor = text(2)?
-        .parse::<f64>()
-        .map_err(|_| corrupt(name, "floor"))?;
-    let max_age = Span::from_seconds(int(&fields[3], "max_age")? as u64)
-        .map_err(|_| corrupt(name, "max_age"))?;
-    let created_ms = int(&fields[4], "created_ms")?;
-    let config = TrendingConfig::new(half_life)
-        .and_then(|c| c.with_floor(floor))
-        .and_then(|c| c.with_max_age(max_age))
-        .map_err(|e| Error::Store(format!("trending board record of {name:?}: {e}")))?;
-    Ok(TrendingBoard {
-        name: name.clone(),
-        config,
-        version,
-        created_at: Timestamp::from_unix_millis(created_ms)
-            .map_err(|_| corrupt(name, "created_ms"))?,
-    })
-}
 
 async fn create(
     conn: &RedisConn,
@@ -91,8 +55,8 @@ async fn create(
             kind: "windowed",
         });
     }
-    let board = parse_board(name, &reply[1..])?;
-    super::boards::register(conn, name).await?;
+    let board = parse_trending(name, &reply[1..])?;
+    registry::register(conn, name).await?;
     if state == 1 {
         Ok(TrendCreated::New(board))
     } else if board.config == *config {
@@ -111,14 +75,14 @@ async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<TrendingBoard
         .query(
             redis::cmd("HMGET")
                 .arg(keys::record(name))
-                .arg(RECORD_FIELDS)
+                .arg(TREND_FIELDS)
                 .arg("kind")
                 .arg("dropping"),
             Some(name),
             Retry::Idempotent,
         )
         .await?;
-    let n = RECORD_FIELDS.len();
+    let n = TREND_FIELDS.len();
     if fields[0] == Value::Nil || fields[n + 1] != Value::Nil {
         return Ok(None);
     }
@@ -128,11 +92,11 @@ async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<TrendingBoard
             kind: "windowed",
         });
     }
-    parse_board(name, &fields[..n]).map(Some)
+    parse_trending(name, &fields[..n]).map(Some)
 }
 
 async fn list(conn: &RedisConn) -> Result<Vec<TrendingBoard>> {
-    let names = super::boards::registered_names(conn).await?;
+    let names = registry::registered_names(conn).await?;
     let mut boards = Vec::new();
     for name in names {
         match load(conn, &name).await {
