@@ -29,10 +29,9 @@ use redis::{Cmd, FromRedisValue, Pipeline, RedisError, ScriptInvocation};
 
 use super::RedisOptions;
 use super::errors::{not_run, reply_lost, store_error};
-use super::layout::SlotLayout;
 use super::refusal::Refusal;
 use super::scripts::Scripts;
-use crate::domain::BoardName;
+use crate::domain::{BoardName, Layout};
 use crate::error::Result;
 
 /// Whether a call may be sent again when its reply was lost (the connection broke, or
@@ -59,9 +58,15 @@ pub(crate) enum Retry {
 pub(crate) struct RedisConn {
     link: Link,
     scripts: Arc<Scripts>,
-    /// The layout of new slots (read from the server once, at connect).
-    layout: SlotLayout,
+    /// The server's `hash-max-listpack-entries` (read once, at connect), which sizes
+    /// compact slots' buckets (see `layout.rs`).
+    listpack_entries: u64,
+    /// The layout of boards created without one ([`RedisOptions::default_layout`]).
+    default_layout: Layout,
 }
+
+/// The listpack limit Redis ships with, used when `CONFIG GET` is not allowed.
+const DEFAULT_LISTPACK_ENTRIES: u64 = 128;
 
 /// What a [`RedisConn`] talks to.
 #[derive(Clone)]
@@ -131,18 +136,28 @@ impl RedisConn {
         let mut conn = RedisConn {
             link,
             scripts: Arc::new(Scripts::new()),
-            layout: SlotLayout {
-                default: options.default_layout,
-                fill: 0,
-            },
+            listpack_entries: DEFAULT_LISTPACK_ENTRIES,
+            default_layout: options.default_layout,
         };
         conn.call(Retry::Idempotent, true, |mut handle| async move {
             redis::cmd("PING").query_async::<String>(&mut handle).await
         })
         .await
         .map_err(|e| super::client::connect_error(e, url, options))?;
-        conn.layout = SlotLayout::read(&conn, options.default_layout).await;
+        conn.listpack_entries = conn.read_listpack_entries().await;
         Ok(conn)
+    }
+
+    /// Reads the server's `hash-max-listpack-entries` (a read: Idempotent); a server
+    /// that refuses `CONFIG` (managed Redis, an ACL user) is taken to have 128.
+    async fn read_listpack_entries(&self) -> u64 {
+        let mut get = redis::cmd("CONFIG");
+        get.arg("GET").arg("hash-max-listpack-entries");
+        self.query::<Vec<String>>(&get, None, Retry::Idempotent)
+            .await
+            .ok()
+            .and_then(|pair| pair.get(1).and_then(|v| v.parse().ok()))
+            .unwrap_or(DEFAULT_LISTPACK_ENTRIES)
     }
 
     /// A connection to the single Redis at `url` for `job`, a job that scans its keys:
@@ -173,9 +188,14 @@ impl RedisConn {
         matches!(self.link, Link::Cluster { .. })
     }
 
-    /// The layout of new slots.
-    pub(super) fn layout(&self) -> &SlotLayout {
-        &self.layout
+    /// The server's `hash-max-listpack-entries`, as read at connect.
+    pub(super) fn listpack_entries(&self) -> u64 {
+        self.listpack_entries
+    }
+
+    /// The layout of boards created without one.
+    pub(super) fn default_layout(&self) -> Layout {
+        self.default_layout
     }
 
     /// The scripts, to build invocations from.
