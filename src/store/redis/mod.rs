@@ -21,7 +21,6 @@ mod board_record;
 mod boards;
 mod budget;
 mod client;
-mod compact;
 mod conn;
 mod counters;
 mod errors;
@@ -37,8 +36,6 @@ mod registry;
 mod relayout;
 mod reply;
 mod retire;
-mod retire_small;
-mod retire_swap;
 mod script_pipeline;
 mod scripts;
 mod slot_index;
@@ -351,7 +348,7 @@ impl Store for RedisStore {
         now: Timestamp,
         options: RetireOptions,
     ) -> Result<Vec<Option<RetireReport>>> {
-        retire_small::retire_small(&self.conn, boards, now, options).await
+        retire::retire_small(&self.conn, boards, now, options).await
     }
 
     async fn take_snapshots(

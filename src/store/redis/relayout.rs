@@ -2,6 +2,10 @@
 //! decides the layout of slots created from then on; with `now` (an active relayout),
 //! `relayout_chunk.lua` then converts every live slot, one bounded call at a time, while
 //! writes, reads and retirement go on (`docs/design.md`, "Relayout").
+//!
+//! Relayout stands beside retirement and below it: retirement's compaction of a closed
+//! slot (`retire/compact.rs`) is a one-slot relayout to compact, and builds its calls
+//! with [`chunk`]; this module imports nothing of retirement.
 
 use redis::Value;
 

@@ -36,14 +36,15 @@
 
 use redis::Value;
 
-use super::conn::{RedisConn, Retry};
-use super::keys;
-use super::layout::member_hash;
-use super::refusal::Refusal;
-use super::reply::{array, int, string};
 use crate::board::Board;
 use crate::domain::{Layout, RetireOptions, Timestamp};
 use crate::error::{Error, Result};
+use crate::store::redis::conn::{RedisConn, Retry};
+use crate::store::redis::keys;
+use crate::store::redis::layout::member_hash;
+use crate::store::redis::refusal::Refusal;
+use crate::store::redis::relayout;
+use crate::store::redis::reply::{array, int, string};
 
 /// The converter's lease, as an active relayout's: every call renews it, the run ends it.
 const LEASE_MS: u64 = 5_000;
@@ -159,7 +160,7 @@ pub(super) async fn compact_closed(
     }
     .await;
     if leased {
-        let mut end = super::relayout::chunk(conn, board, 0);
+        let mut end = relayout::chunk(conn, board, 0);
         end.arg(Layout::Compact.as_str())
             .arg("")
             .arg("0")
@@ -208,7 +209,7 @@ impl Run<'_> {
     /// because a user relayout or a recompute holds the board, or the board changed.
     async fn chunk(&self, cursor: &str, setup: bool) -> Result<Option<Step>> {
         let conn = self.conn;
-        let mut call = super::relayout::chunk(conn, self.board, self.slot);
+        let mut call = relayout::chunk(conn, self.board, self.slot);
         call.arg(Layout::Compact.as_str())
             .arg(self.slot)
             .arg(cursor)
