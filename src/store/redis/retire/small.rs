@@ -37,7 +37,7 @@ const BOARDS_PER_PIPELINE: usize = 256;
 const PIPELINES_IN_FLIGHT: usize = 4;
 
 /// Retires those of `boards` that fit one call each; `None` for the others.
-pub(in crate::store::redis) async fn retire_small(
+pub(crate) async fn retire_small(
     conn: &RedisConn,
     boards: &[Arc<Board>],
     now: Timestamp,
