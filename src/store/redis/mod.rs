@@ -44,6 +44,7 @@ mod stats;
 mod stats_calls;
 mod stats_commit;
 mod trending;
+mod trending_read;
 mod write;
 
 #[cfg(feature = "server")]
