@@ -24,6 +24,7 @@ mod client;
 mod conn;
 mod counters;
 mod errors;
+mod handle;
 mod ingest;
 mod keys;
 mod layout;
