@@ -23,8 +23,10 @@ mod budget;
 mod client;
 mod conn;
 mod counters;
+mod describe;
 mod errors;
 mod handle;
+mod history;
 mod ingest;
 mod keys;
 mod layout;
@@ -229,7 +231,7 @@ impl Store for RedisStore {
     }
 
     async fn describe_board(&self, board: &Board, now: Timestamp) -> Result<BoardStatus> {
-        read::describe(&self.conn, board, now).await
+        describe::describe(&self.conn, board, now).await
     }
 
     async fn drop_board(&self, name: &BoardName) -> Result<bool> {
@@ -311,7 +313,7 @@ impl Store for RedisStore {
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {
-        read::history(&self.conn, board, now, member).await
+        history::history(&self.conn, board, now, member).await
     }
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
@@ -319,7 +321,7 @@ impl Store for RedisStore {
     }
 
     async fn pending_windows(&self, board: &Board) -> Result<Vec<usize>> {
-        read::pending_windows(&self.conn, board).await
+        describe::pending_windows(&self.conn, board).await
     }
 
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
