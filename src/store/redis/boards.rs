@@ -15,6 +15,7 @@ use redis::Value;
 use super::board_record::{RECORD_FIELDS, TREND_FIELDS, parse_board, parse_trending};
 use super::board_record::{parse_windows, record_read};
 use super::conn::{RedisConn, Retry};
+use super::geometry::bucket_count;
 use super::refusal::Refusal;
 use super::reply::{int, opt_string};
 use super::{keys, registry, slot_index};
@@ -348,14 +349,6 @@ async fn slot_geometries(conn: &RedisConn, name: &BoardName) -> Result<Vec<(i64,
         .collect()
 }
 
-/// The bucket count N = 2^L + p of a geometry `"<L> <p> <count>"`.
-fn bucket_count(geometry: &str) -> Option<u64> {
-    let mut parts = geometry.split(' ');
-    let level: u32 = parts.next()?.parse().ok()?;
-    let split: u64 = parts.next()?.parse().ok()?;
-    1u64.checked_shl(level)?.checked_add(split)
-}
-
 /// Unlinks keys of the board `name` (freed off Redis's main thread).
 async fn unlink(conn: &RedisConn, name: &BoardName, keys: &[String]) -> Result<()> {
     conn.query::<i64>(
@@ -373,19 +366,4 @@ fn join_seconds(spans: &[Span]) -> String {
         .map(|s| s.seconds().to_string())
         .collect::<Vec<_>>()
         .join(",")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::bucket_count;
-
-    #[test]
-    fn a_geometry_names_its_bucket_count() {
-        assert_eq!(bucket_count("0 0 0"), Some(1));
-        assert_eq!(bucket_count("6 5 3000"), Some(69));
-        assert_eq!(bucket_count("12 0 1"), Some(4096));
-        assert_eq!(bucket_count("x 0 0"), None);
-        assert_eq!(bucket_count("3"), None);
-        assert_eq!(bucket_count("64 0 0"), None);
-    }
 }

@@ -25,6 +25,7 @@ mod conn;
 mod counters;
 mod describe;
 mod errors;
+mod geometry;
 mod handle;
 mod history;
 mod ingest;
