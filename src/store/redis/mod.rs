@@ -1,7 +1,19 @@
 //! The Redis store: the production backend. This module only assembles the [`Store`]
-//! implementation; the work is done by one module per operation family (`boards`,
-//! `write`, `ingest`, `read`, `retire`, `recompute`), all of which talk to Redis through
-//! [`conn`] (the connection, the loaded scripts and the one retry helper).
+//! implementation (and retires a board before an extension that asks for it); the work
+//! is done by one module per operation family, all of which talk to Redis through
+//! [`conn`] (the connection, the loaded scripts and the one retry helper). From the
+//! ground up, each importing only modules below it:
+//!
+//! - names and replies: `keys`, `reply`, `refusal`, `scripts` (and `lua/`),
+//!   `board_record` (the record's fields, parsed), `geometry` (a compact slot's);
+//! - the connection: `client`, `errors`, `handle`, `conn`;
+//! - what every board operation shares: `registry`, `slot_index`, `layout`,
+//!   `script_pipeline`;
+//! - the operations: `boards` (create, extend, load, list, drop), `read` (rankings),
+//!   `history`, `describe`, `write`, `budget` and `ingest` (the write path), `relayout`,
+//!   `retire/` (small, swap, chunks, compact), `recompute`, `snapshots`, `memory_info`;
+//! - whole families with their store traits: `trending` (+ `trending_read`), `rates`,
+//!   `counters`, `stats` (+ `stats_calls`, `stats_commit`).
 //!
 //! Every multi-key operation of a board is one Lua script (files under `lua/`, each with
 //! its KEYS and ARGV documented, joined at build time to a shared prelude), and every key
@@ -209,8 +221,7 @@ impl Store for RedisStore {
             boards::Creating::Extend(extension) => extension,
         };
         // A board whose largest window still has frozen slots to consume is retired
-        // first, then extended (see `extend_board.lua`); retiring freezes no new slot
-        // unless a boundary passes meanwhile, so a few attempts are plenty.
+        // first, then extended again (see `extend_board.lua`), a few times at most.
         for _ in 0..EXTEND_ATTEMPTS {
             match boards::extend(&self.conn, &extension).await? {
                 Some(created) => return Ok(created),
