@@ -1,36 +1,49 @@
-//! Board records in Redis: create, load, list, drop.
+//! Windowed boards in Redis: create, extend, load, list, drop.
 //!
-//! The record `board_{<board>}` is a hash: `version`, `slot`, `windows` (seconds,
-//! comma-separated), `offset`, `created_ms`, `ties`, `snapshots` (`top,keep`, when
-//! the board takes period snapshots), `layout` (when one was asked for), and per window
-//! `wm:<W>` (watermark) and `done:<W>` (retired through); `dropping` while a drop is
-//! under way. A drop unlinks plain slots' stage hashes and compact slots' buckets (their
-//! geometry gives the count).
+//! The record `board_{<board>}` (its fields: [`board_record`](super::board_record)) is
+//! made by `create_board.lua`, and a board is listed in the registry
+//! ([`registry`](super::registry)) once it exists. Extending a board whose largest
+//! window still has frozen slots to consume needs a retirement first: [`extend`] says
+//! so, and the store, which knows retirement, retires and tries again. A drop unlinks
+//! plain slots' stage hashes and compact slots' buckets (their geometry gives the
+//! count), found through the slot index ([`slot_index`](super::slot_index)).
 
 use std::sync::Arc;
 
 use redis::Value;
 
+use super::board_record::{RECORD_FIELDS, TREND_FIELDS, parse_board, parse_trending};
+use super::board_record::{parse_windows, record_read};
 use super::conn::{RedisConn, Retry};
-use super::keys;
+use super::geometry::bucket_count;
 use super::refusal::Refusal;
-use super::reply::{int, opt_string, string};
+use super::reply::{int, opt_string};
+use super::{keys, registry, slot_index};
 use crate::any_board::AnyBoard;
 use crate::board::{Board, Created};
-use crate::domain::{BoardConfig, BoardName, Layout, SnapshotPolicy, Span, Ties, Timestamp};
+use crate::domain::{BoardConfig, BoardName, Layout, Span, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::new_version;
-use crate::store::redis::RetireOptions;
 
 /// Keys deleted per `UNLINK` while dropping a board.
 const UNLINK_BATCH: usize = 500;
 
+/// What [`create`] did: made or found the board, or found one to extend.
+pub(super) enum Creating {
+    /// Made, or found as asked.
+    Done(Created),
+    /// The board exists with fewer windows: extend it ([`extend`]).
+    Extend(Extension),
+}
+
+/// Makes the board `name` with `config`, or finds it; a board that exists with fewer
+/// windows is answered as an [`Extension`] for the caller to apply.
 pub(super) async fn create(
     conn: &RedisConn,
     name: &BoardName,
     config: &BoardConfig,
     now: Timestamp,
-) -> Result<Created> {
+) -> Result<Creating> {
     let windows = config.windows();
     let mut invocation = conn.scripts().create_board.key(keys::record(name));
     invocation
@@ -71,13 +84,17 @@ pub(super) async fn create(
     }
     // The registry is a global key: its own command, never inside a board's script. A
     // crash right here leaves the board unlisted; `load` lists it again (see there).
-    register(conn, name).await?;
+    registry::register(conn, name).await?;
     if created {
-        Ok(Created::New(board))
+        Ok(Creating::Done(Created::New(board)))
     } else if board.config == *config {
-        Ok(Created::Existing(board))
+        Ok(Creating::Done(Created::Existing(board)))
     } else if let Some(added) = board.config.extended_by(config) {
-        extend(conn, &board, config, &added, now).await
+        Ok(Creating::Extend(Extension {
+            existing: board,
+            config: config.clone(),
+            added,
+        }))
     } else {
         Err(Error::BoardConflict {
             board: name.to_string(),
@@ -98,52 +115,64 @@ async fn set_snapshots(conn: &RedisConn, board: &Board, config: &BoardConfig) ->
         .map(|_| ())
 }
 
-/// Adds `added` (larger windows) to `existing`, retiring first when its largest window
-/// still has frozen slots to consume (see `extend_board.lua`).
-async fn extend(
-    conn: &RedisConn,
-    existing: &Board,
-    config: &BoardConfig,
-    added: &[Span],
-    now: Timestamp,
-) -> Result<Created> {
-    for _ in 0..5 {
-        let version = new_version();
-        let mut invocation = conn
-            .scripts()
-            .extend_board
-            .key(keys::record(&existing.name));
-        invocation
-            .arg(existing.version)
-            .arg(version)
-            .arg(join_seconds(config.windows()))
-            .arg(existing.config.largest_window().seconds())
-            .arg(config.slot().seconds());
-        for w in added {
-            invocation.arg(w.seconds());
-        }
-        // Never re-sent: a second call would find the new version and answer STALE.
-        match conn
-            .script_or_refusal::<String>(&invocation, &existing.name, Retry::Never)
-            .await?
-        {
-            Ok(_) => {
-                return Ok(Created::Extended(Board {
-                    config: config.clone(),
-                    version,
-                    ..existing.clone()
-                }));
-            }
-            Err(Refusal::RetireFirst) => {
-                super::retire::retire(conn, existing, now, RetireOptions::default()).await?;
-            }
-            Err(refusal) => return Err(refusal.into_error(Some(&existing.name))),
-        }
+/// A board to extend by larger windows: what [`create`] answers when the config asked
+/// for extends the existing board's.
+pub(super) struct Extension {
+    /// The board as it is.
+    pub(super) existing: Board,
+    /// The config asked for.
+    config: BoardConfig,
+    /// The windows it adds.
+    added: Vec<Span>,
+}
+
+impl Extension {
+    /// The error of an extension that kept being refused: every retirement froze new
+    /// slots of the largest window before the next attempt.
+    pub(super) fn kept_freezing(&self) -> Error {
+        Error::Store(format!(
+            "board {:?}: its largest window kept freezing new slots; try again",
+            self.existing.name.as_str()
+        ))
     }
-    Err(Error::Store(format!(
-        "board {:?}: its largest window kept freezing new slots; try again",
-        existing.name.as_str()
-    )))
+}
+
+/// One attempt to add the larger windows of `extension` to its board; `None` when its
+/// largest window still has frozen slots to consume (see `extend_board.lua`): the
+/// caller retires the board first, then tries again.
+pub(super) async fn extend(conn: &RedisConn, extension: &Extension) -> Result<Option<Created>> {
+    let Extension {
+        existing,
+        config,
+        added,
+    } = extension;
+    let version = new_version();
+    let mut invocation = conn
+        .scripts()
+        .extend_board
+        .key(keys::record(&existing.name));
+    invocation
+        .arg(existing.version)
+        .arg(version)
+        .arg(join_seconds(config.windows()))
+        .arg(existing.config.largest_window().seconds())
+        .arg(config.slot().seconds());
+    for w in added {
+        invocation.arg(w.seconds());
+    }
+    // Never re-sent: a second call would find the new version and answer STALE.
+    match conn
+        .script_or_refusal::<String>(&invocation, &existing.name, Retry::Never)
+        .await?
+    {
+        Ok(_) => Ok(Some(Created::Extended(Board {
+            config: config.clone(),
+            version,
+            ..existing.clone()
+        }))),
+        Err(Refusal::RetireFirst) => Ok(None),
+        Err(refusal) => Err(refusal.into_error(Some(&existing.name))),
+    }
 }
 
 /// The board of either kind, if it exists and is not being dropped: one read of its
@@ -154,7 +183,7 @@ pub(super) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<An
     // Two commands, not a pipeline: the registry is a global key, in another hash slot
     // than the board's on Redis Cluster. Both are reads (Idempotent).
     let mut read = record_read(name);
-    read.arg(super::trending::RECORD_FIELDS);
+    read.arg(TREND_FIELDS);
     let (fields, listed): (Vec<Value>, bool) = futures_util::future::try_join(
         conn.query(&read, Some(name), Retry::Idempotent),
         conn.query(
@@ -171,50 +200,18 @@ pub(super) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<An
         return Ok(None);
     }
     let board = if opt_string(&fields[n + 1], "kind")?.as_deref() == Some("trending") {
-        AnyBoard::Trending(Arc::new(super::trending::parse_board(
-            name,
-            &fields[n + 2..],
-        )?))
+        AnyBoard::Trending(Arc::new(parse_trending(name, &fields[n + 2..])?))
     } else {
         AnyBoard::Windowed(Arc::new(parse_board(name, &fields[..n])?))
     };
     if !listed {
-        register(conn, name).await?;
+        registry::register(conn, name).await?;
     }
     Ok(Some(board))
 }
 
-/// Adds `name` to the registry of boards.
-pub(super) async fn register(conn: &RedisConn, name: &BoardName) -> Result<()> {
-    conn.query::<i64>(
-        redis::cmd("SADD").arg(keys::REGISTRY).arg(name.as_str()),
-        Some(name),
-        Retry::Idempotent,
-    )
-    .await
-    .map(|_| ())
-}
-
-/// The names in the registry of boards (of either kind), sorted (`SMEMBERS`, a read:
-/// Idempotent).
-pub(super) async fn registered_names(conn: &RedisConn) -> Result<Vec<BoardName>> {
-    let names: Vec<String> = conn
-        .query(
-            redis::cmd("SMEMBERS").arg(keys::REGISTRY),
-            None,
-            Retry::Idempotent,
-        )
-        .await?;
-    let mut names: Vec<BoardName> = names
-        .iter()
-        .filter_map(|n| BoardName::parse(n).ok())
-        .collect();
-    names.sort();
-    Ok(names)
-}
-
 pub(super) async fn list(conn: &RedisConn) -> Result<Vec<Board>> {
-    let names = registered_names(conn).await?;
+    let names = registry::registered_names(conn).await?;
     let reads: Vec<redis::Cmd> = names.iter().map(record_read).collect();
     // The records, read in pipelines (reads: Idempotent) so that listing many boards
     // costs few round trips; on a Cluster, where a pipeline may not cross hash slots,
@@ -266,16 +263,6 @@ const LIST_PIPELINE: usize = 512;
 /// Record reads in flight at once when listing the boards of a Cluster.
 const LIST_IN_FLIGHT: usize = 64;
 
-/// The read of a board's record: its fields, then `dropping` and `kind`.
-fn record_read(name: &BoardName) -> redis::Cmd {
-    let mut cmd = redis::cmd("HMGET");
-    cmd.arg(keys::record(name))
-        .arg(RECORD_FIELDS)
-        .arg("dropping")
-        .arg("kind");
-    cmd
-}
-
 pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
     let invocation = conn.scripts().drop_begin.key(keys::record(name));
     let windows: Option<String> = conn.script(&invocation, name, Retry::Idempotent).await?;
@@ -288,7 +275,7 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         // drop (or create) finishes the job.
         let windows = parse_windows(windows)?;
         let index = keys::index(name);
-        let slots = live_slots(conn, name).await?;
+        let slots = slot_index::live_slots(conn, name).await?;
         let stage_keys: Vec<String> = slots
             .iter()
             .flat_map(|s| (0..windows.len()).map(move |k| keys::stage(name, *s, k)))
@@ -331,26 +318,11 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
     }
     // Unlisted while the record still blocks a new incarnation (create_board.lua refuses
     // while `dropping` is set), so a create that follows lists its board after this.
-    conn.query::<i64>(
-        redis::cmd("SREM").arg(keys::REGISTRY).arg(name.as_str()),
-        Some(name),
-        Retry::Idempotent,
-    )
-    .await?;
+    registry::unregister(conn, name).await?;
     if windows.is_some() {
         unlink(conn, name, &[keys::record(name)]).await?;
     }
     Ok(windows.is_some())
-}
-
-/// Every live slot of the board `name`, from its index, oldest first.
-pub(super) async fn live_slots(conn: &RedisConn, name: &BoardName) -> Result<Vec<i64>> {
-    conn.query(
-        redis::cmd("ZRANGE").arg(keys::index(name)).arg(0).arg(-1),
-        Some(name),
-        Retry::Idempotent,
-    )
-    .await
 }
 
 /// Each compact slot of the board `name` (those with a geometry in `slotgeo_{<board>}`)
@@ -377,14 +349,6 @@ async fn slot_geometries(conn: &RedisConn, name: &BoardName) -> Result<Vec<(i64,
         .collect()
 }
 
-/// The bucket count N = 2^L + p of a geometry `"<L> <p> <count>"`.
-fn bucket_count(geometry: &str) -> Option<u64> {
-    let mut parts = geometry.split(' ');
-    let level: u32 = parts.next()?.parse().ok()?;
-    let split: u64 = parts.next()?.parse().ok()?;
-    1u64.checked_shl(level)?.checked_add(split)
-}
-
 /// Unlinks keys of the board `name` (freed off Redis's main thread).
 async fn unlink(conn: &RedisConn, name: &BoardName, keys: &[String]) -> Result<()> {
     conn.query::<i64>(
@@ -396,94 +360,10 @@ async fn unlink(conn: &RedisConn, name: &BoardName, keys: &[String]) -> Result<(
     .map(|_| ())
 }
 
-/// The record fields that describe a board, in the order `parse_board` reads them.
-const RECORD_FIELDS: &[&str] = &[
-    "version",
-    "slot",
-    "windows",
-    "offset",
-    "created_ms",
-    "ties",
-    "snapshots",
-    "layout",
-];
-
-/// A board from its record's `version, slot, windows, offset, created_ms, ties,
-/// snapshots, layout` (no `ties`: a board made before the option, which ranks by
-/// competition; no `snapshots`: a board that takes none; no `layout`: the store's
-/// default).
-fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
-    let corrupt = |what: &str| Error::Store(format!("board record of {name:?} has a bad {what}"));
-    let version = string(&fields[0], "version")?
-        .parse::<u64>()
-        .map_err(|_| corrupt("version"))?;
-    let slot = Span::from_seconds(int(&fields[1], "slot")? as u64).map_err(|_| corrupt("slot"))?;
-    let windows = parse_windows(&string(&fields[2], "windows")?)?;
-    let offset = int(&fields[3], "offset")?;
-    let created_ms = int(&fields[4], "created_ms")?;
-    let ties = opt_string(&fields[5], "ties")?;
-    let ties = Ties::from_stored(ties.as_deref()).ok_or_else(|| corrupt("ties"))?;
-    let snapshots = match opt_string(&fields[6], "snapshots")? {
-        None => None,
-        Some(text) => Some(SnapshotPolicy::from_stored(&text).ok_or_else(|| corrupt("snapshots"))?),
-    };
-    let layout = match opt_string(&fields[7], "layout")? {
-        None => None,
-        Some(text) => Some(Layout::from_stored(&text).ok_or_else(|| corrupt("layout"))?),
-    };
-    let config = BoardConfig::new(slot, windows)
-        .and_then(|c| c.with_offset(offset))
-        .map(|c| {
-            c.with_ties(ties)
-                .with_snapshots(snapshots)
-                .with_layout(layout)
-        })
-        .map_err(|e| Error::Store(format!("board record of {name:?}: {e}")))?;
-    Ok(Board {
-        name: name.clone(),
-        config,
-        version,
-        created_at: Timestamp::from_unix_millis(created_ms).map_err(|_| corrupt("created_ms"))?,
-    })
-}
-
-fn parse_windows(text: &str) -> Result<Vec<Span>> {
-    text.split(',')
-        .map(|w| {
-            w.parse::<u64>()
-                .ok()
-                .and_then(|s| Span::from_seconds(s).ok())
-                .ok_or_else(|| {
-                    Error::Store(format!("bad windows field in a board record: {text:?}"))
-                })
-        })
-        .collect()
-}
-
 fn join_seconds(spans: &[Span]) -> String {
     spans
         .iter()
         .map(|s| s.seconds().to_string())
         .collect::<Vec<_>>()
         .join(",")
-}
-
-/// The stored version in a reply, for version checks outside scripts.
-pub(super) fn version_matches(value: &Value, board: &Board) -> Result<bool> {
-    Ok(opt_string(value, "version")?.as_deref() == Some(board.version.to_string().as_str()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::bucket_count;
-
-    #[test]
-    fn a_geometry_names_its_bucket_count() {
-        assert_eq!(bucket_count("0 0 0"), Some(1));
-        assert_eq!(bucket_count("6 5 3000"), Some(69));
-        assert_eq!(bucket_count("12 0 1"), Some(4096));
-        assert_eq!(bucket_count("x 0 0"), None);
-        assert_eq!(bucket_count("3"), None);
-        assert_eq!(bucket_count("64 0 0"), None);
-    }
 }

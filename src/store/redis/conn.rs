@@ -13,11 +13,12 @@
 //! [`Link::Cluster`]): one that follows `MOVED`/`ASK` and waits out `TRYAGAIN` and
 //! `CLUSTERDOWN` by itself, which also re-sends after a lost reply, so only
 //! [`Retry::Idempotent`] calls use it; and one that retries nothing, for
-//! [`Retry::Never`] calls, whose redirects and `TRYAGAIN`/`CLUSTERDOWN` replies this
-//! module follows itself (bounded): those replies say the command did not run, so
-//! sending it again cannot count twice, while a lost reply is never re-sent. Scripts run
-//! by SHA on the node that owns their keys' slot; a node that answers `NOSCRIPT` gets
-//! the script loaded (`redis::Script` does that on either client).
+//! [`Retry::Never`] calls, whose redirects and `TRYAGAIN`/`CLUSTERDOWN` replies are
+//! followed by [`follow_redirects`] (bounded; in `handle.rs`, with the [`Handle`] a
+//! call is sent on): those replies say the command did not run, so sending it again
+//! cannot count twice, while a lost reply is never re-sent. Scripts run by SHA on the
+//! node that owns their keys' slot; a node that answers `NOSCRIPT` gets the script
+//! loaded (`redis::Script` does that on either client).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -28,11 +29,11 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisError, ScriptInvocation};
 
 use super::RedisOptions;
-use super::errors::{not_run, reply_lost, store_error};
-use super::layout::SlotLayout;
+use super::errors::{reply_lost, store_error};
+use super::handle::{CLUSTER_RETRIES, Handle, follow_redirects};
 use super::refusal::Refusal;
 use super::scripts::Scripts;
-use crate::domain::BoardName;
+use crate::domain::{BoardName, Layout};
 use crate::error::Result;
 
 /// Whether a call may be sent again when its reply was lost (the connection broke, or
@@ -59,9 +60,15 @@ pub(crate) enum Retry {
 pub(crate) struct RedisConn {
     link: Link,
     scripts: Arc<Scripts>,
-    /// The layout of new slots (read from the server once, at connect).
-    layout: SlotLayout,
+    /// The server's `hash-max-listpack-entries` (read once, at connect), which sizes
+    /// compact slots' buckets (see `layout.rs`).
+    listpack_entries: u64,
+    /// The layout of boards created without one ([`RedisOptions::default_layout`]).
+    default_layout: Layout,
 }
+
+/// The listpack limit Redis ships with, used when `CONFIG GET` is not allowed.
+const DEFAULT_LISTPACK_ENTRIES: u64 = 128;
 
 /// What a [`RedisConn`] talks to.
 #[derive(Clone)]
@@ -77,11 +84,6 @@ enum Link {
         response_timeout: Duration,
     },
 }
-
-/// How often the cluster client itself follows a redirect or waits out `TRYAGAIN` /
-/// `CLUSTERDOWN` for a [`Retry::Idempotent`] call; the same bound holds for the
-/// [`Retry::Never`] calls this module re-sends.
-const CLUSTER_RETRIES: u32 = 10;
 
 impl RedisConn {
     /// A reconnecting connection to `url` with the timeouts and TLS trust of `options`.
@@ -131,18 +133,28 @@ impl RedisConn {
         let mut conn = RedisConn {
             link,
             scripts: Arc::new(Scripts::new()),
-            layout: SlotLayout {
-                default: options.default_layout,
-                fill: 0,
-            },
+            listpack_entries: DEFAULT_LISTPACK_ENTRIES,
+            default_layout: options.default_layout,
         };
         conn.call(Retry::Idempotent, true, |mut handle| async move {
             redis::cmd("PING").query_async::<String>(&mut handle).await
         })
         .await
         .map_err(|e| super::client::connect_error(e, url, options))?;
-        conn.layout = SlotLayout::read(&conn, options.default_layout).await;
+        conn.listpack_entries = conn.read_listpack_entries().await;
         Ok(conn)
+    }
+
+    /// Reads the server's `hash-max-listpack-entries` (a read: Idempotent); a server
+    /// that refuses `CONFIG` (managed Redis, an ACL user) is taken to have 128.
+    async fn read_listpack_entries(&self) -> u64 {
+        let mut get = redis::cmd("CONFIG");
+        get.arg("GET").arg("hash-max-listpack-entries");
+        self.query::<Vec<String>>(&get, None, Retry::Idempotent)
+            .await
+            .ok()
+            .and_then(|pair| pair.get(1).and_then(|v| v.parse().ok()))
+            .unwrap_or(DEFAULT_LISTPACK_ENTRIES)
     }
 
     /// A connection to the single Redis at `url` for `job`, a job that scans its keys:
@@ -173,9 +185,14 @@ impl RedisConn {
         matches!(self.link, Link::Cluster { .. })
     }
 
-    /// The layout of new slots.
-    pub(super) fn layout(&self) -> &SlotLayout {
-        &self.layout
+    /// The server's `hash-max-listpack-entries`, as read at connect.
+    pub(super) fn listpack_entries(&self) -> u64 {
+        self.listpack_entries
+    }
+
+    /// The layout of boards created without one.
+    pub(super) fn default_layout(&self) -> Layout {
+        self.default_layout
     }
 
     /// The scripts, to build invocations from.
@@ -314,135 +331,5 @@ impl RedisConn {
             Err(e) if retry == Retry::Idempotent && reply_lost(&e) => call(handle).await,
             other => other,
         }
-    }
-}
-
-/// Runs a [`Retry::Never`] call on the cluster client that retries nothing, and sends
-/// it again only on a reply that says it did not run: `MOVED` (to the node named),
-/// `ASK` (to the node named, after `ASKING`), `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`,
-/// `LOADING` or `READONLY` (after a short wait, to whichever node then owns the slot).
-/// At most [`CLUSTER_RETRIES`] times, and not past the response timeout; a lost reply
-/// is returned as it is.
-async fn follow_redirects<T, F, Fut>(
-    once: &ClusterConnection,
-    response_timeout: Duration,
-    call: F,
-) -> std::result::Result<T, RedisError>
-where
-    F: Fn(Handle) -> Fut,
-    Fut: Future<Output = std::result::Result<T, RedisError>>,
-{
-    let deadline = tokio::time::Instant::now() + response_timeout;
-    let mut handle = Handle::Cluster(once.clone());
-    let mut wait = Duration::from_millis(5);
-    for _ in 0..CLUSTER_RETRIES {
-        let err = match call(handle).await {
-            Err(err) => err,
-            ok => return ok,
-        };
-        handle = match (err.code(), err.redirect_node().and_then(node_address)) {
-            (Some("MOVED"), Some((host, port))) => Handle::Node {
-                conn: once.clone(),
-                host,
-                port,
-                asking: false,
-            },
-            (Some("ASK"), Some((host, port))) => Handle::Node {
-                conn: once.clone(),
-                host,
-                port,
-                asking: true,
-            },
-            (Some(code), _) if not_run(code) && tokio::time::Instant::now() + wait < deadline => {
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(Duration::from_millis(200));
-                Handle::Cluster(once.clone())
-            }
-            _ => return Err(err),
-        };
-    }
-    call(handle).await
-}
-
-/// `host:port` of a redirect, split.
-fn node_address((node, _slot): (&str, u16)) -> Option<(String, u16)> {
-    let (host, port) = node.rsplit_once(':')?;
-    Some((host.to_owned(), port.parse().ok()?))
-}
-
-/// The connection one call is sent on.
-#[derive(Clone)]
-enum Handle {
-    /// The single node's connection.
-    Single(ConnectionManager),
-    /// The cluster client, routing by the keys of the command.
-    Cluster(ClusterConnection),
-    /// One node of the cluster, named by a redirect; `asking` sends `ASKING` first (an
-    /// `ASK` redirect: the slot is being migrated to that node).
-    Node {
-        conn: ClusterConnection,
-        host: String,
-        port: u16,
-        asking: bool,
-    },
-}
-
-impl Handle {
-    fn route(host: &str, port: u16) -> redis::cluster_routing::SingleNodeRoutingInfo {
-        redis::cluster_routing::SingleNodeRoutingInfo::ByAddress {
-            host: host.to_owned(),
-            port,
-        }
-    }
-}
-
-impl redis::aio::ConnectionLike for Handle {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> redis::RedisFuture<'a, redis::Value> {
-        match self {
-            Handle::Single(conn) => conn.req_packed_command(cmd),
-            Handle::Cluster(conn) => conn.req_packed_command(cmd),
-            Handle::Node {
-                conn,
-                host,
-                port,
-                asking,
-            } => {
-                let mut pipe = redis::pipe();
-                if *asking {
-                    pipe.cmd("ASKING");
-                }
-                pipe.add_command(cmd.clone());
-                let skip = usize::from(*asking);
-                let route = Handle::route(host, *port);
-                Box::pin(async move {
-                    let mut replies = conn.route_pipeline(pipe, skip, 1, route).await?;
-                    replies.pop().ok_or_else(|| {
-                        RedisError::from((redis::ErrorKind::Client, "no reply from the node"))
-                    })
-                })
-            }
-        }
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
-        match self {
-            Handle::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
-            Handle::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
-            Handle::Node {
-                conn, host, port, ..
-            } => {
-                let route = Handle::route(host, *port);
-                Box::pin(conn.route_pipeline(pipeline.clone(), offset, count, route))
-            }
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        0
     }
 }

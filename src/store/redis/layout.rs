@@ -2,12 +2,15 @@
 //!
 //! A slot's layout is decided by `write.lua` when the slot is created: the board
 //! record's `layout` when the board asked for one, else the store's default
-//! ([`RedisOptions::default_layout`](super::RedisOptions)), which each write call passes
+//! (`RedisOptions::default_layout`), which each write call passes
 //! along. Buckets split when they hold `bucket_fill` fields on average, which this
 //! module derives from the server's `hash-max-listpack-entries`, so that buckets stay in
 //! Redis's compact listpack encoding (`docs/design.md`, "Compact slots").
+//!
+//! The connection reads that limit once, at connect, and knows nothing of layouts; this
+//! module adds [`RedisConn::layout`], which derives the [`SlotLayout`] from it.
 
-use super::conn::{RedisConn, Retry};
+use super::conn::RedisConn;
 use crate::board::Board;
 use crate::domain::Layout;
 
@@ -22,7 +25,7 @@ pub(super) fn bucket_fill(listpack_entries: u64) -> u64 {
     }
 }
 
-/// What a [`RedisConn`] tells `write.lua` about new slots.
+/// What a [`RedisConn`] tells `write.lua` about new slots ([`RedisConn::layout`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SlotLayout {
     /// The layout of boards that asked for none.
@@ -31,27 +34,19 @@ pub(crate) struct SlotLayout {
     pub(crate) fill: u64,
 }
 
-impl SlotLayout {
-    /// The listpack limit Redis ships with, used when `CONFIG GET` is not allowed.
-    const DEFAULT_LISTPACK_ENTRIES: u64 = 128;
-
-    /// Reads the server's `hash-max-listpack-entries` (a read: Idempotent); a server
-    /// that refuses `CONFIG` (managed Redis, an ACL user) is taken to have 128.
-    pub(super) async fn read(conn: &RedisConn, default: Layout) -> SlotLayout {
-        let mut get = redis::cmd("CONFIG");
-        get.arg("GET").arg("hash-max-listpack-entries");
-        let entries = conn
-            .query::<Vec<String>>(&get, None, Retry::Idempotent)
-            .await
-            .ok()
-            .and_then(|pair| pair.get(1).and_then(|v| v.parse().ok()))
-            .unwrap_or(Self::DEFAULT_LISTPACK_ENTRIES);
+impl RedisConn {
+    /// What this connection tells `write.lua` about new slots: the store's default
+    /// layout, and the buckets' fill for the server's listpack limit (both known since
+    /// connect).
+    pub(super) fn layout(&self) -> SlotLayout {
         SlotLayout {
-            default,
-            fill: bucket_fill(entries),
+            default: self.default_layout(),
+            fill: bucket_fill(self.listpack_entries()),
         }
     }
+}
 
+impl SlotLayout {
     /// Whether new slots of `board` are compact (unless its record says otherwise).
     pub(super) fn compact(&self, board: &Board) -> bool {
         board.config.layout().unwrap_or(self.default) == Layout::Compact

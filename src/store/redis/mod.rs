@@ -1,7 +1,19 @@
 //! The Redis store: the production backend. This module only assembles the [`Store`]
-//! implementation; the work is done by one module per operation family (`boards`,
-//! `write`, `ingest`, `read`, `retire`, `recompute`), all of which talk to Redis through
-//! [`conn`] (the connection, the loaded scripts and the one retry helper).
+//! implementation (and retires a board before an extension that asks for it); the work
+//! is done by one module per operation family, all of which talk to Redis through
+//! [`conn`] (the connection, the loaded scripts and the one retry helper). From the
+//! ground up, each importing only modules below it:
+//!
+//! - names and replies: `keys`, `reply`, `refusal`, `scripts` (and `lua/`),
+//!   `board_record` (the record's fields, parsed), `geometry` (a compact slot's);
+//! - the connection: `client`, `errors`, `handle`, `conn`;
+//! - what every board operation shares: `registry`, `slot_index`, `layout`,
+//!   `script_pipeline`;
+//! - the operations: `boards` (create, extend, load, list, drop), `read` (rankings),
+//!   `history`, `describe`, `write`, `budget` and `ingest` (the write path), `relayout`,
+//!   `retire/` (small, swap, chunks, compact), `recompute`, `snapshots`, `memory_info`;
+//! - whole families with their store traits: `trending` (+ `trending_read`), `rates`,
+//!   `counters`, `stats` (+ `stats_calls`, `stats_commit`).
 //!
 //! Every multi-key operation of a board is one Lua script (files under `lua/`, each with
 //! its KEYS and ARGV documented, joined at build time to a shared prelude), and every key
@@ -17,13 +29,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+mod board_record;
 mod boards;
 mod budget;
 mod client;
-mod compact;
 mod conn;
 mod counters;
+mod describe;
 mod errors;
+mod geometry;
+mod handle;
+mod history;
 mod ingest;
 mod keys;
 mod layout;
@@ -32,19 +48,20 @@ mod rates;
 mod read;
 mod recompute;
 mod refusal;
+mod registry;
 mod relayout;
 mod reply;
 mod retire;
 pub(super) mod retire_options;
-mod retire_small;
-mod retire_swap;
 mod script_pipeline;
 mod scripts;
+mod slot_index;
 mod snapshots;
 mod stats;
 mod stats_calls;
 mod stats_commit;
 mod trending;
+mod trending_read;
 mod write;
 
 #[cfg(feature = "server")]
@@ -103,6 +120,9 @@ impl Default for RedisOptions {
         }
     }
 }
+
+/// Attempts to extend a board before giving up (each after a retirement).
+const EXTEND_ATTEMPTS: usize = 5;
 
 /// Boards kept in Redis: a single node, or a Redis Cluster (every key of a board carries
 /// the board's hash tag, so a board lives on one node).
@@ -183,7 +203,7 @@ impl ServerStore for RedisStore {
         boards: &[Arc<Board>],
         now: Timestamp,
     ) -> Result<Vec<Option<RetireReport>>> {
-        retire_small::retire_small(&self.conn, boards, now, self.retire).await
+        retire::retire_small(&self.conn, boards, now, self.retire).await
     }
 
     async fn retire_with(
@@ -239,7 +259,22 @@ impl Store for RedisStore {
         config: &BoardConfig,
         now: Timestamp,
     ) -> Result<Created> {
-        boards::create(&self.conn, name, config, now).await
+        let extension = match boards::create(&self.conn, name, config, now).await? {
+            boards::Creating::Done(created) => return Ok(created),
+            boards::Creating::Extend(extension) => extension,
+        };
+        // A board whose largest window still has frozen slots to consume is retired
+        // first, then extended again (see `extend_board.lua`), a few times at most.
+        for _ in 0..EXTEND_ATTEMPTS {
+            match boards::extend(&self.conn, &extension).await? {
+                Some(created) => return Ok(created),
+                None => {
+                    let options = RetireOptions::default();
+                    retire::retire(&self.conn, &extension.existing, now, options).await?;
+                }
+            }
+        }
+        Err(extension.kept_freezing())
     }
 
     async fn load_board(&self, name: &BoardName) -> Result<Option<AnyBoard>> {
@@ -251,7 +286,7 @@ impl Store for RedisStore {
     }
 
     async fn describe_board(&self, board: &Board, now: Timestamp) -> Result<BoardStatus> {
-        read::describe(&self.conn, board, now).await
+        describe::describe(&self.conn, board, now).await
     }
 
     async fn drop_board(&self, name: &BoardName) -> Result<bool> {
@@ -333,7 +368,7 @@ impl Store for RedisStore {
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {
-        read::history(&self.conn, board, now, member).await
+        history::history(&self.conn, board, now, member).await
     }
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
@@ -341,7 +376,7 @@ impl Store for RedisStore {
     }
 
     async fn pending_windows(&self, board: &Board) -> Result<Vec<usize>> {
-        read::pending_windows(&self.conn, board).await
+        describe::pending_windows(&self.conn, board).await
     }
 
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {

@@ -178,7 +178,7 @@ fn task_failed(e: tokio::task::JoinError) -> Error {
 }
 
 async fn live_slots(conn: &RedisConn, board: &Board) -> Result<Vec<i64>> {
-    super::boards::live_slots(conn, &board.name).await
+    super::slot_index::live_slots(conn, &board.name).await
 }
 
 /// Where the fold is: the member being folded and the last slot summed for it (both

@@ -2,6 +2,10 @@
 //! decides the layout of slots created from then on; with `now` (an active relayout),
 //! `relayout_chunk.lua` then converts every live slot, one bounded call at a time, while
 //! writes, reads and retirement go on (`docs/design.md`, "Relayout").
+//!
+//! Relayout stands beside retirement and below it: retirement's compaction of a closed
+//! slot (`retire/compact.rs`) is a one-slot relayout to compact, and builds its calls
+//! with [`chunk`]; this module imports nothing of retirement.
 
 use redis::Value;
 
@@ -59,7 +63,7 @@ async fn convert(
 ) -> Result<()> {
     let token = crate::store::new_version().to_string();
     let budget = u64::try_from(options.chunk_budget.as_micros()).unwrap_or(u64::MAX);
-    let slots = super::boards::live_slots(conn, &board.name).await?;
+    let slots = super::slot_index::live_slots(conn, &board.name).await?;
     let mut calls = 0;
     let mut unfinished = 0;
     let result = async {

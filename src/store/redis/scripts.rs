@@ -5,7 +5,8 @@
 
 use redis::Script;
 
-/// A script: the prelude, then the file `lua/<name>.lua`.
+/// A script: the prelude, then the file `lua/<name>.lua` (`<name>` may name a
+/// subfolder: `retire/retire_begin`).
 macro_rules! source {
     ($name:literal) => {
         concat!(
@@ -25,9 +26,9 @@ macro_rules! script {
 /// pipeline of its calls (scripts in a pipeline are not reloaded by the client).
 pub(super) const RATE_HITS_SOURCE: &str = source!("rate_hits");
 
-/// The source of `retire_small.lua`, for the same reason (retirement pipelines its calls
+/// The source of `retire/retire_small.lua`, for the same reason (retirement pipelines its calls
 /// over many boards).
-pub(super) const RETIRE_SMALL_SOURCE: &str = source!("retire_small");
+pub(super) const RETIRE_SMALL_SOURCE: &str = source!("retire/retire_small");
 
 /// One handle per script; building one hashes its source once.
 pub(super) struct Scripts {
@@ -79,7 +80,7 @@ impl Scripts {
             counter_unindex: script!("counter_unindex"),
             stats_record: script!("stats_record"),
             stats_slowest: script!("stats_slowest"),
-            compact_move: script!("compact_move"),
+            compact_move: script!("retire/compact_move"),
             create_board: script!("create_board"),
             drop_begin: script!("drop_begin"),
             extend_board: script!("extend_board"),
@@ -96,10 +97,10 @@ impl Scripts {
             relayout: script!("relayout"),
             relayout_chunk: script!("relayout_chunk"),
             remove_member: script!("remove_member"),
-            retire_begin: script!("retire_begin"),
-            retire_chunk: script!("retire_chunk"),
+            retire_begin: script!("retire/retire_begin"),
+            retire_chunk: script!("retire/retire_chunk"),
             retire_small: Script::new(RETIRE_SMALL_SOURCE),
-            retire_swap: script!("retire_swap"),
+            retire_swap: script!("retire/retire_swap"),
             set_snapshots: script!("set_snapshots"),
             snapshot_delivered: script!("snapshot_delivered"),
             snapshot_take: script!("snapshot_take"),

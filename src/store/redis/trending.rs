@@ -1,62 +1,28 @@
 //! Trending boards in Redis: the record `board_{<b>}` (kind `trending`, half-life,
-//! floor, max age, landmark), the stored values `trend_{<b>}` (a zset of negated
-//! forward-decayed sums) and, while a rescale runs, its build `trend_{<b>}_next`. Every
-//! multi-key step is one script (`lua/trend_*.lua`); see `docs/design.md`, "Trending
-//! boards".
+//! floor, max age, landmark; its fields: [`board_record`](super::board_record)), the
+//! stored values `trend_{<b>}` (a zset of negated forward-decayed sums) and, while a
+//! rescale runs, its build `trend_{<b>}_next`. Every multi-key step is one script
+//! (`lua/trend_*.lua`); see `docs/design.md`, "Trending boards". This module creates,
+//! lists, writes and maintains (rescale, prune) them, and assembles the
+//! [`TrendingStore`]; the reads are in [`trending_read`](super::trending_read).
 
 use async_trait::async_trait;
 use redis::Value;
 
 use super::RedisStore;
+use super::board_record::{TREND_FIELDS, parse_trending};
 use super::conn::{RedisConn, Retry};
-use super::keys;
 use super::refusal::Refusal;
-use super::reply::{array, int, opt_string, string};
-use crate::domain::trending::{WRITE_LIMIT_HALF_LIVES, decayed, page_ranks};
+use super::reply::{int, opt_string};
+use super::trending_read::{around, counts, ranks, standing, top};
+use super::{keys, registry};
+use crate::domain::trending::WRITE_LIMIT_HALF_LIVES;
 use crate::domain::{
-    BoardName, Member, Span, Timestamp, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
-    TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
-    TrendingBoard, TrendingConfig, percentile,
+    BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
+    TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 use crate::error::{Error, Result};
 use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
-
-/// The record fields of a trending board, in the order [`parse_board`] reads them.
-pub(super) const RECORD_FIELDS: &[&str] =
-    &["version", "half_life", "floor", "max_age", "created_ms"];
-
-fn corrupt(name: &BoardName, what: &str) -> Error {
-    Error::Store(format!(
-        "trending board record of {name:?} has a bad {what}"
-    ))
-}
-
-/// A board from its record's `version, half_life, floor, max_age, created_ms`.
-pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<TrendingBoard> {
-    let text = |i: usize| string(&fields[i], RECORD_FIELDS[i]);
-    let version = text(0)?
-        .parse::<u64>()
-        .map_err(|_| corrupt(name, "version"))?;
-    let half_life = Span::from_seconds(int(&fields[1], "half_life")? as u64)
-        .map_err(|_| corrupt(name, "half_life"))?;
-    let floor = text(2)?
-        .parse::<f64>()
-        .map_err(|_| corrupt(name, "floor"))?;
-    let max_age = Span::from_seconds(int(&fields[3], "max_age")? as u64)
-        .map_err(|_| corrupt(name, "max_age"))?;
-    let created_ms = int(&fields[4], "created_ms")?;
-    let config = TrendingConfig::new(half_life)
-        .and_then(|c| c.with_floor(floor))
-        .and_then(|c| c.with_max_age(max_age))
-        .map_err(|e| Error::Store(format!("trending board record of {name:?}: {e}")))?;
-    Ok(TrendingBoard {
-        name: name.clone(),
-        config,
-        version,
-        created_at: Timestamp::from_unix_millis(created_ms)
-            .map_err(|_| corrupt(name, "created_ms"))?,
-    })
-}
 
 async fn create(
     conn: &RedisConn,
@@ -91,8 +57,8 @@ async fn create(
             kind: "windowed",
         });
     }
-    let board = parse_board(name, &reply[1..])?;
-    super::boards::register(conn, name).await?;
+    let board = parse_trending(name, &reply[1..])?;
+    registry::register(conn, name).await?;
     if state == 1 {
         Ok(TrendCreated::New(board))
     } else if board.config == *config {
@@ -111,14 +77,14 @@ async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<TrendingBoard
         .query(
             redis::cmd("HMGET")
                 .arg(keys::record(name))
-                .arg(RECORD_FIELDS)
+                .arg(TREND_FIELDS)
                 .arg("kind")
                 .arg("dropping"),
             Some(name),
             Retry::Idempotent,
         )
         .await?;
-    let n = RECORD_FIELDS.len();
+    let n = TREND_FIELDS.len();
     if fields[0] == Value::Nil || fields[n + 1] != Value::Nil {
         return Ok(None);
     }
@@ -128,11 +94,11 @@ async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<TrendingBoard
             kind: "windowed",
         });
     }
-    parse_board(name, &fields[..n]).map(Some)
+    parse_trending(name, &fields[..n]).map(Some)
 }
 
 async fn list(conn: &RedisConn) -> Result<Vec<TrendingBoard>> {
-    let names = super::boards::registered_names(conn).await?;
+    let names = registry::registered_names(conn).await?;
     let mut boards = Vec::new();
     for name in names {
         match load(conn, &name).await {
@@ -220,206 +186,6 @@ async fn write(
         "trending board {:?}: an event is still too far from the landmark after a rescale",
         board.name.as_str()
     )))
-}
-
-/// Runs `trend_read.lua` in `mode` with `args`: the landmark and the rest of the reply.
-async fn read(
-    conn: &RedisConn,
-    board: &TrendingBoard,
-    mode: &str,
-    args: &[String],
-) -> Result<(i64, Vec<Value>)> {
-    let mut invocation = conn.scripts().trend_read.key(keys::record(&board.name));
-    invocation
-        .key(keys::trend(&board.name))
-        .arg(board.version)
-        .arg(mode)
-        .arg(args);
-    // A read (Idempotent).
-    let reply: Vec<Value> = conn
-        .script(&invocation, &board.name, Retry::Idempotent)
-        .await?;
-    let mut reply = reply.into_iter();
-    let landmark = int(
-        &reply.next().ok_or_else(|| short("trend_read"))?,
-        "landmark",
-    )?;
-    Ok((landmark, reply.collect()))
-}
-
-fn short(what: &str) -> Error {
-    Error::Store(format!("short reply for {what}"))
-}
-
-/// A stored value as Redis prints it (negated), as the positive stored sum.
-fn value(v: &Value) -> Result<f64> {
-    let text = string(v, "trend value")?;
-    text.parse::<f64>()
-        .map(|x| -x)
-        .map_err(|_| Error::Store(format!("bad trend value {text:?}")))
-}
-
-/// Pairs `member, value, ...` as `(member, positive stored sum)`, ranked ones only.
-fn pairs(items: Value) -> Result<Vec<(String, f64)>> {
-    let items = array(items, "trend items")?;
-    let mut out = Vec::with_capacity(items.len() / 2);
-    for pair in items.chunks(2) {
-        let v = value(pair.get(1).ok_or_else(|| short("trend items"))?)?;
-        if v > 0.0 {
-            out.push((string(&pair[0], "member")?, v));
-        }
-    }
-    Ok(out)
-}
-
-fn page(
-    board: &TrendingBoard,
-    now: Timestamp,
-    landmark: i64,
-    items: Vec<(String, f64)>,
-    offset: u64,
-    better: u64,
-) -> TrendPage {
-    let h = board.config.half_life_ms();
-    let values: Vec<f64> = items.iter().map(|(_, v)| *v).collect();
-    let ranks = page_ranks(&values, offset, better);
-    TrendPage {
-        board: board.name.clone(),
-        at: now.unix_seconds_f64(),
-        entries: items
-            .into_iter()
-            .zip(ranks)
-            .map(|((member, v), rank)| TrendEntry {
-                rank,
-                member,
-                score: decayed(v, now.unix_millis(), landmark, h),
-            })
-            .collect(),
-    }
-}
-
-async fn top(
-    conn: &RedisConn,
-    board: &TrendingBoard,
-    now: Timestamp,
-    range: TrendRange,
-    offset: u64,
-    limit: u64,
-) -> Result<TrendPage> {
-    let bound = |b: Option<f64>| b.map(|x| x.to_string()).unwrap_or_default();
-    let args = [
-        offset.to_string(),
-        limit.to_string(),
-        now.unix_millis().to_string(),
-        bound(range.min()),
-        bound(range.max()),
-    ];
-    let (landmark, rest) = read(conn, board, "top", &args).await?;
-    let mut rest = rest.into_iter();
-    let better = int(&rest.next().ok_or_else(|| short("top"))?, "better")? as u64;
-    let above = int(&rest.next().ok_or_else(|| short("top"))?, "above")? as u64;
-    let items = pairs(rest.next().ok_or_else(|| short("top"))?)?;
-    Ok(page(board, now, landmark, items, above + offset, better))
-}
-
-async fn standing(
-    conn: &RedisConn,
-    board: &TrendingBoard,
-    now: Timestamp,
-    member: &Member,
-) -> Result<Option<TrendStanding>> {
-    let (landmark, rest) = read(conn, board, "member", &[member.as_str().to_owned()]).await?;
-    if rest.first().is_none_or(|v| *v == Value::Nil) {
-        return Ok(None);
-    }
-    if rest.len() < 4 {
-        return Err(short("member"));
-    }
-    let v = value(&rest[0])?;
-    let better = int(&rest[1], "better")? as u64;
-    let below = int(&rest[2], "below")? as u64;
-    let ranked = int(&rest[3], "ranked")? as u64;
-    Ok(Some(TrendStanding {
-        member: member.as_str().to_owned(),
-        score: decayed(v, now.unix_millis(), landmark, board.config.half_life_ms()),
-        rank: better + 1,
-        percentile: percentile(below, ranked),
-        at: now.unix_seconds_f64(),
-    }))
-}
-
-async fn ranks(
-    conn: &RedisConn,
-    board: &TrendingBoard,
-    now: Timestamp,
-    members: &[Member],
-) -> Result<TrendRanks> {
-    let args: Vec<String> = members.iter().map(|m| m.as_str().to_owned()).collect();
-    let (landmark, rest) = read(conn, board, "ranks", &args).await?;
-    let items = array(
-        rest.into_iter().next().ok_or_else(|| short("ranks"))?,
-        "ranks",
-    )?;
-    let h = board.config.half_life_ms();
-    let mut entries = Vec::with_capacity(members.len());
-    for (member, pair) in members.iter().zip(items.chunks(2)) {
-        let member = member.as_str().to_owned();
-        entries.push(if pair[0] == Value::Nil {
-            TrendRank {
-                member,
-                score: 0.0,
-                rank: None,
-            }
-        } else {
-            TrendRank {
-                member,
-                score: decayed(value(&pair[0])?, now.unix_millis(), landmark, h),
-                rank: Some(int(&pair[1], "better")? as u64 + 1),
-            }
-        });
-    }
-    Ok(TrendRanks {
-        board: board.name.clone(),
-        at: now.unix_seconds_f64(),
-        entries,
-    })
-}
-
-async fn around(
-    conn: &RedisConn,
-    board: &TrendingBoard,
-    now: Timestamp,
-    member: &Member,
-    n: u64,
-) -> Result<Option<TrendPage>> {
-    let (landmark, rest) = read(
-        conn,
-        board,
-        "around",
-        &[member.as_str().to_owned(), n.to_string()],
-    )
-    .await?;
-    if rest.first().is_none_or(|v| *v == Value::Nil) {
-        return Ok(None);
-    }
-    let mut rest = rest.into_iter();
-    let from = int(&rest.next().ok_or_else(|| short("around"))?, "from")? as u64;
-    let better = int(&rest.next().ok_or_else(|| short("around"))?, "better")? as u64;
-    let items = pairs(rest.next().ok_or_else(|| short("around"))?)?;
-    Ok(Some(page(board, now, landmark, items, from, better)))
-}
-
-async fn counts(conn: &RedisConn, board: &TrendingBoard) -> Result<TrendCounts> {
-    let (landmark, rest) = read(conn, board, "counts", &[]).await?;
-    let number = |i: usize, what: &str| -> Result<i64> {
-        int(rest.get(i).ok_or_else(|| short("counts"))?, what)
-    };
-    Ok(TrendCounts {
-        members: number(0, "members")?.max(0) as u64,
-        ranked: number(1, "ranked")?.max(0) as u64,
-        landmark_ms: landmark,
-        rescaling: number(2, "rescaling")? == 1,
-    })
 }
 
 /// One rescale step: `(state, copied)`, state 0 = none due, 1 = under way, 2 = finished.

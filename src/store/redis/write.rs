@@ -394,7 +394,7 @@ pub(super) async fn remove_member(
     board: &Board,
     member: &Member,
 ) -> Result<Removed> {
-    let slots = super::boards::live_slots(conn, &board.name).await?;
+    let slots = super::slot_index::live_slots(conn, &board.name).await?;
     let windows = board.config.windows();
     let mut removed = Removed::default();
     // An empty batch still runs once, to check the board's version.

@@ -5,7 +5,8 @@
 //! a few seconds since the boundary) and the closed slot's first stage moves to the
 //! second by one `RENAME`. Its cost follows the newer slots' size, not the closed
 //! slot's. The script checks, changing nothing, that the swap is exact and small, and
-//! answers `fallback` otherwise: the chunked path (`retire.rs`) then retires the slot.
+//! answers `fallback` otherwise: the chunked path ([`chunks`](super::chunks)) then
+//! retires the slot.
 //!
 //! Retry classes: the `ZRANGEBYSCORE` listing the newer slots is a read
 //! ([`Retry::Idempotent`]); `retire_swap.lua` is [`Retry::Idempotent`] too: it is one
@@ -15,13 +16,13 @@
 
 use redis::Value;
 
-use super::conn::{RedisConn, Retry};
-use super::keys;
-use super::reply::{array, int, string};
 use crate::board::Board;
 use crate::domain::RetireReport;
 use crate::error::{Error, Result};
 use crate::store::redis::RetireOptions;
+use crate::store::redis::conn::{RedisConn, Retry};
+use crate::store::redis::keys;
+use crate::store::redis::reply::{array, int, string};
 
 /// Newer slots the swap takes at most (the open slot and a few future ones within the
 /// clock skew): a board with more falls back to chunks.

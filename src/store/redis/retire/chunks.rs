@@ -1,76 +1,26 @@
-//! Retirement in Redis: for each window, smallest first, freeze it up to its cutoff
-//! (`retire_begin.lua`) and subtract every slot that left it, one bounded chunk per
-//! `retire_chunk.lua` call (window 1 of a board whose first window is one slot long:
-//! by one swap when small, `retire_swap.rs`). Every call is idempotent, so a pass can
+//! The chunked path of retirement, the one that works for any board: freeze a window
+//! up to its cutoff and list the slots it still has to subtract (`retire_begin.lua`),
+//! then subtract each slot from the window, one bounded chunk per `retire_chunk.lua`
+//! call, two calls of a slot in flight at once. Every call is idempotent, so a pass can
 //! stop anywhere (crash, `max_chunks`) and any later pass, from this process or
 //! another, finishes the job.
+//!
 //! The script finds out itself whether a slot is plain or compact (its geometry); the
 //! cursor it answers is opaque here (an HSCAN cursor, or a bucket index on a compact
-//! slot), and `"0"` starts either. A complete pass then compacts the slot that just
-//! closed, if the board is compact and the slot big enough (`compact.rs`): one call more
-//! per board, on this path for big boards only.
+//! slot), and `"0"` starts either.
 
 use redis::Value;
 
-use super::conn::{RedisConn, Retry};
-use super::keys;
-use super::reply::{array, int, string};
-use super::retire_swap::{self, Swap};
 use crate::board::Board;
 use crate::domain::RetireReport;
-use crate::domain::Timestamp;
 use crate::error::{Error, Result};
 use crate::store::redis::RetireOptions;
+use crate::store::redis::conn::{RedisConn, Retry};
+use crate::store::redis::keys;
+use crate::store::redis::reply::{array, int, string};
 
 /// Slots listed per `retire_begin.lua` call.
 const SLOTS_PER_LISTING: usize = 256;
-
-pub(super) async fn retire(
-    conn: &RedisConn,
-    board: &Board,
-    now: Timestamp,
-    options: RetireOptions,
-) -> Result<RetireReport> {
-    let windows = board.config.windows();
-    let mut report = RetireReport::default();
-    let mut budget = options.max_chunks;
-    for j in 0..windows.len() {
-        let cutoff = board.config.cutoff(j, now);
-        loop {
-            let slots = begin(conn, board, j, cutoff).await?;
-            if slots.is_empty() {
-                break;
-            }
-            if j == 0
-                && slots.len() == 1
-                && budget != Some(0)
-                && retire_swap::applies(board, &options)
-            {
-                match retire_swap::swap(conn, board, slots[0], &options).await? {
-                    Swap::Swapped(swapped) => {
-                        budget = budget.map(|b| b - 1);
-                        report.absorb(swapped);
-                        continue;
-                    }
-                    Swap::Already => continue,
-                    Swap::Fallback => {}
-                }
-            }
-            for slot in slots {
-                if !retire_slot(conn, board, j, slot, &options, &mut budget, &mut report).await? {
-                    return Ok(report);
-                }
-            }
-        }
-    }
-    report.complete = true;
-    if options.compact {
-        let compacted = super::compact::compact_closed(conn, board, now, &options).await?;
-        report.slots_compacted = compacted.slots;
-        report.fields_compacted = compacted.fields;
-    }
-    Ok(report)
-}
 
 /// Chunk calls of one slot in flight at once: while Redis runs one, the next is already
 /// on its way, so Redis does not idle for a round trip between chunks. A call that starts
@@ -78,7 +28,7 @@ pub(super) async fn retire(
 const LANES: usize = 2;
 
 /// Retires one slot from window `window`. Returns `false` when `budget` ran out first.
-async fn retire_slot(
+pub(super) async fn retire_slot(
     conn: &RedisConn,
     board: &Board,
     window: usize,
@@ -134,7 +84,12 @@ fn window_args(board: &Board, window: usize) -> (u64, String) {
 }
 
 /// Freezes `window` up to `cutoff` and lists slots it still has to subtract.
-async fn begin(conn: &RedisConn, board: &Board, window: usize, cutoff: i64) -> Result<Vec<i64>> {
+pub(super) async fn begin(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    cutoff: i64,
+) -> Result<Vec<i64>> {
     let (this, previous) = window_args(board, window);
     let mut invocation = conn.scripts().retire_begin.key(keys::record(&board.name));
     invocation

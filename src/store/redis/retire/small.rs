@@ -2,10 +2,10 @@
 //! board retires all its windows at once, and the calls of many boards go in one
 //! pipeline (on Redis Cluster, one pipeline per hash slot, all at once). A board the
 //! script declines (big, behind by more than one boundary, being recomputed, changed) is
-//! answered `None`, for the window-by-window path of `retire.rs`. The script also says
-//! whether the board's slot that just closed should be compacted (a compact board's
-//! plain slot, big enough); only those boards get compaction calls (`compact.rs`), after
-//! every pipeline, a few boards at a time.
+//! answered `None`, for the window-by-window pass of [`retire`](super::retire). The
+//! script also says whether the board's slot that just closed should be compacted (a
+//! compact board's plain slot, big enough); only those boards get compaction calls
+//! ([`compact`](super::compact)), after every pipeline, a few boards at a time.
 //!
 //! Retry class: every call is [`Retry::Idempotent`]: the script changes nothing unless
 //! the whole retirement fits, and a second run finds nothing due. `SCRIPT LOAD` (before
@@ -20,15 +20,15 @@ use redis::cluster_routing::Slot;
 use redis::{Cmd, Value};
 
 use super::compact::{closed_slot, compact_closed, minimum_fields};
-use super::conn::{RedisConn, Retry};
-use super::keys;
-use super::reply::{array, int, string};
-use super::script_pipeline::run_pipelined;
-use super::scripts::RETIRE_SMALL_SOURCE;
 use crate::board::Board;
 use crate::domain::{RetireReport, Timestamp};
 use crate::error::Result;
 use crate::store::redis::RetireOptions;
+use crate::store::redis::conn::{RedisConn, Retry};
+use crate::store::redis::keys;
+use crate::store::redis::reply::{array, int, string};
+use crate::store::redis::script_pipeline::run_pipelined;
+use crate::store::redis::scripts::RETIRE_SMALL_SOURCE;
 
 /// Calls per pipeline: enough that a round trip carries many boards, few enough that one
 /// pipeline's replies stay small and other clients' commands interleave between them.
@@ -38,7 +38,7 @@ const BOARDS_PER_PIPELINE: usize = 256;
 const PIPELINES_IN_FLIGHT: usize = 4;
 
 /// Retires those of `boards` that fit one call each; `None` for the others.
-pub(super) async fn retire_small(
+pub(crate) async fn retire_small(
     conn: &RedisConn,
     boards: &[Arc<Board>],
     now: Timestamp,

@@ -12,7 +12,7 @@
 //!    the slot, takes the lease and gives the slot its geometry, moving nothing.
 //! 2. *Whole buckets*: stage by stage, increasing `k` (as the converter, for the same
 //!    reason), the client reads the stage's plain hash (`HSCAN … COUNT 1000`), computes
-//!    each member's hash and bucket ([`member_hash`], [`bucket_of`]) and sends
+//!    each member's hash and bucket ([`member_hash`], [`Geometry::bucket_of`]) and sends
 //!    `compact_move.lua` calls each carrying whole buckets (up to [`FIELD_BUDGET`]
 //!    fields), so that Redis does one `HSET` per bucket instead of a SHA-1 and an
 //!    `HMGET` + `HSET` per field. The script moves each field with the slot's current
@@ -36,15 +36,17 @@
 
 use redis::Value;
 
-use super::conn::{RedisConn, Retry};
-use super::keys;
-use super::layout::member_hash;
-use super::refusal::Refusal;
-use super::reply::{array, int, string};
 use crate::board::Board;
 use crate::domain::{Layout, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::redis::RetireOptions;
+use crate::store::redis::conn::{RedisConn, Retry};
+use crate::store::redis::geometry::Geometry;
+use crate::store::redis::keys;
+use crate::store::redis::layout::member_hash;
+use crate::store::redis::refusal::Refusal;
+use crate::store::redis::relayout;
+use crate::store::redis::reply::{array, int, string};
 
 /// The converter's lease, as an active relayout's: every call renews it, the run ends it.
 const LEASE_MS: u64 = 5_000;
@@ -82,36 +84,6 @@ pub(super) fn closed_slot(board: &Board, now: Timestamp) -> i64 {
 /// as give a geometry of two buckets (`sized_geometry`); fewer are one listpack anyway.
 pub(super) fn minimum_fields(conn: &RedisConn) -> u64 {
     2 * conn.layout().fill
-}
-
-/// A slot's geometry as the client needs it: `(L, p)` of linear hashing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Geometry {
-    level: u32,
-    split: u64,
-}
-
-impl Geometry {
-    /// A geometry field's value, `"<L> <p> <count>"`; `None` for one marked `P` (being
-    /// converted to plain) or unreadable: the converter's own calls handle those.
-    fn parse(text: &str) -> Option<Geometry> {
-        let mut parts = text.split(' ');
-        let level = parts.next()?.parse().ok().filter(|l| *l < 48)?;
-        let split = parts.next()?.parse().ok()?;
-        let _count = parts.next()?;
-        match parts.next() {
-            None => Some(Geometry { level, split }),
-            Some(_) => None,
-        }
-    }
-
-    /// The bucket of hash `h`, as the prelude's `bucket_of`.
-    fn bucket_of(&self, h: u32) -> u64 {
-        let size = 1u64 << self.level;
-        let h = u64::from(h);
-        let b = h % size;
-        if b < self.split { h % (2 * size) } else { b }
-    }
 }
 
 /// Compacts the slot of `board` that closed at the boundary of `now`, if it is a compact
@@ -160,7 +132,7 @@ pub(super) async fn compact_closed(
     }
     .await;
     if leased {
-        let mut end = super::relayout::chunk(conn, board, 0);
+        let mut end = relayout::chunk(conn, board, 0);
         end.arg(Layout::Compact.as_str())
             .arg("")
             .arg("0")
@@ -209,7 +181,7 @@ impl Run<'_> {
     /// because a user relayout or a recompute holds the board, or the board changed.
     async fn chunk(&self, cursor: &str, setup: bool) -> Result<Option<Step>> {
         let conn = self.conn;
-        let mut call = super::relayout::chunk(conn, self.board, self.slot);
+        let mut call = relayout::chunk(conn, self.board, self.slot);
         call.arg(Layout::Compact.as_str())
             .arg(self.slot)
             .arg(cursor)
@@ -407,24 +379,6 @@ fn whole_buckets(fields: &[Field], geometry: Geometry, budget: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn geometries_parse_and_name_buckets_as_the_prelude() {
-        assert_eq!(
-            Geometry::parse("3 2 700"),
-            Some(Geometry { level: 3, split: 2 })
-        );
-        assert_eq!(Geometry::parse("3 2 700 P"), None, "being made plain");
-        assert_eq!(Geometry::parse("x"), None);
-        let g = Geometry { level: 3, split: 2 };
-        // b = h mod 8, and h mod 16 when b < 2.
-        assert_eq!(g.bucket_of(9), 9);
-        assert_eq!(g.bucket_of(1), 1);
-        assert_eq!(g.bucket_of(17), 1);
-        assert_eq!(g.bucket_of(18), 2);
-        assert_eq!(g.bucket_of(7), 7);
-        assert_eq!(Geometry { level: 0, split: 0 }.bucket_of(u32::MAX), 0);
-    }
 
     #[test]
     fn calls_take_whole_buckets_in_reversed_bit_order() {

@@ -1,0 +1,139 @@
+//! The board record `board_{<board>}`, of either kind, as the client reads it: which
+//! fields describe a board, and how they parse into a [`Board`] or a [`TrendingBoard`].
+//!
+//! A windowed board's record is a hash: `version`, `slot`, `windows` (seconds,
+//! comma-separated), `offset`, `created_ms`, `ties`, `snapshots` (`top,keep`, when the
+//! board takes period snapshots), `layout` (when one was asked for), and per window
+//! `wm:<W>` (watermark) and `done:<W>` (retired through); `dropping` while a drop is
+//! under way. A trending board's record has `kind` = `trending`, `version`,
+//! `half_life`, `floor`, `max_age`, `created_ms` and its landmark.
+//!
+//! Nothing here talks to Redis: the modules that read records (`boards`, `trending`,
+//! `read`) send the reads and hand the replies to these functions.
+
+use redis::Value;
+
+use super::keys;
+use super::reply::{int, opt_string, string};
+use crate::board::Board;
+use crate::domain::{BoardConfig, BoardName, Layout, SnapshotPolicy, Span, Ties, Timestamp};
+use crate::domain::{TrendingBoard, TrendingConfig};
+use crate::error::{Error, Result};
+
+/// The record fields that describe a windowed board, in the order [`parse_board`] reads
+/// them.
+pub(super) const RECORD_FIELDS: &[&str] = &[
+    "version",
+    "slot",
+    "windows",
+    "offset",
+    "created_ms",
+    "ties",
+    "snapshots",
+    "layout",
+];
+
+/// The read of a board's record: its fields, then `dropping` and `kind`.
+pub(super) fn record_read(name: &BoardName) -> redis::Cmd {
+    let mut cmd = redis::cmd("HMGET");
+    cmd.arg(keys::record(name))
+        .arg(RECORD_FIELDS)
+        .arg("dropping")
+        .arg("kind");
+    cmd
+}
+
+/// A board from its record's `version, slot, windows, offset, created_ms, ties,
+/// snapshots, layout` (no `ties`: a board made before the option, which ranks by
+/// competition; no `snapshots`: a board that takes none; no `layout`: the store's
+/// default).
+pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
+    let corrupt = |what: &str| Error::Store(format!("board record of {name:?} has a bad {what}"));
+    let version = string(&fields[0], "version")?
+        .parse::<u64>()
+        .map_err(|_| corrupt("version"))?;
+    let slot = Span::from_seconds(int(&fields[1], "slot")? as u64).map_err(|_| corrupt("slot"))?;
+    let windows = parse_windows(&string(&fields[2], "windows")?)?;
+    let offset = int(&fields[3], "offset")?;
+    let created_ms = int(&fields[4], "created_ms")?;
+    let ties = opt_string(&fields[5], "ties")?;
+    let ties = Ties::from_stored(ties.as_deref()).ok_or_else(|| corrupt("ties"))?;
+    let snapshots = match opt_string(&fields[6], "snapshots")? {
+        None => None,
+        Some(text) => Some(SnapshotPolicy::from_stored(&text).ok_or_else(|| corrupt("snapshots"))?),
+    };
+    let layout = match opt_string(&fields[7], "layout")? {
+        None => None,
+        Some(text) => Some(Layout::from_stored(&text).ok_or_else(|| corrupt("layout"))?),
+    };
+    let config = BoardConfig::new(slot, windows)
+        .and_then(|c| c.with_offset(offset))
+        .map(|c| {
+            c.with_ties(ties)
+                .with_snapshots(snapshots)
+                .with_layout(layout)
+        })
+        .map_err(|e| Error::Store(format!("board record of {name:?}: {e}")))?;
+    Ok(Board {
+        name: name.clone(),
+        config,
+        version,
+        created_at: Timestamp::from_unix_millis(created_ms).map_err(|_| corrupt("created_ms"))?,
+    })
+}
+
+/// The spans of a record's `windows` field (seconds, comma-separated).
+pub(super) fn parse_windows(text: &str) -> Result<Vec<Span>> {
+    text.split(',')
+        .map(|w| {
+            w.parse::<u64>()
+                .ok()
+                .and_then(|s| Span::from_seconds(s).ok())
+                .ok_or_else(|| {
+                    Error::Store(format!("bad windows field in a board record: {text:?}"))
+                })
+        })
+        .collect()
+}
+
+/// The stored version in a reply, for version checks outside scripts.
+pub(super) fn version_matches(value: &Value, board: &Board) -> Result<bool> {
+    Ok(opt_string(value, "version")?.as_deref() == Some(board.version.to_string().as_str()))
+}
+
+/// The record fields of a trending board, in the order [`parse_trending`] reads them.
+pub(super) const TREND_FIELDS: &[&str] =
+    &["version", "half_life", "floor", "max_age", "created_ms"];
+
+fn corrupt(name: &BoardName, what: &str) -> Error {
+    Error::Store(format!(
+        "trending board record of {name:?} has a bad {what}"
+    ))
+}
+
+/// A trending board from its record's `version, half_life, floor, max_age, created_ms`.
+pub(super) fn parse_trending(name: &BoardName, fields: &[Value]) -> Result<TrendingBoard> {
+    let text = |i: usize| string(&fields[i], TREND_FIELDS[i]);
+    let version = text(0)?
+        .parse::<u64>()
+        .map_err(|_| corrupt(name, "version"))?;
+    let half_life = Span::from_seconds(int(&fields[1], "half_life")? as u64)
+        .map_err(|_| corrupt(name, "half_life"))?;
+    let floor = text(2)?
+        .parse::<f64>()
+        .map_err(|_| corrupt(name, "floor"))?;
+    let max_age = Span::from_seconds(int(&fields[3], "max_age")? as u64)
+        .map_err(|_| corrupt(name, "max_age"))?;
+    let created_ms = int(&fields[4], "created_ms")?;
+    let config = TrendingConfig::new(half_life)
+        .and_then(|c| c.with_floor(floor))
+        .and_then(|c| c.with_max_age(max_age))
+        .map_err(|e| Error::Store(format!("trending board record of {name:?}: {e}")))?;
+    Ok(TrendingBoard {
+        name: name.clone(),
+        config,
+        version,
+        created_at: Timestamp::from_unix_millis(created_ms)
+            .map_err(|_| corrupt(name, "created_ms"))?,
+    })
+}
