@@ -1,9 +1,49 @@
 //! Window arithmetic of the stored totals: which slots a window's totals cover, whether
 //! they are behind (still holding slots that left the window) and since when a window
-//! added to a live board holds its span. Pure; both stores compute their replies' `from`,
-//! `to`, `behind` and `lag_ms` here.
+//! added to a live board holds its span. Pure; both stores build their replies' `window`,
+//! `from`, `to`, `behind` and `lag_ms` from one [`Coverage`] made here.
 
-use super::{BoardConfig, Timestamp};
+use super::{BoardConfig, Span, Timestamp};
+
+/// What a read's totals cover, as every reply of a window says it: the window, the
+/// slots `from` (inclusive) to `to` (exclusive), and whether retirement is behind and
+/// since how long. The replies ([`TopPage`](super::TopPage), [`Ranks`](super::Ranks),
+/// [`Standing`](super::Standing)) carry these as fields of their own, so their JSON stays
+/// flat; they are built from one `Coverage`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coverage {
+    /// The window.
+    pub window: Span,
+    /// Oldest slot the totals include (unix seconds, inclusive).
+    pub from: i64,
+    /// End of the newest slot the totals include (unix seconds, exclusive).
+    pub to: i64,
+    /// The totals still include slots that have left the window.
+    pub behind: bool,
+    /// How long ago the oldest slot still included left the window, ms (0 when not
+    /// behind).
+    pub lag_ms: u64,
+}
+
+impl Coverage {
+    /// The coverage of window `window`'s totals at `now` when they hold the slots
+    /// `from..to` (as [`coverage`] answers them).
+    pub(crate) fn of(
+        config: &BoardConfig,
+        window: usize,
+        now: Timestamp,
+        (from, to): (i64, i64),
+    ) -> Coverage {
+        let (behind, lag_ms) = behind(config, window, now, from);
+        Coverage {
+            window: config.windows()[window],
+            from,
+            to,
+            behind,
+            lag_ms,
+        }
+    }
+}
 
 /// What a store knows of a window beyond its config: from which slot a window added to a
 /// live board holds data, and whether its totals are still to be built.
@@ -39,7 +79,7 @@ pub(crate) fn coverage(
 /// Whether totals covering slots from `from` on are behind at `now` (they still hold
 /// slots that left window `window`), and since how long, in ms: the slot `from` left
 /// the window at `from + W` (when the current slot became `from + W`).
-pub(crate) fn behind(
+fn behind(
     config: &BoardConfig,
     window: usize,
     now: Timestamp,

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::error::Error;
-use super::{BoardName, Member, Span};
+use super::{BoardName, Coverage, Member, Span};
 
 /// Most members one ranks read may ask for.
 pub const MAX_RANKS_MEMBERS: usize = 1_000;
@@ -44,6 +44,28 @@ pub struct Ranks {
     /// One entry per member asked, in the order asked; a member asked twice is answered
     /// twice.
     pub entries: Vec<MemberRank>,
+}
+
+impl Ranks {
+    /// The ranks `entries` of `board`, in totals covering `coverage`.
+    pub(crate) fn new(board: BoardName, coverage: Coverage, entries: Vec<MemberRank>) -> Ranks {
+        let Coverage {
+            window,
+            from,
+            to,
+            behind,
+            lag_ms,
+        } = coverage;
+        Ranks {
+            board,
+            window,
+            from,
+            to,
+            behind,
+            lag_ms,
+            entries,
+        }
+    }
 }
 
 /// Parses the members of a ranks read: 1 to [`MAX_RANKS_MEMBERS`] valid members, kept

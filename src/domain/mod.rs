@@ -24,7 +24,7 @@ pub(crate) mod trending;
 
 pub use admission::{Admission, SlotWrite, not_in_future, too_late};
 pub use config::BoardConfig;
-pub(crate) use coverage::{WindowState, behind, complete_from, coverage};
+pub(crate) use coverage::{Coverage, WindowState, complete_from, coverage};
 pub use event::{Event, MAX_ABS, check_delta};
 pub use idempotency::{Fingerprint, IdempotencyKey, MAX_IDEMPOTENCY_KEY};
 pub use layout::Layout;

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::{BoardName, Span};
+use super::{BoardName, Coverage, Span};
 
 /// One ranked member.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -73,6 +73,59 @@ pub struct Standing {
     /// How long ago the oldest slot still included left the window, ms (0 when not
     /// behind).
     pub lag_ms: u64,
+}
+
+impl TopPage {
+    /// A page of `entries` of `board`, whose totals cover `coverage`.
+    pub(crate) fn new(board: BoardName, coverage: Coverage, entries: Vec<Entry>) -> TopPage {
+        let Coverage {
+            window,
+            from,
+            to,
+            behind,
+            lag_ms,
+        } = coverage;
+        TopPage {
+            board,
+            window,
+            from,
+            to,
+            behind,
+            lag_ms,
+            entries,
+        }
+    }
+}
+
+impl Standing {
+    /// A member's standing: its `score`, `rank` and `percentile`, in totals covering
+    /// `coverage`.
+    pub(crate) fn new(
+        member: String,
+        score: i64,
+        rank: u64,
+        percentile: f64,
+        coverage: Coverage,
+    ) -> Standing {
+        let Coverage {
+            window,
+            from,
+            to,
+            behind,
+            lag_ms,
+        } = coverage;
+        Standing {
+            member,
+            score,
+            rank,
+            percentile,
+            window,
+            from,
+            to,
+            behind,
+            lag_ms,
+        }
+    }
 }
 
 /// The share of `ranked` members strictly below: `below / ranked`, 0 when none are

@@ -14,10 +14,10 @@ use crate::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::RecomputeReport;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
+use crate::domain::{Coverage, WindowState, complete_from, coverage};
 use crate::domain::{Entry, History, MemberRank, Point, Ranks, Standing, TopPage};
 use crate::domain::{MAX_ABS, Member, ScoreRange, Timestamp, percentile};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
-use crate::domain::{WindowState, behind, complete_from, coverage};
 use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
 
 /// Member → stage values of one slot.
@@ -316,18 +316,13 @@ impl MemBoard {
         )
     }
 
+    /// What window `window`'s totals cover at `now`.
+    fn covered(&self, window: usize, now: Timestamp) -> Coverage {
+        Coverage::of(&self.board.config, window, now, self.coverage(window, now))
+    }
+
     fn page(&self, window: usize, now: Timestamp, entries: Vec<Entry>) -> TopPage {
-        let (from, to) = self.coverage(window, now);
-        let (behind, lag_ms) = behind(&self.board.config, window, now, from);
-        TopPage {
-            board: self.board.name.clone(),
-            window: self.board.config.windows()[window],
-            from,
-            to,
-            behind,
-            lag_ms,
-            entries,
-        }
+        TopPage::new(self.board.name.clone(), self.covered(window, now), entries)
     }
 
     pub fn top(
@@ -352,19 +347,13 @@ impl MemBoard {
     pub fn standing(&self, window: usize, now: Timestamp, member: &Member) -> Option<Standing> {
         let totals = &self.totals[window];
         let score = totals.get(member.as_str()).filter(|s| *s > 0)?;
-        let (from, to) = self.coverage(window, now);
-        let (behind, lag_ms) = behind(&self.board.config, window, now, from);
-        Some(Standing {
-            member: member.to_string(),
+        Some(Standing::new(
+            member.to_string(),
             score,
-            rank: totals.rank_of(score),
-            percentile: percentile(totals.count_between(1, score - 1), totals.ranked()),
-            window: self.board.config.windows()[window],
-            from,
-            to,
-            behind,
-            lag_ms,
-        })
+            totals.rank_of(score),
+            percentile(totals.count_between(1, score - 1), totals.ranked()),
+            self.covered(window, now),
+        ))
     }
 
     pub fn ranks(&self, window: usize, now: Timestamp, members: &[Member]) -> Ranks {
@@ -384,16 +373,7 @@ impl MemBoard {
                 },
             })
             .collect();
-        let page = self.page(window, now, Vec::new());
-        Ranks {
-            board: page.board,
-            window: page.window,
-            from: page.from,
-            to: page.to,
-            behind: page.behind,
-            lag_ms: page.lag_ms,
-            entries,
-        }
+        Ranks::new(self.board.name.clone(), self.covered(window, now), entries)
     }
 
     pub fn around(

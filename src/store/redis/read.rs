@@ -9,15 +9,14 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, opt_int, parse_integer, string};
 use crate::board::Board;
+use crate::domain::{Coverage, WindowState, coverage};
 use crate::domain::{Entry, MemberRank, Ranks, Standing, TopPage};
 use crate::domain::{Member, ScoreRange, Timestamp, percentile};
-use crate::domain::{WindowState, behind, coverage};
 use crate::error::{Error, Result};
 
 /// What `read_ranking.lua` answered: the coverage and the rest of the reply.
 struct RankingReply {
-    from: i64,
-    to: i64,
+    coverage: Coverage,
     rest: Vec<Value>,
 }
 
@@ -60,8 +59,9 @@ async fn read_ranking(
         since: opt_int(&items[2], "since")?,
         building: items[3] != Value::Nil,
     };
-    let (from, to) = coverage(&board.config, window, now, first_pending, newest, state);
-    Ok(RankingReply { from, to, rest })
+    let slots = coverage(&board.config, window, now, first_pending, newest, state);
+    let coverage = Coverage::of(&board.config, window, now, slots);
+    Ok(RankingReply { coverage, rest })
 }
 
 fn entries(items: &[Value]) -> Result<Vec<Entry>> {
@@ -99,16 +99,11 @@ pub(super) async fn top(
         args.extend(bounds.iter().map(String::as_str));
     }
     let r = read_ranking(conn, board, window, now, "top", &args).await?;
-    let (behind, lag_ms) = behind(&board.config, window, now, r.from);
-    Ok(TopPage {
-        board: board.name.clone(),
-        window: board.config.windows()[window],
-        from: r.from,
-        to: r.to,
-        behind,
-        lag_ms,
-        entries: entries(&r.rest)?,
-    })
+    Ok(TopPage::new(
+        board.name.clone(),
+        r.coverage,
+        entries(&r.rest)?,
+    ))
 }
 
 pub(super) async fn standing(
@@ -122,18 +117,13 @@ pub(super) async fn standing(
     let [score, rank, below, ranked] = r.rest.as_slice() else {
         return Ok(None);
     };
-    let (behind, lag_ms) = behind(&board.config, window, now, r.from);
-    Ok(Some(Standing {
-        member: member.to_string(),
-        score: score_of(score)?,
-        rank: int(rank, "rank")? as u64,
-        percentile: percentile(int(below, "below")? as u64, int(ranked, "ranked")? as u64),
-        window: board.config.windows()[window],
-        from: r.from,
-        to: r.to,
-        behind,
-        lag_ms,
-    }))
+    Ok(Some(Standing::new(
+        member.to_string(),
+        score_of(score)?,
+        int(rank, "rank")? as u64,
+        percentile(int(below, "below")? as u64, int(ranked, "ranked")? as u64),
+        r.coverage,
+    )))
 }
 
 /// The ranks of `members` in one `read_ranking.lua` call (one round trip, O(k log N)).
@@ -172,16 +162,7 @@ pub(super) async fn ranks(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let (behind, lag_ms) = behind(&board.config, window, now, r.from);
-    Ok(Ranks {
-        board: board.name.clone(),
-        window: board.config.windows()[window],
-        from: r.from,
-        to: r.to,
-        behind,
-        lag_ms,
-        entries,
-    })
+    Ok(Ranks::new(board.name.clone(), r.coverage, entries))
 }
 
 pub(super) async fn around(
@@ -204,14 +185,9 @@ pub(super) async fn around(
     if r.rest.is_empty() {
         return Ok(None);
     }
-    let (behind, lag_ms) = behind(&board.config, window, now, r.from);
-    Ok(Some(TopPage {
-        board: board.name.clone(),
-        window: board.config.windows()[window],
-        from: r.from,
-        to: r.to,
-        behind,
-        lag_ms,
-        entries: entries(&r.rest)?,
-    }))
+    Ok(Some(TopPage::new(
+        board.name.clone(),
+        r.coverage,
+        entries(&r.rest)?,
+    )))
 }
