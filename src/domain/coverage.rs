@@ -79,12 +79,7 @@ pub(crate) fn coverage(
 /// Whether totals covering slots from `from` on are behind at `now` (they still hold
 /// slots that left window `window`), and since how long, in ms: the slot `from` left
 /// the window at `from + W` (when the current slot became `from + W`).
-fn behind(
-    config: &BoardConfig,
-    window: usize,
-    now: Timestamp,
-    from: i64,
-) -> (bool, u64) {
+fn behind(config: &BoardConfig, window: usize, now: Timestamp, from: i64) -> (bool, u64) {
     if from >= config.window_start(window, now) {
         return (false, 0);
     }

@@ -1,0 +1,247 @@
+//! The [`Store`] trait: what every backend means by boards (create, load, write, read,
+//! retire, recompute, snapshots), and its accessors to the sub-stores of the other
+//! systems, one trait per system beside this file. What a store did with one write is
+//! a [`WriteStatus`].
+
+use async_trait::async_trait;
+
+use crate::any_board::AnyBoard;
+use crate::board::{Board, BoardStatus, Created};
+use crate::domain::Removed;
+use crate::domain::RetireReport;
+use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
+use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
+use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
+use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
+use crate::error::Result;
+
+use super::counters::CounterStore;
+use super::keyed::{Keyed, WriteKey};
+use super::rates::RateStore;
+use super::server::ServerStore;
+use super::stats::StatsStore;
+use super::trending::TrendingStore;
+use crate::domain::SlotWrite;
+
+/// What a store did with one [`SlotWrite`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteStatus {
+    /// Counted in the slot and in every window that still contains the slot.
+    Applied,
+    /// Every window had already frozen the slot out.
+    TooLate,
+    /// A total or the slot value would leave ±(2^53 − 1).
+    OutOfRange,
+    /// Not confirmed: the write's events took several store calls and the one carrying
+    /// this write failed (or was never sent) after others were applied. It may or may not
+    /// be counted (a call whose reply was lost may have been applied).
+    Unconfirmed,
+    /// Not applied: as [`Unconfirmed`](Self::Unconfirmed), but Redis refused the failed
+    /// call at its memory limit, so neither it nor the later calls applied anything.
+    StoreFull,
+}
+
+/// A board store: what every backend means by boards, and through its accessors its
+/// counters, stats, rate windows and trending boards. All methods are safe to call
+/// concurrently, from several processes.
+///
+/// Methods that take a [`Board`] fail with [`Error::BoardChanged`](crate::Error::BoardChanged)
+/// when the stored board is gone or is another incarnation (another `version`). What
+/// only a store kept in a server has (its memory, its clock, retirement in tuned chunks)
+/// is the optional [`ServerStore`], reached through [`server`](Store::server); a store's
+/// tuning is its own (the Redis store's: [`RedisOptions`]).
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// A short name for logs: `"redis"` or `"memory"`.
+    fn kind(&self) -> &'static str;
+
+    /// The store's counters (see [`CounterStore`]).
+    fn counters(&self) -> &dyn CounterStore;
+
+    /// The store's aggregate statistics (see [`StatsStore`]).
+    fn stats(&self) -> &dyn StatsStore;
+
+    /// The store's rate windows (see [`RateStore`]).
+    fn rates(&self) -> &dyn RateStore;
+
+    /// The store's trending boards (see [`TrendingStore`]).
+    fn trending(&self) -> &dyn TrendingStore;
+
+    /// The operations of a store kept in a server (see [`ServerStore`]); `None` for a
+    /// store without them, which then has no memory limit of its own, shares this
+    /// process's clock and retires board by board.
+    fn server(&self) -> Option<&dyn ServerStore> {
+        None
+    }
+
+    /// Checks that the store answers.
+    async fn ping(&self) -> Result<()>;
+
+    /// Creates a board, or returns the existing one when its config is the same, or adds
+    /// windows when the config only adds windows larger than the existing ones. Any
+    /// other difference is [`Error::BoardConflict`](crate::Error::BoardConflict).
+    async fn create_board(
+        &self,
+        name: &BoardName,
+        config: &BoardConfig,
+        now: Timestamp,
+    ) -> Result<Created>;
+
+    /// The board of either kind, if it exists: one load tells its kind.
+    async fn load_board(&self, name: &BoardName) -> Result<Option<AnyBoard>>;
+
+    /// Every board, by name.
+    async fn list_boards(&self) -> Result<Vec<Board>>;
+
+    /// Members per window, live slots and retirement lag.
+    async fn describe_board(&self, board: &Board, now: Timestamp) -> Result<BoardStatus>;
+
+    /// Deletes the board and all its data. `false` when it did not exist.
+    async fn drop_board(&self, name: &BoardName) -> Result<bool>;
+
+    /// Applies events in order; one status per event. Also freezes every window whose
+    /// cutoff at `now` has passed its watermark, so late events skip windows they have
+    /// left even before retirement runs. Concurrent calls may be applied together.
+    async fn write(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+    ) -> Result<Vec<WriteStatus>>;
+
+    /// Applies `writes` at most once for `token` (a job's replayed call counts once):
+    /// `None` when the token was applied before.
+    async fn write_once(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        token: &str,
+    ) -> Result<Option<Vec<WriteStatus>>>;
+
+    /// Applies `writes` once for `key` while its record lives: the first call applies
+    /// them and records, in the same atomic step, its `now` and what it did; a later call
+    /// with the same name and fingerprint applies nothing and answers
+    /// [`Keyed::Replayed`], one with another fingerprint [`Keyed::Reused`]. A record
+    /// older than `key.ttl` by `now` is as good as absent, and the store forgets it by
+    /// itself (memory stays bounded); dropping the board drops its records.
+    async fn write_keyed(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        key: &WriteKey,
+    ) -> Result<Keyed>;
+
+    /// A page of window `window` (an index into the board's windows): the ranking's
+    /// members whose totals are in `range`, from the `offset`-th of them; ranks are
+    /// ranks in the whole ranking.
+    async fn top(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        range: ScoreRange,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TopPage>;
+
+    /// A member's score and rank, `None` without a positive total.
+    async fn standing(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        member: &Member,
+    ) -> Result<Option<Standing>>;
+
+    /// The score and rank of each of `members` (in order, duplicates kept), read in one
+    /// step: score 0 and no rank for a member without a positive total.
+    async fn ranks(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        members: &[Member],
+    ) -> Result<Ranks>;
+
+    /// Up to `n` entries on each side of `member`, `None` without a positive total.
+    async fn around(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        member: &Member,
+        n: u64,
+    ) -> Result<Option<TopPage>>;
+
+    /// The member's non-zero slot values in the largest window.
+    async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History>;
+
+    /// Removes the member from every slot and window.
+    async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed>;
+
+    /// Windows added to the board whose totals are still to be built (by `recompute`).
+    async fn pending_windows(&self, board: &Board) -> Result<Vec<usize>>;
+
+    /// Rebuilds the totals of window `window` from the live slots, exactly, while writes
+    /// go on; retirement of the board waits meanwhile.
+    async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport>;
+
+    /// Sets the layout of the board's slots created from now on (its stored config says
+    /// it); live slots keep theirs until they retire, or, with `options.now`, are
+    /// converted now. Exact while writes, reads and retirement go on.
+    async fn relayout(
+        &self,
+        board: &Board,
+        layout: Layout,
+        options: RelayoutOptions,
+    ) -> Result<RelayoutReport>;
+
+    /// Retires everything overdue at `now`, window by window, as the store's own tuning
+    /// says; a store with slot layouts then compacts the slot that just closed (a compact
+    /// board's open slot is written plain: `docs/design.md`, "Compact slots").
+    async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport>;
+
+    /// Takes the board's period snapshots at the boundary `slot_start(now)`, if its
+    /// stored config asks for them: once retirement through the boundary is complete for
+    /// every window, appends each window's top to its snapshots, at most once per window
+    /// and boundary however many callers race (an older boundary than the newest taken
+    /// is never appended). Windows still being built are skipped.
+    async fn take_snapshots(&self, board: &Board, now: Timestamp) -> Result<SnapshotPass>;
+
+    /// Window `window`'s snapshots with boundaries in `range`, newest first (or oldest
+    /// first, as `range` says).
+    async fn snapshots(
+        &self,
+        board: &Board,
+        window: usize,
+        range: SnapshotRange,
+    ) -> Result<Vec<Snapshot>>;
+
+    /// The newest boundary of window `window` whose snapshot was delivered (to the
+    /// snapshot webhook, by any process), `None` before the first.
+    async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>>;
+
+    /// Records that window `window`'s snapshots through `boundary` were delivered; the
+    /// cursor never moves back.
+    async fn advance_snapshot_cursor(
+        &self,
+        board: &Board,
+        window: usize,
+        boundary: i64,
+    ) -> Result<()>;
+}
+
+/// Creates a fresh board version: random, below 2^53 so every language reads it exactly.
+pub(crate) fn new_version() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    (h.finish() & ((1 << 53) - 1)).max(1)
+}
