@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::write::Limit;
+use super::write_call::Limit;
 use crate::domain::BoardName;
 
 /// The estimate of a board not measured yet, in µs per pair: a big board's cost.
@@ -69,24 +69,6 @@ impl Budget {
         Limit::Every {
             budget_us: self.stop_us,
             stride: self.check_every,
-        }
-    }
-
-    /// When a keyed call of summed entries may stop: only at `boundaries` (entries and the
-    /// events they carry, ascending: where a prefix of the entries is a prefix of the
-    /// events), thinned to about one every `check_every` entries.
-    pub(super) fn limit_at(&self, boundaries: &[(usize, usize)]) -> Limit {
-        let mut stops = Vec::new();
-        let mut last = 0;
-        for &(entries, events) in boundaries {
-            if entries >= last + self.check_every {
-                stops.push((entries, events));
-                last = entries;
-            }
-        }
-        Limit::At {
-            budget_us: self.stop_us,
-            stops,
         }
     }
 
@@ -150,7 +132,7 @@ mod tests {
         // Boundaries at least 4 entries apart are kept, from the start.
         let boundaries = [(1, 1), (3, 5), (4, 6), (5, 7), (7, 8), (8, 9), (13, 20)];
         assert_eq!(
-            budget.limit_at(&boundaries),
+            budget.limit().at(&boundaries),
             Limit::At {
                 budget_us: 1500,
                 stops: vec![(4, 6), (8, 9), (13, 20)]

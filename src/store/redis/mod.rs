@@ -28,6 +28,7 @@ mod ingest;
 mod keys;
 mod layout;
 mod memory_info;
+mod once;
 mod rates;
 mod read;
 mod recompute;
@@ -45,6 +46,7 @@ mod stats_calls;
 mod stats_commit;
 mod trending;
 mod write;
+mod write_call;
 
 #[cfg(feature = "server")]
 pub(crate) use client::{check_url, redact};
@@ -233,7 +235,7 @@ impl Store for RedisStore {
         writes: Vec<SlotWrite>,
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>> {
-        ingest::write_once(&self.conn, board, now, writes, token).await
+        once::write_once(&self.conn, board, now, writes, token).await
     }
 
     async fn write_keyed(
@@ -243,7 +245,7 @@ impl Store for RedisStore {
         writes: Vec<SlotWrite>,
         key: &WriteKey,
     ) -> Result<Keyed> {
-        ingest::write_keyed(&self.conn, self.ingest.budget(), board, now, writes, key).await
+        once::write_keyed(&self.conn, self.ingest.budget(), board, now, writes, key).await
     }
 
     async fn top(
