@@ -99,8 +99,8 @@
 -- Token: a call with a token recorded in the journal applies nothing and returns {3};
 -- otherwise the token is recorded in the same call that applies the writes, so a job
 -- that replays its calls after a crash (the legacy import) counts each exactly once.
--- Key: a client's idempotency key. Its record, a string
---   '<fingerprint>:<events> <now> <deadline> <reply...>' set with PX = TTL in the same
+-- Key: a client's idempotency key. Its record (the prelude's key records:
+--   '<fingerprint>:<events> <now> <deadline> <reply...>'), set with PX = TTL in the same
 --   call that applies the writes, holds how many events the call applied, the caller's
 --   now and what the call answered: in mode 'sums' '0' and the start of each too-late
 --   slot, in mode 'events' '1' and each status. A call finding a record whose deadline is
@@ -172,18 +172,13 @@ local function add_window(j, member, delta)
     add_total(KEYS[TOTALS + j], member, delta)
   end
 end
+local fp, carried = string.match(fingerprint, '^([^:]*):?(%d*)$')
 if fingerprint ~= '' then
-  local stored = redis.call('GET', idem)
-  if stored then
-    local parts = {}
-    for part in string.gmatch(stored, '%S+') do parts[#parts + 1] = part end
-    if tonumber(parts[3]) > tonumber(ARGV[8]) then
-      local recorded, events = string.match(parts[1], '^([^:]*):?(%d*)$')
-      if recorded ~= string.match(fingerprint, '^[^:]*') then return { 5 } end
-      local reply = { 4, tonumber(parts[2]), tonumber(events) or -1 }
-      for x = 4, #parts do reply[#reply + 1] = tonumber(parts[x]) end
-      return reply
-    end
+  local found = key_record(idem, fp, ARGV[8])
+  if found == false then return { 5 } end
+  if found then
+    table.insert(found, 1, 4)
+    return found
   end
 end
 
@@ -191,10 +186,7 @@ end
 -- applying the write's first `events` events (nil: all it carried).
 local function remember(recorded, events)
   if fingerprint ~= '' then
-    local fp, carried = string.match(fingerprint, '^([^:]*):?(%d*)$')
-    local value = fp .. ':' .. (events or carried) .. ' ' .. ARGV[8] .. ' ' .. ARGV[9]
-    if #recorded > 0 then value = value .. ' ' .. table.concat(recorded, ' ') end
-    redis.call('SET', idem, value, 'PX', ARGV[10])
+    set_key_record(idem, fp, events or carried, ARGV[8], ARGV[9], ARGV[10], recorded)
   end
 end
 local bound = tonumber(record[3])
