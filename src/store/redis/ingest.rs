@@ -45,7 +45,7 @@ use tokio::sync::{Semaphore, oneshot};
 
 use super::budget::Budget;
 use super::conn::RedisConn;
-use super::write::{Sums as SumsOutcome, fast_status, send_events, send_sums};
+use super::write::{SumsReply, fast_status, send_events, send_sums};
 use super::write_call::{Answer, Sums, Unguarded, WriteCall};
 use crate::board::Board;
 use crate::domain::{BoardName, Timestamp};
@@ -379,14 +379,14 @@ async fn commit(conn: &RedisConn, budget: &Budget, batch: Batch) {
         let abs_total = batch.sums.abs_total;
         match send_sums(conn, &call, chunk, abs_total, chunk.len(), &limit).await {
             // A call that stopped at its budget: the rest go in the next call.
-            Ok((Answer::Did(SumsOutcome::Applied { pairs, too_late }), us)) => {
+            Ok((Answer::Did(SumsReply::Applied { pairs, too_late }), us)) => {
                 budget.observe(name, us, pairs);
                 for (status, e) in done[from..from + pairs].iter_mut().zip(chunk) {
                     *status = Some(fast_status(e.slot, &too_late));
                 }
                 from += pairs;
             }
-            Ok((Answer::Did(SumsOutcome::NeedsExact), us)) => {
+            Ok((Answer::Did(SumsReply::NeedsExact), us)) => {
                 budget.observe(name, us, chunk.len());
                 stopped = Some(Stopped::NeedsExact);
                 break;

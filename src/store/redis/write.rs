@@ -6,10 +6,11 @@ use std::collections::HashMap;
 
 use redis::ScriptInvocation;
 
+use super::budget::Limit;
 use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::layout::member_hash;
-use super::write_call::{Answer, Guard, Limit, Summed, WriteCall, Writes, status_of};
+use super::write_call::{Answer, Guard, Summed, WriteCall, Writes, status_of};
 use crate::board::Board;
 use crate::domain::Removed;
 use crate::domain::{Member, Timestamp};
@@ -21,7 +22,7 @@ const REMOVE_SLOTS_PER_CALL: usize = 64;
 
 /// What a call of summed entries did.
 #[derive(Debug)]
-pub(super) enum Sums {
+pub(super) enum SumsReply {
     /// The first `pairs` entries applied (all, unless the call stopped at its budget),
     /// except the entries of these slots (too late).
     Applied { pairs: usize, too_late: Vec<i64> },
@@ -41,7 +42,7 @@ pub(super) async fn send_sums<G: Guard>(
     abs_total: u128,
     events: usize,
     limit: &Limit,
-) -> Result<(Answer<Sums, G::Found>, u64)> {
+) -> Result<(Answer<SumsReply, G::Found>, u64)> {
     let slots = Slots::of(entries.iter().map(|e| e.slot));
     // Anything past 2^53 takes the exact path; keep the number exact in Lua.
     let abs_total = abs_total.min(1 << 53) as u64;
@@ -58,7 +59,7 @@ pub(super) async fn send_sums<G: Guard>(
     let bad = || Error::Store(format!("write.lua answered {reply:?} to summed entries"));
     match reply.as_slice() {
         [0, us, pairs, too_late @ ..] => Ok((
-            Answer::Did(Sums::Applied {
+            Answer::Did(SumsReply::Applied {
                 pairs: usize::try_from(*pairs)
                     .ok()
                     .filter(|p| *p <= entries.len() && (*p > 0 || entries.is_empty()))
@@ -70,7 +71,7 @@ pub(super) async fn send_sums<G: Guard>(
             }),
             micros(*us),
         )),
-        [2, us] => Ok((Answer::Did(Sums::NeedsExact), micros(*us))),
+        [2, us] => Ok((Answer::Did(SumsReply::NeedsExact), micros(*us))),
         _ => G::found(&reply)
             .map(|found| (Answer::Found(found), 0))
             .ok_or_else(bad),
@@ -151,7 +152,7 @@ pub(super) async fn apply<G: Guard>(
     )
     .await?;
     match answer {
-        Answer::Did(Sums::Applied { pairs, too_late }) => {
+        Answer::Did(SumsReply::Applied { pairs, too_late }) => {
             observe(call, us, pairs);
             let applied = writes.events_in(pairs).ok_or_else(|| {
                 Error::Store(format!(
@@ -160,7 +161,7 @@ pub(super) async fn apply<G: Guard>(
             })?;
             Ok(Answer::Did(fast_statuses(&events[..applied], &too_late)))
         }
-        Answer::Did(Sums::NeedsExact) => {
+        Answer::Did(SumsReply::NeedsExact) => {
             observe(call, us, entries.len());
             let (answer, us) = send_events(conn, call, events, &limit).await?;
             if let Answer::Did(statuses) = &answer {

@@ -9,7 +9,7 @@ use std::convert::Infallible;
 
 use redis::ScriptInvocation;
 
-use super::budget::Budget;
+use super::budget::{Budget, Limit};
 use super::keys;
 use crate::board::Board;
 use crate::domain::Timestamp;
@@ -171,60 +171,6 @@ pub(super) fn status_of(code: i64) -> Option<WriteStatus> {
         1 => Some(WriteStatus::TooLate),
         2 => Some(WriteStatus::OutOfRange),
         _ => None,
-    }
-}
-
-/// When a `write.lua` call may stop before its last entry (ARGV[12]): it reads the
-/// server's clock at each stop point and stops there once it has run its budget.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Limit {
-    /// No budget: the call applies every entry (a token covers exactly one call).
-    None,
-    /// A budget of `budget_us`, read after every `stride` entries (or events).
-    Every { budget_us: u64, stride: usize },
-    /// A budget of `budget_us`, read only after the listed numbers of entries, each with
-    /// how many of the write's events those entries carry (a keyed write in mode
-    /// `sums`, whose record says how many events it applied): ascending.
-    At {
-        budget_us: u64,
-        stops: Vec<(usize, usize)>,
-    },
-}
-
-impl Limit {
-    /// The same budget, for summed entries whose stop points must fall where a prefix of
-    /// the entries is a prefix of the events (`boundaries`, see [`Writes`]): those
-    /// boundaries, thinned to about one every `stride` entries.
-    pub(super) fn at(&self, boundaries: &[(usize, usize)]) -> Limit {
-        let (budget_us, stride) = match self {
-            Limit::None => return Limit::None,
-            Limit::Every { budget_us, stride } => (*budget_us, *stride),
-            Limit::At { budget_us, .. } => (*budget_us, 1),
-        };
-        let mut stops = Vec::new();
-        let mut last = 0;
-        for &(entries, events) in boundaries {
-            if entries >= last + stride {
-                stops.push((entries, events));
-                last = entries;
-            }
-        }
-        Limit::At { budget_us, stops }
-    }
-
-    /// ARGV[12] of `write.lua`.
-    pub(super) fn arg(&self) -> String {
-        match self {
-            Limit::None => String::new(),
-            Limit::Every { budget_us, stride } => format!("{budget_us} {}", (*stride).max(1)),
-            Limit::At { budget_us, stops } => {
-                let mut arg = format!("{budget_us} 0");
-                for (entries, events) in stops {
-                    arg.push_str(&format!(" {entries} {events}"));
-                }
-                arg
-            }
-        }
     }
 }
 
