@@ -40,17 +40,6 @@ impl IdempotencyKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
-
-    /// The name a store records part `part` of the write under (a write of more than
-    /// `events_per_call` events takes several store calls): the key itself for the
-    /// first, `<key>\x1f<part>` for the next ones, which no key can be.
-    pub(crate) fn part(&self, part: usize) -> String {
-        if part == 0 {
-            self.0.clone()
-        } else {
-            format!("{}\u{1f}{part}", self.0)
-        }
-    }
 }
 
 impl std::fmt::Display for IdempotencyKey {
@@ -112,13 +101,6 @@ mod tests {
             );
         }
         assert!(IdempotencyKey::parse(&"k".repeat(255)).is_ok());
-    }
-
-    #[test]
-    fn parts_never_collide_with_keys() {
-        let key = IdempotencyKey::parse("k").unwrap();
-        assert_eq!(key.part(0), "k");
-        assert_eq!(key.part(2), "k\u{1f}2");
     }
 
     #[test]

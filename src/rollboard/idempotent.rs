@@ -1,15 +1,16 @@
 //! Writes under an idempotency key: a write retried after an unknown outcome (a timeout,
 //! a 503) is applied once and answered as the first time.
 //!
-//! A batch goes to the store in calls of at most `events_per_call` events, each recorded
-//! under its own part of the key with the write's fingerprint and the `now` it was
-//! admitted at. A retry admits the events again at that recorded `now`, so every event
-//! lands in the same slot and gets the same verdict; parts already applied answer from
-//! their record, the others (a retry after a failure half-way) are applied then.
+//! The batch goes to the store whole, under the key, with the write's fingerprint and the
+//! `now` it was admitted at; the store splits it into calls and records each (see
+//! `Store::write_keyed`). A retry admits the events again at the recorded `now`, so
+//! every event lands in the same slot and gets the same verdict; calls already applied
+//! answer from their records, the others (a retry after a failure half-way) are applied
+//! then.
 
 use super::Rollboard;
 use super::write::{BatchOutcome, record, slot_writes};
-use crate::domain::{BoardName, Event, Fingerprint, IdempotencyKey, Timestamp};
+use crate::domain::{BoardName, Event, Fingerprint, IdempotencyKey};
 use crate::error::{Error, Result};
 use crate::store::{Keyed, WriteKey};
 
@@ -53,68 +54,47 @@ impl Rollboard {
     ) -> Result<KeyedOutcome> {
         let mut board = self.cached_board(&BoardName::parse(board)?).await?;
         let store = &self.inner.store;
-        let per_call = self.inner.settings.events_per_call.max(1);
-        let ttl = self.inner.settings.idempotency_ttl;
+        let write_key = WriteKey {
+            name: key.as_str().to_owned(),
+            fingerprint: fingerprint.as_str().to_owned(),
+            ttl: self.inner.settings.idempotency_ttl,
+        };
+        let write_key = &write_key;
         let mut now = self.now();
-        let mut restarted = false;
-        'admit: loop {
+        // Once more at most: a replay recorded at another `now` is admitted again at it.
+        for _ in 0..2 {
             let (valid, mut outcome) = self.validate(&board, now, events)?;
+            let valid_ref = &valid;
             // Even a batch with nothing to apply is recorded, so it answers the same.
-            let calls: Vec<&[_]> = if valid.is_empty() {
-                vec![&[]]
-            } else {
-                valid.chunks(per_call).collect()
+            let keyed = self
+                .retry_changed(&mut board, |b| async move {
+                    store
+                        .write_keyed(&b, now, slot_writes(valid_ref), write_key)
+                        .await
+                })
+                .await??;
+            let (statuses, replayed) = match keyed {
+                Keyed::Applied(statuses) => (statuses, false),
+                Keyed::Reused => {
+                    return Err(Error::IdempotencyKeyReused {
+                        key: key.to_string(),
+                    });
+                }
+                Keyed::Replayed { now: first, .. } if first != now => {
+                    // Admit the events again as the first call did.
+                    now = first;
+                    continue;
+                }
+                Keyed::Replayed { recorded, .. } => {
+                    (recorded.statuses(&slot_writes(&valid))?, true)
+                }
             };
-            let mut replayed = true;
-            for (part, chunk) in calls.into_iter().enumerate() {
-                let write_key = WriteKey {
-                    name: key.part(part),
-                    fingerprint: fingerprint.as_str().to_owned(),
-                    ttl,
-                };
-                let write_key = &write_key;
-                let keyed = self
-                    .retry_changed(&mut board, |b| async move {
-                        store
-                            .write_keyed(&b, now, slot_writes(chunk), write_key)
-                            .await
-                    })
-                    .await??;
-                let statuses = match keyed {
-                    Keyed::Applied(statuses) => {
-                        replayed = false;
-                        statuses
-                    }
-                    Keyed::Reused => {
-                        return Err(Error::IdempotencyKeyReused {
-                            key: key.to_string(),
-                        });
-                    }
-                    Keyed::Replayed { now: first, .. } if first != now => {
-                        if restarted {
-                            return Err(parts_disagree(key, first, now));
-                        }
-                        // Admit the events again as the first call did.
-                        restarted = true;
-                        now = first;
-                        continue 'admit;
-                    }
-                    Keyed::Replayed { recorded, .. } => recorded.statuses(&slot_writes(chunk))?,
-                };
-                record(&board, now, events, chunk, statuses, &mut outcome);
-            }
+            record(&board, now, events, &valid, statuses, &mut outcome);
             outcome.rejected.sort_by_key(|r| r.index);
             return Ok(KeyedOutcome { outcome, replayed });
         }
+        Err(Error::Store(format!(
+            "the record of idempotency key {key:?} changed while its write was admitted again"
+        )))
     }
-}
-
-/// The parts of a key were recorded at different times: some expired and were applied
-/// again. Only a retry later than the key's time to live gets here.
-fn parts_disagree(key: &IdempotencyKey, first: Timestamp, now: Timestamp) -> Error {
-    Error::Store(format!(
-        "the records of idempotency key {key:?} disagree (written at {} and {} ms): retried after its time to live?",
-        first.unix_millis(),
-        now.unix_millis()
-    ))
 }

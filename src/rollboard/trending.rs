@@ -127,7 +127,7 @@ impl Rollboard {
         let mut board = self.cached_trending(&name).await?;
         let (writes, outcome) = self.trend_admit(&board.config, events, now);
         let write_key = WriteKey {
-            name: key.part(0),
+            name: key.as_str().to_owned(),
             fingerprint: fingerprint.as_str().to_owned(),
             ttl: self.settings().idempotency_ttl,
         };

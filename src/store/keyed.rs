@@ -9,7 +9,9 @@ use crate::store::{SlotWrite, WriteStatus};
 /// The key a write is recorded under.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteKey {
-    /// The record's name within the board (an idempotency key, or one part of it).
+    /// The record's name within the board: the client's idempotency key. The whole
+    /// write comes under it; a store that applies it in several calls names their
+    /// records itself.
     pub name: String,
     /// What the write carried (see [`Fingerprint`](crate::Fingerprint)).
     pub fingerprint: String,

@@ -25,7 +25,6 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::write::Limit;
 use crate::domain::BoardName;
 
 /// The estimate of a board not measured yet, in µs per pair: a big board's cost.
@@ -39,6 +38,60 @@ const ALPHA_UP: f64 = 1.0;
 
 /// A call of fewer pairs moves the estimate proportionally less.
 const FULL_WEIGHT_PAIRS: f64 = 32.0;
+
+/// When a `write.lua` call may stop before its last entry (ARGV[12]): it reads the
+/// server's clock at each stop point and stops there once it has run its budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Limit {
+    /// No budget: the call applies every entry (a token covers exactly one call).
+    None,
+    /// A budget of `budget_us`, read after every `stride` entries (or events).
+    Every { budget_us: u64, stride: usize },
+    /// A budget of `budget_us`, read only after the listed numbers of entries, each with
+    /// how many of the write's events those entries carry (a keyed write in mode
+    /// `sums`, whose record says how many events it applied): ascending.
+    At {
+        budget_us: u64,
+        stops: Vec<(usize, usize)>,
+    },
+}
+
+impl Limit {
+    /// The same budget, for summed entries whose stop points must fall where a prefix of
+    /// the entries is a prefix of the events (`boundaries`, see [`Writes`]): those
+    /// boundaries, thinned to about one every `stride` entries.
+    pub(super) fn at(&self, boundaries: &[(usize, usize)]) -> Limit {
+        let (budget_us, stride) = match self {
+            Limit::None => return Limit::None,
+            Limit::Every { budget_us, stride } => (*budget_us, *stride),
+            Limit::At { budget_us, .. } => (*budget_us, 1),
+        };
+        let mut stops = Vec::new();
+        let mut last = 0;
+        for &(entries, events) in boundaries {
+            if entries >= last + stride {
+                stops.push((entries, events));
+                last = entries;
+            }
+        }
+        Limit::At { budget_us, stops }
+    }
+
+    /// ARGV[12] of `write.lua`.
+    pub(super) fn arg(&self) -> String {
+        match self {
+            Limit::None => String::new(),
+            Limit::Every { budget_us, stride } => format!("{budget_us} {}", (*stride).max(1)),
+            Limit::At { budget_us, stops } => {
+                let mut arg = format!("{budget_us} 0");
+                for (entries, events) in stops {
+                    arg.push_str(&format!(" {entries} {events}"));
+                }
+                arg
+            }
+        }
+    }
+}
 
 /// Per-board estimates of the cost of a pair, the caps they give, and the budget each
 /// call stops at.
@@ -69,24 +122,6 @@ impl Budget {
         Limit::Every {
             budget_us: self.stop_us,
             stride: self.check_every,
-        }
-    }
-
-    /// When a keyed call of summed entries may stop: only at `boundaries` (entries and the
-    /// events they carry, ascending: where a prefix of the entries is a prefix of the
-    /// events), thinned to about one every `check_every` entries.
-    pub(super) fn limit_at(&self, boundaries: &[(usize, usize)]) -> Limit {
-        let mut stops = Vec::new();
-        let mut last = 0;
-        for &(entries, events) in boundaries {
-            if entries >= last + self.check_every {
-                stops.push((entries, events));
-                last = entries;
-            }
-        }
-        Limit::At {
-            budget_us: self.stop_us,
-            stops,
         }
     }
 
@@ -150,7 +185,7 @@ mod tests {
         // Boundaries at least 4 entries apart are kept, from the start.
         let boundaries = [(1, 1), (3, 5), (4, 6), (5, 7), (7, 8), (8, 9), (13, 20)];
         assert_eq!(
-            budget.limit_at(&boundaries),
+            budget.limit().at(&boundaries),
             Limit::At {
                 budget_us: 1500,
                 stops: vec![(4, 6), (8, 9), (13, 20)]

@@ -29,8 +29,7 @@
 //! [`WriteStatus::Unconfirmed`] for the others (the failed call's reply may have been
 //! lost after Redis applied it; later calls were never sent), or
 //! [`WriteStatus::StoreFull`] when Redis refused the call at its memory limit. Writes under a key or a
-//! token are split the same way, each call recorded under its own name (see
-//! [`write_keyed`]).
+//! token do not come here: they are applied one caller at a time (`once.rs`).
 //!
 //! A board's committer ends when the board is dropped, after `committer_idle` without
 //! writes, or when the store is dropped, once it has applied what it holds.
@@ -46,13 +45,12 @@ use tokio::sync::{Semaphore, oneshot};
 
 use super::budget::Budget;
 use super::conn::RedisConn;
-use super::write::{
-    EventsOutcome, Guard, Limit, Replay, Summed, SumsOutcome, write_events, write_sums,
-};
+use super::write::{SumsReply, fast_status, send_events, send_sums};
+use super::write_call::{Answer, Sums, Unguarded, WriteCall};
 use crate::board::Board;
 use crate::domain::{BoardName, Timestamp};
 use crate::error::{Error, Result};
-use crate::store::{Keyed, Recorded, SlotWrite, WriteKey, WriteStatus};
+use crate::store::{SlotWrite, WriteStatus};
 
 /// How batches form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,12 +265,7 @@ struct Batch {
     /// For each submission, the position in `sums` of each of its writes.
     pairs: Vec<Vec<usize>>,
     events: usize,
-    /// Distinct (slot, member) pairs, in order of first appearance.
-    sums: Vec<Summed>,
-    /// slot -> member -> position in `sums`.
-    positions: HashMap<i64, HashMap<String, usize>>,
-    /// The sum of |delta| over every event.
-    abs_total: u128,
+    sums: Sums,
 }
 
 impl Batch {
@@ -281,23 +274,8 @@ impl Batch {
             submissions: Vec::new(),
             pairs: Vec::new(),
             events: 0,
-            sums: Vec::new(),
-            positions: HashMap::new(),
-            abs_total: 0,
+            sums: Sums::default(),
         }
-    }
-
-    /// A batch of one caller's writes (the keyed and token paths).
-    fn of(board: &Board, now: Timestamp, writes: Vec<SlotWrite>) -> Batch {
-        let mut batch = Batch::new();
-        let (reply, _) = oneshot::channel();
-        batch.add(Submission {
-            board: board.clone(),
-            now,
-            writes,
-            reply,
-        });
-        batch
     }
 
     fn version(&self) -> u64 {
@@ -305,26 +283,7 @@ impl Batch {
     }
 
     fn add(&mut self, submission: Submission) {
-        let mut pairs = Vec::with_capacity(submission.writes.len());
-        for w in &submission.writes {
-            self.abs_total += w.delta.unsigned_abs() as u128;
-            let members = self.positions.entry(w.slot).or_default();
-            match members.get(w.member.as_str()) {
-                Some(&at) => {
-                    self.sums[at].sum += w.delta;
-                    pairs.push(at);
-                }
-                None => {
-                    members.insert(w.member.to_string(), self.sums.len());
-                    pairs.push(self.sums.len());
-                    self.sums.push(Summed {
-                        slot: w.slot,
-                        member: w.member.to_string(),
-                        sum: w.delta,
-                    });
-                }
-            }
-        }
+        let pairs = submission.writes.iter().map(|w| self.sums.add(w)).collect();
         self.events += submission.writes.len();
         self.pairs.push(pairs);
         self.submissions.push(submission);
@@ -364,7 +323,7 @@ async fn commit_loop(shared: Arc<Shared>, mut inbox: mpsc::Receiver<Box<Submissi
             .min(options.max_batch_members);
         let mut batch = Batch::new();
         batch.add(first);
-        while batch.sums.len() < cap && batch.events < options.max_batch_events {
+        while batch.sums.entries.len() < cap && batch.events < options.max_batch_events {
             match inbox.try_recv() {
                 // A submission for another incarnation of the board waits for the next batch.
                 Ok(next) if next.board.version != batch.version() => {
@@ -377,7 +336,7 @@ async fn commit_loop(shared: Arc<Shared>, mut inbox: mpsc::Receiver<Box<Submissi
         }
         let shared = shared.clone();
         tokio::spawn(async move {
-            apply(&shared.conn, &shared.budget, batch).await;
+            commit(&shared.conn, &shared.budget, batch).await;
             drop(permit);
         });
     }
@@ -393,7 +352,7 @@ enum Stopped {
 
 /// Applies a batch in calls of at most the board's cap of pairs, in order, and answers
 /// each caller (see the module header).
-async fn apply(conn: &RedisConn, budget: &Budget, batch: Batch) {
+async fn commit(conn: &RedisConn, budget: &Budget, batch: Batch) {
     let board = batch.submissions[0].board.clone();
     let name = &board.name;
     let now = batch
@@ -402,32 +361,34 @@ async fn apply(conn: &RedisConn, budget: &Budget, batch: Batch) {
         .map(|s| s.now)
         .max()
         .expect("a batch is never empty");
+    let call = WriteCall {
+        board: &board,
+        now,
+        guard: Unguarded,
+        budget: Some(budget),
+    };
+    let entries = &batch.sums.entries;
     // Each pair's status, once the call that carried it answered.
-    let mut done: Vec<Option<WriteStatus>> = vec![None; batch.sums.len()];
+    let mut done: Vec<Option<WriteStatus>> = vec![None; entries.len()];
     let mut from = 0;
     let mut stopped = None;
-    while from < batch.sums.len() {
-        let end = (from + budget.cap(name)).min(batch.sums.len());
-        let chunk = &batch.sums[from..end];
-        let margin = (batch.abs_total, chunk.len());
-        let limit = budget.limit();
-        match write_sums(conn, &board, now, chunk, margin, Guard::None, &limit).await {
+    while from < entries.len() {
+        let end = (from + budget.cap(name)).min(entries.len());
+        let chunk = &entries[from..end];
+        let limit = call.limit();
+        let abs_total = batch.sums.abs_total;
+        match send_sums(conn, &call, chunk, abs_total, chunk.len(), &limit).await {
             // A call that stopped at its budget: the rest go in the next call.
-            Ok((SumsOutcome::Applied { pairs, too_late }, us)) => {
+            Ok((Answer::Did(SumsReply::Applied { pairs, too_late }), us)) => {
                 budget.observe(name, us, pairs);
                 for (status, e) in done[from..from + pairs].iter_mut().zip(chunk) {
                     *status = Some(fast_status(e.slot, &too_late));
                 }
                 from += pairs;
             }
-            Ok((SumsOutcome::NeedsExact, us)) => {
+            Ok((Answer::Did(SumsReply::NeedsExact), us)) => {
                 budget.observe(name, us, chunk.len());
                 stopped = Some(Stopped::NeedsExact);
-                break;
-            }
-            Ok((SumsOutcome::AlreadyApplied | SumsOutcome::Replayed(_), _)) => {
-                let error = Error::Store("write.lua answered a replay to group commit".into());
-                stopped = Some(Stopped::Failed(error));
                 break;
             }
             Err(error) => {
@@ -441,7 +402,7 @@ async fn apply(conn: &RedisConn, budget: &Budget, batch: Batch) {
         let result = match &stopped {
             Some(Stopped::NeedsExact) => {
                 // One caller at a time, so a failure never touches another caller.
-                exact(conn, budget, &board, now, &submission.writes, statuses).await
+                exact(conn, &call, &submission.writes, statuses).await
             }
             Some(Stopped::Failed(error)) => settle(statuses, error),
             None => settle(
@@ -471,22 +432,21 @@ fn settle(statuses: Vec<Option<WriteStatus>>, error: &Error) -> Result<Vec<Write
 /// in order, in calls of at most the board's cap of events.
 async fn exact(
     conn: &RedisConn,
-    budget: &Budget,
-    board: &Board,
-    now: Timestamp,
+    call: &WriteCall<'_, Unguarded>,
     writes: &[SlotWrite],
     mut statuses: Vec<Option<WriteStatus>>,
 ) -> Result<Vec<WriteStatus>> {
+    let budget = call.budget.expect("group commit calls have a budget");
     let todo: Vec<usize> = (0..writes.len())
         .filter(|i| statuses[*i].is_none())
         .collect();
     let mut from = 0;
     while from < todo.len() {
-        let end = (from + budget.cap(&board.name)).min(todo.len());
+        let end = (from + budget.cap(&call.board.name)).min(todo.len());
         let part: Vec<SlotWrite> = todo[from..end].iter().map(|i| writes[*i].clone()).collect();
-        match write_events(conn, board, now, &part, Guard::None, &budget.limit()).await {
-            Ok((EventsOutcome::Applied(got), us)) => {
-                budget.observe(&board.name, us, got.len());
+        match send_events(conn, call, &part, &call.limit()).await {
+            Ok((Answer::Did(got), us)) => {
+                budget.observe(&call.board.name, us, got.len());
                 // A call that stopped at its budget: the rest go in the next call.
                 let applied = from..from + got.len();
                 from = applied.end;
@@ -494,289 +454,8 @@ async fn exact(
                     statuses[*i] = Some(status);
                 }
             }
-            Ok(_) => {
-                let error = Error::Store(
-                    "write.lua answered a replay to a call without token or key".into(),
-                );
-                return settle(statuses, &error);
-            }
             Err(error) => return settle(statuses, &error),
         }
     }
     settle(statuses, &Error::Store("no write was applied".into()))
-}
-
-/// The status of each write of a batch applied on the fast path.
-fn statuses(writes: &[SlotWrite], too_late: &[i64]) -> Vec<WriteStatus> {
-    writes
-        .iter()
-        .map(|w| fast_status(w.slot, too_late))
-        .collect()
-}
-
-/// The status of a write to `slot` applied on the fast path, which found `too_late`.
-fn fast_status(slot: i64, too_late: &[i64]) -> WriteStatus {
-    if too_late.contains(&slot) {
-        WriteStatus::TooLate
-    } else {
-        WriteStatus::Applied
-    }
-}
-
-/// Applies `writes` at most once for `token`, outside group commit, in one call with no
-/// budget (a token covers exactly one call, so the call never stops early; the legacy
-/// import sends at most `events_per_call` events per token): `None` when the token was
-/// applied before.
-pub(super) async fn write_once(
-    conn: &RedisConn,
-    board: &Board,
-    now: Timestamp,
-    writes: Vec<SlotWrite>,
-    token: &str,
-) -> Result<Option<Vec<WriteStatus>>> {
-    let batch = Batch::of(board, now, writes);
-    let writes = &batch.submissions[0].writes;
-    let guard = Guard::Token(token);
-    let unexpected = || Error::Store("write.lua answered a key's replay to a token".into());
-    let margin = (batch.abs_total, writes.len());
-    match write_sums(conn, board, now, &batch.sums, margin, guard, &Limit::None)
-        .await?
-        .0
-    {
-        SumsOutcome::Applied { pairs, too_late } if pairs == batch.sums.len() => {
-            Ok(Some(statuses(writes, &too_late)))
-        }
-        SumsOutcome::Applied { .. } => Err(Error::Store(
-            "write.lua stopped early a call with no budget".into(),
-        )),
-        SumsOutcome::AlreadyApplied => Ok(None),
-        SumsOutcome::Replayed(_) => Err(unexpected()),
-        SumsOutcome::NeedsExact => {
-            match write_events(conn, board, now, writes, guard, &Limit::None)
-                .await?
-                .0
-            {
-                EventsOutcome::Applied(statuses) if statuses.len() == writes.len() => {
-                    Ok(Some(statuses))
-                }
-                EventsOutcome::Applied(_) => Err(Error::Store(
-                    "write.lua stopped early a call with no budget".into(),
-                )),
-                EventsOutcome::AlreadyApplied => Ok(None),
-                EventsOutcome::Replayed(_) => Err(unexpected()),
-            }
-        }
-    }
-}
-
-/// Applies `writes` once for `key` while its records live, outside group commit (see
-/// `Store::write_keyed`), in calls of at most the board's cap of distinct pairs. Each call is
-/// recorded under its own name, the key's name for the first and `<name>\x1f@<pos>` for
-/// the one starting at event `pos`, with how many events it applied (fewer than it
-/// carried when it stopped at its budget: the next call starts after them): a retry
-/// follows the recorded calls (whatever the cap is now) and applies only what is
-/// missing after them, so a write that failed half-way is completed exactly.
-pub(super) async fn write_keyed(
-    conn: &RedisConn,
-    budget: &Budget,
-    board: &Board,
-    now: Timestamp,
-    writes: Vec<SlotWrite>,
-    key: &WriteKey,
-) -> Result<Keyed> {
-    let mut statuses = Vec::with_capacity(writes.len());
-    let mut applied = false;
-    let mut pos = 0;
-    // Even a write with no events makes one call, so that it is recorded.
-    loop {
-        let len = within_cap(&writes[pos..], budget.cap(&board.name));
-        let part = &writes[pos..pos + len];
-        let name = if pos == 0 {
-            key.name.clone()
-        } else {
-            format!("{}\u{1f}@{pos}", key.name)
-        };
-        let part_key = WriteKey {
-            name,
-            ..key.clone()
-        };
-        match keyed_call(conn, budget, board, now, part, &part_key).await? {
-            Replay {
-                keyed: Keyed::Applied(got),
-                ..
-            } => {
-                // A call stopped at its budget applied a prefix of its events, at least one.
-                if got.len() > len || (got.is_empty() && len > 0) {
-                    return Err(Error::Store(format!(
-                        "a call of idempotency key {:?} applied {} of {len} events",
-                        key.name,
-                        got.len()
-                    )));
-                }
-                applied = true;
-                pos += got.len();
-                statuses.extend(got);
-            }
-            Replay {
-                keyed: Keyed::Reused,
-                ..
-            } => return Ok(Keyed::Reused),
-            Replay {
-                keyed:
-                    Keyed::Replayed {
-                        now: first,
-                        recorded,
-                    },
-                events,
-            } => {
-                if first != now {
-                    if pos == 0 {
-                        // The caller admits the events again at the recorded now.
-                        return Ok(Keyed::Replayed {
-                            now: first,
-                            recorded,
-                        });
-                    }
-                    return Err(Error::Store(format!(
-                        "the records of idempotency key {:?} disagree (written at {} and {} ms): retried after its time to live?",
-                        key.name,
-                        first.unix_millis(),
-                        now.unix_millis()
-                    )));
-                }
-                // A record from before counts were kept covers the whole part.
-                let count = events.unwrap_or(writes.len() - pos);
-                if count > writes.len() - pos || (count == 0 && pos < writes.len()) {
-                    return Err(Error::Store(format!(
-                        "a record of idempotency key {:?} covers {count} events at {pos} of {}",
-                        key.name,
-                        writes.len()
-                    )));
-                }
-                statuses.extend(recorded.statuses(&writes[pos..pos + count])?);
-                pos += count;
-            }
-        }
-        if pos >= writes.len() {
-            break;
-        }
-    }
-    Ok(if applied {
-        Keyed::Applied(statuses)
-    } else {
-        Keyed::Replayed {
-            now,
-            recorded: Recorded::Statuses(statuses),
-        }
-    })
-}
-
-/// How many of `writes`, from the first, make at most `cap` distinct (slot, member)
-/// pairs (what a call costs): at least one when there are any.
-fn within_cap(writes: &[SlotWrite], cap: usize) -> usize {
-    let mut pairs = std::collections::HashSet::new();
-    for (n, w) in writes.iter().enumerate() {
-        pairs.insert((w.slot, w.member.as_str()));
-        if pairs.len() > cap.max(1) {
-            return n;
-        }
-    }
-    writes.len()
-}
-
-/// One keyed call: applies `writes` once for `key`, or answers its record (and how many
-/// events the recorded call applied). `Keyed::Applied` comes with no count: it holds
-/// the statuses of the events applied, a prefix of `writes` (the call may stop at its
-/// budget, in mode `sums` only where a prefix of the summed entries is one of the events).
-async fn keyed_call(
-    conn: &RedisConn,
-    budget: &Budget,
-    board: &Board,
-    now: Timestamp,
-    writes: &[SlotWrite],
-    key: &WriteKey,
-) -> Result<Replay> {
-    let batch = Batch::of(board, now, writes.to_vec());
-    let guard = Guard::Key(key);
-    let unexpected = || Error::Store("write.lua answered a token's replay to a key".into());
-    let applied = |keyed| Replay {
-        keyed,
-        events: None,
-    };
-    let margin = (batch.abs_total, writes.len());
-    let boundaries = boundaries(&batch.pairs[0]);
-    let limit = budget.limit_at(&boundaries);
-    match write_sums(conn, board, now, &batch.sums, margin, guard, &limit).await? {
-        (SumsOutcome::Applied { pairs, too_late }, us) => {
-            budget.observe(&board.name, us, pairs);
-            let events = boundaries
-                .iter()
-                .find(|(entries, _)| *entries == pairs)
-                .map(|(_, events)| *events)
-                .ok_or_else(|| {
-                    Error::Store(format!(
-                        "write.lua stopped after {pairs} entries, not a stop point"
-                    ))
-                })?;
-            Ok(applied(Keyed::Applied(statuses(
-                &writes[..events],
-                &too_late,
-            ))))
-        }
-        (SumsOutcome::Replayed(replay), _) => Ok(replay),
-        (SumsOutcome::AlreadyApplied, _) => Err(unexpected()),
-        (SumsOutcome::NeedsExact, _) => {
-            match write_events(conn, board, now, writes, guard, &budget.limit()).await? {
-                (EventsOutcome::Applied(got), us) => {
-                    budget.observe(&board.name, us, got.len());
-                    Ok(applied(Keyed::Applied(got)))
-                }
-                (EventsOutcome::Replayed(replay), _) => Ok(replay),
-                (EventsOutcome::AlreadyApplied, _) => Err(unexpected()),
-            }
-        }
-    }
-}
-
-/// Where a keyed call of summed entries may stop: each (entries, events) such that the
-/// first `entries` summed entries are exactly the pairs of the first `events` events and
-/// no later event has one of them (`pairs`: each event's entry, numbered in order of
-/// first appearance), ascending, the last being all of them. An event whose pair comes
-/// back later holds every entry up to that return in one group.
-fn boundaries(pairs: &[usize]) -> Vec<(usize, usize)> {
-    let mut last = HashMap::new();
-    for (event, pair) in pairs.iter().enumerate() {
-        last.insert(*pair, event);
-    }
-    let mut stops = Vec::new();
-    let (mut reach, mut entries) = (0, 0);
-    for (event, pair) in pairs.iter().enumerate() {
-        entries = entries.max(pair + 1);
-        reach = reach.max(last[pair]);
-        if reach == event {
-            stops.push((entries, event + 1));
-        }
-    }
-    if stops.is_empty() {
-        stops.push((0, 0));
-    }
-    stops
-}
-
-#[cfg(test)]
-mod tests {
-    use super::boundaries;
-
-    #[test]
-    fn a_keyed_call_stops_only_where_its_entries_are_a_prefix_of_its_events() {
-        // a b c a d: a comes back at 3, so the first stop is after a, b, c (4 events).
-        assert_eq!(boundaries(&[0, 1, 2, 0, 3]), [(3, 4), (4, 5)]);
-        // Distinct pairs: a stop after each event.
-        assert_eq!(boundaries(&[0, 1, 2]), [(1, 1), (2, 2), (3, 3)]);
-        // a a b b a: one group.
-        assert_eq!(boundaries(&[0, 0, 1, 1, 0]), [(2, 5)]);
-        // a a b c c: after a a, b, c c.
-        assert_eq!(boundaries(&[0, 0, 1, 2, 2]), [(1, 2), (2, 3), (3, 5)]);
-        assert_eq!(boundaries(&[]), [(0, 0)]);
-    }
 }

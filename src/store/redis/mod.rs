@@ -44,6 +44,7 @@ mod ingest;
 mod keys;
 mod layout;
 mod memory_info;
+mod once;
 mod rates;
 mod read;
 mod recompute;
@@ -63,6 +64,7 @@ mod stats_commit;
 mod trending;
 mod trending_read;
 mod write;
+mod write_call;
 
 #[cfg(feature = "server")]
 pub(crate) use client::{check_url, redact};
@@ -311,7 +313,7 @@ impl Store for RedisStore {
         writes: Vec<SlotWrite>,
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>> {
-        ingest::write_once(&self.conn, board, now, writes, token).await
+        once::write_once(&self.conn, board, now, writes, token).await
     }
 
     async fn write_keyed(
@@ -321,7 +323,7 @@ impl Store for RedisStore {
         writes: Vec<SlotWrite>,
         key: &WriteKey,
     ) -> Result<Keyed> {
-        ingest::write_keyed(&self.conn, self.ingest.budget(), board, now, writes, key).await
+        once::write_keyed(&self.conn, self.ingest.budget(), board, now, writes, key).await
     }
 
     async fn top(

@@ -1,186 +1,65 @@
-//! Writes to Redis through `write.lua` (summed entries on the fast path, or events one by
-//! one on the exact path), and member removal.
+//! Writes to Redis through `write.lua`: a [`WriteCall`] sent as summed entries (the fast
+//! path) or as events one by one (the exact path), [`apply`] doing both in turn for one
+//! caller's writes; and member removal.
 
 use std::collections::HashMap;
 
 use redis::ScriptInvocation;
 
+use super::budget::Limit;
 use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::layout::member_hash;
+use super::write_call::{Answer, Guard, Summed, WriteCall, Writes, status_of};
 use crate::board::Board;
 use crate::domain::Removed;
 use crate::domain::{Member, Timestamp};
 use crate::error::{Error, Result};
-use crate::store::{Keyed, Recorded, SlotWrite, WriteKey, WriteStatus};
+use crate::store::{SlotWrite, WriteStatus};
 
 /// Slots whose stage hashes one `remove_member.lua` call visits.
 const REMOVE_SLOTS_PER_CALL: usize = 64;
 
-/// One slot and member, with the sum of the deltas of its events.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Summed {
-    pub slot: i64,
-    pub member: String,
-    pub sum: i64,
-}
-
-/// What makes a `write.lua` call count once: nothing, a job's token (kept in the
-/// board's journal), or a client's idempotency key (an expiring record of its own).
-#[derive(Clone, Copy)]
-pub(super) enum Guard<'a> {
-    None,
-    Token(&'a str),
-    Key(&'a WriteKey),
-}
-
-/// When a `write.lua` call may stop before its last entry (ARGV[12]): it reads the
-/// server's clock at each stop point and stops there once it has run its budget.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Limit {
-    /// No budget: the call applies every entry (a token covers exactly one call).
-    None,
-    /// A budget of `budget_us`, read after every `stride` entries (or events).
-    Every { budget_us: u64, stride: usize },
-    /// A budget of `budget_us`, read only after the listed numbers of entries, each with
-    /// how many of the write's events those entries carry (a keyed write in mode
-    /// `sums`, whose record says how many events it applied): ascending.
-    At {
-        budget_us: u64,
-        stops: Vec<(usize, usize)>,
-    },
-}
-
-impl Limit {
-    /// ARGV[12] of `write.lua`.
-    fn arg(&self) -> String {
-        match self {
-            Limit::None => String::new(),
-            Limit::Every { budget_us, stride } => format!("{budget_us} {}", (*stride).max(1)),
-            Limit::At { budget_us, stops } => {
-                let mut arg = format!("{budget_us} 0");
-                for (entries, events) in stops {
-                    arg.push_str(&format!(" {entries} {events}"));
-                }
-                arg
-            }
-        }
-    }
-}
-
-/// What `write.lua` did with summed entries.
+/// What a call of summed entries did.
 #[derive(Debug)]
-pub(super) enum SumsOutcome {
+pub(super) enum SumsReply {
     /// The first `pairs` entries applied (all, unless the call stopped at its budget),
     /// except the entries of these slots (too late).
     Applied { pairs: usize, too_late: Vec<i64> },
     /// Nothing applied: the board's bound needs every event checked; send them one by one.
     NeedsExact,
-    /// Nothing applied: the call's token is in the journal (it was applied before).
-    AlreadyApplied,
-    /// Nothing applied: the key's record says what the first call did.
-    Replayed(Replay),
 }
 
-/// What `write.lua` did with events sent one by one.
-#[derive(Debug)]
-pub(super) enum EventsOutcome {
-    /// Applied: the status of each event applied, from the first (fewer than the events
-    /// sent when the call stopped at its budget, never none of them).
-    Applied(Vec<WriteStatus>),
-    /// Nothing applied: the call's token is in the journal.
-    AlreadyApplied,
-    /// Nothing applied: the key's record says what the first call did.
-    Replayed(Replay),
-}
-
-/// A keyed call's answer when it found the key's record: what the record says, and how
-/// many events the recorded call carried (`None` in a record written before counts were
-/// kept: one call then carried the whole part).
-#[derive(Debug)]
-pub(super) struct Replay {
-    pub keyed: Keyed,
-    pub events: Option<usize>,
-}
-
-/// The answer to a keyed call that found the key's record
-/// ({4, now, events, reply…} or {5}).
-fn replayed(reply: &[i64]) -> Option<Replay> {
-    let (keyed, events) = match reply {
-        [5] => (Keyed::Reused, -1),
-        [4, now, events, 0, slots @ ..] => (
-            Keyed::Replayed {
-                now: Timestamp::from_unix_millis(*now).ok()?,
-                recorded: Recorded::TooLateSlots(slots.to_vec()),
-            },
-            *events,
-        ),
-        [4, now, events, 1, codes @ ..] => (
-            Keyed::Replayed {
-                now: Timestamp::from_unix_millis(*now).ok()?,
-                recorded: Recorded::Statuses(
-                    codes.iter().map(|c| status_of(*c)).collect::<Option<_>>()?,
-                ),
-            },
-            *events,
-        ),
-        _ => return None,
-    };
-    Some(Replay {
-        keyed,
-        events: usize::try_from(events).ok(),
-    })
-}
-
-/// A status code of `write.lua`.
-fn status_of(code: i64) -> Option<WriteStatus> {
-    match code {
-        0 => Some(WriteStatus::Applied),
-        1 => Some(WriteStatus::TooLate),
-        2 => Some(WriteStatus::OutOfRange),
-        _ => None,
-    }
-}
-
-/// Applies summed entries, each (slot, member) once, on the fast path (see `write.lua`).
-/// `abs_total` is the sum of |delta| over the original events (an upper bound will do);
-/// `events` is how many they are (recorded under a key). Also answers how long the
-/// script ran, in µs by the server's clock (0 when it applied nothing for a token or
-/// key). The call may stop before its last entry as `limit` allows, having applied at
-/// least its first group.
-pub(super) async fn write_sums(
+/// Sends summed entries, each (slot, member) once, on the fast path (see `write.lua`):
+/// `events` is how many events they sum (recorded under a key). Also answers how long
+/// the script ran, in µs by the server's clock (0 when it found its guard's record). The
+/// call may stop before its last entry as `limit` allows, having applied at least its
+/// first group.
+pub(super) async fn send_sums<G: Guard>(
     conn: &RedisConn,
-    board: &Board,
-    now: Timestamp,
+    call: &WriteCall<'_, G>,
     entries: &[Summed],
-    (abs_total, events): (u128, usize),
-    guard: Guard<'_>,
+    abs_total: u128,
+    events: usize,
     limit: &Limit,
-) -> Result<(SumsOutcome, u64)> {
+) -> Result<(Answer<SumsReply, G::Found>, u64)> {
     let slots = Slots::of(entries.iter().map(|e| e.slot));
     // Anything past 2^53 takes the exact path; keep the number exact in Lua.
     let abs_total = abs_total.min(1 << 53) as u64;
-    let mut invocation = invocation(
-        conn,
-        board,
-        now,
-        &slots,
-        ("sums", &abs_total.to_string()),
-        guard,
-        (events, limit),
-    );
-    if sends_hashes(conn, board, now, &slots) {
+    let mut invocation = invocation(conn, call, &slots, Mode::Sums(abs_total), events, limit);
+    if sends_hashes(conn, call.board, call.now, &slots) {
         invocation.arg(packed_hashes(entries.iter().map(|e| e.member.as_str())));
     }
     for e in entries {
         slots.push_number(&mut invocation, e.slot);
         invocation.arg(e.member.as_str()).arg(e.sum);
     }
-    let reply: Vec<i64> = conn.script(&invocation, &board.name, Retry::Never).await?;
+    let board = &call.board.name;
+    let reply: Vec<i64> = conn.script(&invocation, board, Retry::Never).await?;
     let bad = || Error::Store(format!("write.lua answered {reply:?} to summed entries"));
     match reply.as_slice() {
         [0, us, pairs, too_late @ ..] => Ok((
-            SumsOutcome::Applied {
+            Answer::Did(SumsReply::Applied {
                 pairs: usize::try_from(*pairs)
                     .ok()
                     .filter(|p| *p <= entries.len() && (*p > 0 || entries.is_empty()))
@@ -189,13 +68,12 @@ pub(super) async fn write_sums(
                     .iter()
                     .map(|i| slots.start(*i))
                     .collect::<Result<_>>()?,
-            },
+            }),
             micros(*us),
         )),
-        [2, us] => Ok((SumsOutcome::NeedsExact, micros(*us))),
-        [3] => Ok((SumsOutcome::AlreadyApplied, 0)),
-        _ => replayed(&reply)
-            .map(|r| (SumsOutcome::Replayed(r), 0))
+        [2, us] => Ok((Answer::Did(SumsReply::NeedsExact), micros(*us))),
+        _ => G::found(&reply)
+            .map(|found| (Answer::Found(found), 0))
             .ok_or_else(bad),
     }
 }
@@ -206,36 +84,28 @@ fn micros(us: i64) -> u64 {
     u64::try_from(us).unwrap_or(0)
 }
 
-/// Applies events one by one, in order, each checked against the stored values (the
-/// exact path, for boards whose bound no longer proves the range). Also answers the
-/// script's own duration in µs, as [`write_sums`] does. The call may stop between
-/// events as `limit` allows (never a listed one: every event boundary is a stop point).
-pub(super) async fn write_events(
+/// Sends events one by one, in order, each checked against the stored values (the
+/// exact path, for boards whose bound no longer proves the range): the status of each
+/// event applied, from the first (fewer than sent when the call stopped at its budget,
+/// never none of them). Also answers the script's own duration in µs, as [`send_sums`]
+/// does.
+pub(super) async fn send_events<G: Guard>(
     conn: &RedisConn,
-    board: &Board,
-    now: Timestamp,
+    call: &WriteCall<'_, G>,
     writes: &[SlotWrite],
-    guard: Guard<'_>,
     limit: &Limit,
-) -> Result<(EventsOutcome, u64)> {
+) -> Result<(Answer<Vec<WriteStatus>, G::Found>, u64)> {
     let slots = Slots::of(writes.iter().map(|w| w.slot));
-    let mut invocation = invocation(
-        conn,
-        board,
-        now,
-        &slots,
-        ("events", ""),
-        guard,
-        (writes.len(), limit),
-    );
-    if sends_hashes(conn, board, now, &slots) {
+    let mut invocation = invocation(conn, call, &slots, Mode::Events, writes.len(), limit);
+    if sends_hashes(conn, call.board, call.now, &slots) {
         invocation.arg(packed_hashes(writes.iter().map(|w| w.member.as_str())));
     }
     for w in writes {
         slots.push_number(&mut invocation, w.slot);
         invocation.arg(w.member.as_str()).arg(w.delta);
     }
-    let reply: Vec<i64> = conn.script(&invocation, &board.name, Retry::Never).await?;
+    let board = &call.board.name;
+    let reply: Vec<i64> = conn.script(&invocation, board, Retry::Never).await?;
     let bad = || {
         Error::Store(format!(
             "write.lua answered {reply:?} for {} events",
@@ -250,12 +120,80 @@ pub(super) async fn write_events(
                 .iter()
                 .map(|code| status_of(*code).ok_or_else(bad))
                 .collect::<Result<Vec<_>>>()
-                .map(|statuses| (EventsOutcome::Applied(statuses), micros(*us)))
+                .map(|statuses| (Answer::Did(statuses), micros(*us)))
         }
-        [3] => Ok((EventsOutcome::AlreadyApplied, 0)),
-        _ => replayed(&reply)
-            .map(|r| (EventsOutcome::Replayed(r), 0))
+        _ => G::found(&reply)
+            .map(|found| (Answer::Found(found), 0))
             .ok_or_else(bad),
+    }
+}
+
+/// Applies one caller's writes in one call: their sums on the fast path, then, when the
+/// script asks for it (the board's bound needs every event checked), the events one by
+/// one. Answers the status of each event applied, from the first: all of them, unless
+/// the call stopped at its budget (then at least the first). A call of sums stops only
+/// where its entries are a prefix of the events, so what it applied is a prefix too.
+pub(super) async fn apply<G: Guard>(
+    conn: &RedisConn,
+    call: &WriteCall<'_, G>,
+    writes: &Writes<'_>,
+) -> Result<Answer<Vec<WriteStatus>, G::Found>> {
+    let limit = call.limit();
+    let entries = &writes.sums.entries;
+    let events = writes.events;
+    let sums_limit = limit.at(&writes.boundaries);
+    let (answer, us) = send_sums(
+        conn,
+        call,
+        entries,
+        writes.sums.abs_total,
+        events.len(),
+        &sums_limit,
+    )
+    .await?;
+    match answer {
+        Answer::Did(SumsReply::Applied { pairs, too_late }) => {
+            observe(call, us, pairs);
+            let applied = writes.events_in(pairs).ok_or_else(|| {
+                Error::Store(format!(
+                    "write.lua stopped after {pairs} entries, not a stop point"
+                ))
+            })?;
+            Ok(Answer::Did(fast_statuses(&events[..applied], &too_late)))
+        }
+        Answer::Did(SumsReply::NeedsExact) => {
+            observe(call, us, entries.len());
+            let (answer, us) = send_events(conn, call, events, &limit).await?;
+            if let Answer::Did(statuses) = &answer {
+                observe(call, us, statuses.len());
+            }
+            Ok(answer)
+        }
+        Answer::Found(found) => Ok(Answer::Found(found)),
+    }
+}
+
+/// Takes in a call's duration for the board's budget, when it has one.
+fn observe<G>(call: &WriteCall<'_, G>, us: u64, pairs: usize) {
+    if let Some(budget) = call.budget {
+        budget.observe(&call.board.name, us, pairs);
+    }
+}
+
+/// The status of each write applied on the fast path, by a call that found `too_late`.
+pub(super) fn fast_statuses(writes: &[SlotWrite], too_late: &[i64]) -> Vec<WriteStatus> {
+    writes
+        .iter()
+        .map(|w| fast_status(w.slot, too_late))
+        .collect()
+}
+
+/// The status of a write to `slot` applied on the fast path, which found `too_late`.
+pub(super) fn fast_status(slot: i64, too_late: &[i64]) -> WriteStatus {
+    if too_late.contains(&slot) {
+        WriteStatus::TooLate
+    } else {
+        WriteStatus::Applied
     }
 }
 
@@ -317,19 +255,26 @@ impl Slots {
     }
 }
 
+/// A call's mode (ARGV[4] and ARGV[5] of `write.lua`): summed entries, with the sum of
+/// |delta| over their events, or events one by one.
+#[derive(Clone, Copy)]
+enum Mode {
+    Sums(u64),
+    Events,
+}
+
 /// KEYS and the leading ARGV of `write.lua`, up to the entries (`events`: how many
 /// events the call carries, recorded under a key unless it stops early; `limit`: when
 /// it may stop).
-/// `mode` is ARGV[4] and ARGV[5]: the mode, and in mode 'sums' the sum of |delta|.
-fn invocation<'a>(
+fn invocation<'a, G: Guard>(
     conn: &'a RedisConn,
-    board: &Board,
-    now: Timestamp,
+    call: &WriteCall<'_, G>,
     slots: &Slots,
-    (mode, abs_total): (&str, &str),
-    guard: Guard<'_>,
-    (events, limit): (usize, &Limit),
+    mode: Mode,
+    events: usize,
+    limit: &Limit,
 ) -> ScriptInvocation<'a> {
+    let (board, now) = (call.board, call.now);
     let config = &board.config;
     let windows = config.windows();
     let mut invocation = conn.scripts().write.key(keys::record(&board.name));
@@ -341,39 +286,19 @@ fn invocation<'a>(
     for s in &slots.starts {
         invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
     }
-    match guard {
-        Guard::None => {}
-        Guard::Token(_) => {
-            invocation.key(keys::journal(&board.name));
-        }
-        Guard::Key(key) => {
-            invocation.key(keys::idempotency(board, &key.name));
-        }
+    if let Some(record) = call.guard.record_key(board) {
+        invocation.key(record);
     }
     invocation.key(keys::all_dense(board));
     invocation
         .arg(board.version)
         .arg(windows.len())
-        .arg(slots.starts.len())
-        .arg(mode)
-        .arg(abs_total)
-        .arg(match guard {
-            Guard::Token(token) => token,
-            _ => "",
-        });
-    match guard {
-        Guard::Key(key) => {
-            let ttl_ms = key.ttl.secs_i64() * 1000;
-            invocation
-                .arg(format!("{}:{events}", key.fingerprint))
-                .arg(now.unix_millis())
-                .arg(now.unix_millis() + ttl_ms)
-                .arg(ttl_ms);
-        }
-        _ => {
-            invocation.arg("").arg("").arg("").arg("");
-        }
-    }
+        .arg(slots.starts.len());
+    match mode {
+        Mode::Sums(abs_total) => invocation.arg("sums").arg(abs_total.to_string()),
+        Mode::Events => invocation.arg("events").arg(""),
+    };
+    call.guard.push_args(&mut invocation, now, events);
     invocation.arg(
         conn.layout()
             .new_slots(board, sends_hashes(conn, board, now, slots)),

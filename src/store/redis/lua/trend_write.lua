@@ -13,8 +13,9 @@
 --          ms) and its TTL (ms)
 -- ARGV[3k+4], ARGV[3k+5], ARGV[3k+6], k = 1..n   member, delta (integer), at (unix ms)
 --
--- Key: a client's idempotency key. Its record, the string '<fingerprint> <now> <deadline>',
--- is set with PX = TTL in the same call that applies the events. A call finding a record
+-- Key: a client's idempotency key. Its record (the prelude's key records: here
+-- '<fingerprint> <now> <deadline>', no count, no reply) is set with PX = TTL in the same
+-- call that applies the events. A call finding a record
 -- whose deadline is after its now applies nothing and returns {4, recorded now} when the
 -- fingerprint is the same (the caller admits the events again at that now to answer as
 -- the first call did), {5} when it is not. A record past its deadline by the caller's
@@ -35,15 +36,9 @@ local next_landmark = record[5] and tonumber(record[5])
 local limit = tonumber(ARGV[2]) * h
 local fingerprint = ARGV[3]
 if fingerprint ~= '' then
-  local stored = redis.call('GET', KEYS[4])
-  if stored then
-    local parts = {}
-    for part in string.gmatch(stored, '%S+') do parts[#parts + 1] = part end
-    if tonumber(parts[3]) > tonumber(ARGV[4]) then
-      if parts[1] ~= fingerprint then return { 5 } end
-      return { 4, tonumber(parts[2]) }
-    end
-  end
+  local found = key_record(KEYS[4], fingerprint, ARGV[4])
+  if found == false then return { 5 } end
+  if found then return { 4, found[1] } end
 end
 for a = 7, #ARGV, 3 do
   if tonumber(ARGV[a + 2]) - landmark > limit then
@@ -59,6 +54,6 @@ for a = 7, #ARGV, 3 do
   end
 end
 if fingerprint ~= '' then
-  redis.call('SET', KEYS[4], fingerprint .. ' ' .. ARGV[4] .. ' ' .. ARGV[5], 'PX', ARGV[6])
+  set_key_record(KEYS[4], fingerprint, nil, ARGV[4], ARGV[5], ARGV[6])
 end
 return { 1, (#ARGV - 6) / 3 }

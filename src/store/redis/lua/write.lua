@@ -91,16 +91,13 @@
 -- how many events were applied (the <c> of the stop, in mode 'events' the statuses), so
 -- a retry follows it; a token call has no budget (its journal covers the whole call).
 -- Recompute: while a recompute of window r holds its lease (rb_* fields, see
--- recompute_begin.lua), every applied entry that counts in window r (stage < r) is also
--- told to it: in its scan phase the member joins the log (its total will be computed
--- afresh); in its fold phase the delta goes to the build too, unless the member is
--- still in the log; if the member is the one being folded (rb_fold_member) and the slot
--- is one its fold has summed (up to rb_fold_slot), the delta goes to rb_fold_sum.
+-- recompute_begin.lua), every applied entry that counts in window r is also told to it
+-- (the prelude's recompute_hook).
 -- Token: a call with a token recorded in the journal applies nothing and returns {3};
 -- otherwise the token is recorded in the same call that applies the writes, so a job
 -- that replays its calls after a crash (the legacy import) counts each exactly once.
--- Key: a client's idempotency key. Its record, a string
---   '<fingerprint>:<events> <now> <deadline> <reply...>' set with PX = TTL in the same
+-- Key: a client's idempotency key. Its record (the prelude's key records:
+--   '<fingerprint>:<events> <now> <deadline> <reply...>'), set with PX = TTL in the same
 --   call that applies the writes, holds how many events the call applied, the caller's
 --   now and what the call answered: in mode 'sums' '0' and the start of each too-late
 --   slot, in mode 'events' '1' and each status. A call finding a record whose deadline is
@@ -110,22 +107,19 @@
 --   this part ended), {5} when it is not (the key names another write). A record past its deadline by the caller's clock
 --   is as good as absent (and overwritten); Redis deletes it by itself at its PX. A call
 --   that applies nothing because it needs mode 'events' ({2}) records nothing.
--- Compact slots (prelude): a slot created by this call (not yet in the index) is plain
--- when it starts at or after the current slot (cutoff of window 1 + window 1: the open
--- slot, or a future one within the skew), whatever the layout: nearly every write goes
--- there, and a hashtable takes it cheaper than buckets; the retirer compacts it once it
--- closed (retire_small.lua tells it, relayout_chunk.lua converts it). An older slot
--- created by this call (a late event) gets a geometry when the board's layout (its
--- record's, else ARGV[11]'s) is compact, with as many buckets as the newest older
--- slot's count fills (so a board whose slots are alike seldom splits), else one; an
--- entry of a compact slot goes to its member's bucket of the stage. While no window froze the
--- slot, stage 1 grows by linear hashing: after applying, while the slot's field count
--- (new fields are the HINCRBYs that answer the delta itself, since zero fields are
--- deleted) exceeds fill * buckets, bucket p splits into p and p + 2^L (at most
--- MAX_SPLITS per call; the next call goes on). Once a window froze the slot its
--- geometry never changes again, so retirement can move whole buckets. A geometry marked
--- 'P' (a relayout to plain under way) takes writes in the plain stage hashes and never
--- splits; the range checks read both forms of a compact slot's stage.
+-- Slot forms (the prelude's write_slots): a slot created by this call (not yet in the
+-- index) is plain when it starts at or after the current slot (cutoff of window 1 +
+-- window 1: the open slot, or a future one within the skew), whatever the layout: nearly
+-- every write goes there, and a hashtable takes it cheaper than buckets; the retirer
+-- compacts it once it closed (retire_small.lua tells it, relayout_chunk.lua converts
+-- it). An older slot created by this call (a late event) is compact when the board's
+-- layout (its record's, else ARGV[11]'s) is; an entry of a compact slot goes to its
+-- member's bucket of the stage, and stage 1 grows by linear hashing while no window froze
+-- the slot; once one did its geometry never changes again, so retirement can move whole
+-- buckets. A slot being relaid out to plain takes writes in the plain stage hashes; the
+-- range checks read both forms of a compact slot's stage.
+-- Dense tallies (the prelude's window_totals): on a dense board every change of a
+-- window's total is tallied too.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local MAX = 9007199254740991
@@ -145,7 +139,6 @@ if limit and group > 0 and mode == 'sums' and ARGV[7] ~= '' then
   return redis.error_reply('ERR write.lua: a keyed call in mode sums stops at listed points only')
 end
 
-local MAX_SPLITS = 32
 local A = 12 -- ARGV[A + j]: windows, then cutoffs, then slot starts
 local TOTALS, STAGES = 5, 5 + n
 local geo_key = KEYS[5]
@@ -164,26 +157,14 @@ local dense_board = #KEYS > DENSE
 local build_tally, build_dense = nil, nil
 if dense_board then build_tally, build_dense = KEYS[DENSE + 2 * n + 1], KEYS[DENSE + 2 * n + 2] end
 
--- Adds delta to member's total in window j (and its tally, on a dense board).
-local function add_window(j, member, delta)
-  if dense_board then
-    add_total(KEYS[TOTALS + j], member, delta, KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j])
-  else
-    add_total(KEYS[TOTALS + j], member, delta)
-  end
-end
+local add_window = window_totals(TOTALS, dense_board and DENSE)
+local fp, carried = string.match(fingerprint, '^([^:]*):?(%d*)$')
 if fingerprint ~= '' then
-  local stored = redis.call('GET', idem)
-  if stored then
-    local parts = {}
-    for part in string.gmatch(stored, '%S+') do parts[#parts + 1] = part end
-    if tonumber(parts[3]) > tonumber(ARGV[8]) then
-      local recorded, events = string.match(parts[1], '^([^:]*):?(%d*)$')
-      if recorded ~= string.match(fingerprint, '^[^:]*') then return { 5 } end
-      local reply = { 4, tonumber(parts[2]), tonumber(events) or -1 }
-      for x = 4, #parts do reply[#reply + 1] = tonumber(parts[x]) end
-      return reply
-    end
+  local found = key_record(idem, fp, ARGV[8])
+  if found == false then return { 5 } end
+  if found then
+    table.insert(found, 1, 4)
+    return found
   end
 end
 
@@ -191,10 +172,7 @@ end
 -- applying the write's first `events` events (nil: all it carried).
 local function remember(recorded, events)
   if fingerprint ~= '' then
-    local fp, carried = string.match(fingerprint, '^([^:]*):?(%d*)$')
-    local value = fp .. ':' .. (events or carried) .. ' ' .. ARGV[8] .. ' ' .. ARGV[9]
-    if #recorded > 0 then value = value .. ' ' .. table.concat(recorded, ' ') end
-    redis.call('SET', idem, value, 'PX', ARGV[10])
+    set_key_record(idem, fp, events or carried, ARGV[8], ARGV[9], ARGV[10], recorded)
   end
 end
 local bound = tonumber(record[3])
@@ -218,22 +196,8 @@ if record[4] and lease_held(record[6]) then
     if ARGV[A + j] == record[4] then rebuilt = j end
   end
 end
-local scanning = record[5] == 'scan'
-
--- Tells a running recompute about an entry of slot i applied at stage k (see above).
-local function tell_recompute(i, k, member, delta)
-  if rebuilt and k < rebuilt then
-    if scanning then
-      redis.call('SADD', KEYS[4], member)
-    elseif redis.call('SISMEMBER', KEYS[4], member) == 0 then
-      add_total(KEYS[3], member, delta, build_tally, build_dense)
-    elseif member == record[7 + n]
-      and tonumber(ARGV[A + 2 * n + i]) <= tonumber(record[8 + n]) then
-      -- The member being folded, in a slot its fold has summed already.
-      redis.call('HINCRBY', board, 'rb_fold_sum', delta)
-    end
-  end
-end
+local tell_recompute = recompute_hook(board, KEYS[3], KEYS[4], rebuilt, record[5] == 'scan',
+  record[7 + n], record[8 + n], build_tally, build_dense)
 
 local stage = {}
 for i = 1, m do
@@ -244,92 +208,15 @@ for i = 1, m do
   stage[i] = k
 end
 
--- Compact slots: geometry per distinct slot (false: plain), and the layout of new ones.
+-- Slot forms (prelude): plain, compact, or compact being relaid out as plain.
 local new_layout, fill, hashed = string.match(ARGV[11], '^(%a+) (%d+) ([01])$')
 if record[9 + n] then new_layout = record[9 + n] end
-fill = tonumber(fill)
-
--- A fresh slot's geometry: the bucket count the newest older slot's count fills.
-local function sized_like_before(ts)
-  local before = redis.call('ZREVRANGEBYSCORE', index, '(' .. ts, '-inf', 'LIMIT', 0, 1)[1]
-  local prev = before and slot_geometry(geo_key, before)
-  return sized_geometry(prev and prev.count or 0, fill, 0)
-end
 -- The current slot's start: fresh slots from it on are created plain (see the header).
 local current = tonumber(ARGV[A + n + 1]) + tonumber(ARGV[A + 1])
-local geo, fresh, grew = {}, {}, {}
-local stored_geo = m > 0 and redis.call('HMGET', geo_key, unpack(ARGV, A + 2 * n + 1, A + 2 * n + m)) or {}
-for i = 1, m do
-  geo[i], grew[i] = false, 0
-  if stage[i] < n then
-    local ts = ARGV[A + 2 * n + i]
-    local g = parse_geometry(stored_geo[i])
-    if not g and new_layout == 'compact' and tonumber(ts) < current
-      and not redis.call('ZSCORE', index, ts) then
-      g = sized_like_before(ts)
-      fresh[i] = true
-    end
-    geo[i] = g or false
-  end
-end
-
--- The key that holds `member`'s value in stage `st` (1-based) of distinct slot i; `h`
--- is the member's hash when the caller sent it.
-local function target_key(i, st, member, h)
-  local key = KEYS[STAGES + (i - 1) * n + st]
-  if not geo[i] or geo[i].to_plain then return key end
-  return bucket_key(key, bucket_of(geo[i], h or member_hash(member)))
-end
-
--- `member`'s value in stage `st` of slot i, both forms summed (stage_value).
-local function value_in(i, st, member, h)
-  local bucket = geo[i] and bucket_of(geo[i], h or member_hash(member))
-  return stage_value(KEYS[STAGES + (i - 1) * n + st], bucket, member)
-end
-
--- Notes that an HINCRBY of `delta` on slot i answered `value`: a new field when equal.
-local function counted(i, value, delta)
-  if geo[i] and value == tonumber(delta) then grew[i] = grew[i] + 1 end
-end
-
--- Splits bucket p of stage 1 of distinct slot i (see the header).
-local function split(i)
-  local g, stage_key = geo[i], KEYS[STAGES + (i - 1) * n + 1]
-  local size = 2 ^ g.L
-  local from, to = bucket_key(stage_key, g.p), bucket_key(stage_key, g.p + size)
-  local all = redis.call('HGETALL', from)
-  local moved, gone = {}, {}
-  for x = 1, #all, 2 do
-    if member_hash(all[x]) % (2 * size) ~= g.p then
-      moved[#moved + 1], moved[#moved + 2] = all[x], all[x + 1]
-      gone[#gone + 1] = all[x]
-    end
-  end
-  if #gone > 0 then
-    redis.call('HSET', to, unpack(moved))
-    redis.call('HDEL', from, unpack(gone))
-  end
-  g.p = g.p + 1
-  if g.p == size then g.L, g.p = g.L + 1, 0 end
-end
-
--- Stores the geometry of every compact slot this call changed, splitting stage 1 of
--- those no window froze while they are over their fill.
-local function save_geometries()
-  for i = 1, m do
-    local g = geo[i]
-    if g and (fresh[i] or grew[i] > 0) then
-      g.count = g.count + grew[i]
-      local splits = 0
-      while stage[i] == 0 and not g.to_plain and splits < MAX_SPLITS
-        and g.count > fill * bucket_count(g) do
-        split(i)
-        splits = splits + 1
-      end
-      redis.call('HSET', geo_key, ARGV[A + 2 * n + i], geometry_text(g))
-    end
-  end
-end
+local slots = write_slots(geo_key, index, STAGES, n, m, A + 2 * n, stage, new_layout,
+  tonumber(fill), current)
+local geo, target_key, value_in, counted = slots.geo, slots.key, slots.value, slots.counted
+local save_geometries = slots.save
 
 local hashes = hashed == '1' and ARGV[A + 2 * n + m + 1] or nil
 local first = A + 2 * n + m + (hashes and 2 or 1)
@@ -480,7 +367,7 @@ if mode == 'sums' then
           redis.call('HDEL', target, member)
         end
         for j = k + 1, n do add_window(j, member, delta) end
-        tell_recompute(i, k, member, delta)
+        if tell_recompute then tell_recompute(ARGV[A + 2 * n + i], k, member, delta) end
         grown = grown + math.abs(tonumber(delta))
       end
     end
@@ -544,7 +431,7 @@ while true do
           redis.call('HDEL', target, member)
         end
         for j = k + 1, n do add_window(j, member, delta) end
-        tell_recompute(i, k, member, delta)
+        if tell_recompute then tell_recompute(ARGV[A + 2 * n + i], k, member, delta) end
         status[x + 3] = 0
       else
         status[x + 3] = 2
