@@ -1,7 +1,6 @@
 //! The [`Store`] trait: what every backend means by boards (create, load, write, read,
 //! retire, recompute, snapshots), and its accessors to the sub-stores of the other
-//! systems, one trait per system beside this file. What a store did with one write is
-//! a [`WriteStatus`].
+//! systems, one trait per system beside this file.
 
 use async_trait::async_trait;
 
@@ -21,25 +20,8 @@ use super::rates::RateStore;
 use super::server::ServerStore;
 use super::stats::StatsStore;
 use super::trending::TrendingStore;
+use super::write_status::WriteStatus;
 use crate::domain::SlotWrite;
-
-/// What a store did with one [`SlotWrite`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteStatus {
-    /// Counted in the slot and in every window that still contains the slot.
-    Applied,
-    /// Every window had already frozen the slot out.
-    TooLate,
-    /// A total or the slot value would leave ±(2^53 − 1).
-    OutOfRange,
-    /// Not confirmed: the write's events took several store calls and the one carrying
-    /// this write failed (or was never sent) after others were applied. It may or may not
-    /// be counted (a call whose reply was lost may have been applied).
-    Unconfirmed,
-    /// Not applied: as [`Unconfirmed`](Self::Unconfirmed), but Redis refused the failed
-    /// call at its memory limit, so neither it nor the later calls applied anything.
-    StoreFull,
-}
 
 /// A board store: what every backend means by boards, and through its accessors its
 /// counters, stats, rate windows and trending boards. All methods are safe to call

@@ -2,9 +2,10 @@
 //! the key's time to live, what it answered, in the same atomic step, so a retried write
 //! is applied once and answered as the first time.
 
+use super::write_status::WriteStatus;
+use crate::domain::SlotWrite;
 use crate::domain::{Span, Timestamp};
 use crate::error::{Error, Result};
-use crate::store::{SlotWrite, WriteStatus};
 
 /// The key a write is recorded under.
 #[derive(Debug, Clone, PartialEq, Eq)]

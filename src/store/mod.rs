@@ -17,9 +17,10 @@ mod redis;
 mod server;
 mod stats;
 pub(crate) mod trending;
+mod write_status;
 
+pub use boards::Store;
 pub(crate) use boards::new_version;
-pub use boards::{Store, WriteStatus};
 pub use counters::{CounterCleaned, CounterInfo, CounterStore, Incremented};
 pub use keyed::{Keyed, Recorded, WriteKey};
 pub use stats::{StatRecord, StatsStore};
@@ -31,5 +32,6 @@ pub use redis::{IngestOptions, RedisOptions, RedisStore, RetireOptions};
 pub(crate) use redis::{RedisConn, Retry, check_url, redact};
 pub use server::ServerStore;
 pub use trending::{TrendKeyed, TrendingStore};
+pub use write_status::WriteStatus;
 
 pub use crate::domain::SlotWrite;

@@ -7,7 +7,7 @@
 
 use redis::{Client, ErrorKind, RedisError};
 
-use super::RedisOptions;
+use super::options::RedisOptions;
 use crate::error::{Error, Result};
 
 /// The client for `url` with the TLS trust of `options`.

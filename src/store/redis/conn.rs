@@ -28,9 +28,9 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisError, ScriptInvocation};
 
-use super::RedisOptions;
 use super::errors::{reply_lost, store_error};
 use super::handle::{CLUSTER_RETRIES, Handle, follow_redirects};
+use super::options::RedisOptions;
 use super::refusal::Refusal;
 use super::scripts::Scripts;
 use crate::domain::{BoardName, Layout};

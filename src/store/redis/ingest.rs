@@ -37,7 +37,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
 use futures_channel::mpsc;
 use futures_util::StreamExt;
@@ -45,58 +44,13 @@ use tokio::sync::{Semaphore, oneshot};
 
 use super::budget::Budget;
 use super::conn::RedisConn;
+use super::options::IngestOptions;
 use super::write::{SumsReply, fast_status, send_events, send_sums};
 use super::write_call::{Answer, Sums, Unguarded, WriteCall};
 use crate::board::Board;
 use crate::domain::{BoardName, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::{SlotWrite, WriteStatus};
-
-/// How batches form.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IngestOptions {
-    /// A batch stops growing at this many distinct (slot, member) pairs: it bounds the
-    /// work, and so the duration, of one `write.lua` call.
-    pub max_batch_members: usize,
-    /// A batch also stops growing at this many events.
-    pub max_batch_events: usize,
-    /// Most batches of one board in flight at once.
-    pub max_in_flight: usize,
-    /// How long one `write.lua` call may hold Redis, about: the pairs per call adapt to
-    /// each board's measured cost so that calls stay near this (never fewer than one
-    /// pair per call; `Duration::ZERO`: one pair per call), and a call that has run this
-    /// long stops at its next check (see `call_check_every`) and leaves the rest to the
-    /// next call. Default 1 ms.
-    pub call_budget: Duration,
-    /// What the pairs per call are sized for, when not `call_budget` (tests: a long
-    /// target with a zero budget makes every call stop after its first check).
-    pub call_target: Option<Duration>,
-    /// A call reads the server's clock every this many pairs (or events) to know whether
-    /// it has run its budget: a clock read costs ~0.6 µs, a pair 1–12 µs. Default 16.
-    pub call_check_every: usize,
-    /// A board's committer task ends after this long without writes, once its batches
-    /// in flight are applied (a dropped board's ends at once), so boards no longer
-    /// written cost nothing: a live committer holds about 1 KB (its task, queue and
-    /// semaphore), which across many boards is more than the rest of a board's state in
-    /// the service. A committer only batches writes that queue while its calls are in
-    /// flight, so a short idle loses no batching; starting one again costs a task spawn
-    /// (microseconds, against a Redis round trip). Default 250 ms.
-    pub committer_idle: Duration,
-}
-
-impl Default for IngestOptions {
-    fn default() -> Self {
-        IngestOptions {
-            max_batch_members: 1000,
-            max_batch_events: 20_000,
-            max_in_flight: 3,
-            call_budget: Duration::from_millis(1),
-            call_target: None,
-            call_check_every: 16,
-            committer_idle: Duration::from_millis(250),
-        }
-    }
-}
 
 /// One caller's writes, waiting for their statuses.
 struct Submission {

@@ -23,9 +23,7 @@
 //! board's slot index. Which calls are sent again after a lost reply is stated at each
 //! call by its [`Retry`](conn::Retry) class (see `docs/design.md`, "Retry classes").
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -45,6 +43,7 @@ mod keys;
 mod layout;
 mod memory_info;
 mod once;
+pub(crate) mod options;
 mod rates;
 mod read;
 mod recompute;
@@ -53,7 +52,6 @@ mod registry;
 mod relayout;
 mod reply;
 mod retire;
-pub(super) mod retire_options;
 mod script_pipeline;
 mod scripts;
 mod slot_index;
@@ -70,8 +68,7 @@ mod write_call;
 pub(crate) use client::{check_url, redact};
 pub(crate) use conn::{RedisConn, Retry};
 use ingest::Ingest;
-pub use ingest::IngestOptions;
-pub use retire_options::RetireOptions;
+pub use options::{IngestOptions, RedisOptions, RetireOptions};
 
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
@@ -84,44 +81,6 @@ use crate::error::Result;
 use crate::memory_check::MemoryReading;
 use crate::store::{CounterStore, ServerStore, StatsStore};
 use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus};
-
-/// Connection settings for [`RedisStore`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RedisOptions {
-    /// How long to wait for any one reply before reporting the store unavailable (a
-    /// read is sent once more after a lost reply, so it can wait twice this).
-    pub response_timeout: Duration,
-    /// How long one connection attempt may take (TCP, TLS handshake, AUTH).
-    pub connection_timeout: Duration,
-    /// A PEM file of the CA that signed the server's certificate, for `rediss://` URLs
-    /// to a Redis with a private CA; `None` trusts the system's roots. The certificate
-    /// is verified either way.
-    pub tls_ca: Option<PathBuf>,
-    /// How concurrent writes are batched (group commit).
-    pub ingest: IngestOptions,
-    /// The layout of boards created without one (`BoardConfig::with_layout`); it
-    /// decides the layout of each of their slots when the slot is created. Compact by
-    /// default: a third of the memory, for a little write throughput (see
-    /// `docs/design.md`, "Compact slots", "Which layout by default").
-    pub default_layout: Layout,
-    /// How retirement passes run (chunks, time budgets, the swap path, compaction).
-    pub retire: RetireOptions,
-}
-
-impl Default for RedisOptions {
-    fn default() -> Self {
-        RedisOptions {
-            // Scripts are bounded to a few milliseconds; two seconds only trips when Redis
-            // is really stuck or gone, and then a fast error beats a hung request.
-            response_timeout: Duration::from_secs(2),
-            connection_timeout: Duration::from_secs(2),
-            tls_ca: None,
-            ingest: IngestOptions::default(),
-            default_layout: Layout::Compact,
-            retire: RetireOptions::default(),
-        }
-    }
-}
 
 /// Attempts to extend a board before giving up (each after a retirement).
 const EXTEND_ATTEMPTS: usize = 5;

@@ -14,9 +14,9 @@ use redis::Value;
 use crate::board::Board;
 use crate::domain::RetireReport;
 use crate::error::{Error, Result};
-use crate::store::redis::RetireOptions;
 use crate::store::redis::conn::{RedisConn, Retry};
 use crate::store::redis::keys;
+use crate::store::redis::options::RetireOptions;
 use crate::store::redis::reply::{array, int, string};
 
 /// Slots listed per `retire_begin.lua` call.

@@ -28,8 +28,8 @@ pub(super) use small::retire_small;
 
 use swap::Swap;
 
-use super::RetireOptions;
 use super::conn::RedisConn;
+use super::options::RetireOptions;
 use crate::board::Board;
 use crate::domain::{RetireReport, Timestamp};
 use crate::error::Result;

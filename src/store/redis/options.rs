@@ -1,0 +1,129 @@
+//! How the Redis store is tuned: its connection ([`RedisOptions`]), how concurrent writes
+//! form batches ([`IngestOptions`]) and how a retirement pass runs ([`RetireOptions`]).
+//! Redis tuning: the [`Store`](crate::store::Store) trait takes none of it; the store
+//! holds its own, and `ServerStore::retire_with` takes other retirement options for one
+//! pass.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::domain::Layout;
+
+/// Connection settings for [`RedisStore`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisOptions {
+    /// How long to wait for any one reply before reporting the store unavailable (a
+    /// read is sent once more after a lost reply, so it can wait twice this).
+    pub response_timeout: Duration,
+    /// How long one connection attempt may take (TCP, TLS handshake, AUTH).
+    pub connection_timeout: Duration,
+    /// A PEM file of the CA that signed the server's certificate, for `rediss://` URLs
+    /// to a Redis with a private CA; `None` trusts the system's roots. The certificate
+    /// is verified either way.
+    pub tls_ca: Option<PathBuf>,
+    /// How concurrent writes are batched (group commit).
+    pub ingest: IngestOptions,
+    /// The layout of boards created without one (`BoardConfig::with_layout`); it
+    /// decides the layout of each of their slots when the slot is created. Compact by
+    /// default: a third of the memory, for a little write throughput (see
+    /// `docs/design.md`, "Compact slots", "Which layout by default").
+    pub default_layout: Layout,
+    /// How retirement passes run (chunks, time budgets, the swap path, compaction).
+    pub retire: RetireOptions,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        RedisOptions {
+            // Scripts are bounded to a few milliseconds; two seconds only trips when Redis
+            // is really stuck or gone, and then a fast error beats a hung request.
+            response_timeout: Duration::from_secs(2),
+            connection_timeout: Duration::from_secs(2),
+            tls_ca: None,
+            ingest: IngestOptions::default(),
+            default_layout: Layout::Compact,
+            retire: RetireOptions::default(),
+        }
+    }
+}
+
+/// How batches form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IngestOptions {
+    /// A batch stops growing at this many distinct (slot, member) pairs: it bounds the
+    /// work, and so the duration, of one `write.lua` call.
+    pub max_batch_members: usize,
+    /// A batch also stops growing at this many events.
+    pub max_batch_events: usize,
+    /// Most batches of one board in flight at once.
+    pub max_in_flight: usize,
+    /// How long one `write.lua` call may hold Redis, about: the pairs per call adapt to
+    /// each board's measured cost so that calls stay near this (never fewer than one
+    /// pair per call; `Duration::ZERO`: one pair per call), and a call that has run this
+    /// long stops at its next check (see `call_check_every`) and leaves the rest to the
+    /// next call. Default 1 ms.
+    pub call_budget: Duration,
+    /// What the pairs per call are sized for, when not `call_budget` (tests: a long
+    /// target with a zero budget makes every call stop after its first check).
+    pub call_target: Option<Duration>,
+    /// A call reads the server's clock every this many pairs (or events) to know whether
+    /// it has run its budget: a clock read costs ~0.6 µs, a pair 1–12 µs. Default 16.
+    pub call_check_every: usize,
+    /// A board's committer task ends after this long without writes, once its batches
+    /// in flight are applied (a dropped board's ends at once), so boards no longer
+    /// written cost nothing: a live committer holds about 1 KB (its task, queue and
+    /// semaphore), which across many boards is more than the rest of a board's state in
+    /// the service. A committer only batches writes that queue while its calls are in
+    /// flight, so a short idle loses no batching; starting one again costs a task spawn
+    /// (microseconds, against a Redis round trip). Default 250 ms.
+    pub committer_idle: Duration,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions {
+            max_batch_members: 1000,
+            max_batch_events: 20_000,
+            max_in_flight: 3,
+            call_budget: Duration::from_millis(1),
+            call_target: None,
+            call_check_every: 16,
+            committer_idle: Duration::from_millis(250),
+        }
+    }
+}
+
+/// How a retirement pass of the Redis store runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetireOptions {
+    /// Most slot fields one script call subtracts.
+    pub chunk_size: usize,
+    /// How long one script call may work: it stops before a step (about 50 fields) that
+    /// would likely overrun it, so Redis never blocks for long, whatever the machine.
+    pub chunk_budget: std::time::Duration,
+    /// Stop after this many chunk calls (the pass reports `complete: false`). `None` runs
+    /// to the end. A later pass resumes exactly where this one stopped.
+    pub max_chunks: Option<usize>,
+    /// Compact, after retiring a compact board, the slot that just closed (written plain
+    /// while it was open: `docs/design.md`, "Compact slots"), in calls of `chunk_budget`.
+    /// `false` retires only (the benchmark times retirement alone).
+    pub compact: bool,
+    /// Window 1 of a board whose first window is one slot long retires the slot that
+    /// closed by a swap (Redis store, `retire_swap.lua`: its totals rebuilt from the
+    /// newer slots, the closed slot's stage moved by `RENAME`) when the rebuild reads at
+    /// most this many fields (the newer slots' first stage plus the closed slot's
+    /// second); otherwise, and with 0, chunk by chunk.
+    pub swap_fields: usize,
+}
+
+impl Default for RetireOptions {
+    fn default() -> Self {
+        RetireOptions {
+            chunk_size: 1000,
+            chunk_budget: std::time::Duration::from_micros(1500),
+            max_chunks: None,
+            compact: true,
+            swap_fields: 600,
+        }
+    }
+}

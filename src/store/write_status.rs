@@ -1,0 +1,20 @@
+//! [`WriteStatus`]: what a store did with one write of a board, as the store answers it
+//! and as an idempotency key's record keeps it.
+
+/// What a store did with one [`SlotWrite`](crate::domain::SlotWrite).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteStatus {
+    /// Counted in the slot and in every window that still contains the slot.
+    Applied,
+    /// Every window had already frozen the slot out.
+    TooLate,
+    /// A total or the slot value would leave ±(2^53 − 1).
+    OutOfRange,
+    /// Not confirmed: the write's events took several store calls and the one carrying
+    /// this write failed (or was never sent) after others were applied. It may or may not
+    /// be counted (a call whose reply was lost may have been applied).
+    Unconfirmed,
+    /// Not applied: as [`Unconfirmed`](Self::Unconfirmed), but Redis refused the failed
+    /// call at its memory limit, so neither it nor the later calls applied anything.
+    StoreFull,
+}
