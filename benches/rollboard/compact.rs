@@ -1,4 +1,4 @@
-//! Both slot layouts side by side (`docs/design.md`, "Compact slots"): retirement of a
+//! Both slot layouts side by side (`docs/compact-slots.md`, "Compact slots"): retirement of a
 //! 200,000-member slot on a two-window board, each window against the `ZINCRBY` ceiling
 //! (phase `retire`), and Redis memory per live (slot, member) with the ingest that
 //! filled it (phase `memory`). Every board is written through the library's write path,
@@ -74,7 +74,7 @@ struct Case {
 /// window, while readers hammer the board's top 10; each window against the `ZINCRBY`
 /// ceiling measured right before it (this machine's speed drifts over a phase). The slot
 /// is written while it is open, as users write: on compact boards the open slot is plain
-/// and the retirer compacts it once closed (`docs/design.md`, "Compact slots"). With
+/// and the retirer compacts it once closed (`docs/compact-slots.md`, "Compact slots"). With
 /// hourly slots the slot leaves window 1 the moment it closes, so window 1 retires it
 /// plain and the compaction follows (converting what window 2 will retire); with
 /// half-hour slots it is compacted half an hour before window 1 retires it. Each

@@ -12,7 +12,7 @@ pub enum Layout {
     /// One hash per slot and stage.
     Plain,
     /// Each slot's stages split into small hashes by a hash of the member, so that each
-    /// stays in Redis's compact listpack encoding (`docs/design.md`, "Compact slots").
+    /// stays in Redis's compact listpack encoding (`docs/compact-slots.md`, "Compact slots").
     Compact,
 }
 

@@ -441,6 +441,6 @@ pub async fn recompute(
     let task = tokio::spawn(async move { boards.recompute(&board, window).await });
     let report = task
         .await
-        .map_err(|e| crate::Error::Store(format!("recompute task failed: {e}")))??;
+        .map_err(|e| crate::Error::store(format!("recompute task failed: {e}")))??;
     Ok(Json(report))
 }

@@ -266,7 +266,7 @@ async fn applied(conn: &RedisConn) -> Result<std::collections::BTreeMap<u32, App
         .await?;
     raw.into_iter()
         .map(|(id, json)| {
-            let bad = |what: String| Error::Store(format!("{APPLIED_KEY} field {id:?}: {what}"));
+            let bad = |what: String| Error::store(format!("{APPLIED_KEY} field {id:?}: {what}"));
             let number = id.parse::<u32>().map_err(|e| bad(e.to_string()))?;
             let record = serde_json::from_str(&json).map_err(|e| bad(e.to_string()))?;
             Ok((number, record))

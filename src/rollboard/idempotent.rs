@@ -93,7 +93,7 @@ impl Rollboard {
             outcome.rejected.sort_by_key(|r| r.index);
             return Ok(KeyedOutcome { outcome, replayed });
         }
-        Err(Error::Store(format!(
+        Err(Error::store(format!(
             "the record of idempotency key {key:?} changed while its write was admitted again"
         )))
     }

@@ -1,6 +1,6 @@
 //! Changing a board's layout online: the slots it creates from now on take the new
 //! layout; live slots keep theirs until they retire, or are converted now (an active
-//! relayout). Exact while writes go on; see `docs/design.md`, "Relayout".
+//! relayout). Exact while writes go on; see `docs/compact-slots.md`, "Relayout".
 
 use super::Rollboard;
 use crate::domain::{BoardName, Layout, RelayoutOptions, RelayoutReport};

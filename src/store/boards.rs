@@ -182,7 +182,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Retires everything overdue at `now`, window by window, as the store's own tuning
     /// says; a store with slot layouts then compacts the slot that just closed (a compact
-    /// board's open slot is written plain: `docs/design.md`, "Compact slots").
+    /// board's open slot is written plain: `docs/compact-slots.md`, "Compact slots").
     async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport>;
 
     /// Takes the board's period snapshots at the boundary `slot_start(now)`, if its

@@ -61,7 +61,7 @@ impl Recorded {
                 })
                 .collect()),
             Recorded::Statuses(statuses) if statuses.len() == writes.len() => Ok(statuses.clone()),
-            Recorded::Statuses(statuses) => Err(Error::Store(format!(
+            Recorded::Statuses(statuses) => Err(Error::store(format!(
                 "a keyed write recorded {} statuses for {} writes",
                 statuses.len(),
                 writes.len()

@@ -1,4 +1,4 @@
-//! The jobs on compact boards (slot data in buckets, see `docs/design.md`, "Compact
+//! The jobs on compact boards (slot data in buckets, see `docs/compact-slots.md`, "Compact
 //! slots"): import, export (and back into a plain and a compact board), history after
 //! an import, and the legacy import, each exact.
 

@@ -250,7 +250,7 @@ pub struct RedisConnectionArgs {
     #[arg(long, env = "ROLLBOARD_REDIS_RESPONSE_TIMEOUT")]
     pub redis_response_timeout: Option<rollboard::service::Timeout>,
     /// Layout of the slots of boards created without one: plain or compact [default:
-    /// compact] (see docs/design.md, "Compact slots").
+    /// compact] (see docs/compact-slots.md, "Compact slots").
     #[arg(long, env = "ROLLBOARD_DEFAULT_LAYOUT", value_name = "LAYOUT")]
     pub default_layout: Option<rollboard::Layout>,
 }

@@ -257,7 +257,7 @@ async fn absorb(
         return Ok(());
     };
     let (lines, size, outcome) =
-        joined.map_err(|e| Error::Store(format!("import task failed: {e}")))?;
+        joined.map_err(|e| Error::store(format!("import task failed: {e}")))?;
     let outcome = outcome.map_err(|source| ImportError::Stopped {
         source,
         imported: report.imported,

@@ -48,7 +48,7 @@ pub(super) fn record_read(name: &BoardName) -> redis::Cmd {
 /// competition; no `snapshots`: a board that takes none; no `layout`: the store's
 /// default).
 pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
-    let corrupt = |what: &str| Error::Store(format!("board record of {name:?} has a bad {what}"));
+    let corrupt = |what: &str| Error::store(format!("board record of {name:?} has a bad {what}"));
     let version = string(&fields[0], "version")?
         .parse::<u64>()
         .map_err(|_| corrupt("version"))?;
@@ -73,7 +73,7 @@ pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
                 .with_snapshots(snapshots)
                 .with_layout(layout)
         })
-        .map_err(|e| Error::Store(format!("board record of {name:?}: {e}")))?;
+        .map_err(|e| Error::store(format!("board record of {name:?}: {e}")))?;
     Ok(Board {
         name: name.clone(),
         config,
@@ -90,7 +90,7 @@ pub(super) fn parse_windows(text: &str) -> Result<Vec<Span>> {
                 .ok()
                 .and_then(|s| Span::from_seconds(s).ok())
                 .ok_or_else(|| {
-                    Error::Store(format!("bad windows field in a board record: {text:?}"))
+                    Error::store(format!("bad windows field in a board record: {text:?}"))
                 })
         })
         .collect()
@@ -106,7 +106,7 @@ pub(super) const TREND_FIELDS: &[&str] =
     &["version", "half_life", "floor", "max_age", "created_ms"];
 
 fn corrupt(name: &BoardName, what: &str) -> Error {
-    Error::Store(format!(
+    Error::store(format!(
         "trending board record of {name:?} has a bad {what}"
     ))
 }
@@ -128,7 +128,7 @@ pub(super) fn parse_trending(name: &BoardName, fields: &[Value]) -> Result<Trend
     let config = TrendingConfig::new(half_life)
         .and_then(|c| c.with_floor(floor))
         .and_then(|c| c.with_max_age(max_age))
-        .map_err(|e| Error::Store(format!("trending board record of {name:?}: {e}")))?;
+        .map_err(|e| Error::store(format!("trending board record of {name:?}: {e}")))?;
     Ok(TrendingBoard {
         name: name.clone(),
         config,

@@ -130,7 +130,7 @@ impl Extension {
     /// The error of an extension that kept being refused: every retirement froze new
     /// slots of the largest window before the next attempt.
     pub(super) fn kept_freezing(&self) -> Error {
-        Error::Store(format!(
+        Error::store(format!(
             "board {:?}: its largest window kept freezing new slots; try again",
             self.existing.name.as_str()
         ))
@@ -340,7 +340,7 @@ async fn slot_geometries(conn: &RedisConn, name: &BoardName) -> Result<Vec<(i64,
         .map(|(slot, geometry)| {
             let parsed = slot.parse::<i64>().ok().zip(bucket_count(geometry));
             parsed.ok_or_else(|| {
-                Error::Store(format!(
+                Error::store(format!(
                     "board {:?}: bad slot geometry {slot:?} -> {geometry:?}",
                     name.as_str()
                 ))

@@ -171,7 +171,7 @@ impl RedisConn {
         info.arg("cluster");
         let text: String = conn.query(&info, None, Retry::Idempotent).await?;
         if text.lines().any(|l| l.trim() == "cluster_enabled:1") {
-            return Err(crate::error::Error::Store(format!(
+            return Err(crate::error::Error::store(format!(
                 "{job} scans Redis's keys and runs on a single Redis only: {} is a node of a \
                  Redis Cluster (see docs/operations.md, \"Running on Redis Cluster\")",
                 super::client::redact(url)

@@ -45,7 +45,7 @@ fn parse_csv(text: &str) -> Result<Vec<Span>> {
             p.parse::<u64>()
                 .ok()
                 .and_then(|s| Span::from_seconds(s).ok())
-                .ok_or_else(|| Error::Store(format!("bad counter precisions {text:?}")))
+                .ok_or_else(|| Error::store(format!("bad counter precisions {text:?}")))
         })
         .collect()
 }
@@ -290,7 +290,7 @@ impl CounterStore for RedisStore {
                 _ => continue,
             }
         }
-        Err(Error::Store(format!(
+        Err(Error::store(format!(
             "counter {name:?} kept changing its precisions"
         )))
     }
@@ -340,7 +340,7 @@ impl CounterStore for RedisStore {
                 }
                 "kept" | "gone" => return Ok(cleaned),
                 other => {
-                    return Err(Error::Store(format!(
+                    return Err(Error::store(format!(
                         "counter clean-up of {name:?} answered {other:?}"
                     )));
                 }

@@ -87,9 +87,7 @@ pub(super) async fn describe(
     for j in 0..windows.len() {
         let marks = array(reply[3 + 3 * j].clone(), "window fields")?;
         let [done, since, building] = marks.as_slice() else {
-            return Err(Error::Store(
-                "the board record answered a partial window".into(),
-            ));
+            return Err(Error::store("the board record answered a partial window"));
         };
         let retired_through = int(done, "done")?;
         let state = WindowState {

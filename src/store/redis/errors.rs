@@ -56,6 +56,6 @@ pub(super) fn unavailable_or_store(err: RedisError) -> Error {
     {
         Error::StoreUnavailable(err.to_string())
     } else {
-        Error::Store(err.to_string())
+        Error::store(err.to_string())
     }
 }

@@ -1,6 +1,6 @@
 //! A compact slot's geometry as the client reads it. A compact slot's stage is split
 //! into buckets by linear hashing; its geometry, `"<L> <p> <count>"` in the board's
-//! `slotgeo_{<board>}` hash (see `docs/design.md`, "Compact slots"), says how many
+//! `slotgeo_{<board>}` hash (see `docs/compact-slots.md`, "Compact slots"), says how many
 //! buckets there are (N = 2^L + p) and which bucket holds a member's hash, as the
 //! prelude's `bucket_of` computes it. A drop needs the count, compaction the buckets.
 

@@ -104,7 +104,7 @@ async fn history_range(
         .await?;
     let items = array(reply, "history")?;
     let [kind, newest, rest @ ..] = items.as_slice() else {
-        return Err(Error::Store("history answered too little".into()));
+        return Err(Error::store("history answered too little"));
     };
     match string(kind, "history reply")?.as_str() {
         "slots" => Ok(HistoryReply::Slots(
@@ -119,10 +119,10 @@ async fn history_range(
                         slot: int(slot, "slot")?,
                         value: int(value, "value")?,
                     }),
-                    _ => Err(Error::Store("history answered a partial point".into())),
+                    _ => Err(Error::store("history answered a partial point")),
                 })
                 .collect::<Result<_>>()?,
         }),
-        other => Err(Error::Store(format!("history answered {other:?}"))),
+        other => Err(Error::store(format!("history answered {other:?}"))),
     }
 }

@@ -359,10 +359,7 @@ async fn commit(conn: &RedisConn, budget: &Budget, batch: Batch) {
                 exact(conn, &call, &submission.writes, statuses).await
             }
             Some(Stopped::Failed(error)) => settle(statuses, error),
-            None => settle(
-                statuses,
-                &Error::Store("a batch pair was left unsent".into()),
-            ),
+            None => settle(statuses, &Error::store("a batch pair was left unsent")),
         };
         let _ = submission.reply.send(result);
     }
@@ -411,5 +408,5 @@ async fn exact(
             Err(error) => return settle(statuses, &error),
         }
     }
-    settle(statuses, &Error::Store("no write was applied".into()))
+    settle(statuses, &Error::store("no write was applied"))
 }

@@ -5,7 +5,7 @@
 //! (`RedisOptions::default_layout`), which each write call passes
 //! along. Buckets split when they hold `bucket_fill` fields on average, which this
 //! module derives from the server's `hash-max-listpack-entries`, so that buckets stay in
-//! Redis's compact listpack encoding (`docs/design.md`, "Compact slots").
+//! Redis's compact listpack encoding (`docs/compact-slots.md`, "Compact slots").
 //!
 //! The connection reads that limit once, at connect, and knows nothing of layouts; this
 //! module adds [`RedisConn::layout`], which derives the [`SlotLayout`] from it.

@@ -94,7 +94,7 @@ pub(super) async fn write_keyed(
                             recorded,
                         });
                     }
-                    return Err(Error::Store(format!(
+                    return Err(Error::store(format!(
                         "the records of idempotency key {:?} disagree (written at {} and {} ms): retried after its time to live?",
                         key.name,
                         first.unix_millis(),
@@ -104,7 +104,7 @@ pub(super) async fn write_keyed(
                 // A record from before counts were kept covers the whole span's rest.
                 let count = events.unwrap_or(rest.len());
                 if count > rest.len() || (count == 0 && !rest.is_empty()) {
-                    return Err(Error::Store(format!(
+                    return Err(Error::store(format!(
                         "a record of idempotency key {:?} covers {count} events at {pos} of {}",
                         key.name,
                         writes.len()

@@ -26,7 +26,7 @@ pub struct RedisOptions {
     /// The layout of boards created without one (`BoardConfig::with_layout`); it
     /// decides the layout of each of their slots when the slot is created. Compact by
     /// default: a third of the memory, for a little write throughput (see
-    /// `docs/design.md`, "Compact slots", "Which layout by default").
+    /// `docs/compact-slots.md`, "Compact slots", "Which layout by default").
     pub default_layout: Layout,
     /// How retirement passes run (chunks, time budgets, the swap path, compaction).
     pub retire: RetireOptions,
@@ -105,7 +105,7 @@ pub struct RetireOptions {
     /// to the end. A later pass resumes exactly where this one stopped.
     pub max_chunks: Option<usize>,
     /// Compact, after retiring a compact board, the slot that just closed (written plain
-    /// while it was open: `docs/design.md`, "Compact slots"), in calls of `chunk_budget`.
+    /// while it was open: `docs/compact-slots.md`, "Compact slots"), in calls of `chunk_budget`.
     /// `false` retires only (the benchmark times retirement alone).
     pub compact: bool,
     /// Window 1 of a board whose first window is one slot long retires the slot that

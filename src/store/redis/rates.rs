@@ -64,7 +64,7 @@ async fn check_call(
             key: key.to_string(),
         }),
         Some(_) => Ok(reply),
-        None => Err(Error::Store(format!("rate_hit.lua answered {reply:?}"))),
+        None => Err(Error::store(format!("rate_hit.lua answered {reply:?}"))),
     }
 }
 
@@ -288,7 +288,7 @@ impl RateStore for RedisStore {
                 {
                     Ok(per_key)
                 }
-                Ok(per_key) => Err(Error::Store(format!(
+                Ok(per_key) => Err(Error::store(format!(
                     "rate_hits.lua answered {per_key:?} for {} keys",
                     call.len(),
                 ))),
@@ -309,7 +309,7 @@ impl RateStore for RedisStore {
         }
         Ok(statuses
             .into_iter()
-            .map(|s| s.unwrap_or_else(|| Err(Error::Store("no status for a hit".into()))))
+            .map(|s| s.unwrap_or_else(|| Err(Error::store("no status for a hit"))))
             .collect())
     }
 
@@ -343,7 +343,7 @@ impl RateStore for RedisStore {
     ) -> Result<Verdict> {
         let reply = check_call(&self.conn, tiers, key, now, count, (window, limit)).await?;
         let [allowed, window_count, retry_ms] = reply[..] else {
-            return Err(Error::Store(format!("rate_hit.lua answered {reply:?}")));
+            return Err(Error::store(format!("rate_hit.lua answered {reply:?}")));
         };
         Ok(crate::rates::ring::CheckOutcome {
             allowed: allowed == 1,

@@ -50,7 +50,7 @@ async fn read_ranking(
         .await?;
     let mut items = array(reply, "read_ranking")?;
     if items.len() < 4 {
-        return Err(Error::Store("read_ranking answered too little".into()));
+        return Err(Error::store("read_ranking answered too little"));
     }
     let rest = items.split_off(4);
     let first_pending = opt_int(&items[0], "pending slot")?;
@@ -73,14 +73,14 @@ fn entries(items: &[Value]) -> Result<Vec<Entry>> {
                 member: string(member, "member")?,
                 score: score_of(score)?,
             }),
-            _ => Err(Error::Store("read_ranking answered a partial entry".into())),
+            _ => Err(Error::store("read_ranking answered a partial entry")),
         })
         .collect()
 }
 
 fn score_of(v: &Value) -> Result<i64> {
     let text = string(v, "score")?;
-    parse_integer(&text).ok_or_else(|| Error::Store(format!("score {text:?} is not an integer")))
+    parse_integer(&text).ok_or_else(|| Error::store(format!("score {text:?} is not an integer")))
 }
 
 pub(super) async fn top(
@@ -140,7 +140,7 @@ pub(super) async fn ranks(
         .collect();
     let r = read_ranking(conn, board, window, now, "ranks", &args).await?;
     if r.rest.len() != 2 * members.len() {
-        return Err(Error::Store(format!(
+        return Err(Error::store(format!(
             "read_ranking answered {} values for {} members",
             r.rest.len(),
             members.len()

@@ -174,7 +174,7 @@ fn absorb_scan(
 }
 
 fn task_failed(e: tokio::task::JoinError) -> Error {
-    Error::Store(format!("recompute task failed: {e}"))
+    Error::store(format!("recompute task failed: {e}"))
 }
 
 async fn live_slots(conn: &RedisConn, board: &Board) -> Result<Vec<i64>> {
@@ -218,7 +218,7 @@ async fn fold(
         Some(
             at.slot
                 .parse()
-                .map_err(|_| Error::Store(format!("recompute_fold named slot {:?}", at.slot)))?,
+                .map_err(|_| Error::store(format!("recompute_fold named slot {:?}", at.slot)))?,
         )
     };
     let per_call = (FOLD_READS / stages).max(1);
@@ -268,7 +268,7 @@ async fn fold(
             folded: int(folded, "folded")? as u64,
             position: position(member, slot)?,
         }),
-        _ => Err(Error::Store(format!("recompute_fold answered {items:?}"))),
+        _ => Err(Error::store(format!("recompute_fold answered {items:?}"))),
     }
 }
 

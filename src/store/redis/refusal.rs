@@ -64,17 +64,16 @@ impl Refusal {
             Refusal::Stale | Refusal::Dropping => Error::BoardChanged(name),
             Refusal::Recomputing => Error::BoardBusy(name),
             Refusal::Relayout => Error::RelayoutRunning(name),
-            Refusal::RetireFirst => Error::Store(format!(
+            Refusal::RetireFirst => Error::store(format!(
                 "board {name:?}: its largest window has frozen slots left to retire"
             )),
-            Refusal::Order(detail) => Error::Store(format!("retirement out of order: {detail}")),
+            Refusal::Order(detail) => Error::store(format!("retirement out of order: {detail}")),
             Refusal::Kind(kind) => Error::BoardKind { board: name, kind },
-            Refusal::Rescale => Error::Store(format!(
+            Refusal::Rescale => Error::store(format!(
                 "trending board {name:?}: its landmark is too far behind; rescale first"
             )),
-            Refusal::LeaseLost => Error::Store(
-                "the recompute lost its lease (it stalled, or another took over); run it again"
-                    .into(),
+            Refusal::LeaseLost => Error::store(
+                "the recompute lost its lease (it stalled, or another took over); run it again",
             ),
         }
     }

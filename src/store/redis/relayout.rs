@@ -1,7 +1,7 @@
 //! Changing a board's layout online: `relayout.lua` sets the record's `layout`, which
 //! decides the layout of slots created from then on; with `now` (an active relayout),
 //! `relayout_chunk.lua` then converts every live slot, one bounded call at a time, while
-//! writes, reads and retirement go on (`docs/design.md`, "Relayout").
+//! writes, reads and retirement go on (`docs/compact-slots.md`, "Relayout").
 //!
 //! Relayout stands beside retirement and below it: retirement's compaction of a closed
 //! slot (`retire/compact.rs`) is a one-slot relayout to compact, and builds its calls
@@ -90,8 +90,8 @@ async fn convert(
                 calls += 1;
                 let items = array(reply, "relayout_chunk")?;
                 let [next, moved, touched] = items.as_slice() else {
-                    return Err(crate::error::Error::Store(
-                        "relayout_chunk answered too little".into(),
+                    return Err(crate::error::Error::store(
+                        "relayout_chunk answered too little",
                     ));
                 };
                 report.moved_values += int(moved, "moved")? as u64;

@@ -5,7 +5,7 @@ use redis::Value;
 use crate::error::Error;
 
 fn unexpected(what: &str, v: &Value) -> Error {
-    Error::Store(format!("unexpected reply for {what}: {v:?}"))
+    Error::store(format!("unexpected reply for {what}: {v:?}"))
 }
 
 /// The elements of an array reply.

@@ -40,7 +40,7 @@ pub(super) async fn take(conn: &RedisConn, board: &Board, now: Timestamp) -> Res
         [status, appended] if string(status, "status")? == "done" => Ok(SnapshotPass::Done {
             appended: int(appended, "appended")? as u64,
         }),
-        _ => Err(Error::Store(format!("snapshot_take answered {items:?}"))),
+        _ => Err(Error::store(format!("snapshot_take answered {items:?}"))),
     }
 }
 
@@ -119,7 +119,7 @@ pub(super) async fn advance_cursor(
 
 /// A stream entry `[id, [at, <ms>, member, score, …]]` as a snapshot.
 fn parse_entry(board: &Board, window: crate::domain::Span, entry: Value) -> Result<Snapshot> {
-    let bad = |what: &str| Error::Store(format!("snapshot entry of {:?}: bad {what}", board.name));
+    let bad = |what: &str| Error::store(format!("snapshot entry of {:?}: bad {what}", board.name));
     let Ok([id, fields]) = <[Value; 2]>::try_from(array(entry, "snapshot entry")?) else {
         return Err(bad("shape"));
     };

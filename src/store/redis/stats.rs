@@ -26,7 +26,7 @@ fn moments_of(fields: HashMap<String, String>) -> Result<Option<(i64, Moments)>>
     if fields.is_empty() {
         return Ok(None);
     }
-    let bad = || Error::Store(format!("unexpected stats hash {fields:?}"));
+    let bad = || Error::store(format!("unexpected stats hash {fields:?}"));
     let num = |name: &str| -> Result<f64> {
         fields
             .get(name)

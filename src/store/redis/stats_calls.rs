@@ -242,7 +242,7 @@ async fn record_call(
     }
     let reply: Vec<Newest> = conn.invoke(&invocation, Retry::Never).await?;
     if reply.len() != call.len() {
-        return Err(Error::Store(format!(
+        return Err(Error::store(format!(
             "stats_record.lua answered {} groups for {}",
             reply.len(),
             call.len()

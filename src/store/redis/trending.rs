@@ -167,7 +167,7 @@ async fn write(
                         now: Timestamp::from_unix_millis(*first)?,
                     }),
                     [5] => Ok(TrendKeyed::Reused),
-                    other => Err(Error::Store(format!("trend_write.lua answered {other:?}"))),
+                    other => Err(Error::store(format!("trend_write.lua answered {other:?}"))),
                 };
             }
             // The maintenance pass has not run for hundreds of half-lives: finish a
@@ -182,7 +182,7 @@ async fn write(
             Err(refusal) => return Err(refusal.into_error(Some(&board.name))),
         }
     }
-    Err(Error::Store(format!(
+    Err(Error::store(format!(
         "trending board {:?}: an event is still too far from the landmark after a rescale",
         board.name.as_str()
     )))

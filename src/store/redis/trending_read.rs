@@ -41,7 +41,7 @@ async fn read(
 }
 
 fn short(what: &str) -> Error {
-    Error::Store(format!("short reply for {what}"))
+    Error::store(format!("short reply for {what}"))
 }
 
 /// A stored value as Redis prints it (negated), as the positive stored sum.
@@ -49,7 +49,7 @@ fn value(v: &Value) -> Result<f64> {
     let text = string(v, "trend value")?;
     text.parse::<f64>()
         .map(|x| -x)
-        .map_err(|_| Error::Store(format!("bad trend value {text:?}")))
+        .map_err(|_| Error::store(format!("bad trend value {text:?}")))
 }
 
 /// Pairs `member, value, ...` as `(member, positive stored sum)`, ranked ones only.

@@ -56,7 +56,7 @@ pub(super) async fn send_sums<G: Guard>(
     }
     let board = &call.board.name;
     let reply: Vec<i64> = conn.script(&invocation, board, Retry::Never).await?;
-    let bad = || Error::Store(format!("write.lua answered {reply:?} to summed entries"));
+    let bad = || Error::store(format!("write.lua answered {reply:?} to summed entries"));
     match reply.as_slice() {
         [0, us, pairs, too_late @ ..] => Ok((
             Answer::Did(SumsReply::Applied {
@@ -107,7 +107,7 @@ pub(super) async fn send_events<G: Guard>(
     let board = &call.board.name;
     let reply: Vec<i64> = conn.script(&invocation, board, Retry::Never).await?;
     let bad = || {
-        Error::Store(format!(
+        Error::store(format!(
             "write.lua answered {reply:?} for {} events",
             writes.len()
         ))
@@ -155,7 +155,7 @@ pub(super) async fn apply<G: Guard>(
         Answer::Did(SumsReply::Applied { pairs, too_late }) => {
             observe(call, us, pairs);
             let applied = writes.events_in(pairs).ok_or_else(|| {
-                Error::Store(format!(
+                Error::store(format!(
                     "write.lua stopped after {pairs} entries, not a stop point"
                 ))
             })?;
@@ -210,7 +210,7 @@ fn sends_hashes(conn: &RedisConn, board: &Board, now: Timestamp, slots: &Slots) 
 
 /// The members' hashes ([`member_hash`]) in one `write.lua` argument, 4 bytes each,
 /// big-endian, in the entries' order: one argument per entry would cost Redis about as
-/// much as the bucket key the hash names (`docs/design.md`, "Compact slots").
+/// much as the bucket key the hash names (`docs/compact-slots.md`, "Compact slots").
 fn packed_hashes<'m>(members: impl ExactSizeIterator<Item = &'m str>) -> Vec<u8> {
     let mut packed = Vec::with_capacity(4 * members.len());
     for member in members {
@@ -251,7 +251,7 @@ impl Slots {
         usize::try_from(number - 1)
             .ok()
             .and_then(|i| self.starts.get(i).copied())
-            .ok_or_else(|| Error::Store(format!("write.lua named slot number {number}")))
+            .ok_or_else(|| Error::store(format!("write.lua named slot number {number}")))
     }
 }
 

@@ -164,7 +164,7 @@ local function hand_on(from, to, fields, values)
   end
 end
 
--- Compact slots (docs/design.md, "Compact slots"). A slot with a geometry, field <ts> of
+-- Compact slots (docs/compact-slots.md, "Compact slots"). A slot with a geometry, field <ts> of
 -- slotgeo_{b} = "<L> <p> <count>", keeps each stage S as small hashes, the buckets
 -- S:<i> for i < 2^L + p (linear hashing); a slot without one keeps each stage as one
 -- hash. A member's bucket depends on its hash and the slot's geometry only, so bucket i
@@ -226,7 +226,7 @@ end
 -- tables, built on first use, and the key is made by one concatenation: Lua formats a
 -- number with sprintf, and each string it makes is a new one to hash, allocate and
 -- collect, which together cost about as much as the HINCRBY on the bucket
--- (docs/design.md, "Compact slots").
+-- (docs/compact-slots.md, "Compact slots").
 local decimal_digits, decimal_pairs
 local function bucket_key(stage_key, i)
   if i >= 1000000 then return stage_key .. ':' .. string.format('%d', i) end
@@ -266,7 +266,7 @@ end
 
 -- `member`'s value in the stage `stage_key`: its plain hash plus, on a compact slot
 -- (`bucket`, the member's bucket, else nil), that bucket; both forms may hold a value
--- while an active relayout converts the slot (docs/design.md, "Relayout").
+-- while an active relayout converts the slot (docs/compact-slots.md, "Relayout").
 local function stage_value(stage_key, bucket, member)
   local value = tonumber(redis.call('HGET', stage_key, member)) or 0
   if bucket then

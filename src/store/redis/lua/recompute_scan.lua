@@ -42,7 +42,7 @@
 -- its end; no field is added twice or missed (the reversed cursor of Redis's SCAN, for
 -- a table that only grows), kept as 'r<c>'. 'done' at c = 2^32. Before the buckets, the
 -- plain stage hash an active relayout may leave beside them is scanned as on a plain
--- slot (cursor 'p<HSCAN cursor>'; docs/design.md, "Relayout").
+-- slot (cursor 'p<HSCAN cursor>'; docs/compact-slots.md, "Relayout").
 -- Returns {cursor, fields added}; cursor is 'done' when the hash is scanned.
 -- Errors: "STALE ..."; "LOST ..." when the recompute's lease expired or was taken over.
 

@@ -1,5 +1,5 @@
 -- relayout_chunk.lua: one bounded step of converting a live slot to a layout (an active
--- relayout, `relayout --now`; docs/design.md, "Relayout").
+-- relayout, `relayout --now`; docs/compact-slots.md, "Relayout").
 --
 -- KEYS[1]      board record      board_{b}
 -- KEYS[2]      slot index        slots_{b}
@@ -18,7 +18,7 @@
 -- ARGV[7]  lease, milliseconds: the record's rl_until is set to now + this, so that a
 --          recompute does not start meanwhile (recompute_begin.lua)
 -- ARGV[8]  the caller's token (random, one per relayout run): recorded in rl_token
--- ARGV[9]  optional, the retirer's compaction of a closed slot (docs/design.md, "Compact
+-- ARGV[9]  optional, the retirer's compaction of a closed slot (docs/compact-slots.md, "Compact
 --          slots"): the minimum fields. With ARGV[2] 'compact' and cursor '0', a slot
 --          that has a geometry already, is not in the index, or whose largest stage has
 --          fewer fields than this, is left as it is: the call answers done having

@@ -68,7 +68,7 @@ for key = STAGES + 1, DENSE do
   local k = (key - STAGES - 1) % n + 1
   local i = math.floor((key - STAGES - 1) / n) + 1
   -- A compact slot's stage is its member's bucket plus the plain hash an active relayout
-  -- may leave beside it (docs/design.md, "Relayout"): both are removed.
+  -- may leave beside it (docs/compact-slots.md, "Relayout"): both are removed.
   local forms = { KEYS[key] }
   if buckets[i] then forms[2] = bucket_key(KEYS[key], buckets[i]) end
   local found = false

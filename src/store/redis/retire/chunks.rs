@@ -54,7 +54,7 @@ pub(super) async fn retire_slot(
     }
     let mut finished = false;
     while let Some(joined) = calls.join_next().await {
-        let chunk = joined.map_err(|e| Error::Store(format!("retirement task failed: {e}")))??;
+        let chunk = joined.map_err(|e| Error::store(format!("retirement task failed: {e}")))??;
         report.chunks += 1;
         report.fields_subtracted += chunk.subtracted;
         report.members_zeroed += chunk.zeroed;
@@ -155,7 +155,7 @@ async fn chunk(
         .await?;
     let items = array(reply, "retire_chunk")?;
     let [cursor, subtracted, zeroed] = items.as_slice() else {
-        return Err(Error::Store(format!("retire_chunk answered {items:?}")));
+        return Err(Error::store(format!("retire_chunk answered {items:?}")));
     };
     let cursor = string(cursor, "cursor")?;
     Ok(Chunk {

@@ -1,7 +1,7 @@
 //! Compaction of the slot that just closed, by the retirer: `write.lua` creates a compact
 //! board's open slot plain (a hashtable takes writes cheaper than buckets), and after
 //! retiring the board at a boundary the retirer converts that slot to buckets while
-//! writes go on (`docs/design.md`, "Compact slots"). A slot too small to gain (under two
+//! writes go on (`docs/compact-slots.md`, "Compact slots"). A slot too small to gain (under two
 //! buckets' fill, one listpack already), a plain board, or a slot with a geometry is left
 //! as it is, by the first call itself, which then takes no lease: a board with nothing
 //! to compact costs that one call on the chunked path, and none on the small path
@@ -204,7 +204,7 @@ impl Run<'_> {
         };
         let items = array(reply, "relayout_chunk")?;
         let [next, moved, changed] = items.as_slice() else {
-            return Err(Error::Store("relayout_chunk answered too little".into()));
+            return Err(Error::store("relayout_chunk answered too little"));
         };
         Ok(Some(Step {
             next: string(next, "cursor")?,
@@ -300,7 +300,7 @@ impl Run<'_> {
                 };
                 done.fields += moved;
                 if handled == 0 || handled > call.len() {
-                    return Err(Error::Store(format!(
+                    return Err(Error::store(format!(
                         "compact_move handled {handled} of {} fields",
                         call.len()
                     )));
@@ -344,7 +344,7 @@ impl Run<'_> {
         };
         let items = array(reply, "compact_move")?;
         let [status, handled, moved] = items.as_slice() else {
-            return Err(Error::Store("compact_move answered too little".into()));
+            return Err(Error::store("compact_move answered too little"));
         };
         if string(status, "status")? != "ok" {
             return Ok(None);

@@ -98,7 +98,7 @@ pub(super) async fn swap(
     let reply: Value = conn.script(&invocation, name, Retry::Idempotent).await?;
     let items = array(reply, "retire_swap")?;
     let Some(first) = items.first() else {
-        return Err(Error::Store("retire_swap answered nothing".into()));
+        return Err(Error::store("retire_swap answered nothing"));
     };
     match string(first, "retire_swap")?.as_str() {
         "swapped" if items.len() == 5 => Ok(Swap::Swapped(RetireReport {
@@ -111,6 +111,6 @@ pub(super) async fn swap(
         })),
         "already" => Ok(Swap::Already),
         "fallback" => Ok(Swap::Fallback),
-        _ => Err(Error::Store(format!("retire_swap answered {items:?}"))),
+        _ => Err(Error::store(format!("retire_swap answered {items:?}"))),
     }
 }

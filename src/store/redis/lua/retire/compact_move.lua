@@ -1,5 +1,5 @@
 -- compact_move.lua: one call of the retirer's compaction of a closed slot (compact.rs;
--- docs/design.md, "Compact slots"): moves the fields the caller names, whole buckets at
+-- docs/compact-slots.md, "Compact slots"): moves the fields the caller names, whole buckets at
 -- a time, from a stage's plain hash to its buckets, once relayout_chunk.lua (its
 -- 'setup' call) gave the slot a geometry and the caller read the stage by HSCAN.
 --
@@ -36,7 +36,7 @@
 -- bucket, an HSET when the bucket does not exist, else added to what it holds
 -- (bulk_add, deleting what reaches 0); then one HDEL on the plain hash. Values move
 -- within one stage, atomically, deleted from where they were: under the rule "sum both
--- forms" (docs/design.md, "Relayout") every reader stays exact, and the call sent again
+-- forms" (docs/compact-slots.md, "Relayout") every reader stays exact, and the call sent again
 -- after a lost reply finds the moved fields gone (Retry::Idempotent).
 --
 -- Returns {status, fields handled, values moved}: status 'ok' (the first `fields

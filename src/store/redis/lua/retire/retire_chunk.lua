@@ -45,7 +45,7 @@
 -- only once bucket i is gone, and no one adds to this stage, so reaching bucket N means
 -- no bucket of this stage is left. A call starting from an older cursor (another
 -- retirer, a re-sent call) finds the handled buckets gone and skips them.
--- Compact slot being converted by an active relayout (docs/design.md, "Relayout"): its
+-- Compact slot being converted by an active relayout (docs/compact-slots.md, "Relayout"): its
 -- stage is its buckets plus its plain hash, and the converter only moves the old form
 -- into the new one, so the old form is handled first and only shrinks meanwhile, and the
 -- new form, handled after it, gets nothing once it is handled: without 'P' in the

@@ -39,7 +39,7 @@
 -- the caller retires the board window by window in chunks (a big board, a board behind by
 -- more than one boundary, a recompute holding its lease). Exact and idempotent: a second
 -- call, from any retirer, finds nothing due and changes nothing.
--- Compaction (docs/design.md, "Compact slots"): write.lua creates a compact board's open
+-- Compaction (docs/compact-slots.md, "Compact slots"): write.lua creates a compact board's open
 -- slot plain, so, once it retired the board, the call also says whether the slot that
 -- just closed should be compacted: the board's layout (its record's, else ARGV[7+2n+m])
 -- is compact, the slot is live and has no geometry, and its largest stage has at least
@@ -64,7 +64,7 @@ for c = 1, m do geo[c] = parse_geometry(geo[c]) or false end
 
 -- The hashes that hold candidate c's stage j: the stage hash, and on a compact slot its
 -- buckets (a compact slot's plain stage hash exists only while an active relayout
--- converts it, docs/design.md "Relayout": each form is handed on to the same form of the
+-- converts it, docs/compact-slots.md, "Relayout": each form is handed on to the same form of the
 -- next stage; the call is atomic, so their order does not matter).
 local function hashes(c, j)
   local list = { stage(c, j) }
