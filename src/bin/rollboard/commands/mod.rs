@@ -1,0 +1,34 @@
+//! What each subcommand does, one file per family: the service (`serve.rs`), the
+//! maintenance commands (`maintenance.rs`), the reads (`reads.rs`), the batch jobs
+//! (`jobs.rs`), and the store they run on (`store.rs`).
+
+use std::process::ExitCode;
+
+use crate::args::Command;
+
+mod jobs;
+mod maintenance;
+mod reads;
+mod serve;
+mod store;
+
+use jobs::{export, import, import_legacy, migrate};
+use maintenance::{clean_counters, recompute, relayout, retire};
+use reads::{rate, top};
+use serve::serve;
+
+pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Serve(args) => serve(args).await,
+        Command::Retire(args) => retire(args).await,
+        Command::CleanCounters(args) => clean_counters(args).await,
+        Command::Top(args) => top(args).await,
+        Command::Rate(args) => rate(args).await,
+        Command::Import(args) => import(args).await,
+        Command::Export(args) => export(args).await,
+        Command::Recompute(args) => recompute(args).await,
+        Command::Relayout(args) => relayout(args).await,
+        Command::ImportLegacy(args) => import_legacy(args).await,
+        Command::Migrate(args) => migrate(args).await,
+    }
+}
