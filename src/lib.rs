@@ -83,6 +83,7 @@ pub use domain::{
     TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
     TrendingBoard, TrendingConfig,
 };
+pub use domain::{AroundOptions, Order};
 pub use domain::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots};
 pub use error::{Error, Result};
 pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};

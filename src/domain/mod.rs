@@ -14,6 +14,7 @@ mod member_ranks;
 mod name;
 mod ranking;
 mod read_limits;
+mod read_order;
 mod score_range;
 mod snapshot;
 mod span;
@@ -33,6 +34,7 @@ pub use member_ranks::{MAX_RANKS_MEMBERS, MemberRank, Ranks, parse_ranks_members
 pub use name::{BoardName, Member};
 pub use ranking::{Entry, History, Point, Standing, TopPage, percentile};
 pub use read_limits::{check_around, check_page};
+pub use read_order::{AroundOptions, Order, around_positions, page_positions};
 pub use score_range::{ScoreBounds, ScoreRange};
 pub use snapshot::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots, rank_prefix};
 pub use span::Span;

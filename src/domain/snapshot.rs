@@ -196,6 +196,7 @@ pub fn rank_prefix(pairs: Vec<(String, i64)>, ties: Ties) -> Vec<Entry> {
     let mut entries: Vec<Entry> = Vec::with_capacity(pairs.len());
     for (i, (member, score)) in pairs.into_iter().enumerate() {
         let rank = match entries.last() {
+            _ if ties == Ties::Position => i as u64 + 1,
             Some(prev) if prev.score == score => prev.rank,
             Some(prev) if ties == Ties::Dense => prev.rank + 1,
             _ => i as u64 + 1,
@@ -228,7 +229,8 @@ mod tests {
             ranks(&rank_prefix(p.clone(), Ties::Competition)),
             [1, 1, 3, 4, 4]
         );
-        assert_eq!(ranks(&rank_prefix(p, Ties::Dense)), [1, 1, 2, 3, 3]);
+        assert_eq!(ranks(&rank_prefix(p.clone(), Ties::Dense)), [1, 1, 2, 3, 3]);
+        assert_eq!(ranks(&rank_prefix(p, Ties::Position)), [1, 2, 3, 4, 5]);
         assert!(rank_prefix(Vec::new(), Ties::Dense).is_empty());
     }
 

@@ -13,6 +13,9 @@ pub enum Ties {
     Competition,
     /// Dense ranks (1, 1, 2): 1 + the number of distinct totals strictly higher.
     Dense,
+    /// Positions (1, 2, 3): the 1-based place in the ranking, equal totals numbered in
+    /// the board's tie order (member ascending, byte order).
+    Position,
 }
 
 impl Ties {
@@ -21,6 +24,7 @@ impl Ties {
         match self {
             Ties::Competition => "competition",
             Ties::Dense => "dense",
+            Ties::Position => "position",
         }
     }
 
@@ -30,6 +34,7 @@ impl Ties {
         match stored {
             None | Some("competition") => Some(Ties::Competition),
             Some("dense") => Some(Ties::Dense),
+            Some("position") => Some(Ties::Position),
             Some(_) => None,
         }
     }

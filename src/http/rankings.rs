@@ -9,7 +9,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
-use crate::{BoardPage, Error, History, MemberStanding, ScoreBounds, Span};
+use crate::{AroundOptions, BoardPage, Error, History, MemberStanding, Order, ScoreBounds, Span};
 
 /// `?window=` alone.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -43,6 +43,12 @@ pub struct TopQuery {
     /// ±(2^53 − 1), not below `min_score`).
     #[param(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
     pub max_score: Option<f64>,
+    /// `desc` (default): highest first. `asc`: the ranking read from the bottom
+    /// ("bottom N"): lowest first, equal scores in the reverse of the board's tie order,
+    /// `offset` counted from the lowest; ranks stay the board's ranks (the bottom member
+    /// of 1,000 ranked has rank 1,000 unless tied).
+    #[param(inline, example = "asc")]
+    pub order: Option<Order>,
 }
 
 /// `?window=&n=`.
@@ -55,6 +61,15 @@ pub struct AroundQuery {
     /// Entries on each side of the member, 0–100 (default 5).
     #[param(minimum = 0, maximum = 100)]
     pub n: Option<u64>,
+    /// `true`: a full page of `2n + 1` entries when the ranking holds that many, shifted
+    /// at the ends (near rank 1 the page starts at rank 1, near the bottom it ends at
+    /// the last ranked member); fewer only when fewer are ranked. `false` (default): up
+    /// to `n` on each side, fewer at the ends.
+    #[param(example = true)]
+    pub fill: Option<bool>,
+    /// `desc` (default): highest first; `asc`: the same entries lowest first.
+    #[param(inline, example = "asc")]
+    pub order: Option<Order>,
 }
 
 /// What removing a member did.
@@ -102,9 +117,10 @@ pub async fn top(
         max: q.max_score,
     };
     let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(10));
+    let order = q.order.unwrap_or_default();
     let page = state
         .boards
-        .page(&board, window(&q.window)?, bounds, offset, limit)
+        .ordered_page(&board, window(&q.window)?, bounds, order, offset, limit)
         .await?;
     Ok(Json(page))
 }
@@ -151,9 +167,13 @@ pub async fn around(
     ApiPath((board, member)): ApiPath<(String, String)>,
     ApiQuery(q): ApiQuery<AroundQuery>,
 ) -> ApiResult<Json<BoardPage>> {
+    let options = AroundOptions {
+        fill: q.fill.unwrap_or(false),
+        order: q.order.unwrap_or_default(),
+    };
     let page = state
         .boards
-        .neighbours(&board, &member, window(&q.window)?, q.n.unwrap_or(5))
+        .neighbours_with(&board, &member, window(&q.window)?, q.n.unwrap_or(5), options)
         .await?;
     Ok(Json(page.ok_or_else(|| not_ranked(&board, &member))?))
 }

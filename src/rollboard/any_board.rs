@@ -15,6 +15,7 @@ use std::future::Future;
 use crate::any_board::{
     AnyBoard, BoardKind, BoardPage, BoardState, MemberRanks, MemberStanding, TrendingStatus,
 };
+use crate::domain::{AroundOptions, Order};
 use crate::domain::{BoardName, Event, Fingerprint, IdempotencyKey, ScoreBounds, Span};
 use crate::error::{Error, Result};
 
@@ -83,16 +84,32 @@ impl Rollboard {
         offset: u64,
         limit: u64,
     ) -> Result<BoardPage> {
+        self.ordered_page(board, window, bounds, Order::Desc, offset, limit)
+            .await
+    }
+
+    /// As [`page`](Self::page), read in `order`: [`Order::Asc`] reads the ranking from
+    /// the bottom (lowest first, equal scores in the reverse of the board's tie order,
+    /// the offset counted from the lowest; ranks stay the board's ranks).
+    pub async fn ordered_page(
+        &self,
+        board: &str,
+        window: Option<Span>,
+        bounds: ScoreBounds,
+        order: Order,
+        offset: u64,
+        limit: u64,
+    ) -> Result<BoardPage> {
         self.by_kind(board, |kind| async move {
             Ok(match kind {
                 BoardKind::Windowed => BoardPage::Windowed(
-                    self.top_in_range(board, window, bounds.totals()?, offset, limit)
+                    self.ranking(board, window, bounds.totals()?, order, offset, limit)
                         .await?,
                 ),
                 BoardKind::Trending => {
                     no_window(window)?;
                     BoardPage::Trending(
-                        self.trend_top_in_range(board, bounds.scores()?, offset, limit)
+                        self.trend_ranking(board, bounds.scores()?, order, offset, limit)
                             .await?,
                     )
                 }
@@ -157,15 +174,30 @@ impl Rollboard {
         window: Option<Span>,
         n: u64,
     ) -> Result<Option<BoardPage>> {
+        self.neighbours_with(board, member, window, n, AroundOptions::default())
+            .await
+    }
+
+    /// As [`neighbours`](Self::neighbours), shaped by `options`: with `fill` a full page
+    /// of `2n + 1` ranked entries shifted at the ends (fewer only when fewer are
+    /// ranked), in `options.order`.
+    pub async fn neighbours_with(
+        &self,
+        board: &str,
+        member: &str,
+        window: Option<Span>,
+        n: u64,
+        options: AroundOptions,
+    ) -> Result<Option<BoardPage>> {
         self.by_kind(board, |kind| async move {
             Ok(match kind {
                 BoardKind::Windowed => self
-                    .around(board, member, window, n)
+                    .around_with(board, member, window, n, options)
                     .await?
                     .map(BoardPage::Windowed),
                 BoardKind::Trending => {
                     no_window(window)?;
-                    self.trend_around(board, member, n)
+                    self.trend_around_with(board, member, n, options)
                         .await?
                         .map(BoardPage::Trending)
                 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::{Rollboard, window_index};
 use crate::board::Board;
 use crate::domain::{History, Member, Ranks, ScoreRange, Span, Standing, TopPage};
-use crate::domain::{check_around, check_page, parse_ranks_members};
+use crate::domain::{AroundOptions, Order, check_around, check_page, parse_ranks_members};
 use crate::error::Result;
 
 impl Rollboard {
@@ -38,16 +38,47 @@ impl Rollboard {
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
+        self.ranking(board, window, range, Order::Desc, offset, limit)
+            .await
+    }
+
+    /// The bottom of the ranking of `window`: its lowest ranked members, lowest first,
+    /// equal totals in the reverse of the board's tie order, from the `offset`-th from
+    /// the bottom. Ranks stay the board's ranks (the bottom member of 1,000 ranked has
+    /// rank 1,000 unless it is tied). `limit` is 1–1000.
+    pub async fn bottom(
+        &self,
+        board: &str,
+        window: Option<Span>,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TopPage> {
+        self.ranking(board, window, ScoreRange::ALL, Order::Asc, offset, limit)
+            .await
+    }
+
+    /// A page of the members of the ranking of `window` whose totals are in `range`,
+    /// read in `order` ([`Order::Asc`]: from the bottom, the offset counted from the
+    /// lowest); ranks are ranks in the whole ranking. `limit` is 1–1000.
+    pub async fn ranking(
+        &self,
+        board: &str,
+        window: Option<Span>,
+        range: ScoreRange,
+        order: Order,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TopPage> {
         check_page(offset, limit, self.inner.settings.max_limit)?;
         let now = self.now();
         let store = &self.inner.store;
         self.on_window(board, window, |b, w| async move {
-            store.top(&b, w, now, range, offset, limit).await
+            store.top(&b, w, now, range, order, offset, limit).await
         })
         .await
     }
 
-    /// The member's total, rank (competition, or dense on a dense board) and percentile (the share of ranked
+    /// The member's total, rank (as the board ranks ties) and percentile (the share of ranked
     /// members strictly below it) in `window`; `None` when it has no positive total
     /// there.
     pub async fn score(
@@ -95,13 +126,30 @@ impl Rollboard {
         window: Option<Span>,
         n: u64,
     ) -> Result<Option<TopPage>> {
+        self.around_with(board, member, window, n, AroundOptions::default())
+            .await
+    }
+
+    /// The page around the member, shaped by `options`: with `fill`, a full page of
+    /// `2n + 1` entries (n 0–100) when the ranking holds that many, shifted at the ends
+    /// (near the top it starts at rank 1, near the bottom it ends at the last ranked
+    /// member), fewer only when fewer are ranked; in `options.order`. `None` when the
+    /// member has no positive total in `window`.
+    pub async fn around_with(
+        &self,
+        board: &str,
+        member: &str,
+        window: Option<Span>,
+        n: u64,
+        options: AroundOptions,
+    ) -> Result<Option<TopPage>> {
         check_around(n)?;
         let member = Member::parse(member)?;
         let now = self.now();
         let store = &self.inner.store;
         let member = &member;
         self.on_window(board, window, |b, w| async move {
-            store.around(&b, w, now, member, n).await
+            store.around(&b, w, now, member, n, options).await
         })
         .await
     }

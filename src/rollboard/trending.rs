@@ -16,6 +16,7 @@ use crate::domain::{
     check_around, check_delta, check_page, not_in_future, parse_ranks_members,
 };
 use crate::domain::{Fingerprint, IdempotencyKey};
+use crate::domain::{AroundOptions, Order};
 use crate::error::{Error, Result};
 use crate::store::{TrendKeyed, WriteKey};
 
@@ -188,12 +189,27 @@ impl Rollboard {
         offset: u64,
         limit: u64,
     ) -> Result<TrendPage> {
+        self.trend_ranking(board, range, Order::Desc, offset, limit)
+            .await
+    }
+
+    /// A page of the members of trending board `board` whose score now is in `range`,
+    /// read in `order` ([`Order::Asc`]: lowest first, the offset counted from the
+    /// lowest); ranks are ranks in the whole ranking.
+    pub async fn trend_ranking(
+        &self,
+        board: &str,
+        range: TrendRange,
+        order: Order,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TrendPage> {
         check_page(offset, limit, self.settings().max_limit)?;
         let now = self.now();
         let mut board = self.cached_trending(&BoardName::parse(board)?).await?;
         let store = self.store().trending();
         self.retry_trending(&mut board, |b| async move {
-            store.trend_top(&b, now, range, offset, limit).await
+            store.trend_top(&b, now, range, order, offset, limit).await
         })
         .await
     }
@@ -237,6 +253,19 @@ impl Rollboard {
         member: &str,
         n: u64,
     ) -> Result<Option<TrendPage>> {
+        self.trend_around_with(board, member, n, AroundOptions::default())
+            .await
+    }
+
+    /// The page around the member on trending board `board`, shaped by `options` (see
+    /// [`around_with`](Self::around_with)); `None` without a positive score.
+    pub async fn trend_around_with(
+        &self,
+        board: &str,
+        member: &str,
+        n: u64,
+        options: AroundOptions,
+    ) -> Result<Option<TrendPage>> {
         check_around(n)?;
         let member = Member::parse(member)?;
         let now = self.now();
@@ -244,7 +273,7 @@ impl Rollboard {
         let store = self.store().trending();
         let member = &member;
         self.retry_trending(&mut board, |b| async move {
-            store.trend_around(&b, now, member, n).await
+            store.trend_around(&b, now, member, n, options).await
         })
         .await
     }

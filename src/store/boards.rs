@@ -9,6 +9,7 @@ use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
+use crate::domain::{AroundOptions, Order};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -116,14 +117,17 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Keyed>;
 
     /// A page of window `window` (an index into the board's windows): the ranking's
-    /// members whose totals are in `range`, from the `offset`-th of them; ranks are
-    /// ranks in the whole ranking.
+    /// members whose totals are in `range`, from the `offset`-th of them counted in
+    /// `order` (from the bottom when ascending), in that order; ranks are ranks in the
+    /// whole ranking.
+    #[allow(clippy::too_many_arguments)]
     async fn top(
         &self,
         board: &Board,
         window: usize,
         now: Timestamp,
         range: ScoreRange,
+        order: Order,
         offset: u64,
         limit: u64,
     ) -> Result<TopPage>;
@@ -147,7 +151,9 @@ pub trait Store: Send + Sync + 'static {
         members: &[Member],
     ) -> Result<Ranks>;
 
-    /// Up to `n` entries on each side of `member`, `None` without a positive total.
+    /// Up to `n` entries on each side of `member` (a full page of `2n + 1` shifted at
+    /// the ends with `options.fill`), in `options.order`; `None` without a positive
+    /// total.
     async fn around(
         &self,
         board: &Board,
@@ -155,6 +161,7 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
         member: &Member,
         n: u64,
+        options: AroundOptions,
     ) -> Result<Option<TopPage>>;
 
     /// The member's non-zero slot values in the largest window.

@@ -17,6 +17,7 @@ use crate::domain::{
     BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
     TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
+use crate::domain::{AroundOptions, Order};
 use crate::error::Result;
 
 /// What a store did with a keyed write to a trending board.
@@ -81,12 +82,14 @@ pub trait TrendingStore: Send + Sync + 'static {
     ) -> Result<TrendKeyed>;
 
     /// A page of the ranking at `now`: members with a positive score in `range`, from
-    /// the `offset`-th of them; ranks are ranks in the whole ranking.
+    /// the `offset`-th of them counted in `order` (from the bottom when ascending), in
+    /// that order; ranks are ranks in the whole ranking.
     async fn trend_top(
         &self,
         board: &TrendingBoard,
         now: Timestamp,
         range: TrendRange,
+        order: Order,
         offset: u64,
         limit: u64,
     ) -> Result<TrendPage>;
@@ -107,14 +110,16 @@ pub trait TrendingStore: Send + Sync + 'static {
         members: &[Member],
     ) -> Result<TrendRanks>;
 
-    /// Up to `n` ranked entries on each side of `member`; `None` without a positive
-    /// score.
+    /// Up to `n` ranked entries on each side of `member` (a full page of `2n + 1`
+    /// shifted at the ends with `options.fill`), in `options.order`; `None` without a
+    /// positive score.
     async fn trend_around(
         &self,
         board: &TrendingBoard,
         now: Timestamp,
         member: &Member,
         n: u64,
+        options: AroundOptions,
     ) -> Result<Option<TrendPage>>;
 
     /// One maintenance pass at `now`: rescales (moves the landmark) when due, in

@@ -16,6 +16,7 @@ use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::{Coverage, WindowState, complete_from, coverage};
 use crate::domain::{Entry, History, MemberRank, Point, Ranks, Standing, TopPage};
+use crate::domain::{AroundOptions, Order, around_positions, page_positions};
 use crate::domain::{MAX_ABS, Member, ScoreRange, Timestamp, percentile};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
 use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
@@ -224,7 +225,14 @@ impl MemBoard {
             {
                 continue;
             }
-            let page = self.top(j, now, ScoreRange::ALL, 0, u64::from(policy.top()));
+            let page = self.top(
+                j,
+                now,
+                ScoreRange::ALL,
+                Order::Desc,
+                0,
+                u64::from(policy.top()),
+            );
             let kept = &mut self.snapshots[j];
             kept.push_back(Snapshot {
                 window: self.board.config.windows()[j],
@@ -330,18 +338,23 @@ impl MemBoard {
         window: usize,
         now: Timestamp,
         range: ScoreRange,
+        order: Order,
         offset: u64,
         limit: u64,
     ) -> TopPage {
         let totals = &self.totals[window];
-        if range == ScoreRange::ALL {
-            // The ranking is every positive total: no need to count the range.
-            return self.page(window, now, totals.page(offset, limit));
-        }
-        let above = totals.count_between(range.max().saturating_add(1), MAX_ABS);
-        let inside = totals.count_between(range.min(), range.max());
-        let limit = limit.min(inside.saturating_sub(offset));
-        self.page(window, now, totals.page(above + offset, limit))
+        // The members of the range are a run of consecutive ranking positions; the
+        // ranking is every positive total: no need to count the range.
+        let (first, run) = if range == ScoreRange::ALL {
+            (0, totals.ranked())
+        } else {
+            (
+                totals.count_between(range.max().saturating_add(1), MAX_ABS),
+                totals.count_between(range.min(), range.max()),
+            )
+        };
+        let (start, count) = page_positions(first, run, order, offset, limit);
+        self.page(window, now, in_order(totals.page(start, count), order))
     }
 
     pub fn standing(&self, window: usize, now: Timestamp, member: &Member) -> Option<Standing> {
@@ -350,7 +363,7 @@ impl MemBoard {
         Some(Standing::new(
             member.to_string(),
             score,
-            totals.rank_of(score),
+            totals.rank(member.as_str(), score),
             percentile(totals.count_between(1, score - 1), totals.ranked()),
             self.covered(window, now),
         ))
@@ -364,7 +377,7 @@ impl MemBoard {
                 Some(score) => MemberRank {
                     member: m.to_string(),
                     score,
-                    rank: Some(totals.rank_of(score)),
+                    rank: Some(totals.rank(m.as_str(), score)),
                 },
                 None => MemberRank {
                     member: m.to_string(),
@@ -382,12 +395,13 @@ impl MemBoard {
         now: Timestamp,
         member: &Member,
         n: u64,
+        options: AroundOptions,
     ) -> Option<TopPage> {
         let totals = &self.totals[window];
         let score = totals.get(member.as_str()).filter(|s| *s > 0)?;
         let position = totals.position(member.as_str(), score);
-        let offset = position.saturating_sub(n);
-        let entries = totals.page(offset, position - offset + n + 1);
+        let (start, count) = around_positions(position, totals.ranked(), n, options.fill);
+        let entries = in_order(totals.page(start, count), options.order);
         Some(self.page(window, now, entries))
     }
 
@@ -454,4 +468,12 @@ impl MemBoard {
             windows,
         }
     }
+}
+
+/// `entries`, read highest first, in `order`.
+fn in_order(mut entries: Vec<Entry>, order: Order) -> Vec<Entry> {
+    if order == Order::Asc {
+        entries.reverse();
+    }
+    entries
 }

@@ -26,6 +26,7 @@ use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
+use crate::domain::{AroundOptions, Order};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::{Error, Result};
@@ -217,16 +218,18 @@ impl Store for MemoryStore {
         self.with_board(board, |b| b.write_keyed(now, &writes, key))
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn top(
         &self,
         board: &Board,
         window: usize,
         now: Timestamp,
         range: ScoreRange,
+        order: Order,
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
-        self.with_board(board, |b| b.top(window, now, range, offset, limit))
+        self.with_board(board, |b| b.top(window, now, range, order, offset, limit))
     }
 
     async fn standing(
@@ -256,8 +259,9 @@ impl Store for MemoryStore {
         now: Timestamp,
         member: &Member,
         n: u64,
+        options: AroundOptions,
     ) -> Result<Option<TopPage>> {
-        self.with_board(board, |b| b.around(window, now, member, n))
+        self.with_board(board, |b| b.around(window, now, member, n, options))
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {

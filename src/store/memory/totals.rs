@@ -1,7 +1,8 @@
 //! The totals of one window in memory: member → total, also kept in ranking order
 //! (score descending, member ascending) so pages and ranks read in order. A dense board
 //! also keeps a tally of its positive totals (total → members holding it), so a dense
-//! rank is 1 + the number of distinct totals above.
+//! rank is 1 + the number of distinct totals above; a position rank is the member's
+//! 1-based place in that order.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -95,14 +96,16 @@ impl Totals {
         self.order.range((start, end)).count() as u64
     }
 
-    /// Rank of `score`: 1 + the number of members (competition) or of distinct totals
-    /// (dense) higher.
-    pub fn rank_of(&self, score: i64) -> u64 {
+    /// Rank of `member`, whose total is `score`: 1 + the number of members
+    /// (competition) or of distinct totals (dense) higher, or its 1-based position
+    /// (position).
+    pub fn rank(&self, member: &str, score: i64) -> u64 {
         match self.ties {
             Ties::Competition => {
                 self.order.range(..(Reverse(score), String::new())).count() as u64 + 1
             }
             Ties::Dense => self.tally.range(score.saturating_add(1)..).count() as u64 + 1,
+            Ties::Position => self.position(member, score) + 1,
         }
     }
 
@@ -127,10 +130,13 @@ impl Totals {
             if previous != Some(*score) {
                 distinct += 1;
                 rank = match self.ties {
-                    Ties::Competition => position + 1,
+                    Ties::Competition | Ties::Position => position + 1,
                     Ties::Dense => distinct,
                 };
                 previous = Some(*score);
+            }
+            if self.ties == Ties::Position {
+                rank = position + 1;
             }
             if position >= offset {
                 entries.push(Entry {
@@ -163,7 +169,7 @@ mod tests {
             .map(|(r, m, s)| (r, m.to_owned(), s));
         assert_eq!(page, expected);
         assert_eq!(t.page(2, 1)[0].rank, 2);
-        assert_eq!(t.rank_of(5), 2);
+        assert_eq!(t.rank("b", 5), 2);
         assert_eq!(t.position("b", 5), 2);
         assert_eq!(t.ranked(), 4);
         assert_eq!(t.count_between(3, 5), 3);
@@ -187,11 +193,28 @@ mod tests {
         let expected = [(1, "e"), (2, "a"), (2, "b"), (3, "c")].map(|(r, m)| (r, m.to_owned()));
         assert_eq!(ranks, expected);
         assert_eq!(t.page(3, 1)[0].rank, 3);
-        assert_eq!(t.rank_of(5), 2);
-        assert_eq!(t.rank_of(3), 3);
+        assert_eq!(t.rank("b", 5), 2);
+        assert_eq!(t.rank("c", 3), 3);
         t.add("e", -2);
-        assert_eq!(t.rank_of(3), 2);
+        assert_eq!(t.rank("c", 3), 2);
         assert_eq!(t.tally, BTreeMap::from([(3, 1), (5, 3)]));
+    }
+
+    #[test]
+    fn position_totals_number_ties_in_member_order() {
+        let mut t = Totals::new(Ties::Position);
+        for (m, s) in [("b", 5), ("a", 5), ("c", 3), ("d", -1), ("e", 7)] {
+            t.add(m, s);
+        }
+        let ranks: Vec<(u64, String)> = t
+            .page(0, 10)
+            .into_iter()
+            .map(|e| (e.rank, e.member))
+            .collect();
+        let expected = [(1, "e"), (2, "a"), (3, "b"), (4, "c")].map(|(r, m)| (r, m.to_owned()));
+        assert_eq!(ranks, expected);
+        assert_eq!(t.page(2, 1)[0].rank, 3);
+        assert_eq!((t.rank("a", 5), t.rank("b", 5)), (2, 3));
     }
 
     #[test]

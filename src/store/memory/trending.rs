@@ -18,6 +18,7 @@ use crate::domain::{
     TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
     TrendingBoard, TrendingConfig, percentile,
 };
+use crate::domain::{AroundOptions, Order, around_positions, page_positions};
 use crate::error::{Error, Result};
 use crate::store::{Keyed, TrendKeyed, TrendingStore, WriteKey, new_version};
 
@@ -161,37 +162,50 @@ impl MemTrend {
     }
 
     /// Ranked entries (positive values) whose score is in `range`, from the `offset`-th
-    /// of them, at most `limit`.
-    fn page(&self, now: Timestamp, range: TrendRange, offset: u64, limit: u64) -> TrendPage {
+    /// of them counted in `order`, at most `limit`, in that order.
+    fn page(
+        &self,
+        now: Timestamp,
+        range: TrendRange,
+        order: Order,
+        offset: u64,
+        limit: u64,
+    ) -> TrendPage {
         let now_ms = now.unix_millis();
         let bound = |score: f64| stored_bound(score, now_ms, self.landmark_ms, self.h());
         let (lo, hi) = (range.min().map(bound), range.max().map(bound));
         let in_range =
             |v: f64| v > 0.0 && lo.is_none_or(|lo| v >= lo) && hi.is_none_or(|hi| v <= hi);
         let above = hi.map_or(0, |hi| self.better(hi));
-        let items: Vec<&(Desc, String)> = self
+        let run = self
             .order
             .iter()
             .skip_while(|(v, _)| hi.is_some_and(|hi| v.0 > hi))
-            .take_while(|(v, _)| in_range(v.0))
+            .take_while(|(v, _)| in_range(v.0));
+        let (offset, limit) = page_positions(0, run.clone().count() as u64, order, offset, limit);
+        let items: Vec<&(Desc, String)> = run
             .skip(offset as usize)
             .take(limit as usize)
             .collect();
         let better = items.first().map_or(0, |(v, _)| self.better(v.0));
         let values: Vec<f64> = items.iter().map(|(v, _)| v.0).collect();
         let ranks = page_ranks(&values, above + offset, better);
+        let mut entries: Vec<TrendEntry> = items
+            .iter()
+            .zip(ranks)
+            .map(|((v, m), rank)| TrendEntry {
+                rank,
+                member: m.clone(),
+                score: self.score(v.0, now),
+            })
+            .collect();
+        if order == Order::Asc {
+            entries.reverse();
+        }
         TrendPage {
             board: self.board.name.clone(),
             at: now.unix_seconds_f64(),
-            entries: items
-                .iter()
-                .zip(ranks)
-                .map(|((v, m), rank)| TrendEntry {
-                    rank,
-                    member: m.clone(),
-                    score: self.score(v.0, now),
-                })
-                .collect(),
+            entries,
         }
     }
 
@@ -254,10 +268,20 @@ impl MemTrend {
         }
     }
 
-    fn around(&self, now: Timestamp, member: &Member, n: u64) -> Option<TrendPage> {
+    fn around(
+        &self,
+        now: Timestamp,
+        member: &Member,
+        n: u64,
+        options: AroundOptions,
+    ) -> Option<TrendPage> {
         let pos = self.position(member.as_str())?;
-        let from = pos.saturating_sub(n);
-        Some(self.page(now, TrendRange::ALL, from, pos - from + n + 1))
+        let (from, count) = around_positions(pos, self.ranked(), n, options.fill);
+        let mut page = self.page(now, TrendRange::ALL, Order::Desc, from, count);
+        if options.order == Order::Asc {
+            page.entries.reverse();
+        }
+        Some(page)
     }
 
     fn maintain(&mut self, now: Timestamp, options: TrendOptions) -> TrendMaintenance {
@@ -382,11 +406,12 @@ impl TrendingStore for MemoryStore {
         board: &TrendingBoard,
         now: Timestamp,
         range: TrendRange,
+        order: Order,
         offset: u64,
         limit: u64,
     ) -> Result<TrendPage> {
         self.trending
-            .with(board, |b| b.page(now, range, offset, limit))
+            .with(board, |b| b.page(now, range, order, offset, limit))
     }
 
     async fn trend_standing(
@@ -413,8 +438,10 @@ impl TrendingStore for MemoryStore {
         now: Timestamp,
         member: &Member,
         n: u64,
+        options: AroundOptions,
     ) -> Result<Option<TrendPage>> {
-        self.trending.with(board, |b| b.around(now, member, n))
+        self.trending
+            .with(board, |b| b.around(now, member, n, options))
     }
 
     async fn trend_maintain(

@@ -285,16 +285,18 @@ impl Store for RedisStore {
         once::write_keyed(&self.conn, self.ingest.budget(), board, now, writes, key).await
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn top(
         &self,
         board: &Board,
         window: usize,
         now: Timestamp,
         range: crate::domain::ScoreRange,
+        order: crate::domain::Order,
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
-        read::top(&self.conn, board, window, now, range, offset, limit).await
+        read::top(&self.conn, board, window, now, range, order, offset, limit).await
     }
 
     async fn standing(
@@ -324,8 +326,9 @@ impl Store for RedisStore {
         now: Timestamp,
         member: &Member,
         n: u64,
+        options: crate::domain::AroundOptions,
     ) -> Result<Option<TopPage>> {
-        read::around(&self.conn, board, window, now, member, n).await
+        read::around(&self.conn, board, window, now, member, n, options).await
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {

@@ -10,6 +10,7 @@ use super::keys;
 use super::reply::{array, int, opt_int, parse_integer, string};
 use crate::board::Board;
 use crate::domain::{Coverage, WindowState, coverage};
+use crate::domain::{AroundOptions, Order, Ties};
 use crate::domain::{Entry, MemberRank, Ranks, Standing, TopPage};
 use crate::domain::{Member, ScoreRange, Timestamp, percentile};
 use crate::error::{Error, Result};
@@ -20,12 +21,30 @@ struct RankingReply {
     rest: Vec<Value>,
 }
 
+/// The flags `read_ranking.lua` takes (ARGV[4]): how the board ranks ties, and the
+/// order and shape asked.
+fn flags(board: &Board, order: Order, fill: bool) -> String {
+    let mut words = Vec::new();
+    if board.config.ties() == Ties::Position {
+        words.push("position");
+    }
+    if order == Order::Asc {
+        words.push("asc");
+    }
+    if fill {
+        words.push("fill");
+    }
+    words.join(" ")
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn read_ranking(
     conn: &RedisConn,
     board: &Board,
     window: usize,
     now: Timestamp,
     mode: &str,
+    flags: &str,
     args: &[&str],
 ) -> Result<RankingReply> {
     let windows = board.config.windows();
@@ -44,6 +63,7 @@ async fn read_ranking(
         .arg(board.version)
         .arg(windows[window].seconds())
         .arg(mode)
+        .arg(flags)
         .arg(args);
     let reply: Value = conn
         .script(&invocation, &board.name, Retry::Idempotent)
@@ -83,12 +103,14 @@ fn score_of(v: &Value) -> Result<i64> {
     parse_integer(&text).ok_or_else(|| Error::store(format!("score {text:?} is not an integer")))
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn top(
     conn: &RedisConn,
     board: &Board,
     window: usize,
     now: Timestamp,
     range: ScoreRange,
+    order: Order,
     offset: u64,
     limit: u64,
 ) -> Result<TopPage> {
@@ -98,7 +120,8 @@ pub(super) async fn top(
     if range != ScoreRange::ALL {
         args.extend(bounds.iter().map(String::as_str));
     }
-    let r = read_ranking(conn, board, window, now, "top", &args).await?;
+    let flags = flags(board, order, false);
+    let r = read_ranking(conn, board, window, now, "top", &flags, &args).await?;
     Ok(TopPage::new(
         board.name.clone(),
         r.coverage,
@@ -113,7 +136,8 @@ pub(super) async fn standing(
     now: Timestamp,
     member: &Member,
 ) -> Result<Option<Standing>> {
-    let r = read_ranking(conn, board, window, now, "member", &[member.as_str()]).await?;
+    let flags = flags(board, Order::Desc, false);
+    let r = read_ranking(conn, board, window, now, "member", &flags, &[member.as_str()]).await?;
     let [score, rank, below, ranked] = r.rest.as_slice() else {
         return Ok(None);
     };
@@ -138,7 +162,8 @@ pub(super) async fn ranks(
         .into_iter()
         .chain(members.iter().map(Member::as_str))
         .collect();
-    let r = read_ranking(conn, board, window, now, "ranks", &args).await?;
+    let flags = flags(board, Order::Desc, false);
+    let r = read_ranking(conn, board, window, now, "ranks", &flags, &args).await?;
     if r.rest.len() != 2 * members.len() {
         return Err(Error::store(format!(
             "read_ranking answered {} values for {} members",
@@ -172,6 +197,7 @@ pub(super) async fn around(
     now: Timestamp,
     member: &Member,
     n: u64,
+    options: AroundOptions,
 ) -> Result<Option<TopPage>> {
     let r = read_ranking(
         conn,
@@ -179,6 +205,7 @@ pub(super) async fn around(
         window,
         now,
         "around",
+        &flags(board, options.order, options.fill),
         &[member.as_str(), &n.to_string()],
     )
     .await?;

@@ -21,6 +21,7 @@ use crate::domain::{
     BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
     TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
+use crate::domain::{AroundOptions, Order};
 use crate::error::{Error, Result};
 use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
 
@@ -315,10 +316,11 @@ impl TrendingStore for RedisStore {
         board: &TrendingBoard,
         now: Timestamp,
         range: TrendRange,
+        order: Order,
         offset: u64,
         limit: u64,
     ) -> Result<TrendPage> {
-        top(&self.conn, board, now, range, offset, limit).await
+        top(&self.conn, board, now, range, order, offset, limit).await
     }
 
     async fn trend_standing(
@@ -345,8 +347,9 @@ impl TrendingStore for RedisStore {
         now: Timestamp,
         member: &Member,
         n: u64,
+        options: AroundOptions,
     ) -> Result<Option<TrendPage>> {
-        around(&self.conn, board, now, member, n).await
+        around(&self.conn, board, now, member, n, options).await
     }
 
     async fn trend_maintain(

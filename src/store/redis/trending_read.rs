@@ -13,6 +13,7 @@ use crate::domain::{
     Member, Timestamp, TrendCounts, TrendEntry, TrendPage, TrendRange, TrendRank, TrendRanks,
     TrendStanding, TrendingBoard, percentile,
 };
+use crate::domain::{AroundOptions, Order};
 use crate::error::{Error, Result};
 
 /// Runs `trend_read.lua` in `mode` with `args`: the landmark and the rest of the reply.
@@ -96,23 +97,39 @@ pub(super) async fn top(
     board: &TrendingBoard,
     now: Timestamp,
     range: TrendRange,
+    order: Order,
     offset: u64,
     limit: u64,
 ) -> Result<TrendPage> {
     let bound = |b: Option<f64>| b.map(|x| x.to_string()).unwrap_or_default();
-    let args = [
+    let mut args = vec![
         offset.to_string(),
         limit.to_string(),
         now.unix_millis().to_string(),
         bound(range.min()),
         bound(range.max()),
     ];
+    if order == Order::Asc {
+        args.push("asc".to_owned());
+    }
     let (landmark, rest) = read(conn, board, "top", &args).await?;
     let mut rest = rest.into_iter();
     let better = int(&rest.next().ok_or_else(|| short("top"))?, "better")? as u64;
     let above = int(&rest.next().ok_or_else(|| short("top"))?, "above")? as u64;
     let items = pairs(rest.next().ok_or_else(|| short("top"))?)?;
-    Ok(page(board, now, landmark, items, above + offset, better))
+    let from = int(&rest.next().ok_or_else(|| short("top"))?, "from")? as u64;
+    Ok(in_order(
+        page(board, now, landmark, items, above + from, better),
+        order,
+    ))
+}
+
+/// A page read highest first, in `order`.
+fn in_order(mut page: TrendPage, order: Order) -> TrendPage {
+    if order == Order::Asc {
+        page.entries.reverse();
+    }
+    page
 }
 
 pub(super) async fn standing(
@@ -184,14 +201,13 @@ pub(super) async fn around(
     now: Timestamp,
     member: &Member,
     n: u64,
+    options: AroundOptions,
 ) -> Result<Option<TrendPage>> {
-    let (landmark, rest) = read(
-        conn,
-        board,
-        "around",
-        &[member.as_str().to_owned(), n.to_string()],
-    )
-    .await?;
+    let mut args = vec![member.as_str().to_owned(), n.to_string()];
+    if options.fill {
+        args.push("fill".to_owned());
+    }
+    let (landmark, rest) = read(conn, board, "around", &args).await?;
     if rest.first().is_none_or(|v| *v == Value::Nil) {
         return Ok(None);
     }
@@ -199,7 +215,10 @@ pub(super) async fn around(
     let from = int(&rest.next().ok_or_else(|| short("around"))?, "from")? as u64;
     let better = int(&rest.next().ok_or_else(|| short("around"))?, "better")? as u64;
     let items = pairs(rest.next().ok_or_else(|| short("around"))?)?;
-    Ok(Some(page(board, now, landmark, items, from, better)))
+    Ok(Some(in_order(
+        page(board, now, landmark, items, from, better),
+        options.order,
+    )))
 }
 
 pub(super) async fn counts(conn: &RedisConn, board: &TrendingBoard) -> Result<TrendCounts> {

@@ -10,21 +10,28 @@
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the window, seconds (field done:<W>)
 -- ARGV[3]  mode: 'top', 'member', 'around' or 'ranks'
--- ARGV[4]  top: offset;  member, around: the member;  ranks: unused
--- ARGV[5]  top: limit;   around: n, entries on each side;  member, ranks: unused
--- ARGV[6]  top, optional: the lowest total of a score range (at least 1), with
--- ARGV[7]  the highest (both inclusive): the page is of the members in the range,
+-- ARGV[4]  flags, space-separated words, any of: 'position' (the board ranks ties by
+--          position: a rank is the 1-based ranking position), 'asc' (top, around: the
+--          entries lowest first, equal totals by member descending; top's offset counts
+--          from the bottom), 'fill' (around: a full page of 2n+1 when the ranking holds
+--          that many, shifted at the ends)
+-- ARGV[5]  top: offset;  member, around: the member;  ranks: unused
+-- ARGV[6]  top: limit;   around: n, entries on each side;  member, ranks: unused
+-- ARGV[7]  top, optional: the lowest total of a score range (at least 1), with
+-- ARGV[8]  the highest (both inclusive): the page is of the members in the range,
 --          offset and limit counted inside it, ranks still ranks in the whole ranking
--- ARGV[6…] ranks: the members asked for (1 to 1000), in order, duplicates kept
+-- ARGV[7…] ranks: the members asked for (1 to 1000), in order, duplicates kept
 --
 -- The ranking holds members with a positive total, highest first; equal totals are
 -- ordered by member ascending. Ranks are competition ranks: 1 + the number of members
--- with a strictly higher total. Every call is O(log N + page size), whatever the offset
--- and however large the tie groups: pages are read by index (ZREVRANGE, ZRANGE) and tie
--- groups are measured with ZCOUNT (O(log N)), never walked. ZREVRANGE orders equal
--- totals by member descending: a tie group at reverse ranks [a, b] sits at ascending
--- ranks [N-1-b, N-1-a] in member-ascending order, so ranking position p in [a, b] is
--- ascending rank N-1-a-b+p, and a group cut by a page edge is read with ZRANGE by index.
+-- with a strictly higher total (or dense, or positions, as above). Every call is
+-- O(log N + page size), whatever the offset and however large the tie groups: pages are
+-- read by index (ZREVRANGE, ZRANGE) and tie groups are measured with ZCOUNT (O(log N)),
+-- never walked. ZREVRANGE orders equal totals by member descending: a tie group at
+-- reverse ranks [a, b] sits at ascending ranks [N-1-b, N-1-a] in member-ascending
+-- order, so ranking position p in [a, b] is ascending rank N-1-a-b+p, and a group cut
+-- by a page edge is read with ZRANGE by index. Every page is a run of consecutive
+-- ranking positions (an ascending page is the same run, reversed).
 --
 -- Returns {first_pending, newest, since, building, ...}: the oldest live slot newer than
 -- done:<W>, the newest live slot, and the window's since:<W> and building:<W> marks (see
@@ -38,11 +45,24 @@
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local board, index, totals, dense = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local flags = {}
+for word in string.gmatch(ARGV[4], '%S+') do flags[word] = true end
 
--- The rank of `score`, `greater` members having a strictly higher total.
-local function rank_of(score, greater)
+-- The rank of `score`, `greater` members having a strictly higher total, held by the
+-- member at ranking position `position` (0-based).
+local function rank_of(score, greater, position)
+  if flags.position then return position + 1 end
   if dense then return redis.call('ZCOUNT', dense, '(' .. score, '+inf') + 1 end
   return greater + 1
+end
+
+-- The 0-based ranking position of `member`, whose total is `score`, `greater` members
+-- having a strictly higher one: from its ZREVRANK, which orders equal totals by member
+-- descending.
+local function position_of(member, score, greater)
+  local tied = redis.call('ZCOUNT', totals, score, score)
+  local revrank = redis.call('ZREVRANK', totals, member)
+  return greater + (tied - 1 - (revrank - greater))
 end
 local record = board_record(board, ARGV[1], 'done:' .. ARGV[2], 'since:' .. ARGV[2], 'building:' .. ARGV[2])
 local pending = redis.call('ZRANGEBYSCORE', index, '(' .. record[3], '+inf', 'LIMIT', 0, 1)
@@ -77,9 +97,8 @@ local function page(offset, limit)
       members = {}
       for k = j, i, -1 do members[#members + 1] = raw[2 * k - 1] end
     end
-    local rank = rank_of(score, a)
-    for _, member in ipairs(members) do
-      reply[#reply + 1] = rank
+    for k, member in ipairs(members) do
+      reply[#reply + 1] = rank_of(score, a, position + k - 1)
       reply[#reply + 1] = member
       reply[#reply + 1] = score
     end
@@ -88,28 +107,52 @@ local function page(offset, limit)
   end
 end
 
+-- Appends the entries at ranking positions offset .. offset+limit-1 to reply in the
+-- order asked: reversed when ascending.
+local function ordered_page(offset, limit)
+  local first = #reply + 1
+  page(offset, limit)
+  if flags.asc then
+    local last = #reply - 2
+    while first < last do
+      for k = 0, 2 do reply[first + k], reply[last + k] = reply[last + k], reply[first + k] end
+      first, last = first + 3, last - 3
+    end
+  end
+end
+
 local mode = ARGV[3]
 if mode == 'top' then
-  local offset, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
-  if ARGV[6] then
-    -- A score range [min, max] is a run of consecutive ranking positions: it starts
-    -- after the members above max; both counts are O(log N).
-    local min, max = ARGV[6], ARGV[7]
-    local inside = redis.call('ZCOUNT', totals, min, max)
-    limit = math.min(limit, inside - offset)
-    offset = offset + redis.call('ZCOUNT', totals, '(' .. max, '+inf')
+  local offset, limit = tonumber(ARGV[5]), tonumber(ARGV[6])
+  -- The members asked for are a run of consecutive ranking positions: the whole
+  -- ranking, or a score range [min, max], which starts after the members above max;
+  -- every count is O(log N).
+  local first, run = 0, nil
+  if ARGV[7] then
+    local min, max = ARGV[7], ARGV[8]
+    run = redis.call('ZCOUNT', totals, min, max)
+    first = redis.call('ZCOUNT', totals, '(' .. max, '+inf')
+  else
+    run = redis.call('ZCOUNT', totals, '(0', '+inf')
   end
-  page(offset, limit)
+  limit = math.max(0, math.min(limit, run - offset))
+  if flags.asc then
+    offset = first + run - offset - limit
+  else
+    offset = first + offset
+  end
+  ordered_page(offset, limit)
   return reply
 end
 
 if mode == 'ranks' then
-  for k = 6, #ARGV do
+  for k = 7, #ARGV do
     local score = redis.call('ZSCORE', totals, ARGV[k])
     if score and tonumber(score) > 0 then
+      local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
       reply[#reply + 1] = score
-      reply[#reply + 1] = dense and rank_of(score)
-        or redis.call('ZCOUNT', totals, '(' .. score, '+inf') + 1
+      reply[#reply + 1] = rank_of(score, greater,
+        flags.position and position_of(ARGV[k], score, greater))
     else
       reply[#reply + 1] = false
       reply[#reply + 1] = false
@@ -118,7 +161,7 @@ if mode == 'ranks' then
   return reply
 end
 
-local member = ARGV[4]
+local member = ARGV[5]
 local score = redis.call('ZSCORE', totals, member)
 if not score or tonumber(score) <= 0 then
   return reply
@@ -126,18 +169,23 @@ end
 local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
 if mode == 'member' then
   reply[5] = score
-  reply[6] = rank_of(score, greater)
+  reply[6] = rank_of(score, greater, flags.position and position_of(member, score, greater))
   reply[7] = redis.call('ZCOUNT', totals, '(0', '(' .. score)
   reply[8] = redis.call('ZCOUNT', totals, '(0', '+inf')
   return reply
 end
 
--- around: the member's position in ranking order, from its ZREVRANK (which orders equal
--- totals by member descending).
-local n = tonumber(ARGV[5])
-local tied = redis.call('ZCOUNT', totals, score, score)
-local revrank = redis.call('ZREVRANK', totals, member)
-local position = greater + (tied - 1 - (revrank - greater))
-local offset = math.max(0, position - n)
-page(offset, position - offset + n + 1)
+-- around: n ranking positions on each side of the member's, fewer at the ends; with
+-- fill, 2n+1 positions (or all ranked) shifted to stay inside the ranking.
+local n = tonumber(ARGV[6])
+local position = position_of(member, score, greater)
+local ranked = redis.call('ZCOUNT', totals, '(0', '+inf')
+local offset, limit = math.max(0, position - n), nil
+if flags.fill then
+  limit = math.min(2 * n + 1, ranked)
+  offset = math.min(offset, ranked - limit)
+else
+  limit = math.min(position + n + 1, ranked) - offset
+end
+ordered_page(offset, limit)
 return reply

@@ -6,19 +6,23 @@
 --
 -- ARGV[1]  expected board version
 -- ARGV[2]  what to read:
---   'top', offset, limit, now ms, min, max
---                             -> {landmark, better, above, {member, value, ...}}: ranked
---                                members whose score at now is in [min, max] (either ''
---                                for open), from the offset-th of them; better = members
---                                strictly ahead of the first (0 when none), above =
---                                members above the range
+--   'top', offset, limit, now ms, min, max[, 'asc']
+--                             -> {landmark, better, above, {member, value, ...}, from}:
+--                                ranked members whose score at now is in [min, max]
+--                                (either '' for open), from the offset-th of them (counted
+--                                from the bottom of the range with 'asc'; the items still
+--                                come highest first); better = members strictly ahead of
+--                                the first (0 when none), above = members above the
+--                                range, from = the first item's place in the range
 --   'member', m               -> {landmark, value, better, below, ranked} or
 --                                {landmark, false}; below = ranked members strictly
 --                                behind, ranked = all ranked members
 --   'ranks', m1, m2, ...      -> {landmark, {value or false, better, ...}}
---   'around', m, n            -> {landmark, from, better, {member, value, ...}} or
+--   'around', m, n[, 'fill']  -> {landmark, from, better, {member, value, ...}} or
 --                                {landmark, false}: positions from..pos+n (the caller
---                                drops the unranked ones at the end)
+--                                drops the unranked ones at the end); with 'fill', the
+--                                2n+1 positions (or every ranked one) around pos shifted
+--                                to stay inside the ranking
 --   'counts'                  -> {landmark, members, ranked, 1 while a rescale runs else 0}
 -- Values are returned as Redis prints them (17 significant digits: exact).
 
@@ -50,12 +54,23 @@ if mode == 'top' then
   if ARGV[6] ~= '' and tonumber(ARGV[6]) > 0 then
     hi = string.format('%.17g', -tonumber(ARGV[6]) * scale)
   end
-  local items = redis.call('ZRANGEBYSCORE', z, lo, hi, 'WITHSCORES', 'LIMIT', ARGV[3], ARGV[4])
+  local offset, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
+  if ARGV[8] == 'asc' then
+    -- The range is a run of consecutive positions: its last `limit` before `offset`
+    -- from its end.
+    local run = redis.call('ZCOUNT', z, lo, hi)
+    limit = math.max(0, math.min(limit, run - offset))
+    offset = math.max(0, run - offset - limit)
+    if limit == 0 then
+      return { landmark, 0, above, {}, offset }
+    end
+  end
+  local items = redis.call('ZRANGEBYSCORE', z, lo, hi, 'WITHSCORES', 'LIMIT', offset, limit)
   local first = 0
   if #items > 0 then
     first = better(items[2])
   end
-  return { landmark, first, above, items }
+  return { landmark, first, above, items, offset }
 elseif mode == 'member' then
   local v = ranked_value(ARGV[3])
   if not v then
@@ -80,9 +95,14 @@ elseif mode == 'around' then
   if not v then
     return { landmark, false }
   end
-  local pos = redis.call('ZRANK', z, ARGV[3])
-  local from = math.max(0, pos - tonumber(ARGV[4]))
-  local items = redis.call('ZRANGE', z, from, pos + tonumber(ARGV[4]), 'WITHSCORES')
+  local pos, n = redis.call('ZRANK', z, ARGV[3]), tonumber(ARGV[4])
+  local from, to = math.max(0, pos - n), pos + n
+  if ARGV[5] == 'fill' then
+    local size = math.min(2 * n + 1, redis.call('ZCOUNT', z, '-inf', '(0'))
+    from = math.min(from, redis.call('ZCOUNT', z, '-inf', '(0') - size)
+    to = from + size - 1
+  end
+  local items = redis.call('ZRANGE', z, from, to, 'WITHSCORES')
   return { landmark, from, better(items[2]), items }
 end
 refuse('ORDER unknown read mode ' .. tostring(mode))
