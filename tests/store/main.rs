@@ -57,6 +57,7 @@ mod member_ranks;
 mod memory_limits;
 mod open_slot;
 mod oracle;
+mod peer_reads;
 mod property;
 #[path = "../common/proxy.rs"]
 mod proxy;
