@@ -75,6 +75,7 @@ pub use domain::counter::{
 pub use domain::stats::{
     HourStats, RELATIVE_ERROR, SLOWEST_KEPT, SlowEntry, StatsContext, StatsKind,
 };
+pub use domain::{AroundOptions, Order};
 pub use domain::{
     BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, Layout, MAX_ABS,
     MAX_IDEMPOTENCY_KEY, MAX_RANKS_MEMBERS, Member, MemberRank, Point, Ranks, RecomputeReport,
@@ -83,7 +84,6 @@ pub use domain::{
     TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
     TrendingBoard, TrendingConfig,
 };
-pub use domain::{AroundOptions, Order};
 pub use domain::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots};
 pub use error::{Error, Result};
 pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};

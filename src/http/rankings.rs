@@ -173,7 +173,13 @@ pub async fn around(
     };
     let page = state
         .boards
-        .neighbours_with(&board, &member, window(&q.window)?, q.n.unwrap_or(5), options)
+        .neighbours_with(
+            &board,
+            &member,
+            window(&q.window)?,
+            q.n.unwrap_or(5),
+            options,
+        )
         .await?;
     Ok(Json(page.ok_or_else(|| not_ranked(&board, &member))?))
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use super::{Rollboard, window_index};
 use crate::board::Board;
-use crate::domain::{History, Member, Ranks, ScoreRange, Span, Standing, TopPage};
 use crate::domain::{AroundOptions, Order, check_around, check_page, parse_ranks_members};
+use crate::domain::{History, Member, Ranks, ScoreRange, Span, Standing, TopPage};
 use crate::error::Result;
 
 impl Rollboard {

@@ -10,13 +10,13 @@ use super::idempotent::KeyedOutcome;
 use super::write::{BatchOutcome, Rejected};
 use crate::any_board::AnyBoard;
 use crate::domain::trending::check_age;
+use crate::domain::{AroundOptions, Order};
 use crate::domain::{
     BoardName, Event, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
     TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
     check_around, check_delta, check_page, not_in_future, parse_ranks_members,
 };
 use crate::domain::{Fingerprint, IdempotencyKey};
-use crate::domain::{AroundOptions, Order};
 use crate::error::{Error, Result};
 use crate::store::{TrendKeyed, WriteKey};
 

@@ -13,11 +13,11 @@
 use async_trait::async_trait;
 
 use super::keyed::WriteKey;
+use crate::domain::{AroundOptions, Order};
 use crate::domain::{
     BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
     TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
-use crate::domain::{AroundOptions, Order};
 use crate::error::Result;
 
 /// What a store did with a keyed write to a trending board.

@@ -13,12 +13,12 @@ use super::keyed::KeyedRecords;
 use crate::domain::trending::{
     WRITE_LIMIT_HALF_LIVES, decayed, forward, page_ranks, rescale_target, stored_bound,
 };
+use crate::domain::{AroundOptions, Order, around_positions, page_positions};
 use crate::domain::{
     BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
     TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
     TrendingBoard, TrendingConfig, percentile,
 };
-use crate::domain::{AroundOptions, Order, around_positions, page_positions};
 use crate::error::{Error, Result};
 use crate::store::{Keyed, TrendKeyed, TrendingStore, WriteKey, new_version};
 
@@ -183,10 +183,7 @@ impl MemTrend {
             .skip_while(|(v, _)| hi.is_some_and(|hi| v.0 > hi))
             .take_while(|(v, _)| in_range(v.0));
         let (offset, limit) = page_positions(0, run.clone().count() as u64, order, offset, limit);
-        let items: Vec<&(Desc, String)> = run
-            .skip(offset as usize)
-            .take(limit as usize)
-            .collect();
+        let items: Vec<&(Desc, String)> = run.skip(offset as usize).take(limit as usize).collect();
         let better = items.first().map_or(0, |(v, _)| self.better(v.0));
         let values: Vec<f64> = items.iter().map(|(v, _)| v.0).collect();
         let ranks = page_ranks(&values, above + offset, better);

@@ -9,8 +9,8 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, opt_int, parse_integer, string};
 use crate::board::Board;
-use crate::domain::{Coverage, WindowState, coverage};
 use crate::domain::{AroundOptions, Order, Ties};
+use crate::domain::{Coverage, WindowState, coverage};
 use crate::domain::{Entry, MemberRank, Ranks, Standing, TopPage};
 use crate::domain::{Member, ScoreRange, Timestamp, percentile};
 use crate::error::{Error, Result};
@@ -137,7 +137,16 @@ pub(super) async fn standing(
     member: &Member,
 ) -> Result<Option<Standing>> {
     let flags = flags(board, Order::Desc, false);
-    let r = read_ranking(conn, board, window, now, "member", &flags, &[member.as_str()]).await?;
+    let r = read_ranking(
+        conn,
+        board,
+        window,
+        now,
+        "member",
+        &flags,
+        &[member.as_str()],
+    )
+    .await?;
     let [score, rank, below, ranked] = r.rest.as_slice() else {
         return Ok(None);
     };

@@ -17,11 +17,11 @@ use super::reply::{int, opt_string};
 use super::trending_read::{around, counts, ranks, standing, top};
 use super::{keys, registry};
 use crate::domain::trending::WRITE_LIMIT_HALF_LIVES;
+use crate::domain::{AroundOptions, Order};
 use crate::domain::{
     BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
     TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
-use crate::domain::{AroundOptions, Order};
 use crate::error::{Error, Result};
 use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
 

@@ -9,11 +9,11 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, string};
 use crate::domain::trending::{decayed, page_ranks};
+use crate::domain::{AroundOptions, Order};
 use crate::domain::{
     Member, Timestamp, TrendCounts, TrendEntry, TrendPage, TrendRange, TrendRank, TrendRanks,
     TrendStanding, TrendingBoard, percentile,
 };
-use crate::domain::{AroundOptions, Order};
 use crate::error::{Error, Result};
 
 /// Runs `trend_read.lua` in `mode` with `args`: the landmark and the rest of the reply.
