@@ -13,7 +13,8 @@ use super::{BoardName, Coverage, Span};
 pub struct Entry {
     /// Competition rank: 1 + the number of members with a strictly higher score, so
     /// equal scores share a rank (1, 1, 3); on a board with `"ties":"dense"`, dense rank:
-    /// 1 + the number of distinct scores strictly higher (1, 1, 2).
+    /// 1 + the number of distinct scores strictly higher (1, 1, 2); on a board with
+    /// `"ties":"position"`, the 1-based position in the ranking (1, 2, 3).
     pub rank: u64,
     /// The member.
     pub member: String,
@@ -22,7 +23,9 @@ pub struct Entry {
 }
 
 /// A page of a board's ranking: members with a positive total, highest first, equal
-/// scores ordered by member name ascending (byte order).
+/// scores ordered by member name ascending (byte order); a page read from the bottom
+/// (`order=asc`) lists the same ranking lowest first, equal scores by member
+/// descending.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct TopPage {
@@ -41,7 +44,7 @@ pub struct TopPage {
     /// How long ago the oldest slot still included (`from`) left the window, in
     /// milliseconds; 0 when not behind.
     pub lag_ms: u64,
-    /// The entries, in rank order.
+    /// The entries, in ranking order (reversed when read from the bottom).
     pub entries: Vec<Entry>,
 }
 
@@ -53,13 +56,15 @@ pub struct Standing {
     pub member: String,
     /// Its total in the window (positive).
     pub score: i64,
-    /// Its rank: competition (equal scores share a rank: 1, 1, 3), or dense on a
-    /// `"ties":"dense"` board (1, 1, 2), as `rank` of a top page's entries.
+    /// Its rank: competition (equal scores share a rank: 1, 1, 3), dense on a
+    /// `"ties":"dense"` board (1, 1, 2) or its position on a `"ties":"position"` board
+    /// (1, 2, 3), as `rank` of a top page's entries.
     pub rank: u64,
     /// The share of ranked members (positive totals) whose total is strictly below the
     /// member's, in [0, 1): 0 for the lowest total, `(ranked − 1) / ranked` for a sole
     /// leader. Members tied with it are not below it, so a tie group shares one
-    /// percentile.
+    /// percentile (on a `"ties":"position"` board too, whose tied members have distinct
+    /// ranks).
     pub percentile: f64,
     /// The window.
     pub window: Span,

@@ -41,9 +41,10 @@ pub struct ConfigBody {
     #[schema(minimum = -34_559_999, maximum = 34_559_999)]
     pub offset: Option<i64>,
     /// Windowed boards: how equal totals share ranks: `"competition"` (1, 1, 3; the
-    /// default) or `"dense"` (1, 1, 2). Fixed when the board is created: another value
-    /// on an existing board is a conflict. Trending boards rank by competition: they
-    /// accept `"competition"` and refuse `"dense"`.
+    /// default), `"dense"` (1, 1, 2) or `"position"` (1, 2, 3: unique positions, equal
+    /// totals numbered by member ascending). Fixed when the board is created: another
+    /// value on an existing board is a conflict. Trending boards rank by competition:
+    /// they accept `"competition"` and refuse the others.
     #[serde(default)]
     #[schema(value_type = Ties, default = "competition")]
     pub ties: Option<Ties>,

@@ -94,8 +94,10 @@ fn not_ranked(board: &str, member: &str) -> Error {
 
 /// The ranking: members with a positive score, highest first, ties by member ascending;
 /// with `min_score`/`max_score`, the members whose scores are in that range (their
-/// ranks still their ranks in the whole ranking). A windowed board ranks a window's
-/// totals (integers), a trending board its scores now (numbers; it has no windows).
+/// ranks still their ranks in the whole ranking); with `order=asc`, read from the bottom
+/// (lowest first, ties by member descending, `offset` counted from the lowest, ranks
+/// unchanged). A windowed board ranks a window's totals (integers), a trending board its
+/// scores now (numbers; it has no windows).
 #[utoipa::path(
     get, path = "/v1/boards/{board}/top", tag = "rankings", operation_id = "boardsTop",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), TopQuery),
@@ -125,9 +127,9 @@ pub async fn top(
     Ok(Json(page))
 }
 
-/// A member's score, rank (competition, or dense on a dense board) and percentile: the
-/// share of ranked members whose score is strictly below its own, in [0, 1) (404
-/// without a positive score).
+/// A member's score, rank (competition; dense or position on a board created so) and
+/// percentile: the share of ranked members whose score is strictly below its own, in
+/// [0, 1) (404 without a positive score).
 #[utoipa::path(
     get, path = "/v1/boards/{board}/members/{member}", tag = "rankings", operation_id = "boardsMember",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), WindowQuery),
@@ -150,7 +152,9 @@ pub async fn member(
     Ok(Json(standing.ok_or_else(|| not_ranked(&board, &member))?))
 }
 
-/// The member and up to `n` entries on each side (404 without a positive score).
+/// The member and up to `n` entries on each side, or with `fill=true` a full page of
+/// `2n + 1` shifted at the ends of the ranking; `order=asc` lists them lowest first (404
+/// without a positive score).
 #[utoipa::path(
     get, path = "/v1/boards/{board}/members/{member}/around", tag = "rankings", operation_id = "boardsAround",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), AroundQuery),

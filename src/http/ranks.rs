@@ -45,7 +45,7 @@ fn window(text: &Option<String>) -> crate::Result<Option<Span>> {
     text.as_deref().map(Span::parse).transpose()
 }
 
-/// Each member's total and rank (competition, or dense on a `"ties":"dense"` board), in the order asked (a member asked twice
+/// Each member's total and rank (competition; dense or position on a board created with that `"ties"`), in the order asked (a member asked twice
 /// is answered twice); `"score": 0, "rank": null` without a positive total.
 #[utoipa::path(
     get, path = "/v1/boards/{board}/ranks", tag = "rankings", operation_id = "boardsRanks",

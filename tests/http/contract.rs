@@ -513,7 +513,10 @@ async fn the_openapi_document_states_the_ties_option() {
     let app = spawn_app().await;
     let doc = app.get("/openapi.json").await.body;
     let schemas = &doc["components"]["schemas"];
-    assert_eq!(schemas["Ties"]["enum"], json!(["competition", "dense"]));
+    assert_eq!(
+        schemas["Ties"]["enum"],
+        json!(["competition", "dense", "position"])
+    );
     assert_eq!(schemas["Ties"]["type"], "string");
     // Optional in a PUT (competition by default), always stated in a board's config.
     for (config, required) in [("ConfigBody", false), ("BoardConfig", true)] {

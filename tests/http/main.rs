@@ -14,6 +14,7 @@ mod idempotency;
 mod mounted;
 mod observability;
 mod ops;
+mod peer_reads;
 #[path = "../common/proxy.rs"]
 mod proxy;
 mod ranges;
