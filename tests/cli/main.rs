@@ -128,6 +128,37 @@ async fn top_prints_a_ranking_as_text_or_json() {
         page["entries"],
         serde_json::json!([{"rank": 1, "member": "post:1", "score": 5}])
     );
+
+    // The bottom of the ranking: lowest first, the board's ranks, offset from the bottom.
+    let bottom = rollboard(
+        &["top", &board, "--window", "24h", "--order", "asc"],
+        Some(&redis.url),
+    );
+    assert!(bottom.status.success(), "{}", stderr(&bottom));
+    let lines: Vec<String> = stdout(&bottom)
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(lines, ["2 post:2 2".to_owned(), "1 post:1 5".to_owned()]);
+    let json = rollboard(
+        &[
+            "top", &board, "--window", "24h", "--order", "asc", "--offset", "1", "--json",
+        ],
+        Some(&redis.url),
+    );
+    let page: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        page["entries"],
+        serde_json::json!([{"rank": 1, "member": "post:1", "score": 5}])
+    );
+    let bad = rollboard(&["top", &board, "--order", "up"], Some(&redis.url));
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("invalid value 'up' for '--order <ORDER>'"),
+        "{}",
+        stderr(&bad)
+    );
 }
 
 #[tokio::test]

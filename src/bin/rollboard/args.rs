@@ -355,9 +355,13 @@ pub struct TopArgs {
     /// Entries to print, 1–1000.
     #[arg(long, default_value_t = 10)]
     pub limit: u64,
-    /// Entries to skip.
+    /// Entries to skip (from the bottom with `--order asc`).
     #[arg(long, default_value_t = 0)]
     pub offset: u64,
+    /// `desc`: highest first; `asc`: the bottom of the ranking, lowest first (ranks stay
+    /// the board's).
+    #[arg(long, default_value = "desc", value_parser = ["desc", "asc"])]
+    pub order: String,
     /// Print the page as JSON.
     #[arg(long)]
     pub json: bool,

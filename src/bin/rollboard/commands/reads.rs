@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use rollboard::{Span, Timestamp};
+use rollboard::{Order, ScoreRange, Span, Timestamp};
 
 use crate::args::{RateArgs, TopArgs};
 
@@ -11,8 +11,19 @@ use super::store::open;
 pub(super) async fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
     let boards = open(&args.store, "top").await?;
     let window = args.window.as_deref().map(Span::parse).transpose()?;
+    let order = match args.order.as_str() {
+        "asc" => Order::Asc,
+        _ => Order::Desc,
+    };
     let page = boards
-        .top(&args.board, window, args.offset, args.limit)
+        .ranking(
+            &args.board,
+            window,
+            ScoreRange::ALL,
+            order,
+            args.offset,
+            args.limit,
+        )
         .await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&page)?);
