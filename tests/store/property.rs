@@ -3,14 +3,16 @@
 //! on the memory store and on Redis in lockstep. Every answer of the two stores must be
 //! identical, every read that claims to cover exactly its window must equal the
 //! brute-force oracle (also on boards past the range bound, where Redis checks each
-//! batch against the stored values), and after a final retirement every window must equal the oracle
+//! batch against the stored values; boards rank ties by competition, dense or position;
+//! pages are read from the top and the bottom, around a member with and without fill), and after a final retirement every window must equal the oracle
 //! and Redis must satisfy the data model's invariants. The same runs on a Redis Cluster.
 
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use rollboard::{BoardConfig, Clock, Event, MemoryStore, RedisStore, Span, Ties, Timestamp};
+use rollboard::{AroundOptions, BoardConfig, Clock, Event, MemoryStore, Order, RedisStore};
+use rollboard::{Span, Ties, Timestamp};
 
 use crate::oracle::{Oracle, check_redis_invariants};
 use crate::support::{TestRedis, clock, ranking, unique, with_clock};
@@ -39,6 +41,14 @@ enum Op {
         m: usize,
         window: usize,
         n: u64,
+        fill: bool,
+        asc: bool,
+    },
+    /// A page from the bottom of the ranking.
+    Bottom {
+        window: usize,
+        offset: u64,
+        limit: u64,
     },
     Remove {
         m: usize,
@@ -56,9 +66,12 @@ enum Op {
     },
 }
 
-/// The oracle's rank of total `s`: 1 + the members (competition) or the distinct totals
-/// (dense) strictly higher.
-fn oracle_rank(ranking: &[(String, i64)], s: i64, ties: Ties) -> u64 {
+/// The oracle's rank of member `m`, whose total is `s`: 1 + the members (competition) or
+/// the distinct totals (dense) strictly higher, or its 1-based place (position).
+fn oracle_rank(ranking: &[(String, i64)], m: &str, s: i64, ties: Ties) -> u64 {
+    if ties == Ties::Position {
+        return ranking.iter().position(|(r, _)| r == m).unwrap() as u64 + 1;
+    }
     let mut higher: Vec<i64> = ranking.iter().map(|(_, o)| *o).filter(|o| *o > s).collect();
     if ties == Ties::Dense {
         higher.dedup();
@@ -75,7 +88,7 @@ fn oracle_ranks(
     members
         .iter()
         .map(|m| match ranking.iter().find(|(r, _)| r == m) {
-            Some((_, s)) => (m.to_string(), *s, Some(oracle_rank(ranking, *s, ties))),
+            Some((_, s)) => (m.to_string(), *s, Some(oracle_rank(ranking, m, *s, ties))),
             None => (m.to_string(), 0, None),
         })
         .collect()
@@ -93,7 +106,54 @@ fn oracle_range(
         .iter()
         .filter(|(_, s)| (min..=max).contains(s))
         .skip(offset as usize)
-        .map(|(m, s)| (oracle_rank(ranking, *s, ties), m.clone(), *s))
+        .map(|(m, s)| (oracle_rank(ranking, m, *s, ties), m.clone(), *s))
+        .collect()
+}
+
+/// The oracle's entries at `positions` of the ranking: `(rank, member, score)`.
+fn oracle_at(
+    ranking: &[(String, i64)],
+    positions: impl Iterator<Item = usize>,
+    ties: Ties,
+) -> Vec<(u64, String, i64)> {
+    positions
+        .map(|p| {
+            let (m, s) = &ranking[p];
+            (oracle_rank(ranking, m, *s, ties), m.clone(), *s)
+        })
+        .collect()
+}
+
+/// The oracle's page around `m` (`None` when it is not ranked), `n` on each side or,
+/// with `fill`, `2n + 1` shifted at the ends; lowest first when `asc`.
+fn oracle_around(
+    ranking: &[(String, i64)],
+    m: &str,
+    n: usize,
+    fill: bool,
+    asc: bool,
+    ties: Ties,
+) -> Option<Vec<(u64, String, i64)>> {
+    let p = ranking.iter().position(|(r, _)| r == m)?;
+    let (start, end) = if fill {
+        let size = (2 * n + 1).min(ranking.len());
+        let start = p.saturating_sub(n).min(ranking.len() - size);
+        (start, start + size)
+    } else {
+        (p.saturating_sub(n), (p + n + 1).min(ranking.len()))
+    };
+    let mut page = oracle_at(ranking, start..end, ties);
+    if asc {
+        page.reverse();
+    }
+    Some(page)
+}
+
+/// `(rank, member, score)` of a page.
+fn triples(page: &rollboard::TopPage) -> Vec<(u64, String, i64)> {
+    page.entries
+        .iter()
+        .map(|e| (e.rank, e.member.clone(), e.score))
         .collect()
 }
 
@@ -131,13 +191,20 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             2 => Just(Op::Retire),
             2 => (0..n).prop_map(|window| Op::Read { window }),
             1 => (0..MEMBERS.len(), 0..n).prop_map(|(m, window)| Op::Score { m, window }),
-            1 => (0..MEMBERS.len(), 0..n, 0u64..3).prop_map(|(m, window, n)| Op::Around { m, window, n }),
+            2 => (0..MEMBERS.len(), 0..n, 0u64..3, any::<bool>(), any::<bool>())
+                .prop_map(|(m, window, n, fill, asc)| Op::Around { m, window, n, fill, asc }),
+            1 => (0..n, 0u64..4, 1u64..4)
+                .prop_map(|(window, offset, limit)| Op::Bottom { window, offset, limit }),
             1 => (0..MEMBERS.len()).prop_map(|m| Op::Remove { m }),
             1 => (0..n).prop_map(|window| Op::Ranks { window }),
             1 => (0..n, -2i64..=8, 0i64..=5, 0u64..3)
                 .prop_map(|(window, min, span, offset)| Op::Range { window, min, span, offset }),
         ];
-        let ties = prop_oneof![Just(Ties::Competition), Just(Ties::Dense)];
+        let ties = prop_oneof![
+            Just(Ties::Competition),
+            Just(Ties::Dense),
+            Just(Ties::Position)
+        ];
         (proptest::collection::vec(op, 1..60), any::<bool>(), ties).prop_map(
             move |(ops, past_bound, ties)| Scenario {
                 slot,
@@ -249,11 +316,52 @@ async fn run(
                 let b = on_redis.score(&name, MEMBERS[*m], w).await.unwrap();
                 prop_assert_eq!(a, b);
             }
-            Op::Around { m, window, n } => {
+            Op::Around {
+                m,
+                window,
+                n,
+                fill,
+                asc,
+            } => {
                 let w = Some(windows[*window]);
-                let a = memory.around(&name, MEMBERS[*m], w, *n).await.unwrap();
-                let b = on_redis.around(&name, MEMBERS[*m], w, *n).await.unwrap();
-                prop_assert_eq!(a, b);
+                let order = if *asc { Order::Asc } else { Order::Desc };
+                let options = AroundOptions { fill: *fill, order };
+                let a = memory
+                    .around_with(&name, MEMBERS[*m], w, *n, options)
+                    .await
+                    .unwrap();
+                let b = on_redis
+                    .around_with(&name, MEMBERS[*m], w, *n, options)
+                    .await
+                    .unwrap();
+                prop_assert_eq!(&a, &b);
+                if a.as_ref()
+                    .is_some_and(|a| a.from == config.window_start(*window, now))
+                {
+                    let ranking = oracle.ranking(*window, now);
+                    let expected =
+                        oracle_around(&ranking, MEMBERS[*m], *n as usize, *fill, *asc, ties);
+                    prop_assert_eq!(a.as_ref().map(triples), expected, "exact around");
+                }
+            }
+            Op::Bottom {
+                window,
+                offset,
+                limit,
+            } => {
+                let w = Some(windows[*window]);
+                let a = memory.bottom(&name, w, *offset, *limit).await.unwrap();
+                let b = on_redis.bottom(&name, w, *offset, *limit).await.unwrap();
+                prop_assert_eq!(&a, &b);
+                if a.from == config.window_start(*window, now) {
+                    let ranking = oracle.ranking(*window, now);
+                    let positions = (0..ranking.len())
+                        .rev()
+                        .skip(*offset as usize)
+                        .take(*limit as usize);
+                    let expected = oracle_at(&ranking, positions, ties);
+                    prop_assert_eq!(triples(&a), expected, "exact bottom, window {}", window);
+                }
             }
             Op::Ranks { window } => {
                 let w = Some(windows[*window]);
@@ -322,7 +430,7 @@ async fn run(
         let ranks: Vec<u64> = a.entries.iter().map(|e| e.rank).collect();
         let want: Vec<u64> = expected
             .iter()
-            .map(|(_, s)| oracle_rank(&expected, *s, ties))
+            .map(|(m, s)| oracle_rank(&expected, m, *s, ties))
             .collect();
         prop_assert_eq!(ranks, want, "final ranks, window {}", j);
         // Percentiles: the share of ranked members strictly below, on both stores.
