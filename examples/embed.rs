@@ -57,7 +57,10 @@ async fn main() -> Result<(), rollboard::Error> {
         println!("{:>3}. {} ({})", e.rank, e.member, e.score);
     }
     if let Some(s) = boards.score("hot-posts", "post:42", Some(day)).await? {
-        println!("post:42 is #{} with {}", s.rank, s.score);
+        match s.rank {
+            Some(rank) => println!("post:42 is #{rank} with {}", s.score),
+            None => println!("post:42 is not ranked: {}", s.score),
+        }
     }
 
     // Ends the background task after the pass in progress, if any.

@@ -113,13 +113,17 @@ pub enum Error {
         /// The window asked for.
         window: Span,
     },
-    /// The member has no positive total in that window.
-    #[error("member {member:?} has no positive total on board {board:?}")]
+    /// The member holds nothing the read needs: no total in that window (a member
+    /// read), no positive total (the page around a member), no value in the largest
+    /// window (a history).
+    #[error("member {member:?} has no {missing} on board {board:?}")]
     MemberNotFound {
         /// The board.
         board: String,
         /// The member asked for.
         member: String,
+        /// What it lacks, e.g. "total in that window".
+        missing: &'static str,
     },
     /// The board exists with a different config.
     #[error("board {board:?} already exists with another config: {}", existing.differences(asked).join("; "))]

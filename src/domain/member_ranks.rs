@@ -9,16 +9,18 @@ use super::{BoardName, Coverage, Member, Span};
 /// Most members one ranks read may ask for.
 pub const MAX_RANKS_MEMBERS: usize = 1_000;
 
-/// One asked-for member: its total and rank (as the board ranks ties), or `score` 0 and `rank`
-/// `None` (`null`) when it has no positive total in the window.
+/// One asked-for member: its total, whatever its sign, and rank (as the board ranks ties);
+/// `rank` `None` (`null`) when the total is not positive, `score` 0 when the member holds
+/// no total in the window.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct MemberRank {
     /// The member, as asked.
     pub member: String,
-    /// Its total in the window; 0 when it has no positive total.
+    /// Its total in the window, negative ones too; 0 when it holds none.
     pub score: i64,
-    /// Its rank (competition, or dense on a dense board); `null` when it has no positive total.
+    /// Its rank (competition; dense or position on a board created so); `null` when its
+    /// total is not positive.
     #[cfg_attr(feature = "server", schema(required = true))]
     pub rank: Option<u64>,
 }

@@ -54,15 +54,17 @@ pub struct TopPage {
 pub struct Standing {
     /// The member.
     pub member: String,
-    /// Its total in the window (positive).
+    /// Its total in the window, whatever its sign (never 0: a zero total is no total).
     pub score: i64,
     /// Its rank: competition (equal scores share a rank: 1, 1, 3), dense on a
     /// `"ties":"dense"` board (1, 1, 2) or its position on a `"ties":"position"` board
-    /// (1, 2, 3), as `rank` of a top page's entries.
-    pub rank: u64,
+    /// (1, 2, 3), as `rank` of a top page's entries; `null` when the total is negative
+    /// (only positive totals are ranked).
+    #[cfg_attr(feature = "server", schema(required = true))]
+    pub rank: Option<u64>,
     /// The share of ranked members (positive totals) whose total is strictly below the
-    /// member's, in [0, 1): 0 for the lowest total, `(ranked − 1) / ranked` for a sole
-    /// leader. Members tied with it are not below it, so a tie group shares one
+    /// member's, in [0, 1): 0 for the lowest total (and for a member not ranked, which no
+    /// ranked member is below), `(ranked − 1) / ranked` for a sole leader. Members tied with it are not below it, so a tie group shares one
     /// percentile (on a `"ties":"position"` board too, whose tied members have distinct
     /// ranks).
     pub percentile: f64,
@@ -103,12 +105,12 @@ impl TopPage {
 }
 
 impl Standing {
-    /// A member's standing: its `score`, `rank` and `percentile`, in totals covering
-    /// `coverage`.
+    /// A member's standing: its `score`, `rank` (`None` when not ranked) and
+    /// `percentile`, in totals covering `coverage`.
     pub(crate) fn new(
         member: String,
         score: i64,
-        rank: u64,
+        rank: Option<u64>,
         percentile: f64,
         coverage: Coverage,
     ) -> Standing {

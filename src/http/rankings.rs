@@ -85,10 +85,11 @@ fn window(text: &Option<String>) -> crate::Result<Option<Span>> {
     text.as_deref().map(Span::parse).transpose()
 }
 
-fn not_ranked(board: &str, member: &str) -> Error {
+fn not_found(board: &str, member: &str, missing: &'static str) -> Error {
     Error::MemberNotFound {
         board: board.to_owned(),
         member: member.to_owned(),
+        missing,
     }
 }
 
@@ -129,14 +130,16 @@ pub async fn top(
 
 /// A member's score, rank (competition; dense or position on a board created so) and
 /// percentile: the share of ranked members whose score is strictly below its own, in
-/// [0, 1) (404 without a positive score).
+/// [0, 1). A windowed board answers any non-zero total, negative ones too (`rank` null,
+/// percentile 0: not ranked); 404 when the member holds no total in the window (a
+/// trending board: no positive score).
 #[utoipa::path(
     get, path = "/v1/boards/{board}/members/{member}", tag = "rankings", operation_id = "boardsMember",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), WindowQuery),
     responses(
-        (status = 200, description = "The member's standing; `kind` tells a windowed board's (integer total in a window) from a trending board's (score now)", body = MemberStanding,
+        (status = 200, description = "The member's standing; `kind` tells a windowed board's (integer total in a window, of any sign; `rank` null when it is not positive) from a trending board's (score now)", body = MemberStanding,
          example = json!({"kind": "windowed", "member": "post:7", "score": 3, "rank": 1, "percentile": 0.5, "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0})),
-        (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no positive score", body = ErrorBody),
+        (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no total in the window (a trending board: no positive score)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (a window asked of a trending board)", body = ErrorBody),
     )
 )]
@@ -149,7 +152,10 @@ pub async fn member(
         .boards
         .standing(&board, &member, window(&q.window)?)
         .await?;
-    Ok(Json(standing.ok_or_else(|| not_ranked(&board, &member))?))
+    let missing = "total in that window";
+    Ok(Json(
+        standing.ok_or_else(|| not_found(&board, &member, missing))?,
+    ))
 }
 
 /// The member and up to `n` entries on each side, or with `fill=true` a full page of
@@ -185,7 +191,10 @@ pub async fn around(
             options,
         )
         .await?;
-    Ok(Json(page.ok_or_else(|| not_ranked(&board, &member))?))
+    let missing = "positive total to rank it by";
+    Ok(Json(
+        page.ok_or_else(|| not_found(&board, &member, missing))?,
+    ))
 }
 
 /// The member's non-zero values per slot over the board's largest window (404 when it
@@ -208,7 +217,7 @@ pub async fn history(
     let history = state.boards.history(&board, &member).await?;
     if history.points.is_empty() {
         // Like its standing: a member holding nothing (never seen, or removed) is 404.
-        return Err(not_ranked(&board, &member).into());
+        return Err(not_found(&board, &member, "value in the largest window").into());
     }
     Ok(Json(history))
 }

@@ -78,9 +78,9 @@ impl Rollboard {
         .await
     }
 
-    /// The member's total, rank (as the board ranks ties) and percentile (the share of ranked
-    /// members strictly below it) in `window`; `None` when it has no positive total
-    /// there.
+    /// The member's total (whatever its sign), rank (as the board ranks ties; `None`
+    /// when the total is not positive) and percentile (the share of ranked members
+    /// strictly below it) in `window`; `None` when it holds no total there.
     pub async fn score(
         &self,
         board: &str,
@@ -99,8 +99,8 @@ impl Rollboard {
 
     /// The total and rank (as the board ranks ties) of each of `members` (1 to 1000; a user's
     /// friends) in `window`, in the order asked, read at one instant: one entry per
-    /// member asked (duplicates too), `score` 0 and `rank` `None` for a member without
-    /// a positive total.
+    /// member asked (duplicates too), its total whatever its sign (0 when it holds
+    /// none) and `rank` `None` unless the total is positive.
     pub async fn ranks<S: AsRef<str>>(
         &self,
         board: &str,

@@ -132,7 +132,8 @@ pub trait Store: Send + Sync + 'static {
         limit: u64,
     ) -> Result<TopPage>;
 
-    /// A member's score and rank, `None` without a positive total.
+    /// A member's score (any sign) and rank (`None` unless positive); `None` when it
+    /// holds no total in the window.
     async fn standing(
         &self,
         board: &Board,
@@ -142,7 +143,7 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Option<Standing>>;
 
     /// The score and rank of each of `members` (in order, duplicates kept), read in one
-    /// step: score 0 and no rank for a member without a positive total.
+    /// step: its total whatever its sign (0 without one), no rank unless positive.
     async fn ranks(
         &self,
         board: &Board,

@@ -84,7 +84,7 @@ async fn a_position_board_numbers_ties_one_two_three_in_every_read() {
         ranks.body["entries"],
         json!([
             {"member": "g", "score": 3, "rank": 7},
-            {"member": "x", "score": 0, "rank": null},
+            {"member": "x", "score": -2, "rank": null},
             {"member": "c", "score": 7, "rank": 3},
         ])
     );
@@ -294,4 +294,71 @@ async fn the_openapi_document_states_order_and_fill() {
     assert_eq!(fill["schema"]["type"], "boolean", "{fill}");
     assert_eq!(fill["example"], json!(true));
     assert!(fill["description"].as_str().unwrap().contains("2n + 1"));
+}
+
+#[tokio::test]
+async fn a_member_read_answers_every_total_truthfully() {
+    let app = spawn_app().await;
+    let b = ranked_board(&app, "competition").await;
+    let path = format!("/v1/boards/{b}");
+    // x holds −2: answered, not ranked (no ranked member is below it).
+    let down = app.get(&format!("{path}/members/x")).await;
+    assert_eq!(down.status, StatusCode::OK, "{:?}", down.body);
+    assert_eq!(
+        (
+            down.body["kind"].clone(),
+            down.body["member"].clone(),
+            down.body["score"].clone(),
+            down.body["rank"].clone(),
+            down.body["percentile"].clone()
+        ),
+        (
+            json!("windowed"),
+            json!("x"),
+            json!(-2),
+            Value::Null,
+            json!(0.0)
+        )
+    );
+    let ranks = app.get(&format!("{path}/ranks?members=x,zed")).await;
+    assert_eq!(
+        ranks.body["entries"],
+        json!([
+            {"member": "x", "score": -2, "rank": null},
+            {"member": "zed", "score": 0, "rank": null},
+        ])
+    );
+    // A total back to zero is no total: 404, saying so.
+    let reply = app
+        .post(
+            &format!("{path}/events"),
+            json!({"member": "x", "delta": 2}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    for member in ["x", "zed"] {
+        let missing = app.get(&format!("{path}/members/{member}")).await;
+        assert_eq!(
+            (missing.status, missing.code()),
+            (StatusCode::NOT_FOUND, "member_not_found")
+        );
+        assert_eq!(
+            missing.body["error"]["message"],
+            format!("member \"{member}\" has no total in that window on board \"{b}\"")
+        );
+    }
+    // A negative total has no place in the ranking to read around.
+    let reply = app
+        .post(
+            &format!("{path}/events"),
+            json!({"member": "y", "delta": -1}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    let around = app.get(&format!("{path}/members/y/around")).await;
+    assert_eq!(around.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        around.body["error"]["message"],
+        format!("member \"y\" has no positive total to rank it by on board \"{b}\"")
+    );
 }

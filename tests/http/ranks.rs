@@ -24,7 +24,7 @@ fn expected_entries() -> Value {
         {"member": "carol", "score": 5, "rank": 2},
         {"member": "zed", "score": 0, "rank": null},
         {"member": "bob", "score": 7, "rank": 1},
-        {"member": "erin", "score": 0, "rank": null},
+        {"member": "erin", "score": -3, "rank": null},
         {"member": "carol", "score": 5, "rank": 2},
         {"member": "dave", "score": 2, "rank": 4},
     ])

@@ -307,7 +307,11 @@ async fn deep_pages_cut_inside_big_tie_groups_keep_the_order(h: Harness) {
     for position in [0, 1, 2, 3, 150, 298, 300, 301, 302, 303, 304, 420, 502, 503] {
         let (rank, member, score) = &expected[position];
         let standing = h.boards.score(&name, member, None).await.unwrap().unwrap();
-        assert_eq!((standing.rank, standing.score), (*rank, *score), "{member}");
+        assert_eq!(
+            (standing.rank, standing.score),
+            (Some(*rank), *score),
+            "{member}"
+        );
         for n in [0, 1, 4, 100] {
             let page = h
                 .boards
@@ -359,7 +363,29 @@ async fn zero_and_negative_totals_are_not_ranked(h: Harness) {
     h.boards.incr(&name, "down", -3, None).await.unwrap();
     let page = h.boards.top(&name, None, 0, 10).await.unwrap();
     assert_eq!(ranking(&page), pairs(&[("up", 2)]));
-    assert_eq!(h.boards.score(&name, "down", None).await.unwrap(), None);
+    let bottom = h.boards.bottom(&name, None, 0, 10).await.unwrap();
+    assert_eq!(ranking(&bottom), pairs(&[("up", 2)]));
+    // A negative total is answered truthfully, not ranked (no ranked member is below
+    // it); a zero total is no total.
+    let down = h.boards.score(&name, "down", None).await.unwrap().unwrap();
+    assert_eq!((down.score, down.rank, down.percentile), (-3, None, 0.0));
+    assert_eq!((down.from, down.to), (START, START + 3600));
+    assert_eq!(h.boards.score(&name, "flat", None).await.unwrap(), None);
+    assert_eq!(h.boards.around(&name, "down", None, 1).await.unwrap(), None);
+    let ranks = h
+        .boards
+        .ranks(&name, &["down", "flat", "up"], None)
+        .await
+        .unwrap();
+    let got: Vec<(&str, i64, Option<u64>)> = ranks
+        .entries
+        .iter()
+        .map(|e| (e.member.as_str(), e.score, e.rank))
+        .collect();
+    assert_eq!(
+        got,
+        [("down", -3, None), ("flat", 0, None), ("up", 2, Some(1))]
+    );
     let status = h.boards.describe_board(&name).await.unwrap();
     assert_eq!(
         status.windows[0].members, 2,
@@ -590,9 +616,9 @@ async fn score_gives_total_and_competition_rank(h: Harness) {
         h.boards.incr(&name, m, d, None).await.unwrap();
     }
     let c = h.boards.score(&name, "c", None).await.unwrap().unwrap();
-    assert_eq!((c.score, c.rank), (4, 2));
+    assert_eq!((c.score, c.rank), (4, Some(2)));
     let d = h.boards.score(&name, "d", None).await.unwrap().unwrap();
-    assert_eq!((d.score, d.rank), (1, 4));
+    assert_eq!((d.score, d.rank), (1, Some(4)));
     assert_eq!((d.from, d.to), (START, START + 3600));
 }
 

@@ -39,7 +39,7 @@ async fn ranks_answer_in_the_order_asked_with_competition_ranks(h: Harness) {
             rank("carol", 5, Some(2)),
             rank("zed", 0, None),
             rank("bob", 7, Some(1)),
-            rank("erin", 0, None),
+            rank("erin", -3, None),
             rank("carol", 5, Some(2)),
             rank("dave", 2, Some(4)),
             rank("alice", 5, Some(2)),

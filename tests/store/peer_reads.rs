@@ -119,9 +119,11 @@ async fn position_ties_number_members_one_two_three_in_every_read(h: Harness) {
     // with it are not below it).
     for (member, rank, percentile) in [("b", 2, 0.5), ("d", 4, 0.5), ("g", 7, 0.125)] {
         let s = b.score(&name, member, None).await.unwrap().unwrap();
-        assert_eq!((s.rank, s.percentile), (rank, percentile), "{member}");
+        assert_eq!((s.rank, s.percentile), (Some(rank), percentile), "{member}");
     }
-    assert_eq!(b.score(&name, "x", None).await.unwrap(), None);
+    // A negative total: answered, not ranked.
+    let x = b.score(&name, "x", None).await.unwrap().unwrap();
+    assert_eq!((x.score, x.rank, x.percentile), (-2, None, 0.0));
     let ranks = b
         .ranks(&name, &["g", "x", "d", "b", "zz", "d"], None)
         .await
@@ -135,7 +137,7 @@ async fn position_ties_number_members_one_two_three_in_every_read(h: Harness) {
         ranks.entries,
         [
             rank("g", 3, Some(7)),
-            rank("x", 0, None),
+            rank("x", -2, None),
             rank("d", 7, Some(4)),
             rank("b", 7, Some(2)),
             rank("zz", 0, None),
@@ -176,7 +178,7 @@ async fn position_ties_follow_writes_and_are_fixed_when_the_board_is_created(h: 
     .collect();
     assert_eq!(triples(&top.entries), expected);
     let s = b.score(&name, "c", None).await.unwrap().unwrap();
-    assert_eq!(s.rank, 3);
+    assert_eq!(s.rank, Some(3));
     // The option is fixed: the same config is the same board, another is a conflict.
     let config = BoardConfig::parse("1h", &["1h"]).unwrap();
     let same = b.create_board(&name, config.clone().with_ties(ties)).await;

@@ -79,9 +79,11 @@ fn oracle_rank(ranking: &[(String, i64)], m: &str, s: i64, ties: Ties) -> u64 {
     higher.len() as u64 + 1
 }
 
-/// The oracle's answer to a ranks read of `members`: `(member, score, rank)`.
+/// The oracle's answer to a ranks read of `members`: `(member, score, rank)`, the
+/// total whatever its sign (`totals`: every non-zero one), ranked when positive.
 fn oracle_ranks(
     ranking: &[(String, i64)],
+    totals: &std::collections::BTreeMap<String, i64>,
     members: &[&str],
     ties: Ties,
 ) -> Vec<(String, i64, Option<u64>)> {
@@ -89,7 +91,7 @@ fn oracle_ranks(
         .iter()
         .map(|m| match ranking.iter().find(|(r, _)| r == m) {
             Some((_, s)) => (m.to_string(), *s, Some(oracle_rank(ranking, m, *s, ties))),
-            None => (m.to_string(), 0, None),
+            None => (m.to_string(), totals.get(*m).copied().unwrap_or(0), None),
         })
         .collect()
 }
@@ -375,7 +377,12 @@ async fn run(
                         .iter()
                         .map(|e| (e.member.clone(), e.score, e.rank))
                         .collect();
-                    let expected = oracle_ranks(&oracle.ranking(*window, now), &asked, s.ties);
+                    let expected = oracle_ranks(
+                        &oracle.ranking(*window, now),
+                        &oracle.totals(*window, now),
+                        &asked,
+                        s.ties,
+                    );
                     prop_assert_eq!(got, expected, "exact ranks, window {}", window);
                 }
             }

@@ -42,17 +42,17 @@ async fn percentile_is_the_share_of_ranked_members_strictly_below(h: Harness) {
     assert_eq!(
         got,
         [
-            ("bob", 1, 5.0 / 6.0),
-            ("alice", 2, 2.0 / 6.0),
-            ("carol", 2, 2.0 / 6.0),
-            ("dave", 5, 1.0 / 6.0),
-            ("frank", 6, 0.0),
+            ("bob", Some(1), 5.0 / 6.0),
+            ("alice", Some(2), 2.0 / 6.0),
+            ("carol", Some(2), 2.0 / 6.0),
+            ("dave", Some(5), 1.0 / 6.0),
+            ("frank", Some(6), 0.0),
         ]
     );
     let alone = h.board("1h", &["1h"]).await;
     h.boards.incr(&alone, "only", 3, None).await.unwrap();
     let s = h.boards.score(&alone, "only", None).await.unwrap().unwrap();
-    assert_eq!((s.rank, s.percentile), (1, 0.0));
+    assert_eq!((s.rank, s.percentile), (Some(1), 0.0));
 }
 
 async fn top_in(

@@ -359,12 +359,19 @@ impl MemBoard {
 
     pub fn standing(&self, window: usize, now: Timestamp, member: &Member) -> Option<Standing> {
         let totals = &self.totals[window];
-        let score = totals.get(member.as_str()).filter(|s| *s > 0)?;
+        let score = totals.get(member.as_str())?;
+        // A negative total is answered, not ranked: no ranked member is below it.
+        let (rank, below) = if score > 0 {
+            let rank = totals.rank(member.as_str(), score);
+            (Some(rank), totals.count_between(1, score - 1))
+        } else {
+            (None, 0)
+        };
         Some(Standing::new(
             member.to_string(),
             score,
-            totals.rank(member.as_str(), score),
-            percentile(totals.count_between(1, score - 1), totals.ranked()),
+            rank,
+            percentile(below, totals.ranked()),
             self.covered(window, now),
         ))
     }
@@ -373,17 +380,13 @@ impl MemBoard {
         let totals = &self.totals[window];
         let entries = members
             .iter()
-            .map(|m| match totals.get(m.as_str()).filter(|s| *s > 0) {
-                Some(score) => MemberRank {
+            .map(|m| {
+                let score = totals.get(m.as_str()).unwrap_or(0);
+                MemberRank {
                     member: m.to_string(),
                     score,
-                    rank: Some(totals.rank(m.as_str(), score)),
-                },
-                None => MemberRank {
-                    member: m.to_string(),
-                    score: 0,
-                    rank: None,
-                },
+                    rank: (score > 0).then(|| totals.rank(m.as_str(), score)),
+                }
             })
             .collect();
         Ranks::new(self.board.name.clone(), self.covered(window, now), entries)

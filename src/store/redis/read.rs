@@ -153,7 +153,7 @@ pub(super) async fn standing(
     Ok(Some(Standing::new(
         member.to_string(),
         score_of(score)?,
-        int(rank, "rank")? as u64,
+        opt_int(rank, "rank")?.map(|r| r as u64),
         percentile(int(below, "below")? as u64, int(ranked, "ranked")? as u64),
         r.coverage,
     )))
@@ -186,7 +186,7 @@ pub(super) async fn ranks(
         .map(|(member, pair)| {
             let (score, rank) = match pair {
                 [Value::Nil, _] => (0, None),
-                [score, rank] => (score_of(score)?, Some(int(rank, "rank")? as u64)),
+                [score, rank] => (score_of(score)?, opt_int(rank, "rank")?.map(|r| r as u64)),
                 _ => unreachable!("chunks of a slice of even length are pairs"),
             };
             Ok(MemberRank {

@@ -38,10 +38,11 @@
 -- extend_board.lua; false when absent), from which the caller computes the slots covered;
 -- then for 'top' and 'around' triples rank, member, score (score as Redis prints it);
 -- for 'member' score, rank, the number of ranked members strictly below it and the
--- number of ranked members (for its percentile), or nothing when the member has no
--- positive total;
--- for 'ranks' a pair score, rank per member asked (false, false without a positive
--- total), each O(log N).
+-- number of ranked members (for its percentile), rank false and none below for a total
+-- that is not positive (not ranked), or nothing when the member holds no total;
+-- for 'ranks' a pair score, rank per member asked (score and false for a total that is
+-- not positive, false, false without a total), each O(log N).
+-- 'around' answers nothing for a member without a positive total.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local board, index, totals, dense = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -154,7 +155,7 @@ if mode == 'ranks' then
       reply[#reply + 1] = rank_of(score, greater,
         flags.position and position_of(ARGV[k], score, greater))
     else
-      reply[#reply + 1] = false
+      reply[#reply + 1] = score or false
       reply[#reply + 1] = false
     end
   end
@@ -163,7 +164,17 @@ end
 
 local member = ARGV[5]
 local score = redis.call('ZSCORE', totals, member)
-if not score or tonumber(score) <= 0 then
+if not score then
+  return reply
+end
+if tonumber(score) <= 0 then
+  if mode == 'member' then
+    -- Answered, not ranked: no ranked member is below it.
+    reply[5] = score
+    reply[6] = false
+    reply[7] = 0
+    reply[8] = redis.call('ZCOUNT', totals, '(0', '+inf')
+  end
   return reply
 end
 local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
