@@ -199,11 +199,14 @@ pub struct TrendPage {
 pub struct TrendStanding {
     /// The member.
     pub member: String,
-    /// Its decayed score at `at`.
+    /// Its decayed score at `at`, whatever its sign.
     pub score: f64,
-    /// 1-based competition rank among members with a positive score.
-    pub rank: u64,
-    /// The share of ranked members whose score is strictly below, in [0, 1).
+    /// 1-based competition rank among members with a positive score; `null` when its
+    /// score is negative (not ranked).
+    #[cfg_attr(feature = "server", schema(required = true))]
+    pub rank: Option<u64>,
+    /// The share of ranked members whose score is strictly below, in [0, 1) (0 for a
+    /// member not ranked).
     pub percentile: f64,
     /// The time the score is decayed to, unix seconds.
     pub at: f64,
@@ -215,7 +218,7 @@ pub struct TrendStanding {
 pub struct TrendRank {
     /// The member.
     pub member: String,
-    /// Its decayed score (0 without a positive score).
+    /// Its decayed score, negative ones too (0 when it holds none).
     pub score: f64,
     /// Its rank; `null` without a positive score.
     pub rank: Option<u64>,

@@ -118,8 +118,8 @@ impl Rollboard {
         .await
     }
 
-    /// The member's score, rank and percentile (in `window` on a windowed board); `None`
-    /// when it holds no positive score.
+    /// The member's score whatever its sign, rank (`None` unless positive) and
+    /// percentile (in `window` on a windowed board); `None` when it holds no score.
     pub async fn standing(
         &self,
         board: &str,

@@ -214,7 +214,8 @@ impl Rollboard {
         .await
     }
 
-    /// The member's score, rank and percentile now; `None` without a positive score.
+    /// The member's score now whatever its sign, rank (`None` unless positive) and
+    /// percentile; `None` when it holds no score.
     pub async fn trend_score(&self, board: &str, member: &str) -> Result<Option<TrendStanding>> {
         let member = Member::parse(member)?;
         let now = self.now();

@@ -94,7 +94,8 @@ pub trait TrendingStore: Send + Sync + 'static {
         limit: u64,
     ) -> Result<TrendPage>;
 
-    /// A member's score, rank and percentile at `now`; `None` without a positive score.
+    /// A member's score at `now` whatever its sign, rank (`None` unless positive) and
+    /// percentile; `None` when it holds no score.
     async fn trend_standing(
         &self,
         board: &TrendingBoard,
@@ -102,7 +103,8 @@ pub trait TrendingStore: Send + Sync + 'static {
         member: &Member,
     ) -> Result<Option<TrendStanding>>;
 
-    /// The score and rank of each of `members` at `now`, in order, read in one step.
+    /// The score (whatever its sign; 0 without one) and rank (`None` unless positive) of
+    /// each of `members` at `now`, in order, read in one step.
     async fn trend_ranks(
         &self,
         board: &TrendingBoard,

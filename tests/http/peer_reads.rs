@@ -344,7 +344,7 @@ async fn a_member_read_answers_every_total_truthfully() {
         );
         assert_eq!(
             missing.body["error"]["message"],
-            format!("member \"{member}\" has no total in that window on board \"{b}\"")
+            format!("member \"{member}\" has no score on board \"{b}\"")
         );
     }
     // A negative total has no place in the ranking to read around.

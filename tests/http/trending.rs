@@ -125,11 +125,15 @@ async fn trending_boards_over_http() {
         json!({"kind": "trending", "member": "bob", "score": 1.625, "rank": 2,
                "percentile": 1.0 / 3.0, "at": (START + 3600) as f64})
     );
+    // dave's score is negative: answered, not ranked; zed holds none.
     let dave = app.get(&format!("/v1/boards/{b}/members/dave")).await;
     assert_eq!(
-        (dave.status.as_u16(), dave.code()),
-        (404, "member_not_found")
+        dave.body,
+        json!({"kind": "trending", "member": "dave", "score": -1.0, "rank": null,
+               "percentile": 0.0, "at": (START + 3600) as f64})
     );
+    let zed = app.get(&format!("/v1/boards/{b}/members/zed")).await;
+    assert_eq!((zed.status.as_u16(), zed.code()), (404, "member_not_found"));
     let around = app
         .get(&format!("/v1/boards/{b}/members/carol/around?n=1"))
         .await;
@@ -144,7 +148,7 @@ async fn trending_boards_over_http() {
     assert_eq!(
         ranks.body["entries"],
         json!([{"member": "carol", "score": 1.5, "rank": 3},
-               {"member": "dave", "score": 0.0, "rank": null},
+               {"member": "dave", "score": -1.0, "rank": null},
                {"member": "alice", "score": 2.0, "rank": 1}])
     );
     let posted_ranks = app

@@ -106,7 +106,7 @@ async fn one_set_of_calls_reads_and_writes_both_kinds(h: Harness) {
         let standing = b.standing(board, "b", None).await.unwrap().unwrap();
         let (score, rank, percentile) = match standing {
             MemberStanding::Windowed(s) => (s.score as f64, s.rank, s.percentile),
-            MemberStanding::Trending(s) => (s.score, Some(s.rank), s.percentile),
+            MemberStanding::Trending(s) => (s.score, s.rank, s.percentile),
         };
         assert_eq!((score, rank, percentile), (5.0, Some(2), 0.5));
         assert_eq!(b.standing(board, "zed", None).await.unwrap(), None);

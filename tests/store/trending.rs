@@ -160,6 +160,27 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
     write(b, &mut oracle, &name, "carol", 4, START).await;
     write(b, &mut oracle, &name, "dave", 1, START).await;
     write(b, &mut oracle, &name, "erin", -3, START).await;
+    // A negative score is answered truthfully, not ranked; a member without one is not.
+    let erin = b.trend_score(&name, "erin").await.unwrap().unwrap();
+    assert_eq!((erin.score, erin.rank, erin.percentile), (-3.0, None, 0.0));
+    assert_eq!(b.trend_score(&name, "zed").await.unwrap(), None);
+    let ranks = b
+        .trend_ranks(&name, &["erin", "zed", "dave"])
+        .await
+        .unwrap();
+    let got: Vec<(&str, f64, Option<u64>)> = ranks
+        .entries
+        .iter()
+        .map(|r| (r.member.as_str(), r.score, r.rank))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("erin", -3.0, None),
+            ("zed", 0.0, None),
+            ("dave", 1.0, Some(4))
+        ]
+    );
     h.at(2 * 3600);
     // bob: a late event (90 min ago) and a negative one now.
     write(b, &mut oracle, &name, "bob", 6, START + 1800).await;
@@ -182,7 +203,7 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
         for (i, (member, _)) in ranking.iter().enumerate() {
             let s = b.trend_score(&name, member).await.unwrap().unwrap();
             close(s.score, oracle.score(member, now_ms, hl), member);
-            assert_eq!(s.rank, i as u64 + 1);
+            assert_eq!(s.rank, Some(i as u64 + 1));
             let below = (ranking.len() - i - 1) as f64;
             assert_eq!(s.percentile, below / ranking.len() as f64);
         }
@@ -198,7 +219,10 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
     );
     // carol holds 4 at START: 4·2^-5 = 0.125 exactly.
     let carol = b.trend_score(&name, "carol").await.unwrap().unwrap();
-    assert_eq!((carol.score, carol.rank, carol.percentile), (0.125, 6, 0.0));
+    assert_eq!(
+        (carol.score, carol.rank, carol.percentile),
+        (0.125, Some(6), 0.0)
+    );
 
     // Score ranges (inclusive), ranks in the whole ranking.
     let range = TrendRange::new(Some(0.15), Some(0.3)).unwrap();
@@ -562,12 +586,10 @@ async fn a_rescale_under_concurrent_writes_stays_exact(h: Harness) {
     assert_eq!(page.entries.len(), oracle.ranking(now_ms, hl).len());
     let ranks = h.boards.trend_ranks(&name, &members).await.unwrap();
     for (m, r) in members.iter().zip(&ranks.entries) {
+        // Every score is answered truthfully (a negative one too), ranked when positive.
         let want = oracle.score(m, now_ms, hl);
-        if want.0 > 0.0 {
-            close(r.score, want, m);
-        } else {
-            assert_eq!((r.score, r.rank), (0.0, None), "{m}");
-        }
+        close(r.score, want, m);
+        assert_eq!(r.rank.is_some(), want.0 > 0.0, "{m}");
     }
     // Writes after the rescale land in the new scale.
     h.boards.trend_incr(&name, "m000", 64, None).await.unwrap();

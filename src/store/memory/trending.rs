@@ -226,9 +226,15 @@ impl MemTrend {
         Some(self.order.range(..(Desc(v), member.to_owned())).count() as u64)
     }
 
+    /// The member's stored value whatever its sign, when it has one (not exactly 0).
+    fn any_value(&self, member: &str) -> Option<f64> {
+        self.values.get(member).copied().filter(|v| *v != 0.0)
+    }
+
     fn standing(&self, now: Timestamp, member: &Member) -> Option<TrendStanding> {
-        let v = self.ranked_value(member.as_str())?;
+        let v = self.any_value(member.as_str())?;
         let ranked = self.ranked();
+        // A negative score is answered, not ranked: no ranked member is behind it.
         let below = self
             .order
             .iter()
@@ -237,7 +243,7 @@ impl MemTrend {
         Some(TrendStanding {
             member: member.as_str().to_owned(),
             score: self.score(v, now),
-            rank: self.better(v) + 1,
+            rank: (v > 0.0).then(|| self.better(v) + 1),
             percentile: percentile(below, ranked),
             at: now.unix_seconds_f64(),
         })
@@ -249,11 +255,11 @@ impl MemTrend {
             at: now.unix_seconds_f64(),
             entries: members
                 .iter()
-                .map(|m| match self.ranked_value(m.as_str()) {
+                .map(|m| match self.any_value(m.as_str()) {
                     Some(v) => TrendRank {
                         member: m.as_str().to_owned(),
                         score: self.score(v, now),
-                        rank: Some(self.better(v) + 1),
+                        rank: (v > 0.0).then(|| self.better(v) + 1),
                     },
                     None => TrendRank {
                         member: m.as_str().to_owned(),

@@ -7,7 +7,7 @@ use redis::Value;
 
 use super::conn::{RedisConn, Retry};
 use super::keys;
-use super::reply::{array, int, string};
+use super::reply::{array, int, opt_int, string};
 use crate::domain::trending::{decayed, page_ranks};
 use crate::domain::{AroundOptions, Order};
 use crate::domain::{
@@ -146,13 +146,14 @@ pub(super) async fn standing(
         return Err(short("member"));
     }
     let v = value(&rest[0])?;
-    let better = int(&rest[1], "better")? as u64;
+    // Nil for a value not ranked (a negative score).
+    let better = opt_int(&rest[1], "better")?;
     let below = int(&rest[2], "below")? as u64;
     let ranked = int(&rest[3], "ranked")? as u64;
     Ok(Some(TrendStanding {
         member: member.as_str().to_owned(),
         score: decayed(v, now.unix_millis(), landmark, board.config.half_life_ms()),
-        rank: better + 1,
+        rank: better.map(|b| b as u64 + 1),
         percentile: percentile(below, ranked),
         at: now.unix_seconds_f64(),
     }))
@@ -184,7 +185,7 @@ pub(super) async fn ranks(
             TrendRank {
                 member,
                 score: decayed(value(&pair[0])?, now.unix_millis(), landmark, h),
-                rank: Some(int(&pair[1], "better")? as u64 + 1),
+                rank: opt_int(&pair[1], "better")?.map(|b| b as u64 + 1),
             }
         });
     }

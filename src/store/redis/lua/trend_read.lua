@@ -15,9 +15,11 @@
 --                                the first (0 when none), above = members above the
 --                                range, from = the first item's place in the range
 --   'member', m               -> {landmark, value, better, below, ranked} or
---                                {landmark, false}; below = ranked members strictly
---                                behind, ranked = all ranked members
---   'ranks', m1, m2, ...      -> {landmark, {value or false, better, ...}}
+--                                {landmark, false} without a value; below = ranked
+--                                members strictly behind, ranked = all ranked members;
+--                                better false and below 0 for a value not ranked
+--   'ranks', m1, m2, ...      -> {landmark, {value or false, better or false, ...}}:
+--                                every value, better only for a ranked one
 --   'around', m, n[, 'fill']  -> {landmark, from, better, {member, value, ...}} or
 --                                {landmark, false}: positions from..pos+n (the caller
 --                                drops the unranked ones at the end); with 'fill', the
@@ -37,6 +39,15 @@ end
 local function ranked_value(member)
   local v = redis.call('ZSCORE', z, member)
   if v and tonumber(v) < 0 then
+    return v
+  end
+  return false
+end
+
+-- The member's stored value whatever its sign, false without one (or at exactly 0).
+local function any_value(member)
+  local v = redis.call('ZSCORE', z, member)
+  if v and tonumber(v) ~= 0 then
     return v
   end
   return false
@@ -72,18 +83,22 @@ if mode == 'top' then
   end
   return { landmark, first, above, items, offset }
 elseif mode == 'member' then
-  local v = ranked_value(ARGV[3])
+  local v = any_value(ARGV[3])
   if not v then
     return { landmark, false }
   end
   local ranked = redis.call('ZCOUNT', z, '-inf', '(0')
+  if tonumber(v) > 0 then
+    -- A negative score: answered, not ranked (no ranked member is behind it).
+    return { landmark, v, false, 0, ranked }
+  end
   return { landmark, v, better(v), ranked - redis.call('ZCOUNT', z, '-inf', v), ranked }
 elseif mode == 'ranks' then
   local out = {}
   for a = 3, #ARGV do
-    local v = ranked_value(ARGV[a])
+    local v = any_value(ARGV[a])
     out[#out + 1] = v
-    out[#out + 1] = v and better(v) or 0
+    out[#out + 1] = v and tonumber(v) < 0 and better(v) or false
   end
   return { landmark, out }
 elseif mode == 'counts' then
