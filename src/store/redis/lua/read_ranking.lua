@@ -127,16 +127,17 @@ if mode == 'top' then
   local offset, limit = tonumber(ARGV[5]), tonumber(ARGV[6])
   -- The members asked for are a run of consecutive ranking positions: the whole
   -- ranking, or a score range [min, max], which starts after the members above max;
-  -- every count is O(log N).
+  -- every count is O(log N). A page of the whole ranking from the top needs no count
+  -- (page clips it to the ranked members).
   local first, run = 0, nil
   if ARGV[7] then
     local min, max = ARGV[7], ARGV[8]
     run = redis.call('ZCOUNT', totals, min, max)
     first = redis.call('ZCOUNT', totals, '(' .. max, '+inf')
-  else
+  elseif flags.asc then
     run = redis.call('ZCOUNT', totals, '(0', '+inf')
   end
-  limit = math.max(0, math.min(limit, run - offset))
+  if run then limit = math.max(0, math.min(limit, run - offset)) end
   if flags.asc then
     offset = first + run - offset - limit
   else
