@@ -84,7 +84,8 @@ async fn picked_boards_show_each_window_top_the_leaders_history_and_a_trending_t
         .await;
     assert_eq!(reply.body, json!({"accepted": 3, "rejected": []}));
 
-    let page = format!("/?boards={board},{trending},{hostile_board}&every=2");
+    let gone = unique("gone");
+    let page = format!("/?boards={board},{trending},{hostile_board},{gone}&every=2");
     let dom = render(&format!("{}{page}", app.url)).await;
     let section = board_section(&dom, &board);
     assert!(
@@ -155,6 +156,18 @@ async fn picked_boards_show_each_window_top_the_leaders_history_and_a_trending_t
     assert_eq!(legend(section), ["alice", "bob", "carol"]);
     assert_eq!(history_row(section, now), ["3", "2.5", "0.25"]);
     assert_eq!(section.matches("<tr data-slot=").count(), 1, "{section}");
+    // A board that cannot be read says why on its card; the others still show.
+    let section = slice(
+        &dom,
+        &format!("<section class=\"card panel\" data-board=\"{gone}\">"),
+        "</section>",
+    );
+    let error = slice(section, "<p class=\"error\">", "</p>");
+    assert!(
+        error.starts_with("<p class=\"error\">Could not load: ")
+            && error.ends_with(" (board_not_found)"),
+        "{section}"
+    );
     // The cards come in the URL's order.
     let order: Vec<_> = [&board, &trending, &hostile_board]
         .iter()
@@ -305,9 +318,10 @@ async fn without_boards_the_dashboard_says_so() {
     );
 }
 
-/// Without `boards=` the page shows the first boards (up to 5, by name) its picker lists.
+/// Without `boards=` the page shows the first boards (up to 5, by name) its picker lists;
+/// a failed refresh keeps what the page shows.
 #[tokio::test]
-async fn under_a_prefix_the_dashboard_reads_the_api_next_to_it() {
+async fn under_a_prefix_the_dashboard_reads_the_api_next_to_it_and_keeps_it_when_a_refresh_fails() {
     let boards = Rollboard::new(Arc::new(MemoryStore::new()));
     let app = axum::Router::new().nest("/rank", router(boards.clone(), HttpOptions::default()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -317,7 +331,18 @@ async fn under_a_prefix_the_dashboard_reads_the_api_next_to_it() {
     boards.create_board("hot", config).await.unwrap();
     boards.incr("hot", "post:1", 2, None).await.unwrap();
 
-    let dom = render(&format!("{url}/rank")).await;
+    // The page's second refresh and the later ones fail: it says so and keeps the data
+    // of the first.
+    let gate = Gate::failing(url.trim_end_matches('/'), 2);
+    let dom = render(&format!("{}/rank?every=2", gate.url)).await;
+    assert_eq!(attr(&dom, "<body ", "data-refreshes"), "1");
+    let status = slice(&dom, "<p id=\"status\"", "</p>");
+    assert!(
+        status.contains(
+            " class=\"failed\">Could not refresh: the store is down · showing the data of "
+        ),
+        "{status}"
+    );
     let section = board_section(&dom, "hot");
     assert_eq!(top_rows(section, "1h"), rows(&[("1", "post:1", "2")]));
     assert_eq!(legend(section), ["post:1"]);
@@ -414,18 +439,25 @@ async fn with_200_boards_each_refresh_costs_one_request_and_each_panel_shows_its
     let (app, p) = (&busy.app, &busy.p);
     let gate = Gate::open(&app.url, 0);
     let page = busy.page(&format!(
-        "every=2&search={p}-tag-01&lookup={p}-tag-000&member=a&precision={p}-c0:5s"
+        "every=2&search={p}-tag-01&lookup={p}-tag-000&member=a&precision={p}-c0:5s&test-hide=9"
     ));
     let dom = render(&format!("{}{page}", gate.url)).await;
     let requests = gate.requests();
 
     // One request per refresh, whatever the number of boards; the search and the
     // member lookup once each, when the page opens (user actions otherwise).
-    let refreshes: usize = attr(&dom, "<body ", "data-refreshes").parse().unwrap();
+    // The refreshes the page started, every 2 s (plus the time a refresh takes) until
+    // its test hook hides it at 9 s: after that, nothing.
+    let times = refresh_times(&dom);
+    assert_eq!(times.len(), 5, "{times:?}");
     assert!(
-        refreshes >= 4,
-        "{refreshes} refreshes in 10 s: {requests:#?}"
+        times[0] == 0.0
+            && times
+                .windows(2)
+                .all(|w| (1.9..2.5).contains(&(w[1] - w[0]))),
+        "{times:?}"
     );
+    let refreshes = times.len();
     let per_refresh = format!(
         "GET /v1/dashboard?boards={p}-tag-000,{p}-tag-001,{p}-trend-0&top=10&leaders=3&kind=AccessTime"
     );
@@ -506,8 +538,8 @@ async fn with_200_boards_each_refresh_costs_one_request_and_each_panel_shows_its
     assert_eq!(
         lookup_rows(lookup),
         [
-            ["1h", "5", "1 of 2", "100 %"],
-            ["1d", "5", "1 of 2", "100 %"]
+            ["1h", "5", "1 of 2", "50 % below"],
+            ["1d", "5", "1 of 2", "50 % below"]
         ]
     );
     assert_eq!(history_row(lookup, START), ["5"]);
@@ -526,8 +558,13 @@ async fn with_200_boards_each_refresh_costs_one_request_and_each_panel_shows_its
     assert_eq!(counters.matches("<canvas").count(), 6, "{counters}");
     let chart = counter_chart(counters, &format!("{p}-c0"));
     assert_eq!(chart, ["5s", "2", "5"]);
+    // At 1 s: START - 2, START - 1 (an empty slice, filled in with 0) and START.
     let chart = counter_chart(counters, &format!("{p}-c1"));
     assert_eq!(chart, ["1s", "3", "7"]);
+    let card = slice(counters, &format!("data-counter=\"{p}-c1\""), "</details>");
+    assert_eq!(history_row(card, START - 2), ["3"]);
+    assert_eq!(history_row(card, START - 1), ["0"]);
+    assert_eq!(history_row(card, START), ["4"]);
 
     // Stats: every kind, the user's own included; the dashboard is not in AccessTime.
     let stats = slice(&dom, "<section id=\"stats\"", "</section>");
@@ -550,17 +587,31 @@ async fn with_200_boards_each_refresh_costs_one_request_and_each_panel_shows_its
 async fn a_hidden_tab_makes_no_request_and_refreshes_when_shown_again() {
     let busy = Busy::start().await;
     let gate = Gate::open(&busy.app.url, 0);
-    // Refreshes every 5 s; hidden from 1 s to 6 s: the refresh due at 5 s is skipped, the
-    // page refreshes when shown at 6 s and next at 11 s, after the 10 s Chromium runs.
-    let page = busy.page("every=5&test-hide=1,6");
+    // Refreshes every 2 s; hidden from 1 s to 6 s and from 9 s on (the page's test hook
+    // dispatches `visibilitychange`): none while hidden, one as soon as it is shown, then
+    // every 2 s.
+    let page = busy.page("every=2&test-hide=1,6,9");
     let dom = render(&format!("{}{page}", gate.url)).await;
-    assert_eq!(attr(&dom, "<body ", "data-refreshes"), "2");
+    let times = refresh_times(&dom);
+    assert_eq!(times.len(), 3, "{times:?}");
+    assert!(
+        times[0] == 0.0 && times[1] == 6.0 && (8.0..8.5).contains(&times[2]),
+        "{times:?}"
+    );
     let refreshes = gate
         .requests()
         .iter()
         .filter(|r| r.starts_with("GET /v1/dashboard?"))
         .count();
-    assert_eq!(refreshes, 2, "{:#?}", gate.requests());
+    assert_eq!(refreshes, 3, "{:#?}", gate.requests());
+}
+
+/// When the page started each refresh, in seconds since it opened (its `data-refresh-times`).
+fn refresh_times(dom: &str) -> Vec<f64> {
+    attr(dom, "<body ", "data-refresh-times")
+        .split(',')
+        .map(|t| t.parse().unwrap())
+        .collect()
 }
 
 /// One PNG per panel (`?panel=<name>`) at 1400 px, and the boards at a phone's 390 px,
@@ -740,6 +791,8 @@ struct Gate {
 struct Held {
     seen: usize,
     hold: usize,
+    /// From this refresh on (1-based; 0: never), the gate answers 503 itself.
+    fail_from: usize,
     reached: Option<oneshot::Sender<()>>,
     release: Option<mpsc::Receiver<()>>,
     log: Arc<Mutex<Vec<String>>>,
@@ -747,6 +800,16 @@ struct Held {
 
 impl Gate {
     fn open(upstream: &str, hold: usize) -> Gate {
+        Gate::start(upstream, hold, 0)
+    }
+
+    /// A gate that answers the page's `fail_from`-th refresh and the later ones with a 503
+    /// of its own, as a service whose store is down would.
+    fn failing(upstream: &str, fail_from: usize) -> Gate {
+        Gate::start(upstream, 0, fail_from)
+    }
+
+    fn start(upstream: &str, hold: usize, fail_from: usize) -> Gate {
         let upstream = upstream.trim_start_matches("http://").to_owned();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -756,6 +819,7 @@ impl Gate {
         let held = Arc::new(Mutex::new(Held {
             seen: 0,
             hold,
+            fail_from,
             reached: Some(reached_tx),
             release: Some(release_rx),
             log: log.clone(),
@@ -814,10 +878,23 @@ fn forward_requests(mut client: TcpStream, mut server: TcpStream, held: &Mutex<H
             let line = String::from_utf8_lossy(&head);
             let line = line.split(" HTTP/").next().unwrap_or_default().to_owned();
             held.lock().unwrap().log.lock().unwrap().push(line.clone());
-            if line.starts_with("GET /v1/dashboard?") {
+            if line.starts_with("GET ") && line.contains("/v1/dashboard?") {
                 let wait = {
                     let mut held = held.lock().unwrap();
                     held.seen += 1;
+                    if held.fail_from > 0 && held.seen >= held.fail_from {
+                        let body = r#"{"error":{"code":"store_unavailable","message":"the store is down"}}"#;
+                        let reply = format!(
+                            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+                             content-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        drop(held);
+                        if client.write_all(reply.as_bytes()).is_err() {
+                            return;
+                        }
+                        continue;
+                    }
                     if held.seen == held.hold {
                         let _ = held.reached.take().unwrap().send(());
                         held.release.take()
