@@ -84,8 +84,16 @@ async fn picked_boards_show_each_window_top_the_leaders_history_and_a_trending_t
         .await;
     assert_eq!(reply.body, json!({"accepted": 3, "rejected": []}));
 
+    let unranked = app.board("1h", &["1h"]).await;
+    let reply = app
+        .post(
+            &format!("/v1/boards/{unranked}/events"),
+            events(&[("post:x", -2, START)]),
+        )
+        .await;
+    assert_eq!(reply.body, json!({"accepted": 1, "rejected": []}));
     let gone = unique("gone");
-    let page = format!("/?boards={board},{trending},{hostile_board},{gone}&every=2");
+    let page = format!("/?boards={board},{trending},{hostile_board},{gone},{unranked}&every=2");
     let dom = render(&format!("{}{page}", app.url)).await;
     let section = board_section(&dom, &board);
     assert!(
@@ -156,6 +164,19 @@ async fn picked_boards_show_each_window_top_the_leaders_history_and_a_trending_t
     assert_eq!(legend(section), ["alice", "bob", "carol"]);
     assert_eq!(history_row(section, now), ["3", "2.5", "0.25"]);
     assert_eq!(section.matches("<tr data-slot=").count(), 1, "{section}");
+    // A member, none ranked (its total is below 1): said so, no empty chart.
+    let section = board_section(&dom, &unranked);
+    assert_eq!(coverage(section, "1h"), "1 member · lag 0 s");
+    assert!(
+        section.contains(
+            "<tbody><tr class=\"empty\"><td colspan=\"3\">no ranked members yet</td></tr></tbody>"
+        ),
+        "{section}"
+    );
+    assert!(
+        section.contains("<p class=\"empty\">No ranked members in the 1h window yet.</p>"),
+        "{section}"
+    );
     // A board that cannot be read says why on its card; the others still show.
     let section = slice(
         &dom,
@@ -294,6 +315,14 @@ async fn a_board_with_snapshots_shows_each_leaders_move_since_the_newest_one() {
         ])
     );
     assert_eq!(moves(section, "2h"), ["↑1", "↓1", "↓1", "new", "="]);
+    // One time zone throughout, UTC by default whatever the browser's.
+    assert!(
+        dom.contains(" · updated 23:00:05 UTC · every 5 s</p>"),
+        "{}",
+        slice(&dom, "<header>", "</header>")
+    );
+    assert_eq!(slot_time(section, START), "2023-11-14 22:00");
+    assert!(section.contains("<th>time (UTC)</th>"), "{section}");
 }
 
 #[tokio::test]
@@ -590,8 +619,17 @@ async fn a_hidden_tab_makes_no_request_and_refreshes_when_shown_again() {
     // Refreshes every 2 s; hidden from 1 s to 6 s and from 9 s on (the page's test hook
     // dispatches `visibilitychange`): none while hidden, one as soon as it is shown, then
     // every 2 s.
-    let page = busy.page("every=2&test-hide=1,6,9");
+    let page = busy.page("every=2&test-hide=1,6,9&tz=local");
     let dom = render(&format!("{}{page}", gate.url)).await;
+    // With `tz=local`, the browser's zone (UTC+5:30) throughout.
+    assert!(
+        dom.contains(" · updated 03:30:00 local time · "),
+        "{}",
+        slice(&dom, "<header>", "</header>")
+    );
+    let section = board_section(&dom, &format!("{}-tag-000", busy.p));
+    assert_eq!(slot_time(section, START), "2023-11-15 03:30");
+    assert!(section.contains("<th>time (local time)</th>"), "{section}");
     let times = refresh_times(&dom);
     assert_eq!(times.len(), 3, "{times:?}");
     assert!(
@@ -626,7 +664,7 @@ async fn each_panel_is_screenshotted_and_a_paused_page_reads_once() {
     let shots = [
         ("health", 1400, 200),
         ("picker", 1400, 360),
-        ("boards", 1400, 1500),
+        ("boards", 1400, 1750),
         ("member", 1400, 620),
         ("counters", 1400, 1000),
         ("stats", 1400, 480),
@@ -702,6 +740,10 @@ fn screenshot(url: &str, width: u32, height: u32, path: &Path) {
     ]);
 }
 
+/// The browser's own time zone in every run, UTC+5:30: times the page shows in UTC (its
+/// default) cannot be UTC by accident.
+const BROWSER_ZONE: &str = "Asia/Kolkata";
+
 /// Runs headless Chromium with `args` and returns its standard output; panics when it
 /// fails, takes too long, or logs an uncaught JavaScript error.
 fn chromium(args: &[String]) -> String {
@@ -726,6 +768,7 @@ fn chromium(args: &[String]) -> String {
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(args)
+        .env("TZ", BROWSER_ZONE)
         .stdin(Stdio::null())
         .stdout(File::create(&stdout).unwrap())
         .stderr(File::create(&stderr).unwrap())
@@ -1021,6 +1064,12 @@ fn coverage(section: &str, window: &str) -> String {
 fn legend(section: &str) -> Vec<String> {
     let list = slice(section, "<ul class=\"legend\"", "</ul>");
     all_between(list, "<span class=\"name\">", "</span>")
+}
+
+/// The time the chart data shows for `slot`.
+fn slot_time(section: &str, slot: i64) -> String {
+    let row = slice(section, &format!("<tr data-slot=\"{slot}\">"), "</tr>");
+    all_between(row, "<td>", "</td>").remove(0)
 }
 
 /// The chart data of one slot: each leader's value, in legend order.
