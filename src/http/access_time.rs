@@ -146,3 +146,31 @@ where
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_and_the_dashboard_routes_are_dashboard_time() {
+        for route in [
+            "/",
+            "/v1/dashboard",
+            "/v1/dashboard/boards",
+            "/v1/dashboard/member",
+            "/rank/v1/dashboard",
+            "/rank/v1/dashboard/member",
+        ] {
+            assert_eq!(kind_of(route), DASHBOARD_TIME, "{route}");
+        }
+        for route in [
+            "/v1/boards",
+            "/v1/boards/{board}/top",
+            "/v1/dashboards",
+            "/v1/dashboard-x",
+            "/healthz",
+        ] {
+            assert_eq!(kind_of(route), ACCESS_TIME, "{route}");
+        }
+    }
+}

@@ -69,7 +69,7 @@ pub struct SearchParams {
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct MemberParams {
-    /// The board.
+    /// The board (required).
     #[param(
         min_length = 1,
         max_length = 64,
@@ -77,7 +77,7 @@ pub struct MemberParams {
         example = "hot-posts"
     )]
     pub board: Option<String>,
-    /// The member.
+    /// The member (required).
     #[param(min_length = 1, max_length = 256, example = "post:a")]
     pub member: Option<String>,
 }

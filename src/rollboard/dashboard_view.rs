@@ -321,6 +321,7 @@ pub struct MemberWindow {
     /// The window (`now` on a trending board).
     pub window: String,
     /// Its total in the window (0 when none), or its decayed score on a trending board.
+    #[cfg_attr(feature = "server", schema(value_type = f64))]
     pub score: MemberScore,
     /// Its rank; null when it has no positive score there.
     pub rank: Option<u64>,
@@ -331,9 +332,9 @@ pub struct MemberWindow {
     pub ranked: u64,
 }
 
-/// A windowed board's integer total or a trending board's decayed score.
+/// A windowed board's integer total or a trending board's decayed score (a number in
+/// the OpenAPI document: an integer is one).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(untagged)]
 pub enum MemberScore {
     /// A windowed board's total.
