@@ -363,7 +363,7 @@ async fn under_a_prefix_the_dashboard_reads_the_api_next_to_it_and_keeps_it_when
     // The page's second refresh and the later ones fail: it says so and keeps the data
     // of the first.
     let gate = Gate::failing(url.trim_end_matches('/'), 2);
-    let dom = render(&format!("{}/rank?every=2", gate.url)).await;
+    let dom = render(&format!("{}/rank?every=2&counters=ghost", gate.url)).await;
     assert_eq!(attr(&dom, "<body ", "data-refreshes"), "1");
     let status = slice(&dom, "<p id=\"status\"", "</p>");
     assert!(
@@ -378,6 +378,18 @@ async fn under_a_prefix_the_dashboard_reads_the_api_next_to_it_and_keeps_it_when
     assert!(
         dom.contains("<li class=\"chip\" data-board=\"hot\">hot<button"),
         "{dom}"
+    );
+    // A counter named in the URL that does not exist says so on its card.
+    let card = slice(
+        &dom,
+        "<div class=\"card counter\" data-counter=\"ghost\">",
+        "</details>",
+    );
+    let error = slice(card, "<p class=\"error\">", "</p>");
+    assert!(
+        error.starts_with("<p class=\"error\">Could not read it: ")
+            && error.ends_with(" (counter_not_found)"),
+        "{card}"
     );
     assert_eq!(health(&dom, "store"), "store memory");
     assert_eq!(health(&dom, "memory"), "Redis memory –");
