@@ -71,6 +71,7 @@ pub struct SearchParams {
 pub struct MemberParams {
     /// The board (required).
     #[param(
+        required = true,
         min_length = 1,
         max_length = 64,
         pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$",
@@ -78,7 +79,7 @@ pub struct MemberParams {
     )]
     pub board: Option<String>,
     /// The member (required).
-    #[param(min_length = 1, max_length = 256, example = "post:a")]
+    #[param(required = true, min_length = 1, max_length = 256, example = "post:a")]
     pub member: Option<String>,
 }
 
