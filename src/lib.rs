@@ -91,6 +91,12 @@ pub use rates::{RateCounts, RateKey, RateTiers, RateWindow, Tier, Verdict};
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
 pub use rollboard::Rollboard;
 pub use rollboard::counters::CleanReport;
+pub use rollboard::dashboard_view::{
+    BoardRef, BoardSearch, CounterView, Dashboard, DashboardBoard, DashboardCounters,
+    DashboardHealth, DashboardMemory, DashboardProblem, DashboardQuery, DashboardStats,
+    FailedBoardView, MemberLookup, MemberScore, MemberWindow, PrecisionSamples, SlowView,
+    TrendingBoardView, WindowView, WindowedBoardView,
+};
 pub use rollboard::idempotent::KeyedOutcome;
 pub use rollboard::stats::ContextStats;
 pub use rollboard::write::{BatchOutcome, Rejected};

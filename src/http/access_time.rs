@@ -3,6 +3,10 @@
 //! (`/v1/counters/{name}`, never the raw path, which would make one context per
 //! counter). The source's `access_time` context manager, for any axum app.
 //!
+//! The dashboard's own requests (the page at `/` and every route under `/v1/dashboard`)
+//! are recorded under the kind `DashboardTime` instead ([`kind_of`]): an open dashboard
+//! polls, and would otherwise fill the service's slowest routes with its own reads.
+//!
 //! Add it with [`Router::route_layer`](axum::Router::route_layer), so the route template
 //! ([`MatchedPath`]) is known; requests that match no route are not recorded. The
 //! record runs after the response is ready, in a task of its own: a slow or unreachable
@@ -24,6 +28,22 @@ use crate::Rollboard;
 
 /// The stats kind of access times (the source's `AccessTime`).
 pub const ACCESS_TIME: &str = "AccessTime";
+
+/// The stats kind of the dashboard's own requests (the page and `/v1/dashboard…`).
+pub const DASHBOARD_TIME: &str = "DashboardTime";
+
+/// The kind a request to `route` (a route template, possibly under a mount prefix) is
+/// recorded under: [`DASHBOARD_TIME`] for the dashboard page at `/` and the routes under
+/// `/v1/dashboard`, [`ACCESS_TIME`] for every other.
+pub fn kind_of(route: &str) -> &'static str {
+    let dashboard =
+        route == "/" || route.ends_with("/v1/dashboard") || route.contains("/v1/dashboard/");
+    if dashboard {
+        DASHBOARD_TIME
+    } else {
+        ACCESS_TIME
+    }
+}
 
 /// Records in flight at once; beyond that, records are dropped.
 const MAX_IN_FLIGHT: usize = 256;
@@ -61,7 +81,7 @@ impl AccessTimeLayer {
         };
         let boards = self.boards.clone();
         tokio::spawn(async move {
-            let record = boards.record_stat(&context, ACCESS_TIME, seconds);
+            let record = boards.record_stat(&context, kind_of(&context), seconds);
             if !matches!(
                 tokio::time::timeout(RECORD_TIMEOUT, record).await,
                 Ok(Ok(()))
@@ -124,5 +144,33 @@ where
             }
             response
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_and_the_dashboard_routes_are_dashboard_time() {
+        for route in [
+            "/",
+            "/v1/dashboard",
+            "/v1/dashboard/boards",
+            "/v1/dashboard/member",
+            "/rank/v1/dashboard",
+            "/rank/v1/dashboard/member",
+        ] {
+            assert_eq!(kind_of(route), DASHBOARD_TIME, "{route}");
+        }
+        for route in [
+            "/v1/boards",
+            "/v1/boards/{board}/top",
+            "/v1/dashboards",
+            "/v1/dashboard-x",
+            "/healthz",
+        ] {
+            assert_eq!(kind_of(route), ACCESS_TIME, "{route}");
+        }
     }
 }

@@ -1,7 +1,9 @@
-//! The dashboard page at `/`: the boards, their live top-N per window, and a chart of
-//! the leaders' per-slot history; the counters (a chart per precision) and the slowest
-//! routes (mean and p95 of `AccessTime`). One self-contained HTML document (script, styles and
-//! the charting library inlined), so it works wherever the router is mounted.
+//! The dashboard page at `/`: the boards a user picks (kept in the URL), their live top-N
+//! per window with movement and a chart of the picked window's leaders, trending boards, a
+//! health strip, a member lookup, one chart per counter and the slowest contexts of a
+//! stats kind. The page reads all it shows with one `GET v1/dashboard` per refresh (see
+//! `docs/api.md`, "The dashboard page"). One self-contained HTML document (script, styles
+//! and the charting library inlined), so it works wherever the router is mounted.
 //!
 //! The charting library is uPlot (MIT), vendored under `assets/vendor/uplot/`; it is
 //! spliced into the template once, on the first request.

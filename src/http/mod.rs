@@ -29,6 +29,7 @@ mod body_limit;
 mod contract;
 mod counters;
 mod dashboard;
+mod dashboard_api;
 pub mod error;
 mod events;
 mod extract;
@@ -43,7 +44,7 @@ mod snapshots;
 mod stats;
 mod wire;
 
-pub use access_time::{ACCESS_TIME, AccessTime, AccessTimeLayer};
+pub use access_time::{ACCESS_TIME, AccessTime, AccessTimeLayer, DASHBOARD_TIME};
 pub use auth::Tokens;
 
 use crate::Rollboard;
@@ -107,6 +108,7 @@ pub struct AppState {
         (name = "counters", description = "Time-series counters at several precisions"),
         (name = "stats", description = "Aggregate statistics per context and the slowest contexts"),
         (name = "ops", description = "Health, readiness and metrics"),
+        (name = "dashboard", description = "What the dashboard page reads: one request per refresh, and the board search and member lookup"),
     )
 )]
 struct ApiDoc;
@@ -195,6 +197,9 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))
+        .routes(routes!(dashboard_api::dashboard))
+        .routes(routes!(dashboard_api::search_boards))
+        .routes(routes!(dashboard_api::member))
         .split_for_parts();
     let mut openapi = openapi;
     contract::complete(&mut openapi, state.boards.settings());

@@ -25,6 +25,8 @@ mod boards;
 mod cache;
 mod clock_skew;
 pub(crate) mod counters;
+mod dashboard;
+pub(crate) mod dashboard_view;
 pub(crate) mod idempotent;
 mod memory_check;
 pub(crate) mod rates;

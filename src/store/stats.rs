@@ -39,4 +39,10 @@ pub trait StatsStore: Send + Sync {
 
     /// Up to `limit` contexts of `kind` with the highest mean, highest first.
     async fn slowest(&self, kind: &StatsKind, limit: usize) -> Result<Vec<SlowEntry>>;
+
+    /// Every kind that has a slowest list (a kind gets one at its first record), sorted
+    /// by name. Slowest lists are kept for good, so a kind recorded once is listed for
+    /// good; on Redis a kind recorded only before this listing existed is listed from its
+    /// next record on.
+    async fn stat_kinds(&self) -> Result<Vec<StatsKind>>;
 }

@@ -9,6 +9,7 @@ mod connections;
 mod contract;
 mod counters;
 mod dashboard;
+mod dashboard_api;
 mod dense;
 mod idempotency;
 mod mounted;

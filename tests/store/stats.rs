@@ -17,6 +17,7 @@ on_every_store!(
     bad_input_and_unknown_stats_are_reported,
     a_batch_records_every_value_all_or_nothing,
     concurrent_single_records_add_up_exactly_and_feed_the_slowest_list,
+    every_kind_with_a_slowest_list_is_listed_sorted,
 );
 
 async fn current(h: &Harness, context: &str, kind: &str) -> HourStats {
@@ -292,6 +293,61 @@ async fn concurrent_single_records_add_up_exactly_and_feed_the_slowest_list(h: H
         .collect();
     listed.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(listed, means);
+}
+
+async fn every_kind_with_a_slowest_list_is_listed_sorted(h: Harness) {
+    let id = unique("").replace(['-', ':', '.'], "");
+    let (early, late, never) = (format!("Ak{id}"), format!("Zk{id}"), format!("Nk{id}"));
+    h.boards.record_stat("/a", &late, 1.0).await.unwrap();
+    h.boards
+        .record_stats("/b", &early, &[1.0, 2.0])
+        .await
+        .unwrap();
+    h.boards.record_stat("/c", &late, 3.0).await.unwrap();
+    // Refused: it records nothing, so its kind gets no list.
+    assert!(h.boards.record_stat("/d", &never, f64::NAN).await.is_err());
+    h.at(3600);
+    h.boards.record_stat("/a", &late, 1.0).await.unwrap();
+    let kinds = h.boards.stat_kinds().await.unwrap();
+    let mine: Vec<&String> = kinds.iter().filter(|k| k.ends_with(&id)).collect();
+    assert_eq!(mine, [&early, &late]);
+    let mut sorted = kinds.clone();
+    sorted.sort();
+    assert_eq!(kinds, sorted);
+    // Every kind listed has a slowest list.
+    assert_eq!(h.boards.slowest(&early, 10).await.unwrap().len(), 1);
+    assert_eq!(h.boards.slowest(&late, 10).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_kind_is_registered_by_one_zadd_of_its_own_once_an_hour_per_process() {
+    let h = Harness::redis().await;
+    let kind = format!("Reg{}", unique("").replace(['-', ':', '.'], ""));
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let mut zscore = ::redis::cmd("ZSCORE");
+    zscore.arg("stat_kinds").arg(&kind);
+    let score = |raw: &mut ::redis::aio::MultiplexedConnection| {
+        let (zscore, mut raw) = (zscore.clone(), raw.clone());
+        async move { zscore.query_async::<Option<i64>>(&mut raw).await.unwrap() }
+    };
+    h.boards.record_stat("/a", &kind, 1.0).await.unwrap();
+    assert_eq!(score(&mut raw).await, Some(START));
+    // Removed behind the process's back: the next record of the same hour does not
+    // register the kind again (no command beyond the record)...
+    let _: i64 = ::redis::cmd("ZREM")
+        .arg("stat_kinds")
+        .arg(&kind)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    h.boards.record_stat("/b", &kind, 1.0).await.unwrap();
+    assert_eq!(score(&mut raw).await, None);
+    assert!(!h.boards.stat_kinds().await.unwrap().contains(&kind));
+    // ...the first of the next hour does, with that hour.
+    h.at(3600);
+    h.boards.record_stat("/a", &kind, 1.0).await.unwrap();
+    assert_eq!(score(&mut raw).await, Some(START + 3600));
+    assert!(h.boards.stat_kinds().await.unwrap().contains(&kind));
 }
 
 #[tokio::test]

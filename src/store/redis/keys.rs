@@ -231,6 +231,11 @@ pub(super) fn slowest_meta(kind: &StatsKind) -> String {
     format!("slowest_meta_{{{kind}}}")
 }
 
+/// `stat_kinds`: every stats kind recorded (member = kind, score = the newest hour it was
+/// registered in). A key of its own (its own slot on a Cluster), written by one `ZADD`
+/// per kind, process and hour beside the record, never by the record script.
+pub(super) const STAT_KINDS: &str = "stat_kinds";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,10 +5,17 @@
 //! the slowest lists; on a Cluster the lists, on other nodes, take one more call per
 //! kind ([`super::stats_calls`]).
 //!
+//! The kinds recorded are listed in `stat_kinds` (a key of its own: its own slot on a
+//! Cluster): beside a record, not in its script, one `ZADD` per kind, process and hour
+//! ([`KindRegistry`]), sent at the same time as the record, so no record waits one more
+//! round trip for it.
+//!
 //! Retry classes: a record call adds, so it is [`Retry::Never`]; a list update sets a
-//! mean only if it is newer, and the reads read: [`Retry::Idempotent`].
+//! mean only if it is newer, the kind registration sets a member, and the reads read:
+//! [`Retry::Idempotent`].
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 
@@ -55,6 +62,34 @@ fn moments_of(fields: HashMap<String, String>) -> Result<Option<(i64, Moments)>>
     Ok(Some((hour, moments)))
 }
 
+/// The kinds this process registered in `stat_kinds`, each with the hour it was
+/// registered in: a kind is registered again at most once an hour (so that a key lost or
+/// flushed comes back), and a failed registration is retried by the next record.
+#[derive(Debug, Default)]
+pub(super) struct KindRegistry(Mutex<HashMap<StatsKind, i64>>);
+
+impl KindRegistry {
+    /// Whether a record of `kind` in `hour` should register it; if so it counts as
+    /// registered until [`failed`](Self::failed) says otherwise (concurrent records do
+    /// not register it twice).
+    fn claim(&self, kind: &StatsKind, hour: i64) -> bool {
+        let mut kinds = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match kinds.get(kind) {
+            Some(&registered) if registered >= hour => false,
+            _ => {
+                kinds.insert(kind.clone(), hour);
+                true
+            }
+        }
+    }
+
+    /// The registration of `kind` failed: the next record tries again.
+    fn failed(&self, kind: &StatsKind) {
+        let mut kinds = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        kinds.remove(kind);
+    }
+}
+
 #[async_trait]
 impl StatsStore for RedisStore {
     async fn record_stat(&self, r: StatRecord<'_>) -> Result<()> {
@@ -65,7 +100,22 @@ impl StatsStore for RedisStore {
             buckets: r.buckets.clone(),
             hour: r.hour,
         };
-        self.stats.record(&self.conn, record).await
+        if !self.stats.kinds.claim(r.kind, r.hour) {
+            return self.stats.record(&self.conn, record).await;
+        }
+        let mut zadd = redis::cmd("ZADD");
+        zadd.arg(keys::STAT_KINDS)
+            .arg("GT")
+            .arg(r.hour)
+            .arg(r.kind.as_str());
+        let register = self.conn.query::<i64>(&zadd, None, Retry::Idempotent);
+        let (recorded, registered) =
+            futures_util::future::join(self.stats.record(&self.conn, record), register).await;
+        if registered.is_err() {
+            // The record stands on its own; the listing catches up at the next one.
+            self.stats.kinds.failed(r.kind);
+        }
+        recorded
     }
 
     async fn read_stats(&self, context: &StatsContext, kind: &StatsKind) -> Result<StoredStats> {
@@ -119,5 +169,25 @@ impl StatsStore for RedisStore {
                     .unwrap_or(0),
             })
             .collect())
+    }
+
+    async fn stat_kinds(&self) -> Result<Vec<StatsKind>> {
+        let kinds: Vec<String> = self
+            .conn
+            .query(
+                redis::cmd("ZRANGE").arg(keys::STAT_KINDS).arg(0).arg(-1),
+                None,
+                Retry::Idempotent,
+            )
+            .await?;
+        let mut kinds = kinds
+            .iter()
+            .map(|k| {
+                StatsKind::parse(k)
+                    .map_err(|_| Error::store(format!("bad kind {k:?} in stat_kinds")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        kinds.sort();
+        Ok(kinds)
     }
 }

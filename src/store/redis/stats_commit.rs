@@ -43,6 +43,8 @@ struct Submission {
 #[derive(Default)]
 pub(super) struct StatsCommit {
     queue: Mutex<Option<mpsc::Sender<Submission>>>,
+    /// The kinds this process registered in `stat_kinds`, and when.
+    pub(super) kinds: super::stats::KindRegistry,
 }
 
 impl StatsCommit {
