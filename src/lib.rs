@@ -90,6 +90,7 @@ pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};
 pub use rates::{RateCounts, RateKey, RateTiers, RateWindow, Tier, Verdict};
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
 pub use rollboard::Rollboard;
+pub use rollboard::bulk_remove::{BulkRemoved, MAX_BULK_REMOVE};
 pub use rollboard::counters::CleanReport;
 pub use rollboard::dashboard_view::{
     BoardRef, BoardSearch, CounterView, Dashboard, DashboardBoard, DashboardCounters,
@@ -98,6 +99,7 @@ pub use rollboard::dashboard_view::{
     TrendingBoardView, WindowView, WindowedBoardView,
 };
 pub use rollboard::idempotent::KeyedOutcome;
+pub use rollboard::percentile::ScoreAt;
 pub use rollboard::stats::ContextStats;
 pub use rollboard::write::{BatchOutcome, Rejected};
 pub use settings::Settings;

@@ -102,6 +102,16 @@ pub enum Error {
         /// The kind.
         kind: String,
     },
+    /// The window ranks no member, so no score answers a percentile of its ranking.
+    #[error(
+        "board {board:?} ranks no member in window {window}: an empty ranking has no score at a percentile"
+    )]
+    RankingEmpty {
+        /// The board.
+        board: String,
+        /// The window, as the board names it.
+        window: String,
+    },
     /// No board by that name.
     #[error("board {0:?} does not exist")]
     BoardNotFound(String),
@@ -255,6 +265,7 @@ impl Error {
             Error::CounterNotFound(_) => "counter_not_found",
             Error::PrecisionNotFound { .. } => "precision_not_found",
             Error::StatsNotFound { .. } => "stats_not_found",
+            Error::RankingEmpty { .. } => "ranking_empty",
             Error::BoardNotFound(_) => "board_not_found",
             Error::WindowNotFound { .. } => "window_not_found",
             Error::MemberNotFound { .. } => "member_not_found",

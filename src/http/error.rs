@@ -121,7 +121,8 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::MemberNotFound { .. }
         | Error::CounterNotFound(_)
         | Error::PrecisionNotFound { .. }
-        | Error::StatsNotFound { .. } => StatusCode::NOT_FOUND,
+        | Error::StatsNotFound { .. }
+        | Error::RankingEmpty { .. } => StatusCode::NOT_FOUND,
         Error::BoardConflict { .. }
         | Error::TrendingConflict { .. }
         | Error::BoardKind { .. }

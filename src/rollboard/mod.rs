@@ -22,6 +22,7 @@ use crate::store::{MemoryStore, RedisStore, Store};
 
 mod any_board;
 mod boards;
+pub(crate) mod bulk_remove;
 mod cache;
 mod clock_skew;
 pub(crate) mod counters;
@@ -29,6 +30,7 @@ mod dashboard;
 pub(crate) mod dashboard_view;
 pub(crate) mod idempotent;
 mod memory_check;
+pub(crate) mod percentile;
 pub(crate) mod rates;
 pub(crate) mod read;
 pub(crate) mod recompute;

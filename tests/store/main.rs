@@ -34,6 +34,7 @@ mod active_relayout;
 mod any_board;
 mod bounded_writes;
 mod budget_stops;
+mod bulk;
 mod cluster;
 mod cluster_failover;
 mod cluster_faults;
