@@ -35,11 +35,13 @@ mod events;
 mod extract;
 mod json_int;
 mod latency;
+mod maintenance;
 mod media_type;
 mod ops;
 mod rankings;
 mod ranks;
 mod rates;
+mod score_at;
 mod snapshots;
 mod stats;
 mod wire;
@@ -180,6 +182,9 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         .routes(routes!(rankings::around))
         .routes(routes!(ranks::get_ranks, ranks::post_ranks))
         .routes(routes!(rankings::history))
+        .routes(routes!(maintenance::remove_members))
+        .routes(routes!(maintenance::trim))
+        .routes(routes!(score_at::score_at))
         .routes(routes!(snapshots::get_snapshots))
         .routes(routes!(rates::post_hit))
         .routes(routes!(rates::post_hits))

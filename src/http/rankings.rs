@@ -49,6 +49,13 @@ pub struct TopQuery {
     /// of 1,000 ranked has rank 1,000 unless tied).
     #[param(inline, example = "asc")]
     pub order: Option<Order>,
+    /// The top P percent of the window's ranked members (0 < P ≤ 100): the first
+    /// `ceil(P / 100 × ranked)` entries of the ranking (at least 1 when any is ranked; all
+    /// at 100), of which `offset` and `limit` page as usual (`limit` then defaults to the
+    /// configured `max_limit`, 1000 by default, rather than 10); with `order=asc`, the
+    /// bottom P percent. Not with `min_score`/`max_score`; windowed boards only.
+    #[param(exclusive_minimum = 0, maximum = 100, example = 10)]
+    pub percent: Option<f64>,
 }
 
 /// `?window=&n=`.
@@ -97,8 +104,10 @@ fn not_found(board: &str, member: &str, missing: &'static str) -> Error {
 /// with `min_score`/`max_score`, the members whose scores are in that range (their
 /// ranks still their ranks in the whole ranking); with `order=asc`, read from the bottom
 /// (lowest first, ties by member descending, `offset` counted from the lowest, ranks
-/// unchanged). A windowed board ranks a window's totals (integers), a trending board its
-/// scores now (numbers; it has no windows).
+/// unchanged); with `percent=P`, the top P percent of the ranked members
+/// (`ceil(P / 100 × ranked)` entries, paged by `offset` and `limit`). A windowed board
+/// ranks a window's totals (integers), a trending board its scores now (numbers; it has
+/// no windows).
 #[utoipa::path(
     get, path = "/v1/boards/{board}/top", tag = "rankings", operation_id = "boardsTop",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), TopQuery),
@@ -107,7 +116,7 @@ fn not_found(board: &str, member: &str, missing: &'static str) -> Error {
          example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0,
                           "entries": [{"rank": 1, "member": "post:7", "score": 3}, {"rank": 2, "member": "post:9", "score": 1}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_span` (a window beyond 400 days), `invalid_query` (limit, offset, min_score or max_score out of range, or min_score above max_score; a window asked of a trending board)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span` (a window beyond 400 days), `invalid_query` (limit, offset, min_score, max_score or percent out of range, or min_score above max_score; percent with a score range or of a trending board; a window asked of a trending board)", body = ErrorBody),
     )
 )]
 pub async fn top(
@@ -119,8 +128,25 @@ pub async fn top(
         min: q.min_score,
         max: q.max_score,
     };
-    let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(10));
     let order = q.order.unwrap_or_default();
+    if let Some(percent) = q.percent {
+        if q.min_score.is_some() || q.max_score.is_some() {
+            return Err(Error::InvalidQuery {
+                reason: "percent takes the top of the whole ranking: leave out min_score and \
+                         max_score"
+                    .into(),
+            }
+            .into());
+        }
+        let max_limit = state.boards.settings().max_limit;
+        let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(max_limit));
+        let page = state
+            .boards
+            .top_percent(&board, window(&q.window)?, percent, order, offset, limit)
+            .await?;
+        return Ok(Json(BoardPage::Windowed(page)));
+    }
+    let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(10));
     let page = state
         .boards
         .ordered_page(&board, window(&q.window)?, bounds, order, offset, limit)
