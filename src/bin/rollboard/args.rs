@@ -74,6 +74,17 @@ pub enum Command {
     /// board is wholly in the new layout once its largest window has passed. Prints how
     /// many live slots still have the old layout.
     Relayout(RelayoutArgs),
+    /// Remove members from every slot and window of a board: those listed, or those
+    /// ranked in one window whose totals there are within --min-score/--max-score.
+    ///
+    /// Exact while writes go on: each member is removed with the single-member removal;
+    /// a member written after the selection is not removed, and a removed member's later
+    /// events count again. A range is removed 1,000 members at a time until none is left.
+    RemoveMembers(RemoveMembersArgs),
+    /// Trim a board to a window's top N: the members ranked in that window below its top
+    /// --top (ties at the cut in the board's tie order) are removed from every window,
+    /// 1,000 at a time until none is left.
+    Trim(TrimArgs),
     /// Import a board kept in the source article's layout (slot_NAME_<ts> hashes,
     /// stats_NAME, last_slot_NAME), slot by slot, with exact totals.
     ///
@@ -144,6 +155,41 @@ pub struct RecomputeArgs {
     /// The board.
     pub board: String,
     /// Only this window (e.g. 24h) [default: every window].
+    #[arg(long)]
+    pub window: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `remove-members` options.
+#[derive(Debug, Args)]
+pub struct RemoveMembersArgs {
+    /// The board.
+    pub board: String,
+    /// The members to remove (1 to 1,000); leave out to remove by range.
+    pub members: Vec<String>,
+    /// Remove the members ranked in --window whose total is at least this (inclusive).
+    #[arg(long, allow_hyphen_values = true)]
+    pub min_score: Option<f64>,
+    /// Remove the members ranked in --window whose total is at most this (inclusive).
+    #[arg(long, allow_hyphen_values = true)]
+    pub max_score: Option<f64>,
+    /// The window the range is about (e.g. 24h) [default: the board's first].
+    #[arg(long)]
+    pub window: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `trim` options.
+#[derive(Debug, Args)]
+pub struct TrimArgs {
+    /// The board.
+    pub board: String,
+    /// Members to keep: the window's top N.
+    #[arg(long)]
+    pub top: u64,
+    /// The window whose ranking is cut (e.g. 24h) [default: the board's first].
     #[arg(long)]
     pub window: Option<String>,
     #[command(flatten)]

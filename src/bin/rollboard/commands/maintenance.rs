@@ -1,4 +1,5 @@
-//! The maintenance commands: `retire`, `recompute`, `relayout` and `clean-counters`.
+//! The maintenance commands: `retire`, `recompute`, `relayout`, `clean-counters`,
+//! `remove-members` and `trim`.
 
 use std::process::ExitCode;
 
@@ -7,7 +8,9 @@ use std::time::Instant;
 use anyhow::bail;
 use rollboard::Span;
 
-use crate::args::{CleanCountersArgs, RecomputeArgs, RelayoutArgs, StoreArgs};
+use crate::args::{
+    CleanCountersArgs, RecomputeArgs, RelayoutArgs, RemoveMembersArgs, StoreArgs, TrimArgs,
+};
 use crate::progress;
 
 use super::store::open;
@@ -131,5 +134,54 @@ pub(super) async fn relayout(args: RelayoutArgs) -> anyhow::Result<ExitCode> {
             report.live_slots
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) async fn remove_members(args: RemoveMembersArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "remove-members").await?;
+    let ranged = args.min_score.is_some() || args.max_score.is_some() || args.window.is_some();
+    if args.members.is_empty() != ranged {
+        bail!("give either members or a range (--min-score, --max-score, --window), not both");
+    }
+    let removed = if ranged {
+        let window = args.window.as_deref().map(Span::parse).transpose()?;
+        let bounds = rollboard::ScoreBounds {
+            min: args.min_score,
+            max: args.max_score,
+        };
+        let mut removed = 0;
+        loop {
+            let step = boards.remove_by_score(&args.board, window, bounds).await?;
+            removed += step.removed;
+            // A step that removed nothing would select the same members again.
+            if !step.more || step.removed == 0 {
+                break removed;
+            }
+        }
+    } else {
+        boards
+            .remove_members(&args.board, &args.members)
+            .await?
+            .removed
+    };
+    println!("{}: removed {removed} members", args.board);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) async fn trim(args: TrimArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "trim").await?;
+    let window = args.window.as_deref().map(Span::parse).transpose()?;
+    let mut removed = 0;
+    loop {
+        let step = boards.trim(&args.board, window, args.top).await?;
+        removed += step.removed;
+        if !step.more || step.removed == 0 {
+            break;
+        }
+    }
+    println!(
+        "{}: kept the top {}, removed {removed} members",
+        args.board, args.top
+    );
     Ok(ExitCode::SUCCESS)
 }
