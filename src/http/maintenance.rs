@@ -122,7 +122,7 @@ pub async fn remove_members(
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
         (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (top missing or out of range)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (top above 1,000,000,000)", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]

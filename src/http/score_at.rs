@@ -34,7 +34,7 @@ pub struct ScoreAtQuery {
         (status = 200, description = "The score at the percentile, with the counts it rests on", body = ScoreAt,
          example = json!({"percentile": 0.5, "score": 4, "ranked": 4, "below": 2, "window": "1d"})),
         (status = 404, description = "`board_not_found`, `window_not_found`, `ranking_empty`: the window ranks no member", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (percentile missing, not a number, or outside 0–1; a trending board, whose scores change with time: refused)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (percentile outside 0–1; a trending board, whose scores change with time: refused)", body = ErrorBody),
     )
 )]
 pub async fn score_at(

@@ -3,6 +3,7 @@
 mod api;
 mod auth;
 mod board_series;
+mod bulk;
 mod clock;
 mod cluster;
 mod connections;
