@@ -164,7 +164,7 @@ pub(super) async fn remove_members(args: RemoveMembersArgs) -> anyhow::Result<Ex
             .await?
             .removed
     };
-    println!("{}: removed {removed} members", args.board);
+    println!("{}: members removed: {removed}", args.board);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -180,7 +180,7 @@ pub(super) async fn trim(args: TrimArgs) -> anyhow::Result<ExitCode> {
         }
     }
     println!(
-        "{}: kept the top {}, removed {removed} members",
+        "{}: kept the top {}; members removed: {removed}",
         args.board, args.top
     );
     Ok(ExitCode::SUCCESS)
