@@ -6,8 +6,9 @@
 //! decided once, then the windowed or trending operation), [`boards`] (create, load,
 //! list, describe, drop), [`write`]
 //! (events, member removal; a batch's outcome),
-//! [`read`] (rankings and history), [`retire`], [`recompute`] (and building added windows
-//! in the background); [`clock_skew`] and [`memory_check`] (what the service checks of
+//! [`read`] (rankings and history), [`bulk_remove`] (removal by list, by a range of
+//! totals, trimming to a top N), [`percentile`] (the top P percent, the score at a
+//! percentile), [`retire`], [`recompute`] (and building added windows in the background); [`clock_skew`] and [`memory_check`] (what the service checks of
 //! the store); [`cache`] holds the board boards of either kind and the one
 //! reload-and-retry when a board changed underneath.
 
