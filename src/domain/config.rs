@@ -174,15 +174,23 @@ impl BoardConfig {
     /// positive totals only ([`Error::InvalidConfig`] with `"ties":"dense"`; give the
     /// ties first).
     pub fn with_rank(mut self, rank: RankedTotals) -> Result<Self, Error> {
-        if rank == RankedTotals::Nonzero && self.ties == Ties::Dense {
+        self.rank = rank;
+        self.check_rank()?;
+        Ok(self)
+    }
+
+    /// Refuses the one combination of options no store ranks: every non-zero total with
+    /// dense ties ([`with_rank`](Self::with_rank) checks it; ties set after the rank are
+    /// checked again when the board is created).
+    pub fn check_rank(&self) -> Result<(), Error> {
+        if self.rank == RankedTotals::Nonzero && self.ties == Ties::Dense {
             return Err(Error::InvalidConfig {
                 reason: "\"rank\":\"nonzero\" ranks ties by competition or position, not dense: \
                          leave out \"ties\" or choose \"competition\" or \"position\""
                     .into(),
             });
         }
-        self.rank = rank;
-        Ok(self)
+        Ok(())
     }
 
     /// Takes period snapshots by `policy` (none: `None`).
@@ -499,6 +507,12 @@ mod tests {
             r#"{"slot":"1h","windows":["1h"],"ties":"dense","rank":"nonzero"}"#,
         );
         assert!(err.unwrap_err().to_string().contains("not dense"));
+        let late = BoardConfig::parse("1h", &["1h"])
+            .unwrap()
+            .with_rank(RankedTotals::Nonzero)
+            .unwrap()
+            .with_ties(Ties::Dense);
+        assert_eq!(late.check_rank().unwrap_err().code(), "invalid_config");
         let err = serde_json::from_str::<BoardConfig>(
             r#"{"slot":"1h","windows":["1h"],"rank":"negative"}"#,
         );

@@ -388,3 +388,28 @@ async fn retirement_moves_totals_across_zero_and_snapshots_hold_negative_leaders
     }
     panic!("{snapshots} listed no snapshot within 5 s");
 }
+
+#[tokio::test]
+async fn the_openapi_document_states_the_rank_option() {
+    let app = spawn_app().await;
+    let doc = app.get("/openapi.json").await.body;
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas["RankedTotals"]["enum"],
+        json!(["positive", "nonzero"])
+    );
+    assert_eq!(schemas["RankedTotals"]["type"], "string");
+    // Optional in a PUT and in a board's config (shown there only when nonzero).
+    for config in ["ConfigBody", "BoardConfig"] {
+        let rank = &schemas[config]["properties"]["rank"];
+        assert_eq!(
+            rank["$ref"], "#/components/schemas/RankedTotals",
+            "{config}: {rank}"
+        );
+        assert_eq!(rank["default"], "positive", "{config}");
+        let listed = schemas[config]["required"]
+            .as_array()
+            .is_some_and(|r| r.contains(&json!("rank")));
+        assert!(!listed, "{config}");
+    }
+}

@@ -247,6 +247,10 @@ async fn the_rank_option_is_fixed_when_the_board_is_created_and_refuses_dense_ti
         .with_rank(RankedTotals::Nonzero)
         .unwrap_err();
     assert_eq!(err.code(), "invalid_config");
+    // Dense ties set after the option are refused when the board is created.
+    let late = config(RankedTotals::Nonzero, Ties::Competition).with_ties(Ties::Dense);
+    let err = b.create_board(&unique("nzd"), late).await.unwrap_err();
+    assert_eq!(err.code(), "invalid_config");
 }
 
 async fn retirement_moves_a_total_below_zero_and_then_out_of_the_ranking(h: Harness) {
