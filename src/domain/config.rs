@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::Error;
-use crate::domain::{Layout, SnapshotPolicy, Span, Ties, Timestamp};
+use crate::domain::{Layout, RankedTotals, SnapshotPolicy, Span, Ties, Timestamp};
 
 /// A board's configuration. Always valid once constructed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +25,11 @@ pub struct BoardConfig {
     /// How equal totals share ranks; set when the board is created, never changed.
     #[cfg_attr(feature = "server", schema(default = "competition"))]
     ties: Ties,
+    /// Which totals are ranked: positive ones (the default) or every non-zero one (a
+    /// net-vote board); set when the board is created, never changed. Absent from a
+    /// config read back when positive.
+    #[cfg_attr(feature = "server", schema(default = "positive", required = false))]
+    rank: RankedTotals,
     /// Period snapshots of every window's top at each slot boundary; none when absent.
     /// May be added, changed or removed on an existing board (it changes no data).
     #[cfg_attr(feature = "server", schema(nullable = false))]
@@ -46,10 +51,18 @@ struct RawConfig {
     offset: i64,
     #[serde(default)]
     ties: Ties,
+    #[serde(default, skip_serializing_if = "is_positive")]
+    rank: RankedTotals,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     snapshots: Option<SnapshotPolicy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     layout: Option<Layout>,
+}
+
+/// Whether `rank` is the default, left out of a serialized config (configs written before
+/// the option read the same).
+fn is_positive(rank: &RankedTotals) -> bool {
+    *rank == RankedTotals::Positive
 }
 
 impl TryFrom<RawConfig> for BoardConfig {
@@ -58,6 +71,7 @@ impl TryFrom<RawConfig> for BoardConfig {
         Ok(BoardConfig::new(raw.slot, raw.windows)?
             .with_offset(raw.offset)?
             .with_ties(raw.ties)
+            .with_rank(raw.rank)?
             .with_snapshots(raw.snapshots)
             .with_layout(raw.layout))
     }
@@ -70,6 +84,7 @@ impl From<BoardConfig> for RawConfig {
             windows: c.windows,
             offset: c.offset,
             ties: c.ties,
+            rank: c.rank,
             snapshots: c.snapshots,
             layout: c.layout,
         }
@@ -117,6 +132,7 @@ impl BoardConfig {
             windows,
             offset: 0,
             ties: Ties::Competition,
+            rank: RankedTotals::Positive,
             snapshots: None,
             layout: None,
         })
@@ -151,6 +167,30 @@ impl BoardConfig {
     pub fn with_ties(mut self, ties: Ties) -> Self {
         self.ties = ties;
         self
+    }
+
+    /// Ranks the totals `rank` says (positive ones by default). A board that ranks every
+    /// non-zero total ranks ties by competition or position: dense ranks are kept for
+    /// positive totals only ([`Error::InvalidConfig`] with `"ties":"dense"`; give the
+    /// ties first).
+    pub fn with_rank(mut self, rank: RankedTotals) -> Result<Self, Error> {
+        self.rank = rank;
+        self.check_rank()?;
+        Ok(self)
+    }
+
+    /// Refuses the one combination of options no store ranks: every non-zero total with
+    /// dense ties ([`with_rank`](Self::with_rank) checks it; ties set after the rank are
+    /// checked again when the board is created).
+    pub fn check_rank(&self) -> Result<(), Error> {
+        if self.rank == RankedTotals::Nonzero && self.ties == Ties::Dense {
+            return Err(Error::InvalidConfig {
+                reason: "\"rank\":\"nonzero\" ranks ties by competition or position, not dense: \
+                         leave out \"ties\" or choose \"competition\" or \"position\""
+                    .into(),
+            });
+        }
+        Ok(())
     }
 
     /// Takes period snapshots by `policy` (none: `None`).
@@ -191,6 +231,11 @@ impl BoardConfig {
     /// How equal totals share ranks.
     pub fn ties(&self) -> Ties {
         self.ties
+    }
+
+    /// Which totals are ranked.
+    pub fn rank(&self) -> RankedTotals {
+        self.rank
     }
 
     /// The slot length.
@@ -237,6 +282,11 @@ impl BoardConfig {
             asked.ties.as_str().into(),
         );
         differ(
+            "rank",
+            self.rank.as_str().into(),
+            asked.rank.as_str().into(),
+        );
+        differ(
             "layout",
             layout(self.layout).into(),
             layout(asked.layout).into(),
@@ -260,7 +310,7 @@ impl BoardConfig {
     }
 
     /// The windows `wider` adds to this config, when `wider` is this config plus windows
-    /// larger than all of ours (same slot, offset and ties): the one change to the data
+    /// larger than all of ours (same slot, offset, ties and ranked totals): the one change to the data
     /// model a live board takes (its snapshots policy is not compared: see
     /// [`same_but_snapshots`](Self::same_but_snapshots)).
     pub fn extended_by(&self, wider: &BoardConfig) -> Option<Vec<Span>> {
@@ -268,6 +318,7 @@ impl BoardConfig {
         (wider.slot == self.slot
             && wider.offset == self.offset
             && wider.ties == self.ties
+            && wider.rank == self.rank
             && wider.layout == self.layout
             && wider.windows.len() > n
             && wider.windows[..n] == self.windows[..])
@@ -429,6 +480,43 @@ mod tests {
         assert!(err.unwrap_err().to_string().contains("unknown variant"));
         let err = serde_json::from_str::<BoardConfig>(r#"{"slot":"1h","windows":["90m"]}"#);
         assert!(err.unwrap_err().to_string().contains("not a multiple"));
+    }
+
+    #[test]
+    fn the_rank_option_round_trips_is_compared_and_refuses_dense_ties() {
+        let text =
+            r#"{"slot":"1h","windows":["1h"],"offset":0,"ties":"position","rank":"nonzero"}"#;
+        let c: BoardConfig = serde_json::from_str(text).unwrap();
+        assert_eq!(c.rank(), RankedTotals::Nonzero);
+        assert_eq!(serde_json::to_string(&c).unwrap(), text);
+        let positive = c.clone().with_rank(RankedTotals::Positive).unwrap();
+        assert_eq!(
+            c.differences(&positive),
+            ["rank: stored nonzero, asked positive"]
+        );
+        let wider = BoardConfig::parse("1h", &["1h", "2h"])
+            .unwrap()
+            .with_ties(Ties::Position);
+        assert_eq!(c.extended_by(&wider), None);
+        let wider = wider.with_rank(RankedTotals::Nonzero).unwrap();
+        assert_eq!(
+            c.extended_by(&wider),
+            Some(vec![Span::parse("2h").unwrap()])
+        );
+        let err = serde_json::from_str::<BoardConfig>(
+            r#"{"slot":"1h","windows":["1h"],"ties":"dense","rank":"nonzero"}"#,
+        );
+        assert!(err.unwrap_err().to_string().contains("not dense"));
+        let late = BoardConfig::parse("1h", &["1h"])
+            .unwrap()
+            .with_rank(RankedTotals::Nonzero)
+            .unwrap()
+            .with_ties(Ties::Dense);
+        assert_eq!(late.check_rank().unwrap_err().code(), "invalid_config");
+        let err = serde_json::from_str::<BoardConfig>(
+            r#"{"slot":"1h","windows":["1h"],"rank":"negative"}"#,
+        );
+        assert!(err.unwrap_err().to_string().contains("unknown variant"));
     }
 
     #[test]

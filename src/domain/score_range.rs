@@ -1,9 +1,12 @@
 //! A range of scores for a page of the ranking (`top?min_score=&max_score=`): pure; no
 //! I/O. [`ScoreBounds`] is what a caller asks, for a board of either kind;
-//! [`ScoreRange`] the integer totals of a windowed board it means. Only positive totals
-//! are ranked, so the range is cut to them.
+//! [`ScoreRange`] the integer totals of a windowed board it means. A board ranks its
+//! positive totals (the default), so the range is cut to them, or every non-zero total
+//! (`"rank":"nonzero"`), so the range holds negative totals too
+//! ([`ScoreRange::lowest`]).
 
 use super::MAX_ABS;
+use super::RankedTotals;
 use super::TrendRange;
 use super::error::Error;
 
@@ -46,8 +49,10 @@ impl ScoreBounds {
             )));
         }
         // Within ±2^53 every integer is a double: the casts are exact.
+        let lowest = self.min.map_or(-MAX_ABS, |lo| lo.ceil() as i64);
         Ok(ScoreRange {
-            min: self.min.map_or(1, |lo| (lo.ceil() as i64).max(1)),
+            min: lowest.max(1),
+            lowest,
             max: self.max.map_or(MAX_ABS, |hi| hi.floor() as i64),
         })
     }
@@ -58,11 +63,15 @@ impl ScoreBounds {
     }
 }
 
-/// Totals from `min` to `max`, both inclusive, `1 <= min`. A range holding no positive
-/// total is valid and pages nothing.
+/// Totals from `min` to `max`, both inclusive, `1 <= min` (on a board that ranks every
+/// non-zero total, from `lowest`). A range holding no ranked total is valid and pages
+/// nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScoreRange {
+    /// The lowest positive total asked for.
     min: i64,
+    /// The lowest total asked for, whatever its sign (−(2^53 − 1) without a bound).
+    lowest: i64,
     max: i64,
 }
 
@@ -70,6 +79,7 @@ impl ScoreRange {
     /// Every ranked total: 1 to 2^53 − 1.
     pub const ALL: ScoreRange = ScoreRange {
         min: 1,
+        lowest: -MAX_ABS,
         max: MAX_ABS,
     };
 
@@ -94,6 +104,7 @@ impl ScoreRange {
         }
         Ok(ScoreRange {
             min: lowest.max(1),
+            lowest,
             max: highest,
         })
     }
@@ -101,6 +112,16 @@ impl ScoreRange {
     /// The lowest total in the range (at least 1).
     pub fn min(&self) -> i64 {
         self.min
+    }
+
+    /// The lowest total of the range that a board ranking `rank` ranks:
+    /// [`min`](Self::min) on a board of positive totals, the bound asked for (−(2^53 − 1)
+    /// without one) on a board of every non-zero total.
+    pub fn lowest(&self, rank: RankedTotals) -> i64 {
+        match rank {
+            RankedTotals::Positive => self.min,
+            RankedTotals::Nonzero => self.lowest,
+        }
     }
 
     /// The highest total in the range (below [`min`](Self::min) when it holds none).
@@ -135,6 +156,19 @@ mod tests {
         assert_eq!((below.min(), below.max()), (1, -1));
         let one = ScoreRange::new(Some(3), Some(3)).unwrap();
         assert_eq!((one.min(), one.max()), (3, 3));
+    }
+
+    #[test]
+    fn a_board_of_nonzero_totals_keeps_the_negative_lower_bound() {
+        let r = ScoreRange::new(Some(-5), Some(7)).unwrap();
+        assert_eq!(r.lowest(RankedTotals::Positive), 1);
+        assert_eq!(r.lowest(RankedTotals::Nonzero), -5);
+        assert_eq!(ScoreRange::ALL.lowest(RankedTotals::Nonzero), -MAX_ABS);
+        let b = ScoreBounds {
+            min: Some(-3.5),
+            max: None,
+        };
+        assert_eq!(b.totals().unwrap().lowest(RankedTotals::Nonzero), -3);
     }
 
     #[test]

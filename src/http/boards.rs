@@ -13,13 +13,13 @@ use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::json_int;
 use super::wire::SpanInput;
 use crate::{
-    Board, BoardConfig, BoardKind, BoardName, BoardState, Created, Layout, RecomputeReport,
-    RelayoutOptions, RelayoutReport, SnapshotPolicy, Span, Ties, TrendCreated, TrendingBoard,
-    TrendingConfig,
+    Board, BoardConfig, BoardKind, BoardName, BoardState, Created, Layout, RankedTotals,
+    RecomputeReport, RelayoutOptions, RelayoutReport, SnapshotPolicy, Span, Ties, TrendCreated,
+    TrendingBoard, TrendingConfig,
 };
 
 /// A board's config as sent in `PUT /v1/boards/{board}`: a windowed board (`slot`,
-/// `windows`, `offset`, `ties`) or, with `"kind":"trending"`, a trending board
+/// `windows`, `offset`, `ties`, `rank`) or, with `"kind":"trending"`, a trending board
 /// (`half_life`, `floor`, `max_age`).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -48,6 +48,15 @@ pub struct ConfigBody {
     #[serde(default)]
     #[schema(value_type = Ties, default = "competition")]
     pub ties: Option<Ties>,
+    /// Windowed boards: which totals are ranked: `"positive"` (the default: a member at
+    /// or below zero is answered by member reads but not ranked, listed nor counted) or
+    /// `"nonzero"` (every non-zero total is ranked, negative ones below every positive
+    /// one: a net-vote board; ties by competition or position, not dense). Fixed when
+    /// the board is created: another value on an existing board is a conflict. Trending
+    /// boards accept `"positive"` and refuse `"nonzero"`.
+    #[serde(default)]
+    #[schema(value_type = RankedTotals, default = "positive")]
+    pub rank: Option<RankedTotals>,
     /// Windowed boards: how a Redis store keeps slot data: `"plain"` (one hash per
     /// slot) or `"compact"` (small hashes per slot, less memory); absent: the service's
     /// default. Fixed by the PUT that creates the board; `rollboard relayout` changes it.
@@ -126,6 +135,10 @@ impl ConfigBody {
                     // Trending boards rank ties by competition: saying so is no
                     // error (a generated client sends the schema's default).
                     (self.ties.is_some_and(|t| t != Ties::Competition), "ties"),
+                    (
+                        self.rank.is_some_and(|r| r != RankedTotals::Positive),
+                        "rank",
+                    ),
                     (self.snapshots.is_some(), "snapshots"),
                     (self.layout.is_some(), "layout"),
                 ] {
@@ -166,6 +179,7 @@ impl ConfigBody {
                     BoardConfig::new(slot.parse()?, windows)?
                         .with_offset(self.offset.unwrap_or(0))?
                         .with_ties(self.ties.unwrap_or_default())
+                        .with_rank(self.rank.unwrap_or_default())?
                         .with_snapshots(self.snapshots.map(SnapshotsBody::into_policy).transpose()?)
                         .with_layout(self.layout),
                 ))

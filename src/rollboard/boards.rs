@@ -15,6 +15,7 @@ impl Rollboard {
     /// totals). Any other difference is [`Error::BoardConflict`].
     pub async fn create_board(&self, name: &str, config: BoardConfig) -> Result<Created> {
         let name = BoardName::parse(name)?;
+        config.check_rank()?;
         let created = self
             .inner
             .store

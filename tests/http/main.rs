@@ -14,6 +14,7 @@ mod dashboard_api;
 mod dense;
 mod idempotency;
 mod mounted;
+mod nonzero;
 mod observability;
 mod ops;
 mod peer_reads;

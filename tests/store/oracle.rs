@@ -44,12 +44,14 @@ impl Oracle {
         totals
     }
 
-    /// The ranking: positive totals, highest first, ties by member ascending.
+    /// The ranking: the ranked totals (positive ones, or every non-zero one on a
+    /// `"rank":"nonzero"` board), highest first, ties by member ascending.
     pub fn ranking(&self, window: usize, now: Timestamp) -> Vec<(String, i64)> {
+        let rank = self.config.rank();
         let mut ranking: Vec<(String, i64)> = self
             .totals(window, now)
             .into_iter()
-            .filter(|(_, v)| *v > 0)
+            .filter(|(_, v)| rank.ranks(*v))
             .collect();
         ranking.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         ranking

@@ -3,7 +3,8 @@
 //! on the memory store and on Redis in lockstep. Every answer of the two stores must be
 //! identical, every read that claims to cover exactly its window must equal the
 //! brute-force oracle (also on boards past the range bound, where Redis checks each
-//! batch against the stored values; boards rank ties by competition, dense or position;
+//! batch against the stored values; boards rank ties by competition, dense or position,
+//! and rank positive totals or every non-zero one;
 //! pages are read from the top and the bottom, around a member with and without fill), and after a final retirement every window must equal the oracle
 //! and Redis must satisfy the data model's invariants. The same runs on a Redis Cluster.
 
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use rollboard::{AroundOptions, BoardConfig, Clock, Event, MemoryStore, Order, RedisStore};
-use rollboard::{Span, Ties, Timestamp};
+use rollboard::{RankedTotals, Span, Ties, Timestamp};
 
 use crate::oracle::{Oracle, check_redis_invariants};
 use crate::support::{TestRedis, clock, ranking, unique, with_clock};
@@ -80,7 +81,7 @@ fn oracle_rank(ranking: &[(String, i64)], m: &str, s: i64, ties: Ties) -> u64 {
 }
 
 /// The oracle's answer to a ranks read of `members`: `(member, score, rank)`, the
-/// total whatever its sign (`totals`: every non-zero one), ranked when positive.
+/// total whatever its sign (`totals`: every non-zero one), ranked when in the ranking.
 fn oracle_ranks(
     ranking: &[(String, i64)],
     totals: &std::collections::BTreeMap<String, i64>,
@@ -168,6 +169,8 @@ struct Scenario {
     past_bound: bool,
     /// How the board ranks ties.
     ties: Ties,
+    /// Which totals the board ranks (every non-zero one: never with dense ties).
+    rank: RankedTotals,
     ops: Vec<Op>,
 }
 
@@ -202,17 +205,20 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             1 => (0..n, -2i64..=8, 0i64..=5, 0u64..3)
                 .prop_map(|(window, min, span, offset)| Op::Range { window, min, span, offset }),
         ];
-        let ties = prop_oneof![
-            Just(Ties::Competition),
-            Just(Ties::Dense),
-            Just(Ties::Position)
+        let ranking = prop_oneof![
+            Just((Ties::Competition, RankedTotals::Positive)),
+            Just((Ties::Dense, RankedTotals::Positive)),
+            Just((Ties::Position, RankedTotals::Positive)),
+            Just((Ties::Competition, RankedTotals::Nonzero)),
+            Just((Ties::Position, RankedTotals::Nonzero)),
         ];
-        (proptest::collection::vec(op, 1..60), any::<bool>(), ties).prop_map(
-            move |(ops, past_bound, ties)| Scenario {
+        (proptest::collection::vec(op, 1..60), any::<bool>(), ranking).prop_map(
+            move |(ops, past_bound, (ties, rank))| Scenario {
                 slot,
                 windows: windows.clone(),
                 past_bound,
                 ties,
+                rank,
                 ops,
             },
         )
@@ -242,7 +248,9 @@ async fn run(
         .collect();
     let config = BoardConfig::new(Span::from_seconds(s.slot).unwrap(), windows.clone())
         .unwrap()
-        .with_ties(s.ties);
+        .with_ties(s.ties)
+        .with_rank(s.rank)
+        .unwrap();
     let name = unique("p");
     memory.create_board(&name, config.clone()).await.unwrap();
     on_redis.create_board(&name, config.clone()).await.unwrap();

@@ -53,13 +53,13 @@ impl MemBoard {
     pub fn new(board: Board, now: Timestamp) -> Self {
         let n = board.config.windows().len();
         let cutoffs: Vec<i64> = (0..n).map(|j| board.config.cutoff(j, now)).collect();
-        let ties = board.config.ties();
+        let (rank, ties) = (board.config.rank(), board.config.ties());
         MemBoard {
             board,
             watermarks: cutoffs.clone(),
             retired: cutoffs,
             slots: BTreeMap::new(),
-            totals: (0..n).map(|_| Totals::new(ties)).collect(),
+            totals: (0..n).map(|_| Totals::new(rank, ties)).collect(),
             states: vec![WindowState::default(); n],
             journal: HashSet::new(),
             keyed: KeyedRecords::default(),
@@ -106,7 +106,10 @@ impl MemBoard {
         for j in old..n {
             self.watermarks.push(last);
             self.retired.push(last);
-            self.totals.push(Totals::new(self.board.config.ties()));
+            self.totals.push(Totals::new(
+                self.board.config.rank(),
+                self.board.config.ties(),
+            ));
             self.snapshots.push(VecDeque::new());
             self.snapshot_cursors.push(None);
             self.states.push(WindowState {
@@ -288,7 +291,7 @@ impl MemBoard {
 
     /// Rebuilds window `window`'s totals from the stages it counts (`0..=window`).
     pub fn recompute(&mut self, window: usize) -> RecomputeReport {
-        let mut totals = Totals::new(self.board.config.ties());
+        let mut totals = Totals::new(self.board.config.rank(), self.board.config.ties());
         let mut scanned = 0;
         for slot in self.slots.values() {
             for (member, stages) in slot {
@@ -344,13 +347,13 @@ impl MemBoard {
     ) -> TopPage {
         let totals = &self.totals[window];
         // The members of the range are a run of consecutive ranking positions; the
-        // ranking is every positive total: no need to count the range.
+        // ranking is every ranked total: no need to count the range.
         let (first, run) = if range == ScoreRange::ALL {
             (0, totals.ranked())
         } else {
             (
                 totals.count_between(range.max().saturating_add(1), MAX_ABS),
-                totals.count_between(range.min(), range.max()),
+                totals.count_between(range.lowest(totals.rank_rule()), range.max()),
             )
         };
         let (start, count) = page_positions(first, run, order, offset, limit);
@@ -360,10 +363,11 @@ impl MemBoard {
     pub fn standing(&self, window: usize, now: Timestamp, member: &Member) -> Option<Standing> {
         let totals = &self.totals[window];
         let score = totals.get(member.as_str())?;
-        // A negative total is answered, not ranked: no ranked member is below it.
-        let (rank, below) = if score > 0 {
+        // A total that is not ranked is answered: no ranked member is below it.
+        let rule = totals.rank_rule();
+        let (rank, below) = if rule.ranks(score) {
             let rank = totals.rank(member.as_str(), score);
-            (Some(rank), totals.count_between(1, score - 1))
+            (Some(rank), totals.count_between(rule.lowest(), score - 1))
         } else {
             (None, 0)
         };
@@ -385,7 +389,10 @@ impl MemBoard {
                 MemberRank {
                     member: m.to_string(),
                     score,
-                    rank: (score > 0).then(|| totals.rank(m.as_str(), score)),
+                    rank: totals
+                        .rank_rule()
+                        .ranks(score)
+                        .then(|| totals.rank(m.as_str(), score)),
                 }
             })
             .collect();
@@ -401,7 +408,9 @@ impl MemBoard {
         options: AroundOptions,
     ) -> Option<TopPage> {
         let totals = &self.totals[window];
-        let score = totals.get(member.as_str()).filter(|s| *s > 0)?;
+        let score = totals
+            .get(member.as_str())
+            .filter(|s| totals.rank_rule().ranks(*s))?;
         let position = totals.position(member.as_str(), score);
         let (start, count) = around_positions(position, totals.ranked(), n, options.fill);
         let entries = in_order(totals.page(start, count), options.order);

@@ -1,13 +1,14 @@
 //! The totals of one window in memory: member → total, also kept in ranking order
-//! (score descending, member ascending) so pages and ranks read in order. A dense board
-//! also keeps a tally of its positive totals (total → members holding it), so a dense
+//! (score descending, member ascending) so pages and ranks read in order. The ranked
+//! totals (positive ones, or every non-zero one on a `"rank":"nonzero"` board) are a
+//! prefix of that order. A dense board also keeps a tally of its ranked totals (total → members holding it), so a dense
 //! rank is 1 + the number of distinct totals above; a position rank is the member's
 //! 1-based place in that order.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::domain::{Entry, Ties};
+use crate::domain::{Entry, RankedTotals, Ties};
 
 /// Member totals of one window. A member whose total reaches exactly zero is removed.
 #[derive(Debug, Default)]
@@ -15,18 +16,21 @@ pub(super) struct Totals {
     scores: HashMap<String, i64>,
     /// The same entries as `scores`, in ranking order.
     order: BTreeSet<(Reverse<i64>, String)>,
-    /// How many totals are positive (ranked).
-    positive: u64,
+    /// How many totals are ranked.
+    ranked: u64,
+    /// Which totals are ranked.
+    rank: RankedTotals,
     /// How equal totals share ranks.
     ties: Ties,
-    /// Dense boards only: positive total → how many members hold it.
+    /// Dense boards only: ranked total → how many members hold it.
     tally: BTreeMap<i64, u64>,
 }
 
 impl Totals {
-    /// Empty totals ranking ties by `ties`.
-    pub fn new(ties: Ties) -> Self {
+    /// Empty totals ranking the totals `rank` says, ties by `ties`.
+    pub fn new(rank: RankedTotals, ties: Ties) -> Self {
         Totals {
+            rank,
             ties,
             ..Totals::default()
         }
@@ -34,7 +38,7 @@ impl Totals {
 
     /// Counts one more (`up`) or one fewer member holding `total`, when it is ranked.
     fn retally(&mut self, total: i64, up: bool) {
-        if self.ties != Ties::Dense || total <= 0 {
+        if self.ties != Ties::Dense || !self.rank.ranks(total) {
             return;
         }
         let count = self.tally.entry(total).or_insert(0);
@@ -67,8 +71,8 @@ impl Totals {
         }
         let new = old.unwrap_or(0) + delta;
         self.retally(new, true);
-        self.positive -= u64::from(old.is_some_and(|o| o > 0));
-        self.positive += u64::from(new > 0);
+        self.ranked -= u64::from(old.is_some_and(|o| self.rank.ranks(o)));
+        self.ranked += u64::from(self.rank.ranks(new));
         if new == 0 {
             self.scores.remove(member);
         } else {
@@ -78,9 +82,14 @@ impl Totals {
         new
     }
 
-    /// Members with a positive total.
+    /// Members with a ranked total.
     pub fn ranked(&self) -> u64 {
-        self.positive
+        self.ranked
+    }
+
+    /// Which totals are ranked.
+    pub fn rank_rule(&self) -> RankedTotals {
+        self.rank
     }
 
     /// Members whose total is in `min..=max` (0 when `max < min`).
@@ -116,7 +125,7 @@ impl Totals {
             .count() as u64
     }
 
-    /// Entries with a positive total at positions `offset..offset + limit`.
+    /// Entries with a ranked total at positions `offset..offset + limit`.
     pub fn page(&self, offset: u64, limit: u64) -> Vec<Entry> {
         let mut entries = Vec::new();
         let mut rank = 0;
@@ -124,7 +133,7 @@ impl Totals {
         let mut previous = None;
         for (position, (Reverse(score), member)) in self.order.iter().enumerate() {
             let position = position as u64;
-            if *score <= 0 || position >= offset + limit {
+            if !self.rank.ranks(*score) || position >= offset + limit {
                 break;
             }
             if previous != Some(*score) {
@@ -180,7 +189,7 @@ mod tests {
 
     #[test]
     fn dense_totals_rank_ties_one_one_two() {
-        let mut t = Totals::new(Ties::Dense);
+        let mut t = Totals::new(RankedTotals::Positive, Ties::Dense);
         for (m, s) in [("b", 5), ("a", 5), ("c", 3), ("d", -1), ("e", 7), ("f", 9)] {
             t.add(m, s);
         }
@@ -202,7 +211,7 @@ mod tests {
 
     #[test]
     fn position_totals_number_ties_in_member_order() {
-        let mut t = Totals::new(Ties::Position);
+        let mut t = Totals::new(RankedTotals::Positive, Ties::Position);
         for (m, s) in [("b", 5), ("a", 5), ("c", 3), ("d", -1), ("e", 7)] {
             t.add(m, s);
         }
@@ -215,6 +224,34 @@ mod tests {
         assert_eq!(ranks, expected);
         assert_eq!(t.page(2, 1)[0].rank, 3);
         assert_eq!((t.rank("a", 5), t.rank("b", 5)), (2, 3));
+    }
+
+    #[test]
+    fn nonzero_totals_rank_negative_totals_below_positive_ones() {
+        let mut t = Totals::new(RankedTotals::Nonzero, Ties::Competition);
+        for (m, s) in [
+            ("a", 3),
+            ("b", 1),
+            ("c", -2),
+            ("d", -5),
+            ("e", 4),
+            ("e", -4),
+        ] {
+            t.add(m, s);
+        }
+        let page: Vec<(u64, String, i64)> = t
+            .page(0, 10)
+            .into_iter()
+            .map(|e| (e.rank, e.member, e.score))
+            .collect();
+        let expected = [(1, "a", 3), (2, "b", 1), (3, "c", -2), (4, "d", -5)]
+            .map(|(r, m, s)| (r, m.into(), s));
+        assert_eq!(page, expected);
+        assert_eq!((t.ranked(), t.len()), (4, 4));
+        assert_eq!(t.rank("d", -5), 4);
+        assert_eq!(t.count_between(-5, -2), 2);
+        t.add("c", 2);
+        assert_eq!((t.ranked(), t.len()), (3, 3));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! A windowed board's record is a hash: `version`, `slot`, `windows` (seconds,
 //! comma-separated), `offset`, `created_ms`, `ties`, `snapshots` (`top,keep`, when the
-//! board takes period snapshots), `layout` (when one was asked for), and per window
+//! board takes period snapshots), `layout` (when one was asked for), `rank` (`nonzero` on a board that ranks every
+//! non-zero total; absent: positive totals only), and per window
 //! `wm:<W>` (watermark) and `done:<W>` (retired through); `dropping` while a drop is
 //! under way. A trending board's record has `kind` = `trending`, `version`,
 //! `half_life`, `floor`, `max_age`, `created_ms` and its landmark.
@@ -16,7 +17,8 @@ use redis::Value;
 use super::keys;
 use super::reply::{int, opt_string, string};
 use crate::board::Board;
-use crate::domain::{BoardConfig, BoardName, Layout, SnapshotPolicy, Span, Ties, Timestamp};
+use crate::domain::{BoardConfig, BoardName, Layout, RankedTotals, SnapshotPolicy, Span};
+use crate::domain::{Ties, Timestamp};
 use crate::domain::{TrendingBoard, TrendingConfig};
 use crate::error::{Error, Result};
 
@@ -31,6 +33,7 @@ pub(super) const RECORD_FIELDS: &[&str] = &[
     "ties",
     "snapshots",
     "layout",
+    "rank",
 ];
 
 /// The read of a board's record: its fields, then `dropping` and `kind`.
@@ -44,9 +47,9 @@ pub(super) fn record_read(name: &BoardName) -> redis::Cmd {
 }
 
 /// A board from its record's `version, slot, windows, offset, created_ms, ties,
-/// snapshots, layout` (no `ties`: a board made before the option, which ranks by
+/// snapshots, layout, rank` (no `ties`: a board made before the option, which ranks by
 /// competition; no `snapshots`: a board that takes none; no `layout`: the store's
-/// default).
+/// default; no `rank`: positive totals ranked).
 pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
     let corrupt = |what: &str| Error::store(format!("board record of {name:?} has a bad {what}"));
     let version = string(&fields[0], "version")?
@@ -66,13 +69,12 @@ pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
         None => None,
         Some(text) => Some(Layout::from_stored(&text).ok_or_else(|| corrupt("layout"))?),
     };
+    let rank = opt_string(&fields[8], "rank")?;
+    let rank = RankedTotals::from_stored(rank.as_deref()).ok_or_else(|| corrupt("rank"))?;
     let config = BoardConfig::new(slot, windows)
         .and_then(|c| c.with_offset(offset))
-        .map(|c| {
-            c.with_ties(ties)
-                .with_snapshots(snapshots)
-                .with_layout(layout)
-        })
+        .and_then(|c| c.with_ties(ties).with_rank(rank))
+        .map(|c| c.with_snapshots(snapshots).with_layout(layout))
         .map_err(|e| Error::store(format!("board record of {name:?}: {e}")))?;
     Ok(Board {
         name: name.clone(),

@@ -53,7 +53,8 @@ pub(super) async fn create(
         .arg(config.offset())
         .arg(now.unix_millis())
         .arg(config.ties().as_str())
-        .arg(config.layout().map_or("", Layout::as_str));
+        .arg(config.layout().map_or("", Layout::as_str))
+        .arg(config.rank().as_str());
     for (j, w) in windows.iter().enumerate() {
         invocation.arg(w.seconds()).arg(config.cutoff(j, now));
     }

@@ -10,7 +10,7 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, opt_int};
 use crate::board::{Board, BoardStatus, WindowStatus, to_datetime};
-use crate::domain::Timestamp;
+use crate::domain::{RankedTotals, Timestamp};
 use crate::domain::{WindowState, complete_from, coverage};
 use crate::error::{Error, Result};
 
@@ -69,7 +69,13 @@ pub(super) async fn describe(
             .arg(format!("building:{w}"));
         let totals = keys::totals(&board.name, windows, j);
         pipe.cmd("ZCARD").arg(&totals);
-        pipe.cmd("ZCOUNT").arg(&totals).arg("(0").arg("+inf");
+        // The ranked members: every member of the totals (none holds 0) on a board of
+        // non-zero totals, the positive ones otherwise.
+        let floor = match config.rank() {
+            RankedTotals::Positive => "(0",
+            RankedTotals::Nonzero => "-inf",
+        };
+        pipe.cmd("ZCOUNT").arg(&totals).arg(floor).arg("+inf");
     }
     let reply: Vec<Value> = conn
         .query_pipe(&pipe, Some(&board.name), Retry::Idempotent)

@@ -9,7 +9,7 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, opt_int, parse_integer, string};
 use crate::board::Board;
-use crate::domain::{AroundOptions, Order, Ties};
+use crate::domain::{AroundOptions, Order, RankedTotals, Ties};
 use crate::domain::{Coverage, WindowState, coverage};
 use crate::domain::{Entry, MemberRank, Ranks, Standing, TopPage};
 use crate::domain::{Member, ScoreRange, Timestamp, percentile};
@@ -21,12 +21,15 @@ struct RankingReply {
     rest: Vec<Value>,
 }
 
-/// The flags `read_ranking.lua` takes (ARGV[4]): how the board ranks ties, and the
-/// order and shape asked.
+/// The flags `read_ranking.lua` takes (ARGV[4]): how the board ranks ties, which totals
+/// it ranks, and the order and shape asked.
 fn flags(board: &Board, order: Order, fill: bool) -> String {
     let mut words = Vec::new();
     if board.config.ties() == Ties::Position {
         words.push("position");
+    }
+    if board.config.rank() == RankedTotals::Nonzero {
+        words.push("nonzero");
     }
     if order == Order::Asc {
         words.push("asc");
@@ -115,7 +118,7 @@ pub(super) async fn top(
     limit: u64,
 ) -> Result<TopPage> {
     let args = [offset, limit].map(|n| n.to_string());
-    let bounds = [range.min(), range.max()].map(|n| n.to_string());
+    let bounds = [range.lowest(board.config.rank()), range.max()].map(|n| n.to_string());
     let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
     if range != ScoreRange::ALL {
         args.extend(bounds.iter().map(String::as_str));

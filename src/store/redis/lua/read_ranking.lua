@@ -14,15 +14,18 @@
 --          position: a rank is the 1-based ranking position), 'asc' (top, around: the
 --          entries lowest first, equal totals by member descending; top's offset counts
 --          from the bottom), 'fill' (around: a full page of 2n+1 when the ranking holds
---          that many, shifted at the ends)
+--          that many, shifted at the ends), 'nonzero' (the board ranks every non-zero
+--          total, negative ones too; without it only positive totals are ranked)
 -- ARGV[5]  top: offset;  member, around: the member;  ranks: unused
 -- ARGV[6]  top: limit;   around: n, entries on each side;  member, ranks: unused
--- ARGV[7]  top, optional: the lowest total of a score range (at least 1), with
+-- ARGV[7]  top, optional: the lowest total of a score range (at least 1 unless
+--          'nonzero'), with
 -- ARGV[8]  the highest (both inclusive): the page is of the members in the range,
 --          offset and limit counted inside it, ranks still ranks in the whole ranking
 -- ARGV[7…] ranks: the members asked for (1 to 1000), in order, duplicates kept
 --
--- The ranking holds members with a positive total, highest first; equal totals are
+-- The ranking holds members with a positive total (with 'nonzero': every member of the
+-- totals, which never hold a total of zero), highest first; equal totals are
 -- ordered by member ascending. Ranks are competition ranks: 1 + the number of members
 -- with a strictly higher total (or dense, or positions, as above). Every call is
 -- O(log N + page size), whatever the offset and however large the tie groups: pages are
@@ -39,15 +42,24 @@
 -- then for 'top' and 'around' triples rank, member, score (score as Redis prints it);
 -- for 'member' score, rank, the number of ranked members strictly below it and the
 -- number of ranked members (for its percentile), rank false and none below for a total
--- that is not positive (not ranked), or nothing when the member holds no total;
+-- that is not ranked, or nothing when the member holds no total;
 -- for 'ranks' a pair score, rank per member asked (score and false for a total that is
--- not positive, false, false without a total), each O(log N).
--- 'around' answers nothing for a member without a positive total.
+-- not ranked, false, false without a total), each O(log N).
+-- 'around' answers nothing for a member without a ranked total.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local board, index, totals, dense = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local flags = {}
 for word in string.gmatch(ARGV[4], '%S+') do flags[word] = true end
+-- The lowest ranked total, as a ZCOUNT bound: every total (none is 0) or the positive
+-- ones.
+local floor = flags.nonzero and '-inf' or '(0'
+
+-- Whether `score` (a total, as Redis prints it) is ranked.
+local function is_ranked(score)
+  if flags.nonzero then return tonumber(score) ~= 0 end
+  return tonumber(score) > 0
+end
 
 -- The rank of `score`, `greater` members having a strictly higher total, held by the
 -- member at ranking position `position` (0-based).
@@ -72,7 +84,7 @@ local reply = { pending[1] or false, newest[1] or false, record[4] or false, rec
 
 -- Appends the entries at ranking positions offset .. offset+limit-1 to reply.
 local function page(offset, limit)
-  local last = math.min(offset + limit, redis.call('ZCOUNT', totals, '(0', '+inf')) - 1
+  local last = math.min(offset + limit, redis.call('ZCOUNT', totals, floor, '+inf')) - 1
   if offset > last then return end
   local size = redis.call('ZCARD', totals)
   local raw = redis.call('ZREVRANGE', totals, offset, last, 'WITHSCORES')
@@ -135,7 +147,7 @@ if mode == 'top' then
     run = redis.call('ZCOUNT', totals, min, max)
     first = redis.call('ZCOUNT', totals, '(' .. max, '+inf')
   elseif flags.asc then
-    run = redis.call('ZCOUNT', totals, '(0', '+inf')
+    run = redis.call('ZCOUNT', totals, floor, '+inf')
   end
   if run then limit = math.max(0, math.min(limit, run - offset)) end
   if flags.asc then
@@ -150,7 +162,7 @@ end
 if mode == 'ranks' then
   for k = 7, #ARGV do
     local score = redis.call('ZSCORE', totals, ARGV[k])
-    if score and tonumber(score) > 0 then
+    if score and is_ranked(score) then
       local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
       reply[#reply + 1] = score
       reply[#reply + 1] = rank_of(score, greater,
@@ -168,13 +180,13 @@ local score = redis.call('ZSCORE', totals, member)
 if not score then
   return reply
 end
-if tonumber(score) <= 0 then
+if not is_ranked(score) then
   if mode == 'member' then
     -- Answered, not ranked: no ranked member is below it.
     reply[5] = score
     reply[6] = false
     reply[7] = 0
-    reply[8] = redis.call('ZCOUNT', totals, '(0', '+inf')
+    reply[8] = redis.call('ZCOUNT', totals, floor, '+inf')
   end
   return reply
 end
@@ -182,8 +194,8 @@ local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
 if mode == 'member' then
   reply[5] = score
   reply[6] = rank_of(score, greater, flags.position and position_of(member, score, greater))
-  reply[7] = redis.call('ZCOUNT', totals, '(0', '(' .. score)
-  reply[8] = redis.call('ZCOUNT', totals, '(0', '+inf')
+  reply[7] = redis.call('ZCOUNT', totals, floor, '(' .. score)
+  reply[8] = redis.call('ZCOUNT', totals, floor, '+inf')
   return reply
 end
 
@@ -191,7 +203,7 @@ end
 -- fill, 2n+1 positions (or all ranked) shifted to stay inside the ranking.
 local n = tonumber(ARGV[6])
 local position = position_of(member, score, greater)
-local ranked = redis.call('ZCOUNT', totals, '(0', '+inf')
+local ranked = redis.call('ZCOUNT', totals, floor, '+inf')
 local offset, limit = math.max(0, position - n), nil
 if flags.fill then
   limit = math.min(2 * n + 1, ranked)

@@ -16,7 +16,8 @@
 -- the window at B. A window still being built (building:<W>) is skipped. Each entry's ID
 -- is B in milliseconds, so a second append for B (another replica, a re-sent call) or
 -- for an older boundary is refused by XADD and skipped here: exactly once. Entry fields:
--- 'at', ARGV[3], then member, score for each leader: positive totals only, in ranking
+-- 'at', ARGV[3], then member, score for each leader: ranked totals only (positive ones,
+-- or every one on a board whose record has rank = 'nonzero'), in ranking
 -- order (highest first, equal totals by member ascending, as every read orders them; a
 -- tie group cut by `top` keeps its smallest members).
 -- The stream is trimmed to the newest `keep` entries (exact MAXLEN).
@@ -29,7 +30,10 @@ for j = 1, n do
   fields[#fields + 1] = 'done:' .. ARGV[3 + j]
   fields[#fields + 1] = 'building:' .. ARGV[3 + j]
 end
+fields[#fields + 1] = 'rank'
 local record = board_record(KEYS[1], ARGV[1], unpack(fields))
+-- The lowest ranked total, as a ZREVRANGEBYSCORE bound (the totals never hold 0).
+local floor = (record[4 + 2 * n] == 'nonzero') and '-inf' or '(0'
 local policy = record[3]
 if not policy then
   return { 'off' }
@@ -42,11 +46,11 @@ for j = 1, n do
     return { 'wait' }
   end
 end
--- The top `top` positive totals of `totals` as member, score, ..., in ranking order.
+-- The top `top` ranked totals of `totals` as member, score, ..., in ranking order.
 -- ZREVRANGEBYSCORE lists equal totals by member descending: each group is reversed, and
 -- the last one, which `top` may cut, is read afresh ascending from its smallest member.
 local function leaders(totals)
-  local raw = redis.call('ZREVRANGEBYSCORE', totals, '+inf', '(0', 'WITHSCORES', 'LIMIT', 0, top)
+  local raw = redis.call('ZREVRANGEBYSCORE', totals, '+inf', floor, 'WITHSCORES', 'LIMIT', 0, top)
   local count, out, i = #raw / 2, {}, 1
   while i <= count do
     local score, j = raw[2 * i], i
