@@ -100,7 +100,8 @@ fn not_found(board: &str, member: &str, missing: &'static str) -> Error {
     }
 }
 
-/// The ranking: members with a positive score, highest first, ties by member ascending;
+/// The ranking: the ranked members (positive scores; every non-zero one on a board with
+/// `"rank":"nonzero"`), highest first, ties by member ascending;
 /// with `min_score`/`max_score`, the members whose scores are in that range (their
 /// ranks still their ranks in the whole ranking); with `order=asc`, read from the bottom
 /// (lowest first, ties by member descending, `offset` counted from the lowest, ranks
@@ -187,7 +188,7 @@ pub async fn member(
 
 /// The member and up to `n` entries on each side, or with `fill=true` a full page of
 /// `2n + 1` shifted at the ends of the ranking; `order=asc` lists them lowest first (404
-/// without a positive score).
+/// when the member is not ranked).
 #[utoipa::path(
     get, path = "/v1/boards/{board}/members/{member}/around", tag = "rankings", operation_id = "boardsAround",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), AroundQuery),
@@ -195,7 +196,7 @@ pub async fn member(
         (status = 200, description = "The member and its neighbours; `kind` as in `top`", body = BoardPage,
          example = json!({"kind": "trending", "board": "trending-posts", "at": 1_795_734_000.0,
                           "entries": [{"rank": 1, "member": "post:7", "score": 2.83}, {"rank": 2, "member": "post:9", "score": 0.97}]})),
-        (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no positive score", body = ErrorBody),
+        (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member is not ranked", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (n out of range; a window asked of a trending board)", body = ErrorBody),
     )
 )]
@@ -218,7 +219,7 @@ pub async fn around(
             options,
         )
         .await?;
-    let missing = "positive total to rank it by";
+    let missing = "total that ranks it";
     Ok(Json(
         page.ok_or_else(|| not_found(&board, &member, missing))?,
     ))

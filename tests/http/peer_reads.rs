@@ -359,6 +359,6 @@ async fn a_member_read_answers_every_total_truthfully() {
     assert_eq!(around.status, StatusCode::NOT_FOUND);
     assert_eq!(
         around.body["error"]["message"],
-        format!("member \"y\" has no positive total to rank it by on board \"{b}\"")
+        format!("member \"y\" has no total that ranks it on board \"{b}\"")
     );
 }

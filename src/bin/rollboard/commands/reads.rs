@@ -42,7 +42,7 @@ pub(super) async fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
         time(page.to)
     );
     if page.entries.is_empty() {
-        println!("(no members with a positive total)");
+        println!("(no ranked members)");
     }
     let width = page
         .entries
