@@ -6,7 +6,8 @@
 //! decided once, then the windowed or trending operation), [`boards`] (create, load,
 //! list, describe, drop), [`write`]
 //! (events, member removal; a batch's outcome),
-//! [`read`] (rankings and history), [`retire`], [`recompute`] (and building added windows
+//! [`read`] (rankings and history), [`multi_write`] and [`multi_read`] (one event to
+//! several boards, one member across boards), [`retire`], [`recompute`] (and building added windows
 //! in the background); [`clock_skew`] and [`memory_check`] (what the service checks of
 //! the store); [`cache`] holds the board boards of either kind and the one
 //! reload-and-retry when a board changed underneath.
@@ -29,6 +30,8 @@ mod dashboard;
 pub(crate) mod dashboard_view;
 pub(crate) mod idempotent;
 mod memory_check;
+pub(crate) mod multi_read;
+pub(crate) mod multi_write;
 pub(crate) mod rates;
 pub(crate) mod read;
 pub(crate) mod recompute;
