@@ -13,6 +13,7 @@ mod dashboard_api;
 mod dense;
 mod idempotency;
 mod mounted;
+mod multi;
 mod observability;
 mod ops;
 mod peer_reads;

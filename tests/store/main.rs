@@ -55,6 +55,7 @@ mod lifecycle;
 mod many_boards;
 mod member_ranks;
 mod memory_limits;
+mod multi;
 mod open_slot;
 mod oracle;
 mod peer_reads;
