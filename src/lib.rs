@@ -101,7 +101,7 @@ pub use rollboard::idempotent::KeyedOutcome;
 pub use rollboard::multi_read::{
     BoardResult, BoardStanding, MemberAcross, TrendingStanding, WindowScore, WindowedStanding,
 };
-pub use rollboard::multi_write::{BoardWrite, MAX_BOARDS};
+pub use rollboard::multi_write::{BoardWrite, BoardsEvent, MAX_BOARDS};
 pub use rollboard::stats::ContextStats;
 pub use rollboard::write::{BatchOutcome, Rejected};
 pub use settings::Settings;

@@ -1,7 +1,7 @@
-//! Several boards in one request: `POST /v1/events` writes one event (or a batch) to each
-//! board named, each board's outcome reported on its own; `GET /v1/members/{member}`
+//! Several boards in one request: `POST /v1/events` writes one event (or a batch, each
+//! event to the boards it names), each board's outcome reported on its own; `GET /v1/members/{member}`
 //! reads one member on each board named. Thin: parse, call
-//! [`Rollboard::write_events_to_boards`](crate::Rollboard::write_events_to_boards) or
+//! [`Rollboard::write_to_boards`](crate::Rollboard::write_to_boards) or
 //! [`Rollboard::member_across`](crate::Rollboard::member_across), render.
 //!
 //! Status: 200 whenever the request itself is valid, with every board's outcome (written,
@@ -21,7 +21,7 @@ use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
 use super::events::{RejectedEvent, count_trending, idempotency_key};
 use super::extract::{ApiPath, ApiQuery, JsonBytes};
 use super::wire::{NotAnEvent, parse_raw_event};
-use crate::{BoardStanding, BoardWrite, Error, Event, Span};
+use crate::{BoardStanding, BoardWrite, BoardsEvent, Error, Event, Span};
 
 /// The body of `POST /v1/events`, as the handler reads it (keys given twice are
 /// refused, unknown keys too).
@@ -39,15 +39,15 @@ struct MultiIn<'a> {
     at: Option<&'a RawValue>,
 }
 
-/// The body: the boards beside one event, or beside a batch `"events"`.
+/// The body: one event with its boards, or a batch of them.
 // Documents the JSON; the handler reads it with `MultiIn`.
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 #[allow(dead_code)]
 pub enum MultiEventsBody {
-    /// One event to every board.
+    /// One event to every board it names.
     One(MultiEvent),
-    /// A batch to every board.
+    /// A batch, each event to the boards it names.
     Batch(MultiBatch),
 }
 
@@ -71,19 +71,18 @@ pub struct MultiEvent {
     at: Option<f64>,
 }
 
-/// A batch to each board: `{"boards": [...], "events": [{"member": …}, …]}`; every
-/// event goes to every board.
+/// A batch: `{"events": [{"boards": [...], "member": …}, …]}`; each event names the
+/// boards it counts on (1 to 20 distinct boards in all).
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct MultiBatch {
-    /// The boards, 1 to 20 distinct names, of either kind.
-    #[schema(min_items = 1, max_items = 20)]
-    boards: Vec<String>,
-    /// The events, up to the configured `max_batch` (default 10,000), of the shape of
-    /// `POST /v1/boards/{board}/events`'s batch.
+    /// The events, up to the configured `max_batch` (default 10,000). An element that
+    /// is not of this shape (a key unknown or repeated, no boards, a time that is not a
+    /// time …) refuses the whole request, naming its index; an event a board's rules
+    /// reject (too late, a zero delta) is in that board's `rejected`.
     #[schema(max_items = 10_000)]
-    events: Vec<super::events::BatchEvent>,
+    events: Vec<MultiEvent>,
 }
 
 /// What each board did with the events, in the order the boards were named.
@@ -127,8 +126,8 @@ pub struct BoardFailed {
     pub error: ErrorDetail,
 }
 
-/// Records one event, or a batch, on each of several boards at once, each through its
-/// own write path (group commit; either kind). Under an `Idempotency-Key` each board
+/// Records one event, or a batch, on each of the boards each event names, all boards at
+/// once, each through its own write path (group commit; either kind). Under an `Idempotency-Key` each board
 /// applies the events once for that key: a retry replays the boards that took them and
 /// applies them to the others (after a board that did not exist was created, say).
 #[utoipa::path(
@@ -139,14 +138,14 @@ pub struct BoardFailed {
     ),
     request_body(content = MultiEventsBody, examples(
         ("one" = (summary = "A like on a post in tag rust, on three boards", value = json!({"boards": ["hot-posts", "hot-posts:rust", "top-authors"], "member": "post:42"}))),
-        ("batch" = (summary = "A batch to two boards", value = json!({"boards": ["hot-posts", "hot-posts:rust"], "events": [{"member": "post:7", "delta": 3}, {"member": "post:42", "delta": -1}]}))),
+        ("batch" = (summary = "The post on two boards, its author on a third", value = json!({"events": [{"boards": ["hot-posts", "hot-posts:rust"], "member": "post:42"}, {"boards": ["top-authors"], "member": "user:alice"}]}))),
     )),
     responses(
         (status = 200, description = "The request was valid: each board's outcome, in the order named (a board's failure does not fail the others)", body = MultiEventsResponse,
          example = json!({"boards": [{"board": "hot-posts", "accepted": 1, "rejected": [], "replayed": false}, {"board": "top-authors", "error": {"code": "board_not_found", "message": "board \"top-authors\" does not exist"}}]})),
-        (status = 400, description = "`bad_request`: not JSON, an unknown or repeated key, `boards` missing or not an array of strings, `events` beside `member`, a batch element not of the event's shape (its index named); `invalid_idempotency_key`", body = ErrorBody),
+        (status = 400, description = "`bad_request`: not JSON, an unknown or repeated key, `boards` missing or not an array of strings, anything beside a batch's `events`, a batch element not of the event's shape (its index named); `invalid_idempotency_key`", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),
-        (status = 422, description = "Nothing applied: `invalid_query` (no boards, more than 20, a board named twice), `invalid_board_name`, and for a single event `invalid_member`, `invalid_delta`, `invalid_time`", body = ErrorBody),
+        (status = 422, description = "Nothing applied: `invalid_query` (an event naming no boards, more than 20 or one twice; more than 20 boards in all), `invalid_board_name`, `invalid_time` (a batch element's named by its index), and for a single event `invalid_member`, `invalid_delta`", body = ErrorBody),
     ),
     security(("writeToken" = []), ("adminToken" = []))
 )]
@@ -157,18 +156,14 @@ pub async fn post_multi_events(
     JsonBytes(body): JsonBytes,
 ) -> ApiResult<Json<MultiEventsResponse>> {
     let key = idempotency_key(&headers)?;
-    let mut parsed: MultiIn<'_> = parse_body(&body)?;
-    let boards = parsed.boards.take().ok_or_else(|| {
-        ApiError::bad_request(
-            "boards is missing: name the boards to write to, as {\"boards\": [\"hot-posts\"], \"member\": \"post:1\"}",
-        )
-    })?;
     let lib = &state.boards;
+    let parsed: MultiIn<'_> = parse_body(&body)?;
     let Some(events) = parsed.events else {
         // One event: its own shape and values are the request's.
+        let boards = boards_of(&parsed)?;
         let event = single_event(&parsed)?;
         let written = lib
-            .write_event_to_boards(&boards, &event, key.as_ref())
+            .write_event_to_boards(boards, &event, key.as_ref())
             .await?;
         let mut outcomes = Vec::with_capacity(written.len());
         for w in written {
@@ -176,36 +171,37 @@ pub async fn post_multi_events(
         }
         return Ok(Json(MultiEventsResponse { boards: outcomes }));
     };
-    if parsed.member.is_some() || parsed.delta.is_some() || parsed.at.is_some() {
+    if parsed.boards.is_some()
+        || parsed.member.is_some()
+        || parsed.delta.is_some()
+        || parsed.at.is_some()
+    {
         return Err(ApiError::bad_request(
-            "a batch is {\"boards\": [...], \"events\": [...]}: leave member, delta and at out, or send one event",
+            "a batch is {\"events\": [{\"boards\": [...], \"member\": ...}, ...]} and nothing else: each event names its boards",
         ));
     }
     let items: Vec<&RawValue> = serde_json::from_str(events.get())
         .map_err(|_| ApiError::bad_request("\"events\" must be an array of events"))?;
     lib.settings().admission().check_batch(items.len())?;
-    // An element not of the event's shape refuses the request; one a rule rejects before
-    // any board sees it (its time) is rejected on every board, by its index.
-    let mut invalid = Vec::new();
-    let mut valid: Vec<Event> = Vec::with_capacity(items.len());
-    let mut original_index = Vec::with_capacity(items.len());
+    // An element that is not an event with its boards refuses the request (nothing is
+    // applied); one a board's rules reject is reported by that board, by its index.
+    let mut batch = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
-        match parse_raw_event(item.get()) {
-            Ok(event) => {
-                valid.push(event);
-                original_index.push(index);
-            }
-            Err(NotAnEvent::Shape(message)) => {
-                return Err(ApiError::bad_request(format!(
-                    "events[{index}]: {message}; nothing was applied"
-                )));
-            }
-            Err(NotAnEvent::Invalid(error)) => invalid.push((index, error)),
+        let in_batch = |mut e: ApiError| {
+            e.message = format!("events[{index}]: {}; nothing was applied", e.message);
+            e
+        };
+        let element: MultiIn<'_> = parse_body(item.get().as_bytes()).map_err(in_batch)?;
+        if element.events.is_some() {
+            return Err(in_batch(ApiError::bad_request(
+                "an event of a batch has boards, member, delta and at",
+            )));
         }
+        let boards = boards_of(&element).map_err(in_batch)?.to_vec();
+        let event = single_event(&element).map_err(in_batch)?;
+        batch.push(BoardsEvent { boards, event });
     }
-    let written = lib
-        .write_events_to_boards(&boards, &valid, key.as_ref())
-        .await?;
+    let written = lib.write_to_boards(&batch, key.as_ref()).await?;
     let series = lib.board_series();
     let mut outcomes = Vec::with_capacity(written.len());
     for BoardWrite { board, result } in written {
@@ -216,24 +212,7 @@ pub async fn post_multi_events(
                 continue;
             }
         };
-        let mut rejected: Vec<RejectedEvent> = invalid
-            .iter()
-            .map(|(index, error)| RejectedEvent {
-                index: *index,
-                error: error.into(),
-            })
-            .collect();
-        for r in &keyed.outcome.rejected {
-            rejected.push(RejectedEvent {
-                index: original_index[r.index],
-                error: (&r.error).into(),
-            });
-        }
-        rejected.sort_by_key(|r| r.index);
         if !keyed.replayed {
-            for (_, error) in &invalid {
-                crate::metrics::event_rejected(series, &board, error);
-            }
             for r in &keyed.outcome.rejected {
                 crate::metrics::event_rejected(series, &board, &r.error);
             }
@@ -243,11 +222,28 @@ pub async fn post_multi_events(
         outcomes.push(BoardOutcome::Written(BoardWritten {
             board,
             accepted: keyed.outcome.accepted,
-            rejected,
+            rejected: keyed
+                .outcome
+                .rejected
+                .iter()
+                .map(|r| RejectedEvent {
+                    index: r.index,
+                    error: (&r.error).into(),
+                })
+                .collect(),
             replayed: keyed.replayed,
         }));
     }
     Ok(Json(MultiEventsResponse { boards: outcomes }))
+}
+
+/// The event's boards: missing is a 400 saying how to name them.
+fn boards_of<'p>(parsed: &'p MultiIn<'_>) -> Result<&'p [String], ApiError> {
+    parsed.boards.as_deref().ok_or_else(|| {
+        ApiError::bad_request(
+            "boards is missing: name the boards to write to, as {\"boards\": [\"hot-posts\"], \"member\": \"post:1\"}",
+        )
+    })
 }
 
 /// Reads the body's keys (a key given twice or unknown is a 400 naming it).
@@ -258,7 +254,7 @@ fn parse_body(body: &[u8]) -> Result<MultiIn<'_>, ApiError> {
     serde_json::from_str(text).map_err(|e| {
         if e.is_data() {
             ApiError::bad_request(format!(
-                "{e}; the body is {{\"boards\": [...], \"member\", \"delta\", \"at\"}} or {{\"boards\": [...], \"events\": [...]}}"
+                "{e}; an event is {{\"boards\": [...], \"member\", \"delta\", \"at\"}}, a batch {{\"events\": [...]}}"
             ))
         } else {
             ApiError::bad_request(format!("Failed to parse the request body as JSON: {e}"))

@@ -1,11 +1,12 @@
-//! One event (or one batch) written to several boards in one call: the forum's like that
-//! counts on `hot-posts`, `hot-posts:rust` and `top-authors`. Each board gets the events
-//! through its own write path (group commit, idempotency keys, either kind), all boards
+//! Events written to several boards in one call: the forum's like that counts on
+//! `hot-posts` and `hot-posts:rust` for the post and on `top-authors` for its author. Each
+//! event names its boards; each board gets the events that name it through its own write
+//! path (group commit, idempotency keys, either kind), all boards
 //! at once; each board's outcome is reported on its own, so one board that fails (not
 //! created yet, say) leaves the others written.
 //!
 //! Under an idempotency key, the key is scoped per board: each board records it as a
-//! keyed write of its own with the events' fingerprint, so a retry after a partial
+//! keyed write of its own with its events' fingerprint, so a retry after a partial
 //! failure applies the events to the boards that did not take them and replays the
 //! others.
 
@@ -21,13 +22,23 @@ use crate::error::{Error, Result};
 /// The most boards one multi-board write or read may name.
 pub const MAX_BOARDS: usize = 20;
 
+/// An event and the boards it counts on (1 to [`MAX_BOARDS`], distinct).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoardsEvent {
+    /// The boards, each named once.
+    pub boards: Vec<String>,
+    /// The event.
+    pub event: Event,
+}
+
 /// What one board of a multi-board write did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BoardWrite {
     /// The board, as named.
     pub board: String,
-    /// Its outcome: the events accepted and rejected (and whether it was a replay), or
-    /// why the board took none of them (`board_not_found`, `store_unavailable`, …).
+    /// Its outcome: the events it accepted and those it rejected (by their index in the
+    /// whole batch), and whether it was a replay; or why the board took none of them
+    /// (`board_not_found`, `store_unavailable`, `idempotency_key_reused`, …).
     pub result: Result<KeyedOutcome>,
 }
 
@@ -45,18 +56,17 @@ impl Rollboard {
     ) -> Result<Vec<BoardWrite>> {
         Member::parse(&event.member)?;
         check_delta(event.delta)?;
-        self.write_events_to_boards(boards, std::slice::from_ref(event), key)
+        check_boards(boards)?;
+        let event = BoardsEvent {
+            boards: boards.iter().map(|b| b.as_ref().to_owned()).collect(),
+            event: event.clone(),
+        };
+        self.write_to_boards(std::slice::from_ref(&event), key)
             .await
     }
 
-    /// Applies a batch of events to each of `boards` (1 to [`MAX_BOARDS`], distinct, of
-    /// either kind), all boards at once, each through its own write path: on each board
-    /// every bad event is rejected on its own (with its index) and the rest applied.
-    /// With `key`, each board applies the batch once for that key (its fingerprint is
-    /// the events'); a retry answers the boards that took it as before and applies it to
-    /// the others. Errors only when the list of boards is invalid
-    /// ([`Error::InvalidQuery`], [`Error::InvalidBoardName`]) or the batch too large;
-    /// each board's own failure is in its [`BoardWrite`].
+    /// Applies the same batch of events to each of `boards` (see
+    /// [`write_to_boards`](Self::write_to_boards)).
     pub async fn write_events_to_boards<S: AsRef<str>>(
         &self,
         boards: &[S],
@@ -64,30 +74,96 @@ impl Rollboard {
         key: Option<&IdempotencyKey>,
     ) -> Result<Vec<BoardWrite>> {
         check_boards(boards)?;
+        let boards: Vec<String> = boards.iter().map(|b| b.as_ref().to_owned()).collect();
+        let events: Vec<BoardsEvent> = events
+            .iter()
+            .map(|event| BoardsEvent {
+                boards: boards.clone(),
+                event: event.clone(),
+            })
+            .collect();
+        self.write_to_boards(&events, key).await
+    }
+
+    /// Applies a batch of events, each to the boards it names, all boards at once, each
+    /// board through its own write path with the events that name it (in batch order):
+    /// on each board every bad event is rejected on its own (by its index in `events`)
+    /// and the rest applied. The boards are answered in the order they are first named.
+    /// With `key`, each board applies its events once for that key (their fingerprint
+    /// is that board's events'); a retry answers the boards that took them as before
+    /// and applies them to the others. Errors only when the request is invalid: an
+    /// event's list of boards ([`Error::InvalidQuery`], [`Error::InvalidBoardName`]),
+    /// more than [`MAX_BOARDS`] boards in all, or too many events
+    /// ([`Error::BatchTooLarge`]); each board's own failure is in its [`BoardWrite`].
+    pub async fn write_to_boards(
+        &self,
+        events: &[BoardsEvent],
+        key: Option<&IdempotencyKey>,
+    ) -> Result<Vec<BoardWrite>> {
         self.settings().admission().check_batch(events.len())?;
-        let fingerprint = key.map(|_| Fingerprint::of_events(events));
-        let fingerprint = fingerprint.as_ref();
-        let writes = boards.iter().map(|board| async move {
-            let board = board.as_ref();
-            let result = match key.zip(fingerprint) {
-                Some((key, fingerprint)) => {
-                    self.write_events_keyed(board, events, key, fingerprint)
-                        .await
+        // Each board with the indices of its events, in the order first named.
+        let mut boards: Vec<(&str, Vec<usize>)> = Vec::new();
+        for (index, e) in events.iter().enumerate() {
+            check_boards(&e.boards).map_err(|error| in_batch(index, events.len(), error))?;
+            for board in &e.boards {
+                match boards.iter_mut().find(|(b, _)| b == board) {
+                    Some((_, indices)) => indices.push(index),
+                    None => boards.push((board, vec![index])),
                 }
-                None => self
-                    .write_events(board, events)
-                    .await
-                    .map(|outcome| KeyedOutcome {
-                        outcome,
-                        replayed: false,
-                    }),
-            };
+            }
+        }
+        if boards.len() > MAX_BOARDS {
+            return Err(Error::InvalidQuery {
+                reason: format!(
+                    "the events name {} boards in all: name at most {MAX_BOARDS}",
+                    boards.len()
+                ),
+            });
+        }
+        let writes = boards.into_iter().map(|(board, indices)| async move {
+            let mine: Vec<Event> = indices.iter().map(|&i| events[i].event.clone()).collect();
+            let result = self.write_board(board, &mine, key).await.map(|mut keyed| {
+                for r in &mut keyed.outcome.rejected {
+                    r.index = indices[r.index];
+                }
+                keyed
+            });
             BoardWrite {
                 board: board.to_owned(),
                 result,
             }
         });
         Ok(join_all(writes).await)
+    }
+
+    /// Applies `events` to one board, once under `key` when given.
+    async fn write_board(
+        &self,
+        board: &str,
+        events: &[Event],
+        key: Option<&IdempotencyKey>,
+    ) -> Result<KeyedOutcome> {
+        match key {
+            Some(key) => {
+                let fingerprint = Fingerprint::of_events(events);
+                self.write_events_keyed(board, events, key, &fingerprint)
+                    .await
+            }
+            None => Ok(KeyedOutcome {
+                outcome: self.write_events(board, events).await?,
+                replayed: false,
+            }),
+        }
+    }
+}
+
+/// An event's error, naming the event when it is one of several.
+fn in_batch(index: usize, len: usize, error: Error) -> Error {
+    match error {
+        Error::InvalidQuery { reason } if len > 1 => Error::InvalidQuery {
+            reason: format!("events[{index}]: {reason}"),
+        },
+        other => other,
     }
 }
 

@@ -27,7 +27,7 @@ macro_rules! on_memory_and_redis {
 
 on_memory_and_redis!(
     one_like_counts_once_on_each_of_three_boards,
-    a_batch_goes_to_every_board_with_rejections_by_index,
+    a_batch_sends_each_event_to_its_boards_with_rejections_by_index,
     a_retry_with_the_same_key_is_applied_once_per_board_after_one_failed,
     each_board_reports_its_own_error_in_a_200,
     invalid_requests_are_refused_whole_with_a_message,
@@ -129,29 +129,19 @@ async fn one_like_counts_once_on_each_of_three_boards(app: TestApp) {
     assert_eq!(top(&app, &authors, "7d").await, expected);
 }
 
-async fn a_batch_goes_to_every_board_with_rejections_by_index(app: TestApp) {
+async fn a_batch_sends_each_event_to_its_boards_with_rejections_by_index(app: TestApp) {
     let hour = board(&app, "hour", &["1h"]).await;
     let day = board(&app, "day", &["24h"]).await;
     app.at(2 * 3600);
-    let body = json!({"boards": [hour, day], "events": [
-        {"member": "a", "delta": 2},
-        {"member": "b", "delta": 0},
-        {"member": "c", "at": -1},
-        {"member": "d", "delta": 4, "at": START},
-        {"member": "a"},
+    let body = json!({"events": [
+        {"boards": [hour, day], "member": "a", "delta": 2},
+        {"boards": [hour, day], "member": "b", "delta": 0},
+        {"boards": [day], "member": "d", "delta": 4, "at": START},
+        {"boards": [hour], "member": "d", "at": START},
+        {"boards": [day, hour], "member": "a"},
     ]});
     let reply = post_multi(&app, &body, None).await;
     assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
-    let rejected = |code_d: Option<&str>| {
-        let mut r = vec![
-            json!({"index": 1, "error": {"code": "invalid_delta"}}),
-            json!({"index": 2, "error": {"code": "invalid_time"}}),
-        ];
-        if let Some(code) = code_d {
-            r.push(json!({"index": 3, "error": {"code": code}}));
-        }
-        r
-    };
     // Messages are checked elsewhere: keep the codes.
     let mut body = reply.body.clone();
     for b in body["boards"].as_array_mut().unwrap() {
@@ -159,27 +149,63 @@ async fn a_batch_goes_to_every_board_with_rejections_by_index(app: TestApp) {
             r["error"].as_object_mut().unwrap().remove("message");
         }
     }
+    let rejected = |index: u64, code: &str| json!({"index": index, "error": {"code": code}});
     assert_eq!(
         body,
         json!({"boards": [
-            {"board": hour, "accepted": 2, "rejected": rejected(Some("too_late")), "replayed": false},
-            {"board": day, "accepted": 3, "rejected": rejected(None), "replayed": false},
+            {"board": hour, "accepted": 2, "rejected": [rejected(1, "invalid_delta"), rejected(3, "too_late")], "replayed": false},
+            {"board": day, "accepted": 3, "rejected": [rejected(1, "invalid_delta")], "replayed": false},
         ]})
     );
     assert_eq!(top(&app, &hour, "1h").await, pairs(&[("a", 3)]));
     assert_eq!(top(&app, &day, "24h").await, pairs(&[("d", 4), ("a", 3)]));
-    // An element not of the event's shape refuses the request: nothing applied.
-    let bad = json!({"boards": [hour, day], "events": [{"member": "a"}, {"member": 5}]});
-    let reply = post_multi(&app, &bad, None).await;
-    assert_eq!(
+    // An element that is not an event with its boards refuses the request: nothing is
+    // applied.
+    let many: Vec<Value> = (0..21)
+        .map(|i| json!({"boards": [format!("{hour}-{i}")], "member": "a"}))
+        .collect();
+    for (events, status, message) in [
         (
-            reply.status,
-            reply.body["error"]["message"].as_str().unwrap()
+            json!([{"boards": [hour], "member": "a"}, {"boards": [hour], "member": 5}]),
+            StatusCode::BAD_REQUEST,
+            "events[1]: member must be a string; nothing was applied".to_owned(),
         ),
         (
+            json!([{"member": "a"}]),
             StatusCode::BAD_REQUEST,
-            "events[1]: member must be a string; nothing was applied"
-        )
+            "events[0]: boards is missing: name the boards to write to, as {\"boards\": [\"hot-posts\"], \"member\": \"post:1\"}; nothing was applied".to_owned(),
+        ),
+        (
+            json!([{"boards": [hour], "member": "a"}, {"boards": [], "member": "a"}]),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid query: events[1]: boards is empty: name 1 to 20 boards".to_owned(),
+        ),
+        (
+            Value::Array(many),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid query: the events name 21 boards in all: name at most 20".to_owned(),
+        ),
+    ] {
+        let reply = post_multi(&app, &json!({"events": events}), None).await;
+        assert_eq!(
+            (reply.status, reply.body["error"]["message"].as_str().unwrap_or("")),
+            (status, message.as_str()),
+            "{events}"
+        );
+    }
+    let bad_time = json!({"events": [{"boards": [hour], "member": "a", "at": -1}]});
+    let reply = post_multi(&app, &bad_time, None).await;
+    assert_eq!(
+        (reply.status, reply.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_time")
+    );
+    assert!(
+        reply.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("events[0]: "),
+        "{:?}",
+        reply.body
     );
     assert_eq!(top(&app, &hour, "1h").await, pairs(&[("a", 3)]));
 }
@@ -324,7 +350,7 @@ async fn invalid_requests_are_refused_whole_with_a_message(app: TestApp) {
             json!({"boards": [a], "member": "m", "events": []}),
             StatusCode::BAD_REQUEST,
             "bad_request",
-            "a batch is {\"boards\": [...], \"events\": [...]}: leave member, delta and at out, or send one event".to_owned(),
+            "a batch is {\"events\": [{\"boards\": [...], \"member\": ...}, ...]} and nothing else: each event names its boards".to_owned(),
         ),
         (
             json!({"boards": [a]}),

@@ -4,8 +4,8 @@
 //! lists refused before any board is written.
 
 use rollboard::{
-    BoardStanding, BoardWrite, Error, Event, IdempotencyKey, KeyedOutcome, Span, TrendingConfig,
-    TrendingStanding, WindowScore, WindowedStanding,
+    BoardStanding, BoardWrite, BoardsEvent, Error, Event, IdempotencyKey, KeyedOutcome, Span,
+    TrendingConfig, TrendingStanding, WindowScore, WindowedStanding,
 };
 
 use crate::support::{Harness, START, ranking, ts, unique};
