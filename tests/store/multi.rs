@@ -28,10 +28,11 @@ fn pairs(items: &[(&str, i64)]) -> Vec<(String, i64)> {
     items.iter().map(|(m, s)| (m.to_string(), *s)).collect()
 }
 
-/// Each board's (name, accepted, rejected (index, code), replayed), or its error code.
-fn outcomes(
-    writes: &[BoardWrite],
-) -> Vec<(String, Result<(usize, Vec<(usize, &str)>, bool), &str>)> {
+/// What a board did: (accepted, rejected as (index, code), replayed), or its error code.
+type Outcome<'a> = Result<(usize, Vec<(usize, &'a str)>, bool), &'a str>;
+
+/// Each board's name and [`Outcome`].
+fn outcomes(writes: &[BoardWrite]) -> Vec<(String, Outcome<'_>)> {
     writes
         .iter()
         .map(|w| {
@@ -112,6 +113,35 @@ async fn one_event_and_one_batch_land_once_on_every_board_of_either_kind(h: Harn
         .unwrap()
         .unwrap();
     assert_eq!((post42.score, post42.rank), (2.0, Some(2)));
+    // Each event to the boards it names: the post on two, its author on a third.
+    let authors = h.board("1h", &["24h"]).await;
+    let on = |boards: &[&str], member: &str, delta: i64| BoardsEvent {
+        boards: boards.iter().map(|b| b.to_string()).collect(),
+        event: Event::new(member, delta),
+    };
+    let batch = [
+        on(&[&hot, &rust], "post:7", 1),
+        on(&[&authors], "user:ann", 0),
+        on(&[&authors, &hot], "user:ann", 2),
+    ];
+    let written = h.boards.write_to_boards(&batch, None).await.unwrap();
+    assert_eq!(
+        outcomes(&written),
+        [
+            (hot.clone(), Ok((2, vec![], false))),
+            (rust.clone(), Ok((1, vec![], false))),
+            (authors.clone(), Ok((1, vec![(1, "invalid_delta")], false)))
+        ]
+    );
+    assert_eq!(
+        totals(&h, &hot, "24h").await,
+        pairs(&[("post:7", 4), ("post:42", 2), ("user:ann", 2)])
+    );
+    assert_eq!(
+        totals(&h, &rust, "24h").await,
+        pairs(&[("post:7", 4), ("post:42", 2)])
+    );
+    assert_eq!(totals(&h, &authors, "24h").await, pairs(&[("user:ann", 2)]));
 }
 
 async fn a_keyed_write_is_applied_once_per_board_and_a_retry_fills_the_board_that_failed(
