@@ -479,3 +479,52 @@ async fn a_cross_board_read_costs_one_script_call_per_window_read_and_nothing_el
         );
     }
 }
+
+#[tokio::test]
+async fn a_cross_board_read_sends_every_script_before_the_first_reply_comes_back() {
+    use crate::proxy::{Fault, FaultProxy};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    let redis = crate::support::TestRedis::spawn().await;
+    let proxy = FaultProxy::start(&redis.url).await;
+    let store = rollboard::RedisStore::connect(&proxy.url()).await.unwrap();
+    let clock = crate::support::clock();
+    let boards = crate::support::with_clock(Arc::new(store), &clock);
+    let mut names = Vec::new();
+    for windows in [&["1h", "24h"][..], &["24h"], &["1h", "24h", "7d"]] {
+        let name = unique("b");
+        let config = rollboard::BoardConfig::parse("1h", windows).unwrap();
+        boards.create_board(&name, config).await.unwrap();
+        names.push(name);
+    }
+    boards
+        .write_event_to_boards(&names, &Event::new("post:42", 1), None)
+        .await
+        .unwrap();
+    // Loads the read script, so that the read below sends only its six calls.
+    boards.member_across("post:42", &names, None).await.unwrap();
+    let before = proxy.requests();
+    // The first reply is held back for 2 s: a read sending its calls one after the
+    // other would send one until then.
+    proxy.arm(Fault::Hold(Duration::from_secs(2)), 1, |r| {
+        r.command() == "EVALSHA"
+    });
+    let read = tokio::spawn({
+        let (boards, names) = (boards.clone(), names.clone());
+        async move { boards.member_across("post:42", &names, None).await }
+    });
+    let started = Instant::now();
+    while proxy.requests() - before < 6 && started.elapsed() < Duration::from_millis(1500) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let sent_while_held = proxy.requests() - before;
+    let across = read.await.unwrap().unwrap();
+    assert_eq!(proxy.fired(), 1);
+    assert_eq!(
+        sent_while_held, 6,
+        "six windows on three boards: all six calls in flight at once (one round trip)"
+    );
+    assert_eq!(across.boards.len(), 3);
+    assert!(across.boards.iter().all(|b| b.result.is_ok()), "{across:?}");
+}
