@@ -180,11 +180,25 @@ pub async fn post_multi_events(
             "a batch is {\"events\": [{\"boards\": [...], \"member\": ...}, ...]} and nothing else: each event names its boards",
         ));
     }
+    let batch = parse_batch(events, lib.settings())?;
+    let written = lib.write_to_boards(&batch, key.as_ref()).await?;
+    let mut outcomes = Vec::with_capacity(written.len());
+    for w in written {
+        outcomes.push(batch_outcome(&state, w).await);
+    }
+    Ok(Json(MultiEventsResponse { boards: outcomes }))
+}
+
+/// The events of a batch, each with its boards. An element that is not an event with
+/// its boards refuses the request (nothing is applied), naming its index; one a board's
+/// rules reject is left for that board to report by its index.
+fn parse_batch(
+    events: &RawValue,
+    settings: &crate::Settings,
+) -> Result<Vec<BoardsEvent>, ApiError> {
     let items: Vec<&RawValue> = serde_json::from_str(events.get())
         .map_err(|_| ApiError::bad_request("\"events\" must be an array of events"))?;
-    lib.settings().admission().check_batch(items.len())?;
-    // An element that is not an event with its boards refuses the request (nothing is
-    // applied); one a board's rules reject is reported by that board, by its index.
+    settings.admission().check_batch(items.len())?;
     let mut batch = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         let in_batch = |mut e: ApiError| {
@@ -201,40 +215,40 @@ pub async fn post_multi_events(
         let event = single_event(&element).map_err(in_batch)?;
         batch.push(BoardsEvent { boards, event });
     }
-    let written = lib.write_to_boards(&batch, key.as_ref()).await?;
-    let series = lib.board_series();
-    let mut outcomes = Vec::with_capacity(written.len());
-    for BoardWrite { board, result } in written {
-        let keyed = match result {
-            Ok(keyed) => keyed,
-            Err(error) => {
-                outcomes.push(failed(board, &error));
-                continue;
-            }
-        };
-        if !keyed.replayed {
-            for r in &keyed.outcome.rejected {
-                crate::metrics::event_rejected(series, &board, &r.error);
-            }
-            crate::metrics::events_accepted(series, &board, keyed.outcome.accepted);
-            count_trending(&state, &board, keyed.outcome.accepted).await;
+    Ok(batch)
+}
+
+/// One board's outcome of a batch: written (with the events it rejected, by index), or
+/// the board's error.
+async fn batch_outcome(state: &AppState, BoardWrite { board, result }: BoardWrite) -> BoardOutcome {
+    let keyed = match result {
+        Ok(keyed) => keyed,
+        Err(error) => return failed(board, &error),
+    };
+    // A replay applied nothing: it counts in no metric.
+    if !keyed.replayed {
+        let series = state.boards.board_series();
+        for r in &keyed.outcome.rejected {
+            crate::metrics::event_rejected(series, &board, &r.error);
         }
-        outcomes.push(BoardOutcome::Written(BoardWritten {
-            board,
-            accepted: keyed.outcome.accepted,
-            rejected: keyed
-                .outcome
-                .rejected
-                .iter()
-                .map(|r| RejectedEvent {
-                    index: r.index,
-                    error: (&r.error).into(),
-                })
-                .collect(),
-            replayed: keyed.replayed,
-        }));
+        crate::metrics::events_accepted(series, &board, keyed.outcome.accepted);
+        count_trending(state, &board, keyed.outcome.accepted).await;
     }
-    Ok(Json(MultiEventsResponse { boards: outcomes }))
+    let rejected = keyed
+        .outcome
+        .rejected
+        .iter()
+        .map(|r| RejectedEvent {
+            index: r.index,
+            error: (&r.error).into(),
+        })
+        .collect();
+    BoardOutcome::Written(BoardWritten {
+        board,
+        accepted: keyed.outcome.accepted,
+        rejected,
+        replayed: keyed.replayed,
+    })
 }
 
 /// The event's boards: missing is a 400 saying how to name them.
