@@ -100,6 +100,10 @@ pub use rollboard::dashboard_view::{
     TrendingBoardView, WindowView, WindowedBoardView,
 };
 pub use rollboard::idempotent::KeyedOutcome;
+pub use rollboard::multi_read::{
+    BoardResult, BoardStanding, MemberAcross, TrendingStanding, WindowScore, WindowedStanding,
+};
+pub use rollboard::multi_write::{BoardWrite, BoardsEvent, MAX_BOARDS};
 pub use rollboard::percentile::ScoreAt;
 pub use rollboard::stats::ContextStats;
 pub use rollboard::write::{BatchOutcome, Rejected};

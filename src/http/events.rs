@@ -230,7 +230,7 @@ pub async fn post_events(
 
 /// Counts `n` events applied to `board` in `rollboard_trending_events_total` when it is a
 /// trending board (the write just loaded it: the lookup is a cache hit).
-async fn count_trending(state: &AppState, board: &str, n: usize) {
+pub(super) async fn count_trending(state: &AppState, board: &str, n: usize) {
     if n > 0
         && let Ok(b) = state.boards.any_board(board).await
         && b.kind() == crate::BoardKind::Trending
@@ -240,7 +240,7 @@ async fn count_trending(state: &AppState, board: &str, n: usize) {
 }
 
 /// The request's `Idempotency-Key`, checked.
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
+pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
     let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
         return Ok(None);
     };

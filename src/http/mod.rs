@@ -37,6 +37,7 @@ mod json_int;
 mod latency;
 mod maintenance;
 mod media_type;
+mod multi;
 mod ops;
 mod rankings;
 mod ranks;
@@ -177,6 +178,8 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         .routes(routes!(boards::recompute))
         .routes(routes!(boards::relayout))
         .routes(routes!(events::post_events))
+        .routes(routes!(multi::post_multi_events))
+        .routes(routes!(multi::member_across))
         .routes(routes!(rankings::top))
         .routes(routes!(rankings::member, rankings::remove_member))
         .routes(routes!(rankings::around))

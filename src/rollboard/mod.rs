@@ -8,7 +8,9 @@
 //! (events, member removal; a batch's outcome),
 //! [`read`] (rankings and history), [`bulk_remove`] (removal by list, by a range of
 //! totals, trimming to a top N), [`percentile`] (the top P percent, the score at a
-//! percentile), [`retire`], [`recompute`] (and building added windows in the background); [`clock_skew`] and [`memory_check`] (what the service checks of
+//! percentile), [`multi_write`] and [`multi_read`] (one event to several boards, one
+//! member across boards), [`retire`], [`recompute`] (and building added windows in the
+//! background); [`clock_skew`] and [`memory_check`] (what the service checks of
 //! the store); [`cache`] holds the board boards of either kind and the one
 //! reload-and-retry when a board changed underneath.
 
@@ -31,6 +33,8 @@ mod dashboard;
 pub(crate) mod dashboard_view;
 pub(crate) mod idempotent;
 mod memory_check;
+pub(crate) mod multi_read;
+pub(crate) mod multi_write;
 pub(crate) mod percentile;
 pub(crate) mod rates;
 pub(crate) mod read;

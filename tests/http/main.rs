@@ -15,6 +15,7 @@ mod dense;
 mod idempotency;
 mod mounted;
 mod nonzero;
+mod multi;
 mod observability;
 mod ops;
 mod peer_reads;

@@ -39,6 +39,8 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "GET /v1/boards/{board}",
         "DELETE /v1/boards/{board}",
         "POST /v1/boards/{board}/events",
+        "POST /v1/events",
+        "GET /v1/members/{member}",
         "POST /v1/boards/{board}/recompute",
         "POST /v1/boards/{board}/relayout",
         "GET /v1/boards/{board}/top",

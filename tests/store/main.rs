@@ -56,6 +56,7 @@ mod lifecycle;
 mod many_boards;
 mod member_ranks;
 mod memory_limits;
+mod multi;
 mod nonzero;
 mod open_slot;
 mod oracle;
