@@ -32,15 +32,7 @@ impl ScoreBounds {
     /// finite and within ±(2^53 − 1), `min` not above `max` ([`Error::InvalidQuery`]
     /// otherwise); bounds between two integers hold no total and page nothing.
     pub fn totals(self) -> Result<ScoreRange, Error> {
-        for (name, value) in [("min_score", self.min), ("max_score", self.max)] {
-            if let Some(v) = value
-                && (v.is_nan() || v.abs() > MAX_ABS as f64)
-            {
-                return Err(invalid(format!(
-                    "{name} must be a number within ±{MAX_ABS}, got {v}"
-                )));
-            }
-        }
+        self.check_magnitude()?;
         if let (Some(lo), Some(hi)) = (self.min, self.max)
             && lo > hi
         {
@@ -57,9 +49,25 @@ impl ScoreBounds {
         })
     }
 
-    /// The trending scores these bounds hold (finite bounds, `min` not above `max`).
+    /// The trending scores these bounds hold (each bound within ±(2^53 − 1), as on a
+    /// windowed board, `min` not above `max`).
     pub fn scores(self) -> Result<TrendRange, Error> {
+        self.check_magnitude()?;
         TrendRange::new(self.min, self.max)
+    }
+
+    /// Each bound is a number within ±(2^53 − 1), on boards of either kind.
+    fn check_magnitude(&self) -> Result<(), Error> {
+        for (name, value) in [("min_score", self.min), ("max_score", self.max)] {
+            if let Some(v) = value
+                && (v.is_nan() || v.abs() > MAX_ABS as f64)
+            {
+                return Err(invalid(format!(
+                    "{name} must be a number within ±{MAX_ABS}, got {v}"
+                )));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -156,6 +164,25 @@ mod tests {
         assert_eq!((below.min(), below.max()), (1, -1));
         let one = ScoreRange::new(Some(3), Some(3)).unwrap();
         assert_eq!((one.min(), one.max()), (3, 3));
+    }
+
+    #[test]
+    fn trending_bounds_beyond_two_to_the_53_are_refused_as_on_windowed_boards() {
+        let bounds = |min, max| ScoreBounds { min, max };
+        let too_low = bounds(Some(-9_007_199_254_740_992.0), None);
+        assert_eq!(
+            too_low.scores().unwrap_err().to_string(),
+            too_low.totals().unwrap_err().to_string()
+        );
+        assert!(matches!(
+            bounds(None, Some(9_007_199_254_740_992.0)).scores(),
+            Err(Error::InvalidQuery { .. })
+        ));
+        assert!(
+            bounds(Some(-9_007_199_254_740_991.0), Some(0.5))
+                .scores()
+                .is_ok()
+        );
     }
 
     #[test]

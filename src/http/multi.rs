@@ -82,7 +82,26 @@ pub struct MultiBatch {
     /// time …) refuses the whole request, naming its index; an event a board's rules
     /// reject (too late, a zero delta) is in that board's `rejected`.
     #[schema(max_items = 10_000)]
-    events: Vec<MultiEvent>,
+    events: Vec<MultiBatchEvent>,
+}
+
+/// One event of a batch, with its boards. Its values are judged on their own, by each
+/// board it names: a member outside 1–256 bytes, a zero delta or one beyond
+/// ±(2^53 − 1), a time outside 1970 to 9999 or outside the board's windows reject that
+/// event alone, in those boards' `rejected`, while the others are applied.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct MultiBatchEvent {
+    /// The boards, 1 to 20 distinct names, of either kind.
+    #[schema(min_items = 1, max_items = 20)]
+    boards: Vec<String>,
+    /// The member: 1–256 bytes of UTF-8.
+    member: String,
+    /// The change: a non-zero integer within ±(2^53 − 1); 1 when absent or null.
+    delta: Option<i64>,
+    /// When it happened, unix seconds (fractions allowed); now when absent or null.
+    at: Option<f64>,
 }
 
 /// What each board did with the events, in the order the boards were named.
