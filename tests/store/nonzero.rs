@@ -7,11 +7,11 @@
 //! from negative to zero, moves the member down the ranking, then out of it.
 
 use rollboard::{
-    AroundOptions, BoardConfig, Entry, MemberRank, Order, RankedTotals, ScoreRange, SnapshotPass,
+    AroundOptions, BoardConfig, MemberRank, Order, RankedTotals, ScoreRange, SnapshotPass,
     SnapshotPolicy, SnapshotRange, Span, Ties,
 };
 
-use crate::support::{Harness, unique};
+use crate::support::{Harness, triples, unique};
 
 on_every_store!(
     a_nonzero_board_ranks_negative_totals_below_positive_ones_in_every_read,
@@ -52,13 +52,6 @@ fn at(ties: Ties, positions: &[usize]) -> Vec<(u64, String, i64)> {
     positions
         .iter()
         .map(|&p| (ranks[p], RANKING[p].0.to_owned(), RANKING[p].1))
-        .collect()
-}
-
-fn triples(entries: &[Entry]) -> Vec<(u64, String, i64)> {
-    entries
-        .iter()
-        .map(|e| (e.rank, e.member.clone(), e.score))
         .collect()
 }
 

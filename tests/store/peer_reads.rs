@@ -6,11 +6,11 @@
 //! trending boards. Expected values are literal, ties inside and at the edges of pages.
 
 use rollboard::{
-    AroundOptions, BoardConfig, Entry, MemberRank, Order, ScoreRange, SnapshotPass, SnapshotPolicy,
+    AroundOptions, BoardConfig, MemberRank, Order, ScoreRange, SnapshotPass, SnapshotPolicy,
     SnapshotRange, Span, Ties, TrendPage, TrendRange, TrendingConfig,
 };
 
-use crate::support::{Harness, unique};
+use crate::support::{Harness, triples, unique};
 
 on_every_store!(
     position_ties_number_members_one_two_three_in_every_read,
@@ -64,14 +64,6 @@ fn at(ties: Ties, positions: &[usize]) -> Vec<(u64, String, i64)> {
     positions
         .iter()
         .map(|&p| (ranks[p], RANKING[p].0.to_owned(), RANKING[p].1))
-        .collect()
-}
-
-/// `(rank, member, score)` of entries.
-fn triples(entries: &[Entry]) -> Vec<(u64, String, i64)> {
-    entries
-        .iter()
-        .map(|e| (e.rank, e.member.clone(), e.score))
         .collect()
 }
 

@@ -6,10 +6,10 @@
 //! a drop removes the snapshots.
 
 use rollboard::{
-    BoardConfig, Entry, Error, Rollboard, SnapshotPass, SnapshotPolicy, SnapshotRange, Span, Ties,
+    BoardConfig, Error, Rollboard, SnapshotPass, SnapshotPolicy, SnapshotRange, Span, Ties,
 };
 
-use crate::support::{Harness, START, unique, with_clock};
+use crate::support::{Harness, START, triples, unique, with_clock};
 
 on_every_store!(
     one_snapshot_per_boundary_with_two_processes_racing,
@@ -35,14 +35,6 @@ fn span(text: &str) -> Span {
 
 fn all(limit: u64) -> SnapshotRange {
     SnapshotRange::new(None, None, Some(limit)).unwrap()
-}
-
-/// `(rank, member, score)` of entries.
-fn triples(entries: &[Entry]) -> Vec<(u64, String, i64)> {
-    entries
-        .iter()
-        .map(|e| (e.rank, e.member.clone(), e.score))
-        .collect()
 }
 
 /// The boundaries listed for `window`, newest first.

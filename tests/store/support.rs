@@ -144,3 +144,11 @@ pub fn ranking(page: &rollboard::TopPage) -> Vec<(String, i64)> {
 pub fn pairs(items: &[(&str, i64)]) -> Vec<(String, i64)> {
     items.iter().map(|(m, s)| (m.to_string(), *s)).collect()
 }
+
+/// `(rank, member, score)` of a page's entries.
+pub fn triples(entries: &[rollboard::Entry]) -> Vec<(u64, String, i64)> {
+    entries
+        .iter()
+        .map(|e| (e.rank, e.member.clone(), e.score))
+        .collect()
+}
