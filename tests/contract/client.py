@@ -2,7 +2,7 @@
 
 Run by scripts/contract: python client.py BASE_URL TOKEN (the generated package
 `rollboard_client` on sys.path). Creates a board, posts one event and a batch, reads the
-top, and asserts exact values; exits non-zero on any difference.
+top, writes one event to two boards at once, and asserts exact values; exits non-zero on any difference.
 """
 
 import importlib
@@ -12,7 +12,18 @@ import time
 
 import rollboard_client.api
 from rollboard_client import AuthenticatedClient
-from rollboard_client.models import BatchEvent, ConfigBody, ErrorBody, EventBatch, EventIn, EventsResponse, TopPage
+from rollboard_client.models import (
+    BatchEvent,
+    BoardWritten,
+    ConfigBody,
+    ErrorBody,
+    EventBatch,
+    EventIn,
+    EventsResponse,
+    MultiEvent,
+    MultiEventsResponse,
+    TopPage,
+)
 
 
 def operation(operation_id: str):
@@ -31,6 +42,7 @@ boards_put = operation("boards_put")
 boards_post_events = operation("boards_post_events")
 boards_history = operation("boards_history")
 boards_top = operation("boards_top")
+events_post_multi = operation("events_post_multi")
 
 
 def main(base_url: str, token: str) -> None:
@@ -70,7 +82,22 @@ def main(base_url: str, token: str) -> None:
     assert isinstance(missing, ErrorBody) and missing.error.code == "member_not_found", missing
     status = boards_get.sync(board, client=client)
     assert status.name == board, status
-    print(f"generated client: board {board}: one event, a batch (2 accepted, 1 rejected), top {got}")
+
+    # One event to this board and a second one at once: one outcome per board, in order.
+    other = f"{board}-tags"
+    assert boards_put.sync_detailed(other, client=client, body=ConfigBody(slot="1h", windows=["1h"])).status_code == 201
+    multi = events_post_multi.sync(client=client, body=MultiEvent(boards=[board, other], member="post:1", delta=4))
+    assert isinstance(multi, MultiEventsResponse), multi
+    outcomes = [(o.board, o.accepted, o.rejected, o.replayed) for o in multi.boards if isinstance(o, BoardWritten)]
+    assert outcomes == [(board, 1, [], False), (other, 1, [], False)], multi.boards
+    after = boards_top.sync(board, client=client, window="24h", limit=10)
+    assert isinstance(after, TopPage), after
+    got = [(e.rank, e.member, e.score) for e in after.entries]
+    assert got == [(1, "post:1", 7), (2, "post:2", 5)], got
+    print(
+        f"generated client: board {board}: one event, a batch (2 accepted, 1 rejected), "
+        f"history of a missing member, one event to two boards; top {got}"
+    )
 
 
 if __name__ == "__main__":

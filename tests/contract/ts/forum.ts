@@ -1,8 +1,9 @@
 // A forum's use of rollboard through a TypeScript client generated from /openapi.json by
 // @hey-api/openapi-ts, type-checked with `strict` (scripts/contract). A windowed board
 // ranks posts over 1 h and 24 h, a trending board by decayed score; then a counter, a
-// stat and a rate check. Every answer is compared with exact values: any difference
-// throws, and node exits non-zero.
+// stat and a rate check; then a like on several boards at once, the bottom and reads by
+// share, bulk removal, and the dashboard. Every answer is compared with exact values:
+// any difference throws, and node exits non-zero.
 //
 // Run by scripts/contract: ROLLBOARD_ADMIN_TOKEN=<token> node ts-out/forum.js BASE_URL
 //
@@ -11,15 +12,23 @@
 // is narrowed by its `kind`.
 
 import { client } from './ts-client/client.gen.js';
+import type { BoardPage } from './ts-client/index.js';
 import {
   boardsAround,
   boardsMember,
   boardsPostEvents,
   boardsPut,
   boardsRanks,
+  boardsRemoveMembers,
+  boardsScoreAt,
   boardsTop,
+  boardsTrim,
   countersIncr,
   countersSamples,
+  dashboardBoards,
+  dashboardGet,
+  eventsPostMulti,
+  membersAcross,
   ratesCheck,
   statsGet,
   statsRecord,
@@ -89,12 +98,24 @@ const now = (): number => Date.now() / 1000;
 // The end of the 1 h slot holding `t` (the board's slots are aligned to the hour).
 const slotEnd = (t: number): number => Math.floor(t / HOUR) * HOUR + HOUR;
 
-// The 24 h window of a windowed read made between `before` and `after`: `to` is the
-// end of the current slot and `from` a day earlier. Answers `[from, to]` once checked.
-function day(what: string, read: { from: number; to: number }, before: number, after: number): [number, number] {
+// The window (`length` seconds) of a windowed read made between `before` and `after`:
+// `to` is the end of the current slot and `from` `length` earlier. Answers `[from, to]`
+// once checked.
+function span(
+  what: string,
+  read: { from: number; to: number },
+  before: number,
+  after: number,
+  length: number,
+): [number, number] {
   between(`${what}: to`, read.to, slotEnd(before), slotEnd(after));
-  same(`${what}: from`, read.from, read.to - DAY);
+  same(`${what}: from`, read.from, read.to - length);
   return [read.from, read.to];
+}
+
+// The 24 h window of a windowed read (see `span`).
+function day(what: string, read: { from: number; to: number }, before: number, after: number): [number, number] {
+  return span(what, read, before, after, DAY);
 }
 
 // A trending write: its delta, and the client's clock just before and after it.
@@ -118,6 +139,217 @@ function decayed(what: string, score: number, writes: Write[], at: number): numb
   }
   between(what, score, low * (1 - 1e-12), high * (1 + 1e-12));
   return score;
+}
+
+// Creates a windowed board with 1 h slots and these windows (201).
+async function createWindowed(board: string, windows: string[]): Promise<void> {
+  const created = expectStatus(`PUT ${board}`, await boardsPut({ path: { board }, body: { slot: '1h', windows } }), 201);
+  same(`PUT ${board}`, [created.kind, created.name], ['windowed', board]);
+}
+
+// Several boards at once: a like counted on two boards and a third not created yet
+// (its error, the others written), the keyed retry once it exists (the two replayed,
+// the third written), a batch naming its boards per event, then the post on all three.
+async function severalBoards(run: string): Promise<void> {
+  const [likes, rust, week] = [`likes-${run}`, `rust-${run}`, `week-${run}`];
+  await createWindowed(likes, ['1h', '24h']);
+  await createWindowed(rust, ['24h']);
+  const like = { boards: [likes, rust, week], member: 'post:1' };
+  const key = `like-${run}-post-1`;
+  const written = (board: string, accepted: number, replayed: boolean) => ({ board, accepted, rejected: [], replayed });
+  const first = expectStatus(
+    'multi: a like',
+    await eventsPostMulti({ headers: { 'Idempotency-Key': key }, body: like }),
+    200,
+  );
+  same('multi: a like', first, {
+    boards: [
+      written(likes, 1, false),
+      written(rust, 1, false),
+      { board: week, error: { code: 'board_not_found', message: `board "${week}" does not exist` } },
+    ],
+  });
+  await createWindowed(week, ['24h']);
+  const retry = expectStatus(
+    'multi: the retry',
+    await eventsPostMulti({ headers: { 'Idempotency-Key': key }, body: like }),
+    200,
+  );
+  same('multi: the retry', retry, {
+    boards: [written(likes, 1, true), written(rust, 1, true), written(week, 1, false)],
+  });
+  const batch = expectStatus(
+    'multi: a batch',
+    await eventsPostMulti({
+      body: {
+        events: [
+          { boards: [likes], member: 'post:1', delta: 2 },
+          { boards: [week, likes], member: 'post:2', delta: 2 },
+        ],
+      },
+    }),
+    200,
+  );
+  same('multi: a batch', batch, { boards: [written(likes, 2, false), written(week, 1, false)] });
+
+  // post:1 holds 3 of likes (post:2 below it: 2), 1 of rust (alone), 1 of week (post:2 ahead).
+  const across = expectStatus(
+    'post:1 across',
+    await membersAcross({ path: { member: 'post:1' }, query: { boards: `${likes},${rust},${week}` } }),
+    200,
+  );
+  const standing = (window: string, score: number, rank: number, percentile: number) => ({
+    window,
+    score,
+    rank,
+    percentile,
+    behind: false,
+  });
+  same('post:1 across', across, {
+    member: 'post:1',
+    boards: [
+      { kind: 'windowed', board: likes, windows: [standing('1h', 3, 1, 0.5), standing('1d', 3, 1, 0.5)] },
+      { kind: 'windowed', board: rust, windows: [standing('1d', 1, 1, 0)] },
+      { kind: 'windowed', board: week, windows: [standing('1d', 1, 2, 0)] },
+    ],
+  });
+}
+
+// Ties, the bottom and reads by share, then bulk removal (admin token) on a board of 8
+// posts: 9, 7, 7, 5, 3 and three at 1. Leaves p1, p2 and p3 ranked.
+async function bottomAndShares(run: string): Promise<string> {
+  const mod = `mod-${run}`;
+  await createWindowed(mod, ['1h']);
+  const totals: Array<[string, number]> = [
+    ['p1', 9],
+    ['p2', 7],
+    ['p3', 7],
+    ['p4', 5],
+    ['p5', 3],
+    ['p6', 1],
+    ['s1', 1],
+    ['s2', 1],
+  ];
+  const events = totals.map(([member, delta]) => ({ member, delta }));
+  same(
+    `${mod}: events`,
+    expectStatus(`${mod}: events`, await boardsPostEvents({ path: { board: mod }, body: { events } }), 200),
+    { accepted: 8, rejected: [] },
+  );
+  // A windowed page of the 1 h window, its entries as [rank, member, score].
+  const page = async (what: string, read: () => Promise<Reply<BoardPage>>, entries: Array<[number, string, number]>) => {
+    const before = now();
+    const got = expectStatus(what, await read(), 200);
+    const after = now();
+    if (got.kind !== 'windowed') {
+      throw new Error(`${what}: a ${got.kind} page`);
+    }
+    const [from, to] = span(what, got, before, after, HOUR);
+    same(what, got, {
+      kind: 'windowed',
+      board: mod,
+      window: '1h',
+      from,
+      to,
+      behind: false,
+      lag_ms: 0,
+      entries: entries.map(([rank, member, score]) => ({ rank, member, score })),
+    });
+  };
+  // The bottom 3, lowest first: the three 1s, member descending, each with rank 6.
+  await page('bottom 3', () => boardsTop({ path: { board: mod }, query: { order: 'asc', limit: 3 } }), [
+    [6, 's2', 1],
+    [6, 's1', 1],
+    [6, 'p6', 1],
+  ]);
+  // The top 25 % of 8 ranked: 2 entries.
+  await page('top 25 %', () => boardsTop({ path: { board: mod }, query: { percent: 25 } }), [
+    [1, 'p1', 9],
+    [2, 'p2', 7],
+  ]);
+  // Around the first with n=1: fill keeps 3 entries, from rank 1.
+  await page('around p1, full', () => boardsAround({ path: { board: mod, member: 'p1' }, query: { n: 1, fill: true } }), [
+    [1, 'p1', 9],
+    [2, 'p2', 7],
+    [2, 'p3', 7],
+  ]);
+  // The score that beats half of them: 1, 1, 1, 3 are below 4.
+  same(
+    'score at 0.5',
+    expectStatus('score at 0.5', await boardsScoreAt({ path: { board: mod }, query: { percentile: 0.5 } }), 200),
+    { percentile: 0.5, score: 4, ranked: 8, below: 4, window: '1h' },
+  );
+  // Removal by list (nobody holds nothing: not counted), then keep the top 3.
+  same(
+    'remove a list',
+    expectStatus(
+      'remove a list',
+      await boardsRemoveMembers({ path: { board: mod }, body: { members: ['s1', 's2', 'nobody'] } }),
+      200,
+    ),
+    { removed: 2, members: ['s1', 's2'], more: false },
+  );
+  same(
+    'trim to 3',
+    expectStatus('trim to 3', await boardsTrim({ path: { board: mod }, query: { window: '1h', top: 3 } }), 200),
+    { removed: 3, members: ['p4', 'p5', 'p6'], more: false },
+  );
+  await page('top after the trim', () => boardsTop({ path: { board: mod } }), [
+    [1, 'p1', 9],
+    [2, 'p2', 7],
+    [2, 'p3', 7],
+  ]);
+  return mod;
+}
+
+// The dashboard's refresh with the trimmed board and one that does not exist (its
+// error), without leaders (no histories) or counters; then the board picker's search.
+async function dashboard(run: string, mod: string, boards: Array<[string, string]>): Promise<void> {
+  const missing = `gone-${run}`;
+  const before = Math.floor(now());
+  const view = expectStatus(
+    'dashboard',
+    await dashboardGet({ query: { boards: `${mod},${missing}`, top: 3, leaders: 0, counters: '' } }),
+    200,
+  );
+  between('dashboard: now', view.now, before, now());
+  const to = slotEnd(view.now);
+  same('dashboard: boards', view.boards, [
+    {
+      name: mod,
+      kind: 'windowed',
+      config: { slot: '1h', windows: ['1h'], offset: 0, ties: 'competition' },
+      windows: [
+        {
+          window: '1h',
+          members: 3,
+          ranked: 3,
+          lag_seconds: 0,
+          from: to - HOUR,
+          to,
+          entries: [
+            { rank: 1, member: 'p1', score: 9 },
+            { rank: 2, member: 'p2', score: 7 },
+            { rank: 2, member: 'p3', score: 7 },
+          ],
+          snapshot: null,
+          leaders: [],
+        },
+      ],
+      histories: [],
+    },
+    { name: missing, error: { code: 'board_not_found', message: `board "${missing}" does not exist` } },
+  ]);
+  same('dashboard: counters shown', view.counters.shown, []);
+  same('dashboard: stats', [view.stats.kind, view.stats.kinds.includes('AccessTime')], ['AccessTime', true]);
+  // Every board of this run (name and kind), sorted by name, found by a part of the name.
+  const found = expectStatus(
+    'dashboard search',
+    await dashboardBoards({ query: { search: `-${run}` } }),
+    200,
+  );
+  const sorted = [...boards].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  same('dashboard search', [found.matched, found.boards], [sorted.length, sorted.map(([name, kind]) => ({ name, kind }))]);
 }
 
 async function main(): Promise<void> {
@@ -481,8 +713,19 @@ async function main(): Promise<void> {
     same(`rate check (${attempt})`, verdict, { allowed, count, limit: 2, retry_after: allowed ? 0 : retryAfter });
   }
 
+  await severalBoards(run);
+  const mod = await bottomAndShares(run);
+  await dashboard(run, mod, [
+    [forum, 'windowed'],
+    [hot, 'trending'],
+    [`likes-${run}`, 'windowed'],
+    [`rust-${run}`, 'windowed'],
+    [`week-${run}`, 'windowed'],
+    [mod, 'windowed'],
+  ]);
+
   console.log(
-    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check`,
+    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the bottom, shares, bulk removal, the dashboard`,
   );
 }
 
