@@ -90,7 +90,6 @@ pub use error::{Error, Result};
 pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};
 pub use rates::{RateCounts, RateKey, RateTiers, RateWindow, Tier, Verdict};
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
-pub use rollboard::Rollboard;
 pub use rollboard::bulk_remove::{BulkRemoved, MAX_BULK_REMOVE};
 pub use rollboard::counters::CleanReport;
 pub use rollboard::dashboard_view::{
@@ -107,6 +106,7 @@ pub use rollboard::multi_write::{BoardWrite, BoardsEvent, MAX_BOARDS};
 pub use rollboard::percentile::ScoreAt;
 pub use rollboard::stats::ContextStats;
 pub use rollboard::write::{BatchOutcome, Rejected};
+pub use rollboard::{Rollboard, SkewTooLarge};
 pub use settings::Settings;
 pub use store::{
     CounterCleaned, CounterInfo, CounterStore, IngestOptions, Keyed, MemoryStore, RateHit,

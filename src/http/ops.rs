@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::AppState;
 use super::error::{ApiError, ErrorBody};
+use crate::SkewTooLarge;
 
 /// `{"status": …}` of the health endpoints.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -54,15 +55,11 @@ pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiEr
             // Reading the store's clock also shows that it answers.
             let skew = state.boards.clock_skew().await?;
             crate::metrics::clock_skew(skew);
-            if skew.abs() > max.as_secs_f64() {
+            if let Some(problem) = SkewTooLarge::judge(skew, max) {
                 return Err(ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    "clock_skew",
-                    format!(
-                        "this process's clock is {skew:+.3} s off the store's, more than the {} s allowed \
-                         (max_clock_skew): windows would freeze at the wrong time; sync this host's clock",
-                        max.as_secs_f64()
-                    ),
+                    problem.code(),
+                    problem.to_string(),
                 ));
             }
         }

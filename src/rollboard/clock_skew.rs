@@ -5,8 +5,44 @@
 //! The service measures the skew at start and then periodically, exports it, and fails
 //! readiness when it is too large.
 
+use std::time::Duration;
+
 use super::Rollboard;
 use crate::error::Result;
+
+/// A clock skew beyond the limit (`max_clock_skew`), which fails readiness: `/readyz`
+/// and the dashboard's health say it in the same words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkewTooLarge {
+    /// This clock minus the store's, in seconds.
+    pub skew: f64,
+    /// The limit.
+    pub max: Duration,
+}
+
+impl SkewTooLarge {
+    /// The problem when `skew` is beyond `max`, `None` within it.
+    pub fn judge(skew: f64, max: Duration) -> Option<SkewTooLarge> {
+        (skew.abs() > max.as_secs_f64()).then_some(SkewTooLarge { skew, max })
+    }
+
+    /// The stable code: `clock_skew`.
+    pub fn code(&self) -> &'static str {
+        "clock_skew"
+    }
+}
+
+impl std::fmt::Display for SkewTooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "this process's clock is {:+.3} s off the store's, more than the {} s allowed \
+             (max_clock_skew): windows would freeze at the wrong time; sync this host's clock",
+            self.skew,
+            self.max.as_secs_f64()
+        )
+    }
+}
 
 impl Rollboard {
     /// This instance's clock minus the store's clock, in seconds (positive: this clock is
@@ -27,6 +63,22 @@ impl Rollboard {
 #[cfg(test)]
 mod tests {
     use super::Rollboard;
+
+    #[test]
+    fn a_skew_fails_readiness_only_beyond_the_limit_either_way() {
+        use super::SkewTooLarge;
+        use std::time::Duration;
+        let max = Duration::from_millis(500);
+        assert_eq!(SkewTooLarge::judge(0.5, max), None);
+        assert_eq!(SkewTooLarge::judge(-0.5, max), None);
+        let behind = SkewTooLarge::judge(-0.75, max).unwrap();
+        assert_eq!(behind.code(), "clock_skew");
+        assert_eq!(
+            behind.to_string(),
+            "this process's clock is -0.750 s off the store's, more than the 0.5 s allowed \
+             (max_clock_skew): windows would freeze at the wrong time; sync this host's clock"
+        );
+    }
 
     #[tokio::test]
     async fn a_store_in_this_process_has_no_skew() {

@@ -16,6 +16,7 @@ use futures_util::StreamExt;
 use futures_util::future::{join, join_all, join4};
 
 use super::Rollboard;
+use super::clock_skew::SkewTooLarge;
 use super::dashboard_view::*;
 use crate::any_board::{AnyBoard, BoardKind};
 use crate::domain::counter::{CounterName, SampleQuery};
@@ -115,19 +116,13 @@ impl Rollboard {
         let mut problems = Vec::new();
         let clock_skew_seconds = match skew {
             Ok(skew) => {
-                if let Some(max) = query.max_clock_skew
-                    && skew.abs() > max.as_secs_f64()
-                {
-                    problems.push(DashboardProblem {
-                        code: "clock_skew".into(),
-                        message: format!(
-                            "this process's clock is {skew:+.3} s off the store's, more than the {} s \
-                             allowed (max_clock_skew): windows would freeze at the wrong time; sync \
-                             this host's clock",
-                            max.as_secs_f64()
-                        ),
-                    });
-                }
+                let too_large = query
+                    .max_clock_skew
+                    .and_then(|max| SkewTooLarge::judge(skew, max));
+                problems.extend(too_large.map(|p| DashboardProblem {
+                    code: p.code().into(),
+                    message: p.to_string(),
+                }));
                 skew
             }
             Err(e) => {

@@ -28,6 +28,7 @@ mod boards;
 pub(crate) mod bulk_remove;
 mod cache;
 mod clock_skew;
+pub use clock_skew::SkewTooLarge;
 pub(crate) mod counters;
 mod dashboard;
 pub(crate) mod dashboard_view;
