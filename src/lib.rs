@@ -85,6 +85,7 @@ pub use domain::{
     TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
     TrendingBoard, TrendingConfig,
 };
+pub use domain::{MAX_STANDING_EVENTS, MAX_STANDING_MEMBERS, WindowStanding, WrittenStanding};
 pub use domain::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots};
 pub use error::{Error, Result};
 pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};
@@ -106,6 +107,7 @@ pub use rollboard::multi_write::{BoardWrite, BoardsEvent, MAX_BOARDS};
 pub use rollboard::percentile::ScoreAt;
 pub use rollboard::stats::ContextStats;
 pub use rollboard::write::{BatchOutcome, Rejected};
+pub use rollboard::write_standing::StandingOutcome;
 pub use rollboard::{Rollboard, SkewTooLarge};
 pub use settings::Settings;
 pub use store::{

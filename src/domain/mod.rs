@@ -23,6 +23,7 @@ pub mod stats;
 mod ties;
 mod timestamp;
 pub(crate) mod trending;
+mod write_standing;
 
 pub use admission::{Admission, SlotWrite, not_in_future, too_late};
 pub use config::BoardConfig;
@@ -45,4 +46,8 @@ pub use timestamp::Timestamp;
 pub use trending::{
     TrendCounts, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange,
     TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+};
+pub use write_standing::{
+    MAX_STANDING_EVENTS, MAX_STANDING_MEMBERS, WindowStanding, WrittenStanding,
+    check_standing_members,
 };

@@ -1,7 +1,8 @@
 //! `POST /v1/boards/{board}/events`: one event, or a batch `{"events": […]}`, optionally
 //! under an `Idempotency-Key` header (a retry with the same key and body is applied
 //! once and answered as the first time; the key with another body is 422
-//! `idempotency_key_reused`).
+//! `idempotency_key_reused`), and with `?return=standing` answering each written
+//! member's score and rank before and after the write (`Rollboard::incr_batch_standing`).
 
 use axum::Json;
 use axum::extract::State;
@@ -11,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use super::AppState;
 use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
-use super::extract::{ApiPath, JsonBytes};
+use super::extract::{ApiPath, ApiQuery, JsonBytes};
 use super::wire::{BadBody, EventsIn, NotAnEvent, parse_events_body, parse_raw_event};
-use crate::{BatchOutcome, Error, Event, Fingerprint, IdempotencyKey};
+use crate::{BatchOutcome, Error, Event, Fingerprint, IdempotencyKey, Span, WrittenStanding};
 
 /// The request header naming a write, so that retrying it is safe.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -26,6 +27,70 @@ pub struct EventsResponse {
     /// Batches only: the events rejected, by index, with the reason.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rejected: Option<Vec<RejectedEvent>>,
+    /// With `?return=standing` only: one per distinct member with an event applied, in
+    /// order of first appearance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standings: Option<Vec<StandingOut>>,
+}
+
+/// `?return=standing&windows=1h,24h`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventsQuery {
+    /// `standing`: also answer each written member's score and rank in the board's
+    /// windows just after the write and its rank just before, read atomically with the
+    /// write (a windowed board; at most 1,000 events and 100 distinct members).
+    #[serde(rename = "return")]
+    #[param(rename = "return", pattern = "^standing$")]
+    pub return_: Option<String>,
+    /// With `return=standing`: a comma list of the board's windows to answer (`1h,24h`);
+    /// every window by default.
+    pub windows: Option<String>,
+}
+
+/// A member's standing after the write.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct StandingOut {
+    /// The member.
+    pub member: String,
+    /// One per window asked, in the order asked (the board's order by default).
+    pub windows: Vec<WindowStandingOut>,
+}
+
+/// A member's score and rank in one window, after the write and just before it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct WindowStandingOut {
+    /// The window.
+    #[schema(value_type = String, example = "1h")]
+    pub window: Span,
+    /// The member's total after the write, whatever its sign (0 when back to zero).
+    pub score: i64,
+    /// Its rank after the write (the board's ties and `rank` rule); null when not ranked.
+    pub rank: Option<u64>,
+    /// Its rank just before the write; null when it was not ranked, and on an
+    /// idempotent replay (nothing applied: score and rank are read now).
+    pub rank_before: Option<u64>,
+    /// Its total just before the write; null on an idempotent replay.
+    pub score_before: Option<i64>,
+}
+
+impl From<WrittenStanding> for StandingOut {
+    fn from(s: WrittenStanding) -> Self {
+        StandingOut {
+            member: s.member,
+            windows: s
+                .windows
+                .into_iter()
+                .map(|w| WindowStandingOut {
+                    window: w.window,
+                    score: w.score,
+                    rank: w.rank,
+                    rank_before: w.rank_before,
+                    score_before: w.score_before,
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One rejected event of a batch.
@@ -102,6 +167,7 @@ pub struct EventBatch {
     post, path = "/v1/boards/{board}/events", tag = "events", operation_id = "boardsPostEvents",
     params(
         ("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"),
+        EventsQuery,
         ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = r"^[!-~]+$",
          description = "1–255 printable ASCII characters, no spaces, naming this write: a retry with the same key and body within the key's time to live (default 24 h) is applied once and answered as the first time; the same key with another body gets 422 `idempotency_key_reused`"),
     ),
@@ -110,13 +176,13 @@ pub struct EventBatch {
         ("batch" = (summary = "A batch", value = json!({"events": [{"member": "post:7", "delta": 3}, {"member": "post:42", "delta": -1}, {"member": "post:9", "at": 1_700_000_000}]}))),
     )),
     responses(
-        (status = 200, description = "Applied: the single event, or the batch's accepted events (with the rejected ones by index)", body = EventsResponse,
+        (status = 200, description = "Applied: the single event, or the batch's accepted events (with the rejected ones by index); with `return=standing`, each written member's standing", body = EventsResponse,
          example = json!({"accepted": 2, "rejected": [{"index": 2, "error": {"code": "too_late", "message": "the event at 1700000000 is older than every window of board \"hot-posts\""}}]})),
         (status = 400, description = "`bad_request`: not JSON, not an event nor a batch, an unknown or repeated key, a batch element not of the event's shape (its index named); `invalid_idempotency_key`", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),
-        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age); or `idempotency_key_reused`: the Idempotency-Key was used for another body", body = ErrorBody),
+        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age); or `idempotency_key_reused`: the Idempotency-Key was used for another body; or `invalid_query`: `return` other than `standing`, `windows` without it or naming a window not of the board, more than 100 distinct members or 1,000 events with `return=standing`, or `return=standing` on a trending board; `invalid_span`: a window of `windows` that is not a span", body = ErrorBody),
     ),
     security(("writeToken" = []), ("adminToken" = []))
 )]
@@ -124,9 +190,11 @@ pub async fn post_events(
     _: WriteAccess,
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
     headers: HeaderMap,
     JsonBytes(body): JsonBytes,
 ) -> ApiResult<Json<EventsResponse>> {
+    let standing = standing_windows(&query)?;
     let key = idempotency_key(&headers)?;
     let fingerprint = key.as_ref().map(|_| Fingerprint::of_bytes(&body));
     let keyed = key.zip(fingerprint);
@@ -138,6 +206,9 @@ pub async fn post_events(
             ApiError::from(error)
         }
     })?;
+    if let Some(windows) = standing {
+        return post_standing(&state, &board, parsed, keyed.as_ref(), windows.as_deref()).await;
+    }
     let items = match parsed {
         EventsIn::One(event) => {
             let result =
@@ -165,45 +236,12 @@ pub async fn post_events(
             return Ok(Json(EventsResponse {
                 accepted: 1,
                 rejected: None,
+                standings: None,
             }));
         }
         EventsIn::Many(items) => items,
     };
-    state
-        .boards
-        .settings()
-        .admission()
-        .check_batch(items.len())?;
-
-    // An element not of the event's shape refuses the batch; one a rule rejects is
-    // reported by its index, and the rest go to the library together.
-    let mut rejected = Vec::new();
-    let mut valid: Vec<Event> = Vec::with_capacity(items.len());
-    let mut original_index = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
-        match parse_raw_event(item.get()) {
-            Ok(event) => {
-                valid.push(event);
-                original_index.push(index);
-            }
-            Err(NotAnEvent::Shape(message)) => {
-                return Err(ApiError::bad_request(format!(
-                    "events[{index}]: {message}; nothing was applied"
-                )));
-            }
-            Err(NotAnEvent::Invalid(error)) => rejected.push((index, error)),
-        }
-    }
-    for (_, error) in &rejected {
-        crate::metrics::event_rejected(series, &board, error);
-    }
-    let mut rejected: Vec<RejectedEvent> = rejected
-        .into_iter()
-        .map(|(index, error)| RejectedEvent {
-            index,
-            error: (&error).into(),
-        })
-        .collect();
+    let (valid, original_index, mut rejected) = batch_events(&state, &board, &items)?;
     let (outcome, replayed) = match &keyed {
         None => (state.boards.write_events(&board, &valid).await?, false),
         Some(keyed) => write(&state, &board, &valid, keyed).await?,
@@ -225,6 +263,151 @@ pub async fn post_events(
     Ok(Json(EventsResponse {
         accepted: outcome.accepted,
         rejected: Some(rejected),
+        standings: None,
+    }))
+}
+
+/// The events of a batch: those of the event's shape (a rule may still reject them),
+/// each one's index in the batch, and those already rejected by a rule. An element not
+/// of the event's shape refuses the batch.
+fn batch_events(
+    state: &AppState,
+    board: &str,
+    items: &[&serde_json::value::RawValue],
+) -> Result<(Vec<Event>, Vec<usize>, Vec<RejectedEvent>), ApiError> {
+    state
+        .boards
+        .settings()
+        .admission()
+        .check_batch(items.len())?;
+    let series = state.boards.board_series();
+    let mut rejected = Vec::new();
+    let mut valid: Vec<Event> = Vec::with_capacity(items.len());
+    let mut original_index = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        match parse_raw_event(item.get()) {
+            Ok(event) => {
+                valid.push(event);
+                original_index.push(index);
+            }
+            Err(NotAnEvent::Shape(message)) => {
+                return Err(ApiError::bad_request(format!(
+                    "events[{index}]: {message}; nothing was applied"
+                )));
+            }
+            Err(NotAnEvent::Invalid(error)) => rejected.push((index, error)),
+        }
+    }
+    for (_, error) in &rejected {
+        crate::metrics::event_rejected(series, board, error);
+    }
+    let rejected = rejected
+        .into_iter()
+        .map(|(index, error)| RejectedEvent {
+            index,
+            error: (&error).into(),
+        })
+        .collect();
+    Ok((valid, original_index, rejected))
+}
+
+/// `Some` for `?return=standing`, with the windows asked (`None`: every window);
+/// `return` other than `standing`, or `windows` without it, is `invalid_query`.
+fn standing_windows(query: &EventsQuery) -> Result<Option<Option<Vec<Span>>>, ApiError> {
+    match query.return_.as_deref() {
+        None if query.windows.is_some() => Err(Error::InvalidQuery {
+            reason: "windows is read with return=standing only: add return=standing, or \
+                     leave out windows"
+                .into(),
+        }
+        .into()),
+        None => Ok(None),
+        Some("standing") => {
+            let windows = query
+                .windows
+                .as_deref()
+                .map(|list| {
+                    list.split(',')
+                        .map(Span::parse)
+                        .collect::<crate::Result<Vec<_>>>()
+                })
+                .transpose()?;
+            Ok(Some(windows))
+        }
+        Some(other) => Err(Error::InvalidQuery {
+            reason: format!("return={other:?} is not known: the accepted value is return=standing"),
+        }
+        .into()),
+    }
+}
+
+/// A write with `?return=standing`: one event or a batch, in one atomic store call that
+/// also reads each written member's standing (see `Rollboard::incr_batch_standing`).
+async fn post_standing(
+    state: &AppState,
+    board: &str,
+    parsed: EventsIn<'_>,
+    keyed: Option<&(IdempotencyKey, Fingerprint)>,
+    windows: Option<&[Span]>,
+) -> ApiResult<Json<EventsResponse>> {
+    let series = state.boards.board_series();
+    let (valid, original_index, mut rejected, single) = match parsed {
+        EventsIn::One(event) => (vec![event], vec![0], Vec::new(), true),
+        EventsIn::Many(items) => {
+            let (valid, index, rejected) = batch_events(state, board, &items)?;
+            (valid, index, rejected, false)
+        }
+    };
+    let written = match keyed {
+        None => {
+            state
+                .boards
+                .incr_batch_standing(board, &valid, windows)
+                .await
+        }
+        Some((key, fingerprint)) => {
+            state
+                .boards
+                .write_keyed_standing(board, &valid, windows, key, fingerprint)
+                .await
+        }
+    };
+    let written = match written {
+        Ok(written) => written,
+        Err(error) => {
+            if single {
+                crate::metrics::event_rejected(series, board, &error);
+            }
+            return Err(error.into());
+        }
+    };
+    let replayed = written.replayed;
+    for r in written.outcome.rejected {
+        if !replayed {
+            crate::metrics::event_rejected(series, board, &r.error);
+        }
+        if single {
+            return Err(r.error.into());
+        }
+        rejected.push(RejectedEvent {
+            index: original_index[r.index],
+            error: (&r.error).into(),
+        });
+    }
+    rejected.sort_by_key(|r| r.index);
+    if !replayed {
+        crate::metrics::events_accepted(series, board, written.outcome.accepted);
+    }
+    Ok(Json(EventsResponse {
+        accepted: written.outcome.accepted,
+        rejected: (!single).then_some(rejected),
+        standings: Some(
+            written
+                .standings
+                .into_iter()
+                .map(StandingOut::from)
+                .collect(),
+        ),
     }))
 }
 

@@ -46,6 +46,7 @@ pub(crate) mod snapshots;
 pub(crate) mod stats;
 pub(crate) mod trending;
 pub(crate) mod write;
+pub(crate) mod write_standing;
 
 use cache::BoardCache;
 

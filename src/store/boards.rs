@@ -10,7 +10,7 @@ use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::{AroundOptions, Order};
 use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
-use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
+use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
 use crate::error::Result;
@@ -115,6 +115,23 @@ pub trait Store: Send + Sync + 'static {
         writes: Vec<SlotWrite>,
         key: &WriteKey,
     ) -> Result<Keyed>;
+
+    /// Applies `writes` as [`write`](Store::write) does (with `key`, once, as
+    /// [`write_keyed`](Store::write_keyed) does), in one atomic step that also reads, for
+    /// each distinct member of `writes` (in order of first appearance) and each of
+    /// `windows` (indexes, in the order given), the member's total and rank just before
+    /// and just after applying: nothing else can be applied between the reads and the
+    /// write. One [`WrittenStanding`] per member (the caller keeps those with an event
+    /// applied); none when nothing was applied (a keyed replay, a reused key). Never
+    /// batched with other callers' writes; `writes` is at most 1,000 events.
+    async fn write_standing(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        windows: &[usize],
+        key: Option<&WriteKey>,
+    ) -> Result<(Keyed, Vec<WrittenStanding>)>;
 
     /// A page of window `window` (an index into the board's windows): the ranking's
     /// members whose totals are in `range`, from the `offset`-th of them counted in

@@ -84,3 +84,4 @@ mod timeouts;
 mod tls_and_acl;
 mod trending;
 mod trending_property;
+mod write_standing;

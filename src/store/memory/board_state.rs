@@ -19,6 +19,7 @@ use crate::domain::{Coverage, WindowState, complete_from, coverage};
 use crate::domain::{Entry, History, MemberRank, Point, Ranks, Standing, TopPage};
 use crate::domain::{MAX_ABS, Member, ScoreRange, Timestamp, percentile};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
+use crate::domain::{WindowStanding, WrittenStanding};
 use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
 
 /// Member → stage values of one slot.
@@ -88,6 +89,66 @@ impl MemBoard {
         let statuses = self.write(now, writes);
         self.keyed.record(key, now, &statuses);
         Keyed::Applied(statuses)
+    }
+
+    /// Applies `writes` (once for `key`, if given), reading each distinct member's total
+    /// and rank in `windows` before and after, under the board's lock (see
+    /// `Store::write_standing`).
+    pub fn write_standing(
+        &mut self,
+        now: Timestamp,
+        writes: &[SlotWrite],
+        windows: &[usize],
+        key: Option<&WriteKey>,
+    ) -> (Keyed, Vec<WrittenStanding>) {
+        if let Some(answer) = key.and_then(|key| self.keyed.replay(key, now)) {
+            return (answer, Vec::new());
+        }
+        let mut seen = HashSet::new();
+        let members: Vec<&str> = writes
+            .iter()
+            .map(|w| w.member.as_str())
+            .filter(|m| seen.insert(*m))
+            .collect();
+        let before: Vec<Vec<(i64, Option<u64>)>> = members
+            .iter()
+            .map(|m| windows.iter().map(|j| self.score_rank(*j, m)).collect())
+            .collect();
+        let statuses = self.write(now, writes);
+        if let Some(key) = key {
+            self.keyed.record(key, now, &statuses);
+        }
+        let standings = members
+            .iter()
+            .zip(before)
+            .map(|(member, before)| WrittenStanding {
+                member: member.to_string(),
+                windows: windows
+                    .iter()
+                    .zip(before)
+                    .map(|(j, (score_before, rank_before))| {
+                        let (score, rank) = self.score_rank(*j, member);
+                        WindowStanding {
+                            window: self.board.config.windows()[*j],
+                            score,
+                            rank,
+                            score_before: Some(score_before),
+                            rank_before,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        (Keyed::Applied(statuses), standings)
+    }
+
+    /// A member's total in window `window` (0 without one) and its rank, if ranked.
+    fn score_rank(&self, window: usize, member: &str) -> (i64, Option<u64>) {
+        let totals = &self.totals[window];
+        let score = totals.get(member).unwrap_or(0);
+        let rank = (totals.get(member).is_some() && totals.rank_rule().ranks(score))
+            .then(|| totals.rank(member, score));
+        (score, rank)
     }
 
     /// Adds the larger windows of `board` (a new incarnation of this one's config plus

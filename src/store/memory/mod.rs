@@ -218,6 +218,17 @@ impl Store for MemoryStore {
         self.with_board(board, |b| b.write_keyed(now, &writes, key))
     }
 
+    async fn write_standing(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        windows: &[usize],
+        key: Option<&WriteKey>,
+    ) -> Result<(Keyed, Vec<crate::domain::WrittenStanding>)> {
+        self.with_board(board, |b| b.write_standing(now, &writes, windows, key))
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn top(
         &self,

@@ -320,6 +320,7 @@ async fn commit(conn: &RedisConn, budget: &Budget, batch: Batch) {
         now,
         guard: Unguarded,
         budget: Some(budget),
+        standing: None,
     };
     let entries = &batch.sums.entries;
     // Each pair's status, once the call that carried it answered.
@@ -333,14 +334,14 @@ async fn commit(conn: &RedisConn, budget: &Budget, batch: Batch) {
         let abs_total = batch.sums.abs_total;
         match send_sums(conn, &call, chunk, abs_total, chunk.len(), &limit).await {
             // A call that stopped at its budget: the rest go in the next call.
-            Ok((Answer::Did(SumsReply::Applied { pairs, too_late }), us)) => {
+            Ok((Answer::Did(SumsReply::Applied { pairs, too_late }), us, _)) => {
                 budget.observe(name, us, pairs);
                 for (status, e) in done[from..from + pairs].iter_mut().zip(chunk) {
                     *status = Some(fast_status(e.slot, &too_late));
                 }
                 from += pairs;
             }
-            Ok((Answer::Did(SumsReply::NeedsExact), us)) => {
+            Ok((Answer::Did(SumsReply::NeedsExact), us, _)) => {
                 budget.observe(name, us, chunk.len());
                 stopped = Some(Stopped::NeedsExact);
                 break;
@@ -396,7 +397,7 @@ async fn exact(
         let end = (from + budget.cap(&call.board.name)).min(todo.len());
         let part: Vec<SlotWrite> = todo[from..end].iter().map(|i| writes[*i].clone()).collect();
         match send_events(conn, call, &part, &call.limit()).await {
-            Ok((Answer::Did(got), us)) => {
+            Ok((Answer::Did(got), us, _)) => {
                 budget.observe(&call.board.name, us, got.len());
                 // A call that stopped at its budget: the rest go in the next call.
                 let applied = from..from + got.len();

@@ -56,6 +56,7 @@ mod script_pipeline;
 mod scripts;
 mod slot_index;
 mod snapshots;
+mod standing;
 mod stats;
 mod stats_calls;
 mod stats_commit;
@@ -283,6 +284,18 @@ impl Store for RedisStore {
         key: &WriteKey,
     ) -> Result<Keyed> {
         once::write_keyed(&self.conn, self.ingest.budget(), board, now, writes, key).await
+    }
+
+    async fn write_standing(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        windows: &[usize],
+        key: Option<&WriteKey>,
+    ) -> Result<(Keyed, Vec<crate::domain::WrittenStanding>)> {
+        let budget = self.ingest.budget();
+        standing::write_standing(&self.conn, budget, board, now, writes, windows, key).await
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -39,6 +39,7 @@ pub(super) async fn write_once(
         now,
         guard: Token(token),
         budget: None,
+        standing: None,
     };
     match apply(conn, &call, &Writes::of(&writes)).await? {
         Answer::Did(statuses) => Ok(Some(statuses)),
@@ -73,6 +74,7 @@ pub(super) async fn write_keyed(
             now,
             guard: Key(&part_key),
             budget: Some(budget),
+            standing: None,
         };
         match apply(conn, &call, &Writes::of(part)).await? {
             Answer::Did(got) => {

@@ -4,16 +4,17 @@
 
 use std::collections::HashMap;
 
-use redis::ScriptInvocation;
+use redis::{ScriptInvocation, Value};
 
 use super::budget::Limit;
 use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::layout::member_hash;
+use super::reply::{array, int};
 use super::write_call::{Answer, Guard, Summed, WriteCall, Writes, status_of};
 use crate::board::Board;
 use crate::domain::Removed;
-use crate::domain::{Member, Timestamp};
+use crate::domain::{BoardName, Member, RankedTotals, Ties, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::{SlotWrite, WriteStatus};
 
@@ -30,9 +31,52 @@ pub(super) enum SumsReply {
     NeedsExact,
 }
 
+/// The standing part of a `write.lua` reply (see its header, Standing): flat, per member,
+/// per window asked, total before, rank before, total after, rank after.
+pub(super) type StandingReply = Option<Vec<Value>>;
+
+/// Runs a `write.lua` call: its reply, and for a call that asked for standing
+/// (`standing`) and applied its entries, the standing part (the reply is then
+/// `{reply, standing}`). A call without standing parses the reply as it always did.
+async fn run(
+    conn: &RedisConn,
+    invocation: &ScriptInvocation<'_>,
+    board: &BoardName,
+    standing: bool,
+) -> Result<(Vec<i64>, StandingReply)> {
+    if !standing {
+        let reply: Vec<i64> = conn.script(invocation, board, Retry::Never).await?;
+        return Ok((reply, None));
+    }
+    let reply: Value = conn.script(invocation, board, Retry::Never).await?;
+    let bad = |v: &Value| Error::store(format!("write.lua answered {v:?} to a standing write"));
+    match reply {
+        Value::Array(mut parts) if matches!(parts.first(), Some(Value::Array(_))) => {
+            if parts.len() != 2 {
+                return Err(bad(&Value::Array(parts)));
+            }
+            let standing = array(parts.pop().expect("two parts"), "standing")?;
+            let reply = array(parts.pop().expect("two parts"), "write")?
+                .iter()
+                .map(|v| int(v, "write"))
+                .collect::<Result<Vec<i64>>>()?;
+            Ok((reply, Some(standing)))
+        }
+        Value::Array(parts) => Ok((
+            parts
+                .iter()
+                .map(|v| int(v, "write"))
+                .collect::<Result<Vec<i64>>>()?,
+            None,
+        )),
+        other => Err(bad(&other)),
+    }
+}
+
 /// Sends summed entries, each (slot, member) once, on the fast path (see `write.lua`):
 /// `events` is how many events they sum (recorded under a key). Also answers how long
-/// the script ran, in µs by the server's clock (0 when it found its guard's record). The
+/// the script ran, in µs by the server's clock (0 when it found its guard's record), and
+/// the standing asked for (`call.standing`) when the call applied its entries. The
 /// call may stop before its last entry as `limit` allows, having applied at least its
 /// first group.
 pub(super) async fn send_sums<G: Guard>(
@@ -42,7 +86,7 @@ pub(super) async fn send_sums<G: Guard>(
     abs_total: u128,
     events: usize,
     limit: &Limit,
-) -> Result<(Answer<SumsReply, G::Found>, u64)> {
+) -> Result<(Answer<SumsReply, G::Found>, u64, StandingReply)> {
     let slots = Slots::of(entries.iter().map(|e| e.slot));
     // Anything past 2^53 takes the exact path; keep the number exact in Lua.
     let abs_total = abs_total.min(1 << 53) as u64;
@@ -55,7 +99,7 @@ pub(super) async fn send_sums<G: Guard>(
         invocation.arg(e.member.as_str()).arg(e.sum);
     }
     let board = &call.board.name;
-    let reply: Vec<i64> = conn.script(&invocation, board, Retry::Never).await?;
+    let (reply, standing) = run(conn, &invocation, board, call.standing.is_some()).await?;
     let bad = || Error::store(format!("write.lua answered {reply:?} to summed entries"));
     match reply.as_slice() {
         [0, us, pairs, too_late @ ..] => Ok((
@@ -70,10 +114,11 @@ pub(super) async fn send_sums<G: Guard>(
                     .collect::<Result<_>>()?,
             }),
             micros(*us),
+            standing,
         )),
-        [2, us] => Ok((Answer::Did(SumsReply::NeedsExact), micros(*us))),
+        [2, us] => Ok((Answer::Did(SumsReply::NeedsExact), micros(*us), None)),
         _ => G::found(&reply)
-            .map(|found| (Answer::Found(found), 0))
+            .map(|found| (Answer::Found(found), 0, None))
             .ok_or_else(bad),
     }
 }
@@ -87,14 +132,14 @@ fn micros(us: i64) -> u64 {
 /// Sends events one by one, in order, each checked against the stored values (the
 /// exact path, for boards whose bound no longer proves the range): the status of each
 /// event applied, from the first (fewer than sent when the call stopped at its budget,
-/// never none of them). Also answers the script's own duration in µs, as [`send_sums`]
-/// does.
+/// never none of them). Also answers the script's own duration in µs and the standing
+/// asked for, as [`send_sums`] does.
 pub(super) async fn send_events<G: Guard>(
     conn: &RedisConn,
     call: &WriteCall<'_, G>,
     writes: &[SlotWrite],
     limit: &Limit,
-) -> Result<(Answer<Vec<WriteStatus>, G::Found>, u64)> {
+) -> Result<(Answer<Vec<WriteStatus>, G::Found>, u64, StandingReply)> {
     let slots = Slots::of(writes.iter().map(|w| w.slot));
     let mut invocation = invocation(conn, call, &slots, Mode::Events, writes.len(), limit);
     if sends_hashes(conn, call.board, call.now, &slots) {
@@ -105,7 +150,7 @@ pub(super) async fn send_events<G: Guard>(
         invocation.arg(w.member.as_str()).arg(w.delta);
     }
     let board = &call.board.name;
-    let reply: Vec<i64> = conn.script(&invocation, board, Retry::Never).await?;
+    let (reply, standing) = run(conn, &invocation, board, call.standing.is_some()).await?;
     let bad = || {
         Error::store(format!(
             "write.lua answered {reply:?} for {} events",
@@ -120,10 +165,10 @@ pub(super) async fn send_events<G: Guard>(
                 .iter()
                 .map(|code| status_of(*code).ok_or_else(bad))
                 .collect::<Result<Vec<_>>>()
-                .map(|statuses| (Answer::Did(statuses), micros(*us)))
+                .map(|statuses| (Answer::Did(statuses), micros(*us), standing))
         }
         _ => G::found(&reply)
-            .map(|found| (Answer::Found(found), 0))
+            .map(|found| (Answer::Found(found), 0, None))
             .ok_or_else(bad),
     }
 }
@@ -138,11 +183,24 @@ pub(super) async fn apply<G: Guard>(
     call: &WriteCall<'_, G>,
     writes: &Writes<'_>,
 ) -> Result<Answer<Vec<WriteStatus>, G::Found>> {
+    Ok(match apply_standing(conn, call, writes).await? {
+        Answer::Did((statuses, _)) => Answer::Did(statuses),
+        Answer::Found(found) => Answer::Found(found),
+    })
+}
+
+/// [`apply`], also answering the standing the call asked for (`call.standing`), read by
+/// the call that applied the writes.
+pub(super) async fn apply_standing<G: Guard>(
+    conn: &RedisConn,
+    call: &WriteCall<'_, G>,
+    writes: &Writes<'_>,
+) -> Result<Answer<(Vec<WriteStatus>, StandingReply), G::Found>> {
     let limit = call.limit();
     let entries = &writes.sums.entries;
     let events = writes.events;
     let sums_limit = limit.at(&writes.boundaries);
-    let (answer, us) = send_sums(
+    let (answer, us, standing) = send_sums(
         conn,
         call,
         entries,
@@ -159,15 +217,21 @@ pub(super) async fn apply<G: Guard>(
                     "write.lua stopped after {pairs} entries, not a stop point"
                 ))
             })?;
-            Ok(Answer::Did(fast_statuses(&events[..applied], &too_late)))
+            Ok(Answer::Did((
+                fast_statuses(&events[..applied], &too_late),
+                standing,
+            )))
         }
         Answer::Did(SumsReply::NeedsExact) => {
             observe(call, us, entries.len());
-            let (answer, us) = send_events(conn, call, events, &limit).await?;
-            if let Answer::Did(statuses) = &answer {
-                observe(call, us, statuses.len());
-            }
-            Ok(answer)
+            let (answer, us, standing) = send_events(conn, call, events, &limit).await?;
+            Ok(match answer {
+                Answer::Did(statuses) => {
+                    observe(call, us, statuses.len());
+                    Answer::Did((statuses, standing))
+                }
+                Answer::Found(found) => Answer::Found(found),
+            })
         }
         Answer::Found(found) => Ok(Answer::Found(found)),
     }
@@ -299,10 +363,13 @@ fn invocation<'a, G: Guard>(
         Mode::Events => invocation.arg("events").arg(""),
     };
     call.guard.push_args(&mut invocation, now, events);
-    invocation.arg(
-        conn.layout()
-            .new_slots(board, sends_hashes(conn, board, now, slots)),
-    );
+    let mut slot_words = conn
+        .layout()
+        .new_slots(board, sends_hashes(conn, board, now, slots));
+    if let Some(windows) = call.standing {
+        slot_words.push_str(&standing_words(board, windows));
+    }
+    invocation.arg(slot_words);
     invocation.arg(limit.arg());
     invocation.arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
     invocation.arg(
@@ -312,6 +379,22 @@ fn invocation<'a, G: Guard>(
     );
     invocation.arg(&slots.starts);
     invocation
+}
+
+/// The standing words of `write.lua`'s ARGV[11]: ' <windows> <ties> <rank>', the
+/// windows (indexes) as 1-based positions.
+fn standing_words(board: &Board, windows: &[usize]) -> String {
+    let positions: Vec<String> = windows.iter().map(|j| (j + 1).to_string()).collect();
+    let ties = match board.config.ties() {
+        Ties::Competition => "competition",
+        Ties::Dense => "dense",
+        Ties::Position => "position",
+    };
+    let rank = match board.config.rank() {
+        RankedTotals::Positive => "positive",
+        RankedTotals::Nonzero => "nonzero",
+    };
+    format!(" {} {ties} {rank}", positions.join(","))
 }
 
 pub(super) async fn remove_member(

@@ -15,13 +15,16 @@ use crate::board::Board;
 use crate::domain::Timestamp;
 use crate::store::{Recorded, SlotWrite, WriteKey, WriteStatus};
 
-/// One `write.lua` call: the board and `now` it writes at, its guard, and the budget that
-/// bounds it (`None`: no budget, it applies everything it carries).
+/// One `write.lua` call: the board and `now` it writes at, its guard, the budget that
+/// bounds it (`None`: no budget, it applies everything it carries), and the windows (by
+/// index) whose standing it answers (`None` but for a write that returns its standing,
+/// which has no budget: `write.lua`'s Standing).
 pub(super) struct WriteCall<'a, G> {
     pub board: &'a Board,
     pub now: Timestamp,
     pub guard: G,
     pub budget: Option<&'a Budget>,
+    pub standing: Option<&'a [usize]>,
 }
 
 impl<G> WriteCall<'_, G> {

@@ -42,6 +42,47 @@ local function negate(v)
 end
 
 
+-- Ranks (read_ranking.lua, write.lua). A window's ranking holds the members of its
+-- totals zset with a ranked total: positive ones, or with `nonzero` (a net-vote board)
+-- every one (the totals never hold a zero), highest first, equal totals by member
+-- ascending. A rank is 1 + the number of members with a strictly higher total
+-- (competition), 1 + the number of distinct totals strictly higher (dense: ZCOUNT on the
+-- window's distinct totals `dense`, see retally), or the 1-based ranking position
+-- (`position`). Each is O(log N).
+
+-- Whether `score` (a total, as Redis prints it) is ranked.
+local function ranked_total(score, nonzero)
+  if nonzero then return tonumber(score) ~= 0 end
+  return tonumber(score) > 0
+end
+
+-- The rank of `score`, `greater` members having a strictly higher total, held by the
+-- member at ranking position `at` (0-based; read only when `position`).
+local function rank_of_total(dense, position, score, greater, at)
+  if position then return at + 1 end
+  if dense then return redis.call('ZCOUNT', dense, '(' .. score, '+inf') + 1 end
+  return greater + 1
+end
+
+-- The 0-based ranking position in `totals` of `member`, whose total is `score`,
+-- `greater` members having a strictly higher one: from its ZREVRANK, which orders equal
+-- totals by member descending.
+local function position_in(totals, member, score, greater)
+  local tied = redis.call('ZCOUNT', totals, score, score)
+  local revrank = redis.call('ZREVRANK', totals, member)
+  return greater + (tied - 1 - (revrank - greater))
+end
+
+-- `member`'s total in `totals` (as Redis prints it; false without one) and its rank
+-- (false when the total is not ranked), the board ranking as the flags say.
+local function member_rank(totals, dense, position, nonzero, member)
+  local score = redis.call('ZSCORE', totals, member)
+  if not score or not ranked_total(score, nonzero) then return score or false, false end
+  local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
+  return score, rank_of_total(dense, position, score, greater,
+    position and position_in(totals, member, score, greater))
+end
+
 -- Idempotency-key records (write.lua, trend_write.lua). A call under a client's key is
 -- recorded, in the same call that applies its write, as one string set with PX = TTL:
 --   '<fingerprint>[:<events>] <now> <deadline>[ <reply>...]'

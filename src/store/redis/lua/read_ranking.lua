@@ -55,27 +55,16 @@ for word in string.gmatch(ARGV[4], '%S+') do flags[word] = true end
 -- ones.
 local floor = flags.nonzero and '-inf' or '(0'
 
--- Whether `score` (a total, as Redis prints it) is ranked.
+-- The prelude's rank helpers (ranked_total, rank_of_total, position_in), with this
+-- call's window and flags.
 local function is_ranked(score)
-  if flags.nonzero then return tonumber(score) ~= 0 end
-  return tonumber(score) > 0
+  return ranked_total(score, flags.nonzero)
 end
-
--- The rank of `score`, `greater` members having a strictly higher total, held by the
--- member at ranking position `position` (0-based).
 local function rank_of(score, greater, position)
-  if flags.position then return position + 1 end
-  if dense then return redis.call('ZCOUNT', dense, '(' .. score, '+inf') + 1 end
-  return greater + 1
+  return rank_of_total(dense, flags.position, score, greater, position)
 end
-
--- The 0-based ranking position of `member`, whose total is `score`, `greater` members
--- having a strictly higher one: from its ZREVRANK, which orders equal totals by member
--- descending.
 local function position_of(member, score, greater)
-  local tied = redis.call('ZCOUNT', totals, score, score)
-  local revrank = redis.call('ZREVRANK', totals, member)
-  return greater + (tied - 1 - (revrank - greater))
+  return position_in(totals, member, score, greater)
 end
 local record = board_record(board, ARGV[1], 'done:' .. ARGV[2], 'since:' .. ARGV[2], 'building:' .. ARGV[2])
 local pending = redis.call('ZRANGEBYSCORE', index, '(' .. record[3], '+inf', 'LIMIT', 0, 1)
@@ -161,16 +150,9 @@ end
 
 if mode == 'ranks' then
   for k = 7, #ARGV do
-    local score = redis.call('ZSCORE', totals, ARGV[k])
-    if score and is_ranked(score) then
-      local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
-      reply[#reply + 1] = score
-      reply[#reply + 1] = rank_of(score, greater,
-        flags.position and position_of(ARGV[k], score, greater))
-    else
-      reply[#reply + 1] = score or false
-      reply[#reply + 1] = false
-    end
+    local score, rank = member_rank(totals, dense, flags.position, flags.nonzero, ARGV[k])
+    reply[#reply + 1] = score
+    reply[#reply + 1] = rank
   end
   return reply
 end

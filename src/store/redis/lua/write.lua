@@ -34,7 +34,11 @@
 --                            before one splits, and '1' when the caller sends each
 --                            entry's member hash (the prelude's member_hash, which the
 --                            client computes for boards whose new slots are compact),
---                            else '0'
+--                            else '0'; then, for a write that answers its standing only
+--                            (see Standing below), ' <windows> <ties> <rank>': the
+--                            positions j of the windows asked, comma-separated ('1,3'),
+--                            the board's ties ('competition', 'dense' or 'position') and
+--                            which totals it ranks ('positive' or 'nonzero')
 -- ARGV[12]                   the call's time budget (see Budget below): '' (none: apply
 --                            every entry), '<µs> <stride>' (the call may stop after every
 --                            <stride> entries) or '<µs> 0 <e> <c> <e> <c> ...' (it may stop
@@ -120,6 +124,16 @@
 -- range checks read both forms of a compact slot's stage.
 -- Dense tallies (the prelude's window_totals): on a dense board every change of a
 -- window's total is tallied too.
+-- Standing: with the standing words in ARGV[11] (no budget: the caller sends such a
+--   call alone, never through group commit), the call reads, for each distinct member of
+--   its entries (in order of first appearance) and each window asked, the member's total
+--   and rank just before applying anything (after the freeze) and again after applying,
+--   with the prelude's member_rank (the ranks read_ranking.lua answers), and returns
+--   {reply, standing} where reply is what it returns without them ({0, ...} or
+--   {1, ...}) and standing is flat: per member, per window asked, total before, rank
+--   before, total after, rank after (a total is 0 without one; a rank false when not
+--   ranked). Its other replies ({2, µs}, {3}, {4, ...}, {5}) are as without them.
+--   Cost: O(members x windows x log N) more, members bounded by the caller (100).
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local MAX = 9007199254740991
@@ -209,7 +223,7 @@ for i = 1, m do
 end
 
 -- Slot forms (prelude): plain, compact, or compact being relaid out as plain.
-local new_layout, fill, hashed = string.match(ARGV[11], '^(%a+) (%d+) ([01])$')
+local new_layout, fill, hashed, asked = string.match(ARGV[11], '^(%a+) (%d+) ([01]) ?(.*)$')
 if record[9 + n] then new_layout = record[9 + n] end
 -- The current slot's start: fresh slots from it on are created plain (see the header).
 local current = tonumber(ARGV[A + n + 1]) + tonumber(ARGV[A + 1])
@@ -327,6 +341,50 @@ local function spent()
   return limit ~= nil and now_us() - started >= limit
 end
 
+-- Standing (see the header): the distinct members of the entries and the windows asked,
+-- read before anything is applied and again at the end.
+local standing = nil
+if asked ~= '' then
+  local list, ties, rank = string.match(asked, '^([%d,]+) (%a+) (%a+)$')
+  local windows, members, seen = {}, {}, {}
+  for j in string.gmatch(list, '%d+') do windows[#windows + 1] = tonumber(j) end
+  for x = 0, count - 1 do
+    local _, member = entry(x)
+    if not seen[member] then
+      seen[member] = true
+      members[#members + 1] = member
+    end
+  end
+  local position, nonzero = ties == 'position', rank == 'nonzero'
+  -- Appends each member's total and rank in each window asked to `into`.
+  local function read_standing(into)
+    for _, member in ipairs(members) do
+      for _, j in ipairs(windows) do
+        local dense = dense_board and KEYS[DENSE + 2 * j] or nil
+        local score, ranked = member_rank(KEYS[TOTALS + j], dense, position, nonzero, member)
+        into[#into + 1] = tonumber(score) or 0
+        into[#into + 1] = ranked
+      end
+    end
+  end
+  standing = { before = {}, read = read_standing }
+  read_standing(standing.before)
+end
+-- The reply `reply` of a call that applied its entries, with the standing asked (if any).
+local function answered(reply)
+  if not standing then return reply end
+  local after = {}
+  standing.read(after)
+  local flat = {}
+  for x = 1, #after, 2 do
+    flat[#flat + 1] = standing.before[x]
+    flat[#flat + 1] = standing.before[x + 1]
+    flat[#flat + 1] = after[x]
+    flat[#flat + 1] = after[x + 1]
+  end
+  return { reply, flat }
+end
+
 -- Entry -> its stage value after the HINCRBY already made (past the bound only), for
 -- the group being applied; the first group ends at `stop`.
 local applied = {}
@@ -401,7 +459,7 @@ if mode == 'sums' then
   save_geometries()
   remember(slots, events)
   reply[2] = now_us() - started
-  return reply
+  return answered(reply)
 end
 
 -- Mode 'events': check every event against the current values, in order.
@@ -448,4 +506,4 @@ local recorded = { 1 }
 for x = 3, #status do recorded[x - 1] = status[x] end
 remember(recorded, e < count and e or nil)
 status[2] = now_us() - started
-return status
+return answered(status)
