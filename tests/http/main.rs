@@ -39,3 +39,4 @@ mod test_cluster;
 mod test_redis;
 mod trending;
 mod webhook;
+mod write_standing;
