@@ -117,10 +117,23 @@ pub async fn http_batches(
 
 /// `connections` loops posting one event per request for `duration`.
 pub async fn http_singles(url: &str, board: &str, connections: usize, duration: Duration) -> Load {
+    http_singles_with(url, board, "", Spread::Uniform, connections, duration).await
+}
+
+/// [`http_singles`] with `query` after the path (`"?return=standing"`) and members
+/// spread as `spread` says.
+pub async fn http_singles_with(
+    url: &str,
+    board: &str,
+    query: &str,
+    spread: Spread,
+    connections: usize,
+    duration: Duration,
+) -> Load {
     let host = url.trim_start_matches("http://").to_owned();
-    let path = format!("/v1/boards/{board}/events");
+    let path = format!("/v1/boards/{board}/events{query}");
     let requests: Arc<Vec<Vec<u8>>> = Arc::new(
-        member_ids(Spread::Uniform, 10_000, 99)
+        member_ids(spread, 10_000, 99)
             .into_iter()
             .map(|m| {
                 raw_http::request(

@@ -3,7 +3,8 @@
 //!
 //! In one run it starts its own Redis and the service, measures the ceiling with
 //! `redis-benchmark` on that Redis, and prints every figure beside its reference as a
-//! ratio: HTTP ingest (uniform and Zipf batches, single events), the library path, the
+//! ratio: HTTP ingest (uniform and Zipf batches, single events, and single events with
+//! `?return=standing` beside plain ones on one board), the library path, the
 //! source article's design, a lone event's latency, retirement of a 200k-member slot on
 //! a two-window board, each window, plain and compact slots side by side (with the
 //! longest Redis call and top-10 latency meanwhile), top-10 reads under
@@ -16,7 +17,7 @@
 //! slot layouts (100k members x 24 slots, and 1k members per slot) with their ingest, and
 //! a check that totals equal the acknowledged events.
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
-//! phases only (comma-separated: uniform, zipf, single, library, huge, reads, retire,
+//! phases only (comma-separated: uniform, zipf, single, standing, library, huge, reads, retire,
 //! recompute, longwindow, pages, ranks, rates, counters, memory, bigwrite, manyboards);
 //! `BENCH_LAYOUT=plain` keeps the boards the service and library phases create (those
 //! that name no layout) in plain slots (default compact, the store's default).
@@ -175,6 +176,41 @@ fn main() {
                 target: None,
             });
             acknowledged.push(("bench-single".into(), single.done));
+        }
+
+        // Single events answering their standing beside plain ones, same board, same run.
+        if run("standing") {
+            eprintln!("single events, plain and return=standing …");
+            let board = "bench-standing";
+            create(board, "1m", &["1h", "24h"]).await;
+            let (url, zipf) = (&service.url, Spread::Zipf);
+            let mut plain = load::http_singles_with(url, board, "", zipf, 64, phase).await;
+            let query = "?return=standing";
+            let mut standing = load::http_singles_with(url, board, query, zipf, 64, phase).await;
+            let ratio = standing.per_second() / plain.per_second();
+            rows.push(Row {
+                figure: "HTTP single events, Zipf, 1h/24h (64 connections)".into(),
+                measured: rate(plain.per_second(), "ev/s"),
+                reference: format!(
+                    "p50 / p99 {} / {}",
+                    ms(plain.percentile(50.0)),
+                    ms(plain.percentile(99.0))
+                ),
+                ratio: None,
+                target: None,
+            });
+            rows.push(Row {
+                figure: "  the same with ?return=standing (both windows)".into(),
+                measured: rate(standing.per_second(), "ev/s"),
+                reference: format!(
+                    "p50 / p99 {} / {}",
+                    ms(standing.percentile(50.0)),
+                    ms(standing.percentile(99.0))
+                ),
+                ratio: Some(ratio),
+                target: None,
+            });
+            acknowledged.push((board.into(), plain.done + standing.done));
         }
 
         // The library path, and a lone event's latency through it.
