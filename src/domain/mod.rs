@@ -48,6 +48,6 @@ pub use trending::{
     TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 pub use write_standing::{
-    MAX_STANDING_EVENTS, MAX_STANDING_MEMBERS, WindowStanding, WrittenStanding,
-    check_standing_members,
+    MAX_STANDING_EVENTS, MAX_STANDING_MEMBERS, MAX_STANDING_READS, WindowStanding, WrittenStanding,
+    check_standing_write,
 };

@@ -9,12 +9,17 @@ use super::event::Event;
 use super::span::Span;
 use crate::error::{Error, Result};
 
-/// The most events a write that answers its standing may carry: it is one store call.
-pub const MAX_STANDING_EVENTS: usize = 1_000;
+/// The most events a write that answers its standing may carry: it is one store call
+/// with no budget.
+pub const MAX_STANDING_EVENTS: usize = 500;
 
-/// The most distinct members a write that answers its standing may carry: each costs
-/// the store two rank reads per window asked inside the write's atomic call.
+/// The most distinct members a write that answers its standing may carry.
 pub const MAX_STANDING_MEMBERS: usize = 100;
+
+/// The most (member, window) standings one write may read: each costs the store two rank
+/// reads inside the write's atomic call (about as much as ten events), so 100 members
+/// in two windows, or 66 in three, keep the call near 2 ms.
+pub const MAX_STANDING_READS: usize = 200;
 
 /// A member's score and rank in one window, just before and just after a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,27 +47,39 @@ pub struct WrittenStanding {
     pub windows: Vec<WindowStanding>,
 }
 
-/// Checks that `events` are at most [`MAX_STANDING_EVENTS`] and name at most
-/// [`MAX_STANDING_MEMBERS`] distinct members.
-pub fn check_standing_members(events: &[Event]) -> Result<()> {
-    if events.len() > MAX_STANDING_EVENTS {
-        return Err(Error::InvalidQuery {
+/// Checks that `events`, answering their standing in `windows` windows, are within the
+/// bounds: [`MAX_STANDING_MEMBERS`] distinct members, [`MAX_STANDING_READS`] members
+/// times windows and [`MAX_STANDING_EVENTS`] events.
+pub fn check_standing_write(events: &[Event], windows: usize) -> Result<()> {
+    let members = events
+        .iter()
+        .map(|e| e.member.as_str())
+        .collect::<HashSet<&str>>()
+        .len();
+    let refuse = |what: String| {
+        Err(Error::InvalidQuery {
             reason: format!(
-                "a write that returns its standing carries at most {MAX_STANDING_EVENTS} \
-                 events, this one has {}: split the batch, or drop return=standing",
-                events.len()
+                "a write that returns its standing {what}: split the batch, or drop \
+                 return=standing"
             ),
-        });
+        })
+    };
+    if members > MAX_STANDING_MEMBERS {
+        return refuse(format!(
+            "carries at most {MAX_STANDING_MEMBERS} distinct members, this one has {members}"
+        ));
     }
-    let distinct: HashSet<&str> = events.iter().map(|e| e.member.as_str()).collect();
-    if distinct.len() > MAX_STANDING_MEMBERS {
-        return Err(Error::InvalidQuery {
-            reason: format!(
-                "a write that returns its standing carries at most {MAX_STANDING_MEMBERS} \
-                 distinct members, this one has {}: split the batch, or drop return=standing",
-                distinct.len()
-            ),
-        });
+    if members * windows > MAX_STANDING_READS {
+        return refuse(format!(
+            "reads at most {MAX_STANDING_READS} standings (members x windows), this one \
+             asks {members} members x {windows} windows (name fewer with windows=)"
+        ));
+    }
+    if events.len() > MAX_STANDING_EVENTS {
+        return refuse(format!(
+            "carries at most {MAX_STANDING_EVENTS} events, this one has {}",
+            events.len()
+        ));
     }
     Ok(())
 }
@@ -71,36 +88,38 @@ pub fn check_standing_members(events: &[Event]) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn events(members: usize) -> Vec<Event> {
+    /// `each` events for each of `members` members.
+    fn events(members: usize, each: usize) -> Vec<Event> {
         (0..members)
-            .flat_map(|m| {
-                let member = format!("m{m}");
-                [
-                    Event {
-                        member: member.clone(),
-                        delta: 1,
-                        at: None,
-                    },
-                    Event {
-                        member,
-                        delta: 2,
-                        at: None,
-                    },
-                ]
-            })
+            .flat_map(|m| (0..each).map(move |_| Event::new(format!("m{m}"), 1)))
             .collect()
     }
 
     #[test]
-    fn a_standing_write_carries_at_most_100_distinct_members() {
-        assert_eq!(check_standing_members(&events(100)), Ok(()));
-        assert_eq!(
-            check_standing_members(&events(101)),
+    fn a_standing_write_is_bounded_in_members_reads_and_events() {
+        assert_eq!(check_standing_write(&events(100, 2), 2), Ok(()));
+        let refused = |reason: &str| {
             Err(Error::InvalidQuery {
-                reason: "a write that returns its standing carries at most 100 distinct \
-                         members, this one has 101: split the batch, or drop return=standing"
-                    .into()
+                reason: format!(
+                    "a write that returns its standing {reason}: split the batch, or drop return=standing"
+                ),
             })
+        };
+        assert_eq!(
+            check_standing_write(&events(101, 1), 1),
+            refused("carries at most 100 distinct members, this one has 101")
+        );
+        assert_eq!(
+            check_standing_write(&events(67, 1), 3),
+            refused(
+                "reads at most 200 standings (members x windows), this one asks 67 members x 3 windows (name fewer with windows=)"
+            )
+        );
+        assert_eq!(check_standing_write(&events(66, 1), 3), Ok(()));
+        assert_eq!(check_standing_write(&events(2, 250), 1), Ok(()));
+        assert_eq!(
+            check_standing_write(&events(2, 251), 1),
+            refused("carries at most 500 events, this one has 502")
         );
     }
 }

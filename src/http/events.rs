@@ -39,7 +39,8 @@ pub struct EventsResponse {
 pub struct EventsQuery {
     /// `standing`: also answer each written member's score and rank in the board's
     /// windows just after the write and its rank just before, read atomically with the
-    /// write (a windowed board; at most 1,000 events and 100 distinct members).
+    /// write (a windowed board; at most 500 events, 100 distinct members and 200 members
+    /// times windows).
     #[serde(rename = "return")]
     #[param(rename = "return", pattern = "^standing$")]
     pub return_: Option<String>,
@@ -182,7 +183,7 @@ pub struct EventBatch {
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),
-        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age); or `idempotency_key_reused`: the Idempotency-Key was used for another body; or `invalid_query`: `return` other than `standing`, `windows` without it or naming a window not of the board, more than 100 distinct members or 1,000 events with `return=standing`, or `return=standing` on a trending board; `invalid_span`: a window of `windows` that is not a span", body = ErrorBody),
+        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age); or `idempotency_key_reused`: the Idempotency-Key was used for another body; or `invalid_query`: `return` other than `standing`, `windows` without it or naming a window not of the board, more than 100 distinct members, 200 members times windows or 500 events with `return=standing`, or `return=standing` on a trending board; `invalid_span`: a window of `windows` that is not a span", body = ErrorBody),
     ),
     security(("writeToken" = []), ("adminToken" = []))
 )]
@@ -241,7 +242,11 @@ pub async fn post_events(
         }
         EventsIn::Many(items) => items,
     };
-    let (valid, original_index, mut rejected) = batch_events(&state, &board, &items)?;
+    let BatchEvents {
+        valid,
+        index: original_index,
+        mut rejected,
+    } = batch_events(&state, &board, &items)?;
     let (outcome, replayed) = match &keyed {
         None => (state.boards.write_events(&board, &valid).await?, false),
         Some(keyed) => write(&state, &board, &valid, keyed).await?,
@@ -267,14 +272,23 @@ pub async fn post_events(
     }))
 }
 
-/// The events of a batch: those of the event's shape (a rule may still reject them),
-/// each one's index in the batch, and those already rejected by a rule. An element not
-/// of the event's shape refuses the batch.
+/// A batch's events as parsed.
+struct BatchEvents {
+    /// Those of the event's shape (a rule may still reject them).
+    valid: Vec<Event>,
+    /// Each valid event's index in the batch.
+    index: Vec<usize>,
+    /// Those a rule rejected already.
+    rejected: Vec<RejectedEvent>,
+}
+
+/// The events of a batch (see [`BatchEvents`]). An element not of the event's shape
+/// refuses the batch.
 fn batch_events(
     state: &AppState,
     board: &str,
     items: &[&serde_json::value::RawValue],
-) -> Result<(Vec<Event>, Vec<usize>, Vec<RejectedEvent>), ApiError> {
+) -> Result<BatchEvents, ApiError> {
     state
         .boards
         .settings()
@@ -308,7 +322,11 @@ fn batch_events(
             error: (&error).into(),
         })
         .collect();
-    Ok((valid, original_index, rejected))
+    Ok(BatchEvents {
+        valid,
+        index: original_index,
+        rejected,
+    })
 }
 
 /// `Some` for `?return=standing`, with the windows asked (`None`: every window);
@@ -354,8 +372,8 @@ async fn post_standing(
     let (valid, original_index, mut rejected, single) = match parsed {
         EventsIn::One(event) => (vec![event], vec![0], Vec::new(), true),
         EventsIn::Many(items) => {
-            let (valid, index, rejected) = batch_events(state, board, &items)?;
-            (valid, index, rejected, false)
+            let batch = batch_events(state, board, &items)?;
+            (batch.valid, batch.index, batch.rejected, false)
         }
     };
     let written = match keyed {

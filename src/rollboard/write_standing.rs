@@ -2,8 +2,8 @@
 //! each member with an event applied, its score and rank in the windows asked just
 //! before and just after the write, read by the store in the same atomic step as the
 //! write (`Store::write_standing`). One store call, outside group commit, so a standing
-//! write carries at most [`MAX_STANDING_EVENTS`] events and [`MAX_STANDING_MEMBERS`]
-//! distinct members.
+//! write carries at most [`MAX_STANDING_EVENTS`] events, [`MAX_STANDING_MEMBERS`]
+//! distinct members and [`MAX_STANDING_READS`] members times windows asked.
 //!
 //! Under an idempotency key the first call is applied and answered atomically; a replay
 //! (nothing applied) answers the recorded outcome with the standing read at the time of
@@ -11,6 +11,7 @@
 //!
 //! [`MAX_STANDING_EVENTS`]: crate::MAX_STANDING_EVENTS
 //! [`MAX_STANDING_MEMBERS`]: crate::MAX_STANDING_MEMBERS
+//! [`MAX_STANDING_READS`]: crate::MAX_STANDING_READS
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use super::write::{BatchOutcome, record, slot_writes};
 use crate::any_board::AnyBoard;
 use crate::board::Board;
 use crate::domain::{BoardName, Event, Fingerprint, IdempotencyKey, Member, Span};
-use crate::domain::{WindowStanding, WrittenStanding, check_standing_members};
+use crate::domain::{WindowStanding, WrittenStanding, check_standing_write};
 use crate::error::{Error, Result};
 use crate::store::{Keyed, WriteKey};
 
@@ -69,9 +70,9 @@ impl Rollboard {
     /// Applies a batch as [`incr_batch`](Self::incr_batch) does, in one store call that
     /// also reads, for each distinct member with an event applied, its score and rank in
     /// `windows` (every window of the board when `None`; in the order given) just before
-    /// and just after the write, so no other write comes between. At most 1,000 events
-    /// and 100 distinct members ([`Error::InvalidQuery`] otherwise, as for a window not
-    /// of the board or a trending board).
+    /// and just after the write, so no other write comes between. At most 500 events, 100
+    /// distinct members and 200 members times windows asked ([`Error::InvalidQuery`]
+    /// otherwise, as for a window not of the board or a trending board).
     pub async fn incr_batch_standing(
         &self,
         board: &str,
@@ -118,7 +119,7 @@ impl Rollboard {
             }
         };
         let asked = asked_windows(&board, windows)?;
-        check_standing_members(events)?;
+        check_standing_write(events, asked.len())?;
         let write_key = keyed.map(|(key, fingerprint)| WriteKey {
             name: key.as_str().to_owned(),
             fingerprint: fingerprint.as_str().to_owned(),

@@ -123,7 +123,7 @@ pub trait Store: Send + Sync + 'static {
     /// and just after applying: nothing else can be applied between the reads and the
     /// write. One [`WrittenStanding`] per member (the caller keeps those with an event
     /// applied); none when nothing was applied (a keyed replay, a reused key). Never
-    /// batched with other callers' writes; `writes` is at most 1,000 events.
+    /// batched with other callers' writes; `writes` is at most 1,000 events (one keyed span).
     async fn write_standing(
         &self,
         board: &Board,

@@ -353,6 +353,31 @@ async fn bad_standing_writes_are_refused_with_what_to_fix(h: Harness) {
         "a write that returns its standing carries at most 100 distinct members, this one \
          has 101: split the batch, or drop return=standing"
     );
+    // 67 members in 3 windows: 201 standings.
+    let three = board_with(
+        &h,
+        BoardConfig::parse("1m", &["1h", "24h", "7d"]).unwrap(),
+        &[],
+    )
+    .await;
+    let got = h
+        .boards
+        .incr_batch_standing(&three, &many[..67], None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        message(got),
+        "a write that returns its standing reads at most 200 standings (members x windows), \
+         this one asks 67 members x 3 windows (name fewer with windows=): split the batch, \
+         or drop return=standing"
+    );
+    let two = [span("1h"), span("7d")];
+    let got = h
+        .boards
+        .incr_batch_standing(&three, &many[..67], Some(&two))
+        .await
+        .unwrap();
+    assert_eq!((got.outcome.accepted, got.standings.len()), (67, 67));
     // Nothing was applied.
     let top = h.boards.top(&name, None, 0, 10).await.unwrap();
     assert_eq!(top.entries.len(), 0);

@@ -133,7 +133,7 @@
 --   {1, ...}) and standing is flat: per member, per window asked, total before, rank
 --   before, total after, rank after (a total is 0 without one; a rank false when not
 --   ranked). Its other replies ({2, µs}, {3}, {4, ...}, {5}) are as without them.
---   Cost: O(members x windows x log N) more, members bounded by the caller (100).
+--   Cost: O(members x windows x log N) more; the caller bounds members x windows (200).
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local MAX = 9007199254740991
