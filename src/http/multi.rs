@@ -37,6 +37,8 @@ struct MultiIn<'a> {
     delta: Option<&'a RawValue>,
     #[serde(borrow)]
     at: Option<&'a RawValue>,
+    #[serde(borrow)]
+    data: Option<&'a RawValue>,
 }
 
 /// The body: one event with its boards, or a batch of them.
@@ -194,6 +196,7 @@ pub async fn post_multi_events(
         || parsed.member.is_some()
         || parsed.delta.is_some()
         || parsed.at.is_some()
+        || parsed.data.is_some()
     {
         return Err(ApiError::bad_request(
             "a batch is {\"events\": [{\"boards\": [...], \"member\": ...}, ...]} and nothing else: each event names its boards",
@@ -227,7 +230,7 @@ fn parse_batch(
         let element: MultiIn<'_> = parse_body(item.get().as_bytes()).map_err(in_batch)?;
         if element.events.is_some() {
             return Err(in_batch(ApiError::bad_request(
-                "an event of a batch has boards, member, delta and at",
+                "an event of a batch has boards, member, delta, at and data",
             )));
         }
         let boards = boards_of(&element).map_err(in_batch)?.to_vec();
@@ -302,6 +305,7 @@ fn single_event(parsed: &MultiIn<'_>) -> Result<Event, ApiError> {
         ("member", parsed.member),
         ("delta", parsed.delta),
         ("at", parsed.at),
+        ("data", parsed.data),
     ] {
         if let Some(value) = value {
             if text.len() > 1 {
