@@ -10,16 +10,30 @@ use crate::board::Board;
 use crate::domain::{Member, MemberData};
 use crate::error::Result;
 
+/// Entries one `data_set.lua` call sets at most: each is a ZSCORE and part of one HSET
+/// of at most 1 KiB, so a call stays well under a millisecond.
+const ENTRIES_PER_CALL: usize = 256;
+
 /// Sets each member's data where it holds a total in the largest window; `true` where
-/// set. Idempotent: setting the same data twice is setting it once.
+/// set. Idempotent: setting the same data twice is setting it once. In calls of at most
+/// [`ENTRIES_PER_CALL`] entries, in order (so a member named twice keeps the later).
 pub(super) async fn set(
     conn: &RedisConn,
     board: &Board,
     entries: &[(Member, MemberData)],
 ) -> Result<Vec<bool>> {
-    if entries.is_empty() {
-        return Ok(Vec::new());
+    let mut answers = Vec::with_capacity(entries.len());
+    for chunk in entries.chunks(ENTRIES_PER_CALL) {
+        answers.extend(set_chunk(conn, board, chunk).await?);
     }
+    Ok(answers)
+}
+
+async fn set_chunk(
+    conn: &RedisConn,
+    board: &Board,
+    entries: &[(Member, MemberData)],
+) -> Result<Vec<bool>> {
     let windows = board.config.windows();
     let mut invocation = conn.scripts().data_set.key(keys::record(&board.name));
     invocation
