@@ -78,6 +78,7 @@ impl Serialize for MemberData {
 impl utoipa::PartialSchema for MemberData {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::SchemaType::AnyValue)
             .description(Some(
                 "Any JSON value (null: none), at most 1,024 bytes as compact JSON text",
             ))

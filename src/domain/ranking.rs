@@ -21,7 +21,7 @@ pub struct Entry {
     /// Its total in the window.
     pub score: i64,
     /// Read with `with=data` only (absent otherwise): the member's data, `null` when it
-    /// has none (see [`MemberData`]). `None` here: not asked.
+    /// has none (the library: `Some(None)`; `None` when not asked).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "server", schema(value_type = Option<MemberData>, nullable))]
     pub data: Option<Option<MemberData>>,
@@ -86,7 +86,7 @@ pub struct Standing {
     /// behind).
     pub lag_ms: u64,
     /// Read with `with=data` only (absent otherwise): the member's data, `null` when it
-    /// has none. `None` here: not asked.
+    /// has none (the library: `Some(None)`; `None` when not asked).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "server", schema(value_type = Option<MemberData>, nullable))]
     pub data: Option<Option<MemberData>>,

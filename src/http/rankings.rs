@@ -156,7 +156,7 @@ fn not_found(board: &str, member: &str, missing: &'static str) -> Error {
          example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0,
                           "entries": [{"rank": 1, "member": "post:7", "score": 3}, {"rank": 2, "member": "post:9", "score": 1}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_span` (a window beyond 400 days), `invalid_query` (limit, offset, min_score, max_score or percent out of range, or min_score above max_score; percent with a score range or of a trending board; a window asked of a trending board)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span` (a window beyond 400 days), `invalid_query` (limit, offset, min_score, max_score or percent out of range, or min_score above max_score; percent with a score range or of a trending board; a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board)", body = ErrorBody),
     )
 )]
 pub async fn top(
@@ -208,7 +208,7 @@ pub async fn top(
         (status = 200, description = "The member's standing; `kind` tells a windowed board's (integer total in a window) from a trending board's (score now); either of any sign, `rank` null when it is not positive", body = MemberStanding,
          example = json!({"kind": "windowed", "member": "post:7", "score": 3, "rank": 1, "percentile": 0.5, "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0})),
         (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no score (a windowed board: no total in the window)", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (a window asked of a trending board)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board)", body = ErrorBody),
     )
 )]
 pub async fn member(
@@ -244,7 +244,7 @@ pub async fn member(
          example = json!({"kind": "trending", "board": "trending-posts", "at": 1_795_734_000.0,
                           "entries": [{"rank": 1, "member": "post:7", "score": 2.83}, {"rank": 2, "member": "post:9", "score": 0.97}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member is not ranked", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (n out of range; a window asked of a trending board)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (n out of range; a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board)", body = ErrorBody),
     )
 )]
 pub async fn around(
