@@ -70,7 +70,7 @@ pub struct EventIn {
     /// what it held, kept when the member holds a total in the board's largest window once
     /// the event is applied; absent or null: its data stays as it is. A trending board
     /// refuses it (`invalid_member_data`).
-    #[schema(value_type = Option<Object>, example = json!({"title": "Hello"}))]
+    #[schema(value_type = Option<crate::MemberData>, example = json!({"title": "Hello"}))]
     data: Option<serde_json::Value>,
 }
 
@@ -93,7 +93,7 @@ pub struct BatchEvent {
     /// what it held, kept when the member holds a total in the board's largest window once
     /// the event is applied; absent or null: its data stays as it is. A trending board
     /// refuses it (`invalid_member_data`).
-    #[schema(value_type = Option<Object>, example = json!({"title": "Hello"}))]
+    #[schema(value_type = Option<crate::MemberData>, example = json!({"title": "Hello"}))]
     data: Option<serde_json::Value>,
 }
 

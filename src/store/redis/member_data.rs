@@ -4,6 +4,10 @@
 //! the largest window to 0 delete its data in the same call (`docs/design.md`, "Member
 //! data").
 
+use std::collections::HashMap;
+
+use futures_util::future::try_join_all;
+
 use super::conn::{RedisConn, Retry};
 use super::keys;
 use crate::board::Board;
@@ -14,19 +18,45 @@ use crate::error::Result;
 /// of at most 1 KiB, so a call stays well under a millisecond.
 const ENTRIES_PER_CALL: usize = 256;
 
+/// Calls in flight at once (one connection, so they travel together: about one round
+/// trip for a write's data).
+const CALLS_IN_FLIGHT: usize = 8;
+
 /// Sets each member's data where it holds a total in the largest window; `true` where
-/// set. Idempotent: setting the same data twice is setting it once. In calls of at most
-/// [`ENTRIES_PER_CALL`] entries, in order (so a member named twice keeps the later).
+/// set. Idempotent: setting the same data twice is setting it once. A member named twice
+/// keeps the later data (it is sent once), so the calls, of at most
+/// [`ENTRIES_PER_CALL`] distinct members each, may run at once.
 pub(super) async fn set(
     conn: &RedisConn,
     board: &Board,
     entries: &[(Member, MemberData)],
 ) -> Result<Vec<bool>> {
-    let mut answers = Vec::with_capacity(entries.len());
-    for chunk in entries.chunks(ENTRIES_PER_CALL) {
-        answers.extend(set_chunk(conn, board, chunk).await?);
+    // The last entry of each member, in order of first appearance.
+    let mut last: HashMap<&str, usize> = HashMap::with_capacity(entries.len());
+    let mut distinct: Vec<&str> = Vec::with_capacity(entries.len());
+    for (x, (member, _)) in entries.iter().enumerate() {
+        if last.insert(member.as_str(), x).is_none() {
+            distinct.push(member.as_str());
+        }
     }
-    Ok(answers)
+    let sent: Vec<(Member, MemberData)> = distinct
+        .iter()
+        .map(|m| entries[last[m]].clone())
+        .collect();
+    let mut answers: Vec<Vec<bool>> = Vec::new();
+    for group in sent.chunks(ENTRIES_PER_CALL * CALLS_IN_FLIGHT) {
+        let mut calls = Vec::new();
+        for chunk in group.chunks(ENTRIES_PER_CALL) {
+            calls.push(set_chunk(conn, board, chunk));
+        }
+        answers.extend(try_join_all(calls).await?);
+    }
+    let set: HashMap<&str, bool> = distinct
+        .iter()
+        .copied()
+        .zip(answers.into_iter().flatten())
+        .collect();
+    Ok(entries.iter().map(|(m, _)| set[m.as_str()]).collect())
 }
 
 async fn set_chunk(

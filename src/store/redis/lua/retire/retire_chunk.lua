@@ -10,7 +10,7 @@
 -- KEYS[7]  the slot's next stage, j+1:     slot_{b}_<ts>_<j>; absent for the largest window
 -- then, on a dense board (ARGV[9] = 'dense'): this window's tally and distinct totals
 --          (tally_{b}[_<W>], dense_{b}[_<W>]; see retally in the prelude)
--- A compact slot's buckets, <stage>:<i>, are named here from KEYS[4] and KEYS[6]: they
+-- A compact slot's buckets, <stage>:<i>, are named here from KEYS[4] and KEYS[7]: they
 -- carry the same hash tag, so they live in the same Cluster slot.
 --
 -- ARGV[1]  board version the caller expects
