@@ -39,10 +39,8 @@ pub(super) async fn set(
             distinct.push(member.as_str());
         }
     }
-    let sent: Vec<(Member, MemberData)> = distinct
-        .iter()
-        .map(|m| entries[last[m]].clone())
-        .collect();
+    let sent: Vec<(Member, MemberData)> =
+        distinct.iter().map(|m| entries[last[m]].clone()).collect();
     let mut answers: Vec<Vec<bool>> = Vec::new();
     for group in sent.chunks(ENTRIES_PER_CALL * CALLS_IN_FLIGHT) {
         let mut calls = Vec::new();
