@@ -79,11 +79,11 @@ pub use domain::stats::{
 pub use domain::{AroundOptions, Order};
 pub use domain::{
     BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, Layout, MAX_ABS,
-    MAX_IDEMPOTENCY_KEY, MAX_RANKS_MEMBERS, Member, MemberRank, Point, Ranks, RecomputeReport,
-    RelayoutOptions, RelayoutReport, Removed, RetireReport, ScoreBounds, ScoreRange, Span,
-    Standing, Ties, Timestamp, TopPage, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
-    TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
-    TrendingBoard, TrendingConfig,
+    MAX_IDEMPOTENCY_KEY, MAX_MEMBER_DATA, MAX_RANKS_MEMBERS, Member, MemberData, MemberRank, Point,
+    Ranks, RecomputeReport, RelayoutOptions, RelayoutReport, Removed, RetireReport, ScoreBounds,
+    ScoreRange, Span, Standing, Ties, Timestamp, TopPage, TrendCounts, TrendCreated, TrendEntry,
+    TrendMaintenance, TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding,
+    TrendWrite, TrendingBoard, TrendingConfig,
 };
 pub use domain::{
     MAX_STANDING_EVENTS, MAX_STANDING_MEMBERS, MAX_STANDING_READS, WindowStanding, WrittenStanding,

@@ -18,7 +18,8 @@
 //! a check that totals equal the acknowledged events.
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
 //! phases only (comma-separated: uniform, zipf, single, standing, library, huge, reads, retire,
-//! recompute, longwindow, pages, ranks, rates, counters, memory, bigwrite, manyboards);
+//! recompute, longwindow, pages, ranks, memberdata, rates, counters, memory, bigwrite,
+//! manyboards);
 //! `BENCH_LAYOUT=plain` keeps the boards the service and library phases create (those
 //! that name no layout) in plain slots (default compact, the store's default).
 //! Phase `manyboards`: 30,000 and 100,000 small boards (`BENCH_BOARDS` sets the counts)
@@ -27,7 +28,9 @@
 //! with the cap off (longest write call, Redis time per event beside plain `HINCRBY` +
 //! `ZINCRBY` per window, ingest). Phase `ranks`: a
 //! friends' ranks read (100 members) and a member read with percentile on a
-//! 1,000,000-member board beside `ZREVRANK`. Phase `rates`: rate-window
+//! 1,000,000-member board beside `ZREVRANK`. Phase `memberdata`: Redis memory per member
+//! of ~100-byte member data on 100,000 members, and batch writes carrying data beside the
+//! same writes without. Phase `rates`: rate-window
 //! hits in batches and checks against the `HINCRBY` ceiling, check p99, memory per busy
 //! key.
 
@@ -39,6 +42,7 @@ mod huge;
 mod load;
 mod longwindow;
 mod manyboards;
+mod member_data;
 mod pages;
 mod ranks;
 mod rates;
@@ -315,6 +319,10 @@ fn main() {
         if run("ranks") {
             eprintln!("ranks on a large board …");
             rows.extend(ranks::ranks(&redis.url, phase).await);
+        }
+        if run("memberdata") {
+            eprintln!("member data …");
+            rows.extend(member_data::member_data(&redis.url, phase).await);
         }
         if run("rates") {
             eprintln!("rate windows …");

@@ -55,6 +55,13 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// Member data that is not a JSON value, is null, or takes more than 1,024 bytes of
+    /// compact JSON text.
+    #[error("invalid member data: {reason}")]
+    InvalidMemberData {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A rate key outside 1–256 bytes.
     #[error("invalid rate key: {reason}")]
     InvalidRateKey {
@@ -258,6 +265,7 @@ impl Error {
             Error::InvalidTime { .. } => "invalid_time",
             Error::InvalidDelta { .. } => "invalid_delta",
             Error::InvalidQuery { .. } => "invalid_query",
+            Error::InvalidMemberData { .. } => "invalid_member_data",
             Error::InvalidRateKey { .. } => "invalid_rate_key",
             Error::InvalidRateWindow { .. } => "invalid_rate_window",
             Error::RateOverflow { .. } => "rate_overflow",

@@ -1,7 +1,7 @@
 //! Events as callers hand them in, and the integer range every delta and total stays in.
 
 use super::error::Error;
-use crate::domain::Timestamp;
+use crate::domain::{MemberData, Timestamp};
 
 /// The largest magnitude of a delta, a total or a slot value: 2^53 − 1.
 ///
@@ -18,6 +18,10 @@ pub struct Event {
     pub delta: i64,
     /// When it happened; `None` means now.
     pub at: Option<Timestamp>,
+    /// Data to keep beside the member on the board (a windowed board's member data),
+    /// replacing what it held, when the member holds a total once the event is applied;
+    /// `None` leaves its data as it is.
+    pub data: Option<MemberData>,
 }
 
 impl Event {
@@ -27,12 +31,19 @@ impl Event {
             member: member.into(),
             delta,
             at: None,
+            data: None,
         }
     }
 
     /// The same event, happening at `at`.
     pub fn at(mut self, at: Timestamp) -> Self {
         self.at = Some(at);
+        self
+    }
+
+    /// The same event, setting the member's data (see [`MemberData`]).
+    pub fn with_data(mut self, data: MemberData) -> Self {
+        self.data = Some(data);
         self
     }
 }

@@ -72,6 +72,12 @@ impl Fingerprint {
                 }
                 None => sha.update(&[0]),
             }
+            // Only with data, so the fingerprints of events without it stay as they were.
+            if let Some(data) = &e.data {
+                sha.update(&[2]);
+                sha.update(&(data.as_str().len() as u64).to_be_bytes());
+                sha.update(data.as_str().as_bytes());
+            }
         }
         Fingerprint(sha.digest().to_string())
     }

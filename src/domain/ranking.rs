@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::{BoardName, Coverage, Span};
+use super::{BoardName, Coverage, MemberData, Span};
 
 /// One ranked member.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -20,6 +20,11 @@ pub struct Entry {
     pub member: String,
     /// Its total in the window.
     pub score: i64,
+    /// Read with `with=data` only (absent otherwise): the member's data, `null` when it
+    /// has none (the library: `Some(None)`; `None` when not asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(value_type = Option<MemberData>, nullable))]
+    pub data: Option<Option<MemberData>>,
 }
 
 /// A page of a board's ranking: members with a positive total, highest first, equal
@@ -80,6 +85,11 @@ pub struct Standing {
     /// How long ago the oldest slot still included left the window, ms (0 when not
     /// behind).
     pub lag_ms: u64,
+    /// Read with `with=data` only (absent otherwise): the member's data, `null` when it
+    /// has none (the library: `Some(None)`; `None` when not asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(value_type = Option<MemberData>, nullable))]
+    pub data: Option<Option<MemberData>>,
 }
 
 impl TopPage {
@@ -131,6 +141,7 @@ impl Standing {
             to,
             behind,
             lag_ms,
+            data: None,
         }
     }
 }

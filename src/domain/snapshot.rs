@@ -205,6 +205,7 @@ pub fn rank_prefix(pairs: Vec<(String, i64)>, ties: Ties) -> Vec<Entry> {
             rank,
             member,
             score,
+            data: None,
         });
     }
     entries

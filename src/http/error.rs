@@ -107,6 +107,7 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::InvalidTime { .. }
         | Error::InvalidDelta { .. }
         | Error::InvalidQuery { .. }
+        | Error::InvalidMemberData { .. }
         | Error::InvalidRateKey { .. }
         | Error::InvalidRateWindow { .. }
         | Error::RateOverflow { .. }

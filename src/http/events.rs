@@ -131,6 +131,13 @@ pub struct EventIn {
     /// `too_late`; more than the allowed skew ahead: `in_future`.
     #[schema(minimum = 0, maximum = 253_402_300_799_i64)]
     at: Option<f64>,
+    /// Windowed boards: data to keep beside the member (a post's title), any JSON value, at
+    /// most 1,024 bytes as compact JSON text (beyond: `invalid_member_data`), replacing
+    /// what it held, kept when the member holds a total in the board's largest window once
+    /// the event is applied; absent or null: its data stays as it is. A trending board
+    /// refuses it (`invalid_member_data`).
+    #[schema(value_type = Option<crate::MemberData>, example = json!({"title": "Hello"}))]
+    data: Option<serde_json::Value>,
 }
 
 /// One event of a batch: the shape of a single event. Its values are judged on their
@@ -147,6 +154,13 @@ pub struct BatchEvent {
     delta: Option<i64>,
     /// When it happened, unix seconds (fractions allowed); now when absent or null.
     at: Option<f64>,
+    /// Windowed boards: data to keep beside the member (a post's title), any JSON value, at
+    /// most 1,024 bytes as compact JSON text (beyond: `invalid_member_data`), replacing
+    /// what it held, kept when the member holds a total in the board's largest window once
+    /// the event is applied; absent or null: its data stays as it is. A trending board
+    /// refuses it (`invalid_member_data`).
+    #[schema(value_type = Option<crate::MemberData>, example = json!({"title": "Hello"}))]
+    data: Option<serde_json::Value>,
 }
 
 /// A batch: `{"events": [ … ]}`. An element that is not of the event's shape (not an
@@ -183,7 +197,7 @@ pub struct EventBatch {
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),
-        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age); or `idempotency_key_reused`: the Idempotency-Key was used for another body; or `invalid_query`: `return` other than `standing`, `windows` without it or naming a window not of the board, more than 100 distinct members, 200 members times windows or 500 events with `return=standing`, or `return=standing` on a trending board; `invalid_span`: a window of `windows` that is not a span", body = ErrorBody),
+        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age), `invalid_member_data` (data over 1,024 bytes of compact JSON, or data sent to a trending board); or `idempotency_key_reused`: the Idempotency-Key was used for another body; or `invalid_query`: `return` other than `standing`, `windows` without it or naming a window not of the board, more than 100 distinct members, 200 members times windows or 500 events with `return=standing`, or `return=standing` on a trending board; `invalid_span`: a window of `windows` that is not a span", body = ErrorBody),
     ),
     security(("writeToken" = []), ("adminToken" = []))
 )]

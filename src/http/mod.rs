@@ -37,6 +37,7 @@ mod json_int;
 mod latency;
 mod maintenance;
 mod media_type;
+mod member_data;
 mod multi;
 mod ops;
 mod rankings;
@@ -185,6 +186,11 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         .routes(routes!(rankings::around))
         .routes(routes!(ranks::get_ranks, ranks::post_ranks))
         .routes(routes!(rankings::history))
+        .routes(routes!(
+            member_data::put_data,
+            member_data::get_data,
+            member_data::delete_data
+        ))
         .routes(routes!(maintenance::remove_members))
         .routes(routes!(maintenance::trim))
         .routes(routes!(score_at::score_at))

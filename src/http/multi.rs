@@ -37,6 +37,8 @@ struct MultiIn<'a> {
     delta: Option<&'a RawValue>,
     #[serde(borrow)]
     at: Option<&'a RawValue>,
+    #[serde(borrow)]
+    data: Option<&'a RawValue>,
 }
 
 /// The body: one event with its boards, or a batch of them.
@@ -69,6 +71,13 @@ pub struct MultiEvent {
     /// or null. A time outside a board's windows is that board's error (`too_late`).
     #[schema(minimum = 0, maximum = 253_402_300_799_i64)]
     at: Option<f64>,
+    /// Windowed boards: data to keep beside the member (a post's title), any JSON value, at
+    /// most 1,024 bytes as compact JSON text (beyond: `invalid_member_data`), replacing
+    /// what it held, kept when the member holds a total in the board's largest window once
+    /// the event is applied; absent or null: its data stays as it is. A trending board
+    /// refuses it (`invalid_member_data`).
+    #[schema(value_type = Option<crate::MemberData>, example = json!({"title": "Hello"}))]
+    data: Option<serde_json::Value>,
 }
 
 /// A batch: `{"events": [{"boards": [...], "member": …}, …]}`; each event names the
@@ -102,6 +111,13 @@ pub struct MultiBatchEvent {
     delta: Option<i64>,
     /// When it happened, unix seconds (fractions allowed); now when absent or null.
     at: Option<f64>,
+    /// Windowed boards: data to keep beside the member (a post's title), any JSON value, at
+    /// most 1,024 bytes as compact JSON text (beyond: `invalid_member_data`), replacing
+    /// what it held, kept when the member holds a total in the board's largest window once
+    /// the event is applied; absent or null: its data stays as it is. A trending board
+    /// refuses it (`invalid_member_data`).
+    #[schema(value_type = Option<crate::MemberData>, example = json!({"title": "Hello"}))]
+    data: Option<serde_json::Value>,
 }
 
 /// What each board did with the events, in the order the boards were named.
@@ -164,7 +180,7 @@ pub struct BoardFailed {
          example = json!({"boards": [{"board": "hot-posts", "accepted": 1, "rejected": [], "replayed": false}, {"board": "top-authors", "error": {"code": "board_not_found", "message": "board \"top-authors\" does not exist"}}]})),
         (status = 400, description = "`bad_request`: not JSON, an unknown or repeated key, `boards` missing or not an array of strings, anything beside a batch's `events`, a batch element not of the event's shape (its index named); `invalid_idempotency_key`", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),
-        (status = 422, description = "Nothing applied: `invalid_query` (an event naming no boards, more than 20 or one twice; more than 20 boards in all), `invalid_board_name`, `invalid_time` (a batch element's named by its index), and for a single event `invalid_member`, `invalid_delta`", body = ErrorBody),
+        (status = 422, description = "Nothing applied: `invalid_query` (an event naming no boards, more than 20 or one twice; more than 20 boards in all), `invalid_board_name`, `invalid_time` or `invalid_member_data` (data over 1,024 bytes of compact JSON; a batch element's named by its index), and for a single event `invalid_member`, `invalid_delta`", body = ErrorBody),
     ),
     security(("writeToken" = []), ("adminToken" = []))
 )]
@@ -194,6 +210,7 @@ pub async fn post_multi_events(
         || parsed.member.is_some()
         || parsed.delta.is_some()
         || parsed.at.is_some()
+        || parsed.data.is_some()
     {
         return Err(ApiError::bad_request(
             "a batch is {\"events\": [{\"boards\": [...], \"member\": ...}, ...]} and nothing else: each event names its boards",
@@ -227,7 +244,7 @@ fn parse_batch(
         let element: MultiIn<'_> = parse_body(item.get().as_bytes()).map_err(in_batch)?;
         if element.events.is_some() {
             return Err(in_batch(ApiError::bad_request(
-                "an event of a batch has boards, member, delta and at",
+                "an event of a batch has boards, member, delta, at and data",
             )));
         }
         let boards = boards_of(&element).map_err(in_batch)?.to_vec();
@@ -302,6 +319,7 @@ fn single_event(parsed: &MultiIn<'_>) -> Result<Event, ApiError> {
         ("member", parsed.member),
         ("delta", parsed.delta),
         ("at", parsed.at),
+        ("data", parsed.data),
     ] {
         if let Some(value) = value {
             if text.len() > 1 {

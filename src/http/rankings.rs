@@ -9,6 +9,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
+use super::member_data;
 use crate::{AroundOptions, BoardPage, Error, History, MemberStanding, Order, ScoreBounds, Span};
 
 /// `?window=` alone.
@@ -18,6 +19,10 @@ pub struct WindowQuery {
     /// A window of the board (`"1h"`, `"24h"` or seconds); the board's first by default.
     #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
     pub window: Option<String>,
+    /// `data`: the standing with `"data"`, the member's data (`null` when it has none;
+    /// see `PUT …/members/{member}/data`); windowed boards only. Absent: no `data` field.
+    #[param(example = "data")]
+    pub with: Option<String>,
 }
 
 /// `?window=&limit=&offset=`.
@@ -56,6 +61,10 @@ pub struct TopQuery {
     /// bottom P percent. Not with `min_score`/`max_score`; windowed boards only.
     #[param(exclusive_minimum = 0, maximum = 100, example = 10)]
     pub percent: Option<f64>,
+    /// `data`: each entry with `"data"`, the member's data (`null` when it has none; see
+    /// `PUT …/members/{member}/data`); windowed boards only. Absent: no `data` field.
+    #[param(example = "data")]
+    pub with: Option<String>,
 }
 
 /// `?window=&n=`.
@@ -77,6 +86,10 @@ pub struct AroundQuery {
     /// `desc` (default): highest first; `asc`: the same entries lowest first.
     #[param(inline, example = "asc")]
     pub order: Option<Order>,
+    /// `data`: each entry with `"data"`, the member's data (`null` when it has none; see
+    /// `PUT …/members/{member}/data`); windowed boards only. Absent: no `data` field.
+    #[param(example = "data")]
+    pub with: Option<String>,
 }
 
 /// What removing a member did.
@@ -90,6 +103,32 @@ pub struct MemberRemoved {
 
 fn window(text: &Option<String>) -> crate::Result<Option<Span>> {
     text.as_deref().map(Span::parse).transpose()
+}
+
+/// `page` with each entry's member data when `with_data` (a windowed board's page only).
+async fn page_data(
+    state: &AppState,
+    board: &str,
+    page: BoardPage,
+    with_data: bool,
+) -> crate::Result<BoardPage> {
+    match page {
+        BoardPage::Windowed(page) if with_data => Ok(BoardPage::Windowed(
+            state.boards.with_data(board, page).await?,
+        )),
+        BoardPage::Trending(_) if with_data => Err(no_data(board)),
+        page => Ok(page),
+    }
+}
+
+/// `with=data` asked of a trending board.
+fn no_data(board: &str) -> Error {
+    Error::InvalidQuery {
+        reason: format!(
+            "with=data reads member data, which only windowed boards keep, and board {board:?} \
+             is a trending board: leave out with"
+        ),
+    }
 }
 
 fn not_found(board: &str, member: &str, missing: &'static str) -> Error {
@@ -117,7 +156,7 @@ fn not_found(board: &str, member: &str, missing: &'static str) -> Error {
          example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0,
                           "entries": [{"rank": 1, "member": "post:7", "score": 3}, {"rank": 2, "member": "post:9", "score": 1}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_span` (a window beyond 400 days), `invalid_query` (limit, offset, min_score, max_score or percent out of range, or min_score above max_score; percent with a score range or of a trending board; a window asked of a trending board)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span` (a window beyond 400 days), `invalid_query` (limit, offset, min_score, max_score or percent out of range, or min_score above max_score; percent with a score range or of a trending board; a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board)", body = ErrorBody),
     )
 )]
 pub async fn top(
@@ -130,6 +169,7 @@ pub async fn top(
         max: q.max_score,
     };
     let order = q.order.unwrap_or_default();
+    let with_data = member_data::with_data(q.with.as_deref())?;
     if let Some(percent) = q.percent {
         if q.min_score.is_some() || q.max_score.is_some() {
             return Err(Error::InvalidQuery {
@@ -145,14 +185,15 @@ pub async fn top(
             .boards
             .top_percent(&board, window(&q.window)?, percent, order, offset, limit)
             .await?;
-        return Ok(Json(BoardPage::Windowed(page)));
+        let page = BoardPage::Windowed(page);
+        return Ok(Json(page_data(&state, &board, page, with_data).await?));
     }
     let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(10));
     let page = state
         .boards
         .ordered_page(&board, window(&q.window)?, bounds, order, offset, limit)
         .await?;
-    Ok(Json(page))
+    Ok(Json(page_data(&state, &board, page, with_data).await?))
 }
 
 /// A member's score, rank (competition; dense or position on a board created so) and
@@ -167,7 +208,7 @@ pub async fn top(
         (status = 200, description = "The member's standing; `kind` tells a windowed board's (integer total in a window) from a trending board's (score now); either of any sign, `rank` null when it is not positive", body = MemberStanding,
          example = json!({"kind": "windowed", "member": "post:7", "score": 3, "rank": 1, "percentile": 0.5, "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0})),
         (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no score (a windowed board: no total in the window)", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (a window asked of a trending board)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board)", body = ErrorBody),
     )
 )]
 pub async fn member(
@@ -175,15 +216,21 @@ pub async fn member(
     ApiPath((board, member)): ApiPath<(String, String)>,
     ApiQuery(q): ApiQuery<WindowQuery>,
 ) -> ApiResult<Json<MemberStanding>> {
+    let with_data = member_data::with_data(q.with.as_deref())?;
     let standing = state
         .boards
         .standing(&board, &member, window(&q.window)?)
         .await?;
     // A windowed board's total in the window, a trending board's score now.
     let missing = "score";
-    Ok(Json(
-        standing.ok_or_else(|| not_found(&board, &member, missing))?,
-    ))
+    let standing = standing.ok_or_else(|| not_found(&board, &member, missing))?;
+    Ok(Json(match standing {
+        MemberStanding::Windowed(s) if with_data => {
+            MemberStanding::Windowed(state.boards.standing_with_data(&board, s).await?)
+        }
+        MemberStanding::Trending(_) if with_data => return Err(no_data(&board).into()),
+        other => other,
+    }))
 }
 
 /// The member and up to `n` entries on each side, or with `fill=true` a full page of
@@ -197,7 +244,7 @@ pub async fn member(
          example = json!({"kind": "trending", "board": "trending-posts", "at": 1_795_734_000.0,
                           "entries": [{"rank": 1, "member": "post:7", "score": 2.83}, {"rank": 2, "member": "post:9", "score": 0.97}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member is not ranked", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (n out of range; a window asked of a trending board)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (n out of range; a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board)", body = ErrorBody),
     )
 )]
 pub async fn around(
@@ -205,6 +252,7 @@ pub async fn around(
     ApiPath((board, member)): ApiPath<(String, String)>,
     ApiQuery(q): ApiQuery<AroundQuery>,
 ) -> ApiResult<Json<BoardPage>> {
+    let with_data = member_data::with_data(q.with.as_deref())?;
     let options = AroundOptions {
         fill: q.fill.unwrap_or(false),
         order: q.order.unwrap_or_default(),
@@ -220,9 +268,8 @@ pub async fn around(
         )
         .await?;
     let missing = "total that ranks it";
-    Ok(Json(
-        page.ok_or_else(|| not_found(&board, &member, missing))?,
-    ))
+    let page = page.ok_or_else(|| not_found(&board, &member, missing))?;
+    Ok(Json(page_data(&state, &board, page, with_data).await?))
 }
 
 /// The member's non-zero values per slot over the board's largest window (404 when it

@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::{Event, Span, Timestamp};
+use crate::{Event, MemberData, Span, Timestamp};
 
 /// A duration as JSON carries it: `"24h"` or `86400`.
 #[derive(Debug, Clone, Deserialize)]
@@ -136,6 +136,16 @@ struct EventIn {
     delta: Option<i64>,
     #[serde(default)]
     at: Option<f64>,
+    #[serde(default)]
+    data: Option<Value>,
+}
+
+/// An event's `data`: absent or null is none (the member's data stays as it is).
+fn event_data(data: Option<&Value>) -> Result<Option<MemberData>, NotAnEvent> {
+    match data {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => Ok(Some(MemberData::from_value(v)?)),
+    }
 }
 
 /// Reads one event from its JSON text. A key given twice is a wrong shape.
@@ -145,6 +155,7 @@ pub fn parse_raw_event(text: &str) -> Result<Event, NotAnEvent> {
             member: e.member,
             delta: e.delta.unwrap_or(1),
             at: e.at.map(Timestamp::from_unix_seconds_f64).transpose()?,
+            data: event_data(e.data.as_ref())?,
         }),
         // Not the usual shape: parse it generally to say exactly what is wrong.
         Err(_) => {
@@ -183,10 +194,10 @@ pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
         .ok_or_else(|| shape("an event is a JSON object".into()))?;
     if let Some(unknown) = fields
         .keys()
-        .find(|k| !matches!(k.as_str(), "member" | "delta" | "at"))
+        .find(|k| !matches!(k.as_str(), "member" | "delta" | "at" | "data"))
     {
         return Err(shape(format!(
-            "unknown field {unknown:?}; an event has member, delta and at"
+            "unknown field {unknown:?}; an event has member, delta, at and data"
         )));
     }
     let member = match fields.get("member") {
@@ -210,7 +221,13 @@ pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
             Some(Timestamp::from_unix_seconds_f64(seconds)?)
         }
     };
-    Ok(Event { member, delta, at })
+    let data = event_data(fields.get("data"))?;
+    Ok(Event {
+        member,
+        delta,
+        at,
+        data,
+    })
 }
 
 #[cfg(test)]
@@ -349,7 +366,7 @@ mod tests {
             ),
             (
                 json!({"member": "m", "detla": 1}),
-                "unknown field \"detla\"; an event has member, delta and at",
+                "unknown field \"detla\"; an event has member, delta, at and data",
             ),
         ];
         for (value, message) in cases {

@@ -91,6 +91,8 @@ impl Rollboard {
             };
             record(&board, now, events, &valid, statuses, &mut outcome);
             outcome.rejected.sort_by_key(|r| r.index);
+            // A replay keeps the data again: the first call may have failed to.
+            self.keep_event_data(&mut board, events, &outcome).await?;
             return Ok(KeyedOutcome { outcome, replayed });
         }
         Err(Error::store(format!(

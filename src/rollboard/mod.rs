@@ -33,6 +33,7 @@ pub(crate) mod counters;
 mod dashboard;
 pub(crate) mod dashboard_view;
 pub(crate) mod idempotent;
+mod member_data;
 mod memory_check;
 pub(crate) mod multi_read;
 pub(crate) mod multi_write;

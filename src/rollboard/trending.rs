@@ -83,6 +83,7 @@ impl Rollboard {
             member: member.to_owned(),
             delta,
             at,
+            data: None,
         };
         let outcome = self
             .trend_incr_batch(board, std::slice::from_ref(&event))
@@ -328,6 +329,13 @@ impl Rollboard {
     ) -> Result<TrendWrite> {
         let member = Member::parse(&event.member)?;
         let delta = check_delta(event.delta)?;
+        if event.data.is_some() {
+            return Err(Error::InvalidMemberData {
+                reason: "a trending board keeps no member data: leave data out (windowed \
+                         boards keep it)"
+                    .into(),
+            });
+        }
         let at = not_in_future(event.at, now, self.settings().max_future_skew)?;
         check_age(config, at, now)?;
         Ok(TrendWrite {

@@ -38,6 +38,7 @@ impl Rollboard {
             member: member.to_owned(),
             delta,
             at,
+            data: None,
         };
         let outcome = self.incr_batch(board, std::slice::from_ref(&event)).await?;
         match outcome.rejected.into_iter().next() {
@@ -78,6 +79,7 @@ impl Rollboard {
             }
         }
         outcome.rejected.sort_by_key(|r| r.index);
+        self.keep_event_data(&mut board, events, &outcome).await?;
         Ok(outcome)
     }
 
@@ -107,6 +109,7 @@ impl Rollboard {
         };
         record(&board, now, events, &valid, statuses, &mut outcome);
         outcome.rejected.sort_by_key(|r| r.index);
+        self.keep_event_data(&mut board, events, &outcome).await?;
         Ok(Some(outcome))
     }
 

@@ -53,6 +53,7 @@ impl Rollboard {
             member: member.to_owned(),
             delta,
             at,
+            data: None,
         };
         let written = self
             .incr_batch_standing(board, std::slice::from_ref(&event), None)
@@ -160,6 +161,7 @@ impl Rollboard {
                 .collect();
             record(&board, now, events, &valid, statuses, &mut outcome);
             outcome.rejected.sort_by_key(|r| r.index);
+            self.keep_event_data(&mut board, events, &outcome).await?;
             let standings = if replayed {
                 self.standing_now(&board, &valid_members(&valid, &applied), &asked)
                     .await?

@@ -282,6 +282,7 @@ mod tests {
                 rank: 1,
                 member: "m".into(),
                 score: 3,
+                data: None,
             }],
         };
         assert_eq!(idempotency_key(&board, &snapshot), "a:b:3600:7200");

@@ -9,7 +9,7 @@ use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::{AroundOptions, Order};
-use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
+use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -187,6 +187,27 @@ pub trait Store: Send + Sync + 'static {
 
     /// Removes the member from every slot and window.
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed>;
+
+    /// Sets each member's data (in order: a member named twice keeps the later) where the
+    /// member holds a total in the board's largest window, checked in the same atomic step;
+    /// `false` where it holds none (nothing kept). A member's data is deleted in the same
+    /// atomic step as its total in the largest window, however that goes (a write to 0,
+    /// retirement, removal, a drop).
+    async fn set_member_data(
+        &self,
+        board: &Board,
+        entries: &[(Member, MemberData)],
+    ) -> Result<Vec<bool>>;
+
+    /// The data of each of `members`, in order (`None`: none).
+    async fn member_data(
+        &self,
+        board: &Board,
+        members: &[Member],
+    ) -> Result<Vec<Option<MemberData>>>;
+
+    /// Deletes a member's data: whether it had any.
+    async fn delete_member_data(&self, board: &Board, member: &Member) -> Result<bool>;
 
     /// Windows added to the board whose totals are still to be built (by `recompute`).
     async fn pending_windows(&self, board: &Board) -> Result<Vec<usize>>;

@@ -13,6 +13,7 @@ mod dashboard;
 mod dashboard_api;
 mod dense;
 mod idempotency;
+mod member_data;
 mod mounted;
 mod multi;
 mod nonzero;

@@ -43,6 +43,7 @@ fn events(items: &[(&str, i64)], at: i64) -> Vec<Event> {
             member: m.to_string(),
             delta: *d,
             at: Some(ts(at)),
+            data: None,
         })
         .collect()
 }

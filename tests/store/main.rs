@@ -54,6 +54,7 @@ mod history_under_retirement;
 mod idempotency;
 mod lifecycle;
 mod many_boards;
+mod member_data;
 mod member_ranks;
 mod memory_limits;
 mod multi;

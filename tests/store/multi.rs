@@ -225,6 +225,7 @@ async fn each_board_answers_its_own_error_and_the_others_are_written(h: Harness)
         member: "post:1".into(),
         delta: 5,
         at: Some(ts(START + 3600)),
+        data: None,
     };
     let boards = [hour.as_str(), missing.as_str(), day.as_str()];
     let written = h
@@ -327,6 +328,7 @@ async fn a_member_is_read_in_every_window_of_every_board_at_once(h: Harness) {
         member: "b".into(),
         delta: 4,
         at: Some(ts(START)),
+        data: None,
     };
     h.boards.write_event(&hot, &old).await.unwrap();
     let asked = [

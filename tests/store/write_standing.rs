@@ -33,6 +33,7 @@ fn ev(member: &str, delta: i64) -> Event {
         member: member.to_owned(),
         delta,
         at: None,
+        data: None,
     }
 }
 

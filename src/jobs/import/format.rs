@@ -143,6 +143,7 @@ fn json_event(line: &str) -> Result<Event, String> {
         member: l.member,
         delta: l.delta.or(l.score).unwrap_or(1),
         at,
+        data: None,
     })
 }
 
@@ -207,7 +208,12 @@ impl Columns {
                 Some(Timestamp::from_unix_seconds_f64(seconds).map_err(|e| e.to_string())?)
             }
         };
-        Ok(Event { member, delta, at })
+        Ok(Event {
+            member,
+            delta,
+            at,
+            data: None,
+        })
     }
 }
 

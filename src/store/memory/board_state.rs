@@ -17,7 +17,7 @@ use crate::domain::RetireReport;
 use crate::domain::{AroundOptions, Order, around_positions, page_positions};
 use crate::domain::{Coverage, WindowState, complete_from, coverage};
 use crate::domain::{Entry, History, MemberRank, Point, Ranks, Standing, TopPage};
-use crate::domain::{MAX_ABS, Member, ScoreRange, Timestamp, percentile};
+use crate::domain::{MAX_ABS, Member, MemberData, ScoreRange, Timestamp, percentile};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
 use crate::domain::{WindowStanding, WrittenStanding};
 use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
@@ -48,6 +48,9 @@ pub(super) struct MemBoard {
     snapshots: Vec<VecDeque<Snapshot>>,
     /// Per window: the newest boundary whose snapshot was delivered.
     snapshot_cursors: Vec<Option<i64>>,
+    /// Member data, of members holding a total in the largest window only (as
+    /// `data_{b}`: it goes whenever that total does).
+    data: HashMap<String, MemberData>,
 }
 
 impl MemBoard {
@@ -66,6 +69,7 @@ impl MemBoard {
             keyed: KeyedRecords::default(),
             snapshots: vec![VecDeque::new(); n],
             snapshot_cursors: vec![None; n],
+            data: HashMap::new(),
         }
     }
 
@@ -224,6 +228,7 @@ impl MemBoard {
         for totals in &mut self.totals[stage..] {
             totals.add(member, w.delta);
         }
+        self.drop_data_without_total(member);
         WriteStatus::Applied
     }
 
@@ -254,6 +259,9 @@ impl MemBoard {
                     report.fields_subtracted += 1;
                     if self.totals[j].add(member, -v) == 0 {
                         report.members_zeroed += 1;
+                        if j + 1 == n {
+                            self.data.remove(member);
+                        }
                     }
                     if j + 1 < n {
                         stages[j + 1] += v;
@@ -512,7 +520,45 @@ impl MemBoard {
                 }
             }
         }
+        self.drop_data_without_total(member.as_str());
         removed
+    }
+
+    /// Deletes `member`'s data unless it holds a total in the largest window.
+    fn drop_data_without_total(&mut self, member: &str) {
+        let largest = self.totals.last().expect("a board has a window");
+        if !self.data.is_empty() && largest.get(member).is_none() {
+            self.data.remove(member);
+        }
+    }
+
+    /// Sets each member's data where it holds a total in the largest window (as
+    /// `data_set.lua`).
+    pub fn set_member_data(&mut self, entries: &[(Member, MemberData)]) -> Vec<bool> {
+        let largest = self.totals.last().expect("a board has a window");
+        entries
+            .iter()
+            .map(|(member, data)| {
+                let held = largest.get(member.as_str()).is_some();
+                if held {
+                    self.data.insert(member.as_str().to_owned(), data.clone());
+                }
+                held
+            })
+            .collect()
+    }
+
+    /// The data of each of `members`.
+    pub fn member_data(&self, members: &[Member]) -> Vec<Option<MemberData>> {
+        members
+            .iter()
+            .map(|m| self.data.get(m.as_str()).cloned())
+            .collect()
+    }
+
+    /// Deletes a member's data: whether it had any.
+    pub fn delete_member_data(&mut self, member: &Member) -> bool {
+        self.data.remove(member.as_str()).is_some()
     }
 
     pub fn describe(&self, now: Timestamp) -> BoardStatus {

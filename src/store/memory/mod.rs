@@ -26,7 +26,7 @@ use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::{AroundOptions, Order};
-use crate::domain::{BoardConfig, BoardName, Member, Timestamp};
+use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::{Error, Result};
@@ -281,6 +281,26 @@ impl Store for MemoryStore {
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
         self.with_board(board, |b| b.remove_member(member))
+    }
+
+    async fn set_member_data(
+        &self,
+        board: &Board,
+        entries: &[(Member, MemberData)],
+    ) -> Result<Vec<bool>> {
+        self.with_board(board, |b| b.set_member_data(entries))
+    }
+
+    async fn member_data(
+        &self,
+        board: &Board,
+        members: &[Member],
+    ) -> Result<Vec<Option<MemberData>>> {
+        self.with_board(board, |b| b.member_data(members))
+    }
+
+    async fn delete_member_data(&self, board: &Board, member: &Member) -> Result<bool> {
+        self.with_board(board, |b| b.delete_member_data(member))
     }
 
     async fn pending_windows(&self, board: &Board) -> Result<Vec<usize>> {

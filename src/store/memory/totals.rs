@@ -152,6 +152,7 @@ impl Totals {
                     rank,
                     member: member.clone(),
                     score: *score,
+                    data: None,
                 });
             }
         }

@@ -310,6 +310,7 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         rest.extend(windows.iter().map(|w| keys::snapshots(name, *w)));
         rest.push(keys::snapshot_cursors(name));
         rest.push(keys::slot_geometry(name));
+        rest.push(keys::data(name));
         rest.push(index);
         unlink(conn, name, &rest).await?;
         // The board's idempotency records (`idem_{b}_<version>_…`) are left to expire by

@@ -178,6 +178,13 @@ pub(super) fn stages(board: &Board, slot: i64) -> impl Iterator<Item = String> +
     (0..board.config.windows().len()).map(move |k| stage(&board.name, slot, k))
 }
 
+/// `data_{<board>}`: member data, field = member, value = its JSON text; a field lives
+/// as long as the member's total in the largest window (see `add_total` and `bulk_add`
+/// in `lua/prelude.lua`).
+pub(super) fn data(name: &BoardName) -> String {
+    format!("data_{{{name}}}")
+}
+
 /// `slotgeo_{<board>}`: the geometry of each compact slot, field `<ts>` = `"<L> <p>
 /// <count>"` (linear hashing: `2^L + p` buckets); a slot without a field is plain.
 pub(super) fn slot_geometry(name: &BoardName) -> String {

@@ -41,6 +41,7 @@ mod history;
 mod ingest;
 mod keys;
 mod layout;
+mod member_data;
 mod memory_info;
 mod once;
 pub(crate) mod options;
@@ -75,7 +76,7 @@ use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::RetireReport;
-use crate::domain::{BoardConfig, BoardName, Layout, Member, Timestamp};
+use crate::domain::{BoardConfig, BoardName, Layout, Member, MemberData, Timestamp};
 use crate::domain::{History, Standing, TopPage};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
@@ -350,6 +351,26 @@ impl Store for RedisStore {
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
         write::remove_member(&self.conn, board, member).await
+    }
+
+    async fn set_member_data(
+        &self,
+        board: &Board,
+        entries: &[(Member, MemberData)],
+    ) -> Result<Vec<bool>> {
+        member_data::set(&self.conn, board, entries).await
+    }
+
+    async fn member_data(
+        &self,
+        board: &Board,
+        members: &[Member],
+    ) -> Result<Vec<Option<MemberData>>> {
+        member_data::get(&self.conn, board, members).await
+    }
+
+    async fn delete_member_data(&self, board: &Board, member: &Member) -> Result<bool> {
+        member_data::delete(&self.conn, board, member).await
     }
 
     async fn pending_windows(&self, board: &Board) -> Result<Vec<usize>> {

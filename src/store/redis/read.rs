@@ -95,6 +95,7 @@ fn entries(items: &[Value]) -> Result<Vec<Entry>> {
                 rank: int(rank, "rank")? as u64,
                 member: string(member, "member")?,
                 score: score_of(score)?,
+                data: None,
             }),
             _ => Err(Error::store("read_ranking answered a partial entry")),
         })

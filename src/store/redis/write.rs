@@ -354,6 +354,7 @@ fn invocation<'a, G: Guard>(
         invocation.key(record);
     }
     invocation.key(keys::all_dense(board));
+    invocation.key(keys::data(&board.name));
     invocation
         .arg(board.version)
         .arg(windows.len())
@@ -421,6 +422,7 @@ pub(super) async fn remove_member(
             invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
         }
         invocation.key(keys::all_dense(board));
+        invocation.key(keys::data(&board.name));
         invocation
             .arg(board.version)
             .arg(windows.len())

@@ -142,11 +142,14 @@ local function retally(tally, dense, old, new)
 end
 
 -- Adds `delta` (an integer string) to `member`'s total in the zset `totals`, removing it
--- at exactly 0, and, when `tally` is given (a dense board), retallies.
-local function add_total(totals, member, delta, tally, dense)
+-- at exactly 0 (and, when `data` is given, the largest window's totals being `totals`,
+-- its member data, data_{b}: data lives as long as that total), and, when `tally` is
+-- given (a dense board), retallies.
+local function add_total(totals, member, delta, tally, dense, data)
   local new = redis.call('ZINCRBY', totals, delta, member)
   if new == '0' then
     redis.call('ZREM', totals, member)
+    if data then redis.call('HDEL', data, member) end
   end
   if tally then
     retally(tally, dense, tonumber(new) - tonumber(delta), new)
@@ -154,10 +157,12 @@ local function add_total(totals, member, delta, tally, dense)
 end
 
 -- Adds sign * values[x] to fields[x] in the hash or zset `key`, in bulk (one HMGET or
--- ZMSCORE, one HSET or ZADD, one HDEL or ZREM), deleting what reaches exactly 0, and on
--- a zset with `tally` given (a dense board) retallying; returns how many reached 0.
--- Values are integers below 2^53, so Lua's doubles compute them exactly.
-local function bulk_add(key, is_zset, sign, fields, values, tally, dense)
+-- ZMSCORE, one HSET or ZADD, one HDEL or ZREM), deleting what reaches exactly 0 (and,
+-- when `data` is given, `key` being the largest window's totals, the member data of what
+-- reached 0, one HDEL on data_{b}), and on a zset with `tally` given (a dense board)
+-- retallying; returns how many reached 0. Values are integers below 2^53, so Lua's
+-- doubles compute them exactly.
+local function bulk_add(key, is_zset, sign, fields, values, tally, dense, data)
   local current = redis.call(is_zset and 'ZMSCORE' or 'HMGET', key, unpack(fields))
   local set, zero = {}, {}
   for x = 1, #fields do
@@ -174,7 +179,10 @@ local function bulk_add(key, is_zset, sign, fields, values, tally, dense)
     end
   end
   if #set > 0 then redis.call(is_zset and 'ZADD' or 'HSET', key, unpack(set)) end
-  if #zero > 0 then redis.call(is_zset and 'ZREM' or 'HDEL', key, unpack(zero)) end
+  if #zero > 0 then
+    redis.call(is_zset and 'ZREM' or 'HDEL', key, unpack(zero))
+    if data then redis.call('HDEL', data, unpack(zero)) end
+  end
   return #zero
 end
 
@@ -325,15 +333,17 @@ end
 -- Dense tallies: a function adding `delta` (an integer string) to `member`'s total in
 -- window j, KEYS[totals + j], and, when `dense` is given (a dense board: its tally and
 -- distinct totals of window j are KEYS[dense + 2j - 1] and KEYS[dense + 2j]), to the
--- window's tally.
-local function window_totals(totals, dense)
+-- window's tally; a total of the largest window (j = n) that reaches 0 takes the
+-- member's data in `data` (data_{b}) with it.
+local function window_totals(totals, dense, n, data)
   if dense then
     return function(j, member, delta)
-      add_total(KEYS[totals + j], member, delta, KEYS[dense + 2 * j - 1], KEYS[dense + 2 * j])
+      add_total(KEYS[totals + j], member, delta, KEYS[dense + 2 * j - 1], KEYS[dense + 2 * j],
+        j == n and data or nil)
     end
   end
   return function(j, member, delta)
-    add_total(KEYS[totals + j], member, delta)
+    add_total(KEYS[totals + j], member, delta, nil, nil, j == n and data or nil)
   end
 end
 

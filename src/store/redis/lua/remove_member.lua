@@ -10,6 +10,8 @@
 --                          `<stage key>:<i>` of each (same hash tag, so same node)
 -- then, on a dense board only, per window j: its tally and distinct totals, then the
 -- recompute build's (as in write.lua)
+-- KEYS[#KEYS]              member data       data_{b}: the member's data goes when its
+--                          total in the largest window reaches 0 (add_total)
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  n, number of windows
@@ -59,7 +61,8 @@ for i = 1, m do
     buckets[i] = false
   end
 end
-local dense_board = #KEYS > DENSE
+local dense_board = #KEYS > DENSE + 1 -- the last key is data_{b}
+local data = KEYS[#KEYS]
 local build_tally, build_dense = nil, nil
 if dense_board then build_tally, build_dense = KEYS[DENSE + 2 * n + 1], KEYS[DENSE + 2 * n + 2] end
 
@@ -80,9 +83,9 @@ for key = STAGES + 1, DENSE do
       for j = k, n do
         if dense_board then
           add_total(KEYS[TOTALS + j], member, negate(value), KEYS[DENSE + 2 * j - 1],
-            KEYS[DENSE + 2 * j])
+            KEYS[DENSE + 2 * j], j == n and data or nil)
         else
-          add_total(KEYS[TOTALS + j], member, negate(value))
+          add_total(KEYS[TOTALS + j], member, negate(value), nil, nil, j == n and data or nil)
         end
       end
       if rebuilt and k <= rebuilt then

@@ -15,6 +15,8 @@
 --                            distinct totals (dense_{b}[_<W>]), kept exact (see retally);
 --                            then the recompute build's (rebuild_tally_{b},
 --                            rebuild_dense_{b})
+-- KEYS[#KEYS]                member data       data_{b}: a total of the largest window
+--                            that reaches 0 deletes the member's data (add_total)
 --
 -- ARGV[1]                    board version the caller expects
 -- ARGV[2]                    n, number of windows
@@ -167,11 +169,11 @@ end
 local fingerprint, idem = ARGV[7], KEYS[6 + n + m * n]
 -- Dense boards: where the tally and distinct-totals keys start (see the header).
 local DENSE = 5 + n + m * n + ((token ~= '' or fingerprint ~= '') and 1 or 0)
-local dense_board = #KEYS > DENSE
+local dense_board = #KEYS > DENSE + 1 -- the last key is data_{b}
 local build_tally, build_dense = nil, nil
 if dense_board then build_tally, build_dense = KEYS[DENSE + 2 * n + 1], KEYS[DENSE + 2 * n + 2] end
 
-local add_window = window_totals(TOTALS, dense_board and DENSE)
+local add_window = window_totals(TOTALS, dense_board and DENSE, n, KEYS[#KEYS])
 local fp, carried = string.match(fingerprint, '^([^:]*):?(%d*)$')
 if fingerprint ~= '' then
   local found = key_record(idem, fp, ARGV[8])

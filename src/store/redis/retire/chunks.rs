@@ -133,7 +133,8 @@ async fn chunk(
         .key(keys::index(&board.name))
         .key(keys::totals(&board.name, board.config.windows(), window))
         .key(keys::stage(&board.name, slot, window))
-        .key(keys::slot_geometry(&board.name));
+        .key(keys::slot_geometry(&board.name))
+        .key(keys::data(&board.name));
     if !last {
         invocation.key(keys::stage(&board.name, slot, window + 1));
     }

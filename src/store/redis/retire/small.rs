@@ -133,7 +133,7 @@ fn call(conn: &RedisConn, board: &Board, now: Timestamp, options: &RetireOptions
     candidates.dedup();
     let mut cmd = redis::cmd("EVALSHA");
     cmd.arg(conn.scripts().retire_small.get_hash())
-        .arg(3 + windows.len() * (2 + candidates.len()))
+        .arg(4 + windows.len() * (2 + candidates.len()))
         .arg(keys::record(&board.name))
         .arg(keys::index(&board.name))
         .arg(keys::slot_geometry(&board.name));
@@ -149,6 +149,7 @@ fn call(conn: &RedisConn, board: &Board, now: Timestamp, options: &RetireOptions
     for j in 0..windows.len() {
         cmd.arg(keys::stage(&board.name, closed, j));
     }
+    cmd.arg(keys::data(&board.name));
     cmd.arg(board.version)
         .arg(windows.len())
         .arg(candidates.len())

@@ -84,6 +84,7 @@ pub(super) async fn swap(
     for key in &dense {
         invocation.key(key);
     }
+    invocation.key(keys::data(name));
     invocation
         .arg(board.version)
         .arg(windows[0].seconds())

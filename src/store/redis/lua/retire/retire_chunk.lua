@@ -5,10 +5,12 @@
 -- KEYS[3]  this window's totals            stats_{b} or stats_{b}_<W>
 -- KEYS[4]  the slot's stage for this window, j: slot_{b}_<ts> (j = 1) or slot_{b}_<ts>_<j-1>
 -- KEYS[5]  the slots' geometries           slotgeo_{b}
--- KEYS[6]  the slot's next stage, j+1:     slot_{b}_<ts>_<j>; absent for the largest window
+-- KEYS[6]  member data                     data_{b}: retiring the largest window deletes
+--          the data of each member whose total it takes to 0 (bulk_add)
+-- KEYS[7]  the slot's next stage, j+1:     slot_{b}_<ts>_<j>; absent for the largest window
 -- then, on a dense board (ARGV[9] = 'dense'): this window's tally and distinct totals
 --          (tally_{b}[_<W>], dense_{b}[_<W>]; see retally in the prelude)
--- A compact slot's buckets, <stage>:<i>, are named here from KEYS[4] and KEYS[6]: they
+-- A compact slot's buckets, <stage>:<i>, are named here from KEYS[4] and KEYS[7]: they
 -- carry the same hash tag, so they live in the same Cluster slot.
 --
 -- ARGV[1]  board version the caller expects
@@ -66,7 +68,9 @@
 local board, index, totals, stage, geo_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local tally, dense = nil, nil
 if ARGV[9] == 'dense' then tally, dense = KEYS[#KEYS - 1], KEYS[#KEYS] end
-local next_stage = (#KEYS - (tally and 2 or 0) == 6) and KEYS[6] or nil
+local next_stage = (#KEYS - (tally and 2 or 0) == 7) and KEYS[7] or nil
+-- Only the largest window's totals (no next stage) hold the lifetime of member data.
+local data = (not next_stage) and KEYS[6] or nil
 local done_field = 'done:' .. ARGV[2]
 local prev_field = ARGV[3] ~= '' and ('done:' .. ARGV[3]) or 'version'
 local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], done_field, prev_field, 'rb_until')
@@ -86,7 +90,7 @@ end
 local function handle(found, from, to)
   local fields, values = fields_and_values(found)
   if #fields == 0 then return 0, 0 end
-  local zeroed = bulk_add(totals, true, -1, fields, values, tally, dense)
+  local zeroed = bulk_add(totals, true, -1, fields, values, tally, dense, data)
   if to then bulk_add(to, false, 1, fields, values) end
   redis.call('HDEL', from, unpack(fields))
   return #fields, zeroed
@@ -172,7 +176,7 @@ if geo then
         end
       else
         local fields, values = fields_and_values(redis.call('HGETALL', from))
-        zeroed = zeroed + bulk_add(totals, true, -1, fields, values, tally, dense)
+        zeroed = zeroed + bulk_add(totals, true, -1, fields, values, tally, dense, data)
         subtracted = subtracted + #fields
         hand_on(from, to, fields, values)
         i, sub = i + 1, nil

@@ -9,6 +9,8 @@
 --                    on a compact slot the prefix of its buckets <key>:<i>
 -- KEYS[3+n+mn+k]     the closed slot's stage k (k = 1..n), named as above: the slot that
 --                    just closed (the current slot's start - the slot length)
+-- KEYS[4+2n+mn]      member data             data_{b}: retiring the largest window
+--                    deletes the data of each member whose total it takes to 0
 --
 -- ARGV[1]            board version the caller expects
 -- ARGV[2]            n, the board's windows
@@ -114,7 +116,8 @@ for j = 1, n do
     for h, key in ipairs(hashes(c, j)) do
       local names, values = fields_and_values(redis.call('HGETALL', key))
       if #names > 0 then
-        zeroed = zeroed + bulk_add(totals(j), true, -1, names, values)
+        zeroed = zeroed + bulk_add(totals(j), true, -1, names, values, nil, nil,
+          j == n and KEYS[4 + 2 * n + m * n] or nil)
         hand_on(key, next_hashes[h], names, values)
         subtracted = subtracted + #names
       end

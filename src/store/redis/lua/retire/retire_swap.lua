@@ -11,6 +11,8 @@
 -- KEYS[6+c]    newer slot c's stage 1        slot_{b}_<t_c>             (c = 1..m)
 -- then, on a dense board (ARGV[6] = 'dense'): window 1's tally and distinct totals
 --              (tally_{b}, dense_{b}; see retally in the prelude)
+-- KEYS[#KEYS]  member data                   data_{b}: when window 1 is the only window
+--              (the largest), a member it no longer counts loses its data (see below)
 --
 -- ARGV[1]      board version the caller expects
 -- ARGV[2]      window 1, seconds (fields wm:<W>, done:<W>, building:<W>)
@@ -34,6 +36,9 @@
 -- (in bulk: HMGET, HSET, HDEL at exactly 0), UNLINKed, and X_1(s) renamed. When window 1
 -- is the only window there is no stage 2: X_1(s) is UNLINKed and s leaves the index (as
 -- the largest window's retirement does). Finally done:<W1> := s.
+-- Member data (only window): the data of every member the new totals lack is deleted,
+-- found by reading data_{b} whole (HKEYS, each checked against the kept members),
+-- so its fields count in the bound ('big' when they overrun it).
 --
 -- It first checks, changing nothing, and answers {'fallback', reason} unless all hold:
 -- the record has the expected version and is not dropping (else STALE, as every
@@ -84,7 +89,8 @@ if m > 0 then
   end
 end
 -- The work is small.
-local work = last and 0 or redis.call('HLEN', closed_next)
+local data = KEYS[#KEYS]
+local work = last and redis.call('HLEN', data) or redis.call('HLEN', closed_next)
 for c = 1, m do work = work + redis.call('HLEN', KEYS[6 + c]) end
 if work > max_fields then return { 'fallback', 'big' } end
 
@@ -157,6 +163,18 @@ if is_dense then
     end
     redis.call('HSET', tally, unpack(tally_args))
     redis.call('ZADD', dense, unpack(dense_args))
+  end
+end
+
+-- The only window: members it no longer counts lose their data.
+if last then
+  local held, gone = {}, {}
+  for _, member in ipairs(kept) do held[member] = true end
+  for _, member in ipairs(redis.call('HKEYS', data)) do
+    if not held[member] then gone[#gone + 1] = member end
+  end
+  for from = 1, #gone, 1000 do
+    redis.call('HDEL', data, unpack(gone, from, math.min(from + 999, #gone)))
   end
 end
 
