@@ -66,6 +66,7 @@ mod property;
 mod proxy;
 mod ranges;
 mod rates;
+mod rates_limiter;
 mod rates_property;
 mod redis_layout;
 mod relayout;
