@@ -44,7 +44,8 @@ async fn a_full_coverage_limiter_never_admits_more_than_its_limit_within_the_win
         let key = unique("lim");
         let mut now = START * 1000 + rng.random_range(0..60_000);
         // Every hit counted (plain and admitted), and the admitted ones.
-        let (mut all, mut admitted): (Vec<(i64, u64)>, Vec<(i64, u64)>) = (vec![], vec![]);
+        let mut all: Vec<(i64, u64)> = Vec::new();
+        let mut admitted: Vec<(i64, u64)> = Vec::new();
         for _ in 0..40 {
             now += match rng.random_range(0..10) {
                 0 => rng.random_range(0..200_000),
