@@ -17,6 +17,7 @@ use super::error::{ApiResult, ErrorBody, ErrorDetail};
 use super::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
 use super::json_int;
 use crate::Timestamp;
+use crate::rates::Coverage;
 use crate::rollboard::rates::split_windows;
 
 /// A hit: `{"count": 1, "at": 1700000000.5}`, both optional.
@@ -85,13 +86,23 @@ pub struct RejectedHit {
     pub error: ErrorDetail,
 }
 
-/// `?last=5s,5m`.
+/// `?last=5s,5m&coverage=full`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LastQuery {
     /// Windows, comma-separated (default `5s,5m,5h,5d,180d`), each one a rate tier answers.
     #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?(,[0-9]*[1-9][0-9]*[smhd]?)*$")]
     pub last: Option<String>,
+    /// Which slots each window counts: `partial` (the default: the current slot and the
+    /// W/L − 1 before it, at least W − L of the past) or `full` (the current slot and the
+    /// W/L before it: at least W, at most W + L); anything else is 422 `invalid_query`.
+    #[param(example = "full")]
+    pub coverage: Option<String>,
+}
+
+/// The coverage named by a request (`partial` when absent).
+fn coverage(text: Option<&str>) -> Result<Coverage, crate::Error> {
+    text.map_or(Ok(Coverage::Partial), Coverage::parse)
 }
 
 /// A key's counts.
@@ -120,6 +131,12 @@ pub struct CheckBody {
     #[serde(default, deserialize_with = "json_int::opt_u64")]
     #[schema(minimum = 1, maximum = 4_294_967_295_i64)]
     pub count: Option<u64>,
+    /// Which slots the window counts: `"partial"` (the default: the current slot and the
+    /// W/L − 1 before it) or `"full"` (the current slot and the W/L before it, so no span
+    /// of W ever admits more than `limit`; a hit may be refused up to one slot L early);
+    /// anything else is 422 `invalid_query`.
+    #[schema(example = "full")]
+    pub coverage: Option<String>,
 }
 
 /// A check's verdict (always 200: a 429 is the caller's choice).
@@ -234,7 +251,7 @@ pub async fn post_hits(
             "at": 1_700_000_000.25,
             "counts": {"5s": 1, "5m": 4}
         })),
-        (status = 422, description = "`invalid_rate_key`, `invalid_rate_window`", body = ErrorBody),
+        (status = 422, description = "`invalid_rate_key`, `invalid_rate_window`, `invalid_query` (coverage)", body = ErrorBody),
     )
 )]
 pub async fn get_counts(
@@ -242,8 +259,12 @@ pub async fn get_counts(
     ApiPath(key): ApiPath<String>,
     ApiQuery(q): ApiQuery<LastQuery>,
 ) -> ApiResult<Json<CountsResponse>> {
+    let coverage = coverage(q.coverage.as_deref())?;
     let windows = q.last.as_deref().map(split_windows);
-    let read = state.boards.rate_counts(&key, windows.as_deref()).await?;
+    let read = state
+        .boards
+        .rate_counts_with(&key, windows.as_deref(), coverage)
+        .await?;
     Ok(Json(CountsResponse {
         key: read.key,
         at: read.at.unix_seconds_f64(),
@@ -259,11 +280,11 @@ pub async fn get_counts(
 #[utoipa::path(
     post, path = "/v1/rates/{key}/check", tag = "rates", operation_id = "ratesCheck",
     params(("key" = String, Path, description = "The key: 1–256 bytes of UTF-8", min_length = 1, max_length = 256, example = json!("login:203.0.113.7"))),
-    request_body(content = CheckBody, example = json!({"limit": 100, "last": "1m", "count": 1})),
+    request_body(content = CheckBody, example = json!({"limit": 100, "last": "1m", "count": 1, "coverage": "full"})),
     responses(
         (status = 200, description = "The verdict", body = CheckResponse, example = json!({"allowed": true, "count": 5, "limit": 100, "retry_after": 0.0})),
         (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
-        (status = 422, description = "`invalid_rate_key`, `invalid_rate_window`, `invalid_delta` (count), `invalid_query` (limit), `rate_overflow`", body = ErrorBody),
+        (status = 422, description = "`invalid_rate_key`, `invalid_rate_window`, `invalid_delta` (count), `invalid_query` (limit, coverage), `rate_overflow`", body = ErrorBody),
     ),
     security(("writeToken" = []), ("adminToken" = []))
 )]
@@ -273,9 +294,16 @@ pub async fn post_check(
     ApiPath(key): ApiPath<String>,
     ApiJson(body): ApiJson<CheckBody>,
 ) -> ApiResult<Json<CheckResponse>> {
+    let coverage = coverage(body.coverage.as_deref())?;
     let verdict = state
         .boards
-        .rate_check(&key, body.limit, &body.last, body.count.unwrap_or(1))
+        .rate_check_with(
+            &key,
+            body.limit,
+            &body.last,
+            body.count.unwrap_or(1),
+            coverage,
+        )
         .await?;
     crate::metrics::rate_check(verdict.allowed);
     Ok(Json(CheckResponse {

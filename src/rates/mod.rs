@@ -14,9 +14,11 @@ use serde::Serialize;
 
 use crate::error::Error;
 
+pub mod coverage;
 pub(crate) mod ring;
 pub mod tiers;
 
+pub use coverage::Coverage;
 pub use ring::MAX_SLOT_COUNT;
 pub use tiers::{MAX_RATE_SLOTS, RateTiers, RateWindow, Tier};
 

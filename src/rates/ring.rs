@@ -358,6 +358,29 @@ mod tests {
     }
 
     #[test]
+    fn full_coverage_counts_the_oldest_slot_whole_and_refuses_until_it_leaves() {
+        use crate::rates::Coverage;
+        let tiers = small();
+        let full = tiers.parse_window_with("2m", Coverage::Full).unwrap();
+        assert_eq!((full.tier, full.slots), (1, 3));
+        let mut ring = RateRing::new(&tiers);
+        // Three hits at 0:50, read 1 min 19 s later (2:09): "2m" counts minutes 1 and
+        // 2 only; with full coverage, minute 0 too (hits 2 min 9 s back at most).
+        ring.hit(&tiers, ts(50_000), ts(50_000), 3).unwrap();
+        assert_eq!(ring.count(&tiers, &w(&tiers, "2m"), ts(129_000)), 0);
+        assert_eq!(ring.count(&tiers, &full, ts(129_000)), 3);
+        // A limit of 3 per 2 minutes: refused until minute 0 leaves, at 3:00 (the
+        // span from 0:50 is 2 min 10 s: at most one slot more than the window).
+        let no = ring.check(&tiers, &full, ts(129_000), 3, 1).unwrap();
+        assert_eq!(
+            (no.allowed, no.count, no.retry_after_ms),
+            (false, 3, Some(51_000))
+        );
+        let ok = ring.check(&tiers, &full, ts(180_000), 3, 1).unwrap();
+        assert_eq!((ok.allowed, ok.count), (true, 1));
+    }
+
+    #[test]
     fn bytes_round_trip_and_short_strings_read_as_zeros() {
         let tiers = small();
         let mut ring = RateRing::new(&tiers);

@@ -3,10 +3,12 @@
 //! A tier is a ring of `slots` counters of `slot` length each (the default, as in the
 //! source articles: 60 × 1 s, 60 × 1 min, 24 × 1 h, 366 × 1 day). A window of length W
 //! is answered by the finest tier whose slot length g divides W and which holds W/g
-//! slots; a window no tier can answer is rejected.
+//! slots (W/g + 1 with [`Coverage::Full`]: `60s` then goes to the minute tier); a window
+//! no tier can answer is rejected.
 
 use std::fmt;
 
+use super::coverage::Coverage;
 use crate::domain::Span;
 use crate::error::Error;
 
@@ -112,33 +114,52 @@ impl RateTiers {
 
     /// The window of length `span`, answered by the finest tier that can.
     pub fn window(&self, span: Span) -> Result<RateWindow, Error> {
+        self.window_with(span, Coverage::Partial)
+    }
+
+    /// The window of length `span` counted with `coverage`, answered by the finest tier
+    /// whose slot length g divides it and which holds the slots it counts (W/g, or
+    /// W/g + 1 with full coverage).
+    pub fn window_with(&self, span: Span, coverage: Coverage) -> Result<RateWindow, Error> {
         self.0
             .iter()
             .enumerate()
             .find_map(|(tier, t)| {
                 let g = t.slot.seconds();
-                let n = span.seconds() / g;
+                let n = coverage.slots(span.seconds() / g);
                 (span.seconds().is_multiple_of(g) && n <= u64::from(t.slots)).then_some(
                     RateWindow {
                         span,
                         tier,
                         slots: n as u32,
+                        coverage,
                     },
                 )
             })
             .ok_or_else(|| Error::InvalidRateWindow {
                 window: span.to_string(),
-                reason: format!("no tier answers it (tiers: {self})"),
+                reason: match coverage {
+                    Coverage::Partial => format!("no tier answers it (tiers: {self})"),
+                    Coverage::Full => format!(
+                        "no tier answers it with full coverage, which needs one slot more \
+                         than the window (tiers: {self})"
+                    ),
+                },
             })
     }
 
     /// Parses a window (`"5m"`) and finds its tier.
     pub fn parse_window(&self, text: &str) -> Result<RateWindow, Error> {
+        self.parse_window_with(text, Coverage::Partial)
+    }
+
+    /// Parses a window (`"5m"`) counted with `coverage` and finds its tier.
+    pub fn parse_window_with(&self, text: &str, coverage: Coverage) -> Result<RateWindow, Error> {
         let span = Span::parse(text).map_err(|e| Error::InvalidRateWindow {
             window: text.chars().take(40).collect(),
             reason: e.to_string(),
         })?;
-        self.window(span)
+        self.window_with(span, coverage)
     }
 
     /// The windows read when none are named: those of `5s, 5m, 5h, 5d, 180d` that a tier
@@ -190,8 +211,11 @@ pub struct RateWindow {
     pub span: Span,
     /// The index of the tier that answers it.
     pub tier: usize,
-    /// How many of that tier's slots it spans (the current one included).
+    /// How many of that tier's slots it counts (the current one included): W/g, or
+    /// W/g + 1 with full coverage.
     pub slots: u32,
+    /// Which slots it counts.
+    pub coverage: Coverage,
 }
 
 #[cfg(test)]
@@ -224,6 +248,30 @@ mod tests {
             let err = window(text).unwrap_err();
             assert_eq!(err.code(), "invalid_rate_window", "{text}");
         }
+    }
+
+    #[test]
+    fn full_coverage_counts_one_slot_more_and_moves_up_a_tier_when_needed() {
+        let full = |text: &str| {
+            RateTiers::default()
+                .parse_window_with(text, Coverage::Full)
+                .map(|w| (w.tier, w.slots))
+        };
+        assert_eq!(full("5s").unwrap(), (0, 6));
+        assert_eq!(full("59s").unwrap(), (0, 60));
+        // 60 s needs 61 one-second slots: the minute tier answers, this minute and the last.
+        assert_eq!(full("60s").unwrap(), (1, 2));
+        assert_eq!(full("5m").unwrap(), (1, 6));
+        assert_eq!(full("60m").unwrap(), (2, 2));
+        assert_eq!(full("24h").unwrap(), (3, 2));
+        assert_eq!(full("365d").unwrap(), (3, 366));
+        let err = full("366d").unwrap_err();
+        assert_eq!(err.code(), "invalid_rate_window");
+        assert_eq!(
+            err.to_string(),
+            "invalid rate window \"366d\": no tier answers it with full coverage, which \
+             needs one slot more than the window (tiers: 60x1s,60x1m,24x1h,366x1d)"
+        );
     }
 
     #[test]

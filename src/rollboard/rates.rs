@@ -4,7 +4,7 @@
 use super::Rollboard;
 use crate::domain::{MAX_ABS, Timestamp};
 use crate::error::{Error, Result};
-use crate::rates::{RateCounts, RateKey, RateTiers, RateWindow, Verdict};
+use crate::rates::{Coverage, RateCounts, RateKey, RateTiers, RateWindow, Verdict};
 use crate::store::RateHit;
 
 impl Rollboard {
@@ -74,15 +74,32 @@ impl Rollboard {
     }
 
     /// The counts of `key` over `windows` (`"5s"`, `"5m"`, …; every default window when
-    /// `None`) at now.
+    /// `None`) at now, each the current slot and the W/L − 1 before it
+    /// ([`Coverage::Partial`]).
     pub async fn rate_counts(&self, key: &str, windows: Option<&[&str]>) -> Result<RateCounts> {
+        self.rate_counts_with(key, windows, Coverage::Partial).await
+    }
+
+    /// [`rate_counts`](Self::rate_counts) with each window counted with `coverage`
+    /// ([`Coverage::Full`]: the current slot and the W/L before it, at least W of the
+    /// past).
+    pub async fn rate_counts_with(
+        &self,
+        key: &str,
+        windows: Option<&[&str]>,
+        coverage: Coverage,
+    ) -> Result<RateCounts> {
         let key = RateKey::parse(key)?;
         let tiers = self.rate_tiers();
         let windows: Vec<RateWindow> = match windows {
-            None => tiers.default_windows(),
+            None => tiers
+                .default_windows()
+                .iter()
+                .map(|w| tiers.window_with(w.span, coverage))
+                .collect::<Result<_>>()?,
             Some(texts) => texts
                 .iter()
-                .map(|w| tiers.parse_window(w))
+                .map(|w| tiers.parse_window_with(w, coverage))
                 .collect::<Result<_>>()?,
         };
         let now = self.now();
@@ -99,13 +116,32 @@ impl Rollboard {
     }
 
     /// Counts `count` hits of `key` now only if `window` then holds at most `limit`,
-    /// atomically; answers the verdict with the window's count.
+    /// atomically; answers the verdict with the window's count. The window counts the
+    /// current slot and the W/L − 1 before it ([`Coverage::Partial`]): for a limiter
+    /// that never admits more than `limit` within any span of W, use
+    /// [`rate_check_with`](Self::rate_check_with) and [`Coverage::Full`].
     pub async fn rate_check(
         &self,
         key: &str,
         limit: u64,
         window: &str,
         count: u64,
+    ) -> Result<Verdict> {
+        self.rate_check_with(key, limit, window, count, Coverage::Partial)
+            .await
+    }
+
+    /// [`rate_check`](Self::rate_check) with the window counted with `coverage`. With
+    /// [`Coverage::Full`] the window counts the current slot and the W/L before it, so
+    /// no span of W ever holds more than `limit` admitted hits; a hit may be refused up
+    /// to one slot L earlier than an exact sliding window would.
+    pub async fn rate_check_with(
+        &self,
+        key: &str,
+        limit: u64,
+        window: &str,
+        count: u64,
+        coverage: Coverage,
     ) -> Result<Verdict> {
         let key = RateKey::parse(key)?;
         let count = check_count(count)?;
@@ -115,7 +151,7 @@ impl Rollboard {
             });
         }
         let tiers = self.rate_tiers();
-        let window = tiers.parse_window(window)?;
+        let window = tiers.parse_window_with(window, coverage)?;
         self.store()
             .rates()
             .rate_check(tiers, &key, &window, self.now(), limit, count)

@@ -62,6 +62,105 @@ async fn hits_are_counted_read_checked_and_deleted() {
 }
 
 #[tokio::test]
+async fn coverage_full_counts_the_oldest_slot_whole_on_reads_and_checks() {
+    let app = spawn_app().await;
+    let base = format!("/v1/rates/{}", unique("r"));
+    app.clock
+        .set(rollboard::Timestamp::from_unix_seconds(START + 50).unwrap());
+    let check_path = format!("{base}/check");
+    let check = |coverage: &str| {
+        app.post(
+            &check_path,
+            json!({"limit": 3, "last": "5m", "count": 1, "coverage": coverage}),
+        )
+    };
+    for want in 1..=3 {
+        assert_eq!(
+            check("full").await.body,
+            json!({"allowed": true, "count": want, "limit": 3, "retry_after": 0.0})
+        );
+    }
+    // 4 min 19 s later: the partial window misses minute 0, the full one counts it.
+    app.clock
+        .set(rollboard::Timestamp::from_unix_seconds(START + 309).unwrap());
+    let partial = app.get(&format!("{base}?last=5m,6m")).await;
+    assert_eq!(partial.body["counts"], json!({"5m": 0, "6m": 3}));
+    let named = app
+        .get(&format!("{base}?last=5m,6m&coverage=partial"))
+        .await;
+    assert_eq!(named.body["counts"], json!({"5m": 0, "6m": 3}));
+    let full = app.get(&format!("{base}?last=5m,60s&coverage=full")).await;
+    assert_eq!(full.body["counts"], json!({"5m": 3, "1m": 0}));
+    assert_eq!(
+        check("full").await.body,
+        json!({"allowed": false, "count": 3, "limit": 3, "retry_after": 51.0})
+    );
+    // The default coverage is partial: it would let a 4th hit in within 5 minutes.
+    let partial_check = app
+        .post(&check_path, json!({"limit": 3, "last": "5m"}))
+        .await;
+    assert_eq!(
+        partial_check.body,
+        json!({"allowed": true, "count": 1, "limit": 3, "retry_after": 0.0})
+    );
+}
+
+#[tokio::test]
+async fn bad_coverage_is_422_naming_the_accepted_values() {
+    let app = spawn_app().await;
+    let base = format!("/v1/rates/{}", unique("r"));
+    let read = app.get(&format!("{base}?last=5m&coverage=whole")).await;
+    let check = app
+        .post(
+            &format!("{base}/check"),
+            json!({"limit": 3, "last": "5m", "coverage": "FULL"}),
+        )
+        .await;
+    let too_long = app
+        .post(
+            &format!("{base}/check"),
+            json!({"limit": 3, "last": "366d", "coverage": "full"}),
+        )
+        .await;
+    let not_text = app
+        .post(
+            &format!("{base}/check"),
+            json!({"limit": 3, "last": "5m", "coverage": 1}),
+        )
+        .await;
+    assert_eq!(
+        (read.status, read.body),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({"error": {"code": "invalid_query", "message": "invalid query: coverage must be \"partial\" or \"full\", not \"whole\""}})
+        )
+    );
+    assert_eq!(
+        (check.status, check.body),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({"error": {"code": "invalid_query", "message": "invalid query: coverage must be \"partial\" or \"full\", not \"FULL\""}})
+        )
+    );
+    assert_eq!(
+        (too_long.status, too_long.body),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({"error": {"code": "invalid_rate_window", "message": "invalid rate window \"366d\": no tier answers it with full coverage, which needs one slot more than the window (tiers: 60x1s,60x1m,24x1h,366x1d)"}})
+        )
+    );
+    assert_eq!(
+        (not_text.status, not_text.code().to_owned()),
+        (StatusCode::BAD_REQUEST, "bad_request".to_owned())
+    );
+    // Nothing was counted.
+    assert_eq!(
+        app.get(&format!("{base}?last=5m")).await.body["counts"],
+        json!({"5m": 0})
+    );
+}
+
+#[tokio::test]
 async fn bad_rate_requests_get_their_error_codes() {
     let app = spawn_app().await;
     let base = format!("/v1/rates/{}", unique("r"));

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rollboard::{Error, Rollboard};
+use rollboard::{Coverage, Error, Rollboard};
 
 use crate::support::{Harness, START, TestRedis, clock, ts, unique, with_clock};
 
@@ -26,6 +26,10 @@ on_every_store!(
     an_overflowing_hit_in_a_batch_changes_nothing_and_the_others_count,
     a_batch_of_one_key_longer_than_one_call_counts_every_hit_in_order,
     a_hit_leaves_the_ring_when_a_later_hit_of_its_batch_moves_the_head_past_it,
+    full_coverage_counts_the_oldest_slot_whole,
+    a_full_coverage_check_refuses_until_the_oldest_slot_leaves,
+    full_coverage_a_tier_cannot_hold_goes_to_the_next_tier_or_is_refused,
+    a_batch_mixing_keys_sums_duplicates_with_different_times_and_late_hits,
 );
 
 /// The counts of `key` as `(window, count)` pairs.
@@ -472,6 +476,199 @@ async fn a_hit_leaves_the_ring_when_a_later_hit_of_its_batch_moves_the_head_past
     assert_eq!(
         counts(&h, &key, &["1s", "1m", "2m"]).await,
         pairs(&[("1s", 1), ("1m", 2), ("2m", 3)])
+    );
+}
+
+/// The counts of `key` as `(window, count)` pairs, each window with full coverage.
+async fn full_counts(h: &Harness, key: &str, windows: &[&str]) -> Vec<(String, u64)> {
+    h.boards
+        .rate_counts_with(key, Some(windows), Coverage::Full)
+        .await
+        .unwrap()
+        .counts
+        .into_iter()
+        .map(|(w, c)| (w.to_string(), c))
+        .collect()
+}
+
+async fn full_coverage_counts_the_oldest_slot_whole(h: Harness) {
+    let key = unique("u");
+    h.at(50);
+    h.boards.rate_hit(&key, 3, None).await.unwrap();
+    // Read 4 min 19 s later: "5m" counts minutes 1..=5 and misses the 3 hits of minute
+    // 0 (it covers only the last 4 min 9 s whole); with full coverage it counts them.
+    h.at(50 + 259);
+    assert_eq!(
+        counts(&h, &key, &["5m", "6m"]).await,
+        pairs(&[("5m", 0), ("6m", 3)])
+    );
+    assert_eq!(
+        full_counts(&h, &key, &["5m", "5s", "1m"]).await,
+        pairs(&[("5m", 3), ("5s", 0), ("1m", 0)])
+    );
+    // Default windows: the current slot and one more each.
+    let read = h
+        .boards
+        .rate_counts_with(&key, None, Coverage::Full)
+        .await
+        .unwrap();
+    let got: Vec<(String, u64)> = read
+        .counts
+        .into_iter()
+        .map(|(w, c)| (w.to_string(), c))
+        .collect();
+    assert_eq!(
+        got,
+        pairs(&[("5s", 0), ("5m", 3), ("5h", 3), ("5d", 3), ("180d", 3)])
+    );
+    // Once minute 0 is more than 5 minutes back, full coverage drops it too.
+    h.at(360);
+    assert_eq!(full_counts(&h, &key, &["5m"]).await, pairs(&[("5m", 0)]));
+}
+
+async fn a_full_coverage_check_refuses_until_the_oldest_slot_leaves(h: Harness) {
+    let key = unique("u");
+    let check = |at: i64| {
+        h.at(at);
+        let (boards, key) = (&h.boards, &key);
+        async move {
+            let v = boards
+                .rate_check_with(key, 3, "5m", 1, Coverage::Full)
+                .await
+                .unwrap();
+            (v.allowed, v.count, v.retry_after)
+        }
+    };
+    let zero = Some(Duration::ZERO);
+    assert_eq!(check(50).await, (true, 1, zero));
+    assert_eq!(check(51).await, (true, 2, zero));
+    assert_eq!(check(59).await, (true, 3, zero));
+    // 4 min 19 s after the first: the partial window would admit (minute 0 is out of
+    // it), and 4 hits would then sit within 5 minutes; the full one refuses until minute
+    // 0 leaves at START + 360.
+    h.at(309);
+    let partial = h.boards.rate_counts(&key, Some(&["5m"])).await.unwrap();
+    assert_eq!(partial.counts[0].1, 0);
+    assert_eq!(check(309).await, (false, 3, Some(Duration::from_secs(51))));
+    assert_eq!(check(359).await, (false, 3, Some(Duration::from_secs(1))));
+    // At 6:00 the first admitted hit is 5 min 10 s back: at most one slot (1 min) late.
+    assert_eq!(check(360).await, (true, 1, zero));
+}
+
+async fn full_coverage_a_tier_cannot_hold_goes_to_the_next_tier_or_is_refused(h: Harness) {
+    let key = unique("u");
+    h.at(50);
+    h.boards.rate_hit(&key, 2, None).await.unwrap();
+    // "60s" with full coverage needs 61 one-second slots: the minute tier answers it,
+    // the current minute and the one before (at least 60 s, at most 120 s of the past).
+    h.at(115);
+    assert_eq!(counts(&h, &key, &["60s"]).await, pairs(&[("1m", 0)]));
+    assert_eq!(full_counts(&h, &key, &["60s"]).await, pairs(&[("1m", 2)]));
+    let v = h
+        .boards
+        .rate_check_with(&key, 2, "60s", 1, Coverage::Full)
+        .await
+        .unwrap();
+    assert_eq!(
+        (v.allowed, v.count, v.retry_after),
+        (false, 2, Some(Duration::from_secs(5)))
+    );
+    // No tier holds 367 days: refused, saying why.
+    let err = h
+        .boards
+        .rate_counts_with(&key, Some(&["366d"]), Coverage::Full)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "invalid_rate_window");
+    assert_eq!(
+        err.to_string(),
+        "invalid rate window \"366d\": no tier answers it with full coverage, which needs \
+         one slot more than the window (tiers: 60x1s,60x1m,24x1h,366x1d)"
+    );
+    let err = h
+        .boards
+        .rate_check_with(&key, 2, "366d", 1, Coverage::Full)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "invalid_rate_window");
+    assert_eq!(counts(&h, &key, &["366d"]).await, pairs(&[("366d", 2)]));
+}
+
+async fn a_batch_mixing_keys_sums_duplicates_with_different_times_and_late_hits(h: Harness) {
+    let (a, b, c) = (unique("a"), unique("b"), unique("c"));
+    h.at(130);
+    let at = |s: i64| Some(ts(START + s));
+    let hits = vec![
+        (a.clone(), 1, None),
+        (b.clone(), 2, at(129)),
+        (a.clone(), 2, at(129)),           // same minute, another second
+        (a.clone(), 4, at(130)),           // same second as the first
+        (c.clone(), 1, at(70)),            // late: out of the 1 s tier, in the minute's
+        (a.clone(), 8, at(65)),            // late, minute 1: only the coarser tiers
+        (b.clone(), 16, at(125)),          // another second of b's minute
+        (a.clone(), 32, at(-90_000)),      // a day and more back: only the day tier
+        (c.clone(), 64, at(131)),          // a second ahead: its own slot, from then on
+        (a.clone(), 1, at(-400 * 86_400)), // too late for every tier
+    ];
+    let codes = hit_codes(&h, &hits).await;
+    assert_eq!(
+        codes,
+        [
+            Ok(4),
+            Ok(4),
+            Ok(4),
+            Ok(4),
+            Ok(3),
+            Ok(3),
+            Ok(4),
+            Ok(1),
+            Ok(4),
+            Err("too_late")
+        ]
+    );
+    let windows = ["1s", "2s", "1m", "2m", "3m", "2d"];
+    assert_eq!(
+        counts(&h, &a, &windows).await,
+        pairs(&[
+            ("1s", 5),
+            ("2s", 7),
+            ("1m", 7),
+            ("2m", 15),
+            ("3m", 15),
+            ("2d", 47)
+        ])
+    );
+    assert_eq!(
+        counts(&h, &b, &windows).await,
+        pairs(&[
+            ("1s", 0),
+            ("2s", 2),
+            ("1m", 18),
+            ("2m", 18),
+            ("3m", 18),
+            ("2d", 18)
+        ])
+    );
+    assert_eq!(
+        counts(&h, &c, &windows).await,
+        // The hit of second 131 is in the current minute and day already.
+        pairs(&[
+            ("1s", 0),
+            ("2s", 0),
+            ("1m", 0),
+            ("2m", 65),
+            ("3m", 65),
+            ("2d", 65)
+        ])
+    );
+    h.at(131);
+    assert_eq!(
+        counts(&h, &c, &["1s", "1m", "2m"]).await,
+        pairs(&[("1s", 64), ("1m", 64), ("2m", 65)])
+    );
+    assert_eq!(
+        full_counts(&h, &a, &["1s", "1m"]).await,
+        pairs(&[("1s", 5), ("1m", 15)])
     );
 }
 

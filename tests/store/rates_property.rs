@@ -4,13 +4,16 @@
 //! keeps every hit and recounts from the definition (no ring, no clearing). Hits come
 //! one at a time and in batches mixing two keys (the batch path: both keys in one script
 //! call on Redis), far from now or near it (where the script's one-BITFIELD path and its
-//! fix-up of moved heads run).
+//! fix-up of moved heads run). Reads and checks count with partial and with full
+//! coverage.
 
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use rollboard::{Clock, ManualClock, MemoryStore, RateTiers, Rollboard, Settings, Span, Timestamp};
+use rollboard::{
+    Clock, Coverage, ManualClock, MemoryStore, RateTiers, Rollboard, Settings, Span, Timestamp,
+};
 
 use crate::support::{START, TestRedis, unique};
 
@@ -18,6 +21,9 @@ const TIERS: &str = "5x1s,4x5s,3x1m";
 const WINDOWS: [&str; 10] = [
     "1s", "2s", "4s", "5s", "10s", "15s", "20s", "1m", "2m", "3m",
 ];
+/// The windows these tiers answer with full coverage (one slot more): `5s` on the 5 s
+/// tier, `1m` on the minute tier.
+const FULL_WINDOWS: [&str; 8] = ["1s", "2s", "4s", "5s", "10s", "15s", "1m", "2m"];
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -35,6 +41,7 @@ enum Op {
         window: usize,
         limit: u64,
         count: u32,
+        full: bool,
     },
 }
 
@@ -49,7 +56,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (-2_000i64..3_000).prop_map(Op::Move),
         1 => (100_000i64..400_000).prop_map(Op::Move),
         2 => Just(Op::Read),
-        2 => (0..WINDOWS.len(), 0u64..8, 1u32..3).prop_map(|(window, limit, count)| Op::Check { window, limit, count }),
+        2 => (0..WINDOWS.len(), 0u64..8, 1u32..3).prop_map(|(window, limit, count)| Op::Check { window, limit, count, full: false }),
+        2 => (0..FULL_WINDOWS.len(), 0u64..8, 1u32..3).prop_map(|(window, limit, count)| Op::Check { window, limit, count, full: true }),
     ]
 }
 
@@ -87,8 +95,8 @@ impl Oracle {
         counted
     }
 
-    fn count(&self, window: &str, now: i64) -> u64 {
-        let w = self.tiers.parse_window(window).unwrap();
+    fn count(&self, window: &str, now: i64, coverage: Coverage) -> u64 {
+        let w = self.tiers.parse_window_with(window, coverage).unwrap();
         let t = self.tiers.tiers()[w.tier];
         let g = t.slot.secs_i64() * 1000;
         let Some(head) = self.heads[w.tier] else {
@@ -206,19 +214,30 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis) -> Result<(), TestCaseError> 
                 }
             }
             Op::Read => {
-                for (key, oracle) in keys.iter().zip(&oracles) {
-                    let want: Vec<u64> = WINDOWS.iter().map(|w| oracle.count(w, now)).collect();
+                let both = [
+                    (&WINDOWS[..], Coverage::Partial),
+                    (&FULL_WINDOWS[..], Coverage::Full),
+                ];
+                for ((key, oracle), (windows, coverage)) in keys
+                    .iter()
+                    .zip(&oracles)
+                    .flat_map(|k| both.iter().map(move |c| (k, *c)))
+                {
+                    let want: Vec<u64> = windows
+                        .iter()
+                        .map(|w| oracle.count(w, now, coverage))
+                        .collect();
                     for s in &sides {
                         let got: Vec<u64> = s
                             .boards
-                            .rate_counts(key, Some(&WINDOWS))
+                            .rate_counts_with(key, Some(windows), coverage)
                             .await
                             .unwrap()
                             .counts
                             .iter()
                             .map(|(_, c)| *c)
                             .collect();
-                        prop_assert_eq!(&got, &want, "read at {}", now - START * 1000);
+                        prop_assert_eq!(&got, &want, "{} read at {}", coverage, now - START * 1000);
                     }
                 }
             }
@@ -226,18 +245,24 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis) -> Result<(), TestCaseError> 
                 window,
                 limit,
                 count,
+                full,
             } => {
-                let current = oracles[0].count(WINDOWS[window], now);
+                let (window, coverage) = if full {
+                    (FULL_WINDOWS[window], Coverage::Full)
+                } else {
+                    (WINDOWS[window], Coverage::Partial)
+                };
+                let current = oracles[0].count(window, now, coverage);
                 let allowed = current + u64::from(count) <= limit;
                 if allowed {
                     oracles[0].hit(now, now, u64::from(count));
                 }
-                let after = oracles[0].count(WINDOWS[window], now);
+                let after = oracles[0].count(window, now, coverage);
                 let mut verdicts = Vec::new();
                 for s in &sides {
                     let v = s
                         .boards
-                        .rate_check(&key, limit, WINDOWS[window], u64::from(count))
+                        .rate_check_with(&key, limit, window, u64::from(count), coverage)
                         .await
                         .unwrap();
                     prop_assert_eq!((v.allowed, v.count), (allowed, after));

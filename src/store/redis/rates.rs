@@ -86,50 +86,74 @@ struct KeyPlan {
     cells: Vec<(u64, u64)>,
 }
 
-impl KeyPlan {
-    fn new(
-        tiers: &RateTiers,
-        now: Timestamp,
-        hits: impl Iterator<Item = (Timestamp, u32)>,
-    ) -> Self {
-        let shape: Vec<(i64, i64, u64)> = {
-            // Per tier: slot length, slots, bit offset of its first counter.
-            let mut base = 64 * tiers.tiers().len() as u64;
+/// The shape of the ring as [`KeyPlan`] needs it, computed once per batch: per tier its
+/// slot length (ms), slots, the bit offset of its first counter, and now's slot.
+struct Shape(Vec<(i64, i64, u64, i64)>);
+
+impl Shape {
+    fn new(tiers: &RateTiers, now: Timestamp) -> Self {
+        let mut base = 64 * tiers.tiers().len() as u64;
+        Shape(
             tiers
                 .tiers()
                 .iter()
                 .map(|tier| {
                     let b = base;
                     base += 32 * u64::from(tier.slots);
-                    (tier.slot_ms(), i64::from(tier.slots), b)
+                    let g = tier.slot_ms();
+                    (g, i64::from(tier.slots), b, now.unix_millis().div_euclid(g))
                 })
-                .collect()
-        };
-        let now_slots: Vec<i64> = shape
-            .iter()
-            .map(|&(g, _, _)| now.unix_millis().div_euclid(g))
-            .collect();
+                .collect(),
+        )
+    }
+}
+
+/// Up to this many counters a key's plan finds its counters by a scan; beyond, by a map.
+const SCANNED_CELLS: usize = 16;
+
+impl KeyPlan {
+    fn new(shape: &Shape, hits: impl Iterator<Item = (Timestamp, u32)>) -> Self {
         let mut plan = KeyPlan {
             counted: Vec::new(),
-            need: now_slots.clone(),
-            lim: vec![i64::MAX; shape.len()],
+            need: shape
+                .0
+                .iter()
+                .map(|&(_, _, _, now_slot)| now_slot)
+                .collect(),
+            lim: vec![i64::MAX; shape.0.len()],
             cells: Vec::new(),
         };
-        let mut cell_of: HashMap<u64, usize> = HashMap::new();
+        // Most keys of a batch have a few hits: their counters are found by a scan.
+        let mut cell_of: Option<HashMap<u64, usize>> = None;
         for (at, count) in hits {
             let mut counted = 0;
-            for (t, &(g, n, base)) in shape.iter().enumerate() {
+            for (t, &(g, n, base, now_slot)) in shape.0.iter().enumerate() {
                 let slot = at.unix_millis().div_euclid(g);
-                if slot <= now_slots[t] - n {
+                if slot <= now_slot - n {
                     continue;
                 }
                 counted += 1;
                 plan.need[t] = plan.need[t].max(slot);
                 plan.lim[t] = plan.lim[t].min(slot + n);
                 let offset = base + 32 * slot.rem_euclid(n) as u64;
-                let cell = *cell_of.entry(offset).or_insert_with(|| {
+                let found = match &cell_of {
+                    Some(map) => map.get(&offset).copied(),
+                    None => plan.cells.iter().position(|&(o, _)| o == offset),
+                };
+                let cell = found.unwrap_or_else(|| {
                     plan.cells.push((offset, 0));
-                    plan.cells.len() - 1
+                    let cell = plan.cells.len() - 1;
+                    match &mut cell_of {
+                        Some(map) => {
+                            map.insert(offset, cell);
+                        }
+                        None if plan.cells.len() > SCANNED_CELLS => {
+                            let map = plan.cells.iter().enumerate().map(|(i, &(o, _))| (o, i));
+                            cell_of = Some(map.collect());
+                        }
+                        None => {}
+                    }
+                    cell
                 });
                 plan.cells[cell].1 += u64::from(count);
             }
@@ -235,13 +259,14 @@ impl RateStore for RedisStore {
         let slot_of = |i: usize| cluster.then(|| Slot::for_key(keys::rate(&hits[i].key, tiers)));
         let calls = pack_calls(group_by_key(hits, per_key), HITS_PER_CALL, slot_of);
         let script = &self.conn.scripts().rate_hits;
+        let shape = Shape::new(tiers, now);
         let plans: Vec<Vec<KeyPlan>> = calls
             .iter()
             .map(|call| {
                 call.iter()
                     .map(|group| {
                         let hits = group.iter().map(|&i| (hits[i].at, hits[i].count));
-                        KeyPlan::new(tiers, now, hits)
+                        KeyPlan::new(&shape, hits)
                     })
                     .collect()
             })
@@ -386,7 +411,7 @@ mod tests {
             (ts(now - 200_000), 1), // 407, 81, 6: out of every tier
             (ts(now + 3_000), 1),   // 610 (future), 122, 10
         ];
-        let plan = KeyPlan::new(&tiers, ts(now), hits.into_iter());
+        let plan = KeyPlan::new(&Shape::new(&tiers, ts(now)), hits.into_iter());
         assert_eq!(plan.counted, [3, 3, 2, 0, 3]);
         assert_eq!(plan.need, [610, 122, 10]);
         assert_eq!(plan.lim, [606 + 5, 120 + 4, 10 + 3]);
@@ -405,5 +430,22 @@ mod tests {
                 (m + 2 * 32, 1),         // 122 mod 4
             ]
         );
+    }
+
+    #[test]
+    fn a_key_plan_with_many_counters_finds_each_once_past_the_scan() {
+        let tiers = RateTiers::parse("60x1s").unwrap();
+        let now = 600_000;
+        // 40 distinct seconds, each hit twice, far apart in the order: 40 counters.
+        let hits: Vec<(Timestamp, u32)> = (0..80)
+            .map(|i| (ts(now - 1_000 * (i % 40)), 1 + (i / 40) as u32))
+            .collect();
+        let plan = KeyPlan::new(&Shape::new(&tiers, ts(now)), hits.into_iter());
+        assert_eq!(plan.cells.len(), 40);
+        assert!(plan.cells.iter().all(|&(_, add)| add == 3));
+        // Second 600 at position 0 (after the 64-bit head), second 561 at position 21.
+        assert_eq!(plan.cells[0], (64, 3));
+        assert_eq!(plan.cells[39], (64 + 32 * 21, 3));
+        assert_eq!(plan.counted, vec![1; 80]);
     }
 }

@@ -101,6 +101,9 @@ local function window(t, m)
   return sum, first, last, values
 end
 
+-- Per tier, whether the last hit() counted there.
+local counted_in = {}
+
 -- Counts `count` at `at`: the number of tiers that counted it, or -1 on overflow.
 local function hit()
   local plan, counted = {}, 0
@@ -114,6 +117,7 @@ local function hit()
     end
     local counts = slot > reach - tier.n
     plan[t] = { slot = slot, target = math.max(reach, slot), counts = counts }
+    counted_in[t] = counts
     if counts then
       counted = counted + 1
     end
@@ -178,7 +182,13 @@ if current + count <= limit then
   if hit() < 0 then
     return { -1 }
   end
-  local after = window(w, m)
+  -- The window after the hit, without reading it again: the head moved (if at all) past
+  -- slots the window did not hold, and the hit, at now, is in the window's current slot
+  -- when its tier counted it.
+  local after = current
+  if counted_in[w] then
+    after = current + count
+  end
   return { 1, after, 0 }
 end
 if count > limit then
