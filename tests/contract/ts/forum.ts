@@ -1,7 +1,8 @@
 // A forum's use of rollboard through a TypeScript client generated from /openapi.json by
 // @hey-api/openapi-ts, type-checked with `strict` (scripts/contract). A windowed board
 // ranks posts over 1 h and 24 h, a trending board by decayed score; then a counter, a
-// stat and a rate check; then a like on several boards at once, the bottom and reads by
+// stat and a rate check; then a like on several boards at once, a write answering its
+// standing, member data, rate coverage, the bottom and reads by
 // share, bulk removal, and the dashboard. Every answer is compared with exact values:
 // any difference throws, and node exits non-zero.
 //
@@ -15,9 +16,12 @@ import { client } from './ts-client/client.gen.js';
 import type { BoardPage } from './ts-client/index.js';
 import {
   boardsAround,
+  boardsDeleteMemberData,
+  boardsGetMemberData,
   boardsMember,
   boardsPostEvents,
   boardsPut,
+  boardsPutMemberData,
   boardsRanks,
   boardsRemoveMembers,
   boardsScoreAt,
@@ -30,6 +34,7 @@ import {
   eventsPostMulti,
   membersAcross,
   ratesCheck,
+  ratesCounts,
   statsGet,
   statsRecord,
 } from './ts-client/index.js';
@@ -350,6 +355,112 @@ async function dashboard(run: string, mod: string, boards: Array<[string, string
   );
   const sorted = [...boards].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   same('dashboard search', [found.matched, found.boards], [sorted.length, sorted.map(([name, kind]) => ({ name, kind }))]);
+}
+
+// The standing a write produced, then member data: a like answered with where it took
+// the post, a batch limited to one window, then titles kept beside the posts and read
+// with the ranking, read alone, and deleted.
+async function standingAndData(run: string): Promise<void> {
+  const board = `titles-${run}`;
+  await createWindowed(board, ['1h', '24h']);
+  same(
+    `${board}: events`,
+    expectStatus(
+      `${board}: events`,
+      await boardsPostEvents({
+        path: { board },
+        body: {
+          events: [
+            { member: 'post:1', delta: 6, data: { title: 'Lifetimes' } },
+            { member: 'post:2', delta: 4 },
+            { member: 'post:3', delta: 2, data: { title: 'Pinning' } },
+          ],
+        },
+      }),
+      200,
+    ),
+    { accepted: 3, rejected: [] },
+  );
+  const moved = (window: string, score: number, rank: number | null, score_before: number, rank_before: number | null) => ({
+    window,
+    score,
+    rank,
+    score_before,
+    rank_before,
+  });
+  same(
+    'a like with its standing',
+    expectStatus(
+      'a like with its standing',
+      await boardsPostEvents({ path: { board }, query: { return: 'standing' }, body: { member: 'post:3', delta: 3 } }),
+      200,
+    ),
+    { accepted: 1, standings: [{ member: 'post:3', windows: [moved('1h', 5, 2, 2, 3), moved('1d', 5, 2, 2, 3)] }] },
+  );
+  same(
+    'a batch with its 1h standing',
+    expectStatus(
+      'a batch with its 1h standing',
+      await boardsPostEvents({
+        path: { board },
+        query: { return: 'standing', windows: '1h' },
+        body: { events: [{ member: 'post:4', delta: 1 }, { member: 'post:2', delta: -4 }] },
+      }),
+      200,
+    ),
+    {
+      accepted: 2,
+      rejected: [],
+      standings: [
+        { member: 'post:4', windows: [moved('1h', 1, 3, 0, null)] },
+        { member: 'post:2', windows: [moved('1h', 0, null, 4, 3)] },
+      ],
+    },
+  );
+  const put = await boardsPutMemberData({ path: { board, member: 'post:4' }, body: { title: 'Traits' } });
+  same('PUT post:4 data', put.response?.status, 204);
+  const before = now();
+  const top = expectStatus('top with data', await boardsTop({ path: { board }, query: { with: 'data' } }), 200);
+  const after = now();
+  if (top.kind !== 'windowed') {
+    throw new Error(`top with data: a ${top.kind} page`);
+  }
+  const [from, to] = span('top with data', top, before, after, HOUR);
+  same('top with data', top, {
+    kind: 'windowed',
+    board,
+    window: '1h',
+    from,
+    to,
+    behind: false,
+    lag_ms: 0,
+    entries: [
+      { rank: 1, member: 'post:1', score: 6, data: { title: 'Lifetimes' } },
+      { rank: 2, member: 'post:3', score: 5, data: { title: 'Pinning' } },
+      { rank: 3, member: 'post:4', score: 1, data: { title: 'Traits' } },
+    ],
+  });
+  same(
+    'GET post:1 data',
+    expectStatus('GET post:1 data', await boardsGetMemberData({ path: { board, member: 'post:1' } }), 200),
+    { title: 'Lifetimes' },
+  );
+  const deleted = await boardsDeleteMemberData({ path: { board, member: 'post:1' } });
+  same('DELETE post:1 data', deleted.response?.status, 204);
+  const gone = await boardsGetMemberData({ path: { board, member: 'post:1' } });
+  same('GET post:1 data once deleted', gone.response?.status, 404);
+}
+
+// Rate counts by both coverages: two hits now count in the last minute either way.
+async function rateCoverage(run: string): Promise<void> {
+  const key = `reader-${run}`;
+  for (const attempt of ['first', 'second']) {
+    expectStatus(`rate check (${attempt}, full)`, await ratesCheck({ path: { key }, body: { limit: 5, last: '1m', coverage: 'full' } }), 200);
+  }
+  const partial = expectStatus('rate counts (partial)', await ratesCounts({ path: { key }, query: { last: '1m', coverage: 'partial' } }), 200);
+  same('rate counts (partial)', partial.counts, { '1m': 2 });
+  const full = expectStatus('rate counts (full)', await ratesCounts({ path: { key }, query: { last: '1m', coverage: 'full' } }), 200);
+  same('rate counts (full)', full.counts, { '1m': 2 });
 }
 
 async function main(): Promise<void> {
@@ -714,18 +825,21 @@ async function main(): Promise<void> {
   }
 
   await severalBoards(run);
+  await standingAndData(run);
+  await rateCoverage(run);
   const mod = await bottomAndShares(run);
   await dashboard(run, mod, [
     [forum, 'windowed'],
     [hot, 'trending'],
     [`likes-${run}`, 'windowed'],
     [`rust-${run}`, 'windowed'],
+    [`titles-${run}`, 'windowed'],
     [`week-${run}`, 'windowed'],
     [mod, 'windowed'],
   ]);
 
   console.log(
-    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the bottom, shares, bulk removal, the dashboard`,
+    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, the dashboard`,
   );
 }
 
