@@ -20,7 +20,7 @@ use super::error::{ApiResult, ErrorBody};
 use super::extract::ApiQuery;
 use crate::{BoardSearch, Dashboard, DashboardQuery, Error, MemberLookup};
 
-/// `?boards=&top=&leaders=&counters=&samples=&kind=&slowest=`.
+/// `?boards=&top=&order=&leaders=&counters=&samples=&kind=&slowest=`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct DashboardParams {
@@ -31,6 +31,10 @@ pub struct DashboardParams {
     /// Rows per window table, 1–100 (default 10).
     #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub top: Option<String>,
+    /// `desc` (the default): each table shows the top of its ranking; `asc`: the bottom,
+    /// lowest first.
+    #[param(value_type = Option<String>, pattern = "^(asc|desc)$")]
+    pub order: Option<String>,
     /// Leaders per window whose per-slot history is answered, 0–10 (default 3).
     #[param(value_type = Option<u32>, minimum = 0, maximum = 10)]
     pub leaders: Option<String>,
@@ -140,7 +144,7 @@ fn names(list: &str) -> Vec<String> {
             "stats": {"kind": "AccessTime", "kinds": ["AccessTime", "DashboardTime", "Latency"],
                       "slowest": [{"context": "/v1/boards/{board}/top", "mean": 0.0042, "count": 120, "p95": 0.009}]}
         })),
-        (status = 422, description = "`invalid_query`: more than 50 boards or 20 counters, a bad board or counter name, `top`, `leaders`, `samples` or `slowest` out of range or not a number, a bad `kind`", body = ErrorBody),
+        (status = 422, description = "`invalid_query`: more than 50 boards or 20 counters, a bad board or counter name, `top`, `leaders`, `samples` or `slowest` out of range or not a number, `order` not `asc` or `desc`, a bad `kind`", body = ErrorBody),
     )
 )]
 pub async fn dashboard(
@@ -151,6 +155,16 @@ pub async fn dashboard(
     let query = DashboardQuery {
         boards: q.boards.as_deref().map(names).unwrap_or_default(),
         top: number("top", q.top.as_deref(), defaults.top, "from 1 to 100")?,
+        order: match q.order.as_deref() {
+            None | Some("desc") => crate::Order::Desc,
+            Some("asc") => crate::Order::Asc,
+            Some(other) => {
+                return Err(Error::InvalidQuery {
+                    reason: format!("order must be asc or desc, got {other:?}"),
+                }
+                .into());
+            }
+        },
         leaders: number(
             "leaders",
             q.leaders.as_deref(),

@@ -21,7 +21,7 @@ use super::dashboard_view::*;
 use crate::any_board::{AnyBoard, BoardKind};
 use crate::domain::counter::{CounterName, SampleQuery};
 use crate::domain::stats::{SLOWEST_KEPT, StatsKind};
-use crate::domain::{BoardName, Member, SnapshotRange};
+use crate::domain::{BoardName, Member, ScoreRange, SnapshotRange, TrendRange};
 use crate::error::{Error, Result};
 use crate::memory_check::MemoryReading;
 
@@ -187,7 +187,19 @@ impl Rollboard {
         let takes_snapshots = status.config.snapshots().is_some();
         let newest = SnapshotRange::new(None, None, Some(1))?;
         let windows = join_all(status.windows.iter().map(|w| async move {
-            let top = self.top(name, Some(w.window), 0, query.top);
+            let top = async {
+                let page = self
+                    .ranking(
+                        name,
+                        Some(w.window),
+                        ScoreRange::ALL,
+                        query.order,
+                        0,
+                        query.top,
+                    )
+                    .await?;
+                self.with_data(name, page).await
+            };
             let snapshot = async {
                 if takes_snapshots {
                     let listed = self.snapshots(name, Some(w.window), newest).await?;
@@ -240,7 +252,7 @@ impl Rollboard {
     async fn trending_view(&self, name: &str, query: &DashboardQuery) -> Result<TrendingBoardView> {
         let (described, top) = join(
             self.describe_trending(name),
-            self.trend_top(name, 0, query.top),
+            self.trend_ranking(name, TrendRange::ALL, query.order, 0, query.top),
         )
         .await;
         let (board, counts) = described?;

@@ -11,7 +11,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::any_board::BoardKind;
-use crate::domain::{BoardConfig, Entry, History, Snapshot, Span, TrendEntry, TrendingConfig};
+use crate::domain::{
+    BoardConfig, Entry, History, Order, Snapshot, Span, TrendEntry, TrendingConfig,
+};
 
 /// Most boards one dashboard read shows.
 pub const MAX_DASHBOARD_BOARDS: usize = 50;
@@ -31,6 +33,9 @@ pub struct DashboardQuery {
     pub boards: Vec<String>,
     /// Rows per window table, 1–100 (default 10).
     pub top: u64,
+    /// Which end of each ranking the tables show: the top (the default) or, with
+    /// [`Order::Asc`], the bottom, lowest first.
+    pub order: Order,
     /// Leaders per window whose history is read, 0–10 (default 3).
     pub leaders: usize,
     /// The counters to show (at most [`MAX_DASHBOARD_COUNTERS`]); `None`: the first
@@ -52,6 +57,7 @@ impl Default for DashboardQuery {
         DashboardQuery {
             boards: Vec::new(),
             top: 10,
+            order: Order::Desc,
             leaders: 3,
             counters: None,
             samples: 120,

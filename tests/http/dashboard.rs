@@ -256,6 +256,51 @@ async fn picked_boards_show_each_window_top_the_leaders_history_and_a_trending_t
 }
 
 #[tokio::test]
+async fn the_rows_picker_shows_the_bottom_and_member_data_below_each_member() {
+    let app = spawn_app().await;
+    let board = app.board("1h", &["1h"]).await;
+    app.at(1800);
+    let reply = app
+        .post(
+            &format!("/v1/boards/{board}/events"),
+            events(&[
+                ("post:a", 3, START),
+                ("post:b", 2, START),
+                ("post:c", 1, START),
+            ]),
+        )
+        .await;
+    assert_eq!(reply.body, json!({"accepted": 3, "rejected": []}));
+    // A title shows as it is; any other value as compact JSON.
+    for (member, data) in [
+        ("post:a", json!({"title": "Lifetimes", "tags": ["rust"]})),
+        ("post:c", json!([1, 2])),
+    ] {
+        let put = app
+            .put(&format!("/v1/boards/{board}/members/{member}/data"), data)
+            .await;
+        assert_eq!(put.status.as_u16(), 204, "{:?}", put.body);
+    }
+    let titled = "post:a<span class=\"data\" title=\"{\"tags\":[\"rust\"],\"title\":\"Lifetimes\"}\">Lifetimes</span>";
+    let listed = "post:c<span class=\"data\" title=\"[1,2]\">[1,2]</span>";
+
+    let dom = render(&format!("{}/?boards={board}&order=asc&every=0", app.url)).await;
+    let section = board_section(&dom, &board);
+    assert!(section.contains("<h3>Bottom 10 · 1h</h3>"), "{section}");
+    assert_eq!(
+        top_rows(section, "1h"),
+        rows(&[("3", listed, "1"), ("2", "post:b", "2"), ("1", titled, "3")])
+    );
+    let dom = render(&format!("{}/?boards={board}&every=0", app.url)).await;
+    let section = board_section(&dom, &board);
+    assert!(section.contains("<h3>Top 10 · 1h</h3>"), "{section}");
+    assert_eq!(
+        top_rows(section, "1h"),
+        rows(&[("1", titled, "3"), ("2", "post:b", "2"), ("3", listed, "1")])
+    );
+}
+
+#[tokio::test]
 async fn a_board_with_snapshots_shows_each_leaders_move_since_the_newest_one() {
     let app = spawn_app().await;
     let b = unique("moves");

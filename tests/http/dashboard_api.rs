@@ -159,6 +159,14 @@ async fn two_slot_boards(app: &TestApp, snapshots: &[bool]) -> Vec<String> {
 async fn a_windowed_board_answers_each_window_s_top_snapshot_leaders_and_histories(app: TestApp) {
     let boards = two_slot_boards(&app, &[true, false]).await;
     let (b, plain) = (&boards[0], &boards[1]);
+    // Member data shows beside its member in every table (null for a member without).
+    let put = app
+        .put(
+            &format!("/v1/boards/{b}/members/c/data"),
+            json!({"title": "C"}),
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::NO_CONTENT, "{:?}", put.body);
     let d = get_ok(
         &app,
         &format!("/v1/dashboard?boards={b}&top=2&leaders=2&counters="),
@@ -175,14 +183,16 @@ async fn a_windowed_board_answers_each_window_s_top_snapshot_leaders_and_histori
             "windows": [
                 {"window": "1h", "members": 2, "ranked": 2, "lag_seconds": 0,
                  "from": START + 3600, "to": START + 7200,
-                 "entries": [{"rank": 1, "member": "c", "score": 4}, {"rank": 2, "member": "a", "score": 1}],
+                 "entries": [{"rank": 1, "member": "c", "score": 4, "data": {"title": "C"}},
+                             {"rank": 2, "member": "a", "score": 1, "data": null}],
                  // At the boundary the 1 h window held only the new, empty slot.
                  "snapshot": {"window": "1h", "boundary": START + 3600, "taken_ms": taken_ms, "entries": []},
                  "leaders": ["c", "a"]},
                 {"window": "3h", "members": 3, "ranked": 3, "lag_seconds": 0,
                  "from": START - 3600, "to": START + 7200,
                  // top=2: the third member (b at 3) is cut.
-                 "entries": [{"rank": 1, "member": "a", "score": 6}, {"rank": 2, "member": "c", "score": 4}],
+                 "entries": [{"rank": 1, "member": "a", "score": 6, "data": null},
+                             {"rank": 2, "member": "c", "score": 4, "data": {"title": "C"}}],
                  "snapshot": {"window": "3h", "boundary": START + 3600, "taken_ms": taken_ms,
                               "entries": [{"rank": 1, "member": "a", "score": 5}, {"rank": 2, "member": "b", "score": 3}]},
                  "leaders": ["a", "c"]},
@@ -225,6 +235,34 @@ async fn a_windowed_board_answers_each_window_s_top_snapshot_leaders_and_histori
         .map(|h| h["member"].as_str().unwrap())
         .collect();
     assert_eq!(members, ["c", "a", "b"]);
+    // order=asc: each table shows the bottom, lowest first, with the board's ranks; its
+    // leaders are the first rows.
+    let d = get_ok(
+        &app,
+        &format!("/v1/dashboard?boards={b}&top=2&leaders=1&counters=&order=asc"),
+    )
+    .await;
+    let shown: Vec<(Value, Value)> = d["boards"][0]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["entries"].clone(), w["leaders"].clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (
+                json!([{"rank": 2, "member": "a", "score": 1, "data": null},
+                       {"rank": 1, "member": "c", "score": 4, "data": {"title": "C"}}]),
+                json!(["a"])
+            ),
+            (
+                json!([{"rank": 3, "member": "b", "score": 3, "data": null},
+                       {"rank": 2, "member": "c", "score": 4, "data": {"title": "C"}}]),
+                json!(["b"])
+            ),
+        ]
+    );
 }
 
 async fn a_trending_board_answers_its_top_by_decayed_score(app: TestApp) {
@@ -254,6 +292,11 @@ async fn a_trending_board_answers_its_top_by_decayed_score(app: TestApp) {
             "members": 2, "ranked": 2,
             "entries": [{"rank": 1, "member": "x", "score": 2.0}, {"rank": 2, "member": "y", "score": 1.0}],
         }])
+    );
+    let d = get_ok(&app, &format!("/v1/dashboard?boards={t}&order=asc")).await;
+    assert_eq!(
+        d["boards"][0]["entries"],
+        json!([{"rank": 2, "member": "y", "score": 1.0}, {"rank": 1, "member": "x", "score": 2.0}])
     );
 }
 
@@ -596,6 +639,7 @@ async fn every_bad_parameter_is_a_422_saying_what_to_fix(app: TestApp) {
         ("kind=".to_owned(), "kind"),
         ("slowest=0".to_owned(), "slowest must be 1 to 100"),
         ("slowest=101".to_owned(), "slowest must be 1 to 100"),
+        ("order=up".to_owned(), "order must be asc or desc"),
     ];
     for (query, says) in cases {
         let reply = app.get(&format!("/v1/dashboard?{query}")).await;
