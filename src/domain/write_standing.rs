@@ -11,15 +11,15 @@ use crate::error::{Error, Result};
 
 /// The most events a write that answers its standing may carry: it is one store call
 /// with no budget.
-pub const MAX_STANDING_EVENTS: usize = 500;
+pub const MAX_STANDING_EVENTS: usize = 100;
 
 /// The most distinct members a write that answers its standing may carry.
-pub const MAX_STANDING_MEMBERS: usize = 100;
+pub const MAX_STANDING_MEMBERS: usize = 20;
 
 /// The most (member, window) standings one write may read: each costs the store two rank
-/// reads inside the write's atomic call (about as much as ten events), so 100 members
-/// in two windows, or 66 in three, keep the call near 2 ms.
-pub const MAX_STANDING_READS: usize = 200;
+/// reads inside the write's atomic call (about 20 µs on a 100,000-member board), so 20
+/// members in two windows, or 13 in three, keep the call within about 1.5 ms.
+pub const MAX_STANDING_READS: usize = 40;
 
 /// A member's score and rank in one window, just before and just after a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,7 +97,7 @@ mod tests {
 
     #[test]
     fn a_standing_write_is_bounded_in_members_reads_and_events() {
-        assert_eq!(check_standing_write(&events(100, 2), 2), Ok(()));
+        assert_eq!(check_standing_write(&events(20, 5), 2), Ok(()));
         let refused = |reason: &str| {
             Err(Error::InvalidQuery {
                 reason: format!(
@@ -106,20 +106,20 @@ mod tests {
             })
         };
         assert_eq!(
-            check_standing_write(&events(101, 1), 1),
-            refused("carries at most 100 distinct members, this one has 101")
+            check_standing_write(&events(21, 1), 1),
+            refused("carries at most 20 distinct members, this one has 21")
         );
         assert_eq!(
-            check_standing_write(&events(67, 1), 3),
+            check_standing_write(&events(14, 1), 3),
             refused(
-                "reads at most 200 standings (members x windows), this one asks 67 members x 3 windows (name fewer with windows=)"
+                "reads at most 40 standings (members x windows), this one asks 14 members x 3 windows (name fewer with windows=)"
             )
         );
-        assert_eq!(check_standing_write(&events(66, 1), 3), Ok(()));
-        assert_eq!(check_standing_write(&events(2, 250), 1), Ok(()));
+        assert_eq!(check_standing_write(&events(13, 1), 3), Ok(()));
+        assert_eq!(check_standing_write(&events(2, 50), 1), Ok(()));
         assert_eq!(
-            check_standing_write(&events(2, 251), 1),
-            refused("carries at most 500 events, this one has 502")
+            check_standing_write(&events(2, 51), 1),
+            refused("carries at most 100 events, this one has 102")
         );
     }
 }

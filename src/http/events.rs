@@ -39,7 +39,7 @@ pub struct EventsResponse {
 pub struct EventsQuery {
     /// `standing`: also answer each written member's score and rank in the board's
     /// windows just after the write and its rank just before, read atomically with the
-    /// write (a windowed board; at most 500 events, 100 distinct members and 200 members
+    /// write (a windowed board; at most 100 events, 20 distinct members and 40 members
     /// times windows).
     #[serde(rename = "return")]
     #[param(rename = "return", pattern = "^standing$")]
@@ -197,7 +197,7 @@ pub struct EventBatch {
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),
-        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age), `invalid_member_data` (data over 1,024 bytes of compact JSON, or data sent to a trending board); or `idempotency_key_reused`: the Idempotency-Key was used for another body; or `invalid_query`: `return` other than `standing`, `windows` without it or naming a window not of the board, more than 100 distinct members, 200 members times windows or 500 events with `return=standing`, or `return=standing` on a trending board; `invalid_span`: a window of `windows` that is not a span", body = ErrorBody),
+        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age), `invalid_member_data` (data over 1,024 bytes of compact JSON, or data sent to a trending board); or `idempotency_key_reused`: the Idempotency-Key was used for another body; or `invalid_query`: `return` other than `standing`, `windows` without it or naming a window not of the board, more than 20 distinct members, 40 members times windows or 100 events with `return=standing`, or `return=standing` on a trending board; `invalid_span`: a window of `windows` that is not a span", body = ErrorBody),
     ),
     security(("writeToken" = []), ("adminToken" = []))
 )]

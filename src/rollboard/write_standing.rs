@@ -71,8 +71,8 @@ impl Rollboard {
     /// Applies a batch as [`incr_batch`](Self::incr_batch) does, in one store call that
     /// also reads, for each distinct member with an event applied, its score and rank in
     /// `windows` (every window of the board when `None`; in the order given) just before
-    /// and just after the write, so no other write comes between. At most 500 events, 100
-    /// distinct members and 200 members times windows asked ([`Error::InvalidQuery`]
+    /// and just after the write, so no other write comes between. At most 100 events, 20
+    /// distinct members and 40 members times windows asked ([`Error::InvalidQuery`]
     /// otherwise, as for a window not of the board or a trending board).
     pub async fn incr_batch_standing(
         &self,

@@ -120,7 +120,7 @@ async fn bad_standing_requests_are_refused_with_what_to_send() {
         "invalid query: windows is read with return=standing only: add return=standing, or \
          leave out windows"
     );
-    let many: Vec<Value> = (0..101)
+    let many: Vec<Value> = (0..21)
         .map(|i| json!({"member": format!("p{i}")}))
         .collect();
     let reply = app
@@ -131,8 +131,8 @@ async fn bad_standing_requests_are_refused_with_what_to_send() {
         .await;
     assert_eq!(
         refused(&reply, "invalid_query"),
-        "invalid query: a write that returns its standing carries at most 100 distinct \
-         members, this one has 101: split the batch, or drop return=standing"
+        "invalid query: a write that returns its standing carries at most 20 distinct \
+         members, this one has 21: split the batch, or drop return=standing"
     );
     let t = crate::support::unique("ht");
     let created = app

@@ -343,7 +343,7 @@ async fn bad_standing_writes_are_refused_with_what_to_fix(h: Harness) {
         message(got),
         format!("board {name:?} has no window 7d: its windows are 1h, 1d")
     );
-    let many: Vec<Event> = (0..101).map(|i| ev(&format!("m{i}"), 1)).collect();
+    let many: Vec<Event> = (0..21).map(|i| ev(&format!("m{i}"), 1)).collect();
     let got = h
         .boards
         .incr_batch_standing(&name, &many, None)
@@ -351,10 +351,10 @@ async fn bad_standing_writes_are_refused_with_what_to_fix(h: Harness) {
         .unwrap_err();
     assert_eq!(
         message(got),
-        "a write that returns its standing carries at most 100 distinct members, this one \
-         has 101: split the batch, or drop return=standing"
+        "a write that returns its standing carries at most 20 distinct members, this one \
+         has 21: split the batch, or drop return=standing"
     );
-    // 67 members in 3 windows: 201 standings.
+    // 14 members in 3 windows: 42 standings.
     let three = board_with(
         &h,
         BoardConfig::parse("1m", &["1h", "24h", "7d"]).unwrap(),
@@ -363,22 +363,22 @@ async fn bad_standing_writes_are_refused_with_what_to_fix(h: Harness) {
     .await;
     let got = h
         .boards
-        .incr_batch_standing(&three, &many[..67], None)
+        .incr_batch_standing(&three, &many[..14], None)
         .await
         .unwrap_err();
     assert_eq!(
         message(got),
-        "a write that returns its standing reads at most 200 standings (members x windows), \
-         this one asks 67 members x 3 windows (name fewer with windows=): split the batch, \
+        "a write that returns its standing reads at most 40 standings (members x windows), \
+         this one asks 14 members x 3 windows (name fewer with windows=): split the batch, \
          or drop return=standing"
     );
     let two = [span("1h"), span("7d")];
     let got = h
         .boards
-        .incr_batch_standing(&three, &many[..67], Some(&two))
+        .incr_batch_standing(&three, &many[..14], Some(&two))
         .await
         .unwrap();
-    assert_eq!((got.outcome.accepted, got.standings.len()), (67, 67));
+    assert_eq!((got.outcome.accepted, got.standings.len()), (14, 14));
     // Nothing was applied.
     let top = h.boards.top(&name, None, 0, 10).await.unwrap();
     assert_eq!(top.entries.len(), 0);

@@ -48,7 +48,7 @@ pub(super) async fn write_standing(
         }
         Some(key) => {
             // The first call of a keyed write is recorded under the key itself (a
-            // standing write is one call: at most 500 events, within one span).
+            // standing write is one call: at most 100 events, within one span).
             let call = WriteCall {
                 board,
                 now,
