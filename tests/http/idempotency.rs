@@ -8,33 +8,10 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use rollboard::service::ServiceConfig;
 use rollboard::{RedisOptions, RedisStore};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::proxy::{Fault, FaultProxy, Request};
-use crate::support::{
-    Reply, START, TestApp, TestRedis, clock, rejected_codes, spawn_app, spawn_app_on,
-};
-
-/// Posts `body` (raw JSON text) to the board's events with `key` as Idempotency-Key.
-async fn post_keyed(app: &TestApp, board: &str, body: &str, key: &str) -> Reply {
-    let response = app
-        .client
-        .post(format!("{}/v1/boards/{board}/events", app.url))
-        .header("content-type", "application/json")
-        .header("idempotency-key", key)
-        .body(body.to_owned())
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let text = response.text().await.unwrap();
-    Reply {
-        status,
-        body: serde_json::from_str(&text).unwrap_or(Value::Null),
-        headers,
-    }
-}
+use crate::support::{START, TestApp, TestRedis, clock, rejected_codes, spawn_app, spawn_app_on};
 
 async fn top(app: &TestApp, board: &str, window: &str) -> Vec<(String, i64)> {
     let reply = app
@@ -70,29 +47,39 @@ async fn a_retried_post_with_the_same_key_is_applied_once_and_answered_alike() {
         {"member": "c", "at": START - 4 * 3600},
     ]})
     .to_string();
-    let first = post_keyed(&app, &b, &batch, "batch-1").await;
+    let first = app
+        .post_keyed(&format!("/v1/boards/{b}/events"), &batch, Some("batch-1"))
+        .await;
     assert_eq!(first.status, StatusCode::OK, "{:?}", first.body);
     assert_eq!(first.body["accepted"], 2);
     let codes: Vec<(u64, &str)> = rejected_codes(&first.body);
     assert_eq!(codes, [(1, "invalid_delta"), (3, "too_late")]);
     app.at(3600 + 600);
-    let again = post_keyed(&app, &b, &batch, "batch-1").await;
+    let again = app
+        .post_keyed(&format!("/v1/boards/{b}/events"), &batch, Some("batch-1"))
+        .await;
     assert_eq!((again.status, &again.body), (first.status, &first.body));
     assert_eq!(top(&app, &b, "3h").await, pairs(&[("a", 2), ("b", 1)]));
 
     // A single event, applied, then rejected: each retry answers the same.
     let single = json!({"member": "a", "delta": 5}).to_string();
     for _ in 0..2 {
-        let reply = post_keyed(&app, &b, &single, "one-1").await;
+        let reply = app
+            .post_keyed(&format!("/v1/boards/{b}/events"), &single, Some("one-1"))
+            .await;
         assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
         assert_eq!(reply.body, json!({"accepted": 1}));
     }
     let late = json!({"member": "z", "at": START - 4 * 3600}).to_string();
-    let first = post_keyed(&app, &b, &late, "late-1").await;
+    let first = app
+        .post_keyed(&format!("/v1/boards/{b}/events"), &late, Some("late-1"))
+        .await;
     assert_eq!(first.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(first.code(), "too_late");
     app.at(3600 + 900);
-    let again = post_keyed(&app, &b, &late, "late-1").await;
+    let again = app
+        .post_keyed(&format!("/v1/boards/{b}/events"), &late, Some("late-1"))
+        .await;
     assert_eq!((again.status, &again.body), (first.status, &first.body));
     assert_eq!(top(&app, &b, "3h").await, pairs(&[("a", 7), ("b", 1)]));
 }
@@ -102,18 +89,29 @@ async fn a_key_reused_for_another_body_or_malformed_is_refused() {
     let app = spawn_app().await;
     let b = app.board("1h", &["1h"]).await;
     let one = json!({"member": "a"}).to_string();
-    assert_eq!(post_keyed(&app, &b, &one, "k").await.status, StatusCode::OK);
+    assert_eq!(
+        app.post_keyed(&format!("/v1/boards/{b}/events"), &one, Some("k"))
+            .await
+            .status,
+        StatusCode::OK
+    );
     let other = json!({"member": "b"}).to_string();
-    let reused = post_keyed(&app, &b, &other, "k").await;
+    let reused = app
+        .post_keyed(&format!("/v1/boards/{b}/events"), &other, Some("k"))
+        .await;
     assert_eq!(reused.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(reused.code(), "idempotency_key_reused");
     // A batch holding the same event is another body too.
     let batch = json!({"events": [{"member": "a"}]}).to_string();
     assert_eq!(
-        post_keyed(&app, &b, &batch, "k").await.code(),
+        app.post_keyed(&format!("/v1/boards/{b}/events"), &batch, Some("k"))
+            .await
+            .code(),
         "idempotency_key_reused"
     );
-    let bad = post_keyed(&app, &b, &one, "has space").await;
+    let bad = app
+        .post_keyed(&format!("/v1/boards/{b}/events"), &one, Some("has space"))
+        .await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
     assert_eq!(bad.code(), "invalid_idempotency_key");
     assert_eq!(top(&app, &b, "1h").await, pairs(&[("a", 1)]));
@@ -150,7 +148,9 @@ async fn a_write_answered_503_is_retried_with_its_key_and_counted_once() {
     let b = app.board("1h", &["1h"]).await;
     let batch = json!({"events": [{"member": "a", "delta": 3}, {"member": "b"}]}).to_string();
     proxy.arm(Fault::Cut, 1, write_call(&b));
-    let lost = post_keyed(&app, &b, &batch, "w-1").await;
+    let lost = app
+        .post_keyed(&format!("/v1/boards/{b}/events"), &batch, Some("w-1"))
+        .await;
     assert_eq!(
         lost.status,
         StatusCode::SERVICE_UNAVAILABLE,
@@ -160,7 +160,9 @@ async fn a_write_answered_503_is_retried_with_its_key_and_counted_once() {
     assert_eq!(lost.code(), "store_unavailable");
     assert_eq!(proxy.fired(), 1);
     // Redis applied it; the retry says so without applying it again.
-    let retried = post_keyed(&app, &b, &batch, "w-1").await;
+    let retried = app
+        .post_keyed(&format!("/v1/boards/{b}/events"), &batch, Some("w-1"))
+        .await;
     assert_eq!(retried.status, StatusCode::OK, "{:?}", retried.body);
     assert_eq!(retried.body, json!({"accepted": 2, "rejected": []}));
     assert_eq!(top(&app, &b, "1h").await, pairs(&[("a", 3), ("b", 1)]));

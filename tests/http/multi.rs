@@ -8,7 +8,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::dashboard_api::{Backend, fresh_app};
-use crate::support::{Reply, START, TestApp, unique};
+use crate::support::{START, TestApp, unique};
 
 macro_rules! on_memory_and_redis {
     ($($case:ident),* $(,)?) => {
@@ -33,27 +33,6 @@ on_memory_and_redis!(
     invalid_requests_are_refused_whole_with_a_message,
     one_member_is_read_across_boards_with_exact_scores_and_ranks,
 );
-
-/// Posts `body` to `/v1/events`, with `key` as Idempotency-Key when given.
-async fn post_multi(app: &TestApp, body: &Value, key: Option<&str>) -> Reply {
-    let mut request = app
-        .client
-        .post(format!("{}/v1/events", app.url))
-        .header("content-type", "application/json")
-        .body(body.to_string());
-    if let Some(key) = key {
-        request = request.header("idempotency-key", key);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let text = response.text().await.unwrap();
-    Reply {
-        status,
-        body: serde_json::from_str(&text).unwrap_or(Value::Null),
-        headers,
-    }
-}
 
 /// The top of `board`'s `window` as (member, score) pairs.
 async fn top(app: &TestApp, board: &str, window: &str) -> Vec<(String, i64)> {
@@ -108,12 +87,8 @@ async fn one_like_counts_once_on_each_of_three_boards(app: TestApp) {
     let authors = board(&app, "top-authors", &["7d"]).await;
     let boards = json!([hot, rust, authors]);
     for (member, delta) in [("post:42", 1), ("post:7", 3), ("post:42", 1)] {
-        let reply = post_multi(
-            &app,
-            &json!({"boards": boards, "member": member, "delta": delta}),
-            None,
-        )
-        .await;
+        let body = json!({"boards": boards, "member": member, "delta": delta});
+        let reply = app.post_keyed("/v1/events", &body.to_string(), None).await;
         assert_eq!(
             (reply.status, reply.body),
             (
@@ -140,7 +115,7 @@ async fn a_batch_sends_each_event_to_its_boards_with_rejections_by_index(app: Te
         {"boards": [hour], "member": "d", "at": START},
         {"boards": [day, hour], "member": "a"},
     ]});
-    let reply = post_multi(&app, &body, None).await;
+    let reply = app.post_keyed("/v1/events", &body.to_string(), None).await;
     assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
     // Messages are checked elsewhere: keep the codes.
     let mut body = reply.body.clone();
@@ -186,7 +161,7 @@ async fn a_batch_sends_each_event_to_its_boards_with_rejections_by_index(app: Te
             "invalid query: the events name 21 boards in all: name at most 20".to_owned(),
         ),
     ] {
-        let reply = post_multi(&app, &json!({"events": events}), None).await;
+        let reply = app.post_keyed("/v1/events", &json!({"events": events}).to_string(), None).await;
         assert_eq!(
             (reply.status, reply.body["error"]["message"].as_str().unwrap_or("")),
             (status, message.as_str()),
@@ -194,7 +169,9 @@ async fn a_batch_sends_each_event_to_its_boards_with_rejections_by_index(app: Te
         );
     }
     let bad_time = json!({"events": [{"boards": [hour], "member": "a", "at": -1}]});
-    let reply = post_multi(&app, &bad_time, None).await;
+    let reply = app
+        .post_keyed("/v1/events", &bad_time.to_string(), None)
+        .await;
     assert_eq!(
         (reply.status, reply.code()),
         (StatusCode::UNPROCESSABLE_ENTITY, "invalid_time")
@@ -214,7 +191,9 @@ async fn a_retry_with_the_same_key_is_applied_once_per_board_after_one_failed(ap
     let hot = board(&app, "hot", &["1h"]).await;
     let later = unique("later");
     let body = json!({"boards": [hot, later], "member": "post:42", "delta": 2});
-    let first = post_multi(&app, &body, Some("like-42")).await;
+    let first = app
+        .post_keyed("/v1/events", &body.to_string(), Some("like-42"))
+        .await;
     assert_eq!(first.status, StatusCode::OK, "{:?}", first.body);
     assert_eq!(first.body["boards"][0], written(&hot, 1, false));
     assert_eq!(
@@ -229,7 +208,9 @@ async fn a_retry_with_the_same_key_is_applied_once_per_board_after_one_failed(ap
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
     app.at(60);
-    let retry = post_multi(&app, &body, Some("like-42")).await;
+    let retry = app
+        .post_keyed("/v1/events", &body.to_string(), Some("like-42"))
+        .await;
     assert_eq!(
         (retry.status, retry.body),
         (
@@ -237,7 +218,9 @@ async fn a_retry_with_the_same_key_is_applied_once_per_board_after_one_failed(ap
             json!({"boards": [written(&hot, 1, true), written(&later, 1, false)]})
         )
     );
-    let again = post_multi(&app, &body, Some("like-42")).await;
+    let again = app
+        .post_keyed("/v1/events", &body.to_string(), Some("like-42"))
+        .await;
     assert_eq!(
         again.body,
         json!({"boards": [written(&hot, 1, true), written(&later, 1, true)]})
@@ -246,7 +229,9 @@ async fn a_retry_with_the_same_key_is_applied_once_per_board_after_one_failed(ap
     assert_eq!(top(&app, &later, "1h").await, pairs(&[("post:42", 2)]));
     // The same key with another event: each board refuses it, nothing applied.
     let other = json!({"boards": [hot, later], "member": "post:1"});
-    let reused = post_multi(&app, &other, Some("like-42")).await;
+    let reused = app
+        .post_keyed("/v1/events", &other.to_string(), Some("like-42"))
+        .await;
     assert_eq!(reused.status, StatusCode::OK);
     for b in 0..2 {
         assert_eq!(
@@ -272,7 +257,7 @@ async fn each_board_reports_its_own_error_in_a_200(app: TestApp) {
     let missing = unique("missing");
     app.at(3 * 3600);
     let body = json!({"boards": [hour, missing, day, trend], "member": "post:1", "delta": 5, "at": START + 3600});
-    let reply = post_multi(&app, &body, None).await;
+    let reply = app.post_keyed("/v1/events", &body.to_string(), None).await;
     assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
     let codes: Vec<(&str, &str)> = reply.body["boards"]
         .as_array()
@@ -360,7 +345,7 @@ async fn invalid_requests_are_refused_whole_with_a_message(app: TestApp) {
         ),
     ];
     for (body, status, code, message) in cases {
-        let reply = post_multi(&app, &body, None).await;
+        let reply = app.post_keyed("/v1/events", &body.to_string(), None).await;
         assert_eq!(
             (reply.status, reply.code()),
             (status, code),
@@ -371,12 +356,8 @@ async fn invalid_requests_are_refused_whole_with_a_message(app: TestApp) {
             assert_eq!(reply.body["error"]["message"], message.as_str(), "{body}");
         }
     }
-    let unknown = post_multi(
-        &app,
-        &json!({"boards": [a], "member": "m", "detla": 1}),
-        None,
-    )
-    .await;
+    let body = json!({"boards": [a], "member": "m", "detla": 1});
+    let unknown = app.post_keyed("/v1/events", &body.to_string(), None).await;
     assert_eq!(unknown.status, StatusCode::BAD_REQUEST);
     assert!(
         unknown.body["error"]["message"]
@@ -430,7 +411,12 @@ async fn one_member_is_read_across_boards_with_exact_scores_and_ranks(app: TestA
     app.at(2 * 3600);
     for (member, delta) in [("a", 5), ("b", 3), ("c", -2)] {
         let body = json!({"boards": [hot, hour], "member": member, "delta": delta});
-        assert_eq!(post_multi(&app, &body, None).await.status, StatusCode::OK);
+        assert_eq!(
+            app.post_keyed("/v1/events", &body.to_string(), None)
+                .await
+                .status,
+            StatusCode::OK
+        );
     }
     // Two hours ago: in hot's day, too late for any last hour.
     let old = json!({"member": "b", "delta": 4, "at": START});

@@ -35,6 +35,18 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// Reads a response whole.
+    pub async fn of(response: reqwest::Response) -> Reply {
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap();
+        Reply {
+            status,
+            body: serde_json::from_str(&text).unwrap_or(Value::Null),
+            headers,
+        }
+    }
+
     /// The error code of an error body.
     pub fn code(&self) -> &str {
         self.body["error"]["code"].as_str().unwrap_or("")
@@ -147,15 +159,21 @@ impl TestApp {
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }
-        let response = request.send().await.expect("request sent");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let text = response.text().await.unwrap();
-        Reply {
-            status,
-            body: serde_json::from_str(&text).unwrap_or(Value::Null),
-            headers,
+        Reply::of(request.send().await.expect("request sent")).await
+    }
+
+    /// Posts `body` (JSON text, sent as it is) to `path`, with `key` as its
+    /// `Idempotency-Key` when given.
+    pub async fn post_keyed(&self, path: &str, body: &str, key: Option<&str>) -> Reply {
+        let mut request = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
         }
+        Reply::of(request.send().await.expect("request sent")).await
     }
 
     /// The body of a GET as text (for `/metrics`).

@@ -9,25 +9,6 @@ use serde_json::{Value, json};
 
 use crate::support::{Reply, TestApp, spawn_app};
 
-async fn post_keyed(app: &TestApp, path: &str, body: &Value, key: &str) -> Reply {
-    let response = app
-        .client
-        .post(format!("{}{path}", app.url))
-        .header("idempotency-key", key)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    let headers = response.headers().clone();
-    let text = response.text().await.unwrap();
-    Reply {
-        status,
-        body: serde_json::from_str(&text).unwrap_or(Value::Null),
-        headers,
-    }
-}
-
 /// A board of 1-minute slots and windows 1h and 24h holding a 6, b 4, c 3, m 2.
 async fn board(app: &TestApp) -> String {
     let b = app.board("1m", &["1h", "24h"]).await;
@@ -165,7 +146,9 @@ async fn an_idempotent_replay_answers_the_first_outcome_and_the_standing_now() {
     let b = board(&app).await;
     let path = format!("/v1/boards/{b}/events?return=standing&windows=1h");
     let body = json!({"member": "m", "delta": 3});
-    let first = post_keyed(&app, &path, &body, "like-1").await;
+    let first = app
+        .post_keyed(&path, &body.to_string(), Some("like-1"))
+        .await;
     assert_eq!(first.status, StatusCode::OK, "{:?}", first.body);
     assert_eq!(
         first.body,
@@ -180,7 +163,9 @@ async fn an_idempotent_replay_answers_the_first_outcome_and_the_standing_now() {
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK);
-    let replay = post_keyed(&app, &path, &body, "like-1").await;
+    let replay = app
+        .post_keyed(&path, &body.to_string(), Some("like-1"))
+        .await;
     assert_eq!(replay.status, StatusCode::OK, "{:?}", replay.body);
     assert_eq!(
         replay.body,
