@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use rollboard::{
-    BoardConfig, Error, Event, Fingerprint, IdempotencyKey, MAX_ABS, RankedTotals, Span, Ties,
-    TrendingConfig, WindowStanding, WrittenStanding,
+    BoardConfig, Error, Event, Fingerprint, IdempotencyKey, MAX_ABS, RankedTotals, Span,
+    StandingOutcome, Ties, TrendingConfig, WindowStanding, WrittenStanding,
 };
 
 use crate::support::{Harness, START, ts, unique};
@@ -35,6 +35,15 @@ fn ev(member: &str, delta: i64) -> Event {
         at: None,
         data: None,
     }
+}
+
+/// The `(index, error code)` of each event a standing write rejected.
+fn rejected(got: &StandingOutcome) -> Vec<(usize, &'static str)> {
+    got.outcome
+        .rejected
+        .iter()
+        .map(|r| (r.index, r.error.code()))
+        .collect()
 }
 
 /// One window's standing: (window, score_before, rank_before, score, rank).
@@ -112,14 +121,7 @@ async fn a_batch_sums_a_repeated_member_and_skips_members_with_nothing_applied(h
         .await
         .unwrap();
     assert_eq!(got.outcome.accepted, 3);
-    assert_eq!(
-        got.outcome
-            .rejected
-            .iter()
-            .map(|r| (r.index, r.error.code()))
-            .collect::<Vec<_>>(),
-        [(3, "too_late")]
-    );
+    assert_eq!(rejected(&got), [(3, "too_late")]);
     assert!(!got.replayed);
     // x: 3 (ranked first); y: -3, ranked below w's 1 on a net-vote board.
     assert_eq!(
@@ -308,14 +310,7 @@ async fn near_the_range_limit_events_are_checked_one_by_one_and_standing_still_a
         .await
         .unwrap();
     assert_eq!(got.outcome.accepted, 2);
-    assert_eq!(
-        got.outcome
-            .rejected
-            .iter()
-            .map(|r| (r.index, r.error.code()))
-            .collect::<Vec<_>>(),
-        [(1, "out_of_range")]
-    );
+    assert_eq!(rejected(&got), [(1, "out_of_range")]);
     assert_eq!(
         got.standings,
         [
