@@ -333,9 +333,9 @@ async function dashboard(run: string, mod: string, boards: Array<[string, string
           from: to - HOUR,
           to,
           entries: [
-            { rank: 1, member: 'p1', score: 9 },
-            { rank: 2, member: 'p2', score: 7 },
-            { rank: 2, member: 'p3', score: 7 },
+            { rank: 1, member: 'p1', score: 9, data: null },
+            { rank: 2, member: 'p2', score: 7, data: null },
+            { rank: 2, member: 'p3', score: 7, data: null },
           ],
           snapshot: null,
           leaders: [],
