@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use rollboard::service::ServiceConfig;
 use rollboard::{
     BoardConfig, DashboardBoard, DashboardQuery, ManualClock, MemoryStore, Rollboard, Settings,
     Store, Timestamp,
@@ -15,46 +14,7 @@ use rollboard::{
 use serde_json::{Value, json};
 
 use crate::scheduler::wait_retired;
-use crate::support::{START, TestApp, TestRedis, clock, spawn_app_on, spawn_app_with, unique};
-
-/// Which store the service runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Memory,
-    Redis,
-}
-
-/// The service on a store of its own: a fresh Redis (started for this test), or the
-/// memory store (the Redis is started too: the harness holds one, unused).
-pub async fn fresh_app(backend: Backend) -> TestApp {
-    let redis = Arc::new(TestRedis::spawn().await);
-    match backend {
-        Backend::Redis => spawn_app_with(redis, clock(), ServiceConfig::default()).await,
-        Backend::Memory => {
-            let config = ServiceConfig {
-                max_clock_skew: None,
-                ..ServiceConfig::default()
-            };
-            spawn_app_on(Arc::new(MemoryStore::new()), redis, clock(), config).await
-        }
-    }
-}
-
-/// Runs each case on the memory store and on Redis.
-macro_rules! on_memory_and_redis {
-    ($($case:ident),* $(,)?) => {
-        mod memory {
-            $(#[tokio::test] async fn $case() {
-                super::$case(super::fresh_app(super::Backend::Memory).await).await
-            })*
-        }
-        mod redis {
-            $(#[tokio::test] async fn $case() {
-                super::$case(super::fresh_app(super::Backend::Redis).await).await
-            })*
-        }
-    };
-}
+use crate::support::{START, TestApp, TestRedis, unique};
 
 on_memory_and_redis!(
     a_windowed_board_answers_each_window_s_top_snapshot_leaders_and_histories,

@@ -11,29 +11,9 @@ use rollboard::{RedisOptions, RedisStore};
 use serde_json::json;
 
 use crate::proxy::{Fault, FaultProxy, Request};
-use crate::support::{START, TestApp, TestRedis, clock, rejected_codes, spawn_app, spawn_app_on};
-
-async fn top(app: &TestApp, board: &str, window: &str) -> Vec<(String, i64)> {
-    let reply = app
-        .get(&format!("/v1/boards/{board}/top?window={window}&limit=100"))
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
-    reply.body["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["member"].as_str().unwrap().to_owned(),
-                e["score"].as_i64().unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn pairs(items: &[(&str, i64)]) -> Vec<(String, i64)> {
-    items.iter().map(|(m, s)| (m.to_string(), *s)).collect()
-}
+use crate::support::{
+    START, TestRedis, clock, pairs, rejected_codes, spawn_app, spawn_app_on, top_pairs,
+};
 
 #[tokio::test]
 async fn a_retried_post_with_the_same_key_is_applied_once_and_answered_alike() {
@@ -59,7 +39,10 @@ async fn a_retried_post_with_the_same_key_is_applied_once_and_answered_alike() {
         .post_keyed(&format!("/v1/boards/{b}/events"), &batch, Some("batch-1"))
         .await;
     assert_eq!((again.status, &again.body), (first.status, &first.body));
-    assert_eq!(top(&app, &b, "3h").await, pairs(&[("a", 2), ("b", 1)]));
+    assert_eq!(
+        top_pairs(&app, &b, "3h").await,
+        pairs(&[("a", 2), ("b", 1)])
+    );
 
     // A single event, applied, then rejected: each retry answers the same.
     let single = json!({"member": "a", "delta": 5}).to_string();
@@ -81,7 +64,10 @@ async fn a_retried_post_with_the_same_key_is_applied_once_and_answered_alike() {
         .post_keyed(&format!("/v1/boards/{b}/events"), &late, Some("late-1"))
         .await;
     assert_eq!((again.status, &again.body), (first.status, &first.body));
-    assert_eq!(top(&app, &b, "3h").await, pairs(&[("a", 7), ("b", 1)]));
+    assert_eq!(
+        top_pairs(&app, &b, "3h").await,
+        pairs(&[("a", 7), ("b", 1)])
+    );
 }
 
 #[tokio::test]
@@ -114,7 +100,7 @@ async fn a_key_reused_for_another_body_or_malformed_is_refused() {
         .await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
     assert_eq!(bad.code(), "invalid_idempotency_key");
-    assert_eq!(top(&app, &b, "1h").await, pairs(&[("a", 1)]));
+    assert_eq!(top_pairs(&app, &b, "1h").await, pairs(&[("a", 1)]));
 }
 
 /// A `write.lua` call of `board`: the only script with the index, the log and totals.
@@ -165,5 +151,8 @@ async fn a_write_answered_503_is_retried_with_its_key_and_counted_once() {
         .await;
     assert_eq!(retried.status, StatusCode::OK, "{:?}", retried.body);
     assert_eq!(retried.body, json!({"accepted": 2, "rejected": []}));
-    assert_eq!(top(&app, &b, "1h").await, pairs(&[("a", 3), ("b", 1)]));
+    assert_eq!(
+        top_pairs(&app, &b, "1h").await,
+        pairs(&[("a", 3), ("b", 1)])
+    );
 }

@@ -1,5 +1,8 @@
 //! Service tests: every route against a real listener on a free port and a real Redis.
 
+// First: its macros (`on_memory_and_redis!`) serve the modules below.
+#[macro_use]
+mod support;
 mod api;
 mod auth;
 mod board_series;
@@ -33,7 +36,6 @@ mod shutdown;
 mod snapshots;
 mod stats;
 mod stopped_redis;
-mod support;
 #[path = "../common/cluster.rs"]
 mod test_cluster;
 #[path = "../common/redis.rs"]

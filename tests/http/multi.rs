@@ -7,23 +7,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::dashboard_api::{Backend, fresh_app};
-use crate::support::{START, TestApp, unique};
-
-macro_rules! on_memory_and_redis {
-    ($($case:ident),* $(,)?) => {
-        mod memory {
-            $(#[tokio::test] async fn $case() {
-                super::$case(super::fresh_app(super::Backend::Memory).await).await
-            })*
-        }
-        mod redis {
-            $(#[tokio::test] async fn $case() {
-                super::$case(super::fresh_app(super::Backend::Redis).await).await
-            })*
-        }
-    };
-}
+use crate::support::{START, TestApp, pairs, top_pairs, unique};
 
 on_memory_and_redis!(
     one_like_counts_once_on_each_of_three_boards,
@@ -33,29 +17,6 @@ on_memory_and_redis!(
     invalid_requests_are_refused_whole_with_a_message,
     one_member_is_read_across_boards_with_exact_scores_and_ranks,
 );
-
-/// The top of `board`'s `window` as (member, score) pairs.
-async fn top(app: &TestApp, board: &str, window: &str) -> Vec<(String, i64)> {
-    let reply = app
-        .get(&format!("/v1/boards/{board}/top?window={window}&limit=100"))
-        .await;
-    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
-    reply.body["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["member"].as_str().unwrap().to_owned(),
-                e["score"].as_i64().unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn pairs(items: &[(&str, i64)]) -> Vec<(String, i64)> {
-    items.iter().map(|(m, s)| (m.to_string(), *s)).collect()
-}
 
 fn written(board: &str, accepted: u64, replayed: bool) -> Value {
     json!({"board": board, "accepted": accepted, "rejected": [], "replayed": replayed})
@@ -98,10 +59,10 @@ async fn one_like_counts_once_on_each_of_three_boards(app: TestApp) {
         );
     }
     let expected = pairs(&[("post:7", 3), ("post:42", 2)]);
-    assert_eq!(top(&app, &hot, "1h").await, expected);
-    assert_eq!(top(&app, &hot, "24h").await, expected);
-    assert_eq!(top(&app, &rust, "24h").await, expected);
-    assert_eq!(top(&app, &authors, "7d").await, expected);
+    assert_eq!(top_pairs(&app, &hot, "1h").await, expected);
+    assert_eq!(top_pairs(&app, &hot, "24h").await, expected);
+    assert_eq!(top_pairs(&app, &rust, "24h").await, expected);
+    assert_eq!(top_pairs(&app, &authors, "7d").await, expected);
 }
 
 async fn a_batch_sends_each_event_to_its_boards_with_rejections_by_index(app: TestApp) {
@@ -132,8 +93,11 @@ async fn a_batch_sends_each_event_to_its_boards_with_rejections_by_index(app: Te
             {"board": day, "accepted": 3, "rejected": [rejected(1, "invalid_delta")], "replayed": false},
         ]})
     );
-    assert_eq!(top(&app, &hour, "1h").await, pairs(&[("a", 3)]));
-    assert_eq!(top(&app, &day, "24h").await, pairs(&[("d", 4), ("a", 3)]));
+    assert_eq!(top_pairs(&app, &hour, "1h").await, pairs(&[("a", 3)]));
+    assert_eq!(
+        top_pairs(&app, &day, "24h").await,
+        pairs(&[("d", 4), ("a", 3)])
+    );
     // An element that is not an event with its boards refuses the request: nothing is
     // applied.
     let many: Vec<Value> = (0..21)
@@ -184,7 +148,7 @@ async fn a_batch_sends_each_event_to_its_boards_with_rejections_by_index(app: Te
         "{:?}",
         reply.body
     );
-    assert_eq!(top(&app, &hour, "1h").await, pairs(&[("a", 3)]));
+    assert_eq!(top_pairs(&app, &hour, "1h").await, pairs(&[("a", 3)]));
 }
 
 async fn a_retry_with_the_same_key_is_applied_once_per_board_after_one_failed(app: TestApp) {
@@ -225,8 +189,11 @@ async fn a_retry_with_the_same_key_is_applied_once_per_board_after_one_failed(ap
         again.body,
         json!({"boards": [written(&hot, 1, true), written(&later, 1, true)]})
     );
-    assert_eq!(top(&app, &hot, "1h").await, pairs(&[("post:42", 2)]));
-    assert_eq!(top(&app, &later, "1h").await, pairs(&[("post:42", 2)]));
+    assert_eq!(top_pairs(&app, &hot, "1h").await, pairs(&[("post:42", 2)]));
+    assert_eq!(
+        top_pairs(&app, &later, "1h").await,
+        pairs(&[("post:42", 2)])
+    );
     // The same key with another event: each board refuses it, nothing applied.
     let other = json!({"boards": [hot, later], "member": "post:1"});
     let reused = app
@@ -240,7 +207,7 @@ async fn a_retry_with_the_same_key_is_applied_once_per_board_after_one_failed(ap
             reused.body
         );
     }
-    assert_eq!(top(&app, &hot, "1h").await, pairs(&[("post:42", 2)]));
+    assert_eq!(top_pairs(&app, &hot, "1h").await, pairs(&[("post:42", 2)]));
 }
 
 async fn each_board_reports_its_own_error_in_a_200(app: TestApp) {
@@ -279,8 +246,8 @@ async fn each_board_reports_its_own_error_in_a_200(app: TestApp) {
             (trend.as_str(), "written")
         ]
     );
-    assert_eq!(top(&app, &hour, "1h").await, pairs(&[]));
-    assert_eq!(top(&app, &day, "24h").await, pairs(&[("post:1", 5)]));
+    assert_eq!(top_pairs(&app, &hour, "1h").await, pairs(&[]));
+    assert_eq!(top_pairs(&app, &day, "24h").await, pairs(&[("post:1", 5)]));
     let trend_top = app.get(&format!("/v1/boards/{trend}/top")).await;
     assert_eq!(trend_top.body["entries"][0]["member"], "post:1");
 }
@@ -367,7 +334,7 @@ async fn invalid_requests_are_refused_whole_with_a_message(app: TestApp) {
         "{:?}",
         unknown.body
     );
-    assert_eq!(top(&app, &a, "1h").await, pairs(&[]));
+    assert_eq!(top_pairs(&app, &a, "1h").await, pairs(&[]));
     // The cross-board read refuses the same lists, and a bad member or window.
     for (path, code, message) in [
         (

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use reqwest::{Method, StatusCode};
 use rollboard::service::{self, ServiceConfig, ServiceError};
-use rollboard::{ManualClock, Rollboard, Timestamp};
+use rollboard::{ManualClock, MemoryStore, Rollboard, Timestamp};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -235,3 +235,69 @@ impl Drop for TestApp {
 }
 
 pub use crate::test_redis::unique;
+
+/// Which store a service under test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Memory,
+    Redis,
+}
+
+/// The service on a store of its own: a fresh Redis (started for this test), or the
+/// memory store (the Redis is started too: the harness holds one, unused).
+pub async fn fresh_app(backend: Backend) -> TestApp {
+    let redis = Arc::new(TestRedis::spawn().await);
+    match backend {
+        Backend::Redis => spawn_app_with(redis, clock(), ServiceConfig::default()).await,
+        Backend::Memory => {
+            let config = ServiceConfig {
+                max_clock_skew: None,
+                ..ServiceConfig::default()
+            };
+            spawn_app_on(Arc::new(MemoryStore::new()), redis, clock(), config).await
+        }
+    }
+}
+
+/// Runs each case (an async fn taking a [`TestApp`]) on the memory store and on Redis,
+/// each on a [`fresh_app`].
+macro_rules! on_memory_and_redis {
+    ($($case:ident),* $(,)?) => {
+        mod memory {
+            $(#[tokio::test] async fn $case() {
+                super::$case(crate::support::fresh_app(crate::support::Backend::Memory).await)
+                    .await
+            })*
+        }
+        mod redis {
+            $(#[tokio::test] async fn $case() {
+                super::$case(crate::support::fresh_app(crate::support::Backend::Redis).await)
+                    .await
+            })*
+        }
+    };
+}
+
+/// The top of `board`'s `window` (up to 100 entries) as (member, score) pairs.
+pub async fn top_pairs(app: &TestApp, board: &str, window: &str) -> Vec<(String, i64)> {
+    let reply = app
+        .get(&format!("/v1/boards/{board}/top?window={window}&limit=100"))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    reply.body["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["member"].as_str().unwrap().to_owned(),
+                e["score"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Literal (member, score) pairs, to compare with [`top_pairs`].
+pub fn pairs(items: &[(&str, i64)]) -> Vec<(String, i64)> {
+    items.iter().map(|(m, s)| (m.to_string(), *s)).collect()
+}
