@@ -3,29 +3,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::support::{START, rejected_codes, spawn_app, unique};
-
-fn entries(body: &Value) -> Vec<(u64, String, i64)> {
-    body["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["rank"].as_u64().unwrap(),
-                e["member"].as_str().unwrap().to_owned(),
-                e["score"].as_i64().unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn ranked(items: &[(u64, &str, i64)]) -> Vec<(u64, String, i64)> {
-    items
-        .iter()
-        .map(|(r, m, s)| (*r, m.to_string(), *s))
-        .collect()
-}
+use crate::support::{START, entries, ranked, rejected_codes, spawn_app, unique};
 
 #[tokio::test]
 async fn put_board_creates_then_confirms_then_conflicts() {

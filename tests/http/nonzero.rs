@@ -12,7 +12,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{START, TestApp, spawn_app, unique};
+use crate::support::{START, TestApp, entries, ranked, spawn_app, unique};
 
 const HOUR: i64 = 3600;
 
@@ -29,29 +29,6 @@ async fn voted_board(app: &TestApp, config: Value) -> String {
     let reply = app.post(&format!("{path}/events"), events).await;
     assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
     b
-}
-
-/// `(rank, member, score)` of each entry of a page.
-fn entries(body: &Value) -> Vec<(u64, String, i64)> {
-    body["entries"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no entries in {body}"))
-        .iter()
-        .map(|e| {
-            (
-                e["rank"].as_u64().unwrap(),
-                e["member"].as_str().unwrap().to_owned(),
-                e["score"].as_i64().unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn list(items: &[(u64, &str, i64)]) -> Vec<(u64, String, i64)> {
-    items
-        .iter()
-        .map(|(r, m, s)| (*r, m.to_string(), *s))
-        .collect()
 }
 
 /// The entries of `GET path`, which must answer 200.
@@ -110,7 +87,7 @@ async fn a_net_vote_board_ranks_every_non_zero_total_in_every_read() {
         .find(|x| x["name"] == b.as_str())
         .unwrap_or_else(|| panic!("{b} not in {listed}"));
     assert_eq!(mine["config"]["rank"], "nonzero");
-    let all = list(&[(1, "a", 3), (2, "b", 1), (3, "c", -2), (4, "d", -5)]);
+    let all = ranked(&[(1, "a", 3), (2, "b", 1), (3, "c", -2), (4, "d", -5)]);
     assert_eq!(page(&app, &format!("{path}/top")).await, all);
     assert_eq!(
         page(&app, &format!("{path}/top?offset=2&limit=1")).await,
@@ -119,11 +96,11 @@ async fn a_net_vote_board_ranks_every_non_zero_total_in_every_read() {
     // The bottom: the most downvoted first.
     assert_eq!(
         page(&app, &format!("{path}/top?order=asc")).await,
-        list(&[(4, "d", -5), (3, "c", -2), (2, "b", 1), (1, "a", 3)])
+        ranked(&[(4, "d", -5), (3, "c", -2), (2, "b", 1), (1, "a", 3)])
     );
     assert_eq!(
         page(&app, &format!("{path}/top?order=asc&limit=2")).await,
-        list(&[(4, "d", -5), (3, "c", -2)])
+        ranked(&[(4, "d", -5), (3, "c", -2)])
     );
     // A score range across zero, and one of negative totals only.
     assert_eq!(
@@ -171,7 +148,7 @@ async fn a_net_vote_board_ranks_every_non_zero_total_in_every_read() {
     );
     assert_eq!(
         page(&app, &around("c/around?n=1&order=asc")).await,
-        list(&[(4, "d", -5), (3, "c", -2), (2, "b", 1)])
+        ranked(&[(4, "d", -5), (3, "c", -2), (2, "b", 1)])
     );
     let missing = app.get(&around("z/around?fill=true")).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
@@ -185,15 +162,15 @@ async fn a_board_of_positive_totals_answers_negative_ones_without_ranking_them()
     let path = format!("/v1/boards/{b}");
     let config = app.get(&path).await.body["config"].clone();
     assert_eq!(config["rank"], Value::Null, "{config}");
-    let ranked = list(&[(1, "a", 3), (2, "b", 1)]);
-    assert_eq!(page(&app, &format!("{path}/top")).await, ranked);
+    let positive = ranked(&[(1, "a", 3), (2, "b", 1)]);
+    assert_eq!(page(&app, &format!("{path}/top")).await, positive);
     assert_eq!(
         page(&app, &format!("{path}/top?order=asc")).await,
-        list(&[(2, "b", 1), (1, "a", 3)])
+        ranked(&[(2, "b", 1), (1, "a", 3)])
     );
     assert_eq!(
         page(&app, &format!("{path}/top?min_score=-3&max_score=2")).await,
-        ranked[1..2]
+        positive[1..2]
     );
     assert_eq!(
         standing(&app, &format!("{path}/members/d")).await,
@@ -321,7 +298,7 @@ async fn retirement_moves_totals_across_zero_and_snapshots_hold_negative_leaders
     .await;
     assert_eq!(
         page(&app, &format!("{path}/top?window=1h")).await,
-        list(&[(1, "p", 6), (2, "q", 1), (3, "n", -3)])
+        ranked(&[(1, "p", 6), (2, "q", 1), (3, "n", -3)])
     );
     app.at(HOUR + 10);
     write(json!([{"member": "p", "delta": -5}, {"member": "q", "delta": 2}])).await;
@@ -329,7 +306,7 @@ async fn retirement_moves_totals_across_zero_and_snapshots_hold_negative_leaders
     wait_entries(
         &app,
         &format!("{path}/top?window=1h"),
-        &list(&[(1, "q", 2), (2, "p", -5)]),
+        &ranked(&[(1, "q", 2), (2, "p", -5)]),
     )
     .await;
     assert_eq!(
@@ -350,7 +327,7 @@ async fn retirement_moves_totals_across_zero_and_snapshots_hold_negative_leaders
         ])
     );
     // The 2-hour window still holds slot 0: p at +1, n at −3.
-    let two = list(&[(1, "q", 3), (2, "p", 1), (3, "n", -3)]);
+    let two = ranked(&[(1, "q", 3), (2, "p", 1), (3, "n", -3)]);
     assert_eq!(page(&app, &format!("{path}/top?window=2h")).await, two);
     assert_eq!(
         page(
@@ -366,7 +343,7 @@ async fn retirement_moves_totals_across_zero_and_snapshots_hold_negative_leaders
     wait_entries(
         &app,
         &format!("{path}/top?window=2h"),
-        &list(&[(1, "q", 2), (2, "p", -5)]),
+        &ranked(&[(1, "q", 2), (2, "p", -5)]),
     )
     .await;
     let snapshots = format!("{path}/snapshots?window=2h&from={}", START + 2 * HOUR);

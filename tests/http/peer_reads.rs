@@ -6,7 +6,7 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{START, TestApp, spawn_app, unique};
+use crate::support::{START, TestApp, entries, ranked, spawn_app, unique};
 
 /// Creates a windowed board ranking ties by `ties` and writes the ranking
 /// a 9, b 7, c 7, d 7, e 5, f 3, g 3, h 1 (and x at −2, not ranked).
@@ -26,29 +26,6 @@ async fn ranked_board(app: &TestApp, ties: &str) -> String {
     b
 }
 
-/// `[rank, member, score]` of each entry of a page.
-fn entries(body: &Value) -> Vec<(u64, String, i64)> {
-    body["entries"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no entries in {body}"))
-        .iter()
-        .map(|e| {
-            (
-                e["rank"].as_u64().unwrap(),
-                e["member"].as_str().unwrap().to_owned(),
-                e["score"].as_i64().unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn list(items: &[(u64, &str, i64)]) -> Vec<(u64, String, i64)> {
-    items
-        .iter()
-        .map(|(r, m, s)| (*r, m.to_string(), *s))
-        .collect()
-}
-
 #[tokio::test]
 async fn a_position_board_numbers_ties_one_two_three_in_every_read() {
     let app = spawn_app().await;
@@ -57,7 +34,7 @@ async fn a_position_board_numbers_ties_one_two_three_in_every_read() {
     assert_eq!(app.get(&path).await.body["config"]["ties"], "position");
     let top = app.get(&format!("{path}/top?limit=10")).await;
     assert_eq!(top.status, StatusCode::OK, "{:?}", top.body);
-    let all = list(&[
+    let all = ranked(&[
         (1, "a", 9),
         (2, "b", 7),
         (3, "c", 7),
@@ -116,31 +93,31 @@ async fn order_asc_reads_the_ranking_from_the_bottom_with_the_boards_ranks() {
     };
     assert_eq!(
         top("order=asc&limit=3").await,
-        list(&[(8, "h", 1), (6, "g", 3), (6, "f", 3)])
+        ranked(&[(8, "h", 1), (6, "g", 3), (6, "f", 3)])
     );
     assert_eq!(
         top("order=asc&offset=3&limit=3").await,
-        list(&[(5, "e", 5), (2, "d", 7), (2, "c", 7)])
+        ranked(&[(5, "e", 5), (2, "d", 7), (2, "c", 7)])
     );
     assert_eq!(
         top("order=asc&offset=6").await,
-        list(&[(2, "b", 7), (1, "a", 9)])
+        ranked(&[(2, "b", 7), (1, "a", 9)])
     );
-    assert_eq!(top("order=asc&offset=8").await, list(&[]));
+    assert_eq!(top("order=asc&offset=8").await, ranked(&[]));
     assert_eq!(
         top("order=asc&min_score=3&max_score=7&offset=2&limit=3").await,
-        list(&[(5, "e", 5), (2, "d", 7), (2, "c", 7)])
+        ranked(&[(5, "e", 5), (2, "d", 7), (2, "c", 7)])
     );
     assert_eq!(
         top("order=desc&limit=2").await,
-        list(&[(1, "a", 9), (2, "b", 7)])
+        ranked(&[(1, "a", 9), (2, "b", 7)])
     );
     let around = app
         .get(&format!("/v1/boards/{b}/members/c/around?n=1&order=asc"))
         .await;
     assert_eq!(
         entries(&around.body),
-        list(&[(2, "d", 7), (2, "c", 7), (2, "b", 7)])
+        ranked(&[(2, "d", 7), (2, "c", 7), (2, "b", 7)])
     );
 }
 
@@ -157,14 +134,14 @@ async fn around_with_fill_answers_a_full_page_shifted_at_the_ends() {
             entries(&reply.body)
         }
     };
-    let top5 = list(&[
+    let top5 = ranked(&[
         (1, "a", 9),
         (2, "b", 7),
         (2, "c", 7),
         (2, "d", 7),
         (5, "e", 5),
     ]);
-    let bottom5 = list(&[
+    let bottom5 = ranked(&[
         (2, "d", 7),
         (5, "e", 5),
         (6, "f", 3),
@@ -177,7 +154,7 @@ async fn around_with_fill_answers_a_full_page_shifted_at_the_ends() {
     assert_eq!(around("g", "n=2&fill=true").await, bottom5);
     assert_eq!(
         around("e", "n=1&fill=true").await,
-        list(&[(2, "d", 7), (5, "e", 5), (6, "f", 3)])
+        ranked(&[(2, "d", 7), (5, "e", 5), (6, "f", 3)])
     );
     // The default stays n on each side, fewer at the ends.
     assert_eq!(around("a", "n=2").await, top5[..3]);

@@ -301,3 +301,27 @@ pub async fn top_pairs(app: &TestApp, board: &str, window: &str) -> Vec<(String,
 pub fn pairs(items: &[(&str, i64)]) -> Vec<(String, i64)> {
     items.iter().map(|(m, s)| (m.to_string(), *s)).collect()
 }
+
+/// `(rank, member, score)` of each entry of a page.
+pub fn entries(body: &Value) -> Vec<(u64, String, i64)> {
+    body["entries"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no entries in {body}"))
+        .iter()
+        .map(|e| {
+            (
+                e["rank"].as_u64().unwrap(),
+                e["member"].as_str().unwrap().to_owned(),
+                e["score"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Literal `(rank, member, score)` entries, to compare with [`entries`].
+pub fn ranked(items: &[(u64, &str, i64)]) -> Vec<(u64, String, i64)> {
+    items
+        .iter()
+        .map(|(r, m, s)| (*r, m.to_string(), *s))
+        .collect()
+}
