@@ -5,6 +5,8 @@
 
 use std::collections::HashSet;
 
+use serde::Serialize;
+
 use super::event::Event;
 use super::span::Span;
 use crate::error::{Error, Result};
@@ -22,24 +24,27 @@ pub const MAX_STANDING_MEMBERS: usize = 20;
 pub const MAX_STANDING_READS: usize = 40;
 
 /// A member's score and rank in one window, just before and just after a write.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct WindowStanding {
     /// The window.
+    #[cfg_attr(feature = "server", schema(value_type = String, example = "1h"))]
     pub window: Span,
     /// The member's total after the write, whatever its sign (0 when it is back to zero).
     pub score: i64,
-    /// Its rank after the write (the board's ties and `rank` rule); `None` when not ranked.
+    /// Its rank after the write (the board's ties and `rank` rule); null when not ranked.
     pub rank: Option<u64>,
-    /// Its total just before the write (0 without one); `None` on a replay under an
-    /// idempotency key.
-    pub score_before: Option<i64>,
-    /// Its rank just before the write; `None` when it was not ranked, and on a replay
+    /// Its rank just before the write; null when it was not ranked, and on a replay
     /// under an idempotency key (nothing was applied: the standing is read afresh).
     pub rank_before: Option<u64>,
+    /// Its total just before the write (0 without one); null on a replay under an
+    /// idempotency key.
+    pub score_before: Option<i64>,
 }
 
 /// A member a write applied an event of, with its standing in each window asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct WrittenStanding {
     /// The member.
     pub member: String,

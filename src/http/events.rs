@@ -30,7 +30,7 @@ pub struct EventsResponse {
     /// With `?return=standing` only: one per distinct member with an event applied, in
     /// order of first appearance.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub standings: Option<Vec<StandingOut>>,
+    pub standings: Option<Vec<WrittenStanding>>,
 }
 
 /// `?return=standing&windows=1h,24h`.
@@ -47,51 +47,6 @@ pub struct EventsQuery {
     /// With `return=standing`: a comma list of the board's windows to answer (`1h,24h`);
     /// every window by default.
     pub windows: Option<String>,
-}
-
-/// A member's standing after the write.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct StandingOut {
-    /// The member.
-    pub member: String,
-    /// One per window asked, in the order asked (the board's order by default).
-    pub windows: Vec<WindowStandingOut>,
-}
-
-/// A member's score and rank in one window, after the write and just before it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct WindowStandingOut {
-    /// The window.
-    #[schema(value_type = String, example = "1h")]
-    pub window: Span,
-    /// The member's total after the write, whatever its sign (0 when back to zero).
-    pub score: i64,
-    /// Its rank after the write (the board's ties and `rank` rule); null when not ranked.
-    pub rank: Option<u64>,
-    /// Its rank just before the write; null when it was not ranked, and on an
-    /// idempotent replay (nothing applied: score and rank are read now).
-    pub rank_before: Option<u64>,
-    /// Its total just before the write; null on an idempotent replay.
-    pub score_before: Option<i64>,
-}
-
-impl From<WrittenStanding> for StandingOut {
-    fn from(s: WrittenStanding) -> Self {
-        StandingOut {
-            member: s.member,
-            windows: s
-                .windows
-                .into_iter()
-                .map(|w| WindowStandingOut {
-                    window: w.window,
-                    score: w.score,
-                    rank: w.rank,
-                    rank_before: w.rank_before,
-                    score_before: w.score_before,
-                })
-                .collect(),
-        }
-    }
 }
 
 /// One rejected event of a batch.
@@ -433,13 +388,7 @@ async fn post_standing(
     Ok(Json(EventsResponse {
         accepted: written.outcome.accepted,
         rejected: (!single).then_some(rejected),
-        standings: Some(
-            written
-                .standings
-                .into_iter()
-                .map(StandingOut::from)
-                .collect(),
-        ),
+        standings: Some(written.standings),
     }))
 }
 
