@@ -40,8 +40,9 @@ impl<S: Send + Sync> FromRequest<S> for JsonBytes {
     }
 }
 
-/// A JSON body that may be left out: an empty (or blank) body is `None`, whatever its
-/// `Content-Type`; any other body must be JSON, and `null` is `None` too.
+/// A JSON body that may be left out: an empty body is `None`, whatever its
+/// `Content-Type`; any other body must be JSON (a blank one is not: 400), and `null` is
+/// `None` too.
 #[derive(Debug)]
 pub struct OptionalJson<T>(pub Option<T>);
 
@@ -50,7 +51,8 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
         let is_json = media_type::is_json(request.headers());
         let body = Bytes::from_request(request, state).await?;
-        if body.iter().all(u8::is_ascii_whitespace) {
+        // No body at all is the default; a body of spaces is not JSON (400 below).
+        if body.is_empty() {
             return Ok(OptionalJson(None));
         }
         if !is_json {

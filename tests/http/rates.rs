@@ -62,6 +62,30 @@ async fn hits_are_counted_read_checked_and_deleted() {
 }
 
 #[tokio::test]
+async fn an_empty_body_is_one_hit_and_a_blank_one_is_not_json() {
+    let app = spawn_app().await;
+    let key = unique("blank");
+    let path = format!("/v1/rates/{key}/hits");
+    let empty = app.post_keyed(&path, "", None).await;
+    assert_eq!(
+        (empty.status, empty.body),
+        (StatusCode::OK, json!({"accepted": 1, "tiers": 4}))
+    );
+    for blank in ["\t", " \n "] {
+        let reply = app.post_keyed(&path, blank, None).await;
+        assert_eq!(
+            (reply.status, reply.code()),
+            (StatusCode::BAD_REQUEST, "bad_request"),
+            "{blank:?}: {:?}",
+            reply.body
+        );
+    }
+    // Nothing more was counted.
+    let counts = app.get(&format!("/v1/rates/{key}?last=5m")).await;
+    assert_eq!(counts.body["counts"], json!({"5m": 1}));
+}
+
+#[tokio::test]
 async fn coverage_full_counts_the_oldest_slot_whole_on_reads_and_checks() {
     let app = spawn_app().await;
     let base = format!("/v1/rates/{}", unique("r"));
