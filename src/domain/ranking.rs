@@ -23,7 +23,7 @@ pub struct Entry {
     /// Read with `with=data` only (absent otherwise): the member's data, `null` when it
     /// has none (the library: `Some(None)`; `None` when not asked).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "server", schema(value_type = Option<MemberData>, nullable))]
+    #[cfg_attr(feature = "server", schema(value_type = MemberData))]
     pub data: Option<Option<MemberData>>,
 }
 
@@ -88,7 +88,7 @@ pub struct Standing {
     /// Read with `with=data` only (absent otherwise): the member's data, `null` when it
     /// has none (the library: `Some(None)`; `None` when not asked).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "server", schema(value_type = Option<MemberData>, nullable))]
+    #[cfg_attr(feature = "server", schema(value_type = MemberData))]
     pub data: Option<Option<MemberData>>,
 }
 

@@ -91,7 +91,7 @@ pub struct EventIn {
     /// what it held, kept when the member holds a total in the board's largest window once
     /// the event is applied; absent or null: its data stays as it is. A trending board
     /// refuses it (`invalid_member_data`).
-    #[schema(value_type = Option<crate::MemberData>, example = json!({"title": "Hello"}))]
+    #[schema(value_type = crate::MemberData, required = false, example = json!({"title": "Hello"}))]
     data: Option<serde_json::Value>,
 }
 
@@ -114,7 +114,7 @@ pub struct BatchEvent {
     /// what it held, kept when the member holds a total in the board's largest window once
     /// the event is applied; absent or null: its data stays as it is. A trending board
     /// refuses it (`invalid_member_data`).
-    #[schema(value_type = Option<crate::MemberData>, example = json!({"title": "Hello"}))]
+    #[schema(value_type = crate::MemberData, required = false, example = json!({"title": "Hello"}))]
     data: Option<serde_json::Value>,
 }
 

@@ -76,7 +76,7 @@ pub struct MultiEvent {
     /// what it held, kept when the member holds a total in the board's largest window once
     /// the event is applied; absent or null: its data stays as it is. A trending board
     /// refuses it (`invalid_member_data`).
-    #[schema(value_type = Option<crate::MemberData>, example = json!({"title": "Hello"}))]
+    #[schema(value_type = crate::MemberData, required = false, example = json!({"title": "Hello"}))]
     data: Option<serde_json::Value>,
 }
 
@@ -116,7 +116,7 @@ pub struct MultiBatchEvent {
     /// what it held, kept when the member holds a total in the board's largest window once
     /// the event is applied; absent or null: its data stays as it is. A trending board
     /// refuses it (`invalid_member_data`).
-    #[schema(value_type = Option<crate::MemberData>, example = json!({"title": "Hello"}))]
+    #[schema(value_type = crate::MemberData, required = false, example = json!({"title": "Hello"}))]
     data: Option<serde_json::Value>,
 }
 
