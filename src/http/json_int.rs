@@ -82,6 +82,15 @@ mod tests {
             })
         );
         assert_eq!(parse(r#"{"limit": 0}"#).unwrap().delta, None);
+        // Read exactly (serde_json's float_roundtrip): without it this whole number
+        // came back as 2094960267519932.8, a fraction.
+        assert_eq!(
+            parse(r#"{"delta": 2094960267519933.0, "limit": 9007199254740991.0}"#),
+            Ok(Body {
+                delta: Some(2_094_960_267_519_933),
+                limit: 9_007_199_254_740_991
+            })
+        );
         for (text, message) in [
             (
                 r#"{"delta": 1.5, "limit": 1}"#,
