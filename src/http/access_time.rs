@@ -8,20 +8,21 @@
 //! polls, and would otherwise fill the service's slowest routes with its own reads.
 //!
 //! Add it with [`Router::route_layer`](axum::Router::route_layer), so the route template
-//! ([`MatchedPath`]) is known; requests that match no route are not recorded. The
-//! record runs after the response is ready, in a task of its own: a slow or unreachable
-//! store never fails nor slows a request. Records that cannot be made (too many in
-//! flight, store error, longer than a second) are dropped and counted in
-//! `rollboard_access_time_dropped_total`, labelled by route template.
+//! ([`MatchedPath`]) is known; requests that match no route are not recorded. Every
+//! request is recorded, none sampled, but not one by one: the value is held in the
+//! process and written with the others of its route within a second, one batch per
+//! route (see `Rollboard`'s stats buffer), so a request costs a lock and a push, never a
+//! store call, and a slow or unreachable store never fails nor slows a request. Stats
+//! reads of the same process write what is held first. Values that cannot be written
+//! (store error, a flush longer than two seconds, too many held) are dropped and counted
+//! in `rollboard_access_time_dropped_total`, labelled by route template.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request};
-use tokio::sync::Semaphore;
 use tower::{Layer, Service};
 
 use crate::Rollboard;
@@ -45,18 +46,10 @@ pub fn kind_of(route: &str) -> &'static str {
     }
 }
 
-/// Records in flight at once; beyond that, records are dropped.
-const MAX_IN_FLIGHT: usize = 256;
-
-/// How long one record may take before it is dropped.
-const RECORD_TIMEOUT: Duration = Duration::from_secs(1);
-
 /// Records each request's duration under its route template (see the module docs).
 #[derive(Clone)]
 pub struct AccessTimeLayer {
     boards: Rollboard,
-    /// Bounds the records in flight, so a stuck store cannot pile up tasks.
-    in_flight: Arc<Semaphore>,
 }
 
 impl std::fmt::Debug for AccessTimeLayer {
@@ -68,34 +61,8 @@ impl std::fmt::Debug for AccessTimeLayer {
 impl AccessTimeLayer {
     /// Records into the stats of `boards`.
     pub fn new(boards: Rollboard) -> Self {
-        AccessTimeLayer {
-            boards,
-            in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
-        }
+        AccessTimeLayer { boards }
     }
-
-    fn record(&self, context: String, seconds: f64) {
-        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
-            dropped(context);
-            return;
-        };
-        let boards = self.boards.clone();
-        tokio::spawn(async move {
-            let record = boards.record_stat(&context, kind_of(&context), seconds);
-            if !matches!(
-                tokio::time::timeout(RECORD_TIMEOUT, record).await,
-                Ok(Ok(()))
-            ) {
-                dropped(context);
-            }
-            drop(permit);
-        });
-    }
-}
-
-/// Counts a record of `route` (a route template: a bounded set of labels) dropped.
-fn dropped(route: String) {
-    metrics::counter!("rollboard_access_time_dropped_total", "route" => route).increment(1);
 }
 
 impl<S> Layer<S> for AccessTimeLayer {
@@ -130,17 +97,16 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let route = request
-            .extensions()
-            .get::<MatchedPath>()
-            .map(|p| p.as_str().to_owned());
+        let route = request.extensions().get::<MatchedPath>().cloned();
         let start = Instant::now();
         let response = self.inner.call(request);
-        let layer = self.layer.clone();
+        let boards = self.layer.boards.clone();
         Box::pin(async move {
             let response = response.await;
             if let Some(route) = route {
-                layer.record(route, start.elapsed().as_secs_f64());
+                let route = route.as_str();
+                let seconds = start.elapsed().as_secs_f64();
+                boards.record_stat_deferred(route, kind_of(route), seconds);
             }
             response
         })

@@ -495,6 +495,7 @@ impl Rollboard {
 
     /// Every stats kind that has a slowest list, sorted by name.
     pub async fn stat_kinds(&self) -> Result<Vec<String>> {
+        self.flush_pending_stats().await;
         let kinds = self.inner.store.stats().stat_kinds().await?;
         Ok(kinds.into_iter().map(|k| k.as_str().to_owned()).collect())
     }

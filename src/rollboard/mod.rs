@@ -45,6 +45,8 @@ pub(crate) mod relayout;
 pub(crate) mod retire;
 pub(crate) mod snapshots;
 pub(crate) mod stats;
+#[cfg(feature = "server")]
+mod stats_buffer;
 pub(crate) mod trending;
 pub(crate) mod write;
 pub(crate) mod write_standing;
@@ -69,6 +71,9 @@ struct Inner {
     /// Which boards get metric series of their own (`settings.metrics_board_series`).
     #[cfg(feature = "server")]
     board_series: crate::board_series::BoardSeries,
+    /// Stats values recorded in the background and not yet written.
+    #[cfg(feature = "server")]
+    stats_buffer: stats_buffer::StatsBuffer,
 }
 
 impl std::fmt::Debug for Rollboard {
@@ -94,6 +99,8 @@ impl Rollboard {
                 clock,
                 #[cfg(feature = "server")]
                 board_series: crate::board_series::BoardSeries::new(settings.metrics_board_series),
+                #[cfg(feature = "server")]
+                stats_buffer: Default::default(),
                 settings,
                 boards: BoardCache::default(),
                 board_changes: tokio::sync::watch::Sender::new(()),

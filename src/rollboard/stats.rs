@@ -39,6 +39,19 @@ impl Rollboard {
     /// call on Redis, possibly shared with concurrent records), all or nothing, and
     /// updates the slowest list once.
     pub async fn record_stats(&self, context: &str, kind: &str, values: &[f64]) -> Result<()> {
+        self.record_stats_in_hour(context, kind, values, hour_of(self.now()))
+            .await
+    }
+
+    /// [`record_stats`](Self::record_stats) into the hour starting at `hour` (unix
+    /// seconds): for values recorded earlier and written now.
+    pub(crate) async fn record_stats_in_hour(
+        &self,
+        context: &str,
+        kind: &str,
+        values: &[f64],
+        hour: i64,
+    ) -> Result<()> {
         let context = StatsContext::parse(context)?;
         let kind = StatsKind::parse(kind)?;
         self.settings().admission().check_batch(values.len())?;
@@ -54,7 +67,7 @@ impl Rollboard {
             kind: &kind,
             values,
             buckets: &buckets,
-            hour: hour_of(self.now()),
+            hour,
         };
         self.inner.store.stats().record_stat(record).await
     }
@@ -65,6 +78,7 @@ impl Rollboard {
     pub async fn stats(&self, context: &str, kind: &str) -> Result<ContextStats> {
         let context = StatsContext::parse(context)?;
         let kind = StatsKind::parse(kind)?;
+        self.flush_pending_stats().await;
         let stored = self.inner.store.stats().read_stats(&context, &kind).await?;
         match stored.view(self.now()) {
             (None, None) => Err(Error::StatsNotFound {
@@ -89,6 +103,14 @@ impl Rollboard {
                 reason: format!("limit must be 1 to {}", stats::SLOWEST_KEPT),
             });
         }
+        self.flush_pending_stats().await;
         self.inner.store.stats().slowest(&kind, limit).await
+    }
+
+    /// Writes the values this process recorded in the background, so that a read sees
+    /// every value recorded before it here (other processes' within their flush).
+    pub(crate) async fn flush_pending_stats(&self) {
+        #[cfg(feature = "server")]
+        self.flush_stats().await;
     }
 }

@@ -118,6 +118,7 @@ pub async fn run(
         .map(|options| super::webhook::spawn(boards.clone(), options));
 
     let access_time = crate::http::AccessTimeLayer::new(boards.clone());
+    let stats = boards.clone();
     let app = router(
         boards,
         HttpOptions {
@@ -157,6 +158,8 @@ pub async fn run(
         }
     };
     scheduler.shutdown(grace).await;
+    // The access times of the last second are still held here.
+    stats.flush_pending_stats().await;
     upkeep.abort();
     if let Some(clock_check) = clock_check {
         clock_check.abort();

@@ -54,13 +54,15 @@ async fn sigterm_finishes_requests_in_flight_and_loses_no_acknowledged_event() {
     assert_eq!(created.status(), 201);
 
     let acknowledged = Arc::new(AtomicUsize::new(0));
+    let answered = Arc::new(AtomicUsize::new(0));
     let mut writers = Vec::new();
     for w in 0..4 {
-        let (client, url, board, acknowledged) = (
+        let (client, url, board, acknowledged, answered) = (
             client.clone(),
             url.clone(),
             board.clone(),
             acknowledged.clone(),
+            answered.clone(),
         );
         writers.push(tokio::spawn(async move {
             for round in 0.. {
@@ -76,6 +78,7 @@ async fn sigterm_finishes_requests_in_flight_and_loses_no_acknowledged_event() {
                     Ok(r) if r.status() == 200 => {
                         let body: Value = r.json().await.unwrap();
                         assert_eq!(body["rejected"], json!([]));
+                        answered.fetch_add(1, Ordering::SeqCst);
                         acknowledged.fetch_add(
                             body["accepted"].as_u64().unwrap() as usize,
                             Ordering::SeqCst,
@@ -118,6 +121,19 @@ async fn sigterm_finishes_requests_in_flight_and_loses_no_acknowledged_event() {
         total as usize,
         acknowledged.load(Ordering::SeqCst),
         "every acknowledged event is counted once"
+    );
+
+    // The access times the service held at the signal were written before it exited:
+    // every request answered is counted, plus at most the one each writer had cut.
+    let stats = boards
+        .stats("/v1/boards/{board}/events", "AccessTime")
+        .await
+        .unwrap();
+    let counted = stats.current.map_or(0, |h| h.count) + stats.previous.map_or(0, |h| h.count);
+    let answered = answered.load(Ordering::SeqCst) as u64;
+    assert!(
+        (answered..=answered + 4).contains(&counted),
+        "{answered} requests answered, {counted} access times recorded"
     );
 }
 

@@ -1,5 +1,7 @@
 //! `/v1/stats`: recording, reading with a percent-encoded context, the slowest list fed
-//! by the service's own `AccessTimeLayer`, and a layer that never fails a request.
+//! by the service's own `AccessTimeLayer`, a layer that never fails a request, and the
+//! layer's values held in the process: every one counted once, in its own hour, written
+//! within a second or at a stats read.
 
 use std::time::Duration;
 
@@ -7,12 +9,12 @@ use axum::Router;
 use axum::body::Body;
 use axum::routing::get;
 use reqwest::StatusCode;
-use rollboard::Rollboard;
 use rollboard::http::AccessTimeLayer;
+use rollboard::{MemoryStore, Rollboard, Settings};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use crate::support::{START, TestRedis, spawn_app, unique};
+use crate::support::{START, TestRedis, clock, spawn_app, unique};
 
 #[tokio::test]
 async fn values_are_recorded_and_read_under_a_percent_encoded_context() {
@@ -193,4 +195,85 @@ async fn openapi_documents_the_stats_routes() {
     assert!(doc["paths"]["/v1/stats/{context}/{kind}"]["post"].is_object());
     assert!(doc["paths"]["/v1/stats/{context}/{kind}"]["get"].is_object());
     assert!(doc["paths"]["/v1/stats/slowest"]["get"].is_object());
+}
+
+/// A route recorded by an [`AccessTimeLayer`] into `boards`.
+fn recorded_route(boards: &Rollboard) -> Router {
+    Router::new()
+        .route("/items/{id}", get(|| async { "ok" }))
+        .route_layer(AccessTimeLayer::new(boards.clone()))
+}
+
+async fn request(app: &Router, path: &str) {
+    let request = axum::http::Request::get(path).body(Body::empty()).unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn every_request_is_counted_once_and_a_stats_read_of_the_process_sees_it_at_once() {
+    let boards = Rollboard::memory();
+    let app = recorded_route(&boards);
+    for i in 0..25 {
+        request(&app, &format!("/items/{i}")).await;
+    }
+    // No wait: the read writes what the process holds first.
+    let stats = boards.stats("/items/{id}", "AccessTime").await.unwrap();
+    assert_eq!(stats.current.unwrap().count, 25);
+    let slowest = boards.slowest("AccessTime", 10).await.unwrap();
+    assert_eq!(slowest.len(), 1);
+    assert_eq!(slowest[0].context, "/items/{id}");
+    for i in 0..4 {
+        request(&app, &format!("/items/{i}")).await;
+    }
+    let stats = boards.stats("/items/{id}", "AccessTime").await.unwrap();
+    assert_eq!(stats.current.unwrap().count, 29);
+}
+
+#[tokio::test]
+async fn values_held_across_an_hour_boundary_count_in_the_hour_they_were_recorded_in() {
+    let clock = clock();
+    let boards = Rollboard::with(
+        std::sync::Arc::new(MemoryStore::new()),
+        std::sync::Arc::new(clock.clone()),
+        Settings::default(),
+    );
+    let app = recorded_route(&boards);
+    clock.advance_secs(3599);
+    for i in 0..3 {
+        request(&app, &format!("/items/{i}")).await;
+    }
+    clock.advance_secs(2);
+    for i in 0..2 {
+        request(&app, &format!("/items/{i}")).await;
+    }
+    let stats = boards.stats("/items/{id}", "AccessTime").await.unwrap();
+    let (current, previous) = (stats.current.unwrap(), stats.previous.unwrap());
+    assert_eq!((previous.hour, previous.count), (START, 3));
+    assert_eq!((current.hour, current.count), (START + 3600, 2));
+}
+
+#[tokio::test]
+async fn held_values_reach_the_store_within_a_second_without_any_read() {
+    let redis = TestRedis::start().await;
+    let recorder = Rollboard::new(redis.store().await);
+    // Another process on the same Redis: its reads cannot write the recorder's values.
+    let reader = Rollboard::new(redis.store().await);
+    let route = format!("/{}/{{id}}", unique("held"));
+    let app = Router::new()
+        .route(&route, get(|| async { "ok" }))
+        .route_layer(AccessTimeLayer::new(recorder.clone()));
+    for i in 0..7 {
+        request(&app, &route.replace("{id}", &i.to_string())).await;
+    }
+    for _ in 0..60 {
+        if let Ok(stats) = reader.stats(&route, "AccessTime").await {
+            let count =
+                stats.current.map_or(0, |h| h.count) + stats.previous.map_or(0, |h| h.count);
+            assert_eq!(count, 7, "all seven values are written in one flush");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the held values were not written within 3 s");
 }
