@@ -29,8 +29,8 @@
 -- ordered by member ascending. Ranks are competition ranks: 1 + the number of members
 -- with a strictly higher total (or dense, or positions, as above). Every call is
 -- O(log N + page size), whatever the offset and however large the tie groups: pages are
--- read by index (ZREVRANGE, ZRANGE) and tie groups are measured with ZCOUNT (O(log N)),
--- never walked. ZREVRANGE orders equal totals by member descending: a tie group at
+-- read by index (ZREVRANGE, ZRANGE) and tie groups cut by a page edge are measured with
+-- ZCOUNT (O(log N)), never walked. ZREVRANGE orders equal totals by member descending: a tie group at
 -- reverse ranks [a, b] sits at ascending ranks [N-1-b, N-1-a] in member-ascending
 -- order, so ranking position p in [a, b] is ascending rank N-1-a-b+p, and a group cut
 -- by a page edge is read with ZRANGE by index. Every page is a run of consecutive
@@ -71,13 +71,20 @@ local pending = redis.call('ZRANGEBYSCORE', index, '(' .. record[3], '+inf', 'LI
 local newest = redis.call('ZREVRANGEBYSCORE', index, '+inf', '-inf', 'LIMIT', 0, 1)
 local reply = { pending[1] or false, newest[1] or false, record[4] or false, record[5] or false }
 
--- Appends the entries at ranking positions offset .. offset+limit-1 to reply.
+-- Appends the entries at ranking positions offset .. offset+limit-1 to reply (fewer
+-- where the ranking ends). One ZREVRANGE reads the page and the entry after it: the
+-- ranking ends at the first total not ranked (ZREVRANGE lists highest first), and the
+-- entry after the page says whether the page's last tie group goes on past it. Only a
+-- tie group cut by a page edge costs more (two ZCOUNTs, a ZCARD and a ZRANGE): the
+-- first one of a page not at the top, whose start is measured, and a last one that
+-- goes on. A top-10 page without such a group is that one ZREVRANGE.
 local function page(offset, limit)
-  local last = math.min(offset + limit, redis.call('ZCOUNT', totals, floor, '+inf')) - 1
-  if offset > last then return end
-  local size = redis.call('ZCARD', totals)
-  local raw = redis.call('ZREVRANGE', totals, offset, last, 'WITHSCORES')
-  local count = #raw / 2
+  if limit <= 0 then return end
+  local raw = redis.call('ZREVRANGE', totals, offset, offset + limit, 'WITHSCORES')
+  local count = 0
+  while count < #raw / 2 and is_ranked(raw[2 * count + 2]) do count = count + 1 end
+  local after = count > limit and raw[2 * limit + 2]
+  count = math.min(count, limit)
   local i, position = 1, offset
   while i <= count do
     local score = raw[2 * i]
@@ -87,15 +94,12 @@ local function page(offset, limit)
     -- starts at position, only the first and the last may reach past the page's edges.
     local final = position + j - i
     local a, members = position, nil
-    if i == 1 or j == count then
-      if i == 1 then a = redis.call('ZCOUNT', totals, '(' .. score, '+inf') end
+    if i == 1 and offset > 0 then a = redis.call('ZCOUNT', totals, '(' .. score, '+inf') end
+    if a < position or (j == count and after == score) then
       local b = a + redis.call('ZCOUNT', totals, score, score) - 1
-      if a < position or b > final then
-        local base = size - 1 - a - b
-        members = redis.call('ZRANGE', totals, base + position, base + final)
-      end
-    end
-    if not members then
+      local base = redis.call('ZCARD', totals) - 1 - a - b
+      members = redis.call('ZRANGE', totals, base + position, base + final)
+    else
       members = {}
       for k = j, i, -1 do members[#members + 1] = raw[2 * k - 1] end
     end
@@ -129,7 +133,7 @@ if mode == 'top' then
   -- The members asked for are a run of consecutive ranking positions: the whole
   -- ranking, or a score range [min, max], which starts after the members above max;
   -- every count is O(log N). A page of the whole ranking from the top needs no count
-  -- (page clips it to the ranked members).
+  -- (page ends it at the last ranked member).
   local first, run = 0, nil
   if ARGV[7] then
     local min, max = ARGV[7], ARGV[8]
