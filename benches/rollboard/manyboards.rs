@@ -12,6 +12,10 @@
 //! (`committer_idle` after their last write), and with every board's committer alive
 //! (as when every board was written within `committer_idle`): that much plus a live
 //! committer's own heap, measured apart on 2,000 boards whose committers never idle.
+//! Beside the heap, the process's resident memory (RSS, `/proc/self/statm`) grown over
+//! the same span, over N: what an operator sees from outside, allocator overhead and
+//! pages kept included. Pages freed by an earlier run (or phase) are reused before RSS
+//! grows, so the first run of a phase run alone (`BENCH_ONLY=manyboards`) is the fair one.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,7 +45,7 @@ pub async fn many_boards(redis: &Redis) -> Vec<Row> {
     let mut rows = Vec::new();
     for n in counts {
         eprintln!("many boards: {n} …");
-        let (lag, idle, empty) = run(redis, n).await;
+        let (lag, idle, rss, empty) = run(redis, n).await;
         rows.push(Row {
             figure: format!(
                 "{} boards (1m/2m, 5 members): first windows empty after the boundary",
@@ -80,6 +84,16 @@ pub async fn many_boards(redis: &Redis) -> Vec<Row> {
             reference: "counting allocator, live bytes".into(),
             ratio: None,
             target: Some((format!("<= {} B", BYTES_TARGET), idle <= BYTES_TARGET)),
+        });
+        rows.push(Row {
+            figure: format!(
+                "  service RSS growth per board, {} boards, committers idled",
+                thousands(n as f64)
+            ),
+            measured: format!("{} B", thousands(rss)),
+            reference: "/proc/self/statm, resident".into(),
+            ratio: None,
+            target: Some((format!("<= {} B", BYTES_TARGET), rss <= BYTES_TARGET)),
         });
     }
     rows
@@ -151,9 +165,21 @@ async fn write_all(boards: &Rollboard, names: &[String]) {
     .await;
 }
 
+/// The process's resident memory, in bytes.
+fn resident() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
 /// One run with `n` boards: (time until the round through the boundary ended, heap
-/// bytes per board once committers idled, first windows found empty after).
-async fn run(redis: &Redis, n: usize) -> (Duration, f64, usize) {
+/// bytes per board once committers idled, RSS growth per board then, first windows
+/// found empty after).
+async fn run(redis: &Redis, n: usize) -> (Duration, f64, f64, usize) {
     let url = format!("{}2", redis.url);
     let mut raw = redis::Client::open(url.as_str())
         .unwrap()
@@ -171,7 +197,7 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, usize) {
     let store = crate::setup::store(&url).await;
     let boards = Rollboard::with(store, Arc::new(clock.clone()), Settings::default());
     let scheduler = Scheduler::new(boards.clone());
-    let before = crate::allocated();
+    let (before, rss_before) = (crate::allocated(), resident());
     scheduler.start(Duration::from_secs(3600)).await.unwrap();
 
     let config = BoardConfig::parse("1m", &["1m", "2m"]).unwrap();
@@ -213,7 +239,8 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, usize) {
     let idle_after = IngestOptions::default().committer_idle;
     tokio::time::sleep(Duration::from_secs(1).max(idle_after) + Duration::from_secs(1)).await;
     let idle = crate::allocated().saturating_sub(before) as f64 / n as f64;
-    eprintln!("  held once committers idled: {idle:.0} B/board");
+    let rss = resident().saturating_sub(rss_before) as f64 / n as f64;
+    eprintln!("  held once committers idled: {idle:.0} B/board, RSS {rss:.0} B/board");
     let series = rollboard::metrics::install_prometheus()
         .render()
         .lines()
@@ -243,5 +270,5 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, usize) {
     }
     scheduler.shutdown(Duration::from_secs(10)).await;
     let _: () = redis::cmd("FLUSHDB").query_async(&mut raw).await.unwrap();
-    (lag, idle, empty)
+    (lag, idle, rss, empty)
 }
