@@ -1,5 +1,6 @@
 //! Rate windows in Redis: one string per key (`rate_{<key>}_<tiers>`, see `keys.rs`)
-//! holding the packed time ring of [`crate::rates::ring`]. Hits go in batches: grouped
+//! holding the packed time ring of [`crate::rates::ring`]. Hits go in batches, those of
+//! concurrent callers merged in flight first ([`super::rates_commit`]): grouped
 //! by key (at most [`CELLS_PER_CALL`] counters' worth of one key in one call), the
 //! groups of many keys share one call of `rate_hits.lua` (at most [`HITS_PER_CALL`]
 //! hits, so that no call holds Redis long; on a Cluster, keys of one hash slot), and the
