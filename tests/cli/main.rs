@@ -613,6 +613,85 @@ async fn rate_prints_a_keys_counts_as_text_or_json() {
 }
 
 #[tokio::test]
+async fn rate_coverage_full_counts_the_oldest_slot_whole_and_other_names_are_refused() {
+    let redis = TestRedis::start().await;
+    let boards = rollboard::Rollboard::with(
+        redis.store().await,
+        std::sync::Arc::new(rollboard::SystemClock),
+        rollboard::Settings::default(),
+    );
+    let counts = |out: &std::process::Output| -> serde_json::Value {
+        assert!(out.status.success(), "{}", stderr(out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["counts"].clone()
+    };
+    let day = |t: rollboard::Timestamp| t.unix_seconds().div_euclid(86_400);
+    // A hit two days back, in the day tier's slot before yesterday's: `2d` counts today
+    // and yesterday with partial coverage, and that slot too with full coverage. Sent
+    // again with a new key should a day end meanwhile (at midnight UTC).
+    let key = loop {
+        let key = unique("r");
+        let now = boards.now();
+        let at = rollboard::Timestamp::from_unix_seconds(now.unix_seconds() - 2 * 86_400).unwrap();
+        assert_eq!(boards.rate_hit(&key, 3, Some(at)).await.unwrap(), 1);
+        let partial = rollboard(
+            &["rate", &key, "--last", "2d,3d", "--json"],
+            Some(&redis.url),
+        );
+        let named = rollboard(
+            &[
+                "rate",
+                &key,
+                "--last",
+                "2d,3d",
+                "--coverage",
+                "partial",
+                "--json",
+            ],
+            Some(&redis.url),
+        );
+        let full = rollboard(
+            &[
+                "rate",
+                &key,
+                "--last",
+                "2d,3d",
+                "--coverage",
+                "full",
+                "--json",
+            ],
+            Some(&redis.url),
+        );
+        if day(boards.now()) != day(now) {
+            continue;
+        }
+        assert_eq!(counts(&partial), serde_json::json!({"2d": 0, "3d": 3}));
+        assert_eq!(counts(&named), serde_json::json!({"2d": 0, "3d": 3}));
+        assert_eq!(counts(&full), serde_json::json!({"2d": 3, "3d": 3}));
+        break key;
+    };
+    let text = rollboard(
+        &["rate", &key, "--last", "2d", "--coverage", "full"],
+        Some(&redis.url),
+    );
+    assert!(text.status.success(), "{}", stderr(&text));
+    assert!(
+        stdout(&text)
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["last", "2d", "3"]),
+        "{}",
+        stdout(&text)
+    );
+
+    let bad = rollboard(&["rate", &key, "--coverage", "all"], Some(&redis.url));
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains(r#"coverage must be "partial" or "full", not "all""#),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[tokio::test]
 async fn clean_counters_runs_one_pass_and_forgets_empty_counters() {
     let redis = TestRedis::spawn().await;
     let boards = Rollboard::new(redis.store().await);

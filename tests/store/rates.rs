@@ -30,6 +30,7 @@ on_every_store!(
     a_full_coverage_check_refuses_until_the_oldest_slot_leaves,
     full_coverage_a_tier_cannot_hold_goes_to_the_next_tier_or_is_refused,
     a_batch_mixing_keys_sums_duplicates_with_different_times_and_late_hits,
+    concurrent_batches_to_the_same_keys_merged_in_flight_count_exactly,
 );
 
 /// The counts of `key` as `(window, count)` pairs.
@@ -670,6 +671,133 @@ async fn a_batch_mixing_keys_sums_duplicates_with_different_times_and_late_hits(
         full_counts(&h, &a, &["1s", "1m"]).await,
         pairs(&[("1s", 5), ("1m", 15)])
     );
+}
+
+/// Batch `b` of [`concurrent_batches_to_the_same_keys_merged_in_flight_count_exactly`]:
+/// 60 hits over `keys`, at seconds 100, 101 and 102, with counts that differ from hit to
+/// hit and from batch to batch, and one hit too late for every tier.
+fn merged_batch(keys: &[String], b: u64) -> Vec<(String, u64, Option<rollboard::Timestamp>)> {
+    let mut hits: Vec<_> = (0..60u64)
+        .map(|j| {
+            let key = keys[(j % 3) as usize].clone();
+            (
+                key,
+                1 + (b * 7 + j) % 5,
+                Some(ts(START + 100 + (j % 3 + b) as i64 % 3)),
+            )
+        })
+        .collect();
+    hits.insert(30, (keys[0].clone(), 9, Some(ts(START - 400 * 86_400))));
+    hits
+}
+
+/// Eight batches to the same three keys sent at once (on Redis they are merged in
+/// flight: the queued batches of one second go as one), four at second 102 and four at
+/// 103 (two slots of the 1 s tier, which are not merged together): each batch is
+/// answered hit by hit, and the totals are the sums, as when sent one by one.
+async fn concurrent_batches_to_the_same_keys_merged_in_flight_count_exactly(h: Harness) {
+    let keys: Vec<String> = (0..3).map(|k| unique(&format!("m{k}"))).collect();
+    h.at(102);
+    let mut tasks = Vec::new();
+    for b in 0..8u64 {
+        if b == 4 {
+            // Let the first four read second 102 and queue before the clock moves on.
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+            h.at(103);
+        }
+        let (boards, hits) = (h.boards.clone(), merged_batch(&keys, b));
+        tasks.push(tokio::spawn(async move { boards.rate_hits(&hits).await }));
+    }
+    for task in tasks {
+        let codes: Vec<Result<usize, &str>> = task
+            .await
+            .unwrap()
+            .unwrap()
+            .into_iter()
+            .map(|r| r.map_err(|e| e.code()))
+            .collect();
+        let mut expected = vec![Ok(4); 61];
+        expected[30] = Err("too_late");
+        assert_eq!(codes, expected);
+    }
+    h.at(103);
+    // Per key: what every batch added at each second.
+    for (k, key) in keys.iter().enumerate() {
+        let mut at_second = [0u64; 3];
+        for b in 0..8 {
+            for (hit_key, count, at) in merged_batch(&keys, b) {
+                let second = at.unwrap().unix_seconds() - START;
+                if hit_key == keys[k] && second >= 100 {
+                    at_second[(second - 100) as usize] += count;
+                }
+            }
+        }
+        let total: u64 = at_second.iter().sum();
+        assert!(total > 100, "{total}");
+        assert_eq!(
+            counts(&h, key, &["1s", "2s", "4s", "1m", "5d"]).await,
+            pairs(&[
+                ("1s", 0),
+                ("2s", at_second[2]),
+                ("4s", total),
+                ("1m", total),
+                ("5d", total)
+            ])
+        );
+    }
+}
+
+/// The calls of `EVALSHA` Redis has run (`INFO commandstats`).
+async fn evalsha_calls(raw: &mut ::redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = ::redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(raw)
+        .await
+        .unwrap();
+    let line = info
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .unwrap();
+    line.split(',').next().unwrap().parse().unwrap()
+}
+
+/// Sixty-four batches of one hit to one key, sent at once from one task: merged in
+/// flight into one script call.
+#[tokio::test]
+async fn sixty_four_concurrent_batches_of_one_key_are_one_script_call() {
+    let redis = TestRedis::spawn().await;
+    let boards = with_clock(redis.store().await, &clock());
+    // The script loaded and the committer started.
+    boards.rate_hit(&unique("warm"), 1, None).await.unwrap();
+    let mut raw = redis.raw().await;
+    let before = evalsha_calls(&mut raw).await;
+    let key = unique("hot");
+    let sends = (1..=64u64).map(|c| {
+        let boards = boards.clone();
+        let key = key.clone();
+        async move { boards.rate_hits(&[(key, c, None)]).await }
+    });
+    let replies = futures_util::future::join_all(sends).await;
+    for reply in replies {
+        assert_eq!(
+            reply
+                .unwrap()
+                .into_iter()
+                .map(Result::unwrap)
+                .collect::<Vec<_>>(),
+            [4]
+        );
+    }
+    assert_eq!(evalsha_calls(&mut raw).await - before, 1);
+    let sum = 64 * 65 / 2;
+    let read = boards
+        .rate_counts(&key, Some(&["1s", "180d"]))
+        .await
+        .unwrap();
+    let got: Vec<u64> = read.counts.into_iter().map(|(_, c)| c).collect();
+    assert_eq!(got, [sum, sum]);
 }
 
 /// The Redis keys of `pattern`, as an operator sees them.

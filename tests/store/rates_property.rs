@@ -5,7 +5,9 @@
 //! one at a time and in batches mixing two keys (the batch path: both keys in one script
 //! call on Redis), far from now or near it (where the script's one-BITFIELD path and its
 //! fix-up of moved heads run). Reads and checks count with partial and with full
-//! coverage.
+//! coverage. Twice: with tiers whose slot lengths are multiples of the finest one's (the
+//! script then reads the finest head only and derives the others) and with tiers whose
+//! are not (it reads every head).
 
 use std::sync::Arc;
 
@@ -17,13 +19,33 @@ use rollboard::{
 
 use crate::support::{START, TestRedis, unique};
 
-const TIERS: &str = "5x1s,4x5s,3x1m";
-const WINDOWS: [&str; 10] = [
-    "1s", "2s", "4s", "5s", "10s", "15s", "20s", "1m", "2m", "3m",
-];
-/// The windows these tiers answer with full coverage (one slot more): `5s` on the 5 s
-/// tier, `1m` on the minute tier.
-const FULL_WINDOWS: [&str; 8] = ["1s", "2s", "4s", "5s", "10s", "15s", "1m", "2m"];
+/// The tiers of a run, the windows read and checked with partial coverage, and those
+/// the tiers answer with full coverage (one slot more).
+struct Shape {
+    tiers: &'static str,
+    windows: &'static [&'static str],
+    full_windows: &'static [&'static str],
+}
+
+/// Nested tiers: each slot length a multiple of the finest's. With full coverage `5s`
+/// goes to the 5 s tier and `1m` to the minute tier.
+const NESTED: Shape = Shape {
+    tiers: "5x1s,4x5s,3x1m",
+    windows: &[
+        "1s", "2s", "4s", "5s", "10s", "15s", "20s", "1m", "2m", "3m",
+    ],
+    full_windows: &["1s", "2s", "4s", "5s", "10s", "15s", "1m", "2m"],
+};
+
+/// Tiers whose slot lengths are not multiples of the finest's (2 s, 3 s, 7 s): a head
+/// cannot be told from another.
+const UNNESTED: Shape = Shape {
+    tiers: "5x2s,4x3s,3x7s",
+    windows: &[
+        "2s", "4s", "6s", "10s", "3s", "9s", "12s", "7s", "14s", "21s",
+    ],
+    full_windows: &["2s", "4s", "6s", "8s", "3s", "9s", "7s", "14s"],
+};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -45,7 +67,9 @@ enum Op {
     },
 }
 
-fn op() -> impl Strategy<Value = Op> {
+/// Ops on a run of `shape`.
+fn op(shape: &Shape) -> impl Strategy<Value = Op> {
+    let (windows, full_windows) = (shape.windows.len(), shape.full_windows.len());
     prop_oneof![
         5 => (1u32..4, -200_000i64..15_000).prop_map(|(count, offset_ms)| Op::Hit { count, offset_ms }),
         3 => (-30_000i64..40_000).prop_map(Op::Move),
@@ -56,8 +80,8 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (-2_000i64..3_000).prop_map(Op::Move),
         1 => (100_000i64..400_000).prop_map(Op::Move),
         2 => Just(Op::Read),
-        2 => (0..WINDOWS.len(), 0u64..8, 1u32..3).prop_map(|(window, limit, count)| Op::Check { window, limit, count, full: false }),
-        2 => (0..FULL_WINDOWS.len(), 0u64..8, 1u32..3).prop_map(|(window, limit, count)| Op::Check { window, limit, count, full: true }),
+        2 => (0..windows, 0u64..8, 1u32..3).prop_map(|(window, limit, count)| Op::Check { window, limit, count, full: false }),
+        2 => (0..full_windows, 0u64..8, 1u32..3).prop_map(|(window, limit, count)| Op::Check { window, limit, count, full: true }),
     ]
 }
 
@@ -122,10 +146,10 @@ struct Side {
     clock: ManualClock,
 }
 
-fn side(store: Arc<dyn rollboard::Store>) -> Side {
+fn side(store: Arc<dyn rollboard::Store>, tiers: &str) -> Side {
     let clock = ManualClock::new(Timestamp::from_unix_seconds(START).unwrap());
     let settings = Settings {
-        rate_tiers: RateTiers::parse(TIERS).unwrap(),
+        rate_tiers: RateTiers::parse(tiers).unwrap(),
         max_future_skew: Span::parse("15s").unwrap(),
         ..Settings::default()
     };
@@ -135,13 +159,13 @@ fn side(store: Arc<dyn rollboard::Store>) -> Side {
     }
 }
 
-async fn run_case(ops: Vec<Op>, redis: &TestRedis) -> Result<(), TestCaseError> {
+async fn run_case(ops: Vec<Op>, redis: &TestRedis, shape: &Shape) -> Result<(), TestCaseError> {
     let sides = [
-        side(Arc::new(MemoryStore::new())),
-        side(redis.store().await),
+        side(Arc::new(MemoryStore::new()), shape.tiers),
+        side(redis.store().await, shape.tiers),
     ];
     let oracle = || Oracle {
-        tiers: RateTiers::parse(TIERS).unwrap(),
+        tiers: RateTiers::parse(shape.tiers).unwrap(),
         hits: Vec::new(),
         heads: vec![None; 3],
     };
@@ -215,8 +239,8 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis) -> Result<(), TestCaseError> 
             }
             Op::Read => {
                 let both = [
-                    (&WINDOWS[..], Coverage::Partial),
-                    (&FULL_WINDOWS[..], Coverage::Full),
+                    (shape.windows, Coverage::Partial),
+                    (shape.full_windows, Coverage::Full),
                 ];
                 for ((key, oracle), (windows, coverage)) in keys
                     .iter()
@@ -248,9 +272,9 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis) -> Result<(), TestCaseError> 
                 full,
             } => {
                 let (window, coverage) = if full {
-                    (FULL_WINDOWS[window], Coverage::Full)
+                    (shape.full_windows[window], Coverage::Full)
                 } else {
-                    (WINDOWS[window], Coverage::Partial)
+                    (shape.windows[window], Coverage::Partial)
                 };
                 let current = oracles[0].count(window, now, coverage);
                 let allowed = current + u64::from(count) <= limit;
@@ -276,8 +300,8 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis) -> Result<(), TestCaseError> 
     Ok(())
 }
 
-#[test]
-fn memory_and_redis_agree_with_the_brute_force_oracle() {
+/// Runs 48 random cases of `shape` on the memory store and Redis against the oracle.
+fn agree_with_the_oracle(shape: &Shape) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -289,8 +313,18 @@ fn memory_and_redis_agree_with_the_brute_force_oracle() {
         ..Config::default()
     });
     runner
-        .run(&proptest::collection::vec(op(), 1..60), |ops| {
-            rt.block_on(run_case(ops, &redis))
+        .run(&proptest::collection::vec(op(shape), 1..60), |ops| {
+            rt.block_on(run_case(ops, &redis, shape))
         })
         .unwrap();
+}
+
+#[test]
+fn memory_and_redis_agree_with_the_brute_force_oracle() {
+    agree_with_the_oracle(&NESTED);
+}
+
+#[test]
+fn memory_and_redis_agree_with_the_brute_force_oracle_on_tiers_not_multiples_of_the_finest() {
+    agree_with_the_oracle(&UNNESTED);
 }

@@ -383,6 +383,11 @@ pub struct RateArgs {
     /// Windows, comma-separated (e.g. 5s,1m) [default: 5s,5m,5h,5d,180d].
     #[arg(long)]
     pub last: Option<String>,
+    /// Which slots each window counts: partial (the current slot and the W/L - 1 before
+    /// it, at least W - L of the past) or full (the current slot and the W/L before it,
+    /// at least W) [default: partial].
+    #[arg(long, value_name = "partial|full")]
+    pub coverage: Option<String>,
     /// Print the counts as JSON.
     #[arg(long)]
     pub json: bool,

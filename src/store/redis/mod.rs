@@ -12,8 +12,8 @@
 //! - the operations: `boards` (create, extend, load, list, drop), `read` (rankings),
 //!   `history`, `describe`, `write`, `budget` and `ingest` (the write path), `relayout`,
 //!   `retire/` (small, swap, chunks, compact), `recompute`, `snapshots`, `memory_info`;
-//! - whole families with their store traits: `trending` (+ `trending_read`), `rates`,
-//!   `counters`, `stats` (+ `stats_calls`, `stats_commit`).
+//! - whole families with their store traits: `trending` (+ `trending_read`), `rates`
+//!   (+ `rates_commit`), `counters`, `stats` (+ `stats_calls`, `stats_commit`).
 //!
 //! Every multi-key operation of a board is one Lua script (files under `lua/`, each with
 //! its KEYS and ARGV documented, joined at build time to a shared prelude), and every key
@@ -46,6 +46,7 @@ mod memory_info;
 mod once;
 pub(crate) mod options;
 mod rates;
+mod rates_commit;
 mod read;
 mod recompute;
 mod refusal;
@@ -95,6 +96,8 @@ pub struct RedisStore {
     ingest: Arc<Ingest>,
     /// Group commit of stats records.
     stats: Arc<stats_commit::StatsCommit>,
+    /// Group commit of rate hits.
+    rates: Arc<rates_commit::RatesCommit>,
     /// How retirement passes run unless told otherwise ([`RedisOptions::retire`]).
     retire: RetireOptions,
 }
@@ -119,6 +122,7 @@ impl RedisStore {
             ingest: Arc::new(Ingest::new(conn.clone(), options.ingest)),
             conn,
             stats: Arc::default(),
+            rates: Arc::default(),
             retire: options.retire,
         })
     }
@@ -142,6 +146,7 @@ impl RedisStore {
             ingest: Arc::new(Ingest::new(conn.clone(), options.ingest)),
             conn,
             stats: Arc::default(),
+            rates: Arc::default(),
             retire: options.retire,
         })
     }

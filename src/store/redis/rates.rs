@@ -1,5 +1,6 @@
 //! Rate windows in Redis: one string per key (`rate_{<key>}_<tiers>`, see `keys.rs`)
-//! holding the packed time ring of [`crate::rates::ring`]. Hits go in batches: grouped
+//! holding the packed time ring of [`crate::rates::ring`]. Hits go in batches, those of
+//! concurrent callers merged in flight first ([`super::rates_commit`]): grouped
 //! by key (at most [`CELLS_PER_CALL`] counters' worth of one key in one call), the
 //! groups of many keys share one call of `rate_hits.lua` (at most [`HITS_PER_CALL`]
 //! hits, so that no call holds Redis long; on a Cluster, keys of one hash slot), and the
@@ -246,6 +247,99 @@ async fn run_pipelined(conn: &RedisConn, calls: &[Cmd]) -> Result<Vec<RedisResul
     script_pipeline::run_pipelined(conn, RATE_HITS_SOURCE, calls, Retry::Never).await
 }
 
+/// Sends the batch `hits` seen at `now` as calls of `rate_hits.lua` (see the module
+/// docs); per hit, what [`RateStore::rate_hits`] answers. Concurrent batches reach it
+/// merged ([`super::rates_commit`]).
+pub(super) async fn send_hits(
+    conn: &RedisConn,
+    tiers: &RateTiers,
+    now: Timestamp,
+    hits: &[RateHit],
+) -> Result<Vec<Result<usize>>> {
+    let per_key = (CELLS_PER_CALL / tiers.tiers().len()).max(1);
+    let cluster = conn.is_cluster();
+    let slot_of = |i: usize| cluster.then(|| Slot::for_key(keys::rate(&hits[i].key, tiers)));
+    let calls = pack_calls(group_by_key(hits, per_key), HITS_PER_CALL, slot_of);
+    let script = &conn.scripts().rate_hits;
+    let shape = Shape::new(tiers, now);
+    let plans: Vec<Vec<KeyPlan>> = calls
+        .iter()
+        .map(|call| {
+            call.iter()
+                .map(|group| {
+                    let hits = group.iter().map(|&i| (hits[i].at, hits[i].count));
+                    KeyPlan::new(&shape, hits)
+                })
+                .collect()
+        })
+        .collect();
+    let invocations: Vec<Cmd> = calls
+        .iter()
+        .zip(&plans)
+        .map(|(call, plans)| {
+            let mut cmd = redis::cmd("EVALSHA");
+            cmd.arg(script.get_hash()).arg(call.len());
+            for group in call {
+                cmd.arg(keys::rate(&hits[group[0]].key, tiers));
+            }
+            cmd.arg(now.unix_millis()).arg(tiers.tiers().len());
+            for tier in tiers.tiers() {
+                cmd.arg(tier.slot_ms()).arg(tier.slots);
+            }
+            for (group, plan) in call.iter().zip(plans) {
+                cmd.arg(group.len())
+                    .arg(plan.cells.len())
+                    .arg(&plan.need)
+                    .arg(&plan.lim);
+                for &(offset, add) in &plan.cells {
+                    cmd.arg(offset).arg(add);
+                }
+                for &i in group {
+                    cmd.arg(hits[i].at.unix_millis()).arg(hits[i].count);
+                }
+            }
+            cmd
+        })
+        .collect();
+    let slots: Vec<Option<Slot>> = calls.iter().map(|call| slot_of(call[0][0])).collect();
+    let replies = run_calls(conn, invocations, &slots).await?;
+    let mut statuses: Vec<Option<Result<usize>>> = (0..hits.len()).map(|_| None).collect();
+    for ((call, plans), reply) in calls.iter().zip(&plans).zip(replies) {
+        let reply = match reply {
+            Ok(per_key)
+                if per_key.len() == call.len()
+                    && per_key
+                        .iter()
+                        .zip(call)
+                        .all(|(r, group)| r.is_empty() || r.len() == group.len()) =>
+            {
+                Ok(per_key)
+            }
+            Ok(per_key) => Err(Error::store(format!(
+                "rate_hits.lua answered {per_key:?} for {} keys",
+                call.len(),
+            ))),
+            Err(e) => Err(store_error(e, None)),
+        };
+        for (k, (group, plan)) in call.iter().zip(plans).enumerate() {
+            for (h, &i) in group.iter().enumerate() {
+                statuses[i] = Some(match &reply {
+                    Ok(per_key) if per_key[k].is_empty() => Ok(plan.counted[h]),
+                    Ok(per_key) if per_key[k][h] >= 0 => Ok(per_key[k][h] as usize),
+                    Ok(_) => Err(Error::RateOverflow {
+                        key: hits[i].key.to_string(),
+                    }),
+                    Err(e) => Err(e.clone()),
+                });
+            }
+        }
+    }
+    Ok(statuses
+        .into_iter()
+        .map(|s| s.unwrap_or_else(|| Err(Error::store("no status for a hit"))))
+        .collect())
+}
+
 #[async_trait]
 impl RateStore for RedisStore {
     async fn rate_hits(
@@ -254,88 +348,7 @@ impl RateStore for RedisStore {
         now: Timestamp,
         hits: &[RateHit],
     ) -> Result<Vec<Result<usize>>> {
-        let per_key = (CELLS_PER_CALL / tiers.tiers().len()).max(1);
-        let cluster = self.conn.is_cluster();
-        let slot_of = |i: usize| cluster.then(|| Slot::for_key(keys::rate(&hits[i].key, tiers)));
-        let calls = pack_calls(group_by_key(hits, per_key), HITS_PER_CALL, slot_of);
-        let script = &self.conn.scripts().rate_hits;
-        let shape = Shape::new(tiers, now);
-        let plans: Vec<Vec<KeyPlan>> = calls
-            .iter()
-            .map(|call| {
-                call.iter()
-                    .map(|group| {
-                        let hits = group.iter().map(|&i| (hits[i].at, hits[i].count));
-                        KeyPlan::new(&shape, hits)
-                    })
-                    .collect()
-            })
-            .collect();
-        let invocations: Vec<Cmd> = calls
-            .iter()
-            .zip(&plans)
-            .map(|(call, plans)| {
-                let mut cmd = redis::cmd("EVALSHA");
-                cmd.arg(script.get_hash()).arg(call.len());
-                for group in call {
-                    cmd.arg(keys::rate(&hits[group[0]].key, tiers));
-                }
-                cmd.arg(now.unix_millis()).arg(tiers.tiers().len());
-                for tier in tiers.tiers() {
-                    cmd.arg(tier.slot_ms()).arg(tier.slots);
-                }
-                for (group, plan) in call.iter().zip(plans) {
-                    cmd.arg(group.len())
-                        .arg(plan.cells.len())
-                        .arg(&plan.need)
-                        .arg(&plan.lim);
-                    for &(offset, add) in &plan.cells {
-                        cmd.arg(offset).arg(add);
-                    }
-                    for &i in group {
-                        cmd.arg(hits[i].at.unix_millis()).arg(hits[i].count);
-                    }
-                }
-                cmd
-            })
-            .collect();
-        let slots: Vec<Option<Slot>> = calls.iter().map(|call| slot_of(call[0][0])).collect();
-        let replies = run_calls(&self.conn, invocations, &slots).await?;
-        let mut statuses: Vec<Option<Result<usize>>> = (0..hits.len()).map(|_| None).collect();
-        for ((call, plans), reply) in calls.iter().zip(&plans).zip(replies) {
-            let reply = match reply {
-                Ok(per_key)
-                    if per_key.len() == call.len()
-                        && per_key
-                            .iter()
-                            .zip(call)
-                            .all(|(r, group)| r.is_empty() || r.len() == group.len()) =>
-                {
-                    Ok(per_key)
-                }
-                Ok(per_key) => Err(Error::store(format!(
-                    "rate_hits.lua answered {per_key:?} for {} keys",
-                    call.len(),
-                ))),
-                Err(e) => Err(store_error(e, None)),
-            };
-            for (k, (group, plan)) in call.iter().zip(plans).enumerate() {
-                for (h, &i) in group.iter().enumerate() {
-                    statuses[i] = Some(match &reply {
-                        Ok(per_key) if per_key[k].is_empty() => Ok(plan.counted[h]),
-                        Ok(per_key) if per_key[k][h] >= 0 => Ok(per_key[k][h] as usize),
-                        Ok(_) => Err(Error::RateOverflow {
-                            key: hits[i].key.to_string(),
-                        }),
-                        Err(e) => Err(e.clone()),
-                    });
-                }
-            }
-        }
-        Ok(statuses
-            .into_iter()
-            .map(|s| s.unwrap_or_else(|| Err(Error::store("no status for a hit"))))
-            .collect())
+        self.rates.hits(&self.conn, tiers, now, hits).await
     }
 
     async fn rate_counts(

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use rollboard::{Order, ScoreRange, Span, Timestamp};
+use rollboard::{Coverage, Order, ScoreRange, Span, Timestamp};
 
 use crate::args::{RateArgs, TopArgs};
 
@@ -64,7 +64,14 @@ pub(super) async fn rate(args: RateArgs) -> anyhow::Result<ExitCode> {
             .filter(|w| !w.is_empty())
             .collect()
     });
-    let read = boards.rate_counts(&args.key, windows.as_deref()).await?;
+    // Named as on `GET /v1/rates/{key}?coverage=`; anything else is refused the same way.
+    let coverage = args
+        .coverage
+        .as_deref()
+        .map_or(Ok(Coverage::Partial), Coverage::parse)?;
+    let read = boards
+        .rate_counts_with(&args.key, windows.as_deref(), coverage)
+        .await?;
     if args.json {
         let counts: serde_json::Map<String, serde_json::Value> = read
             .counts
