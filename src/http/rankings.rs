@@ -30,8 +30,7 @@ pub struct WindowQuery {
     /// store now; above 0 the answer may come from this service process's read cache
     /// while it is at most this old (`age_ms` in the reply says how old it is; a write
     /// through this process is seen at once, one through another replica within the
-    /// bound). Windowed boards only (a trending board's read is always exact). The
-    /// service's `max_staleness_ms` setting (default 0) by default.
+    /// bound). The service's `max_staleness_ms` setting (default 0) by default.
     #[param(minimum = 0, maximum = 60_000, example = 1000)]
     pub max_staleness_ms: Option<u64>,
 }
@@ -80,8 +79,7 @@ pub struct TopQuery {
     /// store now; above 0 the answer may come from this service process's read cache
     /// while it is at most this old (`age_ms` in the reply says how old it is; a write
     /// through this process is seen at once, one through another replica within the
-    /// bound). Windowed boards only (a trending board's read is always exact). The
-    /// service's `max_staleness_ms` setting (default 0) by default.
+    /// bound). The service's `max_staleness_ms` setting (default 0) by default.
     #[param(minimum = 0, maximum = 60_000, example = 1000)]
     pub max_staleness_ms: Option<u64>,
 }
@@ -113,8 +111,7 @@ pub struct AroundQuery {
     /// store now; above 0 the answer may come from this service process's read cache
     /// while it is at most this old (`age_ms` in the reply says how old it is; a write
     /// through this process is seen at once, one through another replica within the
-    /// bound). Windowed boards only (a trending board's read is always exact). The
-    /// service's `max_staleness_ms` setting (default 0) by default.
+    /// bound). The service's `max_staleness_ms` setting (default 0) by default.
     #[param(minimum = 0, maximum = 60_000, example = 1000)]
     pub max_staleness_ms: Option<u64>,
 }
@@ -180,7 +177,7 @@ fn not_found(board: &str, member: &str, missing: &'static str) -> Error {
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), TopQuery),
     responses(
         (status = 200, description = "A page of the ranking; `kind` tells a windowed board's page from a trending board's", body = BoardPage,
-         example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0,
+         example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0, "age_ms": 0,
                           "entries": [{"rank": 1, "member": "post:7", "score": 3}, {"rank": 2, "member": "post:9", "score": 1}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_span` (a window beyond 400 days), `invalid_query` (limit, offset, min_score, max_score or percent out of range, or min_score above max_score; percent with a score range or of a trending board; a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board; `max_staleness_ms` above 60000)", body = ErrorBody),
@@ -233,7 +230,7 @@ pub async fn top(
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), WindowQuery),
     responses(
         (status = 200, description = "The member's standing; `kind` tells a windowed board's (integer total in a window) from a trending board's (score now); either of any sign, `rank` null when it is not positive", body = MemberStanding,
-         example = json!({"kind": "windowed", "member": "post:7", "score": 3, "rank": 1, "percentile": 0.5, "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0})),
+         example = json!({"kind": "windowed", "member": "post:7", "score": 3, "rank": 1, "percentile": 0.5, "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0, "age_ms": 0})),
         (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no score (a windowed board: no total in the window)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board; `max_staleness_ms` above 60000)", body = ErrorBody),
     )
@@ -266,7 +263,7 @@ pub async fn member(
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), AroundQuery),
     responses(
         (status = 200, description = "The member and its neighbours; `kind` as in `top`", body = BoardPage,
-         example = json!({"kind": "trending", "board": "trending-posts", "at": 1_795_734_000.0,
+         example = json!({"kind": "trending", "board": "trending-posts", "at": 1_795_734_000.0, "age_ms": 0,
                           "entries": [{"rank": 1, "member": "post:7", "score": 2.83}, {"rank": 2, "member": "post:9", "score": 0.97}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member is not ranked", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (n out of range; a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board; `max_staleness_ms` above 60000)", body = ErrorBody),

@@ -27,8 +27,7 @@ pub struct RanksQuery {
     /// store now; above 0 the answer may come from this service process's read cache
     /// while it is at most this old (`age_ms` in the reply says how old it is; a write
     /// through this process is seen at once, one through another replica within the
-    /// bound). Windowed boards only (a trending board's read is always exact). The
-    /// service's `max_staleness_ms` setting (default 0) by default.
+    /// bound). The service's `max_staleness_ms` setting (default 0) by default.
     #[param(minimum = 0, maximum = 60_000, example = 1000)]
     pub max_staleness_ms: Option<u64>,
 }
@@ -65,7 +64,7 @@ fn window(text: &Option<String>) -> crate::Result<Option<Span>> {
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), RanksQuery),
     responses(
         (status = 200, description = "The members' ranks; `kind` tells a windowed board's from a trending board's", body = MemberRanks,
-         example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0,
+         example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0, "age_ms": 0,
                           "entries": [{"member": "post:9", "score": 1, "rank": 2}, {"member": "post:1", "score": 0, "rank": null}, {"member": "post:7", "score": 3, "rank": 1}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member` (an empty or over-long member), `invalid_span` (a window beyond 400 days), `invalid_query` (no member, or more than 1000; a window asked of a trending board; `max_staleness_ms` above 60000)", body = ErrorBody),
@@ -90,7 +89,7 @@ pub async fn get_ranks(
     request_body(content = RanksBody, example = json!({"members": ["post:9", "post:1", "post:7"], "window": "24h"})),
     responses(
         (status = 200, description = "The members' ranks; `kind` tells a windowed board's from a trending board's", body = MemberRanks,
-         example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0,
+         example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0, "age_ms": 0,
                           "entries": [{"member": "post:9", "score": 1, "rank": 2}, {"member": "post:1", "score": 0, "rank": null}, {"member": "post:7", "score": 3, "rank": 1}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member` (an empty or over-long member), `invalid_span` (a window beyond 400 days), `invalid_query` (no member, or more than 1000; a window asked of a trending board; `max_staleness_ms` above 60000)", body = ErrorBody),
