@@ -404,8 +404,7 @@ mod tests {
         let after_write = async {
             tokio::task::yield_now().await;
             cache.invalidate(&b);
-            let fresh = read(2).await;
-            fresh
+            read(2).await
         };
         let releaser = async {
             for _ in 0..4 {

@@ -108,7 +108,7 @@ async fn reads(app: &TestApp, board: &str, query: &str) -> (Value, Vec<u64>) {
 }
 
 fn view(a: i64, b: i64) -> Value {
-    let mut top = vec![("a", a), ("b", b)];
+    let mut top = [("a", a), ("b", b)];
     top.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
     let top: Vec<Value> = top
         .iter()
