@@ -9,7 +9,8 @@
 //! - Every write through this process on a board forgets the board's entries at once
 //!   ([`ReadCache::invalidate`]), so a read after its own process's write never sees the
 //!   state before it.
-//! - Concurrent misses of one read share one fetch (single flight). The board's entries
+//! - Concurrent misses of one read share one fetch (single flight), unless the fetch
+//!   started longer ago than the read's bound allows (a stuck store). The board's entries
 //!   carry a generation, new at each invalidation (from one counter, so never reused):
 //!   a read after a write cannot join a fetch started before it (the write removed it),
 //!   and that fetch's answer is handed to the reads that joined it but not kept.
@@ -67,9 +68,11 @@ struct BoardReads {
 enum Slot {
     /// An answer and when its fetch started (unix ms).
     Ready { value: Value, at: i64, used: u64 },
-    /// A fetch under way: `id` tells it from a later one, `done` is told its outcome.
+    /// A fetch under way since `started` (unix ms): `id` tells it from a later one,
+    /// `done` is told its outcome.
     Pending {
         id: u64,
+        started: i64,
         done: watch::Receiver<Outcome>,
     },
 }
@@ -205,7 +208,11 @@ impl ReadCache {
                     *used = tick;
                     return Found::Hit(value.clone(), *at);
                 }
-                Some(Slot::Pending { done, .. }) => return Found::Join(done.clone()),
+                // A fetch started longer ago than this read's bound would answer too old
+                // a state: this read fetches anew (and that fetch's answer is not kept).
+                Some(Slot::Pending { done, started, .. }) if fresh(now, *started, bound) => {
+                    return Found::Join(done.clone());
+                }
                 _ => {}
             }
         }
@@ -221,9 +228,14 @@ impl ReadCache {
             }),
         };
         let generation = reads.generation;
-        let old = reads
-            .reads
-            .insert(key.to_owned(), Slot::Pending { id, done: receiver });
+        let old = reads.reads.insert(
+            key.to_owned(),
+            Slot::Pending {
+                id,
+                started: now,
+                done: receiver,
+            },
+        );
         if matches!(old, Some(Slot::Ready { .. })) {
             state.kept -= 1;
         }
@@ -422,6 +434,41 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(kept, (2, 5));
+    }
+
+    #[tokio::test]
+    async fn a_read_does_not_join_a_fetch_older_than_its_bound() {
+        let cache = ReadCache::default();
+        let b = name("b");
+        let (release, wait) = watch::channel(false);
+        let slow = async {
+            cache
+                .read(&b, "k".into(), bound(1000), at(0), || async {
+                    let mut wait = wait.clone();
+                    wait.wait_for(|r| *r).await.unwrap();
+                    Ok(1u32)
+                })
+                .await
+                .unwrap()
+        };
+        let later = async {
+            tokio::task::yield_now().await;
+            // 1,500 ms after the slow fetch started: too old for a bound of 1,000.
+            let late = cache
+                .read(&b, "k".into(), bound(1000), at(1500), || async { Ok(2u32) })
+                .await
+                .unwrap();
+            release.send(true).unwrap();
+            late
+        };
+        let (slow, late) = tokio::join!(slow, later);
+        assert_eq!((slow, late), ((1, 0), (2, 0)));
+        // The later fetch is the one kept.
+        let kept = cache
+            .read(&b, "k".into(), bound(1000), at(1600), || async { Ok(3u32) })
+            .await
+            .unwrap();
+        assert_eq!(kept, (2, 100));
     }
 
     #[tokio::test]
