@@ -160,6 +160,7 @@ mod tests {
         let page = BoardPage::Trending(TrendPage {
             board: BoardName::parse("hot").unwrap(),
             at: 1_700_000_000.0,
+            age_ms: 0,
             entries: vec![TrendEntry {
                 rank: 1,
                 member: "post:1".into(),
@@ -172,6 +173,7 @@ mod tests {
                 "kind": "trending",
                 "board": "hot",
                 "at": 1_700_000_000.0,
+                "age_ms": 0,
                 "entries": [{"rank": 1, "member": "post:1", "score": 2.5}],
             })
         );

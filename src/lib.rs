@@ -76,7 +76,7 @@ pub use domain::counter::{
 pub use domain::stats::{
     HourStats, RELATIVE_ERROR, SLOWEST_KEPT, SlowEntry, StatsContext, StatsKind,
 };
-pub use domain::{AroundOptions, Order};
+pub use domain::{AroundOptions, MAX_STALENESS_MS, Order, Staleness};
 pub use domain::{
     BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, Layout, MAX_ABS,
     MAX_IDEMPOTENCY_KEY, MAX_MEMBER_DATA, MAX_RANKS_MEMBERS, Member, MemberData, MemberRank, Point,
@@ -93,6 +93,7 @@ pub use error::{Error, Result};
 pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};
 pub use rates::{Coverage, RateCounts, RateKey, RateTiers, RateWindow, Tier, Verdict};
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
+pub use rollboard::MAX_CACHED_READS;
 pub use rollboard::bulk_remove::{BulkRemoved, MAX_BULK_REMOVE};
 pub use rollboard::counters::CleanReport;
 pub use rollboard::dashboard_view::{

@@ -33,6 +33,12 @@ pub struct Settings {
     /// first boards seen get them, every other board is counted under `board="(other)"`,
     /// so the number of series stays bounded however many boards there are.
     pub metrics_board_series: usize,
+    /// How old, in milliseconds, an answer of a read (top-N, member, ranks, around) may
+    /// be when the caller does not say: 0 (the default) reads the store every time;
+    /// above 0, a read may be answered from this process's read cache while its answer
+    /// is at most this old (at most [`MAX_STALENESS_MS`](crate::MAX_STALENESS_MS); see
+    /// [`Rollboard::reading_within`](crate::Rollboard::reading_within)).
+    pub max_staleness_ms: u64,
 }
 
 impl Default for Settings {
@@ -48,6 +54,7 @@ impl Default for Settings {
             accept_eviction: false,
             idempotency_ttl: Span::from_seconds(86_400).expect("24 h is a valid span"),
             metrics_board_series: 1_000,
+            max_staleness_ms: 0,
         }
     }
 }

@@ -17,7 +17,9 @@
 //! slot layouts (100k members x 24 slots, and 1k members per slot) with their ingest, and
 //! a check that totals equal the acknowledged events.
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
-//! phases only (comma-separated: uniform, zipf, single, standing, library, huge, reads, retire,
+//! phases only (comma-separated: uniform, zipf, single, standing, library, huge, reads,
+//! topreads (top-10 at 64 connections exact and cached beside `ZREVRANGE`, and their p99
+//! during batch ingest), retire,
 //! recompute, longwindow, pages, ranks, memberdata, rates, counters, memory, bigwrite,
 //! manyboards);
 //! `BENCH_LAYOUT=plain` keeps the boards the service and library phases create (those
@@ -38,6 +40,7 @@ mod baseline;
 mod bigwrite;
 mod compact;
 mod counters;
+mod hot_reads;
 mod huge;
 mod load;
 mod longwindow;
@@ -293,6 +296,12 @@ fn main() {
                 ratio: None,
                 target: None,
             });
+        }
+
+        // Top-10 reads at 64 connections, exact and cached, beside ZREVRANGE.
+        if run("topreads") {
+            eprintln!("top-10 reads, exact and cached …");
+            rows.extend(hot_reads::hot_reads(&redis, &service.url, phase).await);
         }
 
         // Retirement of one slot of 200k members on a two-window board, both layouts.

@@ -43,6 +43,10 @@ pub struct Ranks {
     /// How long ago the oldest slot still included left the window, ms (0 when not
     /// behind).
     pub lag_ms: u64,
+    /// How old the answer is, in milliseconds: 0 when read from the store now; when the
+    /// read allowed it (`max_staleness_ms` above 0), the age of this process's cached
+    /// answer, never above the read's bound.
+    pub age_ms: u64,
     /// One entry per member asked, in the order asked; a member asked twice is answered
     /// twice.
     pub entries: Vec<MemberRank>,
@@ -65,6 +69,7 @@ impl Ranks {
             to,
             behind,
             lag_ms,
+            age_ms: 0,
             entries,
         }
     }

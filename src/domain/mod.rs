@@ -20,6 +20,7 @@ mod read_order;
 mod score_range;
 mod snapshot;
 mod span;
+mod staleness;
 pub mod stats;
 mod ties;
 mod timestamp;
@@ -43,6 +44,7 @@ pub use read_order::{AroundOptions, Order, around_positions, page_positions};
 pub use score_range::{ScoreBounds, ScoreRange};
 pub use snapshot::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots, rank_prefix};
 pub use span::Span;
+pub use staleness::{MAX_STALENESS_MS, Staleness};
 pub use ties::Ties;
 pub use timestamp::Timestamp;
 pub use trending::{

@@ -49,6 +49,10 @@ pub struct TopPage {
     /// How long ago the oldest slot still included (`from`) left the window, in
     /// milliseconds; 0 when not behind.
     pub lag_ms: u64,
+    /// How old the answer is, in milliseconds: 0 when read from the store now; when the
+    /// read allowed it (`max_staleness_ms` above 0), the age of this process's cached
+    /// answer, never above the read's bound.
+    pub age_ms: u64,
     /// The entries, in ranking order (reversed when read from the bottom).
     pub entries: Vec<Entry>,
 }
@@ -85,6 +89,10 @@ pub struct Standing {
     /// How long ago the oldest slot still included left the window, ms (0 when not
     /// behind).
     pub lag_ms: u64,
+    /// How old the answer is, in milliseconds: 0 when read from the store now; when the
+    /// read allowed it (`max_staleness_ms` above 0), the age of this process's cached
+    /// answer, never above the read's bound.
+    pub age_ms: u64,
     /// Read with `with=data` only (absent otherwise): the member's data, `null` when it
     /// has none (the library: `Some(None)`; `None` when not asked).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,6 +117,7 @@ impl TopPage {
             to,
             behind,
             lag_ms,
+            age_ms: 0,
             entries,
         }
     }
@@ -141,6 +150,7 @@ impl Standing {
             to,
             behind,
             lag_ms,
+            age_ms: 0,
             data: None,
         }
     }

@@ -189,6 +189,10 @@ pub struct TrendPage {
     pub board: BoardName,
     /// The time the scores are decayed to, unix seconds.
     pub at: f64,
+    /// How old the answer is, in milliseconds: 0 when read from the store now; when the
+    /// read allowed it (`max_staleness_ms` above 0), the age of this process's cached
+    /// answer (`at` is then as old), never above the read's bound.
+    pub age_ms: u64,
     /// Members with a positive score, highest first, ties by member ascending.
     pub entries: Vec<TrendEntry>,
 }
@@ -210,6 +214,10 @@ pub struct TrendStanding {
     pub percentile: f64,
     /// The time the score is decayed to, unix seconds.
     pub at: f64,
+    /// How old the answer is, in milliseconds: 0 when read from the store now; when the
+    /// read allowed it (`max_staleness_ms` above 0), the age of this process's cached
+    /// answer (`at` is then as old), never above the read's bound.
+    pub age_ms: u64,
 }
 
 /// A member's score and rank in a list of members.
@@ -233,6 +241,10 @@ pub struct TrendRanks {
     pub board: BoardName,
     /// The time the scores are decayed to, unix seconds.
     pub at: f64,
+    /// How old the answer is, in milliseconds: 0 when read from the store now; when the
+    /// read allowed it (`max_staleness_ms` above 0), the age of this process's cached
+    /// answer (`at` is then as old), never above the read's bound.
+    pub age_ms: u64,
     /// One per member asked.
     pub entries: Vec<TrendRank>,
 }

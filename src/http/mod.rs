@@ -45,6 +45,7 @@ mod ranks;
 mod rates;
 mod score_at;
 mod snapshots;
+mod staleness;
 mod stats;
 mod wire;
 

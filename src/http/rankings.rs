@@ -10,7 +10,10 @@ use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::member_data;
-use crate::{AroundOptions, BoardPage, Error, History, MemberStanding, Order, ScoreBounds, Span};
+use super::staleness::reader;
+use crate::{
+    AroundOptions, BoardPage, Error, History, MemberStanding, Order, Rollboard, ScoreBounds, Span,
+};
 
 /// `?window=` alone.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -23,6 +26,13 @@ pub struct WindowQuery {
     /// see `PUT …/members/{member}/data`); windowed boards only. Absent: no `data` field.
     #[param(example = "data")]
     pub with: Option<String>,
+    /// How old the answer may be, in milliseconds, 0 to 60000 (a minute): 0 reads the
+    /// store now; above 0 the answer may come from this service process's read cache
+    /// while it is at most this old (`age_ms` in the reply says how old it is; a write
+    /// through this process is seen at once, one through another replica within the
+    /// bound). The service's `max_staleness_ms` setting (default 0) by default.
+    #[param(minimum = 0, maximum = 60_000, example = 1000)]
+    pub max_staleness_ms: Option<u64>,
 }
 
 /// `?window=&limit=&offset=`.
@@ -65,6 +75,13 @@ pub struct TopQuery {
     /// `PUT …/members/{member}/data`); windowed boards only. Absent: no `data` field.
     #[param(example = "data")]
     pub with: Option<String>,
+    /// How old the answer may be, in milliseconds, 0 to 60000 (a minute): 0 reads the
+    /// store now; above 0 the answer may come from this service process's read cache
+    /// while it is at most this old (`age_ms` in the reply says how old it is; a write
+    /// through this process is seen at once, one through another replica within the
+    /// bound). The service's `max_staleness_ms` setting (default 0) by default.
+    #[param(minimum = 0, maximum = 60_000, example = 1000)]
+    pub max_staleness_ms: Option<u64>,
 }
 
 /// `?window=&n=`.
@@ -90,6 +107,13 @@ pub struct AroundQuery {
     /// `PUT …/members/{member}/data`); windowed boards only. Absent: no `data` field.
     #[param(example = "data")]
     pub with: Option<String>,
+    /// How old the answer may be, in milliseconds, 0 to 60000 (a minute): 0 reads the
+    /// store now; above 0 the answer may come from this service process's read cache
+    /// while it is at most this old (`age_ms` in the reply says how old it is; a write
+    /// through this process is seen at once, one through another replica within the
+    /// bound). The service's `max_staleness_ms` setting (default 0) by default.
+    #[param(minimum = 0, maximum = 60_000, example = 1000)]
+    pub max_staleness_ms: Option<u64>,
 }
 
 /// What removing a member did.
@@ -107,15 +131,15 @@ fn window(text: &Option<String>) -> crate::Result<Option<Span>> {
 
 /// `page` with each entry's member data when `with_data` (a windowed board's page only).
 async fn page_data(
-    state: &AppState,
+    boards: &Rollboard,
     board: &str,
     page: BoardPage,
     with_data: bool,
 ) -> crate::Result<BoardPage> {
     match page {
-        BoardPage::Windowed(page) if with_data => Ok(BoardPage::Windowed(
-            state.boards.with_data(board, page).await?,
-        )),
+        BoardPage::Windowed(page) if with_data => {
+            Ok(BoardPage::Windowed(boards.with_data(board, page).await?))
+        }
         BoardPage::Trending(_) if with_data => Err(no_data(board)),
         page => Ok(page),
     }
@@ -153,10 +177,10 @@ fn not_found(board: &str, member: &str, missing: &'static str) -> Error {
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), TopQuery),
     responses(
         (status = 200, description = "A page of the ranking; `kind` tells a windowed board's page from a trending board's", body = BoardPage,
-         example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0,
+         example = json!({"kind": "windowed", "board": "hot-posts", "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0, "age_ms": 0,
                           "entries": [{"rank": 1, "member": "post:7", "score": 3}, {"rank": 2, "member": "post:9", "score": 1}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_span` (a window beyond 400 days), `invalid_query` (limit, offset, min_score, max_score or percent out of range, or min_score above max_score; percent with a score range or of a trending board; a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span` (a window beyond 400 days), `invalid_query` (limit, offset, min_score, max_score or percent out of range, or min_score above max_score; percent with a score range or of a trending board; a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board; `max_staleness_ms` above 60000)", body = ErrorBody),
     )
 )]
 pub async fn top(
@@ -170,6 +194,7 @@ pub async fn top(
     };
     let order = q.order.unwrap_or_default();
     let with_data = member_data::with_data(q.with.as_deref())?;
+    let boards = reader(&state, q.max_staleness_ms)?;
     if let Some(percent) = q.percent {
         if q.min_score.is_some() || q.max_score.is_some() {
             return Err(Error::InvalidQuery {
@@ -186,14 +211,13 @@ pub async fn top(
             .top_percent(&board, window(&q.window)?, percent, order, offset, limit)
             .await?;
         let page = BoardPage::Windowed(page);
-        return Ok(Json(page_data(&state, &board, page, with_data).await?));
+        return Ok(Json(page_data(&boards, &board, page, with_data).await?));
     }
     let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(10));
-    let page = state
-        .boards
+    let page = boards
         .ordered_page(&board, window(&q.window)?, bounds, order, offset, limit)
         .await?;
-    Ok(Json(page_data(&state, &board, page, with_data).await?))
+    Ok(Json(page_data(&boards, &board, page, with_data).await?))
 }
 
 /// A member's score, rank (competition; dense or position on a board created so) and
@@ -206,9 +230,9 @@ pub async fn top(
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), WindowQuery),
     responses(
         (status = 200, description = "The member's standing; `kind` tells a windowed board's (integer total in a window) from a trending board's (score now); either of any sign, `rank` null when it is not positive", body = MemberStanding,
-         example = json!({"kind": "windowed", "member": "post:7", "score": 3, "rank": 1, "percentile": 0.5, "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0})),
+         example = json!({"kind": "windowed", "member": "post:7", "score": 3, "rank": 1, "percentile": 0.5, "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0, "age_ms": 0})),
         (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no score (a windowed board: no total in the window)", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board; `max_staleness_ms` above 60000)", body = ErrorBody),
     )
 )]
 pub async fn member(
@@ -217,16 +241,14 @@ pub async fn member(
     ApiQuery(q): ApiQuery<WindowQuery>,
 ) -> ApiResult<Json<MemberStanding>> {
     let with_data = member_data::with_data(q.with.as_deref())?;
-    let standing = state
-        .boards
-        .standing(&board, &member, window(&q.window)?)
-        .await?;
+    let boards = reader(&state, q.max_staleness_ms)?;
+    let standing = boards.standing(&board, &member, window(&q.window)?).await?;
     // A windowed board's total in the window, a trending board's score now.
     let missing = "score";
     let standing = standing.ok_or_else(|| not_found(&board, &member, missing))?;
     Ok(Json(match standing {
         MemberStanding::Windowed(s) if with_data => {
-            MemberStanding::Windowed(state.boards.standing_with_data(&board, s).await?)
+            MemberStanding::Windowed(boards.standing_with_data(&board, s).await?)
         }
         MemberStanding::Trending(_) if with_data => return Err(no_data(&board).into()),
         other => other,
@@ -241,10 +263,10 @@ pub async fn member(
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), AroundQuery),
     responses(
         (status = 200, description = "The member and its neighbours; `kind` as in `top`", body = BoardPage,
-         example = json!({"kind": "trending", "board": "trending-posts", "at": 1_795_734_000.0,
+         example = json!({"kind": "trending", "board": "trending-posts", "at": 1_795_734_000.0, "age_ms": 0,
                           "entries": [{"rank": 1, "member": "post:7", "score": 2.83}, {"rank": 2, "member": "post:9", "score": 0.97}]})),
         (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member is not ranked", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (n out of range; a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (n out of range; a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board; `max_staleness_ms` above 60000)", body = ErrorBody),
     )
 )]
 pub async fn around(
@@ -257,8 +279,8 @@ pub async fn around(
         fill: q.fill.unwrap_or(false),
         order: q.order.unwrap_or_default(),
     };
-    let page = state
-        .boards
+    let boards = reader(&state, q.max_staleness_ms)?;
+    let page = boards
         .neighbours_with(
             &board,
             &member,
@@ -269,7 +291,7 @@ pub async fn around(
         .await?;
     let missing = "total that ranks it";
     let page = page.ok_or_else(|| not_found(&board, &member, missing))?;
-    Ok(Json(page_data(&state, &board, page, with_data).await?))
+    Ok(Json(page_data(&boards, &board, page, with_data).await?))
 }
 
 /// The member's non-zero values per slot over the board's largest window (404 when it

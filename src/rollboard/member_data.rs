@@ -66,7 +66,7 @@ impl Rollboard {
             .iter()
             .map(|e| Member::parse(&e.member))
             .collect::<Result<Vec<_>>>()?;
-        let data = self.members_data(board, &members).await?;
+        let data = self.data_beside_reads(board, &members).await?;
         for (entry, data) in page.entries.iter_mut().zip(data) {
             entry.data = Some(data);
         }
@@ -80,8 +80,30 @@ impl Rollboard {
         board: &str,
         mut standing: Standing,
     ) -> Result<Standing> {
-        standing.data = Some(self.member_data(board, &standing.member).await?);
+        let members = [Member::parse(&standing.member)?];
+        let data = self
+            .data_beside_reads(board, &members)
+            .await?
+            .pop()
+            .flatten();
+        standing.data = Some(data);
         Ok(standing)
+    }
+
+    /// The data of each of `members` on `board`, in order, for a read's answer: through
+    /// the read cache like the read (see [`Rollboard::reading_within`]).
+    async fn data_beside_reads(
+        &self,
+        board: &str,
+        members: &[Member],
+    ) -> Result<Vec<Option<MemberData>>> {
+        let store = &self.inner.store;
+        self.on_board(board, |b| async move {
+            let key = || format!("data {members:?}");
+            let fetch = || store.member_data(&b, members);
+            Ok(self.read_through(&b.name, key, fetch).await?.0)
+        })
+        .await
     }
 
     /// The data of each of `members` on `board`, in order.

@@ -12,13 +12,16 @@
 //! member across boards), [`retire`], [`recompute`] (and building added windows in the
 //! background); [`clock_skew`] and [`memory_check`] (what the service checks of
 //! the store); [`cache`] holds the board boards of either kind and the one
-//! reload-and-retry when a board changed underneath.
+//! reload-and-retry when a board changed underneath; [`read_cache`] keeps the answers
+//! of reads that allow a staleness bound ([`Rollboard::reading_within`]), and
+//! [`invalidate`] wraps the store so every change made through this process forgets the
+//! changed board's answers.
 
 use std::sync::Arc;
 
 use crate::board::Board;
 use crate::clock::{Clock, SystemClock};
-use crate::domain::{Span, Timestamp};
+use crate::domain::{Span, Staleness, Timestamp};
 use crate::error::{Error, Result};
 use crate::settings::Settings;
 use crate::store::{MemoryStore, RedisStore, Store};
@@ -33,6 +36,7 @@ pub(crate) mod counters;
 mod dashboard;
 pub(crate) mod dashboard_view;
 pub(crate) mod idempotent;
+mod invalidate;
 mod member_data;
 mod memory_check;
 pub(crate) mod multi_read;
@@ -40,6 +44,8 @@ pub(crate) mod multi_write;
 pub(crate) mod percentile;
 pub(crate) mod rates;
 pub(crate) mod read;
+mod read_cache;
+pub use read_cache::MAX_ENTRIES as MAX_CACHED_READS;
 pub(crate) mod recompute;
 pub(crate) mod relayout;
 pub(crate) mod retire;
@@ -52,11 +58,17 @@ pub(crate) mod write;
 pub(crate) mod write_standing;
 
 use cache::BoardCache;
+use invalidate::InvalidatingStore;
+use read_cache::ReadCache;
 
-/// Rolling-window leaderboards on a [`Store`]. Cheap to clone; clones share everything.
+/// Rolling-window leaderboards on a [`Store`]. Cheap to clone; clones share everything
+/// (a view made by [`reading_within`](Rollboard::reading_within) differs only in the
+/// staleness its reads allow).
 #[derive(Clone)]
 pub struct Rollboard {
     inner: Arc<Inner>,
+    /// How old the answers of this handle's reads may be (the settings' by default).
+    staleness: Staleness,
 }
 
 struct Inner {
@@ -65,6 +77,8 @@ struct Inner {
     settings: Settings,
     /// Board configs by name, so most calls skip loading the board.
     boards: BoardCache,
+    /// Answers of reads that allow a staleness bound, by board.
+    reads: Arc<ReadCache>,
     /// Told of every board created, extended or dropped here, so the retirer picks up a
     /// new board at once instead of at its next re-read of the store.
     board_changes: tokio::sync::watch::Sender<()>,
@@ -92,10 +106,18 @@ impl Rollboard {
     }
 
     /// Boards on `store`, with a given clock and settings.
+    /// A `settings.max_staleness_ms` above [`MAX_STALENESS_MS`](crate::MAX_STALENESS_MS)
+    /// is taken as that maximum.
     pub fn with(store: Arc<dyn Store>, clock: Arc<dyn Clock>, settings: Settings) -> Self {
+        let reads = Arc::new(ReadCache::default());
+        let store: Arc<dyn Store> = Arc::new(InvalidatingStore::new(store, reads.clone()));
+        let staleness = Staleness::from_millis(settings.max_staleness_ms)
+            .unwrap_or(Staleness::from_millis(crate::MAX_STALENESS_MS).expect("the maximum"));
         Rollboard {
+            staleness,
             inner: Arc::new(Inner {
                 store,
+                reads,
                 clock,
                 #[cfg(feature = "server")]
                 board_series: crate::board_series::BoardSeries::new(settings.metrics_board_series),
@@ -134,6 +156,48 @@ impl Rollboard {
     #[cfg(feature = "server")]
     pub(crate) fn board_series(&self) -> &crate::board_series::BoardSeries {
         &self.inner.board_series
+    }
+
+    /// A handle on the same boards whose top-N, member, ranks and around reads (of
+    /// either kind of board, and the member data read with them) may be answered from
+    /// this process's read cache while the cached answer is at most `max_staleness` old
+    /// ([`Staleness::EXACT`]: always from the store). Each answer says its age
+    /// (`age_ms`). Writes made through any handle of this process forget the written
+    /// board's cached answers at once; other processes' writes are seen within the
+    /// bound. Handles made by [`with`](Self::with) allow the settings'
+    /// `max_staleness_ms`.
+    pub fn reading_within(&self, max_staleness: Staleness) -> Rollboard {
+        Rollboard {
+            inner: self.inner.clone(),
+            staleness: max_staleness,
+        }
+    }
+
+    /// How old the answers of this handle's reads may be.
+    pub fn staleness(&self) -> Staleness {
+        self.staleness
+    }
+
+    /// The answer of the read `key` of `board` (with its age in ms): from the read cache
+    /// when this handle allows a staleness bound, else `fetch`ed from the store (age 0).
+    pub(crate) async fn read_through<T, F, Fut>(
+        &self,
+        board: &crate::domain::BoardName,
+        key: impl FnOnce() -> String,
+        fetch: F,
+    ) -> Result<(T, u64)>
+    where
+        T: Clone + Send + Sync + 'static,
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        if self.staleness.is_exact() {
+            return fetch().await.map(|value| (value, 0));
+        }
+        self.inner
+            .reads
+            .read(board, key(), self.staleness, self.now(), fetch)
+            .await
     }
 
     /// The settings in force.

@@ -58,14 +58,20 @@ impl Rollboard {
         let store = &self.inner.store;
         let page = self
             .on_window(board, window, |b, w| async move {
-                let ranked = store.describe_board(&b, now).await?.windows[w].ranked;
-                let share = percent_count(percent, ranked);
-                let limit = limit.min(share.saturating_sub(offset));
-                let mut page = store
-                    .top(&b, w, now, ScoreRange::ALL, order, offset, limit.max(1))
-                    .await?;
-                page.entries.truncate(limit as usize);
-                Ok(page)
+                let key = || format!("percent {w} {percent} {order:?} {offset} {limit}");
+                let b = &b;
+                let fetch = || async move {
+                    let ranked = store.describe_board(b, now).await?.windows[w].ranked;
+                    let share = percent_count(percent, ranked);
+                    let limit = limit.min(share.saturating_sub(offset));
+                    let mut page = store
+                        .top(b, w, now, ScoreRange::ALL, order, offset, limit.max(1))
+                        .await?;
+                    page.entries.truncate(limit as usize);
+                    Ok(page)
+                };
+                let (page, age_ms) = self.read_through(&b.name, key, fetch).await?;
+                Ok(TopPage { age_ms, ..page })
             })
             .await;
         windowed_only(page, "percent")

@@ -2,6 +2,10 @@
 //! (their answers are in `domain/ranking.rs`). Every read says which slots its totals cover (`from` inclusive,
 //! `to` exclusive, unix seconds), so a caller sees when retirement is behind: the totals
 //! are exactly the window when `from` equals the window's start.
+//!
+//! The rankings, standings, ranks and neighbours are read through the read cache
+//! ([`Rollboard::reading_within`]): from the store when the handle allows no staleness
+//! (the default), and each answer says its age (`age_ms`).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -73,7 +77,11 @@ impl Rollboard {
         let now = self.now();
         let store = &self.inner.store;
         self.on_window(board, window, |b, w| async move {
-            store.top(&b, w, now, range, order, offset, limit).await
+            let key = || format!("top {w} {range:?} {order:?} {offset} {limit}");
+            let fetch = || store.top(&b, w, now, range, order, offset, limit);
+            let (mut page, age_ms) = self.read_through(&b.name, key, fetch).await?;
+            page.age_ms = age_ms;
+            Ok(page)
         })
         .await
     }
@@ -92,7 +100,10 @@ impl Rollboard {
         let store = &self.inner.store;
         let member = &member;
         self.on_window(board, window, |b, w| async move {
-            store.standing(&b, w, now, member).await
+            let key = || format!("standing {w} {member}");
+            let fetch = || store.standing(&b, w, now, member);
+            let (standing, age_ms) = self.read_through(&b.name, key, fetch).await?;
+            Ok(standing.map(|s| Standing { age_ms, ..s }))
         })
         .await
     }
@@ -112,7 +123,10 @@ impl Rollboard {
         let store = &self.inner.store;
         let members = &members;
         self.on_window(board, window, |b, w| async move {
-            store.ranks(&b, w, now, members).await
+            let key = || format!("ranks {w} {members:?}");
+            let fetch = || store.ranks(&b, w, now, members);
+            let (ranks, age_ms) = self.read_through(&b.name, key, fetch).await?;
+            Ok(Ranks { age_ms, ..ranks })
         })
         .await
     }
@@ -149,7 +163,10 @@ impl Rollboard {
         let store = &self.inner.store;
         let member = &member;
         self.on_window(board, window, |b, w| async move {
-            store.around(&b, w, now, member, n, options).await
+            let key = || format!("around {w} {n} {options:?} {member}");
+            let fetch = || store.around(&b, w, now, member, n, options);
+            let (page, age_ms) = self.read_through(&b.name, key, fetch).await?;
+            Ok(page.map(|p| TopPage { age_ms, ..p }))
         })
         .await
     }

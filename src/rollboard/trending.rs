@@ -210,7 +210,10 @@ impl Rollboard {
         let mut board = self.cached_trending(&BoardName::parse(board)?).await?;
         let store = self.store().trending();
         self.retry_trending(&mut board, |b| async move {
-            store.trend_top(&b, now, range, order, offset, limit).await
+            let key = || format!("trend-top {range:?} {order:?} {offset} {limit}");
+            let fetch = || store.trend_top(&b, now, range, order, offset, limit);
+            let (page, age_ms) = self.read_through(&b.name, key, fetch).await?;
+            Ok(TrendPage { age_ms, ..page })
         })
         .await
     }
@@ -224,7 +227,10 @@ impl Rollboard {
         let store = self.store().trending();
         let member = &member;
         self.retry_trending(&mut board, |b| async move {
-            store.trend_standing(&b, now, member).await
+            let key = || format!("trend-standing {member}");
+            let fetch = || store.trend_standing(&b, now, member);
+            let (standing, age_ms) = self.read_through(&b.name, key, fetch).await?;
+            Ok(standing.map(|s| TrendStanding { age_ms, ..s }))
         })
         .await
     }
@@ -242,7 +248,10 @@ impl Rollboard {
         let store = self.store().trending();
         let members = &members;
         self.retry_trending(&mut board, |b| async move {
-            store.trend_ranks(&b, now, members).await
+            let key = || format!("trend-ranks {members:?}");
+            let fetch = || store.trend_ranks(&b, now, members);
+            let (ranks, age_ms) = self.read_through(&b.name, key, fetch).await?;
+            Ok(TrendRanks { age_ms, ..ranks })
         })
         .await
     }
@@ -275,7 +284,10 @@ impl Rollboard {
         let store = self.store().trending();
         let member = &member;
         self.retry_trending(&mut board, |b| async move {
-            store.trend_around(&b, now, member, n, options).await
+            let key = || format!("trend-around {n} {options:?} {member}");
+            let fetch = || store.trend_around(&b, now, member, n, options);
+            let (page, age_ms) = self.read_through(&b.name, key, fetch).await?;
+            Ok(page.map(|p| TrendPage { age_ms, ..p }))
         })
         .await
     }

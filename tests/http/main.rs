@@ -28,6 +28,7 @@ mod proxy;
 mod ranges;
 mod ranks;
 mod rates;
+mod read_cache;
 mod recompute;
 mod redis_memory;
 mod replicas;

@@ -192,7 +192,7 @@ async fn trending_boards_take_order_and_fill_too() {
     let bottom = app.get(&format!("{path}/top?order=asc&limit=3")).await;
     assert_eq!(
         bottom.body,
-        json!({"kind": "trending", "board": b, "at": at, "entries": [
+        json!({"kind": "trending", "board": b, "at": at, "age_ms": 0, "entries": [
             {"rank": 4, "member": "d", "score": 1.0},
             {"rank": 2, "member": "c", "score": 2.0},
             {"rank": 2, "member": "b", "score": 2.0},
@@ -203,7 +203,7 @@ async fn trending_boards_take_order_and_fill_too() {
         .await;
     assert_eq!(
         around.body,
-        json!({"kind": "trending", "board": b, "at": at, "entries": [
+        json!({"kind": "trending", "board": b, "at": at, "age_ms": 0, "entries": [
             {"rank": 1, "member": "a", "score": 4.0},
             {"rank": 2, "member": "b", "score": 2.0},
             {"rank": 2, "member": "c", "score": 2.0},

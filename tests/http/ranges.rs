@@ -24,7 +24,7 @@ async fn member_percentile_score_ranges_and_ranked_counts() {
     assert_eq!(
         bob.body,
         json!({"kind": "windowed", "member": "bob", "score": 7, "rank": 1, "percentile": 0.75, "window": "1h",
-               "from": START, "to": START + 3600, "behind": false, "lag_ms": 0})
+               "from": START, "to": START + 3600, "behind": false, "lag_ms": 0, "age_ms": 0})
     );
     let carol = app.get(&format!("/v1/boards/{b}/members/carol")).await;
     assert_eq!(

@@ -44,7 +44,7 @@ async fn get_ranks_answers_in_the_order_asked() {
         reply.body,
         json!({
             "kind": "windowed", "board": b, "window": "1d", "from": START - 23 * 3600, "to": START + 3600,
-            "behind": false, "lag_ms": 0, "entries": expected_entries(),
+            "behind": false, "lag_ms": 0, "age_ms": 0, "entries": expected_entries(),
         })
     );
 }

@@ -89,7 +89,7 @@ async fn trending_boards_over_http() {
     assert_eq!(top.status, StatusCode::OK, "{:?}", top.body);
     assert_eq!(
         top.body,
-        json!({"kind": "trending", "board": b, "at": (START + 3600) as f64, "entries": [
+        json!({"kind": "trending", "board": b, "at": (START + 3600) as f64, "age_ms": 0, "entries": [
             {"rank": 1, "member": "alice", "score": 2.0},
             {"rank": 2, "member": "bob", "score": 1.625},
         ]})
@@ -123,14 +123,14 @@ async fn trending_boards_over_http() {
     assert_eq!(
         bob.body,
         json!({"kind": "trending", "member": "bob", "score": 1.625, "rank": 2,
-               "percentile": 1.0 / 3.0, "at": (START + 3600) as f64})
+               "percentile": 1.0 / 3.0, "at": (START + 3600) as f64, "age_ms": 0})
     );
     // dave's score is negative: answered, not ranked; zed holds none.
     let dave = app.get(&format!("/v1/boards/{b}/members/dave")).await;
     assert_eq!(
         dave.body,
         json!({"kind": "trending", "member": "dave", "score": -1.0, "rank": null,
-               "percentile": 0.0, "at": (START + 3600) as f64})
+               "percentile": 0.0, "at": (START + 3600) as f64, "age_ms": 0})
     );
     let zed = app.get(&format!("/v1/boards/{b}/members/zed")).await;
     assert_eq!((zed.status.as_u16(), zed.code()), (404, "member_not_found"));

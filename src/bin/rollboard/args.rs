@@ -344,6 +344,11 @@ pub struct ServeArgs {
     /// under board="(other)" [default: 1000; 0: none].
     #[arg(long, env = "ROLLBOARD_METRICS_BOARD_SERIES")]
     pub metrics_board_series: Option<usize>,
+    /// How old, in milliseconds, the answer of a top, member, ranks or around read may
+    /// be when the request does not say (its max_staleness_ms=): 0 reads Redis every
+    /// time, up to 60000 lets reads be answered from this process's cache [default: 0].
+    #[arg(long, env = "ROLLBOARD_MAX_STALENESS_MS")]
+    pub max_staleness_ms: Option<u64>,
     /// How long a client may take to send a request head [default: 10s].
     #[arg(long, env = "ROLLBOARD_HEADER_READ_TIMEOUT")]
     pub header_read_timeout: Option<rollboard::Span>,

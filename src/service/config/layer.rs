@@ -85,6 +85,10 @@ pub struct ConfigLayer {
     /// `metrics_board_series`, `--metrics-board-series` /
     /// `ROLLBOARD_METRICS_BOARD_SERIES`.
     pub metrics_board_series: Option<usize>,
+    /// How old, in milliseconds, a read's answer may be when the request does not say
+    /// (0: reads are never cached): `max_staleness_ms`, `--max-staleness-ms` /
+    /// `ROLLBOARD_MAX_STALENESS_MS`.
+    pub max_staleness_ms: Option<u64>,
     /// How long a client may take to send a request head: `header_read_timeout`,
     /// `--header-read-timeout` / `ROLLBOARD_HEADER_READ_TIMEOUT`.
     pub header_read_timeout: Option<Span>,

@@ -30,6 +30,8 @@
 //! idempotency_ttl = "24h"                   # or ROLLBOARD_IDEMPOTENCY_TTL
 //! metrics_board_series = 1000               # or ROLLBOARD_METRICS_BOARD_SERIES: most
 //!                                           # boards with series of their own
+//! max_staleness_ms = 0                      # or ROLLBOARD_MAX_STALENESS_MS: how old a
+//!                                           # cached read may be (0: never cached)
 //! header_read_timeout = "10s"               # or ROLLBOARD_HEADER_READ_TIMEOUT
 //! keep_alive_timeout = "5s"                 # or ROLLBOARD_KEEP_ALIVE_TIMEOUT
 //! max_connections = 1024                    # or ROLLBOARD_MAX_CONNECTIONS
@@ -203,6 +205,15 @@ impl ServiceConfig {
         }
         if let Some(n) = overrides.metrics_board_series.or(file.metrics_board_series) {
             settings.metrics_board_series = n;
+        }
+        if let Some(ms) = overrides.max_staleness_ms.or(file.max_staleness_ms) {
+            if ms > crate::MAX_STALENESS_MS {
+                return Err(ConfigError(format!(
+                    "max_staleness_ms must be 0 to {} (a minute), got {ms}",
+                    crate::MAX_STALENESS_MS
+                )));
+            }
+            settings.max_staleness_ms = ms;
         }
         let mut connections = defaults.connections;
         if let Some(s) = overrides.header_read_timeout.or(file.header_read_timeout) {

@@ -320,6 +320,26 @@ fn metrics_board_series_comes_from_the_file_or_the_environment() {
 }
 
 #[test]
+fn max_staleness_ms_comes_from_the_file_or_the_environment_up_to_a_minute() {
+    let c = ServiceConfig::resolve(parse(""), Overrides::default()).unwrap();
+    assert_eq!(c.settings.max_staleness_ms, 0);
+    let c = ServiceConfig::resolve(parse("max_staleness_ms = 250"), Overrides::default());
+    assert_eq!(c.unwrap().settings.max_staleness_ms, 250);
+    let env = Overrides {
+        max_staleness_ms: Some(60_000),
+        ..Overrides::default()
+    };
+    let c = ServiceConfig::resolve(parse("max_staleness_ms = 250"), env).unwrap();
+    assert_eq!(c.settings.max_staleness_ms, 60_000);
+    let err = ServiceConfig::resolve(parse("max_staleness_ms = 60001"), Overrides::default())
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "max_staleness_ms must be 0 to 60000 (a minute), got 60001"
+    );
+}
+
+#[test]
 fn a_public_bind_needs_a_token_or_insecure() {
     let public = Overrides {
         bind: Some("0.0.0.0:8080".parse().unwrap()),

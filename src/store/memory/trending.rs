@@ -202,6 +202,7 @@ impl MemTrend {
         TrendPage {
             board: self.board.name.clone(),
             at: now.unix_seconds_f64(),
+            age_ms: 0,
             entries,
         }
     }
@@ -246,6 +247,7 @@ impl MemTrend {
             rank: (v > 0.0).then(|| self.better(v) + 1),
             percentile: percentile(below, ranked),
             at: now.unix_seconds_f64(),
+            age_ms: 0,
         })
     }
 
@@ -253,6 +255,7 @@ impl MemTrend {
         TrendRanks {
             board: self.board.name.clone(),
             at: now.unix_seconds_f64(),
+            age_ms: 0,
             entries: members
                 .iter()
                 .map(|m| match self.any_value(m.as_str()) {

@@ -80,6 +80,7 @@ fn page(
     TrendPage {
         board: board.name.clone(),
         at: now.unix_seconds_f64(),
+        age_ms: 0,
         entries: items
             .into_iter()
             .zip(ranks)
@@ -156,6 +157,7 @@ pub(super) async fn standing(
         rank: better.map(|b| b as u64 + 1),
         percentile: percentile(below, ranked),
         at: now.unix_seconds_f64(),
+        age_ms: 0,
     }))
 }
 
@@ -192,6 +194,7 @@ pub(super) async fn ranks(
     Ok(TrendRanks {
         board: board.name.clone(),
         at: now.unix_seconds_f64(),
+        age_ms: 0,
         entries,
     })
 }

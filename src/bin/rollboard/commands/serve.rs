@@ -28,6 +28,7 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         max_clock_skew: args.max_clock_skew,
         idempotency_ttl: args.idempotency_ttl,
         metrics_board_series: args.metrics_board_series,
+        max_staleness_ms: args.max_staleness_ms,
         header_read_timeout: args.header_read_timeout,
         keep_alive_timeout: args.keep_alive_timeout,
         max_connections: args.max_connections,
