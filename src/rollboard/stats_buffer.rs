@@ -120,7 +120,8 @@ fn spawn_flusher(inner: &Arc<Inner>) {
             let Some(inner) = inner.upgrade() else {
                 return;
             };
-            Rollboard { inner }.flush_stats().await;
+            let staleness = crate::domain::Staleness::EXACT;
+            Rollboard { inner, staleness }.flush_stats().await;
         }
     });
 }
