@@ -86,4 +86,5 @@ mod timeouts;
 mod tls_and_acl;
 mod trending;
 mod trending_property;
+mod trending_writes;
 mod write_standing;
