@@ -69,6 +69,7 @@ mod ranges;
 mod rates;
 mod rates_limiter;
 mod rates_property;
+mod recompute_long;
 mod redis_layout;
 mod relayout;
 mod retire_swap;
