@@ -21,14 +21,16 @@
 //! topreads (top-10 at 64 connections exact and cached beside `ZREVRANGE`, and their p99
 //! during batch ingest), retire,
 //! recompute, longwindow, pages, ranks, memberdata, rates, counters, memory, bigwrite,
-//! manyboards);
+//! trendwrite, manyboards);
 //! `BENCH_LAYOUT=plain` keeps the boards the service and library phases create (those
 //! that name no layout) in plain slots (default compact, the store's default).
 //! Phase `manyboards`: 30,000 and 100,000 small boards (`BENCH_BOARDS` sets the counts)
 //! retired at one boundary by the service's retirer, and the service's heap per board. Phase
 //! `bigwrite`: writes to a 200,000-member `1h`/`24h` board with the call budget and
 //! with the cap off (longest write call, Redis time per event beside plain `HINCRBY` +
-//! `ZINCRBY` per window, ingest). Phase `ranks`: a
+//! `ZINCRBY` per window, ingest). Phase `trendwrite`: the longest call of a 10,000-event
+//! batch of fresh members to a trending board beside the same batch to a windowed one.
+//! Phase `ranks`: a
 //! friends' ranks read (100 members) and a member read with percentile on a
 //! 1,000,000-member board beside `ZREVRANK`. Phase `memberdata`: Redis memory per member
 //! of ~100-byte member data on 100,000 members, and batch writes carrying data beside the
@@ -54,6 +56,7 @@ mod recompute;
 mod report;
 mod setup;
 mod slowlog;
+mod trendwrite;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -316,6 +319,10 @@ fn main() {
         if run("longwindow") {
             eprintln!("long-window recompute …");
             rows.extend(longwindow::longwindow(&redis).await);
+        }
+        if run("trendwrite") {
+            eprintln!("a trending batch of fresh members …");
+            rows.extend(trendwrite::trendwrite(&redis).await);
         }
         if run("bigwrite") {
             eprintln!("writes to a big board …");

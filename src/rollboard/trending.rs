@@ -94,8 +94,12 @@ impl Rollboard {
         }
     }
 
-    /// Applies a batch of events to a trending board in one store call: each bad event
-    /// is rejected on its own (with its index), the rest are applied together.
+    /// Applies a batch of events to a trending board: each bad event is rejected on its
+    /// own (with its index), the rest are handed to the store together, which applies
+    /// them in order in calls bounded in time (see `docs/design.md`, "Trending boards").
+    /// A store failure is [`Error::StoreUnavailable`], whose message says how many events
+    /// were applied when it came part-way; under an idempotency key
+    /// ([`trend_write_keyed`](Self::trend_write_keyed)) a retry applies exactly the rest.
     pub async fn trend_incr_batch(&self, board: &str, events: &[Event]) -> Result<BatchOutcome> {
         let name = BoardName::parse(board)?;
         self.settings().admission().check_batch(events.len())?;
@@ -125,34 +129,46 @@ impl Rollboard {
     ) -> Result<KeyedOutcome> {
         let name = BoardName::parse(board)?;
         self.settings().admission().check_batch(events.len())?;
-        let now = self.now();
+        let mut now = self.now();
         let mut board = self.cached_trending(&name).await?;
-        let (writes, outcome) = self.trend_admit(&board.config, events, now);
         let write_key = WriteKey {
             name: key.as_str().to_owned(),
             fingerprint: fingerprint.as_str().to_owned(),
             ttl: self.settings().idempotency_ttl,
         };
         let store = self.store().trending();
-        let (writes_ref, key_ref) = (&writes, &write_key);
-        let keyed = self
-            .retry_trending(&mut board, |b| async move {
-                store.trend_write_keyed(&b, now, writes_ref, key_ref).await
-            })
-            .await?;
-        match keyed {
-            TrendKeyed::Applied => Ok(KeyedOutcome {
-                outcome,
-                replayed: false,
-            }),
-            TrendKeyed::Replayed { now: first } => Ok(KeyedOutcome {
-                outcome: self.trend_admit(&board.config, events, first).1,
-                replayed: true,
-            }),
-            TrendKeyed::Reused => Err(Error::IdempotencyKeyReused {
-                key: key.to_string(),
-            }),
+        // Once more at most: a write recorded at another `now` is admitted again at it, and
+        // sent again so that the store completes any call it is missing (a retry after a
+        // failure half-way) and answers the calls it finds from their records.
+        for _ in 0..2 {
+            let (writes, outcome) = self.trend_admit(&board.config, events, now);
+            let (writes_ref, key_ref) = (&writes, &write_key);
+            let keyed = self
+                .retry_trending(&mut board, |b| async move {
+                    store.trend_write_keyed(&b, now, writes_ref, key_ref).await
+                })
+                .await?;
+            return match keyed {
+                TrendKeyed::Applied => Ok(KeyedOutcome {
+                    outcome,
+                    replayed: false,
+                }),
+                TrendKeyed::Replayed { now: first } if first != now => {
+                    now = first;
+                    continue;
+                }
+                TrendKeyed::Replayed { .. } => Ok(KeyedOutcome {
+                    outcome,
+                    replayed: true,
+                }),
+                TrendKeyed::Reused => Err(Error::IdempotencyKeyReused {
+                    key: key.to_string(),
+                }),
+            };
         }
+        Err(Error::store(format!(
+            "the record of idempotency key {key:?} changed while its write was admitted again"
+        )))
     }
 
     /// The events admitted at `now` as writes, and the batch's outcome.

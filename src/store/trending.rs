@@ -35,7 +35,8 @@ pub enum TrendKeyed {
 }
 
 /// Trending boards of a store. All methods are safe to call concurrently, from several
-/// processes; each write and each read is atomic. Methods that take a board fail with
+/// processes; each read is atomic, and a write is applied in order in one or more atomic
+/// steps (on Redis, calls bounded in time). Methods that take a board fail with
 /// [`Error::BoardChanged`](crate::Error::BoardChanged) when the stored board is gone or
 /// is another incarnation.
 #[async_trait]
@@ -68,11 +69,15 @@ pub trait TrendingStore: Send + Sync + 'static {
         writes: &[TrendWrite],
     ) -> Result<()>;
 
-    /// Applies `writes` once for `key` while its record lives: the first call applies
-    /// them and records, in the same atomic step, its `now`; a later call with the same
-    /// name and fingerprint applies nothing and answers [`TrendKeyed::Replayed`] with
-    /// that `now`, one with another fingerprint [`TrendKeyed::Reused`]. A record older
-    /// than `key.ttl` by `now` is as good as absent; dropping the board drops its records.
+    /// Applies `writes` once for `key` while its records live: each atomic step applies
+    /// its events and records, in that step, how many it applied and the call's `now`. A
+    /// later call with the same name and fingerprint at that `now` follows the records
+    /// and applies only the steps missing after them ([`TrendKeyed::Applied`]), or
+    /// nothing when none is missing ([`TrendKeyed::Replayed`]); at another `now` it
+    /// applies nothing and answers [`TrendKeyed::Replayed`] with the recorded `now`, at
+    /// which the caller admits the events again and calls again. Another fingerprint is
+    /// [`TrendKeyed::Reused`]. A record older than `key.ttl` by `now` is as good as
+    /// absent; dropping the board drops its records.
     async fn trend_write_keyed(
         &self,
         board: &TrendingBoard,

@@ -444,7 +444,15 @@ async fn a_fold_spanning_calls_stays_exact_under_writes_and_lost_replies() {
     for chunk in events.chunks(1000) {
         f.boards.incr_batch(&b, chunk).await.unwrap();
     }
-    for e in &events {
+    // The newest slot also holds 1,200 other members, so its scan takes two calls at
+    // least (1,000 fields a call at most).
+    let fillers: Vec<Event> = (0..1200)
+        .map(|i| Event::new(format!("filler-{i}"), 1).at(ts(newest + 3)))
+        .collect();
+    for chunk in fillers.chunks(1000) {
+        f.boards.incr_batch(&b, chunk).await.unwrap();
+    }
+    for e in events.iter().chain(&fillers) {
         oracle.record(e.at.unwrap().unix_seconds(), &e.member, e.delta);
     }
     let write = |oracle: &mut Oracle, slot: i64, delta: i64| {
@@ -458,11 +466,16 @@ async fn a_fold_spanning_calls_stays_exact_under_writes_and_lost_replies() {
         events
     };
 
-    // While the scan is held up, writes put every member in the log.
-    let oldest_hash = format!("slot_{{{b}}}_{oldest}");
+    // While the newest slot's scan is held up part-way (its second call, whose cursor
+    // is not 0), writes to it put every member in the log: whether the scan has read
+    // them is unknown.
+    let (newest_hash, progress) = (
+        format!("slot_{{{b}}}_{newest}"),
+        format!("rebuild_scan_{{{b}}}"),
+    );
     f.proxy
         .arm(Fault::Delay(Duration::from_millis(300)), 1, move |r| {
-            r.is_script_with_key(&oldest_hash)
+            r.is_script_with_key(&newest_hash) && r.has_arg(&progress) && !r.has_arg("0")
         });
     let recompute = tokio::spawn({
         let (boards, b) = (f.boards.clone(), b.clone());

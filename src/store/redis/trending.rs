@@ -11,6 +11,7 @@ use redis::Value;
 
 use super::RedisStore;
 use super::board_record::{TREND_FIELDS, parse_trending};
+use super::budget::Budget;
 use super::conn::{RedisConn, Retry};
 use super::refusal::Refusal;
 use super::reply::{int, opt_string};
@@ -120,16 +121,46 @@ fn board_keys(name: &BoardName) -> [String; 3] {
     ]
 }
 
-async fn write(
+/// Events per call of a keyed write at most, whatever the board's cap (the cap is at
+/// most the batch maximum too; this keeps a record's count small).
+const MAX_CALL_EVENTS: usize = 1000;
+
+/// The name the call of a keyed write starting at event `pos` is recorded under: the key
+/// itself for the first call (the name the versions that sent a batch in one call used,
+/// so a retry during a rolling deploy reads their record), `<key>\x1f@<pos>` for a later
+/// one. No key holds `\x1f`, so no call name is another key.
+fn call_name(key: &str, pos: usize) -> String {
+    if pos == 0 {
+        key.to_owned()
+    } else {
+        format!("{key}\u{1f}@{pos}")
+    }
+}
+
+/// What one `trend_write.lua` call did.
+enum Call {
+    /// Applied its first `applied` events in `us` µs (by the server's clock).
+    Applied { applied: usize, us: u64 },
+    /// Its record was there: applied before, by a call at `now`, `events` of them (`None`:
+    /// a record of a batch sent whole, which covers the rest).
+    Found {
+        now: Timestamp,
+        events: Option<usize>,
+    },
+    /// The key names another write.
+    Reused,
+}
+
+/// Sends `writes` (all of them, or a prefix when the call stops at its budget) in one
+/// call, under the record `key` names for this call.
+async fn call(
     conn: &RedisConn,
+    budget: &Budget,
     board: &TrendingBoard,
     now: Timestamp,
     writes: &[TrendWrite],
-    key: Option<&WriteKey>,
-) -> Result<TrendKeyed> {
-    if writes.is_empty() && key.is_none() {
-        return Ok(TrendKeyed::Applied);
-    }
+    key: Option<(&WriteKey, &str)>,
+) -> Result<Call> {
     let [record, values, next] = board_keys(&board.name);
     let mut invocation = conn.scripts().trend_write.key(record);
     invocation
@@ -138,10 +169,10 @@ async fn write(
         .arg(board.version)
         .arg(WRITE_LIMIT_HALF_LIVES);
     match key {
-        Some(key) => {
+        Some((key, name)) => {
             let ttl_ms = key.ttl.secs_i64() * 1000;
             invocation
-                .key(keys::trend_idempotency(board, &key.name))
+                .key(keys::trend_idempotency(board, name))
                 .arg(&key.fingerprint)
                 .arg(now.unix_millis())
                 .arg(now.unix_millis() + ttl_ms)
@@ -151,6 +182,7 @@ async fn write(
             invocation.arg("").arg(0).arg(0).arg(0);
         }
     }
+    invocation.arg(budget.limit().arg());
     for w in writes {
         invocation.arg(&w.member).arg(w.delta).arg(w.at_ms);
     }
@@ -163,11 +195,17 @@ async fn write(
         {
             Ok(reply) => {
                 return match reply.as_slice() {
-                    [1, ..] => Ok(TrendKeyed::Applied),
-                    [4, first] => Ok(TrendKeyed::Replayed {
+                    [1, applied, us] if *applied >= 0 && (*applied as usize) <= writes.len() => {
+                        Ok(Call::Applied {
+                            applied: *applied as usize,
+                            us: (*us).max(0) as u64,
+                        })
+                    }
+                    [4, first, events] => Ok(Call::Found {
                         now: Timestamp::from_unix_millis(*first)?,
+                        events: usize::try_from(*events).ok(),
                     }),
-                    [5] => Ok(TrendKeyed::Reused),
+                    [5] => Ok(Call::Reused),
                     other => Err(Error::store(format!("trend_write.lua answered {other:?}"))),
                 };
             }
@@ -187,6 +225,83 @@ async fn write(
         "trending board {:?}: an event is still too far from the landmark after a rescale",
         board.name.as_str()
     )))
+}
+
+/// Applies `writes` in bounded calls (see `docs/design.md`, "Trending boards"): each of
+/// at most the board's cap of events, each stopping at the call budget; the next call
+/// starts after what the previous one applied. Under `key`, each call is recorded under
+/// its own name ([`call_name`]) with the events it applied, and a retry follows the
+/// recorded calls and applies only what is missing after them.
+async fn write(
+    conn: &RedisConn,
+    budget: &Budget,
+    board: &TrendingBoard,
+    now: Timestamp,
+    writes: &[TrendWrite],
+    key: Option<&WriteKey>,
+) -> Result<TrendKeyed> {
+    if writes.is_empty() && key.is_none() {
+        return Ok(TrendKeyed::Applied);
+    }
+    let mut pos = 0;
+    let mut applied_any = false;
+    // Even a keyed write with no events makes one call, so that it is recorded.
+    loop {
+        let cap = budget.cap(&board.name).min(MAX_CALL_EVENTS);
+        let part = &writes[pos..(pos + cap).min(writes.len())];
+        let name = key.map(|k| call_name(&k.name, pos));
+        let sent = call(conn, budget, board, now, part, key.zip(name.as_deref())).await;
+        match sent {
+            Ok(Call::Applied { applied, us }) => {
+                budget.observe(&board.name, us, applied);
+                if applied == 0 && !part.is_empty() {
+                    return Err(Error::store("trend_write.lua applied no event of its call"));
+                }
+                applied_any = true;
+                pos += applied;
+            }
+            Ok(Call::Reused) => return Ok(TrendKeyed::Reused),
+            Ok(Call::Found { now: first, events }) => {
+                if first != now {
+                    if pos == 0 {
+                        // The caller admits the events again at the recorded now.
+                        return Ok(TrendKeyed::Replayed { now: first });
+                    }
+                    return Err(Error::store(format!(
+                        "the records of idempotency key {:?} disagree (written at {} and {} ms): retried after its time to live?",
+                        key.map_or("", |k| k.name.as_str()),
+                        first.unix_millis(),
+                        now.unix_millis()
+                    )));
+                }
+                let rest = writes.len() - pos;
+                let count = events.unwrap_or(rest);
+                if count > rest || (count == 0 && rest > 0) {
+                    return Err(Error::store(format!(
+                        "a record of idempotency key {:?} covers {count} events at {pos} of {}",
+                        key.map_or("", |k| k.name.as_str()),
+                        writes.len()
+                    )));
+                }
+                pos += count;
+            }
+            Err(Error::StoreUnavailable(message)) if pos > 0 => {
+                return Err(Error::StoreUnavailable(format!(
+                    "{message} (not confirmed: the store failed part-way, after {pos} of the batch's {} events were applied; send it under an Idempotency-Key to retry it exactly)",
+                    writes.len()
+                )));
+            }
+            Err(e) => return Err(e),
+        }
+        if pos >= writes.len() {
+            break;
+        }
+    }
+    Ok(if applied_any || key.is_none() {
+        TrendKeyed::Applied
+    } else {
+        TrendKeyed::Replayed { now }
+    })
 }
 
 /// One rescale step: `(state, copied)`, state 0 = none due, 1 = under way, 2 = finished.
@@ -296,7 +411,7 @@ impl TrendingStore for RedisStore {
         now: Timestamp,
         writes: &[TrendWrite],
     ) -> Result<()> {
-        write(&self.conn, board, now, writes, None)
+        write(&self.conn, self.ingest.budget(), board, now, writes, None)
             .await
             .map(|_| ())
     }
@@ -308,7 +423,15 @@ impl TrendingStore for RedisStore {
         writes: &[TrendWrite],
         key: &WriteKey,
     ) -> Result<TrendKeyed> {
-        write(&self.conn, board, now, writes, Some(key)).await
+        write(
+            &self.conn,
+            self.ingest.budget(),
+            board,
+            now,
+            writes,
+            Some(key),
+        )
+        .await
     }
 
     async fn trend_top(

@@ -349,20 +349,30 @@ end
 
 -- Recompute hooks: while a recompute of window `rebuilt` (its position; nil: none holds
 -- its lease) runs, a function telling it about an entry of the slot starting at `start`
--- applied at stage k, when the entry counts in that window (k < rebuilt). In its scan
--- phase (`scanning`) the member joins the log (its total will be computed afresh); in
--- its fold phase the delta goes to the build (`build`, with `build_tally` and
--- `build_dense` on a dense board) too, unless the member is still in the log; if the
--- member is the one being folded (`fold_member`) and the slot one its fold has summed
--- (up to `fold_slot`), the delta goes to the record's rb_fold_sum. nil when no
--- recompute runs, so a write pays nothing for it then.
+-- applied at stage k (its stage hash `stage_key`, on a compact slot its buckets' prefix),
+-- when the entry counts in that window (k < rebuilt). In its scan phase (`scanning`) it
+-- depends on how far the scan of that stage is (rebuild_scan_{b}, the scan's progress):
+-- not started, nothing (the scan will read the value as it is then); scanned ('done'),
+-- the delta goes to the build too (the scan read the value before it); part-scanned,
+-- the member joins the log (whether the scan read it is unknown: its total will be
+-- computed afresh by the fold). In its fold phase the delta goes to the build (`build`,
+-- with `build_tally` and `build_dense` on a dense board) too, unless the member is still
+-- in the log; if the member is the one being folded (`fold_member`) and the slot one its
+-- fold has summed (up to `fold_slot`), the delta goes to the record's rb_fold_sum. nil
+-- when no recompute runs, so a write pays nothing for it then.
 local function recompute_hook(board, build, log, rebuilt, scanning, fold_member, fold_slot,
                               build_tally, build_dense)
   if not rebuilt then return nil end
-  return function(start, k, member, delta)
+  local progress = 'rebuild_scan_' .. string.sub(build, 9)
+  return function(start, k, member, delta, stage_key)
     if k < rebuilt then
       if scanning then
-        redis.call('SADD', log, member)
+        local reached = redis.call('HGET', progress, stage_key)
+        if reached == 'done' then
+          add_total(build, member, delta, build_tally, build_dense)
+        elseif reached then
+          redis.call('SADD', log, member)
+        end
       elseif redis.call('SISMEMBER', log, member) == 0 then
         add_total(build, member, delta, build_tally, build_dense)
       elseif member == fold_member and tonumber(start) <= tonumber(fold_slot) then
@@ -370,6 +380,17 @@ local function recompute_hook(board, build, log, rebuilt, scanning, fold_member,
         redis.call('HINCRBY', board, 'rb_fold_sum', delta)
       end
     end
+  end
+end
+
+-- A slot a write creates during a recompute's scan (`build` the recompute's build,
+-- `stage_keys` the slot's stage hashes the window counts): the scan listed the slots
+-- before, so it never reads this one; its stages are marked scanned, and every write to
+-- it goes to the build as it lands (a scan that had listed it finds it scanned).
+local function recompute_new_slot(build, stage_keys)
+  local progress = 'rebuild_scan_' .. string.sub(build, 9)
+  for _, key in ipairs(stage_keys) do
+    redis.call('HSET', progress, key, 'done')
   end
 end
 

@@ -14,8 +14,12 @@
 --
 -- A recompute runs in two phases while writes go on:
 --   scan: the caller adds every stage value counted by the window, slot by slot, to the
---     build (recompute_scan.lua). Each write that touches a member of the window adds
---     the member to the log instead (write.lua): its total will be computed afresh.
+--     build (recompute_scan.lua). A write that touches the window adds nothing to the
+--     build in a stage hash not scanned yet (the scan will read it), adds its delta to
+--     the build in one scanned already, and adds its member to the log in one being
+--     scanned (write.lua, the prelude's recompute_hook): that member's total will be
+--     computed afresh. A slot created meanwhile is marked scanned by the write that
+--     creates it (the scan listed the slots before).
 --     Retirement waits meanwhile (retire_*.lua answer RECOMPUTING), so no stage value
 --     moves while it is scanned, and every member left out of the log is exact in the
 --     build once the scan ends.

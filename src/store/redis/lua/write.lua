@@ -98,7 +98,9 @@
 -- a retry follows it; a token call has no budget (its journal covers the whole call).
 -- Recompute: while a recompute of window r holds its lease (rb_* fields, see
 -- recompute_begin.lua), every applied entry that counts in window r is also told to it
--- (the prelude's recompute_hook).
+-- with its stage key (the prelude's recompute_hook: during the scan what it does depends
+-- on how far the scan of that stage hash is), and a slot this call creates during the
+-- scan has its counted stages marked scanned (recompute_new_slot).
 -- Token: a call with a token recorded in the journal applies nothing and returns {3};
 -- otherwise the token is recorded in the same call that applies the writes, so a job
 -- that replays its calls after a crash (the legacy import) counts each exactly once.
@@ -401,7 +403,11 @@ end
 for i = 1, m do
   if stage[i] < n then
     local ts = ARGV[A + 2 * n + i]
-    redis.call('ZADD', index, 'NX', ts, ts)
+    if redis.call('ZADD', index, 'NX', ts, ts) == 1 and tell_recompute and record[5] == 'scan' then
+      local counted_stages = {}
+      for st = 1, rebuilt do counted_stages[st] = KEYS[STAGES + (i - 1) * n + st] end
+      recompute_new_slot(KEYS[3], counted_stages)
+    end
   end
 end
 
@@ -427,7 +433,10 @@ if mode == 'sums' then
           redis.call('HDEL', target, member)
         end
         for j = k + 1, n do add_window(j, member, delta) end
-        if tell_recompute then tell_recompute(ARGV[A + 2 * n + i], k, member, delta) end
+        if tell_recompute then
+          tell_recompute(ARGV[A + 2 * n + i], k, member, delta,
+            KEYS[STAGES + (i - 1) * n + k + 1])
+        end
         grown = grown + math.abs(tonumber(delta))
       end
     end
@@ -491,7 +500,10 @@ while true do
           redis.call('HDEL', target, member)
         end
         for j = k + 1, n do add_window(j, member, delta) end
-        if tell_recompute then tell_recompute(ARGV[A + 2 * n + i], k, member, delta) end
+        if tell_recompute then
+          tell_recompute(ARGV[A + 2 * n + i], k, member, delta,
+            KEYS[STAGES + (i - 1) * n + k + 1])
+        end
         status[x + 3] = 0
       else
         status[x + 3] = 2
