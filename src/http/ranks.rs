@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::AppState;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::json_int;
 use super::staleness::reader;
 use crate::{MemberRanks, Span};
 
@@ -45,6 +46,7 @@ pub struct RanksBody {
     /// How old the answer may be, in milliseconds, 0 to 60000, as `max_staleness_ms=` of
     /// `GET …/ranks`; the service's setting by default.
     #[schema(minimum = 0, maximum = 60_000, example = 1000)]
+    #[serde(default, deserialize_with = "json_int::opt_u64")]
     pub max_staleness_ms: Option<u64>,
 }
 

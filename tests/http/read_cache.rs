@@ -375,6 +375,15 @@ async fn a_bad_bound_is_refused(app: TestApp) {
         )
         .await;
     assert_eq!(reply.body["age_ms"], 30);
+    // A whole number written with a fraction part is that integer, as in every body.
+    let reply = app
+        .post(
+            &format!("/v1/boards/{board}/ranks"),
+            json!({"members": ["a"], "max_staleness_ms": 144.0}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    assert_eq!(reply.body["age_ms"], 30);
 }
 
 on_memory_and_redis!(

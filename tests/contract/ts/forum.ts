@@ -258,6 +258,7 @@ async function bottomAndShares(run: string): Promise<string> {
       to,
       behind: false,
       lag_ms: 0,
+      age_ms: 0,
       entries: entries.map(([rank, member, score]) => ({ rank, member, score })),
     });
   };
@@ -434,6 +435,7 @@ async function standingAndData(run: string): Promise<void> {
     to,
     behind: false,
     lag_ms: 0,
+    age_ms: 0,
     entries: [
       { rank: 1, member: 'post:1', score: 6, data: { title: 'Lifetimes' } },
       { rank: 2, member: 'post:3', score: 5, data: { title: 'Pinning' } },
@@ -599,6 +601,7 @@ async function main(): Promise<void> {
       to,
       behind: false,
       lag_ms: 0,
+      age_ms: 0,
       entries: [
         { rank: 1, member: 'post:4', score: 7 },
         { rank: 2, member: 'post:2', score: 5 },
@@ -607,6 +610,20 @@ async function main(): Promise<void> {
     });
   } else {
     throw new Error(`windowed top: a ${top.kind} page`);
+  }
+  // The same page allowed to be a minute old: the first read fills this process's cache,
+  // the second is answered from it, with the same entries and its age.
+  const cachedQuery = { window: '24h', limit: 10, max_staleness_ms: 60000 };
+  before = now();
+  const filled = expectStatus('cached top', await boardsTop({ path: { board: forum }, query: cachedQuery }), 200);
+  const cached = expectStatus('cached top again', await boardsTop({ path: { board: forum }, query: cachedQuery }), 200);
+  after = now();
+  if (top.kind === 'windowed' && filled.kind === 'windowed' && cached.kind === 'windowed') {
+    same('cached top: entries', cached.entries, top.entries);
+    same('cached top: first read', filled.age_ms, 0);
+    between('cached top: age_ms', cached.age_ms, 0, Math.ceil((after - before) * 1000));
+  } else {
+    throw new Error('cached top: not a windowed page');
   }
   before = now();
   const hotTop = expectStatus('trending top', await boardsTop({ path: { board: hot }, query: { limit: 10 } }), 200);
@@ -619,6 +636,7 @@ async function main(): Promise<void> {
       kind: 'trending',
       board: hot,
       at,
+      age_ms: 0,
       entries: [
         { rank: 1, member: 'post:2', score: decayed('trending top: post:2', scores[0] ?? NaN, post2, at) },
         { rank: 2, member: 'post:1', score: decayed('trending top: post:1', scores[1] ?? NaN, post1, at) },
@@ -654,6 +672,7 @@ async function main(): Promise<void> {
         to,
         behind: false,
         lag_ms: 0,
+        age_ms: 0,
       });
     } else {
       throw new Error(`${member} on ${forum}: a ${standing.kind} standing`);
@@ -671,6 +690,7 @@ async function main(): Promise<void> {
       rank: 1,
       percentile: 0.5,
       at: hotStanding.at,
+      age_ms: 0,
     });
   } else {
     throw new Error(`post:2 trending: a ${hotStanding.kind} standing`);
@@ -691,6 +711,7 @@ async function main(): Promise<void> {
       to,
       behind: false,
       lag_ms: 0,
+      age_ms: 0,
       entries: [
         { member: 'post:2', score: 5, rank: 2 },
         { member: 'post:9', score: 0, rank: null },
@@ -711,6 +732,7 @@ async function main(): Promise<void> {
       kind: 'trending',
       board: hot,
       at,
+      age_ms: 0,
       entries: [
         { member: 'post:2', score: decayed('trending ranks: post:2', scores[0] ?? NaN, post2, at), rank: 1 },
         { member: 'post:9', score: 0, rank: null },
@@ -739,6 +761,7 @@ async function main(): Promise<void> {
       to,
       behind: false,
       lag_ms: 0,
+      age_ms: 0,
       entries: [
         { rank: 2, member: 'post:2', score: 5 },
         { rank: 3, member: 'post:1', score: 3 },
@@ -762,6 +785,7 @@ async function main(): Promise<void> {
       kind: 'trending',
       board: hot,
       at,
+      age_ms: 0,
       entries: [
         { rank: 1, member: 'post:2', score: decayed('trending around: post:2', scores[0] ?? NaN, post2, at) },
         { rank: 2, member: 'post:1', score: decayed('trending around: post:1', scores[1] ?? NaN, post1, at) },
