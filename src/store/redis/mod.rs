@@ -13,7 +13,8 @@
 //!   `history`, `describe`, `write`, `budget` and `ingest` (the write path), `relayout`,
 //!   `retire/` (small, swap, chunks, compact), `recompute`, `snapshots`, `memory_info`;
 //! - whole families with their store traits: `trending` (+ `trending_read`), `rates`
-//!   (+ `rates_commit`), `counters`, `stats` (+ `stats_calls`, `stats_commit`).
+//!   (+ `rates_commit`), `counters`, `stats` (+ `stats_calls`, `stats_commit`); the
+//!   two group commits share `committer` (the queue to a task started on demand).
 //!
 //! Every multi-key operation of a board is one Lua script (files under `lua/`, each with
 //! its KEYS and ARGV documented, joined at build time to a shared prelude), and every key
@@ -31,6 +32,7 @@ mod board_record;
 mod boards;
 mod budget;
 mod client;
+mod committer;
 mod conn;
 mod counters;
 mod describe;

@@ -21,10 +21,11 @@
 //!
 //! The committer ends when the store is dropped, once it has answered what it holds.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
+use super::committer::Committer;
 use super::conn::RedisConn;
 use super::rates::send_hits;
 use crate::domain::Timestamp;
@@ -65,10 +66,17 @@ impl Submission {
     }
 }
 
-/// A store's rate committer: the queue of the running one, if any.
-#[derive(Default)]
+/// A store's rate committer.
 pub(super) struct RatesCommit {
-    queue: Mutex<Option<mpsc::Sender<Submission>>>,
+    committer: Committer<Submission>,
+}
+
+impl Default for RatesCommit {
+    fn default() -> Self {
+        RatesCommit {
+            committer: Committer::new(QUEUE),
+        }
+    }
 }
 
 impl RatesCommit {
@@ -85,41 +93,18 @@ impl RatesCommit {
             return Ok(Vec::new());
         }
         let (reply, answer) = oneshot::channel();
-        let mut submission = Submission {
+        let submission = Submission {
             tiers: tiers.clone(),
             now,
             hits: hits.to_vec(),
             reply,
         };
-        // A committer that stopped (its runtime ended) is replaced.
-        for _ in 0..3 {
-            let queue = self.queue(conn);
-            match queue.send(submission).await {
-                Ok(()) => {
-                    return answer.await.map_err(|_| {
-                        Error::StoreUnavailable(
-                            "the rate hits were lost before they were answered".into(),
-                        )
-                    })?;
-                }
-                Err(mpsc::error::SendError(back)) => submission = back,
-            }
-        }
-        Err(Error::StoreUnavailable(
-            "cannot start the rate hit committer".into(),
-        ))
-    }
-
-    /// The committer's queue, starting a committer when none runs.
-    fn queue(&self, conn: &RedisConn) -> mpsc::Sender<Submission> {
-        let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(q) = queue.as_ref().filter(|q| !q.is_closed()) {
-            return q.clone();
-        }
-        let (sender, inbox) = mpsc::channel(QUEUE);
-        tokio::spawn(commit_loop(conn.clone(), inbox));
-        *queue = Some(sender.clone());
-        sender
+        self.committer
+            .submit(conn, submission, commit_loop, "rate hit committer")
+            .await?;
+        answer.await.map_err(|_| {
+            Error::StoreUnavailable("the rate hits were lost before they were answered".into())
+        })?
     }
 }
 

@@ -13,10 +13,11 @@
 //!
 //! The committer ends when the store is dropped, once it has answered what it holds.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
+use super::committer::Committer;
 use super::conn::RedisConn;
 use super::stats_calls::{Recorded, record_many};
 use crate::error::{Error, Result};
@@ -39,48 +40,33 @@ struct Submission {
     reply: oneshot::Sender<Result<()>>,
 }
 
-/// A store's stats committer: the queue of the running one, if any.
-#[derive(Default)]
+/// A store's stats committer.
 pub(super) struct StatsCommit {
-    queue: Mutex<Option<mpsc::Sender<Submission>>>,
+    committer: Committer<Submission>,
     /// The kinds this process registered in `stat_kinds`, and when.
     pub(super) kinds: super::stats::KindRegistry,
+}
+
+impl Default for StatsCommit {
+    fn default() -> Self {
+        StatsCommit {
+            committer: Committer::new(QUEUE),
+            kinds: Default::default(),
+        }
+    }
 }
 
 impl StatsCommit {
     /// Queues `record` and waits until it is recorded.
     pub(super) async fn record(&self, conn: &RedisConn, record: Recorded) -> Result<()> {
         let (reply, answer) = oneshot::channel();
-        let mut submission = Submission { record, reply };
-        // A committer that stopped (its runtime ended) is replaced.
-        for _ in 0..3 {
-            let queue = self.queue(conn);
-            match queue.send(submission).await {
-                Ok(()) => {
-                    return answer.await.map_err(|_| {
-                        Error::StoreUnavailable(
-                            "the stats record was lost before it was answered".into(),
-                        )
-                    })?;
-                }
-                Err(mpsc::error::SendError(back)) => submission = back,
-            }
-        }
-        Err(Error::StoreUnavailable(
-            "cannot start the stats committer".into(),
-        ))
-    }
-
-    /// The committer's queue, starting a committer when none runs.
-    fn queue(&self, conn: &RedisConn) -> mpsc::Sender<Submission> {
-        let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(q) = queue.as_ref().filter(|q| !q.is_closed()) {
-            return q.clone();
-        }
-        let (sender, inbox) = mpsc::channel(QUEUE);
-        tokio::spawn(commit_loop(conn.clone(), inbox));
-        *queue = Some(sender.clone());
-        sender
+        let submission = Submission { record, reply };
+        self.committer
+            .submit(conn, submission, commit_loop, "stats committer")
+            .await?;
+        answer.await.map_err(|_| {
+            Error::StoreUnavailable("the stats record was lost before it was answered".into())
+        })?
     }
 }
 
