@@ -172,7 +172,7 @@ fn main() {
                 measured: rate(single.per_second(), "ev/s"),
                 reference: format!("article design {}", rate(base.per_second(), "ev/s")),
                 ratio: Some(ratio),
-                target: Some((">= 10".into(), ratio >= 10.0)),
+                target: Some((">= 15".into(), ratio >= 15.0)),
             });
             rows.push(Row {
                 figure: "  latency of a single-event request p50 / p99".into(),
