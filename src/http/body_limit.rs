@@ -4,32 +4,26 @@
 //! that only when a handler starts reading the body). Bodies without a length are cut
 //! at the limit while read, as before.
 
-use axum::extract::{Request, State};
-use axum::http::StatusCode;
 use axum::http::header::CONTENT_LENGTH;
-use axum::middleware::Next;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 
-/// Answers 413 when the request's `Content-Length` is over `limit`.
-pub async fn refuse_announced_oversize(
-    State(limit): State<usize>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let announced = request
-        .headers()
+/// The 413 answer for a request whose `Content-Length` is over `limit`, if it is.
+pub(super) fn refusal(headers: &HeaderMap, limit: usize) -> Option<Response> {
+    let announced = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    match announced {
-        Some(length) if length > limit as u64 => ApiError::new(
+        .and_then(|v| v.parse::<u64>().ok())?;
+    (announced > limit as u64).then(|| {
+        ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "body_too_large",
-            format!("the request body ({length} bytes) is larger than the limit of {limit} bytes"),
+            format!(
+                "the request body ({announced} bytes) is larger than the limit of {limit} bytes"
+            ),
         )
-        .into_response(),
-        _ => next.run(request).await,
-    }
+        .into_response()
+    })
 }

@@ -1,28 +1,14 @@
-//! Request latency per route, as a Prometheus histogram (an axum middleware).
+//! Request latency per route, as a Prometheus histogram (recorded by the edge).
 
+use axum::extract::MatchedPath;
+use axum::http::{Method, StatusCode};
+use metrics::Histogram;
 use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock};
-use std::time::Instant;
-
-use axum::extract::{MatchedPath, Request};
-use axum::http::{Method, StatusCode};
-use axum::middleware::Next;
-use axum::response::Response;
-use metrics::Histogram;
-
-/// Records each request's latency by method, route template and status.
-pub async fn track(request: Request, next: Next) -> Response {
-    let start = Instant::now();
-    let method = request.method().clone();
-    let route = request.extensions().get::<MatchedPath>().cloned();
-    let response = next.run(request).await;
-    latency(method, route, response.status()).record(start.elapsed().as_secs_f64());
-    response
-}
 
 /// The latency histogram of one (method, route, status), created once: a request then
 /// costs two map lookups instead of building and hashing label strings.
-fn latency(method: Method, route: Option<MatchedPath>, status: StatusCode) -> Histogram {
+pub(super) fn latency(method: Method, route: Option<MatchedPath>, status: StatusCode) -> Histogram {
     type ByRoute = HashMap<String, HashMap<(Method, StatusCode), Histogram>>;
     static HISTOGRAMS: OnceLock<RwLock<ByRoute>> = OnceLock::new();
     let histograms = HISTOGRAMS.get_or_init(Default::default);

@@ -8,13 +8,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, OriginalUri};
-use axum::http::{StatusCode, Uri};
-use axum::response::IntoResponse;
+use axum::extract::OriginalUri;
+use axum::http::Uri;
 use axum::routing::get;
 use axum::{Json, Router, middleware};
 use metrics_exporter_prometheus::PrometheusHandle;
-use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -30,6 +28,7 @@ mod contract;
 mod counters;
 mod dashboard;
 mod dashboard_api;
+mod edge;
 pub mod error;
 mod events;
 mod extract;
@@ -73,6 +72,10 @@ pub struct HttpOptions {
     /// Origins answered with CORS headers, `*` for any (default none: CORS off, no
     /// CORS headers; an origin that is not a valid header value is left out).
     pub cors_origins: Vec<String>,
+    /// Record every request's duration as a stats value of kind `AccessTime` (the
+    /// dashboard's own: `DashboardTime`) in the context of its route template, as
+    /// [`AccessTimeLayer`] does (default off; `rollboard serve` turns it on).
+    pub access_times: bool,
 }
 
 impl Default for HttpOptions {
@@ -85,6 +88,7 @@ impl Default for HttpOptions {
             max_clock_skew: Some(Duration::from_secs(5)),
             access_log: false,
             cors_origins: Vec::new(),
+            access_times: false,
         }
     }
 }
@@ -234,30 +238,18 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         )
         .route("/", get(dashboard::page))
         .fallback(ops::not_found)
-        .method_not_allowed_fallback(ops::method_not_allowed)
-        .layer(DefaultBodyLimit::max(options.max_body_bytes))
-        .layer(middleware::from_fn_with_state(
-            options.max_body_bytes,
-            body_limit::refuse_announced_oversize,
-        ))
-        .layer(middleware::from_fn_with_state(
-            options.request_timeout,
-            ops::timeout,
-        ))
-        .layer(middleware::from_fn(latency::track));
+        .method_not_allowed_fallback(ops::method_not_allowed);
     let router = if options.access_log {
         router.layer(middleware::from_fn(access_log::log))
     } else {
         router
     };
-    let router = router.layer(CatchPanicLayer::custom(|_| {
-        error::ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "the request failed unexpectedly",
-        )
-        .into_response()
-    }));
+    let access_times = options.access_times.then(|| state.boards.clone());
+    let router = router.layer(edge::EdgeLayer::new(
+        options.max_body_bytes,
+        options.request_timeout,
+        access_times,
+    ));
     let router = match cors(&options.cors_origins) {
         Some(cors) => router.layer(cors),
         None => router,

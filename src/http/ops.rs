@@ -1,11 +1,9 @@
-//! Operational endpoints: liveness, readiness, metrics; and the request timeout.
-
-use std::time::Duration;
+//! Operational endpoints: liveness, readiness, metrics; and the answers for routes and
+//! methods that do not exist.
 
 use axum::Json;
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::{StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
@@ -98,19 +96,6 @@ pub async fn metrics(State(state): State<AppState>) -> Result<Response, ApiError
         crate::metrics::render(handle),
     )
         .into_response())
-}
-
-/// Answers 503 `timeout` when a request takes longer than the limit.
-pub async fn timeout(State(limit): State<Duration>, request: Request, next: Next) -> Response {
-    match tokio::time::timeout(limit, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "timeout",
-            format!("the request took longer than {} ms", limit.as_millis()),
-        )
-        .into_response(),
-    }
 }
 
 /// 404 for routes that do not exist.

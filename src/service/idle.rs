@@ -8,33 +8,58 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::time::{Instant, Sleep, sleep};
+use tokio::time::{Instant, Sleep, sleep_until};
 
 /// A connection that reads as closed after `timeout` of idleness.
+///
+/// One timer per connection, never reset per request: a response only notes when the
+/// wait began, and the timer, when it fires early (it was set for an older wait), is set
+/// again for the current one. So a response costs a clock read, not a timer registration.
 pub(crate) struct IdleTimeout<T> {
     io: T,
     timeout: Duration,
-    /// Running while the connection waits for a request: since it opened, or since the
-    /// last bytes of a response went out. Stopped by the first byte of a request.
-    idle: Option<Pin<Box<Sleep>>>,
+    /// Whether the connection waits for a request: since it opened, or since the last
+    /// bytes of a response went out, until the first byte of a request.
+    waiting: bool,
+    /// When the current wait began (the last bytes written).
+    since: Instant,
+    idle: Pin<Box<Sleep>>,
 }
 
 impl<T> IdleTimeout<T> {
     /// `io`, idle from now on.
     pub(crate) fn new(io: T, timeout: Duration) -> Self {
+        let since = Instant::now();
         IdleTimeout {
             io,
             timeout,
-            idle: Some(Box::pin(sleep(timeout))),
+            waiting: true,
+            since,
+            idle: Box::pin(sleep_until(since + timeout)),
         }
     }
 
-    /// Starts the idle timer again (bytes of a response went out).
+    /// Bytes of a response went out: the wait begins again.
     fn wrote(&mut self) {
-        let deadline = Instant::now() + self.timeout;
-        match &mut self.idle {
-            Some(idle) => idle.as_mut().reset(deadline),
-            None => self.idle = Some(Box::pin(tokio::time::sleep_until(deadline))),
+        self.waiting = true;
+        self.since = Instant::now();
+    }
+
+    /// Whether the current wait has lasted `timeout` (registers the timer otherwise).
+    fn expired(&mut self, cx: &mut Context<'_>) -> bool {
+        if !self.waiting {
+            return false;
+        }
+        let deadline = self.since + self.timeout;
+        loop {
+            if self.idle.as_mut().poll(cx).is_pending() {
+                return false;
+            }
+            if self.idle.deadline() >= deadline {
+                return true;
+            }
+            // Fired for an older wait: set for this one.
+            self.idle.as_mut().reset(deadline);
         }
     }
 }
@@ -49,22 +74,12 @@ impl<T: AsyncRead + Unpin> AsyncRead for IdleTimeout<T> {
         match Pin::new(&mut self.io).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
                 if buf.filled().len() > before {
-                    self.idle = None;
+                    self.waiting = false;
                 }
                 Poll::Ready(Ok(()))
             }
-            Poll::Pending => {
-                let expired = match &mut self.idle {
-                    Some(idle) => idle.as_mut().poll(cx).is_ready(),
-                    None => false,
-                };
-                // Idle too long: an end of stream, as if the client had hung up.
-                if expired {
-                    Poll::Ready(Ok(()))
-                } else {
-                    Poll::Pending
-                }
-            }
+            // Idle too long: an end of stream, as if the client had hung up.
+            Poll::Pending if self.expired(cx) => Poll::Ready(Ok(())),
             other => other,
         }
     }

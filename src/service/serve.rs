@@ -117,7 +117,6 @@ pub async fn run(
         .clone()
         .map(|options| super::webhook::spawn(boards.clone(), options));
 
-    let access_time = crate::http::AccessTimeLayer::new(boards.clone());
     let stats = boards.clone();
     let app = router(
         boards,
@@ -129,10 +128,10 @@ pub async fn run(
             max_clock_skew: config.max_clock_skew,
             access_log: config.access_log,
             cors_origins: config.cors_origins.clone(),
+            // The service's own routes are recorded: their slowest are at /v1/stats/slowest.
+            access_times: true,
         },
-    )
-    // The service's own routes are recorded: their slowest are at /v1/stats/slowest.
-    .route_layer(access_time);
+    );
     let address = listener.local_addr()?;
     tracing::info!(
         "listening on http://{address} (dashboard at /, API under /v1, spec at /openapi.json)"
