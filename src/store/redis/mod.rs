@@ -17,7 +17,7 @@
 //!   two group commits share `committer` (the queue to a task started on demand).
 //!
 //! Every multi-key operation of a board is one Lua script (files under `lua/`, each with
-//! its KEYS and ARGV documented, joined at build time to a shared prelude), and every key
+//! its KEYS and ARGV documented, sent after what it uses of a shared prelude), and every key
 //! a script touches is passed in KEYS, or is a compact slot's bucket named from a stage
 //! key passed in KEYS (same hash tag, so the same Cluster slot), so it runs unchanged on
 //! Redis Cluster. No `KEYS` or `SCAN` command runs anywhere: slots are found through the
@@ -47,6 +47,7 @@ mod member_data;
 mod memory_info;
 mod once;
 pub(crate) mod options;
+mod prelude;
 mod rates;
 mod rates_commit;
 mod read;

@@ -244,7 +244,7 @@ async fn run_calls(
 /// Runs `calls` (`EVALSHA`s of `rate_hits.lua`) in one pipeline (see
 /// [`script_pipeline`](super::script_pipeline)). Retry class: Never (hits count).
 async fn run_pipelined(conn: &RedisConn, calls: &[Cmd]) -> Result<Vec<RedisResult<Reply>>> {
-    script_pipeline::run_pipelined(conn, RATE_HITS_SOURCE, calls, Retry::Never).await
+    script_pipeline::run_pipelined(conn, &RATE_HITS_SOURCE, calls, Retry::Never).await
 }
 
 /// Sends the batch `hits` seen at `now` as calls of `rate_hits.lua` (see the module

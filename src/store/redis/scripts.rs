@@ -1,34 +1,37 @@
-//! The Lua scripts, loaded from their own files, each joined at build time after
-//! `lua/prelude.lua` (the board-record guard, the recompute lease and the server clock
-//! that the scripts share). Each is called by SHA and reloaded by `redis::Script` when
-//! Redis answers `NOSCRIPT` (after a restart or `SCRIPT FLUSH`).
+//! The Lua scripts, loaded from their own files, each sent after the definitions of
+//! `lua/prelude.lua` it uses (the board-record guard, the recompute lease, the server
+//! clock and more that the scripts share; see `prelude.rs`). Each is called by SHA and
+//! reloaded by `redis::Script` when Redis answers `NOSCRIPT` (after a restart or
+//! `SCRIPT FLUSH`).
+
+use std::sync::LazyLock;
 
 use redis::Script;
 
-/// A script: the prelude, then the file `lua/<name>.lua` (`<name>` may name a
-/// subfolder: `retire/retire_begin`).
+use super::prelude::joined;
+
+/// A script's source: the prelude's definitions it uses, then the file `lua/<name>.lua`
+/// (`<name>` may name a subfolder: `retire/retire_begin`).
 macro_rules! source {
     ($name:literal) => {
-        concat!(
-            include_str!("lua/prelude.lua"),
-            include_str!(concat!("lua/", $name, ".lua"))
-        )
+        joined(include_str!(concat!("lua/", $name, ".lua")))
     };
 }
 
 macro_rules! script {
     ($name:literal) => {
-        Script::new(source!($name))
+        Script::new(&source!($name))
     };
 }
 
 /// The source of `rate_hits.lua`, for the `SCRIPT LOAD` that precedes re-sending a
 /// pipeline of its calls (scripts in a pipeline are not reloaded by the client).
-pub(super) const RATE_HITS_SOURCE: &str = source!("rate_hits");
+pub(super) static RATE_HITS_SOURCE: LazyLock<String> = LazyLock::new(|| source!("rate_hits"));
 
 /// The source of `retire/retire_small.lua`, for the same reason (retirement pipelines its calls
 /// over many boards).
-pub(super) const RETIRE_SMALL_SOURCE: &str = source!("retire/retire_small");
+pub(super) static RETIRE_SMALL_SOURCE: LazyLock<String> =
+    LazyLock::new(|| source!("retire/retire_small"));
 
 /// One handle per script; building one hashes its source once.
 pub(super) struct Scripts {
@@ -101,7 +104,7 @@ impl Scripts {
             remove_member: script!("remove_member"),
             retire_begin: script!("retire/retire_begin"),
             retire_chunk: script!("retire/retire_chunk"),
-            retire_small: Script::new(RETIRE_SMALL_SOURCE),
+            retire_small: Script::new(&RETIRE_SMALL_SOURCE),
             retire_swap: script!("retire/retire_swap"),
             set_snapshots: script!("set_snapshots"),
             snapshot_delivered: script!("snapshot_delivered"),

@@ -1,5 +1,8 @@
--- prelude.lua: joined before every script of this folder at build time (scripts.rs), so
--- each script shows only its own logic. Its refusals are parsed by refusal.rs.
+-- prelude.lua: what the scripts of this folder share. Each script is sent after the
+-- definitions of this file it uses (prelude.rs), so it shows only its own logic. Keep
+-- the top level to comments, `local function` blocks closed by `end` at the start of a
+-- line, and one-line `local` declarations (prelude.rs reads them). Its refusals are
+-- parsed by refusal.rs.
 
 -- Microseconds since the epoch, by the server's clock.
 local function now_us()

@@ -71,7 +71,7 @@ pub(crate) async fn retire_small(
     let calls = &calls;
     let mut runs = futures_util::stream::iter(groups.into_iter().map(|group| async move {
         let part: Vec<Cmd> = group.iter().map(|&k| calls[k].clone()).collect();
-        run_pipelined::<Value>(conn, RETIRE_SMALL_SOURCE, &part, Retry::Idempotent)
+        run_pipelined::<Value>(conn, &RETIRE_SMALL_SOURCE, &part, Retry::Idempotent)
             .await
             .map(|replies| (group, replies))
     }))
