@@ -1,7 +1,7 @@
 //! The edge: the one layer every request of the router passes through, doing in one
 //! step what would otherwise be six layers (each layer of an axum router clones and
 //! boxes its part of the stack on every request):
-//! - a panic in a handler is answered 500 `internal` (tower-http's `CatchPanic`);
+//! - a panic in a handler is answered 500 `internal`, and recorded like any answer;
 //! - a body announced larger than `max_body_bytes` is refused with 413 before any of it
 //!   is read ([`body_limit`](super::body_limit)), and bodies read are cut at that limit
 //!   (axum's `DefaultBodyLimit`);
@@ -10,20 +10,18 @@
 //! - with access times on (`rollboard serve`), its duration is recorded as a stats
 //!   value of its route ([`access_time`](super::access_time)).
 
-use std::any::Any;
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use pin_project_lite::pin_project;
 use tokio::time::Timeout;
 use tower::{Layer, Service};
-use tower_http::catch_panic::{CatchPanic, CatchPanicLayer};
 
 use super::error::ApiError;
 use super::{access_time, body_limit, latency};
@@ -52,10 +50,8 @@ impl EdgeLayer {
     }
 }
 
-/// What a panic is answered with.
-type PanicResponse = fn(Box<dyn Any + Send + 'static>) -> Response<Body>;
-
-fn panic_response(_: Box<dyn Any + Send + 'static>) -> Response<Body> {
+/// The answer to a request whose handler panicked.
+fn panicked() -> Response {
     ApiError::new(
         StatusCode::INTERNAL_SERVER_ERROR,
         "internal",
@@ -65,17 +61,17 @@ fn panic_response(_: Box<dyn Any + Send + 'static>) -> Response<Body> {
 }
 
 impl<S> Layer<S> for EdgeLayer {
-    type Service = CatchPanic<Edge<S>, PanicResponse>;
+    type Service = Edge<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        CatchPanicLayer::custom(panic_response as PanicResponse).layer(Edge {
+        Edge {
             inner,
             layer: self.clone(),
-        })
+        }
     }
 }
 
-/// The service [`EdgeLayer`] wraps around each route (inside the panic catcher).
+/// The service [`EdgeLayer`] wraps around each route.
 #[derive(Clone)]
 pub(super) struct Edge<S> {
     inner: S,
@@ -108,9 +104,15 @@ where
             },
             None => {
                 DefaultBodyLimit::max(layer.max_body_bytes).apply(&mut request);
-                State::Running {
-                    call: tokio::time::timeout(layer.request_timeout, self.inner.call(request)),
-                    limit: layer.request_timeout,
+                let inner = &mut self.inner;
+                match catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
+                    Ok(call) => State::Running {
+                        call: tokio::time::timeout(layer.request_timeout, call),
+                        limit: layer.request_timeout,
+                    },
+                    Err(_) => State::Refused {
+                        response: Some(panicked()),
+                    },
                 }
             }
         };
@@ -140,7 +142,7 @@ impl Observed {
 pin_project! {
     #[project = StateProj]
     enum State<F> {
-        /// Refused before the route was called (413).
+        /// Answered without the route: refused (413), or its call panicked.
         Refused { response: Option<Response> },
         /// The route's call, under the request timeout.
         Running { #[pin] call: Timeout<F>, limit: Duration },
@@ -166,18 +168,109 @@ where
         let this = self.project();
         let response = match this.state.project() {
             StateProj::Refused { response } => response.take().expect("polled after it answered"),
-            StateProj::Running { call, limit } => match ready!(call.poll(cx)) {
-                Ok(Ok(response)) => response,
-                Ok(Err(error)) => return Poll::Ready(Err(error)),
-                Err(_) => ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "timeout",
-                    format!("the request took longer than {} ms", limit.as_millis()),
-                )
-                .into_response(),
-            },
+            StateProj::Running { call, limit } => {
+                match catch_unwind(AssertUnwindSafe(|| call.poll(cx))) {
+                    Err(_) => panicked(),
+                    Ok(Poll::Pending) => return Poll::Pending,
+                    Ok(Poll::Ready(Ok(Ok(response)))) => response,
+                    Ok(Poll::Ready(Ok(Err(error)))) => return Poll::Ready(Err(error)),
+                    Ok(Poll::Ready(Err(_))) => ApiError::new(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "timeout",
+                        format!("the request took longer than {} ms", limit.as_millis()),
+                    )
+                    .into_response(),
+                }
+            }
         };
         this.observed.record(response.status());
         Poll::Ready(Ok(response))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::body::Body;
+    use axum::routing::{get, post};
+
+    async fn panics() -> &'static str {
+        panic!("a handler bug")
+    }
+
+    fn app(timeout: Duration) -> Router {
+        Router::new()
+            .route("/panic", get(panics))
+            .route(
+                "/slow",
+                get(|| async { tokio::time::sleep(Duration::from_secs(60)).await }),
+            )
+            .route("/echo", post(|body: String| async move { body }))
+            .layer(EdgeLayer::new(8, timeout, None))
+    }
+
+    /// The status and body of `request` answered by `app`.
+    async fn answer(app: Router, request: Request) -> (StatusCode, String) {
+        let mut app = app;
+        std::future::poll_fn(|cx| <Router as Service<Request>>::poll_ready(&mut app, cx))
+            .await
+            .unwrap();
+        let response = app.call(request).await.unwrap();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    fn get_(path: &str) -> Request {
+        Request::get(path).body(Body::empty()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_panic_is_answered_500_internal() {
+        let (status, body) = answer(app(Duration::from_secs(5)), get_("/panic")).await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            body,
+            r#"{"error":{"code":"internal","message":"the request failed unexpectedly"}}"#
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_over_the_timeout_is_answered_503() {
+        let (status, body) = answer(app(Duration::from_millis(250)), get_("/slow")).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            body,
+            r#"{"error":{"code":"timeout","message":"the request took longer than 250 ms"}}"#
+        );
+    }
+
+    #[tokio::test]
+    async fn bodies_over_the_limit_are_refused_announced_or_read() {
+        let announced = Request::post("/echo")
+            .header("content-length", "9")
+            .body(Body::from("123456789"))
+            .unwrap();
+        let (status, body) = answer(app(Duration::from_secs(5)), announced).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(body.contains(r#""code":"body_too_large""#), "{body}");
+        assert!(
+            body.contains("(9 bytes) is larger than the limit of 8 bytes"),
+            "{body}"
+        );
+        // Without a length, the body is cut at the limit as it is read (axum's 413).
+        let unannounced = Request::post("/echo")
+            .body(Body::from("123456789"))
+            .unwrap();
+        let (status, _) = answer(app(Duration::from_secs(5)), unannounced).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        let small = Request::post("/echo").body(Body::from("12345678")).unwrap();
+        assert_eq!(
+            answer(app(Duration::from_secs(5)), small).await,
+            (StatusCode::OK, "12345678".to_owned())
+        );
     }
 }
