@@ -57,7 +57,11 @@
 -- with the ORDER checks above.
 -- Either way the call stops after ARGV[6] fields, or before a step (an HSCAN step or a
 -- bucket) that would likely overrun ARGV[7] microseconds (timed with TIME), so it stays
--- short on any machine and under any load (always at least one step).
+-- short on any machine and under any load (always at least one step): before any step
+-- that would overrun at the pace of the slowest step so far, and before a bucket read
+-- whole whose fields (HLEN) would overrun at the call's measured time per field (a
+-- bucket may hold up to ARGV[8] fields, 4x the others: the slowest step so far says
+-- nothing of it).
 -- When the stage is empty the window is retired through this slot (done:<W>), and the
 -- largest window also drops the slot from the index and its geometry.
 -- Returns {cursor, fields subtracted, members zeroed}; cursor is 'done' when finished.
@@ -174,6 +178,10 @@ if geo then
           -- A scan chain starts at 0 and deletes every field it sees; the bucket is frozen.
           return redis.error_reply('ORDER bucket ' .. from .. ' still has fields after a full scan')
         end
+      elseif subtracted > 0 and now_us() - started + size * elapsed / subtracted > budget then
+        -- Read whole, this bucket would likely overrun the budget: the next call starts
+        -- with it.
+        break
       else
         local fields, values = fields_and_values(redis.call('HGETALL', from))
         zeroed = zeroed + bulk_add(totals, true, -1, fields, values, tally, dense, data)
