@@ -220,7 +220,7 @@ pub fn split_recompute(slow: &[SlowCall]) -> RecomputeSlow<'_> {
 }
 
 /// Per script (or command) of `calls`: how many took over `micros`, of how many logged,
-/// and the longest, e.g. `retire/retire_chunk 2 of 310 over 2 ms (longest 2.11 ms)`;
+/// and the longest, e.g. `retire/retire_chunk 2 of 2 over 2.0 ms (longest 2.11 ms)`;
 /// "none" without calls.
 pub fn per_script<'a>(calls: impl IntoIterator<Item = &'a SlowCall>, micros: i64) -> String {
     let mut by_name: BTreeMap<String, (usize, usize, i64)> = BTreeMap::new();
