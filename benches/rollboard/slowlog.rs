@@ -1,13 +1,103 @@
 //! Redis's `SLOWLOG`, set to catch every call over 2 ms while a phase runs, and a quiet
-//! Redis to start from.
+//! Redis to start from. A script call is named by its script ([`SlowCall::name`]): the
+//! log holds its `EVALSHA` line, whose SHA-1 is looked up among the store's scripts.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
 
 use redis::Value;
 use redis::aio::MultiplexedConnection;
+
+/// The store's scripts as it loads them (`src/store/redis/scripts.rs`): the prelude,
+/// then the script's file, named as the file under `lua/`.
+macro_rules! sources {
+    ($($name:literal),* $(,)?) => {
+        [$((
+            $name,
+            concat!(
+                include_str!("../../src/store/redis/lua/prelude.lua"),
+                include_str!(concat!("../../src/store/redis/lua/", $name, ".lua"))
+            ),
+        )),*]
+    };
+}
+
+/// Every script's name by the SHA-1 of its source (what `EVALSHA` names).
+fn script_names() -> &'static HashMap<String, &'static str> {
+    static NAMES: OnceLock<HashMap<String, &'static str>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let sources = sources!(
+            "counter_clean",
+            "counter_drop",
+            "counter_incr",
+            "counter_indexed",
+            "counter_unindex",
+            "create_board",
+            "data_set",
+            "drop_begin",
+            "extend_board",
+            "history",
+            "rate_hit",
+            "rate_hits",
+            "read_ranking",
+            "recompute_begin",
+            "recompute_end",
+            "recompute_fold",
+            "recompute_scan",
+            "recompute_swap",
+            "relayout",
+            "relayout_chunk",
+            "remove_member",
+            "retire/compact_move",
+            "retire/retire_begin",
+            "retire/retire_chunk",
+            "retire/retire_small",
+            "retire/retire_swap",
+            "set_snapshots",
+            "snapshot_delivered",
+            "snapshot_take",
+            "stats_record",
+            "stats_slowest",
+            "trend_create",
+            "trend_prune",
+            "trend_read",
+            "trend_rescale",
+            "trend_write",
+            "write",
+        );
+        sources
+            .iter()
+            .map(|(name, source)| (redis::Script::new(source).get_hash().to_owned(), *name))
+            .collect()
+    })
+}
 
 /// One call Redis logged: how long it ran and its command line.
 pub struct SlowCall {
     pub micros: i64,
     pub args: Vec<String>,
+}
+
+impl SlowCall {
+    /// What ran: a script's name (`write`, `retire/retire_chunk`, …; `script <sha>` for
+    /// one this benchmark does not know), else the command (`ZINCRBY`, …).
+    pub fn name(&self) -> String {
+        let command = self.args.first().map(String::as_str).unwrap_or("?");
+        if !command.eq_ignore_ascii_case("EVALSHA") {
+            return command.to_owned();
+        }
+        let sha = self.args.get(1).map(String::as_str).unwrap_or("");
+        match script_names().get(sha) {
+            Some(name) => (*name).to_owned(),
+            None => format!("script {:.8}", sha),
+        }
+    }
+
+    /// Whether a retirement pass made it: its scripts, and compaction's converter calls.
+    pub fn is_retirement(&self) -> bool {
+        let name = self.name();
+        name.starts_with("retire/") || name == "relayout_chunk"
+    }
 }
 
 /// Waits until Redis has freed what earlier phases unlinked: its background thread
@@ -127,6 +217,33 @@ pub fn split_recompute(slow: &[SlowCall]) -> RecomputeSlow<'_> {
         writers,
         stalls: inner.iter().filter(|call| call.args.len() <= 5).count(),
     }
+}
+
+/// Per script (or command) of `calls`: how many took over `micros`, of how many logged,
+/// and the longest, e.g. `retire/retire_chunk 2 of 2 over 2.0 ms (longest 2.11 ms)`;
+/// "none" without calls.
+pub fn per_script<'a>(calls: impl IntoIterator<Item = &'a SlowCall>, micros: i64) -> String {
+    let mut by_name: BTreeMap<String, (usize, usize, i64)> = BTreeMap::new();
+    for call in calls {
+        let entry = by_name.entry(call.name()).or_default();
+        entry.0 += usize::from(call.micros > micros);
+        entry.1 += 1;
+        entry.2 = entry.2.max(call.micros);
+    }
+    if by_name.is_empty() {
+        return "none".into();
+    }
+    by_name
+        .iter()
+        .map(|(name, (over, logged, longest))| {
+            format!(
+                "{name} {over} of {logged} over {:.1} ms (longest {:.2} ms)",
+                micros as f64 / 1000.0,
+                *longest as f64 / 1000.0
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The report's text for some slow calls: "none", or their count and the longest.

@@ -4,8 +4,9 @@
 //! A store has one stats committer task, started at its first record. A record is
 //! queued and awaits its answer. The committer takes one record and adds every record
 //! already queued, up to [`MAX_RECORDS`] records or [`MAX_VALUES`] values, and records
-//! them with [`record_many`] (one script call on a single node, slowest lists included;
-//! on a Cluster one per hash slot, then one slowest-list call per kind); up to
+//! them with [`record_many`] (script calls within a budget of Redis time, slowest lists
+//! included on a single node; on a Cluster per hash slot, then one slowest-list call
+//! per kind); up to
 //! [`MAX_IN_FLIGHT`] batches are in flight at once. No timer holds a record back: a
 //! lone record goes out at once, and under load the queue fills while batches are in
 //! flight, so batches grow by themselves. A caller is answered only once its values are

@@ -20,7 +20,10 @@
 --   v        the number of its values
 --   b        the number of its histogram bucket pairs
 --   context  the context (the slowest list's member)
---   v values (finite numbers), in order
+--   values   the v values (finite numbers), in order, as one string of 8 bytes each
+--            (little-endian IEEE 754 doubles): read with struct.unpack, so a value costs
+--            no argument of its own and no decimal parsing (~0.08 us of Redis time
+--            instead of ~0.36 us as a decimal argument)
 --   b pairs (histogram bucket field, values in it): z, p<i> or n<i>, see
 --   src/domain/stats.rs
 --
@@ -28,13 +31,18 @@
 -- is the one just before) or goes. A caller whose clock is behind counts in the stored
 -- hour. Both keys expire three hours after their last record (nothing reads them later).
 -- Groups are played in order: two groups of one (context, kind) add up. Each group is
--- three commands: one HMGET (moments and buckets), one HSET, one EXPIRE.
+-- three commands: one HMGET (moments and buckets), one HSET, one EXPIRE. The values
+-- are added one by one in their order (Welford), exactly as the memory store adds them.
 -- Returns per group {hour, count, mean} of its newest hour, flat.
 -- Not idempotent: it adds; never re-sent after a lost reply.
 
 local ngroups = tonumber(ARGV[1])
 local nkinds = tonumber(ARGV[2])
 local kept = tonumber(ARGV[3])
+local sunpack = struct.unpack
+-- Values decoded per struct.unpack call (one call per value costs ~30 % more).
+local WIDE = 32
+local wide = '<' .. string.rep('d', WIDE)
 
 -- 17 significant digits: a double read back is the same double.
 local function exact(v)
@@ -47,8 +55,20 @@ for k = 1, nkinds do
   listed[k] = { order = {}, means = {}, metas = {} }
 end
 
-local out = {}
+-- Every group's values are whole before anything is written: a malformed call writes
+-- nothing.
 local at = 4
+for g = 1, ngroups do
+  local values, pairs_ = tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
+  if #ARGV[at + 5] ~= 8 * values then
+    return redis.error_reply('ERR stats_record.lua: group ' .. g .. ' carries ' ..
+      #ARGV[at + 5] .. ' bytes for ' .. values .. ' values of 8 bytes')
+  end
+  at = at + 6 + 2 * pairs_
+end
+
+local out = {}
+at = 4
 for g = 1, ngroups do
   local newest, before = KEYS[2 * g - 1], KEYS[2 * g]
   local hour = tonumber(ARGV[at])
@@ -56,8 +76,8 @@ for g = 1, ngroups do
   local values = tonumber(ARGV[at + 2])
   local pairs_ = tonumber(ARGV[at + 3])
   local context = ARGV[at + 4]
-  local first_value = at + 5
-  local first_pair = first_value + values
+  local blob = ARGV[at + 5]
+  local first_pair = at + 6
   at = first_pair + 2 * pairs_
 
   -- The moments and the buckets this group adds to, in one read.
@@ -85,15 +105,32 @@ for g = 1, ngroups do
   local min = s[5] and tonumber(s[5]) or math.huge
   local max = s[6] and tonumber(s[6]) or -math.huge
   local sum = tonumber(s[7] or '0')
-  for i = first_value, first_pair - 1 do
-    local x = tonumber(ARGV[i])
-    n = n + 1
-    local delta = x - mean
-    mean = mean + delta / n
-    m2 = m2 + delta * (x - mean)
-    if x < min then min = x end
-    if x > max then max = x end
-    sum = sum + x
+  -- WIDE values per decode, then the rest one by one; each added in order.
+  local pos = 1
+  local left = values
+  while left > 0 do
+    local xs
+    if left >= WIDE then
+      xs = { sunpack(wide, blob, pos) }
+      pos = xs[WIDE + 1]
+      xs[WIDE + 1] = nil
+      left = left - WIDE
+    else
+      local x
+      x, pos = sunpack('<d', blob, pos)
+      xs = { x }
+      left = left - 1
+    end
+    for j = 1, #xs do
+      local x = xs[j]
+      n = n + 1
+      local delta = x - mean
+      mean = mean + delta / n
+      m2 = m2 + delta * (x - mean)
+      if x < min then min = x end
+      if x > max then max = x end
+      sum = sum + x
+    end
   end
 
   local h = string.format('%d', hour)

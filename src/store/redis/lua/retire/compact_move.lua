@@ -15,7 +15,8 @@
 --          rl_token)
 -- ARGV[4]  lease, milliseconds: the record's rl_until is set to now + this
 -- ARGV[5]  time budget of this call, microseconds: the call stops between two buckets
---          once past it (at least one bucket is done)
+--          before the next one would likely overrun it, at the measured time per field
+--          of the buckets done (at least one bucket is done)
 -- ARGV[6]  the store's default layout (a record without `layout` has it)
 -- ARGV[7]  the fields' member hashes (the prelude's member_hash), 4 bytes each,
 --          big-endian, in the fields' order (as write.lua's hashes)
@@ -116,7 +117,15 @@ while x <= count do
     moved = moved + npairs / 2
   end
   handled, x, bucket = y - 1, y, next_bucket
-  if x <= count and now_us() - started > budget then break end
+  if x <= count then
+    -- The next bucket's fields (adjacent, as the caller orders them) at the pace so far.
+    local size, z = 1, x + 1
+    while z <= count and bucket_at(z) == bucket do
+      size, z = size + 1, z + 1
+    end
+    local elapsed = now_us() - started
+    if elapsed + size * elapsed / handled > budget then break end
+  end
 end
 if ngone > 0 then redis.call('HDEL', plain, unpack(gone)) end
 return { 'ok', handled, moved }
