@@ -8,16 +8,18 @@ use std::sync::OnceLock;
 use redis::Value;
 use redis::aio::MultiplexedConnection;
 
-/// The store's scripts as it loads them (`src/store/redis/scripts.rs`): the prelude,
-/// then the script's file, named as the file under `lua/`.
+/// How the store joins a script to the prelude's definitions it uses.
+#[allow(unused_imports)] // its tests, which only the library runs
+#[path = "../../src/store/redis/prelude.rs"]
+mod prelude;
+
+/// The store's scripts as it loads them (`src/store/redis/scripts.rs`): the prelude's
+/// definitions each uses, then the script's file, named as the file under `lua/`.
 macro_rules! sources {
     ($($name:literal),* $(,)?) => {
         [$((
             $name,
-            concat!(
-                include_str!("../../src/store/redis/lua/prelude.lua"),
-                include_str!(concat!("../../src/store/redis/lua/", $name, ".lua"))
-            ),
+            prelude::joined(include_str!(concat!("../../src/store/redis/lua/", $name, ".lua"))),
         )),*]
     };
 }
