@@ -47,6 +47,7 @@ mod member_data;
 mod memory_info;
 mod once;
 pub(crate) mod options;
+mod rate_heads;
 mod rates;
 mod rates_commit;
 mod read;
