@@ -254,3 +254,38 @@ async fn a_moved_head_costs_one_bitfield_and_a_fresh_key_one_set() {
         assert_eq!(spent, cost, "at {second}");
     }
 }
+
+#[tokio::test]
+async fn fresh_keys_of_one_batch_with_the_same_hits_each_get_their_own_ring() {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    clock.set(ts(START + 30));
+    let boards = with_clock(redis.store().await, &clock);
+    let keys: Vec<String> = (0..4).map(|_| unique("f")).collect();
+    // Keys 0 to 2 with the same hits (one ring made for them), key 3 with others.
+    let mut batch: Batch = Vec::new();
+    for key in &keys[..3] {
+        batch.push((key.clone(), 2, None));
+        batch.push((key.clone(), 1, Some(ts(START + 29))));
+    }
+    batch.push((keys[3].clone(), 5, None));
+    assert_eq!(answers(&boards, &batch).await, vec![Ok(4); 7]);
+    clock.set(ts(START + 31));
+    boards.rate_hit(&keys[1], 4, None).await.unwrap();
+    let mut raw = redis.raw().await;
+    // At 31: the second 31, 30 to 31, 29 to 31, the hour.
+    for (k, want) in [[0, 2, 3, 3], [4, 6, 7, 7], [0, 2, 3, 3], [0, 5, 5, 5]]
+        .into_iter()
+        .enumerate()
+    {
+        let read = boards
+            .rate_counts(&keys[k], Some(&["1s", "2s", "3s", "1h"]))
+            .await
+            .unwrap();
+        let got: Vec<u64> = read.counts.into_iter().map(|(_, c)| c).collect();
+        assert_eq!(got, want, "key {k}");
+        let (bytes, pttl) = ring(&mut raw, &keys[k]).await;
+        assert_eq!(bytes.len(), 2072);
+        assert!(pttl > 366 * 86_400_000 - 60_000, "{pttl}");
+    }
+}

@@ -496,38 +496,78 @@ local function empties_at(heads)
   return u
 end
 
--- The key's counters as sent (cells_at .. on): per counter {bit offset (string), its
--- add (string)}, and whether every add fits a counter (at most 2^32 - 1) by itself.
-local function cells_of(cells_at, ncells)
-  local cells, fit = {}, true
-  for c = 0, ncells - 1 do
-    local add = ARGV[cells_at + 2 * c + 1]
-    cells[c + 1] = { ARGV[cells_at + 2 * c], add }
-    if tonumber(add) > MAX_COUNT then
-      fit = false
+-- Scratch tables reused from key to key (a table made per key costs more than the
+-- command): the ops of a BITFIELD, what its SETs replaced, per tier the heads before
+-- and after, per counter whether a moved head passed it, the counters of an image.
+local OPS, SET_TYPE, SET_OFF, SET_WAS = {}, {}, {}, {}
+local need, lim = { 0, 0, 0, 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0, 0, 0, 0 }
+local h, H = { 0, 0, 0, 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0, 0, 0, 0 }
+local passed, slot_cell, sorted = {}, {}, {}
+
+-- Orders {byte offset, add} pairs by offset.
+local function by_offset(x, y) return x[1] < y[1] end
+
+-- The key's counters (bit offset and add, as sent, from ARGV[cells_at] on) that `take`
+-- accepts (by index), sorted by offset, as {byte offset, add} pairs in `sorted`;
+-- returns how many.
+local function sort_cells(cells_at, ncells, take)
+  local ns = 0
+  for c = 1, ncells do
+    if take(c) then
+      ns = ns + 1
+      local cell = sorted[ns]
+      if not cell then
+        cell = {}
+        sorted[ns] = cell
+      end
+      cell[1], cell[2] = tonumber(ARGV[cells_at + 2 * c - 2]) / 8, ARGV[cells_at + 2 * c - 1]
     end
   end
-  return cells, fit
+  for i = ns + 1, #sorted do
+    sorted[i] = nil
+  end
+  table.sort(sorted, by_offset)
+  return ns
 end
 
--- A key the caller has not seen (guess -1), when it is fresh: the whole ring in one
+-- Whether every add of the key's counters fits a counter (at most 2^32 - 1) by itself.
+local function adds_fit(cells_at, ncells)
+  for c = 1, ncells do
+    if tonumber(ARGV[cells_at + 2 * c - 1]) > MAX_COUNT then
+      return false
+    end
+  end
+  return true
+end
+
+local function take_all() return true end
+local function take_passed(c) return passed[c] end
+
+-- Fresh rings by the record that makes them (heads and counters as sent): the keys of
+-- one call hit at now make the same few (a string built in Lua costs more than the
+-- command).
+local rings = {}
+
+-- A key the caller has not seen (guess -1), when fresh: the whole ring in one
 -- `SET .. PX .. NX`: the heads at `need`, every counter the batch adds to set to its add.
 -- The same bytes and expiry as the general path makes of a fresh key. Answers false,
 -- having changed nothing, when the key exists.
-local function play_fresh(need, cells)
-  local heads, bytes = {}, {}
-  for t = 1, ntiers do
-    heads[t] = need[t]
-    bytes[t] = struct.pack('>i8', need[t] + 1)
+local function play_fresh(need_at, cells_at, ncells)
+  local record = table.concat(ARGV, ',', need_at, need_at + ntiers - 1) .. '|' ..
+    table.concat(ARGV, ',', cells_at, cells_at + 2 * ncells - 1)
+  local ring = rings[record]
+  if not ring then
+    local bytes = {}
+    for t = 1, ntiers do
+      H[t] = need[t]
+      bytes[t] = struct.pack('>i8', need[t] + 1)
+    end
+    sort_cells(cells_at, ncells, take_all)
+    bytes[ntiers + 1] = image(8 * ntiers, size - 8 * ntiers, sorted)
+    ring = { table.concat(bytes), str(math.max(1, empties_at(H) - now)) }
+    rings[record] = ring
   end
-  local sorted = {}
-  for c, cell in ipairs(cells) do
-    sorted[c] = { tonumber(cell[1]) / 8, cell[2] }
-  end
-  table.sort(sorted, function(x, y) return x[1] < y[1] end)
-  bytes[ntiers + 1] = image(8 * ntiers, size - 8 * ntiers, sorted)
-  local ttl = str(math.max(1, empties_at(heads) - now))
-  return redis.call('SET', key, table.concat(bytes), 'PX', ttl, 'NX') ~= false
+  return redis.call('SET', key, ring[1], 'PX', ring[2], 'NX') ~= false
 end
 
 -- A key whose finest head the caller guessed at h1 (below the batch's `need`: the head
@@ -537,8 +577,7 @@ end
 -- past SHORT on a tier are written after, by SETRANGE of their bytes. When the guess was
 -- wrong or an add failed, every op is undone from the values it answered and the call
 -- answers false, having changed nothing.
-local function play_guessed(h1, need, lim, cells)
-  local h, H = {}, {}
+local function play_guessed(h1, need, lim, cells_at, ncells)
   for t = 1, ntiers do
     h[t] = floor(h1 * g[1] / g[t])
     H[t] = math.max(h[t], need[t])
@@ -546,91 +585,94 @@ local function play_guessed(h1, need, lim, cells)
       return false
     end
   end
-  -- By bit offset: the index of the counter among `cells`.
-  local cell_at = {}
-  for c, cell in ipairs(cells) do
-    cell_at[tonumber(cell[1])] = c
+  for c = 1, ncells do
+    passed[c] = false
   end
-  local ops, no, sets, nsets = {}, 0, {}, 0
-  local in_range, long = {}, {}
+  local no, nsets, long = 0, 0, nil
   for t = 1, ntiers do
     if H[t] > h[t] then
-      ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'SET', 'i64', str(64 * (t - 1)), str(H[t] + 1)
+      OPS[no + 1], OPS[no + 2], OPS[no + 3], OPS[no + 4] = 'SET', 'i64', str(64 * (t - 1)), str(H[t] + 1)
       no = no + 4
       nsets = nsets + 1
-      sets[nsets] = { 'i64', str(64 * (t - 1)), h[t] + 1 }
+      SET_TYPE[nsets], SET_OFF[nsets], SET_WAS[nsets] = 'i64', str(64 * (t - 1)), h[t] + 1
     end
   end
   for t = 1, ntiers do
     if H[t] > h[t] then
       local k = min(H[t] - h[t], n[t])
       local p = (h[t] + 1) % n[t]
-      if k > SHORT then
-        long[#long + 1] = { t, p, k }
+      local lo, hi = base[t], base[t] + 32 * n[t]
+      for j = 0, min(k, SHORT) - 1 do
+        slot_cell[j] = false
       end
-      for j = 0, k - 1 do
-        local b = base[t] + 32 * ((p + j) % n[t])
-        local c = cell_at[b]
-        if c then
-          in_range[c] = true
+      for c = 1, ncells do
+        local b = tonumber(ARGV[cells_at + 2 * c - 2])
+        if b >= lo and b < hi and within(t, (b - lo) / 32, p, k) then
+          passed[c] = true
+          slot_cell[((b - lo) / 32 - p) % n[t]] = c
         end
-        if k <= SHORT then
-          ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'SET', 'u32', str(b), c and cells[c][2] or '0'
+      end
+      if k > SHORT then
+        long = long or {}
+        long[#long + 1] = t
+      else
+        -- Each slot passed set to 0, or to what the batch adds there.
+        for j = 0, k - 1 do
+          local b, c = str(lo + 32 * ((p + j) % n[t])), slot_cell[j]
+          OPS[no + 1], OPS[no + 2], OPS[no + 3], OPS[no + 4] = 'SET', 'u32', b, c and ARGV[cells_at + 2 * c - 1] or '0'
           no = no + 4
           nsets = nsets + 1
-          sets[nsets] = { 'u32', str(b) }
+          SET_TYPE[nsets], SET_OFF[nsets], SET_WAS[nsets] = 'u32', b, false
         end
       end
     end
   end
-  ops[no + 1], ops[no + 2] = 'OVERFLOW', 'FAIL'
+  OPS[no + 1], OPS[no + 2] = 'OVERFLOW', 'FAIL'
   no = no + 2
-  local added = {}
-  for c, cell in ipairs(cells) do
-    if not in_range[c] then
-      ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] = 'INCRBY', 'u32', cell[1], cell[2]
+  local nadds = 0
+  for c = 1, ncells do
+    if not passed[c] then
+      OPS[no + 1], OPS[no + 2], OPS[no + 3], OPS[no + 4] = 'INCRBY', 'u32', ARGV[cells_at + 2 * c - 2], ARGV[cells_at + 2 * c - 1]
       no = no + 4
-      added[#added + 1] = c
+      nadds = nadds + 1
     end
   end
-  local reply = redis.call('BITFIELD', key, unpack(ops, 1, no))
+  local reply = redis.call('BITFIELD', key, unpack(OPS, 1, no))
   local right = true
   for i = 1, nsets do
-    if sets[i][1] == 'i64' and reply[i] ~= sets[i][3] then
+    if SET_WAS[i] and reply[i] ~= SET_WAS[i] then
       right = false
     end
   end
-  for i = 1, #added do
-    if not reply[nsets + i] then
+  for i = nsets + 1, nsets + nadds do
+    if not reply[i] then
       right = false
     end
   end
   if not right then
     local undo, nu = {}, 0
-    for i = 1, nsets do
-      undo[nu + 1], undo[nu + 2], undo[nu + 3], undo[nu + 4] = 'SET', sets[i][1], sets[i][2], str(reply[i])
-      nu = nu + 4
-    end
-    for i = 1, #added do
-      if reply[nsets + i] then
-        local cell = cells[added[i]]
-        undo[nu + 1], undo[nu + 2], undo[nu + 3], undo[nu + 4] = 'INCRBY', 'u32', cell[1], '-' .. cell[2]
-        nu = nu + 4
+    local i = nsets + nadds
+    for c = ncells, 1, -1 do
+      if not passed[c] then
+        if reply[i] then
+          undo[nu + 1], undo[nu + 2], undo[nu + 3], undo[nu + 4] = 'INCRBY', 'u32', ARGV[cells_at + 2 * c - 2], '-' .. ARGV[cells_at + 2 * c - 1]
+          nu = nu + 4
+        end
+        i = i - 1
       end
+    end
+    for j = nsets, 1, -1 do
+      undo[nu + 1], undo[nu + 2], undo[nu + 3], undo[nu + 4] = 'SET', SET_TYPE[j], SET_OFF[j], str(reply[j])
+      nu = nu + 4
     end
     redis.call('BITFIELD', key, unpack(undo, 1, nu))
     return false
   end
-  if #long > 0 then
-    local sorted = {}
-    for c, cell in ipairs(cells) do
-      if in_range[c] then
-        sorted[#sorted + 1] = { tonumber(cell[1]) / 8, cell[2] }
-      end
-    end
-    table.sort(sorted, function(x, y) return x[1] < y[1] end)
-    for _, l in ipairs(long) do
-      local t, p, k = l[1], l[2], l[3]
+  if long then
+    sort_cells(cells_at, ncells, take_passed)
+    for _, t in ipairs(long) do
+      local k = min(H[t] - h[t], n[t])
+      local p = (h[t] + 1) % n[t]
       local part = min(k, n[t] - p)
       local lo = base[t] / 8
       redis.call('SETRANGE', key, str(lo + 4 * p), image(lo + 4 * p, 4 * part, sorted))
@@ -658,14 +700,12 @@ local function play_key(a)
     return {}, hits_at + 2 * nhits, -1
   end
   local next_key = hits_at + 2 * nhits
-  local need, lim = { 0, 0, 0, 0, 0, 0, 0, 0 }, { 0, 0, 0, 0, 0, 0, 0, 0 }
   for t = 1, ntiers do
     need[t] = tonumber(ARGV[need_at + t - 1])
     lim[t] = tonumber(ARGV[lim_at + t - 1])
   end
   if guess < 0 or (nested and guess > 0 and guess - 1 < need[1]) then
-    local cells, fit = cells_of(cells_at, ncells)
-    if fit then
+    if adds_fit(cells_at, ncells) then
       if guess < 0 then
         local within_lim = true
         for t = 1, ntiers do
@@ -673,15 +713,18 @@ local function play_key(a)
             within_lim = false
           end
         end
-        if within_lim and play_fresh(need, cells) then
+        if within_lim and play_fresh(need_at, cells_at, ncells) then
           return {}, next_key, need[1] + 1
         end
-      elseif play_guessed(guess - 1, need, lim, cells) then
+      elseif play_guessed(guess - 1, need, lim, cells_at, ncells) then
         return {}, next_key, need[1] + 1
       end
     end
   end
-  local ops, no = { unpack(READ_HEADS) }, #READ_HEADS
+  local ops, no = OPS, #READ_HEADS
+  for i = 1, no do
+    ops[i] = READ_HEADS[i]
+  end
   for c = 0, ncells - 1 do
     ops[no + 1], ops[no + 2], ops[no + 3], ops[no + 4] =
       'INCRBY', 'u32', ARGV[cells_at + 2 * c], ARGV[cells_at + 2 * c + 1]
