@@ -28,8 +28,9 @@ async fn library(url: &str) -> Rollboard {
 struct Meter {
     evalsha_calls: u64,
     evalsha_usec: u64,
-    /// Calls of the commands the scripts run: BITFIELD, SETRANGE, PEXPIRE.
-    inner: [u64; 3],
+    /// Calls of the commands the scripts run: BITFIELD, SETRANGE, PEXPIRE, SET (a
+    /// fresh key written whole).
+    inner: [u64; 4],
     redis_cpu: f64,
     client_cpu: f64,
 }
@@ -60,7 +61,7 @@ impl Meter {
         Meter {
             evalsha_calls: stat("calls="),
             evalsha_usec: stat("usec="),
-            inner: ["bitfield", "setrange", "pexpire"].map(|c| stat_of(c, "calls=")),
+            inner: ["bitfield", "setrange", "pexpire", "set"].map(|c| stat_of(c, "calls=")),
             redis_cpu: cpu("used_cpu_user") + cpu("used_cpu_sys"),
             client_cpu: own_cpu_seconds(),
         }
@@ -75,12 +76,14 @@ impl Meter {
         let per_hit = |i: usize| (self.inner[i] - before.inner[i]) as f64 / hits;
         format!(
             "Redis {:.2} µs/hit in scripts ({:.0} hits/call; per hit {:.2} BITFIELD, \
-             {:.2} SETRANGE, {:.2} PEXPIRE), Redis CPU {:.0}% of wall; client CPU {:.2} µs/hit",
+             {:.2} SETRANGE, {:.2} PEXPIRE, {:.2} SET), Redis CPU {:.0}% of wall; \
+             client CPU {:.2} µs/hit",
             (self.evalsha_usec - before.evalsha_usec) as f64 / hits,
             hits / calls,
             per_hit(0),
             per_hit(1),
             per_hit(2),
+            per_hit(3),
             100.0 * (self.redis_cpu - before.redis_cpu) / wall,
             1e6 * (self.client_cpu - before.client_cpu) / hits,
         )

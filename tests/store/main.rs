@@ -67,6 +67,7 @@ mod property;
 mod proxy;
 mod ranges;
 mod rates;
+mod rates_heads;
 mod rates_limiter;
 mod rates_property;
 mod recompute_long;

@@ -48,6 +48,7 @@ mod memory_info;
 mod once;
 pub(crate) mod options;
 mod prelude;
+mod rate_heads;
 mod rates;
 mod rates_commit;
 mod read;

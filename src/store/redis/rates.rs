@@ -5,8 +5,9 @@
 //! groups of many keys share one call of `rate_hits.lua` (at most [`HITS_PER_CALL`]
 //! hits, so that no call holds Redis long; on a Cluster, keys of one hash slot), and the
 //! calls go out in one pipeline. Per key, the client sends a [`KeyPlan`] (what each
-//! hit adds where, computed from `now`), so that the script's common case is one
-//! `BITFIELD` per key. A check is one
+//! hit adds where, computed from `now`) and its guess of the key's head (see
+//! [`super::rate_heads`]), so that the script's common case is one command per key: a
+//! `BITFIELD` whether or not the head moves, a `SET` for a fresh key. A check is one
 //! call of `rate_hit.lua`; reads are one `GET`, counted here by the same code as the
 //! memory store's.
 //!
@@ -23,6 +24,7 @@ use redis::{Cmd, RedisResult};
 
 use super::conn::{RedisConn, Retry};
 use super::errors::store_error;
+use super::rate_heads::{self, RateHeads};
 use super::script_pipeline;
 use super::scripts::RATE_HITS_SOURCE;
 use super::{RedisStore, keys};
@@ -70,7 +72,8 @@ async fn check_call(
 }
 
 /// What `rate_hits.lua` answers per key: empty when every hit counted as [`KeyPlan`]
-/// computed, else per hit the tiers that counted it (`-1`: it would overflow).
+/// computed, else per hit the tiers that counted it (`-1`: it would overflow); then, one
+/// more entry, per key the finest head as stored after (`-1`: not known).
 type Reply = Vec<Vec<i64>>;
 
 /// One key's part of a call of `rate_hits.lua`, computed from `now` alone: which tiers
@@ -248,10 +251,12 @@ async fn run_pipelined(conn: &RedisConn, calls: &[Cmd]) -> Result<Vec<RedisResul
 }
 
 /// Sends the batch `hits` seen at `now` as calls of `rate_hits.lua` (see the module
-/// docs); per hit, what [`RateStore::rate_hits`] answers. Concurrent batches reach it
-/// merged ([`super::rates_commit`]).
+/// docs), each key with the guess of its head from `heads`, which the replies correct;
+/// per hit, what [`RateStore::rate_hits`] answers. Concurrent batches reach it merged
+/// ([`super::rates_commit`]).
 pub(super) async fn send_hits(
     conn: &RedisConn,
+    heads: &RateHeads,
     tiers: &RateTiers,
     now: Timestamp,
     hits: &[RateHit],
@@ -273,22 +278,51 @@ pub(super) async fn send_hits(
                 .collect()
         })
         .collect();
+    // Per call, per key: its Redis key and that key's id among the guesses.
+    let names: Vec<Vec<(String, u64)>> = calls
+        .iter()
+        .map(|call| {
+            call.iter()
+                .map(|group| {
+                    let name = keys::rate(&hits[group[0]].key, tiers);
+                    let id = rate_heads::id(&name);
+                    (name, id)
+                })
+                .collect()
+        })
+        .collect();
+    // In the order the script plays them (a key's later group guesses what its earlier
+    // one leaves).
+    let mut guesses = heads
+        .guess(names.iter().zip(&plans).flat_map(|(names, plans)| {
+            names
+                .iter()
+                .zip(plans)
+                .map(|(&(_, id), plan)| (id, (!plan.cells.is_empty()).then(|| plan.need[0])))
+        }))
+        .into_iter();
+    let guesses: Vec<Vec<i64>> = calls
+        .iter()
+        .map(|call| guesses.by_ref().take(call.len()).collect())
+        .collect();
     let invocations: Vec<Cmd> = calls
         .iter()
         .zip(&plans)
-        .map(|(call, plans)| {
+        .zip(names.iter().zip(&guesses))
+        .map(|((call, plans), (names, guesses))| {
             let mut cmd = redis::cmd("EVALSHA");
             cmd.arg(script.get_hash()).arg(call.len());
-            for group in call {
-                cmd.arg(keys::rate(&hits[group[0]].key, tiers));
+            for (name, _) in names {
+                cmd.arg(name);
             }
             cmd.arg(now.unix_millis()).arg(tiers.tiers().len());
             for tier in tiers.tiers() {
                 cmd.arg(tier.slot_ms()).arg(tier.slots);
             }
-            for (group, plan) in call.iter().zip(plans) {
+            for ((group, plan), guess) in call.iter().zip(plans).zip(guesses) {
                 cmd.arg(group.len())
                     .arg(plan.cells.len())
+                    .arg(*guess)
                     .arg(&plan.need)
                     .arg(&plan.lim);
                 for &(offset, add) in &plan.cells {
@@ -304,15 +338,24 @@ pub(super) async fn send_hits(
     let slots: Vec<Option<Slot>> = calls.iter().map(|call| slot_of(call[0][0])).collect();
     let replies = run_calls(conn, invocations, &slots).await?;
     let mut statuses: Vec<Option<Result<usize>>> = (0..hits.len()).map(|_| None).collect();
-    for ((call, plans), reply) in calls.iter().zip(&plans).zip(replies) {
+    for (((call, plans), reply), (names, guesses)) in calls
+        .iter()
+        .zip(&plans)
+        .zip(replies)
+        .zip(names.iter().zip(&guesses))
+    {
         let reply = match reply {
-            Ok(per_key)
-                if per_key.len() == call.len()
+            Ok(mut per_key)
+                if per_key.len() == call.len() + 1
+                    && per_key[call.len()].len() == call.len()
                     && per_key
                         .iter()
                         .zip(call)
                         .all(|(r, group)| r.is_empty() || r.len() == group.len()) =>
             {
+                let after = per_key.pop().expect("the heads");
+                let sent = names.iter().zip(guesses).zip(after);
+                heads.answered(sent.map(|((&(_, id), &guess), head)| (id, guess, head)));
                 Ok(per_key)
             }
             Ok(per_key) => Err(Error::store(format!(
@@ -321,6 +364,9 @@ pub(super) async fn send_hits(
             ))),
             Err(e) => Err(store_error(e, None)),
         };
+        if reply.is_err() {
+            heads.forget(names.iter().map(|&(_, id)| id));
+        }
         for (k, (group, plan)) in call.iter().zip(plans).enumerate() {
             for (h, &i) in group.iter().enumerate() {
                 statuses[i] = Some(match &reply {
@@ -379,6 +425,11 @@ impl RateStore for RedisStore {
         limit: u64,
         count: u32,
     ) -> Result<Verdict> {
+        // A check moves the head without telling the guesses.
+        let name = keys::rate(key, tiers);
+        self.rates
+            .heads()
+            .forget(std::iter::once(rate_heads::id(&name)));
         let reply = check_call(&self.conn, tiers, key, now, count, (window, limit)).await?;
         let [allowed, window_count, retry_ms] = reply[..] else {
             return Err(Error::store(format!("rate_hit.lua answered {reply:?}")));
@@ -392,6 +443,10 @@ impl RateStore for RedisStore {
     }
 
     async fn rate_delete(&self, tiers: &RateTiers, key: &RateKey) -> Result<bool> {
+        let name = keys::rate(key, tiers);
+        self.rates
+            .heads()
+            .forget(std::iter::once(rate_heads::id(&name)));
         let removed: i64 = self
             .conn
             .query(

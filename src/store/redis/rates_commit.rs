@@ -27,6 +27,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::committer::Committer;
 use super::conn::RedisConn;
+use super::rate_heads::RateHeads;
 use super::rates::send_hits;
 use crate::domain::Timestamp;
 use crate::error::{Error, Result};
@@ -51,6 +52,8 @@ struct Submission {
     tiers: RateTiers,
     now: Timestamp,
     hits: Vec<RateHit>,
+    /// The store's guesses of heads (the same for every batch of a store).
+    heads: Arc<RateHeads>,
     reply: oneshot::Sender<Statuses>,
 }
 
@@ -69,12 +72,15 @@ impl Submission {
 /// A store's rate committer.
 pub(super) struct RatesCommit {
     committer: Committer<Submission>,
+    /// The heads of the keys written, guessed for the next batches.
+    heads: Arc<RateHeads>,
 }
 
 impl Default for RatesCommit {
     fn default() -> Self {
         RatesCommit {
             committer: Committer::new(QUEUE),
+            heads: Arc::default(),
         }
     }
 }
@@ -97,6 +103,7 @@ impl RatesCommit {
             tiers: tiers.clone(),
             now,
             hits: hits.to_vec(),
+            heads: self.heads.clone(),
             reply,
         };
         self.committer
@@ -105,6 +112,11 @@ impl RatesCommit {
         answer.await.map_err(|_| {
             Error::StoreUnavailable("the rate hits were lost before they were answered".into())
         })?
+    }
+
+    /// The store's guesses of heads (a check or a delete forgets its key's).
+    pub(super) fn heads(&self) -> &RateHeads {
+        &self.heads
     }
 }
 
@@ -155,21 +167,23 @@ async fn send_merged(conn: &RedisConn, batch: Vec<Submission>) {
             tiers,
             now,
             hits,
+            heads,
             reply,
         } = batch.into_iter().next().expect("one batch");
         // A caller that gave up waiting (a timeout) needs no answer.
-        let _ = reply.send(send_hits(conn, &tiers, now, &hits).await);
+        let _ = reply.send(send_hits(conn, &heads, &tiers, now, &hits).await);
         return;
     }
     let now = batch.iter().map(|s| s.now).max().expect("a batch");
     let tiers = batch[0].tiers.clone();
+    let heads = batch[0].heads.clone();
     let mut hits = Vec::with_capacity(batch.iter().map(|s| s.hits.len()).sum());
     let mut parts = Vec::with_capacity(batch.len());
     for submission in batch {
         hits.extend(submission.hits);
         parts.push((submission.reply, hits.len()));
     }
-    match send_hits(conn, &tiers, now, &hits).await {
+    match send_hits(conn, &heads, &tiers, now, &hits).await {
         Ok(statuses) => {
             let mut statuses = statuses.into_iter();
             let mut start = 0;
@@ -196,6 +210,7 @@ mod tests {
             tiers: RateTiers::parse(tiers).unwrap(),
             now: Timestamp::from_unix_millis(now_ms).unwrap(),
             hits: Vec::new(),
+            heads: Arc::default(),
             reply: oneshot::channel().0,
         }
     }
