@@ -4,6 +4,7 @@
 mod clock_check;
 mod config;
 mod connections;
+mod heap_trim;
 mod idle;
 mod logging;
 mod memory_watch;

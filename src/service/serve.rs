@@ -112,6 +112,7 @@ pub async fn run(
         .max_clock_skew
         .map(|_| super::clock_check::spawn(boards.clone()));
     let memory_watch = super::memory_watch::spawn(boards.clone());
+    let heap_trim = super::heap_trim::spawn();
     let webhook = config
         .snapshot_webhook
         .clone()
@@ -164,6 +165,7 @@ pub async fn run(
         clock_check.abort();
     }
     memory_watch.abort();
+    heap_trim.abort();
     if let Some(webhook) = webhook {
         // A POST cut short leaves its snapshot's cursor: another attempt delivers it.
         webhook.abort();
