@@ -5,7 +5,6 @@
 //! then the top-10 p99 of 8 reader connections while 8 connections ingest batches of
 //! 1,000 events to the same board as fast as they can, exact and cached.
 
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -95,26 +94,12 @@ pub async fn hot_reads(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
 fn zrevrange_ceiling(redis: &Redis, phase: Duration) -> f64 {
     let key = format!("stats_{{{BOARD}}}_86400");
     let requests = (80_000 * phase.as_secs().max(1)).to_string();
-    let out = Command::new("redis-benchmark")
-        .args(["-h", "127.0.0.1", "-p", &redis.port.to_string()])
-        .args([
-            "-c",
-            &CONNECTIONS.to_string(),
-            "-P",
-            "1",
-            "-n",
-            &requests,
-            "--csv",
-        ])
-        .args(["ZREVRANGE", &key, "0", "9", "WITHSCORES"])
-        .output()
-        .expect("redis-benchmark (Debian package redis-tools) must be installed");
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .nth(1)
-        .and_then(|l| l.split(',').nth(1))
-        .and_then(|v| v.trim_matches('"').parse().ok())
-        .unwrap_or_else(|| panic!("cannot read redis-benchmark output: {text}"))
+    let connections = CONNECTIONS.to_string();
+    crate::setup::redis_benchmark(
+        redis,
+        &["-c", &connections, "-P", "1", "-n", &requests],
+        &["ZREVRANGE", &key, "0", "9", "WITHSCORES"],
+    )
 }
 
 /// `connections` loops sending GET `path` for `duration`, each as fast as it can.

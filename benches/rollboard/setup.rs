@@ -172,11 +172,20 @@ pub fn zincrby_ceiling(redis: &Redis) -> f64 {
 }
 
 fn run_benchmark(redis: &Redis, command: &[&str]) -> f64 {
+    redis_benchmark(
+        redis,
+        &["-P", "64", "-c", "50", "-r", "100000", "-n", "1000000"],
+        command,
+    )
+}
+
+/// `redis-benchmark` of `command` on `redis` with `options`: the requests per second it
+/// reports.
+pub fn redis_benchmark(redis: &Redis, options: &[&str], command: &[&str]) -> f64 {
     let out = Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &redis.port.to_string()])
-        .args([
-            "-P", "64", "-c", "50", "-r", "100000", "-n", "1000000", "--csv",
-        ])
+        .args(options)
+        .arg("--csv")
         .args(command)
         .output()
         .expect("redis-benchmark (Debian package redis-tools) must be installed");

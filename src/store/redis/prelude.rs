@@ -10,6 +10,7 @@
 //! that every script's test finds (it panics).
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 
 const PRELUDE: &str = include_str!("lua/prelude.lua");
 
@@ -21,8 +22,13 @@ struct Definition<'a> {
     text: String,
 }
 
-/// The prelude's definitions, in order.
-fn definitions() -> Vec<Definition<'static>> {
+/// The prelude's definitions, in order (read once).
+fn definitions() -> &'static [Definition<'static>] {
+    static DEFINITIONS: LazyLock<Vec<Definition<'static>>> = LazyLock::new(read_definitions);
+    &DEFINITIONS
+}
+
+fn read_definitions() -> Vec<Definition<'static>> {
     let mut definitions = Vec::new();
     let mut lines = PRELUDE.lines();
     while let Some(line) = lines.next() {

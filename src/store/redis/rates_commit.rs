@@ -52,8 +52,6 @@ struct Submission {
     tiers: RateTiers,
     now: Timestamp,
     hits: Vec<RateHit>,
-    /// The store's guesses of heads (the same for every batch of a store).
-    heads: Arc<RateHeads>,
     reply: oneshot::Sender<Statuses>,
 }
 
@@ -103,11 +101,16 @@ impl RatesCommit {
             tiers: tiers.clone(),
             now,
             hits: hits.to_vec(),
-            heads: self.heads.clone(),
             reply,
         };
+        let heads = &self.heads;
         self.committer
-            .submit(conn, submission, commit_loop, "rate hit committer")
+            .submit(
+                conn,
+                submission,
+                |conn, inbox| commit_loop(conn, heads.clone(), inbox),
+                "rate hit committer",
+            )
             .await?;
         answer.await.map_err(|_| {
             Error::StoreUnavailable("the rate hits were lost before they were answered".into())
@@ -122,7 +125,11 @@ impl RatesCommit {
 
 /// Takes merged batches off the queue and sends them, [`MAX_IN_FLIGHT`] at once, until
 /// every queue handle is gone (the store was dropped) and the queue is drained.
-async fn commit_loop(conn: RedisConn, mut inbox: mpsc::Receiver<Submission>) {
+async fn commit_loop(
+    conn: RedisConn,
+    heads: Arc<RateHeads>,
+    mut inbox: mpsc::Receiver<Submission>,
+) {
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     // A batch taken off the queue that the last merged batch could not hold.
     let mut held: Option<Submission> = None;
@@ -152,38 +159,36 @@ async fn commit_loop(conn: RedisConn, mut inbox: mpsc::Receiver<Submission>) {
                 Err(_) => break,
             }
         }
-        let conn = conn.clone();
+        let (conn, heads) = (conn.clone(), heads.clone());
         tokio::spawn(async move {
-            send_merged(&conn, batch).await;
+            send_merged(&conn, &heads, batch).await;
             drop(permit);
         });
     }
 }
 
 /// Sends the merged `batch` and answers each caller with its own hits' statuses.
-async fn send_merged(conn: &RedisConn, batch: Vec<Submission>) {
+async fn send_merged(conn: &RedisConn, heads: &RateHeads, batch: Vec<Submission>) {
     if batch.len() == 1 {
         let Submission {
             tiers,
             now,
             hits,
-            heads,
             reply,
         } = batch.into_iter().next().expect("one batch");
         // A caller that gave up waiting (a timeout) needs no answer.
-        let _ = reply.send(send_hits(conn, &heads, &tiers, now, &hits).await);
+        let _ = reply.send(send_hits(conn, heads, &tiers, now, &hits).await);
         return;
     }
     let now = batch.iter().map(|s| s.now).max().expect("a batch");
     let tiers = batch[0].tiers.clone();
-    let heads = batch[0].heads.clone();
     let mut hits = Vec::with_capacity(batch.iter().map(|s| s.hits.len()).sum());
     let mut parts = Vec::with_capacity(batch.len());
     for submission in batch {
         hits.extend(submission.hits);
         parts.push((submission.reply, hits.len()));
     }
-    match send_hits(conn, &heads, &tiers, now, &hits).await {
+    match send_hits(conn, heads, &tiers, now, &hits).await {
         Ok(statuses) => {
             let mut statuses = statuses.into_iter();
             let mut start = 0;
@@ -210,7 +215,6 @@ mod tests {
             tiers: RateTiers::parse(tiers).unwrap(),
             now: Timestamp::from_unix_millis(now_ms).unwrap(),
             hits: Vec::new(),
-            heads: Arc::default(),
             reply: oneshot::channel().0,
         }
     }

@@ -91,7 +91,7 @@ impl Scripts {
             extend_board: script!("extend_board"),
             history: script!("history"),
             rate_hit: script!("rate_hit"),
-            rate_hits: script!("rate_hits"),
+            rate_hits: Script::new(&RATE_HITS_SOURCE),
             write: script!("write"),
             read_ranking: script!("read_ranking"),
             recompute_begin: script!("recompute_begin"),
