@@ -189,14 +189,16 @@ async fn recompute_scan_with_a_held_reply_adds_each_field_once() {
     recompute_scan_survives(HOLD, Layout::Plain).await;
 }
 
-/// A `write.lua` call of `board`: the only script with the index, the log and totals.
-fn write_call(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'static {
-    let (index, log, totals) = (
+/// A write call of `board` carrying `member` (`write.lua`, or `write_plain.lua` for an
+/// unguarded call of the open slot): a script with the index and totals keys and the
+/// member among its arguments (retirement's scripts name no member).
+fn write_call(board: &str, member: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'static {
+    let (index, totals, member) = (
         format!("slots_{{{board}}}"),
-        format!("rebuild_log_{{{board}}}"),
         format!("stats_{{{board}}}"),
+        member.to_string(),
     );
-    move |r| r.is_script_with_key(&index) && r.has_arg(&log) && r.has_arg(&totals)
+    move |r| r.is_script_with_key(&index) && r.has_arg(&totals) && r.has_arg(&member)
 }
 
 /// A write whose reply is lost fails as unavailable, and Redis ran it once: the store
@@ -205,7 +207,7 @@ async fn write_survives(fault: Fault, layout: Layout) {
     let f = Faulty::start(layout).await;
     let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
     f.fill(&b, &mut oracle, 2, 50).await;
-    f.proxy.arm(fault, 1, write_call(&b));
+    f.proxy.arm(fault, 1, write_call(&b, "m7"));
     let lost = f.boards.incr(&b, "m7", 5, None).await;
     assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
     assert_eq!(f.proxy.fired(), 1);
@@ -241,14 +243,14 @@ async fn batch_write_survives(fault: Fault, layout: Layout) {
     };
 
     // Without a token: at most once (Redis ran it; nothing sent it again).
-    f.proxy.arm(fault, 1, write_call(&b));
+    f.proxy.arm(fault, 1, write_call(&b, "m0"));
     let lost = f.boards.incr_batch(&b, &events).await;
     assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
     record(&mut oracle);
     f.assert_exact(&b, &oracle).await;
 
     // With a token: the caller sends it again, and it is applied exactly once.
-    f.proxy.arm(fault, 1, write_call(&b));
+    f.proxy.arm(fault, 1, write_call(&b, "m0"));
     let lost = f.boards.incr_batch_once(&b, &events, "batch-1").await;
     assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
     let again = f
@@ -282,7 +284,7 @@ async fn keyed_write_survives(fault: Fault, layout: Layout) {
         .map(|i| Event::new(format!("m{}", i % 70), 1 + i % 4))
         .chain([Event::new("late", 1).at(ts(START - 4 * 3600))])
         .collect();
-    f.proxy.arm(fault, 1, write_call(&b));
+    f.proxy.arm(fault, 1, write_call(&b, "m0"));
     let lost = f.boards.write_idempotent(&b, &events, "retry-1").await;
     assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
     assert_eq!(f.proxy.fired(), 1);

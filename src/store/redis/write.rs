@@ -90,23 +90,44 @@ pub(super) async fn send_sums<G: Guard>(
     let slots = Slots::of(entries.iter().map(|e| e.slot));
     // Anything past 2^53 takes the exact path; keep the number exact in Lua.
     let abs_total = abs_total.min(1 << 53) as u64;
+    let board = &call.board.name;
+    let push_entries = |invocation: &mut ScriptInvocation<'_>| {
+        for e in entries {
+            slots.push_number(invocation, e.slot);
+            invocation.arg(e.member.as_str()).arg(e.sum);
+        }
+    };
+    if plain(call, &slots, limit) {
+        let mut invocation = plain_invocation(conn, call, &slots, abs_total, limit);
+        push_entries(&mut invocation);
+        let (reply, _) = run(conn, &invocation, board, false).await?;
+        if reply != [6] {
+            return sums_answer::<G>(reply, &slots, entries.len(), None);
+        }
+    }
     let mut invocation = invocation(conn, call, &slots, Mode::Sums(abs_total), events, limit);
     if sends_hashes(conn, call.board, call.now, &slots) {
         invocation.arg(packed_hashes(entries.iter().map(|e| e.member.as_str())));
     }
-    for e in entries {
-        slots.push_number(&mut invocation, e.slot);
-        invocation.arg(e.member.as_str()).arg(e.sum);
-    }
-    let board = &call.board.name;
+    push_entries(&mut invocation);
     let (reply, standing) = run(conn, &invocation, board, call.standing.is_some()).await?;
+    sums_answer::<G>(reply, &slots, entries.len(), standing)
+}
+
+/// What a `write.lua` (or `write_plain.lua`) call of `entries` summed entries answered.
+fn sums_answer<G: Guard>(
+    reply: Vec<i64>,
+    slots: &Slots,
+    entries: usize,
+    standing: StandingReply,
+) -> Result<(Answer<SumsReply, G::Found>, u64, StandingReply)> {
     let bad = || Error::store(format!("write.lua answered {reply:?} to summed entries"));
     match reply.as_slice() {
         [0, us, pairs, too_late @ ..] => Ok((
             Answer::Did(SumsReply::Applied {
                 pairs: usize::try_from(*pairs)
                     .ok()
-                    .filter(|p| *p <= entries.len() && (*p > 0 || entries.is_empty()))
+                    .filter(|p| *p <= entries && (*p > 0 || entries == 0))
                     .ok_or_else(bad)?,
                 too_late: too_late
                     .iter()
@@ -339,8 +360,7 @@ fn invocation<'a, G: Guard>(
     limit: &Limit,
 ) -> ScriptInvocation<'a> {
     let (board, now) = (call.board, call.now);
-    let config = &board.config;
-    let windows = config.windows();
+    let windows = board.config.windows();
     let mut invocation = conn.scripts().write.key(keys::record(&board.name));
     invocation.key(keys::index(&board.name));
     invocation.key(keys::rebuild(&board.name));
@@ -372,6 +392,20 @@ fn invocation<'a, G: Guard>(
     }
     invocation.arg(slot_words);
     invocation.arg(limit.arg());
+    push_slot_args(&mut invocation, board, now, slots);
+    invocation
+}
+
+/// The windows' seconds, their cutoffs at `now` and the slots' starts: the ARGV of
+/// `write.lua` and `write_plain.lua` just before the entries.
+fn push_slot_args(
+    invocation: &mut ScriptInvocation<'_>,
+    board: &Board,
+    now: Timestamp,
+    slots: &Slots,
+) {
+    let config = &board.config;
+    let windows = config.windows();
     invocation.arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
     invocation.arg(
         (0..windows.len())
@@ -379,6 +413,46 @@ fn invocation<'a, G: Guard>(
             .collect::<Vec<_>>(),
     );
     invocation.arg(&slots.starts);
+}
+
+/// Whether a call of summed entries goes to `write_plain.lua` first: unguarded, without
+/// standing, on a board without dense tallies, with a budget read every few entries (or
+/// none), and every slot at or after the open one (so a slot it creates is plain). The
+/// script answers `{6}` when the board needs `write.lua` after all.
+fn plain<G: Guard>(call: &WriteCall<'_, G>, slots: &Slots, limit: &Limit) -> bool {
+    let open = call.board.config.slot_start(call.now);
+    G::PLAIN
+        && call.standing.is_none()
+        && call.board.config.ties() != Ties::Dense
+        && !matches!(limit, Limit::At { .. })
+        && slots.starts.iter().all(|s| *s >= open)
+}
+
+/// KEYS and the leading ARGV of `write_plain.lua`, up to the entries.
+fn plain_invocation<'a, G: Guard>(
+    conn: &'a RedisConn,
+    call: &WriteCall<'_, G>,
+    slots: &Slots,
+    abs_total: u64,
+    limit: &Limit,
+) -> ScriptInvocation<'a> {
+    let (board, now) = (call.board, call.now);
+    let windows = board.config.windows();
+    let mut invocation = conn.scripts().write_plain.key(keys::record(&board.name));
+    invocation.key(keys::index(&board.name));
+    invocation.key(keys::slot_geometry(&board.name));
+    invocation.key(keys::all_totals(&board.name, windows));
+    for s in &slots.starts {
+        invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
+    }
+    invocation.key(keys::data(&board.name));
+    invocation
+        .arg(board.version)
+        .arg(windows.len())
+        .arg(slots.starts.len())
+        .arg(abs_total.to_string())
+        .arg(limit.arg());
+    push_slot_args(&mut invocation, board, now, slots);
     invocation
 }
 

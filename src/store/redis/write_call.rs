@@ -49,6 +49,9 @@ pub(super) trait Guard: Copy {
     /// What the call answers when it finds it counted before.
     type Found;
 
+    /// Whether its calls may go to `write_plain.lua` (which keeps no guard's record).
+    const PLAIN: bool = false;
+
     /// The key of the guard's record (the KEYS entry after the stages), if any.
     fn record_key(&self, board: &Board) -> Option<String>;
 
@@ -96,6 +99,7 @@ fn empty_guard_args(invocation: &mut ScriptInvocation<'_>) {
 
 impl Guard for Unguarded {
     type Found = Infallible;
+    const PLAIN: bool = true;
 
     fn record_key(&self, _: &Board) -> Option<String> {
         None
