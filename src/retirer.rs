@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{Semaphore, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
@@ -188,6 +188,12 @@ struct Tracked {
 /// `retire_small.lua` calls, the others one by one, concurrently.
 const BOARDS_PER_BATCH: usize = 1024;
 
+/// Batches retired at once. Each keeps a few pipelines in flight already; more batches
+/// would only queue in Redis, where the last ones' replies could wait past the
+/// connection's response timeout (at 100,000 boards, all 98 batches at once left 5 of
+/// them failed, retried a second later).
+const BATCHES_IN_FLIGHT: usize = 2;
+
 /// How a round ended.
 enum Round {
     /// Every pass ended; `failed` of them (or the listing) failed.
@@ -278,7 +284,7 @@ impl Task {
 
     /// Retires every board whose slot boundary passed since its last complete pass, in
     /// batches of [`BOARDS_PER_BATCH`] ([`Rollboard::retire_many`]: the small ones in
-    /// few round trips), the batches concurrently. Returns the number of failed passes,
+    /// few round trips), [`BATCHES_IN_FLIGHT`] at a time. Returns the number of failed passes,
     /// or `Stop`.
     async fn retire_due(&mut self, now: Timestamp, stop: &mut oneshot::Receiver<()>) -> Round {
         let due: Vec<(Arc<Board>, i64)> = self
@@ -296,9 +302,12 @@ impl Task {
         };
         let (boards_passed, mut failed) = (due.len(), 0);
         let mut passes = JoinSet::new();
+        let in_flight = Arc::new(Semaphore::new(BATCHES_IN_FLIGHT));
         for batch in due.chunks(BOARDS_PER_BATCH) {
             let (boards, batch) = (self.boards.clone(), batch.to_vec());
+            let in_flight = in_flight.clone();
             passes.spawn(async move {
+                let _turn = in_flight.acquire_owned().await.expect("never closed");
                 let listed: Vec<Arc<Board>> = batch.iter().map(|(b, _)| b.clone()).collect();
                 let results = boards.retire_many(&listed).await;
                 let mut done = Vec::with_capacity(batch.len());

@@ -75,9 +75,11 @@ local reply = { pending[1] or false, newest[1] or false, record[4] or false, rec
 -- where the ranking ends). One ZREVRANGE reads the page and the entry after it: the
 -- ranking ends at the first total not ranked (ZREVRANGE lists highest first), and the
 -- entry after the page says whether the page's last tie group goes on past it. Only a
--- tie group cut by a page edge costs more (two ZCOUNTs, a ZCARD and a ZRANGE): the
--- first one of a page not at the top, whose start is measured, and a last one that
--- goes on. A top-10 page without such a group is that one ZREVRANGE.
+-- tie group cut by a page edge costs more: the first one of a page not at the top,
+-- whose start is measured (two ZCOUNTs, a ZCARD and a ZRANGE), and a last one that goes
+-- on, which starts on the page and is read from its start by score (one
+-- ZRANGEBYSCORE ... LIMIT 0 k, O(log N + k)). A top-10 page without such a group is
+-- that one ZREVRANGE.
 local function page(offset, limit)
   if limit <= 0 then return end
   local raw = redis.call('ZREVRANGE', totals, offset, offset + limit, 'WITHSCORES')
@@ -95,10 +97,13 @@ local function page(offset, limit)
     local final = position + j - i
     local a, members = position, nil
     if i == 1 and offset > 0 then a = redis.call('ZCOUNT', totals, '(' .. score, '+inf') end
-    if a < position or (j == count and after == score) then
+    if a < position then
       local b = a + redis.call('ZCOUNT', totals, score, score) - 1
       local base = redis.call('ZCARD', totals) - 1 - a - b
       members = redis.call('ZRANGE', totals, base + position, base + final)
+    elseif j == count and after == score then
+      -- A group that starts on the page: its first members, by score (member order).
+      members = redis.call('ZRANGEBYSCORE', totals, score, score, 'LIMIT', 0, final - position + 1)
     else
       members = {}
       for k = j, i, -1 do members[#members + 1] = raw[2 * k - 1] end
