@@ -52,6 +52,7 @@ mod durability;
 mod faults;
 mod history_under_retirement;
 mod idempotency;
+mod lean_writes;
 mod lifecycle;
 mod many_boards;
 mod member_data;

@@ -316,6 +316,24 @@ local function bucket_key(stage_key, i)
     .. decimal_pairs[middle + 1] .. decimal_pairs[low + 1]
 end
 
+-- The freeze of a write (write.lua, write_plain.lua): each window j whose cutoff at the
+-- caller's now (ARGV[cutoffs + j]) passed its watermark (the board record's field
+-- fields[at + j], wm:<W>, read as record[at + j]) gets the cutoff as its watermark, so
+-- an event for a slot that left the window skips it even before retirement runs.
+-- Returns each window's watermark after.
+local function freeze_windows(board, fields, record, at, cutoffs, n)
+  local watermark = {}
+  for j = 1, n do
+    local wm, cutoff = tonumber(record[at + j]), tonumber(ARGV[cutoffs + j])
+    if cutoff > wm then
+      redis.call('HSET', board, fields[at + j], ARGV[cutoffs + j])
+      wm = cutoff
+    end
+    watermark[j] = wm
+  end
+  return watermark
+end
+
 -- `member`'s value in the stage `stage_key`: its plain hash plus, on a compact slot
 -- (`bucket`, the member's bucket, else nil), that bucket; both forms may hold a value
 -- while an active relayout converts the slot (docs/compact-slots.md, "Relayout").

@@ -197,15 +197,7 @@ local bound = tonumber(record[3])
 local margin = tonumber(ARGV[5])
 local bounded = mode == 'sums' and bound ~= nil and bound + margin <= MAX
 
-local watermark = {}
-for j = 1, n do
-  local wm, cutoff = tonumber(record[6 + j]), tonumber(ARGV[A + n + j])
-  if cutoff > wm then
-    redis.call('HSET', board, fields[6 + j], ARGV[A + n + j])
-    wm = cutoff
-  end
-  watermark[j] = wm
-end
+local watermark = freeze_windows(board, fields, record, 6, A + n, n)
 
 -- The window being recomputed (its position), while its recompute holds the lease.
 local rebuilt = nil

@@ -37,9 +37,9 @@ local n, m = tonumber(ARGV[2]), tonumber(ARGV[3])
 local board, index, data = KEYS[1], KEYS[2], KEYS[4 + n + m * n]
 local TOTALS, STAGES, A = 3, 3 + n, 5
 
-local fields = { 'abs_sum', 'rb_window' }
-for j = 1, n do fields[2 + j] = 'wm:' .. ARGV[A + j] end
-local record = board_record(board, ARGV[1], unpack(fields))
+local fields = { 'version', 'dropping', 'abs_sum', 'rb_window' }
+for j = 1, n do fields[4 + j] = 'wm:' .. ARGV[A + j] end
+local record = board_record(board, ARGV[1], unpack(fields, 3))
 local bound = tonumber(record[3])
 if not bound or bound + tonumber(ARGV[4]) > MAX or record[4] then return { 6 } end
 for _, g in ipairs(redis.call('HMGET', KEYS[3], unpack(ARGV, A + 2 * n + 1, A + 2 * n + m))) do
@@ -52,15 +52,7 @@ if ARGV[5] ~= '' then
   limit, stride = tonumber(us), tonumber(every)
 end
 
-local watermark = {}
-for j = 1, n do
-  local wm, cutoff = tonumber(record[4 + j]), tonumber(ARGV[A + n + j])
-  if cutoff > wm then
-    redis.call('HSET', board, fields[2 + j], ARGV[A + n + j])
-    wm = cutoff
-  end
-  watermark[j] = wm
-end
+local watermark = freeze_windows(board, fields, record, 4, A + n, n)
 local stage = {}
 for i = 1, m do
   local ts = ARGV[A + 2 * n + i]
