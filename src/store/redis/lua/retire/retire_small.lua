@@ -105,10 +105,12 @@ for j = 1, n do
   end
 end
 
+-- The record's fields to set (watermarks, retired-through marks), in one HSET at the end.
+local marks = {}
 local subtracted, zeroed, p = 0, 0, 1
 for j = 1, n do
   if wm(j) < tonumber(cutoff(j)) then
-    redis.call('HSET', board, 'wm:' .. window(j), cutoff(j))
+    marks[#marks + 1], marks[#marks + 2] = 'wm:' .. window(j), cutoff(j)
   end
   while p <= #plan and plan[p][1] == j do
     local c, slot = plan[p][2], plan[p][3]
@@ -129,20 +131,24 @@ for j = 1, n do
     p = p + 1
   end
   if tonumber(done(j)) < tonumber(cutoff(j)) then
-    redis.call('HSET', board, 'done:' .. window(j), cutoff(j))
+    marks[#marks + 1], marks[#marks + 2] = 'done:' .. window(j), cutoff(j)
   end
 end
+if #marks > 0 then redis.call('HSET', board, unpack(marks)) end
 
 -- Whether the slot that just closed should be compacted (see the header).
 local function wants_compacting()
   local closed, minimum = ARGV[5 + 2 * n + m], tonumber(ARGV[6 + 2 * n + m] or '')
   if not minimum or (record[4 + 2 * n] or ARGV[7 + 2 * n + m]) ~= 'compact' then return 0 end
-  if not redis.call('ZSCORE', index, closed) or redis.call('HEXISTS', geo_key, closed) == 1 then
-    return 0
-  end
+  -- The sizes first: most closed slots of a small board are too small, and that ends it.
+  local big = false
   for k = 1, n do
-    if redis.call('HLEN', KEYS[3 + n + m * n + k]) >= minimum then return 1 end
+    if redis.call('HLEN', KEYS[3 + n + m * n + k]) >= minimum then
+      big = true
+      break
+    end
   end
-  return 0
+  if not big or not redis.call('ZSCORE', index, closed) then return 0 end
+  return redis.call('HEXISTS', geo_key, closed) == 1 and 0 or 1
 end
 return { 'done', #plan, subtracted, zeroed, wants_compacting() }
