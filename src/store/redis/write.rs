@@ -1,6 +1,7 @@
 //! Writes to Redis through `write.lua`: a [`WriteCall`] sent as summed entries (the fast
-//! path) or as events one by one (the exact path), [`apply`] doing both in turn for one
-//! caller's writes; and member removal.
+//! path; the common call, unguarded and of the open slot, through the lean
+//! `write_plain.lua` first) or as events one by one (the exact path), [`apply`] doing
+//! both in turn for one caller's writes; and member removal.
 
 use std::collections::HashMap;
 
@@ -78,7 +79,8 @@ async fn run(
 /// the script ran, in µs by the server's clock (0 when it found its guard's record), and
 /// the standing asked for (`call.standing`) when the call applied its entries. The
 /// call may stop before its last entry as `limit` allows, having applied at least its
-/// first group.
+/// first group. A call [`plain`] allows goes to `write_plain.lua` first, and to
+/// `write.lua` only when that answers `{6}` (it changed nothing).
 pub(super) async fn send_sums<G: Guard>(
     conn: &RedisConn,
     call: &WriteCall<'_, G>,
