@@ -33,9 +33,9 @@ fn stopping(budget: Duration, every: usize, layout: Layout) -> RedisOptions {
     }
 }
 
-/// A Harness on a Redis of its own (`url`: the server's, or a fault proxy's), whose
-/// `write.lua` is loaded already (so a test's first call is not a `NOSCRIPT` too).
-async fn on(url: &str, options: RedisOptions) -> Harness {
+/// A Harness on a Redis of its own (`url`: the server's, or a fault proxy's), after a
+/// write of its own board (so the write scripts a test counts are mostly loaded).
+pub(crate) async fn on(url: &str, options: RedisOptions) -> Harness {
     let store = RedisStore::connect_with(url, options).await.unwrap();
     let clock = clock();
     let h = Harness {

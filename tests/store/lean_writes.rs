@@ -4,25 +4,16 @@
 //! having changed nothing, and the same call goes to `write.lua`. Totals and verdicts
 //! equal the memory store's throughout.
 
-use std::sync::Arc;
-
-use rollboard::{Error, MAX_ABS, RedisOptions, RedisStore};
+use rollboard::{Error, MAX_ABS, RedisOptions};
 
 use crate::bounded_writes::{script_calls, top};
-use crate::support::{Harness, TestRedis, clock, with_clock};
+use crate::budget_stops::on;
+use crate::support::{Harness, TestRedis};
 
 #[tokio::test]
 async fn an_open_slot_write_is_one_call_and_falls_back_to_write_lua_past_the_bound() {
     let redis = TestRedis::spawn().await;
-    let store = RedisStore::connect_with(&redis.url, RedisOptions::default())
-        .await
-        .unwrap();
-    let clock = clock();
-    let h = Harness {
-        boards: with_clock(Arc::new(store), &clock),
-        clock,
-        redis: None,
-    };
+    let h = on(&redis.url, RedisOptions::default()).await;
     let memory = Harness::memory().await;
     let b = h.board("1h", &["1h", "2h"]).await;
     let mb = memory.board("1h", &["1h", "2h"]).await;

@@ -320,8 +320,10 @@ end
 -- caller's now (ARGV[cutoffs + j]) passed its watermark (the board record's field
 -- fields[at + j], wm:<W>, read as record[at + j]) gets the cutoff as its watermark, so
 -- an event for a slot that left the window skips it even before retirement runs.
--- Returns each window's watermark after.
-local function freeze_windows(board, fields, record, at, cutoffs, n)
+-- Returns the stage of each of the call's m slots (slot i starting at ARGV[starts + i]):
+-- the number of windows that froze it (a prefix, since watermarks never increase with
+-- the window; n: too late).
+local function write_stages(board, fields, record, at, cutoffs, starts, n, m)
   local watermark = {}
   for j = 1, n do
     local wm, cutoff = tonumber(record[at + j]), tonumber(ARGV[cutoffs + j])
@@ -331,7 +333,15 @@ local function freeze_windows(board, fields, record, at, cutoffs, n)
     end
     watermark[j] = wm
   end
-  return watermark
+  local stage = {}
+  for i = 1, m do
+    local s, k = tonumber(ARGV[starts + i]), 0
+    for j = 1, n do
+      if watermark[j] >= s then k = j end
+    end
+    stage[i] = k
+  end
+  return stage
 end
 
 -- `member`'s value in the stage `stage_key`: its plain hash plus, on a compact slot

@@ -197,7 +197,7 @@ local bound = tonumber(record[3])
 local margin = tonumber(ARGV[5])
 local bounded = mode == 'sums' and bound ~= nil and bound + margin <= MAX
 
-local watermark = freeze_windows(board, fields, record, 6, A + n, n)
+local stage = write_stages(board, fields, record, 6, A + n, A + 2 * n, n, m)
 
 -- The window being recomputed (its position), while its recompute holds the lease.
 local rebuilt = nil
@@ -208,15 +208,6 @@ if record[4] and lease_held(record[6]) then
 end
 local tell_recompute = recompute_hook(board, KEYS[3], KEYS[4], rebuilt, record[5] == 'scan',
   record[7 + n], record[8 + n], build_tally, build_dense)
-
-local stage = {}
-for i = 1, m do
-  local s, k = tonumber(ARGV[A + 2 * n + i]), 0
-  for j = 1, n do
-    if watermark[j] >= s then k = j end
-  end
-  stage[i] = k
-end
 
 -- Slot forms (prelude): plain, compact, or compact being relaid out as plain.
 local new_layout, fill, hashed, asked = string.match(ARGV[11], '^(%a+) (%d+) ([01]) ?(.*)$')

@@ -52,16 +52,10 @@ if ARGV[5] ~= '' then
   limit, stride = tonumber(us), tonumber(every)
 end
 
-local watermark = freeze_windows(board, fields, record, 4, A + n, n)
-local stage = {}
+local stage = write_stages(board, fields, record, 4, A + n, A + 2 * n, n, m)
 for i = 1, m do
   local ts = ARGV[A + 2 * n + i]
-  local s, k = tonumber(ts), 0
-  for j = 1, n do
-    if watermark[j] >= s then k = j end
-  end
-  stage[i] = k
-  if k < n then redis.call('ZADD', index, 'NX', ts, ts) end
+  if stage[i] < n then redis.call('ZADD', index, 'NX', ts, ts) end
 end
 
 local first = A + 2 * n + m + 1
