@@ -69,6 +69,7 @@ pub use any_board::{
 };
 pub use board::{Board, BoardStatus, Created, WindowStatus};
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use domain::Aggregate;
 pub use domain::RankedTotals;
 pub use domain::counter::{
     CleanPlan, CounterName, DEFAULT_KEEP, DEFAULT_PRECISIONS, Sample, SampleQuery,

@@ -3,13 +3,15 @@
 //!
 //! A batch is refused whole when it holds more than `max_batch` events. Each event on
 //! its own is then refused when its member is not a valid [`Member`], its delta is zero
-//! or outside ±[`MAX_ABS`](super::MAX_ABS), its time is more than `max_future_skew`
+//! or outside ±[`MAX_ABS`](super::MAX_ABS) (on a max or min board: its value is missing
+//! or outside that range), its time is more than `max_future_skew`
 //! ahead of now, or its slot has already left every window (too late). Checks run in
 //! that order and the first failure is the event's error. The store can still refuse an
 //! admitted event (too late by the time it runs, or a total leaving the range).
 
 use super::error::Error;
-use crate::domain::{BoardConfig, Event, Member, Span, Timestamp, check_delta};
+use crate::domain::{Aggregate, BoardConfig, Event, Member, Span, Timestamp};
+use crate::domain::{check_delta, check_value};
 
 /// One admitted event, placed in its slot: what a store writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,7 +20,8 @@ pub struct SlotWrite {
     pub slot: i64,
     /// The member.
     pub member: Member,
-    /// The delta (non-zero, inside ±(2^53 − 1)).
+    /// The delta (non-zero, inside ±(2^53 − 1)); on a max board the value, on a min
+    /// board the value negated (any integer inside that range, zero included).
     pub delta: i64,
 }
 
@@ -51,7 +54,7 @@ impl Admission {
         event: &Event,
     ) -> Result<SlotWrite, Error> {
         let member = Member::parse(&event.member)?;
-        let delta = check_delta(event.delta)?;
+        let delta = stored_change(config.aggregate(), event)?;
         let at = not_in_future(event.at, now, self.max_future_skew)?;
         let slot = config.slot_start(at);
         if config.is_too_late(slot, now) {
@@ -62,6 +65,27 @@ impl Admission {
             member,
             delta,
         })
+    }
+}
+
+/// What the store adds (a sum board's delta) or keeps the maximum of (a max board's
+/// value, a min board's value negated) for `event` on a board of `aggregate`.
+fn stored_change(aggregate: Aggregate, event: &Event) -> Result<i64, Error> {
+    let name = aggregate.as_str();
+    match (aggregate.sums(), event.value) {
+        (true, None) => check_delta(event.delta),
+        (true, Some(_)) => Err(Error::InvalidValue {
+            reason: "this board sums deltas (\"aggregate\":\"sum\"): send \"delta\", not \
+                     \"value\""
+                .into(),
+        }),
+        (false, Some(value)) => Ok(check_value(value)? * aggregate.sign()),
+        (false, None) => Err(Error::InvalidValue {
+            reason: format!(
+                "this board keeps the {name} of values (\"aggregate\":\"{name}\"): send \
+                 \"value\" (an integer within ±(2^53 - 1)), not \"delta\""
+            ),
+        }),
     }
 }
 

@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::Error;
-use crate::domain::{Layout, RankedTotals, SnapshotPolicy, Span, Ties, Timestamp};
+use crate::domain::{Aggregate, Layout, RankedTotals, SnapshotPolicy, Span, Ties, Timestamp};
 
 /// A board's configuration. Always valid once constructed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,9 +25,15 @@ pub struct BoardConfig {
     /// How equal totals share ranks; set when the board is created, never changed.
     #[cfg_attr(feature = "server", schema(default = "competition"))]
     ties: Ties,
-    /// Which totals are ranked: positive ones (the default) or every non-zero one (a
-    /// net-vote board); set when the board is created, never changed. Absent from a
-    /// config read back when positive.
+    /// What the board keeps of a member's events in a window: their sum (the default),
+    /// their highest value or their lowest (ranked lowest first); set when the board is
+    /// created, never changed. Absent from a config read back when `sum`.
+    #[cfg_attr(feature = "server", schema(default = "sum", required = false))]
+    aggregate: Aggregate,
+    /// Which totals are ranked: on a sum board positive ones (the default) or every
+    /// non-zero one (a net-vote board); on a max or min board every value (`all`, the
+    /// only choice there); set when the board is created, never changed. Absent from a
+    /// config read back when the default.
     #[cfg_attr(feature = "server", schema(default = "positive", required = false))]
     rank: RankedTotals,
     /// Period snapshots of every window's top at each slot boundary; none when absent.
@@ -51,18 +57,14 @@ struct RawConfig {
     offset: i64,
     #[serde(default)]
     ties: Ties,
-    #[serde(default, skip_serializing_if = "is_positive")]
-    rank: RankedTotals,
+    #[serde(default, skip_serializing_if = "Aggregate::sums")]
+    aggregate: Aggregate,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rank: Option<RankedTotals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     snapshots: Option<SnapshotPolicy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     layout: Option<Layout>,
-}
-
-/// Whether `rank` is the default, left out of a serialized config (configs written before
-/// the option read the same).
-fn is_positive(rank: &RankedTotals) -> bool {
-    *rank == RankedTotals::Positive
 }
 
 impl TryFrom<RawConfig> for BoardConfig {
@@ -71,7 +73,8 @@ impl TryFrom<RawConfig> for BoardConfig {
         Ok(BoardConfig::new(raw.slot, raw.windows)?
             .with_offset(raw.offset)?
             .with_ties(raw.ties)
-            .with_rank(raw.rank)?
+            .with_aggregate(raw.aggregate)
+            .with_rank(raw.rank.unwrap_or(raw.aggregate.default_rank()))?
             .with_snapshots(raw.snapshots)
             .with_layout(raw.layout))
     }
@@ -84,7 +87,10 @@ impl From<BoardConfig> for RawConfig {
             windows: c.windows,
             offset: c.offset,
             ties: c.ties,
-            rank: c.rank,
+            aggregate: c.aggregate,
+            // Left out when the aggregate's default (configs written before the option
+            // read the same).
+            rank: (c.rank != c.aggregate.default_rank()).then_some(c.rank),
             snapshots: c.snapshots,
             layout: c.layout,
         }
@@ -132,6 +138,7 @@ impl BoardConfig {
             windows,
             offset: 0,
             ties: Ties::Competition,
+            aggregate: Aggregate::Sum,
             rank: RankedTotals::Positive,
             snapshots: None,
             layout: None,
@@ -179,16 +186,52 @@ impl BoardConfig {
         Ok(self)
     }
 
-    /// Refuses the one combination of options no store ranks: every non-zero total with
-    /// dense ties ([`with_rank`](Self::with_rank) checks it; ties set after the rank are
-    /// checked again when the board is created).
+    /// Keeps `aggregate` of each member's events (a sum by default), ranking every
+    /// value on a max or min board (see [`with_rank`](Self::with_rank)).
+    pub fn with_aggregate(mut self, aggregate: Aggregate) -> Self {
+        self.aggregate = aggregate;
+        self.rank = aggregate.default_rank();
+        self
+    }
+
+    /// Refuses the combinations of options no store keeps ([`with_rank`](Self::with_rank)
+    /// checks them; options set after the rank are checked again when the board is
+    /// created): every non-zero total with dense ties; on a max or min board, a rank
+    /// other than `all`, dense ties or a compact layout; `all` on a sum board.
     pub fn check_rank(&self) -> Result<(), Error> {
+        let invalid = |reason: String| Err(Error::InvalidConfig { reason });
         if self.rank == RankedTotals::Nonzero && self.ties == Ties::Dense {
-            return Err(Error::InvalidConfig {
-                reason: "\"rank\":\"nonzero\" ranks ties by competition or position, not dense: \
-                         leave out \"ties\" or choose \"competition\" or \"position\""
+            return invalid(
+                "\"rank\":\"nonzero\" ranks ties by competition or position, not dense: \
+                 leave out \"ties\" or choose \"competition\" or \"position\""
                     .into(),
-            });
+            );
+        }
+        let aggregate = self.aggregate.as_str();
+        if self.aggregate.sums() {
+            if self.rank == RankedTotals::All {
+                return invalid(
+                    "\"rank\":\"all\" is for max and min boards (a sum board's total of 0 \
+                     leaves the window): choose \"positive\" or \"nonzero\""
+                        .into(),
+                );
+            }
+        } else if self.rank != RankedTotals::All {
+            return invalid(format!(
+                "an \"aggregate\":\"{aggregate}\" board ranks every value a member holds: \
+                 leave out \"rank\" or set it to \"all\""
+            ));
+        } else if self.ties == Ties::Dense {
+            return invalid(format!(
+                "an \"aggregate\":\"{aggregate}\" board ranks ties by competition or \
+                 position, not dense (yet): leave out \"ties\" or choose \"competition\" \
+                 or \"position\""
+            ));
+        } else if self.layout == Some(Layout::Compact) {
+            return invalid(format!(
+                "an \"aggregate\":\"{aggregate}\" board keeps its slots plain: leave out \
+                 \"layout\" or set it to \"plain\""
+            ));
         }
         Ok(())
     }
@@ -238,6 +281,11 @@ impl BoardConfig {
         self.rank
     }
 
+    /// What the board keeps of a member's events.
+    pub fn aggregate(&self) -> Aggregate {
+        self.aggregate
+    }
+
     /// The slot length.
     pub fn slot(&self) -> Span {
         self.slot
@@ -271,7 +319,8 @@ impl BoardConfig {
         };
         differ("slot", self.slot.to_string(), asked.slot.to_string());
         let extended = asked.windows.len() > self.windows.len()
-            && asked.windows[..self.windows.len()] == self.windows[..];
+            && asked.windows[..self.windows.len()] == self.windows[..]
+            && self.aggregate.sums();
         if !extended {
             differ("windows", windows(&self.windows), windows(&asked.windows));
         }
@@ -280,6 +329,11 @@ impl BoardConfig {
             "ties",
             self.ties.as_str().into(),
             asked.ties.as_str().into(),
+        );
+        differ(
+            "aggregate",
+            self.aggregate.as_str().into(),
+            asked.aggregate.as_str().into(),
         );
         differ(
             "rank",
@@ -310,7 +364,8 @@ impl BoardConfig {
     }
 
     /// The windows `wider` adds to this config, when `wider` is this config plus windows
-    /// larger than all of ours (same slot, offset, ties and ranked totals): the one change to the data
+    /// larger than all of ours (same slot, offset, ties and ranked totals) on a sum board
+    /// (a max or min board keeps the windows it was created with): the one change to the data
     /// model a live board takes (its snapshots policy is not compared: see
     /// [`same_but_snapshots`](Self::same_but_snapshots)).
     pub fn extended_by(&self, wider: &BoardConfig) -> Option<Vec<Span>> {
@@ -319,6 +374,8 @@ impl BoardConfig {
             && wider.offset == self.offset
             && wider.ties == self.ties
             && wider.rank == self.rank
+            && wider.aggregate == self.aggregate
+            && self.aggregate.sums()
             && wider.layout == self.layout
             && wider.windows.len() > n
             && wider.windows[..n] == self.windows[..])

@@ -49,6 +49,13 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// An event's value that is missing on a max or min board, given on a sum board, or
+    /// outside ±(2^53 − 1).
+    #[error("invalid value: {reason}")]
+    InvalidValue {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A read parameter out of its range (limit, offset, n).
     #[error("invalid query: {reason}")]
     InvalidQuery {
@@ -168,6 +175,16 @@ pub enum Error {
         /// The kind it is.
         kind: &'static str,
     },
+    /// An operation built for sum boards only, asked of a max or min board.
+    #[error("board {board:?} keeps the {aggregate} of values: {what} is for sum boards")]
+    AggregateUnsupported {
+        /// The board.
+        board: String,
+        /// Its aggregate (`max`, `min`).
+        aggregate: &'static str,
+        /// The operation refused.
+        what: &'static str,
+    },
     /// The event is older than the trending board's `max_age`.
     #[error("event at {at}s is too old: the board takes events from {oldest}s on")]
     TooOld {
@@ -264,6 +281,7 @@ impl Error {
             Error::InvalidConfig { .. } => "invalid_config",
             Error::InvalidTime { .. } => "invalid_time",
             Error::InvalidDelta { .. } => "invalid_delta",
+            Error::InvalidValue { .. } => "invalid_value",
             Error::InvalidQuery { .. } => "invalid_query",
             Error::InvalidMemberData { .. } => "invalid_member_data",
             Error::InvalidRateKey { .. } => "invalid_rate_key",
@@ -280,6 +298,7 @@ impl Error {
             Error::BoardConflict { .. } => "board_conflict",
             Error::TrendingConflict { .. } => "board_conflict",
             Error::BoardKind { .. } => "board_kind",
+            Error::AggregateUnsupported { .. } => "aggregate_unsupported",
             Error::TooOld { .. } => "too_old",
             Error::BoardChanged(_) => "board_changed",
             Error::BoardBusy(_) | Error::RelayoutRunning(_) => "board_busy",

@@ -9,13 +9,18 @@ use crate::domain::{MemberData, Timestamp};
 /// magnitude is exact as a double (and as a JSON number in JavaScript).
 pub const MAX_ABS: i64 = 9_007_199_254_740_991;
 
-/// One event: `delta` added to `member`'s score at time `at` (now when `None`).
+/// One event: `delta` added to `member`'s score at time `at` (now when `None`), or on a
+/// max or min board ([`Aggregate`](crate::domain::Aggregate)) its `value`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     /// The member the event is about (a post id, a user id). Checked on write.
     pub member: String,
     /// The change: +1 for a like, −1 for an unlike. Non-zero, |delta| ≤ [`MAX_ABS`].
+    /// Ignored with a `value`.
     pub delta: i64,
+    /// The value, on a max or min board (a score, a time): |value| ≤ [`MAX_ABS`], zero
+    /// included; `None` on a sum board, which refuses one ([`Error::InvalidValue`]).
+    pub value: Option<i64>,
     /// When it happened; `None` means now.
     pub at: Option<Timestamp>,
     /// Data to keep beside the member on the board (a windowed board's member data),
@@ -30,8 +35,17 @@ impl Event {
         Event {
             member: member.into(),
             delta,
+            value: None,
             at: None,
             data: None,
+        }
+    }
+
+    /// An event for `member` with `value` (a max or min board), happening now.
+    pub fn value(member: impl Into<String>, value: i64) -> Self {
+        Event {
+            value: Some(value),
+            ..Event::new(member, 0)
         }
     }
 
@@ -61,6 +75,16 @@ pub fn check_delta(delta: i64) -> Result<i64, Error> {
         });
     }
     Ok(delta)
+}
+
+/// Checks that `value` is an integer inside ±[`MAX_ABS`] (zero included).
+pub fn check_value(value: i64) -> Result<i64, Error> {
+    if value.unsigned_abs() > MAX_ABS as u64 {
+        return Err(Error::InvalidValue {
+            reason: format!("{value} is outside ±{MAX_ABS} (2^53 - 1)"),
+        });
+    }
+    Ok(value)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! that admit events and reads, and the plain data reads and maintenance answer. No I/O.
 
 mod admission;
+mod aggregate;
 mod config;
 pub mod counter;
 mod coverage;
@@ -28,9 +29,10 @@ pub(crate) mod trending;
 mod write_standing;
 
 pub use admission::{Admission, SlotWrite, not_in_future, too_late};
+pub use aggregate::Aggregate;
 pub use config::BoardConfig;
 pub(crate) use coverage::{Coverage, WindowState, complete_from, coverage};
-pub use event::{Event, MAX_ABS, check_delta};
+pub use event::{Event, MAX_ABS, check_delta, check_value};
 pub use idempotency::{Fingerprint, IdempotencyKey, MAX_IDEMPOTENCY_KEY};
 pub use layout::Layout;
 pub use maintenance::{RecomputeReport, RelayoutOptions, RelayoutReport, Removed, RetireReport};

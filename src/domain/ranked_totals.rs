@@ -19,6 +19,10 @@ pub enum RankedTotals {
     /// Every non-zero total, negative ones below every positive one (a net-vote board:
     /// likes minus dislikes).
     Nonzero,
+    /// Every value a member holds, zero and negative ones too: the rule of max and min
+    /// boards (the only one there), whose members hold a value, not a total that may
+    /// come back to zero.
+    All,
 }
 
 impl RankedTotals {
@@ -27,6 +31,7 @@ impl RankedTotals {
         match self {
             RankedTotals::Positive => "positive",
             RankedTotals::Nonzero => "nonzero",
+            RankedTotals::All => "all",
         }
     }
 
@@ -36,16 +41,18 @@ impl RankedTotals {
         match stored {
             None | Some("positive") => Some(RankedTotals::Positive),
             Some("nonzero") => Some(RankedTotals::Nonzero),
+            Some("all") => Some(RankedTotals::All),
             Some(_) => None,
         }
     }
 
-    /// Whether a member whose total is `total` is ranked (a total of zero never is: the
-    /// member has left the window).
+    /// Whether a member whose total is `total` is ranked (on a sum board a total of
+    /// zero never is: the member has left the window).
     pub fn ranks(self, total: i64) -> bool {
         match self {
             RankedTotals::Positive => total > 0,
             RankedTotals::Nonzero => total != 0,
+            RankedTotals::All => true,
         }
     }
 
@@ -53,7 +60,7 @@ impl RankedTotals {
     pub fn lowest(self) -> i64 {
         match self {
             RankedTotals::Positive => 1,
-            RankedTotals::Nonzero => -MAX_ABS,
+            RankedTotals::Nonzero | RankedTotals::All => -MAX_ABS,
         }
     }
 }

@@ -4,7 +4,11 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Which end of the ranking a page is read from.
+/// Which end of the ranking a page is read from. On a min board (`"aggregate":"min"`),
+/// whose rank 1 is its lowest value, the top of the ranking lists the lowest values
+/// first: [`Desc`](Order::Desc) names the top, [`Asc`](Order::Asc) the bottom (the HTTP
+/// `order`, a value order, is turned into this one by
+/// [`Rollboard::ranking_end`](crate::Rollboard::ranking_end)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]

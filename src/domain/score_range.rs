@@ -128,7 +128,17 @@ impl ScoreRange {
     pub fn lowest(&self, rank: RankedTotals) -> i64 {
         match rank {
             RankedTotals::Positive => self.min,
-            RankedTotals::Nonzero => self.lowest,
+            RankedTotals::Nonzero | RankedTotals::All => self.lowest,
+        }
+    }
+
+    /// The range of the negated values (how a min board's range is asked of the store,
+    /// which keeps its values negated: see [`Aggregate`](crate::domain::Aggregate)).
+    pub fn negated(&self) -> ScoreRange {
+        ScoreRange {
+            min: (-self.max).max(1),
+            lowest: -self.max,
+            max: -self.lowest,
         }
     }
 

@@ -106,6 +106,7 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::InvalidConfig { .. }
         | Error::InvalidTime { .. }
         | Error::InvalidDelta { .. }
+        | Error::InvalidValue { .. }
         | Error::InvalidQuery { .. }
         | Error::InvalidMemberData { .. }
         | Error::InvalidRateKey { .. }
@@ -127,6 +128,7 @@ pub fn status_of(error: &Error) -> StatusCode {
         Error::BoardConflict { .. }
         | Error::TrendingConflict { .. }
         | Error::BoardKind { .. }
+        | Error::AggregateUnsupported { .. }
         | Error::BoardChanged(_)
         | Error::BoardBusy(_)
         | Error::RelayoutRunning(_) => StatusCode::CONFLICT,

@@ -58,10 +58,11 @@ pub struct TopQuery {
     /// ±(2^53 − 1), not below `min_score`).
     #[param(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
     pub max_score: Option<f64>,
-    /// `desc` (default): highest first. `asc`: the ranking read from the bottom
-    /// ("bottom N"): lowest first, equal scores in the reverse of the board's tie order,
-    /// `offset` counted from the lowest; ranks stay the board's ranks (the bottom member
-    /// of 1,000 ranked has rank 1,000 unless tied).
+    /// `desc`: highest first; `asc`: lowest first. Absent: from rank 1, highest first
+    /// (lowest first on an `"aggregate":"min"` board). The order that does not start at
+    /// rank 1 reads the ranking from the bottom ("bottom N"): equal scores in the reverse
+    /// of the board's tie order, `offset` counted from the bottom; ranks stay the board's
+    /// ranks (the bottom member of 1,000 ranked has rank 1,000 unless tied).
     #[param(inline, example = "asc")]
     pub order: Option<Order>,
     /// The top P percent of the window's ranked members (0 < P ≤ 100): the first
@@ -100,7 +101,8 @@ pub struct AroundQuery {
     /// to `n` on each side, fewer at the ends.
     #[param(example = true)]
     pub fill: Option<bool>,
-    /// `desc` (default): highest first; `asc`: the same entries lowest first.
+    /// `desc`: highest first; `asc`: the same entries lowest first. Absent: in rank order,
+    /// highest first (lowest first on an `"aggregate":"min"` board).
     #[param(inline, example = "asc")]
     pub order: Option<Order>,
     /// `data`: each entry with `"data"`, the member's data (`null` when it has none; see
@@ -164,10 +166,11 @@ fn not_found(board: &str, member: &str, missing: &'static str) -> Error {
 }
 
 /// The ranking: the ranked members (positive scores; every non-zero one on a board with
-/// `"rank":"nonzero"`), highest first, ties by member ascending;
+/// `"rank":"nonzero"`; every value on a max or min board), from rank 1: highest first
+/// (lowest first on a min board), ties by member ascending;
 /// with `min_score`/`max_score`, the members whose scores are in that range (their
-/// ranks still their ranks in the whole ranking); with `order=asc`, read from the bottom
-/// (lowest first, ties by member descending, `offset` counted from the lowest, ranks
+/// ranks still their ranks in the whole ranking); with the other `order`, read from the
+/// bottom (ties by member descending, `offset` counted from the bottom, ranks
 /// unchanged); with `percent=P`, the top P percent of the ranked members
 /// (`ceil(P / 100 × ranked)` entries, paged by `offset` and `limit`). A windowed board
 /// ranks a window's totals (integers), a trending board its scores now (numbers; it has
@@ -192,7 +195,7 @@ pub async fn top(
         min: q.min_score,
         max: q.max_score,
     };
-    let order = q.order.unwrap_or_default();
+    let order = state.boards.ranking_end(&board, q.order).await?;
     let with_data = member_data::with_data(q.with.as_deref())?;
     let boards = reader(&state, q.max_staleness_ms)?;
     if let Some(percent) = q.percent {
@@ -256,7 +259,7 @@ pub async fn member(
 }
 
 /// The member and up to `n` entries on each side, or with `fill=true` a full page of
-/// `2n + 1` shifted at the ends of the ranking; `order=asc` lists them lowest first (404
+/// `2n + 1` shifted at the ends of the ranking, in rank order unless `order` says (404
 /// when the member is not ranked).
 #[utoipa::path(
     get, path = "/v1/boards/{board}/members/{member}/around", tag = "rankings", operation_id = "boardsAround",
@@ -277,7 +280,7 @@ pub async fn around(
     let with_data = member_data::with_data(q.with.as_deref())?;
     let options = AroundOptions {
         fill: q.fill.unwrap_or(false),
-        order: q.order.unwrap_or_default(),
+        order: state.boards.ranking_end(&board, q.order).await?,
     };
     let boards = reader(&state, q.max_staleness_ms)?;
     let page = boards

@@ -134,6 +134,8 @@ struct EventIn {
     member: String,
     #[serde(default, deserialize_with = "super::json_int::opt_i64")]
     delta: Option<i64>,
+    #[serde(default, deserialize_with = "super::json_int::opt_i64")]
+    value: Option<i64>,
     #[serde(default)]
     at: Option<f64>,
     #[serde(default)]
@@ -151,9 +153,11 @@ fn event_data(data: Option<&Value>) -> Result<Option<MemberData>, NotAnEvent> {
 /// Reads one event from its JSON text. A key given twice is a wrong shape.
 pub fn parse_raw_event(text: &str) -> Result<Event, NotAnEvent> {
     match serde_json::from_str::<EventIn>(text) {
+        Ok(e) if e.delta.is_some() && e.value.is_some() => Err(both()),
         Ok(e) => Ok(Event {
             member: e.member,
             delta: e.delta.unwrap_or(1),
+            value: e.value,
             at: e.at.map(Timestamp::from_unix_seconds_f64).transpose()?,
             data: event_data(e.data.as_ref())?,
         }),
@@ -167,6 +171,13 @@ pub fn parse_raw_event(text: &str) -> Result<Event, NotAnEvent> {
             parse_event(&value)
         }
     }
+}
+
+/// The shape error of an event with both `delta` and `value`.
+fn both() -> NotAnEvent {
+    NotAnEvent::Shape(
+        "an event carries delta (a sum board) or value (a max or min board), not both".into(),
+    )
 }
 
 /// Why a JSON value is not an event.
@@ -184,7 +195,8 @@ impl From<crate::Error> for NotAnEvent {
     }
 }
 
-/// Reads `{"member": string, "delta": integer (default 1), "at": unix seconds (default now)}`.
+/// Reads `{"member": string, "delta": integer (default 1), "value": integer, "at": unix
+/// seconds (default now)}` (`delta` or `value`, not both).
 /// Values the rules reject (empty member, zero delta) are left for the library to judge,
 /// but for `at`, which must be a time to be an [`Event`] at all (422 `invalid_time`).
 pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
@@ -194,11 +206,15 @@ pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
         .ok_or_else(|| shape("an event is a JSON object".into()))?;
     if let Some(unknown) = fields
         .keys()
-        .find(|k| !matches!(k.as_str(), "member" | "delta" | "at" | "data"))
+        .find(|k| !matches!(k.as_str(), "member" | "delta" | "value" | "at" | "data"))
     {
         return Err(shape(format!(
-            "unknown field {unknown:?}; an event has member, delta, at and data"
+            "unknown field {unknown:?}; an event has member, delta or value, at and data"
         )));
+    }
+    let given = |key: &str| !matches!(fields.get(key), None | Some(Value::Null));
+    if given("delta") && given("value") {
+        return Err(both());
     }
     let member = match fields.get("member") {
         Some(Value::String(m)) => m.clone(),
@@ -211,6 +227,14 @@ pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
             .as_number()
             .and_then(super::json_int::to_i64)
             .ok_or_else(|| shape(format!("delta must be an integer, got {v}")))?,
+    };
+    let value = match fields.get("value") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_number()
+                .and_then(super::json_int::to_i64)
+                .ok_or_else(|| shape(format!("value must be an integer, got {v}")))?,
+        ),
     };
     let at = match fields.get("at") {
         None | Some(Value::Null) => None,
@@ -225,6 +249,7 @@ pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
     Ok(Event {
         member,
         delta,
+        value,
         at,
         data,
     })

@@ -5,12 +5,14 @@
 //! when it failed (a failed call may have changed part of the board). Every change made
 //! through this process, by whatever path (the HTTP routes, the retirer, the jobs),
 //! passes here, so a read after it never sees the state before it. Reads and the calls
-//! that change nothing a read answers pass straight through.
+//! that change nothing a read answers pass straight through, but for a min board's
+//! values, which the stores keep negated ([`aggregates`]).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::aggregates;
 use super::read_cache::ReadCache;
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
@@ -146,6 +148,7 @@ impl Store for InvalidatingStore {
         windows: &[usize],
         key: Option<&WriteKey>,
     ) -> Result<(Keyed, Vec<WrittenStanding>)> {
+        aggregates::sums_only(board, "return=standing (a write answering ranks)")?;
         let result = self
             .inner
             .write_standing(board, now, writes, windows, key)
@@ -163,9 +166,12 @@ impl Store for InvalidatingStore {
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
-        self.inner
+        let range = aggregates::range(board, range);
+        let page = self
+            .inner
             .top(board, window, now, range, order, offset, limit)
-            .await
+            .await?;
+        Ok(aggregates::page(board, page))
     }
 
     async fn standing(
@@ -175,7 +181,8 @@ impl Store for InvalidatingStore {
         now: Timestamp,
         member: &Member,
     ) -> Result<Option<Standing>> {
-        self.inner.standing(board, window, now, member).await
+        let standing = self.inner.standing(board, window, now, member).await?;
+        Ok(aggregates::standing(board, standing))
     }
 
     async fn ranks(
@@ -185,7 +192,8 @@ impl Store for InvalidatingStore {
         now: Timestamp,
         members: &[Member],
     ) -> Result<Ranks> {
-        self.inner.ranks(board, window, now, members).await
+        let ranks = self.inner.ranks(board, window, now, members).await?;
+        Ok(aggregates::ranks(board, ranks))
     }
 
     async fn around(
@@ -197,16 +205,20 @@ impl Store for InvalidatingStore {
         n: u64,
         options: AroundOptions,
     ) -> Result<Option<TopPage>> {
-        self.inner
+        let page = self
+            .inner
             .around(board, window, now, member, n, options)
-            .await
+            .await?;
+        Ok(page.map(|p| aggregates::page(board, p)))
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {
-        self.inner.history(board, now, member).await
+        let history = self.inner.history(board, now, member).await?;
+        Ok(aggregates::history(board, history))
     }
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
+        aggregates::sums_only(board, "removing a member")?;
         let result = self.inner.remove_member(board, member).await;
         self.changed(&board.name, result)
     }
@@ -238,6 +250,7 @@ impl Store for InvalidatingStore {
     }
 
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
+        aggregates::sums_only(board, "recompute")?;
         let result = self.inner.recompute(board, window).await;
         self.changed(&board.name, result)
     }
@@ -248,6 +261,7 @@ impl Store for InvalidatingStore {
         layout: Layout,
         options: RelayoutOptions,
     ) -> Result<RelayoutReport> {
+        aggregates::sums_only(board, "relayout")?;
         let result = self.inner.relayout(board, layout, options).await;
         self.changed(&board.name, result)
     }
@@ -267,7 +281,8 @@ impl Store for InvalidatingStore {
         window: usize,
         range: SnapshotRange,
     ) -> Result<Vec<Snapshot>> {
-        self.inner.snapshots(board, window, range).await
+        let snapshots = self.inner.snapshots(board, window, range).await?;
+        Ok(aggregates::snapshots(board, snapshots))
     }
 
     async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>> {

@@ -32,6 +32,7 @@ pub(crate) mod bulk_remove;
 mod cache;
 mod clock_skew;
 pub use clock_skew::SkewTooLarge;
+mod aggregates;
 pub(crate) mod counters;
 mod dashboard;
 pub(crate) mod dashboard_view;

@@ -82,6 +82,7 @@ impl Rollboard {
         let event = Event {
             member: member.to_owned(),
             delta,
+            value: None,
             at,
             data: None,
         };
@@ -356,6 +357,11 @@ impl Rollboard {
         now: Timestamp,
     ) -> Result<TrendWrite> {
         let member = Member::parse(&event.member)?;
+        if event.value.is_some() {
+            return Err(Error::InvalidValue {
+                reason: "a trending board sums deltas: send \"delta\", not \"value\"".into(),
+            });
+        }
         let delta = check_delta(event.delta)?;
         if event.data.is_some() {
             return Err(Error::InvalidMemberData {

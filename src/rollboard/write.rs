@@ -37,6 +37,7 @@ impl Rollboard {
         let event = Event {
             member: member.to_owned(),
             delta,
+            value: None,
             at,
             data: None,
         };

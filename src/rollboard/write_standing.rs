@@ -52,6 +52,7 @@ impl Rollboard {
         let event = Event {
             member: member.to_owned(),
             delta,
+            value: None,
             at,
             data: None,
         };

@@ -42,6 +42,7 @@ fn events(items: &[(&str, i64)], at: i64) -> Vec<Event> {
         .map(|(m, d)| Event {
             member: m.to_string(),
             delta: *d,
+            value: None,
             at: Some(ts(at)),
             data: None,
         })

@@ -224,6 +224,7 @@ async fn each_board_answers_its_own_error_and_the_others_are_written(h: Harness)
     let old = Event {
         member: "post:1".into(),
         delta: 5,
+        value: None,
         at: Some(ts(START + 3600)),
         data: None,
     };
@@ -327,6 +328,7 @@ async fn a_member_is_read_in_every_window_of_every_board_at_once(h: Harness) {
     let old = Event {
         member: "b".into(),
         delta: 4,
+        value: None,
         at: Some(ts(START)),
         data: None,
     };

@@ -32,6 +32,7 @@ fn ev(member: &str, delta: i64) -> Event {
     Event {
         member: member.to_owned(),
         delta,
+        value: None,
         at: None,
         data: None,
     }

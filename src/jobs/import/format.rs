@@ -142,6 +142,7 @@ fn json_event(line: &str) -> Result<Event, String> {
     Ok(Event {
         member: l.member,
         delta: l.delta.or(l.score).unwrap_or(1),
+        value: None,
         at,
         data: None,
     })
@@ -211,6 +212,7 @@ impl Columns {
         Ok(Event {
             member,
             delta,
+            value: None,
             at,
             data: None,
         })

@@ -4,11 +4,13 @@
 //! Per slot and member, `stages[k]` holds the events written after `k` windows had frozen
 //! the slot, plus what windows `< k` handed on when they retired it. Stage `k` is counted
 //! in the totals of windows `k..n`; retiring window `j` subtracts `stages[j]` from its
-//! totals and moves it to `stages[j + 1]`.
+//! totals and moves it to `stages[j + 1]`. A max board keeps one value per slot and
+//! member instead (see [`maxima`](super::maxima)).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::keyed::KeyedRecords;
+use super::maxima;
 use super::totals::Totals;
 use crate::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::RecomputeReport;
@@ -209,6 +211,16 @@ impl MemBoard {
         if stage == n {
             return WriteStatus::TooLate;
         }
+        if !self.board.config.aggregate().sums() {
+            maxima::write(
+                &mut self.slots,
+                &mut self.totals[stage..],
+                w.slot,
+                member,
+                w.delta,
+            );
+            return WriteStatus::Applied;
+        }
         // The slot is live from the first event that is not too late (as in Redis).
         let slot = self.slots.entry(w.slot).or_default();
         let current: i64 = slot.get(member).map_or(0, |stages| stages.iter().sum());
@@ -249,6 +261,13 @@ impl MemBoard {
                 .range(self.retired[j] + 1..=cutoff)
                 .map(|(s, _)| *s)
                 .collect();
+            if !self.board.config.aggregate().sums() {
+                for s in due {
+                    self.retire_max(j, s, &mut report);
+                }
+                self.retired[j] = self.retired[j].max(cutoff);
+                continue;
+            }
             for s in due {
                 let slot = self.slots.get_mut(&s).expect("listed above");
                 for (member, stages) in slot.iter_mut() {
@@ -276,6 +295,20 @@ impl MemBoard {
             self.retired[j] = self.retired[j].max(cutoff);
         }
         report
+    }
+
+    /// Retires slot `s` from window `j` of a max board (see [`maxima::retire`]).
+    fn retire_max(&mut self, j: usize, s: i64, report: &mut RetireReport) {
+        let (handled, left) = maxima::retire(&self.slots, s, &mut self.totals[j]);
+        report.fields_subtracted += handled;
+        report.members_zeroed += left.len() as u64;
+        report.slots_retired += 1;
+        if j + 1 == self.windows() {
+            for member in &left {
+                self.data.remove(member);
+            }
+            self.slots.remove(&s);
+        }
     }
 
     /// Takes every window's snapshot at the boundary `slot_start(now)` once retirement
@@ -454,14 +487,14 @@ impl MemBoard {
         let entries = members
             .iter()
             .map(|m| {
-                let score = totals.get(m.as_str()).unwrap_or(0);
+                let held = totals.get(m.as_str());
+                let score = held.unwrap_or(0);
                 MemberRank {
                     member: m.to_string(),
                     score,
-                    rank: totals
-                        .rank_rule()
-                        .ranks(score)
-                        .then(|| totals.rank(m.as_str(), score)),
+                    rank: held
+                        .filter(|s| totals.rank_rule().ranks(*s))
+                        .map(|s| totals.rank(m.as_str(), s)),
                 }
             })
             .collect();
@@ -495,7 +528,8 @@ impl MemBoard {
             .range(from..)
             .filter_map(|(slot, values)| {
                 let value: i64 = values.get(member.as_str())?.iter().sum();
-                (value != 0).then_some(Point { slot: *slot, value })
+                // A max board's value of 0 is a value like any other.
+                (value != 0 || !config.aggregate().sums()).then_some(Point { slot: *slot, value })
             })
             .collect();
         History {

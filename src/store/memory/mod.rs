@@ -14,6 +14,7 @@ use async_trait::async_trait;
 mod board_state;
 mod counters;
 mod keyed;
+mod maxima;
 mod rates;
 mod stats;
 mod totals;

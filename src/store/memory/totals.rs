@@ -82,6 +82,30 @@ impl Totals {
         new
     }
 
+    /// Sets the member's value (a max board's), or removes it (`None`).
+    pub fn set(&mut self, member: &str, value: Option<i64>) {
+        let old = self.scores.get(member).copied();
+        if old == value {
+            return;
+        }
+        if let Some(old) = old {
+            self.order.remove(&(Reverse(old), member.to_owned()));
+            self.retally(old, false);
+            self.ranked -= u64::from(self.rank.ranks(old));
+        }
+        match value {
+            Some(new) => {
+                self.retally(new, true);
+                self.ranked += u64::from(self.rank.ranks(new));
+                self.scores.insert(member.to_owned(), new);
+                self.order.insert((Reverse(new), member.to_owned()));
+            }
+            None => {
+                self.scores.remove(member);
+            }
+        }
+    }
+
     /// Members with a ranked total.
     pub fn ranked(&self) -> u64 {
         self.ranked

@@ -4,7 +4,8 @@
 //! A windowed board's record is a hash: `version`, `slot`, `windows` (seconds,
 //! comma-separated), `offset`, `created_ms`, `ties`, `snapshots` (`top,keep`, when the
 //! board takes period snapshots), `layout` (when one was asked for), `rank` (`nonzero` on a board that ranks every
-//! non-zero total; absent: positive totals only), and per window
+//! non-zero total, `all` on one that ranks every value; absent: positive totals only),
+//! `aggregate` (`max` or `min`; absent: a sum board), and per window
 //! `wm:<W>` (watermark) and `done:<W>` (retired through); `dropping` while a drop is
 //! under way. A trending board's record has `kind` = `trending`, `version`,
 //! `half_life`, `floor`, `max_age`, `created_ms` and its landmark.
@@ -17,7 +18,9 @@ use redis::Value;
 use super::keys;
 use super::reply::{int, opt_string, string};
 use crate::board::Board;
-use crate::domain::{BoardConfig, BoardName, Layout, RankedTotals, SnapshotPolicy, Span};
+use crate::domain::{
+    Aggregate, BoardConfig, BoardName, Layout, RankedTotals, SnapshotPolicy, Span,
+};
 use crate::domain::{Ties, Timestamp};
 use crate::domain::{TrendingBoard, TrendingConfig};
 use crate::error::{Error, Result};
@@ -34,6 +37,7 @@ pub(super) const RECORD_FIELDS: &[&str] = &[
     "snapshots",
     "layout",
     "rank",
+    "aggregate",
 ];
 
 /// The read of a board's record: its fields, then `dropping` and `kind`.
@@ -49,7 +53,7 @@ pub(super) fn record_read(name: &BoardName) -> redis::Cmd {
 /// A board from its record's `version, slot, windows, offset, created_ms, ties,
 /// snapshots, layout, rank` (no `ties`: a board made before the option, which ranks by
 /// competition; no `snapshots`: a board that takes none; no `layout`: the store's
-/// default; no `rank`: positive totals ranked).
+/// default; no `rank`: positive totals ranked; no `aggregate`: a sum board).
 pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
     let corrupt = |what: &str| Error::store(format!("board record of {name:?} has a bad {what}"));
     let version = string(&fields[0], "version")?
@@ -71,9 +75,12 @@ pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
     };
     let rank = opt_string(&fields[8], "rank")?;
     let rank = RankedTotals::from_stored(rank.as_deref()).ok_or_else(|| corrupt("rank"))?;
+    let aggregate = opt_string(&fields[9], "aggregate")?;
+    let aggregate =
+        Aggregate::from_stored(aggregate.as_deref()).ok_or_else(|| corrupt("aggregate"))?;
     let config = BoardConfig::new(slot, windows)
         .and_then(|c| c.with_offset(offset))
-        .and_then(|c| c.with_ties(ties).with_rank(rank))
+        .and_then(|c| c.with_ties(ties).with_aggregate(aggregate).with_rank(rank))
         .map(|c| c.with_snapshots(snapshots).with_layout(layout))
         .map_err(|e| Error::store(format!("board record of {name:?}: {e}")))?;
     Ok(Board {

@@ -54,7 +54,8 @@ pub(super) async fn create(
         .arg(now.unix_millis())
         .arg(config.ties().as_str())
         .arg(config.layout().map_or("", Layout::as_str))
-        .arg(config.rank().as_str());
+        .arg(config.rank().as_str())
+        .arg(config.aggregate().as_str());
     for (j, w) in windows.iter().enumerate() {
         invocation.arg(w.seconds()).arg(config.cutoff(j, now));
     }
@@ -311,6 +312,7 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         rest.push(keys::snapshot_cursors(name));
         rest.push(keys::slot_geometry(name));
         rest.push(keys::data(name));
+        rest.push(keys::peaks(name));
         rest.push(index);
         unlink(conn, name, &rest).await?;
         // The board's idempotency records (`idem_{b}_<version>_…`) are left to expire by

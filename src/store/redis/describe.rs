@@ -69,11 +69,11 @@ pub(super) async fn describe(
             .arg(format!("building:{w}"));
         let totals = keys::totals(&board.name, windows, j);
         pipe.cmd("ZCARD").arg(&totals);
-        // The ranked members: every member of the totals (none holds 0) on a board of
-        // non-zero totals, the positive ones otherwise.
+        // The ranked members: every member of the totals (on a sum board none holds 0)
+        // on a board of non-zero totals or of every value, the positive ones otherwise.
         let floor = match config.rank() {
             RankedTotals::Positive => "(0",
-            RankedTotals::Nonzero => "-inf",
+            RankedTotals::Nonzero | RankedTotals::All => "-inf",
         };
         pipe.cmd("ZCOUNT").arg(&totals).arg(floor).arg("+inf");
     }

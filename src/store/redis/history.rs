@@ -96,7 +96,7 @@ async fn history_range(
         .arg(lower)
         .arg(upper.map_or_else(|| "+inf".to_owned(), |u| format!("({u}")))
         .arg(member.as_str())
-        .arg(board.config.windows().len())
+        .arg(stages_arg(board))
         .arg(listing)
         .arg(slots);
     let reply: Value = conn
@@ -124,5 +124,15 @@ async fn history_range(
                 .collect::<Result<_>>()?,
         }),
         other => Err(Error::store(format!("history answered {other:?}"))),
+    }
+}
+
+/// `history.lua`'s ARGV[5]: the board's stages per slot, and `max` on a max board.
+fn stages_arg(board: &Board) -> String {
+    let n = board.config.windows().len();
+    if board.config.aggregate().sums() {
+        n.to_string()
+    } else {
+        format!("{n} max")
     }
 }

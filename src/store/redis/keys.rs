@@ -178,6 +178,13 @@ pub(super) fn stages(board: &Board, slot: i64) -> impl Iterator<Item = String> +
     (0..board.config.windows().len()).map(move |k| stage(&board.name, slot, k))
 }
 
+/// `peaks_{<board>}`: a max or min board's peak lists, field = member, value = the
+/// `<slot>:<value>` pairs of its live slots that no newer slot matches (see `peaks_add`
+/// in `lua/prelude.lua`).
+pub(super) fn peaks(name: &BoardName) -> String {
+    format!("peaks_{{{name}}}")
+}
+
 /// `data_{<board>}`: member data, field = member, value = its JSON text; a field lives
 /// as long as the member's total in the largest window (see `add_total` and `bulk_add`
 /// in `lua/prelude.lua`).

@@ -70,6 +70,7 @@ mod trending;
 mod trending_read;
 mod write;
 mod write_call;
+mod write_max;
 
 #[cfg(feature = "server")]
 pub(crate) use client::{check_url, redact};
@@ -273,6 +274,9 @@ impl Store for RedisStore {
         now: Timestamp,
         writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>> {
+        if !board.config.aggregate().sums() {
+            return write_max::write(&self.conn, board, now, &writes).await;
+        }
         self.ingest.write(board, now, writes).await
     }
 
@@ -283,6 +287,12 @@ impl Store for RedisStore {
         writes: Vec<SlotWrite>,
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>> {
+        // A max board's write is idempotent by itself: applied again, it changes nothing.
+        if !board.config.aggregate().sums() {
+            return write_max::write(&self.conn, board, now, &writes)
+                .await
+                .map(Some);
+        }
         once::write_once(&self.conn, board, now, writes, token).await
     }
 
@@ -293,6 +303,10 @@ impl Store for RedisStore {
         writes: Vec<SlotWrite>,
         key: &WriteKey,
     ) -> Result<Keyed> {
+        if !board.config.aggregate().sums() {
+            let statuses = write_max::write(&self.conn, board, now, &writes).await?;
+            return Ok(Keyed::Applied(statuses));
+        }
         once::write_keyed(&self.conn, self.ingest.budget(), board, now, writes, key).await
     }
 

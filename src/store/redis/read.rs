@@ -28,8 +28,10 @@ fn flags(board: &Board, order: Order, fill: bool) -> String {
     if board.config.ties() == Ties::Position {
         words.push("position");
     }
-    if board.config.rank() == RankedTotals::Nonzero {
-        words.push("nonzero");
+    match board.config.rank() {
+        RankedTotals::Positive => {}
+        RankedTotals::Nonzero => words.push("nonzero"),
+        RankedTotals::All => words.push("all"),
     }
     if order == Order::Asc {
         words.push("asc");

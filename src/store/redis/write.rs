@@ -470,6 +470,7 @@ fn standing_words(board: &Board, windows: &[usize]) -> String {
     let rank = match board.config.rank() {
         RankedTotals::Positive => "positive",
         RankedTotals::Nonzero => "nonzero",
+        RankedTotals::All => "all",
     };
     format!(" {} {ties} {rank}", positions.join(","))
 }

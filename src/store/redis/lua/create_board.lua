@@ -10,21 +10,25 @@
 -- ARGV[6]  how ties rank: 'competition' or 'dense' (field ties)
 -- ARGV[7]  the layout asked for, 'plain' or 'compact' (field layout), or '' for the
 --          store's default (no field: write.lua is told the default with each call)
--- ARGV[8]  which totals are ranked: 'positive' or 'nonzero' (field rank, written only
---          for 'nonzero': a record without it ranks positive totals)
--- ARGV[8+2j-1], ARGV[8+2j], j = 1..n   window j in seconds, and its cutoff at creation
+-- ARGV[8]  which totals are ranked: 'positive', 'nonzero' or 'all' (field rank, written
+--          unless 'positive': a record without it ranks positive totals)
+-- ARGV[9]  what the board keeps: 'sum', 'max' or 'min' (field aggregate, written unless
+--          'sum': a record without it sums; scripts keep a min board as a max board of
+--          negated values)
+-- ARGV[9+2j-1], ARGV[9+2j], j = 1..n   window j in seconds, and its cutoff at creation
 --          (the initial watermark wm:<W> and retired-through mark done:<W>)
 --
 -- abs_sum, the bound on stored magnitudes that lets write.lua skip range checks, starts at 0.
--- Returns {1, version, slot, windows, offset, created, ties, false, layout, rank} when
--- created, or {0, ...} with the stored values (snapshots policy, layout, rank) when the board already exists
+-- Returns {1, version, slot, windows, offset, created, ties, false, layout, rank,
+-- aggregate} when created, or {0, ...} with the stored values (snapshots policy, layout,
+-- rank, aggregate) when the board already exists
 -- (the caller compares the configs). A snapshots policy is set by set_snapshots.lua.
 -- Error "DROPPING ..." while an earlier incarnation is being dropped, "KIND ..." when a
 -- trending board of that name exists.
 -- The registry of boards is a separate key, updated by the caller with its own command.
 
 local board = KEYS[1]
-local existing = redis.call('HMGET', board, 'version', 'slot', 'windows', 'offset', 'created_ms', 'dropping', 'ties', 'kind', 'snapshots', 'layout', 'rank')
+local existing = redis.call('HMGET', board, 'version', 'slot', 'windows', 'offset', 'created_ms', 'dropping', 'ties', 'kind', 'snapshots', 'layout', 'rank', 'aggregate')
 if existing[6] then
   return redis.error_reply('DROPPING the board is being dropped; retry when that finishes')
 end
@@ -32,7 +36,7 @@ if existing[8] == 'trending' then
   return redis.error_reply('KIND trending the board is a trending board')
 end
 if existing[1] then
-  return { 0, existing[1], existing[2], existing[3], existing[4], existing[5], existing[7] or false, existing[9] or false, existing[10] or false, existing[11] or false }
+  return { 0, existing[1], existing[2], existing[3], existing[4], existing[5], existing[7] or false, existing[9] or false, existing[10] or false, existing[11] or false, existing[12] or false }
 end
 local record = {
   'version', ARGV[1], 'slot', ARGV[2], 'windows', ARGV[3], 'offset', ARGV[4], 'created_ms', ARGV[5],
@@ -43,11 +47,15 @@ if ARGV[7] ~= '' then
   record[#record + 1] = 'layout'
   record[#record + 1] = ARGV[7]
 end
-if ARGV[8] == 'nonzero' then
+if ARGV[8] ~= 'positive' then
   record[#record + 1] = 'rank'
   record[#record + 1] = ARGV[8]
 end
-for a = 9, #ARGV, 2 do
+if ARGV[9] ~= 'sum' then
+  record[#record + 1] = 'aggregate'
+  record[#record + 1] = ARGV[9]
+end
+for a = 10, #ARGV, 2 do
   record[#record + 1] = 'wm:' .. ARGV[a]
   record[#record + 1] = ARGV[a + 1]
   record[#record + 1] = 'done:' .. ARGV[a]
@@ -55,4 +63,4 @@ for a = 9, #ARGV, 2 do
 end
 redis.call('HSET', board, unpack(record))
 return { 1, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], false, ARGV[7] ~= '' and ARGV[7] or false,
-  ARGV[8] == 'nonzero' and ARGV[8] or false }
+  ARGV[8] ~= 'positive' and ARGV[8] or false, ARGV[9] ~= 'sum' and ARGV[9] or false }

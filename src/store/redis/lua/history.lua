@@ -13,7 +13,9 @@
 -- ARGV[2]  the range's lower bound, inclusive: a slot start
 -- ARGV[3]  the range's upper bound: '(<slot start>' (exclusive) or '+inf'
 -- ARGV[4]  the member
--- ARGV[5]  n, stages per slot (the board's number of windows)
+-- ARGV[5]  n, stages per slot (the board's number of windows); '<n> max' on a max
+--          board, whose slot keeps the member's highest value in stage 0 alone: a
+--          slot is listed when the member holds a value there, 0 included
 -- ARGV[6]  most slots to list when answering 'slots'
 -- ARGV[6+i], i = 1..m   the passed slots' starts (m = #ARGV - 6)
 --
@@ -38,7 +40,8 @@ local board, index = KEYS[1], KEYS[2]
 board_record(board, ARGV[1])
 local newest = redis.call('ZREVRANGEBYSCORE', index, '+inf', '-inf', 'LIMIT', 0, 1)[1] or false
 
-local n, m = tonumber(ARGV[5]), #ARGV - 6
+local n, m = tonumber(string.match(ARGV[5], '^%d+')), #ARGV - 6
+local maxima = string.find(ARGV[5], 'max', 1, true)
 local passed = {}
 for i = 1, m do passed[ARGV[6 + i]] = i end
 local live = redis.call('ZRANGEBYSCORE', index, ARGV[2], ARGV[3], 'LIMIT', 0, m + 1)
@@ -64,11 +67,16 @@ for x, slot in ipairs(live) do
     hash = hash or member_hash(ARGV[4])
     bucket = bucket_of(geo, hash)
   end
-  local value = 0
-  for k = 1, n do
-    value = value + stage_value(KEYS[first + k], bucket, ARGV[4])
+  local value, held = 0, false
+  if maxima then
+    held = redis.call('HGET', KEYS[first + 1], ARGV[4])
+    value = tonumber(held) or 0
+  else
+    for k = 1, n do
+      value = value + stage_value(KEYS[first + k], bucket, ARGV[4])
+    end
   end
-  if value ~= 0 then
+  if value ~= 0 or held then
     reply[#reply + 1] = slot
     reply[#reply + 1] = value
   end

@@ -53,9 +53,11 @@ end
 -- window's distinct totals `dense`, see retally), or the 1-based ranking position
 -- (`position`). Each is O(log N).
 
--- Whether `score` (a total, as Redis prints it) is ranked.
-local function ranked_total(score, nonzero)
-  if nonzero then return tonumber(score) ~= 0 end
+-- Whether `score` (a total, as Redis prints it) is ranked: `rule` is 'all' (a max
+-- board: every value), true (every non-zero total) or false/nil (positive ones).
+local function ranked_total(score, rule)
+  if rule == 'all' then return true end
+  if rule then return tonumber(score) ~= 0 end
   return tonumber(score) > 0
 end
 
@@ -77,10 +79,10 @@ local function position_in(totals, member, score, greater)
 end
 
 -- `member`'s total in `totals` (as Redis prints it; false without one) and its rank
--- (false when the total is not ranked), the board ranking as the flags say.
-local function member_rank(totals, dense, position, nonzero, member)
+-- (false when the total is not ranked), the board ranking as `rule` says (ranked_total).
+local function member_rank(totals, dense, position, rule, member)
   local score = redis.call('ZSCORE', totals, member)
-  if not score or not ranked_total(score, nonzero) then return score or false, false end
+  if not score or not ranked_total(score, rule) then return score or false, false end
   local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
   return score, rank_of_total(dense, position, score, greater,
     position and position_in(totals, member, score, greater))
@@ -518,4 +520,53 @@ local function write_slots(geo_key, index, stages, n, m, starts, stage, layout, 
     end
   end
   return slots
+end
+
+-- Peak lists (write_max.lua, retire_max.lua; docs/design.md, "Max and min boards"). A
+-- max board keeps, per member, the pairs '<slot>:<value>' of its live slots that no
+-- newer slot matches, comma-separated: slots ascending, values strictly descending.
+-- The member's value in a window whose cutoff is c is then the first pair past c.
+-- Slots and values are integers below 2^53, so Lua's doubles compare them exactly.
+
+-- The list `list` (false: none) with the pair (`slot`, `value`) (integer strings)
+-- added, or nil when it adds nothing (a pair of that slot or a newer one holds as much).
+local function peaks_add(list, slot, value)
+  if not list then return slot .. ':' .. value end
+  local s, v = tonumber(slot), tonumber(value)
+  local out, placed = {}, false
+  for ps, pv in string.gmatch(list, '(%-?%d+):(%-?%d+)') do
+    local a = tonumber(ps)
+    if a < s then
+      if tonumber(pv) > v then out[#out + 1] = ps .. ':' .. pv end
+    else
+      if not placed then
+        if tonumber(pv) >= v then return nil end
+        out[#out + 1] = slot .. ':' .. value
+        placed = true
+      end
+      if a > s then out[#out + 1] = ps .. ':' .. pv end
+    end
+  end
+  if not placed then out[#out + 1] = slot .. ':' .. value end
+  return table.concat(out, ',')
+end
+
+-- The value of the first pair of `list` (false: none) past slot `cutoff` (a number),
+-- as a string; false when there is none.
+local function peaks_after(list, cutoff)
+  if not list then return false end
+  for ps, pv in string.gmatch(list, '(%-?%d+):(%-?%d+)') do
+    if tonumber(ps) > cutoff then return pv end
+  end
+  return false
+end
+
+-- The pairs of `list` (false: none) past slot `through` (a number); '' when none.
+local function peaks_trim(list, through)
+  if not list then return '' end
+  local out = {}
+  for ps, pv in string.gmatch(list, '(%-?%d+):(%-?%d+)') do
+    if tonumber(ps) > through then out[#out + 1] = ps .. ':' .. pv end
+  end
+  return table.concat(out, ',')
 end

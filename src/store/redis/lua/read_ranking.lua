@@ -15,7 +15,8 @@
 --          entries lowest first, equal totals by member descending; top's offset counts
 --          from the bottom), 'fill' (around: a full page of 2n+1 when the ranking holds
 --          that many, shifted at the ends), 'nonzero' (the board ranks every non-zero
---          total, negative ones too; without it only positive totals are ranked)
+--          total, negative ones too; without it only positive totals are ranked), 'all'
+--          (a max board: every value is ranked, zero too)
 -- ARGV[5]  top: offset;  member, around: the member;  ranks: unused
 -- ARGV[6]  top: limit;   around: n, entries on each side;  member, ranks: unused
 -- ARGV[7]  top, optional: the lowest total of a score range (at least 1 unless
@@ -51,14 +52,15 @@
 local board, index, totals, dense = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local flags = {}
 for word in string.gmatch(ARGV[4], '%S+') do flags[word] = true end
--- The lowest ranked total, as a ZCOUNT bound: every total (none is 0) or the positive
--- ones.
-local floor = flags.nonzero and '-inf' or '(0'
+-- Which totals are ranked (ranked_total's `rule`), and the lowest of them as a ZCOUNT
+-- bound: every total (a sum board's are never 0), or the positive ones.
+local rule = flags.all and 'all' or flags.nonzero
+local floor = rule and '-inf' or '(0'
 
 -- The prelude's rank helpers (ranked_total, rank_of_total, position_in), with this
 -- call's window and flags.
 local function is_ranked(score)
-  return ranked_total(score, flags.nonzero)
+  return ranked_total(score, rule)
 end
 local function rank_of(score, greater, position)
   return rank_of_total(dense, flags.position, score, greater, position)
@@ -159,7 +161,7 @@ end
 
 if mode == 'ranks' then
   for k = 7, #ARGV do
-    local score, rank = member_rank(totals, dense, flags.position, flags.nonzero, ARGV[k])
+    local score, rank = member_rank(totals, dense, flags.position, rule, ARGV[k])
     reply[#reply + 1] = score
     reply[#reply + 1] = rank
   end

@@ -17,7 +17,7 @@
 -- is B in milliseconds, so a second append for B (another replica, a re-sent call) or
 -- for an older boundary is refused by XADD and skipped here: exactly once. Entry fields:
 -- 'at', ARGV[3], then member, score for each leader: ranked totals only (positive ones,
--- or every one on a board whose record has rank = 'nonzero'), in ranking
+-- or every one on a board whose record has rank = 'nonzero' or 'all'), in ranking
 -- order (highest first, equal totals by member ascending, as every read orders them; a
 -- tie group cut by `top` keeps its smallest members).
 -- The stream is trimmed to the newest `keep` entries (exact MAXLEN).
@@ -32,8 +32,10 @@ for j = 1, n do
 end
 fields[#fields + 1] = 'rank'
 local record = board_record(KEYS[1], ARGV[1], unpack(fields))
--- The lowest ranked total, as a ZREVRANGEBYSCORE bound (the totals never hold 0).
-local floor = (record[4 + 2 * n] == 'nonzero') and '-inf' or '(0'
+-- The lowest ranked total, as a ZREVRANGEBYSCORE bound (a sum board's totals never
+-- hold 0).
+local rank = record[4 + 2 * n]
+local floor = (rank == 'nonzero' or rank == 'all') and '-inf' or '(0'
 local policy = record[3]
 if not policy then
   return { 'off' }

@@ -74,7 +74,7 @@ pub(super) async fn retire_slot(
 }
 
 /// The window name fields the scripts need: this window and the next smaller one.
-fn window_args(board: &Board, window: usize) -> (u64, String) {
+pub(super) fn window_args(board: &Board, window: usize) -> (u64, String) {
     let windows = board.config.windows();
     let previous = match window {
         0 => String::new(),

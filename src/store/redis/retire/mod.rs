@@ -11,6 +11,9 @@
 //! 4. [`compact`]: a complete pass then compacts the slot that just closed, if the
 //!    board is compact and the slot big enough: one call more per board.
 //!
+//! A max or min board takes the window-by-window pass only, its slots retired by
+//! [`maxima`] instead of [`chunks`] (a maximum is recomputed, not subtracted).
+//!
 //! Every call of every path is idempotent, so a pass can stop anywhere (crash,
 //! `max_chunks`) and any later pass, from this process or another, finishes the job.
 //!
@@ -21,6 +24,7 @@
 
 mod chunks;
 mod compact;
+mod maxima;
 mod small;
 mod swap;
 
@@ -47,6 +51,7 @@ pub(super) async fn retire(
     let windows = board.config.windows();
     let mut report = RetireReport::default();
     let mut budget = options.max_chunks;
+    let sums = board.config.aggregate().sums();
     for j in 0..windows.len() {
         let cutoff = board.config.cutoff(j, now);
         loop {
@@ -54,7 +59,12 @@ pub(super) async fn retire(
             if slots.is_empty() {
                 break;
             }
-            if j == 0 && slots.len() == 1 && budget != Some(0) && swap::applies(board, &options) {
+            if sums
+                && j == 0
+                && slots.len() == 1
+                && budget != Some(0)
+                && swap::applies(board, &options)
+            {
                 match swap::swap(conn, board, slots[0], &options).await? {
                     Swap::Swapped(swapped) => {
                         budget = budget.map(|b| b - 1);
@@ -66,9 +76,12 @@ pub(super) async fn retire(
                 }
             }
             for slot in slots {
-                let finished =
+                let finished = if sums {
                     chunks::retire_slot(conn, board, j, slot, &options, &mut budget, &mut report)
-                        .await?;
+                        .await?
+                } else {
+                    maxima::retire_slot(conn, board, j, slot, &mut budget, &mut report).await?
+                };
                 if !finished {
                     return Ok(report);
                 }
@@ -76,7 +89,7 @@ pub(super) async fn retire(
         }
     }
     report.complete = true;
-    if options.compact {
+    if options.compact && sums {
         let compacted = compact::compact_closed(conn, board, now, &options).await?;
         report.slots_compacted = compacted.slots;
         report.fields_compacted = compacted.fields;

@@ -115,10 +115,10 @@ pub(crate) async fn retire_small(
     Ok(answers)
 }
 
-/// Whether the script handles this board at all: it keeps no dense tallies (it handles
-/// plain and compact slots alike).
+/// Whether the script handles this board at all: a sum board that keeps no dense
+/// tallies (it handles plain and compact slots alike).
 fn fits(board: &Board) -> bool {
-    keys::window_dense(board, 0).is_empty()
+    board.config.aggregate().sums() && keys::window_dense(board, 0).is_empty()
 }
 
 /// The board's `retire_small.lua` call (`EVALSHA`): its candidate slots are those that

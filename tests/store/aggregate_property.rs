@@ -1,0 +1,506 @@
+//! Property test of max and min boards: random writes (single and batched, values of
+//! any sign and zero, late and future times), clock advances, retirements and reads run
+//! on the memory store and on Redis (a single node, and the cluster) in lockstep. Every
+//! answer of the two stores must be identical; every read that claims to cover exactly
+//! its window must equal a brute-force oracle that keeps every accepted event and takes
+//! the max (min) of those whose slots are inside the window; and after a final
+//! retirement every window must equal the oracle, and Redis's peak lists must be exactly
+//! the live slots' values that no newer slot matches.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use rollboard::{Aggregate, AroundOptions, BoardConfig, Clock, Event, MemoryStore, Order};
+use rollboard::{RedisStore, Span, Ties, Timestamp};
+
+use crate::support::{TestRedis, clock, ranking, unique, with_clock};
+
+const MEMBERS: [&str; 5] = ["ann", "bob", "cy", "dee", "eve"];
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Event for member `m` with `value`, at `now + offset` seconds.
+    Write(usize, i64, i64),
+    Batch(Vec<(usize, i64, i64)>),
+    Advance(i64),
+    Retire,
+    Read(usize),
+    Bottom(usize, u64, u64),
+    Score(usize, usize),
+    Ranks(usize),
+    Around(usize, usize, u64, bool, bool),
+    /// A page of the values in `min..=min + span`.
+    Range(usize, i64, i64),
+    History(usize),
+}
+
+#[derive(Debug, Clone)]
+struct Scenario {
+    slot: u64,
+    windows: Vec<u64>,
+    aggregate: Aggregate,
+    ties: Ties,
+    ops: Vec<Op>,
+}
+
+fn scenario() -> impl Strategy<Value = Scenario> {
+    let config = (
+        prop_oneof![Just(60u64), Just(300)],
+        proptest::sample::subsequence(vec![1u64, 2, 3, 5, 12], 1..=3),
+    );
+    config.prop_flat_map(|(slot, multiples)| {
+        let windows: Vec<u64> = multiples.iter().map(|k| k * slot).collect();
+        let largest = *windows.last().unwrap() as i64;
+        let n = windows.len();
+        let m = MEMBERS.len();
+        let offset = -(largest + 2 * slot as i64)..=(60 + slot as i64);
+        let write = (0..m, -3i64..=6, offset);
+        let op = prop_oneof![
+            6 => write.clone().prop_map(|(m, v, o)| Op::Write(m, v, o)),
+            2 => proptest::collection::vec(write, 1..6).prop_map(Op::Batch),
+            3 => prop_oneof![0..=(2 * slot as i64), Just(largest), Just(3 * largest)]
+                .prop_map(Op::Advance),
+            2 => Just(Op::Retire),
+            2 => (0..n).prop_map(Op::Read),
+            1 => (0..n, 0u64..4, 1u64..4).prop_map(|(w, o, l)| Op::Bottom(w, o, l)),
+            1 => (0..m, 0..n).prop_map(|(m, w)| Op::Score(m, w)),
+            1 => (0..n).prop_map(Op::Ranks),
+            1 => (0..m, 0..n, 0u64..3, any::<bool>(), any::<bool>())
+                .prop_map(|(m, w, k, fill, asc)| Op::Around(m, w, k, fill, asc)),
+            1 => (0..n, -3i64..=6, 0i64..=4).prop_map(|(w, min, span)| Op::Range(w, min, span)),
+            1 => (0..m).prop_map(Op::History),
+        ];
+        let kind = prop_oneof![Just(Aggregate::Max), Just(Aggregate::Min)];
+        let ties = prop_oneof![Just(Ties::Competition), Just(Ties::Position)];
+        (proptest::collection::vec(op, 1..60), kind, ties).prop_map(
+            move |(ops, aggregate, ties)| Scenario {
+                slot,
+                windows: windows.clone(),
+                aggregate,
+                ties,
+                ops,
+            },
+        )
+    })
+}
+
+/// Every accepted event, and the window arithmetic of the board.
+struct Oracle {
+    config: BoardConfig,
+    /// (slot, member, value) of each accepted event.
+    events: Vec<(i64, String, i64)>,
+}
+
+impl Oracle {
+    /// Each member's value in window `j` at `now`: the max (min) of its events inside.
+    fn values(&self, j: usize, now: Timestamp) -> BTreeMap<String, i64> {
+        let cutoff = self.config.cutoff(j, now);
+        let min = self.config.aggregate() == Aggregate::Min;
+        let mut values = BTreeMap::new();
+        for (_, member, value) in self.events.iter().filter(|e| e.0 > cutoff) {
+            values
+                .entry(member.clone())
+                .and_modify(|v: &mut i64| {
+                    *v = if min {
+                        (*v).min(*value)
+                    } else {
+                        (*v).max(*value)
+                    }
+                })
+                .or_insert(*value);
+        }
+        values
+    }
+
+    /// Window `j`'s ranking at `now`: best first (highest; lowest on a min board), ties
+    /// by member ascending.
+    fn ranking(&self, j: usize, now: Timestamp) -> Vec<(String, i64)> {
+        let mut ranking: Vec<(String, i64)> = self.values(j, now).into_iter().collect();
+        let sign = self.config.aggregate().sign();
+        ranking.sort_by(|a, b| (-sign * a.1, &a.0).cmp(&(-sign * b.1, &b.0)));
+        ranking
+    }
+
+    /// The member's value per slot over the largest window (its history).
+    fn history(&self, member: &str, now: Timestamp) -> Vec<(i64, i64)> {
+        let cutoff = self.config.cutoff(self.config.windows().len() - 1, now);
+        let min = self.config.aggregate() == Aggregate::Min;
+        let mut points: BTreeMap<i64, i64> = BTreeMap::new();
+        for (slot, _, value) in self.events.iter().filter(|e| e.1 == member && e.0 > cutoff) {
+            points
+                .entry(*slot)
+                .and_modify(|v| {
+                    *v = if min {
+                        (*v).min(*value)
+                    } else {
+                        (*v).max(*value)
+                    }
+                })
+                .or_insert(*value);
+        }
+        points.into_iter().collect()
+    }
+}
+
+/// The rank of the member at `position` of `ranking`: 1 + the members strictly better
+/// (competition), or its 1-based place (position).
+fn rank_at(ranking: &[(String, i64)], position: usize, ties: Ties) -> u64 {
+    if ties == Ties::Position {
+        return position as u64 + 1;
+    }
+    let score = ranking[position].1;
+    ranking.iter().take_while(|(_, s)| *s != score).count() as u64 + 1
+}
+
+fn triples(page: &rollboard::TopPage) -> Vec<(u64, String, i64)> {
+    page.entries
+        .iter()
+        .map(|e| (e.rank, e.member.clone(), e.score))
+        .collect()
+}
+
+fn at_positions(
+    ranking: &[(String, i64)],
+    positions: impl Iterator<Item = usize>,
+    ties: Ties,
+) -> Vec<(u64, String, i64)> {
+    positions
+        .map(|p| {
+            (
+                rank_at(ranking, p, ties),
+                ranking[p].0.clone(),
+                ranking[p].1,
+            )
+        })
+        .collect()
+}
+
+fn event(now: Timestamp, (m, value, offset): (usize, i64, i64)) -> Event {
+    let at = Timestamp::from_unix_millis(now.unix_millis() + offset * 1000).unwrap();
+    Event::value(MEMBERS[m], value).at(at)
+}
+
+/// One scenario on the memory store and `store`; `redis` (a single node) also has its
+/// peak lists checked.
+async fn run(
+    redis: Option<&TestRedis>,
+    store: Arc<RedisStore>,
+    s: Scenario,
+) -> Result<(), TestCaseError> {
+    let ties = s.ties;
+    let clock = clock();
+    let memory = with_clock(Arc::new(MemoryStore::new()), &clock);
+    let on_redis = with_clock(store, &clock);
+    let windows: Vec<Span> = s
+        .windows
+        .iter()
+        .map(|w| Span::from_seconds(*w).unwrap())
+        .collect();
+    let config = BoardConfig::new(Span::from_seconds(s.slot).unwrap(), windows.clone())
+        .unwrap()
+        .with_ties(s.ties)
+        .with_aggregate(s.aggregate);
+    let name = unique("agg");
+    memory.create_board(&name, config.clone()).await.unwrap();
+    on_redis.create_board(&name, config.clone()).await.unwrap();
+    let mut oracle = Oracle {
+        config: config.clone(),
+        events: Vec::new(),
+    };
+    let both = [&memory, &on_redis];
+    for op in &s.ops {
+        let now = clock.now();
+        let exact = |from: i64, j: usize| from == config.window_start(j, now);
+        match op {
+            Op::Write(..) | Op::Batch(_) => {
+                let events: Vec<Event> = match op {
+                    Op::Write(m, v, o) => vec![event(now, (*m, *v, *o))],
+                    Op::Batch(items) => items.iter().map(|i| event(now, *i)).collect(),
+                    _ => unreachable!(),
+                };
+                let a = memory.incr_batch(&name, &events).await.unwrap();
+                let b = on_redis.incr_batch(&name, &events).await.unwrap();
+                prop_assert_eq!(&a, &b);
+                for (i, e) in events.iter().enumerate() {
+                    if !a.rejected.iter().any(|r| r.index == i) {
+                        let slot = config.slot_start(e.at.unwrap());
+                        oracle
+                            .events
+                            .push((slot, e.member.clone(), e.value.unwrap()));
+                    }
+                }
+            }
+            Op::Advance(seconds) => clock.advance_secs(*seconds),
+            Op::Retire => {
+                let a = memory.retire(&name).await.unwrap();
+                let b = on_redis.retire(&name).await.unwrap();
+                prop_assert_eq!(
+                    (a.slots_retired, a.fields_subtracted, a.members_zeroed),
+                    (b.slots_retired, b.fields_subtracted, b.members_zeroed)
+                );
+                for (j, w) in windows.iter().enumerate() {
+                    let page = on_redis.top(&name, Some(*w), 0, 1000).await.unwrap();
+                    prop_assert_eq!(
+                        ranking(&page),
+                        oracle.ranking(j, now),
+                        "after retire, {}",
+                        j
+                    );
+                }
+            }
+            Op::Read(j) => {
+                let a = memory.top(&name, Some(windows[*j]), 0, 1000).await.unwrap();
+                let b = on_redis
+                    .top(&name, Some(windows[*j]), 0, 1000)
+                    .await
+                    .unwrap();
+                prop_assert_eq!(&a, &b);
+                if exact(a.from, *j) {
+                    let want = oracle.ranking(*j, now);
+                    let all = at_positions(&want, 0..want.len(), ties);
+                    prop_assert_eq!(triples(&a), all, "exact top, window {}", j);
+                }
+            }
+            Op::Bottom(j, offset, limit) => {
+                let w = Some(windows[*j]);
+                let a = memory.bottom(&name, w, *offset, *limit).await.unwrap();
+                let b = on_redis.bottom(&name, w, *offset, *limit).await.unwrap();
+                prop_assert_eq!(&a, &b);
+                if exact(a.from, *j) {
+                    let want = oracle.ranking(*j, now);
+                    let positions = (0..want.len())
+                        .rev()
+                        .skip(*offset as usize)
+                        .take(*limit as usize);
+                    prop_assert_eq!(triples(&a), at_positions(&want, positions, ties), "bottom");
+                }
+            }
+            Op::Score(m, j) => {
+                let w = Some(windows[*j]);
+                let a = memory.score(&name, MEMBERS[*m], w).await.unwrap();
+                let b = on_redis.score(&name, MEMBERS[*m], w).await.unwrap();
+                prop_assert_eq!(&a, &b);
+                if let Some(a) = a.filter(|a| exact(a.from, *j)) {
+                    let want = oracle.ranking(*j, now);
+                    let p = want.iter().position(|(r, _)| r == MEMBERS[*m]).unwrap();
+                    prop_assert_eq!(
+                        (a.score, a.rank),
+                        (want[p].1, Some(rank_at(&want, p, ties)))
+                    );
+                    // Its percentile: the share of ranked members strictly worse.
+                    let strictly_worse = want[p + 1..]
+                        .iter()
+                        .filter(|(_, v)| *v != want[p].1)
+                        .count();
+                    prop_assert_eq!(a.percentile, strictly_worse as f64 / want.len() as f64);
+                }
+            }
+            Op::Ranks(j) => {
+                let w = Some(windows[*j]);
+                let asked = [&MEMBERS[..], &["zed"]].concat();
+                let a = memory.ranks(&name, &asked, w).await.unwrap();
+                let b = on_redis.ranks(&name, &asked, w).await.unwrap();
+                prop_assert_eq!(&a, &b);
+                if exact(a.from, *j) {
+                    let want = oracle.ranking(*j, now);
+                    let expected: Vec<(String, i64, Option<u64>)> = asked
+                        .iter()
+                        .map(|m| match want.iter().position(|(r, _)| r == m) {
+                            Some(p) => (m.to_string(), want[p].1, Some(rank_at(&want, p, ties))),
+                            None => (m.to_string(), 0, None),
+                        })
+                        .collect();
+                    let got: Vec<(String, i64, Option<u64>)> = a
+                        .entries
+                        .iter()
+                        .map(|e| (e.member.clone(), e.score, e.rank))
+                        .collect();
+                    prop_assert_eq!(got, expected, "exact ranks");
+                }
+            }
+            Op::Around(m, j, k, fill, asc) => {
+                let w = Some(windows[*j]);
+                let order = if *asc { Order::Asc } else { Order::Desc };
+                let options = AroundOptions { fill: *fill, order };
+                let a = memory
+                    .around_with(&name, MEMBERS[*m], w, *k, options)
+                    .await
+                    .unwrap();
+                let b = on_redis
+                    .around_with(&name, MEMBERS[*m], w, *k, options)
+                    .await
+                    .unwrap();
+                prop_assert_eq!(&a, &b);
+                if let Some(a) = a.filter(|a| exact(a.from, *j)) {
+                    let want = oracle.ranking(*j, now);
+                    let p = want.iter().position(|(r, _)| r == MEMBERS[*m]).unwrap();
+                    let k = *k as usize;
+                    let (start, end) = if *fill {
+                        let size = (2 * k + 1).min(want.len());
+                        let start = p.saturating_sub(k).min(want.len() - size);
+                        (start, start + size)
+                    } else {
+                        (p.saturating_sub(k), (p + k + 1).min(want.len()))
+                    };
+                    let mut page = at_positions(&want, start..end, ties);
+                    if *asc {
+                        page.reverse();
+                    }
+                    prop_assert_eq!(triples(&a), page, "exact around");
+                }
+            }
+            Op::Range(j, min, span) => {
+                let w = Some(windows[*j]);
+                let range = rollboard::ScoreRange::new(Some(*min), Some(min + span)).unwrap();
+                let a = memory.top_in_range(&name, w, range, 0, 1000).await.unwrap();
+                let b = on_redis
+                    .top_in_range(&name, w, range, 0, 1000)
+                    .await
+                    .unwrap();
+                prop_assert_eq!(&a, &b);
+                if exact(a.from, *j) {
+                    let want = oracle.ranking(*j, now);
+                    let inside =
+                        (0..want.len()).filter(|p| (*min..=min + span).contains(&want[*p].1));
+                    prop_assert_eq!(triples(&a), at_positions(&want, inside, ties), "range");
+                }
+            }
+            Op::History(m) => {
+                let a = memory.history(&name, MEMBERS[*m]).await.unwrap();
+                let b = on_redis.history(&name, MEMBERS[*m]).await.unwrap();
+                prop_assert_eq!(&a, &b);
+            }
+        }
+    }
+
+    let now = clock.now();
+    for rb in both {
+        rb.retire(&name).await.unwrap();
+    }
+    for (j, w) in windows.iter().enumerate() {
+        let a = memory.top(&name, Some(*w), 0, 1000).await.unwrap();
+        let b = on_redis.top(&name, Some(*w), 0, 1000).await.unwrap();
+        prop_assert_eq!(&a, &b);
+        prop_assert_eq!(a.from, config.window_start(j, now));
+        let want = oracle.ranking(j, now);
+        prop_assert_eq!(
+            triples(&a),
+            at_positions(&want, 0..want.len(), ties),
+            "final {}",
+            j
+        );
+    }
+    for m in MEMBERS {
+        let history = on_redis.history(&name, m).await.unwrap();
+        prop_assert_eq!(&history, &memory.history(&name, m).await.unwrap());
+        let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
+        prop_assert_eq!(points, oracle.history(m, now), "history of {}", m);
+    }
+    if let Some(redis) = redis {
+        check_peaks(redis, &name, s.aggregate).await?;
+    }
+    on_redis.drop_board(&name).await.unwrap();
+    Ok(())
+}
+
+/// Redis's peak list of each member is the pairs (slot, value) of the live slots' hashes
+/// that no newer slot matches (values stored negated on a min board).
+async fn check_peaks(
+    redis: &TestRedis,
+    name: &str,
+    aggregate: Aggregate,
+) -> Result<(), TestCaseError> {
+    let mut raw = redis.raw().await;
+    let slots: Vec<i64> = redis::cmd("ZRANGE")
+        .arg(format!("slots_{{{name}}}"))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let mut held: HashMap<String, Vec<(i64, i64)>> = HashMap::new();
+    for slot in &slots {
+        let values: HashMap<String, i64> = redis::cmd("HGETALL")
+            .arg(format!("slot_{{{name}}}_{slot}"))
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        prop_assert!(!values.is_empty(), "live slot {} has an empty hash", slot);
+        for (member, value) in values {
+            held.entry(member).or_default().push((*slot, value));
+        }
+    }
+    let peaks: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("peaks_{{{name}}}"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    prop_assert_eq!(
+        peaks.len(),
+        held.len(),
+        "one peak list per member of a live slot"
+    );
+    for (member, mut pairs) in held {
+        pairs.sort();
+        let mut kept: Vec<(i64, i64)> = Vec::new();
+        for (slot, value) in pairs.into_iter().rev() {
+            if kept.last().is_none_or(|(_, v)| value > *v) {
+                kept.push((slot, value));
+            }
+        }
+        kept.reverse();
+        let want: Vec<String> = kept.iter().map(|(s, v)| format!("{s}:{v}")).collect();
+        prop_assert_eq!(
+            peaks.get(&member),
+            Some(&want.join(",")),
+            "peaks of {} ({:?})",
+            member,
+            aggregate
+        );
+    }
+    Ok(())
+}
+
+/// A runner of `PROPTEST_CASES` cases (`default` without it), at most `most`.
+fn runner(default: u32, most: u32) -> TestRunner {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse::<u32>().ok())
+        .map_or(default, |c| c.min(most));
+    TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    })
+}
+
+#[test]
+fn max_and_min_boards_match_on_both_stores_and_the_oracle() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let redis = rt.block_on(TestRedis::start());
+    let store = rt.block_on(redis.store());
+    let result = runner(200, u32::MAX).run(&scenario(), |s| {
+        rt.block_on(run(Some(&redis), store.clone(), s))
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// The same scenarios on the Redis Cluster this binary shares. Fewer cases: the
+/// single-node run covers the logic, this one the cluster client under it.
+#[test]
+fn max_and_min_boards_on_a_cluster_match_the_memory_store_and_the_oracle() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let cluster = crate::test_cluster::TestCluster::shared();
+    let store = Arc::new(
+        rt.block_on(RedisStore::connect_cluster(&cluster.urls))
+            .unwrap(),
+    );
+    let result = runner(40, 40).run(&scenario(), |s| rt.block_on(run(None, store.clone(), s)));
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
