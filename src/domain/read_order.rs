@@ -4,19 +4,20 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Which end of the ranking a page is read from. On a min board (`"aggregate":"min"`),
-/// whose rank 1 is its lowest value, the top of the ranking lists the lowest values
-/// first: [`Desc`](Order::Desc) names the top, [`Asc`](Order::Asc) the bottom (the HTTP
-/// `order`, a value order, is turned into this one by
-/// [`Rollboard::ranking_end`](crate::Rollboard::ranking_end)).
+/// Which end of the ranking a page is read from: `desc` the top, `asc` the bottom. On a
+/// min board (`"aggregate":"min"`), whose rank 1 is its lowest value, the top lists the
+/// lowest values first; the HTTP `order` names values instead (`asc`: lowest first),
+/// and the library's `Rollboard::ranking_end` turns one into the other.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub enum Order {
-    /// Highest first, equal totals in the board's tie order (the default).
+    /// From rank 1: highest first (lowest first on a min board), equal totals in the
+    /// board's tie order (the default).
     #[default]
     Desc,
-    /// Lowest first ("bottom N"), equal totals in the reverse of the board's tie order;
+    /// From the bottom ("bottom N"): lowest first (highest first on a min board), equal
+    /// totals in the reverse of the board's tie order;
     /// an offset counts from the bottom. Ranks stay the board's ranks: the bottom member
     /// of 1,000 ranked has rank 1,000 (competition and position ranks).
     Asc,

@@ -13,13 +13,13 @@ use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::json_int;
 use super::wire::SpanInput;
 use crate::{
-    Board, BoardConfig, BoardKind, BoardName, BoardState, Created, Layout, RankedTotals,
+    Aggregate, Board, BoardConfig, BoardKind, BoardName, BoardState, Created, Layout, RankedTotals,
     RecomputeReport, RelayoutOptions, RelayoutReport, SnapshotPolicy, Span, Ties, TrendCreated,
     TrendingBoard, TrendingConfig,
 };
 
 /// A board's config as sent in `PUT /v1/boards/{board}`: a windowed board (`slot`,
-/// `windows`, `offset`, `ties`, `rank`) or, with `"kind":"trending"`, a trending board
+/// `windows`, `offset`, `ties`, `aggregate`, `rank`) or, with `"kind":"trending"`, a trending board
 /// (`half_life`, `floor`, `max_age`).
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -48,12 +48,25 @@ pub struct ConfigBody {
     #[serde(default)]
     #[schema(value_type = Ties, default = "competition")]
     pub ties: Option<Ties>,
-    /// Windowed boards: which totals are ranked: `"positive"` (the default: a member at
-    /// or below zero is answered by member reads but not ranked, listed nor counted) or
-    /// `"nonzero"` (every non-zero total is ranked, negative ones below every positive
-    /// one: a net-vote board; ties by competition or position, not dense). Fixed when
-    /// the board is created: another value on an existing board is a conflict. Trending
-    /// boards accept `"positive"` and refuse `"nonzero"`.
+    /// Windowed boards: what a member's score in a window is: `"sum"` (the default: the
+    /// sum of its events' deltas), `"max"` (the highest value of its events inside the
+    /// window: a best score) or `"min"` (the lowest: a fastest time; ranked lowest
+    /// first). Events on a max or min board carry `value` instead of `delta`. Ties by
+    /// competition or position, slots kept plain; the windows are the ones the board is
+    /// created with. Fixed when the board is created: another value on an existing
+    /// board is a conflict. Trending boards sum: they accept `"sum"` and refuse the
+    /// others.
+    #[serde(default)]
+    #[schema(value_type = Aggregate, default = "sum")]
+    pub aggregate: Option<Aggregate>,
+    /// Windowed boards: which totals are ranked: on a sum board `"positive"` (the
+    /// default: a member at or below zero is answered by member reads but not ranked,
+    /// listed nor counted) or `"nonzero"` (every non-zero total is ranked, negative ones
+    /// below every positive one: a net-vote board; ties by competition or position, not
+    /// dense); on a max or min board `"all"` (the default and only choice: every value,
+    /// zero and negative ones too). Fixed when the board is created: another value on an
+    /// existing board is a conflict. Trending boards accept `"positive"` and refuse the
+    /// others.
     #[serde(default)]
     #[schema(value_type = RankedTotals, default = "positive")]
     pub rank: Option<RankedTotals>,
@@ -139,6 +152,10 @@ impl ConfigBody {
                         self.rank.is_some_and(|r| r != RankedTotals::Positive),
                         "rank",
                     ),
+                    (
+                        self.aggregate.is_some_and(|a| a != Aggregate::Sum),
+                        "aggregate",
+                    ),
                     (self.snapshots.is_some(), "snapshots"),
                     (self.layout.is_some(), "layout"),
                 ] {
@@ -169,6 +186,7 @@ impl ConfigBody {
                     }
                 }
                 let slot = self.slot.ok_or_else(|| missing("slot", "windowed"))?;
+                let aggregate = self.aggregate.unwrap_or_default();
                 let windows = self
                     .windows
                     .ok_or_else(|| missing("windows", "windowed"))?
@@ -179,7 +197,8 @@ impl ConfigBody {
                     BoardConfig::new(slot.parse()?, windows)?
                         .with_offset(self.offset.unwrap_or(0))?
                         .with_ties(self.ties.unwrap_or_default())
-                        .with_rank(self.rank.unwrap_or_default())?
+                        .with_aggregate(aggregate)
+                        .with_rank(self.rank.unwrap_or(aggregate.default_rank()))?
                         .with_snapshots(self.snapshots.map(SnapshotsBody::into_policy).transpose()?)
                         .with_layout(self.layout),
                 ))
@@ -398,7 +417,7 @@ pub struct RelayoutQuery {
         (status = 400, description = "`bad_request`: no or an unknown layout", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_changed`; `board_kind`: a trending board (it has no slots); `board_busy`: a recompute or another active relayout is running (with `now`)", body = ErrorBody),
+        (status = 409, description = "`board_changed`; `board_kind`: a trending board (it has no slots); `board_busy`: a recompute or another active relayout is running (with `now`); `aggregate_unsupported`: a max or min board (its slots stay plain)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`", body = ErrorBody),
     ),
     security(("adminToken" = []))
@@ -440,7 +459,7 @@ pub struct RecomputeQuery {
          example = json!({"windows": ["1h", "1d"], "fields_scanned": 4800, "members_folded": 0, "calls": 6})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_busy`: another recompute of the board is running; `board_changed`; `board_kind`: a trending board (nothing to recompute)", body = ErrorBody),
+        (status = 409, description = "`board_busy`: another recompute of the board is running; `board_changed`; `board_kind`: a trending board (nothing to recompute); `aggregate_unsupported`: a max or min board", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_span`", body = ErrorBody),
     ),
     security(("adminToken" = []))

@@ -173,11 +173,13 @@ pub fn parse_raw_event(text: &str) -> Result<Event, NotAnEvent> {
     }
 }
 
-/// The shape error of an event with both `delta` and `value`.
+/// The error of an event with both `delta` and `value` (a rule, not a shape: 422
+/// `invalid_value`, and in a batch that event alone).
 fn both() -> NotAnEvent {
-    NotAnEvent::Shape(
-        "an event carries delta (a sum board) or value (a max or min board), not both".into(),
-    )
+    NotAnEvent::Invalid(crate::Error::InvalidValue {
+        reason: "an event carries delta (a sum board) or value (a max or min board), not both"
+            .into(),
+    })
 }
 
 /// Why a JSON value is not an event.

@@ -3,6 +3,7 @@
 // First: its macros (`on_memory_and_redis!`) serve the modules below.
 #[macro_use]
 mod support;
+mod aggregates;
 mod api;
 mod auth;
 mod board_series;

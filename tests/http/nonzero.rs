@@ -373,7 +373,7 @@ async fn the_openapi_document_states_the_rank_option() {
     let schemas = &doc["components"]["schemas"];
     assert_eq!(
         schemas["RankedTotals"]["enum"],
-        json!(["positive", "nonzero"])
+        json!(["positive", "nonzero", "all"])
     );
     assert_eq!(schemas["RankedTotals"]["type"], "string");
     // Optional in a PUT and in a board's config (shown there only when nonzero).

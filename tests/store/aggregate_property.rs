@@ -7,7 +7,7 @@
 //! retirement every window must equal the oracle, and Redis's peak lists must be exactly
 //! the live slots' values that no newer slot matches.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use proptest::prelude::*;
@@ -15,6 +15,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use rollboard::{Aggregate, AroundOptions, BoardConfig, Clock, Event, MemoryStore, Order};
 use rollboard::{RedisStore, Span, Ties, Timestamp};
 
+use crate::oracle::ValueOracle;
 use crate::support::{TestRedis, clock, ranking, unique, with_clock};
 
 const MEMBERS: [&str; 5] = ["ann", "bob", "cy", "dee", "eve"];
@@ -86,64 +87,6 @@ fn scenario() -> impl Strategy<Value = Scenario> {
     })
 }
 
-/// Every accepted event, and the window arithmetic of the board.
-struct Oracle {
-    config: BoardConfig,
-    /// (slot, member, value) of each accepted event.
-    events: Vec<(i64, String, i64)>,
-}
-
-impl Oracle {
-    /// Each member's value in window `j` at `now`: the max (min) of its events inside.
-    fn values(&self, j: usize, now: Timestamp) -> BTreeMap<String, i64> {
-        let cutoff = self.config.cutoff(j, now);
-        let min = self.config.aggregate() == Aggregate::Min;
-        let mut values = BTreeMap::new();
-        for (_, member, value) in self.events.iter().filter(|e| e.0 > cutoff) {
-            values
-                .entry(member.clone())
-                .and_modify(|v: &mut i64| {
-                    *v = if min {
-                        (*v).min(*value)
-                    } else {
-                        (*v).max(*value)
-                    }
-                })
-                .or_insert(*value);
-        }
-        values
-    }
-
-    /// Window `j`'s ranking at `now`: best first (highest; lowest on a min board), ties
-    /// by member ascending.
-    fn ranking(&self, j: usize, now: Timestamp) -> Vec<(String, i64)> {
-        let mut ranking: Vec<(String, i64)> = self.values(j, now).into_iter().collect();
-        let sign = self.config.aggregate().sign();
-        ranking.sort_by(|a, b| (-sign * a.1, &a.0).cmp(&(-sign * b.1, &b.0)));
-        ranking
-    }
-
-    /// The member's value per slot over the largest window (its history).
-    fn history(&self, member: &str, now: Timestamp) -> Vec<(i64, i64)> {
-        let cutoff = self.config.cutoff(self.config.windows().len() - 1, now);
-        let min = self.config.aggregate() == Aggregate::Min;
-        let mut points: BTreeMap<i64, i64> = BTreeMap::new();
-        for (slot, _, value) in self.events.iter().filter(|e| e.1 == member && e.0 > cutoff) {
-            points
-                .entry(*slot)
-                .and_modify(|v| {
-                    *v = if min {
-                        (*v).min(*value)
-                    } else {
-                        (*v).max(*value)
-                    }
-                })
-                .or_insert(*value);
-        }
-        points.into_iter().collect()
-    }
-}
-
 /// The rank of the member at `position` of `ranking`: 1 + the members strictly better
 /// (competition), or its 1-based place (position).
 fn rank_at(ranking: &[(String, i64)], position: usize, ties: Ties) -> u64 {
@@ -205,10 +148,7 @@ async fn run(
     let name = unique("agg");
     memory.create_board(&name, config.clone()).await.unwrap();
     on_redis.create_board(&name, config.clone()).await.unwrap();
-    let mut oracle = Oracle {
-        config: config.clone(),
-        events: Vec::new(),
-    };
+    let mut oracle = ValueOracle::new(config.clone());
     let both = [&memory, &on_redis];
     for op in &s.ops {
         let now = clock.now();
@@ -226,9 +166,7 @@ async fn run(
                 for (i, e) in events.iter().enumerate() {
                     if !a.rejected.iter().any(|r| r.index == i) {
                         let slot = config.slot_start(e.at.unwrap());
-                        oracle
-                            .events
-                            .push((slot, e.member.clone(), e.value.unwrap()));
+                        oracle.record(slot, &e.member, e.value.unwrap());
                     }
                 }
             }

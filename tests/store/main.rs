@@ -32,6 +32,7 @@ macro_rules! on_memory_and_redis {
 
 mod active_relayout;
 mod aggregate_property;
+mod aggregates;
 mod any_board;
 mod bounded_writes;
 mod budget_stops;

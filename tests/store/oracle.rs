@@ -1,11 +1,12 @@
 //! The brute-force oracle, and a checker of the Redis data model's invariants.
 //!
 //! Oracle: total(member, window) = the sum of the deltas of the accepted events of that
-//! member whose slot is inside the window (`slot > slot_start(now) - W`).
+//! member whose slot is inside the window (`slot > slot_start(now) - W`); on a max or
+//! min board ([`ValueOracle`]) the max (min) of their values.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use rollboard::{BoardConfig, Ties, Timestamp};
+use rollboard::{Aggregate, BoardConfig, Ties, Timestamp};
 
 /// Every accepted event, by slot.
 #[derive(Debug, Clone)]
@@ -55,6 +56,77 @@ impl Oracle {
             .collect();
         ranking.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         ranking
+    }
+}
+
+/// The oracle of a max or min board: every accepted event; a member's value in a window
+/// is the max (min) of its events whose slots are inside it.
+#[derive(Debug, Clone)]
+pub struct ValueOracle {
+    config: BoardConfig,
+    /// (slot, member, value) of each accepted event.
+    events: Vec<(i64, String, i64)>,
+}
+
+impl ValueOracle {
+    pub fn new(config: BoardConfig) -> Self {
+        ValueOracle {
+            config,
+            events: Vec::new(),
+        }
+    }
+
+    pub fn record(&mut self, slot: i64, member: &str, value: i64) {
+        self.events.push((slot, member.to_owned(), value));
+    }
+
+    /// Each member's value in window `j` at `now`: the max (min) of its events inside.
+    pub fn values(&self, j: usize, now: Timestamp) -> BTreeMap<String, i64> {
+        let cutoff = self.config.cutoff(j, now);
+        let min = self.config.aggregate() == Aggregate::Min;
+        let mut values = BTreeMap::new();
+        for (_, member, value) in self.events.iter().filter(|e| e.0 > cutoff) {
+            values
+                .entry(member.clone())
+                .and_modify(|v: &mut i64| {
+                    *v = if min {
+                        (*v).min(*value)
+                    } else {
+                        (*v).max(*value)
+                    }
+                })
+                .or_insert(*value);
+        }
+        values
+    }
+
+    /// Window `j`'s ranking at `now`: best first (highest; lowest on a min board), ties
+    /// by member ascending.
+    pub fn ranking(&self, j: usize, now: Timestamp) -> Vec<(String, i64)> {
+        let mut ranking: Vec<(String, i64)> = self.values(j, now).into_iter().collect();
+        let sign = self.config.aggregate().sign();
+        ranking.sort_by(|a, b| (-sign * a.1, &a.0).cmp(&(-sign * b.1, &b.0)));
+        ranking
+    }
+
+    /// The member's value per slot over the largest window (its history).
+    pub fn history(&self, member: &str, now: Timestamp) -> Vec<(i64, i64)> {
+        let cutoff = self.config.cutoff(self.config.windows().len() - 1, now);
+        let min = self.config.aggregate() == Aggregate::Min;
+        let mut points: BTreeMap<i64, i64> = BTreeMap::new();
+        for (slot, _, value) in self.events.iter().filter(|e| e.1 == member && e.0 > cutoff) {
+            points
+                .entry(*slot)
+                .and_modify(|v| {
+                    *v = if min {
+                        (*v).min(*value)
+                    } else {
+                        (*v).max(*value)
+                    }
+                })
+                .or_insert(*value);
+        }
+        points.into_iter().collect()
     }
 }
 

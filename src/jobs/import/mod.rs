@@ -3,7 +3,8 @@
 //!
 //! Input is JSON lines (`{"member": "post:1", "delta": 1, "at": 1700000000}`) or CSV
 //! (`member,delta,at`, header optional); `delta` defaults to 1 and `at` to now. An
-//! export (`rank`, `member`, `score`) imports too: its score is taken as the delta. The
+//! export (`rank`, `member`, `score`) imports too: its score is taken as the delta. On a
+//! max or min board (`"aggregate"`) the delta (or score) is the event's value. The
 //! formats live in [`format`](self::Format); this module is the pipeline. A reader
 //! thread parses the input into batches and hands them over a bounded channel, so
 //! memory stays the same whatever the input's size; batches are written a few at a
@@ -151,7 +152,9 @@ pub async fn import(
     options: ImportOptions,
     progress: impl Fn(&ImportReport),
 ) -> Result<ImportReport, ImportError> {
-    boards.board(board).await?;
+    // On a max or min board a line's delta (or an export's score) is the event's value,
+    // so an export imports back.
+    let values = !boards.board(board).await?.config.aggregate().sums();
     let run_id = options
         .run_id
         .clone()
@@ -188,7 +191,10 @@ pub async fn import(
         let mut lines = Vec::with_capacity(batch.len());
         for (line, parsed) in batch {
             match parsed {
-                Ok(event) => {
+                Ok(mut event) => {
+                    if values {
+                        event.value = Some(event.delta);
+                    }
                     events.push(event);
                     lines.push(line);
                 }

@@ -12,10 +12,13 @@ use crate::domain::RetireReport;
 use crate::error::{Error, Result};
 use crate::store::redis::conn::{RedisConn, Retry};
 use crate::store::redis::keys;
+use crate::store::redis::options::RetireOptions;
 use crate::store::redis::reply::{array, int, string};
 
-/// Fields per HSCAN step: ~4 commands a member (the peak list read, the window's ZADD or
-/// ZREM, the list's trim on the largest window), ~1–2 ms of Redis time a call.
+/// Most members per HSCAN step (fewer when the options' `chunk_size` says): ~4 commands
+/// a member (the peak list read, the window's ZADD or ZREM, the list's trim on the
+/// largest window), ~1 ms of Redis time a call. A small slot (a listpack) is read whole
+/// by one step whatever the count.
 const MEMBERS_PER_CALL: usize = 200;
 
 /// Retires `slot` from window `window` of the max board `board`. Returns `false` when
@@ -25,6 +28,7 @@ pub(super) async fn retire_slot(
     board: &Board,
     window: usize,
     slot: i64,
+    options: &RetireOptions,
     budget: &mut Option<usize>,
     report: &mut RetireReport,
 ) -> Result<bool> {
@@ -49,7 +53,7 @@ pub(super) async fn retire_slot(
             .arg(&previous)
             .arg(slot)
             .arg(&cursor)
-            .arg(MEMBERS_PER_CALL)
+            .arg(options.chunk_size.clamp(1, MEMBERS_PER_CALL))
             .arg(if largest { "1" } else { "" });
         let reply: Value = conn.script(&invocation, name, Retry::Idempotent).await?;
         let reply = array(reply, "retire_max")?;

@@ -80,7 +80,8 @@ pub(super) async fn retire(
                     chunks::retire_slot(conn, board, j, slot, &options, &mut budget, &mut report)
                         .await?
                 } else {
-                    maxima::retire_slot(conn, board, j, slot, &mut budget, &mut report).await?
+                    maxima::retire_slot(conn, board, j, slot, &options, &mut budget, &mut report)
+                        .await?
                 };
                 if !finished {
                     return Ok(report);

@@ -12,7 +12,10 @@
 -- ARGV[2]  this window, seconds (fields wm:<W>, done:<W>)
 -- ARGV[3]  the next smaller window, seconds, or '' for the smallest window
 -- ARGV[4]  the slot's start
--- ARGV[5]  HSCAN cursor ('0' to start)
+-- ARGV[5]  HSCAN cursor, or '0': from where the last call on this slot and window left
+--          off (the record's field 'mxc:<W>' = '<slot>:<cursor>', kept between calls so
+--          that a pass that stopped, or another retirer, goes on from there), else from
+--          the start
 -- ARGV[6]  HSCAN COUNT of this call
 -- ARGV[7]  '1' for the largest window, else ''
 --
@@ -24,7 +27,9 @@
 -- alone, so a step applied twice (a re-sent call, two retirers) sets what it set once.
 -- A member whose value came from another slot is not in this slot's hash: untouched.
 -- After the last step the window is retired through the slot (done:<W>), and the
--- largest window drops the slot's hash and its index entry.
+-- largest window drops the slot's hash and its index entry. Every cursor a call starts
+-- from was answered by a step that ran, so a window is marked retired through the slot
+-- only once some chain of steps has scanned its hash from start to end.
 -- Returns {cursor, members re-evaluated, members that left}; cursor is 'done' when the
 -- window is retired through the slot (also when it already was).
 -- Errors: "STALE ...", "ORDER ..." (the slot is not frozen, or the smaller window has not
@@ -32,7 +37,8 @@
 
 local board, index, totals, slot_key, peaks, data = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prev_field = ARGV[3] ~= '' and ('done:' .. ARGV[3]) or 'version'
-local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], 'done:' .. ARGV[2], prev_field)
+local cursor_field = 'mxc:' .. ARGV[2]
+local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], 'done:' .. ARGV[2], prev_field, cursor_field)
 local slot = tonumber(ARGV[4])
 if tonumber(record[4]) >= slot then return { 'done', 0, 0 } end
 if tonumber(record[3]) < slot then
@@ -43,7 +49,12 @@ if ARGV[3] ~= '' and tonumber(record[5]) < slot then
 end
 local largest = ARGV[7] == '1'
 
-local scan = redis.call('HSCAN', slot_key, ARGV[5], 'COUNT', ARGV[6])
+local cursor = ARGV[5]
+if cursor == '0' and record[6] then
+  local kept_slot, kept = string.match(record[6], '^(%-?%d+):(%d+)$')
+  if kept_slot == ARGV[4] then cursor = kept end
+end
+local scan = redis.call('HSCAN', slot_key, cursor, 'COUNT', ARGV[6])
 local handled, left = 0, 0
 local flat = scan[2]
 for x = 1, #flat, 2 do
@@ -66,8 +77,12 @@ for x = 1, #flat, 2 do
   end
   handled = handled + 1
 end
-if scan[1] ~= '0' then return { scan[1], handled, left } end
+if scan[1] ~= '0' then
+  redis.call('HSET', board, cursor_field, ARGV[4] .. ':' .. scan[1])
+  return { scan[1], handled, left }
+end
 redis.call('HSET', board, 'done:' .. ARGV[2], ARGV[4])
+redis.call('HDEL', board, cursor_field)
 if largest then
   redis.call('DEL', slot_key)
   redis.call('ZREM', index, ARGV[4])

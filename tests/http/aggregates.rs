@@ -1,0 +1,377 @@
+//! Max and min boards over HTTP (`"aggregate":"max"`, `"min"`): "the best run of the
+//! last 7 days", rolling, and "the fastest solve of the last 24 hours". Writes carry a
+//! `value`; a member's value in a window is the max (min) of its events whose slots are
+//! inside it, zero and negative values ranked like any other; when the slot of a best
+//! leaves the window the member falls back to its best of the slots left, or leaves.
+//! A min board ranks lowest first: `order` names values (`asc` lowest first), absent it
+//! reads from rank 1. Deltas, values and options where they do not belong are refused
+//! with what to send instead; snapshots, history, ranks, around and score ranges answer
+//! the board's own values.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{START, TestApp, entries, ranked, spawn_app, unique};
+
+const HOUR: i64 = 3600;
+const DAY: i64 = 24 * HOUR;
+
+/// The entries of `GET path`, which must answer 200.
+async fn page(app: &TestApp, path: &str) -> Vec<(u64, String, i64)> {
+    let reply = app.get(path).await;
+    assert_eq!(reply.status, StatusCode::OK, "{path}: {:?}", reply.body);
+    entries(&reply.body)
+}
+
+/// Polls `GET path` until its entries are `want` (the retirer runs in the background
+/// once the clock moves).
+async fn wait_entries(app: &TestApp, path: &str, want: &[(u64, String, i64)]) {
+    let mut last = Vec::new();
+    for _ in 0..100 {
+        last = page(app, path).await;
+        if last == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{path} answered {last:?}, not {want:?}, within 5 s");
+}
+
+/// Creates the board `config` under a fresh name: its path.
+async fn create(app: &TestApp, config: Value) -> String {
+    let path = format!("/v1/boards/{}", unique("agg"));
+    let created = app.put(&path, config).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+    path
+}
+
+/// Posts a batch of events, all of which must be accepted.
+async fn write(app: &TestApp, path: &str, events: Value) {
+    let reply = app
+        .post(&format!("{path}/events"), json!({ "events": events }))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    assert_eq!(reply.body["rejected"], json!([]), "{:?}", reply.body);
+}
+
+#[tokio::test]
+async fn a_max_board_keeps_each_players_best_run_of_the_last_seven_days() {
+    let app = spawn_app().await;
+    let path = create(
+        &app,
+        json!({"slot": "1d", "windows": ["7d"], "aggregate": "max"}),
+    )
+    .await;
+    assert_eq!(
+        app.get(&path).await.body["config"],
+        json!({"slot": "1d", "windows": ["7d"], "offset": 0, "ties": "competition", "aggregate": "max"})
+    );
+    app.at(HOUR);
+    write(
+        &app,
+        &path,
+        json!([{"member": "ann", "value": 4200}, {"member": "bob", "value": 3900},
+               {"member": "ann", "value": 1000}, {"member": "cy", "value": 0},
+               {"member": "dee", "value": -5}]),
+    )
+    .await;
+    app.at(2 * DAY + HOUR);
+    write(
+        &app,
+        &path,
+        json!([{"member": "ann", "value": 3000}, {"member": "bob", "value": 4100}]),
+    )
+    .await;
+    let top = format!("{path}/top");
+    assert_eq!(
+        page(&app, &top).await,
+        ranked(&[
+            (1, "ann", 4200),
+            (2, "bob", 4100),
+            (3, "cy", 0),
+            (4, "dee", -5)
+        ])
+    );
+    // A lower run never lowers a best; the same value again changes nothing.
+    write(&app, &path, json!([{"member": "bob", "value": 4100}])).await;
+    let bob = app.get(&format!("{path}/members/bob")).await.body;
+    assert_eq!(
+        (&bob["score"], &bob["rank"], &bob["percentile"]),
+        (&json!(4100), &json!(2), &json!(0.5))
+    );
+    let history = app.get(&format!("{path}/members/ann/history")).await.body;
+    let day0 = START - START % DAY;
+    assert_eq!(
+        history["points"],
+        json!([{"slot": day0, "value": 4200}, {"slot": day0 + 2 * DAY, "value": 3000}])
+    );
+    // Day 0 leaves the window at day 7: ann falls back to her best of day 2, cy and dee
+    // (no run since) leave, bob keeps his day-2 best.
+    app.at(7 * DAY + HOUR);
+    wait_entries(&app, &top, &ranked(&[(1, "bob", 4100), (2, "ann", 3000)])).await;
+    let cy = app.get(&format!("{path}/members/cy")).await;
+    assert_eq!(
+        (cy.status, cy.code()),
+        (StatusCode::NOT_FOUND, "member_not_found")
+    );
+    let ranks = app.get(&format!("{path}/ranks?members=ann,cy")).await;
+    assert_eq!(
+        ranks.body["entries"],
+        json!([{"member": "ann", "score": 3000, "rank": 2}, {"member": "cy", "score": 0, "rank": null}])
+    );
+}
+
+#[tokio::test]
+async fn a_min_board_ranks_the_fastest_solve_of_the_last_24_hours_first() {
+    let app = spawn_app().await;
+    let path = create(
+        &app,
+        json!({"slot": "1h", "windows": ["24h"], "aggregate": "min", "snapshots": {"top": 2, "keep": 3}}),
+    )
+    .await;
+    app.at(60);
+    write(
+        &app,
+        &path,
+        json!([{"member": "ann", "value": 95}, {"member": "bob", "value": 80},
+               {"member": "cy", "value": 120}, {"member": "ann", "value": 70}]),
+    )
+    .await;
+    app.at(5 * HOUR);
+    write(
+        &app,
+        &path,
+        json!([{"member": "bob", "value": 90}, {"member": "dee", "value": 80}]),
+    )
+    .await;
+    let fastest = ranked(&[
+        (1, "ann", 70),
+        (2, "bob", 80),
+        (2, "dee", 80),
+        (4, "cy", 120),
+    ]);
+    assert_eq!(page(&app, &format!("{path}/top")).await, fastest);
+    // `order` names values: asc is the ranking's own order here, desc reads the bottom.
+    assert_eq!(page(&app, &format!("{path}/top?order=asc")).await, fastest);
+    assert_eq!(
+        page(&app, &format!("{path}/top?order=desc&limit=2")).await,
+        ranked(&[(4, "cy", 120), (2, "dee", 80)])
+    );
+    assert_eq!(
+        page(&app, &format!("{path}/top?min_score=75&max_score=100")).await,
+        fastest[1..3]
+    );
+    let dee = app.get(&format!("{path}/members/dee")).await.body;
+    assert_eq!(
+        (&dee["score"], &dee["rank"], &dee["percentile"]),
+        (&json!(80), &json!(2), &json!(0.25))
+    );
+    assert_eq!(
+        page(&app, &format!("{path}/members/cy/around?n=1")).await,
+        fastest[2..4]
+    );
+    assert_eq!(
+        page(&app, &format!("{path}/members/ann/around?n=1&order=desc")).await,
+        ranked(&[(2, "bob", 80), (1, "ann", 70)])
+    );
+    let history = app.get(&format!("{path}/members/bob/history")).await.body;
+    assert_eq!(
+        history["points"],
+        json!([{"slot": START, "value": 80}, {"slot": START + 5 * HOUR, "value": 90}])
+    );
+    // Hour 0 leaves the window at hour 24: bob's best is now his 90, ann and cy leave;
+    // the snapshot at that boundary lists the fastest first.
+    app.at(24 * HOUR + 60);
+    wait_entries(
+        &app,
+        &format!("{path}/top"),
+        &ranked(&[(1, "dee", 80), (2, "bob", 90)]),
+    )
+    .await;
+    let snapshots = format!("{path}/snapshots?from={}", START + 24 * HOUR);
+    for _ in 0..100 {
+        let reply = app.get(&snapshots).await;
+        assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+        if let [snapshot] = reply.body["snapshots"].as_array().unwrap().as_slice() {
+            assert_eq!(
+                snapshot["entries"],
+                json!([{"rank": 1, "member": "dee", "score": 80}, {"rank": 2, "member": "bob", "score": 90}])
+            );
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{snapshots} listed no snapshot within 5 s");
+}
+
+#[tokio::test]
+async fn deltas_values_and_options_are_refused_where_they_do_not_belong() {
+    let app = spawn_app().await;
+    let max = create(
+        &app,
+        json!({"slot": "1h", "windows": ["1h"], "aggregate": "max"}),
+    )
+    .await;
+    let sum = create(&app, json!({"slot": "1h", "windows": ["1h"]})).await;
+    let refused = |reply: &crate::support::Reply, status: StatusCode, code: &str, says: &str| {
+        assert_eq!(
+            (reply.status, reply.code()),
+            (status, code),
+            "{:?}",
+            reply.body
+        );
+        let message = reply.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{message:?} should say {says:?}");
+    };
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    let delta = app
+        .post(&format!("{max}/events"), json!({"member": "a", "delta": 3}))
+        .await;
+    refused(&delta, unprocessable, "invalid_value", "send \"value\"");
+    let value = app
+        .post(&format!("{sum}/events"), json!({"member": "a", "value": 3}))
+        .await;
+    refused(&value, unprocessable, "invalid_value", "send \"delta\"");
+    let both = app
+        .post(
+            &format!("{max}/events"),
+            json!({"member": "a", "value": 3, "delta": 1}),
+        )
+        .await;
+    refused(&both, unprocessable, "invalid_value", "not both");
+    let huge = app
+        .post(
+            &format!("{max}/events"),
+            json!({"member": "a", "value": 9_007_199_254_740_992_i64}),
+        )
+        .await;
+    refused(&huge, unprocessable, "invalid_value", "2^53");
+    // In a batch, each such event alone is rejected by its index; nothing else is lost.
+    let batch = app
+        .post(
+            &format!("{max}/events"),
+            json!({"events": [{"member": "a", "value": 5}, {"member": "b"}, {"member": "c", "value": 1, "delta": 2}]}),
+        )
+        .await;
+    assert_eq!(batch.status, StatusCode::OK, "{:?}", batch.body);
+    assert_eq!(batch.body["accepted"], 1);
+    assert_eq!(
+        crate::support::rejected_codes(&batch.body),
+        [(1, "invalid_value"), (2, "invalid_value")]
+    );
+    assert_eq!(
+        page(&app, &format!("{max}/top")).await,
+        ranked(&[(1, "a", 5)])
+    );
+    // Options a max or min board cannot keep, and changes once created.
+    for (config, says) in [
+        (
+            json!({"slot": "1h", "windows": ["1h"], "aggregate": "max", "rank": "nonzero"}),
+            "\"rank\"",
+        ),
+        (
+            json!({"slot": "1h", "windows": ["1h"], "aggregate": "min", "ties": "dense"}),
+            "dense",
+        ),
+        (
+            json!({"slot": "1h", "windows": ["1h"], "aggregate": "max", "layout": "compact"}),
+            "plain",
+        ),
+        (
+            json!({"slot": "1h", "windows": ["1h"], "rank": "all"}),
+            "max and min boards",
+        ),
+    ] {
+        let reply = app
+            .put(&format!("/v1/boards/{}", unique("agg")), config)
+            .await;
+        refused(&reply, unprocessable, "invalid_config", says);
+    }
+    let changed = app
+        .put(
+            &max,
+            json!({"slot": "1h", "windows": ["1h"], "aggregate": "min"}),
+        )
+        .await;
+    refused(
+        &changed,
+        StatusCode::CONFLICT,
+        "board_conflict",
+        "aggregate: stored max, asked min",
+    );
+    let wider = app
+        .put(
+            &max,
+            json!({"slot": "1h", "windows": ["1h", "2h"], "aggregate": "max"}),
+        )
+        .await;
+    refused(&wider, StatusCode::CONFLICT, "board_conflict", "windows");
+    // What is built for sum boards only says so.
+    let standing = app
+        .post(
+            &format!("{max}/events?return=standing"),
+            json!({"member": "a", "value": 9}),
+        )
+        .await;
+    refused(
+        &standing,
+        StatusCode::CONFLICT,
+        "aggregate_unsupported",
+        "is for sum boards",
+    );
+    let remove = app.delete(&format!("{max}/members/a")).await;
+    refused(
+        &remove,
+        StatusCode::CONFLICT,
+        "aggregate_unsupported",
+        "removing a member",
+    );
+    assert_eq!(
+        page(&app, &format!("{max}/top")).await,
+        ranked(&[(1, "a", 5)])
+    );
+}
+
+#[tokio::test]
+async fn a_value_written_again_under_its_idempotency_key_changes_nothing() {
+    let app = spawn_app().await;
+    let path = create(
+        &app,
+        json!({"slot": "1h", "windows": ["1h"], "aggregate": "max"}),
+    )
+    .await;
+    let body = r#"{"events": [{"member": "a", "value": 7}, {"member": "b", "value": 3}]}"#;
+    for _ in 0..2 {
+        let reply = app
+            .post_keyed(&format!("{path}/events"), body, Some("run-1"))
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+        assert_eq!(reply.body["accepted"], 2);
+    }
+    assert_eq!(
+        page(&app, &format!("{path}/top")).await,
+        ranked(&[(1, "a", 7), (2, "b", 3)])
+    );
+}
+
+#[tokio::test]
+async fn the_openapi_document_states_the_aggregate_option_and_event_values() {
+    let app = spawn_app().await;
+    let doc = app.get("/openapi.json").await.body;
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(schemas["Aggregate"]["enum"], json!(["sum", "max", "min"]));
+    for config in ["ConfigBody", "BoardConfig"] {
+        let aggregate = &schemas[config]["properties"]["aggregate"];
+        assert_eq!(
+            aggregate["$ref"], "#/components/schemas/Aggregate",
+            "{config}"
+        );
+        assert_eq!(aggregate["default"], "sum", "{config}");
+    }
+    for event in ["EventIn", "BatchEvent"] {
+        let value = &schemas[event]["properties"]["value"];
+        assert_eq!(value["format"], "int64", "{event}: {value}");
+    }
+}

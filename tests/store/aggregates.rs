@@ -1,0 +1,300 @@
+//! Max and min boards under concurrency and interruption, and their export and import:
+//! writers on two "replicas" and two retirers with tiny chunks end exact; a retirement
+//! stopped after every chunk, resumed by the other replica, ends exact and re-evaluates
+//! only the members of the slots that left; a pass run again changes nothing; an export
+//! imports back into an equal board, on every store.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rollboard::jobs::export::export;
+use rollboard::jobs::import::{Format, ImportOptions, import};
+use rollboard::{Aggregate, BoardConfig, Clock, Event, RetireOptions, Timestamp};
+
+use crate::oracle::ValueOracle;
+use crate::support::{Harness, TestRedis, clock, ranking, unique, with_clock};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writers_and_two_retirers_end_exact_on_a_max_board() {
+    writers_and_two_retirers(Aggregate::Max).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writers_and_two_retirers_end_exact_on_a_min_board() {
+    writers_and_two_retirers(Aggregate::Min).await;
+}
+
+/// Six writers (values of either sign, on-time and late) on two replicas while the
+/// clock runs and two retirers with tiny chunks retire the same board: every window
+/// equals the oracle at the end.
+async fn writers_and_two_retirers(aggregate: Aggregate) {
+    let redis = TestRedis::start().await;
+    // Hash tables, so that HSCAN steps of a slot are chunks of a few members.
+    redis.use_hashtables().await;
+    let clock = clock();
+    let replicas = [
+        with_clock(redis.store().await, &clock),
+        with_clock(redis.store().await, &clock),
+    ];
+    let config = BoardConfig::parse("10s", &["20s", "60s", "90s"])
+        .unwrap()
+        .with_aggregate(aggregate);
+    let board = unique("ac");
+    replicas[0]
+        .create_board(&board, config.clone())
+        .await
+        .unwrap();
+    let oracle = Arc::new(Mutex::new(ValueOracle::new(config.clone())));
+    let stop = Arc::new(AtomicBool::new(false));
+
+    let mut writers = Vec::new();
+    for w in 0..6u64 {
+        let rb = replicas[(w % 2) as usize].clone();
+        let (clock, board, oracle, config) =
+            (clock.clone(), board.clone(), oracle.clone(), config.clone());
+        writers.push(tokio::spawn(async move {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(w);
+            let mut accepted = 0;
+            for _ in 0..300 {
+                let now = clock.now().unix_millis();
+                let events: Vec<Event> = (0..rng.random_range(1..20))
+                    .map(|_| {
+                        let at = Timestamp::from_unix_millis(now - rng.random_range(0..100_000));
+                        let member = format!("m{}", rng.random_range(0..200));
+                        Event::value(member, rng.random_range(-50..1000)).at(at.unwrap())
+                    })
+                    .collect();
+                let outcome = rb.incr_batch(&board, &events).await.unwrap();
+                {
+                    let mut oracle = oracle.lock().unwrap();
+                    for (i, e) in events.iter().enumerate() {
+                        if let Some(r) = outcome.rejected.iter().find(|r| r.index == i) {
+                            assert_eq!(r.error.code(), "too_late", "{:?}", r.error);
+                        } else {
+                            let slot = config.slot_start(e.at.unwrap());
+                            oracle.record(slot, &e.member, e.value.unwrap());
+                            accepted += 1;
+                        }
+                    }
+                }
+                tokio::task::yield_now().await;
+            }
+            accepted
+        }));
+    }
+    let mut retirers = Vec::new();
+    for (r, rb) in replicas.iter().enumerate() {
+        let (rb, board, stop) = (rb.clone(), board.clone(), stop.clone());
+        retirers.push(tokio::spawn(async move {
+            let options = RetireOptions {
+                chunk_size: 3 + r * 4,
+                ..Default::default()
+            };
+            let mut chunks = 0;
+            while !stop.load(Ordering::SeqCst) {
+                chunks += rb.retire_with(&board, options).await.unwrap().chunks;
+            }
+            chunks
+        }));
+    }
+    let ticker = {
+        let (clock, stop) = (clock.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                clock.advance_millis(2_000);
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+    };
+    let mut accepted = 0;
+    for w in writers {
+        accepted += w.await.unwrap();
+    }
+    stop.store(true, Ordering::SeqCst);
+    let mut chunks = 0;
+    for r in retirers {
+        chunks += r.await.unwrap();
+    }
+    ticker.await.unwrap();
+    clock.advance_millis(10_000);
+    let now = clock.now();
+    replicas[1].retire(&board).await.unwrap();
+    assert!(accepted > 3_000, "only {accepted} events accepted");
+    assert!(chunks > 300, "only {chunks} retirement chunks ran");
+    let oracle = oracle.lock().unwrap().clone();
+    for (j, w) in config.windows().iter().enumerate() {
+        let page = replicas[0].top(&board, Some(*w), 0, 1000).await.unwrap();
+        assert_eq!(page.from, config.window_start(j, now));
+        assert_eq!(ranking(&page), oracle.ranking(j, now), "window {w}");
+    }
+}
+
+/// A retirement that stops after each chunk (`max_chunks: 1`, a crash after every call)
+/// and is resumed by the other replica ends exact; it re-evaluates each member of each
+/// slot that left a window once per window, however often it stopped, and a pass run
+/// again changes nothing.
+#[tokio::test]
+async fn a_retirement_stopped_after_every_chunk_ends_exact_and_touches_only_the_slots_members() {
+    let redis = TestRedis::start().await;
+    redis.use_hashtables().await;
+    let clock = clock();
+    let replicas = [
+        with_clock(redis.store().await, &clock),
+        with_clock(redis.store().await, &clock),
+    ];
+    let config = BoardConfig::parse("1m", &["2m", "5m"])
+        .unwrap()
+        .with_aggregate(Aggregate::Max);
+    let board = unique("ai");
+    replicas[0]
+        .create_board(&board, config.clone())
+        .await
+        .unwrap();
+    let mut oracle = ValueOracle::new(config.clone());
+    // Minute 0: 300 members at their best; minute 1: 100 of them lower, 50 new ones.
+    let start = clock.now();
+    let at =
+        |minutes: i64| Timestamp::from_unix_millis(start.unix_millis() + minutes * 60_000).unwrap();
+    let mut write = |events: Vec<Event>| {
+        for e in &events {
+            oracle.record(
+                config.slot_start(e.at.unwrap()),
+                &e.member,
+                e.value.unwrap(),
+            );
+        }
+        events
+    };
+    let first = write(
+        (0..300)
+            .map(|i| Event::value(format!("m{i}"), 1000 + i).at(at(0)))
+            .collect(),
+    );
+    replicas[0].incr_batch(&board, &first).await.unwrap();
+    clock.set(at(1));
+    let second = write(
+        (0..100)
+            .map(|i| Event::value(format!("m{i}"), i))
+            .chain((300..350).map(|i| Event::value(format!("m{i}"), i)))
+            .map(|e| e.at(at(1)))
+            .collect(),
+    );
+    replicas[0].incr_batch(&board, &second).await.unwrap();
+    // At minute 5 minute 0 has left both windows, minute 1 the 2-minute one.
+    clock.set(at(5));
+    let now = clock.now();
+    let step = RetireOptions {
+        chunk_size: 16,
+        max_chunks: Some(1),
+        ..Default::default()
+    };
+    let (mut calls, mut evaluated, mut left) = (0, 0, 0);
+    loop {
+        let report = replicas[calls % 2].retire_with(&board, step).await.unwrap();
+        calls += 1;
+        evaluated += report.fields_subtracted;
+        left += report.members_zeroed;
+        if report.complete {
+            break;
+        }
+        assert!(calls < 1_000, "retirement does not end");
+    }
+    assert!(calls > 20, "only {calls} calls: the chunks were not small");
+    // Minute 0 (300 members) left both windows, minute 1 (150) the smaller one. Left:
+    // from the 2-minute window all 350, from the 5-minute one the 200 of minute 0 only.
+    assert_eq!((evaluated, left), (300 + 300 + 150, 350 + 200));
+    for (j, w) in config.windows().iter().enumerate() {
+        let page = replicas[1].top(&board, Some(*w), 0, 1000).await.unwrap();
+        assert_eq!(page.from, config.window_start(j, now));
+        assert_eq!(ranking(&page), oracle.ranking(j, now), "window {w}");
+    }
+    let five = replicas[0]
+        .top(&board, Some(config.windows()[1]), 0, 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        ranking(&five),
+        [
+            ("m349".to_owned(), 349),
+            ("m348".to_owned(), 348),
+            ("m347".to_owned(), 347)
+        ]
+    );
+    // Run again, a pass finds nothing due and changes nothing.
+    let mut raw = redis.raw().await;
+    let before: Vec<(String, i64)> = ::redis::cmd("ZRANGE")
+        .arg(format!("stats_{{{board}}}_300"))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let again = replicas[1].retire(&board).await.unwrap();
+    assert_eq!((again.slots_retired, again.fields_subtracted), (0, 0));
+    let after: Vec<(String, i64)> = ::redis::cmd("ZRANGE")
+        .arg(format!("stats_{{{board}}}_300"))
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(before, after);
+    assert_eq!(after.len(), 150);
+}
+
+/// An export of a max and of a min board imports back (its scores taken as values) into
+/// a board of the same aggregate with the same ranking.
+async fn an_export_imports_back_into_an_equal_board(h: Harness) {
+    for aggregate in [Aggregate::Max, Aggregate::Min] {
+        let config = BoardConfig::parse("1h", &["24h"])
+            .unwrap()
+            .with_aggregate(aggregate);
+        let (from, to) = (unique("ax"), unique("ay"));
+        for b in [&from, &to] {
+            h.boards.create_board(b, config.clone()).await.unwrap();
+        }
+        let events: Vec<Event> = [
+            ("ann", 70),
+            ("bob", 80),
+            ("ann", 95),
+            ("cy", 0),
+            ("dee", -4),
+        ]
+        .iter()
+        .map(|(m, v)| Event::value(*m, *v))
+        .collect();
+        h.boards.incr_batch(&from, &events).await.unwrap();
+        let mut out = Vec::new();
+        let exported = export(&h.boards, &from, None, None, Format::Json, &mut out)
+            .await
+            .unwrap();
+        assert_eq!(exported.entries, 4);
+        let report = import(
+            &h.boards,
+            &to,
+            std::io::Cursor::new(out),
+            ImportOptions::default(),
+            |_| {},
+        )
+        .await
+        .unwrap();
+        assert_eq!((report.imported, report.rejected), (4, 0));
+        let want: Vec<(String, i64)> = match aggregate {
+            Aggregate::Max => vec![("ann", 95), ("bob", 80), ("cy", 0), ("dee", -4)],
+            _ => vec![("dee", -4), ("cy", 0), ("ann", 70), ("bob", 80)],
+        }
+        .into_iter()
+        .map(|(m, v)| (m.to_owned(), v))
+        .collect();
+        for b in [&from, &to] {
+            let page = h.boards.top(b, None, 0, 10).await.unwrap();
+            assert_eq!(ranking(&page), want, "{aggregate:?} {b}");
+        }
+    }
+}
+
+on_every_store!(an_export_imports_back_into_an_equal_board);
