@@ -248,7 +248,7 @@ async fn the_rank_option_is_fixed_and_refused_where_it_cannot_hold() {
     );
     let message = unknown.body["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("expected `positive` or `nonzero`"),
+        message.contains("expected one of `positive`, `nonzero`, `all`"),
         "{message}"
     );
     // A trending board may say the default.
