@@ -232,4 +232,33 @@ mod tests {
             }
         );
     }
+
+    #[test]
+    fn a_max_board_takes_values_a_min_board_stores_them_negated_a_sum_board_refuses_them() {
+        let on = |aggregate: Aggregate, event: Event| {
+            let config = config().with_aggregate(aggregate);
+            rules().admit(&config, at(NOW), &event).map(|w| w.delta)
+        };
+        assert_eq!(on(Aggregate::Max, Event::value("m", 0)), Ok(0));
+        assert_eq!(on(Aggregate::Max, Event::value("m", -7)), Ok(-7));
+        assert_eq!(on(Aggregate::Min, Event::value("m", 95)), Ok(-95));
+        assert_eq!(on(Aggregate::Min, Event::value("m", -MAX_ABS)), Ok(MAX_ABS));
+        let code = |r: Result<i64, Error>| r.unwrap_err().code();
+        assert_eq!(
+            code(on(Aggregate::Max, Event::new("m", 3))),
+            "invalid_value"
+        );
+        assert_eq!(
+            code(on(Aggregate::Sum, Event::value("m", 3))),
+            "invalid_value"
+        );
+        assert_eq!(
+            code(on(Aggregate::Min, Event::value("m", MAX_ABS + 1))),
+            "invalid_value"
+        );
+        let Err(Error::InvalidValue { reason }) = on(Aggregate::Min, Event::new("m", 3)) else {
+            panic!("a delta on a min board is an invalid value");
+        };
+        assert!(reason.contains("send \"value\""), "{reason}");
+    }
 }

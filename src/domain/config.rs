@@ -592,4 +592,49 @@ mod tests {
         );
         assert!(err.unwrap_err().to_string().contains("snapshots.top"));
     }
+
+    #[test]
+    fn max_and_min_boards_rank_every_value_and_refuse_what_they_cannot_keep() {
+        let base = || BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
+        let max = base().with_aggregate(Aggregate::Max);
+        assert_eq!(max.rank(), RankedTotals::All);
+        assert_eq!(max.check_rank(), Ok(()));
+        let json = serde_json::to_value(&max).unwrap();
+        assert_eq!(json["aggregate"], "max");
+        assert!(
+            json.get("rank").is_none(),
+            "the default rank is left out: {json}"
+        );
+        let back: BoardConfig = serde_json::from_value(json).unwrap();
+        assert_eq!(back, max);
+        let sum = serde_json::to_value(base()).unwrap();
+        assert!(sum.get("aggregate").is_none(), "{sum}");
+        let refused = [
+            max.clone().with_rank(RankedTotals::Positive),
+            base()
+                .with_aggregate(Aggregate::Min)
+                .with_ties(Ties::Dense)
+                .with_rank(RankedTotals::All),
+            max.clone()
+                .with_layout(Some(Layout::Compact))
+                .with_rank(RankedTotals::All),
+            base().with_rank(RankedTotals::All),
+        ];
+        for config in refused {
+            assert_eq!(config.unwrap_err().code(), "invalid_config");
+        }
+        assert_eq!(
+            max.differences(&base()),
+            [
+                "aggregate: stored max, asked sum",
+                "rank: stored all, asked positive"
+            ]
+        );
+        let wider = BoardConfig::parse("1h", &["1h", "24h", "7d"]).unwrap();
+        assert_eq!(max.extended_by(&wider.with_aggregate(Aggregate::Max)), None);
+        assert_eq!(
+            base().extended_by(&BoardConfig::parse("1h", &["1h", "24h", "7d"]).unwrap()),
+            Some(vec![Span::parse("7d").unwrap()])
+        );
+    }
 }

@@ -74,19 +74,25 @@ mod tests {
         let ranked = |rule: RankedTotals| [-5, 0, 3].map(|t| rule.ranks(t));
         assert_eq!(ranked(RankedTotals::Positive), [false, false, true]);
         assert_eq!(ranked(RankedTotals::Nonzero), [true, false, true]);
+        assert_eq!(ranked(RankedTotals::All), [true, true, true]);
         assert_eq!(RankedTotals::Positive.lowest(), 1);
         assert_eq!(RankedTotals::Nonzero.lowest(), -MAX_ABS);
+        assert_eq!(RankedTotals::All.lowest(), -MAX_ABS);
     }
 
     #[test]
     fn stored_names_round_trip_and_absent_is_positive() {
-        for rule in [RankedTotals::Positive, RankedTotals::Nonzero] {
+        for rule in [
+            RankedTotals::Positive,
+            RankedTotals::Nonzero,
+            RankedTotals::All,
+        ] {
             assert_eq!(RankedTotals::from_stored(Some(rule.as_str())), Some(rule));
         }
         assert_eq!(
             RankedTotals::from_stored(None),
             Some(RankedTotals::Positive)
         );
-        assert_eq!(RankedTotals::from_stored(Some("all")), None);
+        assert_eq!(RankedTotals::from_stored(Some("every")), None);
     }
 }

@@ -272,6 +272,39 @@ mod tests {
     }
 
     #[test]
+    fn an_event_carries_a_delta_or_a_value_not_both() {
+        for text in [
+            r#"{"member":"p","value":0}"#,
+            r#"{"value":-4,"member":"p"}"#,
+        ] {
+            let e = parse_raw_event(text).unwrap();
+            assert_eq!(
+                e.value,
+                Some(
+                    serde_json::from_str::<Value>(text).unwrap()["value"]
+                        .as_i64()
+                        .unwrap()
+                )
+            );
+        }
+        for text in [
+            r#"{"member":"p","value":1,"delta":2}"#,
+            r#"{"delta":2,"member":"p","value":1}"#,
+        ] {
+            let Err(NotAnEvent::Invalid(error)) = parse_raw_event(text) else {
+                panic!("{text} is an invalid value");
+            };
+            assert_eq!(error.code(), "invalid_value", "{text}");
+        }
+        // The general path (an escaped key) says the same.
+        let escaped = r#"{"member":"p","valu\u0065":1,"delta":2}"#;
+        let Err(NotAnEvent::Invalid(error)) = parse_raw_event(escaped) else {
+            panic!("{escaped} is an invalid value");
+        };
+        assert_eq!(error.code(), "invalid_value");
+    }
+
+    #[test]
     fn bodies_are_one_event_or_a_batch() {
         let Ok(EventsIn::One(e)) = parse_events_body(br#"{"member":"p","delta":3}"#) else {
             panic!()
@@ -393,7 +426,11 @@ mod tests {
             ),
             (
                 json!({"member": "m", "detla": 1}),
-                "unknown field \"detla\"; an event has member, delta, at and data",
+                "unknown field \"detla\"; an event has member, delta or value, at and data",
+            ),
+            (
+                json!({"member": "m", "value": 1.5}),
+                "value must be an integer, got 1.5",
             ),
         ];
         for (value, message) in cases {
