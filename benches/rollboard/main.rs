@@ -21,7 +21,7 @@
 //! topreads (top-10 at 64 connections exact and cached beside `ZREVRANGE`, and their p99
 //! during batch ingest), retire,
 //! recompute, longwindow, pages, ranks, memberdata, rates, counters, memory, bigwrite,
-//! trendwrite, manyboards);
+//! trendwrite, manyboards, maxboard);
 //! `BENCH_LAYOUT=plain` keeps the boards the service and library phases create (those
 //! that name no layout) in plain slots (default compact, the store's default).
 //! Phase `manyboards`: 30,000 and 100,000 small boards (`BENCH_BOARDS` sets the counts)
@@ -30,6 +30,9 @@
 //! with the cap off (longest write call, Redis time per event beside plain `HINCRBY` +
 //! `ZINCRBY` per window, ingest). Phase `trendwrite`: the longest call of a 10,000-event
 //! batch of fresh members to a trending board beside the same batch to a windowed one.
+//! Phase `maxboard`: a 200,000-member `1h`/`24h` max board beside a sum board: ingest
+//! against the pipelined ceiling of each, and retirement of a slot of 200,000 bests
+//! (members re-evaluated per second against pipelined `ZADD`, longest call).
 //! Phase `ranks`: a
 //! friends' ranks read (100 members) and a member read with percentile on a
 //! 1,000,000-member board beside `ZREVRANK`. Phase `memberdata`: Redis memory per member
@@ -47,6 +50,7 @@ mod huge;
 mod load;
 mod longwindow;
 mod manyboards;
+mod maxboard;
 mod member_data;
 mod pages;
 mod ranks;
@@ -327,6 +331,10 @@ fn main() {
         if run("bigwrite") {
             eprintln!("writes to a big board …");
             rows.extend(bigwrite::bigwrite(&redis, phase).await);
+        }
+        if run("maxboard") {
+            eprintln!("a max board beside a sum board …");
+            rows.extend(maxboard::maxboard(&redis, phase).await);
         }
         if run("pages") {
             eprintln!("deep pages …");

@@ -53,6 +53,7 @@ fn script_names() -> &'static HashMap<String, &'static str> {
             "retire/compact_move",
             "retire/retire_begin",
             "retire/retire_chunk",
+            "retire/retire_max",
             "retire/retire_small",
             "retire/retire_swap",
             "set_snapshots",
@@ -66,6 +67,8 @@ fn script_names() -> &'static HashMap<String, &'static str> {
             "trend_rescale",
             "trend_write",
             "write",
+            "write_max",
+            "write_plain",
         );
         sources
             .iter()

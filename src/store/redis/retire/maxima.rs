@@ -3,8 +3,13 @@
 //! window value from its peak list, so only the members the slot held are touched and
 //! each call is idempotent (docs/design.md, "Max and min boards"). The slots of a
 //! window are listed and the window frozen by `retire_begin.lua`, as for sums.
+//!
+//! Each call goes on from where the last one left off (the scan's cursor is kept in the
+//! board record), so [`LANES`] calls are kept in flight: while Redis runs one, the next
+//! is on its way, and a pass that stopped, or another retirer, goes on from there.
 
 use redis::Value;
+use tokio::task::JoinSet;
 
 use super::chunks::window_args;
 use crate::board::Board;
@@ -15,11 +20,18 @@ use crate::store::redis::keys;
 use crate::store::redis::options::RetireOptions;
 use crate::store::redis::reply::{array, int, string};
 
-/// Most members per HSCAN step (fewer when the options' `chunk_size` says): ~4 commands
-/// a member (the peak list read, the window's ZADD or ZREM, the list's trim on the
-/// largest window), ~1 ms of Redis time a call. A small slot (a listpack) is read whole
+/// Most members per HSCAN step (fewer when the options' `chunk_size` says): a step reads
+/// their peak lists with one HMGET and writes the window with one ZADD and one ZREM,
+/// ~5 µs of Redis time a member, ~1 ms a call. A small slot (a listpack) is read whole
 /// by one step whatever the count.
-const MEMBERS_PER_CALL: usize = 200;
+const MEMBERS_PER_CALL: usize = 128;
+
+/// Calls of one slot in flight at once.
+const LANES: usize = 2;
+
+/// What one call did: whether the window is now retired through the slot, members
+/// re-evaluated, members that left.
+type Step = (bool, u64, u64);
 
 /// Retires `slot` from window `window` of the max board `board`. Returns `false` when
 /// `budget` ran out first.
@@ -32,41 +44,68 @@ pub(super) async fn retire_slot(
     budget: &mut Option<usize>,
     report: &mut RetireReport,
 ) -> Result<bool> {
+    let mut calls: JoinSet<Result<Step>> = JoinSet::new();
+    let count = options.chunk_size.clamp(1, MEMBERS_PER_CALL);
+    let start = |calls: &mut JoinSet<Result<Step>>, budget: &mut Option<usize>| {
+        if *budget == Some(0) {
+            return;
+        }
+        *budget = budget.map(|b| b - 1);
+        let (conn, board) = (conn.clone(), board.clone());
+        calls.spawn(async move { step(&conn, &board, window, slot, count).await });
+    };
+    for _ in 0..LANES {
+        start(&mut calls, budget);
+    }
+    let mut finished = false;
+    while let Some(joined) = calls.join_next().await {
+        let (done, evaluated, left) =
+            joined.map_err(|e| Error::store(format!("retirement task failed: {e}")))??;
+        report.chunks += 1;
+        report.fields_subtracted += evaluated;
+        report.members_zeroed += left;
+        if done && !finished {
+            finished = true;
+            report.slots_retired += 1;
+        } else if !finished {
+            start(&mut calls, budget);
+        }
+    }
+    Ok(finished)
+}
+
+/// One `retire_max.lua` call: the next step of the slot's scan.
+async fn step(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    slot: i64,
+    count: usize,
+) -> Result<Step> {
     let (this, previous) = window_args(board, window);
     let name = &board.name;
     let largest = window + 1 == board.config.windows().len();
-    let mut cursor = "0".to_owned();
-    loop {
-        if *budget == Some(0) {
-            return Ok(false);
-        }
-        *budget = budget.map(|b| b - 1);
-        let mut invocation = conn.scripts().retire_max.key(keys::record(name));
-        invocation
-            .key(keys::index(name))
-            .key(keys::totals(name, board.config.windows(), window))
-            .key(keys::stage(name, slot, 0))
-            .key(keys::peaks(name))
-            .key(keys::data(name))
-            .arg(board.version)
-            .arg(this)
-            .arg(&previous)
-            .arg(slot)
-            .arg(&cursor)
-            .arg(options.chunk_size.clamp(1, MEMBERS_PER_CALL))
-            .arg(if largest { "1" } else { "" });
-        let reply: Value = conn.script(&invocation, name, Retry::Idempotent).await?;
-        let reply = array(reply, "retire_max")?;
-        if reply.len() != 3 {
-            return Err(Error::store(format!("retire_max answered {reply:?}")));
-        }
-        report.chunks += 1;
-        report.fields_subtracted += int(&reply[1], "members re-evaluated")? as u64;
-        report.members_zeroed += int(&reply[2], "members that left")? as u64;
-        cursor = string(&reply[0], "cursor")?;
-        if cursor == "done" {
-            report.slots_retired += 1;
-            return Ok(true);
-        }
+    let mut invocation = conn.scripts().retire_max.key(keys::record(name));
+    invocation
+        .key(keys::index(name))
+        .key(keys::totals(name, board.config.windows(), window))
+        .key(keys::stage(name, slot, 0))
+        .key(keys::peaks(name))
+        .key(keys::data(name))
+        .arg(board.version)
+        .arg(this)
+        .arg(&previous)
+        .arg(slot)
+        .arg(count)
+        .arg(if largest { "1" } else { "" });
+    let reply: Value = conn.script(&invocation, name, Retry::Idempotent).await?;
+    let reply = array(reply, "retire_max")?;
+    if reply.len() != 3 {
+        return Err(Error::store(format!("retire_max answered {reply:?}")));
     }
+    Ok((
+        string(&reply[0], "state")? == "done",
+        int(&reply[1], "members re-evaluated")? as u64,
+        int(&reply[2], "members that left")? as u64,
+    ))
 }

@@ -12,28 +12,31 @@
 -- ARGV[2]  this window, seconds (fields wm:<W>, done:<W>)
 -- ARGV[3]  the next smaller window, seconds, or '' for the smallest window
 -- ARGV[4]  the slot's start
--- ARGV[5]  HSCAN cursor, or '0': from where the last call on this slot and window left
---          off (the record's field 'mxc:<W>' = '<slot>:<cursor>', kept between calls so
---          that a pass that stopped, or another retirer, goes on from there), else from
---          the start
--- ARGV[6]  HSCAN COUNT of this call
--- ARGV[7]  '1' for the largest window, else ''
+-- ARGV[5]  HSCAN COUNT of this call
+-- ARGV[6]  '1' for the largest window, else ''
+--
+-- A call goes on from where the last call on this slot and window left off: the
+-- record's field 'mxc:<W>' = '<slot>:<HSCAN cursor>' (absent, or of another slot: from
+-- the start). So a pass that stopped, or another retirer, goes on from there, and a
+-- client may keep two calls in flight, each taking the next step.
 --
 -- Each member the HSCAN step returns held a value in the slot, so its value in this
 -- window may have come from it: the window's value becomes the first pair of its peak
 -- list past the slot (ZADD), or, when none is left, the member leaves the window (ZREM;
 -- the largest window also deletes its member data). The largest window also trims the
--- peak list to the pairs past the slot. The new value is a function of the peak list
+-- peak list to the pairs past the slot. A step's members are handled in bulk: one HMGET
+-- of their lists, one ZADD, one ZREM (and on the largest window one HDEL of data, one
+-- HSET and one HDEL of lists), whatever their number. The new value is a function of the peak list
 -- alone, so a step applied twice (a re-sent call, two retirers) sets what it set once.
 -- A member whose value came from another slot is not in this slot's hash: untouched.
 -- After the last step the window is retired through the slot (done:<W>), and the
 -- largest window drops the slot's hash and its index entry. Every cursor a call starts
 -- from was answered by a step that ran, so a window is marked retired through the slot
 -- only once some chain of steps has scanned its hash from start to end.
--- Returns {cursor, members re-evaluated, members that left}; cursor is 'done' when the
--- window is retired through the slot (also when it already was).
--- Errors: "STALE ...", "ORDER ..." (the slot is not frozen, or the smaller window has not
--- retired it).
+-- Returns {state, members re-evaluated, members that left}; state is 'done' when the
+-- window is retired through the slot (also when it already was), else 'more'.
+-- Errors: "STALE ...", "ORDER ..." (the slot is not frozen, the smaller window has not
+-- retired it, or an older live slot is still to retire from this window).
 
 local board, index, totals, slot_key, peaks, data = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prev_field = ARGV[3] ~= '' and ('done:' .. ARGV[3]) or 'version'
@@ -47,39 +50,62 @@ end
 if ARGV[3] ~= '' and tonumber(record[5]) < slot then
   return redis.error_reply('ORDER the smaller window has not retired the slot')
 end
-local largest = ARGV[7] == '1'
+if #redis.call('ZRANGEBYSCORE', index, '(' .. record[4], '(' .. ARGV[4], 'LIMIT', 0, 1) > 0 then
+  return redis.error_reply('ORDER an older slot is still to retire from this window')
+end
+local largest = ARGV[6] == '1'
 
-local cursor = ARGV[5]
-if cursor == '0' and record[6] then
+local cursor = '0'
+if record[6] then
   local kept_slot, kept = string.match(record[6], '^(%-?%d+):(%d+)$')
   if kept_slot == ARGV[4] then cursor = kept end
 end
-local scan = redis.call('HSCAN', slot_key, cursor, 'COUNT', ARGV[6])
-local handled, left = 0, 0
+local scan = redis.call('HSCAN', slot_key, cursor, 'COUNT', ARGV[5])
+-- The step's members, each once (HSCAN may return one twice), and their peak lists in
+-- one HMGET; the window's new values in one ZADD, the members that leave in one ZREM.
+local members, seen = {}, {}
 local flat = scan[2]
 for x = 1, #flat, 2 do
-  local member = flat[x]
-  local list = redis.call('HGET', peaks, member)
-  local value = peaks_after(list, slot)
-  if value then
-    redis.call('ZADD', totals, value, member)
-  elseif redis.call('ZREM', totals, member) == 1 then
-    left = left + 1
-    if largest then redis.call('HDEL', data, member) end
+  if not seen[flat[x]] then
+    seen[flat[x]] = true
+    members[#members + 1] = flat[x]
   end
-  if largest and list then
-    local kept = peaks_trim(list, slot)
-    if kept == '' then
-      redis.call('HDEL', peaks, member)
-    elseif kept ~= list then
-      redis.call('HSET', peaks, member, kept)
+end
+local left = 0
+if #members > 0 then
+  local lists = redis.call('HMGET', peaks, unpack(members))
+  local set, gone, kept, emptied = {}, {}, {}, {}
+  for i, member in ipairs(members) do
+    local list = lists[i]
+    local value = peaks_after(list, slot)
+    if value then
+      set[#set + 1] = value
+      set[#set + 1] = member
+    else
+      gone[#gone + 1] = member
+    end
+    if largest and list then
+      local rest = peaks_trim(list, slot)
+      if rest == '' then
+        emptied[#emptied + 1] = member
+      elseif rest ~= list then
+        kept[#kept + 1] = member
+        kept[#kept + 1] = rest
+      end
     end
   end
-  handled = handled + 1
+  if #set > 0 then redis.call('ZADD', totals, unpack(set)) end
+  if #gone > 0 then
+    left = redis.call('ZREM', totals, unpack(gone))
+    if largest then redis.call('HDEL', data, unpack(gone)) end
+  end
+  if #kept > 0 then redis.call('HSET', peaks, unpack(kept)) end
+  if #emptied > 0 then redis.call('HDEL', peaks, unpack(emptied)) end
 end
+local handled = #members
 if scan[1] ~= '0' then
   redis.call('HSET', board, cursor_field, ARGV[4] .. ':' .. scan[1])
-  return { scan[1], handled, left }
+  return { 'more', handled, left }
 end
 redis.call('HSET', board, 'done:' .. ARGV[2], ARGV[4])
 redis.call('HDEL', board, cursor_field)
