@@ -3,7 +3,7 @@
 //!
 //! A batch is refused whole when it holds more than `max_batch` events. Each event on
 //! its own is then refused when its member is not a valid [`Member`], its delta is zero
-//! or outside ±[`MAX_ABS`](super::MAX_ABS) (on a max or min board: its value is missing
+//! or outside ±[`MAX_ABS`](super::MAX_ABS) (on a max, min or latest board: its value is missing
 //! or outside that range), its time is more than `max_future_skew`
 //! ahead of now, or its slot has already left every window (too late). Checks run in
 //! that order and the first failure is the event's error. The store can still refuse an
@@ -20,9 +20,11 @@ pub struct SlotWrite {
     pub slot: i64,
     /// The member.
     pub member: Member,
-    /// The delta (non-zero, inside ±(2^53 − 1)); on a max board the value, on a min
-    /// board the value negated (any integer inside that range, zero included).
+    /// The delta (non-zero, inside ±(2^53 − 1)); on a max or latest board the value, on
+    /// a min board the value negated (any integer inside that range, zero included).
     pub delta: i64,
+    /// The event's time, unix milliseconds (a latest board keeps the newest event).
+    pub at: i64,
 }
 
 /// The limits events are admitted under.
@@ -64,6 +66,7 @@ impl Admission {
             slot,
             member,
             delta,
+            at: at.unix_millis(),
         })
     }
 }
@@ -162,6 +165,7 @@ mod tests {
                 slot: 100 * 3_600,
                 member: Member::parse("post:1").unwrap(),
                 delta: 2,
+                at: NOW * 1000,
             }
         );
     }
@@ -243,6 +247,7 @@ mod tests {
         assert_eq!(on(Aggregate::Max, Event::value("m", -7)), Ok(-7));
         assert_eq!(on(Aggregate::Min, Event::value("m", 95)), Ok(-95));
         assert_eq!(on(Aggregate::Min, Event::value("m", -MAX_ABS)), Ok(MAX_ABS));
+        assert_eq!(on(Aggregate::Latest, Event::value("m", -3)), Ok(-3));
         let code = |r: Result<i64, Error>| r.unwrap_err().code();
         assert_eq!(
             code(on(Aggregate::Max, Event::new("m", 3))),

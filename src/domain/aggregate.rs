@@ -2,7 +2,8 @@
 //! board's config (`"aggregate"`).
 //!
 //! A sum board adds deltas; a `max` board keeps the highest value of the member's events
-//! whose slots are inside the window, a `min` board the lowest. A max or a min cannot be
+//! whose slots are inside the window, a `min` board the lowest, a `latest` board the
+//! value of the newest (by time; of two at the same millisecond, the greater value). A max or a min cannot be
 //! subtracted when a slot leaves a window: `docs/design.md`, "Max and min boards", says
 //! how retirement recomputes them. The stores know two aggregates only, sums and maxima:
 //! a min board is kept as the maximum of its negated values, and the library negates its
@@ -25,6 +26,9 @@ pub enum Aggregate {
     Max,
     /// The lowest value (a fastest time): events carry `value`; ranked lowest first.
     Min,
+    /// The value of the newest event (a rating): events carry `value`; ranked highest
+    /// first. Of two events at the same millisecond the greater value is the newer.
+    Latest,
 }
 
 impl Aggregate {
@@ -34,6 +38,7 @@ impl Aggregate {
             Aggregate::Sum => "sum",
             Aggregate::Max => "max",
             Aggregate::Min => "min",
+            Aggregate::Latest => "latest",
         }
     }
 
@@ -43,6 +48,7 @@ impl Aggregate {
             None | Some("sum") => Some(Aggregate::Sum),
             Some("max") => Some(Aggregate::Max),
             Some("min") => Some(Aggregate::Min),
+            Some("latest") => Some(Aggregate::Latest),
             Some(_) => None,
         }
     }
@@ -57,7 +63,12 @@ impl Aggregate {
         }
     }
 
-    /// Whether the board sums deltas (else it keeps a maximum in the stores).
+    /// Whether the board keeps the newest event's value (else a sum or a maximum).
+    pub fn latest(&self) -> bool {
+        *self == Aggregate::Latest
+    }
+
+    /// Whether the board sums deltas (else it keeps a maximum or the newest value).
     pub fn sums(&self) -> bool {
         *self == Aggregate::Sum
     }
@@ -75,14 +86,25 @@ mod tests {
 
     #[test]
     fn stored_names_round_trip_and_absent_is_sum() {
-        for a in [Aggregate::Sum, Aggregate::Max, Aggregate::Min] {
+        for a in [
+            Aggregate::Sum,
+            Aggregate::Max,
+            Aggregate::Min,
+            Aggregate::Latest,
+        ] {
             assert_eq!(Aggregate::from_stored(Some(a.as_str())), Some(a));
         }
         assert_eq!(Aggregate::from_stored(None), Some(Aggregate::Sum));
         assert_eq!(Aggregate::from_stored(Some("avg")), None);
         assert_eq!(
-            [Aggregate::Sum, Aggregate::Max, Aggregate::Min].map(Aggregate::sign),
-            [1, 1, -1]
+            [
+                Aggregate::Sum,
+                Aggregate::Max,
+                Aggregate::Min,
+                Aggregate::Latest
+            ]
+            .map(Aggregate::sign),
+            [1, 1, -1, 1]
         );
     }
 }

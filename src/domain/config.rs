@@ -26,12 +26,13 @@ pub struct BoardConfig {
     #[cfg_attr(feature = "server", schema(default = "competition"))]
     ties: Ties,
     /// What the board keeps of a member's events in a window: their sum (the default),
-    /// their highest value or their lowest (ranked lowest first); set when the board is
-    /// created, never changed. Absent from a config read back when `sum`.
+    /// their highest value, their lowest (ranked lowest first) or the newest one's; set
+    /// when the board is created, never changed. Absent from a config read back when
+    /// `sum`.
     #[cfg_attr(feature = "server", schema(default = "sum", required = false))]
     aggregate: Aggregate,
     /// Which totals are ranked: on a sum board positive ones (the default) or every
-    /// non-zero one (a net-vote board); on a max or min board every value (`all`, the
+    /// non-zero one (a net-vote board); on a max, min or latest board every value (`all`, the
     /// only choice there); set when the board is created, never changed. Absent from a
     /// config read back when the default.
     #[cfg_attr(feature = "server", schema(default = "positive", required = false))]
@@ -187,7 +188,7 @@ impl BoardConfig {
     }
 
     /// Keeps `aggregate` of each member's events (a sum by default), ranking every
-    /// value on a max or min board (see [`with_rank`](Self::with_rank)).
+    /// value on a max, min or latest board (see [`with_rank`](Self::with_rank)).
     pub fn with_aggregate(mut self, aggregate: Aggregate) -> Self {
         self.aggregate = aggregate;
         self.rank = aggregate.default_rank();
@@ -196,7 +197,7 @@ impl BoardConfig {
 
     /// Refuses the combinations of options no store keeps ([`with_rank`](Self::with_rank)
     /// checks them; options set after the rank are checked again when the board is
-    /// created): every non-zero total with dense ties; on a max or min board, a rank
+    /// created): every non-zero total with dense ties; on a max, min or latest board, a rank
     /// other than `all`, dense ties or a compact layout; `all` on a sum board.
     pub fn check_rank(&self) -> Result<(), Error> {
         let invalid = |reason: String| Err(Error::InvalidConfig { reason });
@@ -365,7 +366,7 @@ impl BoardConfig {
 
     /// The windows `wider` adds to this config, when `wider` is this config plus windows
     /// larger than all of ours (same slot, offset, ties and ranked totals) on a sum board
-    /// (a max or min board keeps the windows it was created with): the one change to the data
+    /// (a max, min or latest board keeps the windows it was created with): the one change to the data
     /// model a live board takes (its snapshots policy is not compared: see
     /// [`same_but_snapshots`](Self::same_but_snapshots)).
     pub fn extended_by(&self, wider: &BoardConfig) -> Option<Vec<Span>> {

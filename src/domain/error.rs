@@ -49,7 +49,7 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// An event's value that is missing on a max or min board, given on a sum board, or
+    /// An event's value that is missing on a max, min or latest board, given on a sum board, or
     /// outside ±(2^53 − 1).
     #[error("invalid value: {reason}")]
     InvalidValue {
@@ -175,7 +175,7 @@ pub enum Error {
         /// The kind it is.
         kind: &'static str,
     },
-    /// An operation built for sum boards only, asked of a max or min board.
+    /// An operation built for sum boards only, asked of a max, min or latest board.
     #[error("board {board:?} keeps the {aggregate} of values: {what} is for sum boards")]
     AggregateUnsupported {
         /// The board.

@@ -10,7 +10,7 @@ use crate::domain::{MemberData, Timestamp};
 pub const MAX_ABS: i64 = 9_007_199_254_740_991;
 
 /// One event: `delta` added to `member`'s score at time `at` (now when `None`), or on a
-/// max or min board ([`Aggregate`](crate::domain::Aggregate)) its `value`.
+/// max, min or latest board ([`Aggregate`](crate::domain::Aggregate)) its `value`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     /// The member the event is about (a post id, a user id). Checked on write.
@@ -18,7 +18,7 @@ pub struct Event {
     /// The change: +1 for a like, −1 for an unlike. Non-zero, |delta| ≤ [`MAX_ABS`].
     /// Ignored with a `value`.
     pub delta: i64,
-    /// The value, on a max or min board (a score, a time): |value| ≤ [`MAX_ABS`], zero
+    /// The value, on a max, min or latest board (a score, a time): |value| ≤ [`MAX_ABS`], zero
     /// included; `None` on a sum board, which refuses one ([`Error::InvalidValue`]).
     pub value: Option<i64>,
     /// When it happened; `None` means now.
@@ -41,7 +41,7 @@ impl Event {
         }
     }
 
-    /// An event for `member` with `value` (a max or min board), happening now.
+    /// An event for `member` with `value` (a max, min or latest board), happening now.
     pub fn value(member: impl Into<String>, value: i64) -> Self {
         Event {
             value: Some(value),

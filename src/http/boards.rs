@@ -50,8 +50,10 @@ pub struct ConfigBody {
     pub ties: Option<Ties>,
     /// Windowed boards: what a member's score in a window is: `"sum"` (the default: the
     /// sum of its events' deltas), `"max"` (the highest value of its events inside the
-    /// window: a best score) or `"min"` (the lowest: a fastest time; ranked lowest
-    /// first). Events on a max or min board carry `value` instead of `delta`. Ties by
+    /// window: a best score), `"min"` (the lowest: a fastest time; ranked lowest first)
+    /// or `"latest"` (the value of the newest: a rating; of two events at the same
+    /// millisecond the greater value). Events on such a board carry `value` instead of
+    /// `delta`. Ties by
     /// competition or position, slots kept plain; the windows are the ones the board is
     /// created with. Fixed when the board is created: another value on an existing
     /// board is a conflict. Trending boards sum: they accept `"sum"` and refuse the
@@ -63,7 +65,7 @@ pub struct ConfigBody {
     /// default: a member at or below zero is answered by member reads but not ranked,
     /// listed nor counted) or `"nonzero"` (every non-zero total is ranked, negative ones
     /// below every positive one: a net-vote board; ties by competition or position, not
-    /// dense); on a max or min board `"all"` (the default and only choice: every value,
+    /// dense); on a max, min or latest board `"all"` (the default and only choice: every value,
     /// zero and negative ones too). Fixed when the board is created: another value on an
     /// existing board is a conflict. Trending boards accept `"positive"` and refuse the
     /// others.
@@ -417,7 +419,7 @@ pub struct RelayoutQuery {
         (status = 400, description = "`bad_request`: no or an unknown layout", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_changed`; `board_kind`: a trending board (it has no slots); `board_busy`: a recompute or another active relayout is running (with `now`); `aggregate_unsupported`: a max or min board (its slots stay plain)", body = ErrorBody),
+        (status = 409, description = "`board_changed`; `board_kind`: a trending board (it has no slots); `board_busy`: a recompute or another active relayout is running (with `now`); `aggregate_unsupported`: a max, min or latest board (its slots stay plain)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`", body = ErrorBody),
     ),
     security(("adminToken" = []))
@@ -459,7 +461,7 @@ pub struct RecomputeQuery {
          example = json!({"windows": ["1h", "1d"], "fields_scanned": 4800, "members_folded": 0, "calls": 6})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_busy`: another recompute of the board is running; `board_changed`; `board_kind`: a trending board (nothing to recompute); `aggregate_unsupported`: a max or min board", body = ErrorBody),
+        (status = 409, description = "`board_busy`: another recompute of the board is running; `board_changed`; `board_kind`: a trending board (nothing to recompute); `aggregate_unsupported`: a max, min or latest board", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_span`", body = ErrorBody),
     ),
     security(("adminToken" = []))

@@ -79,10 +79,10 @@ pub struct EventIn {
     #[schema(min_length = 1, max_length = 256)]
     member: String,
     /// The change: a non-zero integer within ±(2^53 − 1); 1 when absent or null. For a
-    /// sum board (the default `aggregate`); a max or min board takes `value` instead.
+    /// sum board (the default `aggregate`); a max, min or latest board takes `value` instead.
     #[schema(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
     delta: Option<i64>,
-    /// The value, for a max or min board (`"aggregate":"max"` or `"min"`): an integer
+    /// The value, for a max, min or latest board (`"aggregate":"max"`, `"min"` or `"latest"`): an integer
     /// within ±(2^53 − 1), zero included; required there, refused on a sum board
     /// (`invalid_value`). Not with `delta`.
     #[schema(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
@@ -114,7 +114,7 @@ pub struct BatchEvent {
     /// The change: a non-zero integer within ±(2^53 − 1); 1 when absent or null (a sum
     /// board).
     delta: Option<i64>,
-    /// The value (a max or min board): an integer within ±(2^53 − 1). Not with `delta`.
+    /// The value (a max, min or latest board): an integer within ±(2^53 − 1). Not with `delta`.
     value: Option<i64>,
     /// When it happened, unix seconds (fractions allowed); now when absent or null.
     at: Option<f64>,
@@ -160,9 +160,9 @@ pub struct EventBatch {
          example = json!({"accepted": 2, "rejected": [{"index": 2, "error": {"code": "too_late", "message": "the event at 1700000000 is older than every window of board \"hot-posts\""}}]})),
         (status = 400, description = "`bad_request`: not JSON, not an event nor a batch, an unknown or repeated key, a batch element not of the event's shape (its index named); `invalid_idempotency_key`", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; or `aggregate_unsupported`: `return=standing` asked of a max or min board", body = ErrorBody),
+        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; or `aggregate_unsupported`: `return=standing` asked of a max, min or latest board", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),
-        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_value` (a value on a sum board, none or one beyond ±(2^53 − 1) on a max or min board), `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age), `invalid_member_data` (data over 1,024 bytes of compact JSON, or data sent to a trending board); or `idempotency_key_reused`: the Idempotency-Key was used for another body; or `invalid_query`: `return` other than `standing`, `windows` without it or naming a window not of the board, more than 20 distinct members, 40 members times windows or 100 events with `return=standing`, or `return=standing` on a trending board; `invalid_span`: a window of `windows` that is not a span", body = ErrorBody),
+        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_value` (a value on a sum board, none or one beyond ±(2^53 − 1) on a max, min or latest board), `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age), `invalid_member_data` (data over 1,024 bytes of compact JSON, or data sent to a trending board); or `idempotency_key_reused`: the Idempotency-Key was used for another body; or `invalid_query`: `return` other than `standing`, `windows` without it or naming a window not of the board, more than 20 distinct members, 40 members times windows or 100 events with `return=standing`, or `return=standing` on a trending board; `invalid_span`: a window of `windows` that is not a span", body = ErrorBody),
     ),
     security(("writeToken" = []), ("adminToken" = []))
 )]

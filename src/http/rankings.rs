@@ -166,7 +166,7 @@ fn not_found(board: &str, member: &str, missing: &'static str) -> Error {
 }
 
 /// The ranking: the ranked members (positive scores; every non-zero one on a board with
-/// `"rank":"nonzero"`; every value on a max or min board), from rank 1: highest first
+/// `"rank":"nonzero"`; every value on a max, min or latest board), from rank 1: highest first
 /// (lowest first on a min board), ties by member ascending;
 /// with `min_score`/`max_score`, the members whose scores are in that range (their
 /// ranks still their ranks in the whole ranking); with the other `order`, read from the
@@ -331,7 +331,7 @@ pub async fn history(
          example = json!({"member": "post:7", "slot_values": 2})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board (no per-slot values to remove); `aggregate_unsupported`: a max or min board (removal is for sum boards)", body = ErrorBody),
+        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board (no per-slot values to remove); `aggregate_unsupported`: a max, min or latest board (removal is for sum boards)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`", body = ErrorBody),
     ),
     security(("adminToken" = []))

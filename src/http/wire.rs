@@ -177,8 +177,9 @@ pub fn parse_raw_event(text: &str) -> Result<Event, NotAnEvent> {
 /// `invalid_value`, and in a batch that event alone).
 fn both() -> NotAnEvent {
     NotAnEvent::Invalid(crate::Error::InvalidValue {
-        reason: "an event carries delta (a sum board) or value (a max or min board), not both"
-            .into(),
+        reason:
+            "an event carries delta (a sum board) or value (a max, min or latest board), not both"
+                .into(),
     })
 }
 

@@ -14,7 +14,7 @@ use crate::board::Board;
 use crate::domain::{Aggregate, History, Ranks, ScoreRange, Snapshot, Standing, TopPage};
 use crate::error::{Error, Result};
 
-/// Refuses `what` on a max or min board: [`Error::AggregateUnsupported`].
+/// Refuses `what` on a max, min or latest board: [`Error::AggregateUnsupported`].
 pub(super) fn sums_only(board: &Board, what: &'static str) -> Result<()> {
     let aggregate = board.config.aggregate();
     if aggregate.sums() {

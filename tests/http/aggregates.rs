@@ -1,5 +1,6 @@
-//! Max and min boards over HTTP (`"aggregate":"max"`, `"min"`): "the best run of the
-//! last 7 days", rolling, and "the fastest solve of the last 24 hours". Writes carry a
+//! Max, min and latest boards over HTTP (`"aggregate":"max"`, `"min"`, `"latest"`): "the
+//! best run of the last 7 days", rolling, "the fastest solve of the last 24 hours" and
+//! "each player's latest rating, among those who played in the last 30 days". Writes carry a
 //! `value`; a member's value in a window is the max (min) of its events whose slots are
 //! inside it, zero and negative values ranked like any other; when the slot of a best
 //! leaves the window the member falls back to its best of the slots left, or leaves.
@@ -265,7 +266,7 @@ async fn deltas_values_and_options_are_refused_where_they_do_not_belong() {
         page(&app, &format!("{max}/top")).await,
         ranked(&[(1, "a", 5)])
     );
-    // Options a max or min board cannot keep, and changes once created.
+    // Options a max, min or latest board cannot keep, and changes once created.
     for (config, says) in [
         (
             json!({"slot": "1h", "windows": ["1h"], "aggregate": "max", "rank": "nonzero"}),
@@ -361,7 +362,10 @@ async fn the_openapi_document_states_the_aggregate_option_and_event_values() {
     let app = spawn_app().await;
     let doc = app.get("/openapi.json").await.body;
     let schemas = &doc["components"]["schemas"];
-    assert_eq!(schemas["Aggregate"]["enum"], json!(["sum", "max", "min"]));
+    assert_eq!(
+        schemas["Aggregate"]["enum"],
+        json!(["sum", "max", "min", "latest"])
+    );
     for config in ["ConfigBody", "BoardConfig"] {
         let aggregate = &schemas[config]["properties"]["aggregate"];
         assert_eq!(
@@ -374,4 +378,45 @@ async fn the_openapi_document_states_the_aggregate_option_and_event_values() {
         let value = &schemas[event]["properties"]["value"];
         assert_eq!(value["format"], "int64", "{event}: {value}");
     }
+}
+
+#[tokio::test]
+async fn a_latest_board_ranks_each_players_latest_rating_among_those_who_played_lately() {
+    let app = spawn_app().await;
+    let path = create(
+        &app,
+        json!({"slot": "1d", "windows": ["30d"], "aggregate": "latest"}),
+    )
+    .await;
+    let day = |d: i64| START - START % DAY + d * DAY + HOUR;
+    app.at(40 * DAY);
+    write(
+        &app,
+        &path,
+        json!([{"member": "ann", "value": 1500, "at": day(20)}, {"member": "ann", "value": 1620, "at": day(35)},
+               {"member": "bob", "value": 1800, "at": day(15)}, {"member": "cy", "value": 1400, "at": day(38)},
+               {"member": "cy", "value": 1450, "at": day(38)}]),
+    )
+    .await;
+    // An event older than the newest changes nothing, however it arrives.
+    write(
+        &app,
+        &path,
+        json!([{"member": "ann", "value": 9999, "at": day(30)}]),
+    )
+    .await;
+    let top = format!("{path}/top");
+    assert_eq!(
+        page(&app, &top).await,
+        ranked(&[(1, "bob", 1800), (2, "ann", 1620), (3, "cy", 1450)])
+    );
+    let history = app.get(&format!("{path}/members/ann/history")).await.body;
+    let slot = |d: i64| day(d) - HOUR;
+    assert_eq!(
+        history["points"],
+        json!([{"slot": slot(20), "value": 1500}, {"slot": slot(30), "value": 9999}, {"slot": slot(35), "value": 1620}])
+    );
+    // Day 15 leaves the 30-day window at day 45: bob, who has not played since, leaves.
+    app.at(45 * DAY + 60);
+    wait_entries(&app, &top, &ranked(&[(1, "ann", 1620), (2, "cy", 1450)])).await;
 }

@@ -25,6 +25,9 @@ enum Op {
     /// Event for member `m` with `value`, at `now + offset` seconds.
     Write(usize, i64, i64),
     Batch(Vec<(usize, i64, i64)>),
+    /// Two events of member `m` at the same millisecond, in two calls (a latest board's
+    /// tie: the greater value is the newer).
+    Tie(usize, i64, i64, i64),
     Advance(i64),
     Retire,
     Read(usize),
@@ -60,7 +63,8 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         let write = (0..m, -3i64..=6, offset);
         let op = prop_oneof![
             6 => write.clone().prop_map(|(m, v, o)| Op::Write(m, v, o)),
-            2 => proptest::collection::vec(write, 1..6).prop_map(Op::Batch),
+            2 => proptest::collection::vec(write.clone(), 1..6).prop_map(Op::Batch),
+            1 => (write, -3i64..=6).prop_map(|((m, v, o), w)| Op::Tie(m, v, w, o)),
             3 => prop_oneof![0..=(2 * slot as i64), Just(largest), Just(3 * largest)]
                 .prop_map(Op::Advance),
             2 => Just(Op::Retire),
@@ -73,7 +77,11 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             1 => (0..n, -3i64..=6, 0i64..=4).prop_map(|(w, min, span)| Op::Range(w, min, span)),
             1 => (0..m).prop_map(Op::History),
         ];
-        let kind = prop_oneof![Just(Aggregate::Max), Just(Aggregate::Min)];
+        let kind = prop_oneof![
+            Just(Aggregate::Max),
+            Just(Aggregate::Min),
+            Just(Aggregate::Latest)
+        ];
         let ties = prop_oneof![Just(Ties::Competition), Just(Ties::Position)];
         (proptest::collection::vec(op, 1..60), kind, ties).prop_map(
             move |(ops, aggregate, ties)| Scenario {
@@ -120,8 +128,11 @@ fn at_positions(
         .collect()
 }
 
+/// An event `offset` seconds from `now`, give or take a millisecond or two (so events
+/// of one slot are ordered by time, and some share a millisecond: a latest board's tie).
 fn event(now: Timestamp, (m, value, offset): (usize, i64, i64)) -> Event {
-    let at = Timestamp::from_unix_millis(now.unix_millis() + offset * 1000).unwrap();
+    let at = Timestamp::from_unix_millis(now.unix_millis() + offset * 1000 + value.rem_euclid(3))
+        .unwrap();
     Event::value(MEMBERS[m], value).at(at)
 }
 
@@ -154,19 +165,27 @@ async fn run(
         let now = clock.now();
         let exact = |from: i64, j: usize| from == config.window_start(j, now);
         match op {
-            Op::Write(..) | Op::Batch(_) => {
-                let events: Vec<Event> = match op {
-                    Op::Write(m, v, o) => vec![event(now, (*m, *v, *o))],
-                    Op::Batch(items) => items.iter().map(|i| event(now, *i)).collect(),
+            Op::Write(..) | Op::Batch(_) | Op::Tie(..) => {
+                let calls: Vec<Vec<Event>> = match op {
+                    Op::Write(m, v, o) => vec![vec![event(now, (*m, *v, *o))]],
+                    Op::Batch(items) => vec![items.iter().map(|i| event(now, *i)).collect()],
+                    Op::Tie(m, v, w, o) => {
+                        let first = event(now, (*m, *v, *o));
+                        let at = first.at.unwrap();
+                        vec![vec![first], vec![Event::value(MEMBERS[*m], *w).at(at)]]
+                    }
                     _ => unreachable!(),
                 };
-                let a = memory.incr_batch(&name, &events).await.unwrap();
-                let b = on_redis.incr_batch(&name, &events).await.unwrap();
-                prop_assert_eq!(&a, &b);
-                for (i, e) in events.iter().enumerate() {
-                    if !a.rejected.iter().any(|r| r.index == i) {
-                        let slot = config.slot_start(e.at.unwrap());
-                        oracle.record(slot, &e.member, e.value.unwrap());
+                for events in calls {
+                    let a = memory.incr_batch(&name, &events).await.unwrap();
+                    let b = on_redis.incr_batch(&name, &events).await.unwrap();
+                    prop_assert_eq!(&a, &b);
+                    for (i, e) in events.iter().enumerate() {
+                        if !a.rejected.iter().any(|r| r.index == i) {
+                            let slot = config.slot_start(e.at.unwrap());
+                            let at = e.at.unwrap().unix_millis();
+                            oracle.record(slot, &e.member, e.value.unwrap(), at);
+                        }
                     }
                 }
             }
@@ -343,8 +362,10 @@ async fn run(
     Ok(())
 }
 
-/// Redis's peak list of each member is the pairs (slot, value) of the live slots' hashes
-/// that no newer slot matches (values stored negated on a min board).
+/// Redis's records per member: on a max (min) board its peak list, the pairs (slot,
+/// value) of the live slots' hashes that no newer slot matches (values stored negated on
+/// a min board); on a latest board its newest event, `<slot>:<at>:<value>`, the newest
+/// of the live slots' `<at>:<value>`.
 async fn check_peaks(
     redis: &TestRedis,
     name: &str,
@@ -358,9 +379,9 @@ async fn check_peaks(
         .query_async(&mut raw)
         .await
         .unwrap();
-    let mut held: HashMap<String, Vec<(i64, i64)>> = HashMap::new();
+    let mut held: HashMap<String, Vec<(i64, String)>> = HashMap::new();
     for slot in &slots {
-        let values: HashMap<String, i64> = redis::cmd("HGETALL")
+        let values: HashMap<String, String> = redis::cmd("HGETALL")
             .arg(format!("slot_{{{name}}}_{slot}"))
             .query_async(&mut raw)
             .await
@@ -370,30 +391,55 @@ async fn check_peaks(
             held.entry(member).or_default().push((*slot, value));
         }
     }
-    let peaks: HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(format!("peaks_{{{name}}}"))
+    let key = match aggregate {
+        Aggregate::Latest => format!("newest_{{{name}}}"),
+        _ => format!("peaks_{{{name}}}"),
+    };
+    let records: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(key)
         .query_async(&mut raw)
         .await
         .unwrap();
     prop_assert_eq!(
-        peaks.len(),
+        records.len(),
         held.len(),
-        "one peak list per member of a live slot"
+        "one record per member of a live slot"
     );
-    for (member, mut pairs) in held {
-        pairs.sort();
-        let mut kept: Vec<(i64, i64)> = Vec::new();
-        for (slot, value) in pairs.into_iter().rev() {
-            if kept.last().is_none_or(|(_, v)| value > *v) {
-                kept.push((slot, value));
+    for (member, pairs) in held {
+        let want = if aggregate == Aggregate::Latest {
+            let newest = pairs
+                .iter()
+                .map(|(slot, held)| {
+                    let (at, value) = held.split_once(':').unwrap();
+                    (
+                        (at.parse::<i64>().unwrap(), value.parse::<i64>().unwrap()),
+                        *slot,
+                    )
+                })
+                .max()
+                .unwrap();
+            let ((at, value), slot) = newest;
+            format!("{slot}:{at}:{value}")
+        } else {
+            let mut pairs: Vec<(i64, i64)> = pairs
+                .iter()
+                .map(|(s, v)| (*s, v.parse().unwrap()))
+                .collect();
+            pairs.sort();
+            let mut kept: Vec<(i64, i64)> = Vec::new();
+            for (slot, value) in pairs.into_iter().rev() {
+                if kept.last().is_none_or(|(_, v)| value > *v) {
+                    kept.push((slot, value));
+                }
             }
-        }
-        kept.reverse();
-        let want: Vec<String> = kept.iter().map(|(s, v)| format!("{s}:{v}")).collect();
+            kept.reverse();
+            let list: Vec<String> = kept.iter().map(|(s, v)| format!("{s}:{v}")).collect();
+            list.join(",")
+        };
         prop_assert_eq!(
-            peaks.get(&member),
-            Some(&want.join(",")),
-            "peaks of {} ({:?})",
+            records.get(&member),
+            Some(&want),
+            "record of {} ({:?})",
             member,
             aggregate
         );

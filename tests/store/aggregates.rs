@@ -74,7 +74,12 @@ async fn writers_and_two_retirers(aggregate: Aggregate) {
                             assert_eq!(r.error.code(), "too_late", "{:?}", r.error);
                         } else {
                             let slot = config.slot_start(e.at.unwrap());
-                            oracle.record(slot, &e.member, e.value.unwrap());
+                            oracle.record(
+                                slot,
+                                &e.member,
+                                e.value.unwrap(),
+                                e.at.unwrap().unix_millis(),
+                            );
                             accepted += 1;
                         }
                     }
@@ -159,10 +164,12 @@ async fn a_retirement_stopped_after_every_chunk_ends_exact_and_touches_only_the_
         |minutes: i64| Timestamp::from_unix_millis(start.unix_millis() + minutes * 60_000).unwrap();
     let mut write = |events: Vec<Event>| {
         for e in &events {
+            let at = e.at.unwrap();
             oracle.record(
-                config.slot_start(e.at.unwrap()),
+                config.slot_start(at),
                 &e.member,
                 e.value.unwrap(),
+                at.unix_millis(),
             );
         }
         events

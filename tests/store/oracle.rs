@@ -59,13 +59,14 @@ impl Oracle {
     }
 }
 
-/// The oracle of a max or min board: every accepted event; a member's value in a window
-/// is the max (min) of its events whose slots are inside it.
+/// The oracle of a max, min or latest board: every accepted event; a member's value in
+/// a window is the max (min) of its events whose slots are inside it, or (latest) the
+/// value of the newest of them (by time, then value).
 #[derive(Debug, Clone)]
 pub struct ValueOracle {
     config: BoardConfig,
-    /// (slot, member, value) of each accepted event.
-    events: Vec<(i64, String, i64)>,
+    /// (slot, member, value, at in unix ms) of each accepted event.
+    events: Vec<(i64, String, i64, i64)>,
 }
 
 impl ValueOracle {
@@ -76,28 +77,35 @@ impl ValueOracle {
         }
     }
 
-    pub fn record(&mut self, slot: i64, member: &str, value: i64) {
-        self.events.push((slot, member.to_owned(), value));
+    pub fn record(&mut self, slot: i64, member: &str, value: i64, at: i64) {
+        self.events.push((slot, member.to_owned(), value, at));
     }
 
-    /// Each member's value in window `j` at `now`: the max (min) of its events inside.
+    /// The value kept of `events` (value, at): the max, the min, or the newest's.
+    fn keep(&self, events: impl Iterator<Item = (i64, i64)>) -> Option<i64> {
+        match self.config.aggregate() {
+            Aggregate::Min => events.map(|(v, _)| v).min(),
+            Aggregate::Latest => events.max_by_key(|(v, at)| (*at, *v)).map(|(v, _)| v),
+            _ => events.map(|(v, _)| v).max(),
+        }
+    }
+
+    /// Each member's value in window `j` at `now`.
     pub fn values(&self, j: usize, now: Timestamp) -> BTreeMap<String, i64> {
         let cutoff = self.config.cutoff(j, now);
-        let min = self.config.aggregate() == Aggregate::Min;
-        let mut values = BTreeMap::new();
-        for (_, member, value) in self.events.iter().filter(|e| e.0 > cutoff) {
-            values
-                .entry(member.clone())
-                .and_modify(|v: &mut i64| {
-                    *v = if min {
-                        (*v).min(*value)
-                    } else {
-                        (*v).max(*value)
-                    }
-                })
-                .or_insert(*value);
-        }
-        values
+        let members: std::collections::BTreeSet<&String> = self
+            .events
+            .iter()
+            .filter(|e| e.0 > cutoff)
+            .map(|e| &e.1)
+            .collect();
+        members
+            .into_iter()
+            .filter_map(|m| {
+                let inside = self.events.iter().filter(|e| e.0 > cutoff && &e.1 == m);
+                Some((m.clone(), self.keep(inside.map(|e| (e.2, e.3)))?))
+            })
+            .collect()
     }
 
     /// Window `j`'s ranking at `now`: best first (highest; lowest on a min board), ties
@@ -112,21 +120,19 @@ impl ValueOracle {
     /// The member's value per slot over the largest window (its history).
     pub fn history(&self, member: &str, now: Timestamp) -> Vec<(i64, i64)> {
         let cutoff = self.config.cutoff(self.config.windows().len() - 1, now);
-        let min = self.config.aggregate() == Aggregate::Min;
-        let mut points: BTreeMap<i64, i64> = BTreeMap::new();
-        for (slot, _, value) in self.events.iter().filter(|e| e.1 == member && e.0 > cutoff) {
-            points
-                .entry(*slot)
-                .and_modify(|v| {
-                    *v = if min {
-                        (*v).min(*value)
-                    } else {
-                        (*v).max(*value)
-                    }
-                })
-                .or_insert(*value);
-        }
-        points.into_iter().collect()
+        let slots: std::collections::BTreeSet<i64> = self
+            .events
+            .iter()
+            .filter(|e| e.1 == member && e.0 > cutoff)
+            .map(|e| e.0)
+            .collect();
+        slots
+            .into_iter()
+            .filter_map(|s| {
+                let inside = self.events.iter().filter(|e| e.1 == member && e.0 == s);
+                Some((s, self.keep(inside.map(|e| (e.2, e.3)))?))
+            })
+            .collect()
     }
 }
 

@@ -4,7 +4,7 @@
 //! Input is JSON lines (`{"member": "post:1", "delta": 1, "at": 1700000000}`) or CSV
 //! (`member,delta,at`, header optional); `delta` defaults to 1 and `at` to now. An
 //! export (`rank`, `member`, `score`) imports too: its score is taken as the delta. On a
-//! max or min board (`"aggregate"`) the delta (or score) is the event's value. The
+//! max, min or latest board (`"aggregate"`) the delta (or score) is the event's value. The
 //! formats live in [`format`](self::Format); this module is the pipeline. A reader
 //! thread parses the input into batches and hands them over a bounded channel, so
 //! memory stays the same whatever the input's size; batches are written a few at a
@@ -152,7 +152,7 @@ pub async fn import(
     options: ImportOptions,
     progress: impl Fn(&ImportReport),
 ) -> Result<ImportReport, ImportError> {
-    // On a max or min board a line's delta (or an export's score) is the event's value,
+    // On a max, min or latest board a line's delta (or an export's score) is the event's value,
     // so an export imports back.
     let values = !boards.board(board).await?.config.aggregate().sums();
     let run_id = options

@@ -5,11 +5,13 @@
 //! the slot, plus what windows `< k` handed on when they retired it. Stage `k` is counted
 //! in the totals of windows `k..n`; retiring window `j` subtracts `stages[j]` from its
 //! totals and moves it to `stages[j + 1]`. A max board keeps one value per slot and
-//! member instead (see [`maxima`](super::maxima)).
+//! member instead (see [`maxima`](super::maxima)), a latest board its newest event
+//! there (see [`latest`](super::latest)).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::keyed::KeyedRecords;
+use super::latest;
 use super::maxima;
 use super::totals::Totals;
 use crate::board::{Board, BoardStatus, WindowStatus};
@@ -211,14 +213,14 @@ impl MemBoard {
         if stage == n {
             return WriteStatus::TooLate;
         }
-        if !self.board.config.aggregate().sums() {
-            maxima::write(
-                &mut self.slots,
-                &mut self.totals[stage..],
-                w.slot,
-                member,
-                w.delta,
-            );
+        let aggregate = self.board.config.aggregate();
+        let counting = &mut self.totals[stage..];
+        if aggregate.latest() {
+            latest::write(&mut self.slots, counting, w.slot, member, w.at, w.delta);
+            return WriteStatus::Applied;
+        }
+        if !aggregate.sums() {
+            maxima::write(&mut self.slots, counting, w.slot, member, w.delta);
             return WriteStatus::Applied;
         }
         // The slot is live from the first event that is not too late (as in Redis).
@@ -297,9 +299,14 @@ impl MemBoard {
         report
     }
 
-    /// Retires slot `s` from window `j` of a max board (see [`maxima::retire`]).
+    /// Retires slot `s` from window `j` of a max or latest board (see
+    /// [`maxima::retire`], [`latest::retire`]).
     fn retire_max(&mut self, j: usize, s: i64, report: &mut RetireReport) {
-        let (handled, left) = maxima::retire(&self.slots, s, &mut self.totals[j]);
+        let (handled, left) = if self.board.config.aggregate().latest() {
+            latest::retire(&self.slots, s, &mut self.totals[j])
+        } else {
+            maxima::retire(&self.slots, s, &mut self.totals[j])
+        };
         report.fields_subtracted += handled;
         report.members_zeroed += left.len() as u64;
         report.slots_retired += 1;
@@ -527,9 +534,14 @@ impl MemBoard {
             .slots
             .range(from..)
             .filter_map(|(slot, values)| {
-                let value: i64 = values.get(member.as_str())?.iter().sum();
-                // A max board's value of 0 is a value like any other.
-                (value != 0 || !config.aggregate().sums()).then_some(Point { slot: *slot, value })
+                let held = values.get(member.as_str())?;
+                if !config.aggregate().sums() {
+                    // A max board's value (a latest board's, after its time), 0 included.
+                    let value = *held.last().expect("a held value");
+                    return Some(Point { slot: *slot, value });
+                }
+                let value: i64 = held.iter().sum();
+                (value != 0).then_some(Point { slot: *slot, value })
             })
             .collect();
         History {

@@ -14,6 +14,7 @@ use async_trait::async_trait;
 mod board_state;
 mod counters;
 mod keyed;
+mod latest;
 mod maxima;
 mod rates;
 mod stats;

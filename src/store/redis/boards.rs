@@ -313,6 +313,7 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         rest.push(keys::slot_geometry(name));
         rest.push(keys::data(name));
         rest.push(keys::peaks(name));
+        rest.push(keys::newest(name));
         rest.push(index);
         unlink(conn, name, &rest).await?;
         // The board's idempotency records (`idem_{b}_<version>_…`) are left to expire by

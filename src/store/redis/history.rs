@@ -127,12 +127,13 @@ async fn history_range(
     }
 }
 
-/// `history.lua`'s ARGV[5]: the board's stages per slot, and `max` on a max board.
+/// `history.lua`'s ARGV[5]: the board's stages per slot, and `max` on a max board,
+/// `latest` on a latest board.
 fn stages_arg(board: &Board) -> String {
     let n = board.config.windows().len();
     if board.config.aggregate().sums() {
         n.to_string()
     } else {
-        format!("{n} max")
+        format!("{n} {}", keys::mode(board))
     }
 }

@@ -185,6 +185,31 @@ pub(super) fn peaks(name: &BoardName) -> String {
     format!("peaks_{{{name}}}")
 }
 
+/// `newest_{<board>}`: a latest board's newest events, field = member, value =
+/// `<slot>:<at>:<value>` (see `newest_add` in `lua/prelude.lua`).
+pub(super) fn newest(name: &BoardName) -> String {
+    format!("newest_{{{name}}}")
+}
+
+/// What a max, min or latest board's writes and retirement keep per member: its peak
+/// lists, or its newest events.
+pub(super) fn records(board: &Board) -> String {
+    if board.config.aggregate().latest() {
+        newest(&board.name)
+    } else {
+        peaks(&board.name)
+    }
+}
+
+/// The scripts' word for a max, min or latest board: `latest` or `max`.
+pub(super) fn mode(board: &Board) -> &'static str {
+    if board.config.aggregate().latest() {
+        "latest"
+    } else {
+        "max"
+    }
+}
+
 /// `data_{<board>}`: member data, field = member, value = its JSON text; a field lives
 /// as long as the member's total in the largest window (see `add_total` and `bulk_add`
 /// in `lua/prelude.lua`).

@@ -1,9 +1,10 @@
 //! Writes to a max board (a min board is one of negated values: the library negates
-//! them), through `write_max.lua`: each caller's events combined per (slot, member) by
-//! their highest value, in calls of at most [`PAIRS_PER_CALL`] pairs. Every step of the
-//! script keeps a maximum, so a call applied twice leaves what it left once: calls are
-//! sent again after a lost reply, and a write under an idempotency key or a token is
-//! simply applied (docs/design.md, "Max and min boards").
+//! them) or a latest board, through `write_max.lua`: each caller's events combined per
+//! (slot, member) by their highest value (a latest board: their newest event), in calls
+//! of at most [`PAIRS_PER_CALL`] pairs. Every step of the script keeps a maximum, so a
+//! call applied twice leaves what it left once: calls are sent again after a lost
+//! reply, and a write under an idempotency key or a token is simply applied
+//! (docs/design.md, "Max and min boards", "Latest boards").
 
 use std::collections::{HashMap, HashSet};
 
@@ -18,29 +19,48 @@ use crate::store::{SlotWrite, WriteStatus};
 /// stays near a millisecond of Redis time.
 const PAIRS_PER_CALL: usize = 256;
 
-/// Applies `writes` to the max board `board` at `now`: one status per write, in order.
+/// One (slot, member) pair of a call: its value, and its time (unix ms).
+type Pair<'a> = (i64, &'a str, i64, i64);
+
+/// Applies `writes` to the max or latest board `board` at `now`: one status per write,
+/// in order.
 pub(super) async fn write(
     conn: &RedisConn,
     board: &Board,
     now: Timestamp,
     writes: &[SlotWrite],
 ) -> Result<Vec<WriteStatus>> {
-    let mut highest: HashMap<(i64, &str), i64> = HashMap::new();
+    // Per pair, the event kept: the highest value, or (a latest board) the newest.
+    let latest = board.config.aggregate().latest();
+    let rank = |w: &SlotWrite| {
+        if latest {
+            (w.at, w.delta)
+        } else {
+            (w.delta, w.at)
+        }
+    };
+    let mut kept: HashMap<(i64, &str), &SlotWrite> = HashMap::new();
     let mut order = Vec::new();
     for w in writes {
-        highest
-            .entry((w.slot, w.member.as_str()))
-            .and_modify(|v| *v = (*v).max(w.delta))
+        kept.entry((w.slot, w.member.as_str()))
+            .and_modify(|k| {
+                if rank(w) > rank(k) {
+                    *k = w;
+                }
+            })
             .or_insert_with(|| {
                 order.push((w.slot, w.member.as_str()));
-                w.delta
+                w
             });
     }
     let mut too_late: HashSet<(i64, &str)> = HashSet::new();
     for chunk in order.chunks(PAIRS_PER_CALL) {
-        let pairs: Vec<(i64, &str, i64)> = chunk
+        let pairs: Vec<Pair> = chunk
             .iter()
-            .map(|&(slot, member)| (slot, member, highest[&(slot, member)]))
+            .map(|&(slot, member)| {
+                let w = kept[&(slot, member)];
+                (slot, member, w.delta, w.at)
+            })
             .collect();
         let late = call(conn, board, now, &pairs).await?;
         too_late.extend(
@@ -62,25 +82,25 @@ pub(super) async fn write(
         .collect())
 }
 
-/// One `write_max.lua` call of `pairs` (slot, member, value): the slots found too late.
+/// One `write_max.lua` call of `pairs`: the slots found too late.
 async fn call(
     conn: &RedisConn,
     board: &Board,
     now: Timestamp,
-    pairs: &[(i64, &str, i64)],
+    pairs: &[Pair<'_>],
 ) -> Result<Vec<i64>> {
     let (name, config) = (&board.name, &board.config);
     let windows = config.windows();
     let mut starts: Vec<i64> = Vec::new();
     let mut number: HashMap<i64, usize> = HashMap::new();
-    for (slot, _, _) in pairs {
+    for (slot, ..) in pairs {
         number.entry(*slot).or_insert_with(|| {
             starts.push(*slot);
             starts.len()
         });
     }
     let mut invocation = conn.scripts().write_max.key(keys::record(name));
-    invocation.key(keys::index(name)).key(keys::peaks(name));
+    invocation.key(keys::index(name)).key(keys::records(board));
     invocation.key(keys::all_totals(name, windows));
     for s in &starts {
         invocation.key(keys::stage(name, *s, 0));
@@ -88,7 +108,8 @@ async fn call(
     invocation
         .arg(board.version)
         .arg(windows.len())
-        .arg(starts.len());
+        .arg(starts.len())
+        .arg(keys::mode(board));
     for w in windows {
         invocation.arg(w.seconds());
     }
@@ -96,8 +117,12 @@ async fn call(
         invocation.arg(config.cutoff(j, now));
     }
     invocation.arg(&starts);
-    for (slot, member, value) in pairs {
+    let latest = board.config.aggregate().latest();
+    for (slot, member, value, at) in pairs {
         invocation.arg(number[slot]).arg(*member).arg(*value);
+        if latest {
+            invocation.arg(*at);
+        }
     }
     let late: Vec<usize> = conn.script(&invocation, name, Retry::Idempotent).await?;
     Ok(late.into_iter().map(|i| starts[i - 1]).collect())

@@ -14,8 +14,10 @@
 -- ARGV[3]  the range's upper bound: '(<slot start>' (exclusive) or '+inf'
 -- ARGV[4]  the member
 -- ARGV[5]  n, stages per slot (the board's number of windows); '<n> max' on a max
---          board, whose slot keeps the member's highest value in stage 0 alone: a
---          slot is listed when the member holds a value there, 0 included
+--          board, whose slot keeps the member's highest value in stage 0 alone, or
+--          '<n> latest' on a latest board, whose slot keeps '<at>:<value>' of the
+--          member's newest event there: a slot is listed when the member holds a value
+--          there, 0 included
 -- ARGV[6]  most slots to list when answering 'slots'
 -- ARGV[6+i], i = 1..m   the passed slots' starts (m = #ARGV - 6)
 --
@@ -41,7 +43,8 @@ board_record(board, ARGV[1])
 local newest = redis.call('ZREVRANGEBYSCORE', index, '+inf', '-inf', 'LIMIT', 0, 1)[1] or false
 
 local n, m = tonumber(string.match(ARGV[5], '^%d+')), #ARGV - 6
-local maxima = string.find(ARGV[5], 'max', 1, true)
+local values = string.find(ARGV[5], ' ', 1, true)
+local latest = string.find(ARGV[5], 'latest', 1, true)
 local passed = {}
 for i = 1, m do passed[ARGV[6 + i]] = i end
 local live = redis.call('ZRANGEBYSCORE', index, ARGV[2], ARGV[3], 'LIMIT', 0, m + 1)
@@ -68,8 +71,9 @@ for x, slot in ipairs(live) do
     bucket = bucket_of(geo, hash)
   end
   local value, held = 0, false
-  if maxima then
+  if values then
     held = redis.call('HGET', KEYS[first + 1], ARGV[4])
+    if held and latest then held = string.match(held, ':(%-?%d+)$') end
     value = tonumber(held) or 0
   else
     for k = 1, n do

@@ -570,3 +570,36 @@ local function peaks_trim(list, through)
   end
   return table.concat(out, ',')
 end
+
+-- Newest events (write_max.lua, retire_max.lua on a latest board; docs/design.md,
+-- "Latest boards"). A latest board keeps, per member, its newest event as
+-- '<slot>:<at>:<value>' (at in unix ms): of two events the later is the newer, of two at
+-- the same millisecond the one of greater value. The member's value in a window whose
+-- cutoff is c is that event's when its slot is past c (every older event is in an
+-- older slot, so none is in a window that lacks the newest).
+
+-- The record `record` (false: none) replaced by the event (`slot`, `value`, `at`)
+-- (integer strings) when that is newer, else nil.
+local function newest_add(record, slot, value, at)
+  if record then
+    local _, t, v = string.match(record, '^(%-?%d+):(%-?%d+):(%-?%d+)$')
+    local a, b = tonumber(at), tonumber(t)
+    if a < b or (a == b and tonumber(value) <= tonumber(v)) then return nil end
+  end
+  return slot .. ':' .. at .. ':' .. value
+end
+
+-- The value of `record` (false: none) when its slot is past `cutoff` (a number), as a
+-- string; false otherwise.
+local function newest_after(record, cutoff)
+  if not record then return false end
+  local s, _, v = string.match(record, '^(%-?%d+):(%-?%d+):(%-?%d+)$')
+  if tonumber(s) > cutoff then return v end
+  return false
+end
+
+-- `record` (false: none) when its slot is past `through` (a number), else ''.
+local function newest_trim(record, through)
+  if record and newest_after(record, through) then return record end
+  return ''
+end

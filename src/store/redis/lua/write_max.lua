@@ -1,31 +1,41 @@
 -- write_max.lua: the write of a max board (a min board too: the caller negates its
--- values), docs/design.md, "Max and min boards".
+-- values) or of a latest board, docs/design.md, "Max and min boards" and "Latest
+-- boards".
 --
 -- KEYS[1]                    board record      board_{b}
 -- KEYS[2]                    slot index        slots_{b}
--- KEYS[3]                    peaks             peaks_{b}: member -> its peak list
+-- KEYS[3]                    what retirement reads per member: a max board's peak
+--                            lists peaks_{b}, a latest board's newest events newest_{b}
 -- KEYS[3+j], j = 1..n        totals of window j, smallest window first
 -- KEYS[3+n+i], i = 1..m      distinct slot i's hash: member -> its highest value there
+--                            (a latest board: '<at>:<value>' of its newest event there)
 --
 -- ARGV[1]                    board version the caller expects
 -- ARGV[2], ARGV[3]           n (windows) and m (distinct slots)
--- ARGV[3+j], j = 1..n        window j in seconds
--- ARGV[3+n+j], j = 1..n      cutoff of window j at the caller's now
--- ARGV[3+2n+i], i = 1..m     start of distinct slot i
--- then the entries, triples: slot number i, member, value (integers within 2^53).
+-- ARGV[4]                    'max' or 'latest'
+-- ARGV[4+j], j = 1..n        window j in seconds
+-- ARGV[4+n+j], j = 1..n      cutoff of window j at the caller's now
+-- ARGV[4+2n+i], i = 1..m     start of distinct slot i
+-- then the entries: slot number i, member, value (an integer within 2^53) and, on a
+-- latest board, the event's time (unix ms).
 --
 -- Freezes every window up to its cutoff (write_stages), then per entry: a slot that
--- every window froze is too late; else the slot's hash keeps the member's highest value
--- there, its peak list takes (slot, value), and each window that counts the slot (its
--- watermark older than the slot) raises the member's value with ZADD GT. Each of these
--- is done in bulk for the call's entries (at most a few hundred: the caller's calls).
--- Every step keeps a maximum, so a call applied twice leaves what it left once: the
+-- every window froze is too late; else, on a max board, the slot's hash keeps the
+-- member's highest value there, its peak list takes (slot, value), and each window that
+-- counts the slot (its watermark older than the slot) raises the member's value with
+-- ZADD GT; on a latest board the slot's hash keeps the member's newest event there and,
+-- when the event is the member's newest (newest_add), it is its record and its value in
+-- each window that counts the slot (ZADD). Each of these is done in bulk for the call's
+-- entries (at most a few hundred: the caller's calls). Every step keeps a maximum (of
+-- values, or of (time, value)), so a call applied twice leaves what it left once: the
 -- caller may send it again after a lost reply.
 -- Returns {too-late slot number ...}. Error "STALE ..." as write.lua.
 
 local n, m = tonumber(ARGV[2]), tonumber(ARGV[3])
-local board, index, peaks = KEYS[1], KEYS[2], KEYS[3]
-local TOTALS, SLOTS, A = 3, 3 + n, 3
+local board, index, records = KEYS[1], KEYS[2], KEYS[3]
+local TOTALS, SLOTS, A = 3, 3 + n, 4
+local latest = ARGV[4] == 'latest'
+local step = latest and 4 or 3
 
 local fields = { 'version', 'dropping' }
 for j = 1, n do fields[2 + j] = 'wm:' .. ARGV[A + j] end
@@ -36,11 +46,25 @@ for i = 1, m do
   if stage[i] < n then redis.call('ZADD', index, 'NX', ts, ts) end
 end
 
+-- What a slot's hash holds for the entry at ARGV[at]: its value, or '<at>:<value>'.
+local function held_form(at)
+  if latest then return ARGV[at + 3] .. ':' .. ARGV[at + 2] end
+  return ARGV[at + 2]
+end
+-- Whether the entry at ARGV[at] beats `held`, what the slot's hash holds (false: none).
+local function beats(at, held)
+  if not held then return true end
+  if not latest then return tonumber(ARGV[at + 2]) > tonumber(held) end
+  local t, v = string.match(held, '^(%-?%d+):(%-?%d+)$')
+  local time = tonumber(ARGV[at + 3])
+  return time > tonumber(t) or (time == tonumber(t) and tonumber(ARGV[at + 2]) > tonumber(v))
+end
+
 -- The entries of slots some window still counts, in order; the slots' held values and
--- the members' peak lists read in bulk (one HMGET per slot, one for the lists), then
--- written in bulk (one HSET per slot, one for the lists, one ZADD GT per window).
+-- the members' records read in bulk (one HMGET per slot, one for the records), then
+-- written in bulk (one HSET per slot, one for the records, one ZADD per window).
 local too_late, live = {}, {}
-for at = A + 2 * n + m + 1, #ARGV, 3 do
+for at = A + 2 * n + m + 1, #ARGV, step do
   local i = tonumber(ARGV[at])
   if stage[i] == n then
     too_late[i] = true
@@ -60,46 +84,61 @@ if #live > 0 then
     end
   end
   for i, ats in pairs(by_slot) do
-    local fields = {}
-    for x, at in ipairs(ats) do fields[x] = ARGV[at + 1] end
-    local held = redis.call('HMGET', KEYS[SLOTS + i], unpack(fields))
-    local higher = {}
+    local fields_i = {}
+    for x, at in ipairs(ats) do fields_i[x] = ARGV[at + 1] end
+    local held = redis.call('HMGET', KEYS[SLOTS + i], unpack(fields_i))
+    local better = {}
     for x, at in ipairs(ats) do
-      if not held[x] or tonumber(ARGV[at + 2]) > tonumber(held[x]) then
-        higher[#higher + 1] = ARGV[at + 1]
-        higher[#higher + 1] = ARGV[at + 2]
+      if beats(at, held[x]) then
+        better[#better + 1] = ARGV[at + 1]
+        better[#better + 1] = held_form(at)
       end
     end
-    if #higher > 0 then redis.call('HSET', KEYS[SLOTS + i], unpack(higher)) end
+    if #better > 0 then redis.call('HSET', KEYS[SLOTS + i], unpack(better)) end
   end
-  local stored = redis.call('HMGET', peaks, unpack(members))
-  local lists, changed = {}, {}
-  for x, member in ipairs(members) do lists[member] = stored[x] end
-  local raise = {}
-  for j = 1, n do raise[j] = {} end
+  local stored = redis.call('HMGET', records, unpack(members))
+  local kept, changed = {}, {}
+  for x, member in ipairs(members) do kept[member] = stored[x] end
+  local set = {}
+  for j = 1, n do set[j] = {} end
   for _, at in ipairs(live) do
     local i, member, value = tonumber(ARGV[at]), ARGV[at + 1], ARGV[at + 2]
-    local list = peaks_add(lists[member], ARGV[A + 2 * n + i], value)
-    if list then
-      lists[member] = list
+    local new
+    if latest then
+      new = newest_add(kept[member], ARGV[A + 2 * n + i], value, ARGV[at + 3])
+    else
+      new = peaks_add(kept[member], ARGV[A + 2 * n + i], value)
+    end
+    if new then
+      kept[member] = new
       changed[member] = true
     end
-    for j = stage[i] + 1, n do
-      local args = raise[j]
-      args[#args + 1] = value
-      args[#args + 1] = member
+    -- A max board raises every window that counts the slot (ZADD GT); a latest board
+    -- sets them when the event is the member's newest (later entries come later).
+    if new or not latest then
+      for j = stage[i] + 1, n do
+        local args = set[j]
+        args[#args + 1] = value
+        args[#args + 1] = member
+      end
     end
   end
   local write = {}
   for _, member in ipairs(members) do
     if changed[member] then
       write[#write + 1] = member
-      write[#write + 1] = lists[member]
+      write[#write + 1] = kept[member]
     end
   end
-  if #write > 0 then redis.call('HSET', peaks, unpack(write)) end
+  if #write > 0 then redis.call('HSET', records, unpack(write)) end
   for j = 1, n do
-    if #raise[j] > 0 then redis.call('ZADD', KEYS[TOTALS + j], 'GT', unpack(raise[j])) end
+    if #set[j] > 0 then
+      if latest then
+        redis.call('ZADD', KEYS[TOTALS + j], unpack(set[j]))
+      else
+        redis.call('ZADD', KEYS[TOTALS + j], 'GT', unpack(set[j]))
+      end
+    end
   end
 end
 local reply = {}

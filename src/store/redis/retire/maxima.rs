@@ -90,14 +90,15 @@ async fn step(
         .key(keys::index(name))
         .key(keys::totals(name, board.config.windows(), window))
         .key(keys::stage(name, slot, 0))
-        .key(keys::peaks(name))
+        .key(keys::records(board))
         .key(keys::data(name))
         .arg(board.version)
         .arg(this)
         .arg(&previous)
         .arg(slot)
         .arg(count)
-        .arg(if largest { "1" } else { "" });
+        .arg(if largest { "1" } else { "" })
+        .arg(keys::mode(board));
     let reply: Value = conn.script(&invocation, name, Retry::Idempotent).await?;
     let reply = array(reply, "retire_max")?;
     if reply.len() != 3 {

@@ -11,7 +11,7 @@
 //! 4. [`compact`]: a complete pass then compacts the slot that just closed, if the
 //!    board is compact and the slot big enough: one call more per board.
 //!
-//! A max or min board takes the window-by-window pass only, its slots retired by
+//! A max, min or latest board takes the window-by-window pass only, its slots retired by
 //! [`maxima`] instead of [`chunks`] (a maximum is recomputed, not subtracted).
 //!
 //! Every call of every path is idempotent, so a pass can stop anywhere (crash,

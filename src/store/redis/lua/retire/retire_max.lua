@@ -1,11 +1,12 @@
--- retire_max.lua: retire one chunk of a frozen slot from one window of a max board
--- (docs/design.md, "Max and min boards").
+-- retire_max.lua: retire one chunk of a frozen slot from one window of a max board, or
+-- of a latest board (docs/design.md, "Max and min boards", "Latest boards").
 --
 -- KEYS[1]  board record                    board_{b}
 -- KEYS[2]  slot index                      slots_{b}
 -- KEYS[3]  this window's totals            stats_{b} or stats_{b}_<W>
 -- KEYS[4]  the slot's hash                 slot_{b}_<ts>: member -> its highest value
--- KEYS[5]  peaks                           peaks_{b}
+-- KEYS[5]  what a member's value is read from: peak lists peaks_{b} (a max board),
+--          newest events newest_{b} (a latest board)
 -- KEYS[6]  member data                     data_{b}
 --
 -- ARGV[1]  board version the caller expects
@@ -14,6 +15,7 @@
 -- ARGV[4]  the slot's start
 -- ARGV[5]  HSCAN COUNT of this call
 -- ARGV[6]  '1' for the largest window, else ''
+-- ARGV[7]  'max' or 'latest'
 --
 -- A call goes on from where the last call on this slot and window left off: the
 -- record's field 'mxc:<W>' = '<slot>:<HSCAN cursor>' (absent, or of another slot: from
@@ -22,9 +24,11 @@
 --
 -- Each member the HSCAN step returns held a value in the slot, so its value in this
 -- window may have come from it: the window's value becomes the first pair of its peak
--- list past the slot (ZADD), or, when none is left, the member leaves the window (ZREM;
+-- list past the slot (a latest board: its newest event's value when that event's slot
+-- is past this one) (ZADD), or, when none is left, the member leaves the window (ZREM;
 -- the largest window also deletes its member data). The largest window also trims the
--- peak list to the pairs past the slot. A step's members are handled in bulk: one HMGET
+-- peak list to the pairs past the slot (a latest board: deletes a newest event of this
+-- slot). A step's members are handled in bulk: one HMGET
 -- of their lists, one ZADD, one ZREM (and on the largest window one HDEL of data, one
 -- HSET and one HDEL of lists), whatever their number. The new value is a function of the peak list
 -- alone, so a step applied twice (a re-sent call, two retirers) sets what it set once.
@@ -54,6 +58,8 @@ if #redis.call('ZRANGEBYSCORE', index, '(' .. record[4], '(' .. ARGV[4], 'LIMIT'
   return redis.error_reply('ORDER an older slot is still to retire from this window')
 end
 local largest = ARGV[6] == '1'
+local after, trim = peaks_after, peaks_trim
+if ARGV[7] == 'latest' then after, trim = newest_after, newest_trim end
 
 local cursor = '0'
 if record[6] then
@@ -77,7 +83,7 @@ if #members > 0 then
   local set, gone, kept, emptied = {}, {}, {}, {}
   for i, member in ipairs(members) do
     local list = lists[i]
-    local value = peaks_after(list, slot)
+    local value = after(list, slot)
     if value then
       set[#set + 1] = value
       set[#set + 1] = member
@@ -85,7 +91,7 @@ if #members > 0 then
       gone[#gone + 1] = member
     end
     if largest and list then
-      local rest = peaks_trim(list, slot)
+      local rest = trim(list, slot)
       if rest == '' then
         emptied[#emptied + 1] = member
       elseif rest ~= list then
