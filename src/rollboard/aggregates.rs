@@ -1,5 +1,5 @@
-//! Max and min boards as the library hands them to the stores, through its store
-//! wrapper ([`InvalidatingStore`](super::invalidate::InvalidatingStore)):
+//! Max, min and latest boards as the library hands them to the stores, through its
+//! store wrapper ([`InvalidatingStore`](super::invalidate::InvalidatingStore)):
 //!
 //! - A min board is kept as a max board of negated values (admission negates each value
 //!   on the way in, see [`Aggregate`]). Each read passes through here, which negates the
@@ -7,7 +7,7 @@
 //!   board's own values. Orders need no change: the store's ranking of negated values is
 //!   the min board's ranking (lowest value first, rank 1), and an
 //!   [`Order`](crate::domain::Order) names an end of the ranking.
-//! - The operations not built for max and min boards yet are refused here
+//! - The operations not built for these boards yet are refused here
 //!   ([`sums_only`]), the same on every store.
 
 use crate::board::Board;

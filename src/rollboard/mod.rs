@@ -26,13 +26,13 @@ use crate::error::{Error, Result};
 use crate::settings::Settings;
 use crate::store::{MemoryStore, RedisStore, Store};
 
+mod aggregates;
 mod any_board;
 mod boards;
 pub(crate) mod bulk_remove;
 mod cache;
 mod clock_skew;
 pub use clock_skew::SkewTooLarge;
-mod aggregates;
 pub(crate) mod counters;
 mod dashboard;
 pub(crate) mod dashboard_view;
