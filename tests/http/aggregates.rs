@@ -14,31 +14,10 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{START, TestApp, entries, ranked, spawn_app, unique};
+use crate::support::{START, TestApp, page, ranked, spawn_app, unique, wait_entries};
 
 const HOUR: i64 = 3600;
 const DAY: i64 = 24 * HOUR;
-
-/// The entries of `GET path`, which must answer 200.
-async fn page(app: &TestApp, path: &str) -> Vec<(u64, String, i64)> {
-    let reply = app.get(path).await;
-    assert_eq!(reply.status, StatusCode::OK, "{path}: {:?}", reply.body);
-    entries(&reply.body)
-}
-
-/// Polls `GET path` until its entries are `want` (the retirer runs in the background
-/// once the clock moves).
-async fn wait_entries(app: &TestApp, path: &str, want: &[(u64, String, i64)]) {
-    let mut last = Vec::new();
-    for _ in 0..100 {
-        last = page(app, path).await;
-        if last == want {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{path} answered {last:?}, not {want:?}, within 5 s");
-}
 
 /// Creates the board `config` under a fresh name: its path.
 async fn create(app: &TestApp, config: Value) -> String {

@@ -325,3 +325,24 @@ pub fn ranked(items: &[(u64, &str, i64)]) -> Vec<(u64, String, i64)> {
         .map(|(r, m, s)| (*r, m.to_string(), *s))
         .collect()
 }
+
+/// The entries of `GET path`, which must answer 200.
+pub async fn page(app: &TestApp, path: &str) -> Vec<(u64, String, i64)> {
+    let reply = app.get(path).await;
+    assert_eq!(reply.status, StatusCode::OK, "{path}: {:?}", reply.body);
+    entries(&reply.body)
+}
+
+/// Polls `GET path` until its entries are `want` (the retirer runs in the background
+/// once the clock moves).
+pub async fn wait_entries(app: &TestApp, path: &str, want: &[(u64, String, i64)]) {
+    let mut last = Vec::new();
+    for _ in 0..100 {
+        last = page(app, path).await;
+        if last == want {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("{path} answered {last:?}, not {want:?}, within 5 s");
+}

@@ -16,7 +16,7 @@ use rollboard::{Aggregate, AroundOptions, BoardConfig, Clock, Event, MemoryStore
 use rollboard::{RedisStore, Span, Ties, Timestamp};
 
 use crate::oracle::ValueOracle;
-use crate::support::{TestRedis, clock, ranking, unique, with_clock};
+use crate::support::{TestRedis, clock, ranking, triples, unique, with_clock};
 
 const MEMBERS: [&str; 5] = ["ann", "bob", "cy", "dee", "eve"];
 
@@ -103,13 +103,6 @@ fn rank_at(ranking: &[(String, i64)], position: usize, ties: Ties) -> u64 {
     }
     let score = ranking[position].1;
     ranking.iter().take_while(|(_, s)| *s != score).count() as u64 + 1
-}
-
-fn triples(page: &rollboard::TopPage) -> Vec<(u64, String, i64)> {
-    page.entries
-        .iter()
-        .map(|e| (e.rank, e.member.clone(), e.score))
-        .collect()
 }
 
 fn at_positions(
@@ -217,7 +210,7 @@ async fn run(
                 if exact(a.from, *j) {
                     let want = oracle.ranking(*j, now);
                     let all = at_positions(&want, 0..want.len(), ties);
-                    prop_assert_eq!(triples(&a), all, "exact top, window {}", j);
+                    prop_assert_eq!(triples(&a.entries), all, "exact top, window {}", j);
                 }
             }
             Op::Bottom(j, offset, limit) => {
@@ -231,7 +224,11 @@ async fn run(
                         .rev()
                         .skip(*offset as usize)
                         .take(*limit as usize);
-                    prop_assert_eq!(triples(&a), at_positions(&want, positions, ties), "bottom");
+                    prop_assert_eq!(
+                        triples(&a.entries),
+                        at_positions(&want, positions, ties),
+                        "bottom"
+                    );
                 }
             }
             Op::Score(m, j) => {
@@ -305,7 +302,7 @@ async fn run(
                     if *asc {
                         page.reverse();
                     }
-                    prop_assert_eq!(triples(&a), page, "exact around");
+                    prop_assert_eq!(triples(&a.entries), page, "exact around");
                 }
             }
             Op::Range(j, min, span) => {
@@ -321,7 +318,11 @@ async fn run(
                     let want = oracle.ranking(*j, now);
                     let inside =
                         (0..want.len()).filter(|p| (*min..=min + span).contains(&want[*p].1));
-                    prop_assert_eq!(triples(&a), at_positions(&want, inside, ties), "range");
+                    prop_assert_eq!(
+                        triples(&a.entries),
+                        at_positions(&want, inside, ties),
+                        "range"
+                    );
                 }
             }
             Op::History(m) => {
@@ -343,7 +344,7 @@ async fn run(
         prop_assert_eq!(a.from, config.window_start(j, now));
         let want = oracle.ranking(j, now);
         prop_assert_eq!(
-            triples(&a),
+            triples(&a.entries),
             at_positions(&want, 0..want.len(), ties),
             "final {}",
             j

@@ -231,26 +231,25 @@ async fn a_retirement_stopped_after_every_chunk_ends_exact_and_touches_only_the_
     );
     // Run again, a pass finds nothing due and changes nothing.
     let mut raw = redis.raw().await;
-    let before: Vec<(String, i64)> = ::redis::cmd("ZRANGE")
-        .arg(format!("stats_{{{board}}}_300"))
-        .arg(0)
-        .arg(-1)
-        .arg("WITHSCORES")
-        .query_async(&mut raw)
-        .await
-        .unwrap();
+    let five = format!("stats_{{{board}}}_300");
+    let before = scores(&mut raw, &five).await;
     let again = replicas[1].retire(&board).await.unwrap();
     assert_eq!((again.slots_retired, again.fields_subtracted), (0, 0));
-    let after: Vec<(String, i64)> = ::redis::cmd("ZRANGE")
-        .arg(format!("stats_{{{board}}}_300"))
+    let after = scores(&mut raw, &five).await;
+    assert_eq!(before, after);
+    assert_eq!(after.len(), 150);
+}
+
+/// The members and scores of the zset `key`, lowest first.
+async fn scores(raw: &mut ::redis::aio::MultiplexedConnection, key: &str) -> Vec<(String, i64)> {
+    ::redis::cmd("ZRANGE")
+        .arg(key)
         .arg(0)
         .arg(-1)
         .arg("WITHSCORES")
-        .query_async(&mut raw)
+        .query_async(raw)
         .await
-        .unwrap();
-    assert_eq!(before, after);
-    assert_eq!(after.len(), 150);
+        .unwrap()
 }
 
 /// An export of a max and of a min board imports back (its scores taken as values) into
