@@ -43,6 +43,7 @@ mod history;
 mod ingest;
 mod keys;
 mod layout;
+mod maxima_write;
 mod member_data;
 mod memory_info;
 mod once;
@@ -70,7 +71,6 @@ mod trending;
 mod trending_read;
 mod write;
 mod write_call;
-mod write_max;
 
 #[cfg(feature = "server")]
 pub(crate) use client::{check_url, redact};
@@ -275,7 +275,7 @@ impl Store for RedisStore {
         writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>> {
         if !board.config.aggregate().sums() {
-            return write_max::write(&self.conn, board, now, &writes).await;
+            return maxima_write::write(&self.conn, board, now, &writes).await;
         }
         self.ingest.write(board, now, writes).await
     }
@@ -289,7 +289,7 @@ impl Store for RedisStore {
     ) -> Result<Option<Vec<WriteStatus>>> {
         // A max board's write is idempotent by itself: applied again, it changes nothing.
         if !board.config.aggregate().sums() {
-            return write_max::write(&self.conn, board, now, &writes)
+            return maxima_write::write(&self.conn, board, now, &writes)
                 .await
                 .map(Some);
         }
@@ -304,7 +304,7 @@ impl Store for RedisStore {
         key: &WriteKey,
     ) -> Result<Keyed> {
         if !board.config.aggregate().sums() {
-            let statuses = write_max::write(&self.conn, board, now, &writes).await?;
+            let statuses = maxima_write::write(&self.conn, board, now, &writes).await?;
             return Ok(Keyed::Applied(statuses));
         }
         once::write_keyed(&self.conn, self.ingest.budget(), board, now, writes, key).await
