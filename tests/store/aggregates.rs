@@ -1,5 +1,5 @@
-//! Max and min boards under concurrency and interruption, and their export and import:
-//! writers on two "replicas" and two retirers with tiny chunks end exact; a retirement
+//! Max, min and latest boards under concurrency and interruption, and their export and
+//! import: writers on two "replicas" and two retirers with tiny chunks end exact; a retirement
 //! stopped after every chunk, resumed by the other replica, ends exact and re-evaluates
 //! only the members of the slots that left; a pass run again changes nothing; an export
 //! imports back into an equal board, on every store.
@@ -24,6 +24,11 @@ async fn writers_and_two_retirers_end_exact_on_a_max_board() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writers_and_two_retirers_end_exact_on_a_min_board() {
     writers_and_two_retirers(Aggregate::Min).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writers_and_two_retirers_end_exact_on_a_latest_board() {
+    writers_and_two_retirers(Aggregate::Latest).await;
 }
 
 /// Six writers (values of either sign, on-time and late) on two replicas while the
