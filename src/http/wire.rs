@@ -215,10 +215,6 @@ pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
             "unknown field {unknown:?}; an event has member, delta or value, at and data"
         )));
     }
-    let given = |key: &str| !matches!(fields.get(key), None | Some(Value::Null));
-    if given("delta") && given("value") {
-        return Err(both());
-    }
     let member = match fields.get("member") {
         Some(Value::String(m)) => m.clone(),
         Some(_) => return Err(shape("member must be a string".into())),
@@ -239,6 +235,7 @@ pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
                 .ok_or_else(|| shape(format!("value must be an integer, got {v}")))?,
         ),
     };
+
     let at = match fields.get("at") {
         None | Some(Value::Null) => None,
         Some(v) => {
@@ -248,6 +245,11 @@ pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
             Some(Timestamp::from_unix_seconds_f64(seconds)?)
         }
     };
+    // Both given is a rule's error (422), judged once the event has the shape of one
+    // (else it is a wrong shape: 400, and in a batch the whole batch's).
+    if value.is_some() && !matches!(fields.get("delta"), None | Some(Value::Null)) {
+        return Err(both());
+    }
     let data = event_data(fields.get("data"))?;
     Ok(Event {
         member,
@@ -303,6 +305,17 @@ mod tests {
             panic!("{escaped} is an invalid value");
         };
         assert_eq!(error.code(), "invalid_value");
+        // A wrong shape stays a wrong shape with both given (a batch is refused whole).
+        for text in [
+            r#"{"member":"p","value":1,"delta":1e30}"#,
+            r#"{"member":"p","value":1e30,"delta":1}"#,
+            r#"{"member":"p","value":1,"delta":1,"at":"now"}"#,
+        ] {
+            assert!(
+                matches!(parse_raw_event(text), Err(NotAnEvent::Shape(_))),
+                "{text}"
+            );
+        }
     }
 
     #[test]
