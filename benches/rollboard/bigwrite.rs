@@ -60,15 +60,7 @@ async fn big_board(boards: &Rollboard, name: &str) {
     let events: Vec<Event> = (0..MEMBERS)
         .map(|i| Event::new(format!("post:{i}"), 1))
         .collect();
-    for group in events.chunks(8_000) {
-        let writes: Vec<_> = group
-            .chunks(1000)
-            .map(|c| boards.incr_batch(name, c))
-            .collect();
-        for w in futures_util::future::join_all(writes).await {
-            assert!(w.unwrap().rejected.is_empty());
-        }
-    }
+    load::write_all(boards, name, &events, 8).await;
 }
 
 /// Batches of 1,000 events, uniform over the board's members.

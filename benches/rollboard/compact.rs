@@ -46,15 +46,7 @@ async fn fill(boards: &Rollboard, board: &str, members: usize, in_flight: usize)
         .map(|m| Event::new(format!("post:{m}"), 1 + (m % 7) as i64))
         .collect();
     let t = Instant::now();
-    for group in events.chunks(1000 * in_flight) {
-        let writes: Vec<_> = group
-            .chunks(1000)
-            .map(|c| boards.incr_batch(board, c))
-            .collect();
-        for w in futures_util::future::join_all(writes).await {
-            assert!(w.unwrap().rejected.is_empty());
-        }
-    }
+    crate::load::write_all(boards, board, &events, in_flight).await;
     t.elapsed()
 }
 

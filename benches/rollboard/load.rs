@@ -290,3 +290,17 @@ where
     total.elapsed = start.elapsed();
     total
 }
+
+/// Writes `events` to `board` through `boards` in batches of 1,000, `in_flight` batches at
+/// once, each accepted whole (how the phases fill their boards).
+pub async fn write_all(boards: &Rollboard, board: &str, events: &[Event], in_flight: usize) {
+    for group in events.chunks(1000 * in_flight) {
+        let writes: Vec<_> = group
+            .chunks(1000)
+            .map(|c| boards.incr_batch(board, c))
+            .collect();
+        for w in futures_util::future::join_all(writes).await {
+            assert!(w.unwrap().rejected.is_empty());
+        }
+    }
+}

@@ -72,22 +72,10 @@ async fn fill(boards: &Rollboard, clock: &ManualClock, board: &str, aggregate: A
         }
     };
     let first: Vec<Event> = (0..MEMBERS).map(|i| event(i, best(i))).collect();
-    write_all(boards, board, &first).await;
+    load::write_all(boards, board, &first, 8).await;
     clock.advance_secs(3600);
     let second: Vec<Event> = (0..MEMBERS).step_by(4).map(|i| event(i, 7)).collect();
-    write_all(boards, board, &second).await;
-}
-
-async fn write_all(boards: &Rollboard, board: &str, events: &[Event]) {
-    for group in events.chunks(8_000) {
-        let writes: Vec<_> = group
-            .chunks(1000)
-            .map(|c| boards.incr_batch(board, c))
-            .collect();
-        for w in futures_util::future::join_all(writes).await {
-            assert!(w.unwrap().rejected.is_empty());
-        }
-    }
+    load::write_all(boards, board, &second, 8).await;
 }
 
 /// `redis-benchmark -P 64 -c 50` over 200,000 random members (as the other phases'

@@ -220,21 +220,17 @@ pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
         Some(_) => return Err(shape("member must be a string".into())),
         None => return Err(shape("member is missing".into())),
     };
-    let delta = match fields.get("delta") {
-        None | Some(Value::Null) => 1,
+    // An integer field: absent or null is none.
+    let integer = |key: &str| match fields.get(key) {
+        None | Some(Value::Null) => Ok(None),
         Some(v) => v
             .as_number()
             .and_then(super::json_int::to_i64)
-            .ok_or_else(|| shape(format!("delta must be an integer, got {v}")))?,
+            .map(Some)
+            .ok_or_else(|| shape(format!("{key} must be an integer, got {v}"))),
     };
-    let value = match fields.get("value") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(
-            v.as_number()
-                .and_then(super::json_int::to_i64)
-                .ok_or_else(|| shape(format!("value must be an integer, got {v}")))?,
-        ),
-    };
+    let delta = integer("delta")?.unwrap_or(1);
+    let value = integer("value")?;
 
     let at = match fields.get("at") {
         None | Some(Value::Null) => None,
@@ -247,7 +243,7 @@ pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
     };
     // Both given is a rule's error (422), judged once the event has the shape of one
     // (else it is a wrong shape: 400, and in a batch the whole batch's).
-    if value.is_some() && !matches!(fields.get("delta"), None | Some(Value::Null)) {
+    if value.is_some() && integer("delta")?.is_some() {
         return Err(both());
     }
     let data = event_data(fields.get("data"))?;

@@ -221,6 +221,25 @@ impl Rollboard {
         .await
     }
 
+    /// The end of `board`'s ranking a read starts from for the order of values `asked`
+    /// (as the `order` of the HTTP reads: `desc` highest first, `asc` lowest first; none:
+    /// from rank 1): the same order, but on a min board, whose rank 1 is its lowest
+    /// value, the reverse ([`Order::Desc`] names the top of a ranking).
+    pub async fn ranking_end(&self, board: &str, asked: Option<Order>) -> Result<Order> {
+        let Some(asked) = asked else {
+            return Ok(Order::Desc);
+        };
+        let min = match self.cached_any(&BoardName::parse(board)?).await? {
+            AnyBoard::Windowed(b) => b.config.aggregate() == Aggregate::Min,
+            AnyBoard::Trending(_) => false,
+        };
+        Ok(match (min, asked) {
+            (true, Order::Desc) => Order::Asc,
+            (true, Order::Asc) => Order::Desc,
+            (false, order) => order,
+        })
+    }
+
     /// Runs `op` with the kind of the board as cached (one load when it is not). A
     /// cached board may be stale: dropped and re-created as the other kind elsewhere.
     /// The operation underneath then finds the board changed, reloads it and refuses it
@@ -243,27 +262,6 @@ impl Rollboard {
             }
             other => other,
         }
-    }
-}
-
-impl Rollboard {
-    /// The end of `board`'s ranking a read starts from for the order of values `asked`
-    /// (as the `order` of the HTTP reads: `desc` highest first, `asc` lowest first; none:
-    /// from rank 1): the same order, but on a min board, whose rank 1 is its lowest
-    /// value, the reverse ([`Order::Desc`] names the top of a ranking).
-    pub async fn ranking_end(&self, board: &str, asked: Option<Order>) -> Result<Order> {
-        let Some(asked) = asked else {
-            return Ok(Order::Desc);
-        };
-        let min = match self.cached_any(&BoardName::parse(board)?).await? {
-            AnyBoard::Windowed(b) => b.config.aggregate() == Aggregate::Min,
-            AnyBoard::Trending(_) => false,
-        };
-        Ok(match (min, asked) {
-            (true, Order::Desc) => Order::Asc,
-            (true, Order::Asc) => Order::Desc,
-            (false, order) => order,
-        })
     }
 }
 

@@ -300,13 +300,14 @@ impl MemBoard {
     }
 
     /// Retires slot `s` from window `j` of a max or latest board (see
-    /// [`maxima::retire`], [`latest::retire`]).
+    /// [`maxima::retire`]).
     fn retire_max(&mut self, j: usize, s: i64, report: &mut RetireReport) {
-        let (handled, left) = if self.board.config.aggregate().latest() {
-            latest::retire(&self.slots, s, &mut self.totals[j])
+        let value = if self.board.config.aggregate().latest() {
+            latest::newest_value
         } else {
-            maxima::retire(&self.slots, s, &mut self.totals[j])
+            maxima::highest
         };
+        let (handled, left) = maxima::retire(&self.slots, s, &mut self.totals[j], value);
         report.fields_subtracted += handled;
         report.members_zeroed += left.len() as u64;
         report.slots_retired += 1;

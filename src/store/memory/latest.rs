@@ -9,6 +9,12 @@
 use super::maxima::Slots;
 use super::totals::Totals;
 
+/// The value of the member's newest event in the slots of `slots` from `from` on (how
+/// retirement re-evaluates a latest board's members: `maxima::retire`).
+pub(super) fn newest_value(slots: &Slots, from: i64, member: &str) -> Option<i64> {
+    newest(slots, from, member).map(|(_, value)| value)
+}
+
 /// The member's newest event (`(at, value)`) in the slots of `slots` from `from` on.
 fn newest(slots: &Slots, from: i64, member: &str) -> Option<(i64, i64)> {
     slots
@@ -41,22 +47,4 @@ pub(super) fn write(
             totals.set(member, Some(value));
         }
     }
-}
-
-/// Retires slot `slot` from a window whose totals are `totals`: each member of the slot
-/// gets the value of its newest event in a newer live slot, or leaves. Returns how many
-/// members were re-evaluated and those that left.
-pub(super) fn retire(slots: &Slots, slot: i64, totals: &mut Totals) -> (u64, Vec<String>) {
-    let Some(held) = slots.get(&slot) else {
-        return (0, Vec::new());
-    };
-    let mut left = Vec::new();
-    for member in held.keys() {
-        let value = newest(slots, slot + 1, member).map(|(_, v)| v);
-        if value.is_none() && totals.get(member).is_some() {
-            left.push(member.clone());
-        }
-        totals.set(member, value);
-    }
-    (held.len() as u64, left)
 }

@@ -31,19 +31,30 @@ pub(super) fn write(
     }
 }
 
+/// The member's highest value in the slots of `slots` from `from` on.
+pub(super) fn highest(slots: &Slots, from: i64, member: &str) -> Option<i64> {
+    slots
+        .range(from..)
+        .filter_map(|(_, held)| held.get(member).map(|v| v[0]))
+        .max()
+}
+
 /// Retires slot `slot` from a window whose totals are `totals`: each member of the slot
-/// gets the highest value it holds in a newer live slot, or leaves. Returns how many
-/// members were re-evaluated and those that left.
-pub(super) fn retire(slots: &Slots, slot: i64, totals: &mut Totals) -> (u64, Vec<String>) {
+/// gets its value in the newer live slots, `value(slots, from, member)` ([`highest`],
+/// or a latest board's `latest::newest_value`), or leaves. Returns how many members
+/// were re-evaluated and those that left.
+pub(super) fn retire(
+    slots: &Slots,
+    slot: i64,
+    totals: &mut Totals,
+    value: fn(&Slots, i64, &str) -> Option<i64>,
+) -> (u64, Vec<String>) {
     let Some(held) = slots.get(&slot) else {
         return (0, Vec::new());
     };
     let mut left = Vec::new();
     for member in held.keys() {
-        let newer = slots
-            .range(slot + 1..)
-            .filter_map(|(_, values)| values.get(member).map(|v| v[0]))
-            .max();
+        let newer = value(slots, slot + 1, member);
         if newer.is_none() && totals.get(member).is_some() {
             left.push(member.clone());
         }

@@ -10,13 +10,14 @@ use std::collections::{HashMap, HashSet};
 
 use super::conn::{RedisConn, Retry};
 use super::keys;
+use super::write::{Slots, push_slot_args};
 use crate::board::Board;
 use crate::domain::Timestamp;
 use crate::error::Result;
 use crate::store::{SlotWrite, WriteStatus};
 
-/// Distinct (slot, member) pairs per `write_max.lua` call: ~4 commands a pair, so a call
-/// stays near a millisecond of Redis time.
+/// Distinct (slot, member) pairs per `write_max.lua` call: the script reads and writes
+/// them in bulk, a few µs of Redis time a pair, so a call stays near a millisecond.
 const PAIRS_PER_CALL: usize = 256;
 
 /// One (slot, member) pair of a call: its value, and its time (unix ms).
@@ -89,41 +90,28 @@ async fn call(
     now: Timestamp,
     pairs: &[Pair<'_>],
 ) -> Result<Vec<i64>> {
-    let (name, config) = (&board.name, &board.config);
-    let windows = config.windows();
-    let mut starts: Vec<i64> = Vec::new();
-    let mut number: HashMap<i64, usize> = HashMap::new();
-    for (slot, ..) in pairs {
-        number.entry(*slot).or_insert_with(|| {
-            starts.push(*slot);
-            starts.len()
-        });
-    }
+    let name = &board.name;
+    let windows = board.config.windows();
+    let slots = Slots::of(pairs.iter().map(|(slot, ..)| *slot));
     let mut invocation = conn.scripts().write_max.key(keys::record(name));
     invocation.key(keys::index(name)).key(keys::records(board));
     invocation.key(keys::all_totals(name, windows));
-    for s in &starts {
+    for s in &slots.starts {
         invocation.key(keys::stage(name, *s, 0));
     }
     invocation
         .arg(board.version)
         .arg(windows.len())
-        .arg(starts.len())
+        .arg(slots.starts.len())
         .arg(keys::mode(board));
-    for w in windows {
-        invocation.arg(w.seconds());
-    }
-    for j in 0..windows.len() {
-        invocation.arg(config.cutoff(j, now));
-    }
-    invocation.arg(&starts);
+    push_slot_args(&mut invocation, board, now, &slots);
     let latest = board.config.aggregate().latest();
     for (slot, member, value, at) in pairs {
-        invocation.arg(number[slot]).arg(*member).arg(*value);
+        invocation.arg(slots.numbers[slot]).arg(*member).arg(*value);
         if latest {
             invocation.arg(*at);
         }
     }
     let late: Vec<usize> = conn.script(&invocation, name, Retry::Idempotent).await?;
-    Ok(late.into_iter().map(|i| starts[i - 1]).collect())
+    Ok(late.into_iter().map(|i| slots.starts[i - 1]).collect())
 }

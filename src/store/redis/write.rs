@@ -307,13 +307,13 @@ fn packed_hashes<'m>(members: impl ExactSizeIterator<Item = &'m str>) -> Vec<u8>
 }
 
 /// The distinct slots of a write, numbered from 1 in order of first appearance.
-struct Slots {
-    starts: Vec<i64>,
-    numbers: HashMap<i64, usize>,
+pub(super) struct Slots {
+    pub(super) starts: Vec<i64>,
+    pub(super) numbers: HashMap<i64, usize>,
 }
 
 impl Slots {
-    fn of(slots: impl Iterator<Item = i64>) -> Slots {
+    pub(super) fn of(slots: impl Iterator<Item = i64>) -> Slots {
         let mut this = Slots {
             starts: Vec::new(),
             numbers: HashMap::new(),
@@ -399,8 +399,8 @@ fn invocation<'a, G: Guard>(
 }
 
 /// The windows' seconds, their cutoffs at `now` and the slots' starts: the ARGV of
-/// `write.lua` and `write_plain.lua` just before the entries.
-fn push_slot_args(
+/// `write.lua`, `write_plain.lua` and `write_max.lua` just before the entries.
+pub(super) fn push_slot_args(
     invocation: &mut ScriptInvocation<'_>,
     board: &Board,
     now: Timestamp,

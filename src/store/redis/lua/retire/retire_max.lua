@@ -5,6 +5,7 @@
 -- KEYS[2]  slot index                      slots_{b}
 -- KEYS[3]  this window's totals            stats_{b} or stats_{b}_<W>
 -- KEYS[4]  the slot's hash                 slot_{b}_<ts>: member -> its highest value
+--          (a latest board: '<at>:<value>' of its newest event there)
 -- KEYS[5]  what a member's value is read from: peak lists peaks_{b} (a max board),
 --          newest events newest_{b} (a latest board)
 -- KEYS[6]  member data                     data_{b}
@@ -42,7 +43,7 @@
 -- Errors: "STALE ...", "ORDER ..." (the slot is not frozen, the smaller window has not
 -- retired it, or an older live slot is still to retire from this window).
 
-local board, index, totals, slot_key, peaks, data = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local board, index, totals, slot_key, records, data = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prev_field = ARGV[3] ~= '' and ('done:' .. ARGV[3]) or 'version'
 local cursor_field = 'mxc:' .. ARGV[2]
 local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], 'done:' .. ARGV[2], prev_field, cursor_field)
@@ -67,8 +68,9 @@ if record[6] then
   if kept_slot == ARGV[4] then cursor = kept end
 end
 local scan = redis.call('HSCAN', slot_key, cursor, 'COUNT', ARGV[5])
--- The step's members, each once (HSCAN may return one twice), and their peak lists in
--- one HMGET; the window's new values in one ZADD, the members that leave in one ZREM.
+-- The step's members, each once (HSCAN may return one twice), and their records (peak
+-- lists, newest events) in one HMGET; the window's new values in one ZADD, the members
+-- that leave in one ZREM.
 local members, seen = {}, {}
 local flat = scan[2]
 for x = 1, #flat, 2 do
@@ -79,10 +81,10 @@ for x = 1, #flat, 2 do
 end
 local left = 0
 if #members > 0 then
-  local lists = redis.call('HMGET', peaks, unpack(members))
+  local held = redis.call('HMGET', records, unpack(members))
   local set, gone, kept, emptied = {}, {}, {}, {}
   for i, member in ipairs(members) do
-    local list = lists[i]
+    local list = held[i]
     local value = after(list, slot)
     if value then
       set[#set + 1] = value
@@ -105,8 +107,8 @@ if #members > 0 then
     left = redis.call('ZREM', totals, unpack(gone))
     if largest then redis.call('HDEL', data, unpack(gone)) end
   end
-  if #kept > 0 then redis.call('HSET', peaks, unpack(kept)) end
-  if #emptied > 0 then redis.call('HDEL', peaks, unpack(emptied)) end
+  if #kept > 0 then redis.call('HSET', records, unpack(kept)) end
+  if #emptied > 0 then redis.call('HDEL', records, unpack(emptied)) end
 end
 local handled = #members
 if scan[1] ~= '0' then
