@@ -212,7 +212,7 @@ impl BoardConfig {
         if self.aggregate.sums() {
             if self.rank == RankedTotals::All {
                 return invalid(
-                    "\"rank\":\"all\" is for max and min boards (a sum board's total of 0 \
+                    "\"rank\":\"all\" is for max, min and latest boards (a sum board's total of 0 \
                      leaves the window): choose \"positive\" or \"nonzero\""
                         .into(),
                 );

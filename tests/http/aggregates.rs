@@ -261,7 +261,7 @@ async fn deltas_values_and_options_are_refused_where_they_do_not_belong() {
         ),
         (
             json!({"slot": "1h", "windows": ["1h"], "rank": "all"}),
-            "max and min boards",
+            "max, min and latest boards",
         ),
     ] {
         let reply = app
