@@ -198,7 +198,7 @@ impl BoardConfig {
     /// Refuses the combinations of options no store keeps ([`with_rank`](Self::with_rank)
     /// checks them; options set after the rank are checked again when the board is
     /// created): every non-zero total with dense ties; on a max, min or latest board, a rank
-    /// other than `all`, dense ties or a compact layout; `all` on a sum board.
+    /// other than `all` or a compact layout; `all` on a sum board.
     pub fn check_rank(&self) -> Result<(), Error> {
         let invalid = |reason: String| Err(Error::InvalidConfig { reason });
         if self.rank == RankedTotals::Nonzero && self.ties == Ties::Dense {
@@ -221,12 +221,6 @@ impl BoardConfig {
             return invalid(format!(
                 "an \"aggregate\":\"{aggregate}\" board ranks every value a member holds: \
                  leave out \"rank\" or set it to \"all\""
-            ));
-        } else if self.ties == Ties::Dense {
-            return invalid(format!(
-                "an \"aggregate\":\"{aggregate}\" board ranks ties by competition or \
-                 position, not dense (yet): leave out \"ties\" or choose \"competition\" \
-                 or \"position\""
             ));
         } else if self.layout == Some(Layout::Compact) {
             return invalid(format!(
@@ -612,10 +606,6 @@ mod tests {
         assert!(sum.get("aggregate").is_none(), "{sum}");
         let refused = [
             max.clone().with_rank(RankedTotals::Positive),
-            base()
-                .with_aggregate(Aggregate::Min)
-                .with_ties(Ties::Dense)
-                .with_rank(RankedTotals::All),
             max.clone()
                 .with_layout(Some(Layout::Compact))
                 .with_rank(RankedTotals::All),
@@ -624,6 +614,12 @@ mod tests {
         for config in refused {
             assert_eq!(config.unwrap_err().code(), "invalid_config");
         }
+        let dense_min = base()
+            .with_aggregate(Aggregate::Min)
+            .with_ties(Ties::Dense)
+            .with_rank(RankedTotals::All)
+            .unwrap();
+        assert_eq!(dense_min.ties(), Ties::Dense);
         assert_eq!(
             max.differences(&base()),
             [

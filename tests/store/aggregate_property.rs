@@ -7,7 +7,7 @@
 //! retirement every window must equal the oracle, and Redis's peak lists must be exactly
 //! the live slots' values that no newer slot matches.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use proptest::prelude::*;
@@ -15,7 +15,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use rollboard::{Aggregate, AroundOptions, BoardConfig, Clock, Event, MemoryStore, Order};
 use rollboard::{RedisStore, Span, Ties, Timestamp};
 
-use crate::oracle::ValueOracle;
+use crate::oracle::{ValueOracle, check_tallies};
 use crate::support::{TestRedis, clock, ranking, triples, unique, with_clock};
 
 const MEMBERS: [&str; 5] = ["ann", "bob", "cy", "dee", "eve"];
@@ -82,7 +82,11 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             Just(Aggregate::Min),
             Just(Aggregate::Latest)
         ];
-        let ties = prop_oneof![Just(Ties::Competition), Just(Ties::Position)];
+        let ties = prop_oneof![
+            Just(Ties::Competition),
+            Just(Ties::Dense),
+            Just(Ties::Position)
+        ];
         (proptest::collection::vec(op, 1..60), kind, ties).prop_map(
             move |(ops, aggregate, ties)| Scenario {
                 slot,
@@ -96,13 +100,16 @@ fn scenario() -> impl Strategy<Value = Scenario> {
 }
 
 /// The rank of the member at `position` of `ranking`: 1 + the members strictly better
-/// (competition), or its 1-based place (position).
+/// (competition), 1 + the distinct values strictly better (dense), or its 1-based place
+/// (position).
 fn rank_at(ranking: &[(String, i64)], position: usize, ties: Ties) -> u64 {
-    if ties == Ties::Position {
-        return position as u64 + 1;
-    }
     let score = ranking[position].1;
-    ranking.iter().take_while(|(_, s)| *s != score).count() as u64 + 1
+    let better = ranking.iter().take_while(|(_, s)| *s != score);
+    match ties {
+        Ties::Position => position as u64 + 1,
+        Ties::Dense => dense_rank(ranking, score),
+        Ties::Competition => better.count() as u64 + 1,
+    }
 }
 
 fn at_positions(
@@ -119,6 +126,12 @@ fn at_positions(
             )
         })
         .collect()
+}
+
+/// 1 + the distinct values in `ranking` better than `score`.
+pub fn dense_rank(ranking: &[(String, i64)], score: i64) -> u64 {
+    let better = ranking.iter().take_while(|(_, s)| *s != score);
+    better.map(|(_, s)| s).collect::<BTreeSet<_>>().len() as u64 + 1
 }
 
 /// An event `offset` seconds from `now`, give or take a millisecond or two (so events
@@ -358,6 +371,7 @@ async fn run(
     }
     if let Some(redis) = redis {
         check_peaks(redis, &name, s.aggregate).await?;
+        check_tallies(&mut redis.raw().await, &name, s.ties == Ties::Dense).await;
     }
     on_redis.drop_board(&name).await.unwrap();
     Ok(())

@@ -11,9 +11,10 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rollboard::jobs::export::export;
 use rollboard::jobs::import::{Format, ImportOptions, import};
-use rollboard::{Aggregate, BoardConfig, Clock, Event, RetireOptions, Timestamp};
+use rollboard::{Aggregate, BoardConfig, Clock, Event, RetireOptions, Ties, Timestamp};
 
-use crate::oracle::ValueOracle;
+use crate::aggregate_property::dense_rank;
+use crate::oracle::{ValueOracle, check_tallies};
 use crate::support::{Harness, TestRedis, clock, ranking, unique, with_clock};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -43,9 +44,16 @@ async fn writers_and_two_retirers(aggregate: Aggregate) {
         with_clock(redis.store().await, &clock),
         with_clock(redis.store().await, &clock),
     ];
+    // Min and latest boards rank ties dense: their tallies change under every writer
+    // and both retirers too.
+    let ties = match aggregate {
+        Aggregate::Max => Ties::Competition,
+        _ => Ties::Dense,
+    };
     let config = BoardConfig::parse("10s", &["20s", "60s", "90s"])
         .unwrap()
-        .with_aggregate(aggregate);
+        .with_aggregate(aggregate)
+        .with_ties(ties);
     let board = unique("ac");
     replicas[0]
         .create_board(&board, config.clone())
@@ -137,8 +145,15 @@ async fn writers_and_two_retirers(aggregate: Aggregate) {
     for (j, w) in config.windows().iter().enumerate() {
         let page = replicas[0].top(&board, Some(*w), 0, 1000).await.unwrap();
         assert_eq!(page.from, config.window_start(j, now));
-        assert_eq!(ranking(&page), oracle.ranking(j, now), "window {w}");
+        let want = oracle.ranking(j, now);
+        assert_eq!(ranking(&page), want, "window {w}");
+        if ties == Ties::Dense {
+            let ranks: Vec<u64> = page.entries.iter().map(|e| e.rank).collect();
+            let want: Vec<u64> = want.iter().map(|(_, v)| dense_rank(&want, *v)).collect();
+            assert_eq!(ranks, want, "dense ranks of window {w}");
+        }
     }
+    check_tallies(&mut redis.raw().await, &board, ties == Ties::Dense).await;
 }
 
 /// A retirement that stops after each chunk (`max_chunks: 1`, a crash after every call)

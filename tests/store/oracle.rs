@@ -4,7 +4,7 @@
 //! member whose slot is inside the window (`slot > slot_start(now) - W`); on a max or
 //! min board ([`ValueOracle`]) the max (min) of their values.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use rollboard::{Aggregate, BoardConfig, Ties, Timestamp};
 
@@ -287,17 +287,46 @@ pub async fn check_redis_invariants(
             totals, expected,
             "{key} differs from the sum of the stages it counts"
         );
-        check_dense(conn, &key, &totals, config.ties() == Ties::Dense).await;
+        let dense = config.ties() == Ties::Dense;
+        check_dense(conn, &key, &totals, |total| dense && total > 0).await;
+    }
+}
+
+/// On a max, min or latest board named `name`, each window's tally and distinct values
+/// mirror its values, every one of them (dense), or do not exist (competition, position).
+pub async fn check_tallies(raw: &mut redis::aio::MultiplexedConnection, name: &str, dense: bool) {
+    // Every window holding values, a tally or distinct values (an empty zset is no key).
+    let mut windows = BTreeSet::new();
+    for prefix in ["stats", "tally", "dense"] {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{prefix}_{{{name}}}*"))
+            .query_async(raw)
+            .await
+            .unwrap();
+        windows.extend(keys.iter().map(|k| format!("stats{}", &k[prefix.len()..])));
+    }
+    for key in windows {
+        let values: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(&key)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query_async(raw)
+            .await
+            .unwrap();
+        let values = values.into_iter().map(|(m, v)| (m, v as i64)).collect();
+        check_dense(raw, &key, &values, |_| dense).await;
     }
 }
 
 /// The tally and distinct totals beside the totals `key` (`stats_…`) mirror its
-/// positive `totals` (dense), or do not exist (competition).
+/// `totals` that are `tallied` (a dense board's ranked ones; none on a competition
+/// board: the keys do not exist).
 async fn check_dense(
     conn: &mut redis::aio::MultiplexedConnection,
     key: &str,
     totals: &BTreeMap<String, i64>,
-    dense: bool,
+    tallied: impl Fn(i64) -> bool,
 ) {
     let suffix = key.strip_prefix("stats_").unwrap();
     let (tally_key, dense_key) = (format!("tally_{suffix}"), format!("dense_{suffix}"));
@@ -315,14 +344,12 @@ async fn check_dense(
         .await
         .unwrap();
     let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
-    if dense {
-        for score in totals.values().filter(|s| **s > 0) {
-            *expected.entry(*score).or_insert(0) += 1;
-        }
+    for score in totals.values().filter(|s| tallied(**s)) {
+        *expected.entry(*score).or_insert(0) += 1;
     }
     assert_eq!(
         tally, expected,
-        "{tally_key} differs from the positive totals"
+        "{tally_key} differs from the ranked totals"
     );
     let expected: Vec<(String, f64)> = expected
         .keys()

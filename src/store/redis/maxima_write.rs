@@ -99,6 +99,7 @@ async fn call(
     for s in &slots.starts {
         invocation.key(keys::stage(name, *s, 0));
     }
+    invocation.key(keys::all_dense(board));
     invocation
         .arg(board.version)
         .arg(windows.len())

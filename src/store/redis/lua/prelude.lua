@@ -125,25 +125,37 @@ local function set_key_record(key, fingerprint, events, now, deadline, ttl_ms, r
 end
 
 -- Dense boards: `tally` (hash, total -> how many members hold it) and `dense` (zset of
--- the distinct totals, member = score = the total) mirror a window's positive totals.
+-- the distinct totals, member = score = the total) mirror a window's ranked totals.
+
+-- One member more (`by` 1) or fewer (-1) holding `total` (a number).
+local function tally_one(tally, dense, total, by)
+  local t = string.format('%d', total)
+  local count = redis.call('HINCRBY', tally, t, by)
+  if by > 0 and count == 1 then
+    redis.call('ZADD', dense, t, t)
+  elseif by < 0 and count == 0 then
+    redis.call('HDEL', tally, t)
+    redis.call('ZREM', dense, t)
+  end
+end
+
 -- Records that one member's total went from `old` to `new` (numbers or strings; absent
 -- is 0): a total <= 0 is not ranked, so not tallied.
 local function retally(tally, dense, old, new)
   old, new = tonumber(old) or 0, tonumber(new) or 0
   if old == new then return end
-  if old > 0 then
-    local o = string.format('%d', old)
-    if redis.call('HINCRBY', tally, o, -1) == 0 then
-      redis.call('HDEL', tally, o)
-      redis.call('ZREM', dense, o)
-    end
-  end
-  if new > 0 then
-    local s = string.format('%d', new)
-    if redis.call('HINCRBY', tally, s, 1) == 1 then
-      redis.call('ZADD', dense, s, s)
-    end
-  end
+  if old > 0 then tally_one(tally, dense, old, -1) end
+  if new > 0 then tally_one(tally, dense, new, 1) end
+end
+
+-- retally for a board ranking every value (max, min and latest boards, rank 'all'): `old`
+-- and `new` are a member's values before and after (strings or numbers; nil or false:
+-- it held none), each tallied whatever its sign.
+local function retally_all(tally, dense, old, new)
+  old, new = tonumber(old), tonumber(new)
+  if old == new then return end
+  if old then tally_one(tally, dense, old, -1) end
+  if new then tally_one(tally, dense, new, 1) end
 end
 
 -- Adds `delta` (an integer string) to `member`'s total in the zset `totals`, removing it

@@ -9,6 +9,8 @@
 -- KEYS[3+j], j = 1..n        totals of window j, smallest window first
 -- KEYS[3+n+i], i = 1..m      distinct slot i's hash: member -> its highest value there
 --                            (a latest board: '<at>:<value>' of its newest event there)
+-- then, on a dense board only, per window j its tally and distinct values (then the
+-- recompute build's, unused here)
 --
 -- ARGV[1]                    board version the caller expects
 -- ARGV[2], ARGV[3]           n (windows) and m (distinct slots)
@@ -29,6 +31,8 @@
 -- entries (at most a few hundred: the caller's calls). Every step keeps a maximum (of
 -- values, or of (time, value)), so a call applied twice leaves what it left once: the
 -- caller may send it again after a lost reply.
+-- A dense board reads the members' values in each window first (one ZMSCORE a window)
+-- and retallies each change (retally_all).
 -- Returns {too-late slot number ...}. Error "STALE ..." as write.lua.
 
 local n, m = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -36,6 +40,8 @@ local board, index, records = KEYS[1], KEYS[2], KEYS[3]
 local TOTALS, SLOTS, A = 3, 3 + n, 4
 local latest = ARGV[4] == 'latest'
 local step = latest and 4 or 3
+local DENSE = SLOTS + m
+local dense_board = #KEYS > DENSE
 
 local fields = { 'version', 'dropping' }
 for j = 1, n do fields[2 + j] = 'wm:' .. ARGV[A + j] end
@@ -58,6 +64,30 @@ local function beats(at, held)
   local t, v = string.match(held, '^(%-?%d+):(%-?%d+)$')
   local time = tonumber(ARGV[at + 3])
   return time > tonumber(t) or (time == tonumber(t) and tonumber(ARGV[at + 2]) > tonumber(v))
+end
+
+-- A dense board's ZADD of `set` (value, member, ...: in order, as the plain ZADD takes
+-- them) on `totals`: each member's value after them (a max board: the highest of its old
+-- and its new ones; a latest board: its last), retallied, and set in one ZADD.
+local function set_tallied(totals, set, tally, dense)
+  local members, final = {}, {}
+  for x = 1, #set, 2 do
+    local value, member = tonumber(set[x]), set[x + 1]
+    if final[member] == nil then members[#members + 1] = member end
+    if latest or final[member] == nil or value > final[member] then final[member] = value end
+  end
+  local old = redis.call('ZMSCORE', totals, unpack(members))
+  local args = {}
+  for x, member in ipairs(members) do
+    local was, value = tonumber(old[x]), final[member]
+    if not latest and was and was > value then value = was end
+    if value ~= was then
+      retally_all(tally, dense, was, value)
+      args[#args + 1] = string.format('%d', value)
+      args[#args + 1] = member
+    end
+  end
+  if #args > 0 then redis.call('ZADD', totals, unpack(args)) end
 end
 
 -- The entries of slots some window still counts, in order; the slots' held values and
@@ -132,12 +162,13 @@ if #live > 0 then
   end
   if #write > 0 then redis.call('HSET', records, unpack(write)) end
   for j = 1, n do
-    if #set[j] > 0 then
-      if latest then
-        redis.call('ZADD', KEYS[TOTALS + j], unpack(set[j]))
-      else
-        redis.call('ZADD', KEYS[TOTALS + j], 'GT', unpack(set[j]))
-      end
+    if #set[j] == 0 then
+    elseif dense_board then
+      set_tallied(KEYS[TOTALS + j], set[j], KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j])
+    elseif latest then
+      redis.call('ZADD', KEYS[TOTALS + j], unpack(set[j]))
+    else
+      redis.call('ZADD', KEYS[TOTALS + j], 'GT', unpack(set[j]))
     end
   end
 end

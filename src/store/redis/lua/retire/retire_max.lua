@@ -9,6 +9,7 @@
 -- KEYS[5]  what a member's value is read from: peak lists peaks_{b} (a max board),
 --          newest events newest_{b} (a latest board)
 -- KEYS[6]  member data                     data_{b}
+-- KEYS[7], KEYS[8]  on a dense board only: this window's tally and distinct values
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  this window, seconds (fields wm:<W>, done:<W>)
@@ -31,7 +32,8 @@
 -- peak list to the pairs past the slot (a latest board: deletes a newest event of this
 -- slot). A step's members are handled in bulk: one HMGET
 -- of their lists, one ZADD, one ZREM (and on the largest window one HDEL of data, one
--- HSET and one HDEL of lists), whatever their number. The new value is a function of the peak list
+-- HSET and one HDEL of lists; a dense board's one ZMSCORE to retally), whatever their
+-- number. The new value is a function of the peak list
 -- alone, so a step applied twice (a re-sent call, two retirers) sets what it set once.
 -- A member whose value came from another slot is not in this slot's hash: untouched.
 -- After the last step the window is retired through the slot (done:<W>), and the
@@ -100,6 +102,18 @@ if #members > 0 then
         kept[#kept + 1] = member
         kept[#kept + 1] = rest
       end
+    end
+  end
+  if KEYS[7] then
+    local old = redis.call('ZMSCORE', totals, unpack(members))
+    local at = 1
+    for i, member in ipairs(members) do
+      local new = nil
+      if set[at + 1] == member then
+        new = set[at]
+        at = at + 2
+      end
+      retally_all(KEYS[7], KEYS[8], old[i], new)
     end
   end
   if #set > 0 then redis.call('ZADD', totals, unpack(set)) end
