@@ -364,6 +364,55 @@ async fn deltas_values_and_options_are_refused_where_they_do_not_belong() {
 }
 
 #[tokio::test]
+async fn an_admin_recomputes_a_drifted_min_board_from_its_slots() {
+    let app = spawn_app().await;
+    let path = create(
+        &app,
+        json!({"slot": "1h", "windows": ["1h", "24h"], "aggregate": "min"}),
+    )
+    .await;
+    write(
+        &app,
+        &path,
+        json!([{"member": "ann", "value": 95}, {"member": "bob", "value": 80},
+               {"member": "ann", "value": 70}]),
+    )
+    .await;
+    // Drift the 24h window by hand: a min board keeps its values negated.
+    let board = path.trim_start_matches("/v1/boards/");
+    let mut raw = app.redis.raw().await;
+    let _: () = redis::cmd("ZADD")
+        .arg(format!("stats_{{{board}}}_86400"))
+        .arg(-1)
+        .arg("bob")
+        .arg(-5)
+        .arg("ghost")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let day = format!("{path}/top?window=24h");
+    assert_eq!(
+        page(&app, &day).await,
+        ranked(&[(1, "bob", 1), (2, "ghost", 5), (3, "ann", 70)])
+    );
+    let reply = app
+        .request(
+            reqwest::Method::POST,
+            &format!("{path}/recompute"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    assert_eq!(reply.body["windows"], json!(["1h", "1d"]));
+    // Each window reads the slot's two members.
+    assert_eq!(reply.body["fields_scanned"], 4);
+    let fastest = ranked(&[(1, "ann", 70), (2, "bob", 80)]);
+    assert_eq!(page(&app, &day).await, fastest);
+    assert_eq!(page(&app, &format!("{path}/top?window=1h")).await, fastest);
+}
+
+#[tokio::test]
 async fn a_value_written_again_under_its_idempotency_key_changes_nothing() {
     let app = spawn_app().await;
     let path = create(

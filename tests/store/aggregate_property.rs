@@ -30,6 +30,8 @@ enum Op {
     Tie(usize, i64, i64, i64),
     Advance(i64),
     Retire,
+    /// Recompute of one window (`None`: every window), then every window read.
+    Recompute(Option<usize>),
     Read(usize),
     Bottom(usize, u64, u64),
     Score(usize, usize),
@@ -68,6 +70,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             3 => prop_oneof![0..=(2 * slot as i64), Just(largest), Just(3 * largest)]
                 .prop_map(Op::Advance),
             2 => Just(Op::Retire),
+            1 => proptest::option::of(0..n).prop_map(Op::Recompute),
             2 => (0..n).prop_map(Op::Read),
             1 => (0..n, 0u64..4, 1u64..4).prop_map(|(w, o, l)| Op::Bottom(w, o, l)),
             1 => (0..m, 0..n).prop_map(|(m, w)| Op::Score(m, w)),
@@ -196,6 +199,25 @@ async fn run(
                 }
             }
             Op::Advance(seconds) => clock.advance_secs(*seconds),
+            Op::Recompute(j) => {
+                let w = j.map(|j| windows[j]);
+                let a = memory.recompute(&name, w).await.unwrap();
+                let b = on_redis.recompute(&name, w).await.unwrap();
+                prop_assert_eq!(
+                    (&a.windows, a.fields_scanned),
+                    (&b.windows, b.fields_scanned)
+                );
+                for (j, w) in windows.iter().enumerate() {
+                    let a = memory.top(&name, Some(*w), 0, 1000).await.unwrap();
+                    let b = on_redis.top(&name, Some(*w), 0, 1000).await.unwrap();
+                    prop_assert_eq!(&a, &b, "after recompute, window {}", j);
+                    if exact(a.from, j) {
+                        let want = oracle.ranking(j, now);
+                        let all = at_positions(&want, 0..want.len(), ties);
+                        prop_assert_eq!(triples(&a.entries), all, "recomputed, window {}", j);
+                    }
+                }
+            }
             Op::Retire => {
                 let a = memory.retire(&name).await.unwrap();
                 let b = on_redis.retire(&name).await.unwrap();
@@ -381,7 +403,7 @@ async fn run(
 /// value) of the live slots' hashes that no newer slot matches (values stored negated on
 /// a min board); on a latest board its newest event, `<slot>:<at>:<value>`, the newest
 /// of the live slots' `<at>:<value>`.
-async fn check_peaks(
+pub async fn check_peaks(
     redis: &TestRedis,
     name: &str,
     aggregate: Aggregate,

@@ -13,7 +13,7 @@ use rollboard::jobs::export::export;
 use rollboard::jobs::import::{Format, ImportOptions, import};
 use rollboard::{Aggregate, BoardConfig, Clock, Event, RetireOptions, Ties, Timestamp};
 
-use crate::aggregate_property::dense_rank;
+use crate::aggregate_property::{check_peaks, dense_rank};
 use crate::oracle::{ValueOracle, check_tallies};
 use crate::support::{Harness, TestRedis, clock, ranking, unique, with_clock};
 
@@ -154,6 +154,136 @@ async fn writers_and_two_retirers(aggregate: Aggregate) {
         }
     }
     check_tallies(&mut redis.raw().await, &board, ties == Ties::Dense).await;
+}
+
+#[tokio::test]
+async fn a_recompute_while_writers_go_on_repairs_drift_and_ends_exact() {
+    for (aggregate, ties) in [
+        (Aggregate::Max, Ties::Competition),
+        (Aggregate::Min, Ties::Dense),
+        (Aggregate::Latest, Ties::Dense),
+    ] {
+        recompute_under_writers(aggregate, ties).await;
+    }
+}
+
+/// A board whose windows, records and tallies were edited by hand is recomputed (every
+/// window, twice) while four writers on two replicas go on: every window, record and
+/// tally ends equal to what the slots hold, and a retirement afterwards is exact.
+async fn recompute_under_writers(aggregate: Aggregate, ties: Ties) {
+    let redis = TestRedis::start().await;
+    // Hash tables: each slot's hash is read in several HSCAN steps.
+    redis.use_hashtables().await;
+    let clock = clock();
+    let replicas = [
+        with_clock(redis.store().await, &clock),
+        with_clock(redis.store().await, &clock),
+    ];
+    let config = BoardConfig::parse("10s", &["30s", "90s"])
+        .unwrap()
+        .with_aggregate(aggregate)
+        .with_ties(ties);
+    let board = unique("ar");
+    replicas[0]
+        .create_board(&board, config.clone())
+        .await
+        .unwrap();
+    let oracle = Arc::new(Mutex::new(ValueOracle::new(config.clone())));
+    let write = |rb: rollboard::Rollboard, seed: u64, calls: usize| {
+        let (clock, board, oracle, config) =
+            (clock.clone(), board.clone(), oracle.clone(), config.clone());
+        tokio::spawn(async move {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            for _ in 0..calls {
+                let now = clock.now().unix_millis();
+                let events: Vec<Event> = (0..rng.random_range(1..30))
+                    .map(|_| {
+                        let at = Timestamp::from_unix_millis(now - rng.random_range(0..80_000));
+                        let member = format!("m{}", rng.random_range(0..400));
+                        Event::value(member, rng.random_range(-50..1000)).at(at.unwrap())
+                    })
+                    .collect();
+                let outcome = rb.incr_batch(&board, &events).await.unwrap();
+                assert_eq!(outcome.rejected, [], "no event is too late here");
+                let mut oracle = oracle.lock().unwrap();
+                for e in &events {
+                    let at = e.at.unwrap();
+                    let slot = config.slot_start(at);
+                    oracle.record(slot, &e.member, e.value.unwrap(), at.unix_millis());
+                }
+            }
+        })
+    };
+    write(replicas[0].clone(), 99, 100).await.unwrap();
+    // Drift: a member that never wrote, a value changed, a record and a tally edited.
+    let mut raw = redis.raw().await;
+    let records = match aggregate {
+        Aggregate::Latest => format!("newest_{{{board}}}"),
+        _ => format!("peaks_{{{board}}}"),
+    };
+    let tally = match ties {
+        Ties::Dense => format!("tally_{{{board}}}"),
+        _ => format!("unrelated_{{{board}}}"),
+    };
+    let _: () = ::redis::pipe()
+        .cmd("ZADD")
+        .arg(format!("stats_{{{board}}}"))
+        .arg(5_000)
+        .arg("ghost")
+        .cmd("ZADD")
+        .arg(format!("stats_{{{board}}}_90"))
+        .arg(-7_000)
+        .arg("m1")
+        .cmd("HSET")
+        .arg(&records)
+        .arg("m2")
+        .arg("1:1:1")
+        .cmd("HSET")
+        .arg(tally)
+        .arg(12_345)
+        .arg(3)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let writers: Vec<_> = (0..4u64)
+        .map(|w| write(replicas[(w % 2) as usize].clone(), w, 150))
+        .collect();
+    let mut scanned = 0;
+    for _ in 0..2 {
+        let report = replicas[1].recompute(&board, None).await.unwrap();
+        assert_eq!(report.windows, config.windows());
+        scanned += report.fields_scanned;
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+    assert!(scanned > 1_000, "only {scanned} values scanned");
+    let now = clock.now();
+    let oracle_now = oracle.lock().unwrap().clone();
+    for (j, w) in config.windows().iter().enumerate() {
+        let page = replicas[0].top(&board, Some(*w), 0, 1000).await.unwrap();
+        assert_eq!(
+            ranking(&page),
+            oracle_now.ranking(j, now),
+            "{aggregate:?}, window {w}"
+        );
+    }
+    check_peaks(&redis, &board, aggregate).await.unwrap();
+    check_tallies(&mut raw, &board, ties == Ties::Dense).await;
+    // The rebuilt records retire exactly.
+    clock.advance_millis(45_000);
+    let now = clock.now();
+    replicas[0].retire(&board).await.unwrap();
+    for (j, w) in config.windows().iter().enumerate() {
+        let page = replicas[1].top(&board, Some(*w), 0, 1000).await.unwrap();
+        assert_eq!(page.from, config.window_start(j, now));
+        assert_eq!(
+            ranking(&page),
+            oracle_now.ranking(j, now),
+            "{aggregate:?}, retired {w}"
+        );
+    }
+    check_tallies(&mut raw, &board, ties == Ties::Dense).await;
 }
 
 /// A retirement that stops after each chunk (`max_chunks: 1`, a crash after every call)

@@ -299,14 +299,19 @@ impl MemBoard {
         report
     }
 
-    /// Retires slot `s` from window `j` of a max or latest board (see
-    /// [`maxima::retire`]).
-    fn retire_max(&mut self, j: usize, s: i64, report: &mut RetireReport) {
-        let value = if self.board.config.aggregate().latest() {
+    /// How a max or latest board's member gets its value from the slots from a start on.
+    fn value_of(&self) -> maxima::ValueFn {
+        if self.board.config.aggregate().latest() {
             latest::newest_value
         } else {
             maxima::highest
-        };
+        }
+    }
+
+    /// Retires slot `s` from window `j` of a max or latest board (see
+    /// [`maxima::retire`]).
+    fn retire_max(&mut self, j: usize, s: i64, report: &mut RetireReport) {
+        let value = self.value_of();
         let (handled, left) = maxima::retire(&self.slots, s, &mut self.totals[j], value);
         report.fields_subtracted += handled;
         report.members_zeroed += left.len() as u64;
@@ -399,17 +404,23 @@ impl MemBoard {
         self.slots.len()
     }
 
-    /// Rebuilds window `window`'s totals from the stages it counts (`0..=window`).
+    /// Rebuilds window `window`'s totals from the stages it counts (`0..=window`); a max
+    /// or latest board's from the slots it has not frozen ([`maxima::rebuild`]).
     pub fn recompute(&mut self, window: usize) -> RecomputeReport {
         let mut totals = Totals::new(self.board.config.rank(), self.board.config.ties());
         let mut scanned = 0;
-        for slot in self.slots.values() {
-            for (member, stages) in slot {
-                for v in stages[..=window].iter().filter(|v| **v != 0) {
-                    scanned += 1;
-                    totals.add(member, *v);
+        if self.board.config.aggregate().sums() {
+            for slot in self.slots.values() {
+                for (member, stages) in slot {
+                    for v in stages[..=window].iter().filter(|v| **v != 0) {
+                        scanned += 1;
+                        totals.add(member, *v);
+                    }
                 }
             }
+        } else {
+            let from = self.watermarks[window] + 1;
+            scanned = maxima::rebuild(&self.slots, from, &mut totals, self.value_of());
         }
         self.totals[window] = totals;
         RecomputeReport {

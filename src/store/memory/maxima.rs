@@ -39,15 +39,18 @@ pub(super) fn highest(slots: &Slots, from: i64, member: &str) -> Option<i64> {
         .max()
 }
 
+/// A member's value in the slots of `slots` from a start on: [`highest`], or a latest
+/// board's `latest::newest_value`.
+pub(super) type ValueFn = fn(&Slots, i64, &str) -> Option<i64>;
+
 /// Retires slot `slot` from a window whose totals are `totals`: each member of the slot
-/// gets its value in the newer live slots, `value(slots, from, member)` ([`highest`],
-/// or a latest board's `latest::newest_value`), or leaves. Returns how many members
-/// were re-evaluated and those that left.
+/// gets its value in the newer live slots, `value(slots, from, member)`, or leaves.
+/// Returns how many members were re-evaluated and those that left.
 pub(super) fn retire(
     slots: &Slots,
     slot: i64,
     totals: &mut Totals,
-    value: fn(&Slots, i64, &str) -> Option<i64>,
+    value: ValueFn,
 ) -> (u64, Vec<String>) {
     let Some(held) = slots.get(&slot) else {
         return (0, Vec::new());
@@ -61,4 +64,19 @@ pub(super) fn retire(
         totals.set(member, newer);
     }
     (held.len() as u64, left)
+}
+
+/// Recomputes the (empty) `totals` of a window counting the slots from `from` on: each
+/// member of those slots gets `value(slots, from, member)`, as `recompute_max_scan.lua`
+/// derives it from a member's record. Returns the members read in every live slot (what
+/// Redis's scan reads).
+pub(super) fn rebuild(slots: &Slots, from: i64, totals: &mut Totals, value: ValueFn) -> u64 {
+    for (_, held) in slots.range(from..) {
+        for member in held.keys() {
+            if totals.get(member).is_none() {
+                totals.set(member, value(slots, from, member));
+            }
+        }
+    }
+    slots.values().map(|held| held.len() as u64).sum()
 }

@@ -304,6 +304,7 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         // the record being dropped no longer says which it was).
         rest.extend(keys::dense_keys(name, &windows));
         rest.push(keys::rebuild(name));
+        rest.push(keys::rebuild_records(name));
         rest.push(keys::rebuild_log(name));
         rest.push(keys::rebuild_scan(name));
         rest.push(keys::journal(name));

@@ -63,6 +63,12 @@ pub(super) fn rebuild_dense(name: &BoardName) -> String {
     format!("rebuild_dense_{{{name}}}")
 }
 
+/// `rebuild_records_{<board>}`: a max, min or latest board's records (as `peaks_…` or
+/// `newest_…`) a recompute is building; renamed over them with the build.
+pub(super) fn rebuild_records(name: &BoardName) -> String {
+    format!("rebuild_records_{{{name}}}")
+}
+
 /// `rebuild_log_{<board>}`: members a recompute must compute afresh.
 pub(super) fn rebuild_log(name: &BoardName) -> String {
     format!("rebuild_log_{{{name}}}")

@@ -95,6 +95,9 @@ async fn call(
     let slots = Slots::of(pairs.iter().map(|(slot, ..)| *slot));
     let mut invocation = conn.scripts().write_max.key(keys::record(name));
     invocation.key(keys::index(name)).key(keys::records(board));
+    invocation
+        .key(keys::rebuild_records(name))
+        .key(keys::rebuild(name));
     invocation.key(keys::all_totals(name, windows));
     for s in &slots.starts {
         invocation.key(keys::stage(name, *s, 0));

@@ -43,6 +43,7 @@ mod history;
 mod ingest;
 mod keys;
 mod layout;
+mod maxima_recompute;
 mod maxima_write;
 mod member_data;
 mod memory_info;

@@ -1,6 +1,7 @@
 //! Recompute in Redis: `recompute_begin.lua`, then a bounded scan of every live stage
 //! value the window counts (`recompute_scan.lua`), then a fold of the members writes
 //! touched meanwhile (`recompute_fold.lua`), then an O(1) swap (`recompute_swap.lua`).
+//! A max, min or latest board's scan and swap are in `maxima_recompute.rs`.
 //! Every call is bounded; the recompute holds a lease that each call extends, so a
 //! recompute whose process dies expires by itself. See `recompute_begin.lua`.
 
@@ -15,7 +16,7 @@ use crate::domain::{RecomputeReport, Ties};
 use crate::error::{Error, Result};
 
 /// How long a recompute's lease lasts without a call extending it.
-const LEASE_MS: u64 = 10_000;
+pub(super) const LEASE_MS: u64 = 10_000;
 /// Most fields a scan call adds, and its time budget.
 const SCAN_FIELDS: usize = 1000;
 const SCAN_BUDGET_US: u64 = 1500;
@@ -27,7 +28,7 @@ const FOLD_BUDGET_US: u64 = 1500;
 /// the next is on its way, and a recompute keeps its share of Redis beside busy writers.
 /// Scans in flight are of different stage hashes (each hash is scanned by one caller, so
 /// no value is added twice). Folds run one at a time (a member's fold may span calls).
-const LANES: usize = 2;
+pub(super) const LANES: usize = 2;
 
 pub(super) async fn recompute(
     conn: &RedisConn,
@@ -45,12 +46,17 @@ pub(super) async fn recompute(
         .key(keys::rebuild_scan(&board.name))
         .key(keys::rebuild_tally(&board.name))
         .key(keys::rebuild_dense(&board.name))
+        .key(keys::rebuild_records(&board.name))
         .arg(board.version)
         .arg(board.config.windows()[window].seconds())
         .arg(&token)
         .arg(LEASE_MS);
     let _: String = conn.script(&begin, &board.name, Retry::Never).await?;
-    let result = run(conn, board, window, &token).await;
+    let result = if board.config.aggregate().sums() {
+        run(conn, board, window, &token).await
+    } else {
+        super::maxima_recompute::run(conn, board, window, &token).await
+    };
     if result.is_err() {
         let mut end = conn.scripts().recompute_end.key(keys::record(&board.name));
         end.key(keys::rebuild(&board.name))
@@ -58,6 +64,7 @@ pub(super) async fn recompute(
             .key(keys::rebuild_scan(&board.name))
             .key(keys::rebuild_tally(&board.name))
             .key(keys::rebuild_dense(&board.name))
+            .key(keys::rebuild_records(&board.name))
             .arg(&token);
         let _: Result<i64> = conn.script(&end, &board.name, Retry::Idempotent).await;
     }
@@ -173,11 +180,11 @@ fn absorb_scan(
     Ok(())
 }
 
-fn task_failed(e: tokio::task::JoinError) -> Error {
+pub(super) fn task_failed(e: tokio::task::JoinError) -> Error {
     Error::store(format!("recompute task failed: {e}"))
 }
 
-async fn live_slots(conn: &RedisConn, board: &Board) -> Result<Vec<i64>> {
+pub(super) async fn live_slots(conn: &RedisConn, board: &Board) -> Result<Vec<i64>> {
     super::slot_index::live_slots(conn, &board.name).await
 }
 
@@ -274,7 +281,7 @@ async fn fold(
 
 /// On a dense board, the build's tally and distinct totals; nothing on a competition
 /// board.
-fn build_dense(board: &Board) -> Vec<String> {
+pub(super) fn build_dense(board: &Board) -> Vec<String> {
     if board.config.ties() == Ties::Dense {
         vec![
             keys::rebuild_tally(&board.name),

@@ -158,6 +158,22 @@ local function retally_all(tally, dense, old, new)
   if new then tally_one(tally, dense, new, 1) end
 end
 
+-- retally_all for a step of a max, min or latest board's retirement or recompute, before
+-- it sets `set` (value, member, ..., in the order of `members`) in `totals` and removes
+-- the rest of `members`: one ZMSCORE for the values before.
+local function retally_step(tally, dense, totals, members, set)
+  local old = redis.call('ZMSCORE', totals, unpack(members))
+  local at = 1
+  for i, member in ipairs(members) do
+    local new = nil
+    if set[at + 1] == member then
+      new = set[at]
+      at = at + 2
+    end
+    retally_all(tally, dense, old[i], new)
+  end
+end
+
 -- Adds `delta` (an integer string) to `member`'s total in the zset `totals`, removing it
 -- at exactly 0 (and, when `data` is given, the largest window's totals being `totals`,
 -- its member data, data_{b}: data lives as long as that total), and, when `tally` is

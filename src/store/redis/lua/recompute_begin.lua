@@ -6,6 +6,8 @@
 -- KEYS[4]  scan progress     rebuild_scan_{b}
 -- KEYS[5], KEYS[6]  the build's tally and distinct totals (rebuild_tally_{b},
 --          rebuild_dense_{b}; only a dense board fills them)
+-- KEYS[7]  the build's records (rebuild_records_{b}; only a max, min or latest board's
+--          recompute fills it, recompute_max_scan.lua)
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the window, seconds
@@ -27,6 +29,8 @@
 --     values, a bounded range of slots per call (rb_fold_* in the record say where); writes now apply their delta to the build too, unless
 --     the member is still in the log. The log only shrinks, so the fold ends, and then
 --     recompute_swap.lua renames the build over the totals: O(1), atomic.
+-- A max, min or latest board's recompute holds the same state and lease, and scans and
+-- swaps with scripts of its own (recompute_max_scan.lua, recompute_max_swap.lua).
 -- The scan records how far it got in each stage hash (recompute_scan.lua), so a call sent
 -- again after its reply was lost adds nothing twice.
 -- The state lives in the record: rb_window, rb_phase, rb_token and rb_until (the lease
@@ -49,7 +53,7 @@ if lease_held(record[5]) then
 end
 -- UNLINK: a build left by an earlier recompute can hold every member; free it off the
 -- main thread.
-redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+redis.call('UNLINK', unpack(KEYS, 2))
 redis.call('HDEL', board, 'rb_fold_member', 'rb_fold_slot', 'rb_fold_sum')
 redis.call('HSET', board, 'rb_window', ARGV[2], 'rb_phase', 'scan', 'rb_token', ARGV[3],
   'rb_until', now + tonumber(ARGV[4]))

@@ -7,6 +7,8 @@
 -- KEYS[4]  scan progress     rebuild_scan_{b}
 -- KEYS[5], KEYS[6]  the build's tally and distinct totals (rebuild_tally_{b},
 --          rebuild_dense_{b}; only a dense board fills them)
+-- KEYS[7]  the build's records (rebuild_records_{b}; only a max, min or latest board's
+--          recompute fills it, recompute_max_scan.lua)
 --
 -- ARGV[1]  the recompute's token
 --
@@ -20,5 +22,5 @@ if redis.call('HGET', board, 'rb_token') ~= ARGV[1] then
 end
 redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'rb_fold_member',
   'rb_fold_slot', 'rb_fold_sum')
-redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+redis.call('UNLINK', unpack(KEYS, 2))
 return 1

@@ -6,11 +6,13 @@
 -- KEYS[2]                    slot index        slots_{b}
 -- KEYS[3]                    what retirement reads per member: a max board's peak
 --                            lists peaks_{b}, a latest board's newest events newest_{b}
--- KEYS[3+j], j = 1..n        totals of window j, smallest window first
--- KEYS[3+n+i], i = 1..m      distinct slot i's hash: member -> its highest value there
+-- KEYS[4]                    a recompute's build of the records  rebuild_records_{b}
+-- KEYS[5]                    a recompute's build of its window    rebuild_{b}
+-- KEYS[5+j], j = 1..n        totals of window j, smallest window first
+-- KEYS[5+n+i], i = 1..m      distinct slot i's hash: member -> its highest value there
 --                            (a latest board: '<at>:<value>' of its newest event there)
--- then, on a dense board only, per window j its tally and distinct values (then the
--- recompute build's, unused here)
+-- then, on a dense board only, per window j its tally and distinct values, then the
+-- recompute build's
 --
 -- ARGV[1]                    board version the caller expects
 -- ARGV[2], ARGV[3]           n (windows) and m (distinct slots)
@@ -31,13 +33,16 @@
 -- entries (at most a few hundred: the caller's calls). Every step keeps a maximum (of
 -- values, or of (time, value)), so a call applied twice leaves what it left once: the
 -- caller may send it again after a lost reply.
+-- While a recompute holds its lease, each entry is merged into its build the same way
+-- (recompute_max_scan.lua).
 -- A dense board reads the members' values in each window first (one ZMSCORE a window)
 -- and retallies each change (retally_all).
 -- Returns {too-late slot number ...}. Error "STALE ..." as write.lua.
 
 local n, m = tonumber(ARGV[2]), tonumber(ARGV[3])
 local board, index, records = KEYS[1], KEYS[2], KEYS[3]
-local TOTALS, SLOTS, A = 3, 3 + n, 4
+local build_records, build_window = KEYS[4], KEYS[5]
+local TOTALS, SLOTS, A = 5, 5 + n, 4
 local latest = ARGV[4] == 'latest'
 local step = latest and 4 or 3
 local DENSE = SLOTS + m
@@ -45,7 +50,16 @@ local dense_board = #KEYS > DENSE
 
 local fields = { 'version', 'dropping' }
 for j = 1, n do fields[2 + j] = 'wm:' .. ARGV[A + j] end
+fields[3 + n], fields[4 + n] = 'rb_window', 'rb_until'
 local record = board_record(board, ARGV[1], unpack(fields, 3))
+-- The window a recompute is building (its position), while the recompute holds its
+-- lease (recompute_max_scan.lua).
+local rebuilt = nil
+if record[3 + n] and lease_held(record[4 + n]) then
+  for j = 1, n do
+    if ARGV[A + j] == record[3 + n] then rebuilt = j end
+  end
+end
 local stage = write_stages(board, fields, record, 2, A + n, A + 2 * n, n, m)
 for i = 1, m do
   local ts = ARGV[A + 2 * n + i]
@@ -102,6 +116,60 @@ for at = A + 2 * n + m + 1, #ARGV, step do
     live[#live + 1] = at
   end
 end
+-- Merges the live entries into the records `records_key` and the window values
+-- `targets` (window j -> {its values key, and on a dense board its tally and distinct
+-- values}): per member one record (peaks_add, newest_add), per window one ZADD GT (a
+-- latest board: ZADD of the values of events that were the member's newest).
+local function merge(records_key, targets, members)
+  local stored = redis.call('HMGET', records_key, unpack(members))
+  local kept, changed = {}, {}
+  for x, member in ipairs(members) do kept[member] = stored[x] end
+  local set = {}
+  for j in pairs(targets) do set[j] = {} end
+  for _, at in ipairs(live) do
+    local i, member, value = tonumber(ARGV[at]), ARGV[at + 1], ARGV[at + 2]
+    local new
+    if latest then
+      new = newest_add(kept[member], ARGV[A + 2 * n + i], value, ARGV[at + 3])
+    else
+      new = peaks_add(kept[member], ARGV[A + 2 * n + i], value)
+    end
+    if new then
+      kept[member] = new
+      changed[member] = true
+    end
+    -- A max board raises every window that counts the slot (ZADD GT); a latest board
+    -- sets them when the event is the member's newest (later entries come later).
+    if new or not latest then
+      for j = stage[i] + 1, n do
+        local args = set[j]
+        if args then
+          args[#args + 1] = value
+          args[#args + 1] = member
+        end
+      end
+    end
+  end
+  local write = {}
+  for _, member in ipairs(members) do
+    if changed[member] then
+      write[#write + 1] = member
+      write[#write + 1] = kept[member]
+    end
+  end
+  if #write > 0 then redis.call('HSET', records_key, unpack(write)) end
+  for j, target in pairs(targets) do
+    if #set[j] == 0 then
+    elseif target[2] then
+      set_tallied(target[1], set[j], target[2], target[3])
+    elseif latest then
+      redis.call('ZADD', target[1], unpack(set[j]))
+    else
+      redis.call('ZADD', target[1], 'GT', unpack(set[j]))
+    end
+  end
+end
+
 if #live > 0 then
   local by_slot, members, listed = {}, {}, {}
   for _, at in ipairs(live) do
@@ -126,50 +194,17 @@ if #live > 0 then
     end
     if #better > 0 then redis.call('HSET', KEYS[SLOTS + i], unpack(better)) end
   end
-  local stored = redis.call('HMGET', records, unpack(members))
-  local kept, changed = {}, {}
-  for x, member in ipairs(members) do kept[member] = stored[x] end
-  local set = {}
-  for j = 1, n do set[j] = {} end
-  for _, at in ipairs(live) do
-    local i, member, value = tonumber(ARGV[at]), ARGV[at + 1], ARGV[at + 2]
-    local new
-    if latest then
-      new = newest_add(kept[member], ARGV[A + 2 * n + i], value, ARGV[at + 3])
-    else
-      new = peaks_add(kept[member], ARGV[A + 2 * n + i], value)
-    end
-    if new then
-      kept[member] = new
-      changed[member] = true
-    end
-    -- A max board raises every window that counts the slot (ZADD GT); a latest board
-    -- sets them when the event is the member's newest (later entries come later).
-    if new or not latest then
-      for j = stage[i] + 1, n do
-        local args = set[j]
-        args[#args + 1] = value
-        args[#args + 1] = member
-      end
-    end
-  end
-  local write = {}
-  for _, member in ipairs(members) do
-    if changed[member] then
-      write[#write + 1] = member
-      write[#write + 1] = kept[member]
-    end
-  end
-  if #write > 0 then redis.call('HSET', records, unpack(write)) end
+  local targets = {}
   for j = 1, n do
-    if #set[j] == 0 then
-    elseif dense_board then
-      set_tallied(KEYS[TOTALS + j], set[j], KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j])
-    elseif latest then
-      redis.call('ZADD', KEYS[TOTALS + j], unpack(set[j]))
-    else
-      redis.call('ZADD', KEYS[TOTALS + j], 'GT', unpack(set[j]))
-    end
+    targets[j] = { KEYS[TOTALS + j] }
+    if dense_board then targets[j] = { KEYS[TOTALS + j], KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] } end
+  end
+  merge(records, targets, members)
+  -- While a recompute of window `rebuilt` holds its lease, the same into its build.
+  if rebuilt then
+    local target = { build_window }
+    if dense_board then target = { build_window, KEYS[DENSE + 2 * n + 1], KEYS[DENSE + 2 * n + 2] } end
+    merge(build_records, { [rebuilt] = target }, members)
   end
 end
 local reply = {}

@@ -42,13 +42,18 @@
 -- only once some chain of steps has scanned its hash from start to end.
 -- Returns {state, members re-evaluated, members that left}; state is 'done' when the
 -- window is retired through the slot (also when it already was), else 'more'.
--- Errors: "STALE ...", "ORDER ..." (the slot is not frozen, the smaller window has not
+-- Errors: "STALE ...", "RECOMPUTING ..." (a recompute holds the board's lease, see
+-- recompute_max_scan.lua: retirement waits), "ORDER ..." (the slot is not frozen, the smaller window has not
 -- retired it, or an older live slot is still to retire from this window).
 
 local board, index, totals, slot_key, records, data = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local prev_field = ARGV[3] ~= '' and ('done:' .. ARGV[3]) or 'version'
 local cursor_field = 'mxc:' .. ARGV[2]
-local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], 'done:' .. ARGV[2], prev_field, cursor_field)
+local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], 'done:' .. ARGV[2], prev_field,
+  cursor_field, 'rb_until')
+if lease_held(record[7]) then
+  return redis.error_reply('RECOMPUTING the board is being recomputed; retirement waits')
+end
 local slot = tonumber(ARGV[4])
 if tonumber(record[4]) >= slot then return { 'done', 0, 0 } end
 if tonumber(record[3]) < slot then
@@ -104,18 +109,7 @@ if #members > 0 then
       end
     end
   end
-  if KEYS[7] then
-    local old = redis.call('ZMSCORE', totals, unpack(members))
-    local at = 1
-    for i, member in ipairs(members) do
-      local new = nil
-      if set[at + 1] == member then
-        new = set[at]
-        at = at + 2
-      end
-      retally_all(KEYS[7], KEYS[8], old[i], new)
-    end
-  end
+  if KEYS[7] then retally_step(KEYS[7], KEYS[8], totals, members, set) end
   if #set > 0 then redis.call('ZADD', totals, unpack(set)) end
   if #gone > 0 then
     left = redis.call('ZREM', totals, unpack(gone))

@@ -1,0 +1,114 @@
+//! Recompute of a max, min or latest board in Redis (after `recompute_begin.lua`, whose
+//! lease and state it shares with the sums' recompute): every live slot's hash is read
+//! in `HSCAN` steps by `recompute_max_scan.lua`, two in flight, each merged into the
+//! build's records and window; then `recompute_max_swap.lua` renames the build over the
+//! window, the records and, on a dense board, the tallies. Writes merge into the build
+//! meanwhile, and retirement waits (docs/design.md, "Recompute of max, min and latest
+//! boards").
+
+use redis::Value;
+use tokio::task::JoinSet;
+
+use super::conn::{RedisConn, Retry};
+use super::keys;
+use super::recompute::{LANES, LEASE_MS, build_dense, live_slots, task_failed};
+use super::reply::{array, int, string};
+use crate::board::Board;
+use crate::domain::RecomputeReport;
+use crate::error::Result;
+
+/// Members a scan step reads (`HSCAN` `COUNT`): about a millisecond of Redis time, as a
+/// retirement step of these boards (`retire/maxima.rs`).
+const MEMBERS_PER_CALL: usize = 128;
+
+/// Rebuilds window `window` of the max, min or latest board `board`, and its records,
+/// from the live slots, under the recompute `token`.
+pub(super) async fn run(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    token: &str,
+) -> Result<RecomputeReport> {
+    let mut report = RecomputeReport {
+        windows: vec![board.config.windows()[window]],
+        ..RecomputeReport::default()
+    };
+    let mut scans = JoinSet::new();
+    for slot in live_slots(conn, board).await? {
+        if scans.len() == LANES
+            && let Some(joined) = scans.join_next().await
+        {
+            absorb(&mut report, joined.map_err(task_failed)??);
+        }
+        let (conn, board, token) = (conn.clone(), board.clone(), token.to_owned());
+        scans.spawn(async move { scan(&conn, &board, window, &token, slot).await });
+    }
+    while let Some(joined) = scans.join_next().await {
+        absorb(&mut report, joined.map_err(task_failed)??);
+    }
+    swap(conn, board, window, token).await?;
+    report.calls += 1;
+    Ok(report)
+}
+
+fn absorb(report: &mut RecomputeReport, (calls, members): (u64, u64)) {
+    report.calls += calls;
+    report.fields_scanned += members;
+}
+
+/// Scans slot `slot`'s hash to its end: the calls made and the members read.
+async fn scan(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    token: &str,
+    slot: i64,
+) -> Result<(u64, u64)> {
+    let name = &board.name;
+    let (mut calls, mut members) = (0, 0);
+    let mut cursor = "0".to_owned();
+    loop {
+        let mut step = conn.scripts().recompute_max_scan.key(keys::record(name));
+        step.key(keys::stage(name, slot, 0))
+            .key(keys::rebuild_records(name))
+            .key(keys::rebuild(name))
+            .key(build_dense(board))
+            .arg(board.version)
+            .arg(token)
+            .arg(LEASE_MS)
+            .arg(slot)
+            .arg(&cursor)
+            .arg(MEMBERS_PER_CALL)
+            .arg(board.config.windows()[window].seconds())
+            .arg(keys::mode(board));
+        // Idempotent: a step merges maxima, so one sent again changes nothing.
+        let reply: Value = conn.script(&step, name, Retry::Idempotent).await?;
+        let items = array(reply, "recompute_max_scan")?;
+        calls += 1;
+        members += items
+            .get(1)
+            .map(|v| int(v, "members"))
+            .transpose()?
+            .unwrap_or(0) as u64;
+        cursor = string(&items[0], "cursor")?;
+        if cursor == "0" {
+            return Ok((calls, members));
+        }
+    }
+}
+
+/// Renames the build over the window, the records and (dense) the tallies.
+async fn swap(conn: &RedisConn, board: &Board, window: usize, token: &str) -> Result<()> {
+    let name = &board.name;
+    let mut call = conn.scripts().recompute_max_swap.key(keys::record(name));
+    call.key(keys::rebuild(name))
+        .key(keys::totals(name, board.config.windows(), window))
+        .key(keys::rebuild_records(name))
+        .key(keys::records(board))
+        .key(keys::window_dense(board, window))
+        .key(build_dense(board))
+        .arg(board.version)
+        .arg(token);
+    let _: String = conn.script(&call, name, Retry::Never).await?;
+    Ok(())
+}
