@@ -359,9 +359,8 @@ impl BoardConfig {
     }
 
     /// The windows `wider` adds to this config, when `wider` is this config plus windows
-    /// larger than all of ours (same slot, offset, ties and ranked totals) on a sum board
-    /// (a max, min or latest board keeps the windows it was created with): the one change to the data
-    /// model a live board takes (its snapshots policy is not compared: see
+    /// larger than all of ours (same slot, offset, ties, ranked totals and aggregate): the
+    /// one change to the data model a live board takes (its snapshots policy is not compared: see
     /// [`same_but_snapshots`](Self::same_but_snapshots)).
     pub fn extended_by(&self, wider: &BoardConfig) -> Option<Vec<Span>> {
         let n = self.windows.len();
@@ -370,7 +369,6 @@ impl BoardConfig {
             && wider.ties == self.ties
             && wider.rank == self.rank
             && wider.aggregate == self.aggregate
-            && self.aggregate.sums()
             && wider.layout == self.layout
             && wider.windows.len() > n
             && wider.windows[..n] == self.windows[..])
@@ -628,7 +626,11 @@ mod tests {
             ]
         );
         let wider = BoardConfig::parse("1h", &["1h", "24h", "7d"]).unwrap();
-        assert_eq!(max.extended_by(&wider.with_aggregate(Aggregate::Max)), None);
+        assert_eq!(
+            max.extended_by(&wider.clone().with_aggregate(Aggregate::Max)),
+            Some(vec![Span::parse("7d").unwrap()])
+        );
+        assert_eq!(max.extended_by(&wider.with_aggregate(Aggregate::Min)), None);
         assert_eq!(
             base().extended_by(&BoardConfig::parse("1h", &["1h", "24h", "7d"]).unwrap()),
             Some(vec![Span::parse("7d").unwrap()])

@@ -330,13 +330,6 @@ async fn deltas_values_and_options_are_refused_where_they_do_not_belong() {
         "board_conflict",
         "aggregate: stored max, asked min",
     );
-    let wider = app
-        .put(
-            &max,
-            json!({"slot": "1h", "windows": ["1h", "2h"], "aggregate": "max"}),
-        )
-        .await;
-    refused(&wider, StatusCode::CONFLICT, "board_conflict", "windows");
     // What is built for sum boards only says so.
     let standing = app
         .post(
@@ -410,6 +403,44 @@ async fn an_admin_recomputes_a_drifted_min_board_from_its_slots() {
     let fastest = ranked(&[(1, "ann", 70), (2, "bob", 80)]);
     assert_eq!(page(&app, &day).await, fastest);
     assert_eq!(page(&app, &format!("{path}/top?window=1h")).await, fastest);
+}
+
+#[tokio::test]
+async fn a_max_board_given_a_7_day_window_keeps_each_best_for_the_week() {
+    let app = spawn_app().await;
+    let path = create(
+        &app,
+        json!({"slot": "1h", "windows": ["24h"], "aggregate": "max"}),
+    )
+    .await;
+    app.at(HOUR);
+    write(
+        &app,
+        &path,
+        json!([{"member": "ann", "value": 50}, {"member": "bob", "value": 70}]),
+    )
+    .await;
+    app.at(2 * HOUR);
+    let wider = app
+        .put(
+            &path,
+            json!({"slot": "1h", "windows": ["24h", "7d"], "aggregate": "max"}),
+        )
+        .await;
+    assert_eq!(wider.status, StatusCode::ACCEPTED, "{:?}", wider.body);
+    let week = format!("{path}/top?window=7d");
+    wait_entries(&app, &week, &ranked(&[(1, "bob", 70), (2, "ann", 50)])).await;
+    // Day 2: the first day has left the 24h window, not the week.
+    app.at(2 * DAY);
+    write(&app, &path, json!([{"member": "ann", "value": 60}])).await;
+    wait_entries(&app, &format!("{path}/top"), &ranked(&[(1, "ann", 60)])).await;
+    assert_eq!(
+        page(&app, &week).await,
+        ranked(&[(1, "bob", 70), (2, "ann", 60)])
+    );
+    // Day 8: the first day has left the week too.
+    app.at(8 * DAY);
+    wait_entries(&app, &week, &ranked(&[(1, "ann", 60)])).await;
 }
 
 #[tokio::test]

@@ -81,6 +81,11 @@ impl ValueOracle {
         self.events.push((slot, member.to_owned(), value, at));
     }
 
+    /// The board's config after windows were added to it.
+    pub fn extend(&mut self, wider: BoardConfig) {
+        self.config = wider;
+    }
+
     /// The value kept of `events` (value, at): the max, the min, or the newest's.
     fn keep(&self, events: impl Iterator<Item = (i64, i64)>) -> Option<i64> {
         match self.config.aggregate() {

@@ -162,14 +162,21 @@ impl MemBoard {
     /// Adds the larger windows of `board` (a new incarnation of this one's config plus
     /// windows), built at once from the live slots.
     pub fn extend(&mut self, board: Board, now: Timestamp) {
-        // Retire first, so no slot is half-consumed by the largest window (as in Redis).
-        self.retire(now);
+        // Retire first when the largest window froze slots it has not retired, so none is
+        // half-consumed by it; then the new windows start at its watermark (as in Redis:
+        // `extend_board.lua` refuses until then, and the caller retires).
         let old = self.windows();
+        if self.retired[old - 1] < self.watermarks[old - 1] {
+            self.retire(now);
+        }
         let n = board.config.windows().len();
         let last = self.watermarks[old - 1];
         let since = last + board.config.slot().secs_i64();
-        for stages in self.slots.values_mut().flat_map(|slot| slot.values_mut()) {
-            stages.resize(n, 0);
+        // A sum board's slots keep a stage per window; a max or latest board's one value.
+        if board.config.aggregate().sums() {
+            for stages in self.slots.values_mut().flat_map(|slot| slot.values_mut()) {
+                stages.resize(n, 0);
+            }
         }
         self.board = board;
         for j in old..n {

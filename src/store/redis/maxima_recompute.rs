@@ -108,7 +108,8 @@ async fn swap(conn: &RedisConn, board: &Board, window: usize, token: &str) -> Re
         .key(keys::window_dense(board, window))
         .key(build_dense(board))
         .arg(board.version)
-        .arg(token);
+        .arg(token)
+        .arg(board.config.windows()[window].seconds());
     let _: String = conn.script(&call, name, Retry::Never).await?;
     Ok(())
 }

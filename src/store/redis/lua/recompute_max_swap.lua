@@ -11,12 +11,14 @@
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the recompute's token
+-- ARGV[3]  the window, seconds
 --
 -- Called once every live slot is scanned: the build then holds what the live slots
 -- hold, and writes kept it so. Each live key is UNLINKed (freed off Redis's main
 -- thread) and its build RENAMEd over it (nothing when the build is empty): O(1), so a
 -- reader never sees the window, its records and its tallies disagree. Then the
--- recompute's state is cleared.
+-- recompute's state, and the window's "building" mark (a window added to the board, see
+-- extend_board.lua), are cleared.
 -- Returns 'done'. Errors: "STALE ...", "LOST ..." as recompute_max_scan.lua.
 
 local board = KEYS[1]
@@ -31,5 +33,5 @@ for _, pair in ipairs({ { 2, 3 }, { 4, 5 }, { 8, 6 }, { 9, 7 } }) do
     if redis.call('EXISTS', from) == 1 then redis.call('RENAME', from, to) end
   end
 end
-redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until')
+redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'building:' .. ARGV[3])
 return 'done'
