@@ -11,7 +11,7 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rollboard::jobs::export::export;
 use rollboard::jobs::import::{Format, ImportOptions, import};
-use rollboard::{Aggregate, BoardConfig, Clock, Event, RetireOptions, Ties, Timestamp};
+use rollboard::{Aggregate, BoardConfig, Clock, Error, Event, RetireOptions, Ties, Timestamp};
 
 use crate::aggregate_property::{check_peaks, dense_rank};
 use crate::oracle::{ValueOracle, check_tallies};
@@ -286,12 +286,91 @@ async fn recompute_under_writers(aggregate: Aggregate, ties: Ties) {
     check_tallies(&mut raw, &board, ties == Ties::Dense).await;
 }
 
+/// A recompute whose process died (its state left in the record, its lease running):
+/// writes go on, retirement and another recompute wait (`BoardBusy`); once the lease has
+/// run out, retirement and a new recompute run, exact.
+#[tokio::test]
+async fn a_recompute_that_died_holds_retirement_until_its_lease_runs_out() {
+    let redis = TestRedis::start().await;
+    let clock = clock();
+    let rb = with_clock(redis.store().await, &clock);
+    let config = BoardConfig::parse("1m", &["2m", "5m"])
+        .unwrap()
+        .with_aggregate(Aggregate::Latest)
+        .with_ties(Ties::Dense);
+    let board = unique("ad");
+    rb.create_board(&board, config.clone()).await.unwrap();
+    let mut oracle = ValueOracle::new(config.clone());
+    let mut write = async |rb: &rollboard::Rollboard, member: &str, value: i64| {
+        let at = clock.now();
+        rb.incr_batch(&board, &[Event::value(member, value).at(at)])
+            .await
+            .unwrap();
+        oracle.record(config.slot_start(at), member, value, at.unix_millis());
+    };
+    write(&rb, "ann", 5).await;
+    write(&rb, "bob", 7).await;
+    let mut raw = redis.raw().await;
+    let record = format!("board_{{{board}}}");
+    let died = |until: i64| {
+        let mut cmd = ::redis::cmd("HSET");
+        cmd.arg(&record)
+            .arg("rb_window")
+            .arg(120)
+            .arg("rb_phase")
+            .arg("scan")
+            .arg("rb_token")
+            .arg("gone")
+            .arg("rb_until")
+            .arg(until);
+        cmd
+    };
+    let _: () = died(i64::MAX / 2).query_async(&mut raw).await.unwrap();
+    clock.advance_secs(60);
+    write(&rb, "ann", 9).await;
+    clock.advance_secs(120);
+    let busy = rb.retire(&board).await.unwrap_err();
+    assert!(matches!(busy, Error::BoardBusy(_)), "{busy:?}");
+    let busy = rb.recompute(&board, None).await.unwrap_err();
+    assert!(matches!(busy, Error::BoardBusy(_)), "{busy:?}");
+    // The lease runs out (its expiry is by Redis's clock: set it past).
+    let _: () = died(1).query_async(&mut raw).await.unwrap();
+    rb.retire(&board).await.unwrap();
+    let report = rb.recompute(&board, None).await.unwrap();
+    assert_eq!(report.windows, config.windows());
+    let now = clock.now();
+    for (j, w) in config.windows().iter().enumerate() {
+        let page = rb.top(&board, Some(*w), 0, 10).await.unwrap();
+        assert_eq!(page.from, config.window_start(j, now));
+        assert_eq!(ranking(&page), oracle.ranking(j, now), "window {w}");
+    }
+    // ann's 9 of minute 1 is in both windows, bob's 7 of minute 0 only in 5m.
+    let five = rb
+        .top(&board, Some(config.windows()[1]), 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        ranking(&five),
+        [("ann".to_owned(), 9), ("bob".to_owned(), 7)]
+    );
+    check_peaks(&redis, &board, Aggregate::Latest)
+        .await
+        .unwrap();
+    check_tallies(&mut raw, &board, true).await;
+}
+
 /// A retirement that stops after each chunk (`max_chunks: 1`, a crash after every call)
 /// and is resumed by the other replica ends exact; it re-evaluates each member of each
 /// slot that left a window once per window, however often it stopped, and a pass run
-/// again changes nothing.
+/// again changes nothing. On a max, a min and a latest board.
 #[tokio::test]
 async fn a_retirement_stopped_after_every_chunk_ends_exact_and_touches_only_the_slots_members() {
+    for aggregate in [Aggregate::Max, Aggregate::Min, Aggregate::Latest] {
+        retirement_stopped_after_every_chunk(aggregate).await;
+    }
+}
+
+async fn retirement_stopped_after_every_chunk(aggregate: Aggregate) {
     let redis = TestRedis::start().await;
     redis.use_hashtables().await;
     let clock = clock();
@@ -301,7 +380,7 @@ async fn a_retirement_stopped_after_every_chunk_ends_exact_and_touches_only_the_
     ];
     let config = BoardConfig::parse("1m", &["2m", "5m"])
         .unwrap()
-        .with_aggregate(Aggregate::Max);
+        .with_aggregate(aggregate);
     let board = unique("ai");
     replicas[0]
         .create_board(&board, config.clone())
@@ -371,14 +450,14 @@ async fn a_retirement_stopped_after_every_chunk_ends_exact_and_touches_only_the_
         .top(&board, Some(config.windows()[1]), 0, 3)
         .await
         .unwrap();
-    assert_eq!(
-        ranking(&five),
-        [
-            ("m349".to_owned(), 349),
-            ("m348".to_owned(), 348),
-            ("m347".to_owned(), 347)
-        ]
-    );
+    // A max or latest board: the newcomers of minute 1 (300..349) above the 100 lowered
+    // to 0..99; a min board: those 100 lowest first.
+    let best: [(&str, i64); 3] = match aggregate {
+        Aggregate::Min => [("m0", 0), ("m1", 1), ("m2", 2)],
+        _ => [("m349", 349), ("m348", 348), ("m347", 347)],
+    };
+    let best: Vec<(String, i64)> = best.iter().map(|(m, v)| (m.to_string(), *v)).collect();
+    assert_eq!(ranking(&five), best, "{aggregate:?}");
     // Run again, a pass finds nothing due and changes nothing.
     let mut raw = redis.raw().await;
     let five = format!("stats_{{{board}}}_300");
