@@ -343,16 +343,50 @@ async fn deltas_values_and_options_are_refused_where_they_do_not_belong() {
         "aggregate_unsupported",
         "is for sum boards",
     );
-    let remove = app.delete(&format!("{max}/members/a")).await;
-    refused(
-        &remove,
-        StatusCode::CONFLICT,
-        "aggregate_unsupported",
-        "removing a member",
-    );
     assert_eq!(
         page(&app, &format!("{max}/top")).await,
         ranked(&[(1, "a", 5)])
+    );
+}
+
+#[tokio::test]
+async fn a_member_removed_from_a_max_board_leaves_every_window_and_its_history() {
+    let app = spawn_app().await;
+    let path = create(
+        &app,
+        json!({"slot": "1h", "windows": ["24h", "7d"], "aggregate": "max"}),
+    )
+    .await;
+    app.at(HOUR);
+    write(
+        &app,
+        &path,
+        json!([{"member": "spam", "value": 900}, {"member": "ann", "value": 50}]),
+    )
+    .await;
+    app.at(3 * HOUR);
+    write(
+        &app,
+        &path,
+        json!([{"member": "spam", "value": 990}, {"member": "bob", "value": 70}]),
+    )
+    .await;
+    let removed = app.delete(&format!("{path}/members/spam")).await;
+    assert_eq!(removed.status, StatusCode::OK, "{:?}", removed.body);
+    assert_eq!(removed.body["slot_values"], 2);
+    let left = ranked(&[(1, "bob", 70), (2, "ann", 50)]);
+    assert_eq!(page(&app, &format!("{path}/top")).await, left);
+    assert_eq!(page(&app, &format!("{path}/top?window=7d")).await, left);
+    let history = app.get(&format!("{path}/members/spam/history")).await;
+    assert_eq!(
+        (history.status, history.code()),
+        (StatusCode::NOT_FOUND, "member_not_found")
+    );
+    // A later event of the member counts again.
+    write(&app, &path, json!([{"member": "spam", "value": 10}])).await;
+    assert_eq!(
+        page(&app, &format!("{path}/top")).await,
+        ranked(&[(1, "bob", 70), (2, "ann", 50), (3, "spam", 10)])
     );
 }
 

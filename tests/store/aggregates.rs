@@ -4,6 +4,7 @@
 //! only the members of the slots that left; a pass run again changes nothing; an export
 //! imports back into an equal board, on every store.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -284,6 +285,174 @@ async fn recompute_under_writers(aggregate: Aggregate, ties: Ties) {
         );
     }
     check_tallies(&mut raw, &board, ties == Ties::Dense).await;
+}
+
+#[tokio::test]
+async fn a_member_removed_while_writers_write_it_keeps_only_what_came_after() {
+    for aggregate in [Aggregate::Max, Aggregate::Latest] {
+        removal_under_writers(aggregate).await;
+    }
+}
+
+/// `m0`'s values from before its removal (all ≥ 10,000) are gone from every slot,
+/// record and window once it ends; the values four writers on two replicas gave it
+/// meanwhile (< 1,000) stay, and every window and record equals what the slots hold (a
+/// recompute changes nothing).
+async fn removal_under_writers(aggregate: Aggregate) {
+    let redis = TestRedis::start().await;
+    let clock = clock();
+    let replicas = [
+        with_clock(redis.store().await, &clock),
+        with_clock(redis.store().await, &clock),
+    ];
+    // 600 slots of a second: the removal's clean takes three steps.
+    let config = BoardConfig::parse("1s", &["60s", "600s"])
+        .unwrap()
+        .with_aggregate(aggregate)
+        .with_ties(Ties::Dense);
+    let board = unique("am");
+    replicas[0]
+        .create_board(&board, config.clone())
+        .await
+        .unwrap();
+    let events = |seed: u64, base: i64| {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let now = clock.now().unix_millis();
+        (0..40)
+            .map(|_| {
+                let at = Timestamp::from_unix_millis(now - rng.random_range(0..599_000)).unwrap();
+                let member = format!("m{}", rng.random_range(0..4));
+                Event::value(member, base + rng.random_range(0..1000)).at(at)
+            })
+            .collect::<Vec<_>>()
+    };
+    for seed in 0..20 {
+        replicas[0]
+            .incr_batch(&board, &events(seed, 10_000))
+            .await
+            .unwrap();
+    }
+    let writers: Vec<_> = (0..4u64)
+        .map(|w| {
+            let (rb, board) = (replicas[(w % 2) as usize].clone(), board.clone());
+            let batches: Vec<Vec<Event>> = (0..30).map(|b| events(100 + w * 30 + b, 0)).collect();
+            tokio::spawn(async move {
+                for batch in batches {
+                    rb.incr_batch(&board, &batch).await.unwrap();
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect();
+    let removed = replicas[1].remove_member(&board, "m0").await.unwrap();
+    for w in writers {
+        w.await.unwrap();
+    }
+    assert!(removed.slot_values > 50, "{removed:?}");
+    let mut raw = redis.raw().await;
+    let slots: Vec<i64> = ::redis::cmd("ZRANGE")
+        .arg(format!("slots_{{{board}}}"))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let mut kept = 0;
+    for slot in slots {
+        let held: Option<String> = ::redis::cmd("HGET")
+            .arg(format!("slot_{{{board}}}_{slot}"))
+            .arg("m0")
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        if let Some(held) = held {
+            let value: i64 = held.rsplit(':').next().unwrap().parse().unwrap();
+            assert!(value < 1_000, "{aggregate:?}: slot {slot} kept {held}");
+            kept += 1;
+        }
+    }
+    assert!(kept > 0, "no write of m0 after its removal was kept");
+    let mut before = Vec::new();
+    for w in config.windows() {
+        before.push(replicas[0].top(&board, Some(*w), 0, 10).await.unwrap());
+    }
+    check_peaks(&redis, &board, aggregate).await.unwrap();
+    check_tallies(&mut raw, &board, true).await;
+    replicas[0].recompute(&board, None).await.unwrap();
+    for (w, page) in config.windows().iter().zip(before) {
+        let after = replicas[1].top(&board, Some(*w), 0, 10).await.unwrap();
+        assert_eq!(ranking(&after), ranking(&page), "{aggregate:?}, window {w}");
+        let m0 = page.entries.iter().find(|e| e.member == "m0").unwrap();
+        assert!(m0.score < 1_000, "{aggregate:?}: {m0:?}");
+    }
+}
+
+/// A removal whose caller died after it began (its state left in the record) is
+/// finished by the next recompute, which then rebuilds the board without the member;
+/// and by the next removal of another member.
+#[tokio::test]
+async fn a_removal_left_pending_is_finished_by_the_next_recompute_or_removal() {
+    let redis = TestRedis::start().await;
+    let clock = clock();
+    let rb = with_clock(redis.store().await, &clock);
+    let config = BoardConfig::parse("1m", &["5m"])
+        .unwrap()
+        .with_aggregate(Aggregate::Max);
+    let board = unique("ap");
+    rb.create_board(&board, config.clone()).await.unwrap();
+    let mut raw = redis.raw().await;
+    let record = format!("board_{{{board}}}");
+    let pending = |member: &str| {
+        let mut cmd = ::redis::cmd("HSET");
+        cmd.arg(&record)
+            .arg("rm_member")
+            .arg(member)
+            .arg("rm_next")
+            .arg(i64::MIN / 2)
+            .arg("rm_written")
+            .arg("");
+        cmd
+    };
+    for minute in 0..3 {
+        let at = clock.now();
+        let events = [Event::value("ann", 10 + minute), Event::value("bob", 5)];
+        let events: Vec<Event> = events.into_iter().map(|e| e.at(at)).collect();
+        rb.incr_batch(&board, &events).await.unwrap();
+        clock.advance_secs(60);
+    }
+    let _: () = pending("ann").query_async(&mut raw).await.unwrap();
+    let report = rb.recompute(&board, None).await.unwrap();
+    assert_eq!(report.fields_scanned, 3, "bob's three values only");
+    let page = rb.top(&board, None, 0, 10).await.unwrap();
+    assert_eq!(ranking(&page), [("bob".to_owned(), 5)]);
+    let left: Vec<Option<String>> = ::redis::cmd("HMGET")
+        .arg(&record)
+        .arg("rm_member")
+        .arg("rm_next")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(left, [None, None]);
+    check_peaks(&redis, &board, Aggregate::Max).await.unwrap();
+    // Left pending again (bob's), it is finished by the removal of another member.
+    let _: () = pending("bob").query_async(&mut raw).await.unwrap();
+    let removed = rb.remove_member(&board, "cy").await.unwrap();
+    assert_eq!(removed.slot_values, 0);
+    let slots: Vec<i64> = ::redis::cmd("ZRANGE")
+        .arg(format!("slots_{{{board}}}"))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    for slot in slots {
+        let held: HashMap<String, String> = ::redis::cmd("HGETALL")
+            .arg(format!("slot_{{{board}}}_{slot}"))
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        assert!(held.is_empty(), "slot {slot} holds {held:?}");
+    }
 }
 
 /// A recompute whose process died (its state left in the record, its lease running):

@@ -81,6 +81,11 @@ impl ValueOracle {
         self.events.push((slot, member.to_owned(), value, at));
     }
 
+    /// Forgets every event of `member` (removed from the board).
+    pub fn remove(&mut self, member: &str) {
+        self.events.retain(|e| e.1 != member);
+    }
+
     /// The board's config after windows were added to it.
     pub fn extend(&mut self, wider: BoardConfig) {
         self.config = wider;

@@ -574,6 +574,16 @@ impl MemBoard {
 
     pub fn remove_member(&mut self, member: &Member) -> Removed {
         let mut removed = Removed::default();
+        if !self.board.config.aggregate().sums() {
+            for slot in self.slots.values_mut() {
+                removed.slot_values += u64::from(slot.remove(member.as_str()).is_some());
+            }
+            for totals in &mut self.totals {
+                totals.set(member.as_str(), None);
+            }
+            self.data.remove(member.as_str());
+            return removed;
+        }
         for slot in self.slots.values_mut() {
             let Some(stages) = slot.remove(member.as_str()) else {
                 continue;

@@ -44,6 +44,7 @@ mod ingest;
 mod keys;
 mod layout;
 mod maxima_recompute;
+mod maxima_remove;
 mod maxima_write;
 mod member_data;
 mod memory_info;
@@ -374,6 +375,9 @@ impl Store for RedisStore {
     }
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
+        if !board.config.aggregate().sums() {
+            return maxima_remove::remove_member(&self.conn, board, member).await;
+        }
         write::remove_member(&self.conn, board, member).await
     }
 

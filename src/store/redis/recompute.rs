@@ -10,6 +10,7 @@ use tokio::task::JoinSet;
 
 use super::conn::{RedisConn, Retry};
 use super::keys;
+use super::refusal::Refusal;
 use super::reply::{array, int, string};
 use crate::board::Board;
 use crate::domain::{RecomputeReport, Ties};
@@ -51,7 +52,22 @@ pub(super) async fn recompute(
         .arg(board.config.windows()[window].seconds())
         .arg(&token)
         .arg(LEASE_MS);
-    let _: String = conn.script(&begin, &board.name, Retry::Never).await?;
+    // A max, min or latest board's pending member removal is finished first (a few
+    // times at most: each finished removal lets the next one begin).
+    let mut attempts = 0;
+    loop {
+        match conn
+            .script_or_refusal::<String>(&begin, &board.name, Retry::Never)
+            .await?
+        {
+            Ok(_) => break,
+            Err(Refusal::Removing(member)) if attempts < 4 => {
+                attempts += 1;
+                super::maxima_remove::finish(conn, board, &member).await?;
+            }
+            Err(refusal) => return Err(refusal.into_error(Some(&board.name))),
+        }
+    }
     let result = if board.config.aggregate().sums() {
         run(conn, board, window, &token).await
     } else {

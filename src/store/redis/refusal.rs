@@ -28,6 +28,9 @@ pub(crate) enum Refusal {
     Order(String),
     /// `LOST`: the recompute lost its lease (it stalled, or another took over).
     LeaseLost,
+    /// `REMOVING <member>`: a max, min or latest board's removal of the member is
+    /// pending (finish it, then again).
+    Removing(String),
     /// `KIND`: the board is of another kind (a trending board) than the call's.
     Kind(&'static str),
     /// `RESCALE`: a trending board's landmark is too far behind for the write (rescale,
@@ -47,6 +50,7 @@ impl Refusal {
             "RETIRE" => Refusal::RetireFirst,
             "ORDER" => Refusal::Order(detail()),
             "LOST" => Refusal::LeaseLost,
+            "REMOVING" => Refusal::Removing(detail()),
             "KIND" => Refusal::Kind(if detail().starts_with("trending") {
                 "trending"
             } else {
@@ -62,7 +66,7 @@ impl Refusal {
         let name = board.map(|b| b.to_string()).unwrap_or_default();
         match self {
             Refusal::Stale | Refusal::Dropping => Error::BoardChanged(name),
-            Refusal::Recomputing => Error::BoardBusy(name),
+            Refusal::Recomputing | Refusal::Removing(_) => Error::BoardBusy(name),
             Refusal::Relayout => Error::RelayoutRunning(name),
             Refusal::RetireFirst => Error::store(format!(
                 "board {name:?}: its largest window has frozen slots left to retire"

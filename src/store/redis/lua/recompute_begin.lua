@@ -40,16 +40,21 @@
 -- Returns 'ok'. Errors: "STALE ..." as in write.lua; "RECOMPUTING ..." while another
 -- recompute of the board holds its lease; "RELAYOUT ..." while an active relayout holds
 -- its own (rl_until, set by relayout_chunk.lua: a conversion moving values between the
--- forms of a stage would make the scan see one twice).
+-- forms of a stage would make the scan see one twice); "REMOVING <member>" while a max,
+-- min or latest board's removal of that member is pending (remove_max.lua): the caller
+-- finishes it, then begins again.
 
 local board = KEYS[1]
-local record = board_record(board, ARGV[1], 'rb_token', 'rb_until', 'rl_until')
+local record = board_record(board, ARGV[1], 'rb_token', 'rb_until', 'rl_until', 'rm_member')
 local now = now_ms()
 if record[3] and record[3] ~= ARGV[3] and now < tonumber(record[4]) then
   return redis.error_reply('RECOMPUTING another recompute of this board is running')
 end
 if lease_held(record[5]) then
   return redis.error_reply('RELAYOUT an active relayout of this board is running')
+end
+if record[6] then
+  return redis.error_reply('REMOVING ' .. record[6])
 end
 -- UNLINK: a build left by an earlier recompute can hold every member; free it off the
 -- main thread.

@@ -34,7 +34,9 @@
 -- values, or of (time, value)), so a call applied twice leaves what it left once: the
 -- caller may send it again after a lost reply.
 -- While a recompute holds its lease, each entry is merged into its build the same way
--- (recompute_max_scan.lua).
+-- (recompute_max_scan.lua). While a member's removal is pending, its value from before
+-- the removal in a slot still to clean is deleted before an event of it merges there
+-- (remove_max.lua).
 -- A dense board reads the members' values in each window first (one ZMSCORE a window)
 -- and retallies each change (retally_all).
 -- Returns {too-late slot number ...}. Error "STALE ..." as write.lua.
@@ -51,6 +53,7 @@ local dense_board = #KEYS > DENSE
 local fields = { 'version', 'dropping' }
 for j = 1, n do fields[2 + j] = 'wm:' .. ARGV[A + j] end
 fields[3 + n], fields[4 + n] = 'rb_window', 'rb_until'
+fields[5 + n], fields[6 + n], fields[7 + n] = 'rm_member', 'rm_next', 'rm_written'
 local record = board_record(board, ARGV[1], unpack(fields, 3))
 -- The window a recompute is building (its position), while the recompute holds its
 -- lease (recompute_max_scan.lua).
@@ -179,6 +182,30 @@ if #live > 0 then
     if not listed[member] then
       listed[member] = true
       members[#members + 1] = member
+    end
+  end
+  -- A pending removal of a member (remove_max.lua): its value from before the removal,
+  -- in a slot still to clean, goes before the first event after the removal merges there.
+  local removing = record[5 + n]
+  if removing and listed[removing] then
+    local next_slot, written, added = tonumber(record[6 + n]), {}, false
+    for s in string.gmatch(record[7 + n] or '', '[^,]+') do written[s] = true end
+    for i, ats in pairs(by_slot) do
+      local ts = ARGV[A + 2 * n + i]
+      if tonumber(ts) >= next_slot and not written[ts] then
+        for _, at in ipairs(ats) do
+          if ARGV[at + 1] == removing then
+            redis.call('HDEL', KEYS[SLOTS + i], removing)
+            written[ts], added = true, true
+            break
+          end
+        end
+      end
+    end
+    if added then
+      local list = {}
+      for s in pairs(written) do list[#list + 1] = s end
+      redis.call('HSET', board, 'rm_written', table.concat(list, ','))
     end
   end
   for i, ats in pairs(by_slot) do
