@@ -36,6 +36,8 @@ struct MultiIn<'a> {
     #[serde(borrow)]
     delta: Option<&'a RawValue>,
     #[serde(borrow)]
+    value: Option<&'a RawValue>,
+    #[serde(borrow)]
     at: Option<&'a RawValue>,
     #[serde(borrow)]
     data: Option<&'a RawValue>,
@@ -67,6 +69,11 @@ pub struct MultiEvent {
     /// The change: a non-zero integer within ±(2^53 − 1); 1 when absent or null.
     #[schema(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
     delta: Option<i64>,
+    /// Max, min and latest boards: the value (an integer within ±(2^53 − 1), 0 and
+    /// negative ones too), instead of `delta`. A board of the other kind rejects the
+    /// event (`invalid_value`, saying which to send), the others take it.
+    #[schema(minimum = -9_007_199_254_740_991_i64, maximum = 9_007_199_254_740_991_i64)]
+    value: Option<i64>,
     /// When it happened, unix seconds (fractions allowed, 1970 to 9999); now when absent
     /// or null. A time outside a board's windows is that board's error (`too_late`).
     #[schema(minimum = 0, maximum = 253_402_300_799_i64)]
@@ -109,6 +116,8 @@ pub struct MultiBatchEvent {
     member: String,
     /// The change: a non-zero integer within ±(2^53 − 1); 1 when absent or null.
     delta: Option<i64>,
+    /// Max, min and latest boards: the value, instead of `delta` (see the single event).
+    value: Option<i64>,
     /// When it happened, unix seconds (fractions allowed); now when absent or null.
     at: Option<f64>,
     /// Windowed boards: data to keep beside the member (a post's title), any JSON value, at
@@ -209,6 +218,7 @@ pub async fn post_multi_events(
     if parsed.boards.is_some()
         || parsed.member.is_some()
         || parsed.delta.is_some()
+        || parsed.value.is_some()
         || parsed.at.is_some()
         || parsed.data.is_some()
     {
@@ -244,7 +254,7 @@ fn parse_batch(
         let element: MultiIn<'_> = parse_body(item.get().as_bytes()).map_err(in_batch)?;
         if element.events.is_some() {
             return Err(in_batch(ApiError::bad_request(
-                "an event of a batch has boards, member, delta, at and data",
+                "an event of a batch has boards, member, delta or value, at and data",
             )));
         }
         let boards = boards_of(&element).map_err(in_batch)?.to_vec();
@@ -304,7 +314,7 @@ fn parse_body(body: &[u8]) -> Result<MultiIn<'_>, ApiError> {
     serde_json::from_str(text).map_err(|e| {
         if e.is_data() {
             ApiError::bad_request(format!(
-                "{e}; an event is {{\"boards\": [...], \"member\", \"delta\", \"at\"}}, a batch {{\"events\": [...]}}"
+                "{e}; an event is {{\"boards\": [...], \"member\", \"delta\" or \"value\", \"at\"}}, a batch {{\"events\": [...]}}"
             ))
         } else {
             ApiError::bad_request(format!("Failed to parse the request body as JSON: {e}"))
@@ -318,6 +328,7 @@ fn single_event(parsed: &MultiIn<'_>) -> Result<Event, ApiError> {
     for (name, value) in [
         ("member", parsed.member),
         ("delta", parsed.delta),
+        ("value", parsed.value),
         ("at", parsed.at),
         ("data", parsed.data),
     ] {

@@ -16,7 +16,9 @@ use futures_util::future::join_all;
 
 use super::Rollboard;
 use super::idempotent::KeyedOutcome;
-use crate::domain::{BoardName, Event, Fingerprint, IdempotencyKey, Member, check_delta};
+use crate::domain::{
+    BoardName, Event, Fingerprint, IdempotencyKey, Member, check_delta, check_value,
+};
 use crate::error::{Error, Result};
 
 /// The most boards one multi-board write or read may name.
@@ -44,10 +46,11 @@ pub struct BoardWrite {
 
 impl Rollboard {
     /// Applies one event to each of `boards` (1 to [`MAX_BOARDS`], distinct, of either
-    /// kind), optionally once per board under `key`. The event's member and delta are
-    /// checked first ([`Error::InvalidMember`], [`Error::InvalidDelta`]: nothing is
-    /// applied); what depends on a board (its windows: `too_late`) is that board's
-    /// outcome, as a batch of one.
+    /// kind), optionally once per board under `key`. The event's member and delta (or
+    /// value) are checked first ([`Error::InvalidMember`], [`Error::InvalidDelta`],
+    /// [`Error::InvalidValue`]: nothing is applied); what depends on a board (its
+    /// windows: `too_late`; a value on a sum board or a delta on a max board:
+    /// `invalid_value`) is that board's outcome, as a batch of one.
     pub async fn write_event_to_boards<S: AsRef<str>>(
         &self,
         boards: &[S],
@@ -55,7 +58,10 @@ impl Rollboard {
         key: Option<&IdempotencyKey>,
     ) -> Result<Vec<BoardWrite>> {
         Member::parse(&event.member)?;
-        check_delta(event.delta)?;
+        match event.value {
+            Some(value) => check_value(value)?,
+            None => check_delta(event.delta)?,
+        };
         check_boards(boards)?;
         let event = BoardsEvent {
             boards: boards.iter().map(|b| b.as_ref().to_owned()).collect(),

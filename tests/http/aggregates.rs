@@ -478,6 +478,78 @@ async fn a_max_board_given_a_7_day_window_keeps_each_best_for_the_week() {
 }
 
 #[tokio::test]
+async fn one_run_counts_on_a_best_board_and_a_latest_board_at_once() {
+    let app = spawn_app().await;
+    let best = create(
+        &app,
+        json!({"slot": "1d", "windows": ["7d"], "aggregate": "max"}),
+    )
+    .await;
+    let last = create(
+        &app,
+        json!({"slot": "1d", "windows": ["7d"], "aggregate": "latest"}),
+    )
+    .await;
+    let plays = create(&app, json!({"slot": "1d", "windows": ["7d"]})).await;
+    let [best_name, last_name, plays_name] =
+        [&best, &last, &plays].map(|p| p.trim_start_matches("/v1/boards/").to_owned());
+    app.at(HOUR);
+    let one = app
+        .post(
+            "/v1/events",
+            json!({"boards": [best_name, last_name], "member": "ann", "value": 4200}),
+        )
+        .await;
+    assert_eq!(one.status, StatusCode::OK, "{:?}", one.body);
+    app.at(2 * HOUR);
+    let batch = app
+        .post(
+            "/v1/events",
+            json!({"events": [
+                {"boards": [best_name, last_name, plays_name], "member": "ann", "value": 3900},
+                {"boards": [plays_name], "member": "ann"},
+                {"boards": [best_name], "member": "bob", "delta": 2},
+            ]}),
+        )
+        .await;
+    assert_eq!(batch.status, StatusCode::OK, "{:?}", batch.body);
+    let outcomes = &batch.body["boards"];
+    assert_eq!(outcomes[0]["accepted"], 1, "{outcomes}");
+    assert_eq!(
+        crate::support::rejected_codes(&outcomes[0]),
+        [(2, "invalid_value")]
+    );
+    assert_eq!(outcomes[1]["accepted"], 1, "{outcomes}");
+    assert_eq!(outcomes[2]["accepted"], 1, "{outcomes}");
+    assert_eq!(
+        crate::support::rejected_codes(&outcomes[2]),
+        [(0, "invalid_value")]
+    );
+    assert_eq!(
+        page(&app, &format!("{best}/top")).await,
+        ranked(&[(1, "ann", 4200)])
+    );
+    assert_eq!(
+        page(&app, &format!("{last}/top")).await,
+        ranked(&[(1, "ann", 3900)])
+    );
+    assert_eq!(
+        page(&app, &format!("{plays}/top")).await,
+        ranked(&[(1, "ann", 1)])
+    );
+    // One event whose value a board of the other kind refuses: that board's error.
+    let mixed = app
+        .post(
+            "/v1/events",
+            json!({"boards": [best_name, plays_name], "member": "cy", "value": 5}),
+        )
+        .await;
+    assert_eq!(mixed.status, StatusCode::OK, "{:?}", mixed.body);
+    assert_eq!(mixed.body["boards"][0]["accepted"], 1);
+    assert_eq!(mixed.body["boards"][1]["error"]["code"], "invalid_value");
+}
+
+#[tokio::test]
 async fn a_value_written_again_under_its_idempotency_key_changes_nothing() {
     let app = spawn_app().await;
     let path = create(
