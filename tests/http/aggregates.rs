@@ -554,11 +554,14 @@ async fn a_value_written_again_under_its_idempotency_key_changes_nothing() {
     let app = spawn_app().await;
     let path = create(
         &app,
-        json!({"slot": "1h", "windows": ["1h"], "aggregate": "max"}),
+        json!({"slot": "1h", "windows": ["2h"], "aggregate": "max"}),
     )
     .await;
     let body = r#"{"events": [{"member": "a", "value": 7}, {"member": "b", "value": 3}]}"#;
-    for _ in 0..2 {
+    // The retry comes in the next hour: the events (sent without "at") stay in the
+    // first call's hour, as it applied them.
+    for at in [HOUR / 2, HOUR + HOUR / 6] {
+        app.at(at);
         let reply = app
             .post_keyed(&format!("{path}/events"), body, Some("run-1"))
             .await;
@@ -568,6 +571,26 @@ async fn a_value_written_again_under_its_idempotency_key_changes_nothing() {
     assert_eq!(
         page(&app, &format!("{path}/top")).await,
         ranked(&[(1, "a", 7), (2, "b", 3)])
+    );
+    let history = app.get(&format!("{path}/members/a/history")).await;
+    assert_eq!(
+        history.body["points"],
+        json!([{"slot": START, "value": 7}]),
+        "{:?}",
+        history.body
+    );
+    let other = app
+        .post_keyed(
+            &format!("{path}/events"),
+            r#"{"member": "a", "value": 9}"#,
+            Some("run-1"),
+        )
+        .await;
+    assert_eq!(
+        (other.status, other.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused"),
+        "{:?}",
+        other.body
     );
 }
 

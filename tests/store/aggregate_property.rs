@@ -36,6 +36,9 @@ enum Op {
     Extend(u64),
     /// Member `m` removed.
     Remove(usize),
+    /// Events at now (no `at`) under idempotency key `k`: a retry of an earlier write
+    /// under the key (even after the clock moved), or another write reusing it.
+    Keyed(usize, Vec<(usize, i64)>),
     Read(usize),
     Bottom(usize, u64, u64),
     Score(usize, usize),
@@ -77,6 +80,8 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             1 => proptest::option::of(0..n).prop_map(Op::Recompute),
             1 => (2u64..=3).prop_map(Op::Extend),
             1 => (0..m).prop_map(Op::Remove),
+            2 => (0..2usize, proptest::collection::vec((0..m, -3i64..=6), 1..3))
+                .prop_map(|(k, events)| Op::Keyed(k, events)),
             2 => (0..n).prop_map(Op::Read),
             1 => (0..n, 0u64..4, 1u64..4).prop_map(|(w, o, l)| Op::Bottom(w, o, l)),
             1 => (0..m, 0..n).prop_map(|(m, w)| Op::Score(m, w)),
@@ -205,6 +210,29 @@ async fn run(
                 }
             }
             Op::Advance(seconds) => clock.advance_secs(*seconds),
+            Op::Keyed(k, items) => {
+                let events: Vec<Event> = items
+                    .iter()
+                    .map(|(m, v)| Event::value(MEMBERS[*m], *v))
+                    .collect();
+                let key = rollboard::IdempotencyKey::parse(&format!("k{k}")).unwrap();
+                let fingerprint = rollboard::Fingerprint::of_events(&events);
+                let a = memory.write_keyed(&name, &events, &key, &fingerprint).await;
+                let b = on_redis
+                    .write_keyed(&name, &events, &key, &fingerprint)
+                    .await;
+                prop_assert_eq!(format!("{a:?}"), format!("{b:?}"), "keyed write");
+                if let Ok(outcome) = a
+                    && !outcome.replayed
+                {
+                    for (i, (m, v)) in items.iter().enumerate() {
+                        if !outcome.outcome.rejected.iter().any(|r| r.index == i) {
+                            let slot = config.slot_start(now);
+                            oracle.record(slot, MEMBERS[*m], *v, now.unix_millis());
+                        }
+                    }
+                }
+            }
             Op::Remove(m) => {
                 let a = memory.remove_member(&name, MEMBERS[*m]).await.unwrap();
                 let b = on_redis.remove_member(&name, MEMBERS[*m]).await.unwrap();

@@ -179,6 +179,9 @@ impl MemBoard {
             }
         }
         self.board = board;
+        // A new version of the board: its idempotency records start afresh, as Redis's,
+        // whose names carry the version.
+        self.keyed = KeyedRecords::default();
         for j in old..n {
             self.watermarks.push(last);
             self.retired.push(last);

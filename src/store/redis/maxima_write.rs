@@ -3,18 +3,23 @@
 //! (slot, member) by their highest value (a latest board: their newest event), in calls
 //! of at most [`PAIRS_PER_CALL`] pairs. Every step of the script keeps a maximum, so a
 //! call applied twice leaves what it left once: calls are sent again after a lost
-//! reply, and a write under an idempotency key or a token is simply applied
+//! reply, and a write under a job's token is simply applied. A write under an idempotency key
+//! records each of its calls under its own name with the call's now and too-late slots,
+//! so a retry applies only the calls not recorded and answers what the first one did
 //! (docs/design.md, "Max and min boards", "Latest boards").
 
 use std::collections::{HashMap, HashSet};
 
+use redis::Value;
+
 use super::conn::{RedisConn, Retry};
 use super::keys;
+use super::reply::{array, int, string};
 use super::write::{Slots, push_slot_args};
 use crate::board::Board;
 use crate::domain::Timestamp;
-use crate::error::Result;
-use crate::store::{SlotWrite, WriteStatus};
+use crate::error::{Error, Result};
+use crate::store::{Keyed, Recorded, SlotWrite, WriteKey, WriteStatus};
 
 /// Distinct (slot, member) pairs per `write_max.lua` call: the script reads and writes
 /// them in bulk, a few µs of Redis time a pair, so a call stays near a millisecond.
@@ -31,47 +36,118 @@ pub(super) async fn write(
     now: Timestamp,
     writes: &[SlotWrite],
 ) -> Result<Vec<WriteStatus>> {
-    // Per pair, the event kept: the highest value, or (a latest board) the newest.
-    let latest = board.config.aggregate().latest();
-    let rank = |w: &SlotWrite| {
-        if latest {
-            (w.at, w.delta)
-        } else {
-            (w.delta, w.at)
-        }
-    };
-    let mut kept: HashMap<(i64, &str), &SlotWrite> = HashMap::new();
-    let mut order = Vec::new();
-    for w in writes {
-        kept.entry((w.slot, w.member.as_str()))
-            .and_modify(|k| {
-                if rank(w) > rank(k) {
-                    *k = w;
-                }
-            })
-            .or_insert_with(|| {
-                order.push((w.slot, w.member.as_str()));
-                w
-            });
+    let combined = Combined::of(board, writes);
+    let mut too_late = HashSet::new();
+    for chunk in combined.order.chunks(PAIRS_PER_CALL) {
+        let late = match call(conn, board, now, &combined.pairs(chunk), None).await? {
+            Reply::Late(late) => late,
+            other => return Err(Error::store(format!("write_max answered {other:?}"))),
+        };
+        too_late.extend(chunk.iter().filter(|(slot, _)| late.contains(slot)));
     }
-    let mut too_late: HashSet<(i64, &str)> = HashSet::new();
-    for chunk in order.chunks(PAIRS_PER_CALL) {
-        let pairs: Vec<Pair> = chunk
+    Ok(statuses(writes, &too_late))
+}
+
+/// Applies `writes` once for `key` (see `Store::write_keyed`): each call recorded under
+/// its own name (`<key>`, `<key>\x1f<n>` for the n-th), so a retry applies the calls
+/// not recorded and answers the others from their records.
+pub(super) async fn write_keyed(
+    conn: &RedisConn,
+    board: &Board,
+    now: Timestamp,
+    writes: &[SlotWrite],
+    key: &WriteKey,
+) -> Result<Keyed> {
+    let combined = Combined::of(board, writes);
+    // Even a write with no events makes one call, so that it is recorded.
+    let chunks: Vec<&[(i64, &str)]> = if combined.order.is_empty() {
+        vec![&[]]
+    } else {
+        combined.order.chunks(PAIRS_PER_CALL).collect()
+    };
+    let (mut too_late, mut applied) = (HashSet::new(), false);
+    for (n, chunk) in chunks.into_iter().enumerate() {
+        let name = if n == 0 {
+            key.name.clone()
+        } else {
+            format!("{}\u{1f}{n}", key.name)
+        };
+        let guard = (key, name.as_str());
+        let late = match call(conn, board, now, &combined.pairs(chunk), Some(guard)).await? {
+            Reply::Applied(late) => {
+                applied = true;
+                late
+            }
+            Reply::Recorded(late) => late,
+            Reply::Found(first) => {
+                return Ok(Keyed::Replayed {
+                    now: first,
+                    recorded: Recorded::TooLateSlots(Vec::new()),
+                });
+            }
+            Reply::Reused => return Ok(Keyed::Reused),
+            Reply::Late(_) => return Err(Error::store("write_max answered unkeyed")),
+        };
+        too_late.extend(chunk.iter().filter(|(slot, _)| late.contains(slot)));
+    }
+    let statuses = statuses(writes, &too_late);
+    if applied {
+        return Ok(Keyed::Applied(statuses));
+    }
+    Ok(Keyed::Replayed {
+        now,
+        recorded: Recorded::Statuses(statuses),
+    })
+}
+
+/// A caller's events combined per (slot, member): the event kept of each pair (the
+/// highest value, or on a latest board the newest), pairs in order of first appearance.
+struct Combined<'a> {
+    kept: HashMap<(i64, &'a str), &'a SlotWrite>,
+    order: Vec<(i64, &'a str)>,
+}
+
+impl<'a> Combined<'a> {
+    fn of(board: &Board, writes: &'a [SlotWrite]) -> Self {
+        let latest = board.config.aggregate().latest();
+        let rank = |w: &SlotWrite| {
+            if latest {
+                (w.at, w.delta)
+            } else {
+                (w.delta, w.at)
+            }
+        };
+        let mut kept: HashMap<(i64, &str), &SlotWrite> = HashMap::new();
+        let mut order = Vec::new();
+        for w in writes {
+            kept.entry((w.slot, w.member.as_str()))
+                .and_modify(|k| {
+                    if rank(w) > rank(k) {
+                        *k = w;
+                    }
+                })
+                .or_insert_with(|| {
+                    order.push((w.slot, w.member.as_str()));
+                    w
+                });
+        }
+        Combined { kept, order }
+    }
+
+    fn pairs(&self, chunk: &[(i64, &'a str)]) -> Vec<Pair<'a>> {
+        chunk
             .iter()
             .map(|&(slot, member)| {
-                let w = kept[&(slot, member)];
+                let w = self.kept[&(slot, member)];
                 (slot, member, w.delta, w.at)
             })
-            .collect();
-        let late = call(conn, board, now, &pairs).await?;
-        too_late.extend(
-            chunk
-                .iter()
-                .filter(|(slot, _)| late.contains(slot))
-                .copied(),
-        );
+            .collect()
     }
-    Ok(writes
+}
+
+/// Each write's status: too late when its (slot, member) pair was.
+fn statuses(writes: &[SlotWrite], too_late: &HashSet<(i64, &str)>) -> Vec<WriteStatus> {
+    writes
         .iter()
         .map(|w| {
             if too_late.contains(&(w.slot, w.member.as_str())) {
@@ -80,16 +156,33 @@ pub(super) async fn write(
                 WriteStatus::Applied
             }
         })
-        .collect())
+        .collect()
 }
 
-/// One `write_max.lua` call of `pairs`: the slots found too late.
+/// What a `write_max.lua` call answered.
+#[derive(Debug)]
+enum Reply {
+    /// Unkeyed: applied, these slots too late.
+    Late(Vec<i64>),
+    /// Keyed, applied and recorded now: these slots too late.
+    Applied(Vec<i64>),
+    /// Keyed, recorded by an earlier call at the same now: these slots were too late.
+    Recorded(Vec<i64>),
+    /// Keyed, recorded by an earlier call at this now: admit the events again at it.
+    Found(Timestamp),
+    /// The key records another write.
+    Reused,
+}
+
+/// One `write_max.lua` call of `pairs`, under `guard` (the write's key and this call's
+/// record name) when keyed.
 async fn call(
     conn: &RedisConn,
     board: &Board,
     now: Timestamp,
     pairs: &[Pair<'_>],
-) -> Result<Vec<i64>> {
+    guard: Option<(&WriteKey, &str)>,
+) -> Result<Reply> {
     let name = &board.name;
     let windows = board.config.windows();
     let slots = Slots::of(pairs.iter().map(|(slot, ..)| *slot));
@@ -98,16 +191,32 @@ async fn call(
     invocation
         .key(keys::rebuild_records(name))
         .key(keys::rebuild(name));
+    invocation.key(match guard {
+        Some((_, call_name)) => keys::idempotency(board, call_name),
+        None => keys::record(name),
+    });
     invocation.key(keys::all_totals(name, windows));
     for s in &slots.starts {
         invocation.key(keys::stage(name, *s, 0));
     }
     invocation.key(keys::all_dense(board));
+    let mode = match guard {
+        Some((key, _)) => {
+            let (now_ms, ttl_ms) = (now.unix_millis(), key.ttl.seconds() as i64 * 1000);
+            format!(
+                "{} {} {now_ms} {} {ttl_ms}",
+                keys::mode(board),
+                key.fingerprint,
+                now_ms + ttl_ms
+            )
+        }
+        None => keys::mode(board).to_owned(),
+    };
     invocation
         .arg(board.version)
         .arg(windows.len())
         .arg(slots.starts.len())
-        .arg(keys::mode(board));
+        .arg(mode);
     push_slot_args(&mut invocation, board, now, &slots);
     let latest = board.config.aggregate().latest();
     for (slot, member, value, at) in pairs {
@@ -116,6 +225,27 @@ async fn call(
             invocation.arg(*at);
         }
     }
-    let late: Vec<usize> = conn.script(&invocation, name, Retry::Idempotent).await?;
-    Ok(late.into_iter().map(|i| slots.starts[i - 1]).collect())
+    // Idempotent: sent again, a call merges the same maxima (a keyed one finds its record).
+    let reply: Value = conn.script(&invocation, name, Retry::Idempotent).await?;
+    let items = array(reply, "write_max")?;
+    let numbers =
+        |items: &[Value]| -> Result<Vec<i64>> { items.iter().map(|v| int(v, "slot")).collect() };
+    if guard.is_none() {
+        let late = numbers(&items)?;
+        return Ok(Reply::Late(
+            late.into_iter()
+                .map(|i| slots.starts[i as usize - 1])
+                .collect(),
+        ));
+    }
+    let Some(tag) = items.first() else {
+        return Err(Error::store("write_max answered nothing to a keyed call"));
+    };
+    Ok(match string(tag, "state")?.as_str() {
+        "applied" => Reply::Applied(numbers(&items[1..])?),
+        "recorded" => Reply::Recorded(numbers(&items[1..])?),
+        "found" => Reply::Found(Timestamp::from_unix_millis(int(&items[1], "now")?)?),
+        "reused" => Reply::Reused,
+        other => return Err(Error::store(format!("write_max answered {other:?}"))),
+    })
 }

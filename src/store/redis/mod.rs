@@ -306,8 +306,7 @@ impl Store for RedisStore {
         key: &WriteKey,
     ) -> Result<Keyed> {
         if !board.config.aggregate().sums() {
-            let statuses = maxima_write::write(&self.conn, board, now, &writes).await?;
-            return Ok(Keyed::Applied(statuses));
+            return maxima_write::write_keyed(&self.conn, board, now, &writes, key).await;
         }
         once::write_keyed(&self.conn, self.ingest.budget(), board, now, writes, key).await
     }

@@ -8,15 +8,18 @@
 --                            lists peaks_{b}, a latest board's newest events newest_{b}
 -- KEYS[4]                    a recompute's build of the records  rebuild_records_{b}
 -- KEYS[5]                    a recompute's build of its window    rebuild_{b}
--- KEYS[5+j], j = 1..n        totals of window j, smallest window first
--- KEYS[5+n+i], i = 1..m      distinct slot i's hash: member -> its highest value there
+-- KEYS[6]                    a keyed call's record idem_{b}_<version>_<name> (unkeyed:
+--                            any key of the board, unused)
+-- KEYS[6+j], j = 1..n        totals of window j, smallest window first
+-- KEYS[6+n+i], i = 1..m      distinct slot i's hash: member -> its highest value there
 --                            (a latest board: '<at>:<value>' of its newest event there)
 -- then, on a dense board only, per window j its tally and distinct values, then the
 -- recompute build's
 --
 -- ARGV[1]                    board version the caller expects
 -- ARGV[2], ARGV[3]           n (windows) and m (distinct slots)
--- ARGV[4]                    'max' or 'latest'
+-- ARGV[4]                    'max' or 'latest'; a keyed call (an idempotency key's):
+--                            '<mode> <fingerprint> <now ms> <deadline ms> <ttl ms>'
 -- ARGV[4+j], j = 1..n        window j in seconds
 -- ARGV[4+n+j], j = 1..n      cutoff of window j at the caller's now
 -- ARGV[4+2n+i], i = 1..m     start of distinct slot i
@@ -39,13 +42,21 @@
 -- (remove_max.lua).
 -- A dense board reads the members' values in each window first (one ZMSCORE a window)
 -- and retallies each change (retally_all).
--- Returns {too-late slot number ...}. Error "STALE ..." as write.lua.
+-- A keyed call is recorded under KEYS[6] (set_key_record: its fingerprint, its now and
+-- the starts of its too-late slots), in the same call as it applies. Found with the same
+-- fingerprint and now, it applies nothing and answers {'recorded', too-late slot start
+-- ...}; with another now, {'found', that now} (the caller admits the events again at
+-- that now, so their slots are the first call's); with another fingerprint, {'reused'}.
+-- Returns {too-late slot number ...}; a keyed call {'applied', too-late slot start ...}.
+-- Error "STALE ..." as write.lua.
 
 local n, m = tonumber(ARGV[2]), tonumber(ARGV[3])
 local board, index, records = KEYS[1], KEYS[2], KEYS[3]
-local build_records, build_window = KEYS[4], KEYS[5]
-local TOTALS, SLOTS, A = 5, 5 + n, 4
-local latest = ARGV[4] == 'latest'
+local build_records, build_window, key_record_key = KEYS[4], KEYS[5], KEYS[6]
+local TOTALS, SLOTS, A = 6, 6 + n, 4
+local mode, fingerprint, key_now, deadline, ttl =
+  string.match(ARGV[4], '^(%a+) ?(%S*) ?(%S*) ?(%S*) ?(%S*)$')
+local latest = mode == 'latest'
 local step = latest and 4 or 3
 local DENSE = SLOTS + m
 local dense_board = #KEYS > DENSE
@@ -55,6 +66,16 @@ for j = 1, n do fields[2 + j] = 'wm:' .. ARGV[A + j] end
 fields[3 + n], fields[4 + n] = 'rb_window', 'rb_until'
 fields[5 + n], fields[6 + n], fields[7 + n] = 'rm_member', 'rm_next', 'rm_written'
 local record = board_record(board, ARGV[1], unpack(fields, 3))
+if fingerprint ~= '' then
+  local found = key_record(key_record_key, fingerprint, key_now)
+  if found == false then return { 'reused' } end
+  if found then
+    if found[1] ~= tonumber(key_now) then return { 'found', found[1] } end
+    local reply = { 'recorded' }
+    for x = 3, #found do reply[#reply + 1] = found[x] end
+    return reply
+  end
+end
 -- The window a recompute is building (its position), while the recompute holds its
 -- lease (recompute_max_scan.lua).
 local rebuilt = nil
@@ -235,5 +256,13 @@ if #live > 0 then
   end
 end
 local reply = {}
+if fingerprint ~= '' then
+  local starts = {}
+  for i in pairs(too_late) do starts[#starts + 1] = ARGV[A + 2 * n + i] end
+  set_key_record(key_record_key, fingerprint, nil, key_now, deadline, ttl, starts)
+  reply[1] = 'applied'
+  for _, s in ipairs(starts) do reply[#reply + 1] = s end
+  return reply
+end
 for i in pairs(too_late) do reply[#reply + 1] = i end
 return reply
