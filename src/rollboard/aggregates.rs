@@ -11,6 +11,7 @@
 //!   ([`sums_only`]), the same on every store.
 
 use crate::board::Board;
+use crate::domain::WrittenStanding;
 use crate::domain::{Aggregate, History, Ranks, ScoreRange, Snapshot, Standing, TopPage};
 use crate::error::{Error, Result};
 
@@ -57,6 +58,17 @@ pub(super) fn standing(board: &Board, standing: Option<Standing>) -> Option<Stan
         }
         s
     })
+}
+
+/// The standings a write answered, with `board`'s values.
+pub(super) fn written(board: &Board, mut standings: Vec<WrittenStanding>) -> Vec<WrittenStanding> {
+    if negated(board) {
+        for w in standings.iter_mut().flat_map(|s| s.windows.iter_mut()) {
+            w.score = -w.score;
+            w.score_before = w.score_before.map(|s| -s);
+        }
+    }
+    standings
 }
 
 /// Ranks read from the store, with `board`'s values.

@@ -148,11 +148,11 @@ impl Store for InvalidatingStore {
         windows: &[usize],
         key: Option<&WriteKey>,
     ) -> Result<(Keyed, Vec<WrittenStanding>)> {
-        aggregates::sums_only(board, "return=standing (a write answering ranks)")?;
         let result = self
             .inner
             .write_standing(board, now, writes, windows, key)
-            .await;
+            .await
+            .map(|(keyed, standings)| (keyed, aggregates::written(board, standings)));
         self.changed(&board.name, result)
     }
 

@@ -331,21 +331,67 @@ async fn deltas_values_and_options_are_refused_where_they_do_not_belong() {
         "aggregate: stored max, asked min",
     );
     // What is built for sum boards only says so.
-    let standing = app
-        .post(
-            &format!("{max}/events?return=standing"),
-            json!({"member": "a", "value": 9}),
+    let relayout = app
+        .request(
+            reqwest::Method::POST,
+            &format!("{max}/relayout?layout=compact"),
+            None,
+            None,
         )
         .await;
     refused(
-        &standing,
+        &relayout,
         StatusCode::CONFLICT,
         "aggregate_unsupported",
-        "is for sum boards",
+        "relayout",
     );
     assert_eq!(
         page(&app, &format!("{max}/top")).await,
         ranked(&[(1, "a", 5)])
+    );
+}
+
+#[tokio::test]
+async fn a_new_fastest_solve_answers_its_rank_before_and_after() {
+    let app = spawn_app().await;
+    let path = create(
+        &app,
+        json!({"slot": "1h", "windows": ["24h", "7d"], "aggregate": "min"}),
+    )
+    .await;
+    write(
+        &app,
+        &path,
+        json!([{"member": "ann", "value": 70}, {"member": "bob", "value": 80},
+               {"member": "cy", "value": 95}]),
+    )
+    .await;
+    let reply = app
+        .post(
+            &format!("{path}/events?return=standing&windows=24h"),
+            json!({"events": [{"member": "cy", "value": 75}, {"member": "cy", "value": 90}]}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    assert_eq!(reply.body["accepted"], 2);
+    assert_eq!(
+        reply.body["standings"],
+        json!([{"member": "cy", "windows": [{"window": "1d", "score": 75, "rank": 2,
+                                             "score_before": 95, "rank_before": 3}]}])
+    );
+    // A member with no value before: score 0 and no rank before.
+    let reply = app
+        .post(
+            &format!("{path}/events?return=standing"),
+            json!({"member": "dee", "value": 60}),
+        )
+        .await;
+    assert_eq!(
+        reply.body["standings"][0]["windows"],
+        json!([{"window": "1d", "score": 60, "rank": 1, "score_before": 0, "rank_before": null},
+               {"window": "7d", "score": 60, "rank": 1, "score_before": 0, "rank_before": null}]),
+        "{:?}",
+        reply.body
     );
 }
 

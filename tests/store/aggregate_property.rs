@@ -39,6 +39,8 @@ enum Op {
     /// Events at now (no `at`) under idempotency key `k`: a retry of an earlier write
     /// under the key (even after the clock moved), or another write reusing it.
     Keyed(usize, Vec<(usize, i64)>),
+    /// Events answering their standing in every window.
+    Standing(Vec<(usize, i64, i64)>),
     Read(usize),
     Bottom(usize, u64, u64),
     Score(usize, usize),
@@ -73,7 +75,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         let op = prop_oneof![
             6 => write.clone().prop_map(|(m, v, o)| Op::Write(m, v, o)),
             2 => proptest::collection::vec(write.clone(), 1..6).prop_map(Op::Batch),
-            1 => (write, -3i64..=6).prop_map(|((m, v, o), w)| Op::Tie(m, v, w, o)),
+            1 => (write.clone(), -3i64..=6).prop_map(|((m, v, o), w)| Op::Tie(m, v, w, o)),
             3 => prop_oneof![0..=(2 * slot as i64), Just(largest), Just(3 * largest)]
                 .prop_map(Op::Advance),
             2 => Just(Op::Retire),
@@ -82,6 +84,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             1 => (0..m).prop_map(Op::Remove),
             2 => (0..2usize, proptest::collection::vec((0..m, -3i64..=6), 1..3))
                 .prop_map(|(k, events)| Op::Keyed(k, events)),
+            2 => proptest::collection::vec(write.clone(), 1..4).prop_map(Op::Standing),
             2 => (0..n).prop_map(Op::Read),
             1 => (0..n, 0u64..4, 1u64..4).prop_map(|(w, o, l)| Op::Bottom(w, o, l)),
             1 => (0..m, 0..n).prop_map(|(m, w)| Op::Score(m, w)),
@@ -210,6 +213,39 @@ async fn run(
                 }
             }
             Op::Advance(seconds) => clock.advance_secs(*seconds),
+            Op::Standing(items) => {
+                let events: Vec<Event> = items.iter().map(|i| event(now, *i)).collect();
+                let a = memory
+                    .incr_batch_standing(&name, &events, None)
+                    .await
+                    .unwrap();
+                let b = on_redis
+                    .incr_batch_standing(&name, &events, None)
+                    .await
+                    .unwrap();
+                prop_assert_eq!(&a, &b, "standing write");
+                for (i, e) in events.iter().enumerate() {
+                    if !a.outcome.rejected.iter().any(|r| r.index == i) {
+                        let slot = config.slot_start(e.at.unwrap());
+                        let at = e.at.unwrap().unix_millis();
+                        oracle.record(slot, &e.member, e.value.unwrap(), at);
+                    }
+                }
+                for s in &a.standings {
+                    for w in &s.windows {
+                        let j = windows.iter().position(|x| *x == w.window).unwrap();
+                        let page = memory.top(&name, Some(w.window), 0, 1000).await.unwrap();
+                        let entry = page.entries.iter().find(|e| e.member == s.member);
+                        prop_assert_eq!(
+                            (w.score, w.rank),
+                            entry.map_or((0, None), |e| (e.score, Some(e.rank))),
+                            "standing of {} in window {}",
+                            s.member,
+                            j
+                        );
+                    }
+                }
+            }
             Op::Keyed(k, items) => {
                 let events: Vec<Event> = items
                     .iter()

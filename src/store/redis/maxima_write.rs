@@ -15,9 +15,10 @@ use redis::Value;
 use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, string};
-use super::write::{Slots, push_slot_args};
+use super::standing::{distinct_members, standings};
+use super::write::{Slots, StandingReply, push_slot_args, standing_words};
 use crate::board::Board;
-use crate::domain::Timestamp;
+use crate::domain::{Timestamp, WrittenStanding};
 use crate::error::{Error, Result};
 use crate::store::{Keyed, Recorded, SlotWrite, WriteKey, WriteStatus};
 
@@ -39,7 +40,10 @@ pub(super) async fn write(
     let combined = Combined::of(board, writes);
     let mut too_late = HashSet::new();
     for chunk in combined.order.chunks(PAIRS_PER_CALL) {
-        let late = match call(conn, board, now, &combined.pairs(chunk), None).await? {
+        let late = match call(conn, board, now, &combined.pairs(chunk), None, None)
+            .await?
+            .0
+        {
             Reply::Late(late) => late,
             other => return Err(Error::store(format!("write_max answered {other:?}"))),
         };
@@ -73,7 +77,8 @@ pub(super) async fn write_keyed(
             format!("{}\u{1f}{n}", key.name)
         };
         let guard = (key, name.as_str());
-        let late = match call(conn, board, now, &combined.pairs(chunk), Some(guard)).await? {
+        let pairs = combined.pairs(chunk);
+        let late = match call(conn, board, now, &pairs, Some(guard), None).await?.0 {
             Reply::Applied(late) => {
                 applied = true;
                 late
@@ -98,6 +103,49 @@ pub(super) async fn write_keyed(
         now,
         recorded: Recorded::Statuses(statuses),
     })
+}
+
+/// Applies `writes` in one call answering the standing of each distinct member in
+/// `windows` (see `Store::write_standing`; a standing write is at most 100 events, so
+/// one call). Under a key the call finds recorded (a replay), the write goes the keyed
+/// way and answers no standing.
+pub(super) async fn write_standing(
+    conn: &RedisConn,
+    board: &Board,
+    now: Timestamp,
+    writes: &[SlotWrite],
+    windows: &[usize],
+    key: Option<&WriteKey>,
+) -> Result<(Keyed, Vec<WrittenStanding>)> {
+    let combined = Combined::of(board, writes);
+    if combined.order.len() > PAIRS_PER_CALL {
+        return Err(Error::store(format!(
+            "a standing write of {} pairs is more than one call",
+            combined.order.len()
+        )));
+    }
+    let pairs = combined.pairs(&combined.order);
+    let guard = key.map(|key| (key, key.name.as_str()));
+    let (reply, standing) = call(conn, board, now, &pairs, guard, Some(windows)).await?;
+    let late = match reply {
+        Reply::Late(late) | Reply::Applied(late) => late,
+        _ => {
+            let key = key.expect("only a keyed call answers otherwise");
+            return Ok((
+                write_keyed(conn, board, now, writes, key).await?,
+                Vec::new(),
+            ));
+        }
+    };
+    let too_late = combined
+        .order
+        .iter()
+        .filter(|(slot, _)| late.contains(slot))
+        .copied()
+        .collect();
+    let members = distinct_members(writes);
+    let standings = standings(board, &members, windows, standing)?;
+    Ok((Keyed::Applied(statuses(writes, &too_late)), standings))
 }
 
 /// A caller's events combined per (slot, member): the event kept of each pair (the
@@ -175,14 +223,16 @@ enum Reply {
 }
 
 /// One `write_max.lua` call of `pairs`, under `guard` (the write's key and this call's
-/// record name) when keyed.
+/// record name) when keyed, answering the standing in `standing`'s windows when asked
+/// (the standing part of the reply, when the call applied its pairs).
 async fn call(
     conn: &RedisConn,
     board: &Board,
     now: Timestamp,
     pairs: &[Pair<'_>],
     guard: Option<(&WriteKey, &str)>,
-) -> Result<Reply> {
+    standing: Option<&[usize]>,
+) -> Result<(Reply, StandingReply)> {
     let name = &board.name;
     let windows = board.config.windows();
     let slots = Slots::of(pairs.iter().map(|(slot, ..)| *slot));
@@ -200,18 +250,19 @@ async fn call(
         invocation.key(keys::stage(name, *s, 0));
     }
     invocation.key(keys::all_dense(board));
-    let mode = match guard {
-        Some((key, _)) => {
-            let (now_ms, ttl_ms) = (now.unix_millis(), key.ttl.seconds() as i64 * 1000);
-            format!(
-                "{} {} {now_ms} {} {ttl_ms}",
-                keys::mode(board),
-                key.fingerprint,
-                now_ms + ttl_ms
-            )
-        }
-        None => keys::mode(board).to_owned(),
-    };
+    let mut mode = keys::mode(board).to_owned();
+    if let Some((key, _)) = guard {
+        let (now_ms, ttl_ms) = (now.unix_millis(), key.ttl.seconds() as i64 * 1000);
+        let deadline = now_ms + ttl_ms;
+        mode.push_str(&format!(
+            " key:{}:{now_ms}:{deadline}:{ttl_ms}",
+            key.fingerprint
+        ));
+    }
+    if let Some(windows) = standing {
+        let words = standing_words(board, windows);
+        mode.push_str(&format!(" standing:{}", words.trim().replace(' ', ":")));
+    }
     invocation
         .arg(board.version)
         .arg(windows.len())
@@ -227,25 +278,40 @@ async fn call(
     }
     // Idempotent: sent again, a call merges the same maxima (a keyed one finds its record).
     let reply: Value = conn.script(&invocation, name, Retry::Idempotent).await?;
-    let items = array(reply, "write_max")?;
+    let mut items = array(reply, "write_max")?;
+    // A call that applied its pairs ends with its standing, when asked.
+    let applied = match (guard, items.first()) {
+        (None, _) => true,
+        (Some(_), Some(tag)) => string(tag, "state")? == "applied",
+        (Some(_), None) => false,
+    };
+    let standing = match (standing, applied) {
+        (Some(_), true) => match items.pop() {
+            Some(Value::Array(flat)) => Some(flat),
+            other => {
+                return Err(Error::store(format!(
+                    "write_max answered {other:?} for a standing"
+                )));
+            }
+        },
+        _ => None,
+    };
     let numbers =
         |items: &[Value]| -> Result<Vec<i64>> { items.iter().map(|v| int(v, "slot")).collect() };
     if guard.is_none() {
         let late = numbers(&items)?;
-        return Ok(Reply::Late(
-            late.into_iter()
-                .map(|i| slots.starts[i as usize - 1])
-                .collect(),
-        ));
+        let late = late.into_iter().map(|i| slots.starts[i as usize - 1]);
+        return Ok((Reply::Late(late.collect()), standing));
     }
     let Some(tag) = items.first() else {
         return Err(Error::store("write_max answered nothing to a keyed call"));
     };
-    Ok(match string(tag, "state")?.as_str() {
+    let reply = match string(tag, "state")?.as_str() {
         "applied" => Reply::Applied(numbers(&items[1..])?),
         "recorded" => Reply::Recorded(numbers(&items[1..])?),
         "found" => Reply::Found(Timestamp::from_unix_millis(int(&items[1], "now")?)?),
         "reused" => Reply::Reused,
         other => return Err(Error::store(format!("write_max answered {other:?}"))),
-    })
+    };
+    Ok((reply, standing))
 }

@@ -319,6 +319,10 @@ impl Store for RedisStore {
         windows: &[usize],
         key: Option<&WriteKey>,
     ) -> Result<(Keyed, Vec<crate::domain::WrittenStanding>)> {
+        if !board.config.aggregate().sums() {
+            return maxima_write::write_standing(&self.conn, board, now, &writes, windows, key)
+                .await;
+        }
         let budget = self.ingest.budget();
         standing::write_standing(&self.conn, budget, board, now, writes, windows, key).await
     }

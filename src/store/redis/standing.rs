@@ -88,7 +88,7 @@ pub(super) fn distinct_members(writes: &[SlotWrite]) -> Vec<String> {
 }
 
 /// The standing part of the reply, per member and window.
-fn standings(
+pub(super) fn standings(
     board: &Board,
     members: &[String],
     windows: &[usize],

@@ -460,7 +460,7 @@ fn plain_invocation<'a, G: Guard>(
 
 /// The standing words of `write.lua`'s ARGV[11]: ' <windows> <ties> <rank>', the
 /// windows (indexes) as 1-based positions.
-fn standing_words(board: &Board, windows: &[usize]) -> String {
+pub(super) fn standing_words(board: &Board, windows: &[usize]) -> String {
     let positions: Vec<String> = windows.iter().map(|j| (j + 1).to_string()).collect();
     let ties = match board.config.ties() {
         Ties::Competition => "competition",

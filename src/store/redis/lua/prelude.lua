@@ -88,6 +88,35 @@ local function member_rank(totals, dense, position, rule, member)
     position and position_in(totals, member, score, greater))
 end
 
+-- The standing of a write that answers it (write.lua, write_max.lua): appends to `into`,
+-- for each of `members` and each window position j of `windows`, the member's total in
+-- KEYS[totals + j] (0 without one) and its rank there (false when not ranked; dense: by
+-- the distinct totals KEYS[dense + 2j] when `dense` is given), the board ranking as
+-- `rule` says (ranked_total).
+local function read_standing(into, members, windows, totals, dense, position, rule)
+  for _, member in ipairs(members) do
+    for _, j in ipairs(windows) do
+      local distinct = dense and KEYS[dense + 2 * j] or nil
+      local score, ranked = member_rank(KEYS[totals + j], distinct, position, rule, member)
+      into[#into + 1] = tonumber(score) or 0
+      into[#into + 1] = ranked
+    end
+  end
+end
+
+-- The standing part of a reply: per member and window, total and rank before, then
+-- after (read_standing's `before` and `after`, in the same order).
+local function standing_flat(before, after)
+  local flat = {}
+  for x = 1, #after, 2 do
+    flat[#flat + 1] = before[x]
+    flat[#flat + 1] = before[x + 1]
+    flat[#flat + 1] = after[x]
+    flat[#flat + 1] = after[x + 1]
+  end
+  return flat
+end
+
 -- Idempotency-key records (write.lua, trend_write.lua). A call under a client's key is
 -- recorded, in the same call that applies its write, as one string set with PX = TTL:
 --   '<fingerprint>[:<events>] <now> <deadline>[ <reply>...]'

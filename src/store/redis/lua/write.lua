@@ -343,33 +343,19 @@ if asked ~= '' then
     end
   end
   local position, nonzero = ties == 'position', rank == 'nonzero'
-  -- Appends each member's total and rank in each window asked to `into`.
-  local function read_standing(into)
-    for _, member in ipairs(members) do
-      for _, j in ipairs(windows) do
-        local dense = dense_board and KEYS[DENSE + 2 * j] or nil
-        local score, ranked = member_rank(KEYS[TOTALS + j], dense, position, nonzero, member)
-        into[#into + 1] = tonumber(score) or 0
-        into[#into + 1] = ranked
-      end
-    end
+  local dense = dense_board and DENSE or nil
+  local function read(into)
+    read_standing(into, members, windows, TOTALS, dense, position, nonzero)
   end
-  standing = { before = {}, read = read_standing }
-  read_standing(standing.before)
+  standing = { before = {}, read = read }
+  read(standing.before)
 end
 -- The reply `reply` of a call that applied its entries, with the standing asked (if any).
 local function answered(reply)
   if not standing then return reply end
   local after = {}
   standing.read(after)
-  local flat = {}
-  for x = 1, #after, 2 do
-    flat[#flat + 1] = standing.before[x]
-    flat[#flat + 1] = standing.before[x + 1]
-    flat[#flat + 1] = after[x]
-    flat[#flat + 1] = after[x + 1]
-  end
-  return { reply, flat }
+  return { reply, standing_flat(standing.before, after) }
 end
 
 -- Entry -> its stage value after the HINCRBY already made (past the bound only), for

@@ -18,8 +18,10 @@
 --
 -- ARGV[1]                    board version the caller expects
 -- ARGV[2], ARGV[3]           n (windows) and m (distinct slots)
--- ARGV[4]                    'max' or 'latest'; a keyed call (an idempotency key's):
---                            '<mode> <fingerprint> <now ms> <deadline ms> <ttl ms>'
+-- ARGV[4]                    'max' or 'latest', then for a keyed call (an idempotency
+--                            key's) ' key:<fingerprint>:<now ms>:<deadline ms>:<ttl ms>',
+--                            for a call answering its standing
+--                            ' standing:<window positions, 1-based>:<ties>:all'
 -- ARGV[4+j], j = 1..n        window j in seconds
 -- ARGV[4+n+j], j = 1..n      cutoff of window j at the caller's now
 -- ARGV[4+2n+i], i = 1..m     start of distinct slot i
@@ -47,16 +49,22 @@
 -- fingerprint and now, it applies nothing and answers {'recorded', too-late slot start
 -- ...}; with another now, {'found', that now} (the caller admits the events again at
 -- that now, so their slots are the first call's); with another fingerprint, {'reused'}.
+-- A call answering its standing reads each distinct member's value and rank in the
+-- windows asked before applying anything and after (read_standing, as write.lua), and
+-- appends them to its reply as one more element (standing_flat).
 -- Returns {too-late slot number ...}; a keyed call {'applied', too-late slot start ...}.
--- Error "STALE ..." as write.lua.
+-- Error "STALE ...", "RECOMPUTING ..." as write.lua.
 
 local n, m = tonumber(ARGV[2]), tonumber(ARGV[3])
 local board, index, records = KEYS[1], KEYS[2], KEYS[3]
 local build_records, build_window, key_record_key = KEYS[4], KEYS[5], KEYS[6]
 local TOTALS, SLOTS, A = 6, 6 + n, 4
-local mode, fingerprint, key_now, deadline, ttl =
-  string.match(ARGV[4], '^(%a+) ?(%S*) ?(%S*) ?(%S*) ?(%S*)$')
+local mode = string.match(ARGV[4], '^%a+')
 local latest = mode == 'latest'
+local fingerprint, key_now, deadline, ttl =
+  string.match(ARGV[4], ' key:(%x+):(%d+):(%d+):(%d+)')
+fingerprint = fingerprint or ''
+local asked, ties = string.match(ARGV[4], ' standing:([%d,]+):(%a+):all')
 local step = latest and 4 or 3
 local DENSE = SLOTS + m
 local dense_board = #KEYS > DENSE
@@ -85,6 +93,24 @@ if record[3 + n] and lease_held(record[4 + n]) then
   end
 end
 local stage = write_stages(board, fields, record, 2, A + n, A + 2 * n, n, m)
+-- The standing asked: the distinct members of the entries, read before and after.
+local standing = nil
+if asked then
+  local windows, members, seen = {}, {}, {}
+  for j in string.gmatch(asked, '%d+') do windows[#windows + 1] = tonumber(j) end
+  for at = A + 2 * n + m + 1, #ARGV, step do
+    if not seen[ARGV[at + 1]] then
+      seen[ARGV[at + 1]] = true
+      members[#members + 1] = ARGV[at + 1]
+    end
+  end
+  local dense = dense_board and DENSE or nil
+  local function read(into)
+    read_standing(into, members, windows, TOTALS, dense, ties == 'position', 'all')
+  end
+  standing = { before = {}, read = read }
+  read(standing.before)
+end
 for i = 1, m do
   local ts = ARGV[A + 2 * n + i]
   if stage[i] < n then redis.call('ZADD', index, 'NX', ts, ts) end
@@ -262,7 +288,12 @@ if fingerprint ~= '' then
   set_key_record(key_record_key, fingerprint, nil, key_now, deadline, ttl, starts)
   reply[1] = 'applied'
   for _, s in ipairs(starts) do reply[#reply + 1] = s end
-  return reply
+else
+  for i in pairs(too_late) do reply[#reply + 1] = i end
 end
-for i in pairs(too_late) do reply[#reply + 1] = i end
+if standing then
+  local after = {}
+  standing.read(after)
+  reply[#reply + 1] = standing_flat(standing.before, after)
+end
 return reply
