@@ -31,6 +31,7 @@ macro_rules! on_memory_and_redis {
 }
 
 mod active_relayout;
+mod aggregate_conformance;
 mod aggregate_property;
 mod aggregates;
 mod any_board;
