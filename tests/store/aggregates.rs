@@ -20,31 +20,49 @@ use crate::support::{Harness, TestRedis, clock, ranking, unique, with_clock};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writers_and_two_retirers_end_exact_on_a_max_board() {
-    writers_and_two_retirers(Aggregate::Max).await;
+    writers_and_two_retirers(Aggregate::Max, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writers_and_two_retirers_end_exact_on_a_min_board() {
-    writers_and_two_retirers(Aggregate::Min).await;
+    writers_and_two_retirers(Aggregate::Min, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writers_and_two_retirers_end_exact_on_a_latest_board() {
-    writers_and_two_retirers(Aggregate::Latest).await;
+    writers_and_two_retirers(Aggregate::Latest, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writers_and_two_retirers_end_exact_on_a_cluster() {
+    for aggregate in [Aggregate::Max, Aggregate::Min, Aggregate::Latest] {
+        writers_and_two_retirers(aggregate, true).await;
+    }
 }
 
 /// Six writers (values of either sign, on-time and late) on two replicas while the
 /// clock runs and two retirers with tiny chunks retire the same board: every window
-/// equals the oracle at the end.
-async fn writers_and_two_retirers(aggregate: Aggregate) {
-    let redis = TestRedis::start().await;
-    // Hash tables, so that HSCAN steps of a slot are chunks of a few members.
-    redis.use_hashtables().await;
+/// equals the oracle at the end. On a single Redis (its tallies checked too) or on the
+/// cluster.
+async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
     let clock = clock();
-    let replicas = [
-        with_clock(redis.store().await, &clock),
-        with_clock(redis.store().await, &clock),
-    ];
+    let (redis, replicas) = if on_cluster {
+        let urls = &crate::test_cluster::TestCluster::shared().urls;
+        let connect = || async {
+            let store = rollboard::RedisStore::connect_cluster(urls).await.unwrap();
+            with_clock(Arc::new(store), &clock)
+        };
+        (None, [connect().await, connect().await])
+    } else {
+        let redis = TestRedis::start().await;
+        // Hash tables, so that HSCAN steps of a slot are chunks of a few members.
+        redis.use_hashtables().await;
+        let replicas = [
+            with_clock(redis.store().await, &clock),
+            with_clock(redis.store().await, &clock),
+        ];
+        (Some(redis), replicas)
+    };
     // Min and latest boards rank ties dense: their tallies change under every writer
     // and both retirers too.
     let ties = match aggregate {
@@ -154,7 +172,9 @@ async fn writers_and_two_retirers(aggregate: Aggregate) {
             assert_eq!(ranks, want, "dense ranks of window {w}");
         }
     }
-    check_tallies(&mut redis.raw().await, &board, ties == Ties::Dense).await;
+    if let Some(redis) = redis {
+        check_tallies(&mut redis.raw().await, &board, ties == Ties::Dense).await;
+    }
 }
 
 #[tokio::test]
