@@ -53,7 +53,7 @@
 -- windows asked before applying anything and after (read_standing, as write.lua), and
 -- appends them to its reply as one more element (standing_flat).
 -- Returns {too-late slot number ...}; a keyed call {'applied', too-late slot start ...}.
--- Error "STALE ...", "RECOMPUTING ..." as write.lua.
+-- Error "STALE ..." as write.lua.
 
 local n, m = tonumber(ARGV[2]), tonumber(ARGV[3])
 local board, index, records = KEYS[1], KEYS[2], KEYS[3]
