@@ -40,6 +40,24 @@ async fn writers_and_two_retirers_end_exact_on_a_cluster() {
     }
 }
 
+/// A Redis of this test's own and two "replicas" on it sharing `clock`; with
+/// `hashtables`, its hashes are hash tables from the first field, so that HSCAN steps of
+/// a slot are chunks of a few members.
+async fn two_replicas(
+    clock: &rollboard::ManualClock,
+    hashtables: bool,
+) -> (TestRedis, [rollboard::Rollboard; 2]) {
+    let redis = TestRedis::start().await;
+    if hashtables {
+        redis.use_hashtables().await;
+    }
+    let replicas = [
+        with_clock(redis.store().await, clock),
+        with_clock(redis.store().await, clock),
+    ];
+    (redis, replicas)
+}
+
 /// Six writers (values of either sign, on-time and late) on two replicas while the
 /// clock runs and two retirers with tiny chunks retire the same board: every window
 /// equals the oracle at the end. On a single Redis (its tallies checked too) or on the
@@ -54,13 +72,7 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
         };
         (None, [connect().await, connect().await])
     } else {
-        let redis = TestRedis::start().await;
-        // Hash tables, so that HSCAN steps of a slot are chunks of a few members.
-        redis.use_hashtables().await;
-        let replicas = [
-            with_clock(redis.store().await, &clock),
-            with_clock(redis.store().await, &clock),
-        ];
+        let (redis, replicas) = two_replicas(&clock, true).await;
         (Some(redis), replicas)
     };
     // Min and latest boards rank ties dense: their tallies change under every writer
@@ -192,14 +204,8 @@ async fn a_recompute_while_writers_go_on_repairs_drift_and_ends_exact() {
 /// window, twice) while four writers on two replicas go on: every window, record and
 /// tally ends equal to what the slots hold, and a retirement afterwards is exact.
 async fn recompute_under_writers(aggregate: Aggregate, ties: Ties) {
-    let redis = TestRedis::start().await;
-    // Hash tables: each slot's hash is read in several HSCAN steps.
-    redis.use_hashtables().await;
     let clock = clock();
-    let replicas = [
-        with_clock(redis.store().await, &clock),
-        with_clock(redis.store().await, &clock),
-    ];
+    let (redis, replicas) = two_replicas(&clock, true).await;
     let config = BoardConfig::parse("10s", &["30s", "90s"])
         .unwrap()
         .with_aggregate(aggregate)
@@ -319,12 +325,8 @@ async fn a_member_removed_while_writers_write_it_keeps_only_what_came_after() {
 /// meanwhile (< 1,000) stay, and every window and record equals what the slots hold (a
 /// recompute changes nothing).
 async fn removal_under_writers(aggregate: Aggregate) {
-    let redis = TestRedis::start().await;
     let clock = clock();
-    let replicas = [
-        with_clock(redis.store().await, &clock),
-        with_clock(redis.store().await, &clock),
-    ];
+    let (redis, replicas) = two_replicas(&clock, false).await;
     // 600 slots of a second: the removal's clean takes three steps.
     let config = BoardConfig::parse("1s", &["60s", "600s"])
         .unwrap()
@@ -560,13 +562,8 @@ async fn a_retirement_stopped_after_every_chunk_ends_exact_and_touches_only_the_
 }
 
 async fn retirement_stopped_after_every_chunk(aggregate: Aggregate) {
-    let redis = TestRedis::start().await;
-    redis.use_hashtables().await;
     let clock = clock();
-    let replicas = [
-        with_clock(redis.store().await, &clock),
-        with_clock(redis.store().await, &clock),
-    ];
+    let (redis, replicas) = two_replicas(&clock, true).await;
     let config = BoardConfig::parse("1m", &["2m", "5m"])
         .unwrap()
         .with_aggregate(aggregate);

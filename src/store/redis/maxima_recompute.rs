@@ -7,11 +7,10 @@
 //! boards").
 
 use redis::Value;
-use tokio::task::JoinSet;
 
 use super::conn::{RedisConn, Retry};
 use super::keys;
-use super::recompute::{LANES, LEASE_MS, build_dense, live_slots, task_failed};
+use super::recompute::{LEASE_MS, build_dense, live_slots, scan_in_lanes};
 use super::reply::{array, int, string};
 use crate::board::Board;
 use crate::domain::RecomputeReport;
@@ -33,27 +32,15 @@ pub(super) async fn run(
         windows: vec![board.config.windows()[window]],
         ..RecomputeReport::default()
     };
-    let mut scans = JoinSet::new();
-    for slot in live_slots(conn, board).await? {
-        if scans.len() == LANES
-            && let Some(joined) = scans.join_next().await
-        {
-            absorb(&mut report, joined.map_err(task_failed)??);
-        }
+    let slots = live_slots(conn, board).await?;
+    scan_in_lanes(&mut report, slots, |slot| {
         let (conn, board, token) = (conn.clone(), board.clone(), token.to_owned());
-        scans.spawn(async move { scan(&conn, &board, window, &token, slot).await });
-    }
-    while let Some(joined) = scans.join_next().await {
-        absorb(&mut report, joined.map_err(task_failed)??);
-    }
+        async move { scan(&conn, &board, window, &token, slot).await }
+    })
+    .await?;
     swap(conn, board, window, token).await?;
     report.calls += 1;
     Ok(report)
-}
-
-fn absorb(report: &mut RecomputeReport, (calls, members): (u64, u64)) {
-    report.calls += calls;
-    report.fields_scanned += members;
 }
 
 /// Scans slot `slot`'s hash to its end: the calls made and the members read.

@@ -29,7 +29,7 @@ const FOLD_BUDGET_US: u64 = 1500;
 /// the next is on its way, and a recompute keeps its share of Redis beside busy writers.
 /// Scans in flight are of different stage hashes (each hash is scanned by one caller, so
 /// no value is added twice). Folds run one at a time (a member's fold may span calls).
-pub(super) const LANES: usize = 2;
+const LANES: usize = 2;
 
 pub(super) async fn recompute(
     conn: &RedisConn,
@@ -105,19 +105,11 @@ async fn run(
             hashes.push((slot, keys::stage(&board.name, slot, stage)));
         }
     }
-    let mut scans = JoinSet::new();
-    for (slot, hash) in hashes {
-        if scans.len() == LANES
-            && let Some(joined) = scans.join_next().await
-        {
-            absorb_scan(&mut report, joined)?;
-        }
+    scan_in_lanes(&mut report, hashes, |(slot, hash)| {
         let (conn, board, token) = (conn.clone(), board.clone(), token.to_owned());
-        scans.spawn(async move { scan(&conn, &board, &token, slot, &hash).await });
-    }
-    while let Some(joined) = scans.join_next().await {
-        absorb_scan(&mut report, joined)?;
-    }
+        async move { scan(&conn, &board, &token, slot, &hash).await }
+    })
+    .await?;
     // Fold the log, then swap. One fold call at a time: a member's fold may span calls,
     // and each call goes on from where the last one left it.
     let mut slots = live_slots(conn, board).await?;
@@ -186,18 +178,41 @@ async fn scan(
 }
 
 /// Adds a finished scan's counts to the report.
+/// Runs `scan` on each of `items`, [`LANES`] in flight, adding each one's calls and
+/// values scanned to `report`.
+pub(super) async fn scan_in_lanes<I, F, Fut>(
+    report: &mut RecomputeReport,
+    items: Vec<I>,
+    scan: F,
+) -> Result<()>
+where
+    F: Fn(I) -> Fut,
+    Fut: Future<Output = Result<(u64, u64)>> + Send + 'static,
+{
+    let mut scans = JoinSet::new();
+    for item in items {
+        if scans.len() == LANES
+            && let Some(joined) = scans.join_next().await
+        {
+            absorb_scan(report, joined)?;
+        }
+        scans.spawn(scan(item));
+    }
+    while let Some(joined) = scans.join_next().await {
+        absorb_scan(report, joined)?;
+    }
+    Ok(())
+}
+
 fn absorb_scan(
     report: &mut RecomputeReport,
     joined: std::result::Result<Result<(u64, u64)>, tokio::task::JoinError>,
 ) -> Result<()> {
-    let (calls, fields) = joined.map_err(task_failed)??;
+    let (calls, fields) =
+        joined.map_err(|e| Error::store(format!("recompute task failed: {e}")))??;
     report.calls += calls;
     report.fields_scanned += fields;
     Ok(())
-}
-
-pub(super) fn task_failed(e: tokio::task::JoinError) -> Error {
-    Error::store(format!("recompute task failed: {e}"))
 }
 
 pub(super) async fn live_slots(conn: &RedisConn, board: &Board) -> Result<Vec<i64>> {

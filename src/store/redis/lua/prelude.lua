@@ -628,6 +628,17 @@ local function peaks_trim(list, through)
   return table.concat(out, ',')
 end
 
+-- A step of a max, min or latest board's retirement or recompute: `member`'s value
+-- (false: none) goes to the ZADD arguments `set`, or the member to the ZREM list `gone`.
+local function set_or_gone(set, gone, member, value)
+  if value then
+    set[#set + 1] = value
+    set[#set + 1] = member
+  else
+    gone[#gone + 1] = member
+  end
+end
+
 -- Newest events (write_max.lua, retire_max.lua on a latest board; docs/design.md,
 -- "Latest boards"). A latest board keeps, per member, its newest event as
 -- '<slot>:<at>:<value>' (at in unix ms): of two events the later is the newer, of two at

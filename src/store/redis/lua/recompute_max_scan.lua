@@ -67,13 +67,7 @@ if #members > 0 then
       write[#write + 1] = member
       write[#write + 1] = new
     end
-    local value = after(list, watermark)
-    if value then
-      set[#set + 1] = value
-      set[#set + 1] = member
-    else
-      gone[#gone + 1] = member
-    end
+    set_or_gone(set, gone, member, after(list, watermark))
   end
   if #write > 0 then redis.call('HSET', records, unpack(write)) end
   if KEYS[5] then retally_step(KEYS[5], KEYS[6], build, members, set) end

@@ -92,13 +92,7 @@ if #members > 0 then
   local set, gone, kept, emptied = {}, {}, {}, {}
   for i, member in ipairs(members) do
     local list = held[i]
-    local value = after(list, slot)
-    if value then
-      set[#set + 1] = value
-      set[#set + 1] = member
-    else
-      gone[#gone + 1] = member
-    end
+    set_or_gone(set, gone, member, after(list, slot))
     if largest and list then
       local rest = trim(list, slot)
       if rest == '' then
