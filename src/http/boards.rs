@@ -461,7 +461,7 @@ pub struct RecomputeQuery {
          example = json!({"windows": ["1h", "1d"], "fields_scanned": 4800, "members_folded": 0, "calls": 6})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_busy`: another recompute of the board is running; `board_changed`; `board_kind`: a trending board (nothing to recompute); `aggregate_unsupported`: a max, min or latest board", body = ErrorBody),
+        (status = 409, description = "`board_busy`: another recompute of the board is running; `board_changed`; `board_kind`: a trending board (nothing to recompute)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_span`", body = ErrorBody),
     ),
     security(("adminToken" = []))

@@ -69,7 +69,7 @@ fn window(text: &Option<String>) -> crate::Result<Option<Span>> {
          example = json!({"removed": 2, "members": ["post:7", "post:9"], "more": false})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board (no per-slot values to remove); `aggregate_unsupported`: a max, min or latest board", body = ErrorBody),
+        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board (no per-slot values to remove); `board_busy`: a max, min or latest board being recomputed (remove after)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span`, `invalid_query` (neither or both of a list and a range; an empty list or one over 1000; no bound; a bound out of range or min_score above max_score)", body = ErrorBody),
     ),
     security(("adminToken" = []))
@@ -121,7 +121,7 @@ pub async fn remove_members(
          example = json!({"removed": 1, "members": ["post:3"], "more": false})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board; `aggregate_unsupported`: a max, min or latest board", body = ErrorBody),
+        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board; `board_busy`: a max, min or latest board being recomputed (trim after)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_span`, `invalid_query` (top above 1,000,000,000)", body = ErrorBody),
     ),
     security(("adminToken" = []))

@@ -331,7 +331,7 @@ pub async fn history(
          example = json!({"member": "post:7", "slot_values": 2})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board (no per-slot values to remove); `aggregate_unsupported`: a max, min or latest board (removal is for sum boards)", body = ErrorBody),
+        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board (no per-slot values to remove); `board_busy`: a max, min or latest board being recomputed (remove after)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`", body = ErrorBody),
     ),
     security(("adminToken" = []))

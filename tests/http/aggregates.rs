@@ -428,11 +428,17 @@ async fn a_member_removed_from_a_max_board_leaves_every_window_and_its_history()
         (history.status, history.code()),
         (StatusCode::NOT_FOUND, "member_not_found")
     );
+    // Trimmed to its top 1 (the board's own order): ann leaves every window.
+    let trimmed = app.post(&format!("{path}/trim?top=1"), json!({})).await;
+    assert_eq!(trimmed.status, StatusCode::OK, "{:?}", trimmed.body);
+    assert_eq!(trimmed.body["members"], json!(["ann"]));
+    let left = ranked(&[(1, "bob", 70)]);
+    assert_eq!(page(&app, &format!("{path}/top?window=7d")).await, left);
     // A later event of the member counts again.
     write(&app, &path, json!([{"member": "spam", "value": 10}])).await;
     assert_eq!(
         page(&app, &format!("{path}/top")).await,
-        ranked(&[(1, "bob", 70), (2, "ann", 50), (3, "spam", 10)])
+        ranked(&[(1, "bob", 70), (2, "spam", 10)])
     );
 }
 

@@ -10,7 +10,7 @@ use redis::Value;
 
 use super::conn::{RedisConn, Retry};
 use super::keys;
-use super::recompute::{LEASE_MS, build_dense, live_slots, scan_in_lanes};
+use super::recompute::{LEASE_MS, build_dense, leased, live_slots, scan_in_lanes};
 use super::reply::{array, int, string};
 use crate::board::Board;
 use crate::domain::RecomputeReport;
@@ -21,8 +21,20 @@ use crate::error::Result;
 const MEMBERS_PER_CALL: usize = 128;
 
 /// Rebuilds window `window` of the max, min or latest board `board`, and its records,
-/// from the live slots, under the recompute `token`.
-pub(super) async fn run(
+/// from the live slots.
+pub(super) async fn recompute(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+) -> Result<RecomputeReport> {
+    leased(conn, board, window, |token| async move {
+        run(conn, board, window, &token).await
+    })
+    .await
+}
+
+/// The recompute under the lease `token`.
+async fn run(
     conn: &RedisConn,
     board: &Board,
     window: usize,

@@ -409,6 +409,9 @@ impl Store for RedisStore {
     }
 
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
+        if !board.config.aggregate().sums() {
+            return maxima_recompute::recompute(&self.conn, board, window).await;
+        }
         recompute::recompute(&self.conn, board, window).await
     }
 

@@ -1,7 +1,8 @@
 //! Recompute in Redis: `recompute_begin.lua`, then a bounded scan of every live stage
 //! value the window counts (`recompute_scan.lua`), then a fold of the members writes
 //! touched meanwhile (`recompute_fold.lua`), then an O(1) swap (`recompute_swap.lua`).
-//! A max, min or latest board's scan and swap are in `maxima_recompute.rs`.
+//! A max, min or latest board's scan and swap are in `maxima_recompute.rs`, under the
+//! same lease ([`leased`]).
 //! Every call is bounded; the recompute holds a lease that each call extends, so a
 //! recompute whose process dies expires by itself. See `recompute_begin.lua`.
 
@@ -31,11 +32,31 @@ const FOLD_BUDGET_US: u64 = 1500;
 /// no value is added twice). Folds run one at a time (a member's fold may span calls).
 const LANES: usize = 2;
 
+/// Rebuilds window `window` of the sum board `board` (see the module header).
 pub(super) async fn recompute(
     conn: &RedisConn,
     board: &Board,
     window: usize,
 ) -> Result<RecomputeReport> {
+    leased(conn, board, window, |token| async move {
+        run(conn, board, window, &token).await
+    })
+    .await
+}
+
+/// Runs `body` under a recompute's lease of window `window` (`recompute_begin.lua`,
+/// with the token it is given), then, when it fails, abandons the recompute at once
+/// (`recompute_end.lua`) rather than letting its lease expire.
+pub(super) async fn leased<F, Fut>(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    body: F,
+) -> Result<RecomputeReport>
+where
+    F: FnOnce(String) -> Fut,
+    Fut: Future<Output = Result<RecomputeReport>>,
+{
     let token = crate::store::new_version().to_string();
     let mut begin = conn
         .scripts()
@@ -68,11 +89,7 @@ pub(super) async fn recompute(
             Err(refusal) => return Err(refusal.into_error(Some(&board.name))),
         }
     }
-    let result = if board.config.aggregate().sums() {
-        run(conn, board, window, &token).await
-    } else {
-        super::maxima_recompute::run(conn, board, window, &token).await
-    };
+    let result = body(token.clone()).await;
     if result.is_err() {
         let mut end = conn.scripts().recompute_end.key(keys::record(&board.name));
         end.key(keys::rebuild(&board.name))
