@@ -198,7 +198,7 @@ impl BoardConfig {
     /// Refuses the combinations of options no store keeps ([`with_rank`](Self::with_rank)
     /// checks them; options set after the rank are checked again when the board is
     /// created): every non-zero total with dense ties; on a max, min or latest board, a rank
-    /// other than `all` or a compact layout; `all` on a sum board.
+    /// other than `all`; `all` on a sum board.
     pub fn check_rank(&self) -> Result<(), Error> {
         let invalid = |reason: String| Err(Error::InvalidConfig { reason });
         if self.rank == RankedTotals::Nonzero && self.ties == Ties::Dense {
@@ -221,11 +221,6 @@ impl BoardConfig {
             return invalid(format!(
                 "an \"aggregate\":\"{aggregate}\" board ranks every value a member holds: \
                  leave out \"rank\" or set it to \"all\""
-            ));
-        } else if self.layout == Some(Layout::Compact) {
-            return invalid(format!(
-                "an \"aggregate\":\"{aggregate}\" board keeps its slots plain: leave out \
-                 \"layout\" or set it to \"plain\""
             ));
         }
         Ok(())
@@ -604,9 +599,6 @@ mod tests {
         assert!(sum.get("aggregate").is_none(), "{sum}");
         let refused = [
             max.clone().with_rank(RankedTotals::Positive),
-            max.clone()
-                .with_layout(Some(Layout::Compact))
-                .with_rank(RankedTotals::All),
             base().with_rank(RankedTotals::All),
         ];
         for config in refused {

@@ -419,7 +419,7 @@ pub struct RelayoutQuery {
         (status = 400, description = "`bad_request`: no or an unknown layout", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_changed`; `board_kind`: a trending board (it has no slots); `board_busy`: a recompute or another active relayout is running (with `now`); `aggregate_unsupported`: a max, min or latest board (its slots stay plain)", body = ErrorBody),
+        (status = 409, description = "`board_changed`; `board_kind`: a trending board (it has no slots); `board_busy`: a recompute or another active relayout is running (with `now`); `aggregate_unsupported`: a max, min or latest board (it keeps the layout it was created with)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`", body = ErrorBody),
     ),
     security(("adminToken" = []))

@@ -305,10 +305,6 @@ async fn deltas_values_and_options_are_refused_where_they_do_not_belong() {
             "\"rank\"",
         ),
         (
-            json!({"slot": "1h", "windows": ["1h"], "aggregate": "max", "layout": "compact"}),
-            "plain",
-        ),
-        (
             json!({"slot": "1h", "windows": ["1h"], "rank": "all"}),
             "max, min and latest boards",
         ),

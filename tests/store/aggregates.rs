@@ -12,11 +12,13 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rollboard::jobs::export::export;
 use rollboard::jobs::import::{Format, ImportOptions, import};
-use rollboard::{Aggregate, BoardConfig, Clock, Error, Event, RetireOptions, Ties, Timestamp};
+use rollboard::{
+    Aggregate, BoardConfig, Clock, Error, Event, Layout, RetireOptions, Ties, Timestamp,
+};
 
 use crate::aggregate_property::{check_peaks, dense_rank};
 use crate::oracle::{ValueOracle, check_tallies};
-use crate::support::{Harness, TestRedis, clock, ranking, unique, with_clock};
+use crate::support::{Harness, START, TestRedis, clock, pairs, ranking, ts, unique, with_clock};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writers_and_two_retirers_end_exact_on_a_max_board() {
@@ -41,15 +43,15 @@ async fn writers_and_two_retirers_end_exact_on_a_cluster() {
 }
 
 /// A Redis of this test's own and two "replicas" on it sharing `clock`; with
-/// `hashtables`, its hashes are hash tables from the first field, so that HSCAN steps of
-/// a slot are chunks of a few members.
+/// `listpack_entries` (its `hash-max-listpack-entries`, 0: hash tables from the first
+/// field), HSCAN steps of a slot are chunks of a few members.
 async fn two_replicas(
     clock: &rollboard::ManualClock,
-    hashtables: bool,
+    listpack_entries: Option<&str>,
 ) -> (TestRedis, [rollboard::Rollboard; 2]) {
     let redis = TestRedis::start().await;
-    if hashtables {
-        redis.use_hashtables().await;
+    if let Some(entries) = listpack_entries {
+        redis.config_set("hash-max-listpack-entries", entries).await;
     }
     let replicas = [
         with_clock(redis.store().await, clock),
@@ -72,7 +74,9 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
         };
         (None, [connect().await, connect().await])
     } else {
-        let (redis, replicas) = two_replicas(&clock, true).await;
+        // Hashes of more than 4 fields are hash tables (HSCAN steps of a few members);
+        // buckets of 2: the retirers convert the closed slots of 4 members or more.
+        let (redis, replicas) = two_replicas(&clock, Some("4")).await;
         (Some(redis), replicas)
     };
     // Min and latest boards rank ties dense: their tallies change under every writer
@@ -84,7 +88,8 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
     let config = BoardConfig::parse("10s", &["20s", "60s", "90s"])
         .unwrap()
         .with_aggregate(aggregate)
-        .with_ties(ties);
+        .with_ties(ties)
+        .with_layout((!on_cluster).then_some(Layout::Compact));
     let board = unique("ac");
     replicas[0]
         .create_board(&board, config.clone())
@@ -141,11 +146,13 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
                 chunk_size: 3 + r * 4,
                 ..Default::default()
             };
-            let mut chunks = 0;
+            let (mut chunks, mut compacted) = (0, 0);
             while !stop.load(Ordering::SeqCst) {
-                chunks += rb.retire_with(&board, options).await.unwrap().chunks;
+                let report = rb.retire_with(&board, options).await.unwrap();
+                chunks += report.chunks;
+                compacted += report.slots_compacted;
             }
-            chunks
+            (chunks, compacted)
         }));
     }
     let ticker = {
@@ -162,16 +169,34 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
         accepted += w.await.unwrap();
     }
     stop.store(true, Ordering::SeqCst);
-    let mut chunks = 0;
+    let (mut chunks, mut compacted) = (0, 0);
     for r in retirers {
-        chunks += r.await.unwrap();
+        let (c, s) = r.await.unwrap();
+        chunks += c;
+        compacted += s;
     }
     ticker.await.unwrap();
+    // Five members in the open slot, which closes next: the last pass converts it.
+    let at = clock.now();
+    let last: Vec<Event> = (0..5)
+        .map(|i| Event::value(format!("m{i}"), 7).at(at))
+        .collect();
+    replicas[0].incr_batch(&board, &last).await.unwrap();
+    for e in &last {
+        let slot = config.slot_start(at);
+        let mut oracle = oracle.lock().unwrap();
+        oracle.record(slot, &e.member, 7, at.unix_millis());
+    }
     clock.advance_millis(10_000);
     let now = clock.now();
-    replicas[1].retire(&board).await.unwrap();
+    compacted += replicas[1].retire(&board).await.unwrap().slots_compacted;
     assert!(accepted > 3_000, "only {accepted} events accepted");
     assert!(chunks > 300, "only {chunks} retirement chunks ran");
+    // On one Redis the board is compact: the retirers converted its closed slots while
+    // late writes and the other retirer went on (how many depends on the machine's pace).
+    if !on_cluster {
+        assert!(compacted > 0, "no slot converted");
+    }
     let oracle = oracle.lock().unwrap().clone();
     for (j, w) in config.windows().iter().enumerate() {
         let page = replicas[0].top(&board, Some(*w), 0, 1000).await.unwrap();
@@ -205,7 +230,7 @@ async fn a_recompute_while_writers_go_on_repairs_drift_and_ends_exact() {
 /// tally ends equal to what the slots hold, and a retirement afterwards is exact.
 async fn recompute_under_writers(aggregate: Aggregate, ties: Ties) {
     let clock = clock();
-    let (redis, replicas) = two_replicas(&clock, true).await;
+    let (redis, replicas) = two_replicas(&clock, Some("0")).await;
     let config = BoardConfig::parse("10s", &["30s", "90s"])
         .unwrap()
         .with_aggregate(aggregate)
@@ -326,7 +351,7 @@ async fn a_member_removed_while_writers_write_it_keeps_only_what_came_after() {
 /// recompute changes nothing).
 async fn removal_under_writers(aggregate: Aggregate) {
     let clock = clock();
-    let (redis, replicas) = two_replicas(&clock, false).await;
+    let (redis, replicas) = two_replicas(&clock, None).await;
     // 600 slots of a second: the removal's clean takes three steps.
     let config = BoardConfig::parse("1s", &["60s", "600s"])
         .unwrap()
@@ -477,6 +502,83 @@ async fn a_removal_left_pending_is_finished_by_the_next_recompute_or_removal() {
     }
 }
 
+/// A compact max board's closed slot is converted into buckets by the retirer (its plain
+/// hash goes, its geometry comes); a late event of that slot then lands in its member's
+/// bucket, a lower one changes nothing, and history, a recompute and the retirement of
+/// the slot read the buckets.
+#[tokio::test]
+async fn a_closed_slot_converted_into_buckets_takes_late_writes_in_them() {
+    let clock = clock();
+    // Buckets of one field: a slot of two members or more is converted.
+    let (redis, replicas) = two_replicas(&clock, Some("2")).await;
+    let rb = &replicas[0];
+    let config = BoardConfig::parse("1m", &["3m"])
+        .unwrap()
+        .with_aggregate(Aggregate::Max)
+        .with_layout(Some(Layout::Compact));
+    let board = unique("ab");
+    rb.create_board(&board, config.clone()).await.unwrap();
+    let at = ts(START + 10);
+    let events: Vec<Event> = [("ann", 5), ("bob", 3), ("cy", 1)]
+        .iter()
+        .map(|(m, v)| Event::value(*m, *v).at(at))
+        .collect();
+    rb.incr_batch(&board, &events).await.unwrap();
+    clock.set(ts(START + 60));
+    let report = rb.retire(&board).await.unwrap();
+    assert_eq!((report.slots_compacted, report.fields_compacted), (1, 3));
+    let mut raw = redis.raw().await;
+    let plain = format!("slot_{{{board}}}_{START}");
+    let exists: bool = ::redis::cmd("EXISTS")
+        .arg(&plain)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert!(!exists, "the plain hash is gone");
+    let geometry: Option<String> = ::redis::cmd("HGET")
+        .arg(format!("slotgeo_{{{board}}}"))
+        .arg(START)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(
+        geometry.as_deref(),
+        Some("1 1 3"),
+        "three buckets of one field"
+    );
+    // Late events of the converted slot.
+    for (member, value) in [("ann", 9), ("bob", 2)] {
+        rb.incr_batch(&board, &[Event::value(member, value).at(at)])
+            .await
+            .unwrap();
+    }
+    let exists: bool = ::redis::cmd("EXISTS")
+        .arg(&plain)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert!(!exists, "late writes went to the buckets");
+    let want = pairs(&[("ann", 9), ("bob", 3), ("cy", 1)]);
+    assert_eq!(ranking(&rb.top(&board, None, 0, 10).await.unwrap()), want);
+    let history = rb.history(&board, "ann").await.unwrap();
+    let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
+    assert_eq!(points, [(START, 9)]);
+    check_peaks(&redis, &board, Aggregate::Max).await.unwrap();
+    let report = rb.recompute(&board, None).await.unwrap();
+    assert_eq!(report.fields_scanned, 3);
+    assert_eq!(ranking(&rb.top(&board, None, 0, 10).await.unwrap()), want);
+    // The slot leaves the window: every member leaves, the buckets and geometry go.
+    clock.set(ts(START + 4 * 60));
+    rb.retire(&board).await.unwrap();
+    assert_eq!(ranking(&rb.top(&board, None, 0, 10).await.unwrap()), []);
+    let left: Vec<String> = ::redis::cmd("KEYS")
+        .arg(format!("slot*_{{{board}}}*"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(left, Vec::<String>::new());
+}
+
 /// A recompute whose process died (its state left in the record, its lease running):
 /// writes go on, retirement and another recompute wait (`BoardBusy`); once the lease has
 /// run out, retirement and a new recompute run, exact.
@@ -563,7 +665,7 @@ async fn a_retirement_stopped_after_every_chunk_ends_exact_and_touches_only_the_
 
 async fn retirement_stopped_after_every_chunk(aggregate: Aggregate) {
     let clock = clock();
-    let (redis, replicas) = two_replicas(&clock, true).await;
+    let (redis, replicas) = two_replicas(&clock, Some("0")).await;
     let config = BoardConfig::parse("1m", &["2m", "5m"])
         .unwrap()
         .with_aggregate(aggregate);

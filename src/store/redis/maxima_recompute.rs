@@ -71,6 +71,7 @@ async fn scan(
         step.key(keys::stage(name, slot, 0))
             .key(keys::rebuild_records(name))
             .key(keys::rebuild(name))
+            .key(keys::slot_geometry(name))
             .key(build_dense(board))
             .arg(board.version)
             .arg(token)

@@ -106,6 +106,7 @@ async fn clean(conn: &RedisConn, board: &Board, member: &str, mut next: String) 
                 .get(b + 1)
                 .map_or("end".to_owned(), |next| next[0].to_string());
             let mut call = conn.scripts().remove_max.key(keys::record(name));
+            call.key(keys::slot_geometry(name));
             for slot in *batch {
                 call.key(keys::stage(name, *slot, 0));
             }

@@ -245,6 +245,7 @@ async fn call(
         Some((_, call_name)) => keys::idempotency(board, call_name),
         None => keys::record(name),
     });
+    invocation.key(keys::slot_geometry(name));
     invocation.key(keys::all_totals(name, windows));
     for s in &slots.starts {
         invocation.key(keys::stage(name, *s, 0));

@@ -72,7 +72,7 @@ for x, slot in ipairs(live) do
   end
   local value, held = 0, false
   if values then
-    held = redis.call('HGET', KEYS[first + 1], ARGV[4])
+    held = held_value(KEYS[first + 1], geo, ARGV[4], latest)
     if held and latest then held = string.match(held, ':(%-?%d+)$') end
     value = tonumber(held) or 0
   else

@@ -628,6 +628,73 @@ local function peaks_trim(list, through)
   return table.concat(out, ',')
 end
 
+-- A max, min or latest board's slot in its two forms (docs/design.md, "Compact slots of
+-- max, min and latest boards"): the plain hash `slot_key` and, once the retirer gave the
+-- slot a geometry (compact_max.lua), its buckets `<slot_key>:<i>`. A field only ever
+-- moves from the plain hash into a bucket.
+
+-- The better of two values a slot holds for a member (false/nil: none): the higher (a
+-- max board), or the newer '<at>:<value>', of two at one ms the greater (a latest board).
+local function better_held(a, b, latest)
+  if not a then return b end
+  if not b then return a end
+  if not latest then
+    if tonumber(a) >= tonumber(b) then return a end
+    return b
+  end
+  local ta, va = string.match(a, '^(%-?%d+):(%-?%d+)$')
+  local tb, vb = string.match(b, '^(%-?%d+):(%-?%d+)$')
+  ta, va, tb, vb = tonumber(ta), tonumber(va), tonumber(tb), tonumber(vb)
+  if ta > tb or (ta == tb and va >= vb) then return a end
+  return b
+end
+
+-- The key that holds (or takes) `member`'s value in the slot `slot_key` of geometry
+-- `geo` (nil: a plain slot).
+local function held_key(slot_key, geo, member)
+  if not geo then return slot_key end
+  return bucket_key(slot_key, bucket_of(geo, member_hash(member)))
+end
+
+-- `member`'s value in the slot `slot_key` of geometry `geo`: the better of its two forms.
+local function held_value(slot_key, geo, member, latest)
+  local plain = redis.call('HGET', slot_key, member)
+  if not geo then return plain end
+  return better_held(plain, redis.call('HGET', held_key(slot_key, geo, member), member), latest)
+end
+
+-- One step of a scan of the slot `slot_key` (geometry `geo`, read by the caller in its
+-- call) in both forms: the plain hash first, then each bucket, so a field the retirer
+-- moves meanwhile is never missed. `cursor`: '0' (the start), 'p<n>' (the plain hash at
+-- HSCAN cursor n) or 'b<i>:<n>' (bucket i). Steps on until about `count` fields are
+-- read. Returns the fields and values read (flat) and the next cursor ('0': done).
+local function slot_scan(slot_key, geo, cursor, count)
+  local flat = {}
+  repeat
+    local form, i, c = 'p', 0, '0'
+    local b, n = string.match(cursor, '^b(%d+):(%d+)$')
+    if b then
+      form, i, c = 'b', tonumber(b), n
+    elseif cursor ~= '0' then
+      c = string.match(cursor, '^p(%d+)$')
+    end
+    local key = (form == 'p') and slot_key or bucket_key(slot_key, i)
+    local step = redis.call('HSCAN', key, c, 'COUNT', count)
+    for _, v in ipairs(step[2]) do flat[#flat + 1] = v end
+    if step[1] ~= '0' then
+      cursor = (form == 'p') and ('p' .. step[1]) or ('b' .. i .. ':' .. step[1])
+    else
+      local following = (form == 'p') and 0 or i + 1
+      if geo and following < bucket_count(geo) then
+        cursor = 'b' .. following .. ':0'
+      else
+        cursor = '0'
+      end
+    end
+  until cursor == '0' or #flat >= 2 * count
+  return flat, cursor
+end
+
 -- A step of a max, min or latest board's retirement or recompute: `member`'s value
 -- (false: none) goes to the ZADD arguments `set`, or the member to the ZREM list `gone`.
 local function set_or_gone(set, gone, member, value)

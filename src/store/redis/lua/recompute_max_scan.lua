@@ -9,13 +9,15 @@
 -- KEYS[3]  the build's records          rebuild_records_{b}: peak lists (a max board) or
 --          newest events (a latest board), as peaks_{b} / newest_{b}
 -- KEYS[4]  the build of the window      rebuild_{b}
--- KEYS[5], KEYS[6]  on a dense board only: the build's tally and distinct values
+-- KEYS[5]  slot geometries              slotgeo_{b}: a compact slot's buckets
+-- KEYS[6], KEYS[7]  on a dense board only: the build's tally and distinct values
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the recompute's token (recompute_begin.lua)
 -- ARGV[3]  lease, milliseconds (extended by this call)
 -- ARGV[4]  the slot's start
--- ARGV[5]  the HSCAN cursor to go on from ('0': the start)
+-- ARGV[5]  the cursor to go on from ('0': the start; the prelude's slot_scan: the plain
+--          hash, then a compact slot's buckets)
 -- ARGV[6]  HSCAN COUNT
 -- ARGV[7]  the window, seconds (its watermark wm:<W>)
 -- ARGV[8]  'max' or 'latest'
@@ -44,12 +46,13 @@ local latest = ARGV[8] == 'latest'
 local after = latest and newest_after or peaks_after
 local watermark = tonumber(record[5])
 
-local scan = redis.call('HSCAN', slot_key, ARGV[5], 'COUNT', ARGV[6])
-local flat = scan[2]
+local flat, next_cursor = slot_scan(slot_key, slot_geometry(KEYS[5], ARGV[4]), ARGV[5],
+  tonumber(ARGV[6]))
+-- A member in both forms (the retirer moving it meanwhile): both values are merged.
 local members, held = {}, {}
 for x = 1, #flat, 2 do
-  if not held[flat[x]] then members[#members + 1] = flat[x] end
-  held[flat[x]] = flat[x + 1]
+  if held[flat[x]] == nil then members[#members + 1] = flat[x] end
+  held[flat[x]] = better_held(held[flat[x]], flat[x + 1], latest)
 end
 if #members > 0 then
   local stored = redis.call('HMGET', records, unpack(members))
@@ -70,8 +73,8 @@ if #members > 0 then
     set_or_gone(set, gone, member, after(list, watermark))
   end
   if #write > 0 then redis.call('HSET', records, unpack(write)) end
-  if KEYS[5] then retally_step(KEYS[5], KEYS[6], build, members, set) end
+  if KEYS[6] then retally_step(KEYS[6], KEYS[7], build, members, set) end
   if #set > 0 then redis.call('ZADD', build, unpack(set)) end
   if #gone > 0 then redis.call('ZREM', build, unpack(gone)) end
 end
-return { scan[1], #members }
+return { next_cursor, #members }

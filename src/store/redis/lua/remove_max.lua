@@ -16,7 +16,8 @@
 --   pending (its caller died, or runs now): the caller finishes that one first (clean
 --   steps are safe to run twice) and begins again; {'begun'} too when this member's own
 --   removal is pending (the caller goes on with it from rm_next, answered third).
--- clean: KEYS[1+i] slot i's hash (i = 1..m). ARGV[4] rm_next as the caller read it,
+-- clean: KEYS[2] slot geometries slotgeo_{b}, KEYS[2+i] slot i's hash (i = 1..m; a
+--   compact slot's member's bucket too). ARGV[4] rm_next as the caller read it,
 --   ARGV[5] the next one after these slots ('end': they are the last live ones), ARGV[5+i]
 --   slot i's start, ascending, each at or after ARGV[4]. Deletes the member from each
 --   slot not in rm_written, moves rm_next on (at 'end' the removal's state goes).
@@ -66,10 +67,15 @@ if record[4] ~= ARGV[4] then return { 'at', record[4] } end
 local written = {}
 for s in string.gmatch(record[5] or '', '[^,]+') do written[s] = true end
 local deleted = 0
-for i = 1, #KEYS - 1 do
+local m = #KEYS - 2
+local geometries = m > 0 and redis.call('HMGET', KEYS[2], unpack(ARGV, 6, 5 + m)) or {}
+for i = 1, m do
   local slot = ARGV[5 + i]
   if not written[slot] then
-    deleted = deleted + redis.call('HDEL', KEYS[1 + i], member)
+    local geo = parse_geometry(geometries[i])
+    local gone = redis.call('HDEL', KEYS[2 + i], member)
+    if geo then gone = gone + redis.call('HDEL', held_key(KEYS[2 + i], geo, member), member) end
+    if gone > 0 then deleted = deleted + 1 end
   end
 end
 if ARGV[5] == 'end' then

@@ -10,9 +10,12 @@
 -- KEYS[5]                    a recompute's build of its window    rebuild_{b}
 -- KEYS[6]                    a keyed call's record idem_{b}_<version>_<name> (unkeyed:
 --                            any key of the board, unused)
--- KEYS[6+j], j = 1..n        totals of window j, smallest window first
--- KEYS[6+n+i], i = 1..m      distinct slot i's hash: member -> its highest value there
---                            (a latest board: '<at>:<value>' of its newest event there)
+-- KEYS[7]                    slot geometries   slotgeo_{b}
+-- KEYS[7+j], j = 1..n        totals of window j, smallest window first
+-- KEYS[7+n+i], i = 1..m      distinct slot i's hash: member -> its highest value there
+--                            (a latest board: '<at>:<value>' of its newest event there);
+--                            a compact slot's values are in its buckets (the prelude's
+--                            held_key: an event of a closed slot the retirer converted)
 -- then, on a dense board only, per window j its tally and distinct values, then the
 -- recompute build's
 --
@@ -58,7 +61,7 @@
 local n, m = tonumber(ARGV[2]), tonumber(ARGV[3])
 local board, index, records = KEYS[1], KEYS[2], KEYS[3]
 local build_records, build_window, key_record_key = KEYS[4], KEYS[5], KEYS[6]
-local TOTALS, SLOTS, A = 6, 6 + n, 4
+local TOTALS, SLOTS, A = 7, 7 + n, 4
 local mode = string.match(ARGV[4], '^%a+')
 local latest = mode == 'latest'
 local fingerprint, key_now, deadline, ttl =
@@ -221,11 +224,29 @@ local function merge(records_key, targets, members)
 end
 
 if #live > 0 then
-  local by_slot, members, listed = {}, {}, {}
+  -- A closed slot may be compact (the retirer converts it, compact_max.lua): the
+  -- geometries of the call's slots older than the open one, in one read.
+  local current = tonumber(ARGV[A + n + 1]) + tonumber(ARGV[A + 1])
+  local older, geo = {}, {}
+  for i = 1, m do
+    if tonumber(ARGV[A + 2 * n + i]) < current then older[#older + 1] = i end
+  end
+  if #older > 0 then
+    local starts = {}
+    for x, i in ipairs(older) do starts[x] = ARGV[A + 2 * n + i] end
+    local stored = redis.call('HMGET', KEYS[7], unpack(starts))
+    for x, i in ipairs(older) do geo[i] = parse_geometry(stored[x]) end
+  end
+  -- The entries by the key that holds their member's value in their slot.
+  local by_key, keys, members, listed = {}, {}, {}, {}
   for _, at in ipairs(live) do
     local i, member = tonumber(ARGV[at]), ARGV[at + 1]
-    by_slot[i] = by_slot[i] or {}
-    by_slot[i][#by_slot[i] + 1] = at
+    local key = held_key(KEYS[SLOTS + i], geo[i], member)
+    if not by_key[key] then
+      by_key[key] = {}
+      keys[#keys + 1] = key
+    end
+    by_key[key][#by_key[key] + 1] = at
     if not listed[member] then
       listed[member] = true
       members[#members + 1] = member
@@ -237,16 +258,13 @@ if #live > 0 then
   if removing and listed[removing] then
     local next_slot, written, added = tonumber(record[6 + n]), {}, false
     for s in string.gmatch(record[7 + n] or '', '[^,]+') do written[s] = true end
-    for i, ats in pairs(by_slot) do
+    for _, at in ipairs(live) do
+      local i = tonumber(ARGV[at])
       local ts = ARGV[A + 2 * n + i]
-      if tonumber(ts) >= next_slot and not written[ts] then
-        for _, at in ipairs(ats) do
-          if ARGV[at + 1] == removing then
-            redis.call('HDEL', KEYS[SLOTS + i], removing)
-            written[ts], added = true, true
-            break
-          end
-        end
+      if ARGV[at + 1] == removing and tonumber(ts) >= next_slot and not written[ts] then
+        redis.call('HDEL', KEYS[SLOTS + i], removing)
+        if geo[i] then redis.call('HDEL', held_key(KEYS[SLOTS + i], geo[i], removing), removing) end
+        written[ts], added = true, true
       end
     end
     if added then
@@ -255,10 +273,11 @@ if #live > 0 then
       redis.call('HSET', board, 'rm_written', table.concat(list, ','))
     end
   end
-  for i, ats in pairs(by_slot) do
-    local fields_i = {}
-    for x, at in ipairs(ats) do fields_i[x] = ARGV[at + 1] end
-    local held = redis.call('HMGET', KEYS[SLOTS + i], unpack(fields_i))
+  for _, key in ipairs(keys) do
+    local ats = by_key[key]
+    local fields_k = {}
+    for x, at in ipairs(ats) do fields_k[x] = ARGV[at + 1] end
+    local held = redis.call('HMGET', key, unpack(fields_k))
     local better = {}
     for x, at in ipairs(ats) do
       if beats(at, held[x]) then
@@ -266,7 +285,7 @@ if #live > 0 then
         better[#better + 1] = held_form(at)
       end
     end
-    if #better > 0 then redis.call('HSET', KEYS[SLOTS + i], unpack(better)) end
+    if #better > 0 then redis.call('HSET', key, unpack(better)) end
   end
   local targets = {}
   for j = 1, n do

@@ -92,6 +92,7 @@ async fn step(
         .key(keys::stage(name, slot, 0))
         .key(keys::records(board))
         .key(keys::data(name))
+        .key(keys::slot_geometry(name))
         .key(keys::window_dense(board, window))
         .arg(board.version)
         .arg(this)

@@ -25,6 +25,7 @@
 mod chunks;
 mod compact;
 mod maxima;
+mod maxima_compact;
 mod small;
 mod swap;
 
@@ -90,8 +91,12 @@ pub(super) async fn retire(
         }
     }
     report.complete = true;
-    if options.compact && sums {
-        let compacted = compact::compact_closed(conn, board, now, &options).await?;
+    if options.compact {
+        let compacted = if sums {
+            compact::compact_closed(conn, board, now, &options).await?
+        } else {
+            maxima_compact::compact_closed(conn, board, now).await?
+        };
         report.slots_compacted = compacted.slots;
         report.fields_compacted = compacted.fields;
     }

@@ -9,7 +9,8 @@
 -- KEYS[5]  what a member's value is read from: peak lists peaks_{b} (a max board),
 --          newest events newest_{b} (a latest board)
 -- KEYS[6]  member data                     data_{b}
--- KEYS[7], KEYS[8]  on a dense board only: this window's tally and distinct values
+-- KEYS[7]  slot geometries                 slotgeo_{b}: a compact slot's buckets
+-- KEYS[8], KEYS[9]  on a dense board only: this window's tally and distinct values
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  this window, seconds (fields wm:<W>, done:<W>)
@@ -20,8 +21,10 @@
 -- ARGV[7]  'max' or 'latest'
 --
 -- A call goes on from where the last call on this slot and window left off: the
--- record's field 'mxc:<W>' = '<slot>:<HSCAN cursor>' (absent, or of another slot: from
--- the start). So a pass that stopped, or another retirer, goes on from there, and a
+-- record's field 'mxc:<W>' = '<slot>:<cursor>' (absent, or of another slot: from the
+-- start), the cursor of the prelude's slot_scan (the plain hash, then a compact slot's
+-- buckets: a member the retirer moves into a bucket meanwhile is met there, a member met
+-- twice is re-evaluated twice, to the same value). So a pass that stopped, or another retirer, goes on from there, and a
 -- client may keep two calls in flight, each taking the next step.
 --
 -- Each member the HSCAN step returns held a value in the slot, so its value in this
@@ -37,7 +40,8 @@
 -- alone, so a step applied twice (a re-sent call, two retirers) sets what it set once.
 -- A member whose value came from another slot is not in this slot's hash: untouched.
 -- After the last step the window is retired through the slot (done:<W>), and the
--- largest window drops the slot's hash and its index entry. Every cursor a call starts
+-- largest window drops the slot's geometry and its index entry (each form of the slot is
+-- deleted as its scan leaves it). Every cursor a call starts
 -- from was answered by a step that ran, so a window is marked retired through the slot
 -- only once some chain of steps has scanned its hash from start to end.
 -- Returns {state, members re-evaluated, members that left}; state is 'done' when the
@@ -47,6 +51,7 @@
 -- retired it, or an older live slot is still to retire from this window).
 
 local board, index, totals, slot_key, records, data = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local geo_key = KEYS[7]
 local prev_field = ARGV[3] ~= '' and ('done:' .. ARGV[3]) or 'version'
 local cursor_field = 'mxc:' .. ARGV[2]
 local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], 'done:' .. ARGV[2], prev_field,
@@ -71,15 +76,15 @@ if ARGV[7] == 'latest' then after, trim = newest_after, newest_trim end
 
 local cursor = '0'
 if record[6] then
-  local kept_slot, kept = string.match(record[6], '^(%-?%d+):(%d+)$')
+  local kept_slot, kept = string.match(record[6], '^(%-?%d+):(.+)$')
   if kept_slot == ARGV[4] then cursor = kept end
 end
-local scan = redis.call('HSCAN', slot_key, cursor, 'COUNT', ARGV[5])
--- The step's members, each once (HSCAN may return one twice), and their records (peak
+local geo = slot_geometry(geo_key, ARGV[4])
+local flat, next_cursor = slot_scan(slot_key, geo, cursor, tonumber(ARGV[5]))
+-- The step's members, each once (a scan may return one twice), and their records (peak
 -- lists, newest events) in one HMGET; the window's new values in one ZADD, the members
 -- that leave in one ZREM.
 local members, seen = {}, {}
-local flat = scan[2]
 for x = 1, #flat, 2 do
   if not seen[flat[x]] then
     seen[flat[x]] = true
@@ -103,7 +108,7 @@ if #members > 0 then
       end
     end
   end
-  if KEYS[7] then retally_step(KEYS[7], KEYS[8], totals, members, set) end
+  if KEYS[8] then retally_step(KEYS[8], KEYS[9], totals, members, set) end
   if #set > 0 then redis.call('ZADD', totals, unpack(set)) end
   if #gone > 0 then
     left = redis.call('ZREM', totals, unpack(gone))
@@ -113,14 +118,27 @@ if #members > 0 then
   if #emptied > 0 then redis.call('HDEL', records, unpack(emptied)) end
 end
 local handled = #members
-if scan[1] ~= '0' then
-  redis.call('HSET', board, cursor_field, ARGV[4] .. ':' .. scan[1])
+-- The largest window deletes each form of the slot as the scan leaves it (no field comes
+-- into a form behind the scan: the slot is frozen out of every window, and the retirer
+-- converts no slot the largest window has frozen), so no call deletes many keys.
+if largest then
+  local function position(c)
+    return tonumber(string.match(c, '^b(%d+):')) or -1
+  end
+  local from = position(cursor)
+  local to = position(next_cursor)
+  if next_cursor == '0' then to = geo and bucket_count(geo) or 0 end
+  if from < 0 and to >= 0 then redis.call('DEL', slot_key) end
+  for i = math.max(from, 0), to - 1 do redis.call('DEL', bucket_key(slot_key, i)) end
+end
+if next_cursor ~= '0' then
+  redis.call('HSET', board, cursor_field, ARGV[4] .. ':' .. next_cursor)
   return { 'more', handled, left }
 end
 redis.call('HSET', board, 'done:' .. ARGV[2], ARGV[4])
 redis.call('HDEL', board, cursor_field)
 if largest then
-  redis.call('DEL', slot_key)
+  if geo then redis.call('HDEL', geo_key, ARGV[4]) end
   redis.call('ZREM', index, ARGV[4])
 end
 return { 'done', handled, left }
