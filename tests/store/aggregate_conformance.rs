@@ -16,6 +16,7 @@ on_every_store!(
     removal_recompute_and_an_added_window_keep_a_max_board_exact,
     values_and_deltas_are_refused_where_they_do_not_belong,
     a_keyed_value_write_is_applied_once_and_another_body_is_refused,
+    a_compact_board_converts_its_closed_slot_and_stays_exact,
 );
 
 /// A board of `aggregate` with 1-minute slots and `windows`.
@@ -237,4 +238,41 @@ async fn a_keyed_value_write_is_applied_once_and_another_body_is_refused(h: Harn
         .unwrap_err();
     assert_eq!(reused.code(), "idempotency_key_reused");
     assert_eq!(top(&h, &name, "5m").await, pairs(&[("ann", 7), ("bob", 3)]));
+}
+
+async fn a_compact_board_converts_its_closed_slot_and_stays_exact(h: Harness) {
+    let config = BoardConfig::parse("1m", &["3m"])
+        .unwrap()
+        .with_aggregate(Aggregate::Latest)
+        .with_layout(Some(rollboard::Layout::Compact));
+    let name = unique("ak");
+    h.boards.create_board(&name, config).await.unwrap();
+    // 200 members in minute 0: more than a listpack's worth (2 x fill on any server).
+    let events: Vec<(String, i64)> = (0..200).map(|i| (format!("m{i:03}"), i)).collect();
+    let events: Vec<(&str, i64)> = events.iter().map(|(m, v)| (m.as_str(), *v)).collect();
+    write(&h, &name, 0, &events).await;
+    h.at(60);
+    let report = h.boards.retire(&name).await.unwrap();
+    // The Redis stores convert minute 0 into buckets; the memory store has no layouts.
+    let converted = if h.in_memory { (0, 0) } else { (1, 200) };
+    assert_eq!((report.slots_compacted, report.fields_compacted), converted);
+    // A late event of minute 0, newer: it is m007's latest.
+    write(&h, &name, 30, &[("m007", 1_000)]).await;
+    let page = h.boards.top(&name, None, 0, 3).await.unwrap();
+    assert_eq!(
+        ranking(&page),
+        pairs(&[("m007", 1_000), ("m199", 199), ("m198", 198)])
+    );
+    let history = h.boards.history(&name, "m007").await.unwrap();
+    let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
+    assert_eq!(points, [(START, 1_000)]);
+    h.boards.remove_member(&name, "m199").await.unwrap();
+    let report = h.boards.recompute(&name, None).await.unwrap();
+    assert_eq!(report.fields_scanned, 199);
+    let page = h.boards.top(&name, None, 0, 2).await.unwrap();
+    assert_eq!(ranking(&page), pairs(&[("m007", 1_000), ("m198", 198)]));
+    // Minute 0 leaves the window: every member leaves.
+    h.at(4 * 60);
+    h.boards.retire(&name).await.unwrap();
+    assert_eq!(top(&h, &name, "3m").await, []);
 }

@@ -126,6 +126,7 @@ async fn split_per_pair(layout: Layout) {
         boards: with_clock(Arc::new(store), &clock),
         clock,
         redis: None,
+        in_memory: false,
     };
     let rb = h.board("1h", &["1h", "3h"]).await;
     let before = script_calls(&redis).await;

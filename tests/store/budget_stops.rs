@@ -42,6 +42,7 @@ pub(crate) async fn on(url: &str, options: RedisOptions) -> Harness {
         boards: with_clock(Arc::new(store), &clock),
         clock,
         redis: None,
+        in_memory: false,
     };
     let warm = h.board("1h", &["1h"]).await;
     h.boards.incr(&warm, "w", 1, None).await.unwrap();

@@ -266,6 +266,7 @@ async fn members_land_in_their_bucket_of_a_slot_of_thousands_of_buckets() {
         boards: crate::support::with_clock(redis.store().await, &clock),
         clock,
         redis: Some(redis),
+        in_memory: false,
     };
     // Both slots are created by late events, each an hour after it started.
     let b = compact_board(&h, &["3h"]).await;

@@ -17,6 +17,8 @@ pub struct Harness {
     pub clock: ManualClock,
     /// The Redis underneath, when the store is Redis.
     pub redis: Option<TestRedis>,
+    /// Whether the store is the memory store (no slot layouts).
+    pub in_memory: bool,
 }
 
 impl Harness {
@@ -26,6 +28,7 @@ impl Harness {
             boards: with_clock(Arc::new(MemoryStore::new()), &clock),
             clock,
             redis: None,
+            in_memory: true,
         }
     }
 
@@ -36,6 +39,7 @@ impl Harness {
             boards: with_clock(redis.store().await, &clock),
             clock,
             redis: Some(redis),
+            in_memory: false,
         }
     }
 
@@ -51,6 +55,7 @@ impl Harness {
             boards: with_clock(redis.store_with(options).await, &clock),
             clock,
             redis: Some(redis),
+            in_memory: false,
         }
     }
 
@@ -67,6 +72,7 @@ impl Harness {
             boards: with_clock(redis.store_with(options).await, &clock),
             clock,
             redis: Some(redis),
+            in_memory: false,
         }
     }
 
@@ -82,6 +88,7 @@ impl Harness {
             boards: with_clock(Arc::new(store), &clock),
             clock,
             redis: None,
+            in_memory: false,
         }
     }
 
