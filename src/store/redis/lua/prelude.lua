@@ -666,10 +666,14 @@ end
 -- One step of a scan of the slot `slot_key` (geometry `geo`, read by the caller in its
 -- call) in both forms: the plain hash first, then each bucket, so a field the retirer
 -- moves meanwhile is never missed. `cursor`: '0' (the start), 'p<n>' (the plain hash at
--- HSCAN cursor n) or 'b<i>:<n>' (bucket i). Steps on until about `count` fields are
--- read. Returns the fields and values read (flat) and the next cursor ('0': done).
+-- HSCAN cursor n) or 'b<i>:<n>' (bucket i). Steps on while the next bucket, at twice the
+-- buckets' average, still fits in `count` fields (at least one bucket a step: a bucket is
+-- one listpack, read whole). Returns the fields and values read (flat) and the next
+-- cursor ('0': done).
 local function slot_scan(slot_key, geo, cursor, count)
   local flat = {}
+  local room = count
+  if geo then room = count - 2 * math.max(1, math.floor(geo.count / bucket_count(geo))) end
   repeat
     local form, i, c = 'p', 0, '0'
     local b, n = string.match(cursor, '^b(%d+):(%d+)$')
@@ -691,7 +695,7 @@ local function slot_scan(slot_key, geo, cursor, count)
         cursor = '0'
       end
     end
-  until cursor == '0' or #flat >= 2 * count
+  until cursor == '0' or string.sub(cursor, 1, 1) ~= 'b' or #flat > 2 * room
   return flat, cursor
 end
 

@@ -11,9 +11,10 @@
 -- ARGV[2]  the slot's start
 -- ARGV[3]  the largest window, seconds (its watermark wm:<W>)
 -- ARGV[4]  fill: fields a bucket is sized for
--- ARGV[5]  fields a step moves (HSCAN COUNT)
--- ARGV[6]  the HSCAN cursor to go on from ('0': the start)
--- ARGV[7]  'max' or 'latest'
+-- ARGV[5]  'max' or 'latest'
+-- ARGV[5+i]  the fields to move (the caller read them from the plain hash with HSCAN
+--          before the first move: a scan of a hash being emptied is slow); none on the
+--          first call, which only gives the slot its geometry
 --
 -- Leaves the slot as it is ({'skip', 0}) when it is no longer live, the largest window
 -- froze it (it is leaving the board: its retirement deletes each form as its scan leaves
@@ -21,13 +22,13 @@
 -- without a geometry yet, its hash holds fewer than 2 × fill fields (one listpack
 -- already). Else it gives the slot a geometry sized for its fields the first time
 -- (sized_geometry; then writes of the slot go to its buckets, see write_max.lua), and
--- moves the step's fields of the plain hash into their buckets, each merged with what
--- its bucket holds (better_held: a late write may have put a value there since), one
--- HMGET and one HSET a bucket, then deletes them from the plain hash with one HDEL.
--- Atomic: a reader, which reads the plain hash first and then the buckets (the
--- prelude's slot_scan), sees each value in one form or both, never in neither. A step
--- sent again finds its fields moved: it moves what is left.
--- Returns {'more', fields moved, next cursor} or {'done', fields moved}.
+-- moves the named fields still in the plain hash (one HMGET) into their buckets, each
+-- merged with what its bucket holds (better_held: a late write may have put a value
+-- there since), one HMGET and one HSET a bucket, then deletes them from the plain hash
+-- with one HDEL. Atomic: a reader, which reads the plain hash first and then the
+-- buckets (the prelude's slot_scan), sees each value in one form or both, never in
+-- neither. A step sent again finds its fields moved: it moves nothing.
+-- Returns {'ok', fields moved, fields left in the plain hash}.
 -- Error "STALE ..." as write.lua.
 
 local board, index, geo_key, plain = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -37,7 +38,7 @@ if lease_held(record[4]) or tonumber(record[3]) >= tonumber(ts)
   or not redis.call('ZSCORE', index, ts) then
   return { 'skip', 0 }
 end
-local latest = ARGV[7] == 'latest'
+local latest = ARGV[5] == 'latest'
 local geo = slot_geometry(geo_key, ts)
 if not geo then
   local count = redis.call('HLEN', plain)
@@ -46,13 +47,12 @@ if not geo then
   redis.call('HSET', geo_key, ts, geometry_text(geo))
 end
 
-local step = redis.call('HSCAN', plain, ARGV[6], 'COUNT', ARGV[5])
-local flat = step[2]
-local by_bucket, buckets, moved, seen = {}, {}, {}, {}
-for x = 1, #flat, 2 do
-  local field = flat[x]
-  if not seen[field] then
-    seen[field] = true
+local named = {}
+for x = 6, #ARGV do named[#named + 1] = ARGV[x] end
+local values = #named > 0 and redis.call('HMGET', plain, unpack(named)) or {}
+local by_bucket, buckets, moved = {}, {}, {}
+for x, field in ipairs(named) do
+  if values[x] then
     moved[#moved + 1] = field
     local key = held_key(plain, geo, field)
     if not by_bucket[key] then
@@ -61,7 +61,7 @@ for x = 1, #flat, 2 do
     end
     local entries = by_bucket[key]
     entries[#entries + 1] = field
-    entries[#entries + 1] = flat[x + 1]
+    entries[#entries + 1] = values[x]
   end
 end
 for _, key in ipairs(buckets) do
@@ -75,8 +75,4 @@ for _, key in ipairs(buckets) do
   redis.call('HSET', key, unpack(entries))
 end
 if #moved > 0 then redis.call('HDEL', plain, unpack(moved)) end
-if step[1] ~= '0' then return { 'more', #moved, step[1] } end
--- The scan ended: every field present throughout was moved (none comes into the plain
--- hash once the slot has a geometry); go round again if any is left.
-if redis.call('EXISTS', plain) == 1 then return { 'more', #moved, '0' } end
-return { 'done', #moved }
+return { 'ok', #moved, redis.call('HLEN', plain) }
