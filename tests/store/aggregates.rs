@@ -42,6 +42,24 @@ async fn writers_and_two_retirers_end_exact_on_a_cluster() {
     }
 }
 
+/// Up to `most` events (at least one) of values in -50..1000, of members `m0`..`m<members>`,
+/// at times up to `spread_ms` before `now_ms`.
+fn random_values(
+    rng: &mut rand::rngs::StdRng,
+    now_ms: i64,
+    most: usize,
+    spread_ms: i64,
+    members: u32,
+) -> Vec<Event> {
+    (0..rng.random_range(1..most))
+        .map(|_| {
+            let at = Timestamp::from_unix_millis(now_ms - rng.random_range(0..spread_ms));
+            let member = format!("m{}", rng.random_range(0..members));
+            Event::value(member, rng.random_range(-50..1000)).at(at.unwrap())
+        })
+        .collect()
+}
+
 /// A Redis of this test's own and two "replicas" on it sharing `clock`; with
 /// `listpack_entries` (its `hash-max-listpack-entries`, 0: hash tables from the first
 /// field), HSCAN steps of a slot are chunks of a few members.
@@ -108,13 +126,7 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
             let mut accepted = 0;
             for _ in 0..300 {
                 let now = clock.now().unix_millis();
-                let events: Vec<Event> = (0..rng.random_range(1..20))
-                    .map(|_| {
-                        let at = Timestamp::from_unix_millis(now - rng.random_range(0..100_000));
-                        let member = format!("m{}", rng.random_range(0..200));
-                        Event::value(member, rng.random_range(-50..1000)).at(at.unwrap())
-                    })
-                    .collect();
+                let events = random_values(&mut rng, now, 20, 100_000, 200);
                 let outcome = rb.incr_batch(&board, &events).await.unwrap();
                 {
                     let mut oracle = oracle.lock().unwrap();
@@ -248,13 +260,7 @@ async fn recompute_under_writers(aggregate: Aggregate, ties: Ties) {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
             for _ in 0..calls {
                 let now = clock.now().unix_millis();
-                let events: Vec<Event> = (0..rng.random_range(1..30))
-                    .map(|_| {
-                        let at = Timestamp::from_unix_millis(now - rng.random_range(0..80_000));
-                        let member = format!("m{}", rng.random_range(0..400));
-                        Event::value(member, rng.random_range(-50..1000)).at(at.unwrap())
-                    })
-                    .collect();
+                let events = random_values(&mut rng, now, 30, 80_000, 400);
                 let outcome = rb.incr_batch(&board, &events).await.unwrap();
                 assert_eq!(outcome.rejected, [], "no event is too late here");
                 let mut oracle = oracle.lock().unwrap();
