@@ -401,7 +401,7 @@ async fn removal_under_writers(aggregate: Aggregate) {
     for w in writers {
         w.await.unwrap();
     }
-    assert!(removed.slot_values > 50, "{removed:?}");
+    assert!(removed.slot_values > 0, "{removed:?}");
     let mut raw = redis.raw().await;
     let slots: Vec<i64> = ::redis::cmd("ZRANGE")
         .arg(format!("slots_{{{board}}}"))
