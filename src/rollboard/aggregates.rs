@@ -7,8 +7,8 @@
 //!   board's own values. Orders need no change: the store's ranking of negated values is
 //!   the min board's ranking (lowest value first, rank 1), and an
 //!   [`Order`](crate::domain::Order) names an end of the ranking.
-//! - The operations not built for these boards yet are refused here
-//!   ([`sums_only`]), the same on every store.
+//! - What these boards do not take (`relayout`: such a board keeps its layout) is
+//!   refused here ([`sums_only`]), the same on every store.
 
 use crate::board::Board;
 use crate::domain::WrittenStanding;
