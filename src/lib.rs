@@ -116,8 +116,8 @@ pub use rollboard::{Rollboard, SkewTooLarge};
 pub use settings::Settings;
 pub use store::{
     CounterCleaned, CounterInfo, CounterStore, IngestOptions, Keyed, MemoryStore, RateHit,
-    RateStore, Recorded, RedisOptions, RedisStore, RetireOptions, ServerStore, SlotWrite,
-    StatRecord, StatsStore, Store, TrendingStore, WriteKey, WriteStatus,
+    RateStore, Recorded, RedisOptions, RedisStore, ReplicaAcks, RetireOptions, ServerStore,
+    SlotWrite, StatRecord, StatsStore, Store, TrendingStore, WriteKey, WriteStatus,
 };
 
 /// Compiles and runs the Rust code blocks of the README, so they stay true.

@@ -257,6 +257,11 @@ pub enum Error {
     /// The store cannot be reached (connection refused, timeout, reconnecting).
     #[error("store unavailable: {0}")]
     StoreUnavailable(String),
+    /// The write was applied on the Redis master, but fewer replicas than
+    /// `min_replica_acks` confirmed it in time: a failover could still lose it. Sent again
+    /// under the same idempotency key, it counts once.
+    #[error("{0}")]
+    WriteUncertain(String),
     /// Redis refused a write at its memory limit (`maxmemory` with `noeviction`): the
     /// call was not applied. Reads still work.
     #[error("{0}")]
@@ -309,6 +314,7 @@ impl Error {
             Error::InvalidIdempotencyKey { .. } => "invalid_idempotency_key",
             Error::IdempotencyKeyReused { .. } => "idempotency_key_reused",
             Error::StoreUnavailable(_) => "store_unavailable",
+            Error::WriteUncertain(_) => "write_uncertain",
             Error::StoreFull(_) => "store_full",
             Error::Store(_) => "store_error",
         }

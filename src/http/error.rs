@@ -133,7 +133,7 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::BoardBusy(_)
         | Error::RelayoutRunning(_) => StatusCode::CONFLICT,
         Error::BatchTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-        Error::StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        Error::StoreUnavailable(_) | Error::WriteUncertain(_) => StatusCode::SERVICE_UNAVAILABLE,
         Error::StoreFull(_) => StatusCode::INSUFFICIENT_STORAGE,
         Error::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }

@@ -30,15 +30,18 @@ use redis::{Cmd, FromRedisValue, Pipeline, RedisError, ScriptInvocation};
 
 use super::errors::{reply_lost, store_error};
 use super::handle::{CLUSTER_RETRIES, Handle, follow_redirects};
-use super::options::RedisOptions;
+use super::options::{RedisOptions, ReplicaAcks};
 use super::refusal::Refusal;
+use super::replica_acks::{self, Acked};
 use super::scripts::Scripts;
 use crate::domain::{BoardName, Layout};
 use crate::error::Result;
 
 /// Whether a call may be sent again when its reply was lost (the connection broke, or
 /// the reply did not come within the response timeout). Either way Redis may have run
-/// it: a lost reply says nothing about whether the command was applied.
+/// it: a lost reply says nothing about whether the command was applied. The class also
+/// says whether the call is a write its caller acknowledges, which with
+/// [`ReplicaAcks`] waits for replicas ([`Retry::acknowledged`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Retry {
     /// Running it twice has the same effect as running it once (reads; scripts that
@@ -47,12 +50,31 @@ pub(crate) enum Retry {
     /// Cluster, the cluster client may also re-send it itself, within the response
     /// timeout).
     Idempotent,
+    /// As [`Retry::Idempotent`], and a write whose success the caller reports (a max
+    /// board's events, member data, a board's creation): acknowledged by replicas
+    /// like [`Retry::Never`] calls.
+    IdempotentWrite,
     /// Running it twice could count something twice (a write without a token, a step
     /// that moves state to a version the caller chose). Never sent again: a lost reply
     /// is reported as [`Error::StoreUnavailable`](crate::Error::StoreUnavailable), and the caller re-reads state if it
     /// must know the outcome. On Redis Cluster it is sent again only after a reply
     /// that says it did not run (`MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`, …).
     Never,
+}
+
+impl Retry {
+    /// Whether a lost reply is sent again.
+    fn resends(self) -> bool {
+        self != Retry::Never
+    }
+
+    /// Whether the call writes what its caller acknowledges, so that with
+    /// [`ReplicaAcks`] it waits for replicas: every call that is not a plain
+    /// [`Retry::Idempotent`] one (those read, or redo work nobody was told of, such as
+    /// retirement; after a failover it is done again).
+    fn acknowledged(self) -> bool {
+        self != Retry::Idempotent
+    }
 }
 
 /// A handle on Redis: cheap to clone, shared by every operation of a store.
@@ -65,6 +87,8 @@ pub(crate) struct RedisConn {
     listpack_entries: u64,
     /// The layout of boards created without one ([`RedisOptions::default_layout`]).
     default_layout: Layout,
+    /// How many replicas a write waits for ([`RedisOptions::replica_acks`]).
+    replica_acks: ReplicaAcks,
 }
 
 /// The listpack limit Redis ships with, used when `CONFIG GET` is not allowed.
@@ -135,6 +159,7 @@ impl RedisConn {
             scripts: Arc::new(Scripts::new()),
             listpack_entries: DEFAULT_LISTPACK_ENTRIES,
             default_layout: options.default_layout,
+            replica_acks: options.replica_acks,
         };
         conn.call(Retry::Idempotent, true, |mut handle| async move {
             redis::cmd("PING").query_async::<String>(&mut handle).await
@@ -220,13 +245,14 @@ impl RedisConn {
         board: &BoardName,
         retry: Retry,
     ) -> Result<std::result::Result<T, Refusal>> {
+        let acks = self.acks(retry);
         let outcome = self
             .call(retry, true, |mut handle| async move {
-                invocation.invoke_async(&mut handle).await
+                replica_acks::script(&mut handle, invocation, acks).await
             })
             .await;
         match outcome {
-            Ok(value) => Ok(Ok(value)),
+            Ok(acked) => acked.confirmed(acks).map(Ok),
             Err(err) => match Refusal::parse(&err) {
                 Some(refusal) => Ok(Err(refusal)),
                 None => Err(store_error(err, Some(board))),
@@ -241,8 +267,9 @@ impl RedisConn {
         invocation: &ScriptInvocation<'_>,
         retry: Retry,
     ) -> Result<T> {
+        let acks = self.acks(retry);
         self.run(None, retry, true, |mut handle| async move {
-            invocation.invoke_async(&mut handle).await
+            replica_acks::script(&mut handle, invocation, acks).await
         })
         .await
     }
@@ -254,29 +281,37 @@ impl RedisConn {
         board: Option<&BoardName>,
         retry: Retry,
     ) -> Result<T> {
+        let acks = self.acks(retry);
         self.run(board, retry, true, |mut handle| async move {
-            cmd.query_async(&mut handle).await
+            replica_acks::command(&mut handle, cmd, acks).await
         })
         .await
     }
 
-    /// Runs a pipeline (of `board`, if it is a board's). On a cluster every command of
-    /// it must name keys of one hash slot (one board, or one counter's tag). A
-    /// [`Retry::Never`] pipeline is not sent again after a redirect: mid-migration part
-    /// of it may have run on the old node.
+    /// Runs a pipeline (of `board`, if it is a board's; never a transaction). On a
+    /// cluster every command of it must name keys of one hash slot (one board, or one
+    /// counter's tag). A [`Retry::Never`] pipeline is not sent again after a redirect:
+    /// mid-migration part of it may have run on the old node.
     pub(crate) async fn query_pipe<T: FromRedisValue>(
         &self,
         pipe: &Pipeline,
         board: Option<&BoardName>,
         retry: Retry,
     ) -> Result<T> {
+        let acks = self.acks(retry);
         self.run(board, retry, false, |mut handle| async move {
-            pipe.query_async(&mut handle).await
+            replica_acks::pipeline(&mut handle, pipe, acks).await
         })
         .await
     }
 
-    /// Runs `call` through the retry helper, a Redis error as a rollboard error.
+    /// The replicas a call of class `retry` waits for, if any.
+    fn acks(&self, retry: Retry) -> Option<ReplicaAcks> {
+        (self.replica_acks.min > 0 && retry.acknowledged()).then_some(self.replica_acks)
+    }
+
+    /// Runs `call` through the retry helper, a Redis error as a rollboard error, and the
+    /// reply once the replicas asked for have its writes.
     async fn run<T, F, Fut>(
         &self,
         board: Option<&BoardName>,
@@ -286,16 +321,17 @@ impl RedisConn {
     ) -> Result<T>
     where
         F: Fn(Handle) -> Fut,
-        Fut: Future<Output = std::result::Result<T, RedisError>>,
+        Fut: Future<Output = std::result::Result<Acked<T>, RedisError>>,
     {
         self.call(retry, atomic, call)
             .await
-            .map_err(|e| store_error(e, board))
+            .map_err(|e| store_error(e, board))?
+            .confirmed(self.acks(retry))
     }
 
     /// The one retry helper: runs `call` on a handle of the connection that suits
-    /// `retry`, and once more when the reply was lost and the call is
-    /// [`Retry::Idempotent`]. On a cluster, a [`Retry::Never`] call that is `atomic`
+    /// `retry`, and once more when the reply was lost and the call may be
+    /// ([`Retry::resends`]). On a cluster, a [`Retry::Never`] call that is `atomic`
     /// (one command or script) follows redirects through [`follow_redirects`].
     async fn call<T, F, Fut>(
         &self,
@@ -309,7 +345,7 @@ impl RedisConn {
     {
         let handle = match (&self.link, retry) {
             (Link::Single(conn), _) => Handle::Single(conn.clone()),
-            (Link::Cluster { retrying, .. }, Retry::Idempotent) => {
+            (Link::Cluster { retrying, .. }, Retry::Idempotent | Retry::IdempotentWrite) => {
                 Handle::Cluster(retrying.clone())
             }
             (
@@ -328,7 +364,7 @@ impl RedisConn {
             }
         };
         match call(handle.clone()).await {
-            Err(e) if retry == Retry::Idempotent && reply_lost(&e) => call(handle).await,
+            Err(e) if retry.resends() && reply_lost(&e) => call(handle).await,
             other => other,
         }
     }

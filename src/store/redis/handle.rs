@@ -138,10 +138,22 @@ impl redis::aio::ConnectionLike for Handle {
             Handle::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
             Handle::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
             Handle::Node {
-                conn, host, port, ..
+                conn,
+                host,
+                port,
+                asking,
             } => {
                 let route = Handle::route(host, *port);
-                Box::pin(conn.route_pipeline(pipeline.clone(), offset, count, route))
+                if !*asking {
+                    return Box::pin(conn.route_pipeline(pipeline.clone(), offset, count, route));
+                }
+                // A pipeline after an `ASK` (a write and its `WAIT`): `ASKING` first.
+                let mut asked = redis::pipe();
+                asked.cmd("ASKING");
+                for cmd in pipeline.cmd_iter() {
+                    asked.add_command(cmd.clone());
+                }
+                Box::pin(conn.route_pipeline(asked, offset + 1, count, route))
             }
         }
     }

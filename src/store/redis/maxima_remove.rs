@@ -67,7 +67,7 @@ async fn begin(conn: &RedisConn, board: &Board, member: &str) -> Result<Begun> {
         .arg(member)
         .arg(windows.len());
     // Idempotent: sent again, it finds its own removal pending and answers where it is.
-    let reply: Value = conn.script(&call, name, Retry::Idempotent).await?;
+    let reply: Value = conn.script(&call, name, Retry::IdempotentWrite).await?;
     let items = array(reply, "remove_max begin")?;
     match items.as_slice() {
         [state, next] if string(state, "state")? == "begun" => {
@@ -118,7 +118,7 @@ async fn clean(conn: &RedisConn, board: &Board, member: &str, mut next: String) 
                 .arg(*batch);
             // Idempotent: a step names where it expects the removal; sent again after it
             // ran, it finds the removal moved on and answers where.
-            let reply: Value = conn.script(&call, name, Retry::Idempotent).await?;
+            let reply: Value = conn.script(&call, name, Retry::IdempotentWrite).await?;
             let items = array(reply, "remove_max clean")?;
             match items.as_slice() {
                 [state, n] if string(state, "state")? == "ok" => {

@@ -278,7 +278,9 @@ async fn call(
         }
     }
     // Idempotent: sent again, a call merges the same maxima (a keyed one finds its record).
-    let reply: Value = conn.script(&invocation, name, Retry::Idempotent).await?;
+    let reply: Value = conn
+        .script(&invocation, name, Retry::IdempotentWrite)
+        .await?;
     let mut items = array(reply, "write_max")?;
     // A call that applied its pairs ends with its standing, when asked.
     let applied = match (guard, items.first()) {

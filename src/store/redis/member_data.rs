@@ -72,7 +72,7 @@ async fn set_chunk(
         invocation.arg(member.as_str()).arg(data.as_str());
     }
     let set: Vec<i64> = conn
-        .script(&invocation, &board.name, Retry::Idempotent)
+        .script(&invocation, &board.name, Retry::IdempotentWrite)
         .await?;
     Ok(set.into_iter().map(|s| s == 1).collect())
 }
@@ -109,7 +109,7 @@ pub(super) async fn delete(conn: &RedisConn, board: &Board, member: &Member) -> 
                 .arg(keys::data(&board.name))
                 .arg(member.as_str()),
             Some(&board.name),
-            Retry::Idempotent,
+            Retry::IdempotentWrite,
         )
         .await?;
     Ok(deleted == 1)

@@ -59,6 +59,7 @@ mod recompute;
 mod refusal;
 mod registry;
 mod relayout;
+mod replica_acks;
 mod reply;
 mod retire;
 mod script_pipeline;
@@ -78,7 +79,7 @@ mod write_call;
 pub(crate) use client::{check_url, redact};
 pub(crate) use conn::{RedisConn, Retry};
 use ingest::Ingest;
-pub use options::{IngestOptions, RedisOptions, RetireOptions};
+pub use options::{IngestOptions, RedisOptions, ReplicaAcks, RetireOptions};
 
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};

@@ -30,6 +30,8 @@ pub struct RedisOptions {
     pub default_layout: Layout,
     /// How retirement passes run (chunks, time budgets, the swap path, compaction).
     pub retire: RetireOptions,
+    /// How many replicas must have a write before it is acknowledged (none by default).
+    pub replica_acks: ReplicaAcks,
 }
 
 impl Default for RedisOptions {
@@ -43,6 +45,31 @@ impl Default for RedisOptions {
             ingest: IngestOptions::default(),
             default_layout: Layout::Compact,
             retire: RetireOptions::default(),
+            replica_acks: ReplicaAcks::default(),
+        }
+    }
+}
+
+/// Writes acknowledged only once replicas have them (`min_replica_acks`): each write
+/// call is followed by `WAIT min timeout` on its connection, and a call fewer than `min`
+/// replicas confirmed within `timeout` is answered
+/// [`Error::WriteUncertain`](crate::Error::WriteUncertain): applied on the master, but a
+/// failover could lose it. `min` 0 (the default) waits for no replica: Redis replicates
+/// asynchronously, so a write acknowledged just before its master dies may be lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaAcks {
+    /// Replicas that must have each write (0: none).
+    pub min: u32,
+    /// How long a write waits for them (default 1 s); keep it below the response
+    /// timeout, which bounds the write and its wait together.
+    pub timeout: Duration,
+}
+
+impl Default for ReplicaAcks {
+    fn default() -> Self {
+        ReplicaAcks {
+            min: 0,
+            timeout: Duration::from_secs(1),
         }
     }
 }

@@ -41,14 +41,15 @@ async fn create(
         .arg(now.unix_millis());
     // Idempotent: sent again, the script finds the record it made and answers it.
     let reply: Vec<Value> = match conn
-        .script_or_refusal(&invocation, name, Retry::Idempotent)
+        .script_or_refusal(&invocation, name, Retry::IdempotentWrite)
         .await?
     {
         Ok(reply) => reply,
         // A drop that stopped half-way (a crash) blocks the name until a drop finishes it.
         Err(Refusal::Dropping) => {
             super::boards::drop(conn, name).await?;
-            conn.script(&invocation, name, Retry::Idempotent).await?
+            conn.script(&invocation, name, Retry::IdempotentWrite)
+                .await?
         }
         Err(refusal) => return Err(refusal.into_error(Some(name))),
     };

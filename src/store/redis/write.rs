@@ -508,7 +508,7 @@ pub(super) async fn remove_member(
             .arg(batch);
         // Idempotent: a replayed batch finds nothing left to delete.
         let deleted: u64 = conn
-            .script(&invocation, &board.name, Retry::Idempotent)
+            .script(&invocation, &board.name, Retry::IdempotentWrite)
             .await?;
         removed.slot_values += deleted;
     }
