@@ -19,6 +19,8 @@ use clap::{Args, Parser, Subcommand};
         REDIS_TLS_CA            PEM file of the CA that signed Redis's certificate (private CA)\n  \
         ROLLBOARD_REDIS_CONNECTION_TIMEOUT, ROLLBOARD_REDIS_RESPONSE_TIMEOUT\n                          \
         Redis timeouts (250ms, 2s; default 2s each)\n  \
+        ROLLBOARD_MIN_REPLICA_ACKS, ROLLBOARD_REPLICA_ACK_TIMEOUT\n                          \
+        replicas that must have each write before it is acknowledged (default 0), within (1s)\n  \
         ROLLBOARD_ACCEPT_EVICTION  true: accept a Redis whose maxmemory-policy evicts keys\n  \
         ROLLBOARD_BIND          address for `serve` (default 127.0.0.1:8080)\n  \
         ROLLBOARD_WRITE_TOKEN   bearer token required to post events (empty counts as unset)\n  \
@@ -295,6 +297,13 @@ pub struct RedisConnectionArgs {
     /// How long to wait for any one reply of Redis (250ms, 2s) [default: 2s].
     #[arg(long, env = "ROLLBOARD_REDIS_RESPONSE_TIMEOUT")]
     pub redis_response_timeout: Option<rollboard::service::Timeout>,
+    /// Replicas that must have a write before it is acknowledged (WAIT after each write;
+    /// fewer in time: 503 write_uncertain) [default: 0].
+    #[arg(long, env = "ROLLBOARD_MIN_REPLICA_ACKS", value_name = "N")]
+    pub min_replica_acks: Option<u32>,
+    /// How long a write waits for those replicas (250ms, 1s) [default: 1s].
+    #[arg(long, env = "ROLLBOARD_REPLICA_ACK_TIMEOUT")]
+    pub replica_ack_timeout: Option<rollboard::service::Timeout>,
     /// Layout of the slots of boards created without one: plain or compact [default:
     /// compact] (see docs/compact-slots.md, "Compact slots").
     #[arg(long, env = "ROLLBOARD_DEFAULT_LAYOUT", value_name = "LAYOUT")]

@@ -47,6 +47,12 @@ pub struct ConfigLayer {
     /// How long to wait for any one reply of Redis: `redis_response_timeout`,
     /// `ROLLBOARD_REDIS_RESPONSE_TIMEOUT`.
     pub redis_response_timeout: Option<Timeout>,
+    /// Replicas that must have a write before it is acknowledged: `min_replica_acks`,
+    /// `ROLLBOARD_MIN_REPLICA_ACKS` / `--min-replica-acks`.
+    pub min_replica_acks: Option<u32>,
+    /// How long a write waits for them: `replica_ack_timeout`,
+    /// `ROLLBOARD_REPLICA_ACK_TIMEOUT` / `--replica-ack-timeout`.
+    pub replica_ack_timeout: Option<Timeout>,
     /// Accept a Redis whose maxmemory-policy may evict keys: `accept_eviction`,
     /// `ROLLBOARD_ACCEPT_EVICTION`.
     pub accept_eviction: Option<bool>,

@@ -14,6 +14,9 @@
 //! redis_tls_ca = "/etc/rollboard/redis-ca.pem"  # or REDIS_TLS_CA: a private CA (PEM)
 //! redis_connection_timeout = "2s"           # or ROLLBOARD_REDIS_CONNECTION_TIMEOUT
 //! redis_response_timeout = "2s"             # or ROLLBOARD_REDIS_RESPONSE_TIMEOUT
+//! min_replica_acks = 0                      # or ROLLBOARD_MIN_REPLICA_ACKS: replicas that
+//!                                           # must have a write before it is acknowledged
+//! replica_ack_timeout = "1s"                # or ROLLBOARD_REPLICA_ACK_TIMEOUT
 //! default_layout = "compact"                # or ROLLBOARD_DEFAULT_LAYOUT: the slot layout
 //!                                           # of boards created without one
 //! accept_eviction = false                   # or ROLLBOARD_ACCEPT_EVICTION
@@ -196,6 +199,20 @@ impl ServiceConfig {
             .or(file.redis_response_timeout)
         {
             redis.response_timeout = t;
+        }
+        if let Some(min) = overrides.min_replica_acks.or(file.min_replica_acks) {
+            redis.replica_acks.min = min;
+        }
+        if let Some(Timeout(t)) = overrides.replica_ack_timeout.or(file.replica_ack_timeout) {
+            redis.replica_acks.timeout = t;
+        }
+        if redis.replica_acks.min > 0 && redis.replica_acks.timeout >= redis.response_timeout {
+            return Err(ConfigError(format!(
+                "replica_ack_timeout ({} ms) must be shorter than redis_response_timeout ({} \
+                 ms), which bounds a write and its wait for replicas together",
+                redis.replica_acks.timeout.as_millis(),
+                redis.response_timeout.as_millis()
+            )));
         }
         if let Some(ttl) = overrides.idempotency_ttl.or(file.idempotency_ttl) {
             if ttl.seconds() == 0 {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::*;
-use crate::Layout;
+use crate::{Layout, ReplicaAcks};
 
 fn parse(text: &str) -> ConfigFile {
     toml::from_str(text).unwrap()
@@ -123,6 +123,38 @@ fn redis_connection_settings_come_from_the_file_and_the_environment() {
         err.message(),
         "invalid timeout \"0ms\": it must be between 1ms and 1h"
     );
+}
+
+#[test]
+fn replica_acks_come_from_the_file_and_the_environment_and_must_fit_the_response_timeout() {
+    let file = parse("min_replica_acks = 1\nreplica_ack_timeout = \"500ms\"");
+    let c = ServiceConfig::resolve(file.clone(), Overrides::default()).unwrap();
+    assert_eq!(
+        c.redis.replica_acks,
+        ReplicaAcks {
+            min: 1,
+            timeout: Duration::from_millis(500)
+        }
+    );
+    let env = Overrides {
+        min_replica_acks: Some(2),
+        ..Overrides::default()
+    };
+    let c = ServiceConfig::resolve(file.clone(), env).unwrap();
+    assert_eq!(c.redis.replica_acks.min, 2);
+    assert_eq!(c.redis.replica_acks.timeout, Duration::from_millis(500));
+    let too_long = Overrides {
+        redis_response_timeout: Some("500ms".parse().unwrap()),
+        ..Overrides::default()
+    };
+    let err = ServiceConfig::resolve(file, too_long).unwrap_err();
+    assert_eq!(
+        err.0,
+        "replica_ack_timeout (500 ms) must be shorter than redis_response_timeout (500 ms), \
+         which bounds a write and its wait for replicas together"
+    );
+    let c = ServiceConfig::resolve(ConfigFile::default(), Overrides::default()).unwrap();
+    assert_eq!(c.redis.replica_acks.min, 0);
 }
 
 #[test]

@@ -20,6 +20,8 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         redis_tls_ca: args.connection.redis_tls_ca,
         redis_connection_timeout: args.connection.redis_connection_timeout,
         redis_response_timeout: args.connection.redis_response_timeout,
+        min_replica_acks: args.connection.min_replica_acks,
+        replica_ack_timeout: args.connection.replica_ack_timeout,
         default_layout: args.connection.default_layout,
         accept_eviction: args.accept_eviction,
         write_token: std::env::var("ROLLBOARD_WRITE_TOKEN").ok(),

@@ -53,6 +53,8 @@ pub(super) fn connection_overrides(store: &StoreArgs) -> Overrides {
         redis_tls_ca: store.connection.redis_tls_ca.clone(),
         redis_connection_timeout: store.connection.redis_connection_timeout,
         redis_response_timeout: store.connection.redis_response_timeout,
+        min_replica_acks: store.connection.min_replica_acks,
+        replica_ack_timeout: store.connection.replica_ack_timeout,
         default_layout: store.connection.default_layout,
         ..Overrides::default()
     }
