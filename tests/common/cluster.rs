@@ -19,7 +19,12 @@ pub struct TestCluster {
     /// `redis://127.0.0.1:P` of every master, in the order of `ports`.
     pub urls: Vec<String>,
     pub ports: Vec<u16>,
+    /// On a cluster from [`TestCluster::start_tls`]: the `rediss://` URL of every master
+    /// and the PEM file of the CA that signed their certificate.
+    pub tls: Option<(Vec<String>, PathBuf)>,
     dir: PathBuf,
+    /// The certificates of a TLS cluster, deleted with it.
+    certs: Option<tempfile::TempDir>,
     /// The shells that keep the servers (dropping them, or this process ending, kills
     /// the servers).
     keepers: Mutex<Vec<Child>>,
@@ -39,6 +44,26 @@ impl TestCluster {
 
     /// A cluster of `masters` masters with `replicas` replicas each, of the caller's own.
     pub fn start_with(masters: usize, replicas: usize) -> TestCluster {
+        TestCluster::start_inner(masters, replicas, None)
+    }
+
+    /// A cluster of `masters` masters whose clients, and whose nodes between them (the
+    /// bus), speak TLS only: a certificate for 127.0.0.1 signed by a CA made for it
+    /// (redis-test's helper). Each node also keeps a plain port, on loopback, for the
+    /// harness's `redis-cli`; `tls` has the `rediss://` URLs and the CA's PEM file.
+    pub fn start_tls(masters: usize) -> TestCluster {
+        let certs_dir = tempfile::TempDir::new().unwrap();
+        let certs = redis_test::utils::build_keys_and_certs_for_tls(&certs_dir);
+        let mut cluster = TestCluster::start_inner(masters, 0, Some(&certs));
+        cluster.certs = Some(certs_dir);
+        cluster
+    }
+
+    fn start_inner(
+        masters: usize,
+        replicas: usize,
+        tls: Option<&redis_test::utils::TlsFilePaths>,
+    ) -> TestCluster {
         static STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
             "rollboard-cluster-{}-{}",
@@ -47,12 +72,30 @@ impl TestCluster {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let ports = free_ports(masters * (1 + replicas));
+        let tls_ports = match tls {
+            Some(_) => free_ports(ports.len()),
+            None => Vec::new(),
+        };
         let mut keepers = Vec::new();
-        for port in &ports {
+        for (i, port) in ports.iter().enumerate() {
+            // The bus stays on port + 10000 (MEET names the plain port); clients are
+            // told the TLS port.
+            let tls_args = tls.map_or(String::new(), |certs| {
+                format!(
+                    "--tls-port {} --tls-cert-file {} --tls-key-file {} --tls-ca-cert-file {} \
+                     --tls-cluster yes --tls-auth-clients no --cluster-port {} ",
+                    tls_ports[i],
+                    certs.redis_crt.display(),
+                    certs.redis_key.display(),
+                    certs.ca_crt.display(),
+                    port + 10000
+                )
+            });
             let script = format!(
-                "redis-server --cluster-enabled yes --port {port} --bind 127.0.0.1 \
+                "redis-server --cluster-enabled yes --port {port} --bind 127.0.0.1 {tls_args}\
                  --cluster-config-file {dir}/nodes-{port}.conf --dir {dir} --save '' \
                  --appendonly no --cluster-node-timeout 3000 --loglevel warning \
+                 --repl-diskless-sync-delay 0 \
                  --logfile {dir}/redis-{port}.log & pid=$!; cat >/dev/null; kill -9 $pid 2>/dev/null",
                 dir = dir.display()
             );
@@ -70,9 +113,17 @@ impl TestCluster {
                 .iter()
                 .map(|p| format!("redis://127.0.0.1:{p}"))
                 .collect(),
+            tls: tls.map(|certs| {
+                let urls = tls_ports
+                    .iter()
+                    .map(|p| format!("rediss://127.0.0.1:{p}"))
+                    .collect();
+                (urls, certs.ca_crt.clone())
+            }),
             ports,
             dir,
             keepers: Mutex::new(keepers),
+            certs: None,
         };
         for port in &cluster.ports {
             wait_until(&format!("redis-server on {port}"), || {
@@ -101,10 +152,18 @@ impl TestCluster {
                 cli(*port, &["CLUSTER", "NODES"])
                     .is_some_and(|n| n.lines().filter(|l| l.contains("slave")).count() == slaves)
             });
-            if cli(*port, &["ROLE"]).is_some_and(|r| r.starts_with("slave")) {
+            // A node knows itself a replica as soon as `CLUSTER NODES` says so; its
+            // first sync may come later.
+            let replica = cli(*port, &["CLUSTER", "NODES"]).is_some_and(|n| {
+                n.lines()
+                    .any(|l| l.contains("myself") && l.contains("slave"))
+            });
+            if replica {
                 wait_until(&format!("replica {port} in sync"), || {
-                    cli(*port, &["INFO", "replication"])
-                        .is_some_and(|i| i.contains("master_link_status:up"))
+                    cli(*port, &["INFO", "replication"]).is_some_and(|i| {
+                        i.contains("master_link_status:up")
+                            && i.contains("master_sync_in_progress:0")
+                    })
                 });
             }
         }
@@ -185,6 +244,46 @@ impl TestCluster {
         }
     }
 
+    /// Waits until every node but those on `dead` says the master of `slot` is the
+    /// node on `port` (after a master was killed: its replica promoted).
+    pub fn wait_owner_among_live(&self, slot: u16, port: u16, dead: &[u16]) {
+        for asked in self.ports.iter().filter(|p| !dead.contains(p)) {
+            wait_until(&format!("{asked} sees {port} own slot {slot}"), || {
+                self.owner_seen_by_now(*asked, slot) == Some(port)
+            });
+        }
+    }
+
+    /// The master of `slot` as the node on `asked` sees it now, if any.
+    fn owner_seen_by_now(&self, asked: u16, slot: u16) -> Option<u16> {
+        let nodes = cli(asked, &["CLUSTER", "NODES"])?;
+        nodes.lines().find_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.len() > 2
+                && fields[2].contains("master")
+                && !fields[2].contains("fail")
+                && owns(line, slot))
+            .then(|| {
+                let address = fields[1].split('@').next().unwrap();
+                address.rsplit_once(':').unwrap().1.parse().unwrap()
+            })
+        })
+    }
+
+    /// The log of the server on `port` (warnings and up).
+    pub fn log(&self, port: u16) -> String {
+        std::fs::read_to_string(self.dir.join(format!("redis-{port}.log"))).unwrap_or_default()
+    }
+
+    /// The process id of the server on `port` (read while it answers: a stopped
+    /// server is signalled by its pid).
+    pub fn pid(&self, port: u16) -> u32 {
+        self.cli(port, &["INFO", "server"])
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("process_id:")?.parse().ok())
+            .unwrap_or_else(|| panic!("no process_id from the server on {port}"))
+    }
+
     /// The node id of the master on `port`.
     pub fn node_id(&self, port: u16) -> String {
         self.cli(port, &["CLUSTER", "MYID"]).trim().to_owned()
@@ -239,6 +338,16 @@ fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Sends `signal` (`KILL`, `STOP`, `CONT`) to the process `pid`.
+pub fn signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{signal} {pid}");
 }
 
 /// `n` ports below 55000 that are free, each with its bus port (+10000) free too.

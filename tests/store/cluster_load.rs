@@ -1,8 +1,8 @@
 //! Writers and a reader on one board, for the tests that move the board under them
 //! (resharding, failover) or kill its Redis: the writers keep the oracle of what was
-//! acknowledged (and apart, what was answered `store_unavailable`: it may have run), and
-//! every answer is either a success or `store_unavailable`; any other error fails the
-//! test at once.
+//! acknowledged (and apart, what was answered `store_unavailable` or `write_uncertain`:
+//! it may have run), and every answer is one of those or a success; any other error
+//! fails the test at once.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,6 +25,15 @@ pub async fn busy_board(cluster: &TestCluster, prefix: &str) -> (Rollboard, Stri
         response_timeout: std::time::Duration::from_secs(10),
         ..RedisOptions::default()
     };
+    busy_board_with(cluster, prefix, options).await
+}
+
+/// As [`busy_board`], on a store with `options`.
+pub async fn busy_board_with(
+    cluster: &TestCluster,
+    prefix: &str,
+    options: RedisOptions,
+) -> (Rollboard, String, u16) {
     let store = RedisStore::connect_cluster_with(&cluster.urls, options)
         .await
         .unwrap();
@@ -53,9 +62,11 @@ type Written = (BTreeMap<String, i64>, BTreeMap<String, i64>, u64);
 pub struct Seen {
     /// Member → sum of the acknowledged deltas.
     pub oracle: BTreeMap<String, i64>,
-    /// Member → sum of the deltas answered `store_unavailable` (each may have run).
+    /// Member → sum of the deltas answered `store_unavailable` or `write_uncertain`
+    /// (each may have run).
     pub maybe: BTreeMap<String, i64>,
     pub batches: u64,
+    /// Writes answered `store_unavailable` or `write_uncertain`.
     pub writes_unavailable: u64,
     pub reads: u64,
     pub reads_unavailable: u64,
@@ -93,14 +104,18 @@ impl Load {
                                 }
                                 acknowledged.fetch_add(1, Ordering::Relaxed);
                             }
-                            Err(Error::StoreUnavailable(why)) => {
+                            Err(
+                                error @ (Error::StoreUnavailable(_) | Error::WriteUncertain(_)),
+                            ) => {
                                 for e in &events {
                                     *maybe.entry(e.member.clone()).or_default() += e.delta;
                                 }
                                 unavailable += 1;
                                 if unavailable <= 3 {
-                                    eprintln!("writer {w}: store_unavailable: {why}");
+                                    eprintln!("writer {w}: {}: {error}", error.code());
                                 }
+                                // A node that is down refuses at once: no busy loop.
+                                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
                             }
                             Err(other) => panic!("writer {w}: {other:?}"),
                         }
