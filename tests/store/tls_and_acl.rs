@@ -177,3 +177,45 @@ async fn a_url_that_skips_certificate_checks_is_refused() {
         "{error}"
     );
 }
+
+/// A Redis Cluster on TLS only (clients and bus), its certificate signed by a private
+/// CA: boards on every master are written and read exactly, and without the CA the
+/// connection is refused with the same clear error as a single node's.
+#[cfg(feature = "tls")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_cluster_with_the_private_ca_writes_and_reads_on_every_master() {
+    use crate::test_cluster::TestCluster;
+    let cluster = TestCluster::start_tls(3);
+    let (urls, ca) = cluster.tls.clone().unwrap();
+    let store = RedisStore::connect_cluster_with(&urls, with_ca(&ca))
+        .await
+        .unwrap();
+    let boards: Rollboard = with_clock(Arc::new(store), &clock());
+    // Boards until every master holds one.
+    let mut masters = std::collections::BTreeMap::new();
+    while masters.len() < 3 {
+        let board = unique("tlsc");
+        let owner = cluster.owner(cluster.keyslot(&format!("board_{{{board}}}")));
+        masters.entry(owner).or_insert(board);
+    }
+    for board in masters.values() {
+        boards
+            .create_board(board, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+            .await
+            .unwrap();
+        let events = [Event::new("a", 3), Event::new("b", 5), Event::new("a", 4)];
+        assert_eq!(boards.incr_batch(board, &events).await.unwrap().accepted, 3);
+        let top = boards
+            .top(board, Some(Span::parse("24h").unwrap()), 0, 10)
+            .await
+            .unwrap();
+        assert_eq!(ranking(&top), expected(), "{board}");
+    }
+    let error = RedisStore::connect_cluster_with(&urls, RedisOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, Error::StoreUnavailable(m) if m.contains("does not verify (UnknownIssuer)")),
+        "{error:?}"
+    );
+}
