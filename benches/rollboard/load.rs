@@ -37,7 +37,7 @@ impl Load {
         self.latencies[at]
     }
 
-    fn merge(&mut self, other: Load) {
+    pub fn merge(&mut self, other: Load) {
         self.done += other.done;
         self.latencies.extend(other.latencies);
     }

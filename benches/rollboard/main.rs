@@ -21,7 +21,7 @@
 //! topreads (top-10 at 64 connections exact and cached beside `ZREVRANGE`, and their p99
 //! during batch ingest), retire,
 //! recompute, longwindow, pages, ranks, memberdata, rates, counters, memory, bigwrite,
-//! trendwrite, manyboards, maxboard);
+//! trendwrite, manyboards, maxboard, replicaacks);
 //! `BENCH_LAYOUT=plain` keeps the boards the service and library phases create (those
 //! that name no layout) in plain slots (default compact, the store's default).
 //! Phase `manyboards`: 30,000 and 100,000 small boards (`BENCH_BOARDS` sets the counts)
@@ -33,6 +33,8 @@
 //! Phase `maxboard`: a 200,000-member `1h`/`24h` max board beside a sum board: ingest
 //! against the pipelined ceiling of each, and retirement of a slot of 200,000 bests
 //! (members re-evaluated per second against pipelined `ZADD`, longest call).
+//! Phase `replicaacks`: a lone event's latency and batch ingest with `min_replica_acks`
+//! = 1 (one local replica) beside the same without.
 //! Phase `ranks`: a
 //! friends' ranks read (100 members) and a member read with percentile on a
 //! 1,000,000-member board beside `ZREVRANK`. Phase `memberdata`: Redis memory per member
@@ -57,6 +59,7 @@ mod ranks;
 mod rates;
 mod raw_http;
 mod recompute;
+mod replica_acks;
 mod report;
 mod setup;
 mod slowlog;
@@ -335,6 +338,10 @@ fn main() {
         if run("maxboard") {
             eprintln!("a max board beside a sum board …");
             rows.extend(maxboard::maxboard(&redis, phase).await);
+        }
+        if run("replicaacks") {
+            eprintln!("writes acknowledged by a replica …");
+            rows.extend(replica_acks::replica_acks(&redis, phase).await);
         }
         if run("pages") {
             eprintln!("deep pages …");
