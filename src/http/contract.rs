@@ -144,7 +144,7 @@ fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
 fn add_layer_statuses(operation: &mut Operation) {
     let mut statuses: Vec<(&str, &str)> = vec![(
         "503",
-        "`store_unavailable`: the store did not answer; `timeout`: the request took longer than the limit",
+        "`store_unavailable`: the store did not answer; `timeout`: the request took longer than the limit; `write_uncertain` (writes, with `min_replica_acks`): applied on the Redis master but not confirmed by enough replicas in time, retry with the same `Idempotency-Key`",
     )];
     if operation.parameters.as_ref().is_some_and(|p| !p.is_empty()) {
         statuses.push((
