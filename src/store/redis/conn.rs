@@ -22,6 +22,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -89,6 +90,47 @@ pub(crate) struct RedisConn {
     default_layout: Layout,
     /// How many replicas a write waits for ([`RedisOptions::replica_acks`]).
     replica_acks: ReplicaAcks,
+    /// The links writes that wait for replicas take turns on (`None`: they wait for
+    /// none).
+    waiting: Option<Arc<Waiting>>,
+}
+
+/// How many links of their own the writes that wait for replicas take turns on.
+const WAITING_LINKS: usize = 4;
+
+/// The links of the writes that wait for replicas. `WAIT` holds its connection until the
+/// replicas answer (a write and its `WAIT` go on one connection, see `replica_acks.rs`),
+/// so on the store's one connection every call would queue behind each wait; these
+/// writes take turns over links of their own instead, and reads never wait.
+struct Waiting {
+    links: Vec<Link>,
+    next: AtomicUsize,
+}
+
+impl Waiting {
+    /// [`WAITING_LINKS`] links made by `link` when `options` asks for replicas, else none.
+    async fn links<F, Fut>(options: &RedisOptions, link: F) -> Result<Option<Arc<Waiting>>>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<Link>>,
+    {
+        if options.replica_acks.min == 0 {
+            return Ok(None);
+        }
+        let mut links = Vec::with_capacity(WAITING_LINKS);
+        for _ in 0..WAITING_LINKS {
+            links.push(link().await?);
+        }
+        Ok(Some(Arc::new(Waiting {
+            links,
+            next: AtomicUsize::new(0),
+        })))
+    }
+
+    /// The next link in turn.
+    fn next(&self) -> &Link {
+        &self.links[self.next.fetch_add(1, Ordering::Relaxed) % self.links.len()]
+    }
 }
 
 /// The listpack limit Redis ships with, used when `CONFIG GET` is not allowed.
@@ -114,17 +156,21 @@ impl RedisConn {
     /// The first connection is made here, so a certificate that does not verify or a
     /// refused password is an error of this call.
     pub(crate) async fn connect(url: &str, options: &RedisOptions) -> Result<RedisConn> {
-        let client = super::client::client(url, options)?;
-        super::client::tls_first_attempt(&client, url, options).await?;
-        let config = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(options.response_timeout))
-            .set_connection_timeout(Some(options.connection_timeout))
-            .set_number_of_retries(3)
-            .set_max_delay(Duration::from_secs(1));
-        let conn = ConnectionManager::new_with_config(client, config)
-            .await
-            .map_err(|e| super::client::connect_error(e, url, options))?;
-        RedisConn::checked(Link::Single(conn), url, options).await
+        let link = || async {
+            let client = super::client::client(url, options)?;
+            super::client::tls_first_attempt(&client, url, options).await?;
+            let config = ConnectionManagerConfig::new()
+                .set_response_timeout(Some(options.response_timeout))
+                .set_connection_timeout(Some(options.connection_timeout))
+                .set_number_of_retries(3)
+                .set_max_delay(Duration::from_secs(1));
+            let conn = ConnectionManager::new_with_config(client, config)
+                .await
+                .map_err(|e| super::client::connect_error(e, url, options))?;
+            Ok(Link::Single(conn))
+        };
+        let waiting = Waiting::links(options, link).await?;
+        RedisConn::checked(link().await?, waiting, url, options).await
     }
 
     /// A connection to the Redis Cluster reached through the seed nodes `urls`, with the
@@ -142,20 +188,29 @@ impl RedisConn {
                 .await
                 .map_err(|e| super::client::connect_error(e, seeds, options))
         };
-        let link = Link::Cluster {
-            retrying: connect(CLUSTER_RETRIES).await?,
-            once: connect(0).await?,
-            response_timeout: options.response_timeout,
+        let link = || async {
+            Ok(Link::Cluster {
+                retrying: connect(CLUSTER_RETRIES).await?,
+                once: connect(0).await?,
+                response_timeout: options.response_timeout,
+            })
         };
-        RedisConn::checked(link, seeds, options).await
+        let waiting = Waiting::links(options, link).await?;
+        RedisConn::checked(link().await?, waiting, seeds, options).await
     }
 
     /// The connection after one PING (a read: Idempotent; on a cluster it goes to every
     /// master), so a Redis that wants credentials the URL lacks is an error of
     /// start-up, not of the first request.
-    async fn checked(link: Link, url: &str, options: &RedisOptions) -> Result<RedisConn> {
+    async fn checked(
+        link: Link,
+        waiting: Option<Arc<Waiting>>,
+        url: &str,
+        options: &RedisOptions,
+    ) -> Result<RedisConn> {
         let mut conn = RedisConn {
             link,
+            waiting,
             scripts: Arc::new(Scripts::new()),
             listpack_entries: DEFAULT_LISTPACK_ENTRIES,
             default_layout: options.default_layout,
@@ -343,7 +398,11 @@ impl RedisConn {
         F: Fn(Handle) -> Fut,
         Fut: Future<Output = std::result::Result<T, RedisError>>,
     {
-        let handle = match (&self.link, retry) {
+        let link = match (&self.waiting, self.acks(retry)) {
+            (Some(waiting), Some(_)) => waiting.next(),
+            _ => &self.link,
+        };
+        let handle = match (link, retry) {
             (Link::Single(conn), _) => Handle::Single(conn.clone()),
             (Link::Cluster { retrying, .. }, Retry::Idempotent | Retry::IdempotentWrite) => {
                 Handle::Cluster(retrying.clone())

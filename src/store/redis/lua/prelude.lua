@@ -140,6 +140,11 @@ local function key_record(key, fingerprint, now)
   if tonumber(parts[3]) <= tonumber(now) then return nil end
   local recorded, events = string.match(parts[1], '^([^:]*):?(%d*)$')
   if recorded ~= fingerprint then return false end
+  -- The replay's caller may wait for replicas, and WAIT counts the writes of its own
+  -- connection: the record's expiry written again, unchanged (time stands still in a
+  -- script), replicates after the first call's writes, so the wait covers them.
+  local ttl = redis.call('PTTL', key)
+  if ttl > 0 then redis.call('PEXPIRE', key, ttl) end
   local found = { tonumber(parts[2]), tonumber(events) or -1 }
   for x = 4, #parts do found[#found + 1] = tonumber(parts[x]) end
   return found

@@ -166,6 +166,8 @@ fields[7 + n], fields[8 + n], fields[9 + n] = 'rb_fold_member', 'rb_fold_slot', 
 local record = board_record(board, ARGV[1], unpack(fields, 3))
 local token, journal = ARGV[6], KEYS[6 + n + m * n]
 if token ~= '' and redis.call('HEXISTS', journal, token) == 1 then
+  -- Written again, unchanged, for a caller that waits for replicas (see key_record).
+  redis.call('HSET', journal, token, redis.call('HGET', journal, token))
   return { 3 }
 end
 local fingerprint, idem = ARGV[7], KEYS[6 + n + m * n]
