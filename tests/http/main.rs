@@ -32,6 +32,7 @@ mod rates;
 mod read_cache;
 mod recompute;
 mod redis_memory;
+mod replica_acks;
 mod replicas;
 mod scheduler;
 mod shutdown;

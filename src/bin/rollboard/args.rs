@@ -20,7 +20,8 @@ use clap::{Args, Parser, Subcommand};
         ROLLBOARD_REDIS_CONNECTION_TIMEOUT, ROLLBOARD_REDIS_RESPONSE_TIMEOUT\n                          \
         Redis timeouts (250ms, 2s; default 2s each)\n  \
         ROLLBOARD_MIN_REPLICA_ACKS, ROLLBOARD_REPLICA_ACK_TIMEOUT\n                          \
-        replicas that must have each write before it is acknowledged (default 0), within (1s)\n  \
+        replicas that must have each write before it is acknowledged (default 0), and how\n                          \
+        long a write waits for them (default 1s)\n  \
         ROLLBOARD_ACCEPT_EVICTION  true: accept a Redis whose maxmemory-policy evicts keys\n  \
         ROLLBOARD_BIND          address for `serve` (default 127.0.0.1:8080)\n  \
         ROLLBOARD_WRITE_TOKEN   bearer token required to post events (empty counts as unset)\n  \

@@ -283,6 +283,13 @@ impl ServiceConfig {
             overrides.redis_cluster,
             file.redis_cluster,
         )?;
+        if redis.replica_acks.min > 0 && redis_url.is_none() && redis_cluster.is_empty() {
+            return Err(ConfigError(
+                "min_replica_acks needs Redis (REDIS_URL or REDIS_CLUSTER_URLS): the memory \
+                 store has no replicas to wait for"
+                    .into(),
+            ));
+        }
         let snapshot_webhook = non_empty(overrides.snapshot_webhook)
             .or(non_empty(file.snapshot_webhook))
             .map(|url| WebhookOptions::new(url.trim()))

@@ -127,7 +127,9 @@ fn redis_connection_settings_come_from_the_file_and_the_environment() {
 
 #[test]
 fn replica_acks_come_from_the_file_and_the_environment_and_must_fit_the_response_timeout() {
-    let file = parse("min_replica_acks = 1\nreplica_ack_timeout = \"500ms\"");
+    let file = parse(
+        "min_replica_acks = 1\nreplica_ack_timeout = \"500ms\"\nredis_url = \"redis://r:6379/\"",
+    );
     let c = ServiceConfig::resolve(file.clone(), Overrides::default()).unwrap();
     assert_eq!(
         c.redis.replica_acks,
@@ -155,6 +157,12 @@ fn replica_acks_come_from_the_file_and_the_environment_and_must_fit_the_response
     );
     let c = ServiceConfig::resolve(ConfigFile::default(), Overrides::default()).unwrap();
     assert_eq!(c.redis.replica_acks.min, 0);
+    let err = ServiceConfig::resolve(parse("min_replica_acks = 1"), Overrides::default());
+    assert_eq!(
+        err.unwrap_err().0,
+        "min_replica_acks needs Redis (REDIS_URL or REDIS_CLUSTER_URLS): the memory store \
+         has no replicas to wait for"
+    );
 }
 
 #[test]
