@@ -12,13 +12,17 @@
 //! On Redis Cluster it is the redis crate's async cluster client, twice over (see
 //! [`Link::Cluster`]): one that follows `MOVED`/`ASK` and waits out `TRYAGAIN` and
 //! `CLUSTERDOWN` by itself, which also re-sends after a lost reply, so only
-//! [`Retry::Idempotent`] calls use it; and one that retries nothing, for
+//! [`Retry::Idempotent`] and [`Retry::IdempotentWrite`] calls use it; and one that retries nothing, for
 //! [`Retry::Never`] calls, whose redirects and `TRYAGAIN`/`CLUSTERDOWN` replies are
 //! followed by [`follow_redirects`] (bounded; in `handle.rs`, with the [`Handle`] a
 //! call is sent on): those replies say the command did not run, so sending it again
 //! cannot count twice, while a lost reply is never re-sent. Scripts run by SHA on the
 //! node that owns their keys' slot; a node that answers `NOSCRIPT` gets the script
 //! loaded (`redis::Script` does that on either client).
+//!
+//! With [`ReplicaAcks`] (`min_replica_acks`), the calls a caller acknowledges
+//! ([`Retry::acknowledged`]) each carry a `WAIT` (`replica_acks.rs`) and go on links of
+//! their own, in turn ([`Waiting`]), so that no read queues behind a wait.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -169,8 +173,9 @@ impl RedisConn {
                 .map_err(|e| super::client::connect_error(e, url, options))?;
             Ok(Link::Single(conn))
         };
+        let main = link().await?;
         let waiting = Waiting::links(options, link).await?;
-        RedisConn::checked(link().await?, waiting, url, options).await
+        RedisConn::checked(main, waiting, url, options).await
     }
 
     /// A connection to the Redis Cluster reached through the seed nodes `urls`, with the
@@ -195,8 +200,9 @@ impl RedisConn {
                 response_timeout: options.response_timeout,
             })
         };
+        let main = link().await?;
         let waiting = Waiting::links(options, link).await?;
-        RedisConn::checked(link().await?, waiting, seeds, options).await
+        RedisConn::checked(main, waiting, seeds, options).await
     }
 
     /// The connection after one PING (a read: Idempotent; on a cluster it goes to every
