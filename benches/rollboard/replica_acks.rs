@@ -4,7 +4,7 @@
 //! latency p50 / p99 (2,000 sequential events), and batches of 100 (Zipf-skewed, 8 tasks)
 //! in events/s, each with the option beside the same without it, alternated twice.
 
-use std::process::{Child, Command};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,28 +27,10 @@ impl Drop for Replica {
 }
 
 fn start_replica(redis: &Redis) -> Replica {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = std::env::temp_dir().join(format!("rollboard-bench-replica-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let child = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
-        .args(["--appendonly", "no", "--repl-diskless-sync-delay", "0"])
+    let (mut command, port) = setup::redis_server("bench-replica");
+    let child = command
+        .args(["--repl-diskless-sync-delay", "0"])
         .args(["--replicaof", "127.0.0.1", &redis.port.to_string()])
-        .arg("--dir")
-        .arg(&dir)
-        .arg("--logfile")
-        .arg(dir.join("redis.log"))
         .spawn()
         .expect("redis-server");
     let replica = Replica(child);

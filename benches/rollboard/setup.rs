@@ -55,14 +55,29 @@ fn set_own_cpus(list: &str) -> bool {
         .is_ok_and(|out| out.status.success())
 }
 
-pub fn start_redis() -> Redis {
+/// A `redis-server` of the benchmark's own named `name`, not started yet: a free port on
+/// 127.0.0.1, a directory of its own (its files and log), no persistence. Its port too.
+pub fn redis_server(name: &str) -> (Command, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let dir = std::env::temp_dir().join(format!("rollboard-bench-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("rollboard-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let mut command = Command::new("redis-server");
+    command
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(&dir)
+        .arg("--logfile")
+        .arg(dir.join("redis.log"));
+    (command, port)
+}
+
+pub fn start_redis() -> Redis {
+    let (mut command, port) = redis_server("bench");
     // Redis's main thread runs on CPU 0 at normal priority; this process (service and
     // load, and the redis-benchmark it starts) drops to nice 10 and may use every CPU. So
     // Redis gets its core whenever it is busy, as on a host of its own, and lends it out
@@ -72,22 +87,7 @@ pub fn start_redis() -> Redis {
         && std::thread::available_parallelism()
             .map(|n| n.get() >= 2)
             .unwrap_or(false);
-    let mut command = Command::new("redis-server");
     let process = command
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--dir")
-        .arg(&dir)
-        .arg("--logfile")
-        .arg(dir.join("redis.log"))
         .spawn()
         .expect("redis-server (Debian package redis-server) must be installed");
     if pinned {

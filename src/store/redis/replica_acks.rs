@@ -26,6 +26,14 @@ pub(super) struct Acked<T> {
 }
 
 impl<T> Acked<T> {
+    /// A reply of a call that asked no replica.
+    fn unasked(value: T) -> Self {
+        Acked {
+            value,
+            replicas: None,
+        }
+    }
+
     /// The reply, once the replicas asked for have the call's writes.
     pub(super) fn confirmed(self, acks: Option<ReplicaAcks>) -> Result<T> {
         match (acks, self.replicas) {
@@ -52,31 +60,15 @@ pub(super) async fn script<T: FromRedisValue>(
     acks: Option<ReplicaAcks>,
 ) -> RedisResult<Acked<T>> {
     let Some(acks) = acks else {
-        let value = invocation.invoke_async(handle).await?;
-        return Ok(Acked {
-            value,
-            replicas: None,
-        });
+        return Ok(Acked::unasked(invocation.invoke_async(handle).await?));
     };
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors().invoke_script(invocation);
-    push_wait(&mut pipe, acks);
-    let mut loaded = false;
-    loop {
-        let (reply, replicas): (RedisResult<T>, RedisResult<u64>) =
-            pipe.query_async(handle).await?;
-        match reply {
-            Err(e) if !loaded && e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                invocation.load_async(handle).await?;
-                loaded = true;
-            }
-            reply => {
-                return Ok(Acked {
-                    value: reply?,
-                    replicas: Some(replicas?),
-                });
-            }
+    let call = Cmd::invoke_script(invocation);
+    match waited(handle, &call, acks).await? {
+        (Err(e), _) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+            invocation.load_async(handle).await?;
+            acked(waited(handle, &call, acks).await?)
         }
+        waited => acked(waited),
     }
 }
 
@@ -86,20 +78,31 @@ pub(super) async fn command<T: FromRedisValue>(
     cmd: &Cmd,
     acks: Option<ReplicaAcks>,
 ) -> RedisResult<Acked<T>> {
-    let Some(acks) = acks else {
-        let value = cmd.query_async(handle).await?;
-        return Ok(Acked {
-            value,
-            replicas: None,
-        });
-    };
+    match acks {
+        None => Ok(Acked::unasked(cmd.query_async(handle).await?)),
+        Some(acks) => acked(waited(handle, cmd, acks).await?),
+    }
+}
+
+/// Sends `call` and `WAIT` after it in one pipeline: the call's reply (its error as a
+/// value) and how many replicas `WAIT` counted.
+async fn waited<T: FromRedisValue>(
+    handle: &mut Handle,
+    call: &Cmd,
+    acks: ReplicaAcks,
+) -> RedisResult<(RedisResult<T>, u64)> {
     let mut pipe = redis::pipe();
-    pipe.ignore_errors().add_command(cmd.clone());
+    pipe.ignore_errors().add_command(call.clone());
     push_wait(&mut pipe, acks);
     let (reply, replicas): (RedisResult<T>, RedisResult<u64>) = pipe.query_async(handle).await?;
+    Ok((reply, replicas?))
+}
+
+/// The reply of a call that waited, or its error.
+fn acked<T>((reply, replicas): (RedisResult<T>, u64)) -> RedisResult<Acked<T>> {
     Ok(Acked {
         value: reply?,
-        replicas: Some(replicas?),
+        replicas: Some(replicas),
     })
 }
 
@@ -110,11 +113,7 @@ pub(super) async fn pipeline<T: FromRedisValue>(
     acks: Option<ReplicaAcks>,
 ) -> RedisResult<Acked<T>> {
     let Some(acks) = acks else {
-        let value = pipe.query_async(handle).await?;
-        return Ok(Acked {
-            value,
-            replicas: None,
-        });
+        return Ok(Acked::unasked(pipe.query_async(handle).await?));
     };
     debug_assert!(!pipe.is_transaction(), "WAIT cannot follow a transaction");
     let mut waiting = pipe.clone();
