@@ -7,7 +7,10 @@
 //! `WAIT` counts the replicas that have every write this connection made, this call's
 //! included. Fewer than `min` within the timeout: the write is applied on the master
 //! but not acknowledged, [`Error::WriteUncertain`]. A script the node has not loaded
-//! (`NOSCRIPT`) ran nothing: it is loaded and the pipeline sent again.
+//! (`NOSCRIPT`) ran nothing: it is loaded and the pipeline sent again. A call that finds
+//! it was applied before (an idempotency key's record, a job's token) may go out on
+//! another connection than its first time: it writes that record again, unchanged, so
+//! that its `WAIT` covers the first call too (the prelude's `key_record`).
 
 use redis::{
     Cmd, ErrorKind, FromRedisValue, Pipeline, RedisError, RedisResult, ScriptInvocation,
