@@ -341,7 +341,9 @@ fn main() {
         }
         if run("replicaacks") {
             eprintln!("writes acknowledged by a replica …");
-            rows.extend(replica_acks::replica_acks(&redis, phase).await);
+            let (acks_rows, done) = replica_acks::replica_acks(&redis, phase).await;
+            rows.extend(acks_rows);
+            acknowledged.push(done);
         }
         if run("pages") {
             eprintln!("deep pages …");

@@ -2,7 +2,8 @@
 //! benchmark's Redis on this machine (a real replica is a network round trip away: add
 //! it to the latencies). Through the library on a `1h`/`24h` board: a lone event's
 //! latency p50 / p99 (2,000 sequential events), and batches of 100 (Zipf-skewed, 8 tasks)
-//! in events/s, each with the option beside the same without it, alternated twice.
+//! in events/s, each with the option beside the same without it, alternated twice; the
+//! board's totals join the run's exactness check.
 
 use std::process::Child;
 use std::sync::Arc;
@@ -73,7 +74,8 @@ async fn lone(boards: &Rollboard) -> Load {
     load
 }
 
-pub async fn replica_acks(redis: &Redis, phase: Duration) -> Vec<Row> {
+/// The rows, and the board with the events it acknowledged (for the exactness check).
+pub async fn replica_acks(redis: &Redis, phase: Duration) -> (Vec<Row>, (String, u64)) {
     let _replica = start_replica(redis);
     let plain = library(&redis.url, ReplicaAcks::default()).await;
     let acked = library(
@@ -100,12 +102,16 @@ pub async fn replica_acks(redis: &Redis, phase: Duration) -> Vec<Row> {
     );
     // [without, with] for each figure, over two alternations.
     let (mut lones, mut ingest) = ([Load::default(), Load::default()], [0.0f64; 2]);
+    let mut done = 0;
     for _ in 0..2 {
         for (i, boards) in [&plain, &acked].into_iter().enumerate() {
-            lones[i].merge(lone(boards).await);
+            let alone = lone(boards).await;
+            done += alone.latencies.len() as u64;
+            lones[i].merge(alone);
             let load =
                 load::library_batches(boards.clone(), BOARD, batches.clone(), 8, phase / 2).await;
             ingest[i] += load.per_second() / 2.0;
+            done += load.done;
         }
     }
     let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1000.0);
@@ -127,5 +133,5 @@ pub async fn replica_acks(redis: &Redis, phase: Duration) -> Vec<Row> {
         ratio: Some(ingest[1] / ingest[0]),
         target: None,
     });
-    rows
+    (rows, (BOARD.to_owned(), done))
 }
