@@ -216,7 +216,7 @@ enum Reply {
     Applied(Vec<i64>),
     /// Keyed, recorded by an earlier call at the same now: these slots were too late.
     Recorded(Vec<i64>),
-    /// Keyed, recorded by an earlier call at this now: admit the events again at it.
+    /// Keyed, recorded by an earlier call at another now: admit the events again at it.
     Found(Timestamp),
     /// The key records another write.
     Reused,
