@@ -46,6 +46,15 @@ pub struct BoardConfig {
     /// Changed on a live board by `rollboard relayout`, never by a PUT.
     #[cfg_attr(feature = "server", schema(nullable = false))]
     layout: Option<Layout>,
+    /// How many shards the board's members are spread over (1 to 32): each shard keeps
+    /// its own slots, totals and retirement under its own Redis Cluster hash tag, so one
+    /// board's work spreads over several masters; every read is exact across them. Set
+    /// when the board is created. Absent from a config read back when 1.
+    #[cfg_attr(
+        feature = "server",
+        schema(default = 1, minimum = 1, maximum = 32, required = false)
+    )]
+    shards: u32,
 }
 
 /// The unvalidated shape of a config, as it arrives over the wire.
@@ -66,18 +75,29 @@ struct RawConfig {
     snapshots: Option<SnapshotPolicy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     layout: Option<Layout>,
+    #[serde(default = "one_shard", skip_serializing_if = "is_one_shard")]
+    shards: u32,
+}
+
+fn one_shard() -> u32 {
+    1
+}
+
+fn is_one_shard(shards: &u32) -> bool {
+    *shards == 1
 }
 
 impl TryFrom<RawConfig> for BoardConfig {
     type Error = Error;
     fn try_from(raw: RawConfig) -> Result<Self, Error> {
-        Ok(BoardConfig::new(raw.slot, raw.windows)?
+        BoardConfig::new(raw.slot, raw.windows)?
             .with_offset(raw.offset)?
             .with_ties(raw.ties)
             .with_aggregate(raw.aggregate)
             .with_rank(raw.rank.unwrap_or(raw.aggregate.default_rank()))?
             .with_snapshots(raw.snapshots)
-            .with_layout(raw.layout))
+            .with_layout(raw.layout)
+            .with_shards(raw.shards)
     }
 }
 
@@ -94,6 +114,7 @@ impl From<BoardConfig> for RawConfig {
             rank: (c.rank != c.aggregate.default_rank()).then_some(c.rank),
             snapshots: c.snapshots,
             layout: c.layout,
+            shards: c.shards,
         }
     }
 }
@@ -101,6 +122,8 @@ impl From<BoardConfig> for RawConfig {
 impl BoardConfig {
     /// Most windows a board may have.
     pub const MAX_WINDOWS: usize = 8;
+    /// Most shards a board may have.
+    pub const MAX_SHARDS: u32 = 32;
     /// Most slots a window may span (`W / L`), which bounds catch-up and history reads.
     pub const MAX_SLOTS_PER_WINDOW: u64 = 100_000;
 
@@ -143,6 +166,7 @@ impl BoardConfig {
             rank: RankedTotals::Positive,
             snapshots: None,
             layout: None,
+            shards: 1,
         })
     }
 
@@ -198,7 +222,8 @@ impl BoardConfig {
     /// Refuses the combinations of options no store keeps ([`with_rank`](Self::with_rank)
     /// checks them; options set after the rank are checked again when the board is
     /// created): every non-zero total with dense ties; on a max, min or latest board, a rank
-    /// other than `all`; `all` on a sum board.
+    /// other than `all`; `all` on a sum board; on a sharded board, dense ties and period
+    /// snapshots.
     pub fn check_rank(&self) -> Result<(), Error> {
         let invalid = |reason: String| Err(Error::InvalidConfig { reason });
         if self.rank == RankedTotals::Nonzero && self.ties == Ties::Dense {
@@ -223,7 +248,42 @@ impl BoardConfig {
                  leave out \"rank\" or set it to \"all\""
             ));
         }
+        if self.shards > 1 && self.ties == Ties::Dense {
+            return invalid(
+                "a sharded board ranks ties by competition or position, not dense (a dense \
+                 rank needs the distinct totals of every shard, which no shard keeps): leave \
+                 out \"ties\", choose \"competition\" or \"position\", or use one shard"
+                    .into(),
+            );
+        }
+        if self.shards > 1 && self.snapshots.is_some() {
+            return invalid(
+                "a sharded board takes no period snapshots yet: leave out \"snapshots\" or \
+                 use one shard"
+                    .into(),
+            );
+        }
         Ok(())
+    }
+
+    /// Spreads the board's members over `shards` shards (1 to [`MAX_SHARDS`](Self::MAX_SHARDS);
+    /// 1: one key set, as a board without the option).
+    pub fn with_shards(mut self, shards: u32) -> Result<Self, Error> {
+        if !(1..=Self::MAX_SHARDS).contains(&shards) {
+            return Err(Error::InvalidConfig {
+                reason: format!(
+                    "shards must be between 1 and {}, got {shards}",
+                    Self::MAX_SHARDS
+                ),
+            });
+        }
+        self.shards = shards;
+        Ok(self)
+    }
+
+    /// How many shards the board's members are spread over (1: not sharded).
+    pub fn shards(&self) -> u32 {
+        self.shards
     }
 
     /// Takes period snapshots by `policy` (none: `None`).
@@ -335,6 +395,7 @@ impl BoardConfig {
             layout(self.layout).into(),
             layout(asked.layout).into(),
         );
+        differ("shards", self.shards.to_string(), asked.shards.to_string());
         if found.is_empty() {
             found.push(format!(
                 "slot {}, windows {}",
@@ -365,6 +426,7 @@ impl BoardConfig {
             && wider.rank == self.rank
             && wider.aggregate == self.aggregate
             && wider.layout == self.layout
+            && wider.shards == self.shards
             && wider.windows.len() > n
             && wider.windows[..n] == self.windows[..])
             .then(|| wider.windows[n..].to_vec())

@@ -45,6 +45,21 @@ impl Coverage {
     }
 }
 
+impl Coverage {
+    /// The coverage of totals made of these and `other`'s (a sharded board's shards):
+    /// from the oldest slot either includes to the end of the newest, behind when
+    /// either is, by the larger lag.
+    pub(crate) fn join(self, other: Coverage) -> Coverage {
+        Coverage {
+            window: self.window,
+            from: self.from.min(other.from),
+            to: self.to.max(other.to),
+            behind: self.behind || other.behind,
+            lag_ms: self.lag_ms.max(other.lag_ms),
+        }
+    }
+}
+
 /// What a store knows of a window beyond its config: from which slot a window added to a
 /// live board holds data, and whether its totals are still to be built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -185,6 +185,15 @@ pub enum Error {
         /// The operation refused.
         what: &'static str,
     },
+    /// An operation a sharded board does not take (it needs one atomic step over the
+    /// whole board).
+    #[error("board {board:?} is sharded: {what} is for boards of one shard")]
+    ShardedUnsupported {
+        /// The board.
+        board: String,
+        /// The operation refused, and what to do instead.
+        what: &'static str,
+    },
     /// The event is older than the trending board's `max_age`.
     #[error("event at {at}s is too old: the board takes events from {oldest}s on")]
     TooOld {
@@ -304,6 +313,7 @@ impl Error {
             Error::TrendingConflict { .. } => "board_conflict",
             Error::BoardKind { .. } => "board_kind",
             Error::AggregateUnsupported { .. } => "aggregate_unsupported",
+            Error::ShardedUnsupported { .. } => "sharded_unsupported",
             Error::TooOld { .. } => "too_old",
             Error::BoardChanged(_) => "board_changed",
             Error::BoardBusy(_) | Error::RelayoutRunning(_) => "board_busy",

@@ -3,6 +3,7 @@
 
 mod admission;
 mod aggregate;
+mod ahead;
 mod config;
 pub mod counter;
 mod coverage;
@@ -30,6 +31,7 @@ mod write_standing;
 
 pub use admission::{Admission, SlotWrite, not_in_future, too_late};
 pub use aggregate::Aggregate;
+pub use ahead::{Ahead, AheadProbe};
 pub use config::BoardConfig;
 pub(crate) use coverage::{Coverage, WindowState, complete_from, coverage};
 pub use event::{Event, MAX_ABS, check_delta, check_value};

@@ -53,6 +53,17 @@ impl BoardName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The name of one of this board's shards, `<name>#<suffix>`: `#` is outside the
+    /// charset, so no user can name (or reach) a shard.
+    pub(crate) fn shard(&self, suffix: &str) -> BoardName {
+        BoardName(format!("{}#{suffix}", self.0))
+    }
+
+    /// The board whose shard this name is (`None`: a board's own name).
+    pub(crate) fn shard_of(&self) -> Option<&str> {
+        self.0.split_once('#').map(|(board, _)| board)
+    }
 }
 
 impl fmt::Display for BoardName {

@@ -129,6 +129,7 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::TrendingConflict { .. }
         | Error::BoardKind { .. }
         | Error::AggregateUnsupported { .. }
+        | Error::ShardedUnsupported { .. }
         | Error::BoardChanged(_)
         | Error::BoardBusy(_)
         | Error::RelayoutRunning(_) => StatusCode::CONFLICT,

@@ -11,6 +11,7 @@
 //!   refused here ([`sums_only`]), the same on every store.
 
 use crate::board::Board;
+use crate::domain::AheadProbe;
 use crate::domain::WrittenStanding;
 use crate::domain::{Aggregate, History, Ranks, ScoreRange, Snapshot, Standing, TopPage};
 use crate::error::{Error, Result};
@@ -40,6 +41,18 @@ pub(super) fn range(board: &Board, range: ScoreRange) -> ScoreRange {
     } else {
         range
     }
+}
+
+/// The probes to ask the store for `probes` of `board`'s values.
+pub(super) fn probes(board: &Board, probes: &[AheadProbe]) -> Vec<AheadProbe> {
+    let sign = if negated(board) { -1 } else { 1 };
+    probes
+        .iter()
+        .map(|p| AheadProbe {
+            total: sign * p.total,
+            member: p.member.clone(),
+        })
+        .collect()
 }
 
 /// A page read from the store, with `board`'s values.

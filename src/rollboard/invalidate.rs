@@ -17,6 +17,7 @@ use super::read_cache::ReadCache;
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::SlotWrite;
+use crate::domain::{Ahead, AheadProbe};
 use crate::domain::{AroundOptions, Order, RetireReport};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
@@ -194,6 +195,17 @@ impl Store for InvalidatingStore {
     ) -> Result<Ranks> {
         let ranks = self.inner.ranks(board, window, now, members).await?;
         Ok(aggregates::ranks(board, ranks))
+    }
+
+    async fn count_ahead(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        probes: &[AheadProbe],
+    ) -> Result<Ahead> {
+        let probes = aggregates::probes(board, probes);
+        self.inner.count_ahead(board, window, now, &probes).await
     }
 
     async fn around(

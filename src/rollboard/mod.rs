@@ -24,7 +24,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::domain::{Span, Staleness, Timestamp};
 use crate::error::{Error, Result};
 use crate::settings::Settings;
-use crate::store::{MemoryStore, RedisStore, Store};
+use crate::store::{MemoryStore, RedisStore, ShardedStore, Store};
 
 mod aggregates;
 mod any_board;
@@ -111,6 +111,7 @@ impl Rollboard {
     /// is taken as that maximum.
     pub fn with(store: Arc<dyn Store>, clock: Arc<dyn Clock>, settings: Settings) -> Self {
         let reads = Arc::new(ReadCache::default());
+        let store: Arc<dyn Store> = Arc::new(ShardedStore::new(store));
         let store: Arc<dyn Store> = Arc::new(InvalidatingStore::new(store, reads.clone()));
         let staleness = Staleness::from_millis(settings.max_staleness_ms)
             .unwrap_or(Staleness::from_millis(crate::MAX_STALENESS_MS).expect("the maximum"));

@@ -8,6 +8,7 @@ use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::RetireReport;
+use crate::domain::{Ahead, AheadProbe};
 use crate::domain::{AroundOptions, Order};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
@@ -168,6 +169,19 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
         members: &[Member],
     ) -> Result<Ranks>;
+
+    /// For each of `probes`, how many of window `window`'s ranked members are ranked
+    /// ahead of it: those with a strictly higher total and, when the probe names a
+    /// member, those with the same total and a member before it in the tie order (member
+    /// ascending). A probe's member need not be on the board. One atomic read, O(log N)
+    /// per probe. A sharded board's ranks are sums of these counts over its shards.
+    async fn count_ahead(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        probes: &[AheadProbe],
+    ) -> Result<Ahead>;
 
     /// Up to `n` entries on each side of `member` (a full page of `2n + 1` shifted at
     /// the ends with `options.fill`), in `options.order`; `None` without a positive

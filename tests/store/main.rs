@@ -81,6 +81,7 @@ mod relayout;
 mod replica_acks;
 mod retire_swap;
 mod retirer;
+mod sharded;
 mod snapshots;
 mod stats;
 mod support;

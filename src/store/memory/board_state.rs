@@ -18,6 +18,7 @@ use crate::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::RecomputeReport;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
+use crate::domain::{Ahead, AheadProbe};
 use crate::domain::{AroundOptions, Order, around_positions, page_positions};
 use crate::domain::{Coverage, WindowState, complete_from, coverage};
 use crate::domain::{Entry, History, MemberRank, Point, Ranks, Standing, TopPage};
@@ -528,6 +529,15 @@ impl MemBoard {
             })
             .collect();
         Ranks::new(self.board.name.clone(), self.covered(window, now), entries)
+    }
+
+    pub fn count_ahead(&self, window: usize, now: Timestamp, probes: &[AheadProbe]) -> Ahead {
+        let totals = &self.totals[window];
+        let counts = probes
+            .iter()
+            .map(|p| totals.ahead(p.total, p.member.as_ref().map(Member::as_str)))
+            .collect();
+        Ahead::new(self.covered(window, now), counts)
     }
 
     pub fn around(

@@ -27,6 +27,7 @@ use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::RetireReport;
+use crate::domain::{Ahead, AheadProbe};
 use crate::domain::{AroundOptions, Order};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
@@ -263,6 +264,16 @@ impl Store for MemoryStore {
         members: &[Member],
     ) -> Result<Ranks> {
         self.with_board(board, |b| b.ranks(window, now, members))
+    }
+
+    async fn count_ahead(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        probes: &[AheadProbe],
+    ) -> Result<Ahead> {
+        self.with_board(board, |b| b.count_ahead(window, now, probes))
     }
 
     async fn around(

@@ -116,6 +116,14 @@ impl Totals {
         self.rank
     }
 
+    /// Ranked members ahead of `total` (held by `member`, when given): a strictly higher
+    /// total, or the same one and a member before it. The ranked members are a prefix of
+    /// the ranking order, so those are the entries before it, at most every ranked one.
+    pub fn ahead(&self, total: i64, member: Option<&str>) -> u64 {
+        let probe = (Reverse(total), member.unwrap_or_default().to_owned());
+        (self.order.range(..probe).count() as u64).min(self.ranked)
+    }
+
     /// Members whose total is in `min..=max` (0 when `max < min`).
     pub fn count_between(&self, min: i64, max: i64) -> u64 {
         if max < min {

@@ -5,7 +5,7 @@
 //! comma-separated), `offset`, `created_ms`, `ties`, `snapshots` (`top,keep`, when the
 //! board takes period snapshots), `layout` (when one was asked for), `rank` (`nonzero` on a board that ranks every
 //! non-zero total, `all` on one that ranks every value; absent: positive totals only),
-//! `aggregate` (`max` or `min`; absent: a sum board), and per window
+//! `aggregate` (`max` or `min`; absent: a sum board), `shards` (absent: 1), and per window
 //! `wm:<W>` (watermark) and `done:<W>` (retired through); `dropping` while a drop is
 //! under way. A trending board's record has `kind` = `trending`, `version`,
 //! `half_life`, `floor`, `max_age`, `created_ms` and its landmark.
@@ -38,6 +38,7 @@ pub(super) const RECORD_FIELDS: &[&str] = &[
     "layout",
     "rank",
     "aggregate",
+    "shards",
 ];
 
 /// The read of a board's record: its fields, then `dropping` and `kind`.
@@ -53,7 +54,8 @@ pub(super) fn record_read(name: &BoardName) -> redis::Cmd {
 /// A board from its record's `version, slot, windows, offset, created_ms, ties,
 /// snapshots, layout, rank` (no `ties`: a board made before the option, which ranks by
 /// competition; no `snapshots`: a board that takes none; no `layout`: the store's
-/// default; no `rank`: positive totals ranked; no `aggregate`: a sum board).
+/// default; no `rank`: positive totals ranked; no `aggregate`: a sum board; no `shards`:
+/// one).
 pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
     let corrupt = |what: &str| Error::store(format!("board record of {name:?} has a bad {what}"));
     let version = string(&fields[0], "version")?
@@ -78,8 +80,13 @@ pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
     let aggregate = opt_string(&fields[9], "aggregate")?;
     let aggregate =
         Aggregate::from_stored(aggregate.as_deref()).ok_or_else(|| corrupt("aggregate"))?;
+    let shards = match opt_string(&fields[10], "shards")? {
+        None => 1,
+        Some(text) => text.parse().map_err(|_| corrupt("shards"))?,
+    };
     let config = BoardConfig::new(slot, windows)
         .and_then(|c| c.with_offset(offset))
+        .and_then(|c| c.with_shards(shards))
         .and_then(|c| c.with_ties(ties).with_aggregate(aggregate).with_rank(rank))
         .map(|c| c.with_snapshots(snapshots).with_layout(layout))
         .map_err(|e| Error::store(format!("board record of {name:?}: {e}")))?;

@@ -55,7 +55,8 @@ pub(super) async fn create(
         .arg(config.ties().as_str())
         .arg(config.layout().map_or("", Layout::as_str))
         .arg(config.rank().as_str())
-        .arg(config.aggregate().as_str());
+        .arg(config.aggregate().as_str())
+        .arg(config.shards());
     for (j, w) in windows.iter().enumerate() {
         invocation.arg(w.seconds()).arg(config.cutoff(j, now));
     }

@@ -362,6 +362,16 @@ impl Store for RedisStore {
         read::ranks(&self.conn, board, window, now, members).await
     }
 
+    async fn count_ahead(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        probes: &[crate::domain::AheadProbe],
+    ) -> Result<crate::domain::Ahead> {
+        read::count_ahead(&self.conn, board, window, now, probes).await
+    }
+
     async fn around(
         &self,
         board: &Board,

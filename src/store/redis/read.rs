@@ -9,7 +9,7 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, opt_int, parse_integer, string};
 use crate::board::Board;
-use crate::domain::{AroundOptions, Order, RankedTotals, Ties};
+use crate::domain::{Ahead, AheadProbe, AroundOptions, Order, RankedTotals, Ties};
 use crate::domain::{Coverage, WindowState, coverage};
 use crate::domain::{Entry, MemberRank, Ranks, Standing, TopPage};
 use crate::domain::{Member, ScoreRange, Timestamp, percentile};
@@ -203,6 +203,38 @@ pub(super) async fn ranks(
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Ranks::new(board.name.clone(), r.coverage, entries))
+}
+
+/// How many ranked members are ahead of each probe, in one `read_ranking.lua` call
+/// (one round trip, O(log N) per probe and O(log N log T) for one in a tie group of T).
+pub(super) async fn count_ahead(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    now: Timestamp,
+    probes: &[AheadProbe],
+) -> Result<Ahead> {
+    let totals: Vec<String> = probes.iter().map(|p| p.total.to_string()).collect();
+    let mut args: Vec<&str> = vec!["", ""];
+    for (probe, total) in probes.iter().zip(&totals) {
+        args.push(total);
+        args.push(probe.member.as_ref().map_or("", Member::as_str));
+    }
+    let flags = flags(board, Order::Desc, false);
+    let r = read_ranking(conn, board, window, now, "ahead", &flags, &args).await?;
+    if r.rest.len() != probes.len() {
+        return Err(Error::store(format!(
+            "read_ranking answered {} counts for {} probes",
+            r.rest.len(),
+            probes.len()
+        )));
+    }
+    let counts = r
+        .rest
+        .iter()
+        .map(|c| int(c, "count").map(|c| c as u64))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Ahead::new(r.coverage, counts))
 }
 
 pub(super) async fn around(

@@ -9,7 +9,7 @@
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the window, seconds (field done:<W>)
--- ARGV[3]  mode: 'top', 'member', 'around' or 'ranks'
+-- ARGV[3]  mode: 'top', 'member', 'around', 'ranks' or 'ahead'
 -- ARGV[4]  flags, space-separated words, any of: 'position' (the board ranks ties by
 --          position: a rank is the 1-based ranking position), 'asc' (top, around: the
 --          entries lowest first, equal totals by member descending; top's offset counts
@@ -24,6 +24,7 @@
 -- ARGV[8]  the highest (both inclusive): the page is of the members in the range,
 --          offset and limit counted inside it, ranks still ranks in the whole ranking
 -- ARGV[7…] ranks: the members asked for (1 to 1000), in order, duplicates kept
+-- ARGV[7…] ahead: probes, pairs total, member ('' for none): see below
 --
 -- The ranking holds members with a positive total (with 'nonzero': every member of the
 -- totals, which never hold a total of zero), highest first; equal totals are
@@ -45,7 +46,11 @@
 -- number of ranked members (for its percentile), rank false and none below for a total
 -- that is not ranked, or nothing when the member holds no total;
 -- for 'ranks' a pair score, rank per member asked (score and false for a total that is
--- not ranked, false, false without a total), each O(log N).
+-- not ranked, false, false without a total), each O(log N);
+-- for 'ahead' one count per probe: the ranked members ahead of it, those with a
+-- strictly higher total and, when the probe names a member (which need not be in the
+-- totals), those with the same total and a member before it (bytewise ascending):
+-- O(log N), and O(log N log T) with a member in a tie group of T, found by bisection.
 -- 'around' answers nothing for a member without a ranked total.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
@@ -164,6 +169,39 @@ if mode == 'ranks' then
     local score, rank = member_rank(totals, dense, flags.position, rule, ARGV[k])
     reply[#reply + 1] = score
     reply[#reply + 1] = rank
+  end
+  return reply
+end
+
+if mode == 'ahead' then
+  -- Whether string a sorts before b byte by byte (Lua's < follows the locale).
+  local function bytes_before(a, b)
+    for i = 1, math.min(#a, #b) do
+      local x, y = string.byte(a, i), string.byte(b, i)
+      if x ~= y then return x < y end
+    end
+    return #a < #b
+  end
+  -- The members holding `total` ordered before `member`: the group sits at ascending
+  -- ranks first .. first+tied-1 in member order; bisect it.
+  local function tied_before(total, member)
+    local tied = redis.call('ZCOUNT', totals, total, total)
+    local first = redis.call('ZCOUNT', totals, '-inf', '(' .. total)
+    local lo, hi = 0, tied
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      local at = redis.call('ZRANGE', totals, first + mid, first + mid)[1]
+      if bytes_before(at, member) then lo = mid + 1 else hi = mid end
+    end
+    return lo
+  end
+  local ranked = redis.call('ZCOUNT', totals, floor, '+inf')
+  for k = 7, #ARGV, 2 do
+    local total, member = ARGV[k], ARGV[k + 1]
+    -- Ranked members are the highest totals: above a total that is not ranked, all.
+    local ahead = math.min(redis.call('ZCOUNT', totals, '(' .. total, '+inf'), ranked)
+    if member ~= '' and is_ranked(total) then ahead = ahead + tied_before(total, member) end
+    reply[#reply + 1] = ahead
   end
   return reply
 end

@@ -1,0 +1,500 @@
+//! [`ShardedStore`]: sharded boards on any [`Store`]. A board created with `"shards": K`
+//! (K > 1) spreads its members over K shards, each a board of its own in the store
+//! underneath (`names.rs`: where they live, which shard holds a member), so that on a
+//! Redis Cluster one board's writes, retirement and reads spread over several masters.
+//!
+//! This wrapper makes the K boards one: writes are split by member and each shard's part
+//! goes to that shard (group-committed there as any board's writes), member reads go to
+//! the member's shard, upkeep (retirement, recompute, relayout, describe, drop) runs on
+//! every shard, and rankings are merged exactly from the shards' pages and counts
+//! (`ranking.rs`). A board of one shard, and everything that is not a board, passes
+//! straight through. Every store gets sharded boards the same way: the memory store is
+//! their model too.
+//!
+//! What needs one atomic step over the whole board (a write that answers its ranks) is
+//! refused with [`Error::ShardedUnsupported`].
+
+mod names;
+mod ranking;
+mod shard_set;
+mod upkeep;
+mod writes;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures_util::future::try_join_all;
+
+use crate::any_board::AnyBoard;
+use crate::board::{Board, BoardStatus, Created};
+use crate::domain::{Ahead, AheadProbe, AroundOptions, Order, RetireReport, SlotWrite};
+use crate::domain::{BoardConfig, BoardName, Member, MemberData, Removed, Timestamp};
+use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
+use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
+use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
+use crate::error::{Error, Result};
+use crate::memory_check::MemoryReading;
+use crate::store::{
+    CounterStore, Keyed, RateStore, RetireOptions, ServerStore, StatsStore, Store, TrendingStore,
+    WriteKey, WriteStatus,
+};
+use shard_set::{ShardSet, ShardSets};
+
+/// `inner`, with sharded boards made one.
+pub(crate) struct ShardedStore {
+    inner: Arc<dyn Store>,
+    sets: ShardSets,
+}
+
+impl ShardedStore {
+    pub(crate) fn new(inner: Arc<dyn Store>) -> Self {
+        ShardedStore {
+            inner,
+            sets: ShardSets::default(),
+        }
+    }
+
+    /// The board's shards, when it has more than one.
+    async fn sharded(&self, board: &Board) -> Result<Option<Sharded<'_>>> {
+        if board.config.shards() == 1 {
+            return Ok(None);
+        }
+        let set = self.sets.get(self.inner.as_ref(), board).await?;
+        Ok(Some(Sharded {
+            store: self.inner.as_ref(),
+            sets: &self.sets,
+            set,
+        }))
+    }
+}
+
+/// One call's view of a sharded board: its shards in the store underneath.
+struct Sharded<'a> {
+    store: &'a dyn Store,
+    sets: &'a ShardSets,
+    set: Arc<ShardSet>,
+}
+
+impl Sharded<'_> {
+    /// The board: shard 0.
+    fn board(&self) -> &Board {
+        self.set.board()
+    }
+
+    /// The shards, shard 0 first.
+    fn shards(&self) -> &[Board] {
+        &self.set.boards
+    }
+
+    /// `result` of a call on a shard, a shard that changed or is gone answered as the
+    /// board having changed (the caller reloads the board and retries; its shards are
+    /// found again).
+    fn lift<T>(&self, result: Result<T>) -> Result<T> {
+        match result {
+            Err(Error::BoardChanged(name) | Error::BoardNotFound(name))
+                if name != self.board().name.as_str() =>
+            {
+                self.sets.forget(&self.board().name);
+                Err(Error::BoardChanged(self.board().name.to_string()))
+            }
+            other => other,
+        }
+    }
+
+    /// `op` on every shard (its index and board) at once: the results in shard order,
+    /// or the first error.
+    async fn each<'s, T, F, Fut>(&'s self, op: F) -> Result<Vec<T>>
+    where
+        F: Fn(usize, &'s Board) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let calls = self.shards().iter().enumerate().map(|(i, b)| op(i, b));
+        let result = try_join_all(calls).await;
+        self.lift(result)
+    }
+
+    /// Refuses `what`: [`Error::ShardedUnsupported`].
+    fn unsupported<T>(&self, what: &'static str) -> Result<T> {
+        Err(Error::ShardedUnsupported {
+            board: self.board().name.to_string(),
+            what,
+        })
+    }
+}
+
+#[async_trait]
+impl Store for ShardedStore {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+
+    fn counters(&self) -> &dyn CounterStore {
+        self.inner.counters()
+    }
+
+    fn stats(&self) -> &dyn StatsStore {
+        self.inner.stats()
+    }
+
+    fn rates(&self) -> &dyn RateStore {
+        self.inner.rates()
+    }
+
+    fn trending(&self) -> &dyn TrendingStore {
+        self.inner.trending()
+    }
+
+    fn server(&self) -> Option<&dyn ServerStore> {
+        self.inner.server().map(|_| self as &dyn ServerStore)
+    }
+
+    async fn ping(&self) -> Result<()> {
+        self.inner.ping().await
+    }
+
+    async fn create_board(
+        &self,
+        name: &BoardName,
+        config: &BoardConfig,
+        now: Timestamp,
+    ) -> Result<Created> {
+        let created = self.inner.create_board(name, config, now).await?;
+        if created.board().config.shards() > 1 {
+            upkeep::create_shards(self.inner.as_ref(), created.board(), now).await?;
+            self.sets.forget(name);
+        }
+        Ok(created)
+    }
+
+    async fn load_board(&self, name: &BoardName) -> Result<Option<AnyBoard>> {
+        self.inner.load_board(name).await
+    }
+
+    async fn list_boards(&self) -> Result<Vec<Board>> {
+        upkeep::list_boards(self.inner.as_ref()).await
+    }
+
+    async fn describe_board(&self, board: &Board, now: Timestamp) -> Result<BoardStatus> {
+        match self.sharded(board).await? {
+            None => self.inner.describe_board(board, now).await,
+            Some(s) => s.describe(now).await,
+        }
+    }
+
+    async fn drop_board(&self, name: &BoardName) -> Result<bool> {
+        let result = upkeep::drop_board(self.inner.as_ref(), name).await;
+        self.sets.forget(name);
+        result
+    }
+
+    async fn write(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+    ) -> Result<Vec<WriteStatus>> {
+        match self.sharded(board).await? {
+            None => self.inner.write(board, now, writes).await,
+            Some(s) => s.write(now, writes).await,
+        }
+    }
+
+    async fn write_once(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        token: &str,
+    ) -> Result<Option<Vec<WriteStatus>>> {
+        match self.sharded(board).await? {
+            None => self.inner.write_once(board, now, writes, token).await,
+            Some(s) => s.write_once(now, writes, token).await,
+        }
+    }
+
+    async fn write_keyed(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        key: &WriteKey,
+    ) -> Result<Keyed> {
+        match self.sharded(board).await? {
+            None => self.inner.write_keyed(board, now, writes, key).await,
+            Some(s) => s.write_keyed(now, writes, key).await,
+        }
+    }
+
+    async fn write_standing(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        windows: &[usize],
+        key: Option<&WriteKey>,
+    ) -> Result<(Keyed, Vec<WrittenStanding>)> {
+        match self.sharded(board).await? {
+            None => {
+                self.inner
+                    .write_standing(board, now, writes, windows, key)
+                    .await
+            }
+            Some(s) => s.unsupported(
+                "a write that answers its standing (its ranks are read in the write's \
+                 atomic step, which covers one shard): write without `return=standing` and \
+                 read the members' ranks after it",
+            ),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn top(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        range: ScoreRange,
+        order: Order,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TopPage> {
+        match self.sharded(board).await? {
+            None => {
+                self.inner
+                    .top(board, window, now, range, order, offset, limit)
+                    .await
+            }
+            Some(s) => {
+                s.in_window(window, now)
+                    .top(range, order, offset, limit)
+                    .await
+            }
+        }
+    }
+
+    async fn standing(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        member: &Member,
+    ) -> Result<Option<Standing>> {
+        match self.sharded(board).await? {
+            None => self.inner.standing(board, window, now, member).await,
+            Some(s) => s.in_window(window, now).standing(member).await,
+        }
+    }
+
+    async fn ranks(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        members: &[Member],
+    ) -> Result<Ranks> {
+        match self.sharded(board).await? {
+            None => self.inner.ranks(board, window, now, members).await,
+            Some(s) => s.in_window(window, now).ranks(members).await,
+        }
+    }
+
+    async fn count_ahead(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        probes: &[AheadProbe],
+    ) -> Result<Ahead> {
+        match self.sharded(board).await? {
+            None => self.inner.count_ahead(board, window, now, probes).await,
+            Some(s) => s.in_window(window, now).ahead(probes).await,
+        }
+    }
+
+    async fn around(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        member: &Member,
+        n: u64,
+        options: AroundOptions,
+    ) -> Result<Option<TopPage>> {
+        match self.sharded(board).await? {
+            None => {
+                self.inner
+                    .around(board, window, now, member, n, options)
+                    .await
+            }
+            Some(s) => s.in_window(window, now).around(member, n, options).await,
+        }
+    }
+
+    async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {
+        match self.sharded(board).await? {
+            None => self.inner.history(board, now, member).await,
+            Some(s) => s.history(now, member).await,
+        }
+    }
+
+    async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
+        match self.sharded(board).await? {
+            None => self.inner.remove_member(board, member).await,
+            Some(s) => s.remove_member(member).await,
+        }
+    }
+
+    async fn set_member_data(
+        &self,
+        board: &Board,
+        entries: &[(Member, MemberData)],
+    ) -> Result<Vec<bool>> {
+        match self.sharded(board).await? {
+            None => self.inner.set_member_data(board, entries).await,
+            Some(s) => s.set_member_data(entries).await,
+        }
+    }
+
+    async fn member_data(
+        &self,
+        board: &Board,
+        members: &[Member],
+    ) -> Result<Vec<Option<MemberData>>> {
+        match self.sharded(board).await? {
+            None => self.inner.member_data(board, members).await,
+            Some(s) => s.member_data(members).await,
+        }
+    }
+
+    async fn delete_member_data(&self, board: &Board, member: &Member) -> Result<bool> {
+        match self.sharded(board).await? {
+            None => self.inner.delete_member_data(board, member).await,
+            Some(s) => s.delete_member_data(member).await,
+        }
+    }
+
+    async fn pending_windows(&self, board: &Board) -> Result<Vec<usize>> {
+        match self.sharded(board).await? {
+            None => self.inner.pending_windows(board).await,
+            Some(s) => s.pending_windows().await,
+        }
+    }
+
+    async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
+        match self.sharded(board).await? {
+            None => self.inner.recompute(board, window).await,
+            Some(s) => s.recompute(window).await,
+        }
+    }
+
+    async fn relayout(
+        &self,
+        board: &Board,
+        layout: Layout,
+        options: RelayoutOptions,
+    ) -> Result<RelayoutReport> {
+        match self.sharded(board).await? {
+            None => self.inner.relayout(board, layout, options).await,
+            Some(s) => s.relayout(layout, options).await,
+        }
+    }
+
+    async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport> {
+        match self.sharded(board).await? {
+            None => self.inner.retire(board, now).await,
+            Some(s) => s.retire(now, None).await,
+        }
+    }
+
+    // A sharded board takes no snapshots (its config refuses them): these find none on
+    // shard 0.
+    async fn take_snapshots(&self, board: &Board, now: Timestamp) -> Result<SnapshotPass> {
+        self.inner.take_snapshots(board, now).await
+    }
+
+    async fn snapshots(
+        &self,
+        board: &Board,
+        window: usize,
+        range: SnapshotRange,
+    ) -> Result<Vec<Snapshot>> {
+        self.inner.snapshots(board, window, range).await
+    }
+
+    async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>> {
+        self.inner.snapshot_cursor(board, window).await
+    }
+
+    async fn advance_snapshot_cursor(
+        &self,
+        board: &Board,
+        window: usize,
+        boundary: i64,
+    ) -> Result<()> {
+        self.inner
+            .advance_snapshot_cursor(board, window, boundary)
+            .await
+    }
+}
+
+#[async_trait]
+impl ServerStore for ShardedStore {
+    async fn memory(&self) -> Result<MemoryReading> {
+        self.server_inner().memory().await
+    }
+
+    async fn server_time(&self) -> Result<Timestamp> {
+        self.server_inner().server_time().await
+    }
+
+    /// The boards of one shard as the store underneath retires them; a sharded board
+    /// with all its shards in the same calls, retired when every shard is.
+    async fn retire_small(
+        &self,
+        boards: &[Arc<Board>],
+        now: Timestamp,
+    ) -> Result<Vec<Option<RetireReport>>> {
+        let mut flat: Vec<Arc<Board>> = Vec::with_capacity(boards.len());
+        let mut spans = Vec::with_capacity(boards.len());
+        for board in boards {
+            let start = flat.len();
+            match self.sharded(board).await {
+                Ok(Some(s)) => flat.extend(s.shards().iter().cloned().map(Arc::new)),
+                // Unsharded, or its shards not found: the board alone (a sharded one's
+                // own pass then finds them).
+                Ok(None) | Err(_) => flat.push(board.clone()),
+            }
+            spans.push(start..flat.len());
+        }
+        let reports = self.server_inner().retire_small(&flat, now).await?;
+        Ok(spans
+            .into_iter()
+            .map(|span| {
+                let shards: Option<Vec<RetireReport>> = reports[span].iter().copied().collect();
+                shards.map(upkeep::joined_retire)
+            })
+            .collect())
+    }
+
+    async fn retire_with(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        options: RetireOptions,
+    ) -> Result<RetireReport> {
+        match self.sharded(board).await? {
+            None => self.server_inner().retire_with(board, now, options).await,
+            Some(s) => s.retire(now, Some((self.server_inner(), options))).await,
+        }
+    }
+}
+
+impl ShardedStore {
+    /// The server side of `inner` (this store answers [`Store::server`] only when
+    /// `inner` has one).
+    fn server_inner(&self) -> &dyn ServerStore {
+        self.inner
+            .server()
+            .expect("asked only when the store underneath has a server side")
+    }
+}

@@ -1,0 +1,263 @@
+//! A sharded board's upkeep and member calls: creating, listing, describing and dropping
+//! its shards, running retirement, recompute and relayout on every shard, and sending a
+//! member's history, removal and data to the member's shard.
+
+use std::collections::HashSet;
+use std::ops::Range;
+
+use futures_util::future::try_join_all;
+
+use super::Sharded;
+use super::names::shard_names;
+use super::shard_set::shard_config;
+use crate::any_board::AnyBoard;
+use crate::board::{Board, BoardStatus, WindowStatus};
+use crate::domain::{BoardName, History, Layout, Member, MemberData, Removed, Timestamp};
+use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport, RetireReport};
+use crate::error::Result;
+use crate::store::{RetireOptions, ServerStore, Store};
+
+/// Creates (or finds, or extends as the board was) the shards of `board` after `board`
+/// itself: a board is never listed without its shards for longer than this call.
+pub(super) async fn create_shards(store: &dyn Store, board: &Board, now: Timestamp) -> Result<()> {
+    let config = shard_config(&board.config);
+    let names = shard_names(board);
+    try_join_all(
+        names[1..]
+            .iter()
+            .map(|name| store.create_board(name, &config, now)),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The boards, shards left out. Shards whose board is gone (a drop cut short) are
+/// dropped on the way.
+pub(super) async fn list_boards(store: &dyn Store) -> Result<Vec<Board>> {
+    let (shards, boards): (Vec<Board>, Vec<Board>) = store
+        .list_boards()
+        .await?
+        .into_iter()
+        .partition(|b| b.name.shard_of().is_some());
+    let owned: HashSet<BoardName> = boards
+        .iter()
+        .filter(|b| b.config.shards() > 1)
+        .flat_map(shard_names)
+        .collect();
+    for shard in shards.iter().filter(|s| !owned.contains(&s.name)) {
+        // Not listed with its board: check the board itself (listed late, or just made).
+        let owner = match shard.name.shard_of().map(BoardName::parse) {
+            Some(Ok(name)) => store.load_board(&name).await?,
+            _ => None,
+        };
+        let owned = match owner {
+            Some(AnyBoard::Windowed(board)) => shard_names(&board).contains(&shard.name),
+            _ => false,
+        };
+        if !owned {
+            store.drop_board(&shard.name).await?;
+        }
+    }
+    Ok(boards)
+}
+
+/// Drops board `name` and, when it is sharded, its shards after it.
+pub(super) async fn drop_board(store: &dyn Store, name: &BoardName) -> Result<bool> {
+    let loaded = store.load_board(name).await?;
+    let existed = store.drop_board(name).await?;
+    if let Some(AnyBoard::Windowed(board)) = loaded
+        && board.config.shards() > 1
+    {
+        let names = shard_names(&board);
+        try_join_all(names[1..].iter().map(|n| store.drop_board(n))).await?;
+    }
+    Ok(existed)
+}
+
+/// One report of the passes over every shard of a board: their counts added up,
+/// complete when every one is.
+pub(super) fn joined_retire(reports: Vec<RetireReport>) -> RetireReport {
+    let complete = reports.iter().all(|r| r.complete);
+    let mut joined = RetireReport::default();
+    for report in reports {
+        joined.absorb(report);
+    }
+    joined.complete = complete;
+    joined
+}
+
+impl Sharded<'_> {
+    pub(super) async fn describe(&self, now: Timestamp) -> Result<BoardStatus> {
+        let statuses = self.each(|_, b| self.store.describe_board(b, now)).await?;
+        let mut statuses = statuses.into_iter();
+        let mut board = statuses.next().expect("a board has shards");
+        for shard in statuses {
+            board.live_slots = board.live_slots.max(shard.live_slots);
+            for (window, other) in board.windows.iter_mut().zip(shard.windows) {
+                join_window(window, other);
+            }
+        }
+        Ok(board)
+    }
+
+    pub(super) async fn retire(
+        &self,
+        now: Timestamp,
+        tuned: Option<(&dyn ServerStore, RetireOptions)>,
+    ) -> Result<RetireReport> {
+        let reports = self
+            .each(|_, b| async move {
+                match tuned {
+                    Some((server, options)) => server.retire_with(b, now, options).await,
+                    None => self.store.retire(b, now).await,
+                }
+            })
+            .await?;
+        Ok(joined_retire(reports))
+    }
+
+    pub(super) async fn pending_windows(&self) -> Result<Vec<usize>> {
+        let pending = self.each(|_, b| self.store.pending_windows(b)).await?;
+        let mut windows: Vec<usize> = pending.into_iter().flatten().collect();
+        windows.sort_unstable();
+        windows.dedup();
+        Ok(windows)
+    }
+
+    pub(super) async fn recompute(&self, window: usize) -> Result<RecomputeReport> {
+        let reports = self.each(|_, b| self.store.recompute(b, window)).await?;
+        let mut reports = reports.into_iter();
+        let mut joined = reports.next().expect("a board has shards");
+        for report in reports {
+            joined.fields_scanned += report.fields_scanned;
+            joined.members_folded += report.members_folded;
+            joined.calls += report.calls;
+        }
+        Ok(joined)
+    }
+
+    pub(super) async fn relayout(
+        &self,
+        layout: Layout,
+        options: RelayoutOptions,
+    ) -> Result<RelayoutReport> {
+        let reports = self
+            .each(|_, b| self.store.relayout(b, layout, options))
+            .await;
+        // The shards' stored configs changed: find them again.
+        self.sets.forget(&self.board().name);
+        let mut reports = reports?.into_iter();
+        let mut joined = reports.next().expect("a board has shards");
+        for report in reports {
+            joined.live_slots += report.live_slots;
+            joined.old_layout_slots += report.old_layout_slots;
+            joined.converted_slots += report.converted_slots;
+            joined.moved_values += report.moved_values;
+            joined.complete &= report.complete;
+        }
+        Ok(joined)
+    }
+
+    /// The member's shard.
+    fn shard(&self, member: &Member) -> &Board {
+        &self.shards()[self.set.of(member)]
+    }
+
+    pub(super) async fn history(&self, now: Timestamp, member: &Member) -> Result<History> {
+        let result = self.store.history(self.shard(member), now, member).await;
+        self.lift(result)
+    }
+
+    pub(super) async fn remove_member(&self, member: &Member) -> Result<Removed> {
+        let result = self.store.remove_member(self.shard(member), member).await;
+        self.lift(result)
+    }
+
+    pub(super) async fn delete_member_data(&self, member: &Member) -> Result<bool> {
+        let result = self
+            .store
+            .delete_member_data(self.shard(member), member)
+            .await;
+        self.lift(result)
+    }
+
+    pub(super) async fn set_member_data(
+        &self,
+        entries: &[(Member, MemberData)],
+    ) -> Result<Vec<bool>> {
+        let (groups, order) = self.group(entries.iter().map(|(m, _)| m));
+        let answers = self
+            .each(|i, b| {
+                let part: Vec<(Member, MemberData)> = groups[i]
+                    .clone()
+                    .map(|k| entries[order[k]].clone())
+                    .collect();
+                async move {
+                    match part.is_empty() {
+                        true => Ok(Vec::new()),
+                        false => self.store.set_member_data(b, &part).await,
+                    }
+                }
+            })
+            .await?;
+        Ok(ungroup(answers, &order, entries.len()))
+    }
+
+    pub(super) async fn member_data(&self, members: &[Member]) -> Result<Vec<Option<MemberData>>> {
+        let (groups, order) = self.group(members.iter());
+        let answers = self
+            .each(|i, b| {
+                let part: Vec<Member> = groups[i]
+                    .clone()
+                    .map(|k| members[order[k]].clone())
+                    .collect();
+                async move {
+                    match part.is_empty() {
+                        true => Ok(Vec::new()),
+                        false => self.store.member_data(b, &part).await,
+                    }
+                }
+            })
+            .await?;
+        Ok(ungroup(answers, &order, members.len()))
+    }
+
+    /// `members`' indexes ordered by shard (stable), and each shard's range of that order.
+    fn group<'m>(
+        &self,
+        members: impl Iterator<Item = &'m Member>,
+    ) -> (Vec<Range<usize>>, Vec<usize>) {
+        let shards: Vec<usize> = members.map(|m| self.set.of(m)).collect();
+        let mut order: Vec<usize> = (0..shards.len()).collect();
+        order.sort_by_key(|k| shards[*k]);
+        let groups = (0..self.shards().len())
+            .map(|i| {
+                let from = order.partition_point(|k| shards[*k] < i);
+                let to = order.partition_point(|k| shards[*k] <= i);
+                from..to
+            })
+            .collect();
+        (groups, order)
+    }
+}
+
+/// The shards' answers (in the grouped order, shard by shard) back in the order asked.
+fn ungroup<T: Default + Clone>(answers: Vec<Vec<T>>, order: &[usize], len: usize) -> Vec<T> {
+    let mut out = vec![T::default(); len];
+    for (k, answer) in answers.into_iter().flatten().enumerate() {
+        out[order[k]] = answer;
+    }
+    out
+}
+
+/// Adds a shard's state of a window to the board's.
+fn join_window(window: &mut WindowStatus, shard: WindowStatus) {
+    window.members += shard.members;
+    window.ranked += shard.ranked;
+    window.from = window.from.min(shard.from);
+    window.to = window.to.max(shard.to);
+    window.retired_through = window.retired_through.min(shard.retired_through);
+    window.lag_seconds = window.lag_seconds.max(shard.lag_seconds);
+    window.building |= shard.building;
+    window.complete_from = window.complete_from.max(shard.complete_from);
+}

@@ -1,0 +1,162 @@
+//! A sharded board's writes: each batch split by member, each shard's part written to
+//! that shard at once (there group-committed as any board's writes), and the statuses put
+//! back in the batch's order.
+//!
+//! The parts land on their shards independently: a shard that fails leaves the others'
+//! parts applied. Its events are then answered [`WriteStatus::Unconfirmed`] (the error
+//! itself when every part failed). Keyed writes and writes with a token record the key
+//! on each shard, so a retry applies each part once whatever happened to the others.
+
+use futures_util::future::join_all;
+
+use super::Sharded;
+use crate::domain::{SlotWrite, Timestamp};
+use crate::error::Result;
+use crate::store::{Keyed, Recorded, WriteKey, WriteStatus};
+
+/// One shard's part of a batch: the shard, and the batch's indexes of its writes.
+struct Part {
+    shard: usize,
+    indexes: Vec<usize>,
+    writes: Vec<SlotWrite>,
+}
+
+impl Sharded<'_> {
+    /// Splits `writes` by shard (shards without writes left out).
+    fn split(&self, writes: Vec<SlotWrite>) -> Vec<Part> {
+        let mut parts: Vec<Part> = (0..self.shards().len())
+            .map(|shard| Part {
+                shard,
+                indexes: Vec::new(),
+                writes: Vec::new(),
+            })
+            .collect();
+        for (index, write) in writes.into_iter().enumerate() {
+            let part = &mut parts[self.set.of(&write.member)];
+            part.indexes.push(index);
+            part.writes.push(write);
+        }
+        parts.retain(|p| !p.writes.is_empty());
+        parts
+    }
+
+    /// `call` on each part's shard at once: each part with its result (a shard that
+    /// changed answered as the board, see `lift`).
+    async fn on_parts<'p, T, F, Fut>(
+        &self,
+        parts: &'p [Part],
+        call: F,
+    ) -> Vec<(&'p Part, Result<T>)>
+    where
+        F: Fn(&'p Part) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let results = join_all(parts.iter().map(&call)).await;
+        parts
+            .iter()
+            .zip(results)
+            .map(|(part, result)| (part, self.lift(result)))
+            .collect()
+    }
+
+    pub(super) async fn write(
+        &self,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+    ) -> Result<Vec<WriteStatus>> {
+        let count = writes.len();
+        let parts = self.split(writes);
+        let results = self
+            .on_parts(&parts, |p| {
+                self.store
+                    .write(&self.shards()[p.shard], now, p.writes.clone())
+            })
+            .await;
+        let mut statuses = vec![WriteStatus::Unconfirmed; count];
+        let mut failed = None;
+        let mut landed = false;
+        for (part, result) in results {
+            match result {
+                Ok(answered) => {
+                    landed = true;
+                    for (index, status) in part.indexes.iter().zip(answered) {
+                        statuses[*index] = status;
+                    }
+                }
+                Err(error) => failed = failed.or(Some(error)),
+            }
+        }
+        match failed {
+            Some(error) if !landed => Err(error),
+            _ => Ok(statuses),
+        }
+    }
+
+    pub(super) async fn write_once(
+        &self,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        token: &str,
+    ) -> Result<Option<Vec<WriteStatus>>> {
+        let count = writes.len();
+        let parts = self.split(writes);
+        let results = self
+            .on_parts(&parts, |p| {
+                self.store
+                    .write_once(&self.shards()[p.shard], now, p.writes.clone(), token)
+            })
+            .await;
+        // A part applied before (by a call cut short) counts as applied now.
+        let mut statuses = vec![WriteStatus::Applied; count];
+        let mut fresh = false;
+        for (part, result) in results {
+            if let Some(answered) = result? {
+                fresh = true;
+                for (index, status) in part.indexes.iter().zip(answered) {
+                    statuses[*index] = status;
+                }
+            }
+        }
+        Ok(fresh.then_some(statuses))
+    }
+
+    pub(super) async fn write_keyed(
+        &self,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        key: &WriteKey,
+    ) -> Result<Keyed> {
+        let count = writes.len();
+        let parts = self.split(writes);
+        let results = self
+            .on_parts(&parts, |p| {
+                self.store
+                    .write_keyed(&self.shards()[p.shard], now, p.writes.clone(), key)
+            })
+            .await;
+        let mut statuses = vec![WriteStatus::Applied; count];
+        let mut replayed = None;
+        for (part, result) in results {
+            let answered = match result? {
+                Keyed::Reused => return Ok(Keyed::Reused),
+                Keyed::Applied(answered) => answered,
+                Keyed::Replayed { now, recorded } => {
+                    replayed = Some(now);
+                    recorded.statuses(&part.writes)?
+                }
+            };
+            for (index, status) in part.indexes.iter().zip(answered) {
+                statuses[*index] = status;
+            }
+        }
+        Ok(match replayed {
+            None => Keyed::Applied(statuses),
+            // Some part was applied before, under this key: the write is a replay (of a
+            // first call that may have been cut short before every part landed).
+            Some(now) => Keyed::Replayed {
+                now,
+                recorded: Recorded::Statuses(statuses),
+            },
+        })
+    }
+}

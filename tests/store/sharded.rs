@@ -1,0 +1,339 @@
+//! Sharded boards (`"shards": K`): every read of a sharded board equals the same read of
+//! a board of one shard fed the same events (the twin), on every store; the shards are
+//! hidden, created and dropped with their board; what a sharded board cannot answer
+//! exactly is refused with a clear error.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rollboard::{
+    Aggregate, AroundOptions, BoardConfig, Error, Event, Order, Rollboard, ScoreRange, Span, Ties,
+    TopPage,
+};
+
+use crate::support::{Harness, triples, unique};
+
+on_every_store!(
+    reads_of_a_sharded_board_equal_its_twins_with_competition_ties,
+    reads_of_a_sharded_board_equal_its_twins_with_position_ties,
+    reads_of_a_sharded_min_board_equal_its_twins,
+    keyed_writes_apply_each_shards_part_once,
+    shards_are_hidden_and_go_with_their_board,
+    what_a_sharded_board_cannot_answer_exactly_is_refused,
+);
+
+/// Members written: enough that more than 1,000 are ranked, so pages past the first
+/// thousand positions are found by the per-shard cut, not by merging the shards' tops.
+const MEMBERS: u64 = 1_500;
+
+async fn reads_of_a_sharded_board_equal_its_twins_with_competition_ties(h: Harness) {
+    let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
+    compare_twins(&h, config, 1).await;
+}
+
+async fn reads_of_a_sharded_board_equal_its_twins_with_position_ties(h: Harness) {
+    let config = BoardConfig::parse("1h", &["1h", "3h"])
+        .unwrap()
+        .with_ties(Ties::Position);
+    compare_twins(&h, config, 2).await;
+}
+
+async fn reads_of_a_sharded_min_board_equal_its_twins(h: Harness) {
+    let config = BoardConfig::parse("1h", &["2h"])
+        .unwrap()
+        .with_aggregate(Aggregate::Min);
+    compare_twins(&h, config, 3).await;
+}
+
+/// Feeds a board of one shard and one of 3 the same skewed events over three hours
+/// (retiring in between), then asks both every read: pages from the top and the bottom
+/// at offsets around and past the merge depth, score ranges, standings, ranks of a
+/// list, pages around members, histories and the board's state.
+async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
+    let one = unique("one");
+    let three = unique("three");
+    let b = &h.boards;
+    b.create_board(&one, config.clone()).await.unwrap();
+    let sharded = config.clone().with_shards(3).unwrap();
+    b.create_board(&three, sharded.clone()).await.unwrap();
+    assert_eq!(b.board(&three).await.unwrap().config, sharded);
+
+    let mut rng = StdRng::seed_from_u64(seed);
+    let sums = config.aggregate() == Aggregate::Sum;
+    for hour in 0..3 {
+        h.at(hour * 3600 + 60);
+        for _ in 0..8 {
+            let events: Vec<Event> = (0..400)
+                .map(|_| {
+                    // Skewed: low member numbers are written far more often.
+                    let m = (rng.random_range(0.0f64..1.0).powi(2) * MEMBERS as f64) as u64;
+                    let member = format!("post:{m}");
+                    if sums {
+                        let delta = if rng.random_bool(0.9) {
+                            rng.random_range(1..4)
+                        } else {
+                            -1
+                        };
+                        Event::new(member, delta)
+                    } else {
+                        Event::value(member, rng.random_range(-5..40))
+                    }
+                })
+                .collect();
+            let a = b.incr_batch(&one, &events).await.unwrap();
+            let s = b.incr_batch(&three, &events).await.unwrap();
+            assert_eq!(a, s);
+            assert_eq!(a.accepted, events.len());
+        }
+        let r1 = b.retire(&one).await.unwrap();
+        let r3 = b.retire(&three).await.unwrap();
+        assert_eq!(
+            (
+                r1.slots_retired > 0,
+                r1.fields_subtracted,
+                r1.members_zeroed
+            ),
+            (
+                r3.slots_retired > 0,
+                r3.fields_subtracted,
+                r3.members_zeroed
+            )
+        );
+    }
+
+    let status = b.describe_board(&three).await.unwrap();
+    let twin = b.describe_board(&one).await.unwrap();
+    assert_eq!(status.config, sharded);
+    for (w, t) in status.windows.iter().zip(&twin.windows) {
+        assert_eq!(
+            (w.members, w.ranked, w.from, w.to, w.lag_seconds),
+            (t.members, t.ranked, t.from, t.to, t.lag_seconds)
+        );
+    }
+    let ranked = twin.windows[0].ranked;
+    assert!(ranked > 1_000, "only {ranked} ranked");
+
+    for window in config.windows() {
+        let w = Some(*window);
+        for order in [Order::Desc, Order::Asc] {
+            for (offset, limit) in [
+                (0, 10),
+                (0, 1000),
+                (3, 7),
+                (990, 20),
+                (1000, 10),
+                (1003, 100),
+                (ranked - 5, 10),
+                (ranked, 10),
+            ] {
+                let all = ScoreRange::ALL;
+                let a = b.ranking(&one, w, all, order, offset, limit).await.unwrap();
+                let s = b
+                    .ranking(&three, w, all, order, offset, limit)
+                    .await
+                    .unwrap();
+                same_page(&a, &s, &format!("{window} {order:?} {offset}+{limit}"));
+            }
+            for (min, max, offset) in [(3, 9, 0), (3, 9, 40), (1, 2, 700), (20, 20, 0)] {
+                let range = ScoreRange::new(Some(min), Some(max)).unwrap();
+                let a = b.ranking(&one, w, range, order, offset, 50).await.unwrap();
+                let s = b
+                    .ranking(&three, w, range, order, offset, 50)
+                    .await
+                    .unwrap();
+                same_page(
+                    &a,
+                    &s,
+                    &format!("{window} {min}..={max} {order:?} {offset}"),
+                );
+            }
+        }
+        let members: Vec<String> = (0..MEMBERS + 2)
+            .step_by(7)
+            .map(|m| format!("post:{m}"))
+            .chain(["post:0".to_string(), "never".to_string()])
+            .collect();
+        let a = b.ranks(&one, &members, w).await.unwrap();
+        let s = b.ranks(&three, &members, w).await.unwrap();
+        assert_eq!(a.entries, s.entries, "ranks in {window}");
+        assert!(a.entries.iter().filter(|e| e.rank.is_some()).count() > 100);
+        for member in members.iter().step_by(5) {
+            let a = b.score(&one, member, w).await.unwrap();
+            let s = b.score(&three, member, w).await.unwrap();
+            assert_eq!(a, s, "{member} in {window}");
+            for (n, fill, order) in [
+                (0, false, Order::Desc),
+                (3, false, Order::Asc),
+                (5, true, Order::Desc),
+            ] {
+                let options = AroundOptions { fill, order };
+                let a = b.around_with(&one, member, w, n, options).await.unwrap();
+                let s = b.around_with(&three, member, w, n, options).await.unwrap();
+                match (a, s) {
+                    (Some(a), Some(s)) => same_page(&a, &s, &format!("around {member}")),
+                    (a, s) => assert_eq!(a.is_none(), s.is_none(), "around {member}"),
+                }
+            }
+        }
+    }
+    for m in [0, 1, 17, 900] {
+        let member = format!("post:{m}");
+        let a = b.history(&one, &member).await.unwrap();
+        let s = b.history(&three, &member).await.unwrap();
+        assert_eq!(a, s, "history of {member}");
+    }
+}
+
+/// The same entries (ranks, members, scores) and coverage.
+fn same_page(a: &TopPage, s: &TopPage, what: &str) {
+    assert_eq!(triples(&s.entries), triples(&a.entries), "{what}");
+    assert_eq!(
+        (s.window, s.from, s.to, s.behind),
+        (a.window, a.from, a.to, a.behind),
+        "{what}"
+    );
+}
+
+async fn keyed_writes_apply_each_shards_part_once(h: Harness) {
+    let board = unique("keyed");
+    let config = BoardConfig::parse("1h", &["1h"])
+        .unwrap()
+        .with_shards(4)
+        .unwrap();
+    h.boards.create_board(&board, config).await.unwrap();
+    let events: Vec<Event> = (0..40)
+        .map(|m| Event::new(format!("m{m}"), m + 1))
+        .collect();
+    let first = h
+        .boards
+        .write_idempotent(&board, &events, "k-1")
+        .await
+        .unwrap();
+    let again = h
+        .boards
+        .write_idempotent(&board, &events, "k-1")
+        .await
+        .unwrap();
+    assert_eq!((first.accepted, again.accepted), (40, 40));
+    let page = h.boards.top(&board, None, 0, 100).await.unwrap();
+    let expected: Vec<(u64, String, i64)> = (0..40)
+        .rev()
+        .map(|m| (40 - m as u64, format!("m{m}"), m + 1))
+        .collect();
+    assert_eq!(triples(&page.entries), expected);
+    let other: Vec<Event> = vec![Event::new("m1", 5)];
+    let err = h
+        .boards
+        .write_idempotent(&board, &other, "k-1")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "idempotency_key_reused");
+    // A batch with a token, replayed: applied once.
+    let once = h
+        .boards
+        .incr_batch_once(&board, &events, "job-7")
+        .await
+        .unwrap();
+    assert_eq!(once.map(|o| o.accepted), Some(40));
+    assert_eq!(
+        h.boards
+            .incr_batch_once(&board, &events, "job-7")
+            .await
+            .unwrap(),
+        None
+    );
+    let top = h.boards.top(&board, None, 0, 1).await.unwrap();
+    assert_eq!(triples(&top.entries), [(1, "m39".to_string(), 80)]);
+}
+
+async fn shards_are_hidden_and_go_with_their_board(h: Harness) {
+    let board = unique("hidden");
+    let config = BoardConfig::parse("1h", &["1h", "2h"])
+        .unwrap()
+        .with_shards(3)
+        .unwrap();
+    h.boards.create_board(&board, config.clone()).await.unwrap();
+    h.boards.incr(&board, "a", 5, None).await.unwrap();
+    let listed: Vec<String> = names(&h.boards).await;
+    assert!(listed.contains(&board));
+    assert!(listed.iter().all(|n| !n.contains('#')), "{listed:?}");
+    // The same config again: the board as it was.
+    let again = h.boards.create_board(&board, config.clone()).await.unwrap();
+    assert!(matches!(again, rollboard::Created::Existing(_)));
+    // Another shard count is a conflict that names it.
+    let err = h
+        .boards
+        .create_board(&board, config.clone().with_shards(2).unwrap())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("shards: stored 3, asked 2"),
+        "{err}"
+    );
+    // A larger window extends every shard.
+    let wider = BoardConfig::parse("1h", &["1h", "2h", "4h"])
+        .unwrap()
+        .with_shards(3)
+        .unwrap();
+    h.boards.create_board(&board, wider.clone()).await.unwrap();
+    h.boards.build_windows(&board).await.unwrap();
+    let in_4h = h
+        .boards
+        .score(&board, "a", Some(Span::parse("4h").unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(in_4h.map(|s| (s.score, s.rank)), Some((5, Some(1))));
+    // Dropped with its shards: a new board of the name starts empty, even made at the
+    // same millisecond.
+    h.boards.drop_board(&board).await.unwrap();
+    h.boards.create_board(&board, config).await.unwrap();
+    assert_eq!(h.boards.top(&board, None, 0, 10).await.unwrap().entries, []);
+    assert_eq!(h.boards.score(&board, "a", None).await.unwrap(), None);
+    h.boards.drop_board(&board).await.unwrap();
+    assert!(!names(&h.boards).await.contains(&board));
+}
+
+async fn names(boards: &Rollboard) -> Vec<String> {
+    boards
+        .boards()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|b| b.name.to_string())
+        .collect()
+}
+
+async fn what_a_sharded_board_cannot_answer_exactly_is_refused(h: Harness) {
+    let base = BoardConfig::parse("1h", &["1h"]).unwrap();
+    let name = unique("refused");
+    let dense = base.clone().with_ties(Ties::Dense).with_shards(2).unwrap();
+    let err = h.boards.create_board(&name, dense).await.unwrap_err();
+    assert_eq!(err.code(), "invalid_config");
+    assert!(err.to_string().contains("not dense"), "{err}");
+    let snapshots = base
+        .clone()
+        .with_snapshots(Some(rollboard::SnapshotPolicy::new(10, 24).unwrap()))
+        .with_shards(2)
+        .unwrap();
+    let err = h.boards.create_board(&name, snapshots).await.unwrap_err();
+    assert_eq!(err.code(), "invalid_config");
+    for shards in [0, 33] {
+        let err = base.clone().with_shards(shards).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("invalid board config: shards must be between 1 and 32, got {shards}")
+        );
+    }
+    h.boards
+        .create_board(&name, base.with_shards(2).unwrap())
+        .await
+        .unwrap();
+    let events = [Event::new("a", 1)];
+    let err = h
+        .boards
+        .incr_batch_standing(&name, &events, None)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::ShardedUnsupported { .. }), "{err:?}");
+    assert_eq!(err.code(), "sharded_unsupported");
+    assert_eq!(h.boards.top(&name, None, 0, 10).await.unwrap().entries, []);
+}
