@@ -21,7 +21,7 @@
 //! topreads (top-10 at 64 connections exact and cached beside `ZREVRANGE`, and their p99
 //! during batch ingest), retire,
 //! recompute, longwindow, pages, ranks, memberdata, rates, counters, memory, bigwrite,
-//! trendwrite, manyboards, maxboard, replicaacks);
+//! trendwrite, manyboards, maxboard, replicaacks, shards);
 //! `BENCH_LAYOUT=plain` keeps the boards the service and library phases create (those
 //! that name no layout) in plain slots (default compact, the store's default).
 //! Phase `manyboards`: 30,000 and 100,000 small boards (`BENCH_BOARDS` sets the counts)
@@ -35,6 +35,9 @@
 //! (members re-evaluated per second against pipelined `ZADD`, longest call).
 //! Phase `replicaacks`: a lone event's latency and batch ingest with `min_replica_acks`
 //! = 1 (one local replica) beside the same without.
+//! Phase `shards`: on a local cluster of three masters, a board of 3 shards beside an
+//! unsharded one under the same load: the busiest master's share of Redis time, top-10
+//! and member-rank read p50/p99 while writes go on, ingest, and exact totals.
 //! Phase `ranks`: a
 //! friends' ranks read (100 members) and a member read with percentile on a
 //! 1,000,000-member board beside `ZREVRANK`. Phase `memberdata`: Redis memory per member
@@ -62,6 +65,7 @@ mod recompute;
 mod replica_acks;
 mod report;
 mod setup;
+mod shards;
 mod slowlog;
 mod trendwrite;
 
@@ -344,6 +348,10 @@ fn main() {
             let (acks_rows, done) = replica_acks::replica_acks(&redis, phase).await;
             rows.extend(acks_rows);
             acknowledged.push(done);
+        }
+        if run("shards") {
+            eprintln!("a sharded board on a cluster …");
+            rows.extend(shards::shards(phase).await);
         }
         if run("pages") {
             eprintln!("deep pages …");

@@ -60,6 +60,20 @@ impl BoardName {
         BoardName(format!("{}#{suffix}", self.0))
     }
 
+    /// A name as a store lists it: a board's (as [`parse`](Self::parse)) or one of its
+    /// shards' (`<board>#<suffix>`, the suffix of hex digits and dots).
+    pub(crate) fn parse_stored(name: &str) -> Result<Self, Error> {
+        match name.split_once('#') {
+            Some((board, suffix))
+                if !suffix.is_empty()
+                    && suffix.bytes().all(|b| b.is_ascii_hexdigit() || b == b'.') =>
+            {
+                Ok(BoardName::parse(board)?.shard(suffix))
+            }
+            _ => BoardName::parse(name),
+        }
+    }
+
     /// The board whose shard this name is (`None`: a board's own name).
     pub(crate) fn shard_of(&self) -> Option<&str> {
         self.0.split_once('#').map(|(board, _)| board)

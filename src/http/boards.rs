@@ -95,6 +95,16 @@ pub struct ConfigBody {
     /// it changes no data.
     #[serde(default)]
     pub snapshots: Option<SnapshotsBody>,
+    /// Windowed boards: how many shards the members are spread over, 1–32 (1 by
+    /// default): on a Redis Cluster each shard can sit on another master, so one busy
+    /// board's writes, retirement and reads spread over them; every read stays exact.
+    /// Ties by competition or position, no snapshots; a write with `return=standing` is
+    /// refused (409 `sharded_unsupported`). Fixed when the board is created: another
+    /// value on an existing board is a conflict. See docs/operations.md, "Sharded
+    /// boards".
+    #[serde(default, deserialize_with = "json_int::opt_u64")]
+    #[schema(value_type = Option<u32>, minimum = 1, maximum = 32, default = 1)]
+    pub shards: Option<u64>,
 }
 
 /// `{"top": 100, "keep": 168}`.
@@ -160,6 +170,7 @@ impl ConfigBody {
                     ),
                     (self.snapshots.is_some(), "snapshots"),
                     (self.layout.is_some(), "layout"),
+                    (self.shards.is_some_and(|k| k != 1), "shards"),
                 ] {
                     if given {
                         return Err(misplaced(field, "trending"));
@@ -202,7 +213,10 @@ impl ConfigBody {
                         .with_aggregate(aggregate)
                         .with_rank(self.rank.unwrap_or(aggregate.default_rank()))?
                         .with_snapshots(self.snapshots.map(SnapshotsBody::into_policy).transpose()?)
-                        .with_layout(self.layout),
+                        .with_layout(self.layout)
+                        // Beyond u32 is beyond the bound too: saturate, and let the
+                        // config say so.
+                        .with_shards(u32::try_from(self.shards.unwrap_or(1)).unwrap_or(u32::MAX))?,
                 ))
             }
         }
@@ -304,7 +318,7 @@ pub struct BoardList {
                                       {"window": "1d", "members": 3, "ranked": 2, "from": 1_795_647_600, "to": 1_795_730_400, "retired_through": 1_795_644_000, "lag_seconds": 0, "building": false, "complete_from": null}]})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added); `board_kind`: exists as the other kind (windowed or trending); `board_busy`, `board_changed`: retry", body = ErrorBody),
-        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a field the kind needs left out (`slot`, `windows`; `half_life`); a negative floor, a max age above 100 half-lives", body = ErrorBody),
+        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a field the kind needs left out (`slot`, `windows`; `half_life`); a negative floor, a max age above 100 half-lives; `shards` outside 1–32, or with dense ties or snapshots", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]

@@ -35,6 +35,7 @@ mod redis_memory;
 mod replica_acks;
 mod replicas;
 mod scheduler;
+mod sharded;
 mod shutdown;
 mod snapshots;
 mod stats;

@@ -1,7 +1,8 @@
 //! Concurrency: writers on two "replicas" (separate connections) write on-time and late
 //! events while the clock runs and two retirers with tiny chunks retire the same board at
 //! once. Afterwards every window equals the oracle exactly, no member with total 0
-//! remains in any totals set, and no slot remains that every window has retired.
+//! remains in any totals set, and no slot remains that every window has retired. Also on
+//! a sharded board (every shard checked).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,7 +16,13 @@ use crate::support::{TestRedis, clock, ranking, unique, with_clock};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writers_and_two_retirers_end_exact() {
-    writers_and_two_retirers(Layout::Plain).await;
+    writers_and_two_retirers(Layout::Plain, 1).await;
+}
+
+/// The same on a board of 3 shards: each retirer's pass runs over every shard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writers_and_two_retirers_end_exact_on_a_sharded_board() {
+    writers_and_two_retirers(Layout::Plain, 3).await;
 }
 
 /// The same on compact slots, with listpacks of at most 4 entries (read by the stores
@@ -23,10 +30,10 @@ async fn writers_and_two_retirers_end_exact() {
 /// more (the open slot is written plain), and late events split its buckets further.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writers_and_two_retirers_end_exact_on_compact_slots() {
-    writers_and_two_retirers(Layout::Compact).await;
+    writers_and_two_retirers(Layout::Compact, 1).await;
 }
 
-async fn writers_and_two_retirers(layout: Layout) {
+async fn writers_and_two_retirers(layout: Layout, shards: u32) {
     let redis = match layout {
         Layout::Plain => TestRedis::start().await,
         // A server of its own: the listpack limit below is server-wide.
@@ -43,7 +50,9 @@ async fn writers_and_two_retirers(layout: Layout) {
     ];
     let config = BoardConfig::parse("10s", &["20s", "60s", "90s"])
         .unwrap()
-        .with_layout(Some(layout));
+        .with_layout(Some(layout))
+        .with_shards(shards)
+        .unwrap();
     let board = unique("c");
     replicas[0]
         .create_board(&board, config.clone())
@@ -166,6 +175,17 @@ async fn writers_and_two_retirers(layout: Layout) {
     }
     let mut raw = redis.raw().await;
     check_redis_invariants(&mut raw, &board, &config, Some(now)).await;
+    let shard_records: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("board_{{{board}#*}}"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(shard_records.len() as u32, shards - 1);
+    for record in shard_records {
+        let shard = &record["board_{".len()..record.len() - 1];
+        let one = config.clone().with_shards(1).unwrap();
+        check_redis_invariants(&mut raw, shard, &one, Some(now)).await;
+    }
     let geometries: i64 = redis::cmd("HLEN")
         .arg(format!("slotgeo_{{{board}}}"))
         .query_async(&mut raw)

@@ -6,7 +6,8 @@
 //! batch against the stored values; boards rank ties by competition, dense or position,
 //! and rank positive totals or every non-zero one;
 //! pages are read from the top and the bottom, around a member with and without fill), and after a final retirement every window must equal the oracle
-//! and Redis must satisfy the data model's invariants. The same runs on a Redis Cluster.
+//! and Redis must satisfy the data model's invariants. Boards of one shard and of 3
+//! (`"shards": 3`, every shard checked) alike. The same runs on a Redis Cluster.
 
 use std::sync::Arc;
 
@@ -171,6 +172,9 @@ struct Scenario {
     ties: Ties,
     /// Which totals the board ranks (every non-zero one: never with dense ties).
     rank: RankedTotals,
+    /// Shards the board's members are spread over (1 with dense ties, which a sharded
+    /// board does not take).
+    shards: u32,
     ops: Vec<Op>,
 }
 
@@ -212,13 +216,15 @@ fn scenario() -> impl Strategy<Value = Scenario> {
             Just((Ties::Competition, RankedTotals::Nonzero)),
             Just((Ties::Position, RankedTotals::Nonzero)),
         ];
-        (proptest::collection::vec(op, 1..60), any::<bool>(), ranking).prop_map(
-            move |(ops, past_bound, (ties, rank))| Scenario {
+        let shards = prop_oneof![Just(1u32), Just(3u32)];
+        (proptest::collection::vec(op, 1..60), any::<bool>(), ranking, shards).prop_map(
+            move |(ops, past_bound, (ties, rank), shards)| Scenario {
                 slot,
                 windows: windows.clone(),
                 past_bound,
                 ties,
                 rank,
+                shards: if ties == Ties::Dense { 1 } else { shards },
                 ops,
             },
         )
@@ -250,6 +256,8 @@ async fn run(
         .unwrap()
         .with_ties(s.ties)
         .with_rank(s.rank)
+        .unwrap()
+        .with_shards(s.shards)
         .unwrap();
     let name = unique("p");
     memory.create_board(&name, config.clone()).await.unwrap();
@@ -471,6 +479,18 @@ async fn run(
     if let Some(redis) = redis {
         let mut raw = redis.raw().await;
         check_redis_invariants(&mut raw, &name, &config, Some(now)).await;
+        // A sharded board's other shards: boards of one shard named `<board>#…`.
+        let records: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("board_{{{name}#*}}"))
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        prop_assert_eq!(records.len() as u32, s.shards - 1);
+        let shard = config.clone().with_shards(1).unwrap();
+        for record in records {
+            let shard_name = &record["board_{".len()..record.len() - 1];
+            check_redis_invariants(&mut raw, shard_name, &shard, Some(now)).await;
+        }
     }
     on_redis.drop_board(&name).await.unwrap();
     Ok(())

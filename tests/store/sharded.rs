@@ -337,3 +337,57 @@ async fn what_a_sharded_board_cannot_answer_exactly_is_refused(h: Harness) {
     assert_eq!(err.code(), "sharded_unsupported");
     assert_eq!(h.boards.top(&name, None, 0, 10).await.unwrap().entries, []);
 }
+
+/// On a cluster of three masters, a board of 3 shards has one shard on each master and
+/// a board of 6 two on each: its writes spread over the masters.
+#[tokio::test]
+async fn the_shards_of_a_board_land_on_every_master_of_a_cluster() {
+    let cluster = crate::test_cluster::TestCluster::shared();
+    let h = Harness::cluster().await;
+    let raw = rollboard::RedisStore::connect_cluster(&cluster.urls)
+        .await
+        .unwrap();
+    for shards in [3u32, 6] {
+        let board = unique("spread");
+        let config = BoardConfig::parse("1h", &["1h"])
+            .unwrap()
+            .with_shards(shards)
+            .unwrap();
+        h.boards.create_board(&board, config).await.unwrap();
+        let events: Vec<Event> = (0..300).map(|m| Event::new(format!("m{m}"), 1)).collect();
+        h.boards.incr_batch(&board, &events).await.unwrap();
+        // The store underneath lists the shards as boards of their own.
+        let mut per_master = std::collections::BTreeMap::<u16, u32>::new();
+        let mut members = 0;
+        for b in rollboard::Store::list_boards(&raw).await.unwrap() {
+            let name = b.name.as_str();
+            if name == board || name.starts_with(&format!("{board}#")) {
+                let owner = cluster.owner(cluster.keyslot(&format!("board_{{{name}}}")));
+                *per_master.entry(owner).or_default() += 1;
+                let top = rollboard::Store::top(
+                    &raw,
+                    &b,
+                    0,
+                    h.now(),
+                    ScoreRange::ALL,
+                    Order::Desc,
+                    0,
+                    1000,
+                )
+                .await
+                .unwrap();
+                // Each shard holds about a third (a sixth) of the members.
+                let held = top.entries.len() as u32;
+                assert!(held > 300 / shards / 2, "{name} holds {held}");
+                members += held;
+            }
+        }
+        assert_eq!(members, 300);
+        assert_eq!(per_master.len(), 3, "{per_master:?}");
+        assert!(
+            per_master.values().all(|n| *n == shards / 3),
+            "{per_master:?}"
+        );
+        h.boards.drop_board(&board).await.unwrap();
+    }
+}

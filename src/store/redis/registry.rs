@@ -45,7 +45,7 @@ pub(super) async fn registered_names(conn: &RedisConn) -> Result<Vec<BoardName>>
         .await?;
     let mut names: Vec<BoardName> = names
         .iter()
-        .filter_map(|n| BoardName::parse(n).ok())
+        .filter_map(|n| BoardName::parse_stored(n).ok())
         .collect();
     names.sort();
     Ok(names)

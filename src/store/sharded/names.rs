@@ -9,10 +9,11 @@
 //! taken up by a new board of the same name (the board list drops them, see
 //! `upkeep.rs`).
 //!
-//! A Redis Cluster of three masters splits the 16,384 hash slots into thirds; each
-//! shard's name gets `.<n>` appended for the smallest `n` (none for n = 0) that puts its
-//! slot in the third after the previous shard's, so a board of 3 shards has one on each
-//! master of such a cluster.
+//! A Redis Cluster of three masters made by `redis-cli --cluster create` splits the 16,384
+//! hash slots into thirds (0–5460, 5461–10922, 10923–16383); each shard's name gets
+//! `.<n>` appended for the smallest `n` (none for n = 0) that puts its slot in the third
+//! after the previous shard's, so a board of 3 shards has one on each master of such a
+//! cluster (and of 6, two).
 //!
 //! A member's shard is `jump(fnv1a64(member), K)` (Lamping and Veach's jump consistent
 //! hash): fixed for a given K, and a change of K would move only the members it must.
@@ -28,7 +29,7 @@ const HASH_SLOTS: u32 = 16_384;
 /// The board's shards' names, shard 0 (the board itself) first.
 pub(super) fn shard_names(board: &Board) -> Vec<BoardName> {
     let mut names = vec![board.name.clone()];
-    let third = |name: &BoardName| hash_slot(name.as_str()) * 3 / HASH_SLOTS;
+    let third = |name: &BoardName| third(hash_slot(name.as_str()));
     let start = third(&board.name);
     for i in 1..board.config.shards() {
         let base = format!("{:x}.{i}", board.created_at.unix_millis());
@@ -43,6 +44,16 @@ pub(super) fn shard_names(board: &Board) -> Vec<BoardName> {
         names.push(name);
     }
     names
+}
+
+/// Which third of the hash slots `slot` is in, as `redis-cli --cluster create` splits them
+/// over three masters.
+fn third(slot: u32) -> u32 {
+    match slot {
+        0..=5460 => 0,
+        5461..=10922 => 1,
+        _ => 2,
+    }
 }
 
 /// The Redis Cluster hash slot of the keys of board `name` (their hash tag is the name).
@@ -92,10 +103,7 @@ mod tests {
         for name in ["hot-posts", "views", "a"] {
             let names = shard_names(&board(name, 6));
             assert_eq!(names[0].as_str(), name);
-            let thirds: Vec<u32> = names
-                .iter()
-                .map(|n| hash_slot(n.as_str()) * 3 / HASH_SLOTS)
-                .collect();
+            let thirds: Vec<u32> = names.iter().map(|n| third(hash_slot(n.as_str()))).collect();
             for (i, third) in thirds.iter().enumerate() {
                 assert_eq!(*third, (thirds[0] + i as u32) % 3, "{names:?}");
             }

@@ -91,6 +91,12 @@ impl InWindow<'_> {
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
+        // A page near the top: the shards' tops merged, however many are ranked (one
+        // round trip).
+        if range == ScoreRange::ALL && order == Order::Desc && offset + limit <= MERGED_DEPTH {
+            let (coverage, entries) = self.run(offset, limit, None).await?;
+            return Ok(self.page(coverage, entries, order));
+        }
         // The members asked for are a run of ranking positions: after those above the
         // range's highest total, up to the last at or above its lowest.
         let rule = self.sharded.board().config.rank();
@@ -106,7 +112,7 @@ impl InWindow<'_> {
             _ => unreachable!("one count per probe"),
         };
         let (start, count) = page_positions(first, run, order, offset, limit);
-        let (coverage, entries) = self.run(start, count, ahead.coverage()).await?;
+        let (coverage, entries) = self.run(start, count, Some(ahead.coverage())).await?;
         Ok(self.page(coverage, entries, order))
     }
 
@@ -129,7 +135,7 @@ impl InWindow<'_> {
         let position = ahead.counts[0].min(ranked.saturating_sub(1));
         let (start, count) = around_positions(position, ranked, n, options.fill);
         let coverage = ahead.coverage().join(standing.coverage());
-        let (coverage, entries) = self.run(start, count, coverage).await?;
+        let (coverage, entries) = self.run(start, count, Some(coverage)).await?;
         Ok(Some(self.page(coverage, entries, options.order)))
     }
 
@@ -237,15 +243,16 @@ impl InWindow<'_> {
         }
     }
 
-    /// The entries at ranking positions `start .. start + count`, in ranking order and
-    /// ranked as the board ranks, with the slots they cover joined to `coverage`.
+    /// The entries at ranking positions `start .. start + count` (fewer where the
+    /// ranking ends), in ranking order and ranked as the board ranks, with the slots
+    /// they cover joined to `coverage` (when the caller read any).
     async fn run(
         &self,
         start: u64,
         count: u64,
-        coverage: Coverage,
+        coverage: Option<Coverage>,
     ) -> Result<(Coverage, Vec<Entry>)> {
-        if count == 0 {
+        if let (0, Some(coverage)) = (count, coverage) {
             return Ok((coverage, Vec::new()));
         }
         let (cut, skip) = if start + count <= MERGED_DEPTH {
@@ -267,7 +274,7 @@ impl InWindow<'_> {
                 )
             })
             .await?;
-        let coverage = joined(pages.iter().map(TopPage::coverage)).join(coverage);
+        let coverage = joined(pages.iter().map(TopPage::coverage).chain(coverage));
         let mut merged: Vec<Entry> = pages.into_iter().flat_map(|p| p.entries).collect();
         merged.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.member.cmp(&b.member)));
         let mut entries = merged.split_off((skip as usize).min(merged.len()));
