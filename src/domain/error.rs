@@ -187,7 +187,7 @@ pub enum Error {
     },
     /// An operation a sharded board does not take (it needs one atomic step over the
     /// whole board).
-    #[error("board {board:?} is sharded: {what} is for boards of one shard")]
+    #[error("board {board:?} is sharded: {what}")]
     ShardedUnsupported {
         /// The board.
         board: String,

@@ -181,6 +181,47 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
         let s = b.history(&three, &member).await.unwrap();
         assert_eq!(a, s, "history of {member}");
     }
+    // Member data, kept by each member's shard, read beside a page: on 12 of the top 20,
+    // one deleted again.
+    let leaders = b.top(&one, None, 0, 12).await.unwrap().entries;
+    for (m, leader) in leaders.iter().enumerate() {
+        let data = rollboard::MemberData::parse(&format!(r#"{{"title":"post {m}"}}"#)).unwrap();
+        for board in [&one, &three] {
+            b.set_member_data(board, &leader.member, data.clone())
+                .await
+                .unwrap();
+        }
+    }
+    for board in [&one, &three] {
+        assert!(
+            b.delete_member_data(board, &leaders[3].member)
+                .await
+                .unwrap()
+        );
+    }
+    let a = b
+        .with_data(&one, b.top(&one, None, 0, 20).await.unwrap())
+        .await
+        .unwrap();
+    let s = b
+        .with_data(&three, b.top(&three, None, 0, 20).await.unwrap())
+        .await
+        .unwrap();
+    assert_eq!(a.entries, s.entries);
+    let with_data = s
+        .entries
+        .iter()
+        .filter(|e| matches!(e.data, Some(Some(_))))
+        .count();
+    assert_eq!(with_data, 11);
+    // A member removed from its shard is gone from every read.
+    for board in [&one, &three] {
+        b.remove_member(board, "post:0").await.unwrap();
+    }
+    let a = b.top(&one, None, 0, 50).await.unwrap();
+    let s = b.top(&three, None, 0, 50).await.unwrap();
+    same_page(&a, &s, "after a removal");
+    assert_eq!(b.score(&three, "post:0", None).await.unwrap(), None);
 }
 
 /// The same entries (ranks, members, scores) and coverage.

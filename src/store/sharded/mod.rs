@@ -88,14 +88,17 @@ impl Sharded<'_> {
 
     /// `result` of a call on a shard, a shard that changed or is gone answered as the
     /// board having changed (the caller reloads the board and retries; its shards are
-    /// found again).
+    /// found again), a shard busy as the board.
     fn lift<T>(&self, result: Result<T>) -> Result<T> {
+        let board = self.board().name.as_str();
         match result {
-            Err(Error::BoardChanged(name) | Error::BoardNotFound(name))
-                if name != self.board().name.as_str() =>
-            {
+            Err(Error::BoardChanged(name) | Error::BoardNotFound(name)) if name != board => {
                 self.sets.forget(&self.board().name);
-                Err(Error::BoardChanged(self.board().name.to_string()))
+                Err(Error::BoardChanged(board.to_owned()))
+            }
+            Err(Error::BoardBusy(name)) if name != board => Err(Error::BoardBusy(board.into())),
+            Err(Error::RelayoutRunning(name)) if name != board => {
+                Err(Error::RelayoutRunning(board.into()))
             }
             other => other,
         }
@@ -240,9 +243,9 @@ impl Store for ShardedStore {
                     .await
             }
             Some(s) => s.unsupported(
-                "a write that answers its standing (its ranks are read in the write's \
-                 atomic step, which covers one shard): write without `return=standing` and \
-                 read the members' ranks after it",
+                "a write that answers its standing is for boards of one shard (its ranks \
+                 are read in the write's atomic step, which covers one shard): write \
+                 without `return=standing`, then read the members' ranks",
             ),
         }
     }
