@@ -53,15 +53,4 @@ impl Ahead {
             lag_ms,
         }
     }
-
-    /// The slots these counts cover.
-    pub(crate) fn coverage(&self) -> Coverage {
-        Coverage {
-            window: self.window,
-            from: self.from,
-            to: self.to,
-            behind: self.behind,
-            lag_ms: self.lag_ms,
-        }
-    }
 }

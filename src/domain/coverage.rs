@@ -45,6 +45,27 @@ impl Coverage {
     }
 }
 
+/// `coverage()` for replies that carry a [`Coverage`] as flat fields of their own
+/// (`window`, `from`, `to`, `behind`, `lag_ms`), so their JSON stays flat.
+macro_rules! flat_coverage {
+    ($($reply:ty),*) => {$(
+        impl $reply {
+            /// The slots this reply's totals cover.
+            pub(crate) fn coverage(&self) -> Coverage {
+                Coverage {
+                    window: self.window,
+                    from: self.from,
+                    to: self.to,
+                    behind: self.behind,
+                    lag_ms: self.lag_ms,
+                }
+            }
+        }
+    )*};
+}
+
+flat_coverage!(super::TopPage, super::Standing, super::Ranks, super::Ahead);
+
 impl Coverage {
     /// The coverage of totals made of these and `other`'s (a sharded board's shards):
     /// from the oldest slot either includes to the end of the newest, behind when

@@ -73,17 +73,6 @@ impl Ranks {
             entries,
         }
     }
-
-    /// The slots these ranks' totals cover.
-    pub(crate) fn coverage(&self) -> Coverage {
-        Coverage {
-            window: self.window,
-            from: self.from,
-            to: self.to,
-            behind: self.behind,
-            lag_ms: self.lag_ms,
-        }
-    }
 }
 
 /// Parses the members of a ranks read: 1 to [`MAX_RANKS_MEMBERS`] valid members, kept

@@ -121,17 +121,6 @@ impl TopPage {
             entries,
         }
     }
-
-    /// The slots this page's totals cover.
-    pub(crate) fn coverage(&self) -> Coverage {
-        Coverage {
-            window: self.window,
-            from: self.from,
-            to: self.to,
-            behind: self.behind,
-            lag_ms: self.lag_ms,
-        }
-    }
 }
 
 impl Standing {
@@ -163,17 +152,6 @@ impl Standing {
             lag_ms,
             age_ms: 0,
             data: None,
-        }
-    }
-
-    /// The slots this standing's totals cover.
-    pub(crate) fn coverage(&self) -> Coverage {
-        Coverage {
-            window: self.window,
-            from: self.from,
-            to: self.to,
-            behind: self.behind,
-            lag_ms: self.lag_ms,
         }
     }
 }

@@ -24,7 +24,8 @@ use crate::clock::{Clock, SystemClock};
 use crate::domain::{Span, Staleness, Timestamp};
 use crate::error::{Error, Result};
 use crate::settings::Settings;
-use crate::store::{MemoryStore, RedisStore, ShardedStore, Store};
+use crate::store::sharded::ShardedStore;
+use crate::store::{MemoryStore, RedisStore, Store};
 
 mod aggregates;
 mod any_board;

@@ -15,7 +15,7 @@ mod memory;
 pub(crate) mod rates;
 mod redis;
 mod server;
-mod sharded;
+pub(crate) mod sharded;
 mod stats;
 pub(crate) mod trending;
 mod write_status;
@@ -32,7 +32,6 @@ pub use redis::{IngestOptions, RedisOptions, RedisStore, ReplicaAcks, RetireOpti
 #[cfg(feature = "server")]
 pub(crate) use redis::{RedisConn, Retry, check_url, redact};
 pub use server::ServerStore;
-pub(crate) use sharded::ShardedStore;
 pub use trending::{TrendKeyed, TrendingStore};
 pub use write_status::WriteStatus;
 

@@ -18,12 +18,10 @@ mod names;
 mod ranking;
 mod shard_set;
 mod upkeep;
+mod view;
 mod writes;
 
 use std::sync::Arc;
-
-use async_trait::async_trait;
-use futures_util::future::try_join_all;
 
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
@@ -32,13 +30,15 @@ use crate::domain::{BoardConfig, BoardName, Member, MemberData, Removed, Timesta
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::memory_check::MemoryReading;
 use crate::store::{
     CounterStore, Keyed, RateStore, RetireOptions, ServerStore, StatsStore, Store, TrendingStore,
     WriteKey, WriteStatus,
 };
-use shard_set::{ShardSet, ShardSets};
+use async_trait::async_trait;
+use shard_set::ShardSets;
+use view::Sharded;
 
 /// `inner`, with sharded boards made one.
 pub(crate) struct ShardedStore {
@@ -59,69 +59,10 @@ impl ShardedStore {
         if board.config.shards() == 1 {
             return Ok(None);
         }
-        let set = self.sets.get(self.inner.as_ref(), board).await?;
-        Ok(Some(Sharded {
-            store: self.inner.as_ref(),
-            sets: &self.sets,
-            set,
-        }))
-    }
-}
-
-/// One call's view of a sharded board: its shards in the store underneath.
-struct Sharded<'a> {
-    store: &'a dyn Store,
-    sets: &'a ShardSets,
-    set: Arc<ShardSet>,
-}
-
-impl Sharded<'_> {
-    /// The board: shard 0.
-    fn board(&self) -> &Board {
-        self.set.board()
-    }
-
-    /// The shards, shard 0 first.
-    fn shards(&self) -> &[Board] {
-        &self.set.boards
-    }
-
-    /// `result` of a call on a shard, a shard that changed or is gone answered as the
-    /// board having changed (the caller reloads the board and retries; its shards are
-    /// found again), a shard busy as the board.
-    fn lift<T>(&self, result: Result<T>) -> Result<T> {
-        let board = self.board().name.as_str();
-        match result {
-            Err(Error::BoardChanged(name) | Error::BoardNotFound(name)) if name != board => {
-                self.sets.forget(&self.board().name);
-                Err(Error::BoardChanged(board.to_owned()))
-            }
-            Err(Error::BoardBusy(name)) if name != board => Err(Error::BoardBusy(board.into())),
-            Err(Error::RelayoutRunning(name)) if name != board => {
-                Err(Error::RelayoutRunning(board.into()))
-            }
-            other => other,
-        }
-    }
-
-    /// `op` on every shard (its index and board) at once: the results in shard order,
-    /// or the first error.
-    async fn each<'s, T, F, Fut>(&'s self, op: F) -> Result<Vec<T>>
-    where
-        F: Fn(usize, &'s Board) -> Fut,
-        Fut: Future<Output = Result<T>>,
-    {
-        let calls = self.shards().iter().enumerate().map(|(i, b)| op(i, b));
-        let result = try_join_all(calls).await;
-        self.lift(result)
-    }
-
-    /// Refuses `what`: [`Error::ShardedUnsupported`].
-    fn unsupported<T>(&self, what: &'static str) -> Result<T> {
-        Err(Error::ShardedUnsupported {
-            board: self.board().name.to_string(),
-            what,
-        })
+        // Boxed, like every sharded call below: a board of one shard then pays nothing
+        // for the sharded paths in the size of its calls' futures.
+        let set = Box::pin(self.sets.get(self.inner.as_ref(), board)).await?;
+        Ok(Some(Sharded::new(self.inner.as_ref(), &self.sets, set)))
     }
 }
 
@@ -180,7 +121,7 @@ impl Store for ShardedStore {
     async fn describe_board(&self, board: &Board, now: Timestamp) -> Result<BoardStatus> {
         match self.sharded(board).await? {
             None => self.inner.describe_board(board, now).await,
-            Some(s) => s.describe(now).await,
+            Some(s) => Box::pin(s.describe(now)).await,
         }
     }
 
@@ -198,7 +139,7 @@ impl Store for ShardedStore {
     ) -> Result<Vec<WriteStatus>> {
         match self.sharded(board).await? {
             None => self.inner.write(board, now, writes).await,
-            Some(s) => s.write(now, writes).await,
+            Some(s) => Box::pin(s.write(now, writes)).await,
         }
     }
 
@@ -211,7 +152,7 @@ impl Store for ShardedStore {
     ) -> Result<Option<Vec<WriteStatus>>> {
         match self.sharded(board).await? {
             None => self.inner.write_once(board, now, writes, token).await,
-            Some(s) => s.write_once(now, writes, token).await,
+            Some(s) => Box::pin(s.write_once(now, writes, token)).await,
         }
     }
 
@@ -224,7 +165,7 @@ impl Store for ShardedStore {
     ) -> Result<Keyed> {
         match self.sharded(board).await? {
             None => self.inner.write_keyed(board, now, writes, key).await,
-            Some(s) => s.write_keyed(now, writes, key).await,
+            Some(s) => Box::pin(s.write_keyed(now, writes, key)).await,
         }
     }
 
@@ -268,9 +209,8 @@ impl Store for ShardedStore {
                     .await
             }
             Some(s) => {
-                s.in_window(window, now)
-                    .top(range, order, offset, limit)
-                    .await
+                let reads = s.in_window(window, now);
+                Box::pin(reads.top(range, order, offset, limit)).await
             }
         }
     }
@@ -284,7 +224,7 @@ impl Store for ShardedStore {
     ) -> Result<Option<Standing>> {
         match self.sharded(board).await? {
             None => self.inner.standing(board, window, now, member).await,
-            Some(s) => s.in_window(window, now).standing(member).await,
+            Some(s) => Box::pin(s.in_window(window, now).standing(member)).await,
         }
     }
 
@@ -297,7 +237,7 @@ impl Store for ShardedStore {
     ) -> Result<Ranks> {
         match self.sharded(board).await? {
             None => self.inner.ranks(board, window, now, members).await,
-            Some(s) => s.in_window(window, now).ranks(members).await,
+            Some(s) => Box::pin(s.in_window(window, now).ranks(members)).await,
         }
     }
 
@@ -310,7 +250,7 @@ impl Store for ShardedStore {
     ) -> Result<Ahead> {
         match self.sharded(board).await? {
             None => self.inner.count_ahead(board, window, now, probes).await,
-            Some(s) => s.in_window(window, now).ahead(probes).await,
+            Some(s) => Box::pin(s.in_window(window, now).ahead(probes)).await,
         }
     }
 
@@ -329,21 +269,21 @@ impl Store for ShardedStore {
                     .around(board, window, now, member, n, options)
                     .await
             }
-            Some(s) => s.in_window(window, now).around(member, n, options).await,
+            Some(s) => Box::pin(s.in_window(window, now).around(member, n, options)).await,
         }
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {
         match self.sharded(board).await? {
             None => self.inner.history(board, now, member).await,
-            Some(s) => s.history(now, member).await,
+            Some(s) => Box::pin(s.history(now, member)).await,
         }
     }
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
         match self.sharded(board).await? {
             None => self.inner.remove_member(board, member).await,
-            Some(s) => s.remove_member(member).await,
+            Some(s) => Box::pin(s.remove_member(member)).await,
         }
     }
 
@@ -354,7 +294,7 @@ impl Store for ShardedStore {
     ) -> Result<Vec<bool>> {
         match self.sharded(board).await? {
             None => self.inner.set_member_data(board, entries).await,
-            Some(s) => s.set_member_data(entries).await,
+            Some(s) => Box::pin(s.set_member_data(entries)).await,
         }
     }
 
@@ -365,28 +305,28 @@ impl Store for ShardedStore {
     ) -> Result<Vec<Option<MemberData>>> {
         match self.sharded(board).await? {
             None => self.inner.member_data(board, members).await,
-            Some(s) => s.member_data(members).await,
+            Some(s) => Box::pin(s.member_data(members)).await,
         }
     }
 
     async fn delete_member_data(&self, board: &Board, member: &Member) -> Result<bool> {
         match self.sharded(board).await? {
             None => self.inner.delete_member_data(board, member).await,
-            Some(s) => s.delete_member_data(member).await,
+            Some(s) => Box::pin(s.delete_member_data(member)).await,
         }
     }
 
     async fn pending_windows(&self, board: &Board) -> Result<Vec<usize>> {
         match self.sharded(board).await? {
             None => self.inner.pending_windows(board).await,
-            Some(s) => s.pending_windows().await,
+            Some(s) => Box::pin(s.pending_windows()).await,
         }
     }
 
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
         match self.sharded(board).await? {
             None => self.inner.recompute(board, window).await,
-            Some(s) => s.recompute(window).await,
+            Some(s) => Box::pin(s.recompute(window)).await,
         }
     }
 
@@ -398,14 +338,14 @@ impl Store for ShardedStore {
     ) -> Result<RelayoutReport> {
         match self.sharded(board).await? {
             None => self.inner.relayout(board, layout, options).await,
-            Some(s) => s.relayout(layout, options).await,
+            Some(s) => Box::pin(s.relayout(layout, options)).await,
         }
     }
 
     async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport> {
         match self.sharded(board).await? {
             None => self.inner.retire(board, now).await,
-            Some(s) => s.retire(now, None).await,
+            Some(s) => Box::pin(s.retire(now, None)).await,
         }
     }
 
@@ -487,7 +427,7 @@ impl ServerStore for ShardedStore {
     ) -> Result<RetireReport> {
         match self.sharded(board).await? {
             None => self.server_inner().retire_with(board, now, options).await,
-            Some(s) => s.retire(now, Some((self.server_inner(), options))).await,
+            Some(s) => Box::pin(s.retire(now, Some((self.server_inner(), options)))).await,
         }
     }
 }

@@ -21,7 +21,7 @@
 
 use futures_util::future::try_join_all;
 
-use super::Sharded;
+use super::view::Sharded;
 use crate::board::Board;
 use crate::domain::{Ahead, AheadProbe, AroundOptions, Coverage, Entry, Member, MemberRank};
 use crate::domain::{Order, Ranks, ScoreRange, Standing, Ties, Timestamp, TopPage};

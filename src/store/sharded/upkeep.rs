@@ -7,9 +7,9 @@ use std::ops::Range;
 
 use futures_util::future::try_join_all;
 
-use super::Sharded;
 use super::names::shard_names;
 use super::shard_set::shard_config;
+use super::view::Sharded;
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::{BoardName, History, Layout, Member, MemberData, Removed, Timestamp};

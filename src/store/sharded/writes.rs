@@ -9,7 +9,7 @@
 
 use futures_util::future::join_all;
 
-use super::Sharded;
+use super::view::Sharded;
 use crate::domain::{SlotWrite, Timestamp};
 use crate::error::Result;
 use crate::store::{Keyed, Recorded, WriteKey, WriteStatus};

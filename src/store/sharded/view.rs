@@ -1,0 +1,73 @@
+//! [`Sharded`]: one call's view of a sharded board (its shards in the store underneath),
+//! and what every sharded operation shares: running a call on every shard, and a
+//! shard's answer told as the board's.
+
+use std::sync::Arc;
+
+use futures_util::future::try_join_all;
+
+use super::shard_set::{ShardSet, ShardSets};
+use crate::board::Board;
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+/// One call's view of a sharded board: its shards in the store underneath.
+pub(super) struct Sharded<'a> {
+    pub(super) store: &'a dyn Store,
+    pub(super) sets: &'a ShardSets,
+    pub(super) set: Arc<ShardSet>,
+}
+
+impl<'a> Sharded<'a> {
+    pub(super) fn new(store: &'a dyn Store, sets: &'a ShardSets, set: Arc<ShardSet>) -> Self {
+        Sharded { store, sets, set }
+    }
+
+    /// The board: shard 0.
+    pub(super) fn board(&self) -> &Board {
+        self.set.board()
+    }
+
+    /// The shards, shard 0 first.
+    pub(super) fn shards(&self) -> &[Board] {
+        &self.set.boards
+    }
+
+    /// `result` of a call on a shard, a shard that changed or is gone answered as the
+    /// board having changed (the caller reloads the board and retries; its shards are
+    /// found again), a shard busy as the board.
+    pub(super) fn lift<T>(&self, result: Result<T>) -> Result<T> {
+        let board = self.board().name.as_str();
+        match result {
+            Err(Error::BoardChanged(name) | Error::BoardNotFound(name)) if name != board => {
+                self.sets.forget(&self.board().name);
+                Err(Error::BoardChanged(board.to_owned()))
+            }
+            Err(Error::BoardBusy(name)) if name != board => Err(Error::BoardBusy(board.into())),
+            Err(Error::RelayoutRunning(name)) if name != board => {
+                Err(Error::RelayoutRunning(board.into()))
+            }
+            other => other,
+        }
+    }
+
+    /// `op` on every shard (its index and board) at once: the results in shard order,
+    /// or the first error.
+    pub(super) async fn each<'s, T, F, Fut>(&'s self, op: F) -> Result<Vec<T>>
+    where
+        F: Fn(usize, &'s Board) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let calls = self.shards().iter().enumerate().map(|(i, b)| op(i, b));
+        let result = try_join_all(calls).await;
+        self.lift(result)
+    }
+
+    /// Refuses `what`: [`Error::ShardedUnsupported`].
+    pub(super) fn unsupported<T>(&self, what: &'static str) -> Result<T> {
+        Err(Error::ShardedUnsupported {
+            board: self.board().name.to_string(),
+            what,
+        })
+    }
+}
