@@ -23,6 +23,8 @@ mod writes;
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
+
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::{Ahead, AheadProbe, AroundOptions, Order, RetireReport, SlotWrite};
@@ -36,7 +38,6 @@ use crate::store::{
     CounterStore, Keyed, RateStore, RetireOptions, ServerStore, StatsStore, Store, TrendingStore,
     WriteKey, WriteStatus,
 };
-use async_trait::async_trait;
 use shard_set::ShardSets;
 use view::Sharded;
 
