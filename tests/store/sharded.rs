@@ -432,3 +432,43 @@ async fn the_shards_of_a_board_land_on_every_master_of_a_cluster() {
         h.boards.drop_board(&board).await.unwrap();
     }
 }
+
+/// Shards whose board is gone (a drop cut short between the board and its shards) are
+/// dropped by the next listing of boards, on the memory store and on Redis.
+#[tokio::test]
+async fn shards_left_by_a_drop_cut_short_are_dropped_by_the_next_listing() {
+    let redis = crate::support::TestRedis::start().await;
+    let stores: [std::sync::Arc<dyn rollboard::Store>; 2] = [
+        std::sync::Arc::new(rollboard::MemoryStore::new()),
+        redis.store().await,
+    ];
+    for raw in stores {
+        let boards = crate::support::with_clock(raw.clone(), &crate::support::clock());
+        let board = unique("orphans");
+        let config = BoardConfig::parse("1h", &["1h"])
+            .unwrap()
+            .with_shards(3)
+            .unwrap();
+        boards.create_board(&board, config).await.unwrap();
+        boards.incr(&board, "a", 1, None).await.unwrap();
+        let prefix = format!("{board}#");
+        let shards = |listed: Vec<rollboard::Board>| {
+            listed
+                .iter()
+                .filter(|b| b.name.as_str().starts_with(&prefix))
+                .count()
+        };
+        assert_eq!(shards(raw.list_boards().await.unwrap()), 2);
+        // The board alone dropped, as a drop that stopped before its shards leaves it.
+        let name = rollboard::BoardName::parse(&board).unwrap();
+        assert!(raw.drop_board(&name).await.unwrap());
+        assert_eq!(shards(raw.list_boards().await.unwrap()), 2);
+        assert!(!names(&boards).await.contains(&board));
+        assert_eq!(
+            shards(raw.list_boards().await.unwrap()),
+            0,
+            "{}",
+            raw.kind()
+        );
+    }
+}
