@@ -29,8 +29,8 @@ const HASH_SLOTS: u32 = 16_384;
 /// The board's shards' names, shard 0 (the board itself) first.
 pub(super) fn shard_names(board: &Board) -> Vec<BoardName> {
     let mut names = vec![board.name.clone()];
-    let third = |name: &BoardName| third(hash_slot(name.as_str()));
-    let start = third(&board.name);
+    let third_of = |name: &BoardName| third(hash_slot(name.as_str()));
+    let start = third_of(&board.name);
     for i in 1..board.config.shards() {
         let base = format!("{:x}.{i}", board.created_at.unix_millis());
         let wanted = (start + i) % 3;
@@ -39,7 +39,7 @@ pub(super) fn shard_names(board: &Board) -> Vec<BoardName> {
                 0 => board.name.shard(&base),
                 n => board.name.shard(&format!("{base}.{n}")),
             })
-            .find(|name| third(name) == wanted)
+            .find(|name| third_of(name) == wanted)
             .expect("a third of the slots is hit within a few tries");
         names.push(name);
     }

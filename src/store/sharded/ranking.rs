@@ -164,16 +164,11 @@ impl InWindow<'_> {
 
     pub(super) async fn ranks(&self, members: &[Member]) -> Result<Ranks> {
         // The totals, from each member's shard (one call per shard).
-        let shard_of: Vec<usize> = members.iter().map(|m| self.sharded.set.of(m)).collect();
+        let by_shard = self.sharded.group(members.iter());
         let answers = self
             .sharded
             .each(|i, b| {
-                let asked: Vec<Member> = members
-                    .iter()
-                    .zip(&shard_of)
-                    .filter(|(_, s)| **s == i)
-                    .map(|(m, _)| m.clone())
-                    .collect();
+                let asked: Vec<Member> = by_shard.part(i, members);
                 async move {
                     if asked.is_empty() {
                         return Ok(None);
@@ -188,19 +183,11 @@ impl InWindow<'_> {
             })
             .await?;
         let mut coverage = joined(answers.iter().flatten().map(Ranks::coverage));
-        let mut read = answers
+        let read = answers
             .into_iter()
-            .map(|a| a.map(|r| r.entries.into_iter()))
-            .collect::<Vec<_>>();
-        let mut entries: Vec<MemberRank> = shard_of
-            .iter()
-            .map(|s| {
-                read[*s]
-                    .as_mut()
-                    .and_then(Iterator::next)
-                    .expect("one answer per member asked")
-            })
+            .map(|a| a.map_or_else(Vec::new, |r| r.entries))
             .collect();
+        let mut entries: Vec<MemberRank> = by_shard.ungroup(read);
         // Then the ranks of the ranked ones, from the counts of every shard.
         let ranked: Vec<usize> = (0..entries.len())
             .filter(|k| entries[*k].rank.is_some())
@@ -305,19 +292,18 @@ impl InWindow<'_> {
 
     /// How many of each shard's ranked members come before ranking position `start`.
     ///
-    /// Each shard's count lies in a range, at first 0 to its ranked members (at most
-    /// `start`). Each round takes from every shard whose range is open the member at a
+    /// Each shard's count lies in a range, at first 0 to `start`. Each round takes from every shard whose range is open the member at a
     /// position inside it (the first round where an even spread would put the cut, the
     /// next ones the middle), counts the members ahead of it in every shard, and so
     /// knows whether it comes before the cut: if so every shard's count is at least
     /// its count ahead of it (its own shard's, one more), if not at most. Each round at
     /// least halves every open range; the counts are found when the ranges' lower ends
-    /// (or upper ends) add up to `start`. Two round trips a round.
+    /// (or upper ends) add up to `start`. A position past a shard's last member finds
+    /// none there: its count is below it. Two round trips a round.
     async fn cut(&self, start: u64) -> Result<Vec<u64>> {
-        let (_, ranked) = self.ahead_each(&[BOTTOM]).await?;
         let k = self.shards().len();
         let mut lo = vec![0u64; k];
-        let mut hi: Vec<u64> = ranked.iter().map(|c| c[0].min(start)).collect();
+        let mut hi = vec![start; k];
         for round in 0.. {
             let (low, high) = (lo.iter().sum::<u64>(), hi.iter().sum::<u64>());
             if low >= start {
@@ -360,7 +346,7 @@ impl InWindow<'_> {
                         probes.push(at_entry(e)?);
                         placed.push((*j, *at));
                     }
-                    // The shard shrank meanwhile: its count is below this position.
+                    // Past the shard's last member: its count is below this position.
                     None => hi[*j] = (*at).max(lo[*j]),
                 }
             }

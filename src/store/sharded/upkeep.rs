@@ -3,7 +3,6 @@
 //! member's history, removal and data to the member's shard.
 
 use std::collections::HashSet;
-use std::ops::Range;
 
 use futures_util::future::try_join_all;
 
@@ -185,13 +184,10 @@ impl Sharded<'_> {
         &self,
         entries: &[(Member, MemberData)],
     ) -> Result<Vec<bool>> {
-        let (groups, order) = self.group(entries.iter().map(|(m, _)| m));
+        let by_shard = self.group(entries.iter().map(|(m, _)| m));
         let answers = self
             .each(|i, b| {
-                let part: Vec<(Member, MemberData)> = groups[i]
-                    .clone()
-                    .map(|k| entries[order[k]].clone())
-                    .collect();
+                let part: Vec<(Member, MemberData)> = by_shard.part(i, entries);
                 async move {
                     match part.is_empty() {
                         true => Ok(Vec::new()),
@@ -200,17 +196,14 @@ impl Sharded<'_> {
                 }
             })
             .await?;
-        Ok(ungroup(answers, &order, entries.len()))
+        Ok(by_shard.ungroup(answers))
     }
 
     pub(super) async fn member_data(&self, members: &[Member]) -> Result<Vec<Option<MemberData>>> {
-        let (groups, order) = self.group(members.iter());
+        let by_shard = self.group(members.iter());
         let answers = self
             .each(|i, b| {
-                let part: Vec<Member> = groups[i]
-                    .clone()
-                    .map(|k| members[order[k]].clone())
-                    .collect();
+                let part: Vec<Member> = by_shard.part(i, members);
                 async move {
                     match part.is_empty() {
                         true => Ok(Vec::new()),
@@ -219,35 +212,8 @@ impl Sharded<'_> {
                 }
             })
             .await?;
-        Ok(ungroup(answers, &order, members.len()))
+        Ok(by_shard.ungroup(answers))
     }
-
-    /// `members`' indexes ordered by shard (stable), and each shard's range of that order.
-    fn group<'m>(
-        &self,
-        members: impl Iterator<Item = &'m Member>,
-    ) -> (Vec<Range<usize>>, Vec<usize>) {
-        let shards: Vec<usize> = members.map(|m| self.set.of(m)).collect();
-        let mut order: Vec<usize> = (0..shards.len()).collect();
-        order.sort_by_key(|k| shards[*k]);
-        let groups = (0..self.shards().len())
-            .map(|i| {
-                let from = order.partition_point(|k| shards[*k] < i);
-                let to = order.partition_point(|k| shards[*k] <= i);
-                from..to
-            })
-            .collect();
-        (groups, order)
-    }
-}
-
-/// The shards' answers (in the grouped order, shard by shard) back in the order asked.
-fn ungroup<T: Default + Clone>(answers: Vec<Vec<T>>, order: &[usize], len: usize) -> Vec<T> {
-    let mut out = vec![T::default(); len];
-    for (k, answer) in answers.into_iter().flatten().enumerate() {
-        out[order[k]] = answer;
-    }
-    out
 }
 
 /// Adds a shard's state of a window to the board's.

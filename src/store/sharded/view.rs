@@ -2,12 +2,14 @@
 //! and what every sharded operation shares: running a call on every shard, and a
 //! shard's answer told as the board's.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use futures_util::future::try_join_all;
 
 use super::shard_set::{ShardSet, ShardSets};
 use crate::board::Board;
+use crate::domain::Member;
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -63,11 +65,58 @@ impl<'a> Sharded<'a> {
         self.lift(result)
     }
 
+    /// `members` (in the order asked, duplicates kept) grouped by the shard that holds
+    /// each.
+    pub(super) fn group<'m>(&self, members: impl Iterator<Item = &'m Member>) -> ByShard {
+        let shards: Vec<usize> = members.map(|m| self.set.of(m)).collect();
+        let mut order: Vec<usize> = (0..shards.len()).collect();
+        order.sort_by_key(|k| shards[*k]);
+        let groups = (0..self.shards().len())
+            .map(|i| {
+                let from = order.partition_point(|k| shards[*k] < i);
+                let to = order.partition_point(|k| shards[*k] <= i);
+                from..to
+            })
+            .collect();
+        ByShard { groups, order }
+    }
+
     /// Refuses `what`: [`Error::ShardedUnsupported`].
     pub(super) fn unsupported<T>(&self, what: &'static str) -> Result<T> {
         Err(Error::ShardedUnsupported {
             board: self.board().name.to_string(),
             what,
         })
+    }
+}
+
+/// Items asked in some order, grouped by shard: each shard's part to ask of it, and its
+/// answers put back in the order asked.
+pub(super) struct ByShard {
+    /// The items' indexes, ordered by shard (stable).
+    order: Vec<usize>,
+    /// Each shard's range of `order`.
+    groups: Vec<Range<usize>>,
+}
+
+impl ByShard {
+    /// Shard `shard`'s items of `items` (those grouped), in the order asked.
+    pub(super) fn part<T: Clone>(&self, shard: usize, items: &[T]) -> Vec<T> {
+        self.groups[shard]
+            .clone()
+            .map(|k| items[self.order[k]].clone())
+            .collect()
+    }
+
+    /// The shards' answers, one per item of their part, shard by shard, back in the
+    /// order asked.
+    pub(super) fn ungroup<T>(&self, answers: Vec<Vec<T>>) -> Vec<T> {
+        let mut out: Vec<Option<T>> = self.order.iter().map(|_| None).collect();
+        for (k, answer) in answers.into_iter().flatten().enumerate() {
+            out[self.order[k]] = Some(answer);
+        }
+        out.into_iter()
+            .map(|a| a.expect("one answer per item asked"))
+            .collect()
     }
 }

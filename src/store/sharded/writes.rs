@@ -21,6 +21,15 @@ struct Part {
     writes: Vec<SlotWrite>,
 }
 
+impl Part {
+    /// Puts the statuses its shard `answered` in their places in the batch's `statuses`.
+    fn place(&self, answered: Vec<WriteStatus>, statuses: &mut [WriteStatus]) {
+        for (index, status) in self.indexes.iter().zip(answered) {
+            statuses[*index] = status;
+        }
+    }
+}
+
 impl Sharded<'_> {
     /// Splits `writes` by shard (shards without writes left out).
     fn split(&self, writes: Vec<SlotWrite>) -> Vec<Part> {
@@ -79,9 +88,7 @@ impl Sharded<'_> {
             match result {
                 Ok(answered) => {
                     landed = true;
-                    for (index, status) in part.indexes.iter().zip(answered) {
-                        statuses[*index] = status;
-                    }
+                    part.place(answered, &mut statuses);
                 }
                 Err(error) => failed = failed.or(Some(error)),
             }
@@ -112,9 +119,7 @@ impl Sharded<'_> {
         for (part, result) in results {
             if let Some(answered) = result? {
                 fresh = true;
-                for (index, status) in part.indexes.iter().zip(answered) {
-                    statuses[*index] = status;
-                }
+                part.place(answered, &mut statuses);
             }
         }
         Ok(fresh.then_some(statuses))
@@ -145,9 +150,7 @@ impl Sharded<'_> {
                     recorded.statuses(&part.writes)?
                 }
             };
-            for (index, status) in part.indexes.iter().zip(answered) {
-                statuses[*index] = status;
-            }
+            part.place(answered, &mut statuses);
         }
         Ok(match replayed {
             None => Keyed::Applied(statuses),
