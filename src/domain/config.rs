@@ -222,8 +222,7 @@ impl BoardConfig {
     /// Refuses the combinations of options no store keeps ([`with_rank`](Self::with_rank)
     /// checks them; options set after the rank are checked again when the board is
     /// created): every non-zero total with dense ties; on a max, min or latest board, a rank
-    /// other than `all`; `all` on a sum board; on a sharded board, dense ties and period
-    /// snapshots.
+    /// other than `all`; `all` on a sum board; on a sharded board, dense ties.
     pub fn check_rank(&self) -> Result<(), Error> {
         let invalid = |reason: String| Err(Error::InvalidConfig { reason });
         if self.rank == RankedTotals::Nonzero && self.ties == Ties::Dense {
@@ -253,13 +252,6 @@ impl BoardConfig {
                 "a sharded board ranks ties by competition or position, not dense (a dense \
                  rank needs the distinct totals of every shard, which no shard keeps): leave \
                  out \"ties\", choose \"competition\" or \"position\", or use one shard"
-                    .into(),
-            );
-        }
-        if self.shards > 1 && self.snapshots.is_some() {
-            return invalid(
-                "a sharded board takes no period snapshots yet: leave out \"snapshots\" or \
-                 use one shard"
                     .into(),
             );
         }

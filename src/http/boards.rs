@@ -98,10 +98,9 @@ pub struct ConfigBody {
     /// Windowed boards: how many shards the members are spread over, 1–32 (1 by
     /// default): on a Redis Cluster each shard can sit on another master, so one busy
     /// board's writes, retirement and reads spread over them; every read stays exact.
-    /// Ties by competition or position, no snapshots; a write with `return=standing` is
-    /// refused (409 `sharded_unsupported`). Fixed when the board is created: another
-    /// value on an existing board is a conflict. See docs/operations.md, "Sharded
-    /// boards".
+    /// Ties by competition or position; a write with `return=standing` is refused (409
+    /// `sharded_unsupported`). Fixed when the board is created: another value on an
+    /// existing board is a conflict. See docs/operations.md, "Sharded boards".
     #[serde(default, deserialize_with = "json_int::opt_u64")]
     #[schema(value_type = Option<u32>, minimum = 1, maximum = 32, default = 1)]
     pub shards: Option<u64>,

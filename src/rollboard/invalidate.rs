@@ -18,7 +18,7 @@ use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
 use crate::domain::SlotWrite;
 use crate::domain::{Ahead, AheadProbe};
-use crate::domain::{AroundOptions, Order, RetireReport};
+use crate::domain::{AroundOptions, Entry, Order, RetireReport};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
@@ -283,6 +283,15 @@ impl Store for InvalidatingStore {
 
     async fn take_snapshots(&self, board: &Board, now: Timestamp) -> Result<SnapshotPass> {
         self.inner.take_snapshots(board, now).await
+    }
+
+    async fn append_snapshots(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        tops: &[Option<Vec<Entry>>],
+    ) -> Result<SnapshotPass> {
+        self.inner.append_snapshots(board, now, tops).await
     }
 
     async fn snapshots(

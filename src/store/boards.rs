@@ -9,7 +9,7 @@ use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::{Ahead, AheadProbe};
-use crate::domain::{AroundOptions, Order};
+use crate::domain::{AroundOptions, Entry, Order};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
@@ -251,6 +251,19 @@ pub trait Store: Send + Sync + 'static {
     /// and boundary however many callers race (an older boundary than the newest taken
     /// is never appended). Windows still being built are skipped.
     async fn take_snapshots(&self, board: &Board, now: Timestamp) -> Result<SnapshotPass>;
+
+    /// Appends leaders given by the caller as the board's snapshots at the boundary
+    /// `slot_start(now)`: `tops[j]`, when given, as window `j`'s, at most once per
+    /// window and boundary as [`take_snapshots`](Store::take_snapshots) does, if the
+    /// stored config still asks for snapshots ([`SnapshotPass::Off`] when not). How a
+    /// sharded board takes its snapshots: its leaders are merged from its shards, whose
+    /// retirement through the boundary the caller has checked.
+    async fn append_snapshots(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        tops: &[Option<Vec<Entry>>],
+    ) -> Result<SnapshotPass>;
 
     /// Window `window`'s snapshots with boundaries in `range`, newest first (or oldest
     /// first, as `range` says).

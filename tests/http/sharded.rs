@@ -1,11 +1,12 @@
 //! `"shards": K` on `PUT /v1/boards/{board}`: shown in the board's config, its ranks and
 //! pages as a board of one shard answers them, the shards never listed, and what a
-//! sharded board refuses answered with its code and message.
+//! sharded board refuses answered with its code and message; its period snapshots taken
+//! by the service from the merged top.
 
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::support::{Backend, entries, fresh_app, ranked, unique};
+use crate::support::{Backend, START, entries, fresh_app, ranked, unique};
 
 #[tokio::test]
 async fn a_sharded_board_over_http_on_redis() {
@@ -117,6 +118,39 @@ async fn a_sharded_board_over_http(backend: Backend) {
         "invalid board config: shards must be between 1 and 32, got 0"
     );
 
-    assert_eq!(app.delete(&path).await.status, StatusCode::NO_CONTENT);
+    // Period snapshots: the service's retirer takes one per boundary from the merged top.
+    let snapped = format!("/v1/boards/{}", unique("shard"));
+    let config = json!({"slot": "1h", "windows": ["2h"], "shards": 3,
+                        "snapshots": {"top": 4, "keep": 5}});
+    assert_eq!(app.put(&snapped, config).await.status, StatusCode::CREATED);
+    app.post(&format!("{snapped}/events"), json!({"events": events}))
+        .await;
+    app.at(3600 + 60);
+    let snapshots = format!("{snapped}/snapshots");
+    let mut listed = json!([]);
+    for _ in 0..100 {
+        listed = app.get(&snapshots).await.body["snapshots"].clone();
+        if listed.as_array().is_some_and(|l| !l.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let [snapshot] = listed.as_array().unwrap().as_slice() else {
+        panic!("{snapshots} listed {listed}");
+    };
+    assert_eq!(snapshot["boundary"], START + 3600);
+    assert_eq!(
+        entries(snapshot),
+        ranked(&[
+            (1, "m09", 10),
+            (1, "m19", 10),
+            (1, "m29", 10),
+            (4, "m08", 9)
+        ])
+    );
+
+    for board in [&path, &snapped] {
+        assert_eq!(app.delete(board).await.status, StatusCode::NO_CONTENT);
+    }
     assert_eq!(app.get("/v1/boards").await.body["boards"], json!([]));
 }

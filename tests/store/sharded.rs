@@ -1,16 +1,17 @@
 //! Sharded boards (`"shards": K`): every read of a sharded board equals the same read of
 //! a board of one shard fed the same events (the twin), on every store; the shards are
-//! hidden, created and dropped with their board; what a sharded board cannot answer
-//! exactly is refused with a clear error.
+//! hidden, created and dropped with their board; its snapshots wait for its slowest
+//! shard; what a sharded board cannot answer exactly is refused with a clear error.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rollboard::SnapshotPass::{Done, Off, Waiting};
 use rollboard::{
-    Aggregate, AroundOptions, BoardConfig, Error, Event, Order, Rollboard, ScoreRange, Span, Ties,
-    TopPage,
+    Aggregate, AroundOptions, BoardConfig, Error, Event, Order, Rollboard, ScoreRange,
+    SnapshotPolicy, SnapshotRange, Span, Ties, TopPage,
 };
 
-use crate::support::{Harness, triples, unique};
+use crate::support::{Harness, START, triples, unique};
 
 on_every_store!(
     reads_of_a_sharded_board_equal_its_twins_with_competition_ties,
@@ -52,6 +53,8 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
     let one = unique("one");
     let three = unique("three");
     let b = &h.boards;
+    // The top 25 at each boundary: a tie group may be cut, as in a full page.
+    let config = config.with_snapshots(Some(SnapshotPolicy::new(25, 10).unwrap()));
     b.create_board(&one, config.clone()).await.unwrap();
     let sharded = config.clone().with_shards(3).unwrap();
     b.create_board(&three, sharded.clone()).await.unwrap();
@@ -98,6 +101,18 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
                 r3.members_zeroed
             )
         );
+        // Each boundary's snapshots, once (the first boundary is the board's creation).
+        let (taken, again) = if hour == 0 {
+            (Off, Off)
+        } else {
+            let windows = config.windows().len() as u64;
+            (Done { appended: windows }, Done { appended: 0 })
+        };
+        for board in [&one, &three] {
+            let first = b.take_snapshots(board).await.unwrap();
+            let second = b.take_snapshots(board).await.unwrap();
+            assert_eq!((first, second), (taken, again), "hour {hour}");
+        }
     }
 
     let status = b.describe_board(&three).await.unwrap();
@@ -111,6 +126,15 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
     }
     let ranked = twin.windows[0].ranked;
     assert!(ranked > 1_000, "only {ranked} ranked");
+    for window in config.windows() {
+        let range = SnapshotRange::new(None, None, None).unwrap();
+        let a = b.snapshots(&one, Some(*window), range).await.unwrap();
+        let s = b.snapshots(&three, Some(*window), range).await.unwrap();
+        assert_eq!(s.snapshots, a.snapshots, "snapshots of {window}");
+        let boundaries: Vec<i64> = s.snapshots.iter().map(|s| s.boundary).collect();
+        assert_eq!(boundaries, [START + 7200, START + 3600]);
+        assert!(s.snapshots.iter().all(|s| s.entries.len() >= 25));
+    }
 
     for window in config.windows() {
         let w = Some(*window);
@@ -350,13 +374,6 @@ async fn what_a_sharded_board_cannot_answer_exactly_is_refused(h: Harness) {
     let err = h.boards.create_board(&name, dense).await.unwrap_err();
     assert_eq!(err.code(), "invalid_config");
     assert!(err.to_string().contains("not dense"), "{err}");
-    let snapshots = base
-        .clone()
-        .with_snapshots(Some(rollboard::SnapshotPolicy::new(10, 24).unwrap()))
-        .with_shards(2)
-        .unwrap();
-    let err = h.boards.create_board(&name, snapshots).await.unwrap_err();
-    assert_eq!(err.code(), "invalid_config");
     for shards in [0, 33] {
         let err = base.clone().with_shards(shards).unwrap_err();
         assert_eq!(
@@ -470,5 +487,99 @@ async fn shards_left_by_a_drop_cut_short_are_dropped_by_the_next_listing() {
             "{}",
             raw.kind()
         );
+    }
+}
+
+/// A sharded board's snapshot at a boundary waits until every shard is retired through
+/// it, then holds the board's merged top, once; the shards keep no snapshots of their
+/// own. On the memory store and on Redis, retiring the shards one by one underneath.
+#[tokio::test]
+async fn a_sharded_boards_snapshot_waits_for_its_slowest_shard() {
+    let redis = crate::support::TestRedis::start().await;
+    let stores: [std::sync::Arc<dyn rollboard::Store>; 2] = [
+        std::sync::Arc::new(rollboard::MemoryStore::new()),
+        redis.store().await,
+    ];
+    for raw in stores {
+        let clock = crate::support::clock();
+        let boards = crate::support::with_clock(raw.clone(), &clock);
+        let board = unique("snapshots");
+        let config = BoardConfig::parse("1h", &["1h", "2h"])
+            .unwrap()
+            .with_snapshots(Some(SnapshotPolicy::new(4, 10).unwrap()))
+            .with_shards(3)
+            .unwrap();
+        boards.create_board(&board, config).await.unwrap();
+        let events = |n: u64, delta: fn(u64) -> i64| -> Vec<Event> {
+            (0..n)
+                .map(|m| Event::new(format!("m{m}"), delta(m)))
+                .collect()
+        };
+        boards
+            .incr_batch(&board, &events(40, |m| (m % 7 + 1) as i64))
+            .await
+            .unwrap();
+        // An hour on: more events, and the first slot leaves the 1h window.
+        clock.set(crate::support::ts(START + 3600));
+        boards
+            .incr_batch(&board, &events(20, |m| (m % 5 + 1) as i64))
+            .await
+            .unwrap();
+        let prefix = format!("{board}#");
+        let shards: Vec<rollboard::Board> = raw
+            .list_boards()
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|b| b.name.as_str() == board || b.name.as_str().starts_with(&prefix))
+            .collect();
+        assert_eq!(shards.len(), 3);
+        for (i, shard) in shards.iter().enumerate() {
+            let pass = boards.take_snapshots(&board).await.unwrap();
+            assert_eq!(pass, Waiting, "{i} of 3 shards retired, {}", raw.kind());
+            raw.retire(shard, rollboard::Clock::now(&clock))
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            boards.take_snapshots(&board).await.unwrap(),
+            Done { appended: 2 }
+        );
+        assert_eq!(
+            boards.take_snapshots(&board).await.unwrap(),
+            Done { appended: 0 }
+        );
+        // Each window's top 4 (a tie group cut keeps its smallest members), as read.
+        let expected = [
+            (
+                "1h",
+                vec![(1, "m14", 5), (1, "m19", 5), (1, "m4", 5), (1, "m9", 5)],
+            ),
+            (
+                "2h",
+                vec![(1, "m13", 11), (1, "m19", 11), (3, "m4", 10), (4, "m12", 9)],
+            ),
+        ];
+        for (window, leaders) in expected {
+            let w = Some(Span::parse(window).unwrap());
+            let range = SnapshotRange::new(None, None, None).unwrap();
+            let taken = boards.snapshots(&board, w, range).await.unwrap().snapshots;
+            assert_eq!(taken.len(), 1, "{window} on {}", raw.kind());
+            assert_eq!(taken[0].boundary, START + 3600);
+            let leaders: Vec<(u64, String, i64)> = leaders
+                .into_iter()
+                .map(|(r, m, s)| (r, m.into(), s))
+                .collect();
+            assert_eq!(triples(&taken[0].entries), leaders, "{window}");
+            let top = boards.top(&board, w, 0, 4).await.unwrap();
+            assert_eq!(taken[0].entries, top.entries);
+        }
+        for shard in &shards {
+            let kept = raw
+                .snapshots(shard, 0, SnapshotRange::new(None, None, None).unwrap())
+                .await
+                .unwrap();
+            assert_eq!(kept.len(), usize::from(shard.name.as_str() == board));
+        }
     }
 }

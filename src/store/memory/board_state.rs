@@ -341,33 +341,43 @@ impl MemBoard {
         let Some(policy) = self.board.config.snapshots() else {
             return SnapshotPass::Off;
         };
-        let boundary = self.board.config.slot_start(now);
         let n = self.windows();
         if (0..n).any(|j| self.retired[j] < self.board.config.cutoff(j, now)) {
             return SnapshotPass::Waiting;
         }
+        let boundary = self.board.config.slot_start(now);
+        let top = u64::from(policy.top());
+        let tops: Vec<Option<Vec<Entry>>> = (0..n)
+            .map(|j| {
+                let page = || self.top(j, now, ScoreRange::ALL, Order::Desc, 0, top);
+                (!self.has_snapshot(j, boundary)).then(|| page().entries)
+            })
+            .collect();
+        self.append_snapshots(now, tops)
+    }
+
+    /// Appends `tops[j]`, when given, as window `j`'s snapshot at the boundary
+    /// `slot_start(now)` unless it holds that or a newer one (as `snapshot_append.lua`).
+    pub fn append_snapshots(
+        &mut self,
+        now: Timestamp,
+        tops: Vec<Option<Vec<Entry>>>,
+    ) -> SnapshotPass {
+        let Some(policy) = self.board.config.snapshots() else {
+            return SnapshotPass::Off;
+        };
+        let boundary = self.board.config.slot_start(now);
         let mut appended = 0;
-        for j in 0..n {
-            if self.snapshots[j]
-                .back()
-                .is_some_and(|last| last.boundary >= boundary)
-            {
+        for (j, entries) in tops.into_iter().enumerate() {
+            let Some(entries) = entries.filter(|_| !self.has_snapshot(j, boundary)) else {
                 continue;
-            }
-            let page = self.top(
-                j,
-                now,
-                ScoreRange::ALL,
-                Order::Desc,
-                0,
-                u64::from(policy.top()),
-            );
+            };
             let kept = &mut self.snapshots[j];
             kept.push_back(Snapshot {
                 window: self.board.config.windows()[j],
                 boundary,
                 taken_ms: now.unix_millis(),
-                entries: page.entries,
+                entries,
             });
             while kept.len() > policy.keep() as usize {
                 kept.pop_front();
@@ -375,6 +385,13 @@ impl MemBoard {
             appended += 1;
         }
         SnapshotPass::Done { appended }
+    }
+
+    /// Whether window `window` holds a snapshot at `boundary` or a newer one.
+    fn has_snapshot(&self, window: usize, boundary: i64) -> bool {
+        self.snapshots[window]
+            .back()
+            .is_some_and(|last| last.boundary >= boundary)
     }
 
     /// Window `window`'s snapshots in `range`, newest first.

@@ -359,6 +359,15 @@ impl Store for MemoryStore {
         self.with_board(board, |b| b.take_snapshots(now))
     }
 
+    async fn append_snapshots(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        tops: &[Option<Vec<crate::domain::Entry>>],
+    ) -> Result<crate::domain::SnapshotPass> {
+        self.with_board(board, |b| b.append_snapshots(now, tops.to_vec()))
+    }
+
     async fn snapshots(
         &self,
         board: &Board,

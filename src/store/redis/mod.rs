@@ -447,6 +447,15 @@ impl Store for RedisStore {
         snapshots::take(&self.conn, board, now).await
     }
 
+    async fn append_snapshots(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        tops: &[Option<Vec<crate::domain::Entry>>],
+    ) -> Result<crate::domain::SnapshotPass> {
+        snapshots::append(&self.conn, board, now, tops).await
+    }
+
     async fn snapshots(
         &self,
         board: &Board,

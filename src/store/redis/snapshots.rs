@@ -2,6 +2,8 @@
 //! IDs are the boundaries in milliseconds. `snapshot_take.lua` checks the retired-through
 //! marks, reads each window's top and appends it in one step, so a snapshot never sees a
 //! window before its retirement and two replicas cannot both append one boundary.
+//! `snapshot_append.lua` appends leaders given by the caller the same way (a sharded
+//! board's, merged from its shards).
 
 use redis::Value;
 
@@ -9,7 +11,7 @@ use super::conn::{RedisConn, Retry};
 use super::keys;
 use super::reply::{array, int, opt_int, parse_integer, string};
 use crate::board::Board;
-use crate::domain::{Snapshot, SnapshotPass, SnapshotRange, Timestamp, rank_prefix};
+use crate::domain::{Entry, Snapshot, SnapshotPass, SnapshotRange, Timestamp, rank_prefix};
 use crate::error::{Error, Result};
 
 pub(super) async fn take(conn: &RedisConn, board: &Board, now: Timestamp) -> Result<SnapshotPass> {
@@ -33,14 +35,52 @@ pub(super) async fn take(conn: &RedisConn, board: &Board, now: Timestamp) -> Res
     let reply: Value = conn
         .script(&invocation, &board.name, Retry::Idempotent)
         .await?;
-    let items = array(reply, "snapshot_take")?;
+    pass(reply, "snapshot_take")
+}
+
+/// Appends `tops[j]`, when given, as window `j`'s snapshot at `slot_start(now)`, once
+/// (`snapshot_append.lua`).
+pub(super) async fn append(
+    conn: &RedisConn,
+    board: &Board,
+    now: Timestamp,
+    tops: &[Option<Vec<Entry>>],
+) -> Result<SnapshotPass> {
+    let windows = board.config.windows();
+    let mut invocation = conn
+        .scripts()
+        .snapshot_append
+        .key(keys::record(&board.name));
+    invocation
+        .arg(board.version)
+        .arg(board.config.slot_start(now))
+        .arg(now.unix_millis());
+    for (w, entries) in windows.iter().zip(tops) {
+        let Some(entries) = entries else { continue };
+        invocation
+            .key(keys::snapshots(&board.name, *w))
+            .arg(entries.len());
+        for entry in entries {
+            invocation.arg(&entry.member).arg(entry.score);
+        }
+    }
+    // Idempotent, as `take`: sent again, XADD refuses the boundary's ID.
+    let reply: Value = conn
+        .script(&invocation, &board.name, Retry::Idempotent)
+        .await?;
+    pass(reply, "snapshot_append")
+}
+
+/// A snapshot script's answer: `{'off'}`, `{'wait'}` or `{'done', appended}`.
+fn pass(reply: Value, script: &str) -> Result<SnapshotPass> {
+    let items = array(reply, script)?;
     match items.as_slice() {
         [status] if string(status, "status")? == "off" => Ok(SnapshotPass::Off),
         [status] if string(status, "status")? == "wait" => Ok(SnapshotPass::Waiting),
         [status, appended] if string(status, "status")? == "done" => Ok(SnapshotPass::Done {
             appended: int(appended, "appended")? as u64,
         }),
-        _ => Err(Error::store(format!("snapshot_take answered {items:?}"))),
+        _ => Err(Error::store(format!("{script} answered {items:?}"))),
     }
 }
 

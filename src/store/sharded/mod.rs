@@ -17,6 +17,7 @@
 mod names;
 mod ranking;
 mod shard_set;
+mod snapshots;
 mod upkeep;
 mod view;
 mod writes;
@@ -27,7 +28,7 @@ use async_trait::async_trait;
 
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
-use crate::domain::{Ahead, AheadProbe, AroundOptions, Order, RetireReport, SlotWrite};
+use crate::domain::{Ahead, AheadProbe, AroundOptions, Entry, Order, RetireReport, SlotWrite};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
@@ -350,10 +351,21 @@ impl Store for ShardedStore {
         }
     }
 
-    // A sharded board takes no snapshots (its config refuses them): these find none on
-    // shard 0.
     async fn take_snapshots(&self, board: &Board, now: Timestamp) -> Result<SnapshotPass> {
-        self.inner.take_snapshots(board, now).await
+        match self.sharded(board).await? {
+            None => self.inner.take_snapshots(board, now).await,
+            Some(s) => Box::pin(s.take_snapshots(now)).await,
+        }
+    }
+
+    // A sharded board's snapshots and their cursors are kept by shard 0, the board.
+    async fn append_snapshots(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        tops: &[Option<Vec<Entry>>],
+    ) -> Result<SnapshotPass> {
+        self.inner.append_snapshots(board, now, tops).await
     }
 
     async fn snapshots(

@@ -82,7 +82,9 @@ impl ShardSets {
     }
 }
 
-/// The config of a shard of a board with `config`: the same, one shard.
+/// The config of a shard of a board with `config`: the same, one shard, no snapshots
+/// (the board's are taken from its merged tops and kept by shard 0).
 pub(super) fn shard_config(config: &BoardConfig) -> BoardConfig {
-    config.clone().with_shards(1).expect("one shard is valid")
+    let one = config.clone().with_shards(1).expect("one shard is valid");
+    one.with_snapshots(None)
 }
