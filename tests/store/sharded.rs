@@ -1,11 +1,14 @@
 //! Sharded boards (`"shards": K`): every read of a sharded board equals the same read of
-//! a board of one shard fed the same events (the twin), on every store; the shards are
-//! hidden, created and dropped with their board; its snapshots wait for its slowest
-//! shard; what a sharded board cannot answer exactly is refused with a clear error.
+//! a board of one shard fed the same events (the twin), on every store, and so do its
+//! snapshots and its export (which imports back); the shards are hidden, created and
+//! dropped with their board; its snapshots wait for its slowest shard; what a sharded
+//! board cannot answer exactly is refused with a clear error.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rollboard::SnapshotPass::{Done, Off, Waiting};
+use rollboard::jobs::export::export;
+use rollboard::jobs::import::{Format, ImportOptions, import};
 use rollboard::{
     Aggregate, AroundOptions, BoardConfig, Error, Event, Order, Rollboard, ScoreRange,
     SnapshotPolicy, SnapshotRange, Span, Ties, TopPage,
@@ -199,6 +202,20 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
             }
         }
     }
+    // An export reads the whole ranking in pages of 1,000 (merged, then cut); imported
+    // into another sharded board, it exports back the same.
+    let exported = export_json(b, &three).await;
+    assert_eq!(exported, export_json(b, &one).await);
+    assert_eq!(exported.lines().count() as u64, ranked);
+    let copy = unique("copy");
+    b.create_board(&copy, sharded.clone()).await.unwrap();
+    let input = std::io::Cursor::new(exported.clone().into_bytes());
+    let report = import(b, &copy, input, ImportOptions::default(), |_| {})
+        .await
+        .unwrap();
+    assert_eq!((report.imported, report.rejected), (ranked, 0));
+    assert_eq!(export_json(b, &copy).await, exported);
+    b.drop_board(&copy).await.unwrap();
     for m in [0, 1, 17, 900] {
         let member = format!("post:{m}");
         let a = b.history(&one, &member).await.unwrap();
@@ -246,6 +263,15 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
     let s = b.top(&three, None, 0, 50).await.unwrap();
     same_page(&a, &s, "after a removal");
     assert_eq!(b.score(&three, "post:0", None).await.unwrap(), None);
+}
+
+/// `board`'s first window's ranking exported as JSON lines.
+async fn export_json(boards: &Rollboard, board: &str) -> String {
+    let mut out = Vec::new();
+    export(boards, board, None, None, Format::Json, &mut out)
+        .await
+        .unwrap();
+    String::from_utf8(out).unwrap()
 }
 
 /// The same entries (ranks, members, scores) and coverage.
