@@ -4,17 +4,19 @@
 //! dropped with their board; its snapshots wait for its slowest shard; what a sharded
 //! board cannot answer exactly is refused with a clear error.
 
+use std::sync::Arc;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rollboard::SnapshotPass::{Done, Off, Waiting};
 use rollboard::jobs::export::export;
 use rollboard::jobs::import::{Format, ImportOptions, import};
 use rollboard::{
-    Aggregate, AroundOptions, BoardConfig, Error, Event, Order, Rollboard, ScoreRange,
-    SnapshotPolicy, SnapshotRange, Span, Ties, TopPage,
+    Aggregate, AroundOptions, BoardConfig, Error, Event, MemoryStore, Order, Rollboard, ScoreRange,
+    SnapshotPolicy, SnapshotRange, Span, Store, Ties, TopPage,
 };
 
-use crate::support::{Harness, START, triples, unique};
+use crate::support::{Harness, START, TestRedis, triples, unique};
 
 on_every_store!(
     reads_of_a_sharded_board_equal_its_twins_with_competition_ties,
@@ -443,23 +445,14 @@ async fn the_shards_of_a_board_land_on_every_master_of_a_cluster() {
         // The store underneath lists the shards as boards of their own.
         let mut per_master = std::collections::BTreeMap::<u16, u32>::new();
         let mut members = 0;
-        for b in rollboard::Store::list_boards(&raw).await.unwrap() {
+        for b in Store::list_boards(&raw).await.unwrap() {
             let name = b.name.as_str();
             if name == board || name.starts_with(&format!("{board}#")) {
                 let owner = cluster.owner(cluster.keyslot(&format!("board_{{{name}}}")));
                 *per_master.entry(owner).or_default() += 1;
-                let top = rollboard::Store::top(
-                    &raw,
-                    &b,
-                    0,
-                    h.now(),
-                    ScoreRange::ALL,
-                    Order::Desc,
-                    0,
-                    1000,
-                )
-                .await
-                .unwrap();
+                let top = Store::top(&raw, &b, 0, h.now(), ScoreRange::ALL, Order::Desc, 0, 1000)
+                    .await
+                    .unwrap();
                 // Each shard holds about a third (a sixth) of the members.
                 let held = top.entries.len() as u32;
                 assert!(held > 300 / shards / 2, "{name} holds {held}");
@@ -480,12 +473,11 @@ async fn the_shards_of_a_board_land_on_every_master_of_a_cluster() {
 /// dropped by the next listing of boards, on the memory store and on Redis.
 #[tokio::test]
 async fn shards_left_by_a_drop_cut_short_are_dropped_by_the_next_listing() {
-    let redis = crate::support::TestRedis::start().await;
-    let stores: [std::sync::Arc<dyn rollboard::Store>; 2] = [
-        std::sync::Arc::new(rollboard::MemoryStore::new()),
+    let redis = TestRedis::start().await;
+    for raw in [
+        Arc::new(MemoryStore::new()) as Arc<dyn Store>,
         redis.store().await,
-    ];
-    for raw in stores {
+    ] {
         let boards = crate::support::with_clock(raw.clone(), &crate::support::clock());
         let board = unique("orphans");
         let config = BoardConfig::parse("1h", &["1h"])
@@ -521,12 +513,11 @@ async fn shards_left_by_a_drop_cut_short_are_dropped_by_the_next_listing() {
 /// own. On the memory store and on Redis, retiring the shards one by one underneath.
 #[tokio::test]
 async fn a_sharded_boards_snapshot_waits_for_its_slowest_shard() {
-    let redis = crate::support::TestRedis::start().await;
-    let stores: [std::sync::Arc<dyn rollboard::Store>; 2] = [
-        std::sync::Arc::new(rollboard::MemoryStore::new()),
+    let redis = TestRedis::start().await;
+    for raw in [
+        Arc::new(MemoryStore::new()) as Arc<dyn Store>,
         redis.store().await,
-    ];
-    for raw in stores {
+    ] {
         let clock = crate::support::clock();
         let boards = crate::support::with_clock(raw.clone(), &clock);
         let board = unique("snapshots");
