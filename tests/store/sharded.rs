@@ -526,7 +526,7 @@ async fn a_sharded_boards_snapshot_waits_for_its_slowest_shard() {
             .with_snapshots(Some(SnapshotPolicy::new(4, 10).unwrap()))
             .with_shards(3)
             .unwrap();
-        boards.create_board(&board, config).await.unwrap();
+        boards.create_board(&board, config.clone()).await.unwrap();
         let events = |n: u64, delta: fn(u64) -> i64| -> Vec<Event> {
             (0..n)
                 .map(|m| Event::new(format!("m{m}"), delta(m)))
@@ -598,5 +598,15 @@ async fn a_sharded_boards_snapshot_waits_for_its_slowest_shard() {
                 .unwrap();
             assert_eq!(kept.len(), usize::from(shard.name.as_str() == board));
         }
+        // The policy taken off the live board by another process: the next boundary
+        // takes nothing, even through this one's copy of the config.
+        let other = crate::support::with_clock(raw.clone(), &clock);
+        other
+            .create_board(&board, config.clone().with_snapshots(None))
+            .await
+            .unwrap();
+        clock.set(crate::support::ts(START + 7200));
+        boards.retire(&board).await.unwrap();
+        assert_eq!(boards.take_snapshots(&board).await.unwrap(), Off);
     }
 }
