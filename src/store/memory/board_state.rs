@@ -349,8 +349,10 @@ impl MemBoard {
         let top = u64::from(policy.top());
         let tops: Vec<Option<Vec<Entry>>> = (0..n)
             .map(|j| {
-                let page = || self.top(j, now, ScoreRange::ALL, Order::Desc, 0, top);
-                (!self.has_snapshot(j, boundary)).then(|| page().entries)
+                (!self.has_snapshot(j, boundary)).then(|| {
+                    self.top(j, now, ScoreRange::ALL, Order::Desc, 0, top)
+                        .entries
+                })
             })
             .collect();
         self.append_snapshots(now, tops)

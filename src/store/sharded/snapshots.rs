@@ -39,27 +39,24 @@ impl Sharded<'_> {
         }
         // The shards' state joined: each window retired through the least of theirs,
         // building when any shard's is.
-        let status = self.describe(now).await?;
-        let behind = status.windows.iter().enumerate();
-        if behind
-            .clone()
-            .any(|(j, w)| w.retired_through < config.cutoff(j, now))
-        {
+        let windows = self.describe(now).await?.windows;
+        let cutoff = |j| config.cutoff(j, now);
+        if (windows.iter().enumerate()).any(|(j, w)| w.retired_through < cutoff(j)) {
             return Ok(SnapshotPass::Waiting);
         }
-        let due = &due;
-        let tops = status.windows.iter().enumerate().map(|(j, w)| async move {
-            if !due[j] || w.building {
-                return Ok(None);
-            }
-            let top = u64::from(policy.top());
-            let page = self.in_window(j, now);
-            Ok(Some(
-                page.top(ScoreRange::ALL, Order::Desc, 0, top)
-                    .await?
-                    .entries,
-            ))
-        });
+        let top = u64::from(policy.top());
+        let tops = windows
+            .iter()
+            .zip(due)
+            .enumerate()
+            .map(|(j, (w, due))| async move {
+                if !due || w.building {
+                    return Ok(None);
+                }
+                let page = self.in_window(j, now);
+                let leaders = page.top(ScoreRange::ALL, Order::Desc, 0, top).await?;
+                Ok(Some(leaders.entries))
+            });
         let tops = try_join_all(tops).await?;
         let appended = self.store.append_snapshots(board, now, &tops).await;
         self.lift(appended)
