@@ -9,20 +9,14 @@ use std::time::Duration;
 use rollboard::{BoardConfig, IngestOptions, RedisOptions, RedisStore};
 
 use crate::proxy::{Fault, FaultProxy};
-use crate::support::{Harness, START, pairs, ranking, unique, with_clock};
+use crate::support::{Harness, START, board_names, pairs, ranking, unique, with_clock};
 use crate::tasks::{alive_tasks, settle};
 
 const REGISTRY: &str = "rollboard:boards";
 
 async fn listed(h: &Harness) -> Vec<String> {
     let boards = with_clock(h.redis.as_ref().unwrap().store().await, &h.clock);
-    boards
-        .boards()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|b| b.name.to_string())
-        .collect()
+    board_names(&boards).await
 }
 
 #[tokio::test]

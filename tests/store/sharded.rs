@@ -16,7 +16,7 @@ use rollboard::{
     SnapshotPolicy, SnapshotRange, Span, Store, Ties, TopPage,
 };
 
-use crate::support::{Harness, START, TestRedis, triples, unique};
+use crate::support::{Harness, START, TestRedis, board_names, triples, unique};
 
 on_every_store!(
     reads_of_a_sharded_board_equal_its_twins_with_competition_ties,
@@ -346,7 +346,7 @@ async fn shards_are_hidden_and_go_with_their_board(h: Harness) {
         .unwrap();
     h.boards.create_board(&board, config.clone()).await.unwrap();
     h.boards.incr(&board, "a", 5, None).await.unwrap();
-    let listed: Vec<String> = names(&h.boards).await;
+    let listed: Vec<String> = board_names(&h.boards).await;
     assert!(listed.contains(&board));
     assert!(listed.iter().all(|n| !n.contains('#')), "{listed:?}");
     // The same config again: the board as it was.
@@ -382,17 +382,7 @@ async fn shards_are_hidden_and_go_with_their_board(h: Harness) {
     assert_eq!(h.boards.top(&board, None, 0, 10).await.unwrap().entries, []);
     assert_eq!(h.boards.score(&board, "a", None).await.unwrap(), None);
     h.boards.drop_board(&board).await.unwrap();
-    assert!(!names(&h.boards).await.contains(&board));
-}
-
-async fn names(boards: &Rollboard) -> Vec<String> {
-    boards
-        .boards()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|b| b.name.to_string())
-        .collect()
+    assert!(!board_names(&h.boards).await.contains(&board));
 }
 
 async fn what_a_sharded_board_cannot_answer_exactly_is_refused(h: Harness) {
@@ -498,7 +488,7 @@ async fn shards_left_by_a_drop_cut_short_are_dropped_by_the_next_listing() {
         let name = rollboard::BoardName::parse(&board).unwrap();
         assert!(raw.drop_board(&name).await.unwrap());
         assert_eq!(shards(raw.list_boards().await.unwrap()), 2);
-        assert!(!names(&boards).await.contains(&board));
+        assert!(!board_names(&boards).await.contains(&board));
         assert_eq!(
             shards(raw.list_boards().await.unwrap()),
             0,

@@ -159,3 +159,14 @@ pub fn triples(entries: &[rollboard::Entry]) -> Vec<(u64, String, i64)> {
         .map(|e| (e.rank, e.member.clone(), e.score))
         .collect()
 }
+
+/// The names of the boards `boards` lists.
+pub async fn board_names(boards: &Rollboard) -> Vec<String> {
+    boards
+        .boards()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|b| b.name.to_string())
+        .collect()
+}

@@ -12,13 +12,14 @@
 //! On Redis Cluster it is the redis crate's async cluster client, twice over (see
 //! [`Link::Cluster`]): one that follows `MOVED`/`ASK` and waits out `TRYAGAIN` and
 //! `CLUSTERDOWN` by itself, which also re-sends after a lost reply, so only
-//! [`Retry::Idempotent`] and [`Retry::IdempotentWrite`] calls use it; and one that retries nothing, for
-//! [`Retry::Never`] calls, whose redirects and `TRYAGAIN`/`CLUSTERDOWN` replies are
-//! followed by [`follow_redirects`] (bounded; in `handle.rs`, with the [`Handle`] a
-//! call is sent on): those replies say the command did not run, so sending it again
-//! cannot count twice, while a lost reply is never re-sent. Scripts run by SHA on the
-//! node that owns their keys' slot; a node that answers `NOSCRIPT` gets the script
-//! loaded (`redis::Script` does that on either client).
+//! [`Retry::Idempotent`] and [`Retry::IdempotentWrite`] calls use it; and one that
+//! retries nothing, for [`Retry::Never`] calls, whose redirects and
+//! `TRYAGAIN`/`CLUSTERDOWN` replies are followed by [`follow_redirects`] (bounded; in
+//! `handle.rs`, with the [`Handle`] a call is sent on): those replies say the command
+//! did not run, so sending it again cannot count twice, while a lost reply is never
+//! re-sent. Scripts run by SHA on the node that owns their keys' slot; a node that
+//! answers `NOSCRIPT` gets the script loaded (`redis::Script` does that on either
+//! client).
 //!
 //! With [`ReplicaAcks`] (`min_replica_acks`), the calls a caller acknowledges
 //! ([`Retry::acknowledged`]) each carry a `WAIT` (`replica_acks.rs`) and go on links of

@@ -292,14 +292,15 @@ impl InWindow<'_> {
 
     /// How many of each shard's ranked members come before ranking position `start`.
     ///
-    /// Each shard's count lies in a range, at first 0 to `start`. Each round takes from every shard whose range is open the member at a
-    /// position inside it (the first round where an even spread would put the cut, the
-    /// next ones the middle), counts the members ahead of it in every shard, and so
-    /// knows whether it comes before the cut: if so every shard's count is at least
-    /// its count ahead of it (its own shard's, one more), if not at most. Each round at
-    /// least halves every open range; the counts are found when the ranges' lower ends
-    /// (or upper ends) add up to `start`. A position past a shard's last member finds
-    /// none there: its count is below it. Two round trips a round.
+    /// Each shard's count lies in a range, at first 0 to `start`. Each round takes from
+    /// every shard whose range is open the member at a position inside it (the first
+    /// round where an even spread would put the cut, the next ones the middle), counts
+    /// the members ahead of it in every shard, and so knows whether it comes before the
+    /// cut: if so every shard's count is at least its count ahead of it (its own
+    /// shard's, one more), if not at most. Each round at least halves every open range;
+    /// the counts are found when the ranges' lower ends (or upper ends) add up to
+    /// `start`. A position past a shard's last member finds none there: its count is
+    /// below it. Two round trips a round.
     async fn cut(&self, start: u64) -> Result<Vec<u64>> {
         let k = self.shards().len();
         let mut lo = vec![0u64; k];

@@ -184,35 +184,21 @@ impl Sharded<'_> {
         &self,
         entries: &[(Member, MemberData)],
     ) -> Result<Vec<bool>> {
-        let by_shard = self.group(entries.iter().map(|(m, _)| m));
-        let answers = self
-            .each(|i, b| {
-                let part: Vec<(Member, MemberData)> = by_shard.part(i, entries);
-                async move {
-                    match part.is_empty() {
-                        true => Ok(Vec::new()),
-                        false => self.store.set_member_data(b, &part).await,
-                    }
-                }
-            })
-            .await?;
-        Ok(by_shard.ungroup(answers))
+        self.per_member(
+            entries,
+            |(m, _)| m,
+            |b, part| async move { self.store.set_member_data(b, &part).await },
+        )
+        .await
     }
 
     pub(super) async fn member_data(&self, members: &[Member]) -> Result<Vec<Option<MemberData>>> {
-        let by_shard = self.group(members.iter());
-        let answers = self
-            .each(|i, b| {
-                let part: Vec<Member> = by_shard.part(i, members);
-                async move {
-                    match part.is_empty() {
-                        true => Ok(Vec::new()),
-                        false => self.store.member_data(b, &part).await,
-                    }
-                }
-            })
-            .await?;
-        Ok(by_shard.ungroup(answers))
+        self.per_member(
+            members,
+            |m| m,
+            |b, part| async move { self.store.member_data(b, &part).await },
+        )
+        .await
     }
 }
 

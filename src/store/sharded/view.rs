@@ -81,6 +81,35 @@ impl<'a> Sharded<'a> {
         ByShard { groups, order }
     }
 
+    /// `call` on every shard holding some of `items` (each of a member, `member`), with
+    /// its part; each part's answers, one per item, put back in the order asked.
+    pub(super) async fn per_member<'s, I, T, F, Fut>(
+        &'s self,
+        items: &[I],
+        member: fn(&I) -> &Member,
+        call: F,
+    ) -> Result<Vec<T>>
+    where
+        I: Clone,
+        F: Fn(&'s Board, Vec<I>) -> Fut,
+        Fut: Future<Output = Result<Vec<T>>>,
+    {
+        let by_shard = self.group(items.iter().map(member));
+        let answers = self
+            .each(|i, b| {
+                let part = by_shard.part(i, items);
+                let call = &call;
+                async move {
+                    match part.is_empty() {
+                        true => Ok(Vec::new()),
+                        false => call(b, part).await,
+                    }
+                }
+            })
+            .await?;
+        Ok(by_shard.ungroup(answers))
+    }
+
     /// Refuses `what`: [`Error::ShardedUnsupported`].
     pub(super) fn unsupported<T>(&self, what: &'static str) -> Result<T> {
         Err(Error::ShardedUnsupported {
