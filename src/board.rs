@@ -17,6 +17,11 @@ pub struct Board {
     pub version: u64,
     /// When the board was created.
     pub created_at: Timestamp,
+    /// While its shard count is being changed ([`Rollboard::reshard`]): the count it is
+    /// changing to (`config.shards()` is the count it changes from).
+    ///
+    /// [`Rollboard::reshard`]: crate::Rollboard::reshard
+    pub resharding: Option<u32>,
 }
 
 /// What creating a board did.

@@ -212,6 +212,11 @@ pub enum Error {
     /// The board was dropped or re-created while the operation ran.
     #[error("board {0:?} changed while the operation ran; retry")]
     BoardChanged(String),
+    /// Members of the call have moved to another shard of their board (a reshard is
+    /// running): the sharded store sends them there, so this reaches a caller only as
+    /// [`Error::BoardChanged`] after repeated moves.
+    #[error("board {0:?}: members of this call moved to another shard; retry")]
+    MembersMoved(String),
     /// The event's slot has already left every window.
     #[error(
         "event at {at}s is too late: its slot {slot} has left every window (oldest slot still open: {oldest_open})"
@@ -315,7 +320,7 @@ impl Error {
             Error::AggregateUnsupported { .. } => "aggregate_unsupported",
             Error::ShardedUnsupported { .. } => "sharded_unsupported",
             Error::TooOld { .. } => "too_old",
-            Error::BoardChanged(_) => "board_changed",
+            Error::BoardChanged(_) | Error::MembersMoved(_) => "board_changed",
             Error::BoardBusy(_) | Error::RelayoutRunning(_) => "board_busy",
             Error::TooLate { .. } => "too_late",
             Error::InFuture { .. } => "in_future",

@@ -28,6 +28,21 @@ pub struct RelayoutReport {
     pub complete: bool,
 }
 
+/// What changing a sharded board's shard count did (`Rollboard::reshard`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct ReshardReport {
+    /// The shard count before.
+    pub from: u32,
+    /// The shard count now.
+    pub to: u32,
+    /// Members moved to another shard (every one whose shard differs under the new
+    /// count; a run that resumes one cut short counts those it moved).
+    pub moved_members: u64,
+    /// Slot values (a member's value in one slot) those members took with them.
+    pub moved_values: u64,
+}
+
 /// How `Rollboard::relayout_with` runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RelayoutOptions {

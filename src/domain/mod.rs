@@ -37,7 +37,9 @@ pub(crate) use coverage::{Coverage, WindowState, complete_from, coverage};
 pub use event::{Event, MAX_ABS, check_delta, check_value};
 pub use idempotency::{Fingerprint, IdempotencyKey, MAX_IDEMPOTENCY_KEY};
 pub use layout::Layout;
-pub use maintenance::{RecomputeReport, RelayoutOptions, RelayoutReport, Removed, RetireReport};
+pub use maintenance::{
+    RecomputeReport, RelayoutOptions, RelayoutReport, Removed, ReshardReport, RetireReport,
+};
 pub use member_data::{MAX_MEMBER_DATA, MemberData};
 pub use member_ranks::{MAX_RANKS_MEMBERS, MemberRank, Ranks, parse_ranks_members};
 pub use name::{BoardName, Member};

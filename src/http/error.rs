@@ -131,6 +131,7 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::AggregateUnsupported { .. }
         | Error::ShardedUnsupported { .. }
         | Error::BoardChanged(_)
+        | Error::MembersMoved(_)
         | Error::BoardBusy(_)
         | Error::RelayoutRunning(_) => StatusCode::CONFLICT,
         Error::BatchTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,

@@ -12,7 +12,7 @@ use crate::domain::{Ahead, AheadProbe};
 use crate::domain::{AroundOptions, Entry, Order};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
-use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
+use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
 use crate::error::Result;
 
@@ -20,6 +20,7 @@ use super::counters::CounterStore;
 use super::keyed::{Keyed, WriteKey};
 use super::rates::RateStore;
 use super::server::ServerStore;
+use super::shard_moves::ShardMoves;
 use super::stats::StatsStore;
 use super::trending::TrendingStore;
 use super::write_status::WriteStatus;
@@ -55,6 +56,12 @@ pub trait Store: Send + Sync + 'static {
     /// store without them, which then has no memory limit of its own, shares this
     /// process's clock and retires board by board.
     fn server(&self) -> Option<&dyn ServerStore> {
+        None
+    }
+
+    /// What the store gives a reshard of a sharded board, when it keeps boards itself
+    /// (the memory and Redis stores; not the wrappers above them).
+    fn shard_moves(&self) -> Option<&dyn ShardMoves> {
         None
     }
 
@@ -239,6 +246,18 @@ pub trait Store: Send + Sync + 'static {
         layout: Layout,
         options: RelayoutOptions,
     ) -> Result<RelayoutReport>;
+
+    /// Changes a sharded sum board's shard count to `shards`, moving the members whose
+    /// shard changes, exactly while writes, reads and retirement go on; resumes one cut
+    /// short. Only the sharded store (which every `Rollboard` wraps its store in) does
+    /// this; others refuse.
+    async fn reshard(&self, board: &Board, shards: u32, now: Timestamp) -> Result<ReshardReport> {
+        let _ = (shards, now);
+        Err(crate::error::Error::store(format!(
+            "board {:?}: this store does not change shard counts (use a Rollboard)",
+            board.name.as_str()
+        )))
+    }
 
     /// Retires everything overdue at `now`, window by window, as the store's own tuning
     /// says; a store with slot layouts then compacts the slot that just closed (a compact

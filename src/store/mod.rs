@@ -15,6 +15,7 @@ mod memory;
 pub(crate) mod rates;
 mod redis;
 mod server;
+mod shard_moves;
 pub(crate) mod sharded;
 mod stats;
 pub(crate) mod trending;
@@ -32,6 +33,7 @@ pub use redis::{IngestOptions, RedisOptions, RedisStore, ReplicaAcks, RetireOpti
 #[cfg(feature = "server")]
 pub(crate) use redis::{RedisConn, Retry, check_url, redact};
 pub use server::ServerStore;
+pub use shard_moves::ShardMoves;
 pub use trending::{TrendKeyed, TrendingStore};
 pub use write_status::WriteStatus;
 

@@ -8,6 +8,7 @@
 //! member instead (see [`maxima`](super::maxima)), a latest board its newest event
 //! there (see [`latest`](super::latest)).
 
+use crate::error::{Error, Result};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::keyed::KeyedRecords;
@@ -56,6 +57,9 @@ pub(super) struct MemBoard {
     /// Member data, of members holding a total in the largest window only (as
     /// `data_{b}`: it goes whenever that total does).
     data: HashMap<String, MemberData>,
+    /// On a shard of a sharded board: the members a reshard took to another shard,
+    /// whose writes this shard refuses (as `moved_{b}`, see `ShardMoves`).
+    pub moved: HashSet<String>,
 }
 
 impl MemBoard {
@@ -75,29 +79,67 @@ impl MemBoard {
             snapshots: vec![VecDeque::new(); n],
             snapshot_cursors: vec![None; n],
             data: HashMap::new(),
+            moved: HashSet::new(),
         }
     }
 
-    /// Applies `writes` unless `token` was applied before.
+    /// Applies `writes` unless a member of them moved off this shard (as `write.lua`).
+    pub fn write_unmoved(
+        &mut self,
+        now: Timestamp,
+        writes: &[SlotWrite],
+    ) -> Result<Vec<WriteStatus>> {
+        self.refuse_moved(writes.iter().map(|w| &w.member))?;
+        Ok(self.write(now, writes))
+    }
+
+    /// Applies `writes` unless `token` was applied before (a call applied before a
+    /// member of it moved moved with it), or a member of them moved off this shard.
     pub fn write_once(
         &mut self,
         now: Timestamp,
         writes: &[SlotWrite],
         token: &str,
-    ) -> Option<Vec<WriteStatus>> {
-        self.journal
-            .insert(token.to_owned())
-            .then(|| self.write(now, writes))
+    ) -> Result<Option<Vec<WriteStatus>>> {
+        if self.journal.contains(token) {
+            return Ok(None);
+        }
+        self.refuse_moved(writes.iter().map(|w| &w.member))?;
+        self.journal.insert(token.to_owned());
+        Ok(Some(self.write(now, writes)))
     }
 
-    /// Applies `writes` once for `key` while its record lives (see `Store::write_keyed`).
-    pub fn write_keyed(&mut self, now: Timestamp, writes: &[SlotWrite], key: &WriteKey) -> Keyed {
+    /// Applies `writes` once for `key` while its record lives (see `Store::write_keyed`),
+    /// unless a member of them moved off this shard.
+    pub fn write_keyed(
+        &mut self,
+        now: Timestamp,
+        writes: &[SlotWrite],
+        key: &WriteKey,
+    ) -> Result<Keyed> {
         if let Some(answer) = self.keyed.replay(key, now) {
-            return answer;
+            return Ok(answer);
         }
+        self.refuse_moved(writes.iter().map(|w| &w.member))?;
         let statuses = self.write(now, writes);
         self.keyed.record(key, now, &statuses);
-        Keyed::Applied(statuses)
+        Ok(Keyed::Applied(statuses))
+    }
+
+    /// [`Error::MembersMoved`] when one of `members` moved off this shard.
+    pub fn refuse_moved<'m>(&self, mut members: impl Iterator<Item = &'m Member>) -> Result<()> {
+        if !self.moved.is_empty() && members.any(|m| self.moved.contains(m.as_str())) {
+            return Err(Error::MembersMoved(self.board.name.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Every member holding a value in a live slot.
+    pub fn slot_members(&self) -> HashSet<&str> {
+        self.slots
+            .values()
+            .flat_map(|slot| slot.keys().map(String::as_str))
+            .collect()
     }
 
     /// Applies `writes` (once for `key`, if given), reading each distinct member's total

@@ -14,6 +14,7 @@ use async_trait::async_trait;
 mod board_state;
 mod counters;
 mod keyed;
+mod shard_moves;
 mod latest;
 mod maxima;
 mod rates;
@@ -102,6 +103,10 @@ impl Store for MemoryStore {
         self
     }
 
+    fn shard_moves(&self) -> Option<&dyn crate::store::ShardMoves> {
+        Some(self)
+    }
+
     async fn ping(&self) -> Result<()> {
         Ok(())
     }
@@ -157,6 +162,7 @@ impl Store for MemoryStore {
             config: config.clone(),
             version: new_version(),
             created_at: now,
+            resharding: None,
         };
         let state = MemBoard::new(board.clone(), now);
         boards.insert(name.clone(), Arc::new(Mutex::new(state)));
@@ -198,7 +204,7 @@ impl Store for MemoryStore {
         now: Timestamp,
         writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>> {
-        self.with_board(board, |b| b.write(now, &writes))
+        self.with_board(board, |b| b.write_unmoved(now, &writes))?
     }
 
     async fn write_once(
@@ -208,7 +214,7 @@ impl Store for MemoryStore {
         writes: Vec<SlotWrite>,
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>> {
-        self.with_board(board, |b| b.write_once(now, &writes, token))
+        self.with_board(board, |b| b.write_once(now, &writes, token))?
     }
 
     async fn write_keyed(
@@ -218,7 +224,7 @@ impl Store for MemoryStore {
         writes: Vec<SlotWrite>,
         key: &WriteKey,
     ) -> Result<Keyed> {
-        self.with_board(board, |b| b.write_keyed(now, &writes, key))
+        self.with_board(board, |b| b.write_keyed(now, &writes, key))?
     }
 
     async fn write_standing(
@@ -301,7 +307,10 @@ impl Store for MemoryStore {
         board: &Board,
         entries: &[(Member, MemberData)],
     ) -> Result<Vec<bool>> {
-        self.with_board(board, |b| b.set_member_data(entries))
+        self.with_board(board, |b| {
+            b.refuse_moved(entries.iter().map(|(m, _)| m))?;
+            Ok(b.set_member_data(entries))
+        })?
     }
 
     async fn member_data(

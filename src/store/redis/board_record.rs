@@ -5,7 +5,9 @@
 //! comma-separated), `offset`, `created_ms`, `ties`, `snapshots` (`top,keep`, when the
 //! board takes period snapshots), `layout` (when one was asked for), `rank` (`nonzero` on a board that ranks every
 //! non-zero total, `all` on one that ranks every value; absent: positive totals only),
-//! `aggregate` (`max` or `min`; absent: a sum board), `shards` (absent: 1), and per window
+//! `aggregate` (`max` or `min`; absent: a sum board), `shards` (absent: 1), `resharding`
+//! (while the shard count changes: the count it changes to), `moved` (on a shard that
+//! members are leaving: see `moved.rs`), and per window
 //! `wm:<W>` (watermark) and `done:<W>` (retired through); `dropping` while a drop is
 //! under way. A trending board's record has `kind` = `trending`, `version`,
 //! `half_life`, `floor`, `max_age`, `created_ms` and its landmark.
@@ -39,6 +41,7 @@ pub(super) const RECORD_FIELDS: &[&str] = &[
     "rank",
     "aggregate",
     "shards",
+    "resharding",
 ];
 
 /// The read of a board's record: its fields, then `dropping` and `kind`.
@@ -90,11 +93,17 @@ pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
         .and_then(|c| c.with_ties(ties).with_aggregate(aggregate).with_rank(rank))
         .map(|c| c.with_snapshots(snapshots).with_layout(layout))
         .map_err(|e| Error::store(format!("board record of {name:?}: {e}")))?;
+    let resharding = match fields.get(11).map(|f| opt_string(f, "resharding")) {
+        Some(Ok(Some(text))) => Some(text.parse().map_err(|_| corrupt("resharding"))?),
+        Some(Err(e)) => return Err(e),
+        _ => None,
+    };
     Ok(Board {
         name: name.clone(),
         config,
         version,
         created_at: Timestamp::from_unix_millis(created_ms).map_err(|_| corrupt("created_ms"))?,
+        resharding,
     })
 }
 

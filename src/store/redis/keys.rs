@@ -84,11 +84,14 @@ pub(super) fn journal(name: &BoardName) -> String {
     format!("journal_{{{name}}}")
 }
 
-/// `idem_{<board>}_<version>_<key>`: the record of a write made under an idempotency key
-/// (see `write.lua`), expiring by itself. The version keeps a re-created board from
-/// reading the records of the one dropped before it.
+/// `idem_{<board>}_<created>_<key>`: the record of a write made under an idempotency key
+/// (see `write.lua`), expiring by itself. `<created>`, the board's creation time (unix
+/// ms), keeps a re-created board from reading the records of the one dropped before it,
+/// and keeps the records of this one across its config changes (a window added, a
+/// reshard: a new version), so a retry after one is still applied once.
 pub(super) fn idempotency(board: &Board, key: &str) -> String {
-    format!("idem_{{{}}}_{}_{key}", board.name, board.version)
+    let created = board.created_at.unix_millis();
+    format!("idem_{{{}}}_{created}_{key}", board.name)
 }
 
 /// `stats_{<board>}` for the first window, `stats_{<board>}_<W>` for the others.
@@ -223,6 +226,13 @@ pub(super) fn data(name: &BoardName) -> String {
     format!("data_{{{name}}}")
 }
 
+/// `moved_{<board>}`: on a shard of a sharded board, the members a reshard took to
+/// another shard (a set; the record's `moved` says it is kept). The scripts that check
+/// it name it from the record's key (`refuse_moved` in `lua/prelude.lua`).
+pub(super) fn moved(name: &BoardName) -> String {
+    format!("moved_{{{name}}}")
+}
+
 /// `slotgeo_{<board>}`: the geometry of each compact slot, field `<ts>` = `"<L> <p>
 /// <count>"` (linear hashing: `2^L + p` buckets); a slot without a field is plain.
 pub(super) fn slot_geometry(name: &BoardName) -> String {
@@ -293,6 +303,7 @@ mod tests {
             config: BoardConfig::parse("1h", &["1h", "24h"]).unwrap(),
             version: 1,
             created_at: Timestamp::from_unix_seconds(0).unwrap(),
+            resharding: None,
         };
         assert_eq!(record(&board.name), "board_{hot}");
         assert_eq!(index(&board.name), "slots_{hot}");
@@ -304,7 +315,7 @@ mod tests {
         );
         let keys: Vec<String> = stages(&board, 7200).collect();
         assert_eq!(keys, ["slot_{hot}_7200", "slot_{hot}_7200_1"]);
-        assert_eq!(idempotency(&board, "k-1"), "idem_{hot}_1_k-1");
+        assert_eq!(idempotency(&board, "k-1"), "idem_{hot}_0_k-1");
         assert_eq!(
             snapshots(&board.name, board.config.windows()[1]),
             "snap_{hot}_86400"

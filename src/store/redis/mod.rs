@@ -48,6 +48,7 @@ mod maxima_remove;
 mod maxima_write;
 mod member_data;
 mod memory_info;
+mod moved;
 mod once;
 pub(crate) mod options;
 mod prelude;
@@ -90,7 +91,7 @@ use crate::domain::{History, Standing, TopPage};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
 use crate::memory_check::MemoryReading;
-use crate::store::{CounterStore, ServerStore, StatsStore};
+use crate::store::{CounterStore, ServerStore, ShardMoves, StatsStore};
 use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus};
 
 /// Attempts to extend a board before giving up (each after a retirement).
@@ -219,6 +220,10 @@ impl Store for RedisStore {
     }
 
     fn server(&self) -> Option<&dyn ServerStore> {
+        Some(self)
+    }
+
+    fn shard_moves(&self) -> Option<&dyn ShardMoves> {
         Some(self)
     }
 
@@ -476,5 +481,33 @@ impl Store for RedisStore {
         boundary: i64,
     ) -> Result<()> {
         snapshots::advance_cursor(&self.conn, board, window, boundary).await
+    }
+}
+
+#[async_trait]
+impl ShardMoves for RedisStore {
+    async fn set_shards(
+        &self,
+        board: &Board,
+        shards: u32,
+        resharding: Option<u32>,
+    ) -> Result<Board> {
+        moved::set_shards(&self.conn, board, shards, resharding).await
+    }
+
+    async fn mark_moved(&self, board: &Board, members: &[Member]) -> Result<()> {
+        moved::mark(&self.conn, board, members).await
+    }
+
+    async fn moved(&self, board: &Board, members: &[Member]) -> Result<Vec<bool>> {
+        moved::moved(&self.conn, board, members).await
+    }
+
+    async fn clear_moved(&self, board: &Board) -> Result<()> {
+        moved::clear(&self.conn, board).await
+    }
+
+    async fn slot_members(&self, board: &Board) -> Result<Vec<Member>> {
+        moved::slot_members(&self.conn, board).await
     }
 }

@@ -93,6 +93,7 @@ mod tests {
                 .unwrap(),
             version: 1,
             created_at: Timestamp::from_unix_millis(0xfeed).unwrap(),
+            resharding: None,
         }
     }
 

@@ -1,0 +1,27 @@
+-- reshard_set.lua: set the shard count of a sharded board's record (shard 0) and the
+-- count a reshard changes it to, under a new version (every process's cached copy
+-- reloads: see src/store/sharded/reshard.rs).
+--
+-- KEYS[1]  board record   board_{b}
+--
+-- ARGV[1]  board version the caller expects
+-- ARGV[2]  the new version
+-- ARGV[3]  shards (field shards; 1 deletes it)
+-- ARGV[4]  the count a reshard changes it to (field resharding), or '' when none runs
+--
+-- Returns 1. Error "STALE ..." when the board is missing, being dropped or of another
+-- version (another process changed it first: the caller reloads and sees).
+
+board_record(KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[1], 'version', ARGV[2])
+if ARGV[3] == '1' then
+  redis.call('HDEL', KEYS[1], 'shards')
+else
+  redis.call('HSET', KEYS[1], 'shards', ARGV[3])
+end
+if ARGV[4] == '' then
+  redis.call('HDEL', KEYS[1], 'resharding')
+else
+  redis.call('HSET', KEYS[1], 'resharding', ARGV[4])
+end
+return 1
