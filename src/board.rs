@@ -17,11 +17,63 @@ pub struct Board {
     pub version: u64,
     /// When the board was created.
     pub created_at: Timestamp,
-    /// While its shard count is being changed ([`Rollboard::reshard`]): the count it is
-    /// changing to (`config.shards()` is the count it changes from).
+    /// While its shard count is being changed ([`Rollboard::reshard`]): how far that is.
     ///
     /// [`Rollboard::reshard`]: crate::Rollboard::reshard
-    pub resharding: Option<u32>,
+    pub resharding: Option<Resharding>,
+}
+
+/// A change of a sharded board's shard count under way (`docs/operations.md`, "Sharded
+/// boards"). Stored in the board's record, so every process routes alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resharding {
+    /// Members are moving from their shard under `config.shards()` to their shard under
+    /// `to`; a member marked moved on its old shard is written on its new one.
+    Moving {
+        /// The count the board changes to.
+        to: u32,
+    },
+    /// Every member is written on its shard under `config.shards()`, the new count; what
+    /// writes left on members' old shards (the board had `from`) is being swept over.
+    Sweeping {
+        /// The count the board had.
+        from: u32,
+    },
+}
+
+impl Resharding {
+    /// As stored in a board record's `resharding`: `<to>`, or `sweep <from>`.
+    pub(crate) fn stored(self) -> String {
+        match self {
+            Resharding::Moving { to } => to.to_string(),
+            Resharding::Sweeping { from } => format!("sweep {from}"),
+        }
+    }
+
+    /// From a record's `resharding`.
+    pub(crate) fn from_stored(text: &str) -> Option<Resharding> {
+        match text.strip_prefix("sweep ") {
+            Some(from) => Some(Resharding::Sweeping {
+                from: from.parse().ok()?,
+            }),
+            None => Some(Resharding::Moving {
+                to: text.parse().ok()?,
+            }),
+        }
+    }
+}
+
+impl Board {
+    /// How many shards hold the board's members now: its count and, while it changes,
+    /// the other count too (the larger of them).
+    pub(crate) fn shard_span(&self) -> u32 {
+        let other = match self.resharding {
+            None => 0,
+            Some(Resharding::Moving { to }) => to,
+            Some(Resharding::Sweeping { from }) => from,
+        };
+        self.config.shards().max(other)
+    }
 }
 
 /// What creating a board did.

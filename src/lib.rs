@@ -67,7 +67,7 @@ pub mod service;
 pub use any_board::{
     AnyBoard, BoardKind, BoardPage, BoardState, MemberRanks, MemberStanding, TrendingStatus,
 };
-pub use board::{Board, BoardStatus, Created, WindowStatus};
+pub use board::{Board, BoardStatus, Created, Resharding, WindowStatus};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use domain::Aggregate;
 pub use domain::RankedTotals;
@@ -81,10 +81,10 @@ pub use domain::{AroundOptions, MAX_STALENESS_MS, Order, Staleness};
 pub use domain::{
     BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, Layout, MAX_ABS,
     MAX_IDEMPOTENCY_KEY, MAX_MEMBER_DATA, MAX_RANKS_MEMBERS, Member, MemberData, MemberRank, Point,
-    Ranks, RecomputeReport, RelayoutOptions, RelayoutReport, Removed, RetireReport, ScoreBounds,
-    ScoreRange, Span, Standing, Ties, Timestamp, TopPage, TrendCounts, TrendCreated, TrendEntry,
-    TrendMaintenance, TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding,
-    TrendWrite, TrendingBoard, TrendingConfig,
+    Ranks, RecomputeReport, RelayoutOptions, RelayoutReport, Removed, ReshardReport, RetireReport,
+    ScoreBounds, ScoreRange, Span, Standing, Ties, Timestamp, TopPage, TrendCounts, TrendCreated,
+    TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks,
+    TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 pub use domain::{
     MAX_STANDING_EVENTS, MAX_STANDING_MEMBERS, MAX_STANDING_READS, WindowStanding, WrittenStanding,

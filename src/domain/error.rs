@@ -209,14 +209,20 @@ pub enum Error {
     /// waits for it.
     #[error("board {0:?} is being relaid out (relayout --now); retry when that finishes")]
     RelayoutRunning(String),
+    /// A reshard of the board to another count, or by another run, is under way.
+    #[error(
+        "board {board:?} is being resharded to {to} shards: retry when that finishes, or run \
+         the reshard to {to} again to finish one cut short"
+    )]
+    ReshardRunning {
+        /// The board.
+        board: String,
+        /// The count the reshard under way changes it to.
+        to: u32,
+    },
     /// The board was dropped or re-created while the operation ran.
     #[error("board {0:?} changed while the operation ran; retry")]
     BoardChanged(String),
-    /// Members of the call have moved to another shard of their board (a reshard is
-    /// running): the sharded store sends them there, so this reaches a caller only as
-    /// [`Error::BoardChanged`] after repeated moves.
-    #[error("board {0:?}: members of this call moved to another shard; retry")]
-    MembersMoved(String),
     /// The event's slot has already left every window.
     #[error(
         "event at {at}s is too late: its slot {slot} has left every window (oldest slot still open: {oldest_open})"
@@ -320,8 +326,10 @@ impl Error {
             Error::AggregateUnsupported { .. } => "aggregate_unsupported",
             Error::ShardedUnsupported { .. } => "sharded_unsupported",
             Error::TooOld { .. } => "too_old",
-            Error::BoardChanged(_) | Error::MembersMoved(_) => "board_changed",
-            Error::BoardBusy(_) | Error::RelayoutRunning(_) => "board_busy",
+            Error::BoardChanged(_) => "board_changed",
+            Error::BoardBusy(_) | Error::RelayoutRunning(_) | Error::ReshardRunning { .. } => {
+                "board_busy"
+            }
             Error::TooLate { .. } => "too_late",
             Error::InFuture { .. } => "in_future",
             Error::OutOfRange { .. } => "out_of_range",

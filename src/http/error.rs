@@ -131,9 +131,9 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::AggregateUnsupported { .. }
         | Error::ShardedUnsupported { .. }
         | Error::BoardChanged(_)
-        | Error::MembersMoved(_)
         | Error::BoardBusy(_)
-        | Error::RelayoutRunning(_) => StatusCode::CONFLICT,
+        | Error::RelayoutRunning(_)
+        | Error::ReshardRunning { .. } => StatusCode::CONFLICT,
         Error::BatchTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         Error::StoreUnavailable(_) | Error::WriteUncertain(_) => StatusCode::SERVICE_UNAVAILABLE,
         Error::StoreFull(_) => StatusCode::INSUFFICIENT_STORAGE,

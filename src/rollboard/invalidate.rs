@@ -16,12 +16,13 @@ use super::aggregates;
 use super::read_cache::ReadCache;
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
+use crate::clock::Clock;
 use crate::domain::SlotWrite;
 use crate::domain::{Ahead, AheadProbe};
 use crate::domain::{AroundOptions, Entry, Order, RetireReport};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
-use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
+use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
 use crate::domain::{
     TrendCounts, TrendCreated, TrendMaintenance, TrendOptions, TrendPage, TrendRange, TrendRanks,
@@ -273,6 +274,17 @@ impl Store for InvalidatingStore {
     ) -> Result<RelayoutReport> {
         aggregates::sums_only(board, "relayout")?;
         let result = self.inner.relayout(board, layout, options).await;
+        self.changed(&board.name, result)
+    }
+
+    async fn reshard(
+        &self,
+        board: &Board,
+        shards: u32,
+        clock: &dyn Clock,
+    ) -> Result<ReshardReport> {
+        aggregates::sums_only(board, "reshard")?;
+        let result = self.inner.reshard(board, shards, clock).await;
         self.changed(&board.name, result)
     }
 

@@ -50,6 +50,7 @@ mod read_cache;
 pub use read_cache::MAX_ENTRIES as MAX_CACHED_READS;
 pub(crate) mod recompute;
 pub(crate) mod relayout;
+mod reshard;
 pub(crate) mod retire;
 pub(crate) mod snapshots;
 pub(crate) mod stats;

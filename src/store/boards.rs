@@ -6,6 +6,7 @@ use async_trait::async_trait;
 
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
+use crate::clock::Clock;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::{Ahead, AheadProbe};
@@ -247,12 +248,17 @@ pub trait Store: Send + Sync + 'static {
         options: RelayoutOptions,
     ) -> Result<RelayoutReport>;
 
-    /// Changes a sharded sum board's shard count to `shards`, moving the members whose
-    /// shard changes, exactly while writes, reads and retirement go on; resumes one cut
-    /// short. Only the sharded store (which every `Rollboard` wraps its store in) does
-    /// this; others refuse.
-    async fn reshard(&self, board: &Board, shards: u32, now: Timestamp) -> Result<ReshardReport> {
-        let _ = (shards, now);
+    /// Changes a sum board's shard count to `shards`, moving the members whose shard
+    /// changes, exactly while writes, reads and retirement go on (the moves write at
+    /// `clock`'s time); finishes one cut short. Only the sharded store (which every
+    /// `Rollboard` wraps its store in) does this; others refuse.
+    async fn reshard(
+        &self,
+        board: &Board,
+        shards: u32,
+        clock: &dyn Clock,
+    ) -> Result<ReshardReport> {
+        let _ = (shards, clock);
         Err(crate::error::Error::store(format!(
             "board {:?}: this store does not change shard counts (use a Rollboard)",
             board.name.as_str()

@@ -1,41 +1,53 @@
 //! [`ShardMoves`]: what a store gives a reshard of a sharded board (`sharded/reshard.rs`)
-//! beside its boards: the shard count and the count it changes to on shard 0's record,
-//! the set of members moved off a shard (which that shard's writes then refuse, so a
-//! member is written on one shard only), and every member a shard holds a value of.
-//! Reached through [`Store::shard_moves`](super::Store::shard_moves); the stores of
-//! boards (memory, Redis) have it, the wrappers above them use theirs.
+//! beside its boards: the shard count and the state of a reshard on shard 0's record,
+//! and per shard the members marked moved off it (writers route by it), the moves
+//! under way (each member's stash, so a move cut short is finished, not redone), and
+//! every member the shard holds a value of. Reached through
+//! [`Store::shard_moves`](super::Store::shard_moves); the stores of boards (memory,
+//! Redis) have it, the wrappers above them use theirs.
 
 use async_trait::async_trait;
 
-use crate::board::Board;
+use crate::board::{Board, Resharding};
 use crate::domain::Member;
 use crate::error::Result;
 
-/// A store's part in a reshard. All methods check the board's version, as every board
-/// call does.
+/// A store's part in a reshard. Every method checks the board's version, as every
+/// board call does, but [`moved`](ShardMoves::moved) (a read that routes writes).
 #[async_trait]
 pub trait ShardMoves: Send + Sync {
-    /// Sets the board's shard count and the count a reshard changes it to (`None`: no
-    /// reshard runs) under a new version: every cached copy reloads. The board as
+    /// Sets the board's shard count and its reshard's state under a new version (every
+    /// cached copy reloads: calls made with the old one are refused). The board as
     /// stored now.
     async fn set_shards(
         &self,
         board: &Board,
         shards: u32,
-        resharding: Option<u32>,
+        resharding: Option<Resharding>,
     ) -> Result<Board>;
 
-    /// Marks `members` as moved off this board (a shard): from now on its writes and
-    /// member data refuse a call holding one ([`Error::MembersMoved`]). Idempotent.
-    ///
-    /// [`Error::MembersMoved`]: crate::Error::MembersMoved
+    /// Marks `members` as moved off this board (a shard). Idempotent.
     async fn mark_moved(&self, board: &Board, members: &[Member]) -> Result<()>;
 
     /// Whether each of `members` is marked moved off this board.
     async fn moved(&self, board: &Board, members: &[Member]) -> Result<Vec<bool>>;
 
-    /// Forgets the members marked moved off this board.
+    /// Forgets the members marked moved off this board, and its stashes.
     async fn clear_moved(&self, board: &Board) -> Result<()>;
+
+    /// Stashes `stash` as what `member` takes from this board, unless a stash of it is
+    /// kept already: the stash kept.
+    async fn stash(&self, board: &Board, member: &Member, stash: &str) -> Result<String>;
+
+    /// The stashes kept on this board, by member.
+    async fn stashed(&self, board: &Board) -> Result<Vec<(Member, String)>>;
+
+    /// Drops `member`'s stash (its move is done).
+    async fn unstash(&self, board: &Board, member: &Member) -> Result<()>;
+
+    /// Takes or renews the lease of the reshard of this board (shard 0) for `holder`
+    /// until `until_ms`: false when another holder's lease runs past `now_ms`.
+    async fn lease(&self, board: &Board, holder: &str, now_ms: i64, until_ms: i64) -> Result<bool>;
 
     /// Every member holding a value in a live slot of the board (whatever its totals:
     /// values that cancel out included), each once, in no order.

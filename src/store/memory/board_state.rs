@@ -8,7 +8,6 @@
 //! member instead (see [`maxima`](super::maxima)), a latest board its newest event
 //! there (see [`latest`](super::latest)).
 
-use crate::error::{Error, Result};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::keyed::KeyedRecords;
@@ -57,9 +56,19 @@ pub(super) struct MemBoard {
     /// Member data, of members holding a total in the largest window only (as
     /// `data_{b}`: it goes whenever that total does).
     data: HashMap<String, MemberData>,
-    /// On a shard of a sharded board: the members a reshard took to another shard,
-    /// whose writes this shard refuses (as `moved_{b}`, see `ShardMoves`).
+    /// On a shard of a sharded board a reshard is taking members from: those moved off
+    /// it, and those being moved (see `ShardMoves`).
+    pub moves: Moves,
+}
+
+/// A shard's part in a reshard: members moved off it, and each member being moved with
+/// what it takes (a stash).
+#[derive(Debug, Default)]
+pub(super) struct Moves {
     pub moved: HashSet<String>,
+    pub stashed: HashMap<String, String>,
+    /// On shard 0: the reshard's lease, its holder and when it ends (unix ms).
+    pub lease: Option<(String, i64)>,
 }
 
 impl MemBoard {
@@ -79,67 +88,30 @@ impl MemBoard {
             snapshots: vec![VecDeque::new(); n],
             snapshot_cursors: vec![None; n],
             data: HashMap::new(),
-            moved: HashSet::new(),
+            moves: Moves::default(),
         }
     }
 
-    /// Applies `writes` unless a member of them moved off this shard (as `write.lua`).
-    pub fn write_unmoved(
-        &mut self,
-        now: Timestamp,
-        writes: &[SlotWrite],
-    ) -> Result<Vec<WriteStatus>> {
-        self.refuse_moved(writes.iter().map(|w| &w.member))?;
-        Ok(self.write(now, writes))
-    }
-
-    /// Applies `writes` unless `token` was applied before (a call applied before a
-    /// member of it moved moved with it), or a member of them moved off this shard.
+    /// Applies `writes` unless `token` was applied before.
     pub fn write_once(
         &mut self,
         now: Timestamp,
         writes: &[SlotWrite],
         token: &str,
-    ) -> Result<Option<Vec<WriteStatus>>> {
-        if self.journal.contains(token) {
-            return Ok(None);
-        }
-        self.refuse_moved(writes.iter().map(|w| &w.member))?;
-        self.journal.insert(token.to_owned());
-        Ok(Some(self.write(now, writes)))
+    ) -> Option<Vec<WriteStatus>> {
+        self.journal
+            .insert(token.to_owned())
+            .then(|| self.write(now, writes))
     }
 
-    /// Applies `writes` once for `key` while its record lives (see `Store::write_keyed`),
-    /// unless a member of them moved off this shard.
-    pub fn write_keyed(
-        &mut self,
-        now: Timestamp,
-        writes: &[SlotWrite],
-        key: &WriteKey,
-    ) -> Result<Keyed> {
+    /// Applies `writes` once for `key` while its record lives (see `Store::write_keyed`).
+    pub fn write_keyed(&mut self, now: Timestamp, writes: &[SlotWrite], key: &WriteKey) -> Keyed {
         if let Some(answer) = self.keyed.replay(key, now) {
-            return Ok(answer);
+            return answer;
         }
-        self.refuse_moved(writes.iter().map(|w| &w.member))?;
         let statuses = self.write(now, writes);
         self.keyed.record(key, now, &statuses);
-        Ok(Keyed::Applied(statuses))
-    }
-
-    /// [`Error::MembersMoved`] when one of `members` moved off this shard.
-    pub fn refuse_moved<'m>(&self, mut members: impl Iterator<Item = &'m Member>) -> Result<()> {
-        if !self.moved.is_empty() && members.any(|m| self.moved.contains(m.as_str())) {
-            return Err(Error::MembersMoved(self.board.name.to_string()));
-        }
-        Ok(())
-    }
-
-    /// Every member holding a value in a live slot.
-    pub fn slot_members(&self) -> HashSet<&str> {
-        self.slots
-            .values()
-            .flat_map(|slot| slot.keys().map(String::as_str))
-            .collect()
+        Keyed::Applied(statuses)
     }
 
     /// Applies `writes` (once for `key`, if given), reading each distinct member's total
@@ -469,6 +441,14 @@ impl MemBoard {
     /// Sets the board's config to `config`, which differs in its snapshots policy only.
     pub fn set_config(&mut self, config: crate::domain::BoardConfig) {
         self.board.config = config;
+    }
+
+    /// Every member holding a value in a live slot.
+    pub fn slot_members(&self) -> HashSet<&str> {
+        self.slots
+            .values()
+            .flat_map(|slot| slot.keys().map(String::as_str))
+            .collect()
     }
 
     /// How many slots are live (not retired by the largest window).

@@ -14,10 +14,10 @@ use async_trait::async_trait;
 mod board_state;
 mod counters;
 mod keyed;
-mod shard_moves;
 mod latest;
 mod maxima;
 mod rates;
+mod shard_moves;
 mod stats;
 mod totals;
 mod trending;
@@ -204,7 +204,7 @@ impl Store for MemoryStore {
         now: Timestamp,
         writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>> {
-        self.with_board(board, |b| b.write_unmoved(now, &writes))?
+        self.with_board(board, |b| b.write(now, &writes))
     }
 
     async fn write_once(
@@ -214,7 +214,7 @@ impl Store for MemoryStore {
         writes: Vec<SlotWrite>,
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>> {
-        self.with_board(board, |b| b.write_once(now, &writes, token))?
+        self.with_board(board, |b| b.write_once(now, &writes, token))
     }
 
     async fn write_keyed(
@@ -224,7 +224,7 @@ impl Store for MemoryStore {
         writes: Vec<SlotWrite>,
         key: &WriteKey,
     ) -> Result<Keyed> {
-        self.with_board(board, |b| b.write_keyed(now, &writes, key))?
+        self.with_board(board, |b| b.write_keyed(now, &writes, key))
     }
 
     async fn write_standing(
@@ -307,10 +307,7 @@ impl Store for MemoryStore {
         board: &Board,
         entries: &[(Member, MemberData)],
     ) -> Result<Vec<bool>> {
-        self.with_board(board, |b| {
-            b.refuse_moved(entries.iter().map(|(m, _)| m))?;
-            Ok(b.set_member_data(entries))
-        })?
+        self.with_board(board, |b| b.set_member_data(entries))
     }
 
     async fn member_data(

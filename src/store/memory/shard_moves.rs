@@ -1,11 +1,11 @@
 //! The memory store's part in a reshard ([`ShardMoves`]): the shard count on shard 0's
-//! board, and per shard the members moved off it (`MemBoard::moved`, which its writes
-//! check as `write.lua` checks `moved_{b}`).
+//! board, and per shard the members marked moved off it and the moves under way
+//! (`MemBoard::moves`).
 
 use async_trait::async_trait;
 
 use super::MemoryStore;
-use crate::board::Board;
+use crate::board::{Board, Resharding};
 use crate::domain::Member;
 use crate::error::{Error, Result};
 use crate::store::{ShardMoves, new_version};
@@ -16,7 +16,7 @@ impl ShardMoves for MemoryStore {
         &self,
         board: &Board,
         shards: u32,
-        resharding: Option<u32>,
+        resharding: Option<Resharding>,
     ) -> Result<Board> {
         let config = board
             .config
@@ -33,30 +33,59 @@ impl ShardMoves for MemoryStore {
 
     async fn mark_moved(&self, board: &Board, members: &[Member]) -> Result<()> {
         self.with_board(board, |b| {
-            b.moved
-                .extend(members.iter().map(|m| m.as_str().to_owned()))
+            let moved = members.iter().map(|m| m.as_str().to_owned());
+            b.moves.moved.extend(moved)
         })
     }
 
     async fn moved(&self, board: &Board, members: &[Member]) -> Result<Vec<bool>> {
         self.with_board(board, |b| {
-            members
-                .iter()
-                .map(|m| b.moved.contains(m.as_str()))
-                .collect()
+            let moved = &b.moves.moved;
+            members.iter().map(|m| moved.contains(m.as_str())).collect()
         })
     }
 
     async fn clear_moved(&self, board: &Board) -> Result<()> {
-        self.with_board(board, |b| b.moved.clear())
+        self.with_board(board, |b| b.moves = Default::default())
+    }
+
+    async fn stash(&self, board: &Board, member: &Member, stash: &str) -> Result<String> {
+        self.with_board(board, |b| {
+            let kept = b.moves.stashed.entry(member.as_str().to_owned());
+            kept.or_insert_with(|| stash.to_owned()).clone()
+        })
+    }
+
+    async fn stashed(&self, board: &Board) -> Result<Vec<(Member, String)>> {
+        let stashed = self.with_board(board, |b| b.moves.stashed.clone())?;
+        stashed
+            .into_iter()
+            .map(|(m, s)| Ok((Member::parse(&m)?, s)))
+            .collect()
+    }
+
+    async fn unstash(&self, board: &Board, member: &Member) -> Result<()> {
+        self.with_board(board, |b| {
+            b.moves.stashed.remove(member.as_str());
+        })
+    }
+
+    async fn lease(&self, board: &Board, holder: &str, now_ms: i64, until_ms: i64) -> Result<bool> {
+        self.with_board(board, |b| {
+            let free = match &b.moves.lease {
+                Some((other, until)) => other == holder || *until <= now_ms,
+                None => true,
+            };
+            if free {
+                b.moves.lease = Some((holder.to_owned(), until_ms));
+            }
+            free
+        })
     }
 
     async fn slot_members(&self, board: &Board) -> Result<Vec<Member>> {
-        let members = self.with_board(board, |b| {
-            b.slot_members()
-                .into_iter()
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
+        let members: Vec<String> = self.with_board(board, |b| {
+            b.slot_members().into_iter().map(str::to_owned).collect()
         })?;
         members.iter().map(|m| Member::parse(m)).collect()
     }

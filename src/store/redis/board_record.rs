@@ -6,8 +6,8 @@
 //! board takes period snapshots), `layout` (when one was asked for), `rank` (`nonzero` on a board that ranks every
 //! non-zero total, `all` on one that ranks every value; absent: positive totals only),
 //! `aggregate` (`max` or `min`; absent: a sum board), `shards` (absent: 1), `resharding`
-//! (while the shard count changes: the count it changes to), `moved` (on a shard that
-//! members are leaving: see `moved.rs`), and per window
+//! (while the shard count changes: `<to>` or `sweep <from>`, see [`Resharding`]), and
+//! per window
 //! `wm:<W>` (watermark) and `done:<W>` (retired through); `dropping` while a drop is
 //! under way. A trending board's record has `kind` = `trending`, `version`,
 //! `half_life`, `floor`, `max_age`, `created_ms` and its landmark.
@@ -19,7 +19,7 @@ use redis::Value;
 
 use super::keys;
 use super::reply::{int, opt_string, string};
-use crate::board::Board;
+use crate::board::{Board, Resharding};
 use crate::domain::{
     Aggregate, BoardConfig, BoardName, Layout, RankedTotals, SnapshotPolicy, Span,
 };
@@ -94,7 +94,9 @@ pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
         .map(|c| c.with_snapshots(snapshots).with_layout(layout))
         .map_err(|e| Error::store(format!("board record of {name:?}: {e}")))?;
     let resharding = match fields.get(11).map(|f| opt_string(f, "resharding")) {
-        Some(Ok(Some(text))) => Some(text.parse().map_err(|_| corrupt("resharding"))?),
+        Some(Ok(Some(text))) => {
+            Some(Resharding::from_stored(&text).ok_or_else(|| corrupt("resharding"))?)
+        }
         Some(Err(e)) => return Err(e),
         _ => None,
     };

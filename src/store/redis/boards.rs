@@ -316,6 +316,7 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         rest.push(keys::slot_geometry(name));
         rest.push(keys::data(name));
         rest.push(keys::moved(name));
+        rest.push(keys::moving(name));
         rest.push(keys::peaks(name));
         rest.push(keys::newest(name));
         rest.push(index);

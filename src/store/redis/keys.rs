@@ -226,11 +226,16 @@ pub(super) fn data(name: &BoardName) -> String {
     format!("data_{{{name}}}")
 }
 
-/// `moved_{<board>}`: on a shard of a sharded board, the members a reshard took to
-/// another shard (a set; the record's `moved` says it is kept). The scripts that check
-/// it name it from the record's key (`refuse_moved` in `lua/prelude.lua`).
+/// `moved_{<board>}`: on a shard of a sharded board, the members a reshard marked
+/// moved off it (a set; writers send them to their new shard).
 pub(super) fn moved(name: &BoardName) -> String {
     format!("moved_{{{name}}}")
+}
+
+/// `moving_{<board>}`: on a shard of a sharded board, the moves a reshard has under way:
+/// field = member, value = what it takes (a stash, see `sharded/reshard.rs`).
+pub(super) fn moving(name: &BoardName) -> String {
+    format!("moving_{{{name}}}")
 }
 
 /// `slotgeo_{<board>}`: the geometry of each compact slot, field `<ts>` = `"<L> <p>

@@ -83,7 +83,7 @@ use ingest::Ingest;
 pub use options::{IngestOptions, RedisOptions, ReplicaAcks, RetireOptions};
 
 use crate::any_board::AnyBoard;
-use crate::board::{Board, BoardStatus, Created};
+use crate::board::{Board, BoardStatus, Created, Resharding};
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::{BoardConfig, BoardName, Layout, Member, MemberData, Timestamp};
@@ -490,7 +490,7 @@ impl ShardMoves for RedisStore {
         &self,
         board: &Board,
         shards: u32,
-        resharding: Option<u32>,
+        resharding: Option<Resharding>,
     ) -> Result<Board> {
         moved::set_shards(&self.conn, board, shards, resharding).await
     }
@@ -505,6 +505,22 @@ impl ShardMoves for RedisStore {
 
     async fn clear_moved(&self, board: &Board) -> Result<()> {
         moved::clear(&self.conn, board).await
+    }
+
+    async fn stash(&self, board: &Board, member: &Member, stash: &str) -> Result<String> {
+        moved::stash(&self.conn, board, member, stash).await
+    }
+
+    async fn stashed(&self, board: &Board) -> Result<Vec<(Member, String)>> {
+        moved::stashed(&self.conn, board).await
+    }
+
+    async fn unstash(&self, board: &Board, member: &Member) -> Result<()> {
+        moved::unstash(&self.conn, board, member).await
+    }
+
+    async fn lease(&self, board: &Board, holder: &str, now_ms: i64, until_ms: i64) -> Result<bool> {
+        moved::lease(&self.conn, board, holder, now_ms, until_ms).await
     }
 
     async fn slot_members(&self, board: &Board) -> Result<Vec<Member>> {

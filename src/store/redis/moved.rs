@@ -1,15 +1,16 @@
 //! A reshard's records on Redis (see [`ShardMoves`](crate::store::ShardMoves)): the shard
-//! count on shard 0's record (`reshard_set.lua`), the set `moved_{<board>}` of members
-//! moved off a shard, which `write.lua`, `write_plain.lua` and `data_set.lua` check while
-//! the record has `moved` (`moved_mark.lua`, `moved_clear.lua`), and the members of a
-//! board's live slots, read stage by stage (a compact slot's by bucket).
+//! count and the reshard's state on shard 0's record (`reshard_set.lua`); per shard the
+//! set `moved_{<board>}` of members marked moved off it (`moved_mark.lua`) and the hash
+//! `moving_{<board>}` of moves under way (`moved_stash.lua`), both dropped when the
+//! reshard ends (`moved_clear.lua`); and the members of a board's live slots, read
+//! stage by stage (a compact slot's by bucket).
 
 use std::collections::HashSet;
 
 use super::conn::{RedisConn, Retry};
 use super::geometry::bucket_count;
 use super::keys;
-use crate::board::Board;
+use crate::board::{Board, Resharding};
 use crate::domain::Member;
 use crate::error::{Error, Result};
 
@@ -20,7 +21,7 @@ pub(super) async fn set_shards(
     conn: &RedisConn,
     board: &Board,
     shards: u32,
-    resharding: Option<u32>,
+    resharding: Option<Resharding>,
 ) -> Result<Board> {
     let version = crate::store::new_version();
     let mut invocation = conn.scripts().reshard_set.key(keys::record(&board.name));
@@ -28,7 +29,7 @@ pub(super) async fn set_shards(
         .arg(board.version)
         .arg(version)
         .arg(shards)
-        .arg(resharding.map(|r| r.to_string()).unwrap_or_default());
+        .arg(resharding.map(Resharding::stored).unwrap_or_default());
     // Never re-sent: a second call would find the new version and answer STALE.
     let _: i64 = conn.script(&invocation, &board.name, Retry::Never).await?;
     let config = board
@@ -56,7 +57,11 @@ pub(super) async fn mark(conn: &RedisConn, board: &Board, members: &[Member]) ->
     Ok(())
 }
 
-pub(super) async fn moved(conn: &RedisConn, board: &Board, members: &[Member]) -> Result<Vec<bool>> {
+pub(super) async fn moved(
+    conn: &RedisConn,
+    board: &Board,
+    members: &[Member],
+) -> Result<Vec<bool>> {
     if members.is_empty() {
         return Ok(Vec::new());
     }
@@ -73,11 +78,79 @@ pub(super) async fn moved(conn: &RedisConn, board: &Board, members: &[Member]) -
 
 pub(super) async fn clear(conn: &RedisConn, board: &Board) -> Result<()> {
     let mut invocation = conn.scripts().moved_clear.key(keys::record(&board.name));
-    invocation.key(keys::moved(&board.name)).arg(board.version);
+    invocation
+        .key(keys::moved(&board.name))
+        .key(keys::moving(&board.name))
+        .arg(board.version);
     let _: i64 = conn
         .script(&invocation, &board.name, Retry::IdempotentWrite)
         .await?;
     Ok(())
+}
+
+pub(super) async fn stash(
+    conn: &RedisConn,
+    board: &Board,
+    member: &Member,
+    stash: &str,
+) -> Result<String> {
+    let mut invocation = conn.scripts().moved_stash.key(keys::record(&board.name));
+    invocation
+        .key(keys::moving(&board.name))
+        .arg(board.version)
+        .arg(member.as_str())
+        .arg(stash);
+    conn.script(&invocation, &board.name, Retry::IdempotentWrite)
+        .await
+}
+
+pub(super) async fn stashed(conn: &RedisConn, board: &Board) -> Result<Vec<(Member, String)>> {
+    let stashed: Vec<(String, String)> = conn
+        .query(
+            redis::cmd("HGETALL").arg(keys::moving(&board.name)),
+            Some(&board.name),
+            Retry::Idempotent,
+        )
+        .await?;
+    // The field "" (no member) holds the lease.
+    stashed
+        .into_iter()
+        .filter(|(m, _)| !m.is_empty())
+        .map(|(m, s)| Ok((Member::parse(&m)?, s)))
+        .collect()
+}
+
+pub(super) async fn unstash(conn: &RedisConn, board: &Board, member: &Member) -> Result<()> {
+    let _: i64 = conn
+        .query(
+            redis::cmd("HDEL")
+                .arg(keys::moving(&board.name))
+                .arg(member.as_str()),
+            Some(&board.name),
+            Retry::IdempotentWrite,
+        )
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn lease(
+    conn: &RedisConn,
+    board: &Board,
+    holder: &str,
+    now_ms: i64,
+    until_ms: i64,
+) -> Result<bool> {
+    let mut invocation = conn.scripts().moved_lease.key(keys::record(&board.name));
+    invocation
+        .key(keys::moving(&board.name))
+        .arg(board.version)
+        .arg(holder)
+        .arg(now_ms)
+        .arg(until_ms);
+    let taken: i64 = conn
+        .script(&invocation, &board.name, Retry::IdempotentWrite)
+        .await?;
+    Ok(taken == 1)
 }
 
 /// Every member of a live slot of the board: each stage of each slot scanned (`HSCAN`;

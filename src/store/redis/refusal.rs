@@ -33,8 +33,6 @@ pub(crate) enum Refusal {
     Removing(String),
     /// `KIND`: the board is of another kind (a trending board) than the call's.
     Kind(&'static str),
-    /// `MOVED`: members of a write have moved to another shard (see `moved.rs`).
-    Moved,
     /// `RESCALE`: a trending board's landmark is too far behind for the write (rescale,
     /// then again).
     Rescale,
@@ -59,7 +57,6 @@ impl Refusal {
                 "windowed"
             }),
             "RESCALE" => Refusal::Rescale,
-            "MOVED" => Refusal::Moved,
             _ => return None,
         })
     }
@@ -71,7 +68,6 @@ impl Refusal {
             Refusal::Stale | Refusal::Dropping => Error::BoardChanged(name),
             Refusal::Recomputing | Refusal::Removing(_) => Error::BoardBusy(name),
             Refusal::Relayout => Error::RelayoutRunning(name),
-            Refusal::Moved => Error::MembersMoved(name),
             Refusal::RetireFirst => Error::store(format!(
                 "board {name:?}: its largest window has frozen slots left to retire"
             )),

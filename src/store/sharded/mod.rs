@@ -16,6 +16,7 @@
 
 mod names;
 mod ranking;
+mod reshard;
 mod shard_set;
 mod snapshots;
 mod upkeep;
@@ -28,10 +29,11 @@ use async_trait::async_trait;
 
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created};
+use crate::clock::Clock;
 use crate::domain::{Ahead, AheadProbe, AroundOptions, Entry, Order, RetireReport, SlotWrite};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
-use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
+use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
 use crate::error::Result;
 use crate::memory_check::MemoryReading;
@@ -58,7 +60,7 @@ impl ShardedStore {
 
     /// The board's shards, when it has more than one.
     async fn sharded(&self, board: &Board) -> Result<Option<Sharded<'_>>> {
-        if board.config.shards() == 1 {
+        if board.shard_span() == 1 {
             return Ok(None);
         }
         // Boxed, like every sharded call below: a board of one shard then pays nothing
@@ -105,7 +107,7 @@ impl Store for ShardedStore {
         now: Timestamp,
     ) -> Result<Created> {
         let created = self.inner.create_board(name, config, now).await?;
-        if created.board().config.shards() > 1 {
+        if created.board().shard_span() > 1 {
             upkeep::create_shards(self.inner.as_ref(), created.board(), now).await?;
             self.sets.forget(name);
         }
@@ -342,6 +344,15 @@ impl Store for ShardedStore {
             None => self.inner.relayout(board, layout, options).await,
             Some(s) => Box::pin(s.relayout(layout, options)).await,
         }
+    }
+
+    async fn reshard(
+        &self,
+        board: &Board,
+        shards: u32,
+        clock: &dyn Clock,
+    ) -> Result<ReshardReport> {
+        Box::pin(self.reshard_board(board, shards, clock)).await
     }
 
     async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport> {

@@ -26,12 +26,13 @@ use crate::domain::{BoardName, Member};
 /// Redis Cluster's hash slots.
 const HASH_SLOTS: u32 = 16_384;
 
-/// The board's shards' names, shard 0 (the board itself) first.
+/// The board's shards' names, shard 0 (the board itself) first (while a reshard runs,
+/// those of both counts).
 pub(super) fn shard_names(board: &Board) -> Vec<BoardName> {
     let mut names = vec![board.name.clone()];
     let third_of = |name: &BoardName| third(hash_slot(name.as_str()));
     let start = third_of(&board.name);
-    for i in 1..board.config.shards() {
+    for i in 1..board.shard_span() {
         let base = format!("{:x}.{i}", board.created_at.unix_millis());
         let wanted = (start + i) % 3;
         let name = (0..)

@@ -164,7 +164,8 @@ impl InWindow<'_> {
 
     pub(super) async fn ranks(&self, members: &[Member]) -> Result<Ranks> {
         // The totals, from each member's shard (one call per shard).
-        let by_shard = self.sharded.group(members.iter());
+        let homes = self.sharded.homes(members.iter()).await?;
+        let by_shard = self.sharded.group(homes);
         let answers = self
             .sharded
             .each(|i, b| {
@@ -212,7 +213,7 @@ impl InWindow<'_> {
 
     /// The member's standing in its own shard (its total, whether it is ranked).
     async fn own_standing(&self, member: &Member) -> Result<Option<Standing>> {
-        let shard = &self.shards()[self.sharded.set.of(member)];
+        let shard = self.sharded.home(member).await?;
         let result = self
             .sharded
             .store

@@ -13,7 +13,8 @@ use crate::domain::{BoardConfig, BoardName, Member};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
-/// A sharded board's shards, shard 0 (the board itself) first.
+/// A sharded board's shards, shard 0 (the board itself) first (while a reshard runs,
+/// those of both counts).
 pub(super) struct ShardSet {
     /// The shards, as boards.
     pub(super) boards: Vec<Board>,
@@ -25,9 +26,10 @@ impl ShardSet {
         &self.boards[0]
     }
 
-    /// The shard that holds `member`.
+    /// The shard of `member` under the board's count (while a reshard moves members,
+    /// one it moved is elsewhere: see `Sharded::homes`).
     pub(super) fn of(&self, member: &Member) -> usize {
-        shard_of(member, self.boards.len() as u32)
+        shard_of(member, self.board().config.shards())
     }
 }
 

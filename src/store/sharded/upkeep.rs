@@ -6,11 +6,11 @@ use std::collections::HashSet;
 
 use futures_util::future::try_join_all;
 
-use super::names::shard_names;
+use super::names::{shard_names, shard_of};
 use super::shard_set::shard_config;
 use super::view::Sharded;
 use crate::any_board::AnyBoard;
-use crate::board::{Board, BoardStatus, WindowStatus};
+use crate::board::{Board, BoardStatus, Resharding, WindowStatus};
 use crate::domain::{BoardName, History, Layout, Member, MemberData, Removed, Timestamp};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport, RetireReport};
 use crate::error::Result;
@@ -40,7 +40,7 @@ pub(super) async fn list_boards(store: &dyn Store) -> Result<Vec<Board>> {
         .partition(|b| b.name.shard_of().is_some());
     let owned: HashSet<BoardName> = boards
         .iter()
-        .filter(|b| b.config.shards() > 1)
+        .filter(|b| b.shard_span() > 1)
         .flat_map(shard_names)
         .collect();
     for shard in shards.iter().filter(|s| !owned.contains(&s.name)) {
@@ -65,7 +65,7 @@ pub(super) async fn drop_board(store: &dyn Store, name: &BoardName) -> Result<bo
     let loaded = store.load_board(name).await?;
     let existed = store.drop_board(name).await?;
     if let Some(AnyBoard::Windowed(board)) = loaded
-        && board.config.shards() > 1
+        && board.shard_span() > 1
     {
         let names = shard_names(&board);
         try_join_all(names[1..].iter().map(|n| store.drop_board(n))).await?;
@@ -157,27 +157,47 @@ impl Sharded<'_> {
         Ok(joined)
     }
 
-    /// The member's shard.
-    fn shard(&self, member: &Member) -> &Board {
-        &self.shards()[self.set.of(member)]
-    }
-
     pub(super) async fn history(&self, now: Timestamp, member: &Member) -> Result<History> {
-        let result = self.store.history(self.shard(member), now, member).await;
+        let shard = self.home(member).await?;
+        let result = self.store.history(shard, now, member).await;
         self.lift(result)
     }
 
+    /// Removes the member from its shard and, while a reshard moves it, from the other
+    /// one too (its move may be under way).
     pub(super) async fn remove_member(&self, member: &Member) -> Result<Removed> {
-        let result = self.store.remove_member(self.shard(member), member).await;
-        self.lift(result)
+        let mut removed = Removed::default();
+        for shard in self.either(member) {
+            let result = self.store.remove_member(shard, member).await;
+            removed.slot_values += self.lift(result)?.slot_values;
+        }
+        Ok(removed)
     }
 
     pub(super) async fn delete_member_data(&self, member: &Member) -> Result<bool> {
-        let result = self
-            .store
-            .delete_member_data(self.shard(member), member)
-            .await;
-        self.lift(result)
+        let mut deleted = false;
+        for shard in self.either(member) {
+            let result = self.store.delete_member_data(shard, member).await;
+            deleted |= self.lift(result)?;
+        }
+        Ok(deleted)
+    }
+
+    /// The shards that may hold `member`: its shard under the board's count and, while
+    /// a reshard runs, its shard under the other count.
+    fn either(&self, member: &Member) -> Vec<&Board> {
+        let shards = self.shards();
+        let mut either = vec![&shards[self.set.of(member)]];
+        let other = match self.board().resharding {
+            None => return either,
+            Some(Resharding::Moving { to }) => to,
+            Some(Resharding::Sweeping { from }) => from,
+        };
+        let other = &shards[shard_of(member, other)];
+        if other.name != either[0].name {
+            either.push(other);
+        }
+        either
     }
 
     pub(super) async fn set_member_data(

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use futures_util::future::try_join_all;
 
+use super::names::shard_of;
 use super::shard_set::{ShardSet, ShardSets};
-use crate::board::Board;
+use crate::board::{Board, Resharding};
 use crate::domain::Member;
 use crate::error::{Error, Result};
-use crate::store::Store;
+use crate::store::{ShardMoves, Store};
 
 /// One call's view of a sharded board: its shards in the store underneath.
 pub(super) struct Sharded<'a> {
@@ -65,10 +66,55 @@ impl<'a> Sharded<'a> {
         self.lift(result)
     }
 
-    /// `members` (in the order asked, duplicates kept) grouped by the shard that holds
-    /// each.
-    pub(super) fn group<'m>(&self, members: impl Iterator<Item = &'m Member>) -> ByShard {
-        let shards: Vec<usize> = members.map(|m| self.set.of(m)).collect();
+    /// The shard that holds each of `members`: its shard under the board's count, but
+    /// while a reshard moves members, a member marked moved off that shard is on the
+    /// one it moved to (one read of the marks per shard members are leaving).
+    pub(super) async fn homes<'m>(
+        &self,
+        members: impl Iterator<Item = &'m Member>,
+    ) -> Result<Vec<usize>> {
+        let members: Vec<&Member> = members.collect();
+        let mut homes: Vec<usize> = members.iter().map(|m| self.set.of(m)).collect();
+        let Some(Resharding::Moving { to }) = self.board().resharding else {
+            return Ok(homes);
+        };
+        let mut leaving: Vec<Vec<usize>> = vec![Vec::new(); self.shards().len()];
+        for (k, member) in members.iter().enumerate() {
+            if shard_of(member, to) != homes[k] {
+                leaving[homes[k]].push(k);
+            }
+        }
+        let moves = self.moves()?;
+        let asks = leaving.iter().enumerate().filter(|(_, ks)| !ks.is_empty());
+        let members = &members;
+        let moved = try_join_all(asks.map(|(shard, ks)| async move {
+            let asked: Vec<Member> = ks.iter().map(|k| members[*k].clone()).collect();
+            let moved = moves.moved(&self.shards()[shard], &asked).await?;
+            Ok::<_, Error>(ks.iter().zip(moved).filter(|(_, m)| *m).map(|(k, _)| *k))
+        }))
+        .await?;
+        for k in moved.into_iter().flatten() {
+            homes[k] = shard_of(members[k], to);
+        }
+        Ok(homes)
+    }
+
+    /// The shard that holds `member` (see [`homes`](Self::homes)).
+    pub(super) async fn home(&self, member: &Member) -> Result<&Board> {
+        let homes = self.homes(std::iter::once(member)).await?;
+        Ok(&self.shards()[homes[0]])
+    }
+
+    /// The store's part in a reshard.
+    pub(super) fn moves(&self) -> Result<&'a dyn ShardMoves> {
+        self.store
+            .shard_moves()
+            .ok_or_else(|| Error::store("the store underneath keeps no shard moves"))
+    }
+
+    /// Items (in the order asked, duplicates kept) grouped by `shards`, the shard that
+    /// holds each.
+    pub(super) fn group(&self, shards: Vec<usize>) -> ByShard {
         let mut order: Vec<usize> = (0..shards.len()).collect();
         order.sort_by_key(|k| shards[*k]);
         let groups = (0..self.shards().len())
@@ -94,7 +140,7 @@ impl<'a> Sharded<'a> {
         F: Fn(&'s Board, Vec<I>) -> Fut,
         Fut: Future<Output = Result<Vec<T>>>,
     {
-        let by_shard = self.group(items.iter().map(member));
+        let by_shard = self.group(self.homes(items.iter().map(member)).await?);
         let answers = self
             .each(|i, b| {
                 let part = by_shard.part(i, items);

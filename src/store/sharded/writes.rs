@@ -6,6 +6,13 @@
 //! parts applied. Its events are then answered [`WriteStatus::Unconfirmed`] (the error
 //! itself when every part failed). Keyed writes and writes with a token record the key
 //! on each shard, so a retry applies each part once whatever happened to the others.
+//!
+//! While a reshard moves members (`reshard.rs`), a write goes to the shard that holds
+//! its member now (its old one until it is marked moved, then its new one), so reads
+//! find it whole. A keyed write or one with a token goes to the member's shard under
+//! the board's count however the member moved: a retry then splits the write as the
+//! first call did and finds each part's record. What it adds to a member that moved
+//! is swept over to the member's new shard when the reshard ends.
 
 use futures_util::future::join_all;
 
@@ -31,8 +38,14 @@ impl Part {
 }
 
 impl Sharded<'_> {
-    /// Splits `writes` by shard (shards without writes left out).
-    fn split(&self, writes: Vec<SlotWrite>) -> Vec<Part> {
+    /// Splits `writes` by shard (shards without writes left out): each to the shard
+    /// that holds its member ([`Sharded::homes`]), or with `by_count` to its shard under
+    /// the board's count, whatever a reshard has moved (see the module header).
+    async fn split(&self, writes: Vec<SlotWrite>, by_count: bool) -> Result<Vec<Part>> {
+        let homes = match by_count {
+            true => writes.iter().map(|w| self.set.of(&w.member)).collect(),
+            false => self.homes(writes.iter().map(|w| &w.member)).await?,
+        };
         let mut parts: Vec<Part> = (0..self.shards().len())
             .map(|shard| Part {
                 shard,
@@ -40,13 +53,13 @@ impl Sharded<'_> {
                 writes: Vec::new(),
             })
             .collect();
-        for (index, write) in writes.into_iter().enumerate() {
-            let part = &mut parts[self.set.of(&write.member)];
+        for (index, (write, home)) in writes.into_iter().zip(homes).enumerate() {
+            let part = &mut parts[home];
             part.indexes.push(index);
             part.writes.push(write);
         }
         parts.retain(|p| !p.writes.is_empty());
-        parts
+        Ok(parts)
     }
 
     /// `call` on each part's shard at once: each part with its result (a shard that
@@ -74,7 +87,7 @@ impl Sharded<'_> {
         writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>> {
         let count = writes.len();
-        let parts = self.split(writes);
+        let parts = self.split(writes, false).await?;
         let results = self
             .on_parts(&parts, |p| {
                 self.store
@@ -106,7 +119,7 @@ impl Sharded<'_> {
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>> {
         let count = writes.len();
-        let parts = self.split(writes);
+        let parts = self.split(writes, true).await?;
         let results = self
             .on_parts(&parts, |p| {
                 self.store
@@ -132,7 +145,7 @@ impl Sharded<'_> {
         key: &WriteKey,
     ) -> Result<Keyed> {
         let count = writes.len();
-        let parts = self.split(writes);
+        let parts = self.split(writes, true).await?;
         let results = self
             .on_parts(&parts, |p| {
                 self.store

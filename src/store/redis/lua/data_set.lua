@@ -13,10 +13,9 @@
 -- Data lives as long as the member's total in the largest window: the scripts that take
 -- that total to 0 (add_total, bulk_add in the prelude; retire_swap.lua) delete it.
 -- Returns per pair 1 (set) or 0 (no total: nothing kept). Error "STALE ..." as in
--- write.lua, "MOVED ..." as write.lua for a member a reshard took elsewhere. Idempotent: setting the same data again changes nothing.
+-- write.lua. Idempotent: setting the same data again changes nothing.
 
-local record = board_record(KEYS[1], ARGV[1], 'moved')
-refuse_moved(KEYS[1], record[3], 2, 2)
+board_record(KEYS[1], ARGV[1])
 local totals, data = KEYS[2], KEYS[3]
 local set, answers = {}, {}
 for x = 2, #ARGV, 2 do

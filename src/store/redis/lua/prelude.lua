@@ -31,28 +31,6 @@ local function board_record(board, version, ...)
   return record
 end
 
--- Refuses with MOVED when `flag` (the record's `moved` field) is set and a member of
--- the call, ARGV[from], ARGV[from + stride], ..., is in the board's moved set moved_{b}:
--- a reshard took it to another shard (see moved.rs), where the caller sends it instead.
--- The set's name is the record's with `board_` replaced (same hash tag, same slot).
-local function refuse_moved(board, flag, from, stride)
-  if not flag then return end
-  local key = 'moved_' .. string.sub(board, 7)
-  local members = {}
-  local function check()
-    if #members == 0 then return end
-    for _, hit in ipairs(redis.call('SMISMEMBER', key, unpack(members))) do
-      if hit == 1 then refuse('MOVED members of the call moved to another shard') end
-    end
-    members = {}
-  end
-  for x = from, #ARGV, stride do
-    members[#members + 1] = ARGV[x]
-    if #members == 1000 then check() end
-  end
-  check()
-end
-
 -- Whether a recompute's lease, ending at `until_ms` (a record's rb_until, or false),
 -- still holds.
 local function lease_held(until_ms)

@@ -139,10 +139,6 @@
 --   ranked). Its other replies ({2, µs}, {3}, {4, ...}, {5}) are as without them.
 --   Cost: O(members x windows x log N) more; the caller bounds members x windows (200).
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
--- Error "MOVED ..." when the record has `moved` and a member of the call is in the set
--- moved_{b} (a reshard took it to another shard: the caller writes it there), checked
--- after a token or key found already applied (that call moved with the member) and
--- before anything is written.
 
 local MAX = 9007199254740991
 local started = now_us()
@@ -167,7 +163,6 @@ local geo_key = KEYS[5]
 local fields = { 'version', 'dropping', 'abs_sum', 'rb_window', 'rb_phase', 'rb_until' }
 for j = 1, n do fields[6 + j] = 'wm:' .. ARGV[A + j] end
 fields[7 + n], fields[8 + n], fields[9 + n] = 'rb_fold_member', 'rb_fold_slot', 'layout'
-fields[10 + n] = 'moved'
 local record = board_record(board, ARGV[1], unpack(fields, 3))
 local token, journal = ARGV[6], KEYS[6 + n + m * n]
 if token ~= '' and redis.call('HEXISTS', journal, token) == 1 then
@@ -192,12 +187,6 @@ if fingerprint ~= '' then
     return found
   end
 end
-
--- A member a reshard took from this shard is written where it went (a call replayed
--- above was applied here before it moved, and moved with it).
-local entries_hashed = string.match(ARGV[11], '^%a+ %d+ ([01])') == '1'
-refuse_moved(board, record[10 + n], A + 2 * n + m + (entries_hashed and 2 or 1) + (m == 1 and 0 or 1),
-  m == 1 and 2 or 3)
 
 -- Records, under the key (if any), what this call answers: `recorded` as a list, after
 -- applying the write's first `events` events (nil: all it carried).

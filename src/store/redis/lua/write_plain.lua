@@ -29,7 +29,7 @@
 -- abs_sum) and answers the same {0, µs, e, too-late slot number ...}. It answers {6}
 -- before changing anything when abs_sum leaves no room for ARGV[4] (the checked
 -- path), a recompute is recorded (rb_window), or one of the slots has a geometry
--- (compact, or being relaid out). Errors "STALE ..." and "MOVED ..." as write.lua.
+-- (compact, or being relaid out). Error "STALE ..." as write.lua.
 
 local MAX = 9007199254740991
 local started = now_us()
@@ -39,9 +39,7 @@ local TOTALS, STAGES, A = 3, 3 + n, 5
 
 local fields = { 'version', 'dropping', 'abs_sum', 'rb_window' }
 for j = 1, n do fields[4 + j] = 'wm:' .. ARGV[A + j] end
-fields[5 + n] = 'moved'
 local record = board_record(board, ARGV[1], unpack(fields, 3))
-refuse_moved(board, record[5 + n], A + 2 * n + m + 1 + (m == 1 and 0 or 1), m == 1 and 2 or 3)
 local bound = tonumber(record[3])
 if not bound or bound + tonumber(ARGV[4]) > MAX or record[4] then return { 6 } end
 for _, g in ipairs(redis.call('HMGET', KEYS[3], unpack(ARGV, A + 2 * n + 1, A + 2 * n + m))) do

@@ -1,0 +1,29 @@
+//! Changing a sharded board's shard count online: the members whose shard changes move
+//! to it, exactly while writes, reads and retirement go on (the store's `reshard`, see
+//! `store/sharded/reshard.rs` and `docs/operations.md`, "Resharding").
+
+use super::Rollboard;
+use crate::domain::{BoardName, ReshardReport};
+use crate::error::Result;
+
+impl Rollboard {
+    /// Changes `board`'s shard count to `shards` (1 to 32; a sum board whose ties are not
+    /// dense): every member whose shard differs under the new count moves there, while
+    /// writes, reads and retirement go on; the board's stored config says `shards`
+    /// afterwards. A run cut short (an error, a crash) leaves the board exact and is
+    /// finished by running it again with the same count; a run to another count, or a
+    /// second run at once, is refused ([`Error::ReshardRunning`](crate::Error::ReshardRunning)).
+    pub async fn reshard(&self, board: &str, shards: u32) -> Result<ReshardReport> {
+        let store = &self.inner.store;
+        let clock = self.inner.clock.as_ref();
+        let report = self
+            .on_board(
+                board,
+                |b| async move { store.reshard(&b, shards, clock).await },
+            )
+            .await;
+        // The cached config names the old count: load it afresh when next used.
+        self.inner.boards.forget(&BoardName::parse(board)?);
+        report
+    }
+}

@@ -1,0 +1,355 @@
+//! Changing a sharded board's shard count online ([`Store::reshard`]): every member whose
+//! shard differs under the new count moves there, exactly, while writes, reads and
+//! retirement go on (`docs/operations.md`, "Resharding").
+//!
+//! Each step is stored on shard 0's record ([`Resharding`]), so every process routes
+//! alike and a run cut short is finished by running it again:
+//! 1. **Begin**: the record says `Moving { to }`, under a new version, and every other
+//!    shard's version is renewed (every process reloads before its next call); the
+//!    shards of the new count that are missing are created.
+//! 2. **Move**: on each old shard, the members leaving it (every member of its live
+//!    slots whose shard under `to` is another), a chunk at a time: the chunk is marked
+//!    moved (writers then send a marked member's writes to its new shard, see
+//!    `writes.rs`), then each member of it moves (below).
+//! 3. **Sweep**: the record says `Sweeping { from }` with the new count (versions
+//!    renewed again): everyone writes by the new count. What writes left on members' old
+//!    shards (a write routed just before its member was marked; a keyed write, which
+//!    follows the old count) moves the same way.
+//! 4. **End**: the record holds the new count alone; the marks are dropped, and so are
+//!    the shards a smaller count leaves out.
+//!
+//! A member moves by its values per live slot (its history) and its data: stashed on its
+//! old shard, taken off there by a keyed write of the values negated, given to its new
+//! shard by a keyed write of the values, then the stash dropped. The keys are named by
+//! the stash, so a move cut short anywhere is finished from the stash, each write
+//! applied once. Both writes are made at the same `now`, so each value lands in the same
+//! stage on both shards (`write.lua`: the stage of the windows that still count its
+//! slot): every window's total over the shards is the same before and after, and a
+//! window that froze the slot keeps counting it on the old shard until it retires it.
+//! Between the two writes (one round trip) the member's values are in neither shard.
+//! A lease on shard 0 keeps a second run from moving members at once.
+
+use futures_util::future::try_join_all;
+
+use super::ShardedStore;
+use super::names::shard_of;
+use super::shard_set::ShardSet;
+use crate::board::{Board, Resharding};
+use crate::clock::Clock;
+use crate::domain::{Fingerprint, Member, MemberData, ReshardReport, SlotWrite, Span};
+use crate::error::{Error, Result};
+use crate::store::{Keyed, ShardMoves, Store, WriteKey, WriteStatus, new_version};
+
+/// Members marked moved at once (each chunk renews the lease).
+const CHUNK: usize = 256;
+
+/// Member moves under way at once.
+const IN_FLIGHT: usize = 16;
+
+/// How long a run's lease lasts unless renewed (each chunk renews it), in milliseconds.
+const LEASE_MS: i64 = 30_000;
+
+/// How long the records of a move's keyed writes are kept: a move cut short is finished
+/// within this time.
+const MOVE_KEY_TTL_SECONDS: u64 = 7 * 86_400;
+
+impl ShardedStore {
+    pub(super) async fn reshard_board(
+        &self,
+        board: &Board,
+        to: u32,
+        clock: &dyn Clock,
+    ) -> Result<ReshardReport> {
+        let moves = self
+            .inner
+            .shard_moves()
+            .ok_or_else(|| Error::store("the store underneath keeps no shard moves"))?;
+        board.config.clone().with_shards(to)?.check_rank()?;
+        let mut report = ReshardReport {
+            from: board.config.shards(),
+            to,
+            moved_members: 0,
+            moved_values: 0,
+        };
+        let running = |to| Error::ReshardRunning {
+            board: board.name.to_string(),
+            to,
+        };
+        match board.resharding {
+            None if report.from == to => return Ok(report),
+            None => {}
+            Some(Resharding::Moving { to: other }) if other != to => return Err(running(other)),
+            Some(Resharding::Moving { .. }) => {}
+            Some(Resharding::Sweeping { from }) if report.from == to => report.from = from,
+            Some(Resharding::Sweeping { .. }) => return Err(running(report.from)),
+        }
+        let mover = Mover {
+            store: self.inner.as_ref(),
+            moves,
+            clock,
+            holder: new_version().to_string(),
+            running: running(to),
+        };
+        let mut board = board.clone();
+        mover.hold(&board).await?;
+        if board.resharding.is_none() {
+            let moving = Resharding::Moving { to };
+            board = self.renew(&board, report.from, moving).await?;
+        }
+        if let Some(Resharding::Moving { .. }) = board.resharding {
+            let set = self.sets.get(self.inner.as_ref(), &board).await?;
+            for shard in 0..report.from as usize {
+                mover.hold(&board).await?;
+                mover.empty(&set, shard, to, true, &mut report).await?;
+            }
+            let sweeping = Resharding::Sweeping { from: report.from };
+            board = self.renew(&board, to, sweeping).await?;
+        }
+        let set = self.sets.get(self.inner.as_ref(), &board).await?;
+        for shard in 0..set.boards.len() {
+            mover.hold(&board).await?;
+            mover.empty(&set, shard, to, false, &mut report).await?;
+        }
+        let ended = moves.set_shards(&board, to, None).await;
+        self.sets.forget(&board.name);
+        let board = ended?;
+        moves.clear_moved(&board).await?;
+        for (i, shard) in set.boards.iter().enumerate().skip(1) {
+            if i < to as usize {
+                moves.clear_moved(shard).await?;
+            } else {
+                self.inner.drop_board(&shard.name).await?;
+            }
+        }
+        Ok(report)
+    }
+
+    /// Sets shard 0's count and reshard state, creates the shards they name, and renews
+    /// every other shard's version: the board as stored now.
+    async fn renew(&self, board: &Board, shards: u32, resharding: Resharding) -> Result<Board> {
+        let moves = self.inner.shard_moves().expect("checked by the caller");
+        let board = moves.set_shards(board, shards, Some(resharding)).await?;
+        self.sets.forget(&board.name);
+        let set = self.sets.get(self.inner.as_ref(), &board).await?;
+        let renewed = set.boards[1..]
+            .iter()
+            .map(|shard| moves.set_shards(shard, 1, None));
+        let renewed = try_join_all(renewed).await;
+        self.sets.forget(&board.name);
+        renewed?;
+        Ok(board)
+    }
+}
+
+/// One run's moves.
+struct Mover<'a> {
+    store: &'a dyn Store,
+    moves: &'a dyn ShardMoves,
+    clock: &'a dyn Clock,
+    /// This run, in the lease.
+    holder: String,
+    /// The error when another run holds the lease.
+    running: Error,
+}
+
+impl Mover<'_> {
+    /// Takes or renews the lease on `board` (shard 0).
+    async fn hold(&self, board: &Board) -> Result<()> {
+        let now = self.clock.now().unix_millis();
+        let until = now + LEASE_MS;
+        match self.moves.lease(board, &self.holder, now, until).await? {
+            true => Ok(()),
+            false => Err(self.running.clone()),
+        }
+    }
+
+    /// Moves every member off shard `shard` of `set` whose shard under `count` is
+    /// another, each chunk marked moved first when `mark`; moves cut short first.
+    async fn empty(
+        &self,
+        set: &ShardSet,
+        shard: usize,
+        count: u32,
+        mark: bool,
+        report: &mut ReshardReport,
+    ) -> Result<()> {
+        let board = &set.boards[shard];
+        for (member, stash) in self.moves.stashed(board).await? {
+            let to = &set.boards[shard_of(&member, count)];
+            let values = self.finish(board, to, &member, &stash).await?;
+            report.moved_members += 1;
+            report.moved_values += values;
+        }
+        let leaving: Vec<Member> = self
+            .moves
+            .slot_members(board)
+            .await?
+            .into_iter()
+            .filter(|m| shard_of(m, count) != shard)
+            .collect();
+        for chunk in leaving.chunks(CHUNK) {
+            if mark {
+                self.moves.mark_moved(board, chunk).await?;
+            }
+            for some in chunk.chunks(IN_FLIGHT) {
+                let moving = some
+                    .iter()
+                    .map(|m| self.move_member(board, &set.boards[shard_of(m, count)], m));
+                for values in try_join_all(moving).await?.into_iter().flatten() {
+                    report.moved_members += 1;
+                    report.moved_values += values;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves `member` from shard `from` to shard `to`: the values moved, `None` when it
+    /// had none there (nor data).
+    async fn move_member(&self, from: &Board, to: &Board, member: &Member) -> Result<Option<u64>> {
+        let history = self.store.history(from, self.clock.now(), member).await?;
+        let points: Vec<(i64, i64)> = history
+            .points
+            .iter()
+            .filter(|p| p.value != 0)
+            .map(|p| (p.slot, p.value))
+            .collect();
+        let data = self
+            .store
+            .member_data(from, std::slice::from_ref(member))
+            .await?;
+        let data = data.into_iter().next().flatten();
+        if points.is_empty() && data.is_none() {
+            return Ok(None);
+        }
+        let stash = Stash {
+            nonce: new_version(),
+            points,
+            data,
+        };
+        let kept = self.moves.stash(from, member, &stash.text()).await?;
+        self.finish(from, to, member, &kept).await.map(Some)
+    }
+
+    /// Finishes the move of `member` from `from` to `to` stashed as `stash`: the values
+    /// moved.
+    async fn finish(&self, from: &Board, to: &Board, member: &Member, stash: &str) -> Result<u64> {
+        let stash = Stash::parse(stash)
+            .ok_or_else(|| Error::store(format!("a bad reshard stash of {member}: {stash:?}")))?;
+        let now = self.clock.now();
+        let writes = |sign: i64| -> Vec<SlotWrite> {
+            let points = stash.points.iter();
+            points
+                .map(|(slot, value)| SlotWrite {
+                    slot: *slot,
+                    member: member.clone(),
+                    delta: sign * value,
+                    at: slot * 1000,
+                })
+                .collect()
+        };
+        let (takes, gives) = (writes(-1), writes(1));
+        let taken = self.keyed(from, now, takes, "take", &stash).await?;
+        // A value too late to take (its slot left every window) retires from the old
+        // shard: not given.
+        let gives: Vec<SlotWrite> = gives
+            .into_iter()
+            .zip(taken)
+            .filter(|(_, status)| *status == WriteStatus::Applied)
+            .map(|(give, _)| give)
+            .collect();
+        let moved = gives.len() as u64;
+        self.keyed(to, now, gives, "give", &stash).await?;
+        if let Some(data) = stash.data {
+            // Data set on the new shard since the member was marked is newer: kept.
+            let there = self
+                .store
+                .member_data(to, std::slice::from_ref(member))
+                .await?;
+            if there.into_iter().next().flatten().is_none() {
+                self.store
+                    .set_member_data(to, &[(member.clone(), data)])
+                    .await?;
+            }
+        }
+        self.moves.unstash(from, member).await?;
+        Ok(moved)
+    }
+
+    /// Applies `writes` to `board` once, under the key of the stash's `step`: each
+    /// write's status, as first applied.
+    async fn keyed(
+        &self,
+        board: &Board,
+        now: crate::domain::Timestamp,
+        writes: Vec<SlotWrite>,
+        step: &str,
+        stash: &Stash,
+    ) -> Result<Vec<WriteStatus>> {
+        if writes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let name = format!("reshard-{step}-{}", stash.nonce);
+        let key = WriteKey {
+            fingerprint: Fingerprint::of_bytes(name.as_bytes()).as_str().to_owned(),
+            name,
+            ttl: Span::from_seconds(MOVE_KEY_TTL_SECONDS).expect("a valid span"),
+        };
+        match self
+            .store
+            .write_keyed(board, now, writes.clone(), &key)
+            .await?
+        {
+            Keyed::Applied(statuses) => Ok(statuses),
+            Keyed::Replayed { recorded, .. } => recorded.statuses(&writes),
+            Keyed::Reused => Err(Error::store(format!(
+                "the reshard's key {} was used for another write",
+                key.name
+            ))),
+        }
+    }
+}
+
+/// What a member takes from its old shard: its values per slot and its data, and the
+/// nonce naming its move's keyed writes. Stored as text: the nonce, the `slot:value`
+/// pairs comma-separated, then the data (compact JSON, one line), a line each.
+struct Stash {
+    nonce: u64,
+    points: Vec<(i64, i64)>,
+    data: Option<MemberData>,
+}
+
+impl Stash {
+    fn text(&self) -> String {
+        let points: Vec<String> = self
+            .points
+            .iter()
+            .map(|(s, v)| format!("{s}:{v}"))
+            .collect();
+        let data = self.data.as_ref().map_or("", |d| d.as_str());
+        format!("{}\n{}\n{data}", self.nonce, points.join(","))
+    }
+
+    fn parse(text: &str) -> Option<Stash> {
+        let mut lines = text.splitn(3, '\n');
+        let nonce = lines.next()?.parse().ok()?;
+        let points = lines.next()?;
+        let points = match points.is_empty() {
+            true => Vec::new(),
+            false => points
+                .split(',')
+                .map(|p| {
+                    let (slot, value) = p.split_once(':')?;
+                    Some((slot.parse().ok()?, value.parse().ok()?))
+                })
+                .collect::<Option<_>>()?,
+        };
+        let data = lines.next()?;
+        let data = (!data.is_empty()).then(|| MemberData::stored(data.to_owned()));
+        Some(Stash {
+            nonce,
+            points,
+            data,
+        })
+    }
+}
