@@ -15,6 +15,10 @@ use crate::board::Board;
 use crate::domain::{BoardName, TrendingBoard};
 use crate::error::{Error, Result};
 
+/// How many times a call is run again on the board reloaded after the store said it
+/// changed.
+const RELOADS: usize = 3;
+
 /// Boards by name.
 #[derive(Default)]
 pub(super) struct BoardCache {
@@ -54,8 +58,10 @@ impl Rollboard {
         self.retry_changed(&mut board, op).await?
     }
 
-    /// Runs `op` on `board`; when the store says the board changed, reloads it once (into
-    /// `board`, for the caller's later calls) and runs `op` on the fresh board. The outer
+    /// Runs `op` on `board`; when the store says the board changed, reloads it (into
+    /// `board`, for the caller's later calls) and runs `op` on the fresh board, up to
+    /// [`RELOADS`] times (a sharded board being resharded changes twice in a row: its
+    /// shards, then the board). The outer
     /// error is the reload's (the board is gone, is now a trending board, or the store
     /// failed); the inner result is `op`'s.
     pub(super) async fn retry_changed<T, F, Fut>(
@@ -67,14 +73,17 @@ impl Rollboard {
         F: Fn(Arc<Board>) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        match op(board.clone()).await {
-            Err(Error::BoardChanged(_)) => {
-                let name = board.name.clone();
-                self.inner.boards.forget(&name);
-                *board = self.cached_board(&name).await?;
-                Ok(op(board.clone()).await)
+        let mut reloads = 0;
+        loop {
+            match op(board.clone()).await {
+                Err(Error::BoardChanged(_)) if reloads < RELOADS => {
+                    reloads += 1;
+                    let name = board.name.clone();
+                    self.inner.boards.forget(&name);
+                    *board = self.cached_board(&name).await?;
+                }
+                other => return Ok(other),
             }
-            other => Ok(other),
         }
     }
 

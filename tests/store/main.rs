@@ -79,6 +79,7 @@ mod recompute_long;
 mod redis_layout;
 mod relayout;
 mod replica_acks;
+mod resharding;
 mod retire_swap;
 mod retirer;
 mod sharded;

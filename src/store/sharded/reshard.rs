@@ -124,20 +124,29 @@ impl ShardedStore {
         Ok(report)
     }
 
-    /// Sets shard 0's count and reshard state, creates the shards they name, and renews
-    /// every other shard's version: the board as stored now.
+    /// Sets shard 0's count and reshard state, after creating the shards they name,
+    /// and renews every other shard's version at the same time: the board as stored now.
     async fn renew(&self, board: &Board, shards: u32, resharding: Resharding) -> Result<Board> {
         let moves = self.inner.shard_moves().expect("checked by the caller");
-        let board = moves.set_shards(board, shards, Some(resharding)).await?;
+        let config = board.config.clone().with_shards(shards)?;
+        let next = Board {
+            config,
+            resharding: Some(resharding),
+            ..board.clone()
+        };
+        let set = self.sets.get(self.inner.as_ref(), &next).await;
         self.sets.forget(&board.name);
-        let set = self.sets.get(self.inner.as_ref(), &board).await?;
-        let renewed = set.boards[1..]
+        let set = set?;
+        let others = set.boards[1..]
             .iter()
             .map(|shard| moves.set_shards(shard, 1, None));
-        let renewed = try_join_all(renewed).await;
-        self.sets.forget(&board.name);
-        renewed?;
-        Ok(board)
+        let (board, others) = futures_util::join!(
+            moves.set_shards(board, shards, Some(resharding)),
+            try_join_all(others)
+        );
+        self.sets.forget(&next.name);
+        others?;
+        board
     }
 }
 
@@ -188,6 +197,7 @@ impl Mover<'_> {
             .filter(|m| shard_of(m, count) != shard)
             .collect();
         for chunk in leaving.chunks(CHUNK) {
+            self.retire(set).await?;
             if mark {
                 self.moves.mark_moved(board, chunk).await?;
             }
@@ -201,6 +211,16 @@ impl Mover<'_> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Retires every shard of `set` through now: a window that froze a slot no longer
+    /// counts it, so a member moving now is whole on its new shard in every window (a
+    /// frozen value left on its old shard would show it there too until retired).
+    async fn retire(&self, set: &ShardSet) -> Result<()> {
+        let now = self.clock.now();
+        let passes = set.boards.iter().map(|shard| self.store.retire(shard, now));
+        try_join_all(passes).await?;
         Ok(())
     }
 

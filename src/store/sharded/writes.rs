@@ -12,14 +12,21 @@
 //! find it whole. A keyed write or one with a token goes to the member's shard under
 //! the board's count however the member moved: a retry then splits the write as the
 //! first call did and finds each part's record. What it adds to a member that moved
-//! is swept over to the member's new shard when the reshard ends.
+//! is swept over to the member's new shard when the reshard ends. A part a shard
+//! refuses because it changed (a reshard renewed its version: nothing was applied) is
+//! sent again, split anew, through the board as stored now.
 
 use futures_util::future::join_all;
 
 use super::view::Sharded;
+use crate::any_board::AnyBoard;
+use crate::board::Board;
 use crate::domain::{SlotWrite, Timestamp};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::{Keyed, Recorded, WriteKey, WriteStatus};
+
+/// How many times a part refused by a shard that changed is sent again.
+const RESENDS: usize = 3;
 
 /// One shard's part of a batch: the shard, and the batch's indexes of its writes.
 struct Part {
@@ -28,7 +35,14 @@ struct Part {
     writes: Vec<SlotWrite>,
 }
 
-impl Part {
+/// A part sent, and what its shard answered.
+struct Answered<T> {
+    indexes: Vec<usize>,
+    writes: Vec<SlotWrite>,
+    result: Result<T>,
+}
+
+impl<T> Answered<T> {
     /// Puts the statuses its shard `answered` in their places in the batch's `statuses`.
     fn place(&self, answered: Vec<WriteStatus>, statuses: &mut [WriteStatus]) {
         for (index, status) in self.indexes.iter().zip(answered) {
@@ -37,14 +51,15 @@ impl Part {
     }
 }
 
-impl Sharded<'_> {
-    /// Splits `writes` by shard (shards without writes left out): each to the shard
-    /// that holds its member ([`Sharded::homes`]), or with `by_count` to its shard under
-    /// the board's count, whatever a reshard has moved (see the module header).
-    async fn split(&self, writes: Vec<SlotWrite>, by_count: bool) -> Result<Vec<Part>> {
+impl<'a> Sharded<'a> {
+    /// Splits `writes` (each with its index in the batch) by shard, shards without
+    /// writes left out: each to the shard that holds its member ([`Sharded::homes`]),
+    /// or with `by_count` to its shard under the board's count, whatever a reshard has
+    /// moved (see the module header).
+    async fn split(&self, writes: Vec<(usize, SlotWrite)>, by_count: bool) -> Result<Vec<Part>> {
         let homes = match by_count {
-            true => writes.iter().map(|w| self.set.of(&w.member)).collect(),
-            false => self.homes(writes.iter().map(|w| &w.member)).await?,
+            true => writes.iter().map(|(_, w)| self.set.of(&w.member)).collect(),
+            false => self.homes(writes.iter().map(|(_, w)| &w.member)).await?,
         };
         let mut parts: Vec<Part> = (0..self.shards().len())
             .map(|shard| Part {
@@ -53,7 +68,7 @@ impl Sharded<'_> {
                 writes: Vec::new(),
             })
             .collect();
-        for (index, (write, home)) in writes.into_iter().zip(homes).enumerate() {
+        for ((index, write), home) in writes.into_iter().zip(homes) {
             let part = &mut parts[home];
             part.indexes.push(index);
             part.writes.push(write);
@@ -62,23 +77,72 @@ impl Sharded<'_> {
         Ok(parts)
     }
 
-    /// `call` on each part's shard at once: each part with its result (a shard that
-    /// changed answered as the board, see `lift`).
-    async fn on_parts<'p, T, F, Fut>(
+    /// `call` on each part's shard at once (split as [`split`](Self::split) says), a part
+    /// refused by a shard that changed sent again through the board as stored now: each
+    /// part with its result (a shard that changed answered as the board, see `lift`).
+    async fn send<T, F, Fut>(
         &self,
-        parts: &'p [Part],
+        writes: Vec<SlotWrite>,
+        by_count: bool,
         call: F,
-    ) -> Vec<(&'p Part, Result<T>)>
+    ) -> Result<Vec<Answered<T>>>
     where
-        F: Fn(&'p Part) -> Fut,
+        F: Fn(Board, Vec<SlotWrite>) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let results = join_all(parts.iter().map(&call)).await;
-        parts
-            .iter()
-            .zip(results)
-            .map(|(part, result)| (part, self.lift(result)))
-            .collect()
+        let mut pending: Vec<(usize, SlotWrite)> = writes.into_iter().enumerate().collect();
+        let mut answered = Vec::new();
+        let mut reloaded: Option<Sharded<'a>> = None;
+        for round in 0..=RESENDS {
+            let view = reloaded.as_ref().unwrap_or(self);
+            let parts = view.split(pending, by_count).await?;
+            let calls = parts
+                .iter()
+                .map(|p| call(view.shards()[p.shard].clone(), p.writes.clone()));
+            let results = join_all(calls).await;
+            pending = Vec::new();
+            for (part, result) in parts.into_iter().zip(results) {
+                match result {
+                    Err(Error::BoardChanged(_) | Error::BoardNotFound(_)) if round < RESENDS => {
+                        pending.extend(part.indexes.into_iter().zip(part.writes));
+                    }
+                    result => answered.push(Answered {
+                        indexes: part.indexes,
+                        writes: part.writes,
+                        result: view.lift(result),
+                    }),
+                }
+            }
+            if pending.is_empty() {
+                break;
+            }
+            match self.reloaded().await? {
+                Some(view) => reloaded = Some(view),
+                None => {
+                    let (indexes, writes) = pending.drain(..).unzip();
+                    let result = Err(Error::BoardChanged(self.board().name.to_string()));
+                    answered.push(Answered {
+                        indexes,
+                        writes,
+                        result,
+                    });
+                    break;
+                }
+            }
+        }
+        Ok(answered)
+    }
+
+    /// The board as stored now, with its shards, when it is still this incarnation.
+    async fn reloaded(&self) -> Result<Option<Sharded<'a>>> {
+        let name = &self.board().name;
+        self.sets.forget(name);
+        let board = match self.store.load_board(name).await? {
+            Some(AnyBoard::Windowed(board)) if board.created_at == self.board().created_at => board,
+            _ => return Ok(None),
+        };
+        let set = self.sets.get(self.store, &board).await?;
+        Ok(Some(Sharded::new(self.store, self.sets, set)))
     }
 
     pub(super) async fn write(
@@ -87,23 +151,22 @@ impl Sharded<'_> {
         writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>> {
         let count = writes.len();
-        let parts = self.split(writes, false).await?;
+        let store = self.store;
         let results = self
-            .on_parts(&parts, |p| {
-                self.store
-                    .write(&self.shards()[p.shard], now, p.writes.clone())
+            .send(writes, false, |shard, writes| async move {
+                store.write(&shard, now, writes).await
             })
-            .await;
+            .await?;
         let mut statuses = vec![WriteStatus::Unconfirmed; count];
         let mut failed = None;
         let mut landed = false;
-        for (part, result) in results {
-            match result {
+        for part in results {
+            match &part.result {
                 Ok(answered) => {
                     landed = true;
-                    part.place(answered, &mut statuses);
+                    part.place(answered.clone(), &mut statuses);
                 }
-                Err(error) => failed = failed.or(Some(error)),
+                Err(error) => failed = failed.or(Some(error.clone())),
             }
         }
         match failed {
@@ -119,18 +182,17 @@ impl Sharded<'_> {
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>> {
         let count = writes.len();
-        let parts = self.split(writes, true).await?;
+        let store = self.store;
         let results = self
-            .on_parts(&parts, |p| {
-                self.store
-                    .write_once(&self.shards()[p.shard], now, p.writes.clone(), token)
+            .send(writes, true, |shard, writes| async move {
+                store.write_once(&shard, now, writes, token).await
             })
-            .await;
+            .await?;
         // A part applied before (by a call cut short) counts as applied now.
         let mut statuses = vec![WriteStatus::Applied; count];
         let mut fresh = false;
-        for (part, result) in results {
-            if let Some(answered) = result? {
+        for part in results {
+            if let Some(answered) = part.result.clone()? {
                 fresh = true;
                 part.place(answered, &mut statuses);
             }
@@ -145,17 +207,16 @@ impl Sharded<'_> {
         key: &WriteKey,
     ) -> Result<Keyed> {
         let count = writes.len();
-        let parts = self.split(writes, true).await?;
+        let store = self.store;
         let results = self
-            .on_parts(&parts, |p| {
-                self.store
-                    .write_keyed(&self.shards()[p.shard], now, p.writes.clone(), key)
+            .send(writes, true, |shard, writes| async move {
+                store.write_keyed(&shard, now, writes, key).await
             })
-            .await;
+            .await?;
         let mut statuses = vec![WriteStatus::Applied; count];
         let mut replayed = None;
-        for (part, result) in results {
-            let answered = match result? {
+        for part in results {
+            let answered = match part.result.clone()? {
                 Keyed::Reused => return Ok(Keyed::Reused),
                 Keyed::Applied(answered) => answered,
                 Keyed::Replayed { now, recorded } => {

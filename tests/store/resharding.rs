@@ -1,0 +1,321 @@
+//! Changing a sharded board's shard count online (`Rollboard::reshard`): a board grown
+//! from 3 shards to 5 and shrunk to 2 while six writers go on (plain and keyed writes,
+//! deltas that cancel out) answers every read as its twin of one shard fed the same
+//! events, on every store; a reshard cut short is finished by running it again; what a
+//! reshard cannot do is refused with a clear error.
+
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rollboard::{
+    BoardConfig, Error, Event, MemberData, Order, Resharding, Rollboard, ScoreRange, Ties,
+};
+
+use crate::support::{Harness, board_names, unique};
+
+on_every_store!(
+    a_board_resharded_under_writes_reads_as_its_twin,
+    a_board_of_one_shard_is_sharded_and_back,
+    what_a_reshard_cannot_do_is_refused,
+);
+
+/// Members written: skewed, so a few lead and most are in the long tail.
+const MEMBERS: u64 = 600;
+
+/// The writers running beside each reshard.
+const WRITERS: u64 = 6;
+
+/// `count` events from `rng`: skewed members, mostly positive deltas; every tenth
+/// member of the `zero:` family gets +3 now and -3 in the next hour's writes (its
+/// values cancel out: it holds slot values and no total).
+fn events(rng: &mut StdRng, count: usize, hour: i64) -> Vec<Event> {
+    let mut events: Vec<Event> = (0..count)
+        .map(|_| {
+            let m = (rng.random_range(0.0f64..1.0).powi(2) * MEMBERS as f64) as u64;
+            let delta = if rng.random_bool(0.9) {
+                rng.random_range(1..4)
+            } else {
+                -1
+            };
+            Event::new(format!("post:{m}"), delta)
+        })
+        .collect();
+    let zero = rng.random_range(0..40);
+    events.push(Event::new(format!("zero:{hour}:{zero}"), 3));
+    if hour > 0 {
+        events.push(Event::new(format!("zero:{}:{zero}", hour - 1), -3));
+    }
+    events
+}
+
+/// Writes the same batches to `one` and `other` from `WRITERS` tasks (a third of the
+/// batches under an idempotency key, sent twice), each applied whole on both.
+async fn write_beside(b: &Rollboard, one: &str, other: &str, seed: u64, hour: i64) {
+    let writers = (0..WRITERS).map(|w| {
+        let (b, one, other) = (b.clone(), one.to_owned(), other.to_owned());
+        tokio::spawn(async move {
+            let mut rng = StdRng::seed_from_u64(seed * 100 + w);
+            for batch in 0..12 {
+                let events = events(&mut rng, 60, hour);
+                for board in [&one, &other] {
+                    let outcome = match batch % 3 {
+                        0 => {
+                            let key = format!("k-{seed}-{w}-{batch}");
+                            b.write_idempotent(board, &events, &key).await.unwrap();
+                            b.write_idempotent(board, &events, &key).await.unwrap()
+                        }
+                        _ => b.incr_batch(board, &events).await.unwrap(),
+                    };
+                    assert_eq!(outcome.accepted, events.len(), "{board}");
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+    });
+    for writer in writers.collect::<Vec<_>>() {
+        writer.await.unwrap();
+    }
+}
+
+/// Every read of `other` equals the same read of `one`: pages from both ends, ranks and
+/// scores of members, histories, member data beside the top and the board's state.
+async fn same_reads(b: &Rollboard, one: &str, other: &str, what: &str) {
+    let config = b.board(one).await.unwrap().config;
+    let twin = b.describe_board(one).await.unwrap();
+    let status = b.describe_board(other).await.unwrap();
+    for (w, t) in status.windows.iter().zip(&twin.windows) {
+        assert_eq!(
+            (w.members, w.ranked),
+            (t.members, t.ranked),
+            "{what}: {w:?} {t:?}"
+        );
+    }
+    for window in config.windows() {
+        let w = Some(*window);
+        for (order, offset, limit) in [
+            (Order::Desc, 0, 1000),
+            (Order::Asc, 0, 50),
+            (Order::Desc, 200, 30),
+        ] {
+            let all = ScoreRange::ALL;
+            let a = b.ranking(one, w, all, order, offset, limit).await.unwrap();
+            let s = b
+                .ranking(other, w, all, order, offset, limit)
+                .await
+                .unwrap();
+            assert_eq!(a.entries, s.entries, "{what}: {window} {order:?} {offset}");
+        }
+        let members: Vec<String> = (0..MEMBERS)
+            .step_by(11)
+            .map(|m| format!("post:{m}"))
+            .chain((0..40).map(|z| format!("zero:0:{z}")))
+            .collect();
+        let a = b.ranks(one, &members, w).await.unwrap();
+        let s = b.ranks(other, &members, w).await.unwrap();
+        assert_eq!(a.entries, s.entries, "{what}: ranks in {window}");
+        for member in members.iter().step_by(9) {
+            let a = b.score(one, member, w).await.unwrap();
+            let s = b.score(other, member, w).await.unwrap();
+            assert_eq!(a, s, "{what}: {member} in {window}");
+        }
+    }
+    for m in [0, 1, 5, 77, 301] {
+        let member = format!("post:{m}");
+        let a = b.history(one, &member).await.unwrap();
+        let s = b.history(other, &member).await.unwrap();
+        assert_eq!(a, s, "{what}: history of {member}");
+    }
+    let a = b.with_data(one, b.top(one, None, 0, 30).await.unwrap());
+    let s = b.with_data(other, b.top(other, None, 0, 30).await.unwrap());
+    assert_eq!(a.await.unwrap().entries, s.await.unwrap().entries, "{what}");
+}
+
+async fn a_board_resharded_under_writes_reads_as_its_twin(h: Harness) {
+    let (one, sharded) = (unique("one"), unique("resharded"));
+    let b = &h.boards;
+    let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
+    b.create_board(&one, config.clone()).await.unwrap();
+    let three = config.clone().with_shards(3).unwrap();
+    b.create_board(&sharded, three).await.unwrap();
+    h.at(60);
+    write_beside(b, &one, &sharded, 1, 0).await;
+    // Data on the leaders, kept by each member's shard.
+    let leaders = b.top(&one, None, 0, 12).await.unwrap().entries;
+    for (m, leader) in leaders.iter().enumerate() {
+        let data = MemberData::parse(&format!(r#"{{"title":"post {m}"}}"#)).unwrap();
+        for board in [&one, &sharded] {
+            b.set_member_data(board, &leader.member, data.clone())
+                .await
+                .unwrap();
+        }
+    }
+    same_reads(b, &one, &sharded, "before").await;
+
+    // Grown to 5 shards while six writers go on, an hour later (the first hour's slot is
+    // frozen out of the 1h window, not yet retired).
+    h.at(3600 + 60);
+    let (report, ()) = tokio::join!(
+        b.reshard(&sharded, 5),
+        write_beside(b, &one, &sharded, 2, 1)
+    );
+    let report = report.unwrap();
+    assert_eq!((report.from, report.to), (3, 5));
+    // Jump hashing moves two fifths of the members, to the two new shards.
+    assert!(report.moved_members > 150, "{report:?}");
+    assert!(report.moved_values >= report.moved_members, "{report:?}");
+    let board = b.board(&sharded).await.unwrap();
+    assert_eq!((board.config.shards(), board.resharding), (5, None));
+    // The moves retired the shards (the first hour's slot left the 1h window): the
+    // twin, retired too, reads the same.
+    b.retire(&one).await.unwrap();
+    same_reads(b, &one, &sharded, "grown").await;
+    let report = b.retire(&sharded).await.unwrap();
+    assert_eq!(report.slots_retired, 0, "{report:?}");
+    let again = b.reshard(&sharded, 5).await.unwrap();
+    assert_eq!((again.from, again.to, again.moved_members), (5, 5, 0));
+
+    // Shrunk to 2 while writers go on: members of shards 2 to 4 move, the rest stay.
+    h.at(2 * 3600 + 60);
+    let (report, ()) = tokio::join!(
+        b.reshard(&sharded, 2),
+        write_beside(b, &one, &sharded, 3, 2)
+    );
+    let report = report.unwrap();
+    assert_eq!((report.from, report.to), (5, 2));
+    assert!(report.moved_members > 200, "{report:?}");
+    for board in [&one, &sharded] {
+        b.retire(board).await.unwrap();
+    }
+    same_reads(b, &one, &sharded, "shrunk").await;
+    // An hour on, the slots the moves wrote into retire as the twin's do.
+    h.at(3 * 3600 + 60);
+    write_beside(b, &one, &sharded, 4, 3).await;
+    for board in [&one, &sharded] {
+        b.retire(board).await.unwrap();
+    }
+    same_reads(b, &one, &sharded, "an hour on").await;
+    let status = b.describe_board(&sharded).await.unwrap();
+    assert_eq!(status.config.shards(), 2);
+    // The shards a smaller count leaves out are gone; none is listed.
+    let names = board_names(b).await;
+    assert!(names.contains(&sharded) && names.iter().all(|n| !n.contains('#')));
+    b.drop_board(&sharded).await.unwrap();
+    b.drop_board(&one).await.unwrap();
+}
+
+async fn a_board_of_one_shard_is_sharded_and_back(h: Harness) {
+    let (one, board) = (unique("one"), unique("grown"));
+    let b = &h.boards;
+    let config = BoardConfig::parse("1h", &["1h", "3h"])
+        .unwrap()
+        .with_ties(Ties::Position);
+    for name in [&one, &board] {
+        b.create_board(name, config.clone()).await.unwrap();
+    }
+    h.at(60);
+    write_beside(b, &one, &board, 5, 0).await;
+    let report = b.reshard(&board, 4).await.unwrap();
+    assert_eq!((report.from, report.to), (1, 4));
+    assert!(report.moved_members > 300, "{report:?}");
+    same_reads(b, &one, &board, "sharded").await;
+    h.at(3600 + 60);
+    let (back, ()) = tokio::join!(b.reshard(&board, 1), write_beside(b, &one, &board, 6, 1));
+    assert_eq!(back.unwrap().to, 1);
+    for name in [&one, &board] {
+        b.retire(name).await.unwrap();
+    }
+    same_reads(b, &one, &board, "one shard again").await;
+    assert_eq!(b.board(&board).await.unwrap().config, config);
+}
+
+async fn what_a_reshard_cannot_do_is_refused(h: Harness) {
+    let b = &h.boards;
+    let dense = unique("dense");
+    let config = BoardConfig::parse("1h", &["1h"]).unwrap();
+    b.create_board(&dense, config.clone().with_ties(Ties::Dense))
+        .await
+        .unwrap();
+    let err = b.reshard(&dense, 3).await.unwrap_err();
+    assert_eq!(err.code(), "invalid_config", "{err}");
+    assert!(err.to_string().contains("dense"), "{err}");
+    let max = unique("max");
+    let max_config = config
+        .clone()
+        .with_aggregate(rollboard::Aggregate::Max)
+        .with_shards(2)
+        .unwrap();
+    b.create_board(&max, max_config).await.unwrap();
+    let err = b.reshard(&max, 3).await.unwrap_err();
+    assert_eq!(err.code(), "aggregate_unsupported", "{err}");
+    let board = unique("counts");
+    b.create_board(&board, config.with_shards(2).unwrap())
+        .await
+        .unwrap();
+    for shards in [0, 33] {
+        let err = b.reshard(&board, shards).await.unwrap_err();
+        assert_eq!(err.code(), "invalid_config", "{err}");
+    }
+    let err = b.reshard("no-such-board", 3).await.unwrap_err();
+    assert_eq!(err.code(), "board_not_found");
+}
+
+/// A reshard cut short (its future dropped mid-way, as a crash would leave it) leaves the
+/// board readable and is finished by running it again with the same count, once its
+/// lease has run out; another count is refused meanwhile.
+async fn a_reshard_cut_short_is_finished_by_running_it_again(h: Harness) {
+    let b = &h.boards;
+    let (one, board) = (unique("one"), unique("cut"));
+    let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
+    b.create_board(&one, config.clone()).await.unwrap();
+    b.create_board(&board, config.with_shards(2).unwrap())
+        .await
+        .unwrap();
+    h.at(60);
+    write_beside(b, &one, &board, 7, 0).await;
+    // Cut ever later until the cut falls while members move (a run cut before it began
+    // holds its lease: each try is 31 s after the one before).
+    let mut cut = Duration::from_millis(2);
+    let mut at = 60;
+    loop {
+        at += 31;
+        h.at(at);
+        let run = tokio::time::timeout(cut, b.reshard(&board, 3)).await;
+        assert!(run.is_err(), "the reshard ended before {cut:?}: {run:?}");
+        let state = b.board(&board).await.unwrap().resharding;
+        if state == Some(Resharding::Moving { to: 3 }) {
+            break;
+        }
+        assert_eq!(state, None, "cut at {cut:?}");
+        cut *= 2;
+    }
+    // Its lease holds: a second run is refused, as is another count.
+    for shards in [3, 4] {
+        let err = b.reshard(&board, shards).await.unwrap_err();
+        assert_eq!(
+            err,
+            Error::ReshardRunning {
+                board: board.clone(),
+                to: 3
+            }
+        );
+        assert_eq!(err.code(), "board_busy");
+    }
+    // Writes go on; once the lease has run out, the same count finishes the move.
+    h.at(at + 31);
+    write_beside(b, &one, &board, 8, 0).await;
+    let report = b.reshard(&board, 3).await.unwrap();
+    assert_eq!((report.from, report.to), (2, 3));
+    assert_eq!(b.board(&board).await.unwrap().resharding, None);
+    same_reads(b, &one, &board, "finished").await;
+}
+
+#[tokio::test]
+async fn a_reshard_cut_short_on_redis_is_finished_by_running_it_again() {
+    a_reshard_cut_short_is_finished_by_running_it_again(Harness::redis().await).await;
+}
+
+#[tokio::test]
+async fn a_reshard_cut_short_on_plain_slots_is_finished_by_running_it_again() {
+    a_reshard_cut_short_is_finished_by_running_it_again(Harness::redis_plain().await).await;
+}
