@@ -14,8 +14,8 @@ use super::json_int;
 use super::wire::SpanInput;
 use crate::{
     Aggregate, Board, BoardConfig, BoardKind, BoardName, BoardState, Created, Layout, RankedTotals,
-    RecomputeReport, RelayoutOptions, RelayoutReport, SnapshotPolicy, Span, Ties, TrendCreated,
-    TrendingBoard, TrendingConfig,
+    RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport, SnapshotPolicy, Span, Ties,
+    TrendCreated, TrendingBoard, TrendingConfig,
 };
 
 /// A board's config as sent in `PUT /v1/boards/{board}`: a windowed board (`slot`,
@@ -453,6 +453,50 @@ pub async fn relayout(
             .relayout_with(&board, q.layout, options)
             .await?,
     ))
+}
+
+/// `{"shards": 5}`: the shard count a reshard changes the board to.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReshardBody {
+    /// The board's shard count from now on, 1–32.
+    #[serde(deserialize_with = "json_int::u64")]
+    #[schema(value_type = u32, minimum = 1, maximum = 32)]
+    pub shards: u64,
+}
+
+/// Changes the board's shard count: every member whose shard differs under the new count
+/// moves there, exactly, while writes, reads and retirement go on; the board's config
+/// says the new count afterwards. A run cut short is finished by running it again with
+/// the same count. Runs to its end even if the request times out.
+#[utoipa::path(
+    post, path = "/v1/boards/{board}/reshard", tag = "boards", operation_id = "boardsReshard",
+    params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
+    request_body = ReshardBody,
+    responses(
+        (status = 200, description = "The counts before and after, and the members that moved with their slot values", body = ReshardReport,
+         example = json!({"from": 3, "to": 5, "moved_members": 41250, "moved_values": 290114})),
+        (status = 400, description = "`bad_request`: the body is not `{\"shards\": <count>}`", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
+        (status = 404, description = "`board_not_found`", body = ErrorBody),
+        (status = 409, description = "`board_busy`: a reshard of the board to another count, or another run, is under way; `board_changed`; `board_kind`: a trending board; `aggregate_unsupported`: a max, min or latest board (its shard count is fixed)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`; `invalid_config`: a count outside 1–32, or dense ties with more than one shard", body = ErrorBody),
+    ),
+    security(("adminToken" = []))
+)]
+pub async fn reshard(
+    _: AdminAccess,
+    State(state): State<AppState>,
+    ApiPath(board): ApiPath<String>,
+    ApiJson(body): ApiJson<ReshardBody>,
+) -> ApiResult<Json<ReshardReport>> {
+    let shards = u32::try_from(body.shards).unwrap_or(u32::MAX);
+    let boards = state.boards.clone();
+    let task = tokio::spawn(async move { boards.reshard(&board, shards).await });
+    let report = task
+        .await
+        .map_err(|e| crate::Error::store(format!("reshard task failed: {e}")))??;
+    Ok(Json(report))
 }
 
 /// `?window=` of a recompute.

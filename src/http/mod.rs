@@ -183,6 +183,7 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         ))
         .routes(routes!(boards::recompute))
         .routes(routes!(boards::relayout))
+        .routes(routes!(boards::reshard))
         .routes(routes!(events::post_events))
         .routes(routes!(multi::post_multi_events))
         .routes(routes!(multi::member_across))

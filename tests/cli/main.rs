@@ -329,6 +329,59 @@ async fn recompute_repairs_a_drifted_board_and_says_what_it_did() {
 }
 
 #[tokio::test]
+async fn reshard_moves_members_and_keeps_every_read() {
+    let redis = TestRedis::start().await;
+    let board = unique("cli");
+    let boards = Rollboard::redis(&redis.url).await.unwrap();
+    let config = BoardConfig::parse("1h", &["1h"]).unwrap();
+    boards
+        .create_board(&board, config.with_shards(2).unwrap())
+        .await
+        .unwrap();
+    let events: Vec<rollboard::Event> = (0..40)
+        .map(|m| rollboard::Event::new(format!("m{m}"), m + 1))
+        .collect();
+    boards.incr_batch(&board, &events).await.unwrap();
+    let before = boards.top(&board, None, 0, 40).await.unwrap().entries;
+    let out = rollboard(&["reshard", &board, "--shards", "3"], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = stdout(&out);
+    let moved: u64 = printed
+        .strip_prefix(&format!("{board}: 2 shards -> 3; moved "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{printed}"));
+    // A third of the members move to the new shard (each with its one slot value).
+    assert!((5..=25).contains(&moved), "{printed}");
+    assert!(
+        printed.contains(&format!("members ({moved} slot values)")),
+        "{printed}"
+    );
+    let boards = Rollboard::redis(&redis.url).await.unwrap();
+    assert_eq!(boards.board(&board).await.unwrap().config.shards(), 3);
+    assert_eq!(
+        boards.top(&board, None, 0, 40).await.unwrap().entries,
+        before
+    );
+    let again = rollboard(&["reshard", &board, "--shards", "3"], Some(&redis.url));
+    assert!(
+        stdout(&again).starts_with(&format!(
+            "{board}: 3 shards -> 3; moved 0 members (0 slot values)"
+        )),
+        "{}",
+        stdout(&again)
+    );
+    let bad = rollboard(&["reshard", &board, "--shards", "40"], Some(&redis.url));
+    assert!(!bad.status.success());
+    assert_eq!(stderr(&bad).lines().count(), 1, "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("shards must be between 1 and 32, got 40"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[tokio::test]
 async fn relayout_switches_new_slots_and_counts_the_old_ones() {
     let redis = TestRedis::start().await;
     // Two live plain slots: compact is the default layout, but each slot was written

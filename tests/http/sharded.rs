@@ -154,3 +154,102 @@ async fn a_sharded_board_over_http(backend: Backend) {
     }
     assert_eq!(app.get("/v1/boards").await.body["boards"], json!([]));
 }
+
+#[tokio::test]
+async fn a_board_resharded_over_http_on_redis() {
+    a_board_resharded_over_http(Backend::Redis).await;
+}
+
+#[tokio::test]
+async fn a_board_resharded_over_http_on_memory() {
+    a_board_resharded_over_http(Backend::Memory).await;
+}
+
+/// `POST /v1/boards/{board}/reshard {"shards": K}`: the members move, every read stays
+/// the same, the config says the new count, and bad requests are answered with their
+/// code.
+async fn a_board_resharded_over_http(backend: Backend) {
+    let app = fresh_app(backend).await;
+    let b = unique("reshard");
+    let path = format!("/v1/boards/{b}");
+    let config = json!({"slot": "1h", "windows": ["1h"], "shards": 2});
+    assert_eq!(app.put(&path, config).await.status, StatusCode::CREATED);
+    let events: Vec<_> = (0..30)
+        .map(|m| json!({"member": format!("m{m:02}"), "delta": m % 10 + 1}))
+        .collect();
+    app.post(&format!("{path}/events"), json!({"events": events}))
+        .await;
+    let before = app.get(&format!("{path}/top?limit=30")).await.body;
+    let expected: Vec<(u64, String, i64)> = (0..30)
+        .map(|k| {
+            // Totals 10 down to 1, three members each (m09, m19, m29 hold 10).
+            let total = 10 - k / 3;
+            let member = format!("m{}{}", k % 3, total - 1);
+            (k as u64 / 3 * 3 + 1, member, total)
+        })
+        .collect();
+    assert_eq!(entries(&before), expected);
+
+    let reply = app
+        .post(&format!("{path}/reshard"), json!({"shards": 4}))
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+    assert_eq!(
+        (reply.body["from"].clone(), reply.body["to"].clone()),
+        (json!(2), json!(4))
+    );
+    // Each member holds one slot value; growing to 4 moves about half of them.
+    let moved = reply.body["moved_members"].as_u64().unwrap();
+    assert_eq!(reply.body["moved_values"].as_u64(), Some(moved));
+    assert!((5..=25).contains(&moved), "{:?}", reply.body);
+    assert_eq!(app.get(&format!("{path}/top?limit=30")).await.body, before);
+    assert_eq!(app.get(&path).await.body["config"]["shards"], 4);
+    let member = app.get(&format!("{path}/members/m18")).await;
+    assert_eq!(
+        (member.body["rank"].clone(), member.body["score"].clone()),
+        (json!(4), json!(9))
+    );
+    let again = app
+        .post(&format!("{path}/reshard"), json!({"shards": 4}))
+        .await;
+    assert_eq!(again.body["moved_members"], 0, "{:?}", again.body);
+
+    for (body, status, code) in [
+        (
+            json!({"shards": 33}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_config",
+        ),
+        (
+            json!({"shards": 0}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_config",
+        ),
+        (
+            json!({"shards": "3"}),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        ),
+        (json!({"count": 3}), StatusCode::BAD_REQUEST, "bad_request"),
+    ] {
+        let reply = app.post(&format!("{path}/reshard"), body.clone()).await;
+        assert_eq!(
+            (reply.status, reply.code()),
+            (status, code),
+            "{body}: {:?}",
+            reply.body
+        );
+    }
+    let missing = app
+        .post("/v1/boards/no-such-board/reshard", json!({"shards": 2}))
+        .await;
+    assert_eq!(missing.code(), "board_not_found");
+    let max = format!("/v1/boards/{}", unique("reshard"));
+    let config = json!({"slot": "1h", "windows": ["1h"], "aggregate": "max", "shards": 2});
+    assert_eq!(app.put(&max, config).await.status, StatusCode::CREATED);
+    let refused = app
+        .post(&format!("{max}/reshard"), json!({"shards": 3}))
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT);
+    assert_eq!(refused.code(), "aggregate_unsupported");
+}

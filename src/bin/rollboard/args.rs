@@ -77,6 +77,13 @@ pub enum Command {
     /// board is wholly in the new layout once its largest window has passed. Prints how
     /// many live slots still have the old layout.
     Relayout(RelayoutArgs),
+    /// Change a sharded board's shard count (1 to 32), online and exactly while writes go
+    /// on.
+    ///
+    /// Every member whose shard differs under the new count moves there; reads stay
+    /// exact. A run cut short (an error, Ctrl-C) is finished by running it again with the
+    /// same count (after 30 s, when its lease has run out). Prints the members moved.
+    Reshard(ReshardArgs),
     /// Remove members from every slot and window of a board: those listed, or those
     /// ranked in one window whose totals there are within --min-score/--max-score.
     ///
@@ -211,6 +218,18 @@ pub struct RelayoutArgs {
     /// them keep their layout until they retire.
     #[arg(long)]
     pub now: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `reshard` options.
+#[derive(Debug, Args)]
+pub struct ReshardArgs {
+    /// The board.
+    pub board: String,
+    /// The board's shard count from now on (1 to 32).
+    #[arg(long, value_name = "COUNT")]
+    pub shards: u32,
     #[command(flatten)]
     pub store: StoreArgs,
 }

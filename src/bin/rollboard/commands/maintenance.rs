@@ -1,5 +1,5 @@
-//! The maintenance commands: `retire`, `recompute`, `relayout`, `clean-counters`,
-//! `remove-members` and `trim`.
+//! The maintenance commands: `retire`, `recompute`, `relayout`, `reshard`,
+//! `clean-counters`, `remove-members` and `trim`.
 
 use std::process::ExitCode;
 
@@ -9,7 +9,8 @@ use anyhow::bail;
 use rollboard::Span;
 
 use crate::args::{
-    CleanCountersArgs, RecomputeArgs, RelayoutArgs, RemoveMembersArgs, StoreArgs, TrimArgs,
+    CleanCountersArgs, RecomputeArgs, RelayoutArgs, RemoveMembersArgs, ReshardArgs, StoreArgs,
+    TrimArgs,
 };
 use crate::progress;
 
@@ -134,6 +135,22 @@ pub(super) async fn relayout(args: RelayoutArgs) -> anyhow::Result<ExitCode> {
             report.live_slots
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) async fn reshard(args: ReshardArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "reshard").await?;
+    let started = Instant::now();
+    let report = boards.reshard(&args.board, args.shards).await?;
+    println!(
+        "{}: {} shards -> {}; moved {} members ({} slot values) in {:.1}s",
+        args.board,
+        report.from,
+        report.to,
+        report.moved_members,
+        report.moved_values,
+        started.elapsed().as_secs_f64()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

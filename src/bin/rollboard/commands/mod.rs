@@ -13,7 +13,7 @@ mod serve;
 mod store;
 
 use jobs::{export, import, import_legacy, migrate};
-use maintenance::{clean_counters, recompute, relayout, remove_members, retire, trim};
+use maintenance::{clean_counters, recompute, relayout, remove_members, reshard, retire, trim};
 use reads::{rate, top};
 use serve::serve;
 
@@ -28,6 +28,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Export(args) => export(args).await,
         Command::Recompute(args) => recompute(args).await,
         Command::Relayout(args) => relayout(args).await,
+        Command::Reshard(args) => reshard(args).await,
         Command::RemoveMembers(args) => remove_members(args).await,
         Command::Trim(args) => trim(args).await,
         Command::ImportLegacy(args) => import_legacy(args).await,
