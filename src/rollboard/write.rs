@@ -184,6 +184,10 @@ pub(super) fn record(
                         .into(),
                 ),
             }),
+            WriteStatus::Changed => outcome.rejected.push(Rejected {
+                index: *index,
+                error: Error::BoardChanged(board.name.to_string()),
+            }),
             WriteStatus::Unconfirmed => outcome.rejected.push(Rejected {
                 index: *index,
                 error: Error::StoreUnavailable(

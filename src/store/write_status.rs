@@ -17,4 +17,8 @@ pub enum WriteStatus {
     /// Not applied: as [`Unconfirmed`](Self::Unconfirmed), but Redis refused the failed
     /// call at its memory limit, so neither it nor the later calls applied anything.
     StoreFull,
+    /// Not applied: as [`StoreFull`](Self::StoreFull), but the failed call was refused
+    /// because the board changed (a new version: a window added, a reshard), so it is safe
+    /// to send again to the board as stored now.
+    Changed,
 }

@@ -28,8 +28,9 @@
 //! and one that failed gets the statuses of the applied ones and
 //! [`WriteStatus::Unconfirmed`] for the others (the failed call's reply may have been
 //! lost after Redis applied it; later calls were never sent), or
-//! [`WriteStatus::StoreFull`] when Redis refused the call at its memory limit. Writes under a key or a
-//! token do not come here: they are applied one caller at a time (`once.rs`).
+//! [`WriteStatus::StoreFull`] when Redis refused the call at its memory limit, or
+//! [`WriteStatus::Changed`] when it refused it because the board changed. Writes under
+//! a key or a token do not come here: they are applied one caller at a time (`once.rs`).
 //!
 //! A board's committer ends when the board is dropped, after `committer_idle` without
 //! writes, or when the store is dropped, once it has applied what it holds.
@@ -368,13 +369,15 @@ async fn commit(conn: &RedisConn, budget: &Budget, batch: Batch) {
 
 /// A caller's answer from the statuses of its writes (`None`: not confirmed applied):
 /// `error` when none was applied, else each status, unconfirmed ones included (known
-/// not applied when Redis refused the call at its memory limit).
+/// not applied when Redis refused the call at its memory limit, or because the board
+/// changed).
 fn settle(statuses: Vec<Option<WriteStatus>>, error: &Error) -> Result<Vec<WriteStatus>> {
     if statuses.iter().all(Option::is_none) {
         return Err(error.clone());
     }
     let missing = match error {
         Error::StoreFull(_) => WriteStatus::StoreFull,
+        Error::BoardChanged(_) => WriteStatus::Changed,
         _ => WriteStatus::Unconfirmed,
     };
     Ok(statuses.into_iter().map(|s| s.unwrap_or(missing)).collect())

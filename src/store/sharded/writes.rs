@@ -78,13 +78,16 @@ impl<'a> Sharded<'a> {
     }
 
     /// `call` on each part's shard at once (split as [`split`](Self::split) says), a part
-    /// refused by a shard that changed sent again through the board as stored now: each
-    /// part with its result (a shard that changed answered as the board, see `lift`).
+    /// refused by a shard that changed, and the writes of a part's answer that `refused`
+    /// lists (by position in the part), sent again through the board as stored now: each
+    /// part with its result (a shard that changed answered as the board, see `lift`), in
+    /// the order sent.
     async fn send<T, F, Fut>(
         &self,
         writes: Vec<SlotWrite>,
         by_count: bool,
         call: F,
+        refused: fn(&T) -> Vec<usize>,
     ) -> Result<Vec<Answered<T>>>
     where
         F: Fn(Board, Vec<SlotWrite>) -> Fut,
@@ -105,6 +108,18 @@ impl<'a> Sharded<'a> {
                 match result {
                     Err(Error::BoardChanged(_) | Error::BoardNotFound(_)) if round < RESENDS => {
                         pending.extend(part.indexes.into_iter().zip(part.writes));
+                    }
+                    Ok(answer) if round < RESENDS && !refused(&answer).is_empty() => {
+                        // Those writes are sent again: their answers, placed later,
+                        // replace these.
+                        for k in refused(&answer) {
+                            pending.push((part.indexes[k], part.writes[k].clone()));
+                        }
+                        answered.push(Answered {
+                            indexes: part.indexes,
+                            writes: part.writes,
+                            result: Ok(answer),
+                        });
                     }
                     result => answered.push(Answered {
                         indexes: part.indexes,
@@ -153,9 +168,12 @@ impl<'a> Sharded<'a> {
         let count = writes.len();
         let store = self.store;
         let results = self
-            .send(writes, false, |shard, writes| async move {
-                store.write(&shard, now, writes).await
-            })
+            .send(
+                writes,
+                false,
+                |shard, writes| async move { store.write(&shard, now, writes).await },
+                |statuses| changed(statuses),
+            )
             .await?;
         let mut statuses = vec![WriteStatus::Unconfirmed; count];
         let mut failed = None;
@@ -184,9 +202,12 @@ impl<'a> Sharded<'a> {
         let count = writes.len();
         let store = self.store;
         let results = self
-            .send(writes, true, |shard, writes| async move {
-                store.write_once(&shard, now, writes, token).await
-            })
+            .send(
+                writes,
+                true,
+                |shard, writes| async move { store.write_once(&shard, now, writes, token).await },
+                |_| Vec::new(),
+            )
             .await?;
         // A part applied before (by a call cut short) counts as applied now.
         let mut statuses = vec![WriteStatus::Applied; count];
@@ -209,9 +230,12 @@ impl<'a> Sharded<'a> {
         let count = writes.len();
         let store = self.store;
         let results = self
-            .send(writes, true, |shard, writes| async move {
-                store.write_keyed(&shard, now, writes, key).await
-            })
+            .send(
+                writes,
+                true,
+                |shard, writes| async move { store.write_keyed(&shard, now, writes, key).await },
+                |_| Vec::new(),
+            )
             .await?;
         let mut statuses = vec![WriteStatus::Applied; count];
         let mut replayed = None;
@@ -236,4 +260,14 @@ impl<'a> Sharded<'a> {
             },
         })
     }
+}
+
+/// The positions of the writes a shard refused because it changed (nothing of them
+/// applied: safe to send again).
+fn changed(statuses: &[WriteStatus]) -> Vec<usize> {
+    let changed = statuses.iter().enumerate();
+    changed
+        .filter(|(_, s)| **s == WriteStatus::Changed)
+        .map(|(k, _)| k)
+        .collect()
 }
