@@ -45,6 +45,10 @@ pub trait ShardMoves: Send + Sync {
     /// Drops `member`'s stash (its move is done).
     async fn unstash(&self, board: &Board, member: &Member) -> Result<()>;
 
+    /// Forgets `tokens` of writes applied once (`Store::write_once`): writes no move
+    /// will send again (its stash is dropped).
+    async fn forget_tokens(&self, board: &Board, tokens: &[String]) -> Result<()>;
+
     /// Takes or renews the lease of the reshard of this board (shard 0) for `holder`
     /// until `until_ms`: false when another holder's lease runs past `now_ms`.
     async fn lease(&self, board: &Board, holder: &str, now_ms: i64, until_ms: i64) -> Result<bool>;

@@ -443,6 +443,13 @@ impl MemBoard {
         self.board.config = config;
     }
 
+    /// Forgets `tokens` of writes applied once.
+    pub fn forget_tokens(&mut self, tokens: &[String]) {
+        for token in tokens {
+            self.journal.remove(token);
+        }
+    }
+
     /// Every member holding a value in a live slot.
     pub fn slot_members(&self) -> HashSet<&str> {
         self.slots

@@ -70,6 +70,10 @@ impl ShardMoves for MemoryStore {
         })
     }
 
+    async fn forget_tokens(&self, board: &Board, tokens: &[String]) -> Result<()> {
+        self.with_board(board, |b| b.forget_tokens(tokens))
+    }
+
     async fn lease(&self, board: &Board, holder: &str, now_ms: i64, until_ms: i64) -> Result<bool> {
         self.with_board(board, |b| {
             let free = match &b.moves.lease {

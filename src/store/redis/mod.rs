@@ -519,6 +519,10 @@ impl ShardMoves for RedisStore {
         moved::unstash(&self.conn, board, member).await
     }
 
+    async fn forget_tokens(&self, board: &Board, tokens: &[String]) -> Result<()> {
+        moved::forget_tokens(&self.conn, board, tokens).await
+    }
+
     async fn lease(&self, board: &Board, holder: &str, now_ms: i64, until_ms: i64) -> Result<bool> {
         moved::lease(&self.conn, board, holder, now_ms, until_ms).await
     }

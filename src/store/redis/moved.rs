@@ -2,8 +2,9 @@
 //! count and the reshard's state on shard 0's record (`reshard_set.lua`); per shard the
 //! set `moved_{<board>}` of members marked moved off it (`moved_mark.lua`) and the hash
 //! `moving_{<board>}` of moves under way (`moved_stash.lua`), both dropped when the
-//! reshard ends (`moved_clear.lua`); and the members of a board's live slots, read
-//! stage by stage (a compact slot's by bucket).
+//! reshard ends (`moved_clear.lua`); the tokens of a move's writes, dropped from the
+//! board's journal once the move is done; and the members of a board's live slots,
+//! read stage by stage (a compact slot's by bucket).
 
 use std::collections::HashSet;
 
@@ -126,6 +127,26 @@ pub(super) async fn unstash(conn: &RedisConn, board: &Board, member: &Member) ->
             redis::cmd("HDEL")
                 .arg(keys::moving(&board.name))
                 .arg(member.as_str()),
+            Some(&board.name),
+            Retry::IdempotentWrite,
+        )
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn forget_tokens(
+    conn: &RedisConn,
+    board: &Board,
+    tokens: &[String],
+) -> Result<()> {
+    if tokens.is_empty() {
+        return Ok(());
+    }
+    let _: i64 = conn
+        .query(
+            redis::cmd("HDEL")
+                .arg(keys::journal(&board.name))
+                .arg(tokens),
             Some(&board.name),
             Retry::IdempotentWrite,
         )

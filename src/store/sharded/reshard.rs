@@ -19,10 +19,11 @@
 //!    the shards a smaller count leaves out.
 //!
 //! A member moves by its values per live slot (its history) and its data: stashed on its
-//! old shard, taken off there by a keyed write of the values negated, given to its new
-//! shard by a keyed write of the values, then the stash dropped. The keys are named by
-//! the stash, so a move cut short anywhere is finished from the stash, each write
-//! applied once. Both writes are made at the same `now`, so each value lands in the same
+//! old shard, taken off there by a write of the values negated, given to its new shard
+//! by a write of the values, then the stash dropped. Both writes are applied once under
+//! tokens named by the stash (`write_once`), so a move cut short anywhere is finished
+//! from the stash, each write applied once; the tokens are dropped from the shards'
+//! journals once the stash is. Both writes are made at the same `now`, so each value lands in the same
 //! stage on both shards (`write.lua`: the stage of the windows that still count its
 //! slot): every window's total over the shards is the same before and after, and a
 //! window that froze the slot keeps counting it on the old shard until it retires it.
@@ -36,22 +37,18 @@ use super::names::shard_of;
 use super::shard_set::ShardSet;
 use crate::board::{Board, Resharding};
 use crate::clock::Clock;
-use crate::domain::{Fingerprint, Member, MemberData, ReshardReport, SlotWrite, Span};
+use crate::domain::{Member, MemberData, ReshardReport, SlotWrite};
 use crate::error::{Error, Result};
-use crate::store::{Keyed, ShardMoves, Store, WriteKey, WriteStatus, new_version};
+use crate::store::{ShardMoves, Store, new_version};
 
 /// Members marked moved at once (each chunk renews the lease).
 const CHUNK: usize = 256;
 
 /// Member moves under way at once.
-const IN_FLIGHT: usize = 16;
+const IN_FLIGHT: usize = 64;
 
 /// How long a run's lease lasts unless renewed (each chunk renews it), in milliseconds.
 const LEASE_MS: i64 = 30_000;
-
-/// How long the records of a move's keyed writes are kept: a move cut short is finished
-/// within this time.
-const MOVE_KEY_TTL_SECONDS: u64 = 7 * 86_400;
 
 impl ShardedStore {
     pub(super) async fn reshard_board(
@@ -183,12 +180,13 @@ impl Mover<'_> {
         report: &mut ReshardReport,
     ) -> Result<()> {
         let board = &set.boards[shard];
+        let mut done = Done::default();
         for (member, stash) in self.moves.stashed(board).await? {
-            let to = &set.boards[shard_of(&member, count)];
-            let values = self.finish(board, to, &member, &stash).await?;
-            report.moved_members += 1;
-            report.moved_values += values;
+            let to = shard_of(&member, count);
+            let moved = self.finish(set, shard, to, &member, &stash).await?;
+            done.add(moved, report);
         }
+        self.forget(set, done).await?;
         let leaving: Vec<Member> = self
             .moves
             .slot_members(board)
@@ -201,15 +199,16 @@ impl Mover<'_> {
             if mark {
                 self.moves.mark_moved(board, chunk).await?;
             }
+            let mut done = Done::default();
             for some in chunk.chunks(IN_FLIGHT) {
                 let moving = some
                     .iter()
-                    .map(|m| self.move_member(board, &set.boards[shard_of(m, count)], m));
-                for values in try_join_all(moving).await?.into_iter().flatten() {
-                    report.moved_members += 1;
-                    report.moved_values += values;
+                    .map(|m| self.move_member(set, shard, shard_of(m, count), m));
+                for moved in try_join_all(moving).await?.into_iter().flatten() {
+                    done.add(moved, report);
                 }
             }
+            self.forget(set, done).await?;
         }
         Ok(())
     }
@@ -224,21 +223,39 @@ impl Mover<'_> {
         Ok(())
     }
 
-    /// Moves `member` from shard `from` to shard `to`: the values moved, `None` when it
-    /// had none there (nor data).
-    async fn move_member(&self, from: &Board, to: &Board, member: &Member) -> Result<Option<u64>> {
-        let history = self.store.history(from, self.clock.now(), member).await?;
+    /// Drops from each shard's journal the tokens of the moves `done` (no move sends
+    /// them again: their stashes are gone).
+    async fn forget(&self, set: &ShardSet, done: Done) -> Result<()> {
+        let forgets = done
+            .tokens
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !t.is_empty());
+        let forgets =
+            forgets.map(|(shard, tokens)| self.moves.forget_tokens(&set.boards[shard], tokens));
+        try_join_all(forgets).await?;
+        Ok(())
+    }
+
+    /// Moves `member` from shard `from` of `set` to shard `to`; `None` when it had
+    /// nothing there (no value, no data).
+    async fn move_member(
+        &self,
+        set: &ShardSet,
+        from: usize,
+        to: usize,
+        member: &Member,
+    ) -> Result<Option<Moved>> {
+        let board = &set.boards[from];
+        let history = self.store.history(board, self.clock.now(), member).await?;
         let points: Vec<(i64, i64)> = history
             .points
             .iter()
             .filter(|p| p.value != 0)
             .map(|p| (p.slot, p.value))
             .collect();
-        let data = self
-            .store
-            .member_data(from, std::slice::from_ref(member))
-            .await?;
-        let data = data.into_iter().next().flatten();
+        let data = self.store.member_data(board, std::slice::from_ref(member));
+        let data = data.await?.into_iter().next().flatten();
         if points.is_empty() && data.is_none() {
             return Ok(None);
         }
@@ -247,15 +264,25 @@ impl Mover<'_> {
             points,
             data,
         };
-        let kept = self.moves.stash(from, member, &stash.text()).await?;
-        self.finish(from, to, member, &kept).await.map(Some)
+        let kept = self.moves.stash(board, member, &stash.text()).await?;
+        self.finish(set, from, to, member, &kept).await.map(Some)
     }
 
-    /// Finishes the move of `member` from `from` to `to` stashed as `stash`: the values
-    /// moved.
-    async fn finish(&self, from: &Board, to: &Board, member: &Member, stash: &str) -> Result<u64> {
+    /// Finishes the move of `member` from shard `from` of `set` to shard `to`, stashed
+    /// as `stash`.
+    async fn finish(
+        &self,
+        set: &ShardSet,
+        from: usize,
+        to: usize,
+        member: &Member,
+        stash: &str,
+    ) -> Result<Moved> {
         let stash = Stash::parse(stash)
             .ok_or_else(|| Error::store(format!("a bad reshard stash of {member}: {stash:?}")))?;
+        let (old, new) = (&set.boards[from], &set.boards[to]);
+        // Both at one `now`: each value lands in the same stage on both shards (a slot
+        // too late for one is too late for the other, and retires from the old one).
         let now = self.clock.now();
         let writes = |sign: i64| -> Vec<SlotWrite> {
             let points = stash.points.iter();
@@ -268,64 +295,50 @@ impl Mover<'_> {
                 })
                 .collect()
         };
-        let (takes, gives) = (writes(-1), writes(1));
-        let taken = self.keyed(from, now, takes, "take", &stash).await?;
-        // A value too late to take (its slot left every window) retires from the old
-        // shard: not given.
-        let gives: Vec<SlotWrite> = gives
-            .into_iter()
-            .zip(taken)
-            .filter(|(_, status)| *status == WriteStatus::Applied)
-            .map(|(give, _)| give)
-            .collect();
-        let moved = gives.len() as u64;
-        self.keyed(to, now, gives, "give", &stash).await?;
+        let take = format!("reshard-take-{}", stash.nonce);
+        let give = format!("reshard-give-{}", stash.nonce);
+        if !stash.points.is_empty() {
+            self.store.write_once(old, now, writes(-1), &take).await?;
+            self.store.write_once(new, now, writes(1), &give).await?;
+        }
         if let Some(data) = stash.data {
             // Data set on the new shard since the member was marked is newer: kept.
-            let there = self
-                .store
-                .member_data(to, std::slice::from_ref(member))
-                .await?;
-            if there.into_iter().next().flatten().is_none() {
-                self.store
-                    .set_member_data(to, &[(member.clone(), data)])
-                    .await?;
+            let there = self.store.member_data(new, std::slice::from_ref(member));
+            if there.await?.into_iter().next().flatten().is_none() {
+                let data = [(member.clone(), data)];
+                self.store.set_member_data(new, &data).await?;
             }
         }
-        self.moves.unstash(from, member).await?;
-        Ok(moved)
+        self.moves.unstash(old, member).await?;
+        Ok(Moved {
+            values: stash.points.len() as u64,
+            tokens: [(from, take), (to, give)],
+        })
     }
+}
 
-    /// Applies `writes` to `board` once, under the key of the stash's `step`: each
-    /// write's status, as first applied.
-    async fn keyed(
-        &self,
-        board: &Board,
-        now: crate::domain::Timestamp,
-        writes: Vec<SlotWrite>,
-        step: &str,
-        stash: &Stash,
-    ) -> Result<Vec<WriteStatus>> {
-        if writes.is_empty() {
-            return Ok(Vec::new());
-        }
-        let name = format!("reshard-{step}-{}", stash.nonce);
-        let key = WriteKey {
-            fingerprint: Fingerprint::of_bytes(name.as_bytes()).as_str().to_owned(),
-            name,
-            ttl: Span::from_seconds(MOVE_KEY_TTL_SECONDS).expect("a valid span"),
-        };
-        match self
-            .store
-            .write_keyed(board, now, writes.clone(), &key)
-            .await?
-        {
-            Keyed::Applied(statuses) => Ok(statuses),
-            Keyed::Replayed { recorded, .. } => recorded.statuses(&writes),
-            Keyed::Reused => Err(Error::store(format!(
-                "the reshard's key {} was used for another write",
-                key.name
-            ))),
+/// A member's move, done: the values it took, and its writes' tokens by shard.
+struct Moved {
+    values: u64,
+    tokens: [(usize, String); 2],
+}
+
+/// The moves of a chunk: the tokens of their writes, by shard.
+#[derive(Default)]
+struct Done {
+    tokens: Vec<Vec<String>>,
+}
+
+impl Done {
+    /// Counts `moved` in `report` and keeps its tokens.
+    fn add(&mut self, moved: Moved, report: &mut ReshardReport) {
+        report.moved_members += 1;
+        report.moved_values += moved.values;
+        for (shard, token) in moved.tokens {
+            if self.tokens.len() <= shard {
+                self.tokens.resize(shard + 1, Vec::new());
+            }
+            self.tokens[shard].push(token);
         }
     }
 }
