@@ -99,8 +99,9 @@ pub struct ConfigBody {
     /// default): on a Redis Cluster each shard can sit on another master, so one busy
     /// board's writes, retirement and reads spread over them; every read stays exact.
     /// Ties by competition or position; a write with `return=standing` is refused (409
-    /// `sharded_unsupported`). Fixed when the board is created: another value on an
-    /// existing board is a conflict. See docs/operations.md, "Sharded boards".
+    /// `sharded_unsupported`). Set when the board is created (another value in a `PUT`
+    /// on an existing board is a conflict) and changed online by `POST
+    /// /v1/boards/{board}/reshard`. See docs/operations.md, "Sharded boards".
     #[serde(default, deserialize_with = "json_int::opt_u64")]
     #[schema(value_type = Option<u32>, minimum = 1, maximum = 32, default = 1)]
     pub shards: Option<u64>,

@@ -1,13 +1,14 @@
 -- reshard_set.lua: set the shard count of a sharded board's record (shard 0) and the
--- count a reshard changes it to, under a new version (every process's cached copy
--- reloads: see src/store/sharded/reshard.rs).
+-- step of a reshard, under a new version (every process's cached copy reloads: see
+-- src/store/sharded/reshard.rs); on another shard, renew its version alone.
 --
 -- KEYS[1]  board record   board_{b}
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the new version
 -- ARGV[3]  shards (field shards; 1 deletes it)
--- ARGV[4]  the count a reshard changes it to (field resharding), or '' when none runs
+-- ARGV[4]  the reshard's step (field resharding: '<to>' while members move, 'sweep
+--          <from>' while what writes left behind is swept), or '' when none runs
 --
 -- Returns 1. Error "STALE ..." when the board is missing, being dropped or of another
 -- version (another process changed it first: the caller reloads and sees).
