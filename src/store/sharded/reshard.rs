@@ -30,7 +30,7 @@
 //! Between the two writes (one round trip) the member's values are in neither shard.
 //! A lease on shard 0 keeps a second run from moving members at once.
 
-use futures_util::future::try_join_all;
+use futures_util::future::{join, try_join_all};
 
 use super::ShardedStore;
 use super::names::shard_of;
@@ -137,10 +137,8 @@ impl ShardedStore {
         let others = set.boards[1..]
             .iter()
             .map(|shard| moves.set_shards(shard, 1, None));
-        let (board, others) = futures_util::join!(
-            moves.set_shards(board, shards, Some(resharding)),
-            try_join_all(others)
-        );
+        let renewed = moves.set_shards(board, shards, Some(resharding));
+        let (board, others) = join(renewed, try_join_all(others)).await;
         self.sets.forget(&next.name);
         others?;
         board
