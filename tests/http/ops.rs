@@ -43,6 +43,7 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "GET /v1/members/{member}",
         "POST /v1/boards/{board}/recompute",
         "POST /v1/boards/{board}/relayout",
+        "POST /v1/boards/{board}/reshard",
         "GET /v1/boards/{board}/top",
         "GET /v1/boards/{board}/ranks",
         "POST /v1/boards/{board}/ranks",
