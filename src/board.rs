@@ -17,6 +17,10 @@ pub struct Board {
     pub version: u64,
     /// When the board was created.
     pub created_at: Timestamp,
+    /// Names this incarnation's idempotency records: its first version, kept when the
+    /// version changes (a window added, a reshard), so a write retried across such a
+    /// change is still applied once, while a re-created board starts anew.
+    pub incarnation: u64,
     /// While its shard count is being changed ([`Rollboard::reshard`]): how far that is.
     ///
     /// [`Rollboard::reshard`]: crate::Rollboard::reshard

@@ -12,6 +12,7 @@ on_every_store!(
     a_key_is_forgotten_after_its_time_to_live,
     a_batch_of_several_calls_replays_every_part,
     dropping_a_board_forgets_its_keys,
+    a_key_outlives_a_new_version_of_its_board,
     a_malformed_key_is_rejected,
 );
 
@@ -163,6 +164,27 @@ async fn dropping_a_board_forgets_its_keys(h: Harness) {
     let outcome = h.boards.write_idempotent(&b, &events, "k").await.unwrap();
     assert_eq!(outcome.accepted, 1);
     assert_eq!(top(&h, &b, "1h").await, pairs(&[("a", 1)]));
+}
+
+/// A window added gives the board a new version; a keyed write retried after it is still
+/// applied once (its record is named by the board's first version).
+async fn a_key_outlives_a_new_version_of_its_board(h: Harness) {
+    let b = h.board("1h", &["1h"]).await;
+    let events = [Event::new("a", 3), Event::new("b", 1)];
+    let key = rollboard::IdempotencyKey::parse("k").unwrap();
+    let fingerprint = rollboard::Fingerprint::of_events(&events);
+    let write = || h.boards.write_keyed(&b, &events, &key, &fingerprint);
+    let first = write().await.unwrap();
+    assert_eq!((first.outcome.accepted, first.replayed), (2, false));
+    let version = h.boards.board(&b).await.unwrap().version;
+    let wider = rollboard::BoardConfig::parse("1h", &["1h", "2h"]).unwrap();
+    h.boards.create_board(&b, wider).await.unwrap();
+    let board = h.boards.board(&b).await.unwrap();
+    assert_ne!(board.version, version);
+    assert_eq!(board.incarnation, version);
+    let again = write().await.unwrap();
+    assert_eq!((again.outcome.accepted, again.replayed), (2, true));
+    assert_eq!(top(&h, &b, "1h").await, pairs(&[("a", 3), ("b", 1)]));
 }
 
 async fn a_malformed_key_is_rejected(h: Harness) {

@@ -193,10 +193,9 @@ impl MemBoard {
                 stages.resize(n, 0);
             }
         }
+        // A new version of the same incarnation: its idempotency records stay, as
+        // Redis's, whose names carry the incarnation.
         self.board = board;
-        // A new version of the board: its idempotency records start afresh, as Redis's,
-        // whose names carry the version.
-        self.keyed = KeyedRecords::default();
         for j in old..n {
             self.watermarks.push(last);
             self.retired.push(last);

@@ -157,11 +157,13 @@ impl Store for MemoryStore {
             state.extend(extended.clone(), now);
             return Ok(Created::Extended(extended));
         }
+        let version = new_version();
         let board = Board {
             name: name.clone(),
             config: config.clone(),
-            version: new_version(),
+            version,
             created_at: now,
+            incarnation: version,
             resharding: None,
         };
         let state = MemBoard::new(board.clone(), now);

@@ -6,7 +6,9 @@
 //! board takes period snapshots), `layout` (when one was asked for), `rank` (`nonzero` on a board that ranks every
 //! non-zero total, `all` on one that ranks every value; absent: positive totals only),
 //! `aggregate` (`max` or `min`; absent: a sum board), `shards` (absent: 1), `resharding`
-//! (while the shard count changes: `<to>` or `sweep <from>`, see [`Resharding`]), and
+//! (while the shard count changes: `<to>` or `sweep <from>`, see [`Resharding`]),
+//! `incarnation` (the first version, naming idempotency records; absent: the version,
+//! on a board whose version never changed since it was made before the field), and
 //! per window
 //! `wm:<W>` (watermark) and `done:<W>` (retired through); `dropping` while a drop is
 //! under way. A trending board's record has `kind` = `trending`, `version`,
@@ -42,6 +44,7 @@ pub(super) const RECORD_FIELDS: &[&str] = &[
     "aggregate",
     "shards",
     "resharding",
+    "incarnation",
 ];
 
 /// The read of a board's record: its fields, then `dropping` and `kind`.
@@ -100,11 +103,18 @@ pub(super) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
         Some(Err(e)) => return Err(e),
         _ => None,
     };
+    // Absent on a board whose version never changed since it was made before the field.
+    let incarnation = match fields.get(12).map(|f| opt_string(f, "incarnation")) {
+        Some(Ok(Some(text))) => text.parse().map_err(|_| corrupt("incarnation"))?,
+        Some(Err(e)) => return Err(e),
+        _ => version,
+    };
     Ok(Board {
         name: name.clone(),
         config,
         version,
         created_at: Timestamp::from_unix_millis(created_ms).map_err(|_| corrupt("created_ms"))?,
+        incarnation,
         resharding,
     })
 }

@@ -84,14 +84,13 @@ pub(super) fn journal(name: &BoardName) -> String {
     format!("journal_{{{name}}}")
 }
 
-/// `idem_{<board>}_<created>_<key>`: the record of a write made under an idempotency key
-/// (see `write.lua`), expiring by itself. `<created>`, the board's creation time (unix
-/// ms), keeps a re-created board from reading the records of the one dropped before it,
-/// and keeps the records of this one across its config changes (a window added, a
-/// reshard: a new version), so a retry after one is still applied once.
+/// `idem_{<board>}_<incarnation>_<key>`: the record of a write made under an idempotency
+/// key (see `write.lua`), expiring by itself. The incarnation (the board's first version)
+/// keeps a re-created board from reading the records of the one dropped before it, and
+/// keeps the records of this one across its config changes (a window added, a reshard:
+/// a new version), so a retry after one is still applied once.
 pub(super) fn idempotency(board: &Board, key: &str) -> String {
-    let created = board.created_at.unix_millis();
-    format!("idem_{{{}}}_{created}_{key}", board.name)
+    format!("idem_{{{}}}_{}_{key}", board.name, board.incarnation)
 }
 
 /// `stats_{<board>}` for the first window, `stats_{<board>}_<W>` for the others.
@@ -308,6 +307,7 @@ mod tests {
             config: BoardConfig::parse("1h", &["1h", "24h"]).unwrap(),
             version: 1,
             created_at: Timestamp::from_unix_seconds(0).unwrap(),
+            incarnation: 1,
             resharding: None,
         };
         assert_eq!(record(&board.name), "board_{hot}");
@@ -320,7 +320,7 @@ mod tests {
         );
         let keys: Vec<String> = stages(&board, 7200).collect();
         assert_eq!(keys, ["slot_{hot}_7200", "slot_{hot}_7200_1"]);
-        assert_eq!(idempotency(&board, "k-1"), "idem_{hot}_0_k-1");
+        assert_eq!(idempotency(&board, "k-1"), "idem_{hot}_1_k-1");
         assert_eq!(
             snapshots(&board.name, board.config.windows()[1]),
             "snap_{hot}_86400"

@@ -94,6 +94,7 @@ mod tests {
                 .unwrap(),
             version: 1,
             created_at: Timestamp::from_unix_millis(0xfeed).unwrap(),
+            incarnation: 1,
             resharding: None,
         }
     }

@@ -28,6 +28,9 @@ end
 if record[3] ~= record[4] then
   return redis.error_reply('RETIRE the largest window has frozen slots left to retire')
 end
+-- The first version names the board's idempotency records (a board made before the
+-- field has none: its current version is its first as far as its records go).
+redis.call('HSETNX', board, 'incarnation', ARGV[1])
 local since = tonumber(record[3]) + tonumber(ARGV[5])
 local update = { 'version', ARGV[2], 'windows', ARGV[3] }
 for a = 6, #ARGV do

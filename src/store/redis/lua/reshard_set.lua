@@ -14,6 +14,8 @@
 -- version (another process changed it first: the caller reloads and sees).
 
 board_record(KEYS[1], ARGV[1])
+-- The first version names the board's idempotency records (see extend_board.lua).
+redis.call('HSETNX', KEYS[1], 'incarnation', ARGV[1])
 redis.call('HSET', KEYS[1], 'version', ARGV[2])
 if ARGV[3] == '1' then
   redis.call('HDEL', KEYS[1], 'shards')
