@@ -22,13 +22,14 @@
 //! old shard, taken off there by a write of the values negated, given to its new shard
 //! by a write of the values, then the stash dropped. Both writes are applied once under
 //! tokens named by the stash (`write_once`), so a move cut short anywhere is finished
-//! from the stash, each write applied once; the tokens are dropped from the shards'
-//! journals once the stash is. Both writes are made at the same `now`, so each value lands in the same
-//! stage on both shards (`write.lua`: the stage of the windows that still count its
-//! slot): every window's total over the shards is the same before and after, and a
-//! window that froze the slot keeps counting it on the old shard until it retires it.
-//! Between the two writes (one round trip) the member's values are in neither shard.
-//! A lease on shard 0 keeps a second run from moving members at once.
+//! from the stash; the tokens are dropped from the shards' journals after the stash.
+//! Both writes are made at one `now`, so each value lands in the same stage on both
+//! shards (`write.lua`: the stage of the windows that still count its slot), and every
+//! window's total over the shards is the same before and after. The shards are retired
+//! before each chunk, so no window still counts a frozen slot on the old shard (but one
+//! that closes while the chunk moves, until its retirement). Between the two writes (one
+//! round trip) the member's values are in neither shard. A lease on shard 0, renewed
+//! every chunk, keeps a second run from moving members at once.
 
 use futures_util::future::{join, try_join_all};
 
@@ -96,7 +97,6 @@ impl ShardedStore {
         if let Some(Resharding::Moving { .. }) = board.resharding {
             let set = self.sets.get(self.inner.as_ref(), &board).await?;
             for shard in 0..report.from as usize {
-                mover.hold(&board).await?;
                 mover.empty(&set, shard, to, true, &mut report).await?;
             }
             let sweeping = Resharding::Sweeping { from: report.from };
@@ -104,7 +104,6 @@ impl ShardedStore {
         }
         let set = self.sets.get(self.inner.as_ref(), &board).await?;
         for shard in 0..set.boards.len() {
-            mover.hold(&board).await?;
             mover.empty(&set, shard, to, false, &mut report).await?;
         }
         let ended = moves.set_shards(&board, to, None).await;
@@ -168,7 +167,8 @@ impl Mover<'_> {
     }
 
     /// Moves every member off shard `shard` of `set` whose shard under `count` is
-    /// another, each chunk marked moved first when `mark`; moves cut short first.
+    /// another, each chunk marked moved first when `mark`; moves cut short first. The
+    /// lease on shard 0 is renewed before each chunk.
     async fn empty(
         &self,
         set: &ShardSet,
@@ -177,6 +177,7 @@ impl Mover<'_> {
         mark: bool,
         report: &mut ReshardReport,
     ) -> Result<()> {
+        self.hold(&set.boards[0]).await?;
         let board = &set.boards[shard];
         let mut done = Done::default();
         for (member, stash) in self.moves.stashed(board).await? {
@@ -193,6 +194,7 @@ impl Mover<'_> {
             .filter(|m| shard_of(m, count) != shard)
             .collect();
         for chunk in leaving.chunks(CHUNK) {
+            self.hold(&set.boards[0]).await?;
             self.retire(set).await?;
             if mark {
                 self.moves.mark_moved(board, chunk).await?;

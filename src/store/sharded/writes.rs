@@ -42,12 +42,11 @@ struct Answered<T> {
     result: Result<T>,
 }
 
-impl<T> Answered<T> {
-    /// Puts the statuses its shard `answered` in their places in the batch's `statuses`.
-    fn place(&self, answered: Vec<WriteStatus>, statuses: &mut [WriteStatus]) {
-        for (index, status) in self.indexes.iter().zip(answered) {
-            statuses[*index] = status;
-        }
+/// Puts the statuses a shard `answered` for a part in their places (the part's
+/// `indexes`) in the batch's `statuses`.
+fn place(indexes: &[usize], answered: Vec<WriteStatus>, statuses: &mut [WriteStatus]) {
+    for (index, status) in indexes.iter().zip(answered) {
+        statuses[*index] = status;
     }
 }
 
@@ -179,12 +178,12 @@ impl<'a> Sharded<'a> {
         let mut failed = None;
         let mut landed = false;
         for part in results {
-            match &part.result {
+            match part.result {
                 Ok(answered) => {
                     landed = true;
-                    part.place(answered.clone(), &mut statuses);
+                    place(&part.indexes, answered, &mut statuses);
                 }
-                Err(error) => failed = failed.or(Some(error.clone())),
+                Err(error) => failed = failed.or(Some(error)),
             }
         }
         match failed {
@@ -213,9 +212,9 @@ impl<'a> Sharded<'a> {
         let mut statuses = vec![WriteStatus::Applied; count];
         let mut fresh = false;
         for part in results {
-            if let Some(answered) = part.result.clone()? {
+            if let Some(answered) = part.result? {
                 fresh = true;
-                part.place(answered, &mut statuses);
+                place(&part.indexes, answered, &mut statuses);
             }
         }
         Ok(fresh.then_some(statuses))
@@ -240,7 +239,7 @@ impl<'a> Sharded<'a> {
         let mut statuses = vec![WriteStatus::Applied; count];
         let mut replayed = None;
         for part in results {
-            let answered = match part.result.clone()? {
+            let answered = match part.result? {
                 Keyed::Reused => return Ok(Keyed::Reused),
                 Keyed::Applied(answered) => answered,
                 Keyed::Replayed { now, recorded } => {
@@ -248,7 +247,7 @@ impl<'a> Sharded<'a> {
                     recorded.statuses(&part.writes)?
                 }
             };
-            part.place(answered, &mut statuses);
+            place(&part.indexes, answered, &mut statuses);
         }
         Ok(match replayed {
             None => Keyed::Applied(statuses),
