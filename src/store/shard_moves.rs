@@ -12,8 +12,8 @@ use crate::board::{Board, Resharding};
 use crate::domain::Member;
 use crate::error::Result;
 
-/// A store's part in a reshard. Every method checks the board's version, as every
-/// board call does, but [`moved`](ShardMoves::moved) (a read that routes writes).
+/// A store's part in a reshard. The methods that change something check the board's
+/// version, as every board call does.
 #[async_trait]
 pub trait ShardMoves: Send + Sync {
     /// Sets the board's shard count and its reshard's state under a new version (every

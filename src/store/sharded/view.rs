@@ -92,7 +92,8 @@ impl<'a> Sharded<'a> {
             let moved = moves.moved(&self.shards()[shard], &asked).await?;
             Ok::<_, Error>(ks.iter().zip(moved).filter(|(_, m)| *m).map(|(k, _)| *k))
         }))
-        .await?;
+        .await;
+        let moved = self.lift(moved)?;
         for k in moved.into_iter().flatten() {
             homes[k] = shard_of(members[k], to);
         }
