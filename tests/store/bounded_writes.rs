@@ -438,3 +438,60 @@ async fn keyed_cut_half_way(layout: Layout) {
     assert_eq!(third.outcome, again);
     assert_eq!(top(&boards, &b, "24h").await, want);
 }
+
+/// A batch whose calls a new version of its board cuts half-way (a window added while
+/// it is applied, one pair per call): the calls after the change are refused before
+/// they apply anything, so their events are answered `board_changed` (known not
+/// applied, not "unconfirmed"); on a sharded board they are sent again through the
+/// board as stored, so every event is counted once.
+#[tokio::test]
+async fn a_batch_cut_by_a_new_version_says_what_it_left_and_a_sharded_board_resends_it() {
+    let redis = TestRedis::spawn().await;
+    let store = RedisStore::connect_with(&redis.url, options(Duration::ZERO, Layout::Plain))
+        .await
+        .unwrap();
+    let clock = clock();
+    let boards = with_clock(Arc::new(store), &clock);
+    let events: Vec<Event> = (0..400).map(|m| Event::new(format!("m{m}"), 1)).collect();
+    // The board's accepted and `board_changed` events when a window is added `wait` µs
+    // into the batch; what it counts is exactly what it accepted.
+    let cut_at = |shards: u32, wait: u64| {
+        let (boards, events) = (&boards, &events);
+        async move {
+            let board = unique("cut");
+            let config = |windows: &[&str]| {
+                let config = rollboard::BoardConfig::parse("1h", windows).unwrap();
+                config.with_shards(shards).unwrap()
+            };
+            boards.create_board(&board, config(&["1h"])).await.unwrap();
+            let extend = async {
+                tokio::time::sleep(Duration::from_micros(wait)).await;
+                boards
+                    .create_board(&board, config(&["1h", "2h"]))
+                    .await
+                    .unwrap();
+            };
+            let (outcome, ()) = tokio::join!(boards.incr_batch(&board, events), extend);
+            let outcome = outcome.unwrap();
+            let ranked = top(boards, &board, "1h").await;
+            assert_eq!(ranked.len(), outcome.accepted, "{shards} shards, {wait} µs");
+            assert!(ranked.iter().all(|(_, score)| *score == 1));
+            let codes = outcome.rejected.iter().map(|r| r.error.code());
+            assert!(codes.clone().all(|c| c == "board_changed"), "{outcome:?}");
+            (outcome.accepted, codes.count())
+        }
+    };
+    let mut cut = None;
+    for wait in [2_000, 1_000, 500, 200, 100, 50] {
+        let (accepted, changed) = cut_at(1, wait).await;
+        assert_eq!(accepted + changed, events.len());
+        if accepted > 0 && changed > 0 {
+            cut = Some(wait);
+            break;
+        }
+    }
+    let wait = cut.expect("a window added inside the batch");
+    for wait in [wait, wait / 2, wait * 2] {
+        assert_eq!(cut_at(2, wait).await, (events.len(), 0), "{wait} µs");
+    }
+}
