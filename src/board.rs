@@ -54,6 +54,15 @@ impl Resharding {
         }
     }
 
+    /// The count the board changes to (while members move) or from (while the sweep
+    /// runs): the count besides `config.shards()` that holds members.
+    pub(crate) fn other_count(self) -> u32 {
+        match self {
+            Resharding::Moving { to } => to,
+            Resharding::Sweeping { from } => from,
+        }
+    }
+
     /// From a record's `resharding`.
     pub(crate) fn from_stored(text: &str) -> Option<Resharding> {
         match text.strip_prefix("sweep ") {
@@ -71,12 +80,22 @@ impl Board {
     /// How many shards hold the board's members now: its count and, while it changes,
     /// the other count too (the larger of them).
     pub(crate) fn shard_span(&self) -> u32 {
-        let other = match self.resharding {
-            None => 0,
-            Some(Resharding::Moving { to }) => to,
-            Some(Resharding::Sweeping { from }) => from,
-        };
+        let other = self.resharding.map_or(0, Resharding::other_count);
         self.config.shards().max(other)
+    }
+
+    /// The board with `shards` shards and the reshard state `resharding`, its version as
+    /// it is: what a reshard's step stores (a count outside 1–32 refused).
+    pub(crate) fn resharded(
+        &self,
+        shards: u32,
+        resharding: Option<Resharding>,
+    ) -> Result<Board, crate::Error> {
+        Ok(Board {
+            config: self.config.clone().with_shards(shards)?,
+            resharding,
+            ..self.clone()
+        })
     }
 }
 

@@ -60,10 +60,10 @@ impl Rollboard {
 
     /// Runs `op` on `board`; when the store says the board changed, reloads it (into
     /// `board`, for the caller's later calls) and runs `op` on the fresh board, up to
-    /// [`RELOADS`] times (a sharded board being resharded changes twice in a row: its
-    /// shards, then the board). The outer
-    /// error is the reload's (the board is gone, is now a trending board, or the store
-    /// failed); the inner result is `op`'s.
+    /// [`RELOADS`] times (a reshard's step renews a board and its shards at once, so a
+    /// call may meet the one and then the other). The outer error is the reload's (the
+    /// board is gone, is now a trending board, or the store failed); the inner result
+    /// is `op`'s.
     pub(super) async fn retry_changed<T, F, Fut>(
         &self,
         board: &mut Arc<Board>,

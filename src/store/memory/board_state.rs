@@ -437,8 +437,7 @@ impl MemBoard {
         *cursor = Some(cursor.map_or(boundary, |c| c.max(boundary)));
     }
 
-    /// Sets the board's config to `config`, which differs in its snapshots policy or its
-    /// shard count only.
+    /// Sets the board's config to `config`, which differs in its snapshots policy only.
     pub fn set_config(&mut self, config: crate::domain::BoardConfig) {
         self.board.config = config;
     }

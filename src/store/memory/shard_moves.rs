@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use super::MemoryStore;
 use crate::board::{Board, Resharding};
 use crate::domain::Member;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::{ShardMoves, new_version};
 
 #[async_trait]
@@ -18,17 +18,14 @@ impl ShardMoves for MemoryStore {
         shards: u32,
         resharding: Option<Resharding>,
     ) -> Result<Board> {
-        let config = board
-            .config
-            .clone()
-            .with_shards(shards)
-            .map_err(|e| Error::store(e.to_string()))?;
         self.with_board(board, |b| {
-            b.board.version = new_version();
-            b.board.resharding = resharding;
-            b.set_config(config);
-            b.board.clone()
-        })
+            let next = b.board.resharded(shards, resharding)?;
+            b.board = Board {
+                version: new_version(),
+                ..next
+            };
+            Ok(b.board.clone())
+        })?
     }
 
     async fn mark_moved(&self, board: &Board, members: &[Member]) -> Result<()> {

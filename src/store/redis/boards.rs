@@ -337,7 +337,7 @@ pub(super) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
 
 /// Each compact slot of the board `name` (those with a geometry in `slotgeo_{<board>}`)
 /// with its bucket count, N = 2^L + p.
-async fn slot_geometries(conn: &RedisConn, name: &BoardName) -> Result<Vec<(i64, u64)>> {
+pub(super) async fn slot_geometries(conn: &RedisConn, name: &BoardName) -> Result<Vec<(i64, u64)>> {
     let geometries: Vec<(String, String)> = conn
         .query(
             redis::cmd("HGETALL").arg(keys::slot_geometry(name)),

@@ -6,14 +6,14 @@
 //! board's journal once the move is done; and the members of a board's live slots,
 //! read stage by stage (a compact slot's by bucket).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
+use super::boards::slot_geometries;
 use super::conn::{RedisConn, Retry};
-use super::geometry::bucket_count;
 use super::keys;
 use crate::board::{Board, Resharding};
 use crate::domain::Member;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Fields an `HSCAN` of a plain stage asks for at once.
 const SCAN_COUNT: usize = 1_000;
@@ -24,6 +24,7 @@ pub(super) async fn set_shards(
     shards: u32,
     resharding: Option<Resharding>,
 ) -> Result<Board> {
+    let next = board.resharded(shards, resharding)?;
     let version = crate::store::new_version();
     let mut invocation = conn.scripts().reshard_set.key(keys::record(&board.name));
     invocation
@@ -33,17 +34,7 @@ pub(super) async fn set_shards(
         .arg(resharding.map(Resharding::stored).unwrap_or_default());
     // Never re-sent: a second call would find the new version and answer STALE.
     let _: i64 = conn.script(&invocation, &board.name, Retry::Never).await?;
-    let config = board
-        .config
-        .clone()
-        .with_shards(shards)
-        .map_err(|e| Error::store(e.to_string()))?;
-    Ok(Board {
-        config,
-        version,
-        resharding,
-        ..board.clone()
-    })
+    Ok(Board { version, ..next })
 }
 
 pub(super) async fn mark(conn: &RedisConn, board: &Board, members: &[Member]) -> Result<()> {
@@ -180,17 +171,11 @@ pub(super) async fn lease(
 pub(super) async fn slot_members(conn: &RedisConn, board: &Board) -> Result<Vec<Member>> {
     let name = &board.name;
     let slots = super::slot_index::live_slots(conn, name).await?;
+    let buckets: HashMap<i64, u64> = slot_geometries(conn, name).await?.into_iter().collect();
     let mut members: HashSet<String> = HashSet::new();
     for slot in slots {
-        let geometry: Option<String> = conn
-            .query(
-                redis::cmd("HGET").arg(keys::slot_geometry(name)).arg(slot),
-                Some(name),
-                Retry::Idempotent,
-            )
-            .await?;
         // A slot being relaid out holds values in both forms: read both.
-        let buckets = geometry.as_deref().and_then(bucket_count).unwrap_or(0);
+        let buckets = buckets.get(&slot).copied().unwrap_or(0);
         for stage in keys::stages(board, slot) {
             scan(conn, board, &stage, &mut members).await?;
             for i in 0..buckets {

@@ -124,12 +124,7 @@ impl ShardedStore {
     /// and renews every other shard's version at the same time: the board as stored now.
     async fn renew(&self, board: &Board, shards: u32, resharding: Resharding) -> Result<Board> {
         let moves = self.inner.shard_moves().expect("checked by the caller");
-        let config = board.config.clone().with_shards(shards)?;
-        let next = Board {
-            config,
-            resharding: Some(resharding),
-            ..board.clone()
-        };
+        let next = board.resharded(shards, Some(resharding))?;
         let set = self.sets.get(self.inner.as_ref(), &next).await;
         self.sets.forget(&board.name);
         let set = set?;

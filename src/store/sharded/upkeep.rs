@@ -10,7 +10,7 @@ use super::names::{shard_names, shard_of};
 use super::shard_set::shard_config;
 use super::view::Sharded;
 use crate::any_board::AnyBoard;
-use crate::board::{Board, BoardStatus, Resharding, WindowStatus};
+use crate::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::{BoardName, History, Layout, Member, MemberData, Removed, Timestamp};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport, RetireReport};
 use crate::error::Result;
@@ -188,12 +188,10 @@ impl Sharded<'_> {
     fn either(&self, member: &Member) -> Vec<&Board> {
         let shards = self.shards();
         let mut either = vec![&shards[self.set.of(member)]];
-        let other = match self.board().resharding {
-            None => return either,
-            Some(Resharding::Moving { to }) => to,
-            Some(Resharding::Sweeping { from }) => from,
+        let Some(resharding) = self.board().resharding else {
+            return either;
         };
-        let other = &shards[shard_of(member, other)];
+        let other = &shards[shard_of(member, resharding.other_count())];
         if other.name != either[0].name {
             either.push(other);
         }

@@ -73,11 +73,11 @@ impl<'a> Sharded<'a> {
         &self,
         members: impl Iterator<Item = &'m Member>,
     ) -> Result<Vec<usize>> {
+        let Some(Resharding::Moving { to }) = self.board().resharding else {
+            return Ok(members.map(|m| self.set.of(m)).collect());
+        };
         let members: Vec<&Member> = members.collect();
         let mut homes: Vec<usize> = members.iter().map(|m| self.set.of(m)).collect();
-        let Some(Resharding::Moving { to }) = self.board().resharding else {
-            return Ok(homes);
-        };
         let mut leaving: Vec<Vec<usize>> = vec![Vec::new(); self.shards().len()];
         for (k, member) in members.iter().enumerate() {
             if shard_of(member, to) != homes[k] {

@@ -104,28 +104,30 @@ impl<'a> Sharded<'a> {
             let results = join_all(calls).await;
             pending = Vec::new();
             for (part, result) in parts.into_iter().zip(results) {
-                match result {
-                    Err(Error::BoardChanged(_) | Error::BoardNotFound(_)) if round < RESENDS => {
-                        pending.extend(part.indexes.into_iter().zip(part.writes));
+                // The writes sent again (by position in the part): the whole part when
+                // its shard changed, else those its answer says were refused (their
+                // answers, placed later, replace these).
+                let again: Vec<usize> = match &result {
+                    Err(Error::BoardChanged(_) | Error::BoardNotFound(_)) => {
+                        (0..part.writes.len()).collect()
                     }
-                    Ok(answer) if round < RESENDS && !refused(&answer).is_empty() => {
-                        // Those writes are sent again: their answers, placed later,
-                        // replace these.
-                        for k in refused(&answer) {
-                            pending.push((part.indexes[k], part.writes[k].clone()));
-                        }
-                        answered.push(Answered {
-                            indexes: part.indexes,
-                            writes: part.writes,
-                            result: Ok(answer),
-                        });
+                    Ok(answer) => refused(answer),
+                    Err(_) => Vec::new(),
+                };
+                if round < RESENDS && !again.is_empty() {
+                    let writes = again
+                        .iter()
+                        .map(|k| (part.indexes[*k], part.writes[*k].clone()));
+                    pending.extend(writes);
+                    if result.is_err() {
+                        continue;
                     }
-                    result => answered.push(Answered {
-                        indexes: part.indexes,
-                        writes: part.writes,
-                        result: view.lift(result),
-                    }),
                 }
+                answered.push(Answered {
+                    indexes: part.indexes,
+                    writes: part.writes,
+                    result: view.lift(result),
+                });
             }
             if pending.is_empty() {
                 break;
@@ -152,7 +154,9 @@ impl<'a> Sharded<'a> {
         let name = &self.board().name;
         self.sets.forget(name);
         let board = match self.store.load_board(name).await? {
-            Some(AnyBoard::Windowed(board)) if board.created_at == self.board().created_at => board,
+            Some(AnyBoard::Windowed(board)) if board.incarnation == self.board().incarnation => {
+                board
+            }
             _ => return Ok(None),
         };
         let set = self.sets.get(self.store, &board).await?;
