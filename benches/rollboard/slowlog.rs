@@ -36,6 +36,7 @@ fn script_names() -> &'static HashMap<String, &'static str> {
             "counter_unindex",
             "create_board",
             "data_set",
+            "data_sweep",
             "drop_begin",
             "extend_board",
             "history",

@@ -51,6 +51,7 @@ mod compact_slots;
 mod concurrency;
 mod conformance;
 mod counters;
+mod data_follows_out;
 mod dense;
 mod durability;
 mod faults;

@@ -131,6 +131,50 @@ async fn same_reads(b: &Rollboard, one: &str, other: &str, what: &str) {
     assert_eq!(a.await.unwrap().entries, s.await.unwrap().entries, "{what}");
 }
 
+/// On Redis: the members that hold data on `board` or on any of its shards (one entry
+/// per shard that holds it), sorted, each checked to hold a total in that shard's
+/// largest window (`3h`): a member that moved left no data behind.
+async fn data_kept(h: &Harness, board: &str) -> Option<Vec<String>> {
+    let mut raw = h.redis.as_ref()?.raw().await;
+    let mut keys: Vec<String> = ::redis::cmd("KEYS")
+        .arg(format!("data_{{{board}#*}}"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    keys.push(format!("data_{{{board}}}"));
+    let mut held = Vec::new();
+    for key in keys {
+        let shard = &key["data_{".len()..key.len() - 1];
+        let fields: Vec<String> = ::redis::cmd("HKEYS")
+            .arg(&key)
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        for member in fields {
+            let total: Option<i64> = ::redis::cmd("ZSCORE")
+                .arg(format!("stats_{{{shard}}}_10800"))
+                .arg(&member)
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            assert!(
+                total.is_some(),
+                "{member} holds data on {shard} without a total"
+            );
+            held.push(member);
+        }
+    }
+    held.sort();
+    Some(held)
+}
+
+/// On Redis: the sharded board's shards hold data for the members its twin does.
+async fn same_data(h: &Harness, one: &str, sharded: &str) {
+    let twin = data_kept(h, one).await;
+    assert!(twin.as_ref().is_none_or(|t| !t.is_empty()), "{twin:?}");
+    assert_eq!(data_kept(h, sharded).await, twin);
+}
+
 async fn a_board_resharded_under_writes_reads_as_its_twin(h: Harness) {
     let (one, sharded) = (unique("one"), unique("resharded"));
     let b = &h.boards;
@@ -170,6 +214,7 @@ async fn a_board_resharded_under_writes_reads_as_its_twin(h: Harness) {
     // twin, retired too, reads the same.
     b.retire(&one).await.unwrap();
     same_reads(b, &one, &sharded, "grown").await;
+    same_data(&h, &one, &sharded).await;
     let report = b.retire(&sharded).await.unwrap();
     assert_eq!(report.slots_retired, 0, "{report:?}");
     let again = b.reshard(&sharded, 5).await.unwrap();
@@ -188,6 +233,7 @@ async fn a_board_resharded_under_writes_reads_as_its_twin(h: Harness) {
         b.retire(board).await.unwrap();
     }
     same_reads(b, &one, &sharded, "shrunk").await;
+    same_data(&h, &one, &sharded).await;
     // An hour on, the slots the moves wrote into retire as the twin's do.
     h.at(3 * 3600 + 60);
     write_beside(b, &one, &sharded, 4, 3).await;

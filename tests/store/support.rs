@@ -76,6 +76,25 @@ impl Harness {
         }
     }
 
+    /// As [`redis_compact`](Self::redis_compact), on a server of this test's own whose
+    /// listpacks hold at most 4 entries (read by the store at connect): the retirer
+    /// converts each closed slot of 4 members or more into buckets of 2.
+    pub async fn redis_bucketed() -> Harness {
+        let redis = TestRedis::spawn().await;
+        redis.config_set("hash-max-listpack-entries", "4").await;
+        let clock = clock();
+        let options = rollboard::RedisOptions {
+            default_layout: rollboard::Layout::Compact,
+            ..rollboard::RedisOptions::default()
+        };
+        Harness {
+            boards: with_clock(redis.store_with(options).await, &clock),
+            clock,
+            redis: Some(redis),
+            in_memory: false,
+        }
+    }
+
     /// A Rollboard on the Redis Cluster this test binary shares (three masters, started
     /// on first use).
     pub async fn cluster() -> Harness {

@@ -463,7 +463,8 @@ impl MemBoard {
     }
 
     /// Rebuilds window `window`'s totals from the stages it counts (`0..=window`); a max
-    /// or latest board's from the slots it has not frozen ([`maxima::rebuild`]).
+    /// or latest board's from the slots it has not frozen ([`maxima::rebuild`]). The
+    /// largest window's keeps data only for the members it holds.
     pub fn recompute(&mut self, window: usize) -> RecomputeReport {
         let mut totals = Totals::new(self.board.config.rank(), self.board.config.ties());
         let mut scanned = 0;
@@ -481,6 +482,11 @@ impl MemBoard {
             scanned = maxima::rebuild(&self.slots, from, &mut totals, self.value_of());
         }
         self.totals[window] = totals;
+        if window + 1 == self.windows() {
+            // A member whose total in the largest window was drift left it: its data too.
+            let largest = &self.totals[window];
+            self.data.retain(|member, _| largest.get(member).is_some());
+        }
         RecomputeReport {
             windows: vec![self.board.config.windows()[window]],
             fields_scanned: scanned,

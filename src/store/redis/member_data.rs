@@ -114,3 +114,31 @@ pub(super) async fn delete(conn: &RedisConn, board: &Board, member: &Member) -> 
         .await?;
     Ok(deleted == 1)
 }
+
+/// Fields a `data_sweep.lua` step scans (an HSCAN COUNT): each is a ZMSCORE entry, so a
+/// step stays well under a millisecond.
+const SWEEP_COUNT: usize = 256;
+
+/// Deletes the data of every member that holds no total in the largest window, in bounded
+/// steps (`data_sweep.lua`); the number deleted. Run after a recompute of the largest
+/// window: its rebuilt totals may leave out a member whose total was drift.
+pub(super) async fn sweep(conn: &RedisConn, board: &Board) -> Result<u64> {
+    let windows = board.config.windows();
+    let (mut cursor, mut deleted) = ("0".to_owned(), 0);
+    loop {
+        let mut step = conn.scripts().data_sweep.key(keys::record(&board.name));
+        step.key(keys::totals(&board.name, windows, windows.len() - 1))
+            .key(keys::data(&board.name))
+            .arg(board.version)
+            .arg(&cursor)
+            .arg(SWEEP_COUNT);
+        let (next, gone): (String, u64) = conn
+            .script(&step, &board.name, Retry::IdempotentWrite)
+            .await?;
+        deleted += gone;
+        if next == "0" {
+            return Ok(deleted);
+        }
+        cursor = next;
+    }
+}

@@ -46,7 +46,8 @@ pub(super) async fn recompute(
 
 /// Runs `body` under a recompute's lease of window `window` (`recompute_begin.lua`,
 /// with the token it is given), then, when it fails, abandons the recompute at once
-/// (`recompute_end.lua`) rather than letting its lease expire.
+/// (`recompute_end.lua`) rather than letting its lease expire. A recompute of the largest
+/// window ends with a sweep of the data of members that hold no total there.
 pub(super) async fn leased<F, Fut>(
     conn: &RedisConn,
     board: &Board,
@@ -90,6 +91,11 @@ where
         }
     }
     let result = body(token.clone()).await;
+    if result.is_ok() && window + 1 == board.config.windows().len() {
+        // The rebuilt largest window may have left out a member whose total was drift:
+        // its data goes too.
+        super::member_data::sweep(conn, board).await?;
+    }
     if result.is_err() {
         let mut end = conn.scripts().recompute_end.key(keys::record(&board.name));
         end.key(keys::rebuild(&board.name))
