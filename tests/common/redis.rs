@@ -10,6 +10,11 @@ use std::time::Duration;
 use redis_test::server::RedisServer;
 use rollboard::RedisStore;
 
+/// How long the stores of [`TestRedis::store`] wait for a reply: a whole suite on a
+/// loaded 2-core machine can hold a reply past the product's 2 s (the tests of timeouts
+/// set their own).
+pub const REPLY_WAIT: Duration = Duration::from_secs(10);
+
 /// A Redis to test against: spawned for this test, or the one in `REDIS_URL`.
 pub struct TestRedis {
     pub url: String,
@@ -98,12 +103,10 @@ impl TestRedis {
         panic!("redis-server at {} did not start within 5 s", self.url);
     }
 
+    /// A store on this server with the product's settings, but for its replies, which
+    /// may wait [`REPLY_WAIT`].
     pub async fn store(&self) -> Arc<RedisStore> {
-        Arc::new(
-            RedisStore::connect(&self.url)
-                .await
-                .expect("connect to test redis"),
-        )
+        Arc::new(self.store_owned().await)
     }
 
     /// A store on this server with `options`.
@@ -127,9 +130,14 @@ impl TestRedis {
         self.store_with(options).await
     }
 
-    /// The store itself (not shared), for a Rollboard with settings of the test's own.
+    /// The store itself (not shared), for a Rollboard with settings of the test's own;
+    /// as [`store`](Self::store).
     pub async fn store_owned(&self) -> RedisStore {
-        RedisStore::connect(&self.url)
+        let options = rollboard::RedisOptions {
+            response_timeout: REPLY_WAIT,
+            ..rollboard::RedisOptions::default()
+        };
+        RedisStore::connect_with(&self.url, options)
             .await
             .expect("connect to test redis")
     }
@@ -176,8 +184,7 @@ impl TestRedis {
         redis::Client::open(self.url.as_str())
             .unwrap()
             .get_multiplexed_async_connection_with_config(
-                &redis::AsyncConnectionConfig::new()
-                    .set_response_timeout(Some(std::time::Duration::from_secs(10))),
+                &redis::AsyncConnectionConfig::new().set_response_timeout(Some(REPLY_WAIT)),
             )
             .await
             .unwrap()

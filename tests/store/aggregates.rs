@@ -5,9 +5,7 @@
 //! imports back into an equal board, on every store.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rollboard::jobs::export::export;
@@ -18,6 +16,7 @@ use rollboard::{
 
 use crate::aggregate_property::{check_peaks, dense_rank};
 use crate::oracle::{ValueOracle, check_tallies};
+use crate::pace::Pace;
 use crate::support::{Harness, START, TestRedis, clock, pairs, ranking, ts, unique, with_clock};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -114,17 +113,23 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
         .await
         .unwrap();
     let oracle = Arc::new(Mutex::new(ValueOracle::new(config.clone())));
-    let stop = Arc::new(AtomicBool::new(false));
+    // 1,800 batches in all, the clock 2 s on every 6: 600 s, 60 slots.
+    let pace = Arc::new(Pace::new(&clock, 2, 6, 2_000));
 
     let mut writers = Vec::new();
     for w in 0..6u64 {
         let rb = replicas[(w % 2) as usize].clone();
-        let (clock, board, oracle, config) =
-            (clock.clone(), board.clone(), oracle.clone(), config.clone());
+        let (clock, board, oracle, config, pace) = (
+            clock.clone(),
+            board.clone(),
+            oracle.clone(),
+            config.clone(),
+            pace.clone(),
+        );
         writers.push(tokio::spawn(async move {
             let mut rng = rand::rngs::StdRng::seed_from_u64(w);
             let mut accepted = 0;
-            for _ in 0..300 {
+            for i in 0..300 {
                 let now = clock.now().unix_millis();
                 let events = random_values(&mut rng, now, 20, 100_000, 200);
                 let outcome = rb.incr_batch(&board, &events).await.unwrap();
@@ -145,49 +150,43 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
                         }
                     }
                 }
-                tokio::task::yield_now().await;
+                pace.wrote();
+                if (i + 1) % 30 == 0 {
+                    pace.retired().await;
+                }
             }
             accepted
         }));
     }
     let mut retirers = Vec::new();
     for (r, rb) in replicas.iter().enumerate() {
-        let (rb, board, stop) = (rb.clone(), board.clone(), stop.clone());
+        let (rb, board, pace) = (rb.clone(), board.clone(), pace.clone());
         retirers.push(tokio::spawn(async move {
             let options = RetireOptions {
                 chunk_size: 3 + r * 4,
                 ..Default::default()
             };
             let (mut chunks, mut compacted) = (0, 0);
-            while !stop.load(Ordering::SeqCst) {
+            while !pace.stopped() {
                 let report = rb.retire_with(&board, options).await.unwrap();
                 chunks += report.chunks;
                 compacted += report.slots_compacted;
+                pace.passed(r);
             }
             (chunks, compacted)
         }));
     }
-    let ticker = {
-        let (clock, stop) = (clock.clone(), stop.clone());
-        tokio::spawn(async move {
-            while !stop.load(Ordering::SeqCst) {
-                clock.advance_millis(2_000);
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        })
-    };
     let mut accepted = 0;
     for w in writers {
         accepted += w.await.unwrap();
     }
-    stop.store(true, Ordering::SeqCst);
+    pace.stop();
     let (mut chunks, mut compacted) = (0, 0);
     for r in retirers {
         let (c, s) = r.await.unwrap();
         chunks += c;
         compacted += s;
     }
-    ticker.await.unwrap();
     // Five members in the open slot, which closes next: the last pass converts it.
     let at = clock.now();
     let last: Vec<Event> = (0..5)
@@ -205,7 +204,7 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
     assert!(accepted > 3_000, "only {accepted} events accepted");
     assert!(chunks > 300, "only {chunks} retirement chunks ran");
     // On one Redis the board is compact: the retirers converted its closed slots while
-    // late writes and the other retirer went on (how many depends on the machine's pace).
+    // late writes and the other retirer went on (how many depends on the races).
     if !on_cluster {
         assert!(compacted > 0, "no slot converted");
     }

@@ -1,17 +1,17 @@
 //! Concurrency: writers on two "replicas" (separate connections) write on-time and late
 //! events while the clock runs and two retirers with tiny chunks retire the same board at
-//! once. Afterwards every window equals the oracle exactly, no member with total 0
+//! once (at the writers' [`Pace`]: the clock moves with their batches, and they wait for
+//! retirer passes at fixed points, so the run does not depend on the machine's speed). Afterwards every window equals the oracle exactly, no member with total 0
 //! remains in any totals set, and no slot remains that every window has retired. Also on
 //! a sharded board (every shard checked).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 use rollboard::{BoardConfig, Clock, Event, Layout, RetireOptions, Timestamp};
 
 use crate::oracle::{Oracle, check_redis_invariants};
+use crate::pace::Pace;
 use crate::support::{TestRedis, clock, ranking, unique, with_clock};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -59,17 +59,23 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
         .await
         .unwrap();
     let oracle = Arc::new(Mutex::new(Oracle::new(config.clone())));
-    let stop = Arc::new(AtomicBool::new(false));
+    // 1,800 batches in all, the clock 2 s on every 6: 600 s, 60 slots.
+    let pace = Arc::new(Pace::new(&clock, 2, 6, 2_000));
 
     let mut writers = Vec::new();
     for w in 0..6u64 {
         let rb = replicas[(w % 2) as usize].clone();
-        let (clock, board, oracle, config) =
-            (clock.clone(), board.clone(), oracle.clone(), config.clone());
+        let (clock, board, oracle, config, pace) = (
+            clock.clone(),
+            board.clone(),
+            oracle.clone(),
+            config.clone(),
+            pace.clone(),
+        );
         writers.push(tokio::spawn(async move {
             let mut rng = rand::rngs::StdRng::seed_from_u64(w);
             let mut accepted = 0;
-            for _ in 0..300 {
+            for i in 0..300 {
                 let now = clock.now().unix_millis();
                 let events: Vec<Event> = (0..rng.random_range(1..20))
                     .map(|_| {
@@ -95,7 +101,10 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
                         }
                     }
                 }
-                tokio::task::yield_now().await;
+                pace.wrote();
+                if (i + 1) % 30 == 0 {
+                    pace.retired().await;
+                }
             }
             accepted
         }));
@@ -103,7 +112,7 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
 
     let mut retirers = Vec::new();
     for (r, rb) in replicas.iter().enumerate() {
-        let (rb, board, stop) = (rb.clone(), board.clone(), stop.clone());
+        let (rb, board, pace) = (rb.clone(), board.clone(), pace.clone());
         retirers.push(tokio::spawn(async move {
             let options = RetireOptions {
                 chunk_size: 3 + r * 4,
@@ -111,30 +120,21 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
                 ..Default::default()
             };
             let (mut passes, mut chunks) = (0, 0);
-            while !stop.load(Ordering::SeqCst) {
+            while !pace.stopped() {
                 chunks += rb.retire_with(&board, options).await.unwrap().chunks;
                 passes += 1;
+                pace.passed(r);
             }
             assert!(passes >= 2, "retirer {r} ran only {passes} passes");
             chunks
         }));
     }
 
-    let ticker = {
-        let (clock, stop) = (clock.clone(), stop.clone());
-        tokio::spawn(async move {
-            while !stop.load(Ordering::SeqCst) {
-                clock.advance_millis(2_000);
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-        })
-    };
-
     let mut accepted = 0;
     for w in writers {
         accepted += w.await.unwrap();
     }
-    stop.store(true, Ordering::SeqCst);
+    pace.stop();
     let chunks: u64 = {
         let mut total = 0;
         for r in retirers {
@@ -142,7 +142,6 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
         }
         total
     };
-    ticker.await.unwrap();
     // A slot that closes just before the last pass, with fields enough to be compacted
     // by it (however the retirers' passes fell during the run).
     let last: Vec<Event> = (0..8).map(|i| Event::new(format!("m{i}"), 1)).collect();
@@ -164,10 +163,7 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
         now.unix_seconds() - crate::support::START
     );
     assert!(chunks > 300, "only {chunks} retirement chunks ran");
-    assert!(
-        now.unix_seconds() - crate::support::START > 300,
-        "the clock crossed many slots"
-    );
+    assert_eq!(now.unix_seconds() - crate::support::START, 610);
     for (j, w) in config.windows().iter().enumerate() {
         let page = replicas[0].top(&board, Some(*w), 0, 1000).await.unwrap();
         assert_eq!(page.from, config.window_start(j, now));

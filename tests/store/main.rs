@@ -67,6 +67,7 @@ mod multi;
 mod nonzero;
 mod open_slot;
 mod oracle;
+mod pace;
 mod peer_reads;
 mod property;
 #[path = "../common/proxy.rs"]
