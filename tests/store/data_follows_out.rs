@@ -253,23 +253,30 @@ async fn data_goes_when_a_recompute_drops_a_member_without_a_value(h: Harness) {
         );
         assert_kept(&h, &board, family, &["c", "p"]).await;
         let Some(redis) = &h.redis else { continue };
-        // Drift: a total set by hand in the largest window, data set for it; the
-        // recompute takes both away.
+        // Drift: a total set by hand in the largest window, data set for it through the
+        // board; and 600 more such members with data written by hand (more than one step
+        // of the sweep). The recompute takes them all away.
         let mut raw = redis.raw().await;
-        let _: () = ::redis::cmd("ZADD")
-            .arg(format!("stats_{{{board}}}_{}", 3 * HOUR))
+        let ghosts: Vec<String> = (0..600).map(|g| format!("ghost{g}")).collect();
+        let mut zadd = ::redis::cmd("ZADD");
+        let mut hset = ::redis::cmd("HSET");
+        zadd.arg(format!("stats_{{{board}}}_{}", 3 * HOUR))
             .arg(9)
-            .arg("ghost")
-            .query_async(&mut raw)
-            .await
-            .unwrap();
+            .arg("ghost");
+        hset.arg(format!("data_{{{board}}}"));
+        for g in &ghosts {
+            zadd.arg(9).arg(g);
+            hset.arg(g).arg(format!("{g:?}"));
+        }
+        let _: () = zadd.query_async(&mut raw).await.unwrap();
+        let _: () = hset.query_async(&mut raw).await.unwrap();
         h.boards
             .set_member_data(&board, "ghost", data("ghost"))
             .await
             .unwrap();
         assert_eq!(
-            with_data(&h, &board, &["ghost", "c"]).await,
-            names(&["ghost", "c"])
+            with_data(&h, &board, &["ghost", "ghost599", "c"]).await,
+            names(&["ghost", "ghost599", "c"])
         );
         h.boards.recompute(&board, None).await.unwrap();
         assert_eq!(
