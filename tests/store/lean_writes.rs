@@ -43,4 +43,25 @@ async fn an_open_slot_write_is_one_call_and_falls_back_to_write_lua_past_the_bou
         assert_eq!(top(&h.boards, &b, window).await, want, "{window}");
         assert_eq!(top(&memory.boards, &mb, window).await, want, "{window}");
     }
+
+    // An unlike takes room from the bound as a like does (it is the sum of |delta|): after
+    // it, a like is past the bound, so the lean call answers {6} and write.lua applies it
+    // (two calls), and the next one is refused.
+    let b = h.board("1h", &["1h", "2h"]).await;
+    let mb = memory.board("1h", &["1h", "2h"]).await;
+    for (member, delta, calls) in [("a", MAX_ABS - 1, 1), ("b", -1, 1), ("a", 1, 2)] {
+        let before = script_calls(&redis).await;
+        h.boards.incr(&b, member, delta, None).await.unwrap();
+        memory.boards.incr(&mb, member, delta, None).await.unwrap();
+        let calls_made = script_calls(&redis).await - before;
+        assert_eq!(calls_made, calls, "{member} {delta}");
+    }
+    assert_eq!(h.boards.incr(&b, "a", 1, None).await.unwrap_err(), past);
+    assert_eq!(
+        memory.boards.incr(&mb, "a", 1, None).await.unwrap_err(),
+        past
+    );
+    let want = vec![("a".to_string(), MAX_ABS)];
+    assert_eq!(top(&h.boards, &b, "2h").await, want);
+    assert_eq!(top(&memory.boards, &mb, "2h").await, want);
 }
