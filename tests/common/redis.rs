@@ -145,14 +145,17 @@ impl TestRedis {
     /// On a server of this test's own, keeps every hash in the hashtable encoding (no
     /// listpack), so HSCAN chunks of even small hashes really interleave with writers.
     pub async fn use_hashtables(&self) {
-        if !self.owned() {
-            return;
-        }
         self.config_set("hash-max-listpack-entries", "0").await;
     }
 
-    /// `CONFIG SET name value` on this server.
+    /// `CONFIG SET name value` on this server, which must be the test's own
+    /// ([`spawn`](Self::spawn)): a setting is server-wide, and a server from `REDIS_URL`
+    /// is shared with other tests.
     pub async fn config_set(&self, name: &str, value: &str) {
+        assert!(
+            self.owned(),
+            "CONFIG SET {name} on a shared server: spawn one of the test's own"
+        );
         let _: () = redis::cmd("CONFIG")
             .arg("SET")
             .arg(name)

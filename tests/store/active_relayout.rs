@@ -61,7 +61,8 @@ struct Fixture {
 
 impl Fixture {
     async fn new(from: Layout) -> Fixture {
-        let redis = TestRedis::start().await;
+        // A server of its own: the listpack limit is server-wide.
+        let redis = TestRedis::spawn().await;
         redis
             .config_set("hash-max-listpack-entries", LISTPACK)
             .await;

@@ -687,7 +687,8 @@ fn max_and_min_boards_on_a_cluster_match_the_memory_store_and_the_oracle() {
 #[test]
 fn max_and_min_boards_on_compact_slots_match_the_memory_store_and_the_oracle() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let redis = rt.block_on(TestRedis::start());
+    // A server of its own: the listpack limit is server-wide.
+    let redis = rt.block_on(TestRedis::spawn());
     rt.block_on(redis.config_set("hash-max-listpack-entries", "2"));
     let store = rt.block_on(redis.store());
     let before = COMPACTED.load(Ordering::Relaxed);

@@ -66,7 +66,7 @@ async fn two_replicas(
     clock: &rollboard::ManualClock,
     listpack_entries: Option<&str>,
 ) -> (TestRedis, [rollboard::Rollboard; 2]) {
-    let redis = TestRedis::start().await;
+    let redis = TestRedis::spawn().await;
     if let Some(entries) = listpack_entries {
         redis.config_set("hash-max-listpack-entries", entries).await;
     }

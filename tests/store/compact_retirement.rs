@@ -75,7 +75,8 @@ const SMALL_CHUNKS: RetireOptions = RetireOptions {
 };
 
 async fn split_slot_retires_exactly(ties: Ties) {
-    let redis = TestRedis::start().await;
+    // A server of its own: the listpack limit is server-wide.
+    let redis = TestRedis::spawn().await;
     redis
         .config_set("hash-max-listpack-entries", LISTPACK)
         .await;

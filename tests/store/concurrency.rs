@@ -34,11 +34,8 @@ async fn writers_and_two_retirers_end_exact_on_compact_slots() {
 }
 
 async fn writers_and_two_retirers(layout: Layout, shards: u32) {
-    let redis = match layout {
-        Layout::Plain => TestRedis::start().await,
-        // A server of its own: the listpack limit below is server-wide.
-        Layout::Compact => TestRedis::spawn().await,
-    };
+    // A server of its own: the listpack limit below is server-wide.
+    let redis = TestRedis::spawn().await;
     match layout {
         Layout::Plain => redis.use_hashtables().await,
         Layout::Compact => redis.config_set("hash-max-listpack-entries", "4").await,

@@ -43,7 +43,8 @@ fn expected(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn history_reads_stay_exact_while_retirement_moves_values() {
-    let redis = TestRedis::start().await;
+    // A server of its own: the listpack limit is server-wide.
+    let redis = TestRedis::spawn().await;
     redis.use_hashtables().await;
     let clock = clock();
     let writer = with_clock(redis.store().await, &clock);
