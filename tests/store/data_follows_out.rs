@@ -217,11 +217,19 @@ async fn data_and_records_go_when_the_largest_window_retires_the_member(h: Harne
             ["c", "p"]
         };
         assert_eq!(ranked, want, "{family:?}");
-        // The next slot leaves too: nothing is left.
+        // The next slot leaves too: nothing is left, not even a key of a slot.
         h.at(4 * HOUR);
         retire_in_chunks(&h, &board).await;
         assert_eq!(with_data(&h, &board, &all).await, names(&[]), "{family:?}");
         assert_kept(&h, &board, family, &[]).await;
+        if let Some(redis) = &h.redis {
+            let left: Vec<String> = ::redis::cmd("KEYS")
+                .arg(format!("slot*_{{{board}}}*"))
+                .query_async(&mut redis.raw().await)
+                .await
+                .unwrap();
+            assert_eq!(left, Vec::<String>::new(), "{family:?}");
+        }
         let error = h
             .boards
             .set_member_data(&board, "c", data("c"))
