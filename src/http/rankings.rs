@@ -209,8 +209,7 @@ pub async fn top(
         }
         let max_limit = state.boards.settings().max_limit;
         let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(max_limit));
-        let page = state
-            .boards
+        let page = boards
             .top_percent(&board, window(&q.window)?, percent, order, offset, limit)
             .await?;
         let page = BoardPage::Windowed(page);

@@ -78,8 +78,9 @@ fn age(body: &Value) -> u64 {
         .unwrap_or_else(|| panic!("no age_ms in {body}"))
 }
 
-/// The four cached reads of `board` with `query` (`max_staleness_ms=…`), as
-/// (top entries, member score, ranks scores, around entries, ages).
+/// The five cached reads of `board` with `query` (`max_staleness_ms=…`), as
+/// (top entries, member score, ranks scores, around entries, the top 100 percent's
+/// entries, ages).
 async fn reads(app: &TestApp, board: &str, query: &str) -> (Value, Vec<u64>) {
     let top = ok(app, &format!("/v1/boards/{board}/top?window=24h&{query}")).await;
     let member = ok(
@@ -97,12 +98,18 @@ async fn reads(app: &TestApp, board: &str, query: &str) -> (Value, Vec<u64>) {
         &format!("/v1/boards/{board}/members/b/around?n=1&window=24h&{query}"),
     )
     .await;
-    let ages = [&top, &member, &ranks, &around].map(age).to_vec();
+    let percent = ok(
+        app,
+        &format!("/v1/boards/{board}/top?percent=100&window=24h&{query}"),
+    )
+    .await;
+    let ages = [&top, &member, &ranks, &around, &percent].map(age).to_vec();
     let view = json!({
         "top": top["entries"],
         "member": member["score"],
         "ranks": ranks["entries"],
         "around": around["entries"],
+        "percent": percent["entries"],
     });
     (view, ages)
 }
@@ -125,6 +132,7 @@ fn view(a: i64, b: i64) -> Value {
             {"member": "c", "score": 0, "rank": null},
         ],
         "around": top,
+        "percent": top,
     })
 }
 
@@ -137,24 +145,24 @@ async fn another_replicas_write_is_seen_after_the_bound(backend: Backend) {
     like(&a, &board, "a", 3).await;
     like(&a, &board, "b", 1).await;
     let q = "max_staleness_ms=1000";
-    assert_eq!(reads(&b, &board, q).await, (view(3, 1), vec![0; 4]));
+    assert_eq!(reads(&b, &board, q).await, (view(3, 1), vec![0; 5]));
     like(&a, &board, "b", 5).await;
     // The writer's own replica sees it at once (its cache was never filled, bound or not).
-    assert_eq!(reads(&a, &board, q).await, (view(3, 6), vec![0; 4]));
+    assert_eq!(reads(&a, &board, q).await, (view(3, 6), vec![0; 5]));
     a.clock.advance_millis(400);
-    assert_eq!(reads(&b, &board, q).await, (view(3, 1), vec![400; 4]));
+    assert_eq!(reads(&b, &board, q).await, (view(3, 1), vec![400; 5]));
     a.clock.advance_millis(600);
-    assert_eq!(reads(&b, &board, q).await, (view(3, 1), vec![1000; 4]));
+    assert_eq!(reads(&b, &board, q).await, (view(3, 1), vec![1000; 5]));
     // A tighter bound on the same replica does not take the cached answer.
     assert_eq!(
         reads(&b, &board, "max_staleness_ms=999").await,
-        (view(3, 6), vec![0; 4])
+        (view(3, 6), vec![0; 5])
     );
     a.clock.advance_millis(1);
     like(&a, &board, "a", 10).await;
-    assert_eq!(reads(&b, &board, q).await, (view(3, 6), vec![1; 4]));
+    assert_eq!(reads(&b, &board, q).await, (view(3, 6), vec![1; 5]));
     a.clock.advance_millis(1000);
-    assert_eq!(reads(&b, &board, q).await, (view(13, 6), vec![0; 4]));
+    assert_eq!(reads(&b, &board, q).await, (view(13, 6), vec![0; 5]));
 }
 
 /// Bound 0 (asked, or the service's default) reads the store every time, and a service
@@ -165,23 +173,23 @@ async fn bound_zero_is_never_cached(backend: Backend) {
     a.at(60);
     like(&a, &board, "a", 3).await;
     like(&a, &board, "b", 1).await;
-    assert_eq!(reads(&b, &board, "").await, (view(3, 1), vec![0; 4]));
+    assert_eq!(reads(&b, &board, "").await, (view(3, 1), vec![0; 5]));
     assert_eq!(
         reads(&b, &board, "max_staleness_ms=0").await,
-        (view(3, 1), vec![0; 4])
+        (view(3, 1), vec![0; 5])
     );
     like(&a, &board, "b", 5).await;
     a.clock.advance_millis(2_000);
     // The service's default (5 s) answers from the cache; 0 reads the store.
-    assert_eq!(reads(&b, &board, "").await, (view(3, 1), vec![2_000; 4]));
+    assert_eq!(reads(&b, &board, "").await, (view(3, 1), vec![2_000; 5]));
     assert_eq!(
         reads(&b, &board, "max_staleness_ms=0").await,
-        (view(3, 6), vec![0; 4])
+        (view(3, 6), vec![0; 5])
     );
     // Bound 0 kept nothing: the default still serves the older answer.
-    assert_eq!(reads(&b, &board, "").await, (view(3, 1), vec![2_000; 4]));
+    assert_eq!(reads(&b, &board, "").await, (view(3, 1), vec![2_000; 5]));
     // And replica a (default 0) never caches.
-    assert_eq!(reads(&a, &board, "").await, (view(3, 6), vec![0; 4]));
+    assert_eq!(reads(&a, &board, "").await, (view(3, 6), vec![0; 5]));
 }
 
 mod replicas_on_memory {
@@ -215,13 +223,13 @@ async fn a_write_through_the_same_app_is_seen_at_once(app: TestApp) {
     like(&app, &board, "a", 3).await;
     like(&app, &board, "b", 1).await;
     let q = "max_staleness_ms=60000";
-    assert_eq!(reads(&app, &board, q).await, (view(3, 1), vec![0; 4]));
+    assert_eq!(reads(&app, &board, q).await, (view(3, 1), vec![0; 5]));
     app.clock.advance_millis(250);
-    assert_eq!(reads(&app, &board, q).await, (view(3, 1), vec![250; 4]));
+    assert_eq!(reads(&app, &board, q).await, (view(3, 1), vec![250; 5]));
 
     // An event.
     like(&app, &board, "b", 5).await;
-    assert_eq!(reads(&app, &board, q).await, (view(3, 6), vec![0; 4]));
+    assert_eq!(reads(&app, &board, q).await, (view(3, 6), vec![0; 5]));
 
     // A batch under an idempotency key.
     let reply = app
@@ -232,7 +240,7 @@ async fn a_write_through_the_same_app_is_seen_at_once(app: TestApp) {
         )
         .await;
     assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
-    assert_eq!(reads(&app, &board, q).await, (view(7, 6), vec![0; 4]));
+    assert_eq!(reads(&app, &board, q).await, (view(7, 6), vec![0; 5]));
 
     // Member data, read beside a cached page.
     let top_with_data = format!("/v1/boards/{board}/top?window=24h&with=data&{q}");
