@@ -119,18 +119,13 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
     let mut writers = Vec::new();
     for w in 0..6u64 {
         let rb = replicas[(w % 2) as usize].clone();
-        let (clock, board, oracle, config, pace) = (
-            clock.clone(),
-            board.clone(),
-            oracle.clone(),
-            config.clone(),
-            pace.clone(),
-        );
+        let (board, oracle, config, pace) =
+            (board.clone(), oracle.clone(), config.clone(), pace.clone());
         writers.push(tokio::spawn(async move {
             let mut rng = rand::rngs::StdRng::seed_from_u64(w);
             let mut accepted = 0;
             for i in 0..300 {
-                let now = clock.now().unix_millis();
+                let now = pace.now().unix_millis();
                 let events = random_values(&mut rng, now, 20, 100_000, 200);
                 let outcome = rb.incr_batch(&board, &events).await.unwrap();
                 {
@@ -150,10 +145,7 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
                         }
                     }
                 }
-                pace.wrote();
-                if (i + 1) % 30 == 0 {
-                    pace.retired().await;
-                }
+                pace.wrote(i).await;
             }
             accepted
         }));

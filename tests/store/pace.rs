@@ -9,8 +9,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use rollboard::ManualClock;
+use rollboard::{Clock, ManualClock, Timestamp};
 use tokio::sync::watch;
+
+/// A writer waits for the retirers after every this many of its batches.
+const WAIT_EVERY: u64 = 30;
 
 /// A retirer that makes no pass for this long is stuck (a deadlock guard, far beyond any
 /// pass; the test fails saying so instead of hanging).
@@ -42,17 +45,26 @@ impl Pace {
         }
     }
 
-    /// A writer wrote a batch: the clock moves when it is the `per_step`-th since the last
-    /// step.
-    pub fn wrote(&self) {
+    /// The clock's time.
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    /// A writer wrote its batch `i` (from 0): the clock moves when it is the
+    /// `per_step`-th batch of all writers since the last step, and after every
+    /// [`WAIT_EVERY`] of its own batches the writer waits for the retirers.
+    pub async fn wrote(&self, i: u64) {
         if (self.batches.fetch_add(1, Ordering::SeqCst) + 1).is_multiple_of(self.per_step) {
             self.clock.advance_millis(self.step_ms);
+        }
+        if (i + 1).is_multiple_of(WAIT_EVERY) {
+            self.retired().await;
         }
     }
 
     /// Waits until every retirer has finished a pass begun after this call (the pass in
     /// progress, if any, ends first: so two more).
-    pub async fn retired(&self) {
+    async fn retired(&self) {
         let mut passes = self.passes.subscribe();
         let start = passes.borrow_and_update().clone();
         let after = |now: &Vec<u64>| now.iter().zip(&start).all(|(n, s)| *n >= s + 2);

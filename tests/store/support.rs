@@ -45,35 +45,13 @@ impl Harness {
 
     /// As [`redis`](Self::redis), with boards that name no layout kept plain.
     pub async fn redis_plain() -> Harness {
-        let redis = TestRedis::start().await;
-        let clock = clock();
-        let options = rollboard::RedisOptions {
-            default_layout: rollboard::Layout::Plain,
-            ..rollboard::RedisOptions::default()
-        };
-        Harness {
-            boards: with_clock(redis.store_with(options).await, &clock),
-            clock,
-            redis: Some(redis),
-            in_memory: false,
-        }
+        Self::on_redis(TestRedis::start().await, rollboard::Layout::Plain).await
     }
 
     /// As [`redis`](Self::redis), with boards that name no layout kept compact (the
     /// store's default, named).
     pub async fn redis_compact() -> Harness {
-        let redis = TestRedis::start().await;
-        let clock = clock();
-        let options = rollboard::RedisOptions {
-            default_layout: rollboard::Layout::Compact,
-            ..rollboard::RedisOptions::default()
-        };
-        Harness {
-            boards: with_clock(redis.store_with(options).await, &clock),
-            clock,
-            redis: Some(redis),
-            in_memory: false,
-        }
+        Self::on_redis(TestRedis::start().await, rollboard::Layout::Compact).await
     }
 
     /// As [`redis_compact`](Self::redis_compact), on a server of this test's own whose
@@ -82,9 +60,16 @@ impl Harness {
     pub async fn redis_bucketed() -> Harness {
         let redis = TestRedis::spawn().await;
         redis.config_set("hash-max-listpack-entries", "4").await;
+        Self::on_redis(redis, rollboard::Layout::Compact).await
+    }
+
+    /// A Rollboard on `redis` whose boards that name no layout take `layout` (its
+    /// replies waited for as long as [`TestRedis::store`]'s).
+    async fn on_redis(redis: TestRedis, layout: rollboard::Layout) -> Harness {
         let clock = clock();
         let options = rollboard::RedisOptions {
-            default_layout: rollboard::Layout::Compact,
+            default_layout: layout,
+            response_timeout: crate::test_redis::REPLY_WAIT,
             ..rollboard::RedisOptions::default()
         };
         Harness {
