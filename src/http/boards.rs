@@ -11,7 +11,7 @@ use super::auth::AdminAccess;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::json_int;
-use super::wire::SpanInput;
+use super::wire::{SpanInput, window};
 use crate::{
     Aggregate, Board, BoardConfig, BoardKind, BoardName, BoardState, Created, Layout, RankedTotals,
     RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport, SnapshotPolicy, Span, Ties,
@@ -530,7 +530,7 @@ pub async fn recompute(
     ApiPath(board): ApiPath<String>,
     ApiQuery(q): ApiQuery<RecomputeQuery>,
 ) -> ApiResult<Json<RecomputeReport>> {
-    let window = q.window.as_deref().map(Span::parse).transpose()?;
+    let window = window(&q.window)?;
     let boards = state.boards.clone();
     let task = tokio::spawn(async move { boards.recompute(&board, window).await });
     let report = task

@@ -13,7 +13,8 @@ use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::ranks::MemberName;
-use crate::{BulkRemoved, Error, ScoreBounds, Span};
+use super::wire::window;
+use crate::{BulkRemoved, Error, ScoreBounds};
 
 /// `{"members": […]}`, or `{"min_score", "max_score", "window"}`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -49,10 +50,6 @@ pub struct TrimQuery {
     /// order; the ranked members below them are removed from every window.
     #[param(minimum = 0, maximum = 1_000_000_000)]
     pub top: u64,
-}
-
-fn window(text: &Option<String>) -> crate::Result<Option<Span>> {
-    text.as_deref().map(Span::parse).transpose()
 }
 
 /// Removes members from every slot and window: those listed, or those ranked in one

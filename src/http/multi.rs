@@ -20,8 +20,8 @@ use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
 use super::events::{RejectedEvent, count_trending, idempotency_key};
 use super::extract::{ApiPath, ApiQuery, JsonBytes};
-use super::wire::{NotAnEvent, parse_raw_event};
-use crate::{BoardStanding, BoardWrite, BoardsEvent, Error, Event, Span};
+use super::wire::{NotAnEvent, parse_raw_event, window};
+use crate::{BoardStanding, BoardWrite, BoardsEvent, Error, Event};
 
 /// The body of `POST /v1/events`, as the handler reads it (keys given twice are
 /// refused, unknown keys too).
@@ -438,7 +438,7 @@ pub async fn member_across(
     ApiPath(member): ApiPath<String>,
     ApiQuery(q): ApiQuery<AcrossQuery>,
 ) -> ApiResult<Json<MemberAcrossResponse>> {
-    let window = q.window.as_deref().map(Span::parse).transpose()?;
+    let window = window(&q.window)?;
     let boards: Vec<&str> = q.boards.split(',').collect();
     let across = state.boards.member_across(&member, &boards, window).await?;
     Ok(Json(MemberAcrossResponse {

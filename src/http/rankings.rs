@@ -11,8 +11,9 @@ use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::member_data;
 use super::staleness::reader;
+use super::wire::window;
 use crate::{
-    AroundOptions, BoardPage, Error, History, MemberStanding, Order, Rollboard, ScoreBounds, Span,
+    AroundOptions, BoardPage, Error, History, MemberStanding, Order, Rollboard, ScoreBounds,
 };
 
 /// `?window=` alone.
@@ -125,10 +126,6 @@ pub struct MemberRemoved {
     pub member: String,
     /// Slot values deleted.
     pub slot_values: u64,
-}
-
-fn window(text: &Option<String>) -> crate::Result<Option<Span>> {
-    text.as_deref().map(Span::parse).transpose()
 }
 
 /// `page` with each entry's member data when `with_data` (a windowed board's page only).

@@ -11,7 +11,8 @@ use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::json_int;
 use super::staleness::reader;
-use crate::{MemberRanks, Span};
+use super::wire::window;
+use crate::MemberRanks;
 
 /// `?members=a,b,c&window=`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -54,10 +55,6 @@ pub struct RanksBody {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[schema(min_length = 1, max_length = 256)]
 pub struct MemberName(pub String);
-
-fn window(text: &Option<String>) -> crate::Result<Option<Span>> {
-    text.as_deref().map(Span::parse).transpose()
-}
 
 /// Each member's total and rank (competition; dense or position on a board created with that `"ties"`), in the order asked (a member asked twice
 /// is answered twice); `"score": 0, "rank": null` without a positive total.

@@ -8,7 +8,8 @@ use serde::Deserialize;
 use super::AppState;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
-use crate::{ScoreAt, Span};
+use super::wire::window;
+use crate::ScoreAt;
 
 /// `?percentile=&window=`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -42,7 +43,7 @@ pub async fn score_at(
     ApiPath(board): ApiPath<String>,
     ApiQuery(q): ApiQuery<ScoreAtQuery>,
 ) -> ApiResult<Json<ScoreAt>> {
-    let window = q.window.as_deref().map(Span::parse).transpose()?;
+    let window = window(&q.window)?;
     let at = state.boards.score_at(&board, window, q.percentile).await?;
     Ok(Json(at))
 }

@@ -8,7 +8,8 @@ use serde::Deserialize;
 use super::AppState;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
-use crate::{SnapshotRange, Snapshots, Span};
+use super::wire::window;
+use crate::{SnapshotRange, Snapshots};
 
 /// `?window=&from=&to=&limit=`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -60,7 +61,7 @@ pub async fn get_snapshots(
     ApiPath(board): ApiPath<String>,
     ApiQuery(q): ApiQuery<SnapshotsQuery>,
 ) -> ApiResult<Json<Snapshots>> {
-    let window = q.window.as_deref().map(Span::parse).transpose()?;
+    let window = window(&q.window)?;
     let range = SnapshotRange::new(q.from, q.to, q.limit)?;
     Ok(Json(state.boards.snapshots(&board, window, range).await?))
 }

@@ -12,6 +12,12 @@ use serde_json::{Map, Value};
 
 use crate::{Event, MemberData, Span, Timestamp};
 
+/// A request's `window` (`window=24h` in a query, `"window": "24h"` in a body): absent
+/// means the board's first window.
+pub(super) fn window(text: &Option<String>) -> crate::Result<Option<Span>> {
+    text.as_deref().map(Span::parse).transpose()
+}
+
 /// A duration as JSON carries it: `"24h"` or `86400`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
