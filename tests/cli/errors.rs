@@ -172,18 +172,43 @@ async fn connection_errors_name_the_url_and_what_to_fix() {
             )
         );
     }
+}
 
+/// Usage errors (clap's) are one line, as every other error, with exit code 2 and the
+/// usage when clap has it; `--help` still prints to stdout and succeeds.
+#[test]
+fn usage_errors_are_one_line_with_the_usage() {
     let bind = run(&["serve", "--bind", "localhost:8080"], &[]);
     assert_eq!(bind.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&bind.stderr).contains(
-            "error: invalid value 'localhost:8080' for '--bind <BIND>': invalid listen address \
-             \"localhost:8080\": give an IP address and a port, e.g. 127.0.0.1:8080 (host names \
-             such as localhost are not resolved)\n"
-        ),
-        "{}",
-        String::from_utf8_lossy(&bind.stderr)
+    assert_eq!(
+        one_line_failure(&bind),
+        "rollboard: invalid value 'localhost:8080' for '--bind <BIND>': invalid listen address \
+         \"localhost:8080\": give an IP address and a port, e.g. 127.0.0.1:8080 (host names \
+         such as localhost are not resolved)"
     );
+    for (args, message) in [
+        (
+            &["top"][..],
+            "rollboard: the following required arguments were not provided: <BOARD>; usage: \
+             rollboard top <BOARD>",
+        ),
+        (
+            &["top", "--nope", "b"],
+            "rollboard: unexpected argument '--nope' found; usage: rollboard top [OPTIONS] \
+             <BOARD>",
+        ),
+        (
+            &["frobnicate"],
+            "rollboard: unrecognized subcommand 'frobnicate'; usage: rollboard <COMMAND>",
+        ),
+    ] {
+        let out = run(args, &[]);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(one_line_failure(&out), message, "{args:?}");
+    }
+    let help = run(&["top", "--help"], &[]);
+    assert!(help.status.success() && help.stderr.is_empty());
+    assert!(String::from_utf8_lossy(&help.stdout).starts_with("Print a board's top N"));
 }
 
 #[tokio::test]

@@ -16,7 +16,15 @@ use args::{Cli, Command};
 pub const SERVE_LOG_FILTER: &str = "info,tokio_cron_scheduler=warn";
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help` and `--version` print to stdout and succeed.
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            eprintln!("rollboard: {}", one_line(&e.render().to_string()));
+            return ExitCode::from(2);
+        }
+    };
     // `serve` installs its logs once its config (which may ask for JSON) is read.
     if !matches!(cli.command, Command::Serve(_)) {
         rollboard::service::init_logging(rollboard::service::LogFormat::Text, "warn");
@@ -34,5 +42,26 @@ fn main() -> ExitCode {
             eprintln!("rollboard: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A usage error of clap's on one line, as every other error: its message (a list below
+/// it joined on), then its usage line, e.g. `the following required arguments were not
+/// provided: <BOARD>; usage: rollboard top [OPTIONS] <BOARD>`.
+fn one_line(rendered: &str) -> String {
+    let mut lines = rendered.lines();
+    let first = lines.next().unwrap_or_default();
+    let mut message = first.strip_prefix("error: ").unwrap_or(first).to_owned();
+    let listed: Vec<&str> = lines
+        .by_ref()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    if !listed.is_empty() {
+        message = format!("{} {}", message, listed.join(", "));
+    }
+    match rendered.lines().find_map(|l| l.strip_prefix("Usage: ")) {
+        Some(usage) => format!("{message}; usage: {usage}"),
+        None => message,
     }
 }
