@@ -13,7 +13,7 @@ mod test_redis;
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use rollboard::{BoardConfig, ManualClock, Rollboard, Settings, Timestamp};
+use rollboard::{BoardConfig, Event, ManualClock, Rollboard, Settings, Timestamp, TrendingConfig};
 use test_redis::{TestRedis, unique};
 
 fn rollboard(args: &[&str], redis_url: Option<&str>) -> Output {
@@ -124,6 +124,8 @@ async fn top_prints_a_ranking_as_text_or_json() {
         Some(&redis.url),
     );
     let page: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(page["kind"], "windowed");
+    assert_eq!(page["window"], "1d");
     assert_eq!(
         page["entries"],
         serde_json::json!([{"rank": 1, "member": "post:1", "score": 5}])
@@ -161,9 +163,58 @@ async fn top_prints_a_ranking_as_text_or_json() {
     );
 }
 
+/// A trending board's top too, its scores decayed to the moment of the read (`at`), as
+/// the HTTP API answers it (`kind` first).
+#[tokio::test]
+async fn top_prints_a_trending_ranking() {
+    let redis = TestRedis::start().await;
+    let boards = Rollboard::new(redis.store().await);
+    let board = unique("clitrend");
+    let config = TrendingConfig::parse("1h").unwrap();
+    boards.create_trending(&board, config).await.unwrap();
+    let written = Timestamp::now_utc();
+    let events = [("alice", 3), ("bob", 1)].map(|(m, d)| Event::new(m, d).at(written));
+    boards.write_events(&board, &events).await.unwrap();
+
+    let json = rollboard(&["top", &board, "--json"], Some(&redis.url));
+    assert!(json.status.success(), "{}", stderr(&json));
+    let page: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(page["kind"], "trending");
+    assert_eq!(page["board"], board.as_str());
+    // Forward decay: each score is its delta times 2^-(age / half-life).
+    let age = page["at"].as_f64().unwrap() - written.unix_millis() as f64 / 1000.0;
+    assert!((0.0..60.0).contains(&age), "read {age} s after the write");
+    let factor = (-age / 3600.0).exp2();
+    let entries = page["entries"].as_array().unwrap();
+    let got: Vec<(u64, &str)> = entries
+        .iter()
+        .map(|e| (e["rank"].as_u64().unwrap(), e["member"].as_str().unwrap()))
+        .collect();
+    assert_eq!(got, [(1, "alice"), (2, "bob")]);
+    for (entry, delta) in entries.iter().zip([3.0, 1.0]) {
+        let score = entry["score"].as_f64().unwrap();
+        assert!((score / (delta * factor) - 1.0).abs() < 1e-9, "{entry}");
+    }
+
+    let text = rollboard(&["top", &board], Some(&redis.url));
+    assert!(text.status.success(), "{}", stderr(&text));
+    let out = stdout(&text);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with(&format!("{board} · trending · at ")),
+        "{out}"
+    );
+    let members: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(members, ["alice", "bob"], "{out}");
+}
+
 #[tokio::test]
 async fn failures_are_one_line_and_non_zero() {
     let redis = TestRedis::start().await;
+    let board = overdue_board(&redis).await;
     let cases: Vec<(Vec<&str>, Option<&str>, &str)> = vec![
         (
             vec!["retire"],
@@ -181,7 +232,7 @@ async fn failures_are_one_line_and_non_zero() {
             "rollboard: invalid duration \"soon\"",
         ),
         (
-            vec!["top", "x", "--limit", "0"],
+            vec!["top", &board, "--limit", "0"],
             Some(redis.url.as_str()),
             "rollboard: invalid query: limit must be between 1 and 1000, got 0",
         ),

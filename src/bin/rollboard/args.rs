@@ -49,7 +49,7 @@ pub enum Command {
     /// Clean the counters once, then exit (for cron jobs): delete samples older than the
     /// newest --keep slices of every precision, and forget counters left empty.
     CleanCounters(CleanCountersArgs),
-    /// Print a board's top N.
+    /// Print a board's top N (a windowed or a trending board).
     Top(TopArgs),
     /// Print a rate key's counts over the last 5s, 5m, 5h, 5d, 180d (or --last).
     Rate(RateArgs),

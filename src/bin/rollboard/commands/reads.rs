@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use rollboard::{Coverage, Order, ScoreRange, Span, Timestamp};
+use rollboard::{BoardPage, Coverage, Order, ScoreBounds, Span, Timestamp};
 
 use crate::args::{RateArgs, TopArgs};
 
@@ -16,16 +16,17 @@ pub(super) async fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
         _ => Order::Desc,
     };
     let page = boards
-        .ranking(
+        .ordered_page(
             &args.board,
             window,
-            ScoreRange::ALL,
+            ScoreBounds::ALL,
             order,
             args.offset,
             args.limit,
         )
         .await?;
     if args.json {
+        // As the HTTP API answers it, `kind` first.
         println!("{}", serde_json::to_string_pretty(&page)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -34,24 +35,34 @@ pub(super) async fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
             .map(|t| t.to_string())
             .unwrap_or_default()
     };
-    println!(
-        "{} · last {} · slots {} .. {}",
-        page.board,
-        page.window,
-        time(page.from),
-        time(page.to)
-    );
-    if page.entries.is_empty() {
+    let rows: Vec<(u64, &str, String)> = match &page {
+        BoardPage::Windowed(page) => {
+            let (from, to) = (time(page.from), time(page.to));
+            println!(
+                "{} · last {} · slots {from} .. {to}",
+                page.board, page.window
+            );
+            let rows = page.entries.iter();
+            rows.map(|e| (e.rank, e.member.as_str(), e.score.to_string()))
+                .collect()
+        }
+        BoardPage::Trending(page) => {
+            println!("{} · trending · at {}", page.board, time(page.at as i64));
+            let rows = page.entries.iter();
+            rows.map(|e| (e.rank, e.member.as_str(), e.score.to_string()))
+                .collect()
+        }
+    };
+    if rows.is_empty() {
         println!("(no ranked members)");
     }
-    let width = page
-        .entries
+    let width = rows
         .iter()
-        .map(|e| e.member.chars().count())
+        .map(|(_, m, _)| m.chars().count())
         .max()
         .unwrap_or(0);
-    for e in &page.entries {
-        println!("{:>5}  {:<width$}  {}", e.rank, e.member, e.score);
+    for (rank, member, score) in &rows {
+        println!("{rank:>5}  {member:<width$}  {score}");
     }
     Ok(ExitCode::SUCCESS)
 }
