@@ -36,7 +36,7 @@ async fn ten_thousand_boards_created_written_and_dropped_leave_tasks_and_memory_
                 committer_idle: std::time::Duration::from_secs(3600),
                 ..IngestOptions::default()
             },
-            ..RedisOptions::default()
+            ..test_redis::test_options()
         })
         .await;
     let clock = ManualClock::new(Timestamp::from_unix_seconds(1_699_999_200).unwrap());

@@ -39,7 +39,7 @@ async fn a_service_killed_mid_retirement_finishes_it_exactly_when_started_again(
         rollboard::Timestamp::from_unix_seconds(now.unix_seconds() - 7200).unwrap(),
     );
     let boards = Rollboard::with(
-        Arc::new(rollboard::RedisStore::connect(&redis.url).await.unwrap()),
+        redis.store().await,
         Arc::new(clock.clone()),
         Settings::default(),
     );

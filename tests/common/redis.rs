@@ -15,6 +15,14 @@ use rollboard::RedisStore;
 /// set their own).
 pub const REPLY_WAIT: Duration = Duration::from_secs(10);
 
+/// The product's Redis options, but for the time a reply may take ([`REPLY_WAIT`]).
+pub fn test_options() -> rollboard::RedisOptions {
+    rollboard::RedisOptions {
+        response_timeout: REPLY_WAIT,
+        ..rollboard::RedisOptions::default()
+    }
+}
+
 /// A Redis to test against: spawned for this test, or the one in `REDIS_URL`.
 pub struct TestRedis {
     pub url: String,
@@ -133,11 +141,7 @@ impl TestRedis {
     /// The store itself (not shared), for a Rollboard with settings of the test's own;
     /// as [`store`](Self::store).
     pub async fn store_owned(&self) -> RedisStore {
-        let options = rollboard::RedisOptions {
-            response_timeout: REPLY_WAIT,
-            ..rollboard::RedisOptions::default()
-        };
-        RedisStore::connect_with(&self.url, options)
+        RedisStore::connect_with(&self.url, test_options())
             .await
             .expect("connect to test redis")
     }

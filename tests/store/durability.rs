@@ -47,14 +47,47 @@ fn cli(port: u16, args: &[&str]) -> Option<String> {
         .filter(|t| !t.starts_with("Could not") && !t.starts_with("LOADING"))
 }
 
-async fn wait_up(port: u16) {
-    for _ in 0..600 {
+/// Whether the Redis on `port` answers `PING` within `tries` × 50 ms.
+async fn up(port: u16, tries: u32) -> bool {
+    for _ in 0..tries {
         if cli(port, &["PING"]).is_some_and(|o| o.trim() == "PONG") {
-            return;
+            return true;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    panic!("redis-server on {port} did not start within 30 s");
+    false
+}
+
+async fn wait_up(port: u16) {
+    assert!(
+        up(port, 600).await,
+        "redis-server on {port} did not start within 30 s"
+    );
+}
+
+/// Starts the durable Redis on `port` again once the port is free: a process killed with
+/// SIGKILL lets its socket go as it dies, which a loaded machine can delay, and then a
+/// new server fails to bind (`Address already in use`, seen in its log). Tries again
+/// while a start loses that race.
+async fn restart(port: u16, dir: &Path) -> Child {
+    for _ in 0..10 {
+        for _ in 0..600 {
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let mut keeper = durable_redis(port, dir);
+        if up(port, 200).await {
+            return keeper;
+        }
+        drop(keeper.stdin.take());
+        keeper.wait().unwrap();
+    }
+    panic!(
+        "redis-server on {port} did not start again: see {}/redis.log",
+        dir.display()
+    );
 }
 
 /// The pid of the Redis on `port` (`INFO server`).
@@ -101,8 +134,7 @@ async fn acknowledged_events_survive_a_kill_of_redis_with_appendfsync_always() {
     assert!(killed.success());
     drop(keeper.stdin.take());
     keeper.wait().unwrap();
-    let mut keeper = durable_redis(port, &dir);
-    wait_up(port).await;
+    let mut keeper = restart(port, &dir).await;
     // The same store, not reconnected by the test, gets writes through again.
     load.more(100).await;
     let seen = load.stop().await;

@@ -69,8 +69,7 @@ impl Harness {
         let clock = clock();
         let options = rollboard::RedisOptions {
             default_layout: layout,
-            response_timeout: crate::test_redis::REPLY_WAIT,
-            ..rollboard::RedisOptions::default()
+            ..crate::test_redis::test_options()
         };
         Harness {
             boards: with_clock(redis.store_with(options).await, &clock),
@@ -85,7 +84,8 @@ impl Harness {
     pub async fn cluster() -> Harness {
         let cluster = crate::test_cluster::TestCluster::shared();
         let clock = clock();
-        let store = rollboard::RedisStore::connect_cluster(&cluster.urls)
+        let options = crate::test_redis::test_options();
+        let store = rollboard::RedisStore::connect_cluster_with(&cluster.urls, options)
             .await
             .expect("connect to the test cluster");
         Harness {
