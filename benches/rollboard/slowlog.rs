@@ -10,16 +10,19 @@ use redis::aio::MultiplexedConnection;
 
 /// How the store joins a script to the prelude's definitions it uses.
 #[allow(unused_imports)] // its tests, which only the library runs
-#[path = "../../src/store/redis/prelude.rs"]
+#[path = "../../src/store/redis/conn/prelude.rs"]
 mod prelude;
 
-/// The store's scripts as it loads them (`src/store/redis/scripts.rs`): the prelude's
-/// definitions each uses, then the script's file, named as the file under `lua/`.
+/// The store's scripts as it loads them (`src/store/redis/conn/scripts.rs`): the prelude's
+/// definitions each uses, then the script's file, named by its path under `src/store/redis/`.
 macro_rules! sources {
-    ($($name:literal),* $(,)?) => {
+    ($($name:literal $(+ $more:literal)*),* $(,)?) => {
         [$((
             $name,
-            prelude::joined(include_str!(concat!("../../src/store/redis/lua/", $name, ".lua"))),
+            prelude::joined(concat!(
+                include_str!(concat!("../../src/store/redis/", $name, ".lua")),
+                $(include_str!(concat!("../../src/store/redis/", $more, ".lua"))),*
+            )),
         )),*]
     };
 }
@@ -29,31 +32,31 @@ fn script_names() -> &'static HashMap<String, &'static str> {
     static NAMES: OnceLock<HashMap<String, &'static str>> = OnceLock::new();
     NAMES.get_or_init(|| {
         let sources = sources!(
-            "counter_clean",
-            "counter_drop",
-            "counter_incr",
-            "counter_indexed",
-            "counter_unindex",
-            "create_board",
-            "data_set",
-            "data_sweep",
-            "drop_begin",
-            "extend_board",
-            "history",
-            "rate_hit",
-            "rate_hits",
-            "read_ranking",
-            "recompute_begin",
-            "recompute_end",
-            "recompute_fold",
-            "recompute_max_scan",
-            "recompute_max_swap",
-            "recompute_scan",
-            "recompute_swap",
-            "relayout",
-            "relayout_chunk",
-            "remove_max",
-            "remove_member",
+            "counters/counter_clean",
+            "counters/counter_drop",
+            "counters/counter_incr",
+            "counters/counter_indexed",
+            "counters/counter_unindex",
+            "board/create_board",
+            "board/data_set",
+            "board/data_sweep",
+            "board/drop_begin",
+            "board/extend_board",
+            "board/history",
+            "rates/rate_hit",
+            "rates/rate_hits" + "rates/rate_play" + "rates/rate_keys",
+            "board/read_ranking",
+            "sums/recompute_begin",
+            "sums/recompute_end",
+            "sums/recompute_fold",
+            "maxima/recompute_max_scan",
+            "maxima/recompute_max_swap",
+            "sums/recompute_scan",
+            "sums/recompute_swap",
+            "board/relayout",
+            "board/relayout_chunk",
+            "maxima/remove_max",
+            "sums/remove_member",
             "retire/compact_max",
             "retire/compact_move",
             "retire/retire_begin",
@@ -61,19 +64,19 @@ fn script_names() -> &'static HashMap<String, &'static str> {
             "retire/retire_max",
             "retire/retire_small",
             "retire/retire_swap",
-            "set_snapshots",
-            "snapshot_delivered",
-            "snapshot_take",
-            "stats_record",
-            "stats_slowest",
-            "trend_create",
-            "trend_prune",
-            "trend_read",
-            "trend_rescale",
-            "trend_write",
-            "write",
-            "write_max",
-            "write_plain",
+            "board/set_snapshots",
+            "board/snapshot_delivered",
+            "board/snapshot_take",
+            "stats/stats_record",
+            "stats/stats_slowest",
+            "trending/trend_create",
+            "trending/trend_prune",
+            "trending/trend_read",
+            "trending/trend_rescale",
+            "trending/trend_write",
+            "sums/write",
+            "maxima/write_max",
+            "sums/write_plain",
         );
         sources
             .iter()

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::redis::options::RetireOptions;
+use super::redis::RetireOptions;
 use crate::board::Board;
 use crate::domain::{RetireReport, Timestamp};
 use crate::error::Result;

@@ -212,7 +212,7 @@ async fn a_new_slot_starts_with_the_buckets_the_slot_before_it_filled() {
     assert_eq!(m1.map(|s| s.score), Some(2));
 }
 
-/// `bucket_key` (prelude.lua) names bucket `i` `<stage>:<i>`, `i` in decimal: the digits
+/// `bucket_key` (lua/compact_slots.lua) names bucket `i` `<stage>:<i>`, `i` in decimal: the digits
 /// come from tables below 10^6 (and from `string.format` above), so every number below
 /// 10^5 and every 7th up to past 10^6 is checked against `string.format('%d', i)`, and
 /// some against Rust's.
@@ -222,7 +222,7 @@ async fn bucket_keys_name_the_bucket_number_in_decimal() {
     let mut raw = redis.raw().await;
     let script = format!(
         "{}\n{}",
-        include_str!("../../src/store/redis/lua/prelude.lua"),
+        include_str!("../../src/store/redis/lua/compact_slots.lua"),
         "local wrong = {}
         local i = 0
         while i <= 1100000 and #wrong < 5 do

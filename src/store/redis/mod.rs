@@ -28,59 +28,22 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-mod board_record;
-mod boards;
-mod budget;
-mod client;
-mod committer;
+mod board;
 mod conn;
 mod counters;
-mod describe;
-mod errors;
-mod geometry;
-mod handle;
-mod history;
-mod ingest;
-mod keys;
-mod layout;
-mod maxima_recompute;
-mod maxima_remove;
-mod maxima_write;
-mod member_data;
-mod memory_info;
-mod moved;
-mod once;
-pub(crate) mod options;
-mod prelude;
-mod rate_heads;
+mod maxima;
 mod rates;
-mod rates_commit;
-mod read;
-mod recompute;
-mod refusal;
-mod registry;
-mod relayout;
-mod replica_acks;
-mod reply;
+mod resharding;
 mod retire;
-mod script_pipeline;
-mod scripts;
-mod slot_index;
-mod snapshots;
-mod standing;
 mod stats;
-mod stats_calls;
-mod stats_commit;
+mod sums;
 mod trending;
-mod trending_read;
-mod write;
-mod write_call;
 
 #[cfg(feature = "server")]
-pub(crate) use client::{check_url, redact};
+pub(crate) use conn::client::{check_url, redact};
+pub use conn::options::{IngestOptions, RedisOptions, ReplicaAcks, RetireOptions};
 pub(crate) use conn::{RedisConn, Retry};
-use ingest::Ingest;
-pub use options::{IngestOptions, RedisOptions, ReplicaAcks, RetireOptions};
+use sums::ingest::Ingest;
 
 use crate::any_board::AnyBoard;
 use crate::board::{Board, BoardStatus, Created, Resharding};
@@ -104,9 +67,9 @@ pub struct RedisStore {
     conn: RedisConn,
     ingest: Arc<Ingest>,
     /// Group commit of stats records.
-    stats: Arc<stats_commit::StatsCommit>,
+    stats: Arc<stats::commit::StatsCommit>,
     /// Group commit of rate hits.
-    rates: Arc<rates_commit::RatesCommit>,
+    rates: Arc<rates::commit::RatesCommit>,
     /// How retirement passes run unless told otherwise ([`RedisOptions::retire`]).
     retire: RetireOptions,
 }
@@ -164,7 +127,7 @@ impl RedisStore {
 #[async_trait]
 impl ServerStore for RedisStore {
     async fn memory(&self) -> Result<MemoryReading> {
-        memory_info::read(&self.conn).await
+        board::memory_info::read(&self.conn).await
     }
 
     async fn server_time(&self) -> Result<Timestamp> {
@@ -240,14 +203,14 @@ impl Store for RedisStore {
         config: &BoardConfig,
         now: Timestamp,
     ) -> Result<Created> {
-        let extension = match boards::create(&self.conn, name, config, now).await? {
-            boards::Creating::Done(created) => return Ok(created),
-            boards::Creating::Extend(extension) => extension,
+        let extension = match board::boards::create(&self.conn, name, config, now).await? {
+            board::boards::Creating::Done(created) => return Ok(created),
+            board::boards::Creating::Extend(extension) => extension,
         };
         // A board whose largest window still has frozen slots to consume is retired
         // first, then extended again (see `extend_board.lua`), a few times at most.
         for _ in 0..EXTEND_ATTEMPTS {
-            match boards::extend(&self.conn, &extension).await? {
+            match board::boards::extend(&self.conn, &extension).await? {
                 Some(created) => return Ok(created),
                 None => {
                     let options = RetireOptions::default();
@@ -259,19 +222,19 @@ impl Store for RedisStore {
     }
 
     async fn load_board(&self, name: &BoardName) -> Result<Option<AnyBoard>> {
-        boards::load(&self.conn, name).await
+        board::boards::load(&self.conn, name).await
     }
 
     async fn list_boards(&self) -> Result<Vec<Board>> {
-        boards::list(&self.conn).await
+        board::boards::list(&self.conn).await
     }
 
     async fn describe_board(&self, board: &Board, now: Timestamp) -> Result<BoardStatus> {
-        describe::describe(&self.conn, board, now).await
+        board::describe::describe(&self.conn, board, now).await
     }
 
     async fn drop_board(&self, name: &BoardName) -> Result<bool> {
-        let dropped = boards::drop(&self.conn, name).await?;
+        let dropped = board::boards::drop(&self.conn, name).await?;
         self.ingest.forget(name);
         Ok(dropped)
     }
@@ -283,7 +246,7 @@ impl Store for RedisStore {
         writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>> {
         if !board.config.aggregate().sums() {
-            return maxima_write::write(&self.conn, board, now, &writes).await;
+            return maxima::write::write(&self.conn, board, now, &writes).await;
         }
         self.ingest.write(board, now, writes).await
     }
@@ -297,11 +260,11 @@ impl Store for RedisStore {
     ) -> Result<Option<Vec<WriteStatus>>> {
         // A max board's write is idempotent by itself: applied again, it changes nothing.
         if !board.config.aggregate().sums() {
-            return maxima_write::write(&self.conn, board, now, &writes)
+            return maxima::write::write(&self.conn, board, now, &writes)
                 .await
                 .map(Some);
         }
-        once::write_once(&self.conn, board, now, writes, token).await
+        sums::once::write_once(&self.conn, board, now, writes, token).await
     }
 
     async fn write_keyed(
@@ -312,9 +275,9 @@ impl Store for RedisStore {
         key: &WriteKey,
     ) -> Result<Keyed> {
         if !board.config.aggregate().sums() {
-            return maxima_write::write_keyed(&self.conn, board, now, &writes, key).await;
+            return maxima::write::write_keyed(&self.conn, board, now, &writes, key).await;
         }
-        once::write_keyed(&self.conn, self.ingest.budget(), board, now, writes, key).await
+        sums::once::write_keyed(&self.conn, self.ingest.budget(), board, now, writes, key).await
     }
 
     async fn write_standing(
@@ -326,11 +289,11 @@ impl Store for RedisStore {
         key: Option<&WriteKey>,
     ) -> Result<(Keyed, Vec<crate::domain::WrittenStanding>)> {
         if !board.config.aggregate().sums() {
-            return maxima_write::write_standing(&self.conn, board, now, &writes, windows, key)
+            return maxima::write::write_standing(&self.conn, board, now, &writes, windows, key)
                 .await;
         }
         let budget = self.ingest.budget();
-        standing::write_standing(&self.conn, budget, board, now, writes, windows, key).await
+        sums::standing::write_standing(&self.conn, budget, board, now, writes, windows, key).await
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -344,7 +307,7 @@ impl Store for RedisStore {
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
-        read::top(&self.conn, board, window, now, range, order, offset, limit).await
+        board::read::top(&self.conn, board, window, now, range, order, offset, limit).await
     }
 
     async fn standing(
@@ -354,7 +317,7 @@ impl Store for RedisStore {
         now: Timestamp,
         member: &Member,
     ) -> Result<Option<Standing>> {
-        read::standing(&self.conn, board, window, now, member).await
+        board::read::standing(&self.conn, board, window, now, member).await
     }
 
     async fn ranks(
@@ -364,7 +327,7 @@ impl Store for RedisStore {
         now: Timestamp,
         members: &[Member],
     ) -> Result<crate::domain::Ranks> {
-        read::ranks(&self.conn, board, window, now, members).await
+        board::read::ranks(&self.conn, board, window, now, members).await
     }
 
     async fn count_ahead(
@@ -374,7 +337,7 @@ impl Store for RedisStore {
         now: Timestamp,
         probes: &[crate::domain::AheadProbe],
     ) -> Result<crate::domain::Ahead> {
-        read::count_ahead(&self.conn, board, window, now, probes).await
+        board::read::count_ahead(&self.conn, board, window, now, probes).await
     }
 
     async fn around(
@@ -386,18 +349,18 @@ impl Store for RedisStore {
         n: u64,
         options: crate::domain::AroundOptions,
     ) -> Result<Option<TopPage>> {
-        read::around(&self.conn, board, window, now, member, n, options).await
+        board::read::around(&self.conn, board, window, now, member, n, options).await
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {
-        history::history(&self.conn, board, now, member).await
+        board::history::history(&self.conn, board, now, member).await
     }
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
         if !board.config.aggregate().sums() {
-            return maxima_remove::remove_member(&self.conn, board, member).await;
+            return maxima::remove::remove_member(&self.conn, board, member).await;
         }
-        write::remove_member(&self.conn, board, member).await
+        sums::write::remove_member(&self.conn, board, member).await
     }
 
     async fn set_member_data(
@@ -405,7 +368,7 @@ impl Store for RedisStore {
         board: &Board,
         entries: &[(Member, MemberData)],
     ) -> Result<Vec<bool>> {
-        member_data::set(&self.conn, board, entries).await
+        board::member_data::set(&self.conn, board, entries).await
     }
 
     async fn member_data(
@@ -413,22 +376,22 @@ impl Store for RedisStore {
         board: &Board,
         members: &[Member],
     ) -> Result<Vec<Option<MemberData>>> {
-        member_data::get(&self.conn, board, members).await
+        board::member_data::get(&self.conn, board, members).await
     }
 
     async fn delete_member_data(&self, board: &Board, member: &Member) -> Result<bool> {
-        member_data::delete(&self.conn, board, member).await
+        board::member_data::delete(&self.conn, board, member).await
     }
 
     async fn pending_windows(&self, board: &Board) -> Result<Vec<usize>> {
-        describe::pending_windows(&self.conn, board).await
+        board::describe::pending_windows(&self.conn, board).await
     }
 
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
         if !board.config.aggregate().sums() {
-            return maxima_recompute::recompute(&self.conn, board, window).await;
+            return maxima::recompute::recompute(&self.conn, board, window).await;
         }
-        recompute::recompute(&self.conn, board, window).await
+        sums::recompute::recompute(&self.conn, board, window).await
     }
 
     async fn relayout(
@@ -437,7 +400,7 @@ impl Store for RedisStore {
         layout: Layout,
         options: RelayoutOptions,
     ) -> Result<RelayoutReport> {
-        relayout::relayout(&self.conn, board, layout, options).await
+        board::relayout::relayout(&self.conn, board, layout, options).await
     }
 
     async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport> {
@@ -449,7 +412,7 @@ impl Store for RedisStore {
         board: &Board,
         now: Timestamp,
     ) -> Result<crate::domain::SnapshotPass> {
-        snapshots::take(&self.conn, board, now).await
+        board::snapshots::take(&self.conn, board, now).await
     }
 
     async fn append_snapshots(
@@ -458,7 +421,7 @@ impl Store for RedisStore {
         now: Timestamp,
         tops: &[Option<Vec<crate::domain::Entry>>],
     ) -> Result<crate::domain::SnapshotPass> {
-        snapshots::append(&self.conn, board, now, tops).await
+        board::snapshots::append(&self.conn, board, now, tops).await
     }
 
     async fn snapshots(
@@ -467,11 +430,11 @@ impl Store for RedisStore {
         window: usize,
         range: crate::domain::SnapshotRange,
     ) -> Result<Vec<crate::domain::Snapshot>> {
-        snapshots::list(&self.conn, board, window, range).await
+        board::snapshots::list(&self.conn, board, window, range).await
     }
 
     async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>> {
-        snapshots::cursor(&self.conn, board, window).await
+        board::snapshots::cursor(&self.conn, board, window).await
     }
 
     async fn advance_snapshot_cursor(
@@ -480,7 +443,7 @@ impl Store for RedisStore {
         window: usize,
         boundary: i64,
     ) -> Result<()> {
-        snapshots::advance_cursor(&self.conn, board, window, boundary).await
+        board::snapshots::advance_cursor(&self.conn, board, window, boundary).await
     }
 }
 
@@ -492,42 +455,42 @@ impl ShardMoves for RedisStore {
         shards: u32,
         resharding: Option<Resharding>,
     ) -> Result<Board> {
-        moved::set_shards(&self.conn, board, shards, resharding).await
+        resharding::set_shards(&self.conn, board, shards, resharding).await
     }
 
     async fn mark_moved(&self, board: &Board, members: &[Member]) -> Result<()> {
-        moved::mark(&self.conn, board, members).await
+        resharding::mark(&self.conn, board, members).await
     }
 
     async fn moved(&self, board: &Board, members: &[Member]) -> Result<Vec<bool>> {
-        moved::moved(&self.conn, board, members).await
+        resharding::moved(&self.conn, board, members).await
     }
 
     async fn clear_moved(&self, board: &Board) -> Result<()> {
-        moved::clear(&self.conn, board).await
+        resharding::clear(&self.conn, board).await
     }
 
     async fn stash(&self, board: &Board, member: &Member, stash: &str) -> Result<String> {
-        moved::stash(&self.conn, board, member, stash).await
+        resharding::stash(&self.conn, board, member, stash).await
     }
 
     async fn stashed(&self, board: &Board) -> Result<Vec<(Member, String)>> {
-        moved::stashed(&self.conn, board).await
+        resharding::stashed(&self.conn, board).await
     }
 
     async fn unstash(&self, board: &Board, member: &Member) -> Result<()> {
-        moved::unstash(&self.conn, board, member).await
+        resharding::unstash(&self.conn, board, member).await
     }
 
     async fn forget_tokens(&self, board: &Board, tokens: &[String]) -> Result<()> {
-        moved::forget_tokens(&self.conn, board, tokens).await
+        resharding::forget_tokens(&self.conn, board, tokens).await
     }
 
     async fn lease(&self, board: &Board, holder: &str, now_ms: i64, until_ms: i64) -> Result<bool> {
-        moved::lease(&self.conn, board, holder, now_ms, until_ms).await
+        resharding::lease(&self.conn, board, holder, now_ms, until_ms).await
     }
 
     async fn slot_members(&self, board: &Board) -> Result<Vec<Member>> {
-        moved::slot_members(&self.conn, board).await
+        resharding::slot_members(&self.conn, board).await
     }
 }

@@ -14,10 +14,10 @@ use redis::Value;
 use crate::board::Board;
 use crate::domain::RetireReport;
 use crate::error::{Error, Result};
+use crate::store::redis::board::keys;
+use crate::store::redis::conn::options::RetireOptions;
+use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
-use crate::store::redis::keys;
-use crate::store::redis::options::RetireOptions;
-use crate::store::redis::reply::{array, int, string};
 
 /// Slots listed per `retire_begin.lua` call.
 const SLOTS_PER_LISTING: usize = 256;

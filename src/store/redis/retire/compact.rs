@@ -39,14 +39,14 @@ use redis::Value;
 use crate::board::Board;
 use crate::domain::{Layout, Timestamp};
 use crate::error::{Error, Result};
+use crate::store::redis::board::geometry::Geometry;
+use crate::store::redis::board::keys;
+use crate::store::redis::board::layout::member_hash;
+use crate::store::redis::board::relayout;
+use crate::store::redis::conn::options::RetireOptions;
+use crate::store::redis::conn::refusal::Refusal;
+use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
-use crate::store::redis::geometry::Geometry;
-use crate::store::redis::keys;
-use crate::store::redis::layout::member_hash;
-use crate::store::redis::options::RetireOptions;
-use crate::store::redis::refusal::Refusal;
-use crate::store::redis::relayout;
-use crate::store::redis::reply::{array, int, string};
 
 /// The converter's lease, as an active relayout's: every call renews it, the run ends it.
 const LEASE_MS: u64 = 5_000;

@@ -15,10 +15,10 @@ use super::chunks::window_args;
 use crate::board::Board;
 use crate::domain::RetireReport;
 use crate::error::{Error, Result};
+use crate::store::redis::board::keys;
+use crate::store::redis::conn::options::RetireOptions;
+use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
-use crate::store::redis::keys;
-use crate::store::redis::options::RetireOptions;
-use crate::store::redis::reply::{array, int, string};
 
 /// Most members per HSCAN step (fewer when the options' `chunk_size` says): a step reads
 /// their peak lists with one HMGET and writes the window with one ZADD and one ZREM,

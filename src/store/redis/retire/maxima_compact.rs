@@ -14,10 +14,10 @@ use super::compact::{Compacted, closed_slot};
 use crate::board::Board;
 use crate::domain::{Layout, Timestamp};
 use crate::error::{Error, Result};
+use crate::store::redis::board::keys;
+use crate::store::redis::board::layout::member_hash;
+use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
-use crate::store::redis::keys;
-use crate::store::redis::layout::member_hash;
-use crate::store::redis::reply::{array, int, string};
 
 /// Fields a call moves: a SHA-1, a share of a bucket's `HMGET` and `HSET` and an `HDEL`
 /// each: well under a millisecond a call.

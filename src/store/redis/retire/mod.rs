@@ -18,7 +18,7 @@
 //! `max_chunks`) and any later pass, from this process or another, finishes the job.
 //!
 //! Compaction converts a slot with `relayout_chunk.lua`, the converter of an online
-//! relayout, through [`relayout::chunk`](super::relayout::chunk): relayout stands
+//! relayout, through [`relayout::chunk`](super::board::relayout::chunk): relayout stands
 //! beside retirement, below it, since it changes a board's layout on request and
 //! retires nothing. The scripts of these paths are under `lua/retire/`.
 
@@ -34,7 +34,7 @@ pub(super) use small::retire_small;
 use swap::Swap;
 
 use super::conn::RedisConn;
-use super::options::RetireOptions;
+use super::conn::options::RetireOptions;
 use crate::board::Board;
 use crate::domain::{RetireReport, Timestamp};
 use crate::error::Result;

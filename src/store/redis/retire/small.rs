@@ -23,12 +23,12 @@ use super::compact::{closed_slot, compact_closed, minimum_fields};
 use crate::board::Board;
 use crate::domain::{RetireReport, Timestamp};
 use crate::error::Result;
+use crate::store::redis::board::keys;
+use crate::store::redis::conn::options::RetireOptions;
+use crate::store::redis::conn::reply::{array, int, string};
+use crate::store::redis::conn::script_pipeline::run_pipelined;
+use crate::store::redis::conn::scripts::RETIRE_SMALL_SOURCE;
 use crate::store::redis::conn::{RedisConn, Retry};
-use crate::store::redis::keys;
-use crate::store::redis::options::RetireOptions;
-use crate::store::redis::reply::{array, int, string};
-use crate::store::redis::script_pipeline::run_pipelined;
-use crate::store::redis::scripts::RETIRE_SMALL_SOURCE;
 
 /// Calls per pipeline: enough that a round trip carries many boards, few enough that one
 /// pipeline's replies stay small and other clients' commands interleave between them.

@@ -19,10 +19,10 @@ use redis::Value;
 use crate::board::Board;
 use crate::domain::RetireReport;
 use crate::error::{Error, Result};
+use crate::store::redis::board::keys;
+use crate::store::redis::conn::options::RetireOptions;
+use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
-use crate::store::redis::keys;
-use crate::store::redis::options::RetireOptions;
-use crate::store::redis::reply::{array, int, string};
 
 /// Newer slots the swap takes at most (the open slot and a few future ones within the
 /// clock skew): a board with more falls back to chunks.

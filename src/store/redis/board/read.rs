@@ -1,0 +1,267 @@
+//! Rankings from Redis: a page of the top, a member's standing, the ranks of given
+//! members and the page around a member, each one `read_ranking.lua` call (one round
+//! trip, one consistent view of the window). A member's history is in `history.rs`, a
+//! board's description in `describe.rs`.
+
+use redis::Value;
+
+use super::keys;
+use crate::board::Board;
+use crate::domain::{Ahead, AheadProbe, AroundOptions, Order, RankedTotals, Ties};
+use crate::domain::{Coverage, WindowState, coverage};
+use crate::domain::{Entry, MemberRank, Ranks, Standing, TopPage};
+use crate::domain::{Member, ScoreRange, Timestamp, percentile};
+use crate::error::{Error, Result};
+use crate::store::redis::conn::reply::{array, int, opt_int, parse_integer, string};
+use crate::store::redis::conn::{RedisConn, Retry};
+
+/// What `read_ranking.lua` answered: the coverage and the rest of the reply.
+struct RankingReply {
+    coverage: Coverage,
+    rest: Vec<Value>,
+}
+
+/// The flags `read_ranking.lua` takes (ARGV[4]): how the board ranks ties, which totals
+/// it ranks, and the order and shape asked.
+fn flags(board: &Board, order: Order, fill: bool) -> String {
+    let mut words = Vec::new();
+    if board.config.ties() == Ties::Position {
+        words.push("position");
+    }
+    match board.config.rank() {
+        RankedTotals::Positive => {}
+        RankedTotals::Nonzero => words.push("nonzero"),
+        RankedTotals::All => words.push("all"),
+    }
+    if order == Order::Asc {
+        words.push("asc");
+    }
+    if fill {
+        words.push("fill");
+    }
+    words.join(" ")
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn read_ranking(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    now: Timestamp,
+    mode: &str,
+    flags: &str,
+    args: &[&str],
+) -> Result<RankingReply> {
+    let windows = board.config.windows();
+    let mut invocation = conn.scripts().read_ranking.key(keys::record(&board.name));
+    invocation
+        .key(keys::index(&board.name))
+        .key(keys::totals(&board.name, windows, window))
+        // On a dense board, its distinct totals (KEYS[4]); the tally is not read.
+        .key(
+            keys::window_dense(board, window)
+                .into_iter()
+                .nth(1)
+                .into_iter()
+                .collect::<Vec<_>>(),
+        )
+        .arg(board.version)
+        .arg(windows[window].seconds())
+        .arg(mode)
+        .arg(flags)
+        .arg(args);
+    let reply: Value = conn
+        .script(&invocation, &board.name, Retry::Idempotent)
+        .await?;
+    let mut items = array(reply, "read_ranking")?;
+    if items.len() < 4 {
+        return Err(Error::store("read_ranking answered too little"));
+    }
+    let rest = items.split_off(4);
+    let first_pending = opt_int(&items[0], "pending slot")?;
+    let newest = opt_int(&items[1], "newest slot")?;
+    let state = WindowState {
+        since: opt_int(&items[2], "since")?,
+        building: items[3] != Value::Nil,
+    };
+    let slots = coverage(&board.config, window, now, first_pending, newest, state);
+    let coverage = Coverage::of(&board.config, window, now, slots);
+    Ok(RankingReply { coverage, rest })
+}
+
+fn entries(items: &[Value]) -> Result<Vec<Entry>> {
+    items
+        .chunks(3)
+        .map(|e| match e {
+            [rank, member, score] => Ok(Entry {
+                rank: int(rank, "rank")? as u64,
+                member: string(member, "member")?,
+                score: score_of(score)?,
+                data: None,
+            }),
+            _ => Err(Error::store("read_ranking answered a partial entry")),
+        })
+        .collect()
+}
+
+fn score_of(v: &Value) -> Result<i64> {
+    let text = string(v, "score")?;
+    parse_integer(&text).ok_or_else(|| Error::store(format!("score {text:?} is not an integer")))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn top(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    now: Timestamp,
+    range: ScoreRange,
+    order: Order,
+    offset: u64,
+    limit: u64,
+) -> Result<TopPage> {
+    let args = [offset, limit].map(|n| n.to_string());
+    let bounds = [range.lowest(board.config.rank()), range.max()].map(|n| n.to_string());
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    if range != ScoreRange::ALL {
+        args.extend(bounds.iter().map(String::as_str));
+    }
+    let flags = flags(board, order, false);
+    let r = read_ranking(conn, board, window, now, "top", &flags, &args).await?;
+    Ok(TopPage::new(
+        board.name.clone(),
+        r.coverage,
+        entries(&r.rest)?,
+    ))
+}
+
+pub(crate) async fn standing(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    now: Timestamp,
+    member: &Member,
+) -> Result<Option<Standing>> {
+    let flags = flags(board, Order::Desc, false);
+    let r = read_ranking(
+        conn,
+        board,
+        window,
+        now,
+        "member",
+        &flags,
+        &[member.as_str()],
+    )
+    .await?;
+    let [score, rank, below, ranked] = r.rest.as_slice() else {
+        return Ok(None);
+    };
+    Ok(Some(Standing::new(
+        member.to_string(),
+        score_of(score)?,
+        opt_int(rank, "rank")?.map(|r| r as u64),
+        percentile(int(below, "below")? as u64, int(ranked, "ranked")? as u64),
+        r.coverage,
+    )))
+}
+
+/// The ranks of `members` in one `read_ranking.lua` call (one round trip, O(k log N)).
+pub(crate) async fn ranks(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    now: Timestamp,
+    members: &[Member],
+) -> Result<Ranks> {
+    let args: Vec<&str> = ["", ""]
+        .into_iter()
+        .chain(members.iter().map(Member::as_str))
+        .collect();
+    let flags = flags(board, Order::Desc, false);
+    let r = read_ranking(conn, board, window, now, "ranks", &flags, &args).await?;
+    if r.rest.len() != 2 * members.len() {
+        return Err(Error::store(format!(
+            "read_ranking answered {} values for {} members",
+            r.rest.len(),
+            members.len()
+        )));
+    }
+    let entries = members
+        .iter()
+        .zip(r.rest.chunks(2))
+        .map(|(member, pair)| {
+            let (score, rank) = match pair {
+                [Value::Nil, _] => (0, None),
+                [score, rank] => (score_of(score)?, opt_int(rank, "rank")?.map(|r| r as u64)),
+                _ => unreachable!("chunks of a slice of even length are pairs"),
+            };
+            Ok(MemberRank {
+                member: member.to_string(),
+                score,
+                rank,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Ranks::new(board.name.clone(), r.coverage, entries))
+}
+
+/// How many ranked members are ahead of each probe, in one `read_ranking.lua` call
+/// (one round trip, O(log N) per probe and O(log N log T) for one in a tie group of T).
+pub(crate) async fn count_ahead(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    now: Timestamp,
+    probes: &[AheadProbe],
+) -> Result<Ahead> {
+    let totals: Vec<String> = probes.iter().map(|p| p.total.to_string()).collect();
+    let mut args: Vec<&str> = vec!["", ""];
+    for (probe, total) in probes.iter().zip(&totals) {
+        args.push(total);
+        args.push(probe.member.as_ref().map_or("", Member::as_str));
+    }
+    let flags = flags(board, Order::Desc, false);
+    let r = read_ranking(conn, board, window, now, "ahead", &flags, &args).await?;
+    if r.rest.len() != probes.len() {
+        return Err(Error::store(format!(
+            "read_ranking answered {} counts for {} probes",
+            r.rest.len(),
+            probes.len()
+        )));
+    }
+    let counts = r
+        .rest
+        .iter()
+        .map(|c| int(c, "count").map(|c| c as u64))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Ahead::new(r.coverage, counts))
+}
+
+pub(crate) async fn around(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    now: Timestamp,
+    member: &Member,
+    n: u64,
+    options: AroundOptions,
+) -> Result<Option<TopPage>> {
+    let r = read_ranking(
+        conn,
+        board,
+        window,
+        now,
+        "around",
+        &flags(board, options.order, options.fill),
+        &[member.as_str(), &n.to_string()],
+    )
+    .await?;
+    if r.rest.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(TopPage::new(
+        board.name.clone(),
+        r.coverage,
+        entries(&r.rest)?,
+    )))
+}

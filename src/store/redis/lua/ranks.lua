@@ -1,0 +1,73 @@
+-- ranks.lua: a member's rank in a window, and the standing a write answers.
+
+-- Ranks (read_ranking.lua, write.lua). A window's ranking holds the members of its
+-- totals zset with a ranked total: positive ones, or with `nonzero` (a net-vote board)
+-- every one (the totals never hold a zero), highest first, equal totals by member
+-- ascending. A rank is 1 + the number of members with a strictly higher total
+-- (competition), 1 + the number of distinct totals strictly higher (dense: ZCOUNT on the
+-- window's distinct totals `dense`, see retally), or the 1-based ranking position
+-- (`position`). Each is O(log N).
+
+-- Whether `score` (a total, as Redis prints it) is ranked: `rule` is 'all' (a max
+-- board: every value), true (every non-zero total) or false/nil (positive ones).
+local function ranked_total(score, rule)
+  if rule == 'all' then return true end
+  if rule then return tonumber(score) ~= 0 end
+  return tonumber(score) > 0
+end
+
+-- The rank of `score`, `greater` members having a strictly higher total, held by the
+-- member at ranking position `at` (0-based; read only when `position`).
+local function rank_of_total(dense, position, score, greater, at)
+  if position then return at + 1 end
+  if dense then return redis.call('ZCOUNT', dense, '(' .. score, '+inf') + 1 end
+  return greater + 1
+end
+
+-- The 0-based ranking position in `totals` of `member`, whose total is `score`,
+-- `greater` members having a strictly higher one: from its ZREVRANK, which orders equal
+-- totals by member descending.
+local function position_in(totals, member, score, greater)
+  local tied = redis.call('ZCOUNT', totals, score, score)
+  local revrank = redis.call('ZREVRANK', totals, member)
+  return greater + (tied - 1 - (revrank - greater))
+end
+
+-- `member`'s total in `totals` (as Redis prints it; false without one) and its rank
+-- (false when the total is not ranked), the board ranking as `rule` says (ranked_total).
+local function member_rank(totals, dense, position, rule, member)
+  local score = redis.call('ZSCORE', totals, member)
+  if not score or not ranked_total(score, rule) then return score or false, false end
+  local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
+  return score, rank_of_total(dense, position, score, greater,
+    position and position_in(totals, member, score, greater))
+end
+
+-- The standing of a write that answers it (write.lua, write_max.lua): appends to `into`,
+-- for each of `members` and each window position j of `windows`, the member's total in
+-- KEYS[totals + j] (0 without one) and its rank there (false when not ranked; dense: by
+-- the distinct totals KEYS[dense + 2j] when `dense` is given), the board ranking as
+-- `rule` says (ranked_total).
+local function read_standing(into, members, windows, totals, dense, position, rule)
+  for _, member in ipairs(members) do
+    for _, j in ipairs(windows) do
+      local distinct = dense and KEYS[dense + 2 * j] or nil
+      local score, ranked = member_rank(KEYS[totals + j], distinct, position, rule, member)
+      into[#into + 1] = tonumber(score) or 0
+      into[#into + 1] = ranked
+    end
+  end
+end
+
+-- The standing part of a reply: per member and window, total and rank before, then
+-- after (read_standing's `before` and `after`, in the same order).
+local function standing_flat(before, after)
+  local flat = {}
+  for x = 1, #after, 2 do
+    flat[#flat + 1] = before[x]
+    flat[#flat + 1] = before[x + 1]
+    flat[#flat + 1] = after[x]
+    flat[#flat + 1] = after[x + 1]
+  end
+  return flat
+end

@@ -1,0 +1,123 @@
+-- totals.lua: adding to totals (one or in bulk) and the dense boards' tallies of them.
+
+-- Dense boards: `tally` (hash, total -> how many members hold it) and `dense` (zset of
+-- the distinct totals, member = score = the total) mirror a window's ranked totals.
+
+-- One member more (`by` 1) or fewer (-1) holding `total` (a number).
+local function tally_one(tally, dense, total, by)
+  local t = string.format('%d', total)
+  local count = redis.call('HINCRBY', tally, t, by)
+  if by > 0 and count == 1 then
+    redis.call('ZADD', dense, t, t)
+  elseif by < 0 and count == 0 then
+    redis.call('HDEL', tally, t)
+    redis.call('ZREM', dense, t)
+  end
+end
+
+-- Records that one member's total went from `old` to `new` (numbers or strings; absent
+-- is 0): a total <= 0 is not ranked, so not tallied.
+local function retally(tally, dense, old, new)
+  old, new = tonumber(old) or 0, tonumber(new) or 0
+  if old == new then return end
+  if old > 0 then tally_one(tally, dense, old, -1) end
+  if new > 0 then tally_one(tally, dense, new, 1) end
+end
+
+-- retally for a board ranking every value (max, min and latest boards, rank 'all'): `old`
+-- and `new` are a member's values before and after (strings or numbers; nil or false:
+-- it held none), each tallied whatever its sign.
+local function retally_all(tally, dense, old, new)
+  old, new = tonumber(old), tonumber(new)
+  if old == new then return end
+  if old then tally_one(tally, dense, old, -1) end
+  if new then tally_one(tally, dense, new, 1) end
+end
+
+-- retally_all for a step of a max, min or latest board's retirement or recompute, before
+-- it sets `set` (value, member, ..., in the order of `members`) in `totals` and removes
+-- the rest of `members`: one ZMSCORE for the values before.
+local function retally_step(tally, dense, totals, members, set)
+  local old = redis.call('ZMSCORE', totals, unpack(members))
+  local at = 1
+  for i, member in ipairs(members) do
+    local new = nil
+    if set[at + 1] == member then
+      new = set[at]
+      at = at + 2
+    end
+    retally_all(tally, dense, old[i], new)
+  end
+end
+
+-- Adds `delta` (an integer string) to `member`'s total in the zset `totals`, removing it
+-- at exactly 0 (and, when `data` is given, the largest window's totals being `totals`,
+-- its member data, data_{b}: data lives as long as that total), and, when `tally` is
+-- given (a dense board), retallies.
+local function add_total(totals, member, delta, tally, dense, data)
+  local new = redis.call('ZINCRBY', totals, delta, member)
+  if new == '0' then
+    redis.call('ZREM', totals, member)
+    if data then redis.call('HDEL', data, member) end
+  end
+  if tally then
+    retally(tally, dense, tonumber(new) - tonumber(delta), new)
+  end
+end
+
+-- Adds sign * values[x] to fields[x] in the hash or zset `key`, in bulk (one HMGET or
+-- ZMSCORE, one HSET or ZADD, one HDEL or ZREM), deleting what reaches exactly 0 (and,
+-- when `data` is given, `key` being the largest window's totals, the member data of what
+-- reached 0, one HDEL on data_{b}), and on a zset with `tally` given (a dense board)
+-- retallying; returns how many reached 0. Values are integers below 2^53, so Lua's
+-- doubles compute them exactly.
+local function bulk_add(key, is_zset, sign, fields, values, tally, dense, data)
+  local current = redis.call(is_zset and 'ZMSCORE' or 'HMGET', key, unpack(fields))
+  local set, zero = {}, {}
+  for x = 1, #fields do
+    local value = (tonumber(current[x]) or 0) + sign * values[x]
+    if is_zset and tally then retally(tally, dense, current[x], value) end
+    if value == 0 then
+      zero[#zero + 1] = fields[x]
+    elseif is_zset then
+      set[#set + 1] = string.format('%d', value)
+      set[#set + 1] = fields[x]
+    else
+      set[#set + 1] = fields[x]
+      set[#set + 1] = string.format('%d', value)
+    end
+  end
+  if #set > 0 then redis.call(is_zset and 'ZADD' or 'HSET', key, unpack(set)) end
+  if #zero > 0 then
+    redis.call(is_zset and 'ZREM' or 'HDEL', key, unpack(zero))
+    if data then redis.call('HDEL', data, unpack(zero)) end
+  end
+  return #zero
+end
+
+-- Fields and values (as numbers) of a flat HSCAN or HGETALL reply; a field HSCAN
+-- returned twice is taken once.
+local function fields_and_values(flat)
+  local fields, values, seen = {}, {}, {}
+  for p = 1, #flat, 2 do
+    local field = flat[p]
+    if not seen[field] then
+      seen[field] = true
+      fields[#fields + 1] = field
+      values[#values + 1] = tonumber(flat[p + 1])
+    end
+  end
+  return fields, values
+end
+
+-- Hands the whole hash `from`, whose `fields` and `values` the caller read, on to the
+-- hash `to`: one RENAME when `to` does not exist, else added into it and `from`
+-- deleted; with `to` nil, `from` is just deleted.
+local function hand_on(from, to, fields, values)
+  if to and redis.call('EXISTS', to) == 0 then
+    redis.call('RENAME', from, to)
+  else
+    if to then bulk_add(to, false, 1, fields, values) end
+    redis.call('DEL', from)
+  end
+end

@@ -1,0 +1,117 @@
+//! Recompute of a max, min or latest board in Redis (after `recompute_begin.lua`, whose
+//! lease and state it shares with the sums' recompute): every live slot's hash is read
+//! in `HSCAN` steps by `recompute_max_scan.lua`, two in flight, each merged into the
+//! build's records and window; then `recompute_max_swap.lua` renames the build over the
+//! window, the records and, on a dense board, the tallies. Writes merge into the build
+//! meanwhile, and retirement waits (docs/design.md, "Recompute of max, min and latest
+//! boards").
+
+use redis::Value;
+
+use crate::board::Board;
+use crate::domain::RecomputeReport;
+use crate::error::Result;
+use crate::store::redis::board::keys;
+use crate::store::redis::conn::reply::{array, int, string};
+use crate::store::redis::conn::{RedisConn, Retry};
+use crate::store::redis::sums::recompute::{
+    LEASE_MS, build_dense, leased, live_slots, scan_in_lanes,
+};
+
+/// Members a scan step reads (`HSCAN` `COUNT`): about a millisecond of Redis time, as a
+/// retirement step of these boards (`retire/maxima.rs`).
+const MEMBERS_PER_CALL: usize = 128;
+
+/// Rebuilds window `window` of the max, min or latest board `board`, and its records,
+/// from the live slots.
+pub(crate) async fn recompute(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+) -> Result<RecomputeReport> {
+    leased(conn, board, window, |token| async move {
+        run(conn, board, window, &token).await
+    })
+    .await
+}
+
+/// The recompute under the lease `token`.
+async fn run(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    token: &str,
+) -> Result<RecomputeReport> {
+    let mut report = RecomputeReport {
+        windows: vec![board.config.windows()[window]],
+        ..RecomputeReport::default()
+    };
+    let slots = live_slots(conn, board).await?;
+    scan_in_lanes(&mut report, slots, |slot| {
+        let (conn, board, token) = (conn.clone(), board.clone(), token.to_owned());
+        async move { scan(&conn, &board, window, &token, slot).await }
+    })
+    .await?;
+    swap(conn, board, window, token).await?;
+    report.calls += 1;
+    Ok(report)
+}
+
+/// Scans slot `slot`'s hash to its end: the calls made and the members read.
+async fn scan(
+    conn: &RedisConn,
+    board: &Board,
+    window: usize,
+    token: &str,
+    slot: i64,
+) -> Result<(u64, u64)> {
+    let name = &board.name;
+    let (mut calls, mut members) = (0, 0);
+    let mut cursor = "0".to_owned();
+    loop {
+        let mut step = conn.scripts().recompute_max_scan.key(keys::record(name));
+        step.key(keys::stage(name, slot, 0))
+            .key(keys::rebuild_records(name))
+            .key(keys::rebuild(name))
+            .key(keys::slot_geometry(name))
+            .key(build_dense(board))
+            .arg(board.version)
+            .arg(token)
+            .arg(LEASE_MS)
+            .arg(slot)
+            .arg(&cursor)
+            .arg(MEMBERS_PER_CALL)
+            .arg(board.config.windows()[window].seconds())
+            .arg(keys::mode(board));
+        // Idempotent: a step merges maxima, so one sent again changes nothing.
+        let reply: Value = conn.script(&step, name, Retry::Idempotent).await?;
+        let items = array(reply, "recompute_max_scan")?;
+        calls += 1;
+        members += items
+            .get(1)
+            .map(|v| int(v, "members"))
+            .transpose()?
+            .unwrap_or(0) as u64;
+        cursor = string(&items[0], "cursor")?;
+        if cursor == "0" {
+            return Ok((calls, members));
+        }
+    }
+}
+
+/// Renames the build over the window, the records and (dense) the tallies.
+async fn swap(conn: &RedisConn, board: &Board, window: usize, token: &str) -> Result<()> {
+    let name = &board.name;
+    let mut call = conn.scripts().recompute_max_swap.key(keys::record(name));
+    call.key(keys::rebuild(name))
+        .key(keys::totals(name, board.config.windows(), window))
+        .key(keys::rebuild_records(name))
+        .key(keys::records(board))
+        .key(keys::window_dense(board, window))
+        .key(build_dense(board))
+        .arg(board.version)
+        .arg(token)
+        .arg(board.config.windows()[window].seconds());
+    let _: String = conn.script(&call, name, Retry::Never).await?;
+    Ok(())
+}
