@@ -1,5 +1,5 @@
 //! The store side of rate windows: [`RateStore`], implemented by both stores (the
-//! memory store in `memory/rates.rs`, Redis in `redis/rates.rs`) and reached from any
+//! memory store in `memory/rates.rs`, Redis in `redis/rates/`) and reached from any
 //! [`Store`](super::Store) through [`Store::rates`](super::Store::rates).
 //!
 //! Stores receive validated input (keys, windows, counts, times admitted by the

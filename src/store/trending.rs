@@ -1,5 +1,5 @@
 //! The store side of trending boards: [`TrendingStore`], implemented by both stores (the
-//! memory store in `memory/trending.rs`, Redis in `redis/trending.rs`) and reached from
+//! memory store in `memory/trending.rs`, Redis in `redis/trending/`) and reached from
 //! any [`Store`](super::Store) through [`Store::trending`](super::Store::trending).
 //!
 //! Trending boards share the board namespace with windowed boards: creating one where

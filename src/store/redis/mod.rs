@@ -1,28 +1,25 @@
 //! The Redis store: the production backend. This module only assembles the [`Store`]
 //! implementation (and retires a board before an extension that asks for it); the work
-//! is done by one module per operation family, all of which talk to Redis through
-//! [`conn`] (the connection, the loaded scripts and the one retry helper). From the
-//! ground up, each importing only modules below it:
+//! is done in folders, each importing only those above it in this list:
 //!
-//! - names and replies: `keys`, `reply`, `refusal`, `scripts` (and `lua/`),
-//!   `board_record` (the record's fields, parsed), `geometry` (a compact slot's);
-//! - the connection: `client`, `errors`, `handle`, `conn`;
-//! - what every board operation shares: `registry`, `slot_index`, `layout`,
-//!   `script_pipeline`;
-//! - the operations: `boards` (create, extend, load, list, drop), `read` (rankings),
-//!   `history`, `describe`, `write`, `budget` and `ingest` (the write path), `relayout`,
-//!   `retire/` (small, swap, chunks, compact), `recompute`, `snapshots`, `memory_info`;
-//! - whole families with their store traits: `trending` (+ `trending_read`), `rates`
-//!   (+ `rates_commit`), `counters`, `stats` (+ `stats_calls`, `stats_commit`); the
-//!   two group commits share `committer` (the queue to a task started on demand).
+//! - `conn/`: the connection, the loaded scripts and the one retry helper;
+//! - `lua/`: the Lua every script may use, one file per concern;
+//! - `board/`: a board whatever its family (keys, record, registry, slot index, layout,
+//!   lifecycle, rankings, history, describe, member data, snapshots, relayout);
+//! - `sums/`: sum boards and the write path (call, budget, ingest, once, standing,
+//!   recompute lease) that `maxima/` (max, min and latest boards) rides;
+//! - `retire/`: retirement of both (small, swap, chunks, compact, maxima);
+//! - one folder per other system with its store trait: `trending/`, `rates/`,
+//!   `counters/`, `stats/`, and `resharding/` (members moved between shards).
 //!
-//! Every multi-key operation of a board is one Lua script (files under `lua/`, each with
-//! its KEYS and ARGV documented, sent after what it uses of a shared prelude), and every key
-//! a script touches is passed in KEYS, or is a compact slot's bucket named from a stage
-//! key passed in KEYS (same hash tag, so the same Cluster slot), so it runs unchanged on
-//! Redis Cluster. No `KEYS` or `SCAN` command runs anywhere: slots are found through the
-//! board's slot index. Which calls are sent again after a lost reply is stated at each
-//! call by its [`Retry`](conn::Retry) class (see `docs/design.md`, "Retry classes").
+//! Every multi-key operation of a board is one Lua script (a file beside the code that
+//! calls it, with its KEYS and ARGV documented, sent after what it uses of a shared
+//! prelude), and every key a script touches is passed in KEYS, or is a compact slot's
+//! bucket named from a stage key passed in KEYS (same hash tag, so the same Cluster
+//! slot), so it runs unchanged on Redis Cluster. No `KEYS` or `SCAN` command runs
+//! anywhere: slots are found through the board's slot index. Which calls are sent again
+//! after a lost reply is stated at each call by its [`Retry`](conn::Retry) class (see
+//! `docs/design.md`, "Retry classes").
 
 use std::sync::Arc;
 

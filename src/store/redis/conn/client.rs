@@ -74,7 +74,7 @@ fn invalid_url(url: &str) -> String {
 /// The client of a Redis Cluster reached through the seed nodes `urls`, with the
 /// timeouts and TLS trust of `options` (the same settings as a single node), and the
 /// client's own redirect and `TRYAGAIN` retries bounded to `retries` (0: every reply,
-/// redirects included, comes back to the connection (`conn.rs`), which decides).
+/// redirects included, comes back to the connection (`mod.rs`), which decides).
 pub(crate) fn cluster_client(
     urls: &[String],
     options: &RedisOptions,

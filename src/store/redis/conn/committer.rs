@@ -1,7 +1,7 @@
 //! The queue in front of a group-commit task (stats records, rate hits): a caller's
 //! submission goes to the running task, which is started at the first submission and
 //! replaced when it stopped (its runtime ended). The task itself, what it merges and how
-//! it answers, is the caller's (`stats_commit.rs`, `rates_commit.rs`).
+//! it answers, is the caller's (`stats/commit.rs`, `rates/commit.rs`).
 
 use std::future::Future;
 use std::sync::Mutex;

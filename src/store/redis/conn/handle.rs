@@ -3,7 +3,7 @@
 //!
 //! A [`Handle`] is the single node's connection, the cluster client (routing by the
 //! command's keys), or one node of the cluster named by a redirect. The connection
-//! (`conn.rs`) picks the handle by the call's retry class; a `Retry::Never` call on a
+//! (`mod.rs`) picks the handle by the call's retry class; a `Retry::Never` call on a
 //! cluster goes through [`follow_redirects`], which sends it again only after a reply
 //! that says it did not run.
 

@@ -101,7 +101,7 @@ pub(crate) struct RedisConn {
     link: Link,
     scripts: Arc<Scripts>,
     /// The server's `hash-max-listpack-entries` (read once, at connect), which sizes
-    /// compact slots' buckets (see `layout.rs`).
+    /// compact slots' buckets (see `board/layout.rs`).
     listpack_entries: u64,
     /// The layout of boards created without one ([`RedisOptions::default_layout`]).
     default_layout: Layout,

@@ -4,7 +4,7 @@
 //! A store has one rate committer task, started at its first batch. A batch is queued
 //! and awaits its answer. The committer takes one batch and adds every batch already
 //! queued that it can merge with (the same tiers, and a `now` in the same slot of every
-//! tier), up to [`MAX_HITS`] hits, and sends them as one batch (see `rates.rs`: hits
+//! tier), up to [`MAX_HITS`] hits, and sends them as one batch (see `mod.rs`: hits
 //! grouped by key, each key's hits summed per counter, many keys a call, the calls in
 //! one pipeline); up to [`MAX_IN_FLIGHT`] merged batches are in flight at once. A batch
 //! it cannot merge waits for the next round, ahead of the queue. No timer holds a batch

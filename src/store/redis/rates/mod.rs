@@ -1,4 +1,4 @@
-//! Rate windows in Redis: one string per key (`rate_{<key>}_<tiers>`, see `keys.rs`)
+//! Rate windows in Redis: one string per key (`rate_{<key>}_<tiers>`, see `board/keys.rs`)
 //! holding the packed time ring of [`crate::rates::ring`]. Hits go in batches, those of
 //! concurrent callers merged in flight first ([`commit`]): grouped
 //! by key (at most [`CELLS_PER_CALL`] counters' worth of one key in one call), the

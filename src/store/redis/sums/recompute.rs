@@ -1,7 +1,7 @@
 //! Recompute in Redis: `recompute_begin.lua`, then a bounded scan of every live stage
 //! value the window counts (`recompute_scan.lua`), then a fold of the members writes
 //! touched meanwhile (`recompute_fold.lua`), then an O(1) swap (`recompute_swap.lua`).
-//! A max, min or latest board's scan and swap are in `maxima_recompute.rs`, under the
+//! A max, min or latest board's scan and swap are in `maxima/recompute.rs`, under the
 //! same lease ([`leased`]).
 //! Every call is bounded; the recompute holds a lease that each call extends, so a
 //! recompute whose process dies expires by itself. See `recompute_begin.lua`.
