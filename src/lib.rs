@@ -41,14 +41,11 @@
 
 #![deny(missing_docs)]
 
-mod any_board;
-mod board;
 #[cfg(feature = "server")]
 mod board_series;
 mod clock;
 mod domain;
 mod error;
-mod memory_check;
 pub mod rates;
 mod retirer;
 mod rollboard;
@@ -64,16 +61,17 @@ pub mod metrics;
 #[cfg(feature = "server")]
 pub mod service;
 
-pub use any_board::{
-    AnyBoard, BoardKind, BoardPage, BoardState, MemberRanks, MemberStanding, TrendingStatus,
-};
-pub use board::{Board, BoardStatus, Created, Resharding, WindowStatus};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use domain::Aggregate;
 pub use domain::RankedTotals;
+pub use domain::any_board::{
+    AnyBoard, BoardKind, BoardPage, BoardState, MemberRanks, MemberStanding, TrendingStatus,
+};
+pub use domain::board::{Board, BoardStatus, Created, Resharding, WindowStatus};
 pub use domain::counter::{
     CleanPlan, CounterName, DEFAULT_KEEP, DEFAULT_PRECISIONS, Sample, SampleQuery,
 };
+pub use domain::memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};
 pub use domain::stats::{
     HourStats, RELATIVE_ERROR, SLOWEST_KEPT, SlowEntry, StatsContext, StatsKind,
 };
@@ -91,7 +89,6 @@ pub use domain::{
 };
 pub use domain::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots};
 pub use error::{Error, Result};
-pub use memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryReading};
 pub use rates::{Coverage, RateCounts, RateKey, RateTiers, RateWindow, Tier, Verdict};
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
 pub use rollboard::MAX_CACHED_READS;

@@ -31,7 +31,7 @@ use tokio::sync::{Semaphore, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{BoardName, RetireReport, Span, Timestamp};
 use crate::error::{Error, Result};
 use crate::rollboard::Rollboard;

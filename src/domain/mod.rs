@@ -4,6 +4,8 @@
 mod admission;
 mod aggregate;
 mod ahead;
+pub(crate) mod any_board;
+pub(crate) mod board;
 mod config;
 pub mod counter;
 mod coverage;
@@ -14,6 +16,7 @@ mod layout;
 mod maintenance;
 mod member_data;
 mod member_ranks;
+pub(crate) mod memory_check;
 mod name;
 mod ranked_totals;
 mod ranking;

@@ -274,7 +274,7 @@ impl From<Board> for BoardSummary {
         BoardSummary::Windowed(WindowedSummary {
             name: b.name,
             config: b.config,
-            created_at: crate::board::to_datetime(b.created_at),
+            created_at: crate::domain::board::to_datetime(b.created_at),
         })
     }
 }
@@ -284,7 +284,7 @@ impl From<TrendingBoard> for BoardSummary {
         BoardSummary::Trending(TrendingSummary {
             name: b.name,
             config: b.config,
-            created_at: crate::board::to_datetime(b.created_at),
+            created_at: crate::domain::board::to_datetime(b.created_at),
         })
     }
 }

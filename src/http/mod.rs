@@ -6,13 +6,11 @@
 //! result; every error is `{"error":{"code","message"}}` (see [`error`]).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::OriginalUri;
 use axum::http::Uri;
 use axum::routing::get;
 use axum::{Json, Router, middleware};
-use metrics_exporter_prometheus::PrometheusHandle;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -45,62 +43,15 @@ mod rates;
 mod score_at;
 mod snapshots;
 mod staleness;
+mod state;
 mod stats;
 mod wire;
 
 pub use access_time::{ACCESS_TIME, AccessTime, AccessTimeLayer, DASHBOARD_TIME};
 pub use auth::Tokens;
+pub use state::{AppState, HttpOptions};
 
 use crate::Rollboard;
-
-/// How the router behaves.
-#[derive(Clone, Debug)]
-pub struct HttpOptions {
-    /// Bearer tokens for write and admin routes (none: open).
-    pub tokens: Tokens,
-    /// Largest request body accepted (default 4 MiB).
-    pub max_body_bytes: usize,
-    /// Longest a request may take before it is answered 503 `timeout` (default 30 s).
-    pub request_timeout: Duration,
-    /// The Prometheus handle rendered at `/metrics` (none: `/metrics` is 404).
-    pub metrics: Option<PrometheusHandle>,
-    /// `/readyz` fails when this process's clock is further than this from the store's
-    /// (default 5 s); `None`: readiness does not look at the clock.
-    pub max_clock_skew: Option<Duration>,
-    /// Log one INFO line per request on target `rollboard::access` (default off).
-    pub access_log: bool,
-    /// Origins answered with CORS headers, `*` for any (default none: CORS off, no
-    /// CORS headers; an origin that is not a valid header value is left out).
-    pub cors_origins: Vec<String>,
-    /// Record every request's duration as a stats value of kind `AccessTime` (the
-    /// dashboard's own: `DashboardTime`) in the context of its route template, as
-    /// [`AccessTimeLayer`] does (default off; `rollboard serve` turns it on).
-    pub access_times: bool,
-}
-
-impl Default for HttpOptions {
-    fn default() -> Self {
-        HttpOptions {
-            tokens: Tokens::default(),
-            max_body_bytes: 4 * 1024 * 1024,
-            request_timeout: Duration::from_secs(30),
-            metrics: None,
-            max_clock_skew: Some(Duration::from_secs(5)),
-            access_log: false,
-            cors_origins: Vec::new(),
-            access_times: false,
-        }
-    }
-}
-
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState {
-    boards: Rollboard,
-    tokens: Arc<Tokens>,
-    metrics: Option<PrometheusHandle>,
-    max_clock_skew: Option<Duration>,
-}
 
 #[derive(OpenApi)]
 #[openapi(

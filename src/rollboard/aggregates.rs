@@ -10,9 +10,9 @@
 //! - What these boards do not take (`relayout`: such a board keeps its layout) is
 //!   refused here ([`sums_only`]), the same on every store.
 
-use crate::board::Board;
 use crate::domain::AheadProbe;
 use crate::domain::WrittenStanding;
+use crate::domain::board::Board;
 use crate::domain::{Aggregate, History, Ranks, ScoreRange, Snapshot, Standing, TopPage};
 use crate::error::{Error, Result};
 

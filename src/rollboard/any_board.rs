@@ -12,7 +12,7 @@ use super::idempotent::KeyedOutcome;
 use super::write::BatchOutcome;
 use std::future::Future;
 
-use crate::any_board::{
+use crate::domain::any_board::{
     AnyBoard, BoardKind, BoardPage, BoardState, MemberRanks, MemberStanding, TrendingStatus,
 };
 use crate::domain::{Aggregate, AroundOptions, Order};

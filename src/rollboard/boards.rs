@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::Rollboard;
-use crate::any_board::AnyBoard;
-use crate::board::{Board, BoardStatus, Created};
+use crate::domain::any_board::AnyBoard;
+use crate::domain::board::{Board, BoardStatus, Created};
 use crate::domain::{BoardConfig, BoardName};
 use crate::error::{Error, Result};
 

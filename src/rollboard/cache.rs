@@ -10,8 +10,8 @@ use std::future::Future;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::Rollboard;
-use crate::any_board::AnyBoard;
-use crate::board::Board;
+use crate::domain::any_board::AnyBoard;
+use crate::domain::board::Board;
 use crate::domain::{BoardName, TrendingBoard};
 use crate::error::{Error, Result};
 

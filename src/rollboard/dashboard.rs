@@ -18,12 +18,12 @@ use futures_util::future::{join, join_all, join4};
 use super::Rollboard;
 use super::clock_skew::SkewTooLarge;
 use super::dashboard_view::*;
-use crate::any_board::{AnyBoard, BoardKind};
+use crate::domain::any_board::{AnyBoard, BoardKind};
 use crate::domain::counter::{CounterName, SampleQuery};
+use crate::domain::memory_check::MemoryReading;
 use crate::domain::stats::{SLOWEST_KEPT, StatsKind};
 use crate::domain::{BoardName, Member, ScoreRange, SnapshotRange, TrendRange};
 use crate::error::{Error, Result};
-use crate::memory_check::MemoryReading;
 
 /// Boards read at once by one dashboard read.
 pub const BOARDS_AT_ONCE: usize = 8;

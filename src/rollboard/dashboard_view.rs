@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::any_board::BoardKind;
+use crate::domain::any_board::BoardKind;
 use crate::domain::{
     BoardConfig, Entry, History, Order, Snapshot, Span, TrendEntry, TrendingConfig,
 };

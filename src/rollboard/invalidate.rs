@@ -14,10 +14,11 @@ use async_trait::async_trait;
 
 use super::aggregates;
 use super::read_cache::ReadCache;
-use crate::any_board::AnyBoard;
-use crate::board::{Board, BoardStatus, Created};
 use crate::clock::Clock;
 use crate::domain::SlotWrite;
+use crate::domain::any_board::AnyBoard;
+use crate::domain::board::{Board, BoardStatus, Created};
+use crate::domain::memory_check::MemoryReading;
 use crate::domain::{Ahead, AheadProbe};
 use crate::domain::{AroundOptions, Entry, Order, RetireReport};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Removed, Timestamp};
@@ -29,7 +30,6 @@ use crate::domain::{
     TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 use crate::error::Result;
-use crate::memory_check::MemoryReading;
 use crate::store::{
     CounterStore, Keyed, RateStore, RetireOptions, ServerStore, StatsStore, Store, TrendKeyed,
     TrendingStore, WriteKey, WriteStatus,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::Rollboard;
 use super::write::BatchOutcome;
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{BoardName, Event, Member, MemberData, Standing, TopPage};
 use crate::error::{Error, Result};
 

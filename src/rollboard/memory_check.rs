@@ -1,10 +1,9 @@
 //! The memory check: reads the store's memory (one `INFO memory` on Redis) and judges
-//! it under this instance's settings (what it judges is in `memory_check.rs` at the
-//! crate root).
+//! it under this instance's settings (what it judges is in `domain/memory_check.rs`).
 
 use super::Rollboard;
+use crate::domain::memory_check::{MemoryCheck, MemoryReading};
 use crate::error::Result;
-use crate::memory_check::{MemoryCheck, MemoryReading};
 
 impl Rollboard {
     /// Reads the store's memory and judges it under this instance's settings (one

@@ -19,8 +19,8 @@
 
 use std::sync::Arc;
 
-use crate::board::Board;
 use crate::clock::{Clock, SystemClock};
+use crate::domain::board::Board;
 use crate::domain::{Span, Staleness, Timestamp};
 use crate::error::{Error, Result};
 use crate::settings::Settings;

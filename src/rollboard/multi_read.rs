@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::Rollboard;
 use super::multi_write::check_boards;
-use crate::any_board::AnyBoard;
+use crate::domain::any_board::AnyBoard;
 use crate::domain::{Member, Span};
 use crate::error::{Error, Result};
 

@@ -11,7 +11,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::{Rollboard, window_index};
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{AroundOptions, Order, check_around, check_page, parse_ranks_members};
 use crate::domain::{History, Member, Ranks, ScoreRange, Span, Standing, TopPage};
 use crate::error::Result;

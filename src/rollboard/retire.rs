@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::Rollboard;
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{BoardName, RetireReport};
 use crate::error::Result;
 use crate::store::RetireOptions;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::Rollboard;
 use super::idempotent::KeyedOutcome;
 use super::write::{BatchOutcome, Rejected};
-use crate::any_board::AnyBoard;
+use crate::domain::any_board::AnyBoard;
 use crate::domain::trending::check_age;
 use crate::domain::{AroundOptions, Order};
 use crate::domain::{

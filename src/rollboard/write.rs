@@ -2,7 +2,7 @@
 //! batch's outcome.
 
 use super::Rollboard;
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{BoardName, Event, Member, Removed, Timestamp, too_late};
 use crate::error::{Error, Result};
 use crate::store::{SlotWrite, WriteStatus};

@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use super::Rollboard;
 use super::write::{BatchOutcome, record, slot_writes};
-use crate::any_board::AnyBoard;
-use crate::board::Board;
+use crate::domain::any_board::AnyBoard;
+use crate::domain::board::Board;
 use crate::domain::{BoardName, Event, Fingerprint, IdempotencyKey, Member, Span};
 use crate::domain::{WindowStanding, WrittenStanding, check_standing_write};
 use crate::error::{Error, Result};

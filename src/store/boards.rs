@@ -4,11 +4,11 @@
 
 use async_trait::async_trait;
 
-use crate::any_board::AnyBoard;
-use crate::board::{Board, BoardStatus, Created};
 use crate::clock::Clock;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
+use crate::domain::any_board::AnyBoard;
+use crate::domain::board::{Board, BoardStatus, Created};
 use crate::domain::{Ahead, AheadProbe};
 use crate::domain::{AroundOptions, Entry, Order};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};

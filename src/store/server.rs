@@ -10,10 +10,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::redis::RetireOptions;
-use crate::board::Board;
+use crate::domain::board::Board;
+use crate::domain::memory_check::MemoryReading;
 use crate::domain::{RetireReport, Timestamp};
 use crate::error::Result;
-use crate::memory_check::MemoryReading;
 
 /// The operations of a store kept in a server (the Redis store). All methods are safe to
 /// call concurrently, from several processes.

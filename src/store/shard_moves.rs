@@ -8,8 +8,8 @@
 
 use async_trait::async_trait;
 
-use crate::board::{Board, Resharding};
 use crate::domain::Member;
+use crate::domain::board::{Board, Resharding};
 use crate::error::Result;
 
 /// A store's part in a reshard. The methods that change something check the board's

@@ -24,10 +24,10 @@ mod trending;
 
 use board_state::MemBoard;
 
-use crate::any_board::AnyBoard;
-use crate::board::{Board, BoardStatus, Created};
 use crate::domain::Removed;
 use crate::domain::RetireReport;
+use crate::domain::any_board::AnyBoard;
+use crate::domain::board::{Board, BoardStatus, Created};
 use crate::domain::{Ahead, AheadProbe};
 use crate::domain::{AroundOptions, Order};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};

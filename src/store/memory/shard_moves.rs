@@ -5,8 +5,8 @@
 use async_trait::async_trait;
 
 use super::MemoryStore;
-use crate::board::{Board, Resharding};
 use crate::domain::Member;
+use crate::domain::board::{Board, Resharding};
 use crate::error::Result;
 use crate::store::{ShardMoves, new_version};
 

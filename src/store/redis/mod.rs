@@ -42,15 +42,15 @@ pub use conn::options::{IngestOptions, RedisOptions, ReplicaAcks, RetireOptions}
 pub(crate) use conn::{RedisConn, Retry};
 use sums::ingest::Ingest;
 
-use crate::any_board::AnyBoard;
-use crate::board::{Board, BoardStatus, Created, Resharding};
 use crate::domain::Removed;
 use crate::domain::RetireReport;
+use crate::domain::any_board::AnyBoard;
+use crate::domain::board::{Board, BoardStatus, Created, Resharding};
+use crate::domain::memory_check::MemoryReading;
 use crate::domain::{BoardConfig, BoardName, Layout, Member, MemberData, Timestamp};
 use crate::domain::{History, Standing, TopPage};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
-use crate::memory_check::MemoryReading;
 use crate::store::{CounterStore, ServerStore, ShardMoves, StatsStore};
 use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus};
 

@@ -27,16 +27,16 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::any_board::AnyBoard;
-use crate::board::{Board, BoardStatus, Created};
 use crate::clock::Clock;
+use crate::domain::any_board::AnyBoard;
+use crate::domain::board::{Board, BoardStatus, Created};
+use crate::domain::memory_check::MemoryReading;
 use crate::domain::{Ahead, AheadProbe, AroundOptions, Entry, Order, RetireReport, SlotWrite};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
 use crate::error::Result;
-use crate::memory_check::MemoryReading;
 use crate::store::{
     CounterStore, Keyed, RateStore, RetireOptions, ServerStore, StatsStore, Store, TrendingStore,
     WriteKey, WriteStatus,

@@ -20,7 +20,7 @@
 
 use std::hash::Hasher;
 
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{BoardName, Member};
 
 /// Redis Cluster's hash slots.

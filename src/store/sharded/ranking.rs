@@ -22,7 +22,7 @@
 use futures_util::future::try_join_all;
 
 use super::view::Sharded;
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{Ahead, AheadProbe, AroundOptions, Coverage, Entry, Member, MemberRank};
 use crate::domain::{Order, Ranks, ScoreRange, Standing, Ties, Timestamp, TopPage};
 use crate::domain::{around_positions, page_positions, percentile};

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures_util::future::try_join_all;
 
 use super::names::{shard_names, shard_of};
-use crate::any_board::AnyBoard;
-use crate::board::Board;
+use crate::domain::any_board::AnyBoard;
+use crate::domain::board::Board;
 use crate::domain::{BoardConfig, BoardName, Member};
 use crate::error::{Error, Result};
 use crate::store::Store;

@@ -9,8 +9,8 @@ use futures_util::future::try_join_all;
 
 use super::names::shard_of;
 use super::shard_set::{ShardSet, ShardSets};
-use crate::board::{Board, Resharding};
 use crate::domain::Member;
+use crate::domain::board::{Board, Resharding};
 use crate::error::{Error, Result};
 use crate::store::{ShardMoves, Store};
 

@@ -19,8 +19,8 @@
 use futures_util::future::join_all;
 
 use super::view::Sharded;
-use crate::any_board::AnyBoard;
-use crate::board::Board;
+use crate::domain::any_board::AnyBoard;
+use crate::domain::board::Board;
 use crate::domain::{SlotWrite, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::{Keyed, Recorded, WriteKey, WriteStatus};

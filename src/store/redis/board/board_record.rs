@@ -20,7 +20,7 @@
 use redis::Value;
 
 use super::keys;
-use crate::board::{Board, Resharding};
+use crate::domain::board::{Board, Resharding};
 use crate::domain::{
     Aggregate, BoardConfig, BoardName, Layout, RankedTotals, SnapshotPolicy, Span,
 };

@@ -16,8 +16,8 @@ use super::board_record::{RECORD_FIELDS, TREND_FIELDS, parse_board, parse_trendi
 use super::board_record::{parse_windows, record_read};
 use super::geometry::bucket_count;
 use super::{keys, registry, slot_index};
-use crate::any_board::AnyBoard;
-use crate::board::{Board, Created};
+use crate::domain::any_board::AnyBoard;
+use crate::domain::board::{Board, Created};
 use crate::domain::{BoardConfig, BoardName, Layout, Span, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::new_version;

@@ -7,7 +7,7 @@ use redis::Value;
 
 use super::board_record::version_matches;
 use super::keys;
-use crate::board::{Board, BoardStatus, WindowStatus, to_datetime};
+use crate::domain::board::{Board, BoardStatus, WindowStatus, to_datetime};
 use crate::domain::{RankedTotals, Timestamp};
 use crate::domain::{WindowState, complete_from, coverage};
 use crate::error::{Error, Result};

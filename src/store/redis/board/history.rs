@@ -6,7 +6,7 @@
 use redis::Value;
 
 use super::keys;
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{History, Member, Point, Timestamp};
 use crate::domain::{WindowState, coverage};
 use crate::error::{Error, Result};

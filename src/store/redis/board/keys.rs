@@ -4,7 +4,7 @@
 //! one node and every multi-key script of a board is atomic. The registry of boards is
 //! global and is only ever touched by its own single-key commands.
 
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::counter::CounterName;
 use crate::domain::stats::{StatsContext, StatsKind};
 use crate::domain::{BoardName, Span, Ties};

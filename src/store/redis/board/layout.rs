@@ -10,8 +10,8 @@
 //! The connection reads that limit once, at connect, and knows nothing of layouts; this
 //! module adds [`RedisConn::layout`], which derives the [`SlotLayout`] from it.
 
-use crate::board::Board;
 use crate::domain::Layout;
+use crate::domain::board::Board;
 use crate::store::redis::conn::RedisConn;
 
 /// Fields per bucket on average before a split: half the server's listpack limit (the

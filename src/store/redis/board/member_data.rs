@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use futures_util::future::try_join_all;
 
 use super::keys;
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{Member, MemberData};
 use crate::error::Result;
 use crate::store::redis::conn::{RedisConn, Retry};

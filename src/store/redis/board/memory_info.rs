@@ -2,8 +2,8 @@
 //! (see `memory_check`); on Redis Cluster, of the fullest master. A reply refused by an ACL or a managed service is a
 //! [`MemoryReading::Hidden`], not an error: the service carries on without the check.
 
+use crate::domain::memory_check::{MemoryLimit, MemoryReading};
 use crate::error::{Error, Result};
-use crate::memory_check::{MemoryLimit, MemoryReading};
 use crate::store::redis::conn::{RedisConn, Retry};
 
 /// Reads `INFO memory` (a read: [`Retry::Idempotent`]).

@@ -6,7 +6,7 @@
 use redis::Value;
 
 use super::keys;
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{Ahead, AheadProbe, AroundOptions, Order, RankedTotals, Ties};
 use crate::domain::{Coverage, WindowState, coverage};
 use crate::domain::{Entry, MemberRank, Ranks, Standing, TopPage};

@@ -10,7 +10,7 @@
 use redis::Value;
 
 use super::keys;
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{Layout, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
 use crate::store::redis::conn::reply::{array, int, string};

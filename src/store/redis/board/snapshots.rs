@@ -8,7 +8,7 @@
 use redis::Value;
 
 use super::keys;
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{Entry, Snapshot, SnapshotPass, SnapshotRange, Timestamp, rank_prefix};
 use crate::error::{Error, Result};
 use crate::store::redis::conn::reply::{array, int, opt_int, parse_integer, string};

@@ -8,8 +8,8 @@
 
 use redis::Value;
 
-use crate::board::Board;
 use crate::domain::RecomputeReport;
+use crate::domain::board::Board;
 use crate::error::Result;
 use crate::store::redis::board::keys;
 use crate::store::redis::conn::reply::{array, int, string};

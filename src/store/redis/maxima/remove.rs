@@ -7,7 +7,7 @@
 
 use redis::Value;
 
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{Member, Removed};
 use crate::error::{Error, Result};
 use crate::store::redis::board::keys;

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use redis::Value;
 
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{Timestamp, WrittenStanding};
 use crate::error::{Error, Result};
 use crate::store::redis::board::keys;

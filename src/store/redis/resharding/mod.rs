@@ -8,8 +8,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::board::{Board, Resharding};
 use crate::domain::Member;
+use crate::domain::board::{Board, Resharding};
 use crate::error::Result;
 use crate::store::redis::board::boards::slot_geometries;
 use crate::store::redis::board::keys;

@@ -36,7 +36,7 @@
 
 use redis::Value;
 
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{Layout, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::redis::board::geometry::Geometry;

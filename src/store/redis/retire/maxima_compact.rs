@@ -11,7 +11,7 @@
 use redis::Value;
 
 use super::compact::{Compacted, closed_slot};
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{Layout, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::redis::board::keys;

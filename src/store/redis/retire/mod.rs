@@ -35,7 +35,7 @@ use swap::Swap;
 
 use super::conn::RedisConn;
 use super::conn::options::RetireOptions;
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{RetireReport, Timestamp};
 use crate::error::Result;
 

@@ -20,7 +20,7 @@ use redis::cluster_routing::Slot;
 use redis::{Cmd, Value};
 
 use super::compact::{closed_slot, compact_closed, minimum_fields};
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{RetireReport, Timestamp};
 use crate::error::Result;
 use crate::store::redis::board::keys;

@@ -16,8 +16,8 @@
 
 use redis::Value;
 
-use crate::board::Board;
 use crate::domain::RetireReport;
+use crate::domain::board::Board;
 use crate::error::{Error, Result};
 use crate::store::redis::board::keys;
 use crate::store::redis::conn::options::RetireOptions;

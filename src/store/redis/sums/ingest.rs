@@ -46,7 +46,7 @@ use tokio::sync::{Semaphore, oneshot};
 use super::budget::Budget;
 use super::write::{SumsReply, fast_status, send_events, send_sums};
 use super::write_call::{Answer, Sums, Unguarded, WriteCall};
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{BoardName, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::redis::conn::RedisConn;

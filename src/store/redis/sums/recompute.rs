@@ -9,7 +9,7 @@
 use redis::Value;
 use tokio::task::JoinSet;
 
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{RecomputeReport, Ties};
 use crate::error::{Error, Result};
 use crate::store::redis::board::keys;

@@ -10,7 +10,7 @@ use super::budget::Budget;
 use super::once;
 use super::write::{StandingReply, apply_standing};
 use super::write_call::{Answer, Key, Unguarded, WriteCall, Writes};
-use crate::board::Board;
+use crate::domain::board::Board;
 use crate::domain::{Timestamp, WindowStanding, WrittenStanding};
 use crate::error::{Error, Result};
 use crate::store::redis::conn::RedisConn;

@@ -9,8 +9,8 @@ use redis::{ScriptInvocation, Value};
 
 use super::budget::Limit;
 use super::write_call::{Answer, Guard, Summed, WriteCall, Writes, status_of};
-use crate::board::Board;
 use crate::domain::Removed;
+use crate::domain::board::Board;
 use crate::domain::{BoardName, Member, RankedTotals, Ties, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::redis::board::keys;

@@ -10,8 +10,8 @@ use std::convert::Infallible;
 use redis::ScriptInvocation;
 
 use super::budget::{Budget, Limit};
-use crate::board::Board;
 use crate::domain::Timestamp;
+use crate::domain::board::Board;
 use crate::store::redis::board::keys;
 use crate::store::{Recorded, SlotWrite, WriteKey, WriteStatus};
 

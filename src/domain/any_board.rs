@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use crate::board::{Board, BoardStatus, to_datetime};
+use crate::domain::board::{Board, BoardStatus, to_datetime};
 use crate::domain::{
     BoardName, Ranks, Standing, TopPage, TrendCounts, TrendPage, TrendRanks, TrendStanding,
     TrendingBoard, TrendingConfig,

@@ -6,25 +6,26 @@
 //! in the totals of windows `k..n`; retiring window `j` subtracts `stages[j]` from its
 //! totals and moves it to `stages[j + 1]`. A max board keeps one value per slot and
 //! member instead (see [`maxima`](super::maxima)), a latest board its newest event
-//! there (see [`latest`](super::latest)).
+//! there (see [`latest`](super::latest)). Reads are in `read.rs`, period snapshots in
+//! `snapshots.rs`.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+mod read;
+mod snapshots;
 
 use super::keyed::KeyedRecords;
 use super::latest;
 use super::maxima;
 use super::totals::Totals;
-use crate::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::RecomputeReport;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
-use crate::domain::{Ahead, AheadProbe};
-use crate::domain::{AroundOptions, Order, around_positions, page_positions};
-use crate::domain::{Coverage, WindowState, complete_from, coverage};
-use crate::domain::{Entry, History, MemberRank, Point, Ranks, Standing, TopPage};
-use crate::domain::{MAX_ABS, Member, MemberData, ScoreRange, Timestamp, percentile};
-use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
+use crate::domain::Snapshot;
+use crate::domain::board::{Board, BoardStatus, WindowStatus};
+use crate::domain::{MAX_ABS, Member, MemberData, Timestamp};
 use crate::domain::{WindowStanding, WrittenStanding};
+use crate::domain::{WindowState, complete_from};
 use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
 
 /// Member → stage values of one slot.
@@ -348,95 +349,6 @@ impl MemBoard {
         }
     }
 
-    /// Takes every window's snapshot at the boundary `slot_start(now)` once retirement
-    /// through it is complete (as `snapshot_take.lua`).
-    pub fn take_snapshots(&mut self, now: Timestamp) -> SnapshotPass {
-        let Some(policy) = self.board.config.snapshots() else {
-            return SnapshotPass::Off;
-        };
-        let n = self.windows();
-        if (0..n).any(|j| self.retired[j] < self.board.config.cutoff(j, now)) {
-            return SnapshotPass::Waiting;
-        }
-        let boundary = self.board.config.slot_start(now);
-        let top = u64::from(policy.top());
-        let tops: Vec<Option<Vec<Entry>>> = (0..n)
-            .map(|j| {
-                (!self.has_snapshot(j, boundary)).then(|| {
-                    self.top(j, now, ScoreRange::ALL, Order::Desc, 0, top)
-                        .entries
-                })
-            })
-            .collect();
-        self.append_snapshots(now, tops)
-    }
-
-    /// Appends `tops[j]`, when given, as window `j`'s snapshot at the boundary
-    /// `slot_start(now)` unless it holds that or a newer one (as `snapshot_append.lua`).
-    pub fn append_snapshots(
-        &mut self,
-        now: Timestamp,
-        tops: Vec<Option<Vec<Entry>>>,
-    ) -> SnapshotPass {
-        let Some(policy) = self.board.config.snapshots() else {
-            return SnapshotPass::Off;
-        };
-        let boundary = self.board.config.slot_start(now);
-        let mut appended = 0;
-        for (j, entries) in tops.into_iter().enumerate() {
-            let Some(entries) = entries.filter(|_| !self.has_snapshot(j, boundary)) else {
-                continue;
-            };
-            let kept = &mut self.snapshots[j];
-            kept.push_back(Snapshot {
-                window: self.board.config.windows()[j],
-                boundary,
-                taken_ms: now.unix_millis(),
-                entries,
-            });
-            while kept.len() > policy.keep() as usize {
-                kept.pop_front();
-            }
-            appended += 1;
-        }
-        SnapshotPass::Done { appended }
-    }
-
-    /// Whether window `window` holds a snapshot at `boundary` or a newer one.
-    fn has_snapshot(&self, window: usize, boundary: i64) -> bool {
-        self.snapshots[window]
-            .back()
-            .is_some_and(|last| last.boundary >= boundary)
-    }
-
-    /// Window `window`'s snapshots in `range`, newest first.
-    pub fn snapshots(&self, window: usize, range: SnapshotRange) -> Vec<Snapshot> {
-        let inside = |s: &&Snapshot| {
-            range.from.is_none_or(|f| s.boundary >= f) && range.to.is_none_or(|t| s.boundary <= t)
-        };
-        let kept = self.snapshots[window].iter();
-        let listed: Vec<&Snapshot> = if range.oldest_first {
-            kept.filter(inside).take(range.limit as usize).collect()
-        } else {
-            kept.rev()
-                .filter(inside)
-                .take(range.limit as usize)
-                .collect()
-        };
-        listed.into_iter().cloned().collect()
-    }
-
-    /// Window `window`'s delivery cursor.
-    pub fn snapshot_cursor(&self, window: usize) -> Option<i64> {
-        self.snapshot_cursors[window]
-    }
-
-    /// Moves window `window`'s delivery cursor up to `boundary`.
-    pub fn advance_snapshot_cursor(&mut self, window: usize, boundary: i64) {
-        let cursor = &mut self.snapshot_cursors[window];
-        *cursor = Some(cursor.map_or(boundary, |c| c.max(boundary)));
-    }
-
     /// Sets the board's config to `config`, which differs in its snapshots policy only.
     pub fn set_config(&mut self, config: crate::domain::BoardConfig) {
         self.board.config = config;
@@ -492,149 +404,6 @@ impl MemBoard {
             fields_scanned: scanned,
             members_folded: 0,
             calls: 0,
-        }
-    }
-
-    fn coverage(&self, window: usize, now: Timestamp) -> (i64, i64) {
-        let first_pending = self
-            .slots
-            .range(self.retired[window] + 1..)
-            .next()
-            .map(|(s, _)| *s);
-        let newest = self.slots.keys().next_back().copied();
-        coverage(
-            &self.board.config,
-            window,
-            now,
-            first_pending,
-            newest,
-            self.states[window],
-        )
-    }
-
-    /// What window `window`'s totals cover at `now`.
-    fn covered(&self, window: usize, now: Timestamp) -> Coverage {
-        Coverage::of(&self.board.config, window, now, self.coverage(window, now))
-    }
-
-    fn page(&self, window: usize, now: Timestamp, entries: Vec<Entry>) -> TopPage {
-        TopPage::new(self.board.name.clone(), self.covered(window, now), entries)
-    }
-
-    pub fn top(
-        &self,
-        window: usize,
-        now: Timestamp,
-        range: ScoreRange,
-        order: Order,
-        offset: u64,
-        limit: u64,
-    ) -> TopPage {
-        let totals = &self.totals[window];
-        // The members of the range are a run of consecutive ranking positions; the
-        // ranking is every ranked total: no need to count the range.
-        let (first, run) = if range == ScoreRange::ALL {
-            (0, totals.ranked())
-        } else {
-            (
-                totals.count_between(range.max().saturating_add(1), MAX_ABS),
-                totals.count_between(range.lowest(totals.rank_rule()), range.max()),
-            )
-        };
-        let (start, count) = page_positions(first, run, order, offset, limit);
-        self.page(window, now, in_order(totals.page(start, count), order))
-    }
-
-    pub fn standing(&self, window: usize, now: Timestamp, member: &Member) -> Option<Standing> {
-        let totals = &self.totals[window];
-        let score = totals.get(member.as_str())?;
-        // A total that is not ranked is answered: no ranked member is below it.
-        let rule = totals.rank_rule();
-        let (rank, below) = if rule.ranks(score) {
-            let rank = totals.rank(member.as_str(), score);
-            (Some(rank), totals.count_between(rule.lowest(), score - 1))
-        } else {
-            (None, 0)
-        };
-        Some(Standing::new(
-            member.to_string(),
-            score,
-            rank,
-            percentile(below, totals.ranked()),
-            self.covered(window, now),
-        ))
-    }
-
-    pub fn ranks(&self, window: usize, now: Timestamp, members: &[Member]) -> Ranks {
-        let totals = &self.totals[window];
-        let entries = members
-            .iter()
-            .map(|m| {
-                let held = totals.get(m.as_str());
-                let score = held.unwrap_or(0);
-                MemberRank {
-                    member: m.to_string(),
-                    score,
-                    rank: held
-                        .filter(|s| totals.rank_rule().ranks(*s))
-                        .map(|s| totals.rank(m.as_str(), s)),
-                }
-            })
-            .collect();
-        Ranks::new(self.board.name.clone(), self.covered(window, now), entries)
-    }
-
-    pub fn count_ahead(&self, window: usize, now: Timestamp, probes: &[AheadProbe]) -> Ahead {
-        let totals = &self.totals[window];
-        let counts = probes
-            .iter()
-            .map(|p| totals.ahead(p.total, p.member.as_ref().map(Member::as_str)))
-            .collect();
-        Ahead::new(self.covered(window, now), counts)
-    }
-
-    pub fn around(
-        &self,
-        window: usize,
-        now: Timestamp,
-        member: &Member,
-        n: u64,
-        options: AroundOptions,
-    ) -> Option<TopPage> {
-        let totals = &self.totals[window];
-        let score = totals
-            .get(member.as_str())
-            .filter(|s| totals.rank_rule().ranks(*s))?;
-        let position = totals.position(member.as_str(), score);
-        let (start, count) = around_positions(position, totals.ranked(), n, options.fill);
-        let entries = in_order(totals.page(start, count), options.order);
-        Some(self.page(window, now, entries))
-    }
-
-    pub fn history(&self, now: Timestamp, member: &Member) -> History {
-        let config = &self.board.config;
-        let largest = self.windows() - 1;
-        let from = config.window_start(largest, now);
-        let points = self
-            .slots
-            .range(from..)
-            .filter_map(|(slot, values)| {
-                let held = values.get(member.as_str())?;
-                if !config.aggregate().sums() {
-                    // A max board's value (a latest board's, after its time), 0 included.
-                    let value = *held.last().expect("a held value");
-                    return Some(Point { slot: *slot, value });
-                }
-                let value: i64 = held.iter().sum();
-                (value != 0).then_some(Point { slot: *slot, value })
-            })
-            .collect();
-        History {
-            member: member.to_string(),
-            slot: config.slot(),
-            from,
-            to: self.coverage(largest, now).1,
-            points,
         }
     }
 
@@ -723,17 +492,9 @@ impl MemBoard {
         BoardStatus {
             name: self.board.name.clone(),
             config: config.clone(),
-            created_at: crate::board::to_datetime(self.board.created_at),
+            created_at: crate::domain::board::to_datetime(self.board.created_at),
             live_slots: self.slots.len() as u64,
             windows,
         }
     }
-}
-
-/// `entries`, read highest first, in `order`.
-fn in_order(mut entries: Vec<Entry>, order: Order) -> Vec<Entry> {
-    if order == Order::Asc {
-        entries.reverse();
-    }
-    entries
 }

@@ -1,0 +1,163 @@
+//! A board's reads in memory: pages, standings, ranks, counts ahead, pages around a
+//! member and history, each with the coverage of its window (as `read_ranking.lua` and
+//! `history.lua`).
+
+use super::MemBoard;
+use crate::domain::{
+    Ahead, AheadProbe, AroundOptions, Coverage, Entry, History, MAX_ABS, Member, MemberRank, Order,
+    Point, Ranks, ScoreRange, Standing, Timestamp, TopPage, around_positions, coverage,
+    page_positions, percentile,
+};
+
+impl MemBoard {
+    pub(super) fn coverage(&self, window: usize, now: Timestamp) -> (i64, i64) {
+        let first_pending = self
+            .slots
+            .range(self.retired[window] + 1..)
+            .next()
+            .map(|(s, _)| *s);
+        let newest = self.slots.keys().next_back().copied();
+        coverage(
+            &self.board.config,
+            window,
+            now,
+            first_pending,
+            newest,
+            self.states[window],
+        )
+    }
+
+    /// What window `window`'s totals cover at `now`.
+    fn covered(&self, window: usize, now: Timestamp) -> Coverage {
+        Coverage::of(&self.board.config, window, now, self.coverage(window, now))
+    }
+
+    fn page(&self, window: usize, now: Timestamp, entries: Vec<Entry>) -> TopPage {
+        TopPage::new(self.board.name.clone(), self.covered(window, now), entries)
+    }
+
+    pub fn top(
+        &self,
+        window: usize,
+        now: Timestamp,
+        range: ScoreRange,
+        order: Order,
+        offset: u64,
+        limit: u64,
+    ) -> TopPage {
+        let totals = &self.totals[window];
+        // The members of the range are a run of consecutive ranking positions; the
+        // ranking is every ranked total: no need to count the range.
+        let (first, run) = if range == ScoreRange::ALL {
+            (0, totals.ranked())
+        } else {
+            (
+                totals.count_between(range.max().saturating_add(1), MAX_ABS),
+                totals.count_between(range.lowest(totals.rank_rule()), range.max()),
+            )
+        };
+        let (start, count) = page_positions(first, run, order, offset, limit);
+        self.page(window, now, in_order(totals.page(start, count), order))
+    }
+
+    pub fn standing(&self, window: usize, now: Timestamp, member: &Member) -> Option<Standing> {
+        let totals = &self.totals[window];
+        let score = totals.get(member.as_str())?;
+        // A total that is not ranked is answered: no ranked member is below it.
+        let rule = totals.rank_rule();
+        let (rank, below) = if rule.ranks(score) {
+            let rank = totals.rank(member.as_str(), score);
+            (Some(rank), totals.count_between(rule.lowest(), score - 1))
+        } else {
+            (None, 0)
+        };
+        Some(Standing::new(
+            member.to_string(),
+            score,
+            rank,
+            percentile(below, totals.ranked()),
+            self.covered(window, now),
+        ))
+    }
+
+    pub fn ranks(&self, window: usize, now: Timestamp, members: &[Member]) -> Ranks {
+        let totals = &self.totals[window];
+        let entries = members
+            .iter()
+            .map(|m| {
+                let held = totals.get(m.as_str());
+                let score = held.unwrap_or(0);
+                MemberRank {
+                    member: m.to_string(),
+                    score,
+                    rank: held
+                        .filter(|s| totals.rank_rule().ranks(*s))
+                        .map(|s| totals.rank(m.as_str(), s)),
+                }
+            })
+            .collect();
+        Ranks::new(self.board.name.clone(), self.covered(window, now), entries)
+    }
+
+    pub fn count_ahead(&self, window: usize, now: Timestamp, probes: &[AheadProbe]) -> Ahead {
+        let totals = &self.totals[window];
+        let counts = probes
+            .iter()
+            .map(|p| totals.ahead(p.total, p.member.as_ref().map(Member::as_str)))
+            .collect();
+        Ahead::new(self.covered(window, now), counts)
+    }
+
+    pub fn around(
+        &self,
+        window: usize,
+        now: Timestamp,
+        member: &Member,
+        n: u64,
+        options: AroundOptions,
+    ) -> Option<TopPage> {
+        let totals = &self.totals[window];
+        let score = totals
+            .get(member.as_str())
+            .filter(|s| totals.rank_rule().ranks(*s))?;
+        let position = totals.position(member.as_str(), score);
+        let (start, count) = around_positions(position, totals.ranked(), n, options.fill);
+        let entries = in_order(totals.page(start, count), options.order);
+        Some(self.page(window, now, entries))
+    }
+
+    pub fn history(&self, now: Timestamp, member: &Member) -> History {
+        let config = &self.board.config;
+        let largest = self.windows() - 1;
+        let from = config.window_start(largest, now);
+        let points = self
+            .slots
+            .range(from..)
+            .filter_map(|(slot, values)| {
+                let held = values.get(member.as_str())?;
+                if !config.aggregate().sums() {
+                    // A max board's value (a latest board's, after its time), 0 included.
+                    let value = *held.last().expect("a held value");
+                    return Some(Point { slot: *slot, value });
+                }
+                let value: i64 = held.iter().sum();
+                (value != 0).then_some(Point { slot: *slot, value })
+            })
+            .collect();
+        History {
+            member: member.to_string(),
+            slot: config.slot(),
+            from,
+            to: self.coverage(largest, now).1,
+            points,
+        }
+    }
+}
+
+/// `entries`, read highest first, in `order`.
+fn in_order(mut entries: Vec<Entry>, order: Order) -> Vec<Entry> {
+    if order == Order::Asc {
+        entries.reverse();
+    }
+    entries
+}
