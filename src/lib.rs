@@ -94,6 +94,7 @@ pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, Retire
 pub use rollboard::MAX_CACHED_READS;
 pub use rollboard::bulk_remove::{BulkRemoved, MAX_BULK_REMOVE};
 pub use rollboard::counters::CleanReport;
+#[cfg(feature = "server")]
 pub use rollboard::dashboard_view::{
     BoardRef, BoardSearch, CounterView, Dashboard, DashboardBoard, DashboardCounters,
     DashboardHealth, DashboardMemory, DashboardProblem, DashboardQuery, DashboardStats,

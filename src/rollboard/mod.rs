@@ -35,7 +35,9 @@ mod cache;
 mod clock_skew;
 pub use clock_skew::SkewTooLarge;
 pub(crate) mod counters;
+#[cfg(feature = "server")]
 mod dashboard;
+#[cfg(feature = "server")]
 pub(crate) mod dashboard_view;
 pub(crate) mod idempotent;
 mod invalidate;

@@ -6,12 +6,57 @@
 //! boards"). Events are ordered by time, then value: of two at the same millisecond the
 //! greater value is the newer.
 
-use super::maxima::Slots;
+use super::family::{Family, Slots};
+use super::maxima;
 use super::totals::Totals;
+use crate::domain::RetireReport;
+use crate::store::{SlotWrite, WriteStatus};
+
+/// The latest family, whose slots hold one event per member, its newest there; retired,
+/// rebuilt and removed as a max board is, by the value of the newest event.
+#[derive(Debug)]
+pub(super) struct Latest;
+
+impl Family for Latest {
+    fn write(
+        &self,
+        slots: &mut Slots,
+        counting: &mut [Totals],
+        _stage: usize,
+        _n: usize,
+        w: &SlotWrite,
+    ) -> WriteStatus {
+        write(slots, counting, w.slot, w.member.as_str(), w.at, w.delta);
+        WriteStatus::Applied
+    }
+
+    fn retire(
+        &self,
+        slots: &mut Slots,
+        totals: &mut [Totals],
+        j: usize,
+        slot: i64,
+        report: &mut RetireReport,
+    ) -> Vec<String> {
+        maxima::retire(slots, slot, &mut totals[j], newest_value, report)
+    }
+
+    fn rebuild(&self, slots: &Slots, _window: usize, from: i64, totals: &mut Totals) -> u64 {
+        maxima::rebuild(slots, from, totals, newest_value)
+    }
+
+    fn remove(&self, slots: &mut Slots, totals: &mut [Totals], member: &str) -> u64 {
+        maxima::remove(slots, totals, member)
+    }
+
+    fn point(&self, held: &[i64]) -> Option<i64> {
+        maxima::point(held)
+    }
+}
 
 /// The value of the member's newest event in the slots of `slots` from `from` on (how
 /// retirement re-evaluates a latest board's members: `maxima::retire`).
-pub(super) fn newest_value(slots: &Slots, from: i64, member: &str) -> Option<i64> {
+fn newest_value(slots: &Slots, from: i64, member: &str) -> Option<i64> {
     newest(slots, from, member).map(|(_, value)| value)
 }
 
@@ -26,14 +71,7 @@ fn newest(slots: &Slots, from: i64, member: &str) -> Option<(i64, i64)> {
 /// Records the event (`at`, `value`) of `member` in slot `slot`; when it is the member's
 /// newest, it is the value of each window of `counting` (those that have not frozen the
 /// slot).
-pub(super) fn write(
-    slots: &mut Slots,
-    counting: &mut [Totals],
-    slot: i64,
-    member: &str,
-    at: i64,
-    value: i64,
-) {
+fn write(slots: &mut Slots, counting: &mut [Totals], slot: i64, member: &str, at: i64, value: i64) {
     let held = slots.entry(slot).or_default();
     held.entry(member.to_owned())
         .and_modify(|v| {

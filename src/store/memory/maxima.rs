@@ -4,23 +4,56 @@
 //! of the slot the highest value of the newer live slots, as `retire_max.lua` does from
 //! its peak lists (docs/design.md, "Max and min boards").
 
-use std::collections::{BTreeMap, HashMap};
-
+use super::family::{Family, Slots};
 use super::totals::Totals;
+use crate::domain::RetireReport;
+use crate::store::{SlotWrite, WriteStatus};
 
-/// A board's slots: slot start → member → stage values; a max board's hold one value,
-/// the member's highest in the slot.
-pub(super) type Slots = BTreeMap<i64, HashMap<String, Vec<i64>>>;
+/// The max family (min boards too), whose slots hold one value per member, its highest
+/// there.
+#[derive(Debug)]
+pub(super) struct Maxima;
+
+impl Family for Maxima {
+    fn write(
+        &self,
+        slots: &mut Slots,
+        counting: &mut [Totals],
+        _stage: usize,
+        _n: usize,
+        w: &SlotWrite,
+    ) -> WriteStatus {
+        write(slots, counting, w.slot, w.member.as_str(), w.delta);
+        WriteStatus::Applied
+    }
+
+    fn retire(
+        &self,
+        slots: &mut Slots,
+        totals: &mut [Totals],
+        j: usize,
+        slot: i64,
+        report: &mut RetireReport,
+    ) -> Vec<String> {
+        retire(slots, slot, &mut totals[j], highest, report)
+    }
+
+    fn rebuild(&self, slots: &Slots, _window: usize, from: i64, totals: &mut Totals) -> u64 {
+        rebuild(slots, from, totals, highest)
+    }
+
+    fn remove(&self, slots: &mut Slots, totals: &mut [Totals], member: &str) -> u64 {
+        remove(slots, totals, member)
+    }
+
+    fn point(&self, held: &[i64]) -> Option<i64> {
+        point(held)
+    }
+}
 
 /// Records `value` for `member` in slot `slot`, counted in `counting` (the totals of
 /// the windows that have not frozen the slot).
-pub(super) fn write(
-    slots: &mut Slots,
-    counting: &mut [Totals],
-    slot: i64,
-    member: &str,
-    value: i64,
-) {
+fn write(slots: &mut Slots, counting: &mut [Totals], slot: i64, member: &str, value: i64) {
     let held = slots.entry(slot).or_default();
     held.entry(member.to_owned())
         .and_modify(|v| v[0] = v[0].max(value))
@@ -32,7 +65,7 @@ pub(super) fn write(
 }
 
 /// The member's highest value in the slots of `slots` from `from` on.
-pub(super) fn highest(slots: &Slots, from: i64, member: &str) -> Option<i64> {
+fn highest(slots: &Slots, from: i64, member: &str) -> Option<i64> {
     slots
         .range(from..)
         .filter_map(|(_, held)| held.get(member).map(|v| v[0]))
@@ -45,15 +78,16 @@ pub(super) type ValueFn = fn(&Slots, i64, &str) -> Option<i64>;
 
 /// Retires slot `slot` from a window whose totals are `totals`: each member of the slot
 /// gets its value in the newer live slots, `value(slots, from, member)`, or leaves.
-/// Returns how many members were re-evaluated and those that left.
+/// Adds to `report` and returns the members that left.
 pub(super) fn retire(
     slots: &Slots,
     slot: i64,
     totals: &mut Totals,
     value: ValueFn,
-) -> (u64, Vec<String>) {
+    report: &mut RetireReport,
+) -> Vec<String> {
     let Some(held) = slots.get(&slot) else {
-        return (0, Vec::new());
+        return Vec::new();
     };
     let mut left = Vec::new();
     for member in held.keys() {
@@ -63,7 +97,9 @@ pub(super) fn retire(
         }
         totals.set(member, newer);
     }
-    (held.len() as u64, left)
+    report.fields_subtracted += held.len() as u64;
+    report.members_zeroed += left.len() as u64;
+    left
 }
 
 /// Recomputes the (empty) `totals` of a window counting the slots from `from` on: each
@@ -79,4 +115,21 @@ pub(super) fn rebuild(slots: &Slots, from: i64, totals: &mut Totals, value: Valu
         }
     }
     slots.values().map(|held| held.len() as u64).sum()
+}
+
+/// Takes `member` out of every slot and window; returns the slot values it held.
+pub(super) fn remove(slots: &mut Slots, totals: &mut [Totals], member: &str) -> u64 {
+    let mut removed = 0;
+    for slot in slots.values_mut() {
+        removed += u64::from(slot.remove(member).is_some());
+    }
+    for totals in totals {
+        totals.set(member, None);
+    }
+    removed
+}
+
+/// A member's value in a slot (a latest board's, after its time), 0 included.
+pub(super) fn point(held: &[i64]) -> Option<i64> {
+    held.last().copied()
 }

@@ -13,12 +13,14 @@ use async_trait::async_trait;
 
 mod board_state;
 mod counters;
+mod family;
 mod keyed;
 mod latest;
 mod maxima;
 mod rates;
 mod shard_moves;
 mod stats;
+mod sums;
 mod totals;
 mod trending;
 

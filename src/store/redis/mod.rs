@@ -6,9 +6,11 @@
 //! - `lua/`: the Lua every script may use, one file per concern;
 //! - `board/`: a board whatever its family (keys, record, registry, slot index, layout,
 //!   lifecycle, rankings, history, describe, member data, snapshots, relayout);
+//! - `retire/`: retirement (small, swap, chunks, compact, and the max boards'), the pass
+//!   asking the board's family (`board/family.rs`) how to retire and compact a slot;
 //! - `sums/`: sum boards and the write path (call, budget, ingest, once, standing,
-//!   recompute lease) that `maxima/` (max, min and latest boards) rides;
-//! - `retire/`: retirement of both (small, swap, chunks, compact, maxima);
+//!   recompute lease) that `maxima/` (max, min and latest boards) rides; each
+//!   implements the family seam, and [`RedisStore::family`] picks a board's;
 //! - one folder per other system with its store trait: `trending/`, `rates/`,
 //!   `counters/`, `stats/`, and `resharding/` (members moved between shards).
 //!
@@ -36,10 +38,13 @@ mod stats;
 mod sums;
 mod trending;
 
+use board::family::Family;
 #[cfg(feature = "server")]
 pub(crate) use conn::client::{check_url, redact};
 pub use conn::options::{IngestOptions, RedisOptions, ReplicaAcks, RetireOptions};
 pub(crate) use conn::{RedisConn, Retry};
+use maxima::MaxFamily;
+use sums::SumFamily;
 use sums::ingest::Ingest;
 
 use crate::domain::Removed;
@@ -62,7 +67,9 @@ const EXTEND_ATTEMPTS: usize = 5;
 #[derive(Clone)]
 pub struct RedisStore {
     conn: RedisConn,
-    ingest: Arc<Ingest>,
+    /// Sum boards' family (its group commit of writes); max, min and latest boards' is
+    /// [`MaxFamily`], which holds nothing.
+    sums: SumFamily,
     /// Group commit of stats records.
     stats: Arc<stats::commit::StatsCommit>,
     /// Group commit of rate hits.
@@ -87,13 +94,7 @@ impl RedisStore {
     /// Connects to `url` with `options`.
     pub async fn connect_with(url: &str, options: RedisOptions) -> Result<Self> {
         let conn = RedisConn::connect(url, &options).await?;
-        Ok(RedisStore {
-            ingest: Arc::new(Ingest::new(conn.clone(), options.ingest)),
-            conn,
-            stats: Arc::default(),
-            rates: Arc::default(),
-            retire: options.retire,
-        })
+        Ok(Self::on(conn, options))
     }
 
     /// Connects to the Redis Cluster reached through the seed nodes `urls`
@@ -111,13 +112,28 @@ impl RedisStore {
     ) -> Result<Self> {
         let urls: Vec<String> = urls.iter().map(|u| u.as_ref().to_owned()).collect();
         let conn = RedisConn::connect_cluster(&urls, &options).await?;
-        Ok(RedisStore {
-            ingest: Arc::new(Ingest::new(conn.clone(), options.ingest)),
+        Ok(Self::on(conn, options))
+    }
+
+    fn on(conn: RedisConn, options: RedisOptions) -> Self {
+        RedisStore {
+            sums: SumFamily {
+                ingest: Arc::new(Ingest::new(conn.clone(), options.ingest)),
+            },
             conn,
             stats: Arc::default(),
             rates: Arc::default(),
             retire: options.retire,
-        })
+        }
+    }
+
+    /// The family of `board`: the one place the store looks at a board's aggregate.
+    fn family(&self, board: &Board) -> &dyn Family {
+        if board.config.aggregate().sums() {
+            &self.sums
+        } else {
+            &MaxFamily
+        }
     }
 }
 
@@ -149,7 +165,7 @@ impl ServerStore for RedisStore {
         now: Timestamp,
         options: RetireOptions,
     ) -> Result<RetireReport> {
-        retire::retire(&self.conn, board, now, options).await
+        retire::retire(&self.conn, self.family(board), board, now, options).await
     }
 }
 
@@ -211,7 +227,9 @@ impl Store for RedisStore {
                 Some(created) => return Ok(created),
                 None => {
                     let options = RetireOptions::default();
-                    retire::retire(&self.conn, &extension.existing, now, options).await?;
+                    let existing = &extension.existing;
+                    retire::retire(&self.conn, self.family(existing), existing, now, options)
+                        .await?;
                 }
             }
         }
@@ -232,7 +250,7 @@ impl Store for RedisStore {
 
     async fn drop_board(&self, name: &BoardName) -> Result<bool> {
         let dropped = board::boards::drop(&self.conn, name).await?;
-        self.ingest.forget(name);
+        self.sums.ingest.forget(name);
         Ok(dropped)
     }
 
@@ -242,10 +260,9 @@ impl Store for RedisStore {
         now: Timestamp,
         writes: Vec<SlotWrite>,
     ) -> Result<Vec<WriteStatus>> {
-        if !board.config.aggregate().sums() {
-            return maxima::write::write(&self.conn, board, now, &writes).await;
-        }
-        self.ingest.write(board, now, writes).await
+        self.family(board)
+            .write(&self.conn, board, now, writes)
+            .await
     }
 
     async fn write_once(
@@ -255,13 +272,10 @@ impl Store for RedisStore {
         writes: Vec<SlotWrite>,
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>> {
-        // A max board's write is idempotent by itself: applied again, it changes nothing.
-        if !board.config.aggregate().sums() {
-            return maxima::write::write(&self.conn, board, now, &writes)
-                .await
-                .map(Some);
-        }
-        sums::once::write_once(&self.conn, board, now, writes, token).await
+        let family = self.family(board);
+        family
+            .write_once(&self.conn, board, now, writes, token)
+            .await
     }
 
     async fn write_keyed(
@@ -271,10 +285,10 @@ impl Store for RedisStore {
         writes: Vec<SlotWrite>,
         key: &WriteKey,
     ) -> Result<Keyed> {
-        if !board.config.aggregate().sums() {
-            return maxima::write::write_keyed(&self.conn, board, now, &writes, key).await;
-        }
-        sums::once::write_keyed(&self.conn, self.ingest.budget(), board, now, writes, key).await
+        let family = self.family(board);
+        family
+            .write_keyed(&self.conn, board, now, writes, key)
+            .await
     }
 
     async fn write_standing(
@@ -285,12 +299,10 @@ impl Store for RedisStore {
         windows: &[usize],
         key: Option<&WriteKey>,
     ) -> Result<(Keyed, Vec<crate::domain::WrittenStanding>)> {
-        if !board.config.aggregate().sums() {
-            return maxima::write::write_standing(&self.conn, board, now, &writes, windows, key)
-                .await;
-        }
-        let budget = self.ingest.budget();
-        sums::standing::write_standing(&self.conn, budget, board, now, writes, windows, key).await
+        let family = self.family(board);
+        family
+            .write_standing(&self.conn, board, now, writes, windows, key)
+            .await
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -354,10 +366,8 @@ impl Store for RedisStore {
     }
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
-        if !board.config.aggregate().sums() {
-            return maxima::remove::remove_member(&self.conn, board, member).await;
-        }
-        sums::write::remove_member(&self.conn, board, member).await
+        let family = self.family(board);
+        family.remove_member(&self.conn, board, member).await
     }
 
     async fn set_member_data(
@@ -385,10 +395,8 @@ impl Store for RedisStore {
     }
 
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
-        if !board.config.aggregate().sums() {
-            return maxima::recompute::recompute(&self.conn, board, window).await;
-        }
-        sums::recompute::recompute(&self.conn, board, window).await
+        let family = self.family(board);
+        family.recompute(&self.conn, board, window).await
     }
 
     async fn relayout(
@@ -401,7 +409,7 @@ impl Store for RedisStore {
     }
 
     async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport> {
-        retire::retire(&self.conn, board, now, self.retire).await
+        retire::retire(&self.conn, self.family(board), board, now, self.retire).await
     }
 
     async fn take_snapshots(

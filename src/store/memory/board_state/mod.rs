@@ -1,12 +1,9 @@
-//! One board held in memory: the same stage/watermark model as the Redis scripts, run
-//! under a lock, so that the two stores give the same answers.
-//!
-//! Per slot and member, `stages[k]` holds the events written after `k` windows had frozen
-//! the slot, plus what windows `< k` handed on when they retired it. Stage `k` is counted
-//! in the totals of windows `k..n`; retiring window `j` subtracts `stages[j]` from its
-//! totals and moves it to `stages[j + 1]`. A max board keeps one value per slot and
-//! member instead (see [`maxima`](super::maxima)), a latest board its newest event
-//! there (see [`latest`](super::latest)). Reads are in `read.rs`, period snapshots in
+//! One board held in memory: the same watermark model as the Redis scripts, run under a
+//! lock, so that the two stores give the same answers. Window `j` freezes the slots up to
+//! its cutoff (its watermark) and retires each slot that left it; what a slot keeps per
+//! member, and how a write, a retirement or a rebuild uses it, is the board's family's
+//! (see [`family`](super::family): stages per window on a sum board, one value on a
+//! max, min or latest board). Reads are in `read.rs`, period snapshots in
 //! `snapshots.rs`.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -14,33 +11,31 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 mod read;
 mod snapshots;
 
+use super::family::{self, Family, Slots};
 use super::keyed::KeyedRecords;
-use super::latest;
-use super::maxima;
 use super::totals::Totals;
 use crate::domain::RecomputeReport;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::Snapshot;
 use crate::domain::board::{Board, BoardStatus, WindowStatus};
-use crate::domain::{MAX_ABS, Member, MemberData, Timestamp};
+use crate::domain::{Member, MemberData, Timestamp};
 use crate::domain::{WindowStanding, WrittenStanding};
 use crate::domain::{WindowState, complete_from};
 use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
-
-/// Member → stage values of one slot.
-type Slot = HashMap<String, Vec<i64>>;
 
 /// A board's whole state.
 #[derive(Debug)]
 pub(super) struct MemBoard {
     pub board: Board,
+    /// What the board keeps per slot and member (from its aggregate).
+    family: &'static dyn Family,
     /// Per window: newest slot frozen out of it (writes to older slots skip it).
     watermarks: Vec<i64>,
     /// Per window: newest slot fully subtracted from its totals.
     retired: Vec<i64>,
     /// Live slots: those the largest window has not retired yet.
-    slots: BTreeMap<i64, Slot>,
+    slots: Slots,
     /// Per window: member totals.
     totals: Vec<Totals>,
     /// Per window: from which slot a window added later holds data (never "building"
@@ -78,6 +73,7 @@ impl MemBoard {
         let cutoffs: Vec<i64> = (0..n).map(|j| board.config.cutoff(j, now)).collect();
         let (rank, ties) = (board.config.rank(), board.config.ties());
         MemBoard {
+            family: family::of(board.config.aggregate()),
             board,
             watermarks: cutoffs.clone(),
             retired: cutoffs,
@@ -188,12 +184,7 @@ impl MemBoard {
         let n = board.config.windows().len();
         let last = self.watermarks[old - 1];
         let since = last + board.config.slot().secs_i64();
-        // A sum board's slots keep a stage per window; a max or latest board's one value.
-        if board.config.aggregate().sums() {
-            for stages in self.slots.values_mut().flat_map(|slot| slot.values_mut()) {
-                stages.resize(n, 0);
-            }
-        }
+        self.family.extend(&mut self.slots, n);
         // A new version of the same incarnation: its idempotency records stay, as
         // Redis's, whose names carry the incarnation.
         self.board = board;
@@ -238,37 +229,12 @@ impl MemBoard {
         if stage == n {
             return WriteStatus::TooLate;
         }
-        let aggregate = self.board.config.aggregate();
         let counting = &mut self.totals[stage..];
-        if aggregate.latest() {
-            latest::write(&mut self.slots, counting, w.slot, member, w.at, w.delta);
-            return WriteStatus::Applied;
+        let status = self.family.write(&mut self.slots, counting, stage, n, w);
+        if status == WriteStatus::Applied {
+            self.drop_data_without_total(member);
         }
-        if !aggregate.sums() {
-            maxima::write(&mut self.slots, counting, w.slot, member, w.delta);
-            return WriteStatus::Applied;
-        }
-        // The slot is live from the first event that is not too late (as in Redis).
-        let slot = self.slots.entry(w.slot).or_default();
-        let current: i64 = slot.get(member).map_or(0, |stages| stages.iter().sum());
-        let out_of_range = (current + w.delta).abs() > MAX_ABS
-            || self.totals[stage..]
-                .iter()
-                .any(|t| (t.get(member).unwrap_or(0) + w.delta).abs() > MAX_ABS);
-        if out_of_range {
-            return WriteStatus::OutOfRange;
-        }
-        let slot = self.slots.entry(w.slot).or_default();
-        let stages = slot.entry(member.to_owned()).or_insert_with(|| vec![0; n]);
-        stages[stage] += w.delta;
-        if stages.iter().all(|v| *v == 0) {
-            slot.remove(member);
-        }
-        for totals in &mut self.totals[stage..] {
-            totals.add(member, w.delta);
-        }
-        self.drop_data_without_total(member);
-        WriteStatus::Applied
+        status
     }
 
     pub fn retire(&mut self, now: Timestamp) -> RetireReport {
@@ -288,65 +254,21 @@ impl MemBoard {
                 .range(self.retired[j] + 1..=cutoff)
                 .map(|(s, _)| *s)
                 .collect();
-            if !self.board.config.aggregate().sums() {
-                for s in due {
-                    self.retire_max(j, s, &mut report);
-                }
-                self.retired[j] = self.retired[j].max(cutoff);
-                continue;
-            }
             for s in due {
-                let slot = self.slots.get_mut(&s).expect("listed above");
-                for (member, stages) in slot.iter_mut() {
-                    let v = std::mem::take(&mut stages[j]);
-                    if v == 0 {
-                        continue;
-                    }
-                    report.fields_subtracted += 1;
-                    if self.totals[j].add(member, -v) == 0 {
-                        report.members_zeroed += 1;
-                        if j + 1 == n {
-                            self.data.remove(member);
-                        }
-                    }
-                    if j + 1 < n {
-                        stages[j + 1] += v;
-                    }
-                }
-                slot.retain(|_, stages| stages.iter().any(|v| *v != 0));
+                let left = self
+                    .family
+                    .retire(&mut self.slots, &mut self.totals, j, s, &mut report);
+                report.slots_retired += 1;
                 if j + 1 == n {
+                    for member in &left {
+                        self.data.remove(member);
+                    }
                     self.slots.remove(&s);
                 }
-                report.slots_retired += 1;
             }
             self.retired[j] = self.retired[j].max(cutoff);
         }
         report
-    }
-
-    /// How a max or latest board's member gets its value from the slots from a start on.
-    fn value_of(&self) -> maxima::ValueFn {
-        if self.board.config.aggregate().latest() {
-            latest::newest_value
-        } else {
-            maxima::highest
-        }
-    }
-
-    /// Retires slot `s` from window `j` of a max or latest board (see
-    /// [`maxima::retire`]).
-    fn retire_max(&mut self, j: usize, s: i64, report: &mut RetireReport) {
-        let value = self.value_of();
-        let (handled, left) = maxima::retire(&self.slots, s, &mut self.totals[j], value);
-        report.fields_subtracted += handled;
-        report.members_zeroed += left.len() as u64;
-        report.slots_retired += 1;
-        if j + 1 == self.windows() {
-            for member in &left {
-                self.data.remove(member);
-            }
-            self.slots.remove(&s);
-        }
     }
 
     /// Sets the board's config to `config`, which differs in its snapshots policy only.
@@ -374,25 +296,14 @@ impl MemBoard {
         self.slots.len()
     }
 
-    /// Rebuilds window `window`'s totals from the stages it counts (`0..=window`); a max
-    /// or latest board's from the slots it has not frozen ([`maxima::rebuild`]). The
-    /// largest window's keeps data only for the members it holds.
+    /// Rebuilds window `window`'s totals from what its slots keep (the family's
+    /// rebuild: the stages it counts on a sum board, the slots it has not frozen on a
+    /// max or latest board). The largest window's keeps data only for the members it
+    /// holds.
     pub fn recompute(&mut self, window: usize) -> RecomputeReport {
         let mut totals = Totals::new(self.board.config.rank(), self.board.config.ties());
-        let mut scanned = 0;
-        if self.board.config.aggregate().sums() {
-            for slot in self.slots.values() {
-                for (member, stages) in slot {
-                    for v in stages[..=window].iter().filter(|v| **v != 0) {
-                        scanned += 1;
-                        totals.add(member, *v);
-                    }
-                }
-            }
-        } else {
-            let from = self.watermarks[window] + 1;
-            scanned = maxima::rebuild(&self.slots, from, &mut totals, self.value_of());
-        }
+        let from = self.watermarks[window] + 1;
+        let scanned = self.family.rebuild(&self.slots, window, from, &mut totals);
         self.totals[window] = totals;
         if window + 1 == self.windows() {
             // A member whose total in the largest window was drift left it: its data too.
@@ -408,30 +319,12 @@ impl MemBoard {
     }
 
     pub fn remove_member(&mut self, member: &Member) -> Removed {
-        let mut removed = Removed::default();
-        if !self.board.config.aggregate().sums() {
-            for slot in self.slots.values_mut() {
-                removed.slot_values += u64::from(slot.remove(member.as_str()).is_some());
-            }
-            for totals in &mut self.totals {
-                totals.set(member.as_str(), None);
-            }
-            self.data.remove(member.as_str());
-            return removed;
-        }
-        for slot in self.slots.values_mut() {
-            let Some(stages) = slot.remove(member.as_str()) else {
-                continue;
-            };
-            for (k, v) in stages.into_iter().enumerate().filter(|(_, v)| *v != 0) {
-                removed.slot_values += 1;
-                for totals in &mut self.totals[k..] {
-                    totals.add(member.as_str(), -v);
-                }
-            }
-        }
-        self.drop_data_without_total(member.as_str());
-        removed
+        let member = member.as_str();
+        let slot_values = self
+            .family
+            .remove(&mut self.slots, &mut self.totals, member);
+        self.drop_data_without_total(member);
+        Removed { slot_values }
     }
 
     /// Deletes `member`'s data unless it holds a total in the largest window.

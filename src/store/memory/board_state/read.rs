@@ -134,14 +134,8 @@ impl MemBoard {
             .slots
             .range(from..)
             .filter_map(|(slot, values)| {
-                let held = values.get(member.as_str())?;
-                if !config.aggregate().sums() {
-                    // A max board's value (a latest board's, after its time), 0 included.
-                    let value = *held.last().expect("a held value");
-                    return Some(Point { slot: *slot, value });
-                }
-                let value: i64 = held.iter().sum();
-                (value != 0).then_some(Point { slot: *slot, value })
+                let value = self.family.point(values.get(member.as_str())?)?;
+                Some(Point { slot: *slot, value })
             })
             .collect();
         History {

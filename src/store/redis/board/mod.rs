@@ -6,6 +6,7 @@
 pub(crate) mod board_record;
 pub(crate) mod boards;
 pub(crate) mod describe;
+pub(crate) mod family;
 pub(crate) mod geometry;
 pub(crate) mod history;
 pub(crate) mod keys;

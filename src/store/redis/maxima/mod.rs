@@ -1,7 +1,122 @@
 //! Max, min and latest boards in Redis: one value per slot and member, kept by their own
 //! scripts (`write_max.lua`, `remove_max.lua`, `recompute_max_*.lua`) on the sums' write
-//! path and recompute lease. Their retirement is in `retire/`.
+//! path and recompute lease. Their retirement is in `retire/`; [`MaxFamily`] is their
+//! side of the family seam (`board/family.rs`).
 
 pub(crate) mod recompute;
 pub(crate) mod remove;
 pub(crate) mod write;
+
+use async_trait::async_trait;
+
+use crate::domain::board::Board;
+use crate::domain::{Member, RecomputeReport, Removed, RetireReport, Timestamp, WrittenStanding};
+use crate::error::Result;
+use crate::store::redis::board::family::{Compacted, Family, Swap};
+use crate::store::redis::conn::RedisConn;
+use crate::store::redis::conn::options::RetireOptions;
+use crate::store::redis::retire;
+use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
+
+/// Max, min and latest boards: one value per slot and member; a slot that leaves a
+/// window is recomputed out of it, never subtracted, so there is no swap.
+pub(crate) struct MaxFamily;
+
+#[async_trait]
+impl Family for MaxFamily {
+    async fn write(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+    ) -> Result<Vec<WriteStatus>> {
+        write::write(conn, board, now, &writes).await
+    }
+
+    /// A max board's write is idempotent by itself: applied again, it changes nothing.
+    async fn write_once(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        _token: &str,
+    ) -> Result<Option<Vec<WriteStatus>>> {
+        write::write(conn, board, now, &writes).await.map(Some)
+    }
+
+    async fn write_keyed(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        key: &WriteKey,
+    ) -> Result<Keyed> {
+        write::write_keyed(conn, board, now, &writes, key).await
+    }
+
+    async fn write_standing(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        windows: &[usize],
+        key: Option<&WriteKey>,
+    ) -> Result<(Keyed, Vec<WrittenStanding>)> {
+        write::write_standing(conn, board, now, &writes, windows, key).await
+    }
+
+    async fn remove_member(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        member: &Member,
+    ) -> Result<Removed> {
+        remove::remove_member(conn, board, member).await
+    }
+
+    async fn recompute(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        window: usize,
+    ) -> Result<RecomputeReport> {
+        recompute::recompute(conn, board, window).await
+    }
+
+    async fn swap(
+        &self,
+        _conn: &RedisConn,
+        _board: &Board,
+        _slot: i64,
+        _options: &RetireOptions,
+    ) -> Result<Swap> {
+        Ok(Swap::Fallback)
+    }
+
+    async fn retire_slot(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        window: usize,
+        slot: i64,
+        options: &RetireOptions,
+        budget: &mut Option<usize>,
+        report: &mut RetireReport,
+    ) -> Result<bool> {
+        retire::maxima::retire_slot(conn, board, window, slot, options, budget, report).await
+    }
+
+    async fn compact_closed(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        now: Timestamp,
+        _options: &RetireOptions,
+    ) -> Result<Compacted> {
+        retire::maxima_compact::compact_closed(conn, board, now).await
+    }
+}

@@ -28,7 +28,7 @@ const SLOTS_PER_LISTING: usize = 256;
 const LANES: usize = 2;
 
 /// Retires one slot from window `window`. Returns `false` when `budget` ran out first.
-pub(super) async fn retire_slot(
+pub(crate) async fn retire_slot(
     conn: &RedisConn,
     board: &Board,
     window: usize,

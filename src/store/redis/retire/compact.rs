@@ -39,6 +39,7 @@ use redis::Value;
 use crate::domain::board::Board;
 use crate::domain::{Layout, Timestamp};
 use crate::error::{Error, Result};
+use crate::store::redis::board::family::Compacted;
 use crate::store::redis::board::geometry::Geometry;
 use crate::store::redis::board::keys;
 use crate::store::redis::board::layout::member_hash;
@@ -68,15 +69,6 @@ const SCAN_ROUNDS: usize = 4;
 /// so that the client never holds more than this many members.
 const FAST_LIMIT: u64 = 2_000_000;
 
-/// What one compaction did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) struct Compacted {
-    /// 1 when the slot was converted (wholly), else 0.
-    pub(super) slots: u64,
-    /// Values moved into buckets.
-    pub(super) fields: u64,
-}
-
 /// The slot of `board` that closed at the boundary of `now`.
 pub(super) fn closed_slot(board: &Board, now: Timestamp) -> i64 {
     board.config.slot_start(now) - board.config.slot().secs_i64()
@@ -92,7 +84,7 @@ pub(super) fn minimum_fields(conn: &RedisConn) -> u64 {
 /// board's plain slot big enough to gain. A user relayout or a recompute holding the
 /// board's lease, or a board changed meanwhile, leaves it as it is (plain, or part
 /// converted: exact either way), silently.
-pub(super) async fn compact_closed(
+pub(crate) async fn compact_closed(
     conn: &RedisConn,
     board: &Board,
     now: Timestamp,

@@ -35,7 +35,7 @@ type Step = (bool, u64, u64);
 
 /// Retires `slot` from window `window` of the max board `board`. Returns `false` when
 /// `budget` ran out first.
-pub(super) async fn retire_slot(
+pub(crate) async fn retire_slot(
     conn: &RedisConn,
     board: &Board,
     window: usize,

@@ -10,10 +10,11 @@
 
 use redis::Value;
 
-use super::compact::{Compacted, closed_slot};
+use super::compact::closed_slot;
 use crate::domain::board::Board;
 use crate::domain::{Layout, Timestamp};
 use crate::error::{Error, Result};
+use crate::store::redis::board::family::Compacted;
 use crate::store::redis::board::keys;
 use crate::store::redis::board::layout::member_hash;
 use crate::store::redis::conn::reply::{array, int, string};
@@ -30,7 +31,7 @@ const ROUNDS: usize = 4;
 
 /// Converts the slot of `board` that closed at the boundary of `now`, when the board is
 /// compact.
-pub(super) async fn compact_closed(
+pub(crate) async fn compact_closed(
     conn: &RedisConn,
     board: &Board,
     now: Timestamp,

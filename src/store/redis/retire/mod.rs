@@ -12,7 +12,9 @@
 //!    board is compact and the slot big enough: one call more per board.
 //!
 //! A max, min or latest board takes the window-by-window pass only, its slots retired by
-//! [`maxima`] instead of [`chunks`] (a maximum is recomputed, not subtracted).
+//! [`maxima`] instead of [`chunks`] (a maximum is recomputed, not subtracted) and
+//! compacted by [`maxima_compact`]: the pass asks the board's
+//! [`Family`](super::board::family::Family) for the swap, each slot and the compaction.
 //!
 //! Every call of every path is idempotent, so a pass can stop anywhere (crash,
 //! `max_chunks`) and any later pass, from this process or another, finishes the job.
@@ -20,19 +22,18 @@
 //! Compaction converts a slot with `relayout_chunk.lua`, the converter of an online
 //! relayout, through [`relayout::chunk`](super::board::relayout::chunk): relayout stands
 //! beside retirement, below it, since it changes a board's layout on request and
-//! retires nothing. The scripts of these paths are under `lua/retire/`.
+//! retires nothing. The scripts of these paths are beside them.
 
-mod chunks;
-mod compact;
-mod maxima;
-mod maxima_compact;
+pub(crate) mod chunks;
+pub(crate) mod compact;
+pub(crate) mod maxima;
+pub(crate) mod maxima_compact;
 mod small;
-mod swap;
+pub(crate) mod swap;
 
 pub(super) use small::retire_small;
 
-use swap::Swap;
-
+use super::board::family::{Family, Swap};
 use super::conn::RedisConn;
 use super::conn::options::RetireOptions;
 use crate::domain::board::Board;
@@ -45,6 +46,7 @@ use crate::error::Result;
 /// a complete pass then compacts the slot that just closed (with `options.compact`).
 pub(super) async fn retire(
     conn: &RedisConn,
+    family: &dyn Family,
     board: &Board,
     now: Timestamp,
     options: RetireOptions,
@@ -52,7 +54,6 @@ pub(super) async fn retire(
     let windows = board.config.windows();
     let mut report = RetireReport::default();
     let mut budget = options.max_chunks;
-    let sums = board.config.aggregate().sums();
     for j in 0..windows.len() {
         let cutoff = board.config.cutoff(j, now);
         loop {
@@ -60,13 +61,8 @@ pub(super) async fn retire(
             if slots.is_empty() {
                 break;
             }
-            if sums
-                && j == 0
-                && slots.len() == 1
-                && budget != Some(0)
-                && swap::applies(board, &options)
-            {
-                match swap::swap(conn, board, slots[0], &options).await? {
+            if j == 0 && slots.len() == 1 && budget != Some(0) && swap::applies(board, &options) {
+                match family.swap(conn, board, slots[0], &options).await? {
                     Swap::Swapped(swapped) => {
                         budget = budget.map(|b| b - 1);
                         report.absorb(swapped);
@@ -77,13 +73,9 @@ pub(super) async fn retire(
                 }
             }
             for slot in slots {
-                let finished = if sums {
-                    chunks::retire_slot(conn, board, j, slot, &options, &mut budget, &mut report)
-                        .await?
-                } else {
-                    maxima::retire_slot(conn, board, j, slot, &options, &mut budget, &mut report)
-                        .await?
-                };
+                let finished = family
+                    .retire_slot(conn, board, j, slot, &options, &mut budget, &mut report)
+                    .await?;
                 if !finished {
                     return Ok(report);
                 }
@@ -92,11 +84,7 @@ pub(super) async fn retire(
     }
     report.complete = true;
     if options.compact {
-        let compacted = if sums {
-            compact::compact_closed(conn, board, now, &options).await?
-        } else {
-            maxima_compact::compact_closed(conn, board, now).await?
-        };
+        let compacted = family.compact_closed(conn, board, now, &options).await?;
         report.slots_compacted = compacted.slots;
         report.fields_compacted = compacted.fields;
     }

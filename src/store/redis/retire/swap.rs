@@ -19,6 +19,7 @@ use redis::Value;
 use crate::domain::RetireReport;
 use crate::domain::board::Board;
 use crate::error::{Error, Result};
+use crate::store::redis::board::family::Swap;
 use crate::store::redis::board::keys;
 use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::conn::reply::{array, int, string};
@@ -28,16 +29,6 @@ use crate::store::redis::conn::{RedisConn, Retry};
 /// clock skew): a board with more falls back to chunks.
 const MAX_NEWER: isize = 16;
 
-/// What a swap attempt did.
-pub(super) enum Swap {
-    /// Window 1 retired the slot: its counts.
-    Swapped(RetireReport),
-    /// Another call retired it first (or this call's earlier sending did): nothing done.
-    Already,
-    /// Nothing done; the slot is to be retired in chunks.
-    Fallback,
-}
-
 /// Whether window 1 of `board` may retire by swap at all: its first window is one slot
 /// long and the options allow it.
 pub(super) fn applies(board: &Board, options: &RetireOptions) -> bool {
@@ -45,7 +36,7 @@ pub(super) fn applies(board: &Board, options: &RetireOptions) -> bool {
 }
 
 /// Tries to retire `slot` from window 1 of `board` by swap.
-pub(super) async fn swap(
+pub(crate) async fn swap(
     conn: &RedisConn,
     board: &Board,
     slot: i64,

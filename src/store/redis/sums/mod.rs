@@ -2,6 +2,7 @@
 //! [`WriteCall`](write_call::WriteCall) with its budget, sent as summed entries or events
 //! (`write.lua`, `write_plain.lua`), once under a token or an idempotency key, with the
 //! standing it asks for; batch ingest; member removal; and recompute under a lease.
+//! [`SumFamily`] is their side of the family seam (`board/family.rs`).
 
 pub(crate) mod budget;
 pub(crate) mod ingest;
@@ -10,3 +11,123 @@ pub(crate) mod recompute;
 pub(crate) mod standing;
 pub(crate) mod write;
 pub(crate) mod write_call;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::domain::board::Board;
+use crate::domain::{Member, RecomputeReport, Removed, RetireReport, Timestamp, WrittenStanding};
+use crate::error::Result;
+use crate::store::redis::board::family::{Compacted, Family, Swap};
+use crate::store::redis::conn::RedisConn;
+use crate::store::redis::conn::options::RetireOptions;
+use crate::store::redis::retire;
+use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
+use ingest::Ingest;
+
+/// Sum boards: writes through the group commit ([`Ingest`]), whose budget the once-only
+/// paths share; slots subtracted when they leave a window.
+#[derive(Clone)]
+pub(crate) struct SumFamily {
+    pub(crate) ingest: Arc<Ingest>,
+}
+
+#[async_trait]
+impl Family for SumFamily {
+    async fn write(
+        &self,
+        _conn: &RedisConn,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+    ) -> Result<Vec<WriteStatus>> {
+        self.ingest.write(board, now, writes).await
+    }
+
+    async fn write_once(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        token: &str,
+    ) -> Result<Option<Vec<WriteStatus>>> {
+        once::write_once(conn, board, now, writes, token).await
+    }
+
+    async fn write_keyed(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        key: &WriteKey,
+    ) -> Result<Keyed> {
+        once::write_keyed(conn, self.ingest.budget(), board, now, writes, key).await
+    }
+
+    async fn write_standing(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        now: Timestamp,
+        writes: Vec<SlotWrite>,
+        windows: &[usize],
+        key: Option<&WriteKey>,
+    ) -> Result<(Keyed, Vec<WrittenStanding>)> {
+        let budget = self.ingest.budget();
+        standing::write_standing(conn, budget, board, now, writes, windows, key).await
+    }
+
+    async fn remove_member(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        member: &Member,
+    ) -> Result<Removed> {
+        write::remove_member(conn, board, member).await
+    }
+
+    async fn recompute(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        window: usize,
+    ) -> Result<RecomputeReport> {
+        recompute::recompute(conn, board, window).await
+    }
+
+    async fn swap(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        slot: i64,
+        options: &RetireOptions,
+    ) -> Result<Swap> {
+        retire::swap::swap(conn, board, slot, options).await
+    }
+
+    async fn retire_slot(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        window: usize,
+        slot: i64,
+        options: &RetireOptions,
+        budget: &mut Option<usize>,
+        report: &mut RetireReport,
+    ) -> Result<bool> {
+        retire::chunks::retire_slot(conn, board, window, slot, options, budget, report).await
+    }
+
+    async fn compact_closed(
+        &self,
+        conn: &RedisConn,
+        board: &Board,
+        now: Timestamp,
+        options: &RetireOptions,
+    ) -> Result<Compacted> {
+        retire::compact::compact_closed(conn, board, now, options).await
+    }
+}

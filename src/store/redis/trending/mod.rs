@@ -414,9 +414,16 @@ impl TrendingStore for RedisStore {
         now: Timestamp,
         writes: &[TrendWrite],
     ) -> Result<()> {
-        write(&self.conn, self.ingest.budget(), board, now, writes, None)
-            .await
-            .map(|_| ())
+        write(
+            &self.conn,
+            self.sums.ingest.budget(),
+            board,
+            now,
+            writes,
+            None,
+        )
+        .await
+        .map(|_| ())
     }
 
     async fn trend_write_keyed(
@@ -428,7 +435,7 @@ impl TrendingStore for RedisStore {
     ) -> Result<TrendKeyed> {
         write(
             &self.conn,
-            self.ingest.budget(),
+            self.sums.ingest.budget(),
             board,
             now,
             writes,
