@@ -27,6 +27,7 @@ mod snapshot;
 mod span;
 mod staleness;
 pub mod stats;
+mod stored_values;
 mod ties;
 mod timestamp;
 pub(crate) mod trending;
@@ -54,6 +55,7 @@ pub use score_range::{ScoreBounds, ScoreRange};
 pub use snapshot::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots, rank_prefix};
 pub use span::Span;
 pub use staleness::{MAX_STALENESS_MS, Staleness};
+pub(crate) use stored_values::{own_values, stored_range, sums_only};
 pub use ties::Ties;
 pub use timestamp::Timestamp;
 pub use trending::{

@@ -17,9 +17,10 @@ impl Rollboard {
         let name = BoardName::parse(name)?;
         config.check_rank()?;
         let created = self
-            .inner
-            .store
-            .create_board(&name, &config, self.now())
+            .change(
+                &name,
+                self.inner.store.create_board(&name, &config, self.now()),
+            )
             .await?;
         self.inner
             .boards
@@ -51,7 +52,9 @@ impl Rollboard {
     /// Deletes the board and all its data; [`Error::BoardNotFound`] when there is none.
     pub async fn drop_board(&self, name: &str) -> Result<()> {
         let name = BoardName::parse(name)?;
-        let existed = self.inner.store.drop_board(&name).await?;
+        let existed = self
+            .change(&name, self.inner.store.drop_board(&name))
+            .await?;
         self.inner.boards.forget(&name);
         self.inner.board_changes.send_replace(());
         if existed {

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::Rollboard;
 use crate::domain::{Member, Order, ScoreBounds, ScoreRange, Span, TopPage};
+use crate::domain::{own_values, stored_range};
 use crate::error::{Error, Result};
 
 /// Most members one call removes: a list holds at most this many, and a removal by range
@@ -112,9 +113,9 @@ impl Rollboard {
         let store = &self.inner.store;
         let limit = MAX_BULK_REMOVE as u64 + 1;
         self.on_window(board, window, |b, w| async move {
-            store
-                .top(&b, w, now, range, Order::Desc, offset, limit)
-                .await
+            let range = stored_range(&b, range);
+            let page = store.top(&b, w, now, range, Order::Desc, offset, limit);
+            Ok(own_values(&b, page.await?))
         })
         .await
     }
@@ -144,7 +145,10 @@ impl Rollboard {
                 ..BulkRemoved::default()
             };
             for member in members {
-                if store.remove_member(&b, member).await?.slot_values > 0 {
+                let removed = self
+                    .change(&b.name, store.remove_member(&b, member))
+                    .await?;
+                if removed.slot_values > 0 {
                     done.removed += 1;
                     done.members.push(member.to_string());
                 }

@@ -58,6 +58,26 @@ impl Rollboard {
         self.retry_changed(&mut board, op).await?
     }
 
+    /// `call`, a store call that changes the board `name`, whose cached reads are then
+    /// forgotten, even when it failed (a failed call may have changed part of the
+    /// board). Every change made through this process, by whatever path (the routes,
+    /// the retirer, the jobs), is a facade call that makes its store call here, so a
+    /// read after it never sees the state before it.
+    pub(super) async fn change<T>(
+        &self,
+        name: &BoardName,
+        call: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let result = call.await;
+        self.changed(name);
+        result
+    }
+
+    /// Forgets the cached reads of the board `name` (see [`change`](Self::change)).
+    pub(super) fn changed(&self, name: &BoardName) {
+        self.inner.reads.invalidate(name);
+    }
+
     /// Runs `op` on `board`; when the store says the board changed, reloads it (into
     /// `board`, for the caller's later calls) and runs `op` on the fresh board, up to
     /// [`RELOADS`] times (a reshard's step renews a board and its shards at once, so a

@@ -68,9 +68,8 @@ impl Rollboard {
             // Even a batch with nothing to apply is recorded, so it answers the same.
             let keyed = self
                 .retry_changed(&mut board, |b| async move {
-                    store
-                        .write_keyed(&b, now, slot_writes(valid_ref), write_key)
-                        .await
+                    let written = store.write_keyed(&b, now, slot_writes(valid_ref), write_key);
+                    self.change(&b.name, written).await
                 })
                 .await??;
             let (statuses, replayed) = match keyed {

@@ -29,7 +29,8 @@ impl Rollboard {
         let entries = &entries;
         let set = self
             .on_board(board, |b| async move {
-                store.set_member_data(&b, entries).await
+                self.change(&b.name, store.set_member_data(&b, entries))
+                    .await
             })
             .await?;
         if set.first() == Some(&true) {
@@ -51,7 +52,8 @@ impl Rollboard {
         let store = &self.inner.store;
         let member = &member;
         self.on_board(board, |b| async move {
-            store.delete_member_data(&b, member).await
+            self.change(&b.name, store.delete_member_data(&b, member))
+                .await
         })
         .await
     }
@@ -145,7 +147,8 @@ impl Rollboard {
         let store = &self.inner.store;
         let entries = &entries;
         self.retry_changed(board, |b| async move {
-            store.set_member_data(&b, entries).await
+            self.change(&b.name, store.set_member_data(&b, entries))
+                .await
         })
         .await??;
         Ok(())

@@ -13,9 +13,10 @@
 //! background); [`clock_skew`] and [`memory_check`] (what the service checks of
 //! the store); [`cache`] holds the board boards of either kind and the one
 //! reload-and-retry when a board changed underneath; [`read_cache`] keeps the answers
-//! of reads that allow a staleness bound ([`Rollboard::reading_within`]), and
-//! [`invalidate`] wraps the store so every change made through this process forgets the
-//! changed board's answers.
+//! of reads that allow a staleness bound ([`Rollboard::reading_within`]), which every
+//! change made through this process forgets for the changed board
+//! ([`Rollboard::change`], the one helper every changing store call goes through). A
+//! min board's values are negated back on every read (`domain/stored_values.rs`).
 
 use std::sync::Arc;
 
@@ -27,7 +28,6 @@ use crate::settings::Settings;
 use crate::store::sharded::ShardedStore;
 use crate::store::{MemoryStore, RedisStore, Store};
 
-mod aggregates;
 mod any_board;
 mod boards;
 pub(crate) mod bulk_remove;
@@ -40,7 +40,6 @@ mod dashboard;
 #[cfg(feature = "server")]
 pub(crate) mod dashboard_view;
 pub(crate) mod idempotent;
-mod invalidate;
 mod member_data;
 mod memory_check;
 pub(crate) mod multi_read;
@@ -63,7 +62,6 @@ pub(crate) mod write;
 pub(crate) mod write_standing;
 
 use cache::BoardCache;
-use invalidate::InvalidatingStore;
 use read_cache::ReadCache;
 
 /// Rolling-window leaderboards on a [`Store`]. Cheap to clone; clones share everything
@@ -116,7 +114,6 @@ impl Rollboard {
     pub fn with(store: Arc<dyn Store>, clock: Arc<dyn Clock>, settings: Settings) -> Self {
         let reads = Arc::new(ReadCache::default());
         let store: Arc<dyn Store> = Arc::new(ShardedStore::new(store));
-        let store: Arc<dyn Store> = Arc::new(InvalidatingStore::new(store, reads.clone()));
         let staleness = Staleness::from_millis(settings.max_staleness_ms)
             .unwrap_or(Staleness::from_millis(crate::MAX_STALENESS_MS).expect("the maximum"));
         Rollboard {
@@ -153,7 +150,9 @@ impl Rollboard {
         )))
     }
 
-    /// The store underneath.
+    /// The store underneath (inside the layer of sharded boards). Calls made on it directly
+    /// skip this handle's caches (a read cached here does not see a write made there) and
+    /// see a min board's values as stored, negated.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
     }

@@ -13,6 +13,7 @@
 use serde::Serialize;
 
 use super::Rollboard;
+use crate::domain::own_values;
 use crate::domain::{Order, ScoreRange, Span, TopPage};
 use crate::error::{Error, Result};
 
@@ -64,9 +65,8 @@ impl Rollboard {
                     let ranked = store.describe_board(b, now).await?.windows[w].ranked;
                     let share = percent_count(percent, ranked);
                     let limit = limit.min(share.saturating_sub(offset));
-                    let mut page = store
-                        .top(b, w, now, ScoreRange::ALL, order, offset, limit.max(1))
-                        .await?;
+                    let page = store.top(b, w, now, ScoreRange::ALL, order, offset, limit.max(1));
+                    let mut page = own_values(b, page.await?);
                     page.entries.truncate(limit as usize);
                     Ok(page)
                 };
@@ -103,17 +103,9 @@ impl Rollboard {
                         break;
                     }
                     let below = below_count(percentile, ranked);
-                    let page = store
-                        .top(
-                            &b,
-                            w,
-                            now,
-                            ScoreRange::ALL,
-                            Order::Asc,
-                            below.saturating_sub(1),
-                            1,
-                        )
-                        .await?;
+                    let offset = below.saturating_sub(1);
+                    let page = store.top(&b, w, now, ScoreRange::ALL, Order::Asc, offset, 1);
+                    let page = own_values(&b, page.await?);
                     if let Some(entry) = page.entries.first() {
                         let score = if below == 0 {
                             entry.score

@@ -14,6 +14,7 @@ use super::{Rollboard, window_index};
 use crate::domain::board::Board;
 use crate::domain::{AroundOptions, Order, check_around, check_page, parse_ranks_members};
 use crate::domain::{History, Member, Ranks, ScoreRange, Span, Standing, TopPage};
+use crate::domain::{own_values, stored_range};
 use crate::error::Result;
 
 impl Rollboard {
@@ -78,10 +79,12 @@ impl Rollboard {
         let store = &self.inner.store;
         self.on_window(board, window, |b, w| async move {
             let key = || format!("top {w} {range:?} {order:?} {offset} {limit}");
-            let fetch = || store.top(&b, w, now, range, order, offset, limit);
-            let (mut page, age_ms) = self.read_through(&b.name, key, fetch).await?;
-            page.age_ms = age_ms;
-            Ok(page)
+            let fetch = || store.top(&b, w, now, stored_range(&b, range), order, offset, limit);
+            let (page, age_ms) = self.read_through(&b.name, key, fetch).await?;
+            Ok(TopPage {
+                age_ms,
+                ..own_values(&b, page)
+            })
         })
         .await
     }
@@ -103,7 +106,7 @@ impl Rollboard {
             let key = || format!("standing {w} {member}");
             let fetch = || store.standing(&b, w, now, member);
             let (standing, age_ms) = self.read_through(&b.name, key, fetch).await?;
-            Ok(standing.map(|s| Standing { age_ms, ..s }))
+            Ok(own_values(&b, standing).map(|s| Standing { age_ms, ..s }))
         })
         .await
     }
@@ -126,7 +129,10 @@ impl Rollboard {
             let key = || format!("ranks {w} {members:?}");
             let fetch = || store.ranks(&b, w, now, members);
             let (ranks, age_ms) = self.read_through(&b.name, key, fetch).await?;
-            Ok(Ranks { age_ms, ..ranks })
+            Ok(Ranks {
+                age_ms,
+                ..own_values(&b, ranks)
+            })
         })
         .await
     }
@@ -166,7 +172,7 @@ impl Rollboard {
             let key = || format!("around {w} {n} {options:?} {member}");
             let fetch = || store.around(&b, w, now, member, n, options);
             let (page, age_ms) = self.read_through(&b.name, key, fetch).await?;
-            Ok(page.map(|p| TopPage { age_ms, ..p }))
+            Ok(own_values(&b, page).map(|p| TopPage { age_ms, ..p }))
         })
         .await
     }
@@ -177,10 +183,9 @@ impl Rollboard {
         let now = self.now();
         let store = &self.inner.store;
         let member = &member;
-        self.on_board(
-            board,
-            |b| async move { store.history(&b, now, member).await },
-        )
+        self.on_board(board, |b| async move {
+            Ok(own_values(&b, store.history(&b, now, member).await?))
+        })
         .await
     }
 

@@ -22,7 +22,7 @@ impl Rollboard {
             };
             let mut report = RecomputeReport::default();
             for w in windows {
-                report.absorb(store.recompute(&b, w).await?);
+                report.absorb(self.change(&b.name, store.recompute(&b, w)).await?);
             }
             Ok(report)
         })
@@ -35,7 +35,7 @@ impl Rollboard {
         self.on_board(board, |b| async move {
             let mut report = RecomputeReport::default();
             for w in store.pending_windows(&b).await? {
-                report.absorb(store.recompute(&b, w).await?);
+                report.absorb(self.change(&b.name, store.recompute(&b, w)).await?);
             }
             Ok(report)
         })

@@ -3,7 +3,7 @@
 //! relayout). Exact while writes go on; see `docs/compact-slots.md`, "Relayout".
 
 use super::Rollboard;
-use crate::domain::{BoardName, Layout, RelayoutOptions, RelayoutReport};
+use crate::domain::{BoardName, Layout, RelayoutOptions, RelayoutReport, sums_only};
 use crate::error::Result;
 
 impl Rollboard {
@@ -30,7 +30,9 @@ impl Rollboard {
         let store = &self.inner.store;
         let report = self
             .on_board(board, |b| async move {
-                store.relayout(&b, layout, options).await
+                sums_only(&b, "relayout")?;
+                self.change(&b.name, store.relayout(&b, layout, options))
+                    .await
             })
             .await?;
         // The cached config names the old layout: load it afresh when next used.

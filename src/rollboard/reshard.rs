@@ -3,7 +3,7 @@
 //! `store/sharded/reshard.rs` and `docs/operations.md`, "Resharding").
 
 use super::Rollboard;
-use crate::domain::{BoardName, ReshardReport};
+use crate::domain::{BoardName, ReshardReport, sums_only};
 use crate::error::Result;
 
 impl Rollboard {
@@ -17,10 +17,10 @@ impl Rollboard {
         let store = &self.inner.store;
         let clock = self.inner.clock.as_ref();
         let report = self
-            .on_board(
-                board,
-                |b| async move { store.reshard(&b, shards, clock).await },
-            )
+            .on_board(board, |b| async move {
+                sums_only(&b, "reshard")?;
+                self.change(&b.name, store.reshard(&b, shards, clock)).await
+            })
             .await;
         // The cached config names the old count: load it afresh when next used.
         self.inner.boards.forget(&BoardName::parse(board)?);

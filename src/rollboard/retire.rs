@@ -8,15 +8,17 @@ use super::Rollboard;
 use crate::domain::board::Board;
 use crate::domain::{BoardName, RetireReport};
 use crate::error::Result;
-use crate::store::RetireOptions;
+use crate::store::{RetireOptions, ServerStore};
 
 impl Rollboard {
     /// Retires everything overdue on the board now, as the store is tuned.
     pub async fn retire(&self, board: &str) -> Result<RetireReport> {
         let now = self.now();
         let store = &self.inner.store;
-        self.on_board(board, |b| async move { store.retire(&b, now).await })
-            .await
+        self.on_board(board, |b| async move {
+            self.change(&b.name, store.retire(&b, now)).await
+        })
+        .await
     }
 
     /// Retires everything overdue on the board now (or as much as `options` allow) on a
@@ -28,7 +30,8 @@ impl Rollboard {
         };
         let now = self.now();
         self.on_board(board, |b| async move {
-            server.retire_with(&b, now, options).await
+            self.change(&b.name, server.retire_with(&b, now, options))
+                .await
         })
         .await
     }
@@ -41,7 +44,7 @@ impl Rollboard {
     /// stale: a changed one is reloaded.
     pub async fn retire_many(&self, boards: &[Arc<Board>]) -> Vec<Result<RetireReport>> {
         let fast = match self.inner.store.server() {
-            Some(server) => match server.retire_small(boards, self.now()).await {
+            Some(server) => match self.retire_small(server, boards).await {
                 Ok(fast) => fast,
                 // The store failed as a whole: so would every board's own pass.
                 Err(e) => return boards.iter().map(|_| Err(e.clone())).collect(),
@@ -55,6 +58,20 @@ impl Rollboard {
             }
         });
         futures_util::future::join_all(rest).await
+    }
+
+    /// The store's [`ServerStore::retire_small`](crate::ServerStore::retire_small) of
+    /// `boards`, whose cached reads are then forgotten.
+    async fn retire_small(
+        &self,
+        server: &dyn ServerStore,
+        boards: &[Arc<Board>],
+    ) -> Result<Vec<Option<RetireReport>>> {
+        let result = server.retire_small(boards, self.now()).await;
+        for board in boards {
+            self.changed(&board.name);
+        }
+        result
     }
 
     /// Retires everything overdue on every board. One board's failure does not stop

@@ -2,6 +2,7 @@
 //! and listing them (what they hold is in `domain/snapshot.rs`).
 
 use super::Rollboard;
+use crate::domain::own_values;
 use crate::domain::{SnapshotPass, SnapshotRange, Snapshots, Span};
 use crate::error::Result;
 
@@ -38,7 +39,7 @@ impl Rollboard {
             Ok(Snapshots {
                 board: b.name.clone(),
                 window: b.config.windows()[w],
-                snapshots: store.snapshots(&b, w, range).await?,
+                snapshots: own_values(&b, store.snapshots(&b, w, range).await?),
             })
         })
         .await

@@ -30,11 +30,11 @@ impl Rollboard {
         config: TrendingConfig,
     ) -> Result<TrendCreated> {
         let name = BoardName::parse(name)?;
-        let created = self
+        let create = self
             .store()
             .trending()
-            .create_trending(&name, &config, self.now())
-            .await?;
+            .create_trending(&name, &config, self.now());
+        let created = self.change(&name, create).await?;
         // A windowed board of that name cached here is gone (it was dropped first).
         self.inner.boards.forget(&name);
         let (TrendCreated::New(board) | TrendCreated::Existing(board)) = &created;
@@ -110,7 +110,8 @@ impl Rollboard {
         let store = self.store().trending();
         let writes = &writes;
         self.retry_trending(&mut board, |b| async move {
-            store.trend_write(&b, now, writes).await
+            self.change(&b.name, store.trend_write(&b, now, writes))
+                .await
         })
         .await?;
         Ok(outcome)
@@ -146,7 +147,8 @@ impl Rollboard {
             let (writes_ref, key_ref) = (&writes, &write_key);
             let keyed = self
                 .retry_trending(&mut board, |b| async move {
-                    store.trend_write_keyed(&b, now, writes_ref, key_ref).await
+                    let written = store.trend_write_keyed(&b, now, writes_ref, key_ref);
+                    self.change(&b.name, written).await
                 })
                 .await?;
             return match keyed {
@@ -319,10 +321,8 @@ impl Rollboard {
     ) -> Result<TrendMaintenance> {
         let now = self.now();
         let board = self.cached_trending(&BoardName::parse(board)?).await?;
-        self.store()
-            .trending()
-            .trend_maintain(&board, now, options)
-            .await
+        let pass = self.store().trending().trend_maintain(&board, now, options);
+        self.change(&board.name, pass).await
     }
 
     /// One maintenance pass of every trending board; a board dropped meanwhile is
@@ -334,12 +334,8 @@ impl Rollboard {
         let mut done = Vec::new();
         for board in self.trending_boards().await? {
             let now = self.now();
-            match self
-                .store()
-                .trending()
-                .trend_maintain(&board, now, options)
-                .await
-            {
+            let pass = self.store().trending().trend_maintain(&board, now, options);
+            match self.change(&board.name, pass).await {
                 Ok(report) => done.push((board.name.clone(), report)),
                 Err(Error::BoardChanged(_)) => {}
                 Err(e) => return Err(e),

@@ -61,7 +61,8 @@ impl Rollboard {
         for (n, chunk) in valid.chunks(per_call).enumerate() {
             let statuses = self
                 .retry_changed(&mut board, |b| async move {
-                    store.write(&b, now, slot_writes(chunk)).await
+                    let written = store.write(&b, now, slot_writes(chunk));
+                    self.change(&b.name, written).await
                 })
                 .await?;
             match statuses {
@@ -100,9 +101,8 @@ impl Rollboard {
         let valid_ref = &valid;
         let statuses = self
             .retry_changed(&mut board, |b| async move {
-                store
-                    .write_once(&b, now, slot_writes(valid_ref), token)
-                    .await
+                let written = store.write_once(&b, now, slot_writes(valid_ref), token);
+                self.change(&b.name, written).await
             })
             .await??;
         let Some(statuses) = statuses else {
@@ -119,10 +119,9 @@ impl Rollboard {
         let member = Member::parse(member)?;
         let store = &self.inner.store;
         let member = &member;
-        self.on_board(
-            board,
-            |b| async move { store.remove_member(&b, member).await },
-        )
+        self.on_board(board, |b| async move {
+            self.change(&b.name, store.remove_member(&b, member)).await
+        })
         .await
     }
 

@@ -21,7 +21,7 @@ use super::write::{BatchOutcome, record, slot_writes};
 use crate::domain::any_board::AnyBoard;
 use crate::domain::board::Board;
 use crate::domain::{BoardName, Event, Fingerprint, IdempotencyKey, Member, Span};
-use crate::domain::{WindowStanding, WrittenStanding, check_standing_write};
+use crate::domain::{WindowStanding, WrittenStanding, check_standing_write, own_values};
 use crate::error::{Error, Result};
 use crate::store::{Keyed, WriteKey};
 
@@ -135,9 +135,10 @@ impl Rollboard {
             let (valid_ref, asked_ref, key_ref) = (&valid, &asked, write_key.as_ref());
             let (written, standings) = self
                 .retry_changed(&mut board, |b| async move {
-                    store
-                        .write_standing(&b, now, slot_writes(valid_ref), asked_ref, key_ref)
-                        .await
+                    let written =
+                        store.write_standing(&b, now, slot_writes(valid_ref), asked_ref, key_ref);
+                    let (keyed, standings) = self.change(&b.name, written).await?;
+                    Ok((keyed, own_values(&b, standings)))
                 })
                 .await??;
             let (statuses, replayed) = match written {
@@ -202,7 +203,10 @@ impl Rollboard {
             return Ok(standings);
         }
         for j in windows {
-            let ranks = self.inner.store.ranks(board, *j, now, members).await?;
+            let ranks = own_values(
+                board,
+                self.inner.store.ranks(board, *j, now, members).await?,
+            );
             for (standing, entry) in standings.iter_mut().zip(ranks.entries) {
                 standing.windows.push(WindowStanding {
                     window: board.config.windows()[*j],
