@@ -8,8 +8,8 @@
 //!   lifecycle, rankings, history, describe, member data, snapshots, relayout);
 //! - `retire/`: retirement (small, swap, chunks, compact, and the max boards'), the pass
 //!   asking the board's family (`board/family.rs`) how to retire and compact a slot;
-//! - `sums/`: sum boards and the write path (call, budget, ingest, once, standing,
-//!   recompute lease) that `maxima/` (max, min and latest boards) rides; each
+//! - `sums/`: sum boards and the write path (call, budget, ingest, once, standing) that
+//!   `maxima/` (max, min and latest boards) rides; each
 //!   implements the family seam, and [`RedisStore::family`] picks a board's;
 //! - one folder per other system with its store trait: `trending/`, `rates/`,
 //!   `counters/`, `stats/`, and `resharding/` (members moved between shards).

@@ -78,12 +78,17 @@ pub(crate) trait Family: Send + Sync {
         member: &Member,
     ) -> Result<Removed>;
 
+    /// Rebuilds window `window` under the recompute lease (`lease.rs`).
     async fn recompute(
         &self,
         conn: &RedisConn,
         board: &Board,
         window: usize,
     ) -> Result<RecomputeReport>;
+
+    /// Finishes the removal of `member` a caller left pending (a recompute cannot begin
+    /// while one is).
+    async fn finish_removal(&self, conn: &RedisConn, board: &Board, member: &str) -> Result<()>;
 
     /// Retires window 1 of `board` from `slot` in one swap, when the family can
     /// ([`Swap::Fallback`] when it cannot: the slot is then retired by

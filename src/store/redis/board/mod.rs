@@ -11,6 +11,7 @@ pub(crate) mod geometry;
 pub(crate) mod history;
 pub(crate) mod keys;
 pub(crate) mod layout;
+pub(crate) mod lease;
 pub(crate) mod member_data;
 pub(crate) mod memory_info;
 pub(crate) mod read;

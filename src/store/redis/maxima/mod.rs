@@ -1,7 +1,7 @@
-//! Max, min and latest boards in Redis: one value per slot and member, kept by their own
-//! scripts (`write_max.lua`, `remove_max.lua`, `recompute_max_*.lua`) on the sums' write
-//! path and recompute lease. Their retirement is in `retire/`; [`MaxFamily`] is their
-//! side of the family seam (`board/family.rs`).
+//! Max, min and latest boards in Redis: one value per slot and member, kept by their
+//! own scripts (`write_max.lua`, `remove_max.lua`, `recompute_max_*.lua`) on the sums'
+//! write path and the recompute lease (`board/lease.rs`). Their retirement is in
+//! `retire/`; [`MaxFamily`] is their side of the family seam (`board/family.rs`).
 
 pub(crate) mod recompute;
 pub(crate) mod remove;
@@ -13,6 +13,7 @@ use crate::domain::board::Board;
 use crate::domain::{Member, RecomputeReport, Removed, RetireReport, Timestamp, WrittenStanding};
 use crate::error::Result;
 use crate::store::redis::board::family::{Compacted, Family, Swap};
+use crate::store::redis::board::lease;
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::retire;
@@ -84,7 +85,14 @@ impl Family for MaxFamily {
         board: &Board,
         window: usize,
     ) -> Result<RecomputeReport> {
-        recompute::recompute(conn, board, window).await
+        lease::leased(conn, self, board, window, |token| async move {
+            recompute::run(conn, board, window, &token).await
+        })
+        .await
+    }
+
+    async fn finish_removal(&self, conn: &RedisConn, board: &Board, member: &str) -> Result<()> {
+        remove::finish(conn, board, member).await
     }
 
     async fn swap(

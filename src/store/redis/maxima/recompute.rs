@@ -12,31 +12,17 @@ use crate::domain::RecomputeReport;
 use crate::domain::board::Board;
 use crate::error::Result;
 use crate::store::redis::board::keys;
+use crate::store::redis::board::lease::{LEASE_MS, build_dense, scan_in_lanes};
 use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
-use crate::store::redis::sums::recompute::{
-    LEASE_MS, build_dense, leased, live_slots, scan_in_lanes,
-};
 
 /// Members a scan step reads (`HSCAN` `COUNT`): about a millisecond of Redis time, as a
 /// retirement step of these boards (`retire/maxima.rs`).
 const MEMBERS_PER_CALL: usize = 128;
 
 /// Rebuilds window `window` of the max, min or latest board `board`, and its records,
-/// from the live slots.
-pub(crate) async fn recompute(
-    conn: &RedisConn,
-    board: &Board,
-    window: usize,
-) -> Result<RecomputeReport> {
-    leased(conn, board, window, |token| async move {
-        run(conn, board, window, &token).await
-    })
-    .await
-}
-
-/// The recompute under the lease `token`.
-async fn run(
+/// from the live slots, under the lease `token`.
+pub(crate) async fn run(
     conn: &RedisConn,
     board: &Board,
     window: usize,
@@ -46,7 +32,7 @@ async fn run(
         windows: vec![board.config.windows()[window]],
         ..RecomputeReport::default()
     };
-    let slots = live_slots(conn, board).await?;
+    let slots = crate::store::redis::board::slot_index::live_slots(conn, &board.name).await?;
     scan_in_lanes(&mut report, slots, |slot| {
         let (conn, board, token) = (conn.clone(), board.clone(), token.to_owned());
         async move { scan(&conn, &board, window, &token, slot).await }

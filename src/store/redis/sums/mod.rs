@@ -1,7 +1,7 @@
 //! Sum boards in Redis, and the write path the max, min and latest boards share: a
 //! [`WriteCall`](write_call::WriteCall) with its budget, sent as summed entries or events
 //! (`write.lua`, `write_plain.lua`), once under a token or an idempotency key, with the
-//! standing it asks for; batch ingest; member removal; and recompute under a lease.
+//! standing it asks for; batch ingest; member removal; and recompute.
 //! [`SumFamily`] is their side of the family seam (`board/family.rs`).
 
 pub(crate) mod budget;
@@ -20,6 +20,7 @@ use crate::domain::board::Board;
 use crate::domain::{Member, RecomputeReport, Removed, RetireReport, Timestamp, WrittenStanding};
 use crate::error::Result;
 use crate::store::redis::board::family::{Compacted, Family, Swap};
+use crate::store::redis::board::lease;
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::retire;
@@ -95,7 +96,15 @@ impl Family for SumFamily {
         board: &Board,
         window: usize,
     ) -> Result<RecomputeReport> {
-        recompute::recompute(conn, board, window).await
+        lease::leased(conn, self, board, window, |token| async move {
+            recompute::run(conn, board, window, &token).await
+        })
+        .await
+    }
+
+    /// A sum board's removal is one pass, never left pending: nothing to finish.
+    async fn finish_removal(&self, _conn: &RedisConn, _board: &Board, _member: &str) -> Result<()> {
+        Ok(())
     }
 
     async fn swap(
