@@ -22,12 +22,23 @@ use crate::store::redis::conn::{RedisConn, Retry};
 /// Slots listed per `retire_begin.lua` call.
 const SLOTS_PER_LISTING: usize = 256;
 
-/// Chunk calls of one slot in flight at once: while Redis runs one, the next is already
-/// on its way, so Redis does not idle for a round trip between chunks. A call that starts
-/// from an older cursor only skips the buckets the other call emptied.
+/// Calls of one slot in flight at once: while Redis runs one, the next is already on
+/// its way, so Redis does not idle for a round trip between calls. A call that starts
+/// from an older cursor only skips what the other call did.
 const LANES: usize = 2;
 
-/// Retires one slot from window `window`. Returns `false` when `budget` ran out first.
+/// What one call retiring a slot from a window did.
+pub(super) struct Chunk {
+    /// Where the next call goes on (`None` when the slot is finished for this window).
+    pub(super) cursor: Option<String>,
+    /// Values subtracted (or, on a max board, members re-evaluated).
+    pub(super) subtracted: u64,
+    /// Members that left the window.
+    pub(super) zeroed: u64,
+}
+
+/// Retires one slot from window `window` of a sum board. Returns `false` when `budget`
+/// ran out first.
 pub(crate) async fn retire_slot(
     conn: &RedisConn,
     board: &Board,
@@ -37,20 +48,36 @@ pub(crate) async fn retire_slot(
     budget: &mut Option<usize>,
     report: &mut RetireReport,
 ) -> Result<bool> {
+    let options = *options;
+    in_lanes(budget, report, |cursor| {
+        let (conn, board) = (conn.clone(), board.clone());
+        async move { chunk(&conn, &board, window, slot, &cursor, &options).await }
+    })
+    .await
+}
+
+/// Retires a slot by calls of `call` (given the cursor to go on from, `"0"` first),
+/// [`LANES`] in flight, each counted in `budget`, adding what they did to `report`.
+/// Returns `false` when `budget` ran out first.
+pub(super) async fn in_lanes<F, Fut>(
+    budget: &mut Option<usize>,
+    report: &mut RetireReport,
+    call: F,
+) -> Result<bool>
+where
+    F: Fn(String) -> Fut,
+    Fut: Future<Output = Result<Chunk>> + Send + 'static,
+{
     let mut calls = tokio::task::JoinSet::new();
-    let start = |calls: &mut tokio::task::JoinSet<Result<Chunk>>,
-                 cursor: String,
-                 budget: &mut Option<usize>| {
+    let mut start = |calls: &mut tokio::task::JoinSet<Result<Chunk>>, cursor: String| {
         if *budget == Some(0) {
-            return false;
+            return;
         }
         *budget = budget.map(|b| b - 1);
-        let (conn, board, options) = (conn.clone(), board.clone(), *options);
-        calls.spawn(async move { chunk(&conn, &board, window, slot, &cursor, &options).await });
-        true
+        calls.spawn(call(cursor));
     };
     for _ in 0..LANES {
-        start(&mut calls, "0".to_owned(), budget);
+        start(&mut calls, "0".to_owned());
     }
     let mut finished = false;
     while let Some(joined) = calls.join_next().await {
@@ -63,11 +90,8 @@ pub(crate) async fn retire_slot(
                 finished = true;
                 report.slots_retired += 1;
             }
-            None => {}
-            Some(cursor) if !finished => {
-                start(&mut calls, cursor, budget);
-            }
-            Some(_) => {}
+            Some(cursor) if !finished => start(&mut calls, cursor),
+            _ => {}
         }
     }
     Ok(finished)
@@ -110,13 +134,6 @@ pub(super) async fn begin(
 /// one that far) is retired by HSCAN steps rather than read whole, so each call stays
 /// within its budget.
 const OVERSIZED_BUCKET: u64 = 4;
-
-struct Chunk {
-    /// `None` when the slot is finished for this window.
-    cursor: Option<String>,
-    subtracted: u64,
-    zeroed: u64,
-}
 
 async fn chunk(
     conn: &RedisConn,

@@ -5,13 +5,13 @@
 //! window are listed and the window frozen by `retire_begin.lua`, as for sums.
 //!
 //! Each call goes on from where the last one left off (the scan's cursor is kept in the
-//! board record), so [`LANES`] calls are kept in flight: while Redis runs one, the next
-//! is on its way, and a pass that stopped, or another retirer, goes on from there.
+//! board record), so two calls are kept in flight (`chunks::in_lanes`): while Redis
+//! runs one, the next is on its way, and a pass that stopped, or another retirer, goes
+//! on from there.
 
 use redis::Value;
-use tokio::task::JoinSet;
 
-use super::chunks::window_args;
+use super::chunks::{Chunk, in_lanes, window_args};
 use crate::domain::RetireReport;
 use crate::domain::board::Board;
 use crate::error::{Error, Result};
@@ -26,13 +26,6 @@ use crate::store::redis::conn::{RedisConn, Retry};
 /// by one step whatever the count.
 const MEMBERS_PER_CALL: usize = 128;
 
-/// Calls of one slot in flight at once.
-const LANES: usize = 2;
-
-/// What one call did: whether the window is now retired through the slot, members
-/// re-evaluated, members that left.
-type Step = (bool, u64, u64);
-
 /// Retires `slot` from window `window` of the max board `board`. Returns `false` when
 /// `budget` ran out first.
 pub(crate) async fn retire_slot(
@@ -44,34 +37,13 @@ pub(crate) async fn retire_slot(
     budget: &mut Option<usize>,
     report: &mut RetireReport,
 ) -> Result<bool> {
-    let mut calls: JoinSet<Result<Step>> = JoinSet::new();
     let count = options.chunk_size.clamp(1, MEMBERS_PER_CALL);
-    let start = |calls: &mut JoinSet<Result<Step>>, budget: &mut Option<usize>| {
-        if *budget == Some(0) {
-            return;
-        }
-        *budget = budget.map(|b| b - 1);
+    // Each call goes on from the cursor kept in the board record.
+    in_lanes(budget, report, |_| {
         let (conn, board) = (conn.clone(), board.clone());
-        calls.spawn(async move { step(&conn, &board, window, slot, count).await });
-    };
-    for _ in 0..LANES {
-        start(&mut calls, budget);
-    }
-    let mut finished = false;
-    while let Some(joined) = calls.join_next().await {
-        let (done, evaluated, left) =
-            joined.map_err(|e| Error::store(format!("retirement task failed: {e}")))??;
-        report.chunks += 1;
-        report.fields_subtracted += evaluated;
-        report.members_zeroed += left;
-        if done && !finished {
-            finished = true;
-            report.slots_retired += 1;
-        } else if !finished {
-            start(&mut calls, budget);
-        }
-    }
-    Ok(finished)
+        async move { step(&conn, &board, window, slot, count).await }
+    })
+    .await
 }
 
 /// One `retire_max.lua` call: the next step of the slot's scan.
@@ -81,7 +53,7 @@ async fn step(
     window: usize,
     slot: i64,
     count: usize,
-) -> Result<Step> {
+) -> Result<Chunk> {
     let (this, previous) = window_args(board, window);
     let name = &board.name;
     let largest = window + 1 == board.config.windows().len();
@@ -106,9 +78,10 @@ async fn step(
     if reply.len() != 3 {
         return Err(Error::store(format!("retire_max answered {reply:?}")));
     }
-    Ok((
-        string(&reply[0], "state")? == "done",
-        int(&reply[1], "members re-evaluated")? as u64,
-        int(&reply[2], "members that left")? as u64,
-    ))
+    let done = string(&reply[0], "state")? == "done";
+    Ok(Chunk {
+        cursor: (!done).then(String::new),
+        subtracted: int(&reply[1], "members re-evaluated")? as u64,
+        zeroed: int(&reply[2], "members that left")? as u64,
+    })
 }
