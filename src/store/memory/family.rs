@@ -1,12 +1,13 @@
 //! The seam between a board and its family in memory: what a slot keeps per member and
 //! how a write, a retirement, a rebuild, a removal and a history point use it. One
 //! implementation per family ([`sums`](super::sums), [`maxima`](super::maxima),
-//! [`latest`](super::latest)); a board's is picked once, when it is made ([`of`]).
+//! [`latest`](super::latest)); a board's is picked once, when it is made
+//! (`board_state::family_of`).
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::totals::Totals;
-use crate::domain::{Aggregate, RetireReport};
+use crate::domain::RetireReport;
 use crate::store::{SlotWrite, WriteStatus};
 
 /// A board's slots: slot start → member → what the family keeps there (a sum board: one
@@ -50,14 +51,4 @@ pub(super) trait Family: std::fmt::Debug + Send + Sync {
 
     /// Makes room in every slot for the windows of a board extended to `n` windows.
     fn extend(&self, _slots: &mut Slots, _n: usize) {}
-}
-
-/// The family of a board that keeps `aggregate` (a min board is a max board of negated
-/// values).
-pub(super) fn of(aggregate: Aggregate) -> &'static dyn Family {
-    match aggregate {
-        Aggregate::Sum => &super::sums::Sums,
-        Aggregate::Max | Aggregate::Min => &super::maxima::Maxima,
-        Aggregate::Latest => &super::latest::Latest,
-    }
 }

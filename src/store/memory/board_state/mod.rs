@@ -11,15 +11,18 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 mod read;
 mod snapshots;
 
-use super::family::{self, Family, Slots};
+use super::family::{Family, Slots};
 use super::keyed::KeyedRecords;
+use super::latest::Latest;
+use super::maxima::Maxima;
+use super::sums::Sums;
 use super::totals::Totals;
 use crate::domain::RecomputeReport;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::Snapshot;
 use crate::domain::board::{Board, BoardStatus, WindowStatus};
-use crate::domain::{Member, MemberData, Timestamp};
+use crate::domain::{Aggregate, Member, MemberData, Timestamp};
 use crate::domain::{WindowStanding, WrittenStanding};
 use crate::domain::{WindowState, complete_from};
 use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
@@ -67,13 +70,23 @@ pub(super) struct Moves {
     pub lease: Option<(String, i64)>,
 }
 
+/// The family of a board that keeps `aggregate` (a min board is a max board of negated
+/// values): the one place the memory store looks at a board's aggregate.
+fn family_of(aggregate: Aggregate) -> &'static dyn Family {
+    match aggregate {
+        Aggregate::Sum => &Sums,
+        Aggregate::Max | Aggregate::Min => &Maxima,
+        Aggregate::Latest => &Latest,
+    }
+}
+
 impl MemBoard {
     pub fn new(board: Board, now: Timestamp) -> Self {
         let n = board.config.windows().len();
         let cutoffs: Vec<i64> = (0..n).map(|j| board.config.cutoff(j, now)).collect();
         let (rank, ties) = (board.config.rank(), board.config.ties());
         MemBoard {
-            family: family::of(board.config.aggregate()),
+            family: family_of(board.config.aggregate()),
             board,
             watermarks: cutoffs.clone(),
             retired: cutoffs,

@@ -16,7 +16,7 @@ use crate::store::redis::board::family::{Compacted, Family, Swap};
 use crate::store::redis::board::lease;
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
-use crate::store::redis::retire;
+use crate::store::redis::retire::{maxima as retire_max, maxima_compact};
 use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
 
 /// Max, min and latest boards: one value per slot and member; a slot that leaves a
@@ -115,7 +115,7 @@ impl Family for MaxFamily {
         budget: &mut Option<usize>,
         report: &mut RetireReport,
     ) -> Result<bool> {
-        retire::maxima::retire_slot(conn, board, window, slot, options, budget, report).await
+        retire_max::retire_slot(conn, board, window, slot, options, budget, report).await
     }
 
     async fn compact_closed(
@@ -125,6 +125,6 @@ impl Family for MaxFamily {
         now: Timestamp,
         _options: &RetireOptions,
     ) -> Result<Compacted> {
-        retire::maxima_compact::compact_closed(conn, board, now).await
+        maxima_compact::compact_closed(conn, board, now).await
     }
 }

@@ -23,7 +23,7 @@ use crate::store::redis::board::family::{Compacted, Family, Swap};
 use crate::store::redis::board::lease;
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
-use crate::store::redis::retire;
+use crate::store::redis::retire::{chunks, compact, swap};
 use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
 use ingest::Ingest;
 
@@ -114,7 +114,7 @@ impl Family for SumFamily {
         slot: i64,
         options: &RetireOptions,
     ) -> Result<Swap> {
-        retire::swap::swap(conn, board, slot, options).await
+        swap::swap(conn, board, slot, options).await
     }
 
     async fn retire_slot(
@@ -127,7 +127,7 @@ impl Family for SumFamily {
         budget: &mut Option<usize>,
         report: &mut RetireReport,
     ) -> Result<bool> {
-        retire::chunks::retire_slot(conn, board, window, slot, options, budget, report).await
+        chunks::retire_slot(conn, board, window, slot, options, budget, report).await
     }
 
     async fn compact_closed(
@@ -137,6 +137,6 @@ impl Family for SumFamily {
         now: Timestamp,
         options: &RetireOptions,
     ) -> Result<Compacted> {
-        retire::compact::compact_closed(conn, board, now, options).await
+        compact::compact_closed(conn, board, now, options).await
     }
 }
