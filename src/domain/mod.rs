@@ -55,7 +55,7 @@ pub use score_range::{ScoreBounds, ScoreRange};
 pub use snapshot::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots, rank_prefix};
 pub use span::Span;
 pub use staleness::{MAX_STALENESS_MS, Staleness};
-pub(crate) use stored_values::{own_values, stored_range, sums_only};
+pub(crate) use stored_values::{own_values, ranking_end, stored_range, sums_only};
 pub use ties::Ties;
 pub use timestamp::Timestamp;
 pub use trending::{

@@ -4,13 +4,13 @@
 //! asked of it is negated on the way in ([`stored_range`]): callers only ever see a min
 //! board's own values. Orders need no change: the stores' ranking of negated values is
 //! the min board's ranking (lowest value first, rank 1), and an
-//! [`Order`](super::Order) names an end of the ranking. What max, min and latest boards
+//! [`Order`] names an end of the ranking ([`ranking_end`] maps an order of values to one). What max, min and latest boards
 //! do not take is refused by [`sums_only`], the same on every store.
 
 use super::WrittenStanding;
 use super::board::Board;
 use super::error::{Error, Result};
-use super::{Aggregate, History, Ranks, ScoreRange, Snapshot, Standing, TopPage};
+use super::{Aggregate, History, Order, Ranks, ScoreRange, Snapshot, Standing, TopPage};
 
 /// An answer holding values of a board.
 pub(crate) trait Values {
@@ -83,6 +83,18 @@ pub(crate) fn stored_range(board: &Board, range: ScoreRange) -> ScoreRange {
         range.negated()
     } else {
         range
+    }
+}
+
+/// The end of `board`'s ranking a read starts from for the order of values `asked`
+/// (`desc` highest first, `asc` lowest first): the same order, but on a min board,
+/// whose rank 1 is its lowest value, the reverse ([`Order::Desc`] names the top of a
+/// ranking).
+pub(crate) fn ranking_end(board: &Board, asked: Order) -> Order {
+    match asked {
+        Order::Desc if board.config.aggregate().sign() < 0 => Order::Asc,
+        Order::Asc if board.config.aggregate().sign() < 0 => Order::Desc,
+        order => order,
     }
 }
 

@@ -15,7 +15,7 @@ use std::future::Future;
 use crate::domain::any_board::{
     AnyBoard, BoardKind, BoardPage, BoardState, MemberRanks, MemberStanding, TrendingStatus,
 };
-use crate::domain::{Aggregate, AroundOptions, Order};
+use crate::domain::{AroundOptions, Order};
 use crate::domain::{BoardName, Event, Fingerprint, IdempotencyKey, ScoreBounds, Span};
 use crate::error::{Error, Result};
 
@@ -229,14 +229,9 @@ impl Rollboard {
         let Some(asked) = asked else {
             return Ok(Order::Desc);
         };
-        let min = match self.cached_any(&BoardName::parse(board)?).await? {
-            AnyBoard::Windowed(b) => b.config.aggregate() == Aggregate::Min,
-            AnyBoard::Trending(_) => false,
-        };
-        Ok(match (min, asked) {
-            (true, Order::Desc) => Order::Asc,
-            (true, Order::Asc) => Order::Desc,
-            (false, order) => order,
+        Ok(match self.cached_any(&BoardName::parse(board)?).await? {
+            AnyBoard::Windowed(b) => crate::domain::ranking_end(&b, asked),
+            AnyBoard::Trending(_) => asked,
         })
     }
 

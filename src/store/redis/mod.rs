@@ -156,7 +156,8 @@ impl ServerStore for RedisStore {
         boards: &[Arc<Board>],
         now: Timestamp,
     ) -> Result<Vec<Option<RetireReport>>> {
-        retire::retire_small(&self.conn, boards, now, self.retire).await
+        let fits = |b: &Board| self.family(b).retires_small(b);
+        retire::retire_small(&self.conn, boards, fits, now, self.retire).await
     }
 
     async fn retire_with(
@@ -362,7 +363,8 @@ impl Store for RedisStore {
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {
-        board::history::history(&self.conn, board, now, member).await
+        let form = self.family(board).slot_form(board);
+        board::history::history(&self.conn, board, &form, now, member).await
     }
 
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {

@@ -35,6 +35,13 @@ pub(crate) enum Swap {
 /// What a family does its own way; the `Store` methods of the same names.
 #[async_trait]
 pub(crate) trait Family: Send + Sync {
+    /// How `history.lua` reads a slot of `board` (its ARGV[5]): the stages a slot keeps,
+    /// then, on a board keeping one value per slot, `max` or `latest`.
+    fn slot_form(&self, board: &Board) -> String;
+
+    /// Whether `retire_small.lua` can retire `board` in one call.
+    fn retires_small(&self, board: &Board) -> bool;
+
     async fn write(
         &self,
         conn: &RedisConn,

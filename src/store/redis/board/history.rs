@@ -35,6 +35,7 @@ enum HistoryReply {
 pub(crate) async fn history(
     conn: &RedisConn,
     board: &Board,
+    slot_form: &str,
     now: Timestamp,
     member: &Member,
 ) -> Result<History> {
@@ -49,7 +50,8 @@ pub(crate) async fn history(
     let newest = loop {
         let upper = listed.get(per_call).copied();
         let passed = &listed[..listed.len().min(per_call)];
-        match history_range(conn, board, member, lower, upper, passed, per_call + 1).await? {
+        let range = (lower, upper, passed);
+        match history_range(conn, board, slot_form, member, range, per_call + 1).await? {
             HistoryReply::Slots(slots) => listed = slots,
             HistoryReply::Points {
                 newest,
@@ -77,10 +79,9 @@ pub(crate) async fn history(
 async fn history_range(
     conn: &RedisConn,
     board: &Board,
+    slot_form: &str,
     member: &Member,
-    lower: i64,
-    upper: Option<i64>,
-    slots: &[i64],
+    (lower, upper, slots): (i64, Option<i64>, &[i64]),
     listing: usize,
 ) -> Result<HistoryReply> {
     let mut invocation = conn.scripts().history.key(keys::record(&board.name));
@@ -96,7 +97,7 @@ async fn history_range(
         .arg(lower)
         .arg(upper.map_or_else(|| "+inf".to_owned(), |u| format!("({u}")))
         .arg(member.as_str())
-        .arg(stages_arg(board))
+        .arg(slot_form)
         .arg(listing)
         .arg(slots);
     let reply: Value = conn
@@ -124,16 +125,5 @@ async fn history_range(
                 .collect::<Result<_>>()?,
         }),
         other => Err(Error::store(format!("history answered {other:?}"))),
-    }
-}
-
-/// `history.lua`'s ARGV[5]: the board's stages per slot, and `max` on a max board,
-/// `latest` on a latest board.
-fn stages_arg(board: &Board) -> String {
-    let n = board.config.windows().len();
-    if board.config.aggregate().sums() {
-        n.to_string()
-    } else {
-        format!("{n} {}", keys::mode(board))
     }
 }

@@ -13,7 +13,7 @@ use crate::domain::board::Board;
 use crate::domain::{Member, RecomputeReport, Removed, RetireReport, Timestamp, WrittenStanding};
 use crate::error::Result;
 use crate::store::redis::board::family::{Compacted, Family, Swap};
-use crate::store::redis::board::lease;
+use crate::store::redis::board::{keys, lease};
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::retire::{maxima as retire_max, maxima_compact};
@@ -25,6 +25,14 @@ pub(crate) struct MaxFamily;
 
 #[async_trait]
 impl Family for MaxFamily {
+    fn slot_form(&self, board: &Board) -> String {
+        format!("{} {}", board.config.windows().len(), keys::mode(board))
+    }
+
+    fn retires_small(&self, _board: &Board) -> bool {
+        false
+    }
+
     async fn write(
         &self,
         conn: &RedisConn,

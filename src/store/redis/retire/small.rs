@@ -37,10 +37,12 @@ const BOARDS_PER_PIPELINE: usize = 256;
 /// Pipelines (or, on a Cluster, hash slots) in flight at once.
 const PIPELINES_IN_FLIGHT: usize = 4;
 
-/// Retires those of `boards` that fit one call each; `None` for the others.
+/// Retires those of `boards` that fit one call each (whose family says so: `takes`);
+/// `None` for the others.
 pub(crate) async fn retire_small(
     conn: &RedisConn,
     boards: &[Arc<Board>],
+    takes: impl Fn(&Board) -> bool,
     now: Timestamp,
     options: RetireOptions,
 ) -> Result<Vec<Option<RetireReport>>> {
@@ -49,7 +51,7 @@ pub(crate) async fn retire_small(
     let (fits, calls): (Vec<usize>, Vec<Cmd>) = boards
         .iter()
         .enumerate()
-        .filter(|(_, b)| fits(b))
+        .filter(|(_, b)| takes(b))
         .map(|(i, b)| (i, call(conn, b, now, &options)))
         .unzip();
     // On a single node, pipelines of consecutive calls; on a Cluster, where a pipeline
@@ -113,12 +115,6 @@ pub(crate) async fn retire_small(
         }
     }
     Ok(answers)
-}
-
-/// Whether the script handles this board at all: a sum board that keeps no dense
-/// tallies (it handles plain and compact slots alike).
-fn fits(board: &Board) -> bool {
-    board.config.aggregate().sums() && keys::window_dense(board, 0).is_empty()
 }
 
 /// The board's `retire_small.lua` call (`EVALSHA`): its candidate slots are those that

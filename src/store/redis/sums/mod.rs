@@ -20,7 +20,7 @@ use crate::domain::board::Board;
 use crate::domain::{Member, RecomputeReport, Removed, RetireReport, Timestamp, WrittenStanding};
 use crate::error::Result;
 use crate::store::redis::board::family::{Compacted, Family, Swap};
-use crate::store::redis::board::lease;
+use crate::store::redis::board::{keys, lease};
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::retire::{chunks, compact, swap};
@@ -36,6 +36,15 @@ pub(crate) struct SumFamily {
 
 #[async_trait]
 impl Family for SumFamily {
+    fn slot_form(&self, board: &Board) -> String {
+        board.config.windows().len().to_string()
+    }
+
+    /// When it keeps no dense tallies (plain and compact slots alike).
+    fn retires_small(&self, board: &Board) -> bool {
+        keys::window_dense(board, 0).is_empty()
+    }
+
     async fn write(
         &self,
         _conn: &RedisConn,
