@@ -1,8 +1,8 @@
 //! The seam between a board and its family in memory: what a slot keeps per member and
-//! how a write, a retirement, a rebuild, a removal and a history point use it. One
-//! implementation per family ([`sums`](super::sums), [`maxima`](super::maxima),
-//! [`latest`](super::latest)); a board's is picked once, when it is made
-//! (`board_state::family_of`).
+//! how a write, a retirement, a rebuild, a removal and a history point use it:
+//! [`sums`](super::sums) for sum boards, and one value per slot and member for the
+//! others ([`maxima`](super::maxima): `MAXIMA`, and [`latest`](super::latest):
+//! `LATEST`). A board's is picked once, when it is made (`board_state::family_of`).
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -9,12 +9,24 @@ use super::totals::Totals;
 use crate::domain::RetireReport;
 use crate::store::{SlotWrite, WriteStatus};
 
-/// The max family (min boards too), whose slots hold one value per member, its highest
-/// there.
+/// A family whose slots hold one value per member: max boards (min boards too,
+/// [`MAXIMA`]) and latest boards (`latest::LATEST`), which differ in how a write keeps
+/// a slot's value and how a member's value is found in the slots from a start on.
 #[derive(Debug)]
-pub(super) struct Maxima;
+pub(super) struct OneValue {
+    /// Records a write in the slots and in the windows that count it.
+    pub write: fn(&mut Slots, &mut [Totals], &SlotWrite),
+    /// A member's value in the slots from a start on.
+    pub value: ValueFn,
+}
 
-impl Family for Maxima {
+/// The max family: a slot keeps each member's highest value there.
+pub(super) static MAXIMA: OneValue = OneValue {
+    write,
+    value: highest,
+};
+
+impl Family for OneValue {
     fn write(
         &self,
         slots: &mut Slots,
@@ -23,7 +35,7 @@ impl Family for Maxima {
         _n: usize,
         w: &SlotWrite,
     ) -> WriteStatus {
-        write(slots, counting, w.slot, w.member.as_str(), w.delta);
+        (self.write)(slots, counting, w);
         WriteStatus::Applied
     }
 
@@ -35,26 +47,36 @@ impl Family for Maxima {
         slot: i64,
         report: &mut RetireReport,
     ) -> Vec<String> {
-        retire(slots, slot, &mut totals[j], highest, report)
+        retire(slots, slot, &mut totals[j], self.value, report)
     }
 
     fn rebuild(&self, slots: &Slots, _window: usize, from: i64, totals: &mut Totals) -> u64 {
-        rebuild(slots, from, totals, highest)
+        rebuild(slots, from, totals, self.value)
     }
 
+    /// Takes `member` out of every slot and window.
     fn remove(&self, slots: &mut Slots, totals: &mut [Totals], member: &str) -> u64 {
-        remove(slots, totals, member)
+        let mut removed = 0;
+        for slot in slots.values_mut() {
+            removed += u64::from(slot.remove(member).is_some());
+        }
+        for totals in totals {
+            totals.set(member, None);
+        }
+        removed
     }
 
+    /// A member's value in a slot (a latest board's, after its time), 0 included.
     fn point(&self, held: &[i64]) -> Option<i64> {
-        point(held)
+        held.last().copied()
     }
 }
 
-/// Records `value` for `member` in slot `slot`, counted in `counting` (the totals of
-/// the windows that have not frozen the slot).
-fn write(slots: &mut Slots, counting: &mut [Totals], slot: i64, member: &str, value: i64) {
-    let held = slots.entry(slot).or_default();
+/// Records the write's value for its member in its slot, counted in `counting` (the
+/// totals of the windows that have not frozen the slot).
+fn write(slots: &mut Slots, counting: &mut [Totals], w: &SlotWrite) {
+    let (member, value) = (w.member.as_str(), w.delta);
+    let held = slots.entry(w.slot).or_default();
     held.entry(member.to_owned())
         .and_modify(|v| v[0] = v[0].max(value))
         .or_insert_with(|| vec![value]);
@@ -79,7 +101,7 @@ pub(super) type ValueFn = fn(&Slots, i64, &str) -> Option<i64>;
 /// Retires slot `slot` from a window whose totals are `totals`: each member of the slot
 /// gets its value in the newer live slots, `value(slots, from, member)`, or leaves.
 /// Adds to `report` and returns the members that left.
-pub(super) fn retire(
+fn retire(
     slots: &Slots,
     slot: i64,
     totals: &mut Totals,
@@ -106,7 +128,7 @@ pub(super) fn retire(
 /// member of those slots gets `value(slots, from, member)`, as `recompute_max_scan.lua`
 /// derives it from a member's record. Returns the members read in every live slot (what
 /// Redis's scan reads).
-pub(super) fn rebuild(slots: &Slots, from: i64, totals: &mut Totals, value: ValueFn) -> u64 {
+fn rebuild(slots: &Slots, from: i64, totals: &mut Totals, value: ValueFn) -> u64 {
     for (_, held) in slots.range(from..) {
         for member in held.keys() {
             if totals.get(member).is_none() {
@@ -115,21 +137,4 @@ pub(super) fn rebuild(slots: &Slots, from: i64, totals: &mut Totals, value: Valu
         }
     }
     slots.values().map(|held| held.len() as u64).sum()
-}
-
-/// Takes `member` out of every slot and window; returns the slot values it held.
-pub(super) fn remove(slots: &mut Slots, totals: &mut [Totals], member: &str) -> u64 {
-    let mut removed = 0;
-    for slot in slots.values_mut() {
-        removed += u64::from(slot.remove(member).is_some());
-    }
-    for totals in totals {
-        totals.set(member, None);
-    }
-    removed
-}
-
-/// A member's value in a slot (a latest board's, after its time), 0 included.
-pub(super) fn point(held: &[i64]) -> Option<i64> {
-    held.last().copied()
 }

@@ -13,8 +13,8 @@ mod snapshots;
 
 use super::family::{Family, Slots};
 use super::keyed::KeyedRecords;
-use super::latest::Latest;
-use super::maxima::Maxima;
+use super::latest::LATEST;
+use super::maxima::MAXIMA;
 use super::sums::Sums;
 use super::totals::Totals;
 use crate::domain::RecomputeReport;
@@ -75,8 +75,8 @@ pub(super) struct Moves {
 fn family_of(aggregate: Aggregate) -> &'static dyn Family {
     match aggregate {
         Aggregate::Sum => &Sums,
-        Aggregate::Max | Aggregate::Min => &Maxima,
-        Aggregate::Latest => &Latest,
+        Aggregate::Max | Aggregate::Min => &MAXIMA,
+        Aggregate::Latest => &LATEST,
     }
 }
 
