@@ -1,5 +1,5 @@
 //! A board's values as the stores keep them. A min board is kept as a max board of
-//! negated values (admission negates each value on the way in: [`Aggregate::sign`]), so
+//! negated values (admission negates each value on the way in: [`Aggregate::sign`](super::Aggregate::sign)), so
 //! whatever a store answers about one is negated back ([`own_values`]) and a score range
 //! asked of it is negated on the way in ([`stored_range`]): callers only ever see a min
 //! board's own values. Orders need no change: the stores' ranking of negated values is
@@ -10,7 +10,7 @@
 use super::WrittenStanding;
 use super::board::Board;
 use super::error::{Error, Result};
-use super::{Aggregate, History, Order, Ranks, ScoreRange, Snapshot, Standing, TopPage};
+use super::{History, Order, Ranks, ScoreRange, Snapshot, Standing, TopPage};
 
 /// An answer holding values of a board.
 pub(crate) trait Values {
@@ -69,9 +69,14 @@ impl<T: Values> Values for Vec<T> {
     }
 }
 
+/// Whether the stores keep `board`'s values negated (a min board).
+fn negated(board: &Board) -> bool {
+    board.config.aggregate().sign() < 0
+}
+
 /// `answer`, read from the store, with `board`'s own values.
 pub(crate) fn own_values<T: Values>(board: &Board, mut answer: T) -> T {
-    if board.config.aggregate().sign() < 0 {
+    if negated(board) {
         answer.negate();
     }
     answer
@@ -79,7 +84,7 @@ pub(crate) fn own_values<T: Values>(board: &Board, mut answer: T) -> T {
 
 /// The range to ask the store for `range` of `board`'s values.
 pub(crate) fn stored_range(board: &Board, range: ScoreRange) -> ScoreRange {
-    if board.config.aggregate().sign() < 0 {
+    if negated(board) {
         range.negated()
     } else {
         range
@@ -91,16 +96,16 @@ pub(crate) fn stored_range(board: &Board, range: ScoreRange) -> ScoreRange {
 /// whose rank 1 is its lowest value, the reverse ([`Order::Desc`] names the top of a
 /// ranking).
 pub(crate) fn ranking_end(board: &Board, asked: Order) -> Order {
-    match asked {
-        Order::Desc if board.config.aggregate().sign() < 0 => Order::Asc,
-        Order::Asc if board.config.aggregate().sign() < 0 => Order::Desc,
-        order => order,
+    match (negated(board), asked) {
+        (true, Order::Desc) => Order::Asc,
+        (true, Order::Asc) => Order::Desc,
+        (false, order) => order,
     }
 }
 
 /// Refuses `what` on a max, min or latest board: [`Error::AggregateUnsupported`].
 pub(crate) fn sums_only(board: &Board, what: &'static str) -> Result<()> {
-    let aggregate: Aggregate = board.config.aggregate();
+    let aggregate = board.config.aggregate();
     if aggregate.sums() {
         return Ok(());
     }

@@ -127,6 +127,16 @@ impl RedisStore {
         }
     }
 
+    /// Retires `board` at `now` as `options` say, the way its family does.
+    async fn retire_board(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        options: RetireOptions,
+    ) -> Result<RetireReport> {
+        retire::retire(&self.conn, self.family(board), board, now, options).await
+    }
+
     /// The family of `board`: the one place the store looks at a board's aggregate.
     fn family(&self, board: &Board) -> &dyn Family {
         if board.config.aggregate().sums() {
@@ -166,7 +176,7 @@ impl ServerStore for RedisStore {
         now: Timestamp,
         options: RetireOptions,
     ) -> Result<RetireReport> {
-        retire::retire(&self.conn, self.family(board), board, now, options).await
+        self.retire_board(board, now, options).await
     }
 }
 
@@ -228,9 +238,7 @@ impl Store for RedisStore {
                 Some(created) => return Ok(created),
                 None => {
                     let options = RetireOptions::default();
-                    let existing = &extension.existing;
-                    retire::retire(&self.conn, self.family(existing), existing, now, options)
-                        .await?;
+                    self.retire_board(&extension.existing, now, options).await?;
                 }
             }
         }
@@ -411,7 +419,7 @@ impl Store for RedisStore {
     }
 
     async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport> {
-        retire::retire(&self.conn, self.family(board), board, now, self.retire).await
+        self.retire_board(board, now, self.retire).await
     }
 
     async fn take_snapshots(

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::domain::Layout;
 
-/// Connection settings for [`RedisStore`].
+/// Connection settings for [`RedisStore`](crate::RedisStore).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RedisOptions {
     /// How long to wait for any one reply before reporting the store unavailable (a
