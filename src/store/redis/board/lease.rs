@@ -4,7 +4,7 @@
 //! recompute whose process dies expires by itself. Also what the families' recomputes
 //! share: scans in lanes and the build's dense keys.
 
-use redis::ScriptInvocation;
+use redis::{ScriptInvocation, Value};
 use tokio::task::JoinSet;
 
 use super::family::Family;
@@ -13,6 +13,7 @@ use crate::domain::board::Board;
 use crate::domain::{RecomputeReport, Ties};
 use crate::error::{Error, Result};
 use crate::store::redis::conn::refusal::Refusal;
+use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
 
 /// How long a recompute's lease lasts without a call extending it.
@@ -127,6 +128,15 @@ fn absorb_scan(
     report.calls += calls;
     report.fields_scanned += fields;
     Ok(())
+}
+
+/// A scan step's reply, `{cursor, count}` (`count` absent: 0), from `script`: the
+/// cursor to go on from and what the step counted.
+pub(crate) fn scan_step(reply: Value, script: &str) -> Result<(String, u64)> {
+    let items = array(reply, script)?;
+    let counted = items.get(1).map(|v| int(v, script)).transpose()?;
+    let cursor = string(items.first().unwrap_or(&Value::Nil), script)?;
+    Ok((cursor, counted.unwrap_or(0) as u64))
 }
 
 /// On a dense board, the build's tally and distinct totals; nothing on a competition

@@ -12,8 +12,7 @@ use crate::domain::RecomputeReport;
 use crate::domain::board::Board;
 use crate::error::Result;
 use crate::store::redis::board::keys;
-use crate::store::redis::board::lease::{LEASE_MS, build_dense, scan_in_lanes};
-use crate::store::redis::conn::reply::{array, int, string};
+use crate::store::redis::board::lease::{LEASE_MS, build_dense, scan_in_lanes, scan_step};
 use crate::store::redis::conn::{RedisConn, Retry};
 
 /// Members a scan step reads (`HSCAN` `COUNT`): about a millisecond of Redis time, as a
@@ -71,14 +70,10 @@ async fn scan(
             .arg(keys::mode(board));
         // Idempotent: a step merges maxima, so one sent again changes nothing.
         let reply: Value = conn.script(&step, name, Retry::Idempotent).await?;
-        let items = array(reply, "recompute_max_scan")?;
+        let (next, counted) = scan_step(reply, "recompute_max_scan")?;
         calls += 1;
-        members += items
-            .get(1)
-            .map(|v| int(v, "members"))
-            .transpose()?
-            .unwrap_or(0) as u64;
-        cursor = string(&items[0], "cursor")?;
+        members += counted;
+        cursor = next;
         if cursor == "0" {
             return Ok((calls, members));
         }

@@ -9,7 +9,7 @@ use redis::Value;
 use crate::domain::RecomputeReport;
 use crate::domain::board::Board;
 use crate::error::{Error, Result};
-use crate::store::redis::board::lease::{LEASE_MS, build_dense, scan_in_lanes};
+use crate::store::redis::board::lease::{LEASE_MS, build_dense, scan_in_lanes, scan_step};
 use crate::store::redis::board::{keys, slot_index};
 use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
@@ -100,14 +100,10 @@ async fn scan(
         // Idempotent: the script checks `cursor` against the one it recorded, so a call
         // sent again after its reply was lost adds nothing (see recompute_scan.lua).
         let reply: Value = conn.script(&scan, &board.name, Retry::Idempotent).await?;
-        let items = array(reply, "recompute_scan")?;
+        let (next, added) = scan_step(reply, "recompute_scan")?;
         calls += 1;
-        fields += items
-            .get(1)
-            .map(|v| int(v, "added"))
-            .transpose()?
-            .unwrap_or(0) as u64;
-        cursor = string(&items[0], "cursor")?;
+        fields += added;
+        cursor = next;
         if cursor == "done" {
             return Ok((calls, fields));
         }
