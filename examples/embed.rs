@@ -15,28 +15,28 @@ async fn main() -> Result<(), rollboard::Error> {
     // Hot posts: hourly slots, ranked over the last hour and the last day. Creating a
     // board that already exists with the same config is a no-op.
     boards
-        .create_board("hot-posts", BoardConfig::parse("1h", &["1h", "24h"])?)
+        .create("hot-posts", BoardConfig::parse("1h", &["1h", "24h"])?)
         .await?;
 
     // In the background, at every slot boundary, totals drop the slots that left each
     // window (every board, also those created later), until `stop` or drop.
     let retirer = boards.start_retirer();
 
+    // What only a windowed board does is on its handle (a name; it loads nothing).
+    let hot = boards.windowed("hot-posts");
+
     // A like is +1, an unlike -1. `None` means "now"; pass a Timestamp for older events.
-    boards.incr("hot-posts", "post:42", 1, None).await?;
-    boards.incr("hot-posts", "post:7", 1, None).await?;
-    boards.incr("hot-posts", "post:7", 1, None).await?;
+    hot.incr("post:42", 1, None).await?;
+    hot.incr("post:7", 1, None).await?;
+    hot.incr("post:7", 1, None).await?;
 
     // Batches reject bad events one by one and apply the rest.
-    let outcome = boards
-        .incr_batch(
-            "hot-posts",
-            &[
-                Event::new("post:42", 1),
-                Event::new("", 1),
-                Event::new("post:9", -1),
-            ],
-        )
+    let outcome = hot
+        .incr_batch(&[
+            Event::new("post:42", 1),
+            Event::new("", 1),
+            Event::new("post:9", -1),
+        ])
         .await?;
     println!(
         "batch: {} accepted, {} rejected",
@@ -48,7 +48,7 @@ async fn main() -> Result<(), rollboard::Error> {
     }
 
     let day = Span::parse("24h")?;
-    let page = boards.top("hot-posts", Some(day), 0, 10).await?;
+    let page = hot.top(Some(day), 0, 10).await?;
     println!(
         "hot posts, last {} (slots {}..{}):",
         page.window, page.from, page.to
@@ -56,7 +56,7 @@ async fn main() -> Result<(), rollboard::Error> {
     for e in &page.entries {
         println!("{:>3}. {} ({})", e.rank, e.member, e.score);
     }
-    if let Some(s) = boards.score("hot-posts", "post:42", Some(day)).await? {
+    if let Some(s) = hot.score("post:42", Some(day)).await? {
         match s.rank {
             Some(rank) => println!("post:42 is #{rank} with {}", s.score),
             None => println!("post:42 is not ranked: {}", s.score),

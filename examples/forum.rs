@@ -28,7 +28,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(_) => Rollboard::memory(),
     };
     boards
-        .create_board(BOARD, BoardConfig::parse("1h", &["1h", "24h"])?)
+        .create(BOARD, BoardConfig::parse("1h", &["1h", "24h"])?)
         .await?;
 
     // Retire slots as they leave each window.
@@ -61,7 +61,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// The forum's own route: a like is one event.
 async fn like(State(boards): State<Rollboard>, Path(id): Path<u64>) -> Json<Value> {
-    match boards.incr(BOARD, &format!("post:{id}"), 1, None).await {
+    match boards
+        .windowed(BOARD)
+        .incr(&format!("post:{id}"), 1, None)
+        .await
+    {
         Ok(()) => Json(json!({"liked": id})),
         Err(e) => Json(json!({"error": e.to_string()})),
     }
@@ -70,7 +74,7 @@ async fn like(State(boards): State<Rollboard>, Path(id): Path<u64>) -> Json<Valu
 /// The forum's own hot list, read through the library.
 async fn hot(State(boards): State<Rollboard>) -> Json<Value> {
     let day = Span::parse("24h").ok();
-    match boards.top(BOARD, day, 0, 10).await {
+    match boards.windowed(BOARD).top(day, 0, 10).await {
         Ok(page) => Json(json!(page.entries)),
         Err(e) => Json(json!({"error": e.to_string()})),
     }

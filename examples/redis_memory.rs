@@ -47,7 +47,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let before = used_memory(&mut raw).await?;
     let script_us_before = script_usec(&mut raw).await?;
     boards
-        .create_board(
+        .create(
             &board,
             BoardConfig::parse("1h", &["24h"])?.with_layout(Some(layout)),
         )
@@ -59,7 +59,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|m| Event::new(format!("post:{m}"), 1))
             .collect();
         for batch in events.chunks(10_000) {
-            let outcome = boards.incr_batch(&board, batch).await?;
+            let outcome = boards.windowed(&board).incr_batch(batch).await?;
             assert!(
                 outcome.rejected.is_empty(),
                 "{:?}",

@@ -8,7 +8,10 @@
 //! the window's events, under concurrency, crashes and several replicas.
 //!
 //! The main types:
-//! - [`Rollboard`]: the front door: create boards, write events, read rankings, retire.
+//! - [`Rollboard`]: the front door: create boards, write events, read rankings, retire;
+//!   what every board answers whatever its kind. What one kind or system has sits on a
+//!   typed handle: [`Windowed`] ([`Rollboard::windowed`]), [`Trending`], [`Rates`],
+//!   [`Counters`], [`Stats`].
 //! - [`Store`]: where boards live: [`RedisStore`] in production, [`MemoryStore`]
 //!   embedded (and the reference model the Redis store is tested against).
 //! - [`BoardConfig`], [`Span`], [`Timestamp`], [`Event`]: validated inputs.
@@ -20,10 +23,11 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), rollboard::Error> {
 //! let boards = Rollboard::memory(); // or Rollboard::redis("redis://127.0.0.1/").await?
-//! boards.create_board("hot", BoardConfig::parse("1h", &["1h", "24h"])?).await?;
-//! boards.incr("hot", "post:1", 1, None).await?;
-//! boards.incr("hot", "post:2", 3, None).await?;
-//! let page = boards.top("hot", None, 0, 10).await?;
+//! boards.create("hot", BoardConfig::parse("1h", &["1h", "24h"])?).await?;
+//! let hot = boards.windowed("hot");
+//! hot.incr("post:1", 1, None).await?;
+//! hot.incr("post:2", 3, None).await?;
+//! let page = hot.top(None, 0, 10).await?;
 //! assert_eq!(page.entries[0].member, "post:2");
 //! assert_eq!(page.entries[0].score, 3);
 //! # Ok(())
@@ -65,7 +69,8 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use domain::Aggregate;
 pub use domain::RankedTotals;
 pub use domain::any_board::{
-    AnyBoard, BoardKind, BoardPage, BoardState, MemberRanks, MemberStanding, TrendingStatus,
+    AnyBoard, BoardKind, BoardPage, BoardState, MemberRanks, MemberStanding, NewBoard,
+    TrendingStatus,
 };
 pub use domain::board::{Board, BoardStatus, Created, Resharding, WindowStatus};
 pub use domain::counter::{
@@ -110,7 +115,7 @@ pub use rollboard::percentile::ScoreAt;
 pub use rollboard::stats::ContextStats;
 pub use rollboard::write::{BatchOutcome, Rejected};
 pub use rollboard::write_standing::StandingOutcome;
-pub use rollboard::{Rollboard, SkewTooLarge};
+pub use rollboard::{Counters, Rates, Rollboard, SkewTooLarge, Stats, Trending, Windowed};
 pub use settings::Settings;
 pub use store::{
     CounterCleaned, CounterInfo, CounterStore, IngestOptions, Keyed, MemoryStore, RateHit,
@@ -122,3 +127,8 @@ pub use store::{
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// Compiles and runs the Rust code blocks of `docs/library.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/library.md")]
+struct LibraryDoctests;

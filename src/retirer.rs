@@ -319,7 +319,8 @@ impl Task {
                         // period snapshots (once per boundary, whoever else tries).
                         Ok(report) if report.complete && board.config.snapshots().is_some() => {
                             boards
-                                .take_snapshots(board.name.as_str())
+                                .windowed(board.name.as_str())
+                                .take_snapshots()
                                 .await
                                 .map(|_| report)
                         }

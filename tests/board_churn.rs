@@ -48,8 +48,8 @@ async fn ten_thousand_boards_created_written_and_dropped_leave_tasks_and_memory_
     for round in 0..2 {
         for i in 0..5_000 {
             let name = unique(&format!("c{round}-{i}-"));
-            boards.create_board(&name, config.clone()).await.unwrap();
-            boards.incr(&name, "a", 1, None).await.unwrap();
+            boards.create(&name, config.clone()).await.unwrap();
+            boards.windowed(&name).incr("a", 1, None).await.unwrap();
             if i == 0 {
                 // One committer per board written to, while the board lives.
                 assert_eq!(alive_tasks(), before + 1);
@@ -69,8 +69,8 @@ async fn ten_thousand_boards_created_written_and_dropped_leave_tasks_and_memory_
     // Boards that live on keep their committers until the store goes.
     for i in 0..3 {
         let name = unique(&format!("live-{i}-"));
-        boards.create_board(&name, config.clone()).await.unwrap();
-        boards.incr(&name, "a", 1, None).await.unwrap();
+        boards.create(&name, config.clone()).await.unwrap();
+        boards.windowed(&name).incr("a", 1, None).await.unwrap();
     }
     assert_eq!(alive_tasks(), before + 3);
     drop(boards);

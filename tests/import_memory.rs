@@ -52,7 +52,7 @@ async fn an_import_streams_in_constant_memory() {
     let boards = Rollboard::with(redis.store().await, Arc::new(clock), Settings::default());
     let board = format!("mem{}", std::process::id());
     boards
-        .create_board(&board, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create(&board, BoardConfig::parse("1h", &["1h"]).unwrap())
         .await
         .unwrap();
 
@@ -82,6 +82,6 @@ async fn an_import_streams_in_constant_memory() {
         grown < 20_000,
         "peak memory grew by {grown} kB while streaming {total} events"
     );
-    let page = boards.top(&board, None, 0, 1).await.unwrap();
+    let page = boards.windowed(&board).top(None, 0, 1).await.unwrap();
     assert_eq!(page.entries[0].score, (620_000 / 50_000) as i64 + 1);
 }

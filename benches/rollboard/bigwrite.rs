@@ -56,7 +56,7 @@ async fn fill(conn: &mut MultiplexedConnection, slot: &str, totals: [&str; 2]) {
 /// compact slot with its real geometry), 8 batches of 1,000 in flight.
 async fn big_board(boards: &Rollboard, name: &str) {
     let config = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
-    boards.create_board(name, config).await.unwrap();
+    boards.create(name, config).await.unwrap();
     let events: Vec<Event> = (0..MEMBERS)
         .map(|i| Event::new(format!("post:{i}"), 1))
         .collect();
@@ -222,9 +222,9 @@ async fn run(
             compact: false,
             ..RetireOptions::default()
         };
-        boards.retire_with(board, options).await.unwrap();
+        boards.windowed(board).retire_with(options).await.unwrap();
         reset_stats(&mut conn).await;
-        let report = boards.retire(board).await.unwrap();
+        let report = boards.windowed(board).retire().await.unwrap();
         let commands = ["evalsha", "hscan", "hlen", "hget"];
         Some((report.fields_compacted, usec(&mut conn, &commands).await))
     } else {

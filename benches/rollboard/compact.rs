@@ -152,7 +152,7 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
         let config = BoardConfig::parse(case.slot, &["1h", "2h"])
             .unwrap()
             .with_layout(Some(case.layout));
-        boards.create_board(&board, config).await.unwrap();
+        boards.create(&board, config).await.unwrap();
         fill(&boards, &board, members, 8).await;
 
         slowlog::reset(&mut conn).await;
@@ -192,7 +192,7 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
                         let events: Vec<Event> = (0..50)
                             .map(|i| Event::new(format!("new:{}", (k * 50 + i) % 500), 1))
                             .collect();
-                        let outcome = boards.incr_batch(&board, &events).await.unwrap();
+                        let outcome = boards.windowed(&board).incr_batch(&events).await.unwrap();
                         assert!(outcome.rejected.is_empty());
                         written += events.len() as u64;
                         k += 1;
@@ -203,7 +203,7 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
             });
             tokio::time::sleep(Duration::from_millis(200)).await;
             let t = Instant::now();
-            let report = boards.retire_with(&board, options).await.unwrap();
+            let report = boards.windowed(&board).retire_with(options).await.unwrap();
             let elapsed = t.elapsed();
             stop.store(true, Ordering::SeqCst);
             let written = writer.await.unwrap();
@@ -328,7 +328,7 @@ async fn compact_now(
 ) -> Compaction {
     let before = script_usec(conn).await;
     let t = Instant::now();
-    let report = boards.retire_with(board, options).await.unwrap();
+    let report = boards.windowed(board).retire_with(options).await.unwrap();
     let elapsed = t.elapsed();
     assert_eq!(report.fields_subtracted, 0);
     Compaction {
@@ -386,7 +386,7 @@ async fn footprint(redis_url: &str, layout: Layout, boards_n: usize, members: us
         .unwrap()
         .with_layout(Some(layout));
     for board in &names {
-        boards.create_board(board, config.clone()).await.unwrap();
+        boards.create(board, config.clone()).await.unwrap();
     }
     let mut writing = Duration::ZERO;
     for hour in 0..24 {
@@ -400,7 +400,7 @@ async fn footprint(redis_url: &str, layout: Layout, boards_n: usize, members: us
             clock.advance_secs(3600);
             let t = Instant::now();
             for board in &names {
-                let report = boards.retire(board).await.unwrap();
+                let report = boards.windowed(board).retire().await.unwrap();
                 assert_eq!(report.fields_subtracted, 0);
             }
             writing += t.elapsed();

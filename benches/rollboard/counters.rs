@@ -32,7 +32,7 @@ pub async fn counters(redis_url: &str, hincrby: f64, phase: Duration) -> Vec<Row
                     })
                     .collect();
                 let name = format!("bench-counter-{task}");
-                boards.incr_counter_batch(&name, &batch).await.unwrap();
+                boards.counters().incr_batch(&name, &batch).await.unwrap();
                 1000
             }
         })
@@ -52,7 +52,7 @@ pub async fn counters(redis_url: &str, hincrby: f64, phase: Duration) -> Vec<Row
             let boards = boards.clone();
             async move {
                 let name = format!("bench-counter-{task}");
-                boards.incr_counter(&name, 1, None).await.unwrap();
+                boards.counters().incr(&name, 1, None).await.unwrap();
                 1
             }
         })
@@ -96,7 +96,8 @@ pub async fn counters(redis_url: &str, hincrby: f64, phase: Duration) -> Vec<Row
                     let context = format!("/bench/{}", (task * 7919 + round) % 100);
                     let value = 0.001 * (1 + round % 500) as f64;
                     boards
-                        .record_stat(&context, "BenchTime", value)
+                        .stats()
+                        .record(&context, "BenchTime", value)
                         .await
                         .unwrap();
                     1
@@ -129,7 +130,8 @@ pub async fn counters(redis_url: &str, hincrby: f64, phase: Duration) -> Vec<Row
                     .map(|i| 0.001 * (1 + (round * 100 + i) % 500) as f64)
                     .collect();
                 boards
-                    .record_stats(&context, "BenchTime", &values)
+                    .stats()
+                    .record_many(&context, "BenchTime", &values)
                     .await
                     .unwrap();
                 100
@@ -262,7 +264,8 @@ async fn memory(boards: &Rollboard, redis_url: &str) -> Row {
         .collect();
     for c in 0..1000 {
         boards
-            .incr_counter_batch(&format!("bench-memory-{c}"), &batch)
+            .counters()
+            .incr_batch(&format!("bench-memory-{c}"), &batch)
             .await
             .unwrap();
     }
@@ -272,7 +275,8 @@ async fn memory(boards: &Rollboard, redis_url: &str) -> Row {
         for p in rollboard::DEFAULT_PRECISIONS {
             let p = Span::from_seconds(p).unwrap();
             samples += boards
-                .counter_samples(&format!("bench-memory-{c}"), p, Default::default())
+                .counters()
+                .samples(&format!("bench-memory-{c}"), p, Default::default())
                 .await
                 .unwrap()
                 .len();
@@ -280,7 +284,8 @@ async fn memory(boards: &Rollboard, redis_url: &str) -> Row {
     }
     for c in 0..1000 {
         boards
-            .drop_counter(&format!("bench-memory-{c}"))
+            .counters()
+            .delete(&format!("bench-memory-{c}"))
             .await
             .unwrap();
     }

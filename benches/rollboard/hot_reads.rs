@@ -25,7 +25,7 @@ const CONNECTIONS: usize = 64;
 pub async fn hot_reads(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
     let boards = Rollboard::new(crate::setup::store(&redis.url).await);
     boards
-        .create_board(BOARD, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+        .create(BOARD, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
         .await
         .unwrap();
     eprintln!("  writing {} members …", thousands(MEMBERS as f64));
@@ -33,7 +33,7 @@ pub async fn hot_reads(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
         .map(|i| Event::new(format!("post:{i}"), 1 + (i * 7919 % 5000) as i64))
         .collect();
     for batch in events.chunks(10_000) {
-        boards.incr_batch(BOARD, batch).await.unwrap();
+        boards.windowed(BOARD).incr_batch(batch).await.unwrap();
     }
 
     let exact = format!("/v1/boards/{BOARD}/top?window=24h&limit=10");

@@ -64,12 +64,20 @@ pub async fn huge_delta(
     let mut done = vec![(plain.clone(), 0), (huge.clone(), 0)];
     for board in [&plain, &huge] {
         boards
-            .create_board(board, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+            .create(board, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
             .await
             .unwrap();
     }
-    boards.incr(&huge, "huge", MAX_ABS, None).await.unwrap();
-    boards.incr(&huge, "huge", -MAX_ABS, None).await.unwrap();
+    boards
+        .windowed(&huge)
+        .incr("huge", MAX_ABS, None)
+        .await
+        .unwrap();
+    boards
+        .windowed(&huge)
+        .incr("huge", -MAX_ABS, None)
+        .await
+        .unwrap();
     let slice = phase / SLICES;
     let (mut seconds, mut events, mut usec) = ([0.0; 2], [0u64; 2], [0u64; 2]);
     for _ in 0..SLICES {

@@ -207,7 +207,7 @@ pub async fn library_batches(
         let (boards, board, batches) = (boards.clone(), board.clone(), batches.clone());
         async move {
             let batch = &batches[(c * 7919 + round) % batches.len()];
-            let outcome = boards.incr_batch(&board, batch).await.unwrap();
+            let outcome = boards.windowed(&board).incr_batch(batch).await.unwrap();
             assert!(outcome.rejected.is_empty());
             outcome.accepted as u64
         }
@@ -297,7 +297,7 @@ pub async fn write_all(boards: &Rollboard, board: &str, events: &[Event], in_fli
     for group in events.chunks(1000 * in_flight) {
         let writes: Vec<_> = group
             .chunks(1000)
-            .map(|c| boards.incr_batch(board, c))
+            .map(|c| boards.windowed(board).incr_batch(c))
             .collect();
         for w in futures_util::future::join_all(writes).await {
             assert!(w.unwrap().rejected.is_empty());

@@ -46,7 +46,7 @@ pub async fn longwindow(redis: &crate::setup::Redis) -> Vec<Row> {
     let boards = Rollboard::with(store, Arc::new(clock), Settings::default());
     let window = Span::parse("180d").unwrap();
     boards
-        .create_board(BOARD, BoardConfig::parse("1h", &["1h", "180d"]).unwrap())
+        .create(BOARD, BoardConfig::parse("1h", &["1h", "180d"]).unwrap())
         .await
         .unwrap();
     // Slot k (0 = the current one) holds members (k * PER_SLOT + j) % MEMBERS.
@@ -61,7 +61,7 @@ pub async fn longwindow(redis: &crate::setup::Redis) -> Vec<Row> {
         })
         .collect();
     for batch in initial.chunks(1000) {
-        let outcome = boards.incr_batch(BOARD, batch).await.unwrap();
+        let outcome = boards.windowed(BOARD).incr_batch(batch).await.unwrap();
         assert_eq!(outcome.accepted, batch.len());
     }
 
@@ -74,7 +74,11 @@ pub async fn longwindow(redis: &crate::setup::Redis) -> Vec<Row> {
     crate::recompute::drift(&mut conn, TOTALS, &member(0), &member(1)).await;
     let off_cpu = redis.keep_off_its_cpu();
     let started = Instant::now();
-    let quiet = boards.recompute(BOARD, Some(window)).await.unwrap();
+    let quiet = boards
+        .windowed(BOARD)
+        .recompute(Some(window))
+        .await
+        .unwrap();
     let quiet_elapsed = started.elapsed();
     drop(off_cpu);
     crate::recompute::drift(&mut conn, TOTALS, &member(0), &member(1)).await;
@@ -105,7 +109,7 @@ pub async fn longwindow(redis: &crate::setup::Redis) -> Vec<Row> {
                             Event::new(member(m), 1).at(now.plus_millis(-k * HOUR_MS))
                         })
                         .collect();
-                    let outcome = boards.incr_batch(BOARD, &events).await.unwrap();
+                    let outcome = boards.windowed(BOARD).incr_batch(&events).await.unwrap();
                     assert_eq!(outcome.accepted, events.len());
                     acknowledged.extend(ids);
                     old += events.len() / 2;
@@ -117,7 +121,11 @@ pub async fn longwindow(redis: &crate::setup::Redis) -> Vec<Row> {
         .collect();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
-    let report = boards.recompute(BOARD, Some(window)).await.unwrap();
+    let report = boards
+        .windowed(BOARD)
+        .recompute(Some(window))
+        .await
+        .unwrap();
     let elapsed = started.elapsed();
     tokio::time::sleep(Duration::from_millis(100)).await;
     stop.store(true, Ordering::Relaxed);

@@ -487,7 +487,8 @@ async fn lone_event(boards: &Rollboard, redis_url: &str) -> (Duration, Duration)
     for i in 0..2000 {
         let t = Instant::now();
         boards
-            .incr("bench-library", &format!("lone:{}", i % 100), 1, None)
+            .windowed("bench-library")
+            .incr(&format!("lone:{}", i % 100), 1, None)
             .await
             .unwrap();
         ours.latencies.push(t.elapsed());

@@ -125,7 +125,7 @@ async fn live_committer(redis: &Redis) -> f64 {
     for_each(&names, |name| {
         let (boards, config) = (boards.clone(), config.clone());
         async move {
-            boards.create_board(&name, config).await.unwrap();
+            boards.create(&name, config).await.unwrap();
         }
     })
     .await;
@@ -159,7 +159,7 @@ async fn write_all(boards: &Rollboard, names: &[String]) {
             let events: Vec<Event> = (0..5)
                 .map(|m| Event::new(format!("post:{m}"), 1 + m))
                 .collect();
-            boards.incr_batch(&name, &events).await.unwrap();
+            boards.windowed(&name).incr_batch(&events).await.unwrap();
         }
     })
     .await;
@@ -227,7 +227,7 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, f64, usize) {
     for_each(&names, |name| {
         let (boards, config) = (boards.clone(), config.clone());
         async move {
-            boards.create_board(&name, config).await.unwrap();
+            boards.create(&name, config).await.unwrap();
         }
     })
     .await;
@@ -246,10 +246,7 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, f64, usize) {
     let mut status = scheduler.retirer_status().await.unwrap();
     // Creating an existing board again tells the retirer to list the boards again.
     let rounds = status.borrow().rounds;
-    boards
-        .create_board(&names[0], config.clone())
-        .await
-        .unwrap();
+    boards.create(&names[0], config.clone()).await.unwrap();
     status.wait_for(|s| s.rounds > rounds).await.unwrap();
     eprintln!(
         "  listed by the retirer after {:.1} s",

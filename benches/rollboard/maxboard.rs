@@ -81,7 +81,7 @@ async fn fill(
         .unwrap()
         .with_aggregate(aggregate)
         .with_layout(Some(layout));
-    boards.create_board(board, config).await.unwrap();
+    boards.create(board, config).await.unwrap();
     let event = |i: usize, value: i64| {
         let member = format!("m:{i}");
         match aggregate {
@@ -94,7 +94,7 @@ async fn fill(
     clock.advance_secs(3600);
     let converted = if compact {
         slowlog::settle(conn).await;
-        Some(timed(conn, || boards.retire(board)).await)
+        Some(timed(conn, || boards.windowed(board).retire()).await)
     } else {
         None
     };
@@ -192,7 +192,7 @@ async fn measure(redis: &Redis, aggregate: Aggregate, compact: bool, phase: Dura
         compact: false,
         ..RetireOptions::default()
     };
-    let retired = timed(&mut conn, || boards.retire_with(&board, options)).await;
+    let retired = timed(&mut conn, || boards.windowed(&board).retire_with(options)).await;
     boards.drop_board(&board).await.unwrap();
     slowlog::settle(&mut conn).await;
     Measured {

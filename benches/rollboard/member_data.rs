@@ -37,7 +37,7 @@ pub async fn member_data(redis_url: &str, phase: Duration) -> Vec<Row> {
         .unwrap_or(100_000);
     let boards = Rollboard::new(Arc::new(RedisStore::connect(redis_url).await.unwrap()));
     let config = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
-    boards.create_board(BOARD, config).await.unwrap();
+    boards.create(BOARD, config).await.unwrap();
     let mut raw = redis::Client::open(redis_url)
         .unwrap()
         .get_multiplexed_async_connection()
@@ -46,7 +46,7 @@ pub async fn member_data(redis_url: &str, phase: Duration) -> Vec<Row> {
     let ids: Vec<usize> = (0..members).collect();
     for chunk in ids.chunks(10_000) {
         let events: Vec<Event> = chunk.iter().map(|&i| Event::new(member(i), 1)).collect();
-        boards.incr_batch(BOARD, &events).await.unwrap();
+        boards.windowed(BOARD).incr_batch(&events).await.unwrap();
     }
     let bytes: usize = ids.iter().take(1000).map(|&i| data(i).as_str().len()).sum();
     let before = crate::used_memory(&mut raw).await;
@@ -55,7 +55,7 @@ pub async fn member_data(redis_url: &str, phase: Duration) -> Vec<Row> {
             .iter()
             .map(|&i| Event::new(member(i), 1).with_data(data(i)))
             .collect();
-        boards.incr_batch(BOARD, &events).await.unwrap();
+        boards.windowed(BOARD).incr_batch(&events).await.unwrap();
     }
     let after = crate::used_memory(&mut raw).await;
     let kept: u64 = redis::cmd("HLEN")
@@ -82,7 +82,7 @@ pub async fn member_data(redis_url: &str, phase: Duration) -> Vec<Row> {
                 })
                 .collect();
             let t = Instant::now();
-            let outcome = boards.incr_batch(BOARD, &events).await.unwrap();
+            let outcome = boards.windowed(BOARD).incr_batch(&events).await.unwrap();
             let took = t.elapsed();
             assert_eq!(outcome.accepted, BATCH);
             loads[at].done += BATCH as u64;

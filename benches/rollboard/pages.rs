@@ -52,7 +52,7 @@ pub async fn pages(redis_url: &str, phase: Duration) -> Vec<Row> {
     for (board, scores, total) in boards() {
         eprintln!("  {board}: writing {} members …", thousands(MEMBERS as f64));
         reader
-            .create_board(board, BoardConfig::parse("1h", &WINDOWS).unwrap())
+            .create(board, BoardConfig::parse("1h", &WINDOWS).unwrap())
             .await
             .unwrap();
         let mut events: Vec<Event> = (0..MEMBERS)
@@ -60,7 +60,7 @@ pub async fn pages(redis_url: &str, phase: Duration) -> Vec<Row> {
             .collect();
         events.shuffle(&mut rand::rngs::StdRng::seed_from_u64(3));
         for batch in events.chunks(10_000) {
-            writer.incr_batch(board, batch).await.unwrap();
+            writer.windowed(board).incr_batch(batch).await.unwrap();
         }
 
         let stop = Arc::new(AtomicBool::new(false));
@@ -75,7 +75,7 @@ pub async fn pages(redis_url: &str, phase: Duration) -> Vec<Row> {
                     let batch: Vec<Event> = (0..100)
                         .map(|_| Event::new(member(rng.random_range(0..MEMBERS)), 1))
                         .collect();
-                    writer.incr_batch(board, &batch).await.unwrap();
+                    writer.windowed(board).incr_batch(&batch).await.unwrap();
                     written += batch.len() as u64;
                 }
                 written
@@ -90,7 +90,11 @@ pub async fn pages(redis_url: &str, phase: Duration) -> Vec<Row> {
                 let window = Some(Span::parse(window).unwrap());
                 for (p, offset) in [0, DEEP].into_iter().enumerate() {
                     let t = Instant::now();
-                    let page = reader.top(board, window, offset, LIMIT).await.unwrap();
+                    let page = reader
+                        .windowed(board)
+                        .top(window, offset, LIMIT)
+                        .await
+                        .unwrap();
                     loads[w][p].latencies.push(t.elapsed());
                     loads[w][p].done += 1;
                     assert_eq!(page.entries.len() as u64, LIMIT);

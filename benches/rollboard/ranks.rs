@@ -36,9 +36,9 @@ pub async fn ranks(redis_url: &str, phase: Duration) -> Vec<Row> {
         .unwrap_or(1_000_000);
     let boards = Rollboard::new(Arc::new(RedisStore::connect(redis_url).await.unwrap()));
     let config = BoardConfig::parse("1h", &["1h"]).unwrap();
-    boards.create_board(BOARD, config.clone()).await.unwrap();
+    boards.create(BOARD, config.clone()).await.unwrap();
     boards
-        .create_board(DENSE, config.with_ties(Ties::Dense))
+        .create(DENSE, config.with_ties(Ties::Dense))
         .await
         .unwrap();
     eprintln!("  writing {} members …", thousands(members as f64));
@@ -53,8 +53,8 @@ pub async fn ranks(redis_url: &str, phase: Duration) -> Vec<Row> {
                         .iter()
                         .map(|&i| Event::new(member(i), score(i)))
                         .collect();
-                    boards.incr_batch(BOARD, &events).await.unwrap();
-                    boards.incr_batch(DENSE, &events).await.unwrap();
+                    boards.windowed(BOARD).incr_batch(&events).await.unwrap();
+                    boards.windowed(DENSE).incr_batch(&events).await.unwrap();
                 }
             })
         })
@@ -94,14 +94,15 @@ pub async fn ranks(redis_url: &str, phase: Duration) -> Vec<Row> {
             .collect();
         for (board, at) in [(BOARD, 0), (DENSE, 3)] {
             let t = Instant::now();
-            let ranks = boards.ranks(board, &friends, None).await.unwrap();
+            let ranks = boards.windowed(board).ranks(&friends, None).await.unwrap();
             loads[at].latencies.push(t.elapsed());
             assert_eq!(ranks.entries.len(), FRIENDS);
 
             let i = rng.random_range(0..members);
             let t = Instant::now();
             let standing = boards
-                .score(board, &member(i), None)
+                .windowed(board)
+                .score(&member(i), None)
                 .await
                 .unwrap()
                 .unwrap();

@@ -135,7 +135,7 @@ async fn hits(url: &str, phase: Duration, skewed: bool) -> (Load, String) {
                         (format!("user:{user}"), 1, None)
                     })
                     .collect();
-                let done = boards.rate_hits(&batch).await.unwrap();
+                let done = boards.rates().hits(&batch).await.unwrap();
                 load.done += done.iter().filter(|r| r.is_ok()).count() as u64;
             }
             load
@@ -165,7 +165,8 @@ async fn checks(url: &str, phase: Duration, coverage: Coverage) -> (Load, u64) {
                 let key = format!("check:{coverage}:{}", rng.random_range(0..1000));
                 let began = Instant::now();
                 let verdict = boards
-                    .rate_check_with(&key, 100, "1m", 1, coverage)
+                    .rates()
+                    .check_with(&key, 100, "1m", 1, coverage)
                     .await
                     .unwrap();
                 load.latencies.push(began.elapsed());
@@ -201,7 +202,7 @@ async fn busy_key_bytes(url: &str) -> u64 {
     for d in 1..366 {
         batch.push(("busy".to_owned(), 1_000_000, at(d * 86_400)));
     }
-    boards.rate_hits(&batch).await.unwrap();
+    boards.rates().hits(&batch).await.unwrap();
     let client = redis::Client::open(url).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     let keys: Vec<String> = redis::cmd("KEYS")

@@ -62,7 +62,7 @@ pub async fn recompute(redis: &crate::setup::Redis) -> Vec<Row> {
     let boards = Rollboard::with(store, Arc::new(clock.clone()), Settings::default());
     let four_hours = Span::parse("4h").unwrap();
     boards
-        .create_board(BOARD, BoardConfig::parse("1h", &["1h", "4h"]).unwrap())
+        .create(BOARD, BoardConfig::parse("1h", &["1h", "4h"]).unwrap())
         .await
         .unwrap();
     let mut expected = vec![0i64; MEMBERS];
@@ -77,13 +77,13 @@ pub async fn recompute(redis: &crate::setup::Redis) -> Vec<Row> {
                     Event::new(member(m), delta)
                 })
                 .collect();
-            boards.incr_batch(BOARD, &events).await.unwrap();
+            boards.windowed(BOARD).incr_batch(&events).await.unwrap();
         }
         if slot + 1 < SLOTS {
             clock.advance_secs(3600);
         }
     }
-    boards.retire(BOARD).await.unwrap();
+    boards.windowed(BOARD).retire().await.unwrap();
 
     let mut conn = redis::Client::open(redis_url)
         .unwrap()
@@ -107,7 +107,7 @@ pub async fn recompute(redis: &crate::setup::Redis) -> Vec<Row> {
                     let ids: Vec<usize> = (0..100).map(|_| rng.random_range(0..MEMBERS)).collect();
                     let events: Vec<Event> =
                         ids.iter().map(|&m| Event::new(member(m), 1)).collect();
-                    let outcome = boards.incr_batch(BOARD, &events).await.unwrap();
+                    let outcome = boards.windowed(BOARD).incr_batch(&events).await.unwrap();
                     assert_eq!(outcome.accepted, events.len());
                     acknowledged.extend(ids);
                     tick.tick().await;
@@ -118,7 +118,11 @@ pub async fn recompute(redis: &crate::setup::Redis) -> Vec<Row> {
         .collect();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let started = Instant::now();
-    let report = boards.recompute(BOARD, Some(four_hours)).await.unwrap();
+    let report = boards
+        .windowed(BOARD)
+        .recompute(Some(four_hours))
+        .await
+        .unwrap();
     let elapsed = started.elapsed();
     tokio::time::sleep(Duration::from_millis(100)).await;
     stop.store(true, Ordering::Relaxed);

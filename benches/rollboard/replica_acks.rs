@@ -66,7 +66,8 @@ async fn lone(boards: &Rollboard) -> Load {
     for i in 0..2000 {
         let t = Instant::now();
         boards
-            .incr(BOARD, &format!("lone:{}", i % 100), 1, None)
+            .windowed(BOARD)
+            .incr(&format!("lone:{}", i % 100), 1, None)
             .await
             .unwrap();
         load.latencies.push(t.elapsed());
@@ -87,7 +88,7 @@ pub async fn replica_acks(redis: &Redis, phase: Duration) -> (Vec<Row>, (String,
     )
     .await;
     plain
-        .create_board(BOARD, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+        .create(BOARD, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
         .await
         .unwrap();
     let batches: Arc<Vec<Vec<Event>>> = Arc::new(

@@ -108,7 +108,11 @@ async fn total(boards: &Rollboard, board: &str) -> u64 {
     let mut sum = 0;
     let mut offset = 0;
     loop {
-        let page = boards.top(board, None, offset, 1000).await.unwrap();
+        let page = boards
+            .windowed(board)
+            .top(None, offset, 1000)
+            .await
+            .unwrap();
         if page.entries.is_empty() {
             return sum;
         }
@@ -129,7 +133,7 @@ async fn run(
         .unwrap()
         .with_shards(shards)
         .unwrap();
-    boards.create_board(board, config).await.unwrap();
+    boards.create(board, config).await.unwrap();
     reset_stats(ports);
     let stop = Arc::new(AtomicBool::new(false));
     let tops = {
@@ -137,7 +141,7 @@ async fn run(
         tokio::spawn(readers(2, stop.clone(), move |_| {
             let (boards, board) = (boards.clone(), board.clone());
             async move {
-                boards.top(&board, None, 0, 10).await.unwrap();
+                boards.windowed(&board).top(None, 0, 10).await.unwrap();
             }
         }))
     };
@@ -148,7 +152,7 @@ async fn run(
             let (boards, board, members) = (boards.clone(), board.clone(), members.clone());
             async move {
                 let member = format!("post:{}", members[i as usize % members.len()]);
-                boards.score(&board, &member, None).await.unwrap();
+                boards.windowed(&board).score(&member, None).await.unwrap();
             }
         }))
     };

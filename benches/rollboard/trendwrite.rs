@@ -46,35 +46,42 @@ pub async fn trendwrite(redis: &crate::setup::Redis) -> Vec<Row> {
         .unwrap();
     let (trending, windowed) = ("bench-trendwrite", "bench-trendwrite-windowed");
     boards
-        .create_trending(trending, TrendingConfig::parse("6h").unwrap())
+        .create(trending, TrendingConfig::parse("6h").unwrap())
         .await
         .unwrap();
     boards
-        .create_board(windowed, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+        .create(windowed, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
         .await
         .unwrap();
     // A first small write to each loads their scripts, so that no call of the batch is
     // a NOSCRIPT refusal.
     boards
-        .trend_incr_batch(trending, &[Event::new("warm", 1)])
+        .trending(trending)
+        .incr_batch(&[Event::new("warm", 1)])
         .await
         .unwrap();
     boards
-        .incr_batch(windowed, &[Event::new("warm", 1)])
+        .windowed(windowed)
+        .incr_batch(&[Event::new("warm", 1)])
         .await
         .unwrap();
 
     let off_cpu = redis.keep_off_its_cpu();
     slowlog::reset_over(&mut conn, 0).await;
     let outcome = boards
-        .trend_incr_batch(trending, &batch(now))
+        .trending(trending)
+        .incr_batch(&batch(now))
         .await
         .unwrap();
     assert_eq!(outcome.accepted, EVENTS);
     let (trend_calls, trend_longest) = script_calls(&mut conn).await;
 
     slowlog::reset_over(&mut conn, 0).await;
-    let outcome = boards.incr_batch(windowed, &batch(now)).await.unwrap();
+    let outcome = boards
+        .windowed(windowed)
+        .incr_batch(&batch(now))
+        .await
+        .unwrap();
     assert_eq!(outcome.accepted, EVENTS);
     let (window_calls, window_longest) = script_calls(&mut conn).await;
     drop(off_cpu);

@@ -14,9 +14,31 @@ use time::OffsetDateTime;
 
 use crate::domain::board::{Board, BoardStatus, to_datetime};
 use crate::domain::{
-    BoardName, Ranks, Standing, TopPage, TrendCounts, TrendPage, TrendRanks, TrendStanding,
-    TrendingBoard, TrendingConfig,
+    BoardConfig, BoardName, Ranks, Standing, TopPage, TrendCounts, TrendPage, TrendRanks,
+    TrendStanding, TrendingBoard, TrendingConfig,
 };
+
+/// The config of a board to create ([`Rollboard::create`](crate::Rollboard::create)):
+/// a windowed board's or a trending board's (either converts into it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum NewBoard {
+    /// A windowed board: slots and rolling windows.
+    Windowed(BoardConfig),
+    /// A trending board: time-decayed scores.
+    Trending(TrendingConfig),
+}
+
+impl From<BoardConfig> for NewBoard {
+    fn from(config: BoardConfig) -> Self {
+        NewBoard::Windowed(config)
+    }
+}
+
+impl From<TrendingConfig> for NewBoard {
+    fn from(config: TrendingConfig) -> Self {
+        NewBoard::Trending(config)
+    }
+}
 
 /// A board's kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, Serialize)]
@@ -55,6 +77,14 @@ impl AnyBoard {
         match self {
             AnyBoard::Windowed(b) => &b.name,
             AnyBoard::Trending(b) => &b.name,
+        }
+    }
+
+    /// The windowed board, if it is one.
+    pub fn windowed(&self) -> Option<&Board> {
+        match self {
+            AnyBoard::Windowed(b) => Some(b),
+            AnyBoard::Trending(_) => None,
         }
     }
 

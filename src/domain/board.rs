@@ -101,24 +101,33 @@ impl Board {
 
 /// What creating a board did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Created {
+pub enum Created<B = Board> {
     /// A new board was created.
-    New(Board),
+    New(B),
     /// The board already existed with the same config; nothing changed.
-    Existing(Board),
+    Existing(B),
     /// The board existed and got the new, larger windows. They hold data from the oldest
     /// live slot on, and are marked building until [`Rollboard::build_windows`]
     /// (or the service's scheduler) has built their totals.
     ///
-    /// [`Rollboard::build_windows`]: crate::Rollboard::build_windows
-    Extended(Board),
+    /// [`Rollboard::build_windows`]: crate::Windowed::build_windows
+    Extended(B),
 }
 
-impl Created {
+impl<B> Created<B> {
     /// The board, however it came to be.
-    pub fn board(&self) -> &Board {
+    pub fn board(&self) -> &B {
         match self {
             Created::New(b) | Created::Existing(b) | Created::Extended(b) => b,
+        }
+    }
+
+    /// The same outcome for the board made by `f`.
+    pub fn map<C>(self, f: impl FnOnce(B) -> C) -> Created<C> {
+        match self {
+            Created::New(b) => Created::New(f(b)),
+            Created::Existing(b) => Created::Existing(f(b)),
+            Created::Extended(b) => Created::Extended(f(b)),
         }
     }
 }

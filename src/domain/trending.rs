@@ -126,23 +126,8 @@ pub struct TrendingBoard {
     pub created_at: Timestamp,
 }
 
-/// What creating a trending board did.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TrendCreated {
-    /// A new board was created.
-    New(TrendingBoard),
-    /// The board already existed with the same config; nothing changed.
-    Existing(TrendingBoard),
-}
-
-impl TrendCreated {
-    /// The board, however it came to be.
-    pub fn board(&self) -> &TrendingBoard {
-        match self {
-            TrendCreated::New(b) | TrendCreated::Existing(b) => b,
-        }
-    }
-}
+/// What creating a trending board did (never [`Created::Extended`]).
+pub type TrendCreated = super::board::Created<TrendingBoard>;
 
 /// What a store says of a trending board's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -13,9 +13,9 @@ use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::json_int;
 use super::wire::{SpanInput, window};
 use crate::{
-    Aggregate, Board, BoardConfig, BoardKind, BoardName, BoardState, Created, Layout, RankedTotals,
-    RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport, SnapshotPolicy, Span, Ties,
-    TrendCreated, TrendingBoard, TrendingConfig,
+    Aggregate, Board, BoardConfig, BoardKind, BoardName, BoardState, Created, Layout, NewBoard,
+    RankedTotals, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport, SnapshotPolicy,
+    Span, Ties, TrendingBoard, TrendingConfig,
 };
 
 /// A board's config as sent in `PUT /v1/boards/{board}`: a windowed board (`slot`,
@@ -119,12 +119,6 @@ pub struct SnapshotsBody {
     #[serde(deserialize_with = "json_int::u64")]
     #[schema(value_type = u32, minimum = 1, maximum = 100000)]
     pub keep: u64,
-}
-
-/// The board a `PUT` asks for.
-enum NewBoard {
-    Windowed(BoardConfig),
-    Trending(TrendingConfig),
 }
 
 impl SnapshotsBody {
@@ -328,20 +322,14 @@ pub async fn put_board(
     ApiPath(board): ApiPath<String>,
     ApiJson(body): ApiJson<ConfigBody>,
 ) -> ApiResult<(StatusCode, Json<BoardState>)> {
-    let status = match body.into_config()? {
-        NewBoard::Trending(config) => match state.boards.create_trending(&board, config).await? {
-            TrendCreated::New(_) => StatusCode::CREATED,
-            TrendCreated::Existing(_) => StatusCode::OK,
-        },
-        NewBoard::Windowed(config) => match state.boards.create_board(&board, config).await? {
-            Created::New(_) => StatusCode::CREATED,
-            Created::Existing(_) => StatusCode::OK,
-            Created::Extended(_) => {
-                // Runs on after the reply; the service's sweep retries a build that failed.
-                drop(state.boards.spawn_build_windows(&board));
-                StatusCode::ACCEPTED
-            }
-        },
+    let status = match state.boards.create(&board, body.into_config()?).await? {
+        Created::New(_) => StatusCode::CREATED,
+        Created::Existing(_) => StatusCode::OK,
+        Created::Extended(_) => {
+            // Runs on after the reply; the service's sweep retries a build that failed.
+            drop(state.boards.windowed(&board).spawn_build_windows());
+            StatusCode::ACCEPTED
+        }
     };
     Ok((status, Json(state.boards.board_state(&board).await?)))
 }
@@ -451,7 +439,8 @@ pub async fn relayout(
     Ok(Json(
         state
             .boards
-            .relayout_with(&board, q.layout, options)
+            .windowed(&board)
+            .relayout_with(q.layout, options)
             .await?,
     ))
 }
@@ -493,7 +482,7 @@ pub async fn reshard(
 ) -> ApiResult<Json<ReshardReport>> {
     let shards = u32::try_from(body.shards).unwrap_or(u32::MAX);
     let boards = state.boards.clone();
-    let task = tokio::spawn(async move { boards.reshard(&board, shards).await });
+    let task = tokio::spawn(async move { boards.windowed(&board).reshard(shards).await });
     let report = task
         .await
         .map_err(|e| crate::Error::store(format!("reshard task failed: {e}")))??;
@@ -532,7 +521,7 @@ pub async fn recompute(
 ) -> ApiResult<Json<RecomputeReport>> {
     let window = window(&q.window)?;
     let boards = state.boards.clone();
-    let task = tokio::spawn(async move { boards.recompute(&board, window).await });
+    let task = tokio::spawn(async move { boards.windowed(&board).recompute(window).await });
     let report = task
         .await
         .map_err(|e| crate::Error::store(format!("recompute task failed: {e}")))??;

@@ -130,7 +130,8 @@ pub async fn post_count(
     let count = body.count.unwrap_or(1);
     state
         .boards
-        .incr_counter(&name, count, time(body.at)?)
+        .counters()
+        .incr(&name, count, time(body.at)?)
         .await?;
     crate::metrics::counter_increment();
     Ok(Json(Counted { name, count }))
@@ -169,7 +170,8 @@ pub async fn put_config(
         .transpose()?;
     let set = state
         .boards
-        .set_counter_precisions(&name, precisions.as_deref())
+        .counters()
+        .set_precisions(&name, precisions.as_deref())
         .await?;
     Ok(Json(CounterConfig {
         name,
@@ -199,7 +201,7 @@ pub async fn get_samples(
 ) -> ApiResult<Json<Samples>> {
     let precision = match q.precision.as_deref() {
         Some(text) => Span::parse(text)?,
-        None => state.boards.counter_precisions_in_effect(&name).await?[0],
+        None => state.boards.counters().precisions_in_effect(&name).await?[0],
     };
     let query = SampleQuery {
         from: time(q.from)?,
@@ -208,7 +210,8 @@ pub async fn get_samples(
     };
     let samples = state
         .boards
-        .counter_samples(&name, precision, query)
+        .counters()
+        .samples(&name, precision, query)
         .await?;
     Ok(Json(Samples {
         name,
@@ -228,7 +231,7 @@ pub async fn get_samples(
 )]
 pub async fn list_counters(State(state): State<AppState>) -> ApiResult<Json<CounterList>> {
     Ok(Json(CounterList {
-        counters: state.boards.counters().await?,
+        counters: state.boards.counters().list().await?,
     }))
 }
 
@@ -249,6 +252,6 @@ pub async fn delete_counter(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    state.boards.drop_counter(&name).await?;
+    state.boards.counters().delete(&name).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -359,13 +359,15 @@ async fn post_standing(
         None => {
             state
                 .boards
-                .incr_batch_standing(board, &valid, windows)
+                .windowed(board)
+                .incr_batch_standing(&valid, windows)
                 .await
         }
         Some((key, fingerprint)) => {
             state
                 .boards
-                .write_keyed_standing(board, &valid, windows, key, fingerprint)
+                .windowed(board)
+                .write_keyed_standing(&valid, windows, key, fingerprint)
                 .await
         }
     };

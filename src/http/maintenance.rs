@@ -81,7 +81,11 @@ pub async fn remove_members(
     let removed = match (body.members, ranged) {
         (Some(members), false) => {
             let members: Vec<&str> = members.iter().map(|m| m.0.as_str()).collect();
-            state.boards.remove_members(&board, &members).await?
+            state
+                .boards
+                .windowed(&board)
+                .remove_members(&members)
+                .await?
         }
         (None, true) => {
             let bounds = ScoreBounds {
@@ -90,7 +94,8 @@ pub async fn remove_members(
             };
             state
                 .boards
-                .remove_by_score(&board, window(&body.window)?, bounds)
+                .windowed(&board)
+                .remove_by_score(window(&body.window)?, bounds)
                 .await?
         }
         (Some(_), true) | (None, false) => {
@@ -129,6 +134,10 @@ pub async fn trim(
     ApiPath(board): ApiPath<String>,
     ApiQuery(q): ApiQuery<TrimQuery>,
 ) -> ApiResult<Json<BulkRemoved>> {
-    let removed = state.boards.trim(&board, window(&q.window)?, q.top).await?;
+    let removed = state
+        .boards
+        .windowed(&board)
+        .trim(window(&q.window)?, q.top)
+        .await?;
     Ok(Json(removed))
 }

@@ -55,7 +55,11 @@ pub async fn put_data(
     let value: Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("the body is not JSON: {e}")))?;
     let data = MemberData::from_value(&value)?;
-    state.boards.set_member_data(&board, &member, data).await?;
+    state
+        .boards
+        .windowed(&board)
+        .set_member_data(&member, data)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -74,7 +78,7 @@ pub async fn get_data(
     State(state): State<AppState>,
     ApiPath((board, member)): ApiPath<(String, String)>,
 ) -> ApiResult<Response> {
-    let data = state.boards.member_data(&board, &member).await?;
+    let data = state.boards.windowed(&board).member_data(&member).await?;
     let data = data.ok_or_else(|| Error::MemberNotFound {
         board: board.clone(),
         member: member.clone(),
@@ -105,6 +109,10 @@ pub async fn delete_data(
     State(state): State<AppState>,
     ApiPath((board, member)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    state.boards.delete_member_data(&board, &member).await?;
+    state
+        .boards
+        .windowed(&board)
+        .delete_member_data(&member)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -136,9 +136,9 @@ async fn page_data(
     with_data: bool,
 ) -> crate::Result<BoardPage> {
     match page {
-        BoardPage::Windowed(page) if with_data => {
-            Ok(BoardPage::Windowed(boards.with_data(board, page).await?))
-        }
+        BoardPage::Windowed(page) if with_data => Ok(BoardPage::Windowed(
+            boards.windowed(board).with_data(page).await?,
+        )),
         BoardPage::Trending(_) if with_data => Err(no_data(board)),
         page => Ok(page),
     }
@@ -207,7 +207,8 @@ pub async fn top(
         let max_limit = state.boards.settings().max_limit;
         let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(max_limit));
         let page = boards
-            .top_percent(&board, window(&q.window)?, percent, order, offset, limit)
+            .windowed(&board)
+            .top_percent(window(&q.window)?, percent, order, offset, limit)
             .await?;
         let page = BoardPage::Windowed(page);
         return Ok(Json(page_data(&boards, &board, page, with_data).await?));
@@ -247,7 +248,7 @@ pub async fn member(
     let standing = standing.ok_or_else(|| not_found(&board, &member, missing))?;
     Ok(Json(match standing {
         MemberStanding::Windowed(s) if with_data => {
-            MemberStanding::Windowed(boards.standing_with_data(&board, s).await?)
+            MemberStanding::Windowed(boards.windowed(&board).standing_with_data(s).await?)
         }
         MemberStanding::Trending(_) if with_data => return Err(no_data(&board).into()),
         other => other,
@@ -310,7 +311,7 @@ pub async fn history(
     State(state): State<AppState>,
     ApiPath((board, member)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<History>> {
-    let history = state.boards.history(&board, &member).await?;
+    let history = state.boards.windowed(&board).history(&member).await?;
     if history.points.is_empty() {
         // Like its standing: a member holding nothing (never seen, or removed) is 404.
         return Err(not_found(&board, &member, "value in the largest window").into());
@@ -337,7 +338,7 @@ pub async fn remove_member(
     State(state): State<AppState>,
     ApiPath((board, member)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<MemberRemoved>> {
-    let removed = state.boards.remove_member(&board, &member).await?;
+    let removed = state.boards.windowed(&board).remove_member(&member).await?;
     Ok(Json(MemberRemoved {
         member,
         slot_values: removed.slot_values,

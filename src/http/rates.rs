@@ -174,7 +174,7 @@ pub async fn post_hit(
     let body = body.unwrap_or_default();
     let at = body.at.map(Timestamp::from_unix_seconds_f64).transpose()?;
     let count = body.count.unwrap_or(1);
-    let tiers = state.boards.rate_hit(&key, count, at).await?;
+    let tiers = state.boards.rates().hit(&key, count, at).await?;
     Ok(Json(HitResponse {
         accepted: count,
         tiers,
@@ -226,7 +226,7 @@ pub async fn post_hits(
             }),
         }
     }
-    let statuses = state.boards.rate_hits(&valid).await?;
+    let statuses = state.boards.rates().hits(&valid).await?;
     let mut accepted = 0;
     for (status, index) in statuses.into_iter().zip(index_of) {
         match status {
@@ -263,7 +263,8 @@ pub async fn get_counts(
     let windows = q.last.as_deref().map(split_windows);
     let read = state
         .boards
-        .rate_counts_with(&key, windows.as_deref(), coverage)
+        .rates()
+        .counts_with(&key, windows.as_deref(), coverage)
         .await?;
     Ok(Json(CountsResponse {
         key: read.key,
@@ -297,7 +298,8 @@ pub async fn post_check(
     let coverage = coverage(body.coverage.as_deref())?;
     let verdict = state
         .boards
-        .rate_check_with(
+        .rates()
+        .check_with(
             &key,
             body.limit,
             &body.last,
@@ -329,6 +331,6 @@ pub async fn delete_key(
     State(state): State<AppState>,
     ApiPath(key): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    state.boards.rate_delete(&key).await?;
+    state.boards.rates().delete(&key).await?;
     Ok(StatusCode::NO_CONTENT)
 }

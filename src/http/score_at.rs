@@ -44,6 +44,10 @@ pub async fn score_at(
     ApiQuery(q): ApiQuery<ScoreAtQuery>,
 ) -> ApiResult<Json<ScoreAt>> {
     let window = window(&q.window)?;
-    let at = state.boards.score_at(&board, window, q.percentile).await?;
+    let at = state
+        .boards
+        .windowed(&board)
+        .score_at(window, q.percentile)
+        .await?;
     Ok(Json(at))
 }

@@ -63,5 +63,11 @@ pub async fn get_snapshots(
 ) -> ApiResult<Json<Snapshots>> {
     let window = window(&q.window)?;
     let range = SnapshotRange::new(q.from, q.to, q.limit)?;
-    Ok(Json(state.boards.snapshots(&board, window, range).await?))
+    Ok(Json(
+        state
+            .boards
+            .windowed(&board)
+            .snapshots(window, range)
+            .await?,
+    ))
 }

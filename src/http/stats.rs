@@ -76,7 +76,8 @@ pub async fn post_value(
 ) -> ApiResult<Json<Recorded>> {
     state
         .boards
-        .record_stat(&context, &kind, body.value)
+        .stats()
+        .record(&context, &kind, body.value)
         .await?;
     crate::metrics::stats_record();
     Ok(Json(Recorded {
@@ -106,7 +107,7 @@ pub async fn get_stats(
     State(state): State<AppState>,
     ApiPath((context, kind)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<ContextStats>> {
-    Ok(Json(state.boards.stats(&context, &kind).await?))
+    Ok(Json(state.boards.stats().read(&context, &kind).await?))
 }
 
 /// The contexts of a kind with the highest mean (the service records its own routes'
@@ -129,6 +130,10 @@ pub async fn slowest(
     let kind = q
         .kind
         .unwrap_or_else(|| super::access_time::ACCESS_TIME.to_owned());
-    let entries = state.boards.slowest(&kind, q.limit.unwrap_or(10)).await?;
+    let entries = state
+        .boards
+        .stats()
+        .slowest(&kind, q.limit.unwrap_or(10))
+        .await?;
     Ok(Json(Slowest { kind, entries }))
 }

@@ -68,7 +68,10 @@ pub async fn export_with(
         if wanted == 0 {
             break;
         }
-        let page = boards.top(board, window, report.entries, wanted).await?;
+        let page = boards
+            .windowed(board)
+            .top(window, report.entries, wanted)
+            .await?;
         if report.entries == 0 {
             report.from = page.from;
             report.to = page.to;

@@ -141,12 +141,8 @@ pub async fn import_legacy(
             )));
         }
     }
-    let config = boards
-        .create_board(&job.board, config)
-        .await?
-        .board()
-        .config
-        .clone();
+    // The board made, or found with this config, or extended to it: `config` is its config.
+    boards.create(&job.board, config.clone()).await?;
 
     let mut report = LegacyReport {
         board: job.board.clone(),
@@ -196,7 +192,11 @@ pub async fn import_legacy(
         }
         for (i, events) in events.chunks(chunk).enumerate() {
             let token = format!("legacy:{key}:{i}");
-            match boards.incr_batch_once(&job.board, events, &token).await? {
+            match boards
+                .windowed(&job.board)
+                .incr_batch_once(events, &token)
+                .await?
+            {
                 None => report.already_imported += events.len() as u64,
                 Some(outcome) => {
                     let (applied, too_late, rejected) = super::tally(outcome);

@@ -42,8 +42,8 @@ impl Rollboard {
     pub async fn write_events(&self, board: &str, events: &[Event]) -> Result<BatchOutcome> {
         self.by_kind(board, |kind| async move {
             match kind {
-                BoardKind::Windowed => self.incr_batch(board, events).await,
-                BoardKind::Trending => self.trend_incr_batch(board, events).await,
+                BoardKind::Windowed => self.windowed(board).incr_batch(events).await,
+                BoardKind::Trending => self.trending(board).incr_batch(events).await,
             }
         })
         .await
@@ -61,9 +61,14 @@ impl Rollboard {
     ) -> Result<KeyedOutcome> {
         self.by_kind(board, |kind| async move {
             match kind {
-                BoardKind::Windowed => self.write_keyed(board, events, key, fingerprint).await,
+                BoardKind::Windowed => {
+                    self.windowed(board)
+                        .write_keyed(events, key, fingerprint)
+                        .await
+                }
                 BoardKind::Trending => {
-                    self.trend_write_keyed(board, events, key, fingerprint)
+                    self.trending(board)
+                        .write_keyed(events, key, fingerprint)
                         .await
                 }
             }
@@ -103,13 +108,15 @@ impl Rollboard {
         self.by_kind(board, |kind| async move {
             Ok(match kind {
                 BoardKind::Windowed => BoardPage::Windowed(
-                    self.ranking(board, window, bounds.totals()?, order, offset, limit)
+                    self.windowed(board)
+                        .ranking(window, bounds.totals()?, order, offset, limit)
                         .await?,
                 ),
                 BoardKind::Trending => {
                     no_window(window)?;
                     BoardPage::Trending(
-                        self.trend_ranking(board, bounds.scores()?, order, offset, limit)
+                        self.trending(board)
+                            .ranking(bounds.scores()?, order, offset, limit)
                             .await?,
                     )
                 }
@@ -129,12 +136,14 @@ impl Rollboard {
         self.by_kind(board, |kind| async move {
             Ok(match kind {
                 BoardKind::Windowed => self
-                    .score(board, member, window)
+                    .windowed(board)
+                    .score(member, window)
                     .await?
                     .map(MemberStanding::Windowed),
                 BoardKind::Trending => {
                     no_window(window)?;
-                    self.trend_score(board, member)
+                    self.trending(board)
+                        .score(member)
                         .await?
                         .map(MemberStanding::Trending)
                 }
@@ -154,11 +163,11 @@ impl Rollboard {
         self.by_kind(board, |kind| async move {
             Ok(match kind {
                 BoardKind::Windowed => {
-                    MemberRanks::Windowed(self.ranks(board, members, window).await?)
+                    MemberRanks::Windowed(self.windowed(board).ranks(members, window).await?)
                 }
                 BoardKind::Trending => {
                     no_window(window)?;
-                    MemberRanks::Trending(self.trend_ranks(board, members).await?)
+                    MemberRanks::Trending(self.trending(board).ranks(members).await?)
                 }
             })
         })
@@ -192,12 +201,14 @@ impl Rollboard {
         self.by_kind(board, |kind| async move {
             Ok(match kind {
                 BoardKind::Windowed => self
-                    .around_with(board, member, window, n, options)
+                    .windowed(board)
+                    .around_with(member, window, n, options)
                     .await?
                     .map(BoardPage::Windowed),
                 BoardKind::Trending => {
                     no_window(window)?;
-                    self.trend_around_with(board, member, n, options)
+                    self.trending(board)
+                        .around_with(member, n, options)
                         .await?
                         .map(BoardPage::Trending)
                 }
@@ -213,7 +224,7 @@ impl Rollboard {
             Ok(match kind {
                 BoardKind::Windowed => BoardState::Windowed(self.describe_board(board).await?),
                 BoardKind::Trending => {
-                    let (board, counts) = self.describe_trending(board).await?;
+                    let (board, counts) = self.trending(board).describe().await?;
                     BoardState::Trending(TrendingStatus::new(&board, counts))
                 }
             })

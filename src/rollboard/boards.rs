@@ -3,28 +3,40 @@
 use std::sync::Arc;
 
 use super::Rollboard;
-use crate::domain::any_board::AnyBoard;
+use crate::domain::BoardName;
+use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created};
-use crate::domain::{BoardConfig, BoardName};
 use crate::error::{Error, Result};
 
 impl Rollboard {
-    /// Creates board `name`; returns the existing board when it has the same config, or
-    /// adds windows to it when `config` is its config plus larger windows
-    /// ([`Created::Extended`]: call [`build_windows`](Self::build_windows) to build their
-    /// totals). Any other difference is [`Error::BoardConflict`].
-    pub async fn create_board(&self, name: &str, config: BoardConfig) -> Result<Created> {
+    /// Creates board `name`, a windowed board for a [`BoardConfig`](crate::BoardConfig), a trending one for a
+    /// [`TrendingConfig`](crate::TrendingConfig). Returns the existing board when it has
+    /// the same config; adds windows to a windowed board when `config` is its config plus
+    /// larger windows ([`Created::Extended`]: call
+    /// [`build_windows`](crate::Windowed::build_windows) to build their totals). Any other
+    /// difference is [`Error::BoardConflict`] ([`Error::TrendingConflict`] for a trending
+    /// board); a board of the other kind of that name is [`Error::BoardKind`].
+    pub async fn create(
+        &self,
+        name: &str,
+        config: impl Into<NewBoard>,
+    ) -> Result<Created<AnyBoard>> {
         let name = BoardName::parse(name)?;
-        config.check_rank()?;
-        let created = self
-            .change(
-                &name,
-                self.inner.store.create_board(&name, &config, self.now()),
-            )
-            .await?;
-        self.inner
-            .boards
-            .remember(AnyBoard::Windowed(Arc::new(created.board().clone())));
+        let (store, now) = (&self.inner.store, self.now());
+        let created = match config.into() {
+            NewBoard::Windowed(config) => {
+                config.check_rank()?;
+                let create = store.create_board(&name, &config, now);
+                let created = self.change(&name, create).await?;
+                created.map(|b| AnyBoard::Windowed(Arc::new(b)))
+            }
+            NewBoard::Trending(config) => {
+                let create = store.trending().create_trending(&name, &config, now);
+                let created = self.change(&name, create).await?;
+                created.map(|b| AnyBoard::Trending(Arc::new(b)))
+            }
+        };
+        self.inner.boards.remember(created.board().clone());
         self.inner.board_changes.send_replace(());
         Ok(created)
     }

@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use super::Rollboard;
+use super::Windowed;
 use crate::domain::{Member, Order, ScoreBounds, ScoreRange, Span, TopPage};
 use crate::domain::{own_values, stored_range};
 use crate::error::{Error, Result};
@@ -37,14 +37,10 @@ pub struct BulkRemoved {
     pub more: bool,
 }
 
-impl Rollboard {
+impl Windowed<'_> {
     /// Removes each of `members` (1 to 1,000; duplicates are removed once) from every
     /// slot and window of the board, as [`remove_member`](Self::remove_member) does.
-    pub async fn remove_members<S: AsRef<str>>(
-        &self,
-        board: &str,
-        members: &[S],
-    ) -> Result<BulkRemoved> {
+    pub async fn remove_members<S: AsRef<str>>(self, members: &[S]) -> Result<BulkRemoved> {
         if members.is_empty() || members.len() > MAX_BULK_REMOVE {
             return Err(Error::InvalidQuery {
                 reason: format!(
@@ -60,7 +56,7 @@ impl Rollboard {
                 parsed.push(member);
             }
         }
-        self.remove_each(board, &parsed, false).await
+        self.remove_each(&parsed, false).await
     }
 
     /// Removes, from every slot and window, the members ranked in `window` (the board's
@@ -69,8 +65,7 @@ impl Rollboard {
     /// Members not ranked in that window are not selected, whatever their totals
     /// elsewhere.
     pub async fn remove_by_score(
-        &self,
-        board: &str,
+        self,
         window: Option<Span>,
         bounds: ScoreBounds,
     ) -> Result<BulkRemoved> {
@@ -82,8 +77,8 @@ impl Rollboard {
             });
         }
         let range = bounds.totals()?;
-        let page = self.selection(board, window, range, 0).await?;
-        self.remove_selected(board, page).await
+        let page = self.selection(window, range, 0).await?;
+        self.remove_selected(page).await
     }
 
     /// Removes, from every slot and window, the members ranked in `window` (the board's
@@ -91,36 +86,37 @@ impl Rollboard {
     /// the board's tie order, so exactly `top` stay ranked. At most 1,000 per call, those
     /// right below the cut first (`more` when others remain). Members not ranked in that
     /// window are left alone.
-    pub async fn trim(&self, board: &str, window: Option<Span>, top: u64) -> Result<BulkRemoved> {
+    pub async fn trim(self, window: Option<Span>, top: u64) -> Result<BulkRemoved> {
         if top > MAX_TOP {
             return Err(Error::InvalidQuery {
                 reason: format!("top must be between 0 and {MAX_TOP}, got {top}"),
             });
         }
-        let page = self.selection(board, window, ScoreRange::ALL, top).await?;
-        self.remove_selected(board, page).await
+        let page = self.selection(window, ScoreRange::ALL, top).await?;
+        self.remove_selected(page).await
     }
 
     /// One read of the ranking of `window`: up to 1,001 members of `range` from `offset`.
     async fn selection(
-        &self,
-        board: &str,
+        self,
         window: Option<Span>,
         range: ScoreRange,
         offset: u64,
     ) -> Result<TopPage> {
-        let now = self.now();
-        let store = &self.inner.store;
+        let board = self.board;
+        let now = self.rb.now();
+        let store = &self.rb.inner.store;
         let limit = MAX_BULK_REMOVE as u64 + 1;
-        self.on_window(board, window, |b, w| async move {
-            let range = stored_range(&b, range);
-            let page = store.top(&b, w, now, range, Order::Desc, offset, limit);
-            Ok(own_values(&b, page.await?))
-        })
-        .await
+        self.rb
+            .on_window(board, window, |b, w| async move {
+                let range = stored_range(&b, range);
+                let page = store.top(&b, w, now, range, Order::Desc, offset, limit);
+                Ok(own_values(&b, page.await?))
+            })
+            .await
     }
 
-    async fn remove_selected(&self, board: &str, page: TopPage) -> Result<BulkRemoved> {
+    async fn remove_selected(self, page: TopPage) -> Result<BulkRemoved> {
         let more = page.entries.len() > MAX_BULK_REMOVE;
         let members = page
             .entries
@@ -128,33 +124,31 @@ impl Rollboard {
             .take(MAX_BULK_REMOVE)
             .map(|e| Member::parse(&e.member))
             .collect::<Result<Vec<_>>>()?;
-        self.remove_each(board, &members, more).await
+        self.remove_each(&members, more).await
     }
 
     /// Removes each member with the store's exact removal, one after the other.
-    async fn remove_each(
-        &self,
-        board: &str,
-        members: &[Member],
-        more: bool,
-    ) -> Result<BulkRemoved> {
-        let store = &self.inner.store;
-        self.on_board(board, |b| async move {
-            let mut done = BulkRemoved {
-                more,
-                ..BulkRemoved::default()
-            };
-            for member in members {
-                let removed = self
-                    .change(&b.name, store.remove_member(&b, member))
-                    .await?;
-                if removed.slot_values > 0 {
-                    done.removed += 1;
-                    done.members.push(member.to_string());
+    async fn remove_each(self, members: &[Member], more: bool) -> Result<BulkRemoved> {
+        let board = self.board;
+        let store = &self.rb.inner.store;
+        self.rb
+            .on_board(board, |b| async move {
+                let mut done = BulkRemoved {
+                    more,
+                    ..BulkRemoved::default()
+                };
+                for member in members {
+                    let removed = self
+                        .rb
+                        .change(&b.name, store.remove_member(&b, member))
+                        .await?;
+                    if removed.slot_values > 0 {
+                        done.removed += 1;
+                        done.members.push(member.to_string());
+                    }
                 }
-            }
-            Ok(done)
-        })
-        .await
+                Ok(done)
+            })
+            .await
     }
 }

@@ -189,20 +189,17 @@ impl Rollboard {
         let windows = join_all(status.windows.iter().map(|w| async move {
             let top = async {
                 let page = self
-                    .ranking(
-                        name,
-                        Some(w.window),
-                        ScoreRange::ALL,
-                        query.order,
-                        0,
-                        query.top,
-                    )
+                    .windowed(name)
+                    .ranking(Some(w.window), ScoreRange::ALL, query.order, 0, query.top)
                     .await?;
-                self.with_data(name, page).await
+                self.windowed(name).with_data(page).await
             };
             let snapshot = async {
                 if takes_snapshots {
-                    let listed = self.snapshots(name, Some(w.window), newest).await?;
+                    let listed = self
+                        .windowed(name)
+                        .snapshots(Some(w.window), newest)
+                        .await?;
                     Ok(listed.snapshots.into_iter().next())
                 } else {
                     Ok(None)
@@ -235,7 +232,7 @@ impl Rollboard {
             .flat_map(|w| &w.leaders)
             .filter(|m| seen.insert(m.as_str()))
             .collect();
-        let histories = join_all(leaders.iter().map(|m| self.history(name, m)))
+        let histories = join_all(leaders.iter().map(|m| self.windowed(name).history(m)))
             .await
             .into_iter()
             .collect::<Result<Vec<_>>>()?;
@@ -251,8 +248,9 @@ impl Rollboard {
     /// A trending board: its counts and its top.
     async fn trending_view(&self, name: &str, query: &DashboardQuery) -> Result<TrendingBoardView> {
         let (described, top) = join(
-            self.describe_trending(name),
-            self.trend_ranking(name, TrendRange::ALL, query.order, 0, query.top),
+            self.trending(name).describe(),
+            self.trending(name)
+                .ranking(TrendRange::ALL, query.order, 0, query.top),
         )
         .await;
         let (board, counts) = described?;
@@ -268,7 +266,7 @@ impl Rollboard {
 
     /// Every counter name and the newest samples of the counters shown.
     async fn dashboard_counters(&self, query: &DashboardQuery) -> DashboardCounters {
-        let all = match self.counters().await {
+        let all = match self.counters().list().await {
             Ok(all) => all,
             Err(e) => {
                 return DashboardCounters {
@@ -302,7 +300,8 @@ impl Rollboard {
                 let name_ref = name.as_str();
                 let read = join_all(info.precisions.iter().map(|&precision| async move {
                     let samples = self
-                        .counter_samples(name_ref, precision, SampleQuery::default())
+                        .counters()
+                        .samples(name_ref, precision, SampleQuery::default())
                         .await?;
                     let skip = samples.len().saturating_sub(query.samples);
                     Ok::<_, Error>(PrecisionSamples {
@@ -344,10 +343,18 @@ impl Rollboard {
     async fn dashboard_stats(&self, query: &DashboardQuery) -> DashboardStats {
         let kind = query.kind.clone();
         let read = async {
-            let (kinds, slowest) =
-                join(self.stat_kinds(), self.slowest(&query.kind, query.slowest)).await;
+            let (kinds, slowest) = join(
+                self.stat_kinds(),
+                self.stats().slowest(&query.kind, query.slowest),
+            )
+            .await;
             let slowest = slowest?;
-            let p95s = join_all(slowest.iter().map(|e| self.stats(&e.context, &query.kind))).await;
+            let p95s = join_all(
+                slowest
+                    .iter()
+                    .map(|e| self.stats().read(&e.context, &query.kind)),
+            )
+            .await;
             let slowest = slowest
                 .into_iter()
                 .zip(p95s)
@@ -433,9 +440,9 @@ impl Rollboard {
             status
                 .windows
                 .iter()
-                .map(|w| self.score(board, member, Some(w.window))),
+                .map(|w| self.windowed(board).score(member, Some(w.window))),
         );
-        let (standings, history) = join(standings, self.history(board, member)).await;
+        let (standings, history) = join(standings, self.windowed(board).history(member)).await;
         let history = history?;
         let mut windows = Vec::with_capacity(status.windows.len());
         for (w, standing) in status.windows.iter().zip(standings) {
@@ -466,8 +473,8 @@ impl Rollboard {
 
     async fn lookup_trending(&self, board: &str, member: &str) -> Result<MemberLookup> {
         let (described, standing) = join(
-            self.describe_trending(board),
-            self.trend_score(board, member),
+            self.trending(board).describe(),
+            self.trending(board).score(member),
         )
         .await;
         let (described, counts) = described?;

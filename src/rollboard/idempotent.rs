@@ -8,7 +8,7 @@
 //! answer from their records, the others (a retry after a failure half-way) are applied
 //! then.
 
-use super::Rollboard;
+use super::Windowed;
 use super::write::{BatchOutcome, record, slot_writes};
 use crate::domain::{BoardName, Event, Fingerprint, IdempotencyKey};
 use crate::error::{Error, Result};
@@ -24,52 +24,45 @@ pub struct KeyedOutcome {
     pub replayed: bool,
 }
 
-impl Rollboard {
+impl Windowed<'_> {
     /// Applies a batch once for `key` (an idempotency key: 1–255 printable ASCII
     /// characters) within [`Settings::idempotency_ttl`](crate::Settings): a retry with the
     /// same key and events applies nothing and answers the first call's outcome; the same
     /// key with other events is [`Error::IdempotencyKeyReused`].
-    pub async fn write_idempotent(
-        &self,
-        board: &str,
-        events: &[Event],
-        key: &str,
-    ) -> Result<BatchOutcome> {
+    pub async fn write_idempotent(self, events: &[Event], key: &str) -> Result<BatchOutcome> {
         let key = IdempotencyKey::parse(key)?;
         let fingerprint = Fingerprint::of_events(events);
-        Ok(self
-            .write_keyed(board, events, &key, &fingerprint)
-            .await?
-            .outcome)
+        Ok(self.write_keyed(events, &key, &fingerprint).await?.outcome)
     }
 
     /// [`write_idempotent`](Self::write_idempotent) with the fingerprint given (the HTTP
     /// service fingerprints the request body), telling whether it was a replay.
     pub async fn write_keyed(
-        &self,
-        board: &str,
+        self,
         events: &[Event],
         key: &IdempotencyKey,
         fingerprint: &Fingerprint,
     ) -> Result<KeyedOutcome> {
-        let mut board = self.cached_board(&BoardName::parse(board)?).await?;
-        let store = &self.inner.store;
+        let board = self.board;
+        let mut board = self.rb.cached_board(&BoardName::parse(board)?).await?;
+        let store = &self.rb.inner.store;
         let write_key = WriteKey {
             name: key.as_str().to_owned(),
             fingerprint: fingerprint.as_str().to_owned(),
-            ttl: self.inner.settings.idempotency_ttl,
+            ttl: self.rb.inner.settings.idempotency_ttl,
         };
         let write_key = &write_key;
-        let mut now = self.now();
+        let mut now = self.rb.now();
         // Once more at most: a replay recorded at another `now` is admitted again at it.
         for _ in 0..2 {
-            let (valid, mut outcome) = self.validate(&board, now, events)?;
+            let (valid, mut outcome) = self.rb.validate(&board, now, events)?;
             let valid_ref = &valid;
             // Even a batch with nothing to apply is recorded, so it answers the same.
             let keyed = self
+                .rb
                 .retry_changed(&mut board, |b| async move {
                     let written = store.write_keyed(&b, now, slot_writes(valid_ref), write_key);
-                    self.change(&b.name, written).await
+                    self.rb.change(&b.name, written).await
                 })
                 .await??;
             let (statuses, replayed) = match keyed {
@@ -91,7 +84,9 @@ impl Rollboard {
             record(&board, now, events, &valid, statuses, &mut outcome);
             outcome.rejected.sort_by_key(|r| r.index);
             // A replay keeps the data again: the first call may have failed to.
-            self.keep_event_data(&mut board, events, &outcome).await?;
+            self.rb
+                .keep_event_data(&mut board, events, &outcome)
+                .await?;
             return Ok(KeyedOutcome { outcome, replayed });
         }
         Err(Error::store(format!(

@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::Rollboard;
 use super::write::BatchOutcome;
+use super::{Rollboard, Windowed};
 use crate::domain::board::Board;
 use crate::domain::{BoardName, Event, Member, MemberData, Standing, TopPage};
 use crate::error::{Error, Result};
@@ -16,20 +16,23 @@ use crate::error::{Error, Result};
 const NO_TOTAL: &str =
     "total in the board's largest window (member data is kept only for members holding one)";
 
-impl Rollboard {
+impl Windowed<'_> {
     /// Sets `member`'s data on `board`, replacing what it held:
     /// [`Error::MemberNotFound`] when the member holds no total in the board's largest
     /// window (checked in the same atomic step as the set, so data is only ever kept for
     /// members with a total). The data goes when that total does (retirement, a write
     /// back to 0, removal, a drop).
-    pub async fn set_member_data(&self, board: &str, member: &str, data: MemberData) -> Result<()> {
+    pub async fn set_member_data(self, member: &str, data: MemberData) -> Result<()> {
+        let board = self.board;
         let parsed = Member::parse(member)?;
-        let store = &self.inner.store;
+        let store = &self.rb.inner.store;
         let entries = [(parsed, data)];
         let entries = &entries;
         let set = self
+            .rb
             .on_board(board, |b| async move {
-                self.change(&b.name, store.set_member_data(&b, entries))
+                self.rb
+                    .change(&b.name, store.set_member_data(&b, entries))
                     .await
             })
             .await?;
@@ -41,34 +44,37 @@ impl Rollboard {
     }
 
     /// `member`'s data on `board`, `None` when it has none.
-    pub async fn member_data(&self, board: &str, member: &str) -> Result<Option<MemberData>> {
+    pub async fn member_data(self, member: &str) -> Result<Option<MemberData>> {
         let members = [Member::parse(member)?];
-        Ok(self.members_data(board, &members).await?.pop().flatten())
+        Ok(self.members_data(&members).await?.pop().flatten())
     }
 
     /// Deletes `member`'s data on `board`: whether it had any.
-    pub async fn delete_member_data(&self, board: &str, member: &str) -> Result<bool> {
+    pub async fn delete_member_data(self, member: &str) -> Result<bool> {
+        let board = self.board;
         let member = Member::parse(member)?;
-        let store = &self.inner.store;
+        let store = &self.rb.inner.store;
         let member = &member;
-        self.on_board(board, |b| async move {
-            self.change(&b.name, store.delete_member_data(&b, member))
-                .await
-        })
-        .await
+        self.rb
+            .on_board(board, |b| async move {
+                self.rb
+                    .change(&b.name, store.delete_member_data(&b, member))
+                    .await
+            })
+            .await
     }
 
     /// `page` (a page read from `board`: `top`, `bottom`, a score range, a percent,
     /// `around`) with each entry's data (`Some(None)` where it has none), read in one
     /// store call right after the page (a member that left the board in between shows
     /// none).
-    pub async fn with_data(&self, board: &str, mut page: TopPage) -> Result<TopPage> {
+    pub async fn with_data(self, mut page: TopPage) -> Result<TopPage> {
         let members = page
             .entries
             .iter()
             .map(|e| Member::parse(&e.member))
             .collect::<Result<Vec<_>>>()?;
-        let data = self.data_beside_reads(board, &members).await?;
+        let data = self.data_beside_reads(&members).await?;
         for (entry, data) in page.entries.iter_mut().zip(data) {
             entry.data = Some(data);
         }
@@ -77,51 +83,39 @@ impl Rollboard {
 
     /// `standing` (a member's standing read from `board`) with its data (`Some(None)`
     /// when it has none).
-    pub async fn standing_with_data(
-        &self,
-        board: &str,
-        mut standing: Standing,
-    ) -> Result<Standing> {
+    pub async fn standing_with_data(self, mut standing: Standing) -> Result<Standing> {
         let members = [Member::parse(&standing.member)?];
-        let data = self
-            .data_beside_reads(board, &members)
-            .await?
-            .pop()
-            .flatten();
+        let data = self.data_beside_reads(&members).await?.pop().flatten();
         standing.data = Some(data);
         Ok(standing)
     }
 
     /// The data of each of `members` on `board`, in order, for a read's answer: through
     /// the read cache like the read (see [`Rollboard::reading_within`]).
-    async fn data_beside_reads(
-        &self,
-        board: &str,
-        members: &[Member],
-    ) -> Result<Vec<Option<MemberData>>> {
-        let store = &self.inner.store;
-        self.on_board(board, |b| async move {
-            let key = || format!("data {members:?}");
-            let fetch = || store.member_data(&b, members);
-            Ok(self.read_through(&b.name, key, fetch).await?.0)
-        })
-        .await
+    async fn data_beside_reads(self, members: &[Member]) -> Result<Vec<Option<MemberData>>> {
+        let board = self.board;
+        let store = &self.rb.inner.store;
+        self.rb
+            .on_board(board, |b| async move {
+                let key = || format!("data {members:?}");
+                let fetch = || store.member_data(&b, members);
+                Ok(self.rb.read_through(&b.name, key, fetch).await?.0)
+            })
+            .await
     }
 
     /// The data of each of `members` on `board`, in order.
-    async fn members_data(
-        &self,
-        board: &str,
-        members: &[Member],
-    ) -> Result<Vec<Option<MemberData>>> {
-        let store = &self.inner.store;
-        self.on_board(
-            board,
-            |b| async move { store.member_data(&b, members).await },
-        )
-        .await
+    async fn members_data(self, members: &[Member]) -> Result<Vec<Option<MemberData>>> {
+        let store = &self.rb.inner.store;
+        self.rb
+            .on_board(self.board, |b| async move {
+                store.member_data(&b, members).await
+            })
+            .await
     }
+}
 
+impl Rollboard {
     /// Keeps the data of the events of a write that carry some and were applied (the
     /// later of a member's events wins), where the member holds a total once they are:
     /// one store call after the write, none when no event carries data.

@@ -32,6 +32,8 @@ mod any_board;
 mod boards;
 pub(crate) mod bulk_remove;
 mod cache;
+mod handles;
+pub use handles::{Counters, Rates, Stats, Trending, Windowed};
 mod clock_skew;
 pub use clock_skew::SkewTooLarge;
 pub(crate) mod counters;

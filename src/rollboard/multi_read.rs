@@ -132,7 +132,9 @@ impl Rollboard {
                     Some(w) => vec![w],
                     None => b.config.windows().to_vec(),
                 };
-                let reads = windows.iter().map(|w| self.score(board, member, Some(*w)));
+                let reads = windows
+                    .iter()
+                    .map(|w| self.windowed(board).score(member, Some(*w)));
                 let mut scores = Vec::with_capacity(windows.len());
                 for (w, standing) in windows.iter().zip(join_all(reads).await) {
                     scores.push(match standing? {
@@ -158,7 +160,7 @@ impl Rollboard {
                 }))
             }
             AnyBoard::Trending(_) => {
-                let standing = self.trend_score(board, member).await?;
+                let standing = self.trending(board).score(member).await?;
                 Ok(BoardStanding::Trending(TrendingStanding {
                     board: board.to_owned(),
                     score: standing.as_ref().map_or(0.0, |s| s.score),

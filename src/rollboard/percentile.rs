@@ -12,7 +12,7 @@
 
 use serde::Serialize;
 
-use super::Rollboard;
+use super::Windowed;
 use crate::domain::own_values;
 use crate::domain::{Order, ScoreRange, Span, TopPage};
 use crate::error::{Error, Result};
@@ -35,29 +35,30 @@ pub struct ScoreAt {
     pub window: Span,
 }
 
-impl Rollboard {
+impl Windowed<'_> {
     /// The top `percent` percent (0 < P ≤ 100) of the ranked members of `window`:
     /// `ceil(P / 100 × ranked)` entries, of which this page answers those from `offset`,
     /// at most `limit` (1 to the configured maximum); in `order` ([`Order::Asc`]: the
     /// bottom P percent, lowest first).
     pub async fn top_percent(
-        &self,
-        board: &str,
+        self,
         window: Option<Span>,
         percent: f64,
         order: Order,
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
+        let board = self.board;
         if !(percent > 0.0 && percent <= 100.0) {
             return Err(Error::InvalidQuery {
                 reason: format!("percent must be above 0 and at most 100, got {percent}"),
             });
         }
-        crate::domain::check_page(offset, limit, self.inner.settings.max_limit)?;
-        let now = self.now();
-        let store = &self.inner.store;
+        crate::domain::check_page(offset, limit, self.rb.inner.settings.max_limit)?;
+        let now = self.rb.now();
+        let store = &self.rb.inner.store;
         let page = self
+            .rb
             .on_window(board, window, |b, w| async move {
                 let key = || format!("percent {w} {percent} {order:?} {offset} {limit}");
                 let b = &b;
@@ -70,7 +71,7 @@ impl Rollboard {
                     page.entries.truncate(limit as usize);
                     Ok(page)
                 };
-                let (page, age_ms) = self.read_through(&b.name, key, fetch).await?;
+                let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(TopPage { age_ms, ..page })
             })
             .await;
@@ -80,20 +81,17 @@ impl Rollboard {
     /// The lowest total in `window` that beats a share `percentile` (0 to 1) of its
     /// ranked members (see the module's header); [`Error::RankingEmpty`] when none is
     /// ranked.
-    pub async fn score_at(
-        &self,
-        board: &str,
-        window: Option<Span>,
-        percentile: f64,
-    ) -> Result<ScoreAt> {
+    pub async fn score_at(self, window: Option<Span>, percentile: f64) -> Result<ScoreAt> {
+        let board = self.board;
         if !(0.0..=1.0).contains(&percentile) {
             return Err(Error::InvalidQuery {
                 reason: format!("percentile must be between 0 and 1, got {percentile}"),
             });
         }
-        let now = self.now();
-        let store = &self.inner.store;
+        let now = self.rb.now();
+        let store = &self.rb.inner.store;
         let at = self
+            .rb
             .on_window(board, window, |b, w| async move {
                 let span = b.config.windows()[w];
                 // The ranking may shrink between the count and the read: count again then.

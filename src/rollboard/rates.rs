@@ -1,30 +1,31 @@
 //! Rate windows on the front door: validate keys, counts, windows and times, read the
 //! time from the clock, and call the store's [`RateStore`](crate::store::RateStore).
 
-use super::Rollboard;
+use super::Rates;
 use crate::domain::{MAX_ABS, Timestamp};
 use crate::error::{Error, Result};
 use crate::rates::{Coverage, RateCounts, RateKey, RateTiers, RateWindow, Verdict};
 use crate::store::RateHit;
 
-impl Rollboard {
+impl<'a> Rates<'a> {
     /// The tiers of every rate key (from the settings).
-    pub fn rate_tiers(&self) -> &RateTiers {
-        &self.settings().rate_tiers
+    pub fn tiers(self) -> &'a RateTiers {
+        &self.rb.settings().rate_tiers
     }
 
     /// Counts `count` hits of `key` at `at` (now when `None`) in every tier that still
     /// holds its slot; returns how many tiers counted it. A hit too old for every tier
     /// is [`Error::TooLate`]; one further in the future than the allowed skew is
     /// [`Error::InFuture`].
-    pub async fn rate_hit(&self, key: &str, count: u64, at: Option<Timestamp>) -> Result<usize> {
-        let now = self.now();
-        let hit = self.rate_hit_input(key, count, at, now)?;
+    pub async fn hit(self, key: &str, count: u64, at: Option<Timestamp>) -> Result<usize> {
+        let now = self.rb.now();
+        let hit = self.hit_input(key, count, at, now)?;
         let at = hit.at;
         let statuses = self
+            .rb
             .store()
             .rates()
-            .rate_hits(self.rate_tiers(), now, std::slice::from_ref(&hit))
+            .rate_hits(self.tiers(), now, std::slice::from_ref(&hit))
             .await?;
         let counted = statuses
             .into_iter()
@@ -38,23 +39,24 @@ impl Rollboard {
 
     /// Counts a batch of hits `(key, count, at)` in one round trip; per hit what
     /// [`rate_hit`](Self::rate_hit) would answer.
-    pub async fn rate_hits(
-        &self,
+    pub async fn hits(
+        self,
         hits: &[(String, u64, Option<Timestamp>)],
     ) -> Result<Vec<Result<usize>>> {
-        let now = self.now();
+        let now = self.rb.now();
         let checked: Vec<Result<RateHit>> = hits
             .iter()
-            .map(|(key, count, at)| self.rate_hit_input(key, *count, *at, now))
+            .map(|(key, count, at)| self.hit_input(key, *count, *at, now))
             .collect();
         let valid: Vec<RateHit> = checked
             .iter()
             .filter_map(|h| h.as_ref().ok().cloned())
             .collect();
         let mut applied = self
+            .rb
             .store()
             .rates()
-            .rate_hits(self.rate_tiers(), now, &valid)
+            .rate_hits(self.tiers(), now, &valid)
             .await?
             .into_iter()
             .zip(valid.iter().map(|h| h.at));
@@ -76,21 +78,21 @@ impl Rollboard {
     /// The counts of `key` over `windows` (`"5s"`, `"5m"`, …; every default window when
     /// `None`) at now, each the current slot and the W/L − 1 before it
     /// ([`Coverage::Partial`]).
-    pub async fn rate_counts(&self, key: &str, windows: Option<&[&str]>) -> Result<RateCounts> {
-        self.rate_counts_with(key, windows, Coverage::Partial).await
+    pub async fn counts(self, key: &str, windows: Option<&[&str]>) -> Result<RateCounts> {
+        self.counts_with(key, windows, Coverage::Partial).await
     }
 
     /// [`rate_counts`](Self::rate_counts) with each window counted with `coverage`
     /// ([`Coverage::Full`]: the current slot and the W/L before it, at least W of the
     /// past).
-    pub async fn rate_counts_with(
-        &self,
+    pub async fn counts_with(
+        self,
         key: &str,
         windows: Option<&[&str]>,
         coverage: Coverage,
     ) -> Result<RateCounts> {
         let key = RateKey::parse(key)?;
-        let tiers = self.rate_tiers();
+        let tiers = self.tiers();
         let windows: Vec<RateWindow> = match windows {
             None => tiers
                 .default_windows()
@@ -102,8 +104,9 @@ impl Rollboard {
                 .map(|w| tiers.parse_window_with(w, coverage))
                 .collect::<Result<_>>()?,
         };
-        let now = self.now();
+        let now = self.rb.now();
         let counts = self
+            .rb
             .store()
             .rates()
             .rate_counts(tiers, &key, &windows, now)
@@ -120,14 +123,8 @@ impl Rollboard {
     /// current slot and the W/L − 1 before it ([`Coverage::Partial`]): for a limiter
     /// that never admits more than `limit` within any span of W, use
     /// [`rate_check_with`](Self::rate_check_with) and [`Coverage::Full`].
-    pub async fn rate_check(
-        &self,
-        key: &str,
-        limit: u64,
-        window: &str,
-        count: u64,
-    ) -> Result<Verdict> {
-        self.rate_check_with(key, limit, window, count, Coverage::Partial)
+    pub async fn check(self, key: &str, limit: u64, window: &str, count: u64) -> Result<Verdict> {
+        self.check_with(key, limit, window, count, Coverage::Partial)
             .await
     }
 
@@ -135,8 +132,8 @@ impl Rollboard {
     /// [`Coverage::Full`] the window counts the current slot and the W/L before it, so
     /// no span of W ever holds more than `limit` admitted hits; a hit may be refused up
     /// to one slot L earlier than an exact sliding window would.
-    pub async fn rate_check_with(
-        &self,
+    pub async fn check_with(
+        self,
         key: &str,
         limit: u64,
         window: &str,
@@ -150,25 +147,27 @@ impl Rollboard {
                 reason: format!("limit must be at most {MAX_ABS}"),
             });
         }
-        let tiers = self.rate_tiers();
+        let tiers = self.tiers();
         let window = tiers.parse_window_with(window, coverage)?;
-        self.store()
+        self.rb
+            .store()
             .rates()
-            .rate_check(tiers, &key, &window, self.now(), limit, count)
+            .rate_check(tiers, &key, &window, self.rb.now(), limit, count)
             .await
     }
 
     /// Forgets `key`. `false` when it held nothing.
-    pub async fn rate_delete(&self, key: &str) -> Result<bool> {
+    pub async fn delete(self, key: &str) -> Result<bool> {
         let key = RateKey::parse(key)?;
-        self.store()
+        self.rb
+            .store()
             .rates()
-            .rate_delete(self.rate_tiers(), &key)
+            .rate_delete(self.tiers(), &key)
             .await
     }
 
-    fn rate_hit_input(
-        &self,
+    fn hit_input(
+        self,
         key: &str,
         count: u64,
         at: Option<Timestamp>,
@@ -176,13 +175,13 @@ impl Rollboard {
     ) -> Result<RateHit> {
         let key = RateKey::parse(key)?;
         let count = check_count(count)?;
-        let at = crate::domain::not_in_future(at, now, self.settings().max_future_skew)?;
+        let at = crate::domain::not_in_future(at, now, self.rb.settings().max_future_skew)?;
         Ok(RateHit { key, at, count })
     }
 
     /// The error of a hit at `at` that no tier holds at `now`, named by the coarsest tier.
-    fn too_late(&self, at: Timestamp, now: Timestamp) -> Error {
-        let coarsest = self.rate_tiers().tiers().last().copied();
+    fn too_late(self, at: Timestamp, now: Timestamp) -> Error {
+        let coarsest = self.tiers().tiers().last().copied();
         let (slot, oldest_open) = coarsest.map_or((0, 0), |tier| {
             let g = tier.slot.secs_i64();
             let slot = at.unix_seconds().div_euclid(g) * g;

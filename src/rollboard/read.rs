@@ -10,25 +10,19 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use super::{Rollboard, window_index};
+use super::{Rollboard, Windowed, window_index};
 use crate::domain::board::Board;
 use crate::domain::{AroundOptions, Order, check_around, check_page, parse_ranks_members};
 use crate::domain::{History, Member, Ranks, ScoreRange, Span, Standing, TopPage};
 use crate::domain::{own_values, stored_range};
 use crate::error::Result;
 
-impl Rollboard {
+impl Windowed<'_> {
     /// A page of the ranking of `window` (the board's first window when `None`):
     /// members with a positive total, highest first, ties by member ascending.
     /// `limit` is 1–1000.
-    pub async fn top(
-        &self,
-        board: &str,
-        window: Option<Span>,
-        offset: u64,
-        limit: u64,
-    ) -> Result<TopPage> {
-        self.top_in_range(board, window, ScoreRange::ALL, offset, limit)
+    pub async fn top(self, window: Option<Span>, offset: u64, limit: u64) -> Result<TopPage> {
+        self.top_in_range(window, ScoreRange::ALL, offset, limit)
             .await
     }
 
@@ -36,14 +30,13 @@ impl Rollboard {
     /// (`ScoreRange::new(Some(10), Some(100))?`), from the `offset`-th of them; their
     /// ranks are their ranks in the whole ranking. `limit` is 1–1000.
     pub async fn top_in_range(
-        &self,
-        board: &str,
+        self,
         window: Option<Span>,
         range: ScoreRange,
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
-        self.ranking(board, window, range, Order::Desc, offset, limit)
+        self.ranking(window, range, Order::Desc, offset, limit)
             .await
     }
 
@@ -51,14 +44,8 @@ impl Rollboard {
     /// equal totals in the reverse of the board's tie order, from the `offset`-th from
     /// the bottom. Ranks stay the board's ranks (the bottom member of 1,000 ranked has
     /// rank 1,000 unless it is tied). `limit` is 1–1000.
-    pub async fn bottom(
-        &self,
-        board: &str,
-        window: Option<Span>,
-        offset: u64,
-        limit: u64,
-    ) -> Result<TopPage> {
-        self.ranking(board, window, ScoreRange::ALL, Order::Asc, offset, limit)
+    pub async fn bottom(self, window: Option<Span>, offset: u64, limit: u64) -> Result<TopPage> {
+        self.ranking(window, ScoreRange::ALL, Order::Asc, offset, limit)
             .await
     }
 
@@ -66,87 +53,81 @@ impl Rollboard {
     /// read in `order` ([`Order::Asc`]: from the bottom, the offset counted from the
     /// lowest); ranks are ranks in the whole ranking. `limit` is 1–1000.
     pub async fn ranking(
-        &self,
-        board: &str,
+        self,
         window: Option<Span>,
         range: ScoreRange,
         order: Order,
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
-        check_page(offset, limit, self.inner.settings.max_limit)?;
-        let now = self.now();
-        let store = &self.inner.store;
-        self.on_window(board, window, |b, w| async move {
-            let key = || format!("top {w} {range:?} {order:?} {offset} {limit}");
-            let fetch = || store.top(&b, w, now, stored_range(&b, range), order, offset, limit);
-            let (page, age_ms) = self.read_through(&b.name, key, fetch).await?;
-            Ok(TopPage {
-                age_ms,
-                ..own_values(&b, page)
+        let board = self.board;
+        check_page(offset, limit, self.rb.inner.settings.max_limit)?;
+        let now = self.rb.now();
+        let store = &self.rb.inner.store;
+        self.rb
+            .on_window(board, window, |b, w| async move {
+                let key = || format!("top {w} {range:?} {order:?} {offset} {limit}");
+                let fetch = || store.top(&b, w, now, stored_range(&b, range), order, offset, limit);
+                let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                Ok(TopPage {
+                    age_ms,
+                    ..own_values(&b, page)
+                })
             })
-        })
-        .await
+            .await
     }
 
     /// The member's total (whatever its sign), rank (as the board ranks ties; `None`
     /// when the total is not positive) and percentile (the share of ranked members
     /// strictly below it) in `window`; `None` when it holds no total there.
-    pub async fn score(
-        &self,
-        board: &str,
-        member: &str,
-        window: Option<Span>,
-    ) -> Result<Option<Standing>> {
+    pub async fn score(self, member: &str, window: Option<Span>) -> Result<Option<Standing>> {
+        let board = self.board;
         let member = Member::parse(member)?;
-        let now = self.now();
-        let store = &self.inner.store;
+        let now = self.rb.now();
+        let store = &self.rb.inner.store;
         let member = &member;
-        self.on_window(board, window, |b, w| async move {
-            let key = || format!("standing {w} {member}");
-            let fetch = || store.standing(&b, w, now, member);
-            let (standing, age_ms) = self.read_through(&b.name, key, fetch).await?;
-            Ok(own_values(&b, standing).map(|s| Standing { age_ms, ..s }))
-        })
-        .await
+        self.rb
+            .on_window(board, window, |b, w| async move {
+                let key = || format!("standing {w} {member}");
+                let fetch = || store.standing(&b, w, now, member);
+                let (standing, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                Ok(own_values(&b, standing).map(|s| Standing { age_ms, ..s }))
+            })
+            .await
     }
 
     /// The total and rank (as the board ranks ties) of each of `members` (1 to 1000; a user's
     /// friends) in `window`, in the order asked, read at one instant: one entry per
     /// member asked (duplicates too), its total whatever its sign (0 when it holds
     /// none) and `rank` `None` unless the total is positive.
-    pub async fn ranks<S: AsRef<str>>(
-        &self,
-        board: &str,
-        members: &[S],
-        window: Option<Span>,
-    ) -> Result<Ranks> {
+    pub async fn ranks<S: AsRef<str>>(self, members: &[S], window: Option<Span>) -> Result<Ranks> {
+        let board = self.board;
         let members = parse_ranks_members(members)?;
-        let now = self.now();
-        let store = &self.inner.store;
+        let now = self.rb.now();
+        let store = &self.rb.inner.store;
         let members = &members;
-        self.on_window(board, window, |b, w| async move {
-            let key = || format!("ranks {w} {members:?}");
-            let fetch = || store.ranks(&b, w, now, members);
-            let (ranks, age_ms) = self.read_through(&b.name, key, fetch).await?;
-            Ok(Ranks {
-                age_ms,
-                ..own_values(&b, ranks)
+        self.rb
+            .on_window(board, window, |b, w| async move {
+                let key = || format!("ranks {w} {members:?}");
+                let fetch = || store.ranks(&b, w, now, members);
+                let (ranks, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                Ok(Ranks {
+                    age_ms,
+                    ..own_values(&b, ranks)
+                })
             })
-        })
-        .await
+            .await
     }
 
     /// The member with up to `n` (0–100) entries above and below it; `None` when it has
     /// no positive total in `window`.
     pub async fn around(
-        &self,
-        board: &str,
+        self,
         member: &str,
         window: Option<Span>,
         n: u64,
     ) -> Result<Option<TopPage>> {
-        self.around_with(board, member, window, n, AroundOptions::default())
+        self.around_with(member, window, n, AroundOptions::default())
             .await
     }
 
@@ -156,39 +137,44 @@ impl Rollboard {
     /// member), fewer only when fewer are ranked; in `options.order`. `None` when the
     /// member has no positive total in `window`.
     pub async fn around_with(
-        &self,
-        board: &str,
+        self,
         member: &str,
         window: Option<Span>,
         n: u64,
         options: AroundOptions,
     ) -> Result<Option<TopPage>> {
+        let board = self.board;
         check_around(n)?;
         let member = Member::parse(member)?;
-        let now = self.now();
-        let store = &self.inner.store;
+        let now = self.rb.now();
+        let store = &self.rb.inner.store;
         let member = &member;
-        self.on_window(board, window, |b, w| async move {
-            let key = || format!("around {w} {n} {options:?} {member}");
-            let fetch = || store.around(&b, w, now, member, n, options);
-            let (page, age_ms) = self.read_through(&b.name, key, fetch).await?;
-            Ok(own_values(&b, page).map(|p| TopPage { age_ms, ..p }))
-        })
-        .await
+        self.rb
+            .on_window(board, window, |b, w| async move {
+                let key = || format!("around {w} {n} {options:?} {member}");
+                let fetch = || store.around(&b, w, now, member, n, options);
+                let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                Ok(own_values(&b, page).map(|p| TopPage { age_ms, ..p }))
+            })
+            .await
     }
 
     /// The member's non-zero values per slot over the board's largest window.
-    pub async fn history(&self, board: &str, member: &str) -> Result<History> {
+    pub async fn history(self, member: &str) -> Result<History> {
+        let board = self.board;
         let member = Member::parse(member)?;
-        let now = self.now();
-        let store = &self.inner.store;
+        let now = self.rb.now();
+        let store = &self.rb.inner.store;
         let member = &member;
-        self.on_board(board, |b| async move {
-            Ok(own_values(&b, store.history(&b, now, member).await?))
-        })
-        .await
+        self.rb
+            .on_board(board, |b| async move {
+                Ok(own_values(&b, store.history(&b, now, member).await?))
+            })
+            .await
     }
+}
 
+impl Rollboard {
     /// Runs `op` on the named board and the index of `window` in it (the first window
     /// when `None`).
     pub(super) async fn on_window<T, F, Fut>(

@@ -2,17 +2,16 @@
 //! layout; live slots keep theirs until they retire, or are converted now (an active
 //! relayout). Exact while writes go on; see `docs/compact-slots.md`, "Relayout".
 
-use super::Rollboard;
+use super::Windowed;
 use crate::domain::{BoardName, Layout, RelayoutOptions, RelayoutReport, sums_only};
 use crate::error::Result;
 
-impl Rollboard {
+impl Windowed<'_> {
     /// Switches `board` to `layout` for the slots it creates from now on; the report
     /// says how many live slots keep the other layout (until they retire). The board's
     /// stored config says `layout` afterwards. Changes no ranking, history or total.
-    pub async fn relayout(&self, board: &str, layout: Layout) -> Result<RelayoutReport> {
-        self.relayout_with(board, layout, RelayoutOptions::default())
-            .await
+    pub async fn relayout(self, layout: Layout) -> Result<RelayoutReport> {
+        self.relayout_with(layout, RelayoutOptions::default()).await
     }
 
     /// [`Rollboard::relayout`], and with `options.now` also converts every live slot to
@@ -22,21 +21,23 @@ impl Rollboard {
     /// each other ([`Error::BoardBusy`](crate::Error::BoardBusy) /
     /// [`Error::RelayoutRunning`](crate::Error::RelayoutRunning)).
     pub async fn relayout_with(
-        &self,
-        board: &str,
+        self,
         layout: Layout,
         options: RelayoutOptions,
     ) -> Result<RelayoutReport> {
-        let store = &self.inner.store;
+        let board = self.board;
+        let store = &self.rb.inner.store;
         let report = self
+            .rb
             .on_board(board, |b| async move {
                 sums_only(&b, "relayout")?;
-                self.change(&b.name, store.relayout(&b, layout, options))
+                self.rb
+                    .change(&b.name, store.relayout(&b, layout, options))
                     .await
             })
             .await?;
         // The cached config names the old layout: load it afresh when next used.
-        self.inner.boards.forget(&BoardName::parse(board)?);
+        self.rb.inner.boards.forget(&BoardName::parse(board)?);
         Ok(report)
     }
 }

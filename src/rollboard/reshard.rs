@@ -2,28 +2,32 @@
 //! to it, exactly while writes, reads and retirement go on (the store's `reshard`, see
 //! `store/sharded/reshard.rs` and `docs/operations.md`, "Resharding").
 
-use super::Rollboard;
+use super::Windowed;
 use crate::domain::{BoardName, ReshardReport, sums_only};
 use crate::error::Result;
 
-impl Rollboard {
+impl Windowed<'_> {
     /// Changes `board`'s shard count to `shards` (1 to 32; a sum board whose ties are not
     /// dense): every member whose shard differs under the new count moves there, while
     /// writes, reads and retirement go on; the board's stored config says `shards`
     /// afterwards. A run cut short (an error, a crash) leaves the board exact and is
     /// finished by running it again with the same count; a run to another count, or a
     /// second run at once, is refused ([`Error::ReshardRunning`](crate::Error::ReshardRunning)).
-    pub async fn reshard(&self, board: &str, shards: u32) -> Result<ReshardReport> {
-        let store = &self.inner.store;
-        let clock = self.inner.clock.as_ref();
+    pub async fn reshard(self, shards: u32) -> Result<ReshardReport> {
+        let board = self.board;
+        let store = &self.rb.inner.store;
+        let clock = self.rb.inner.clock.as_ref();
         let report = self
+            .rb
             .on_board(board, |b| async move {
                 sums_only(&b, "reshard")?;
-                self.change(&b.name, store.reshard(&b, shards, clock)).await
+                self.rb
+                    .change(&b.name, store.reshard(&b, shards, clock))
+                    .await
             })
             .await;
         // The cached config names the old count: load it afresh when next used.
-        self.inner.boards.forget(&BoardName::parse(board)?);
+        self.rb.inner.boards.forget(&BoardName::parse(board)?);
         report
     }
 }

@@ -4,38 +4,45 @@
 
 use std::sync::Arc;
 
-use super::Rollboard;
+use super::{Rollboard, Windowed};
 use crate::domain::board::Board;
 use crate::domain::{BoardName, RetireReport};
 use crate::error::Result;
 use crate::store::{RetireOptions, ServerStore};
 
-impl Rollboard {
+impl Windowed<'_> {
     /// Retires everything overdue on the board now, as the store is tuned.
-    pub async fn retire(&self, board: &str) -> Result<RetireReport> {
-        let now = self.now();
-        let store = &self.inner.store;
-        self.on_board(board, |b| async move {
-            self.change(&b.name, store.retire(&b, now)).await
-        })
-        .await
+    pub async fn retire(self) -> Result<RetireReport> {
+        let board = self.board;
+        let now = self.rb.now();
+        let store = &self.rb.inner.store;
+        self.rb
+            .on_board(board, |b| async move {
+                self.rb.change(&b.name, store.retire(&b, now)).await
+            })
+            .await
     }
 
     /// Retires everything overdue on the board now (or as much as `options` allow) on a
     /// store kept in a server (Redis); a store without such tuning retires as
     /// [`retire`](Self::retire) does.
-    pub async fn retire_with(&self, board: &str, options: RetireOptions) -> Result<RetireReport> {
-        let Some(server) = self.inner.store.server() else {
-            return self.retire(board).await;
+    pub async fn retire_with(self, options: RetireOptions) -> Result<RetireReport> {
+        let board = self.board;
+        let Some(server) = self.rb.inner.store.server() else {
+            return self.retire().await;
         };
-        let now = self.now();
-        self.on_board(board, |b| async move {
-            self.change(&b.name, server.retire_with(&b, now, options))
-                .await
-        })
-        .await
+        let now = self.rb.now();
+        self.rb
+            .on_board(board, |b| async move {
+                self.rb
+                    .change(&b.name, server.retire_with(&b, now, options))
+                    .await
+            })
+            .await
     }
+}
 
+impl Rollboard {
     /// Retires everything overdue on each of `boards` in few round trips: on Redis the
     /// small boards due at one boundary in one call each, many calls per round trip
     /// ([`ServerStore::retire_small`](crate::ServerStore::retire_small)); the others (big,
@@ -54,7 +61,7 @@ impl Rollboard {
         let rest = boards.iter().zip(&fast).map(|(board, fast)| async move {
             match fast {
                 Some(report) => Ok(*report),
-                None => self.retire(board.name.as_str()).await,
+                None => self.windowed(board.name.as_str()).retire().await,
             }
         });
         futures_util::future::join_all(rest).await

@@ -3,82 +3,51 @@
 //! A trending board comes from the board cache (loaded once) and the call is tried once
 //! more when the board changed underneath.
 
-use std::sync::Arc;
-
-use super::Rollboard;
 use super::idempotent::KeyedOutcome;
 use super::write::{BatchOutcome, Rejected};
-use crate::domain::any_board::AnyBoard;
+use super::{Rollboard, Trending};
 use crate::domain::trending::check_age;
 use crate::domain::{AroundOptions, Order};
 use crate::domain::{
-    BoardName, Event, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
-    TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
-    check_around, check_delta, check_page, not_in_future, parse_ranks_members,
+    BoardName, Event, Member, Timestamp, TrendCounts, TrendMaintenance, TrendOptions, TrendPage,
+    TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig, check_around,
+    check_delta, check_page, not_in_future, parse_ranks_members,
 };
 use crate::domain::{Fingerprint, IdempotencyKey};
 use crate::error::{Error, Result};
 use crate::store::{TrendKeyed, WriteKey};
 
-impl Rollboard {
-    /// Creates trending board `name`, or returns the existing one when it has the same
-    /// config. Another config is [`Error::TrendingConflict`]; a windowed board of that
-    /// name is [`Error::BoardKind`].
-    pub async fn create_trending(
-        &self,
-        name: &str,
-        config: TrendingConfig,
-    ) -> Result<TrendCreated> {
-        let name = BoardName::parse(name)?;
-        let create = self
-            .store()
-            .trending()
-            .create_trending(&name, &config, self.now());
-        let created = self.change(&name, create).await?;
-        // A windowed board of that name cached here is gone (it was dropped first).
-        self.inner.boards.forget(&name);
-        let (TrendCreated::New(board) | TrendCreated::Existing(board)) = &created;
-        self.inner
-            .boards
-            .remember(AnyBoard::Trending(Arc::new(board.clone())));
-        self.inner.board_changes.send_replace(());
-        Ok(created)
-    }
-
+impl Trending<'_> {
     /// The trending board `name`: [`Error::BoardNotFound`] when there is none,
     /// [`Error::BoardKind`] when it is a windowed board.
-    pub async fn trending_board(&self, name: &str) -> Result<TrendingBoard> {
+    pub async fn board(self) -> Result<TrendingBoard> {
         Ok(TrendingBoard::clone(
-            &*self.cached_trending(&BoardName::parse(name)?).await?,
+            &*self
+                .rb
+                .cached_trending(&BoardName::parse(self.board)?)
+                .await?,
         ))
     }
 
     /// The trending board with how many members it holds and ranks now, its landmark
     /// and whether a rescale is under way.
-    pub async fn describe_trending(&self, name: &str) -> Result<(TrendingBoard, TrendCounts)> {
-        let mut board = self.cached_trending(&BoardName::parse(name)?).await?;
-        let store = self.store().trending();
+    pub async fn describe(self) -> Result<(TrendingBoard, TrendCounts)> {
+        let mut board = self
+            .rb
+            .cached_trending(&BoardName::parse(self.board)?)
+            .await?;
+        let store = self.rb.store().trending();
         let counts = self
+            .rb
             .retry_trending(&mut board, |b| async move { store.trend_counts(&b).await })
             .await?;
         Ok((TrendingBoard::clone(&board), counts))
     }
 
-    /// Every trending board, by name.
-    pub async fn trending_boards(&self) -> Result<Vec<TrendingBoard>> {
-        self.store().trending().list_trending().await
-    }
-
     /// Adds `delta` to `member` on trending board `board`, at `at` (now when `None`): an
     /// event older than the board's max age is [`Error::TooOld`], one further in the
     /// future than the allowed skew [`Error::InFuture`].
-    pub async fn trend_incr(
-        &self,
-        board: &str,
-        member: &str,
-        delta: i64,
-        at: Option<Timestamp>,
-    ) -> Result<()> {
+    pub async fn incr(self, member: &str, delta: i64, at: Option<Timestamp>) -> Result<()> {
         let event = Event {
             member: member.to_owned(),
             delta,
@@ -86,9 +55,7 @@ impl Rollboard {
             at,
             data: None,
         };
-        let outcome = self
-            .trend_incr_batch(board, std::slice::from_ref(&event))
-            .await?;
+        let outcome = self.incr_batch(std::slice::from_ref(&event)).await?;
         match outcome.rejected.into_iter().next() {
             Some(rejected) => Err(rejected.error),
             None => Ok(()),
@@ -101,19 +68,22 @@ impl Rollboard {
     /// A store failure is [`Error::StoreUnavailable`], whose message says how many events
     /// were applied when it came part-way; under an idempotency key
     /// ([`trend_write_keyed`](Self::trend_write_keyed)) a retry applies exactly the rest.
-    pub async fn trend_incr_batch(&self, board: &str, events: &[Event]) -> Result<BatchOutcome> {
+    pub async fn incr_batch(self, events: &[Event]) -> Result<BatchOutcome> {
+        let board = self.board;
         let name = BoardName::parse(board)?;
-        self.settings().admission().check_batch(events.len())?;
-        let now = self.now();
-        let mut board = self.cached_trending(&name).await?;
-        let (writes, outcome) = self.trend_admit(&board.config, events, now);
-        let store = self.store().trending();
+        self.rb.settings().admission().check_batch(events.len())?;
+        let now = self.rb.now();
+        let mut board = self.rb.cached_trending(&name).await?;
+        let (writes, outcome) = self.rb.trend_admit(&board.config, events, now);
+        let store = self.rb.store().trending();
         let writes = &writes;
-        self.retry_trending(&mut board, |b| async move {
-            self.change(&b.name, store.trend_write(&b, now, writes))
-                .await
-        })
-        .await?;
+        self.rb
+            .retry_trending(&mut board, |b| async move {
+                self.rb
+                    .change(&b.name, store.trend_write(&b, now, writes))
+                    .await
+            })
+            .await?;
         Ok(outcome)
     }
 
@@ -122,33 +92,34 @@ impl Rollboard {
     /// fingerprint within the key's time to live applies nothing and is answered as the
     /// first call was (its events admitted again at that call's `now`); the key with
     /// another fingerprint is [`Error::IdempotencyKeyReused`].
-    pub async fn trend_write_keyed(
-        &self,
-        board: &str,
+    pub async fn write_keyed(
+        self,
         events: &[Event],
         key: &IdempotencyKey,
         fingerprint: &Fingerprint,
     ) -> Result<KeyedOutcome> {
+        let board = self.board;
         let name = BoardName::parse(board)?;
-        self.settings().admission().check_batch(events.len())?;
-        let mut now = self.now();
-        let mut board = self.cached_trending(&name).await?;
+        self.rb.settings().admission().check_batch(events.len())?;
+        let mut now = self.rb.now();
+        let mut board = self.rb.cached_trending(&name).await?;
         let write_key = WriteKey {
             name: key.as_str().to_owned(),
             fingerprint: fingerprint.as_str().to_owned(),
-            ttl: self.settings().idempotency_ttl,
+            ttl: self.rb.settings().idempotency_ttl,
         };
-        let store = self.store().trending();
+        let store = self.rb.store().trending();
         // Once more at most: a write recorded at another `now` is admitted again at it, and
         // sent again so that the store completes any call it is missing (a retry after a
         // failure half-way) and answers the calls it finds from their records.
         for _ in 0..2 {
-            let (writes, outcome) = self.trend_admit(&board.config, events, now);
+            let (writes, outcome) = self.rb.trend_admit(&board.config, events, now);
             let (writes_ref, key_ref) = (&writes, &write_key);
             let keyed = self
+                .rb
                 .retry_trending(&mut board, |b| async move {
                     let written = store.trend_write_keyed(&b, now, writes_ref, key_ref);
-                    self.change(&b.name, written).await
+                    self.rb.change(&b.name, written).await
                 })
                 .await?;
             return match keyed {
@@ -174,6 +145,139 @@ impl Rollboard {
         )))
     }
 
+    /// A page of trending board `board` now: members with a positive score, highest
+    /// first, ties by member ascending, from the `offset`-th.
+    pub async fn top(self, offset: u64, limit: u64) -> Result<TrendPage> {
+        self.top_in_range(TrendRange::ALL, offset, limit).await
+    }
+
+    /// A page of the members of trending board `board` whose score now is in `range`,
+    /// from the `offset`-th of them; ranks are ranks in the whole ranking.
+    pub async fn top_in_range(
+        self,
+        range: TrendRange,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TrendPage> {
+        self.ranking(range, Order::Desc, offset, limit).await
+    }
+
+    /// A page of the members of trending board `board` whose score now is in `range`,
+    /// read in `order` ([`Order::Asc`]: lowest first, the offset counted from the
+    /// lowest); ranks are ranks in the whole ranking.
+    pub async fn ranking(
+        self,
+        range: TrendRange,
+        order: Order,
+        offset: u64,
+        limit: u64,
+    ) -> Result<TrendPage> {
+        let board = self.board;
+        check_page(offset, limit, self.rb.settings().max_limit)?;
+        let now = self.rb.now();
+        let mut board = self.rb.cached_trending(&BoardName::parse(board)?).await?;
+        let store = self.rb.store().trending();
+        self.rb
+            .retry_trending(&mut board, |b| async move {
+                let key = || format!("trend-top {range:?} {order:?} {offset} {limit}");
+                let fetch = || store.trend_top(&b, now, range, order, offset, limit);
+                let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                Ok(TrendPage { age_ms, ..page })
+            })
+            .await
+    }
+
+    /// The member's score now whatever its sign, rank (`None` unless positive) and
+    /// percentile; `None` when it holds no score.
+    pub async fn score(self, member: &str) -> Result<Option<TrendStanding>> {
+        let board = self.board;
+        let member = Member::parse(member)?;
+        let now = self.rb.now();
+        let mut board = self.rb.cached_trending(&BoardName::parse(board)?).await?;
+        let store = self.rb.store().trending();
+        let member = &member;
+        self.rb
+            .retry_trending(&mut board, |b| async move {
+                let key = || format!("trend-standing {member}");
+                let fetch = || store.trend_standing(&b, now, member);
+                let (standing, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                Ok(standing.map(|s| TrendStanding { age_ms, ..s }))
+            })
+            .await
+    }
+
+    /// The score and rank of each of `members` now (in order, duplicates kept; 1 to
+    /// 1,000 members), read in one step.
+    pub async fn ranks<S: AsRef<str>>(self, members: &[S]) -> Result<TrendRanks> {
+        let board = self.board;
+        let members = parse_ranks_members(members)?;
+        let now = self.rb.now();
+        let mut board = self.rb.cached_trending(&BoardName::parse(board)?).await?;
+        let store = self.rb.store().trending();
+        let members = &members;
+        self.rb
+            .retry_trending(&mut board, |b| async move {
+                let key = || format!("trend-ranks {members:?}");
+                let fetch = || store.trend_ranks(&b, now, members);
+                let (ranks, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                Ok(TrendRanks { age_ms, ..ranks })
+            })
+            .await
+    }
+
+    /// The member with up to `n` (0–100) ranked entries above and below it; `None`
+    /// without a positive score.
+    pub async fn around(self, member: &str, n: u64) -> Result<Option<TrendPage>> {
+        self.around_with(member, n, AroundOptions::default()).await
+    }
+
+    /// The page around the member on trending board `board`, shaped by `options` (see
+    /// [`around_with`](Self::around_with)); `None` without a positive score.
+    pub async fn around_with(
+        self,
+        member: &str,
+        n: u64,
+        options: AroundOptions,
+    ) -> Result<Option<TrendPage>> {
+        let board = self.board;
+        check_around(n)?;
+        let member = Member::parse(member)?;
+        let now = self.rb.now();
+        let mut board = self.rb.cached_trending(&BoardName::parse(board)?).await?;
+        let store = self.rb.store().trending();
+        let member = &member;
+        self.rb
+            .retry_trending(&mut board, |b| async move {
+                let key = || format!("trend-around {n} {options:?} {member}");
+                let fetch = || store.trend_around(&b, now, member, n, options);
+                let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                Ok(page.map(|p| TrendPage { age_ms, ..p }))
+            })
+            .await
+    }
+
+    /// One maintenance pass of trending board `board` now: rescale when due, then prune
+    /// members below the floor (the service's scheduler runs it for every trending
+    /// board; see [`maintain_trending`](Self::maintain_trending)).
+    pub async fn maintain(self, options: TrendOptions) -> Result<TrendMaintenance> {
+        let board = self.board;
+        let now = self.rb.now();
+        let board = self.rb.cached_trending(&BoardName::parse(board)?).await?;
+        let pass = self
+            .rb
+            .store()
+            .trending()
+            .trend_maintain(&board, now, options);
+        self.rb.change(&board.name, pass).await
+    }
+}
+
+impl Rollboard {
+    /// Every trending board, by name.
+    pub async fn trending_boards(&self) -> Result<Vec<TrendingBoard>> {
+        self.store().trending().list_trending().await
+    }
+
     /// The events admitted at `now` as writes, and the batch's outcome.
     fn trend_admit(
         &self,
@@ -191,138 +295,6 @@ impl Rollboard {
         }
         outcome.accepted = writes.len();
         (writes, outcome)
-    }
-
-    /// A page of trending board `board` now: members with a positive score, highest
-    /// first, ties by member ascending, from the `offset`-th.
-    pub async fn trend_top(&self, board: &str, offset: u64, limit: u64) -> Result<TrendPage> {
-        self.trend_top_in_range(board, TrendRange::ALL, offset, limit)
-            .await
-    }
-
-    /// A page of the members of trending board `board` whose score now is in `range`,
-    /// from the `offset`-th of them; ranks are ranks in the whole ranking.
-    pub async fn trend_top_in_range(
-        &self,
-        board: &str,
-        range: TrendRange,
-        offset: u64,
-        limit: u64,
-    ) -> Result<TrendPage> {
-        self.trend_ranking(board, range, Order::Desc, offset, limit)
-            .await
-    }
-
-    /// A page of the members of trending board `board` whose score now is in `range`,
-    /// read in `order` ([`Order::Asc`]: lowest first, the offset counted from the
-    /// lowest); ranks are ranks in the whole ranking.
-    pub async fn trend_ranking(
-        &self,
-        board: &str,
-        range: TrendRange,
-        order: Order,
-        offset: u64,
-        limit: u64,
-    ) -> Result<TrendPage> {
-        check_page(offset, limit, self.settings().max_limit)?;
-        let now = self.now();
-        let mut board = self.cached_trending(&BoardName::parse(board)?).await?;
-        let store = self.store().trending();
-        self.retry_trending(&mut board, |b| async move {
-            let key = || format!("trend-top {range:?} {order:?} {offset} {limit}");
-            let fetch = || store.trend_top(&b, now, range, order, offset, limit);
-            let (page, age_ms) = self.read_through(&b.name, key, fetch).await?;
-            Ok(TrendPage { age_ms, ..page })
-        })
-        .await
-    }
-
-    /// The member's score now whatever its sign, rank (`None` unless positive) and
-    /// percentile; `None` when it holds no score.
-    pub async fn trend_score(&self, board: &str, member: &str) -> Result<Option<TrendStanding>> {
-        let member = Member::parse(member)?;
-        let now = self.now();
-        let mut board = self.cached_trending(&BoardName::parse(board)?).await?;
-        let store = self.store().trending();
-        let member = &member;
-        self.retry_trending(&mut board, |b| async move {
-            let key = || format!("trend-standing {member}");
-            let fetch = || store.trend_standing(&b, now, member);
-            let (standing, age_ms) = self.read_through(&b.name, key, fetch).await?;
-            Ok(standing.map(|s| TrendStanding { age_ms, ..s }))
-        })
-        .await
-    }
-
-    /// The score and rank of each of `members` now (in order, duplicates kept; 1 to
-    /// 1,000 members), read in one step.
-    pub async fn trend_ranks<S: AsRef<str>>(
-        &self,
-        board: &str,
-        members: &[S],
-    ) -> Result<TrendRanks> {
-        let members = parse_ranks_members(members)?;
-        let now = self.now();
-        let mut board = self.cached_trending(&BoardName::parse(board)?).await?;
-        let store = self.store().trending();
-        let members = &members;
-        self.retry_trending(&mut board, |b| async move {
-            let key = || format!("trend-ranks {members:?}");
-            let fetch = || store.trend_ranks(&b, now, members);
-            let (ranks, age_ms) = self.read_through(&b.name, key, fetch).await?;
-            Ok(TrendRanks { age_ms, ..ranks })
-        })
-        .await
-    }
-
-    /// The member with up to `n` (0–100) ranked entries above and below it; `None`
-    /// without a positive score.
-    pub async fn trend_around(
-        &self,
-        board: &str,
-        member: &str,
-        n: u64,
-    ) -> Result<Option<TrendPage>> {
-        self.trend_around_with(board, member, n, AroundOptions::default())
-            .await
-    }
-
-    /// The page around the member on trending board `board`, shaped by `options` (see
-    /// [`around_with`](Self::around_with)); `None` without a positive score.
-    pub async fn trend_around_with(
-        &self,
-        board: &str,
-        member: &str,
-        n: u64,
-        options: AroundOptions,
-    ) -> Result<Option<TrendPage>> {
-        check_around(n)?;
-        let member = Member::parse(member)?;
-        let now = self.now();
-        let mut board = self.cached_trending(&BoardName::parse(board)?).await?;
-        let store = self.store().trending();
-        let member = &member;
-        self.retry_trending(&mut board, |b| async move {
-            let key = || format!("trend-around {n} {options:?} {member}");
-            let fetch = || store.trend_around(&b, now, member, n, options);
-            let (page, age_ms) = self.read_through(&b.name, key, fetch).await?;
-            Ok(page.map(|p| TrendPage { age_ms, ..p }))
-        })
-        .await
-    }
-
-    /// One maintenance pass of trending board `board` now: rescale when due, then prune
-    /// members below the floor (the service's scheduler runs it for every trending
-    /// board; see [`maintain_trending`](Self::maintain_trending)).
-    pub async fn maintain_trend(
-        &self,
-        board: &str,
-        options: TrendOptions,
-    ) -> Result<TrendMaintenance> {
-        let now = self.now();
-        let board = self.cached_trending(&BoardName::parse(board)?).await?;
-        let pass = self.store().trending().trend_maintain(&board, now, options);
-        self.change(&board.name, pass).await
     }
 
     /// One maintenance pass of every trending board; a board dropped meanwhile is

@@ -1,7 +1,7 @@
 //! Writes: events (one, a batch, a batch at most once) and member removal, and a
 //! batch's outcome.
 
-use super::Rollboard;
+use super::{Rollboard, Windowed};
 use crate::domain::board::Board;
 use crate::domain::{BoardName, Event, Member, Removed, Timestamp, too_late};
 use crate::error::{Error, Result};
@@ -25,15 +25,9 @@ pub struct Rejected {
     pub error: Error,
 }
 
-impl Rollboard {
+impl Windowed<'_> {
     /// Adds `delta` to `member` on `board`, at `at` (now when `None`).
-    pub async fn incr(
-        &self,
-        board: &str,
-        member: &str,
-        delta: i64,
-        at: Option<Timestamp>,
-    ) -> Result<()> {
+    pub async fn incr(self, member: &str, delta: i64, at: Option<Timestamp>) -> Result<()> {
         let event = Event {
             member: member.to_owned(),
             delta,
@@ -41,7 +35,7 @@ impl Rollboard {
             at,
             data: None,
         };
-        let outcome = self.incr_batch(board, std::slice::from_ref(&event)).await?;
+        let outcome = self.incr_batch(std::slice::from_ref(&event)).await?;
         match outcome.rejected.into_iter().next() {
             Some(rejected) => Err(rejected.error),
             None => Ok(()),
@@ -51,18 +45,20 @@ impl Rollboard {
     /// Applies a batch of events. Each bad event is rejected on its own (with its index)
     /// and the rest are applied. Errors only when nothing could be applied: unknown
     /// board, batch too large, or the store failed before any event landed.
-    pub async fn incr_batch(&self, board: &str, events: &[Event]) -> Result<BatchOutcome> {
-        let mut board = self.cached_board(&BoardName::parse(board)?).await?;
-        let now = self.now();
-        let (valid, mut outcome) = self.validate(&board, now, events)?;
+    pub async fn incr_batch(self, events: &[Event]) -> Result<BatchOutcome> {
+        let board = self.board;
+        let mut board = self.rb.cached_board(&BoardName::parse(board)?).await?;
+        let now = self.rb.now();
+        let (valid, mut outcome) = self.rb.validate(&board, now, events)?;
 
-        let per_call = self.inner.settings.events_per_call.max(1);
-        let store = &self.inner.store;
+        let per_call = self.rb.inner.settings.events_per_call.max(1);
+        let store = &self.rb.inner.store;
         for (n, chunk) in valid.chunks(per_call).enumerate() {
             let statuses = self
+                .rb
                 .retry_changed(&mut board, |b| async move {
                     let written = store.write(&b, now, slot_writes(chunk));
-                    self.change(&b.name, written).await
+                    self.rb.change(&b.name, written).await
                 })
                 .await?;
             match statuses {
@@ -81,7 +77,9 @@ impl Rollboard {
             }
         }
         outcome.rejected.sort_by_key(|r| r.index);
-        self.keep_event_data(&mut board, events, &outcome).await?;
+        self.rb
+            .keep_event_data(&mut board, events, &outcome)
+            .await?;
         Ok(outcome)
     }
 
@@ -89,20 +87,21 @@ impl Rollboard {
     /// its batches after a crash (the legacy import) counts each once. `None` when the
     /// token was applied before. The batch should stay within `events_per_call`.
     pub async fn incr_batch_once(
-        &self,
-        board: &str,
+        self,
         events: &[Event],
         token: &str,
     ) -> Result<Option<BatchOutcome>> {
-        let mut board = self.cached_board(&BoardName::parse(board)?).await?;
-        let now = self.now();
-        let (valid, mut outcome) = self.validate(&board, now, events)?;
-        let store = &self.inner.store;
+        let board = self.board;
+        let mut board = self.rb.cached_board(&BoardName::parse(board)?).await?;
+        let now = self.rb.now();
+        let (valid, mut outcome) = self.rb.validate(&board, now, events)?;
+        let store = &self.rb.inner.store;
         let valid_ref = &valid;
         let statuses = self
+            .rb
             .retry_changed(&mut board, |b| async move {
                 let written = store.write_once(&b, now, slot_writes(valid_ref), token);
-                self.change(&b.name, written).await
+                self.rb.change(&b.name, written).await
             })
             .await??;
         let Some(statuses) = statuses else {
@@ -110,21 +109,29 @@ impl Rollboard {
         };
         record(&board, now, events, &valid, statuses, &mut outcome);
         outcome.rejected.sort_by_key(|r| r.index);
-        self.keep_event_data(&mut board, events, &outcome).await?;
+        self.rb
+            .keep_event_data(&mut board, events, &outcome)
+            .await?;
         Ok(Some(outcome))
     }
 
     /// Removes the member from every slot and window of the board (moderation).
-    pub async fn remove_member(&self, board: &str, member: &str) -> Result<Removed> {
+    pub async fn remove_member(self, member: &str) -> Result<Removed> {
+        let board = self.board;
         let member = Member::parse(member)?;
-        let store = &self.inner.store;
+        let store = &self.rb.inner.store;
         let member = &member;
-        self.on_board(board, |b| async move {
-            self.change(&b.name, store.remove_member(&b, member)).await
-        })
-        .await
+        self.rb
+            .on_board(board, |b| async move {
+                self.rb
+                    .change(&b.name, store.remove_member(&b, member))
+                    .await
+            })
+            .await
     }
+}
 
+impl Rollboard {
     /// Checks a batch against the admission rules: the valid events, placed in their
     /// slots, and an outcome holding the rejected ones.
     pub(super) fn validate(

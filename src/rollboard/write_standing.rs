@@ -16,8 +16,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::Rollboard;
 use super::write::{BatchOutcome, record, slot_writes};
+use super::{Rollboard, Windowed};
 use crate::domain::any_board::AnyBoard;
 use crate::domain::board::Board;
 use crate::domain::{BoardName, Event, Fingerprint, IdempotencyKey, Member, Span};
@@ -38,13 +38,12 @@ pub struct StandingOutcome {
     pub replayed: bool,
 }
 
-impl Rollboard {
+impl Windowed<'_> {
     /// Adds `delta` to `member` on `board` at `at` (now when `None`), answering its
     /// standing in every window of the board: its score and rank after the write and
     /// just before it, read atomically with the write. The event's error when rejected.
     pub async fn incr_standing(
-        &self,
-        board: &str,
+        self,
         member: &str,
         delta: i64,
         at: Option<crate::domain::Timestamp>,
@@ -57,7 +56,7 @@ impl Rollboard {
             data: None,
         };
         let written = self
-            .incr_batch_standing(board, std::slice::from_ref(&event), None)
+            .incr_batch_standing(std::slice::from_ref(&event), None)
             .await?;
         if let Some(rejected) = written.outcome.rejected.into_iter().next() {
             return Err(rejected.error);
@@ -76,38 +75,36 @@ impl Rollboard {
     /// distinct members and 40 members times windows asked ([`Error::InvalidQuery`]
     /// otherwise, as for a window not of the board or a trending board).
     pub async fn incr_batch_standing(
-        &self,
-        board: &str,
+        self,
         events: &[Event],
         windows: Option<&[Span]>,
     ) -> Result<StandingOutcome> {
-        self.standing_write(board, events, windows, None).await
+        self.standing_write(events, windows, None).await
     }
 
     /// [`incr_batch_standing`](Self::incr_batch_standing) once for `key` and the write's
     /// `fingerprint` (see [`write_keyed`](Self::write_keyed)): a replay answers the first
     /// call's outcome and the standing read now, without `score_before` or `rank_before`.
     pub async fn write_keyed_standing(
-        &self,
-        board: &str,
+        self,
         events: &[Event],
         windows: Option<&[Span]>,
         key: &IdempotencyKey,
         fingerprint: &Fingerprint,
     ) -> Result<StandingOutcome> {
-        self.standing_write(board, events, windows, Some((key, fingerprint)))
+        self.standing_write(events, windows, Some((key, fingerprint)))
             .await
     }
 
     async fn standing_write(
-        &self,
-        board: &str,
+        self,
         events: &[Event],
         windows: Option<&[Span]>,
         keyed: Option<(&IdempotencyKey, &Fingerprint)>,
     ) -> Result<StandingOutcome> {
+        let board = self.board;
         let name = BoardName::parse(board)?;
-        let mut board = match self.cached_any(&name).await? {
+        let mut board = match self.rb.cached_any(&name).await? {
             AnyBoard::Windowed(board) => board,
             AnyBoard::Trending(_) => {
                 return Err(Error::InvalidQuery {
@@ -125,19 +122,20 @@ impl Rollboard {
         let write_key = keyed.map(|(key, fingerprint)| WriteKey {
             name: key.as_str().to_owned(),
             fingerprint: fingerprint.as_str().to_owned(),
-            ttl: self.inner.settings.idempotency_ttl,
+            ttl: self.rb.inner.settings.idempotency_ttl,
         });
-        let store = &self.inner.store;
-        let mut now = self.now();
+        let store = &self.rb.inner.store;
+        let mut now = self.rb.now();
         // Once more at most: a replay recorded at another `now` is admitted again at it.
         for _ in 0..2 {
-            let (valid, mut outcome) = self.validate(&board, now, events)?;
+            let (valid, mut outcome) = self.rb.validate(&board, now, events)?;
             let (valid_ref, asked_ref, key_ref) = (&valid, &asked, write_key.as_ref());
             let (written, standings) = self
+                .rb
                 .retry_changed(&mut board, |b| async move {
                     let written =
                         store.write_standing(&b, now, slot_writes(valid_ref), asked_ref, key_ref);
-                    let (keyed, standings) = self.change(&b.name, written).await?;
+                    let (keyed, standings) = self.rb.change(&b.name, written).await?;
                     Ok((keyed, own_values(&b, standings)))
                 })
                 .await??;
@@ -163,9 +161,12 @@ impl Rollboard {
                 .collect();
             record(&board, now, events, &valid, statuses, &mut outcome);
             outcome.rejected.sort_by_key(|r| r.index);
-            self.keep_event_data(&mut board, events, &outcome).await?;
+            self.rb
+                .keep_event_data(&mut board, events, &outcome)
+                .await?;
             let standings = if replayed {
-                self.standing_now(&board, &valid_members(&valid, &applied), &asked)
+                self.rb
+                    .standing_now(&board, &valid_members(&valid, &applied), &asked)
                     .await?
             } else {
                 standings
@@ -183,7 +184,9 @@ impl Rollboard {
             "the record of an idempotency key changed while its write was admitted again",
         ))
     }
+}
 
+impl Rollboard {
     /// The standing of `members` in `windows` read now (a replay's), with no before.
     async fn standing_now(
         &self,

@@ -146,7 +146,7 @@ impl Scheduler {
         for board in boards {
             let (boards, name) = (self.inner.boards.clone(), board.name.to_string());
             self.inner.background.spawn(async move {
-                match boards.build_windows(&name).await {
+                match boards.windowed(&name).build_windows().await {
                     Ok(report) if !report.windows.is_empty() => {
                         tracing::info!(board = %name, windows = ?report.windows, "built added windows");
                     }
@@ -183,7 +183,11 @@ impl Scheduler {
         }
         let pass = self.inner.clean_passes.fetch_add(1, Ordering::SeqCst);
         let boards = &self.inner.boards;
-        match boards.clean_counters(boards.clean_plan(pass)).await {
+        match boards
+            .counters()
+            .clean(boards.counters().clean_plan(pass))
+            .await
+        {
             Ok(report) => {
                 tracing::debug!(?report, pass, "counters cleaned");
                 Some(report)

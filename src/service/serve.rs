@@ -81,7 +81,7 @@ pub async fn run(
     // scheduler's first sweep); any other difference stops the start.
     for (name, board) in &config.boards {
         boards
-            .create_board(name, board.clone())
+            .create(name, board.clone())
             .await
             .map_err(|e| match e {
                 Error::BoardConflict {

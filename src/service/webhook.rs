@@ -186,7 +186,8 @@ impl Deliverer {
         loop {
             let cursor = self
                 .boards
-                .snapshot_cursor(name, Some(window))
+                .windowed(name)
+                .snapshot_cursor(Some(window))
                 .await
                 .map_err(|e| e.to_string())?;
             let range = SnapshotRange::new(cursor.map(|c| c + 1), None, Some(BATCH))
@@ -194,14 +195,16 @@ impl Deliverer {
                 .oldest_first();
             let due = self
                 .boards
-                .snapshots(name, Some(window), range)
+                .windowed(name)
+                .snapshots(Some(window), range)
                 .await
                 .map_err(|e| e.to_string())?
                 .snapshots;
             for snapshot in &due {
                 self.post(board, snapshot).await?;
                 self.boards
-                    .advance_snapshot_cursor(name, Some(window), snapshot.boundary)
+                    .windowed(name)
+                    .advance_snapshot_cursor(Some(window), snapshot.boundary)
                     .await
                     .map_err(|e| e.to_string())?;
             }

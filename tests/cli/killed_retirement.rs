@@ -48,7 +48,7 @@ async fn a_service_killed_mid_retirement_finishes_it_exactly_when_started_again(
         // Plain slots: the test reads a stage's one hash. Half-hour slots: window 1 is
         // two slots long, so it retires in chunks (one slot long, it would swap the slot
         // out in one atomic call, with no middle to kill it in).
-        .create_board(
+        .create(
             &name,
             BoardConfig::parse("30m", &["1h", "24h"])
                 .unwrap()
@@ -59,7 +59,7 @@ async fn a_service_killed_mid_retirement_finishes_it_exactly_when_started_again(
     let members: Vec<String> = (0..MEMBERS).map(|i| format!("m{i}")).collect();
     for chunk in members.chunks(10_000) {
         let events: Vec<Event> = chunk.iter().map(|m| Event::new(m.clone(), 1)).collect();
-        let outcome = boards.incr_batch(&name, &events).await.unwrap();
+        let outcome = boards.windowed(&name).incr_batch(&events).await.unwrap();
         assert_eq!(outcome.accepted, chunk.len());
     }
     let small = format!("stats_{{{name}}}");

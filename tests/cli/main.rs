@@ -54,13 +54,25 @@ async fn overdue_board(redis: &TestRedis) -> String {
     );
     let board = unique("cli");
     boards
-        .create_board(&board, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+        .create(&board, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
         .await
         .unwrap();
-    boards.incr(&board, "post:1", 4, None).await.unwrap();
+    boards
+        .windowed(&board)
+        .incr("post:1", 4, None)
+        .await
+        .unwrap();
     clock.advance_secs(3600);
-    boards.incr(&board, "post:2", 2, None).await.unwrap();
-    boards.incr(&board, "post:1", 1, None).await.unwrap();
+    boards
+        .windowed(&board)
+        .incr("post:2", 2, None)
+        .await
+        .unwrap();
+    boards
+        .windowed(&board)
+        .incr("post:1", 1, None)
+        .await
+        .unwrap();
     board
 }
 
@@ -80,14 +92,16 @@ async fn retire_runs_one_pass_and_reports_it() {
     let boards = Rollboard::redis(&redis.url).await.unwrap();
     assert!(
         boards
-            .top(&board, None, 0, 10)
+            .windowed(&board)
+            .top(None, 0, 10)
             .await
             .unwrap()
             .entries
             .is_empty()
     );
     let day = boards
-        .top(&board, Some("24h".parse().unwrap()), 0, 10)
+        .windowed(&board)
+        .top(Some("24h".parse().unwrap()), 0, 10)
         .await
         .unwrap();
     assert_eq!(
@@ -171,7 +185,7 @@ async fn top_prints_a_trending_ranking() {
     let boards = Rollboard::new(redis.store().await);
     let board = unique("clitrend");
     let config = TrendingConfig::parse("1h").unwrap();
-    boards.create_trending(&board, config).await.unwrap();
+    boards.create(&board, config).await.unwrap();
     let written = Timestamp::now_utc();
     let events = [("alice", 3), ("bob", 1)].map(|(m, d)| Event::new(m, d).at(written));
     boards.write_events(&board, &events).await.unwrap();
@@ -370,7 +384,8 @@ async fn recompute_repairs_a_drifted_board_and_says_what_it_did() {
     );
     let boards = Rollboard::redis(&redis.url).await.unwrap();
     let day = boards
-        .top(&board, Some("24h".parse().unwrap()), 0, 10)
+        .windowed(&board)
+        .top(Some("24h".parse().unwrap()), 0, 10)
         .await
         .unwrap();
     assert_eq!(
@@ -386,14 +401,19 @@ async fn reshard_moves_members_and_keeps_every_read() {
     let boards = Rollboard::redis(&redis.url).await.unwrap();
     let config = BoardConfig::parse("1h", &["1h"]).unwrap();
     boards
-        .create_board(&board, config.with_shards(2).unwrap())
+        .create(&board, config.with_shards(2).unwrap())
         .await
         .unwrap();
     let events: Vec<rollboard::Event> = (0..40)
         .map(|m| rollboard::Event::new(format!("m{m}"), m + 1))
         .collect();
-    boards.incr_batch(&board, &events).await.unwrap();
-    let before = boards.top(&board, None, 0, 40).await.unwrap().entries;
+    boards.windowed(&board).incr_batch(&events).await.unwrap();
+    let before = boards
+        .windowed(&board)
+        .top(None, 0, 40)
+        .await
+        .unwrap()
+        .entries;
     let out = rollboard(&["reshard", &board, "--shards", "3"], Some(&redis.url));
     assert!(out.status.success(), "{}", stderr(&out));
     let printed = stdout(&out);
@@ -411,7 +431,12 @@ async fn reshard_moves_members_and_keeps_every_read() {
     let boards = Rollboard::redis(&redis.url).await.unwrap();
     assert_eq!(boards.board(&board).await.unwrap().config.shards(), 3);
     assert_eq!(
-        boards.top(&board, None, 0, 40).await.unwrap().entries,
+        boards
+            .windowed(&board)
+            .top(None, 0, 40)
+            .await
+            .unwrap()
+            .entries,
         before
     );
     let again = rollboard(&["reshard", &board, "--shards", "3"], Some(&redis.url));
@@ -507,7 +532,7 @@ async fn relayout_now_converts_the_live_slots_and_reports_them() {
         .unwrap();
     assert_eq!(geometries, 0, "no compact slot left");
     let boards = Rollboard::redis(&redis.url).await.unwrap();
-    let history = boards.history(&board, "post:1").await.unwrap();
+    let history = boards.windowed(&board).history("post:1").await.unwrap();
     assert_eq!(
         history.points.iter().map(|p| p.value).collect::<Vec<_>>(),
         [4, 1]
@@ -540,7 +565,8 @@ async fn legacy_board(redis: &TestRedis, name: &str) -> Vec<(String, i64)> {
 async fn top_all(redis: &TestRedis, board: &str, window: &str) -> Vec<(String, i64)> {
     let boards = Rollboard::redis(&redis.url).await.unwrap();
     let page = boards
-        .top(board, Some(window.parse().unwrap()), 0, 1000)
+        .windowed(board)
+        .top(Some(window.parse().unwrap()), 0, 1000)
         .await
         .unwrap();
     page.entries
@@ -685,7 +711,7 @@ async fn rate_prints_a_keys_counts_as_text_or_json() {
         std::sync::Arc::new(rollboard::SystemClock),
         rollboard::Settings::default(),
     );
-    boards.rate_hit(&key, 3, None).await.unwrap();
+    boards.rates().hit(&key, 3, None).await.unwrap();
     let out = rollboard(&["rate", &key, "--last", "5m,180d"], Some(&redis.url));
     assert!(out.status.success(), "{}", stderr(&out));
     let lines: Vec<String> = stdout(&out)
@@ -736,7 +762,7 @@ async fn rate_coverage_full_counts_the_oldest_slot_whole_and_other_names_are_ref
         let key = unique("r");
         let now = boards.now();
         let at = rollboard::Timestamp::from_unix_seconds(now.unix_seconds() - 2 * 86_400).unwrap();
-        assert_eq!(boards.rate_hit(&key, 3, Some(at)).await.unwrap(), 1);
+        assert_eq!(boards.rates().hit(&key, 3, Some(at)).await.unwrap(), 1);
         let partial = rollboard(
             &["rate", &key, "--last", "2d,3d", "--json"],
             Some(&redis.url),
@@ -803,12 +829,13 @@ async fn clean_counters_runs_one_pass_and_forgets_empty_counters() {
     // Ten days ago: outside the two slices of time that --keep 2 keeps at every precision.
     let ten_days_ago = Timestamp::from_unix_seconds(Timestamp::now_utc().unix_seconds() - 864_000);
     boards
-        .incr_counter(&old, 3, Some(ten_days_ago.unwrap()))
+        .counters()
+        .incr(&old, 3, Some(ten_days_ago.unwrap()))
         .await
         .unwrap();
     // Half a minute ahead (inside the allowed skew): kept however long the test takes.
     let soon = Timestamp::now_utc().plus_millis(30_000);
-    boards.incr_counter(&live, 1, Some(soon)).await.unwrap();
+    boards.counters().incr(&live, 1, Some(soon)).await.unwrap();
     let out = rollboard(&["clean-counters", "--keep", "2"], Some(&redis.url));
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
@@ -817,6 +844,7 @@ async fn clean_counters_runs_one_pass_and_forgets_empty_counters() {
     );
     let listed: Vec<String> = boards
         .counters()
+        .list()
         .await
         .unwrap()
         .into_iter()
@@ -846,16 +874,20 @@ async fn retire_says_when_window_1_went_by_swap() {
         Settings::default(),
     );
     let board = unique("cli");
-    boards.create_board(&board, config).await.unwrap();
+    boards.create(&board, config).await.unwrap();
     // The slot that closed holds more fields than one small-board call takes, so the
     // pass goes window by window; the open slot holds two members.
     let closed: Vec<rollboard::Event> = (0..1500)
         .map(|i| rollboard::Event::new(format!("m{i}"), 1))
         .collect();
-    boards.incr_batch(&board, &closed).await.unwrap();
+    boards.windowed(&board).incr_batch(&closed).await.unwrap();
     clock.advance_secs(3600);
-    boards.incr(&board, "m0", 5, None).await.unwrap();
-    boards.incr(&board, "fresh", 2, None).await.unwrap();
+    boards.windowed(&board).incr("m0", 5, None).await.unwrap();
+    boards
+        .windowed(&board)
+        .incr("fresh", 2, None)
+        .await
+        .unwrap();
 
     let out = rollboard(&["retire"], Some(&redis.url));
     assert!(out.status.success(), "{}", stderr(&out));
@@ -873,7 +905,7 @@ async fn retire_says_when_window_1_went_by_swap() {
         "{text}"
     );
     let boards = Rollboard::redis(&redis.url).await.unwrap();
-    let hour = boards.top(&board, None, 0, 10).await.unwrap();
+    let hour = boards.windowed(&board).top(None, 0, 10).await.unwrap();
     assert_eq!(
         hour.entries
             .iter()

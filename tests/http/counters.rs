@@ -198,14 +198,14 @@ async fn the_scheduler_cleans_counters_visiting_coarse_precisions_less_often() {
     };
     let boards = Rollboard::with(redis.store().await, Arc::new(clock.clone()), settings);
     let c = unique("hits");
-    boards.incr_counter(&c, 1, None).await.unwrap();
+    boards.counters().incr(&c, 1, None).await.unwrap();
     clock.advance_secs(600);
     let scheduler = Scheduler::new(boards.clone());
     let samples = |p: u64| {
         let (boards, c) = (boards.clone(), c.clone());
         async move {
             let p = rollboard::Span::from_seconds(p).unwrap();
-            let s = boards.counter_samples(&c, p, Default::default()).await;
+            let s = boards.counters().samples(&c, p, Default::default()).await;
             s.unwrap().len()
         }
     };
@@ -216,7 +216,8 @@ async fn the_scheduler_cleans_counters_visiting_coarse_precisions_less_often() {
         (0, 0, 1)
     );
     boards
-        .incr_counter(
+        .counters()
+        .incr(
             &c,
             1,
             Some(rollboard::Timestamp::from_unix_seconds(START).unwrap()),

@@ -414,8 +414,12 @@ async fn under_a_prefix_the_dashboard_reads_the_api_next_to_it_and_keeps_it_when
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let config = BoardConfig::parse("1h", &["1h"]).unwrap();
-    boards.create_board("hot", config).await.unwrap();
-    boards.incr("hot", "post:1", 2, None).await.unwrap();
+    boards.create("hot", config).await.unwrap();
+    boards
+        .windowed("hot")
+        .incr("post:1", 2, None)
+        .await
+        .unwrap();
 
     // The page's second refresh and the later ones fail: it says so and keeps the data
     // of the first.

@@ -705,10 +705,10 @@ async fn lag_is_reported_while_retirement_is_behind(store: Arc<dyn Store>) {
     let boards = Rollboard::with(store, Arc::new(clock.clone()), Settings::default());
     let b = unique("lag");
     boards
-        .create_board(&b, BoardConfig::parse("1h", &["1h", "2h"]).unwrap())
+        .create(&b, BoardConfig::parse("1h", &["1h", "2h"]).unwrap())
         .await
         .unwrap();
-    boards.incr(&b, "a", 3, None).await.unwrap();
+    boards.windowed(&b).incr("a", 3, None).await.unwrap();
     // Slot START left the 1 h window 10 minutes ago; nothing retired it: its hour of events
     // is still counted.
     clock.set(Timestamp::from_unix_seconds(START + 3600 + 600).unwrap());

@@ -424,7 +424,7 @@ async fn concurrent_cached_reads_share_one_store_call() {
     let boards = Rollboard::with(redis.store().await, Arc::new(clock()), Settings::default());
     let board = unique("flight");
     boards
-        .create_board(
+        .create(
             &board,
             rollboard::BoardConfig::parse("1h", &["1h", "24h"]).unwrap(),
         )
@@ -433,35 +433,42 @@ async fn concurrent_cached_reads_share_one_store_call() {
     let events: Vec<rollboard::Event> = (0..50)
         .map(|i| rollboard::Event::new(format!("m{i}"), i + 1))
         .collect();
-    boards.incr_batch(&board, &events).await.unwrap();
+    boards.windowed(&board).incr_batch(&events).await.unwrap();
     let window = Some(Span::parse("24h").unwrap());
     let mut conn = redis.raw().await;
     // The first read also loads the board and its script.
-    boards.top(&board, window, 0, 10).await.unwrap();
+    boards.windowed(&board).top(window, 0, 10).await.unwrap();
 
     let before = redis_calls(&mut conn).await;
-    let exact = boards.top(&board, window, 0, 10).await.unwrap();
+    let exact = boards.windowed(&board).top(window, 0, 10).await.unwrap();
     let one = redis_calls(&mut conn).await - before;
     assert!(one >= 1, "a read calls Redis");
 
     let before = redis_calls(&mut conn).await;
     let pages =
-        futures_util::future::join_all((0..32).map(|_| boards.top(&board, window, 0, 10))).await;
+        futures_util::future::join_all((0..32).map(|_| boards.windowed(&board).top(window, 0, 10)))
+            .await;
     assert_eq!(redis_calls(&mut conn).await - before, 32 * one);
     assert!(pages.iter().all(|p| p.as_ref().unwrap() == &exact));
 
     let cached = boards.reading_within(Staleness::from_millis(1000).unwrap());
     let before = redis_calls(&mut conn).await;
     let pages =
-        futures_util::future::join_all((0..32).map(|_| cached.top(&board, window, 0, 10))).await;
+        futures_util::future::join_all((0..32).map(|_| cached.windowed(&board).top(window, 0, 10)))
+            .await;
     assert_eq!(redis_calls(&mut conn).await - before, one);
     assert!(pages.iter().all(|p| p.as_ref().unwrap() == &exact));
 
     // A write through this process: the next reads share one new call.
-    boards.incr_batch(&board, &events[49..]).await.unwrap();
+    boards
+        .windowed(&board)
+        .incr_batch(&events[49..])
+        .await
+        .unwrap();
     let before = redis_calls(&mut conn).await;
     let pages =
-        futures_util::future::join_all((0..32).map(|_| cached.top(&board, window, 0, 10))).await;
+        futures_util::future::join_all((0..32).map(|_| cached.windowed(&board).top(window, 0, 10)))
+            .await;
     assert_eq!(redis_calls(&mut conn).await - before, one);
     for page in &pages {
         let leader = &page.as_ref().unwrap().entries[0];

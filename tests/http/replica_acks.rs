@@ -22,7 +22,7 @@ async fn a_write_no_replica_confirms_is_503_write_uncertain_and_its_keyed_retry_
         Arc::new(clock.clone()),
         Settings::default(),
     )
-    .create_board(&board, BoardConfig::parse("1h", &["1h"]).unwrap())
+    .create(&board, BoardConfig::parse("1h", &["1h"]).unwrap())
     .await
     .unwrap();
     let options = RedisOptions {

@@ -41,10 +41,10 @@ async fn the_service_catches_up_after_downtime() {
     );
     let board = unique("catch");
     offline
-        .create_board(&board, BoardConfig::parse("1h", &["1h", "2h"]).unwrap())
+        .create(&board, BoardConfig::parse("1h", &["1h", "2h"]).unwrap())
         .await
         .unwrap();
-    offline.incr(&board, "a", 5, None).await.unwrap();
+    offline.windowed(&board).incr("a", 5, None).await.unwrap();
     clock.advance_secs(3 * 3600);
 
     let app = spawn_app_with(redis, clock, ServiceConfig::default()).await;

@@ -115,7 +115,7 @@ async fn sigterm_finishes_requests_in_flight_and_loses_no_acknowledged_event() {
     );
 
     let boards = Rollboard::redis(&redis.url).await.unwrap();
-    let page = boards.top(&board, None, 0, 1000).await.unwrap();
+    let page = boards.windowed(&board).top(None, 0, 1000).await.unwrap();
     let total: i64 = page.entries.iter().map(|e| e.score).sum();
     assert_eq!(
         total as usize,
@@ -126,7 +126,8 @@ async fn sigterm_finishes_requests_in_flight_and_loses_no_acknowledged_event() {
     // The access times the service held at the signal were written before it exited:
     // every request answered is counted, plus at most the one each writer had cut.
     let stats = boards
-        .stats("/v1/boards/{board}/events", "AccessTime")
+        .stats()
+        .read("/v1/boards/{board}/events", "AccessTime")
         .await
         .unwrap();
     let counted = stats.current.map_or(0, |h| h.count) + stats.previous.map_or(0, |h| h.count);

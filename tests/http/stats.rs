@@ -178,9 +178,9 @@ async fn a_mounted_app_is_recorded_under_its_full_route_template() {
         .unwrap();
     assert_eq!(app.oneshot(request).await.unwrap().status(), StatusCode::OK);
     for _ in 0..100 {
-        if let Ok(stats) = boards.stats("/items/{id}", "AccessTime").await {
+        if let Ok(stats) = boards.stats().read("/items/{id}", "AccessTime").await {
             assert_eq!(stats.current.unwrap().count, 1);
-            assert!(boards.stats("/items/7", "AccessTime").await.is_err());
+            assert!(boards.stats().read("/items/7", "AccessTime").await.is_err());
             return;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -218,15 +218,23 @@ async fn every_request_is_counted_once_and_a_stats_read_of_the_process_sees_it_a
         request(&app, &format!("/items/{i}")).await;
     }
     // No wait: the read writes what the process holds first.
-    let stats = boards.stats("/items/{id}", "AccessTime").await.unwrap();
+    let stats = boards
+        .stats()
+        .read("/items/{id}", "AccessTime")
+        .await
+        .unwrap();
     assert_eq!(stats.current.unwrap().count, 25);
-    let slowest = boards.slowest("AccessTime", 10).await.unwrap();
+    let slowest = boards.stats().slowest("AccessTime", 10).await.unwrap();
     assert_eq!(slowest.len(), 1);
     assert_eq!(slowest[0].context, "/items/{id}");
     for i in 0..4 {
         request(&app, &format!("/items/{i}")).await;
     }
-    let stats = boards.stats("/items/{id}", "AccessTime").await.unwrap();
+    let stats = boards
+        .stats()
+        .read("/items/{id}", "AccessTime")
+        .await
+        .unwrap();
     assert_eq!(stats.current.unwrap().count, 29);
 }
 
@@ -247,7 +255,11 @@ async fn values_held_across_an_hour_boundary_count_in_the_hour_they_were_recorde
     for i in 0..2 {
         request(&app, &format!("/items/{i}")).await;
     }
-    let stats = boards.stats("/items/{id}", "AccessTime").await.unwrap();
+    let stats = boards
+        .stats()
+        .read("/items/{id}", "AccessTime")
+        .await
+        .unwrap();
     let (current, previous) = (stats.current.unwrap(), stats.previous.unwrap());
     assert_eq!((previous.hour, previous.count), (START, 3));
     assert_eq!((current.hour, current.count), (START + 3600, 2));
@@ -267,7 +279,7 @@ async fn held_values_reach_the_store_within_a_second_without_any_read() {
         request(&app, &route.replace("{id}", &i.to_string())).await;
     }
     for _ in 0..60 {
-        if let Ok(stats) = reader.stats(&route, "AccessTime").await {
+        if let Ok(stats) = reader.stats().read(&route, "AccessTime").await {
             let count =
                 stats.current.map_or(0, |h| h.count) + stats.previous.map_or(0, |h| h.count);
             assert_eq!(count, 7, "all seven values are written in one flush");

@@ -255,13 +255,13 @@ async fn snapshots_appended_by_a_process_that_died_are_delivered_by_another() {
         let config = BoardConfig::parse("1h", &["1h", "2h"])
             .unwrap()
             .with_snapshots(Some(policy));
-        appender.create_board(&died, config).await.unwrap();
+        appender.create(&died, config).await.unwrap();
         clock.advance_secs(60);
-        appender.incr(&died, "bob", 7, None).await.unwrap();
+        appender.windowed(&died).incr("bob", 7, None).await.unwrap();
         clock.advance_secs(3545);
-        assert!(appender.retire(&died).await.unwrap().complete);
+        assert!(appender.windowed(&died).retire().await.unwrap().complete);
         assert_eq!(
-            appender.take_snapshots(&died).await.unwrap(),
+            appender.windowed(&died).take_snapshots().await.unwrap(),
             rollboard::SnapshotPass::Done { appended: 2 }
         );
     }

@@ -43,7 +43,7 @@ async fn import_export_and_history_are_exact_on_a_compact_board() {
     let (boards, _clock) = compact_boards(&redis).await;
     let b = unique("ci");
     boards
-        .create_board(&b, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+        .create(&b, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
         .await
         .unwrap();
     // 30,000 events over the last 26 hours: older than 24 h is too late; the rest lands
@@ -93,7 +93,7 @@ async fn import_export_and_history_are_exact_on_a_compact_board() {
             }
         }
         expected.retain(|_, v| *v != 0);
-        let history = boards.history(&b, member).await.unwrap();
+        let history = boards.windowed(&b).history(member).await.unwrap();
         let got: std::collections::BTreeMap<i64, i64> =
             history.points.iter().map(|p| (p.slot, p.value)).collect();
         assert_eq!(got, expected, "{member}");
@@ -114,7 +114,7 @@ async fn import_export_and_history_are_exact_on_a_compact_board() {
         assert_eq!(exported.entries, day.len() as u64);
         let copy = unique("cc");
         boards
-            .create_board(
+            .create(
                 &copy,
                 BoardConfig::parse("1h", &["1h", "24h"])
                     .unwrap()
@@ -176,7 +176,7 @@ async fn the_legacy_import_into_a_compact_board_gives_the_articles_totals() {
         .filter_map(|(slot, values)| values.get(member).map(|v| (*slot, *v)))
         .filter(|(_, v)| *v != 0)
         .collect();
-    let history = boards.history(&board, member).await.unwrap();
+    let history = boards.windowed(&board).history(member).await.unwrap();
     let got: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
     assert_eq!(got, expected);
 }

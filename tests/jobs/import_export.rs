@@ -126,9 +126,21 @@ async fn an_export_imports_back_to_the_same_ranking_in_json_and_csv() {
     let events: Vec<rollboard::Event> = (0..2_500)
         .map(|i| rollboard::Event::new(format!("m,{}\"q", i % 1_300), 1 + (i % 5) as i64))
         .collect();
-    boards.incr_batch(&a, &events[..1000]).await.unwrap();
-    boards.incr_batch(&a, &events[1000..2000]).await.unwrap();
-    boards.incr_batch(&a, &events[2000..]).await.unwrap();
+    boards
+        .windowed(&a)
+        .incr_batch(&events[..1000])
+        .await
+        .unwrap();
+    boards
+        .windowed(&a)
+        .incr_batch(&events[1000..2000])
+        .await
+        .unwrap();
+    boards
+        .windowed(&a)
+        .incr_batch(&events[2000..])
+        .await
+        .unwrap();
     let original = ranking(&boards, &a, "24h").await;
     assert_eq!(original.len(), 1_300);
     for format in [Format::Json, Format::Csv] {
@@ -229,7 +241,7 @@ async fn csv_export_then_import_gives_back_the_same_members_exactly() {
         .enumerate()
         .map(|(i, m)| rollboard::Event::new(*m, 100 - i as i64))
         .collect();
-    boards.incr_batch(&a, &events).await.unwrap();
+    boards.windowed(&a).incr_batch(&events).await.unwrap();
     let original = ranking(&boards, &a, "1h").await;
     let expected: std::collections::BTreeMap<String, i64> = AWKWARD
         .iter()

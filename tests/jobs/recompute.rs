@@ -16,19 +16,19 @@ async fn recompute_repairs_corrupted_totals() {
     let (boards, clock) = boards(&redis).await;
     let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
     let b = unique("fix");
-    boards.create_board(&b, config.clone()).await.unwrap();
+    boards.create(&b, config.clone()).await.unwrap();
     let mut oracle = Oracle::new(config.clone());
     for hour in 0..3 {
         clock.set(ts(START + hour * 3600));
         let events: Vec<Event> = (0..300)
             .map(|i| Event::new(format!("m{}", (i * 7 + hour) % 120), 1 + i % 3))
             .collect();
-        boards.incr_batch(&b, &events).await.unwrap();
+        boards.windowed(&b).incr_batch(&events).await.unwrap();
         for e in &events {
             oracle.record(START + hour * 3600, &e.member, e.delta);
         }
     }
-    boards.retire(&b).await.unwrap();
+    boards.windowed(&b).retire().await.unwrap();
     let now = clock.now();
     // Drift, as a hand edit or an old bug would leave it.
     let mut raw = redis.raw().await;
@@ -60,7 +60,7 @@ async fn recompute_repairs_corrupted_totals() {
         .unwrap();
     assert_ne!(ranking_of(&boards, &b, "1h").await, oracle.ranking(0, now));
 
-    let report = boards.recompute(&b, None).await.unwrap();
+    let report = boards.windowed(&b).recompute(None).await.unwrap();
     assert_eq!(
         report.windows,
         [Span::parse("1h").unwrap(), Span::parse("3h").unwrap()]
@@ -109,7 +109,7 @@ async fn recompute_under_concurrent_writes_ends_exact() {
             .unwrap()
             .with_ties(ties);
         let b = unique("live");
-        boards.create_board(&b, config.clone()).await.unwrap();
+        boards.create(&b, config.clone()).await.unwrap();
         let oracle = Arc::new(Mutex::new(Oracle::new(config.clone())));
         // Three slots of data, so the scan takes many calls.
         for hour in 0..3 {
@@ -118,7 +118,7 @@ async fn recompute_under_concurrent_writes_ends_exact() {
                 .map(|i| Event::new(format!("m{}", (i + hour * 13) % 4_000), 1))
                 .collect();
             for chunk in events.chunks(1000) {
-                boards.incr_batch(&b, chunk).await.unwrap();
+                boards.windowed(&b).incr_batch(chunk).await.unwrap();
             }
             let mut o = oracle.lock().unwrap();
             for e in &events {
@@ -146,7 +146,7 @@ async fn recompute_under_concurrent_writes_ends_exact() {
                             Event::new(format!("m{}", rng.random_range(0..4_500)), delta).at(at)
                         })
                         .collect();
-                    let outcome = boards.incr_batch(&b, &events).await.unwrap();
+                    let outcome = boards.windowed(&b).incr_batch(&events).await.unwrap();
                     {
                         let mut o = oracle.lock().unwrap();
                         for (i, e) in events.iter().enumerate() {
@@ -164,7 +164,7 @@ async fn recompute_under_concurrent_writes_ends_exact() {
             tokio::spawn(async move {
                 let mut busy = 0;
                 while !stop.load(Ordering::SeqCst) {
-                    match boards.retire(&b).await {
+                    match boards.windowed(&b).retire().await {
                         Err(Error::BoardBusy(_)) => busy += 1,
                         other => {
                             other.unwrap();
@@ -177,7 +177,7 @@ async fn recompute_under_concurrent_writes_ends_exact() {
         };
         tokio::time::sleep(std::time::Duration::from_millis(round * 7)).await;
         let window = Some(Span::parse(if round % 2 == 0 { "3h" } else { "1h" }).unwrap());
-        let report = boards.recompute(&b, window).await.unwrap();
+        let report = boards.windowed(&b).recompute(window).await.unwrap();
         folded_somewhere |= report.members_folded > 0;
         stop.store(true, Ordering::SeqCst);
         for w in writers {
@@ -189,7 +189,7 @@ async fn recompute_under_concurrent_writes_ends_exact() {
             "retirement waited for the recompute at least once"
         );
 
-        boards.retire(&b).await.unwrap();
+        boards.windowed(&b).retire().await.unwrap();
         let now = clock.now();
         let oracle = oracle.lock().unwrap().clone();
         for (j, w) in ["1h", "3h"].iter().enumerate() {

@@ -29,7 +29,7 @@ pub async fn boards(redis: &TestRedis) -> (Rollboard, ManualClock) {
 pub async fn board(boards: &Rollboard, slot: &str, windows: &[&str]) -> String {
     let name = unique("j");
     boards
-        .create_board(&name, BoardConfig::parse(slot, windows).unwrap())
+        .create(&name, BoardConfig::parse(slot, windows).unwrap())
         .await
         .unwrap();
     name
@@ -43,7 +43,8 @@ pub async fn ranking(boards: &Rollboard, board: &str, window: &str) -> BTreeMap<
     let mut offset = 0;
     loop {
         let page = boards
-            .top(board, Some(window.parse().unwrap()), offset, 1000)
+            .windowed(board)
+            .top(Some(window.parse().unwrap()), offset, 1000)
             .await
             .unwrap();
         let n = page.entries.len() as u64;

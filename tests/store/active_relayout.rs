@@ -76,7 +76,7 @@ impl Fixture {
         let raw = redis.raw().await;
         let board = crate::test_redis::unique("rl");
         let config = BoardConfig::parse("1h", &WINDOWS).unwrap();
-        boards.create_board(&board, config.clone()).await.unwrap();
+        boards.create(&board, config.clone()).await.unwrap();
         Fixture {
             _redis: redis,
             store,
@@ -111,7 +111,12 @@ impl Fixture {
                 .iter()
                 .map(|(m, d, at)| Event::new(m.clone(), *d).at(ts(START + at)))
                 .collect();
-            let outcome = self.boards.incr_batch(&self.board, &list).await.unwrap();
+            let outcome = self
+                .boards
+                .windowed(&self.board)
+                .incr_batch(&list)
+                .await
+                .unwrap();
             assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
         }
         for (m, d, at) in events {
@@ -151,7 +156,8 @@ impl Fixture {
         if self.from == Layout::Compact {
             let report = self
                 .boards
-                .relayout_with(&self.board, Layout::Compact, NOW)
+                .windowed(&self.board)
+                .relayout_with(Layout::Compact, NOW)
                 .await
                 .unwrap();
             assert!(report.complete);
@@ -187,12 +193,8 @@ impl Fixture {
             loop {
                 let page = self
                     .boards
-                    .top(
-                        &self.board,
-                        Some(Span::parse(window).unwrap()),
-                        got.len() as u64,
-                        1000,
-                    )
+                    .windowed(&self.board)
+                    .top(Some(Span::parse(window).unwrap()), got.len() as u64, 1000)
                     .await
                     .unwrap();
                 let n = page.entries.len();
@@ -205,7 +207,12 @@ impl Fixture {
         }
         let live: BTreeSet<i64> = self.live_slots().await.into_iter().collect();
         for (member, slots) in &self.points {
-            let history = self.boards.history(&self.board, member).await.unwrap();
+            let history = self
+                .boards
+                .windowed(&self.board)
+                .history(member)
+                .await
+                .unwrap();
             let got: BTreeMap<i64, i64> =
                 history.points.iter().map(|p| (p.slot, p.value)).collect();
             let mut expected = slots.clone();
@@ -271,7 +278,8 @@ impl Fixture {
     async fn retire(&self) {
         let report = self
             .boards
-            .retire_with(&self.board, SMALL_CHUNKS)
+            .windowed(&self.board)
+            .retire_with(SMALL_CHUNKS)
             .await
             .unwrap();
         assert!(report.complete);
@@ -292,7 +300,8 @@ async fn converts_every_live_slot(from: Layout) {
 
     let report = f
         .boards
-        .relayout_with(&f.board, other(from), NOW)
+        .windowed(&f.board)
+        .relayout_with(other(from), NOW)
         .await
         .unwrap();
     assert_eq!(report.layout, other(from));
@@ -321,7 +330,8 @@ async fn converts_every_live_slot(from: Layout) {
     // A second run finds nothing to convert.
     let again = f
         .boards
-        .relayout_with(&f.board, other(from), NOW)
+        .windowed(&f.board)
+        .relayout_with(other(from), NOW)
         .await
         .unwrap();
     assert_eq!((again.converted_slots, again.moved_values), (0, 0));
@@ -367,7 +377,8 @@ async fn a_cut_conversion_stays_exact_and_a_second_run_finishes_it(from: Layout)
     };
     let report = f
         .boards
-        .relayout_with(&f.board, other(from), cut)
+        .windowed(&f.board)
+        .relayout_with(other(from), cut)
         .await
         .unwrap();
     assert!(!report.complete);
@@ -400,12 +411,22 @@ async fn a_cut_conversion_stays_exact_and_a_second_run_finishes_it(from: Layout)
     f.assert_exact().await;
     // Removal of a member of the mixed slot (5 before the cut, 11 since: in either form
     // or both) deletes its one slot value (stage 2 of START + 1h) from every form.
-    let removed = f.boards.remove_member(&f.board, "m2").await.unwrap();
+    let removed = f
+        .boards
+        .windowed(&f.board)
+        .remove_member("m2")
+        .await
+        .unwrap();
     assert_eq!(removed.slot_values, 1);
     f.oracle.remove("m2");
     f.points.remove("m2");
     assert_eq!(
-        f.boards.history(&f.board, "m2").await.unwrap().points,
+        f.boards
+            .windowed(&f.board)
+            .history("m2")
+            .await
+            .unwrap()
+            .points,
         Vec::new()
     );
     f.assert_exact().await;
@@ -419,7 +440,8 @@ async fn a_cut_conversion_stays_exact_and_a_second_run_finishes_it(from: Layout)
         .unwrap();
     let recomputed = f
         .boards
-        .recompute(&f.board, Some(Span::parse("2h").unwrap()))
+        .windowed(&f.board)
+        .recompute(Some(Span::parse("2h").unwrap()))
         .await
         .unwrap();
     assert!(recomputed.fields_scanned > 0);
@@ -432,7 +454,8 @@ async fn a_cut_conversion_stays_exact_and_a_second_run_finishes_it(from: Layout)
 
     let second = f
         .boards
-        .relayout_with(&f.board, other(from), NOW)
+        .windowed(&f.board)
+        .relayout_with(other(from), NOW)
         .await
         .unwrap();
     assert!(second.complete);
@@ -487,7 +510,7 @@ async fn relayout_now_under_writes_and_retirement_stays_exact() {
                         Event::new(format!("m{}", rng.random_range(0..BIG)), delta).at(at)
                     })
                     .collect();
-                let outcome = boards.incr_batch(&b, &batch).await.unwrap();
+                let outcome = boards.windowed(&b).incr_batch(&batch).await.unwrap();
                 // The clock may cross a boundary between reading it and writing: the
                 // slot before then is too late for the largest window (and only that).
                 let rejected: BTreeSet<usize> = outcome
@@ -511,7 +534,7 @@ async fn relayout_now_under_writes_and_retirement_stays_exact() {
         let (boards, b, stop) = (f.boards.clone(), f.board.clone(), stop.clone());
         tasks.push(tokio::spawn(async move {
             while !stop.load(Ordering::SeqCst) {
-                boards.retire_with(&b, SMALL_CHUNKS).await.unwrap();
+                boards.windowed(&b).retire_with(SMALL_CHUNKS).await.unwrap();
                 tokio::task::yield_now().await;
             }
         }));
@@ -528,7 +551,8 @@ async fn relayout_now_under_writes_and_retirement_stays_exact() {
             assert!(runs < 500, "the conversion to {target:?} makes no progress");
             let report = f
                 .boards
-                .relayout_with(&f.board, target, step)
+                .windowed(&f.board)
+                .relayout_with(target, step)
                 .await
                 .unwrap();
             if runs == 3 {
@@ -561,10 +585,11 @@ async fn relayout_now_under_writes_and_retirement_stays_exact() {
 async fn relayout_now_on_the_memory_store_only_records_the_layout() {
     let h = Harness::memory().await;
     let b = h.board("1h", &WINDOWS).await;
-    h.boards.incr(&b, "a", 2, None).await.unwrap();
+    h.boards.windowed(&b).incr("a", 2, None).await.unwrap();
     let report = h
         .boards
-        .relayout_with(&b, Layout::Plain, NOW)
+        .windowed(&b)
+        .relayout_with(Layout::Plain, NOW)
         .await
         .unwrap();
     assert_eq!(
@@ -582,7 +607,7 @@ async fn relayout_now_on_the_memory_store_only_records_the_layout() {
         h.boards.board(&b).await.unwrap().config.layout(),
         Some(Layout::Plain)
     );
-    let top = h.boards.top(&b, None, 0, 10).await.unwrap();
+    let top = h.boards.windowed(&b).top(None, 0, 10).await.unwrap();
     assert_eq!(ranking(&top), [("a".to_owned(), 2)]);
 }
 
@@ -605,7 +630,8 @@ async fn a_small_mixed_board_retires_in_one_call(from: Layout) {
     };
     let report = f
         .boards
-        .relayout_with(&f.board, other(from), one)
+        .windowed(&f.board)
+        .relayout_with(other(from), one)
         .await
         .unwrap();
     assert!(!report.complete);
@@ -655,7 +681,8 @@ async fn a_recompute_and_an_active_relayout_exclude_each_other() {
         .unwrap();
     let err = f
         .boards
-        .relayout_with(&f.board, Layout::Compact, NOW)
+        .windowed(&f.board)
+        .relayout_with(Layout::Compact, NOW)
         .await
         .unwrap_err();
     assert!(matches!(err, rollboard::Error::BoardBusy(_)), "{err:?}");
@@ -677,7 +704,12 @@ async fn a_recompute_and_an_active_relayout_exclude_each_other() {
         .await
         .unwrap();
     let two_hours = Some(Span::parse("2h").unwrap());
-    let err = f.boards.recompute(&f.board, two_hours).await.unwrap_err();
+    let err = f
+        .boards
+        .windowed(&f.board)
+        .recompute(two_hours)
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, rollboard::Error::RelayoutRunning(_)),
         "{err:?}"
@@ -685,7 +717,8 @@ async fn a_recompute_and_an_active_relayout_exclude_each_other() {
     assert_eq!(err.code(), "board_busy");
     let err = f
         .boards
-        .relayout_with(&f.board, Layout::Compact, NOW)
+        .windowed(&f.board)
+        .relayout_with(Layout::Compact, NOW)
         .await
         .unwrap_err();
     assert!(
@@ -701,7 +734,8 @@ async fn a_recompute_and_an_active_relayout_exclude_each_other() {
         .unwrap();
     let report = f
         .boards
-        .relayout_with(&f.board, Layout::Compact, NOW)
+        .windowed(&f.board)
+        .relayout_with(Layout::Compact, NOW)
         .await
         .unwrap();
     assert!(report.complete);
@@ -713,7 +747,11 @@ async fn a_recompute_and_an_active_relayout_exclude_each_other() {
         .await
         .unwrap();
     assert_eq!(lease, None);
-    f.boards.recompute(&f.board, two_hours).await.unwrap();
+    f.boards
+        .windowed(&f.board)
+        .recompute(two_hours)
+        .await
+        .unwrap();
     f.assert_all(Layout::Compact).await;
     f.assert_exact().await;
 }
@@ -736,7 +774,8 @@ async fn a_recompute_under_writes_on_a_mixed_slot_stays_exact() {
         assert!(run < 100, "START + 1h never got mixed");
         let report = f
             .boards
-            .relayout_with(&f.board, Layout::Plain, cut)
+            .windowed(&f.board)
+            .relayout_with(Layout::Plain, cut)
             .await
             .unwrap();
         assert!(!report.complete);
@@ -764,7 +803,7 @@ async fn a_recompute_under_writes_on_a_mixed_slot_stays_exact() {
                         Event::new(format!("m{}", rng.random_range(0..BIG)), 3).at(at)
                     })
                     .collect();
-                boards.incr_batch(&b, &batch).await.unwrap();
+                boards.windowed(&b).incr_batch(&batch).await.unwrap();
                 {
                     let mut all = events.lock().unwrap();
                     for e in &batch {
@@ -777,7 +816,12 @@ async fn a_recompute_under_writes_on_a_mixed_slot_stays_exact() {
     }
     let two_hours = Some(Span::parse("2h").unwrap());
     for _ in 0..3 {
-        let report = f.boards.recompute(&f.board, two_hours).await.unwrap();
+        let report = f
+            .boards
+            .windowed(&f.board)
+            .recompute(two_hours)
+            .await
+            .unwrap();
         assert!(report.fields_scanned > 0);
     }
     stop.store(true, Ordering::SeqCst);

@@ -186,8 +186,8 @@ async fn run(
         .with_aggregate(s.aggregate)
         .with_layout(layout);
     let name = unique("agg");
-    memory.create_board(&name, config.clone()).await.unwrap();
-    on_redis.create_board(&name, config.clone()).await.unwrap();
+    memory.create(&name, config.clone()).await.unwrap();
+    on_redis.create(&name, config.clone()).await.unwrap();
     let mut oracle = ValueOracle::new(config.clone());
     let both = [&memory, &on_redis];
     for op in &s.ops {
@@ -206,8 +206,8 @@ async fn run(
                     _ => unreachable!(),
                 };
                 for events in calls {
-                    let a = memory.incr_batch(&name, &events).await.unwrap();
-                    let b = on_redis.incr_batch(&name, &events).await.unwrap();
+                    let a = memory.windowed(&name).incr_batch(&events).await.unwrap();
+                    let b = on_redis.windowed(&name).incr_batch(&events).await.unwrap();
                     prop_assert_eq!(&a, &b);
                     for (i, e) in events.iter().enumerate() {
                         if !a.rejected.iter().any(|r| r.index == i) {
@@ -222,11 +222,13 @@ async fn run(
             Op::Standing(items) => {
                 let events: Vec<Event> = items.iter().map(|i| event(now, *i)).collect();
                 let a = memory
-                    .incr_batch_standing(&name, &events, None)
+                    .windowed(&name)
+                    .incr_batch_standing(&events, None)
                     .await
                     .unwrap();
                 let b = on_redis
-                    .incr_batch_standing(&name, &events, None)
+                    .windowed(&name)
+                    .incr_batch_standing(&events, None)
                     .await
                     .unwrap();
                 prop_assert_eq!(&a, &b, "standing write");
@@ -240,7 +242,11 @@ async fn run(
                 for s in &a.standings {
                     for w in &s.windows {
                         let j = windows.iter().position(|x| *x == w.window).unwrap();
-                        let page = memory.top(&name, Some(w.window), 0, 1000).await.unwrap();
+                        let page = memory
+                            .windowed(&name)
+                            .top(Some(w.window), 0, 1000)
+                            .await
+                            .unwrap();
                         let entry = page.entries.iter().find(|e| e.member == s.member);
                         prop_assert_eq!(
                             (w.score, w.rank),
@@ -259,9 +265,13 @@ async fn run(
                     .collect();
                 let key = rollboard::IdempotencyKey::parse(&format!("k{k}")).unwrap();
                 let fingerprint = rollboard::Fingerprint::of_events(&events);
-                let a = memory.write_keyed(&name, &events, &key, &fingerprint).await;
+                let a = memory
+                    .windowed(&name)
+                    .write_keyed(&events, &key, &fingerprint)
+                    .await;
                 let b = on_redis
-                    .write_keyed(&name, &events, &key, &fingerprint)
+                    .windowed(&name)
+                    .write_keyed(&events, &key, &fingerprint)
                     .await;
                 prop_assert_eq!(format!("{a:?}"), format!("{b:?}"), "keyed write");
                 if let Ok(outcome) = a
@@ -276,14 +286,26 @@ async fn run(
                 }
             }
             Op::Remove(m) => {
-                let a = memory.remove_member(&name, MEMBERS[*m]).await.unwrap();
-                let b = on_redis.remove_member(&name, MEMBERS[*m]).await.unwrap();
+                let a = memory
+                    .windowed(&name)
+                    .remove_member(MEMBERS[*m])
+                    .await
+                    .unwrap();
+                let b = on_redis
+                    .windowed(&name)
+                    .remove_member(MEMBERS[*m])
+                    .await
+                    .unwrap();
                 prop_assert_eq!(a, b);
                 oracle.remove(MEMBERS[*m]);
                 for w in &windows {
-                    let a = memory.top(&name, Some(*w), 0, 1000).await.unwrap();
+                    let a = memory.windowed(&name).top(Some(*w), 0, 1000).await.unwrap();
                     prop_assert!(a.entries.iter().all(|e| e.member != MEMBERS[*m]));
-                    let b = on_redis.top(&name, Some(*w), 0, 1000).await.unwrap();
+                    let b = on_redis
+                        .windowed(&name)
+                        .top(Some(*w), 0, 1000)
+                        .await
+                        .unwrap();
                     prop_assert_eq!(&a, &b, "after removing {}", MEMBERS[*m]);
                 }
             }
@@ -298,32 +320,41 @@ async fn run(
                     .with_aggregate(s.aggregate)
                     .with_layout(layout);
                 for store in both {
-                    let created = store.create_board(&name, wider.clone()).await.unwrap();
-                    let extended = matches!(&created, Created::Extended(b) if b.config == wider);
+                    let created = store.create(&name, wider.clone()).await.unwrap();
+                    let extended = matches!(&created, Created::Extended(b) if b.windowed().unwrap().config == wider);
                     prop_assert!(extended, "{:?}", created);
-                    store.build_windows(&name).await.unwrap();
+                    store.windowed(&name).build_windows().await.unwrap();
                 }
                 oracle.extend(wider.clone());
                 config = wider;
                 let j = windows.len() - 1;
-                let a = memory.top(&name, Some(windows[j]), 0, 1000).await.unwrap();
+                let a = memory
+                    .windowed(&name)
+                    .top(Some(windows[j]), 0, 1000)
+                    .await
+                    .unwrap();
                 let b = on_redis
-                    .top(&name, Some(windows[j]), 0, 1000)
+                    .windowed(&name)
+                    .top(Some(windows[j]), 0, 1000)
                     .await
                     .unwrap();
                 prop_assert_eq!(&a, &b, "the added window");
             }
             Op::Recompute(j) => {
                 let w = j.map(|j| windows[j]);
-                let a = memory.recompute(&name, w).await.unwrap();
-                let b = on_redis.recompute(&name, w).await.unwrap();
+                let a = memory.windowed(&name).recompute(w).await.unwrap();
+                let b = on_redis.windowed(&name).recompute(w).await.unwrap();
                 prop_assert_eq!(
                     (&a.windows, a.fields_scanned),
                     (&b.windows, b.fields_scanned)
                 );
                 for (j, w) in windows.iter().enumerate() {
-                    let a = memory.top(&name, Some(*w), 0, 1000).await.unwrap();
-                    let b = on_redis.top(&name, Some(*w), 0, 1000).await.unwrap();
+                    let a = memory.windowed(&name).top(Some(*w), 0, 1000).await.unwrap();
+                    let b = on_redis
+                        .windowed(&name)
+                        .top(Some(*w), 0, 1000)
+                        .await
+                        .unwrap();
                     prop_assert_eq!(&a, &b, "after recompute, window {}", j);
                     if exact(a.from, j) {
                         let want = oracle.ranking(j, now);
@@ -333,16 +364,23 @@ async fn run(
                 }
             }
             Op::Retire => {
-                let a = memory.retire(&name).await.unwrap();
-                let b = on_redis.retire(&name).await.unwrap();
+                let a = memory.windowed(&name).retire().await.unwrap();
+                let b = on_redis.windowed(&name).retire().await.unwrap();
                 COMPACTED.fetch_add(b.slots_compacted, Ordering::Relaxed);
                 prop_assert_eq!(
                     (a.slots_retired, a.fields_subtracted, a.members_zeroed),
                     (b.slots_retired, b.fields_subtracted, b.members_zeroed)
                 );
                 for (j, w) in windows.iter().enumerate() {
-                    let page = on_redis.top(&name, Some(*w), 0, 1000).await.unwrap();
-                    prop_assert_eq!(&page, &memory.top(&name, Some(*w), 0, 1000).await.unwrap());
+                    let page = on_redis
+                        .windowed(&name)
+                        .top(Some(*w), 0, 1000)
+                        .await
+                        .unwrap();
+                    prop_assert_eq!(
+                        &page,
+                        &memory.windowed(&name).top(Some(*w), 0, 1000).await.unwrap()
+                    );
                     // A window added later holds the slots live when it was added: exact
                     // once its start has passed them.
                     if j >= s.windows.len() && !exact(page.from, j) {
@@ -357,9 +395,14 @@ async fn run(
                 }
             }
             Op::Read(j) => {
-                let a = memory.top(&name, Some(windows[*j]), 0, 1000).await.unwrap();
+                let a = memory
+                    .windowed(&name)
+                    .top(Some(windows[*j]), 0, 1000)
+                    .await
+                    .unwrap();
                 let b = on_redis
-                    .top(&name, Some(windows[*j]), 0, 1000)
+                    .windowed(&name)
+                    .top(Some(windows[*j]), 0, 1000)
                     .await
                     .unwrap();
                 prop_assert_eq!(&a, &b);
@@ -371,8 +414,16 @@ async fn run(
             }
             Op::Bottom(j, offset, limit) => {
                 let w = Some(windows[*j]);
-                let a = memory.bottom(&name, w, *offset, *limit).await.unwrap();
-                let b = on_redis.bottom(&name, w, *offset, *limit).await.unwrap();
+                let a = memory
+                    .windowed(&name)
+                    .bottom(w, *offset, *limit)
+                    .await
+                    .unwrap();
+                let b = on_redis
+                    .windowed(&name)
+                    .bottom(w, *offset, *limit)
+                    .await
+                    .unwrap();
                 prop_assert_eq!(&a, &b);
                 if exact(a.from, *j) {
                     let want = oracle.ranking(*j, now);
@@ -389,8 +440,12 @@ async fn run(
             }
             Op::Score(m, j) => {
                 let w = Some(windows[*j]);
-                let a = memory.score(&name, MEMBERS[*m], w).await.unwrap();
-                let b = on_redis.score(&name, MEMBERS[*m], w).await.unwrap();
+                let a = memory.windowed(&name).score(MEMBERS[*m], w).await.unwrap();
+                let b = on_redis
+                    .windowed(&name)
+                    .score(MEMBERS[*m], w)
+                    .await
+                    .unwrap();
                 prop_assert_eq!(&a, &b);
                 if let Some(a) = a.filter(|a| exact(a.from, *j)) {
                     let want = oracle.ranking(*j, now);
@@ -410,8 +465,8 @@ async fn run(
             Op::Ranks(j) => {
                 let w = Some(windows[*j]);
                 let asked = [&MEMBERS[..], &["zed"]].concat();
-                let a = memory.ranks(&name, &asked, w).await.unwrap();
-                let b = on_redis.ranks(&name, &asked, w).await.unwrap();
+                let a = memory.windowed(&name).ranks(&asked, w).await.unwrap();
+                let b = on_redis.windowed(&name).ranks(&asked, w).await.unwrap();
                 prop_assert_eq!(&a, &b);
                 if exact(a.from, *j) {
                     let want = oracle.ranking(*j, now);
@@ -435,11 +490,13 @@ async fn run(
                 let order = if *asc { Order::Asc } else { Order::Desc };
                 let options = AroundOptions { fill: *fill, order };
                 let a = memory
-                    .around_with(&name, MEMBERS[*m], w, *k, options)
+                    .windowed(&name)
+                    .around_with(MEMBERS[*m], w, *k, options)
                     .await
                     .unwrap();
                 let b = on_redis
-                    .around_with(&name, MEMBERS[*m], w, *k, options)
+                    .windowed(&name)
+                    .around_with(MEMBERS[*m], w, *k, options)
                     .await
                     .unwrap();
                 prop_assert_eq!(&a, &b);
@@ -464,9 +521,14 @@ async fn run(
             Op::Range(j, min, span) => {
                 let w = Some(windows[*j]);
                 let range = rollboard::ScoreRange::new(Some(*min), Some(min + span)).unwrap();
-                let a = memory.top_in_range(&name, w, range, 0, 1000).await.unwrap();
+                let a = memory
+                    .windowed(&name)
+                    .top_in_range(w, range, 0, 1000)
+                    .await
+                    .unwrap();
                 let b = on_redis
-                    .top_in_range(&name, w, range, 0, 1000)
+                    .windowed(&name)
+                    .top_in_range(w, range, 0, 1000)
                     .await
                     .unwrap();
                 prop_assert_eq!(&a, &b);
@@ -482,8 +544,8 @@ async fn run(
                 }
             }
             Op::History(m) => {
-                let a = memory.history(&name, MEMBERS[*m]).await.unwrap();
-                let b = on_redis.history(&name, MEMBERS[*m]).await.unwrap();
+                let a = memory.windowed(&name).history(MEMBERS[*m]).await.unwrap();
+                let b = on_redis.windowed(&name).history(MEMBERS[*m]).await.unwrap();
                 prop_assert_eq!(&a, &b);
             }
         }
@@ -491,14 +553,18 @@ async fn run(
 
     let now = clock.now();
     for rb in both {
-        rb.retire(&name).await.unwrap();
+        rb.windowed(&name).retire().await.unwrap();
     }
     // Whether the largest window covers its whole span (a window added later does once
     // its start has passed the slots live when it was added), as history does.
     let mut covered = true;
     for (j, w) in windows.iter().enumerate() {
-        let a = memory.top(&name, Some(*w), 0, 1000).await.unwrap();
-        let b = on_redis.top(&name, Some(*w), 0, 1000).await.unwrap();
+        let a = memory.windowed(&name).top(Some(*w), 0, 1000).await.unwrap();
+        let b = on_redis
+            .windowed(&name)
+            .top(Some(*w), 0, 1000)
+            .await
+            .unwrap();
         prop_assert_eq!(&a, &b);
         if j >= s.windows.len() && a.from != config.window_start(j, now) {
             covered = false;
@@ -514,8 +580,8 @@ async fn run(
         );
     }
     for m in MEMBERS {
-        let history = on_redis.history(&name, m).await.unwrap();
-        prop_assert_eq!(&history, &memory.history(&name, m).await.unwrap());
+        let history = on_redis.windowed(&name).history(m).await.unwrap();
+        prop_assert_eq!(&history, &memory.windowed(&name).history(m).await.unwrap());
         let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
         if covered {
             prop_assert_eq!(points, oracle.history(m, now), "history of {}", m);

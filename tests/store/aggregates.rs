@@ -108,10 +108,7 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
         .with_ties(ties)
         .with_layout((!on_cluster).then_some(Layout::Compact));
     let board = unique("ac");
-    replicas[0]
-        .create_board(&board, config.clone())
-        .await
-        .unwrap();
+    replicas[0].create(&board, config.clone()).await.unwrap();
     let oracle = Arc::new(Mutex::new(ValueOracle::new(config.clone())));
     // 1,800 batches in all, the clock 2 s on every 6: 600 s, 60 slots.
     let pace = Arc::new(Pace::new(&clock, 2, 6, 2_000));
@@ -127,7 +124,7 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
             for i in 0..300 {
                 let now = pace.now().unix_millis();
                 let events = random_values(&mut rng, now, 20, 100_000, 200);
-                let outcome = rb.incr_batch(&board, &events).await.unwrap();
+                let outcome = rb.windowed(&board).incr_batch(&events).await.unwrap();
                 {
                     let mut oracle = oracle.lock().unwrap();
                     for (i, e) in events.iter().enumerate() {
@@ -160,7 +157,7 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
             };
             let (mut chunks, mut compacted) = (0, 0);
             while !pace.stopped() {
-                let report = rb.retire_with(&board, options).await.unwrap();
+                let report = rb.windowed(&board).retire_with(options).await.unwrap();
                 chunks += report.chunks;
                 compacted += report.slots_compacted;
                 pace.passed(r);
@@ -184,7 +181,11 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
     let last: Vec<Event> = (0..5)
         .map(|i| Event::value(format!("m{i}"), 7).at(at))
         .collect();
-    replicas[0].incr_batch(&board, &last).await.unwrap();
+    replicas[0]
+        .windowed(&board)
+        .incr_batch(&last)
+        .await
+        .unwrap();
     for e in &last {
         let slot = config.slot_start(at);
         let mut oracle = oracle.lock().unwrap();
@@ -192,7 +193,12 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
     }
     clock.advance_millis(10_000);
     let now = clock.now();
-    compacted += replicas[1].retire(&board).await.unwrap().slots_compacted;
+    compacted += replicas[1]
+        .windowed(&board)
+        .retire()
+        .await
+        .unwrap()
+        .slots_compacted;
     assert!(accepted > 3_000, "only {accepted} events accepted");
     assert!(chunks > 300, "only {chunks} retirement chunks ran");
     // On one Redis the board is compact: the retirers converted its closed slots while
@@ -202,7 +208,11 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
     }
     let oracle = oracle.lock().unwrap().clone();
     for (j, w) in config.windows().iter().enumerate() {
-        let page = replicas[0].top(&board, Some(*w), 0, 1000).await.unwrap();
+        let page = replicas[0]
+            .windowed(&board)
+            .top(Some(*w), 0, 1000)
+            .await
+            .unwrap();
         assert_eq!(page.from, config.window_start(j, now));
         let want = oracle.ranking(j, now);
         assert_eq!(ranking(&page), want, "window {w}");
@@ -239,10 +249,7 @@ async fn recompute_under_writers(aggregate: Aggregate, ties: Ties) {
         .with_aggregate(aggregate)
         .with_ties(ties);
     let board = unique("ar");
-    replicas[0]
-        .create_board(&board, config.clone())
-        .await
-        .unwrap();
+    replicas[0].create(&board, config.clone()).await.unwrap();
     let oracle = Arc::new(Mutex::new(ValueOracle::new(config.clone())));
     let write = |rb: rollboard::Rollboard, seed: u64, calls: usize| {
         let (clock, board, oracle, config) =
@@ -252,7 +259,7 @@ async fn recompute_under_writers(aggregate: Aggregate, ties: Ties) {
             for _ in 0..calls {
                 let now = clock.now().unix_millis();
                 let events = random_values(&mut rng, now, 30, 80_000, 400);
-                let outcome = rb.incr_batch(&board, &events).await.unwrap();
+                let outcome = rb.windowed(&board).incr_batch(&events).await.unwrap();
                 assert_eq!(outcome.rejected, [], "no event is too late here");
                 let mut oracle = oracle.lock().unwrap();
                 for e in &events {
@@ -299,7 +306,7 @@ async fn recompute_under_writers(aggregate: Aggregate, ties: Ties) {
         .collect();
     let mut scanned = 0;
     for _ in 0..2 {
-        let report = replicas[1].recompute(&board, None).await.unwrap();
+        let report = replicas[1].windowed(&board).recompute(None).await.unwrap();
         assert_eq!(report.windows, config.windows());
         scanned += report.fields_scanned;
     }
@@ -310,7 +317,11 @@ async fn recompute_under_writers(aggregate: Aggregate, ties: Ties) {
     let now = clock.now();
     let oracle_now = oracle.lock().unwrap().clone();
     for (j, w) in config.windows().iter().enumerate() {
-        let page = replicas[0].top(&board, Some(*w), 0, 1000).await.unwrap();
+        let page = replicas[0]
+            .windowed(&board)
+            .top(Some(*w), 0, 1000)
+            .await
+            .unwrap();
         assert_eq!(
             ranking(&page),
             oracle_now.ranking(j, now),
@@ -322,9 +333,13 @@ async fn recompute_under_writers(aggregate: Aggregate, ties: Ties) {
     // The rebuilt records retire exactly.
     clock.advance_millis(45_000);
     let now = clock.now();
-    replicas[0].retire(&board).await.unwrap();
+    replicas[0].windowed(&board).retire().await.unwrap();
     for (j, w) in config.windows().iter().enumerate() {
-        let page = replicas[1].top(&board, Some(*w), 0, 1000).await.unwrap();
+        let page = replicas[1]
+            .windowed(&board)
+            .top(Some(*w), 0, 1000)
+            .await
+            .unwrap();
         assert_eq!(page.from, config.window_start(j, now));
         assert_eq!(
             ranking(&page),
@@ -355,10 +370,7 @@ async fn removal_under_writers(aggregate: Aggregate) {
         .with_aggregate(aggregate)
         .with_ties(Ties::Dense);
     let board = unique("am");
-    replicas[0]
-        .create_board(&board, config.clone())
-        .await
-        .unwrap();
+    replicas[0].create(&board, config.clone()).await.unwrap();
     let events = |seed: u64, base: i64| {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let now = clock.now().unix_millis();
@@ -372,7 +384,8 @@ async fn removal_under_writers(aggregate: Aggregate) {
     };
     for seed in 0..20 {
         replicas[0]
-            .incr_batch(&board, &events(seed, 10_000))
+            .windowed(&board)
+            .incr_batch(&events(seed, 10_000))
             .await
             .unwrap();
     }
@@ -382,13 +395,17 @@ async fn removal_under_writers(aggregate: Aggregate) {
             let batches: Vec<Vec<Event>> = (0..30).map(|b| events(100 + w * 30 + b, 0)).collect();
             tokio::spawn(async move {
                 for batch in batches {
-                    rb.incr_batch(&board, &batch).await.unwrap();
+                    rb.windowed(&board).incr_batch(&batch).await.unwrap();
                     tokio::task::yield_now().await;
                 }
             })
         })
         .collect();
-    let removed = replicas[1].remove_member(&board, "m0").await.unwrap();
+    let removed = replicas[1]
+        .windowed(&board)
+        .remove_member("m0")
+        .await
+        .unwrap();
     for w in writers {
         w.await.unwrap();
     }
@@ -418,13 +435,23 @@ async fn removal_under_writers(aggregate: Aggregate) {
     assert!(kept > 0, "no write of m0 after its removal was kept");
     let mut before = Vec::new();
     for w in config.windows() {
-        before.push(replicas[0].top(&board, Some(*w), 0, 10).await.unwrap());
+        before.push(
+            replicas[0]
+                .windowed(&board)
+                .top(Some(*w), 0, 10)
+                .await
+                .unwrap(),
+        );
     }
     check_peaks(&redis, &board, aggregate).await.unwrap();
     check_tallies(&mut raw, &board, true).await;
-    replicas[0].recompute(&board, None).await.unwrap();
+    replicas[0].windowed(&board).recompute(None).await.unwrap();
     for (w, page) in config.windows().iter().zip(before) {
-        let after = replicas[1].top(&board, Some(*w), 0, 10).await.unwrap();
+        let after = replicas[1]
+            .windowed(&board)
+            .top(Some(*w), 0, 10)
+            .await
+            .unwrap();
         assert_eq!(ranking(&after), ranking(&page), "{aggregate:?}, window {w}");
         let m0 = page.entries.iter().find(|e| e.member == "m0").unwrap();
         assert!(m0.score < 1_000, "{aggregate:?}: {m0:?}");
@@ -443,7 +470,7 @@ async fn a_removal_left_pending_is_finished_by_the_next_recompute_or_removal() {
         .unwrap()
         .with_aggregate(Aggregate::Max);
     let board = unique("ap");
-    rb.create_board(&board, config.clone()).await.unwrap();
+    rb.create(&board, config.clone()).await.unwrap();
     let mut raw = redis.raw().await;
     let record = format!("board_{{{board}}}");
     let pending = |member: &str| {
@@ -461,13 +488,13 @@ async fn a_removal_left_pending_is_finished_by_the_next_recompute_or_removal() {
         let at = clock.now();
         let events = [Event::value("ann", 10 + minute), Event::value("bob", 5)];
         let events: Vec<Event> = events.into_iter().map(|e| e.at(at)).collect();
-        rb.incr_batch(&board, &events).await.unwrap();
+        rb.windowed(&board).incr_batch(&events).await.unwrap();
         clock.advance_secs(60);
     }
     let _: () = pending("ann").query_async(&mut raw).await.unwrap();
-    let report = rb.recompute(&board, None).await.unwrap();
+    let report = rb.windowed(&board).recompute(None).await.unwrap();
     assert_eq!(report.fields_scanned, 3, "bob's three values only");
-    let page = rb.top(&board, None, 0, 10).await.unwrap();
+    let page = rb.windowed(&board).top(None, 0, 10).await.unwrap();
     assert_eq!(ranking(&page), [("bob".to_owned(), 5)]);
     let left: Vec<Option<String>> = ::redis::cmd("HMGET")
         .arg(&record)
@@ -480,7 +507,7 @@ async fn a_removal_left_pending_is_finished_by_the_next_recompute_or_removal() {
     check_peaks(&redis, &board, Aggregate::Max).await.unwrap();
     // Left pending again (bob's), it is finished by the removal of another member.
     let _: () = pending("bob").query_async(&mut raw).await.unwrap();
-    let removed = rb.remove_member(&board, "cy").await.unwrap();
+    let removed = rb.windowed(&board).remove_member("cy").await.unwrap();
     assert_eq!(removed.slot_values, 0);
     let slots: Vec<i64> = ::redis::cmd("ZRANGE")
         .arg(format!("slots_{{{board}}}"))
@@ -514,15 +541,15 @@ async fn a_closed_slot_converted_into_buckets_takes_late_writes_in_them() {
         .with_aggregate(Aggregate::Max)
         .with_layout(Some(Layout::Compact));
     let board = unique("ab");
-    rb.create_board(&board, config.clone()).await.unwrap();
+    rb.create(&board, config.clone()).await.unwrap();
     let at = ts(START + 10);
     let events: Vec<Event> = [("ann", 5), ("bob", 3), ("cy", 1)]
         .iter()
         .map(|(m, v)| Event::value(*m, *v).at(at))
         .collect();
-    rb.incr_batch(&board, &events).await.unwrap();
+    rb.windowed(&board).incr_batch(&events).await.unwrap();
     clock.set(ts(START + 60));
-    let report = rb.retire(&board).await.unwrap();
+    let report = rb.windowed(&board).retire().await.unwrap();
     assert_eq!((report.slots_compacted, report.fields_compacted), (1, 3));
     let mut raw = redis.raw().await;
     let plain = format!("slot_{{{board}}}_{START}");
@@ -545,7 +572,8 @@ async fn a_closed_slot_converted_into_buckets_takes_late_writes_in_them() {
     );
     // Late events of the converted slot.
     for (member, value) in [("ann", 9), ("bob", 2)] {
-        rb.incr_batch(&board, &[Event::value(member, value).at(at)])
+        rb.windowed(&board)
+            .incr_batch(&[Event::value(member, value).at(at)])
             .await
             .unwrap();
     }
@@ -556,18 +584,27 @@ async fn a_closed_slot_converted_into_buckets_takes_late_writes_in_them() {
         .unwrap();
     assert!(!exists, "late writes went to the buckets");
     let want = pairs(&[("ann", 9), ("bob", 3), ("cy", 1)]);
-    assert_eq!(ranking(&rb.top(&board, None, 0, 10).await.unwrap()), want);
-    let history = rb.history(&board, "ann").await.unwrap();
+    assert_eq!(
+        ranking(&rb.windowed(&board).top(None, 0, 10).await.unwrap()),
+        want
+    );
+    let history = rb.windowed(&board).history("ann").await.unwrap();
     let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
     assert_eq!(points, [(START, 9)]);
     check_peaks(&redis, &board, Aggregate::Max).await.unwrap();
-    let report = rb.recompute(&board, None).await.unwrap();
+    let report = rb.windowed(&board).recompute(None).await.unwrap();
     assert_eq!(report.fields_scanned, 3);
-    assert_eq!(ranking(&rb.top(&board, None, 0, 10).await.unwrap()), want);
+    assert_eq!(
+        ranking(&rb.windowed(&board).top(None, 0, 10).await.unwrap()),
+        want
+    );
     // The slot leaves the window: every member leaves, the buckets and geometry go.
     clock.set(ts(START + 4 * 60));
-    rb.retire(&board).await.unwrap();
-    assert_eq!(ranking(&rb.top(&board, None, 0, 10).await.unwrap()), []);
+    rb.windowed(&board).retire().await.unwrap();
+    assert_eq!(
+        ranking(&rb.windowed(&board).top(None, 0, 10).await.unwrap()),
+        []
+    );
     let left: Vec<String> = ::redis::cmd("KEYS")
         .arg(format!("slot*_{{{board}}}*"))
         .query_async(&mut raw)
@@ -589,11 +626,12 @@ async fn a_recompute_that_died_holds_retirement_until_its_lease_runs_out() {
         .with_aggregate(Aggregate::Latest)
         .with_ties(Ties::Dense);
     let board = unique("ad");
-    rb.create_board(&board, config.clone()).await.unwrap();
+    rb.create(&board, config.clone()).await.unwrap();
     let mut oracle = ValueOracle::new(config.clone());
     let mut write = async |rb: &rollboard::Rollboard, member: &str, value: i64| {
         let at = clock.now();
-        rb.incr_batch(&board, &[Event::value(member, value).at(at)])
+        rb.windowed(&board)
+            .incr_batch(&[Event::value(member, value).at(at)])
             .await
             .unwrap();
         oracle.record(config.slot_start(at), member, value, at.unix_millis());
@@ -619,24 +657,25 @@ async fn a_recompute_that_died_holds_retirement_until_its_lease_runs_out() {
     clock.advance_secs(60);
     write(&rb, "ann", 9).await;
     clock.advance_secs(120);
-    let busy = rb.retire(&board).await.unwrap_err();
+    let busy = rb.windowed(&board).retire().await.unwrap_err();
     assert!(matches!(busy, Error::BoardBusy(_)), "{busy:?}");
-    let busy = rb.recompute(&board, None).await.unwrap_err();
+    let busy = rb.windowed(&board).recompute(None).await.unwrap_err();
     assert!(matches!(busy, Error::BoardBusy(_)), "{busy:?}");
     // The lease runs out (its expiry is by Redis's clock: set it past).
     let _: () = died(1).query_async(&mut raw).await.unwrap();
-    rb.retire(&board).await.unwrap();
-    let report = rb.recompute(&board, None).await.unwrap();
+    rb.windowed(&board).retire().await.unwrap();
+    let report = rb.windowed(&board).recompute(None).await.unwrap();
     assert_eq!(report.windows, config.windows());
     let now = clock.now();
     for (j, w) in config.windows().iter().enumerate() {
-        let page = rb.top(&board, Some(*w), 0, 10).await.unwrap();
+        let page = rb.windowed(&board).top(Some(*w), 0, 10).await.unwrap();
         assert_eq!(page.from, config.window_start(j, now));
         assert_eq!(ranking(&page), oracle.ranking(j, now), "window {w}");
     }
     // ann's 9 of minute 1 is in both windows, bob's 7 of minute 0 only in 5m.
     let five = rb
-        .top(&board, Some(config.windows()[1]), 0, 10)
+        .windowed(&board)
+        .top(Some(config.windows()[1]), 0, 10)
         .await
         .unwrap();
     assert_eq!(
@@ -667,10 +706,7 @@ async fn retirement_stopped_after_every_chunk(aggregate: Aggregate) {
         .unwrap()
         .with_aggregate(aggregate);
     let board = unique("ai");
-    replicas[0]
-        .create_board(&board, config.clone())
-        .await
-        .unwrap();
+    replicas[0].create(&board, config.clone()).await.unwrap();
     let mut oracle = ValueOracle::new(config.clone());
     // Minute 0: 300 members at their best; minute 1: 100 of them lower, 50 new ones.
     let start = clock.now();
@@ -693,7 +729,11 @@ async fn retirement_stopped_after_every_chunk(aggregate: Aggregate) {
             .map(|i| Event::value(format!("m{i}"), 1000 + i).at(at(0)))
             .collect(),
     );
-    replicas[0].incr_batch(&board, &first).await.unwrap();
+    replicas[0]
+        .windowed(&board)
+        .incr_batch(&first)
+        .await
+        .unwrap();
     clock.set(at(1));
     let second = write(
         (0..100)
@@ -702,7 +742,11 @@ async fn retirement_stopped_after_every_chunk(aggregate: Aggregate) {
             .map(|e| e.at(at(1)))
             .collect(),
     );
-    replicas[0].incr_batch(&board, &second).await.unwrap();
+    replicas[0]
+        .windowed(&board)
+        .incr_batch(&second)
+        .await
+        .unwrap();
     // At minute 5 minute 0 has left both windows, minute 1 the 2-minute one.
     clock.set(at(5));
     let now = clock.now();
@@ -713,7 +757,11 @@ async fn retirement_stopped_after_every_chunk(aggregate: Aggregate) {
     };
     let (mut calls, mut evaluated, mut left) = (0, 0, 0);
     loop {
-        let report = replicas[calls % 2].retire_with(&board, step).await.unwrap();
+        let report = replicas[calls % 2]
+            .windowed(&board)
+            .retire_with(step)
+            .await
+            .unwrap();
         calls += 1;
         evaluated += report.fields_subtracted;
         left += report.members_zeroed;
@@ -727,12 +775,17 @@ async fn retirement_stopped_after_every_chunk(aggregate: Aggregate) {
     // from the 2-minute window all 350, from the 5-minute one the 200 of minute 0 only.
     assert_eq!((evaluated, left), (300 + 300 + 150, 350 + 200));
     for (j, w) in config.windows().iter().enumerate() {
-        let page = replicas[1].top(&board, Some(*w), 0, 1000).await.unwrap();
+        let page = replicas[1]
+            .windowed(&board)
+            .top(Some(*w), 0, 1000)
+            .await
+            .unwrap();
         assert_eq!(page.from, config.window_start(j, now));
         assert_eq!(ranking(&page), oracle.ranking(j, now), "window {w}");
     }
     let five = replicas[0]
-        .top(&board, Some(config.windows()[1]), 0, 3)
+        .windowed(&board)
+        .top(Some(config.windows()[1]), 0, 3)
         .await
         .unwrap();
     // A max or latest board: the newcomers of minute 1 (300..349) above the 100 lowered
@@ -747,7 +800,7 @@ async fn retirement_stopped_after_every_chunk(aggregate: Aggregate) {
     let mut raw = redis.raw().await;
     let five = format!("stats_{{{board}}}_300");
     let before = scores(&mut raw, &five).await;
-    let again = replicas[1].retire(&board).await.unwrap();
+    let again = replicas[1].windowed(&board).retire().await.unwrap();
     assert_eq!((again.slots_retired, again.fields_subtracted), (0, 0));
     let after = scores(&mut raw, &five).await;
     assert_eq!(before, after);
@@ -775,7 +828,7 @@ async fn an_export_imports_back_into_an_equal_board(h: Harness) {
             .with_aggregate(aggregate);
         let (from, to) = (unique("ax"), unique("ay"));
         for b in [&from, &to] {
-            h.boards.create_board(b, config.clone()).await.unwrap();
+            h.boards.create(b, config.clone()).await.unwrap();
         }
         let events: Vec<Event> = [
             ("ann", 70),
@@ -787,7 +840,7 @@ async fn an_export_imports_back_into_an_equal_board(h: Harness) {
         .iter()
         .map(|(m, v)| Event::value(*m, *v))
         .collect();
-        h.boards.incr_batch(&from, &events).await.unwrap();
+        h.boards.windowed(&from).incr_batch(&events).await.unwrap();
         let mut out = Vec::new();
         let exported = export(&h.boards, &from, None, None, Format::Json, &mut out)
             .await
@@ -811,7 +864,7 @@ async fn an_export_imports_back_into_an_equal_board(h: Harness) {
         .map(|(m, v)| (m.to_owned(), v))
         .collect();
         for b in [&from, &to] {
-            let page = h.boards.top(b, None, 0, 10).await.unwrap();
+            let page = h.boards.windowed(b).top(None, 0, 10).await.unwrap();
             assert_eq!(ranking(&page), want, "{aggregate:?} {b}");
         }
     }

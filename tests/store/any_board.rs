@@ -44,7 +44,7 @@ async fn one_set_of_calls_reads_and_writes_both_kinds(h: Harness) {
     let windowed = h.board("1h", &["1h", "1d"]).await;
     let trending = unique("t");
     h.boards
-        .create_trending(&trending, TrendingConfig::parse("6h").unwrap())
+        .create(&trending, TrendingConfig::parse("6h").unwrap())
         .await
         .unwrap();
     let b = &h.boards;
@@ -170,11 +170,15 @@ async fn one_set_of_calls_reads_and_writes_both_kinds(h: Harness) {
     }
     // The typed operations underneath still refuse the other kind.
     assert_eq!(
-        b.top(&trending, None, 0, 1).await.unwrap_err().code(),
+        b.windowed(&trending)
+            .top(None, 0, 1)
+            .await
+            .unwrap_err()
+            .code(),
         "board_kind"
     );
     assert_eq!(
-        b.trend_top(&windowed, 0, 1).await.unwrap_err().code(),
+        b.trending(&windowed).top(0, 1).await.unwrap_err().code(),
         "board_kind"
     );
     let missing = unique("none");
@@ -205,7 +209,7 @@ async fn a_board_re_created_as_the_other_kind_is_followed_by_a_cached_copy(h: Ha
 
     other.drop_board(&name).await.unwrap();
     other
-        .create_trending(&name, TrendingConfig::parse("6h").unwrap())
+        .create(&name, TrendingConfig::parse("6h").unwrap())
         .await
         .unwrap();
     h.boards
@@ -222,7 +226,7 @@ async fn a_board_re_created_as_the_other_kind_is_followed_by_a_cached_copy(h: Ha
 
     other.drop_board(&name).await.unwrap();
     other
-        .create_board(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
         .await
         .unwrap();
     let standing = h.boards.standing(&name, "b", None).await.unwrap();
@@ -261,7 +265,7 @@ async fn a_trending_board_is_loaded_once_by_a_process() {
     let creator = with_clock(store.clone(), &clock);
     let name = unique("t");
     creator
-        .create_trending(&name, TrendingConfig::parse("6h").unwrap())
+        .create(&name, TrendingConfig::parse("6h").unwrap())
         .await
         .unwrap();
     creator

@@ -49,7 +49,7 @@ fn stat(line: &str, name: &str) -> u64 {
 
 pub(crate) async fn top(boards: &Rollboard, board: &str, window: &str) -> Vec<(String, i64)> {
     let window = Some(Span::parse(window).unwrap());
-    ranking(&boards.top(board, window, 0, 1000).await.unwrap())
+    ranking(&boards.windowed(board).top(window, 0, 1000).await.unwrap())
 }
 
 /// Events of 7 members over two slots, members repeated: 40 events, 12 distinct
@@ -94,7 +94,11 @@ pub(crate) fn mixed_totals() -> [Vec<(String, i64)>; 2] {
 
 async fn apply_mixed(h: &Harness, board: &str) -> rollboard::BatchOutcome {
     h.at(3600 + 1800);
-    h.boards.incr_batch(board, &mixed_events()).await.unwrap()
+    h.boards
+        .windowed(board)
+        .incr_batch(&mixed_events())
+        .await
+        .unwrap()
 }
 
 /// With a zero budget every pair is its own call: 40 events, 12 pairs (7 members in the
@@ -157,7 +161,7 @@ async fn split_per_pair(layout: Layout) {
 async fn big_board(redis: &TestRedis, boards: &Rollboard, members: usize) -> String {
     let b = unique("big");
     boards
-        .create_board(
+        .create(
             &b,
             rollboard::BoardConfig::parse("1h", &["1h", "24h"]).unwrap(),
         )
@@ -216,7 +220,7 @@ async fn calls_for(
         let events: Vec<Event> = (0..1000)
             .map(|i| Event::new(format!("m{}", (n * 1000 + i) * 37 % 200_000), 1))
             .collect();
-        let outcome = boards.incr_batch(b, &events).await.unwrap();
+        let outcome = boards.windowed(b).incr_batch(&events).await.unwrap();
         assert_eq!(outcome.accepted, 1000);
     }
     script_calls(redis).await - before
@@ -307,7 +311,7 @@ async fn the_cap_adapts_to_the_board_size() {
 async fn boards_small(boards: &Rollboard) -> String {
     let b = unique("small");
     boards
-        .create_board(
+        .create(
             &b,
             rollboard::BoardConfig::parse("1h", &["1h", "24h"]).unwrap(),
         )
@@ -366,7 +370,7 @@ async fn cut_half_way(layout: Layout) {
     let (boards, _clock) = through(&proxy, Duration::ZERO, layout).await;
     let b = boards_small(&boards).await;
     proxy.arm(Fault::Cut, 1, write_of(&b, "b"));
-    let outcome = boards.incr_batch(&b, &four()).await.unwrap();
+    let outcome = boards.windowed(&b).incr_batch(&four()).await.unwrap();
     assert_eq!(proxy.fired(), 1);
     assert_eq!(
         outcome.accepted, 2,
@@ -412,7 +416,7 @@ async fn keyed_cut_half_way(layout: Layout) {
     let (boards, _clock) = through(&proxy, Duration::ZERO, layout).await;
     let b = boards_small(&boards).await;
     proxy.arm(Fault::Cut, 1, write_of(&b, "b"));
-    let lost = boards.write_idempotent(&b, &four(), "half").await;
+    let lost = boards.windowed(&b).write_idempotent(&four(), "half").await;
     assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
     assert_eq!(proxy.fired(), 1);
     // a (1) and b (2) are in; c, a (4) and d were never sent.
@@ -420,7 +424,11 @@ async fn keyed_cut_half_way(layout: Layout) {
 
     let (other, _clock) = through(&proxy, Duration::from_secs(1), layout).await;
     let before = script_calls(&redis).await;
-    let again = other.write_idempotent(&b, &four(), "half").await.unwrap();
+    let again = other
+        .windowed(&b)
+        .write_idempotent(&four(), "half")
+        .await
+        .unwrap();
     // Two replayed calls (at 0 and 1), then one call for events 2..5.
     assert_eq!(script_calls(&redis).await - before, 3);
     assert_eq!((again.accepted, again.rejected.len()), (5, 0));
@@ -431,7 +439,8 @@ async fn keyed_cut_half_way(layout: Layout) {
     let key = rollboard::IdempotencyKey::parse("half").unwrap();
     let fingerprint = rollboard::Fingerprint::of_events(&four());
     let third = boards
-        .write_keyed(&b, &four(), &key, &fingerprint)
+        .windowed(&b)
+        .write_keyed(&four(), &key, &fingerprint)
         .await
         .unwrap();
     assert!(third.replayed);
@@ -463,15 +472,12 @@ async fn a_batch_cut_by_a_new_version_says_what_it_left_and_a_sharded_board_rese
                 let config = rollboard::BoardConfig::parse("1h", windows).unwrap();
                 config.with_shards(shards).unwrap()
             };
-            boards.create_board(&board, config(&["1h"])).await.unwrap();
+            boards.create(&board, config(&["1h"])).await.unwrap();
             let extend = async {
                 tokio::time::sleep(Duration::from_micros(wait)).await;
-                boards
-                    .create_board(&board, config(&["1h", "2h"]))
-                    .await
-                    .unwrap();
+                boards.create(&board, config(&["1h", "2h"])).await.unwrap();
             };
-            let (outcome, ()) = tokio::join!(boards.incr_batch(&board, events), extend);
+            let (outcome, ()) = tokio::join!(boards.windowed(&board).incr_batch(events), extend);
             let outcome = outcome.unwrap();
             let ranked = top(boards, &board, "1h").await;
             assert_eq!(ranked.len(), outcome.accepted, "{shards} shards, {wait} µs");

@@ -45,7 +45,7 @@ pub(crate) async fn on(url: &str, options: RedisOptions) -> Harness {
         in_memory: false,
     };
     let warm = h.board("1h", &["1h"]).await;
-    h.boards.incr(&warm, "w", 1, None).await.unwrap();
+    h.boards.windowed(&warm).incr("w", 1, None).await.unwrap();
     h
 }
 
@@ -74,12 +74,20 @@ async fn like_memory(
     memory.at(3600 + 1800);
     h.at(3600 + 1800);
     for batch in setup {
-        let want = memory.boards.incr_batch(&mb, batch).await.unwrap();
-        assert_eq!(h.boards.incr_batch(&rb, batch).await.unwrap(), want);
+        let want = memory.boards.windowed(&mb).incr_batch(batch).await.unwrap();
+        assert_eq!(
+            h.boards.windowed(&rb).incr_batch(batch).await.unwrap(),
+            want
+        );
     }
-    let want = memory.boards.incr_batch(&mb, events).await.unwrap();
+    let want = memory
+        .boards
+        .windowed(&mb)
+        .incr_batch(events)
+        .await
+        .unwrap();
     let before = script_calls(redis).await;
-    let got = h.boards.incr_batch(&rb, events).await.unwrap();
+    let got = h.boards.windowed(&rb).incr_batch(events).await.unwrap();
     let calls = script_calls(redis).await - before;
     assert_eq!(got, want);
     for window in ["1h", "3h"] {
@@ -231,7 +239,11 @@ async fn keyed_stops(layout: Layout) {
         r.is_script_with_key(&index) && r.has_arg("d") && !r.has_arg("c")
     });
     let before = script_calls(&redis).await;
-    let lost = h.boards.write_idempotent(&b, &events, "stops").await;
+    let lost = h
+        .boards
+        .windowed(&b)
+        .write_idempotent(&events, "stops")
+        .await;
     assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
     assert_eq!(proxy.fired(), 1);
     assert_eq!(script_calls(&redis).await - before, 3);
@@ -241,7 +253,8 @@ async fn keyed_stops(layout: Layout) {
     let before = script_calls(&redis).await;
     let again = h
         .boards
-        .write_idempotent(&b, &events, "stops")
+        .windowed(&b)
+        .write_idempotent(&events, "stops")
         .await
         .unwrap();
     // Three replayed calls (at 0, 3 and 4), one call for `e`.
@@ -254,7 +267,8 @@ async fn keyed_stops(layout: Layout) {
     // A third try replays every call and applies nothing.
     let third = h
         .boards
-        .write_idempotent(&b, &events, "stops")
+        .windowed(&b)
+        .write_idempotent(&events, "stops")
         .await
         .unwrap();
     assert_eq!(third, again);

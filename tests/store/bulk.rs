@@ -52,7 +52,8 @@ fn events(items: &[(&str, i64)], at: i64) -> Vec<Event> {
 async fn write(h: &Harness, board: &str, items: &[(&str, i64)], at: i64) {
     let outcome = h
         .boards
-        .incr_batch(board, &events(items, at))
+        .windowed(board)
+        .incr_batch(&events(items, at))
         .await
         .unwrap();
     assert_eq!(outcome.accepted, items.len(), "{outcome:?}");
@@ -67,9 +68,10 @@ async fn ranked_board(h: &Harness) -> String {
 }
 
 async fn whole(h: &Harness, b: &str, window: Option<Span>) -> Vec<(String, i64)> {
-    let page = h
-        .boards
-        .ranking(b, window, rollboard::ScoreRange::ALL, Order::Desc, 0, 1000);
+    let page =
+        h.boards
+            .windowed(b)
+            .ranking(window, rollboard::ScoreRange::ALL, Order::Desc, 0, 1000);
     ranking(&page.await.unwrap())
 }
 
@@ -86,7 +88,8 @@ async fn removal_by_list_counts_the_members_that_held_something(h: Harness) {
 
     let done = h
         .boards
-        .remove_members(&b, &["a", "ghost", "d", "a"])
+        .windowed(&b)
+        .remove_members(&["a", "ghost", "d", "a"])
         .await
         .unwrap();
     assert_eq!(
@@ -101,9 +104,22 @@ async fn removal_by_list_counts_the_members_that_held_something(h: Harness) {
         whole(&h, &b, span("1d")).await,
         pairs(&[("b", 3), ("c", 2)])
     );
-    assert!(h.boards.history(&b, "d").await.unwrap().points.is_empty());
+    assert!(
+        h.boards
+            .windowed(&b)
+            .history("d")
+            .await
+            .unwrap()
+            .points
+            .is_empty()
+    );
     // Removing again finds nothing.
-    let again = h.boards.remove_members(&b, &["a", "d"]).await.unwrap();
+    let again = h
+        .boards
+        .windowed(&b)
+        .remove_members(&["a", "d"])
+        .await
+        .unwrap();
     assert_eq!((again.removed, again.members.len()), (0, 0));
 }
 
@@ -131,7 +147,8 @@ async fn removal_by_range_selects_in_one_window_and_removes_everywhere(h: Harnes
     };
     let done = h
         .boards
-        .remove_by_score(&b, span("1h"), bounds)
+        .windowed(&b)
+        .remove_by_score(span("1h"), bounds)
         .await
         .unwrap();
     assert_eq!(
@@ -150,7 +167,8 @@ async fn removal_by_range_selects_in_one_window_and_removes_everywhere(h: Harnes
     // The same range on 1d selects nothing now; 11..=11 there selects a, removed from 1h too.
     let none = h
         .boards
-        .remove_by_score(&b, span("1d"), bounds)
+        .windowed(&b)
+        .remove_by_score(span("1d"), bounds)
         .await
         .unwrap();
     assert_eq!(none.removed, 0);
@@ -160,7 +178,8 @@ async fn removal_by_range_selects_in_one_window_and_removes_everywhere(h: Harnes
     };
     let done = h
         .boards
-        .remove_by_score(&b, span("1d"), exact)
+        .windowed(&b)
+        .remove_by_score(span("1d"), exact)
         .await
         .unwrap();
     assert_eq!(done.members, vec!["a".to_string()]);
@@ -171,7 +190,12 @@ async fn removal_by_range_selects_in_one_window_and_removes_everywhere(h: Harnes
         min: Some(5.0),
         max: None,
     };
-    let done = h.boards.remove_by_score(&b, None, open).await.unwrap();
+    let done = h
+        .boards
+        .windowed(&b)
+        .remove_by_score(None, open)
+        .await
+        .unwrap();
     assert_eq!(done.members, vec!["b".to_string()]);
     assert_eq!(whole(&h, &b, span("1d")).await, pairs(&[]));
 }
@@ -179,18 +203,30 @@ async fn removal_by_range_selects_in_one_window_and_removes_everywhere(h: Harnes
 async fn trim_keeps_exactly_the_top_n_in_the_boards_tie_order(h: Harness) {
     let b = ranked_board(&h).await;
     // The cut falls inside the tie group b, c, d at 7: b (first by member) stays.
-    let done = h.boards.trim(&b, None, 2).await.unwrap();
+    let done = h.boards.windowed(&b).trim(None, 2).await.unwrap();
     assert_eq!(done.removed, 6);
     assert_eq!(done.members, ["c", "d", "e", "f", "g", "h"]);
     assert!(!done.more);
     assert_eq!(whole(&h, &b, None).await, pairs(&[("a", 9), ("b", 7)]));
     // The negative total is not ranked, so not below the cut: it stays.
-    let x = h.boards.score(&b, "x", None).await.unwrap().unwrap();
+    let x = h
+        .boards
+        .windowed(&b)
+        .score("x", None)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((x.score, x.rank), (-2, None));
     // A top at or beyond the ranking removes nothing; top 0 removes every ranked member.
-    assert_eq!(h.boards.trim(&b, None, 2).await.unwrap().removed, 0);
-    assert_eq!(h.boards.trim(&b, None, 5).await.unwrap().removed, 0);
-    let all = h.boards.trim(&b, None, 0).await.unwrap();
+    assert_eq!(
+        h.boards.windowed(&b).trim(None, 2).await.unwrap().removed,
+        0
+    );
+    assert_eq!(
+        h.boards.windowed(&b).trim(None, 5).await.unwrap().removed,
+        0
+    );
+    let all = h.boards.windowed(&b).trim(None, 0).await.unwrap();
     assert_eq!(all.members, ["a", "b"]);
     assert_eq!(whole(&h, &b, None).await, pairs(&[]));
 }
@@ -203,12 +239,12 @@ async fn trim_and_range_remove_a_thousand_per_call_and_say_more(h: Harness) {
     write(&h, &b, &items, crate::support::START + HOUR).await;
     write(&h, &b, &[("top", 9)], crate::support::START + HOUR).await;
 
-    let first = h.boards.trim(&b, None, 3).await.unwrap();
+    let first = h.boards.windowed(&b).trim(None, 3).await.unwrap();
     assert_eq!((first.removed, first.more), (1_000, true));
     // Kept: top, m0000, m0001; removed first: those right below the cut.
     assert_eq!(first.members[0], "m0002");
     assert_eq!(first.members[999], "m1001");
-    let second = h.boards.trim(&b, None, 3).await.unwrap();
+    let second = h.boards.windowed(&b).trim(None, 3).await.unwrap();
     assert_eq!(second.members, ["m1002", "m1003", "m1004"]);
     assert!(!second.more);
     assert_eq!(
@@ -232,7 +268,11 @@ async fn removal_is_exact_while_writes_go_on(h: Harness) {
         let b = b.clone();
         tokio::spawn(async move {
             for _ in 0..200 {
-                boards.incr(&b, "keep", 1, Some(ts(at))).await.unwrap();
+                boards
+                    .windowed(&b)
+                    .incr("keep", 1, Some(ts(at)))
+                    .await
+                    .unwrap();
             }
         })
     };
@@ -240,14 +280,23 @@ async fn removal_is_exact_while_writes_go_on(h: Harness) {
         min: Some(1.0),
         max: Some(1.0),
     };
-    let done = h.boards.remove_by_score(&b, None, bounds).await.unwrap();
+    let done = h
+        .boards
+        .windowed(&b)
+        .remove_by_score(None, bounds)
+        .await
+        .unwrap();
     writer.await.unwrap();
     assert_eq!((done.removed, done.more), (300, false));
     assert_eq!(done.members.first().map(String::as_str), Some("s000"));
 
     // Events written after the removal count again, exactly.
     for _ in 0..3 {
-        h.boards.incr(&b, "s007", 1, Some(ts(at))).await.unwrap();
+        h.boards
+            .windowed(&b)
+            .incr("s007", 1, Some(ts(at)))
+            .await
+            .unwrap();
     }
     for window in ["1h", "1d"] {
         assert_eq!(
@@ -274,7 +323,8 @@ async fn top_percent_rounds_up_and_pages_inside_the_share(h: Harness) {
         async move {
             members(
                 boards
-                    .top_percent(&b, None, percent, order, offset, limit)
+                    .windowed(&b)
+                    .top_percent(None, percent, order, offset, limit)
                     .await
                     .unwrap(),
             )
@@ -295,7 +345,8 @@ async fn top_percent_rounds_up_and_pages_inside_the_share(h: Harness) {
     // Ranks stay the board's.
     let page = h
         .boards
-        .top_percent(&b, None, 50.0, Order::Desc, 0, 10)
+        .windowed(&b)
+        .top_percent(None, 50.0, Order::Desc, 0, 10)
         .await
         .unwrap();
     assert_eq!(
@@ -306,7 +357,8 @@ async fn top_percent_rounds_up_and_pages_inside_the_share(h: Harness) {
     let empty = h.board("1h", &["1h"]).await;
     let page = h
         .boards
-        .top_percent(&empty, None, 50.0, Order::Desc, 0, 10)
+        .windowed(&empty)
+        .top_percent(None, 50.0, Order::Desc, 0, 10)
         .await
         .unwrap();
     assert!(page.entries.is_empty());
@@ -329,7 +381,7 @@ async fn score_at_is_the_threshold_of_the_member_percentile(h: Harness) {
         (1.0, 10, 8),
     ];
     for (q, score, below) in cases {
-        let at = h.boards.score_at(&b, None, q).await.unwrap();
+        let at = h.boards.windowed(&b).score_at(None, q).await.unwrap();
         assert_eq!(
             (at.score, at.below, at.ranked, at.percentile),
             (score, below, 8, q),
@@ -337,7 +389,13 @@ async fn score_at_is_the_threshold_of_the_member_percentile(h: Harness) {
         );
         // The threshold of the member read: percentile ≥ Q exactly when score ≥ it.
         for (member, _) in EVENTS.iter().filter(|(_, s)| *s > 0) {
-            let standing = h.boards.score(&b, member, None).await.unwrap().unwrap();
+            let standing = h
+                .boards
+                .windowed(&b)
+                .score(member, None)
+                .await
+                .unwrap()
+                .unwrap();
             assert_eq!(
                 standing.percentile >= q,
                 standing.score >= at.score,
@@ -350,7 +408,7 @@ async fn score_at_is_the_threshold_of_the_member_percentile(h: Harness) {
     // An empty ranking has no score at any percentile.
     let empty = h.board("1h", &["1h"]).await;
     write(&h, &empty, &[("neg", -4)], crate::support::START + HOUR).await;
-    match h.boards.score_at(&empty, None, 0.5).await {
+    match h.boards.windowed(&empty).score_at(None, 0.5).await {
         Err(Error::RankingEmpty { board, window }) => {
             assert_eq!((board, window), (empty.clone(), "1h".to_string()));
         }
@@ -367,17 +425,20 @@ async fn bulk_input_is_checked_and_trending_boards_are_refused(h: Harness) {
     let unit = |r: rollboard::Result<rollboard::BulkRemoved>| r.map(|_| ());
     let none: [&str; 0] = [];
     assert_eq!(
-        invalid(unit(h.boards.remove_members(&b, &none).await)),
+        invalid(unit(h.boards.windowed(&b).remove_members(&none).await)),
         "members must list 1 to 1000 members, got 0"
     );
     let many: Vec<String> = (0..1_001).map(|i| format!("m{i}")).collect();
     assert_eq!(
-        invalid(unit(h.boards.remove_members(&b, &many).await)),
+        invalid(unit(h.boards.windowed(&b).remove_members(&many).await)),
         "members must list 1 to 1000 members, got 1001"
     );
     assert!(
         invalid(unit(
-            h.boards.remove_by_score(&b, None, ScoreBounds::ALL).await
+            h.boards
+                .windowed(&b)
+                .remove_by_score(None, ScoreBounds::ALL)
+                .await
         ))
         .starts_with("a removal by score needs min_score, max_score or both")
     );
@@ -386,11 +447,16 @@ async fn bulk_input_is_checked_and_trending_boards_are_refused(h: Harness) {
         max: Some(2.0),
     };
     assert_eq!(
-        invalid(unit(h.boards.remove_by_score(&b, None, upside_down).await)),
+        invalid(unit(
+            h.boards
+                .windowed(&b)
+                .remove_by_score(None, upside_down)
+                .await
+        )),
         "min_score (5) must not be above max_score (2)"
     );
     assert_eq!(
-        invalid(unit(h.boards.trim(&b, None, 1_000_000_001).await)),
+        invalid(unit(h.boards.windowed(&b).trim(None, 1_000_000_001).await)),
         "top must be between 0 and 1000000000, got 1000000001"
     );
     let percent = |p: f64| {
@@ -398,7 +464,8 @@ async fn bulk_input_is_checked_and_trending_boards_are_refused(h: Harness) {
         let b = b.clone();
         async move {
             boards
-                .top_percent(&b, None, p, Order::Desc, 0, 10)
+                .windowed(&b)
+                .top_percent(None, p, Order::Desc, 0, 10)
                 .await
                 .map(|_| ())
         }
@@ -412,7 +479,7 @@ async fn bulk_input_is_checked_and_trending_boards_are_refused(h: Harness) {
         "percent must be above 0 and at most 100, got 100.5"
     );
     for q in [-0.1, 1.5, f64::NAN] {
-        let reason = invalid(h.boards.score_at(&b, None, q).await.map(|_| ()));
+        let reason = invalid(h.boards.windowed(&b).score_at(None, q).await.map(|_| ()));
         assert!(
             reason.starts_with("percentile must be between 0 and 1"),
             "{reason}"
@@ -423,14 +490,21 @@ async fn bulk_input_is_checked_and_trending_boards_are_refused(h: Harness) {
 
     let trending = unique("t");
     h.boards
-        .create_trending(&trending, TrendingConfig::parse("1h").unwrap())
+        .create(&trending, TrendingConfig::parse("1h").unwrap())
         .await
         .unwrap();
-    let reason = invalid(h.boards.score_at(&trending, None, 0.5).await.map(|_| ()));
+    let reason = invalid(
+        h.boards
+            .windowed(&trending)
+            .score_at(None, 0.5)
+            .await
+            .map(|_| ()),
+    );
     assert!(reason.contains("is a trending board"), "{reason}");
     let reason = invalid(
         h.boards
-            .top_percent(&trending, None, 10.0, Order::Desc, 0, 10)
+            .windowed(&trending)
+            .top_percent(None, 10.0, Order::Desc, 0, 10)
             .await
             .map(|_| ()),
     );
@@ -438,7 +512,7 @@ async fn bulk_input_is_checked_and_trending_boards_are_refused(h: Harness) {
         reason.starts_with("percent reads a windowed board's ranking"),
         "{reason}"
     );
-    match h.boards.trim(&trending, None, 1).await {
+    match h.boards.windowed(&trending).trim(None, 1).await {
         Err(Error::BoardKind { kind, .. }) => assert_eq!(kind, "trending"),
         other => panic!("expected board_kind, got {other:?}"),
     }

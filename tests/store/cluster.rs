@@ -36,15 +36,16 @@ async fn boards_land_on_different_masters_with_every_key_in_the_boards_slot() {
     assert_eq!(owners.len(), 3, "three boards on three masters");
     for (n, (name, slot, owner)) in boards.iter().enumerate() {
         h.boards
-            .create_board(name, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+            .create(name, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
             .await
             .unwrap();
         let score = n as i64 + 1;
         h.boards
-            .incr_batch(name, &[Event::new("a", score), Event::new("b", 10)])
+            .windowed(name)
+            .incr_batch(&[Event::new("a", score), Event::new("b", 10)])
             .await
             .unwrap();
-        let top = h.boards.top(name, None, 0, 10).await.unwrap();
+        let top = h.boards.windowed(name).top(None, 0, 10).await.unwrap();
         assert_eq!(ranking(&top), pairs(&[("b", 10), ("a", score)]));
         // Every key of the board is on its owner, in the board's one slot: the record,
         // the slot index, two totals and the open slot's one hash (written plain even
@@ -98,11 +99,12 @@ async fn counters_on_many_nodes_are_listed_together() {
     let h = Harness::cluster().await;
     let names: Vec<String> = (0..12).map(|i| unique(&format!("ctr{i}-"))).collect();
     for name in &names {
-        h.boards.incr_counter(name, 2, None).await.unwrap();
+        h.boards.counters().incr(name, 2, None).await.unwrap();
     }
     let listed: BTreeSet<String> = h
         .boards
         .counters()
+        .list()
         .await
         .unwrap()
         .into_iter()

@@ -70,10 +70,10 @@ async fn a_write_whose_reply_is_cut_counts_once_and_is_not_sent_again() {
     let boards = with_clock(Arc::new(store), &clock);
     let name = unique("cut");
     boards
-        .create_board(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
         .await
         .unwrap();
-    boards.incr(&name, "a", 1, None).await.unwrap();
+    boards.windowed(&name).incr("a", 1, None).await.unwrap();
     // CLUSTER NODES names each master by its announced address: its proxy's port.
     let owner = cluster.owner(cluster.keyslot(&format!("board_{{{name}}}")));
     let proxy = &proxies
@@ -85,13 +85,13 @@ async fn a_write_whose_reply_is_cut_counts_once_and_is_not_sent_again() {
     proxy.arm(Fault::Cut, 1, move |r| {
         r.is_script_with_key(&index) && r.has_arg("a")
     });
-    let err = boards.incr(&name, "a", 1, None).await.unwrap_err();
+    let err = boards.windowed(&name).incr("a", 1, None).await.unwrap_err();
     assert_eq!(err.code(), "store_unavailable", "{err:?}");
     assert_eq!(proxy.fired(), 1);
     // Redis ran it once; the client did not send it again on a new connection.
-    let top = boards.top(&name, None, 0, 10).await.unwrap();
+    let top = boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!(ranking(&top), pairs(&[("a", 2)]));
-    boards.incr(&name, "a", 1, None).await.unwrap();
-    let top = boards.top(&name, None, 0, 10).await.unwrap();
+    boards.windowed(&name).incr("a", 1, None).await.unwrap();
+    let top = boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!(ranking(&top), pairs(&[("a", 3)]));
 }

@@ -68,7 +68,8 @@ async fn kill_under_writes(prefix: &str, acks: ReplicaAcks) -> (Seen, BTreeMap<S
 /// Member → total in `window` of `board`.
 async fn counted(boards: &Rollboard, board: &str, window: &str) -> BTreeMap<String, i64> {
     let top = boards
-        .top(board, Some(window.parse().unwrap()), 0, 100)
+        .windowed(board)
+        .top(Some(window.parse().unwrap()), 0, 100)
         .await
         .unwrap();
     top.entries

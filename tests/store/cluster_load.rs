@@ -40,7 +40,7 @@ pub async fn busy_board_with(
     let boards: Rollboard = with_clock(Arc::new(store), &clock());
     let name = unique(prefix);
     boards
-        .create_board(&name, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+        .create(&name, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
         .await
         .unwrap();
     let slot = cluster.keyslot(&format!("board_{{{name}}}"));
@@ -96,7 +96,7 @@ impl Load {
                         let events: Vec<Event> = (0..5)
                             .map(|k| Event::new(format!("m{}", (w as i64 * 7 + i + k) % 12), 1 + k))
                             .collect();
-                        match boards.incr_batch(&name, &events).await {
+                        match boards.windowed(&name).incr_batch(&events).await {
                             Ok(outcome) => {
                                 assert_eq!(outcome.accepted, 5, "{:?}", outcome.rejected);
                                 for e in &events {
@@ -129,7 +129,7 @@ impl Load {
             tokio::spawn(async move {
                 let (mut reads, mut unavailable) = (0u64, 0u64);
                 while !stop.load(Ordering::Relaxed) {
-                    match boards.top(&name, None, 0, 20).await {
+                    match boards.windowed(&name).top(None, 0, 20).await {
                         Ok(_) => reads += 1,
                         Err(Error::StoreUnavailable(why)) => {
                             unavailable += 1;
@@ -197,7 +197,8 @@ impl Load {
 pub async fn assert_windows_equal(boards: &Rollboard, board: &str, oracle: &BTreeMap<String, i64>) {
     for window in ["1h", "24h"] {
         let top = boards
-            .top(board, Some(window.parse().unwrap()), 0, 100)
+            .windowed(board)
+            .top(Some(window.parse().unwrap()), 0, 100)
             .await
             .unwrap();
         let got: BTreeMap<String, i64> = top

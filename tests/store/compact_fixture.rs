@@ -112,11 +112,11 @@ pub async fn split_slot_board(
         .unwrap()
         .with_ties(ties);
     let board = unique("cs");
-    boards.create_board(&board, config.clone()).await.unwrap();
+    boards.create(&board, config.clone()).await.unwrap();
     let mut oracle = crate::oracle::Oracle::new(config);
     let write = async |events: Vec<Event>, slot: i64, oracle: &mut crate::oracle::Oracle| {
         for chunk in events.chunks(1000) {
-            let outcome = boards.incr_batch(&board, chunk).await.unwrap();
+            let outcome = boards.windowed(&board).incr_batch(chunk).await.unwrap();
             assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
         }
         for e in &events {

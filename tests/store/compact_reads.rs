@@ -89,13 +89,13 @@ async fn setup(h: &Harness, geometry: (u32, u32)) -> String {
         .iter()
         .map(|(m, d, _)| Event::new(m.clone(), *d))
         .collect();
-    h.boards.incr_batch(&b, &batch).await.unwrap();
+    h.boards.windowed(&b).incr_batch(&batch).await.unwrap();
     h.at(3600 + 1800);
     let late: Vec<Event> = events[60..]
         .iter()
         .map(|(m, d, s)| Event::new(m.clone(), *d).at(ts(*s)))
         .collect();
-    h.boards.incr_batch(&b, &late).await.unwrap();
+    h.boards.windowed(&b).incr_batch(&late).await.unwrap();
     compact_by_hand(h, &b, START, 2, geometry).await;
     b
 }
@@ -128,7 +128,8 @@ fn ranking_24h(except: &[&str]) -> Vec<(String, i64)> {
 async fn top_24h(h: &Harness, b: &str) -> Vec<(String, i64)> {
     let page = h
         .boards
-        .top(b, Some(Span::parse("24h").unwrap()), 0, 1000)
+        .windowed(b)
+        .top(Some(Span::parse("24h").unwrap()), 0, 1000)
         .await
         .unwrap();
     crate::support::ranking(&page)
@@ -146,7 +147,8 @@ async fn history_sums_a_members_bucket_of_every_stage_of_a_split_slot() {
     );
     let points: Vec<(i64, i64)> = h
         .boards
-        .history(&one, "m9")
+        .windowed(&one)
+        .history("m9")
         .await
         .unwrap()
         .points
@@ -169,13 +171,14 @@ async fn history_sums_a_members_bucket_of_every_stage_of_a_split_slot() {
     assert!(keys.contains(&format!("slot_{{{b}}}_{}", START + 3600)));
     for i in 0..60 {
         let member = format!("m{i}");
-        let history = h.boards.history(&b, &member).await.unwrap();
+        let history = h.boards.windowed(&b).history(&member).await.unwrap();
         let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
         assert_eq!(points, points_of(&member), "{member}");
     }
     assert!(
         h.boards
-            .history(&b, "nobody")
+            .windowed(&b)
+            .history("nobody")
             .await
             .unwrap()
             .points
@@ -189,17 +192,26 @@ async fn removal_deletes_a_member_from_its_bucket_of_every_stage() {
     let b = setup(&h, (3, 2)).await;
     // m0 and m3: in both stages of the compact slot and in the plain one; m59: only in
     // stage 1.
-    let removed = h.boards.remove_member(&b, "m0").await.unwrap();
+    let removed = h.boards.windowed(&b).remove_member("m0").await.unwrap();
     assert_eq!(removed.slot_values, 3);
-    let removed = h.boards.remove_member(&b, "m59").await.unwrap();
+    let removed = h.boards.windowed(&b).remove_member("m59").await.unwrap();
     assert_eq!(removed.slot_values, 1);
     assert_eq!(top_24h(&h, &b).await, ranking_24h(&["m0", "m59"]));
     for gone in ["m0", "m59"] {
-        assert!(h.boards.history(&b, gone).await.unwrap().points.is_empty());
+        assert!(
+            h.boards
+                .windowed(&b)
+                .history(gone)
+                .await
+                .unwrap()
+                .points
+                .is_empty()
+        );
     }
     let points: Vec<(i64, i64)> = h
         .boards
-        .history(&b, "m3")
+        .windowed(&b)
+        .history("m3")
         .await
         .unwrap()
         .points
@@ -209,7 +221,12 @@ async fn removal_deletes_a_member_from_its_bucket_of_every_stage() {
     assert_eq!(points, points_of("m3"));
     // Removing again finds nothing.
     assert_eq!(
-        h.boards.remove_member(&b, "m0").await.unwrap().slot_values,
+        h.boards
+            .windowed(&b)
+            .remove_member("m0")
+            .await
+            .unwrap()
+            .slot_values,
         0
     );
 }
@@ -235,7 +252,8 @@ async fn recompute_scans_and_folds_every_bucket_of_a_compact_slot() {
     assert_ne!(top_24h(&h, &b).await, ranking_24h(&[]));
     let report = h
         .boards
-        .recompute(&b, Some(Span::parse("24h").unwrap()))
+        .windowed(&b)
+        .recompute(Some(Span::parse("24h").unwrap()))
         .await
         .unwrap();
     // 60 + 20 values in slot START's two stages, 20 in the plain slot.
@@ -281,13 +299,21 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
     for hour in 0..3 {
         h.at(hour * 3600);
         if hour > 0 {
-            assert_eq!(h.boards.retire(&b).await.unwrap().slots_compacted, 1);
+            assert_eq!(
+                h.boards
+                    .windowed(&b)
+                    .retire()
+                    .await
+                    .unwrap()
+                    .slots_compacted,
+                1
+            );
         }
         let events: Vec<Event> = (0..6_000)
             .map(|i| Event::new(format!("m{}", (i + hour * 13) % 4_000), 1))
             .collect();
         for chunk in events.chunks(1000) {
-            h.boards.incr_batch(&b, chunk).await.unwrap();
+            h.boards.windowed(&b).incr_batch(chunk).await.unwrap();
         }
         let mut o = oracle.lock().unwrap();
         for e in &events {
@@ -295,7 +321,15 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
         }
     }
     h.at(3 * 3600 + 1800);
-    assert_eq!(h.boards.retire(&b).await.unwrap().slots_compacted, 1);
+    assert_eq!(
+        h.boards
+            .windowed(&b)
+            .retire()
+            .await
+            .unwrap()
+            .slots_compacted,
+        1
+    );
     let newest = START + 2 * 3600;
     let before = buckets_of(&h, &b, newest).await.unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -325,7 +359,7 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
                     let delta = if rng.random_bool(0.7) { 1 } else { -1 };
                     Event::new(format!("m{}", rng.random_range(0..4_500)), delta).at(at)
                 }));
-                let outcome = boards.incr_batch(&b, &events).await.unwrap();
+                let outcome = boards.windowed(&b).incr_batch(&events).await.unwrap();
                 assert!(outcome.rejected.is_empty());
                 {
                     let mut o = oracle.lock().unwrap();
@@ -340,7 +374,8 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     let report = h
         .boards
-        .recompute(&b, Some(Span::parse("4h").unwrap()))
+        .windowed(&b)
+        .recompute(Some(Span::parse("4h").unwrap()))
         .await
         .unwrap();
     stop.store(true, Ordering::SeqCst);
@@ -359,12 +394,8 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
     loop {
         let page = h
             .boards
-            .top(
-                &b,
-                Some(Span::parse("4h").unwrap()),
-                ranking.len() as u64,
-                1000,
-            )
+            .windowed(&b)
+            .top(Some(Span::parse("4h").unwrap()), ranking.len() as u64, 1000)
             .await
             .unwrap();
         let got = crate::support::ranking(&page);
@@ -395,7 +426,7 @@ async fn history_and_removal_on_a_slot_split_by_writes_with_late_values() {
         })
         .collect();
     for chunk in first.chunks(100) {
-        h.boards.incr_batch(&b, chunk).await.unwrap();
+        h.boards.windowed(&b).incr_batch(chunk).await.unwrap();
     }
     let buckets = buckets_of(&h, &b, START).await.unwrap();
     assert!(buckets > 4, "400 members split the slot: {buckets} buckets");
@@ -407,7 +438,7 @@ async fn history_and_removal_on_a_slot_split_by_writes_with_late_values() {
             Event::new(format!("m{i}"), 1000).at(ts(START + 1))
         })
         .collect();
-    h.boards.incr_batch(&b, &late).await.unwrap();
+    h.boards.windowed(&b).incr_batch(&late).await.unwrap();
     assert_eq!(
         buckets_of(&h, &b, START).await,
         Some(buckets),
@@ -430,21 +461,39 @@ async fn history_and_removal_on_a_slot_split_by_writes_with_late_values() {
             .filter(|(m, _, _)| *m == member)
             .map(|(_, d, _)| d)
             .sum();
-        let history = h.boards.history(&b, &member).await.unwrap();
+        let history = h.boards.windowed(&b).history(&member).await.unwrap();
         let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
         assert_eq!(points, [(START, expected)], "{member}");
     }
     // m10: in both stages; m11: in stage 1 only.
     assert_eq!(
-        h.boards.remove_member(&b, "m10").await.unwrap().slot_values,
+        h.boards
+            .windowed(&b)
+            .remove_member("m10")
+            .await
+            .unwrap()
+            .slot_values,
         2
     );
     assert_eq!(
-        h.boards.remove_member(&b, "m11").await.unwrap().slot_values,
+        h.boards
+            .windowed(&b)
+            .remove_member("m11")
+            .await
+            .unwrap()
+            .slot_values,
         1
     );
     for gone in ["m10", "m11"] {
-        assert!(h.boards.history(&b, gone).await.unwrap().points.is_empty());
+        assert!(
+            h.boards
+                .windowed(&b)
+                .history(gone)
+                .await
+                .unwrap()
+                .points
+                .is_empty()
+        );
     }
     let mut totals: BTreeMap<String, i64> = BTreeMap::new();
     for (m, d, _) in &events {
@@ -458,7 +507,8 @@ async fn history_and_removal_on_a_slot_split_by_writes_with_late_values() {
     for offset in [0u64, 1000] {
         let page = h
             .boards
-            .top(&b, Some(Span::parse("24h").unwrap()), offset, 1000)
+            .windowed(&b)
+            .top(Some(Span::parse("24h").unwrap()), offset, 1000)
             .await
             .unwrap();
         got.extend(crate::support::ranking(&page));

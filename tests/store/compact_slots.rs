@@ -70,7 +70,7 @@ async fn compact_board(h: &Harness, windows: &[&str]) -> String {
     let config = BoardConfig::parse("1h", windows)
         .unwrap()
         .with_layout(Some(Layout::Compact));
-    h.boards.create_board(&name, config).await.unwrap();
+    h.boards.create(&name, config).await.unwrap();
     name
 }
 
@@ -86,7 +86,7 @@ async fn a_growing_slot_splits_into_listpack_buckets_holding_each_member_once() 
             let events: Vec<Event> = (chunk * 500..(chunk + 1) * 500)
                 .map(|i| Event::new(format!("member:{i}"), 2 - round).at(ts(START + 10)))
                 .collect();
-            h.boards.incr_batch(&b, &events).await.unwrap();
+            h.boards.windowed(&b).incr_batch(&events).await.unwrap();
         }
     }
     let (l, p, count) = geometry(&h, &b, START).await.expect("a compact slot");
@@ -111,7 +111,12 @@ async fn a_growing_slot_splits_into_listpack_buckets_holding_each_member_once() 
         .unwrap();
     assert!(!plain, "no plain stage hash on a compact slot");
     let day = Some(Span::parse("24h").unwrap());
-    let standing = h.boards.score(&b, "member:2999", day).await.unwrap();
+    let standing = h
+        .boards
+        .windowed(&b)
+        .score("member:2999", day)
+        .await
+        .unwrap();
     assert_eq!(standing.map(|s| s.score), Some(3));
 }
 
@@ -123,7 +128,7 @@ async fn late_writes_to_a_frozen_slot_follow_its_geometry_without_splitting() {
     let events: Vec<Event> = (0..200)
         .map(|i| Event::new(format!("m{i}"), 1).at(ts(START + 10)))
         .collect();
-    h.boards.incr_batch(&b, &events).await.unwrap();
+    h.boards.windowed(&b).incr_batch(&events).await.unwrap();
     let frozen = geometry(&h, &b, START).await.unwrap();
     // Window 2h freezes slot START.
     h.at(7200);
@@ -132,7 +137,7 @@ async fn late_writes_to_a_frozen_slot_follow_its_geometry_without_splitting() {
     let late: Vec<Event> = (0..600)
         .map(|i| Event::new(format!("m{i}"), 5).at(ts(START + 10)))
         .collect();
-    h.boards.incr_batch(&b, &late).await.unwrap();
+    h.boards.windowed(&b).incr_batch(&late).await.unwrap();
     let (l, p, _) = geometry(&h, &b, START).await.unwrap();
     assert_eq!((l, p), (frozen.0, frozen.1));
     let n = (1u64 << l) + p;
@@ -143,9 +148,9 @@ async fn late_writes_to_a_frozen_slot_follow_its_geometry_without_splitting() {
         assert_eq!(*value, 5);
     }
     let day = Some(Span::parse("24h").unwrap());
-    let m7 = h.boards.score(&b, "m7", day).await.unwrap();
+    let m7 = h.boards.windowed(&b).score("m7", day).await.unwrap();
     assert_eq!(m7.map(|s| s.score), Some(6));
-    let m500 = h.boards.score(&b, "m500", day).await.unwrap();
+    let m500 = h.boards.windowed(&b).score("m500", day).await.unwrap();
     assert_eq!(m500.map(|s| s.score), Some(5));
 }
 
@@ -157,7 +162,7 @@ async fn boards_naming_no_layout_follow_the_stores_default_and_plain_ones_keep_o
     let h = Harness::redis_plain().await;
     h.at(3600);
     let b = h.board("1h", &["1h", "2h"]).await;
-    h.boards.incr(&b, "a", 1, late).await.unwrap();
+    h.boards.windowed(&b).incr("a", 1, late).await.unwrap();
     assert_eq!(geometry(&h, &b, START).await, None);
     let board = h.boards.board(&b).await.unwrap();
     assert_eq!(board.config.layout(), None);
@@ -166,9 +171,19 @@ async fn boards_naming_no_layout_follow_the_stores_default_and_plain_ones_keep_o
     let compact = Harness::redis().await;
     compact.at(3600);
     let c = compact.board("1h", &["1h", "2h"]).await;
-    compact.boards.incr(&c, "a", 1, late).await.unwrap();
+    compact
+        .boards
+        .windowed(&c)
+        .incr("a", 1, late)
+        .await
+        .unwrap();
     assert_eq!(geometry(&compact, &c, START).await, Some((0, 0, 1)));
-    compact.boards.incr(&c, "a", 1, None).await.unwrap();
+    compact
+        .boards
+        .windowed(&c)
+        .incr("a", 1, None)
+        .await
+        .unwrap();
     assert_eq!(geometry(&compact, &c, START + 3600).await, None);
     let explicit = unique("p");
     let config = BoardConfig::parse("1h", &["1h", "2h"])
@@ -176,10 +191,15 @@ async fn boards_naming_no_layout_follow_the_stores_default_and_plain_ones_keep_o
         .with_layout(Some(Layout::Plain));
     compact
         .boards
-        .create_board(&explicit, config.clone())
+        .create(&explicit, config.clone())
         .await
         .unwrap();
-    compact.boards.incr(&explicit, "a", 1, late).await.unwrap();
+    compact
+        .boards
+        .windowed(&explicit)
+        .incr("a", 1, late)
+        .await
+        .unwrap();
     assert_eq!(geometry(&compact, &explicit, START).await, None);
     assert_eq!(
         compact.boards.board(&explicit).await.unwrap().config,
@@ -196,11 +216,12 @@ async fn a_new_slot_starts_with_the_buckets_the_slot_before_it_filled() {
     let events: Vec<Event> = (0..3000)
         .map(|i| Event::new(format!("m{i}"), 1).at(ts(START + 10)))
         .collect();
-    h.boards.incr_batch(&b, &events).await.unwrap();
+    h.boards.windowed(&b).incr_batch(&events).await.unwrap();
     assert_eq!(geometry(&h, &b, START).await.unwrap().2, 3000);
     h.at(7200);
     h.boards
-        .incr(&b, "m1", 1, Some(ts(START + 3610)))
+        .windowed(&b)
+        .incr("m1", 1, Some(ts(START + 3610)))
         .await
         .unwrap();
     // 3000 / 64 = 46 buckets: L = 5, p = 46 - 32.
@@ -208,7 +229,7 @@ async fn a_new_slot_starts_with_the_buckets_the_slot_before_it_filled() {
     let stored = buckets(&h, &format!("slot_{{{b}}}_{}", START + 3600), 46).await;
     assert_eq!(stored["m1"], (bucket_of("m1", 5, 14), 1));
     let three = Some(Span::parse("3h").unwrap());
-    let m1 = h.boards.score(&b, "m1", three).await.unwrap();
+    let m1 = h.boards.windowed(&b).score("m1", three).await.unwrap();
     assert_eq!(m1.map(|s| s.score), Some(2));
 }
 
@@ -275,14 +296,14 @@ async fn members_land_in_their_bucket_of_a_slot_of_thousands_of_buckets() {
         .map(|i| Event::new(format!("m{i}"), 1).at(ts(START + 10)))
         .collect();
     for chunk in events.chunks(500) {
-        h.boards.incr_batch(&b, chunk).await.unwrap();
+        h.boards.windowed(&b).incr_batch(chunk).await.unwrap();
     }
     h.at(7200);
     let twice: Vec<Event> = (0..2500)
         .map(|i| Event::new(format!("m{i}"), 2).at(ts(START + 3610)))
         .collect();
     for chunk in twice.chunks(500) {
-        h.boards.incr_batch(&b, chunk).await.unwrap();
+        h.boards.windowed(&b).incr_batch(chunk).await.unwrap();
     }
     // 2500 = 2^11 + 452 buckets, numbered 0..=2499.
     assert_eq!(geometry(&h, &b, START + 3600).await, Some((11, 452, 2500)));
@@ -306,6 +327,6 @@ async fn members_land_in_their_bucket_of_a_slot_of_thousands_of_buckets() {
     }
     assert!(found.values().any(|bucket| *bucket >= 1000));
     let three = Some(Span::parse("3h").unwrap());
-    let m2345 = h.boards.score(&b, "m2345", three).await.unwrap();
+    let m2345 = h.boards.windowed(&b).score("m2345", three).await.unwrap();
     assert_eq!(m2345.map(|s| s.score), Some(3));
 }

@@ -51,10 +51,7 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
         .with_shards(shards)
         .unwrap();
     let board = unique("c");
-    replicas[0]
-        .create_board(&board, config.clone())
-        .await
-        .unwrap();
+    replicas[0].create(&board, config.clone()).await.unwrap();
     let oracle = Arc::new(Mutex::new(Oracle::new(config.clone())));
     // 1,800 batches in all, the clock 2 s on every 6: 600 s, 60 slots.
     let pace = Arc::new(Pace::new(&clock, 2, 6, 2_000));
@@ -81,7 +78,7 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
                         Event::new(format!("m{}", rng.random_range(0..200)), delta).at(at)
                     })
                     .collect();
-                let outcome = rb.incr_batch(&board, &events).await.unwrap();
+                let outcome = rb.windowed(&board).incr_batch(&events).await.unwrap();
                 {
                     let mut oracle = oracle.lock().unwrap();
                     for (i, e) in events.iter().enumerate() {
@@ -110,7 +107,12 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
             };
             let (mut passes, mut chunks) = (0, 0);
             while !pace.stopped() {
-                chunks += rb.retire_with(&board, options).await.unwrap().chunks;
+                chunks += rb
+                    .windowed(&board)
+                    .retire_with(options)
+                    .await
+                    .unwrap()
+                    .chunks;
                 passes += 1;
                 pace.passed(r);
             }
@@ -134,7 +136,11 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
     // A slot that closes just before the last pass, with fields enough to be compacted
     // by it (however the retirers' passes fell during the run).
     let last: Vec<Event> = (0..8).map(|i| Event::new(format!("m{i}"), 1)).collect();
-    replicas[0].incr_batch(&board, &last).await.unwrap();
+    replicas[0]
+        .windowed(&board)
+        .incr_batch(&last)
+        .await
+        .unwrap();
     {
         let mut oracle = oracle.lock().unwrap();
         for e in &last {
@@ -144,7 +150,7 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
     clock.advance_millis(10_000);
 
     let now = clock.now();
-    replicas[1].retire(&board).await.unwrap();
+    replicas[1].windowed(&board).retire().await.unwrap();
     let oracle = oracle.lock().unwrap().clone();
     assert!(accepted > 3_000, "only {accepted} events accepted");
     eprintln!(
@@ -154,7 +160,11 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
     assert!(chunks > 300, "only {chunks} retirement chunks ran");
     assert_eq!(now.unix_seconds() - crate::support::START, 610);
     for (j, w) in config.windows().iter().enumerate() {
-        let page = replicas[0].top(&board, Some(*w), 0, 1000).await.unwrap();
+        let page = replicas[0]
+            .windowed(&board)
+            .top(Some(*w), 0, 1000)
+            .await
+            .unwrap();
         assert_eq!(page.from, config.window_start(j, now));
         assert_eq!(ranking(&page), oracle.ranking(j, now), "window {w}");
     }

@@ -45,8 +45,8 @@ on_every_store!(
 async fn creating_again_with_the_same_config_returns_the_existing_board(h: Harness) {
     let config = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
     let name = crate::support::unique("same");
-    let first = h.boards.create_board(&name, config.clone()).await.unwrap();
-    let second = h.boards.create_board(&name, config.clone()).await.unwrap();
+    let first = h.boards.create(&name, config.clone()).await.unwrap();
+    let second = h.boards.create(&name, config.clone()).await.unwrap();
     assert!(matches!(first, Created::New(_)));
     assert!(matches!(second, Created::Existing(_)));
     assert_eq!(first.board(), second.board());
@@ -57,7 +57,7 @@ async fn creating_with_another_config_is_a_conflict(h: Harness) {
     let name = h.board("1h", &["1h", "24h"]).await;
     let err = h
         .boards
-        .create_board(&name, BoardConfig::parse("5m", &["1h"]).unwrap())
+        .create(&name, BoardConfig::parse("5m", &["1h"]).unwrap())
         .await
         .unwrap_err();
     let Error::BoardConflict { existing, .. } = &err else {
@@ -75,10 +75,20 @@ async fn creating_with_another_config_is_a_conflict(h: Harness) {
 }
 
 async fn unknown_boards_windows_and_members_are_reported(h: Harness) {
-    let err = h.boards.incr("nope", "m", 1, None).await.unwrap_err();
+    let err = h
+        .boards
+        .windowed("nope")
+        .incr("m", 1, None)
+        .await
+        .unwrap_err();
     assert_eq!(err, Error::BoardNotFound("nope".into()));
     assert_eq!(
-        h.boards.top("nope", None, 0, 10).await.unwrap_err().code(),
+        h.boards
+            .windowed("nope")
+            .top(None, 0, 10)
+            .await
+            .unwrap_err()
+            .code(),
         "board_not_found"
     );
     assert_eq!(
@@ -89,13 +99,21 @@ async fn unknown_boards_windows_and_members_are_reported(h: Harness) {
     let name = h.board("1h", &["1h", "24h"]).await;
     let err = h
         .boards
-        .top(&name, Some(Span::parse("2h").unwrap()), 0, 10)
+        .windowed(&name)
+        .top(Some(Span::parse("2h").unwrap()), 0, 10)
         .await
         .unwrap_err();
     assert_eq!(err.code(), "window_not_found");
-    assert_eq!(h.boards.score(&name, "ghost", None).await.unwrap(), None);
     assert_eq!(
-        h.boards.around(&name, "ghost", None, 3).await.unwrap(),
+        h.boards.windowed(&name).score("ghost", None).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        h.boards
+            .windowed(&name)
+            .around("ghost", None, 3)
+            .await
+            .unwrap(),
         None
     );
 }
@@ -104,36 +122,52 @@ async fn invalid_input_is_rejected_with_its_code(h: Harness) {
     let name = h.board("1h", &["1h"]).await;
     let code = |r: Result<(), Error>| r.unwrap_err().code();
     assert_eq!(
-        code(h.boards.incr("bad name", "m", 1, None).await),
+        code(h.boards.windowed("bad name").incr("m", 1, None).await),
         "invalid_board_name"
     );
     assert_eq!(
-        code(h.boards.incr(&name, "", 1, None).await),
+        code(h.boards.windowed(&name).incr("", 1, None).await),
         "invalid_member"
     );
     assert_eq!(
-        code(h.boards.incr(&name, &"m".repeat(257), 1, None).await),
+        code(
+            h.boards
+                .windowed(&name)
+                .incr(&"m".repeat(257), 1, None)
+                .await
+        ),
         "invalid_member"
     );
     assert_eq!(
-        code(h.boards.incr(&name, "m", 0, None).await),
+        code(h.boards.windowed(&name).incr("m", 0, None).await),
         "invalid_delta"
     );
     assert_eq!(
-        code(h.boards.incr(&name, "m", MAX_ABS + 1, None).await),
+        code(h.boards.windowed(&name).incr("m", MAX_ABS + 1, None).await),
         "invalid_delta"
     );
     assert_eq!(
-        h.boards.top(&name, None, 0, 0).await.unwrap_err().code(),
-        "invalid_query"
-    );
-    assert_eq!(
-        h.boards.top(&name, None, 0, 1001).await.unwrap_err().code(),
+        h.boards
+            .windowed(&name)
+            .top(None, 0, 0)
+            .await
+            .unwrap_err()
+            .code(),
         "invalid_query"
     );
     assert_eq!(
         h.boards
-            .around(&name, "m", None, 101)
+            .windowed(&name)
+            .top(None, 0, 1001)
+            .await
+            .unwrap_err()
+            .code(),
+        "invalid_query"
+    );
+    assert_eq!(
+        h.boards
+            .windowed(&name)
+            .around("m", None, 101)
             .await
             .unwrap_err()
             .code(),
@@ -142,7 +176,8 @@ async fn invalid_input_is_rejected_with_its_code(h: Harness) {
     // Nothing was written by any of it.
     assert!(
         h.boards
-            .top(&name, None, 0, 10)
+            .windowed(&name)
+            .top(None, 0, 10)
             .await
             .unwrap()
             .entries
@@ -159,9 +194,13 @@ async fn top_orders_by_score_then_member_with_competition_ranks(h: Harness) {
         ("bob", 7),
         ("erin", 5),
     ] {
-        h.boards.incr(&name, member, delta, None).await.unwrap();
+        h.boards
+            .windowed(&name)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
     }
-    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    let page = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     let ranked: Vec<(u64, &str, i64)> = page
         .entries
         .iter()
@@ -177,7 +216,7 @@ async fn top_orders_by_score_then_member_with_competition_ranks(h: Harness) {
             (5, "dave", 2)
         ]
     );
-    let second_page = h.boards.top(&name, None, 2, 2).await.unwrap();
+    let second_page = h.boards.windowed(&name).top(None, 2, 2).await.unwrap();
     let ranked: Vec<(u64, &str)> = second_page
         .entries
         .iter()
@@ -203,7 +242,7 @@ async fn pages_cut_through_tie_groups_keep_the_order(h: Harness) {
         .collect();
     events.reverse();
     events.swap(3, 11);
-    h.boards.incr_batch(&name, &events).await.unwrap();
+    h.boards.windowed(&name).incr_batch(&events).await.unwrap();
     let expected: Vec<(u64, String, i64)> = (0..20)
         .map(|i| {
             let (rank, score) = if i < 5 {
@@ -218,7 +257,12 @@ async fn pages_cut_through_tie_groups_keep_the_order(h: Harness) {
         .collect();
     for limit in [1, 3, 4, 7, 20] {
         for offset in 0..21 {
-            let page = h.boards.top(&name, None, offset, limit).await.unwrap();
+            let page = h
+                .boards
+                .windowed(&name)
+                .top(None, offset, limit)
+                .await
+                .unwrap();
             let got: Vec<(u64, String, i64)> = page
                 .entries
                 .into_iter()
@@ -258,7 +302,7 @@ async fn write_tie_groups(
         .map(|(m, s)| Event::new(m.clone(), *s))
         .collect();
     events.shuffle(&mut rand::rngs::StdRng::seed_from_u64(11));
-    h.boards.incr_batch(name, &events).await.unwrap();
+    h.boards.windowed(name).incr_batch(&events).await.unwrap();
     totals.retain(|(_, s)| *s > 0);
     totals.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     totals
@@ -293,7 +337,12 @@ async fn deep_pages_cut_inside_big_tie_groups_keep_the_order(h: Harness) {
         .chain([1, 2, 150, 299, 300, 301, 302, 303, 450, 502, 503]);
     for offset in offsets {
         for limit in [1, 2, 13, 100, 1000] {
-            let page = h.boards.top(&name, None, offset, limit).await.unwrap();
+            let page = h
+                .boards
+                .windowed(&name)
+                .top(None, offset, limit)
+                .await
+                .unwrap();
             let want: Vec<_> = expected
                 .iter()
                 .skip(offset as usize)
@@ -306,7 +355,13 @@ async fn deep_pages_cut_inside_big_tie_groups_keep_the_order(h: Harness) {
     // 'around' and 'score' of members deep inside the tie groups.
     for position in [0, 1, 2, 3, 150, 298, 300, 301, 302, 303, 304, 420, 502, 503] {
         let (rank, member, score) = &expected[position];
-        let standing = h.boards.score(&name, member, None).await.unwrap().unwrap();
+        let standing = h
+            .boards
+            .windowed(&name)
+            .score(member, None)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(
             (standing.rank, standing.score),
             (Some(*rank), *score),
@@ -315,7 +370,8 @@ async fn deep_pages_cut_inside_big_tie_groups_keep_the_order(h: Harness) {
         for n in [0, 1, 4, 100] {
             let page = h
                 .boards
-                .around(&name, member, None, n)
+                .windowed(&name)
+                .around(member, None, n)
                 .await
                 .unwrap()
                 .unwrap();
@@ -332,16 +388,21 @@ async fn deep_pages_cut_inside_big_tie_groups_keep_the_order(h: Harness) {
 
 async fn offsets_past_the_end_give_empty_pages(h: Harness) {
     let name = h.board("1h", &["1h"]).await;
-    let empty = h.boards.top(&name, None, 0, 10).await.unwrap();
+    let empty = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert!(empty.entries.is_empty());
     let expected = write_tie_groups(&h, &name, &[(4, 150), (2, 1), (-1, 5)]).await;
     assert_eq!(expected.len(), 151);
-    let last = h.boards.top(&name, None, 150, 10).await.unwrap();
+    let last = h.boards.windowed(&name).top(None, 150, 10).await.unwrap();
     assert_eq!(entries_of(last), expected[150..]);
-    let tail = h.boards.top(&name, None, 140, 1000).await.unwrap();
+    let tail = h.boards.windowed(&name).top(None, 140, 1000).await.unwrap();
     assert_eq!(entries_of(tail), expected[140..]);
     for offset in [151, 152, 156, 157, 10_000, 1_000_000_000] {
-        let page = h.boards.top(&name, None, offset, 1000).await.unwrap();
+        let page = h
+            .boards
+            .windowed(&name)
+            .top(None, offset, 1000)
+            .await
+            .unwrap();
         assert!(
             page.entries.is_empty(),
             "offset {offset}: {:?}",
@@ -357,24 +418,53 @@ async fn offsets_past_the_end_give_empty_pages(h: Harness) {
 
 async fn zero_and_negative_totals_are_not_ranked(h: Harness) {
     let name = h.board("1h", &["1h"]).await;
-    h.boards.incr(&name, "up", 2, None).await.unwrap();
-    h.boards.incr(&name, "flat", 1, None).await.unwrap();
-    h.boards.incr(&name, "flat", -1, None).await.unwrap();
-    h.boards.incr(&name, "down", -3, None).await.unwrap();
-    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    h.boards.windowed(&name).incr("up", 2, None).await.unwrap();
+    h.boards
+        .windowed(&name)
+        .incr("flat", 1, None)
+        .await
+        .unwrap();
+    h.boards
+        .windowed(&name)
+        .incr("flat", -1, None)
+        .await
+        .unwrap();
+    h.boards
+        .windowed(&name)
+        .incr("down", -3, None)
+        .await
+        .unwrap();
+    let page = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!(ranking(&page), pairs(&[("up", 2)]));
-    let bottom = h.boards.bottom(&name, None, 0, 10).await.unwrap();
+    let bottom = h.boards.windowed(&name).bottom(None, 0, 10).await.unwrap();
     assert_eq!(ranking(&bottom), pairs(&[("up", 2)]));
     // A negative total is answered truthfully, not ranked (no ranked member is below
     // it); a zero total is no total.
-    let down = h.boards.score(&name, "down", None).await.unwrap().unwrap();
+    let down = h
+        .boards
+        .windowed(&name)
+        .score("down", None)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((down.score, down.rank, down.percentile), (-3, None, 0.0));
     assert_eq!((down.from, down.to), (START, START + 3600));
-    assert_eq!(h.boards.score(&name, "flat", None).await.unwrap(), None);
-    assert_eq!(h.boards.around(&name, "down", None, 1).await.unwrap(), None);
+    assert_eq!(
+        h.boards.windowed(&name).score("flat", None).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        h.boards
+            .windowed(&name)
+            .around("down", None, 1)
+            .await
+            .unwrap(),
+        None
+    );
     let ranks = h
         .boards
-        .ranks(&name, &["down", "flat", "up"], None)
+        .windowed(&name)
+        .ranks(&["down", "flat", "up"], None)
         .await
         .unwrap();
     let got: Vec<(&str, i64, Option<u64>)> = ranks
@@ -397,28 +487,28 @@ async fn an_event_counts_while_its_slot_is_inside_the_window(h: Harness) {
     // Slots of 1h, a 3h window: at 10:xx it holds the 08:00, 09:00 and 10:00 slots.
     let name = h.board("1h", &["3h"]).await;
     h.at(7 * 3600 + 1800);
-    h.boards.incr(&name, "a", 1, None).await.unwrap(); // slot 07:00
+    h.boards.windowed(&name).incr("a", 1, None).await.unwrap(); // slot 07:00
     h.at(8 * 3600);
-    h.boards.incr(&name, "a", 10, None).await.unwrap(); // slot 08:00
+    h.boards.windowed(&name).incr("a", 10, None).await.unwrap(); // slot 08:00
     h.at(10 * 3600 - 1);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     assert_eq!(
         score(&h, &name, "a", None).await,
         Some(11),
         "09:59: 07:00 still inside"
     );
     h.at(10 * 3600);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     assert_eq!(
         score(&h, &name, "a", None).await,
         Some(10),
         "10:00: 07:00 has left"
     );
     h.at(11 * 3600 - 1);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     assert_eq!(score(&h, &name, "a", None).await, Some(10));
     h.at(11 * 3600);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     assert_eq!(
         score(&h, &name, "a", None).await,
         None,
@@ -429,30 +519,31 @@ async fn an_event_counts_while_its_slot_is_inside_the_window(h: Harness) {
 async fn windows_retire_independently(h: Harness) {
     let name = h.board("1h", &["1h", "3h"]).await;
     let three = Some(Span::parse("3h").unwrap());
-    h.boards.incr(&name, "a", 4, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 4, None).await.unwrap();
     h.at(3600);
-    h.boards.incr(&name, "a", 1, None).await.unwrap();
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).incr("a", 1, None).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     assert_eq!(score(&h, &name, "a", None).await, Some(1));
     assert_eq!(score(&h, &name, "a", three).await, Some(5));
     h.at(3 * 3600);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     assert_eq!(score(&h, &name, "a", None).await, None);
     assert_eq!(score(&h, &name, "a", three).await, Some(1));
     h.at(4 * 3600);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     assert_eq!(score(&h, &name, "a", three).await, None);
 }
 
 async fn late_event_skips_windows_already_retired(h: Harness) {
     let name = h.board("1h", &["1h", "3h"]).await;
     let three = Some(Span::parse("3h").unwrap());
-    h.boards.incr(&name, "a", 2, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 2, None).await.unwrap();
     h.at(3600 + 60);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     // An event stamped in the first slot arrives late: only the 3h window contains it.
     h.boards
-        .incr(&name, "a", 5, Some(ts(START + 10)))
+        .windowed(&name)
+        .incr("a", 5, Some(ts(START + 10)))
         .await
         .unwrap();
     assert_eq!(score(&h, &name, "a", None).await, None);
@@ -460,13 +551,14 @@ async fn late_event_skips_windows_already_retired(h: Harness) {
     // Without any retirement run, a late write still skips the window it has left.
     h.at(2 * 3600 + 60);
     h.boards
-        .incr(&name, "b", 3, Some(ts(START + 3600 + 5)))
+        .windowed(&name)
+        .incr("b", 3, Some(ts(START + 3600 + 5)))
         .await
         .unwrap();
     assert_eq!(score(&h, &name, "b", None).await, None);
     assert_eq!(score(&h, &name, "b", three).await, Some(3));
     h.at(3 * 3600);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     assert_eq!(
         score(&h, &name, "a", three).await,
         None,
@@ -474,7 +566,7 @@ async fn late_event_skips_windows_already_retired(h: Harness) {
     );
     assert_eq!(score(&h, &name, "b", three).await, Some(3));
     h.at(4 * 3600);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     assert_eq!(score(&h, &name, "b", three).await, None);
     assert_eq!(h.boards.describe_board(&name).await.unwrap().live_slots, 0);
 }
@@ -484,7 +576,8 @@ async fn events_older_than_the_largest_window_are_too_late(h: Harness) {
     h.at(5 * 3600 + 10);
     let err = h
         .boards
-        .incr(&name, "a", 1, Some(ts(START + 2 * 3600 + 3599)))
+        .windowed(&name)
+        .incr("a", 1, Some(ts(START + 2 * 3600 + 3599)))
         .await
         .unwrap_err();
     assert_eq!(
@@ -496,7 +589,8 @@ async fn events_older_than_the_largest_window_are_too_late(h: Harness) {
         }
     );
     h.boards
-        .incr(&name, "a", 1, Some(ts(START + 3 * 3600)))
+        .windowed(&name)
+        .incr("a", 1, Some(ts(START + 3 * 3600)))
         .await
         .unwrap();
     let three = Some(Span::parse("3h").unwrap());
@@ -507,12 +601,14 @@ async fn events_beyond_the_allowed_skew_are_in_the_future(h: Harness) {
     let name = h.board("1h", &["1h"]).await;
     let now = h.now().unix_seconds();
     h.boards
-        .incr(&name, "a", 1, Some(ts(now + 60)))
+        .windowed(&name)
+        .incr("a", 1, Some(ts(now + 60)))
         .await
         .unwrap();
     let err = h
         .boards
-        .incr(&name, "a", 1, Some(ts(now + 61)))
+        .windowed(&name)
+        .incr("a", 1, Some(ts(now + 61)))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "in_future");
@@ -522,14 +618,32 @@ async fn events_beyond_the_allowed_skew_are_in_the_future(h: Harness) {
 async fn totals_and_slot_values_stay_inside_2_pow_53(h: Harness) {
     let name = h.board("1h", &["1h", "2h"]).await;
     let two = Some(Span::parse("2h").unwrap());
-    h.boards.incr(&name, "a", MAX_ABS, None).await.unwrap();
-    let err = h.boards.incr(&name, "a", 1, None).await.unwrap_err();
+    h.boards
+        .windowed(&name)
+        .incr("a", MAX_ABS, None)
+        .await
+        .unwrap();
+    let err = h
+        .boards
+        .windowed(&name)
+        .incr("a", 1, None)
+        .await
+        .unwrap_err();
     assert_eq!(err, Error::OutOfRange { member: "a".into() });
-    h.boards.incr(&name, "a", -MAX_ABS, None).await.unwrap();
-    h.boards.incr(&name, "a", -MAX_ABS, None).await.unwrap();
+    h.boards
+        .windowed(&name)
+        .incr("a", -MAX_ABS, None)
+        .await
+        .unwrap();
+    h.boards
+        .windowed(&name)
+        .incr("a", -MAX_ABS, None)
+        .await
+        .unwrap();
     assert_eq!(
         h.boards
-            .incr(&name, "a", -1, None)
+            .windowed(&name)
+            .incr("a", -1, None)
             .await
             .unwrap_err()
             .code(),
@@ -537,8 +651,12 @@ async fn totals_and_slot_values_stay_inside_2_pow_53(h: Harness) {
     );
 
     h.at(3600);
-    h.boards.retire(&name).await.unwrap();
-    h.boards.incr(&name, "a", MAX_ABS, None).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards
+        .windowed(&name)
+        .incr("a", MAX_ABS, None)
+        .await
+        .unwrap();
     assert_eq!(score(&h, &name, "a", None).await, Some(MAX_ABS));
     assert_eq!(
         score(&h, &name, "a", two).await,
@@ -550,14 +668,15 @@ async fn totals_and_slot_values_stay_inside_2_pow_53(h: Harness) {
     let late = Some(ts(START + 5));
     assert_eq!(
         h.boards
-            .incr(&name, "a", -1, late)
+            .windowed(&name)
+            .incr("a", -1, late)
             .await
             .unwrap_err()
             .code(),
         "out_of_range"
     );
     assert_eq!(score(&h, &name, "a", two).await, None);
-    h.boards.incr(&name, "a", 1, late).await.unwrap();
+    h.boards.windowed(&name).incr("a", 1, late).await.unwrap();
     assert_eq!(score(&h, &name, "a", two).await, Some(1));
 }
 
@@ -574,7 +693,7 @@ async fn a_batch_rejects_bad_events_by_index_and_applies_the_rest(h: Harness) {
         Event::new("b", MAX_ABS),
         Event::new("c", 5),
     ];
-    let outcome = h.boards.incr_batch(&name, &events).await.unwrap();
+    let outcome = h.boards.windowed(&name).incr_batch(&events).await.unwrap();
     assert_eq!(outcome.accepted, 3);
     let rejected: Vec<(usize, &str)> = outcome
         .rejected
@@ -591,11 +710,16 @@ async fn a_batch_rejects_bad_events_by_index_and_applies_the_rest(h: Harness) {
             (6, "out_of_range")
         ]
     );
-    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    let page = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!(ranking(&page), pairs(&[("c", 5), ("b", 2), ("a", 1)]));
 
     let too_many = vec![Event::new("a", 1); 10_001];
-    let err = h.boards.incr_batch(&name, &too_many).await.unwrap_err();
+    let err = h
+        .boards
+        .windowed(&name)
+        .incr_batch(&too_many)
+        .await
+        .unwrap_err();
     assert_eq!(
         err,
         Error::BatchTooLarge {
@@ -613,11 +737,23 @@ async fn a_batch_rejects_bad_events_by_index_and_applies_the_rest(h: Harness) {
 async fn score_gives_total_and_competition_rank(h: Harness) {
     let name = h.board("1h", &["1h"]).await;
     for (m, d) in [("a", 9), ("b", 4), ("c", 4), ("d", 1)] {
-        h.boards.incr(&name, m, d, None).await.unwrap();
+        h.boards.windowed(&name).incr(m, d, None).await.unwrap();
     }
-    let c = h.boards.score(&name, "c", None).await.unwrap().unwrap();
+    let c = h
+        .boards
+        .windowed(&name)
+        .score("c", None)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((c.score, c.rank), (4, Some(2)));
-    let d = h.boards.score(&name, "d", None).await.unwrap().unwrap();
+    let d = h
+        .boards
+        .windowed(&name)
+        .score("d", None)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((d.score, d.rank), (1, Some(4)));
     assert_eq!((d.from, d.to), (START, START + 3600));
 }
@@ -633,7 +769,7 @@ async fn around_lists_neighbours_in_ranking_order(h: Harness) {
         ("f", 1),
         ("g", -2),
     ] {
-        h.boards.incr(&name, m, d, None).await.unwrap();
+        h.boards.windowed(&name).incr(m, d, None).await.unwrap();
     }
     let members = |page: Option<rollboard::TopPage>| -> Vec<String> {
         page.unwrap()
@@ -643,50 +779,61 @@ async fn around_lists_neighbours_in_ranking_order(h: Harness) {
             .collect()
     };
     assert_eq!(
-        members(h.boards.around(&name, "c", None, 1).await.unwrap()),
+        members(h.boards.windowed(&name).around("c", None, 1).await.unwrap()),
         ["b", "c", "d"]
     );
     assert_eq!(
-        members(h.boards.around(&name, "a", None, 2).await.unwrap()),
+        members(h.boards.windowed(&name).around("a", None, 2).await.unwrap()),
         ["a", "b", "c"]
     );
     assert_eq!(
-        members(h.boards.around(&name, "f", None, 2).await.unwrap()),
+        members(h.boards.windowed(&name).around("f", None, 2).await.unwrap()),
         ["d", "e", "f"]
     );
     assert_eq!(
-        members(h.boards.around(&name, "d", None, 0).await.unwrap()),
+        members(h.boards.windowed(&name).around("d", None, 0).await.unwrap()),
         ["d"]
     );
-    let page = h.boards.around(&name, "e", None, 1).await.unwrap().unwrap();
+    let page = h
+        .boards
+        .windowed(&name)
+        .around("e", None, 1)
+        .await
+        .unwrap()
+        .unwrap();
     let ranks: Vec<u64> = page.entries.iter().map(|e| e.rank).collect();
     assert_eq!(ranks, [2, 5, 6]);
-    assert_eq!(h.boards.around(&name, "g", None, 1).await.unwrap(), None);
+    assert_eq!(
+        h.boards.windowed(&name).around("g", None, 1).await.unwrap(),
+        None
+    );
 }
 
 async fn history_lists_non_zero_slots_of_the_largest_window(h: Harness) {
     let name = h.board("1h", &["1h", "3h"]).await;
-    h.boards.incr(&name, "a", 2, None).await.unwrap();
-    h.boards.incr(&name, "b", 7, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 2, None).await.unwrap();
+    h.boards.windowed(&name).incr("b", 7, None).await.unwrap();
     h.at(3600);
-    h.boards.incr(&name, "a", 1, None).await.unwrap();
-    h.boards.incr(&name, "a", -1, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 1, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", -1, None).await.unwrap();
     h.at(2 * 3600 + 5);
-    h.boards.incr(&name, "a", 4, None).await.unwrap();
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).incr("a", 4, None).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     // A late event into slot 0 after the 1h window retired it: still the same slot.
     h.boards
-        .incr(&name, "a", 3, Some(ts(START + 1)))
+        .windowed(&name)
+        .incr("a", 3, Some(ts(START + 1)))
         .await
         .unwrap();
-    let history = h.boards.history(&name, "a").await.unwrap();
+    let history = h.boards.windowed(&name).history("a").await.unwrap();
     let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
     assert_eq!(points, [(START, 5), (START + 2 * 3600, 4)]);
     assert_eq!((history.from, history.to), (START, START + 3 * 3600));
     assert_eq!(history.slot, Span::parse("1h").unwrap());
     assert!(
         h.boards
-            .history(&name, "nobody")
+            .windowed(&name)
+            .history("nobody")
             .await
             .unwrap()
             .points
@@ -697,23 +844,38 @@ async fn history_lists_non_zero_slots_of_the_largest_window(h: Harness) {
 async fn remove_member_clears_every_slot_and_window(h: Harness) {
     let name = h.board("1h", &["1h", "3h"]).await;
     let three = Some(Span::parse("3h").unwrap());
-    h.boards.incr(&name, "spam", 5, None).await.unwrap();
-    h.boards.incr(&name, "ok", 2, None).await.unwrap();
-    h.at(3600 + 1);
-    h.boards.incr(&name, "spam", 9, None).await.unwrap();
-    h.boards.retire(&name).await.unwrap();
     h.boards
-        .incr(&name, "spam", 1, Some(ts(START + 2)))
+        .windowed(&name)
+        .incr("spam", 5, None)
+        .await
+        .unwrap();
+    h.boards.windowed(&name).incr("ok", 2, None).await.unwrap();
+    h.at(3600 + 1);
+    h.boards
+        .windowed(&name)
+        .incr("spam", 9, None)
+        .await
+        .unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards
+        .windowed(&name)
+        .incr("spam", 1, Some(ts(START + 2)))
         .await
         .unwrap(); // late: stage 1
     // Slot 0 holds 5 + 1 in its second stage (retired by 1h), slot 1 holds 9.
-    let removed = h.boards.remove_member(&name, "spam").await.unwrap();
+    let removed = h
+        .boards
+        .windowed(&name)
+        .remove_member("spam")
+        .await
+        .unwrap();
     assert_eq!(removed.slot_values, 2);
     assert_eq!(score(&h, &name, "spam", None).await, None);
     assert_eq!(score(&h, &name, "spam", three).await, None);
     assert!(
         h.boards
-            .history(&name, "spam")
+            .windowed(&name)
+            .history("spam")
             .await
             .unwrap()
             .points
@@ -722,7 +884,7 @@ async fn remove_member_clears_every_slot_and_window(h: Harness) {
     assert_eq!(score(&h, &name, "ok", three).await, Some(2));
     // Later retirement subtracts nothing of it: no negative leftovers.
     h.at(5 * 3600);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     let status = h.boards.describe_board(&name).await.unwrap();
     assert_eq!(
         status.windows.iter().map(|w| w.members).collect::<Vec<_>>(),
@@ -732,13 +894,22 @@ async fn remove_member_clears_every_slot_and_window(h: Harness) {
 
 async fn drop_board_deletes_it_and_a_new_one_starts_empty(h: Harness) {
     let name = h.board("1h", &["1h", "3h"]).await;
-    h.boards.incr(&name, "a", 5, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 5, None).await.unwrap();
     h.at(3600 + 1);
-    h.boards.retire(&name).await.unwrap();
-    h.boards.incr(&name, "a", 1, Some(ts(START))).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards
+        .windowed(&name)
+        .incr("a", 1, Some(ts(START)))
+        .await
+        .unwrap();
     h.boards.drop_board(&name).await.unwrap();
     assert_eq!(
-        h.boards.top(&name, None, 0, 10).await.unwrap_err().code(),
+        h.boards
+            .windowed(&name)
+            .top(None, 0, 10)
+            .await
+            .unwrap_err()
+            .code(),
         "board_not_found"
     );
     assert!(
@@ -760,12 +931,13 @@ async fn drop_board_deletes_it_and_a_new_one_starts_empty(h: Harness) {
         assert!(left.is_empty(), "keys left after drop: {left:?}");
     }
     h.boards
-        .create_board(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
         .await
         .unwrap();
     assert!(
         h.boards
-            .top(&name, None, 0, 10)
+            .windowed(&name)
+            .top(None, 0, 10)
             .await
             .unwrap()
             .entries
@@ -775,20 +947,21 @@ async fn drop_board_deletes_it_and_a_new_one_starts_empty(h: Harness) {
 
 async fn a_board_recreated_elsewhere_is_picked_up(h: Harness) {
     let name = h.board("1h", &["1h"]).await;
-    h.boards.incr(&name, "a", 5, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 5, None).await.unwrap();
     // Another instance on the same store drops and re-creates the board.
     let other = crate::support::with_clock(h.boards.store().clone(), &h.clock);
     other.drop_board(&name).await.unwrap();
     other
-        .create_board(&name, BoardConfig::parse("1h", &["1h", "2h"]).unwrap())
+        .create(&name, BoardConfig::parse("1h", &["1h", "2h"]).unwrap())
         .await
         .unwrap();
-    other.incr(&name, "b", 2, None).await.unwrap();
+    other.windowed(&name).incr("b", 2, None).await.unwrap();
     // This instance's cached copy is stale; it reloads instead of writing into the void.
-    h.boards.incr(&name, "a", 1, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 1, None).await.unwrap();
     let page = h
         .boards
-        .top(&name, Some(Span::parse("2h").unwrap()), 0, 10)
+        .windowed(&name)
+        .top(Some(Span::parse("2h").unwrap()), 0, 10)
         .await
         .unwrap();
     assert_eq!(ranking(&page), pairs(&[("b", 2), ("a", 1)]));
@@ -796,14 +969,14 @@ async fn a_board_recreated_elsewhere_is_picked_up(h: Harness) {
 
 async fn reads_and_once_writes_reload_a_board_recreated_elsewhere(h: Harness) {
     let name = h.board("1h", &["1h"]).await;
-    h.boards.incr(&name, "a", 5, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 5, None).await.unwrap();
     let other = crate::support::with_clock(h.boards.store().clone(), &h.clock);
     let recreate = |windows: &'static [&'static str]| {
         let (other, name) = (&other, &name);
         async move {
             other.drop_board(name).await.unwrap();
             other
-                .create_board(name, BoardConfig::parse("1h", windows).unwrap())
+                .create(name, BoardConfig::parse("1h", windows).unwrap())
                 .await
                 .unwrap();
         }
@@ -811,20 +984,26 @@ async fn reads_and_once_writes_reload_a_board_recreated_elsewhere(h: Harness) {
 
     // A read on the stale cached copy reloads and reads the new board.
     recreate(&["1h", "2h"]).await;
-    other.incr(&name, "b", 2, None).await.unwrap();
-    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    other.windowed(&name).incr("b", 2, None).await.unwrap();
+    let page = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!(ranking(&page), pairs(&[("b", 2)]));
 
     // A batch with a token reloads too, and lands on the new board once.
     recreate(&["1h", "3h"]).await;
     let batch = [Event::new("c", 3)];
-    let outcome = h.boards.incr_batch_once(&name, &batch, "t1").await.unwrap();
+    let outcome = h
+        .boards
+        .windowed(&name)
+        .incr_batch_once(&batch, "t1")
+        .await
+        .unwrap();
     assert_eq!(
         outcome.map(|o| (o.accepted, o.rejected.len())),
         Some((1, 0))
     );
     let page = other
-        .top(&name, Some(Span::parse("3h").unwrap()), 0, 10)
+        .windowed(&name)
+        .top(Some(Span::parse("3h").unwrap()), 0, 10)
         .await
         .unwrap();
     assert_eq!(ranking(&page), pairs(&[("c", 3)]));
@@ -832,7 +1011,7 @@ async fn reads_and_once_writes_reload_a_board_recreated_elsewhere(h: Harness) {
     // Dropped elsewhere and not re-created: the reload finds no board.
     other.drop_board(&name).await.unwrap();
     assert_eq!(
-        h.boards.score(&name, "c", None).await.unwrap_err(),
+        h.boards.windowed(&name).score("c", None).await.unwrap_err(),
         Error::BoardNotFound(name.clone())
     );
 }
@@ -842,7 +1021,7 @@ async fn boards_are_listed_by_name(h: Harness) {
     let names = ["zeta", "alpha", "mid"].map(|n| format!("{prefix}-{n}"));
     for n in &names {
         h.boards
-            .create_board(n, BoardConfig::parse("5m", &["1h"]).unwrap())
+            .create(n, BoardConfig::parse("5m", &["1h"]).unwrap())
             .await
             .unwrap();
     }
@@ -867,13 +1046,14 @@ async fn retirement_catches_up_any_number_of_slots_in_one_call(h: Harness) {
     for i in 0..48 {
         h.at(i * 300);
         h.boards
-            .incr(&name, &format!("m{}", i % 5), 1, None)
+            .windowed(&name)
+            .incr(&format!("m{}", i % 5), 1, None)
             .await
             .unwrap();
     }
     // 48 slots written without any retirement; then three days pass.
     h.at(3 * 86_400);
-    let report = h.boards.retire(&name).await.unwrap();
+    let report = h.boards.windowed(&name).retire().await.unwrap();
     assert!(report.complete);
     assert_eq!(
         report.slots_retired, 96,
@@ -881,7 +1061,8 @@ async fn retirement_catches_up_any_number_of_slots_in_one_call(h: Harness) {
     );
     assert!(
         h.boards
-            .top(&name, None, 0, 10)
+            .windowed(&name)
+            .top(None, 0, 10)
             .await
             .unwrap()
             .entries
@@ -889,7 +1070,8 @@ async fn retirement_catches_up_any_number_of_slots_in_one_call(h: Harness) {
     );
     assert!(
         h.boards
-            .top(&name, hour, 0, 10)
+            .windowed(&name)
+            .top(hour, 0, 10)
             .await
             .unwrap()
             .entries
@@ -900,16 +1082,16 @@ async fn retirement_catches_up_any_number_of_slots_in_one_call(h: Harness) {
 
 async fn reads_say_when_retirement_is_behind(h: Harness) {
     let name = h.board("1h", &["2h"]).await;
-    h.boards.incr(&name, "a", 3, None).await.unwrap();
-    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    h.boards.windowed(&name).incr("a", 3, None).await.unwrap();
+    let page = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!((page.from, page.to), (START - 3600, START + 3600));
     assert_eq!((page.behind, page.lag_ms), (false, 0));
     // Exactly at the boundary the slot START leaves the 2h window: behind by 0 ms.
     h.at(2 * 3600);
-    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    let page = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!((page.from, page.behind, page.lag_ms), (START, true, 0));
     h.at(2 * 3600 + 10);
-    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    let page = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!(
         page.from, START,
         "slot START is still counted: retirement is behind"
@@ -917,7 +1099,13 @@ async fn reads_say_when_retirement_is_behind(h: Harness) {
     assert_eq!(page.to, START + 3 * 3600);
     assert_eq!((page.behind, page.lag_ms), (true, 10_000));
     assert_eq!(ranking(&page), pairs(&[("a", 3)]));
-    let standing = h.boards.score(&name, "a", None).await.unwrap().unwrap();
+    let standing = h
+        .boards
+        .windowed(&name)
+        .score("a", None)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (
             standing.score,
@@ -927,10 +1115,16 @@ async fn reads_say_when_retirement_is_behind(h: Harness) {
         ),
         (3, START, true, 10_000)
     );
-    let around = h.boards.around(&name, "a", None, 1).await.unwrap().unwrap();
+    let around = h
+        .boards
+        .windowed(&name)
+        .around("a", None, 1)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((around.behind, around.lag_ms), (true, 10_000));
-    h.boards.retire(&name).await.unwrap();
-    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
+    let page = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!((page.from, page.to), (START + 3600, START + 3 * 3600));
     assert_eq!((page.behind, page.lag_ms), (false, 0));
     assert!(page.entries.is_empty());
@@ -938,10 +1132,10 @@ async fn reads_say_when_retirement_is_behind(h: Harness) {
 
 async fn describe_reports_members_slots_and_lag(h: Harness) {
     let name = h.board("1h", &["1h", "3h"]).await;
-    h.boards.incr(&name, "a", 1, None).await.unwrap();
-    h.boards.incr(&name, "b", 1, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 1, None).await.unwrap();
+    h.boards.windowed(&name).incr("b", 1, None).await.unwrap();
     h.at(3600);
-    h.boards.incr(&name, "c", 1, None).await.unwrap();
+    h.boards.windowed(&name).incr("c", 1, None).await.unwrap();
     h.at(2 * 3600);
     let status = h.boards.describe_board(&name).await.unwrap();
     assert_eq!(status.live_slots, 2);
@@ -951,7 +1145,7 @@ async fn describe_reports_members_slots_and_lag(h: Harness) {
         .map(|w| (w.members, w.from, w.lag_seconds))
         .collect();
     assert_eq!(w, [(3, START, 7200), (3, START, 0)]);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     let status = h.boards.describe_board(&name).await.unwrap();
     let w: Vec<(u64, i64, i64, u64)> = status
         .windows
@@ -970,10 +1164,10 @@ async fn describe_reports_members_slots_and_lag(h: Harness) {
 
 async fn members_whose_total_reaches_zero_are_removed(h: Harness) {
     let name = h.board("1h", &["1h", "2h"]).await;
-    h.boards.incr(&name, "a", 2, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 2, None).await.unwrap();
     h.at(3600);
-    h.boards.incr(&name, "a", -2, None).await.unwrap();
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).incr("a", -2, None).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     // 1h window: only -2 left. 2h window: 2 - 2 = 0, so "a" is gone from it.
     let status = h.boards.describe_board(&name).await.unwrap();
     assert_eq!(
@@ -981,7 +1175,7 @@ async fn members_whose_total_reaches_zero_are_removed(h: Harness) {
         [1, 0]
     );
     h.at(2 * 3600);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     // 1h window: -2 retired, so 0. 2h window: +2 retired, so -2.
     let status = h.boards.describe_board(&name).await.unwrap();
     assert_eq!(
@@ -989,7 +1183,7 @@ async fn members_whose_total_reaches_zero_are_removed(h: Harness) {
         [0, 1]
     );
     h.at(3 * 3600);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     let status = h.boards.describe_board(&name).await.unwrap();
     assert_eq!(
         status.windows.iter().map(|w| w.members).collect::<Vec<_>>(),
@@ -1003,24 +1197,24 @@ async fn an_offset_shifts_slot_boundaries(h: Harness) {
         .unwrap()
         .with_offset(-2 * 3600)
         .unwrap();
-    h.boards.create_board(&name, config).await.unwrap();
+    h.boards.create(&name, config).await.unwrap();
     let midnight = START - START % 86_400 + 2 * 86_400;
     h.clock.set(ts(midnight - 3 * 3600)); // 21:00 UTC: the slot began at 22:00 the day before
-    h.boards.incr(&name, "a", 1, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 1, None).await.unwrap();
     h.clock.set(ts(midnight - 2 * 3600)); // 22:00 UTC: a new slot
-    h.boards.retire(&name).await.unwrap();
-    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
+    let page = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert!(page.entries.is_empty());
     assert_eq!(page.from, midnight - 2 * 3600);
 }
 
 async fn retiring_twice_changes_nothing(h: Harness) {
     let name = h.board("1h", &["1h", "3h"]).await;
-    h.boards.incr(&name, "a", 4, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 4, None).await.unwrap();
     h.at(3600);
-    h.boards.incr(&name, "a", 1, None).await.unwrap();
-    let first = h.boards.retire(&name).await.unwrap();
-    let second = h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).incr("a", 1, None).await.unwrap();
+    let first = h.boards.windowed(&name).retire().await.unwrap();
+    let second = h.boards.windowed(&name).retire().await.unwrap();
     assert_eq!((first.slots_retired, first.fields_subtracted), (1, 1));
     assert_eq!((second.slots_retired, second.fields_subtracted), (0, 0));
     assert_eq!(score(&h, &name, "a", None).await, Some(1));
@@ -1046,7 +1240,7 @@ async fn repeated_members_in_a_batch_count_every_event(h: Harness) {
         Event::new("a", 1).at(ts(START - 3600)),
         Event::new("c", 2).at(last_hour),
     ];
-    let outcome = h.boards.incr_batch(&name, &events).await.unwrap();
+    let outcome = h.boards.windowed(&name).incr_batch(&events).await.unwrap();
     assert_eq!(outcome.accepted, 8);
     assert_eq!(
         outcome
@@ -1056,15 +1250,15 @@ async fn repeated_members_in_a_batch_count_every_event(h: Harness) {
             .collect::<Vec<_>>(),
         [(7, "too_late")]
     );
-    let page = h.boards.top(&name, None, 0, 10).await.unwrap();
+    let page = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!(ranking(&page), pairs(&[("a", 5), ("c", 1)]));
-    let page = h.boards.top(&name, two, 0, 10).await.unwrap();
+    let page = h.boards.windowed(&name).top(two, 0, 10).await.unwrap();
     assert_eq!(ranking(&page), pairs(&[("a", 5), ("c", 4)]));
-    let history = h.boards.history(&name, "c").await.unwrap();
+    let history = h.boards.windowed(&name).history("c").await.unwrap();
     let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
     assert_eq!(points, [(START, 3), (START + 3600, 1)]);
     assert_eq!(
-        h.boards.score(&name, "b", two).await.unwrap(),
+        h.boards.windowed(&name).score("b", two).await.unwrap(),
         None,
         "b nets to zero"
     );
@@ -1080,7 +1274,8 @@ async fn a_batch_with_a_token_is_applied_once(h: Harness) {
     ];
     let first = h
         .boards
-        .incr_batch_once(&name, &events, "job:1")
+        .windowed(&name)
+        .incr_batch_once(&events, "job:1")
         .await
         .unwrap();
     let first = first.expect("a new token is applied");
@@ -1095,7 +1290,8 @@ async fn a_batch_with_a_token_is_applied_once(h: Harness) {
     );
     assert!(
         h.boards
-            .incr_batch_once(&name, &events, "job:1")
+            .windowed(&name)
+            .incr_batch_once(&events, "job:1")
             .await
             .unwrap()
             .is_none(),
@@ -1103,12 +1299,13 @@ async fn a_batch_with_a_token_is_applied_once(h: Harness) {
     );
     let two = Some(Span::parse("2h").unwrap());
     assert_eq!(
-        ranking(&h.boards.top(&name, two, 0, 10).await.unwrap()),
+        ranking(&h.boards.windowed(&name).top(two, 0, 10).await.unwrap()),
         pairs(&[("a", 3), ("b", 1)])
     );
     let again = h
         .boards
-        .incr_batch_once(&name, &events[..1], "job:2")
+        .windowed(&name)
+        .incr_batch_once(&events[..1], "job:2")
         .await
         .unwrap();
     assert_eq!(
@@ -1117,30 +1314,32 @@ async fn a_batch_with_a_token_is_applied_once(h: Harness) {
         "another token is another batch"
     );
     assert_eq!(
-        ranking(&h.boards.top(&name, two, 0, 10).await.unwrap()),
+        ranking(&h.boards.windowed(&name).top(two, 0, 10).await.unwrap()),
         pairs(&[("a", 6), ("b", 1)])
     );
     // Dropping the board forgets its tokens with it.
     h.boards.drop_board(&name).await.unwrap();
     h.boards
-        .create_board(&name, BoardConfig::parse("1h", &["1h", "2h"]).unwrap())
+        .create(&name, BoardConfig::parse("1h", &["1h", "2h"]).unwrap())
         .await
         .unwrap();
     let fresh = h
         .boards
-        .incr_batch_once(&name, &events[..1], "job:1")
+        .windowed(&name)
+        .incr_batch_once(&events[..1], "job:1")
         .await
         .unwrap();
     assert_eq!(fresh.map(|o| o.accepted), Some(1));
     assert_eq!(
-        ranking(&h.boards.top(&name, two, 0, 10).await.unwrap()),
+        ranking(&h.boards.windowed(&name).top(two, 0, 10).await.unwrap()),
         pairs(&[("a", 3)])
     );
 }
 
 async fn score(h: &Harness, board: &str, member: &str, window: Option<Span>) -> Option<i64> {
     h.boards
-        .score(board, member, window)
+        .windowed(board)
+        .score(member, window)
         .await
         .unwrap()
         .map(|s| s.score)
@@ -1151,20 +1350,21 @@ async fn a_larger_window_can_be_added_and_is_built_from_the_live_slots(h: Harnes
     for hour in 0..5 {
         h.at(hour * 3600);
         h.boards
-            .incr(&name, &format!("m{hour}"), 10 + hour, None)
+            .windowed(&name)
+            .incr(&format!("m{hour}"), 10 + hour, None)
             .await
             .unwrap();
-        h.boards.incr(&name, "all", 1, None).await.unwrap();
+        h.boards.windowed(&name).incr("all", 1, None).await.unwrap();
     }
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     // At 04:xx the board holds slots 02:00..04:00 (3h); adding 6h cannot bring back 00:00
     // and 01:00, so the new window holds 02:00 on and is complete from 02:00 + 6h - 1h.
     let wider = BoardConfig::parse("1h", &["1h", "3h", "6h"]).unwrap();
-    let created = h.boards.create_board(&name, wider.clone()).await.unwrap();
+    let created = h.boards.create(&name, wider.clone()).await.unwrap();
     assert!(matches!(created, Created::Extended(_)), "{created:?}");
-    h.boards.build_windows(&name).await.unwrap();
+    h.boards.windowed(&name).build_windows().await.unwrap();
     let six = Some(Span::parse("6h").unwrap());
-    let page = h.boards.top(&name, six, 0, 10).await.unwrap();
+    let page = h.boards.windowed(&name).top(six, 0, 10).await.unwrap();
     assert_eq!(
         ranking(&page),
         pairs(&[("m4", 14), ("m3", 13), ("m2", 12), ("all", 3)])
@@ -1183,16 +1383,20 @@ async fn a_larger_window_can_be_added_and_is_built_from_the_live_slots(h: Harnes
     assert_eq!(h.boards.board(&name).await.unwrap().config, wider);
     // The new window keeps what the 3h window retires from now on.
     h.at(6 * 3600);
-    h.boards.incr(&name, "late", 1, None).await.unwrap();
-    h.boards.retire(&name).await.unwrap();
-    let page = h.boards.top(&name, six, 0, 10).await.unwrap();
+    h.boards
+        .windowed(&name)
+        .incr("late", 1, None)
+        .await
+        .unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
+    let page = h.boards.windowed(&name).top(six, 0, 10).await.unwrap();
     assert_eq!(
         ranking(&page),
         pairs(&[("m4", 14), ("m3", 13), ("m2", 12), ("all", 3), ("late", 1)])
     );
     h.at(8 * 3600);
-    h.boards.retire(&name).await.unwrap();
-    let page = h.boards.top(&name, six, 0, 10).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
+    let page = h.boards.windowed(&name).top(six, 0, 10).await.unwrap();
     assert_eq!(
         ranking(&page),
         pairs(&[("m4", 14), ("m3", 13), ("all", 2), ("late", 1)])
@@ -1205,7 +1409,7 @@ async fn a_larger_window_can_be_added_and_is_built_from_the_live_slots(h: Harnes
     // A smaller, or middle, window is a conflict.
     let err = h
         .boards
-        .create_board(
+        .create(
             &name,
             BoardConfig::parse("1h", &["1h", "2h", "3h", "6h"]).unwrap(),
         )
@@ -1218,21 +1422,22 @@ async fn recompute_leaves_consistent_totals_unchanged(h: Harness) {
     for hour in 0..4 {
         h.at(hour * 3600);
         h.boards
-            .incr(&name, &format!("m{}", hour % 2), 1 + hour, None)
+            .windowed(&name)
+            .incr(&format!("m{}", hour % 2), 1 + hour, None)
             .await
             .unwrap();
     }
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     let before: Vec<_> = [None, Some(Span::parse("3h").unwrap())]
         .into_iter()
         .collect();
     let mut pages = Vec::new();
     for w in &before {
-        pages.push(h.boards.top(&name, *w, 0, 10).await.unwrap());
+        pages.push(h.boards.windowed(&name).top(*w, 0, 10).await.unwrap());
     }
-    let report = h.boards.recompute(&name, None).await.unwrap();
+    let report = h.boards.windowed(&name).recompute(None).await.unwrap();
     assert_eq!(report.windows.len(), 2);
     for (w, page) in before.iter().zip(pages) {
-        assert_eq!(h.boards.top(&name, *w, 0, 10).await.unwrap(), page);
+        assert_eq!(h.boards.windowed(&name).top(*w, 0, 10).await.unwrap(), page);
     }
 }

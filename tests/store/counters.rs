@@ -31,7 +31,8 @@ fn span(s: u64) -> Span {
 /// `(slice_start - START, count)` of every stored sample, oldest first.
 async fn samples(h: &Harness, name: &str, precision: u64) -> Vec<(i64, i64)> {
     h.boards
-        .counter_samples(name, span(precision), SampleQuery::default())
+        .counters()
+        .samples(name, span(precision), SampleQuery::default())
         .await
         .unwrap()
         .iter()
@@ -43,16 +44,19 @@ async fn an_increment_adds_to_every_precision_at_once(h: Harness) {
     let c = unique("hits");
     h.at(70);
     h.boards
-        .incr_counter(&c, 3, Some(ts(START + 7)))
+        .counters()
+        .incr(&c, 3, Some(ts(START + 7)))
         .await
         .unwrap();
     h.boards
-        .incr_counter(&c, 2, Some(ts(START + 8)))
+        .counters()
+        .incr(&c, 2, Some(ts(START + 8)))
         .await
         .unwrap();
-    h.boards.incr_counter(&c, 4, None).await.unwrap();
+    h.boards.counters().incr(&c, 4, None).await.unwrap();
     h.boards
-        .incr_counter(&c, -1, Some(ts(START + 9)))
+        .counters()
+        .incr(&c, -1, Some(ts(START + 9)))
         .await
         .unwrap();
     assert_eq!(samples(&h, &c, 1).await, [(7, 3), (8, 2), (9, -1), (70, 4)]);
@@ -69,16 +73,19 @@ async fn samples_fill_gaps_and_flag_the_open_slice(h: Harness) {
     let c = unique("hits");
     h.at(12);
     h.boards
-        .incr_counter(&c, 1, Some(ts(START + 1)))
+        .counters()
+        .incr(&c, 1, Some(ts(START + 1)))
         .await
         .unwrap();
     h.boards
-        .incr_counter(&c, 2, Some(ts(START + 4)))
+        .counters()
+        .incr(&c, 2, Some(ts(START + 4)))
         .await
         .unwrap();
     let filled = h
         .boards
-        .counter_samples(
+        .counters()
+        .samples(
             &c,
             span(1),
             SampleQuery {
@@ -98,7 +105,8 @@ async fn samples_fill_gaps_and_flag_the_open_slice(h: Harness) {
     assert_eq!(got, want);
     let window = h
         .boards
-        .counter_samples(
+        .counters()
+        .samples(
             &c,
             span(1),
             SampleQuery {
@@ -119,16 +127,18 @@ async fn unknown_counters_precisions_and_bad_input_are_reported(h: Harness) {
     assert_eq!(
         code(
             h.boards
-                .counter_samples(&c, span(1), SampleQuery::default())
+                .counters()
+                .samples(&c, span(1), SampleQuery::default())
                 .await
         ),
         "counter_not_found"
     );
-    h.boards.incr_counter(&c, 1, None).await.unwrap();
+    h.boards.counters().incr(&c, 1, None).await.unwrap();
     assert_eq!(
         code(
             h.boards
-                .counter_samples(&c, span(2), SampleQuery::default())
+                .counters()
+                .samples(&c, span(2), SampleQuery::default())
                 .await
         ),
         "precision_not_found"
@@ -138,7 +148,8 @@ async fn unknown_counters_precisions_and_bad_input_are_reported(h: Harness) {
         let name = name.to_owned();
         async move {
             boards
-                .incr_counter(&name, count, at)
+                .counters()
+                .incr(&name, count, at)
                 .await
                 .unwrap_err()
                 .code()
@@ -158,7 +169,8 @@ async fn unknown_counters_precisions_and_bad_input_are_reported(h: Harness) {
     assert_eq!(samples(&h, &c, 1).await, [(0, 1)]);
     assert_eq!(
         h.boards
-            .drop_counter(&unique("none"))
+            .counters()
+            .delete(&unique("none"))
             .await
             .unwrap_err()
             .code(),
@@ -169,10 +181,10 @@ async fn unknown_counters_precisions_and_bad_input_are_reported(h: Harness) {
 async fn counters_are_listed_with_their_precisions_and_dropped(h: Harness) {
     let a = unique("a");
     let b = unique("b");
-    h.boards.incr_counter(&b, 1, None).await.unwrap();
-    h.boards.incr_counter(&a, 1, None).await.unwrap();
-    h.boards.incr_counter(&a, 1, None).await.unwrap();
-    let listed = h.boards.counters().await.unwrap();
+    h.boards.counters().incr(&b, 1, None).await.unwrap();
+    h.boards.counters().incr(&a, 1, None).await.unwrap();
+    h.boards.counters().incr(&a, 1, None).await.unwrap();
+    let listed = h.boards.counters().list().await.unwrap();
     let ours: Vec<_> = listed
         .iter()
         .filter(|i| i.name.as_str() == a || i.name.as_str() == b)
@@ -182,10 +194,11 @@ async fn counters_are_listed_with_their_precisions_and_dropped(h: Harness) {
     assert_eq!(ours[1].name.as_str(), b);
     let seconds: Vec<u64> = ours[0].precisions.iter().map(|p| p.seconds()).collect();
     assert_eq!(seconds, rollboard::DEFAULT_PRECISIONS);
-    h.boards.drop_counter(&a).await.unwrap();
+    h.boards.counters().delete(&a).await.unwrap();
     assert!(
         !h.boards
             .counters()
+            .list()
             .await
             .unwrap()
             .iter()
@@ -193,7 +206,8 @@ async fn counters_are_listed_with_their_precisions_and_dropped(h: Harness) {
     );
     assert_eq!(
         h.boards
-            .counter_samples(&a, span(1), SampleQuery::default())
+            .counters()
+            .samples(&a, span(1), SampleQuery::default())
             .await
             .unwrap_err()
             .code(),
@@ -201,7 +215,7 @@ async fn counters_are_listed_with_their_precisions_and_dropped(h: Harness) {
     );
     assert_eq!(samples(&h, &b, 1).await, [(0, 1)]);
     assert_eq!(
-        h.boards.drop_counter(&a).await.unwrap_err().code(),
+        h.boards.counters().delete(&a).await.unwrap_err().code(),
         "counter_not_found"
     );
 }
@@ -213,13 +227,13 @@ async fn clean_up_keeps_exactly_n_samples_while_writes_go_on(h: Harness) {
         h.at(t as i64);
         let writes = async {
             for _ in 0..10 {
-                h.boards.incr_counter(&c, 1, None).await.unwrap();
+                h.boards.counters().incr(&c, 1, None).await.unwrap();
             }
         };
-        let (_, cleaned) = tokio::join!(writes, h.boards.clean_counters(plan(t)));
+        let (_, cleaned) = tokio::join!(writes, h.boards.counters().clean(plan(t)));
         cleaned.unwrap();
         // Writes racing the pass land in the current slice, which clean-up keeps.
-        h.boards.clean_counters(plan(t)).await.unwrap();
+        h.boards.counters().clean(plan(t)).await.unwrap();
         let kept = samples(&h, &c, 1).await;
         let first = (t as i64 - 4).max(0);
         let want: Vec<(i64, i64)> = (first..=t as i64).map(|s| (s, 10)).collect();
@@ -234,27 +248,28 @@ async fn clean_up_keeps_exactly_n_samples_while_writes_go_on(h: Harness) {
 
 async fn coarse_precisions_are_cleaned_less_often(h: Harness) {
     let c = unique("hits");
-    h.boards.incr_counter(&c, 1, None).await.unwrap();
+    h.boards.counters().incr(&c, 1, None).await.unwrap();
     h.at(3 * 300);
     let plan = |pass| CleanPlan { keep: 2, pass };
     // Pass 1 visits precisions up to a minute only.
-    let report = h.boards.clean_counters(plan(1)).await.unwrap();
+    let report = h.boards.counters().clean(plan(1)).await.unwrap();
     assert!(report.removed >= 3);
     assert!(samples(&h, &c, 60).await.is_empty());
     assert_eq!(samples(&h, &c, 300).await, [(0, 1)]);
     // Pass 5 visits the 5 min precision too.
-    h.boards.clean_counters(plan(5)).await.unwrap();
+    h.boards.counters().clean(plan(5)).await.unwrap();
     assert!(samples(&h, &c, 300).await.is_empty());
     assert_eq!(samples(&h, &c, 3600).await, [(0, 1)]);
 }
 
 async fn an_empty_counter_is_forgotten_and_a_new_write_starts_it_afresh(h: Harness) {
     let c = unique("hits");
-    h.boards.incr_counter(&c, 2, None).await.unwrap();
+    h.boards.counters().incr(&c, 2, None).await.unwrap();
     h.at(3 * 86_400);
     let report = h
         .boards
-        .clean_counters(CleanPlan { keep: 2, pass: 0 })
+        .counters()
+        .clean(CleanPlan { keep: 2, pass: 0 })
         .await
         .unwrap();
     assert!(report.forgotten >= 1);
@@ -264,6 +279,7 @@ async fn an_empty_counter_is_forgotten_and_a_new_write_starts_it_afresh(h: Harne
         async move {
             boards
                 .counters()
+                .list()
                 .await
                 .unwrap()
                 .iter()
@@ -273,13 +289,14 @@ async fn an_empty_counter_is_forgotten_and_a_new_write_starts_it_afresh(h: Harne
     assert!(!listed(&h).await);
     assert_eq!(
         h.boards
-            .counter_samples(&c, span(1), SampleQuery::default())
+            .counters()
+            .samples(&c, span(1), SampleQuery::default())
             .await
             .unwrap_err()
             .code(),
         "counter_not_found"
     );
-    h.boards.incr_counter(&c, 5, None).await.unwrap();
+    h.boards.counters().incr(&c, 5, None).await.unwrap();
     assert!(listed(&h).await);
     assert_eq!(samples(&h, &c, 1).await, [(3 * 86_400, 5)]);
 }
@@ -292,12 +309,12 @@ async fn forgetting_never_loses_a_concurrent_write(h: Harness) {
         // unless the write racing it lands first.
         h.at(round * 2 * 86_400);
         let (written, cleaned) = tokio::join!(
-            h.boards.incr_counter(&c, 1, None),
-            h.boards.clean_counters(plan)
+            h.boards.counters().incr(&c, 1, None),
+            h.boards.counters().clean(plan)
         );
         written.unwrap();
         cleaned.unwrap();
-        let listed = h.boards.counters().await.unwrap();
+        let listed = h.boards.counters().list().await.unwrap();
         assert!(
             listed.iter().any(|i| i.name.as_str() == c),
             "round {round}: a counter with a sample is listed"
@@ -313,8 +330,8 @@ async fn forgetting_never_loses_a_concurrent_write(h: Harness) {
 async fn a_sample_never_leaves_2_pow_53(h: Harness) {
     let c = unique("hits");
     let max = rollboard::MAX_ABS;
-    h.boards.incr_counter(&c, max, None).await.unwrap();
-    let err = h.boards.incr_counter(&c, 1, None).await.unwrap_err();
+    h.boards.counters().incr(&c, max, None).await.unwrap();
+    let err = h.boards.counters().incr(&c, 1, None).await.unwrap_err();
     assert_eq!(err.code(), "out_of_range");
     assert_eq!(samples(&h, &c, 1).await, [(0, max)]);
     assert_eq!(samples(&h, &c, 86_400).await, [(-79_200, max)]);
@@ -325,28 +342,32 @@ async fn a_counter_with_precisions_of_its_own_counts_at_them_until_they_are_take
     h.at(70);
     let set = h
         .boards
-        .set_counter_precisions(&c, Some(&[span(60), span(10)]))
+        .counters()
+        .set_precisions(&c, Some(&[span(60), span(10)]))
         .await
         .unwrap();
     assert_eq!(set, [span(10), span(60)]);
     for bad in [&[][..], &[span(5), span(5)][..]] {
-        let err = h.boards.set_counter_precisions(&c, Some(bad)).await;
+        let err = h.boards.counters().set_precisions(&c, Some(bad)).await;
         assert_eq!(err.unwrap_err().code(), "invalid_config");
     }
     h.boards
-        .incr_counter(&c, 3, Some(ts(START + 7)))
+        .counters()
+        .incr(&c, 3, Some(ts(START + 7)))
         .await
         .unwrap();
     h.boards
-        .incr_counter_batch(&c, &[(2, Some(ts(START + 65))), (1, None)])
+        .counters()
+        .incr_batch(&c, &[(2, Some(ts(START + 65))), (1, None)])
         .await
         .unwrap();
-    h.boards.incr_counter(&other, 1, None).await.unwrap();
+    h.boards.counters().incr(&other, 1, None).await.unwrap();
     assert_eq!(samples(&h, &c, 10).await, [(0, 3), (60, 2), (70, 1)]);
     assert_eq!(samples(&h, &c, 60).await, [(0, 3), (60, 3)]);
     let err = h
         .boards
-        .counter_samples(&c, span(1), SampleQuery::default())
+        .counters()
+        .samples(&c, span(1), SampleQuery::default())
         .await
         .unwrap_err();
     assert_eq!(err.code(), "precision_not_found");
@@ -354,6 +375,7 @@ async fn a_counter_with_precisions_of_its_own_counts_at_them_until_they_are_take
     let listed: Vec<(String, Vec<Span>)> = h
         .boards
         .counters()
+        .list()
         .await
         .unwrap()
         .into_iter()
@@ -363,10 +385,10 @@ async fn a_counter_with_precisions_of_its_own_counts_at_them_until_they_are_take
     assert_eq!(listed, [(c.clone(), vec![span(10), span(60)])]);
 
     // Taken away: the global precisions (1 s first) apply again.
-    let global = h.boards.set_counter_precisions(&c, None).await.unwrap();
+    let global = h.boards.counters().set_precisions(&c, None).await.unwrap();
     assert_eq!(global[0], span(1));
     assert_eq!(global.len(), 7);
-    h.boards.incr_counter(&c, 5, None).await.unwrap();
+    h.boards.counters().incr(&c, 5, None).await.unwrap();
     assert_eq!(samples(&h, &c, 1).await, [(70, 5)]);
     // 10 s is not a global precision: its samples stay as they were, readable.
     assert_eq!(samples(&h, &c, 10).await, [(0, 3), (60, 2), (70, 1)]);
@@ -374,11 +396,12 @@ async fn a_counter_with_precisions_of_its_own_counts_at_them_until_they_are_take
 
     // Dropping a counter drops its own precisions too.
     h.boards
-        .set_counter_precisions(&c, Some(&[span(3600)]))
+        .counters()
+        .set_precisions(&c, Some(&[span(3600)]))
         .await
         .unwrap();
-    h.boards.drop_counter(&c).await.unwrap();
-    let in_effect = h.boards.counter_precisions_in_effect(&c).await.unwrap();
+    h.boards.counters().delete(&c).await.unwrap();
+    let in_effect = h.boards.counters().precisions_in_effect(&c).await.unwrap();
     assert_eq!(in_effect, global);
 }
 
@@ -387,20 +410,23 @@ async fn a_batch_adds_one_sum_per_slice_all_or_nothing(h: Harness) {
     h.at(10);
     let at = |s: i64| Some(ts(START + s));
     h.boards
-        .incr_counter_batch(&c, &[(2, at(1)), (3, at(1)), (4, at(6)), (-1, None)])
+        .counters()
+        .incr_batch(&c, &[(2, at(1)), (3, at(1)), (4, at(6)), (-1, None)])
         .await
         .unwrap();
     assert_eq!(samples(&h, &c, 1).await, [(1, 5), (6, 4), (10, -1)]);
     assert_eq!(samples(&h, &c, 5).await, [(0, 5), (5, 4), (10, -1)]);
     let bad = h
         .boards
-        .incr_counter_batch(&c, &[(1, at(2)), (0, at(2))])
+        .counters()
+        .incr_batch(&c, &[(1, at(2)), (0, at(2))])
         .await;
     assert_eq!(bad.unwrap_err().code(), "invalid_delta");
     let max = rollboard::MAX_ABS;
     let over = h
         .boards
-        .incr_counter_batch(&c, &[(1, at(3)), (max, at(1))])
+        .counters()
+        .incr_batch(&c, &[(1, at(3)), (max, at(1))])
         .await;
     assert_eq!(over.unwrap_err().code(), "out_of_range");
     assert_eq!(samples(&h, &c, 1).await, [(1, 5), (6, 4), (10, -1)]);
@@ -411,7 +437,7 @@ async fn a_batch_adds_one_sum_per_slice_all_or_nothing(h: Harness) {
 async fn counter_keys_carry_the_counter_hash_tag() {
     let h = Harness::redis().await;
     let c = unique("hits");
-    h.boards.incr_counter(&c, 1, None).await.unwrap();
+    h.boards.counters().incr(&c, 1, None).await.unwrap();
     let mut raw = h.redis.as_ref().unwrap().raw().await;
     let keys: Vec<String> = ::redis::cmd("KEYS")
         .arg(format!("*{{{c}}}*"))
@@ -444,7 +470,7 @@ async fn counter_keys_carry_the_counter_hash_tag() {
 async fn a_counter_whose_listing_was_lost_is_listed_by_its_next_increment() {
     let h = Harness::redis().await;
     let c = unique("hits");
-    h.boards.incr_counter(&c, 1, None).await.unwrap();
+    h.boards.counters().incr(&c, 1, None).await.unwrap();
     let mut raw = h.redis.as_ref().unwrap().raw().await;
     // As if the process died between the increment and listing the counter.
     let _: () = ::redis::pipe()
@@ -462,15 +488,17 @@ async fn a_counter_whose_listing_was_lost_is_listed_by_its_next_increment() {
     assert!(
         !h.boards
             .counters()
+            .list()
             .await
             .unwrap()
             .iter()
             .any(|i| i.name.as_str() == c)
     );
-    h.boards.incr_counter(&c, 1, None).await.unwrap();
+    h.boards.counters().incr(&c, 1, None).await.unwrap();
     assert!(
         h.boards
             .counters()
+            .list()
             .await
             .unwrap()
             .iter()

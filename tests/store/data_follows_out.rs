@@ -80,7 +80,7 @@ async fn board(h: &Harness, family: Family, windows: &[&str]) -> String {
         .with_aggregate(family.aggregate)
         .with_shards(family.shards)
         .unwrap();
-    h.boards.create_board(&name, config).await.unwrap();
+    h.boards.create(&name, config).await.unwrap();
     name
 }
 
@@ -88,7 +88,7 @@ async fn board(h: &Harness, family: Family, windows: &[&str]) -> String {
 async fn with_data(h: &Harness, board: &str, members: &[&str]) -> Vec<String> {
     let mut held = Vec::new();
     for m in members {
-        if let Some(d) = h.boards.member_data(board, m).await.unwrap() {
+        if let Some(d) = h.boards.windowed(board).member_data(m).await.unwrap() {
             assert_eq!(d.as_str(), format!("{m:?}"), "the data of {m}");
             held.push(m.to_string());
         }
@@ -160,7 +160,12 @@ async fn retire_in_chunks(h: &Harness, board: &str) -> u64 {
         chunk_size: 1,
         ..Default::default()
     };
-    h.boards.retire_with(board, options).await.unwrap().chunks
+    h.boards
+        .windowed(board)
+        .retire_with(options)
+        .await
+        .unwrap()
+        .chunks
 }
 
 /// Whether the harness's server keeps hashes of more than 4 fields out of listpacks (then
@@ -196,7 +201,7 @@ async fn written(h: &Harness, board: &str, family: Family) {
             e.with_data(d)
         })
         .collect();
-    let outcome = h.boards.incr_batch(board, &events).await.unwrap();
+    let outcome = h.boards.windowed(board).incr_batch(&events).await.unwrap();
     assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
 }
 
@@ -239,7 +244,8 @@ async fn data_and_records_go_when_the_largest_window_retires_the_member(h: Harne
         assert_kept(&h, &board, family, &["c", "p"]).await;
         let top = h
             .boards
-            .top(&board, Some("3h".parse().unwrap()), 0, 20)
+            .windowed(&board)
+            .top(Some("3h".parse().unwrap()), 0, 20)
             .await
             .unwrap();
         let ranked: Vec<&str> = top.entries.iter().map(|e| e.member.as_str()).collect();
@@ -260,7 +266,8 @@ async fn data_and_records_go_when_the_largest_window_retires_the_member(h: Harne
         }
         let error = h
             .boards
-            .set_member_data(&board, "c", data("c"))
+            .windowed(&board)
+            .set_member_data("c", data("c"))
             .await
             .unwrap_err();
         assert_eq!(error.code(), "member_not_found", "{family:?}");
@@ -277,7 +284,7 @@ async fn data_goes_when_a_recompute_drops_a_member_without_a_value(h: Harness) {
         written(&h, &board, family).await;
         // A recompute while the slot at START waits for its retirement keeps everyone.
         h.at(3 * HOUR);
-        h.boards.recompute(&board, None).await.unwrap();
+        h.boards.windowed(&board).recompute(None).await.unwrap();
         let all: Vec<&str> = LEAVING.iter().copied().chain(["c", "p"]).collect();
         assert_eq!(with_data(&h, &board, &all).await, names(&all), "{family:?}");
         // Retirement after it takes a0..a7 out with their data.
@@ -310,14 +317,15 @@ async fn data_goes_when_a_recompute_drops_a_member_without_a_value(h: Harness) {
         let _: () = zadd.query_async(&mut raw).await.unwrap();
         let _: () = hset.query_async(&mut raw).await.unwrap();
         h.boards
-            .set_member_data(&board, "ghost", data("ghost"))
+            .windowed(&board)
+            .set_member_data("ghost", data("ghost"))
             .await
             .unwrap();
         assert_eq!(
             with_data(&h, &board, &["ghost", "ghost599", "c"]).await,
             names(&["ghost", "ghost599", "c"])
         );
-        h.boards.recompute(&board, None).await.unwrap();
+        h.boards.windowed(&board).recompute(None).await.unwrap();
         assert_eq!(
             with_data(&h, &board, &["ghost", "c", "p"]).await,
             names(&["c", "p"]),
@@ -336,10 +344,14 @@ async fn data_goes_with_removal_bulk_removal_and_trim(h: Harness) {
             .enumerate()
             .map(|(i, m)| event(family, m, 10 - i as i64).with_data(data(m)))
             .collect();
-        h.boards.incr_batch(&board, &events).await.unwrap();
+        h.boards.windowed(&board).incr_batch(&events).await.unwrap();
         assert_kept(&h, &board, family, &all).await;
-        h.boards.remove_member(&board, "a").await.unwrap();
-        h.boards.remove_members(&board, &["b"]).await.unwrap();
+        h.boards.windowed(&board).remove_member("a").await.unwrap();
+        h.boards
+            .windowed(&board)
+            .remove_members(&["b"])
+            .await
+            .unwrap();
         assert_eq!(with_data(&h, &board, &all).await, names(&["c", "d", "e"]));
         assert_kept(&h, &board, family, &["c", "d", "e"]).await;
         // Trim the 1h window to its top 1 (the highest value; a min board's lowest).
@@ -348,7 +360,13 @@ async fn data_goes_with_removal_bulk_removal_and_trim(h: Harness) {
         } else {
             ("c", vec!["d", "e"])
         };
-        let mut trimmed = h.boards.trim(&board, None, 1).await.unwrap().members;
+        let mut trimmed = h
+            .boards
+            .windowed(&board)
+            .trim(None, 1)
+            .await
+            .unwrap()
+            .members;
         trimmed.sort();
         gone.sort();
         assert_eq!(trimmed, names(&gone), "{family:?}");

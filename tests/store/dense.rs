@@ -47,12 +47,21 @@ async fn check_keys(h: &Harness, name: &str, config: &BoardConfig) {
 async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Harness) {
     let config = dense(&["1h", "3h"]);
     let name = unique("d");
-    h.boards.create_board(&name, config.clone()).await.unwrap();
+    h.boards.create(&name, config.clone()).await.unwrap();
     let (hour, three) = (Span::parse("1h").unwrap(), Span::parse("3h").unwrap());
     for (member, delta) in [("a", 5), ("b", 5), ("c", 3), ("d", 3), ("e", 1), ("f", -2)] {
-        h.boards.incr(&name, member, delta, None).await.unwrap();
+        h.boards
+            .windowed(&name)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
     }
-    let top = h.boards.top(&name, Some(hour), 0, 10).await.unwrap();
+    let top = h
+        .boards
+        .windowed(&name)
+        .top(Some(hour), 0, 10)
+        .await
+        .unwrap();
     let expected = triples(&[
         (1, "a", 5),
         (1, "b", 5),
@@ -62,11 +71,17 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
     ]);
     assert_eq!(ranked(&top), expected);
     // A page starting inside a tie group, and one after it.
-    let page = h.boards.top(&name, Some(hour), 3, 2).await.unwrap();
+    let page = h
+        .boards
+        .windowed(&name)
+        .top(Some(hour), 3, 2)
+        .await
+        .unwrap();
     assert_eq!(ranked(&page), expected[3..]);
     let standing = h
         .boards
-        .score(&name, "c", Some(hour))
+        .windowed(&name)
+        .score("c", Some(hour))
         .await
         .unwrap()
         .unwrap();
@@ -74,7 +89,8 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
     assert_eq!((standing.rank, standing.percentile), (Some(2), 0.2));
     let ranks = h
         .boards
-        .ranks(&name, &["e", "f", "a", "d"], Some(hour))
+        .windowed(&name)
+        .ranks(&["e", "f", "a", "d"], Some(hour))
         .await
         .unwrap();
     let rank = |m: &str, score, rank| MemberRank {
@@ -91,12 +107,18 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
             rank("d", 3, Some(2)),
         ]
     );
-    let around = h.boards.around(&name, "c", Some(hour), 1).await.unwrap();
+    let around = h
+        .boards
+        .windowed(&name)
+        .around("c", Some(hour), 1)
+        .await
+        .unwrap();
     assert_eq!(ranked(&around.unwrap()), expected[1..4]);
     let range = ScoreRange::new(Some(1), Some(3)).unwrap();
     let page = h
         .boards
-        .top_in_range(&name, Some(hour), range, 1, 10)
+        .windowed(&name)
+        .top_in_range(Some(hour), range, 1, 10)
         .await
         .unwrap();
     assert_eq!(ranked(&page), expected[3..]);
@@ -104,12 +126,22 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
 
     // The first slot leaves the hour window: retirement subtracts it, c writes again.
     h.at(3600);
-    h.boards.incr(&name, "c", 4, None).await.unwrap();
-    h.boards.incr(&name, "e", 4, None).await.unwrap();
-    h.boards.retire(&name).await.unwrap();
-    let top = h.boards.top(&name, Some(hour), 0, 10).await.unwrap();
+    h.boards.windowed(&name).incr("c", 4, None).await.unwrap();
+    h.boards.windowed(&name).incr("e", 4, None).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
+    let top = h
+        .boards
+        .windowed(&name)
+        .top(Some(hour), 0, 10)
+        .await
+        .unwrap();
     assert_eq!(ranked(&top), triples(&[(1, "c", 4), (1, "e", 4)]));
-    let top = h.boards.top(&name, Some(three), 0, 10).await.unwrap();
+    let top = h
+        .boards
+        .windowed(&name)
+        .top(Some(three), 0, 10)
+        .await
+        .unwrap();
     assert_eq!(
         ranked(&top),
         triples(&[
@@ -124,9 +156,14 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
 
     // Removing a member of a tie group keeps the group's rank; removing a sole total
     // closes the gap.
-    h.boards.remove_member(&name, "a").await.unwrap();
-    h.boards.remove_member(&name, "c").await.unwrap();
-    let top = h.boards.top(&name, Some(three), 0, 10).await.unwrap();
+    h.boards.windowed(&name).remove_member("a").await.unwrap();
+    h.boards.windowed(&name).remove_member("c").await.unwrap();
+    let top = h
+        .boards
+        .windowed(&name)
+        .top(Some(three), 0, 10)
+        .await
+        .unwrap();
     let expected = triples(&[(1, "b", 5), (1, "e", 5), (2, "d", 3)]);
     assert_eq!(ranked(&top), expected);
     check_keys(&h, &name, &config).await;
@@ -141,12 +178,22 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
             .await
             .unwrap();
     }
-    h.boards.recompute(&name, Some(three)).await.unwrap();
-    let top = h.boards.top(&name, Some(three), 0, 10).await.unwrap();
+    h.boards
+        .windowed(&name)
+        .recompute(Some(three))
+        .await
+        .unwrap();
+    let top = h
+        .boards
+        .windowed(&name)
+        .top(Some(three), 0, 10)
+        .await
+        .unwrap();
     assert_eq!(ranked(&top), expected);
     let standing = h
         .boards
-        .score(&name, "d", Some(three))
+        .windowed(&name)
+        .score("d", Some(three))
         .await
         .unwrap()
         .unwrap();
@@ -155,11 +202,16 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
 
     // Every total leaving: nothing is tallied.
     h.at(3 * 3600);
-    h.boards.retire(&name).await.unwrap();
-    let top = h.boards.top(&name, Some(three), 0, 10).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
+    let top = h
+        .boards
+        .windowed(&name)
+        .top(Some(three), 0, 10)
+        .await
+        .unwrap();
     assert_eq!(ranked(&top), triples(&[(1, "e", 4)]));
     h.at(7 * 3600);
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     check_keys(&h, &name, &config).await;
     if let Some(redis) = &h.redis {
         let mut raw = redis.raw().await;
@@ -188,18 +240,23 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
 
 async fn a_window_added_to_a_dense_board_ranks_densely_once_built(h: Harness) {
     let name = unique("d");
-    h.boards.create_board(&name, dense(&["1h"])).await.unwrap();
+    h.boards.create(&name, dense(&["1h"])).await.unwrap();
     for (member, delta) in [("a", 2), ("b", 9), ("c", 2), ("d", 1), ("e", 9)] {
-        h.boards.incr(&name, member, delta, None).await.unwrap();
+        h.boards
+            .windowed(&name)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
     }
     let wider = dense(&["1h", "2h"]);
-    let created = h.boards.create_board(&name, wider.clone()).await.unwrap();
+    let created = h.boards.create(&name, wider.clone()).await.unwrap();
     assert!(matches!(created, Created::Extended(_)), "{created:?}");
-    h.boards.build_windows(&name).await.unwrap();
-    h.boards.incr(&name, "d", 1, None).await.unwrap();
+    h.boards.windowed(&name).build_windows().await.unwrap();
+    h.boards.windowed(&name).incr("d", 1, None).await.unwrap();
     let top = h
         .boards
-        .top(&name, Some(Span::parse("2h").unwrap()), 0, 10)
+        .windowed(&name)
+        .top(Some(Span::parse("2h").unwrap()), 0, 10)
         .await
         .unwrap();
     assert_eq!(
@@ -219,29 +276,22 @@ async fn a_window_added_to_a_dense_board_ranks_densely_once_built(h: Harness) {
 async fn ties_are_fixed_when_the_board_is_created(h: Harness) {
     let name = unique("d");
     let competition = BoardConfig::parse("1h", &["1h"]).unwrap();
-    h.boards
-        .create_board(&name, competition.clone())
-        .await
-        .unwrap();
-    let err = h
-        .boards
-        .create_board(&name, dense(&["1h"]))
-        .await
-        .unwrap_err();
+    h.boards.create(&name, competition.clone()).await.unwrap();
+    let err = h.boards.create(&name, dense(&["1h"])).await.unwrap_err();
     assert_eq!(err.code(), "board_conflict");
     let err = h
         .boards
-        .create_board(&name, dense(&["1h", "2h"]))
+        .create(&name, dense(&["1h", "2h"]))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "board_conflict");
     h.boards.drop_board(&name).await.unwrap();
 
-    h.boards.create_board(&name, dense(&["1h"])).await.unwrap();
-    let again = h.boards.create_board(&name, dense(&["1h"])).await.unwrap();
+    h.boards.create(&name, dense(&["1h"])).await.unwrap();
+    let again = h.boards.create(&name, dense(&["1h"])).await.unwrap();
     assert!(matches!(again, Created::Existing(_)), "{again:?}");
-    assert_eq!(again.board().config.ties(), Ties::Dense);
-    let err = h.boards.create_board(&name, competition).await.unwrap_err();
+    assert_eq!(again.board().windowed().unwrap().config.ties(), Ties::Dense);
+    let err = h.boards.create(&name, competition).await.unwrap_err();
     assert_eq!(err.code(), "board_conflict");
     let status = h.boards.describe_board(&name).await.unwrap();
     assert_eq!(status.config.ties(), Ties::Dense);
@@ -254,13 +304,14 @@ async fn ties_are_fixed_when_the_board_is_created(h: Harness) {
 async fn a_member_in_two_slots_of_one_write_reaching_zero_leaves_the_tallies_exact(h: Harness) {
     let config = dense(&["1h", "3h"]);
     let name = unique("d");
-    h.boards.create_board(&name, config.clone()).await.unwrap();
+    h.boards.create(&name, config.clone()).await.unwrap();
     let (hour, three) = (Span::parse("1h").unwrap(), Span::parse("3h").unwrap());
     h.at(60);
     let first = [("a", 4), ("b", 4), ("c", 1)].map(|(m, d)| Event::new(m, d));
     assert!(
         h.boards
-            .incr_batch(&name, &first)
+            .windowed(&name)
+            .incr_batch(&first)
             .await
             .unwrap()
             .rejected
@@ -276,7 +327,8 @@ async fn a_member_in_two_slots_of_one_write_reaching_zero_leaves_the_tallies_exa
     ];
     assert!(
         h.boards
-            .incr_batch(&name, &second)
+            .windowed(&name)
+            .incr_batch(&second)
             .await
             .unwrap()
             .rejected
@@ -284,13 +336,30 @@ async fn a_member_in_two_slots_of_one_write_reaching_zero_leaves_the_tallies_exa
     );
     // The 1h window is not retired yet (no retirer runs here): it still holds the first
     // write, and the -7 of a slot it froze skips it.
-    let top = h.boards.top(&name, Some(hour), 0, 10).await.unwrap();
+    let top = h
+        .boards
+        .windowed(&name)
+        .top(Some(hour), 0, 10)
+        .await
+        .unwrap();
     assert_eq!(
         ranked(&top),
         triples(&[(1, "a", 7), (2, "b", 5), (3, "c", 2)])
     );
-    let top = h.boards.top(&name, Some(three), 0, 10).await.unwrap();
+    let top = h
+        .boards
+        .windowed(&name)
+        .top(Some(three), 0, 10)
+        .await
+        .unwrap();
     assert_eq!(ranked(&top), triples(&[(1, "b", 5), (2, "c", 2)]));
-    assert_eq!(h.boards.score(&name, "a", Some(three)).await.unwrap(), None);
+    assert_eq!(
+        h.boards
+            .windowed(&name)
+            .score("a", Some(three))
+            .await
+            .unwrap(),
+        None
+    );
     check_keys(&h, &name, &config).await;
 }

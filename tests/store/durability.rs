@@ -120,7 +120,7 @@ async fn acknowledged_events_survive_a_kill_of_redis_with_appendfsync_always() {
     let boards: Rollboard = with_clock(Arc::new(store), &clock);
     let name = unique("durable");
     boards
-        .create_board(&name, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+        .create(&name, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
         .await
         .unwrap();
 
@@ -149,7 +149,8 @@ async fn acknowledged_events_survive_a_kill_of_redis_with_appendfsync_always() {
     );
     for window in ["1h", "24h"] {
         let top = boards
-            .top(&name, Some(window.parse().unwrap()), 0, 100)
+            .windowed(&name)
+            .top(Some(window.parse().unwrap()), 0, 100)
             .await
             .unwrap();
         let got: BTreeMap<String, i64> = top

@@ -67,10 +67,7 @@ impl Faulty {
     async fn board(&self, slot: &str, windows: &[&str]) -> (String, Oracle) {
         let config = BoardConfig::parse(slot, windows).unwrap();
         let name = unique("f");
-        self.boards
-            .create_board(&name, config.clone())
-            .await
-            .unwrap();
+        self.boards.create(&name, config.clone()).await.unwrap();
         (name, Oracle::new(config))
     }
 
@@ -83,7 +80,7 @@ impl Faulty {
                 .map(|i| Event::new(format!("m{i}"), 1 + ((i as i64 + hour) % 3)))
                 .collect();
             for chunk in events.chunks(1000) {
-                self.boards.incr_batch(board, chunk).await.unwrap();
+                self.boards.windowed(board).incr_batch(chunk).await.unwrap();
             }
             for e in &events {
                 oracle.record(START + hour * 3600, &e.member, e.delta);
@@ -95,7 +92,7 @@ impl Faulty {
     /// (After a retirement pass at the clock's time, as the scheduler runs them.)
     async fn assert_exact(&self, board: &str, oracle: &Oracle) {
         self.proxy.disarm();
-        self.boards.retire(board).await.unwrap();
+        self.boards.windowed(board).retire().await.unwrap();
         let now = self.clock.now();
         for (j, window) in oracle.config.windows().iter().enumerate() {
             let got = full_ranking(&self.boards, board, &window.to_string()).await;
@@ -138,7 +135,8 @@ async fn full_ranking(boards: &Rollboard, board: &str, window: &str) -> Vec<(Str
     let mut all = Vec::new();
     loop {
         let page = boards
-            .top(board, Some(window.parse().unwrap()), all.len() as u64, 1000)
+            .windowed(board)
+            .top(Some(window.parse().unwrap()), all.len() as u64, 1000)
             .await
             .unwrap();
         let n = page.entries.len();
@@ -165,7 +163,7 @@ async fn recompute_scan_survives(fault: Fault, layout: Layout) {
     // Three slots of 5,000 members: every hash takes several scan calls.
     f.fill(&b, &mut oracle, 3, 5_000).await;
     f.proxy.arm(fault, 1, recompute_scan(&b));
-    let report = f.boards.recompute(&b, None).await.unwrap();
+    let report = f.boards.windowed(&b).recompute(None).await.unwrap();
     assert_eq!(f.proxy.fired(), 1, "a scan call lost its reply");
     // The report counts the fields of the replies received; the lost one's are not.
     assert!(report.fields_scanned <= 15_000, "{report:?}");
@@ -208,12 +206,12 @@ async fn write_survives(fault: Fault, layout: Layout) {
     let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
     f.fill(&b, &mut oracle, 2, 50).await;
     f.proxy.arm(fault, 1, write_call(&b, "m7"));
-    let lost = f.boards.incr(&b, "m7", 5, None).await;
+    let lost = f.boards.windowed(&b).incr("m7", 5, None).await;
     assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
     assert_eq!(f.proxy.fired(), 1);
     oracle.record(START + 3600, "m7", 5);
     // The connection comes back, and the next write goes through.
-    f.boards.incr(&b, "m7", 1, None).await.unwrap();
+    f.boards.windowed(&b).incr("m7", 1, None).await.unwrap();
     oracle.record(START + 3600, "m7", 1);
     f.assert_exact(&b, &oracle).await;
 }
@@ -244,18 +242,23 @@ async fn batch_write_survives(fault: Fault, layout: Layout) {
 
     // Without a token: at most once (Redis ran it; nothing sent it again).
     f.proxy.arm(fault, 1, write_call(&b, "m0"));
-    let lost = f.boards.incr_batch(&b, &events).await;
+    let lost = f.boards.windowed(&b).incr_batch(&events).await;
     assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
     record(&mut oracle);
     f.assert_exact(&b, &oracle).await;
 
     // With a token: the caller sends it again, and it is applied exactly once.
     f.proxy.arm(fault, 1, write_call(&b, "m0"));
-    let lost = f.boards.incr_batch_once(&b, &events, "batch-1").await;
+    let lost = f
+        .boards
+        .windowed(&b)
+        .incr_batch_once(&events, "batch-1")
+        .await;
     assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
     let again = f
         .boards
-        .incr_batch_once(&b, &events, "batch-1")
+        .windowed(&b)
+        .incr_batch_once(&events, "batch-1")
         .await
         .unwrap();
     assert!(again.is_none(), "the token was applied by the lost call");
@@ -285,13 +288,18 @@ async fn keyed_write_survives(fault: Fault, layout: Layout) {
         .chain([Event::new("late", 1).at(ts(START - 4 * 3600))])
         .collect();
     f.proxy.arm(fault, 1, write_call(&b, "m0"));
-    let lost = f.boards.write_idempotent(&b, &events, "retry-1").await;
+    let lost = f
+        .boards
+        .windowed(&b)
+        .write_idempotent(&events, "retry-1")
+        .await;
     assert!(matches!(lost, Err(Error::StoreUnavailable(_))), "{lost:?}");
     assert_eq!(f.proxy.fired(), 1);
     f.clock.advance_secs(30);
     let again = f
         .boards
-        .write_idempotent(&b, &events, "retry-1")
+        .windowed(&b)
+        .write_idempotent(&events, "retry-1")
         .await
         .unwrap();
     assert_eq!(again.accepted, 300);
@@ -344,7 +352,7 @@ async fn retire_survives(fault: Fault, layout: Layout) {
     let mut passes = 0;
     loop {
         passes += 1;
-        match f.boards.retire_with(&b, options).await {
+        match f.boards.windowed(&b).retire_with(options).await {
             Ok(report) if report.complete => break,
             Ok(_) | Err(Error::StoreUnavailable(_)) if passes < 5 => continue,
             other => panic!("retirement did not finish: {other:?}"),
@@ -381,10 +389,12 @@ async fn remove_member_survives(fault: Fault, layout: Layout) {
     let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
     f.fill(&b, &mut oracle, 3, 200).await;
     f.proxy.arm(fault, 1, remove_member(&b));
-    let removed = match f.boards.remove_member(&b, "m17").await {
+    let removed = match f.boards.windowed(&b).remove_member("m17").await {
         Ok(removed) => removed,
         // The caller asks again.
-        Err(Error::StoreUnavailable(_)) => f.boards.remove_member(&b, "m17").await.unwrap(),
+        Err(Error::StoreUnavailable(_)) => {
+            f.boards.windowed(&b).remove_member("m17").await.unwrap()
+        }
         Err(other) => panic!("{other}"),
     };
     assert!(removed.slot_values <= 3, "{removed:?}");
@@ -444,7 +454,7 @@ async fn a_fold_spanning_calls_stays_exact_under_writes_and_lost_replies() {
         })
         .collect();
     for chunk in events.chunks(1000) {
-        f.boards.incr_batch(&b, chunk).await.unwrap();
+        f.boards.windowed(&b).incr_batch(chunk).await.unwrap();
     }
     // The newest slot also holds 1,200 other members, so its scan takes two calls at
     // least (1,000 fields a call at most).
@@ -452,7 +462,7 @@ async fn a_fold_spanning_calls_stays_exact_under_writes_and_lost_replies() {
         .map(|i| Event::new(format!("filler-{i}"), 1).at(ts(newest + 3)))
         .collect();
     for chunk in fillers.chunks(1000) {
-        f.boards.incr_batch(&b, chunk).await.unwrap();
+        f.boards.windowed(&b).incr_batch(chunk).await.unwrap();
     }
     for e in events.iter().chain(&fillers) {
         oracle.record(e.at.unwrap().unix_seconds(), &e.member, e.delta);
@@ -481,11 +491,11 @@ async fn a_fold_spanning_calls_stays_exact_under_writes_and_lost_replies() {
         });
     let recompute = tokio::spawn({
         let (boards, b) = (f.boards.clone(), b.clone());
-        async move { boards.recompute(&b, None).await }
+        async move { boards.windowed(&b).recompute(None).await }
     });
     f.proxy.wait_fired(1).await;
     let during_scan = write(&mut oracle, newest, 2);
-    direct.incr_batch(&b, &during_scan).await.unwrap();
+    direct.windowed(&b).incr_batch(&during_scan).await.unwrap();
 
     // The fold of a member spans calls: before one resumes it, write to every member in
     // the oldest slot (summed) and the newest (not yet); the next resuming call's reply
@@ -499,7 +509,7 @@ async fn a_fold_spanning_calls_stays_exact_under_writes_and_lost_replies() {
     f.proxy.arm(Fault::Cut, 1, fold_resuming(&b, &members));
     for (slot, delta) in [(oldest, 5), (newest, -3)] {
         let events = write(&mut oracle, slot, delta);
-        direct.incr_batch(&b, &events).await.unwrap();
+        direct.windowed(&b).incr_batch(&events).await.unwrap();
     }
     let report = recompute.await.unwrap().unwrap();
     assert_eq!(f.proxy.fired(), 3, "{report:?}");
@@ -567,7 +577,7 @@ async fn split_slot_retire_survives(fault: Fault) {
         let mut passes = 0;
         loop {
             passes += 1;
-            match f.boards.retire_with(&b, options).await {
+            match f.boards.windowed(&b).retire_with(options).await {
                 Ok(report) if report.complete => break,
                 Ok(_) | Err(Error::StoreUnavailable(_)) if passes < 5 => continue,
                 other => panic!("retirement did not finish: {other:?}"),

@@ -55,7 +55,7 @@ async fn history_reads_stay_exact_while_retirement_moves_values() {
     // jumps. Up to 289 live slots of 4 stages: a history is read in two ranges of calls.
     let t0 = START - 5 * 3600;
     clock.set(ts(t0));
-    writer.create_board(&board, config.clone()).await.unwrap();
+    writer.create(&board, config.clone()).await.unwrap();
     let mut oracle: Events = Vec::new();
     for minute in 0..300i64 {
         clock.set(ts(t0 + minute * 60 + 30));
@@ -70,7 +70,7 @@ async fn history_reads_stay_exact_while_retirement_moves_values() {
                 Event::new(member(i), delta)
             })
             .collect();
-        let outcome = writer.incr_batch(&board, &events).await.unwrap();
+        let outcome = writer.windowed(&board).incr_batch(&events).await.unwrap();
         assert_eq!(outcome.accepted, MEMBERS);
     }
     let oracle = Arc::new(oracle);
@@ -105,7 +105,7 @@ async fn history_reads_stay_exact_while_retirement_moves_values() {
                     let mut reads = 0;
                     while !stop.load(Ordering::SeqCst) || reads == 0 {
                         let m = member((r + reads) % MEMBERS);
-                        let history = rb.history(&board, &m).await.unwrap();
+                        let history = rb.windowed(&board).history(&m).await.unwrap();
                         let got: Vec<(i64, i64)> =
                             history.points.iter().map(|p| (p.slot, p.value)).collect();
                         assert_eq!(
@@ -124,7 +124,7 @@ async fn history_reads_stay_exact_while_retirement_moves_values() {
             max_chunks: None,
             ..Default::default()
         };
-        let report = writer.retire_with(&board, options).await.unwrap();
+        let report = writer.windowed(&board).retire_with(options).await.unwrap();
         stop.store(true, Ordering::SeqCst);
         assert!(report.complete);
         // Every window moved (or, the largest, deleted) each member's value in each slot
@@ -146,7 +146,11 @@ async fn history_reads_stay_exact_while_retirement_moves_values() {
     eprintln!("{total_reads} history reads during retirement");
     // The last jump retired the oldest slots from every window: they left the history.
     let now = clock.now();
-    let history = readers[0].history(&board, &member(0)).await.unwrap();
+    let history = readers[0]
+        .windowed(&board)
+        .history(&member(0))
+        .await
+        .unwrap();
     assert_eq!(history.from, t0 + 291 * 60);
     let got: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
     assert_eq!(got, expected(&config, &oracle, &member(0), now));

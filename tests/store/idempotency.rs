@@ -26,7 +26,7 @@ fn codes(outcome: &BatchOutcome) -> Vec<(usize, &'static str)> {
 
 async fn top(h: &Harness, board: &str, window: &str) -> Vec<(String, i64)> {
     let window = Some(Span::parse(window).unwrap());
-    ranking(&h.boards.top(board, window, 0, 100).await.unwrap())
+    ranking(&h.boards.windowed(board).top(window, 0, 100).await.unwrap())
 }
 
 async fn a_keyed_batch_is_applied_once_and_answered_as_the_first_time(h: Harness) {
@@ -38,19 +38,34 @@ async fn a_keyed_batch_is_applied_once_and_answered_as_the_first_time(h: Harness
         Event::new("c", 1).at(ts(START - 4 * 3600)),
         Event::new("a", 0),
     ];
-    let first = h.boards.write_idempotent(&b, &events, "k-1").await.unwrap();
+    let first = h
+        .boards
+        .windowed(&b)
+        .write_idempotent(&events, "k-1")
+        .await
+        .unwrap();
     assert_eq!(first.accepted, 2);
     assert_eq!(codes(&first), [(2, "too_late"), (3, "invalid_delta")]);
 
     // Ten minutes later (events without a time would fall in the same slot anyway, and
     // the too-late message names the oldest open slot of the first call's time).
     h.at(3600 + 2400);
-    let again = h.boards.write_idempotent(&b, &events, "k-1").await.unwrap();
+    let again = h
+        .boards
+        .windowed(&b)
+        .write_idempotent(&events, "k-1")
+        .await
+        .unwrap();
     assert_eq!(again, first);
     // Two hours later the event at START + 10 would be too late for both windows; the
     // retry still answers as the first call did.
     h.at(4 * 3600 + 1);
-    let late = h.boards.write_idempotent(&b, &events, "k-1").await.unwrap();
+    let late = h
+        .boards
+        .windowed(&b)
+        .write_idempotent(&events, "k-1")
+        .await
+        .unwrap();
     assert_eq!(late, first);
     h.at(3600 + 2400);
     assert_eq!(top(&h, &b, "1h").await, pairs(&[("a", 2)]));
@@ -59,13 +74,19 @@ async fn a_keyed_batch_is_applied_once_and_answered_as_the_first_time(h: Harness
     // The same key for other events is refused, and applies nothing.
     let err = h
         .boards
-        .write_idempotent(&b, &events[..1], "k-1")
+        .windowed(&b)
+        .write_idempotent(&events[..1], "k-1")
         .await
         .unwrap_err();
     assert_eq!(err, Error::IdempotencyKeyReused { key: "k-1".into() });
     assert_eq!(err.code(), "idempotency_key_reused");
     // Another key counts again.
-    let other = h.boards.write_idempotent(&b, &events, "k-2").await.unwrap();
+    let other = h
+        .boards
+        .windowed(&b)
+        .write_idempotent(&events, "k-2")
+        .await
+        .unwrap();
     assert_eq!(other.accepted, 2);
     assert_eq!(top(&h, &b, "3h").await, pairs(&[("a", 4), ("b", 2)]));
 }
@@ -73,7 +94,11 @@ async fn a_keyed_batch_is_applied_once_and_answered_as_the_first_time(h: Harness
 async fn a_key_is_forgotten_after_its_time_to_live(h: Harness) {
     let b = h.board("1h", &["2d"]).await;
     let events = [Event::new("a", 1)];
-    h.boards.write_idempotent(&b, &events, "k").await.unwrap();
+    h.boards
+        .windowed(&b)
+        .write_idempotent(&events, "k")
+        .await
+        .unwrap();
     if let Some(redis) = &h.redis {
         // Redis forgets the record by itself after the TTL (24 h by default).
         let version = h.boards.board(&b).await.unwrap().version;
@@ -87,14 +112,26 @@ async fn a_key_is_forgotten_after_its_time_to_live(h: Harness) {
     }
     // Within the TTL by the clock: a replay.
     h.at(86_399);
-    h.boards.write_idempotent(&b, &events, "k").await.unwrap();
+    h.boards
+        .windowed(&b)
+        .write_idempotent(&events, "k")
+        .await
+        .unwrap();
     assert_eq!(top(&h, &b, "2d").await, pairs(&[("a", 1)]));
     // At the TTL: forgotten, applied again, and remembered afresh.
     h.at(86_400);
-    h.boards.write_idempotent(&b, &events, "k").await.unwrap();
+    h.boards
+        .windowed(&b)
+        .write_idempotent(&events, "k")
+        .await
+        .unwrap();
     assert_eq!(top(&h, &b, "2d").await, pairs(&[("a", 2)]));
     h.at(86_401);
-    h.boards.write_idempotent(&b, &events, "k").await.unwrap();
+    h.boards
+        .windowed(&b)
+        .write_idempotent(&events, "k")
+        .await
+        .unwrap();
     assert_eq!(top(&h, &b, "2d").await, pairs(&[("a", 2)]));
 }
 
@@ -108,13 +145,15 @@ async fn a_batch_of_several_calls_replays_every_part(h: Harness) {
     let fingerprint = rollboard::Fingerprint::of_events(&events);
     let first = h
         .boards
-        .write_keyed(&b, &events, &key, &fingerprint)
+        .windowed(&b)
+        .write_keyed(&events, &key, &fingerprint)
         .await
         .unwrap();
     assert_eq!((first.outcome.accepted, first.replayed), (2500, false));
     let again = h
         .boards
-        .write_keyed(&b, &events, &key, &fingerprint)
+        .windowed(&b)
+        .write_keyed(&events, &key, &fingerprint)
         .await
         .unwrap();
     assert_eq!((again.outcome.accepted, again.replayed), (2500, true));
@@ -138,7 +177,11 @@ async fn a_batch_of_several_calls_replays_every_part(h: Harness) {
 async fn dropping_a_board_forgets_its_keys(h: Harness) {
     let b = h.board("1h", &["1h"]).await;
     let events = [Event::new("a", 1)];
-    h.boards.write_idempotent(&b, &events, "k").await.unwrap();
+    h.boards
+        .windowed(&b)
+        .write_idempotent(&events, "k")
+        .await
+        .unwrap();
     h.boards.drop_board(&b).await.unwrap();
     if let Some(redis) = &h.redis {
         // Left to expire by themselves (within the TTL, 24 h by default), and never seen
@@ -158,10 +201,15 @@ async fn dropping_a_board_forgets_its_keys(h: Harness) {
         assert!(ttl > 0 && ttl <= 86_400_000, "{ttl}");
     }
     h.boards
-        .create_board(&b, rollboard::BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create(&b, rollboard::BoardConfig::parse("1h", &["1h"]).unwrap())
         .await
         .unwrap();
-    let outcome = h.boards.write_idempotent(&b, &events, "k").await.unwrap();
+    let outcome = h
+        .boards
+        .windowed(&b)
+        .write_idempotent(&events, "k")
+        .await
+        .unwrap();
     assert_eq!(outcome.accepted, 1);
     assert_eq!(top(&h, &b, "1h").await, pairs(&[("a", 1)]));
 }
@@ -173,12 +221,16 @@ async fn a_key_outlives_a_new_version_of_its_board(h: Harness) {
     let events = [Event::new("a", 3), Event::new("b", 1)];
     let key = rollboard::IdempotencyKey::parse("k").unwrap();
     let fingerprint = rollboard::Fingerprint::of_events(&events);
-    let write = || h.boards.write_keyed(&b, &events, &key, &fingerprint);
+    let write = || {
+        h.boards
+            .windowed(&b)
+            .write_keyed(&events, &key, &fingerprint)
+    };
     let first = write().await.unwrap();
     assert_eq!((first.outcome.accepted, first.replayed), (2, false));
     let version = h.boards.board(&b).await.unwrap().version;
     let wider = rollboard::BoardConfig::parse("1h", &["1h", "2h"]).unwrap();
-    h.boards.create_board(&b, wider).await.unwrap();
+    h.boards.create(&b, wider).await.unwrap();
     let board = h.boards.board(&b).await.unwrap();
     assert_ne!(board.version, version);
     assert_eq!(board.incarnation, version);
@@ -192,7 +244,8 @@ async fn a_malformed_key_is_rejected(h: Harness) {
     for key in ["", "has space", &"k".repeat(256)] {
         let err = h
             .boards
-            .write_idempotent(&b, &[Event::new("a", 1)], key)
+            .windowed(&b)
+            .write_idempotent(&[Event::new("a", 1)], key)
             .await
             .unwrap_err();
         assert_eq!(err.code(), "invalid_idempotency_key", "{key:?}");

@@ -24,8 +24,17 @@ async fn an_open_slot_write_is_one_call_and_falls_back_to_write_lua_past_the_bou
     // applies the event: three calls.
     for (member, delta, calls) in [("a", 5, 1), ("a", MAX_ABS - 5, 1), ("b", 1, 3)] {
         let before = script_calls(&redis).await;
-        h.boards.incr(&b, member, delta, None).await.unwrap();
-        memory.boards.incr(&mb, member, delta, None).await.unwrap();
+        h.boards
+            .windowed(&b)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
+        memory
+            .boards
+            .windowed(&mb)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
         assert_eq!(
             script_calls(&redis).await - before,
             calls,
@@ -33,9 +42,17 @@ async fn an_open_slot_write_is_one_call_and_falls_back_to_write_lua_past_the_bou
         );
     }
     let past = Error::OutOfRange { member: "a".into() };
-    assert_eq!(h.boards.incr(&b, "a", 1, None).await.unwrap_err(), past);
     assert_eq!(
-        memory.boards.incr(&mb, "a", 1, None).await.unwrap_err(),
+        h.boards.windowed(&b).incr("a", 1, None).await.unwrap_err(),
+        past
+    );
+    assert_eq!(
+        memory
+            .boards
+            .windowed(&mb)
+            .incr("a", 1, None)
+            .await
+            .unwrap_err(),
         past
     );
     let want = vec![("a".to_string(), MAX_ABS), ("b".to_string(), 1)];
@@ -51,14 +68,31 @@ async fn an_open_slot_write_is_one_call_and_falls_back_to_write_lua_past_the_bou
     let mb = memory.board("1h", &["1h", "2h"]).await;
     for (member, delta, calls) in [("a", MAX_ABS - 1, 1), ("b", -1, 1), ("a", 1, 2)] {
         let before = script_calls(&redis).await;
-        h.boards.incr(&b, member, delta, None).await.unwrap();
-        memory.boards.incr(&mb, member, delta, None).await.unwrap();
+        h.boards
+            .windowed(&b)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
+        memory
+            .boards
+            .windowed(&mb)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
         let calls_made = script_calls(&redis).await - before;
         assert_eq!(calls_made, calls, "{member} {delta}");
     }
-    assert_eq!(h.boards.incr(&b, "a", 1, None).await.unwrap_err(), past);
     assert_eq!(
-        memory.boards.incr(&mb, "a", 1, None).await.unwrap_err(),
+        h.boards.windowed(&b).incr("a", 1, None).await.unwrap_err(),
+        past
+    );
+    assert_eq!(
+        memory
+            .boards
+            .windowed(&mb)
+            .incr("a", 1, None)
+            .await
+            .unwrap_err(),
         past
     );
     let want = vec![("a".to_string(), MAX_ABS)];

@@ -23,7 +23,7 @@ async fn listed(h: &Harness) -> Vec<String> {
 async fn a_board_whose_creator_stopped_before_listing_it_is_listed_when_next_touched() {
     let h = Harness::redis().await;
     let b = h.board("1h", &["1h", "2h"]).await;
-    h.boards.incr(&b, "a", 5, None).await.unwrap();
+    h.boards.windowed(&b).incr("a", 5, None).await.unwrap();
     // The state a creator leaves when it stops between create_board.lua and the SADD.
     let mut raw = h.redis.as_ref().unwrap().raw().await;
     let _: i64 = redis::cmd("SREM")
@@ -36,7 +36,7 @@ async fn a_board_whose_creator_stopped_before_listing_it_is_listed_when_next_tou
 
     // Any process that touches the board again (here a fresh one reading it) lists it.
     let other = with_clock(h.redis.as_ref().unwrap().store().await, &h.clock);
-    let page = other.top(&b, None, 0, 10).await.unwrap();
+    let page = other.windowed(&b).top(None, 0, 10).await.unwrap();
     assert_eq!(ranking(&page), pairs(&[("a", 5)]));
     assert!(listed(&h).await.contains(&b));
 
@@ -44,14 +44,17 @@ async fn a_board_whose_creator_stopped_before_listing_it_is_listed_when_next_tou
     h.clock.set(crate::support::ts(START + 3 * 3600));
     let reports = other.retire_all().await.unwrap();
     assert!(reports.iter().any(|(name, _)| name.as_str() == b));
-    assert_eq!(ranking(&other.top(&b, None, 0, 10).await.unwrap()), []);
+    assert_eq!(
+        ranking(&other.windowed(&b).top(None, 0, 10).await.unwrap()),
+        []
+    );
 }
 
 #[tokio::test]
 async fn creating_a_board_whose_drop_stopped_half_way_finishes_the_drop_first() {
     let h = Harness::redis().await;
     let b = h.board("1h", &["1h"]).await;
-    h.boards.incr(&b, "a", 5, None).await.unwrap();
+    h.boards.windowed(&b).incr("a", 5, None).await.unwrap();
     // A drop that marked the record and unlisted it, then stopped.
     h.mark_dropping(&b).await;
     let mut raw = h.redis.as_ref().unwrap().raw().await;
@@ -64,13 +67,16 @@ async fn creating_a_board_whose_drop_stopped_half_way_finishes_the_drop_first() 
 
     let other = with_clock(h.redis.as_ref().unwrap().store().await, &h.clock);
     let created = other
-        .create_board(&b, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create(&b, BoardConfig::parse("1h", &["1h"]).unwrap())
         .await
         .unwrap();
     assert!(matches!(created, rollboard::Created::New(_)));
     assert!(listed(&h).await.contains(&b));
     // A new incarnation: the old totals are gone.
-    assert_eq!(ranking(&other.top(&b, None, 0, 10).await.unwrap()), []);
+    assert_eq!(
+        ranking(&other.windowed(&b).top(None, 0, 10).await.unwrap()),
+        []
+    );
 }
 
 #[tokio::test]
@@ -89,17 +95,17 @@ async fn an_idle_committer_ends_and_a_later_write_starts_another() {
     let boards = with_clock(Arc::new(store), &h.clock);
     let b = unique("idle");
     boards
-        .create_board(&b, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create(&b, BoardConfig::parse("1h", &["1h"]).unwrap())
         .await
         .unwrap();
     let before = alive_tasks();
-    boards.incr(&b, "a", 1, None).await.unwrap();
+    boards.windowed(&b).incr("a", 1, None).await.unwrap();
     assert_eq!(alive_tasks(), before + 1);
     settle(before).await;
     assert_eq!(alive_tasks(), before);
-    boards.incr(&b, "a", 2, None).await.unwrap();
+    boards.windowed(&b).incr("a", 2, None).await.unwrap();
     assert_eq!(
-        ranking(&boards.top(&b, None, 0, 10).await.unwrap()),
+        ranking(&boards.windowed(&b).top(None, 0, 10).await.unwrap()),
         pairs(&[("a", 3)])
     );
 }
@@ -123,7 +129,7 @@ async fn an_idle_committer_ends_only_once_its_batch_in_flight_is_applied() {
     let boards = with_clock(Arc::new(store), &h.clock);
     let b = unique("inflight");
     boards
-        .create_board(&b, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create(&b, BoardConfig::parse("1h", &["1h"]).unwrap())
         .await
         .unwrap();
     let before = alive_tasks();
@@ -134,7 +140,7 @@ async fn an_idle_committer_ends_only_once_its_batch_in_flight_is_applied() {
     });
     let writer = tokio::spawn({
         let (boards, b) = (boards.clone(), b.clone());
-        async move { boards.incr(&b, "a", 1, None).await.unwrap() }
+        async move { boards.windowed(&b).incr("a", 1, None).await.unwrap() }
     });
     proxy.wait_fired(1).await;
     // Many idle periods later, the committer still waits for its batch: the writer,
@@ -146,7 +152,7 @@ async fn an_idle_committer_ends_only_once_its_batch_in_flight_is_applied() {
     settle(before).await;
     assert_eq!(alive_tasks(), before);
     assert_eq!(
-        ranking(&boards.top(&b, None, 0, 10).await.unwrap()),
+        ranking(&boards.windowed(&b).top(None, 0, 10).await.unwrap()),
         pairs(&[("a", 1)])
     );
 }

@@ -69,7 +69,7 @@ async fn boards(rb: &Rollboard, n: usize) -> Vec<Arc<Board>> {
     let mut out = Vec::new();
     for _ in 0..n {
         let name = unique("many");
-        rb.create_board(&name, BoardConfig::parse("1m", &["1m", "2m"]).unwrap())
+        rb.create(&name, BoardConfig::parse("1m", &["1m", "2m"]).unwrap())
             .await
             .unwrap();
         out.push(Arc::new(rb.board(&name).await.unwrap()));
@@ -79,12 +79,20 @@ async fn boards(rb: &Rollboard, n: usize) -> Vec<Arc<Board>> {
 
 async fn write(rb: &Rollboard, board: &Board, events: &[(&str, i64)]) {
     let events: Vec<Event> = events.iter().map(|(m, d)| Event::new(*m, *d)).collect();
-    rb.incr_batch(board.name.as_str(), &events).await.unwrap();
+    rb.windowed(board.name.as_str())
+        .incr_batch(&events)
+        .await
+        .unwrap();
 }
 
 async fn top(rb: &Rollboard, board: &Board, window: &str) -> Vec<(String, i64)> {
     let window = Some(Span::parse(window).unwrap());
-    ranking(&rb.top(board.name.as_str(), window, 0, 100).await.unwrap())
+    ranking(
+        &rb.windowed(board.name.as_str())
+            .top(window, 0, 100)
+            .await
+            .unwrap(),
+    )
 }
 
 fn report(slots_retired: u64, fields: u64, zeroed: u64) -> RetireReport {
@@ -204,7 +212,7 @@ async fn same_as_window_by_window(layout: Layout) {
             1,
             "one call at minute {minute}"
         );
-        rb.retire(single.name.as_str()).await.unwrap();
+        rb.windowed(single.name.as_str()).retire().await.unwrap();
         for w in ["1m", "2m"] {
             assert_eq!(top(&rb, batched, w).await, top(&rb, single, w).await);
         }

@@ -48,7 +48,8 @@ fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 async fn data_of(rb: &Rollboard, board: &str, member: &str) -> Option<String> {
-    rb.member_data(board, member)
+    rb.windowed(board)
+        .member_data(member)
         .await
         .unwrap()
         .map(|d| d.as_str().to_owned())
@@ -64,29 +65,28 @@ async fn data_set_by_writes_and_on_its_own_is_read_beside_entries(h: Harness) {
     .await
     .unwrap();
     let outcome = rb
-        .incr_batch(
-            &board,
-            &[
-                Event::new("b", 3),
-                Event::new("c", 2).with_data(data(r#""C1""#)),
-                Event::new("c", 1).with_data(data(r#""C2""#)),
-                Event::new("d", 0).with_data(data("1")),
-            ],
-        )
+        .windowed(&board)
+        .incr_batch(&[
+            Event::new("b", 3),
+            Event::new("c", 2).with_data(data(r#""C1""#)),
+            Event::new("c", 1).with_data(data(r#""C2""#)),
+            Event::new("d", 0).with_data(data("1")),
+        ])
         .await
         .unwrap();
     assert_eq!(outcome.accepted, 3);
     assert_eq!(outcome.rejected[0].index, 3);
 
     // Without asking: no data field at all.
-    let page = rb.top(&board, None, 0, 10).await.unwrap();
+    let page = rb.windowed(&board).top(None, 0, 10).await.unwrap();
     assert!(page.entries.iter().all(|e| e.data.is_none()));
     assert_eq!(
         serde_json::to_value(&page.entries[0]).unwrap(),
         json!({"rank": 1, "member": "a", "score": 5})
     );
     let page = rb
-        .with_data(&board, rb.top(&board, None, 0, 10).await.unwrap())
+        .windowed(&board)
+        .with_data(rb.windowed(&board).top(None, 0, 10).await.unwrap())
         .await
         .unwrap();
     // The later of c's events wins; b has none; data is stored compact.
@@ -100,10 +100,12 @@ async fn data_set_by_writes_and_on_its_own_is_read_beside_entries(h: Harness) {
     );
 
     // On its own: set, overwrite, read, delete.
-    rb.set_member_data(&board, "b", data(r#"{"n":[1,2]}"#))
+    rb.windowed(&board)
+        .set_member_data("b", data(r#"{"n":[1,2]}"#))
         .await
         .unwrap();
-    rb.set_member_data(&board, "a", data(r#"{"title":"A2"}"#))
+    rb.windowed(&board)
+        .set_member_data("a", data(r#"{"title":"A2"}"#))
         .await
         .unwrap();
     assert_eq!(
@@ -114,25 +116,35 @@ async fn data_set_by_writes_and_on_its_own_is_read_beside_entries(h: Harness) {
         data_of(rb, &board, "a").await.as_deref(),
         Some(r#"{"title":"A2"}"#)
     );
-    assert!(rb.delete_member_data(&board, "c").await.unwrap());
-    assert!(!rb.delete_member_data(&board, "c").await.unwrap());
+    assert!(rb.windowed(&board).delete_member_data("c").await.unwrap());
+    assert!(!rb.windowed(&board).delete_member_data("c").await.unwrap());
     assert_eq!(data_of(rb, &board, "c").await, None);
 
     // Bottom pages, the member's standing and the page around it.
     let bottom = rb
-        .with_data(&board, rb.bottom(&board, None, 0, 2).await.unwrap())
+        .windowed(&board)
+        .with_data(rb.windowed(&board).bottom(None, 0, 2).await.unwrap())
         .await
         .unwrap();
     assert_eq!(
         with_data(&bottom),
         pairs(&[("c", "-"), ("b", r#"{"n":[1,2]}"#)])
     );
-    let standing = rb.score(&board, "a", None).await.unwrap().unwrap();
+    let standing = rb.windowed(&board).score("a", None).await.unwrap().unwrap();
     assert_eq!(standing.data, None);
-    let standing = rb.standing_with_data(&board, standing).await.unwrap();
+    let standing = rb
+        .windowed(&board)
+        .standing_with_data(standing)
+        .await
+        .unwrap();
     assert_eq!(standing.data, Some(Some(data(r#"{"title":"A2"}"#))));
-    let around = rb.around(&board, "b", None, 1).await.unwrap().unwrap();
-    let around = rb.with_data(&board, around).await.unwrap();
+    let around = rb
+        .windowed(&board)
+        .around("b", None, 1)
+        .await
+        .unwrap()
+        .unwrap();
+    let around = rb.windowed(&board).with_data(around).await.unwrap();
     assert_eq!(
         with_data(&around),
         pairs(&[
@@ -177,7 +189,8 @@ async fn data_is_bounded_and_kept_only_for_members_with_a_total(h: Harness) {
 
     // A member without a total: nothing kept, by PUT (member_not_found) or by a write.
     let error = rb
-        .set_member_data(&board, "nobody", data("1"))
+        .windowed(&board)
+        .set_member_data("nobody", data("1"))
         .await
         .unwrap_err();
     assert_eq!(error.code(), "member_not_found");
@@ -188,15 +201,13 @@ async fn data_is_bounded_and_kept_only_for_members_with_a_total(h: Harness) {
              kept only for members holding one) on board \"{board}\""
         )
     );
-    rb.incr_batch(
-        &board,
-        &[
+    rb.windowed(&board)
+        .incr_batch(&[
             Event::new("n", 2),
             Event::new("n", -2).with_data(data(r#""gone""#)),
-        ],
-    )
-    .await
-    .unwrap();
+        ])
+        .await
+        .unwrap();
     assert_eq!(data_of(rb, &board, "n").await, None);
 
     // A write that takes the total back to exactly 0 takes the data with it.
@@ -209,15 +220,13 @@ async fn data_is_bounded_and_kept_only_for_members_with_a_total(h: Harness) {
 /// Writes `a` (2) and `b` (1) with data in the slot at START, `c` (1) with data in the
 /// next slot.
 async fn written(rb: &Rollboard, board: &str) {
-    rb.incr_batch(
-        board,
-        &[
+    rb.windowed(board)
+        .incr_batch(&[
             Event::new("a", 2).at(ts(START)).with_data(data(r#""A""#)),
             Event::new("b", 1).at(ts(START)).with_data(data(r#""B""#)),
-        ],
-    )
-    .await
-    .unwrap();
+        ])
+        .await
+        .unwrap();
     rb.write_event(
         board,
         &Event::new("c", 1)
@@ -235,13 +244,14 @@ async fn data_goes_with_the_largest_windows_total_on_retirement(h: Harness) {
     written(rb, &board).await;
     // The slot at START left the 1h window: a and b stay in the 3h window, data kept.
     h.at(2 * HOUR);
-    rb.retire(&board).await.unwrap();
-    let hour = rb.top(&board, None, 0, 10).await.unwrap();
+    rb.windowed(&board).retire().await.unwrap();
+    let hour = rb.windowed(&board).top(None, 0, 10).await.unwrap();
     assert_eq!(hour.entries.len(), 0);
     let three = rb
+        .windowed(&board)
         .with_data(
-            &board,
-            rb.top(&board, Some("3h".parse().unwrap()), 0, 10)
+            rb.windowed(&board)
+                .top(Some("3h".parse().unwrap()), 0, 10)
                 .await
                 .unwrap(),
         )
@@ -253,16 +263,17 @@ async fn data_goes_with_the_largest_windows_total_on_retirement(h: Harness) {
     );
     // The slot at START left the 3h window: a and b lose their totals and their data.
     h.at(3 * HOUR);
-    rb.retire(&board).await.unwrap();
+    rb.windowed(&board).retire().await.unwrap();
     assert_eq!(data_of(rb, &board, "a").await, None);
     assert_eq!(data_of(rb, &board, "b").await, None);
     assert_eq!(data_of(rb, &board, "c").await.as_deref(), Some(r#""C""#));
     // c's slot leaves too.
     h.at(4 * HOUR);
-    rb.retire(&board).await.unwrap();
+    rb.windowed(&board).retire().await.unwrap();
     assert_eq!(data_of(rb, &board, "c").await, None);
     let error = rb
-        .set_member_data(&board, "c", data("1"))
+        .windowed(&board)
+        .set_member_data("c", data("1"))
         .await
         .unwrap_err();
     assert_eq!(error.code(), "member_not_found");
@@ -286,25 +297,24 @@ async fn data_goes_when_many_small_boards_retire_together(h: Harness) {
 async fn data_goes_when_a_one_window_board_retires_by_swap(h: Harness) {
     let rb = &h.boards;
     let board = h.board("1h", &["1h"]).await;
-    rb.incr_batch(
-        &board,
-        &[
+    rb.windowed(&board)
+        .incr_batch(&[
             Event::new("a", 2).with_data(data(r#""A""#)),
             Event::new("b", 1).with_data(data(r#""B""#)),
-        ],
-    )
-    .await
-    .unwrap();
+        ])
+        .await
+        .unwrap();
     h.at(HOUR);
     rb.write_event(&board, &Event::new("c", 1).with_data(data(r#""C""#)))
         .await
         .unwrap();
-    rb.retire(&board).await.unwrap();
+    rb.windowed(&board).retire().await.unwrap();
     assert_eq!(data_of(rb, &board, "a").await, None);
     assert_eq!(data_of(rb, &board, "b").await, None);
     assert_eq!(data_of(rb, &board, "c").await.as_deref(), Some(r#""C""#));
     let page = rb
-        .with_data(&board, rb.top(&board, None, 0, 10).await.unwrap())
+        .windowed(&board)
+        .with_data(rb.windowed(&board).top(None, 0, 10).await.unwrap())
         .await
         .unwrap();
     assert_eq!(with_data(&page), pairs(&[("c", r#""C""#)]));
@@ -318,20 +328,20 @@ async fn data_goes_with_removal_bulk_removal_trim_and_a_drop(h: Harness) {
         .enumerate()
         .map(|(i, m)| Event::new(*m, 10 - i as i64).with_data(data(&format!("{i}"))))
         .collect();
-    rb.incr_batch(&board, &events).await.unwrap();
-    rb.remove_member(&board, "a").await.unwrap();
+    rb.windowed(&board).incr_batch(&events).await.unwrap();
+    rb.windowed(&board).remove_member("a").await.unwrap();
     assert_eq!(data_of(rb, &board, "a").await, None);
-    rb.remove_members(&board, &["b"]).await.unwrap();
+    rb.windowed(&board).remove_members(&["b"]).await.unwrap();
     assert_eq!(data_of(rb, &board, "b").await, None);
     // Trim the 1h window to its top 1: d and e go (from every window).
-    let trimmed = rb.trim(&board, None, 1).await.unwrap();
+    let trimmed = rb.windowed(&board).trim(None, 1).await.unwrap();
     assert_eq!(trimmed.members, vec!["d".to_owned(), "e".to_owned()]);
     assert_eq!(data_of(rb, &board, "d").await, None);
     assert_eq!(data_of(rb, &board, "e").await, None);
     assert_eq!(data_of(rb, &board, "c").await.as_deref(), Some("2"));
     // A drop takes it all; the board made again under the name has none.
     rb.drop_board(&board).await.unwrap();
-    rb.create_board(&board, BoardConfig::parse("1h", &["1h", "1d"]).unwrap())
+    rb.create(&board, BoardConfig::parse("1h", &["1h", "1d"]).unwrap())
         .await
         .unwrap();
     rb.write_event(&board, &Event::new("c", 1)).await.unwrap();

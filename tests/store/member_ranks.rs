@@ -29,10 +29,14 @@ async fn ranks_answer_in_the_order_asked_with_competition_ranks(h: Harness) {
         ("dave", 2),
         ("erin", -3),
     ] {
-        h.boards.incr(&name, member, delta, None).await.unwrap();
+        h.boards
+            .windowed(&name)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
     }
     let asked = ["carol", "zed", "bob", "erin", "carol", "dave", "alice"];
-    let ranks = h.boards.ranks(&name, &asked, None).await.unwrap();
+    let ranks = h.boards.windowed(&name).ranks(&asked, None).await.unwrap();
     assert_eq!(
         ranks.entries,
         [
@@ -53,12 +57,17 @@ async fn ranks_answer_in_the_order_asked_with_competition_ranks(h: Harness) {
 
 async fn ranks_read_the_window_asked_and_say_when_retirement_is_behind(h: Harness) {
     let name = h.board("1h", &["1h", "3h"]).await;
-    h.boards.incr(&name, "a", 4, None).await.unwrap();
-    h.boards.incr(&name, "b", 1, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 4, None).await.unwrap();
+    h.boards.windowed(&name).incr("b", 1, None).await.unwrap();
     h.at(3600);
-    h.boards.incr(&name, "b", 5, None).await.unwrap();
+    h.boards.windowed(&name).incr("b", 5, None).await.unwrap();
     h.at(3600 + 20);
-    let short = h.boards.ranks(&name, &["a", "b"], None).await.unwrap();
+    let short = h
+        .boards
+        .windowed(&name)
+        .ranks(&["a", "b"], None)
+        .await
+        .unwrap();
     // Slot START left the 1h window 20 s ago and is still counted.
     assert_eq!(
         short.entries,
@@ -68,8 +77,13 @@ async fn ranks_read_the_window_asked_and_say_when_retirement_is_behind(h: Harnes
         (short.from, short.to, short.behind, short.lag_ms),
         (START, START + 7200, true, 20_000)
     );
-    h.boards.retire(&name).await.unwrap();
-    let short = h.boards.ranks(&name, &["a", "b"], None).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
+    let short = h
+        .boards
+        .windowed(&name)
+        .ranks(&["a", "b"], None)
+        .await
+        .unwrap();
     assert_eq!(short.entries, [rank("a", 0, None), rank("b", 5, Some(1))]);
     assert_eq!(
         (short.from, short.behind, short.lag_ms),
@@ -77,7 +91,8 @@ async fn ranks_read_the_window_asked_and_say_when_retirement_is_behind(h: Harnes
     );
     let long = h
         .boards
-        .ranks(&name, &["a", "b"], Some(Span::parse("3h").unwrap()))
+        .windowed(&name)
+        .ranks(&["a", "b"], Some(Span::parse("3h").unwrap()))
         .await
         .unwrap();
     assert_eq!(long.entries, [rank("a", 4, Some(2)), rank("b", 6, Some(1))]);
@@ -86,35 +101,41 @@ async fn ranks_read_the_window_asked_and_say_when_retirement_is_behind(h: Harnes
 
 async fn ranks_refuse_bad_lists_and_unknown_boards_and_windows(h: Harness) {
     let name = h.board("1h", &["1h"]).await;
-    h.boards.incr(&name, "a", 1, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 1, None).await.unwrap();
     let none: [&str; 0] = [];
     let code = |r: rollboard::Result<rollboard::Ranks>| r.unwrap_err().code();
     assert_eq!(
-        code(h.boards.ranks(&name, &none, None).await),
+        code(h.boards.windowed(&name).ranks(&none, None).await),
         "invalid_query"
     );
     let too_many = vec!["a"; 1001];
     assert_eq!(
-        code(h.boards.ranks(&name, &too_many, None).await),
+        code(h.boards.windowed(&name).ranks(&too_many, None).await),
         "invalid_query"
     );
     assert_eq!(
-        code(h.boards.ranks(&name, &["a", ""], None).await),
+        code(h.boards.windowed(&name).ranks(&["a", ""], None).await),
         "invalid_member"
     );
     let long = "x".repeat(257);
     assert_eq!(
-        code(h.boards.ranks(&name, &["a", long.as_str()], None).await),
+        code(
+            h.boards
+                .windowed(&name)
+                .ranks(&["a", long.as_str()], None)
+                .await
+        ),
         "invalid_member"
     );
     assert_eq!(
-        code(h.boards.ranks("nope", &["a"], None).await),
+        code(h.boards.windowed("nope").ranks(&["a"], None).await),
         "board_not_found"
     );
     assert_eq!(
         code(
             h.boards
-                .ranks(&name, &["a"], Some(Span::parse("2h").unwrap()))
+                .windowed(&name)
+                .ranks(&["a"], Some(Span::parse("2h").unwrap()))
                 .await
         ),
         "window_not_found"
@@ -126,10 +147,10 @@ async fn ranks_take_a_thousand_members(h: Harness) {
     let events: Vec<rollboard::Event> = (0..500)
         .map(|i| rollboard::Event::new(format!("m{i:04}"), 1 + i / 2))
         .collect();
-    h.boards.incr_batch(&name, &events).await.unwrap();
+    h.boards.windowed(&name).incr_batch(&events).await.unwrap();
     // m0000..m0999: the first 500 hold 1 + i/2 (250 distinct scores, pairs tied).
     let asked: Vec<String> = (0..1000).rev().map(|i| format!("m{i:04}")).collect();
-    let ranks = h.boards.ranks(&name, &asked, None).await.unwrap();
+    let ranks = h.boards.windowed(&name).ranks(&asked, None).await.unwrap();
     assert_eq!(ranks.entries.len(), 1000);
     let expected: Vec<MemberRank> = (0..1000i64)
         .rev()

@@ -52,10 +52,10 @@ async fn a_full_redis_refuses_writes_as_store_full_and_applies_none_in_part() {
     let boards = boards_on(store, Settings::default());
     let config = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
     let board = unique("full");
-    boards.create_board(&board, config.clone()).await.unwrap();
+    boards.create(&board, config.clone()).await.unwrap();
     let mut oracle = Oracle::new(config.clone());
     // One event so every script is loaded before the limit is set.
-    boards.incr(&board, "seed", 1, None).await.unwrap();
+    boards.windowed(&board).incr("seed", 1, None).await.unwrap();
     oracle.record(START, "seed", 1);
 
     let limit = redis.used_memory().await + 2 * 1024 * 1024;
@@ -67,7 +67,7 @@ async fn a_full_redis_refuses_writes_as_store_full_and_applies_none_in_part() {
         let events: Vec<Event> = (0..500)
             .map(|i| Event::new(format!("{padding}-{batch}-{i}"), 1 + i % 7))
             .collect();
-        match boards.incr_batch(&board, &events).await {
+        match boards.windowed(&board).incr_batch(&events).await {
             Ok(outcome) if outcome.rejected.is_empty() => {
                 assert_eq!(outcome.accepted, 500);
                 for e in &events {
@@ -123,7 +123,8 @@ async fn a_full_redis_refuses_writes_as_store_full_and_applies_none_in_part() {
     // A single event is refused the same way, and reads still answer.
     assert_eq!(
         boards
-            .incr(&board, "late", 1, None)
+            .windowed(&board)
+            .incr("late", 1, None)
             .await
             .unwrap_err()
             .code(),
@@ -157,7 +158,7 @@ async fn a_full_redis_refuses_writes_as_store_full_and_applies_none_in_part() {
 
     // With room again, writes go on.
     redis.config_set("maxmemory", "0").await;
-    boards.incr(&board, "late", 1, None).await.unwrap();
+    boards.windowed(&board).incr("late", 1, None).await.unwrap();
     assert_eq!(boards.memory_check().await.unwrap().problem, None);
 }
 

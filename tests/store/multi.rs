@@ -21,7 +21,13 @@ on_every_store!(
 /// The top of `board`'s window `window` as (member, total) pairs.
 async fn totals(h: &Harness, board: &str, window: &str) -> Vec<(String, i64)> {
     let window = Span::parse(window).unwrap();
-    ranking(&h.boards.top(board, Some(window), 0, 100).await.unwrap())
+    ranking(
+        &h.boards
+            .windowed(board)
+            .top(Some(window), 0, 100)
+            .await
+            .unwrap(),
+    )
 }
 
 fn pairs(items: &[(&str, i64)]) -> Vec<(String, i64)> {
@@ -56,7 +62,7 @@ fn outcomes(writes: &[BoardWrite]) -> Vec<(String, Outcome<'_>)> {
 async fn trending(h: &Harness) -> String {
     let name = unique("t");
     h.boards
-        .create_trending(&name, TrendingConfig::parse("6h").unwrap())
+        .create(&name, TrendingConfig::parse("6h").unwrap())
         .await
         .unwrap();
     name
@@ -108,7 +114,8 @@ async fn one_event_and_one_batch_land_once_on_every_board_of_either_kind(h: Harn
     assert_eq!(totals(&h, &rust, "24h").await, expected);
     let post42 = h
         .boards
-        .trend_score(&trend, "post:42")
+        .trending(&trend)
+        .score("post:42")
         .await
         .unwrap()
         .unwrap();
@@ -165,7 +172,7 @@ async fn a_keyed_write_is_applied_once_per_board_and_a_retry_fills_the_board_tha
         ]
     );
     h.boards
-        .create_board(
+        .create(
             &later,
             rollboard::BoardConfig::parse("1h", &["1h"]).unwrap(),
         )
@@ -499,7 +506,7 @@ async fn a_cross_board_read_sends_every_script_before_the_first_reply_comes_back
     for windows in [&["1h", "24h"][..], &["24h"], &["1h", "24h", "7d"]] {
         let name = unique("b");
         let config = rollboard::BoardConfig::parse("1h", windows).unwrap();
-        boards.create_board(&name, config).await.unwrap();
+        boards.create(&name, config).await.unwrap();
         names.push(name);
     }
     boards

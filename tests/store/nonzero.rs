@@ -66,12 +66,13 @@ fn config(rank: RankedTotals, ties: Ties) -> BoardConfig {
 /// A board of one 1-hour window, holding `EVENTS`.
 async fn board(h: &Harness, rank: RankedTotals, ties: Ties) -> String {
     let name = unique("nz");
-    h.boards
-        .create_board(&name, config(rank, ties))
-        .await
-        .unwrap();
+    h.boards.create(&name, config(rank, ties)).await.unwrap();
     for (member, delta) in EVENTS {
-        h.boards.incr(&name, member, delta, None).await.unwrap();
+        h.boards
+            .windowed(&name)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
     }
     name
 }
@@ -80,48 +81,66 @@ async fn a_nonzero_board_ranks_negative_totals_below_positive_ones_in_every_read
     for ties in [Ties::Competition, Ties::Position] {
         let name = board(&h, RankedTotals::Nonzero, ties).await;
         let b = &h.boards;
-        let top = b.top(&name, None, 0, 10).await.unwrap();
+        let top = b.windowed(&name).top(None, 0, 10).await.unwrap();
         assert_eq!(
             triples(&top.entries),
             at(ties, &[0, 1, 2, 3, 4]),
             "{ties:?}"
         );
         // A page cut inside the negative tie group, and one of negative totals only.
-        let page = b.top(&name, None, 1, 2).await.unwrap();
+        let page = b.windowed(&name).top(None, 1, 2).await.unwrap();
         assert_eq!(triples(&page.entries), at(ties, &[1, 2]));
-        let page = b.top(&name, None, 3, 10).await.unwrap();
+        let page = b.windowed(&name).top(None, 3, 10).await.unwrap();
         assert_eq!(triples(&page.entries), at(ties, &[3, 4]));
         // Bottom pages start at the lowest total, ranks stay the board's.
-        let bottom = b.bottom(&name, None, 0, 3).await.unwrap();
+        let bottom = b.windowed(&name).bottom(None, 0, 3).await.unwrap();
         assert_eq!(triples(&bottom.entries), at(ties, &[4, 3, 2]));
-        let bottom = b.bottom(&name, None, 3, 10).await.unwrap();
+        let bottom = b.windowed(&name).bottom(None, 3, 10).await.unwrap();
         assert_eq!(triples(&bottom.entries), at(ties, &[1, 0]));
         // A score range holds negative totals: min_score −3 to max_score 2.
         let range = ScoreRange::new(Some(-3), Some(2)).unwrap();
-        let page = b.top_in_range(&name, None, range, 0, 10).await.unwrap();
+        let page = b
+            .windowed(&name)
+            .top_in_range(None, range, 0, 10)
+            .await
+            .unwrap();
         assert_eq!(triples(&page.entries), at(ties, &[1, 2, 3]));
         let page = b
-            .ranking(&name, None, range, Order::Asc, 0, 2)
+            .windowed(&name)
+            .ranking(None, range, Order::Asc, 0, 2)
             .await
             .unwrap();
         assert_eq!(triples(&page.entries), at(ties, &[3, 2]));
         let below = ScoreRange::new(None, Some(-3)).unwrap();
-        let page = b.top_in_range(&name, None, below, 0, 10).await.unwrap();
+        let page = b
+            .windowed(&name)
+            .top_in_range(None, below, 0, 10)
+            .await
+            .unwrap();
         assert_eq!(triples(&page.entries), at(ties, &[4]));
         // Member reads: a rank for every sign, percentiles over the 5 ranked members.
         let ranks = ranks_by(ties);
         for (member, position, percentile) in
             [("a", 0, 0.8), ("b", 1, 0.6), ("e", 3, 0.2), ("d", 4, 0.0)]
         {
-            let s = b.score(&name, member, None).await.unwrap().unwrap();
+            let s = b
+                .windowed(&name)
+                .score(member, None)
+                .await
+                .unwrap()
+                .unwrap();
             assert_eq!(
                 (s.score, s.rank, s.percentile),
                 (RANKING[position].1, Some(ranks[position]), percentile),
                 "{member} {ties:?}"
             );
         }
-        assert!(b.score(&name, "z", None).await.unwrap().is_none());
-        let listed = b.ranks(&name, &["d", "z", "a", "c"], None).await.unwrap();
+        assert!(b.windowed(&name).score("z", None).await.unwrap().is_none());
+        let listed = b
+            .windowed(&name)
+            .ranks(&["d", "z", "a", "c"], None)
+            .await
+            .unwrap();
         let expected = [
             ("d", -5, Some(ranks[4])),
             ("z", 0, None),
@@ -140,7 +159,8 @@ async fn a_nonzero_board_ranks_negative_totals_below_positive_ones_in_every_read
             async move {
                 let options = AroundOptions { fill, order };
                 let page = b
-                    .around_with(&name, member, None, 1, options)
+                    .windowed(&name)
+                    .around_with(member, None, 1, options)
                     .await
                     .unwrap();
                 page.map(|p| triples(&p.entries))
@@ -176,18 +196,28 @@ async fn a_nonzero_board_ranks_negative_totals_below_positive_ones_in_every_read
 async fn a_positive_board_answers_negative_totals_without_ranking_them(h: Harness) {
     let name = board(&h, RankedTotals::Positive, Ties::Competition).await;
     let b = &h.boards;
-    let top = b.top(&name, None, 0, 10).await.unwrap();
+    let top = b.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!(triples(&top.entries), at(Ties::Competition, &[0, 1]));
-    let bottom = b.bottom(&name, None, 0, 10).await.unwrap();
+    let bottom = b.windowed(&name).bottom(None, 0, 10).await.unwrap();
     assert_eq!(triples(&bottom.entries), at(Ties::Competition, &[1, 0]));
     let range = ScoreRange::new(Some(-3), Some(2)).unwrap();
-    let page = b.top_in_range(&name, None, range, 0, 10).await.unwrap();
+    let page = b
+        .windowed(&name)
+        .top_in_range(None, range, 0, 10)
+        .await
+        .unwrap();
     assert_eq!(triples(&page.entries), at(Ties::Competition, &[1]));
-    let d = b.score(&name, "d", None).await.unwrap().unwrap();
+    let d = b.windowed(&name).score("d", None).await.unwrap().unwrap();
     assert_eq!((d.score, d.rank, d.percentile), (-5, None, 0.0));
-    let a = b.score(&name, "a", None).await.unwrap().unwrap();
+    let a = b.windowed(&name).score("a", None).await.unwrap().unwrap();
     assert_eq!((a.rank, a.percentile), (Some(1), 0.5));
-    assert!(b.around(&name, "d", None, 1).await.unwrap().is_none());
+    assert!(
+        b.windowed(&name)
+            .around("d", None, 1)
+            .await
+            .unwrap()
+            .is_none()
+    );
     let status = b.describe_board(&name).await.unwrap();
     assert_eq!(
         (status.windows[0].members, status.windows[0].ranked),
@@ -200,11 +230,11 @@ async fn the_rank_option_is_fixed_when_the_board_is_created_and_refuses_dense_ti
     let name = board(&h, RankedTotals::Nonzero, Ties::Competition).await;
     let b = &h.boards;
     let same = b
-        .create_board(&name, config(RankedTotals::Nonzero, Ties::Competition))
+        .create(&name, config(RankedTotals::Nonzero, Ties::Competition))
         .await;
     assert!(same.is_ok(), "{same:?}");
     let err = b
-        .create_board(&name, config(RankedTotals::Positive, Ties::Competition))
+        .create(&name, config(RankedTotals::Positive, Ties::Competition))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "board_conflict");
@@ -221,18 +251,16 @@ async fn the_rank_option_is_fixed_when_the_board_is_created_and_refuses_dense_ti
             .unwrap()
     };
     let err = b
-        .create_board(&name, wider(RankedTotals::Positive))
+        .create(&name, wider(RankedTotals::Positive))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "board_conflict");
-    b.create_board(&name, wider(RankedTotals::Nonzero))
-        .await
-        .unwrap();
+    b.create(&name, wider(RankedTotals::Nonzero)).await.unwrap();
     let board = b.board(&name).await.unwrap();
     assert_eq!(board.config.rank(), RankedTotals::Nonzero);
     assert_eq!(board.config.windows().len(), 2);
     // The extended board still ranks negative totals (a new window is built apart).
-    let s = b.score(&name, "d", None).await.unwrap().unwrap();
+    let s = b.windowed(&name).score("d", None).await.unwrap().unwrap();
     assert_eq!((s.score, s.rank), (-5, Some(5)));
     let err = BoardConfig::parse("1h", &["1h"])
         .unwrap()
@@ -242,7 +270,7 @@ async fn the_rank_option_is_fixed_when_the_board_is_created_and_refuses_dense_ti
     assert_eq!(err.code(), "invalid_config");
     // Dense ties set after the option are refused when the board is created.
     let late = config(RankedTotals::Nonzero, Ties::Competition).with_ties(Ties::Dense);
-    let err = b.create_board(&unique("nzd"), late).await.unwrap_err();
+    let err = b.create(&unique("nzd"), late).await.unwrap_err();
     assert_eq!(err.code(), "invalid_config");
 }
 
@@ -252,7 +280,7 @@ async fn retirement_moves_a_total_below_zero_and_then_out_of_the_ranking(h: Harn
         .unwrap()
         .with_rank(RankedTotals::Nonzero)
         .unwrap();
-    h.boards.create_board(&name, config).await.unwrap();
+    h.boards.create(&name, config).await.unwrap();
     let b = &h.boards;
     let (one, two) = (
         Some(Span::parse("1h").unwrap()),
@@ -260,15 +288,15 @@ async fn retirement_moves_a_total_below_zero_and_then_out_of_the_ranking(h: Harn
     );
     h.at(10);
     for (member, delta) in [("p", 6), ("n", -3), ("q", 1)] {
-        b.incr(&name, member, delta, None).await.unwrap();
+        b.windowed(&name).incr(member, delta, None).await.unwrap();
     }
     h.at(HOUR + 10);
     for (member, delta) in [("p", -5), ("q", 2)] {
-        b.incr(&name, member, delta, None).await.unwrap();
+        b.windowed(&name).incr(member, delta, None).await.unwrap();
     }
     let listed = |window| {
         let (b, name) = (b.clone(), name.clone());
-        async move { triples(&b.top(&name, window, 0, 10).await.unwrap().entries) }
+        async move { triples(&b.windowed(&name).top(window, 0, 10).await.unwrap().entries) }
     };
     let expected = |items: &[(u64, &str, i64)]| -> Vec<(u64, String, i64)> {
         items
@@ -281,13 +309,13 @@ async fn retirement_moves_a_total_below_zero_and_then_out_of_the_ranking(h: Harn
         listed(one).await,
         expected(&[(1, "q", 3), (2, "p", 1), (3, "n", -3)])
     );
-    assert!(b.retire(&name).await.unwrap().complete);
+    assert!(b.windowed(&name).retire().await.unwrap().complete);
     // Retired: p turned negative (ranked below q), n reached zero (no total, unranked).
     assert_eq!(listed(one).await, expected(&[(1, "q", 2), (2, "p", -5)]));
-    let p = b.score(&name, "p", one).await.unwrap().unwrap();
+    let p = b.windowed(&name).score("p", one).await.unwrap().unwrap();
     assert_eq!((p.score, p.rank, p.percentile), (-5, Some(2), 0.0));
-    assert!(b.score(&name, "n", one).await.unwrap().is_none());
-    let bottom = b.bottom(&name, one, 0, 10).await.unwrap();
+    assert!(b.windowed(&name).score("n", one).await.unwrap().is_none());
+    let bottom = b.windowed(&name).bottom(one, 0, 10).await.unwrap();
     assert_eq!(
         triples(&bottom.entries),
         expected(&[(2, "p", -5), (1, "q", 2)])
@@ -306,10 +334,10 @@ async fn retirement_moves_a_total_below_zero_and_then_out_of_the_ranking(h: Harn
     );
     // Slot 0 leaves the 2-hour window too; slot 1 leaves the 1-hour one.
     h.at(2 * HOUR + 10);
-    assert!(b.retire(&name).await.unwrap().complete);
+    assert!(b.windowed(&name).retire().await.unwrap().complete);
     assert_eq!(listed(one).await, expected(&[]));
     assert_eq!(listed(two).await, expected(&[(1, "q", 2), (2, "p", -5)]));
-    let n = b.ranks(&name, &["n", "p"], two).await.unwrap();
+    let n = b.windowed(&name).ranks(&["n", "p"], two).await.unwrap();
     let ranks: Vec<(i64, Option<u64>)> = n.entries.iter().map(|e| (e.score, e.rank)).collect();
     assert_eq!(ranks, [(0, None), (-5, Some(2))]);
 }
@@ -323,28 +351,29 @@ async fn a_snapshot_of_a_nonzero_board_holds_its_negative_leaders(h: Harness) {
             .with_rank(RankedTotals::Nonzero)
             .unwrap()
             .with_snapshots(Some(SnapshotPolicy::new(4, 10).unwrap()));
-        h.boards.create_board(&name, config).await.unwrap();
+        h.boards.create(&name, config).await.unwrap();
         h.at(10);
         for (member, delta) in EVENTS {
-            h.boards.incr(&name, member, delta, None).await.unwrap();
+            h.boards
+                .windowed(&name)
+                .incr(member, delta, None)
+                .await
+                .unwrap();
         }
         h.at(HOUR + 1);
-        assert!(h.boards.retire(&name).await.unwrap().complete);
+        assert!(h.boards.windowed(&name).retire().await.unwrap().complete);
         assert_eq!(
-            h.boards.take_snapshots(&name).await.unwrap(),
+            h.boards.windowed(&name).take_snapshots().await.unwrap(),
             SnapshotPass::Done { appended: 1 }
         );
         // The top 4 cut the negative tie group after c: the snapshot is top's page.
         let expected = at(ties, &[0, 1, 2, 3]);
-        let top = h.boards.top(&name, None, 0, 4).await.unwrap();
+        let top = h.boards.windowed(&name).top(None, 0, 4).await.unwrap();
         assert_eq!(triples(&top.entries), expected);
         let listed = h
             .boards
-            .snapshots(
-                &name,
-                None,
-                SnapshotRange::new(None, None, Some(1)).unwrap(),
-            )
+            .windowed(&name)
+            .snapshots(None, SnapshotRange::new(None, None, Some(1)).unwrap())
             .await
             .unwrap();
         let [snapshot] = listed.snapshots.as_slice() else {

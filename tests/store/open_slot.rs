@@ -50,7 +50,7 @@ impl Fixture {
         let config = BoardConfig::parse("1m", windows)
             .unwrap()
             .with_layout(layout);
-        boards.create_board(&board, config.clone()).await.unwrap();
+        boards.create(&board, config.clone()).await.unwrap();
         let raw = redis.raw().await;
         clock.set(ts(START + 10));
         Fixture {
@@ -73,7 +73,12 @@ impl Fixture {
             .map(|i| Event::new(format!("m{i}"), i as i64 + 1).at(ts(START + at)))
             .collect();
         for chunk in events.chunks(100) {
-            let outcome = self.boards.incr_batch(&self.board, chunk).await.unwrap();
+            let outcome = self
+                .boards
+                .windowed(&self.board)
+                .incr_batch(chunk)
+                .await
+                .unwrap();
             assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
         }
         let slot = self.oracle.config.slot_start(ts(START + at));
@@ -144,7 +149,8 @@ impl Fixture {
         for (j, w) in windows.iter().enumerate() {
             let page = self
                 .boards
-                .top(&self.board, Some(*w), 0, 1000)
+                .windowed(&self.board)
+                .top(Some(*w), 0, 1000)
                 .await
                 .unwrap();
             assert_eq!(ranking(&page), self.oracle.ranking(j, now), "window {w}");
@@ -173,7 +179,7 @@ impl Fixture {
     /// one call per small board.
     async fn retire(&self, chunked: bool) -> RetireReport {
         if chunked {
-            self.boards.retire(&self.board).await.unwrap()
+            self.boards.windowed(&self.board).retire().await.unwrap()
         } else {
             let board = Arc::new(self.boards.board(&self.board).await.unwrap());
             self.boards.retire_many(&[board]).await.remove(0).unwrap()
@@ -215,7 +221,7 @@ async fn compacted_once_closed(chunked: bool) {
     assert_eq!(f.hlen(&open).await, 0, "the plain hash is gone");
     assert_eq!(f.buckets(&open, geometry).await, written(n));
     f.assert_exact().await;
-    let history = f.boards.history(&f.board, "m5").await.unwrap();
+    let history = f.boards.windowed(&f.board).history("m5").await.unwrap();
     let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
     assert_eq!(points, [(START, 6)]);
 
@@ -354,7 +360,7 @@ async fn writes_to_the_closed_slot_during_compaction_stay_exact() {
                         Event::new(member, 1 + (k as i64 % 3)).at(ts(START + 20))
                     })
                     .collect();
-                boards.incr_batch(&board, &events).await.unwrap();
+                boards.windowed(&board).incr_batch(&events).await.unwrap();
                 recorded
                     .lock()
                     .unwrap()
@@ -367,7 +373,12 @@ async fn writes_to_the_closed_slot_during_compaction_stay_exact() {
         chunk_budget: Duration::from_micros(1),
         ..RetireOptions::default()
     };
-    let report = f.boards.retire_with(&f.board, options).await.unwrap();
+    let report = f
+        .boards
+        .windowed(&f.board)
+        .retire_with(options)
+        .await
+        .unwrap();
     writer.await.unwrap();
     for (member, delta) in recorded.lock().unwrap().iter() {
         f.oracle.record(START, member, *delta);
@@ -503,7 +514,7 @@ where
     });
     let retire = tokio::spawn({
         let board = f.board.clone();
-        async move { proxied.retire(&board).await.unwrap() }
+        async move { proxied.windowed(&board).retire().await.unwrap() }
     });
     proxy.wait_fired(1).await;
     meanwhile(f).await;
@@ -559,7 +570,12 @@ async fn a_field_removed_between_the_scan_and_the_move_is_skipped() {
     f.write(0..n, 10).await;
     f.at(70);
     let report = compact_with_a_pause(&mut f, async |f: &mut Fixture| {
-        let removed = f.boards.remove_member(&f.board, "m5").await.unwrap();
+        let removed = f
+            .boards
+            .windowed(&f.board)
+            .remove_member("m5")
+            .await
+            .unwrap();
         assert_eq!(removed.slot_values, 1);
         f.oracle.remove("m5");
     })

@@ -79,9 +79,13 @@ fn trend_ranks(page: &TrendPage) -> Vec<(u64, String)> {
 async fn board(h: &Harness, ties: Ties) -> String {
     let name = unique("pr");
     let config = BoardConfig::parse("1h", &["1h"]).unwrap().with_ties(ties);
-    h.boards.create_board(&name, config).await.unwrap();
+    h.boards.create(&name, config).await.unwrap();
     for (member, delta) in EVENTS {
-        h.boards.incr(&name, member, delta, None).await.unwrap();
+        h.boards
+            .windowed(&name)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
     }
     name
 }
@@ -94,30 +98,40 @@ async fn position_ties_number_members_one_two_three_in_every_read(h: Harness) {
     let ties = Ties::Position;
     let name = board(&h, ties).await;
     let b = &h.boards;
-    let top = b.top(&name, None, 0, 10).await.unwrap();
+    let top = b.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!(triples(&top.entries), at(ties, &[0, 1, 2, 3, 4, 5, 6, 7]));
     // Pages cut inside the tie groups, at both edges and in the middle.
-    let page = b.top(&name, None, 2, 3).await.unwrap();
+    let page = b.windowed(&name).top(None, 2, 3).await.unwrap();
     assert_eq!(triples(&page.entries), at(ties, &[2, 3, 4]));
-    let page = b.top(&name, None, 2, 1).await.unwrap();
+    let page = b.windowed(&name).top(None, 2, 1).await.unwrap();
     assert_eq!(triples(&page.entries), at(ties, &[2]));
-    let page = b.top(&name, None, 6, 10).await.unwrap();
+    let page = b.windowed(&name).top(None, 6, 10).await.unwrap();
     assert_eq!(triples(&page.entries), at(ties, &[6, 7]));
     // A score range: ranks stay ranks in the whole ranking.
     let range = ScoreRange::new(Some(3), Some(7)).unwrap();
-    let page = b.top_in_range(&name, None, range, 1, 3).await.unwrap();
+    let page = b
+        .windowed(&name)
+        .top_in_range(None, range, 1, 3)
+        .await
+        .unwrap();
     assert_eq!(triples(&page.entries), at(ties, &[2, 3, 4]));
     // A member's rank is its position; its percentile stays score-based (members tied
     // with it are not below it).
     for (member, rank, percentile) in [("b", 2, 0.5), ("d", 4, 0.5), ("g", 7, 0.125)] {
-        let s = b.score(&name, member, None).await.unwrap().unwrap();
+        let s = b
+            .windowed(&name)
+            .score(member, None)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!((s.rank, s.percentile), (Some(rank), percentile), "{member}");
     }
     // A negative total: answered, not ranked.
-    let x = b.score(&name, "x", None).await.unwrap().unwrap();
+    let x = b.windowed(&name).score("x", None).await.unwrap().unwrap();
     assert_eq!((x.score, x.rank, x.percentile), (-2, None, 0.0));
     let ranks = b
-        .ranks(&name, &["g", "x", "d", "b", "zz", "d"], None)
+        .windowed(&name)
+        .ranks(&["g", "x", "d", "b", "zz", "d"], None)
         .await
         .unwrap();
     let rank = |m: &str, score, rank| MemberRank {
@@ -136,11 +150,21 @@ async fn position_ties_number_members_one_two_three_in_every_read(h: Harness) {
             rank("d", 7, Some(4)),
         ]
     );
-    let around = b.around(&name, "c", None, 1).await.unwrap().unwrap();
+    let around = b
+        .windowed(&name)
+        .around("c", None, 1)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(triples(&around.entries), at(ties, &[1, 2, 3]));
-    let around = b.around(&name, "f", None, 1).await.unwrap().unwrap();
+    let around = b
+        .windowed(&name)
+        .around("f", None, 1)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(triples(&around.entries), at(ties, &[4, 5, 6]));
-    let bottom = b.bottom(&name, None, 0, 3).await.unwrap();
+    let bottom = b.windowed(&name).bottom(None, 0, 3).await.unwrap();
     assert_eq!(triples(&bottom.entries), at(ties, &[7, 6, 5]));
 }
 
@@ -149,11 +173,11 @@ async fn position_ties_follow_writes_and_are_fixed_when_the_board_is_created(h: 
     let name = board(&h, ties).await;
     let b = &h.boards;
     // a falls into the group of 7 and takes its place by name: a, b, c, d.
-    b.incr(&name, "a", -2, None).await.unwrap();
+    b.windowed(&name).incr("a", -2, None).await.unwrap();
     // h leaves the ranking (total 0), x comes in at 4, tied with nobody.
-    b.incr(&name, "h", -1, None).await.unwrap();
-    b.incr(&name, "x", 6, None).await.unwrap();
-    let top = b.top(&name, None, 0, 10).await.unwrap();
+    b.windowed(&name).incr("h", -1, None).await.unwrap();
+    b.windowed(&name).incr("x", 6, None).await.unwrap();
+    let top = b.windowed(&name).top(None, 0, 10).await.unwrap();
     let expected: Vec<(u64, String, i64)> = [
         ("a", 7),
         ("b", 7),
@@ -169,14 +193,14 @@ async fn position_ties_follow_writes_and_are_fixed_when_the_board_is_created(h: 
     .map(|(i, (m, s))| (i as u64 + 1, m.to_string(), *s))
     .collect();
     assert_eq!(triples(&top.entries), expected);
-    let s = b.score(&name, "c", None).await.unwrap().unwrap();
+    let s = b.windowed(&name).score("c", None).await.unwrap().unwrap();
     assert_eq!(s.rank, Some(3));
     // The option is fixed: the same config is the same board, another is a conflict.
     let config = BoardConfig::parse("1h", &["1h"]).unwrap();
-    let same = b.create_board(&name, config.clone().with_ties(ties)).await;
+    let same = b.create(&name, config.clone().with_ties(ties)).await;
     assert!(same.is_ok(), "{same:?}");
     let err = b
-        .create_board(&name, config.with_ties(Ties::Dense))
+        .create(&name, config.with_ties(Ties::Dense))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "board_conflict");
@@ -191,7 +215,8 @@ async fn bottom_pages_read_the_ranking_from_the_lowest_with_the_boards_ranks(h: 
             let name = name.clone();
             async move {
                 let page = b
-                    .ranking(&name, None, range, Order::Asc, offset, limit)
+                    .windowed(&name)
+                    .ranking(None, range, Order::Asc, offset, limit)
                     .await
                     .unwrap();
                 triples(&page.entries)
@@ -217,16 +242,18 @@ async fn bottom_pages_read_the_ranking_from_the_lowest_with_the_boards_ranks(h: 
         assert_eq!(asc(range, 2, 10).await, at(ties, &[4, 3, 2, 1]), "{ties:?}");
         assert_eq!(asc(range, 6, 10).await, at(ties, &[]), "{ties:?}");
         // bottom() is the same read; descending pages are unchanged.
-        let bottom = b.bottom(&name, None, 1, 2).await.unwrap();
+        let bottom = b.windowed(&name).bottom(None, 1, 2).await.unwrap();
         assert_eq!(triples(&bottom.entries), at(ties, &[6, 5]), "{ties:?}");
         let desc = b
-            .ranking(&name, None, all, Order::Desc, 1, 3)
+            .windowed(&name)
+            .ranking(None, all, Order::Desc, 1, 3)
             .await
             .unwrap();
         assert_eq!(triples(&desc.entries), at(ties, &[1, 2, 3]), "{ties:?}");
         // Around read ascending: the same entries, lowest first.
         let around = b
-            .around_with(&name, "c", None, 1, options(false, Order::Asc))
+            .windowed(&name)
+            .around_with("c", None, 1, options(false, Order::Asc))
             .await
             .unwrap()
             .unwrap();
@@ -241,7 +268,8 @@ async fn a_filled_page_around_a_member_is_full_and_shifted_at_the_ends(h: Harnes
         let around = |member: &'static str, n, fill, order| {
             let name = name.clone();
             async move {
-                b.around_with(&name, member, None, n, options(fill, order))
+                b.windowed(&name)
+                    .around_with(member, None, n, options(fill, order))
                     .await
                     .unwrap()
                     .map(|page| triples(&page.entries))
@@ -309,26 +337,27 @@ async fn a_snapshot_orders_tie_groups_inside_its_top_as_top_does(h: Harness) {
         .unwrap()
         .with_ties(ties)
         .with_snapshots(Some(SnapshotPolicy::new(6, 10).unwrap()));
-    h.boards.create_board(&name, config).await.unwrap();
+    h.boards.create(&name, config).await.unwrap();
     h.at(10);
     for (member, delta) in EVENTS {
-        h.boards.incr(&name, member, delta, None).await.unwrap();
+        h.boards
+            .windowed(&name)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
     }
     h.at(HOUR + 1);
-    assert!(h.boards.retire(&name).await.unwrap().complete);
+    assert!(h.boards.windowed(&name).retire().await.unwrap().complete);
     assert_eq!(
-        h.boards.take_snapshots(&name).await.unwrap(),
+        h.boards.windowed(&name).take_snapshots().await.unwrap(),
         SnapshotPass::Done { appended: 1 }
     );
-    let top = h.boards.top(&name, None, 0, 6).await.unwrap();
+    let top = h.boards.windowed(&name).top(None, 0, 6).await.unwrap();
     assert_eq!(triples(&top.entries), at(ties, &[0, 1, 2, 3, 4, 5]));
     let listed = h
         .boards
-        .snapshots(
-            &name,
-            None,
-            SnapshotRange::new(None, None, Some(1)).unwrap(),
-        )
+        .windowed(&name)
+        .snapshots(None, SnapshotRange::new(None, None, Some(1)).unwrap())
         .await
         .unwrap();
     let [snapshot] = listed.snapshots.as_slice() else {
@@ -341,15 +370,19 @@ async fn a_snapshot_orders_tie_groups_inside_its_top_as_top_does(h: Harness) {
     // top) and "bb" ties with e in a group that ends exactly at the cut.
     h.at(HOUR + 10);
     for (member, delta) in [("a", -2), ("bb", 5)] {
-        h.boards.incr(&name, member, delta, None).await.unwrap();
+        h.boards
+            .windowed(&name)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
     }
     h.at(2 * HOUR + 1);
-    assert!(h.boards.retire(&name).await.unwrap().complete);
+    assert!(h.boards.windowed(&name).retire().await.unwrap().complete);
     assert_eq!(
-        h.boards.take_snapshots(&name).await.unwrap(),
+        h.boards.windowed(&name).take_snapshots().await.unwrap(),
         SnapshotPass::Done { appended: 1 }
     );
-    let top = h.boards.top(&name, None, 0, 6).await.unwrap();
+    let top = h.boards.windowed(&name).top(None, 0, 6).await.unwrap();
     let expected: Vec<(u64, String, i64)> =
         [("a", 7), ("b", 7), ("c", 7), ("d", 7), ("bb", 5), ("e", 5)]
             .iter()
@@ -359,11 +392,8 @@ async fn a_snapshot_orders_tie_groups_inside_its_top_as_top_does(h: Harness) {
     assert_eq!(triples(&top.entries), expected);
     let listed = h
         .boards
-        .snapshots(
-            &name,
-            None,
-            SnapshotRange::new(None, None, Some(1)).unwrap(),
-        )
+        .windowed(&name)
+        .snapshots(None, SnapshotRange::new(None, None, Some(1)).unwrap())
         .await
         .unwrap();
     assert_eq!(
@@ -377,13 +407,14 @@ async fn a_snapshot_orders_tie_groups_inside_its_top_as_top_does(h: Harness) {
 async fn trending_boards_read_from_the_bottom_and_fill_the_page_around(h: Harness) {
     let name = unique("pt");
     h.boards
-        .create_trending(&name, TrendingConfig::parse("1h").unwrap())
+        .create(&name, TrendingConfig::parse("1h").unwrap())
         .await
         .unwrap();
     // Every event at the same instant: equal deltas are exactly equal scores.
     for (member, delta) in EVENTS {
         h.boards
-            .trend_incr(&name, member, delta, None)
+            .trending(&name)
+            .incr(member, delta, None)
             .await
             .unwrap();
     }
@@ -397,7 +428,8 @@ async fn trending_boards_read_from_the_bottom_and_fill_the_page_around(h: Harnes
     };
     let asc = |range, offset, limit| async move {
         let page = b
-            .trend_ranking(name, range, Order::Asc, offset, limit)
+            .trending(name)
+            .ranking(range, Order::Asc, offset, limit)
             .await
             .unwrap();
         trend_ranks(&page)
@@ -410,7 +442,8 @@ async fn trending_boards_read_from_the_bottom_and_fill_the_page_around(h: Harnes
     assert_eq!(asc(range, 0, 2).await, ranked(&[6, 5]));
     assert_eq!(asc(range, 2, 10).await, ranked(&[4, 3, 2, 1]));
     let around = |member: &'static str, n, fill, order| async move {
-        b.trend_around_with(name, member, n, options(fill, order))
+        b.trending(name)
+            .around_with(member, n, options(fill, order))
             .await
             .unwrap()
             .map(|page| trend_ranks(&page))

@@ -260,14 +260,14 @@ async fn run(
         .with_shards(s.shards)
         .unwrap();
     let name = unique("p");
-    memory.create_board(&name, config.clone()).await.unwrap();
-    on_redis.create_board(&name, config.clone()).await.unwrap();
+    memory.create(&name, config.clone()).await.unwrap();
+    on_redis.create(&name, config.clone()).await.unwrap();
     let mut oracle = Oracle::new(config.clone());
     let both = [&memory, &on_redis];
     if s.past_bound {
         for delta in [rollboard::MAX_ABS, -rollboard::MAX_ABS] {
             for rb in both {
-                rb.incr(&name, "huge", delta, None).await.unwrap();
+                rb.windowed(&name).incr("huge", delta, None).await.unwrap();
             }
             oracle.record(config.slot_start(clock.now()), "huge", delta);
         }
@@ -282,8 +282,8 @@ async fn run(
                     Op::Batch(items) => items.iter().map(|i| event(now, *i)).collect(),
                     _ => unreachable!(),
                 };
-                let a = memory.incr_batch(&name, &events).await.unwrap();
-                let b = on_redis.incr_batch(&name, &events).await.unwrap();
+                let a = memory.windowed(&name).incr_batch(&events).await.unwrap();
+                let b = on_redis.windowed(&name).incr_batch(&events).await.unwrap();
                 prop_assert_eq!(&a, &b);
                 for (i, e) in events.iter().enumerate() {
                     if !a.rejected.iter().any(|r| r.index == i) {
@@ -293,14 +293,14 @@ async fn run(
             }
             Op::Advance(seconds) => clock.advance_secs(*seconds),
             Op::Retire => {
-                let a = memory.retire(&name).await.unwrap();
-                let b = on_redis.retire(&name).await.unwrap();
+                let a = memory.windowed(&name).retire().await.unwrap();
+                let b = on_redis.windowed(&name).retire().await.unwrap();
                 prop_assert_eq!(
                     (a.slots_retired, a.fields_subtracted, a.members_zeroed),
                     (b.slots_retired, b.fields_subtracted, b.members_zeroed)
                 );
                 for (j, w) in windows.iter().enumerate() {
-                    let page = memory.top(&name, Some(*w), 0, 1000).await.unwrap();
+                    let page = memory.windowed(&name).top(Some(*w), 0, 1000).await.unwrap();
                     prop_assert_eq!(
                         ranking(&page),
                         oracle.ranking(j, now),
@@ -311,11 +311,13 @@ async fn run(
             }
             Op::Read { window } => {
                 let a = memory
-                    .top(&name, Some(windows[*window]), 0, 1000)
+                    .windowed(&name)
+                    .top(Some(windows[*window]), 0, 1000)
                     .await
                     .unwrap();
                 let b = on_redis
-                    .top(&name, Some(windows[*window]), 0, 1000)
+                    .windowed(&name)
+                    .top(Some(windows[*window]), 0, 1000)
                     .await
                     .unwrap();
                 prop_assert_eq!(&a, &b);
@@ -330,8 +332,12 @@ async fn run(
             }
             Op::Score { m, window } => {
                 let w = Some(windows[*window]);
-                let a = memory.score(&name, MEMBERS[*m], w).await.unwrap();
-                let b = on_redis.score(&name, MEMBERS[*m], w).await.unwrap();
+                let a = memory.windowed(&name).score(MEMBERS[*m], w).await.unwrap();
+                let b = on_redis
+                    .windowed(&name)
+                    .score(MEMBERS[*m], w)
+                    .await
+                    .unwrap();
                 prop_assert_eq!(a, b);
             }
             Op::Around {
@@ -345,11 +351,13 @@ async fn run(
                 let order = if *asc { Order::Asc } else { Order::Desc };
                 let options = AroundOptions { fill: *fill, order };
                 let a = memory
-                    .around_with(&name, MEMBERS[*m], w, *n, options)
+                    .windowed(&name)
+                    .around_with(MEMBERS[*m], w, *n, options)
                     .await
                     .unwrap();
                 let b = on_redis
-                    .around_with(&name, MEMBERS[*m], w, *n, options)
+                    .windowed(&name)
+                    .around_with(MEMBERS[*m], w, *n, options)
                     .await
                     .unwrap();
                 prop_assert_eq!(&a, &b);
@@ -368,8 +376,16 @@ async fn run(
                 limit,
             } => {
                 let w = Some(windows[*window]);
-                let a = memory.bottom(&name, w, *offset, *limit).await.unwrap();
-                let b = on_redis.bottom(&name, w, *offset, *limit).await.unwrap();
+                let a = memory
+                    .windowed(&name)
+                    .bottom(w, *offset, *limit)
+                    .await
+                    .unwrap();
+                let b = on_redis
+                    .windowed(&name)
+                    .bottom(w, *offset, *limit)
+                    .await
+                    .unwrap();
                 prop_assert_eq!(&a, &b);
                 if a.from == config.window_start(*window, now) {
                     let ranking = oracle.ranking(*window, now);
@@ -384,8 +400,8 @@ async fn run(
             Op::Ranks { window } => {
                 let w = Some(windows[*window]);
                 let asked = [&MEMBERS[..], &["zed"]].concat();
-                let a = memory.ranks(&name, &asked, w).await.unwrap();
-                let b = on_redis.ranks(&name, &asked, w).await.unwrap();
+                let a = memory.windowed(&name).ranks(&asked, w).await.unwrap();
+                let b = on_redis.windowed(&name).ranks(&asked, w).await.unwrap();
                 prop_assert_eq!(&a, &b);
                 if a.from == config.window_start(*window, now) {
                     let got: Vec<(String, i64, Option<u64>)> = a
@@ -411,11 +427,13 @@ async fn run(
                 let w = Some(windows[*window]);
                 let range = rollboard::ScoreRange::new(Some(*min), Some(min + span)).unwrap();
                 let a = memory
-                    .top_in_range(&name, w, range, *offset, 1000)
+                    .windowed(&name)
+                    .top_in_range(w, range, *offset, 1000)
                     .await
                     .unwrap();
                 let b = on_redis
-                    .top_in_range(&name, w, range, *offset, 1000)
+                    .windowed(&name)
+                    .top_in_range(w, range, *offset, 1000)
                     .await
                     .unwrap();
                 prop_assert_eq!(&a, &b);
@@ -431,8 +449,16 @@ async fn run(
                 }
             }
             Op::Remove { m } => {
-                let a = memory.remove_member(&name, MEMBERS[*m]).await.unwrap();
-                let b = on_redis.remove_member(&name, MEMBERS[*m]).await.unwrap();
+                let a = memory
+                    .windowed(&name)
+                    .remove_member(MEMBERS[*m])
+                    .await
+                    .unwrap();
+                let b = on_redis
+                    .windowed(&name)
+                    .remove_member(MEMBERS[*m])
+                    .await
+                    .unwrap();
                 prop_assert_eq!(a, b);
                 oracle.remove(MEMBERS[*m]);
             }
@@ -441,11 +467,15 @@ async fn run(
 
     let now = clock.now();
     for rb in both {
-        rb.retire(&name).await.unwrap();
+        rb.windowed(&name).retire().await.unwrap();
     }
     for (j, w) in windows.iter().enumerate() {
-        let a = memory.top(&name, Some(*w), 0, 1000).await.unwrap();
-        let b = on_redis.top(&name, Some(*w), 0, 1000).await.unwrap();
+        let a = memory.windowed(&name).top(Some(*w), 0, 1000).await.unwrap();
+        let b = on_redis
+            .windowed(&name)
+            .top(Some(*w), 0, 1000)
+            .await
+            .unwrap();
         prop_assert_eq!(&a, &b);
         prop_assert_eq!(a.from, config.window_start(j, now));
         let expected = oracle.ranking(j, now);
@@ -461,7 +491,12 @@ async fn run(
             let below = expected.iter().filter(|(_, o)| o < s).count() as f64;
             let want = below / expected.len() as f64;
             for rb in both {
-                let standing = rb.score(&name, m, Some(*w)).await.unwrap().unwrap();
+                let standing = rb
+                    .windowed(&name)
+                    .score(m, Some(*w))
+                    .await
+                    .unwrap()
+                    .unwrap();
                 prop_assert_eq!(
                     standing.percentile,
                     want,
@@ -472,8 +507,11 @@ async fn run(
             }
         }
         for m in MEMBERS {
-            let history = memory.history(&name, m).await.unwrap();
-            prop_assert_eq!(&history, &on_redis.history(&name, m).await.unwrap());
+            let history = memory.windowed(&name).history(m).await.unwrap();
+            prop_assert_eq!(
+                &history,
+                &on_redis.windowed(&name).history(m).await.unwrap()
+            );
         }
     }
     if let Some(redis) = redis {

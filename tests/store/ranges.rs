@@ -28,7 +28,7 @@ async fn seeded(h: &Harness) -> String {
     .into_iter()
     .map(|(m, d)| Event::new(m, d))
     .collect();
-    h.boards.incr_batch(&name, &events).await.unwrap();
+    h.boards.windowed(&name).incr_batch(&events).await.unwrap();
     name
 }
 
@@ -36,7 +36,13 @@ async fn percentile_is_the_share_of_ranked_members_strictly_below(h: Harness) {
     let name = seeded(&h).await;
     let mut got = Vec::new();
     for member in ["bob", "alice", "carol", "dave", "frank"] {
-        let s = h.boards.score(&name, member, None).await.unwrap().unwrap();
+        let s = h
+            .boards
+            .windowed(&name)
+            .score(member, None)
+            .await
+            .unwrap()
+            .unwrap();
         got.push((member, s.rank, s.percentile));
     }
     assert_eq!(
@@ -50,8 +56,18 @@ async fn percentile_is_the_share_of_ranked_members_strictly_below(h: Harness) {
         ]
     );
     let alone = h.board("1h", &["1h"]).await;
-    h.boards.incr(&alone, "only", 3, None).await.unwrap();
-    let s = h.boards.score(&alone, "only", None).await.unwrap().unwrap();
+    h.boards
+        .windowed(&alone)
+        .incr("only", 3, None)
+        .await
+        .unwrap();
+    let s = h
+        .boards
+        .windowed(&alone)
+        .score("only", None)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((s.rank, s.percentile), (Some(1), 0.0));
 }
 
@@ -66,7 +82,8 @@ async fn top_in(
     let range = ScoreRange::new(min, max).unwrap();
     let page = h
         .boards
-        .top_in_range(name, None, range, offset, limit)
+        .windowed(name)
+        .top_in_range(None, range, offset, limit)
         .await
         .unwrap();
     page.entries
@@ -135,7 +152,7 @@ async fn score_range_pages_cut_through_tie_groups_like_the_whole_ranking(h: Harn
         .map(|i| (i * 7919) % 300)
         .map(|i| Event::new(format!("m{i:03}"), 1 + i % 10))
         .collect();
-    h.boards.incr_batch(&name, &events).await.unwrap();
+    h.boards.windowed(&name).incr_batch(&events).await.unwrap();
     let whole = top_in(&h, &name, None, None, 0, 1000).await;
     assert_eq!(whole.len(), 300);
     let inside: Vec<_> = whole
@@ -168,18 +185,22 @@ async fn a_reversed_or_oversized_range_is_an_invalid_query(h: Harness) {
     let oversized = ScoreRange::new(Some(rollboard::MAX_ABS + 1), None).unwrap_err();
     assert_eq!(oversized.code(), "invalid_query");
     let range = ScoreRange::new(Some(1), None).unwrap();
-    let zero = h.boards.top_in_range(&name, None, range, 0, 0).await;
+    let zero = h
+        .boards
+        .windowed(&name)
+        .top_in_range(None, range, 0, 0)
+        .await;
     assert_eq!(zero.unwrap_err().code(), "invalid_query");
 }
 
 async fn describe_counts_ranked_members_per_window(h: Harness) {
     let name = h.board("1h", &["1h", "2h"]).await;
     for (m, d) in [("a", 3), ("b", -2), ("c", 1)] {
-        h.boards.incr(&name, m, d, None).await.unwrap();
+        h.boards.windowed(&name).incr(m, d, None).await.unwrap();
     }
     h.at(3600);
-    h.boards.incr(&name, "d", 4, None).await.unwrap();
-    h.boards.retire(&name).await.unwrap();
+    h.boards.windowed(&name).incr("d", 4, None).await.unwrap();
+    h.boards.windowed(&name).retire().await.unwrap();
     let status = h.boards.describe_board(&name).await.unwrap();
     let counts: Vec<(u64, u64)> = status
         .windows

@@ -36,7 +36,8 @@ on_every_store!(
 /// The counts of `key` as `(window, count)` pairs.
 async fn counts(h: &Harness, key: &str, windows: &[&str]) -> Vec<(String, u64)> {
     h.boards
-        .rate_counts(key, Some(windows))
+        .rates()
+        .counts(key, Some(windows))
         .await
         .unwrap()
         .counts
@@ -55,7 +56,8 @@ async fn hit_codes(
     hits: &[(String, u64, Option<rollboard::Timestamp>)],
 ) -> Vec<Result<usize, &'static str>> {
     h.boards
-        .rate_hits(hits)
+        .rates()
+        .hits(hits)
         .await
         .unwrap()
         .into_iter()
@@ -67,8 +69,8 @@ const ALL: [&str; 5] = ["5s", "5m", "5h", "5d", "180d"];
 
 async fn a_hit_counts_in_every_window_while_its_slot_is_inside(h: Harness) {
     let key = unique("u");
-    assert_eq!(h.boards.rate_hit(&key, 3, None).await.unwrap(), 4);
-    let read = h.boards.rate_counts(&key, None).await.unwrap();
+    assert_eq!(h.boards.rates().hit(&key, 3, None).await.unwrap(), 4);
+    let read = h.boards.rates().counts(&key, None).await.unwrap();
     assert_eq!(read.at, ts(START));
     let all = |n| pairs(&[("5s", n), ("5m", n), ("5h", n), ("5d", n), ("180d", n)]);
     assert_eq!(counts(&h, &key, &ALL).await, all(3));
@@ -96,7 +98,8 @@ async fn out_of_order_hits_are_counted_exactly(h: Harness) {
     h.at(10);
     for at in [9, 7, 10, 3, 8, 9] {
         h.boards
-            .rate_hit(&key, 1, Some(ts(START + at)))
+            .rates()
+            .hit(&key, 1, Some(ts(START + at)))
             .await
             .unwrap();
     }
@@ -111,12 +114,12 @@ async fn a_silent_cycle_resets_the_tier(h: Harness) {
     let key = unique("u");
     for s in 0..60 {
         h.at(s);
-        h.boards.rate_hit(&key, 1, None).await.unwrap();
+        h.boards.rates().hit(&key, 1, None).await.unwrap();
     }
     assert_eq!(counts(&h, &key, &["60s"]).await, pairs(&[("1m", 60)]));
     // Silent for more than the second tier's whole cycle, then one hit.
     h.at(185);
-    h.boards.rate_hit(&key, 2, None).await.unwrap();
+    h.boards.rates().hit(&key, 2, None).await.unwrap();
     assert_eq!(
         counts(&h, &key, &["5s", "60s", "5m"]).await,
         pairs(&[("5s", 2), ("1m", 2), ("5m", 62)])
@@ -126,9 +129,9 @@ async fn a_silent_cycle_resets_the_tier(h: Harness) {
 async fn a_clock_going_backwards_never_corrupts_other_slots(h: Harness) {
     let key = unique("u");
     h.at(100);
-    h.boards.rate_hit(&key, 1, None).await.unwrap();
+    h.boards.rates().hit(&key, 1, None).await.unwrap();
     h.at(50);
-    h.boards.rate_hit(&key, 2, None).await.unwrap();
+    h.boards.rates().hit(&key, 2, None).await.unwrap();
     // At 50, the hit at 100 is still ahead.
     assert_eq!(
         counts(&h, &key, &["5s", "60s"]).await,
@@ -141,7 +144,7 @@ async fn a_clock_going_backwards_never_corrupts_other_slots(h: Harness) {
     );
     // Back by more than the second tier's cycle: too late there, counted in the others.
     h.at(20);
-    assert_eq!(h.boards.rate_hit(&key, 4, None).await.unwrap(), 3);
+    assert_eq!(h.boards.rates().hit(&key, 4, None).await.unwrap(), 3);
     h.at(100);
     assert_eq!(
         counts(&h, &key, &["5s", "60s", "5m"]).await,
@@ -152,11 +155,12 @@ async fn a_clock_going_backwards_never_corrupts_other_slots(h: Harness) {
 async fn late_hits_count_in_the_tiers_that_still_hold_them(h: Harness) {
     let key = unique("u");
     h.at(1000);
-    h.boards.rate_hit(&key, 1, None).await.unwrap();
+    h.boards.rates().hit(&key, 1, None).await.unwrap();
     // Two minutes late: the second tier (60 s) no longer holds it.
     assert_eq!(
         h.boards
-            .rate_hit(&key, 5, Some(ts(START + 880)))
+            .rates()
+            .hit(&key, 5, Some(ts(START + 880)))
             .await
             .unwrap(),
         3
@@ -164,7 +168,8 @@ async fn late_hits_count_in_the_tiers_that_still_hold_them(h: Harness) {
     // 30 s late: every tier holds it.
     assert_eq!(
         h.boards
-            .rate_hit(&key, 7, Some(ts(START + 970)))
+            .rates()
+            .hit(&key, 7, Some(ts(START + 970)))
             .await
             .unwrap(),
         4
@@ -177,10 +182,11 @@ async fn late_hits_count_in_the_tiers_that_still_hold_them(h: Harness) {
 
 async fn hits_too_old_for_every_tier_are_too_late_and_change_nothing(h: Harness) {
     let key = unique("u");
-    h.boards.rate_hit(&key, 1, None).await.unwrap();
+    h.boards.rates().hit(&key, 1, None).await.unwrap();
     let err = h
         .boards
-        .rate_hit(&key, 1, Some(ts(START - 367 * 86_400)))
+        .rates()
+        .hit(&key, 1, Some(ts(START - 367 * 86_400)))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "too_late");
@@ -194,7 +200,8 @@ async fn future_hits_count_once_their_time_comes_and_beyond_the_skew_are_rejecte
     let key = unique("u");
     let err = h
         .boards
-        .rate_hit(&key, 1, Some(ts(START + 61)))
+        .rates()
+        .hit(&key, 1, Some(ts(START + 61)))
         .await
         .unwrap_err();
     assert!(
@@ -208,7 +215,8 @@ async fn future_hits_count_once_their_time_comes_and_beyond_the_skew_are_rejecte
         "{err:?}"
     );
     h.boards
-        .rate_hit(&key, 1, Some(ts(START + 30)))
+        .rates()
+        .hit(&key, 1, Some(ts(START + 30)))
         .await
         .unwrap();
     assert_eq!(
@@ -221,35 +229,41 @@ async fn future_hits_count_once_their_time_comes_and_beyond_the_skew_are_rejecte
 
 async fn bad_input_is_rejected_with_its_code(h: Harness) {
     let codes = [
-        h.boards.rate_hit("", 1, None).await.unwrap_err().code(),
+        h.boards.rates().hit("", 1, None).await.unwrap_err().code(),
         h.boards
-            .rate_hit(&"k".repeat(257), 1, None)
+            .rates()
+            .hit(&"k".repeat(257), 1, None)
             .await
             .unwrap_err()
             .code(),
-        h.boards.rate_hit("k", 0, None).await.unwrap_err().code(),
+        h.boards.rates().hit("k", 0, None).await.unwrap_err().code(),
         h.boards
-            .rate_hit("k", 1 << 32, None)
-            .await
-            .unwrap_err()
-            .code(),
-        h.boards
-            .rate_counts("k", Some(&["90s"]))
-            .await
-            .unwrap_err()
-            .code(),
-        h.boards
-            .rate_counts("k", Some(&["soon"]))
+            .rates()
+            .hit("k", 1 << 32, None)
             .await
             .unwrap_err()
             .code(),
         h.boards
-            .rate_check("k", 10, "25h", 1)
+            .rates()
+            .counts("k", Some(&["90s"]))
             .await
             .unwrap_err()
             .code(),
         h.boards
-            .rate_check("k", 1 << 60, "5s", 1)
+            .rates()
+            .counts("k", Some(&["soon"]))
+            .await
+            .unwrap_err()
+            .code(),
+        h.boards
+            .rates()
+            .check("k", 10, "25h", 1)
+            .await
+            .unwrap_err()
+            .code(),
+        h.boards
+            .rates()
+            .check("k", 1 << 60, "5s", 1)
             .await
             .unwrap_err()
             .code(),
@@ -274,14 +288,14 @@ async fn check_allows_up_to_the_limit_and_says_when_to_retry(h: Harness) {
     let key = unique("u");
     let mut seen = Vec::new();
     for _ in 0..3 {
-        let v = h.boards.rate_check(&key, 3, "5s", 1).await.unwrap();
+        let v = h.boards.rates().check(&key, 3, "5s", 1).await.unwrap();
         seen.push((v.allowed, v.count, v.retry_after));
     }
     h.clock
         .set(rollboard::Timestamp::from_unix_millis(START * 1000 + 2500).unwrap());
-    let denied = h.boards.rate_check(&key, 3, "5s", 1).await.unwrap();
+    let denied = h.boards.rates().check(&key, 3, "5s", 1).await.unwrap();
     seen.push((denied.allowed, denied.count, denied.retry_after));
-    let never = h.boards.rate_check(&key, 3, "5s", 4).await.unwrap();
+    let never = h.boards.rates().check(&key, 3, "5s", 4).await.unwrap();
     seen.push((never.allowed, never.count, never.retry_after));
     let zero = Some(Duration::ZERO);
     assert_eq!(
@@ -301,16 +315,24 @@ async fn check_allows_up_to_the_limit_and_says_when_to_retry(h: Harness) {
         pairs(&[("5s", 3), ("5m", 3)])
     );
     h.at(5);
-    assert!(h.boards.rate_check(&key, 3, "5s", 1).await.unwrap().allowed);
+    assert!(
+        h.boards
+            .rates()
+            .check(&key, 3, "5s", 1)
+            .await
+            .unwrap()
+            .allowed
+    );
 }
 
 async fn a_slot_counter_never_overflows(h: Harness) {
     let key = unique("u");
     h.boards
-        .rate_hit(&key, u64::from(u32::MAX), None)
+        .rates()
+        .hit(&key, u64::from(u32::MAX), None)
         .await
         .unwrap();
-    let err = h.boards.rate_hit(&key, 1, None).await.unwrap_err();
+    let err = h.boards.rates().hit(&key, 1, None).await.unwrap_err();
     assert_eq!(err.code(), "rate_overflow");
     assert_eq!(
         counts(&h, &key, &["5s", "180d"]).await,
@@ -318,9 +340,9 @@ async fn a_slot_counter_never_overflows(h: Harness) {
     );
     // The next second has a fresh counter; the 5-second window sums past 2^32.
     h.at(1);
-    h.boards.rate_hit(&key, 1, None).await.unwrap_err();
+    h.boards.rates().hit(&key, 1, None).await.unwrap_err();
     h.at(86_400);
-    h.boards.rate_hit(&key, 5, None).await.unwrap();
+    h.boards.rates().hit(&key, 5, None).await.unwrap();
     assert_eq!(
         counts(&h, &key, &["5s", "5d"]).await,
         pairs(&[("5s", 5), ("5d", u64::from(u32::MAX) + 5)])
@@ -329,11 +351,11 @@ async fn a_slot_counter_never_overflows(h: Harness) {
 
 async fn delete_forgets_a_key(h: Harness) {
     let key = unique("u");
-    h.boards.rate_hit(&key, 2, None).await.unwrap();
-    assert!(h.boards.rate_delete(&key).await.unwrap());
-    assert!(!h.boards.rate_delete(&key).await.unwrap());
+    h.boards.rates().hit(&key, 2, None).await.unwrap();
+    assert!(h.boards.rates().delete(&key).await.unwrap());
+    assert!(!h.boards.rates().delete(&key).await.unwrap());
     assert_eq!(counts(&h, &key, &["5s"]).await, pairs(&[("5s", 0)]));
-    h.boards.rate_hit(&key, 1, None).await.unwrap();
+    h.boards.rates().hit(&key, 1, None).await.unwrap();
     assert_eq!(counts(&h, &key, &["5s"]).await, pairs(&[("5s", 1)]));
 }
 
@@ -354,7 +376,11 @@ async fn keys_with_tags_separators_and_non_ascii_never_share_counts(h: Harness) 
     let prefix = unique("k");
     for (i, k) in TRICKY.iter().enumerate() {
         let key = format!("{prefix}{k}");
-        h.boards.rate_hit(&key, i as u64 + 1, None).await.unwrap();
+        h.boards
+            .rates()
+            .hit(&key, i as u64 + 1, None)
+            .await
+            .unwrap();
     }
     for (i, k) in TRICKY.iter().enumerate() {
         let key = format!("{prefix}{k}");
@@ -397,7 +423,7 @@ async fn an_overflowing_hit_in_a_batch_changes_nothing_and_the_others_count(h: H
     let (a, b) = (unique("a"), unique("b"));
     let max = u64::from(u32::MAX);
     h.at(30);
-    h.boards.rate_hit(&a, max - 2, None).await.unwrap();
+    h.boards.rates().hit(&a, max - 2, None).await.unwrap();
     let hits = vec![
         (a.clone(), 1, None),
         (b.clone(), 3, None),
@@ -445,7 +471,7 @@ async fn a_batch_of_one_key_longer_than_one_call_counts_every_hit_in_order(h: Ha
             ]
         })
         .collect();
-    let statuses = h.boards.rate_hits(&hits).await.unwrap();
+    let statuses = h.boards.rates().hits(&hits).await.unwrap();
     assert_eq!(statuses.iter().filter(|s| s.is_ok()).count(), 1200);
     // 5m at START holds its minute (second 0) and the 4 before (seconds -240..=-1).
     let want = pairs(&[("5s", 5), ("1m", 60), ("5m", 241), ("5h", 600)]);
@@ -466,7 +492,8 @@ async fn a_hit_leaves_the_ring_when_a_later_hit_of_its_batch_moves_the_head_past
     ];
     let statuses: Vec<usize> = h
         .boards
-        .rate_hits(&hits)
+        .rates()
+        .hits(&hits)
         .await
         .unwrap()
         .into_iter()
@@ -483,7 +510,8 @@ async fn a_hit_leaves_the_ring_when_a_later_hit_of_its_batch_moves_the_head_past
 /// The counts of `key` as `(window, count)` pairs, each window with full coverage.
 async fn full_counts(h: &Harness, key: &str, windows: &[&str]) -> Vec<(String, u64)> {
     h.boards
-        .rate_counts_with(key, Some(windows), Coverage::Full)
+        .rates()
+        .counts_with(key, Some(windows), Coverage::Full)
         .await
         .unwrap()
         .counts
@@ -495,7 +523,7 @@ async fn full_counts(h: &Harness, key: &str, windows: &[&str]) -> Vec<(String, u
 async fn full_coverage_counts_the_oldest_slot_whole(h: Harness) {
     let key = unique("u");
     h.at(50);
-    h.boards.rate_hit(&key, 3, None).await.unwrap();
+    h.boards.rates().hit(&key, 3, None).await.unwrap();
     // Read 4 min 19 s later: "5m" counts minutes 1..=5 and misses the 3 hits of minute
     // 0 (it covers only the last 4 min 9 s whole); with full coverage it counts them.
     h.at(50 + 259);
@@ -510,7 +538,8 @@ async fn full_coverage_counts_the_oldest_slot_whole(h: Harness) {
     // Default windows: the current slot and one more each.
     let read = h
         .boards
-        .rate_counts_with(&key, None, Coverage::Full)
+        .rates()
+        .counts_with(&key, None, Coverage::Full)
         .await
         .unwrap();
     let got: Vec<(String, u64)> = read
@@ -534,7 +563,8 @@ async fn a_full_coverage_check_refuses_until_the_oldest_slot_leaves(h: Harness) 
         let (boards, key) = (&h.boards, &key);
         async move {
             let v = boards
-                .rate_check_with(key, 3, "5m", 1, Coverage::Full)
+                .rates()
+                .check_with(key, 3, "5m", 1, Coverage::Full)
                 .await
                 .unwrap();
             (v.allowed, v.count, v.retry_after)
@@ -548,7 +578,7 @@ async fn a_full_coverage_check_refuses_until_the_oldest_slot_leaves(h: Harness) 
     // it), and 4 hits would then sit within 5 minutes; the full one refuses until minute
     // 0 leaves at START + 360.
     h.at(309);
-    let partial = h.boards.rate_counts(&key, Some(&["5m"])).await.unwrap();
+    let partial = h.boards.rates().counts(&key, Some(&["5m"])).await.unwrap();
     assert_eq!(partial.counts[0].1, 0);
     assert_eq!(check(309).await, (false, 3, Some(Duration::from_secs(51))));
     assert_eq!(check(359).await, (false, 3, Some(Duration::from_secs(1))));
@@ -559,7 +589,7 @@ async fn a_full_coverage_check_refuses_until_the_oldest_slot_leaves(h: Harness) 
 async fn full_coverage_a_tier_cannot_hold_goes_to_the_next_tier_or_is_refused(h: Harness) {
     let key = unique("u");
     h.at(50);
-    h.boards.rate_hit(&key, 2, None).await.unwrap();
+    h.boards.rates().hit(&key, 2, None).await.unwrap();
     // "60s" with full coverage needs 61 one-second slots: the minute tier answers it,
     // the current minute and the one before (at least 60 s, at most 120 s of the past).
     h.at(115);
@@ -567,7 +597,8 @@ async fn full_coverage_a_tier_cannot_hold_goes_to_the_next_tier_or_is_refused(h:
     assert_eq!(full_counts(&h, &key, &["60s"]).await, pairs(&[("1m", 2)]));
     let v = h
         .boards
-        .rate_check_with(&key, 2, "60s", 1, Coverage::Full)
+        .rates()
+        .check_with(&key, 2, "60s", 1, Coverage::Full)
         .await
         .unwrap();
     assert_eq!(
@@ -577,7 +608,8 @@ async fn full_coverage_a_tier_cannot_hold_goes_to_the_next_tier_or_is_refused(h:
     // No tier holds 367 days: refused, saying why.
     let err = h
         .boards
-        .rate_counts_with(&key, Some(&["366d"]), Coverage::Full)
+        .rates()
+        .counts_with(&key, Some(&["366d"]), Coverage::Full)
         .await
         .unwrap_err();
     assert_eq!(err.code(), "invalid_rate_window");
@@ -588,7 +620,8 @@ async fn full_coverage_a_tier_cannot_hold_goes_to_the_next_tier_or_is_refused(h:
     );
     let err = h
         .boards
-        .rate_check_with(&key, 2, "366d", 1, Coverage::Full)
+        .rates()
+        .check_with(&key, 2, "366d", 1, Coverage::Full)
         .await
         .unwrap_err();
     assert_eq!(err.code(), "invalid_rate_window");
@@ -708,7 +741,9 @@ async fn concurrent_batches_to_the_same_keys_merged_in_flight_count_exactly(h: H
             h.at(103);
         }
         let (boards, hits) = (h.boards.clone(), merged_batch(&keys, b));
-        tasks.push(tokio::spawn(async move { boards.rate_hits(&hits).await }));
+        tasks.push(tokio::spawn(
+            async move { boards.rates().hits(&hits).await },
+        ));
     }
     for task in tasks {
         let codes: Vec<Result<usize, &str>> = task
@@ -770,14 +805,14 @@ async fn sixty_four_concurrent_batches_of_one_key_are_one_script_call() {
     let redis = TestRedis::spawn().await;
     let boards = with_clock(redis.store().await, &clock());
     // The script loaded and the committer started.
-    boards.rate_hit(&unique("warm"), 1, None).await.unwrap();
+    boards.rates().hit(&unique("warm"), 1, None).await.unwrap();
     let mut raw = redis.raw().await;
     let before = evalsha_calls(&mut raw).await;
     let key = unique("hot");
     let sends = (1..=64u64).map(|c| {
         let boards = boards.clone();
         let key = key.clone();
-        async move { boards.rate_hits(&[(key, c, None)]).await }
+        async move { boards.rates().hits(&[(key, c, None)]).await }
     });
     let replies = futures_util::future::join_all(sends).await;
     for reply in replies {
@@ -793,7 +828,8 @@ async fn sixty_four_concurrent_batches_of_one_key_are_one_script_call() {
     assert_eq!(evalsha_calls(&mut raw).await - before, 1);
     let sum = 64 * 65 / 2;
     let read = boards
-        .rate_counts(&key, Some(&["1s", "180d"]))
+        .rates()
+        .counts(&key, Some(&["1s", "180d"]))
         .await
         .unwrap();
     let got: Vec<u64> = read.counts.into_iter().map(|(_, c)| c).collect();
@@ -819,7 +855,8 @@ async fn each_rate_key_is_one_redis_key_whose_tag_is_the_whole_encoded_key() {
     let prefix = unique("t");
     for k in TRICKY {
         h.boards
-            .rate_hit(&format!("{prefix}{k}"), 1, None)
+            .rates()
+            .hit(&format!("{prefix}{k}"), 1, None)
             .await
             .unwrap();
     }
@@ -847,7 +884,7 @@ async fn a_rate_key_expires_when_its_newest_slot_leaves_its_longest_tier() {
     let h = Harness::redis().await;
     let redis = h.redis.as_ref().unwrap();
     let key = unique("x");
-    h.boards.rate_hit(&key, 1, None).await.unwrap();
+    h.boards.rates().hit(&key, 1, None).await.unwrap();
     let name = redis_keys(redis, &format!("rate_{{{key}}}_*"))
         .await
         .remove(0);
@@ -873,7 +910,7 @@ async fn a_batch_sent_after_a_script_flush_reloads_and_counts_each_hit_once() {
     let h = Harness::redis().await;
     let redis = h.redis.as_ref().unwrap();
     let (a, b) = (unique("a"), unique("b"));
-    h.boards.rate_hit(&a, 1, None).await.unwrap();
+    h.boards.rates().hit(&a, 1, None).await.unwrap();
     let mut raw = redis.raw().await;
     let _: () = ::redis::cmd("SCRIPT")
         .arg("FLUSH")
@@ -888,7 +925,8 @@ async fn a_batch_sent_after_a_script_flush_reloads_and_counts_each_hit_once() {
     ];
     let statuses: Vec<usize> = h
         .boards
-        .rate_hits(&hits)
+        .rates()
+        .hits(&hits)
         .await
         .unwrap()
         .into_iter()
@@ -919,7 +957,8 @@ async fn a_busy_key_with_every_tier_populated_takes_under_4_kb() {
     }
     assert!(
         h.boards
-            .rate_hits(&hits)
+            .rates()
+            .hits(&hits)
             .await
             .unwrap()
             .iter()
@@ -939,7 +978,8 @@ async fn a_busy_key_with_every_tier_populated_takes_under_4_kb() {
     assert!(bytes <= 4096, "{bytes}");
     let read = h
         .boards
-        .rate_counts(&key, Some(&["60s", "60m", "24h", "366d"]))
+        .rates()
+        .counts(&key, Some(&["60s", "60m", "24h", "366d"]))
         .await
         .unwrap();
     let got: Vec<u64> = read.counts.iter().map(|(_, c)| *c).collect();
@@ -958,7 +998,13 @@ async fn eight_clients_sending_400_checks_against_a_limit_of_100_get_exactly_100
         tasks.push(tokio::spawn(async move {
             let mut allowed = 0;
             for _ in 0..50 {
-                if boards.rate_check(&key, 100, "1m", 1).await.unwrap().allowed {
+                if boards
+                    .rates()
+                    .check(&key, 100, "1m", 1)
+                    .await
+                    .unwrap()
+                    .allowed
+                {
                     allowed += 1;
                 }
             }
@@ -971,6 +1017,6 @@ async fn eight_clients_sending_400_checks_against_a_limit_of_100_get_exactly_100
     }
     assert_eq!(allowed, 100);
     let boards = with_clock(redis.store().await, &clock);
-    let read = boards.rate_counts(&key, Some(&["1m"])).await.unwrap();
+    let read = boards.rates().counts(&key, Some(&["1m"])).await.unwrap();
     assert_eq!(read.counts[0].1, 100);
 }

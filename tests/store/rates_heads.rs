@@ -47,7 +47,8 @@ async fn ring(raw: &mut ::redis::aio::MultiplexedConnection, key: &str) -> (Vec<
 /// The answers of one batch (tiers that counted each hit, or the error's code).
 async fn answers(boards: &Rollboard, batch: &Batch) -> Vec<Result<usize, &'static str>> {
     boards
-        .rate_hits(batch)
+        .rates()
+        .hits(batch)
         .await
         .unwrap()
         .into_iter()
@@ -172,13 +173,13 @@ async fn a_stale_guess_is_undone_and_the_hits_count_as_without_it() {
     pair.clock.set(ts(START + 3));
     let other = with_clock(pair.redis.store().await, &pair.clock);
     for key in [&pair.guessed, &pair.plain] {
-        other.rate_hit(key, 4, None).await.unwrap();
+        other.rates().hit(key, 4, None).await.unwrap();
     }
     pair.hit(5, &[(1, None)]).await;
     // A check through another client moves it again.
     pair.clock.set(ts(START + 9));
     for key in [&pair.guessed, &pair.plain] {
-        other.rate_check(key, 100, "1m", 2).await.unwrap();
+        other.rates().check(key, 100, "1m", 2).await.unwrap();
     }
     pair.hit(12, &[(3, None)]).await;
     pair.hit(13, &[(1, None)]).await;
@@ -198,7 +199,8 @@ async fn a_stale_guess_is_undone_and_the_hits_count_as_without_it() {
     assert_eq!(bytes.len(), 2072);
     assert!(pttl > 366 * 86_400_000 - 60_000, "{pttl}");
     let counts = with_clock(pair.store.clone(), &pair.clock)
-        .rate_counts(&pair.guessed, Some(&["1m", "5d"]))
+        .rates()
+        .counts(&pair.guessed, Some(&["1m", "5d"]))
         .await
         .unwrap();
     let got: Vec<u64> = counts.counts.into_iter().map(|(_, c)| c).collect();
@@ -206,9 +208,9 @@ async fn a_stale_guess_is_undone_and_the_hits_count_as_without_it() {
     // Deleted through the store that guesses, then hit again at an older second: the
     // store forgot the key and makes it afresh.
     let guessing = with_clock(pair.store.clone(), &pair.clock);
-    guessing.rate_delete(&pair.guessed).await.unwrap();
+    guessing.rates().delete(&pair.guessed).await.unwrap();
     let fresh = with_clock(pair.redis.store().await, &pair.clock);
-    fresh.rate_delete(&pair.plain).await.unwrap();
+    fresh.rates().delete(&pair.plain).await.unwrap();
     pair.hit(15, &[(2, None)]).await;
 }
 
@@ -232,7 +234,7 @@ async fn a_moved_head_costs_one_bitfield_and_a_fresh_key_one_set() {
     let clock = clock();
     let boards = with_clock(redis.store().await, &clock);
     // The script loaded and the committer started.
-    boards.rate_hit(&unique("warm"), 1, None).await.unwrap();
+    boards.rates().hit(&unique("warm"), 1, None).await.unwrap();
     let mut raw = redis.raw().await;
     let key = unique("k");
     // (second, BITFIELD, SETRANGE, PEXPIRE, SET) per hit at that second.
@@ -248,7 +250,7 @@ async fn a_moved_head_costs_one_bitfield_and_a_fresh_key_one_set() {
     for (second, cost) in steps {
         clock.set(ts(START + second));
         let before = commands(&mut raw).await;
-        boards.rate_hit(&key, 1, None).await.unwrap();
+        boards.rates().hit(&key, 1, None).await.unwrap();
         let after = commands(&mut raw).await;
         let spent: Vec<u64> = after.iter().zip(before).map(|(a, b)| a - b).collect();
         assert_eq!(spent, cost, "at {second}");
@@ -271,7 +273,7 @@ async fn fresh_keys_of_one_batch_with_the_same_hits_each_get_their_own_ring() {
     batch.push((keys[3].clone(), 5, None));
     assert_eq!(answers(&boards, &batch).await, vec![Ok(4); 7]);
     clock.set(ts(START + 31));
-    boards.rate_hit(&keys[1], 4, None).await.unwrap();
+    boards.rates().hit(&keys[1], 4, None).await.unwrap();
     let mut raw = redis.raw().await;
     // At 31: the second 31, 30 to 31, 29 to 31, the hour.
     for (k, want) in [[0, 2, 3, 3], [4, 6, 7, 7], [0, 2, 3, 3], [0, 5, 5, 5]]
@@ -279,7 +281,8 @@ async fn fresh_keys_of_one_batch_with_the_same_hits_each_get_their_own_ring() {
         .enumerate()
     {
         let read = boards
-            .rate_counts(&keys[k], Some(&["1s", "2s", "3s", "1h"]))
+            .rates()
+            .counts(&keys[k], Some(&["1s", "2s", "3s", "1h"]))
             .await
             .unwrap();
         let got: Vec<u64> = read.counts.into_iter().map(|(_, c)| c).collect();

@@ -57,7 +57,7 @@ async fn a_full_coverage_limiter_never_admits_more_than_its_limit_within_the_win
                 let at = now - rng.random_range(0..50_000);
                 let count = rng.random_range(1..3u64);
                 let at_ts = Some(Timestamp::from_unix_millis(at).unwrap());
-                h.boards.rate_hit(&key, count, at_ts).await.unwrap();
+                h.boards.rates().hit(&key, count, at_ts).await.unwrap();
                 all.push((at, count));
                 continue;
             }
@@ -71,7 +71,8 @@ async fn a_full_coverage_limiter_never_admits_more_than_its_limit_within_the_win
             let allowed = held + count <= limit;
             let v = h
                 .boards
-                .rate_check_with(&key, limit, window, count, Coverage::Full)
+                .rates()
+                .check_with(&key, limit, window, count, Coverage::Full)
                 .await
                 .unwrap();
             let after = if allowed { held + count } else { held };

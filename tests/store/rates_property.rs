@@ -181,7 +181,8 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis, shape: &Shape) -> Result<(), 
                 for s in &sides {
                     let got = s
                         .boards
-                        .rate_hit(
+                        .rates()
+                        .hit(
                             &key,
                             u64::from(count),
                             Some(Timestamp::from_unix_millis(at).unwrap()),
@@ -228,7 +229,8 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis, shape: &Shape) -> Result<(), 
                 for s in &sides {
                     let got: Vec<Result<usize, &str>> = s
                         .boards
-                        .rate_hits(&batch)
+                        .rates()
+                        .hits(&batch)
                         .await
                         .unwrap()
                         .into_iter()
@@ -254,7 +256,8 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis, shape: &Shape) -> Result<(), 
                     for s in &sides {
                         let got: Vec<u64> = s
                             .boards
-                            .rate_counts_with(key, Some(windows), coverage)
+                            .rates()
+                            .counts_with(key, Some(windows), coverage)
                             .await
                             .unwrap()
                             .counts
@@ -286,7 +289,8 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis, shape: &Shape) -> Result<(), 
                 for s in &sides {
                     let v = s
                         .boards
-                        .rate_check_with(&key, limit, window, u64::from(count), coverage)
+                        .rates()
+                        .check_with(&key, limit, window, u64::from(count), coverage)
                         .await
                         .unwrap();
                     prop_assert_eq!((v.allowed, v.count), (allowed, after));

@@ -27,7 +27,7 @@ fn member(i: usize) -> String {
 async fn a_long_window_recompute_under_a_steady_writer_ends_exact(h: Harness) {
     let config = BoardConfig::parse("1h", &["1h", "30d"]).unwrap();
     let b = unique("long");
-    h.boards.create_board(&b, config.clone()).await.unwrap();
+    h.boards.create(&b, config.clone()).await.unwrap();
     // Now is in the last slot; slot k starts at START + k h, all of them live.
     h.at((SLOTS - 1) * 3600 + 1800);
     let oracle = Arc::new(Mutex::new(Oracle::new(config.clone())));
@@ -42,7 +42,7 @@ async fn a_long_window_recompute_under_a_steady_writer_ends_exact(h: Harness) {
         .collect();
     for chunk in initial.chunks(1000) {
         let events: Vec<Event> = chunk.iter().map(|(_, e)| e.clone()).collect();
-        let outcome = h.boards.incr_batch(&b, &events).await.unwrap();
+        let outcome = h.boards.windowed(&b).incr_batch(&events).await.unwrap();
         assert_eq!(
             (outcome.accepted, outcome.rejected.len()),
             (events.len(), 0)
@@ -73,7 +73,7 @@ async fn a_long_window_recompute_under_a_steady_writer_ends_exact(h: Harness) {
                     })
                     .collect();
                 let batch: Vec<Event> = events.iter().map(|(_, e)| e.clone()).collect();
-                let outcome = boards.incr_batch(&b, &batch).await.unwrap();
+                let outcome = boards.windowed(&b).incr_batch(&batch).await.unwrap();
                 assert_eq!(outcome.rejected.len(), 0, "{:?}", outcome.rejected);
                 {
                     let mut o = oracle.lock().unwrap();
@@ -92,7 +92,8 @@ async fn a_long_window_recompute_under_a_steady_writer_ends_exact(h: Harness) {
     let started = Instant::now();
     let report = h
         .boards
-        .recompute(&b, Some(Span::parse("30d").unwrap()))
+        .windowed(&b)
+        .recompute(Some(Span::parse("30d").unwrap()))
         .await
         .unwrap();
     let elapsed = started.elapsed();
@@ -110,7 +111,8 @@ async fn a_long_window_recompute_under_a_steady_writer_ends_exact(h: Harness) {
     for (j, w) in ["1h", "30d"].iter().enumerate() {
         let page = h
             .boards
-            .top(&b, Some(Span::parse(w).unwrap()), 0, 1000)
+            .windowed(&b)
+            .top(Some(Span::parse(w).unwrap()), 0, 1000)
             .await
             .unwrap();
         let mut got: Vec<(String, i64)> = crate::support::ranking(&page);
@@ -118,7 +120,8 @@ async fn a_long_window_recompute_under_a_steady_writer_ends_exact(h: Harness) {
         while got.len() == offset as usize {
             let page = h
                 .boards
-                .top(&b, Some(Span::parse(w).unwrap()), offset, 1000)
+                .windowed(&b)
+                .top(Some(Span::parse(w).unwrap()), offset, 1000)
                 .await
                 .unwrap();
             got.extend(crate::support::ranking(&page));

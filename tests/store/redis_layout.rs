@@ -26,7 +26,7 @@ fn set(keys: &[String]) -> BTreeSet<String> {
 async fn keys_follow_the_documented_layout() {
     let h = Harness::redis_plain().await;
     let b = h.board("1h", &["1h", "24h"]).await;
-    h.boards.incr(&b, "post:1", 1, None).await.unwrap();
+    h.boards.windowed(&b).incr("post:1", 1, None).await.unwrap();
     assert_eq!(
         keys_of(&h, &b).await,
         set(&[
@@ -39,9 +39,10 @@ async fn keys_follow_the_documented_layout() {
     );
     // A late event after the 1h window froze the slot goes to the slot's second stage.
     h.at(3600);
-    h.boards.retire(&b).await.unwrap();
+    h.boards.windowed(&b).retire().await.unwrap();
     h.boards
-        .incr(&b, "post:2", 1, Some(ts(START)))
+        .windowed(&b)
+        .incr("post:2", 1, Some(ts(START)))
         .await
         .unwrap();
     let keys = keys_of(&h, &b).await;
@@ -87,9 +88,9 @@ async fn keys_follow_the_documented_layout() {
 async fn a_slot_is_deleted_once_its_largest_window_retired_it() {
     let h = Harness::redis_plain().await;
     let b = h.board("1h", &["1h", "3h"]).await;
-    h.boards.incr(&b, "a", 1, None).await.unwrap();
+    h.boards.windowed(&b).incr("a", 1, None).await.unwrap();
     h.at(2 * 3600);
-    h.boards.retire(&b).await.unwrap();
+    h.boards.windowed(&b).retire().await.unwrap();
     // The 1h window retired the slot and handed it on to the 3h window's stage.
     let keys = keys_of(&h, &b).await;
     assert!(
@@ -98,7 +99,7 @@ async fn a_slot_is_deleted_once_its_largest_window_retired_it() {
     );
     assert!(!keys.contains(&format!("slot_{{{b}}}_{START}")), "{keys:?}");
     h.at(3 * 3600);
-    h.boards.retire(&b).await.unwrap();
+    h.boards.windowed(&b).retire().await.unwrap();
     let keys = keys_of(&h, &b).await;
     assert!(keys.iter().all(|k| !k.starts_with("slot_")), "{keys:?}");
     assert!(
@@ -115,7 +116,7 @@ async fn fill_slot(h: &Harness, board: &str, members: usize, tag: &str, oracle: 
         .map(|i| Event::new(format!("{tag}{i}"), (i % 3) as i64 + 1))
         .collect();
     for batch in events.chunks(5_000) {
-        let outcome = h.boards.incr_batch(board, batch).await.unwrap();
+        let outcome = h.boards.windowed(board).incr_batch(batch).await.unwrap();
         assert_eq!(outcome.accepted, batch.len());
     }
     for e in &events {
@@ -145,7 +146,7 @@ async fn big_slot_retires_in_bounded_chunks(h: Harness) {
         swap_fields: 0,
         ..Default::default()
     };
-    let report = h.boards.retire_with(&b, options).await.unwrap();
+    let report = h.boards.windowed(&b).retire_with(options).await.unwrap();
     assert_eq!(report.fields_subtracted, 5_000);
     assert_eq!(report.members_zeroed, 5_000);
     // HSCAN's COUNT is a hint; whole buckets come back, so a chunk may hold a few more.
@@ -155,7 +156,7 @@ async fn big_slot_retires_in_bounded_chunks(h: Harness) {
         report.chunks
     );
     let two = Some(Span::parse("2h").unwrap());
-    let page = h.boards.top(&b, two, 0, 3).await.unwrap();
+    let page = h.boards.windowed(&b).top(two, 0, 3).await.unwrap();
     assert_eq!(ranking(&page), oracle.ranking(1, h.now())[..3].to_vec());
     let mut raw = h.redis.as_ref().unwrap().raw().await;
     check_redis_invariants(&mut raw, &b, &oracle.config, Some(h.now())).await;
@@ -191,7 +192,7 @@ async fn retirement_stopped_after_some_chunks_resumes_exactly(h: Harness) {
             max_chunks: Some(3),
             ..Default::default()
         };
-        let report = other.retire_with(&b, options).await.unwrap();
+        let report = other.windowed(&b).retire_with(options).await.unwrap();
         passes += 1;
         chunk_size = chunk_size * 3 % 211 + 10;
         fill_slot(&h, &b, 5, &format!("p{passes}-"), &mut oracle).await;
@@ -206,7 +207,7 @@ async fn retirement_stopped_after_some_chunks_resumes_exactly(h: Harness) {
         "the retirement really was interrupted ({passes} passes)"
     );
     for (j, w) in oracle.config.windows().iter().enumerate() {
-        let page = h.boards.top(&b, Some(*w), 0, 1000).await.unwrap();
+        let page = h.boards.windowed(&b).top(Some(*w), 0, 1000).await.unwrap();
         assert_eq!(page.from, oracle.config.window_start(j, h.now()));
         assert_eq!(ranking(&page), oracle.ranking(j, h.now()), "window {w}");
     }
@@ -218,16 +219,16 @@ async fn retirement_stopped_after_some_chunks_resumes_exactly(h: Harness) {
 async fn scripts_are_reloaded_after_script_flush() {
     let h = Harness::redis_plain().await;
     let b = h.board("1h", &["1h"]).await;
-    h.boards.incr(&b, "a", 2, None).await.unwrap();
+    h.boards.windowed(&b).incr("a", 2, None).await.unwrap();
     let mut raw = h.redis.as_ref().unwrap().raw().await;
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query_async(&mut raw)
         .await
         .unwrap();
-    h.boards.incr(&b, "a", 3, None).await.unwrap();
+    h.boards.windowed(&b).incr("a", 3, None).await.unwrap();
     assert_eq!(
-        ranking(&h.boards.top(&b, None, 0, 10).await.unwrap()),
+        ranking(&h.boards.windowed(&b).top(None, 0, 10).await.unwrap()),
         pairs(&[("a", 5)])
     );
     let _: () = redis::cmd("SCRIPT")
@@ -236,18 +237,31 @@ async fn scripts_are_reloaded_after_script_flush() {
         .await
         .unwrap();
     h.at(3600);
-    assert_eq!(h.boards.retire(&b).await.unwrap().fields_subtracted, 1);
+    assert_eq!(
+        h.boards
+            .windowed(&b)
+            .retire()
+            .await
+            .unwrap()
+            .fields_subtracted,
+        1
+    );
 }
 
 #[tokio::test]
 async fn a_dropped_board_rejects_in_flight_writers_and_a_second_drop_finishes() {
     let h = Harness::redis_plain().await;
     let b = h.board("1h", &["1h"]).await;
-    h.boards.incr(&b, "a", 1, None).await.unwrap();
+    h.boards.windowed(&b).incr("a", 1, None).await.unwrap();
     // A drop that stopped after marking the record: writes already fail...
     h.mark_dropping(&b).await;
     assert_eq!(
-        h.boards.incr(&b, "a", 1, None).await.unwrap_err().code(),
+        h.boards
+            .windowed(&b)
+            .incr("a", 1, None)
+            .await
+            .unwrap_err()
+            .code(),
         "board_not_found"
     );
     // ...and the next drop deletes everything.
@@ -256,7 +270,7 @@ async fn a_dropped_board_rejects_in_flight_writers_and_a_second_drop_finishes() 
     assert!(keys_of(&h, &b).await.is_empty());
     let name = unique("after");
     other
-        .create_board(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
         .await
         .unwrap();
 }
@@ -283,23 +297,29 @@ async fn the_record_bounds_every_magnitude_until_a_huge_delta_makes_the_board_ex
         Event::new("b", -4),
         Event::new("c", -2),
     ];
-    h.boards.incr_batch(&b, &events).await.unwrap();
+    h.boards.windowed(&b).incr_batch(&events).await.unwrap();
     // Summed per member: a +2, b 0 (skipped), c -2.
     assert_eq!(abs_sum(&h, &b).await, 4);
     h.boards
-        .incr(&b, "d", rollboard::MAX_ABS - 4, None)
+        .windowed(&b)
+        .incr("d", rollboard::MAX_ABS - 4, None)
         .await
         .unwrap();
     assert_eq!(abs_sum(&h, &b).await, rollboard::MAX_ABS);
     // From here every event is checked against the stored values, one by one.
-    h.boards.incr(&b, "d", -1, None).await.unwrap();
+    h.boards.windowed(&b).incr("d", -1, None).await.unwrap();
     assert_eq!(abs_sum(&h, &b).await, rollboard::MAX_ABS);
     assert_eq!(
-        h.boards.incr(&b, "d", 6, None).await.unwrap_err().code(),
+        h.boards
+            .windowed(&b)
+            .incr("d", 6, None)
+            .await
+            .unwrap_err()
+            .code(),
         "out_of_range"
     );
-    h.boards.incr(&b, "a", 1, None).await.unwrap();
-    let page = h.boards.top(&b, None, 0, 10).await.unwrap();
+    h.boards.windowed(&b).incr("a", 1, None).await.unwrap();
+    let page = h.boards.windowed(&b).top(None, 0, 10).await.unwrap();
     assert_eq!(
         ranking(&page),
         pairs(&[("d", rollboard::MAX_ABS - 5), ("a", 3)])
@@ -328,11 +348,13 @@ async fn after_a_huge_delta_and_its_negation_batches_take_the_fast_path_again() 
     }
     let b = h.board("1h", &["1h", "24h"]).await;
     h.boards
-        .incr(&b, "huge", rollboard::MAX_ABS, None)
+        .windowed(&b)
+        .incr("huge", rollboard::MAX_ABS, None)
         .await
         .unwrap();
     h.boards
-        .incr(&b, "huge", -rollboard::MAX_ABS, None)
+        .windowed(&b)
+        .incr("huge", -rollboard::MAX_ABS, None)
         .await
         .unwrap();
     assert_eq!(abs_sum(&h, &b).await, rollboard::MAX_ABS);
@@ -340,11 +362,12 @@ async fn after_a_huge_delta_and_its_negation_batches_take_the_fast_path_again() 
     // An ordinary batch: summed entries, applied in bulk (no event-by-event HGETs).
     let events: Vec<Event> = (0..100).map(|i| Event::new(format!("m{i}"), 2)).collect();
     let hgets = command_calls(&h, "hget").await;
-    h.boards.incr_batch(&b, &events).await.unwrap();
+    h.boards.windowed(&b).incr_batch(&events).await.unwrap();
     assert_eq!(command_calls(&h, "hget").await, hgets);
     let page = h
         .boards
-        .top(&b, Some(Span::parse("24h").unwrap()), 0, 200)
+        .windowed(&b)
+        .top(Some(Span::parse("24h").unwrap()), 0, 200)
         .await
         .unwrap();
     assert_eq!(page.entries.len(), 100);
@@ -353,20 +376,28 @@ async fn after_a_huge_delta_and_its_negation_batches_take_the_fast_path_again() 
     // Near the limit, each event is still checked in order: +5 would leave the range,
     // -5 is applied.
     h.boards
-        .incr(&b, "edge", rollboard::MAX_ABS - 3, None)
+        .windowed(&b)
+        .incr("edge", rollboard::MAX_ABS - 3, None)
         .await
         .unwrap();
     let outcome = h
         .boards
-        .incr_batch(&b, &[Event::new("edge", 5), Event::new("edge", -5)])
+        .windowed(&b)
+        .incr_batch(&[Event::new("edge", 5), Event::new("edge", -5)])
         .await
         .unwrap();
     assert_eq!(outcome.accepted, 1);
     assert_eq!(outcome.rejected.len(), 1);
     assert_eq!(outcome.rejected[0].index, 0);
-    let edge = h.boards.score(&b, "edge", None).await.unwrap().unwrap();
+    let edge = h
+        .boards
+        .windowed(&b)
+        .score("edge", None)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(edge.score, rollboard::MAX_ABS - 8);
-    h.boards.remove_member(&b, "edge").await.unwrap();
+    h.boards.windowed(&b).remove_member("edge").await.unwrap();
 
     // A member whose totals are 0 in every window but whose slot value is near the
     // limit: +X an hour ago, -X now, both in each window. A batch adding to that slot is
@@ -374,42 +405,42 @@ async fn after_a_huge_delta_and_its_negation_batches_take_the_fast_path_again() 
     let b = h.board("1h", &["2h", "24h"]).await;
     let hour_ago = ts(START - 3600);
     let x = rollboard::MAX_ABS - 3;
-    h.boards.incr(&b, "split", x, Some(hour_ago)).await.unwrap();
-    h.boards.incr(&b, "split", -x, None).await.unwrap();
+    h.boards
+        .windowed(&b)
+        .incr("split", x, Some(hour_ago))
+        .await
+        .unwrap();
+    h.boards.windowed(&b).incr("split", -x, None).await.unwrap();
     let outcome = h
         .boards
-        .incr_batch(
-            &b,
-            &[
-                Event::new("split", 5).at(hour_ago),
-                Event::new("other", 1).at(hour_ago),
-            ],
-        )
+        .windowed(&b)
+        .incr_batch(&[
+            Event::new("split", 5).at(hour_ago),
+            Event::new("other", 1).at(hour_ago),
+        ])
         .await
         .unwrap();
     assert_eq!(outcome.accepted, 1);
     assert_eq!(outcome.rejected[0].index, 0);
     assert_eq!(outcome.rejected[0].error.code(), "out_of_range");
     // Nothing of the refused event stays behind.
-    let history = h.boards.history(&b, "split").await.unwrap();
+    let history = h.boards.windowed(&b).history("split").await.unwrap();
     let points: Vec<(i64, i64)> = history.points.iter().map(|p| (p.slot, p.value)).collect();
     assert_eq!(points, [(START - 3600, x), (START, -x)]);
 
     // Events that sum to 0 in that slot: still checked one by one (+5 first: refused).
     let outcome = h
         .boards
-        .incr_batch(
-            &b,
-            &[
-                Event::new("split", 5).at(hour_ago),
-                Event::new("split", -5).at(hour_ago),
-            ],
-        )
+        .windowed(&b)
+        .incr_batch(&[
+            Event::new("split", 5).at(hour_ago),
+            Event::new("split", -5).at(hour_ago),
+        ])
         .await
         .unwrap();
     assert_eq!(outcome.accepted, 1);
     assert_eq!(outcome.rejected[0].index, 0);
-    let history = h.boards.history(&b, "split").await.unwrap();
+    let history = h.boards.windowed(&b).history("split").await.unwrap();
     assert_eq!(history.points[0].value, x - 5);
 }
 
@@ -421,7 +452,7 @@ async fn concurrent_writers_share_script_calls() {
     let boards = crate::support::with_clock(redis.store_plain().await, &clock);
     let b = unique("gc");
     boards
-        .create_board(&b, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create(&b, BoardConfig::parse("1h", &["1h"]).unwrap())
         .await
         .unwrap();
     let mut raw = redis.raw().await;
@@ -436,7 +467,8 @@ async fn concurrent_writers_share_script_calls() {
         tasks.push(tokio::spawn(async move {
             for i in 0..20 {
                 boards
-                    .incr(&b, &format!("m{}", (t + i) % 10), 1, None)
+                    .windowed(&b)
+                    .incr(&format!("m{}", (t + i) % 10), 1, None)
                     .await
                     .unwrap();
             }
@@ -460,7 +492,7 @@ async fn concurrent_writers_share_script_calls() {
         calls > 0 && calls < 1280 / 2,
         "{calls} script calls for 1280 events"
     );
-    let page = boards.top(&b, None, 0, 10).await.unwrap();
+    let page = boards.windowed(&b).top(None, 0, 10).await.unwrap();
     assert_eq!(page.entries.iter().map(|e| e.score).sum::<i64>(), 1280);
     assert!(page.entries.iter().all(|e| e.score == 128));
 }

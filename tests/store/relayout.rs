@@ -32,12 +32,13 @@ async fn compact_slots(h: &Harness, board: &str) -> Vec<i64> {
 async fn relayout_sets_the_config_and_counts_the_old_layouts_slots(h: Harness) {
     let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
     let b = h.board("1h", &["1h", "3h"]).await;
-    h.boards.incr(&b, "a", 2, None).await.unwrap();
+    h.boards.windowed(&b).incr("a", 2, None).await.unwrap();
     h.at(3600);
-    h.boards.incr(&b, "b", 5, None).await.unwrap();
+    h.boards.windowed(&b).incr("b", 5, None).await.unwrap();
     let top_before = h
         .boards
-        .top(&b, Some(Span::parse("3h").unwrap()), 0, 10)
+        .windowed(&b)
+        .top(Some(Span::parse("3h").unwrap()), 0, 10)
         .await
         .unwrap();
     // Two live slots; on Redis, those with a geometry are compact (the harness's default
@@ -45,7 +46,12 @@ async fn relayout_sets_the_config_and_counts_the_old_layouts_slots(h: Harness) {
     let compact = compact_slots(&h, &b).await.len() as u64;
     let on_redis = h.redis.is_some();
 
-    let report = h.boards.relayout(&b, Layout::Compact).await.unwrap();
+    let report = h
+        .boards
+        .windowed(&b)
+        .relayout(Layout::Compact)
+        .await
+        .unwrap();
     assert_eq!(report.layout, Layout::Compact);
     assert_eq!(report.live_slots, 2);
     assert_eq!(
@@ -59,25 +65,28 @@ async fn relayout_sets_the_config_and_counts_the_old_layouts_slots(h: Harness) {
     // A slot created now is the open slot: written plain until the retirer compacts it
     // once closed (`open_slot.rs`); the live ones kept their layout.
     h.at(2 * 3600);
-    h.boards.incr(&b, "c", 1, None).await.unwrap();
+    h.boards.windowed(&b).incr("c", 1, None).await.unwrap();
     if on_redis {
         assert!(!compact_slots(&h, &b).await.contains(&(START + 2 * 3600)));
         assert_eq!(compact_slots(&h, &b).await.len() as u64, compact);
     }
     // The config without a layout still matches (a service PUTting its boards at start
     // keeps working); one naming the other layout is a conflict.
-    match h.boards.create_board(&b, config.clone()).await.unwrap() {
-        Created::Existing(board) => assert_eq!(board.config.layout(), Some(Layout::Compact)),
+    match h.boards.create(&b, config.clone()).await.unwrap() {
+        Created::Existing(board) => assert_eq!(
+            board.windowed().unwrap().config.layout(),
+            Some(Layout::Compact)
+        ),
         other => panic!("expected the existing board, got {other:?}"),
     }
     let err = h
         .boards
-        .create_board(&b, config.clone().with_layout(Some(Layout::Plain)))
+        .create(&b, config.clone().with_layout(Some(Layout::Plain)))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "board_conflict");
 
-    let report = h.boards.relayout(&b, Layout::Plain).await.unwrap();
+    let report = h.boards.windowed(&b).relayout(Layout::Plain).await.unwrap();
     assert_eq!(report.live_slots, 3);
     assert_eq!(report.old_layout_slots, if on_redis { compact } else { 0 });
     assert_eq!(
@@ -91,7 +100,8 @@ async fn relayout_sets_the_config_and_counts_the_old_layouts_slots(h: Harness) {
     );
     let top = h
         .boards
-        .top(&b, Some(Span::parse("3h").unwrap()), 0, 10)
+        .windowed(&b)
+        .top(Some(Span::parse("3h").unwrap()), 0, 10)
         .await
         .unwrap();
     assert_eq!(
@@ -105,7 +115,8 @@ async fn relayout_sets_the_config_and_counts_the_old_layouts_slots(h: Harness) {
     // Relayout of a board that does not exist.
     assert_eq!(
         h.boards
-            .relayout("nope", Layout::Compact)
+            .windowed("nope")
+            .relayout(Layout::Compact)
             .await
             .unwrap_err()
             .code(),
@@ -172,7 +183,7 @@ async fn relayout_under_concurrent_writes_stays_exact() {
                         Event::new(format!("m{}", rng.random_range(0..MEMBERS)), delta).at(at)
                     })
                     .collect();
-                let outcome = boards.incr_batch(&b, &batch).await.unwrap();
+                let outcome = boards.windowed(&b).incr_batch(&batch).await.unwrap();
                 assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
                 {
                     let mut all = events.lock().unwrap();
@@ -185,7 +196,12 @@ async fn relayout_under_concurrent_writes_stays_exact() {
         }));
     }
     wait_for_slot(&h, &b, START).await;
-    let first = h.boards.relayout(&b, Layout::Compact).await.unwrap();
+    let first = h
+        .boards
+        .windowed(&b)
+        .relayout(Layout::Compact)
+        .await
+        .unwrap();
     assert_eq!((first.live_slots, first.old_layout_slots), (1, 1));
     h.at(3600 + 1800);
     wait_for_slot(&h, &b, START + 3600).await;
@@ -194,7 +210,7 @@ async fn relayout_under_concurrent_writes_stays_exact() {
     let filler: Vec<Event> = (0..150)
         .map(|i| Event::new(format!("m{i}"), 1).at(ts(START + 3600 + 5)))
         .collect();
-    h.boards.incr_batch(&b, &filler).await.unwrap();
+    h.boards.windowed(&b).incr_batch(&filler).await.unwrap();
     events.lock().unwrap().extend(
         filler
             .iter()
@@ -202,9 +218,9 @@ async fn relayout_under_concurrent_writes_stays_exact() {
     );
     h.at(2 * 3600 + 1800);
     wait_for_slot(&h, &b, START + 2 * 3600).await;
-    let retired = h.boards.retire(&b).await.unwrap();
+    let retired = h.boards.windowed(&b).retire().await.unwrap();
     assert_eq!(retired.slots_compacted, 1, "{retired:?}");
-    let second = h.boards.relayout(&b, Layout::Plain).await.unwrap();
+    let second = h.boards.windowed(&b).relayout(Layout::Plain).await.unwrap();
     assert_eq!((second.live_slots, second.old_layout_slots), (3, 1));
     h.at(3 * 3600 + 1800);
     wait_for_slot(&h, &b, START + 3 * 3600).await;
@@ -235,11 +251,11 @@ async fn relayout_under_concurrent_writes_stays_exact() {
     }
     let now = h.now();
     let six = Some(Span::parse("6h").unwrap());
-    let top_six = || async { ranking(&h.boards.top(&b, six, 0, 1000).await.unwrap()) };
+    let top_six = || async { ranking(&h.boards.windowed(&b).top(six, 0, 1000).await.unwrap()) };
     assert_eq!(top_six().await, oracle.ranking(1, now));
     for i in 0..MEMBERS {
         let member = format!("m{i}");
-        let history = h.boards.history(&b, &member).await.unwrap();
+        let history = h.boards.windowed(&b).history(&member).await.unwrap();
         let got: BTreeMap<i64, i64> = history.points.iter().map(|p| (p.slot, p.value)).collect();
         assert_eq!(
             got,
@@ -252,14 +268,15 @@ async fn relayout_under_concurrent_writes_stays_exact() {
         .iter()
         .find(|(_, slots)| slots.contains_key(&START) && slots.contains_key(&(START + 3600)))
         .expect("a member with values in a plain and a compact slot");
-    let removed = h.boards.remove_member(&b, member).await.unwrap();
+    let removed = h.boards.windowed(&b).remove_member(member).await.unwrap();
     assert!(
         removed.slot_values >= slots.len() as u64,
         "{removed:?} for {slots:?}"
     );
     assert!(
         h.boards
-            .history(&b, member)
+            .windowed(&b)
+            .history(member)
             .await
             .unwrap()
             .points
@@ -276,7 +293,7 @@ async fn relayout_under_concurrent_writes_stays_exact() {
         .query_async(&mut raw)
         .await
         .unwrap();
-    let report = h.boards.recompute(&b, six).await.unwrap();
+    let report = h.boards.windowed(&b).recompute(six).await.unwrap();
     assert!(report.fields_scanned > 0);
     assert_eq!(top_six().await, oracle.ranking(1, now));
     // Export.

@@ -180,18 +180,29 @@ async fn a_write_waits_for_its_replica_and_is_uncertain_while_the_replica_is_awa
     let boards = with_clock(Arc::new(store), &clock);
     let (sums, maxima) = (unique("acks-sum"), unique("acks-max"));
     let config = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
-    boards.create_board(&sums, config.clone()).await.unwrap();
+    boards.create(&sums, config.clone()).await.unwrap();
     boards
-        .create_board(&maxima, config.with_aggregate(Aggregate::Max))
+        .create(&maxima, config.with_aggregate(Aggregate::Max))
         .await
         .unwrap();
 
     // With the replica up: acknowledged.
     let first = [Event::new("a", 3), Event::new("b", 5)];
-    assert_eq!(boards.incr_batch(&sums, &first).await.unwrap().accepted, 2);
-    let best = boards.incr_batch(&maxima, &[Event::value("a", 40)]).await;
+    assert_eq!(
+        boards
+            .windowed(&sums)
+            .incr_batch(&first)
+            .await
+            .unwrap()
+            .accepted,
+        2
+    );
+    let best = boards
+        .windowed(&maxima)
+        .incr_batch(&[Event::value("a", 40)])
+        .await;
     assert_eq!(best.unwrap().accepted, 1);
-    boards.incr_counter("acks-views", 7, None).await.unwrap();
+    boards.counters().incr("acks-views", 7, None).await.unwrap();
 
     // The replica stopped (still connected, its acknowledgements stuck): every kind of
     // write is applied on the master and answered uncertain, after the timeout.
@@ -201,7 +212,10 @@ async fn a_write_waits_for_its_replica_and_is_uncertain_while_the_replica_is_awa
     let second = [Event::new("a", 10)];
     let started = std::time::Instant::now();
     assert_eq!(
-        boards.write_idempotent(&sums, &second, "k-2").await,
+        boards
+            .windowed(&sums)
+            .write_idempotent(&second, "k-2")
+            .await,
         Err(message.clone())
     );
     assert!(started.elapsed() >= Duration::from_millis(150));
@@ -209,21 +223,27 @@ async fn a_write_waits_for_its_replica_and_is_uncertain_while_the_replica_is_awa
     // what it found, whichever connection the first call went on.
     for _ in 0..2 {
         assert_eq!(
-            boards.write_idempotent(&sums, &second, "k-2").await,
+            boards
+                .windowed(&sums)
+                .write_idempotent(&second, "k-2")
+                .await,
             Err(message.clone())
         );
     }
     assert_eq!(
-        boards.incr_batch(&maxima, &[Event::value("a", 90)]).await,
+        boards
+            .windowed(&maxima)
+            .incr_batch(&[Event::value("a", 90)])
+            .await,
         Err(message.clone())
     );
     assert_eq!(
-        boards.incr_counter("acks-views", 1, None).await,
+        boards.counters().incr("acks-views", 1, None).await,
         Err(message.clone())
     );
     let day = Some(Span::parse("24h").unwrap());
     assert_eq!(
-        ranking(&boards.top(&sums, day, 0, 10).await.unwrap()),
+        ranking(&boards.windowed(&sums).top(day, 0, 10).await.unwrap()),
         [("a".into(), 13), ("b".into(), 5)],
         "applied on the master"
     );
@@ -233,7 +253,8 @@ async fn a_write_waits_for_its_replica_and_is_uncertain_while_the_replica_is_awa
     wait_replication(&replica.url, "master_link_status:up").await;
     assert_eq!(
         boards
-            .write_idempotent(&sums, &second, "k-2")
+            .windowed(&sums)
+            .write_idempotent(&second, "k-2")
             .await
             .unwrap()
             .accepted,
@@ -248,11 +269,11 @@ async fn a_write_waits_for_its_replica_and_is_uncertain_while_the_replica_is_awa
         &clock,
     );
     assert_eq!(
-        ranking(&promoted.top(&sums, day, 0, 10).await.unwrap()),
+        ranking(&promoted.windowed(&sums).top(day, 0, 10).await.unwrap()),
         [("a".into(), 13), ("b".into(), 5)]
     );
     assert_eq!(
-        ranking(&promoted.top(&maxima, day, 0, 10).await.unwrap()),
+        ranking(&promoted.windowed(&maxima).top(day, 0, 10).await.unwrap()),
         [("a".into(), 90)]
     );
 }
@@ -264,10 +285,13 @@ async fn without_the_option_a_write_is_acknowledged_with_no_replica_at_all() {
     let boards = with_clock(Arc::new(store), &clock());
     let board = unique("acks-off");
     boards
-        .create_board(&board, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create(&board, BoardConfig::parse("1h", &["1h"]).unwrap())
         .await
         .unwrap();
-    let outcome = boards.incr_batch(&board, &[Event::new("a", 2)]).await;
+    let outcome = boards
+        .windowed(&board)
+        .incr_batch(&[Event::new("a", 2)])
+        .await;
     assert_eq!(outcome.unwrap().accepted, 1);
 }
 
@@ -297,14 +321,19 @@ async fn a_replay_waits_for_the_write_it_found_on_redis_and_on_valkey() {
         let boards = with_clock(Arc::new(store), &clock());
         let board = unique("acks-replay");
         boards
-            .create_board(&board, BoardConfig::parse("1h", &["1h"]).unwrap())
+            .create(&board, BoardConfig::parse("1h", &["1h"]).unwrap())
             .await
             .unwrap();
         // Every connection writes replicas confirm.
         for i in 0..4 {
             let events = [Event::new(format!("m{i}"), 1)];
             assert_eq!(
-                boards.incr_batch(&board, &events).await.unwrap().accepted,
+                boards
+                    .windowed(&board)
+                    .incr_batch(&events)
+                    .await
+                    .unwrap()
+                    .accepted,
                 1
             );
         }
@@ -313,17 +342,17 @@ async fn a_replay_waits_for_the_write_it_found_on_redis_and_on_valkey() {
         let events = [Event::new("a", 5)];
         for attempt in 0..3 {
             assert_eq!(
-                boards.write_idempotent(&board, &events, "k").await,
+                boards.windowed(&board).write_idempotent(&events, "k").await,
                 Err(uncertain(100)),
                 "{binary}, attempt {attempt}"
             );
         }
         signal(&replica_pid, "CONT");
         wait_replication(&replica.url, "master_link_status:up").await;
-        let replayed = boards.write_idempotent(&board, &events, "k").await;
+        let replayed = boards.windowed(&board).write_idempotent(&events, "k").await;
         assert_eq!(replayed.unwrap().accepted, 1, "{binary}");
         let day = Some(Span::parse("1h").unwrap());
-        let top = ranking(&boards.top(&board, day, 0, 1).await.unwrap());
+        let top = ranking(&boards.windowed(&board).top(day, 0, 1).await.unwrap());
         assert_eq!(top, [("a".into(), 5)], "{binary}: counted once");
     }
 }

@@ -62,10 +62,16 @@ async fn write_beside(b: &Rollboard, one: &str, other: &str, seed: u64, hour: i6
                     let outcome = match batch % 3 {
                         0 => {
                             let key = format!("k-{seed}-{w}-{batch}");
-                            b.write_idempotent(board, &events, &key).await.unwrap();
-                            b.write_idempotent(board, &events, &key).await.unwrap()
+                            b.windowed(board)
+                                .write_idempotent(&events, &key)
+                                .await
+                                .unwrap();
+                            b.windowed(board)
+                                .write_idempotent(&events, &key)
+                                .await
+                                .unwrap()
                         }
-                        _ => b.incr_batch(board, &events).await.unwrap(),
+                        _ => b.windowed(board).incr_batch(&events).await.unwrap(),
                     };
                     assert_eq!(outcome.accepted, events.len(), "{board}");
                 }
@@ -99,9 +105,14 @@ async fn same_reads(b: &Rollboard, one: &str, other: &str, what: &str) {
             (Order::Desc, 200, 30),
         ] {
             let all = ScoreRange::ALL;
-            let a = b.ranking(one, w, all, order, offset, limit).await.unwrap();
+            let a = b
+                .windowed(one)
+                .ranking(w, all, order, offset, limit)
+                .await
+                .unwrap();
             let s = b
-                .ranking(other, w, all, order, offset, limit)
+                .windowed(other)
+                .ranking(w, all, order, offset, limit)
                 .await
                 .unwrap();
             assert_eq!(a.entries, s.entries, "{what}: {window} {order:?} {offset}");
@@ -111,23 +122,27 @@ async fn same_reads(b: &Rollboard, one: &str, other: &str, what: &str) {
             .map(|m| format!("post:{m}"))
             .chain((0..40).map(|z| format!("zero:0:{z}")))
             .collect();
-        let a = b.ranks(one, &members, w).await.unwrap();
-        let s = b.ranks(other, &members, w).await.unwrap();
+        let a = b.windowed(one).ranks(&members, w).await.unwrap();
+        let s = b.windowed(other).ranks(&members, w).await.unwrap();
         assert_eq!(a.entries, s.entries, "{what}: ranks in {window}");
         for member in members.iter().step_by(9) {
-            let a = b.score(one, member, w).await.unwrap();
-            let s = b.score(other, member, w).await.unwrap();
+            let a = b.windowed(one).score(member, w).await.unwrap();
+            let s = b.windowed(other).score(member, w).await.unwrap();
             assert_eq!(a, s, "{what}: {member} in {window}");
         }
     }
     for m in [0, 1, 5, 77, 301] {
         let member = format!("post:{m}");
-        let a = b.history(one, &member).await.unwrap();
-        let s = b.history(other, &member).await.unwrap();
+        let a = b.windowed(one).history(&member).await.unwrap();
+        let s = b.windowed(other).history(&member).await.unwrap();
         assert_eq!(a, s, "{what}: history of {member}");
     }
-    let a = b.with_data(one, b.top(one, None, 0, 30).await.unwrap());
-    let s = b.with_data(other, b.top(other, None, 0, 30).await.unwrap());
+    let a = b
+        .windowed(one)
+        .with_data(b.windowed(one).top(None, 0, 30).await.unwrap());
+    let s = b
+        .windowed(other)
+        .with_data(b.windowed(other).top(None, 0, 30).await.unwrap());
     assert_eq!(a.await.unwrap().entries, s.await.unwrap().entries, "{what}");
 }
 
@@ -179,17 +194,18 @@ async fn a_board_resharded_under_writes_reads_as_its_twin(h: Harness) {
     let (one, sharded) = (unique("one"), unique("resharded"));
     let b = &h.boards;
     let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
-    b.create_board(&one, config.clone()).await.unwrap();
+    b.create(&one, config.clone()).await.unwrap();
     let three = config.clone().with_shards(3).unwrap();
-    b.create_board(&sharded, three).await.unwrap();
+    b.create(&sharded, three).await.unwrap();
     h.at(60);
     write_beside(b, &one, &sharded, 1, 0).await;
     // Data on the leaders, kept by each member's shard.
-    let leaders = b.top(&one, None, 0, 12).await.unwrap().entries;
+    let leaders = b.windowed(&one).top(None, 0, 12).await.unwrap().entries;
     for (m, leader) in leaders.iter().enumerate() {
         let data = MemberData::parse(&format!(r#"{{"title":"post {m}"}}"#)).unwrap();
         for board in [&one, &sharded] {
-            b.set_member_data(board, &leader.member, data.clone())
+            b.windowed(board)
+                .set_member_data(&leader.member, data.clone())
                 .await
                 .unwrap();
         }
@@ -200,7 +216,7 @@ async fn a_board_resharded_under_writes_reads_as_its_twin(h: Harness) {
     // frozen out of the 1h window, not yet retired).
     h.at(3600 + 60);
     let (report, ()) = tokio::join!(
-        b.reshard(&sharded, 5),
+        b.windowed(&sharded).reshard(5),
         write_beside(b, &one, &sharded, 2, 1)
     );
     let report = report.unwrap();
@@ -212,25 +228,25 @@ async fn a_board_resharded_under_writes_reads_as_its_twin(h: Harness) {
     assert_eq!((board.config.shards(), board.resharding), (5, None));
     // The moves retired the shards (the first hour's slot left the 1h window): the
     // twin, retired too, reads the same.
-    b.retire(&one).await.unwrap();
+    b.windowed(&one).retire().await.unwrap();
     same_reads(b, &one, &sharded, "grown").await;
     same_data(&h, &one, &sharded).await;
-    let report = b.retire(&sharded).await.unwrap();
+    let report = b.windowed(&sharded).retire().await.unwrap();
     assert_eq!(report.slots_retired, 0, "{report:?}");
-    let again = b.reshard(&sharded, 5).await.unwrap();
+    let again = b.windowed(&sharded).reshard(5).await.unwrap();
     assert_eq!((again.from, again.to, again.moved_members), (5, 5, 0));
 
     // Shrunk to 2 while writers go on: members of shards 2 to 4 move, the rest stay.
     h.at(2 * 3600 + 60);
     let (report, ()) = tokio::join!(
-        b.reshard(&sharded, 2),
+        b.windowed(&sharded).reshard(2),
         write_beside(b, &one, &sharded, 3, 2)
     );
     let report = report.unwrap();
     assert_eq!((report.from, report.to), (5, 2));
     assert!(report.moved_members > 200, "{report:?}");
     for board in [&one, &sharded] {
-        b.retire(board).await.unwrap();
+        b.windowed(board).retire().await.unwrap();
     }
     same_reads(b, &one, &sharded, "shrunk").await;
     same_data(&h, &one, &sharded).await;
@@ -238,7 +254,7 @@ async fn a_board_resharded_under_writes_reads_as_its_twin(h: Harness) {
     h.at(3 * 3600 + 60);
     write_beside(b, &one, &sharded, 4, 3).await;
     for board in [&one, &sharded] {
-        b.retire(board).await.unwrap();
+        b.windowed(board).retire().await.unwrap();
     }
     same_reads(b, &one, &sharded, "an hour on").await;
     let status = b.describe_board(&sharded).await.unwrap();
@@ -257,19 +273,22 @@ async fn a_board_of_one_shard_is_sharded_and_back(h: Harness) {
         .unwrap()
         .with_ties(Ties::Position);
     for name in [&one, &board] {
-        b.create_board(name, config.clone()).await.unwrap();
+        b.create(name, config.clone()).await.unwrap();
     }
     h.at(60);
     write_beside(b, &one, &board, 5, 0).await;
-    let report = b.reshard(&board, 4).await.unwrap();
+    let report = b.windowed(&board).reshard(4).await.unwrap();
     assert_eq!((report.from, report.to), (1, 4));
     assert!(report.moved_members > 300, "{report:?}");
     same_reads(b, &one, &board, "sharded").await;
     h.at(3600 + 60);
-    let (back, ()) = tokio::join!(b.reshard(&board, 1), write_beside(b, &one, &board, 6, 1));
+    let (back, ()) = tokio::join!(
+        b.windowed(&board).reshard(1),
+        write_beside(b, &one, &board, 6, 1)
+    );
     assert_eq!(back.unwrap().to, 1);
     for name in [&one, &board] {
-        b.retire(name).await.unwrap();
+        b.windowed(name).retire().await.unwrap();
     }
     same_reads(b, &one, &board, "one shard again").await;
     assert_eq!(b.board(&board).await.unwrap().config, config);
@@ -279,10 +298,10 @@ async fn what_a_reshard_cannot_do_is_refused(h: Harness) {
     let b = &h.boards;
     let dense = unique("dense");
     let config = BoardConfig::parse("1h", &["1h"]).unwrap();
-    b.create_board(&dense, config.clone().with_ties(Ties::Dense))
+    b.create(&dense, config.clone().with_ties(Ties::Dense))
         .await
         .unwrap();
-    let err = b.reshard(&dense, 3).await.unwrap_err();
+    let err = b.windowed(&dense).reshard(3).await.unwrap_err();
     assert_eq!(err.code(), "invalid_config", "{err}");
     assert!(err.to_string().contains("dense"), "{err}");
     let max = unique("max");
@@ -291,18 +310,18 @@ async fn what_a_reshard_cannot_do_is_refused(h: Harness) {
         .with_aggregate(rollboard::Aggregate::Max)
         .with_shards(2)
         .unwrap();
-    b.create_board(&max, max_config).await.unwrap();
-    let err = b.reshard(&max, 3).await.unwrap_err();
+    b.create(&max, max_config).await.unwrap();
+    let err = b.windowed(&max).reshard(3).await.unwrap_err();
     assert_eq!(err.code(), "aggregate_unsupported", "{err}");
     let board = unique("counts");
-    b.create_board(&board, config.with_shards(2).unwrap())
+    b.create(&board, config.with_shards(2).unwrap())
         .await
         .unwrap();
     for shards in [0, 33] {
-        let err = b.reshard(&board, shards).await.unwrap_err();
+        let err = b.windowed(&board).reshard(shards).await.unwrap_err();
         assert_eq!(err.code(), "invalid_config", "{err}");
     }
-    let err = b.reshard("no-such-board", 3).await.unwrap_err();
+    let err = b.windowed("no-such-board").reshard(3).await.unwrap_err();
     assert_eq!(err.code(), "board_not_found");
 }
 
@@ -313,8 +332,8 @@ async fn a_reshard_cut_short_is_finished_by_running_it_again(h: Harness) {
     let b = &h.boards;
     let (one, board) = (unique("one"), unique("cut"));
     let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
-    b.create_board(&one, config.clone()).await.unwrap();
-    b.create_board(&board, config.with_shards(2).unwrap())
+    b.create(&one, config.clone()).await.unwrap();
+    b.create(&board, config.with_shards(2).unwrap())
         .await
         .unwrap();
     h.at(60);
@@ -326,7 +345,7 @@ async fn a_reshard_cut_short_is_finished_by_running_it_again(h: Harness) {
     loop {
         at += 31;
         h.at(at);
-        let run = tokio::time::timeout(cut, b.reshard(&board, 3)).await;
+        let run = tokio::time::timeout(cut, b.windowed(&board).reshard(3)).await;
         assert!(run.is_err(), "the reshard ended before {cut:?}: {run:?}");
         let state = b.board(&board).await.unwrap().resharding;
         if state == Some(Resharding::Moving { to: 3 }) {
@@ -337,7 +356,7 @@ async fn a_reshard_cut_short_is_finished_by_running_it_again(h: Harness) {
     }
     // Its lease holds: a second run is refused, as is another count.
     for shards in [3, 4] {
-        let err = b.reshard(&board, shards).await.unwrap_err();
+        let err = b.windowed(&board).reshard(shards).await.unwrap_err();
         assert_eq!(
             err,
             Error::ReshardRunning {
@@ -350,7 +369,7 @@ async fn a_reshard_cut_short_is_finished_by_running_it_again(h: Harness) {
     // Writes go on; once the lease has run out, the same count finishes the move.
     h.at(at + 31);
     write_beside(b, &one, &board, 8, 0).await;
-    let report = b.reshard(&board, 3).await.unwrap();
+    let report = b.windowed(&board).reshard(3).await.unwrap();
     assert_eq!((report.from, report.to), (2, 3));
     assert_eq!(b.board(&board).await.unwrap().resharding, None);
     same_reads(b, &one, &board, "finished").await;

@@ -43,8 +43,8 @@ impl Fixture {
             .unwrap()
             .with_ties(ties)
             .with_layout(Some(layout));
-        boards.create_board(&board, config.clone()).await.unwrap();
-        memory.create_board(&board, config.clone()).await.unwrap();
+        boards.create(&board, config.clone()).await.unwrap();
+        memory.create(&board, config.clone()).await.unwrap();
         let raw = redis.raw().await;
         Fixture {
             _redis: redis,
@@ -69,8 +69,18 @@ impl Fixture {
             .iter()
             .map(|(m, d)| Event::new(m.clone(), *d).at(ts(START + at)))
             .collect();
-        let outcome = self.boards.incr_batch(&self.board, &events).await.unwrap();
-        let mirror = self.memory.incr_batch(&self.board, &events).await.unwrap();
+        let outcome = self
+            .boards
+            .windowed(&self.board)
+            .incr_batch(&events)
+            .await
+            .unwrap();
+        let mirror = self
+            .memory
+            .windowed(&self.board)
+            .incr_batch(&events)
+            .await
+            .unwrap();
         assert_eq!(outcome.rejected.len(), mirror.rejected.len());
         if outcome.rejected.is_empty() {
             let slot = self.oracle.config.slot_start(ts(START + at));
@@ -82,8 +92,13 @@ impl Fixture {
     }
 
     async fn retire(&mut self, options: RetireOptions) -> RetireReport {
-        let report = self.boards.retire_with(&self.board, options).await.unwrap();
-        self.memory.retire(&self.board).await.unwrap();
+        let report = self
+            .boards
+            .windowed(&self.board)
+            .retire_with(options)
+            .await
+            .unwrap();
+        self.memory.windowed(&self.board).retire().await.unwrap();
         assert!(report.complete);
         report
     }
@@ -95,12 +110,14 @@ impl Fixture {
         for (j, window) in self.oracle.config.windows().iter().enumerate() {
             let page = self
                 .boards
-                .top(&self.board, Some(*window), 0, 1000)
+                .windowed(&self.board)
+                .top(Some(*window), 0, 1000)
                 .await
                 .unwrap();
             let mirror = self
                 .memory
-                .top(&self.board, Some(*window), 0, 1000)
+                .windowed(&self.board)
+                .top(Some(*window), 0, 1000)
                 .await
                 .unwrap();
             assert_eq!(
@@ -210,7 +227,8 @@ async fn two_windows_swap(ties: Ties, layout: Layout) {
     f.assert_exact().await;
     let top = f
         .boards
-        .top(&f.board, Some("1h".parse().unwrap()), 0, 3)
+        .windowed(&f.board)
+        .top(Some("1h".parse().unwrap()), 0, 3)
         .await
         .unwrap();
     assert_eq!(
@@ -332,7 +350,8 @@ async fn a_compact_closed_slot_falls_back_to_chunks() {
     };
     let converted = f
         .boards
-        .relayout_with(&f.board, Layout::Compact, now)
+        .windowed(&f.board)
+        .relayout_with(Layout::Compact, now)
         .await
         .unwrap();
     assert!(converted.complete);
@@ -407,7 +426,7 @@ async fn swap_is_exact_while_writes_go_on() {
                         .chain([Event::new(format!("m{}", i % 50), 1)])
                         .map(|e| e.at(ts(at)))
                         .collect();
-                    let outcome = boards.incr_batch(&board, &events).await.unwrap();
+                    let outcome = boards.windowed(&board).incr_batch(&events).await.unwrap();
                     assert!(outcome.rejected.is_empty());
                     recorded
                         .lock()
@@ -421,7 +440,8 @@ async fn swap_is_exact_while_writes_go_on() {
         tokio::task::yield_now().await;
         let report = f
             .boards
-            .retire_with(&f.board, options(false))
+            .windowed(&f.board)
+            .retire_with(options(false))
             .await
             .unwrap();
         assert_eq!(report.slots_swapped, 1, "round {round}");
@@ -438,7 +458,8 @@ async fn swap_is_exact_while_writes_go_on() {
         for (j, window) in f.oracle.config.windows().iter().enumerate() {
             let page = f
                 .boards
-                .top(&f.board, Some(*window), 0, 1000)
+                .windowed(&f.board)
+                .top(Some(*window), 0, 1000)
                 .await
                 .unwrap();
             assert_eq!(ranking(&page), f.oracle.ranking(j, now), "window {window}");

@@ -38,7 +38,7 @@ async fn started() -> Started {
     let clock = clock();
     let boards = with_clock(redis.store().await, &clock);
     let board = board(&boards).await;
-    boards.incr(&board, "a", 2, None).await.unwrap();
+    boards.windowed(&board).incr("a", 2, None).await.unwrap();
     let retirer = boards.start_retirer();
     let mut status = retirer.status();
     assert_eq!(round_at(&mut status, ts(START)).await.failed, 0);
@@ -55,7 +55,7 @@ async fn started() -> Started {
 async fn board(boards: &Rollboard) -> String {
     let name = unique("r");
     boards
-        .create_board(&name, BoardConfig::parse("1m", &["1m", "3m"]).unwrap())
+        .create(&name, BoardConfig::parse("1m", &["1m", "3m"]).unwrap())
         .await
         .unwrap();
     name
@@ -63,7 +63,11 @@ async fn board(boards: &Rollboard) -> String {
 
 async fn top(boards: &Rollboard, board: &str, window: &str) -> (i64, Vec<(String, i64)>) {
     let window = rollboard::Span::parse(window).unwrap();
-    let page = boards.top(board, Some(window), 0, 10).await.unwrap();
+    let page = boards
+        .windowed(board)
+        .top(Some(window), 0, 10)
+        .await
+        .unwrap();
     (page.from, ranking(&page))
 }
 
@@ -79,7 +83,7 @@ async fn the_retirer_retires_at_every_slot_boundary_with_no_retire_call() {
     } = started().await;
 
     clock.set(ts(START + 60));
-    boards.incr(&b, "b", 1, None).await.unwrap();
+    boards.windowed(&b).incr("b", 1, None).await.unwrap();
     let round = round_at(&mut status, ts(START + 60)).await;
     assert_eq!(round.failed, 0);
     let described = boards.describe_board(&b).await.unwrap();
@@ -114,7 +118,11 @@ async fn the_retirer_catches_up_at_start_and_picks_up_boards_created_later() {
     let clock = clock();
     let boards = with_clock(redis.store().await, &clock);
     let overdue = board(&boards).await;
-    boards.incr(&overdue, "old", 5, None).await.unwrap();
+    boards
+        .windowed(&overdue)
+        .incr("old", 5, None)
+        .await
+        .unwrap();
     clock.set(ts(START + 3 * 3600));
 
     let retirer = boards.start_retirer();
@@ -128,7 +136,7 @@ async fn the_retirer_catches_up_at_start_and_picks_up_boards_created_later() {
 
     // Created after the retirer started: retired at its first boundary.
     let later = board(&boards).await;
-    boards.incr(&later, "new", 4, None).await.unwrap();
+    boards.windowed(&later).incr("new", 4, None).await.unwrap();
     clock.set(ts(START + 3 * 3600 + 60));
     round_at(&mut status, ts(START + 3 * 3600 + 60)).await;
     let described = boards.describe_board(&later).await.unwrap();
@@ -196,7 +204,7 @@ async fn two_retirers_take_one_snapshot_per_boundary_between_them() {
     let b = unique("snap");
     let policy = rollboard::SnapshotPolicy::new(2, 10).unwrap();
     first
-        .create_board(
+        .create(
             &b,
             BoardConfig::parse("1m", &["1m", "3m"])
                 .unwrap()
@@ -209,15 +217,16 @@ async fn two_retirers_take_one_snapshot_per_boundary_between_them() {
     round_at(&mut s1, ts(START)).await;
     round_at(&mut s2, ts(START)).await;
     for k in 1..=4 {
-        first.incr(&b, "a", k, None).await.unwrap();
-        second.incr(&b, "b", 2, None).await.unwrap();
+        first.windowed(&b).incr("a", k, None).await.unwrap();
+        second.windowed(&b).incr("b", 2, None).await.unwrap();
         let at = ts(START + k * 60);
         clock.set(at);
         assert_eq!(round_at(&mut s1, at).await.failed, 0);
         assert_eq!(round_at(&mut s2, at).await.failed, 0);
         let range = rollboard::SnapshotRange::new(None, None, Some(100)).unwrap();
         let listed = second
-            .snapshots(&b, Some(rollboard::Span::parse("3m").unwrap()), range)
+            .windowed(&b)
+            .snapshots(Some(rollboard::Span::parse("3m").unwrap()), range)
             .await
             .unwrap();
         let boundaries: Vec<i64> = listed.snapshots.iter().map(|s| s.boundary).collect();

@@ -60,9 +60,9 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
     let b = &h.boards;
     // The top 25 at each boundary: a tie group may be cut, as in a full page.
     let config = config.with_snapshots(Some(SnapshotPolicy::new(25, 10).unwrap()));
-    b.create_board(&one, config.clone()).await.unwrap();
+    b.create(&one, config.clone()).await.unwrap();
     let sharded = config.clone().with_shards(3).unwrap();
-    b.create_board(&three, sharded.clone()).await.unwrap();
+    b.create(&three, sharded.clone()).await.unwrap();
     assert_eq!(b.board(&three).await.unwrap().config, sharded);
 
     let mut rng = StdRng::seed_from_u64(seed);
@@ -87,13 +87,13 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
                     }
                 })
                 .collect();
-            let a = b.incr_batch(&one, &events).await.unwrap();
-            let s = b.incr_batch(&three, &events).await.unwrap();
+            let a = b.windowed(&one).incr_batch(&events).await.unwrap();
+            let s = b.windowed(&three).incr_batch(&events).await.unwrap();
             assert_eq!(a, s);
             assert_eq!(a.accepted, events.len());
         }
-        let r1 = b.retire(&one).await.unwrap();
-        let r3 = b.retire(&three).await.unwrap();
+        let r1 = b.windowed(&one).retire().await.unwrap();
+        let r3 = b.windowed(&three).retire().await.unwrap();
         assert_eq!(
             (
                 r1.slots_retired > 0,
@@ -114,8 +114,8 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
             (Done { appended: windows }, Done { appended: 0 })
         };
         for board in [&one, &three] {
-            let first = b.take_snapshots(board).await.unwrap();
-            let second = b.take_snapshots(board).await.unwrap();
+            let first = b.windowed(board).take_snapshots().await.unwrap();
+            let second = b.windowed(board).take_snapshots().await.unwrap();
             assert_eq!((first, second), (taken, again), "hour {hour}");
         }
     }
@@ -133,8 +133,16 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
     assert!(ranked > 1_000, "only {ranked} ranked");
     for window in config.windows() {
         let range = SnapshotRange::new(None, None, None).unwrap();
-        let a = b.snapshots(&one, Some(*window), range).await.unwrap();
-        let s = b.snapshots(&three, Some(*window), range).await.unwrap();
+        let a = b
+            .windowed(&one)
+            .snapshots(Some(*window), range)
+            .await
+            .unwrap();
+        let s = b
+            .windowed(&three)
+            .snapshots(Some(*window), range)
+            .await
+            .unwrap();
         assert_eq!(s.snapshots, a.snapshots, "snapshots of {window}");
         let boundaries: Vec<i64> = s.snapshots.iter().map(|s| s.boundary).collect();
         assert_eq!(boundaries, [START + 7200, START + 3600]);
@@ -155,18 +163,28 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
                 (ranked, 10),
             ] {
                 let all = ScoreRange::ALL;
-                let a = b.ranking(&one, w, all, order, offset, limit).await.unwrap();
+                let a = b
+                    .windowed(&one)
+                    .ranking(w, all, order, offset, limit)
+                    .await
+                    .unwrap();
                 let s = b
-                    .ranking(&three, w, all, order, offset, limit)
+                    .windowed(&three)
+                    .ranking(w, all, order, offset, limit)
                     .await
                     .unwrap();
                 same_page(&a, &s, &format!("{window} {order:?} {offset}+{limit}"));
             }
             for (min, max, offset) in [(3, 9, 0), (3, 9, 40), (1, 2, 700), (20, 20, 0)] {
                 let range = ScoreRange::new(Some(min), Some(max)).unwrap();
-                let a = b.ranking(&one, w, range, order, offset, 50).await.unwrap();
+                let a = b
+                    .windowed(&one)
+                    .ranking(w, range, order, offset, 50)
+                    .await
+                    .unwrap();
                 let s = b
-                    .ranking(&three, w, range, order, offset, 50)
+                    .windowed(&three)
+                    .ranking(w, range, order, offset, 50)
                     .await
                     .unwrap();
                 same_page(
@@ -181,13 +199,13 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
             .map(|m| format!("post:{m}"))
             .chain(["post:0".to_string(), "never".to_string()])
             .collect();
-        let a = b.ranks(&one, &members, w).await.unwrap();
-        let s = b.ranks(&three, &members, w).await.unwrap();
+        let a = b.windowed(&one).ranks(&members, w).await.unwrap();
+        let s = b.windowed(&three).ranks(&members, w).await.unwrap();
         assert_eq!(a.entries, s.entries, "ranks in {window}");
         assert!(a.entries.iter().filter(|e| e.rank.is_some()).count() > 100);
         for member in members.iter().step_by(5) {
-            let a = b.score(&one, member, w).await.unwrap();
-            let s = b.score(&three, member, w).await.unwrap();
+            let a = b.windowed(&one).score(member, w).await.unwrap();
+            let s = b.windowed(&three).score(member, w).await.unwrap();
             assert_eq!(a, s, "{member} in {window}");
             for (n, fill, order) in [
                 (0, false, Order::Desc),
@@ -195,8 +213,16 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
                 (5, true, Order::Desc),
             ] {
                 let options = AroundOptions { fill, order };
-                let a = b.around_with(&one, member, w, n, options).await.unwrap();
-                let s = b.around_with(&three, member, w, n, options).await.unwrap();
+                let a = b
+                    .windowed(&one)
+                    .around_with(member, w, n, options)
+                    .await
+                    .unwrap();
+                let s = b
+                    .windowed(&three)
+                    .around_with(member, w, n, options)
+                    .await
+                    .unwrap();
                 match (a, s) {
                     (Some(a), Some(s)) => same_page(&a, &s, &format!("around {member}")),
                     (a, s) => assert_eq!(a.is_none(), s.is_none(), "around {member}"),
@@ -210,7 +236,7 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
     assert_eq!(exported, export_json(b, &one).await);
     assert_eq!(exported.lines().count() as u64, ranked);
     let copy = unique("copy");
-    b.create_board(&copy, sharded.clone()).await.unwrap();
+    b.create(&copy, sharded.clone()).await.unwrap();
     let input = std::io::Cursor::new(exported.clone().into_bytes());
     let report = import(b, &copy, input, ImportOptions::default(), |_| {})
         .await
@@ -220,34 +246,38 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
     b.drop_board(&copy).await.unwrap();
     for m in [0, 1, 17, 900] {
         let member = format!("post:{m}");
-        let a = b.history(&one, &member).await.unwrap();
-        let s = b.history(&three, &member).await.unwrap();
+        let a = b.windowed(&one).history(&member).await.unwrap();
+        let s = b.windowed(&three).history(&member).await.unwrap();
         assert_eq!(a, s, "history of {member}");
     }
     // Member data, kept by each member's shard, read beside a page: on 12 of the top 20,
     // one deleted again.
-    let leaders = b.top(&one, None, 0, 12).await.unwrap().entries;
+    let leaders = b.windowed(&one).top(None, 0, 12).await.unwrap().entries;
     for (m, leader) in leaders.iter().enumerate() {
         let data = rollboard::MemberData::parse(&format!(r#"{{"title":"post {m}"}}"#)).unwrap();
         for board in [&one, &three] {
-            b.set_member_data(board, &leader.member, data.clone())
+            b.windowed(board)
+                .set_member_data(&leader.member, data.clone())
                 .await
                 .unwrap();
         }
     }
     for board in [&one, &three] {
         assert!(
-            b.delete_member_data(board, &leaders[3].member)
+            b.windowed(board)
+                .delete_member_data(&leaders[3].member)
                 .await
                 .unwrap()
         );
     }
     let a = b
-        .with_data(&one, b.top(&one, None, 0, 20).await.unwrap())
+        .windowed(&one)
+        .with_data(b.windowed(&one).top(None, 0, 20).await.unwrap())
         .await
         .unwrap();
     let s = b
-        .with_data(&three, b.top(&three, None, 0, 20).await.unwrap())
+        .windowed(&three)
+        .with_data(b.windowed(&three).top(None, 0, 20).await.unwrap())
         .await
         .unwrap();
     assert_eq!(a.entries, s.entries);
@@ -259,12 +289,15 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
     assert_eq!(with_data, 11);
     // A member removed from its shard is gone from every read.
     for board in [&one, &three] {
-        b.remove_member(board, "post:0").await.unwrap();
+        b.windowed(board).remove_member("post:0").await.unwrap();
     }
-    let a = b.top(&one, None, 0, 50).await.unwrap();
-    let s = b.top(&three, None, 0, 50).await.unwrap();
+    let a = b.windowed(&one).top(None, 0, 50).await.unwrap();
+    let s = b.windowed(&three).top(None, 0, 50).await.unwrap();
     same_page(&a, &s, "after a removal");
-    assert_eq!(b.score(&three, "post:0", None).await.unwrap(), None);
+    assert_eq!(
+        b.windowed(&three).score("post:0", None).await.unwrap(),
+        None
+    );
 }
 
 /// `board`'s first window's ranking exported as JSON lines.
@@ -292,22 +325,24 @@ async fn keyed_writes_apply_each_shards_part_once(h: Harness) {
         .unwrap()
         .with_shards(4)
         .unwrap();
-    h.boards.create_board(&board, config).await.unwrap();
+    h.boards.create(&board, config).await.unwrap();
     let events: Vec<Event> = (0..40)
         .map(|m| Event::new(format!("m{m}"), m + 1))
         .collect();
     let first = h
         .boards
-        .write_idempotent(&board, &events, "k-1")
+        .windowed(&board)
+        .write_idempotent(&events, "k-1")
         .await
         .unwrap();
     let again = h
         .boards
-        .write_idempotent(&board, &events, "k-1")
+        .windowed(&board)
+        .write_idempotent(&events, "k-1")
         .await
         .unwrap();
     assert_eq!((first.accepted, again.accepted), (40, 40));
-    let page = h.boards.top(&board, None, 0, 100).await.unwrap();
+    let page = h.boards.windowed(&board).top(None, 0, 100).await.unwrap();
     let expected: Vec<(u64, String, i64)> = (0..40)
         .rev()
         .map(|m| (40 - m as u64, format!("m{m}"), m + 1))
@@ -316,25 +351,28 @@ async fn keyed_writes_apply_each_shards_part_once(h: Harness) {
     let other: Vec<Event> = vec![Event::new("m1", 5)];
     let err = h
         .boards
-        .write_idempotent(&board, &other, "k-1")
+        .windowed(&board)
+        .write_idempotent(&other, "k-1")
         .await
         .unwrap_err();
     assert_eq!(err.code(), "idempotency_key_reused");
     // A batch with a token, replayed: applied once.
     let once = h
         .boards
-        .incr_batch_once(&board, &events, "job-7")
+        .windowed(&board)
+        .incr_batch_once(&events, "job-7")
         .await
         .unwrap();
     assert_eq!(once.map(|o| o.accepted), Some(40));
     assert_eq!(
         h.boards
-            .incr_batch_once(&board, &events, "job-7")
+            .windowed(&board)
+            .incr_batch_once(&events, "job-7")
             .await
             .unwrap(),
         None
     );
-    let top = h.boards.top(&board, None, 0, 1).await.unwrap();
+    let top = h.boards.windowed(&board).top(None, 0, 1).await.unwrap();
     assert_eq!(triples(&top.entries), [(1, "m39".to_string(), 80)]);
 }
 
@@ -344,18 +382,18 @@ async fn shards_are_hidden_and_go_with_their_board(h: Harness) {
         .unwrap()
         .with_shards(3)
         .unwrap();
-    h.boards.create_board(&board, config.clone()).await.unwrap();
-    h.boards.incr(&board, "a", 5, None).await.unwrap();
+    h.boards.create(&board, config.clone()).await.unwrap();
+    h.boards.windowed(&board).incr("a", 5, None).await.unwrap();
     let listed: Vec<String> = board_names(&h.boards).await;
     assert!(listed.contains(&board));
     assert!(listed.iter().all(|n| !n.contains('#')), "{listed:?}");
     // The same config again: the board as it was.
-    let again = h.boards.create_board(&board, config.clone()).await.unwrap();
+    let again = h.boards.create(&board, config.clone()).await.unwrap();
     assert!(matches!(again, rollboard::Created::Existing(_)));
     // Another shard count is a conflict that names it.
     let err = h
         .boards
-        .create_board(&board, config.clone().with_shards(2).unwrap())
+        .create(&board, config.clone().with_shards(2).unwrap())
         .await
         .unwrap_err();
     assert!(
@@ -367,20 +405,32 @@ async fn shards_are_hidden_and_go_with_their_board(h: Harness) {
         .unwrap()
         .with_shards(3)
         .unwrap();
-    h.boards.create_board(&board, wider.clone()).await.unwrap();
-    h.boards.build_windows(&board).await.unwrap();
+    h.boards.create(&board, wider.clone()).await.unwrap();
+    h.boards.windowed(&board).build_windows().await.unwrap();
     let in_4h = h
         .boards
-        .score(&board, "a", Some(Span::parse("4h").unwrap()))
+        .windowed(&board)
+        .score("a", Some(Span::parse("4h").unwrap()))
         .await
         .unwrap();
     assert_eq!(in_4h.map(|s| (s.score, s.rank)), Some((5, Some(1))));
     // Dropped with its shards: a new board of the name starts empty, even made at the
     // same millisecond.
     h.boards.drop_board(&board).await.unwrap();
-    h.boards.create_board(&board, config).await.unwrap();
-    assert_eq!(h.boards.top(&board, None, 0, 10).await.unwrap().entries, []);
-    assert_eq!(h.boards.score(&board, "a", None).await.unwrap(), None);
+    h.boards.create(&board, config).await.unwrap();
+    assert_eq!(
+        h.boards
+            .windowed(&board)
+            .top(None, 0, 10)
+            .await
+            .unwrap()
+            .entries,
+        []
+    );
+    assert_eq!(
+        h.boards.windowed(&board).score("a", None).await.unwrap(),
+        None
+    );
     h.boards.drop_board(&board).await.unwrap();
     assert!(!board_names(&h.boards).await.contains(&board));
 }
@@ -389,7 +439,7 @@ async fn what_a_sharded_board_cannot_answer_exactly_is_refused(h: Harness) {
     let base = BoardConfig::parse("1h", &["1h"]).unwrap();
     let name = unique("refused");
     let dense = base.clone().with_ties(Ties::Dense).with_shards(2).unwrap();
-    let err = h.boards.create_board(&name, dense).await.unwrap_err();
+    let err = h.boards.create(&name, dense).await.unwrap_err();
     assert_eq!(err.code(), "invalid_config");
     assert!(err.to_string().contains("not dense"), "{err}");
     for shards in [0, 33] {
@@ -400,18 +450,27 @@ async fn what_a_sharded_board_cannot_answer_exactly_is_refused(h: Harness) {
         );
     }
     h.boards
-        .create_board(&name, base.with_shards(2).unwrap())
+        .create(&name, base.with_shards(2).unwrap())
         .await
         .unwrap();
     let events = [Event::new("a", 1)];
     let err = h
         .boards
-        .incr_batch_standing(&name, &events, None)
+        .windowed(&name)
+        .incr_batch_standing(&events, None)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::ShardedUnsupported { .. }), "{err:?}");
     assert_eq!(err.code(), "sharded_unsupported");
-    assert_eq!(h.boards.top(&name, None, 0, 10).await.unwrap().entries, []);
+    assert_eq!(
+        h.boards
+            .windowed(&name)
+            .top(None, 0, 10)
+            .await
+            .unwrap()
+            .entries,
+        []
+    );
 }
 
 /// On a cluster of three masters, a board of 3 shards has one shard on each master and
@@ -429,9 +488,9 @@ async fn the_shards_of_a_board_land_on_every_master_of_a_cluster() {
             .unwrap()
             .with_shards(shards)
             .unwrap();
-        h.boards.create_board(&board, config).await.unwrap();
+        h.boards.create(&board, config).await.unwrap();
         let events: Vec<Event> = (0..300).map(|m| Event::new(format!("m{m}"), 1)).collect();
-        h.boards.incr_batch(&board, &events).await.unwrap();
+        h.boards.windowed(&board).incr_batch(&events).await.unwrap();
         // The store underneath lists the shards as boards of their own.
         let mut per_master = std::collections::BTreeMap::<u16, u32>::new();
         let mut members = 0;
@@ -474,8 +533,8 @@ async fn shards_left_by_a_drop_cut_short_are_dropped_by_the_next_listing() {
             .unwrap()
             .with_shards(3)
             .unwrap();
-        boards.create_board(&board, config).await.unwrap();
-        boards.incr(&board, "a", 1, None).await.unwrap();
+        boards.create(&board, config).await.unwrap();
+        boards.windowed(&board).incr("a", 1, None).await.unwrap();
         let prefix = format!("{board}#");
         let shards = |listed: Vec<rollboard::Board>| {
             listed
@@ -516,20 +575,22 @@ async fn a_sharded_boards_snapshot_waits_for_its_slowest_shard() {
             .with_snapshots(Some(SnapshotPolicy::new(4, 10).unwrap()))
             .with_shards(3)
             .unwrap();
-        boards.create_board(&board, config.clone()).await.unwrap();
+        boards.create(&board, config.clone()).await.unwrap();
         let events = |n: u64, delta: fn(u64) -> i64| -> Vec<Event> {
             (0..n)
                 .map(|m| Event::new(format!("m{m}"), delta(m)))
                 .collect()
         };
         boards
-            .incr_batch(&board, &events(40, |m| (m % 7 + 1) as i64))
+            .windowed(&board)
+            .incr_batch(&events(40, |m| (m % 7 + 1) as i64))
             .await
             .unwrap();
         // An hour on: more events, and the first slot leaves the 1h window.
         clock.set(crate::support::ts(START + 3600));
         boards
-            .incr_batch(&board, &events(20, |m| (m % 5 + 1) as i64))
+            .windowed(&board)
+            .incr_batch(&events(20, |m| (m % 5 + 1) as i64))
             .await
             .unwrap();
         let prefix = format!("{board}#");
@@ -542,18 +603,18 @@ async fn a_sharded_boards_snapshot_waits_for_its_slowest_shard() {
             .collect();
         assert_eq!(shards.len(), 3);
         for (i, shard) in shards.iter().enumerate() {
-            let pass = boards.take_snapshots(&board).await.unwrap();
+            let pass = boards.windowed(&board).take_snapshots().await.unwrap();
             assert_eq!(pass, Waiting, "{i} of 3 shards retired, {}", raw.kind());
             raw.retire(shard, rollboard::Clock::now(&clock))
                 .await
                 .unwrap();
         }
         assert_eq!(
-            boards.take_snapshots(&board).await.unwrap(),
+            boards.windowed(&board).take_snapshots().await.unwrap(),
             Done { appended: 2 }
         );
         assert_eq!(
-            boards.take_snapshots(&board).await.unwrap(),
+            boards.windowed(&board).take_snapshots().await.unwrap(),
             Done { appended: 0 }
         );
         // Each window's top 4 (a tie group cut keeps its smallest members), as read.
@@ -570,7 +631,12 @@ async fn a_sharded_boards_snapshot_waits_for_its_slowest_shard() {
         for (window, leaders) in expected {
             let w = Some(Span::parse(window).unwrap());
             let range = SnapshotRange::new(None, None, None).unwrap();
-            let taken = boards.snapshots(&board, w, range).await.unwrap().snapshots;
+            let taken = boards
+                .windowed(&board)
+                .snapshots(w, range)
+                .await
+                .unwrap()
+                .snapshots;
             assert_eq!(taken.len(), 1, "{window} on {}", raw.kind());
             assert_eq!(taken[0].boundary, START + 3600);
             let leaders: Vec<(u64, String, i64)> = leaders
@@ -578,7 +644,7 @@ async fn a_sharded_boards_snapshot_waits_for_its_slowest_shard() {
                 .map(|(r, m, s)| (r, m.into(), s))
                 .collect();
             assert_eq!(triples(&taken[0].entries), leaders, "{window}");
-            let top = boards.top(&board, w, 0, 4).await.unwrap();
+            let top = boards.windowed(&board).top(w, 0, 4).await.unwrap();
             assert_eq!(taken[0].entries, top.entries);
         }
         for shard in &shards {
@@ -592,11 +658,11 @@ async fn a_sharded_boards_snapshot_waits_for_its_slowest_shard() {
         // takes nothing, even through this one's copy of the config.
         let other = crate::support::with_clock(raw.clone(), &clock);
         other
-            .create_board(&board, config.clone().with_snapshots(None))
+            .create(&board, config.clone().with_snapshots(None))
             .await
             .unwrap();
         clock.set(crate::support::ts(START + 7200));
-        boards.retire(&board).await.unwrap();
-        assert_eq!(boards.take_snapshots(&board).await.unwrap(), Off);
+        boards.windowed(&board).retire().await.unwrap();
+        assert_eq!(boards.windowed(&board).take_snapshots().await.unwrap(), Off);
     }
 }

@@ -45,7 +45,8 @@ async fn boundaries(
     range: SnapshotRange,
 ) -> Vec<i64> {
     boards
-        .snapshots(name, Some(span(window)), range)
+        .windowed(name)
+        .snapshots(Some(span(window)), range)
         .await
         .unwrap()
         .snapshots
@@ -56,8 +57,8 @@ async fn boundaries(
 
 /// Retires the board, then takes its snapshots, as the retirer's pass does.
 async fn pass(boards: &Rollboard, name: &str) -> SnapshotPass {
-    assert!(boards.retire(name).await.unwrap().complete);
-    boards.take_snapshots(name).await.unwrap()
+    assert!(boards.windowed(name).retire().await.unwrap().complete);
+    boards.windowed(name).take_snapshots().await.unwrap()
 }
 
 /// On Redis, how many of the board's `1h` and `2h` snapshot keys exist.
@@ -83,12 +84,12 @@ fn appended(pass: SnapshotPass) -> u64 {
 async fn one_snapshot_per_boundary_with_two_processes_racing(h: Harness) {
     let name = unique("s");
     let config = config(&["1h", "3h"], 3, 100).with_ties(Ties::Dense);
-    h.boards.create_board(&name, config).await.unwrap();
+    h.boards.create(&name, config).await.unwrap();
     // A second process on the same store, with its own board cache.
     let other = with_clock(h.boards.store().clone(), &h.clock);
     // The creation slot is not a boundary the board lived through.
     assert_eq!(
-        h.boards.take_snapshots(&name).await.unwrap(),
+        h.boards.windowed(&name).take_snapshots().await.unwrap(),
         SnapshotPass::Off
     );
     let events: [&[(&str, i64)]; 4] = [
@@ -100,7 +101,11 @@ async fn one_snapshot_per_boundary_with_two_processes_racing(h: Harness) {
     for (k, batch) in events.iter().enumerate() {
         h.at(k as i64 * HOUR + 10);
         for (member, delta) in *batch {
-            h.boards.incr(&name, member, *delta, None).await.unwrap();
+            h.boards
+                .windowed(&name)
+                .incr(member, *delta, None)
+                .await
+                .unwrap();
         }
         // Just past the next boundary, both processes retire and snapshot at once.
         let boundary = START + (k as i64 + 1) * HOUR;
@@ -109,10 +114,16 @@ async fn one_snapshot_per_boundary_with_two_processes_racing(h: Harness) {
         assert_eq!(appended(a) + appended(b), 2, "boundary {k}: one per window");
         // The newest snapshot of each window is the window's top right now.
         for window in ["1h", "3h"] {
-            let oracle = h.boards.top(&name, Some(span(window)), 0, 3).await.unwrap();
+            let oracle = h
+                .boards
+                .windowed(&name)
+                .top(Some(span(window)), 0, 3)
+                .await
+                .unwrap();
             let listed = h
                 .boards
-                .snapshots(&name, Some(span(window)), all(1))
+                .windowed(&name)
+                .snapshots(Some(span(window)), all(1))
                 .await
                 .unwrap();
             assert_eq!(listed.window, span(window));
@@ -135,7 +146,8 @@ async fn one_snapshot_per_boundary_with_two_processes_racing(h: Harness) {
     // 3: the oracle above kept b, as the snapshot did.)
     let last = h
         .boards
-        .snapshots(&name, Some(span("3h")), all(1))
+        .windowed(&name)
+        .snapshots(Some(span("3h")), all(1))
         .await
         .unwrap();
     assert_eq!(
@@ -148,7 +160,7 @@ async fn one_snapshot_per_boundary_with_two_processes_racing(h: Harness) {
     );
     // Asked again at the same boundary: nothing more.
     assert_eq!(
-        h.boards.take_snapshots(&name).await.unwrap(),
+        h.boards.windowed(&name).take_snapshots().await.unwrap(),
         SnapshotPass::Done { appended: 0 }
     );
 }
@@ -156,15 +168,15 @@ async fn one_snapshot_per_boundary_with_two_processes_racing(h: Harness) {
 async fn nothing_is_taken_before_retirement_through_the_boundary(h: Harness) {
     let name = unique("s");
     h.boards
-        .create_board(&name, config(&["1h", "3h"], 10, 10))
+        .create(&name, config(&["1h", "3h"], 10, 10))
         .await
         .unwrap();
     h.at(10);
-    h.boards.incr(&name, "a", 4, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 4, None).await.unwrap();
     h.at(HOUR + 1);
     // Slot START has left the 1h window but is not retired yet.
     assert_eq!(
-        h.boards.take_snapshots(&name).await.unwrap(),
+        h.boards.windowed(&name).take_snapshots().await.unwrap(),
         SnapshotPass::Waiting
     );
     assert_eq!(
@@ -175,7 +187,12 @@ async fn nothing_is_taken_before_retirement_through_the_boundary(h: Harness) {
         pass(&h.boards, &name).await,
         SnapshotPass::Done { appended: 2 }
     );
-    let one = h.boards.snapshots(&name, None, all(10)).await.unwrap();
+    let one = h
+        .boards
+        .windowed(&name)
+        .snapshots(None, all(10))
+        .await
+        .unwrap();
     assert_eq!(one.window, span("1h"));
     assert!(
         one.snapshots[0].entries.is_empty(),
@@ -183,7 +200,8 @@ async fn nothing_is_taken_before_retirement_through_the_boundary(h: Harness) {
     );
     let three = h
         .boards
-        .snapshots(&name, Some(span("3h")), all(10))
+        .windowed(&name)
+        .snapshots(Some(span("3h")), all(10))
         .await
         .unwrap();
     assert_eq!(
@@ -195,14 +213,18 @@ async fn nothing_is_taken_before_retirement_through_the_boundary(h: Harness) {
 async fn snapshots_are_trimmed_to_keep_and_listed_by_range_and_limit(h: Harness) {
     let name = unique("s");
     h.boards
-        .create_board(&name, config(&["1h", "2h"], 2, 3))
+        .create(&name, config(&["1h", "2h"], 2, 3))
         .await
         .unwrap();
     for k in 1..=5 {
         h.at(k * HOUR - 100);
-        h.boards.incr(&name, "a", k, None).await.unwrap();
-        h.boards.incr(&name, "b", 1, None).await.unwrap();
-        h.boards.incr(&name, "c", 10 - k, None).await.unwrap();
+        h.boards.windowed(&name).incr("a", k, None).await.unwrap();
+        h.boards.windowed(&name).incr("b", 1, None).await.unwrap();
+        h.boards
+            .windowed(&name)
+            .incr("c", 10 - k, None)
+            .await
+            .unwrap();
         h.at(k * HOUR);
         assert_eq!(appended(pass(&h.boards, &name).await), 2);
     }
@@ -243,11 +265,8 @@ async fn snapshots_are_trimmed_to_keep_and_listed_by_range_and_limit(h: Harness)
     // slot 3 (a 4, b 1, c 6) and the empty slot 4.
     let four = h
         .boards
-        .snapshots(
-            &name,
-            Some(span("2h")),
-            range(Some(at(4)), Some(at(4)), None),
-        )
+        .windowed(&name)
+        .snapshots(Some(span("2h")), range(Some(at(4)), Some(at(4)), None))
         .await
         .unwrap();
     assert_eq!(
@@ -256,13 +275,15 @@ async fn snapshots_are_trimmed_to_keep_and_listed_by_range_and_limit(h: Harness)
     );
     let err = h
         .boards
-        .snapshots(&name, Some(span("3h")), all(1))
+        .windowed(&name)
+        .snapshots(Some(span("3h")), all(1))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "window_not_found");
     let err = h
         .boards
-        .snapshots("missing", None, all(1))
+        .windowed("missing")
+        .snapshots(None, all(1))
         .await
         .unwrap_err();
     assert_eq!(err, Error::BoardNotFound("missing".into()));
@@ -271,7 +292,7 @@ async fn snapshots_are_trimmed_to_keep_and_listed_by_range_and_limit(h: Harness)
 async fn the_option_is_set_changed_and_removed_on_a_live_board(h: Harness) {
     let name = unique("s");
     let plain = BoardConfig::parse("1h", &["1h", "2h"]).unwrap();
-    h.boards.create_board(&name, plain.clone()).await.unwrap();
+    h.boards.create(&name, plain.clone()).await.unwrap();
     h.at(HOUR);
     assert_eq!(pass(&h.boards, &name).await, SnapshotPass::Off);
     // Added to the live board: same incarnation, shown in its config.
@@ -279,13 +300,14 @@ async fn the_option_is_set_changed_and_removed_on_a_live_board(h: Harness) {
         .clone()
         .with_snapshots(Some(SnapshotPolicy::new(5, 2).unwrap()));
     let before = h.boards.board(&name).await.unwrap();
-    let created = h.boards.create_board(&name, with.clone()).await.unwrap();
+    let created = h.boards.create(&name, with.clone()).await.unwrap();
     assert!(
         matches!(created, rollboard::Created::Existing(_)),
         "{created:?}"
     );
-    assert_eq!(created.board().version, before.version);
-    assert_eq!(created.board().config, with);
+    let created = created.board().windowed().unwrap();
+    assert_eq!(created.version, before.version);
+    assert_eq!(created.config, with);
     // Another process sees it through the store.
     let other = with_clock(h.boards.store().clone(), &h.clock);
     assert_eq!(other.board(&name).await.unwrap().config, with);
@@ -298,17 +320,20 @@ async fn the_option_is_set_changed_and_removed_on_a_live_board(h: Harness) {
             .snapshots(),
         with.snapshots()
     );
-    assert_eq!(appended(other.take_snapshots(&name).await.unwrap()), 2);
+    assert_eq!(
+        appended(other.windowed(&name).take_snapshots().await.unwrap()),
+        2
+    );
     // A conflicting PUT changes nothing, the policy included.
     let conflicting = BoardConfig::parse("1h", &["1h", "3h"])
         .unwrap()
         .with_snapshots(Some(SnapshotPolicy::new(9, 9).unwrap()));
-    let err = h.boards.create_board(&name, conflicting).await.unwrap_err();
+    let err = h.boards.create(&name, conflicting).await.unwrap_err();
     assert_eq!(err.code(), "board_conflict");
     let third = with_clock(h.boards.store().clone(), &h.clock);
     assert_eq!(third.board(&name).await.unwrap().config, with);
     // Removed: no more snapshots; the ones taken stay listed.
-    h.boards.create_board(&name, plain.clone()).await.unwrap();
+    h.boards.create(&name, plain.clone()).await.unwrap();
     let fourth = with_clock(h.boards.store().clone(), &h.clock);
     assert_eq!(fourth.board(&name).await.unwrap().config, plain);
     h.at(2 * HOUR);
@@ -322,7 +347,7 @@ async fn the_option_is_set_changed_and_removed_on_a_live_board(h: Harness) {
 async fn an_older_boundary_is_never_appended_after_a_newer_one(h: Harness) {
     let name = unique("s");
     h.boards
-        .create_board(&name, config(&["1h"], 1, 10))
+        .create(&name, config(&["1h"], 1, 10))
         .await
         .unwrap();
     h.at(2 * HOUR);
@@ -331,7 +356,7 @@ async fn an_older_boundary_is_never_appended_after_a_newer_one(h: Harness) {
     let behind = rollboard::ManualClock::new(crate::support::ts(START + HOUR + 5));
     let late = with_clock(h.boards.store().clone(), &behind);
     assert_eq!(
-        late.take_snapshots(&name).await.unwrap(),
+        late.windowed(&name).take_snapshots().await.unwrap(),
         SnapshotPass::Done { appended: 0 }
     );
     assert_eq!(
@@ -343,11 +368,11 @@ async fn an_older_boundary_is_never_appended_after_a_newer_one(h: Harness) {
 async fn a_drop_removes_the_snapshots(h: Harness) {
     let name = unique("s");
     h.boards
-        .create_board(&name, config(&["1h", "2h"], 1, 10))
+        .create(&name, config(&["1h", "2h"], 1, 10))
         .await
         .unwrap();
     h.at(10);
-    h.boards.incr(&name, "a", 1, None).await.unwrap();
+    h.boards.windowed(&name).incr("a", 1, None).await.unwrap();
     h.at(HOUR);
     assert_eq!(appended(pass(&h.boards, &name).await), 2);
     if let Some(count) = snapshot_keys(&h, &name).await {
@@ -359,7 +384,7 @@ async fn a_drop_removes_the_snapshots(h: Harness) {
     }
     // Re-created, the board starts with no snapshots.
     h.boards
-        .create_board(&name, config(&["1h", "2h"], 1, 10))
+        .create(&name, config(&["1h", "2h"], 1, 10))
         .await
         .unwrap();
     assert_eq!(
@@ -371,7 +396,7 @@ async fn a_drop_removes_the_snapshots(h: Harness) {
 async fn the_delivery_cursor_only_moves_forward_and_lists_oldest_first(h: Harness) {
     let name = unique("s");
     h.boards
-        .create_board(&name, config(&["1h", "2h"], 1, 10))
+        .create(&name, config(&["1h", "2h"], 1, 10))
         .await
         .unwrap();
     for k in 1..=3 {
@@ -379,7 +404,10 @@ async fn the_delivery_cursor_only_moves_forward_and_lists_oldest_first(h: Harnes
         assert_eq!(appended(pass(&h.boards, &name).await), 2);
     }
     let two = Some(span("2h"));
-    assert_eq!(h.boards.snapshot_cursor(&name, two).await.unwrap(), None);
+    assert_eq!(
+        h.boards.windowed(&name).snapshot_cursor(two).await.unwrap(),
+        None
+    );
     // Oldest first, from a cursor on: what a deliverer reads next.
     let after = |cursor: i64| {
         SnapshotRange::new(Some(cursor + 1), None, Some(2))
@@ -391,19 +419,28 @@ async fn the_delivery_cursor_only_moves_forward_and_lists_oldest_first(h: Harnes
         [START + HOUR, START + 2 * HOUR]
     );
     h.boards
-        .advance_snapshot_cursor(&name, two, START + 2 * HOUR)
+        .windowed(&name)
+        .advance_snapshot_cursor(two, START + 2 * HOUR)
         .await
         .unwrap();
     // A slower process that delivered an older one leaves the newer cursor.
     h.boards
-        .advance_snapshot_cursor(&name, two, START + HOUR)
+        .windowed(&name)
+        .advance_snapshot_cursor(two, START + HOUR)
         .await
         .unwrap();
     assert_eq!(
-        h.boards.snapshot_cursor(&name, two).await.unwrap(),
+        h.boards.windowed(&name).snapshot_cursor(two).await.unwrap(),
         Some(START + 2 * HOUR)
     );
-    assert_eq!(h.boards.snapshot_cursor(&name, None).await.unwrap(), None);
+    assert_eq!(
+        h.boards
+            .windowed(&name)
+            .snapshot_cursor(None)
+            .await
+            .unwrap(),
+        None
+    );
     assert_eq!(
         boundaries(&h.boards, &name, "2h", after(START + 2 * HOUR)).await,
         [START + 3 * HOUR]
@@ -411,8 +448,11 @@ async fn the_delivery_cursor_only_moves_forward_and_lists_oldest_first(h: Harnes
     // Dropped and re-created, the board starts with no cursor.
     h.boards.drop_board(&name).await.unwrap();
     h.boards
-        .create_board(&name, config(&["1h", "2h"], 1, 10))
+        .create(&name, config(&["1h", "2h"], 1, 10))
         .await
         .unwrap();
-    assert_eq!(h.boards.snapshot_cursor(&name, two).await.unwrap(), None);
+    assert_eq!(
+        h.boards.windowed(&name).snapshot_cursor(two).await.unwrap(),
+        None
+    );
 }

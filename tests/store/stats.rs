@@ -22,7 +22,8 @@ on_every_store!(
 
 async fn current(h: &Harness, context: &str, kind: &str) -> HourStats {
     h.boards
-        .stats(context, kind)
+        .stats()
+        .read(context, kind)
         .await
         .unwrap()
         .current
@@ -32,7 +33,11 @@ async fn current(h: &Harness, context: &str, kind: &str) -> HourStats {
 async fn a_record_keeps_count_sum_min_max_mean_and_sample_stddev(h: Harness) {
     let ctx = unique("/page");
     for v in [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0] {
-        h.boards.record_stat(&ctx, "AccessTime", v).await.unwrap();
+        h.boards
+            .stats()
+            .record(&ctx, "AccessTime", v)
+            .await
+            .unwrap();
     }
     let s = current(&h, &ctx, "AccessTime").await;
     assert_eq!(
@@ -44,7 +49,7 @@ async fn a_record_keeps_count_sum_min_max_mean_and_sample_stddev(h: Harness) {
         "{}",
         s.stddev
     );
-    let got = h.boards.stats(&ctx, "AccessTime").await.unwrap();
+    let got = h.boards.stats().read(&ctx, "AccessTime").await.unwrap();
     assert_eq!(got.previous, None);
     assert_eq!((got.context, got.kind), (ctx, "AccessTime".to_owned()));
 }
@@ -56,7 +61,7 @@ async fn stddev_of_1e7_plus_tiny_noise_is_within_1_percent(h: Harness) {
         .map(|_| 1e7 + rng.random_range(0.0..0.01))
         .collect();
     for v in &values {
-        h.boards.record_stat(&ctx, "Value", *v).await.unwrap();
+        h.boards.stats().record(&ctx, "Value", *v).await.unwrap();
     }
     // The true sample stddev, computed on the offsets (exact enough).
     let offsets: Vec<f64> = values.iter().map(|v| v - 1e7).collect();
@@ -75,7 +80,8 @@ async fn percentiles_are_within_2_percent(h: Harness) {
     let ctx = unique("p");
     for i in 1..=1000 {
         h.boards
-            .record_stat(&ctx, "AccessTime", i as f64 * 0.001)
+            .stats()
+            .record(&ctx, "AccessTime", i as f64 * 0.001)
             .await
             .unwrap();
     }
@@ -90,23 +96,23 @@ async fn percentiles_are_within_2_percent(h: Harness) {
 
 async fn the_hour_rolls_over_inside_the_record(h: Harness) {
     let ctx = unique("roll");
-    h.boards.record_stat(&ctx, "T", 1.0).await.unwrap();
+    h.boards.stats().record(&ctx, "T", 1.0).await.unwrap();
     h.at(3600 + 5);
-    h.boards.record_stat(&ctx, "T", 3.0).await.unwrap();
-    h.boards.record_stat(&ctx, "T", 5.0).await.unwrap();
-    let got = h.boards.stats(&ctx, "T").await.unwrap();
+    h.boards.stats().record(&ctx, "T", 3.0).await.unwrap();
+    h.boards.stats().record(&ctx, "T", 5.0).await.unwrap();
+    let got = h.boards.stats().read(&ctx, "T").await.unwrap();
     let (cur, prev) = (got.current.unwrap(), got.previous.unwrap());
     assert_eq!((cur.hour, cur.count, cur.mean), (START + 3600, 2, 4.0));
     assert_eq!((prev.hour, prev.count, prev.mean), (START, 1, 1.0));
     // An hour later, with nothing recorded: the last hour is the previous one.
     h.at(7200 + 5);
-    let got = h.boards.stats(&ctx, "T").await.unwrap();
+    let got = h.boards.stats().read(&ctx, "T").await.unwrap();
     assert_eq!(got.current, None);
     assert_eq!(got.previous.unwrap().hour, START + 3600);
     // Two hours of silence: both go at the next record.
     h.at(4 * 3600);
-    h.boards.record_stat(&ctx, "T", 7.0).await.unwrap();
-    let got = h.boards.stats(&ctx, "T").await.unwrap();
+    h.boards.stats().record(&ctx, "T", 7.0).await.unwrap();
+    let got = h.boards.stats().read(&ctx, "T").await.unwrap();
     assert_eq!(got.current.unwrap().count, 1);
     assert_eq!(got.previous, None);
 }
@@ -128,7 +134,7 @@ async fn contexts_with_special_characters_never_share_keys(h: Harness) {
     .collect();
     for (i, ctx) in contexts.iter().enumerate() {
         for _ in 0..=i {
-            h.boards.record_stat(ctx, "K", i as f64).await.unwrap();
+            h.boards.stats().record(ctx, "K", i as f64).await.unwrap();
         }
     }
     for (i, ctx) in contexts.iter().enumerate() {
@@ -145,12 +151,17 @@ async fn slowest_lists_the_highest_means_and_keeps_100(h: Harness) {
     let kind = format!("Slow{}", unique("").replace(['-', ':', '.'], ""));
     for i in 1..=105 {
         h.boards
-            .record_stat(&format!("/r/{i}"), &kind, i as f64)
+            .stats()
+            .record(&format!("/r/{i}"), &kind, i as f64)
             .await
             .unwrap();
     }
-    h.boards.record_stat("/r/3", &kind, 1000.0).await.unwrap();
-    let all = h.boards.slowest(&kind, 100).await.unwrap();
+    h.boards
+        .stats()
+        .record("/r/3", &kind, 1000.0)
+        .await
+        .unwrap();
+    let all = h.boards.stats().slowest(&kind, 100).await.unwrap();
     assert_eq!(all.len(), 100);
     let top: Vec<(String, f64, u64)> = all
         .iter()
@@ -167,9 +178,9 @@ async fn slowest_lists_the_highest_means_and_keeps_100(h: Harness) {
     );
     // /r/3 came back after being trimmed (with both its values); /r/1 to /r/6 are out.
     assert_eq!(all.last().unwrap().context, "/r/7");
-    assert_eq!(h.boards.slowest(&kind, 2).await.unwrap().len(), 2);
-    h.boards.record_stat("/r/105", &kind, 1.0).await.unwrap();
-    let second = &h.boards.slowest(&kind, 3).await.unwrap()[2];
+    assert_eq!(h.boards.stats().slowest(&kind, 2).await.unwrap().len(), 2);
+    h.boards.stats().record("/r/105", &kind, 1.0).await.unwrap();
+    let second = &h.boards.stats().slowest(&kind, 3).await.unwrap()[2];
     assert_eq!(
         (second.context.as_str(), second.mean, second.count),
         ("/r/103", 103.0, 1)
@@ -180,7 +191,7 @@ async fn bad_input_and_unknown_stats_are_reported(h: Harness) {
     let ctx = unique("bad");
     let code = |e: rollboard::Error| e.code();
     assert_eq!(
-        code(h.boards.stats(&ctx, "T").await.unwrap_err()),
+        code(h.boards.stats().read(&ctx, "T").await.unwrap_err()),
         "stats_not_found"
     );
     for (context, kind, value) in [
@@ -192,34 +203,40 @@ async fn bad_input_and_unknown_stats_are_reported(h: Harness) {
     ] {
         let err = h
             .boards
-            .record_stat(context, kind, value)
+            .stats()
+            .record(context, kind, value)
             .await
             .unwrap_err();
         assert_eq!(code(err), "invalid_query", "{context:?} {kind:?} {value}");
     }
     assert_eq!(
-        code(h.boards.slowest("T", 0).await.unwrap_err()),
+        code(h.boards.stats().slowest("T", 0).await.unwrap_err()),
         "invalid_query"
     );
     assert_eq!(
-        code(h.boards.slowest("T", 101).await.unwrap_err()),
+        code(h.boards.stats().slowest("T", 101).await.unwrap_err()),
         "invalid_query"
     );
 }
 
 async fn a_batch_records_every_value_all_or_nothing(h: Harness) {
     let ctx = unique("batch");
-    let bad = h.boards.record_stats(&ctx, "T", &[1.0, f64::NAN]).await;
+    let bad = h
+        .boards
+        .stats()
+        .record_many(&ctx, "T", &[1.0, f64::NAN])
+        .await;
     assert_eq!(bad.unwrap_err().code(), "invalid_query");
     assert_eq!(
-        h.boards.stats(&ctx, "T").await.unwrap_err().code(),
+        h.boards.stats().read(&ctx, "T").await.unwrap_err().code(),
         "stats_not_found"
     );
     h.boards
-        .record_stats(&ctx, "T", &[4.0, 1.0, 3.0, 2.0])
+        .stats()
+        .record_many(&ctx, "T", &[4.0, 1.0, 3.0, 2.0])
         .await
         .unwrap();
-    h.boards.record_stat(&ctx, "T", 5.0).await.unwrap();
+    h.boards.stats().record(&ctx, "T", 5.0).await.unwrap();
     let s = current(&h, &ctx, "T").await;
     assert_eq!(
         (s.count, s.sum, s.min, s.max, s.mean),
@@ -229,10 +246,11 @@ async fn a_batch_records_every_value_all_or_nothing(h: Harness) {
     assert!((s.p50 - 3.0).abs() <= 3.0 * RELATIVE_ERROR);
     let kind = format!("B{}", unique("").replace(['-', ':', '.'], ""));
     h.boards
-        .record_stats(&ctx, &kind, &[2.0, 4.0])
+        .stats()
+        .record_many(&ctx, &kind, &[2.0, 4.0])
         .await
         .unwrap();
-    let top = h.boards.slowest(&kind, 1).await.unwrap();
+    let top = h.boards.stats().slowest(&kind, 1).await.unwrap();
     assert_eq!((top[0].mean, top[0].count), (3.0, 2));
 }
 
@@ -253,7 +271,8 @@ async fn concurrent_single_records_add_up_exactly_and_feed_the_slowest_list(h: H
                 for i in 0..200 {
                     let context = &contexts[(task + i) % 5];
                     boards
-                        .record_stat(context, &kind, value(task, i))
+                        .stats()
+                        .record(context, &kind, value(task, i))
                         .await
                         .unwrap();
                 }
@@ -285,6 +304,7 @@ async fn concurrent_single_records_add_up_exactly_and_feed_the_slowest_list(h: H
     }
     let mut listed: Vec<(String, f64, u64)> = h
         .boards
+        .stats()
         .slowest(&kind, 100)
         .await
         .unwrap()
@@ -298,16 +318,23 @@ async fn concurrent_single_records_add_up_exactly_and_feed_the_slowest_list(h: H
 async fn every_kind_with_a_slowest_list_is_listed_sorted(h: Harness) {
     let id = unique("").replace(['-', ':', '.'], "");
     let (early, late, never) = (format!("Ak{id}"), format!("Zk{id}"), format!("Nk{id}"));
-    h.boards.record_stat("/a", &late, 1.0).await.unwrap();
+    h.boards.stats().record("/a", &late, 1.0).await.unwrap();
     h.boards
-        .record_stats("/b", &early, &[1.0, 2.0])
+        .stats()
+        .record_many("/b", &early, &[1.0, 2.0])
         .await
         .unwrap();
-    h.boards.record_stat("/c", &late, 3.0).await.unwrap();
+    h.boards.stats().record("/c", &late, 3.0).await.unwrap();
     // Refused: it records nothing, so its kind gets no list.
-    assert!(h.boards.record_stat("/d", &never, f64::NAN).await.is_err());
+    assert!(
+        h.boards
+            .stats()
+            .record("/d", &never, f64::NAN)
+            .await
+            .is_err()
+    );
     h.at(3600);
-    h.boards.record_stat("/a", &late, 1.0).await.unwrap();
+    h.boards.stats().record("/a", &late, 1.0).await.unwrap();
     let kinds = h.boards.stat_kinds().await.unwrap();
     let mine: Vec<&String> = kinds.iter().filter(|k| k.ends_with(&id)).collect();
     assert_eq!(mine, [&early, &late]);
@@ -315,8 +342,8 @@ async fn every_kind_with_a_slowest_list_is_listed_sorted(h: Harness) {
     sorted.sort();
     assert_eq!(kinds, sorted);
     // Every kind listed has a slowest list.
-    assert_eq!(h.boards.slowest(&early, 10).await.unwrap().len(), 1);
-    assert_eq!(h.boards.slowest(&late, 10).await.unwrap().len(), 2);
+    assert_eq!(h.boards.stats().slowest(&early, 10).await.unwrap().len(), 1);
+    assert_eq!(h.boards.stats().slowest(&late, 10).await.unwrap().len(), 2);
 }
 
 #[tokio::test]
@@ -330,7 +357,7 @@ async fn a_kind_is_registered_by_one_zadd_of_its_own_once_an_hour_per_process() 
         let (zscore, mut raw) = (zscore.clone(), raw.clone());
         async move { zscore.query_async::<Option<i64>>(&mut raw).await.unwrap() }
     };
-    h.boards.record_stat("/a", &kind, 1.0).await.unwrap();
+    h.boards.stats().record("/a", &kind, 1.0).await.unwrap();
     assert_eq!(score(&mut raw).await, Some(START));
     // Removed behind the process's back: the next record of the same hour does not
     // register the kind again (no command beyond the record)...
@@ -340,12 +367,12 @@ async fn a_kind_is_registered_by_one_zadd_of_its_own_once_an_hour_per_process() 
         .query_async(&mut raw)
         .await
         .unwrap();
-    h.boards.record_stat("/b", &kind, 1.0).await.unwrap();
+    h.boards.stats().record("/b", &kind, 1.0).await.unwrap();
     assert_eq!(score(&mut raw).await, None);
     assert!(!h.boards.stat_kinds().await.unwrap().contains(&kind));
     // ...the first of the next hour does, with that hour.
     h.at(3600);
-    h.boards.record_stat("/a", &kind, 1.0).await.unwrap();
+    h.boards.stats().record("/a", &kind, 1.0).await.unwrap();
     assert_eq!(score(&mut raw).await, Some(START + 3600));
     assert!(h.boards.stat_kinds().await.unwrap().contains(&kind));
 }
@@ -355,9 +382,17 @@ async fn stats_keys_carry_the_encoded_context_as_their_own_hash_tag() {
     let h = Harness::redis().await;
     let id = unique("");
     let ctx = format!("/v1/counters/{{name}}{id}");
-    h.boards.record_stat(&ctx, "AccessTime", 0.5).await.unwrap();
+    h.boards
+        .stats()
+        .record(&ctx, "AccessTime", 0.5)
+        .await
+        .unwrap();
     h.at(3600);
-    h.boards.record_stat(&ctx, "AccessTime", 0.5).await.unwrap();
+    h.boards
+        .stats()
+        .record(&ctx, "AccessTime", 0.5)
+        .await
+        .unwrap();
     let mut raw = h.redis.as_ref().unwrap().raw().await;
     let tag = format!("%2Fv1%2Fcounters%2F%7Bname%7D{id}");
     let exists: (i64, i64) = ::redis::pipe()
@@ -390,16 +425,18 @@ async fn on_a_single_node_a_record_and_its_slowest_list_are_one_script_call() {
     let boards = rollboard::Rollboard::new(redis.store().await);
     let mut raw = redis.raw().await;
     // The first record loads the script.
-    boards.record_stat("/warm", "T", 1.0).await.unwrap();
+    boards.stats().record("/warm", "T", 1.0).await.unwrap();
     let before = evalsha_calls(&mut raw).await;
     for i in 0..10 {
         boards
-            .record_stat(&format!("/one/{}", i % 3), "T", i as f64)
+            .stats()
+            .record(&format!("/one/{}", i % 3), "T", i as f64)
             .await
             .unwrap();
     }
     assert_eq!(evalsha_calls(&mut raw).await - before, 10);
     let top: Vec<(String, f64, u64)> = boards
+        .stats()
         .slowest("T", 3)
         .await
         .unwrap()
@@ -439,18 +476,26 @@ async fn a_lost_record_reply_fails_its_caller_and_counts_once_and_a_dead_store_f
     proxy.arm(Fault::Cut, 1, |r: &Request| {
         r.command() == "EVALSHA" && r.has_arg_starting("stat_{")
     });
-    let lost = boards.record_stat(&ctx, "T", 2.0).await.unwrap_err();
+    let lost = boards.stats().record(&ctx, "T", 2.0).await.unwrap_err();
     assert_eq!(lost.code(), "store_unavailable", "{lost}");
     assert_eq!(proxy.fired(), 1);
-    boards.record_stat(&ctx, "T", 4.0).await.unwrap();
-    let s = boards.stats(&ctx, "T").await.unwrap().current.unwrap();
+    boards.stats().record(&ctx, "T", 4.0).await.unwrap();
+    let s = boards
+        .stats()
+        .read(&ctx, "T")
+        .await
+        .unwrap()
+        .current
+        .unwrap();
     assert_eq!((s.count, s.sum, s.min, s.max), (2, 6.0, 2.0, 4.0));
 
     redis.kill();
     let tasks: Vec<_> = (0..8)
         .map(|i| {
             let boards = boards.clone();
-            tokio::spawn(async move { boards.record_stat(&format!("/dead/{i}"), "T", 1.0).await })
+            tokio::spawn(
+                async move { boards.stats().record(&format!("/dead/{i}"), "T", 1.0).await },
+            )
         })
         .collect();
     for task in tasks {
@@ -501,7 +546,7 @@ async fn values_beyond_one_call_s_budget_are_split_over_calls_and_counted_exactl
     let boards = rollboard::Rollboard::new(redis.store().await);
     let mut raw = redis.raw().await;
     // The first record loads the script; then every command is logged.
-    boards.record_stat("/warm", "T", 1.0).await.unwrap();
+    boards.stats().record("/warm", "T", 1.0).await.unwrap();
     let _: () = ::redis::cmd("CONFIG")
         .arg("SET")
         .arg("slowlog-log-slower-than")
@@ -522,7 +567,9 @@ async fn values_beyond_one_call_s_budget_are_split_over_calls_and_counted_exactl
     let batches: Vec<Vec<f64>> = (0..64)
         .map(|b| (0..100).map(|i| value(b, i)).collect())
         .collect();
-    let records = batches.iter().map(|b| boards.record_stats(&ctx, "T", b));
+    let records = batches
+        .iter()
+        .map(|b| boards.stats().record_many(&ctx, "T", b));
     for result in futures_util::future::join_all(records).await {
         result.unwrap();
     }
@@ -535,7 +582,13 @@ async fn values_beyond_one_call_s_budget_are_split_over_calls_and_counted_exactl
     let sum: f64 = all.iter().sum();
     let mean = sum / 6_400.0;
     let truth = (all.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 6_399.0).sqrt();
-    let s = boards.stats(&ctx, "T").await.unwrap().current.unwrap();
+    let s = boards
+        .stats()
+        .read(&ctx, "T")
+        .await
+        .unwrap()
+        .current
+        .unwrap();
     assert_eq!(
         (s.count, s.sum, s.min, s.max),
         (6_400, sum, 0.25, 4.0),
@@ -543,7 +596,7 @@ async fn values_beyond_one_call_s_budget_are_split_over_calls_and_counted_exactl
     );
     assert!((s.mean - mean).abs() < 1e-12, "{} vs {mean}", s.mean);
     assert!((s.stddev - truth).abs() < 1e-9, "{} vs {truth}", s.stddev);
-    let top = boards.slowest("T", 100).await.unwrap();
+    let top = boards.stats().slowest("T", 100).await.unwrap();
     let listed = top.iter().find(|e| e.context == ctx).unwrap();
     assert_eq!((listed.mean, listed.count), (s.mean, 6_400));
 }

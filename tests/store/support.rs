@@ -100,7 +100,7 @@ impl Harness {
     pub async fn board(&self, slot: &str, windows: &[&str]) -> String {
         let name = unique("b");
         self.boards
-            .create_board(&name, BoardConfig::parse(slot, windows).unwrap())
+            .create(&name, BoardConfig::parse(slot, windows).unwrap())
             .await
             .unwrap();
         name

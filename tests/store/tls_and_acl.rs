@@ -14,15 +14,16 @@ async fn write_and_read(store: RedisStore) -> Vec<(String, i64)> {
     let boards: Rollboard = with_clock(Arc::new(store), &clock());
     let board = unique("tls");
     boards
-        .create_board(&board, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+        .create(&board, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
         .await
         .unwrap();
     let events = [Event::new("a", 3), Event::new("b", 5), Event::new("a", 4)];
-    let outcome = boards.incr_batch(&board, &events).await.unwrap();
+    let outcome = boards.windowed(&board).incr_batch(&events).await.unwrap();
     assert_eq!(outcome.accepted, 3);
     ranking(
         &boards
-            .top(&board, Some(Span::parse("24h").unwrap()), 0, 10)
+            .windowed(&board)
+            .top(Some(Span::parse("24h").unwrap()), 0, 10)
             .await
             .unwrap(),
     )
@@ -200,13 +201,22 @@ async fn a_tls_cluster_with_the_private_ca_writes_and_reads_on_every_master() {
     }
     for board in masters.values() {
         boards
-            .create_board(board, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
+            .create(board, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
             .await
             .unwrap();
         let events = [Event::new("a", 3), Event::new("b", 5), Event::new("a", 4)];
-        assert_eq!(boards.incr_batch(board, &events).await.unwrap().accepted, 3);
+        assert_eq!(
+            boards
+                .windowed(board)
+                .incr_batch(&events)
+                .await
+                .unwrap()
+                .accepted,
+            3
+        );
         let top = boards
-            .top(board, Some(Span::parse("24h").unwrap()), 0, 10)
+            .windowed(board)
+            .top(Some(Span::parse("24h").unwrap()), 0, 10)
             .await
             .unwrap();
         assert_eq!(ranking(&top), expected(), "{board}");

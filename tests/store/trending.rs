@@ -139,7 +139,8 @@ async fn write(
     at_s: i64,
 ) {
     boards
-        .trend_incr(board, member, delta, Some(ts(at_s)))
+        .trending(board)
+        .incr(member, delta, Some(ts(at_s)))
         .await
         .unwrap();
     oracle.add(member, delta, at_s * 1000);
@@ -149,7 +150,7 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
     let name = unique("t");
     let hl = 3600;
     h.boards
-        .create_trending(&name, TrendingConfig::parse("1h").unwrap())
+        .create(&name, TrendingConfig::parse("1h").unwrap())
         .await
         .unwrap();
     let mut oracle = Oracle::default();
@@ -161,11 +162,12 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
     write(b, &mut oracle, &name, "dave", 1, START).await;
     write(b, &mut oracle, &name, "erin", -3, START).await;
     // A negative score is answered truthfully, not ranked; a member without one is not.
-    let erin = b.trend_score(&name, "erin").await.unwrap().unwrap();
+    let erin = b.trending(&name).score("erin").await.unwrap().unwrap();
     assert_eq!((erin.score, erin.rank, erin.percentile), (-3.0, None, 0.0));
-    assert_eq!(b.trend_score(&name, "zed").await.unwrap(), None);
+    assert_eq!(b.trending(&name).score("zed").await.unwrap(), None);
     let ranks = b
-        .trend_ranks(&name, &["erin", "zed", "dave"])
+        .trending(&name)
+        .ranks(&["erin", "zed", "dave"])
         .await
         .unwrap();
     let got: Vec<(&str, f64, Option<u64>)> = ranks
@@ -192,16 +194,16 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
     for now in [2 * 3600, 2 * 3600 + 1234, 5 * 3600, 9 * 3600 + 17] {
         h.at(now);
         let now_ms = (START + now) * 1000;
-        let page = b.trend_top(&name, 0, 100).await.unwrap();
+        let page = b.trending(&name).top(0, 100).await.unwrap();
         assert_eq!(page.entries.len(), oracle.ranking(now_ms, hl).len());
         assert_eq!(page.at, (START + now) as f64);
         check_page(&page, &oracle, now_ms, hl, 0);
-        let paged = b.trend_top(&name, 2, 2).await.unwrap();
+        let paged = b.trending(&name).top(2, 2).await.unwrap();
         check_page(&paged, &oracle, now_ms, hl, 2);
 
         let ranking = oracle.ranking(now_ms, hl);
         for (i, (member, _)) in ranking.iter().enumerate() {
-            let s = b.trend_score(&name, member).await.unwrap().unwrap();
+            let s = b.trending(&name).score(member).await.unwrap().unwrap();
             close(s.score, oracle.score(member, now_ms, hl), member);
             assert_eq!(s.rank, Some(i as u64 + 1));
             let below = (ranking.len() - i - 1) as f64;
@@ -218,7 +220,7 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
         ["dave", "alice", "bob", "frank", "erin", "carol"]
     );
     // carol holds 4 at START: 4·2^-5 = 0.125 exactly.
-    let carol = b.trend_score(&name, "carol").await.unwrap().unwrap();
+    let carol = b.trending(&name).score("carol").await.unwrap().unwrap();
     assert_eq!(
         (carol.score, carol.rank, carol.percentile),
         (0.125, Some(6), 0.0)
@@ -226,19 +228,20 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
 
     // Score ranges (inclusive), ranks in the whole ranking.
     let range = TrendRange::new(Some(0.15), Some(0.3)).unwrap();
-    let in_range = b.trend_top_in_range(&name, range, 0, 10).await.unwrap();
+    let in_range = b.trending(&name).top_in_range(range, 0, 10).await.unwrap();
     assert_eq!(
         member_ranks(&in_range),
         [("bob", 3), ("frank", 4), ("erin", 5)]
     );
-    let in_range = b.trend_top_in_range(&name, range, 1, 1).await.unwrap();
+    let in_range = b.trending(&name).top_in_range(range, 1, 1).await.unwrap();
     assert_eq!(member_ranks(&in_range), [("frank", 4)]);
     let exact = TrendRange::new(Some(0.125), Some(0.125)).unwrap();
-    let carol_only = b.trend_top_in_range(&name, exact, 0, 10).await.unwrap();
+    let carol_only = b.trending(&name).top_in_range(exact, 0, 10).await.unwrap();
     assert_eq!(member_ranks(&carol_only), [("carol", 6)]);
     let below = TrendRange::new(None, Some(0.1)).unwrap();
     assert_eq!(
-        b.trend_top_in_range(&name, below, 0, 10)
+        b.trending(&name)
+            .top_in_range(below, 0, 10)
             .await
             .unwrap()
             .entries,
@@ -249,7 +252,7 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
         "invalid_query"
     );
 
-    let around = b.trend_around(&name, "frank", 1).await.unwrap().unwrap();
+    let around = b.trending(&name).around("frank", 1).await.unwrap().unwrap();
     assert_eq!(
         around
             .entries
@@ -258,7 +261,7 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
             .collect::<Vec<_>>(),
         [("bob", 3), ("frank", 4), ("erin", 5)]
     );
-    let top_end = b.trend_around(&name, "carol", 2).await.unwrap().unwrap();
+    let top_end = b.trending(&name).around("carol", 2).await.unwrap().unwrap();
     assert_eq!(
         top_end
             .entries
@@ -267,11 +270,12 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
             .collect::<Vec<_>>(),
         [("frank", 4), ("erin", 5), ("carol", 6)]
     );
-    assert_eq!(b.trend_around(&name, "nobody", 2).await.unwrap(), None);
-    assert_eq!(b.trend_score(&name, "nobody").await.unwrap(), None);
+    assert_eq!(b.trending(&name).around("nobody", 2).await.unwrap(), None);
+    assert_eq!(b.trending(&name).score("nobody").await.unwrap(), None);
 
     let ranks = b
-        .trend_ranks(&name, &["carol", "zed", "bob", "carol"])
+        .trending(&name)
+        .ranks(&["carol", "zed", "bob", "carol"])
         .await
         .unwrap();
     let want_carol = TrendRank {
@@ -300,7 +304,7 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
     write(b, &mut oracle, &name, "tie1", 1000, START + 5 * 3600).await;
     write(b, &mut oracle, &name, "tie2", 1000, START + 5 * 3600).await;
     write(b, &mut oracle, &name, "next", 999, START + 5 * 3600).await;
-    let page = b.trend_top(&name, 0, 3).await.unwrap();
+    let page = b.trending(&name).top(0, 3).await.unwrap();
     assert_eq!(
         page.entries
             .iter()
@@ -316,24 +320,27 @@ async fn too_old_and_future_events_are_refused(h: Harness) {
         .unwrap()
         .with_max_age(Span::parse("3h").unwrap())
         .unwrap();
-    h.boards.create_trending(&name, config).await.unwrap();
+    h.boards.create(&name, config).await.unwrap();
     h.at(10 * 3600);
     let now = START + 10 * 3600;
     let old = h
         .boards
-        .trend_incr(&name, "a", 1, Some(ts(now - 3 * 3600 - 1)))
+        .trending(&name)
+        .incr("a", 1, Some(ts(now - 3 * 3600 - 1)))
         .await
         .unwrap_err();
     assert_eq!(old.code(), "too_old");
     let future = h
         .boards
-        .trend_incr(&name, "a", 1, Some(ts(now + 61)))
+        .trending(&name)
+        .incr("a", 1, Some(ts(now + 61)))
         .await
         .unwrap_err();
     assert_eq!(future.code(), "in_future");
     assert_eq!(
         h.boards
-            .trend_incr(&name, "a", 0, None)
+            .trending(&name)
+            .incr("a", 0, None)
             .await
             .unwrap_err()
             .code(),
@@ -341,20 +348,19 @@ async fn too_old_and_future_events_are_refused(h: Harness) {
     );
     // The oldest accepted: exactly max_age ago, worth 2^-3.
     h.boards
-        .trend_incr(&name, "a", 8, Some(ts(now - 3 * 3600)))
+        .trending(&name)
+        .incr("a", 8, Some(ts(now - 3 * 3600)))
         .await
         .unwrap();
     let outcome = h
         .boards
-        .trend_incr_batch(
-            &name,
-            &[
-                Event::new("b", 2),
-                Event::new("c", 1).at(ts(now - 4 * 3600)),
-                Event::new("", 1),
-                Event::new("b", 2).at(ts(now + 60)),
-            ],
-        )
+        .trending(&name)
+        .incr_batch(&[
+            Event::new("b", 2),
+            Event::new("c", 1).at(ts(now - 4 * 3600)),
+            Event::new("", 1),
+            Event::new("b", 2).at(ts(now + 60)),
+        ])
         .await
         .unwrap();
     assert_eq!(outcome.accepted, 2);
@@ -366,7 +372,7 @@ async fn too_old_and_future_events_are_refused(h: Harness) {
             .collect::<Vec<_>>(),
         [(1, "too_old"), (2, "invalid_member")]
     );
-    let page = h.boards.trend_top(&name, 0, 10).await.unwrap();
+    let page = h.boards.trending(&name).top(0, 10).await.unwrap();
     assert_eq!(page.entries.len(), 2);
     assert_eq!(
         (
@@ -388,7 +394,7 @@ async fn trending_and_windowed_boards_share_one_namespace(h: Harness) {
     let windowed = h.board("1h", &["1h"]).await;
     let err = h
         .boards
-        .create_trending(&windowed, TrendingConfig::parse("1h").unwrap())
+        .create(&windowed, TrendingConfig::parse("1h").unwrap())
         .await
         .unwrap_err();
     assert_eq!(
@@ -397,7 +403,8 @@ async fn trending_and_windowed_boards_share_one_namespace(h: Harness) {
     );
     assert_eq!(
         h.boards
-            .trend_top(&windowed, 0, 10)
+            .trending(&windowed)
+            .top(0, 10)
             .await
             .unwrap_err()
             .code(),
@@ -406,32 +413,32 @@ async fn trending_and_windowed_boards_share_one_namespace(h: Harness) {
 
     let name = unique("t");
     let config = TrendingConfig::parse("6h").unwrap();
-    let created = h.boards.create_trending(&name, config).await.unwrap();
-    assert!(matches!(created, rollboard::TrendCreated::New(_)));
-    let again = h.boards.create_trending(&name, config).await.unwrap();
-    assert!(matches!(again, rollboard::TrendCreated::Existing(_)));
+    let created = h.boards.create(&name, config).await.unwrap();
+    assert!(matches!(created, rollboard::Created::New(_)));
+    let again = h.boards.create(&name, config).await.unwrap();
+    assert!(matches!(again, rollboard::Created::Existing(_)));
     assert_eq!(again.board(), created.board());
     let other = config.with_floor(0.25).unwrap();
     assert_eq!(
-        h.boards
-            .create_trending(&name, other)
-            .await
-            .unwrap_err()
-            .code(),
+        h.boards.create(&name, other).await.unwrap_err().code(),
         "board_conflict"
     );
     let err = h
         .boards
-        .create_board(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
         .await
         .unwrap_err();
     assert_eq!(err.code(), "board_kind");
     for err in [
-        h.boards.incr(&name, "a", 1, None).await.unwrap_err(),
-        h.boards.top(&name, None, 0, 10).await.unwrap_err(),
+        h.boards
+            .windowed(&name)
+            .incr("a", 1, None)
+            .await
+            .unwrap_err(),
+        h.boards.windowed(&name).top(None, 0, 10).await.unwrap_err(),
         h.boards.describe_board(&name).await.unwrap_err(),
-        h.boards.history(&name, "a").await.unwrap_err(),
-        h.boards.recompute(&name, None).await.unwrap_err(),
+        h.boards.windowed(&name).history("a").await.unwrap_err(),
+        h.boards.windowed(&name).recompute(None).await.unwrap_err(),
     ] {
         assert_eq!(err.code(), "board_kind", "{err}");
     }
@@ -446,10 +453,15 @@ async fn trending_and_windowed_boards_share_one_namespace(h: Harness) {
     );
     assert!(!trending.iter().any(|b| b.name.as_str() == windowed));
 
-    h.boards.trend_incr(&name, "a", 5, None).await.unwrap();
+    h.boards.trending(&name).incr("a", 5, None).await.unwrap();
     h.boards.drop_board(&name).await.unwrap();
     assert_eq!(
-        h.boards.trend_top(&name, 0, 10).await.unwrap_err().code(),
+        h.boards
+            .trending(&name)
+            .top(0, 10)
+            .await
+            .unwrap_err()
+            .code(),
         "board_not_found"
     );
     assert!(
@@ -462,12 +474,15 @@ async fn trending_and_windowed_boards_share_one_namespace(h: Harness) {
     );
     // The name is free again, for either kind; the new board starts empty.
     h.boards
-        .create_board(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
+        .create(&name, BoardConfig::parse("1h", &["1h"]).unwrap())
         .await
         .unwrap();
     h.boards.drop_board(&name).await.unwrap();
-    h.boards.create_trending(&name, config).await.unwrap();
-    assert_eq!(h.boards.trend_top(&name, 0, 10).await.unwrap().entries, []);
+    h.boards.create(&name, config).await.unwrap();
+    assert_eq!(
+        h.boards.trending(&name).top(0, 10).await.unwrap().entries,
+        []
+    );
     h.boards.drop_board(&windowed).await.unwrap();
     assert_eq!(
         h.boards.drop_board(&windowed).await.unwrap_err().code(),
@@ -482,7 +497,7 @@ async fn a_rescale_under_concurrent_writes_stays_exact(h: Harness) {
         .unwrap()
         .with_floor(0.0)
         .unwrap();
-    h.boards.create_trending(&name, config).await.unwrap();
+    h.boards.create(&name, config).await.unwrap();
     let mut oracle = Oracle::default();
     let members: Vec<String> = (0..300).map(|i| format!("m{i:03}")).collect();
     let first: Vec<Event> = members
@@ -490,7 +505,7 @@ async fn a_rescale_under_concurrent_writes_stays_exact(h: Harness) {
         .enumerate()
         .map(|(i, m)| Event::new(m, i as i64 % 7 + 1))
         .collect();
-    h.boards.trend_incr_batch(&name, &first).await.unwrap();
+    h.boards.trending(&name).incr_batch(&first).await.unwrap();
     for (i, m) in members.iter().enumerate() {
         oracle.add(m, i as i64 % 7 + 1, START * 1000);
     }
@@ -504,9 +519,9 @@ async fn a_rescale_under_concurrent_writes_stays_exact(h: Harness) {
     };
     // One step first, then writes to members copied and not yet copied: while the
     // rescale runs, writes land in both scales.
-    let first = h.boards.maintain_trend(&name, options).await.unwrap();
+    let first = h.boards.trending(&name).maintain(options).await.unwrap();
     assert!(first.rescaling || first.rescaled, "{first:?}");
-    let (_, counts) = h.boards.describe_trending(&name).await.unwrap();
+    let (_, counts) = h.boards.trending(&name).describe().await.unwrap();
     assert_eq!(counts.rescaling, first.rescaling);
     let mut rescaled = first.rescaled as u32;
     let mut copied = first.copied;
@@ -515,14 +530,14 @@ async fn a_rescale_under_concurrent_writes_stays_exact(h: Harness) {
         .step_by(3)
         .map(|m| Event::new(m, 3))
         .collect();
-    h.boards.trend_incr_batch(&name, &early).await.unwrap();
+    h.boards.trending(&name).incr_batch(&early).await.unwrap();
     for e in &early {
         oracle.add(&e.member, e.delta, now_ms);
     }
     let maintain = move |boards: Rollboard, name: String| async move {
         let mut passes = Vec::new();
         for _ in 0..200 {
-            let done = boards.maintain_trend(&name, options).await.unwrap();
+            let done = boards.trending(&name).maintain(options).await.unwrap();
             passes.push(done);
             if !done.rescaling && done.copied == 0 && !done.rescaled {
                 break;
@@ -548,7 +563,7 @@ async fn a_rescale_under_concurrent_writes_stays_exact(h: Harness) {
                     .step_by(13)
                     .map(|m| Event::new(m, delta))
                     .collect();
-                boards.trend_incr_batch(&name, &events).await.unwrap();
+                boards.trending(&name).incr_batch(&events).await.unwrap();
                 written.extend(events);
                 tokio::task::yield_now().await;
             }
@@ -569,22 +584,22 @@ async fn a_rescale_under_concurrent_writes_stays_exact(h: Harness) {
     }
     assert_eq!(rescaled, 1, "exactly one rescale finished");
     assert!(copied >= 300, "every member was copied ({copied})");
-    let (_, counts) = h.boards.describe_trending(&name).await.unwrap();
+    let (_, counts) = h.boards.trending(&name).describe().await.unwrap();
     assert_eq!(
         (counts.rescaling, counts.landmark_ms),
         (false, (START + 300) * 1000)
     );
     // A later pass finds nothing due.
-    let later = h.boards.maintain_trend(&name, options).await.unwrap();
+    let later = h.boards.trending(&name).maintain(options).await.unwrap();
     assert_eq!(
         (later.rescaled, later.rescaling, later.copied),
         (false, false, 0)
     );
 
-    let page = h.boards.trend_top(&name, 0, 1000).await.unwrap();
+    let page = h.boards.trending(&name).top(0, 1000).await.unwrap();
     check_page(&page, &oracle, now_ms, hl, 0);
     assert_eq!(page.entries.len(), oracle.ranking(now_ms, hl).len());
-    let ranks = h.boards.trend_ranks(&name, &members).await.unwrap();
+    let ranks = h.boards.trending(&name).ranks(&members).await.unwrap();
     for (m, r) in members.iter().zip(&ranks.entries) {
         // Every score is answered truthfully (a negative one too), ranked when positive.
         let want = oracle.score(m, now_ms, hl);
@@ -592,9 +607,19 @@ async fn a_rescale_under_concurrent_writes_stays_exact(h: Harness) {
         assert_eq!(r.rank.is_some(), want.0 > 0.0, "{m}");
     }
     // Writes after the rescale land in the new scale.
-    h.boards.trend_incr(&name, "m000", 64, None).await.unwrap();
+    h.boards
+        .trending(&name)
+        .incr("m000", 64, None)
+        .await
+        .unwrap();
     oracle.add("m000", 64, now_ms);
-    let s = h.boards.trend_score(&name, "m000").await.unwrap().unwrap();
+    let s = h
+        .boards
+        .trending(&name)
+        .score("m000")
+        .await
+        .unwrap()
+        .unwrap();
     close(s.score, oracle.score("m000", now_ms, hl), "m000");
 }
 
@@ -604,23 +629,24 @@ async fn pruning_removes_exactly_the_members_below_the_floor(h: Harness) {
         .unwrap()
         .with_floor(0.5)
         .unwrap();
-    h.boards.create_trending(&name, config).await.unwrap();
+    h.boards.create(&name, config).await.unwrap();
     for (m, d) in [("a", 1), ("b", 3), ("c", -1), ("d", -3), ("e", 1)] {
-        h.boards.trend_incr(&name, m, d, None).await.unwrap();
+        h.boards.trending(&name).incr(m, d, None).await.unwrap();
     }
     h.at(3600);
-    h.boards.trend_incr(&name, "e", 2, None).await.unwrap();
+    h.boards.trending(&name).incr("e", 2, None).await.unwrap();
     // At 1.5 h: a 0.354, b 1.06, c -0.354, d -1.06, e 0.354 + 1.414.
     h.at(5400);
     let options = TrendOptions {
         chunk: 1,
         ..TrendOptions::default()
     };
-    let done = h.boards.maintain_trend(&name, options).await.unwrap();
+    let done = h.boards.trending(&name).maintain(options).await.unwrap();
     assert_eq!((done.pruned, done.rescaled), (2, false));
     let ranks = h
         .boards
-        .trend_ranks(&name, &["a", "b", "c", "e"])
+        .trending(&name)
+        .ranks(&["a", "b", "c", "e"])
         .await
         .unwrap();
     let ranked: Vec<(&str, Option<u64>)> = ranks
@@ -633,14 +659,14 @@ async fn pruning_removes_exactly_the_members_below_the_floor(h: Harness) {
         [("a", None), ("b", Some(2)), ("c", None), ("e", Some(1))]
     );
     // d (-1.06) stays: its magnitude is above the floor. A pruned member starts afresh.
-    h.boards.trend_incr(&name, "a", 1, None).await.unwrap();
-    let a = h.boards.trend_score(&name, "a").await.unwrap().unwrap();
+    h.boards.trending(&name).incr("a", 1, None).await.unwrap();
+    let a = h.boards.trending(&name).score("a").await.unwrap().unwrap();
     close(a.score, (1.0, 1.0), "a");
-    h.boards.trend_incr(&name, "d", 2, None).await.unwrap();
-    let d = h.boards.trend_score(&name, "d").await.unwrap().unwrap();
+    h.boards.trending(&name).incr("d", 2, None).await.unwrap();
+    let d = h.boards.trending(&name).score("d").await.unwrap().unwrap();
     close(d.score, (2.0 - 3.0 * (-1.5f64).exp2(), 3.0), "d");
     // Nothing more is below the floor now.
-    let again = h.boards.maintain_trend(&name, options).await.unwrap();
+    let again = h.boards.trending(&name).maintain(options).await.unwrap();
     assert_eq!(again.pruned, 0);
 }
 
@@ -649,15 +675,15 @@ async fn pruning_removes_exactly_the_members_below_the_floor(h: Harness) {
 async fn a_write_long_after_the_last_maintenance_rescales_first(h: Harness) {
     let name = unique("t");
     h.boards
-        .create_trending(&name, TrendingConfig::parse("1s").unwrap())
+        .create(&name, TrendingConfig::parse("1s").unwrap())
         .await
         .unwrap();
-    h.boards.trend_incr(&name, "a", 3, None).await.unwrap();
-    h.boards.trend_incr(&name, "b", 1, None).await.unwrap();
+    h.boards.trending(&name).incr("a", 3, None).await.unwrap();
+    h.boards.trending(&name).incr("b", 1, None).await.unwrap();
     h.at(1100);
-    h.boards.trend_incr(&name, "b", 2, None).await.unwrap();
-    h.boards.trend_incr(&name, "c", 1, None).await.unwrap();
-    let page = h.boards.trend_top(&name, 0, 10).await.unwrap();
+    h.boards.trending(&name).incr("b", 2, None).await.unwrap();
+    h.boards.trending(&name).incr("c", 1, None).await.unwrap();
+    let page = h.boards.trending(&name).top(0, 10).await.unwrap();
     let got: Vec<(&str, u64, f64)> = page
         .entries
         .iter()
@@ -665,10 +691,10 @@ async fn a_write_long_after_the_last_maintenance_rescales_first(h: Harness) {
         .collect();
     // a's 3·2^-1100 is below the smallest double: after the rescale it is 0, unranked.
     assert_eq!(got, [("b", 1, 2.0), ("c", 2, 1.0)]);
-    let ranks = h.boards.trend_ranks(&name, &["a"]).await.unwrap();
+    let ranks = h.boards.trending(&name).ranks(&["a"]).await.unwrap();
     assert_eq!((ranks.entries[0].score, ranks.entries[0].rank), (0.0, None));
     h.at(1101);
-    let b = h.boards.trend_score(&name, "b").await.unwrap().unwrap();
+    let b = h.boards.trending(&name).score("b").await.unwrap().unwrap();
     assert_eq!(b.score, 1.0);
 }
 
@@ -678,7 +704,7 @@ async fn a_keyed_write_is_applied_once_and_answered_as_the_first_time(h: Harness
         .unwrap()
         .with_max_age(Span::parse("2h").unwrap())
         .unwrap();
-    h.boards.create_trending(&name, config).await.unwrap();
+    h.boards.create(&name, config).await.unwrap();
     h.at(7200);
     let key = IdempotencyKey::parse("order-1").unwrap();
     let fingerprint = Fingerprint::of_bytes(b"body one");
@@ -690,7 +716,8 @@ async fn a_keyed_write_is_applied_once_and_answered_as_the_first_time(h: Harness
     ];
     let first = h
         .boards
-        .trend_write_keyed(&name, &events, &key, &fingerprint)
+        .trending(&name)
+        .write_keyed(&events, &key, &fingerprint)
         .await
         .unwrap();
     assert!(!first.replayed);
@@ -706,19 +733,21 @@ async fn a_keyed_write_is_applied_once_and_answered_as_the_first_time(h: Harness
     h.at(7201);
     let again = h
         .boards
-        .trend_write_keyed(&name, &events, &key, &fingerprint)
+        .trending(&name)
+        .write_keyed(&events, &key, &fingerprint)
         .await
         .unwrap();
     assert!(again.replayed);
     assert_eq!(again.outcome, first.outcome);
     let other = h
         .boards
-        .trend_write_keyed(&name, &events, &key, &Fingerprint::of_bytes(b"body two"))
+        .trending(&name)
+        .write_keyed(&events, &key, &Fingerprint::of_bytes(b"body two"))
         .await
         .unwrap_err();
     assert_eq!(other.code(), "idempotency_key_reused");
     // Applied once: a 4·2^(-1/3600), b 8·2^-2·2^(-1/3600).
-    let page = h.boards.trend_top(&name, 0, 10).await.unwrap();
+    let page = h.boards.trending(&name).top(0, 10).await.unwrap();
     let f = (-1.0f64 / 3600.0).exp2();
     assert_eq!(page.entries.len(), 2);
     close(page.entries[0].score, (4.0 * f, 4.0), "a");
@@ -727,7 +756,8 @@ async fn a_keyed_write_is_applied_once_and_answered_as_the_first_time(h: Harness
     h.at(7200 + 86_400 + 1);
     let late = h
         .boards
-        .trend_write_keyed(&name, &[Event::new("a", 1)], &key, &fingerprint)
+        .trending(&name)
+        .write_keyed(&[Event::new("a", 1)], &key, &fingerprint)
         .await
         .unwrap();
     assert!(!late.replayed);

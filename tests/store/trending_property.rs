@@ -48,8 +48,8 @@ async fn run(redis: &TestRedis, (hl, ops): (u64, Vec<Op>)) -> Result<(), TestCas
         .with_floor(0.0)
         .unwrap();
     let name = unique("tp");
-    memory.create_trending(&name, config).await.unwrap();
-    on_redis.create_trending(&name, config).await.unwrap();
+    memory.create(&name, config).await.unwrap();
+    on_redis.create(&name, config).await.unwrap();
     let h = hl as i64;
     let mut oracle = Oracle::default();
     for op in &ops {
@@ -59,8 +59,8 @@ async fn run(redis: &TestRedis, (hl, ops): (u64, Vec<Op>)) -> Result<(), TestCas
             Op::Write(m, d, offset) => {
                 let at = Timestamp::from_unix_millis(now_ms + offset * 1000).unwrap();
                 let events = [Event::new(MEMBERS[*m], *d).at(at)];
-                let a = memory.trend_incr_batch(&name, &events).await.unwrap();
-                let b = on_redis.trend_incr_batch(&name, &events).await.unwrap();
+                let a = memory.trending(&name).incr_batch(&events).await.unwrap();
+                let b = on_redis.trending(&name).incr_batch(&events).await.unwrap();
                 prop_assert_eq!(&a, &b);
                 if a.accepted == 1 {
                     oracle.add(MEMBERS[*m], *d, at.unix_millis());
@@ -73,15 +73,15 @@ async fn run(redis: &TestRedis, (hl, ops): (u64, Vec<Op>)) -> Result<(), TestCas
                     chunk: 2,
                     max_steps: *steps,
                 };
-                memory.maintain_trend(&name, options).await.unwrap();
-                on_redis.maintain_trend(&name, options).await.unwrap();
+                memory.trending(&name).maintain(options).await.unwrap();
+                on_redis.trending(&name).maintain(options).await.unwrap();
             }
             Op::Read => {
                 for boards in [&memory, &on_redis] {
-                    let page = boards.trend_top(&name, 0, 100).await.unwrap();
+                    let page = boards.trending(&name).top(0, 100).await.unwrap();
                     check_page(&page, &oracle, now_ms, h, 0);
                     prop_assert_eq!(page.entries.len(), oracle.ranking(now_ms, h).len());
-                    let ranks = boards.trend_ranks(&name, &MEMBERS).await.unwrap();
+                    let ranks = boards.trending(&name).ranks(&MEMBERS).await.unwrap();
                     for r in &ranks.entries {
                         let want = oracle.score(&r.member, now_ms, h);
                         match r.rank {

@@ -45,24 +45,28 @@ fn fresh_batch(oracle: &mut Oracle) -> Vec<Event> {
 async fn write_and_check(boards: &Rollboard) -> String {
     let name = unique("tw");
     let config = TrendingConfig::parse("1h").unwrap();
-    boards.create_trending(&name, config).await.unwrap();
+    boards.create(&name, config).await.unwrap();
     let mut oracle = Oracle::default();
     let events = fresh_batch(&mut oracle);
-    let outcome = boards.trend_incr_batch(&name, &events).await.unwrap();
+    let outcome = boards.trending(&name).incr_batch(&events).await.unwrap();
     assert_eq!((outcome.accepted, outcome.rejected.len()), (EVENTS, 0));
     let now_ms = (START + 3600) * 1000;
-    let (_, counts) = boards.describe_trending(&name).await.unwrap();
+    let (_, counts) = boards.trending(&name).describe().await.unwrap();
     assert_eq!(
         (counts.members, counts.ranked),
         (EVENTS as u64, EVENTS as u64)
     );
     for offset in (0..EVENTS).step_by(500) {
-        let page = boards.trend_top(&name, offset as u64, 500).await.unwrap();
+        let page = boards
+            .trending(&name)
+            .top(offset as u64, 500)
+            .await
+            .unwrap();
         assert_eq!(page.entries.len(), 500);
         check_page(&page, &oracle, now_ms, 3600, offset);
     }
     for member in ["m00000", "m04321", "m09999"] {
-        let got = boards.trend_score(&name, member).await.unwrap().unwrap();
+        let got = boards.trending(&name).score(member).await.unwrap().unwrap();
         close(got.score, oracle.score(member, now_ms, 3600), member);
     }
     name
@@ -219,7 +223,7 @@ fn five() -> Vec<Event> {
 
 /// The scores of the board now, by member.
 async fn scores(boards: &Rollboard, name: &str) -> Vec<(String, f64)> {
-    let page = boards.trend_top(name, 0, 100).await.unwrap();
+    let page = boards.trending(name).top(0, 100).await.unwrap();
     page.entries
         .into_iter()
         .map(|e| (e.member, e.score))
@@ -238,14 +242,15 @@ async fn a_keyed_trending_batch_cut_after_two_calls_is_completed_exactly_by_its_
     let (boards, _clock) = through(&proxy, true).await;
     let name = unique("tk");
     boards
-        .create_trending(&name, TrendingConfig::parse("1h").unwrap())
+        .create(&name, TrendingConfig::parse("1h").unwrap())
         .await
         .unwrap();
     let key = IdempotencyKey::parse("cut").unwrap();
     let fingerprint = Fingerprint::of_events(&five());
     proxy.arm(Fault::Cut, 1, trend_write_of(&name, "ev-b"));
     let lost = boards
-        .trend_write_keyed(&name, &five(), &key, &fingerprint)
+        .trending(&name)
+        .write_keyed(&five(), &key, &fingerprint)
         .await;
     match lost {
         Err(Error::StoreUnavailable(message)) => {
@@ -268,7 +273,8 @@ async fn a_keyed_trending_batch_cut_after_two_calls_is_completed_exactly_by_its_
     other_clock.set(ts(START + 90));
     let before = script_calls(&redis).await;
     let again = other
-        .trend_write_keyed(&name, &five(), &key, &fingerprint)
+        .trending(&name)
+        .write_keyed(&five(), &key, &fingerprint)
         .await
         .unwrap();
     // The first call answers its record's now; then, at that now, two replayed calls
@@ -298,7 +304,8 @@ async fn a_keyed_trending_batch_cut_after_two_calls_is_completed_exactly_by_its_
 
     let before = script_calls(&redis).await;
     let third = other
-        .trend_write_keyed(&name, &five(), &key, &fingerprint)
+        .trending(&name)
+        .write_keyed(&five(), &key, &fingerprint)
         .await
         .unwrap();
     assert!(third.replayed);

@@ -68,9 +68,13 @@ fn standing(member: &str, windows: Vec<WindowStanding>) -> WrittenStanding {
 /// A board of 1-minute slots and windows 1h and 24h (or `config`'s), holding `events`.
 async fn board_with(h: &Harness, config: BoardConfig, events: &[(&str, i64)]) -> String {
     let name = unique("ws");
-    h.boards.create_board(&name, config).await.unwrap();
+    h.boards.create(&name, config).await.unwrap();
     for (member, delta) in events {
-        h.boards.incr(&name, member, *delta, None).await.unwrap();
+        h.boards
+            .windowed(&name)
+            .incr(member, *delta, None)
+            .await
+            .unwrap();
     }
     name
 }
@@ -83,14 +87,24 @@ async fn a_like_moves_a_member_from_fourth_to_second_and_answers_every_window(h:
     let name = board_with(&h, two_windows(), &[]).await;
     // p scored 2 hours ago: in the 24h window only.
     h.boards
-        .incr(&name, "p", 10, Some(ts(START - 2 * 3600)))
+        .windowed(&name)
+        .incr("p", 10, Some(ts(START - 2 * 3600)))
         .await
         .unwrap();
     for (member, delta) in [("a", 6), ("b", 4), ("c", 3), ("m", 2)] {
-        h.boards.incr(&name, member, delta, None).await.unwrap();
+        h.boards
+            .windowed(&name)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
     }
     h.at(30);
-    let got = h.boards.incr_standing(&name, "m", 3, None).await.unwrap();
+    let got = h
+        .boards
+        .windowed(&name)
+        .incr_standing("m", 3, None)
+        .await
+        .unwrap();
     assert_eq!(
         got,
         standing(
@@ -118,7 +132,8 @@ async fn a_batch_sums_a_repeated_member_and_skips_members_with_nothing_applied(h
     ];
     let got = h
         .boards
-        .incr_batch_standing(&name, &events, Some(&[span("24h")]))
+        .windowed(&name)
+        .incr_batch_standing(&events, Some(&[span("24h")]))
         .await
         .unwrap();
     assert_eq!(got.outcome.accepted, 3);
@@ -136,7 +151,8 @@ async fn a_batch_sums_a_repeated_member_and_skips_members_with_nothing_applied(h
     let name = board_with(&h, two_windows(), &[("w", 1)]).await;
     let got = h
         .boards
-        .incr_batch_standing(&name, &[ev("y", -3)], Some(&[span("1h")]))
+        .windowed(&name)
+        .incr_batch_standing(&[ev("y", -3)], Some(&[span("1h")]))
         .await
         .unwrap();
     assert_eq!(
@@ -154,14 +170,24 @@ async fn ties_are_ranked_as_the_board_ranks_them_before_and_after(h: Harness) {
     ] {
         let config = BoardConfig::parse("1m", &["1h"]).unwrap().with_ties(ties);
         let name = board_with(&h, config, &[("a", 5), ("c", 3), ("d", 3), ("b", 1)]).await;
-        let got = h.boards.incr_standing(&name, "b", 2, None).await.unwrap();
+        let got = h
+            .boards
+            .windowed(&name)
+            .incr_standing("b", 2, None)
+            .await
+            .unwrap();
         assert_eq!(
             got,
             standing("b", vec![w("1h", (1, Some(before)), (3, Some(after)))]),
             "{ties:?}"
         );
         // d, last of the tie group by position.
-        let got = h.boards.incr_standing(&name, "d", 1, None).await.unwrap();
+        let got = h
+            .boards
+            .windowed(&name)
+            .incr_standing("d", 1, None)
+            .await
+            .unwrap();
         let (before, after) = match ties {
             Ties::Competition => (2, 2),
             Ties::Dense => (2, 2),
@@ -177,7 +203,12 @@ async fn ties_are_ranked_as_the_board_ranks_them_before_and_after(h: Harness) {
 
 async fn a_member_back_to_zero_scores_zero_unranked(h: Harness) {
     let name = board_with(&h, two_windows(), &[("a", 5), ("b", 2)]).await;
-    let got = h.boards.incr_standing(&name, "a", -5, None).await.unwrap();
+    let got = h
+        .boards
+        .windowed(&name)
+        .incr_standing("a", -5, None)
+        .await
+        .unwrap();
     assert_eq!(
         got,
         standing(
@@ -198,7 +229,8 @@ async fn a_keyed_standing_write_is_applied_once_and_a_replay_reads_afresh(h: Har
     let asked = [span("1h")];
     let first = h
         .boards
-        .write_keyed_standing(&name, &events, Some(&asked), &key, &fingerprint)
+        .windowed(&name)
+        .write_keyed_standing(&events, Some(&asked), &key, &fingerprint)
         .await
         .unwrap();
     assert_eq!((first.outcome.accepted, first.replayed), (2, false));
@@ -210,10 +242,11 @@ async fn a_keyed_standing_write_is_applied_once_and_a_replay_reads_afresh(h: Har
         ]
     );
     // Another write moves m down; the replay applies nothing and reads now.
-    h.boards.incr(&name, "q", 4, None).await.unwrap();
+    h.boards.windowed(&name).incr("q", 4, None).await.unwrap();
     let replay = h
         .boards
-        .write_keyed_standing(&name, &events, Some(&asked), &key, &fingerprint)
+        .windowed(&name)
+        .write_keyed_standing(&events, Some(&asked), &key, &fingerprint)
         .await
         .unwrap();
     assert_eq!((replay.outcome.accepted, replay.replayed), (2, true));
@@ -230,7 +263,7 @@ async fn a_keyed_standing_write_is_applied_once_and_a_replay_reads_afresh(h: Har
         )
     };
     assert_eq!(replay.standings, [fresh("m", 2, 3), fresh("n", 1, 4)]);
-    let top = h.boards.top(&name, None, 0, 10).await.unwrap();
+    let top = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!(
         crate::support::ranking(&top),
         crate::support::pairs(&[("a", 5), ("q", 4), ("m", 2), ("n", 1)])
@@ -239,7 +272,8 @@ async fn a_keyed_standing_write_is_applied_once_and_a_replay_reads_afresh(h: Har
     let other = [ev("m", 3)];
     let reused = h
         .boards
-        .write_keyed_standing(&name, &other, None, &key, &Fingerprint::of_events(&other))
+        .windowed(&name)
+        .write_keyed_standing(&other, None, &key, &Fingerprint::of_events(&other))
         .await;
     assert_eq!(
         reused.map(|o| o.outcome.accepted).map_err(|e| e.code()),
@@ -261,7 +295,8 @@ async fn concurrent_standing_writes_each_see_the_total_the_one_before_left(h: Ha
             for i in 0..WRITES {
                 let member = members[(t * WRITES + i) % 3];
                 let got = boards
-                    .incr_batch_standing(&name, &[ev(member, 1)], Some(&[span("1h")]))
+                    .windowed(&name)
+                    .incr_batch_standing(&[ev(member, 1)], Some(&[span("1h")]))
                     .await
                     .unwrap();
                 let s = &got.standings[0];
@@ -288,7 +323,7 @@ async fn concurrent_standing_writes_each_see_the_total_the_one_before_left(h: Ha
         scores.sort_unstable();
         assert_eq!(scores, (1..=count).collect::<Vec<i64>>(), "{member}");
     }
-    let top = h.boards.top(&name, None, 0, 10).await.unwrap();
+    let top = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!(
         crate::support::ranking(&top),
         crate::support::pairs(&[("m0", 134), ("m1", 133), ("m2", 133)])
@@ -303,8 +338,8 @@ async fn near_the_range_limit_events_are_checked_one_by_one_and_standing_still_a
     let name = board_with(&h, two_windows(), &[("big", MAX_ABS - 1), ("o", 2)]).await;
     let got = h
         .boards
+        .windowed(&name)
         .incr_batch_standing(
-            &name,
             &[ev("big", 1), ev("big", 1), ev("o", -1)],
             Some(&[span("1h")]),
         )
@@ -332,7 +367,8 @@ async fn bad_standing_writes_are_refused_with_what_to_fix(h: Harness) {
     };
     let got = h
         .boards
-        .incr_batch_standing(&name, &[ev("a", 1)], Some(&[span("7d")]))
+        .windowed(&name)
+        .incr_batch_standing(&[ev("a", 1)], Some(&[span("7d")]))
         .await
         .unwrap_err();
     assert_eq!(
@@ -342,7 +378,8 @@ async fn bad_standing_writes_are_refused_with_what_to_fix(h: Harness) {
     let many: Vec<Event> = (0..21).map(|i| ev(&format!("m{i}"), 1)).collect();
     let got = h
         .boards
-        .incr_batch_standing(&name, &many, None)
+        .windowed(&name)
+        .incr_batch_standing(&many, None)
         .await
         .unwrap_err();
     assert_eq!(
@@ -359,7 +396,8 @@ async fn bad_standing_writes_are_refused_with_what_to_fix(h: Harness) {
     .await;
     let got = h
         .boards
-        .incr_batch_standing(&three, &many[..14], None)
+        .windowed(&three)
+        .incr_batch_standing(&many[..14], None)
         .await
         .unwrap_err();
     assert_eq!(
@@ -371,21 +409,23 @@ async fn bad_standing_writes_are_refused_with_what_to_fix(h: Harness) {
     let two = [span("1h"), span("7d")];
     let got = h
         .boards
-        .incr_batch_standing(&three, &many[..14], Some(&two))
+        .windowed(&three)
+        .incr_batch_standing(&many[..14], Some(&two))
         .await
         .unwrap();
     assert_eq!((got.outcome.accepted, got.standings.len()), (14, 14));
     // Nothing was applied.
-    let top = h.boards.top(&name, None, 0, 10).await.unwrap();
+    let top = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!(top.entries.len(), 0);
     let trending = unique("wt");
     h.boards
-        .create_trending(&trending, TrendingConfig::parse("6h").unwrap())
+        .create(&trending, TrendingConfig::parse("6h").unwrap())
         .await
         .unwrap();
     let got = h
         .boards
-        .incr_batch_standing(&trending, &[ev("a", 1)], None)
+        .windowed(&trending)
+        .incr_batch_standing(&[ev("a", 1)], None)
         .await
         .unwrap_err();
     assert!(

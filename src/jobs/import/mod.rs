@@ -223,7 +223,8 @@ pub async fn import(
             writes.spawn(async move {
                 let fingerprint = Fingerprint::of_events(&events);
                 let outcome = boards
-                    .write_keyed(&board, &events, &key, &fingerprint)
+                    .windowed(&board)
+                    .write_keyed(&events, &key, &fingerprint)
                     .await
                     .map(|k| (!k.replayed).then_some(k.outcome));
                 (lines, events.len(), outcome)

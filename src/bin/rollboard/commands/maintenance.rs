@@ -77,7 +77,7 @@ pub(super) async fn clean_counters(args: CleanCountersArgs) -> anyhow::Result<Ex
         keep: args.keep,
         pass: 0,
     };
-    let report = boards.clean_counters(plan).await?;
+    let report = boards.counters().clean(plan).await?;
     println!(
         "cleaned counters: {} counters, {} samples removed, {} forgotten",
         report.counters, report.removed, report.forgotten
@@ -90,7 +90,7 @@ pub(super) async fn recompute(args: RecomputeArgs) -> anyhow::Result<ExitCode> {
     let window = args.window.as_deref().map(Span::parse).transpose()?;
     let started = Instant::now();
     let spinner = progress::counter("recomputing");
-    let report = boards.recompute(&args.board, window).await;
+    let report = boards.windowed(&args.board).recompute(window).await;
     if let Some(s) = &spinner {
         s.finish_and_clear();
     }
@@ -115,7 +115,8 @@ pub(super) async fn relayout(args: RelayoutArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let report = boards
-        .relayout_with(&args.board, args.layout, options)
+        .windowed(&args.board)
+        .relayout_with(args.layout, options)
         .await?;
     if args.now {
         println!(
@@ -141,7 +142,7 @@ pub(super) async fn relayout(args: RelayoutArgs) -> anyhow::Result<ExitCode> {
 pub(super) async fn reshard(args: ReshardArgs) -> anyhow::Result<ExitCode> {
     let boards = open(&args.store, "reshard").await?;
     let started = Instant::now();
-    let report = boards.reshard(&args.board, args.shards).await?;
+    let report = boards.windowed(&args.board).reshard(args.shards).await?;
     println!(
         "{}: {} shards -> {}; moved {} members ({} slot values) in {:.1}s",
         args.board,
@@ -168,7 +169,10 @@ pub(super) async fn remove_members(args: RemoveMembersArgs) -> anyhow::Result<Ex
         };
         let mut removed = 0;
         loop {
-            let step = boards.remove_by_score(&args.board, window, bounds).await?;
+            let step = boards
+                .windowed(&args.board)
+                .remove_by_score(window, bounds)
+                .await?;
             removed += step.removed;
             // A step that removed nothing would select the same members again.
             if !step.more || step.removed == 0 {
@@ -177,7 +181,8 @@ pub(super) async fn remove_members(args: RemoveMembersArgs) -> anyhow::Result<Ex
         }
     } else {
         boards
-            .remove_members(&args.board, &args.members)
+            .windowed(&args.board)
+            .remove_members(&args.members)
             .await?
             .removed
     };
@@ -190,7 +195,7 @@ pub(super) async fn trim(args: TrimArgs) -> anyhow::Result<ExitCode> {
     let window = args.window.as_deref().map(Span::parse).transpose()?;
     let mut removed = 0;
     loop {
-        let step = boards.trim(&args.board, window, args.top).await?;
+        let step = boards.windowed(&args.board).trim(window, args.top).await?;
         removed += step.removed;
         if !step.more || step.removed == 0 {
             break;

@@ -81,7 +81,8 @@ pub(super) async fn rate(args: RateArgs) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map_or(Ok(Coverage::Partial), Coverage::parse)?;
     let read = boards
-        .rate_counts_with(&args.key, windows.as_deref(), coverage)
+        .rates()
+        .counts_with(&args.key, windows.as_deref(), coverage)
         .await?;
     if args.json {
         let counts: serde_json::Map<String, serde_json::Value> = read

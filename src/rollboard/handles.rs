@@ -1,0 +1,67 @@
+//! Typed handles: what only one family or system has. [`Rollboard::windowed`] holds the
+//! operations of a windowed board (sum, max, min or latest; sharded or not),
+//! [`Rollboard::trending`] those of a trending board, and [`Rollboard::rates`],
+//! [`Rollboard::counters`] and [`Rollboard::stats`] the systems beside boards. A handle
+//! is a borrowed name, copied freely: it loads nothing until one of its operations runs.
+//! What every board answers whatever its kind is on [`Rollboard`] itself.
+
+use super::Rollboard;
+
+/// The operations of the windowed board `board` (see [`Rollboard::windowed`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Windowed<'a> {
+    pub(super) rb: &'a Rollboard,
+    pub(super) board: &'a str,
+}
+
+/// The operations of the trending board `board` (see [`Rollboard::trending`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Trending<'a> {
+    pub(super) rb: &'a Rollboard,
+    pub(super) board: &'a str,
+}
+
+/// Per-key rate windows (see [`Rollboard::rates`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Rates<'a> {
+    pub(super) rb: &'a Rollboard,
+}
+
+/// Multi-precision counters (see [`Rollboard::counters`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Counters<'a> {
+    pub(super) rb: &'a Rollboard,
+}
+
+/// Aggregate stats per context and kind, with the slowest list (see [`Rollboard::stats`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Stats<'a> {
+    pub(super) rb: &'a Rollboard,
+}
+
+impl Rollboard {
+    /// The windowed board `board`: its rankings, writes, removals and upkeep.
+    pub fn windowed<'a>(&'a self, board: &'a str) -> Windowed<'a> {
+        Windowed { rb: self, board }
+    }
+
+    /// The trending board `board`: its decaying scores, writes and upkeep.
+    pub fn trending<'a>(&'a self, board: &'a str) -> Trending<'a> {
+        Trending { rb: self, board }
+    }
+
+    /// Rate windows: hits, counts and checks per key.
+    pub fn rates(&self) -> Rates<'_> {
+        Rates { rb: self }
+    }
+
+    /// Multi-precision counters.
+    pub fn counters(&self) -> Counters<'_> {
+        Counters { rb: self }
+    }
+
+    /// Aggregate stats and the slowest list.
+    pub fn stats(&self) -> Stats<'_> {
+        Stats { rb: self }
+    }
+}
