@@ -222,9 +222,9 @@ async fn run(
             compact: false,
             ..RetireOptions::default()
         };
-        boards.windowed(board).retire_with(options).await.unwrap();
+        boards.windowed(board).retire(Some(options)).await.unwrap();
         reset_stats(&mut conn).await;
-        let report = boards.windowed(board).retire().await.unwrap();
+        let report = boards.windowed(board).retire(None).await.unwrap();
         let commands = ["evalsha", "hscan", "hlen", "hget"];
         Some((report.fields_compacted, usec(&mut conn, &commands).await))
     } else {

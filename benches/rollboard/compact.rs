@@ -203,7 +203,7 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
             });
             tokio::time::sleep(Duration::from_millis(200)).await;
             let t = Instant::now();
-            let report = boards.windowed(&board).retire_with(options).await.unwrap();
+            let report = boards.windowed(&board).retire(Some(options)).await.unwrap();
             let elapsed = t.elapsed();
             stop.store(true, Ordering::SeqCst);
             let written = writer.await.unwrap();
@@ -328,7 +328,7 @@ async fn compact_now(
 ) -> Compaction {
     let before = script_usec(conn).await;
     let t = Instant::now();
-    let report = boards.windowed(board).retire_with(options).await.unwrap();
+    let report = boards.windowed(board).retire(Some(options)).await.unwrap();
     let elapsed = t.elapsed();
     assert_eq!(report.fields_subtracted, 0);
     Compaction {
@@ -400,7 +400,7 @@ async fn footprint(redis_url: &str, layout: Layout, boards_n: usize, members: us
             clock.advance_secs(3600);
             let t = Instant::now();
             for board in &names {
-                let report = boards.windowed(board).retire().await.unwrap();
+                let report = boards.windowed(board).retire(None).await.unwrap();
                 assert_eq!(report.fields_subtracted, 0);
             }
             writing += t.elapsed();

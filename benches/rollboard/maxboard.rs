@@ -94,7 +94,7 @@ async fn fill(
     clock.advance_secs(3600);
     let converted = if compact {
         slowlog::settle(conn).await;
-        Some(timed(conn, || boards.windowed(board).retire()).await)
+        Some(timed(conn, || boards.windowed(board).retire(None)).await)
     } else {
         None
     };
@@ -192,7 +192,7 @@ async fn measure(redis: &Redis, aggregate: Aggregate, compact: bool, phase: Dura
         compact: false,
         ..RetireOptions::default()
     };
-    let retired = timed(&mut conn, || boards.windowed(&board).retire_with(options)).await;
+    let retired = timed(&mut conn, || boards.windowed(&board).retire(Some(options))).await;
     boards.drop_board(&board).await.unwrap();
     slowlog::settle(&mut conn).await;
     Measured {

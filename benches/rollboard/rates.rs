@@ -166,7 +166,7 @@ async fn checks(url: &str, phase: Duration, coverage: Coverage) -> (Load, u64) {
                 let began = Instant::now();
                 let verdict = boards
                     .rates()
-                    .check_with(&key, 100, "1m", 1, coverage)
+                    .check(&key, 100, "1m", 1, coverage)
                     .await
                     .unwrap();
                 load.latencies.push(began.elapsed());

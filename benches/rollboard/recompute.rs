@@ -83,7 +83,7 @@ pub async fn recompute(redis: &crate::setup::Redis) -> Vec<Row> {
             clock.advance_secs(3600);
         }
     }
-    boards.windowed(BOARD).retire().await.unwrap();
+    boards.windowed(BOARD).retire(None).await.unwrap();
 
     let mut conn = redis::Client::open(redis_url)
         .unwrap()

@@ -23,7 +23,7 @@ pub struct Board {
     pub incarnation: u64,
     /// While its shard count is being changed ([`Rollboard::reshard`]): how far that is.
     ///
-    /// [`Rollboard::reshard`]: crate::Rollboard::reshard
+    /// [`Rollboard::reshard`]: crate::Windowed::reshard
     pub resharding: Option<Resharding>,
 }
 
@@ -107,10 +107,10 @@ pub enum Created<B = Board> {
     /// The board already existed with the same config; nothing changed.
     Existing(B),
     /// The board existed and got the new, larger windows. They hold data from the oldest
-    /// live slot on, and are marked building until [`Rollboard::build_windows`]
+    /// live slot on, and are marked building until [`Windowed::build_windows`]
     /// (or the service's scheduler) has built their totals.
     ///
-    /// [`Rollboard::build_windows`]: crate::Windowed::build_windows
+    /// [`Windowed::build_windows`]: crate::Windowed::build_windows
     Extended(B),
 }
 

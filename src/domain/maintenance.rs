@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{Layout, Span};
 
-/// What changing a board's layout did (`Rollboard::relayout`).
+/// What changing a board's layout did (`Windowed::relayout`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct RelayoutReport {
@@ -43,7 +43,7 @@ pub struct ReshardReport {
     pub moved_values: u64,
 }
 
-/// How `Rollboard::relayout_with` runs.
+/// How `Windowed::relayout` runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RelayoutOptions {
     /// Also convert the live slots now, while writes, reads and retirement go on (an

@@ -440,7 +440,7 @@ pub async fn relayout(
         state
             .boards
             .windowed(&board)
-            .relayout_with(q.layout, options)
+            .relayout(q.layout, options)
             .await?,
     ))
 }

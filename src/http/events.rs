@@ -2,7 +2,7 @@
 //! under an `Idempotency-Key` header (a retry with the same key and body is applied
 //! once and answered as the first time; the key with another body is 422
 //! `idempotency_key_reused`), and with `?return=standing` answering each written
-//! member's score and rank before and after the write (`Rollboard::incr_batch_standing`).
+//! member's score and rank before and after the write (`Windowed::incr_batch_standing`).
 
 use axum::Json;
 use axum::extract::State;
@@ -339,7 +339,7 @@ fn standing_windows(query: &EventsQuery) -> Result<Option<Option<Vec<Span>>>, Ap
 }
 
 /// A write with `?return=standing`: one event or a batch, in one atomic store call that
-/// also reads each written member's standing (see `Rollboard::incr_batch_standing`).
+/// also reads each written member's standing (see `Windowed::incr_batch_standing`).
 async fn post_standing(
     state: &AppState,
     board: &str,

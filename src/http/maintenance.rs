@@ -1,6 +1,6 @@
 //! Bulk maintenance (admin): `POST /v1/boards/{board}/members/remove` (by list or by a
 //! range of totals in one window) and `POST /v1/boards/{board}/trim` (keep a window's
-//! top N). Thin: parse, call [`Rollboard::remove_members`](crate::Rollboard::remove_members),
+//! top N). Thin: parse, call [`Windowed::remove_members`](crate::Windowed::remove_members),
 //! [`remove_by_score`](crate::Rollboard::remove_by_score) or
 //! [`trim`](crate::Rollboard::trim), render.
 

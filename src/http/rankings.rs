@@ -281,7 +281,7 @@ pub async fn around(
     };
     let boards = reader(&state, q.max_staleness_ms)?;
     let page = boards
-        .neighbours_with(
+        .neighbours(
             &board,
             &member,
             window(&q.window)?,

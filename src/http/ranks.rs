@@ -1,6 +1,6 @@
 //! Ranks for a list of members (a user's friends): `GET /v1/boards/{board}/ranks?members=`
 //! for short lists, `POST /v1/boards/{board}/ranks` with a JSON body for long ones. Thin:
-//! parse, call [`Rollboard::ranks`](crate::Rollboard::ranks), render.
+//! parse, call [`Windowed::ranks`](crate::Windowed::ranks), render.
 
 use axum::Json;
 use axum::extract::State;

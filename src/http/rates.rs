@@ -264,7 +264,7 @@ pub async fn get_counts(
     let read = state
         .boards
         .rates()
-        .counts_with(&key, windows.as_deref(), coverage)
+        .counts(&key, windows.as_deref(), coverage)
         .await?;
     Ok(Json(CountsResponse {
         key: read.key,
@@ -299,7 +299,7 @@ pub async fn post_check(
     let verdict = state
         .boards
         .rates()
-        .check_with(
+        .check(
             &key,
             body.limit,
             &body.last,

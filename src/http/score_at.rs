@@ -1,5 +1,5 @@
 //! The score at a percentile: `GET /v1/boards/{board}/score_at?percentile=Q&window=`.
-//! Thin: parse, call [`Rollboard::score_at`](crate::Rollboard::score_at), render.
+//! Thin: parse, call [`Windowed::score_at`](crate::Windowed::score_at), render.
 
 use axum::Json;
 use axum::extract::State;

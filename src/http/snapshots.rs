@@ -1,5 +1,5 @@
 //! `GET /v1/boards/{board}/snapshots`: a window's period snapshots, newest first. Thin:
-//! parse, call [`Rollboard::snapshots`](crate::Rollboard::snapshots), render.
+//! parse, call [`Windowed::snapshots`](crate::Windowed::snapshots), render.
 
 use axum::Json;
 use axum::extract::State;

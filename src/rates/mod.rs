@@ -6,7 +6,7 @@
 //! Pure code: [`tiers`] (tiers, windows and which tier answers them), [`ring`] (the
 //! ring arithmetic both stores share) and [`RateKey`]. The store side is
 //! [`RateStore`](crate::store::RateStore); the front door is
-//! [`Rollboard::rate_hit`](crate::Rollboard::rate_hit) and its siblings.
+//! [`Rates::hit`](crate::Rates::hit) and its siblings.
 
 use std::fmt;
 
@@ -82,7 +82,7 @@ pub struct RateCounts {
     pub counts: Vec<(crate::domain::Span, u64)>,
 }
 
-/// What [`Rollboard::rate_check`](crate::Rollboard::rate_check) decided.
+/// What [`Rates::check`](crate::Rates::check) decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Verdict {
     /// Whether the hit was counted.

@@ -37,8 +37,8 @@ impl Rollboard {
     }
 
     /// Applies a batch of events to the board: each bad event is rejected on its own
-    /// (with its index), the rest are applied (see [`incr_batch`](Self::incr_batch) and
-    /// [`trend_incr_batch`](Self::trend_incr_batch)).
+    /// (with its index), the rest are applied (see [`incr_batch`](crate::Windowed::incr_batch) and
+    /// [`Trending::incr_batch`](crate::Trending::incr_batch)).
     pub async fn write_events(&self, board: &str, events: &[Event]) -> Result<BatchOutcome> {
         self.by_kind(board, |kind| async move {
             match kind {
@@ -50,8 +50,8 @@ impl Rollboard {
     }
 
     /// Applies a batch of events to the board once under `key` and the request's
-    /// `fingerprint` (see [`write_keyed`](Self::write_keyed) and
-    /// [`trend_write_keyed`](Self::trend_write_keyed)).
+    /// `fingerprint` (see [`write_keyed`](crate::Windowed::write_keyed) and
+    /// [`Trending::write_keyed`](crate::Trending::write_keyed)).
     pub async fn write_events_keyed(
         &self,
         board: &str,
@@ -153,7 +153,7 @@ impl Rollboard {
     }
 
     /// The score and rank of each of `members` (1 to 1,000; in the order asked,
-    /// duplicates kept), read at one instant (see [`ranks`](Self::ranks)).
+    /// duplicates kept), read at one instant (see [`ranks`](crate::Windowed::ranks)).
     pub async fn member_ranks<S: AsRef<str> + Sync>(
         &self,
         board: &str,
@@ -174,23 +174,11 @@ impl Rollboard {
         .await
     }
 
-    /// The member with up to `n` (0–100) ranked entries above and below it; `None` when
-    /// it holds no positive score.
+    /// The member with up to `n` (0–100) ranked entries above and below it, shaped by
+    /// `options` (`AroundOptions::default()`: as many as there are, highest first; with
+    /// `fill` a full page of `2n + 1` ranked entries shifted at the ends, fewer only when
+    /// fewer are ranked; in `options.order`); `None` when it holds no positive score.
     pub async fn neighbours(
-        &self,
-        board: &str,
-        member: &str,
-        window: Option<Span>,
-        n: u64,
-    ) -> Result<Option<BoardPage>> {
-        self.neighbours_with(board, member, window, n, AroundOptions::default())
-            .await
-    }
-
-    /// As [`neighbours`](Self::neighbours), shaped by `options`: with `fill` a full page
-    /// of `2n + 1` ranked entries shifted at the ends (fewer only when fewer are
-    /// ranked), in `options.order`.
-    pub async fn neighbours_with(
         &self,
         board: &str,
         member: &str,
@@ -202,13 +190,13 @@ impl Rollboard {
             Ok(match kind {
                 BoardKind::Windowed => self
                     .windowed(board)
-                    .around_with(member, window, n, options)
+                    .around(member, window, n, options)
                     .await?
                     .map(BoardPage::Windowed),
                 BoardKind::Trending => {
                     no_window(window)?;
                     self.trending(board)
-                        .around_with(member, n, options)
+                        .around(member, n, options)
                         .await?
                         .map(BoardPage::Trending)
                 }

@@ -29,7 +29,7 @@ impl Counters<'_> {
 
     /// Adds a batch of increments `(count, at)` to counter `name`, in one store call
     /// (one script on Redis) that adds one sum per touched sample: all or nothing. Each
-    /// increment is checked as by [`incr_counter`](Self::incr_counter); a sum leaving
+    /// increment is checked as by [`incr`](Self::incr); a sum leaving
     /// ±(2^53 − 1) is [`Error::OutOfRange`].
     pub async fn incr_batch(
         self,

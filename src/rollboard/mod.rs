@@ -1,17 +1,18 @@
 //! `Rollboard`: the library's front door. It validates every input into domain types,
 //! reads the time from its clock, caches board configs, and calls the store.
 //!
-//! One file per family of operations (what they answer is plain data in `domain`, which
-//! the stores produce too): [`any_board`] (what every board answers, whatever its kind:
-//! decided once, then the windowed or trending operation), [`boards`] (create, load,
-//! list, describe, drop), [`write`]
-//! (events, member removal; a batch's outcome),
-//! [`read`] (rankings and history), [`bulk_remove`] (removal by list, by a range of
-//! totals, trimming to a top N), [`percentile`] (the top P percent, the score at a
-//! percentile), [`multi_write`] and [`multi_read`] (one event to several boards, one
-//! member across boards), [`retire`], [`recompute`] (and building added windows in the
-//! background); [`clock_skew`] and [`memory_check`] (what the service checks of
-//! the store); [`cache`] holds the board boards of either kind and the one
+//! One public API: what every board answers whatever its kind is on `Rollboard` itself
+//! ([`any_board`]: decided once, then the windowed or trending operation; [`boards`]:
+//! create, load, list, describe, drop); what one kind or system has is on a typed
+//! handle ([`handles`]: [`Windowed`], [`Trending`], [`Rates`], [`Counters`], [`Stats`]),
+//! its methods in one file per family of operations (what they answer is plain data in
+//! `domain`, which the stores produce too): [`write`] (events, member removal; a
+//! batch's outcome), [`read`] (rankings and history), [`bulk_remove`] (removal by list,
+//! by a range of totals, trimming to a top N), [`percentile`] (the top P percent, the
+//! score at a percentile), [`multi_write`] and [`multi_read`] (one event to several
+//! boards, one member across boards), [`retire`], [`recompute`] (and building added
+//! windows in the background); [`clock_skew`] and [`memory_check`] (what the service
+//! checks of the store); [`cache`] holds the boards of either kind and the one
 //! reload-and-retry when a board changed underneath; [`read_cache`] keeps the answers
 //! of reads that allow a staleness bound ([`Rollboard::reading_within`]), which every
 //! change made through this process forgets for the changed board

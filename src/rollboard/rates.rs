@@ -38,7 +38,7 @@ impl<'a> Rates<'a> {
     }
 
     /// Counts a batch of hits `(key, count, at)` in one round trip; per hit what
-    /// [`rate_hit`](Self::rate_hit) would answer.
+    /// [`hit`](Self::hit) would answer.
     pub async fn hits(
         self,
         hits: &[(String, u64, Option<Timestamp>)],
@@ -76,16 +76,10 @@ impl<'a> Rates<'a> {
     }
 
     /// The counts of `key` over `windows` (`"5s"`, `"5m"`, …; every default window when
-    /// `None`) at now, each the current slot and the W/L − 1 before it
-    /// ([`Coverage::Partial`]).
-    pub async fn counts(self, key: &str, windows: Option<&[&str]>) -> Result<RateCounts> {
-        self.counts_with(key, windows, Coverage::Partial).await
-    }
-
-    /// [`rate_counts`](Self::rate_counts) with each window counted with `coverage`
-    /// ([`Coverage::Full`]: the current slot and the W/L before it, at least W of the
-    /// past).
-    pub async fn counts_with(
+    /// `None`) at now, each window counted with `coverage`: [`Coverage::Partial`] (the
+    /// default) the current slot and the W/L − 1 before it, [`Coverage::Full`] the
+    /// current slot and the W/L before it, at least W of the past.
+    pub async fn counts(
         self,
         key: &str,
         windows: Option<&[&str]>,
@@ -119,20 +113,12 @@ impl<'a> Rates<'a> {
     }
 
     /// Counts `count` hits of `key` now only if `window` then holds at most `limit`,
-    /// atomically; answers the verdict with the window's count. The window counts the
-    /// current slot and the W/L − 1 before it ([`Coverage::Partial`]): for a limiter
-    /// that never admits more than `limit` within any span of W, use
-    /// [`rate_check_with`](Self::rate_check_with) and [`Coverage::Full`].
-    pub async fn check(self, key: &str, limit: u64, window: &str, count: u64) -> Result<Verdict> {
-        self.check_with(key, limit, window, count, Coverage::Partial)
-            .await
-    }
-
-    /// [`rate_check`](Self::rate_check) with the window counted with `coverage`. With
-    /// [`Coverage::Full`] the window counts the current slot and the W/L before it, so
+    /// atomically; answers the verdict with the window's count. With
+    /// [`Coverage::Partial`] (the default) the window counts the current slot and the
+    /// W/L − 1 before it; with [`Coverage::Full`] it counts the current slot and the W/L before it, so
     /// no span of W ever holds more than `limit` admitted hits; a hit may be refused up
     /// to one slot L earlier than an exact sliding window would.
-    pub async fn check_with(
+    pub async fn check(
         self,
         key: &str,
         limit: u64,

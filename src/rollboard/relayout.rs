@@ -7,20 +7,16 @@ use crate::domain::{BoardName, Layout, RelayoutOptions, RelayoutReport, sums_onl
 use crate::error::Result;
 
 impl Windowed<'_> {
-    /// Switches `board` to `layout` for the slots it creates from now on; the report
+    /// Switches the board to `layout` for the slots it creates from now on; the report
     /// says how many live slots keep the other layout (until they retire). The board's
     /// stored config says `layout` afterwards. Changes no ranking, history or total.
-    pub async fn relayout(self, layout: Layout) -> Result<RelayoutReport> {
-        self.relayout_with(layout, RelayoutOptions::default()).await
-    }
-
-    /// [`Rollboard::relayout`], and with `options.now` also converts every live slot to
-    /// `layout` now, in bounded calls, exactly while writes, reads and retirement go on.
+    /// With `options.now` (`RelayoutOptions::default()`: not) also converts every live
+    /// slot to `layout` now, in bounded calls, exactly while writes, reads and retirement go on.
     /// A run cut short (an error, `max_calls`) leaves the board exact; running it again
     /// finishes the conversion. A recompute of the board and an active relayout exclude
     /// each other ([`Error::BoardBusy`](crate::Error::BoardBusy) /
     /// [`Error::RelayoutRunning`](crate::Error::RelayoutRunning)).
-    pub async fn relayout_with(
+    pub async fn relayout(
         self,
         layout: Layout,
         options: RelayoutOptions,

@@ -11,32 +11,22 @@ use crate::error::Result;
 use crate::store::{RetireOptions, ServerStore};
 
 impl Windowed<'_> {
-    /// Retires everything overdue on the board now, as the store is tuned.
-    pub async fn retire(self) -> Result<RetireReport> {
-        let board = self.board;
+    /// Retires everything overdue on the board now, as the store is tuned (`None`), or
+    /// as much as `options` allow on a store kept in a server (Redis; a store without
+    /// such tuning retires as it is tuned).
+    pub async fn retire(self, options: Option<RetireOptions>) -> Result<RetireReport> {
         let now = self.rb.now();
         let store = &self.rb.inner.store;
+        let tuned = options.zip(store.server());
         self.rb
-            .on_board(board, |b| async move {
-                self.rb.change(&b.name, store.retire(&b, now)).await
-            })
-            .await
-    }
-
-    /// Retires everything overdue on the board now (or as much as `options` allow) on a
-    /// store kept in a server (Redis); a store without such tuning retires as
-    /// [`retire`](Self::retire) does.
-    pub async fn retire_with(self, options: RetireOptions) -> Result<RetireReport> {
-        let board = self.board;
-        let Some(server) = self.rb.inner.store.server() else {
-            return self.retire().await;
-        };
-        let now = self.rb.now();
-        self.rb
-            .on_board(board, |b| async move {
-                self.rb
-                    .change(&b.name, server.retire_with(&b, now, options))
-                    .await
+            .on_board(self.board, |b| async move {
+                let retire = async {
+                    match tuned {
+                        Some((options, server)) => server.retire_with(&b, now, options).await,
+                        None => store.retire(&b, now).await,
+                    }
+                };
+                self.rb.change(&b.name, retire).await
             })
             .await
     }
@@ -47,7 +37,7 @@ impl Rollboard {
     /// small boards due at one boundary in one call each, many calls per round trip
     /// ([`ServerStore::retire_small`](crate::ServerStore::retire_small)); the others (big,
     /// behind, changed, or every board of another store) one by one, as
-    /// [`retire`](Self::retire) does. Each board's result, in order. The boards may be
+    /// [`retire`](crate::Windowed::retire) does. Each board's result, in order. The boards may be
     /// stale: a changed one is reloaded.
     pub async fn retire_many(&self, boards: &[Arc<Board>]) -> Vec<Result<RetireReport>> {
         let fast = match self.inner.store.server() {
@@ -61,7 +51,7 @@ impl Rollboard {
         let rest = boards.iter().zip(&fast).map(|(board, fast)| async move {
             match fast {
                 Some(report) => Ok(*report),
-                None => self.windowed(board.name.as_str()).retire().await,
+                None => self.windowed(board.name.as_str()).retire(None).await,
             }
         });
         futures_util::future::join_all(rest).await

@@ -1,6 +1,6 @@
 //! Stats values recorded in the background ([`Rollboard::record_stat_deferred`]): held
 //! in this process, per (context, kind, hour), and written by
-//! [`Rollboard::flush_stats`] as [`record_stats`](Rollboard::record_stats) batches of
+//! [`Rollboard::flush_stats`] as [`Stats::record_many`](super::Stats::record_many) batches of
 //! at most [`FLUSH_RECORD`] values. The service's access-time layer records every
 //! request this way, so a request costs a lock and a push instead of a store call.
 //!

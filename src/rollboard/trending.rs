@@ -67,7 +67,7 @@ impl Trending<'_> {
     /// them in order in calls bounded in time (see `docs/design.md`, "Trending boards").
     /// A store failure is [`Error::StoreUnavailable`], whose message says how many events
     /// were applied when it came part-way; under an idempotency key
-    /// ([`trend_write_keyed`](Self::trend_write_keyed)) a retry applies exactly the rest.
+    /// ([`write_keyed`](Self::write_keyed)) a retry applies exactly the rest.
     pub async fn incr_batch(self, events: &[Event]) -> Result<BatchOutcome> {
         let board = self.board;
         let name = BoardName::parse(board)?;
@@ -225,15 +225,10 @@ impl Trending<'_> {
             .await
     }
 
-    /// The member with up to `n` (0–100) ranked entries above and below it; `None`
-    /// without a positive score.
-    pub async fn around(self, member: &str, n: u64) -> Result<Option<TrendPage>> {
-        self.around_with(member, n, AroundOptions::default()).await
-    }
-
-    /// The page around the member on trending board `board`, shaped by `options` (see
-    /// [`around_with`](Self::around_with)); `None` without a positive score.
-    pub async fn around_with(
+    /// The member with up to `n` (0–100) ranked entries above and below it, shaped by
+    /// `options` (see [`Windowed::around`](super::Windowed::around)); `None` without a
+    /// positive score.
+    pub async fn around(
         self,
         member: &str,
         n: u64,
@@ -258,7 +253,7 @@ impl Trending<'_> {
 
     /// One maintenance pass of trending board `board` now: rescale when due, then prune
     /// members below the floor (the service's scheduler runs it for every trending
-    /// board; see [`maintain_trending`](Self::maintain_trending)).
+    /// board; see [`maintain_trending`](crate::Rollboard::maintain_trending)).
     pub async fn maintain(self, options: TrendOptions) -> Result<TrendMaintenance> {
         let board = self.board;
         let now = self.rb.now();

@@ -35,7 +35,7 @@ use crate::domain::SlotWrite;
 /// when the stored board is gone or is another incarnation (another `version`). What
 /// only a store kept in a server has (its memory, its clock, retirement in tuned chunks)
 /// is the optional [`ServerStore`], reached through [`server`](Store::server); a store's
-/// tuning is its own (the Redis store's: [`RedisOptions`]).
+/// tuning is its own (the Redis store's: [`RedisOptions`](crate::RedisOptions)).
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// A short name for logs: `"redis"` or `"memory"`.

@@ -259,7 +259,14 @@ async fn snapshots_appended_by_a_process_that_died_are_delivered_by_another() {
         clock.advance_secs(60);
         appender.windowed(&died).incr("bob", 7, None).await.unwrap();
         clock.advance_secs(3545);
-        assert!(appender.windowed(&died).retire().await.unwrap().complete);
+        assert!(
+            appender
+                .windowed(&died)
+                .retire(None)
+                .await
+                .unwrap()
+                .complete
+        );
         assert_eq!(
             appender.windowed(&died).take_snapshots().await.unwrap(),
             rollboard::SnapshotPass::Done { appended: 2 }

@@ -190,7 +190,7 @@ async fn the_import_gives_the_articles_own_totals() {
     assert_eq!(legacy_stats(&mut conn, &name).await, stats);
     assert_eq!(legacy_slots(&mut conn, &name).await, slots);
     clock.set(ts(END + HOUR));
-    boards.windowed(&day).retire().await.unwrap();
+    boards.windowed(&day).retire(None).await.unwrap();
     assert_eq!(
         ranking(&boards, &day, "24h").await,
         sum_after(&slots, hour - 23 * HOUR)

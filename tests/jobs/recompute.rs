@@ -28,7 +28,7 @@ async fn recompute_repairs_corrupted_totals() {
             oracle.record(START + hour * 3600, &e.member, e.delta);
         }
     }
-    boards.windowed(&b).retire().await.unwrap();
+    boards.windowed(&b).retire(None).await.unwrap();
     let now = clock.now();
     // Drift, as a hand edit or an old bug would leave it.
     let mut raw = redis.raw().await;
@@ -164,7 +164,7 @@ async fn recompute_under_concurrent_writes_ends_exact() {
             tokio::spawn(async move {
                 let mut busy = 0;
                 while !stop.load(Ordering::SeqCst) {
-                    match boards.windowed(&b).retire().await {
+                    match boards.windowed(&b).retire(None).await {
                         Err(Error::BoardBusy(_)) => busy += 1,
                         other => {
                             other.unwrap();
@@ -189,7 +189,7 @@ async fn recompute_under_concurrent_writes_ends_exact() {
             "retirement waited for the recompute at least once"
         );
 
-        boards.windowed(&b).retire().await.unwrap();
+        boards.windowed(&b).retire(None).await.unwrap();
         let now = clock.now();
         let oracle = oracle.lock().unwrap().clone();
         for (j, w) in ["1h", "3h"].iter().enumerate() {

@@ -157,7 +157,7 @@ impl Fixture {
             let report = self
                 .boards
                 .windowed(&self.board)
-                .relayout_with(Layout::Compact, NOW)
+                .relayout(Layout::Compact, NOW)
                 .await
                 .unwrap();
             assert!(report.complete);
@@ -279,7 +279,7 @@ impl Fixture {
         let report = self
             .boards
             .windowed(&self.board)
-            .retire_with(SMALL_CHUNKS)
+            .retire(Some(SMALL_CHUNKS))
             .await
             .unwrap();
         assert!(report.complete);
@@ -301,7 +301,7 @@ async fn converts_every_live_slot(from: Layout) {
     let report = f
         .boards
         .windowed(&f.board)
-        .relayout_with(other(from), NOW)
+        .relayout(other(from), NOW)
         .await
         .unwrap();
     assert_eq!(report.layout, other(from));
@@ -331,7 +331,7 @@ async fn converts_every_live_slot(from: Layout) {
     let again = f
         .boards
         .windowed(&f.board)
-        .relayout_with(other(from), NOW)
+        .relayout(other(from), NOW)
         .await
         .unwrap();
     assert_eq!((again.converted_slots, again.moved_values), (0, 0));
@@ -378,7 +378,7 @@ async fn a_cut_conversion_stays_exact_and_a_second_run_finishes_it(from: Layout)
     let report = f
         .boards
         .windowed(&f.board)
-        .relayout_with(other(from), cut)
+        .relayout(other(from), cut)
         .await
         .unwrap();
     assert!(!report.complete);
@@ -455,7 +455,7 @@ async fn a_cut_conversion_stays_exact_and_a_second_run_finishes_it(from: Layout)
     let second = f
         .boards
         .windowed(&f.board)
-        .relayout_with(other(from), NOW)
+        .relayout(other(from), NOW)
         .await
         .unwrap();
     assert!(second.complete);
@@ -534,7 +534,11 @@ async fn relayout_now_under_writes_and_retirement_stays_exact() {
         let (boards, b, stop) = (f.boards.clone(), f.board.clone(), stop.clone());
         tasks.push(tokio::spawn(async move {
             while !stop.load(Ordering::SeqCst) {
-                boards.windowed(&b).retire_with(SMALL_CHUNKS).await.unwrap();
+                boards
+                    .windowed(&b)
+                    .retire(Some(SMALL_CHUNKS))
+                    .await
+                    .unwrap();
                 tokio::task::yield_now().await;
             }
         }));
@@ -552,7 +556,7 @@ async fn relayout_now_under_writes_and_retirement_stays_exact() {
             let report = f
                 .boards
                 .windowed(&f.board)
-                .relayout_with(target, step)
+                .relayout(target, step)
                 .await
                 .unwrap();
             if runs == 3 {
@@ -589,7 +593,7 @@ async fn relayout_now_on_the_memory_store_only_records_the_layout() {
     let report = h
         .boards
         .windowed(&b)
-        .relayout_with(Layout::Plain, NOW)
+        .relayout(Layout::Plain, NOW)
         .await
         .unwrap();
     assert_eq!(
@@ -631,7 +635,7 @@ async fn a_small_mixed_board_retires_in_one_call(from: Layout) {
     let report = f
         .boards
         .windowed(&f.board)
-        .relayout_with(other(from), one)
+        .relayout(other(from), one)
         .await
         .unwrap();
     assert!(!report.complete);
@@ -682,7 +686,7 @@ async fn a_recompute_and_an_active_relayout_exclude_each_other() {
     let err = f
         .boards
         .windowed(&f.board)
-        .relayout_with(Layout::Compact, NOW)
+        .relayout(Layout::Compact, NOW)
         .await
         .unwrap_err();
     assert!(matches!(err, rollboard::Error::BoardBusy(_)), "{err:?}");
@@ -718,7 +722,7 @@ async fn a_recompute_and_an_active_relayout_exclude_each_other() {
     let err = f
         .boards
         .windowed(&f.board)
-        .relayout_with(Layout::Compact, NOW)
+        .relayout(Layout::Compact, NOW)
         .await
         .unwrap_err();
     assert!(
@@ -735,7 +739,7 @@ async fn a_recompute_and_an_active_relayout_exclude_each_other() {
     let report = f
         .boards
         .windowed(&f.board)
-        .relayout_with(Layout::Compact, NOW)
+        .relayout(Layout::Compact, NOW)
         .await
         .unwrap();
     assert!(report.complete);
@@ -775,7 +779,7 @@ async fn a_recompute_under_writes_on_a_mixed_slot_stays_exact() {
         let report = f
             .boards
             .windowed(&f.board)
-            .relayout_with(Layout::Plain, cut)
+            .relayout(Layout::Plain, cut)
             .await
             .unwrap();
         assert!(!report.complete);

@@ -54,7 +54,7 @@ async fn a_max_board_keeps_each_best_and_falls_back_when_its_slot_leaves(h: Harn
     assert_eq!(top(&h, &name, "5m").await, all);
     // Minute 0 leaves the 2-minute window: ann falls back to her 40 of minute 1.
     h.at(120);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     let two = pairs(&[("bob", 60), ("ann", 40), ("cy", 0)]);
     assert_eq!(top(&h, &name, "2m").await, two);
     assert_eq!(top(&h, &name, "5m").await, all);
@@ -63,7 +63,7 @@ async fn a_max_board_keeps_each_best_and_falls_back_when_its_slot_leaves(h: Harn
     assert_eq!(points, [(START, 50), (START + 60, 40)]);
     // Both minutes leave both windows: nobody is left.
     h.at(6 * 60);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     assert_eq!(top(&h, &name, "2m").await, []);
     assert_eq!(top(&h, &name, "5m").await, []);
 }
@@ -190,7 +190,7 @@ async fn removal_recompute_and_an_added_window_keep_a_max_board_exact(h: Harness
     h.boards.create(&name, wider).await.unwrap();
     h.boards.windowed(&name).build_windows().await.unwrap();
     h.at(4 * 60);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     assert_eq!(top(&h, &name, "2m").await, []);
     assert_eq!(
         top(&h, &name, "10m").await,
@@ -275,7 +275,7 @@ async fn a_compact_board_converts_its_closed_slot_and_stays_exact(h: Harness) {
     let events: Vec<(&str, i64)> = events.iter().map(|(m, v)| (m.as_str(), *v)).collect();
     write(&h, &name, 0, &events).await;
     h.at(60);
-    let report = h.boards.windowed(&name).retire().await.unwrap();
+    let report = h.boards.windowed(&name).retire(None).await.unwrap();
     // The Redis stores convert minute 0 into buckets; the memory store has no layouts.
     let converted = if h.in_memory { (0, 0) } else { (1, 200) };
     assert_eq!((report.slots_compacted, report.fields_compacted), converted);
@@ -300,6 +300,6 @@ async fn a_compact_board_converts_its_closed_slot_and_stays_exact(h: Harness) {
     assert_eq!(ranking(&page), pairs(&[("m007", 1_000), ("m198", 198)]));
     // Minute 0 leaves the window: every member leaves.
     h.at(4 * 60);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     assert_eq!(top(&h, &name, "3m").await, []);
 }

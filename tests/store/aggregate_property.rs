@@ -364,8 +364,8 @@ async fn run(
                 }
             }
             Op::Retire => {
-                let a = memory.windowed(&name).retire().await.unwrap();
-                let b = on_redis.windowed(&name).retire().await.unwrap();
+                let a = memory.windowed(&name).retire(None).await.unwrap();
+                let b = on_redis.windowed(&name).retire(None).await.unwrap();
                 COMPACTED.fetch_add(b.slots_compacted, Ordering::Relaxed);
                 prop_assert_eq!(
                     (a.slots_retired, a.fields_subtracted, a.members_zeroed),
@@ -491,12 +491,12 @@ async fn run(
                 let options = AroundOptions { fill: *fill, order };
                 let a = memory
                     .windowed(&name)
-                    .around_with(MEMBERS[*m], w, *k, options)
+                    .around(MEMBERS[*m], w, *k, options)
                     .await
                     .unwrap();
                 let b = on_redis
                     .windowed(&name)
-                    .around_with(MEMBERS[*m], w, *k, options)
+                    .around(MEMBERS[*m], w, *k, options)
                     .await
                     .unwrap();
                 prop_assert_eq!(&a, &b);
@@ -553,7 +553,7 @@ async fn run(
 
     let now = clock.now();
     for rb in both {
-        rb.windowed(&name).retire().await.unwrap();
+        rb.windowed(&name).retire(None).await.unwrap();
     }
     // Whether the largest window covers its whole span (a window added later does once
     // its start has passed the slots live when it was added), as history does.

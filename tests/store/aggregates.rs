@@ -157,7 +157,7 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
             };
             let (mut chunks, mut compacted) = (0, 0);
             while !pace.stopped() {
-                let report = rb.windowed(&board).retire_with(options).await.unwrap();
+                let report = rb.windowed(&board).retire(Some(options)).await.unwrap();
                 chunks += report.chunks;
                 compacted += report.slots_compacted;
                 pace.passed(r);
@@ -195,7 +195,7 @@ async fn writers_and_two_retirers(aggregate: Aggregate, on_cluster: bool) {
     let now = clock.now();
     compacted += replicas[1]
         .windowed(&board)
-        .retire()
+        .retire(None)
         .await
         .unwrap()
         .slots_compacted;
@@ -333,7 +333,7 @@ async fn recompute_under_writers(aggregate: Aggregate, ties: Ties) {
     // The rebuilt records retire exactly.
     clock.advance_millis(45_000);
     let now = clock.now();
-    replicas[0].windowed(&board).retire().await.unwrap();
+    replicas[0].windowed(&board).retire(None).await.unwrap();
     for (j, w) in config.windows().iter().enumerate() {
         let page = replicas[1]
             .windowed(&board)
@@ -549,7 +549,7 @@ async fn a_closed_slot_converted_into_buckets_takes_late_writes_in_them() {
         .collect();
     rb.windowed(&board).incr_batch(&events).await.unwrap();
     clock.set(ts(START + 60));
-    let report = rb.windowed(&board).retire().await.unwrap();
+    let report = rb.windowed(&board).retire(None).await.unwrap();
     assert_eq!((report.slots_compacted, report.fields_compacted), (1, 3));
     let mut raw = redis.raw().await;
     let plain = format!("slot_{{{board}}}_{START}");
@@ -600,7 +600,7 @@ async fn a_closed_slot_converted_into_buckets_takes_late_writes_in_them() {
     );
     // The slot leaves the window: every member leaves, the buckets and geometry go.
     clock.set(ts(START + 4 * 60));
-    rb.windowed(&board).retire().await.unwrap();
+    rb.windowed(&board).retire(None).await.unwrap();
     assert_eq!(
         ranking(&rb.windowed(&board).top(None, 0, 10).await.unwrap()),
         []
@@ -657,13 +657,13 @@ async fn a_recompute_that_died_holds_retirement_until_its_lease_runs_out() {
     clock.advance_secs(60);
     write(&rb, "ann", 9).await;
     clock.advance_secs(120);
-    let busy = rb.windowed(&board).retire().await.unwrap_err();
+    let busy = rb.windowed(&board).retire(None).await.unwrap_err();
     assert!(matches!(busy, Error::BoardBusy(_)), "{busy:?}");
     let busy = rb.windowed(&board).recompute(None).await.unwrap_err();
     assert!(matches!(busy, Error::BoardBusy(_)), "{busy:?}");
     // The lease runs out (its expiry is by Redis's clock: set it past).
     let _: () = died(1).query_async(&mut raw).await.unwrap();
-    rb.windowed(&board).retire().await.unwrap();
+    rb.windowed(&board).retire(None).await.unwrap();
     let report = rb.windowed(&board).recompute(None).await.unwrap();
     assert_eq!(report.windows, config.windows());
     let now = clock.now();
@@ -759,7 +759,7 @@ async fn retirement_stopped_after_every_chunk(aggregate: Aggregate) {
     loop {
         let report = replicas[calls % 2]
             .windowed(&board)
-            .retire_with(step)
+            .retire(Some(step))
             .await
             .unwrap();
         calls += 1;
@@ -800,7 +800,7 @@ async fn retirement_stopped_after_every_chunk(aggregate: Aggregate) {
     let mut raw = redis.raw().await;
     let five = format!("stats_{{{board}}}_300");
     let before = scores(&mut raw, &five).await;
-    let again = replicas[1].windowed(&board).retire().await.unwrap();
+    let again = replicas[1].windowed(&board).retire(None).await.unwrap();
     assert_eq!((again.slots_retired, again.fields_subtracted), (0, 0));
     let after = scores(&mut raw, &five).await;
     assert_eq!(before, after);

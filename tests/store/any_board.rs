@@ -96,12 +96,21 @@ async fn one_set_of_calls_reads_and_writes_both_kinds(h: Harness) {
             scores(&all),
             pairs(&[("d", 7.0), ("b", 5.0), ("a", 2.0), ("c", 1.0)])
         );
-        let around = b.neighbours(board, "a", None, 1).await.unwrap().unwrap();
+        let around = b
+            .neighbours(board, "a", None, 1, Default::default())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(
             scores(&around),
             pairs(&[("b", 5.0), ("a", 2.0), ("c", 1.0)])
         );
-        assert_eq!(b.neighbours(board, "zed", None, 1).await.unwrap(), None);
+        assert_eq!(
+            b.neighbours(board, "zed", None, 1, Default::default())
+                .await
+                .unwrap(),
+            None
+        );
 
         let standing = b.standing(board, "b", None).await.unwrap().unwrap();
         let (score, rank, percentile) = match standing {

@@ -302,7 +302,7 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
             assert_eq!(
                 h.boards
                     .windowed(&b)
-                    .retire()
+                    .retire(None)
                     .await
                     .unwrap()
                     .slots_compacted,
@@ -324,7 +324,7 @@ async fn recompute_of_a_compact_board_under_concurrent_writes_ends_exact() {
     assert_eq!(
         h.boards
             .windowed(&b)
-            .retire()
+            .retire(None)
             .await
             .unwrap()
             .slots_compacted,

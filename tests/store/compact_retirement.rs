@@ -100,7 +100,11 @@ async fn split_slot_retires_exactly(ties: Ties) {
 
     // Window 1 retires slot START (3,000 fields: stage 1 gone, stage 2 whole) and the
     // plain slot (500).
-    let report = boards.windowed(&b).retire_with(SMALL_CHUNKS).await.unwrap();
+    let report = boards
+        .windowed(&b)
+        .retire(Some(SMALL_CHUNKS))
+        .await
+        .unwrap();
     assert!(report.complete);
     assert_eq!(report.fields_subtracted, MEMBERS as u64 + 500);
     assert_eq!(report.slots_retired, 2);
@@ -131,7 +135,11 @@ async fn split_slot_retires_exactly(ties: Ties) {
         }
         n
     };
-    let report = boards.windowed(&b).retire_with(SMALL_CHUNKS).await.unwrap();
+    let report = boards
+        .windowed(&b)
+        .retire(Some(SMALL_CHUNKS))
+        .await
+        .unwrap();
     assert_eq!(report.fields_subtracted, stage2_fields as u64);
     assert_eq!(report.slots_retired, 1);
     let geometries: i64 = redis::cmd("EXISTS")
@@ -146,7 +154,7 @@ async fn split_slot_retires_exactly(ties: Ties) {
     assert!(window2.iter().all(|(m, s)| m.starts_with('p') && *s == 2));
 
     clock.set(ts(START + 4 * 3600));
-    boards.windowed(&b).retire().await.unwrap();
+    boards.windowed(&b).retire(None).await.unwrap();
     assert_exact(&boards, &mut raw, &b, &oracle).await;
     let left: Vec<String> = board_keys(&mut raw, &b)
         .await
@@ -184,7 +192,7 @@ async fn two_retirers_at_once_retire_a_compact_slot_exactly() {
                 chunk_size: 7 + r * 16,
                 ..SMALL_CHUNKS
             };
-            tokio::spawn(async move { rb.windowed(&b).retire_with(options).await.unwrap() })
+            tokio::spawn(async move { rb.windowed(&b).retire(Some(options)).await.unwrap() })
         };
         let (first, second) = (run(0), run(1));
         let (first, second) = (first.await.unwrap(), second.await.unwrap());

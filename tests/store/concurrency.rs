@@ -109,7 +109,7 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
             while !pace.stopped() {
                 chunks += rb
                     .windowed(&board)
-                    .retire_with(options)
+                    .retire(Some(options))
                     .await
                     .unwrap()
                     .chunks;
@@ -150,7 +150,7 @@ async fn writers_and_two_retirers(layout: Layout, shards: u32) {
     clock.advance_millis(10_000);
 
     let now = clock.now();
-    replicas[1].windowed(&board).retire().await.unwrap();
+    replicas[1].windowed(&board).retire(None).await.unwrap();
     let oracle = oracle.lock().unwrap().clone();
     assert!(accepted > 3_000, "only {accepted} events accepted");
     eprintln!(

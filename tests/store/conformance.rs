@@ -111,7 +111,7 @@ async fn unknown_boards_windows_and_members_are_reported(h: Harness) {
     assert_eq!(
         h.boards
             .windowed(&name)
-            .around("ghost", None, 3)
+            .around("ghost", None, 3, Default::default())
             .await
             .unwrap(),
         None
@@ -167,7 +167,7 @@ async fn invalid_input_is_rejected_with_its_code(h: Harness) {
     assert_eq!(
         h.boards
             .windowed(&name)
-            .around("m", None, 101)
+            .around("m", None, 101, Default::default())
             .await
             .unwrap_err()
             .code(),
@@ -371,7 +371,7 @@ async fn deep_pages_cut_inside_big_tie_groups_keep_the_order(h: Harness) {
             let page = h
                 .boards
                 .windowed(&name)
-                .around(member, None, n)
+                .around(member, None, n, Default::default())
                 .await
                 .unwrap()
                 .unwrap();
@@ -456,7 +456,7 @@ async fn zero_and_negative_totals_are_not_ranked(h: Harness) {
     assert_eq!(
         h.boards
             .windowed(&name)
-            .around("down", None, 1)
+            .around("down", None, 1, Default::default())
             .await
             .unwrap(),
         None
@@ -491,24 +491,24 @@ async fn an_event_counts_while_its_slot_is_inside_the_window(h: Harness) {
     h.at(8 * 3600);
     h.boards.windowed(&name).incr("a", 10, None).await.unwrap(); // slot 08:00
     h.at(10 * 3600 - 1);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     assert_eq!(
         score(&h, &name, "a", None).await,
         Some(11),
         "09:59: 07:00 still inside"
     );
     h.at(10 * 3600);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     assert_eq!(
         score(&h, &name, "a", None).await,
         Some(10),
         "10:00: 07:00 has left"
     );
     h.at(11 * 3600 - 1);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     assert_eq!(score(&h, &name, "a", None).await, Some(10));
     h.at(11 * 3600);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     assert_eq!(
         score(&h, &name, "a", None).await,
         None,
@@ -522,15 +522,15 @@ async fn windows_retire_independently(h: Harness) {
     h.boards.windowed(&name).incr("a", 4, None).await.unwrap();
     h.at(3600);
     h.boards.windowed(&name).incr("a", 1, None).await.unwrap();
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     assert_eq!(score(&h, &name, "a", None).await, Some(1));
     assert_eq!(score(&h, &name, "a", three).await, Some(5));
     h.at(3 * 3600);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     assert_eq!(score(&h, &name, "a", None).await, None);
     assert_eq!(score(&h, &name, "a", three).await, Some(1));
     h.at(4 * 3600);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     assert_eq!(score(&h, &name, "a", three).await, None);
 }
 
@@ -539,7 +539,7 @@ async fn late_event_skips_windows_already_retired(h: Harness) {
     let three = Some(Span::parse("3h").unwrap());
     h.boards.windowed(&name).incr("a", 2, None).await.unwrap();
     h.at(3600 + 60);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     // An event stamped in the first slot arrives late: only the 3h window contains it.
     h.boards
         .windowed(&name)
@@ -558,7 +558,7 @@ async fn late_event_skips_windows_already_retired(h: Harness) {
     assert_eq!(score(&h, &name, "b", None).await, None);
     assert_eq!(score(&h, &name, "b", three).await, Some(3));
     h.at(3 * 3600);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     assert_eq!(
         score(&h, &name, "a", three).await,
         None,
@@ -566,7 +566,7 @@ async fn late_event_skips_windows_already_retired(h: Harness) {
     );
     assert_eq!(score(&h, &name, "b", three).await, Some(3));
     h.at(4 * 3600);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     assert_eq!(score(&h, &name, "b", three).await, None);
     assert_eq!(h.boards.describe_board(&name).await.unwrap().live_slots, 0);
 }
@@ -651,7 +651,7 @@ async fn totals_and_slot_values_stay_inside_2_pow_53(h: Harness) {
     );
 
     h.at(3600);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     h.boards
         .windowed(&name)
         .incr("a", MAX_ABS, None)
@@ -779,32 +779,60 @@ async fn around_lists_neighbours_in_ranking_order(h: Harness) {
             .collect()
     };
     assert_eq!(
-        members(h.boards.windowed(&name).around("c", None, 1).await.unwrap()),
+        members(
+            h.boards
+                .windowed(&name)
+                .around("c", None, 1, Default::default())
+                .await
+                .unwrap()
+        ),
         ["b", "c", "d"]
     );
     assert_eq!(
-        members(h.boards.windowed(&name).around("a", None, 2).await.unwrap()),
+        members(
+            h.boards
+                .windowed(&name)
+                .around("a", None, 2, Default::default())
+                .await
+                .unwrap()
+        ),
         ["a", "b", "c"]
     );
     assert_eq!(
-        members(h.boards.windowed(&name).around("f", None, 2).await.unwrap()),
+        members(
+            h.boards
+                .windowed(&name)
+                .around("f", None, 2, Default::default())
+                .await
+                .unwrap()
+        ),
         ["d", "e", "f"]
     );
     assert_eq!(
-        members(h.boards.windowed(&name).around("d", None, 0).await.unwrap()),
+        members(
+            h.boards
+                .windowed(&name)
+                .around("d", None, 0, Default::default())
+                .await
+                .unwrap()
+        ),
         ["d"]
     );
     let page = h
         .boards
         .windowed(&name)
-        .around("e", None, 1)
+        .around("e", None, 1, Default::default())
         .await
         .unwrap()
         .unwrap();
     let ranks: Vec<u64> = page.entries.iter().map(|e| e.rank).collect();
     assert_eq!(ranks, [2, 5, 6]);
     assert_eq!(
-        h.boards.windowed(&name).around("g", None, 1).await.unwrap(),
+        h.boards
+            .windowed(&name)
+            .around("g", None, 1, Default::default())
+            .await
+            .unwrap(),
         None
     );
 }
@@ -818,7 +846,7 @@ async fn history_lists_non_zero_slots_of_the_largest_window(h: Harness) {
     h.boards.windowed(&name).incr("a", -1, None).await.unwrap();
     h.at(2 * 3600 + 5);
     h.boards.windowed(&name).incr("a", 4, None).await.unwrap();
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     // A late event into slot 0 after the 1h window retired it: still the same slot.
     h.boards
         .windowed(&name)
@@ -856,7 +884,7 @@ async fn remove_member_clears_every_slot_and_window(h: Harness) {
         .incr("spam", 9, None)
         .await
         .unwrap();
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     h.boards
         .windowed(&name)
         .incr("spam", 1, Some(ts(START + 2)))
@@ -884,7 +912,7 @@ async fn remove_member_clears_every_slot_and_window(h: Harness) {
     assert_eq!(score(&h, &name, "ok", three).await, Some(2));
     // Later retirement subtracts nothing of it: no negative leftovers.
     h.at(5 * 3600);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     let status = h.boards.describe_board(&name).await.unwrap();
     assert_eq!(
         status.windows.iter().map(|w| w.members).collect::<Vec<_>>(),
@@ -896,7 +924,7 @@ async fn drop_board_deletes_it_and_a_new_one_starts_empty(h: Harness) {
     let name = h.board("1h", &["1h", "3h"]).await;
     h.boards.windowed(&name).incr("a", 5, None).await.unwrap();
     h.at(3600 + 1);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     h.boards
         .windowed(&name)
         .incr("a", 1, Some(ts(START)))
@@ -1053,7 +1081,7 @@ async fn retirement_catches_up_any_number_of_slots_in_one_call(h: Harness) {
     }
     // 48 slots written without any retirement; then three days pass.
     h.at(3 * 86_400);
-    let report = h.boards.windowed(&name).retire().await.unwrap();
+    let report = h.boards.windowed(&name).retire(None).await.unwrap();
     assert!(report.complete);
     assert_eq!(
         report.slots_retired, 96,
@@ -1118,12 +1146,12 @@ async fn reads_say_when_retirement_is_behind(h: Harness) {
     let around = h
         .boards
         .windowed(&name)
-        .around("a", None, 1)
+        .around("a", None, 1, Default::default())
         .await
         .unwrap()
         .unwrap();
     assert_eq!((around.behind, around.lag_ms), (true, 10_000));
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     let page = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert_eq!((page.from, page.to), (START + 3600, START + 3 * 3600));
     assert_eq!((page.behind, page.lag_ms), (false, 0));
@@ -1145,7 +1173,7 @@ async fn describe_reports_members_slots_and_lag(h: Harness) {
         .map(|w| (w.members, w.from, w.lag_seconds))
         .collect();
     assert_eq!(w, [(3, START, 7200), (3, START, 0)]);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     let status = h.boards.describe_board(&name).await.unwrap();
     let w: Vec<(u64, i64, i64, u64)> = status
         .windows
@@ -1167,7 +1195,7 @@ async fn members_whose_total_reaches_zero_are_removed(h: Harness) {
     h.boards.windowed(&name).incr("a", 2, None).await.unwrap();
     h.at(3600);
     h.boards.windowed(&name).incr("a", -2, None).await.unwrap();
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     // 1h window: only -2 left. 2h window: 2 - 2 = 0, so "a" is gone from it.
     let status = h.boards.describe_board(&name).await.unwrap();
     assert_eq!(
@@ -1175,7 +1203,7 @@ async fn members_whose_total_reaches_zero_are_removed(h: Harness) {
         [1, 0]
     );
     h.at(2 * 3600);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     // 1h window: -2 retired, so 0. 2h window: +2 retired, so -2.
     let status = h.boards.describe_board(&name).await.unwrap();
     assert_eq!(
@@ -1183,7 +1211,7 @@ async fn members_whose_total_reaches_zero_are_removed(h: Harness) {
         [0, 1]
     );
     h.at(3 * 3600);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     let status = h.boards.describe_board(&name).await.unwrap();
     assert_eq!(
         status.windows.iter().map(|w| w.members).collect::<Vec<_>>(),
@@ -1202,7 +1230,7 @@ async fn an_offset_shifts_slot_boundaries(h: Harness) {
     h.clock.set(ts(midnight - 3 * 3600)); // 21:00 UTC: the slot began at 22:00 the day before
     h.boards.windowed(&name).incr("a", 1, None).await.unwrap();
     h.clock.set(ts(midnight - 2 * 3600)); // 22:00 UTC: a new slot
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     let page = h.boards.windowed(&name).top(None, 0, 10).await.unwrap();
     assert!(page.entries.is_empty());
     assert_eq!(page.from, midnight - 2 * 3600);
@@ -1213,8 +1241,8 @@ async fn retiring_twice_changes_nothing(h: Harness) {
     h.boards.windowed(&name).incr("a", 4, None).await.unwrap();
     h.at(3600);
     h.boards.windowed(&name).incr("a", 1, None).await.unwrap();
-    let first = h.boards.windowed(&name).retire().await.unwrap();
-    let second = h.boards.windowed(&name).retire().await.unwrap();
+    let first = h.boards.windowed(&name).retire(None).await.unwrap();
+    let second = h.boards.windowed(&name).retire(None).await.unwrap();
     assert_eq!((first.slots_retired, first.fields_subtracted), (1, 1));
     assert_eq!((second.slots_retired, second.fields_subtracted), (0, 0));
     assert_eq!(score(&h, &name, "a", None).await, Some(1));
@@ -1356,7 +1384,7 @@ async fn a_larger_window_can_be_added_and_is_built_from_the_live_slots(h: Harnes
             .unwrap();
         h.boards.windowed(&name).incr("all", 1, None).await.unwrap();
     }
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     // At 04:xx the board holds slots 02:00..04:00 (3h); adding 6h cannot bring back 00:00
     // and 01:00, so the new window holds 02:00 on and is complete from 02:00 + 6h - 1h.
     let wider = BoardConfig::parse("1h", &["1h", "3h", "6h"]).unwrap();
@@ -1388,14 +1416,14 @@ async fn a_larger_window_can_be_added_and_is_built_from_the_live_slots(h: Harnes
         .incr("late", 1, None)
         .await
         .unwrap();
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     let page = h.boards.windowed(&name).top(six, 0, 10).await.unwrap();
     assert_eq!(
         ranking(&page),
         pairs(&[("m4", 14), ("m3", 13), ("m2", 12), ("all", 3), ("late", 1)])
     );
     h.at(8 * 3600);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     let page = h.boards.windowed(&name).top(six, 0, 10).await.unwrap();
     assert_eq!(
         ranking(&page),
@@ -1427,7 +1455,7 @@ async fn recompute_leaves_consistent_totals_unchanged(h: Harness) {
             .await
             .unwrap();
     }
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     let before: Vec<_> = [None, Some(Span::parse("3h").unwrap())]
         .into_iter()
         .collect();

@@ -162,7 +162,7 @@ async fn retire_in_chunks(h: &Harness, board: &str) -> u64 {
     };
     h.boards
         .windowed(board)
-        .retire_with(options)
+        .retire(Some(options))
         .await
         .unwrap()
         .chunks

@@ -110,7 +110,7 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
     let around = h
         .boards
         .windowed(&name)
-        .around("c", Some(hour), 1)
+        .around("c", Some(hour), 1, Default::default())
         .await
         .unwrap();
     assert_eq!(ranked(&around.unwrap()), expected[1..4]);
@@ -128,7 +128,7 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
     h.at(3600);
     h.boards.windowed(&name).incr("c", 4, None).await.unwrap();
     h.boards.windowed(&name).incr("e", 4, None).await.unwrap();
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     let top = h
         .boards
         .windowed(&name)
@@ -202,7 +202,7 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
 
     // Every total leaving: nothing is tallied.
     h.at(3 * 3600);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     let top = h
         .boards
         .windowed(&name)
@@ -211,7 +211,7 @@ async fn dense_ranks_hold_through_writes_retirement_removal_and_recompute(h: Har
         .unwrap();
     assert_eq!(ranked(&top), triples(&[(1, "e", 4)]));
     h.at(7 * 3600);
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     check_keys(&h, &name, &config).await;
     if let Some(redis) = &h.redis {
         let mut raw = redis.raw().await;

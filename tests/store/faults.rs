@@ -92,7 +92,7 @@ impl Faulty {
     /// (After a retirement pass at the clock's time, as the scheduler runs them.)
     async fn assert_exact(&self, board: &str, oracle: &Oracle) {
         self.proxy.disarm();
-        self.boards.windowed(board).retire().await.unwrap();
+        self.boards.windowed(board).retire(None).await.unwrap();
         let now = self.clock.now();
         for (j, window) in oracle.config.windows().iter().enumerate() {
             let got = full_ranking(&self.boards, board, &window.to_string()).await;
@@ -352,7 +352,7 @@ async fn retire_survives(fault: Fault, layout: Layout) {
     let mut passes = 0;
     loop {
         passes += 1;
-        match f.boards.windowed(&b).retire_with(options).await {
+        match f.boards.windowed(&b).retire(Some(options)).await {
             Ok(report) if report.complete => break,
             Ok(_) | Err(Error::StoreUnavailable(_)) if passes < 5 => continue,
             other => panic!("retirement did not finish: {other:?}"),
@@ -577,7 +577,7 @@ async fn split_slot_retire_survives(fault: Fault) {
         let mut passes = 0;
         loop {
             passes += 1;
-            match f.boards.windowed(&b).retire_with(options).await {
+            match f.boards.windowed(&b).retire(Some(options)).await {
                 Ok(report) if report.complete => break,
                 Ok(_) | Err(Error::StoreUnavailable(_)) if passes < 5 => continue,
                 other => panic!("retirement did not finish: {other:?}"),

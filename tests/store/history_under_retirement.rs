@@ -124,7 +124,7 @@ async fn history_reads_stay_exact_while_retirement_moves_values() {
             max_chunks: None,
             ..Default::default()
         };
-        let report = writer.windowed(&board).retire_with(options).await.unwrap();
+        let report = writer.windowed(&board).retire(Some(options)).await.unwrap();
         stop.store(true, Ordering::SeqCst);
         assert!(report.complete);
         // Every window moved (or, the largest, deleted) each member's value in each slot

@@ -212,7 +212,10 @@ async fn same_as_window_by_window(layout: Layout) {
             1,
             "one call at minute {minute}"
         );
-        rb.windowed(single.name.as_str()).retire().await.unwrap();
+        rb.windowed(single.name.as_str())
+            .retire(None)
+            .await
+            .unwrap();
         for w in ["1m", "2m"] {
             assert_eq!(top(&rb, batched, w).await, top(&rb, single, w).await);
         }

@@ -140,7 +140,7 @@ async fn data_set_by_writes_and_on_its_own_is_read_beside_entries(h: Harness) {
     assert_eq!(standing.data, Some(Some(data(r#"{"title":"A2"}"#))));
     let around = rb
         .windowed(&board)
-        .around("b", None, 1)
+        .around("b", None, 1, Default::default())
         .await
         .unwrap()
         .unwrap();
@@ -244,7 +244,7 @@ async fn data_goes_with_the_largest_windows_total_on_retirement(h: Harness) {
     written(rb, &board).await;
     // The slot at START left the 1h window: a and b stay in the 3h window, data kept.
     h.at(2 * HOUR);
-    rb.windowed(&board).retire().await.unwrap();
+    rb.windowed(&board).retire(None).await.unwrap();
     let hour = rb.windowed(&board).top(None, 0, 10).await.unwrap();
     assert_eq!(hour.entries.len(), 0);
     let three = rb
@@ -263,13 +263,13 @@ async fn data_goes_with_the_largest_windows_total_on_retirement(h: Harness) {
     );
     // The slot at START left the 3h window: a and b lose their totals and their data.
     h.at(3 * HOUR);
-    rb.windowed(&board).retire().await.unwrap();
+    rb.windowed(&board).retire(None).await.unwrap();
     assert_eq!(data_of(rb, &board, "a").await, None);
     assert_eq!(data_of(rb, &board, "b").await, None);
     assert_eq!(data_of(rb, &board, "c").await.as_deref(), Some(r#""C""#));
     // c's slot leaves too.
     h.at(4 * HOUR);
-    rb.windowed(&board).retire().await.unwrap();
+    rb.windowed(&board).retire(None).await.unwrap();
     assert_eq!(data_of(rb, &board, "c").await, None);
     let error = rb
         .windowed(&board)
@@ -308,7 +308,7 @@ async fn data_goes_when_a_one_window_board_retires_by_swap(h: Harness) {
     rb.write_event(&board, &Event::new("c", 1).with_data(data(r#""C""#)))
         .await
         .unwrap();
-    rb.windowed(&board).retire().await.unwrap();
+    rb.windowed(&board).retire(None).await.unwrap();
     assert_eq!(data_of(rb, &board, "a").await, None);
     assert_eq!(data_of(rb, &board, "b").await, None);
     assert_eq!(data_of(rb, &board, "c").await.as_deref(), Some(r#""C""#));

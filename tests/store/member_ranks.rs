@@ -77,7 +77,7 @@ async fn ranks_read_the_window_asked_and_say_when_retirement_is_behind(h: Harnes
         (short.from, short.to, short.behind, short.lag_ms),
         (START, START + 7200, true, 20_000)
     );
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     let short = h
         .boards
         .windowed(&name)

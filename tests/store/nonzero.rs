@@ -160,7 +160,7 @@ async fn a_nonzero_board_ranks_negative_totals_below_positive_ones_in_every_read
                 let options = AroundOptions { fill, order };
                 let page = b
                     .windowed(&name)
-                    .around_with(member, None, 1, options)
+                    .around(member, None, 1, options)
                     .await
                     .unwrap();
                 page.map(|p| triples(&p.entries))
@@ -213,7 +213,7 @@ async fn a_positive_board_answers_negative_totals_without_ranking_them(h: Harnes
     assert_eq!((a.rank, a.percentile), (Some(1), 0.5));
     assert!(
         b.windowed(&name)
-            .around("d", None, 1)
+            .around("d", None, 1, Default::default())
             .await
             .unwrap()
             .is_none()
@@ -309,7 +309,7 @@ async fn retirement_moves_a_total_below_zero_and_then_out_of_the_ranking(h: Harn
         listed(one).await,
         expected(&[(1, "q", 3), (2, "p", 1), (3, "n", -3)])
     );
-    assert!(b.windowed(&name).retire().await.unwrap().complete);
+    assert!(b.windowed(&name).retire(None).await.unwrap().complete);
     // Retired: p turned negative (ranked below q), n reached zero (no total, unranked).
     assert_eq!(listed(one).await, expected(&[(1, "q", 2), (2, "p", -5)]));
     let p = b.windowed(&name).score("p", one).await.unwrap().unwrap();
@@ -334,7 +334,7 @@ async fn retirement_moves_a_total_below_zero_and_then_out_of_the_ranking(h: Harn
     );
     // Slot 0 leaves the 2-hour window too; slot 1 leaves the 1-hour one.
     h.at(2 * HOUR + 10);
-    assert!(b.windowed(&name).retire().await.unwrap().complete);
+    assert!(b.windowed(&name).retire(None).await.unwrap().complete);
     assert_eq!(listed(one).await, expected(&[]));
     assert_eq!(listed(two).await, expected(&[(1, "q", 2), (2, "p", -5)]));
     let n = b.windowed(&name).ranks(&["n", "p"], two).await.unwrap();
@@ -361,7 +361,14 @@ async fn a_snapshot_of_a_nonzero_board_holds_its_negative_leaders(h: Harness) {
                 .unwrap();
         }
         h.at(HOUR + 1);
-        assert!(h.boards.windowed(&name).retire().await.unwrap().complete);
+        assert!(
+            h.boards
+                .windowed(&name)
+                .retire(None)
+                .await
+                .unwrap()
+                .complete
+        );
         assert_eq!(
             h.boards.windowed(&name).take_snapshots().await.unwrap(),
             SnapshotPass::Done { appended: 1 }

@@ -179,7 +179,11 @@ impl Fixture {
     /// one call per small board.
     async fn retire(&self, chunked: bool) -> RetireReport {
         if chunked {
-            self.boards.windowed(&self.board).retire().await.unwrap()
+            self.boards
+                .windowed(&self.board)
+                .retire(None)
+                .await
+                .unwrap()
         } else {
             let board = Arc::new(self.boards.board(&self.board).await.unwrap());
             self.boards.retire_many(&[board]).await.remove(0).unwrap()
@@ -376,7 +380,7 @@ async fn writes_to_the_closed_slot_during_compaction_stay_exact() {
     let report = f
         .boards
         .windowed(&f.board)
-        .retire_with(options)
+        .retire(Some(options))
         .await
         .unwrap();
     writer.await.unwrap();
@@ -514,7 +518,7 @@ where
     });
     let retire = tokio::spawn({
         let board = f.board.clone();
-        async move { proxied.windowed(&board).retire().await.unwrap() }
+        async move { proxied.windowed(&board).retire(None).await.unwrap() }
     });
     proxy.wait_fired(1).await;
     meanwhile(f).await;

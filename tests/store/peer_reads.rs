@@ -152,14 +152,14 @@ async fn position_ties_number_members_one_two_three_in_every_read(h: Harness) {
     );
     let around = b
         .windowed(&name)
-        .around("c", None, 1)
+        .around("c", None, 1, Default::default())
         .await
         .unwrap()
         .unwrap();
     assert_eq!(triples(&around.entries), at(ties, &[1, 2, 3]));
     let around = b
         .windowed(&name)
-        .around("f", None, 1)
+        .around("f", None, 1, Default::default())
         .await
         .unwrap()
         .unwrap();
@@ -253,7 +253,7 @@ async fn bottom_pages_read_the_ranking_from_the_lowest_with_the_boards_ranks(h: 
         // Around read ascending: the same entries, lowest first.
         let around = b
             .windowed(&name)
-            .around_with("c", None, 1, options(false, Order::Asc))
+            .around("c", None, 1, options(false, Order::Asc))
             .await
             .unwrap()
             .unwrap();
@@ -269,7 +269,7 @@ async fn a_filled_page_around_a_member_is_full_and_shifted_at_the_ends(h: Harnes
             let name = name.clone();
             async move {
                 b.windowed(&name)
-                    .around_with(member, None, n, options(fill, order))
+                    .around(member, None, n, options(fill, order))
                     .await
                     .unwrap()
                     .map(|page| triples(&page.entries))
@@ -347,7 +347,14 @@ async fn a_snapshot_orders_tie_groups_inside_its_top_as_top_does(h: Harness) {
             .unwrap();
     }
     h.at(HOUR + 1);
-    assert!(h.boards.windowed(&name).retire().await.unwrap().complete);
+    assert!(
+        h.boards
+            .windowed(&name)
+            .retire(None)
+            .await
+            .unwrap()
+            .complete
+    );
     assert_eq!(
         h.boards.windowed(&name).take_snapshots().await.unwrap(),
         SnapshotPass::Done { appended: 1 }
@@ -377,7 +384,14 @@ async fn a_snapshot_orders_tie_groups_inside_its_top_as_top_does(h: Harness) {
             .unwrap();
     }
     h.at(2 * HOUR + 1);
-    assert!(h.boards.windowed(&name).retire().await.unwrap().complete);
+    assert!(
+        h.boards
+            .windowed(&name)
+            .retire(None)
+            .await
+            .unwrap()
+            .complete
+    );
     assert_eq!(
         h.boards.windowed(&name).take_snapshots().await.unwrap(),
         SnapshotPass::Done { appended: 1 }
@@ -443,7 +457,7 @@ async fn trending_boards_read_from_the_bottom_and_fill_the_page_around(h: Harnes
     assert_eq!(asc(range, 2, 10).await, ranked(&[4, 3, 2, 1]));
     let around = |member: &'static str, n, fill, order| async move {
         b.trending(name)
-            .around_with(member, n, options(fill, order))
+            .around(member, n, options(fill, order))
             .await
             .unwrap()
             .map(|page| trend_ranks(&page))

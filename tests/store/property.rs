@@ -293,8 +293,8 @@ async fn run(
             }
             Op::Advance(seconds) => clock.advance_secs(*seconds),
             Op::Retire => {
-                let a = memory.windowed(&name).retire().await.unwrap();
-                let b = on_redis.windowed(&name).retire().await.unwrap();
+                let a = memory.windowed(&name).retire(None).await.unwrap();
+                let b = on_redis.windowed(&name).retire(None).await.unwrap();
                 prop_assert_eq!(
                     (a.slots_retired, a.fields_subtracted, a.members_zeroed),
                     (b.slots_retired, b.fields_subtracted, b.members_zeroed)
@@ -352,12 +352,12 @@ async fn run(
                 let options = AroundOptions { fill: *fill, order };
                 let a = memory
                     .windowed(&name)
-                    .around_with(MEMBERS[*m], w, *n, options)
+                    .around(MEMBERS[*m], w, *n, options)
                     .await
                     .unwrap();
                 let b = on_redis
                     .windowed(&name)
-                    .around_with(MEMBERS[*m], w, *n, options)
+                    .around(MEMBERS[*m], w, *n, options)
                     .await
                     .unwrap();
                 prop_assert_eq!(&a, &b);
@@ -467,7 +467,7 @@ async fn run(
 
     let now = clock.now();
     for rb in both {
-        rb.windowed(&name).retire().await.unwrap();
+        rb.windowed(&name).retire(None).await.unwrap();
     }
     for (j, w) in windows.iter().enumerate() {
         let a = memory.windowed(&name).top(Some(*w), 0, 1000).await.unwrap();

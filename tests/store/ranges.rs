@@ -200,7 +200,7 @@ async fn describe_counts_ranked_members_per_window(h: Harness) {
     }
     h.at(3600);
     h.boards.windowed(&name).incr("d", 4, None).await.unwrap();
-    h.boards.windowed(&name).retire().await.unwrap();
+    h.boards.windowed(&name).retire(None).await.unwrap();
     let status = h.boards.describe_board(&name).await.unwrap();
     let counts: Vec<(u64, u64)> = status
         .windows

@@ -37,7 +37,7 @@ on_every_store!(
 async fn counts(h: &Harness, key: &str, windows: &[&str]) -> Vec<(String, u64)> {
     h.boards
         .rates()
-        .counts(key, Some(windows))
+        .counts(key, Some(windows), Default::default())
         .await
         .unwrap()
         .counts
@@ -70,7 +70,12 @@ const ALL: [&str; 5] = ["5s", "5m", "5h", "5d", "180d"];
 async fn a_hit_counts_in_every_window_while_its_slot_is_inside(h: Harness) {
     let key = unique("u");
     assert_eq!(h.boards.rates().hit(&key, 3, None).await.unwrap(), 4);
-    let read = h.boards.rates().counts(&key, None).await.unwrap();
+    let read = h
+        .boards
+        .rates()
+        .counts(&key, None, Default::default())
+        .await
+        .unwrap();
     assert_eq!(read.at, ts(START));
     let all = |n| pairs(&[("5s", n), ("5m", n), ("5h", n), ("5d", n), ("180d", n)]);
     assert_eq!(counts(&h, &key, &ALL).await, all(3));
@@ -245,25 +250,25 @@ async fn bad_input_is_rejected_with_its_code(h: Harness) {
             .code(),
         h.boards
             .rates()
-            .counts("k", Some(&["90s"]))
+            .counts("k", Some(&["90s"]), Default::default())
             .await
             .unwrap_err()
             .code(),
         h.boards
             .rates()
-            .counts("k", Some(&["soon"]))
+            .counts("k", Some(&["soon"]), Default::default())
             .await
             .unwrap_err()
             .code(),
         h.boards
             .rates()
-            .check("k", 10, "25h", 1)
+            .check("k", 10, "25h", 1, Default::default())
             .await
             .unwrap_err()
             .code(),
         h.boards
             .rates()
-            .check("k", 1 << 60, "5s", 1)
+            .check("k", 1 << 60, "5s", 1, Default::default())
             .await
             .unwrap_err()
             .code(),
@@ -288,14 +293,29 @@ async fn check_allows_up_to_the_limit_and_says_when_to_retry(h: Harness) {
     let key = unique("u");
     let mut seen = Vec::new();
     for _ in 0..3 {
-        let v = h.boards.rates().check(&key, 3, "5s", 1).await.unwrap();
+        let v = h
+            .boards
+            .rates()
+            .check(&key, 3, "5s", 1, Default::default())
+            .await
+            .unwrap();
         seen.push((v.allowed, v.count, v.retry_after));
     }
     h.clock
         .set(rollboard::Timestamp::from_unix_millis(START * 1000 + 2500).unwrap());
-    let denied = h.boards.rates().check(&key, 3, "5s", 1).await.unwrap();
+    let denied = h
+        .boards
+        .rates()
+        .check(&key, 3, "5s", 1, Default::default())
+        .await
+        .unwrap();
     seen.push((denied.allowed, denied.count, denied.retry_after));
-    let never = h.boards.rates().check(&key, 3, "5s", 4).await.unwrap();
+    let never = h
+        .boards
+        .rates()
+        .check(&key, 3, "5s", 4, Default::default())
+        .await
+        .unwrap();
     seen.push((never.allowed, never.count, never.retry_after));
     let zero = Some(Duration::ZERO);
     assert_eq!(
@@ -318,7 +338,7 @@ async fn check_allows_up_to_the_limit_and_says_when_to_retry(h: Harness) {
     assert!(
         h.boards
             .rates()
-            .check(&key, 3, "5s", 1)
+            .check(&key, 3, "5s", 1, Default::default())
             .await
             .unwrap()
             .allowed
@@ -511,7 +531,7 @@ async fn a_hit_leaves_the_ring_when_a_later_hit_of_its_batch_moves_the_head_past
 async fn full_counts(h: &Harness, key: &str, windows: &[&str]) -> Vec<(String, u64)> {
     h.boards
         .rates()
-        .counts_with(key, Some(windows), Coverage::Full)
+        .counts(key, Some(windows), Coverage::Full)
         .await
         .unwrap()
         .counts
@@ -539,7 +559,7 @@ async fn full_coverage_counts_the_oldest_slot_whole(h: Harness) {
     let read = h
         .boards
         .rates()
-        .counts_with(&key, None, Coverage::Full)
+        .counts(&key, None, Coverage::Full)
         .await
         .unwrap();
     let got: Vec<(String, u64)> = read
@@ -564,7 +584,7 @@ async fn a_full_coverage_check_refuses_until_the_oldest_slot_leaves(h: Harness) 
         async move {
             let v = boards
                 .rates()
-                .check_with(key, 3, "5m", 1, Coverage::Full)
+                .check(key, 3, "5m", 1, Coverage::Full)
                 .await
                 .unwrap();
             (v.allowed, v.count, v.retry_after)
@@ -578,7 +598,12 @@ async fn a_full_coverage_check_refuses_until_the_oldest_slot_leaves(h: Harness) 
     // it), and 4 hits would then sit within 5 minutes; the full one refuses until minute
     // 0 leaves at START + 360.
     h.at(309);
-    let partial = h.boards.rates().counts(&key, Some(&["5m"])).await.unwrap();
+    let partial = h
+        .boards
+        .rates()
+        .counts(&key, Some(&["5m"]), Default::default())
+        .await
+        .unwrap();
     assert_eq!(partial.counts[0].1, 0);
     assert_eq!(check(309).await, (false, 3, Some(Duration::from_secs(51))));
     assert_eq!(check(359).await, (false, 3, Some(Duration::from_secs(1))));
@@ -598,7 +623,7 @@ async fn full_coverage_a_tier_cannot_hold_goes_to_the_next_tier_or_is_refused(h:
     let v = h
         .boards
         .rates()
-        .check_with(&key, 2, "60s", 1, Coverage::Full)
+        .check(&key, 2, "60s", 1, Coverage::Full)
         .await
         .unwrap();
     assert_eq!(
@@ -609,7 +634,7 @@ async fn full_coverage_a_tier_cannot_hold_goes_to_the_next_tier_or_is_refused(h:
     let err = h
         .boards
         .rates()
-        .counts_with(&key, Some(&["366d"]), Coverage::Full)
+        .counts(&key, Some(&["366d"]), Coverage::Full)
         .await
         .unwrap_err();
     assert_eq!(err.code(), "invalid_rate_window");
@@ -621,7 +646,7 @@ async fn full_coverage_a_tier_cannot_hold_goes_to_the_next_tier_or_is_refused(h:
     let err = h
         .boards
         .rates()
-        .check_with(&key, 2, "366d", 1, Coverage::Full)
+        .check(&key, 2, "366d", 1, Coverage::Full)
         .await
         .unwrap_err();
     assert_eq!(err.code(), "invalid_rate_window");
@@ -829,7 +854,7 @@ async fn sixty_four_concurrent_batches_of_one_key_are_one_script_call() {
     let sum = 64 * 65 / 2;
     let read = boards
         .rates()
-        .counts(&key, Some(&["1s", "180d"]))
+        .counts(&key, Some(&["1s", "180d"]), Default::default())
         .await
         .unwrap();
     let got: Vec<u64> = read.counts.into_iter().map(|(_, c)| c).collect();
@@ -979,7 +1004,11 @@ async fn a_busy_key_with_every_tier_populated_takes_under_4_kb() {
     let read = h
         .boards
         .rates()
-        .counts(&key, Some(&["60s", "60m", "24h", "366d"]))
+        .counts(
+            &key,
+            Some(&["60s", "60m", "24h", "366d"]),
+            Default::default(),
+        )
         .await
         .unwrap();
     let got: Vec<u64> = read.counts.iter().map(|(_, c)| *c).collect();
@@ -1000,7 +1029,7 @@ async fn eight_clients_sending_400_checks_against_a_limit_of_100_get_exactly_100
             for _ in 0..50 {
                 if boards
                     .rates()
-                    .check(&key, 100, "1m", 1)
+                    .check(&key, 100, "1m", 1, Default::default())
                     .await
                     .unwrap()
                     .allowed
@@ -1017,6 +1046,10 @@ async fn eight_clients_sending_400_checks_against_a_limit_of_100_get_exactly_100
     }
     assert_eq!(allowed, 100);
     let boards = with_clock(redis.store().await, &clock);
-    let read = boards.rates().counts(&key, Some(&["1m"])).await.unwrap();
+    let read = boards
+        .rates()
+        .counts(&key, Some(&["1m"]), Default::default())
+        .await
+        .unwrap();
     assert_eq!(read.counts[0].1, 100);
 }

@@ -179,7 +179,11 @@ async fn a_stale_guess_is_undone_and_the_hits_count_as_without_it() {
     // A check through another client moves it again.
     pair.clock.set(ts(START + 9));
     for key in [&pair.guessed, &pair.plain] {
-        other.rates().check(key, 100, "1m", 2).await.unwrap();
+        other
+            .rates()
+            .check(key, 100, "1m", 2, Default::default())
+            .await
+            .unwrap();
     }
     pair.hit(12, &[(3, None)]).await;
     pair.hit(13, &[(1, None)]).await;
@@ -200,7 +204,7 @@ async fn a_stale_guess_is_undone_and_the_hits_count_as_without_it() {
     assert!(pttl > 366 * 86_400_000 - 60_000, "{pttl}");
     let counts = with_clock(pair.store.clone(), &pair.clock)
         .rates()
-        .counts(&pair.guessed, Some(&["1m", "5d"]))
+        .counts(&pair.guessed, Some(&["1m", "5d"]), Default::default())
         .await
         .unwrap();
     let got: Vec<u64> = counts.counts.into_iter().map(|(_, c)| c).collect();
@@ -282,7 +286,11 @@ async fn fresh_keys_of_one_batch_with_the_same_hits_each_get_their_own_ring() {
     {
         let read = boards
             .rates()
-            .counts(&keys[k], Some(&["1s", "2s", "3s", "1h"]))
+            .counts(
+                &keys[k],
+                Some(&["1s", "2s", "3s", "1h"]),
+                Default::default(),
+            )
             .await
             .unwrap();
         let got: Vec<u64> = read.counts.into_iter().map(|(_, c)| c).collect();

@@ -72,7 +72,7 @@ async fn a_full_coverage_limiter_never_admits_more_than_its_limit_within_the_win
             let v = h
                 .boards
                 .rates()
-                .check_with(&key, limit, window, count, Coverage::Full)
+                .check(&key, limit, window, count, Coverage::Full)
                 .await
                 .unwrap();
             let after = if allowed { held + count } else { held };

@@ -257,7 +257,7 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis, shape: &Shape) -> Result<(), 
                         let got: Vec<u64> = s
                             .boards
                             .rates()
-                            .counts_with(key, Some(windows), coverage)
+                            .counts(key, Some(windows), coverage)
                             .await
                             .unwrap()
                             .counts
@@ -290,7 +290,7 @@ async fn run_case(ops: Vec<Op>, redis: &TestRedis, shape: &Shape) -> Result<(), 
                     let v = s
                         .boards
                         .rates()
-                        .check_with(&key, limit, window, u64::from(count), coverage)
+                        .check(&key, limit, window, u64::from(count), coverage)
                         .await
                         .unwrap();
                     prop_assert_eq!((v.allowed, v.count), (allowed, after));

@@ -39,7 +39,7 @@ async fn keys_follow_the_documented_layout() {
     );
     // A late event after the 1h window froze the slot goes to the slot's second stage.
     h.at(3600);
-    h.boards.windowed(&b).retire().await.unwrap();
+    h.boards.windowed(&b).retire(None).await.unwrap();
     h.boards
         .windowed(&b)
         .incr("post:2", 1, Some(ts(START)))
@@ -90,7 +90,7 @@ async fn a_slot_is_deleted_once_its_largest_window_retired_it() {
     let b = h.board("1h", &["1h", "3h"]).await;
     h.boards.windowed(&b).incr("a", 1, None).await.unwrap();
     h.at(2 * 3600);
-    h.boards.windowed(&b).retire().await.unwrap();
+    h.boards.windowed(&b).retire(None).await.unwrap();
     // The 1h window retired the slot and handed it on to the 3h window's stage.
     let keys = keys_of(&h, &b).await;
     assert!(
@@ -99,7 +99,7 @@ async fn a_slot_is_deleted_once_its_largest_window_retired_it() {
     );
     assert!(!keys.contains(&format!("slot_{{{b}}}_{START}")), "{keys:?}");
     h.at(3 * 3600);
-    h.boards.windowed(&b).retire().await.unwrap();
+    h.boards.windowed(&b).retire(None).await.unwrap();
     let keys = keys_of(&h, &b).await;
     assert!(keys.iter().all(|k| !k.starts_with("slot_")), "{keys:?}");
     assert!(
@@ -146,7 +146,7 @@ async fn big_slot_retires_in_bounded_chunks(h: Harness) {
         swap_fields: 0,
         ..Default::default()
     };
-    let report = h.boards.windowed(&b).retire_with(options).await.unwrap();
+    let report = h.boards.windowed(&b).retire(Some(options)).await.unwrap();
     assert_eq!(report.fields_subtracted, 5_000);
     assert_eq!(report.members_zeroed, 5_000);
     // HSCAN's COUNT is a hint; whole buckets come back, so a chunk may hold a few more.
@@ -192,7 +192,7 @@ async fn retirement_stopped_after_some_chunks_resumes_exactly(h: Harness) {
             max_chunks: Some(3),
             ..Default::default()
         };
-        let report = other.windowed(&b).retire_with(options).await.unwrap();
+        let report = other.windowed(&b).retire(Some(options)).await.unwrap();
         passes += 1;
         chunk_size = chunk_size * 3 % 211 + 10;
         fill_slot(&h, &b, 5, &format!("p{passes}-"), &mut oracle).await;
@@ -240,7 +240,7 @@ async fn scripts_are_reloaded_after_script_flush() {
     assert_eq!(
         h.boards
             .windowed(&b)
-            .retire()
+            .retire(None)
             .await
             .unwrap()
             .fields_subtracted,

@@ -49,7 +49,7 @@ async fn relayout_sets_the_config_and_counts_the_old_layouts_slots(h: Harness) {
     let report = h
         .boards
         .windowed(&b)
-        .relayout(Layout::Compact)
+        .relayout(Layout::Compact, Default::default())
         .await
         .unwrap();
     assert_eq!(report.layout, Layout::Compact);
@@ -86,7 +86,12 @@ async fn relayout_sets_the_config_and_counts_the_old_layouts_slots(h: Harness) {
         .unwrap_err();
     assert_eq!(err.code(), "board_conflict");
 
-    let report = h.boards.windowed(&b).relayout(Layout::Plain).await.unwrap();
+    let report = h
+        .boards
+        .windowed(&b)
+        .relayout(Layout::Plain, Default::default())
+        .await
+        .unwrap();
     assert_eq!(report.live_slots, 3);
     assert_eq!(report.old_layout_slots, if on_redis { compact } else { 0 });
     assert_eq!(
@@ -116,7 +121,7 @@ async fn relayout_sets_the_config_and_counts_the_old_layouts_slots(h: Harness) {
     assert_eq!(
         h.boards
             .windowed("nope")
-            .relayout(Layout::Compact)
+            .relayout(Layout::Compact, Default::default())
             .await
             .unwrap_err()
             .code(),
@@ -199,7 +204,7 @@ async fn relayout_under_concurrent_writes_stays_exact() {
     let first = h
         .boards
         .windowed(&b)
-        .relayout(Layout::Compact)
+        .relayout(Layout::Compact, Default::default())
         .await
         .unwrap();
     assert_eq!((first.live_slots, first.old_layout_slots), (1, 1));
@@ -218,9 +223,14 @@ async fn relayout_under_concurrent_writes_stays_exact() {
     );
     h.at(2 * 3600 + 1800);
     wait_for_slot(&h, &b, START + 2 * 3600).await;
-    let retired = h.boards.windowed(&b).retire().await.unwrap();
+    let retired = h.boards.windowed(&b).retire(None).await.unwrap();
     assert_eq!(retired.slots_compacted, 1, "{retired:?}");
-    let second = h.boards.windowed(&b).relayout(Layout::Plain).await.unwrap();
+    let second = h
+        .boards
+        .windowed(&b)
+        .relayout(Layout::Plain, Default::default())
+        .await
+        .unwrap();
     assert_eq!((second.live_slots, second.old_layout_slots), (3, 1));
     h.at(3 * 3600 + 1800);
     wait_for_slot(&h, &b, START + 3 * 3600).await;

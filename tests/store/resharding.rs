@@ -228,10 +228,10 @@ async fn a_board_resharded_under_writes_reads_as_its_twin(h: Harness) {
     assert_eq!((board.config.shards(), board.resharding), (5, None));
     // The moves retired the shards (the first hour's slot left the 1h window): the
     // twin, retired too, reads the same.
-    b.windowed(&one).retire().await.unwrap();
+    b.windowed(&one).retire(None).await.unwrap();
     same_reads(b, &one, &sharded, "grown").await;
     same_data(&h, &one, &sharded).await;
-    let report = b.windowed(&sharded).retire().await.unwrap();
+    let report = b.windowed(&sharded).retire(None).await.unwrap();
     assert_eq!(report.slots_retired, 0, "{report:?}");
     let again = b.windowed(&sharded).reshard(5).await.unwrap();
     assert_eq!((again.from, again.to, again.moved_members), (5, 5, 0));
@@ -246,7 +246,7 @@ async fn a_board_resharded_under_writes_reads_as_its_twin(h: Harness) {
     assert_eq!((report.from, report.to), (5, 2));
     assert!(report.moved_members > 200, "{report:?}");
     for board in [&one, &sharded] {
-        b.windowed(board).retire().await.unwrap();
+        b.windowed(board).retire(None).await.unwrap();
     }
     same_reads(b, &one, &sharded, "shrunk").await;
     same_data(&h, &one, &sharded).await;
@@ -254,7 +254,7 @@ async fn a_board_resharded_under_writes_reads_as_its_twin(h: Harness) {
     h.at(3 * 3600 + 60);
     write_beside(b, &one, &sharded, 4, 3).await;
     for board in [&one, &sharded] {
-        b.windowed(board).retire().await.unwrap();
+        b.windowed(board).retire(None).await.unwrap();
     }
     same_reads(b, &one, &sharded, "an hour on").await;
     let status = b.describe_board(&sharded).await.unwrap();
@@ -288,7 +288,7 @@ async fn a_board_of_one_shard_is_sharded_and_back(h: Harness) {
     );
     assert_eq!(back.unwrap().to, 1);
     for name in [&one, &board] {
-        b.windowed(name).retire().await.unwrap();
+        b.windowed(name).retire(None).await.unwrap();
     }
     same_reads(b, &one, &board, "one shard again").await;
     assert_eq!(b.board(&board).await.unwrap().config, config);

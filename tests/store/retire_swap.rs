@@ -95,10 +95,14 @@ impl Fixture {
         let report = self
             .boards
             .windowed(&self.board)
-            .retire_with(options)
+            .retire(Some(options))
             .await
             .unwrap();
-        self.memory.windowed(&self.board).retire().await.unwrap();
+        self.memory
+            .windowed(&self.board)
+            .retire(None)
+            .await
+            .unwrap();
         assert!(report.complete);
         report
     }
@@ -351,7 +355,7 @@ async fn a_compact_closed_slot_falls_back_to_chunks() {
     let converted = f
         .boards
         .windowed(&f.board)
-        .relayout_with(Layout::Compact, now)
+        .relayout(Layout::Compact, now)
         .await
         .unwrap();
     assert!(converted.complete);
@@ -441,7 +445,7 @@ async fn swap_is_exact_while_writes_go_on() {
         let report = f
             .boards
             .windowed(&f.board)
-            .retire_with(options(false))
+            .retire(Some(options(false)))
             .await
             .unwrap();
         assert_eq!(report.slots_swapped, 1, "round {round}");

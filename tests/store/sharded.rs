@@ -92,8 +92,8 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
             assert_eq!(a, s);
             assert_eq!(a.accepted, events.len());
         }
-        let r1 = b.windowed(&one).retire().await.unwrap();
-        let r3 = b.windowed(&three).retire().await.unwrap();
+        let r1 = b.windowed(&one).retire(None).await.unwrap();
+        let r3 = b.windowed(&three).retire(None).await.unwrap();
         assert_eq!(
             (
                 r1.slots_retired > 0,
@@ -215,12 +215,12 @@ async fn compare_twins(h: &Harness, config: BoardConfig, seed: u64) {
                 let options = AroundOptions { fill, order };
                 let a = b
                     .windowed(&one)
-                    .around_with(member, w, n, options)
+                    .around(member, w, n, options)
                     .await
                     .unwrap();
                 let s = b
                     .windowed(&three)
-                    .around_with(member, w, n, options)
+                    .around(member, w, n, options)
                     .await
                     .unwrap();
                 match (a, s) {
@@ -662,7 +662,7 @@ async fn a_sharded_boards_snapshot_waits_for_its_slowest_shard() {
             .await
             .unwrap();
         clock.set(crate::support::ts(START + 7200));
-        boards.windowed(&board).retire().await.unwrap();
+        boards.windowed(&board).retire(None).await.unwrap();
         assert_eq!(boards.windowed(&board).take_snapshots().await.unwrap(), Off);
     }
 }

@@ -57,7 +57,7 @@ async fn boundaries(
 
 /// Retires the board, then takes its snapshots, as the retirer's pass does.
 async fn pass(boards: &Rollboard, name: &str) -> SnapshotPass {
-    assert!(boards.windowed(name).retire().await.unwrap().complete);
+    assert!(boards.windowed(name).retire(None).await.unwrap().complete);
     boards.windowed(name).take_snapshots().await.unwrap()
 }
 

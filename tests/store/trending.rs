@@ -252,7 +252,12 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
         "invalid_query"
     );
 
-    let around = b.trending(&name).around("frank", 1).await.unwrap().unwrap();
+    let around = b
+        .trending(&name)
+        .around("frank", 1, Default::default())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         around
             .entries
@@ -261,7 +266,12 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
             .collect::<Vec<_>>(),
         [("bob", 3), ("frank", 4), ("erin", 5)]
     );
-    let top_end = b.trending(&name).around("carol", 2).await.unwrap().unwrap();
+    let top_end = b
+        .trending(&name)
+        .around("carol", 2, Default::default())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         top_end
             .entries
@@ -270,7 +280,13 @@ async fn scores_ranks_and_pages_equal_the_oracle_at_several_nows(h: Harness) {
             .collect::<Vec<_>>(),
         [("frank", 4), ("erin", 5), ("carol", 6)]
     );
-    assert_eq!(b.trending(&name).around("nobody", 2).await.unwrap(), None);
+    assert_eq!(
+        b.trending(&name)
+            .around("nobody", 2, Default::default())
+            .await
+            .unwrap(),
+        None
+    );
     assert_eq!(b.trending(&name).score("nobody").await.unwrap(), None);
 
     let ranks = b

@@ -116,7 +116,7 @@ pub(super) async fn relayout(args: RelayoutArgs) -> anyhow::Result<ExitCode> {
     };
     let report = boards
         .windowed(&args.board)
-        .relayout_with(args.layout, options)
+        .relayout(args.layout, options)
         .await?;
     if args.now {
         println!(

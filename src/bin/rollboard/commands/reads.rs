@@ -82,7 +82,7 @@ pub(super) async fn rate(args: RateArgs) -> anyhow::Result<ExitCode> {
         .map_or(Ok(Coverage::Partial), Coverage::parse)?;
     let read = boards
         .rates()
-        .counts_with(&args.key, windows.as_deref(), coverage)
+        .counts(&args.key, windows.as_deref(), coverage)
         .await?;
     if args.json {
         let counts: serde_json::Map<String, serde_json::Value> = read
