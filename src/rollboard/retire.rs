@@ -17,16 +17,11 @@ impl Windowed<'_> {
     pub async fn retire(self, options: Option<RetireOptions>) -> Result<RetireReport> {
         let now = self.rb.now();
         let store = &self.rb.inner.store;
-        let tuned = options.zip(store.server());
         self.rb
             .on_board(self.board, |b| async move {
-                let retire = async {
-                    match tuned {
-                        Some((options, server)) => server.retire_with(&b, now, options).await,
-                        None => store.retire(&b, now).await,
-                    }
-                };
-                self.rb.change(&b.name, retire).await
+                self.rb
+                    .change(&b.name, store.retire(&b, now, options))
+                    .await
             })
             .await
     }

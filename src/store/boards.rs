@@ -20,6 +20,7 @@ use crate::error::Result;
 use super::counters::CounterStore;
 use super::keyed::{Keyed, WriteKey};
 use super::rates::RateStore;
+use super::redis::RetireOptions;
 use super::server::ServerStore;
 use super::shard_moves::ShardMoves;
 use super::stats::StatsStore;
@@ -61,7 +62,10 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// What the store gives a reshard of a sharded board, when it keeps boards itself
-    /// (the memory and Redis stores; not the wrappers above them).
+    /// (the memory and Redis stores; not the wrappers above them). Sealed: a seam of
+    /// this crate's stores, which a store made elsewhere leaves as `None` (its sharded
+    /// boards are not resharded).
+    #[allow(private_interfaces)]
     fn shard_moves(&self) -> Option<&dyn ShardMoves> {
         None
     }
@@ -266,9 +270,16 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// Retires everything overdue at `now`, window by window, as the store's own tuning
-    /// says; a store with slot layouts then compacts the slot that just closed (a compact
-    /// board's open slot is written plain: `docs/compact-slots.md`, "Compact slots").
-    async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport>;
+    /// says (`None`) or as `options` say for this pass (a store without such tuning, the
+    /// memory store, ignores them); a store with slot layouts then compacts the slot that
+    /// just closed (a compact board's open slot is written plain:
+    /// `docs/compact-slots.md`, "Compact slots").
+    async fn retire(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        options: Option<RetireOptions>,
+    ) -> Result<RetireReport>;
 
     /// Takes the board's period snapshots at the boundary `slot_start(now)`, if its
     /// stored config asks for them: once retirement through the boundary is complete for

@@ -33,7 +33,7 @@ pub use redis::{IngestOptions, RedisOptions, RedisStore, ReplicaAcks, RetireOpti
 #[cfg(feature = "server")]
 pub(crate) use redis::{RedisConn, Retry, check_url, redact};
 pub use server::ServerStore;
-pub use shard_moves::ShardMoves;
+pub(crate) use shard_moves::ShardMoves;
 pub use trending::{TrendKeyed, TrendingStore};
 pub use write_status::WriteStatus;
 

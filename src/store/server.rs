@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::redis::RetireOptions;
 use crate::domain::board::Board;
 use crate::domain::memory_check::MemoryReading;
 use crate::domain::{RetireReport, Timestamp};
@@ -39,13 +38,4 @@ pub trait ServerStore: Send + Sync {
         boards: &[Arc<Board>],
         now: Timestamp,
     ) -> Result<Vec<Option<RetireReport>>>;
-
-    /// [`Store::retire`](super::Store::retire) with `options` instead of the store's own
-    /// tuning, for this pass.
-    async fn retire_with(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        options: RetireOptions,
-    ) -> Result<RetireReport>;
 }

@@ -15,7 +15,7 @@ use crate::error::Result;
 /// A store's part in a reshard. The methods that change something check the board's
 /// version, as every board call does.
 #[async_trait]
-pub trait ShardMoves: Send + Sync {
+pub(crate) trait ShardMoves: Send + Sync {
     /// Sets the board's shard count and its reshard's state under a new version (every
     /// cached copy reloads: calls made with the old one are refused). The board as
     /// stored now.

@@ -605,7 +605,7 @@ async fn a_sharded_boards_snapshot_waits_for_its_slowest_shard() {
         for (i, shard) in shards.iter().enumerate() {
             let pass = boards.windowed(&board).take_snapshots().await.unwrap();
             assert_eq!(pass, Waiting, "{i} of 3 shards retired, {}", raw.kind());
-            raw.retire(shard, rollboard::Clock::now(&clock))
+            raw.retire(shard, rollboard::Clock::now(&clock), None)
                 .await
                 .unwrap();
         }

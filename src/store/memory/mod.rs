@@ -105,6 +105,7 @@ impl Store for MemoryStore {
         self
     }
 
+    #[allow(private_interfaces)] // sealed: see `Store::shard_moves`
     fn shard_moves(&self) -> Option<&dyn crate::store::ShardMoves> {
         Some(self)
     }
@@ -356,7 +357,12 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport> {
+    async fn retire(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        _: Option<crate::store::RetireOptions>,
+    ) -> Result<RetireReport> {
         // In memory a whole pass runs under the board's lock: there is nothing to chunk.
         self.with_board(board, |b| b.retire(now))
     }

@@ -169,15 +169,6 @@ impl ServerStore for RedisStore {
         let fits = |b: &Board| self.family(b).retires_small(b);
         retire::retire_small(&self.conn, boards, fits, now, self.retire).await
     }
-
-    async fn retire_with(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        options: RetireOptions,
-    ) -> Result<RetireReport> {
-        self.retire_board(board, now, options).await
-    }
 }
 
 #[async_trait]
@@ -210,6 +201,7 @@ impl Store for RedisStore {
         Some(self)
     }
 
+    #[allow(private_interfaces)] // sealed: see `Store::shard_moves`
     fn shard_moves(&self) -> Option<&dyn ShardMoves> {
         Some(self)
     }
@@ -418,8 +410,14 @@ impl Store for RedisStore {
         board::relayout::relayout(&self.conn, board, layout, options).await
     }
 
-    async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport> {
-        self.retire_board(board, now, self.retire).await
+    async fn retire(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        options: Option<RetireOptions>,
+    ) -> Result<RetireReport> {
+        self.retire_board(board, now, options.unwrap_or(self.retire))
+            .await
     }
 
     async fn take_snapshots(

@@ -355,10 +355,15 @@ impl Store for ShardedStore {
         Box::pin(self.reshard_board(board, shards, clock)).await
     }
 
-    async fn retire(&self, board: &Board, now: Timestamp) -> Result<RetireReport> {
+    async fn retire(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        options: Option<RetireOptions>,
+    ) -> Result<RetireReport> {
         match self.sharded(board).await? {
-            None => self.inner.retire(board, now).await,
-            Some(s) => Box::pin(s.retire(now, None)).await,
+            None => self.inner.retire(board, now, options).await,
+            Some(s) => Box::pin(s.retire(now, options)).await,
         }
     }
 
@@ -441,18 +446,6 @@ impl ServerStore for ShardedStore {
                 shards.map(upkeep::joined_retire)
             })
             .collect())
-    }
-
-    async fn retire_with(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        options: RetireOptions,
-    ) -> Result<RetireReport> {
-        match self.sharded(board).await? {
-            None => self.server_inner().retire_with(board, now, options).await,
-            Some(s) => Box::pin(s.retire(now, Some((self.server_inner(), options)))).await,
-        }
     }
 }
 

@@ -213,7 +213,10 @@ impl Mover<'_> {
     /// frozen value left on its old shard would show it there too until retired).
     async fn retire(&self, set: &ShardSet) -> Result<()> {
         let now = self.clock.now();
-        let passes = set.boards.iter().map(|shard| self.store.retire(shard, now));
+        let passes = set
+            .boards
+            .iter()
+            .map(|shard| self.store.retire(shard, now, None));
         try_join_all(passes).await?;
         Ok(())
     }

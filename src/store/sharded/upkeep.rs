@@ -14,7 +14,7 @@ use crate::domain::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::{BoardName, History, Layout, Member, MemberData, Removed, Timestamp};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport, RetireReport};
 use crate::error::Result;
-use crate::store::{RetireOptions, ServerStore, Store};
+use crate::store::{RetireOptions, Store};
 
 /// Creates (or finds, or extends as the board was) the shards of `board` after `board`
 /// itself: a board is never listed without its shards for longer than this call.
@@ -102,16 +102,9 @@ impl Sharded<'_> {
     pub(super) async fn retire(
         &self,
         now: Timestamp,
-        tuned: Option<(&dyn ServerStore, RetireOptions)>,
+        options: Option<RetireOptions>,
     ) -> Result<RetireReport> {
-        let reports = self
-            .each(|_, b| async move {
-                match tuned {
-                    Some((server, options)) => server.retire_with(b, now, options).await,
-                    None => self.store.retire(b, now).await,
-                }
-            })
-            .await?;
+        let reports = self.each(|_, b| self.store.retire(b, now, options)).await?;
         Ok(joined_retire(reports))
     }
 
