@@ -80,6 +80,14 @@ impl AnyBoard {
         }
     }
 
+    /// The trending board, if it is one.
+    pub fn trending(&self) -> Option<&TrendingBoard> {
+        match self {
+            AnyBoard::Trending(b) => Some(b),
+            AnyBoard::Windowed(_) => None,
+        }
+    }
+
     /// The windowed board, if it is one.
     pub fn windowed(&self) -> Option<&Board> {
         match self {

@@ -58,7 +58,12 @@ impl Rollboard {
 
     /// Every board, by name.
     pub async fn boards(&self) -> Result<Vec<Board>> {
-        self.inner.store.list_boards().await
+        let boards = self.inner.store.list_boards().await?;
+        Ok(boards
+            .iter()
+            .filter_map(AnyBoard::windowed)
+            .cloned()
+            .collect())
     }
 
     /// Deletes the board and all its data; [`Error::BoardNotFound`] when there is none.

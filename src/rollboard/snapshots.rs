@@ -23,7 +23,7 @@ impl Windowed<'_> {
                 if boundary * 1000 <= b.created_at.unix_millis() {
                     return Ok(SnapshotPass::Off);
                 }
-                store.take_snapshots(&b, now).await
+                store.take_snapshots(&b, now, None).await
             })
             .await
     }
@@ -45,25 +45,18 @@ impl Windowed<'_> {
     }
 
     /// The newest boundary of `window` whose snapshot was delivered (by the service's
-    /// snapshot webhook, in any process), `None` before the first.
-    pub async fn snapshot_cursor(self, window: Option<Span>) -> Result<Option<i64>> {
-        let board = self.board;
+    /// snapshot webhook, in any process), `None` before the first; with `delivered`,
+    /// first records that `window`'s snapshots through that boundary were delivered (the
+    /// cursor never moves back).
+    pub async fn snapshot_cursor(
+        self,
+        window: Option<Span>,
+        delivered: Option<i64>,
+    ) -> Result<Option<i64>> {
         let store = &self.rb.inner.store;
         self.rb
-            .on_window(board, window, |b, w| async move {
-                store.snapshot_cursor(&b, w).await
-            })
-            .await
-    }
-
-    /// Records that `window`'s snapshots through `boundary` were delivered (the cursor
-    /// never moves back).
-    pub async fn advance_snapshot_cursor(self, window: Option<Span>, boundary: i64) -> Result<()> {
-        let board = self.board;
-        let store = &self.rb.inner.store;
-        self.rb
-            .on_window(board, window, |b, w| async move {
-                store.advance_snapshot_cursor(&b, w, boundary).await
+            .on_window(self.board, window, |b, w| async move {
+                store.snapshot_cursor(&b, w, delivered).await
             })
             .await
     }

@@ -6,6 +6,7 @@
 use super::idempotent::KeyedOutcome;
 use super::write::{BatchOutcome, Rejected};
 use super::{Rollboard, Trending};
+use crate::domain::any_board::AnyBoard;
 use crate::domain::trending::check_age;
 use crate::domain::{AroundOptions, Order};
 use crate::domain::{
@@ -80,7 +81,7 @@ impl Trending<'_> {
         self.rb
             .retry_trending(&mut board, |b| async move {
                 self.rb
-                    .change(&b.name, store.trend_write(&b, now, writes))
+                    .change(&b.name, store.trend_write(&b, now, writes, None))
                     .await
             })
             .await?;
@@ -118,7 +119,7 @@ impl Trending<'_> {
             let keyed = self
                 .rb
                 .retry_trending(&mut board, |b| async move {
-                    let written = store.trend_write_keyed(&b, now, writes_ref, key_ref);
+                    let written = store.trend_write(&b, now, writes_ref, Some(key_ref));
                     self.rb.change(&b.name, written).await
                 })
                 .await?;
@@ -270,7 +271,12 @@ impl Trending<'_> {
 impl Rollboard {
     /// Every trending board, by name.
     pub async fn trending_boards(&self) -> Result<Vec<TrendingBoard>> {
-        self.store().trending().list_trending().await
+        let boards = self.store().list_boards().await?;
+        Ok(boards
+            .iter()
+            .filter_map(AnyBoard::trending)
+            .cloned()
+            .collect())
     }
 
     /// The events admitted at `now` as writes, and the batch's outcome.

@@ -187,7 +187,7 @@ impl Deliverer {
             let cursor = self
                 .boards
                 .windowed(name)
-                .snapshot_cursor(Some(window))
+                .snapshot_cursor(Some(window), None)
                 .await
                 .map_err(|e| e.to_string())?;
             let range = SnapshotRange::new(cursor.map(|c| c + 1), None, Some(BATCH))
@@ -204,7 +204,7 @@ impl Deliverer {
                 self.post(board, snapshot).await?;
                 self.boards
                     .windowed(name)
-                    .advance_snapshot_cursor(Some(window), snapshot.boundary)
+                    .snapshot_cursor(Some(window), Some(snapshot.boundary))
                     .await
                     .map_err(|e| e.to_string())?;
             }

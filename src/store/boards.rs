@@ -86,8 +86,8 @@ pub trait Store: Send + Sync + 'static {
     /// The board of either kind, if it exists: one load tells its kind.
     async fn load_board(&self, name: &BoardName) -> Result<Option<AnyBoard>>;
 
-    /// Every board, by name.
-    async fn list_boards(&self) -> Result<Vec<Board>>;
+    /// Every board of either kind, by name.
+    async fn list_boards(&self) -> Result<Vec<AnyBoard>>;
 
     /// Members per window, live slots and retirement lag.
     async fn describe_board(&self, board: &Board, now: Timestamp) -> Result<BoardStatus>;
@@ -282,23 +282,18 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<RetireReport>;
 
     /// Takes the board's period snapshots at the boundary `slot_start(now)`, if its
-    /// stored config asks for them: once retirement through the boundary is complete for
-    /// every window, appends each window's top to its snapshots, at most once per window
-    /// and boundary however many callers race (an older boundary than the newest taken
-    /// is never appended). Windows still being built are skipped.
-    async fn take_snapshots(&self, board: &Board, now: Timestamp) -> Result<SnapshotPass>;
-
-    /// Appends leaders given by the caller as the board's snapshots at the boundary
-    /// `slot_start(now)`: `tops[j]`, when given, as window `j`'s, at most once per
-    /// window and boundary as [`take_snapshots`](Store::take_snapshots) does, if the
-    /// stored config still asks for snapshots ([`SnapshotPass::Off`] when not). How a
-    /// sharded board takes its snapshots: its leaders are merged from its shards, whose
-    /// retirement through the boundary the caller has checked.
-    async fn append_snapshots(
+    /// stored config asks for them ([`SnapshotPass::Off`] when not): once retirement
+    /// through the boundary is complete for every window, appends each window's top to
+    /// its snapshots, at most once per window and boundary however many callers race
+    /// (an older boundary than the newest taken is never appended). Windows still being
+    /// built are skipped. With `tops`, appends those instead, `tops[j]` when given as
+    /// window `j`'s: how a sharded board takes its snapshots, its leaders merged from its
+    /// shards, whose retirement through the boundary the caller has checked.
+    async fn take_snapshots(
         &self,
         board: &Board,
         now: Timestamp,
-        tops: &[Option<Vec<Entry>>],
+        tops: Option<&[Option<Vec<Entry>>]>,
     ) -> Result<SnapshotPass>;
 
     /// Window `window`'s snapshots with boundaries in `range`, newest first (or oldest
@@ -311,17 +306,15 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Vec<Snapshot>>;
 
     /// The newest boundary of window `window` whose snapshot was delivered (to the
-    /// snapshot webhook, by any process), `None` before the first.
-    async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>>;
-
-    /// Records that window `window`'s snapshots through `boundary` were delivered; the
-    /// cursor never moves back.
-    async fn advance_snapshot_cursor(
+    /// snapshot webhook, by any process), `None` before the first; with `delivered`,
+    /// first records that the snapshots through that boundary were delivered (the
+    /// cursor never moves back).
+    async fn snapshot_cursor(
         &self,
         board: &Board,
         window: usize,
-        boundary: i64,
-    ) -> Result<()>;
+        delivered: Option<i64>,
+    ) -> Result<Option<i64>>;
 }
 
 /// Creates a fresh board version: random, below 2^53 so every language reads it exactly.

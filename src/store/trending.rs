@@ -52,38 +52,29 @@ pub trait TrendingStore: Send + Sync + 'static {
         now: Timestamp,
     ) -> Result<TrendCreated>;
 
-    /// Every trending board, by name.
-    async fn list_trending(&self) -> Result<Vec<TrendingBoard>>;
-
     /// How many members the board holds and ranks, its landmark, whether it rescales.
     async fn trend_counts(&self, board: &TrendingBoard) -> Result<TrendCounts>;
 
     /// Adds each write's delta, forward-decayed, to its member (validated input: times
     /// within the board's max age before `now` and the allowed skew after it). Rescales
     /// first when the maintenance pass has not run for so long that a stored value
-    /// could leave the range of doubles.
+    /// could leave the range of doubles. Without `key`, answers [`TrendKeyed::Applied`].
+    ///
+    /// With `key`, applies `writes` once for it while its records live: each atomic step
+    /// applies its events and records, in that step, how many it applied and the call's
+    /// `now`. A later call with the same name and fingerprint at that `now` follows the
+    /// records and applies only the steps missing after them ([`TrendKeyed::Applied`]),
+    /// or nothing when none is missing ([`TrendKeyed::Replayed`]); at another `now` it
+    /// applies nothing and answers [`TrendKeyed::Replayed`] with the recorded `now`, at
+    /// which the caller admits the events again and calls again. Another fingerprint is
+    /// [`TrendKeyed::Reused`]. A record older than `key.ttl` by `now` is as good as
+    /// absent; dropping the board drops its records.
     async fn trend_write(
         &self,
         board: &TrendingBoard,
         now: Timestamp,
         writes: &[TrendWrite],
-    ) -> Result<()>;
-
-    /// Applies `writes` once for `key` while its records live: each atomic step applies
-    /// its events and records, in that step, how many it applied and the call's `now`. A
-    /// later call with the same name and fingerprint at that `now` follows the records
-    /// and applies only the steps missing after them ([`TrendKeyed::Applied`]), or
-    /// nothing when none is missing ([`TrendKeyed::Replayed`]); at another `now` it
-    /// applies nothing and answers [`TrendKeyed::Replayed`] with the recorded `now`, at
-    /// which the caller admits the events again and calls again. Another fingerprint is
-    /// [`TrendKeyed::Reused`]. A record older than `key.ttl` by `now` is as good as
-    /// absent; dropping the board drops its records.
-    async fn trend_write_keyed(
-        &self,
-        board: &TrendingBoard,
-        now: Timestamp,
-        writes: &[TrendWrite],
-        key: &WriteKey,
+        key: Option<&WriteKey>,
     ) -> Result<TrendKeyed>;
 
     /// A page of the ranking at `now`: members with a positive score in `range`, from

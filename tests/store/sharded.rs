@@ -495,11 +495,12 @@ async fn the_shards_of_a_board_land_on_every_master_of_a_cluster() {
         let mut per_master = std::collections::BTreeMap::<u16, u32>::new();
         let mut members = 0;
         for b in Store::list_boards(&raw).await.unwrap() {
+            let b = b.windowed().unwrap();
             let name = b.name.as_str();
             if name == board || name.starts_with(&format!("{board}#")) {
                 let owner = cluster.owner(cluster.keyslot(&format!("board_{{{name}}}")));
                 *per_master.entry(owner).or_default() += 1;
-                let top = Store::top(&raw, &b, 0, h.now(), ScoreRange::ALL, Order::Desc, 0, 1000)
+                let top = Store::top(&raw, b, 0, h.now(), ScoreRange::ALL, Order::Desc, 0, 1000)
                     .await
                     .unwrap();
                 // Each shard holds about a third (a sixth) of the members.
@@ -536,10 +537,10 @@ async fn shards_left_by_a_drop_cut_short_are_dropped_by_the_next_listing() {
         boards.create(&board, config).await.unwrap();
         boards.windowed(&board).incr("a", 1, None).await.unwrap();
         let prefix = format!("{board}#");
-        let shards = |listed: Vec<rollboard::Board>| {
+        let shards = |listed: Vec<rollboard::AnyBoard>| {
             listed
                 .iter()
-                .filter(|b| b.name.as_str().starts_with(&prefix))
+                .filter(|b| b.name().as_str().starts_with(&prefix))
                 .count()
         };
         assert_eq!(shards(raw.list_boards().await.unwrap()), 2);
@@ -594,11 +595,10 @@ async fn a_sharded_boards_snapshot_waits_for_its_slowest_shard() {
             .await
             .unwrap();
         let prefix = format!("{board}#");
-        let shards: Vec<rollboard::Board> = raw
-            .list_boards()
-            .await
-            .unwrap()
-            .into_iter()
+        let listed = raw.list_boards().await.unwrap();
+        let shards: Vec<&rollboard::Board> = listed
+            .iter()
+            .filter_map(rollboard::AnyBoard::windowed)
             .filter(|b| b.name.as_str() == board || b.name.as_str().starts_with(&prefix))
             .collect();
         assert_eq!(shards.len(), 3);

@@ -405,7 +405,11 @@ async fn the_delivery_cursor_only_moves_forward_and_lists_oldest_first(h: Harnes
     }
     let two = Some(span("2h"));
     assert_eq!(
-        h.boards.windowed(&name).snapshot_cursor(two).await.unwrap(),
+        h.boards
+            .windowed(&name)
+            .snapshot_cursor(two, None)
+            .await
+            .unwrap(),
         None
     );
     // Oldest first, from a cursor on: what a deliverer reads next.
@@ -420,23 +424,28 @@ async fn the_delivery_cursor_only_moves_forward_and_lists_oldest_first(h: Harnes
     );
     h.boards
         .windowed(&name)
-        .advance_snapshot_cursor(two, START + 2 * HOUR)
+        .snapshot_cursor(two, Some(START + 2 * HOUR))
         .await
         .unwrap();
-    // A slower process that delivered an older one leaves the newer cursor.
-    h.boards
+    // A slower process that delivered an older one leaves the newer cursor, and is
+    // told so.
+    let kept = h
+        .boards
         .windowed(&name)
-        .advance_snapshot_cursor(two, START + HOUR)
-        .await
-        .unwrap();
+        .snapshot_cursor(two, Some(START + HOUR));
+    assert_eq!(kept.await.unwrap(), Some(START + 2 * HOUR));
     assert_eq!(
-        h.boards.windowed(&name).snapshot_cursor(two).await.unwrap(),
+        h.boards
+            .windowed(&name)
+            .snapshot_cursor(two, None)
+            .await
+            .unwrap(),
         Some(START + 2 * HOUR)
     );
     assert_eq!(
         h.boards
             .windowed(&name)
-            .snapshot_cursor(None)
+            .snapshot_cursor(None, None)
             .await
             .unwrap(),
         None
@@ -452,7 +461,11 @@ async fn the_delivery_cursor_only_moves_forward_and_lists_oldest_first(h: Harnes
         .await
         .unwrap();
     assert_eq!(
-        h.boards.windowed(&name).snapshot_cursor(two).await.unwrap(),
+        h.boards
+            .windowed(&name)
+            .snapshot_cursor(two, None)
+            .await
+            .unwrap(),
         None
     );
 }

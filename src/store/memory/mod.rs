@@ -186,12 +186,15 @@ impl Store for MemoryStore {
             .map(|b| AnyBoard::Trending(Arc::new(b))))
     }
 
-    async fn list_boards(&self) -> Result<Vec<Board>> {
-        Ok(self
+    async fn list_boards(&self) -> Result<Vec<AnyBoard>> {
+        let mut boards: Vec<AnyBoard> = self
             .read_boards()
             .values()
-            .map(|b| lock(b).board.clone())
-            .collect())
+            .map(|b| AnyBoard::Windowed(Arc::new(lock(b).board.clone())))
+            .collect();
+        boards.extend(self.trending.list());
+        boards.sort_by(|a, b| a.name().cmp(b.name()));
+        Ok(boards)
     }
 
     async fn describe_board(&self, board: &Board, now: Timestamp) -> Result<BoardStatus> {
@@ -371,17 +374,12 @@ impl Store for MemoryStore {
         &self,
         board: &Board,
         now: Timestamp,
+        tops: Option<&[Option<Vec<crate::domain::Entry>>]>,
     ) -> Result<crate::domain::SnapshotPass> {
-        self.with_board(board, |b| b.take_snapshots(now))
-    }
-
-    async fn append_snapshots(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        tops: &[Option<Vec<crate::domain::Entry>>],
-    ) -> Result<crate::domain::SnapshotPass> {
-        self.with_board(board, |b| b.append_snapshots(now, tops.to_vec()))
+        self.with_board(board, |b| match tops {
+            None => b.take_snapshots(now),
+            Some(tops) => b.append_snapshots(now, tops.to_vec()),
+        })
     }
 
     async fn snapshots(
@@ -393,16 +391,12 @@ impl Store for MemoryStore {
         self.with_board(board, |b| b.snapshots(window, range))
     }
 
-    async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>> {
-        self.with_board(board, |b| b.snapshot_cursor(window))
-    }
-
-    async fn advance_snapshot_cursor(
+    async fn snapshot_cursor(
         &self,
         board: &Board,
         window: usize,
-        boundary: i64,
-    ) -> Result<()> {
-        self.with_board(board, |b| b.advance_snapshot_cursor(window, boundary))
+        delivered: Option<i64>,
+    ) -> Result<Option<i64>> {
+        self.with_board(board, |b| b.snapshot_cursor(window, delivered))
     }
 }

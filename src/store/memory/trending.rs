@@ -10,6 +10,7 @@ use async_trait::async_trait;
 
 use super::MemoryStore;
 use super::keyed::KeyedRecords;
+use crate::domain::any_board::AnyBoard;
 use crate::domain::trending::{
     WRITE_LIMIT_HALF_LIVES, decayed, forward, page_ranks, rescale_target, stored_bound,
 };
@@ -29,12 +30,22 @@ pub(super) struct MemTrending {
 }
 
 impl MemTrending {
-    /// Whether a trending board of that name exists.
     /// The trending board of that name, if there is one.
     pub(super) fn board(&self, name: &BoardName) -> Option<TrendingBoard> {
         self.read().get(name).map(|entry| lock(entry).board.clone())
     }
 
+    /// Every trending board, by name.
+    pub(super) fn list(&self) -> Vec<AnyBoard> {
+        let boards = self.read();
+        let board = |entry: &Arc<Mutex<MemTrend>>| lock(entry).board.clone();
+        boards
+            .values()
+            .map(|entry| AnyBoard::Trending(Arc::new(board(entry))))
+            .collect()
+    }
+
+    /// Whether a trending board of that name exists.
     pub(super) fn contains(&self, name: &BoardName) -> bool {
         self.read().contains_key(name)
     }
@@ -369,15 +380,6 @@ impl TrendingStore for MemoryStore {
         Ok(TrendCreated::New(board))
     }
 
-    async fn list_trending(&self) -> Result<Vec<TrendingBoard>> {
-        Ok(self
-            .trending
-            .read()
-            .values()
-            .map(|b| lock(b).board.clone())
-            .collect())
-    }
-
     async fn trend_counts(&self, board: &TrendingBoard) -> Result<TrendCounts> {
         self.trending.with(board, |b| TrendCounts {
             members: b.values.len() as u64,
@@ -392,19 +394,15 @@ impl TrendingStore for MemoryStore {
         board: &TrendingBoard,
         now: Timestamp,
         writes: &[TrendWrite],
-    ) -> Result<()> {
-        self.trending.with(board, |b| b.write(now, writes))
-    }
-
-    async fn trend_write_keyed(
-        &self,
-        board: &TrendingBoard,
-        now: Timestamp,
-        writes: &[TrendWrite],
-        key: &WriteKey,
+        key: Option<&WriteKey>,
     ) -> Result<TrendKeyed> {
-        self.trending
-            .with(board, |b| b.write_keyed(now, writes, key))
+        self.trending.with(board, |b| match key {
+            Some(key) => b.write_keyed(now, writes, key),
+            None => {
+                b.write(now, writes);
+                TrendKeyed::Applied
+            }
+        })
     }
 
     async fn trend_top(

@@ -241,7 +241,7 @@ impl Store for RedisStore {
         board::boards::load(&self.conn, name).await
     }
 
-    async fn list_boards(&self) -> Result<Vec<Board>> {
+    async fn list_boards(&self) -> Result<Vec<AnyBoard>> {
         board::boards::list(&self.conn).await
     }
 
@@ -424,17 +424,12 @@ impl Store for RedisStore {
         &self,
         board: &Board,
         now: Timestamp,
+        tops: Option<&[Option<Vec<crate::domain::Entry>>]>,
     ) -> Result<crate::domain::SnapshotPass> {
-        board::snapshots::take(&self.conn, board, now).await
-    }
-
-    async fn append_snapshots(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        tops: &[Option<Vec<crate::domain::Entry>>],
-    ) -> Result<crate::domain::SnapshotPass> {
-        board::snapshots::append(&self.conn, board, now, tops).await
+        match tops {
+            None => board::snapshots::take(&self.conn, board, now).await,
+            Some(tops) => board::snapshots::append(&self.conn, board, now, tops).await,
+        }
     }
 
     async fn snapshots(
@@ -446,17 +441,18 @@ impl Store for RedisStore {
         board::snapshots::list(&self.conn, board, window, range).await
     }
 
-    async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>> {
-        board::snapshots::cursor(&self.conn, board, window).await
-    }
-
-    async fn advance_snapshot_cursor(
+    async fn snapshot_cursor(
         &self,
         board: &Board,
         window: usize,
-        boundary: i64,
-    ) -> Result<()> {
-        board::snapshots::advance_cursor(&self.conn, board, window, boundary).await
+        delivered: Option<i64>,
+    ) -> Result<Option<i64>> {
+        match delivered {
+            None => board::snapshots::cursor(&self.conn, board, window).await,
+            Some(boundary) => board::snapshots::advance_cursor(&self.conn, board, window, boundary)
+                .await
+                .map(Some),
+        }
     }
 }
 

@@ -118,7 +118,7 @@ impl Store for ShardedStore {
         self.inner.load_board(name).await
     }
 
-    async fn list_boards(&self) -> Result<Vec<Board>> {
+    async fn list_boards(&self) -> Result<Vec<AnyBoard>> {
         upkeep::list_boards(self.inner.as_ref()).await
     }
 
@@ -367,21 +367,19 @@ impl Store for ShardedStore {
         }
     }
 
-    async fn take_snapshots(&self, board: &Board, now: Timestamp) -> Result<SnapshotPass> {
-        match self.sharded(board).await? {
-            None => self.inner.take_snapshots(board, now).await,
-            Some(s) => Box::pin(s.take_snapshots(now)).await,
-        }
-    }
-
     // A sharded board's snapshots and their cursors are kept by shard 0, the board.
-    async fn append_snapshots(
+    async fn take_snapshots(
         &self,
         board: &Board,
         now: Timestamp,
-        tops: &[Option<Vec<Entry>>],
+        tops: Option<&[Option<Vec<Entry>>]>,
     ) -> Result<SnapshotPass> {
-        self.inner.append_snapshots(board, now, tops).await
+        if tops.is_none()
+            && let Some(s) = self.sharded(board).await?
+        {
+            return Box::pin(s.take_snapshots(now)).await;
+        }
+        self.inner.take_snapshots(board, now, tops).await
     }
 
     async fn snapshots(
@@ -393,19 +391,13 @@ impl Store for ShardedStore {
         self.inner.snapshots(board, window, range).await
     }
 
-    async fn snapshot_cursor(&self, board: &Board, window: usize) -> Result<Option<i64>> {
-        self.inner.snapshot_cursor(board, window).await
-    }
-
-    async fn advance_snapshot_cursor(
+    async fn snapshot_cursor(
         &self,
         board: &Board,
         window: usize,
-        boundary: i64,
-    ) -> Result<()> {
-        self.inner
-            .advance_snapshot_cursor(board, window, boundary)
-            .await
+        delivered: Option<i64>,
+    ) -> Result<Option<i64>> {
+        self.inner.snapshot_cursor(board, window, delivered).await
     }
 }
 

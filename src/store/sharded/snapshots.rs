@@ -58,7 +58,7 @@ impl Sharded<'_> {
                 Ok(Some(leaders.entries))
             });
         let tops = try_join_all(tops).await?;
-        let appended = self.store.append_snapshots(board, now, &tops).await;
+        let appended = self.store.take_snapshots(board, now, Some(&tops)).await;
         self.lift(appended)
     }
 }

@@ -32,29 +32,30 @@ pub(super) async fn create_shards(store: &dyn Store, board: &Board, now: Timesta
 
 /// The boards, shards left out. Shards whose board is gone (a drop cut short) are
 /// dropped on the way, as far as that goes (the next listing tries again).
-pub(super) async fn list_boards(store: &dyn Store) -> Result<Vec<Board>> {
-    let (shards, boards): (Vec<Board>, Vec<Board>) = store
+pub(super) async fn list_boards(store: &dyn Store) -> Result<Vec<AnyBoard>> {
+    let (shards, boards): (Vec<AnyBoard>, Vec<AnyBoard>) = store
         .list_boards()
         .await?
         .into_iter()
-        .partition(|b| b.name.shard_of().is_some());
+        .partition(|b| b.name().shard_of().is_some());
     let owned: HashSet<BoardName> = boards
         .iter()
+        .filter_map(AnyBoard::windowed)
         .filter(|b| b.shard_span() > 1)
         .flat_map(shard_names)
         .collect();
-    for shard in shards.iter().filter(|s| !owned.contains(&s.name)) {
+    for shard in shards.iter().filter(|s| !owned.contains(s.name())) {
         // Not listed with its board: check the board itself (listed late, or just made).
-        let owner = match shard.name.shard_of().map(BoardName::parse) {
+        let owner = match shard.name().shard_of().map(BoardName::parse) {
             Some(Ok(name)) => store.load_board(&name).await?,
             _ => None,
         };
         let owned = match owner {
-            Some(AnyBoard::Windowed(board)) => shard_names(&board).contains(&shard.name),
+            Some(AnyBoard::Windowed(board)) => shard_names(&board).contains(shard.name()),
             _ => false,
         };
         if !owned {
-            let _ = store.drop_board(&shard.name).await;
+            let _ = store.drop_board(shard.name()).await;
         }
     }
     Ok(boards)

@@ -85,13 +85,11 @@ impl MemBoard {
     }
 
     /// Window `window`'s delivery cursor.
-    pub fn snapshot_cursor(&self, window: usize) -> Option<i64> {
-        self.snapshot_cursors[window]
-    }
-
-    /// Moves window `window`'s delivery cursor up to `boundary`.
-    pub fn advance_snapshot_cursor(&mut self, window: usize, boundary: i64) {
+    pub fn snapshot_cursor(&mut self, window: usize, delivered: Option<i64>) -> Option<i64> {
         let cursor = &mut self.snapshot_cursors[window];
-        *cursor = Some(cursor.map_or(boundary, |c| c.max(boundary)));
+        if let Some(boundary) = delivered {
+            *cursor = Some(cursor.map_or(boundary, |c| c.max(boundary)));
+        }
+        *cursor
     }
 }

@@ -186,10 +186,8 @@ pub(crate) async fn extend(conn: &RedisConn, extension: &Extension) -> Result<Op
 pub(crate) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<AnyBoard>> {
     // Two commands, not a pipeline: the registry is a global key, in another hash slot
     // than the board's on Redis Cluster. Both are reads (Idempotent).
-    let mut read = record_read(name);
-    read.arg(TREND_FIELDS);
     let (fields, listed): (Vec<Value>, bool) = futures_util::future::try_join(
-        conn.query(&read, Some(name), Retry::Idempotent),
+        conn.query(&any_record_read(name), Some(name), Retry::Idempotent),
         conn.query(
             redis::cmd("SISMEMBER")
                 .arg(keys::REGISTRY)
@@ -199,14 +197,8 @@ pub(crate) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<An
         ),
     )
     .await?;
-    let n = RECORD_FIELDS.len();
-    if fields[0] == Value::Nil || fields[n] != Value::Nil {
+    let Some(board) = parse_any(name, &fields)? else {
         return Ok(None);
-    }
-    let board = if opt_string(&fields[n + 1], "kind")?.as_deref() == Some("trending") {
-        AnyBoard::Trending(Arc::new(parse_trending(name, &fields[n + 2..])?))
-    } else {
-        AnyBoard::Windowed(Arc::new(parse_board(name, &fields[..n])?))
     };
     if !listed {
         registry::register(conn, name).await?;
@@ -214,9 +206,32 @@ pub(crate) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<An
     Ok(Some(board))
 }
 
-pub(crate) async fn list(conn: &RedisConn) -> Result<Vec<Board>> {
+/// The read of a board's record of either kind (see [`parse_any`]).
+fn any_record_read(name: &BoardName) -> redis::Cmd {
+    let mut read = record_read(name);
+    read.arg(TREND_FIELDS);
+    read
+}
+
+/// The board of either kind an [`any_record_read`] found; `None` without a record (a
+/// drop or create that stopped half-way) or for one being dropped.
+fn parse_any(name: &BoardName, fields: &[Value]) -> Result<Option<AnyBoard>> {
+    let n = RECORD_FIELDS.len();
+    if fields[0] == Value::Nil || fields[n] != Value::Nil {
+        return Ok(None);
+    }
+    Ok(Some(
+        if opt_string(&fields[n + 1], "kind")?.as_deref() == Some("trending") {
+            AnyBoard::Trending(Arc::new(parse_trending(name, &fields[n + 2..])?))
+        } else {
+            AnyBoard::Windowed(Arc::new(parse_board(name, &fields[..n])?))
+        },
+    ))
+}
+
+pub(crate) async fn list(conn: &RedisConn) -> Result<Vec<AnyBoard>> {
     let names = registry::registered_names(conn).await?;
-    let reads: Vec<redis::Cmd> = names.iter().map(record_read).collect();
+    let reads: Vec<redis::Cmd> = names.iter().map(any_record_read).collect();
     // The records, read in pipelines (reads: Idempotent) so that listing many boards
     // costs few round trips; on a Cluster, where a pipeline may not cross hash slots,
     // one read per board, many at once.
@@ -248,15 +263,8 @@ pub(crate) async fn list(conn: &RedisConn) -> Result<Vec<Board>> {
     let mut boards = Vec::with_capacity(names.len());
     for (name, fields) in names.iter().zip(records) {
         // A name without a record is a drop or create that stopped half-way, and one
-        // being dropped is going: skip them; trending boards are listed by
-        // `trending::list`.
-        if fields[0] == Value::Nil || fields[RECORD_FIELDS.len()] != Value::Nil {
-            continue;
-        }
-        if opt_string(&fields[RECORD_FIELDS.len() + 1], "kind")?.as_deref() == Some("trending") {
-            continue;
-        }
-        boards.push(parse_board(name, &fields[..RECORD_FIELDS.len()])?);
+        // being dropped is going: skip them.
+        boards.extend(parse_any(name, &fields)?);
     }
     Ok(boards)
 }

@@ -139,7 +139,7 @@ pub(crate) async fn advance_cursor(
     board: &Board,
     window: usize,
     boundary: i64,
-) -> Result<()> {
+) -> Result<i64> {
     let span = board.config.windows()[window];
     let mut invocation = conn
         .scripts()
@@ -154,7 +154,6 @@ pub(crate) async fn advance_cursor(
     // there.
     conn.script::<i64>(&invocation, &board.name, Retry::Idempotent)
         .await
-        .map(|_| ())
 }
 
 /// A stream entry `[id, [at, <ms>, member, score, …]]` as a snapshot.

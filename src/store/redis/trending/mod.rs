@@ -19,10 +19,10 @@ use crate::domain::{
     TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 use crate::error::{Error, Result};
-use crate::store::redis::board::board_record::{TREND_FIELDS, parse_trending};
+use crate::store::redis::board::board_record::parse_trending;
 use crate::store::redis::board::{keys, registry};
 use crate::store::redis::conn::refusal::Refusal;
-use crate::store::redis::conn::reply::{int, opt_string};
+use crate::store::redis::conn::reply::int;
 use crate::store::redis::conn::{RedisConn, Retry};
 use crate::store::redis::sums::budget::Budget;
 use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
@@ -74,45 +74,6 @@ async fn create(
             existing: board.config,
         })
     }
-}
-
-async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<TrendingBoard>> {
-    // A read (Idempotent).
-    let fields: Vec<Value> = conn
-        .query(
-            redis::cmd("HMGET")
-                .arg(keys::record(name))
-                .arg(TREND_FIELDS)
-                .arg("kind")
-                .arg("dropping"),
-            Some(name),
-            Retry::Idempotent,
-        )
-        .await?;
-    let n = TREND_FIELDS.len();
-    if fields[0] == Value::Nil || fields[n + 1] != Value::Nil {
-        return Ok(None);
-    }
-    if opt_string(&fields[n], "kind")?.as_deref() != Some("trending") {
-        return Err(Error::BoardKind {
-            board: name.to_string(),
-            kind: "windowed",
-        });
-    }
-    parse_trending(name, &fields[..n]).map(Some)
-}
-
-async fn list(conn: &RedisConn) -> Result<Vec<TrendingBoard>> {
-    let names = registry::registered_names(conn).await?;
-    let mut boards = Vec::new();
-    for name in names {
-        match load(conn, &name).await {
-            Ok(Some(board)) => boards.push(board),
-            Ok(None) | Err(Error::BoardKind { .. }) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(boards)
 }
 
 /// The board's three keys: record, stored values, rescale build.
@@ -400,10 +361,6 @@ impl TrendingStore for RedisStore {
         create(&self.conn, name, config, now).await
     }
 
-    async fn list_trending(&self) -> Result<Vec<TrendingBoard>> {
-        list(&self.conn).await
-    }
-
     async fn trend_counts(&self, board: &TrendingBoard) -> Result<TrendCounts> {
         counts(&self.conn, board).await
     }
@@ -413,35 +370,10 @@ impl TrendingStore for RedisStore {
         board: &TrendingBoard,
         now: Timestamp,
         writes: &[TrendWrite],
-    ) -> Result<()> {
-        write(
-            &self.conn,
-            self.sums.ingest.budget(),
-            board,
-            now,
-            writes,
-            None,
-        )
-        .await
-        .map(|_| ())
-    }
-
-    async fn trend_write_keyed(
-        &self,
-        board: &TrendingBoard,
-        now: Timestamp,
-        writes: &[TrendWrite],
-        key: &WriteKey,
+        key: Option<&WriteKey>,
     ) -> Result<TrendKeyed> {
-        write(
-            &self.conn,
-            self.sums.ingest.budget(),
-            board,
-            now,
-            writes,
-            Some(key),
-        )
-        .await
+        let budget = self.sums.ingest.budget();
+        write(&self.conn, budget, board, now, writes, key).await
     }
 
     async fn trend_top(
