@@ -1,7 +1,5 @@
 //! Boards: create, load, list, describe and drop.
 
-use std::sync::Arc;
-
 use super::Rollboard;
 use crate::domain::BoardName;
 use crate::domain::any_board::{AnyBoard, NewBoard};
@@ -22,20 +20,12 @@ impl Rollboard {
         config: impl Into<NewBoard>,
     ) -> Result<Created<AnyBoard>> {
         let name = BoardName::parse(name)?;
-        let (store, now) = (&self.inner.store, self.now());
-        let created = match config.into() {
-            NewBoard::Windowed(config) => {
-                config.check_rank()?;
-                let create = store.create_board(&name, &config, now);
-                let created = self.change(&name, create).await?;
-                created.map(|b| AnyBoard::Windowed(Arc::new(b)))
-            }
-            NewBoard::Trending(config) => {
-                let create = store.trending().create_trending(&name, &config, now);
-                let created = self.change(&name, create).await?;
-                created.map(|b| AnyBoard::Trending(Arc::new(b)))
-            }
-        };
+        let config = config.into();
+        if let NewBoard::Windowed(config) = &config {
+            config.check_rank()?;
+        }
+        let create = self.inner.store.create_board(&name, &config, self.now());
+        let created = self.change(&name, create).await?;
         self.inner.boards.remember(created.board().clone());
         self.inner.board_changes.send_replace(());
         Ok(created)

@@ -7,11 +7,10 @@ use async_trait::async_trait;
 use crate::clock::Clock;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
-use crate::domain::any_board::AnyBoard;
+use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created};
-use crate::domain::{Ahead, AheadProbe};
 use crate::domain::{AroundOptions, Entry, Order};
-use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};
+use crate::domain::{BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -73,15 +72,19 @@ pub trait Store: Send + Sync + 'static {
     /// Checks that the store answers.
     async fn ping(&self) -> Result<()>;
 
-    /// Creates a board, or returns the existing one when its config is the same, or adds
-    /// windows when the config only adds windows larger than the existing ones. Any
-    /// other difference is [`Error::BoardConflict`](crate::Error::BoardConflict).
+    /// Creates a board of the kind `config` says, or returns the existing one when its
+    /// config is the same, or adds windows to a windowed board when the config only adds
+    /// windows larger than the existing ones. Any other difference is
+    /// [`Error::BoardConflict`](crate::Error::BoardConflict)
+    /// ([`Error::TrendingConflict`](crate::Error::TrendingConflict) for a trending
+    /// board); a board of the other kind of that name is
+    /// [`Error::BoardKind`](crate::Error::BoardKind).
     async fn create_board(
         &self,
         name: &BoardName,
-        config: &BoardConfig,
+        config: &NewBoard,
         now: Timestamp,
-    ) -> Result<Created>;
+    ) -> Result<Created<AnyBoard>>;
 
     /// The board of either kind, if it exists: one load tells its kind.
     async fn load_board(&self, name: &BoardName) -> Result<Option<AnyBoard>>;
@@ -181,19 +184,6 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
         members: &[Member],
     ) -> Result<Ranks>;
-
-    /// For each of `probes`, how many of window `window`'s ranked members are ranked
-    /// ahead of it: those with a strictly higher total and, when the probe names a
-    /// member, those with the same total and a member before it in the tie order (member
-    /// ascending). A probe's member need not be on the board. One atomic read, O(log N)
-    /// per probe. A sharded board's ranks are sums of these counts over its shards.
-    async fn count_ahead(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        probes: &[AheadProbe],
-    ) -> Result<Ahead>;
 
     /// Up to `n` entries on each side of `member` (a full page of `2n + 1` shifted at
     /// the ends with `options.fill`), in `options.order`; `None` without a positive

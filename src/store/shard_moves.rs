@@ -1,5 +1,6 @@
-//! [`ShardMoves`]: what a store gives a reshard of a sharded board (`sharded/reshard.rs`)
-//! beside its boards: the shard count and the state of a reshard on shard 0's record,
+//! [`ShardMoves`]: what a store gives a sharded board beside its boards: how many
+//! members rank ahead of a probe on one shard (`sharded/ranking.rs` sums them), and for
+//! a reshard (`sharded/reshard.rs`) the shard count and the state of a reshard on shard 0's record,
 //! and per shard the members marked moved off it (writers route by it), the moves
 //! under way (each member's stash, so a move cut short is finished, not redone), and
 //! every member the shard holds a value of. Reached through
@@ -8,14 +9,28 @@
 
 use async_trait::async_trait;
 
-use crate::domain::Member;
 use crate::domain::board::{Board, Resharding};
+use crate::domain::{Ahead, AheadProbe, Member, Timestamp};
 use crate::error::Result;
 
-/// A store's part in a reshard. The methods that change something check the board's
-/// version, as every board call does.
+/// A store's part in sharded boards: the counts their ranks are summed from, and a
+/// reshard's records. The methods that change something check the board's version, as
+/// every board call does.
 #[async_trait]
 pub(crate) trait ShardMoves: Send + Sync {
+    /// For each of `probes`, how many of window `window`'s ranked members are ranked
+    /// ahead of it: those with a strictly higher total and, when the probe names a
+    /// member, those with the same total and a member before it in the tie order (member
+    /// ascending). A probe's member need not be on the board. One atomic read, O(log N)
+    /// per probe. A sharded board's ranks are sums of these counts over its shards.
+    async fn count_ahead(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        probes: &[AheadProbe],
+    ) -> Result<Ahead>;
+
     /// Sets the board's shard count and its reshard's state under a new version (every
     /// cached copy reloads: calls made with the old one are refused). The board as
     /// stored now.

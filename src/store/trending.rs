@@ -15,8 +15,8 @@ use async_trait::async_trait;
 use super::keyed::WriteKey;
 use crate::domain::{AroundOptions, Order};
 use crate::domain::{
-    BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
-    TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+    Member, Timestamp, TrendCounts, TrendMaintenance, TrendOptions, TrendPage, TrendRange,
+    TrendRanks, TrendStanding, TrendWrite, TrendingBoard,
 };
 use crate::error::Result;
 
@@ -41,17 +41,6 @@ pub enum TrendKeyed {
 /// is another incarnation.
 #[async_trait]
 pub trait TrendingStore: Send + Sync + 'static {
-    /// Creates a trending board, or returns the existing one when its config is the
-    /// same; another config is
-    /// [`Error::TrendingConflict`](crate::Error::TrendingConflict), a windowed board of
-    /// that name [`Error::BoardKind`](crate::Error::BoardKind).
-    async fn create_trending(
-        &self,
-        name: &BoardName,
-        config: &TrendingConfig,
-        now: Timestamp,
-    ) -> Result<TrendCreated>;
-
     /// How many members the board holds and ranks, its landmark, whether it rescales.
     async fn trend_counts(&self, board: &TrendingBoard) -> Result<TrendCounts>;
 

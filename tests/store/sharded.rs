@@ -495,7 +495,9 @@ async fn the_shards_of_a_board_land_on_every_master_of_a_cluster() {
         let mut per_master = std::collections::BTreeMap::<u16, u32>::new();
         let mut members = 0;
         for b in Store::list_boards(&raw).await.unwrap() {
-            let b = b.windowed().unwrap();
+            let Some(b) = b.windowed() else {
+                continue; // another test's trending board
+            };
             let name = b.name.as_str();
             if name == board || name.starts_with(&format!("{board}#")) {
                 let owner = cluster.owner(cluster.keyslot(&format!("board_{{{name}}}")));

@@ -28,9 +28,8 @@ use board_state::MemBoard;
 
 use crate::domain::Removed;
 use crate::domain::RetireReport;
-use crate::domain::any_board::AnyBoard;
+use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created};
-use crate::domain::{Ahead, AheadProbe};
 use crate::domain::{AroundOptions, Order};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
@@ -51,6 +50,67 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    /// Creates, finds or extends windowed board `name` (see [`Store::create_board`]).
+    fn create_windowed(
+        &self,
+        name: &BoardName,
+        config: &BoardConfig,
+        now: Timestamp,
+    ) -> Result<Created> {
+        let mut boards = self.boards.write().unwrap_or_else(|e| e.into_inner());
+        if self.trending.contains(name) {
+            return Err(Error::BoardKind {
+                board: name.to_string(),
+                kind: "trending",
+            });
+        }
+        if let Some(entry) = boards.get(name) {
+            let mut state = lock(entry);
+            let config = &config.layout_defaulting_to(&state.board.config);
+            // The snapshots policy is the one option a live board takes as is.
+            let compatible = state.board.config.same_but_snapshots(config)
+                || state.board.config.extended_by(config).is_some();
+            if compatible {
+                let updated = state
+                    .board
+                    .config
+                    .clone()
+                    .with_snapshots(config.snapshots());
+                state.set_config(updated);
+            }
+            let existing = state.board.clone();
+            if existing.config == *config {
+                return Ok(Created::Existing(existing));
+            }
+            if existing.config.extended_by(config).is_none() {
+                return Err(Error::BoardConflict {
+                    board: name.to_string(),
+                    existing: existing.config,
+                    asked: Box::new(config.clone()),
+                });
+            }
+            let extended = Board {
+                config: config.clone(),
+                version: new_version(),
+                ..existing
+            };
+            state.extend(extended.clone(), now);
+            return Ok(Created::Extended(extended));
+        }
+        let version = new_version();
+        let board = Board {
+            name: name.clone(),
+            config: config.clone(),
+            version,
+            created_at: now,
+            incarnation: version,
+            resharding: None,
+        };
+        let state = MemBoard::new(board.clone(), now);
+        boards.insert(name.clone(), Arc::new(Mutex::new(state)));
+        Ok(Created::New(board))
+    }
+
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
@@ -117,61 +177,17 @@ impl Store for MemoryStore {
     async fn create_board(
         &self,
         name: &BoardName,
-        config: &BoardConfig,
+        config: &NewBoard,
         now: Timestamp,
-    ) -> Result<Created> {
-        let mut boards = self.boards.write().unwrap_or_else(|e| e.into_inner());
-        if self.trending.contains(name) {
-            return Err(Error::BoardKind {
-                board: name.to_string(),
-                kind: "trending",
-            });
-        }
-        if let Some(entry) = boards.get(name) {
-            let mut state = lock(entry);
-            let config = &config.layout_defaulting_to(&state.board.config);
-            // The snapshots policy is the one option a live board takes as is.
-            let compatible = state.board.config.same_but_snapshots(config)
-                || state.board.config.extended_by(config).is_some();
-            if compatible {
-                let updated = state
-                    .board
-                    .config
-                    .clone()
-                    .with_snapshots(config.snapshots());
-                state.set_config(updated);
-            }
-            let existing = state.board.clone();
-            if existing.config == *config {
-                return Ok(Created::Existing(existing));
-            }
-            if existing.config.extended_by(config).is_none() {
-                return Err(Error::BoardConflict {
-                    board: name.to_string(),
-                    existing: existing.config,
-                    asked: Box::new(config.clone()),
-                });
-            }
-            let extended = Board {
-                config: config.clone(),
-                version: new_version(),
-                ..existing
-            };
-            state.extend(extended.clone(), now);
-            return Ok(Created::Extended(extended));
-        }
-        let version = new_version();
-        let board = Board {
-            name: name.clone(),
-            config: config.clone(),
-            version,
-            created_at: now,
-            incarnation: version,
-            resharding: None,
-        };
-        let state = MemBoard::new(board.clone(), now);
-        boards.insert(name.clone(), Arc::new(Mutex::new(state)));
-        Ok(Created::New(board))
+    ) -> Result<Created<AnyBoard>> {
+        Ok(match config {
+            NewBoard::Windowed(config) => self
+                .create_windowed(name, config, now)?
+                .map(|b| AnyBoard::Windowed(Arc::new(b))),
+            NewBoard::Trending(config) => self
+                .create_trending(name, config, now)?
+                .map(|b| AnyBoard::Trending(Arc::new(b))),
+        })
     }
 
     async fn load_board(&self, name: &BoardName) -> Result<Option<AnyBoard>> {
@@ -278,16 +294,6 @@ impl Store for MemoryStore {
         members: &[Member],
     ) -> Result<Ranks> {
         self.with_board(board, |b| b.ranks(window, now, members))
-    }
-
-    async fn count_ahead(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        probes: &[AheadProbe],
-    ) -> Result<Ahead> {
-        self.with_board(board, |b| b.count_ahead(window, now, probes))
     }
 
     async fn around(

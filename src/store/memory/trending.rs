@@ -330,9 +330,9 @@ impl MemTrend {
     }
 }
 
-#[async_trait]
-impl TrendingStore for MemoryStore {
-    async fn create_trending(
+impl MemoryStore {
+    /// Creates or finds trending board `name` (see [`Store::create_board`]).
+    pub(super) fn create_trending(
         &self,
         name: &BoardName,
         config: &TrendingConfig,
@@ -379,7 +379,10 @@ impl TrendingStore for MemoryStore {
         );
         Ok(TrendCreated::New(board))
     }
+}
 
+#[async_trait]
+impl TrendingStore for MemoryStore {
     async fn trend_counts(&self, board: &TrendingBoard) -> Result<TrendCounts> {
         self.trending.with(board, |b| TrendCounts {
             members: b.values.len() as u64,

@@ -49,7 +49,7 @@ use sums::ingest::Ingest;
 
 use crate::domain::Removed;
 use crate::domain::RetireReport;
-use crate::domain::any_board::AnyBoard;
+use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, Resharding};
 use crate::domain::memory_check::MemoryReading;
 use crate::domain::{BoardConfig, BoardName, Layout, Member, MemberData, Timestamp};
@@ -85,6 +85,31 @@ impl std::fmt::Debug for RedisStore {
 }
 
 impl RedisStore {
+    /// Creates, finds or extends windowed board `name` (see [`Store::create_board`]).
+    async fn create_windowed(
+        &self,
+        name: &BoardName,
+        config: &BoardConfig,
+        now: Timestamp,
+    ) -> Result<Created> {
+        let extension = match board::boards::create(&self.conn, name, config, now).await? {
+            board::boards::Creating::Done(created) => return Ok(created),
+            board::boards::Creating::Extend(extension) => extension,
+        };
+        // A board whose largest window still has frozen slots to consume is retired
+        // first, then extended again (see `extend_board.lua`), a few times at most.
+        for _ in 0..EXTEND_ATTEMPTS {
+            match board::boards::extend(&self.conn, &extension).await? {
+                Some(created) => return Ok(created),
+                None => {
+                    let options = RetireOptions::default();
+                    self.retire_board(&extension.existing, now, options).await?;
+                }
+            }
+        }
+        Err(extension.kept_freezing())
+    }
+
     /// Connects to `url` (`redis://host:port/db`, or `rediss://user:password@host:port/`
     /// for TLS and an ACL user) with default options.
     pub async fn connect(url: &str) -> Result<Self> {
@@ -216,25 +241,18 @@ impl Store for RedisStore {
     async fn create_board(
         &self,
         name: &BoardName,
-        config: &BoardConfig,
+        config: &NewBoard,
         now: Timestamp,
-    ) -> Result<Created> {
-        let extension = match board::boards::create(&self.conn, name, config, now).await? {
-            board::boards::Creating::Done(created) => return Ok(created),
-            board::boards::Creating::Extend(extension) => extension,
-        };
-        // A board whose largest window still has frozen slots to consume is retired
-        // first, then extended again (see `extend_board.lua`), a few times at most.
-        for _ in 0..EXTEND_ATTEMPTS {
-            match board::boards::extend(&self.conn, &extension).await? {
-                Some(created) => return Ok(created),
-                None => {
-                    let options = RetireOptions::default();
-                    self.retire_board(&extension.existing, now, options).await?;
-                }
-            }
-        }
-        Err(extension.kept_freezing())
+    ) -> Result<Created<AnyBoard>> {
+        Ok(match config {
+            NewBoard::Windowed(config) => self
+                .create_windowed(name, config, now)
+                .await?
+                .map(|b| AnyBoard::Windowed(Arc::new(b))),
+            NewBoard::Trending(config) => trending::create(&self.conn, name, config, now)
+                .await?
+                .map(|b| AnyBoard::Trending(Arc::new(b))),
+        })
     }
 
     async fn load_board(&self, name: &BoardName) -> Result<Option<AnyBoard>> {
@@ -338,16 +356,6 @@ impl Store for RedisStore {
         members: &[Member],
     ) -> Result<crate::domain::Ranks> {
         board::read::ranks(&self.conn, board, window, now, members).await
-    }
-
-    async fn count_ahead(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        probes: &[crate::domain::AheadProbe],
-    ) -> Result<crate::domain::Ahead> {
-        board::read::count_ahead(&self.conn, board, window, now, probes).await
     }
 
     async fn around(
@@ -458,6 +466,16 @@ impl Store for RedisStore {
 
 #[async_trait]
 impl ShardMoves for RedisStore {
+    async fn count_ahead(
+        &self,
+        board: &Board,
+        window: usize,
+        now: Timestamp,
+        probes: &[crate::domain::AheadProbe],
+    ) -> Result<crate::domain::Ahead> {
+        board::read::count_ahead(&self.conn, board, window, now, probes).await
+    }
+
     async fn set_shards(
         &self,
         board: &Board,

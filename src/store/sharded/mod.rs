@@ -28,11 +28,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::clock::Clock;
-use crate::domain::any_board::AnyBoard;
+use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created};
 use crate::domain::memory_check::MemoryReading;
-use crate::domain::{Ahead, AheadProbe, AroundOptions, Entry, Order, RetireReport, SlotWrite};
-use crate::domain::{BoardConfig, BoardName, Member, MemberData, Removed, Timestamp};
+use crate::domain::{AroundOptions, Entry, Order, RetireReport, SlotWrite};
+use crate::domain::{BoardName, Member, MemberData, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -103,12 +103,14 @@ impl Store for ShardedStore {
     async fn create_board(
         &self,
         name: &BoardName,
-        config: &BoardConfig,
+        config: &NewBoard,
         now: Timestamp,
-    ) -> Result<Created> {
+    ) -> Result<Created<AnyBoard>> {
         let created = self.inner.create_board(name, config, now).await?;
-        if created.board().shard_span() > 1 {
-            upkeep::create_shards(self.inner.as_ref(), created.board(), now).await?;
+        if let Some(board) = created.board().windowed()
+            && board.shard_span() > 1
+        {
+            upkeep::create_shards(self.inner.as_ref(), board, now).await?;
             self.sets.forget(name);
         }
         Ok(created)
@@ -242,19 +244,6 @@ impl Store for ShardedStore {
         match self.sharded(board).await? {
             None => self.inner.ranks(board, window, now, members).await,
             Some(s) => Box::pin(s.in_window(window, now).ranks(members)).await,
-        }
-    }
-
-    async fn count_ahead(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        probes: &[AheadProbe],
-    ) -> Result<Ahead> {
-        match self.sharded(board).await? {
-            None => self.inner.count_ahead(board, window, now, probes).await,
-            Some(s) => Box::pin(s.in_window(window, now).ahead(probes)).await,
         }
     }
 

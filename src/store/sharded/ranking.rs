@@ -3,7 +3,7 @@
 //! Every shard ranks its own members in the board's order (total, then member
 //! ascending), so the board's ranking is the merge of the shards' and a member's place
 //! in it is the sum over the shards of the members ahead of it
-//! ([`Store::count_ahead`](crate::store::Store::count_ahead), one call per shard):
+//! ([`ShardMoves::count_ahead`](crate::store::ShardMoves::count_ahead), one call per shard):
 //!
 //! - a member's rank: 1 + the members ahead of its total (competition) or of its total
 //!   and name (position), in every shard; its percentile from the same counts;
@@ -63,13 +63,10 @@ impl InWindow<'_> {
 
     /// Each shard's counts for `probes`, and the slots they cover together.
     async fn ahead_each(&self, probes: &[AheadProbe]) -> Result<(Coverage, Vec<Vec<u64>>)> {
+        let store = self.sharded.moves()?;
         let answers = self
             .sharded
-            .each(|_, b| {
-                self.sharded
-                    .store
-                    .count_ahead(b, self.window, self.now, probes)
-            })
+            .each(|_, b| store.count_ahead(b, self.window, self.now, probes))
             .await?;
         let coverage = joined(answers.iter().map(Ahead::coverage));
         Ok((coverage, answers.into_iter().map(|a| a.counts).collect()))

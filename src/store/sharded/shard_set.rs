@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures_util::future::try_join_all;
 
 use super::names::{shard_names, shard_of};
-use crate::domain::any_board::AnyBoard;
+use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::Board;
 use crate::domain::{BoardConfig, BoardName, Member};
 use crate::error::{Error, Result};
@@ -50,7 +50,7 @@ impl ShardSets {
             return Ok(set.clone());
         }
         let names = shard_names(board);
-        let config = shard_config(&board.config);
+        let config = NewBoard::Windowed(shard_config(&board.config));
         let loads = names[1..].iter().map(|name| {
             let config = &config;
             async move {
@@ -59,11 +59,11 @@ impl ShardSets {
                     Some(_) => Err(Error::store(format!(
                         "shard {name} is not a windowed board"
                     ))),
-                    None => Ok(store
-                        .create_board(name, config, board.created_at)
-                        .await?
-                        .board()
-                        .clone()),
+                    None => {
+                        let created = store.create_board(name, config, board.created_at);
+                        let shard = created.await?.board().windowed().cloned();
+                        shard.ok_or_else(|| Error::store(format!("shard {name} is trending")))
+                    }
                 }
             }
         });

@@ -9,7 +9,7 @@ use futures_util::future::try_join_all;
 use super::names::{shard_names, shard_of};
 use super::shard_set::shard_config;
 use super::view::Sharded;
-use crate::domain::any_board::AnyBoard;
+use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, WindowStatus};
 use crate::domain::{BoardName, History, Layout, Member, MemberData, Removed, Timestamp};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport, RetireReport};
@@ -19,7 +19,7 @@ use crate::store::{RetireOptions, Store};
 /// Creates (or finds, or extends as the board was) the shards of `board` after `board`
 /// itself: a board is never listed without its shards for longer than this call.
 pub(super) async fn create_shards(store: &dyn Store, board: &Board, now: Timestamp) -> Result<()> {
-    let config = shard_config(&board.config);
+    let config = NewBoard::Windowed(shard_config(&board.config));
     let names = shard_names(board);
     try_join_all(
         names[1..]

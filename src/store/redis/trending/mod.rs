@@ -28,7 +28,7 @@ use crate::store::redis::sums::budget::Budget;
 use crate::store::{TrendKeyed, TrendingStore, WriteKey, new_version};
 use read::{around, counts, ranks, standing, top};
 
-async fn create(
+pub(super) async fn create(
     conn: &RedisConn,
     name: &BoardName,
     config: &TrendingConfig,
@@ -352,15 +352,6 @@ async fn maintain(
 
 #[async_trait]
 impl TrendingStore for RedisStore {
-    async fn create_trending(
-        &self,
-        name: &BoardName,
-        config: &TrendingConfig,
-        now: Timestamp,
-    ) -> Result<TrendCreated> {
-        create(&self.conn, name, config, now).await
-    }
-
     async fn trend_counts(&self, board: &TrendingBoard) -> Result<TrendCounts> {
         counts(&self.conn, board).await
     }
