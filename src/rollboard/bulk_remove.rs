@@ -103,12 +103,11 @@ impl Windowed<'_> {
         range: ScoreRange,
         offset: u64,
     ) -> Result<TopPage> {
-        let board = self.board;
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         let limit = MAX_BULK_REMOVE as u64 + 1;
         self.rb
-            .on_window(board, window, |b, w| async move {
+            .on_window(self.board, window, |b, w| async move {
                 let range = stored_range(&b, range);
                 let page = store.top(&b, w, now, range, Order::Desc, offset, limit);
                 Ok(own_values(&b, page.await?))
@@ -129,10 +128,9 @@ impl Windowed<'_> {
 
     /// Removes each member with the store's exact removal, one after the other.
     async fn remove_each(self, members: &[Member], more: bool) -> Result<BulkRemoved> {
-        let board = self.board;
         let store = &self.rb.inner.store;
         self.rb
-            .on_board(board, |b| async move {
+            .on_board(self.board, |b| async move {
                 let mut done = BulkRemoved {
                     more,
                     ..BulkRemoved::default()

@@ -5,7 +5,12 @@
 //! is a borrowed name, copied freely: it loads nothing until one of its operations runs.
 //! What every board answers whatever its kind is on [`Rollboard`] itself.
 
+use std::sync::Arc;
+
 use super::Rollboard;
+use crate::domain::board::Board;
+use crate::domain::{BoardName, TrendingBoard};
+use crate::error::Result;
 
 /// The operations of the windowed board `board` (see [`Rollboard::windowed`]).
 #[derive(Clone, Copy, Debug)]
@@ -37,6 +42,22 @@ pub struct Counters<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct Stats<'a> {
     pub(super) rb: &'a Rollboard,
+}
+
+impl Windowed<'_> {
+    /// The board as cached (one load when it is not).
+    pub(super) async fn cached(self) -> Result<Arc<Board>> {
+        self.rb.cached_board(&BoardName::parse(self.board)?).await
+    }
+}
+
+impl Trending<'_> {
+    /// The board as cached (one load when it is not).
+    pub(super) async fn cached(self) -> Result<Arc<TrendingBoard>> {
+        self.rb
+            .cached_trending(&BoardName::parse(self.board)?)
+            .await
+    }
 }
 
 impl Rollboard {

@@ -10,7 +10,7 @@
 
 use super::Windowed;
 use super::write::{BatchOutcome, record, slot_writes};
-use crate::domain::{BoardName, Event, Fingerprint, IdempotencyKey};
+use crate::domain::{Event, Fingerprint, IdempotencyKey};
 use crate::error::{Error, Result};
 use crate::store::{Keyed, WriteKey};
 
@@ -43,8 +43,7 @@ impl Windowed<'_> {
         key: &IdempotencyKey,
         fingerprint: &Fingerprint,
     ) -> Result<KeyedOutcome> {
-        let board = self.board;
-        let mut board = self.rb.cached_board(&BoardName::parse(board)?).await?;
+        let mut board = self.cached().await?;
         let store = &self.rb.inner.store;
         let write_key = WriteKey {
             name: key.as_str().to_owned(),

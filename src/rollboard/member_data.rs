@@ -23,14 +23,13 @@ impl Windowed<'_> {
     /// members with a total). The data goes when that total does (retirement, a write
     /// back to 0, removal, a drop).
     pub async fn set_member_data(self, member: &str, data: MemberData) -> Result<()> {
-        let board = self.board;
         let parsed = Member::parse(member)?;
         let store = &self.rb.inner.store;
         let entries = [(parsed, data)];
         let entries = &entries;
         let set = self
             .rb
-            .on_board(board, |b| async move {
+            .on_board(self.board, |b| async move {
                 self.rb
                     .change(&b.name, store.set_member_data(&b, entries))
                     .await
@@ -39,7 +38,7 @@ impl Windowed<'_> {
         if set.first() == Some(&true) {
             Ok(())
         } else {
-            Err(missing(board, member, NO_TOTAL))
+            Err(missing(self.board, member, NO_TOTAL))
         }
     }
 
@@ -51,12 +50,11 @@ impl Windowed<'_> {
 
     /// Deletes `member`'s data on `board`: whether it had any.
     pub async fn delete_member_data(self, member: &str) -> Result<bool> {
-        let board = self.board;
         let member = Member::parse(member)?;
         let store = &self.rb.inner.store;
         let member = &member;
         self.rb
-            .on_board(board, |b| async move {
+            .on_board(self.board, |b| async move {
                 self.rb
                     .change(&b.name, store.delete_member_data(&b, member))
                     .await
@@ -93,10 +91,9 @@ impl Windowed<'_> {
     /// The data of each of `members` on `board`, in order, for a read's answer: through
     /// the read cache like the read (see [`Rollboard::reading_within`]).
     async fn data_beside_reads(self, members: &[Member]) -> Result<Vec<Option<MemberData>>> {
-        let board = self.board;
         let store = &self.rb.inner.store;
         self.rb
-            .on_board(board, |b| async move {
+            .on_board(self.board, |b| async move {
                 let key = || format!("data {members:?}");
                 let fetch = || store.member_data(&b, members);
                 Ok(self.rb.read_through(&b.name, key, fetch).await?.0)

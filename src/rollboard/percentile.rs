@@ -48,7 +48,6 @@ impl Windowed<'_> {
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
-        let board = self.board;
         if !(percent > 0.0 && percent <= 100.0) {
             return Err(Error::InvalidQuery {
                 reason: format!("percent must be above 0 and at most 100, got {percent}"),
@@ -59,7 +58,7 @@ impl Windowed<'_> {
         let store = &self.rb.inner.store;
         let page = self
             .rb
-            .on_window(board, window, |b, w| async move {
+            .on_window(self.board, window, |b, w| async move {
                 let key = || format!("percent {w} {percent} {order:?} {offset} {limit}");
                 let b = &b;
                 let fetch = || async move {
@@ -82,7 +81,6 @@ impl Windowed<'_> {
     /// ranked members (see the module's header); [`Error::RankingEmpty`] when none is
     /// ranked.
     pub async fn score_at(self, window: Option<Span>, percentile: f64) -> Result<ScoreAt> {
-        let board = self.board;
         if !(0.0..=1.0).contains(&percentile) {
             return Err(Error::InvalidQuery {
                 reason: format!("percentile must be between 0 and 1, got {percentile}"),
@@ -92,7 +90,7 @@ impl Windowed<'_> {
         let store = &self.rb.inner.store;
         let at = self
             .rb
-            .on_window(board, window, |b, w| async move {
+            .on_window(self.board, window, |b, w| async move {
                 let span = b.config.windows()[w];
                 // The ranking may shrink between the count and the read: count again then.
                 for _ in 0..3 {

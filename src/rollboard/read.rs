@@ -60,12 +60,11 @@ impl Windowed<'_> {
         offset: u64,
         limit: u64,
     ) -> Result<TopPage> {
-        let board = self.board;
         check_page(offset, limit, self.rb.inner.settings.max_limit)?;
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         self.rb
-            .on_window(board, window, |b, w| async move {
+            .on_window(self.board, window, |b, w| async move {
                 let key = || format!("top {w} {range:?} {order:?} {offset} {limit}");
                 let fetch = || store.top(&b, w, now, stored_range(&b, range), order, offset, limit);
                 let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
@@ -81,13 +80,12 @@ impl Windowed<'_> {
     /// when the total is not positive) and percentile (the share of ranked members
     /// strictly below it) in `window`; `None` when it holds no total there.
     pub async fn score(self, member: &str, window: Option<Span>) -> Result<Option<Standing>> {
-        let board = self.board;
         let member = Member::parse(member)?;
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         let member = &member;
         self.rb
-            .on_window(board, window, |b, w| async move {
+            .on_window(self.board, window, |b, w| async move {
                 let key = || format!("standing {w} {member}");
                 let fetch = || store.standing(&b, w, now, member);
                 let (standing, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
@@ -101,13 +99,12 @@ impl Windowed<'_> {
     /// member asked (duplicates too), its total whatever its sign (0 when it holds
     /// none) and `rank` `None` unless the total is positive.
     pub async fn ranks<S: AsRef<str>>(self, members: &[S], window: Option<Span>) -> Result<Ranks> {
-        let board = self.board;
         let members = parse_ranks_members(members)?;
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         let members = &members;
         self.rb
-            .on_window(board, window, |b, w| async move {
+            .on_window(self.board, window, |b, w| async move {
                 let key = || format!("ranks {w} {members:?}");
                 let fetch = || store.ranks(&b, w, now, members);
                 let (ranks, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
@@ -132,14 +129,13 @@ impl Windowed<'_> {
         n: u64,
         options: AroundOptions,
     ) -> Result<Option<TopPage>> {
-        let board = self.board;
         check_around(n)?;
         let member = Member::parse(member)?;
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         let member = &member;
         self.rb
-            .on_window(board, window, |b, w| async move {
+            .on_window(self.board, window, |b, w| async move {
                 let key = || format!("around {w} {n} {options:?} {member}");
                 let fetch = || store.around(&b, w, now, member, n, options);
                 let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
@@ -150,13 +146,12 @@ impl Windowed<'_> {
 
     /// The member's non-zero values per slot over the board's largest window.
     pub async fn history(self, member: &str) -> Result<History> {
-        let board = self.board;
         let member = Member::parse(member)?;
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         let member = &member;
         self.rb
-            .on_board(board, |b| async move {
+            .on_board(self.board, |b| async move {
                 Ok(own_values(&b, store.history(&b, now, member).await?))
             })
             .await

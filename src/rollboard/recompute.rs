@@ -14,10 +14,9 @@ impl Windowed<'_> {
     /// retirement of the board waits meanwhile. [`Error::BoardBusy`](crate::Error::BoardBusy) while another
     /// recompute of the board runs.
     pub async fn recompute(self, window: Option<Span>) -> Result<RecomputeReport> {
-        let board = self.board;
         let store = &self.rb.inner.store;
         self.rb
-            .on_board(board, |b| async move {
+            .on_board(self.board, |b| async move {
                 let windows = match window {
                     Some(w) => vec![window_index(&b, Some(w))?],
                     None => (0..b.config.windows().len()).collect(),
@@ -33,10 +32,9 @@ impl Windowed<'_> {
 
     /// Builds the totals of windows added to the board ([`Created::Extended`](crate::Created::Extended)), if any.
     pub async fn build_windows(self) -> Result<RecomputeReport> {
-        let board = self.board;
         let store = &self.rb.inner.store;
         self.rb
-            .on_board(board, |b| async move {
+            .on_board(self.board, |b| async move {
                 let mut report = RecomputeReport::default();
                 for w in store.pending_windows(&b).await? {
                     report.absorb(self.rb.change(&b.name, store.recompute(&b, w)).await?);
@@ -52,8 +50,7 @@ impl Windowed<'_> {
     /// build that fails or is cut short is simply started again (the service's sweep
     /// does). Call it inside a tokio runtime.
     pub fn spawn_build_windows(self) -> JoinHandle<Result<RecomputeReport>> {
-        let board = self.board;
-        let (boards, board) = (self.rb.clone(), board.to_owned());
+        let (boards, board) = (self.rb.clone(), self.board.to_owned());
         tokio::spawn(async move { boards.windowed(&board).build_windows().await })
     }
 }

@@ -21,11 +21,10 @@ impl Windowed<'_> {
         layout: Layout,
         options: RelayoutOptions,
     ) -> Result<RelayoutReport> {
-        let board = self.board;
         let store = &self.rb.inner.store;
         let report = self
             .rb
-            .on_board(board, |b| async move {
+            .on_board(self.board, |b| async move {
                 sums_only(&b, "relayout")?;
                 self.rb
                     .change(&b.name, store.relayout(&b, layout, options))
@@ -33,7 +32,7 @@ impl Windowed<'_> {
             })
             .await?;
         // The cached config names the old layout: load it afresh when next used.
-        self.rb.inner.boards.forget(&BoardName::parse(board)?);
+        self.rb.inner.boards.forget(&BoardName::parse(self.board)?);
         Ok(report)
     }
 }

@@ -14,12 +14,11 @@ impl Windowed<'_> {
     /// finished by running it again with the same count; a run to another count, or a
     /// second run at once, is refused ([`Error::ReshardRunning`](crate::Error::ReshardRunning)).
     pub async fn reshard(self, shards: u32) -> Result<ReshardReport> {
-        let board = self.board;
         let store = &self.rb.inner.store;
         let clock = self.rb.inner.clock.as_ref();
         let report = self
             .rb
-            .on_board(board, |b| async move {
+            .on_board(self.board, |b| async move {
                 sums_only(&b, "reshard")?;
                 self.rb
                     .change(&b.name, store.reshard(&b, shards, clock))
@@ -27,7 +26,7 @@ impl Windowed<'_> {
             })
             .await;
         // The cached config names the old count: load it afresh when next used.
-        self.rb.inner.boards.forget(&BoardName::parse(board)?);
+        self.rb.inner.boards.forget(&BoardName::parse(self.board)?);
         report
     }
 }

@@ -14,11 +14,10 @@ impl Windowed<'_> {
     /// downtime spanning several boundaries only the newest can be taken: the totals of
     /// the older ones are gone.
     pub async fn take_snapshots(self) -> Result<SnapshotPass> {
-        let board = self.board;
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         self.rb
-            .on_board(board, |b| async move {
+            .on_board(self.board, |b| async move {
                 let boundary = b.config.slot_start(now);
                 if boundary * 1000 <= b.created_at.unix_millis() {
                     return Ok(SnapshotPass::Off);
@@ -31,10 +30,9 @@ impl Windowed<'_> {
     /// The snapshots of `window` (the board's first window when `None`) whose boundaries
     /// are in `range`, newest first.
     pub async fn snapshots(self, window: Option<Span>, range: SnapshotRange) -> Result<Snapshots> {
-        let board = self.board;
         let store = &self.rb.inner.store;
         self.rb
-            .on_window(board, window, |b, w| async move {
+            .on_window(self.board, window, |b, w| async move {
                 Ok(Snapshots {
                     board: b.name.clone(),
                     window: b.config.windows()[w],

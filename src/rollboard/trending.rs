@@ -22,21 +22,13 @@ impl Trending<'_> {
     /// The trending board `name`: [`Error::BoardNotFound`] when there is none,
     /// [`Error::BoardKind`] when it is a windowed board.
     pub async fn board(self) -> Result<TrendingBoard> {
-        Ok(TrendingBoard::clone(
-            &*self
-                .rb
-                .cached_trending(&BoardName::parse(self.board)?)
-                .await?,
-        ))
+        Ok(TrendingBoard::clone(&*self.cached().await?))
     }
 
     /// The trending board with how many members it holds and ranks now, its landmark
     /// and whether a rescale is under way.
     pub async fn describe(self) -> Result<(TrendingBoard, TrendCounts)> {
-        let mut board = self
-            .rb
-            .cached_trending(&BoardName::parse(self.board)?)
-            .await?;
+        let mut board = self.cached().await?;
         let store = self.rb.store().trending();
         let counts = self
             .rb
@@ -70,8 +62,7 @@ impl Trending<'_> {
     /// were applied when it came part-way; under an idempotency key
     /// ([`write_keyed`](Self::write_keyed)) a retry applies exactly the rest.
     pub async fn incr_batch(self, events: &[Event]) -> Result<BatchOutcome> {
-        let board = self.board;
-        let name = BoardName::parse(board)?;
+        let name = BoardName::parse(self.board)?;
         self.rb.settings().admission().check_batch(events.len())?;
         let now = self.rb.now();
         let mut board = self.rb.cached_trending(&name).await?;
@@ -99,8 +90,7 @@ impl Trending<'_> {
         key: &IdempotencyKey,
         fingerprint: &Fingerprint,
     ) -> Result<KeyedOutcome> {
-        let board = self.board;
-        let name = BoardName::parse(board)?;
+        let name = BoardName::parse(self.board)?;
         self.rb.settings().admission().check_batch(events.len())?;
         let mut now = self.rb.now();
         let mut board = self.rb.cached_trending(&name).await?;
@@ -173,10 +163,9 @@ impl Trending<'_> {
         offset: u64,
         limit: u64,
     ) -> Result<TrendPage> {
-        let board = self.board;
         check_page(offset, limit, self.rb.settings().max_limit)?;
         let now = self.rb.now();
-        let mut board = self.rb.cached_trending(&BoardName::parse(board)?).await?;
+        let mut board = self.cached().await?;
         let store = self.rb.store().trending();
         self.rb
             .retry_trending(&mut board, |b| async move {
@@ -191,10 +180,9 @@ impl Trending<'_> {
     /// The member's score now whatever its sign, rank (`None` unless positive) and
     /// percentile; `None` when it holds no score.
     pub async fn score(self, member: &str) -> Result<Option<TrendStanding>> {
-        let board = self.board;
         let member = Member::parse(member)?;
         let now = self.rb.now();
-        let mut board = self.rb.cached_trending(&BoardName::parse(board)?).await?;
+        let mut board = self.cached().await?;
         let store = self.rb.store().trending();
         let member = &member;
         self.rb
@@ -210,10 +198,9 @@ impl Trending<'_> {
     /// The score and rank of each of `members` now (in order, duplicates kept; 1 to
     /// 1,000 members), read in one step.
     pub async fn ranks<S: AsRef<str>>(self, members: &[S]) -> Result<TrendRanks> {
-        let board = self.board;
         let members = parse_ranks_members(members)?;
         let now = self.rb.now();
-        let mut board = self.rb.cached_trending(&BoardName::parse(board)?).await?;
+        let mut board = self.cached().await?;
         let store = self.rb.store().trending();
         let members = &members;
         self.rb
@@ -235,11 +222,10 @@ impl Trending<'_> {
         n: u64,
         options: AroundOptions,
     ) -> Result<Option<TrendPage>> {
-        let board = self.board;
         check_around(n)?;
         let member = Member::parse(member)?;
         let now = self.rb.now();
-        let mut board = self.rb.cached_trending(&BoardName::parse(board)?).await?;
+        let mut board = self.cached().await?;
         let store = self.rb.store().trending();
         let member = &member;
         self.rb
@@ -256,9 +242,8 @@ impl Trending<'_> {
     /// members below the floor (the service's scheduler runs it for every trending
     /// board; see [`maintain_trending`](crate::Rollboard::maintain_trending)).
     pub async fn maintain(self, options: TrendOptions) -> Result<TrendMaintenance> {
-        let board = self.board;
         let now = self.rb.now();
-        let board = self.rb.cached_trending(&BoardName::parse(board)?).await?;
+        let board = self.cached().await?;
         let pass = self
             .rb
             .store()

@@ -3,7 +3,7 @@
 
 use super::{Rollboard, Windowed};
 use crate::domain::board::Board;
-use crate::domain::{BoardName, Event, Member, Removed, Timestamp, too_late};
+use crate::domain::{Event, Member, Removed, Timestamp, too_late};
 use crate::error::{Error, Result};
 use crate::store::{SlotWrite, WriteStatus};
 
@@ -46,8 +46,7 @@ impl Windowed<'_> {
     /// and the rest are applied. Errors only when nothing could be applied: unknown
     /// board, batch too large, or the store failed before any event landed.
     pub async fn incr_batch(self, events: &[Event]) -> Result<BatchOutcome> {
-        let board = self.board;
-        let mut board = self.rb.cached_board(&BoardName::parse(board)?).await?;
+        let mut board = self.cached().await?;
         let now = self.rb.now();
         let (valid, mut outcome) = self.rb.validate(&board, now, events)?;
 
@@ -91,8 +90,7 @@ impl Windowed<'_> {
         events: &[Event],
         token: &str,
     ) -> Result<Option<BatchOutcome>> {
-        let board = self.board;
-        let mut board = self.rb.cached_board(&BoardName::parse(board)?).await?;
+        let mut board = self.cached().await?;
         let now = self.rb.now();
         let (valid, mut outcome) = self.rb.validate(&board, now, events)?;
         let store = &self.rb.inner.store;
@@ -117,12 +115,11 @@ impl Windowed<'_> {
 
     /// Removes the member from every slot and window of the board (moderation).
     pub async fn remove_member(self, member: &str) -> Result<Removed> {
-        let board = self.board;
         let member = Member::parse(member)?;
         let store = &self.rb.inner.store;
         let member = &member;
         self.rb
-            .on_board(board, |b| async move {
+            .on_board(self.board, |b| async move {
                 self.rb
                     .change(&b.name, store.remove_member(&b, member))
                     .await

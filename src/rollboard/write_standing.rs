@@ -102,8 +102,7 @@ impl Windowed<'_> {
         windows: Option<&[Span]>,
         keyed: Option<(&IdempotencyKey, &Fingerprint)>,
     ) -> Result<StandingOutcome> {
-        let board = self.board;
-        let name = BoardName::parse(board)?;
+        let name = BoardName::parse(self.board)?;
         let mut board = match self.rb.cached_any(&name).await? {
             AnyBoard::Windowed(board) => board,
             AnyBoard::Trending(_) => {
