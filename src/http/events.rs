@@ -191,20 +191,16 @@ pub async fn post_events(
     }
     let items = match parsed {
         EventsIn::One(event) => {
-            let result =
-                match &keyed {
-                    None => state
-                        .boards
-                        .write_event(&board, &event)
-                        .await
-                        .map(|()| false),
-                    Some(keyed) => write(&state, &board, &[event], keyed).await.and_then(
-                        |(written, replayed)| match written.rejected.into_iter().next() {
-                            Some(rejected) => Err(rejected.error),
-                            None => Ok(replayed),
-                        },
-                    ),
-                };
+            let result = match &keyed {
+                None => state
+                    .boards
+                    .write_event(&board, &event)
+                    .await
+                    .map(|()| false),
+                Some(keyed) => write(&state, &board, &[event], keyed)
+                    .await
+                    .and_then(|(written, replayed)| written.first_error().map(|()| replayed)),
+            };
             if let Err(e) = &result {
                 crate::metrics::event_rejected(series, &board, e);
             }

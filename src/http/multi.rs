@@ -352,10 +352,7 @@ async fn single_outcome(state: &AppState, w: BoardWrite) -> BoardOutcome {
     let series = state.boards.board_series();
     let result = w
         .result
-        .and_then(|keyed| match keyed.outcome.rejected.into_iter().next() {
-            Some(rejected) => Err(rejected.error),
-            None => Ok(keyed.replayed),
-        });
+        .and_then(|keyed| keyed.outcome.first_error().map(|()| keyed.replayed));
     match result {
         Ok(replayed) => {
             // A replay applied nothing: it counts in no metric.

@@ -27,13 +27,9 @@ impl Rollboard {
 
     /// Applies one event to the board: `Ok` when it was applied, its error otherwise.
     pub async fn write_event(&self, board: &str, event: &Event) -> Result<()> {
-        let outcome = self
-            .write_events(board, std::slice::from_ref(event))
-            .await?;
-        match outcome.rejected.into_iter().next() {
-            Some(rejected) => Err(rejected.error),
-            None => Ok(()),
-        }
+        self.write_events(board, std::slice::from_ref(event))
+            .await?
+            .first_error()
     }
 
     /// Applies a batch of events to the board: each bad event is rejected on its own

@@ -42,17 +42,12 @@ impl Trending<'_> {
     /// future than the allowed skew [`Error::InFuture`].
     pub async fn incr(self, member: &str, delta: i64, at: Option<Timestamp>) -> Result<()> {
         let event = Event {
-            member: member.to_owned(),
-            delta,
-            value: None,
             at,
-            data: None,
+            ..Event::new(member, delta)
         };
-        let outcome = self.incr_batch(std::slice::from_ref(&event)).await?;
-        match outcome.rejected.into_iter().next() {
-            Some(rejected) => Err(rejected.error),
-            None => Ok(()),
-        }
+        self.incr_batch(std::slice::from_ref(&event))
+            .await?
+            .first_error()
     }
 
     /// Applies a batch of events to a trending board: each bad event is rejected on its

@@ -16,6 +16,17 @@ pub struct BatchOutcome {
     pub rejected: Vec<Rejected>,
 }
 
+impl BatchOutcome {
+    /// `Err` with the error of the first rejected event, if any: the answer of a batch
+    /// of one.
+    pub fn first_error(self) -> Result<()> {
+        match self.rejected.into_iter().next() {
+            Some(rejected) => Err(rejected.error),
+            None => Ok(()),
+        }
+    }
+}
+
 /// One rejected event of a batch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejected {
@@ -29,17 +40,12 @@ impl Windowed<'_> {
     /// Adds `delta` to `member` on `board`, at `at` (now when `None`).
     pub async fn incr(self, member: &str, delta: i64, at: Option<Timestamp>) -> Result<()> {
         let event = Event {
-            member: member.to_owned(),
-            delta,
-            value: None,
             at,
-            data: None,
+            ..Event::new(member, delta)
         };
-        let outcome = self.incr_batch(std::slice::from_ref(&event)).await?;
-        match outcome.rejected.into_iter().next() {
-            Some(rejected) => Err(rejected.error),
-            None => Ok(()),
-        }
+        self.incr_batch(std::slice::from_ref(&event))
+            .await?
+            .first_error()
     }
 
     /// Applies a batch of events. Each bad event is rejected on its own (with its index)

@@ -49,18 +49,13 @@ impl Windowed<'_> {
         at: Option<crate::domain::Timestamp>,
     ) -> Result<WrittenStanding> {
         let event = Event {
-            member: member.to_owned(),
-            delta,
-            value: None,
             at,
-            data: None,
+            ..Event::new(member, delta)
         };
         let written = self
             .incr_batch_standing(std::slice::from_ref(&event), None)
             .await?;
-        if let Some(rejected) = written.outcome.rejected.into_iter().next() {
-            return Err(rejected.error);
-        }
+        written.outcome.first_error()?;
         written
             .standings
             .into_iter()

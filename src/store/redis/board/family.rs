@@ -11,6 +11,7 @@ use crate::domain::{Member, RecomputeReport, Removed, RetireReport, Timestamp, W
 use crate::error::Result;
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
+use crate::store::redis::retire::SlotPass;
 use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
 
 /// What one compaction of a closed slot did.
@@ -108,18 +109,13 @@ pub(crate) trait Family: Send + Sync {
         options: &RetireOptions,
     ) -> Result<Swap>;
 
-    /// Retires `slot` from window `window` in bounded calls, within `budget` calls;
-    /// whether it finished.
-    #[allow(clippy::too_many_arguments)]
+    /// Retires the slot of `pass` from its window in bounded calls, within its budget of
+    /// calls; whether it finished.
     async fn retire_slot(
         &self,
         conn: &RedisConn,
         board: &Board,
-        window: usize,
-        slot: i64,
-        options: &RetireOptions,
-        budget: &mut Option<usize>,
-        report: &mut RetireReport,
+        pass: SlotPass<'_>,
     ) -> Result<bool>;
 
     /// Compacts the slot that closed at the boundary of `now`, when it should be.

@@ -10,13 +10,13 @@ pub(crate) mod write;
 use async_trait::async_trait;
 
 use crate::domain::board::Board;
-use crate::domain::{Member, RecomputeReport, Removed, RetireReport, Timestamp, WrittenStanding};
+use crate::domain::{Member, RecomputeReport, Removed, Timestamp, WrittenStanding};
 use crate::error::Result;
 use crate::store::redis::board::family::{Compacted, Family, Swap};
 use crate::store::redis::board::{keys, lease};
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
-use crate::store::redis::retire::{maxima as retire_max, maxima_compact};
+use crate::store::redis::retire::{SlotPass, maxima as retire_max, maxima_compact};
 use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
 
 /// Max, min and latest boards: one value per slot and member; a slot that leaves a
@@ -117,13 +117,9 @@ impl Family for MaxFamily {
         &self,
         conn: &RedisConn,
         board: &Board,
-        window: usize,
-        slot: i64,
-        options: &RetireOptions,
-        budget: &mut Option<usize>,
-        report: &mut RetireReport,
+        pass: SlotPass<'_>,
     ) -> Result<bool> {
-        retire_max::retire_slot(conn, board, window, slot, options, budget, report).await
+        retire_max::retire_slot(conn, board, pass).await
     }
 
     async fn compact_closed(

@@ -11,6 +11,7 @@
 
 use redis::Value;
 
+use super::SlotPass;
 use crate::domain::RetireReport;
 use crate::domain::board::Board;
 use crate::error::{Error, Result};
@@ -42,12 +43,15 @@ pub(super) struct Chunk {
 pub(crate) async fn retire_slot(
     conn: &RedisConn,
     board: &Board,
-    window: usize,
-    slot: i64,
-    options: &RetireOptions,
-    budget: &mut Option<usize>,
-    report: &mut RetireReport,
+    pass: SlotPass<'_>,
 ) -> Result<bool> {
+    let SlotPass {
+        window,
+        slot,
+        options,
+        budget,
+        report,
+    } = pass;
     let options = *options;
     in_lanes(budget, report, |cursor| {
         let (conn, board) = (conn.clone(), board.clone());

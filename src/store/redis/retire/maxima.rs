@@ -11,12 +11,11 @@
 
 use redis::Value;
 
+use super::SlotPass;
 use super::chunks::{Chunk, in_lanes, window_args};
-use crate::domain::RetireReport;
 use crate::domain::board::Board;
 use crate::error::{Error, Result};
 use crate::store::redis::board::keys;
-use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
 
@@ -31,12 +30,15 @@ const MEMBERS_PER_CALL: usize = 128;
 pub(crate) async fn retire_slot(
     conn: &RedisConn,
     board: &Board,
-    window: usize,
-    slot: i64,
-    options: &RetireOptions,
-    budget: &mut Option<usize>,
-    report: &mut RetireReport,
+    pass: SlotPass<'_>,
 ) -> Result<bool> {
+    let SlotPass {
+        window,
+        slot,
+        options,
+        budget,
+        report,
+    } = pass;
     let count = options.chunk_size.clamp(1, MEMBERS_PER_CALL);
     // Each call goes on from the cursor kept in the board record.
     in_lanes(budget, report, |_| {

@@ -40,6 +40,16 @@ use crate::domain::board::Board;
 use crate::domain::{RetireReport, Timestamp};
 use crate::error::Result;
 
+/// One slot leaving one window, retired within what is left of a pass's budget of
+/// calls (`None`: no bound), into the pass's report.
+pub(crate) struct SlotPass<'a> {
+    pub(crate) window: usize,
+    pub(crate) slot: i64,
+    pub(crate) options: &'a RetireOptions,
+    pub(crate) budget: &'a mut Option<usize>,
+    pub(crate) report: &'a mut RetireReport,
+}
+
 /// Retires `board` at `now`, window by window, smallest first: each window is frozen
 /// up to its cutoff and every slot that left it subtracted (window 1 of a one-slot
 /// first window: by swap, when it applies), until done or `options.max_chunks` calls;
@@ -73,9 +83,14 @@ pub(super) async fn retire(
                 }
             }
             for slot in slots {
-                let finished = family
-                    .retire_slot(conn, board, j, slot, &options, &mut budget, &mut report)
-                    .await?;
+                let pass = SlotPass {
+                    window: j,
+                    slot,
+                    options: &options,
+                    budget: &mut budget,
+                    report: &mut report,
+                };
+                let finished = family.retire_slot(conn, board, pass).await?;
                 if !finished {
                     return Ok(report);
                 }

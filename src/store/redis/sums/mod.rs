@@ -17,13 +17,13 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::domain::board::Board;
-use crate::domain::{Member, RecomputeReport, Removed, RetireReport, Timestamp, WrittenStanding};
+use crate::domain::{Member, RecomputeReport, Removed, Timestamp, WrittenStanding};
 use crate::error::Result;
 use crate::store::redis::board::family::{Compacted, Family, Swap};
 use crate::store::redis::board::{keys, lease};
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
-use crate::store::redis::retire::{chunks, compact, swap};
+use crate::store::redis::retire::{SlotPass, chunks, compact, swap};
 use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
 use ingest::Ingest;
 
@@ -130,13 +130,9 @@ impl Family for SumFamily {
         &self,
         conn: &RedisConn,
         board: &Board,
-        window: usize,
-        slot: i64,
-        options: &RetireOptions,
-        budget: &mut Option<usize>,
-        report: &mut RetireReport,
+        pass: SlotPass<'_>,
     ) -> Result<bool> {
-        chunks::retire_slot(conn, board, window, slot, options, budget, report).await
+        chunks::retire_slot(conn, board, pass).await
     }
 
     async fn compact_closed(
