@@ -80,7 +80,7 @@ pub use domain::memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryRe
 pub use domain::stats::{
     HourStats, RELATIVE_ERROR, SLOWEST_KEPT, SlowEntry, StatsContext, StatsKind,
 };
-pub use domain::{AroundOptions, MAX_STALENESS_MS, Order, Staleness};
+pub use domain::{AroundOptions, MAX_STALENESS_MS, Order, PageQuery, Staleness};
 pub use domain::{
     BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, Layout, MAX_ABS,
     MAX_IDEMPOTENCY_KEY, MAX_MEMBER_DATA, MAX_RANKS_MEMBERS, Member, MemberData, MemberRank, Point,

@@ -50,7 +50,7 @@ pub use name::{BoardName, Member};
 pub use ranked_totals::RankedTotals;
 pub use ranking::{Entry, History, Point, Standing, TopPage, percentile};
 pub use read_limits::{check_around, check_page};
-pub use read_order::{AroundOptions, Order, around_positions, page_positions};
+pub use read_order::{AroundOptions, Order, PageQuery, around_positions, page_positions};
 pub use score_range::{ScoreBounds, ScoreRange};
 pub use snapshot::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots, rank_prefix};
 pub use span::Span;

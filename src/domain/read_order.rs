@@ -23,6 +23,34 @@ pub enum Order {
     Asc,
 }
 
+/// The part of a ranking a store read asks for: the members whose values are in
+/// `range` (a [`ScoreRange`](super::ScoreRange) of totals, a
+/// [`TrendRange`](super::TrendRange) of scores), from the `offset`-th of them counted in
+/// `order` (from the bottom when ascending), at most `limit`, in that order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PageQuery<R> {
+    /// The values asked for.
+    pub range: R,
+    /// Which end the page is counted from.
+    pub order: Order,
+    /// Members of the range skipped first.
+    pub offset: u64,
+    /// Members answered at most.
+    pub limit: u64,
+}
+
+impl PageQuery<super::ScoreRange> {
+    /// `limit` members from the `offset`-th of the whole ranking, from rank 1.
+    pub fn top(offset: u64, limit: u64) -> Self {
+        PageQuery {
+            range: super::ScoreRange::ALL,
+            order: Order::Desc,
+            offset,
+            limit,
+        }
+    }
+}
+
 impl Order {
     /// The name used on the wire and in the store's scripts.
     pub fn as_str(self) -> &'static str {

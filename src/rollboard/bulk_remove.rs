@@ -12,6 +12,7 @@
 use serde::Serialize;
 
 use super::Windowed;
+use crate::domain::PageQuery;
 use crate::domain::{Member, Order, ScoreBounds, ScoreRange, Span, TopPage};
 use crate::domain::{own_values, stored_range};
 use crate::error::{Error, Result};
@@ -109,7 +110,13 @@ impl Windowed<'_> {
         self.rb
             .on_window(self.board, window, |b, w| async move {
                 let range = stored_range(&b, range);
-                let page = store.top(&b, w, now, range, Order::Desc, offset, limit);
+                let page = PageQuery {
+                    range,
+                    order: Order::Desc,
+                    offset,
+                    limit,
+                };
+                let page = store.top(&b, w, now, page);
                 Ok(own_values(&b, page.await?))
             })
             .await

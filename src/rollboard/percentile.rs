@@ -13,8 +13,9 @@
 use serde::Serialize;
 
 use super::Windowed;
+use crate::domain::PageQuery;
 use crate::domain::own_values;
-use crate::domain::{Order, ScoreRange, Span, TopPage};
+use crate::domain::{Order, Span, TopPage};
 use crate::error::{Error, Result};
 
 /// The score at a percentile of a window's ranking.
@@ -65,7 +66,11 @@ impl Windowed<'_> {
                     let ranked = store.describe_board(b, now).await?.windows[w].ranked;
                     let share = percent_count(percent, ranked);
                     let limit = limit.min(share.saturating_sub(offset));
-                    let page = store.top(b, w, now, ScoreRange::ALL, order, offset, limit.max(1));
+                    let page = PageQuery {
+                        order,
+                        ..PageQuery::top(offset, limit.max(1))
+                    };
+                    let page = store.top(b, w, now, page);
                     let mut page = own_values(b, page.await?);
                     page.entries.truncate(limit as usize);
                     Ok(page)
@@ -100,7 +105,11 @@ impl Windowed<'_> {
                     }
                     let below = below_count(percentile, ranked);
                     let offset = below.saturating_sub(1);
-                    let page = store.top(&b, w, now, ScoreRange::ALL, Order::Asc, offset, 1);
+                    let page = PageQuery {
+                        order: Order::Asc,
+                        ..PageQuery::top(offset, 1)
+                    };
+                    let page = store.top(&b, w, now, page);
                     let page = own_values(&b, page.await?);
                     if let Some(entry) = page.entries.first() {
                         let score = if below == 0 {

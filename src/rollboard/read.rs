@@ -11,6 +11,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::{Rollboard, Windowed, window_index};
+use crate::domain::PageQuery;
 use crate::domain::board::Board;
 use crate::domain::{AroundOptions, Order, check_around, check_page, parse_ranks_members};
 use crate::domain::{History, Member, Ranks, ScoreRange, Span, Standing, TopPage};
@@ -66,7 +67,20 @@ impl Windowed<'_> {
         self.rb
             .on_window(self.board, window, |b, w| async move {
                 let key = || format!("top {w} {range:?} {order:?} {offset} {limit}");
-                let fetch = || store.top(&b, w, now, stored_range(&b, range), order, offset, limit);
+                let range = stored_range(&b, range);
+                let fetch = || {
+                    store.top(
+                        &b,
+                        w,
+                        now,
+                        PageQuery {
+                            range,
+                            order,
+                            offset,
+                            limit,
+                        },
+                    )
+                };
                 let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(TopPage {
                     age_ms,

@@ -6,6 +6,7 @@
 use super::idempotent::KeyedOutcome;
 use super::write::{BatchOutcome, Rejected};
 use super::{Rollboard, Trending};
+use crate::domain::PageQuery;
 use crate::domain::any_board::AnyBoard;
 use crate::domain::trending::check_age;
 use crate::domain::{AroundOptions, Order};
@@ -165,7 +166,18 @@ impl Trending<'_> {
         self.rb
             .retry_trending(&mut board, |b| async move {
                 let key = || format!("trend-top {range:?} {order:?} {offset} {limit}");
-                let fetch = || store.trend_top(&b, now, range, order, offset, limit);
+                let fetch = || {
+                    store.trend_top(
+                        &b,
+                        now,
+                        PageQuery {
+                            range,
+                            order,
+                            offset,
+                            limit,
+                        },
+                    )
+                };
                 let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(TrendPage { age_ms, ..page })
             })

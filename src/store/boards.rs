@@ -5,11 +5,12 @@
 use async_trait::async_trait;
 
 use crate::clock::Clock;
+use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created};
-use crate::domain::{AroundOptions, Entry, Order};
+use crate::domain::{AroundOptions, Entry};
 use crate::domain::{BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
@@ -153,16 +154,12 @@ pub trait Store: Send + Sync + 'static {
     /// members whose totals are in `range`, from the `offset`-th of them counted in
     /// `order` (from the bottom when ascending), in that order; ranks are ranks in the
     /// whole ranking.
-    #[allow(clippy::too_many_arguments)]
     async fn top(
         &self,
         board: &Board,
         window: usize,
         now: Timestamp,
-        range: ScoreRange,
-        order: Order,
-        offset: u64,
-        limit: u64,
+        page: PageQuery<ScoreRange>,
     ) -> Result<TopPage>;
 
     /// A member's score (any sign) and rank (`None` unless positive); `None` when it

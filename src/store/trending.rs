@@ -13,7 +13,8 @@
 use async_trait::async_trait;
 
 use super::keyed::WriteKey;
-use crate::domain::{AroundOptions, Order};
+use crate::domain::AroundOptions;
+use crate::domain::PageQuery;
 use crate::domain::{
     Member, Timestamp, TrendCounts, TrendMaintenance, TrendOptions, TrendPage, TrendRange,
     TrendRanks, TrendStanding, TrendWrite, TrendingBoard,
@@ -73,10 +74,7 @@ pub trait TrendingStore: Send + Sync + 'static {
         &self,
         board: &TrendingBoard,
         now: Timestamp,
-        range: TrendRange,
-        order: Order,
-        offset: u64,
-        limit: u64,
+        page: PageQuery<TrendRange>,
     ) -> Result<TrendPage>;
 
     /// A member's score at `now` whatever its sign, rank (`None` unless positive) and

@@ -26,11 +26,12 @@ mod trending;
 
 use board_state::MemBoard;
 
+use crate::domain::AroundOptions;
+use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created};
-use crate::domain::{AroundOptions, Order};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
@@ -262,18 +263,14 @@ impl Store for MemoryStore {
         self.with_board(board, |b| b.write_standing(now, &writes, windows, key))
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn top(
         &self,
         board: &Board,
         window: usize,
         now: Timestamp,
-        range: ScoreRange,
-        order: Order,
-        offset: u64,
-        limit: u64,
+        page: PageQuery<ScoreRange>,
     ) -> Result<TopPage> {
-        self.with_board(board, |b| b.top(window, now, range, order, offset, limit))
+        self.with_board(board, |b| b.top(window, now, page))
     }
 
     async fn standing(

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 
 use super::MemoryStore;
 use super::keyed::KeyedRecords;
+use crate::domain::PageQuery;
 use crate::domain::any_board::AnyBoard;
 use crate::domain::trending::{
     WRITE_LIMIT_HALF_LIVES, decayed, forward, page_ranks, rescale_target, stored_bound,
@@ -412,11 +413,14 @@ impl TrendingStore for MemoryStore {
         &self,
         board: &TrendingBoard,
         now: Timestamp,
-        range: TrendRange,
-        order: Order,
-        offset: u64,
-        limit: u64,
+        page: PageQuery<TrendRange>,
     ) -> Result<TrendPage> {
+        let PageQuery {
+            range,
+            order,
+            offset,
+            limit,
+        } = page;
         self.trending
             .with(board, |b| b.page(now, range, order, offset, limit))
     }

@@ -47,6 +47,7 @@ use maxima::MaxFamily;
 use sums::SumFamily;
 use sums::ingest::Ingest;
 
+use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
@@ -324,18 +325,14 @@ impl Store for RedisStore {
             .await
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn top(
         &self,
         board: &Board,
         window: usize,
         now: Timestamp,
-        range: crate::domain::ScoreRange,
-        order: crate::domain::Order,
-        offset: u64,
-        limit: u64,
+        page: PageQuery<crate::domain::ScoreRange>,
     ) -> Result<TopPage> {
-        board::read::top(&self.conn, board, window, now, range, order, offset, limit).await
+        board::read::top(&self.conn, board, window, now, page).await
     }
 
     async fn standing(

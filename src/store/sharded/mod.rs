@@ -28,10 +28,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::clock::Clock;
+use crate::domain::PageQuery;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created};
 use crate::domain::memory_check::MemoryReading;
-use crate::domain::{AroundOptions, Entry, Order, RetireReport, SlotWrite};
+use crate::domain::{AroundOptions, Entry, RetireReport, SlotWrite};
 use crate::domain::{BoardName, Member, MemberData, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
@@ -197,27 +198,16 @@ impl Store for ShardedStore {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn top(
         &self,
         board: &Board,
         window: usize,
         now: Timestamp,
-        range: ScoreRange,
-        order: Order,
-        offset: u64,
-        limit: u64,
+        page: PageQuery<ScoreRange>,
     ) -> Result<TopPage> {
         match self.sharded(board).await? {
-            None => {
-                self.inner
-                    .top(board, window, now, range, order, offset, limit)
-                    .await
-            }
-            Some(s) => {
-                let reads = s.in_window(window, now);
-                Box::pin(reads.top(range, order, offset, limit)).await
-            }
+            None => self.inner.top(board, window, now, page).await,
+            Some(s) => Box::pin(s.in_window(window, now).top(page)).await,
         }
     }
 

@@ -22,6 +22,7 @@
 use futures_util::future::try_join_all;
 
 use super::view::Sharded;
+use crate::domain::PageQuery;
 use crate::domain::board::Board;
 use crate::domain::{Ahead, AheadProbe, AroundOptions, Coverage, Entry, Member, MemberRank};
 use crate::domain::{Order, Ranks, ScoreRange, Standing, Ties, Timestamp, TopPage};
@@ -81,13 +82,13 @@ impl InWindow<'_> {
         Ok(Ahead::new(coverage, counts))
     }
 
-    pub(super) async fn top(
-        &self,
-        range: ScoreRange,
-        order: Order,
-        offset: u64,
-        limit: u64,
-    ) -> Result<TopPage> {
+    pub(super) async fn top(&self, page: PageQuery<ScoreRange>) -> Result<TopPage> {
+        let PageQuery {
+            range,
+            order,
+            offset,
+            limit,
+        } = page;
         // A page near the top: the shards' tops merged, however many are ranked (one
         // round trip).
         if range == ScoreRange::ALL && order == Order::Desc && offset + limit <= MERGED_DEPTH {
@@ -248,15 +249,8 @@ impl InWindow<'_> {
         let pages = self
             .sharded
             .each(|i, b| {
-                self.sharded.store.top(
-                    b,
-                    self.window,
-                    self.now,
-                    ScoreRange::ALL,
-                    Order::Desc,
-                    cut[i],
-                    skip + count,
-                )
+                let page = PageQuery::top(cut[i], skip + count);
+                self.sharded.store.top(b, self.window, self.now, page)
             })
             .await?;
         let coverage = joined(pages.iter().map(TopPage::coverage).chain(coverage));
@@ -329,10 +323,7 @@ impl InWindow<'_> {
                     &self.shards()[*j],
                     self.window,
                     self.now,
-                    ScoreRange::ALL,
-                    Order::Desc,
-                    *at,
-                    1,
+                    PageQuery::top(*at, 1),
                 )
             }))
             .await;

@@ -5,7 +5,8 @@
 use futures_util::future::try_join_all;
 
 use super::view::Sharded;
-use crate::domain::{Order, ScoreRange, SnapshotPass, SnapshotRange, Timestamp};
+use crate::domain::PageQuery;
+use crate::domain::{SnapshotPass, SnapshotRange, Timestamp};
 use crate::error::Result;
 
 /// The newest snapshot of a window.
@@ -54,7 +55,7 @@ impl Sharded<'_> {
                     return Ok(None);
                 }
                 let page = self.in_window(j, now);
-                let leaders = page.top(ScoreRange::ALL, Order::Desc, 0, top).await?;
+                let leaders = page.top(PageQuery::top(0, top)).await?;
                 Ok(Some(leaders.entries))
             });
         let tops = try_join_all(tops).await?;

@@ -3,6 +3,7 @@
 //! `history.lua`).
 
 use super::MemBoard;
+use crate::domain::PageQuery;
 use crate::domain::{
     Ahead, AheadProbe, AroundOptions, Coverage, Entry, History, MAX_ABS, Member, MemberRank, Order,
     Point, Ranks, ScoreRange, Standing, Timestamp, TopPage, around_positions, coverage,
@@ -36,15 +37,13 @@ impl MemBoard {
         TopPage::new(self.board.name.clone(), self.covered(window, now), entries)
     }
 
-    pub fn top(
-        &self,
-        window: usize,
-        now: Timestamp,
-        range: ScoreRange,
-        order: Order,
-        offset: u64,
-        limit: u64,
-    ) -> TopPage {
+    pub fn top(&self, window: usize, now: Timestamp, page: PageQuery<ScoreRange>) -> TopPage {
+        let PageQuery {
+            range,
+            order,
+            offset,
+            limit,
+        } = page;
         let totals = &self.totals[window];
         // The members of the range are a run of consecutive ranking positions; the
         // ranking is every ranked total: no need to count the range.

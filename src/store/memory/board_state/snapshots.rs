@@ -3,7 +3,8 @@
 //! (as `snapshot_take.lua`, `snapshot_append.lua` and `snapshot_delivered.lua`).
 
 use super::MemBoard;
-use crate::domain::{Entry, Order, ScoreRange, Snapshot, SnapshotPass, SnapshotRange, Timestamp};
+use crate::domain::PageQuery;
+use crate::domain::{Entry, Snapshot, SnapshotPass, SnapshotRange, Timestamp};
 
 impl MemBoard {
     /// Takes every window's snapshot at the boundary `slot_start(now)` once retirement
@@ -20,10 +21,8 @@ impl MemBoard {
         let top = u64::from(policy.top());
         let tops: Vec<Option<Vec<Entry>>> = (0..n)
             .map(|j| {
-                (!self.has_snapshot(j, boundary)).then(|| {
-                    self.top(j, now, ScoreRange::ALL, Order::Desc, 0, top)
-                        .entries
-                })
+                (!self.has_snapshot(j, boundary))
+                    .then(|| self.top(j, now, PageQuery::top(0, top)).entries)
             })
             .collect();
         self.append_snapshots(now, tops)

@@ -6,6 +6,7 @@
 use redis::Value;
 
 use super::keys;
+use crate::domain::PageQuery;
 use crate::domain::board::Board;
 use crate::domain::{Ahead, AheadProbe, AroundOptions, Order, RankedTotals, Ties};
 use crate::domain::{Coverage, WindowState, coverage};
@@ -115,11 +116,14 @@ pub(crate) async fn top(
     board: &Board,
     window: usize,
     now: Timestamp,
-    range: ScoreRange,
-    order: Order,
-    offset: u64,
-    limit: u64,
+    page: PageQuery<ScoreRange>,
 ) -> Result<TopPage> {
+    let PageQuery {
+        range,
+        order,
+        offset,
+        limit,
+    } = page;
     let args = [offset, limit].map(|n| n.to_string());
     let bounds = [range.lowest(board.config.rank()), range.max()].map(|n| n.to_string());
     let mut args: Vec<&str> = args.iter().map(String::as_str).collect();

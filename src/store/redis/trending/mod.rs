@@ -12,8 +12,9 @@ use async_trait::async_trait;
 use redis::Value;
 
 use super::RedisStore;
+use crate::domain::AroundOptions;
+use crate::domain::PageQuery;
 use crate::domain::trending::WRITE_LIMIT_HALF_LIVES;
-use crate::domain::{AroundOptions, Order};
 use crate::domain::{
     BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
     TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
@@ -371,12 +372,9 @@ impl TrendingStore for RedisStore {
         &self,
         board: &TrendingBoard,
         now: Timestamp,
-        range: TrendRange,
-        order: Order,
-        offset: u64,
-        limit: u64,
+        page: PageQuery<TrendRange>,
     ) -> Result<TrendPage> {
-        top(&self.conn, board, now, range, order, offset, limit).await
+        top(&self.conn, board, now, page).await
     }
 
     async fn trend_standing(

@@ -5,6 +5,7 @@
 
 use redis::Value;
 
+use crate::domain::PageQuery;
 use crate::domain::trending::{decayed, page_ranks};
 use crate::domain::{AroundOptions, Order};
 use crate::domain::{
@@ -97,11 +98,14 @@ pub(crate) async fn top(
     conn: &RedisConn,
     board: &TrendingBoard,
     now: Timestamp,
-    range: TrendRange,
-    order: Order,
-    offset: u64,
-    limit: u64,
+    query: PageQuery<TrendRange>,
 ) -> Result<TrendPage> {
+    let PageQuery {
+        range,
+        order,
+        offset,
+        limit,
+    } = query;
     let bound = |b: Option<f64>| b.map(|x| x.to_string()).unwrap_or_default();
     let mut args = vec![
         offset.to_string(),
