@@ -39,6 +39,13 @@ pub struct PageQuery<R> {
     pub limit: u64,
 }
 
+impl<R> PageQuery<R> {
+    /// Its range, order, offset and limit.
+    pub fn parts(self) -> (R, Order, u64, u64) {
+        (self.range, self.order, self.offset, self.limit)
+    }
+}
+
 impl PageQuery<super::ScoreRange> {
     /// `limit` members from the `offset`-th of the whole ranking, from rank 1.
     pub fn top(offset: u64, limit: u64) -> Self {

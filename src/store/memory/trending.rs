@@ -415,12 +415,7 @@ impl TrendingStore for MemoryStore {
         now: Timestamp,
         page: PageQuery<TrendRange>,
     ) -> Result<TrendPage> {
-        let PageQuery {
-            range,
-            order,
-            offset,
-            limit,
-        } = page;
+        let (range, order, offset, limit) = page.parts();
         self.trending
             .with(board, |b| b.page(now, range, order, offset, limit))
     }

@@ -83,12 +83,7 @@ impl InWindow<'_> {
     }
 
     pub(super) async fn top(&self, page: PageQuery<ScoreRange>) -> Result<TopPage> {
-        let PageQuery {
-            range,
-            order,
-            offset,
-            limit,
-        } = page;
+        let (range, order, offset, limit) = page.parts();
         // A page near the top: the shards' tops merged, however many are ranked (one
         // round trip).
         if range == ScoreRange::ALL && order == Order::Desc && offset + limit <= MERGED_DEPTH {

@@ -38,12 +38,7 @@ impl MemBoard {
     }
 
     pub fn top(&self, window: usize, now: Timestamp, page: PageQuery<ScoreRange>) -> TopPage {
-        let PageQuery {
-            range,
-            order,
-            offset,
-            limit,
-        } = page;
+        let (range, order, offset, limit) = page.parts();
         let totals = &self.totals[window];
         // The members of the range are a run of consecutive ranking positions; the
         // ranking is every ranked total: no need to count the range.

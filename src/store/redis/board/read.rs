@@ -118,12 +118,7 @@ pub(crate) async fn top(
     now: Timestamp,
     page: PageQuery<ScoreRange>,
 ) -> Result<TopPage> {
-    let PageQuery {
-        range,
-        order,
-        offset,
-        limit,
-    } = page;
+    let (range, order, offset, limit) = page.parts();
     let args = [offset, limit].map(|n| n.to_string());
     let bounds = [range.lowest(board.config.rank()), range.max()].map(|n| n.to_string());
     let mut args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -100,12 +100,7 @@ pub(crate) async fn top(
     now: Timestamp,
     query: PageQuery<TrendRange>,
 ) -> Result<TrendPage> {
-    let PageQuery {
-        range,
-        order,
-        offset,
-        limit,
-    } = query;
+    let (range, order, offset, limit) = query.parts();
     let bound = |b: Option<f64>| b.map(|x| x.to_string()).unwrap_or_default();
     let mut args = vec![
         offset.to_string(),
