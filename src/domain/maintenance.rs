@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::{Layout, Span};
 
-/// What changing a board's layout did (`Windowed::relayout`).
+/// What changing a board's layout did (`Rollboard::relayout`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct RelayoutReport {
