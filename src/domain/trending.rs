@@ -126,7 +126,8 @@ pub struct TrendingBoard {
     pub created_at: Timestamp,
 }
 
-/// What creating a trending board did (never [`Created::Extended`](super::board::Created::Extended)).
+/// What creating a trending board did (never
+/// [`Created::Extended`](super::board::Created::Extended)).
 pub type TrendCreated = super::board::Created<TrendingBoard>;
 
 /// What a store says of a trending board's state.

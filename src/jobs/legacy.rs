@@ -7,10 +7,10 @@
 //! The import finds the slot hashes with `SCAN MATCH` (a one-off job; no hot path scans),
 //! keeps the keys that are exactly `slot_NAME_<digits>`, and takes them oldest first. Each
 //! hash is read with `HSCAN`, its fields sorted by member, and written at the slot's start
-//! in chunks through [`Windowed::incr_batch_once`](crate::Windowed::incr_batch_once), each with the token
-//! `legacy:<key>:<chunk>`: a run that stops half-way (or two runs at once) counts
-//! every field exactly once when run again. The legacy writers must be stopped first: a
-//! field that changes between runs would be cut into other chunks.
+//! in chunks through [`Windowed::incr_batch_once`](crate::Windowed::incr_batch_once), each
+//! with the token `legacy:<key>:<chunk>`: a run that stops half-way (or two runs at once)
+//! counts every field exactly once when run again. The legacy writers must be stopped
+//! first: a field that changes between runs would be cut into other chunks.
 //!
 //! Windows: the article retires a slot only once it is older than the current hour minus
 //! `period + interval`, and only at the first write of a new interval, so its "24 h"

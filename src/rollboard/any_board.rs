@@ -32,9 +32,9 @@ impl Rollboard {
             .first_error()
     }
 
-    /// Applies a batch of events to the board: each bad event is rejected on its own
-    /// (with its index), the rest are applied (see [`incr_batch`](crate::Windowed::incr_batch) and
-    /// [`Trending::incr_batch`](crate::Trending::incr_batch)).
+    /// Applies a batch of events to the board: each bad event is rejected on its own (with
+    /// its index), the rest are applied (see [`incr_batch`](crate::Windowed::incr_batch)
+    /// and [`Trending::incr_batch`](crate::Trending::incr_batch)).
     pub async fn write_events(&self, board: &str, events: &[Event]) -> Result<BatchOutcome> {
         self.by_kind(board, |kind| async move {
             match kind {

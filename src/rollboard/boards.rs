@@ -7,13 +7,13 @@ use crate::domain::board::{Board, BoardStatus, Created};
 use crate::error::{Error, Result};
 
 impl Rollboard {
-    /// Creates board `name`, a windowed board for a [`BoardConfig`](crate::BoardConfig), a trending one for a
-    /// [`TrendingConfig`](crate::TrendingConfig). Returns the existing board when it has
-    /// the same config; adds windows to a windowed board when `config` is its config plus
-    /// larger windows ([`Created::Extended`]: call
-    /// [`build_windows`](crate::Windowed::build_windows) to build their totals). Any other
-    /// difference is [`Error::BoardConflict`] ([`Error::TrendingConflict`] for a trending
-    /// board); a board of the other kind of that name is [`Error::BoardKind`].
+    /// Creates board `name`: a windowed board for a [`BoardConfig`](crate::BoardConfig),
+    /// a trending one for a [`TrendingConfig`](crate::TrendingConfig). Returns the
+    /// existing board when it has the same config; adds windows to a windowed board when
+    /// `config` is its config plus larger windows ([`Created::Extended`]: call
+    /// [`build_windows`](crate::Windowed::build_windows) to build their totals). Any
+    /// other difference is [`Error::BoardConflict`] ([`Error::TrendingConflict`] for a
+    /// trending board); a board of the other kind of that name is [`Error::BoardKind`].
     pub async fn create(
         &self,
         name: &str,

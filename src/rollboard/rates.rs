@@ -113,11 +113,11 @@ impl<'a> Rates<'a> {
     }
 
     /// Counts `count` hits of `key` now only if `window` then holds at most `limit`,
-    /// atomically; answers the verdict with the window's count. With
-    /// [`Coverage::Partial`] (the default) the window counts the current slot and the
-    /// W/L − 1 before it; with [`Coverage::Full`] it counts the current slot and the W/L before it, so
-    /// no span of W ever holds more than `limit` admitted hits; a hit may be refused up
-    /// to one slot L earlier than an exact sliding window would.
+    /// atomically; answers the verdict with the window's count. With [`Coverage::Partial`]
+    /// (the default) the window counts the current slot and the W/L − 1 before it; with
+    /// [`Coverage::Full`] it counts the current slot and the W/L before it, so no span of W
+    /// ever holds more than `limit` admitted hits; a hit may be refused up to one slot L
+    /// earlier than an exact sliding window would.
     pub async fn check(
         self,
         key: &str,

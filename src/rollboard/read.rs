@@ -130,12 +130,12 @@ impl Windowed<'_> {
             .await
     }
 
-    /// The member with up to `n` (0–100) entries above and below it, shaped by
-    /// `options` (`AroundOptions::default()`: as many as there are, highest first): with `fill`, a full page of
-    /// `2n + 1` entries (n 0–100) when the ranking holds that many, shifted at the ends
-    /// (near the top it starts at rank 1, near the bottom it ends at the last ranked
-    /// member), fewer only when fewer are ranked; in `options.order`. `None` when the
-    /// member has no positive total in `window`.
+    /// The member with up to `n` (0–100) entries above and below it, shaped by `options`
+    /// (`AroundOptions::default()`: as many as there are, highest first): with `fill`, a
+    /// full page of `2n + 1` entries (n 0–100) when the ranking holds that many, shifted at
+    /// the ends (near the top it starts at rank 1, near the bottom it ends at the last
+    /// ranked member), fewer only when fewer are ranked; in `options.order`. `None` when
+    /// the member has no positive total in `window`.
     pub async fn around(
         self,
         member: &str,

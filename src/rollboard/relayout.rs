@@ -7,12 +7,12 @@ use crate::domain::{BoardName, Layout, RelayoutOptions, RelayoutReport, sums_onl
 use crate::error::Result;
 
 impl Windowed<'_> {
-    /// Switches the board to `layout` for the slots it creates from now on; the report
-    /// says how many live slots keep the other layout (until they retire). The board's
-    /// stored config says `layout` afterwards. Changes no ranking, history or total.
-    /// With `options.now` (`RelayoutOptions::default()`: not) also converts every live
-    /// slot to `layout` now, in bounded calls, exactly while writes, reads and retirement go on.
-    /// A run cut short (an error, `max_calls`) leaves the board exact; running it again
+    /// Switches the board to `layout` for the slots it creates from now on; the report says
+    /// how many live slots keep the other layout (until they retire). The board's stored
+    /// config says `layout` afterwards. Changes no ranking, history or total. With
+    /// `options.now` (`RelayoutOptions::default()`: not) also converts every live slot to
+    /// `layout` now, in bounded calls, exactly while writes, reads and retirement go on. A
+    /// run cut short (an error, `max_calls`) leaves the board exact; running it again
     /// finishes the conversion. A recompute of the board and an active relayout exclude
     /// each other ([`Error::BoardBusy`](crate::Error::BoardBusy) /
     /// [`Error::RelayoutRunning`](crate::Error::RelayoutRunning)).

@@ -32,8 +32,8 @@ impl Rollboard {
     /// small boards due at one boundary in one call each, many calls per round trip
     /// ([`ServerStore::retire_small`](crate::ServerStore::retire_small)); the others (big,
     /// behind, changed, or every board of another store) one by one, as
-    /// [`retire`](crate::Windowed::retire) does. Each board's result, in order. The boards may be
-    /// stale: a changed one is reloaded.
+    /// [`retire`](crate::Windowed::retire) does. Each board's result, in order. The boards
+    /// may be stale: a changed one is reloaded.
     pub async fn retire_many(&self, boards: &[Arc<Board>]) -> Vec<Result<RetireReport>> {
         let fast = match self.inner.store.server() {
             Some(server) => match self.retire_small(server, boards).await {

@@ -1,8 +1,8 @@
-//! Stats values recorded in the background ([`Rollboard::record_stat_deferred`]): held
-//! in this process, per (context, kind, hour), and written by
-//! [`Rollboard::flush_stats`] as [`Stats::record_many`](super::Stats::record_many) batches of
-//! at most [`FLUSH_RECORD`] values. The service's access-time layer records every
-//! request this way, so a request costs a lock and a push instead of a store call.
+//! Stats values recorded in the background ([`Rollboard::record_stat_deferred`]): held in
+//! this process, per (context, kind, hour), and written by [`Rollboard::flush_stats`] as
+//! [`Stats::record_many`](super::Stats::record_many) batches of at most [`FLUSH_RECORD`]
+//! values. The service's access-time layer records every request this way, so a request
+//! costs a lock and a push instead of a store call.
 //!
 //! Nothing is sampled: every value is recorded, in the hour it was recorded in, within
 //! [`FLUSH_EVERY`] (a task started with the first value flushes; stats reads of this

@@ -1,11 +1,11 @@
-//! [`ShardMoves`]: what a store gives a sharded board beside its boards: how many
-//! members rank ahead of a probe on one shard (`sharded/ranking.rs` sums them), and for
-//! a reshard (`sharded/reshard.rs`) the shard count and the state of a reshard on shard 0's record,
-//! and per shard the members marked moved off it (writers route by it), the moves
-//! under way (each member's stash, so a move cut short is finished, not redone), and
-//! every member the shard holds a value of. Reached through
-//! [`Store::shard_moves`](super::Store::shard_moves); the stores of boards (memory,
-//! Redis) have it, the wrappers above them use theirs.
+//! [`ShardMoves`]: what a store gives a sharded board beside its boards: how many members
+//! rank ahead of a probe on one shard (`sharded/ranking.rs` sums them), and for a reshard
+//! (`sharded/reshard.rs`) the shard count and the state of a reshard on shard 0's record,
+//! and per shard the members marked moved off it (writers route by it), the moves under way
+//! (each member's stash, so a move cut short is finished, not redone), and every member the
+//! shard holds a value of. Reached through
+//! [`Store::shard_moves`](super::Store::shard_moves); the stores of boards (memory, Redis)
+//! have it, the wrappers above them use theirs.
 
 use async_trait::async_trait;
 

@@ -11,11 +11,12 @@
 //! time, and their outcomes counted into the report.
 //!
 //! Every batch is written under an idempotency key made of the import's *run id* and its
-//! line numbers, applied at most once per key (see [`Windowed::write_keyed`](crate::Windowed::write_keyed)). An import
-//! that stopped (its store failed, a reply was lost) is finished exactly by running it
-//! again on the same input with the same run id within the keys' time to live
-//! (`idempotency_ttl`, 24 h by default): batches already applied are skipped. Without a
-//! run id each import gets a fresh one, so importing a file twice counts it twice.
+//! line numbers, applied at most once per key (see
+//! [`Windowed::write_keyed`](crate::Windowed::write_keyed)). An import that stopped (its
+//! store failed, a reply was lost) is finished exactly by running it again on the same
+//! input with the same run id within the keys' time to live (`idempotency_ttl`, 24 h by
+//! default): batches already applied are skipped. Without a run id each import gets a fresh
+//! one, so importing a file twice counts it twice.
 
 use std::io::Read;
 

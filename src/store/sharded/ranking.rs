@@ -1,9 +1,10 @@
 //! A sharded board's rankings, merged exactly from its shards.
 //!
-//! Every shard ranks its own members in the board's order (total, then member
-//! ascending), so the board's ranking is the merge of the shards' and a member's place
-//! in it is the sum over the shards of the members ahead of it
-//! ([`ShardMoves::count_ahead`](crate::store::ShardMoves::count_ahead), one call per shard):
+//! Every shard ranks its own members in the board's order (total, then member ascending),
+//! so the board's ranking is the merge of the shards' and a member's place in it is the sum
+//! over the shards of the members ahead of it
+//! ([`ShardMoves::count_ahead`](crate::store::ShardMoves::count_ahead), one call per
+//! shard):
 //!
 //! - a member's rank: 1 + the members ahead of its total (competition) or of its total
 //!   and name (position), in every shard; its percentile from the same counts;
