@@ -119,16 +119,9 @@ impl MemoryStore {
 
     /// Runs `f` on the board's state if `board` is still the stored incarnation.
     fn with_board<T>(&self, board: &Board, f: impl FnOnce(&mut MemBoard) -> T) -> Result<T> {
-        let entry = self
-            .read_boards()
-            .get(&board.name)
-            .cloned()
-            .ok_or_else(|| Error::BoardChanged(board.name.to_string()))?;
-        let mut state = lock(&entry);
-        if state.board.version != board.version {
-            return Err(Error::BoardChanged(board.name.to_string()));
-        }
-        Ok(f(&mut state))
+        let entry = self.read_boards().get(&board.name).cloned();
+        let current = |s: &MemBoard| s.board.version == board.version;
+        with_current(entry, &board.name, current, f)
     }
 
     fn read_boards(
@@ -138,10 +131,27 @@ impl MemoryStore {
     }
 }
 
-fn lock(board: &Mutex<MemBoard>) -> MutexGuard<'_, MemBoard> {
+fn lock<S>(board: &Mutex<S>) -> MutexGuard<'_, S> {
     // A panic while holding the lock cannot leave half an operation behind that a later
     // call would misread, so a poisoned lock is still usable.
     board.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `f` on the state in `entry` (board `name`'s, looked up with the map's lock
+/// released since) if it is still `current`; [`Error::BoardChanged`] otherwise.
+fn with_current<S, T>(
+    entry: Option<Arc<Mutex<S>>>,
+    name: &BoardName,
+    current: impl FnOnce(&S) -> bool,
+    f: impl FnOnce(&mut S) -> T,
+) -> Result<T> {
+    let changed = || Error::BoardChanged(name.to_string());
+    let entry = entry.ok_or_else(changed)?;
+    let mut state = lock(&entry);
+    if !current(&state) {
+        return Err(changed());
+    }
+    Ok(f(&mut state))
 }
 
 #[async_trait]

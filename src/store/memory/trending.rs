@@ -4,12 +4,12 @@
 //! are single steps here.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
 
-use super::MemoryStore;
 use super::keyed::KeyedRecords;
+use super::{MemoryStore, lock, with_current};
 use crate::domain::PageQuery;
 use crate::domain::any_board::AnyBoard;
 use crate::domain::trending::{
@@ -66,21 +66,10 @@ impl MemTrending {
 
     /// Runs `f` on the board's state if `board` is still the stored incarnation.
     fn with<T>(&self, board: &TrendingBoard, f: impl FnOnce(&mut MemTrend) -> T) -> Result<T> {
-        let entry = self
-            .read()
-            .get(&board.name)
-            .cloned()
-            .ok_or_else(|| Error::BoardChanged(board.name.to_string()))?;
-        let mut state = lock(&entry);
-        if state.board.version != board.version {
-            return Err(Error::BoardChanged(board.name.to_string()));
-        }
-        Ok(f(&mut state))
+        let entry = self.read().get(&board.name).cloned();
+        let current = |s: &MemTrend| s.board.version == board.version;
+        with_current(entry, &board.name, current, f)
     }
-}
-
-fn lock(board: &Mutex<MemTrend>) -> MutexGuard<'_, MemTrend> {
-    board.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A stored value ordered highest first (`f64::total_cmp` on its negation), then by

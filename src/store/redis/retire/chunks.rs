@@ -38,22 +38,15 @@ pub(super) struct Chunk {
     pub(super) zeroed: u64,
 }
 
-/// Retires one slot from window `window` of a sum board. Returns `false` when `budget`
-/// ran out first.
+/// Retires the slot of `pass` from its window of a sum board. Returns `false` when the
+/// pass's budget ran out first.
 pub(crate) async fn retire_slot(
     conn: &RedisConn,
     board: &Board,
     pass: SlotPass<'_>,
 ) -> Result<bool> {
-    let SlotPass {
-        window,
-        slot,
-        options,
-        budget,
-        report,
-    } = pass;
-    let options = *options;
-    in_lanes(budget, report, |cursor| {
+    let (window, slot, options) = (pass.window, pass.slot, *pass.options);
+    in_lanes(pass.budget, pass.report, |cursor| {
         let (conn, board) = (conn.clone(), board.clone());
         async move { chunk(&conn, &board, window, slot, &cursor, &options).await }
     })

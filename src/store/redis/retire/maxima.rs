@@ -25,23 +25,17 @@ use crate::store::redis::conn::{RedisConn, Retry};
 /// by one step whatever the count.
 const MEMBERS_PER_CALL: usize = 128;
 
-/// Retires `slot` from window `window` of the max board `board`. Returns `false` when
-/// `budget` ran out first.
+/// Retires the slot of `pass` from its window of the max board `board`. Returns `false`
+/// when the pass's budget ran out first.
 pub(crate) async fn retire_slot(
     conn: &RedisConn,
     board: &Board,
     pass: SlotPass<'_>,
 ) -> Result<bool> {
-    let SlotPass {
-        window,
-        slot,
-        options,
-        budget,
-        report,
-    } = pass;
-    let count = options.chunk_size.clamp(1, MEMBERS_PER_CALL);
+    let (window, slot) = (pass.window, pass.slot);
+    let count = pass.options.chunk_size.clamp(1, MEMBERS_PER_CALL);
     // Each call goes on from the cursor kept in the board record.
-    in_lanes(budget, report, |_| {
+    in_lanes(pass.budget, pass.report, |_| {
         let (conn, board) = (conn.clone(), board.clone());
         async move { step(&conn, &board, window, slot, count).await }
     })
