@@ -40,6 +40,16 @@ pub struct PageQuery<R> {
 }
 
 impl<R> PageQuery<R> {
+    /// `limit` members of `range` from the `offset`-th, counted in `order`.
+    pub fn new(range: R, order: Order, offset: u64, limit: u64) -> Self {
+        PageQuery {
+            range,
+            order,
+            offset,
+            limit,
+        }
+    }
+
     /// Its range, order, offset and limit.
     pub fn parts(self) -> (R, Order, u64, u64) {
         (self.range, self.order, self.offset, self.limit)
@@ -49,12 +59,7 @@ impl<R> PageQuery<R> {
 impl PageQuery<super::ScoreRange> {
     /// `limit` members from the `offset`-th of the whole ranking, from rank 1.
     pub fn top(offset: u64, limit: u64) -> Self {
-        PageQuery {
-            range: super::ScoreRange::ALL,
-            order: Order::Desc,
-            offset,
-            limit,
-        }
+        PageQuery::new(super::ScoreRange::ALL, Order::Desc, offset, limit)
     }
 }
 

@@ -110,13 +110,12 @@ impl Windowed<'_> {
         self.rb
             .on_window(self.board, window, |b, w| async move {
                 let range = stored_range(&b, range);
-                let page = PageQuery {
-                    range,
-                    order: Order::Desc,
-                    offset,
-                    limit,
-                };
-                let page = store.top(&b, w, now, page);
+                let page = store.top(
+                    &b,
+                    w,
+                    now,
+                    PageQuery::new(range, Order::Desc, offset, limit),
+                );
                 Ok(own_values(&b, page.await?))
             })
             .await

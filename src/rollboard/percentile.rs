@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::Windowed;
 use crate::domain::PageQuery;
 use crate::domain::own_values;
-use crate::domain::{Order, Span, TopPage};
+use crate::domain::{Order, ScoreRange, Span, TopPage};
 use crate::error::{Error, Result};
 
 /// The score at a percentile of a window's ranking.
@@ -66,10 +66,7 @@ impl Windowed<'_> {
                     let ranked = store.describe_board(b, now).await?.windows[w].ranked;
                     let share = percent_count(percent, ranked);
                     let limit = limit.min(share.saturating_sub(offset));
-                    let page = PageQuery {
-                        order,
-                        ..PageQuery::top(offset, limit.max(1))
-                    };
+                    let page = PageQuery::new(ScoreRange::ALL, order, offset, limit.max(1));
                     let page = store.top(b, w, now, page);
                     let mut page = own_values(b, page.await?);
                     page.entries.truncate(limit as usize);
@@ -105,10 +102,7 @@ impl Windowed<'_> {
                     }
                     let below = below_count(percentile, ranked);
                     let offset = below.saturating_sub(1);
-                    let page = PageQuery {
-                        order: Order::Asc,
-                        ..PageQuery::top(offset, 1)
-                    };
+                    let page = PageQuery::new(ScoreRange::ALL, Order::Asc, offset, 1);
                     let page = store.top(&b, w, now, page);
                     let page = own_values(&b, page.await?);
                     if let Some(entry) = page.entries.first() {

@@ -68,19 +68,7 @@ impl Windowed<'_> {
             .on_window(self.board, window, |b, w| async move {
                 let key = || format!("top {w} {range:?} {order:?} {offset} {limit}");
                 let range = stored_range(&b, range);
-                let fetch = || {
-                    store.top(
-                        &b,
-                        w,
-                        now,
-                        PageQuery {
-                            range,
-                            order,
-                            offset,
-                            limit,
-                        },
-                    )
-                };
+                let fetch = || store.top(&b, w, now, PageQuery::new(range, order, offset, limit));
                 let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(TopPage {
                     age_ms,

@@ -166,18 +166,8 @@ impl Trending<'_> {
         self.rb
             .retry_trending(&mut board, |b| async move {
                 let key = || format!("trend-top {range:?} {order:?} {offset} {limit}");
-                let fetch = || {
-                    store.trend_top(
-                        &b,
-                        now,
-                        PageQuery {
-                            range,
-                            order,
-                            offset,
-                            limit,
-                        },
-                    )
-                };
+                let fetch =
+                    || store.trend_top(&b, now, PageQuery::new(range, order, offset, limit));
                 let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(TrendPage { age_ms, ..page })
             })
