@@ -2,7 +2,7 @@
 //! given total (and member). A sharded board's reads are built from these counts of each
 //! shard: a member's rank is 1 plus the members ahead of it in every shard.
 
-use super::coverage::Coverage;
+use super::coverage::{Coverage, covered};
 use super::{Member, Span};
 
 /// A place in a ranking: a total, and optionally a member holding it (then the members
@@ -37,20 +37,6 @@ pub struct Ahead {
 impl Ahead {
     /// `counts`, in totals covering `coverage`.
     pub(crate) fn new(coverage: Coverage, counts: Vec<u64>) -> Ahead {
-        let Coverage {
-            window,
-            from,
-            to,
-            behind,
-            lag_ms,
-        } = coverage;
-        Ahead {
-            counts,
-            window,
-            from,
-            to,
-            behind,
-            lag_ms,
-        }
+        covered!(coverage => Ahead { counts })
     }
 }

@@ -25,6 +25,23 @@ pub struct Coverage {
     pub lag_ms: u64,
 }
 
+/// The struct literal of an answer whose coverage fields come from a [`Coverage`]:
+/// `covered!(coverage => TopPage { board, age_ms: 0, entries })`.
+macro_rules! covered {
+    ($coverage:expr => $answer:ident { $($fields:tt)* }) => {{
+        let c: $crate::domain::Coverage = $coverage;
+        $answer {
+            window: c.window,
+            from: c.from,
+            to: c.to,
+            behind: c.behind,
+            lag_ms: c.lag_ms,
+            $($fields)*
+        }
+    }};
+}
+pub(crate) use covered;
+
 impl Coverage {
     /// The coverage of window `window`'s totals at `now` when they hold the slots
     /// `from..to` (as [`coverage`] answers them).

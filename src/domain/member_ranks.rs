@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::coverage::covered;
 use super::error::Error;
 use super::{BoardName, Coverage, Member, Span};
 
@@ -55,23 +56,7 @@ pub struct Ranks {
 impl Ranks {
     /// The ranks `entries` of `board`, in totals covering `coverage`.
     pub(crate) fn new(board: BoardName, coverage: Coverage, entries: Vec<MemberRank>) -> Ranks {
-        let Coverage {
-            window,
-            from,
-            to,
-            behind,
-            lag_ms,
-        } = coverage;
-        Ranks {
-            board,
-            window,
-            from,
-            to,
-            behind,
-            lag_ms,
-            age_ms: 0,
-            entries,
-        }
+        covered!(coverage => Ranks { board, age_ms: 0, entries })
     }
 }
 

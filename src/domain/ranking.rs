@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use super::coverage::covered;
 use super::{BoardName, Coverage, MemberData, Span};
 
 /// One ranked member.
@@ -103,23 +104,7 @@ pub struct Standing {
 impl TopPage {
     /// A page of `entries` of `board`, whose totals cover `coverage`.
     pub(crate) fn new(board: BoardName, coverage: Coverage, entries: Vec<Entry>) -> TopPage {
-        let Coverage {
-            window,
-            from,
-            to,
-            behind,
-            lag_ms,
-        } = coverage;
-        TopPage {
-            board,
-            window,
-            from,
-            to,
-            behind,
-            lag_ms,
-            age_ms: 0,
-            entries,
-        }
+        covered!(coverage => TopPage { board, age_ms: 0, entries })
     }
 }
 
@@ -133,26 +118,7 @@ impl Standing {
         percentile: f64,
         coverage: Coverage,
     ) -> Standing {
-        let Coverage {
-            window,
-            from,
-            to,
-            behind,
-            lag_ms,
-        } = coverage;
-        Standing {
-            member,
-            score,
-            rank,
-            percentile,
-            window,
-            from,
-            to,
-            behind,
-            lag_ms,
-            age_ms: 0,
-            data: None,
-        }
+        covered!(coverage => Standing { member, score, rank, percentile, age_ms: 0, data: None })
     }
 }
 
