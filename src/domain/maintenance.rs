@@ -131,6 +131,14 @@ pub struct RecomputeReport {
 }
 
 impl RecomputeReport {
+    /// A report of rebuilding `window`, before anything is counted.
+    pub fn of(window: Span) -> RecomputeReport {
+        RecomputeReport {
+            windows: vec![window],
+            ..RecomputeReport::default()
+        }
+    }
+
     /// Adds another report's counts to this one.
     pub fn absorb(&mut self, other: RecomputeReport) {
         self.windows.extend(other.windows);

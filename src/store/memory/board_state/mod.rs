@@ -324,10 +324,8 @@ impl MemBoard {
             self.data.retain(|member, _| largest.get(member).is_some());
         }
         RecomputeReport {
-            windows: vec![self.board.config.windows()[window]],
             fields_scanned: scanned,
-            members_folded: 0,
-            calls: 0,
+            ..RecomputeReport::of(self.board.config.windows()[window])
         }
     }
 

@@ -27,10 +27,7 @@ pub(crate) async fn run(
     window: usize,
     token: &str,
 ) -> Result<RecomputeReport> {
-    let mut report = RecomputeReport {
-        windows: vec![board.config.windows()[window]],
-        ..RecomputeReport::default()
-    };
+    let mut report = RecomputeReport::of(board.config.windows()[window]);
     let slots = crate::store::redis::board::slot_index::live_slots(conn, &board.name).await?;
     scan_in_lanes(&mut report, slots, |slot| {
         let (conn, board, token) = (conn.clone(), board.clone(), token.to_owned());

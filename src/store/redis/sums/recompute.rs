@@ -30,10 +30,7 @@ pub(crate) async fn run(
     window: usize,
     token: &str,
 ) -> Result<RecomputeReport> {
-    let mut report = RecomputeReport {
-        windows: vec![board.config.windows()[window]],
-        ..RecomputeReport::default()
-    };
+    let mut report = RecomputeReport::of(board.config.windows()[window]);
     // Scan: every stage the window counts, of every live slot (a compact slot's stage is
     // scanned bucket by bucket, by the same calls).
     let mut hashes = Vec::new();
