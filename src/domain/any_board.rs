@@ -71,6 +71,18 @@ pub enum AnyBoard {
     Trending(Arc<TrendingBoard>),
 }
 
+impl From<Board> for AnyBoard {
+    fn from(board: Board) -> Self {
+        AnyBoard::Windowed(Arc::new(board))
+    }
+}
+
+impl From<TrendingBoard> for AnyBoard {
+    fn from(board: TrendingBoard) -> Self {
+        AnyBoard::Trending(Arc::new(board))
+    }
+}
+
 impl AnyBoard {
     /// The board's name.
     pub fn name(&self) -> &BoardName {

@@ -192,32 +192,23 @@ impl Store for MemoryStore {
         now: Timestamp,
     ) -> Result<Created<AnyBoard>> {
         Ok(match config {
-            NewBoard::Windowed(config) => self
-                .create_windowed(name, config, now)?
-                .map(|b| AnyBoard::Windowed(Arc::new(b))),
-            NewBoard::Trending(config) => self
-                .create_trending(name, config, now)?
-                .map(|b| AnyBoard::Trending(Arc::new(b))),
+            NewBoard::Windowed(config) => self.create_windowed(name, config, now)?.map(Into::into),
+            NewBoard::Trending(config) => self.create_trending(name, config, now)?.map(Into::into),
         })
     }
 
     async fn load_board(&self, name: &BoardName) -> Result<Option<AnyBoard>> {
         if let Some(board) = self.read_boards().get(name) {
-            return Ok(Some(AnyBoard::Windowed(Arc::new(
-                lock(board).board.clone(),
-            ))));
+            return Ok(Some(lock(board).board.clone().into()));
         }
-        Ok(self
-            .trending
-            .board(name)
-            .map(|b| AnyBoard::Trending(Arc::new(b))))
+        Ok(self.trending.board(name).map(Into::into))
     }
 
     async fn list_boards(&self) -> Result<Vec<AnyBoard>> {
         let mut boards: Vec<AnyBoard> = self
             .read_boards()
             .values()
-            .map(|b| AnyBoard::Windowed(Arc::new(lock(b).board.clone())))
+            .map(|b| lock(b).board.clone().into())
             .collect();
         boards.extend(self.trending.list());
         boards.sort_by(|a, b| a.name().cmp(b.name()));

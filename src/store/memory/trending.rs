@@ -39,10 +39,9 @@ impl MemTrending {
     /// Every trending board, by name.
     pub(super) fn list(&self) -> Vec<AnyBoard> {
         let boards = self.read();
-        let board = |entry: &Arc<Mutex<MemTrend>>| lock(entry).board.clone();
         boards
             .values()
-            .map(|entry| AnyBoard::Trending(Arc::new(board(entry))))
+            .map(|b| lock(b).board.clone().into())
             .collect()
     }
 

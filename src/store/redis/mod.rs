@@ -249,10 +249,10 @@ impl Store for RedisStore {
             NewBoard::Windowed(config) => self
                 .create_windowed(name, config, now)
                 .await?
-                .map(|b| AnyBoard::Windowed(Arc::new(b))),
+                .map(Into::into),
             NewBoard::Trending(config) => trending::create(&self.conn, name, config, now)
                 .await?
-                .map(|b| AnyBoard::Trending(Arc::new(b))),
+                .map(Into::into),
         })
     }
 

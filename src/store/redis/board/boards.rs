@@ -8,8 +8,6 @@
 //! plain slots' stage hashes and compact slots' buckets (their geometry gives the
 //! count), found through the slot index ([`slot_index`](super::slot_index)).
 
-use std::sync::Arc;
-
 use redis::Value;
 
 use super::board_record::{RECORD_FIELDS, TREND_FIELDS, parse_board, parse_trending};
@@ -222,9 +220,9 @@ fn parse_any(name: &BoardName, fields: &[Value]) -> Result<Option<AnyBoard>> {
     }
     Ok(Some(
         if opt_string(&fields[n + 1], "kind")?.as_deref() == Some("trending") {
-            AnyBoard::Trending(Arc::new(parse_trending(name, &fields[n + 2..])?))
+            parse_trending(name, &fields[n + 2..])?.into()
         } else {
-            AnyBoard::Windowed(Arc::new(parse_board(name, &fields[..n])?))
+            parse_board(name, &fields[..n])?.into()
         },
     ))
 }

@@ -1,8 +1,8 @@
 //! How the Redis store is tuned: its connection ([`RedisOptions`]), how concurrent writes
 //! form batches ([`IngestOptions`]) and how a retirement pass runs ([`RetireOptions`]).
-//! Redis tuning: the [`Store`](crate::store::Store) trait takes none of it; the store
-//! holds its own, and `ServerStore::retire_with` takes other retirement options for one
-//! pass.
+//! Redis tuning: the [`Store`](crate::store::Store) trait takes none of it but a
+//! retirement pass's options (`Store::retire`, `None`: the store's own); the store holds
+//! its own.
 
 use std::path::PathBuf;
 use std::time::Duration;
