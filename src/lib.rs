@@ -72,7 +72,8 @@ pub use domain::any_board::{
     AnyBoard, BoardKind, BoardPage, BoardState, MemberRanks, MemberStanding, NewBoard,
     TrendingStatus,
 };
-pub use domain::board::{Board, BoardStatus, Created, Resharding, WindowStatus};
+pub use domain::board::WindowStatus;
+pub use domain::board::{Board, BoardStatus, Created, Resharding, SlotWrites, WindowAt};
 pub use domain::counter::{
     CleanPlan, CounterName, DEFAULT_KEEP, DEFAULT_PRECISIONS, Sample, SampleQuery,
 };

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use crate::domain::{BoardConfig, BoardName, Span, Timestamp};
+use crate::domain::{BoardConfig, BoardName, SlotWrite, Span, Timestamp};
 
 /// A board: its name, config and the identity of this incarnation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +76,48 @@ impl Resharding {
     }
 }
 
+/// One window of a board as read at `now`: what every windowed read names. `window` is
+/// an index into the board's windows.
+#[derive(Debug, Clone, Copy)]
+pub struct WindowAt<'a> {
+    /// The board.
+    pub board: &'a Board,
+    /// The window's index.
+    pub window: usize,
+    /// The time of the read.
+    pub now: Timestamp,
+}
+
+/// Events for a board's slots, written at `now`: what every write of a board names.
+#[derive(Debug)]
+pub struct SlotWrites<'a> {
+    /// The board.
+    pub board: &'a Board,
+    /// The time of the write.
+    pub now: Timestamp,
+    /// The events, in order.
+    pub writes: Vec<SlotWrite>,
+}
+
 impl Board {
+    /// `writes` for the board's slots, written at `now`.
+    pub fn writing(&self, now: Timestamp, writes: Vec<SlotWrite>) -> SlotWrites<'_> {
+        SlotWrites {
+            board: self,
+            now,
+            writes,
+        }
+    }
+
+    /// Window `window` of the board as read at `now`.
+    pub fn at(&self, window: usize, now: Timestamp) -> WindowAt<'_> {
+        WindowAt {
+            board: self,
+            window,
+            now,
+        }
+    }
+
     /// How many shards hold the board's members now: its count and, while it changes,
     /// the other count too (the larger of them).
     pub(crate) fn shard_span(&self) -> u32 {

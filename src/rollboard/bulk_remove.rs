@@ -111,9 +111,7 @@ impl Windowed<'_> {
             .on_window(self.board, window, |b, w| async move {
                 let range = stored_range(&b, range);
                 let page = store.top(
-                    &b,
-                    w,
-                    now,
+                    b.at(w, now),
                     PageQuery::new(range, Order::Desc, offset, limit),
                 );
                 Ok(own_values(&b, page.await?))

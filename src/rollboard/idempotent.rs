@@ -60,7 +60,8 @@ impl Windowed<'_> {
             let keyed = self
                 .rb
                 .retry_changed(&mut board, |b| async move {
-                    let written = store.write_keyed(&b, now, slot_writes(valid_ref), write_key);
+                    let written =
+                        store.write_keyed(b.writing(now, slot_writes(valid_ref)), write_key);
                     self.rb.change(&b.name, written).await
                 })
                 .await??;

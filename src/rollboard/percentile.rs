@@ -67,7 +67,7 @@ impl Windowed<'_> {
                     let share = percent_count(percent, ranked);
                     let limit = limit.min(share.saturating_sub(offset));
                     let page = PageQuery::new(ScoreRange::ALL, order, offset, limit.max(1));
-                    let page = store.top(b, w, now, page);
+                    let page = store.top(b.at(w, now), page);
                     let mut page = own_values(b, page.await?);
                     page.entries.truncate(limit as usize);
                     Ok(page)
@@ -103,7 +103,7 @@ impl Windowed<'_> {
                     let below = below_count(percentile, ranked);
                     let offset = below.saturating_sub(1);
                     let page = PageQuery::new(ScoreRange::ALL, Order::Asc, offset, 1);
-                    let page = store.top(&b, w, now, page);
+                    let page = store.top(b.at(w, now), page);
                     let page = own_values(&b, page.await?);
                     if let Some(entry) = page.entries.first() {
                         let score = if below == 0 {

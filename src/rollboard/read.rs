@@ -68,7 +68,7 @@ impl Windowed<'_> {
             .on_window(self.board, window, |b, w| async move {
                 let key = || format!("top {w} {range:?} {order:?} {offset} {limit}");
                 let range = stored_range(&b, range);
-                let fetch = || store.top(&b, w, now, PageQuery::new(range, order, offset, limit));
+                let fetch = || store.top(b.at(w, now), PageQuery::new(range, order, offset, limit));
                 let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(TopPage {
                     age_ms,
@@ -89,7 +89,7 @@ impl Windowed<'_> {
         self.rb
             .on_window(self.board, window, |b, w| async move {
                 let key = || format!("standing {w} {member}");
-                let fetch = || store.standing(&b, w, now, member);
+                let fetch = || store.standing(b.at(w, now), member);
                 let (standing, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(own_values(&b, standing).map(|s| Standing { age_ms, ..s }))
             })
@@ -108,7 +108,7 @@ impl Windowed<'_> {
         self.rb
             .on_window(self.board, window, |b, w| async move {
                 let key = || format!("ranks {w} {members:?}");
-                let fetch = || store.ranks(&b, w, now, members);
+                let fetch = || store.ranks(b.at(w, now), members);
                 let (ranks, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(Ranks {
                     age_ms,
@@ -139,7 +139,7 @@ impl Windowed<'_> {
         self.rb
             .on_window(self.board, window, |b, w| async move {
                 let key = || format!("around {w} {n} {options:?} {member}");
-                let fetch = || store.around(&b, w, now, member, n, options);
+                let fetch = || store.around(b.at(w, now), member, n, options);
                 let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(own_values(&b, page).map(|p| TopPage { age_ms, ..p }))
             })

@@ -62,7 +62,7 @@ impl Windowed<'_> {
             let statuses = self
                 .rb
                 .retry_changed(&mut board, |b| async move {
-                    let written = store.write(&b, now, slot_writes(chunk));
+                    let written = store.write(b.writing(now, slot_writes(chunk)));
                     self.rb.change(&b.name, written).await
                 })
                 .await?;
@@ -104,7 +104,7 @@ impl Windowed<'_> {
         let statuses = self
             .rb
             .retry_changed(&mut board, |b| async move {
-                let written = store.write_once(&b, now, slot_writes(valid_ref), token);
+                let written = store.write_once(b.writing(now, slot_writes(valid_ref)), token);
                 self.rb.change(&b.name, written).await
             })
             .await??;

@@ -127,8 +127,11 @@ impl Windowed<'_> {
             let (written, standings) = self
                 .rb
                 .retry_changed(&mut board, |b| async move {
-                    let written =
-                        store.write_standing(&b, now, slot_writes(valid_ref), asked_ref, key_ref);
+                    let written = store.write_standing(
+                        b.writing(now, slot_writes(valid_ref)),
+                        asked_ref,
+                        key_ref,
+                    );
                     let (keyed, standings) = self.rb.change(&b.name, written).await?;
                     Ok((keyed, own_values(&b, standings)))
                 })
@@ -202,7 +205,7 @@ impl Rollboard {
         for j in windows {
             let ranks = own_values(
                 board,
-                self.inner.store.ranks(board, *j, now, members).await?,
+                self.inner.store.ranks(board.at(*j, now), members).await?,
             );
             for (standing, entry) in standings.iter_mut().zip(ranks.entries) {
                 standing.windows.push(WindowStanding {

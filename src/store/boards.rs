@@ -9,7 +9,7 @@ use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
-use crate::domain::board::{Board, BoardStatus, Created};
+use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::{AroundOptions, Entry};
 use crate::domain::{BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
@@ -26,7 +26,6 @@ use super::shard_moves::ShardMoves;
 use super::stats::StatsStore;
 use super::trending::TrendingStore;
 use super::write_status::WriteStatus;
-use crate::domain::SlotWrite;
 
 /// A board store: what every backend means by boards, and through its accessors its
 /// counters, stats, rate windows and trending boards. All methods are safe to call
@@ -102,22 +101,11 @@ pub trait Store: Send + Sync + 'static {
     /// Applies events in order; one status per event. Also freezes every window whose
     /// cutoff at `now` has passed its watermark, so late events skip windows they have
     /// left even before retirement runs. Concurrent calls may be applied together.
-    async fn write(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-    ) -> Result<Vec<WriteStatus>>;
+    async fn write(&self, w: SlotWrites<'_>) -> Result<Vec<WriteStatus>>;
 
     /// Applies `writes` at most once for `token` (a job's replayed call counts once):
     /// `None` when the token was applied before.
-    async fn write_once(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-        token: &str,
-    ) -> Result<Option<Vec<WriteStatus>>>;
+    async fn write_once(&self, w: SlotWrites<'_>, token: &str) -> Result<Option<Vec<WriteStatus>>>;
 
     /// Applies `writes` once for `key` while its record lives: the first call applies
     /// them and records, in the same atomic step, its `now` and what it did; a later call
@@ -125,13 +113,7 @@ pub trait Store: Send + Sync + 'static {
     /// [`Keyed::Replayed`], one with another fingerprint [`Keyed::Reused`]. A record
     /// older than `key.ttl` by `now` is as good as absent, and the store forgets it by
     /// itself (memory stays bounded); dropping the board drops its records.
-    async fn write_keyed(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-        key: &WriteKey,
-    ) -> Result<Keyed>;
+    async fn write_keyed(&self, w: SlotWrites<'_>, key: &WriteKey) -> Result<Keyed>;
 
     /// Applies `writes` as [`write`](Store::write) does (with `key`, once, as
     /// [`write_keyed`](Store::write_keyed) does), in one atomic step that also reads, for
@@ -143,53 +125,31 @@ pub trait Store: Send + Sync + 'static {
     /// batched with other callers' writes; `writes` is at most 1,000 events (one keyed span).
     async fn write_standing(
         &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
+        w: SlotWrites<'_>,
         windows: &[usize],
         key: Option<&WriteKey>,
     ) -> Result<(Keyed, Vec<WrittenStanding>)>;
 
-    /// A page of window `window` (an index into the board's windows): the ranking's
+    /// A page of window `at`: the ranking's
     /// members whose totals are in `range`, from the `offset`-th of them counted in
     /// `order` (from the bottom when ascending), in that order; ranks are ranks in the
     /// whole ranking.
-    async fn top(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        page: PageQuery<ScoreRange>,
-    ) -> Result<TopPage>;
+    async fn top(&self, at: WindowAt<'_>, page: PageQuery<ScoreRange>) -> Result<TopPage>;
 
     /// A member's score (any sign) and rank (`None` unless positive); `None` when it
     /// holds no total in the window.
-    async fn standing(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        member: &Member,
-    ) -> Result<Option<Standing>>;
+    async fn standing(&self, at: WindowAt<'_>, member: &Member) -> Result<Option<Standing>>;
 
     /// The score and rank of each of `members` (in order, duplicates kept), read in one
     /// step: its total whatever its sign (0 without one), no rank unless positive.
-    async fn ranks(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        members: &[Member],
-    ) -> Result<Ranks>;
+    async fn ranks(&self, at: WindowAt<'_>, members: &[Member]) -> Result<Ranks>;
 
     /// Up to `n` entries on each side of `member` (a full page of `2n + 1` shifted at
     /// the ends with `options.fill`), in `options.order`; `None` without a positive
     /// total.
     async fn around(
         &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
+        at: WindowAt<'_>,
         member: &Member,
         n: u64,
         options: AroundOptions,

@@ -9,8 +9,9 @@
 
 use async_trait::async_trait;
 
+use crate::domain::board::WindowAt;
 use crate::domain::board::{Board, Resharding};
-use crate::domain::{Ahead, AheadProbe, Member, Timestamp};
+use crate::domain::{Ahead, AheadProbe, Member};
 use crate::error::Result;
 
 /// A store's part in sharded boards: the counts their ranks are summed from, and a
@@ -23,13 +24,7 @@ pub(crate) trait ShardMoves: Send + Sync {
     /// member, those with the same total and a member before it in the tie order (member
     /// ascending). A probe's member need not be on the board. One atomic read, O(log N)
     /// per probe. A sharded board's ranks are sums of these counts over its shards.
-    async fn count_ahead(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        probes: &[AheadProbe],
-    ) -> Result<Ahead>;
+    async fn count_ahead(&self, at: WindowAt<'_>, probes: &[AheadProbe]) -> Result<Ahead>;
 
     /// Sets the board's shard count and its reshard's state under a new version (every
     /// cached copy reloads: calls made with the old one are refused). The board as

@@ -502,7 +502,7 @@ async fn the_shards_of_a_board_land_on_every_master_of_a_cluster() {
             if name == board || name.starts_with(&format!("{board}#")) {
                 let owner = cluster.owner(cluster.keyslot(&format!("board_{{{name}}}")));
                 *per_master.entry(owner).or_default() += 1;
-                let top = Store::top(&raw, b, 0, h.now(), rollboard::PageQuery::top(0, 1000))
+                let top = Store::top(&raw, b.at(0, h.now()), rollboard::PageQuery::top(0, 1000))
                     .await
                     .unwrap();
                 // Each shard holds about a third (a sixth) of the members.

@@ -31,12 +31,12 @@ use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
-use crate::domain::board::{Board, BoardStatus, Created};
+use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::{Error, Result};
-use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus, new_version};
+use crate::store::{Keyed, Store, WriteKey, WriteStatus, new_version};
 
 /// Boards held in this process's memory.
 #[derive(Debug, Default)]
@@ -224,86 +224,51 @@ impl Store for MemoryStore {
         Ok(boards.remove(name).is_some() || self.trending.remove(name))
     }
 
-    async fn write(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-    ) -> Result<Vec<WriteStatus>> {
-        self.with_board(board, |b| b.write(now, &writes))
+    async fn write(&self, w: SlotWrites<'_>) -> Result<Vec<WriteStatus>> {
+        self.with_board(w.board, |b| b.write(w.now, &w.writes))
     }
 
-    async fn write_once(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-        token: &str,
-    ) -> Result<Option<Vec<WriteStatus>>> {
-        self.with_board(board, |b| b.write_once(now, &writes, token))
+    async fn write_once(&self, w: SlotWrites<'_>, token: &str) -> Result<Option<Vec<WriteStatus>>> {
+        self.with_board(w.board, |b| b.write_once(w.now, &w.writes, token))
     }
 
-    async fn write_keyed(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-        key: &WriteKey,
-    ) -> Result<Keyed> {
-        self.with_board(board, |b| b.write_keyed(now, &writes, key))
+    async fn write_keyed(&self, w: SlotWrites<'_>, key: &WriteKey) -> Result<Keyed> {
+        self.with_board(w.board, |b| b.write_keyed(w.now, &w.writes, key))
     }
 
     async fn write_standing(
         &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
+        w: SlotWrites<'_>,
         windows: &[usize],
         key: Option<&WriteKey>,
     ) -> Result<(Keyed, Vec<crate::domain::WrittenStanding>)> {
-        self.with_board(board, |b| b.write_standing(now, &writes, windows, key))
+        self.with_board(w.board, |b| {
+            b.write_standing(w.now, &w.writes, windows, key)
+        })
     }
 
-    async fn top(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        page: PageQuery<ScoreRange>,
-    ) -> Result<TopPage> {
-        self.with_board(board, |b| b.top(window, now, page))
+    async fn top(&self, at: WindowAt<'_>, page: PageQuery<ScoreRange>) -> Result<TopPage> {
+        self.with_board(at.board, |b| b.top(at.window, at.now, page))
     }
 
-    async fn standing(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        member: &Member,
-    ) -> Result<Option<Standing>> {
-        self.with_board(board, |b| b.standing(window, now, member))
+    async fn standing(&self, at: WindowAt<'_>, member: &Member) -> Result<Option<Standing>> {
+        self.with_board(at.board, |b| b.standing(at.window, at.now, member))
     }
 
-    async fn ranks(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        members: &[Member],
-    ) -> Result<Ranks> {
-        self.with_board(board, |b| b.ranks(window, now, members))
+    async fn ranks(&self, at: WindowAt<'_>, members: &[Member]) -> Result<Ranks> {
+        self.with_board(at.board, |b| b.ranks(at.window, at.now, members))
     }
 
     async fn around(
         &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
+        at: WindowAt<'_>,
         member: &Member,
         n: u64,
         options: AroundOptions,
     ) -> Result<Option<TopPage>> {
-        self.with_board(board, |b| b.around(window, now, member, n, options))
+        self.with_board(at.board, |b| {
+            b.around(at.window, at.now, member, n, options)
+        })
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {

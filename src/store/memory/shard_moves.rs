@@ -5,21 +5,15 @@
 use async_trait::async_trait;
 
 use super::MemoryStore;
-use crate::domain::board::{Board, Resharding};
-use crate::domain::{Ahead, AheadProbe, Member, Timestamp};
+use crate::domain::board::{Board, Resharding, WindowAt};
+use crate::domain::{Ahead, AheadProbe, Member};
 use crate::error::Result;
 use crate::store::{ShardMoves, new_version};
 
 #[async_trait]
 impl ShardMoves for MemoryStore {
-    async fn count_ahead(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        probes: &[AheadProbe],
-    ) -> Result<Ahead> {
-        self.with_board(board, |b| b.count_ahead(window, now, probes))
+    async fn count_ahead(&self, at: WindowAt<'_>, probes: &[AheadProbe]) -> Result<Ahead> {
+        self.with_board(at.board, |b| b.count_ahead(at.window, at.now, probes))
     }
 
     async fn set_shards(

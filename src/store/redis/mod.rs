@@ -51,14 +51,16 @@ use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
-use crate::domain::board::{Board, BoardStatus, Created, Resharding};
+use crate::domain::board::{Board, BoardStatus, Created, Resharding, SlotWrites, WindowAt};
 use crate::domain::memory_check::MemoryReading;
+use crate::domain::{
+    Ahead, AheadProbe, AroundOptions, History, Ranks, ScoreRange, Standing, TopPage,
+};
 use crate::domain::{BoardConfig, BoardName, Layout, Member, MemberData, Timestamp};
-use crate::domain::{History, Standing, TopPage};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
 use crate::store::{CounterStore, ServerStore, ShardMoves, StatsStore};
-use crate::store::{Keyed, SlotWrite, Store, WriteKey, WriteStatus};
+use crate::store::{Keyed, Store, WriteKey, WriteStatus};
 
 /// Attempts to extend a board before giving up (each after a retirement).
 const EXTEND_ATTEMPTS: usize = 5;
@@ -274,97 +276,49 @@ impl Store for RedisStore {
         Ok(dropped)
     }
 
-    async fn write(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-    ) -> Result<Vec<WriteStatus>> {
-        self.family(board)
-            .write(&self.conn, board, now, writes)
-            .await
+    async fn write(&self, w: SlotWrites<'_>) -> Result<Vec<WriteStatus>> {
+        self.family(w.board).write(&self.conn, w).await
     }
 
-    async fn write_once(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-        token: &str,
-    ) -> Result<Option<Vec<WriteStatus>>> {
-        let family = self.family(board);
-        family
-            .write_once(&self.conn, board, now, writes, token)
-            .await
+    async fn write_once(&self, w: SlotWrites<'_>, token: &str) -> Result<Option<Vec<WriteStatus>>> {
+        self.family(w.board).write_once(&self.conn, w, token).await
     }
 
-    async fn write_keyed(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-        key: &WriteKey,
-    ) -> Result<Keyed> {
-        let family = self.family(board);
-        family
-            .write_keyed(&self.conn, board, now, writes, key)
-            .await
+    async fn write_keyed(&self, w: SlotWrites<'_>, key: &WriteKey) -> Result<Keyed> {
+        self.family(w.board).write_keyed(&self.conn, w, key).await
     }
 
     async fn write_standing(
         &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
+        w: SlotWrites<'_>,
         windows: &[usize],
         key: Option<&WriteKey>,
     ) -> Result<(Keyed, Vec<crate::domain::WrittenStanding>)> {
-        let family = self.family(board);
-        family
-            .write_standing(&self.conn, board, now, writes, windows, key)
+        self.family(w.board)
+            .write_standing(&self.conn, w, windows, key)
             .await
     }
 
-    async fn top(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        page: PageQuery<crate::domain::ScoreRange>,
-    ) -> Result<TopPage> {
-        board::read::top(&self.conn, board, window, now, page).await
+    async fn top(&self, at: WindowAt<'_>, page: PageQuery<ScoreRange>) -> Result<TopPage> {
+        board::read::top(&self.conn, at, page).await
     }
 
-    async fn standing(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        member: &Member,
-    ) -> Result<Option<Standing>> {
-        board::read::standing(&self.conn, board, window, now, member).await
+    async fn standing(&self, at: WindowAt<'_>, member: &Member) -> Result<Option<Standing>> {
+        board::read::standing(&self.conn, at, member).await
     }
 
-    async fn ranks(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        members: &[Member],
-    ) -> Result<crate::domain::Ranks> {
-        board::read::ranks(&self.conn, board, window, now, members).await
+    async fn ranks(&self, at: WindowAt<'_>, members: &[Member]) -> Result<Ranks> {
+        board::read::ranks(&self.conn, at, members).await
     }
 
     async fn around(
         &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
+        at: WindowAt<'_>,
         member: &Member,
         n: u64,
-        options: crate::domain::AroundOptions,
+        options: AroundOptions,
     ) -> Result<Option<TopPage>> {
-        board::read::around(&self.conn, board, window, now, member, n, options).await
+        board::read::around(&self.conn, at, member, n, options).await
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {
@@ -463,14 +417,8 @@ impl Store for RedisStore {
 
 #[async_trait]
 impl ShardMoves for RedisStore {
-    async fn count_ahead(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        probes: &[crate::domain::AheadProbe],
-    ) -> Result<crate::domain::Ahead> {
-        board::read::count_ahead(&self.conn, board, window, now, probes).await
+    async fn count_ahead(&self, at: WindowAt<'_>, probes: &[AheadProbe]) -> Result<Ahead> {
+        board::read::count_ahead(&self.conn, at, probes).await
     }
 
     async fn set_shards(

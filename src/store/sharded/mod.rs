@@ -30,9 +30,9 @@ use async_trait::async_trait;
 use crate::clock::Clock;
 use crate::domain::PageQuery;
 use crate::domain::any_board::{AnyBoard, NewBoard};
-use crate::domain::board::{Board, BoardStatus, Created};
+use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::memory_check::MemoryReading;
-use crate::domain::{AroundOptions, Entry, RetireReport, SlotWrite};
+use crate::domain::{AroundOptions, Entry, RetireReport};
 use crate::domain::{BoardName, Member, MemberData, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
@@ -138,58 +138,35 @@ impl Store for ShardedStore {
         result
     }
 
-    async fn write(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-    ) -> Result<Vec<WriteStatus>> {
-        match self.sharded(board).await? {
-            None => self.inner.write(board, now, writes).await,
-            Some(s) => Box::pin(s.write(now, writes)).await,
+    async fn write(&self, w: SlotWrites<'_>) -> Result<Vec<WriteStatus>> {
+        match self.sharded(w.board).await? {
+            None => self.inner.write(w).await,
+            Some(s) => Box::pin(s.write(w.now, w.writes)).await,
         }
     }
 
-    async fn write_once(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-        token: &str,
-    ) -> Result<Option<Vec<WriteStatus>>> {
-        match self.sharded(board).await? {
-            None => self.inner.write_once(board, now, writes, token).await,
-            Some(s) => Box::pin(s.write_once(now, writes, token)).await,
+    async fn write_once(&self, w: SlotWrites<'_>, token: &str) -> Result<Option<Vec<WriteStatus>>> {
+        match self.sharded(w.board).await? {
+            None => self.inner.write_once(w, token).await,
+            Some(s) => Box::pin(s.write_once(w.now, w.writes, token)).await,
         }
     }
 
-    async fn write_keyed(
-        &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-        key: &WriteKey,
-    ) -> Result<Keyed> {
-        match self.sharded(board).await? {
-            None => self.inner.write_keyed(board, now, writes, key).await,
-            Some(s) => Box::pin(s.write_keyed(now, writes, key)).await,
+    async fn write_keyed(&self, w: SlotWrites<'_>, key: &WriteKey) -> Result<Keyed> {
+        match self.sharded(w.board).await? {
+            None => self.inner.write_keyed(w, key).await,
+            Some(s) => Box::pin(s.write_keyed(w.now, w.writes, key)).await,
         }
     }
 
     async fn write_standing(
         &self,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
+        w: SlotWrites<'_>,
         windows: &[usize],
         key: Option<&WriteKey>,
     ) -> Result<(Keyed, Vec<WrittenStanding>)> {
-        match self.sharded(board).await? {
-            None => {
-                self.inner
-                    .write_standing(board, now, writes, windows, key)
-                    .await
-            }
+        match self.sharded(w.board).await? {
+            None => self.inner.write_standing(w, windows, key).await,
             Some(s) => s.unsupported(
                 "a write that answers its standing is for boards of one shard (its ranks \
                  are read in the write's atomic step, which covers one shard): write \
@@ -198,61 +175,37 @@ impl Store for ShardedStore {
         }
     }
 
-    async fn top(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        page: PageQuery<ScoreRange>,
-    ) -> Result<TopPage> {
-        match self.sharded(board).await? {
-            None => self.inner.top(board, window, now, page).await,
-            Some(s) => Box::pin(s.in_window(window, now).top(page)).await,
+    async fn top(&self, at: WindowAt<'_>, page: PageQuery<ScoreRange>) -> Result<TopPage> {
+        match self.sharded(at.board).await? {
+            None => self.inner.top(at, page).await,
+            Some(s) => Box::pin(s.in_window(at.window, at.now).top(page)).await,
         }
     }
 
-    async fn standing(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        member: &Member,
-    ) -> Result<Option<Standing>> {
-        match self.sharded(board).await? {
-            None => self.inner.standing(board, window, now, member).await,
-            Some(s) => Box::pin(s.in_window(window, now).standing(member)).await,
+    async fn standing(&self, at: WindowAt<'_>, member: &Member) -> Result<Option<Standing>> {
+        match self.sharded(at.board).await? {
+            None => self.inner.standing(at, member).await,
+            Some(s) => Box::pin(s.in_window(at.window, at.now).standing(member)).await,
         }
     }
 
-    async fn ranks(
-        &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
-        members: &[Member],
-    ) -> Result<Ranks> {
-        match self.sharded(board).await? {
-            None => self.inner.ranks(board, window, now, members).await,
-            Some(s) => Box::pin(s.in_window(window, now).ranks(members)).await,
+    async fn ranks(&self, at: WindowAt<'_>, members: &[Member]) -> Result<Ranks> {
+        match self.sharded(at.board).await? {
+            None => self.inner.ranks(at, members).await,
+            Some(s) => Box::pin(s.in_window(at.window, at.now).ranks(members)).await,
         }
     }
 
     async fn around(
         &self,
-        board: &Board,
-        window: usize,
-        now: Timestamp,
+        at: WindowAt<'_>,
         member: &Member,
         n: u64,
         options: AroundOptions,
     ) -> Result<Option<TopPage>> {
-        match self.sharded(board).await? {
-            None => {
-                self.inner
-                    .around(board, window, now, member, n, options)
-                    .await
-            }
-            Some(s) => Box::pin(s.in_window(window, now).around(member, n, options)).await,
+        match self.sharded(at.board).await? {
+            None => self.inner.around(at, member, n, options).await,
+            Some(s) => Box::pin(s.in_window(at.window, at.now).around(member, n, options)).await,
         }
     }
 

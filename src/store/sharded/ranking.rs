@@ -68,7 +68,7 @@ impl InWindow<'_> {
         let store = self.sharded.moves()?;
         let answers = self
             .sharded
-            .each(|_, b| store.count_ahead(b, self.window, self.now, probes))
+            .each(|_, b| store.count_ahead(b.at(self.window, self.now), probes))
             .await?;
         let coverage = joined(answers.iter().map(Ahead::coverage));
         Ok((coverage, answers.into_iter().map(|a| a.counts).collect()))
@@ -171,7 +171,7 @@ impl InWindow<'_> {
                     let ranks = self
                         .sharded
                         .store
-                        .ranks(b, self.window, self.now, &asked)
+                        .ranks(b.at(self.window, self.now), &asked)
                         .await?;
                     Ok(Some(ranks))
                 }
@@ -211,7 +211,7 @@ impl InWindow<'_> {
         let result = self
             .sharded
             .store
-            .standing(shard, self.window, self.now, member)
+            .standing(shard.at(self.window, self.now), member)
             .await;
         self.sharded.lift(result)
     }
@@ -246,7 +246,7 @@ impl InWindow<'_> {
             .sharded
             .each(|i, b| {
                 let page = PageQuery::top(cut[i], skip + count);
-                self.sharded.store.top(b, self.window, self.now, page)
+                self.sharded.store.top(b.at(self.window, self.now), page)
             })
             .await?;
         let coverage = joined(pages.iter().map(TopPage::coverage).chain(coverage));
@@ -315,12 +315,8 @@ impl InWindow<'_> {
                 })
                 .collect();
             let found = try_join_all(pivots.iter().map(|(j, at)| {
-                self.sharded.store.top(
-                    &self.shards()[*j],
-                    self.window,
-                    self.now,
-                    PageQuery::top(*at, 1),
-                )
+                let shard = self.shards()[*j].at(self.window, self.now);
+                self.sharded.store.top(shard, PageQuery::top(*at, 1))
             }))
             .await;
             let found = self.sharded.lift(found)?;

@@ -296,8 +296,12 @@ impl Mover<'_> {
         let take = format!("reshard-take-{}", stash.nonce);
         let give = format!("reshard-give-{}", stash.nonce);
         if !stash.points.is_empty() {
-            self.store.write_once(old, now, writes(-1), &take).await?;
-            self.store.write_once(new, now, writes(1), &give).await?;
+            self.store
+                .write_once(old.writing(now, writes(-1)), &take)
+                .await?;
+            self.store
+                .write_once(new.writing(now, writes(1)), &give)
+                .await?;
         }
         if let Some(data) = stash.data {
             // Data set on the new shard since the member was marked is newer: kept.

@@ -174,7 +174,7 @@ impl<'a> Sharded<'a> {
             .send(
                 writes,
                 false,
-                |shard, writes| async move { store.write(&shard, now, writes).await },
+                |shard, writes| async move { store.write(shard.writing(now, writes)).await },
                 |statuses| changed(statuses),
             )
             .await?;
@@ -208,7 +208,7 @@ impl<'a> Sharded<'a> {
             .send(
                 writes,
                 true,
-                |shard, writes| async move { store.write_once(&shard, now, writes, token).await },
+                |shard, writes| async move { store.write_once(shard.writing(now, writes), token).await },
                 |_| Vec::new(),
             )
             .await?;
@@ -236,7 +236,7 @@ impl<'a> Sharded<'a> {
             .send(
                 writes,
                 true,
-                |shard, writes| async move { store.write_keyed(&shard, now, writes, key).await },
+                |shard, writes| async move { store.write_keyed(shard.writing(now, writes), key).await },
                 |_| Vec::new(),
             )
             .await?;

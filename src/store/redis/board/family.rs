@@ -6,13 +6,13 @@
 
 use async_trait::async_trait;
 
-use crate::domain::board::Board;
+use crate::domain::board::{Board, SlotWrites};
 use crate::domain::{Member, RecomputeReport, Removed, RetireReport, Timestamp, WrittenStanding};
 use crate::error::Result;
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::retire::SlotPass;
-use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
+use crate::store::{Keyed, WriteKey, WriteStatus};
 
 /// What one compaction of a closed slot did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,38 +43,26 @@ pub(crate) trait Family: Send + Sync {
     /// Whether `retire_small.lua` can retire `board` in one call.
     fn retires_small(&self, board: &Board) -> bool;
 
-    async fn write(
-        &self,
-        conn: &RedisConn,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-    ) -> Result<Vec<WriteStatus>>;
+    async fn write(&self, conn: &RedisConn, w: SlotWrites<'_>) -> Result<Vec<WriteStatus>>;
 
     async fn write_once(
         &self,
         conn: &RedisConn,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
+        w: SlotWrites<'_>,
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>>;
 
     async fn write_keyed(
         &self,
         conn: &RedisConn,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
+        w: SlotWrites<'_>,
         key: &WriteKey,
     ) -> Result<Keyed>;
 
     async fn write_standing(
         &self,
         conn: &RedisConn,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
+        w: SlotWrites<'_>,
         windows: &[usize],
         key: Option<&WriteKey>,
     ) -> Result<(Keyed, Vec<WrittenStanding>)>;

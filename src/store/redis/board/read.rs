@@ -8,10 +8,11 @@ use redis::Value;
 use super::keys;
 use crate::domain::PageQuery;
 use crate::domain::board::Board;
+use crate::domain::board::WindowAt;
 use crate::domain::{Ahead, AheadProbe, AroundOptions, Order, RankedTotals, Ties};
 use crate::domain::{Coverage, WindowState, coverage};
 use crate::domain::{Entry, MemberRank, Ranks, Standing, TopPage};
-use crate::domain::{Member, ScoreRange, Timestamp, percentile};
+use crate::domain::{Member, ScoreRange, percentile};
 use crate::error::{Error, Result};
 use crate::store::redis::conn::reply::{array, int, opt_int, parse_integer, string};
 use crate::store::redis::conn::{RedisConn, Retry};
@@ -46,13 +47,12 @@ fn flags(board: &Board, order: Order, fill: bool) -> String {
 #[allow(clippy::too_many_arguments)]
 async fn read_ranking(
     conn: &RedisConn,
-    board: &Board,
-    window: usize,
-    now: Timestamp,
+    at: WindowAt<'_>,
     mode: &str,
     flags: &str,
     args: &[&str],
 ) -> Result<RankingReply> {
+    let WindowAt { board, window, now } = at;
     let windows = board.config.windows();
     let mut invocation = conn.scripts().read_ranking.key(keys::record(&board.name));
     invocation
@@ -110,25 +110,22 @@ fn score_of(v: &Value) -> Result<i64> {
     parse_integer(&text).ok_or_else(|| Error::store(format!("score {text:?} is not an integer")))
 }
 
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn top(
     conn: &RedisConn,
-    board: &Board,
-    window: usize,
-    now: Timestamp,
+    at: WindowAt<'_>,
     page: PageQuery<ScoreRange>,
 ) -> Result<TopPage> {
     let (range, order, offset, limit) = page.parts();
     let args = [offset, limit].map(|n| n.to_string());
-    let bounds = [range.lowest(board.config.rank()), range.max()].map(|n| n.to_string());
+    let bounds = [range.lowest(at.board.config.rank()), range.max()].map(|n| n.to_string());
     let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
     if range != ScoreRange::ALL {
         args.extend(bounds.iter().map(String::as_str));
     }
-    let flags = flags(board, order, false);
-    let r = read_ranking(conn, board, window, now, "top", &flags, &args).await?;
+    let flags = flags(at.board, order, false);
+    let r = read_ranking(conn, at, "top", &flags, &args).await?;
     Ok(TopPage::new(
-        board.name.clone(),
+        at.board.name.clone(),
         r.coverage,
         entries(&r.rest)?,
     ))
@@ -136,22 +133,11 @@ pub(crate) async fn top(
 
 pub(crate) async fn standing(
     conn: &RedisConn,
-    board: &Board,
-    window: usize,
-    now: Timestamp,
+    at: WindowAt<'_>,
     member: &Member,
 ) -> Result<Option<Standing>> {
-    let flags = flags(board, Order::Desc, false);
-    let r = read_ranking(
-        conn,
-        board,
-        window,
-        now,
-        "member",
-        &flags,
-        &[member.as_str()],
-    )
-    .await?;
+    let flags = flags(at.board, Order::Desc, false);
+    let r = read_ranking(conn, at, "member", &flags, &[member.as_str()]).await?;
     let [score, rank, below, ranked] = r.rest.as_slice() else {
         return Ok(None);
     };
@@ -165,19 +151,13 @@ pub(crate) async fn standing(
 }
 
 /// The ranks of `members` in one `read_ranking.lua` call (one round trip, O(k log N)).
-pub(crate) async fn ranks(
-    conn: &RedisConn,
-    board: &Board,
-    window: usize,
-    now: Timestamp,
-    members: &[Member],
-) -> Result<Ranks> {
+pub(crate) async fn ranks(conn: &RedisConn, at: WindowAt<'_>, members: &[Member]) -> Result<Ranks> {
     let args: Vec<&str> = ["", ""]
         .into_iter()
         .chain(members.iter().map(Member::as_str))
         .collect();
-    let flags = flags(board, Order::Desc, false);
-    let r = read_ranking(conn, board, window, now, "ranks", &flags, &args).await?;
+    let flags = flags(at.board, Order::Desc, false);
+    let r = read_ranking(conn, at, "ranks", &flags, &args).await?;
     if r.rest.len() != 2 * members.len() {
         return Err(Error::store(format!(
             "read_ranking answered {} values for {} members",
@@ -201,16 +181,14 @@ pub(crate) async fn ranks(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(Ranks::new(board.name.clone(), r.coverage, entries))
+    Ok(Ranks::new(at.board.name.clone(), r.coverage, entries))
 }
 
 /// How many ranked members are ahead of each probe, in one `read_ranking.lua` call
 /// (one round trip, O(log N) per probe and O(log N log T) for one in a tie group of T).
 pub(crate) async fn count_ahead(
     conn: &RedisConn,
-    board: &Board,
-    window: usize,
-    now: Timestamp,
+    at: WindowAt<'_>,
     probes: &[AheadProbe],
 ) -> Result<Ahead> {
     let totals: Vec<String> = probes.iter().map(|p| p.total.to_string()).collect();
@@ -219,8 +197,8 @@ pub(crate) async fn count_ahead(
         args.push(total);
         args.push(probe.member.as_ref().map_or("", Member::as_str));
     }
-    let flags = flags(board, Order::Desc, false);
-    let r = read_ranking(conn, board, window, now, "ahead", &flags, &args).await?;
+    let flags = flags(at.board, Order::Desc, false);
+    let r = read_ranking(conn, at, "ahead", &flags, &args).await?;
     if r.rest.len() != probes.len() {
         return Err(Error::store(format!(
             "read_ranking answered {} counts for {} probes",
@@ -238,20 +216,16 @@ pub(crate) async fn count_ahead(
 
 pub(crate) async fn around(
     conn: &RedisConn,
-    board: &Board,
-    window: usize,
-    now: Timestamp,
+    at: WindowAt<'_>,
     member: &Member,
     n: u64,
     options: AroundOptions,
 ) -> Result<Option<TopPage>> {
     let r = read_ranking(
         conn,
-        board,
-        window,
-        now,
+        at,
         "around",
-        &flags(board, options.order, options.fill),
+        &flags(at.board, options.order, options.fill),
         &[member.as_str(), &n.to_string()],
     )
     .await?;
@@ -259,7 +233,7 @@ pub(crate) async fn around(
         return Ok(None);
     }
     Ok(Some(TopPage::new(
-        board.name.clone(),
+        at.board.name.clone(),
         r.coverage,
         entries(&r.rest)?,
     )))

@@ -9,7 +9,7 @@ pub(crate) mod write;
 
 use async_trait::async_trait;
 
-use crate::domain::board::Board;
+use crate::domain::board::{Board, SlotWrites};
 use crate::domain::{Member, RecomputeReport, Removed, Timestamp, WrittenStanding};
 use crate::error::Result;
 use crate::store::redis::board::family::{Compacted, Family, Swap};
@@ -17,7 +17,7 @@ use crate::store::redis::board::{keys, lease};
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::retire::{SlotPass, maxima as retire_max, maxima_compact};
-use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
+use crate::store::{Keyed, WriteKey, WriteStatus};
 
 /// Max, min and latest boards: one value per slot and member; a slot that leaves a
 /// window is recomputed out of it, never subtracted, so there is no swap.
@@ -33,49 +33,39 @@ impl Family for MaxFamily {
         false
     }
 
-    async fn write(
-        &self,
-        conn: &RedisConn,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-    ) -> Result<Vec<WriteStatus>> {
-        write::write(conn, board, now, &writes).await
+    async fn write(&self, conn: &RedisConn, w: SlotWrites<'_>) -> Result<Vec<WriteStatus>> {
+        write::write(conn, w.board, w.now, &w.writes).await
     }
 
     /// A max board's write is idempotent by itself: applied again, it changes nothing.
     async fn write_once(
         &self,
         conn: &RedisConn,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
+        w: SlotWrites<'_>,
         _token: &str,
     ) -> Result<Option<Vec<WriteStatus>>> {
-        write::write(conn, board, now, &writes).await.map(Some)
+        write::write(conn, w.board, w.now, &w.writes)
+            .await
+            .map(Some)
     }
 
     async fn write_keyed(
         &self,
         conn: &RedisConn,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
+        w: SlotWrites<'_>,
         key: &WriteKey,
     ) -> Result<Keyed> {
-        write::write_keyed(conn, board, now, &writes, key).await
+        write::write_keyed(conn, w.board, w.now, &w.writes, key).await
     }
 
     async fn write_standing(
         &self,
         conn: &RedisConn,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
+        w: SlotWrites<'_>,
         windows: &[usize],
         key: Option<&WriteKey>,
     ) -> Result<(Keyed, Vec<WrittenStanding>)> {
-        write::write_standing(conn, board, now, &writes, windows, key).await
+        write::write_standing(conn, w.board, w.now, &w.writes, windows, key).await
     }
 
     async fn remove_member(

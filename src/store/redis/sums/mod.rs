@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::domain::board::Board;
+use crate::domain::board::{Board, SlotWrites};
 use crate::domain::{Member, RecomputeReport, Removed, Timestamp, WrittenStanding};
 use crate::error::Result;
 use crate::store::redis::board::family::{Compacted, Family, Swap};
@@ -24,7 +24,7 @@ use crate::store::redis::board::{keys, lease};
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::retire::{SlotPass, chunks, compact, swap};
-use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
+use crate::store::{Keyed, WriteKey, WriteStatus};
 use ingest::Ingest;
 
 /// Sum boards: writes through the group commit ([`Ingest`]), whose budget the once-only
@@ -45,49 +45,37 @@ impl Family for SumFamily {
         keys::window_dense(board, 0).is_empty()
     }
 
-    async fn write(
-        &self,
-        _conn: &RedisConn,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
-    ) -> Result<Vec<WriteStatus>> {
-        self.ingest.write(board, now, writes).await
+    async fn write(&self, _conn: &RedisConn, w: SlotWrites<'_>) -> Result<Vec<WriteStatus>> {
+        self.ingest.write(w.board, w.now, w.writes).await
     }
 
     async fn write_once(
         &self,
         conn: &RedisConn,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
+        w: SlotWrites<'_>,
         token: &str,
     ) -> Result<Option<Vec<WriteStatus>>> {
-        once::write_once(conn, board, now, writes, token).await
+        once::write_once(conn, w, token).await
     }
 
     async fn write_keyed(
         &self,
         conn: &RedisConn,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
+        w: SlotWrites<'_>,
         key: &WriteKey,
     ) -> Result<Keyed> {
-        once::write_keyed(conn, self.ingest.budget(), board, now, writes, key).await
+        once::write_keyed(conn, self.ingest.budget(), w, key).await
     }
 
     async fn write_standing(
         &self,
         conn: &RedisConn,
-        board: &Board,
-        now: Timestamp,
-        writes: Vec<SlotWrite>,
+        w: SlotWrites<'_>,
         windows: &[usize],
         key: Option<&WriteKey>,
     ) -> Result<(Keyed, Vec<WrittenStanding>)> {
         let budget = self.ingest.budget();
-        standing::write_standing(conn, budget, board, now, writes, windows, key).await
+        standing::write_standing(conn, budget, w, windows, key).await
     }
 
     async fn remove_member(

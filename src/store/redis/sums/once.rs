@@ -13,8 +13,7 @@ use std::collections::HashSet;
 use super::budget::Budget;
 use super::write::apply;
 use super::write_call::{Answer, Key, Replay, Token, WriteCall, Writes};
-use crate::domain::Timestamp;
-use crate::domain::board::Board;
+use crate::domain::board::SlotWrites;
 use crate::error::{Error, Result};
 use crate::store::redis::conn::RedisConn;
 use crate::store::{Keyed, Recorded, SlotWrite, WriteKey, WriteStatus};
@@ -29,11 +28,10 @@ const KEY_SPAN: usize = 1000;
 /// `events_per_call` events per token): `None` when the token was applied before.
 pub(crate) async fn write_once(
     conn: &RedisConn,
-    board: &Board,
-    now: Timestamp,
-    writes: Vec<SlotWrite>,
+    w: SlotWrites<'_>,
     token: &str,
 ) -> Result<Option<Vec<WriteStatus>>> {
+    let SlotWrites { board, now, writes } = w;
     let call = WriteCall {
         board,
         now,
@@ -52,11 +50,10 @@ pub(crate) async fn write_once(
 pub(crate) async fn write_keyed(
     conn: &RedisConn,
     budget: &Budget,
-    board: &Board,
-    now: Timestamp,
-    writes: Vec<SlotWrite>,
+    w: SlotWrites<'_>,
     key: &WriteKey,
 ) -> Result<Keyed> {
+    let SlotWrites { board, now, writes } = w;
     let mut statuses = Vec::with_capacity(writes.len());
     let mut applied = false;
     let mut pos = 0;

@@ -10,8 +10,8 @@ use super::budget::Budget;
 use super::once;
 use super::write::{StandingReply, apply_standing};
 use super::write_call::{Answer, Key, Unguarded, WriteCall, Writes};
-use crate::domain::board::Board;
-use crate::domain::{Timestamp, WindowStanding, WrittenStanding};
+use crate::domain::board::{Board, SlotWrites};
+use crate::domain::{WindowStanding, WrittenStanding};
 use crate::error::{Error, Result};
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::reply::{int, opt_int};
@@ -24,12 +24,11 @@ use crate::store::{Keyed, SlotWrite, WriteKey};
 pub(crate) async fn write_standing(
     conn: &RedisConn,
     budget: &Budget,
-    board: &Board,
-    now: Timestamp,
-    writes: Vec<SlotWrite>,
+    w: SlotWrites<'_>,
     windows: &[usize],
     key: Option<&WriteKey>,
 ) -> Result<(Keyed, Vec<WrittenStanding>)> {
+    let SlotWrites { board, now, writes } = w;
     let all = Writes::of(&writes);
     let members = distinct_members(&writes);
     let (statuses, reply) = match key {
@@ -59,7 +58,8 @@ pub(crate) async fn write_standing(
             match apply_standing(conn, &call, &all).await? {
                 Answer::Did(did) => did,
                 Answer::Found(_) => {
-                    let keyed = once::write_keyed(conn, budget, board, now, writes, key).await?;
+                    let keyed =
+                        once::write_keyed(conn, budget, board.writing(now, writes), key).await?;
                     return Ok((keyed, Vec::new()));
                 }
             }

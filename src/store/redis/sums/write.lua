@@ -360,6 +360,23 @@ local function answered(reply)
   return { reply, standing_flat(standing.before, after) }
 end
 
+-- Applies an event of slot `i` to its stage k + 1 (`value`: the stage's value after
+-- the HINCRBY `apply_checked` already made, if it did) and to the windows counting it,
+-- deleting at exactly 0 (increments commute, so a member in several slots needs no
+-- summing here).
+local function apply(i, k, member, delta, h, value)
+  local target = target_key(i, k + 1, member, h)
+  if not value then
+    value = redis.call('HINCRBY', target, member, delta)
+    counted(i, value, delta)
+  end
+  if value == 0 then redis.call('HDEL', target, member) end
+  for j = k + 1, n do add_window(j, member, delta) end
+  if tell_recompute then
+    tell_recompute(ARGV[A + 2 * n + i], k, member, delta, KEYS[STAGES + (i - 1) * n + k + 1])
+  end
+end
+
 -- Entry -> its stage value after the HINCRBY already made (past the bound only), for
 -- the group being applied; the first group ends at `stop`.
 local applied = {}
@@ -383,8 +400,7 @@ for i = 1, m do
 end
 
 if mode == 'sums' then
-  -- Each entry: HINCRBY its stage, ZINCRBY the windows that count it (increments
-  -- commute, so a member in several slots needs no summing here), deleting at exactly 0.
+  -- Each entry: HINCRBY its stage, ZINCRBY the windows that count it.
   local too_late, grown = {}, 0
   local e, events = 0, nil
   while true do
@@ -394,20 +410,7 @@ if mode == 'sums' then
       if k == n then
         too_late[i] = true
       elseif delta ~= '0' then
-        local target = target_key(i, k + 1, member, h)
-        local value = applied[x]
-        if not value then
-          value = redis.call('HINCRBY', target, member, delta)
-          counted(i, value, delta)
-        end
-        if value == 0 then
-          redis.call('HDEL', target, member)
-        end
-        for j = k + 1, n do add_window(j, member, delta) end
-        if tell_recompute then
-          tell_recompute(ARGV[A + 2 * n + i], k, member, delta,
-            KEYS[STAGES + (i - 1) * n + k + 1])
-        end
+        apply(i, k, member, delta, h, applied[x])
         grown = grown + math.abs(tonumber(delta))
       end
     end
@@ -464,17 +467,7 @@ while true do
         ok = math.abs(total + d) <= MAX
       end
       if ok then
-        local target = target_key(i, k + 1, member, h)
-        local value = redis.call('HINCRBY', target, member, delta)
-        counted(i, value, delta)
-        if value == 0 then
-          redis.call('HDEL', target, member)
-        end
-        for j = k + 1, n do add_window(j, member, delta) end
-        if tell_recompute then
-          tell_recompute(ARGV[A + 2 * n + i], k, member, delta,
-            KEYS[STAGES + (i - 1) * n + k + 1])
-        end
+        apply(i, k, member, delta, h)
         status[x + 3] = 0
       else
         status[x + 3] = 2
