@@ -81,14 +81,14 @@ pub use domain::memory_check::{MemoryCheck, MemoryLimit, MemoryProblem, MemoryRe
 pub use domain::stats::{
     HourStats, RELATIVE_ERROR, SLOWEST_KEPT, SlowEntry, StatsContext, StatsKind,
 };
-pub use domain::{AroundOptions, MAX_STALENESS_MS, Order, PageQuery, Staleness};
+pub use domain::{AroundOptions, AroundQuery, MAX_STALENESS_MS, Order, PageQuery, Staleness};
 pub use domain::{
     BoardConfig, BoardName, Entry, Event, Fingerprint, History, IdempotencyKey, Layout, MAX_ABS,
     MAX_IDEMPOTENCY_KEY, MAX_MEMBER_DATA, MAX_RANKS_MEMBERS, Member, MemberData, MemberRank, Point,
     Ranks, RecomputeReport, RelayoutOptions, RelayoutReport, Removed, ReshardReport, RetireReport,
-    ScoreBounds, ScoreRange, Span, Standing, Ties, Timestamp, TopPage, TrendCounts, TrendCreated,
-    TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks,
-    TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+    ScoreBounds, ScoreRange, Span, Standing, Ties, Timestamp, TopPage, TrendAt, TrendCounts,
+    TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange, TrendRank,
+    TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 pub use domain::{
     MAX_STANDING_EVENTS, MAX_STANDING_MEMBERS, MAX_STANDING_READS, WindowStanding, WrittenStanding,

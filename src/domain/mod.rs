@@ -50,7 +50,9 @@ pub use name::{BoardName, Member};
 pub use ranked_totals::RankedTotals;
 pub use ranking::{Entry, History, Point, Standing, TopPage, percentile};
 pub use read_limits::{check_around, check_page};
-pub use read_order::{AroundOptions, Order, PageQuery, around_positions, page_positions};
+pub use read_order::{
+    AroundOptions, AroundQuery, Order, PageQuery, around_positions, page_positions,
+};
 pub use score_range::{ScoreBounds, ScoreRange};
 pub use snapshot::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots, rank_prefix};
 pub use span::Span;
@@ -59,8 +61,8 @@ pub(crate) use stored_values::{own_values, ranking_end, stored_range, sums_only}
 pub use ties::Ties;
 pub use timestamp::Timestamp;
 pub use trending::{
-    TrendCounts, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange,
-    TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+    TrendAt, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage,
+    TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 pub use write_standing::{
     MAX_STANDING_EVENTS, MAX_STANDING_MEMBERS, MAX_STANDING_READS, WindowStanding, WrittenStanding,

@@ -2,6 +2,7 @@
 //! of the page around a member; with the position arithmetic every store shares (a page
 //! is always a run of consecutive ranking positions, counted from the top).
 
+use crate::domain::Member;
 use serde::{Deserialize, Serialize};
 
 /// Which end of the ranking a page is read from: `desc` the top, `asc` the bottom. On a
@@ -82,6 +83,18 @@ pub struct AroundOptions {
     pub fill: bool,
     /// The order the entries come in (the same entries either way).
     pub order: Order,
+}
+
+/// The page around a member a store read asks for: up to `n` entries on each side of
+/// `member`, shaped by `options`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AroundQuery<'a> {
+    /// The member in the middle.
+    pub member: &'a Member,
+    /// Entries on each side at most.
+    pub n: u64,
+    /// The page's shape.
+    pub options: AroundOptions,
 }
 
 /// The ranking positions `(start, count)` of a page: `offset` and `limit` counted in

@@ -126,6 +126,22 @@ pub struct TrendingBoard {
     pub created_at: Timestamp,
 }
 
+/// A trending board as read (or kept up) at `now`.
+#[derive(Debug, Clone, Copy)]
+pub struct TrendAt<'a> {
+    /// The board.
+    pub board: &'a TrendingBoard,
+    /// The time of the read.
+    pub now: Timestamp,
+}
+
+impl TrendingBoard {
+    /// The board as read at `now`.
+    pub fn at(&self, now: Timestamp) -> TrendAt<'_> {
+        TrendAt { board: self, now }
+    }
+}
+
 /// What creating a trending board did (never
 /// [`Created::Extended`](super::board::Created::Extended)).
 pub type TrendCreated = super::board::Created<TrendingBoard>;

@@ -13,7 +13,9 @@ use std::sync::Arc;
 use super::{Rollboard, Windowed, window_index};
 use crate::domain::PageQuery;
 use crate::domain::board::Board;
-use crate::domain::{AroundOptions, Order, check_around, check_page, parse_ranks_members};
+use crate::domain::{
+    AroundOptions, AroundQuery, Order, check_around, check_page, parse_ranks_members,
+};
 use crate::domain::{History, Member, Ranks, ScoreRange, Span, Standing, TopPage};
 use crate::domain::{own_values, stored_range};
 use crate::error::Result;
@@ -135,11 +137,15 @@ impl Windowed<'_> {
         let member = Member::parse(member)?;
         let now = self.rb.now();
         let store = &self.rb.inner.store;
-        let member = &member;
+        let query = AroundQuery {
+            member: &member,
+            n,
+            options,
+        };
         self.rb
             .on_window(self.board, window, |b, w| async move {
-                let key = || format!("around {w} {n} {options:?} {member}");
-                let fetch = || store.around(b.at(w, now), member, n, options);
+                let key = || format!("around {w} {n} {options:?} {}", query.member);
+                let fetch = || store.around(b.at(w, now), query);
                 let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(own_values(&b, page).map(|p| TopPage { age_ms, ..p }))
             })

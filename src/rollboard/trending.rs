@@ -9,7 +9,7 @@ use super::{Rollboard, Trending};
 use crate::domain::PageQuery;
 use crate::domain::any_board::AnyBoard;
 use crate::domain::trending::check_age;
-use crate::domain::{AroundOptions, Order};
+use crate::domain::{AroundOptions, AroundQuery, Order};
 use crate::domain::{
     BoardName, Event, Member, Timestamp, TrendCounts, TrendMaintenance, TrendOptions, TrendPage,
     TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig, check_around,
@@ -68,7 +68,7 @@ impl Trending<'_> {
         self.rb
             .retry_trending(&mut board, |b| async move {
                 self.rb
-                    .change(&b.name, store.trend_write(&b, now, writes, None))
+                    .change(&b.name, store.trend_write(b.at(now), writes, None))
                     .await
             })
             .await?;
@@ -105,7 +105,7 @@ impl Trending<'_> {
             let keyed = self
                 .rb
                 .retry_trending(&mut board, |b| async move {
-                    let written = store.trend_write(&b, now, writes_ref, Some(key_ref));
+                    let written = store.trend_write(b.at(now), writes_ref, Some(key_ref));
                     self.rb.change(&b.name, written).await
                 })
                 .await?;
@@ -167,7 +167,7 @@ impl Trending<'_> {
             .retry_trending(&mut board, |b| async move {
                 let key = || format!("trend-top {range:?} {order:?} {offset} {limit}");
                 let fetch =
-                    || store.trend_top(&b, now, PageQuery::new(range, order, offset, limit));
+                    || store.trend_top(b.at(now), PageQuery::new(range, order, offset, limit));
                 let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(TrendPage { age_ms, ..page })
             })
@@ -185,7 +185,7 @@ impl Trending<'_> {
         self.rb
             .retry_trending(&mut board, |b| async move {
                 let key = || format!("trend-standing {member}");
-                let fetch = || store.trend_standing(&b, now, member);
+                let fetch = || store.trend_standing(b.at(now), member);
                 let (standing, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(standing.map(|s| TrendStanding { age_ms, ..s }))
             })
@@ -203,7 +203,7 @@ impl Trending<'_> {
         self.rb
             .retry_trending(&mut board, |b| async move {
                 let key = || format!("trend-ranks {members:?}");
-                let fetch = || store.trend_ranks(&b, now, members);
+                let fetch = || store.trend_ranks(b.at(now), members);
                 let (ranks, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(TrendRanks { age_ms, ..ranks })
             })
@@ -224,11 +224,15 @@ impl Trending<'_> {
         let now = self.rb.now();
         let mut board = self.cached().await?;
         let store = self.rb.store().trending();
-        let member = &member;
+        let query = AroundQuery {
+            member: &member,
+            n,
+            options,
+        };
         self.rb
             .retry_trending(&mut board, |b| async move {
-                let key = || format!("trend-around {n} {options:?} {member}");
-                let fetch = || store.trend_around(&b, now, member, n, options);
+                let key = || format!("trend-around {n} {options:?} {}", query.member);
+                let fetch = || store.trend_around(b.at(now), query);
                 let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
                 Ok(page.map(|p| TrendPage { age_ms, ..p }))
             })
@@ -245,7 +249,7 @@ impl Trending<'_> {
             .rb
             .store()
             .trending()
-            .trend_maintain(&board, now, options);
+            .trend_maintain(board.at(now), options);
         self.rb.change(&board.name, pass).await
     }
 }
@@ -289,7 +293,10 @@ impl Rollboard {
         let mut done = Vec::new();
         for board in self.trending_boards().await? {
             let now = self.now();
-            let pass = self.store().trending().trend_maintain(&board, now, options);
+            let pass = self
+                .store()
+                .trending()
+                .trend_maintain(board.at(now), options);
             match self.change(&board.name, pass).await {
                 Ok(report) => done.push((board.name.clone(), report)),
                 Err(Error::BoardChanged(_)) => {}

@@ -10,7 +10,7 @@ use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
-use crate::domain::{AroundOptions, Entry};
+use crate::domain::{AroundQuery, Entry};
 use crate::domain::{BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
@@ -147,13 +147,7 @@ pub trait Store: Send + Sync + 'static {
     /// Up to `n` entries on each side of `member` (a full page of `2n + 1` shifted at
     /// the ends with `options.fill`), in `options.order`; `None` without a positive
     /// total.
-    async fn around(
-        &self,
-        at: WindowAt<'_>,
-        member: &Member,
-        n: u64,
-        options: AroundOptions,
-    ) -> Result<Option<TopPage>>;
+    async fn around(&self, at: WindowAt<'_>, query: AroundQuery<'_>) -> Result<Option<TopPage>>;
 
     /// The member's non-zero slot values in the largest window.
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History>;

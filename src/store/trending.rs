@@ -13,10 +13,10 @@
 use async_trait::async_trait;
 
 use super::keyed::WriteKey;
-use crate::domain::AroundOptions;
+use crate::domain::AroundQuery;
 use crate::domain::PageQuery;
 use crate::domain::{
-    Member, Timestamp, TrendCounts, TrendMaintenance, TrendOptions, TrendPage, TrendRange,
+    Member, Timestamp, TrendAt, TrendCounts, TrendMaintenance, TrendOptions, TrendPage, TrendRange,
     TrendRanks, TrendStanding, TrendWrite, TrendingBoard,
 };
 use crate::error::Result;
@@ -61,8 +61,7 @@ pub trait TrendingStore: Send + Sync + 'static {
     /// absent; dropping the board drops its records.
     async fn trend_write(
         &self,
-        board: &TrendingBoard,
-        now: Timestamp,
+        at: TrendAt<'_>,
         writes: &[TrendWrite],
         key: Option<&WriteKey>,
     ) -> Result<TrendKeyed>;
@@ -70,49 +69,34 @@ pub trait TrendingStore: Send + Sync + 'static {
     /// A page of the ranking at `now`: members with a positive score in `range`, from
     /// the `offset`-th of them counted in `order` (from the bottom when ascending), in
     /// that order; ranks are ranks in the whole ranking.
-    async fn trend_top(
-        &self,
-        board: &TrendingBoard,
-        now: Timestamp,
-        page: PageQuery<TrendRange>,
-    ) -> Result<TrendPage>;
+    async fn trend_top(&self, at: TrendAt<'_>, page: PageQuery<TrendRange>) -> Result<TrendPage>;
 
     /// A member's score at `now` whatever its sign, rank (`None` unless positive) and
     /// percentile; `None` when it holds no score.
     async fn trend_standing(
         &self,
-        board: &TrendingBoard,
-        now: Timestamp,
+        at: TrendAt<'_>,
         member: &Member,
     ) -> Result<Option<TrendStanding>>;
 
     /// The score (whatever its sign; 0 without one) and rank (`None` unless positive) of
     /// each of `members` at `now`, in order, read in one step.
-    async fn trend_ranks(
-        &self,
-        board: &TrendingBoard,
-        now: Timestamp,
-        members: &[Member],
-    ) -> Result<TrendRanks>;
+    async fn trend_ranks(&self, at: TrendAt<'_>, members: &[Member]) -> Result<TrendRanks>;
 
     /// Up to `n` ranked entries on each side of `member` (a full page of `2n + 1`
     /// shifted at the ends with `options.fill`), in `options.order`; `None` without a
     /// positive score.
     async fn trend_around(
         &self,
-        board: &TrendingBoard,
-        now: Timestamp,
-        member: &Member,
-        n: u64,
-        options: AroundOptions,
+        at: TrendAt<'_>,
+        query: AroundQuery<'_>,
     ) -> Result<Option<TrendPage>>;
 
     /// One maintenance pass at `now`: rescales (moves the landmark) when due, in
     /// bounded steps, then prunes members below the floor, in bounded chunks.
     async fn trend_maintain(
         &self,
-        board: &TrendingBoard,
-        now: Timestamp,
+        at: TrendAt<'_>,
         options: TrendOptions,
     ) -> Result<TrendMaintenance>;
 }

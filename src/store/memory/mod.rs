@@ -26,7 +26,7 @@ mod trending;
 
 use board_state::MemBoard;
 
-use crate::domain::AroundOptions;
+use crate::domain::AroundQuery;
 use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
@@ -259,16 +259,8 @@ impl Store for MemoryStore {
         self.with_board(at.board, |b| b.ranks(at.window, at.now, members))
     }
 
-    async fn around(
-        &self,
-        at: WindowAt<'_>,
-        member: &Member,
-        n: u64,
-        options: AroundOptions,
-    ) -> Result<Option<TopPage>> {
-        self.with_board(at.board, |b| {
-            b.around(at.window, at.now, member, n, options)
-        })
+    async fn around(&self, at: WindowAt<'_>, query: AroundQuery<'_>) -> Result<Option<TopPage>> {
+        self.with_board(at.board, |b| b.around(at.window, at.now, query))
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {

@@ -15,9 +15,9 @@ use crate::domain::any_board::AnyBoard;
 use crate::domain::trending::{
     WRITE_LIMIT_HALF_LIVES, decayed, forward, page_ranks, rescale_target, stored_bound,
 };
-use crate::domain::{AroundOptions, Order, around_positions, page_positions};
+use crate::domain::{AroundQuery, Order, around_positions, page_positions};
 use crate::domain::{
-    BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
+    BoardName, Member, Timestamp, TrendAt, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance,
     TrendOptions, TrendPage, TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite,
     TrendingBoard, TrendingConfig, percentile,
 };
@@ -274,13 +274,8 @@ impl MemTrend {
         }
     }
 
-    fn around(
-        &self,
-        now: Timestamp,
-        member: &Member,
-        n: u64,
-        options: AroundOptions,
-    ) -> Option<TrendPage> {
+    fn around(&self, now: Timestamp, query: AroundQuery) -> Option<TrendPage> {
+        let AroundQuery { member, n, options } = query;
         let pos = self.position(member.as_str())?;
         let (from, count) = around_positions(pos, self.ranked(), n, options.fill);
         let mut page = self.page(now, TrendRange::ALL, Order::Desc, from, count);
@@ -383,67 +378,51 @@ impl TrendingStore for MemoryStore {
 
     async fn trend_write(
         &self,
-        board: &TrendingBoard,
-        now: Timestamp,
+        at: TrendAt<'_>,
         writes: &[TrendWrite],
         key: Option<&WriteKey>,
     ) -> Result<TrendKeyed> {
-        self.trending.with(board, |b| match key {
-            Some(key) => b.write_keyed(now, writes, key),
+        self.trending.with(at.board, |b| match key {
+            Some(key) => b.write_keyed(at.now, writes, key),
             None => {
-                b.write(now, writes);
+                b.write(at.now, writes);
                 TrendKeyed::Applied
             }
         })
     }
 
-    async fn trend_top(
-        &self,
-        board: &TrendingBoard,
-        now: Timestamp,
-        page: PageQuery<TrendRange>,
-    ) -> Result<TrendPage> {
+    async fn trend_top(&self, at: TrendAt<'_>, page: PageQuery<TrendRange>) -> Result<TrendPage> {
         let (range, order, offset, limit) = page.parts();
         self.trending
-            .with(board, |b| b.page(now, range, order, offset, limit))
+            .with(at.board, |b| b.page(at.now, range, order, offset, limit))
     }
 
     async fn trend_standing(
         &self,
-        board: &TrendingBoard,
-        now: Timestamp,
+        at: TrendAt<'_>,
         member: &Member,
     ) -> Result<Option<TrendStanding>> {
-        self.trending.with(board, |b| b.standing(now, member))
+        self.trending.with(at.board, |b| b.standing(at.now, member))
     }
 
-    async fn trend_ranks(
-        &self,
-        board: &TrendingBoard,
-        now: Timestamp,
-        members: &[Member],
-    ) -> Result<TrendRanks> {
-        self.trending.with(board, |b| b.ranks(now, members))
+    async fn trend_ranks(&self, at: TrendAt<'_>, members: &[Member]) -> Result<TrendRanks> {
+        self.trending.with(at.board, |b| b.ranks(at.now, members))
     }
 
     async fn trend_around(
         &self,
-        board: &TrendingBoard,
-        now: Timestamp,
-        member: &Member,
-        n: u64,
-        options: AroundOptions,
+        at: TrendAt<'_>,
+        query: AroundQuery<'_>,
     ) -> Result<Option<TrendPage>> {
-        self.trending
-            .with(board, |b| b.around(now, member, n, options))
+        self.trending.with(at.board, |b| b.around(at.now, query))
     }
 
     async fn trend_maintain(
         &self,
-        board: &TrendingBoard,
-        now: Timestamp,
+        at: TrendAt<'_>,
         options: TrendOptions,
     ) -> Result<TrendMaintenance> {
-        self.trending.with(board, |b| b.maintain(now, options))
+        self.trending
+            .with(at.board, |b| b.maintain(at.now, options))
     }
 }

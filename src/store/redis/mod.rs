@@ -54,7 +54,7 @@ use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, Resharding, SlotWrites, WindowAt};
 use crate::domain::memory_check::MemoryReading;
 use crate::domain::{
-    Ahead, AheadProbe, AroundOptions, History, Ranks, ScoreRange, Standing, TopPage,
+    Ahead, AheadProbe, AroundQuery, History, Ranks, ScoreRange, Standing, TopPage,
 };
 use crate::domain::{BoardConfig, BoardName, Layout, Member, MemberData, Timestamp};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
@@ -311,14 +311,8 @@ impl Store for RedisStore {
         board::read::ranks(&self.conn, at, members).await
     }
 
-    async fn around(
-        &self,
-        at: WindowAt<'_>,
-        member: &Member,
-        n: u64,
-        options: AroundOptions,
-    ) -> Result<Option<TopPage>> {
-        board::read::around(&self.conn, at, member, n, options).await
+    async fn around(&self, at: WindowAt<'_>, query: AroundQuery<'_>) -> Result<Option<TopPage>> {
+        board::read::around(&self.conn, at, query).await
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {

@@ -32,7 +32,7 @@ use crate::domain::PageQuery;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::memory_check::MemoryReading;
-use crate::domain::{AroundOptions, Entry, RetireReport};
+use crate::domain::{AroundQuery, Entry, RetireReport};
 use crate::domain::{BoardName, Member, MemberData, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
@@ -196,16 +196,10 @@ impl Store for ShardedStore {
         }
     }
 
-    async fn around(
-        &self,
-        at: WindowAt<'_>,
-        member: &Member,
-        n: u64,
-        options: AroundOptions,
-    ) -> Result<Option<TopPage>> {
+    async fn around(&self, at: WindowAt<'_>, query: AroundQuery<'_>) -> Result<Option<TopPage>> {
         match self.sharded(at.board).await? {
-            None => self.inner.around(at, member, n, options).await,
-            Some(s) => Box::pin(s.in_window(at.window, at.now).around(member, n, options)).await,
+            None => self.inner.around(at, query).await,
+            Some(s) => Box::pin(s.in_window(at.window, at.now).around(query)).await,
         }
     }
 

@@ -25,7 +25,7 @@ use futures_util::future::try_join_all;
 use super::view::Sharded;
 use crate::domain::PageQuery;
 use crate::domain::board::Board;
-use crate::domain::{Ahead, AheadProbe, AroundOptions, Coverage, Entry, Member, MemberRank};
+use crate::domain::{Ahead, AheadProbe, AroundQuery, Coverage, Entry, Member, MemberRank};
 use crate::domain::{Order, Ranks, ScoreRange, Standing, Ties, Timestamp, TopPage};
 use crate::domain::{around_positions, page_positions, percentile};
 use crate::error::Result;
@@ -110,12 +110,8 @@ impl InWindow<'_> {
         Ok(self.page(coverage, entries, order))
     }
 
-    pub(super) async fn around(
-        &self,
-        member: &Member,
-        n: u64,
-        options: AroundOptions,
-    ) -> Result<Option<TopPage>> {
+    pub(super) async fn around(&self, query: AroundQuery<'_>) -> Result<Option<TopPage>> {
+        let AroundQuery { member, n, options } = query;
         let Some(standing) = self.own_standing(member).await? else {
             return Ok(None);
         };

@@ -5,7 +5,7 @@
 use super::MemBoard;
 use crate::domain::PageQuery;
 use crate::domain::{
-    Ahead, AheadProbe, AroundOptions, Coverage, Entry, History, MAX_ABS, Member, MemberRank, Order,
+    Ahead, AheadProbe, AroundQuery, Coverage, Entry, History, MAX_ABS, Member, MemberRank, Order,
     Point, Ranks, ScoreRange, Standing, Timestamp, TopPage, around_positions, coverage,
     page_positions, percentile,
 };
@@ -102,14 +102,8 @@ impl MemBoard {
         Ahead::new(self.covered(window, now), counts)
     }
 
-    pub fn around(
-        &self,
-        window: usize,
-        now: Timestamp,
-        member: &Member,
-        n: u64,
-        options: AroundOptions,
-    ) -> Option<TopPage> {
+    pub fn around(&self, window: usize, now: Timestamp, query: AroundQuery) -> Option<TopPage> {
+        let AroundQuery { member, n, options } = query;
         let totals = &self.totals[window];
         let score = totals
             .get(member.as_str())

@@ -9,7 +9,7 @@ use super::keys;
 use crate::domain::PageQuery;
 use crate::domain::board::Board;
 use crate::domain::board::WindowAt;
-use crate::domain::{Ahead, AheadProbe, AroundOptions, Order, RankedTotals, Ties};
+use crate::domain::{Ahead, AheadProbe, AroundQuery, Order, RankedTotals, Ties};
 use crate::domain::{Coverage, WindowState, coverage};
 use crate::domain::{Entry, MemberRank, Ranks, Standing, TopPage};
 use crate::domain::{Member, ScoreRange, percentile};
@@ -217,18 +217,11 @@ pub(crate) async fn count_ahead(
 pub(crate) async fn around(
     conn: &RedisConn,
     at: WindowAt<'_>,
-    member: &Member,
-    n: u64,
-    options: AroundOptions,
+    query: AroundQuery<'_>,
 ) -> Result<Option<TopPage>> {
-    let r = read_ranking(
-        conn,
-        at,
-        "around",
-        &flags(at.board, options.order, options.fill),
-        &[member.as_str(), &n.to_string()],
-    )
-    .await?;
+    let flags = flags(at.board, query.options.order, query.options.fill);
+    let args = [query.member.as_str(), &query.n.to_string()];
+    let r = read_ranking(conn, at, "around", &flags, &args).await?;
     if r.rest.is_empty() {
         return Ok(None);
     }

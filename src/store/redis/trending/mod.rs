@@ -12,12 +12,13 @@ use async_trait::async_trait;
 use redis::Value;
 
 use super::RedisStore;
-use crate::domain::AroundOptions;
+use crate::domain::AroundQuery;
 use crate::domain::PageQuery;
 use crate::domain::trending::WRITE_LIMIT_HALF_LIVES;
 use crate::domain::{
-    BoardName, Member, Timestamp, TrendCounts, TrendCreated, TrendMaintenance, TrendOptions,
-    TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
+    BoardName, Member, Timestamp, TrendAt, TrendCounts, TrendCreated, TrendMaintenance,
+    TrendOptions, TrendPage, TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard,
+    TrendingConfig,
 };
 use crate::error::{Error, Result};
 use crate::store::redis::board::board_record::parse_trending;
@@ -200,11 +201,11 @@ async fn call(
 async fn write(
     conn: &RedisConn,
     budget: &Budget,
-    board: &TrendingBoard,
-    now: Timestamp,
+    at: TrendAt<'_>,
     writes: &[TrendWrite],
     key: Option<&WriteKey>,
 ) -> Result<TrendKeyed> {
+    let TrendAt { board, now } = at;
     if writes.is_empty() && key.is_none() {
         return Ok(TrendKeyed::Applied);
     }
@@ -313,10 +314,10 @@ async fn prune_chunk(
 
 async fn maintain(
     conn: &RedisConn,
-    board: &TrendingBoard,
-    now: Timestamp,
+    at: TrendAt<'_>,
     options: TrendOptions,
 ) -> Result<TrendMaintenance> {
+    let TrendAt { board, now } = at;
     let mut done = TrendMaintenance::default();
     let mut steps = 0;
     loop {
@@ -359,59 +360,43 @@ impl TrendingStore for RedisStore {
 
     async fn trend_write(
         &self,
-        board: &TrendingBoard,
-        now: Timestamp,
+        at: TrendAt<'_>,
         writes: &[TrendWrite],
         key: Option<&WriteKey>,
     ) -> Result<TrendKeyed> {
         let budget = self.sums.ingest.budget();
-        write(&self.conn, budget, board, now, writes, key).await
+        write(&self.conn, budget, at, writes, key).await
     }
 
-    async fn trend_top(
-        &self,
-        board: &TrendingBoard,
-        now: Timestamp,
-        page: PageQuery<TrendRange>,
-    ) -> Result<TrendPage> {
-        top(&self.conn, board, now, page).await
+    async fn trend_top(&self, at: TrendAt<'_>, page: PageQuery<TrendRange>) -> Result<TrendPage> {
+        top(&self.conn, at, page).await
     }
 
     async fn trend_standing(
         &self,
-        board: &TrendingBoard,
-        now: Timestamp,
+        at: TrendAt<'_>,
         member: &Member,
     ) -> Result<Option<TrendStanding>> {
-        standing(&self.conn, board, now, member).await
+        standing(&self.conn, at, member).await
     }
 
-    async fn trend_ranks(
-        &self,
-        board: &TrendingBoard,
-        now: Timestamp,
-        members: &[Member],
-    ) -> Result<TrendRanks> {
-        ranks(&self.conn, board, now, members).await
+    async fn trend_ranks(&self, at: TrendAt<'_>, members: &[Member]) -> Result<TrendRanks> {
+        ranks(&self.conn, at, members).await
     }
 
     async fn trend_around(
         &self,
-        board: &TrendingBoard,
-        now: Timestamp,
-        member: &Member,
-        n: u64,
-        options: AroundOptions,
+        at: TrendAt<'_>,
+        query: AroundQuery<'_>,
     ) -> Result<Option<TrendPage>> {
-        around(&self.conn, board, now, member, n, options).await
+        around(&self.conn, at, query).await
     }
 
     async fn trend_maintain(
         &self,
-        board: &TrendingBoard,
-        now: Timestamp,
+        at: TrendAt<'_>,
         options: TrendOptions,
     ) -> Result<TrendMaintenance> {
-        maintain(&self.conn, board, now, options).await
+        maintain(&self.conn, at, options).await
     }
 }

@@ -7,10 +7,10 @@ use redis::Value;
 
 use crate::domain::PageQuery;
 use crate::domain::trending::{decayed, page_ranks};
-use crate::domain::{AroundOptions, Order};
+use crate::domain::{AroundQuery, Order};
 use crate::domain::{
-    Member, Timestamp, TrendCounts, TrendEntry, TrendPage, TrendRange, TrendRank, TrendRanks,
-    TrendStanding, TrendingBoard, percentile,
+    Member, Timestamp, TrendAt, TrendCounts, TrendEntry, TrendPage, TrendRange, TrendRank,
+    TrendRanks, TrendStanding, TrendingBoard, percentile,
 };
 use crate::error::{Error, Result};
 use crate::store::redis::board::keys;
@@ -96,10 +96,10 @@ fn page(
 
 pub(crate) async fn top(
     conn: &RedisConn,
-    board: &TrendingBoard,
-    now: Timestamp,
+    at: TrendAt<'_>,
     query: PageQuery<TrendRange>,
 ) -> Result<TrendPage> {
+    let TrendAt { board, now } = at;
     let (range, order, offset, limit) = query.parts();
     let bound = |b: Option<f64>| b.map(|x| x.to_string()).unwrap_or_default();
     let mut args = vec![
@@ -134,10 +134,10 @@ fn in_order(mut page: TrendPage, order: Order) -> TrendPage {
 
 pub(crate) async fn standing(
     conn: &RedisConn,
-    board: &TrendingBoard,
-    now: Timestamp,
+    at: TrendAt<'_>,
     member: &Member,
 ) -> Result<Option<TrendStanding>> {
+    let TrendAt { board, now } = at;
     let (landmark, rest) = read(conn, board, "member", &[member.as_str().to_owned()]).await?;
     if rest.first().is_none_or(|v| *v == Value::Nil) {
         return Ok(None);
@@ -162,10 +162,10 @@ pub(crate) async fn standing(
 
 pub(crate) async fn ranks(
     conn: &RedisConn,
-    board: &TrendingBoard,
-    now: Timestamp,
+    at: TrendAt<'_>,
     members: &[Member],
 ) -> Result<TrendRanks> {
+    let TrendAt { board, now } = at;
     let args: Vec<String> = members.iter().map(|m| m.as_str().to_owned()).collect();
     let (landmark, rest) = read(conn, board, "ranks", &args).await?;
     let items = array(
@@ -200,12 +200,11 @@ pub(crate) async fn ranks(
 
 pub(crate) async fn around(
     conn: &RedisConn,
-    board: &TrendingBoard,
-    now: Timestamp,
-    member: &Member,
-    n: u64,
-    options: AroundOptions,
+    at: TrendAt<'_>,
+    query: AroundQuery<'_>,
 ) -> Result<Option<TrendPage>> {
+    let AroundQuery { member, n, options } = query;
+    let TrendAt { board, now } = at;
     let mut args = vec![member.as_str().to_owned(), n.to_string()];
     if options.fill {
         args.push("fill".to_owned());
