@@ -5,6 +5,7 @@
 //! is a borrowed name, copied freely: it loads nothing until one of its operations runs.
 //! What every board answers whatever its kind is on [`Rollboard`] itself.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use super::Rollboard;
@@ -48,6 +49,46 @@ impl Windowed<'_> {
     /// The board as cached (one load when it is not).
     pub(super) async fn cached(self) -> Result<Arc<Board>> {
         self.rb.cached_board(&BoardName::parse(self.board)?).await
+    }
+
+    /// `op` on the board (run again on the fresh board when it changed) as a change of
+    /// it: the board's cached reads are forgotten once `op` is done, however it went.
+    pub(super) async fn change<T, F, Fut>(self, op: F) -> Result<T>
+    where
+        F: Fn(Arc<Board>) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let change = |b: Arc<Board>| {
+            let name = b.name.clone();
+            let call = op(b);
+            async move { self.rb.change(&name, call).await }
+        };
+        self.rb.on_board(self.board, change).await
+    }
+
+    /// [`change`](Self::change) of the board's stored config (its layout, its shard
+    /// count): the cached board is forgotten once `op` ends, however it ends (an error,
+    /// its future dropped mid-way), so the next call loads the config as stored.
+    pub(super) async fn change_config<T, F, Fut>(self, op: F) -> Result<T>
+    where
+        F: Fn(Arc<Board>) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let name = BoardName::parse(self.board)?;
+        let _forget = ForgetOnDrop { rb: self.rb, name };
+        self.change(op).await
+    }
+}
+
+/// Forgets the cached board `name` when dropped.
+struct ForgetOnDrop<'a> {
+    rb: &'a Rollboard,
+    name: BoardName,
+}
+
+impl Drop for ForgetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.rb.inner.boards.forget(&self.name);
     }
 }
 

@@ -53,12 +53,7 @@ impl Windowed<'_> {
         let member = Member::parse(member)?;
         let store = &self.rb.inner.store;
         let member = &member;
-        self.rb
-            .on_board(self.board, |b| async move {
-                self.rb
-                    .change(&b.name, store.delete_member_data(&b, member))
-                    .await
-            })
+        self.change(|b| async move { store.delete_member_data(&b, member).await })
             .await
     }
 

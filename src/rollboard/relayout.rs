@@ -3,7 +3,7 @@
 //! relayout). Exact while writes go on; see `docs/compact-slots.md`, "Relayout".
 
 use super::Windowed;
-use crate::domain::{BoardName, Layout, RelayoutOptions, RelayoutReport, sums_only};
+use crate::domain::{Layout, RelayoutOptions, RelayoutReport, sums_only};
 use crate::error::Result;
 
 impl Windowed<'_> {
@@ -22,17 +22,10 @@ impl Windowed<'_> {
         options: RelayoutOptions,
     ) -> Result<RelayoutReport> {
         let store = &self.rb.inner.store;
-        let report = self
-            .rb
-            .on_board(self.board, |b| async move {
-                sums_only(&b, "relayout")?;
-                self.rb
-                    .change(&b.name, store.relayout(&b, layout, options))
-                    .await
-            })
-            .await?;
-        // The cached config names the old layout: load it afresh when next used.
-        self.rb.inner.boards.forget(&BoardName::parse(self.board)?);
-        Ok(report)
+        self.change_config(|b| async move {
+            sums_only(&b, "relayout")?;
+            store.relayout(&b, layout, options).await
+        })
+        .await
     }
 }

@@ -3,7 +3,7 @@
 //! `store/sharded/reshard.rs` and `docs/operations.md`, "Resharding").
 
 use super::Windowed;
-use crate::domain::{BoardName, ReshardReport, sums_only};
+use crate::domain::{ReshardReport, sums_only};
 use crate::error::Result;
 
 impl Windowed<'_> {
@@ -16,17 +16,10 @@ impl Windowed<'_> {
     pub async fn reshard(self, shards: u32) -> Result<ReshardReport> {
         let store = &self.rb.inner.store;
         let clock = self.rb.inner.clock.as_ref();
-        let report = self
-            .rb
-            .on_board(self.board, |b| async move {
-                sums_only(&b, "reshard")?;
-                self.rb
-                    .change(&b.name, store.reshard(&b, shards, clock))
-                    .await
-            })
-            .await;
-        // The cached config names the old count: load it afresh when next used.
-        self.rb.inner.boards.forget(&BoardName::parse(self.board)?);
-        report
+        self.change_config(|b| async move {
+            sums_only(&b, "reshard")?;
+            store.reshard(&b, shards, clock).await
+        })
+        .await
     }
 }

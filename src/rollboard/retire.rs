@@ -17,12 +17,7 @@ impl Windowed<'_> {
     pub async fn retire(self, options: Option<RetireOptions>) -> Result<RetireReport> {
         let now = self.rb.now();
         let store = &self.rb.inner.store;
-        self.rb
-            .on_board(self.board, |b| async move {
-                self.rb
-                    .change(&b.name, store.retire(&b, now, options))
-                    .await
-            })
+        self.change(|b| async move { store.retire(&b, now, options).await })
             .await
     }
 }

@@ -347,7 +347,12 @@ async fn a_reshard_cut_short_is_finished_by_running_it_again(h: Harness) {
         h.at(at);
         let run = tokio::time::timeout(cut, b.windowed(&board).reshard(3)).await;
         assert!(run.is_err(), "the reshard ended before {cut:?}: {run:?}");
+        // The board this process reports is the one stored (its cached copy is not
+        // left behind by the run cut short).
         let state = b.board(&board).await.unwrap().resharding;
+        let stored = b.boards().await.unwrap();
+        let stored = stored.iter().find(|s| s.name.as_str() == board).unwrap();
+        assert_eq!(state, stored.resharding, "cut at {cut:?}");
         if state == Some(Resharding::Moving { to: 3 }) {
             break;
         }
