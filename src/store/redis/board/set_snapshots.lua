@@ -10,9 +10,5 @@
 -- Error "STALE ..." when the board is missing, being dropped or of another version.
 
 board_record(KEYS[1], ARGV[1])
-if ARGV[2] == '' then
-  redis.call('HDEL', KEYS[1], 'snapshots')
-else
-  redis.call('HSET', KEYS[1], 'snapshots', ARGV[2])
-end
+set_field(KEYS[1], 'snapshots', ARGV[2], '')
 return 1

@@ -36,10 +36,7 @@ for i = 2, #KEYS do
   end
   at = at + 1 + 2 * count
   local added = redis.pcall('XADD', KEYS[i], 'MAXLEN', keep, id, unpack(fields))
-  if type(added) == 'table' and added.err then
-    -- The stream already holds B or a newer boundary: taken before.
-  else
-    appended = appended + 1
-  end
+  -- An error: the stream already holds B or a newer boundary (taken before).
+  if not (type(added) == 'table' and added.err) then appended = appended + 1 end
 end
 return { 'done', appended }

@@ -77,11 +77,8 @@ local appended = 0
 for j = 1, n do
   if not record[3 + 2 * j] then
     local added = redis.pcall('XADD', KEYS[1 + n + j], 'MAXLEN', keep, id, 'at', ARGV[3], unpack(leaders(KEYS[1 + j])))
-    if type(added) == 'table' and added.err then
-      -- The stream already holds B or a newer boundary: taken before.
-    else
-      appended = appended + 1
-    end
+    -- An error: the stream already holds B or a newer boundary (taken before).
+    if not (type(added) == 'table' and added.err) then appended = appended + 1 end
   end
 end
 return { 'done', appended }

@@ -1,5 +1,5 @@
--- base.lua: the server's clock, refusals, the board record's guard, the recompute lease
--- and negation, which every other file of this folder may use.
+-- base.lua: the server's clock, refusals, the board record's guard, a field set or
+-- deleted, the recompute lease and negation, which every other file of this folder may use.
 
 -- Microseconds since the epoch, by the server's clock.
 local function now_us()
@@ -26,6 +26,13 @@ local function board_record(board, version, ...)
     refuse('STALE board record missing, dropped or of another version')
   end
   return record
+end
+
+-- Sets `field` of the hash `key` to `value`, or deletes it when `value` is `none` (what
+-- its absence means).
+local function set_field(key, field, value, none)
+  if value == none then return redis.call('HDEL', key, field) end
+  return redis.call('HSET', key, field, value)
 end
 
 -- Whether a recompute's lease, ending at `until_ms` (a record's rb_until, or false),

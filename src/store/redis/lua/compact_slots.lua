@@ -58,26 +58,20 @@ local function sized_geometry(fields, fill, count)
 end
 
 -- The key of bucket `i` of the stage `stage_key`: `<stage_key>:<i>`, `i` in decimal as
--- string.format('%d', i) writes it. Below 10^6 the digits come from two constant
--- tables, built on first use, and the key is made by one concatenation: Lua formats a
--- number with sprintf, and each string it makes is a new one to hash, allocate and
+-- string.format('%d', i) writes it. Below 10^6 the digits come from a constant table
+-- of 00..99, built on first use, and the key is made by one concatenation: Lua formats
+-- a number with sprintf, and each string it makes is a new one to hash, allocate and
 -- collect, which together cost about as much as the HINCRBY on the bucket
 -- (docs/compact-slots.md, "Compact slots").
-local decimal_digits, decimal_pairs
+local ONES = { '0', '1', '2', '3', '4', '5', '6', '7', '8', '9' }
+local decimal_pairs
+-- A leading group of digits: 0..99 unpadded (once `decimal_pairs` is built).
+local function lead(x)
+  return x < 10 and ONES[x + 1] or decimal_pairs[x + 1]
+end
 local function bucket_key(stage_key, i)
   if i >= 1000000 then return stage_key .. ':' .. string.format('%d', i) end
-  if not decimal_digits then
-    -- 0..99 unpadded, and 00..99.
-    decimal_digits = {
-      '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12', '13', '14',
-      '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27', '28',
-      '29', '30', '31', '32', '33', '34', '35', '36', '37', '38', '39', '40', '41', '42',
-      '43', '44', '45', '46', '47', '48', '49', '50', '51', '52', '53', '54', '55', '56',
-      '57', '58', '59', '60', '61', '62', '63', '64', '65', '66', '67', '68', '69', '70',
-      '71', '72', '73', '74', '75', '76', '77', '78', '79', '80', '81', '82', '83', '84',
-      '85', '86', '87', '88', '89', '90', '91', '92', '93', '94', '95', '96', '97', '98',
-      '99'
-    }
+  if not decimal_pairs then
     decimal_pairs = {
       '00', '01', '02', '03', '04', '05', '06', '07', '08', '09', '10', '11', '12', '13',
       '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27',
@@ -89,13 +83,11 @@ local function bucket_key(stage_key, i)
       '98', '99'
     }
   end
-  if i < 100 then return stage_key .. ':' .. decimal_digits[i + 1] end
+  if i < 100 then return stage_key .. ':' .. lead(i) end
   local low = i % 100
   local high = (i - low) / 100
-  if high < 100 then
-    return stage_key .. ':' .. decimal_digits[high + 1] .. decimal_pairs[low + 1]
-  end
+  if high < 100 then return stage_key .. ':' .. lead(high) .. decimal_pairs[low + 1] end
   local middle = high % 100
-  return stage_key .. ':' .. decimal_digits[(high - middle) / 100 + 1]
-    .. decimal_pairs[middle + 1] .. decimal_pairs[low + 1]
+  return stage_key .. ':' .. lead((high - middle) / 100) .. decimal_pairs[middle + 1]
+    .. decimal_pairs[low + 1]
 end

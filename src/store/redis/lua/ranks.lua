@@ -59,15 +59,28 @@ local function read_standing(into, members, windows, totals, dense, position, ru
   end
 end
 
--- The standing part of a reply: per member and window, total and rank before, then
--- after (read_standing's `before` and `after`, in the same order).
-local function standing_flat(before, after)
-  local flat = {}
-  for x = 1, #after, 2 do
-    flat[#flat + 1] = before[x]
-    flat[#flat + 1] = before[x + 1]
-    flat[#flat + 1] = after[x]
-    flat[#flat + 1] = after[x + 1]
+-- The standing a write answers, read now, before it applies anything: the distinct
+-- members of `members` (which may repeat them) in the window positions `list` ('1,3'),
+-- as read_standing reads them. The function it returns reads them again and answers
+-- the standing part of the reply: per member and window, total and rank before, then
+-- after.
+local function standing_of(list, members, totals, dense, position, rule)
+  local windows, distinct, seen, before = {}, {}, {}, {}
+  for j in string.gmatch(list, '%d+') do windows[#windows + 1] = tonumber(j) end
+  for _, member in ipairs(members) do
+    if not seen[member] then
+      seen[member] = true
+      distinct[#distinct + 1] = member
+    end
   end
-  return flat
+  read_standing(before, distinct, windows, totals, dense, position, rule)
+  return function()
+    local after, flat = {}, {}
+    read_standing(after, distinct, windows, totals, dense, position, rule)
+    for x = 1, #after, 2 do
+      flat[#flat + 1], flat[#flat + 2] = before[x], before[x + 1]
+      flat[#flat + 1], flat[#flat + 2] = after[x], after[x + 1]
+    end
+    return flat
+  end
 end

@@ -95,11 +95,13 @@ local function bulk_add(key, is_zset, sign, fields, values, tally, dense, data)
   return #zero
 end
 
--- Fields and values (as numbers) of a flat HSCAN or HGETALL reply; a field HSCAN
--- returned twice is taken once.
-local function fields_and_values(flat)
-  local fields, values, seen = {}, {}, {}
-  for p = 1, #flat, 2 do
+-- Fields and values (as numbers) of a flat HSCAN or HGETALL reply (of its entries
+-- `from` to `to` when given); a field HSCAN returned twice, or already in `seen` (given
+-- to share it between replies), is taken once.
+local function fields_and_values(flat, seen, from, to)
+  local fields, values = {}, {}
+  seen = seen or {}
+  for p = from or 1, to or #flat, 2 do
     local field = flat[p]
     if not seen[field] then
       seen[field] = true

@@ -53,8 +53,8 @@
 -- ...}; with another now, {'found', that now} (the caller admits the events again at
 -- that now, so their slots are the first call's); with another fingerprint, {'reused'}.
 -- A call answering its standing reads each distinct member's value and rank in the
--- windows asked before applying anything and after (read_standing, as write.lua), and
--- appends them to its reply as one more element (standing_flat).
+-- windows asked before applying anything and after (standing_of, as write.lua), and
+-- appends them to its reply as one more element.
 -- Returns {too-late slot number ...}; a keyed call {'applied', too-late slot start ...}.
 -- Error "STALE ..." as write.lua.
 
@@ -96,23 +96,13 @@ if record[3 + n] and lease_held(record[4 + n]) then
   end
 end
 local stage = write_stages(board, fields, record, 2, A + n, A + 2 * n, n, m)
--- The standing asked: the distinct members of the entries, read before and after.
+-- The standing asked: the members of the entries, read before and after.
 local standing = nil
 if asked then
-  local windows, members, seen = {}, {}, {}
-  for j in string.gmatch(asked, '%d+') do windows[#windows + 1] = tonumber(j) end
-  for at = A + 2 * n + m + 1, #ARGV, step do
-    if not seen[ARGV[at + 1]] then
-      seen[ARGV[at + 1]] = true
-      members[#members + 1] = ARGV[at + 1]
-    end
-  end
+  local members = {}
+  for at = A + 2 * n + m + 1, #ARGV, step do members[#members + 1] = ARGV[at + 1] end
   local dense = dense_board and DENSE or nil
-  local function read(into)
-    read_standing(into, members, windows, TOTALS, dense, ties == 'position', 'all')
-  end
-  standing = { before = {}, read = read }
-  read(standing.before)
+  standing = standing_of(asked, members, TOTALS, dense, ties == 'position', 'all')
 end
 for i = 1, m do
   local ts = ARGV[A + 2 * n + i]
@@ -310,9 +300,5 @@ if fingerprint ~= '' then
 else
   for i in pairs(too_late) do reply[#reply + 1] = i end
 end
-if standing then
-  local after = {}
-  standing.read(after)
-  reply[#reply + 1] = standing_flat(standing.before, after)
-end
+if standing then reply[#reply + 1] = standing() end
 return reply

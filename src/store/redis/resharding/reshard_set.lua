@@ -17,14 +17,6 @@ board_record(KEYS[1], ARGV[1])
 -- The first version names the board's idempotency records (see extend_board.lua).
 redis.call('HSETNX', KEYS[1], 'incarnation', ARGV[1])
 redis.call('HSET', KEYS[1], 'version', ARGV[2])
-if ARGV[3] == '1' then
-  redis.call('HDEL', KEYS[1], 'shards')
-else
-  redis.call('HSET', KEYS[1], 'shards', ARGV[3])
-end
-if ARGV[4] == '' then
-  redis.call('HDEL', KEYS[1], 'resharding')
-else
-  redis.call('HSET', KEYS[1], 'resharding', ARGV[4])
-end
+set_field(KEYS[1], 'shards', ARGV[3], '1')
+set_field(KEYS[1], 'resharding', ARGV[4], '')
 return 1

@@ -66,15 +66,7 @@ local seen = {}
 
 -- Adds the fields found[from..to] (name, value, ...) not seen in this call.
 local function add_some(found, from, to)
-  local names, values = {}, {}
-  for p = from, to, 2 do
-    local name = found[p]
-    if not seen[name] then
-      seen[name] = true
-      names[#names + 1] = name
-      values[#values + 1] = tonumber(found[p + 1])
-    end
-  end
+  local names, values = fields_and_values(found, seen, from, to)
   if #names > 0 then
     local current = redis.call('ZMSCORE', build, unpack(names))
     local set, zero = {}, {}

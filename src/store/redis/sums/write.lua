@@ -330,34 +330,22 @@ local function spent()
   return limit ~= nil and now_us() - started >= limit
 end
 
--- Standing (see the header): the distinct members of the entries and the windows asked,
--- read before anything is applied and again at the end.
+-- Standing (see the header): the members of the entries in the windows asked, read
+-- before anything is applied and again at the end.
 local standing = nil
 if asked ~= '' then
   local list, ties, rank = string.match(asked, '^([%d,]+) (%a+) (%a+)$')
-  local windows, members, seen = {}, {}, {}
-  for j in string.gmatch(list, '%d+') do windows[#windows + 1] = tonumber(j) end
+  local members = {}
   for x = 0, count - 1 do
     local _, member = entry(x)
-    if not seen[member] then
-      seen[member] = true
-      members[#members + 1] = member
-    end
+    members[x + 1] = member
   end
-  local position, nonzero = ties == 'position', rank == 'nonzero'
   local dense = dense_board and DENSE or nil
-  local function read(into)
-    read_standing(into, members, windows, TOTALS, dense, position, nonzero)
-  end
-  standing = { before = {}, read = read }
-  read(standing.before)
+  standing = standing_of(list, members, TOTALS, dense, ties == 'position', rank == 'nonzero')
 end
 -- The reply `reply` of a call that applied its entries, with the standing asked (if any).
 local function answered(reply)
-  if not standing then return reply end
-  local after = {}
-  standing.read(after)
-  return { reply, standing_flat(standing.before, after) }
+  return standing and { reply, standing() } or reply
 end
 
 -- Applies an event of slot `i` to its stage k + 1 (`value`: the stage's value after
