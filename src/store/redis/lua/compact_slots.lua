@@ -58,20 +58,17 @@ local function sized_geometry(fields, fill, count)
 end
 
 -- The key of bucket `i` of the stage `stage_key`: `<stage_key>:<i>`, `i` in decimal as
--- string.format('%d', i) writes it. Below 10^6 the digits come from a constant table
--- of 00..99, built on first use, and the key is made by one concatenation: Lua formats
--- a number with sprintf, and each string it makes is a new one to hash, allocate and
--- collect, which together cost about as much as the HINCRBY on the bucket
--- (docs/compact-slots.md, "Compact slots").
-local ONES = { '0', '1', '2', '3', '4', '5', '6', '7', '8', '9' }
-local decimal_pairs
--- A leading group of digits: 0..99 unpadded (once `decimal_pairs` is built).
-local function lead(x)
-  return x < 10 and ONES[x + 1] or decimal_pairs[x + 1]
-end
+-- string.format('%d', i) writes it. Below 10^6 the digits come from two constant
+-- tables (0..9, and 00..99), built on first use, and the key is made by one
+-- concatenation: Lua formats a number with sprintf, and each string it makes is a new
+-- one to hash, allocate and collect, which together cost about as much as the HINCRBY
+-- on the bucket (docs/compact-slots.md, "Compact slots"). The leading group of digits,
+-- 0..99 unpadded, is `ones[x + 1] or decimal_pairs[x + 1]`.
+local ones, decimal_pairs
 local function bucket_key(stage_key, i)
   if i >= 1000000 then return stage_key .. ':' .. string.format('%d', i) end
   if not decimal_pairs then
+    ones = { '0', '1', '2', '3', '4', '5', '6', '7', '8', '9' }
     decimal_pairs = {
       '00', '01', '02', '03', '04', '05', '06', '07', '08', '09', '10', '11', '12', '13',
       '14', '15', '16', '17', '18', '19', '20', '21', '22', '23', '24', '25', '26', '27',
@@ -83,11 +80,14 @@ local function bucket_key(stage_key, i)
       '98', '99'
     }
   end
-  if i < 100 then return stage_key .. ':' .. lead(i) end
+  if i < 100 then return stage_key .. ':' .. (ones[i + 1] or decimal_pairs[i + 1]) end
   local low = i % 100
   local high = (i - low) / 100
-  if high < 100 then return stage_key .. ':' .. lead(high) .. decimal_pairs[low + 1] end
+  if high < 100 then
+    return stage_key .. ':' .. (ones[high + 1] or decimal_pairs[high + 1]) .. decimal_pairs[low + 1]
+  end
   local middle = high % 100
-  return stage_key .. ':' .. lead((high - middle) / 100) .. decimal_pairs[middle + 1]
+  local top = (high - middle) / 100
+  return stage_key .. ':' .. (ones[top + 1] or decimal_pairs[top + 1]) .. decimal_pairs[middle + 1]
     .. decimal_pairs[low + 1]
 end
