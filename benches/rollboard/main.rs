@@ -19,7 +19,8 @@
 //! `BENCH_SECONDS` sets the length of each load phase (default 5); `BENCH_ONLY` runs some
 //! phases only (comma-separated: uniform, zipf, single, standing, library, huge, reads,
 //! topreads (top-10 at 64 connections exact and cached beside `ZREVRANGE`, and their p99
-//! during batch ingest), retire,
+//! during batch ingest), peer (each hot route beside the Node service of `benches/peer`,
+//! in alternating `wrk` rounds; see `peer.rs`), retire,
 //! recompute, longwindow, pages, ranks, memberdata, rates, counters, memory, bigwrite,
 //! trendwrite, manyboards, maxboard, replicaacks, shards);
 //! `BENCH_LAYOUT=plain` keeps the boards the service and library phases create (those
@@ -58,6 +59,7 @@ mod manyboards;
 mod maxboard;
 mod member_data;
 mod pages;
+mod peer;
 mod ranks;
 mod rates;
 mod raw_http;
@@ -316,6 +318,12 @@ fn main() {
         if run("topreads") {
             eprintln!("top-10 reads, exact and cached …");
             rows.extend(hot_reads::hot_reads(&redis, &service.url, phase).await);
+        }
+
+        // Each hot route beside the Node service a forum would otherwise write.
+        if run("peer") {
+            eprintln!("beside the Node peer …");
+            rows.extend(peer::peer(&redis, &service.url, phase).await);
         }
 
         // Retirement of one slot of 200k members on a two-window board, both layouts.
