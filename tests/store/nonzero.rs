@@ -352,34 +352,22 @@ async fn a_snapshot_of_a_nonzero_board_holds_its_negative_leaders(h: Harness) {
             .unwrap()
             .with_snapshots(Some(SnapshotPolicy::new(4, 10).unwrap()));
         h.boards.create(&name, config).await.unwrap();
+        let board = h.boards.windowed(&name);
         h.at(10);
         for (member, delta) in EVENTS {
-            h.boards
-                .windowed(&name)
-                .incr(member, delta, None)
-                .await
-                .unwrap();
+            board.incr(member, delta, None).await.unwrap();
         }
         h.at(HOUR + 1);
-        assert!(
-            h.boards
-                .windowed(&name)
-                .retire(None)
-                .await
-                .unwrap()
-                .complete
-        );
+        assert!(board.retire(None).await.unwrap().complete);
         assert_eq!(
-            h.boards.windowed(&name).take_snapshots().await.unwrap(),
+            board.take_snapshots().await.unwrap(),
             SnapshotPass::Done { appended: 1 }
         );
         // The top 4 cut the negative tie group after c: the snapshot is top's page.
         let expected = at(ties, &[0, 1, 2, 3]);
-        let top = h.boards.windowed(&name).top(None, 0, 4).await.unwrap();
+        let top = board.top(None, 0, 4).await.unwrap();
         assert_eq!(triples(&top.entries), expected);
-        let listed = h
-            .boards
-            .windowed(&name)
+        let listed = board
             .snapshots(None, SnapshotRange::new(None, None, Some(1)).unwrap())
             .await
             .unwrap();

@@ -338,32 +338,20 @@ async fn a_snapshot_orders_tie_groups_inside_its_top_as_top_does(h: Harness) {
         .with_ties(ties)
         .with_snapshots(Some(SnapshotPolicy::new(6, 10).unwrap()));
     h.boards.create(&name, config).await.unwrap();
+    let hot = h.boards.windowed(&name);
     h.at(10);
     for (member, delta) in EVENTS {
-        h.boards
-            .windowed(&name)
-            .incr(member, delta, None)
-            .await
-            .unwrap();
+        hot.incr(member, delta, None).await.unwrap();
     }
     h.at(HOUR + 1);
-    assert!(
-        h.boards
-            .windowed(&name)
-            .retire(None)
-            .await
-            .unwrap()
-            .complete
-    );
+    assert!(hot.retire(None).await.unwrap().complete);
     assert_eq!(
-        h.boards.windowed(&name).take_snapshots().await.unwrap(),
+        hot.take_snapshots().await.unwrap(),
         SnapshotPass::Done { appended: 1 }
     );
-    let top = h.boards.windowed(&name).top(None, 0, 6).await.unwrap();
+    let top = hot.top(None, 0, 6).await.unwrap();
     assert_eq!(triples(&top.entries), at(ties, &[0, 1, 2, 3, 4, 5]));
-    let listed = h
-        .boards
-        .windowed(&name)
+    let listed = hot
         .snapshots(None, SnapshotRange::new(None, None, Some(1)).unwrap())
         .await
         .unwrap();
@@ -377,26 +365,15 @@ async fn a_snapshot_orders_tie_groups_inside_its_top_as_top_does(h: Harness) {
     // top) and "bb" ties with e in a group that ends exactly at the cut.
     h.at(HOUR + 10);
     for (member, delta) in [("a", -2), ("bb", 5)] {
-        h.boards
-            .windowed(&name)
-            .incr(member, delta, None)
-            .await
-            .unwrap();
+        hot.incr(member, delta, None).await.unwrap();
     }
     h.at(2 * HOUR + 1);
-    assert!(
-        h.boards
-            .windowed(&name)
-            .retire(None)
-            .await
-            .unwrap()
-            .complete
-    );
+    assert!(hot.retire(None).await.unwrap().complete);
     assert_eq!(
-        h.boards.windowed(&name).take_snapshots().await.unwrap(),
+        hot.take_snapshots().await.unwrap(),
         SnapshotPass::Done { appended: 1 }
     );
-    let top = h.boards.windowed(&name).top(None, 0, 6).await.unwrap();
+    let top = hot.top(None, 0, 6).await.unwrap();
     let expected: Vec<(u64, String, i64)> =
         [("a", 7), ("b", 7), ("c", 7), ("d", 7), ("bb", 5), ("e", 5)]
             .iter()
@@ -404,9 +381,7 @@ async fn a_snapshot_orders_tie_groups_inside_its_top_as_top_does(h: Harness) {
             .map(|(i, (m, s))| (i as u64 + 1, m.to_string(), *s))
             .collect();
     assert_eq!(triples(&top.entries), expected);
-    let listed = h
-        .boards
-        .windowed(&name)
+    let listed = hot
         .snapshots(None, SnapshotRange::new(None, None, Some(1)).unwrap())
         .await
         .unwrap();
