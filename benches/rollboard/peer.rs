@@ -238,6 +238,7 @@ fn wrk(url: &str, route: &Route, phase: Duration) -> f64 {
         .arg(url)
         .output()
         .expect("wrk runs");
+    let _ = std::fs::remove_file(&script);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
