@@ -96,6 +96,7 @@ mod test_cluster;
 mod test_redis;
 mod timeouts;
 mod tls_and_acl;
+mod top_reads;
 mod trending;
 mod trending_property;
 mod trending_writes;

@@ -33,14 +33,7 @@ impl Harness {
     }
 
     pub async fn redis() -> Harness {
-        let redis = TestRedis::start().await;
-        let clock = clock();
-        Harness {
-            boards: with_clock(redis.store().await, &clock),
-            clock,
-            redis: Some(redis),
-            in_memory: false,
-        }
+        Self::on(TestRedis::start().await).await
     }
 
     /// As [`redis`](Self::redis), with boards that name no layout kept plain.
@@ -61,6 +54,22 @@ impl Harness {
         let redis = TestRedis::spawn().await;
         redis.config_set("hash-max-listpack-entries", "4").await;
         Self::on_redis(redis, rollboard::Layout::Compact).await
+    }
+
+    /// As [`redis`](Self::redis), on a server of this test's own (whose server-wide
+    /// figures, such as `INFO commandstats`, only this test moves).
+    pub async fn on_own_redis() -> Harness {
+        Self::on(TestRedis::spawn().await).await
+    }
+
+    async fn on(redis: TestRedis) -> Harness {
+        let clock = clock();
+        Harness {
+            boards: with_clock(redis.store().await, &clock),
+            clock,
+            redis: Some(redis),
+            in_memory: false,
+        }
     }
 
     /// A Rollboard on `redis` whose boards that name no layout take `layout` (its

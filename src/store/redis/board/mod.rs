@@ -15,6 +15,7 @@ pub(crate) mod lease;
 pub(crate) mod member_data;
 pub(crate) mod memory_info;
 pub(crate) mod read;
+pub(crate) mod read_top;
 pub(crate) mod registry;
 pub(crate) mod relayout;
 pub(crate) mod slot_index;

@@ -14,7 +14,7 @@ use crate::domain::{Coverage, WindowState, coverage};
 use crate::domain::{Entry, MemberRank, Ranks, Standing, TopPage};
 use crate::domain::{Member, ScoreRange, percentile};
 use crate::error::{Error, Result};
-use crate::store::redis::conn::reply::{array, int, opt_int, parse_integer, string};
+use crate::store::redis::conn::reply::{array, int, int_score, opt_int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
 
 /// What `read_ranking.lua` answered: the coverage and the rest of the reply.
@@ -97,17 +97,12 @@ fn entries(items: &[Value]) -> Result<Vec<Entry>> {
             [rank, member, score] => Ok(Entry {
                 rank: int(rank, "rank")? as u64,
                 member: string(member, "member")?,
-                score: score_of(score)?,
+                score: int_score(score)?,
                 data: None,
             }),
             _ => Err(Error::store("read_ranking answered a partial entry")),
         })
         .collect()
-}
-
-fn score_of(v: &Value) -> Result<i64> {
-    let text = string(v, "score")?;
-    parse_integer(&text).ok_or_else(|| Error::store(format!("score {text:?} is not an integer")))
 }
 
 pub(crate) async fn top(
@@ -116,6 +111,12 @@ pub(crate) async fn top(
     page: PageQuery<ScoreRange>,
 ) -> Result<TopPage> {
     let (range, order, offset, limit) = page.parts();
+    if range == ScoreRange::ALL
+        && order == Order::Desc
+        && let Some(page) = super::read_top::top_desc(conn, at, offset, limit).await?
+    {
+        return Ok(page);
+    }
     let args = [offset, limit].map(|n| n.to_string());
     let bounds = [range.lowest(at.board.config.rank()), range.max()].map(|n| n.to_string());
     let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -143,7 +144,7 @@ pub(crate) async fn standing(
     };
     Ok(Some(Standing::new(
         member.to_string(),
-        score_of(score)?,
+        int_score(score)?,
         opt_int(rank, "rank")?.map(|r| r as u64),
         percentile(int(below, "below")? as u64, int(ranked, "ranked")? as u64),
         r.coverage,
@@ -171,7 +172,7 @@ pub(crate) async fn ranks(conn: &RedisConn, at: WindowAt<'_>, members: &[Member]
         .map(|(member, pair)| {
             let (score, rank) = match pair {
                 [Value::Nil, _] => (0, None),
-                [score, rank] => (score_of(score)?, opt_int(rank, "rank")?.map(|r| r as u64)),
+                [score, rank] => (int_score(score)?, opt_int(rank, "rank")?.map(|r| r as u64)),
                 _ => unreachable!("chunks of a slice of even length are pairs"),
             };
             Ok(MemberRank {

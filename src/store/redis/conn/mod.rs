@@ -379,6 +379,34 @@ impl RedisConn {
         .await
     }
 
+    /// Reads `board`'s keys with `pipe`, a transaction (`MULTI`/`EXEC`), sent again after
+    /// a lost reply. `None` when the server ran none of it: `EXECABORT` (on a cluster, a
+    /// slot moving or a master failing over answers a queued command with a redirect or
+    /// `TRYAGAIN`, which the cluster client does not follow inside a transaction), or a
+    /// redirect of the whole; the caller reads another way (a script, which follows them).
+    pub(crate) async fn read_transaction<T: FromRedisValue>(
+        &self,
+        pipe: &Pipeline,
+        board: &BoardName,
+    ) -> Result<Option<T>> {
+        let read = self
+            .call(Retry::Idempotent, false, |mut handle| async move {
+                replica_acks::pipeline(&mut handle, pipe, None).await
+            })
+            .await;
+        match read {
+            Ok(acked) => acked.confirmed(None).map(Some),
+            Err(err)
+                if err
+                    .code()
+                    .is_some_and(|c| c == "EXECABORT" || errors::not_run(c)) =>
+            {
+                Ok(None)
+            }
+            Err(err) => Err(store_error(err, Some(board))),
+        }
+    }
+
     /// The replicas a call of class `retry` waits for, if any.
     fn acks(&self, retry: Retry) -> Option<ReplicaAcks> {
         (self.replica_acks.min > 0 && retry.acknowledged()).then_some(self.replica_acks)

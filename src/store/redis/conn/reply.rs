@@ -54,6 +54,12 @@ pub(crate) fn int(v: &Value, what: &str) -> Result<i64, Error> {
     opt_int(v, what)?.ok_or_else(|| unexpected(what, v))
 }
 
+/// A sorted-set score holding an integer (see [`parse_integer`]).
+pub(crate) fn int_score(v: &Value) -> Result<i64, Error> {
+    let text = string(v, "score")?;
+    parse_integer(&text).ok_or_else(|| Error::store(format!("score {text:?} is not an integer")))
+}
+
 /// Parses an integer as Redis prints it: `"42"`, or a sorted-set score such as
 /// `"9007199254740991"` or `"1e+15"` (scores are doubles holding exact integers).
 pub(crate) fn parse_integer(text: &str) -> Option<i64> {

@@ -1,0 +1,160 @@
+//! The most-called read, a page of a window's ranking highest first, by plain commands in
+//! one `MULTI`/`EXEC`: the board record's guard and watermark, the two slots that bound
+//! the window's coverage, and the page with one entry on each side of it. Redis spends
+//! about a third of what `read_ranking.lua` costs on it (no script to run, no reply
+//! turned into Lua tables and back).
+//!
+//! It answers what `read_ranking.lua` answers, read at the same single instant, or
+//! nothing when the page needs more than those commands can tell, and the script reads
+//! it: a tie group cut by the page's first or last entry (its members are ordered by
+//! member ascending, which `ZREVRANGE` reverses), a window behind (the oldest slot still
+//! in its totals is found by the watermark this read only learns), dense ranks (counted
+//! on another zset), an ascending page or a score range; and on a cluster, a transaction
+//! the server did not run (a slot moving, a master failing over).
+
+use redis::Value;
+
+use super::keys;
+use crate::domain::board::WindowAt;
+use crate::domain::{Coverage, Entry, RankedTotals, Ties, TopPage, WindowState, coverage};
+use crate::error::{Error, Result};
+use crate::store::redis::conn::RedisConn;
+use crate::store::redis::conn::reply::{
+    array, int_score, opt_int, opt_string, parse_integer, string,
+};
+
+/// The page of ranking positions `offset .. offset + limit` of `at`'s window, highest
+/// first; `None` when `read_ranking.lua` must read it (see above).
+pub(crate) async fn top_desc(
+    conn: &RedisConn,
+    at: WindowAt<'_>,
+    offset: u64,
+    limit: u64,
+) -> Result<Option<TopPage>> {
+    let WindowAt { board, window, now } = at;
+    let config = &board.config;
+    if config.ties() == Ties::Dense {
+        return Ok(None);
+    }
+    let seconds = config.windows()[window].seconds();
+    let start = config.window_start(window, now);
+    let index = keys::index(&board.name);
+    // One entry before the page (when there is one) and one after it.
+    let first = offset.saturating_sub(1);
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .cmd("HMGET")
+        .arg(keys::record(&board.name))
+        .arg("version")
+        .arg("dropping")
+        .arg(format!("done:{seconds}"))
+        .arg(format!("since:{seconds}"))
+        .arg(format!("building:{seconds}"))
+        .cmd("ZRANGE")
+        .arg(&index)
+        .arg(format!("({start}"))
+        .arg("-inf")
+        .arg("BYSCORE")
+        .arg("REV")
+        .arg("LIMIT")
+        .arg(0)
+        .arg(1)
+        .cmd("ZRANGE")
+        .arg(&index)
+        .arg(-1)
+        .arg(-1)
+        .cmd("ZREVRANGE")
+        .arg(keys::totals(&board.name, config.windows(), window))
+        .arg(first)
+        .arg(offset + limit)
+        .arg("WITHSCORES");
+    let Some(reply) = conn
+        .read_transaction::<Vec<Value>>(&pipe, &board.name)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let [record, older, newest, raw] = <[Value; 4]>::try_from(reply)
+        .map_err(|r| Error::store(format!("the top read answered {} replies", r.len())))?;
+    let record = array(record, "board record")?;
+    let field = |i: usize| record.get(i).map_or(Ok(None), |v| opt_string(v, "record"));
+    if field(0)? != Some(board.version.to_string()) || field(1)?.is_some() {
+        return Err(Error::BoardChanged(board.name.to_string()));
+    }
+    let done = field(2)?.as_deref().and_then(parse_integer);
+    let older = slot(older)?;
+    // A slot older than the window newer than its watermark: the totals still hold it.
+    if done.is_none() || older.is_some_and(|s| Some(s) > done) {
+        return Ok(None);
+    }
+    let state = WindowState {
+        since: field(3)?.as_deref().and_then(parse_integer),
+        building: field(4)?.is_some(),
+    };
+    let slots = coverage(config, window, now, None, slot(newest)?, state);
+    let coverage = Coverage::of(config, window, now, slots);
+
+    let rule = config.rank();
+    let mut ranked = Vec::new();
+    for pair in array(raw, "top page")?.chunks(2) {
+        let [member, score] = pair else {
+            return Err(Error::store(
+                "the top page answered a member without its score",
+            ));
+        };
+        let score = int_score(score)?;
+        if !is_ranked(rule, score) {
+            break;
+        }
+        ranked.push((string(member, "member")?, score));
+    }
+    // The page starts at `skip` of what was read, and a tie group may not cross its edges.
+    let skip = usize::from(offset > 0);
+    let end = ranked.len().min(skip + limit as usize);
+    let page = ranked.get(skip..end).unwrap_or_default();
+    let cut = |inside: Option<&(String, i64)>, outside: Option<&(String, i64)>| matches!((inside, outside), (Some(a), Some(b)) if a.1 == b.1);
+    if cut(page.first(), ranked.first().filter(|_| skip == 1)) || cut(page.last(), ranked.get(end))
+    {
+        return Ok(None);
+    }
+    let entries = entries(page, offset, config.ties());
+    Ok(Some(TopPage::new(board.name.clone(), coverage, entries)))
+}
+
+/// The page's entries, equal totals by member ascending (each group is read reversed),
+/// ranked by competition (1 + the members above the group) or by position.
+fn entries(page: &[(String, i64)], offset: u64, ties: Ties) -> Vec<Entry> {
+    let mut entries = Vec::with_capacity(page.len());
+    for group in page.chunk_by(|a, b| a.1 == b.1) {
+        let above = offset + entries.len() as u64;
+        for (member, score) in group.iter().rev() {
+            let rank = match ties {
+                Ties::Position => offset + entries.len() as u64 + 1,
+                _ => above + 1,
+            };
+            entries.push(Entry {
+                rank,
+                member: member.clone(),
+                score: *score,
+                data: None,
+            });
+        }
+    }
+    entries
+}
+
+/// Whether a board ranking by `rule` ranks `score` (`ranked_total` in `lua/ranks.lua`).
+fn is_ranked(rule: RankedTotals, score: i64) -> bool {
+    match rule {
+        RankedTotals::Positive => score > 0,
+        RankedTotals::Nonzero => score != 0,
+        RankedTotals::All => true,
+    }
+}
+
+/// The slot start of a one-slot `ZRANGE` of the slot index, if it found one.
+fn slot(reply: Value) -> Result<Option<i64>> {
+    array(reply, "slot index")?
+        .first()
+        .map_or(Ok(None), |v| opt_int(v, "slot"))
+}

@@ -1,0 +1,173 @@
+//! Redis-only: a page of the top, highest first, is read by plain commands in one
+//! transaction, and handed to `read_ranking.lua` only when the page needs it (a tie group
+//! cut by its edge, a window behind, dense ranks). Each case counts the server's script
+//! calls and transactions around one read, on a server of the test's own, and checks the
+//! page exactly.
+
+use rollboard::{BoardConfig, Event, Span, Ties};
+
+use crate::support::{Harness, START, triples};
+use crate::test_redis::TestRedis;
+
+/// The scripts and transactions the server has run so far.
+async fn calls(redis: &TestRedis) -> (u64, u64) {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut redis.raw().await)
+        .await
+        .unwrap();
+    // The calls that ran: a first `EVALSHA` answered `NOSCRIPT` is counted as a call
+    // that failed or was rejected.
+    let count = |command: &str| {
+        let Some(line) = info
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:")))
+        else {
+            return 0;
+        };
+        let field = |name: &str| -> u64 {
+            line.split(',')
+                .find_map(|f| f.strip_prefix(&format!("{name}=")))
+                .map_or(0, |v| v.parse().unwrap())
+        };
+        field("calls") - field("failed_calls") - field("rejected_calls")
+    };
+    (count("evalsha") + count("eval"), count("exec"))
+}
+
+fn day() -> Option<Span> {
+    Some(Span::parse("24h").unwrap())
+}
+
+/// A board (ties as `ties`) holding a 5, three 3s (c, a, b) and two 1s.
+async fn board(ties: Ties) -> (Harness, String) {
+    let h = Harness::on_own_redis().await;
+    let config = BoardConfig::parse("1h", &["1h", "24h"])
+        .unwrap()
+        .with_ties(ties);
+    let name = crate::support::unique("top");
+    h.boards.create(&name, config).await.unwrap();
+    let events =
+        [("e", 5), ("c", 3), ("a", 3), ("b", 3), ("y", 1), ("x", 1)].map(|(m, d)| Event::new(m, d));
+    h.boards.windowed(&name).incr_batch(&events).await.unwrap();
+    (h, name)
+}
+
+/// How a read was made: by the transaction alone, by the script after it, or by the
+/// script alone (dense ranks, known before anything is read).
+const PLAIN: (u64, u64) = (0, 1);
+const HANDED_OVER: (u64, u64) = (1, 1);
+const SCRIPTED: (u64, u64) = (1, 0);
+
+/// Reads the page at `offset, limit` of the 24 h window: its (rank, member, score), and
+/// the scripts and transactions the server ran for it.
+async fn page(
+    h: &Harness,
+    name: &str,
+    offset: u64,
+    limit: u64,
+) -> (Vec<(u64, String, i64)>, (u64, u64)) {
+    let redis = h.redis.as_ref().unwrap();
+    let before = calls(redis).await;
+    let page = h
+        .boards
+        .windowed(name)
+        .top(day(), offset, limit)
+        .await
+        .unwrap();
+    let after = calls(redis).await;
+    let ran = (after.0 - before.0, after.1 - before.1);
+    (triples(&page.entries), ran)
+}
+
+fn expect(entries: &[(u64, &str, i64)]) -> Vec<(u64, String, i64)> {
+    entries
+        .iter()
+        .map(|&(r, m, s)| (r, m.to_owned(), s))
+        .collect()
+}
+
+#[tokio::test]
+async fn pages_inside_tie_groups_are_read_without_a_script() {
+    let (h, name) = board(Ties::Competition).await;
+    let all = [
+        (1, "e", 5),
+        (2, "a", 3),
+        (2, "b", 3),
+        (2, "c", 3),
+        (5, "x", 1),
+        (5, "y", 1),
+    ];
+    assert_eq!(page(&h, &name, 0, 10).await, (expect(&all), PLAIN));
+    assert_eq!(page(&h, &name, 0, 4).await, (expect(&all[..4]), PLAIN));
+    assert_eq!(page(&h, &name, 1, 3).await, (expect(&all[1..4]), PLAIN));
+    assert_eq!(page(&h, &name, 4, 10).await, (expect(&all[4..]), PLAIN));
+    assert_eq!(page(&h, &name, 6, 10).await, (vec![], PLAIN));
+}
+
+#[tokio::test]
+async fn a_tie_group_cut_by_the_page_is_read_by_the_script() {
+    let (h, name) = board(Ties::Competition).await;
+    assert_eq!(
+        page(&h, &name, 0, 2).await,
+        (expect(&[(1, "e", 5), (2, "a", 3)]), HANDED_OVER)
+    );
+    assert_eq!(
+        page(&h, &name, 2, 3).await,
+        (
+            expect(&[(2, "b", 3), (2, "c", 3), (5, "x", 1)]),
+            HANDED_OVER
+        )
+    );
+}
+
+#[tokio::test]
+async fn position_ranks_are_read_without_a_script_and_dense_ones_with_it() {
+    let (h, name) = board(Ties::Position).await;
+    let all = [
+        (1, "e", 5),
+        (2, "a", 3),
+        (3, "b", 3),
+        (4, "c", 3),
+        (5, "x", 1),
+        (6, "y", 1),
+    ];
+    assert_eq!(page(&h, &name, 0, 10).await, (expect(&all), PLAIN));
+    assert_eq!(page(&h, &name, 1, 3).await, (expect(&all[1..4]), PLAIN));
+
+    let (h, name) = board(Ties::Dense).await;
+    let all = [
+        (1, "e", 5),
+        (2, "a", 3),
+        (2, "b", 3),
+        (2, "c", 3),
+        (3, "x", 1),
+        (3, "y", 1),
+    ];
+    assert_eq!(page(&h, &name, 0, 10).await, (expect(&all), SCRIPTED));
+}
+
+#[tokio::test]
+async fn a_window_behind_is_read_by_the_script_with_its_coverage() {
+    let (h, name) = board(Ties::Competition).await;
+    assert!(
+        !h.boards
+            .windowed(&name)
+            .top(day(), 0, 1)
+            .await
+            .unwrap()
+            .behind
+    );
+    // A day and an hour later, nothing retired: the totals still hold the first slot.
+    h.at(25 * 3600);
+    let redis = h.redis.as_ref().unwrap();
+    let before = calls(redis).await;
+    let page = h.boards.windowed(&name).top(day(), 0, 1).await.unwrap();
+    let after = calls(redis).await;
+    assert_eq!((after.0 - before.0, after.1 - before.1), HANDED_OVER);
+    // From the first slot, START's, which left the window an hour ago.
+    assert!(page.behind);
+    assert_eq!(page.from, START);
+    assert_eq!(page.lag_ms, 3600 * 1000);
+    assert_eq!(triples(&page.entries), expect(&[(1, "e", 5)]));
+}
