@@ -71,8 +71,10 @@ mod shards;
 mod slowlog;
 mod trendwrite;
 
+use std::alloc::GlobalAlloc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
 use std::time::{Duration, Instant};
 
 use load::{Load, Spread};
@@ -447,28 +449,29 @@ fn main() {
     drop(service);
 }
 
-/// The system allocator, counting the bytes it holds (for phase `manyboards`'s memory
-/// per board): one relaxed atomic add per allocation and free.
+/// The `rollboard` binary's allocator (mimalloc), so the service measured is the one
+/// users run, counting the bytes it holds (for phase `manyboards`'s memory per board):
+/// one relaxed atomic add per allocation and free.
 struct Counting;
 
 static ALLOCATED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-// SAFETY: every call is passed on to the system allocator unchanged.
-unsafe impl std::alloc::GlobalAlloc for Counting {
+// SAFETY: every call is passed on to mimalloc unchanged.
+unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
         ALLOCATED.fetch_add(layout.size(), Ordering::Relaxed);
-        unsafe { std::alloc::System.alloc(layout) }
+        unsafe { GlobalAlloc::alloc(&mimalloc::MiMalloc, layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
         ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { std::alloc::System.dealloc(ptr, layout) }
+        unsafe { GlobalAlloc::dealloc(&mimalloc::MiMalloc, ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
         ALLOCATED.fetch_sub(layout.size(), Ordering::Relaxed);
         ALLOCATED.fetch_add(new, Ordering::Relaxed);
-        unsafe { std::alloc::System.realloc(ptr, layout, new) }
+        unsafe { GlobalAlloc::realloc(&mimalloc::MiMalloc, ptr, layout, new) }
     }
 }
 
