@@ -7,8 +7,10 @@
 //! members, a random member's score and rank, and the page around a random member. Each
 //! figure is the median of the rounds, beside the peer's and beside
 //! `ZREVRANGE key 0 9 WITHSCORES` on the board's 24 h totals (`redis-benchmark -c 64`),
-//! measured in the same run. Skipped, saying why, without `node`, `npm` or `wrk`;
-//! installs the peer's locked dependencies (`npm ci`) when they are missing.
+//! measured in the same run; and the CPU each of our top-10 reads and likes costs the
+//! service (its threads' `/proc` times) and Redis (`INFO cpu`, main thread). Skipped,
+//! saying why, without `node`, `npm` or `wrk`; installs the peer's locked dependencies
+//! (`npm ci`) when they are missing.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -88,18 +90,26 @@ pub async fn peer(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
 
     let mut ours = vec![Vec::new(); ROUTES.len()];
     let mut theirs = vec![Vec::new(); ROUTES.len()];
+    // CPU µs per request of ours: the service's, Redis's main thread's.
+    let mut costs = vec![(Vec::new(), Vec::new()); ROUTES.len()];
     for round in 0..ROUNDS {
         eprintln!("  round {} of {ROUNDS} …", round + 1);
         for (r, route) in ROUTES.iter().enumerate() {
             // Alternate which service goes first, round by round.
-            let (first, second) = if round % 2 == 0 {
-                (url, peer.url.as_str())
-            } else {
-                (peer.url.as_str(), url)
+            let mut mine = || {
+                let before = cpu(redis);
+                let (rps, requests) = wrk(url, route, phase);
+                let after = cpu(redis);
+                costs[r].0.push((after.0 - before.0) / requests * 1e6);
+                costs[r].1.push((after.1 - before.1) / requests * 1e6);
+                rps
             };
-            let a = wrk(first, route, phase);
-            let b = wrk(second, route, phase);
-            let (mine, peers) = if round % 2 == 0 { (a, b) } else { (b, a) };
+            let (mine, peers) = if round % 2 == 0 {
+                (mine(), wrk(&peer.url, route, phase).0)
+            } else {
+                let peers = wrk(&peer.url, route, phase).0;
+                (mine(), peers)
+            };
             ours[r].push(mine);
             theirs[r].push(peers);
         }
@@ -118,6 +128,23 @@ pub async fn peer(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
             reference: format!("Node peer {}", rate(peers, "req/s")),
             ratio: Some(ratio),
             target: Some((format!("≥ {}x", route.target), ratio >= route.target)),
+        });
+    }
+    for (r, redis_target) in [(0, Some(10.0)), (1, None)] {
+        let service = median(&mut costs[r].0);
+        let at_redis = median(&mut costs[r].1);
+        rows.push(Row {
+            figure: format!("{}: CPU per request, service (Redis)", ROUTES[r].name),
+            measured: format!("{service:.1} µs ({at_redis:.1} µs)"),
+            reference: "/proc, INFO cpu".into(),
+            ratio: None,
+            target: Some((
+                match redis_target {
+                    Some(t) => format!("≤ 20 µs (≤ {t} µs)"),
+                    None => "≤ 20 µs".into(),
+                },
+                service <= 20.0 && redis_target.is_none_or(|t| at_redis <= t),
+            )),
         });
     }
     let top = median(&mut ours[0]);
@@ -214,9 +241,43 @@ async fn fill(redis: &Redis, peer: &str) {
     }
 }
 
-/// `wrk -t2 -c64` on `route` of the service at `url` for `phase`: requests/s (every
-/// answer a 2xx, or the run fails).
-fn wrk(url: &str, route: &Route, phase: Duration) -> f64 {
+/// CPU seconds so far of the service (the threads of this process named `service`,
+/// `setup::start_service`) and of Redis's main thread (`INFO cpu`).
+fn cpu(redis: &Redis) -> (f64, f64) {
+    let mut service = 0.0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // `tid (name) state …`: utime and stime are the 12th and 13th fields after the
+        // name, in ticks of 1/100 s (USER_HZ).
+        let Some((head, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        if head.ends_with("(service") {
+            let ticks: f64 = rest
+                .split(' ')
+                .skip(11)
+                .take(2)
+                .filter_map(|t| t.parse::<f64>().ok())
+                .sum();
+            service += ticks / 100.0;
+        }
+    }
+    let mut conn = redis::Client::open(redis.url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let info: String = redis::cmd("INFO").arg("cpu").query(&mut conn).unwrap();
+    let main_thread: f64 = info
+        .lines()
+        .filter(|l| l.contains("_main_thread:"))
+        .filter_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
+        .sum();
+    (service, main_thread)
+}
+
+/// `wrk -t2 -c64` on `route` of the service at `url` for `phase`: requests/s and the
+/// requests made (every answer a 2xx, or the run fails).
+fn wrk(url: &str, route: &Route, phase: Duration) -> (f64, f64) {
     let script = std::env::temp_dir().join(format!("rollboard-peer-{}.lua", std::process::id()));
     let path = route.path.replace("{m}", "' .. m .. '");
     let body = match route.body {
@@ -250,10 +311,18 @@ fn wrk(url: &str, route: &Route, phase: Duration) -> f64 {
         "wrk on {url}{}: {text}",
         route.path
     );
-    text.lines()
+    let rps = text
+        .lines()
         .find_map(|l| l.strip_prefix("Requests/sec:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no Requests/sec in wrk's output: {text}"))
+        .and_then(|v| v.trim().parse().ok());
+    let requests = text
+        .lines()
+        .find_map(|l| l.trim().split_once(" requests in "))
+        .and_then(|(n, _)| n.parse().ok());
+    match (rps, requests) {
+        (Some(rps), Some(requests)) => (rps, requests),
+        _ => panic!("no Requests/sec or requests in wrk's output: {text}"),
+    }
 }
 
 fn median(values: &mut [f64]) -> f64 {
