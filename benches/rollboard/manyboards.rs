@@ -257,6 +257,8 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, f64, usize) {
     let idle_after = IngestOptions::default().committer_idle;
     tokio::time::sleep(Duration::from_secs(1).max(idle_after) + Duration::from_secs(1)).await;
     let idle = crate::allocated().saturating_sub(before) as f64 / n as f64;
+    // As `serve` does every 10 s.
+    rollboard::service::heap_trim::trim();
     let rss = resident().saturating_sub(rss_before) as f64 / n as f64;
     eprintln!("  held once committers idled: {idle:.0} B/board, RSS {rss:.0} B/board");
     let series = rollboard::metrics::install_prometheus()

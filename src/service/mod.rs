@@ -4,7 +4,7 @@
 mod clock_check;
 mod config;
 mod connections;
-mod heap_trim;
+pub mod heap_trim;
 mod idle;
 mod logging;
 mod memory_watch;
