@@ -19,9 +19,7 @@ use crate::domain::board::WindowAt;
 use crate::domain::{Coverage, Entry, RankedTotals, Ties, TopPage, WindowState, coverage};
 use crate::error::{Error, Result};
 use crate::store::redis::conn::RedisConn;
-use crate::store::redis::conn::reply::{
-    array, int_score, opt_int, opt_string, parse_integer, string,
-};
+use crate::store::redis::conn::reply::{array, int_score, into_string, parse_integer, text};
 
 /// The page of ranking positions `offset .. offset + limit` of `at`'s window, highest
 /// first; `None` when `read_ranking.lua` must read it (see above).
@@ -77,68 +75,70 @@ pub(crate) async fn top_desc(
     let [record, older, newest, raw] = <[Value; 4]>::try_from(reply)
         .map_err(|r| Error::store(format!("the top read answered {} replies", r.len())))?;
     let record = array(record, "board record")?;
-    let field = |i: usize| record.get(i).map_or(Ok(None), |v| opt_string(v, "record"));
-    if field(0)? != Some(board.version.to_string()) || field(1)?.is_some() {
+    let field = |i: usize| record.get(i).and_then(text);
+    if field(0).and_then(|v| v.parse().ok()) != Some(board.version) || field(1).is_some() {
         return Err(Error::BoardChanged(board.name.to_string()));
     }
-    let done = field(2)?.as_deref().and_then(parse_integer);
-    let older = slot(older)?;
+    let done = field(2).and_then(parse_integer);
     // A slot older than the window newer than its watermark: the totals still hold it.
-    if done.is_none() || older.is_some_and(|s| Some(s) > done) {
+    if done.is_none() || slot(older)? > done {
         return Ok(None);
     }
     let state = WindowState {
-        since: field(3)?.as_deref().and_then(parse_integer),
-        building: field(4)?.is_some(),
+        since: field(3).and_then(parse_integer),
+        building: field(4).is_some(),
     };
     let slots = coverage(config, window, now, None, slot(newest)?, state);
     let coverage = Coverage::of(config, window, now, slots);
 
+    // What was read, highest first, while ranked.
     let rule = config.rank();
-    let mut ranked = Vec::new();
-    for pair in array(raw, "top page")?.chunks(2) {
-        let [member, score] = pair else {
-            return Err(Error::store(
-                "the top page answered a member without its score",
-            ));
-        };
-        let score = int_score(score)?;
+    let mut read = Vec::new();
+    let mut items = array(raw, "top page")?.into_iter();
+    while let (Some(member), Some(score)) = (items.next(), items.next()) {
+        let score = int_score(&score)?;
         if !is_ranked(rule, score) {
             break;
         }
-        ranked.push((string(member, "member")?, score));
+        read.push((into_string(member, "member")?, score));
     }
-    // The page starts at `skip` of what was read, and a tie group may not cross its edges.
+    // The page is read[skip..end]; a tie group crossing either edge needs the script.
     let skip = usize::from(offset > 0);
-    let end = ranked.len().min(skip + limit as usize);
-    let page = ranked.get(skip..end).unwrap_or_default();
-    let cut = |inside: Option<&(String, i64)>, outside: Option<&(String, i64)>| matches!((inside, outside), (Some(a), Some(b)) if a.1 == b.1);
-    if cut(page.first(), ranked.first().filter(|_| skip == 1)) || cut(page.last(), ranked.get(end))
-    {
+    let end = read.len().min(skip + limit as usize);
+    let total = |i: usize| read.get(i).map(|e| e.1);
+    if skip < end && ((skip == 1 && total(0) == total(1)) || total(end) == total(end - 1)) {
         return Ok(None);
     }
-    let entries = entries(page, offset, config.ties());
+    read.truncate(end);
+    read.drain(..skip.min(end));
+    let entries = entries(read, offset, config.ties());
     Ok(Some(TopPage::new(board.name.clone(), coverage, entries)))
 }
 
-/// The page's entries, equal totals by member ascending (each group is read reversed),
-/// ranked by competition (1 + the members above the group) or by position.
-fn entries(page: &[(String, i64)], offset: u64, ties: Ties) -> Vec<Entry> {
+/// The page's entries from ranking position `offset` on, equal totals by member
+/// ascending (each group was read reversed), ranked by competition (1 + the members
+/// above the group) or by position.
+fn entries(mut page: Vec<(String, i64)>, offset: u64, ties: Ties) -> Vec<Entry> {
+    for group in page.chunk_by_mut(|a, b| a.1 == b.1) {
+        group.reverse();
+    }
+    let (mut above, mut previous) = (offset, None);
     let mut entries = Vec::with_capacity(page.len());
-    for group in page.chunk_by(|a, b| a.1 == b.1) {
-        let above = offset + entries.len() as u64;
-        for (member, score) in group.iter().rev() {
-            let rank = match ties {
-                Ties::Position => offset + entries.len() as u64 + 1,
-                _ => above + 1,
-            };
-            entries.push(Entry {
-                rank,
-                member: member.clone(),
-                score: *score,
-                data: None,
-            });
+    for (i, (member, score)) in page.into_iter().enumerate() {
+        let position = offset + i as u64;
+        if previous != Some(score) {
+            (above, previous) = (position, Some(score));
         }
+        let rank = match ties {
+            Ties::Position => position + 1,
+            _ => above + 1,
+        };
+        entries.push(Entry {
+            rank,
+            member,
+            score,
+            data: None,
+        });
     }
     entries
 }
@@ -154,7 +154,12 @@ fn is_ranked(rule: RankedTotals, score: i64) -> bool {
 
 /// The slot start of a one-slot `ZRANGE` of the slot index, if it found one.
 fn slot(reply: Value) -> Result<Option<i64>> {
-    array(reply, "slot index")?
-        .first()
-        .map_or(Ok(None), |v| opt_int(v, "slot"))
+    let slots = array(reply, "slot index")?;
+    match slots.first() {
+        None => Ok(None),
+        Some(v) => text(v)
+            .and_then(parse_integer)
+            .map(Some)
+            .ok_or_else(|| Error::store(format!("unexpected reply for a slot: {v:?}"))),
+    }
 }

@@ -56,8 +56,28 @@ pub(crate) fn int(v: &Value, what: &str) -> Result<i64, Error> {
 
 /// A sorted-set score holding an integer (see [`parse_integer`]).
 pub(crate) fn int_score(v: &Value) -> Result<i64, Error> {
-    let text = string(v, "score")?;
-    parse_integer(&text).ok_or_else(|| Error::store(format!("score {text:?} is not an integer")))
+    text(v)
+        .and_then(parse_integer)
+        .ok_or_else(|| unexpected("an integer score", v))
+}
+
+/// The text of a string reply, borrowed (`None` for nil and any other reply).
+pub(crate) fn text(v: &Value) -> Option<&str> {
+    match v {
+        Value::BulkString(b) => std::str::from_utf8(b).ok(),
+        Value::SimpleString(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// A string reply, taken whole.
+pub(crate) fn into_string(v: Value, what: &str) -> Result<String, Error> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b)
+            .map_err(|e| Error::store(format!("unexpected reply for {what}: {:?}", e.as_bytes()))),
+        Value::SimpleString(s) => Ok(s),
+        other => Err(unexpected(what, &other)),
+    }
 }
 
 /// Parses an integer as Redis prints it: `"42"`, or a sorted-set score such as
