@@ -54,6 +54,7 @@ pub use read_order::{
     AroundOptions, AroundQuery, Order, PageQuery, around_positions, page_positions,
 };
 pub use score_range::{ScoreBounds, ScoreRange};
+pub(crate) use snapshot::rank_run;
 pub use snapshot::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots, rank_prefix};
 pub use span::Span;
 pub use staleness::{MAX_STALENESS_MS, Staleness};

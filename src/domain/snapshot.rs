@@ -193,13 +193,20 @@ impl SnapshotRange {
 
 /// Ranks `(member, score)` pairs given highest first (a ranking's prefix), by `ties`.
 pub fn rank_prefix(pairs: Vec<(String, i64)>, ties: Ties) -> Vec<Entry> {
+    rank_run(pairs, 0, ties)
+}
+
+/// Ranks `(member, score)` pairs given highest first, the first at 0-based ranking
+/// position `first`, where a tie group starts (dense ranks: `first` is 0).
+pub(crate) fn rank_run(pairs: Vec<(String, i64)>, first: u64, ties: Ties) -> Vec<Entry> {
     let mut entries: Vec<Entry> = Vec::with_capacity(pairs.len());
     for (i, (member, score)) in pairs.into_iter().enumerate() {
+        let position = first + i as u64;
         let rank = match entries.last() {
-            _ if ties == Ties::Position => i as u64 + 1,
+            _ if ties == Ties::Position => position + 1,
             Some(prev) if prev.score == score => prev.rank,
             Some(prev) if ties == Ties::Dense => prev.rank + 1,
-            _ => i as u64 + 1,
+            _ => position + 1,
         };
         entries.push(Entry {
             rank,

@@ -16,10 +16,12 @@ use redis::Value;
 
 use super::keys;
 use crate::domain::board::WindowAt;
-use crate::domain::{Coverage, Entry, RankedTotals, Ties, TopPage, WindowState, coverage};
+use crate::domain::{Coverage, Ties, TopPage, WindowState, coverage, rank_run};
 use crate::error::{Error, Result};
 use crate::store::redis::conn::RedisConn;
-use crate::store::redis::conn::reply::{array, int_score, into_string, parse_integer, text};
+use crate::store::redis::conn::reply::{
+    array, int_score, into_string, opt_int, parse_integer, text,
+};
 
 /// The page of ranking positions `offset .. offset + limit` of `at`'s window, highest
 /// first; `None` when `read_ranking.lua` must read it (see above).
@@ -97,7 +99,7 @@ pub(crate) async fn top_desc(
     let mut items = array(raw, "top page")?.into_iter();
     while let (Some(member), Some(score)) = (items.next(), items.next()) {
         let score = int_score(&score)?;
-        if !is_ranked(rule, score) {
+        if !rule.ranks(score) {
             break;
         }
         read.push((into_string(member, "member")?, score));
@@ -111,55 +113,17 @@ pub(crate) async fn top_desc(
     }
     read.truncate(end);
     read.drain(..skip.min(end));
-    let entries = entries(read, offset, config.ties());
-    Ok(Some(TopPage::new(board.name.clone(), coverage, entries)))
-}
-
-/// The page's entries from ranking position `offset` on, equal totals by member
-/// ascending (each group was read reversed), ranked by competition (1 + the members
-/// above the group) or by position.
-fn entries(mut page: Vec<(String, i64)>, offset: u64, ties: Ties) -> Vec<Entry> {
-    for group in page.chunk_by_mut(|a, b| a.1 == b.1) {
+    // Each tie group into member order (ZREVRANGE reads it member descending).
+    for group in read.chunk_by_mut(|a, b| a.1 == b.1) {
         group.reverse();
     }
-    let (mut above, mut previous) = (offset, None);
-    let mut entries = Vec::with_capacity(page.len());
-    for (i, (member, score)) in page.into_iter().enumerate() {
-        let position = offset + i as u64;
-        if previous != Some(score) {
-            (above, previous) = (position, Some(score));
-        }
-        let rank = match ties {
-            Ties::Position => position + 1,
-            _ => above + 1,
-        };
-        entries.push(Entry {
-            rank,
-            member,
-            score,
-            data: None,
-        });
-    }
-    entries
-}
-
-/// Whether a board ranking by `rule` ranks `score` (`ranked_total` in `lua/ranks.lua`).
-fn is_ranked(rule: RankedTotals, score: i64) -> bool {
-    match rule {
-        RankedTotals::Positive => score > 0,
-        RankedTotals::Nonzero => score != 0,
-        RankedTotals::All => true,
-    }
+    let entries = rank_run(read, offset, config.ties());
+    Ok(Some(TopPage::new(board.name.clone(), coverage, entries)))
 }
 
 /// The slot start of a one-slot `ZRANGE` of the slot index, if it found one.
 fn slot(reply: Value) -> Result<Option<i64>> {
-    let slots = array(reply, "slot index")?;
-    match slots.first() {
-        None => Ok(None),
-        Some(v) => text(v)
-            .and_then(parse_integer)
-            .map(Some)
-            .ok_or_else(|| Error::store(format!("unexpected reply for a slot: {v:?}"))),
-    }
+    array(reply, "slot index")?
+        .first()
+        .map_or(Ok(None), |v| opt_int(v, "slot"))
 }
