@@ -1,7 +1,7 @@
 //! The conformance suite: every case runs against the memory store, a real Redis and a
 //! real Redis Cluster (three masters), and must give the same exact answers on all.
 
-use rollboard::{BoardConfig, Created, Error, Event, MAX_ABS, Span};
+use rollboard::{AroundOptions, BoardConfig, Created, Error, Event, MAX_ABS, Order, Span};
 
 use crate::support::{Harness, START, pairs, ranking, ts};
 
@@ -381,6 +381,27 @@ async fn deep_pages_cut_inside_big_tie_groups_keep_the_order(h: Harness) {
                 entries_of(page),
                 expected[from..to],
                 "around {member} n {n}"
+            );
+            // A full page, lowest first: shifted to stay inside the ranking, reversed.
+            let options = AroundOptions {
+                fill: true,
+                order: Order::Asc,
+            };
+            let page = h
+                .boards
+                .windowed(&name)
+                .around(member, None, n, options)
+                .await
+                .unwrap()
+                .unwrap();
+            let limit = (2 * n as usize + 1).min(expected.len());
+            let from = from.min(expected.len() - limit);
+            let mut filled = expected[from..from + limit].to_vec();
+            filled.reverse();
+            assert_eq!(
+                entries_of(page),
+                filled,
+                "around {member} n {n}, filled, asc"
             );
         }
     }

@@ -233,7 +233,7 @@ end
 -- around: n ranking positions on each side of the member's, fewer at the ends; with
 -- fill, 2n+1 positions (or all ranked) shifted to stay inside the ranking.
 local n = tonumber(ARGV[6])
-local position = position_of(member, score, greater)
+local position, tied = position_of(member, score, greater)
 local ranked = redis.call('ZCOUNT', totals, floor, '+inf')
 local offset, limit = math.max(0, position - n), nil
 if flags.fill then
@@ -242,5 +242,19 @@ if flags.fill then
 else
   limit = math.min(position + n + 1, ranked) - offset
 end
-ordered_page(offset, limit)
+if offset < greater or offset + limit > greater + tied then
+  ordered_page(offset, limit)
+  return reply
+end
+-- The page lies inside the member's tie group (positions greater .. greater+tied-1, in
+-- member order at ascending ranks base+greater ..): its members by index, one ZRANGE.
+local base = redis.call('ZCARD', totals) - 1 - greater - (greater + tied - 1)
+local members = redis.call('ZRANGE', totals, base + offset, base + offset + limit - 1)
+local first, last, step = 1, #members, 1
+if flags.asc then first, last, step = last, first, -1 end
+for k = first, last, step do
+  reply[#reply + 1] = rank_of(score, greater, offset + k - 1)
+  reply[#reply + 1] = members[k]
+  reply[#reply + 1] = score
+end
 return reply

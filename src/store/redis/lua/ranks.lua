@@ -26,11 +26,11 @@ end
 
 -- The 0-based ranking position in `totals` of `member`, whose total is `score`,
 -- `greater` members having a strictly higher one: from its ZREVRANK, which orders equal
--- totals by member descending.
+-- totals by member descending. Then the number of members holding `score`.
 local function position_in(totals, member, score, greater)
   local tied = redis.call('ZCOUNT', totals, score, score)
   local revrank = redis.call('ZREVRANK', totals, member)
-  return greater + (tied - 1 - (revrank - greater))
+  return greater + (tied - 1 - (revrank - greater)), tied
 end
 
 -- `member`'s total in `totals` (as Redis prints it; false without one) and its rank
