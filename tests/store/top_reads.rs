@@ -4,7 +4,7 @@
 //! calls and transactions around one read, on a server of the test's own, and checks the
 //! page exactly.
 
-use rollboard::{BoardConfig, Event, Span, Ties};
+use rollboard::{BoardConfig, Event, Span, Ties, TopPage};
 
 use crate::support::{Harness, START, triples};
 use crate::test_redis::TestRedis;
@@ -59,14 +59,9 @@ const PLAIN: (u64, u64) = (0, 1);
 const HANDED_OVER: (u64, u64) = (1, 1);
 const SCRIPTED: (u64, u64) = (1, 0);
 
-/// Reads the page at `offset, limit` of the 24 h window: its (rank, member, score), and
-/// the scripts and transactions the server ran for it.
-async fn page(
-    h: &Harness,
-    name: &str,
-    offset: u64,
-    limit: u64,
-) -> (Vec<(u64, String, i64)>, (u64, u64)) {
+/// Reads the page at `offset, limit` of the 24 h window, and counts the scripts and
+/// transactions the server ran for it.
+async fn read(h: &Harness, name: &str, offset: u64, limit: u64) -> (TopPage, (u64, u64)) {
     let redis = h.redis.as_ref().unwrap();
     let before = calls(redis).await;
     let page = h
@@ -76,7 +71,17 @@ async fn page(
         .await
         .unwrap();
     let after = calls(redis).await;
-    let ran = (after.0 - before.0, after.1 - before.1);
+    (page, (after.0 - before.0, after.1 - before.1))
+}
+
+/// As [`read`], the page's (rank, member, score).
+async fn page(
+    h: &Harness,
+    name: &str,
+    offset: u64,
+    limit: u64,
+) -> (Vec<(u64, String, i64)>, (u64, u64)) {
+    let (page, ran) = read(h, name, offset, limit).await;
     (triples(&page.entries), ran)
 }
 
@@ -160,11 +165,8 @@ async fn a_window_behind_is_read_by_the_script_with_its_coverage() {
     );
     // A day and an hour later, nothing retired: the totals still hold the first slot.
     h.at(25 * 3600);
-    let redis = h.redis.as_ref().unwrap();
-    let before = calls(redis).await;
-    let page = h.boards.windowed(&name).top(day(), 0, 1).await.unwrap();
-    let after = calls(redis).await;
-    assert_eq!((after.0 - before.0, after.1 - before.1), HANDED_OVER);
+    let (page, ran) = read(&h, &name, 0, 1).await;
+    assert_eq!(ran, HANDED_OVER);
     // From the first slot, START's, which left the window an hour ago.
     assert!(page.behind);
     assert_eq!(page.from, START);

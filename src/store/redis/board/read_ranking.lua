@@ -78,6 +78,22 @@ local pending = redis.call('ZRANGEBYSCORE', index, '(' .. record[3], '+inf', 'LI
 local newest = redis.call('ZREVRANGEBYSCORE', index, '+inf', '-inf', 'LIMIT', 0, 1)
 local reply = { pending[1] or false, newest[1] or false, record[4] or false, record[5] or false }
 
+-- Appends `members`, each holding `score`, at ranking positions from `from` on to reply
+-- (rank, member, score), `above` members having a strictly higher total.
+local function append(members, score, above, from)
+  for k, member in ipairs(members) do
+    reply[#reply + 1] = rank_of(score, above, from + k - 1)
+    reply[#reply + 1] = member
+    reply[#reply + 1] = score
+  end
+end
+-- The members at ranking positions from .. to of the tie group at positions a .. b, in
+-- member order: by index, the group sitting at ascending ranks N-1-b .. N-1-a.
+local function group_members(a, b, from, to)
+  local base = redis.call('ZCARD', totals) - 1 - a - b
+  return redis.call('ZRANGE', totals, base + from, base + to)
+end
+
 -- Appends the entries at ranking positions offset .. offset+limit-1 to reply (fewer
 -- where the ranking ends). One ZREVRANGE reads the page and the entry after it: the
 -- ranking ends at the first total not ranked (ZREVRANGE lists highest first), and the
@@ -106,8 +122,7 @@ local function page(offset, limit)
     if i == 1 and offset > 0 then a = redis.call('ZCOUNT', totals, '(' .. score, '+inf') end
     if a < position then
       local b = a + redis.call('ZCOUNT', totals, score, score) - 1
-      local base = redis.call('ZCARD', totals) - 1 - a - b
-      members = redis.call('ZRANGE', totals, base + position, base + final)
+      members = group_members(a, b, position, final)
     elseif j == count and after == score then
       -- A group that starts on the page: its first members, by score (member order).
       members = redis.call('ZRANGEBYSCORE', totals, score, score, 'LIMIT', 0, final - position + 1)
@@ -115,21 +130,19 @@ local function page(offset, limit)
       members = {}
       for k = j, i, -1 do members[#members + 1] = raw[2 * k - 1] end
     end
-    for k, member in ipairs(members) do
-      reply[#reply + 1] = rank_of(score, a, position + k - 1)
-      reply[#reply + 1] = member
-      reply[#reply + 1] = score
-    end
+    append(members, score, a, position)
     position = final + 1
     i = j + 1
   end
 end
 
 -- Appends the entries at ranking positions offset .. offset+limit-1 to reply in the
--- order asked: reversed when ascending.
-local function ordered_page(offset, limit)
+-- order asked, as `read` (page, or another reader of them) appends them highest first:
+-- reversed when ascending.
+local function ordered_page(offset, limit, read)
   local first = #reply + 1
-  page(offset, limit)
+  local read_page = read or page
+  read_page(offset, limit)
   if flags.asc then
     local last = #reply - 2
     while first < last do
@@ -242,19 +255,10 @@ if flags.fill then
 else
   limit = math.min(position + n + 1, ranked) - offset
 end
-if offset < greater or offset + limit > greater + tied then
-  ordered_page(offset, limit)
-  return reply
+-- A page inside the member's own tie group is its members by index, one ZRANGE.
+local function in_group(from, count)
+  append(group_members(greater, greater + tied - 1, from, from + count - 1), score, greater, from)
 end
--- The page lies inside the member's tie group (positions greater .. greater+tied-1, in
--- member order at ascending ranks base+greater ..): its members by index, one ZRANGE.
-local base = redis.call('ZCARD', totals) - 1 - greater - (greater + tied - 1)
-local members = redis.call('ZRANGE', totals, base + offset, base + offset + limit - 1)
-local first, last, step = 1, #members, 1
-if flags.asc then first, last, step = last, first, -1 end
-for k = first, last, step do
-  reply[#reply + 1] = rank_of(score, greater, offset + k - 1)
-  reply[#reply + 1] = members[k]
-  reply[#reply + 1] = score
-end
+local inside = offset >= greater and offset + limit <= greater + tied
+ordered_page(offset, limit, inside and in_group or nil)
 return reply
