@@ -91,7 +91,11 @@ impl Windowed<'_> {
             .on_board(self.board, |b| async move {
                 let key = || format!("data {members:?}");
                 let fetch = || store.member_data(&b, members);
-                Ok(self.rb.read_through(&b.name, key, fetch).await?.0)
+                Ok(self
+                    .rb
+                    .read_through((&b.name, b.version), key, fetch)
+                    .await?
+                    .0)
             })
             .await
     }

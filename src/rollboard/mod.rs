@@ -16,7 +16,9 @@
 //! reload-and-retry when a board changed underneath; [`read_cache`] keeps the answers
 //! of reads that allow a staleness bound ([`Rollboard::reading_within`]), which every
 //! change made through this process forgets for the changed board
-//! ([`Rollboard::change`], the one helper every changing store call goes through). A
+//! ([`Rollboard::change`], the one helper every changing store call goes through);
+//! [`coalesce`] lets concurrent exact reads of one key share a store read started after
+//! each of them arrived. A
 //! min board's values are negated back on every read (`domain/stored_values.rs`).
 
 use std::sync::Arc;
@@ -33,6 +35,7 @@ mod any_board;
 mod boards;
 pub(crate) mod bulk_remove;
 mod cache;
+mod coalesce;
 mod handles;
 pub use handles::{Counters, Rates, Stats, Trending, Windowed};
 mod clock_skew;
@@ -65,6 +68,7 @@ pub(crate) mod write;
 pub(crate) mod write_standing;
 
 use cache::BoardCache;
+use coalesce::Coalescer;
 use read_cache::ReadCache;
 
 /// Rolling-window leaderboards on a [`Store`]. Cheap to clone; clones share everything
@@ -85,6 +89,8 @@ struct Inner {
     boards: BoardCache,
     /// Answers of reads that allow a staleness bound, by board.
     reads: Arc<ReadCache>,
+    /// Exact reads of one key under way together, sharing store reads.
+    exact_reads: Coalescer,
     /// Told of every board created, extended or dropped here, so the retirer picks up a
     /// new board at once instead of at its next re-read of the store.
     board_changes: tokio::sync::watch::Sender<()>,
@@ -131,6 +137,7 @@ impl Rollboard {
                 stats_buffer: Default::default(),
                 settings,
                 boards: BoardCache::default(),
+                exact_reads: Coalescer::default(),
                 board_changes: tokio::sync::watch::Sender::new(()),
             }),
         }
@@ -186,11 +193,12 @@ impl Rollboard {
         self.staleness
     }
 
-    /// The answer of the read `key` of `board` (with its age in ms): from the read cache
-    /// when this handle allows a staleness bound, else `fetch`ed from the store (age 0).
+    /// The answer of the read `key` of `board` (of `version`), with its age in ms: from
+    /// the read cache when this handle allows a staleness bound, else from a fetch from
+    /// the store started after this call (age 0; [`coalesce`]).
     pub(crate) async fn read_through<T, F, Fut>(
         &self,
-        board: &crate::domain::BoardName,
+        (board, version): (&crate::domain::BoardName, u64),
         key: impl FnOnce() -> String,
         fetch: F,
     ) -> Result<(T, u64)>
@@ -200,7 +208,13 @@ impl Rollboard {
         Fut: std::future::Future<Output = Result<T>>,
     {
         if self.staleness.is_exact() {
-            return fetch().await.map(|value| (value, 0));
+            let key = format!("{board} {version} {}", key());
+            return self
+                .inner
+                .exact_reads
+                .read(key, fetch)
+                .await
+                .map(|v| (v, 0));
         }
         self.inner
             .reads

@@ -72,7 +72,10 @@ impl Windowed<'_> {
                     page.entries.truncate(limit as usize);
                     Ok(page)
                 };
-                let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                let (page, age_ms) = self
+                    .rb
+                    .read_through((&b.name, b.version), key, fetch)
+                    .await?;
                 Ok(TopPage { age_ms, ..page })
             })
             .await;

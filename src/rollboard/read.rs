@@ -71,7 +71,10 @@ impl Windowed<'_> {
                 let key = || format!("top {w} {range:?} {order:?} {offset} {limit}");
                 let range = stored_range(&b, range);
                 let fetch = || store.top(b.at(w, now), PageQuery::new(range, order, offset, limit));
-                let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                let (page, age_ms) = self
+                    .rb
+                    .read_through((&b.name, b.version), key, fetch)
+                    .await?;
                 Ok(TopPage {
                     age_ms,
                     ..own_values(&b, page)
@@ -92,7 +95,10 @@ impl Windowed<'_> {
             .on_window(self.board, window, |b, w| async move {
                 let key = || format!("standing {w} {member}");
                 let fetch = || store.standing(b.at(w, now), member);
-                let (standing, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                let (standing, age_ms) = self
+                    .rb
+                    .read_through((&b.name, b.version), key, fetch)
+                    .await?;
                 Ok(own_values(&b, standing).map(|s| Standing { age_ms, ..s }))
             })
             .await
@@ -111,7 +117,10 @@ impl Windowed<'_> {
             .on_window(self.board, window, |b, w| async move {
                 let key = || format!("ranks {w} {members:?}");
                 let fetch = || store.ranks(b.at(w, now), members);
-                let (ranks, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                let (ranks, age_ms) = self
+                    .rb
+                    .read_through((&b.name, b.version), key, fetch)
+                    .await?;
                 Ok(Ranks {
                     age_ms,
                     ..own_values(&b, ranks)
@@ -146,7 +155,10 @@ impl Windowed<'_> {
             .on_window(self.board, window, |b, w| async move {
                 let key = || format!("around {w} {n} {options:?} {}", query.member);
                 let fetch = || store.around(b.at(w, now), query);
-                let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                let (page, age_ms) = self
+                    .rb
+                    .read_through((&b.name, b.version), key, fetch)
+                    .await?;
                 Ok(own_values(&b, page).map(|p| TopPage { age_ms, ..p }))
             })
             .await

@@ -168,7 +168,10 @@ impl Trending<'_> {
                 let key = || format!("trend-top {range:?} {order:?} {offset} {limit}");
                 let fetch =
                     || store.trend_top(b.at(now), PageQuery::new(range, order, offset, limit));
-                let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                let (page, age_ms) = self
+                    .rb
+                    .read_through((&b.name, b.version), key, fetch)
+                    .await?;
                 Ok(TrendPage { age_ms, ..page })
             })
             .await
@@ -186,7 +189,10 @@ impl Trending<'_> {
             .retry_trending(&mut board, |b| async move {
                 let key = || format!("trend-standing {member}");
                 let fetch = || store.trend_standing(b.at(now), member);
-                let (standing, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                let (standing, age_ms) = self
+                    .rb
+                    .read_through((&b.name, b.version), key, fetch)
+                    .await?;
                 Ok(standing.map(|s| TrendStanding { age_ms, ..s }))
             })
             .await
@@ -204,7 +210,10 @@ impl Trending<'_> {
             .retry_trending(&mut board, |b| async move {
                 let key = || format!("trend-ranks {members:?}");
                 let fetch = || store.trend_ranks(b.at(now), members);
-                let (ranks, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                let (ranks, age_ms) = self
+                    .rb
+                    .read_through((&b.name, b.version), key, fetch)
+                    .await?;
                 Ok(TrendRanks { age_ms, ..ranks })
             })
             .await
@@ -233,7 +242,10 @@ impl Trending<'_> {
             .retry_trending(&mut board, |b| async move {
                 let key = || format!("trend-around {n} {options:?} {}", query.member);
                 let fetch = || store.trend_around(b.at(now), query);
-                let (page, age_ms) = self.rb.read_through(&b.name, key, fetch).await?;
+                let (page, age_ms) = self
+                    .rb
+                    .read_through((&b.name, b.version), key, fetch)
+                    .await?;
                 Ok(page.map(|p| TrendPage { age_ms, ..p }))
             })
             .await

@@ -173,3 +173,20 @@ async fn a_window_behind_is_read_by_the_script_with_its_coverage() {
     assert_eq!(page.lag_ms, 3600 * 1000);
     assert_eq!(triples(&page.entries), expect(&[(1, "e", 5)]));
 }
+
+#[tokio::test]
+async fn concurrent_exact_reads_share_one_transaction_started_after_they_arrived() {
+    let (h, name) = board(Ties::Competition).await;
+    let redis = h.redis.as_ref().unwrap();
+    let top = || h.boards.windowed(&name).top(day(), 0, 10);
+    let first = top().await.unwrap();
+    let before = calls(redis).await;
+    // 64 reads at once: the first reads by itself, the 63 that arrived while it was under
+    // way share the next one.
+    let pages = futures_util::future::join_all((0..64).map(|_| top())).await;
+    let after = calls(redis).await;
+    assert_eq!((after.0 - before.0, after.1 - before.1), (0, 2));
+    for page in pages {
+        assert_eq!(page.unwrap(), first);
+    }
+}
