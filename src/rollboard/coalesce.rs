@@ -1,7 +1,8 @@
 //! Exact reads that share a store read: concurrent reads of one key (a board's top-10,
-//! say) that allow no staleness are answered by one fetch, which every one of them saw
-//! start after it arrived, so each answer is still the store's state at an instant
-//! between the read's arrival and its answer (what a read of its own would answer).
+//! the standings of a window's members) that allow no staleness are answered by one
+//! fetch, which every one of them saw start after it arrived, so each answer is still
+//! the store's state at an instant between the read's arrival and its answer (what a
+//! read of its own would answer).
 //!
 //! The rule: at most one fetch of a key is under way. A read that finds none starts
 //! one. A read that finds one under way (started before it arrived, so it may miss a
@@ -10,6 +11,8 @@
 //! load, one store read answers every read of the key that arrived during the previous
 //! one; alone, a read costs one lock more than a plain fetch.
 //!
+//! Each read brings an item (a member, or `()` where the key says everything): a fetch
+//! reads the distinct items of its reads at once, and each read takes its item's answer.
 //! A fetch that fails, or whose reader goes away, hands nothing on: the reads that waited
 //! for it fetch by themselves.
 
@@ -20,9 +23,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{oneshot, watch};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
-/// A fetched answer: any of the read answers (the key says which type).
+/// A fetch's answers (`Vec<T>`, one per item) or items (`Vec<I>`), of the types the key
+/// reads.
+type Items = Box<dyn Any + Send>;
 type Shared = Arc<dyn Any + Send + Sync>;
 
 /// The reads of each key with a fetch under way.
@@ -37,74 +42,95 @@ struct Flight {
     next: Option<Next>,
 }
 
-/// What a read does on arrival: start a fetch now (none is under way), wait for the next
-/// fetch another read starts, or start that next fetch itself once told to.
-enum Role {
-    Lead,
-    Join(watch::Receiver<Option<Shared>>),
-    Next(oneshot::Receiver<()>, watch::Sender<Option<Shared>>),
-}
-
-/// The next fetch of a key: `start` tells its reader to begin, `done` carries its answer
-/// (`None`: it failed, or was not run).
+/// The next fetch of a key: its items so far, `start` hands them to its reader when the
+/// fetch under way ends, `done` carries its answers (`None`: it failed, or was not run).
 struct Next {
-    start: oneshot::Sender<()>,
+    items: Items,
+    start: oneshot::Sender<Items>,
     done: watch::Receiver<Option<Shared>>,
 }
 
+/// What a read does on arrival: fetch its item now (no fetch is under way), wait for the
+/// answer at an index of the next fetch, or make that next fetch itself once told to.
+enum Role<I> {
+    Lead(I),
+    Join(usize, watch::Receiver<Option<Shared>>),
+    Next(oneshot::Receiver<Items>, watch::Sender<Option<Shared>>),
+}
+
 impl Coalescer {
-    /// The answer of the read `key`, from a fetch started after this call: its own
-    /// `fetch`, or another read's.
-    pub(super) async fn read<T, F, Fut>(&self, key: String, fetch: F) -> Result<T>
+    /// The answer for `item` of the read `key`, from a fetch started after this call:
+    /// its own `fetch` (of the items of every read that waited for it), or another
+    /// read's. `fetch` answers one value per item, in order.
+    pub(super) async fn read<I, T, F, Fut>(&self, key: String, item: I, fetch: F) -> Result<T>
     where
+        I: Clone + PartialEq + Send + 'static,
         T: Clone + Send + Sync + 'static,
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<T>>,
+        F: FnOnce(Vec<I>) -> Fut,
+        Fut: Future<Output = Result<Vec<T>>>,
     {
-        let (start, done) = match self.join(&key) {
-            Role::Lead => {
+        let (start, done) = match self.join(&key, item.clone()) {
+            Role::Lead(item) => {
                 let _turn = Turn { owner: self, key };
-                return fetch().await;
+                return first(fetch(vec![item]).await);
             }
-            Role::Join(mut done) => {
-                let answer = done
+            Role::Join(index, mut done) => {
+                let answers = done
                     .wait_for(Option::is_some)
                     .await
                     .ok()
                     .and_then(|a| a.clone());
-                return match answer {
-                    Some(shared) => Ok(shared
-                        .downcast_ref::<T>()
-                        .expect("a key always reads one type of answer")
-                        .clone()),
-                    None => fetch().await,
+                return match answers {
+                    Some(shared) => Ok(answer::<T>(&shared, index)),
+                    None => first(fetch(vec![item]).await),
                 };
             }
             Role::Next(start, done) => (start, done),
         };
-        // The fetch under way hands its turn on when it ends (or is dropped).
-        let _ = start.await;
+        // The fetch under way hands its turn on when it ends (or is dropped), with the
+        // items of the reads that waited, this one's first.
+        let Ok(items) = start.await else {
+            return first(fetch(vec![item]).await);
+        };
         let _turn = Turn { owner: self, key };
-        let answer = fetch().await;
-        if let Ok(value) = &answer {
-            let _ = done.send(Some(Arc::new(value.clone())));
+        let items = *items
+            .downcast::<Vec<I>>()
+            .expect("a key always reads one type");
+        let count = items.len();
+        let answers = fetch(items).await?;
+        if answers.len() != count {
+            return Err(Error::store(format!(
+                "a read of {count} items answered {}",
+                answers.len()
+            )));
         }
-        answer
+        let shared: Shared = Arc::new(answers);
+        let _ = done.send(Some(shared.clone()));
+        Ok(answer::<T>(&shared, 0))
     }
 
-    /// What a read of `key` arriving now does.
-    fn join(&self, key: &str) -> Role {
+    /// What a read of `key` for `item` arriving now does.
+    fn join<I: PartialEq + Send + 'static>(&self, key: &str, item: I) -> Role<I> {
         let mut flights = self.lock();
         let Some(flight) = flights.get_mut(key) else {
             flights.insert(key.to_owned(), Flight::default());
-            return Role::Lead;
+            return Role::Lead(item);
         };
-        if let Some(next) = &flight.next {
-            return Role::Join(next.done.clone());
+        if let Some(next) = &mut flight.next {
+            let items = next
+                .items
+                .downcast_mut::<Vec<I>>()
+                .expect("a key always reads one type");
+            let index = items.iter().position(|i| *i == item).unwrap_or_else(|| {
+                items.push(item);
+                items.len() - 1
+            });
+            return Role::Join(index, next.done.clone());
         }
         let (start, started) = oneshot::channel();
         let (done, receiver) = watch::channel(None);
         flight.next = Some(Next {
+            items: Box::new(vec![item]),
             start,
             done: receiver,
         });
@@ -114,6 +140,22 @@ impl Coalescer {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Flight>> {
         self.flights.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// The one answer of a fetch of one item.
+pub(super) fn first<T>(answers: Result<Vec<T>>) -> Result<T> {
+    answers?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::store("a read of one item answered none"))
+}
+
+/// The answer at `index` of a fetch's answers.
+fn answer<T: Clone + 'static>(shared: &Shared, index: usize) -> T {
+    shared
+        .downcast_ref::<Vec<T>>()
+        .expect("a key always reads one type")[index]
+        .clone()
 }
 
 /// A fetch under way: when it ends (or its future is dropped), the next fetch of its key
@@ -130,7 +172,7 @@ impl Drop for Turn<'_> {
         // The next fetch is now the one under way; with none waiting, or its reader gone
         // (the reads that joined it see its answer channel closed and fetch by
         // themselves), the key has none.
-        if next.is_none_or(|next| next.start.send(()).is_err()) {
+        if next.is_none_or(|next| next.start.send(next.items).is_err()) {
             flights.remove(&self.key);
         }
     }
@@ -139,90 +181,101 @@ impl Drop for Turn<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex as StdMutex;
 
-    /// A fetch that counts itself and answers `value` once `gate` opens.
-    async fn gated(fetches: &AtomicUsize, gate: &watch::Receiver<bool>, value: u32) -> Result<u32> {
-        fetches.fetch_add(1, Ordering::SeqCst);
+    /// A fetch that records its items and, once `gate` opens, answers each item `i` with
+    /// `base + i`.
+    async fn gated(
+        fetches: &StdMutex<Vec<Vec<u32>>>,
+        gate: &watch::Receiver<bool>,
+        base: u32,
+        items: Vec<u32>,
+    ) -> Result<Vec<u32>> {
+        fetches.lock().unwrap().push(items.clone());
         gate.clone().wait_for(|open| *open).await.unwrap();
-        Ok(value)
+        Ok(items.iter().map(|i| base + i).collect())
+    }
+
+    fn made(fetches: &StdMutex<Vec<Vec<u32>>>) -> Vec<Vec<u32>> {
+        fetches.lock().unwrap().clone()
     }
 
     #[tokio::test]
     async fn reads_during_a_fetch_share_the_next_one_not_it() {
         let c = Coalescer::default();
-        let fetches = AtomicUsize::new(0);
+        let fetches = StdMutex::new(Vec::new());
         let (open_first, first_gate) = watch::channel(false);
         let (open_next, next_gate) = watch::channel(false);
-        let first = c.read("k".into(), || gated(&fetches, &first_gate, 1));
-        // Four reads arrive while the first fetch is under way.
-        let (fetches, next_gate) = (&fetches, &next_gate);
-        let later = futures_util::future::join_all(
-            (0..4).map(|i| c.read("k".into(), move || gated(fetches, next_gate, 10 + i))),
-        );
+        let (f, first_gate, next_gate) = (&fetches, &first_gate, &next_gate);
+        let first = c.read("k".into(), 1, |items| gated(f, first_gate, 100, items));
+        // Reads of items 2, 1, 3, 2 arrive while the first fetch is under way.
+        let later = futures_util::future::join_all([2, 1, 3, 2].map(|item| {
+            c.read("k".into(), item, move |items| {
+                gated(f, next_gate, 200, items)
+            })
+        }));
         let driver = async {
             for _ in 0..4 {
                 tokio::task::yield_now().await;
             }
-            assert_eq!(fetches.load(Ordering::SeqCst), 1);
+            assert_eq!(made(f), vec![vec![1]]);
             open_first.send(true).unwrap();
             for _ in 0..4 {
                 tokio::task::yield_now().await;
             }
-            // The first of the waiting reads started the next fetch, for all four.
-            assert_eq!(fetches.load(Ordering::SeqCst), 2);
+            // The first of the waiting reads started the next fetch, for the distinct
+            // items of all four, its own first.
+            assert_eq!(made(f), vec![vec![1], vec![2, 1, 3]]);
             open_next.send(true).unwrap();
         };
         let (first, later, ()) = tokio::join!(first, later, driver);
-        assert_eq!(first.unwrap(), 1);
+        assert_eq!(first.unwrap(), 101);
         let later: Vec<u32> = later.into_iter().map(|r| r.unwrap()).collect();
-        assert_eq!(later, vec![10; 4]);
-        assert_eq!(fetches.load(Ordering::SeqCst), 2);
+        assert_eq!(later, vec![202, 201, 203, 202]);
         assert!(c.lock().is_empty());
         // Other keys never wait on this one's.
-        assert_eq!(c.read("j".into(), || async { Ok(5u32) }).await.unwrap(), 5);
+        let alone = c.read("j".into(), 5, |items: Vec<u32>| async move { Ok(items) });
+        assert_eq!(alone.await.unwrap(), 5);
     }
 
     #[tokio::test]
     async fn a_failed_or_abandoned_fetch_leaves_its_waiters_to_fetch_themselves() {
         let c = Coalescer::default();
-        let fetches = AtomicUsize::new(0);
+        let fetches = StdMutex::new(Vec::new());
         let (open, gate) = watch::channel(false);
-        let first = c.read("k".into(), || gated(&fetches, &gate, 1));
-        let failing = c.read("k".into(), || async {
-            fetches.fetch_add(1, Ordering::SeqCst);
-            Err::<u32, _>(crate::error::Error::InvalidQuery { reason: "x".into() })
+        let (f, gate) = (&fetches, &gate);
+        let first = c.read("k".into(), 1, |items| gated(f, gate, 100, items));
+        let failing = c.read("k".into(), 2, |_: Vec<u32>| async {
+            Err::<Vec<u32>, _>(Error::InvalidQuery { reason: "x".into() })
         });
-        let joined = c.read("k".into(), || async {
-            fetches.fetch_add(1, Ordering::SeqCst);
-            Ok(7u32)
-        });
+        let joined = c.read("k".into(), 3, |items| gated(f, gate, 300, items));
         let driver = async {
             tokio::task::yield_now().await;
             open.send(true).unwrap();
         };
         let (first, failing, joined, ()) = tokio::join!(first, failing, joined, driver);
-        assert_eq!(first.unwrap(), 1);
+        assert_eq!(first.unwrap(), 101);
         assert!(failing.is_err());
-        // It waited on the failed fetch, then read by itself.
-        assert_eq!(joined.unwrap(), 7);
-        assert_eq!(fetches.load(Ordering::SeqCst), 3);
+        // It waited on the failed fetch, then read its own item by itself.
+        assert_eq!(joined.unwrap(), 303);
+        assert_eq!(made(f), vec![vec![1], vec![3]]);
 
         // A reader that goes away before its fetch starts: the read that joined it reads
         // by itself, and the key is free again.
         let (open, gate) = watch::channel(false);
-        let mut first = Box::pin(c.read("k".into(), || gated(&fetches, &gate, 1)));
+        let gate = &gate;
+        let mut first = Box::pin(c.read("k".into(), 1, |items| gated(f, gate, 100, items)));
         assert!(futures_util::poll!(&mut first).is_pending());
-        let mut abandoned = Box::pin(c.read("k".into(), || async { Ok(2u32) }));
+        let mut abandoned = Box::pin(c.read("k".into(), 2, |items| gated(f, gate, 200, items)));
         assert!(futures_util::poll!(&mut abandoned).is_pending());
-        let joined = c.read("k".into(), || async { Ok(3u32) });
+        let joined = c.read("k".into(), 3, |items| gated(f, gate, 300, items));
         let driver = async {
             tokio::task::yield_now().await;
             drop(abandoned);
             open.send(true).unwrap();
         };
         let (first, joined, ()) = tokio::join!(first, joined, driver);
-        assert_eq!((first.unwrap(), joined.unwrap()), (1, 3));
+        assert_eq!((first.unwrap(), joined.unwrap()), (101, 303));
         assert!(c.lock().is_empty());
     }
 }

@@ -198,7 +198,7 @@ impl Rollboard {
     /// the store started after this call (age 0; [`coalesce`]).
     pub(crate) async fn read_through<T, F, Fut>(
         &self,
-        (board, version): (&crate::domain::BoardName, u64),
+        board: (&crate::domain::BoardName, u64),
         key: impl FnOnce() -> String,
         fetch: F,
     ) -> Result<(T, u64)>
@@ -207,19 +207,39 @@ impl Rollboard {
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
+        let fetch = |_| async move { fetch().await.map(|value| vec![value]) };
+        self.read_batched(board, key, (), fetch).await
+    }
+
+    /// As [`read_through`](Self::read_through), the answer for `item` of the read `key`
+    /// (`key` and `item` together name it in the read cache), where one `fetch` of the
+    /// store answers several items at once (one answer per item, in order): concurrent
+    /// exact reads of `key` share one.
+    pub(crate) async fn read_batched<I, T, F, Fut>(
+        &self,
+        (board, version): (&crate::domain::BoardName, u64),
+        key: impl FnOnce() -> String,
+        item: I,
+        fetch: F,
+    ) -> Result<(T, u64)>
+    where
+        I: Clone + PartialEq + std::fmt::Debug + Send + 'static,
+        T: Clone + Send + Sync + 'static,
+        F: FnOnce(Vec<I>) -> Fut,
+        Fut: std::future::Future<Output = Result<Vec<T>>>,
+    {
         if self.staleness.is_exact() {
             let key = format!("{board} {version} {}", key());
-            return self
-                .inner
-                .exact_reads
-                .read(key, fetch)
-                .await
-                .map(|v| (v, 0));
+            let read = self.inner.exact_reads.read(key, item, fetch);
+            return read.await.map(|value| (value, 0));
         }
-        self.inner
+        let key = format!("{} {item:?}", key());
+        let fetch = || async move { coalesce::first(fetch(vec![item]).await) };
+        let read = self
+            .inner
             .reads
-            .read(board, key(), self.staleness, self.now(), fetch)
-            .await
+            .read(board, key, self.staleness, self.now(), fetch);
+        read.await
     }
 
     /// The settings in force.

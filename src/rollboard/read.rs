@@ -93,12 +93,14 @@ impl Windowed<'_> {
         let member = &member;
         self.rb
             .on_window(self.board, window, |b, w| async move {
-                let key = || format!("standing {w} {member}");
-                let fetch = || store.standing(b.at(w, now), member);
-                let (standing, age_ms) = self
-                    .rb
-                    .read_through((&b.name, b.version), key, fetch)
-                    .await?;
+                // Concurrent exact reads of the window's members share one store read.
+                let key = || format!("standing {w}");
+                let at = b.at(w, now);
+                let fetch =
+                    |members: Vec<Member>| async move { store.standings(at, &members).await };
+                let board = (&b.name, b.version);
+                let read = self.rb.read_batched(board, key, member.clone(), fetch);
+                let (standing, age_ms) = read.await?;
                 Ok(own_values(&b, standing).map(|s| Standing { age_ms, ..s }))
             })
             .await

@@ -136,9 +136,14 @@ pub trait Store: Send + Sync + 'static {
     /// whole ranking.
     async fn top(&self, at: WindowAt<'_>, page: PageQuery<ScoreRange>) -> Result<TopPage>;
 
-    /// A member's score (any sign) and rank (`None` unless positive); `None` when it
-    /// holds no total in the window.
-    async fn standing(&self, at: WindowAt<'_>, member: &Member) -> Result<Option<Standing>>;
+    /// Each of `members`' score (any sign), rank (`None` unless positive) and
+    /// percentile, in order, read at one instant; `None` for a member that holds no
+    /// total in the window.
+    async fn standings(
+        &self,
+        at: WindowAt<'_>,
+        members: &[Member],
+    ) -> Result<Vec<Option<Standing>>>;
 
     /// The score and rank of each of `members` (in order, duplicates kept), read in one
     /// step: its total whatever its sign (0 without one), no rank unless positive.

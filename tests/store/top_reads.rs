@@ -1,8 +1,9 @@
 //! Redis-only: a page of the top, highest first, is read by plain commands in one
 //! transaction, and handed to `read_ranking.lua` only when the page needs it (a tie group
-//! cut by its edge, a window behind, dense ranks). Each case counts the server's script
-//! calls and transactions around one read, on a server of the test's own, and checks the
-//! page exactly.
+//! cut by its edge, a window behind, dense ranks); concurrent exact reads of one page, or
+//! of one window's members, share one store read. Each case counts the server's script
+//! calls and transactions around its reads, on a server of the test's own, and checks
+//! the answers exactly.
 
 use rollboard::{BoardConfig, Event, Span, Ties, TopPage};
 
@@ -189,4 +190,41 @@ async fn concurrent_exact_reads_share_one_transaction_started_after_they_arrived
     for page in pages {
         assert_eq!(page.unwrap(), first);
     }
+}
+
+#[tokio::test]
+async fn concurrent_exact_member_reads_share_one_script_call() {
+    let (h, name) = board(Ties::Competition).await;
+    let redis = h.redis.as_ref().unwrap();
+    let asked = ["e", "a", "x", "nobody", "a", "c", "y", "b"];
+    let score = |m: &'static str| h.boards.windowed(&name).score(m, day());
+    let mut alone = Vec::new();
+    for m in asked {
+        alone.push(score(m).await.unwrap());
+    }
+    let before = calls(redis).await;
+    // The first reads by itself; the seven that arrived while it was under way share the
+    // next call, duplicates and a member without a total included.
+    let together = futures_util::future::join_all(asked.map(score)).await;
+    let after = calls(redis).await;
+    assert_eq!((after.0 - before.0, after.1 - before.1), (2, 0));
+    let together: Vec<_> = together.into_iter().map(Result::unwrap).collect();
+    assert_eq!(together, alone);
+    let ranks: Vec<_> = together
+        .iter()
+        .map(|s| s.as_ref().map(|s| (s.member.as_str(), s.score, s.rank)))
+        .collect();
+    assert_eq!(
+        ranks,
+        [
+            Some(("e", 5, Some(1))),
+            Some(("a", 3, Some(2))),
+            Some(("x", 1, Some(5))),
+            None,
+            Some(("a", 3, Some(2))),
+            Some(("c", 3, Some(2))),
+            Some(("y", 1, Some(5))),
+            Some(("b", 3, Some(2))),
+        ]
+    );
 }

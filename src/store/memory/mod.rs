@@ -251,8 +251,17 @@ impl Store for MemoryStore {
         self.with_board(at.board, |b| b.top(at.window, at.now, page))
     }
 
-    async fn standing(&self, at: WindowAt<'_>, member: &Member) -> Result<Option<Standing>> {
-        self.with_board(at.board, |b| b.standing(at.window, at.now, member))
+    async fn standings(
+        &self,
+        at: WindowAt<'_>,
+        members: &[Member],
+    ) -> Result<Vec<Option<Standing>>> {
+        self.with_board(at.board, |b| {
+            members
+                .iter()
+                .map(|m| b.standing(at.window, at.now, m))
+                .collect()
+        })
     }
 
     async fn ranks(&self, at: WindowAt<'_>, members: &[Member]) -> Result<Ranks> {

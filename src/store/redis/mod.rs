@@ -303,8 +303,12 @@ impl Store for RedisStore {
         board::read::top(&self.conn, at, page).await
     }
 
-    async fn standing(&self, at: WindowAt<'_>, member: &Member) -> Result<Option<Standing>> {
-        board::read::standing(&self.conn, at, member).await
+    async fn standings(
+        &self,
+        at: WindowAt<'_>,
+        members: &[Member],
+    ) -> Result<Vec<Option<Standing>>> {
+        board::read::standings(&self.conn, at, members).await
     }
 
     async fn ranks(&self, at: WindowAt<'_>, members: &[Member]) -> Result<Ranks> {

@@ -182,11 +182,19 @@ impl Store for ShardedStore {
         }
     }
 
-    async fn standing(&self, at: WindowAt<'_>, member: &Member) -> Result<Option<Standing>> {
-        match self.sharded(at.board).await? {
-            None => self.inner.standing(at, member).await,
-            Some(s) => Box::pin(s.in_window(at.window, at.now).standing(member)).await,
+    async fn standings(
+        &self,
+        at: WindowAt<'_>,
+        members: &[Member],
+    ) -> Result<Vec<Option<Standing>>> {
+        let Some(s) = self.sharded(at.board).await? else {
+            return self.inner.standings(at, members).await;
+        };
+        let mut standings = Vec::with_capacity(members.len());
+        for member in members {
+            standings.push(Box::pin(s.in_window(at.window, at.now).standing(member)).await?);
         }
+        Ok(standings)
     }
 
     async fn ranks(&self, at: WindowAt<'_>, members: &[Member]) -> Result<Ranks> {

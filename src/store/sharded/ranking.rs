@@ -207,8 +207,12 @@ impl InWindow<'_> {
         let result = self
             .sharded
             .store
-            .standing(shard.at(self.window, self.now), member)
-            .await;
+            .standings(
+                shard.at(self.window, self.now),
+                std::slice::from_ref(member),
+            )
+            .await
+            .map(|mut standings| standings.pop().flatten());
         self.sharded.lift(result)
     }
 

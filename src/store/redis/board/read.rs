@@ -132,23 +132,44 @@ pub(crate) async fn top(
     ))
 }
 
-pub(crate) async fn standing(
+/// The standings of `members` in one `read_ranking.lua` call (one round trip, O(k log N)).
+pub(crate) async fn standings(
     conn: &RedisConn,
     at: WindowAt<'_>,
-    member: &Member,
-) -> Result<Option<Standing>> {
+    members: &[Member],
+) -> Result<Vec<Option<Standing>>> {
+    let args: Vec<&str> = ["", ""]
+        .into_iter()
+        .chain(members.iter().map(Member::as_str))
+        .collect();
     let flags = flags(at.board, Order::Desc, false);
-    let r = read_ranking(conn, at, "member", &flags, &[member.as_str()]).await?;
-    let [score, rank, below, ranked] = r.rest.as_slice() else {
-        return Ok(None);
+    let r = read_ranking(conn, at, "members", &flags, &args).await?;
+    let Some((ranked, rest)) = r.rest.split_first() else {
+        return Err(Error::store("read_ranking answered no ranked count"));
     };
-    Ok(Some(Standing::new(
-        member.to_string(),
-        int_score(score)?,
-        opt_int(rank, "rank")?.map(|r| r as u64),
-        percentile(int(below, "below")? as u64, int(ranked, "ranked")? as u64),
-        r.coverage,
-    )))
+    if rest.len() != 3 * members.len() {
+        return Err(Error::store(format!(
+            "read_ranking answered {} values for {} members",
+            rest.len(),
+            members.len()
+        )));
+    }
+    let ranked = int(ranked, "ranked")? as u64;
+    members
+        .iter()
+        .zip(rest.chunks(3))
+        .map(|(member, triple)| match triple {
+            [Value::Nil, ..] => Ok(None),
+            [score, rank, below] => Ok(Some(Standing::new(
+                member.to_string(),
+                int_score(score)?,
+                opt_int(rank, "rank")?.map(|r| r as u64),
+                percentile(int(below, "below")? as u64, ranked),
+                r.coverage,
+            ))),
+            _ => unreachable!("chunks of 3"),
+        })
+        .collect()
 }
 
 /// The ranks of `members` in one `read_ranking.lua` call (one round trip, O(k log N)).

@@ -9,7 +9,7 @@
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the window, seconds (field done:<W>)
--- ARGV[3]  mode: 'top', 'member', 'around', 'ranks' or 'ahead'
+-- ARGV[3]  mode: 'top', 'members', 'around', 'ranks' or 'ahead'
 -- ARGV[4]  flags, space-separated words, any of: 'position' (the board ranks ties by
 --          position: a rank is the 1-based ranking position), 'asc' (top, around: the
 --          entries lowest first, equal totals by member descending; top's offset counts
@@ -17,13 +17,13 @@
 --          that many, shifted at the ends), 'nonzero' (the board ranks every non-zero
 --          total, negative ones too; without it only positive totals are ranked), 'all'
 --          (a max board: every value is ranked, zero too)
--- ARGV[5]  top: offset;  member, around: the member;  ranks: unused
--- ARGV[6]  top: limit;   around: n, entries on each side;  member, ranks: unused
+-- ARGV[5]  top: offset;  around: the member;  members, ranks: unused
+-- ARGV[6]  top: limit;   around: n, entries on each side;  members, ranks: unused
 -- ARGV[7]  top, optional: the lowest total of a score range (at least 1 unless
 --          'nonzero'), with
 -- ARGV[8]  the highest (both inclusive): the page is of the members in the range,
 --          offset and limit counted inside it, ranks still ranks in the whole ranking
--- ARGV[7…] ranks: the members asked for (1 to 1000), in order, duplicates kept
+-- ARGV[7…] ranks, members: the members asked for (1 to 1000), in order, duplicates kept
 -- ARGV[7…] ahead: probes, pairs total, member ('' for none): see below
 --
 -- The ranking holds members with a positive total (with 'nonzero': every member of the
@@ -42,9 +42,9 @@
 -- done:<W>, the newest live slot, and the window's since:<W> and building:<W> marks (see
 -- extend_board.lua; false when absent), from which the caller computes the slots covered;
 -- then for 'top' and 'around' triples rank, member, score (score as Redis prints it);
--- for 'member' score, rank, the number of ranked members strictly below it and the
--- number of ranked members (for its percentile), rank false and none below for a total
--- that is not ranked, or nothing when the member holds no total;
+-- for 'members' the number of ranked members, then per member asked its score, rank and
+-- the number of ranked members strictly below it (for its percentile): rank false and
+-- none below for a total that is not ranked, false, false, false without a total;
 -- for 'ranks' a pair score, rank per member asked (score and false for a total that is
 -- not ranked, false, false without a total), each O(log N);
 -- for 'ahead' one count per probe: the ranked members ahead of it, those with a
@@ -186,6 +186,26 @@ if mode == 'ranks' then
   return reply
 end
 
+if mode == 'members' then
+  reply[5] = redis.call('ZCOUNT', totals, floor, '+inf')
+  for k = 7, #ARGV do
+    local member = ARGV[k]
+    local score = redis.call('ZSCORE', totals, member)
+    local rank, below = false, false
+    if score and not is_ranked(score) then
+      below = 0
+    elseif score then
+      local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
+      rank = rank_of(score, greater, flags.position and position_of(member, score, greater))
+      below = redis.call('ZCOUNT', totals, floor, '(' .. score)
+    end
+    reply[#reply + 1] = score
+    reply[#reply + 1] = rank
+    reply[#reply + 1] = below
+  end
+  return reply
+end
+
 if mode == 'ahead' then
   -- Whether string a sorts before b byte by byte (Lua's < follows the locale).
   local function bytes_before(a, b)
@@ -221,27 +241,10 @@ end
 
 local member = ARGV[5]
 local score = redis.call('ZSCORE', totals, member)
-if not score then
-  return reply
-end
-if not is_ranked(score) then
-  if mode == 'member' then
-    -- Answered, not ranked: no ranked member is below it.
-    reply[5] = score
-    reply[6] = false
-    reply[7] = 0
-    reply[8] = redis.call('ZCOUNT', totals, floor, '+inf')
-  end
+if not score or not is_ranked(score) then
   return reply
 end
 local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
-if mode == 'member' then
-  reply[5] = score
-  reply[6] = rank_of(score, greater, flags.position and position_of(member, score, greater))
-  reply[7] = redis.call('ZCOUNT', totals, floor, '(' .. score)
-  reply[8] = redis.call('ZCOUNT', totals, floor, '+inf')
-  return reply
-end
 
 -- around: n ranking positions on each side of the member's, fewer at the ends; with
 -- fill, 2n+1 positions (or all ranked) shifted to stay inside the ranking.
