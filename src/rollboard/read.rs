@@ -13,9 +13,7 @@ use std::sync::Arc;
 use super::{Rollboard, Windowed, window_index};
 use crate::domain::PageQuery;
 use crate::domain::board::Board;
-use crate::domain::{
-    AroundOptions, AroundQuery, Order, check_around, check_page, parse_ranks_members,
-};
+use crate::domain::{AroundOptions, Order, check_around, check_page, parse_ranks_members};
 use crate::domain::{History, Member, Ranks, ScoreRange, Span, Standing, TopPage};
 use crate::domain::{own_values, stored_range};
 use crate::error::Result;
@@ -148,19 +146,18 @@ impl Windowed<'_> {
         let member = Member::parse(member)?;
         let now = self.rb.now();
         let store = &self.rb.inner.store;
-        let query = AroundQuery {
-            member: &member,
-            n,
-            options,
-        };
+        let member = &member;
         self.rb
             .on_window(self.board, window, |b, w| async move {
-                let key = || format!("around {w} {n} {options:?} {}", query.member);
-                let fetch = || store.around(b.at(w, now), query);
-                let (page, age_ms) = self
-                    .rb
-                    .read_through((&b.name, b.version), key, fetch)
-                    .await?;
+                // Concurrent exact reads around the window's members share one store read.
+                let key = || format!("around {w} {n} {options:?}");
+                let at = b.at(w, now);
+                let fetch = |members: Vec<Member>| async move {
+                    store.arounds(at, &members, n, options).await
+                };
+                let board = (&b.name, b.version);
+                let read = self.rb.read_batched(board, key, member.clone(), fetch);
+                let (page, age_ms) = read.await?;
                 Ok(own_values(&b, page).map(|p| TopPage { age_ms, ..p }))
             })
             .await

@@ -10,7 +10,7 @@ use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
-use crate::domain::{AroundQuery, Entry};
+use crate::domain::{AroundOptions, Entry};
 use crate::domain::{BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
@@ -149,10 +149,16 @@ pub trait Store: Send + Sync + 'static {
     /// step: its total whatever its sign (0 without one), no rank unless positive.
     async fn ranks(&self, at: WindowAt<'_>, members: &[Member]) -> Result<Ranks>;
 
-    /// Up to `n` entries on each side of `member` (a full page of `2n + 1` shifted at
-    /// the ends with `options.fill`), in `options.order`; `None` without a positive
-    /// total.
-    async fn around(&self, at: WindowAt<'_>, query: AroundQuery<'_>) -> Result<Option<TopPage>>;
+    /// For each of `members`, in order, read at one instant: up to `n` entries on each
+    /// side of it (a full page of `2n + 1` shifted at the ends with `options.fill`), in
+    /// `options.order`; `None` for a member without a ranked total.
+    async fn arounds(
+        &self,
+        at: WindowAt<'_>,
+        members: &[Member],
+        n: u64,
+        options: AroundOptions,
+    ) -> Result<Vec<Option<TopPage>>>;
 
     /// The member's non-zero slot values in the largest window.
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History>;

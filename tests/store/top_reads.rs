@@ -5,7 +5,7 @@
 //! calls and transactions around its reads, on a server of the test's own, and checks
 //! the answers exactly.
 
-use rollboard::{BoardConfig, Event, Span, Ties, TopPage};
+use rollboard::{AroundOptions, BoardConfig, Event, Span, Ties, TopPage};
 
 use crate::support::{Harness, START, triples};
 use crate::test_redis::TestRedis;
@@ -225,6 +225,42 @@ async fn concurrent_exact_member_reads_share_one_script_call() {
             Some(("c", 3, Some(2))),
             Some(("y", 1, Some(5))),
             Some(("b", 3, Some(2))),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn concurrent_exact_reads_around_members_share_one_script_call() {
+    let (h, name) = board(Ties::Competition).await;
+    let redis = h.redis.as_ref().unwrap();
+    let asked = ["b", "e", "nobody", "y", "b"];
+    let options = AroundOptions {
+        fill: true,
+        ..AroundOptions::default()
+    };
+    let around = |m: &'static str| h.boards.windowed(&name).around(m, day(), 1, options);
+    let mut alone = Vec::new();
+    for m in asked {
+        alone.push(around(m).await.unwrap());
+    }
+    let before = calls(redis).await;
+    let together = futures_util::future::join_all(asked.map(around)).await;
+    let after = calls(redis).await;
+    assert_eq!((after.0 - before.0, after.1 - before.1), (2, 0));
+    let together: Vec<_> = together.into_iter().map(Result::unwrap).collect();
+    assert_eq!(together, alone);
+    let pages: Vec<_> = together
+        .iter()
+        .map(|p| p.as_ref().map(|p| triples(&p.entries)))
+        .collect();
+    assert_eq!(
+        pages,
+        [
+            Some(expect(&[(2, "a", 3), (2, "b", 3), (2, "c", 3)])),
+            Some(expect(&[(1, "e", 5), (2, "a", 3), (2, "b", 3)])),
+            None,
+            Some(expect(&[(2, "c", 3), (5, "x", 1), (5, "y", 1)])),
+            Some(expect(&[(2, "a", 3), (2, "b", 3), (2, "c", 3)])),
         ]
     );
 }

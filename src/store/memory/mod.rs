@@ -26,12 +26,12 @@ mod trending;
 
 use board_state::MemBoard;
 
-use crate::domain::AroundQuery;
 use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
+use crate::domain::{AroundOptions, AroundQuery};
 use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
@@ -268,8 +268,17 @@ impl Store for MemoryStore {
         self.with_board(at.board, |b| b.ranks(at.window, at.now, members))
     }
 
-    async fn around(&self, at: WindowAt<'_>, query: AroundQuery<'_>) -> Result<Option<TopPage>> {
-        self.with_board(at.board, |b| b.around(at.window, at.now, query))
+    async fn arounds(
+        &self,
+        at: WindowAt<'_>,
+        members: &[Member],
+        n: u64,
+        options: AroundOptions,
+    ) -> Result<Vec<Option<TopPage>>> {
+        self.with_board(at.board, |b| {
+            let around = |member| b.around(at.window, at.now, AroundQuery { member, n, options });
+            members.iter().map(around).collect()
+        })
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {

@@ -54,7 +54,7 @@ use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, Resharding, SlotWrites, WindowAt};
 use crate::domain::memory_check::MemoryReading;
 use crate::domain::{
-    Ahead, AheadProbe, AroundQuery, History, Ranks, ScoreRange, Standing, TopPage,
+    Ahead, AheadProbe, AroundOptions, History, Ranks, ScoreRange, Standing, TopPage,
 };
 use crate::domain::{BoardConfig, BoardName, Layout, Member, MemberData, Timestamp};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
@@ -315,8 +315,14 @@ impl Store for RedisStore {
         board::read::ranks(&self.conn, at, members).await
     }
 
-    async fn around(&self, at: WindowAt<'_>, query: AroundQuery<'_>) -> Result<Option<TopPage>> {
-        board::read::around(&self.conn, at, query).await
+    async fn arounds(
+        &self,
+        at: WindowAt<'_>,
+        members: &[Member],
+        n: u64,
+        options: AroundOptions,
+    ) -> Result<Vec<Option<TopPage>>> {
+        board::read::arounds(&self.conn, at, members, n, options).await
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {

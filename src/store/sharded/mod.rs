@@ -32,7 +32,7 @@ use crate::domain::PageQuery;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::memory_check::MemoryReading;
-use crate::domain::{AroundQuery, Entry, RetireReport};
+use crate::domain::{AroundOptions, AroundQuery, Entry, RetireReport};
 use crate::domain::{BoardName, Member, MemberData, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
@@ -204,11 +204,22 @@ impl Store for ShardedStore {
         }
     }
 
-    async fn around(&self, at: WindowAt<'_>, query: AroundQuery<'_>) -> Result<Option<TopPage>> {
-        match self.sharded(at.board).await? {
-            None => self.inner.around(at, query).await,
-            Some(s) => Box::pin(s.in_window(at.window, at.now).around(query)).await,
+    async fn arounds(
+        &self,
+        at: WindowAt<'_>,
+        members: &[Member],
+        n: u64,
+        options: AroundOptions,
+    ) -> Result<Vec<Option<TopPage>>> {
+        let Some(s) = self.sharded(at.board).await? else {
+            return self.inner.arounds(at, members, n, options).await;
+        };
+        let mut pages = Vec::with_capacity(members.len());
+        for member in members {
+            let query = AroundQuery { member, n, options };
+            pages.push(Box::pin(s.in_window(at.window, at.now).around(query)).await?);
         }
+        Ok(pages)
     }
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {

@@ -9,7 +9,7 @@ use super::keys;
 use crate::domain::PageQuery;
 use crate::domain::board::Board;
 use crate::domain::board::WindowAt;
-use crate::domain::{Ahead, AheadProbe, AroundQuery, Order, RankedTotals, Ties};
+use crate::domain::{Ahead, AheadProbe, AroundOptions, Order, RankedTotals, Ties};
 use crate::domain::{Coverage, WindowState, coverage};
 use crate::domain::{Entry, MemberRank, Ranks, Standing, TopPage};
 use crate::domain::{Member, ScoreRange, percentile};
@@ -236,20 +236,37 @@ pub(crate) async fn count_ahead(
     Ok(Ahead::new(r.coverage, counts))
 }
 
-pub(crate) async fn around(
+/// The pages around each of `members` in one `read_ranking.lua` call (one round trip).
+pub(crate) async fn arounds(
     conn: &RedisConn,
     at: WindowAt<'_>,
-    query: AroundQuery<'_>,
-) -> Result<Option<TopPage>> {
-    let flags = flags(at.board, query.options.order, query.options.fill);
-    let args = [query.member.as_str(), &query.n.to_string()];
+    members: &[Member],
+    n: u64,
+    options: AroundOptions,
+) -> Result<Vec<Option<TopPage>>> {
+    let flags = flags(at.board, options.order, options.fill);
+    let n = n.to_string();
+    let args: Vec<&str> = ["", &n]
+        .into_iter()
+        .chain(members.iter().map(Member::as_str))
+        .collect();
     let r = read_ranking(conn, at, "around", &flags, &args).await?;
-    if r.rest.is_empty() {
-        return Ok(None);
+    let mut rest = r.rest.as_slice();
+    let mut pages = Vec::with_capacity(members.len());
+    for _ in members {
+        let (count, after) = rest
+            .split_first()
+            .ok_or_else(|| Error::store("read_ranking answered too few pages"))?;
+        let count = 3 * int(count, "entries")? as usize;
+        if after.len() < count {
+            return Err(Error::store("read_ranking answered a partial page"));
+        }
+        let (page, after) = after.split_at(count);
+        rest = after;
+        pages.push((count > 0).then(|| {
+            let entries = entries(page)?;
+            Ok(TopPage::new(at.board.name.clone(), r.coverage, entries))
+        }));
     }
-    Ok(Some(TopPage::new(
-        at.board.name.clone(),
-        r.coverage,
-        entries(&r.rest)?,
-    )))
+    pages.into_iter().map(Option::transpose).collect()
 }

@@ -17,13 +17,14 @@
 --          that many, shifted at the ends), 'nonzero' (the board ranks every non-zero
 --          total, negative ones too; without it only positive totals are ranked), 'all'
 --          (a max board: every value is ranked, zero too)
--- ARGV[5]  top: offset;  around: the member;  members, ranks: unused
+-- ARGV[5]  top: offset;  around, members, ranks: unused
 -- ARGV[6]  top: limit;   around: n, entries on each side;  members, ranks: unused
 -- ARGV[7]  top, optional: the lowest total of a score range (at least 1 unless
 --          'nonzero'), with
 -- ARGV[8]  the highest (both inclusive): the page is of the members in the range,
 --          offset and limit counted inside it, ranks still ranks in the whole ranking
--- ARGV[7…] ranks, members: the members asked for (1 to 1000), in order, duplicates kept
+-- ARGV[7…] ranks, members, around: the members asked for (1 to 1000), in order,
+--          duplicates kept
 -- ARGV[7…] ahead: probes, pairs total, member ('' for none): see below
 --
 -- The ranking holds members with a positive total (with 'nonzero': every member of the
@@ -41,7 +42,9 @@
 -- Returns {first_pending, newest, since, building, ...}: the oldest live slot newer than
 -- done:<W>, the newest live slot, and the window's since:<W> and building:<W> marks (see
 -- extend_board.lua; false when absent), from which the caller computes the slots covered;
--- then for 'top' and 'around' triples rank, member, score (score as Redis prints it);
+-- then for 'top' triples rank, member, score (score as Redis prints it); for 'around'
+-- per member asked the number of entries of its page (0 for a member without a ranked
+-- total), then the page's triples;
 -- for 'members' the number of ranked members, then per member asked its score, rank and
 -- the number of ranked members strictly below it (for its percentile): rank false and
 -- none below for a total that is not ranked, false, false, false without a total;
@@ -51,7 +54,6 @@
 -- strictly higher total and, when the probe names a member (which need not be in the
 -- totals), those with the same total and a member before it (bytewise ascending):
 -- O(log N), and O(log N log T) with a member in a tie group of T, found by bisection.
--- 'around' answers nothing for a member without a ranked total.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local board, index, totals, dense = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -239,29 +241,32 @@ if mode == 'ahead' then
   return reply
 end
 
-local member = ARGV[5]
-local score = redis.call('ZSCORE', totals, member)
-if not score or not is_ranked(score) then
-  return reply
-end
-local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
-
--- around: n ranking positions on each side of the member's, fewer at the ends; with
--- fill, 2n+1 positions (or all ranked) shifted to stay inside the ranking.
+-- around: for each member asked, n ranking positions on each side of its own, fewer at
+-- the ends; with fill, 2n+1 positions (or all ranked) shifted to stay inside the ranking.
 local n = tonumber(ARGV[6])
-local position, tied = position_of(member, score, greater)
 local ranked = redis.call('ZCOUNT', totals, floor, '+inf')
-local offset, limit = math.max(0, position - n), nil
-if flags.fill then
-  limit = math.min(2 * n + 1, ranked)
-  offset = math.min(offset, ranked - limit)
-else
-  limit = math.min(position + n + 1, ranked) - offset
+for k = 7, #ARGV do
+  local member = ARGV[k]
+  local count_at = #reply + 1
+  reply[count_at] = 0
+  local score = redis.call('ZSCORE', totals, member)
+  if score and is_ranked(score) then
+    local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
+    local position, tied = position_of(member, score, greater)
+    local offset, limit = math.max(0, position - n), nil
+    if flags.fill then
+      limit = math.min(2 * n + 1, ranked)
+      offset = math.min(offset, ranked - limit)
+    else
+      limit = math.min(position + n + 1, ranked) - offset
+    end
+    -- A page inside the member's own tie group is its members by index, one ZRANGE.
+    local function in_group(from, count)
+      append(group_members(greater, greater + tied - 1, from, from + count - 1), score, greater, from)
+    end
+    local inside = offset >= greater and offset + limit <= greater + tied
+    ordered_page(offset, limit, inside and in_group or nil)
+    reply[count_at] = (#reply - count_at) / 3
+  end
 end
--- A page inside the member's own tie group is its members by index, one ZRANGE.
-local function in_group(from, count)
-  append(group_members(greater, greater + tied - 1, from, from + count - 1), score, greater, from)
-end
-local inside = offset >= greater and offset + limit <= greater + tied
-ordered_page(offset, limit, inside and in_group or nil)
 return reply
