@@ -4,12 +4,13 @@
 //! the store's state at an instant between the read's arrival and its answer (what a
 //! read of its own would answer).
 //!
-//! The rule: at most one fetch of a key is under way. A read that finds none starts
-//! one. A read that finds one under way (started before it arrived, so it may miss a
-//! write acknowledged before this read) waits for the *next* fetch, which the first of
-//! the reads waiting starts as soon as the one under way ends, for all of them. Under
-//! load, one store read answers every read of the key that arrived during the previous
-//! one; alone, a read costs one lock more than a plain fetch.
+//! The rule: a read that finds no fetch of its key under way starts one. A read that
+//! finds one under way (started before it arrived, so it may miss a write acknowledged
+//! before this read) waits for the *next* fetch, which the first of the reads waiting
+//! starts for all of them as soon as a fetch under way ends, or after [`MAX_WAIT`] if
+//! none has (a store slowed by other work: then the reads wait no longer than that).
+//! Under load, one store read answers every read of the key that arrived during the
+//! previous one; alone, a read costs one lock more than a plain fetch.
 //!
 //! Each read brings an item (a member, or `()` where the key says everything): a fetch
 //! reads the distinct items of its reads at once, and each read takes its item's answer.
@@ -21,6 +22,8 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use std::time::Duration;
+
 use tokio::sync::{oneshot, watch};
 
 use crate::error::{Error, Result};
@@ -30,15 +33,19 @@ use crate::error::{Error, Result};
 type Items = Box<dyn Any + Send>;
 type Shared = Arc<dyn Any + Send + Sync>;
 
+/// How long the next fetch of a key waits at most for one under way to end.
+pub(super) const MAX_WAIT: Duration = Duration::from_millis(1);
+
 /// The reads of each key with a fetch under way.
 #[derive(Default)]
 pub(super) struct Coalescer {
     flights: Mutex<HashMap<String, Flight>>,
 }
 
-/// A key's fetch under way, and the reads that arrived since, waiting for the next.
-#[derive(Default)]
+/// A key's fetches under way (one, or more where the next did not wait), and the reads
+/// that arrived since, waiting for the next.
 struct Flight {
+    running: usize,
     next: Option<Next>,
 }
 
@@ -87,9 +94,19 @@ impl Coalescer {
             }
             Role::Next(start, done) => (start, done),
         };
-        // The fetch under way hands its turn on when it ends (or is dropped), with the
-        // items of the reads that waited, this one's first.
-        let Ok(items) = start.await else {
+        // A fetch under way hands its turn on when it ends (or is dropped), with the
+        // items of the reads that waited, this one's first; after MAX_WAIT this read
+        // takes them itself.
+        let mut start = start;
+        let items = tokio::select! {
+            items = &mut start => items.ok(),
+            () = tokio::time::sleep(MAX_WAIT) => match self.start_early(&key) {
+                Some(items) => Some(items),
+                // Handed on meanwhile.
+                None => start.await.ok(),
+            },
+        };
+        let Some(items) = items else {
             return first(fetch(vec![item]).await);
         };
         let _turn = Turn { owner: self, key };
@@ -113,7 +130,11 @@ impl Coalescer {
     fn join<I: PartialEq + Send + 'static>(&self, key: &str, item: I) -> Role<I> {
         let mut flights = self.lock();
         let Some(flight) = flights.get_mut(key) else {
-            flights.insert(key.to_owned(), Flight::default());
+            let flight = Flight {
+                running: 1,
+                next: None,
+            };
+            flights.insert(key.to_owned(), flight);
             return Role::Lead(item);
         };
         if let Some(next) = &mut flight.next {
@@ -135,6 +156,16 @@ impl Coalescer {
             done: receiver,
         });
         Role::Next(started, done)
+    }
+
+    /// The items of the next fetch of `key`, taken by its reader beside the fetches
+    /// under way; `None` when one of them handed it on first.
+    fn start_early(&self, key: &str) -> Option<Items> {
+        let mut flights = self.lock();
+        let flight = flights.get_mut(key)?;
+        let next = flight.next.take()?;
+        flight.running += 1;
+        Some(next.items)
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Flight>> {
@@ -159,7 +190,7 @@ fn answer<T: Clone + 'static>(shared: &Shared, index: usize) -> T {
 }
 
 /// A fetch under way: when it ends (or its future is dropped), the next fetch of its key
-/// starts, or, with no read waiting, the key has none under way.
+/// starts, or, with none under way and no read waiting, the key is forgotten.
 struct Turn<'a> {
     owner: &'a Coalescer,
     key: String,
@@ -168,11 +199,18 @@ struct Turn<'a> {
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
         let mut flights = self.owner.lock();
-        let next = flights.get_mut(&self.key).and_then(|f| f.next.take());
-        // The next fetch is now the one under way; with none waiting, or its reader gone
-        // (the reads that joined it see its answer channel closed and fetch by
-        // themselves), the key has none.
-        if next.is_none_or(|next| next.start.send(next.items).is_err()) {
+        let Some(flight) = flights.get_mut(&self.key) else {
+            return;
+        };
+        flight.running -= 1;
+        // The next fetch is now one under way; its reader gone, the reads that joined it
+        // see its answer channel closed and fetch by themselves.
+        if let Some(next) = flight.next.take()
+            && next.start.send(next.items).is_ok()
+        {
+            flight.running += 1;
+        }
+        if flight.running == 0 {
             flights.remove(&self.key);
         }
     }
@@ -200,7 +238,7 @@ mod tests {
         fetches.lock().unwrap().clone()
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn reads_during_a_fetch_share_the_next_one_not_it() {
         let c = Coalescer::default();
         let fetches = StdMutex::new(Vec::new());
@@ -238,7 +276,7 @@ mod tests {
         assert_eq!(alone.await.unwrap(), 5);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_failed_or_abandoned_fetch_leaves_its_waiters_to_fetch_themselves() {
         let c = Coalescer::default();
         let fetches = StdMutex::new(Vec::new());
@@ -276,6 +314,34 @@ mod tests {
         };
         let (first, joined, ()) = tokio::join!(first, joined, driver);
         assert_eq!((first.unwrap(), joined.unwrap()), (101, 303));
+        assert!(c.lock().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_next_fetch_waits_at_most_max_wait_for_a_slow_one() {
+        let c = Coalescer::default();
+        let fetches = StdMutex::new(Vec::new());
+        let (open, slow_gate) = watch::channel(false);
+        let (f, slow_gate) = (&fetches, &slow_gate);
+        let mut slow = Box::pin(c.read("k".into(), 1, |items| gated(f, slow_gate, 100, items)));
+        assert!(futures_util::poll!(&mut slow).is_pending());
+        let waiting = futures_util::future::join_all(
+            [2, 3].map(|item| c.read("k".into(), item, |items: Vec<u32>| async move { Ok(items) })),
+        );
+        let before = tokio::time::Instant::now();
+        // The slow fetch is still under way: the others read after MAX_WAIT, together.
+        assert_eq!(
+            waiting
+                .await
+                .into_iter()
+                .map(Result::unwrap)
+                .collect::<Vec<_>>(),
+            [2, 3]
+        );
+        assert!(before.elapsed() >= MAX_WAIT);
+        assert_eq!(made(f), vec![vec![1]]);
+        open.send(true).unwrap();
+        assert_eq!(slow.await.unwrap(), 101);
         assert!(c.lock().is_empty());
     }
 }
