@@ -76,7 +76,7 @@ impl Coalescer {
         F: FnOnce(Vec<I>) -> Fut,
         Fut: Future<Output = Result<Vec<T>>>,
     {
-        let (start, done) = match self.join(&key, item.clone()) {
+        let (mut start, done) = match self.join(&key, item.clone()) {
             Role::Lead(item) => {
                 let _turn = Turn { owner: self, key };
                 return first(fetch(vec![item]).await);
@@ -97,7 +97,6 @@ impl Coalescer {
         // A fetch under way hands its turn on when it ends (or is dropped), with the
         // items of the reads that waited, this one's first; after MAX_WAIT this read
         // takes them itself.
-        let mut start = start;
         let items = tokio::select! {
             items = &mut start => items.ok(),
             () = tokio::time::sleep(MAX_WAIT) => match self.start_early(&key) {
