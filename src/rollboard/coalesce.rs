@@ -59,8 +59,8 @@ struct Next {
 
 /// What a read does on arrival: fetch its item now (no fetch is under way), wait for the
 /// answer at an index of the next fetch, or make that next fetch itself once told to.
-enum Role<I> {
-    Lead(I),
+enum Role {
+    Lead,
     Join(usize, watch::Receiver<Option<Shared>>),
     Next(oneshot::Receiver<Items>, watch::Sender<Option<Shared>>),
 }
@@ -76,8 +76,8 @@ impl Coalescer {
         F: FnOnce(Vec<I>) -> Fut,
         Fut: Future<Output = Result<Vec<T>>>,
     {
-        let (mut start, done) = match self.join(&key, item.clone()) {
-            Role::Lead(item) => {
+        let (mut start, done) = match self.join(&key, &item) {
+            Role::Lead => {
                 let _turn = Turn { owner: self, key };
                 return first(fetch(vec![item]).await);
             }
@@ -126,7 +126,7 @@ impl Coalescer {
     }
 
     /// What a read of `key` for `item` arriving now does.
-    fn join<I: PartialEq + Send + 'static>(&self, key: &str, item: I) -> Role<I> {
+    fn join<I: Clone + PartialEq + Send + 'static>(&self, key: &str, item: &I) -> Role {
         let mut flights = self.lock();
         let Some(flight) = flights.get_mut(key) else {
             let flight = Flight {
@@ -134,15 +134,15 @@ impl Coalescer {
                 next: None,
             };
             flights.insert(key.to_owned(), flight);
-            return Role::Lead(item);
+            return Role::Lead;
         };
         if let Some(next) = &mut flight.next {
             let items = next
                 .items
                 .downcast_mut::<Vec<I>>()
                 .expect("a key always reads one type");
-            let index = items.iter().position(|i| *i == item).unwrap_or_else(|| {
-                items.push(item);
+            let index = items.iter().position(|i| i == item).unwrap_or_else(|| {
+                items.push(item.clone());
                 items.len() - 1
             });
             return Role::Join(index, next.done.clone());
@@ -150,7 +150,7 @@ impl Coalescer {
         let (start, started) = oneshot::channel();
         let (done, receiver) = watch::channel(None);
         flight.next = Some(Next {
-            items: Box::new(vec![item]),
+            items: Box::new(vec![item.clone()]),
             start,
             done: receiver,
         });

@@ -5,6 +5,8 @@
 //! calls and transactions around its reads, on a server of the test's own, and checks
 //! the answers exactly.
 
+use std::future::Future;
+
 use rollboard::{AroundOptions, BoardConfig, Event, Span, Ties, TopPage};
 
 use crate::support::{Harness, START, triples};
@@ -192,24 +194,40 @@ async fn concurrent_exact_reads_share_one_transaction_started_after_they_arrived
     }
 }
 
+/// Each of `asked` read by `read` one at a time, then all at once: the answers at once
+/// (which must equal those one at a time) and the scripts and transactions they cost.
+async fn alone_then_together<T, F, Fut>(
+    redis: &TestRedis,
+    asked: &[&'static str],
+    read: F,
+) -> (Vec<T>, (u64, u64))
+where
+    T: PartialEq + std::fmt::Debug,
+    F: Fn(&'static str) -> Fut,
+    Fut: Future<Output = rollboard::Result<T>>,
+{
+    let mut alone = Vec::new();
+    for &m in asked {
+        alone.push(read(m).await.unwrap());
+    }
+    let before = calls(redis).await;
+    let together = futures_util::future::join_all(asked.iter().map(|&m| read(m))).await;
+    let after = calls(redis).await;
+    let together: Vec<T> = together.into_iter().map(Result::unwrap).collect();
+    assert_eq!(together, alone);
+    (together, (after.0 - before.0, after.1 - before.1))
+}
+
 #[tokio::test]
 async fn concurrent_exact_member_reads_share_one_script_call() {
     let (h, name) = board(Ties::Competition).await;
     let redis = h.redis.as_ref().unwrap();
     let asked = ["e", "a", "x", "nobody", "a", "c", "y", "b"];
     let score = |m: &'static str| h.boards.windowed(&name).score(m, day());
-    let mut alone = Vec::new();
-    for m in asked {
-        alone.push(score(m).await.unwrap());
-    }
-    let before = calls(redis).await;
     // The first reads by itself; the seven that arrived while it was under way share the
     // next call, duplicates and a member without a total included.
-    let together = futures_util::future::join_all(asked.map(score)).await;
-    let after = calls(redis).await;
-    assert_eq!((after.0 - before.0, after.1 - before.1), (2, 0));
-    let together: Vec<_> = together.into_iter().map(Result::unwrap).collect();
-    assert_eq!(together, alone);
+    let (together, ran) = alone_then_together(redis, &asked, score).await;
+    assert_eq!(ran, (2, 0));
     let ranks: Vec<_> = together
         .iter()
         .map(|s| s.as_ref().map(|s| (s.member.as_str(), s.score, s.rank)))
@@ -239,16 +257,8 @@ async fn concurrent_exact_reads_around_members_share_one_script_call() {
         ..AroundOptions::default()
     };
     let around = |m: &'static str| h.boards.windowed(&name).around(m, day(), 1, options);
-    let mut alone = Vec::new();
-    for m in asked {
-        alone.push(around(m).await.unwrap());
-    }
-    let before = calls(redis).await;
-    let together = futures_util::future::join_all(asked.map(around)).await;
-    let after = calls(redis).await;
-    assert_eq!((after.0 - before.0, after.1 - before.1), (2, 0));
-    let together: Vec<_> = together.into_iter().map(Result::unwrap).collect();
-    assert_eq!(together, alone);
+    let (together, ran) = alone_then_together(redis, &asked, around).await;
+    assert_eq!(ran, (2, 0));
     let pages: Vec<_> = together
         .iter()
         .map(|p| p.as_ref().map(|p| triples(&p.entries)))

@@ -90,6 +90,14 @@ async fn read_ranking(
     Ok(RankingReply { coverage, rest })
 }
 
+/// `read_ranking.lua`'s ARGV[5] and ARGV[6], then `members` (ARGV[7…]).
+fn with_members<'a>(fixed: [&'a str; 2], members: &'a [Member]) -> Vec<&'a str> {
+    fixed
+        .into_iter()
+        .chain(members.iter().map(Member::as_str))
+        .collect()
+}
+
 fn entries(items: &[Value]) -> Result<Vec<Entry>> {
     items
         .chunks(3)
@@ -138,11 +146,8 @@ pub(crate) async fn standings(
     at: WindowAt<'_>,
     members: &[Member],
 ) -> Result<Vec<Option<Standing>>> {
-    let args: Vec<&str> = ["", ""]
-        .into_iter()
-        .chain(members.iter().map(Member::as_str))
-        .collect();
     let flags = flags(at.board, Order::Desc, false);
+    let args = with_members(["", ""], members);
     let r = read_ranking(conn, at, "members", &flags, &args).await?;
     let Some((ranked, rest)) = r.rest.split_first() else {
         return Err(Error::store("read_ranking answered no ranked count"));
@@ -174,11 +179,8 @@ pub(crate) async fn standings(
 
 /// The ranks of `members` in one `read_ranking.lua` call (one round trip, O(k log N)).
 pub(crate) async fn ranks(conn: &RedisConn, at: WindowAt<'_>, members: &[Member]) -> Result<Ranks> {
-    let args: Vec<&str> = ["", ""]
-        .into_iter()
-        .chain(members.iter().map(Member::as_str))
-        .collect();
     let flags = flags(at.board, Order::Desc, false);
+    let args = with_members(["", ""], members);
     let r = read_ranking(conn, at, "ranks", &flags, &args).await?;
     if r.rest.len() != 2 * members.len() {
         return Err(Error::store(format!(
@@ -246,10 +248,7 @@ pub(crate) async fn arounds(
 ) -> Result<Vec<Option<TopPage>>> {
     let flags = flags(at.board, options.order, options.fill);
     let n = n.to_string();
-    let args: Vec<&str> = ["", &n]
-        .into_iter()
-        .chain(members.iter().map(Member::as_str))
-        .collect();
+    let args = with_members(["", &n], members);
     let r = read_ranking(conn, at, "around", &flags, &args).await?;
     let mut rest = r.rest.as_slice();
     let mut pages = Vec::with_capacity(members.len());

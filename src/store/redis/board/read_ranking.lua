@@ -191,16 +191,8 @@ end
 if mode == 'members' then
   reply[5] = redis.call('ZCOUNT', totals, floor, '+inf')
   for k = 7, #ARGV do
-    local member = ARGV[k]
-    local score = redis.call('ZSCORE', totals, member)
-    local rank, below = false, false
-    if score and not is_ranked(score) then
-      below = 0
-    elseif score then
-      local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
-      rank = rank_of(score, greater, flags.position and position_of(member, score, greater))
-      below = redis.call('ZCOUNT', totals, floor, '(' .. score)
-    end
+    local score, rank = member_rank(totals, dense, flags.position, rule, ARGV[k])
+    local below = score and (rank and redis.call('ZCOUNT', totals, floor, '(' .. score) or 0)
     reply[#reply + 1] = score
     reply[#reply + 1] = rank
     reply[#reply + 1] = below
