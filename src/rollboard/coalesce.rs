@@ -47,11 +47,14 @@ pub(super) struct Coalescer {
 struct Flight {
     running: usize,
     next: Option<Next>,
+    /// Nexts made so far, each one's number.
+    made: u64,
 }
 
 /// The next fetch of a key: its items so far, `start` hands them to its reader when the
 /// fetch under way ends, `done` carries its answers (`None`: it failed, or was not run).
 struct Next {
+    number: u64,
     items: Items,
     start: oneshot::Sender<Items>,
     done: watch::Receiver<Option<Shared>>,
@@ -62,7 +65,7 @@ struct Next {
 enum Role {
     Lead,
     Join(usize, watch::Receiver<Option<Shared>>),
-    Next(oneshot::Receiver<Items>, watch::Sender<Option<Shared>>),
+    Next(u64, oneshot::Receiver<Items>, watch::Sender<Option<Shared>>),
 }
 
 impl Coalescer {
@@ -76,7 +79,7 @@ impl Coalescer {
         F: FnOnce(Vec<I>) -> Fut,
         Fut: Future<Output = Result<Vec<T>>>,
     {
-        let (mut start, done) = match self.join(&key, &item) {
+        let (number, mut start, done) = match self.join(&key, &item) {
             Role::Lead => {
                 let _turn = Turn { owner: self, key };
                 return first(fetch(vec![item]).await);
@@ -92,14 +95,15 @@ impl Coalescer {
                     None => first(fetch(vec![item]).await),
                 };
             }
-            Role::Next(start, done) => (start, done),
+            Role::Next(number, start, done) => (number, start, done),
         };
         // A fetch under way hands its turn on when it ends (or is dropped), with the
         // items of the reads that waited, this one's first; after MAX_WAIT this read
         // takes them itself.
         let items = tokio::select! {
+            biased;
             items = &mut start => items.ok(),
-            () = tokio::time::sleep(MAX_WAIT) => match self.start_early(&key) {
+            () = tokio::time::sleep(MAX_WAIT) => match self.start_early(&key, number) {
                 Some(items) => Some(items),
                 // Handed on meanwhile.
                 None => start.await.ok(),
@@ -132,6 +136,7 @@ impl Coalescer {
             let flight = Flight {
                 running: 1,
                 next: None,
+                made: 0,
             };
             flights.insert(key.to_owned(), flight);
             return Role::Lead;
@@ -149,19 +154,25 @@ impl Coalescer {
         }
         let (start, started) = oneshot::channel();
         let (done, receiver) = watch::channel(None);
+        flight.made += 1;
         flight.next = Some(Next {
+            number: flight.made,
             items: Box::new(vec![item.clone()]),
             start,
             done: receiver,
         });
-        Role::Next(started, done)
+        Role::Next(flight.made, started, done)
     }
 
-    /// The items of the next fetch of `key`, taken by its reader beside the fetches
-    /// under way; `None` when one of them handed it on first.
-    fn start_early(&self, key: &str) -> Option<Items> {
+    /// The items of the next fetch of `key` numbered `number`, taken by its reader beside
+    /// the fetches under way; `None` when one of them handed it on first (the next
+    /// waiting then, if any, is another's).
+    fn start_early(&self, key: &str, number: u64) -> Option<Items> {
         let mut flights = self.lock();
         let flight = flights.get_mut(key)?;
+        if flight.next.as_ref()?.number != number {
+            return None;
+        }
         let next = flight.next.take()?;
         flight.running += 1;
         Some(next.items)
@@ -341,6 +352,31 @@ mod tests {
         assert_eq!(made(f), vec![vec![1]]);
         open.send(true).unwrap();
         assert_eq!(slow.await.unwrap(), 101);
+        assert!(c.lock().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_whose_next_was_handed_on_never_takes_a_later_one() {
+        let c = Coalescer::default();
+        let fetches = StdMutex::new(Vec::new());
+        let (open, gate) = watch::channel(false);
+        let (f, gate) = (&fetches, &gate);
+        let echo = |items: Vec<u32>| async move { Ok(items) };
+        let mut first = Box::pin(c.read("k".into(), 1, |items| gated(f, gate, 100, items)));
+        assert!(futures_util::poll!(&mut first).is_pending());
+        let mut handed = Box::pin(c.read("k".into(), 2, echo));
+        assert!(futures_util::poll!(&mut handed).is_pending());
+        // The first fetch ends and hands the next on; before its reader runs, a read makes
+        // a later next, and both waits' time runs out.
+        open.send(true).unwrap();
+        assert_eq!(first.await.unwrap(), 101);
+        let mut later = Box::pin(c.read("k".into(), 3, echo));
+        assert!(futures_util::poll!(&mut later).is_pending());
+        tokio::time::advance(2 * MAX_WAIT).await;
+        assert_eq!(handed.await.unwrap(), 2);
+        assert_eq!(later.await.unwrap(), 3);
+        assert_eq!(made(f), vec![vec![1]]);
+        // Every fetch ended: the key has none under way.
         assert!(c.lock().is_empty());
     }
 }
