@@ -14,8 +14,8 @@ use crate::domain::{Coverage, WindowState, coverage};
 use crate::domain::{Entry, MemberRank, Ranks, Standing, TopPage};
 use crate::domain::{Member, ScoreRange, percentile};
 use crate::error::{Error, Result};
+use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::reply::{array, int, int_score, opt_int, string};
-use crate::store::redis::conn::{RedisConn, Retry};
 
 /// What `read_ranking.lua` answered: the coverage and the rest of the reply.
 struct RankingReply {
@@ -71,9 +71,7 @@ async fn read_ranking(
         .arg(mode)
         .arg(flags)
         .arg(args);
-    let reply: Value = conn
-        .script(&invocation, &board.name, Retry::Idempotent)
-        .await?;
+    let reply: Value = conn.read_script(&invocation, &board.name).await?;
     let mut items = array(reply, "read_ranking")?;
     if items.len() < 4 {
         return Err(Error::store("read_ranking answered too little"));

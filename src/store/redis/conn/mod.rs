@@ -21,6 +21,9 @@
 //! answers `NOSCRIPT` gets the script loaded (`redis::Script` does that on either
 //! client).
 //!
+//! Each of these is made twice: the hot reads go on a link of their own, and while they
+//! go on, writes yield to them (`reads_first.rs`).
+//!
 //! With [`ReplicaAcks`] (`min_replica_acks`), the calls a caller acknowledges
 //! ([`Retry::acknowledged`]) each carry a `WAIT` (`replica_acks.rs`) and go on links of
 //! their own, in turn ([`Waiting`]), so that no read queues behind a wait.
@@ -31,6 +34,7 @@ pub(crate) mod errors;
 pub(crate) mod handle;
 pub(crate) mod options;
 pub(crate) mod prelude;
+pub(crate) mod reads_first;
 pub(crate) mod refusal;
 pub(crate) mod replica_acks;
 pub(crate) mod reply;
@@ -51,6 +55,7 @@ use crate::error::Result;
 use errors::{reply_lost, store_error};
 use handle::{CLUSTER_RETRIES, Handle, follow_redirects};
 use options::{RedisOptions, ReplicaAcks};
+use reads_first::ReadsSeen;
 use refusal::Refusal;
 use replica_acks::Acked;
 use scripts::Scripts;
@@ -99,6 +104,11 @@ impl Retry {
 #[derive(Clone)]
 pub(crate) struct RedisConn {
     link: Link,
+    /// The link the hot reads go on ([`RedisConn::read_script`],
+    /// [`RedisConn::read_transaction`]; see `reads_first.rs`).
+    reads: Link,
+    /// When a hot read last went out.
+    reads_seen: ReadsSeen,
     scripts: Arc<Scripts>,
     /// The server's `hash-max-listpack-entries` (read once, at connect), which sizes
     /// compact slots' buckets (see `board/layout.rs`).
@@ -150,6 +160,16 @@ impl Waiting {
     }
 }
 
+/// Which of the store's links a call goes on (writes that wait for replicas take theirs,
+/// [`Waiting`], whatever their lane).
+#[derive(Debug, Clone, Copy)]
+enum Lane {
+    /// The store's link: writes, and every call not on the reads link.
+    Main,
+    /// The hot reads' link, [`RedisConn::reads`] (see `reads_first.rs`).
+    Reads,
+}
+
 /// The listpack limit Redis ships with, used when `CONFIG GET` is not allowed.
 const DEFAULT_LISTPACK_ENTRIES: u64 = 128;
 
@@ -186,9 +206,9 @@ impl RedisConn {
                 .map_err(|e| client::connect_error(e, url, options))?;
             Ok(Link::Single(conn))
         };
-        let main = link().await?;
+        let (main, reads) = (link().await?, link().await?);
         let waiting = Waiting::links(options, link).await?;
-        RedisConn::checked(main, waiting, url, options).await
+        RedisConn::checked([main, reads], waiting, url, options).await
     }
 
     /// A connection to the Redis Cluster reached through the seed nodes `urls`, with the
@@ -213,31 +233,36 @@ impl RedisConn {
                 response_timeout: options.response_timeout,
             })
         };
-        let main = link().await?;
+        let (main, reads) = (link().await?, link().await?);
         let waiting = Waiting::links(options, link).await?;
-        RedisConn::checked(main, waiting, seeds, options).await
+        RedisConn::checked([main, reads], waiting, seeds, options).await
     }
 
     /// The connection after one PING (a read: Idempotent; on a cluster it goes to every
     /// master), so a Redis that wants credentials the URL lacks is an error of
     /// start-up, not of the first request.
     async fn checked(
-        link: Link,
+        [link, reads]: [Link; 2],
         waiting: Option<Arc<Waiting>>,
         url: &str,
         options: &RedisOptions,
     ) -> Result<RedisConn> {
         let mut conn = RedisConn {
             link,
+            reads,
+            reads_seen: ReadsSeen::default(),
             waiting,
             scripts: Arc::new(Scripts::new()),
             listpack_entries: DEFAULT_LISTPACK_ENTRIES,
             default_layout: options.default_layout,
             replica_acks: options.replica_acks,
         };
-        conn.call(Retry::Idempotent, true, |mut handle| async move {
-            redis::cmd("PING").query_async::<String>(&mut handle).await
-        })
+        conn.call(
+            Lane::Main,
+            Retry::Idempotent,
+            true,
+            |mut handle| async move { redis::cmd("PING").query_async::<String>(&mut handle).await },
+        )
         .await
         .map_err(|e| client::connect_error(e, url, options))?;
         conn.listpack_entries = conn.read_listpack_entries().await;
@@ -294,6 +319,11 @@ impl RedisConn {
         self.default_layout
     }
 
+    /// When a hot read last went out (write calls yield to reads, see `reads_first.rs`).
+    pub(crate) fn reads_seen(&self) -> &ReadsSeen {
+        &self.reads_seen
+    }
+
     /// The scripts, to build invocations from.
     pub(crate) fn scripts(&self) -> &Scripts {
         &self.scripts
@@ -306,7 +336,18 @@ impl RedisConn {
         board: &BoardName,
         retry: Retry,
     ) -> Result<T> {
-        self.script_or_refusal(invocation, board, retry)
+        self.script_on(Lane::Main, invocation, board, retry)
+            .await?
+            .map_err(|refusal| refusal.into_error(Some(board)))
+    }
+
+    /// Reads `board`'s keys with a script (Idempotent) on the reads link.
+    pub(crate) async fn read_script<T: FromRedisValue>(
+        &self,
+        invocation: &ScriptInvocation<'_>,
+        board: &BoardName,
+    ) -> Result<T> {
+        self.script_on(Lane::Reads, invocation, board, Retry::Idempotent)
             .await?
             .map_err(|refusal| refusal.into_error(Some(board)))
     }
@@ -319,9 +360,20 @@ impl RedisConn {
         board: &BoardName,
         retry: Retry,
     ) -> Result<std::result::Result<T, Refusal>> {
+        self.script_on(Lane::Main, invocation, board, retry).await
+    }
+
+    /// [`RedisConn::script_or_refusal`] on `lane`.
+    async fn script_on<T: FromRedisValue>(
+        &self,
+        lane: Lane,
+        invocation: &ScriptInvocation<'_>,
+        board: &BoardName,
+        retry: Retry,
+    ) -> Result<std::result::Result<T, Refusal>> {
         let acks = self.acks(retry);
         let outcome = self
-            .call(retry, true, |mut handle| async move {
+            .call(lane, retry, true, |mut handle| async move {
                 replica_acks::script(&mut handle, invocation, acks).await
             })
             .await;
@@ -390,9 +442,12 @@ impl RedisConn {
         board: &BoardName,
     ) -> Result<Option<T>> {
         let read = self
-            .call(Retry::Idempotent, false, |mut handle| async move {
-                replica_acks::pipeline(&mut handle, pipe, None).await
-            })
+            .call(
+                Lane::Reads,
+                Retry::Idempotent,
+                false,
+                |mut handle| async move { replica_acks::pipeline(&mut handle, pipe, None).await },
+            )
             .await;
         match read {
             Ok(acked) => acked.confirmed(None).map(Some),
@@ -425,18 +480,19 @@ impl RedisConn {
         F: Fn(Handle) -> Fut,
         Fut: Future<Output = std::result::Result<Acked<T>, RedisError>>,
     {
-        self.call(retry, atomic, call)
+        self.call(Lane::Main, retry, atomic, call)
             .await
             .map_err(|e| store_error(e, board))?
             .confirmed(self.acks(retry))
     }
 
     /// The one retry helper: runs `call` on a handle of the connection that suits
-    /// `retry`, and once more when the reply was lost and the call may be
+    /// `lane` and `retry`, and once more when the reply was lost and the call may be
     /// ([`Retry::resends`]). On a cluster, a [`Retry::Never`] call that is `atomic`
     /// (one command or script) follows redirects through [`follow_redirects`].
     async fn call<T, F, Fut>(
         &self,
+        lane: Lane,
         retry: Retry,
         atomic: bool,
         call: F,
@@ -445,8 +501,12 @@ impl RedisConn {
         F: Fn(Handle) -> Fut,
         Fut: Future<Output = std::result::Result<T, RedisError>>,
     {
-        let link = match (&self.waiting, self.acks(retry)) {
-            (Some(waiting), Some(_)) => waiting.next(),
+        let link = match (&self.waiting, self.acks(retry), lane) {
+            (Some(waiting), Some(_), _) => waiting.next(),
+            (_, _, Lane::Reads) => {
+                self.reads_seen.mark();
+                &self.reads
+            }
             _ => &self.link,
         };
         let handle = match (link, retry) {

@@ -20,12 +20,16 @@
 //! ~0.6 µs in a script, measured, against 1–12 µs a pair: every 16 pairs adds under 2% on
 //! the cheapest boards and lets a call overrun by at most 16 pairs, ~0.2 ms on the
 //! dearest). A call that stopped reports the pairs it applied and its µs like any other.
+//!
+//! While hot reads go on, both the size and the stop are a [`WHILE_READING`]th of the
+//! budget, so that a read waits for little write work (see `conn/reads_first.rs`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::domain::BoardName;
+use crate::store::redis::conn::reads_first::{ReadsSeen, WHILE_READING};
 
 /// The estimate of a board not measured yet, in µs per pair: a big board's cost.
 const PRIOR_US_PER_PAIR: f64 = 16.0;
@@ -101,34 +105,60 @@ pub(crate) struct Budget {
     estimates: Mutex<HashMap<BoardName, f64>>,
     stop_us: u64,
     check_every: usize,
+    reads: ReadsSeen,
 }
 
 impl Budget {
     /// Calls sized for about `target` each, of at most `max` pairs (a zero target: one
     /// pair per call, for tests), each stopping once it has run `stop` (read every
-    /// `check_every` pairs).
-    pub(crate) fn new(target: Duration, max: usize, stop: Duration, check_every: usize) -> Budget {
+    /// `check_every` pairs), and a [`WHILE_READING`]th of both while `reads` went out
+    /// lately.
+    pub(crate) fn new(
+        target: Duration,
+        max: usize,
+        stop: Duration,
+        check_every: usize,
+        reads: ReadsSeen,
+    ) -> Budget {
         Budget {
             budget_us: target.as_secs_f64() * 1e6,
             max: max.max(1),
             estimates: Mutex::default(),
             stop_us: u64::try_from(stop.as_micros()).unwrap_or(u64::MAX),
             check_every: check_every.max(1),
+            reads,
         }
     }
 
     /// When a call may stop: every `check_every` pairs (or events), once it ran the budget.
     pub(crate) fn limit(&self) -> Limit {
-        Limit::Every {
-            budget_us: self.stop_us,
-            stride: self.check_every,
-        }
+        self.limit_of(self.share())
     }
 
     /// The most pairs the next call of `board` may carry: at least 1.
     pub(crate) fn cap(&self, board: &BoardName) -> usize {
-        let cap = (self.budget_us / self.estimate(board)).floor();
+        self.cap_of(board, self.share())
+    }
+
+    fn limit_of(&self, share: u32) -> Limit {
+        Limit::Every {
+            budget_us: self.stop_us / u64::from(share),
+            stride: self.check_every,
+        }
+    }
+
+    fn cap_of(&self, board: &BoardName, share: u32) -> usize {
+        let cap = (self.budget_us / f64::from(share) / self.estimate(board)).floor();
         cap.clamp(1.0, self.max as f64) as usize
+    }
+
+    /// What the budget is divided by: [`WHILE_READING`] while reads go on, else 1.
+    fn share(&self) -> u32 {
+        if self.reads.lately() {
+            WHILE_READING
+        } else {
+            1
+        }
     }
 
     /// The board's estimate, in µs per pair.
@@ -169,12 +199,24 @@ mod tests {
     }
 
     fn sized_for(target: Duration) -> Budget {
-        Budget::new(target, 1000, Duration::from_millis(1), 16)
+        Budget::new(
+            target,
+            1000,
+            Duration::from_millis(1),
+            16,
+            ReadsSeen::default(),
+        )
     }
 
     #[test]
     fn calls_stop_at_the_budget_every_few_pairs() {
-        let budget = Budget::new(Duration::from_secs(1), 1000, Duration::from_micros(1500), 4);
+        let budget = Budget::new(
+            Duration::from_secs(1),
+            1000,
+            Duration::from_micros(1500),
+            4,
+            ReadsSeen::default(),
+        );
         assert_eq!(
             budget.limit(),
             Limit::Every {
@@ -199,6 +241,18 @@ mod tests {
         assert_eq!(budget.cap(&board()), 62); // 1000 µs / 16 µs
         assert_eq!(sized_for(Duration::ZERO).cap(&board()), 1);
         assert_eq!(sized_for(Duration::from_secs(1)).cap(&board()), 1000);
+    }
+
+    #[test]
+    fn while_reads_go_on_calls_are_sized_and_stopped_for_a_quarter_of_the_budget() {
+        let budget = sized_for(Duration::from_millis(1));
+        assert_eq!(budget.cap_of(&board(), WHILE_READING), 15); // 250 µs / 16 µs
+        let Limit::Every { budget_us, stride } = budget.limit_of(WHILE_READING) else {
+            panic!("a budget stops every few pairs");
+        };
+        assert_eq!((budget_us, stride), (250, 16));
+        // No read went out: the whole budget.
+        assert_eq!(budget.cap(&board()), 62);
     }
 
     #[test]

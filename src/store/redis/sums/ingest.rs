@@ -97,17 +97,19 @@ const QUEUE: usize = 4096;
 
 impl Ingest {
     pub(crate) fn new(conn: RedisConn, options: IngestOptions) -> Ingest {
+        let budget = Budget::new(
+            options.call_target.unwrap_or(options.call_budget),
+            options.max_batch_members,
+            options.call_budget,
+            options.call_check_every,
+            conn.reads_seen().clone(),
+        );
         Ingest {
             committers: Arc::default(),
             shared: Arc::new(Shared {
                 conn,
                 options,
-                budget: Budget::new(
-                    options.call_target.unwrap_or(options.call_budget),
-                    options.max_batch_members,
-                    options.call_budget,
-                    options.call_check_every,
-                ),
+                budget,
             }),
         }
     }
