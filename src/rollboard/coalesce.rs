@@ -261,6 +261,7 @@ impl Drop for Waiting<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::pin::Pin;
     use std::sync::Mutex as StdMutex;
 
     /// A fetch that records its items and, once `gate` opens, answers each item `i` with
@@ -387,27 +388,38 @@ mod tests {
         assert!(c.lock().is_empty());
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_read_whose_next_was_handed_on_never_takes_a_later_one() {
-        let c = Coalescer::default();
+    /// Answers its items.
+    async fn echo(items: Vec<u32>) -> Result<Vec<u32>> {
+        Ok(items)
+    }
+
+    /// A read of item 2 of key `k`, waiting for the next fetch, which the fetch under
+    /// way when it arrived (of item 1) has just handed on to it; it has not run since.
+    async fn handed_on(c: &Coalescer) -> Pin<Box<impl Future<Output = Result<u32>> + '_>> {
         let fetches = StdMutex::new(Vec::new());
         let (open, gate) = watch::channel(false);
         let (f, gate) = (&fetches, &gate);
-        let echo = |items: Vec<u32>| async move { Ok(items) };
         let mut first = Box::pin(c.read("k".into(), 1, |items| gated(f, gate, 100, items)));
         assert!(futures_util::poll!(&mut first).is_pending());
         let mut handed = Box::pin(c.read("k".into(), 2, echo));
         assert!(futures_util::poll!(&mut handed).is_pending());
-        // The first fetch ends and hands the next on; before its reader runs, a read makes
-        // a later next, and both waits' time runs out.
         open.send(true).unwrap();
         assert_eq!(first.await.unwrap(), 101);
+        assert_eq!(made(f), vec![vec![1]]);
+        handed
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_whose_next_was_handed_on_never_takes_a_later_one() {
+        let c = Coalescer::default();
+        let handed = handed_on(&c).await;
+        // Before its reader runs, a read makes a later next, and both waits' time runs
+        // out.
         let mut later = Box::pin(c.read("k".into(), 3, echo));
         assert!(futures_util::poll!(&mut later).is_pending());
         tokio::time::advance(2 * MAX_WAIT).await;
         assert_eq!(handed.await.unwrap(), 2);
         assert_eq!(later.await.unwrap(), 3);
-        assert_eq!(made(f), vec![vec![1]]);
         // Every fetch ended: the key has none under way.
         assert!(c.lock().is_empty());
     }
@@ -415,19 +427,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_read_gone_after_its_next_was_handed_on_leaves_no_fetch_under_way() {
         let c = Coalescer::default();
-        let fetches = StdMutex::new(Vec::new());
-        let (open, gate) = watch::channel(false);
-        let (f, gate) = (&fetches, &gate);
-        let echo = |items: Vec<u32>| async move { Ok(items) };
-        let mut first = Box::pin(c.read("k".into(), 1, |items| gated(f, gate, 100, items)));
-        assert!(futures_util::poll!(&mut first).is_pending());
-        let mut handed = Box::pin(c.read("k".into(), 2, echo));
-        assert!(futures_util::poll!(&mut handed).is_pending());
-        // The first fetch ends and hands the next on; its reader goes away before it
-        // runs (a client that hung up).
-        open.send(true).unwrap();
-        assert_eq!(first.await.unwrap(), 101);
-        drop(handed);
+        // Its reader goes away before it runs (a client that hung up).
+        drop(handed_on(&c).await);
         assert!(c.lock().is_empty());
         // So the next read fetches at once, without waiting MAX_WAIT.
         let before = tokio::time::Instant::now();
