@@ -88,7 +88,9 @@ pub struct IngestOptions {
     /// each board's measured cost so that calls stay near this (never fewer than one
     /// pair per call; `Duration::ZERO`: one pair per call), and a call that has run this
     /// long stops at its next check (see `call_check_every`) and leaves the rest to the
-    /// next call. Default 1 ms.
+    /// next call. Default 1 ms. While hot reads go on (one went out within the last
+    /// 100 ms), calls are sized for and stop at a quarter of it, so that a read waits
+    /// for little write work (docs/design.md, "Reads first").
     pub call_budget: Duration,
     /// What the pairs per call are sized for, when not `call_budget` (tests: a long
     /// target with a zero budget makes every call stop after its first check).
