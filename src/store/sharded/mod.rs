@@ -190,9 +190,10 @@ impl Store for ShardedStore {
         let Some(s) = self.sharded(at.board).await? else {
             return self.inner.standings(at, members).await;
         };
+        let window = s.in_window(at.window, at.now);
         let mut standings = Vec::with_capacity(members.len());
         for member in members {
-            standings.push(Box::pin(s.in_window(at.window, at.now).standing(member)).await?);
+            standings.push(Box::pin(window.standing(member)).await?);
         }
         Ok(standings)
     }
@@ -214,10 +215,11 @@ impl Store for ShardedStore {
         let Some(s) = self.sharded(at.board).await? else {
             return self.inner.arounds(at, members, n, options).await;
         };
+        let window = s.in_window(at.window, at.now);
         let mut pages = Vec::with_capacity(members.len());
         for member in members {
             let query = AroundQuery { member, n, options };
-            pages.push(Box::pin(s.in_window(at.window, at.now).around(query)).await?);
+            pages.push(Box::pin(window.around(query)).await?);
         }
         Ok(pages)
     }
