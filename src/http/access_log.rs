@@ -1,29 +1,24 @@
 //! The access log (opt-in, `access_log`): one INFO line per request on target
-//! `rollboard::access`.
+//! `rollboard::access`, written by the [edge](super::edge) once the request is answered.
 
-use std::time::Instant;
+use axum::extract::MatchedPath;
+use axum::http::{Method, StatusCode, Uri};
 
-use axum::extract::{MatchedPath, Request};
-use axum::middleware::Next;
-use axum::response::Response;
+/// The route a line names: its template, or the path when no route matched.
+pub(super) fn route(matched: Option<&MatchedPath>, uri: &Uri) -> String {
+    matched
+        .map_or_else(|| uri.path(), MatchedPath::as_str)
+        .to_owned()
+}
 
-/// Logs the request's method, route template (its path when no route matched), status
-/// and duration once it is answered.
-pub async fn log(request: Request, next: Next) -> Response {
-    let start = Instant::now();
-    let method = request.method().clone();
-    let route = match request.extensions().get::<MatchedPath>() {
-        Some(matched) => matched.as_str().to_owned(),
-        None => request.uri().path().to_owned(),
-    };
-    let response = next.run(request).await;
+/// Logs the request's method, route, status and duration.
+pub(super) fn line(method: &Method, route: &str, status: StatusCode, seconds: f64) {
     tracing::info!(
         target: "rollboard::access",
         method = %method,
         route = %route,
-        status = response.status().as_u16(),
-        duration_ms = start.elapsed().as_secs_f64() * 1000.0,
+        status = status.as_u16(),
+        duration_ms = seconds * 1000.0,
         "request"
     );
-    response
 }

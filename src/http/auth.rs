@@ -1,35 +1,43 @@
-//! Bearer-token access for write and admin routes.
+//! Bearer-token access: three tokens, each granting what the one below it grants.
 //!
 //! - When no token is configured, everything is open (the service then binds to loopback
 //!   only, unless `--insecure`).
+//! - Reads (every route but `/healthz`, `/readyz`, `/openapi.json` and the dashboard page)
+//!   need a token only when a read token is configured: then the read, the write or the
+//!   admin token. The check is the [edge](super::edge)'s, before routing goes further.
 //! - Writes (`POST …/events`, `POST /v1/counters/…`, `POST /v1/stats/…`) need the write
 //!   token or the admin token.
 //! - Administration (create or drop a board, remove a member, drop a counter) needs the
-//!   admin token; when only a write token is configured, administration needs that one,
-//!   so setting any token protects every change.
+//!   admin token.
+//! - The strongest token configured grants everything: with only a write token, it also
+//!   administers; with only a read token, it also writes and administers. So setting any
+//!   token protects every change.
 //!
 //! A missing, malformed or unknown token is 401; a known token without the right is 403.
 
 use axum::extract::FromRequestParts;
-use axum::http::StatusCode;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
 
 use super::AppState;
 use super::error::ApiError;
 
 /// The configured tokens.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Tokens {
-    /// Grants writes.
+    /// Grants reads; when set, reads need a token.
+    pub read: Option<String>,
+    /// Grants reads and writes.
     pub write: Option<String>,
-    /// Grants writes and administration.
+    /// Grants reads, writes and administration.
     pub admin: Option<String>,
 }
 
 impl std::fmt::Debug for Tokens {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tokens")
+            .field("read", &self.read.as_ref().map(|_| "***"))
             .field("write", &self.write.as_ref().map(|_| "***"))
             .field("admin", &self.admin.as_ref().map(|_| "***"))
             .finish()
@@ -39,62 +47,85 @@ impl std::fmt::Debug for Tokens {
 impl Tokens {
     /// Whether any token is configured.
     pub fn any(&self) -> bool {
-        self.write.is_some() || self.admin.is_some()
+        self.read.is_some() || self.write.is_some() || self.admin.is_some()
+    }
+
+    /// Whether the request in `headers` may read: always when no read token is configured.
+    pub(super) fn may_read(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        match self.read {
+            None => Ok(()),
+            Some(_) => self.require(headers, Grant::Read),
+        }
+    }
+
+    /// Whether the request in `headers` has a token granting `needed` (always, when no
+    /// token is configured).
+    fn require(&self, headers: &HeaderMap, needed: Grant) -> Result<(), ApiError> {
+        if !self.any() || self.grant(headers)? >= needed {
+            return Ok(());
+        }
+        let message = match needed {
+            Grant::Admin => "this token may not administer boards: it needs the admin token",
+            _ => "this token may read but not write: it needs the write or the admin token",
+        };
+        Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", message))
+    }
+
+    /// What the request's token grants: its own right, or everything when no stronger
+    /// token is configured.
+    fn grant(&self, headers: &HeaderMap) -> Result<Grant, ApiError> {
+        let token = bearer(headers)?;
+        // An empty expected token never matches anything.
+        let matches = |expected: &Option<String>| {
+            expected
+                .as_deref()
+                .is_some_and(|e| !e.is_empty() && constant_time_eq(e, token))
+        };
+        let strongest = if self.admin.is_some() {
+            Grant::Admin
+        } else if self.write.is_some() {
+            Grant::Write
+        } else {
+            Grant::Read
+        };
+        let right = [
+            (&self.admin, Grant::Admin),
+            (&self.write, Grant::Write),
+            (&self.read, Grant::Read),
+        ]
+        .into_iter()
+        .find_map(|(expected, right)| matches(expected).then_some(right))
+        .ok_or_else(|| unauthorized("unknown token"))?;
+        Ok(if right == strongest {
+            Grant::Admin
+        } else {
+            right
+        })
     }
 }
 
 /// What a request's token grants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Grant {
+    Read,
     Write,
     Admin,
 }
 
-fn grant(tokens: &Tokens, parts: &Parts) -> Result<Grant, ApiError> {
-    let unauthorized =
-        |message: &str| ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message);
-    let header = parts
-        .headers
+fn unauthorized(message: &str) -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+}
+
+/// The token the request sends, or why it has none.
+fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
+    let header = headers
         .get(AUTHORIZATION)
         .ok_or_else(|| unauthorized("this route needs Authorization: Bearer <token>"))?;
-    let token = header
+    header
         .to_str()
         .ok()
         .and_then(bearer_token)
-        .ok_or_else(|| unauthorized("the Authorization header must be: Bearer <token>"))?;
-    // An empty expected token never matches anything.
-    let matches = |expected: &Option<String>| {
-        expected
-            .as_deref()
-            .is_some_and(|e| !e.is_empty() && constant_time_eq(e, token))
-    };
-    if matches(&tokens.admin) {
-        Ok(Grant::Admin)
-    } else if matches(&tokens.write) {
-        // Without an admin token, the write token is the strongest credential there is.
-        Ok(if tokens.admin.is_none() {
-            Grant::Admin
-        } else {
-            Grant::Write
-        })
-    } else {
-        Err(unauthorized("unknown token"))
-    }
-}
-
-fn require(state: &AppState, parts: &Parts, needed: Grant) -> Result<(), ApiError> {
-    if !state.tokens.any() {
-        return Ok(());
-    }
-    if grant(&state.tokens, parts)? >= needed {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "this token may write events but not administer boards",
-        ))
-    }
+        .ok_or_else(|| unauthorized("the Authorization header must be: Bearer <token>"))
 }
 
 /// Proof that the request may write events.
@@ -104,7 +135,12 @@ pub struct WriteAccess;
 impl FromRequestParts<AppState> for WriteAccess {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        require(state, parts, Grant::Write).map(|_| WriteAccess)
+        state
+            .live
+            .load()
+            .tokens
+            .require(&parts.headers, Grant::Write)
+            .map(|_| WriteAccess)
     }
 }
 
@@ -115,7 +151,12 @@ pub struct AdminAccess;
 impl FromRequestParts<AppState> for AdminAccess {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        require(state, parts, Grant::Admin).map(|_| AdminAccess)
+        state
+            .live
+            .load()
+            .tokens
+            .require(&parts.headers, Grant::Admin)
+            .map(|_| AdminAccess)
     }
 }
 

@@ -10,9 +10,10 @@
 //! - an operation with parameters: 400 (a path or query parameter that does not parse);
 //! - an operation with a body: 400 (not JSON, wrong shape), 413 (over the body limit),
 //!   415 (a `Content-Type` that is not JSON);
-//! - an operation with a security requirement: 401 (missing or unknown token);
-//! - an operation only the admin token may call: 403 (the write token, when an admin
-//!   token is configured).
+//! - an operation with a security requirement: 401 (missing or unknown token); every
+//!   operation but the two probes has one ([`guard_reads`]: reads list the read token);
+//! - an operation only the admin token may call: 403 (a weaker token, when an admin
+//!   token is configured); one that writes: 403 (the read token, when a stronger one is).
 //!
 //! Every one of them carries the [`ErrorBody`](super::error::ErrorBody) schema.
 //!
@@ -27,9 +28,25 @@ use utoipa::openapi::{ContentBuilder, OpenApi, Ref, RefOr, ResponseBuilder, Serv
 
 use crate::Settings;
 
-/// The security scheme of the admin token (see `BearerAuth` in the parent module).
+/// The security schemes of the tokens (see `BearerAuth` in the parent module).
 const ADMIN: &str = "adminToken";
+const WRITE: &str = "writeToken";
+const READ: &str = "readToken";
 const NO_SCOPES: [&str; 0] = [];
+
+/// Gives every operation of `openapi` without a security requirement the read token's:
+/// any of the three tokens (needed only when a read token is configured).
+pub fn guard_reads(openapi: &mut OpenApi) {
+    for item in openapi.paths.paths.values_mut() {
+        for operation in operations(item) {
+            operation.security.get_or_insert_with(|| {
+                [READ, WRITE, ADMIN]
+                    .map(|scheme| SecurityRequirement::new(scheme, NO_SCOPES))
+                    .into()
+            });
+        }
+    }
+}
 
 /// Adds the layers' statuses to every operation and the configured bounds to the schemas.
 pub fn complete(openapi: &mut OpenApi, settings: &Settings) {
@@ -162,13 +179,19 @@ fn add_layer_statuses(operation: &mut Operation) {
     if operation.security.as_ref().is_some_and(|s| !s.is_empty()) {
         statuses.push((
             "401",
-            "`unauthorized`: tokens are configured and the request has none, or an unknown one",
+            "`unauthorized`: a token this route needs is configured and the request has none, or an unknown one",
         ));
     }
-    if operation.security.as_deref() == Some(&[SecurityRequirement::new(ADMIN, NO_SCOPES)]) {
+    let security = operation.security.as_deref().unwrap_or_default();
+    if security == [SecurityRequirement::new(ADMIN, NO_SCOPES)] {
         statuses.push((
             "403",
-            "`forbidden`: an admin token is configured and the request sent the write token",
+            "`forbidden`: an admin token is configured and the request sent a weaker token",
+        ));
+    } else if security.len() == 2 {
+        statuses.push((
+            "403",
+            "`forbidden`: a write or admin token is configured and the request sent the read token",
         ));
     }
     let responses = &mut operation.responses.responses;

@@ -1,6 +1,8 @@
 //! The edge: the one layer every request of the router passes through, doing in one
 //! step what would otherwise be six layers (each layer of an axum router clones and
 //! boxes its part of the stack on every request):
+//! - on a route that reads, a request without a token the read token's rule accepts is
+//!   answered 401 before anything else ([`auth`](super::auth));
 //! - a panic in a handler is answered 500 `internal`, and recorded like any answer;
 //! - a body announced larger than `max_body_bytes` is refused with 413 before any of it
 //!   is read ([`body_limit`](super::body_limit)), and bodies read are cut at that limit
@@ -8,7 +10,11 @@
 //! - a request that takes longer than `request_timeout` is answered 503 `timeout`;
 //! - its latency goes to the Prometheus histogram of its route ([`latency`]);
 //! - with access times on (`rollboard serve`), its duration is recorded as a stats
-//!   value of its route ([`access_time`](super::access_time)).
+//!   value of its route ([`access_time`](super::access_time));
+//! - with the access log on, it is logged ([`access_log`](super::access_log)).
+//!
+//! The tokens and the access log are read from the [`Live`](super::live::Live) options
+//! once per request, so a reload applies from the next request on.
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -24,7 +30,8 @@ use tokio::time::Timeout;
 use tower::{Layer, Service};
 
 use super::error::ApiError;
-use super::{access_time, body_limit, latency};
+use super::live::Reload;
+use super::{access_log, access_time, body_limit, latency};
 use crate::Rollboard;
 
 /// The edge's settings (see the module docs).
@@ -34,6 +41,10 @@ pub(super) struct EdgeLayer {
     request_timeout: Duration,
     /// Where access times are recorded (`None`: not recorded).
     access_times: Option<Rollboard>,
+    /// The tokens and the access log.
+    live: Reload,
+    /// Whether the routes read (and so need the read token when one is configured).
+    reads: bool,
 }
 
 impl EdgeLayer {
@@ -41,11 +52,22 @@ impl EdgeLayer {
         max_body_bytes: usize,
         request_timeout: Duration,
         access_times: Option<Rollboard>,
+        live: Reload,
     ) -> Self {
         EdgeLayer {
             max_body_bytes,
             request_timeout,
             access_times,
+            live,
+            reads: false,
+        }
+    }
+
+    /// The same edge for routes that read.
+    pub(super) fn reading(&self) -> Self {
+        EdgeLayer {
+            reads: true,
+            ..self.clone()
         }
     }
 }
@@ -92,13 +114,25 @@ where
 
     fn call(&mut self, mut request: Request) -> Self::Future {
         let layer = &self.layer;
+        let live = layer.live.load();
+        let route = request.extensions().get::<MatchedPath>().cloned();
         let observed = Observed {
             start: Instant::now(),
             method: request.method().clone(),
-            route: request.extensions().get::<MatchedPath>().cloned(),
+            logged: live
+                .access_log
+                .then(|| access_log::route(route.as_ref(), request.uri())),
+            route,
             access_times: layer.access_times.clone(),
         };
-        let state = match body_limit::refusal(request.headers(), layer.max_body_bytes) {
+        let refused = match layer.reads {
+            true => live.tokens.may_read(request.headers()).err(),
+            false => None,
+        };
+        let refused = refused
+            .map(IntoResponse::into_response)
+            .or_else(|| body_limit::refusal(request.headers(), layer.max_body_bytes));
+        let state = match refused {
             Some(refused) => State::Refused {
                 response: Some(refused),
             },
@@ -126,11 +160,16 @@ struct Observed {
     method: Method,
     route: Option<MatchedPath>,
     access_times: Option<Rollboard>,
+    /// The route as the access log names it, when the log is on.
+    logged: Option<String>,
 }
 
 impl Observed {
     fn record(&mut self, status: StatusCode) {
         let seconds = self.start.elapsed().as_secs_f64();
+        if let Some(route) = &self.logged {
+            access_log::line(&self.method, route, status, seconds);
+        }
         if let (Some(boards), Some(route)) = (&self.access_times, &self.route) {
             let route = route.as_str();
             boards.record_stat_deferred(route, access_time::kind_of(route), seconds);
@@ -207,7 +246,12 @@ mod tests {
                 get(|| async { tokio::time::sleep(Duration::from_secs(60)).await }),
             )
             .route("/echo", post(|body: String| async move { body }))
-            .layer(EdgeLayer::new(8, timeout, None))
+            .layer(EdgeLayer::new(
+                8,
+                timeout,
+                None,
+                Reload::new(Default::default()),
+            ))
     }
 
     /// The status and body of `request` answered by `app`.

@@ -10,8 +10,7 @@ use std::sync::Arc;
 use axum::extract::OriginalUri;
 use axum::http::Uri;
 use axum::routing::get;
-use axum::{Json, Router, middleware};
-use tower_http::cors::{AllowOrigin, CorsLayer};
+use axum::{Json, Router};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa_axum::router::OpenApiRouter;
@@ -23,6 +22,7 @@ mod auth;
 mod boards;
 mod body_limit;
 mod contract;
+mod cors;
 mod counters;
 mod dashboard;
 mod dashboard_api;
@@ -32,6 +32,7 @@ mod events;
 mod extract;
 mod json_int;
 mod latency;
+mod live;
 mod maintenance;
 mod media_type;
 mod member_data;
@@ -49,6 +50,7 @@ mod wire;
 
 pub use access_time::{ACCESS_TIME, AccessTime, AccessTimeLayer, DASHBOARD_TIME};
 pub use auth::Tokens;
+pub use live::{Live, Reload};
 pub use state::{AppState, HttpOptions};
 
 use crate::Rollboard;
@@ -73,8 +75,8 @@ use crate::Rollboard;
 )]
 struct ApiDoc;
 
-/// The two bearer schemes. Write routes list both (either token satisfies them), admin
-/// routes only `adminToken`; the rules are [`auth`]'s.
+/// The three bearer schemes. Read routes list all three, write routes `writeToken` and
+/// `adminToken`, admin routes only `adminToken`; the rules are [`auth`]'s.
 struct BearerAuth;
 
 impl utoipa::Modify for BearerAuth {
@@ -89,23 +91,34 @@ impl utoipa::Modify for BearerAuth {
             )
         };
         components.add_security_scheme(
+            "readToken",
+            bearer(
+                "The read token (ROLLBOARD_READ_TOKEN), the write token or the admin token: \
+                 any one grants reads (every route but /healthz, /readyz, /openapi.json and \
+                 the dashboard page). Reads need a token only when a read token is \
+                 configured; when only a read token is configured, it grants writes and \
+                 administration too.",
+            ),
+        );
+        components.add_security_scheme(
             "writeToken",
             bearer(
                 "The write token (ROLLBOARD_WRITE_TOKEN) or the admin token: either one \
-                 grants writes (events, hits, checks, counter increments, stat values). \
-                 When only an admin token is configured, writes need that one. When no \
-                 token is configured at all, every route is open and no token is needed.",
+                 grants reads and writes (events, hits, checks, counter increments, stat \
+                 values). When only an admin token is configured, writes need that one; \
+                 when only a read token is, that one. When no token is configured at all, \
+                 every route is open and no token is needed.",
             ),
         );
         components.add_security_scheme(
             "adminToken",
             bearer(
-                "The admin token (ROLLBOARD_ADMIN_TOKEN) grants writes and administration \
-                 (create, change or drop a board, remove a member, configure or drop a \
-                 counter). When only a write token is configured, that token administers \
-                 too. A write token sent when an admin token is configured is refused \
-                 with 403 `forbidden` on an admin route. When no token is configured at \
-                 all, every route is open.",
+                "The admin token (ROLLBOARD_ADMIN_TOKEN) grants reads, writes and \
+                 administration (create, change or drop a board, remove a member, \
+                 configure or drop a counter). When no admin token is configured, the \
+                 strongest token configured administers. A weaker token sent when an admin \
+                 token is configured is refused with 403 `forbidden` on an admin route. \
+                 When no token is configured at all, every route is open.",
             ),
         );
     }
@@ -119,13 +132,27 @@ fn mount_prefix<'a>(original: &'a str, path: &str) -> &'a str {
 
 /// The whole service as a router: mount it as is, or under a prefix with `nest`.
 pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
+    reloadable_router(boards, options).0
+}
+
+/// [`router`], and the handle that changes its tokens, access log, CORS origins and
+/// staleness bound while it serves.
+pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Reload) {
+    let live = Reload::new(Live {
+        tokens: options.tokens,
+        access_log: options.access_log,
+        cors_origins: options.cors_origins,
+        max_staleness: boards.staleness(),
+    });
     let state = AppState {
         boards,
-        tokens: Arc::new(options.tokens),
+        live: live.clone(),
         metrics: options.metrics,
         max_clock_skew: options.max_clock_skew,
     };
-    let (routes, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+    // Every route of the document but the two probes reads or writes: with a read token
+    // configured, each needs a token.
+    let (guarded, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(boards::list_boards))
         .routes(routes!(
             boards::put_board,
@@ -165,17 +192,20 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
         ))
         .routes(routes!(stats::slowest))
         .routes(routes!(stats::post_value, stats::get_stats))
-        .routes(routes!(ops::healthz))
-        .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))
         .routes(routes!(dashboard_api::dashboard))
         .routes(routes!(dashboard_api::search_boards))
         .routes(routes!(dashboard_api::member))
         .split_for_parts();
-    let mut openapi = openapi;
+    contract::guard_reads(&mut openapi);
+    let (open, probes) = OpenApiRouter::new()
+        .routes(routes!(ops::healthz))
+        .routes(routes!(ops::readyz))
+        .split_for_parts();
+    openapi.merge(probes);
     contract::complete(&mut openapi, state.boards.settings());
     let openapi = Arc::new(openapi);
-    let router = routes
+    let open = open
         .route(
             "/openapi.json",
             get(
@@ -189,51 +219,22 @@ pub fn router(boards: Rollboard, options: HttpOptions) -> Router {
             ),
         )
         .route("/", get(dashboard::page))
-        .fallback(ops::not_found)
-        .method_not_allowed_fallback(ops::method_not_allowed);
-    let router = if options.access_log {
-        router.layer(middleware::from_fn(access_log::log))
-    } else {
-        router
-    };
+        .fallback(ops::not_found);
     let access_times = options.access_times.then(|| state.boards.clone());
-    let router = router.layer(edge::EdgeLayer::new(
+    let edge = edge::EdgeLayer::new(
         options.max_body_bytes,
         options.request_timeout,
         access_times,
-    ));
-    let router = match cors(&options.cors_origins) {
-        Some(cors) => router.layer(cors),
-        None => router,
-    };
-    router.with_state(state)
-}
-
-/// The CORS layer for `origins` (`*`: any); `None` when there is none.
-fn cors(origins: &[String]) -> Option<CorsLayer> {
-    use axum::http::{HeaderName, HeaderValue, Method, header};
-    if origins.is_empty() {
-        return None;
-    }
-    let allow = if origins.iter().any(|o| o == "*") {
-        AllowOrigin::any()
-    } else {
-        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
-    };
-    Some(
-        CorsLayer::new()
-            .allow_origin(allow)
-            .allow_methods([
-                Method::GET,
-                Method::POST,
-                Method::PUT,
-                Method::DELETE,
-                Method::OPTIONS,
-            ])
-            .allow_headers([
-                header::CONTENT_TYPE,
-                header::AUTHORIZATION,
-                HeaderName::from_static("idempotency-key"),
-            ]),
-    )
+        live.clone(),
+    );
+    let router = open
+        .method_not_allowed_fallback(ops::method_not_allowed)
+        .layer(edge.clone())
+        .merge(
+            guarded
+                .method_not_allowed_fallback(ops::method_not_allowed)
+                .layer(edge.reading()),
+        )
+        .layer(cors::LiveCorsLayer::new(live.clone()));
+    (router.with_state(state), live)
 }

@@ -1,18 +1,18 @@
 //! What the router is built from ([`HttpOptions`]) and what every handler can reach
 //! ([`AppState`]).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use super::Tokens;
+use super::live::Reload;
 use crate::Rollboard;
 
 /// How the router behaves.
 #[derive(Clone, Debug)]
 pub struct HttpOptions {
-    /// Bearer tokens for write and admin routes (none: open).
+    /// Bearer tokens for read, write and admin routes (none: open).
     pub tokens: Tokens,
     /// Largest request body accepted (default 4 MiB).
     pub max_body_bytes: usize,
@@ -53,7 +53,7 @@ impl Default for HttpOptions {
 #[derive(Clone)]
 pub struct AppState {
     pub(super) boards: Rollboard,
-    pub(super) tokens: Arc<Tokens>,
+    pub(super) live: Reload,
     pub(super) metrics: Option<PrometheusHandle>,
     pub(super) max_clock_skew: Option<Duration>,
 }

@@ -8,8 +8,10 @@ pub mod heap_trim;
 mod idle;
 mod logging;
 mod memory_watch;
+mod reload;
 mod scheduler;
 mod serve;
+mod systemd;
 mod timeout;
 mod webhook;
 
@@ -18,8 +20,9 @@ pub use config::{
     parse_bind,
 };
 pub use connections::{ConnectionLimits, serve_connections};
-pub use logging::{LogFormat, init_logging};
+pub use logging::{LogFormat, LogHandle, init_logging};
+pub use reload::{LoadConfig, Reloader};
 pub use scheduler::{Scheduler, SchedulerError};
-pub use serve::{ServiceError, open_store, run, shutdown_signal};
+pub use serve::{ServiceError, open_store, run, run_reloading, shutdown_signal};
 pub use timeout::Timeout;
 pub use webhook::{WebhookOptions, idempotency_key};

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
-use super::{Scheduler, ServiceConfig};
-use crate::http::{HttpOptions, router};
+use super::reload::Reloader;
+use super::{Scheduler, ServiceConfig, systemd};
+use crate::http::{HttpOptions, reloadable_router};
 use crate::metrics::install_prometheus;
-use crate::{Error, MemoryStore, RedisStore, Rollboard, Store};
+use crate::{BoardConfig, Error, MemoryStore, RedisStore, Rollboard, Store};
 
 /// Why the service could not run.
 #[derive(Debug, thiserror::Error)]
@@ -69,17 +70,14 @@ pub async fn open_store(config: &ServiceConfig) -> Result<Arc<dyn Store>, Servic
     }
 }
 
-/// Serves `boards` on `listener` until `shutdown` completes, then finishes in-flight
-/// requests and retirement passes within `config.shutdown_grace`.
-pub async fn run(
-    boards: Rollboard,
-    config: &ServiceConfig,
-    listener: TcpListener,
-    shutdown: impl Future<Output = ()> + Send + 'static,
+/// Creates the boards `declared` in the config file, or checks them. A board declared
+/// with more windows than stored gets them (built by the scheduler's first sweep); any
+/// other difference is an error.
+pub(super) async fn declare_boards(
+    boards: &Rollboard,
+    declared: &[(String, BoardConfig)],
 ) -> Result<(), ServiceError> {
-    // A board declared with more windows than stored gets them (built by the
-    // scheduler's first sweep); any other difference stops the start.
-    for (name, board) in &config.boards {
+    for (name, board) in declared {
         boards
             .create(name, board.clone())
             .await
@@ -93,6 +91,31 @@ pub async fn run(
                 other => other.into(),
             })?;
     }
+    Ok(())
+}
+
+/// Serves `boards` on `listener` until `shutdown` completes, then finishes in-flight
+/// requests and retirement passes within `config.shutdown_grace`.
+pub async fn run(
+    boards: Rollboard,
+    config: &ServiceConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServiceError> {
+    run_reloading(boards, config, listener, shutdown, None).await
+}
+
+/// [`run`], reloading what can change on `SIGHUP` when given a [`Reloader`]; tells
+/// systemd when it is ready, reloading and stopping.
+pub async fn run_reloading(
+    boards: Rollboard,
+    config: &ServiceConfig,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    reloader: Option<Reloader>,
+) -> Result<(), ServiceError> {
+    // Any difference but more windows stops the start.
+    declare_boards(&boards, &config.boards).await?;
 
     let metrics = install_prometheus();
     let upkeep = {
@@ -119,7 +142,8 @@ pub async fn run(
         .map(|options| super::webhook::spawn(boards.clone(), options));
 
     let stats = boards.clone();
-    let app = router(
+    let reload_boards = boards.clone();
+    let (app, live) = reloadable_router(
         boards,
         HttpOptions {
             tokens: config.tokens.clone(),
@@ -133,6 +157,10 @@ pub async fn run(
             access_times: true,
         },
     );
+    let reloads =
+        reloader.and_then(|r| super::reload::spawn(r, reload_boards, live, config.clone()));
+    let ready = systemd::ready_when_ready(app.clone());
+    let watchdog = systemd::watchdog();
     let address = listener.local_addr()?;
     tracing::info!(
         "listening on http://{address} (dashboard at /, API under /v1, spec at /openapi.json)"
@@ -143,6 +171,7 @@ pub async fn run(
     let (signalled_tx, signalled_rx) = tokio::sync::oneshot::channel::<()>();
     let server = super::serve_connections(listener, app, config.connections, async move {
         shutdown.await;
+        systemd::notify(&[sd_notify::NotifyState::Stopping]);
         tracing::info!("shutting down");
         let _ = signalled_tx.send(());
     });
@@ -166,6 +195,9 @@ pub async fn run(
     }
     memory_watch.abort();
     heap_trim.abort();
+    for task in [reloads, ready, watchdog].into_iter().flatten() {
+        task.abort();
+    }
     if let Some(webhook) = webhook {
         // A POST cut short leaves its snapshot's cursor: another attempt delivers it.
         webhook.abort();

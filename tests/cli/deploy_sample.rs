@@ -101,3 +101,101 @@ async fn serve_starts_on_the_deploy_sample_config_and_creates_its_boards() {
     );
     assert!(exit.success(), "serve exited with {exit} on SIGTERM");
 }
+
+/// The settings the sample config names, set or commented out (`# name = …`).
+fn sample_settings() -> Vec<String> {
+    std::fs::read_to_string(SAMPLE)
+        .unwrap()
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start_matches('#').trim_start();
+            let (name, _) = line.split_once(" = ")?;
+            name.chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_')
+                .then(|| name.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn the_compose_file_runs_the_image_beside_redis_with_the_samples_settings() {
+    use yaml_rust2::{Yaml, YamlLoader};
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/compose.yaml"))
+        .unwrap();
+    let documents = YamlLoader::load_from_str(&text).expect("compose.yaml parses");
+    let services = &documents[0]["services"];
+    let strings = |y: &Yaml| -> Vec<String> {
+        y.as_vec()
+            .unwrap_or_else(|| panic!("a list: {y:?}"))
+            .iter()
+            .map(|s| s.as_str().unwrap().to_owned())
+            .collect()
+    };
+
+    // Redis keeps every write on disk (AOF) and every key (noeviction), and says when
+    // it is up.
+    let redis = &services["redis"];
+    let command = strings(&redis["command"]).join(" ");
+    assert!(command.contains("--appendonly yes"), "{command}");
+    assert!(
+        command.contains("--maxmemory-policy noeviction"),
+        "{command}"
+    );
+    assert_eq!(
+        strings(&redis["healthcheck"]["test"]),
+        ["CMD", "redis-cli", "ping"]
+    );
+
+    // rollboard: the repository's image, after Redis is healthy, on the port the image
+    // listens on, with the sample config where the image reads it.
+    let service = &services["rollboard"];
+    assert_eq!(
+        service["build"]["dockerfile"].as_str(),
+        Some("deploy/Containerfile")
+    );
+    assert_eq!(
+        service["depends_on"]["redis"]["condition"].as_str(),
+        Some("service_healthy")
+    );
+    let containerfile =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/Containerfile"))
+            .unwrap();
+    assert!(containerfile.contains("ENV ROLLBOARD_BIND=0.0.0.0:8080"));
+    assert_eq!(strings(&service["ports"]), ["8080:8080"]);
+    assert!(
+        containerfile.contains(r#"CMD ["serve", "--config", "/etc/rollboard/rollboard.toml"]"#)
+    );
+    assert_eq!(
+        strings(&service["volumes"]),
+        ["./rollboard.toml:/etc/rollboard/rollboard.toml:ro"]
+    );
+    let probe = strings(&service["healthcheck"]["test"]).join(" ");
+    assert!(probe.ends_with("http://127.0.0.1:8080/readyz"), "{probe}");
+
+    // Its environment: Redis by its service name, and settings the sample names too
+    // (each ROLLBOARD_X is the sample's `x`), the three tokens among them.
+    let environment = service["environment"].as_hash().unwrap();
+    let names: Vec<&str> = environment.keys().map(|k| k.as_str().unwrap()).collect();
+    assert_eq!(
+        environment[&Yaml::from_str("REDIS_URL")].as_str(),
+        Some("redis://redis:6379/")
+    );
+    let settings = sample_settings();
+    for name in &names {
+        let setting = name
+            .strip_prefix("ROLLBOARD_")
+            .unwrap_or(name)
+            .to_lowercase();
+        assert!(
+            settings.contains(&setting),
+            "{name} in compose.yaml, but the sample config has no {setting}: {settings:?}"
+        );
+    }
+    for token in [
+        "ROLLBOARD_READ_TOKEN",
+        "ROLLBOARD_WRITE_TOKEN",
+        "ROLLBOARD_ADMIN_TOKEN",
+    ] {
+        assert!(names.contains(&token), "{token} missing: {names:?}");
+    }
+}

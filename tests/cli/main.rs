@@ -7,6 +7,7 @@ mod dystats;
 mod errors;
 mod killed_retirement;
 mod logs;
+mod reload;
 #[path = "../common/redis.rs"]
 mod test_redis;
 

@@ -1,5 +1,7 @@
 //! Bearer tokens: writes need the write (or admin) token, administration the admin
-//! token, reads stay open; 401 without a valid token, 403 with a token lacking the right.
+//! token, reads stay open unless a read token is configured; 401 without a valid token,
+//! 403 with a token lacking the right. Every route of the document is checked against
+//! each token.
 
 use std::sync::Arc;
 
@@ -23,6 +25,7 @@ async fn writes_and_administration_need_their_tokens() {
     let app = app_with(Tokens {
         write: Some("w-token".into()),
         admin: Some("a-token".into()),
+        ..Tokens::default()
     })
     .await;
     let b = unique("auth");
@@ -116,7 +119,7 @@ async fn writes_and_administration_need_their_tokens() {
 async fn a_lone_write_token_also_guards_administration() {
     let app = app_with(Tokens {
         write: Some("only".into()),
-        admin: None,
+        ..Tokens::default()
     })
     .await;
     let board = format!("/v1/boards/{}", unique("auth"));
@@ -160,8 +163,8 @@ async fn without_tokens_everything_is_open() {
 #[tokio::test]
 async fn the_bearer_scheme_is_case_insensitive_and_the_token_exact() {
     let app = app_with(Tokens {
-        write: None,
         admin: Some("a-Token".into()),
+        ..Tokens::default()
     })
     .await;
     let put = |authorization: &'static str| {
@@ -185,4 +188,184 @@ async fn the_bearer_scheme_is_case_insensitive_and_the_token_exact() {
         let reply = put(refused).await.unwrap();
         assert_eq!(reply.status(), StatusCode::UNAUTHORIZED, "{refused:?}");
     }
+}
+
+/// The path of `template` with each parameter filled in: `board` names a board that
+/// exists, anything else an arbitrary name.
+fn fill(template: &str, board: &str) -> String {
+    template
+        .split('/')
+        .map(|part| match part {
+            "{board}" => board,
+            p if p.starts_with('{') => "x",
+            p => p,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The status of `method path` with `token` (none: no Authorization header), no body.
+async fn status(app: &TestApp, method: &Method, path: &str, token: Option<&str>) -> StatusCode {
+    app.request(method.clone(), path, None, token).await.status
+}
+
+#[tokio::test]
+async fn with_every_token_set_each_route_answers_by_the_tokens_it_lists() {
+    let app = app_with(Tokens {
+        read: Some("r-token".into()),
+        write: Some("w-token".into()),
+        admin: Some("a-token".into()),
+    })
+    .await;
+    let b = unique("guarded");
+    let reply = app
+        .request(
+            Method::PUT,
+            &format!("/v1/boards/{b}"),
+            Some(json!({"slot": "1h", "windows": ["1h"]})),
+            Some("a-token"),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED);
+
+    // Open without a token: the probes, the document and the dashboard page.
+    for open in ["/healthz", "/readyz", "/openapi.json", "/"] {
+        assert_eq!(
+            status(&app, &Method::GET, open, None).await,
+            StatusCode::OK,
+            "{open}"
+        );
+    }
+    let document = app.get("/openapi.json").await.body;
+    let mut kinds = std::collections::BTreeSet::new();
+    for (template, item) in document["paths"].as_object().unwrap() {
+        let path = fill(template, &b);
+        for (method, operation) in item.as_object().unwrap() {
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let schemes: Vec<&str> = operation["security"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|s| s.as_object().unwrap().keys().map(String::as_str))
+                .collect();
+            let what = format!("{method} {template}");
+            if template == "/healthz" || template == "/readyz" {
+                assert!(schemes.is_empty(), "{what}: {schemes:?}");
+                continue;
+            }
+            let (allowed, refused): (&[&str], &[&str]) = match schemes.as_slice() {
+                ["readToken", "writeToken", "adminToken"] => {
+                    (&["r-token", "w-token", "a-token"], &[])
+                }
+                ["writeToken", "adminToken"] => (&["w-token", "a-token"], &["r-token"]),
+                ["adminToken"] => (&["a-token"], &["r-token", "w-token"]),
+                other => panic!("{what}: unexpected security {other:?}"),
+            };
+            for token in [None, Some("nope")] {
+                let got = status(&app, &method, &path, token).await;
+                assert_eq!(got, StatusCode::UNAUTHORIZED, "{what} with {token:?}");
+            }
+            for token in refused {
+                let got = status(&app, &method, &path, Some(token)).await;
+                assert_eq!(got, StatusCode::FORBIDDEN, "{what} with {token}");
+            }
+            for token in allowed {
+                let got = status(&app, &method, &path, Some(token)).await;
+                assert!(
+                    got != StatusCode::UNAUTHORIZED && got != StatusCode::FORBIDDEN,
+                    "{what} with {token}: {got}"
+                );
+            }
+            kinds.insert(schemes.len());
+        }
+    }
+    // Reads, writes and administration were all among them.
+    assert_eq!(kinds.into_iter().collect::<Vec<_>>(), [1, 2, 3]);
+
+    // The reads themselves, exactly (the loop above dropped the board: a new one).
+    let b = unique("guarded");
+    let reply = app
+        .request(
+            Method::PUT,
+            &format!("/v1/boards/{b}"),
+            Some(json!({"slot": "1h", "windows": ["1h"]})),
+            Some("a-token"),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED);
+    let events = format!("/v1/boards/{b}/events");
+    let reply = app
+        .request(
+            Method::POST,
+            &events,
+            Some(json!({"member": "m"})),
+            Some("w-token"),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let top = format!("/v1/boards/{b}/top");
+    let anonymous = app.get(&top).await;
+    assert_eq!(
+        (anonymous.status, anonymous.code()),
+        (StatusCode::UNAUTHORIZED, "unauthorized")
+    );
+    assert_eq!(anonymous.headers["www-authenticate"], "Bearer");
+    let read = app.request(Method::GET, &top, None, Some("r-token")).await;
+    assert_eq!(read.body["entries"][0]["member"], "m");
+    assert_eq!(read.body["entries"][0]["score"], 1);
+    let metrics = app
+        .request(Method::GET, "/metrics", None, Some("r-token"))
+        .await;
+    assert_eq!(metrics.status, StatusCode::OK);
+    // The read token writes nothing: the event above is still the only one.
+    let refused = app
+        .request(
+            Method::POST,
+            &events,
+            Some(json!({"member": "m"})),
+            Some("r-token"),
+        )
+        .await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (StatusCode::FORBIDDEN, "forbidden")
+    );
+    let read = app.request(Method::GET, &top, None, Some("a-token")).await;
+    assert_eq!(read.body["entries"][0]["score"], 1);
+}
+
+#[tokio::test]
+async fn a_lone_read_token_guards_reads_writes_and_administration() {
+    let app = app_with(Tokens {
+        read: Some("only-r".into()),
+        ..Tokens::default()
+    })
+    .await;
+    let board = format!("/v1/boards/{}", unique("lone-read"));
+    let config = json!({"slot": "1h", "windows": ["1h"]});
+    for (method, path, body) in [
+        (Method::PUT, board.clone(), Some(config.clone())),
+        (Method::GET, "/v1/boards".into(), None),
+        (Method::GET, "/metrics".into(), None),
+    ] {
+        let reply = app.request(method, &path, body, None).await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{path}");
+    }
+    let reply = app
+        .request(Method::PUT, &board, Some(config), Some("only-r"))
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED);
+    let reply = app
+        .request(
+            Method::POST,
+            &format!("{board}/events"),
+            Some(json!({"member": "m", "delta": 4})),
+            Some("only-r"),
+        )
+        .await;
+    assert_eq!(reply.body, json!({"accepted": 1}));
+    let top = app
+        .request(Method::GET, &format!("{board}/top"), None, Some("only-r"))
+        .await;
+    assert_eq!(top.body["entries"][0]["score"], 4);
 }

@@ -197,6 +197,7 @@ async fn trim_keeps_exactly_n_while_writes_go_on_and_needs_the_admin_token() {
         tokens: Tokens {
             write: Some("w-token".into()),
             admin: Some("a-token".into()),
+            ..Tokens::default()
         },
         ..ServiceConfig::default()
     };

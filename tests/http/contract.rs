@@ -594,28 +594,29 @@ async fn the_openapi_document_names_operations_tokens_and_its_server() {
     let write = json!([{"writeToken": []}, {"adminToken": []}]);
     let admin = json!([{"adminToken": []}]);
     let public = json!([]);
+    let read = json!([{"readToken": []}, {"writeToken": []}, {"adminToken": []}]);
     let expected = [
         ("post", "/v1/rates/{key}/hits", "ratesHit", &write),
         ("post", "/v1/rates", "ratesHits", &write),
-        ("get", "/v1/rates/{key}", "ratesCounts", &public),
+        ("get", "/v1/rates/{key}", "ratesCounts", &read),
         ("delete", "/v1/rates/{key}", "ratesDelete", &write),
         ("post", "/v1/rates/{key}/check", "ratesCheck", &write),
         ("post", "/v1/counters/{name}", "countersIncr", &write),
         ("put", "/v1/counters/{name}", "countersConfigure", &admin),
-        ("get", "/v1/counters/{name}", "countersSamples", &public),
-        ("get", "/v1/counters", "countersList", &public),
+        ("get", "/v1/counters/{name}", "countersSamples", &read),
+        ("get", "/v1/counters", "countersList", &read),
         ("delete", "/v1/counters/{name}", "countersDelete", &admin),
         ("post", "/v1/stats/{context}/{kind}", "statsRecord", &write),
-        ("get", "/v1/stats/{context}/{kind}", "statsGet", &public),
-        ("get", "/v1/stats/slowest", "statsSlowest", &public),
+        ("get", "/v1/stats/{context}/{kind}", "statsGet", &read),
+        ("get", "/v1/stats/slowest", "statsSlowest", &read),
         ("get", "/healthz", "opsHealthz", &public),
         ("get", "/readyz", "opsReadyz", &public),
-        ("get", "/metrics", "opsMetrics", &public),
+        ("get", "/metrics", "opsMetrics", &read),
         (
             "get",
             "/v1/boards/{board}/snapshots",
             "boardsSnapshots",
-            &public,
+            &read,
         ),
     ];
     for (method, path, id, security) in expected {

@@ -169,6 +169,7 @@ async fn counting_needs_the_write_token_and_dropping_the_admin_token() {
         tokens: Tokens {
             write: Some("w".into()),
             admin: Some("a".into()),
+            ..Tokens::default()
         },
         ..ServiceConfig::default()
     };

@@ -404,6 +404,42 @@ async fn without_boards_the_dashboard_says_so() {
     );
 }
 
+#[tokio::test]
+async fn with_a_read_token_the_page_asks_for_it_and_reads_with_the_one_in_its_address() {
+    let mut config = ServiceConfig::default();
+    config.tokens.read = Some("r-Token".into());
+    let app = spawn_app_with(Arc::new(TestRedis::start().await), clock(), config).await;
+    let board = unique("tok");
+    let reply = app
+        .request(
+            reqwest::Method::PUT,
+            &format!("/v1/boards/{board}"),
+            Some(json!({"slot": "1h", "windows": ["1h"]})),
+            Some("r-Token"),
+        )
+        .await;
+    assert_eq!(reply.status.as_u16(), 201);
+
+    let dom = render(&format!("{}/?boards={board}", app.url)).await;
+    assert!(!dom.contains("data-ready=\"1\""), "{dom}");
+    assert!(
+        dom.contains("<form id=\"token\">"),
+        "the form stays hidden:\n{dom}"
+    );
+    assert!(
+        dom.contains("Could not refresh: this route needs Authorization: Bearer &lt;token&gt;"),
+        "{dom}"
+    );
+
+    let dom = render(&format!("{}/?boards={board}#token=r-Token", app.url)).await;
+    assert!(dom.contains("data-ready=\"1\""), "{dom}");
+    assert!(dom.contains("<form id=\"token\" hidden=\"\">"), "{dom}");
+    assert!(
+        board_section(&dom, &board).contains("no members yet"),
+        "{dom}"
+    );
+}
+
 /// Without `boards=` the page shows the first boards (up to 5, by name) its picker lists;
 /// a failed refresh keeps what the page shows.
 #[tokio::test]

@@ -117,8 +117,8 @@ async fn the_openapi_document_lists_exactly_the_routes() {
     }
     let schemes = &doc.body["components"]["securitySchemes"];
     let names: Vec<&String> = schemes.as_object().unwrap().keys().collect();
-    assert_eq!(names, ["adminToken", "writeToken"]);
-    for name in ["adminToken", "writeToken"] {
+    assert_eq!(names, ["adminToken", "readToken", "writeToken"]);
+    for name in ["adminToken", "readToken", "writeToken"] {
         assert_eq!(
             (
                 schemes[name]["type"].clone(),

@@ -156,9 +156,9 @@ async fn the_ranks_routes_state_their_bounds_in_the_openapi_document() {
             .keys()
             .collect();
         let expected = if method == "get" {
-            vec!["200", "400", "404", "422", "503"]
+            vec!["200", "400", "401", "404", "422", "503"]
         } else {
-            vec!["200", "400", "404", "413", "415", "422", "503"]
+            vec!["200", "400", "401", "404", "413", "415", "422", "503"]
         };
         assert_eq!(statuses, expected, "{method}");
     }

@@ -297,6 +297,7 @@ async fn rate_writes_need_the_write_token_and_reads_stay_open() {
         tokens: Tokens {
             write: Some("w".into()),
             admin: Some("a".into()),
+            ..Tokens::default()
         },
         ..ServiceConfig::default()
     };

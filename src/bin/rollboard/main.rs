@@ -32,7 +32,7 @@ fn main() -> ExitCode {
     };
     // `serve` installs its logs once its config (which may ask for JSON) is read.
     if !matches!(cli.command, Command::Serve(_)) {
-        rollboard::service::init_logging(rollboard::service::LogFormat::Text, "warn");
+        rollboard::service::init_logging(rollboard::service::LogFormat::Text, None, "warn");
     }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

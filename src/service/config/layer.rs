@@ -59,6 +59,8 @@ pub struct ConfigLayer {
     /// The slot layout of boards created without one: `default_layout`,
     /// `ROLLBOARD_DEFAULT_LAYOUT` / `--default-layout`.
     pub default_layout: Option<Layout>,
+    /// Token for reads: `read_token`, `ROLLBOARD_READ_TOKEN`.
+    pub read_token: Option<String>,
     /// Token for writes: `write_token`, `ROLLBOARD_WRITE_TOKEN`.
     pub write_token: Option<String>,
     /// Token for administration: `admin_token`, `ROLLBOARD_ADMIN_TOKEN`.
@@ -109,6 +111,9 @@ pub struct ConfigLayer {
     pub snapshot_webhook: Option<String>,
     /// Log lines as text or JSON: `log_format`, `--log-format` / `ROLLBOARD_LOG_FORMAT`.
     pub log_format: Option<LogFormat>,
+    /// What is logged, as `RUST_LOG` directives (`"info"`, `"warn,rollboard=debug"`):
+    /// `log_level` (file only, so a reload can change it; `RUST_LOG` wins when set).
+    pub log_level: Option<String>,
     /// One log line per request: `access_log`, `--access-log` / `ROLLBOARD_ACCESS_LOG`.
     pub access_log: Option<bool>,
     /// Origins allowed by CORS (`*`: any); none: no CORS headers: `cors_origins`,

@@ -20,6 +20,7 @@
 //! default_layout = "compact"                # or ROLLBOARD_DEFAULT_LAYOUT: the slot layout
 //!                                           # of boards created without one
 //! accept_eviction = false                   # or ROLLBOARD_ACCEPT_EVICTION
+//! read_token = "…"                          # or ROLLBOARD_READ_TOKEN: reads need a token
 //! write_token = "…"                         # or ROLLBOARD_WRITE_TOKEN
 //! admin_token = "…"                         # or ROLLBOARD_ADMIN_TOKEN
 //! max_body_bytes = 4194304
@@ -41,6 +42,7 @@
 //! snapshot_webhook = "http://10.0.0.5/hook" # or ROLLBOARD_SNAPSHOT_WEBHOOK: receives
 //!                                           # every period snapshot (POST, JSON)
 //! log_format = "text"                       # or ROLLBOARD_LOG_FORMAT: text or json
+//! log_level = "info"                        # what is logged (RUST_LOG wins when set)
 //! access_log = false                        # or ROLLBOARD_ACCESS_LOG: a line a request
 //! cors_origins = ["https://forum.example"]  # or ROLLBOARD_CORS_ORIGINS (comma-separated;
 //!                                           # "*": any): CORS, off when empty
@@ -120,6 +122,9 @@ pub struct ServiceConfig {
     pub snapshot_webhook: Option<WebhookOptions>,
     /// How log lines are written (default text).
     pub log_format: LogFormat,
+    /// What is logged, as `RUST_LOG` directives (`RUST_LOG` wins when set); `None`: the
+    /// command's default (`info`).
+    pub log_level: Option<String>,
     /// Log one line per request on target `rollboard::access` (default off).
     pub access_log: bool,
     /// Origins answered with CORS headers (`*`: any); empty (default): CORS off.
@@ -147,6 +152,7 @@ impl Default for ServiceConfig {
             legacy: Vec::new(),
             snapshot_webhook: None,
             log_format: LogFormat::Text,
+            log_level: None,
             access_log: false,
             cors_origins: Vec::new(),
         }
@@ -309,6 +315,11 @@ impl ServiceConfig {
         {
             return Err(ConfigError(format!("cors_origins: invalid origin {bad:?}")));
         }
+        let log_level = overrides.log_level.or(file.log_level);
+        if let Some(level) = &log_level {
+            tracing_subscriber::EnvFilter::try_new(level)
+                .map_err(|e| ConfigError(format!("log_level {level:?}: {e}")))?;
+        }
         let config = ServiceConfig {
             bind: overrides.bind.or(file.bind).unwrap_or(defaults.bind),
             store,
@@ -316,6 +327,7 @@ impl ServiceConfig {
             redis_cluster,
             redis,
             tokens: Tokens {
+                read: token(overrides.read_token, file.read_token),
                 write: token(overrides.write_token, file.write_token),
                 admin: token(overrides.admin_token, file.admin_token),
             },
@@ -341,6 +353,7 @@ impl ServiceConfig {
             legacy,
             snapshot_webhook,
             log_format: overrides.log_format.or(file.log_format).unwrap_or_default(),
+            log_level,
             access_log: overrides.access_log.or(file.access_log).unwrap_or(false),
             cors_origins,
         };
@@ -352,7 +365,8 @@ impl ServiceConfig {
     pub fn check_exposure(&self) -> Result<(), ConfigError> {
         if !self.bind.ip().is_loopback() && !self.tokens.any() && !self.insecure {
             return Err(ConfigError(format!(
-                "refusing to listen on {} without ROLLBOARD_WRITE_TOKEN or ROLLBOARD_ADMIN_TOKEN; \
+                "refusing to listen on {} without a token (ROLLBOARD_READ_TOKEN, \
+                 ROLLBOARD_WRITE_TOKEN or ROLLBOARD_ADMIN_TOKEN); \
                  set a token, bind to 127.0.0.1, or pass --insecure",
                 self.bind
             )));

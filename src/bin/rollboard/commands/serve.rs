@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use rollboard::service::{self, Overrides, ServiceConfig};
+use rollboard::service::{self, Overrides, Reloader, ServiceConfig};
 use rollboard::{Rollboard, SystemClock};
 
 use crate::args::ServeArgs;
@@ -24,6 +24,7 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         replica_ack_timeout: args.connection.replica_ack_timeout,
         default_layout: args.connection.default_layout,
         accept_eviction: args.accept_eviction,
+        read_token: std::env::var("ROLLBOARD_READ_TOKEN").ok(),
         write_token: std::env::var("ROLLBOARD_WRITE_TOKEN").ok(),
         admin_token: std::env::var("ROLLBOARD_ADMIN_TOKEN").ok(),
         insecure: args.insecure,
@@ -40,15 +41,25 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         cors_origins: args.cors_origins,
         ..Overrides::default()
     };
-    let config = ServiceConfig::load(args.config.as_deref(), overrides)?;
-    service::init_logging(config.log_format, crate::SERVE_LOG_FILTER);
+    let file = args.config.clone();
+    let config = ServiceConfig::load(file.as_deref(), overrides.clone())?;
+    let logs = service::init_logging(
+        config.log_format,
+        config.log_level.as_deref(),
+        crate::SERVE_LOG_FILTER,
+    );
+    // A reload reads the file again; the environment and flags are those of the start.
+    let reloader = Reloader {
+        load: Box::new(move || ServiceConfig::load(file.as_deref(), overrides.clone())),
+        logs,
+    };
     log_start(&args.config, &config);
     let store = service::open_store(&config).await?;
     let boards = Rollboard::with(store, Arc::new(SystemClock), config.settings.clone());
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .with_context(|| format!("cannot listen on {}", config.bind))?;
-    service::run(boards, &config, listener, shutdown).await?;
+    service::run_reloading(boards, &config, listener, shutdown, Some(reloader)).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -59,6 +70,7 @@ fn log_start(file: &Option<std::path::PathBuf>, config: &ServiceConfig) {
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         config = %file.as_deref().map_or("none".into(), |p| p.display().to_string()),
+        read_token = on_off(config.tokens.read.is_some()),
         write_token = on_off(config.tokens.write.is_some()),
         admin_token = on_off(config.tokens.admin.is_some()),
         boards_declared = config.boards.len(),
