@@ -128,6 +128,11 @@ fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
         .ok_or_else(|| unauthorized("the Authorization header must be: Bearer <token>"))
 }
 
+/// Whether the request has a token granting `needed`, under the tokens in force now.
+fn require(state: &AppState, parts: &Parts, needed: Grant) -> Result<(), ApiError> {
+    state.live.load().tokens.require(&parts.headers, needed)
+}
+
 /// Proof that the request may write events.
 #[derive(Debug)]
 pub struct WriteAccess;
@@ -135,12 +140,7 @@ pub struct WriteAccess;
 impl FromRequestParts<AppState> for WriteAccess {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        state
-            .live
-            .load()
-            .tokens
-            .require(&parts.headers, Grant::Write)
-            .map(|_| WriteAccess)
+        require(state, parts, Grant::Write).map(|_| WriteAccess)
     }
 }
 
@@ -151,12 +151,7 @@ pub struct AdminAccess;
 impl FromRequestParts<AppState> for AdminAccess {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        state
-            .live
-            .load()
-            .tokens
-            .require(&parts.headers, Grant::Admin)
-            .map(|_| AdminAccess)
+        require(state, parts, Grant::Admin).map(|_| AdminAccess)
     }
 }
 

@@ -1,42 +1,31 @@
-//! CORS from the [`Live`](super::live::Live) origins: off (no CORS headers at all, not
-//! even `Vary`) while the list is empty; otherwise tower-http's [`CorsLayer`], answering
-//! `*` when the list has it, else the origins in the list. A reload turns it on, off, or changes the origins
-//! from the next request on.
+//! CORS from the [`Live`](super::live::Live) origins, applied by the [edge](super::edge):
+//! off (no CORS headers at all, not even `Vary`) while the list is empty; otherwise
+//! tower-http's [`CorsLayer`] around the route, answering `*` when the list has it,
+//! else the origins in the list. A reload turns it on, off, or changes the origins from
+//! the next request on.
 
-use std::task::{Context, Poll};
-
-use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, Method, header, request::Parts};
-use futures_util::future::Either;
-use tower::{Layer, Service};
-use tower_http::cors::{AllowOrigin, Cors, CorsLayer};
+use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use super::live::Reload;
 
-/// Wraps a service in [`LiveCors`].
-#[derive(Clone)]
-pub(super) struct LiveCorsLayer {
-    live: Reload,
+/// The two CORS layers a request may pass through.
+pub(super) struct Cors {
+    /// For a list with `*`.
+    any: CorsLayer,
+    /// For a list of origins, read from the live options.
+    listed: CorsLayer,
 }
 
-impl LiveCorsLayer {
+impl Cors {
     pub(super) fn new(live: Reload) -> Self {
-        LiveCorsLayer { live }
-    }
-}
-
-impl<S: Clone> Layer<S> for LiveCorsLayer {
-    type Service = LiveCors<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        let live = self.live.clone();
         let listed = AllowOrigin::predicate(move |origin: &HeaderValue, _: &Parts| {
             let live = live.load();
             live.cors_origins
                 .iter()
                 .any(|o| o.as_bytes() == origin.as_bytes())
         });
-        let cors = CorsLayer::new()
+        let layer = CorsLayer::new()
             .allow_methods([
                 Method::GET,
                 Method::POST,
@@ -49,51 +38,20 @@ impl<S: Clone> Layer<S> for LiveCorsLayer {
                 header::AUTHORIZATION,
                 HeaderName::from_static("idempotency-key"),
             ]);
-        LiveCors {
-            any: cors
-                .clone()
-                .allow_origin(AllowOrigin::any())
-                .layer(inner.clone()),
-            listed: cors.allow_origin(listed).layer(inner.clone()),
-            inner,
-            live: self.live.clone(),
+        Cors {
+            any: layer.clone().allow_origin(AllowOrigin::any()),
+            listed: layer.allow_origin(listed),
         }
     }
-}
 
-/// The service [`LiveCorsLayer`] wraps.
-#[derive(Clone)]
-pub(super) struct LiveCors<S> {
-    inner: S,
-    /// For a list with `*`.
-    any: Cors<S>,
-    /// For a list of origins.
-    listed: Cors<S>,
-    live: Reload,
-}
-
-impl<S, B> Service<Request> for LiveCors<S>
-where
-    S: Service<Request, Response = axum::http::Response<B>> + Clone,
-    B: Default,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = Either<S::Future, <Cors<S> as Service<Request>>::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        // All three wrap clones of one router, which is always ready.
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request) -> Self::Future {
-        let live = self.live.load();
-        if live.cors_origins.is_empty() {
-            Either::Left(self.inner.call(request))
-        } else if live.cors_origins.iter().any(|o| o == "*") {
-            Either::Right(self.any.call(request))
+    /// The layer for `origins`: none while there are none.
+    pub(super) fn layer(&self, origins: &[String]) -> Option<&CorsLayer> {
+        if origins.is_empty() {
+            None
+        } else if origins.iter().any(|o| o == "*") {
+            Some(&self.any)
         } else {
-            Either::Right(self.listed.call(request))
+            Some(&self.listed)
         }
     }
 }

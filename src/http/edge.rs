@@ -1,6 +1,9 @@
 //! The edge: the one layer every request of the router passes through, doing in one
 //! step what would otherwise be six layers (each layer of an axum router clones and
 //! boxes its part of the stack on every request):
+//! - with CORS origins configured, all of what follows runs inside tower-http's CORS
+//!   layer ([`cors`](super::cors)): it answers preflights, and every answer, the edge's
+//!   own included, gets its headers;
 //! - on a route that reads, a request without a token the read token's rule accepts is
 //!   answered 401 before anything else ([`auth`](super::auth));
 //! - a panic in a handler is answered 500 `internal`, and recorded like any answer;
@@ -13,24 +16,29 @@
 //!   value of its route ([`access_time`](super::access_time));
 //! - with the access log on, it is logged ([`access_log`](super::access_log)).
 //!
-//! The tokens and the access log are read from the [`Live`](super::live::Live) options
-//! once per request, so a reload applies from the next request on.
+//! The tokens, the access log and the CORS origins are read from the
+//! [`Live`](super::live::Live) options once per request, so a reload applies from the
+//! next request on.
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures_util::future::Either;
 use pin_project_lite::pin_project;
 use tokio::time::Timeout;
 use tower::{Layer, Service};
+use tower_http::cors::ResponseFuture as CorsFuture;
 
+use super::cors::Cors;
 use super::error::ApiError;
-use super::live::Reload;
+use super::live::{Live, Reload};
 use super::{access_log, access_time, body_limit, latency};
 use crate::Rollboard;
 
@@ -41,8 +49,10 @@ pub(super) struct EdgeLayer {
     request_timeout: Duration,
     /// Where access times are recorded (`None`: not recorded).
     access_times: Option<Rollboard>,
-    /// The tokens and the access log.
+    /// The tokens, the access log and the CORS origins.
     live: Reload,
+    /// The CORS layers.
+    cors: Arc<Cors>,
     /// Whether the routes read (and so need the read token when one is configured).
     reads: bool,
 }
@@ -58,6 +68,7 @@ impl EdgeLayer {
             max_body_bytes,
             request_timeout,
             access_times,
+            cors: Arc::new(Cors::new(live.clone())),
             live,
             reads: false,
         }
@@ -102,19 +113,54 @@ pub(super) struct Edge<S> {
 
 impl<S, E> Service<Request> for Edge<S>
 where
-    S: Service<Request, Response = Response, Error = E>,
+    S: Service<Request, Response = Response, Error = E> + Clone,
+{
+    type Response = Response;
+    type Error = E;
+    type Future = Either<EdgeFuture<S::Future>, CorsFuture<EdgeFuture<S::Future>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), E>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let live = self.layer.live.load();
+        match self.layer.cors.layer(&live.cors_origins) {
+            None => Either::Left(self.edge(request, &live)),
+            Some(cors) => Either::Right(cors.layer(InCors(self.clone())).call(request)),
+        }
+    }
+}
+
+/// The edge as the CORS layer calls it.
+#[derive(Clone)]
+pub(super) struct InCors<S>(Edge<S>);
+
+impl<S, E> Service<Request> for InCors<S>
+where
+    S: Service<Request, Response = Response, Error = E> + Clone,
 {
     type Response = Response;
     type Error = E;
     type Future = EdgeFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), E>> {
-        self.inner.poll_ready(cx)
+        self.0.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut request: Request) -> Self::Future {
+    fn call(&mut self, request: Request) -> Self::Future {
+        let live = self.0.layer.live.load();
+        self.0.edge(request, &live)
+    }
+}
+
+impl<S, E> Edge<S>
+where
+    S: Service<Request, Response = Response, Error = E>,
+{
+    /// Everything the edge does but CORS, under the `live` options.
+    fn edge(&mut self, mut request: Request, live: &Live) -> EdgeFuture<S::Future> {
         let layer = &self.layer;
-        let live = layer.live.load();
         let route = request.extensions().get::<MatchedPath>().cloned();
         let observed = Observed {
             start: Instant::now(),

@@ -234,7 +234,6 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
             guarded
                 .method_not_allowed_fallback(ops::method_not_allowed)
                 .layer(edge.reading()),
-        )
-        .layer(cors::LiveCorsLayer::new(live.clone()));
+        );
     (router.with_state(state), live)
 }

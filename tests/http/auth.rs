@@ -209,6 +209,18 @@ async fn status(app: &TestApp, method: &Method, path: &str, token: Option<&str>)
     app.request(method.clone(), path, None, token).await.status
 }
 
+/// A new board, created with `token`.
+async fn new_board(app: &TestApp, token: &str) -> String {
+    let b = unique("guarded");
+    let config = json!({"slot": "1h", "windows": ["1h"]});
+    let path = format!("/v1/boards/{b}");
+    let reply = app
+        .request(Method::PUT, &path, Some(config), Some(token))
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED);
+    b
+}
+
 #[tokio::test]
 async fn with_every_token_set_each_route_answers_by_the_tokens_it_lists() {
     let app = app_with(Tokens {
@@ -217,16 +229,7 @@ async fn with_every_token_set_each_route_answers_by_the_tokens_it_lists() {
         admin: Some("a-token".into()),
     })
     .await;
-    let b = unique("guarded");
-    let reply = app
-        .request(
-            Method::PUT,
-            &format!("/v1/boards/{b}"),
-            Some(json!({"slot": "1h", "windows": ["1h"]})),
-            Some("a-token"),
-        )
-        .await;
-    assert_eq!(reply.status, StatusCode::CREATED);
+    let b = new_board(&app, "a-token").await;
 
     // Open without a token: the probes, the document and the dashboard page.
     for open in ["/healthz", "/readyz", "/openapi.json", "/"] {
@@ -283,16 +286,7 @@ async fn with_every_token_set_each_route_answers_by_the_tokens_it_lists() {
     assert_eq!(kinds.into_iter().collect::<Vec<_>>(), [1, 2, 3]);
 
     // The reads themselves, exactly (the loop above dropped the board: a new one).
-    let b = unique("guarded");
-    let reply = app
-        .request(
-            Method::PUT,
-            &format!("/v1/boards/{b}"),
-            Some(json!({"slot": "1h", "windows": ["1h"]})),
-            Some("a-token"),
-        )
-        .await;
-    assert_eq!(reply.status, StatusCode::CREATED);
+    let b = new_board(&app, "a-token").await;
     let events = format!("/v1/boards/{b}/events");
     let reply = app
         .request(

@@ -253,3 +253,25 @@ async fn without_cors_origins_there_are_no_cors_headers() {
     assert_eq!(top.status(), StatusCode::OK);
     assert!(!top.headers().contains_key("access-control-allow-origin"));
 }
+
+#[tokio::test]
+async fn with_a_read_token_preflights_pass_and_refusals_carry_cors_headers() {
+    let redis = Arc::new(TestRedis::start().await);
+    let mut config = ServiceConfig {
+        cors_origins: vec![ORIGIN.into()],
+        ..ServiceConfig::default()
+    };
+    config.tokens.read = Some("r".into());
+    let app = spawn_app_with(redis, clock(), config).await;
+    // No board needed: the refusal comes first.
+    let board = "cors-guarded";
+    // A browser's preflight carries no token: CORS answers it.
+    let ok = preflight(&app, ORIGIN).await;
+    assert!(ok.status().is_success(), "{}", ok.status());
+    assert_eq!(ok.headers()["access-control-allow-origin"], ORIGIN);
+    // The read without a token is refused, in a way the page can read.
+    let refused = get_top(&app, board, ORIGIN).await;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(refused.headers()["access-control-allow-origin"], ORIGIN);
+    assert_eq!(refused.headers()["www-authenticate"], "Bearer");
+}
