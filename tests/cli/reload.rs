@@ -49,6 +49,16 @@ fn write_config(path: &Path, read: &str, write: &str, access_log: bool, stalenes
     std::fs::write(path, text).unwrap();
 }
 
+/// The service, killed if the test ends before it stops it.
+struct Serve(std::process::Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn signal(pid: u32, name: &str) {
     let status = Command::new("kill")
         .args([&format!("-{name}"), &pid.to_string()])
@@ -67,25 +77,27 @@ async fn serve_tells_systemd_its_state_and_reloads_tokens_on_sighup_dropping_no_
         .unwrap();
     let config = dir.path().join("rollboard.toml");
     write_config(&config, "r-1", "w-1", false, 0);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rollboard"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .env("NOTIFY_SOCKET", &socket_path)
-        .env("WATCHDOG_USEC", "200000")
-        .env_remove("WATCHDOG_PID")
-        .env_remove("REDIS_URL")
-        .env_remove("REDIS_CLUSTER_URLS")
-        .env_remove("RUST_LOG")
-        .env_remove("ROLLBOARD_READ_TOKEN")
-        .env_remove("ROLLBOARD_WRITE_TOKEN")
-        .env_remove("ROLLBOARD_ADMIN_TOKEN")
-        .env_remove("ROLLBOARD_ACCESS_LOG")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let stderr = child.stderr.take().unwrap();
+    let mut child = Serve(
+        Command::new(env!("CARGO_BIN_EXE_rollboard"))
+            .args(["serve", "--bind", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .env("NOTIFY_SOCKET", &socket_path)
+            .env("WATCHDOG_USEC", "200000")
+            .env_remove("WATCHDOG_PID")
+            .env_remove("REDIS_URL")
+            .env_remove("REDIS_CLUSTER_URLS")
+            .env_remove("RUST_LOG")
+            .env_remove("ROLLBOARD_READ_TOKEN")
+            .env_remove("ROLLBOARD_WRITE_TOKEN")
+            .env_remove("ROLLBOARD_ADMIN_TOKEN")
+            .env_remove("ROLLBOARD_ACCESS_LOG")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.0.id();
+    let stderr = child.0.stderr.take().unwrap();
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -229,5 +241,5 @@ async fn serve_tells_systemd_its_state_and_reloads_tokens_on_sighup_dropping_no_
 
     signal(pid, "TERM");
     assert_eq!(next_message(&socket, "STOPPING=1"), "STOPPING=1\n");
-    assert!(child.wait().unwrap().success());
+    assert!(child.0.wait().unwrap().success());
 }
