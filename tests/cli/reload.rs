@@ -1,7 +1,8 @@
 //! `serve` as systemd sees it (`Type=notify`) and on `SIGHUP`: `READY=1` once `/readyz`
 //! answers 200, `WATCHDOG=1` while it runs, `RELOADING=1` then `READY=1` around a reload
-//! that applies the file's new tokens and access log without dropping a request (and a
-//! file that no longer parses changes nothing), `STOPPING=1` on `SIGTERM`.
+//! that applies the file's new tokens, access log, staleness bound and log level without
+//! dropping a request (and a file that no longer parses changes nothing), `STOPPING=1` on
+//! `SIGTERM`.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::net::UnixDatagram;
@@ -29,7 +30,7 @@ fn next_message(socket: &UnixDatagram, wanted: &str) -> String {
 }
 
 /// The next log line (JSON) whose message satisfies `wanted` (30 s at most).
-fn next_line(lines: &mpsc::Receiver<String>, wanted: impl Fn(&str) -> bool) -> Value {
+fn next_line(lines: &mpsc::Receiver<String>, mut wanted: impl FnMut(&str) -> bool) -> Value {
     loop {
         let line = lines
             .recv_timeout(Duration::from_secs(30))
@@ -228,16 +229,34 @@ async fn serve_tells_systemd_its_state_and_reloads_tokens_on_sighup_dropping_no_
         200
     );
 
-    // A file that no longer parses: nothing changes.
-    std::fs::write(&config, "read_token = \n").unwrap();
+    // A file that no longer parses: nothing changes, and a WARN line says so.
+    let good = std::fs::read_to_string(&config).unwrap();
+    let refuse = || {
+        std::fs::write(&config, "read_token = \n").unwrap();
+        signal(pid, "HUP");
+        assert_eq!(next_message(&socket, "READY=1"), "READY=1\n");
+        let mut seen = Vec::new();
+        let refused = next_line(&lines, |m| {
+            seen.push(m.to_owned());
+            m.starts_with("reload refused")
+        });
+        assert_eq!(refused["level"], "WARN");
+        seen
+    };
+    refuse();
+
+    // log_level "warn": no INFO line after it (no access line, no `reloaded:`) until
+    // the WARN of the next refused reload.
+    std::fs::write(&config, format!("{good}log_level = \"warn\"\n")).unwrap();
     signal(pid, "HUP");
     assert_eq!(next_message(&socket, "READY=1"), "READY=1\n");
-    let refused = next_line(&lines, |m| m.starts_with("reload refused"));
-    assert_eq!(refused["level"], "WARN");
-    assert_eq!(
-        request(reqwest::Method::GET, "/v1/boards/b/top", "r-2", None).await,
-        200
-    );
+    let top = request(reqwest::Method::GET, "/v1/boards/b/top", "r-2", None).await;
+    assert_eq!(top, 200);
+    let seen = refuse();
+    assert_eq!(seen.len(), 1, "INFO lines at log_level warn: {seen:?}");
+    // The refused reloads left the tokens as they were.
+    let top = request(reqwest::Method::GET, "/v1/boards/b/top", "r-2", None).await;
+    assert_eq!(top, 200);
 
     signal(pid, "TERM");
     assert_eq!(next_message(&socket, "STOPPING=1"), "STOPPING=1\n");
