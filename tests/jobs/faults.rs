@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rollboard::jobs::import::{ImportError, ImportOptions, import};
+use rollboard::jobs::import::{Format, ImportError, ImportOptions, import};
 use rollboard::jobs::legacy::{LegacyError, import_legacy};
 use rollboard::{Error, IngestOptions, ManualClock, RedisOptions, RedisStore, Rollboard, Settings};
 
@@ -107,7 +107,7 @@ async fn import_survives(fault: Fault) {
     let (boards, _clock) = through(&proxy).await;
     let b = board(&boards, "1h", &["1h", "24h"]).await;
     // Five batches of 200 events; the third carries the member "marker".
-    let mut text = String::new();
+    let mut text = String::from("member,delta,at\n");
     let (mut sent, mut all) = (Vec::new(), Vec::new());
     for i in 0..1000i64 {
         let member = if i == 450 {
@@ -125,6 +125,7 @@ async fn import_survives(fault: Fault) {
     }
     proxy.arm(fault, 1, write_with(&b, "marker".to_owned()));
     let options = ImportOptions {
+        format: Format::Csv,
         batch_size: 200,
         in_flight: 1,
         ..ImportOptions::default()

@@ -68,35 +68,62 @@ async fn a_malformed_line_stops_the_import_with_its_number_unless_skipped() {
     let (boards, _clock) = boards(&redis).await;
     let b = board(&boards, "1h", &["1h"]).await;
     let text = "member,delta\npost:1,2\npost:2,two\npost:3,1\n";
+    let csv = ImportOptions {
+        format: Format::Csv,
+        ..ImportOptions::default()
+    };
     let err = import(
         &boards,
         &b,
         std::io::Cursor::new(text.as_bytes().to_vec()),
-        ImportOptions::default(),
+        csv.clone(),
         |_| {},
     )
     .await
     .unwrap_err();
-    let ImportError::Malformed {
-        line,
-        message,
-        imported,
-    } = &err
-    else {
+    let ImportError::Malformed { line, message } = &err else {
         panic!("{err}")
     };
     assert_eq!(
-        (*line, message.as_str(), *imported),
-        (3, "delta \"two\" is not an integer", 1)
+        (*line, message.as_str()),
+        (3, "delta \"two\" is not an integer")
     );
     assert_eq!(
         err.to_string(),
-        "line 3: delta \"two\" is not an integer (1 events before it were imported)"
+        "line 3: delta \"two\" is not an integer (nothing was imported)"
     );
+    // The line before it was not written either.
+    assert!(ranking(&boards, &b, "1h").await.is_empty());
+
+    // A dry run says what would be imported, and writes nothing.
+    let dry = ImportOptions {
+        skip_bad: true,
+        dry_run: true,
+        ..csv.clone()
+    };
+    let report = import(
+        &boards,
+        &b,
+        std::io::Cursor::new(text.as_bytes().to_vec()),
+        dry,
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (
+            report.lines,
+            report.events,
+            report.bad_lines,
+            report.imported
+        ),
+        (4, 2, 1, 0)
+    );
+    assert!(ranking(&boards, &b, "1h").await.is_empty());
 
     let options = ImportOptions {
         skip_bad: true,
-        ..ImportOptions::default()
+        ..csv
     };
     let report = import(
         &boards,
@@ -114,7 +141,7 @@ async fn a_malformed_line_stops_the_import_with_its_number_unless_skipped() {
     let totals = ranking(&boards, &b, "1h").await;
     assert_eq!(
         totals.into_iter().collect::<Vec<_>>(),
-        [("post:1".to_owned(), 4), ("post:3".to_owned(), 1)]
+        [("post:1".to_owned(), 2), ("post:3".to_owned(), 1)]
     );
 }
 
@@ -157,15 +184,13 @@ async fn an_export_imports_back_to_the_same_ranking_in_json_and_csv() {
         .unwrap();
         assert_eq!(report.entries, 1_300);
         let copy = board(&boards, "1h", &["1h", "24h"]).await;
-        let imported = import(
-            &boards,
-            &copy,
-            std::io::Cursor::new(out),
-            ImportOptions::default(),
-            |_| {},
-        )
-        .await
-        .unwrap();
+        let options = ImportOptions {
+            format,
+            ..ImportOptions::default()
+        };
+        let imported = import(&boards, &copy, std::io::Cursor::new(out), options, |_| {})
+            .await
+            .unwrap();
         assert_eq!(imported.imported, 1_300);
         assert_eq!(ranking(&boards, &copy, "24h").await, original, "{format:?}");
     }
@@ -220,7 +245,7 @@ async fn csv_round_trip(
     let text = String::from_utf8(out.clone()).unwrap();
     let copy = board(boards, "1h", &["1h"]).await;
     let options = ImportOptions {
-        format: Some(Format::Csv),
+        format: Format::Csv,
         csv_safe: import_safe,
         ..ImportOptions::default()
     };
@@ -314,10 +339,94 @@ async fn the_cli_imports_a_file_and_reports_a_bad_line_by_number() {
     );
     assert_eq!(ranking(&boards, &b, "24h").await.get("a"), Some(&4));
 
-    let bad = dir.join("bad.csv");
-    std::fs::write(&bad, "a,1\nb,1\nc,1,yesterday\n").unwrap();
-    let out = run(&bad);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.trim_end().ends_with("rollboard: line 3: at \"yesterday\" is not unix seconds (2 events before it were imported)"), "{err}");
+    // Wrong files: each refused with its line named, and the board untouched.
+    let before = ranking(&boards, &b, "24h").await;
+    for (name, text, error) in [
+        (
+            "bad.csv",
+            "member,delta,at\na,1,\nb,1,\nc,1,yesterday\n",
+            "line 4: at \"yesterday\" is not unix seconds",
+        ),
+        (
+            "prose.csv",
+            "this is not json\n{\"member\":\"x\"}\n",
+            "line 1: unknown column \"this is not json\"",
+        ),
+        ("json.csv", "{\"member\":\"x\"}\n", "line 1: unknown column"),
+        ("headless.csv", "a,1\n", "line 1: unknown column \"a\""),
+        (
+            "short.csv",
+            "member,delta\na,1\nb\n",
+            "line 3: 1 fields, but the header has 2",
+        ),
+        (
+            "prose.jsonl",
+            "this is not json\n",
+            "line 1: expected ident",
+        ),
+        (
+            "broken.jsonl",
+            "{\"member\":\"a\"}\n{\"member\":\"b\"\n",
+            "line 2: EOF while parsing an object",
+        ),
+        (
+            "delta.jsonl",
+            "{\"member\":\"a\"}\n{\"member\":\"b\",\"delta\":\"two\"}\n",
+            "line 2: invalid type: string \"two\", expected i64",
+        ),
+    ] {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        let out = run(&file);
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with(&format!("rollboard: {error}"))
+                && err.trim_end().ends_with("(nothing was imported)"),
+            "{name}: {err}"
+        );
+        assert_eq!(ranking(&boards, &b, "24h").await, before, "{name}");
+    }
+
+    // The format is named or in the extension, never guessed.
+    let unnamed = dir.join("events.txt");
+    std::fs::write(&unnamed, "member\na\n").unwrap();
+    let out = run(&unnamed);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        format!(
+            "rollboard: cannot tell the format of {} from its extension: name it with \
+             --format csv or --format jsonl (or name the file .csv or .jsonl)",
+            unnamed.display()
+        )
+    );
+    let stdin = Command::new(env!("CARGO_BIN_EXE_rollboard"))
+        .args(["import", &b, "-"])
+        .env("REDIS_URL", &redis.url)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&stdin.stderr).trim_end(),
+        "rollboard: reading stdin needs --format csv or --format jsonl"
+    );
+    let named = Command::new(env!("CARGO_BIN_EXE_rollboard"))
+        .args([
+            "import",
+            &b,
+            unnamed.to_str().unwrap(),
+            "--format",
+            "csv",
+            "--dry-run",
+        ])
+        .env("REDIS_URL", &redis.url)
+        .output()
+        .unwrap();
+    assert!(named.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&named.stdout).trim_end(),
+        format!(
+            "dry run: 1 events in 2 lines would be imported into {b} (0 bad lines); nothing was written"
+        )
+    );
+    assert_eq!(ranking(&boards, &b, "24h").await, before);
 }

@@ -56,10 +56,12 @@ pub enum Command {
     /// Import timestamped events (JSON lines or CSV) into a board, through the exact
     /// write path, in constant memory.
     ///
-    /// JSON lines: {"member":"post:1","delta":1,"at":1700000000}. CSV: member,delta,at
-    /// (header optional). delta defaults to 1, at to now. Events older than the board's
-    /// largest window are counted as skipped; a malformed line stops the import with its
-    /// line number unless --skip-bad.
+    /// JSON lines: {"member":"post:1","delta":1,"at":1700000000}. CSV: a header line
+    /// naming the columns (member, and optionally delta and at), then rows of exactly
+    /// those. The format is --format or the file's extension, never guessed. delta
+    /// defaults to 1, at to now. The whole input is checked first: a malformed line
+    /// refuses it, naming the line, with nothing imported (unless --skip-bad). Events
+    /// older than the board's largest window are counted as skipped.
     Import(ImportArgs),
     /// Write a board's ranking in rank order (JSON lines or CSV with a header) to stdout.
     Export(ExportArgs),
@@ -241,12 +243,18 @@ pub struct ImportArgs {
     pub board: String,
     /// The file to read, or - for stdin.
     pub file: PathBuf,
-    /// json or csv [default: guessed from the first line].
+    /// csv (with a header line: member, and optionally delta and at) or jsonl (json
+    /// is the same) [default: from the file's extension, .csv or .jsonl/.ndjson/.json;
+    /// stdin needs it].
     #[arg(long)]
     pub format: Option<String>,
-    /// Count malformed lines and go on instead of stopping at the first.
+    /// Import the well-formed lines and list the malformed ones, instead of refusing the
+    /// whole input (nothing imported) for its first malformed line.
     #[arg(long)]
     pub skip_bad: bool,
+    /// Check the whole input and say how many events it would import; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
     /// The run id of an import that stopped: run it again on the same input with its id
     /// (printed when it stopped) and the batches it applied are skipped [default: a new
     /// id, so the same file imported twice counts twice].

@@ -1,12 +1,14 @@
 //! The import's input formats: JSON lines and CSV, parsed line by line into events, each
-//! with its line number, or with why the line is not an event.
+//! with its line number, or with why the line is not an event. The format is always
+//! named (or taken from a file's extension), never guessed from the content.
 //!
-//! JSON lines: `{"member": "post:1", "delta": 1, "at": 1700000000}`, blank lines skipped.
-//! CSV: `member,delta,at` by position, or by the names of a header line; an export's
-//! `rank,member,score` header takes the score as the delta. `delta` defaults to 1 and
-//! `at` to now. Members are taken exactly, spaces included (only the numbers and the
-//! header's names are trimmed); with `csv_safe`, one leading `'` is taken off each CSV
-//! member (see [`csv_safe`](crate::jobs::csv_safe)).
+//! JSON lines: `{"member": "post:1", "delta": 1, "at": 1700000000}`, blank lines skipped,
+//! no other field. CSV (RFC 4180): a **required** header line naming the columns,
+//! `member` and optionally `delta` and `at` (an export's `rank` and `score` too: the score
+//! is taken as the delta), in any order; every row has exactly the header's fields.
+//! `delta` defaults to 1 and `at` to now. Members are taken exactly, spaces included
+//! (only the numbers and the header's names are trimmed); with `csv_safe`, one leading
+//! `'` is taken off each CSV member (see [`csv_safe`](crate::jobs::csv_safe)).
 
 use std::io::{self, BufRead, BufReader, Lines, Read};
 use std::iter::Enumerate;
@@ -16,16 +18,17 @@ use serde::Deserialize;
 use crate::{Event, Timestamp};
 
 /// The input's format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Format {
     /// One JSON object per line.
+    #[default]
     Json,
-    /// Comma-separated values.
+    /// Comma-separated values with a header line.
     Csv,
 }
 
 impl Format {
-    /// `"json"` or `"csv"`.
+    /// `"jsonl"` (or `"json"`, `"ndjson"`) or `"csv"`.
     pub fn parse(text: &str) -> Option<Format> {
         match text {
             "json" | "jsonl" | "ndjson" => Some(Format::Json),
@@ -33,56 +36,49 @@ impl Format {
             _ => None,
         }
     }
+
+    /// The format a file's extension names (`.csv`, `.jsonl`, `.ndjson`, `.json`), if
+    /// any.
+    pub fn of_path(path: &std::path::Path) -> Option<Format> {
+        Format::parse(&path.extension()?.to_str()?.to_ascii_lowercase())
+    }
 }
 
 /// One parsed line: its number (from 1) and the event, or why it is not one.
 pub(super) type Parsed = (u64, Result<Event, String>);
 
-/// The parsed lines of `input`, in order; the format is guessed from the first line when
-/// `None` (`{` means JSON). Fails only when the input cannot be read.
-pub(super) fn parse<R: Read>(
-    input: R,
-    format: Option<Format>,
-    csv_safe: bool,
-) -> io::Result<ParsedLines<R>> {
-    let mut input = BufReader::with_capacity(64 * 1024, input);
-    let format = match format {
-        Some(f) => f,
-        None => {
-            let head = input.fill_buf()?;
-            let first = head.iter().find(|b| !b.is_ascii_whitespace());
-            if first == Some(&b'{') {
-                Format::Json
-            } else {
-                Format::Csv
-            }
-        }
-    };
-    Ok(match format {
+/// The parsed lines of `input` in `format`, in order. Fails only when the input cannot
+/// be read.
+pub(super) fn parse<R: Read>(input: R, format: Format, csv_safe: bool) -> ParsedLines<R> {
+    let input = BufReader::with_capacity(64 * 1024, input);
+    match format {
         Format::Json => ParsedLines::Json(input.lines().enumerate()),
         Format::Csv => ParsedLines::Csv {
             records: csv::ReaderBuilder::new()
                 .has_headers(false)
-                .flexible(true)
                 .from_reader(input)
                 .into_records()
                 .enumerate(),
-            columns: Columns {
-                csv_safe,
-                ..Columns::POSITIONAL
-            },
+            columns: Err(NO_HEADER.to_owned()),
+            csv_safe,
         },
-    })
+    }
 }
+
+/// Why a CSV row has no meaning: the header before it is missing or wrong.
+const NO_HEADER: &str =
+    "no valid header line (line 1 names the columns: member, and optionally delta and at)";
 
 /// An iterator over the parsed lines of an input.
 pub(super) enum ParsedLines<R: Read> {
     /// JSON lines, numbered from 0.
     Json(Enumerate<Lines<BufReader<R>>>),
-    /// CSV records, numbered from 0, and which column holds what.
+    /// CSV records, numbered from 0, and which column holds what (once the header is
+    /// read; why not otherwise).
     Csv {
         records: Enumerate<csv::StringRecordsIntoIter<BufReader<R>>>,
-        columns: Columns,
+        columns: Result<Columns, String>,
+        csv_safe: bool,
     },
 }
 
@@ -101,23 +97,43 @@ impl<R: Read> Iterator for ParsedLines<R> {
                     return Some(Ok((number as u64 + 1, json_event(&line))));
                 }
             },
-            ParsedLines::Csv { records, columns } => loop {
+            ParsedLines::Csv {
+                records,
+                columns,
+                csv_safe,
+            } => loop {
                 let (n, record) = records.next()?;
                 let line = match &record {
                     Ok(r) => r.position().map_or(n as u64 + 1, |p| p.line()),
                     Err(e) => e.position().map_or(n as u64 + 1, |p| p.line()),
                 };
                 let parsed = match record {
-                    Err(e) => Err(e.to_string()),
-                    Ok(r) if n == 0 && Columns::is_header(&r) => {
-                        *columns = Columns::from_header(&r, columns.csv_safe);
-                        continue;
-                    }
-                    Ok(r) => columns.event(&r),
+                    Err(e) => Err(csv_error(&e)),
+                    Ok(r) if n == 0 => match Columns::from_header(&r, *csv_safe) {
+                        Ok(header) => {
+                            *columns = Ok(header);
+                            continue;
+                        }
+                        Err(why) => Err(why),
+                    },
+                    Ok(r) => match columns {
+                        Ok(columns) => columns.event(&r),
+                        Err(_) => Err(NO_HEADER.to_owned()),
+                    },
                 };
                 return Some(Ok((line, parsed)));
             },
         }
+    }
+}
+
+/// What the csv crate says of a row, without the position (the line is named beside it).
+fn csv_error(error: &csv::Error) -> String {
+    match error.kind() {
+        csv::ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => format!("{len} fields, but the header has {expected_len}"),
+        _ => error.to_string(),
     }
 }
 
@@ -159,26 +175,33 @@ pub(super) struct Columns {
 }
 
 impl Columns {
-    /// Without a header: `member,delta,at`.
-    const POSITIONAL: Columns = Columns {
-        member: 0,
-        delta: Some(1),
-        at: Some(2),
-        csv_safe: false,
-    };
-
-    fn is_header(record: &csv::StringRecord) -> bool {
-        record.iter().any(|f| f.trim() == "member")
-    }
-
-    fn from_header(record: &csv::StringRecord, csv_safe: bool) -> Columns {
-        let find = |name: &str| record.iter().position(|f| f.trim() == name);
-        Columns {
-            member: find("member").unwrap_or(0),
+    /// The columns a header line names, or what is wrong with it.
+    fn from_header(record: &csv::StringRecord, csv_safe: bool) -> Result<Columns, String> {
+        let names: Vec<&str> = record.iter().map(str::trim).collect();
+        let wanted = "the header line names the columns: member, and optionally delta and \
+                      at (an export's rank and score too)";
+        if let Some(unknown) = names
+            .iter()
+            .find(|n| !["member", "delta", "at", "rank", "score"].contains(n))
+        {
+            return Err(format!("unknown column {unknown:?}: {wanted}"));
+        }
+        if let Some(twice) = names
+            .iter()
+            .find(|n| names.iter().filter(|m| m == n).count() > 1)
+        {
+            return Err(format!("column {twice:?} named twice: {wanted}"));
+        }
+        let find = |name: &str| names.iter().position(|n| *n == name);
+        if find("delta").is_some() && find("score").is_some() {
+            return Err(format!("both delta and score: {wanted}"));
+        }
+        Ok(Columns {
+            member: find("member").ok_or_else(|| format!("no member column: {wanted}"))?,
             delta: find("delta").or_else(|| find("score")),
             at: find("at"),
             csv_safe,
-        }
+        })
     }
 
     fn event(&self, record: &csv::StringRecord) -> Result<Event, String> {
@@ -223,9 +246,8 @@ impl Columns {
 mod tests {
     use super::*;
 
-    fn parse_all(input: &str, format: Option<Format>) -> Vec<Parsed> {
+    fn parse_all(input: &str, format: Format) -> Vec<Parsed> {
         parse(input.as_bytes(), format, false)
-            .unwrap()
             .collect::<io::Result<_>>()
             .unwrap()
     }
@@ -234,7 +256,7 @@ mod tests {
     fn json_lines_with_defaults_blank_lines_and_bad_lines() {
         let parsed = parse_all(
             "{\"member\":\"a\"}\n\n{\"member\":\"b\",\"delta\":-2,\"at\":5}\nnope\n",
-            None,
+            Format::Json,
         );
         assert_eq!(parsed.len(), 3);
         assert_eq!(parsed[0].0, 1);
@@ -245,33 +267,91 @@ mod tests {
         assert!(parsed[2].1.is_err());
     }
 
-    #[test]
-    fn csv_with_or_without_header_and_quoted_members() {
-        let plain = parse_all("a,2,100\n\"b,c\",,\n", Some(Format::Csv));
-        let events: Vec<(String, i64)> = plain
-            .into_iter()
-            .map(|(_, e)| e.unwrap())
-            .map(|e| (e.member, e.delta))
-            .collect();
-        assert_eq!(events, [("a".to_owned(), 2), ("b,c".to_owned(), 1)]);
-        let exported = parse_all("rank,member,score\n1,x,7\n2,y,3\n", None);
-        let events: Vec<(u64, String, i64)> = exported
+    fn events(parsed: Vec<Parsed>) -> Vec<(u64, String, i64)> {
+        parsed
             .into_iter()
             .map(|(l, e)| (l, e.unwrap()))
             .map(|(l, e)| (l, e.member, e.delta))
-            .collect();
-        assert_eq!(events, [(2, "x".to_owned(), 7), (3, "y".to_owned(), 3)]);
-        let spaced = parse_all("\" lead\", 2 , 100 \ntrail ,3\n", Some(Format::Csv));
-        let events: Vec<(String, i64)> = spaced
-            .into_iter()
-            .map(|(_, e)| e.unwrap())
-            .map(|e| (e.member, e.delta))
-            .collect();
-        assert_eq!(events, [(" lead".to_owned(), 2), ("trail ".to_owned(), 3)]);
-        let bad = parse_all("a,one,1\n", Some(Format::Csv));
+            .collect()
+    }
+
+    #[test]
+    fn csv_by_its_header_with_quoted_members_and_an_exports_columns() {
+        let plain = parse_all("member,delta,at\na,2,100\n\"b,c\",,\n", Format::Csv);
+        assert_eq!(
+            events(plain),
+            [(2, "a".to_owned(), 2), (3, "b,c".to_owned(), 1)]
+        );
+        let reordered = parse_all("delta, member\n4,x\n", Format::Csv);
+        assert_eq!(events(reordered), [(2, "x".to_owned(), 4)]);
+        let exported = parse_all("rank,member,score\n1,x,7\n2,y,3\n", Format::Csv);
+        assert_eq!(
+            events(exported),
+            [(2, "x".to_owned(), 7), (3, "y".to_owned(), 3)]
+        );
+        let spaced = parse_all("member,delta,at\n\" lead\", 2 , 100 \n", Format::Csv);
+        assert_eq!(events(spaced), [(2, " lead".to_owned(), 2)]);
+        let bad = parse_all("member,delta,at\na,one,1\n", Format::Csv);
         assert_eq!(
             bad[0].1.as_ref().unwrap_err(),
             "delta \"one\" is not an integer"
         );
+    }
+
+    #[test]
+    fn csv_without_a_valid_header_or_with_a_short_row_is_refused_line_by_line() {
+        let prose = parse_all("this is not json\n{\"member\":\"x\"}\n", Format::Csv);
+        let errors: Vec<(u64, String)> = prose
+            .into_iter()
+            .map(|(l, e)| (l, e.unwrap_err()))
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                (
+                    1,
+                    "unknown column \"this is not json\": the header line names the columns: \
+                     member, and optionally delta and at (an export's rank and score too)"
+                        .to_owned()
+                ),
+                (2, NO_HEADER.to_owned()),
+            ]
+        );
+        let headless = parse_all("a,1\n", Format::Csv);
+        assert!(
+            headless[0]
+                .1
+                .as_ref()
+                .unwrap_err()
+                .starts_with("unknown column \"a\"")
+        );
+        let no_member = parse_all("delta\n1\n", Format::Csv);
+        assert!(
+            no_member[0]
+                .1
+                .as_ref()
+                .unwrap_err()
+                .starts_with("no member column")
+        );
+        let short = parse_all("member,delta\na,1\nb\n", Format::Csv);
+        assert_eq!(
+            (short[1].0, short[1].1.as_ref().unwrap_err().as_str()),
+            (3, "1 fields, but the header has 2")
+        );
+    }
+
+    #[test]
+    fn the_format_comes_from_the_extension_only() {
+        use std::path::Path;
+        assert_eq!(Format::of_path(Path::new("a/b.CSV")), Some(Format::Csv));
+        for json in ["x.jsonl", "x.ndjson", "x.json"] {
+            assert_eq!(
+                Format::of_path(Path::new(json)),
+                Some(Format::Json),
+                "{json}"
+            );
+        }
+        assert_eq!(Format::of_path(Path::new("events.txt")), None);
+        assert_eq!(Format::of_path(Path::new("-")), None);
     }
 }

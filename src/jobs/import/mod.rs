@@ -2,13 +2,19 @@
 //! same exact write path as every other write.
 //!
 //! Input is JSON lines (`{"member": "post:1", "delta": 1, "at": 1700000000}`) or CSV
-//! (`member,delta,at`, header optional); `delta` defaults to 1 and `at` to now. An
-//! export (`rank`, `member`, `score`) imports too: its score is taken as the delta. On a
-//! max, min or latest board (`"aggregate"`) the delta (or score) is the event's value. The
-//! formats live in [`format`](self::Format); this module is the pipeline. A reader
-//! thread parses the input into batches and hands them over a bounded channel, so
-//! memory stays the same whatever the input's size; batches are written a few at a
-//! time, and their outcomes counted into the report.
+//! with a header line (`member,delta,at`), in the format the caller names; `delta`
+//! defaults to 1 and `at` to now. An export (`rank`, `member`, `score`) imports too: its
+//! score is taken as the delta. On a max, min or latest board (`"aggregate"`) the delta
+//! (or score) is the event's value. The formats live in [`format`](self::Format); this
+//! module is the pipeline.
+//!
+//! Two passes. The first reads the whole input, copying it to a spool file (unlinked at
+//! once, so it goes with the process) while it checks every line: a malformed line
+//! stops the import there, **nothing written** (unless `skip_bad`), and a dry run stops
+//! after it with the count of events. The second reads the spool: a reader thread
+//! parses it into batches and hands them over a bounded channel, so memory stays the
+//! same whatever the input's size; batches are written a few at a time, and their
+//! outcomes counted into the report.
 //!
 //! Every batch is written under an idempotency key made of the import's *run id* and its
 //! line numbers, applied at most once per key (see
@@ -18,7 +24,8 @@
 //! default): batches already applied are skipped. Without a run id each import gets a fresh
 //! one, so importing a file twice counts it twice.
 
-use std::io::Read;
+use std::fs::File;
+use std::io::{Read, Seek};
 
 use serde::Serialize;
 use tokio::sync::mpsc;
@@ -38,10 +45,13 @@ use format::Parsed;
 /// How an import runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImportOptions {
-    /// The format; `None` guesses from the first line (`{` means JSON).
-    pub format: Option<Format>,
-    /// Count malformed lines and go on, instead of stopping at the first.
+    /// The format (default JSON lines): never guessed from the content.
+    pub format: Format,
+    /// Import the events of the well-formed lines and count the malformed ones, instead
+    /// of refusing the whole input for its first malformed line.
     pub skip_bad: bool,
+    /// Check the whole input and report what would be imported, writing nothing.
+    pub dry_run: bool,
     /// Events per write.
     pub batch_size: usize,
     /// Writes in flight at once.
@@ -57,8 +67,9 @@ pub struct ImportOptions {
 impl Default for ImportOptions {
     fn default() -> Self {
         ImportOptions {
-            format: None,
+            format: Format::Json,
             skip_bad: false,
+            dry_run: false,
             batch_size: 1000,
             in_flight: 4,
             run_id: None,
@@ -83,6 +94,8 @@ pub struct ImportReport {
     pub run_id: String,
     /// Lines read (blank lines and a CSV header included).
     pub lines: u64,
+    /// Well-formed events in the input (what a dry run would import).
+    pub events: u64,
     /// Events applied.
     pub imported: u64,
     /// Events of batches an earlier run with the same run id applied: skipped.
@@ -111,15 +124,13 @@ impl ImportReport {
 /// Why an import stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
-    /// A line is not an event (and `skip_bad` is off). Lines before it were imported.
-    #[error("line {line}: {message} ({imported} events before it were imported)")]
+    /// A line is not an event (and `skip_bad` is off): nothing was imported.
+    #[error("line {line}: {message} (nothing was imported)")]
     Malformed {
         /// Its number, from 1.
         line: u64,
         /// What is wrong.
         message: String,
-        /// Events imported before the import stopped.
-        imported: u64,
     },
     /// The board or the store failed before anything was written.
     #[error(transparent)]
@@ -172,20 +183,26 @@ pub async fn import(
         },
         other => other,
     })?;
+    let (format, csv_safe, skip_bad) = (options.format, options.csv_safe, options.skip_bad);
+    let (spool, mut report) =
+        tokio::task::spawn_blocking(move || check(input, format, csv_safe, skip_bad))
+            .await
+            .map_err(|e| std::io::Error::other(e.to_string()))?
+            .map_err(|e| *e)?;
+    report.run_id = run_id.clone();
+    if options.dry_run {
+        return Ok(report);
+    }
+    report.bad_lines = 0;
+    report.problems.clear();
+
     let batch_size = options.batch_size.max(1);
     let (batches, mut inbox) = mpsc::channel::<Vec<Parsed>>(options.in_flight.max(1));
-    let format = options.format;
-    let csv_safe = options.csv_safe;
     let reader = tokio::task::spawn_blocking(move || {
-        read_batches(input, format, csv_safe, batch_size, &batches)
+        read_batches(spool, format, csv_safe, batch_size, &batches)
     });
 
-    let mut report = ImportReport {
-        run_id: run_id.clone(),
-        ..ImportReport::default()
-    };
     let mut writes: JoinSet<Written> = JoinSet::new();
-    let mut stop: Option<ImportError> = None;
     while let Some(batch) = inbox.recv().await {
         report.lines = batch.last().map_or(report.lines, |(line, _)| *line);
         let mut events = Vec::with_capacity(batch.len());
@@ -199,17 +216,10 @@ pub async fn import(
                     events.push(event);
                     lines.push(line);
                 }
-                Err(message) if options.skip_bad => {
+                // The first pass refused the input for it unless `skip_bad`.
+                Err(message) => {
                     report.bad_lines += 1;
                     report.problem(line, message);
-                }
-                Err(message) => {
-                    stop = Some(ImportError::Malformed {
-                        line,
-                        message,
-                        imported: 0,
-                    });
-                    break;
                 }
             }
         }
@@ -231,20 +241,10 @@ pub async fn import(
                 (lines, events.len(), outcome)
             });
         }
-        if stop.is_some() {
-            break;
-        }
     }
     drop(inbox);
     while !writes.is_empty() {
         absorb(&mut writes, &mut report, &progress).await?;
-    }
-    if let Some(ImportError::Malformed { line, message, .. }) = stop {
-        return Err(ImportError::Malformed {
-            line,
-            message,
-            imported: report.imported,
-        });
     }
     reader
         .await
@@ -287,17 +287,79 @@ async fn absorb(
     Ok(())
 }
 
+/// The first pass: reads all of `input` into a spool file while checking every line.
+/// Returns the spool, rewound, and the report of what it holds (`lines`, `events`, and
+/// with `skip_bad` the malformed lines); without `skip_bad` a malformed line is the
+/// error.
+fn check(
+    input: impl Read,
+    format: Format,
+    csv_safe: bool,
+    skip_bad: bool,
+) -> Result<(File, ImportReport), Box<ImportError>> {
+    let mut spool = spool_file().map_err(|e| Box::new(e.into()))?;
+    let mut report = ImportReport::default();
+    let copy = Tee {
+        input,
+        copy: &mut spool,
+    };
+    for parsed in format::parse(copy, format, csv_safe) {
+        let (line, event) = parsed.map_err(|e| Box::new(e.into()))?;
+        report.lines = line;
+        match event {
+            Ok(_) => report.events += 1,
+            Err(message) if skip_bad => {
+                report.bad_lines += 1;
+                report.problem(line, message);
+            }
+            Err(message) => return Err(Box::new(ImportError::Malformed { line, message })),
+        }
+    }
+    spool.rewind().map_err(|e| Box::new(e.into()))?;
+    Ok((spool, report))
+}
+
+/// A new file for the spool, already unlinked: it is gone when closed.
+fn spool_file() -> std::io::Result<File> {
+    let path = std::env::temp_dir().join(format!(
+        "rollboard-import-{}-{:x}",
+        std::process::id(),
+        crate::store::new_version()
+    ));
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(file)
+}
+
+/// Reads `input`, writing what it read to `copy`.
+struct Tee<'a, R> {
+    input: R,
+    copy: &'a mut File,
+}
+
+impl<R: Read> Read for Tee<'_, R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.input.read(buffer)?;
+        std::io::Write::write_all(self.copy, &buffer[..n])?;
+        Ok(n)
+    }
+}
+
 /// The reader thread: parses `input` and sends batches of `batch_size` lines until the
 /// input ends (or the receiver goes away).
 fn read_batches(
     input: impl Read,
-    format: Option<Format>,
+    format: Format,
     csv_safe: bool,
     batch_size: usize,
     batches: &mpsc::Sender<Vec<Parsed>>,
 ) -> std::io::Result<()> {
     let mut batch = Vec::with_capacity(batch_size);
-    for parsed in format::parse(input, format, csv_safe)? {
+    for parsed in format::parse(input, format, csv_safe) {
         batch.push(parsed?);
         if batch.len() == batch_size {
             let full = std::mem::replace(&mut batch, Vec::with_capacity(batch_size));
@@ -319,8 +381,8 @@ mod tests {
     #[test]
     fn lines_go_out_in_batches_of_batch_size_with_their_numbers() {
         let (tx, mut rx) = mpsc::channel(10);
-        let input = "a,1\nb,2\n\"c\nd\",3\ne,4\nf,5\n";
-        read_batches(input.as_bytes(), Some(Format::Csv), false, 2, &tx).unwrap();
+        let input = "member,delta\na,1\nb,2\n\"c\nd\",3\ne,4\nf,5\n";
+        read_batches(input.as_bytes(), Format::Csv, false, 2, &tx).unwrap();
         drop(tx);
         let mut batches = Vec::new();
         while let Ok(batch) = rx.try_recv() {
@@ -331,7 +393,7 @@ mod tests {
             batches.push(lines);
         }
         let expected: [&[(u64, &str)]; 3] =
-            [&[(1, "a"), (2, "b")], &[(3, "c\nd"), (5, "e")], &[(6, "f")]];
+            [&[(2, "a"), (3, "b")], &[(4, "c\nd"), (6, "e")], &[(7, "f")]];
         let expected: Vec<Vec<(u64, String)>> = expected
             .iter()
             .map(|b| b.iter().map(|(l, m)| (*l, m.to_string())).collect())

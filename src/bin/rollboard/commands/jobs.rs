@@ -18,12 +18,29 @@ use crate::progress;
 use super::store::{job_config, open, single_node_only};
 
 fn format_of(text: &str) -> anyhow::Result<Format> {
-    Format::parse(text).ok_or_else(|| anyhow::anyhow!("unknown format {text:?}: use json or csv"))
+    Format::parse(text).ok_or_else(|| anyhow::anyhow!("unknown format {text:?}: use jsonl or csv"))
+}
+
+/// The import's format: `--format`, else the file's extension; never the content.
+fn import_format(args: &ImportArgs) -> anyhow::Result<Format> {
+    if let Some(named) = &args.format {
+        return format_of(named);
+    }
+    if args.file.as_os_str() == "-" {
+        anyhow::bail!("reading stdin needs --format csv or --format jsonl");
+    }
+    Format::of_path(&args.file).ok_or_else(|| {
+        anyhow::anyhow!(
+            "cannot tell the format of {} from its extension: name it with --format csv or \
+             --format jsonl (or name the file .csv or .jsonl)",
+            args.file.display()
+        )
+    })
 }
 
 pub(super) async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
+    let format = import_format(&args)?;
     let boards = open(&args.store, "import").await?;
-    let format = args.format.as_deref().map(format_of).transpose()?;
     let input: Box<dyn std::io::Read + Send> = if args.file.as_os_str() == "-" {
         Box::new(std::io::stdin())
     } else {
@@ -35,6 +52,7 @@ pub(super) async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let options = ImportOptions {
         format,
         skip_bad: args.skip_bad,
+        dry_run: args.dry_run,
         run_id: args.run_id.clone(),
         csv_safe: args.csv_safe,
         ..ImportOptions::default()
@@ -53,6 +71,13 @@ pub(super) async fn import(args: ImportArgs) -> anyhow::Result<ExitCode> {
     let report = report?;
     for p in &report.problems {
         eprintln!("rollboard: line {}: {}", p.line, p.message);
+    }
+    if args.dry_run {
+        println!(
+            "dry run: {} events in {} lines would be imported into {} ({} bad lines); nothing was written",
+            report.events, report.lines, args.board, report.bad_lines
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     println!(
         "imported {} events into {} ({} too late, skipped; {} rejected; {} bad lines; {} imported before by this run id) from {} lines in {:.1} s, run id {}",
