@@ -24,10 +24,12 @@ use clap::{Args, Parser, Subcommand};
         long a write waits for them (default 1s)\n  \
         ROLLBOARD_ACCEPT_EVICTION  true: accept a Redis whose maxmemory-policy evicts keys\n  \
         ROLLBOARD_BIND          address for `serve` (default 127.0.0.1:8080)\n  \
+        ROLLBOARD_READ_TOKEN    bearer token required to read (off by default: reads open; empty counts as unset)\n  \
         ROLLBOARD_WRITE_TOKEN   bearer token required to post events (empty counts as unset)\n  \
         ROLLBOARD_ADMIN_TOKEN   bearer token required to create and drop boards and remove members\n                          \
         (empty counts as unset)\n  \
-        RUST_LOG                log filter (default: info for serve, warn otherwise)"
+        RUST_LOG                log filter (default: log_level of serve's config file, else info for serve,\n                          \
+        warn otherwise)"
 )]
 pub struct Cli {
     /// What to do.
