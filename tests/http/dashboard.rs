@@ -405,6 +405,34 @@ async fn without_boards_the_dashboard_says_so() {
 }
 
 #[tokio::test]
+async fn a_max_boards_chart_leaves_a_slot_without_a_value_empty_where_sums_show_zero() {
+    let app = spawn_page_app().await;
+    let board = unique("best");
+    let put = app
+        .put(
+            &format!("/v1/boards/{board}"),
+            json!({"slot": "1h", "windows": ["1d"], "aggregate": "max"}),
+        )
+        .await;
+    assert_eq!(put.status.as_u16(), 201, "{:?}", put.body);
+    let reply = app
+        .post(
+            &format!("/v1/boards/{board}/events"),
+            json!({"events": [
+                {"member": "ann", "value": 42, "at": START - 7200},
+                {"member": "ann", "value": 40, "at": START},
+            ]}),
+        )
+        .await;
+    assert_eq!(reply.body, json!({"accepted": 2, "rejected": []}));
+    let dom = render(&format!("{}/?boards={board}", app.url)).await;
+    let section = board_section(&dom, &board);
+    assert_eq!(history_row(section, START - 7200), ["42"]);
+    assert_eq!(history_row(section, START - 3600), ["–"]);
+    assert_eq!(history_row(section, START), ["40"]);
+}
+
+#[tokio::test]
 async fn with_a_read_token_the_page_asks_for_it_and_reads_with_the_one_in_its_address() {
     let mut config = ServiceConfig::default();
     config.tokens.read = Some("r-Token".into());
@@ -720,6 +748,15 @@ async fn with_200_boards_each_refresh_costs_one_request_and_each_panel_shows_its
         !stats.contains("data-context=\"/v1/dashboard") && !stats.contains("data-context=\"/\""),
         "the dashboard's own requests are in AccessTime:\n{stats}"
     );
+    // AccessTime is a duration: mean and p95 with a unit, the count without.
+    let row = slice(stats, "<tr data-context=\"/v1/counters/{name}\">", "</tr>");
+    let cells = all_between(row, "<td class=\"score\">", "</td>");
+    assert_eq!(cells.len(), 3, "{row}");
+    for cell in &cells[..2] {
+        let (number, unit) = cell.split_once(' ').unwrap_or_else(|| panic!("{row}"));
+        assert!(number.parse::<f64>().is_ok() && ["µs", "ms", "s"].contains(&unit), "{row}");
+    }
+    assert!(cells[2].parse::<u64>().unwrap() >= 1, "{row}");
 }
 
 #[tokio::test]
