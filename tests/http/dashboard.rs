@@ -754,7 +754,10 @@ async fn with_200_boards_each_refresh_costs_one_request_and_each_panel_shows_its
     assert_eq!(cells.len(), 3, "{row}");
     for cell in &cells[..2] {
         let (number, unit) = cell.split_once(' ').unwrap_or_else(|| panic!("{row}"));
-        assert!(number.parse::<f64>().is_ok() && ["µs", "ms", "s"].contains(&unit), "{row}");
+        assert!(
+            number.parse::<f64>().is_ok() && ["µs", "ms", "s"].contains(&unit),
+            "{row}"
+        );
     }
     assert!(cells[2].parse::<u64>().unwrap() >= 1, "{row}");
 }
