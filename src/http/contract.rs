@@ -183,12 +183,13 @@ fn add_layer_statuses(operation: &mut Operation) {
         ));
     }
     let security = operation.security.as_deref().unwrap_or_default();
-    if security == [SecurityRequirement::new(ADMIN, NO_SCOPES)] {
+    let lists = |scheme| security.contains(&SecurityRequirement::new(scheme, NO_SCOPES));
+    if lists(ADMIN) && !lists(WRITE) {
         statuses.push((
             "403",
             "`forbidden`: an admin token is configured and the request sent a weaker token",
         ));
-    } else if security.len() == 2 {
+    } else if lists(WRITE) && !lists(READ) {
         statuses.push((
             "403",
             "`forbidden`: a write or admin token is configured and the request sent the read token",

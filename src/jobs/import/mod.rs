@@ -187,14 +187,17 @@ pub async fn import(
     let (spool, mut report) =
         tokio::task::spawn_blocking(move || check(input, format, csv_safe, skip_bad))
             .await
-            .map_err(|e| std::io::Error::other(e.to_string()))?
-            .map_err(|e| *e)?;
+            .map_err(|e| std::io::Error::other(e.to_string()))??;
+    if let (false, Some(first)) = (skip_bad, report.problems.first()) {
+        return Err(ImportError::Malformed {
+            line: first.line,
+            message: first.message.clone(),
+        });
+    }
     report.run_id = run_id.clone();
     if options.dry_run {
         return Ok(report);
     }
-    report.bad_lines = 0;
-    report.problems.clear();
 
     let batch_size = options.batch_size.max(1);
     let (batches, mut inbox) = mpsc::channel::<Vec<Parsed>>(options.in_flight.max(1));
@@ -204,23 +207,17 @@ pub async fn import(
 
     let mut writes: JoinSet<Written> = JoinSet::new();
     while let Some(batch) = inbox.recv().await {
-        report.lines = batch.last().map_or(report.lines, |(line, _)| *line);
         let mut events = Vec::with_capacity(batch.len());
         let mut lines = Vec::with_capacity(batch.len());
+        // A malformed line was counted by the first pass (which refused the input for
+        // it unless `skip_bad`): skipped here.
         for (line, parsed) in batch {
-            match parsed {
-                Ok(mut event) => {
-                    if values {
-                        event.value = Some(event.delta);
-                    }
-                    events.push(event);
-                    lines.push(line);
+            if let Ok(mut event) = parsed {
+                if values {
+                    event.value = Some(event.delta);
                 }
-                // The first pass refused the input for it unless `skip_bad`.
-                Err(message) => {
-                    report.bad_lines += 1;
-                    report.problem(line, message);
-                }
+                events.push(event);
+                lines.push(line);
             }
         }
         if !events.is_empty() {
@@ -288,34 +285,35 @@ async fn absorb(
 }
 
 /// The first pass: reads all of `input` into a spool file while checking every line.
-/// Returns the spool, rewound, and the report of what it holds (`lines`, `events`, and
-/// with `skip_bad` the malformed lines); without `skip_bad` a malformed line is the
-/// error.
+/// Returns the spool, rewound, and the report of what it holds (`lines`, `events`, the
+/// malformed lines); without `skip_bad` it stops at the first malformed line.
 fn check(
     input: impl Read,
     format: Format,
     csv_safe: bool,
     skip_bad: bool,
-) -> Result<(File, ImportReport), Box<ImportError>> {
-    let mut spool = spool_file().map_err(|e| Box::new(e.into()))?;
+) -> std::io::Result<(File, ImportReport)> {
+    let mut spool = spool_file()?;
     let mut report = ImportReport::default();
     let copy = Tee {
         input,
         copy: &mut spool,
     };
     for parsed in format::parse(copy, format, csv_safe) {
-        let (line, event) = parsed.map_err(|e| Box::new(e.into()))?;
+        let (line, event) = parsed?;
         report.lines = line;
         match event {
             Ok(_) => report.events += 1,
-            Err(message) if skip_bad => {
+            Err(message) => {
                 report.bad_lines += 1;
                 report.problem(line, message);
+                if !skip_bad {
+                    break;
+                }
             }
-            Err(message) => return Err(Box::new(ImportError::Malformed { line, message })),
         }
     }
-    spool.rewind().map_err(|e| Box::new(e.into()))?;
+    spool.rewind()?;
     Ok((spool, report))
 }
 
