@@ -29,9 +29,9 @@ use crate::{BoardConfig, Error, RedisOptions, Rollboard};
 #[path = "../../migrations/mod.rs"]
 mod migrations;
 
-/// The hash of applied migrations.
+/// The hash of applied migrations (under the key prefix, when there is one).
 pub const APPLIED_KEY: &str = "rollboard:migrations";
-/// The lock held while migrations run.
+/// The lock held while migrations run (under the key prefix, when there is one).
 pub const LOCK_KEY: &str = "rollboard:migrations:lock";
 
 /// A board the source article kept, and the board to import it into.
@@ -146,7 +146,7 @@ pub struct MigrateReport {
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
     /// Another `migrate` held the lock for longer than the wait.
-    #[error("another `rollboard migrate` is running (waited {waited:?} for {LOCK_KEY})")]
+    #[error("another `rollboard migrate` is running (waited {waited:?} for its lock, {LOCK_KEY})")]
     Busy {
         /// How long this one waited.
         waited: Duration,
@@ -241,7 +241,7 @@ async fn apply_pending(
         let _: bool = conn
             .query(
                 redis::cmd("HSETNX")
-                    .arg(APPLIED_KEY)
+                    .arg(conn.keys().prefixed(APPLIED_KEY))
                     .arg(migration.key())
                     .arg(json),
                 None,
@@ -259,7 +259,7 @@ async fn apply_pending(
 async fn applied(conn: &RedisConn) -> Result<std::collections::BTreeMap<u32, Applied>, Error> {
     let raw: Vec<(String, String)> = conn
         .query(
-            redis::cmd("HGETALL").arg(APPLIED_KEY),
+            redis::cmd("HGETALL").arg(conn.keys().prefixed(APPLIED_KEY)),
             None,
             Retry::Idempotent,
         )
@@ -299,7 +299,7 @@ impl Lock {
             let taken: Option<String> = conn
                 .query(
                     redis::cmd("SET")
-                        .arg(LOCK_KEY)
+                        .arg(conn.keys().prefixed(LOCK_KEY))
                         .arg(&token)
                         .arg("NX")
                         .arg("PX")
@@ -325,7 +325,7 @@ impl Lock {
                 let script = lock_script();
                 loop {
                     tokio::time::sleep(Duration::from_millis(lease / 3)).await;
-                    let mut refresh = script.key(LOCK_KEY);
+                    let mut refresh = script.key(conn.keys().prefixed(LOCK_KEY));
                     refresh.arg("refresh").arg(&token).arg(lease);
                     let held: Result<i64, _> = conn.invoke(&refresh, Retry::Idempotent).await;
                     if held.is_ok_and(|held| held == 0) {
@@ -351,7 +351,7 @@ impl Lock {
         self.renewer.abort();
         if !self.lost.load(Ordering::SeqCst) {
             let script = lock_script();
-            let mut release = script.key(LOCK_KEY);
+            let mut release = script.key(conn.keys().prefixed(LOCK_KEY));
             release.arg("release").arg(&self.token);
             let _: Result<i64, _> = conn.invoke(&release, Retry::Idempotent).await;
         }

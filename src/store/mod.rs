@@ -29,7 +29,7 @@ pub use stats::{StatRecord, StatsStore};
 
 pub use memory::MemoryStore;
 pub use rates::{RateHit, RateStore};
-pub use redis::{IngestOptions, RedisOptions, RedisStore, ReplicaAcks, RetireOptions};
+pub use redis::{IngestOptions, KeyPrefix, RedisOptions, RedisStore, ReplicaAcks, RetireOptions};
 #[cfg(feature = "server")]
 pub(crate) use redis::{RedisConn, Retry, check_url, redact};
 pub use server::ServerStore;

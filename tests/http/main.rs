@@ -17,6 +17,7 @@ mod dashboard;
 mod dashboard_api;
 mod dense;
 mod idempotency;
+mod key_prefix;
 mod member_data;
 mod mounted;
 mod multi;

@@ -338,6 +338,10 @@ pub struct RedisConnectionArgs {
     /// compact] (see docs/compact-slots.md, "Compact slots").
     #[arg(long, env = "ROLLBOARD_DEFAULT_LAYOUT", value_name = "LAYOUT")]
     pub default_layout: Option<rollboard::Layout>,
+    /// What every key rollboard writes starts with, to share a Redis with an application
+    /// (such as app1:; no braces) [default: none].
+    #[arg(long, env = "ROLLBOARD_KEY_PREFIX", value_name = "PREFIX")]
+    pub key_prefix: Option<rollboard::KeyPrefix>,
 }
 
 /// `serve` options.

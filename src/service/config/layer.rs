@@ -12,7 +12,7 @@ use super::StoreKind;
 use super::bind::deserialize_bind;
 use crate::service::logging::LogFormat;
 use crate::service::timeout::Timeout;
-use crate::{Layout, Span};
+use crate::{KeyPrefix, Layout, Span};
 
 /// The config file's shape.
 pub type ConfigFile = ConfigLayer;
@@ -59,6 +59,9 @@ pub struct ConfigLayer {
     /// The slot layout of boards created without one: `default_layout`,
     /// `ROLLBOARD_DEFAULT_LAYOUT` / `--default-layout`.
     pub default_layout: Option<Layout>,
+    /// What every key rollboard writes starts with: `key_prefix`,
+    /// `ROLLBOARD_KEY_PREFIX` / `--key-prefix`.
+    pub key_prefix: Option<KeyPrefix>,
     /// Token for reads: `read_token`, `ROLLBOARD_READ_TOKEN`.
     pub read_token: Option<String>,
     /// Token for writes: `write_token`, `ROLLBOARD_WRITE_TOKEN`.

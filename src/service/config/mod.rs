@@ -19,6 +19,8 @@
 //! replica_ack_timeout = "1s"                # or ROLLBOARD_REPLICA_ACK_TIMEOUT
 //! default_layout = "compact"                # or ROLLBOARD_DEFAULT_LAYOUT: the slot layout
 //!                                           # of boards created without one
+//! key_prefix = "app1:"                      # or ROLLBOARD_KEY_PREFIX: starts every key
+//!                                           # rollboard writes (no braces) [default: none]
 //! accept_eviction = false                   # or ROLLBOARD_ACCEPT_EVICTION
 //! read_token = "…"                          # or ROLLBOARD_READ_TOKEN: reads need a token
 //! write_token = "…"                         # or ROLLBOARD_WRITE_TOKEN
@@ -193,6 +195,9 @@ impl ServiceConfig {
         };
         if let Some(layout) = overrides.default_layout.or(file.default_layout) {
             redis.default_layout = layout;
+        }
+        if let Some(prefix) = overrides.key_prefix.or(file.key_prefix) {
+            redis.key_prefix = prefix;
         }
         if let Some(Timeout(t)) = overrides
             .redis_connection_timeout

@@ -23,6 +23,7 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         min_replica_acks: args.connection.min_replica_acks,
         replica_ack_timeout: args.connection.replica_ack_timeout,
         default_layout: args.connection.default_layout,
+        key_prefix: args.connection.key_prefix.clone(),
         accept_eviction: args.accept_eviction,
         read_token: std::env::var("ROLLBOARD_READ_TOKEN").ok(),
         write_token: std::env::var("ROLLBOARD_WRITE_TOKEN").ok(),

@@ -56,6 +56,7 @@ pub(super) fn connection_overrides(store: &StoreArgs) -> Overrides {
         min_replica_acks: store.connection.min_replica_acks,
         replica_ack_timeout: store.connection.replica_ack_timeout,
         default_layout: store.connection.default_layout,
+        key_prefix: store.connection.key_prefix.clone(),
         ..Overrides::default()
     }
 }

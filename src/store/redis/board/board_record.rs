@@ -19,7 +19,6 @@
 
 use redis::Value;
 
-use super::keys;
 use crate::domain::board::{Board, Resharding};
 use crate::domain::{
     Aggregate, BoardConfig, BoardName, Layout, RankedTotals, SnapshotPolicy, Span,
@@ -27,6 +26,7 @@ use crate::domain::{
 use crate::domain::{Ties, Timestamp};
 use crate::domain::{TrendingBoard, TrendingConfig};
 use crate::error::{Error, Result};
+use crate::store::redis::conn::keys::Keys;
 use crate::store::redis::conn::reply::{int, opt_string, string};
 
 /// The record fields that describe a windowed board, in the order [`parse_board`] reads
@@ -48,9 +48,9 @@ pub(crate) const RECORD_FIELDS: &[&str] = &[
 ];
 
 /// The read of a board's record: its fields, then `dropping` and `kind`.
-pub(crate) fn record_read(name: &BoardName) -> redis::Cmd {
+pub(crate) fn record_read(keys: &Keys, name: &BoardName) -> redis::Cmd {
     let mut cmd = redis::cmd("HMGET");
-    cmd.arg(keys::record(name))
+    cmd.arg(keys.record(name))
         .arg(RECORD_FIELDS)
         .arg("dropping")
         .arg("kind");

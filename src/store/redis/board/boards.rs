@@ -13,12 +13,13 @@ use redis::Value;
 use super::board_record::{RECORD_FIELDS, TREND_FIELDS, parse_board, parse_trending};
 use super::board_record::{parse_windows, record_read};
 use super::geometry::bucket_count;
-use super::{keys, registry, slot_index};
+use super::{registry, slot_index};
 use crate::domain::any_board::AnyBoard;
 use crate::domain::board::{Board, Created};
 use crate::domain::{BoardConfig, BoardName, Layout, Span, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::new_version;
+use crate::store::redis::conn::keys::{self, Keys};
 use crate::store::redis::conn::refusal::Refusal;
 use crate::store::redis::conn::reply::{int, opt_string};
 use crate::store::redis::conn::{RedisConn, Retry};
@@ -43,7 +44,7 @@ pub(crate) async fn create(
     now: Timestamp,
 ) -> Result<Creating> {
     let windows = config.windows();
-    let mut invocation = conn.scripts().create_board.key(keys::record(name));
+    let mut invocation = conn.scripts().create_board.key(conn.keys().record(name));
     invocation
         .arg(new_version())
         .arg(config.slot().seconds())
@@ -109,7 +110,10 @@ pub(crate) async fn create(
 /// Sets (or clears) the board's snapshots policy to `config`'s.
 async fn set_snapshots(conn: &RedisConn, board: &Board, config: &BoardConfig) -> Result<()> {
     let policy = config.snapshots().map(|p| p.stored()).unwrap_or_default();
-    let mut invocation = conn.scripts().set_snapshots.key(keys::record(&board.name));
+    let mut invocation = conn
+        .scripts()
+        .set_snapshots
+        .key(conn.keys().record(&board.name));
     invocation.arg(board.version).arg(policy);
     // Idempotent: it sets a value; sent again, it sets the same value.
     conn.script::<i64>(&invocation, &board.name, Retry::Idempotent)
@@ -152,7 +156,7 @@ pub(crate) async fn extend(conn: &RedisConn, extension: &Extension) -> Result<Op
     let mut invocation = conn
         .scripts()
         .extend_board
-        .key(keys::record(&existing.name));
+        .key(conn.keys().record(&existing.name));
     invocation
         .arg(existing.version)
         .arg(version)
@@ -185,10 +189,14 @@ pub(crate) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<An
     // Two commands, not a pipeline: the registry is a global key, in another hash slot
     // than the board's on Redis Cluster. Both are reads (Idempotent).
     let (fields, listed): (Vec<Value>, bool) = futures_util::future::try_join(
-        conn.query(&any_record_read(name), Some(name), Retry::Idempotent),
+        conn.query(
+            &any_record_read(conn.keys(), name),
+            Some(name),
+            Retry::Idempotent,
+        ),
         conn.query(
             redis::cmd("SISMEMBER")
-                .arg(keys::REGISTRY)
+                .arg(conn.keys().registry())
                 .arg(name.as_str()),
             Some(name),
             Retry::Idempotent,
@@ -205,8 +213,8 @@ pub(crate) async fn load(conn: &RedisConn, name: &BoardName) -> Result<Option<An
 }
 
 /// The read of a board's record of either kind (see [`parse_any`]).
-fn any_record_read(name: &BoardName) -> redis::Cmd {
-    let mut read = record_read(name);
+fn any_record_read(keys: &Keys, name: &BoardName) -> redis::Cmd {
+    let mut read = record_read(keys, name);
     read.arg(TREND_FIELDS);
     read
 }
@@ -229,7 +237,10 @@ fn parse_any(name: &BoardName, fields: &[Value]) -> Result<Option<AnyBoard>> {
 
 pub(crate) async fn list(conn: &RedisConn) -> Result<Vec<AnyBoard>> {
     let names = registry::registered_names(conn).await?;
-    let reads: Vec<redis::Cmd> = names.iter().map(any_record_read).collect();
+    let reads: Vec<redis::Cmd> = names
+        .iter()
+        .map(|name| any_record_read(conn.keys(), name))
+        .collect();
     // The records, read in pipelines (reads: Idempotent) so that listing many boards
     // costs few round trips; on a Cluster, where a pipeline may not cross hash slots,
     // one read per board, many at once.
@@ -274,21 +285,26 @@ const LIST_PIPELINE: usize = 512;
 const LIST_IN_FLIGHT: usize = 64;
 
 pub(crate) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
-    let invocation = conn.scripts().drop_begin.key(keys::record(name));
+    let invocation = conn.scripts().drop_begin.key(conn.keys().record(name));
     let windows: Option<String> = conn.script(&invocation, name, Retry::Idempotent).await?;
     if windows.as_deref() == Some("trending") {
-        unlink(conn, name, &[keys::trend(name), keys::trend_next(name)]).await?;
+        unlink(
+            conn,
+            name,
+            &[conn.keys().trend(name), conn.keys().trend_next(name)],
+        )
+        .await?;
     } else if let Some(windows) = &windows {
         // Writes and retirements now fail on the `dropping` mark; delete the slot hashes
         // (found through the index), then totals and index, then unlist the board, then
         // delete the record. A dropper that dies half-way leaves the record, so the next
         // drop (or create) finishes the job.
         let windows = parse_windows(windows)?;
-        let index = keys::index(name);
+        let index = conn.keys().index(name);
         let slots = slot_index::live_slots(conn, name).await?;
         let stage_keys: Vec<String> = slots
             .iter()
-            .flat_map(|s| (0..windows.len()).map(move |k| keys::stage(name, *s, k)))
+            .flat_map(|s| (0..windows.len()).map(move |k| conn.keys().stage(name, *s, k)))
             .collect();
         for batch in stage_keys.chunks(UNLINK_BATCH) {
             unlink(conn, name, batch).await?;
@@ -299,7 +315,7 @@ pub(crate) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         for (slot, buckets) in slot_geometries(conn, name).await? {
             let bucket_keys: Vec<String> = (0..windows.len())
                 .flat_map(|k| {
-                    let stage = keys::stage(name, slot, k);
+                    let stage = conn.keys().stage(name, slot, k);
                     (0..buckets).map(move |i| keys::bucket(&stage, i))
                 })
                 .collect();
@@ -307,24 +323,24 @@ pub(crate) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
                 unlink(conn, name, batch).await?;
             }
         }
-        let mut rest = keys::all_totals(name, &windows);
+        let mut rest = conn.keys().all_totals(name, &windows);
         // A dense board's tallies (absent keys on a competition board, so always named:
         // the record being dropped no longer says which it was).
-        rest.extend(keys::dense_keys(name, &windows));
-        rest.push(keys::rebuild(name));
-        rest.push(keys::rebuild_records(name));
-        rest.push(keys::rebuild_log(name));
-        rest.push(keys::rebuild_scan(name));
-        rest.push(keys::journal(name));
+        rest.extend(conn.keys().dense_keys(name, &windows));
+        rest.push(conn.keys().rebuild(name));
+        rest.push(conn.keys().rebuild_records(name));
+        rest.push(conn.keys().rebuild_log(name));
+        rest.push(conn.keys().rebuild_scan(name));
+        rest.push(conn.keys().journal(name));
         // Period snapshot streams (absent when the board took none).
-        rest.extend(windows.iter().map(|w| keys::snapshots(name, *w)));
-        rest.push(keys::snapshot_cursors(name));
-        rest.push(keys::slot_geometry(name));
-        rest.push(keys::data(name));
-        rest.push(keys::moved(name));
-        rest.push(keys::moving(name));
-        rest.push(keys::peaks(name));
-        rest.push(keys::newest(name));
+        rest.extend(windows.iter().map(|w| conn.keys().snapshots(name, *w)));
+        rest.push(conn.keys().snapshot_cursors(name));
+        rest.push(conn.keys().slot_geometry(name));
+        rest.push(conn.keys().data(name));
+        rest.push(conn.keys().moved(name));
+        rest.push(conn.keys().moving(name));
+        rest.push(conn.keys().peaks(name));
+        rest.push(conn.keys().newest(name));
         rest.push(index);
         unlink(conn, name, &rest).await?;
         // The board's idempotency records (`idem_{b}_<version>_…`) are left to expire by
@@ -336,7 +352,7 @@ pub(crate) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
     // while `dropping` is set), so a create that follows lists its board after this.
     registry::unregister(conn, name).await?;
     if windows.is_some() {
-        unlink(conn, name, &[keys::record(name)]).await?;
+        unlink(conn, name, &[conn.keys().record(name)]).await?;
     }
     Ok(windows.is_some())
 }
@@ -346,7 +362,7 @@ pub(crate) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
 pub(crate) async fn slot_geometries(conn: &RedisConn, name: &BoardName) -> Result<Vec<(i64, u64)>> {
     let geometries: Vec<(String, String)> = conn
         .query(
-            redis::cmd("HGETALL").arg(keys::slot_geometry(name)),
+            redis::cmd("HGETALL").arg(conn.keys().slot_geometry(name)),
             Some(name),
             Retry::Idempotent,
         )

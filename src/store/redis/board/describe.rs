@@ -6,7 +6,6 @@
 use redis::Value;
 
 use super::board_record::version_matches;
-use super::keys;
 use crate::domain::board::{Board, BoardStatus, WindowStatus, to_datetime};
 use crate::domain::{RankedTotals, Timestamp};
 use crate::domain::{WindowState, complete_from, coverage};
@@ -25,7 +24,7 @@ pub(crate) async fn pending_windows(conn: &RedisConn, board: &Board) -> Result<V
     let marks: Vec<Value> = conn
         .query(
             redis::cmd("HMGET")
-                .arg(keys::record(&board.name))
+                .arg(conn.keys().record(&board.name))
                 .arg(fields),
             Some(&board.name),
             Retry::Idempotent,
@@ -48,8 +47,8 @@ pub(crate) async fn describe(
 ) -> Result<BoardStatus> {
     let config = &board.config;
     let windows = config.windows();
-    let record = keys::record(&board.name);
-    let index = keys::index(&board.name);
+    let record = conn.keys().record(&board.name);
+    let index = conn.keys().index(&board.name);
     let mut pipe = redis::pipe();
     pipe.cmd("HGET").arg(&record).arg("version");
     pipe.cmd("ZCARD").arg(&index);
@@ -67,7 +66,7 @@ pub(crate) async fn describe(
             .arg(format!("done:{w}"))
             .arg(format!("since:{w}"))
             .arg(format!("building:{w}"));
-        let totals = keys::totals(&board.name, windows, j);
+        let totals = conn.keys().totals(&board.name, windows, j);
         pipe.cmd("ZCARD").arg(&totals);
         // The ranked members: every member of the totals (on a sum board none holds 0)
         // on a board of non-zero totals or of every value, the positive ones otherwise.

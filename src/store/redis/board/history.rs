@@ -5,7 +5,6 @@
 
 use redis::Value;
 
-use super::keys;
 use crate::domain::board::Board;
 use crate::domain::{History, Member, Point, Timestamp};
 use crate::domain::{WindowState, coverage};
@@ -84,11 +83,11 @@ async fn history_range(
     (lower, upper, slots): (i64, Option<i64>, &[i64]),
     listing: usize,
 ) -> Result<HistoryReply> {
-    let mut invocation = conn.scripts().history.key(keys::record(&board.name));
-    invocation.key(keys::index(&board.name));
-    invocation.key(keys::slot_geometry(&board.name));
+    let mut invocation = conn.scripts().history.key(conn.keys().record(&board.name));
+    invocation.key(conn.keys().index(&board.name));
+    invocation.key(conn.keys().slot_geometry(&board.name));
     for slot in slots {
-        for key in keys::stages(board, *slot) {
+        for key in conn.keys().stages(board, *slot) {
             invocation.key(key);
         }
     }

@@ -8,10 +8,10 @@ use redis::{ScriptInvocation, Value};
 use tokio::task::JoinSet;
 
 use super::family::Family;
-use super::keys;
+use crate::domain::RecomputeReport;
 use crate::domain::board::Board;
-use crate::domain::{RecomputeReport, Ties};
 use crate::error::{Error, Result};
+use crate::store::redis::conn::keys::Keys;
 use crate::store::redis::conn::refusal::Refusal;
 use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
@@ -43,7 +43,7 @@ where
 {
     let token = crate::store::new_version().to_string();
     let mut begin = conn.scripts().recompute_begin.prepare_invoke();
-    rebuild_keys(&mut begin, board)
+    rebuild_keys(&mut begin, conn.keys(), board)
         .arg(board.version)
         .arg(board.config.windows()[window].seconds())
         .arg(&token)
@@ -71,7 +71,7 @@ where
     }
     if result.is_err() {
         let mut end = conn.scripts().recompute_end.prepare_invoke();
-        rebuild_keys(&mut end, board).arg(&token);
+        rebuild_keys(&mut end, conn.keys(), board).arg(&token);
         let _: Result<i64> = conn.script(&end, &board.name, Retry::Idempotent).await;
     }
     result
@@ -80,16 +80,17 @@ where
 /// The keys of `recompute_begin.lua` and `recompute_end.lua`: the record and the build's.
 fn rebuild_keys<'a, 'b>(
     call: &'b mut ScriptInvocation<'a>,
+    keys: &Keys,
     board: &Board,
 ) -> &'b mut ScriptInvocation<'a> {
     let name = &board.name;
-    call.key(keys::record(name))
-        .key(keys::rebuild(name))
-        .key(keys::rebuild_log(name))
-        .key(keys::rebuild_scan(name))
-        .key(keys::rebuild_tally(name))
-        .key(keys::rebuild_dense(name))
-        .key(keys::rebuild_records(name))
+    call.key(keys.record(name))
+        .key(keys.rebuild(name))
+        .key(keys.rebuild_log(name))
+        .key(keys.rebuild_scan(name))
+        .key(keys.rebuild_tally(name))
+        .key(keys.rebuild_dense(name))
+        .key(keys.rebuild_records(name))
 }
 
 /// Runs `scan` on each of `items`, [`LANES`] in flight, adding each one's calls and
@@ -137,17 +138,4 @@ pub(crate) fn scan_step(reply: Value, script: &str) -> Result<(String, u64)> {
     let counted = items.get(1).map(|v| int(v, script)).transpose()?;
     let cursor = string(items.first().unwrap_or(&Value::Nil), script)?;
     Ok((cursor, counted.unwrap_or(0) as u64))
-}
-
-/// On a dense board, the build's tally and distinct totals; nothing on a competition
-/// board.
-pub(crate) fn build_dense(board: &Board) -> Vec<String> {
-    if board.config.ties() == Ties::Dense {
-        vec![
-            keys::rebuild_tally(&board.name),
-            keys::rebuild_dense(&board.name),
-        ]
-    } else {
-        Vec::new()
-    }
 }

@@ -8,7 +8,6 @@ use std::collections::HashMap;
 
 use futures_util::future::try_join_all;
 
-use super::keys;
 use crate::domain::board::Board;
 use crate::domain::{Member, MemberData};
 use crate::error::Result;
@@ -63,10 +62,10 @@ async fn set_chunk(
     entries: &[(Member, MemberData)],
 ) -> Result<Vec<bool>> {
     let windows = board.config.windows();
-    let mut invocation = conn.scripts().data_set.key(keys::record(&board.name));
+    let mut invocation = conn.scripts().data_set.key(conn.keys().record(&board.name));
     invocation
-        .key(keys::totals(&board.name, windows, windows.len() - 1))
-        .key(keys::data(&board.name))
+        .key(conn.keys().totals(&board.name, windows, windows.len() - 1))
+        .key(conn.keys().data(&board.name))
         .arg(board.version);
     for (member, data) in entries {
         invocation.arg(member.as_str()).arg(data.as_str());
@@ -87,7 +86,7 @@ pub(crate) async fn get(
         return Ok(Vec::new());
     }
     let mut cmd = redis::cmd("HMGET");
-    cmd.arg(keys::data(&board.name));
+    cmd.arg(conn.keys().data(&board.name));
     for member in members {
         cmd.arg(member.as_str());
     }
@@ -106,7 +105,7 @@ pub(crate) async fn delete(conn: &RedisConn, board: &Board, member: &Member) -> 
     let deleted: i64 = conn
         .query(
             redis::cmd("HDEL")
-                .arg(keys::data(&board.name))
+                .arg(conn.keys().data(&board.name))
                 .arg(member.as_str()),
             Some(&board.name),
             Retry::IdempotentWrite,
@@ -126,9 +125,12 @@ pub(crate) async fn sweep(conn: &RedisConn, board: &Board) -> Result<u64> {
     let windows = board.config.windows();
     let (mut cursor, mut deleted) = ("0".to_owned(), 0);
     loop {
-        let mut step = conn.scripts().data_sweep.key(keys::record(&board.name));
-        step.key(keys::totals(&board.name, windows, windows.len() - 1))
-            .key(keys::data(&board.name))
+        let mut step = conn
+            .scripts()
+            .data_sweep
+            .key(conn.keys().record(&board.name));
+        step.key(conn.keys().totals(&board.name, windows, windows.len() - 1))
+            .key(conn.keys().data(&board.name))
             .arg(board.version)
             .arg(&cursor)
             .arg(SWEEP_COUNT);

@@ -9,7 +9,6 @@ pub(crate) mod describe;
 pub(crate) mod family;
 pub(crate) mod geometry;
 pub(crate) mod history;
-pub(crate) mod keys;
 pub(crate) mod layout;
 pub(crate) mod lease;
 pub(crate) mod member_data;

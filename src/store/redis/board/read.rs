@@ -5,7 +5,6 @@
 
 use redis::Value;
 
-use super::keys;
 use crate::domain::PageQuery;
 use crate::domain::board::Board;
 use crate::domain::board::WindowAt;
@@ -54,13 +53,17 @@ async fn read_ranking(
 ) -> Result<RankingReply> {
     let WindowAt { board, window, now } = at;
     let windows = board.config.windows();
-    let mut invocation = conn.scripts().read_ranking.key(keys::record(&board.name));
+    let mut invocation = conn
+        .scripts()
+        .read_ranking
+        .key(conn.keys().record(&board.name));
     invocation
-        .key(keys::index(&board.name))
-        .key(keys::totals(&board.name, windows, window))
+        .key(conn.keys().index(&board.name))
+        .key(conn.keys().totals(&board.name, windows, window))
         // On a dense board, its distinct totals (KEYS[4]); the tally is not read.
         .key(
-            keys::window_dense(board, window)
+            conn.keys()
+                .window_dense(board, window)
                 .into_iter()
                 .nth(1)
                 .into_iter()

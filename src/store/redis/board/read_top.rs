@@ -14,7 +14,6 @@
 
 use redis::Value;
 
-use super::keys;
 use crate::domain::board::WindowAt;
 use crate::domain::{Coverage, Ties, TopPage, WindowState, coverage, rank_run};
 use crate::error::{Error, Result};
@@ -38,13 +37,13 @@ pub(crate) async fn top_desc(
     }
     let seconds = config.windows()[window].seconds();
     let start = config.window_start(window, now);
-    let index = keys::index(&board.name);
+    let index = conn.keys().index(&board.name);
     // One entry before the page (when there is one) and one after it.
     let first = offset.saturating_sub(1);
     let mut pipe = redis::pipe();
     pipe.atomic()
         .cmd("HMGET")
-        .arg(keys::record(&board.name))
+        .arg(conn.keys().record(&board.name))
         .arg("version")
         .arg("dropping")
         .arg(format!("done:{seconds}"))
@@ -64,7 +63,7 @@ pub(crate) async fn top_desc(
         .arg(-1)
         .arg(-1)
         .cmd("ZREVRANGE")
-        .arg(keys::totals(&board.name, config.windows(), window))
+        .arg(conn.keys().totals(&board.name, config.windows(), window))
         .arg(first)
         .arg(offset + limit)
         .arg("WITHSCORES");

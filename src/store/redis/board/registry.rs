@@ -1,4 +1,4 @@
-//! The registry of boards, `rollboard:boards` ([`keys::REGISTRY`]): a set of the names of every
+//! The registry of boards, `rollboard:boards` ([`conn.keys().registry()`]): a set of the names of every
 //! board of either kind, which is how boards are listed without a `KEYS` or `SCAN`.
 //!
 //! The registry is a global key, in another hash slot than any board's on Redis
@@ -6,7 +6,6 @@
 //! call here is [`Retry::Idempotent`]: adding or removing a name twice is adding or
 //! removing it once, and listing is a read.
 
-use super::keys;
 use crate::domain::BoardName;
 use crate::error::Result;
 use crate::store::redis::conn::{RedisConn, Retry};
@@ -14,7 +13,9 @@ use crate::store::redis::conn::{RedisConn, Retry};
 /// Adds `name` to the registry of boards.
 pub(crate) async fn register(conn: &RedisConn, name: &BoardName) -> Result<()> {
     conn.query::<i64>(
-        redis::cmd("SADD").arg(keys::REGISTRY).arg(name.as_str()),
+        redis::cmd("SADD")
+            .arg(conn.keys().registry())
+            .arg(name.as_str()),
         Some(name),
         Retry::Idempotent,
     )
@@ -25,7 +26,9 @@ pub(crate) async fn register(conn: &RedisConn, name: &BoardName) -> Result<()> {
 /// Removes `name` from the registry of boards.
 pub(crate) async fn unregister(conn: &RedisConn, name: &BoardName) -> Result<()> {
     conn.query::<i64>(
-        redis::cmd("SREM").arg(keys::REGISTRY).arg(name.as_str()),
+        redis::cmd("SREM")
+            .arg(conn.keys().registry())
+            .arg(name.as_str()),
         Some(name),
         Retry::Idempotent,
     )
@@ -38,7 +41,7 @@ pub(crate) async fn unregister(conn: &RedisConn, name: &BoardName) -> Result<()>
 pub(crate) async fn registered_names(conn: &RedisConn) -> Result<Vec<BoardName>> {
     let names: Vec<String> = conn
         .query(
-            redis::cmd("SMEMBERS").arg(keys::REGISTRY),
+            redis::cmd("SMEMBERS").arg(conn.keys().registry()),
             None,
             Retry::Idempotent,
         )

@@ -9,7 +9,6 @@
 
 use redis::Value;
 
-use super::keys;
 use crate::domain::board::Board;
 use crate::domain::{Layout, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
@@ -26,10 +25,10 @@ pub(crate) async fn relayout(
     layout: Layout,
     options: RelayoutOptions,
 ) -> Result<RelayoutReport> {
-    let mut invocation = conn.scripts().relayout.key(keys::record(&board.name));
+    let mut invocation = conn.scripts().relayout.key(conn.keys().record(&board.name));
     invocation
-        .key(keys::index(&board.name))
-        .key(keys::slot_geometry(&board.name))
+        .key(conn.keys().index(&board.name))
+        .key(conn.keys().slot_geometry(&board.name))
         .arg(board.version)
         .arg(layout.as_str());
     // Idempotent: it sets a value and counts; sent again, it sets the same value.
@@ -132,10 +131,13 @@ pub(crate) fn chunk<'a>(
     board: &Board,
     slot: i64,
 ) -> redis::ScriptInvocation<'a> {
-    let mut call = conn.scripts().relayout_chunk.key(keys::record(&board.name));
-    call.key(keys::index(&board.name))
-        .key(keys::slot_geometry(&board.name));
-    for key in keys::stages(board, slot) {
+    let mut call = conn
+        .scripts()
+        .relayout_chunk
+        .key(conn.keys().record(&board.name));
+    call.key(conn.keys().index(&board.name))
+        .key(conn.keys().slot_geometry(&board.name));
+    for key in conn.keys().stages(board, slot) {
         call.key(key);
     }
     call.arg(board.version);

@@ -3,7 +3,6 @@
 //! relayout, a recompute, a member's removal) without a `KEYS` or `SCAN`; the scripts
 //! that create and retire slots keep it.
 
-use super::keys;
 use crate::domain::BoardName;
 use crate::error::Result;
 use crate::store::redis::conn::{RedisConn, Retry};
@@ -12,7 +11,10 @@ use crate::store::redis::conn::{RedisConn, Retry};
 /// Idempotent).
 pub(crate) async fn live_slots(conn: &RedisConn, name: &BoardName) -> Result<Vec<i64>> {
     conn.query(
-        redis::cmd("ZRANGE").arg(keys::index(name)).arg(0).arg(-1),
+        redis::cmd("ZRANGE")
+            .arg(conn.keys().index(name))
+            .arg(0)
+            .arg(-1),
         Some(name),
         Retry::Idempotent,
     )

@@ -7,7 +7,6 @@
 
 use redis::Value;
 
-use super::keys;
 use crate::domain::board::Board;
 use crate::domain::{Entry, Snapshot, SnapshotPass, SnapshotRange, Timestamp, rank_prefix};
 use crate::error::{Error, Result};
@@ -16,12 +15,15 @@ use crate::store::redis::conn::{RedisConn, Retry};
 
 pub(crate) async fn take(conn: &RedisConn, board: &Board, now: Timestamp) -> Result<SnapshotPass> {
     let windows = board.config.windows();
-    let mut invocation = conn.scripts().snapshot_take.key(keys::record(&board.name));
+    let mut invocation = conn
+        .scripts()
+        .snapshot_take
+        .key(conn.keys().record(&board.name));
     for j in 0..windows.len() {
-        invocation.key(keys::totals(&board.name, windows, j));
+        invocation.key(conn.keys().totals(&board.name, windows, j));
     }
     for w in windows {
-        invocation.key(keys::snapshots(&board.name, *w));
+        invocation.key(conn.keys().snapshots(&board.name, *w));
     }
     invocation
         .arg(board.version)
@@ -50,7 +52,7 @@ pub(crate) async fn append(
     let mut invocation = conn
         .scripts()
         .snapshot_append
-        .key(keys::record(&board.name));
+        .key(conn.keys().record(&board.name));
     invocation
         .arg(board.version)
         .arg(board.config.slot_start(now))
@@ -58,7 +60,7 @@ pub(crate) async fn append(
     for (w, entries) in windows.iter().zip(tops) {
         let Some(entries) = entries else { continue };
         invocation
-            .key(keys::snapshots(&board.name, *w))
+            .key(conn.keys().snapshots(&board.name, *w))
             .arg(entries.len());
         for entry in entries {
             invocation.arg(&entry.member).arg(entry.score);
@@ -104,7 +106,7 @@ pub(crate) async fn list(
     let reply: Value = conn
         .query(
             redis::cmd(command)
-                .arg(keys::snapshots(&board.name, span))
+                .arg(conn.keys().snapshots(&board.name, span))
                 .arg(first)
                 .arg(second)
                 .arg("COUNT")
@@ -125,7 +127,7 @@ pub(crate) async fn cursor(conn: &RedisConn, board: &Board, window: usize) -> Re
     let value: Value = conn
         .query(
             redis::cmd("HGET")
-                .arg(keys::snapshot_cursors(&board.name))
+                .arg(conn.keys().snapshot_cursors(&board.name))
                 .arg(span.seconds()),
             Some(&board.name),
             Retry::Idempotent,
@@ -144,9 +146,9 @@ pub(crate) async fn advance_cursor(
     let mut invocation = conn
         .scripts()
         .snapshot_delivered
-        .key(keys::record(&board.name));
+        .key(conn.keys().record(&board.name));
     invocation
-        .key(keys::snapshot_cursors(&board.name))
+        .key(conn.keys().snapshot_cursors(&board.name))
         .arg(board.version)
         .arg(span.seconds())
         .arg(boundary);

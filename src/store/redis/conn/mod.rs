@@ -32,6 +32,7 @@ pub(crate) mod client;
 pub(crate) mod committer;
 pub(crate) mod errors;
 pub(crate) mod handle;
+pub(crate) mod keys;
 pub(crate) mod options;
 pub(crate) mod prelude;
 pub(crate) mod reads_first;
@@ -54,6 +55,7 @@ use crate::domain::{BoardName, Layout};
 use crate::error::Result;
 use errors::{reply_lost, store_error};
 use handle::{CLUSTER_RETRIES, Handle, follow_redirects};
+use keys::Keys;
 use options::{RedisOptions, ReplicaAcks};
 use reads_first::ReadsSeen;
 use refusal::Refusal;
@@ -110,6 +112,8 @@ pub(crate) struct RedisConn {
     /// When a hot read last went out.
     reads_seen: ReadsSeen,
     scripts: Arc<Scripts>,
+    /// The names of keys, under the deployment's prefix ([`RedisOptions::key_prefix`]).
+    keys: Keys,
     /// The server's `hash-max-listpack-entries` (read once, at connect), which sizes
     /// compact slots' buckets (see `board/layout.rs`).
     listpack_entries: u64,
@@ -253,6 +257,7 @@ impl RedisConn {
             reads_seen: ReadsSeen::default(),
             waiting,
             scripts: Arc::new(Scripts::new()),
+            keys: Keys::new(options.key_prefix.as_str()),
             listpack_entries: DEFAULT_LISTPACK_ENTRIES,
             default_layout: options.default_layout,
             replica_acks: options.replica_acks,
@@ -307,6 +312,11 @@ impl RedisConn {
     /// Whether this is a Redis Cluster (the jobs that scan keys refuse to run on one).
     pub(crate) fn is_cluster(&self) -> bool {
         matches!(self.link, Link::Cluster { .. })
+    }
+
+    /// The names of keys.
+    pub(crate) fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     /// The server's `hash-max-listpack-entries`, as read at connect.

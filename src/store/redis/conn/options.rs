@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::domain::Layout;
+use crate::error::{Error, Result};
 
 /// Connection settings for [`RedisStore`](crate::RedisStore).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +33,9 @@ pub struct RedisOptions {
     pub retire: RetireOptions,
     /// How many replicas must have a write before it is acknowledged (none by default).
     pub replica_acks: ReplicaAcks,
+    /// What every key rollboard writes starts with (none by default), so that it can
+    /// share one Redis with an application.
+    pub key_prefix: KeyPrefix,
 }
 
 impl Default for RedisOptions {
@@ -46,6 +50,7 @@ impl Default for RedisOptions {
             default_layout: Layout::Compact,
             retire: RetireOptions::default(),
             replica_acks: ReplicaAcks::default(),
+            key_prefix: KeyPrefix::default(),
         }
     }
 }
@@ -154,5 +159,72 @@ impl Default for RetireOptions {
             compact: true,
             swap_fields: 600,
         }
+    }
+}
+
+/// What every key rollboard writes starts with (`key_prefix`, such as `app1:`), so that
+/// it can share one Redis, or one Redis Cluster, with an application's own keys. It may
+/// not hold `{` or `}`: each board's keys carry the board's own hash tag, which keeps a
+/// board on one Cluster node, and a brace in the prefix would take its place. Empty (the
+/// default) adds nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub struct KeyPrefix(String);
+
+impl KeyPrefix {
+    /// The longest prefix, in bytes: it is in every key name.
+    pub const MAX_LEN: usize = 64;
+
+    /// `text` as a prefix: at most [`KeyPrefix::MAX_LEN`] printable ASCII characters
+    /// other than a space, `{` and `}`.
+    pub fn parse(text: &str) -> Result<KeyPrefix> {
+        let invalid = |reason: String| Err(Error::InvalidConfig { reason });
+        if text.len() > Self::MAX_LEN {
+            return invalid(format!(
+                "key_prefix is at most {} bytes, got {}",
+                Self::MAX_LEN,
+                text.len()
+            ));
+        }
+        if text.contains(['{', '}']) {
+            return invalid(format!(
+                "key_prefix {text:?} holds `{{` or `}}`: each board's keys carry the board's \
+                 own hash tag, so leave braces out of the prefix (such as \"app1:\")"
+            ));
+        }
+        if let Some(c) = text.chars().find(|c| !c.is_ascii_graphic()) {
+            return invalid(format!(
+                "key_prefix {text:?} holds {c:?}: use printable ASCII without spaces (such as \
+                 \"app1:\")"
+            ));
+        }
+        Ok(KeyPrefix(text.to_owned()))
+    }
+
+    /// The prefix ("" when none).
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for KeyPrefix {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<KeyPrefix> {
+        KeyPrefix::parse(text)
+    }
+}
+
+impl TryFrom<String> for KeyPrefix {
+    type Error = Error;
+
+    fn try_from(text: String) -> Result<KeyPrefix> {
+        KeyPrefix::parse(&text)
+    }
+}
+
+impl std::fmt::Display for KeyPrefix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
 }

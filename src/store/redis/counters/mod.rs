@@ -20,7 +20,6 @@ use super::RedisStore;
 use crate::domain::counter::{CleanPlan, CounterName, SliceSums};
 use crate::domain::{Span, Timestamp};
 use crate::error::{Error, Result};
-use crate::store::redis::board::keys;
 use crate::store::redis::conn::reply;
 use crate::store::redis::conn::{RedisConn, Retry};
 use crate::store::{CounterCleaned, CounterInfo, CounterStore, Incremented, new_version};
@@ -58,7 +57,7 @@ async fn read_precisions(
     let text: Option<String> = conn
         .query(
             redis::cmd("HGET")
-                .arg(keys::counter_record(name))
+                .arg(conn.keys().counter_record(name))
                 .arg("precisions"),
             None,
             Retry::Idempotent,
@@ -71,7 +70,7 @@ async fn read_precisions(
 async fn unindex(conn: &RedisConn, name: &CounterName, generation: &str) -> Result<()> {
     let mut invocation = conn.scripts().counter_unindex.prepare_invoke();
     invocation
-        .key(keys::COUNTERS)
+        .key(conn.keys().counter_index())
         .arg(name.as_str())
         .arg(generation);
     conn.invoke::<i64>(&invocation, Retry::Idempotent).await?;
@@ -81,7 +80,9 @@ async fn unindex(conn: &RedisConn, name: &CounterName, generation: &str) -> Resu
 /// The generation the index lists for `name`.
 async fn indexed_generation(conn: &RedisConn, name: &CounterName) -> Result<Option<String>> {
     conn.query(
-        redis::cmd("HGET").arg(keys::COUNTERS).arg(name.as_str()),
+        redis::cmd("HGET")
+            .arg(conn.keys().counter_index())
+            .arg(name.as_str()),
         None,
         Retry::Idempotent,
     )
@@ -107,10 +108,10 @@ impl CounterStore for RedisStore {
         let precisions: Vec<Span> = sums.iter().map(|(p, _)| *p).collect();
         let mut invocation = conn.scripts().counter_incr.prepare_invoke();
         invocation
-            .key(keys::counter_record(name))
-            .key(keys::counter_config(name));
+            .key(conn.keys().counter_record(name))
+            .key(conn.keys().counter_config(name));
         for p in &precisions {
-            invocation.key(keys::counter_samples(name, *p));
+            invocation.key(conn.keys().counter_samples(name, *p));
         }
         invocation
             .arg(csv(&precisions))
@@ -136,7 +137,7 @@ impl CounterStore for RedisStore {
         if needs_index == 1 {
             conn.query::<i64>(
                 redis::cmd("HSET")
-                    .arg(keys::COUNTERS)
+                    .arg(conn.keys().counter_index())
                     .arg(name.as_str())
                     .arg(&generation),
                 None,
@@ -144,7 +145,9 @@ impl CounterStore for RedisStore {
             )
             .await?;
             let mut marked = conn.scripts().counter_indexed.prepare_invoke();
-            marked.key(keys::counter_record(name)).arg(&generation);
+            marked
+                .key(conn.keys().counter_record(name))
+                .arg(&generation);
             conn.invoke::<i64>(&marked, Retry::Idempotent).await?;
         }
         Ok(Incremented::Done)
@@ -155,7 +158,7 @@ impl CounterStore for RedisStore {
         name: &CounterName,
         precisions: Option<&[Span]>,
     ) -> Result<()> {
-        let key = keys::counter_config(name);
+        let key = self.conn.keys().counter_config(name);
         let cmd = match precisions {
             Some(p) => redis::cmd("SET").arg(key).arg(csv(p)).clone(),
             None => redis::cmd("UNLINK").arg(key).clone(),
@@ -170,7 +173,7 @@ impl CounterStore for RedisStore {
         let text: Option<String> = self
             .conn
             .query(
-                redis::cmd("GET").arg(keys::counter_config(name)),
+                redis::cmd("GET").arg(self.conn.keys().counter_config(name)),
                 None,
                 Retry::Idempotent,
             )
@@ -185,10 +188,10 @@ impl CounterStore for RedisStore {
     ) -> Result<Option<Vec<(i64, i64)>>> {
         let mut pipe = redis::pipe();
         pipe.cmd("HGET")
-            .arg(keys::counter_record(name))
+            .arg(self.conn.keys().counter_record(name))
             .arg("precisions")
             .cmd("HGETALL")
-            .arg(keys::counter_samples(name, precision));
+            .arg(self.conn.keys().counter_samples(name, precision));
         let (precisions, samples): (Option<String>, HashMap<i64, i64>) =
             self.conn.query_pipe(&pipe, None, Retry::Idempotent).await?;
         match precisions {
@@ -211,7 +214,7 @@ impl CounterStore for RedisStore {
                 .conn
                 .query(
                     redis::cmd("HSCAN")
-                        .arg(keys::COUNTERS)
+                        .arg(self.conn.keys().counter_index())
                         .arg(cursor)
                         .arg("COUNT")
                         .arg(LIST_PAGE),
@@ -240,7 +243,8 @@ impl CounterStore for RedisStore {
                 .iter()
                 .map(|name| {
                     let mut cmd = redis::cmd("HGET");
-                    cmd.arg(keys::counter_record(name)).arg("precisions");
+                    cmd.arg(self.conn.keys().counter_record(name))
+                        .arg("precisions");
                     cmd
                 })
                 .collect();
@@ -273,9 +277,9 @@ impl CounterStore for RedisStore {
                 return Ok(false);
             };
             let mut invocation = conn.scripts().counter_drop.prepare_invoke();
-            invocation.key(keys::counter_record(name));
+            invocation.key(conn.keys().counter_record(name));
             for p in &precisions {
-                invocation.key(keys::counter_samples(name, *p));
+                invocation.key(conn.keys().counter_samples(name, *p));
             }
             invocation.arg(&text);
             let (status, rest) =
@@ -313,9 +317,9 @@ impl CounterStore for RedisStore {
                 return Ok(cleaned);
             };
             let mut invocation = conn.scripts().counter_clean.prepare_invoke();
-            invocation.key(keys::counter_record(name));
+            invocation.key(conn.keys().counter_record(name));
             for p in &precisions {
-                invocation.key(keys::counter_samples(name, *p));
+                invocation.key(conn.keys().counter_samples(name, *p));
             }
             invocation.arg(&text).arg(CLEAN_BUDGET);
             for p in &precisions {

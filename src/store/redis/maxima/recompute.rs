@@ -11,8 +11,8 @@ use redis::Value;
 use crate::domain::RecomputeReport;
 use crate::domain::board::Board;
 use crate::error::Result;
-use crate::store::redis::board::keys;
-use crate::store::redis::board::lease::{LEASE_MS, build_dense, scan_in_lanes, scan_step};
+use crate::store::redis::board::lease::{LEASE_MS, scan_in_lanes, scan_step};
+use crate::store::redis::conn::keys;
 use crate::store::redis::conn::{RedisConn, Retry};
 
 /// Members a scan step reads (`HSCAN` `COUNT`): about a millisecond of Redis time, as a
@@ -51,12 +51,15 @@ async fn scan(
     let (mut calls, mut members) = (0, 0);
     let mut cursor = "0".to_owned();
     loop {
-        let mut step = conn.scripts().recompute_max_scan.key(keys::record(name));
-        step.key(keys::stage(name, slot, 0))
-            .key(keys::rebuild_records(name))
-            .key(keys::rebuild(name))
-            .key(keys::slot_geometry(name))
-            .key(build_dense(board))
+        let mut step = conn
+            .scripts()
+            .recompute_max_scan
+            .key(conn.keys().record(name));
+        step.key(conn.keys().stage(name, slot, 0))
+            .key(conn.keys().rebuild_records(name))
+            .key(conn.keys().rebuild(name))
+            .key(conn.keys().slot_geometry(name))
+            .key(conn.keys().build_dense(board))
             .arg(board.version)
             .arg(token)
             .arg(LEASE_MS)
@@ -80,13 +83,16 @@ async fn scan(
 /// Renames the build over the window, the records and (dense) the tallies.
 async fn swap(conn: &RedisConn, board: &Board, window: usize, token: &str) -> Result<()> {
     let name = &board.name;
-    let mut call = conn.scripts().recompute_max_swap.key(keys::record(name));
-    call.key(keys::rebuild(name))
-        .key(keys::totals(name, board.config.windows(), window))
-        .key(keys::rebuild_records(name))
-        .key(keys::records(board))
-        .key(keys::window_dense(board, window))
-        .key(build_dense(board))
+    let mut call = conn
+        .scripts()
+        .recompute_max_swap
+        .key(conn.keys().record(name));
+    call.key(conn.keys().rebuild(name))
+        .key(conn.keys().totals(name, board.config.windows(), window))
+        .key(conn.keys().rebuild_records(name))
+        .key(conn.keys().records(board))
+        .key(conn.keys().window_dense(board, window))
+        .key(conn.keys().build_dense(board))
         .arg(board.version)
         .arg(token)
         .arg(board.config.windows()[window].seconds());

@@ -10,7 +10,6 @@ use redis::Value;
 use crate::domain::board::Board;
 use crate::domain::{Member, Removed};
 use crate::error::{Error, Result};
-use crate::store::redis::board::keys;
 use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
 
@@ -57,11 +56,11 @@ enum Begun {
 async fn begin(conn: &RedisConn, board: &Board, member: &str) -> Result<Begun> {
     let name = &board.name;
     let windows = board.config.windows();
-    let mut call = conn.scripts().remove_max.key(keys::record(name));
-    call.key(keys::records(board))
-        .key(keys::data(name))
-        .key(keys::all_totals(name, windows))
-        .key(keys::all_dense(board))
+    let mut call = conn.scripts().remove_max.key(conn.keys().record(name));
+    call.key(conn.keys().records(board))
+        .key(conn.keys().data(name))
+        .key(conn.keys().all_totals(name, windows))
+        .key(conn.keys().all_dense(board))
         .arg(board.version)
         .arg("begin")
         .arg(member)
@@ -105,10 +104,10 @@ async fn clean(conn: &RedisConn, board: &Board, member: &str, mut next: String) 
             let after = batches
                 .get(b + 1)
                 .map_or("end".to_owned(), |next| next[0].to_string());
-            let mut call = conn.scripts().remove_max.key(keys::record(name));
-            call.key(keys::slot_geometry(name));
+            let mut call = conn.scripts().remove_max.key(conn.keys().record(name));
+            call.key(conn.keys().slot_geometry(name));
             for slot in *batch {
-                call.key(keys::stage(name, *slot, 0));
+                call.key(conn.keys().stage(name, *slot, 0));
             }
             call.arg(board.version)
                 .arg("clean")

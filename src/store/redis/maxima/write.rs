@@ -15,7 +15,7 @@ use redis::Value;
 use crate::domain::board::Board;
 use crate::domain::{Timestamp, WrittenStanding};
 use crate::error::{Error, Result};
-use crate::store::redis::board::keys;
+use crate::store::redis::conn::keys;
 use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
 use crate::store::redis::sums::standing::{distinct_members, standings};
@@ -236,21 +236,23 @@ async fn call(
     let name = &board.name;
     let windows = board.config.windows();
     let slots = Slots::of(pairs.iter().map(|(slot, ..)| *slot));
-    let mut invocation = conn.scripts().write_max.key(keys::record(name));
-    invocation.key(keys::index(name)).key(keys::records(board));
+    let mut invocation = conn.scripts().write_max.key(conn.keys().record(name));
     invocation
-        .key(keys::rebuild_records(name))
-        .key(keys::rebuild(name));
+        .key(conn.keys().index(name))
+        .key(conn.keys().records(board));
+    invocation
+        .key(conn.keys().rebuild_records(name))
+        .key(conn.keys().rebuild(name));
     invocation.key(match guard {
-        Some((_, call_name)) => keys::idempotency(board, call_name),
-        None => keys::record(name),
+        Some((_, call_name)) => conn.keys().idempotency(board, call_name),
+        None => conn.keys().record(name),
     });
-    invocation.key(keys::slot_geometry(name));
-    invocation.key(keys::all_totals(name, windows));
+    invocation.key(conn.keys().slot_geometry(name));
+    invocation.key(conn.keys().all_totals(name, windows));
     for s in &slots.starts {
-        invocation.key(keys::stage(name, *s, 0));
+        invocation.key(conn.keys().stage(name, *s, 0));
     }
-    invocation.key(keys::all_dense(board));
+    invocation.key(conn.keys().all_dense(board));
     let mut mode = keys::mode(board).to_owned();
     if let Some((key, _)) = guard {
         let (now_ms, ttl_ms) = (now.unix_millis(), key.ttl.seconds() as i64 * 1000);

@@ -31,7 +31,6 @@ use crate::error::{Error, Result};
 use crate::rates::ring::RateRing;
 use crate::rates::{RateKey, RateTiers, RateWindow, Verdict};
 use crate::store::rates::{RateHit, RateStore};
-use crate::store::redis::board::keys;
 use crate::store::redis::conn::errors::store_error;
 use crate::store::redis::conn::script_pipeline;
 use crate::store::redis::conn::scripts::RATE_HITS_SOURCE;
@@ -55,7 +54,7 @@ async fn check_call(
     count: u32,
     (window, limit): (&RateWindow, u64),
 ) -> Result<Vec<i64>> {
-    let mut invocation = conn.scripts().rate_hit.key(keys::rate(key, tiers));
+    let mut invocation = conn.scripts().rate_hit.key(conn.keys().rate(key, tiers));
     invocation
         .arg(now.unix_millis())
         .arg(now.unix_millis())
@@ -267,7 +266,7 @@ pub(crate) async fn send_hits(
 ) -> Result<Vec<Result<usize>>> {
     let per_key = (CELLS_PER_CALL / tiers.tiers().len()).max(1);
     let cluster = conn.is_cluster();
-    let slot_of = |i: usize| cluster.then(|| Slot::for_key(keys::rate(&hits[i].key, tiers)));
+    let slot_of = |i: usize| cluster.then(|| Slot::for_key(conn.keys().rate(&hits[i].key, tiers)));
     let calls = pack_calls(group_by_key(hits, per_key), HITS_PER_CALL, slot_of);
     let script = &conn.scripts().rate_hits;
     let shape = Shape::new(tiers, now);
@@ -288,7 +287,7 @@ pub(crate) async fn send_hits(
         .map(|call| {
             call.iter()
                 .map(|group| {
-                    let name = keys::rate(&hits[group[0]].key, tiers);
+                    let name = conn.keys().rate(&hits[group[0]].key, tiers);
                     let id = heads::id(&name);
                     (name, id)
                 })
@@ -411,7 +410,7 @@ impl RateStore for RedisStore {
         let bytes: Option<Vec<u8>> = self
             .conn
             .query(
-                redis::cmd("GET").arg(keys::rate(key, tiers)),
+                redis::cmd("GET").arg(self.conn.keys().rate(key, tiers)),
                 None,
                 Retry::Idempotent,
             )
@@ -430,7 +429,7 @@ impl RateStore for RedisStore {
         count: u32,
     ) -> Result<Verdict> {
         // A check moves the head without telling the guesses.
-        let name = keys::rate(key, tiers);
+        let name = self.conn.keys().rate(key, tiers);
         self.rates.heads().forget(std::iter::once(heads::id(&name)));
         let reply = check_call(&self.conn, tiers, key, now, count, (window, limit)).await?;
         let [allowed, window_count, retry_ms] = reply[..] else {
@@ -445,12 +444,12 @@ impl RateStore for RedisStore {
     }
 
     async fn rate_delete(&self, tiers: &RateTiers, key: &RateKey) -> Result<bool> {
-        let name = keys::rate(key, tiers);
+        let name = self.conn.keys().rate(key, tiers);
         self.rates.heads().forget(std::iter::once(heads::id(&name)));
         let removed: i64 = self
             .conn
             .query(
-                redis::cmd("UNLINK").arg(keys::rate(key, tiers)),
+                redis::cmd("UNLINK").arg(self.conn.keys().rate(key, tiers)),
                 None,
                 Retry::Idempotent,
             )

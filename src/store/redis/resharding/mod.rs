@@ -12,7 +12,7 @@ use crate::domain::Member;
 use crate::domain::board::{Board, Resharding};
 use crate::error::Result;
 use crate::store::redis::board::boards::slot_geometries;
-use crate::store::redis::board::keys;
+use crate::store::redis::conn::keys;
 use crate::store::redis::conn::{RedisConn, Retry};
 
 /// Fields an `HSCAN` of a plain stage asks for at once.
@@ -26,7 +26,10 @@ pub(crate) async fn set_shards(
 ) -> Result<Board> {
     let next = board.resharded(shards, resharding)?;
     let version = crate::store::new_version();
-    let mut invocation = conn.scripts().reshard_set.key(keys::record(&board.name));
+    let mut invocation = conn
+        .scripts()
+        .reshard_set
+        .key(conn.keys().record(&board.name));
     invocation
         .arg(board.version)
         .arg(version)
@@ -38,8 +41,13 @@ pub(crate) async fn set_shards(
 }
 
 pub(crate) async fn mark(conn: &RedisConn, board: &Board, members: &[Member]) -> Result<()> {
-    let mut invocation = conn.scripts().moved_mark.key(keys::record(&board.name));
-    invocation.key(keys::moved(&board.name)).arg(board.version);
+    let mut invocation = conn
+        .scripts()
+        .moved_mark
+        .key(conn.keys().record(&board.name));
+    invocation
+        .key(conn.keys().moved(&board.name))
+        .arg(board.version);
     for member in members {
         invocation.arg(member.as_str());
     }
@@ -58,7 +66,7 @@ pub(crate) async fn moved(
         return Ok(Vec::new());
     }
     let mut cmd = redis::cmd("SMISMEMBER");
-    cmd.arg(keys::moved(&board.name));
+    cmd.arg(conn.keys().moved(&board.name));
     for member in members {
         cmd.arg(member.as_str());
     }
@@ -69,10 +77,13 @@ pub(crate) async fn moved(
 }
 
 pub(crate) async fn clear(conn: &RedisConn, board: &Board) -> Result<()> {
-    let mut invocation = conn.scripts().moved_clear.key(keys::record(&board.name));
+    let mut invocation = conn
+        .scripts()
+        .moved_clear
+        .key(conn.keys().record(&board.name));
     invocation
-        .key(keys::moved(&board.name))
-        .key(keys::moving(&board.name))
+        .key(conn.keys().moved(&board.name))
+        .key(conn.keys().moving(&board.name))
         .arg(board.version);
     let _: i64 = conn
         .script(&invocation, &board.name, Retry::IdempotentWrite)
@@ -86,9 +97,12 @@ pub(crate) async fn stash(
     member: &Member,
     stash: &str,
 ) -> Result<String> {
-    let mut invocation = conn.scripts().moved_stash.key(keys::record(&board.name));
+    let mut invocation = conn
+        .scripts()
+        .moved_stash
+        .key(conn.keys().record(&board.name));
     invocation
-        .key(keys::moving(&board.name))
+        .key(conn.keys().moving(&board.name))
         .arg(board.version)
         .arg(member.as_str())
         .arg(stash);
@@ -99,7 +113,7 @@ pub(crate) async fn stash(
 pub(crate) async fn stashed(conn: &RedisConn, board: &Board) -> Result<Vec<(Member, String)>> {
     let stashed: Vec<(String, String)> = conn
         .query(
-            redis::cmd("HGETALL").arg(keys::moving(&board.name)),
+            redis::cmd("HGETALL").arg(conn.keys().moving(&board.name)),
             Some(&board.name),
             Retry::Idempotent,
         )
@@ -116,7 +130,7 @@ pub(crate) async fn unstash(conn: &RedisConn, board: &Board, member: &Member) ->
     let _: i64 = conn
         .query(
             redis::cmd("HDEL")
-                .arg(keys::moving(&board.name))
+                .arg(conn.keys().moving(&board.name))
                 .arg(member.as_str()),
             Some(&board.name),
             Retry::IdempotentWrite,
@@ -136,7 +150,7 @@ pub(crate) async fn forget_tokens(
     let _: i64 = conn
         .query(
             redis::cmd("HDEL")
-                .arg(keys::journal(&board.name))
+                .arg(conn.keys().journal(&board.name))
                 .arg(tokens),
             Some(&board.name),
             Retry::IdempotentWrite,
@@ -152,9 +166,12 @@ pub(crate) async fn lease(
     now_ms: i64,
     until_ms: i64,
 ) -> Result<bool> {
-    let mut invocation = conn.scripts().moved_lease.key(keys::record(&board.name));
+    let mut invocation = conn
+        .scripts()
+        .moved_lease
+        .key(conn.keys().record(&board.name));
     invocation
-        .key(keys::moving(&board.name))
+        .key(conn.keys().moving(&board.name))
         .arg(board.version)
         .arg(holder)
         .arg(now_ms)
@@ -176,7 +193,7 @@ pub(crate) async fn slot_members(conn: &RedisConn, board: &Board) -> Result<Vec<
     for slot in slots {
         // A slot being relaid out holds values in both forms: read both.
         let buckets = buckets.get(&slot).copied().unwrap_or(0);
-        for stage in keys::stages(board, slot) {
+        for stage in conn.keys().stages(board, slot) {
             scan(conn, board, &stage, &mut members).await?;
             for i in 0..buckets {
                 let fields: Vec<String> = conn

@@ -15,7 +15,6 @@ use super::SlotPass;
 use crate::domain::RetireReport;
 use crate::domain::board::Board;
 use crate::error::{Error, Result};
-use crate::store::redis::board::keys;
 use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
@@ -112,9 +111,12 @@ pub(super) async fn begin(
     cutoff: i64,
 ) -> Result<Vec<i64>> {
     let (this, previous) = window_args(board, window);
-    let mut invocation = conn.scripts().retire_begin.key(keys::record(&board.name));
+    let mut invocation = conn
+        .scripts()
+        .retire_begin
+        .key(conn.keys().record(&board.name));
     invocation
-        .key(keys::index(&board.name))
+        .key(conn.keys().index(&board.name))
         .arg(board.version)
         .arg(this)
         .arg(previous)
@@ -142,15 +144,21 @@ async fn chunk(
 ) -> Result<Chunk> {
     let (this, previous) = window_args(board, window);
     let last = window + 1 == board.config.windows().len();
-    let mut invocation = conn.scripts().retire_chunk.key(keys::record(&board.name));
+    let mut invocation = conn
+        .scripts()
+        .retire_chunk
+        .key(conn.keys().record(&board.name));
     invocation
-        .key(keys::index(&board.name))
-        .key(keys::totals(&board.name, board.config.windows(), window))
-        .key(keys::stage(&board.name, slot, window))
-        .key(keys::slot_geometry(&board.name))
-        .key(keys::data(&board.name));
+        .key(conn.keys().index(&board.name))
+        .key(
+            conn.keys()
+                .totals(&board.name, board.config.windows(), window),
+        )
+        .key(conn.keys().stage(&board.name, slot, window))
+        .key(conn.keys().slot_geometry(&board.name))
+        .key(conn.keys().data(&board.name));
     if !last {
-        invocation.key(keys::stage(&board.name, slot, window + 1));
+        invocation.key(conn.keys().stage(&board.name, slot, window + 1));
     }
     invocation
         .arg(board.version)
@@ -161,7 +169,7 @@ async fn chunk(
         .arg(options.chunk_size.max(1))
         .arg(options.chunk_budget.as_micros().max(1) as u64)
         .arg(OVERSIZED_BUCKET * conn.layout().fill);
-    let dense = keys::window_dense(board, window);
+    let dense = conn.keys().window_dense(board, window);
     if !dense.is_empty() {
         invocation.key(dense).arg("dense");
     }

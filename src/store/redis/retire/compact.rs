@@ -41,7 +41,6 @@ use crate::domain::{Layout, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::redis::board::family::Compacted;
 use crate::store::redis::board::geometry::Geometry;
-use crate::store::redis::board::keys;
 use crate::store::redis::board::layout::member_hash;
 use crate::store::redis::board::relayout;
 use crate::store::redis::conn::options::RetireOptions;
@@ -212,7 +211,7 @@ impl Run<'_> {
     /// or no longer to be compacted, the board changed): exact either way.
     async fn move_buckets(&self, done: &mut Compacted) -> Result<bool> {
         let mut get = redis::cmd("HGET");
-        get.arg(keys::slot_geometry(&self.board.name))
+        get.arg(self.conn.keys().slot_geometry(&self.board.name))
             .arg(self.slot);
         let text: Option<String> = self
             .conn
@@ -222,7 +221,7 @@ impl Run<'_> {
             // Retired meanwhile, or being converted to plain: step 3 sorts it out.
             return Ok(true);
         };
-        for stage in keys::stages(self.board, self.slot) {
+        for stage in self.conn.keys().stages(self.board, self.slot) {
             for _round in 0..SCAN_ROUNDS {
                 let mut len = redis::cmd("HLEN");
                 len.arg(&stage);
@@ -314,9 +313,9 @@ impl Run<'_> {
         for field in fields {
             hashes.extend_from_slice(&field.hash.to_be_bytes());
         }
-        let mut call = conn.scripts().compact_move.key(keys::record(name));
-        call.key(keys::index(name))
-            .key(keys::slot_geometry(name))
+        let mut call = conn.scripts().compact_move.key(conn.keys().record(name));
+        call.key(conn.keys().index(name))
+            .key(conn.keys().slot_geometry(name))
             .key(stage)
             .arg(self.board.version)
             .arg(self.slot)

@@ -15,7 +15,7 @@ use super::SlotPass;
 use super::chunks::{Chunk, in_lanes, window_args};
 use crate::domain::board::Board;
 use crate::error::{Error, Result};
-use crate::store::redis::board::keys;
+use crate::store::redis::conn::keys;
 use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
 
@@ -53,15 +53,15 @@ async fn step(
     let (this, previous) = window_args(board, window);
     let name = &board.name;
     let largest = window + 1 == board.config.windows().len();
-    let mut invocation = conn.scripts().retire_max.key(keys::record(name));
+    let mut invocation = conn.scripts().retire_max.key(conn.keys().record(name));
     invocation
-        .key(keys::index(name))
-        .key(keys::totals(name, board.config.windows(), window))
-        .key(keys::stage(name, slot, 0))
-        .key(keys::records(board))
-        .key(keys::data(name))
-        .key(keys::slot_geometry(name))
-        .key(keys::window_dense(board, window))
+        .key(conn.keys().index(name))
+        .key(conn.keys().totals(name, board.config.windows(), window))
+        .key(conn.keys().stage(name, slot, 0))
+        .key(conn.keys().records(board))
+        .key(conn.keys().data(name))
+        .key(conn.keys().slot_geometry(name))
+        .key(conn.keys().window_dense(board, window))
         .arg(board.version)
         .arg(this)
         .arg(&previous)

@@ -15,8 +15,8 @@ use crate::domain::board::Board;
 use crate::domain::{Layout, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::redis::board::family::Compacted;
-use crate::store::redis::board::keys;
 use crate::store::redis::board::layout::member_hash;
+use crate::store::redis::conn::keys;
 use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
 
@@ -42,7 +42,7 @@ pub(crate) async fn compact_closed(
         return Ok(done);
     }
     let slot = closed_slot(board, now);
-    let plain = keys::stage(&board.name, slot, 0);
+    let plain = conn.keys().stage(&board.name, slot, 0);
     // The first call only gives the slot its geometry (or declines).
     let Some(mut left) = step(conn, board, slot, &[], &mut done).await? else {
         return Ok(done);
@@ -72,10 +72,10 @@ async fn step(
     done: &mut Compacted,
 ) -> Result<Option<u64>> {
     let name = &board.name;
-    let mut call = conn.scripts().compact_max.key(keys::record(name));
-    call.key(keys::index(name))
-        .key(keys::slot_geometry(name))
-        .key(keys::stage(name, slot, 0))
+    let mut call = conn.scripts().compact_max.key(conn.keys().record(name));
+    call.key(conn.keys().index(name))
+        .key(conn.keys().slot_geometry(name))
+        .key(conn.keys().stage(name, slot, 0))
         .arg(board.version)
         .arg(slot)
         .arg(board.config.largest_window().seconds())

@@ -23,7 +23,6 @@ use super::compact::{closed_slot, compact_closed, minimum_fields};
 use crate::domain::board::Board;
 use crate::domain::{RetireReport, Timestamp};
 use crate::error::Result;
-use crate::store::redis::board::keys;
 use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::script_pipeline::run_pipelined;
@@ -59,7 +58,7 @@ pub(crate) async fn retire_small(
     let groups: Vec<Vec<usize>> = if conn.is_cluster() {
         let mut by_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
         for (k, &i) in fits.iter().enumerate() {
-            let slot = Slot::for_key(keys::record(&boards[i].name));
+            let slot = Slot::for_key(conn.keys().record(&boards[i].name));
             by_slot.entry(slot).or_default().push(k);
         }
         by_slot.into_values().collect()
@@ -130,22 +129,22 @@ fn call(conn: &RedisConn, board: &Board, now: Timestamp, options: &RetireOptions
     let mut cmd = redis::cmd("EVALSHA");
     cmd.arg(conn.scripts().retire_small.get_hash())
         .arg(4 + windows.len() * (2 + candidates.len()))
-        .arg(keys::record(&board.name))
-        .arg(keys::index(&board.name))
-        .arg(keys::slot_geometry(&board.name));
+        .arg(conn.keys().record(&board.name))
+        .arg(conn.keys().index(&board.name))
+        .arg(conn.keys().slot_geometry(&board.name));
     for j in 0..windows.len() {
-        cmd.arg(keys::totals(&board.name, windows, j));
+        cmd.arg(conn.keys().totals(&board.name, windows, j));
     }
     for &slot in &candidates {
         for j in 0..windows.len() {
-            cmd.arg(keys::stage(&board.name, slot, j));
+            cmd.arg(conn.keys().stage(&board.name, slot, j));
         }
     }
     let closed = closed_slot(board, now);
     for j in 0..windows.len() {
-        cmd.arg(keys::stage(&board.name, closed, j));
+        cmd.arg(conn.keys().stage(&board.name, closed, j));
     }
-    cmd.arg(keys::data(&board.name));
+    cmd.arg(conn.keys().data(&board.name));
     cmd.arg(board.version)
         .arg(windows.len())
         .arg(candidates.len())

@@ -20,7 +20,6 @@ use crate::domain::RetireReport;
 use crate::domain::board::Board;
 use crate::error::{Error, Result};
 use crate::store::redis::board::family::Swap;
-use crate::store::redis::board::keys;
 use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
@@ -44,7 +43,7 @@ pub(crate) async fn swap(
 ) -> Result<Swap> {
     let name = &board.name;
     let windows = board.config.windows();
-    let index = keys::index(name);
+    let index = conn.keys().index(name);
     let newer: Vec<i64> = conn
         .query(
             redis::cmd("ZRANGEBYSCORE")
@@ -61,21 +60,21 @@ pub(crate) async fn swap(
     if newer.len() > MAX_NEWER as usize {
         return Ok(Swap::Fallback);
     }
-    let mut invocation = conn.scripts().retire_swap.key(keys::record(name));
+    let mut invocation = conn.scripts().retire_swap.key(conn.keys().record(name));
     invocation
         .key(index)
-        .key(keys::slot_geometry(name))
-        .key(keys::totals(name, windows, 0))
-        .key(keys::stage(name, slot, 0))
-        .key(keys::stage(name, slot, 1));
+        .key(conn.keys().slot_geometry(name))
+        .key(conn.keys().totals(name, windows, 0))
+        .key(conn.keys().stage(name, slot, 0))
+        .key(conn.keys().stage(name, slot, 1));
     for &t in &newer {
-        invocation.key(keys::stage(name, t, 0));
+        invocation.key(conn.keys().stage(name, t, 0));
     }
-    let dense = keys::window_dense(board, 0);
+    let dense = conn.keys().window_dense(board, 0);
     for key in &dense {
         invocation.key(key);
     }
-    invocation.key(keys::data(name));
+    invocation.key(conn.keys().data(name));
     invocation
         .arg(board.version)
         .arg(windows[0].seconds())

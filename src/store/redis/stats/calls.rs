@@ -30,7 +30,6 @@ use redis::cluster_routing::Slot;
 
 use crate::domain::stats::{StatsContext, StatsKind};
 use crate::error::{Error, Result};
-use crate::store::redis::board::keys;
 use crate::store::redis::conn::{RedisConn, Retry};
 
 /// Redis time of one group in a call of `stats_record.lua` (its `HMGET`, `HSET`,
@@ -158,7 +157,7 @@ pub(crate) async fn record_many(conn: &RedisConn, records: &[&Recorded]) -> Vec<
     let groups = group(records);
     let cluster = conn.is_cluster();
     let slot_of =
-        |g: &Group<'_>| cluster.then(|| Slot::for_key(keys::stat_newest(g.context, g.kind)));
+        |g: &Group<'_>| cluster.then(|| Slot::for_key(conn.keys().stat_newest(g.context, g.kind)));
     let calls = pack(&groups, slot_of);
     // Calls of one slot run one after the other, so that a (context, kind)'s groups
     // split over two calls land in order; slots (and a single node's one run) at once.
@@ -246,14 +245,14 @@ async fn record_call(
     for &g in call {
         let group = &groups[g];
         invocation
-            .key(keys::stat_newest(group.context, group.kind))
-            .key(keys::stat_before(group.context, group.kind));
+            .key(conn.keys().stat_newest(group.context, group.kind))
+            .key(conn.keys().stat_before(group.context, group.kind));
     }
     if lists {
         for kind in &kinds {
             invocation
-                .key(keys::slowest(kind))
-                .key(keys::slowest_meta(kind));
+                .key(conn.keys().slowest(kind))
+                .key(conn.keys().slowest_meta(kind));
         }
     }
     invocation
@@ -316,8 +315,8 @@ async fn update_slowest<'a>(
         for chunk in contexts.chunks(CONTEXTS_PER_LIST_CALL) {
             let mut invocation = conn.scripts().stats_slowest.prepare_invoke();
             invocation
-                .key(keys::slowest(kind))
-                .key(keys::slowest_meta(kind))
+                .key(conn.keys().slowest(kind))
+                .key(conn.keys().slowest_meta(kind))
                 .arg(kept);
             for (context, (hour, count, mean)) in chunk {
                 invocation

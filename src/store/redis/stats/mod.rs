@@ -25,7 +25,6 @@ use async_trait::async_trait;
 use super::RedisStore;
 use crate::domain::stats::{Moments, SlowEntry, StatsContext, StatsKind, StoredStats};
 use crate::error::{Error, Result};
-use crate::store::redis::board::keys;
 use crate::store::redis::conn::Retry;
 use crate::store::redis::conn::reply::parse_integer;
 use crate::store::{StatRecord, StatsStore};
@@ -107,7 +106,7 @@ impl StatsStore for RedisStore {
             return self.stats.record(&self.conn, record).await;
         }
         let mut zadd = redis::cmd("ZADD");
-        zadd.arg(keys::STAT_KINDS)
+        zadd.arg(self.conn.keys().stat_kinds())
             .arg("GT")
             .arg(r.hour)
             .arg(r.kind.as_str());
@@ -124,9 +123,9 @@ impl StatsStore for RedisStore {
     async fn read_stats(&self, context: &StatsContext, kind: &StatsKind) -> Result<StoredStats> {
         let mut pipe = redis::pipe();
         pipe.cmd("HGETALL")
-            .arg(keys::stat_newest(context, kind))
+            .arg(self.conn.keys().stat_newest(context, kind))
             .cmd("HGETALL")
-            .arg(keys::stat_before(context, kind));
+            .arg(self.conn.keys().stat_before(context, kind));
         let (newest, before): (HashMap<String, String>, HashMap<String, String>) =
             self.conn.query_pipe(&pipe, None, Retry::Idempotent).await?;
         Ok(StoredStats {
@@ -143,7 +142,7 @@ impl StatsStore for RedisStore {
             .conn
             .query(
                 redis::cmd("ZRANGE")
-                    .arg(keys::slowest(kind))
+                    .arg(self.conn.keys().slowest(kind))
                     .arg(0)
                     .arg(limit - 1)
                     .arg("REV")
@@ -156,7 +155,7 @@ impl StatsStore for RedisStore {
             return Ok(Vec::new());
         }
         let mut hmget = redis::cmd("HMGET");
-        hmget.arg(keys::slowest_meta(kind));
+        hmget.arg(self.conn.keys().slowest_meta(kind));
         for (context, _) in &top {
             hmget.arg(context);
         }
@@ -178,7 +177,10 @@ impl StatsStore for RedisStore {
         let kinds: Vec<String> = self
             .conn
             .query(
-                redis::cmd("ZRANGE").arg(keys::STAT_KINDS).arg(0).arg(-1),
+                redis::cmd("ZRANGE")
+                    .arg(self.conn.keys().stat_kinds())
+                    .arg(0)
+                    .arg(-1),
                 None,
                 Retry::Idempotent,
             )

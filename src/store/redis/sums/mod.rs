@@ -20,7 +20,7 @@ use crate::domain::board::{Board, SlotWrites};
 use crate::domain::{Member, RecomputeReport, Removed, Timestamp, WrittenStanding};
 use crate::error::Result;
 use crate::store::redis::board::family::{Compacted, Family, Swap};
-use crate::store::redis::board::{keys, lease};
+use crate::store::redis::board::lease;
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::retire::{SlotPass, chunks, compact, swap};
@@ -42,7 +42,7 @@ impl Family for SumFamily {
 
     /// When it keeps no dense tallies (plain and compact slots alike).
     fn retires_small(&self, board: &Board) -> bool {
-        keys::window_dense(board, 0).is_empty()
+        board.config.ties() != crate::domain::Ties::Dense
     }
 
     async fn write(&self, _conn: &RedisConn, w: SlotWrites<'_>) -> Result<Vec<WriteStatus>> {

@@ -9,8 +9,8 @@ use redis::Value;
 use crate::domain::RecomputeReport;
 use crate::domain::board::Board;
 use crate::error::{Error, Result};
-use crate::store::redis::board::lease::{LEASE_MS, build_dense, scan_in_lanes, scan_step};
-use crate::store::redis::board::{keys, slot_index};
+use crate::store::redis::board::lease::{LEASE_MS, scan_in_lanes, scan_step};
+use crate::store::redis::board::slot_index;
 use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
 
@@ -36,7 +36,7 @@ pub(crate) async fn run(
     let mut hashes = Vec::new();
     for slot in slot_index::live_slots(conn, &board.name).await? {
         for stage in 0..=window {
-            hashes.push((slot, keys::stage(&board.name, slot, stage)));
+            hashes.push((slot, conn.keys().stage(&board.name, slot, stage)));
         }
     }
     scan_in_lanes(&mut report, hashes, |(slot, hash)| {
@@ -81,12 +81,15 @@ async fn scan(
     let (mut calls, mut fields) = (0, 0);
     let mut cursor = "0".to_owned();
     loop {
-        let mut scan = conn.scripts().recompute_scan.key(keys::record(&board.name));
-        scan.key(keys::rebuild(&board.name))
+        let mut scan = conn
+            .scripts()
+            .recompute_scan
+            .key(conn.keys().record(&board.name));
+        scan.key(conn.keys().rebuild(&board.name))
             .key(hash)
-            .key(keys::rebuild_scan(&board.name))
-            .key(keys::slot_geometry(&board.name))
-            .key(build_dense(board))
+            .key(conn.keys().rebuild_scan(&board.name))
+            .key(conn.keys().slot_geometry(&board.name))
+            .key(conn.keys().build_dense(board))
             .arg(board.version)
             .arg(token)
             .arg(LEASE_MS)
@@ -154,17 +157,20 @@ async fn fold(
         .filter(|s| after.is_none_or(|a| *s > a))
         .take(per_call)
         .collect();
-    let mut call = conn.scripts().recompute_fold.key(keys::record(&board.name));
-    call.key(keys::rebuild(&board.name))
-        .key(keys::rebuild_log(&board.name))
-        .key(keys::index(&board.name))
-        .key(keys::slot_geometry(&board.name));
+    let mut call = conn
+        .scripts()
+        .recompute_fold
+        .key(conn.keys().record(&board.name));
+    call.key(conn.keys().rebuild(&board.name))
+        .key(conn.keys().rebuild_log(&board.name))
+        .key(conn.keys().index(&board.name))
+        .key(conn.keys().slot_geometry(&board.name));
     for slot in &passed {
         for stage in 0..stages {
-            call.key(keys::stage(&board.name, *slot, stage));
+            call.key(conn.keys().stage(&board.name, *slot, stage));
         }
     }
-    call.key(build_dense(board));
+    call.key(conn.keys().build_dense(board));
     call.arg(board.version)
         .arg(token)
         .arg(LEASE_MS)
@@ -201,13 +207,16 @@ async fn fold(
 /// Swaps the build in when the log is empty; `false` when more must be folded first.
 async fn swap(conn: &RedisConn, board: &Board, window: usize, token: &str) -> Result<bool> {
     let windows = board.config.windows();
-    let mut call = conn.scripts().recompute_swap.key(keys::record(&board.name));
-    call.key(keys::rebuild(&board.name))
-        .key(keys::rebuild_log(&board.name))
-        .key(keys::totals(&board.name, windows, window))
-        .key(keys::rebuild_scan(&board.name))
-        .key(keys::window_dense(board, window))
-        .key(build_dense(board))
+    let mut call = conn
+        .scripts()
+        .recompute_swap
+        .key(conn.keys().record(&board.name));
+    call.key(conn.keys().rebuild(&board.name))
+        .key(conn.keys().rebuild_log(&board.name))
+        .key(conn.keys().totals(&board.name, windows, window))
+        .key(conn.keys().rebuild_scan(&board.name))
+        .key(conn.keys().window_dense(board, window))
+        .key(conn.keys().build_dense(board))
         .arg(board.version)
         .arg(token)
         .arg(windows[window].seconds());

@@ -13,7 +13,6 @@ use crate::domain::Removed;
 use crate::domain::board::Board;
 use crate::domain::{BoardName, Member, RankedTotals, Ties, Timestamp};
 use crate::error::{Error, Result};
-use crate::store::redis::board::keys;
 use crate::store::redis::board::layout::member_hash;
 use crate::store::redis::conn::reply::{array, int};
 use crate::store::redis::conn::{RedisConn, Retry};
@@ -363,20 +362,20 @@ fn invocation<'a, G: Guard>(
 ) -> ScriptInvocation<'a> {
     let (board, now) = (call.board, call.now);
     let windows = board.config.windows();
-    let mut invocation = conn.scripts().write.key(keys::record(&board.name));
-    invocation.key(keys::index(&board.name));
-    invocation.key(keys::rebuild(&board.name));
-    invocation.key(keys::rebuild_log(&board.name));
-    invocation.key(keys::slot_geometry(&board.name));
-    invocation.key(keys::all_totals(&board.name, windows));
+    let mut invocation = conn.scripts().write.key(conn.keys().record(&board.name));
+    invocation.key(conn.keys().index(&board.name));
+    invocation.key(conn.keys().rebuild(&board.name));
+    invocation.key(conn.keys().rebuild_log(&board.name));
+    invocation.key(conn.keys().slot_geometry(&board.name));
+    invocation.key(conn.keys().all_totals(&board.name, windows));
     for s in &slots.starts {
-        invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
+        invocation.key(conn.keys().stages(board, *s).collect::<Vec<_>>());
     }
-    if let Some(record) = call.guard.record_key(board) {
+    if let Some(record) = call.guard.record_key(conn.keys(), board) {
         invocation.key(record);
     }
-    invocation.key(keys::all_dense(board));
-    invocation.key(keys::data(&board.name));
+    invocation.key(conn.keys().all_dense(board));
+    invocation.key(conn.keys().data(&board.name));
     invocation
         .arg(board.version)
         .arg(windows.len())
@@ -440,14 +439,17 @@ fn plain_invocation<'a, G: Guard>(
 ) -> ScriptInvocation<'a> {
     let (board, now) = (call.board, call.now);
     let windows = board.config.windows();
-    let mut invocation = conn.scripts().write_plain.key(keys::record(&board.name));
-    invocation.key(keys::index(&board.name));
-    invocation.key(keys::slot_geometry(&board.name));
-    invocation.key(keys::all_totals(&board.name, windows));
+    let mut invocation = conn
+        .scripts()
+        .write_plain
+        .key(conn.keys().record(&board.name));
+    invocation.key(conn.keys().index(&board.name));
+    invocation.key(conn.keys().slot_geometry(&board.name));
+    invocation.key(conn.keys().all_totals(&board.name, windows));
     for s in &slots.starts {
-        invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
+        invocation.key(conn.keys().stages(board, *s).collect::<Vec<_>>());
     }
-    invocation.key(keys::data(&board.name));
+    invocation.key(conn.keys().data(&board.name));
     invocation
         .arg(board.version)
         .arg(windows.len())
@@ -490,16 +492,19 @@ pub(crate) async fn remove_member(
         slots.chunks(REMOVE_SLOTS_PER_CALL).collect()
     };
     for batch in batches {
-        let mut invocation = conn.scripts().remove_member.key(keys::record(&board.name));
-        invocation.key(keys::rebuild(&board.name));
-        invocation.key(keys::rebuild_log(&board.name));
-        invocation.key(keys::slot_geometry(&board.name));
-        invocation.key(keys::all_totals(&board.name, windows));
+        let mut invocation = conn
+            .scripts()
+            .remove_member
+            .key(conn.keys().record(&board.name));
+        invocation.key(conn.keys().rebuild(&board.name));
+        invocation.key(conn.keys().rebuild_log(&board.name));
+        invocation.key(conn.keys().slot_geometry(&board.name));
+        invocation.key(conn.keys().all_totals(&board.name, windows));
         for s in batch {
-            invocation.key(keys::stages(board, *s).collect::<Vec<_>>());
+            invocation.key(conn.keys().stages(board, *s).collect::<Vec<_>>());
         }
-        invocation.key(keys::all_dense(board));
-        invocation.key(keys::data(&board.name));
+        invocation.key(conn.keys().all_dense(board));
+        invocation.key(conn.keys().data(&board.name));
         invocation
             .arg(board.version)
             .arg(windows.len())

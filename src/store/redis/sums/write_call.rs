@@ -12,7 +12,7 @@ use redis::ScriptInvocation;
 use super::budget::{Budget, Limit};
 use crate::domain::Timestamp;
 use crate::domain::board::Board;
-use crate::store::redis::board::keys;
+use crate::store::redis::conn::keys::Keys;
 use crate::store::{Recorded, SlotWrite, WriteKey, WriteStatus};
 
 /// One `write.lua` call: the board and `now` it writes at, its guard, the budget that
@@ -53,7 +53,7 @@ pub(crate) trait Guard: Copy {
     const PLAIN: bool = false;
 
     /// The key of the guard's record (the KEYS entry after the stages), if any.
-    fn record_key(&self, board: &Board) -> Option<String>;
+    fn record_key(&self, keys: &Keys, board: &Board) -> Option<String>;
 
     /// ARGV[6] to ARGV[10] of `write.lua`, for a call carrying `events` events.
     fn push_args(&self, invocation: &mut ScriptInvocation<'_>, now: Timestamp, events: usize);
@@ -101,7 +101,7 @@ impl Guard for Unguarded {
     type Found = Infallible;
     const PLAIN: bool = true;
 
-    fn record_key(&self, _: &Board) -> Option<String> {
+    fn record_key(&self, _: &Keys, _: &Board) -> Option<String> {
         None
     }
 
@@ -118,8 +118,8 @@ impl Guard for Unguarded {
 impl Guard for Token<'_> {
     type Found = Journaled;
 
-    fn record_key(&self, board: &Board) -> Option<String> {
-        Some(keys::journal(&board.name))
+    fn record_key(&self, keys: &Keys, board: &Board) -> Option<String> {
+        Some(keys.journal(&board.name))
     }
 
     fn push_args(&self, invocation: &mut ScriptInvocation<'_>, _: Timestamp, _: usize) {
@@ -135,8 +135,8 @@ impl Guard for Token<'_> {
 impl Guard for Key<'_> {
     type Found = Replay;
 
-    fn record_key(&self, board: &Board) -> Option<String> {
-        Some(keys::idempotency(board, &self.0.name))
+    fn record_key(&self, keys: &Keys, board: &Board) -> Option<String> {
+        Some(keys.idempotency(board, &self.0.name))
     }
 
     fn push_args(&self, invocation: &mut ScriptInvocation<'_>, now: Timestamp, events: usize) {

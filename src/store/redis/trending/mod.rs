@@ -22,7 +22,8 @@ use crate::domain::{
 };
 use crate::error::{Error, Result};
 use crate::store::redis::board::board_record::parse_trending;
-use crate::store::redis::board::{keys, registry};
+use crate::store::redis::board::registry;
+use crate::store::redis::conn::keys::Keys;
 use crate::store::redis::conn::refusal::Refusal;
 use crate::store::redis::conn::reply::int;
 use crate::store::redis::conn::{RedisConn, Retry};
@@ -36,7 +37,7 @@ pub(super) async fn create(
     config: &TrendingConfig,
     now: Timestamp,
 ) -> Result<TrendCreated> {
-    let mut invocation = conn.scripts().trend_create.key(keys::record(name));
+    let mut invocation = conn.scripts().trend_create.key(conn.keys().record(name));
     invocation
         .arg(new_version())
         .arg(config.half_life().seconds())
@@ -79,12 +80,8 @@ pub(super) async fn create(
 }
 
 /// The board's three keys: record, stored values, rescale build.
-fn board_keys(name: &BoardName) -> [String; 3] {
-    [
-        keys::record(name),
-        keys::trend(name),
-        keys::trend_next(name),
-    ]
+fn board_keys(keys: &Keys, name: &BoardName) -> [String; 3] {
+    [keys.record(name), keys.trend(name), keys.trend_next(name)]
 }
 
 /// Events per call of a keyed write at most, whatever the board's cap (the cap is at
@@ -127,7 +124,7 @@ async fn call(
     writes: &[TrendWrite],
     key: Option<(&WriteKey, &str)>,
 ) -> Result<Call> {
-    let [record, values, next] = board_keys(&board.name);
+    let [record, values, next] = board_keys(conn.keys(), &board.name);
     let mut invocation = conn.scripts().trend_write.key(record);
     invocation
         .key(values)
@@ -138,7 +135,7 @@ async fn call(
         Some((key, name)) => {
             let ttl_ms = key.ttl.secs_i64() * 1000;
             invocation
-                .key(keys::trend_idempotency(board, name))
+                .key(conn.keys().trend_idempotency(board, name))
                 .arg(&key.fingerprint)
                 .arg(now.unix_millis())
                 .arg(now.unix_millis() + ttl_ms)
@@ -277,7 +274,7 @@ async fn rescale_step(
     now: Timestamp,
     options: TrendOptions,
 ) -> Result<(i64, u64)> {
-    let [record, values, next] = board_keys(&board.name);
+    let [record, values, next] = board_keys(conn.keys(), &board.name);
     let mut invocation = conn.scripts().trend_rescale.key(record);
     invocation
         .key(values)
@@ -301,9 +298,12 @@ async fn prune_chunk(
     now: Timestamp,
     chunk: usize,
 ) -> Result<i64> {
-    let mut invocation = conn.scripts().trend_prune.key(keys::record(&board.name));
+    let mut invocation = conn
+        .scripts()
+        .trend_prune
+        .key(conn.keys().record(&board.name));
     invocation
-        .key(keys::trend(&board.name))
+        .key(conn.keys().trend(&board.name))
         .arg(board.version)
         .arg(now.unix_millis())
         .arg(chunk);

@@ -13,7 +13,6 @@ use crate::domain::{
     TrendRanks, TrendStanding, TrendingBoard, percentile,
 };
 use crate::error::{Error, Result};
-use crate::store::redis::board::keys;
 use crate::store::redis::conn::reply::{array, int, opt_int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
 
@@ -24,9 +23,12 @@ async fn read(
     mode: &str,
     args: &[String],
 ) -> Result<(i64, Vec<Value>)> {
-    let mut invocation = conn.scripts().trend_read.key(keys::record(&board.name));
+    let mut invocation = conn
+        .scripts()
+        .trend_read
+        .key(conn.keys().record(&board.name));
     invocation
-        .key(keys::trend(&board.name))
+        .key(conn.keys().trend(&board.name))
         .arg(board.version)
         .arg(mode)
         .arg(args);

@@ -1,0 +1,434 @@
+//! Every Redis key name rollboard uses, in one place, each starting with the
+//! deployment's key prefix (`key_prefix`, none by default), so that rollboard can share a
+//! Redis with an application.
+//!
+//! All keys of a board carry the `{<board>}` hash tag, so on Redis Cluster they live on
+//! one node and every multi-key script of a board is atomic. The registry of boards is
+//! global and is only ever touched by its own single-key commands. The prefix holds no
+//! brace, so the tag stays the board's own.
+
+use crate::domain::board::Board;
+use crate::domain::counter::CounterName;
+use crate::domain::stats::{StatsContext, StatsKind};
+use crate::domain::{BoardName, Span, Ties};
+use crate::rates::{RateKey, RateTiers};
+
+/// The names of rollboard's keys, each starting with the deployment's key prefix
+/// ([`RedisOptions::key_prefix`](super::options::RedisOptions::key_prefix), empty by
+/// default).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Keys {
+    prefix: std::sync::Arc<str>,
+}
+
+impl Keys {
+    /// The names of keys starting with `prefix`.
+    pub(crate) fn new(prefix: &str) -> Keys {
+        Keys {
+            prefix: prefix.into(),
+        }
+    }
+
+    /// `rate_{<key, %-encoded>}_<tiers fingerprint>`: a rate key's time ring. The encoding
+    /// has no `{`, `}` or `:`, so the tag is the whole key and no two keys share one; the
+    /// fingerprint keeps rings written under other tiers from being misread.
+    pub(crate) fn rate(&self, key: &RateKey, tiers: &RateTiers) -> String {
+        format!(
+            "{}rate_{{{}}}_{}",
+            self.prefix,
+            key.encoded(),
+            tiers.fingerprint()
+        )
+    }
+
+    /// The set of board names.
+    pub(crate) fn registry(&self) -> String {
+        format!("{}rollboard:boards", self.prefix)
+    }
+
+    /// `board_{<board>}`: the board record (config, version, watermarks).
+    pub(crate) fn record(&self, name: &BoardName) -> String {
+        format!("{}board_{{{name}}}", self.prefix)
+    }
+
+    /// `trend_{<board>}`: a trending board's stored values (negated forward-decayed sums).
+    pub(crate) fn trend(&self, name: &BoardName) -> String {
+        format!("{}trend_{{{name}}}", self.prefix)
+    }
+
+    /// `trend_{<board>}_next`: a trending board's rescale build, renamed over `trend_…`.
+    pub(crate) fn trend_next(&self, name: &BoardName) -> String {
+        format!("{}trend_{{{name}}}_next", self.prefix)
+    }
+
+    /// `idem_{<board>}_<version>_<key>`: the record of a trending board's write made under
+    /// an idempotency key (the same shape of name as a windowed board's).
+    pub(crate) fn trend_idempotency(
+        &self,
+        board: &crate::domain::TrendingBoard,
+        key: &str,
+    ) -> String {
+        format!(
+            "{}idem_{{{}}}_{}_{key}",
+            self.prefix, board.name, board.version
+        )
+    }
+
+    /// `slots_{<board>}`: the index of live slots, score = slot start.
+    pub(crate) fn index(&self, name: &BoardName) -> String {
+        format!("{}slots_{{{name}}}", self.prefix)
+    }
+
+    /// `rebuild_{<board>}`: the totals a recompute is building (see `recompute_begin.lua`).
+    pub(crate) fn rebuild(&self, name: &BoardName) -> String {
+        format!("{}rebuild_{{{name}}}", self.prefix)
+    }
+
+    /// `rebuild_tally_{<board>}`, dense boards only: the tally of a recompute's build, as
+    /// `tally_…` is of the totals; renamed over the window's tally with the build.
+    pub(crate) fn rebuild_tally(&self, name: &BoardName) -> String {
+        format!("{}rebuild_tally_{{{name}}}", self.prefix)
+    }
+
+    /// `rebuild_dense_{<board>}`, dense boards only: the distinct totals of a recompute's
+    /// build; renamed over the window's `dense_…` with the build.
+    pub(crate) fn rebuild_dense(&self, name: &BoardName) -> String {
+        format!("{}rebuild_dense_{{{name}}}", self.prefix)
+    }
+
+    /// `rebuild_records_{<board>}`: a max, min or latest board's records (as `peaks_…` or
+    /// `newest_…`) a recompute is building; renamed over them with the build.
+    pub(crate) fn rebuild_records(&self, name: &BoardName) -> String {
+        format!("{}rebuild_records_{{{name}}}", self.prefix)
+    }
+
+    /// `rebuild_log_{<board>}`: members a recompute must compute afresh.
+    pub(crate) fn rebuild_log(&self, name: &BoardName) -> String {
+        format!("{}rebuild_log_{{{name}}}", self.prefix)
+    }
+
+    /// `rebuild_scan_{<board>}`: how far a recompute's scan got in each stage hash.
+    pub(crate) fn rebuild_scan(&self, name: &BoardName) -> String {
+        format!("{}rebuild_scan_{{{name}}}", self.prefix)
+    }
+
+    /// `journal_{<board>}`: tokens of writes applied exactly once (see `write.lua`).
+    pub(crate) fn journal(&self, name: &BoardName) -> String {
+        format!("{}journal_{{{name}}}", self.prefix)
+    }
+
+    /// `idem_{<board>}_<incarnation>_<key>`: the record of a write made under an idempotency
+    /// key (see `write.lua`), expiring by itself. The incarnation (the board's first version)
+    /// keeps a re-created board from reading the records of the one dropped before it, and
+    /// keeps the records of this one across its config changes (a window added, a reshard:
+    /// a new version), so a retry after one is still applied once.
+    pub(crate) fn idempotency(&self, board: &Board, key: &str) -> String {
+        format!(
+            "{}idem_{{{}}}_{}_{key}",
+            self.prefix, board.name, board.incarnation
+        )
+    }
+
+    /// `stats_{<board>}` for the first window, `stats_{<board>}_<W>` for the others.
+    pub(crate) fn totals(&self, name: &BoardName, windows: &[Span], window: usize) -> String {
+        format!(
+            "{}stats_{}",
+            self.prefix,
+            window_suffix(name, windows, window)
+        )
+    }
+
+    /// `tally_{<board>}[_<W>]`, dense boards only: a window's positive totals, field = a
+    /// total, value = how many members hold it (see `retally` in `lua/totals.lua`).
+    pub(crate) fn tally(&self, name: &BoardName, windows: &[Span], window: usize) -> String {
+        format!(
+            "{}tally_{}",
+            self.prefix,
+            window_suffix(name, windows, window)
+        )
+    }
+
+    /// `dense_{<board>}[_<W>]`, dense boards only: a window's distinct positive totals, a
+    /// zset with member = score = the total, for dense ranks in O(log D).
+    pub(crate) fn dense(&self, name: &BoardName, windows: &[Span], window: usize) -> String {
+        format!(
+            "{}dense_{}",
+            self.prefix,
+            window_suffix(name, windows, window)
+        )
+    }
+
+    /// `snap_{<board>}_<W>`: window `W`'s period snapshots, a stream whose entry IDs are the
+    /// boundaries in milliseconds (see `snapshot_take.lua`).
+    pub(crate) fn snapshots(&self, name: &BoardName, window: Span) -> String {
+        format!("{}snap_{{{name}}}_{}", self.prefix, window.seconds())
+    }
+
+    /// `snapsent_{<board>}`: per window (field = its seconds), the newest boundary whose
+    /// snapshot was delivered to the snapshot webhook.
+    pub(crate) fn snapshot_cursors(&self, name: &BoardName) -> String {
+        format!("{}snapsent_{{{name}}}", self.prefix)
+    }
+
+    /// On a dense board, the tally and distinct-totals keys of every window, in pairs,
+    /// smallest window first, then those of a recompute's build; nothing on a competition
+    /// board.
+    pub(crate) fn all_dense(&self, board: &Board) -> Vec<String> {
+        if board.config.ties() != Ties::Dense {
+            return Vec::new();
+        }
+        self.dense_keys(&board.name, board.config.windows())
+    }
+
+    /// The tally and distinct-totals keys of every window of a board with `windows`, in
+    /// pairs, smallest window first, then those of a recompute's build (whatever its ties).
+    pub(crate) fn dense_keys(&self, name: &BoardName, windows: &[Span]) -> Vec<String> {
+        (0..windows.len())
+            .flat_map(|j| [self.tally(name, windows, j), self.dense(name, windows, j)])
+            .chain([self.rebuild_tally(name), self.rebuild_dense(name)])
+            .collect()
+    }
+
+    /// On a dense board, window `window`'s tally and distinct-totals keys; nothing on a
+    /// competition board.
+    pub(crate) fn window_dense(&self, board: &Board, window: usize) -> Vec<String> {
+        if board.config.ties() != Ties::Dense {
+            return Vec::new();
+        }
+        let windows = board.config.windows();
+        vec![
+            self.tally(&board.name, windows, window),
+            self.dense(&board.name, windows, window),
+        ]
+    }
+
+    /// On a dense board, a recompute's build's tally and distinct totals; nothing on a
+    /// competition board.
+    pub(crate) fn build_dense(&self, board: &Board) -> Vec<String> {
+        if board.config.ties() != Ties::Dense {
+            return Vec::new();
+        }
+        vec![
+            self.rebuild_tally(&board.name),
+            self.rebuild_dense(&board.name),
+        ]
+    }
+
+    /// The totals keys of every window, smallest window first.
+    pub(crate) fn all_totals(&self, name: &BoardName, windows: &[Span]) -> Vec<String> {
+        (0..windows.len())
+            .map(|j| self.totals(name, windows, j))
+            .collect()
+    }
+
+    /// Stage `stage` (from 0) of a slot: `slot_{<board>}_<ts>` holds events written before
+    /// any window froze the slot; `slot_{<board>}_<ts>_<k>` those written after `k` windows
+    /// froze it, plus what retirement of window `k` handed on.
+    pub(crate) fn stage(&self, name: &BoardName, slot: i64, stage: usize) -> String {
+        if stage == 0 {
+            format!("{}slot_{{{name}}}_{slot}", self.prefix)
+        } else {
+            format!("{}slot_{{{name}}}_{slot}_{stage}", self.prefix)
+        }
+    }
+
+    /// All stage keys of a slot, stage 0 first.
+    pub(crate) fn stages<'a>(
+        &'a self,
+        board: &'a Board,
+        slot: i64,
+    ) -> impl Iterator<Item = String> + 'a {
+        (0..board.config.windows().len()).map(move |k| self.stage(&board.name, slot, k))
+    }
+
+    /// `peaks_{<board>}`: a max or min board's peak lists, field = member, value = the
+    /// `<slot>:<value>` pairs of its live slots that no newer slot matches (see `peaks_add`
+    /// in `lua/maxima.lua`).
+    pub(crate) fn peaks(&self, name: &BoardName) -> String {
+        format!("{}peaks_{{{name}}}", self.prefix)
+    }
+
+    /// `newest_{<board>}`: a latest board's newest events, field = member, value =
+    /// `<slot>:<at>:<value>` (see `newest_add` in `lua/maxima.lua`).
+    pub(crate) fn newest(&self, name: &BoardName) -> String {
+        format!("{}newest_{{{name}}}", self.prefix)
+    }
+
+    /// What a max, min or latest board's writes and retirement keep per member: its peak
+    /// lists, or its newest events.
+    pub(crate) fn records(&self, board: &Board) -> String {
+        if board.config.aggregate().latest() {
+            self.newest(&board.name)
+        } else {
+            self.peaks(&board.name)
+        }
+    }
+
+    /// `data_{<board>}`: member data, field = member, value = its JSON text; a field lives
+    /// as long as the member's total in the largest window (see `add_total` and `bulk_add`
+    /// in `lua/totals.lua`).
+    pub(crate) fn data(&self, name: &BoardName) -> String {
+        format!("{}data_{{{name}}}", self.prefix)
+    }
+
+    /// `moved_{<board>}`: on a shard of a sharded board, the members a reshard marked
+    /// moved off it (a set; writers send them to their new shard).
+    pub(crate) fn moved(&self, name: &BoardName) -> String {
+        format!("{}moved_{{{name}}}", self.prefix)
+    }
+
+    /// `moving_{<board>}`: on a shard of a sharded board, the moves a reshard has under way:
+    /// field = member, value = what it takes (a stash, see `sharded/reshard.rs`).
+    pub(crate) fn moving(&self, name: &BoardName) -> String {
+        format!("{}moving_{{{name}}}", self.prefix)
+    }
+
+    /// `slotgeo_{<board>}`: the geometry of each compact slot, field `<ts>` = `"<L> <p>
+    /// <count>"` (linear hashing: `2^L + p` buckets); a slot without a field is plain.
+    pub(crate) fn slot_geometry(&self, name: &BoardName) -> String {
+        format!("{}slotgeo_{{{name}}}", self.prefix)
+    }
+
+    /// The index of counters: a hash, field = counter name, value = the generation listed.
+    /// Written only when a counter is first seen (see `counter_incr.lua`).
+    pub(crate) fn counter_index(&self) -> String {
+        format!("{}rollboard:counters", self.prefix)
+    }
+
+    /// `counter_{<counter>}`: a counter's record (precisions, generation, listed mark).
+    pub(crate) fn counter_record(&self, name: &CounterName) -> String {
+        format!("{}counter_{{{name}}}", self.prefix)
+    }
+
+    /// `counterconf_{<counter>}`: a counter's own precisions (seconds, comma-separated),
+    /// when it has some; set by `PUT /v1/counters/{name}`, read by `counter_incr.lua`.
+    pub(crate) fn counter_config(&self, name: &CounterName) -> String {
+        format!("{}counterconf_{{{name}}}", self.prefix)
+    }
+
+    /// `count_{<counter>}_<p>`: a counter's samples at precision `p` seconds, field = slice
+    /// start.
+    pub(crate) fn counter_samples(&self, name: &CounterName, precision: Span) -> String {
+        format!("{}count_{{{name}}}_{}", self.prefix, precision.seconds())
+    }
+
+    /// `stat_{<context>}_<kind>`: the newest hour of a (context, kind); the context encoded
+    /// by [`StatsContext::key_part`], so it is a hash tag of its own.
+    pub(crate) fn stat_newest(&self, context: &StatsContext, kind: &StatsKind) -> String {
+        format!("{}stat_{{{}}}_{kind}", self.prefix, context.key_part())
+    }
+
+    /// `statprev_{<context>}_<kind>`: the hour before the newest.
+    pub(crate) fn stat_before(&self, context: &StatsContext, kind: &StatsKind) -> String {
+        format!("{}statprev_{{{}}}_{kind}", self.prefix, context.key_part())
+    }
+
+    /// `slowest_{<kind>}`: a kind's slowest contexts, score = mean.
+    pub(crate) fn slowest(&self, kind: &StatsKind) -> String {
+        format!("{}slowest_{{{kind}}}", self.prefix)
+    }
+
+    /// `slowest_meta_{<kind>}`: per context in the list, `hour:count` of its mean.
+    pub(crate) fn slowest_meta(&self, kind: &StatsKind) -> String {
+        format!("{}slowest_meta_{{{kind}}}", self.prefix)
+    }
+
+    /// `stat_kinds`: every stats kind recorded (member = kind, score = the newest hour it was
+    /// registered in). A key of its own (its own slot on a Cluster), written by one `ZADD`
+    /// per kind, process and hour beside the record, never by the record script.
+    pub(crate) fn stat_kinds(&self) -> String {
+        format!("{}stat_kinds", self.prefix)
+    }
+
+    /// `name` under the prefix, for a key outside this list (the migrations' own).
+    pub(crate) fn prefixed(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+}
+
+/// `{<board>}` for the first window, `{<board>}_<W>` for the others.
+fn window_suffix(name: &BoardName, windows: &[Span], window: usize) -> String {
+    if window == 0 {
+        format!("{{{name}}}")
+    } else {
+        format!("{{{name}}}_{}", windows[window].seconds())
+    }
+}
+
+/// The scripts' word for a max, min or latest board: `latest` or `max`.
+pub(crate) fn mode(board: &Board) -> &'static str {
+    if board.config.aggregate().latest() {
+        "latest"
+    } else {
+        "max"
+    }
+}
+
+/// Bucket `i` of a compact slot's stage `stage_key` (a key of [`stage`]).
+pub(crate) fn bucket(stage_key: &str, i: u64) -> String {
+    format!("{stage_key}:{i}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{BoardConfig, Timestamp};
+
+    #[test]
+    fn key_names_follow_the_documented_layout() {
+        let board = Board {
+            name: BoardName::parse("hot").unwrap(),
+            config: BoardConfig::parse("1h", &["1h", "24h"]).unwrap(),
+            version: 1,
+            created_at: Timestamp::from_unix_seconds(0).unwrap(),
+            incarnation: 1,
+            resharding: None,
+        };
+        let k = Keys::default();
+        assert_eq!(k.record(&board.name), "board_{hot}");
+        assert_eq!(k.index(&board.name), "slots_{hot}");
+        assert_eq!(k.slot_geometry(&board.name), "slotgeo_{hot}");
+        assert_eq!(bucket("slot_{hot}_7200_1", 3), "slot_{hot}_7200_1:3");
+        assert_eq!(
+            k.all_totals(&board.name, board.config.windows()),
+            ["stats_{hot}", "stats_{hot}_86400"]
+        );
+        let keys: Vec<String> = k.stages(&board, 7200).collect();
+        assert_eq!(keys, ["slot_{hot}_7200", "slot_{hot}_7200_1"]);
+        assert_eq!(k.idempotency(&board, "k-1"), "idem_{hot}_1_k-1");
+        assert_eq!(
+            k.snapshots(&board.name, board.config.windows()[1]),
+            "snap_{hot}_86400"
+        );
+        assert!(k.all_dense(&board).is_empty());
+        let dense_board = Board {
+            config: board.config.clone().with_ties(Ties::Dense),
+            ..board
+        };
+        assert_eq!(
+            k.all_dense(&dense_board),
+            [
+                "tally_{hot}",
+                "dense_{hot}",
+                "tally_{hot}_86400",
+                "dense_{hot}_86400",
+                "rebuild_tally_{hot}",
+                "rebuild_dense_{hot}"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_prefix_starts_every_name_and_leaves_the_hash_tag_alone() {
+        let k = Keys::new("app1:");
+        let name = BoardName::parse("hot").unwrap();
+        assert_eq!(k.record(&name), "app1:board_{hot}");
+        assert_eq!(k.stage(&name, 7200, 1), "app1:slot_{hot}_7200_1");
+        assert_eq!(k.registry(), "app1:rollboard:boards");
+        assert_eq!(k.stat_kinds(), "app1:stat_kinds");
+        assert_eq!(
+            k.prefixed("rollboard:migrations"),
+            "app1:rollboard:migrations"
+        );
+    }
+}
