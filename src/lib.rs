@@ -119,9 +119,10 @@ pub use rollboard::write_standing::StandingOutcome;
 pub use rollboard::{Counters, Rates, Rollboard, SkewTooLarge, Stats, Trending, Windowed};
 pub use settings::Settings;
 pub use store::{
-    CounterCleaned, CounterInfo, CounterStore, IngestOptions, KeyPrefix, Keyed, MemoryStore,
-    RateHit, RateStore, Recorded, RedisOptions, RedisStore, ReplicaAcks, RetireOptions,
-    ServerStore, SlotWrite, StatRecord, StatsStore, Store, TrendingStore, WriteKey, WriteStatus,
+    CounterCleaned, CounterInfo, CounterStore, IngestOptions, InvalidKeyPrefix, KeyPrefix, Keyed,
+    MemoryStore, RateHit, RateStore, Recorded, RedisOptions, RedisStore, ReplicaAcks,
+    RetireOptions, ServerStore, SlotWrite, StatRecord, StatsStore, Store, TrendingStore, WriteKey,
+    WriteStatus,
 };
 
 /// Compiles and runs the Rust code blocks of the README, so they stay true.

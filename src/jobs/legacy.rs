@@ -25,6 +25,7 @@
 
 use serde::Serialize;
 
+use super::scan::scan_suffixes;
 use crate::store::{RedisConn, Retry};
 use crate::{BoardConfig, Error, Event, RedisOptions, Rollboard, Span, Timestamp};
 
@@ -254,41 +255,6 @@ pub async fn find_legacy_boards(url: &str, redis: &RedisOptions) -> Result<Vec<S
     scan_suffixes(&conn, "last_slot_").await
 }
 
-/// What follows `prefix` in every key that starts with it (UTF-8 keys only), sorted and
-/// without duplicates, found with `SCAN`.
-async fn scan_suffixes(conn: &RedisConn, prefix: &str) -> Result<Vec<String>, Error> {
-    let pattern = format!("{}*", glob_escape(prefix));
-    let mut suffixes = Vec::new();
-    let mut cursor = 0u64;
-    loop {
-        let (next, keys): (u64, Vec<Vec<u8>>) = conn
-            .query(
-                redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(1000),
-                None,
-                Retry::Idempotent,
-            )
-            .await?;
-        suffixes.extend(
-            keys.iter()
-                .filter_map(|key| key.strip_prefix(prefix.as_bytes()))
-                .filter_map(|suffix| String::from_utf8(suffix.to_vec()).ok()),
-        );
-        if next == 0 {
-            break;
-        }
-        cursor = next;
-    }
-    // SCAN may return a key twice.
-    suffixes.sort_unstable();
-    suffixes.dedup();
-    Ok(suffixes)
-}
-
 /// Every field of the hash `key`, as `(member, value)`, sorted by member.
 async fn read_slot(conn: &RedisConn, key: &str) -> Result<Vec<(Vec<u8>, String)>, LegacyError> {
     let mut fields = Vec::new();
@@ -336,26 +302,9 @@ async fn delete_legacy(
     Ok(counts.iter().sum())
 }
 
-/// `text` with the glob characters of `SCAN MATCH` escaped.
-fn glob_escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            escaped.push('\\');
-        }
-        escaped.push(c);
-    }
-    escaped
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn glob_characters_are_escaped() {
-        assert_eq!(glob_escape("slot_a*b?[c]\\_"), "slot_a\\*b\\?\\[c\\]\\\\_");
-    }
 
     #[test]
     fn a_new_board_is_aligned_on_the_legacy_slots() {

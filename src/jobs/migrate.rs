@@ -23,8 +23,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
+use super::prefix_move::MoveError;
 use crate::store::{RedisConn, Retry};
-use crate::{BoardConfig, Error, RedisOptions, Rollboard};
+use crate::{BoardConfig, Error, KeyPrefix, RedisOptions, Rollboard};
 
 #[path = "../../migrations/mod.rs"]
 mod migrations;
@@ -118,8 +119,11 @@ pub struct MigrateOptions {
     pub wait: Duration,
     /// The lock's lease, renewed while migrations run.
     pub lease: Duration,
-    /// How to connect to the Redis being migrated (TLS CA, timeouts).
+    /// How to connect to the Redis being migrated (TLS CA, timeouts, key prefix).
     pub redis: RedisOptions,
+    /// Move rollboard's keys from under this prefix (`""`: a deployment that had none) to
+    /// under `redis.key_prefix` first (see `prefix_move.rs`).
+    pub move_from: Option<KeyPrefix>,
 }
 
 impl Default for MigrateOptions {
@@ -129,6 +133,7 @@ impl Default for MigrateOptions {
             wait: Duration::from_secs(300),
             lease: Duration::from_secs(30),
             redis: RedisOptions::default(),
+            move_from: None,
         }
     }
 }
@@ -140,6 +145,8 @@ pub struct MigrateReport {
     pub applied: Vec<(u32, String, String)>,
     /// Migrations applied before.
     pub already: usize,
+    /// Keys moved under the key prefix ([`MigrateOptions::move_from`]).
+    pub moved: u64,
 }
 
 /// Why `migrate` stopped.
@@ -161,6 +168,9 @@ pub enum MigrateError {
         /// Why.
         message: String,
     },
+    /// The keys could not be moved under the key prefix.
+    #[error(transparent)]
+    Move(#[from] MoveError),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] Error),
@@ -199,7 +209,15 @@ pub async fn migrate(
 ) -> Result<MigrateReport, MigrateError> {
     let conn = RedisConn::connect_to_scan(url, &options.redis, "migrate").await?;
     let lock = Lock::acquire(&conn, options).await?;
-    let result = apply_pending(&conn, boards, url, options, starting).await;
+    let result = async {
+        let moved = match &options.move_from {
+            Some(from) => super::prefix_move::move_keys(&conn, from).await?,
+            None => 0,
+        };
+        let report = apply_pending(&conn, boards, url, options, starting).await?;
+        Ok(MigrateReport { moved, ..report })
+    }
+    .await;
     lock.release(&conn).await;
     result
 }

@@ -7,6 +7,8 @@ pub mod export;
 pub mod import;
 pub mod legacy;
 pub mod migrate;
+pub mod prefix_move;
+mod scan;
 
 /// A batch a job wrote, split for its report: events applied, events older than the
 /// board's windows (skipped, not failures), and the other rejections with their index in

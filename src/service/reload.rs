@@ -127,7 +127,17 @@ fn needs_restart(running: &ServiceConfig, read: &ServiceConfig) -> Vec<&'static 
         ("store", running.store == read.store),
         ("redis_url", running.redis_url == read.redis_url),
         ("redis_cluster", running.redis_cluster == read.redis_cluster),
-        ("redis connection settings", running.redis == read.redis),
+        (
+            "key_prefix",
+            running.redis.key_prefix == read.redis.key_prefix,
+        ),
+        (
+            "redis connection settings",
+            crate::RedisOptions {
+                key_prefix: running.redis.key_prefix.clone(),
+                ..read.redis.clone()
+            } == running.redis,
+        ),
         (
             "limits and tuning (max_batch, idempotency_ttl, …)",
             same_settings,
@@ -158,4 +168,22 @@ fn needs_restart(running: &ServiceConfig, read: &ServiceConfig) -> Vec<&'static 
     .into_iter()
     .filter_map(|(name, same)| (!same).then_some(name))
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_changed_key_prefix_is_named_on_its_own() {
+        let running = ServiceConfig::default();
+        let mut read = ServiceConfig::default();
+        read.redis.key_prefix = crate::KeyPrefix::parse("app1:").unwrap();
+        assert_eq!(needs_restart(&running, &read), ["key_prefix"]);
+        read.redis.response_timeout *= 2;
+        assert_eq!(
+            needs_restart(&running, &read),
+            ["key_prefix", "redis connection settings"]
+        );
+    }
 }

@@ -44,13 +44,15 @@ pub async fn open_store(config: &ServiceConfig) -> Result<Arc<dyn Store>, Servic
             .iter()
             .map(|u| crate::store::redact(u))
             .collect();
-        tracing::info!(store = "redis-cluster", seeds = %seeds.join(","), "store: Redis Cluster");
+        let key_prefix = config.redis.key_prefix.as_str();
+        tracing::info!(store = "redis-cluster", seeds = %seeds.join(","), key_prefix, "store: Redis Cluster");
         return Ok(Arc::new(store));
     }
     match config.redis_url.as_deref() {
         Some(url) => {
             let store = RedisStore::connect_with(url, config.redis.clone()).await?;
-            tracing::info!(store = "redis", redis = %crate::store::redact(url), "store: Redis");
+            let key_prefix = config.redis.key_prefix.as_str();
+            tracing::info!(store = "redis", redis = %crate::store::redact(url), key_prefix, "store: Redis");
             Ok(Arc::new(store))
         }
         None if config.store == Some(super::StoreKind::Memory) => {

@@ -29,9 +29,12 @@ pub use stats::{StatRecord, StatsStore};
 
 pub use memory::MemoryStore;
 pub use rates::{RateHit, RateStore};
-pub use redis::{IngestOptions, KeyPrefix, RedisOptions, RedisStore, ReplicaAcks, RetireOptions};
+pub use redis::{
+    IngestOptions, InvalidKeyPrefix, KeyPrefix, RedisOptions, RedisStore, ReplicaAcks,
+    RetireOptions,
+};
 #[cfg(feature = "server")]
-pub(crate) use redis::{RedisConn, Retry, check_url, redact};
+pub(crate) use redis::{RedisConn, Retry, check_url, is_rollboard_name, redact};
 pub use server::ServerStore;
 pub(crate) use shard_moves::ShardMoves;
 pub use trending::{TrendKeyed, TrendingStore};

@@ -173,7 +173,7 @@ fn the_compose_file_runs_the_image_beside_redis_with_the_samples_settings() {
     assert!(probe.ends_with("http://127.0.0.1:8080/readyz"), "{probe}");
 
     // Its environment: Redis by its service name, and settings the sample names too
-    // (each ROLLBOARD_X is the sample's `x`), the three tokens among them.
+    // (each ROLLBOARD_X is the sample's `x`), the three tokens and the key prefix among them.
     let environment = service["environment"].as_hash().unwrap();
     let names: Vec<&str> = environment.keys().map(|k| k.as_str().unwrap()).collect();
     assert_eq!(
@@ -195,6 +195,7 @@ fn the_compose_file_runs_the_image_beside_redis_with_the_samples_settings() {
         "ROLLBOARD_READ_TOKEN",
         "ROLLBOARD_WRITE_TOKEN",
         "ROLLBOARD_ADMIN_TOKEN",
+        "ROLLBOARD_KEY_PREFIX",
     ] {
         assert!(names.contains(&token), "{token} missing: {names:?}");
     }

@@ -27,6 +27,7 @@ fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
         "ROLLBOARD_ADMIN_TOKEN",
         "ROLLBOARD_REDIS_CONNECTION_TIMEOUT",
         "ROLLBOARD_REDIS_RESPONSE_TIMEOUT",
+        "ROLLBOARD_KEY_PREFIX",
         "RUST_LOG",
     ] {
         command.env_remove(var);
@@ -105,11 +106,12 @@ async fn serve_logs_the_store_it_runs_on_in_one_info_line() {
         "{line}"
     );
     let redis = TestRedis::start().await;
-    let line = store_log_line(&[("REDIS_URL", &redis.url)]);
+    let line = store_log_line(&[("REDIS_URL", &redis.url), ("ROLLBOARD_KEY_PREFIX", "app1:")]);
     let url = rollboard_redact(&redis.url);
     assert!(
         line.contains(&format!(
-            " INFO rollboard::service::serve: store: Redis store=\"redis\" redis={url}"
+            " INFO rollboard::service::serve: store: Redis store=\"redis\" redis={url} \
+             key_prefix=\"app1:\""
         )),
         "{line}"
     );
@@ -256,6 +258,26 @@ fn config_file_errors_name_the_line_column_and_key() {
     assert!(
         syntax.starts_with(&format!("rollboard: {path}:3:")),
         "{syntax}"
+    );
+}
+
+#[test]
+fn a_key_prefix_with_a_brace_is_refused_wherever_it_is_set() {
+    let env = [("ROLLBOARD_KEY_PREFIX", "app{1}:")];
+    assert_eq!(
+        one_line_failure(&run(&["serve", "--bind", "127.0.0.1:0"], &env)),
+        "rollboard: invalid value 'app{1}:' for '--key-prefix <PREFIX>': invalid key_prefix \
+         \"app{1}:\": leave out `{` and `}`: each board's keys carry the board's own hash tag \
+         (such as \"app1:\")"
+    );
+    let config = temp_file("rollboard.toml", "key_prefix = \"app 1\"\n");
+    let path = config.to_str().unwrap();
+    assert_eq!(
+        one_line_failure(&run(&["retire", "--config", path], &[])),
+        format!(
+            "rollboard: {path}:1:14: key_prefix: invalid key_prefix \"app 1\": ' ' is not \
+             printable ASCII without spaces (such as \"app1:\")"
+        )
     );
 }
 

@@ -8,7 +8,12 @@ use std::time::Duration;
 use rollboard::jobs::migrate::{
     APPLIED_KEY, LOCK_KEY, LegacyTarget, MigrateError, MigrateOptions, all, migrate, status,
 };
-use rollboard::{BoardConfig, ManualClock, RedisOptions, Rollboard, Settings};
+use rollboard::jobs::prefix_move::MoveError;
+use rollboard::{
+    BoardConfig, Coverage, Event, KeyPrefix, ManualClock, RedisOptions, RedisStore, Rollboard,
+    SampleQuery, Settings, Span,
+};
+use std::collections::BTreeMap;
 use time::OffsetDateTime;
 
 use crate::dystats::DyStats;
@@ -268,4 +273,130 @@ async fn migrate_status_connects_over_tls_with_the_private_ca() {
     );
     let without_ca = status(&tls_url, &RedisOptions::default()).await;
     assert_eq!(without_ca.unwrap_err().code(), "store_unavailable");
+}
+
+/// Every key of `redis`, sorted.
+async fn all_keys(redis: &TestRedis) -> Vec<String> {
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg("*")
+        .query_async(&mut redis.raw().await)
+        .await
+        .unwrap();
+    keys.sort();
+    keys
+}
+
+/// What the boards, counters, stats and rates of a deployment hold.
+async fn contents(boards: &Rollboard) -> (BTreeMap<String, i64>, i64, u64, Vec<u64>) {
+    let top = ranking(boards, "hot", "26h").await;
+    let day = Span::parse("1d").unwrap();
+    let views = boards
+        .counters()
+        .samples("views", day, SampleQuery::default());
+    let count = views.await.unwrap().iter().map(|s| s.count).sum();
+    let stats = boards.stats().read("home", "AccessTime").await.unwrap();
+    let recorded = stats.current.map_or(0, |hour| hour.count);
+    let rates = boards.rates().counts("user-7", None, Coverage::Partial);
+    let rates = rates
+        .await
+        .unwrap()
+        .counts
+        .iter()
+        .map(|(_, n)| *n)
+        .collect();
+    (top, count, recorded, rates)
+}
+
+#[tokio::test]
+async fn migrate_moves_an_unprefixed_deployment_under_the_key_prefix() {
+    let redis = TestRedis::spawn().await;
+    let plain = boards_at_end(&redis).await;
+    let config = BoardConfig::parse("1h", &["1h", "26h"]).unwrap();
+    plain.create("hot", config.clone()).await.unwrap();
+    let events = [Event::new("a", 5), Event::new("b", 3)];
+    let hot = plain.windowed("hot");
+    hot.write_idempotent(&events, "k-1").await.unwrap();
+    plain.counters().incr("views", 4, None).await.unwrap();
+    plain
+        .stats()
+        .record("home", "AccessTime", 1.5)
+        .await
+        .unwrap();
+    plain.rates().hit("user-7", 2, None).await.unwrap();
+    migrate(&plain, &redis.url, &MigrateOptions::default(), |_| {})
+        .await
+        .unwrap();
+    // An application's own keys, and the article's layout, beside rollboard's.
+    let mut raw = redis.raw().await;
+    for key in ["session:1", "slot_likes_7200", "board_x"] {
+        let _: () = redis::cmd("SET")
+            .arg(key)
+            .arg("v")
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+    }
+    let before = contents(&plain).await;
+    let hot: BTreeMap<String, i64> = [("a".to_owned(), 5), ("b".to_owned(), 3)].into();
+    assert_eq!((&before.0, before.1, before.2), (&hot, 4, 1));
+    assert!(before.3.iter().all(|&n| n == 2), "{:?}", before.3);
+    let others = ["board_x", "session:1", "slot_likes_7200"];
+    let rollboard_keys: Vec<String> = all_keys(&redis)
+        .await
+        .into_iter()
+        .filter(|k| !others.contains(&k.as_str()))
+        .collect();
+    assert!(rollboard_keys.len() > 10, "{rollboard_keys:?}");
+
+    let prefixed = RedisOptions {
+        key_prefix: KeyPrefix::parse("app1:").unwrap(),
+        ..RedisOptions::default()
+    };
+    let under = Rollboard::with(
+        Arc::new(
+            RedisStore::connect_with(&redis.url, prefixed.clone())
+                .await
+                .unwrap(),
+        ),
+        Arc::new(ManualClock::new(ts(END))),
+        Settings::default(),
+    );
+    let moving = MigrateOptions {
+        redis: prefixed.clone(),
+        move_from: Some(KeyPrefix::default()),
+        ..MigrateOptions::default()
+    };
+    let report = migrate(&under, &redis.url, &moving, |_| {}).await.unwrap();
+    assert_eq!(
+        (report.moved, report.applied.len(), report.already),
+        (rollboard_keys.len() as u64, 0, all().len())
+    );
+    let mut want: Vec<String> = rollboard_keys.iter().map(|k| format!("app1:{k}")).collect();
+    want.extend(others.map(str::to_owned));
+    want.sort();
+    assert_eq!(all_keys(&redis).await, want);
+    // The same contents under the prefix.
+    assert_eq!(contents(&under).await, before);
+    // The keyed write is still known: replayed, not applied again.
+    let replay = under
+        .windowed("hot")
+        .write_idempotent(&events, "k-1")
+        .await
+        .unwrap();
+    assert_eq!(replay.accepted, 2);
+    assert_eq!(ranking(&under, "hot", "26h").await, before.0);
+
+    // Again: nothing left to move.
+    let again = migrate(&under, &redis.url, &moving, |_| {}).await.unwrap();
+    assert_eq!(again.moved, 0);
+    // A deployment already writing under the prefix: the move refuses, moving nothing.
+    plain.create("hot", config).await.unwrap();
+    let refused = migrate(&under, &redis.url, &moving, |_| {})
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, MigrateError::Move(MoveError::Taken { first, .. }) if first == "app1:board_{hot}"),
+        "{refused}"
+    );
+    assert!(all_keys(&redis).await.contains(&"board_{hot}".to_owned()));
 }

@@ -23,6 +23,7 @@ use clap::{Args, Parser, Subcommand};
         replicas that must have each write before it is acknowledged (default 0), and how\n                          \
         long a write waits for them (default 1s)\n  \
         ROLLBOARD_ACCEPT_EVICTION  true: accept a Redis whose maxmemory-policy evicts keys\n  \
+        ROLLBOARD_KEY_PREFIX    what every key rollboard writes starts with (app1:), to share a Redis\n  \
         ROLLBOARD_BIND          address for `serve` (default 127.0.0.1:8080)\n  \
         ROLLBOARD_READ_TOKEN    bearer token required to read (off by default: reads open; empty counts as unset)\n  \
         ROLLBOARD_WRITE_TOKEN   bearer token required to post events (empty counts as unset)\n  \
@@ -159,6 +160,10 @@ pub struct MigrateArgs {
     /// How long to wait for another migrate to finish.
     #[arg(long, default_value = "5m")]
     pub wait: String,
+    /// First move rollboard's keys from under this prefix ("" for a deployment that had
+    /// none) to under the key prefix; stop every rollboard on this Redis first.
+    #[arg(long, value_name = "OLD")]
+    pub move_from_prefix: Option<rollboard::KeyPrefix>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -41,7 +41,10 @@ mod trending;
 use board::family::Family;
 #[cfg(feature = "server")]
 pub(crate) use conn::client::{check_url, redact};
-pub use conn::options::{IngestOptions, KeyPrefix, RedisOptions, ReplicaAcks, RetireOptions};
+pub(crate) use conn::keys::is_rollboard_name;
+pub use conn::options::{
+    IngestOptions, InvalidKeyPrefix, KeyPrefix, RedisOptions, ReplicaAcks, RetireOptions,
+};
 pub(crate) use conn::{RedisConn, Retry};
 use maxima::MaxFamily;
 use sums::SumFamily;

@@ -216,6 +216,7 @@ pub(super) async fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         legacy,
         wait: std::time::Duration::from_secs(Span::parse(&args.wait)?.seconds()),
         redis: config.redis.clone(),
+        move_from: args.move_from_prefix.clone(),
         ..MigrateOptions::default()
     };
     let redis = RedisStore::connect_with(&url, config.redis.clone()).await?;
@@ -225,6 +226,14 @@ pub(super) async fn migrate(args: MigrateArgs) -> anyhow::Result<ExitCode> {
         eprintln!("rollboard: applying migration {:04} {}…", m.id, m.name);
     })
     .await?;
+    if let Some(from) = &args.move_from_prefix {
+        println!(
+            "keys moved from under {:?} to under {:?}: {}",
+            from.as_str(),
+            config.redis.key_prefix.as_str(),
+            report.moved
+        );
+    }
     for (id, name, summary) in &report.applied {
         println!("{id:04} {name}: {summary}");
     }

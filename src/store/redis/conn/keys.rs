@@ -346,6 +346,58 @@ impl Keys {
     }
 }
 
+/// The heads of rollboard's tagged key names, each followed by a hash tag (`{…}`).
+const TAGGED_HEADS: &[&str] = &[
+    "rate_",
+    "board_",
+    "trend_",
+    "idem_",
+    "slots_",
+    "rebuild_",
+    "rebuild_tally_",
+    "rebuild_dense_",
+    "rebuild_records_",
+    "rebuild_log_",
+    "rebuild_scan_",
+    "journal_",
+    "stats_",
+    "tally_",
+    "dense_",
+    "snap_",
+    "snapsent_",
+    "slot_",
+    "peaks_",
+    "newest_",
+    "data_",
+    "moved_",
+    "moving_",
+    "slotgeo_",
+    "counter_",
+    "counterconf_",
+    "count_",
+    "stat_",
+    "statprev_",
+    "slowest_",
+    "slowest_meta_",
+];
+
+/// rollboard's key names without a hash tag (the migrations lock, a lease, is left out).
+const UNTAGGED: &[&str] = &[
+    "rollboard:boards",
+    "rollboard:counters",
+    "rollboard:migrations",
+    "stat_kinds",
+];
+
+/// Whether `name`, with any prefix taken off, is the name of one of rollboard's keys
+/// (for moving a deployment under another prefix, `jobs/prefix_move.rs`).
+pub(crate) fn is_rollboard_name(name: &str) -> bool {
+    UNTAGGED.contains(&name)
+        || name
+            .split_once('{')
+            .is_some_and(|(head, _)| TAGGED_HEADS.contains(&head))
+}
+
 /// `{<board>}` for the first window, `{<board>}_<W>` for the others.
 fn window_suffix(name: &BoardName, windows: &[Span], window: usize) -> String {
     if window == 0 {
@@ -416,6 +468,70 @@ mod tests {
                 "rebuild_dense_{hot}"
             ]
         );
+    }
+
+    #[test]
+    fn every_name_is_known_as_rollboard_s() {
+        let k = Keys::default();
+        let board = Board {
+            name: BoardName::parse("hot").unwrap(),
+            config: BoardConfig::parse("1h", &["1h", "24h"]).unwrap(),
+            version: 1,
+            created_at: Timestamp::from_unix_seconds(0).unwrap(),
+            incarnation: 1,
+            resharding: None,
+        };
+        let (name, windows) = (&board.name, board.config.windows());
+        let counter = CounterName::parse("views").unwrap();
+        let (context, kind) = (
+            StatsContext::parse("home").unwrap(),
+            StatsKind::parse("T").unwrap(),
+        );
+        let mut names = vec![
+            k.registry(),
+            k.record(name),
+            k.trend(name),
+            k.trend_next(name),
+            k.index(name),
+            k.rebuild(name),
+            k.rebuild_records(name),
+            k.rebuild_log(name),
+            k.rebuild_scan(name),
+            k.journal(name),
+            k.idempotency(&board, "x"),
+            k.snapshots(name, windows[1]),
+            k.snapshot_cursors(name),
+            k.peaks(name),
+            k.newest(name),
+            k.data(name),
+            k.moved(name),
+            k.moving(name),
+            k.slot_geometry(name),
+            k.counter_index(),
+            k.counter_record(&counter),
+            k.counter_config(&counter),
+            k.counter_samples(&counter, windows[0]),
+            k.stat_newest(&context, &kind),
+            k.stat_before(&context, &kind),
+            k.slowest(&kind),
+            k.slowest_meta(&kind),
+            k.stat_kinds(),
+            k.prefixed("rollboard:migrations"),
+            bucket(&k.stage(name, 0, 1), 3),
+        ];
+        names.extend(k.dense_keys(name, windows));
+        names.extend(k.all_totals(name, windows));
+        for name in &names {
+            assert!(is_rollboard_name(name), "{name}");
+        }
+        for other in [
+            "slot_likes_7200",
+            "stats_likes",
+            "rollboard:migrations:lock",
+            "board_x",
+        ] {
+            assert!(!is_rollboard_name(other), "{other}");
+        }
     }
 
     #[test]

@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::domain::Layout;
-use crate::error::{Error, Result};
 
 /// Connection settings for [`RedisStore`](crate::RedisStore).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -177,26 +176,27 @@ impl KeyPrefix {
 
     /// `text` as a prefix: at most [`KeyPrefix::MAX_LEN`] printable ASCII characters
     /// other than a space, `{` and `}`.
-    pub fn parse(text: &str) -> Result<KeyPrefix> {
-        let invalid = |reason: String| Err(Error::InvalidConfig { reason });
+    pub fn parse(text: &str) -> Result<KeyPrefix, InvalidKeyPrefix> {
+        let invalid = |reason: String| {
+            Err(InvalidKeyPrefix {
+                prefix: text.to_owned(),
+                reason,
+            })
+        };
         if text.len() > Self::MAX_LEN {
             return invalid(format!(
-                "key_prefix is at most {} bytes, got {}",
+                "at most {} bytes, got {}",
                 Self::MAX_LEN,
                 text.len()
             ));
         }
         if text.contains(['{', '}']) {
-            return invalid(format!(
-                "key_prefix {text:?} holds `{{` or `}}`: each board's keys carry the board's \
-                 own hash tag, so leave braces out of the prefix (such as \"app1:\")"
-            ));
+            return invalid(
+                "leave out `{` and `}`: each board's keys carry the board's own hash tag".into(),
+            );
         }
         if let Some(c) = text.chars().find(|c| !c.is_ascii_graphic()) {
-            return invalid(format!(
-                "key_prefix {text:?} holds {c:?}: use printable ASCII without spaces (such as \
-                 \"app1:\")"
-            ));
+            return invalid(format!("{c:?} is not printable ASCII without spaces"));
         }
         Ok(KeyPrefix(text.to_owned()))
     }
@@ -207,18 +207,28 @@ impl KeyPrefix {
     }
 }
 
-impl std::str::FromStr for KeyPrefix {
-    type Err = Error;
+/// A key prefix that [`KeyPrefix::parse`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid key_prefix {prefix:?}: {reason} (such as \"app1:\")")]
+pub struct InvalidKeyPrefix {
+    /// The prefix given.
+    pub prefix: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
 
-    fn from_str(text: &str) -> Result<KeyPrefix> {
+impl std::str::FromStr for KeyPrefix {
+    type Err = InvalidKeyPrefix;
+
+    fn from_str(text: &str) -> Result<KeyPrefix, InvalidKeyPrefix> {
         KeyPrefix::parse(text)
     }
 }
 
 impl TryFrom<String> for KeyPrefix {
-    type Error = Error;
+    type Error = InvalidKeyPrefix;
 
-    fn try_from(text: String) -> Result<KeyPrefix> {
+    fn try_from(text: String) -> Result<KeyPrefix, InvalidKeyPrefix> {
         KeyPrefix::parse(&text)
     }
 }

@@ -1,0 +1,61 @@
+//! Finding keys by name with `SCAN` (one-off jobs on a single Redis; no hot path scans).
+
+use crate::Error;
+use crate::store::{RedisConn, Retry};
+
+/// What follows `prefix` in every key that starts with it (UTF-8 keys only), sorted and
+/// without duplicates, found with `SCAN`.
+pub(crate) async fn scan_suffixes(conn: &RedisConn, prefix: &str) -> Result<Vec<String>, Error> {
+    let pattern = format!("{}*", glob_escape(prefix));
+    let mut suffixes = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, keys): (u64, Vec<Vec<u8>>) = conn
+            .query(
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000),
+                None,
+                Retry::Idempotent,
+            )
+            .await?;
+        suffixes.extend(
+            keys.iter()
+                .filter_map(|key| key.strip_prefix(prefix.as_bytes()))
+                .filter_map(|suffix| String::from_utf8(suffix.to_vec()).ok()),
+        );
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    // SCAN may return a key twice.
+    suffixes.sort_unstable();
+    suffixes.dedup();
+    Ok(suffixes)
+}
+
+/// `text` with the glob characters of `SCAN MATCH` escaped.
+fn glob_escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_characters_are_escaped() {
+        assert_eq!(glob_escape("slot_a*b?[c]\\_"), "slot_a\\*b\\?\\[c\\]\\\\_");
+    }
+}
