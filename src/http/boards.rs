@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 
 use super::AppState;
 use super::auth::AdminAccess;
-use super::error::{ApiError, ApiResult, ErrorBody};
+use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::json_int;
 use super::wire::{SpanInput, window};
@@ -21,7 +21,7 @@ use crate::{
 /// A board's config as sent in `PUT /v1/boards/{board}`: a windowed board (`slot`,
 /// `windows`, `offset`, `ties`, `aggregate`, `rank`) or, with `"kind":"trending"`, a trending board
 /// (`half_life`, `floor`, `max_age`).
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigBody {
     /// `"windowed"` (the default) or `"trending"`.
@@ -108,7 +108,7 @@ pub struct ConfigBody {
 }
 
 /// `{"top": 100, "keep": 168}`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SnapshotsBody {
     /// Leaders per snapshot, 1–1000.
@@ -130,20 +130,15 @@ impl SnapshotsBody {
 }
 
 impl ConfigBody {
-    fn into_config(self) -> Result<NewBoard, ApiError> {
-        let misplaced = |field: &str, kind: &str| -> ApiError {
-            crate::Error::InvalidConfig {
-                reason: format!("{field} is not an option of a {kind} board"),
-            }
-            .into()
+    /// The board config the body describes, or the rule it breaks.
+    pub fn into_config(self) -> crate::Result<NewBoard> {
+        let misplaced = |field: &str, kind: &str| crate::Error::InvalidConfig {
+            reason: format!("{field} is not an option of a {kind} board"),
         };
         // Which fields are needed depends on `kind`, which the schema cannot state: a
         // missing one is a 422 like any other rule of the config, not a malformed body.
-        let missing = |field: &str, kind: &str| -> ApiError {
-            crate::Error::InvalidConfig {
-                reason: format!("a {kind} board needs `{field}`"),
-            }
-            .into()
+        let missing = |field: &str, kind: &str| crate::Error::InvalidConfig {
+            reason: format!("a {kind} board needs `{field}`"),
         };
         match self.kind {
             BoardKind::Trending => {

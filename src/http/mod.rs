@@ -50,6 +50,7 @@ mod wire;
 
 pub use access_time::{ACCESS_TIME, AccessTime, AccessTimeLayer, DASHBOARD_TIME};
 pub use auth::Tokens;
+pub use boards::ConfigBody;
 pub use live::{Live, Reload};
 pub use state::{AppState, HttpOptions};
 

@@ -36,7 +36,7 @@ impl Rollboard {
     /// its index), the rest are applied (see [`incr_batch`](crate::Windowed::incr_batch)
     /// and [`Trending::incr_batch`](crate::Trending::incr_batch)).
     pub async fn write_events(&self, board: &str, events: &[Event]) -> Result<BatchOutcome> {
-        self.by_kind(board, |kind| async move {
+        self.writing_by_kind(board, |kind| async move {
             match kind {
                 BoardKind::Windowed => self.windowed(board).incr_batch(events).await,
                 BoardKind::Trending => self.trending(board).incr_batch(events).await,
@@ -55,7 +55,7 @@ impl Rollboard {
         key: &IdempotencyKey,
         fingerprint: &Fingerprint,
     ) -> Result<KeyedOutcome> {
-        self.by_kind(board, |kind| async move {
+        self.writing_by_kind(board, |kind| async move {
             match kind {
                 BoardKind::Windowed => {
                     self.windowed(board)
@@ -241,9 +241,31 @@ impl Rollboard {
     {
         let name = BoardName::parse(board)?;
         let kind = self.cached_any(&name).await?.kind();
+        self.on_kind(&name, kind, op).await
+    }
+
+    /// [`by_kind`](Self::by_kind) for a write: an unknown board is created with the
+    /// default config, when one is set (see `default_board.rs`).
+    async fn writing_by_kind<T, F, Fut>(&self, board: &str, op: F) -> Result<T>
+    where
+        F: Fn(BoardKind) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let name = BoardName::parse(board)?;
+        let kind = self.write_target(&name).await?.kind();
+        self.on_kind(&name, kind, op).await
+    }
+
+    /// `op` on the board `name` of `kind` as cached; when it says the board is of the
+    /// other kind and the cache was stale, once more on the kind now.
+    async fn on_kind<T, F, Fut>(&self, name: &BoardName, kind: BoardKind, op: F) -> Result<T>
+    where
+        F: Fn(BoardKind) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
         match op(kind).await {
             Err(error @ Error::BoardKind { .. }) => {
-                let now = self.cached_any(&name).await?.kind();
+                let now = self.cached_any(name).await?.kind();
                 if now == kind {
                     // Not a stale entry: the operation itself refused the kind.
                     return Err(error);

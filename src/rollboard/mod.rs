@@ -36,6 +36,7 @@ mod boards;
 pub(crate) mod bulk_remove;
 mod cache;
 mod coalesce;
+mod default_board;
 mod handles;
 pub use handles::{Counters, Rates, Stats, Trending, Windowed};
 mod clock_skew;
@@ -91,6 +92,8 @@ struct Inner {
     reads: Arc<ReadCache>,
     /// Exact reads of one key under way together, sharing store reads.
     exact_reads: Coalescer,
+    /// The config a write's unknown board is created with (`default_board.rs`).
+    default_board: std::sync::RwLock<Option<crate::domain::any_board::NewBoard>>,
     /// Told of every board created, extended or dropped here, so the retirer picks up a
     /// new board at once instead of at its next re-read of the store.
     board_changes: tokio::sync::watch::Sender<()>,
@@ -138,6 +141,7 @@ impl Rollboard {
                 settings,
                 boards: BoardCache::default(),
                 exact_reads: Coalescer::default(),
+                default_board: Default::default(),
                 board_changes: tokio::sync::watch::Sender::new(()),
             }),
         }

@@ -98,7 +98,7 @@ impl Windowed<'_> {
         keyed: Option<(&IdempotencyKey, &Fingerprint)>,
     ) -> Result<StandingOutcome> {
         let name = BoardName::parse(self.board)?;
-        let mut board = match self.rb.cached_any(&name).await? {
+        let mut board = match self.rb.write_target(&name).await? {
             AnyBoard::Windowed(board) => board,
             AnyBoard::Trending(_) => {
                 return Err(Error::InvalidQuery {

@@ -2,9 +2,9 @@
 //! environment as at start, and what can change while the service runs changes at once:
 //! the tokens, the access log, the CORS origins and `max_staleness_ms` (the router's
 //! [`Live`] options, from the next request on), the log level and format, and the
-//! `[[boards]]` of the file (a new one is created, as at start). Anything else that
-//! differs is named in a warning: it needs a restart. A configuration that does not load
-//! changes nothing.
+//! `[[boards]]` of the file (a new one is created, as at start), and the default board
+//! a write's unknown board is created with. Anything else that differs is named in a
+//! warning: it needs a restart. A configuration that does not load changes nothing.
 
 use tokio::task::JoinHandle;
 
@@ -81,6 +81,7 @@ async fn reload(
         tracing::warn!("reload: the logs stay as they were: {e}");
     }
     router.apply(live(&read));
+    boards.set_default_board(read.default_board.clone());
     if let Err(e) = declare_boards(boards, &read.boards).await {
         tracing::warn!("reload: {e}");
     }
@@ -98,7 +99,9 @@ async fn reload(
         access_log = read.access_log,
         cors_origins = read.cors_origins.len(),
         max_staleness_ms = read.settings.max_staleness_ms,
-        "reloaded: tokens, log level and format, access log, CORS origins, max_staleness_ms, boards"
+        default_board = read.default_board.is_some(),
+        "reloaded: tokens, log level and format, access log, CORS origins, max_staleness_ms, \
+         boards, default board"
     );
     ServiceConfig {
         tokens: read.tokens,
@@ -107,6 +110,7 @@ async fn reload(
         access_log: read.access_log,
         cors_origins: read.cors_origins,
         boards: read.boards,
+        default_board: read.default_board,
         settings: crate::Settings {
             max_staleness_ms: read.settings.max_staleness_ms,
             ..running.settings.clone()

@@ -118,6 +118,7 @@ pub async fn run_reloading(
 ) -> Result<(), ServiceError> {
     // Any difference but more windows stops the start.
     declare_boards(&boards, &config.boards).await?;
+    boards.set_default_board(config.default_board.clone());
 
     let metrics = install_prometheus();
     let upkeep = {

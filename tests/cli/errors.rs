@@ -28,6 +28,7 @@ fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
         "ROLLBOARD_REDIS_CONNECTION_TIMEOUT",
         "ROLLBOARD_REDIS_RESPONSE_TIMEOUT",
         "ROLLBOARD_KEY_PREFIX",
+        "ROLLBOARD_DEFAULT_BOARD",
         "RUST_LOG",
     ] {
         command.env_remove(var);
@@ -278,6 +279,28 @@ fn a_key_prefix_with_a_brace_is_refused_wherever_it_is_set() {
             "rollboard: {path}:1:14: key_prefix: invalid key_prefix \"app 1\": ' ' is not \
              printable ASCII without spaces (such as \"app1:\")"
         )
+    );
+}
+
+#[test]
+fn a_default_board_that_is_no_board_config_stops_serve() {
+    let serve = ["serve", "--bind", "127.0.0.1:0"];
+    let env = [("ROLLBOARD_DEFAULT_BOARD", r#"{"slot":"1h"}"#)];
+    assert_eq!(
+        one_line_failure(&run(&serve, &env)),
+        "rollboard: default_board: invalid board config: a windowed board needs `windows`"
+    );
+    let env = [(
+        "ROLLBOARD_DEFAULT_BOARD",
+        r#"{"slot":"1h","windows":["1h"],"size":3}"#,
+    )];
+    let refused = one_line_failure(&run(&serve, &env));
+    assert!(
+        refused.starts_with(
+            "rollboard: invalid value '{\"slot\":\"1h\",\"windows\":[\"1h\"],\"size\":3}' for \
+             '--default-board <JSON>': not a board config (unknown field `size`"
+        ),
+        "{refused}"
     );
 }
 

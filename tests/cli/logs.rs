@@ -56,6 +56,7 @@ async fn serve_logs_json_lines_with_start_access_and_stop() {
     assert_eq!(fields["write_token"], "on");
     assert_eq!(fields["admin_token"], "off");
     assert_eq!(fields["boards_declared"], 0);
+    assert_eq!(fields["default_board"], "off");
     assert!(!start.to_string().contains("secret-write-token"));
 
     let listening = next_line(&lines, |v| message(v).starts_with("listening on http://"));

@@ -258,6 +258,24 @@ async fn serve_tells_systemd_its_state_and_reloads_tokens_on_sighup_dropping_no_
     let top = request(reqwest::Method::GET, "/v1/boards/b/top", "r-2", None).await;
     assert_eq!(top, 200);
 
+    // A default board: before the reload, an event to an unknown board is refused;
+    // after it, the event creates the board.
+    let fresh = "/v1/boards/fresh/events";
+    assert_eq!(
+        request(reqwest::Method::POST, fresh, "w-2", event()).await,
+        404
+    );
+    let default = "[default_board]\nslot = \"1h\"\nwindows = [\"1h\"]\n";
+    std::fs::write(&config, format!("{good}{default}")).unwrap();
+    signal(pid, "HUP");
+    assert_eq!(next_message(&socket, "READY=1"), "READY=1\n");
+    assert_eq!(
+        request(reqwest::Method::POST, fresh, "w-2", event()).await,
+        200
+    );
+    let board = request(reqwest::Method::GET, "/v1/boards/fresh", "r-2", None).await;
+    assert_eq!(board, 200);
+
     signal(pid, "TERM");
     assert_eq!(next_message(&socket, "STOPPING=1"), "STOPPING=1\n");
     assert!(child.0.wait().unwrap().success());

@@ -15,6 +15,7 @@ mod contract;
 mod counters;
 mod dashboard;
 mod dashboard_api;
+mod default_board;
 mod dense;
 mod idempotency;
 mod key_prefix;

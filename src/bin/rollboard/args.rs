@@ -426,6 +426,16 @@ pub struct ServeArgs {
         value_name = "ORIGINS"
     )]
     pub cors_origins: Option<Vec<String>>,
+    /// The config a write's unknown board is created with: the JSON of a PUT
+    /// /v1/boards/{board} body, such as {"slot":"1h","windows":["1h","24h"]} [default:
+    /// none, such a write is refused].
+    #[arg(long, env = "ROLLBOARD_DEFAULT_BOARD", value_name = "JSON", value_parser = board_json)]
+    pub default_board: Option<Box<rollboard::http::ConfigBody>>,
+}
+
+/// A board config as the JSON of a `PUT /v1/boards/{board}` body (boxed: it is large).
+fn board_json(text: &str) -> Result<Box<rollboard::http::ConfigBody>, String> {
+    serde_json::from_str(text).map_err(|e| format!("not a board config ({e})"))
 }
 
 /// `rate` options.

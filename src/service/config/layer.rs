@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::StoreKind;
 use super::bind::deserialize_bind;
+use crate::http::ConfigBody;
 use crate::service::logging::LogFormat;
 use crate::service::timeout::Timeout;
 use crate::{KeyPrefix, Layout, Span};
@@ -122,6 +123,10 @@ pub struct ConfigLayer {
     /// Origins allowed by CORS (`*`: any); none: no CORS headers: `cors_origins`,
     /// `--cors-origins` / `ROLLBOARD_CORS_ORIGINS` (comma-separated).
     pub cors_origins: Option<Vec<String>>,
+    /// The config a write's unknown board is created with (a `PUT /v1/boards/{board}`
+    /// body; none: an unknown board is refused): `[default_board]`,
+    /// `--default-board` / `ROLLBOARD_DEFAULT_BOARD` (its JSON).
+    pub default_board: Option<ConfigBody>,
     /// Boards to create (or check) at start-up: `[[boards]]` (file only).
     #[serde(default)]
     pub boards: Vec<BoardEntry>,

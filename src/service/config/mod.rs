@@ -49,6 +49,10 @@
 //! cors_origins = ["https://forum.example"]  # or ROLLBOARD_CORS_ORIGINS (comma-separated;
 //!                                           # "*": any): CORS, off when empty
 //!
+//! [default_board]                           # or ROLLBOARD_DEFAULT_BOARD (its JSON): the
+//! slot = "1h"                               # config a write's unknown board is created
+//! windows = ["1h", "24h"]                   # with (a PUT body); none: refused
+//!
 //! [[boards]]                                # created, or checked, at start-up
 //! name = "hot-posts"
 //! slot = "1h"
@@ -65,8 +69,8 @@ use super::ConnectionLimits;
 use super::logging::LogFormat;
 use super::timeout::Timeout;
 use super::webhook::WebhookOptions;
-use crate::http::Tokens;
-use crate::{BoardConfig, RedisOptions, Settings, Span};
+use crate::http::{ConfigBody, Tokens};
+use crate::{BoardConfig, NewBoard, RedisOptions, Settings, Span};
 
 mod bind;
 mod error;
@@ -131,6 +135,9 @@ pub struct ServiceConfig {
     pub access_log: bool,
     /// Origins answered with CORS headers (`*`: any); empty (default): CORS off.
     pub cors_origins: Vec<String>,
+    /// The config a write's unknown board is created with; none: such a write is
+    /// refused (`board_not_found`). Reloadable.
+    pub default_board: Option<NewBoard>,
 }
 
 impl Default for ServiceConfig {
@@ -157,6 +164,7 @@ impl Default for ServiceConfig {
             log_level: None,
             access_log: false,
             cors_origins: Vec::new(),
+            default_board: None,
         }
     }
 }
@@ -320,6 +328,12 @@ impl ServiceConfig {
         {
             return Err(ConfigError(format!("cors_origins: invalid origin {bad:?}")));
         }
+        let default_board = overrides
+            .default_board
+            .or(file.default_board)
+            .map(ConfigBody::into_config)
+            .transpose()
+            .map_err(|e| ConfigError(format!("default_board: {e}")))?;
         let log_level = overrides.log_level.or(file.log_level);
         if let Some(level) = &log_level {
             tracing_subscriber::EnvFilter::try_new(level)
@@ -361,6 +375,7 @@ impl ServiceConfig {
             log_level,
             access_log: overrides.access_log.or(file.access_log).unwrap_or(false),
             cors_origins,
+            default_board,
         };
         config.check_exposure()?;
         Ok(config)

@@ -40,6 +40,7 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         log_format: args.log_format,
         access_log: args.access_log,
         cors_origins: args.cors_origins,
+        default_board: args.default_board.map(|body| *body),
         ..Overrides::default()
     };
     let file = args.config.clone();
@@ -75,6 +76,7 @@ fn log_start(file: &Option<std::path::PathBuf>, config: &ServiceConfig) {
         write_token = on_off(config.tokens.write.is_some()),
         admin_token = on_off(config.tokens.admin.is_some()),
         boards_declared = config.boards.len(),
+        default_board = on_off(config.default_board.is_some()),
         access_log = on_off(config.access_log),
         cors = on_off(!config.cors_origins.is_empty()),
         "rollboard starting"
