@@ -1,6 +1,7 @@
-//! The shell examples of the README and of `docs/api.md`, run as written against a live
-//! service (the real binary at a free port instead of 8080, on a redis-server of the
-//! test's own), in the order a reader meets them, in a scratch directory.
+//! The shell examples of the README, `docs/api.md` and `docs/howto.md`, run as written
+//! against a live service (the real binary at a free port instead of 8080, on a
+//! redis-server of the test's own), in the order a reader meets them, in a scratch
+//! directory.
 //!
 //! Every command of a ```sh block runs through `sh`, so `$(date +%s)` and the like
 //! work, with `rollboard` on `PATH` and `REDIS_URL` naming the test's Redis (an `export
@@ -178,6 +179,7 @@ async fn the_shell_examples_of_the_readme_and_the_api_docs_run_as_written() {
     );
     let mut all = examples("README.md", include_str!("../README.md"));
     all.extend(examples("docs/api.md", include_str!("../docs/api.md")));
+    all.extend(examples("docs/howto.md", include_str!("../docs/howto.md")));
     assert!(all.len() >= 40, "only {} examples found", all.len());
     let compared = all.iter().filter(|e| e.sample.is_some()).count();
     assert!(compared >= 10, "only {compared} sample answers found");
