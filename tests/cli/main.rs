@@ -5,6 +5,7 @@ mod deploy_sample;
 #[path = "../common/dystats.rs"]
 mod dystats;
 mod errors;
+mod help;
 mod killed_retirement;
 mod logs;
 mod reload;

@@ -294,12 +294,12 @@ pub struct ExportArgs {
     #[arg(long)]
     pub csv_safe: bool,
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: ReadStoreArgs,
 }
 
-/// Where the store and config come from.
+/// Where the store and config come from, for a command that only reads.
 #[derive(Debug, Args)]
-pub struct StoreArgs {
+pub struct ReadStoreArgs {
     /// TOML config file, the one `serve` reads: its Redis settings (redis_url,
     /// redis_cluster, redis_tls_ca, the timeouts; the environment and flags override
     /// them) and, for `migrate`, its boards' legacy names.
@@ -320,7 +320,25 @@ pub struct StoreArgs {
     pub connection: RedisConnectionArgs,
 }
 
-/// How to connect to Redis: a private TLS CA and the timeouts.
+/// Where the store and config come from, for a command that writes: those of a read,
+/// and how its writes are acknowledged and laid out.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    #[command(flatten)]
+    pub read: ReadStoreArgs,
+    #[command(flatten)]
+    pub writes: WriteArgs,
+}
+
+impl std::ops::Deref for StoreArgs {
+    type Target = ReadStoreArgs;
+
+    fn deref(&self) -> &ReadStoreArgs {
+        &self.read
+    }
+}
+
+/// How to connect to Redis: a private TLS CA, the timeouts and the key prefix.
 #[derive(Debug, Args, Default)]
 pub struct RedisConnectionArgs {
     /// PEM file of the CA that signed Redis's certificate (rediss:// only).
@@ -332,6 +350,15 @@ pub struct RedisConnectionArgs {
     /// How long to wait for any one reply of Redis (250ms, 2s) [default: 2s].
     #[arg(long, env = "ROLLBOARD_REDIS_RESPONSE_TIMEOUT")]
     pub redis_response_timeout: Option<rollboard::service::Timeout>,
+    /// What every key rollboard writes starts with, to share a Redis with an application
+    /// (such as app1:; no braces) [default: none].
+    #[arg(long, env = "ROLLBOARD_KEY_PREFIX", value_name = "PREFIX")]
+    pub key_prefix: Option<rollboard::KeyPrefix>,
+}
+
+/// How a command's writes are acknowledged, and the layout of the boards it creates.
+#[derive(Debug, Args, Default)]
+pub struct WriteArgs {
     /// Replicas that must have a write before it is acknowledged (WAIT after each write;
     /// fewer in time: 503 write_uncertain) [default: 0].
     #[arg(long, env = "ROLLBOARD_MIN_REPLICA_ACKS", value_name = "N")]
@@ -343,10 +370,6 @@ pub struct RedisConnectionArgs {
     /// compact] (see docs/compact-slots.md, "Compact slots").
     #[arg(long, env = "ROLLBOARD_DEFAULT_LAYOUT", value_name = "LAYOUT")]
     pub default_layout: Option<rollboard::Layout>,
-    /// What every key rollboard writes starts with, to share a Redis with an application
-    /// (such as app1:; no braces) [default: none].
-    #[arg(long, env = "ROLLBOARD_KEY_PREFIX", value_name = "PREFIX")]
-    pub key_prefix: Option<rollboard::KeyPrefix>,
 }
 
 /// `serve` options.
@@ -374,6 +397,8 @@ pub struct ServeArgs {
     pub redis_cluster: Option<Vec<String>>,
     #[command(flatten)]
     pub connection: RedisConnectionArgs,
+    #[command(flatten)]
+    pub writes: WriteArgs,
     /// Accept a Redis whose maxmemory-policy may evict keys (true or false)
     /// [default: false].
     #[arg(long, env = "ROLLBOARD_ACCEPT_EVICTION")]
@@ -455,7 +480,7 @@ pub struct RateArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: ReadStoreArgs,
 }
 
 /// `top` options.
@@ -480,5 +505,5 @@ pub struct TopArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub store: ReadStoreArgs,
 }

@@ -1,27 +1,70 @@
 //! The store a command runs on: the service config a batch job reads (file, environment,
 //! flags), the facade opened on it, and the checks of a job that needs one Redis node.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::bail;
 use rollboard::service::{Overrides, ServiceConfig};
 use rollboard::{RedisStore, Rollboard};
 
-use crate::args::StoreArgs;
+use crate::args::{ReadStoreArgs, StoreArgs};
+
+/// Where a command's store and config come from ([`ReadStoreArgs`], or [`StoreArgs`] for
+/// a command that writes).
+pub(super) trait StoreSource {
+    /// The `--config` file.
+    fn config(&self) -> Option<&Path>;
+    /// The Redis URL and settings of the command line and the environment.
+    fn overrides(&self) -> Overrides;
+}
+
+impl StoreSource for ReadStoreArgs {
+    fn config(&self) -> Option<&Path> {
+        self.config.as_deref()
+    }
+
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            redis_url: self.redis_url.clone(),
+            redis_cluster: self.redis_cluster.clone(),
+            redis_tls_ca: self.connection.redis_tls_ca.clone(),
+            redis_connection_timeout: self.connection.redis_connection_timeout,
+            redis_response_timeout: self.connection.redis_response_timeout,
+            key_prefix: self.connection.key_prefix.clone(),
+            ..Overrides::default()
+        }
+    }
+}
+
+impl StoreSource for StoreArgs {
+    fn config(&self) -> Option<&Path> {
+        self.read.config()
+    }
+
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            min_replica_acks: self.writes.min_replica_acks,
+            replica_ack_timeout: self.writes.replica_ack_timeout,
+            default_layout: self.writes.default_layout,
+            ..self.read.overrides()
+        }
+    }
+}
 
 /// The Redis settings of a batch command: the config file's (`--config`, the one
 /// `serve` reads), overridden by the environment and the flags, as for `serve`.
-pub(super) fn job_config(store: &StoreArgs) -> anyhow::Result<ServiceConfig> {
+pub(super) fn job_config(store: &impl StoreSource) -> anyhow::Result<ServiceConfig> {
     let overrides = Overrides {
         // A batch job listens nowhere: the file's bind needs no token here.
         insecure: true,
-        ..connection_overrides(store)
+        ..store.overrides()
     };
-    Ok(ServiceConfig::load(store.config.as_deref(), overrides)?)
+    Ok(ServiceConfig::load(store.config(), overrides)?)
 }
 
 /// The Redis-backed library, for the batch commands.
-pub(super) async fn open(store: &StoreArgs, command: &str) -> anyhow::Result<Rollboard> {
+pub(super) async fn open(store: &impl StoreSource, command: &str) -> anyhow::Result<Rollboard> {
     let config = job_config(store)?;
     let redis = if !config.redis_cluster.is_empty() {
         RedisStore::connect_cluster_with(&config.redis_cluster, config.redis).await?
@@ -43,20 +86,4 @@ pub(super) fn single_node_only(cluster: &[String], command: &str) -> anyhow::Res
         );
     }
     Ok(())
-}
-
-/// The Redis URL and connection settings of the command line and the environment.
-pub(super) fn connection_overrides(store: &StoreArgs) -> Overrides {
-    Overrides {
-        redis_url: store.redis_url.clone(),
-        redis_cluster: store.redis_cluster.clone(),
-        redis_tls_ca: store.connection.redis_tls_ca.clone(),
-        redis_connection_timeout: store.connection.redis_connection_timeout,
-        redis_response_timeout: store.connection.redis_response_timeout,
-        min_replica_acks: store.connection.min_replica_acks,
-        replica_ack_timeout: store.connection.replica_ack_timeout,
-        default_layout: store.connection.default_layout,
-        key_prefix: store.connection.key_prefix.clone(),
-        ..Overrides::default()
-    }
 }
