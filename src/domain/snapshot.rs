@@ -107,9 +107,11 @@ pub struct Snapshot {
     pub entries: Vec<Entry>,
 }
 
-/// A window's snapshots, newest first.
+/// A window's snapshots, newest first. Named `SnapshotPage` in the contract: a schema
+/// named as one of its own fields breaks clients generated for Python.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", schema(as = SnapshotPage))]
 pub struct Snapshots {
     /// The board.
     pub board: super::BoardName,

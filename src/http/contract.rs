@@ -18,8 +18,11 @@
 //! Every one of them carries the [`ErrorBody`](super::error::ErrorBody) schema.
 //!
 //! An operation without a security requirement gets an empty one (`"security": []`): it
-//! is public, and says so. The document names one server, the path it is served under
-//! (`/`, or the prefix the router is mounted at).
+//! is public, and says so. The document served is that of the service's tokens now
+//! ([`as_configured`]): without a read token the reads are public, without any token
+//! every route is, so that a client generated from it needs no token where the service
+//! wants none. The document names one server, the path it is served under (`/`, or the
+//! prefix the router is mounted at).
 
 use utoipa::openapi::path::{Operation, PathItem};
 use utoipa::openapi::schema::{Discriminator, ObjectBuilder, Schema, Type};
@@ -44,6 +47,23 @@ pub fn guard_reads(openapi: &mut OpenApi) {
                     .map(|scheme| SecurityRequirement::new(scheme, NO_SCOPES))
                     .into()
             });
+        }
+    }
+}
+
+/// Makes public, in `openapi`, what `tokens` leave open: the reads without a read token,
+/// every operation without any token.
+pub fn as_configured(openapi: &mut OpenApi, tokens: &super::Tokens) {
+    let read = SecurityRequirement::new(READ, NO_SCOPES);
+    for item in openapi.paths.paths.values_mut() {
+        for operation in operations(item) {
+            let security = operation.security.get_or_insert_with(Vec::new);
+            if !tokens.any() || (tokens.read.is_none() && security.contains(&read)) {
+                security.clear();
+                let responses = &mut operation.responses.responses;
+                responses.remove("401");
+                responses.remove("403");
+            }
         }
     }
 }

@@ -54,8 +54,10 @@ pub struct SamplesQuery {
     pub fill: bool,
 }
 
-/// A counter's samples at one precision.
+/// A counter's samples at one precision. Named `CounterSamples` in the contract: a
+/// schema named as one of its own fields breaks clients generated for Python.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = CounterSamples)]
 pub struct Samples {
     /// The counter.
     pub name: String,

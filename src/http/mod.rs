@@ -206,6 +206,7 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
     openapi.merge(probes);
     contract::complete(&mut openapi, state.boards.settings());
     let openapi = Arc::new(openapi);
+    let tokens_now = live.clone();
     let open = open
         .route(
             "/openapi.json",
@@ -214,6 +215,7 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
                     // Under `nest("/rank", …)` the document is at /rank/openapi.json and its
                     // paths under /rank: the server is the prefix it was read from.
                     let mut document = openapi.as_ref().clone();
+                    contract::as_configured(&mut document, &tokens_now.current().tokens);
                     contract::set_server(&mut document, mount_prefix(original.path(), uri.path()));
                     Json(document)
                 },

@@ -12,7 +12,8 @@ use serde_json::json;
 
 use crate::support::{TestApp, TestRedis, clock, spawn_app_with, unique};
 
-async fn app_with(tokens: Tokens) -> TestApp {
+/// The service with `tokens`.
+pub(crate) async fn app_with(tokens: Tokens) -> TestApp {
     let config = ServiceConfig {
         tokens,
         ..ServiceConfig::default()

@@ -5,6 +5,9 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use rollboard::http::Tokens;
+
+use crate::auth::app_with;
 use crate::support::{START, TestApp, rejected_codes, spawn_app};
 
 /// Sends `body` as is with `content_type` (none when `None`); returns status, code, body.
@@ -376,9 +379,18 @@ async fn whole_floats_are_integers_and_bodies_are_objects() {
     assert_eq!((status, body["count"].clone()), (StatusCode::OK, json!(3)));
 }
 
+/// Every token set.
+fn all_tokens() -> Tokens {
+    Tokens {
+        read: Some("r".into()),
+        write: Some("w".into()),
+        admin: Some("a".into()),
+    }
+}
+
 #[tokio::test]
 async fn the_openapi_document_states_the_contract() {
-    let app = spawn_app().await;
+    let app = app_with(all_tokens()).await;
     let doc = app.get("/openapi.json").await.body;
     let mut queries = Vec::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
@@ -588,7 +600,7 @@ async fn the_openapi_document_states_snapshots() {
 
 #[tokio::test]
 async fn the_openapi_document_names_operations_tokens_and_its_server() {
-    let app = spawn_app().await;
+    let app = app_with(all_tokens()).await;
     let doc = app.get("/openapi.json").await.body;
     assert_eq!(doc["servers"][0]["url"], "/");
     let write = json!([{"writeToken": []}, {"adminToken": []}]);
@@ -662,6 +674,60 @@ async fn the_openapi_document_names_operations_tokens_and_its_server() {
             "{schema}.{field}: {text}"
         );
     }
+}
+
+/// `(method path, security, documents 401)` of some operations of `app`'s document.
+async fn security_of(app: &TestApp) -> Vec<(String, Value, bool)> {
+    let doc = app.get("/openapi.json").await.body;
+    [
+        ("get", "/v1/boards/{board}/top"),
+        ("post", "/v1/boards/{board}/events"),
+        ("put", "/v1/boards/{board}"),
+    ]
+    .iter()
+    .map(|(method, path)| {
+        let op = &doc["paths"][path][method];
+        let unauthorized = op["responses"].get("401").is_some();
+        (
+            format!("{method} {path}"),
+            op["security"].clone(),
+            unauthorized,
+        )
+    })
+    .collect()
+}
+
+#[tokio::test]
+async fn the_document_served_asks_for_the_tokens_the_service_has() {
+    // No read token: reads are public (and document no 401); writes still need a token.
+    let writes_only = app_with(Tokens {
+        write: Some("w".into()),
+        admin: Some("a".into()),
+        ..Tokens::default()
+    })
+    .await;
+    let (write, admin) = (
+        json!([{"writeToken": []}, {"adminToken": []}]),
+        json!([{"adminToken": []}]),
+    );
+    assert_eq!(
+        security_of(&writes_only).await,
+        [
+            ("get /v1/boards/{board}/top".into(), json!([]), false),
+            ("post /v1/boards/{board}/events".into(), write, true),
+            ("put /v1/boards/{board}".into(), admin, true),
+        ]
+    );
+    // No token at all: every operation is public, so a generated client needs none.
+    let open = spawn_app().await;
+    assert_eq!(
+        security_of(&open).await,
+        [
+            ("get /v1/boards/{board}/top".into(), json!([]), false),
+            ("post /v1/boards/{board}/events".into(), json!([]), false),
+            ("put /v1/boards/{board}".into(), json!([]), false),
+        ]
+    );
 }
 
 #[tokio::test]
