@@ -6,7 +6,7 @@
 //! Every command of a ```sh block runs through `sh`, so `$(date +%s)` and the like
 //! work, with `rollboard` on `PATH` and `REDIS_URL` naming the test's Redis (an `export
 //! REDIS_URL=…` line stands for that). Not run: `cargo …` (building and serving, which the
-//! test does itself), `./scripts/test`, `pipx …` and `export` lines. A command followed by a comment that starts `# {` or `# [` (and goes on in
+//! test does itself), `./scripts/test` and `export` lines. A command followed by a comment that starts `# {` or `# [` (and goes on in
 //! lines that start `#` and two spaces) shows its answer: the answer must be exactly that
 //! text, where each `…` stands for any text. Comments after that (an illustration of a
 //! later answer, say) are not compared. A command without a sample must not answer an
@@ -91,7 +91,7 @@ fn examples(file: &'static str, text: &str) -> Vec<Example> {
 /// Commands the test does not run: it builds and serves itself, and `export` lines set
 /// what it sets.
 fn not_run(command: &str) -> bool {
-    ["cargo ", "./scripts/test", "pipx ", "export "]
+    ["cargo ", "./scripts/test", "export "]
         .iter()
         .any(|skip| command.starts_with(skip))
         || command.contains(" cargo run")
