@@ -102,7 +102,7 @@ pub use rollboard::bulk_remove::{BulkRemoved, MAX_BULK_REMOVE};
 pub use rollboard::counters::CleanReport;
 #[cfg(feature = "server")]
 pub use rollboard::dashboard_view::{
-    BoardRef, BoardSearch, CounterView, Dashboard, DashboardBoard, DashboardCounters,
+    BoardOrder, BoardRef, BoardSearch, CounterView, Dashboard, DashboardBoard, DashboardCounters,
     DashboardHealth, DashboardMemory, DashboardProblem, DashboardQuery, DashboardStats,
     FailedBoardView, MemberLookup, MemberScore, MemberWindow, PrecisionSamples, SlowView,
     TrendingBoardView, WindowView, WindowedBoardView,

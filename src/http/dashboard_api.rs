@@ -18,7 +18,7 @@ use serde::Deserialize;
 use super::AppState;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::ApiQuery;
-use crate::{BoardSearch, Dashboard, DashboardQuery, Error, MemberLookup};
+use crate::{BoardOrder, BoardSearch, Dashboard, DashboardQuery, Error, MemberLookup};
 
 /// `?boards=&top=&order=&leaders=&counters=&samples=&kind=&slowest=`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -67,6 +67,10 @@ pub struct SearchParams {
     /// Boards listed, 1–500 (default 50).
     #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
     pub limit: Option<String>,
+    /// `name` (the default) or `busiest`: the most members ranked in the board's first
+    /// window now first (measured on the first 1,000 matches by name).
+    #[param(inline)]
+    pub sort: Option<BoardOrder>,
 }
 
 /// `?board=&member=`.
@@ -191,7 +195,7 @@ pub async fn dashboard(
 }
 
 /// The board picker's search: boards whose name holds `search` (case-insensitive),
-/// sorted by name.
+/// by name or the busiest first.
 #[utoipa::path(
     get, path = "/v1/dashboard/boards", tag = "dashboard", operation_id = "dashboardBoards",
     params(SearchParams),
@@ -209,7 +213,10 @@ pub async fn search_boards(
 ) -> ApiResult<Json<BoardSearch>> {
     let limit = number("limit", q.limit.as_deref(), 50, "from 1 to 500")?;
     let search = q.search.unwrap_or_default();
-    Ok(Json(state.boards.search_boards(&search, limit).await?))
+    let order = q.sort.unwrap_or_default();
+    Ok(Json(
+        state.boards.search_boards(&search, limit, order).await?,
+    ))
 }
 
 /// A member's score, rank and percentile in every window of a board (its score now on a

@@ -387,38 +387,82 @@ impl Rollboard {
     }
 
     /// The board picker's search: the boards of either kind whose name holds `search`
-    /// (case-insensitive; empty: all), sorted by name, the first `limit` (1–500) of them,
+    /// (case-insensitive; empty: all), in `order`, the first `limit` (1–500) of them,
     /// with how many there are and how many match.
-    pub async fn search_boards(&self, search: &str, limit: usize) -> Result<BoardSearch> {
+    pub async fn search_boards(
+        &self,
+        search: &str,
+        limit: usize,
+        order: BoardOrder,
+    ) -> Result<BoardSearch> {
         if !(1..=MAX_SEARCH_LIMIT).contains(&limit) {
             return Err(invalid(format!(
                 "limit must be 1 to {MAX_SEARCH_LIMIT}, got {limit}"
             )));
         }
         let (windowed, trending) = join(self.boards(), self.trending_boards()).await;
+        let board = |name: &BoardName, kind| BoardRef {
+            name: name.to_string(),
+            kind,
+            ranked: None,
+        };
         let mut boards: Vec<BoardRef> = windowed?
-            .into_iter()
-            .map(|b| BoardRef {
-                name: b.name.to_string(),
-                kind: BoardKind::Windowed,
-            })
-            .chain(trending?.into_iter().map(|b| BoardRef {
-                name: b.name.to_string(),
-                kind: BoardKind::Trending,
-            }))
+            .iter()
+            .map(|b| board(&b.name, BoardKind::Windowed))
+            .chain(
+                trending?
+                    .iter()
+                    .map(|b| board(&b.name, BoardKind::Trending)),
+            )
             .collect();
         boards.sort_by(|a, b| a.name.cmp(&b.name));
         let total = boards.len() as u64;
         let needle = search.to_lowercase();
-        let matching: Vec<BoardRef> = boards
+        let mut matching: Vec<BoardRef> = boards
             .into_iter()
             .filter(|b| b.name.to_lowercase().contains(&needle))
             .collect();
+        let matched = matching.len() as u64;
+        if order == BoardOrder::Busiest {
+            matching.truncate(MAX_BUSIEST_MEASURED);
+            matching = futures_util::stream::iter(matching)
+                .map(|b| async move {
+                    let ranked = self.ranked_now(&b).await;
+                    BoardRef {
+                        ranked: Some(ranked),
+                        ..b
+                    }
+                })
+                .buffered(BOARDS_AT_ONCE)
+                .collect()
+                .await;
+            // Stable: equal activity stays by name.
+            matching.sort_by(|a, b| b.ranked.cmp(&a.ranked));
+        }
         Ok(BoardSearch {
             total,
-            matched: matching.len() as u64,
+            matched,
             boards: matching.into_iter().take(limit).collect(),
         })
+    }
+
+    /// How many members `board` ranks now: in its first window, or its trending scores;
+    /// 0 when it cannot be read (the picker's order is a hint).
+    async fn ranked_now(&self, board: &BoardRef) -> u64 {
+        match board.kind {
+            BoardKind::Windowed => self
+                .describe_board(&board.name)
+                .await
+                .ok()
+                .and_then(|s| s.windows.first().map(|w| w.ranked)),
+            BoardKind::Trending => self
+                .trending(&board.name)
+                .describe()
+                .await
+                .ok()
+                .map(|(_, counts)| counts.ranked),
+        }
+        .unwrap_or(0)
     }
 
     /// The member's score, rank and percentile in every window of the board (its score

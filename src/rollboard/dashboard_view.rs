@@ -292,9 +292,26 @@ pub struct BoardSearch {
     pub total: u64,
     /// The boards whose name holds the search (all of them, not only those listed).
     pub matched: u64,
-    /// The first matches by name, at most the limit.
+    /// The first matches in the order asked, at most the limit.
     pub boards: Vec<BoardRef>,
 }
+
+/// The order of the board picker's matches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum BoardOrder {
+    /// By name.
+    #[default]
+    Name,
+    /// The busiest first: the most members ranked in the board's first window now (a
+    /// trending board: ranked now), then by name. Measured on the first
+    /// [`MAX_BUSIEST_MEASURED`] matches by name.
+    Busiest,
+}
+
+/// Most boards whose activity one `sort=busiest` search measures (one store read each).
+pub const MAX_BUSIEST_MEASURED: usize = 1000;
 
 /// A board's name and kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -304,6 +321,10 @@ pub struct BoardRef {
     pub name: String,
     /// `windowed` or `trending`.
     pub kind: BoardKind,
+    /// With `sort=busiest`: the members ranked in its first window now (a trending
+    /// board: ranked now); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranked: Option<u64>,
 }
 
 /// A member's standing in every window of a board, and its history.

@@ -468,8 +468,8 @@ async fn with_a_read_token_the_page_asks_for_it_and_reads_with_the_one_in_its_ad
     );
 }
 
-/// Without `boards=` the page shows the first boards (up to 5, by name) its picker lists;
-/// a failed refresh keeps what the page shows.
+/// Without `boards=` the page shows the busiest boards (up to 5: the most members ranked
+/// in their first window now); a failed refresh keeps what the page shows.
 #[tokio::test]
 async fn under_a_prefix_the_dashboard_reads_the_api_next_to_it_and_keeps_it_when_a_refresh_fails() {
     let boards = Rollboard::new(Arc::new(MemoryStore::new()));
@@ -479,11 +479,25 @@ async fn under_a_prefix_the_dashboard_reads_the_api_next_to_it_and_keeps_it_when
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let config = BoardConfig::parse("1h", &["1h"]).unwrap();
     boards.create("hot", config).await.unwrap();
-    boards
-        .windowed("hot")
-        .incr("post:1", 2, None)
-        .await
-        .unwrap();
+    for (member, delta) in [("post:1", 2), ("post:2", 1)] {
+        boards
+            .windowed("hot")
+            .incr(member, delta, None)
+            .await
+            .unwrap();
+    }
+    // Five quieter boards, before "hot" by name: by name, "hot" would not be shown.
+    for quiet in ["a1", "a2", "a3", "a4", "a5"] {
+        boards
+            .create(quiet, BoardConfig::parse("1h", &["1h"]).unwrap())
+            .await
+            .unwrap();
+        boards
+            .windowed(quiet)
+            .incr("post:1", 1, None)
+            .await
+            .unwrap();
+    }
 
     // The page's second refresh and the later ones fail: it says so and keeps the data
     // of the first.
@@ -498,12 +512,17 @@ async fn under_a_prefix_the_dashboard_reads_the_api_next_to_it_and_keeps_it_when
         "{status}"
     );
     let section = board_section(&dom, "hot");
-    assert_eq!(top_rows(section, "1h"), rows(&[("1", "post:1", "2")]));
-    assert_eq!(legend(section), ["post:1"]);
-    assert!(
-        dom.contains("<li class=\"chip\" data-board=\"hot\">hot<button"),
-        "{dom}"
+    assert_eq!(
+        top_rows(section, "1h"),
+        rows(&[("1", "post:1", "2"), ("2", "post:2", "1")])
     );
+    assert_eq!(legend(section), ["post:1", "post:2"]);
+    // The busiest first, then the quieter ones by name, five in all.
+    let chips: Vec<&str> = dom
+        .match_indices("<li class=\"chip\" data-board=\"")
+        .map(|(i, m)| dom[i + m.len()..].split('"').next().unwrap())
+        .collect();
+    assert_eq!(chips, ["hot", "a1", "a2", "a3", "a4"]);
     // A counter named in the URL that does not exist says so on its card.
     let card = slice(
         &dom,

@@ -487,6 +487,35 @@ async fn the_search_matches_parts_of_names_in_any_case(app: TestApp) {
         get_ok(&app, "/v1/dashboard/boards?search=nothing").await,
         json!({"total": 4, "matched": 0, "boards": []})
     );
+
+    // The busiest first: the most members ranked now, then by name.
+    let members =
+        |n: usize| -> Value { (0..n).map(|i| json!({"member": format!("m{i}")})).collect() };
+    post_events(&app, "gamma", 0, members(3)).await;
+    post_events(&app, "delta-posts", 0, members(2)).await;
+    post_events(&app, "beta-POSTS", 0, members(1)).await;
+    let ranked = |name: &str, kind: &str, n: u64| json!({"name": name, "kind": kind, "ranked": n});
+    assert_eq!(
+        get_ok(&app, "/v1/dashboard/boards?sort=busiest").await,
+        json!({"total": 4, "matched": 4, "boards": [
+            ranked("gamma", "windowed", 3), ranked("delta-posts", "trending", 2),
+            ranked("beta-POSTS", "windowed", 1), ranked("Alpha-posts", "windowed", 0),
+        ]})
+    );
+    assert_eq!(
+        get_ok(
+            &app,
+            "/v1/dashboard/boards?search=posts&sort=busiest&limit=2"
+        )
+        .await,
+        json!({"total": 4, "matched": 3, "boards": [
+            ranked("delta-posts", "trending", 2), ranked("beta-POSTS", "windowed", 1),
+        ]})
+    );
+    assert_eq!(
+        get_ok(&app, "/v1/dashboard/boards?sort=name&limit=1").await["boards"],
+        json!([windowed("Alpha-posts")])
+    );
 }
 
 async fn the_member_lookup_answers_every_window_and_the_history(app: TestApp) {
