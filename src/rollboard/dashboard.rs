@@ -437,7 +437,7 @@ impl Rollboard {
                 .collect()
                 .await;
             // Stable: equal activity stays by name.
-            matching.sort_by(|a, b| b.ranked.cmp(&a.ranked));
+            matching.sort_by_key(|b| std::cmp::Reverse(b.ranked));
         }
         Ok(BoardSearch {
             total,
