@@ -239,9 +239,7 @@ impl Rollboard {
         F: Fn(BoardKind) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let name = BoardName::parse(board)?;
-        let kind = self.cached_any(&name).await?.kind();
-        self.on_kind(&name, kind, op).await
+        self.on_kind(board, false, op).await
     }
 
     /// [`by_kind`](Self::by_kind) for a write: an unknown board is created with the
@@ -251,21 +249,27 @@ impl Rollboard {
         F: Fn(BoardKind) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let name = BoardName::parse(board)?;
-        let kind = self.write_target(&name).await?.kind();
-        self.on_kind(&name, kind, op).await
+        self.on_kind(board, true, op).await
     }
 
-    /// `op` on the board `name` of `kind` as cached; when it says the board is of the
-    /// other kind and the cache was stale, once more on the kind now.
-    async fn on_kind<T, F, Fut>(&self, name: &BoardName, kind: BoardKind, op: F) -> Result<T>
+    /// `op` on the board of the kind found (the write's board, created when missing, if
+    /// `writing`); when it says the board is of the other kind and the cache was stale,
+    /// once more on the kind now.
+    async fn on_kind<T, F, Fut>(&self, board: &str, writing: bool, op: F) -> Result<T>
     where
         F: Fn(BoardKind) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
+        let name = BoardName::parse(board)?;
+        let found = if writing {
+            self.write_target(&name).await?
+        } else {
+            self.cached_any(&name).await?
+        };
+        let kind = found.kind();
         match op(kind).await {
             Err(error @ Error::BoardKind { .. }) => {
-                let now = self.cached_any(name).await?.kind();
+                let now = self.cached_any(&name).await?.kind();
                 if now == kind {
                     // Not a stale entry: the operation itself refused the kind.
                     return Err(error);

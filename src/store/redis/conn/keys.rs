@@ -43,17 +43,17 @@ impl Keys {
 
     /// The set of board names.
     pub(crate) fn registry(&self) -> String {
-        format!("{}rollboard:boards", self.prefix)
+        self.prefixed("rollboard:boards")
     }
 
     /// `board_{<board>}`: the board record (config, version, watermarks).
     pub(crate) fn record(&self, name: &BoardName) -> String {
-        format!("{}board_{{{name}}}", self.prefix)
+        self.tagged("board", name)
     }
 
     /// `trend_{<board>}`: a trending board's stored values (negated forward-decayed sums).
     pub(crate) fn trend(&self, name: &BoardName) -> String {
-        format!("{}trend_{{{name}}}", self.prefix)
+        self.tagged("trend", name)
     }
 
     /// `trend_{<board>}_next`: a trending board's rescale build, renamed over `trend_…`.
@@ -76,45 +76,45 @@ impl Keys {
 
     /// `slots_{<board>}`: the index of live slots, score = slot start.
     pub(crate) fn index(&self, name: &BoardName) -> String {
-        format!("{}slots_{{{name}}}", self.prefix)
+        self.tagged("slots", name)
     }
 
     /// `rebuild_{<board>}`: the totals a recompute is building (see `recompute_begin.lua`).
     pub(crate) fn rebuild(&self, name: &BoardName) -> String {
-        format!("{}rebuild_{{{name}}}", self.prefix)
+        self.tagged("rebuild", name)
     }
 
     /// `rebuild_tally_{<board>}`, dense boards only: the tally of a recompute's build, as
     /// `tally_…` is of the totals; renamed over the window's tally with the build.
     pub(crate) fn rebuild_tally(&self, name: &BoardName) -> String {
-        format!("{}rebuild_tally_{{{name}}}", self.prefix)
+        self.tagged("rebuild_tally", name)
     }
 
     /// `rebuild_dense_{<board>}`, dense boards only: the distinct totals of a recompute's
     /// build; renamed over the window's `dense_…` with the build.
     pub(crate) fn rebuild_dense(&self, name: &BoardName) -> String {
-        format!("{}rebuild_dense_{{{name}}}", self.prefix)
+        self.tagged("rebuild_dense", name)
     }
 
     /// `rebuild_records_{<board>}`: a max, min or latest board's records (as `peaks_…` or
     /// `newest_…`) a recompute is building; renamed over them with the build.
     pub(crate) fn rebuild_records(&self, name: &BoardName) -> String {
-        format!("{}rebuild_records_{{{name}}}", self.prefix)
+        self.tagged("rebuild_records", name)
     }
 
     /// `rebuild_log_{<board>}`: members a recompute must compute afresh.
     pub(crate) fn rebuild_log(&self, name: &BoardName) -> String {
-        format!("{}rebuild_log_{{{name}}}", self.prefix)
+        self.tagged("rebuild_log", name)
     }
 
     /// `rebuild_scan_{<board>}`: how far a recompute's scan got in each stage hash.
     pub(crate) fn rebuild_scan(&self, name: &BoardName) -> String {
-        format!("{}rebuild_scan_{{{name}}}", self.prefix)
+        self.tagged("rebuild_scan", name)
     }
 
     /// `journal_{<board>}`: tokens of writes applied exactly once (see `write.lua`).
     pub(crate) fn journal(&self, name: &BoardName) -> String {
-        format!("{}journal_{{{name}}}", self.prefix)
+        self.tagged("journal", name)
     }
 
     /// `idem_{<board>}_<incarnation>_<key>`: the record of a write made under an idempotency
@@ -167,7 +167,7 @@ impl Keys {
     /// `snapsent_{<board>}`: per window (field = its seconds), the newest boundary whose
     /// snapshot was delivered to the snapshot webhook.
     pub(crate) fn snapshot_cursors(&self, name: &BoardName) -> String {
-        format!("{}snapsent_{{{name}}}", self.prefix)
+        self.tagged("snapsent", name)
     }
 
     /// On a dense board, the tally and distinct-totals keys of every window, in pairs,
@@ -245,13 +245,13 @@ impl Keys {
     /// `<slot>:<value>` pairs of its live slots that no newer slot matches (see `peaks_add`
     /// in `lua/maxima.lua`).
     pub(crate) fn peaks(&self, name: &BoardName) -> String {
-        format!("{}peaks_{{{name}}}", self.prefix)
+        self.tagged("peaks", name)
     }
 
     /// `newest_{<board>}`: a latest board's newest events, field = member, value =
     /// `<slot>:<at>:<value>` (see `newest_add` in `lua/maxima.lua`).
     pub(crate) fn newest(&self, name: &BoardName) -> String {
-        format!("{}newest_{{{name}}}", self.prefix)
+        self.tagged("newest", name)
     }
 
     /// What a max, min or latest board's writes and retirement keep per member: its peak
@@ -268,42 +268,42 @@ impl Keys {
     /// as long as the member's total in the largest window (see `add_total` and `bulk_add`
     /// in `lua/totals.lua`).
     pub(crate) fn data(&self, name: &BoardName) -> String {
-        format!("{}data_{{{name}}}", self.prefix)
+        self.tagged("data", name)
     }
 
     /// `moved_{<board>}`: on a shard of a sharded board, the members a reshard marked
     /// moved off it (a set; writers send them to their new shard).
     pub(crate) fn moved(&self, name: &BoardName) -> String {
-        format!("{}moved_{{{name}}}", self.prefix)
+        self.tagged("moved", name)
     }
 
     /// `moving_{<board>}`: on a shard of a sharded board, the moves a reshard has under way:
     /// field = member, value = what it takes (a stash, see `sharded/reshard.rs`).
     pub(crate) fn moving(&self, name: &BoardName) -> String {
-        format!("{}moving_{{{name}}}", self.prefix)
+        self.tagged("moving", name)
     }
 
     /// `slotgeo_{<board>}`: the geometry of each compact slot, field `<ts>` = `"<L> <p>
     /// <count>"` (linear hashing: `2^L + p` buckets); a slot without a field is plain.
     pub(crate) fn slot_geometry(&self, name: &BoardName) -> String {
-        format!("{}slotgeo_{{{name}}}", self.prefix)
+        self.tagged("slotgeo", name)
     }
 
     /// The index of counters: a hash, field = counter name, value = the generation listed.
     /// Written only when a counter is first seen (see `counter_incr.lua`).
     pub(crate) fn counter_index(&self) -> String {
-        format!("{}rollboard:counters", self.prefix)
+        self.prefixed("rollboard:counters")
     }
 
     /// `counter_{<counter>}`: a counter's record (precisions, generation, listed mark).
     pub(crate) fn counter_record(&self, name: &CounterName) -> String {
-        format!("{}counter_{{{name}}}", self.prefix)
+        self.tagged("counter", name)
     }
 
     /// `counterconf_{<counter>}`: a counter's own precisions (seconds, comma-separated),
     /// when it has some; set by `PUT /v1/counters/{name}`, read by `counter_incr.lua`.
     pub(crate) fn counter_config(&self, name: &CounterName) -> String {
-        format!("{}counterconf_{{{name}}}", self.prefix)
+        self.tagged("counterconf", name)
     }
 
     /// `count_{<counter>}_<p>`: a counter's samples at precision `p` seconds, field = slice
@@ -325,24 +325,29 @@ impl Keys {
 
     /// `slowest_{<kind>}`: a kind's slowest contexts, score = mean.
     pub(crate) fn slowest(&self, kind: &StatsKind) -> String {
-        format!("{}slowest_{{{kind}}}", self.prefix)
+        self.tagged("slowest", kind)
     }
 
     /// `slowest_meta_{<kind>}`: per context in the list, `hour:count` of its mean.
     pub(crate) fn slowest_meta(&self, kind: &StatsKind) -> String {
-        format!("{}slowest_meta_{{{kind}}}", self.prefix)
+        self.tagged("slowest_meta", kind)
     }
 
     /// `stat_kinds`: every stats kind recorded (member = kind, score = the newest hour it was
     /// registered in). A key of its own (its own slot on a Cluster), written by one `ZADD`
     /// per kind, process and hour beside the record, never by the record script.
     pub(crate) fn stat_kinds(&self) -> String {
-        format!("{}stat_kinds", self.prefix)
+        self.prefixed("stat_kinds")
     }
 
-    /// `name` under the prefix, for a key outside this list (the migrations' own).
+    /// `name` under the prefix (the untagged names, and the migrations' own).
     pub(crate) fn prefixed(&self, name: &str) -> String {
         format!("{}{name}", self.prefix)
+    }
+
+    /// `<prefix><head>_{<tag>}`: the name of a key tagged with `tag`.
+    fn tagged(&self, head: &str, tag: impl std::fmt::Display) -> String {
+        format!("{}{head}_{{{tag}}}", self.prefix)
     }
 }
 
