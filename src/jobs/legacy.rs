@@ -235,7 +235,7 @@ fn board_config(job: &LegacyImport, slots: &[(String, i64)]) -> Result<BoardConf
 async fn legacy_slots(conn: &RedisConn, name: &str) -> Result<Vec<(String, i64)>, LegacyError> {
     let prefix = format!("slot_{name}_");
     let mut slots = Vec::new();
-    for suffix in scan_suffixes(conn, &prefix).await? {
+    for suffix in scan_suffixes(conn, &prefix, |_| true).await? {
         // `slot_NAME_x_123` belongs to a board named `NAME_x`.
         if !suffix.is_empty()
             && suffix.bytes().all(|b| b.is_ascii_digit())
@@ -252,7 +252,7 @@ async fn legacy_slots(conn: &RedisConn, name: &str) -> Result<Vec<(String, i64)>
 /// `last_slot_NAME` key (the article sets it at a board's first write), sorted.
 pub async fn find_legacy_boards(url: &str, redis: &RedisOptions) -> Result<Vec<String>, Error> {
     let conn = RedisConn::connect_to_scan(url, redis, "import-legacy").await?;
-    scan_suffixes(&conn, "last_slot_").await
+    scan_suffixes(&conn, "last_slot_", |_| true).await
 }
 
 /// Every field of the hash `key`, as `(member, value)`, sorted by member.

@@ -44,11 +44,7 @@ pub(crate) async fn move_keys(conn: &RedisConn, from: &KeyPrefix) -> Result<u64,
     if from.as_str() == to {
         return Err(MoveError::SamePrefix(to));
     }
-    let names: Vec<String> = scan_suffixes(conn, from.as_str())
-        .await?
-        .into_iter()
-        .filter(|name| is_rollboard_name(name))
-        .collect();
+    let names = scan_suffixes(conn, from.as_str(), is_rollboard_name).await?;
     let mut taken = Vec::new();
     for batch in names.chunks(BATCH) {
         let mut exists = redis::pipe();

@@ -3,9 +3,14 @@
 use crate::Error;
 use crate::store::{RedisConn, Retry};
 
-/// What follows `prefix` in every key that starts with it (UTF-8 keys only), sorted and
-/// without duplicates, found with `SCAN`.
-pub(crate) async fn scan_suffixes(conn: &RedisConn, prefix: &str) -> Result<Vec<String>, Error> {
+/// What follows `prefix` in every key that starts with it (UTF-8 keys only) and that
+/// `keep` keeps, sorted and without duplicates, found with `SCAN` (only the kept ones
+/// are held, whatever else the Redis holds).
+pub(crate) async fn scan_suffixes(
+    conn: &RedisConn,
+    prefix: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Result<Vec<String>, Error> {
     let pattern = format!("{}*", glob_escape(prefix));
     let mut suffixes = Vec::new();
     let mut cursor = 0u64;
@@ -25,7 +30,8 @@ pub(crate) async fn scan_suffixes(conn: &RedisConn, prefix: &str) -> Result<Vec<
         suffixes.extend(
             keys.iter()
                 .filter_map(|key| key.strip_prefix(prefix.as_bytes()))
-                .filter_map(|suffix| String::from_utf8(suffix.to_vec()).ok()),
+                .filter_map(|suffix| String::from_utf8(suffix.to_vec()).ok())
+                .filter(|suffix| keep(suffix)),
         );
         if next == 0 {
             break;
