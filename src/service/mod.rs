@@ -4,6 +4,8 @@
 mod clock_check;
 mod config;
 mod connections;
+mod declared;
+mod error;
 pub mod heap_trim;
 mod idle;
 mod logging;
@@ -20,9 +22,10 @@ pub use config::{
     parse_bind,
 };
 pub use connections::{ConnectionLimits, serve_connections};
+pub use error::ServiceError;
 pub use logging::{LogFormat, LogHandle, init_logging};
 pub use reload::{LoadConfig, Reloader};
 pub use scheduler::{Scheduler, SchedulerError};
-pub use serve::{ServiceError, open_store, run, run_reloading, shutdown_signal};
+pub use serve::{open_store, run, run_reloading, shutdown_signal};
 pub use timeout::Timeout;
 pub use webhook::{WebhookOptions, idempotency_key};

@@ -8,7 +8,6 @@
 
 use tokio::task::JoinHandle;
 
-use super::serve::declare_boards;
 use super::{ConfigError, LogHandle, ServiceConfig, systemd};
 use crate::Rollboard;
 use crate::http::{Live, Reload};
@@ -81,8 +80,7 @@ async fn reload(
         tracing::warn!("reload: the logs stay as they were: {e}");
     }
     router.apply(live(&read));
-    boards.set_default_board(read.default_board.clone());
-    if let Err(e) = declare_boards(boards, &read.boards).await {
+    if let Err(e) = super::declared::declare(boards, &read).await {
         tracing::warn!("reload: {e}");
     }
     let restart = needs_restart(&running, &read);

@@ -8,28 +8,12 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 
+use super::ServiceError;
 use super::reload::Reloader;
 use super::{Scheduler, ServiceConfig, systemd};
 use crate::http::{HttpOptions, reloadable_router};
 use crate::metrics::install_prometheus;
-use crate::{BoardConfig, Error, MemoryStore, RedisStore, Rollboard, Store};
-
-/// Why the service could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum ServiceError {
-    /// The store could not be opened, or a configured board could not be created.
-    #[error(transparent)]
-    Store(#[from] Error),
-    /// A configured board conflicts with the stored one, or similar.
-    #[error("{0}")]
-    Config(String),
-    /// The scheduler could not start.
-    #[error(transparent)]
-    Scheduler(#[from] super::scheduler::SchedulerError),
-    /// Listening or serving failed.
-    #[error("serving HTTP: {0}")]
-    Io(#[from] std::io::Error),
-}
+use crate::{MemoryStore, RedisStore, Rollboard, Store};
 
 /// The store the configuration asks for: the Redis Cluster of `redis_cluster`, or Redis
 /// at `redis_url` (with the connection
@@ -72,30 +56,6 @@ pub async fn open_store(config: &ServiceConfig) -> Result<Arc<dyn Store>, Servic
     }
 }
 
-/// Creates the boards `declared` in the config file, or checks them. A board declared
-/// with more windows than stored gets them (built by the scheduler's first sweep); any
-/// other difference is an error.
-pub(super) async fn declare_boards(
-    boards: &Rollboard,
-    declared: &[(String, BoardConfig)],
-) -> Result<(), ServiceError> {
-    for (name, board) in declared {
-        boards
-            .create(name, board.clone())
-            .await
-            .map_err(|e| match e {
-                Error::BoardConflict {
-                    existing, asked, ..
-                } => ServiceError::Config(format!(
-                    "board {name:?} in the config file differs from the stored one: {}",
-                    existing.differences(&asked).join("; ")
-                )),
-                other => other.into(),
-            })?;
-    }
-    Ok(())
-}
-
 /// Serves `boards` on `listener` until `shutdown` completes, then finishes in-flight
 /// requests and retirement passes within `config.shutdown_grace`.
 pub async fn run(
@@ -117,8 +77,7 @@ pub async fn run_reloading(
     reloader: Option<Reloader>,
 ) -> Result<(), ServiceError> {
     // Any difference but more windows stops the start.
-    declare_boards(&boards, &config.boards).await?;
-    boards.set_default_board(config.default_board.clone());
+    super::declared::declare(&boards, config).await?;
 
     let metrics = install_prometheus();
     let upkeep = {

@@ -11,8 +11,17 @@ use crate::domain::{Member, RecomputeReport, Removed, RetireReport, Timestamp, W
 use crate::error::Result;
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
-use crate::store::redis::retire::SlotPass;
 use crate::store::{Keyed, WriteKey, WriteStatus};
+
+/// One slot leaving one window, retired within what is left of a pass's budget of
+/// calls (`None`: no bound), into the pass's report.
+pub(crate) struct SlotPass<'a> {
+    pub(crate) window: usize,
+    pub(crate) slot: i64,
+    pub(crate) options: &'a RetireOptions,
+    pub(crate) budget: &'a mut Option<usize>,
+    pub(crate) report: &'a mut RetireReport,
+}
 
 /// What one compaction of a closed slot did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

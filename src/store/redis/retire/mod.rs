@@ -33,22 +33,13 @@ pub(crate) mod swap;
 
 pub(super) use small::retire_small;
 
+pub(crate) use super::board::family::SlotPass;
 use super::board::family::{Family, Swap};
 use super::conn::RedisConn;
 use super::conn::options::RetireOptions;
 use crate::domain::board::Board;
 use crate::domain::{RetireReport, Timestamp};
 use crate::error::Result;
-
-/// One slot leaving one window, retired within what is left of a pass's budget of
-/// calls (`None`: no bound), into the pass's report.
-pub(crate) struct SlotPass<'a> {
-    pub(crate) window: usize,
-    pub(crate) slot: i64,
-    pub(crate) options: &'a RetireOptions,
-    pub(crate) budget: &'a mut Option<usize>,
-    pub(crate) report: &'a mut RetireReport,
-}
 
 /// Retires `board` at `now`, window by window, smallest first: each window is frozen
 /// up to its cutoff and every slot that left it subtracted (window 1 of a one-slot
