@@ -12,6 +12,15 @@ use serde_json::json;
 
 use crate::support::{TestApp, TestRedis, clock, spawn_app_with, unique};
 
+/// Every token set: the document served then lists every route's security.
+pub(crate) fn all_tokens() -> Tokens {
+    Tokens {
+        read: Some("r".into()),
+        write: Some("w".into()),
+        admin: Some("a".into()),
+    }
+}
+
 /// The service with `tokens`.
 pub(crate) async fn app_with(tokens: Tokens) -> TestApp {
     let config = ServiceConfig {

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use rollboard::http::Tokens;
 
-use crate::auth::app_with;
+use crate::auth::{all_tokens, app_with};
 use crate::support::{START, TestApp, rejected_codes, spawn_app};
 
 /// Sends `body` as is with `content_type` (none when `None`); returns status, code, body.
@@ -377,15 +377,6 @@ async fn whole_floats_are_integers_and_bodies_are_objects() {
     assert_eq!((status, body["count"].clone()), (StatusCode::OK, json!(1)));
     let (status, _, body) = post_json(&app, "/v1/counters/floats", r#"{"count":3.0}"#).await;
     assert_eq!((status, body["count"].clone()), (StatusCode::OK, json!(3)));
-}
-
-/// Every token set.
-fn all_tokens() -> Tokens {
-    Tokens {
-        read: Some("r".into()),
-        write: Some("w".into()),
-        admin: Some("a".into()),
-    }
 }
 
 #[tokio::test]
