@@ -2,16 +2,14 @@
 //! (`redis_cluster` in the configuration, through `service::open_store`): create boards,
 //! post events, read the top, retire at the slot boundary, drop.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use rollboard::service::{self, ServiceConfig};
-use rollboard::{Rollboard, Timestamp};
+use rollboard::Timestamp;
+use rollboard::service::ServiceConfig;
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
-use crate::support::{START, clock, unique};
+use crate::support::{START, Served, clock, unique};
 use crate::test_cluster::TestCluster;
 
 /// A JSON request: status and body.
@@ -38,19 +36,9 @@ async fn boards_are_created_written_read_retired_and_dropped_on_a_cluster() {
         max_clock_skew: None,
         ..ServiceConfig::default()
     };
-    let store = service::open_store(&config).await.unwrap();
-    assert_eq!(store.kind(), "redis-cluster");
     let clock = clock();
-    let boards = Rollboard::with(store, Arc::new(clock.clone()), config.settings.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    let service = tokio::spawn(async move {
-        service::run(boards, &config, listener, async {
-            let _ = stopped.await;
-        })
-        .await
-    });
+    let served = Served::start(config, &clock).await;
+    let base = served.base.clone();
     let client = reqwest::Client::new();
     let call = |method, path: &str, body| send(&client, method, format!("{base}{path}"), body);
     use reqwest::Method;
@@ -142,6 +130,5 @@ async fn boards_are_created_written_read_retired_and_dropped_on_a_cluster() {
         let (status, _) = call(Method::GET, &format!("/v1/boards/{name}/top"), None).await;
         assert_eq!(status, StatusCode::NOT_FOUND);
     }
-    let _ = stop.send(());
-    service.await.unwrap().unwrap();
+    served.stop().await;
 }

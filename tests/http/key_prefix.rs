@@ -4,16 +4,14 @@
 //! (each of their own, so that every key seen is the service's).
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
-use rollboard::service::{self, ConfigFile, Overrides, ServiceConfig};
-use rollboard::{KeyPrefix, Rollboard, Timestamp};
+use rollboard::service::{ConfigFile, Overrides, ServiceConfig};
+use rollboard::{KeyPrefix, Timestamp};
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
-use crate::support::{START, TestRedis, clock};
+use crate::support::{START, Served, TestRedis, clock};
 use crate::test_cluster::TestCluster;
 
 /// Runs the service over `redis_url` or `redis_cluster` with the prefix `app1:` (given
@@ -29,18 +27,9 @@ async fn write_everything(redis_url: Option<String>, redis_cluster: Option<Vec<S
         max_clock_skew: None,
         ..ServiceConfig::resolve(ConfigFile::default(), overrides).unwrap()
     };
-    let store = service::open_store(&config).await.unwrap();
     let clock = clock();
-    let boards = Rollboard::with(store, Arc::new(clock.clone()), config.settings.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    let service = tokio::spawn(async move {
-        service::run(boards, &config, listener, async {
-            let _ = stopped.await;
-        })
-        .await
-    });
+    let served = Served::start(config, &clock).await;
+    let base = served.base.clone();
     let client = reqwest::Client::new();
     let call = async |method: Method, path: &str, body: Value| -> (StatusCode, Value) {
         let response = client
@@ -121,8 +110,7 @@ async fn write_everything(redis_url: Option<String>, redis_cluster: Option<Vec<S
     assert_eq!(retired["windows"][0]["retired_through"], json!(START));
     let (_, top) = call(Method::GET, "/v1/boards/sums/top?window=3m", Value::Null).await;
     assert_eq!(top["entries"][0]["member"], "a");
-    let _ = stop.send(());
-    service.await.unwrap().unwrap();
+    served.stop().await;
 }
 
 /// Every key of the Redis at `port` (`redis-cli --scan`).

@@ -3,17 +3,14 @@
 //! Redis resumes (SIGCONT) `/readyz` goes green and writes go through with nothing
 //! restarted.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
-use rollboard::Rollboard;
-use rollboard::service::{self, ServiceConfig};
+use rollboard::service::ServiceConfig;
 use serde_json::json;
-use tokio::sync::oneshot;
 
 use crate::cluster::send;
-use crate::support::{TestRedis, clock, unique};
+use crate::support::{Served, TestRedis, clock, unique};
 
 /// The pid of the test's Redis (`INFO server`).
 async fn redis_pid(redis: &TestRedis) -> String {
@@ -47,17 +44,8 @@ async fn a_stopped_redis_is_503_within_the_timeouts_then_everything_resumes() {
         ..ServiceConfig::default()
     };
     config.redis.response_timeout = Duration::from_millis(300);
-    let store = service::open_store(&config).await.unwrap();
-    let boards = Rollboard::with(store, Arc::new(clock()), config.settings.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    let service = tokio::spawn(async move {
-        service::run(boards, &config, listener, async {
-            let _ = stopped.await;
-        })
-        .await
-    });
+    let served = Served::start(config, &clock()).await;
+    let base = served.base.clone();
     let client = reqwest::Client::new();
     let call = |method, path: &str, body| send(&client, method, format!("{base}{path}"), body);
     let name = unique("stop");
@@ -112,6 +100,5 @@ async fn a_stopped_redis_is_503_within_the_timeouts_then_everything_resumes() {
         top["entries"],
         json!([{"rank": 1, "member": "a", "score": 6}])
     );
-    let _ = stop.send(());
-    service.await.unwrap().unwrap();
+    served.stop().await;
 }

@@ -72,6 +72,39 @@ pub fn clock() -> ManualClock {
     ManualClock::new(Timestamp::from_unix_seconds(START).unwrap())
 }
 
+/// The service as `serve` runs it from `config` (its store opened by `open_store`), on a
+/// free port with `clock`.
+pub struct Served {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<Result<(), ServiceError>>,
+}
+
+impl Served {
+    /// Starts it.
+    pub async fn start(config: ServiceConfig, clock: &ManualClock) -> Served {
+        let store = service::open_store(&config).await.unwrap();
+        let boards = Rollboard::with(store, Arc::new(clock.clone()), config.settings.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            service::run(boards, &config, listener, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        Served { base, stop, task }
+    }
+
+    /// Stops it, and checks that it stopped cleanly.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap().unwrap();
+    }
+}
+
 /// The service with default settings on a fresh Redis.
 pub async fn spawn_app() -> TestApp {
     let redis = Arc::new(TestRedis::start().await);
