@@ -293,7 +293,8 @@ fn check(
     csv_safe: bool,
     skip_bad: bool,
 ) -> std::io::Result<(File, ImportReport)> {
-    let mut spool = spool_file()?;
+    // Already unlinked: the spool goes with the file handle.
+    let mut spool = tempfile::tempfile()?;
     let mut report = ImportReport::default();
     let copy = Tee {
         input,
@@ -315,22 +316,6 @@ fn check(
     }
     spool.rewind()?;
     Ok((spool, report))
-}
-
-/// A new file for the spool, already unlinked: it is gone when closed.
-fn spool_file() -> std::io::Result<File> {
-    let path = std::env::temp_dir().join(format!(
-        "rollboard-import-{}-{:x}",
-        std::process::id(),
-        crate::store::new_version()
-    ));
-    let file = File::options()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)?;
-    std::fs::remove_file(&path)?;
-    Ok(file)
 }
 
 /// Reads `input`, writing what it read to `copy`.
