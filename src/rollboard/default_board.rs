@@ -40,6 +40,7 @@ impl Rollboard {
                     return Err(Error::BoardNotFound(missing));
                 };
                 let created = self.create(name.as_str(), config).await?;
+                #[cfg(feature = "server")]
                 tracing::info!(board = name.as_str(), "board created by its first write");
                 Ok(created.board().clone())
             }

@@ -352,6 +352,7 @@ impl Keys {
 }
 
 /// The heads of rollboard's tagged key names, each followed by a hash tag (`{…}`).
+#[cfg(any(feature = "server", test))]
 const TAGGED_HEADS: &[&str] = &[
     "rate_",
     "board_",
@@ -387,6 +388,7 @@ const TAGGED_HEADS: &[&str] = &[
 ];
 
 /// rollboard's key names without a hash tag (the migrations lock, a lease, is left out).
+#[cfg(any(feature = "server", test))]
 const UNTAGGED: &[&str] = &[
     "rollboard:boards",
     "rollboard:counters",
@@ -396,6 +398,7 @@ const UNTAGGED: &[&str] = &[
 
 /// Whether `name`, with any prefix taken off, is the name of one of rollboard's keys
 /// (for moving a deployment under another prefix, `jobs/prefix_move.rs`).
+#[cfg(any(feature = "server", test))]
 pub(crate) fn is_rollboard_name(name: &str) -> bool {
     UNTAGGED.contains(&name)
         || name
