@@ -16,6 +16,8 @@
 //! the same span, over N: what an operator sees from outside, allocator overhead and
 //! pages kept included. Pages freed by an earlier run (or phase) are reused before RSS
 //! grows, so the first run of a phase run alone (`BENCH_ONLY=manyboards`) is the fair one.
+//! Beside the time, what Redis spent in scripts over the round, and the commands they
+//! ran, a board (`INFO commandstats`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -176,27 +178,6 @@ fn resident() -> usize {
     pages * 4096
 }
 
-/// The µs Redis has spent in scripts (`EVALSHA` and `EVAL`, their commands included),
-/// from `INFO commandstats`.
-async fn script_usec(raw: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(raw)
-        .await
-        .unwrap();
-    info.lines()
-        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
-        .filter_map(|l| {
-            l.split("usec=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
-}
-
 /// One run with `n` boards: (time until the round through the boundary ended, heap
 /// bytes per board once committers idled, RSS growth per board then, first windows
 /// found empty after).
@@ -269,7 +250,7 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, f64, usize) {
     eprintln!("  Prometheus series with a board label: {series}");
 
     let boundary = Timestamp::from_unix_seconds(start + 30).unwrap();
-    let scripts_before = script_usec(&mut raw).await;
+    let stats_before = command_stats(&mut raw).await;
     let moved = Instant::now();
     clock.set(boundary);
     // The service's retirer, told by the clock's move: the first round through the
@@ -291,7 +272,37 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, f64, usize) {
         status.changed().await.unwrap();
     }
     let lag = moved.elapsed();
-    let scripts = script_usec(&mut raw).await.saturating_sub(scripts_before);
+    // What Redis did meanwhile, a board: the scripts (`EVALSHA`, `EVAL`: their commands
+    // included), and each command they ran.
+    let mut spent: Vec<(String, u64, u64)> = command_stats(&mut raw)
+        .await
+        .into_iter()
+        .map(|(name, calls, usec)| {
+            let (c0, u0) = stats_before
+                .iter()
+                .find(|s| s.0 == name)
+                .map_or((0, 0), |s| (s.1, s.2));
+            (name, calls.saturating_sub(c0), usec.saturating_sub(u0))
+        })
+        .filter(|(name, calls, _)| *calls > 0 && name != "info")
+        .collect();
+    spent.sort_by_key(|(_, _, usec)| std::cmp::Reverse(*usec));
+    let (scripts, commands): (Vec<_>, Vec<_>) = spent
+        .into_iter()
+        .partition(|(name, _, _)| name == "evalsha" || name == "eval");
+    let scripts: u64 = scripts.iter().map(|(_, _, usec)| usec).sum();
+    let per_board = |x: u64| x as f64 / n as f64;
+    let listed: Vec<String> = commands
+        .iter()
+        .map(|(name, calls, usec)| {
+            format!(
+                "{name} {:.2} ({:.2} µs)",
+                per_board(*calls),
+                per_board(*usec)
+            )
+        })
+        .collect();
+    eprintln!("  commands a board: {}", listed.join(", "));
     eprintln!(
         "  retired in {:.2} s ({failed_rounds} rounds with failed passes before); Redis ran \
          scripts {:.2} s of it, {:.1} µs a board",
@@ -312,4 +323,21 @@ async fn run(redis: &Redis, n: usize) -> (Duration, f64, f64, usize) {
     scheduler.shutdown(Duration::from_secs(10)).await;
     let _: () = redis::cmd("FLUSHDB").query_async(&mut raw).await.unwrap();
     (lag, idle, rss, empty)
+}
+
+/// `INFO commandstats`: per command (lower case), its calls and the µs Redis spent in it
+/// (a script's commands counted in the script's too).
+async fn command_stats(raw: &mut redis::aio::MultiplexedConnection) -> Vec<(String, u64, u64)> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(raw)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let field = |k: &str| rest.split(k).nth(1)?.split(',').next()?.parse().ok();
+            Some((name.to_owned(), field("calls=")?, field("usec=")?))
+        })
+        .collect()
 }

@@ -113,13 +113,11 @@ local function fields_and_values(flat, seen, from, to)
 end
 
 -- Hands the whole hash `from`, whose `fields` and `values` the caller read, on to the
--- hash `to`: one RENAME when `to` does not exist, else added into it and `from`
--- deleted; with `to` nil, `from` is just deleted.
+-- hash `to`: one RENAMENX when `to` does not exist (then answers true), else added into
+-- it and `from` deleted; with `to` nil, `from` is just deleted.
 local function hand_on(from, to, fields, values)
-  if to and redis.call('EXISTS', to) == 0 then
-    redis.call('RENAME', from, to)
-  else
-    if to then bulk_add(to, false, 1, fields, values) end
-    redis.call('DEL', from)
-  end
+  if to and redis.call('RENAMENX', from, to) == 1 then return true end
+  if to then bulk_add(to, false, 1, fields, values) end
+  redis.call('DEL', from)
+  return false
 end

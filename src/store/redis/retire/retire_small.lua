@@ -31,7 +31,7 @@
 -- the index the slots the largest window retired. The caller names the slots it expects
 -- to be due (those that crossed a cutoff at the boundary), since every key is passed in.
 -- Each stage hash (a compact slot's each bucket, as retire_chunk.lua does) is read whole,
--- subtracted, and handed on by one RENAME when the next stage has no such hash (merged
+-- subtracted, and handed on by one RENAMENX when the next stage has no such hash (merged
 -- otherwise); a compact slot's geometry goes with its index entry. A compact slot of more
 -- than MAX_BUCKETS buckets is not small.
 --
@@ -46,7 +46,11 @@
 -- just closed should be compacted: the board's layout (its record's, else ARGV[7+2n+m])
 -- is compact, the slot is live and has no geometry, and its largest stage has at least
 -- ARGV[6+2n+m] fields (fewer fit one listpack anyway). The caller then converts it with
--- relayout_chunk.lua. Asking costs no extra round trip.
+-- relayout_chunk.lua. Asking costs no extra round trip, and mostly no command: the sizes
+-- of the stages this call measured or renamed into are known, and a later stage k holds
+-- none of a slot that just closed unless window k-1 was frozen past it (by this call,
+-- whose sizes are known, or before it: then measured), as writes and retirement put a
+-- slot's fields in the stage of the smallest window not frozen past it.
 -- Returns {'done', (window, slot) pairs retired, fields subtracted, members zeroed,
 -- compact (1: compact the closed slot, else 0)}, or {'fallback', reason}.
 -- Errors: "STALE ..." (board missing, dropped or of another version).
@@ -88,8 +92,9 @@ local function done(j) return record[2 + 2 * j] end
 if lease_held(record[3 + 2 * n]) then return { 'fallback', 'recomputing' } end
 
 -- The plan, changing nothing: the (window, candidate, slot) triples due, oldest slot
--- first within each window, and a bound on the fields they hold.
-local plan, carried, work = {}, {}, 0
+-- first within each window, and a bound on the fields they hold. `sizes` keeps the size
+-- of each stage hash measured or renamed into (false: merged into, to be measured).
+local plan, carried, sizes, work = {}, {}, {}, 0
 for j = 1, n do
   local due = redis.call('ZRANGEBYSCORE', index, '(' .. done(j), cutoff(j), 'LIMIT', 0, m + 1)
   for _, slot in ipairs(due) do
@@ -97,7 +102,10 @@ for j = 1, n do
     if not c then return { 'fallback', 'slots' } end
     if geo[c] and bucket_count(geo[c]) > MAX_BUCKETS then return { 'fallback', 'big' } end
     local size = carried[c] or 0
-    for _, key in ipairs(hashes(c, j)) do size = size + redis.call('HLEN', key) end
+    for _, key in ipairs(hashes(c, j)) do
+      sizes[key] = redis.call('HLEN', key)
+      size = size + sizes[key]
+    end
     carried[c] = size
     work = work + size
     if work > max_fields then return { 'fallback', 'big' } end
@@ -120,7 +128,13 @@ for j = 1, n do
       if #names > 0 then
         zeroed = zeroed + bulk_add(totals(j), true, -1, names, values, nil, nil,
           j == n and KEYS[4 + 2 * n + m * n] or nil)
-        hand_on(key, next_hashes[h], names, values)
+        local to = next_hashes[h]
+        if hand_on(key, to, names, values) then
+          sizes[to] = #names
+        elseif to then
+          sizes[to] = false
+        end
+        sizes[key] = 0
         subtracted = subtracted + #names
       end
     end
@@ -143,7 +157,12 @@ local function wants_compacting()
   -- The sizes first: most closed slots of a small board are too small, and that ends it.
   local big = false
   for k = 1, n do
-    if redis.call('HLEN', KEYS[3 + n + m * n + k]) >= minimum then
+    local key = KEYS[3 + n + m * n + k]
+    local size = sizes[key]
+    if size == false or (size == nil and (k == 1 or wm(k - 1) >= tonumber(closed))) then
+      size = redis.call('HLEN', key)
+    end
+    if size and size >= minimum then
       big = true
       break
     end
