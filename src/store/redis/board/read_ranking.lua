@@ -32,12 +32,12 @@
 -- ordered by member ascending. Ranks are competition ranks: 1 + the number of members
 -- with a strictly higher total (or dense, or positions, as above). Every call is
 -- O(log N + page size), whatever the offset and however large the tie groups: pages are
--- read by index (ZREVRANGE, ZRANGE) and tie groups cut by a page edge are measured with
--- ZCOUNT (O(log N)), never walked. ZREVRANGE orders equal totals by member descending: a tie group at
--- reverse ranks [a, b] sits at ascending ranks [N-1-b, N-1-a] in member-ascending
--- order, so ranking position p in [a, b] is ascending rank N-1-a-b+p, and a group cut
--- by a page edge is read with ZRANGE by index. Every page is a run of consecutive
--- ranking positions (an ascending page is the same run, reversed).
+-- read by index (ZREVRANGE) and tie groups cut by a page edge are measured with ZCOUNT
+-- (O(log N)), never walked. ZREVRANGE orders equal totals by member descending: in a
+-- tie group at reverse ranks [a, b], ranking position p in [a, b] is reverse rank
+-- a+b-p, so a group cut by a page edge is read with ZREVRANGE by index and reversed.
+-- Every page is a run of consecutive ranking positions (an ascending page is the same
+-- run, reversed).
 --
 -- Returns {first_pending, newest, since, building, ...}: the oldest live slot newer than
 -- done:<W>, the newest live slot, and the window's since:<W> and building:<W> marks (see
@@ -90,10 +90,13 @@ local function append(members, score, above, from)
   end
 end
 -- The members at ranking positions from .. to of the tie group at positions a .. b, in
--- member order: by index, the group sitting at ascending ranks N-1-b .. N-1-a.
+-- member order: ZREVRANGE lists the group at the same indices a .. b in member
+-- descending order, so ranking position p is at index a+b-p; one ZREVRANGE, reversed.
 local function group_members(a, b, from, to)
-  local base = redis.call('ZCARD', totals) - 1 - a - b
-  return redis.call('ZRANGE', totals, base + from, base + to)
+  local found = redis.call('ZREVRANGE', totals, a + b - to, a + b - from)
+  local members = {}
+  for k = #found, 1, -1 do members[#members + 1] = found[k] end
+  return members
 end
 
 -- Appends the entries at ranking positions offset .. offset+limit-1 to reply (fewer
@@ -101,7 +104,7 @@ end
 -- ranking ends at the first total not ranked (ZREVRANGE lists highest first), and the
 -- entry after the page says whether the page's last tie group goes on past it. Only a
 -- tie group cut by a page edge costs more: the first one of a page not at the top,
--- whose start is measured (two ZCOUNTs, a ZCARD and a ZRANGE), and a last one that goes
+-- whose start is measured (two ZCOUNTs and a ZREVRANGE), and a last one that goes
 -- on, which starts on the page and is read from its start by score (one
 -- ZRANGEBYSCORE ... LIMIT 0 k, O(log N + k)). A top-10 page without such a group is
 -- that one ZREVRANGE.
@@ -236,7 +239,13 @@ end
 -- around: for each member asked, n ranking positions on each side of its own, fewer at
 -- the ends; with fill, 2n+1 positions (or all ranked) shifted to stay inside the ranking.
 local n = tonumber(ARGV[6])
-local ranked = redis.call('ZCOUNT', totals, floor, '+inf')
+-- The ranked members, counted only when a page may reach past its member's tie group
+-- (every position up to that group's end is ranked).
+local ranked_count
+local function ranked()
+  ranked_count = ranked_count or redis.call('ZCOUNT', totals, floor, '+inf')
+  return ranked_count
+end
 for k = 7, #ARGV do
   local member = ARGV[k]
   local count_at = #reply + 1
@@ -246,11 +255,16 @@ for k = 7, #ARGV do
     local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
     local position, tied = position_of(member, score, greater)
     local offset, limit = math.max(0, position - n), nil
+    local known = greater + tied
     if flags.fill then
-      limit = math.min(2 * n + 1, ranked)
-      offset = math.min(offset, ranked - limit)
+      limit = 2 * n + 1
+      if offset + limit > known then
+        limit = math.min(limit, ranked())
+        offset = math.min(offset, ranked() - limit)
+      end
     else
-      limit = math.min(position + n + 1, ranked) - offset
+      local stop = position + n + 1
+      limit = (stop > known and math.min(stop, ranked()) or stop) - offset
     end
     -- A page inside the member's own tie group is its members by index, one ZRANGE.
     local function in_group(from, count)
