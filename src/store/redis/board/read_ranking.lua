@@ -266,7 +266,7 @@ for k = 7, #ARGV do
       local stop = position + n + 1
       limit = (stop > known and math.min(stop, ranked()) or stop) - offset
     end
-    -- A page inside the member's own tie group is its members by index, one ZRANGE.
+    -- A page inside the member's own tie group is its members by index, one ZREVRANGE.
     local function in_group(from, count)
       append(group_members(greater, greater + tied - 1, from, from + count - 1), score, greater, from)
     end
