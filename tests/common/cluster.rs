@@ -227,6 +227,28 @@ impl TestCluster {
         panic!("the master on {master} has no replica: {nodes}");
     }
 
+    /// Promotes the replica on `replica` by `CLUSTER FAILOVER` and waits until every node
+    /// sees it own `slot`. Redis gives up a manual failover after 5 s (the replica must
+    /// catch up and win the masters' votes in that time, which a loaded machine can miss):
+    /// it is then asked again, at most three times.
+    pub fn failover(&self, replica: u16, slot: u16) {
+        for attempt in 1..=3 {
+            assert_eq!(self.cli(replica, &["CLUSTER", "FAILOVER"]).trim(), "OK");
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_secs(15) {
+                if self.owner_seen_by_now(replica, slot) == Some(replica) {
+                    return self.wait_owner(slot, replica);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            eprintln!(
+                "failover attempt {attempt}: {replica} not promoted in 15 s: {}",
+                self.log(replica)
+            );
+        }
+        panic!("the replica on {replica} was not promoted by three CLUSTER FAILOVERs");
+    }
+
     /// Waits until every node says the master of `slot` is the node on `port`.
     pub fn wait_owner(&self, slot: u16, port: u16) {
         for asked in &self.ports {

@@ -22,8 +22,7 @@ async fn a_replica_takes_over_a_busy_boards_master_under_writes() {
     load.more(50).await;
     // A coordinated failover: the master stops taking writes, the replica catches up
     // and takes over its slots.
-    assert_eq!(cluster.cli(replica, &["CLUSTER", "FAILOVER"]).trim(), "OK");
-    tokio::task::block_in_place(|| cluster.wait_owner(slot, replica));
+    tokio::task::block_in_place(|| cluster.failover(replica, slot));
     eprintln!("failover: promoted");
     load.more(50).await;
     let seen = load.stop().await;
@@ -50,7 +49,7 @@ async fn a_replica_takes_over_a_busy_boards_master_under_writes() {
         Some("slave"),
         "the old master follows the new one"
     );
-    assert_windows_equal(&boards, &name, &seen.oracle).await;
+    assert_windows_equal(&boards, &name, &seen).await;
     let total: i64 = seen.oracle.values().sum();
     assert!(
         total >= 100 * 15,

@@ -216,8 +216,10 @@ impl Load {
     }
 }
 
-/// Every window of `board` against the oracle.
-pub async fn assert_windows_equal(boards: &Rollboard, board: &str, oracle: &BTreeMap<String, i64>) {
+/// Every window of `board` against what the load saw: each member counts all its
+/// acknowledged deltas and at most the uncertain ones besides (a write answered
+/// `store_unavailable` or `write_uncertain` may have run); exact when none was uncertain.
+pub async fn assert_windows_equal(boards: &Rollboard, board: &str, seen: &Seen) {
     for window in ["1h", "24h"] {
         let top = boards
             .windowed(board)
@@ -229,6 +231,23 @@ pub async fn assert_windows_equal(boards: &Rollboard, board: &str, oracle: &BTre
             .iter()
             .map(|e| (e.member.clone(), e.score))
             .collect();
-        assert_eq!(&got, oracle, "window {window}");
+        if seen.maybe.is_empty() {
+            assert_eq!(got, seen.oracle, "window {window}");
+            continue;
+        }
+        for member in seen.oracle.keys().chain(seen.maybe.keys()) {
+            let counted = got.get(member).copied().unwrap_or(0);
+            let acked = seen.oracle.get(member).copied().unwrap_or(0);
+            let maybe = seen.maybe.get(member).copied().unwrap_or(0);
+            assert!(
+                acked <= counted && counted <= acked + maybe,
+                "window {window}, {member}: acknowledged {acked}, counted {counted}, \
+                 uncertain {maybe}"
+            );
+        }
+        assert!(
+            got.keys()
+                .all(|m| seen.oracle.contains_key(m) || seen.maybe.contains_key(m))
+        );
     }
 }

@@ -131,7 +131,7 @@ async fn a_busy_boards_slot_moves_to_another_master_under_writes() {
         keys.contains(&format!("slots_{{{name}}}").as_str()),
         "{keys:?}"
     );
-    assert_windows_equal(&boards, &name, &seen.oracle).await;
+    assert_windows_equal(&boards, &name, &seen).await;
     let total: i64 = seen.oracle.values().sum();
     assert!(
         total >= 100 * 15,
