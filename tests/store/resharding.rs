@@ -17,6 +17,7 @@ use crate::support::{Harness, board_names, unique};
 on_every_store!(
     a_board_resharded_under_writes_reads_as_its_twin,
     a_board_of_one_shard_is_sharded_and_back,
+    a_keyed_write_retried_after_each_reshard_counts_once,
     what_a_reshard_cannot_do_is_refused,
 );
 
@@ -292,6 +293,61 @@ async fn a_board_of_one_shard_is_sharded_and_back(h: Harness) {
     }
     same_reads(b, &one, &board, "one shard again").await;
     assert_eq!(b.board(&board).await.unwrap().config, config);
+}
+
+/// A keyed write recorded on 3 shards, retried after the board grew to 5, shrank to 2
+/// and went back to 1: each retry is a replay that applies nothing (its first call's
+/// split is found by shard 0's record). After a shrink, the events of a shard it removed
+/// are answered `store_unavailable`, maybe applied (their record went with the shard);
+/// the rest as applied. (Max, min and latest boards keep their count.)
+async fn a_keyed_write_retried_after_each_reshard_counts_once(h: Harness) {
+    let (one, board) = (unique("one"), unique("keyed"));
+    let b = &h.boards;
+    let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
+    b.create(&one, config.clone()).await.unwrap();
+    b.create(&board, config.with_shards(3).unwrap())
+        .await
+        .unwrap();
+    h.at(60);
+    let event = |m: i64| Event::new(format!("post:{m}"), m + 1);
+    let events: Vec<Event> = (0..60).map(event).collect();
+    for name in [&one, &board] {
+        let first = b.windowed(name).write_idempotent(&events, "k").await;
+        assert_eq!(first.unwrap().accepted, 60);
+    }
+    let mut uncertain = 0;
+    for (count, what) in [(5, "grown"), (2, "shrunk"), (1, "one shard")] {
+        b.windowed(&board).reshard(count).await.unwrap();
+        let again = b
+            .windowed(&board)
+            .write_idempotent(&events, "k")
+            .await
+            .unwrap();
+        let codes: Vec<&str> = again.rejected.iter().map(|r| r.error.code()).collect();
+        assert!(
+            codes.iter().all(|c| *c == "store_unavailable"),
+            "{what}: {codes:?}"
+        );
+        assert_eq!(again.accepted + codes.len(), 60, "{what}");
+        // Growing removes no shard; every smaller count removes some of the first three.
+        assert_eq!(codes.is_empty(), count == 5, "{what}: {codes:?}");
+        assert!(codes.len() >= uncertain, "{what}");
+        uncertain = codes.len();
+        same_reads(b, &one, &board, what).await;
+        let other = [event(70)];
+        let reused = b.windowed(&board).write_idempotent(&other, "k").await;
+        assert_eq!(
+            reused.unwrap_err().code(),
+            "idempotency_key_reused",
+            "{what}"
+        );
+    }
+    // A new key on the board of one shard again applies.
+    for name in [&one, &board] {
+        let fresh = b.windowed(name).write_idempotent(&events, "k2").await;
+        assert_eq!(fresh.unwrap().accepted, 60);
+    }
+    same_reads(b, &one, &board, "a new key").await;
 }
 
 async fn what_a_reshard_cannot_do_is_refused(h: Harness) {

@@ -154,6 +154,17 @@ impl Store for ShardedStore {
 
     async fn write_keyed(&self, w: SlotWrites<'_>, key: &WriteKey) -> Result<Keyed> {
         match self.sharded(w.board).await? {
+            // A board of one shard that changed (a reshard renews the version) may have
+            // had more when the key was recorded.
+            None if w.board.version != w.board.incarnation => {
+                let again = w.board.writing(w.now, w.writes.clone());
+                match self.inner.write_keyed(w, key).await? {
+                    Keyed::Reused => {
+                        Box::pin(writes::keyed_after_shrink(self.inner.as_ref(), again, key)).await
+                    }
+                    keyed => Ok(keyed),
+                }
+            }
             None => self.inner.write_keyed(w, key).await,
             Some(s) => Box::pin(s.write_keyed(w.now, w.writes, key)).await,
         }

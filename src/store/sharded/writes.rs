@@ -15,18 +15,38 @@
 //! is swept over to the member's new shard when the reshard ends. A part a shard
 //! refuses because it changed (a reshard renewed its version: nothing was applied) is
 //! sent again, split anew, through the board as stored now.
+//!
+//! A retry of a keyed write may come after a reshard ended, under another count. So a
+//! keyed write's part on shard 0 (which every count has) goes first, and its record
+//! says the count the write was split under: the key's fingerprint (40 hex digits)
+//! followed by the count as two more (plain for a count of 1, as a board of one shard
+//! records it; the stores' scripts read fingerprints as hex digits). A retry that finds
+//! shard 0's record under another count splits as that count did and finds each
+//! part's record; the part of a shard a shrink has since removed is answered
+//! [`WriteStatus::Unconfirmed`] (what it applied was moved with its members, and its
+//! record is gone with it).
 
 use futures_util::future::join_all;
 
+use super::names::shard_of;
 use super::view::Sharded;
 use crate::domain::any_board::AnyBoard;
-use crate::domain::board::Board;
-use crate::domain::{SlotWrite, Timestamp};
+use crate::domain::board::{Board, SlotWrites};
+use crate::domain::{BoardConfig, SlotWrite, Timestamp};
 use crate::error::{Error, Result};
-use crate::store::{Keyed, Recorded, WriteKey, WriteStatus};
+use crate::store::{Keyed, Recorded, Store, WriteKey, WriteStatus};
 
 /// How many times a part refused by a shard that changed is sent again.
 const RESENDS: usize = 3;
+
+/// How a batch is split over the shards.
+#[derive(Clone, Copy)]
+enum Split {
+    /// Each write to the shard that holds its member ([`Sharded::homes`]).
+    Homes,
+    /// Each write to its member's shard under this count, whatever a reshard moved.
+    Count(u32),
+}
 
 /// One shard's part of a batch: the shard, and the batch's indexes of its writes.
 struct Part {
@@ -51,15 +71,20 @@ fn place(indexes: &[usize], answered: Vec<WriteStatus>, statuses: &mut [WriteSta
 }
 
 impl<'a> Sharded<'a> {
-    /// Splits `writes` (each with its index in the batch) by shard, shards without
-    /// writes left out: each to the shard that holds its member ([`Sharded::homes`]),
-    /// or with `by_count` to its shard under the board's count, whatever a reshard has
-    /// moved (see the module header).
-    async fn split(&self, writes: Vec<(usize, SlotWrite)>, by_count: bool) -> Result<Vec<Part>> {
-        let homes = match by_count {
-            true => writes.iter().map(|(_, w)| self.set.of(&w.member)).collect(),
-            false => self.homes(writes.iter().map(|(_, w)| &w.member)).await?,
+    /// Splits `writes` (each with its index in the batch) by shard as `split` says,
+    /// shards without writes left out (see the module header).
+    async fn split(&self, writes: Vec<(usize, SlotWrite)>, split: Split) -> Result<Vec<Part>> {
+        let homes: Vec<usize> = match split {
+            Split::Count(count) => writes
+                .iter()
+                .map(|(_, w)| shard_of(&w.member, count))
+                .collect(),
+            Split::Homes => self.homes(writes.iter().map(|(_, w)| &w.member)).await?,
         };
+        if homes.iter().any(|home| *home >= self.shards().len()) {
+            // A shrink ended since the caller chose the count (a keyed write's retry).
+            return Err(Error::BoardChanged(self.board().name.to_string()));
+        }
         let mut parts: Vec<Part> = (0..self.shards().len())
             .map(|shard| Part {
                 shard,
@@ -83,8 +108,8 @@ impl<'a> Sharded<'a> {
     /// the order sent.
     async fn send<T, F, Fut>(
         &self,
-        writes: Vec<SlotWrite>,
-        by_count: bool,
+        writes: Vec<(usize, SlotWrite)>,
+        split: Split,
         call: F,
         refused: fn(&T) -> Vec<usize>,
     ) -> Result<Vec<Answered<T>>>
@@ -92,12 +117,12 @@ impl<'a> Sharded<'a> {
         F: Fn(Board, Vec<SlotWrite>) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let mut pending: Vec<(usize, SlotWrite)> = writes.into_iter().enumerate().collect();
+        let mut pending = writes;
         let mut answered = Vec::new();
         let mut reloaded: Option<Sharded<'a>> = None;
         for round in 0..=RESENDS {
             let view = reloaded.as_ref().unwrap_or(self);
-            let parts = view.split(pending, by_count).await?;
+            let parts = view.split(pending, split).await?;
             let calls = parts
                 .iter()
                 .map(|p| call(view.shards()[p.shard].clone(), p.writes.clone()));
@@ -172,8 +197,8 @@ impl<'a> Sharded<'a> {
         let store = self.store;
         let results = self
             .send(
-                writes,
-                false,
+                writes.into_iter().enumerate().collect(),
+                Split::Homes,
                 |shard, writes| async move { store.write(shard.writing(now, writes)).await },
                 |statuses| changed(statuses),
             )
@@ -206,8 +231,8 @@ impl<'a> Sharded<'a> {
         let store = self.store;
         let results = self
             .send(
-                writes,
-                true,
+                writes.into_iter().enumerate().collect(),
+                Split::Count(self.board().config.shards()),
                 |shard, writes| async move { store.write_once(shard.writing(now, writes), token).await },
                 |_| Vec::new(),
             )
@@ -230,39 +255,149 @@ impl<'a> Sharded<'a> {
         writes: Vec<SlotWrite>,
         key: &WriteKey,
     ) -> Result<Keyed> {
-        let count = writes.len();
-        let store = self.store;
-        let results = self
+        let (store, board) = (self.store, self.board());
+        let count = board.config.shards();
+        let mut first = first_part(store, board, now, &writes, key, vec![count]).await;
+        if matches!(first, Ok(None)) {
+            first = first_part(store, board, now, &writes, key, other_counts(count)).await;
+        }
+        let Some((split, first)) = self.lift(first)? else {
+            return Ok(Keyed::Reused);
+        };
+        let key = &split_key(key, split);
+        let (rest, statuses) = rest_of_split(writes, split, self.shards().len());
+        let mut results = self
             .send(
-                writes,
-                true,
+                rest,
+                Split::Count(split),
                 |shard, writes| async move { store.write_keyed(shard.writing(now, writes), key).await },
                 |_| Vec::new(),
             )
             .await?;
-        let mut statuses = vec![WriteStatus::Applied; count];
-        let mut replayed = None;
-        for part in results {
-            let answered = match part.result? {
-                Keyed::Reused => return Ok(Keyed::Reused),
-                Keyed::Applied(answered) => answered,
-                Keyed::Replayed { now, recorded } => {
-                    replayed = Some(now);
-                    recorded.statuses(&part.writes)?
-                }
-            };
-            place(&part.indexes, answered, &mut statuses);
-        }
-        Ok(match replayed {
-            None => Keyed::Applied(statuses),
-            // Some part was applied before, under this key: the write is a replay (of a
-            // first call that may have been cut short before every part landed).
-            Some(now) => Keyed::Replayed {
-                now,
-                recorded: Recorded::Statuses(statuses),
-            },
-        })
+        results.push(first);
+        keyed_outcome(results, statuses)
     }
+}
+
+/// A keyed write on a board of one shard that its shard 0 answered [`Keyed::Reused`]:
+/// the key may have been recorded while the board had more shards (see the module
+/// header). Shard 0's part under each other count is tried; the parts of the shards
+/// gone since are answered [`WriteStatus::Unconfirmed`].
+pub(super) async fn keyed_after_shrink(
+    store: &dyn Store,
+    w: SlotWrites<'_>,
+    key: &WriteKey,
+) -> Result<Keyed> {
+    let SlotWrites { board, now, writes } = w;
+    let found = first_part(store, board, now, &writes, key, other_counts(1)).await?;
+    let Some((split, first)) = found else {
+        return Ok(Keyed::Reused);
+    };
+    let (_, statuses) = rest_of_split(writes, split, 1);
+    keyed_outcome(vec![first], statuses)
+}
+
+/// Every shard count but `count`.
+fn other_counts(count: u32) -> Vec<u32> {
+    (1..=BoardConfig::MAX_SHARDS)
+        .filter(|c| *c != count)
+        .collect()
+}
+
+/// Shard 0's part of a keyed write of `board` (shard 0) split under each of `counts`,
+/// sent at once (see the module header; a record that names another fingerprint writes
+/// nothing): the first count whose answer is not [`Keyed::Reused`], with that answer.
+async fn first_part(
+    store: &dyn Store,
+    board: &Board,
+    now: Timestamp,
+    writes: &[SlotWrite],
+    key: &WriteKey,
+    counts: Vec<u32>,
+) -> Result<Option<(u32, Answered<Keyed>)>> {
+    let part = |count: u32| async move {
+        let indexes: Vec<usize> = (0..writes.len())
+            .filter(|k| shard_of(&writes[*k].member, count) == 0)
+            .collect();
+        let part: Vec<SlotWrite> = indexes.iter().map(|k| writes[*k].clone()).collect();
+        let written = board.writing(now, part.clone());
+        let result = store.write_keyed(written, &split_key(key, count)).await?;
+        let result = Ok(result);
+        Ok::<_, Error>((
+            count,
+            Answered {
+                indexes,
+                writes: part,
+                result,
+            },
+        ))
+    };
+    for tried in join_all(counts.into_iter().map(part)).await {
+        let (count, answered) = tried?;
+        if !matches!(answered.result, Ok(Keyed::Reused)) {
+            return Ok(Some((count, answered)));
+        }
+    }
+    Ok(None)
+}
+
+/// The writes of a keyed write split under `count` that go to shards 1 to `shards - 1`
+/// (with their indexes), and the batch's statuses: those of a shard a shrink removed
+/// since (at or past `shards`) [`WriteStatus::Unconfirmed`], the rest to be placed.
+fn rest_of_split(
+    writes: Vec<SlotWrite>,
+    count: u32,
+    shards: usize,
+) -> (Vec<(usize, SlotWrite)>, Vec<WriteStatus>) {
+    let mut statuses = vec![WriteStatus::Applied; writes.len()];
+    let rest = writes
+        .into_iter()
+        .enumerate()
+        .filter(|(k, w)| match shard_of(&w.member, count) {
+            0 => false,
+            shard if shard >= shards => {
+                statuses[*k] = WriteStatus::Unconfirmed;
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    (rest, statuses)
+}
+
+/// A keyed write's answer from its parts' answers, placed in `statuses`: reused when a
+/// part says so, a replay when some part was applied before under the key.
+fn keyed_outcome(parts: Vec<Answered<Keyed>>, mut statuses: Vec<WriteStatus>) -> Result<Keyed> {
+    let mut replayed = None;
+    for part in parts {
+        let answered = match part.result? {
+            Keyed::Reused => return Ok(Keyed::Reused),
+            Keyed::Applied(answered) => answered,
+            Keyed::Replayed { now, recorded } => {
+                replayed = Some(now);
+                recorded.statuses(&part.writes)?
+            }
+        };
+        place(&part.indexes, answered, &mut statuses);
+    }
+    Ok(match replayed {
+        None => Keyed::Applied(statuses),
+        // Some part was applied before, under this key: the write is a replay (of a
+        // first call that may have been cut short before every part landed).
+        Some(now) => Keyed::Replayed {
+            now,
+            recorded: Recorded::Statuses(statuses),
+        },
+    })
+}
+
+/// `key` as a keyed write split under `count` records it (see the module header).
+fn split_key(key: &WriteKey, count: u32) -> WriteKey {
+    let mut key = key.clone();
+    if count > 1 {
+        key.fingerprint = format!("{}{count:02x}", key.fingerprint);
+    }
+    key
 }
 
 /// The positions of the writes a shard refused because it changed (nothing of them
