@@ -196,7 +196,9 @@ pub(super) fn record(
                 index: *index,
                 error: Error::StoreUnavailable(
                     "not confirmed: the store failed part-way through this batch, after \
-                     its accepted events were applied; this event may or may not be counted \
+                     its accepted events were applied (or, retried under its key, the shard \
+                     that recorded it was removed by a reshard); this event may or may not \
+                     be counted \
                      (send writes with an Idempotency-Key to retry them safely)"
                         .into(),
                 ),

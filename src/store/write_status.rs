@@ -12,7 +12,8 @@ pub enum WriteStatus {
     OutOfRange,
     /// Not confirmed: the write's events took several store calls and the one carrying
     /// this write failed (or was never sent) after others were applied. It may or may not
-    /// be counted (a call whose reply was lost may have been applied).
+    /// be counted (a call whose reply was lost may have been applied). Also a keyed
+    /// retry's write that went to a shard a reshard removed since (with its record).
     Unconfirmed,
     /// Not applied: as [`Unconfirmed`](Self::Unconfirmed), but Redis refused the failed
     /// call at its memory limit, so neither it nor the later calls applied anything.
