@@ -824,7 +824,9 @@ async fn evalsha_calls(raw: &mut ::redis::aio::MultiplexedConnection) -> u64 {
 }
 
 /// Sixty-four batches of one hit to one key, sent at once from one task: merged in
-/// flight into one script call.
+/// flight into one script call, or a few on a loaded machine (the task's futures are
+/// polled in turns, and the committer may take what is queued between two turns: 4
+/// calls seen with two CPU burners beside the suite), never one call a batch.
 #[tokio::test]
 async fn sixty_four_concurrent_batches_of_one_key_are_one_script_call() {
     let redis = TestRedis::spawn().await;
@@ -850,7 +852,11 @@ async fn sixty_four_concurrent_batches_of_one_key_are_one_script_call() {
             [4]
         );
     }
-    assert_eq!(evalsha_calls(&mut raw).await - before, 1);
+    let calls = evalsha_calls(&mut raw).await - before;
+    assert!(
+        (1..=8).contains(&calls),
+        "{calls} script calls for 64 batches"
+    );
     let sum = 64 * 65 / 2;
     let read = boards
         .rates()
