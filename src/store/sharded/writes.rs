@@ -256,11 +256,7 @@ impl<'a> Sharded<'a> {
         key: &WriteKey,
     ) -> Result<Keyed> {
         let (store, board) = (self.store, self.board());
-        let count = board.config.shards();
-        let mut first = first_part(store, board, now, &writes, key, vec![count]).await;
-        if matches!(first, Ok(None)) {
-            first = first_part(store, board, now, &writes, key, other_counts(count)).await;
-        }
+        let first = first_part(store, board, now, &writes, key).await;
         let Some((split, first)) = self.lift(first)? else {
             return Ok(Keyed::Reused);
         };
@@ -281,39 +277,33 @@ impl<'a> Sharded<'a> {
 
 /// A keyed write on a board of one shard that its shard 0 answered [`Keyed::Reused`]:
 /// the key may have been recorded while the board had more shards (see the module
-/// header). Shard 0's part under each other count is tried; the parts of the shards
-/// gone since are answered [`WriteStatus::Unconfirmed`].
+/// header). Found as any keyed write's count is (asking once more under one shard
+/// first, which writes nothing); the parts of the shards gone since are answered
+/// [`WriteStatus::Unconfirmed`].
 pub(super) async fn keyed_after_shrink(
     store: &dyn Store,
     w: SlotWrites<'_>,
     key: &WriteKey,
 ) -> Result<Keyed> {
     let SlotWrites { board, now, writes } = w;
-    let found = first_part(store, board, now, &writes, key, other_counts(1)).await?;
-    let Some((split, first)) = found else {
+    let Some((split, first)) = first_part(store, board, now, &writes, key).await? else {
         return Ok(Keyed::Reused);
     };
     let (_, statuses) = rest_of_split(writes, split, 1);
     keyed_outcome(vec![first], statuses)
 }
 
-/// Every shard count but `count`.
-fn other_counts(count: u32) -> Vec<u32> {
-    (1..=BoardConfig::MAX_SHARDS)
-        .filter(|c| *c != count)
-        .collect()
-}
-
-/// Shard 0's part of a keyed write of `board` (shard 0) split under each of `counts`,
-/// sent at once (see the module header; a record that names another fingerprint writes
-/// nothing): the first count whose answer is not [`Keyed::Reused`], with that answer.
+/// Shard 0's part of a keyed write of `board` (shard 0), split under the board's count,
+/// and when shard 0 recorded the key under another fingerprint, under every other count
+/// at once (see the module header; a record that names another fingerprint writes
+/// nothing): the first count whose answer is not [`Keyed::Reused`], with that answer;
+/// `None` when every count's is.
 async fn first_part(
     store: &dyn Store,
     board: &Board,
     now: Timestamp,
     writes: &[SlotWrite],
     key: &WriteKey,
-    counts: Vec<u32>,
 ) -> Result<Option<(u32, Answered<Keyed>)>> {
     let part = |count: u32| async move {
         let indexes: Vec<usize> = (0..writes.len())
@@ -332,7 +322,13 @@ async fn first_part(
             },
         ))
     };
-    for tried in join_all(counts.into_iter().map(part)).await {
+    let count = board.config.shards();
+    let first = part(count).await?;
+    if !matches!(first.1.result, Ok(Keyed::Reused)) {
+        return Ok(Some(first));
+    }
+    let others = (1..=BoardConfig::MAX_SHARDS).filter(|c| *c != count);
+    for tried in join_all(others.map(part)).await {
         let (count, answered) = tried?;
         if !matches!(answered.result, Ok(Keyed::Reused)) {
             return Ok(Some((count, answered)));
