@@ -99,6 +99,10 @@ pub struct Standing {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "server", schema(value_type = MemberData))]
     pub data: Option<Option<MemberData>>,
+    /// The member is hidden by a moderator (present only then, `true`): it keeps
+    /// counting, but no ranking read lists it, and its `rank` is `null`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
 }
 
 impl TopPage {
@@ -118,7 +122,7 @@ impl Standing {
         percentile: f64,
         coverage: Coverage,
     ) -> Standing {
-        covered!(coverage => Standing { member, score, rank, percentile, age_ms: 0, data: None })
+        covered!(coverage => Standing { member, score, rank, percentile, age_ms: 0, data: None, hidden: false })
     }
 }
 

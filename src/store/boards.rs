@@ -166,6 +166,13 @@ pub trait Store: Send + Sync + 'static {
     /// Removes the member from every slot and window.
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed>;
 
+    /// Hides the member (`hidden`) or shows it again, in every window at once (a sum
+    /// board's, not sharded). A hidden member keeps counting exactly (writes,
+    /// retirement, removal, recompute), but no ranking lists it and the ranks below it
+    /// close up; its standing says `hidden`. Shown again, it ranks as its totals give.
+    /// False when it already was so.
+    async fn set_hidden(&self, board: &Board, member: &Member, hidden: bool) -> Result<bool>;
+
     /// Sets each member's data (in order: a member named twice keeps the later) where the
     /// member holds a total in the board's largest window, checked in the same atomic step;
     /// `false` where it holds none (nothing kept). A member's data is deleted in the same

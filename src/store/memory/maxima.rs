@@ -81,7 +81,7 @@ fn write(slots: &mut Slots, counting: &mut [Totals], w: &SlotWrite) {
         .and_modify(|v| v[0] = v[0].max(value))
         .or_insert_with(|| vec![value]);
     for totals in counting {
-        let raised = totals.get(member).map_or(value, |v| v.max(value));
+        let raised = totals.held(member).map_or(value, |v| v.max(value));
         totals.set(member, Some(raised));
     }
 }
@@ -114,7 +114,7 @@ fn retire(
     let mut left = Vec::new();
     for member in held.keys() {
         let newer = value(slots, slot + 1, member);
-        if newer.is_none() && totals.get(member).is_some() {
+        if newer.is_none() && totals.held(member).is_some() {
             left.push(member.clone());
         }
         totals.set(member, newer);
@@ -131,7 +131,7 @@ fn retire(
 fn rebuild(slots: &Slots, from: i64, totals: &mut Totals, value: ValueFn) -> u64 {
     for (_, held) in slots.range(from..) {
         for member in held.keys() {
-            if totals.get(member).is_none() {
+            if totals.held(member).is_none() {
                 totals.set(member, value(slots, from, member));
             }
         }

@@ -289,6 +289,10 @@ impl Store for MemoryStore {
         self.with_board(board, |b| b.remove_member(member))
     }
 
+    async fn set_hidden(&self, board: &Board, member: &Member, hidden: bool) -> Result<bool> {
+        self.with_board(board, |b| b.set_hidden(member, hidden))
+    }
+
     async fn set_member_data(
         &self,
         board: &Board,

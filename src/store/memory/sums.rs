@@ -28,7 +28,7 @@ impl Family for Sums {
         let out_of_range = (current + w.delta).abs() > MAX_ABS
             || counting
                 .iter()
-                .any(|t| (t.get(member).unwrap_or(0) + w.delta).abs() > MAX_ABS);
+                .any(|t| (t.held(member).unwrap_or(0) + w.delta).abs() > MAX_ABS);
         if out_of_range {
             return WriteStatus::OutOfRange;
         }

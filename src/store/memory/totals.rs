@@ -24,6 +24,10 @@ pub(super) struct Totals {
     ties: Ties,
     /// Dense boards only: ranked total → how many members hold it.
     tally: BTreeMap<i64, u64>,
+    /// Hidden members (moderation) and their totals (`None`: none), kept out of
+    /// `scores`, `order`, the ranked count and the tally: every ranking read leaves them
+    /// out, and the ranks below close up. Writes and retirement keep them exact here.
+    hidden: HashMap<String, Option<i64>>,
 }
 
 impl Totals {
@@ -64,6 +68,11 @@ impl Totals {
 
     /// Adds `delta` to the member's total and returns the new total (0 means removed).
     pub fn add(&mut self, member: &str, delta: i64) -> i64 {
+        if let Some(total) = self.hidden.get_mut(member) {
+            let new = total.unwrap_or(0) + delta;
+            *total = (new != 0).then_some(new);
+            return new;
+        }
         let old = self.scores.get(member).copied();
         if let Some(old) = old {
             self.order.remove(&(Reverse(old), member.to_owned()));
@@ -84,6 +93,10 @@ impl Totals {
 
     /// Sets the member's value (a max board's), or removes it (`None`).
     pub fn set(&mut self, member: &str, value: Option<i64>) {
+        if let Some(total) = self.hidden.get_mut(member) {
+            *total = value;
+            return;
+        }
         let old = self.scores.get(member).copied();
         if old == value {
             return;
@@ -104,6 +117,47 @@ impl Totals {
                 self.scores.remove(member);
             }
         }
+    }
+
+    /// Hides `member`: its total (if any) leaves the ranking and is kept apart, where
+    /// writes and retirement go on adding to it. False when it was hidden already.
+    pub fn hide(&mut self, member: &str) -> bool {
+        if self.hidden.contains_key(member) {
+            return false;
+        }
+        let total = self.get(member);
+        self.set(member, None);
+        self.hidden.insert(member.to_owned(), total);
+        true
+    }
+
+    /// Shows a hidden `member` again at the rank its total gives. False when it was not
+    /// hidden.
+    pub fn show(&mut self, member: &str) -> bool {
+        match self.hidden.remove(member) {
+            Some(total) => {
+                self.set(member, total);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The total of a hidden `member` (`Some(None)`: hidden, holding none); `None` when
+    /// it is not hidden.
+    pub fn hidden_total(&self, member: &str) -> Option<Option<i64>> {
+        self.hidden.get(member).copied()
+    }
+
+    /// The member's total, hidden or not.
+    pub fn held(&self, member: &str) -> Option<i64> {
+        self.hidden_total(member)
+            .unwrap_or_else(|| self.get(member))
+    }
+
+    /// The hidden members.
+    pub fn hidden(&self) -> impl Iterator<Item = &str> {
+        self.hidden.keys().map(String::as_str)
     }
 
     /// Members with a ranked total.
@@ -285,6 +339,38 @@ mod tests {
         assert_eq!(t.count_between(-5, -2), 2);
         t.add("c", 2);
         assert_eq!((t.ranked(), t.len()), (3, 3));
+    }
+
+    #[test]
+    fn a_hidden_member_keeps_counting_out_of_the_ranking_and_comes_back_exact() {
+        let mut totals = Totals::new(RankedTotals::Positive, Ties::Dense);
+        totals.add("a", 5);
+        totals.add("b", 3);
+        totals.add("c", 5);
+        assert!(totals.hide("a"));
+        assert!(!totals.hide("a"));
+        assert_eq!(totals.add("a", 2), 7);
+        assert_eq!(totals.get("a"), None);
+        assert_eq!(totals.hidden_total("a"), Some(Some(7)));
+        assert_eq!(totals.ranked(), 2);
+        let page = totals.page(0, 10);
+        let ranks: Vec<(&str, u64)> = page.iter().map(|e| (e.member.as_str(), e.rank)).collect();
+        assert_eq!(ranks, [("c", 1), ("b", 2)]);
+        // Hidden while holding nothing, then written to: the total stays apart.
+        assert!(totals.hide("d"));
+        totals.add("d", 9);
+        assert_eq!(totals.page(0, 10).len(), 2);
+        assert!(totals.show("a"));
+        assert!(!totals.show("a"));
+        let page = totals.page(0, 10);
+        let ranks: Vec<(&str, i64, u64)> = page
+            .iter()
+            .map(|e| (e.member.as_str(), e.score, e.rank))
+            .collect();
+        assert_eq!(ranks, [("a", 7, 1), ("c", 5, 2), ("b", 3, 3)]);
+        assert_eq!(totals.held("d"), Some(9));
+        totals.add("d", -9);
+        assert_eq!(totals.hidden_total("d"), Some(None));
     }
 
     #[test]

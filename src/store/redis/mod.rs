@@ -339,6 +339,10 @@ impl Store for RedisStore {
         family.remove_member(&self.conn, board, member).await
     }
 
+    async fn set_hidden(&self, board: &Board, member: &Member, hidden: bool) -> Result<bool> {
+        sums::hide::set_hidden(&self.conn, board, member, hidden).await
+    }
+
     async fn set_member_data(
         &self,
         board: &Board,

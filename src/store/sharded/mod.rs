@@ -37,7 +37,7 @@ use crate::domain::{BoardName, Member, MemberData, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::{
     CounterStore, Keyed, RateStore, RetireOptions, ServerStore, StatsStore, Store, TrendingStore,
     WriteKey, WriteStatus,
@@ -246,6 +246,16 @@ impl Store for ShardedStore {
         match self.sharded(board).await? {
             None => self.inner.remove_member(board, member).await,
             Some(s) => Box::pin(s.remove_member(member)).await,
+        }
+    }
+
+    async fn set_hidden(&self, board: &Board, member: &Member, hidden: bool) -> Result<bool> {
+        match self.sharded(board).await? {
+            None => self.inner.set_hidden(board, member, hidden).await,
+            Some(_) => Err(Error::ShardedUnsupported {
+                board: board.name.to_string(),
+                what: "hiding and showing members is not built for sharded boards yet",
+            }),
         }
     }
 

@@ -92,7 +92,15 @@ impl ShardedStore {
         mover.hold(&board).await?;
         if board.resharding.is_none() {
             let moving = Resharding::Moving { to };
-            board = self.renew(&board, report.from, moving).await?;
+            board = match self.renew(&board, report.from, moving).await {
+                Ok(board) => board,
+                // Nothing moved (a board that hides members, say): the next run is free
+                // to start at once.
+                Err(error) => {
+                    mover.release(&board).await?;
+                    return Err(error);
+                }
+            };
         }
         if let Some(Resharding::Moving { .. }) = board.resharding {
             let set = self.sets.get(self.inner.as_ref(), &board).await?;
@@ -159,6 +167,13 @@ impl Mover<'_> {
             true => Ok(()),
             false => Err(self.running.clone()),
         }
+    }
+
+    /// Ends this run's lease on `board` (shard 0) now.
+    async fn release(&self, board: &Board) -> Result<()> {
+        let now = self.clock.now().unix_millis();
+        self.moves.lease(board, &self.holder, now, now).await?;
+        Ok(())
     }
 
     /// Moves every member off shard `shard` of `set` whose shard under `count` is

@@ -175,7 +175,8 @@ impl MemBoard {
         (Keyed::Applied(statuses), standings)
     }
 
-    /// A member's total in window `window` (0 without one) and its rank, if ranked.
+    /// A member's total in window `window` (0 without one, or hidden) and its rank, if
+    /// ranked.
     fn score_rank(&self, window: usize, member: &str) -> (i64, Option<u64>) {
         let totals = &self.totals[window];
         let score = totals.get(member).unwrap_or(0);
@@ -204,10 +205,8 @@ impl MemBoard {
         for j in old..n {
             self.watermarks.push(last);
             self.retired.push(last);
-            self.totals.push(Totals::new(
-                self.board.config.rank(),
-                self.board.config.ties(),
-            ));
+            let totals = self.fresh_totals();
+            self.totals.push(totals);
             self.snapshots.push(VecDeque::new());
             self.snapshot_cursors.push(None);
             self.states.push(WindowState {
@@ -220,6 +219,34 @@ impl MemBoard {
 
     fn windows(&self) -> usize {
         self.totals.len()
+    }
+
+    /// Empty totals for a window of this board, its hidden members hidden.
+    fn fresh_totals(&self) -> Totals {
+        let mut totals = Totals::new(self.board.config.rank(), self.board.config.ties());
+        for member in self.totals[0].hidden() {
+            totals.hide(member);
+        }
+        totals
+    }
+
+    /// Whether the board hides any member.
+    pub fn hides_members(&self) -> bool {
+        self.totals[0].hidden().next().is_some()
+    }
+
+    /// Hides `member` in every window, or shows it again (see `Totals::hide`); false
+    /// when it already was so.
+    pub fn set_hidden(&mut self, member: &Member, hidden: bool) -> bool {
+        let mut changed = false;
+        for totals in &mut self.totals {
+            changed |= if hidden {
+                totals.hide(member.as_str())
+            } else {
+                totals.show(member.as_str())
+            };
+        }
+        changed
     }
 
     /// Moves every window's watermark up to its cutoff at `now`.
@@ -314,14 +341,14 @@ impl MemBoard {
     /// max or latest board). The largest window's keeps data only for the members it
     /// holds.
     pub fn recompute(&mut self, window: usize) -> RecomputeReport {
-        let mut totals = Totals::new(self.board.config.rank(), self.board.config.ties());
+        let mut totals = self.fresh_totals();
         let from = self.watermarks[window] + 1;
         let scanned = self.family.rebuild(&self.slots, window, from, &mut totals);
         self.totals[window] = totals;
         if window + 1 == self.windows() {
             // A member whose total in the largest window was drift left it: its data too.
             let largest = &self.totals[window];
-            self.data.retain(|member, _| largest.get(member).is_some());
+            self.data.retain(|member, _| largest.held(member).is_some());
         }
         RecomputeReport {
             fields_scanned: scanned,
@@ -341,7 +368,7 @@ impl MemBoard {
     /// Deletes `member`'s data unless it holds a total in the largest window.
     fn drop_data_without_total(&mut self, member: &str) {
         let largest = self.totals.last().expect("a board has a window");
-        if !self.data.is_empty() && largest.get(member).is_none() {
+        if !self.data.is_empty() && largest.held(member).is_none() {
             self.data.remove(member);
         }
     }
@@ -353,7 +380,7 @@ impl MemBoard {
         entries
             .iter()
             .map(|(member, data)| {
-                let held = largest.get(member.as_str()).is_some();
+                let held = largest.held(member.as_str()).is_some();
                 if held {
                     self.data.insert(member.as_str().to_owned(), data.clone());
                 }

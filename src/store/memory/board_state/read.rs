@@ -56,6 +56,19 @@ impl MemBoard {
 
     pub fn standing(&self, window: usize, now: Timestamp, member: &Member) -> Option<Standing> {
         let totals = &self.totals[window];
+        if let Some(hidden) = totals.hidden_total(member.as_str()) {
+            let standing = Standing::new(
+                member.to_string(),
+                hidden?,
+                None,
+                0.0,
+                self.covered(window, now),
+            );
+            return Some(Standing {
+                hidden: true,
+                ..standing
+            });
+        }
         let score = totals.get(member.as_str())?;
         // A total that is not ranked is answered: no ranked member is below it.
         let rule = totals.rank_rule();

@@ -327,6 +327,7 @@ pub(crate) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         // A dense board's tallies (absent keys on a competition board, so always named:
         // the record being dropped no longer says which it was).
         rest.extend(conn.keys().dense_keys(name, &windows));
+        rest.extend(conn.keys().hidden(name, &windows));
         rest.push(conn.keys().rebuild(name));
         rest.push(conn.keys().rebuild_records(name));
         rest.push(conn.keys().rebuild_log(name));

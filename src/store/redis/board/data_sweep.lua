@@ -23,7 +23,7 @@ local flat, members = step[2], {}
 for x = 1, #flat, 2 do members[#members + 1] = flat[x] end
 local gone = {}
 if #members > 0 then
-  local scores = redis.call('ZMSCORE', KEYS[2], unpack(members))
+  local scores = held_scores(KEYS[2], members)
   for i, member in ipairs(members) do
     if not scores[i] then gone[#gone + 1] = member end
   end

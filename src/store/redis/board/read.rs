@@ -166,6 +166,10 @@ pub(crate) async fn standings(
         .zip(rest.chunks(3))
         .map(|(member, triple)| match triple {
             [Value::Nil, ..] => Ok(None),
+            [score, _, Value::Int(-1)] => Ok(Some(Standing {
+                hidden: true,
+                ..Standing::new(member.to_string(), int_score(score)?, None, 0.0, r.coverage)
+            })),
             [score, rank, below] => Ok(Some(Standing::new(
                 member.to_string(),
                 int_score(score)?,

@@ -47,7 +47,8 @@
 -- total), then the page's triples;
 -- for 'members' the number of ranked members, then per member asked its score, rank and
 -- the number of ranked members strictly below it (for its percentile): rank false and
--- none below for a total that is not ranked, false, false, false without a total;
+-- none below for a total that is not ranked, rank false and -1 below for a hidden
+-- member's total (see hidden_members), false, false, false without a total;
 -- for 'ranks' a pair score, rank per member asked (score and false for a total that is
 -- not ranked, false, false without a total), each O(log N);
 -- for 'ahead' one count per probe: the ranked members ahead of it, those with a
@@ -196,6 +197,11 @@ if mode == 'members' then
   for k = 7, #ARGV do
     local score, rank = member_rank(totals, dense, flags.position, rule, ARGV[k])
     local below = score and (rank and redis.call('ZCOUNT', totals, floor, '(' .. score) or 0)
+    if not score and hidden_members then
+      -- A hidden member (see hidden_members): its total, none ranked below (-1 says so).
+      score = redis.call('ZSCORE', totals .. ':hidden', ARGV[k])
+      below = score and -1
+    end
     reply[#reply + 1] = score
     reply[#reply + 1] = rank
     reply[#reply + 1] = below

@@ -51,6 +51,16 @@ impl Keys {
         self.tagged("board", name)
     }
 
+    /// `board_{<board>}:hidden`: a sum board's hidden members (field = member), and
+    /// `<totals>:hidden` beside each window's totals: their totals (`hide.lua`).
+    pub(crate) fn hidden(&self, name: &BoardName, windows: &[Span]) -> Vec<String> {
+        let totals = self.all_totals(name, windows).into_iter();
+        totals
+            .chain([self.record(name)])
+            .map(|key| format!("{key}:hidden"))
+            .collect()
+    }
+
     /// `trend_{<board>}`: a trending board's stored values (negated forward-decayed sums).
     pub(crate) fn trend(&self, name: &BoardName) -> String {
         self.tagged("trend", name)

@@ -17,14 +17,22 @@ local function refuse(reason)
   error(redis.error_reply(reason))
 end
 
+-- The hash of the board's hidden members (field = member), board_{b}:hidden, when the
+-- record board_record read last counts any ('hidden'), else false: add_total and
+-- bulk_add then keep a hidden member's totals apart, in <totals>:hidden (docs/design.md,
+-- "Hidden members"). A board that hides none pays one HMGET field for it.
+local hidden_members = false
+
 -- The board record's fields 'version', 'dropping', then `...` (so record[3] is the first
--- of `...`). Refuses with STALE when the record is missing, being dropped, or of another
--- version than `version`, the one the caller expects.
+-- of `...`), and hidden_members. Refuses with STALE when the record is missing, being
+-- dropped, or of another version than `version`, the one the caller expects.
 local function board_record(board, version, ...)
-  local record = redis.call('HMGET', board, 'version', 'dropping', ...)
+  local record = redis.call('HMGET', board, 'version', 'dropping', 'hidden', ...)
   if record[1] ~= version or record[2] then
     refuse('STALE board record missing, dropped or of another version')
   end
+  local hidden = table.remove(record, 3)
+  hidden_members = hidden and hidden ~= '0' and board .. ':hidden'
   return record
 end
 

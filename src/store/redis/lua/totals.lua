@@ -54,7 +54,7 @@ end
 -- at exactly 0 (and, when `data` is given, the largest window's totals being `totals`,
 -- its member data, data_{b}: data lives as long as that total), and, when `tally` is
 -- given (a dense board), retallies.
-local function add_total(totals, member, delta, tally, dense, data)
+local function add_to(totals, member, delta, tally, dense, data)
   local new = redis.call('ZINCRBY', totals, delta, member)
   if new == '0' then
     redis.call('ZREM', totals, member)
@@ -65,13 +65,52 @@ local function add_total(totals, member, delta, tally, dense, data)
   end
 end
 
+-- add_to a window's totals: a hidden member's (see hidden_members) go to <totals>:hidden,
+-- never tallied. A recompute's build, which holds every member, takes add_to.
+local function add_total(totals, member, delta, tally, dense, data)
+  if hidden_members and redis.call('HEXISTS', hidden_members, member) == 1 then
+    return add_to(totals .. ':hidden', member, delta, nil, nil, data)
+  end
+  add_to(totals, member, delta, tally, dense, data)
+end
+
+-- ZMSCORE of `members` in a window's `totals`, a hidden member's (see hidden_members)
+-- from <totals>:hidden: what each member holds there, hidden or not.
+local function held_scores(totals, members)
+  local scores = redis.call('ZMSCORE', totals, unpack(members))
+  if hidden_members then
+    local hidden = redis.call('ZMSCORE', totals .. ':hidden', unpack(members))
+    for i = 1, #members do scores[i] = scores[i] or hidden[i] end
+  end
+  return scores
+end
+
+-- After `totals` (a window's, with its tally and distinct totals on a dense board) was
+-- rebuilt from the slots (a recompute's swap), every hidden member
+-- (see hidden_members) has its exact total there: it goes to <totals>:hidden, replacing
+-- what was kept there, and out of the tally.
+local function hide_rebuilt(totals, tally, dense)
+  if not hidden_members then return end
+  local shadow = totals .. ':hidden'
+  for _, member in ipairs(redis.call('HKEYS', hidden_members)) do
+    local total = redis.call('ZSCORE', totals, member)
+    if total then
+      redis.call('ZREM', totals, member)
+      redis.call('ZADD', shadow, total, member)
+      if tally then retally(tally, dense, total, 0) end
+    else
+      redis.call('ZREM', shadow, member)
+    end
+  end
+end
+
 -- Adds sign * values[x] to fields[x] in the hash or zset `key`, in bulk (one HMGET or
 -- ZMSCORE, one HSET or ZADD, one HDEL or ZREM), deleting what reaches exactly 0 (and,
 -- when `data` is given, `key` being the largest window's totals, the member data of what
 -- reached 0, one HDEL on data_{b}), and on a zset with `tally` given (a dense board)
 -- retallying; returns how many reached 0. Values are integers below 2^53, so Lua's
 -- doubles compute them exactly.
-local function bulk_add(key, is_zset, sign, fields, values, tally, dense, data)
+local function bulk_add_to(key, is_zset, sign, fields, values, tally, dense, data)
   local current = redis.call(is_zset and 'ZMSCORE' or 'HMGET', key, unpack(fields))
   local set, zero = {}, {}
   for x = 1, #fields do
@@ -93,6 +132,29 @@ local function bulk_add(key, is_zset, sign, fields, values, tally, dense, data)
     if data then redis.call('HDEL', data, unpack(zero)) end
   end
   return #zero
+end
+
+-- bulk_add_to, a hidden member's part of a window's totals (see hidden_members) going
+-- to <key>:hidden (never tallied).
+local function bulk_add(key, is_zset, sign, fields, values, tally, dense, data)
+  if not (is_zset and hidden_members) then
+    return bulk_add_to(key, is_zset, sign, fields, values, tally, dense, data)
+  end
+  local flags = redis.call('HMGET', hidden_members, unpack(fields))
+  local shown, shown_values, hid, hid_values = {}, {}, {}, {}
+  for x = 1, #fields do
+    local to, to_values = shown, shown_values
+    if flags[x] then to, to_values = hid, hid_values end
+    to[#to + 1], to_values[#to_values + 1] = fields[x], values[x]
+  end
+  local zeroed = 0
+  if #shown > 0 then
+    zeroed = bulk_add_to(key, true, sign, shown, shown_values, tally, dense, data)
+  end
+  if #hid > 0 then
+    zeroed = zeroed + bulk_add_to(key .. ':hidden', true, sign, hid, hid_values, nil, nil, data)
+  end
+  return zeroed
 end
 
 -- Fields and values (as numbers) of a flat HSCAN or HGETALL reply (of its entries

@@ -85,12 +85,12 @@ local function recompute_hook(board, build, log, rebuilt, scanning, fold_member,
       if scanning then
         local reached = redis.call('HGET', progress, stage_key)
         if reached == 'done' then
-          add_total(build, member, delta, build_tally, build_dense)
+          add_to(build, member, delta, build_tally, build_dense)
         elseif reached then
           redis.call('SADD', log, member)
         end
       elseif redis.call('SISMEMBER', log, member) == 0 then
-        add_total(build, member, delta, build_tally, build_dense)
+        add_to(build, member, delta, build_tally, build_dense)
       elseif member == fold_member and tonumber(start) <= tonumber(fold_slot) then
         -- The member being folded, in a slot its fold has summed already.
         redis.call('HINCRBY', board, 'rb_fold_sum', delta)

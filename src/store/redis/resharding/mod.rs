@@ -36,7 +36,10 @@ pub(crate) async fn set_shards(
         .arg(shards)
         .arg(resharding.map(Resharding::stored).unwrap_or_default());
     // Never re-sent: a second call would find the new version and answer STALE.
-    let _: i64 = conn.script(&invocation, &board.name, Retry::Never).await?;
+    let set: i64 = conn.script(&invocation, &board.name, Retry::Never).await?;
+    if set == 0 {
+        return Err(crate::store::hides_members(board));
+    }
     Ok(Board { version, ..next })
 }
 

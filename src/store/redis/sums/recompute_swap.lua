@@ -21,7 +21,8 @@
 -- has a non-zero total); then the recompute's state, and the window's
 -- "building" mark (a window added to the board, see extend_board.lua), are cleared.
 -- On a dense board the build's tally and distinct totals replace the window's in the
--- same call, by UNLINK and RENAME: O(1), so all three change together.
+-- same call, by UNLINK and RENAME: O(1), so all three change together. The build holds
+-- hidden members too (see hidden_members): each then goes to <totals>:hidden.
 -- Returns {'done'}, or {members left in the log} when more must be folded first.
 -- Errors: "STALE ...", "LOST ..." as in recompute_scan.lua.
 
@@ -46,6 +47,8 @@ if KEYS[6] then
   if redis.call('EXISTS', KEYS[8]) == 1 then redis.call('RENAME', KEYS[8], KEYS[6]) end
   if redis.call('EXISTS', KEYS[9]) == 1 then redis.call('RENAME', KEYS[9], KEYS[7]) end
 end
+-- The build holds hidden members too: each goes to the window's hidden totals.
+hide_rebuilt(totals, KEYS[6], KEYS[7])
 redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'rb_fold_member',
   'rb_fold_slot', 'rb_fold_sum', 'building:' .. ARGV[3])
 return { 'done' }

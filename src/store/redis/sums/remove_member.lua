@@ -92,7 +92,7 @@ for key = STAGES + 1, DENSE do
         if record[4] == 'scan' then
           redis.call('SADD', KEYS[3], member)
         elseif redis.call('SISMEMBER', KEYS[3], member) == 0 then
-          add_total(KEYS[2], member, negate(value), build_tally, build_dense)
+          add_to(KEYS[2], member, negate(value), build_tally, build_dense)
         elseif member == record[6] then
           local slot = tonumber(ARGV[3 + n + i])
           if slot <= tonumber(record[7]) then

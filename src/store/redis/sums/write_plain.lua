@@ -28,7 +28,8 @@
 -- deletion at exactly 0, the member data of a largest-window total that reaches 0,
 -- abs_sum) and answers the same {0, µs, e, too-late slot number ...}. It answers {6}
 -- before changing anything when abs_sum leaves no room for ARGV[4] (the checked
--- path), a recompute is recorded (rb_window), or one of the slots has a geometry
+-- path), a recompute is recorded (rb_window), the board hides members, or one of the
+-- slots has a geometry
 -- (compact, or being relaid out). Error "STALE ..." as write.lua.
 
 local MAX = 9007199254740991
@@ -41,7 +42,7 @@ local fields = { 'version', 'dropping', 'abs_sum', 'rb_window' }
 for j = 1, n do fields[4 + j] = 'wm:' .. ARGV[A + j] end
 local record = board_record(board, ARGV[1], unpack(fields, 3))
 local bound = tonumber(record[3])
-if not bound or bound + tonumber(ARGV[4]) > MAX or record[4] then return { 6 } end
+if not bound or bound + tonumber(ARGV[4]) > MAX or record[4] or hidden_members then return { 6 } end
 for _, g in ipairs(redis.call('HMGET', KEYS[3], unpack(ARGV, A + 2 * n + 1, A + 2 * n + m))) do
   if g then return { 6 } end
 end
