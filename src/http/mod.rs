@@ -36,6 +36,7 @@ mod live;
 mod maintenance;
 mod media_type;
 mod member_data;
+mod moderation;
 mod multi;
 mod ops;
 mod rankings;
@@ -67,6 +68,7 @@ use crate::Rollboard;
         (name = "boards", description = "Create, list, describe and drop boards"),
         (name = "events", description = "Record events"),
         (name = "rankings", description = "Read rankings, members and history"),
+        (name = "moderation", description = "Hide members from the rankings without losing their counts, and show them again"),
         (name = "rates", description = "Rate windows: hits per key over the last 5 s … 180 d, and checks against a limit"),
         (name = "counters", description = "Time-series counters at several precisions"),
         (name = "stats", description = "Aggregate statistics per context and the slowest contexts"),
@@ -169,6 +171,8 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
         .routes(routes!(rankings::top))
         .routes(routes!(rankings::member, rankings::remove_member))
         .routes(routes!(rankings::around))
+        .routes(routes!(moderation::hide))
+        .routes(routes!(moderation::show))
         .routes(routes!(ranks::get_ranks, ranks::post_ranks))
         .routes(routes!(rankings::history))
         .routes(routes!(

@@ -229,7 +229,7 @@ pub async fn top(
     get, path = "/v1/boards/{board}/members/{member}", tag = "rankings", operation_id = "boardsMember",
     params(("board" = String, Path, description = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots", min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256), WindowQuery),
     responses(
-        (status = 200, description = "The member's standing; `kind` tells a windowed board's (integer total in a window) from a trending board's (score now); either of any sign, `rank` null when it is not positive", body = MemberStanding,
+        (status = 200, description = "The member's standing; `kind` tells a windowed board's (integer total in a window) from a trending board's (score now); either of any sign, `rank` null when it is not positive or the member is hidden (`hidden`: true, see `…/hide`)", body = MemberStanding,
          example = json!({"kind": "windowed", "member": "post:7", "score": 3, "rank": 1, "percentile": 0.5, "window": "1d", "from": 1_795_647_600, "to": 1_795_734_000, "behind": false, "lag_ms": 0, "age_ms": 0})),
         (status = 404, description = "`board_not_found`, `window_not_found`, or `member_not_found`: the member holds no score (a windowed board: no total in the window)", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_span` (a window beyond 400 days), `invalid_query` (a window asked of a trending board; `with` other than `data`, or `with=data` of a trending board; `max_staleness_ms` above 60000)", body = ErrorBody),

@@ -68,6 +68,9 @@ pub struct WindowScore {
     pub percentile: f64,
     /// Retirement is behind: the total still includes slots that left the window.
     pub behind: bool,
+    /// The member is hidden by a moderator (present only then, `true`; `rank` null).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
 }
 
 /// The member on a trending board, now.
@@ -144,6 +147,7 @@ impl Rollboard {
                             rank: s.rank,
                             percentile: s.percentile,
                             behind: s.behind,
+                            hidden: s.hidden,
                         },
                         None => WindowScore {
                             window: *w,
@@ -151,6 +155,7 @@ impl Rollboard {
                             rank: None,
                             percentile: 0.0,
                             behind: false,
+                            hidden: false,
                         },
                     });
                 }

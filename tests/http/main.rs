@@ -20,6 +20,7 @@ mod dense;
 mod idempotency;
 mod key_prefix;
 mod member_data;
+mod moderation;
 mod mounted;
 mod multi;
 mod nonzero;

@@ -55,6 +55,7 @@ mod data_follows_out;
 mod dense;
 mod durability;
 mod faults;
+mod hidden;
 mod history_under_retirement;
 mod idempotency;
 mod lean_writes;

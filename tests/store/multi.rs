@@ -315,6 +315,7 @@ fn window(w: &str, score: i64, rank: Option<u64>, percentile: f64) -> WindowScor
         rank,
         percentile,
         behind: false,
+        hidden: false,
     }
 }
 

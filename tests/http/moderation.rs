@@ -1,0 +1,142 @@
+//! `POST /v1/boards/{board}/members/{member}/hide` and `/show`: a hidden member leaves
+//! the top page (the ranks below close up) and every list read, its own read answers its
+//! score with `"hidden": true` and `"rank": null`, writes keep counting it, and shown
+//! again it ranks as its counts give; what a board that cannot hide answers.
+
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::support::{entries, ranked, spawn_app, unique};
+
+#[tokio::test]
+async fn a_hidden_member_leaves_every_ranking_and_comes_back_with_its_likes() {
+    let app = spawn_app().await;
+    let b = unique("mod");
+    let path = format!("/v1/boards/{b}");
+    let created = app
+        .put(&path, json!({"slot": "1h", "windows": ["1h", "24h"]}))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+    let events = json!({"events": [
+        {"member": "post:1", "delta": 9},
+        {"member": "post:2", "delta": 5},
+        {"member": "post:3", "delta": 5},
+        {"member": "post:4", "delta": 2},
+    ]});
+    assert_eq!(
+        app.post(&format!("{path}/events"), events).await.status,
+        StatusCode::OK
+    );
+
+    let hidden = app
+        .post(&format!("{path}/members/post:1/hide"), json!({}))
+        .await;
+    assert_eq!(hidden.status, StatusCode::OK, "{:?}", hidden.body);
+    assert_eq!(
+        hidden.body,
+        json!({"board": b, "member": "post:1", "hidden": true, "changed": true})
+    );
+    let again = app
+        .post(&format!("{path}/members/post:1/hide"), json!({}))
+        .await;
+    assert_eq!(again.body["changed"], false);
+    // A like while hidden still counts.
+    let like = app
+        .post(&format!("{path}/events"), json!({"member": "post:1"}))
+        .await;
+    assert_eq!(like.status, StatusCode::OK, "{:?}", like.body);
+
+    let top = app.get(&format!("{path}/top?window=24h")).await;
+    assert_eq!(
+        entries(&top.body),
+        ranked(&[(1, "post:2", 5), (1, "post:3", 5), (3, "post:4", 2)])
+    );
+    let own = app.get(&format!("{path}/members/post:1?window=24h")).await;
+    assert_eq!(own.status, StatusCode::OK, "{:?}", own.body);
+    assert_eq!(
+        (
+            own.body["score"].clone(),
+            own.body["rank"].clone(),
+            own.body["hidden"].clone()
+        ),
+        (json!(10), json!(null), json!(true))
+    );
+    let shown = app.get(&format!("{path}/members/post:4")).await;
+    assert_eq!(
+        (shown.body["rank"].clone(), shown.body.get("hidden")),
+        (json!(3), None)
+    );
+    let across = app.get(&format!("/v1/members/post:1?boards={b}")).await;
+    assert_eq!(
+        across.body["boards"][0]["windows"][1],
+        json!({"window": "1d", "score": 10, "rank": null, "percentile": 0.0, "behind": false, "hidden": true})
+    );
+    let around = app.get(&format!("{path}/members/post:1/around")).await;
+    assert_eq!(around.status, StatusCode::NOT_FOUND, "{:?}", around.body);
+    let ranks = app
+        .get(&format!("{path}/ranks?members=post:1,post:4"))
+        .await;
+    assert_eq!(ranks.status, StatusCode::OK, "{:?}", ranks.body);
+    assert_eq!(
+        ranks.body["entries"],
+        json!([
+            {"member": "post:1", "score": 0, "rank": null},
+            {"member": "post:4", "score": 2, "rank": 3},
+        ])
+    );
+
+    let shown = app
+        .post(&format!("{path}/members/post:1/show"), json!({}))
+        .await;
+    assert_eq!(
+        shown.body,
+        json!({"board": b, "member": "post:1", "hidden": false, "changed": true})
+    );
+    let top = app.get(&format!("{path}/top?window=24h")).await;
+    assert_eq!(
+        entries(&top.body),
+        ranked(&[
+            (1, "post:1", 10),
+            (2, "post:2", 5),
+            (2, "post:3", 5),
+            (4, "post:4", 2)
+        ])
+    );
+    let not_hidden = app
+        .post(&format!("{path}/members/post:1/show"), json!({}))
+        .await;
+    assert_eq!(not_hidden.body["changed"], false);
+}
+
+#[tokio::test]
+async fn boards_that_cannot_hide_say_why() {
+    let app = spawn_app().await;
+    let max = format!("/v1/boards/{}", unique("modmax"));
+    let config = json!({"slot": "1h", "windows": ["1h"], "aggregate": "max"});
+    assert_eq!(app.put(&max, config).await.status, StatusCode::CREATED);
+    let refused = app.post(&format!("{max}/members/a/hide"), json!({})).await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (StatusCode::CONFLICT, "aggregate_unsupported")
+    );
+    let sharded = format!("/v1/boards/{}", unique("modshards"));
+    let config = json!({"slot": "1h", "windows": ["1h"], "shards": 3});
+    assert_eq!(app.put(&sharded, config).await.status, StatusCode::CREATED);
+    let refused = app
+        .post(&format!("{sharded}/members/a/hide"), json!({}))
+        .await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (StatusCode::CONFLICT, "sharded_unsupported")
+    );
+    let missing = app
+        .post(
+            &format!("/v1/boards/{}/members/a/hide", unique("none")),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (missing.status, missing.code()),
+        (StatusCode::NOT_FOUND, "board_not_found")
+    );
+}

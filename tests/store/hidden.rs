@@ -1,0 +1,319 @@
+//! Hidden members (moderation), on every store and a cluster: a board and its twin take
+//! the same random writes (likes and unlikes), removals, boundary retirements and
+//! recomputes, and the board hides and shows random members on the way. After every
+//! step each window of the board reads as its twin's ranking with the hidden members
+//! left out and the ranks closed up (top pages, `around`, ranks of a list, member
+//! reads), a hidden member's own read answers its twin's total with `hidden` and no
+//! rank; once every member is shown again, the board reads exactly as its twin. On a
+//! dense board too, whose tallies must leave hidden totals out. Max boards and sharded
+//! boards refuse, for now.
+
+use std::collections::BTreeSet;
+
+use rollboard::{Aggregate, AroundOptions, BoardConfig, Error, MemberData, Span, Ties};
+
+use crate::support::{Harness, triples, unique};
+
+on_every_store!(
+    a_hidden_member_keeps_counting_out_of_every_ranking_and_comes_back_exact,
+    a_dense_board_ranks_its_hidden_members_out_of_the_distinct_totals,
+    member_data_stays_with_a_hidden_member_while_it_holds_a_total,
+    a_write_answers_a_hidden_members_standing_as_holding_none,
+    a_board_that_hides_members_is_not_resharded,
+    max_and_sharded_boards_refuse_hiding_for_now,
+);
+
+const MEMBERS: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
+const WINDOWS: [&str; 2] = ["1h", "3h"];
+
+/// A small deterministic generator (xorshift), so a failure replays.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// `entries` (rank, member, score) of the twin's whole ranking with `hidden` left out,
+/// ranked again as `ties` ranks: what the board must read.
+fn without(
+    entries: &[(u64, String, i64)],
+    hidden: &BTreeSet<String>,
+    ties: Ties,
+) -> Vec<(u64, String, i64)> {
+    let mut out: Vec<(u64, String, i64)> = Vec::new();
+    let mut distinct = 0;
+    for (_, member, score) in entries.iter().filter(|e| !hidden.contains(&e.1)) {
+        let tied = out.last().is_some_and(|last| last.2 == *score);
+        distinct += u64::from(!tied);
+        let rank = match ties {
+            Ties::Dense => distinct,
+            Ties::Position => out.len() as u64 + 1,
+            Ties::Competition if tied => out.last().unwrap().0,
+            Ties::Competition => out.len() as u64 + 1,
+        };
+        out.push((rank, member.clone(), *score));
+    }
+    out
+}
+
+/// Checks every read of `board` against `twin`'s with `hidden` left out.
+async fn check(
+    h: &Harness,
+    board: &str,
+    twin: &str,
+    hidden: &BTreeSet<String>,
+    ties: Ties,
+    step: usize,
+) {
+    for window in WINDOWS {
+        let w = Some(Span::parse(window).unwrap());
+        let all = h.boards.windowed(twin).top(w, 0, 1000).await.unwrap();
+        let want = without(&triples(&all.entries), hidden, ties);
+        let got = h.boards.windowed(board).top(w, 0, 1000).await.unwrap();
+        assert_eq!(triples(&got.entries), want, "step {step}, {window}: top");
+        // A page from the second entry on, as offsets count visible members.
+        let page = h.boards.windowed(board).top(w, 1, 2).await.unwrap();
+        let second: Vec<_> = want.iter().skip(1).take(2).cloned().collect();
+        assert_eq!(
+            triples(&page.entries),
+            second,
+            "step {step}, {window}: page 2"
+        );
+        let ranks = h.boards.windowed(board).ranks(&MEMBERS, w).await.unwrap();
+        let twin_ranks = h.boards.windowed(twin).ranks(&MEMBERS, w).await.unwrap();
+        let reads = ranks.entries.iter().zip(&twin_ranks.entries);
+        for (member, (read, twin_read)) in MEMBERS.iter().zip(reads) {
+            // A hidden member reads as holding no total; a visible one keeps its total,
+            // ranked or not, and ranks among the visible members.
+            let visible = want.iter().find(|e| e.1 == *member);
+            let score = if hidden.contains(*member) {
+                0
+            } else {
+                twin_read.score
+            };
+            assert_eq!(
+                read.rank,
+                visible.map(|e| e.0),
+                "step {step}, {window}: rank of {member}"
+            );
+            assert_eq!(
+                read.score, score,
+                "step {step}, {window}: score of {member}"
+            );
+            let own = h.boards.windowed(board).score(member, w).await.unwrap();
+            let twin_own = h.boards.windowed(twin).score(member, w).await.unwrap();
+            let hid = hidden.contains(*member);
+            match (own, twin_own) {
+                (None, None) => {}
+                (Some(own), Some(twin_own)) => {
+                    assert_eq!(
+                        own.score, twin_own.score,
+                        "step {step}, {window}: total of {member}"
+                    );
+                    assert_eq!(own.hidden, hid, "step {step}, {window}: {member} hidden");
+                    let rank = if hid { None } else { visible.map(|e| e.0) };
+                    assert_eq!(
+                        own.rank, rank,
+                        "step {step}, {window}: own rank of {member}"
+                    );
+                }
+                (own, twin_own) => {
+                    panic!("step {step}, {window}: {member} read {own:?}, twin {twin_own:?}")
+                }
+            }
+            let around = h
+                .boards
+                .windowed(board)
+                .around(member, w, 1, AroundOptions::default())
+                .await
+                .unwrap();
+            let at = want.iter().position(|e| e.1 == *member);
+            let expected = at.map(|p| want[p.saturating_sub(1)..(p + 2).min(want.len())].to_vec());
+            assert_eq!(
+                around.map(|p| triples(&p.entries)),
+                expected,
+                "step {step}, {window}: around {member}"
+            );
+        }
+    }
+}
+
+async fn run(h: Harness, ties: Ties, seed: u64) {
+    let config = || BoardConfig::parse("1h", &WINDOWS).unwrap().with_ties(ties);
+    let (board, twin) = (unique("hid"), unique("twin"));
+    h.boards.create(&board, config()).await.unwrap();
+    h.boards.create(&twin, config()).await.unwrap();
+    let mut rng = Rng(seed);
+    let mut hidden = BTreeSet::new();
+    let mut elapsed = 0;
+    for step in 0..60 {
+        let member = MEMBERS[rng.below(MEMBERS.len() as u64) as usize];
+        match rng.below(20) {
+            0..=9 => {
+                // A like (or a few), or an unlike.
+                let delta = [1, 1, 2, 3, -1][rng.below(5) as usize];
+                for b in [&board, &twin] {
+                    h.boards
+                        .windowed(b)
+                        .incr(member, delta, None)
+                        .await
+                        .unwrap();
+                }
+            }
+            10..=12 => {
+                let changed = h.boards.windowed(&board).hide(member).await.unwrap();
+                assert_eq!(
+                    changed,
+                    hidden.insert(member.to_owned()),
+                    "step {step}: hide {member}"
+                );
+            }
+            13..=14 => {
+                let changed = h.boards.windowed(&board).show(member).await.unwrap();
+                assert_eq!(changed, hidden.remove(member), "step {step}: show {member}");
+            }
+            15..=17 => {
+                // Time moves on by 20 to 50 minutes, and both boards retire.
+                elapsed += 1200 + 600 * rng.below(6) as i64;
+                h.at(elapsed);
+                for b in [&board, &twin] {
+                    h.boards.windowed(b).retire(None).await.unwrap();
+                }
+            }
+            18 => {
+                let w = Span::parse(WINDOWS[rng.below(2) as usize]).unwrap();
+                h.boards.windowed(&board).recompute(Some(w)).await.unwrap();
+            }
+            _ => {
+                for b in [&board, &twin] {
+                    h.boards.windowed(b).remove_member(member).await.unwrap();
+                }
+            }
+        }
+        check(&h, &board, &twin, &hidden, ties, step).await;
+    }
+    for member in std::mem::take(&mut hidden) {
+        assert!(h.boards.windowed(&board).show(&member).await.unwrap());
+    }
+    check(&h, &board, &twin, &hidden, ties, usize::MAX).await;
+}
+
+async fn a_hidden_member_keeps_counting_out_of_every_ranking_and_comes_back_exact(h: Harness) {
+    run(h, Ties::Competition, 0x9E37_79B9_7F4A_7C15).await;
+}
+
+async fn a_dense_board_ranks_its_hidden_members_out_of_the_distinct_totals(h: Harness) {
+    run(h, Ties::Dense, 0x2545_F491_4F6C_DD1D).await;
+}
+
+async fn max_and_sharded_boards_refuse_hiding_for_now(h: Harness) {
+    let max = unique("hidmax");
+    let config = BoardConfig::parse("1h", &["1h"]).unwrap();
+    h.boards
+        .create(&max, config.clone().with_aggregate(Aggregate::Max))
+        .await
+        .unwrap();
+    let refused = h.boards.windowed(&max).hide("a").await.unwrap_err();
+    assert!(
+        matches!(refused, Error::AggregateUnsupported { .. }),
+        "{refused:?}"
+    );
+    let sharded = unique("hidshards");
+    h.boards
+        .create(&sharded, config.with_shards(3).unwrap())
+        .await
+        .unwrap();
+    let refused = h.boards.windowed(&sharded).hide("a").await.unwrap_err();
+    assert!(
+        matches!(refused, Error::ShardedUnsupported { .. }),
+        "{refused:?}"
+    );
+}
+
+async fn member_data_stays_with_a_hidden_member_while_it_holds_a_total(h: Harness) {
+    let board = unique("hiddata");
+    let config = BoardConfig::parse("1h", &WINDOWS).unwrap();
+    h.boards.create(&board, config).await.unwrap();
+    let b = || h.boards.windowed(&board);
+    let data = |v: &str| MemberData::parse(&format!("{{\"title\":{v:?}}}")).unwrap();
+    b().incr("a", 2, None).await.unwrap();
+    assert!(b().hide("a").await.unwrap());
+    // A hidden member holding a total keeps data, set before or while hidden, through a
+    // recompute of the largest window (which sweeps the data of members without one).
+    b().set_member_data("a", data("first")).await.unwrap();
+    b().recompute(Some(Span::parse("3h").unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(b().member_data("a").await.unwrap(), Some(data("first")));
+    assert!(b().show("a").await.unwrap());
+    assert_eq!(b().member_data("a").await.unwrap(), Some(data("first")));
+    // Hidden, its total back to 0: the data goes, as a shown member's would.
+    assert!(b().hide("a").await.unwrap());
+    b().incr("a", -2, None).await.unwrap();
+    assert_eq!(b().member_data("a").await.unwrap(), None);
+    let refused = b().set_member_data("a", data("again")).await.unwrap_err();
+    assert!(
+        matches!(refused, Error::MemberNotFound { .. }),
+        "{refused:?}"
+    );
+}
+
+async fn a_write_answers_a_hidden_members_standing_as_holding_none(h: Harness) {
+    let board = unique("hidstand");
+    h.boards
+        .create(&board, BoardConfig::parse("1h", &WINDOWS).unwrap())
+        .await
+        .unwrap();
+    let b = || h.boards.windowed(&board);
+    b().incr("a", 4, None).await.unwrap();
+    b().incr("b", 2, None).await.unwrap();
+    assert!(b().hide("a").await.unwrap());
+    // What a write answers is public: a hidden member reads as holding no total.
+    let written = b().incr_standing("a", 1, None).await.unwrap();
+    let seen: Vec<_> = written
+        .windows
+        .iter()
+        .map(|w| (w.score, w.rank, w.score_before, w.rank_before))
+        .collect();
+    assert_eq!(seen, [(0, None, Some(0), None); 2]);
+    let written = b().incr_standing("b", 1, None).await.unwrap();
+    assert_eq!(written.windows[1].rank, Some(1));
+    assert!(b().show("a").await.unwrap());
+    let own = b().score("a", None).await.unwrap().unwrap();
+    assert_eq!((own.score, own.rank, own.hidden), (5, Some(1), false));
+}
+
+async fn a_board_that_hides_members_is_not_resharded(h: Harness) {
+    let board = unique("hidreshard");
+    h.boards
+        .create(&board, BoardConfig::parse("1h", &WINDOWS).unwrap())
+        .await
+        .unwrap();
+    let b = || h.boards.windowed(&board);
+    for (member, delta) in [("a", 3), ("b", 2), ("c", 1)] {
+        b().incr(member, delta, None).await.unwrap();
+    }
+    assert!(b().hide("a").await.unwrap());
+    // A move would not take the mark with the member: refused, nothing changed.
+    let refused = b().reshard(3).await.unwrap_err();
+    assert!(
+        matches!(refused, Error::InvalidConfig { .. }),
+        "{refused:?}"
+    );
+    let top = b().top(None, 0, 10).await.unwrap();
+    assert_eq!(
+        triples(&top.entries),
+        [(1, "b".to_owned(), 2), (2, "c".to_owned(), 1)]
+    );
+    assert!(b().show("a").await.unwrap());
+    let report = b().reshard(3).await.unwrap();
+    assert_eq!(report.to, 3);
+    let top = b().top(None, 0, 10).await.unwrap();
+    let want = [(1, "a", 3), (2, "b", 2), (3, "c", 1)].map(|(r, m, s)| (r, m.to_owned(), s));
+    assert_eq!(triples(&top.entries), want);
+}
