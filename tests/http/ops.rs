@@ -49,6 +49,8 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "POST /v1/boards/{board}/ranks",
         "GET /v1/boards/{board}/members/{member}",
         "DELETE /v1/boards/{board}/members/{member}",
+        "POST /v1/boards/{board}/members/{member}/hide",
+        "POST /v1/boards/{board}/members/{member}/show",
         "GET /v1/boards/{board}/members/{member}/around",
         "GET /v1/boards/{board}/members/{member}/history",
         "PUT /v1/boards/{board}/members/{member}/data",
