@@ -91,6 +91,10 @@ pub use domain::{
     TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 pub use domain::{
+    LOG_KEPT, LogEntry, MAX_ACTOR, MAX_REASON, Moderated, ModerationAction, ModerationNote,
+    SkippedBoard,
+};
+pub use domain::{
     MAX_STANDING_EVENTS, MAX_STANDING_MEMBERS, MAX_STANDING_READS, WindowStanding, WrittenStanding,
 };
 pub use domain::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots};
@@ -108,6 +112,7 @@ pub use rollboard::dashboard_view::{
     TrendingBoardView, WindowView, WindowedBoardView,
 };
 pub use rollboard::idempotent::KeyedOutcome;
+pub use rollboard::moderation::{MAX_LOG_PAGE, MAX_MODERATED_BOARDS};
 pub use rollboard::multi_read::{
     BoardResult, BoardStanding, MemberAcross, TrendingStanding, WindowScore, WindowedStanding,
 };

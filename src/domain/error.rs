@@ -62,6 +62,20 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A show on some boards of a member hidden on every board.
+    #[error(
+        "member {member:?} is hidden on every board: show it on every board first, then hide it where it is to stay hidden"
+    )]
+    HiddenEverywhere {
+        /// The member.
+        member: String,
+    },
+    /// A moderation note's reason or actor that is empty or too long.
+    #[error("invalid moderation note: {reason}")]
+    InvalidModeration {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Member data that is not a JSON value, is null, or takes more than 1,024 bytes of
     /// compact JSON text.
     #[error("invalid member data: {reason}")]
@@ -309,6 +323,8 @@ impl Error {
             Error::InvalidValue { .. } => "invalid_value",
             Error::InvalidQuery { .. } => "invalid_query",
             Error::InvalidMemberData { .. } => "invalid_member_data",
+            Error::InvalidModeration { .. } => "invalid_moderation",
+            Error::HiddenEverywhere { .. } => "hidden_everywhere",
             Error::InvalidRateKey { .. } => "invalid_rate_key",
             Error::InvalidRateWindow { .. } => "invalid_rate_window",
             Error::RateOverflow { .. } => "rate_overflow",

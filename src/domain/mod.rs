@@ -17,6 +17,7 @@ mod maintenance;
 mod member_data;
 mod member_ranks;
 pub(crate) mod memory_check;
+mod moderation;
 mod name;
 mod ranked_totals;
 mod ranking;
@@ -46,6 +47,10 @@ pub use maintenance::{
 };
 pub use member_data::{MAX_MEMBER_DATA, MemberData};
 pub use member_ranks::{MAX_RANKS_MEMBERS, MemberRank, Ranks, parse_ranks_members};
+pub use moderation::{
+    LOG_KEPT, LogEntry, MAX_ACTOR, MAX_REASON, Moderated, ModerationAction, ModerationNote,
+    SkippedBoard, parse_log_id,
+};
 pub use name::{BoardName, Member};
 pub use ranked_totals::RankedTotals;
 pub use ranking::{Entry, History, Point, Standing, TopPage, percentile};

@@ -109,6 +109,7 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::InvalidValue { .. }
         | Error::InvalidQuery { .. }
         | Error::InvalidMemberData { .. }
+        | Error::InvalidModeration { .. }
         | Error::InvalidRateKey { .. }
         | Error::InvalidRateWindow { .. }
         | Error::RateOverflow { .. }
@@ -126,6 +127,7 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::StatsNotFound { .. }
         | Error::RankingEmpty { .. } => StatusCode::NOT_FOUND,
         Error::BoardConflict { .. }
+        | Error::HiddenEverywhere { .. }
         | Error::TrendingConflict { .. }
         | Error::BoardKind { .. }
         | Error::AggregateUnsupported { .. }

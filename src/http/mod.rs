@@ -68,7 +68,7 @@ use crate::Rollboard;
         (name = "boards", description = "Create, list, describe and drop boards"),
         (name = "events", description = "Record events"),
         (name = "rankings", description = "Read rankings, members and history"),
-        (name = "moderation", description = "Hide members from the rankings without losing their counts, and show them again"),
+        (name = "moderation", description = "Hide members from the rankings without losing their counts, on one board or on every board, show them again, and read the moderation log"),
         (name = "rates", description = "Rate windows: hits per key over the last 5 s … 180 d, and checks against a limit"),
         (name = "counters", description = "Time-series counters at several precisions"),
         (name = "stats", description = "Aggregate statistics per context and the slowest contexts"),
@@ -173,6 +173,10 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
         .routes(routes!(rankings::around))
         .routes(routes!(moderation::hide))
         .routes(routes!(moderation::show))
+        .routes(routes!(moderation::hide_member))
+        .routes(routes!(moderation::show_member))
+        .routes(routes!(moderation::hidden))
+        .routes(routes!(moderation::log))
         .routes(routes!(ranks::get_ranks, ranks::post_ranks))
         .routes(routes!(rankings::history))
         .routes(routes!(

@@ -14,6 +14,8 @@ impl Rollboard {
     /// [`build_windows`](crate::Windowed::build_windows) to build their totals). Any
     /// other difference is [`Error::BoardConflict`] ([`Error::TrendingConflict`] for a
     /// trending board); a board of the other kind of that name is [`Error::BoardKind`].
+    /// The board hides the members hidden on every board
+    /// ([`hide_member`](Self::hide_member)) before this returns.
     pub async fn create(
         &self,
         name: &str,
@@ -28,6 +30,7 @@ impl Rollboard {
         let created = self.change(&name, create).await?;
         self.inner.boards.remember(created.board().clone());
         self.inner.board_changes.send_replace(());
+        self.take_hidden_everywhere(created.board()).await?;
         Ok(created)
     }
 

@@ -49,7 +49,7 @@ pub(crate) mod dashboard_view;
 pub(crate) mod idempotent;
 mod member_data;
 mod memory_check;
-mod moderation;
+pub(crate) mod moderation;
 pub(crate) mod multi_read;
 pub(crate) mod multi_write;
 pub(crate) mod percentile;

@@ -1,9 +1,23 @@
 //! Moderation: hiding a member from every ranking of a board without losing its counts,
-//! and showing it again (docs/design.md, "Hidden members").
+//! and showing it again, on one board, on a list of boards or on every board (boards
+//! created later too), each call kept in the moderation log (docs/design.md, "Hidden
+//! members" and "Moderation log").
 
-use super::Windowed;
-use crate::domain::{Member, sums_only};
-use crate::error::Result;
+use futures_util::StreamExt;
+
+use super::{Rollboard, Windowed};
+use crate::domain::any_board::AnyBoard;
+use crate::domain::{BoardName, LogEntry, Member, sums_only};
+use crate::domain::{Moderated, ModerationAction, ModerationNote, SkippedBoard, parse_log_id};
+use crate::error::{Error, Result};
+
+/// The most boards one hide or show names.
+pub const MAX_MODERATED_BOARDS: usize = 1000;
+/// The most log entries one read answers.
+pub const MAX_LOG_PAGE: usize = 1000;
+/// Boards hidden on at once by a call across boards.
+const BOARDS_AT_ONCE: usize = 16;
+const WHAT: &str = "hiding and showing members";
 
 impl Windowed<'_> {
     /// Hides `member` from every ranking of the board, in every window at once, before
@@ -11,28 +25,227 @@ impl Windowed<'_> {
     /// but no page, rank, `around`, percentile, snapshot or multi-board read lists it,
     /// and the members below it move up a rank. Its own standing still answers its total,
     /// with `hidden` and no rank. True when it was shown until now, false when it was
-    /// hidden already (nothing changes). Sum boards that are not sharded, for now:
-    /// [`Error::AggregateUnsupported`](crate::Error::AggregateUnsupported) and
-    /// [`Error::ShardedUnsupported`](crate::Error::ShardedUnsupported) otherwise.
-    pub async fn hide(self, member: &str) -> Result<bool> {
-        self.set_hidden(member, true).await
+    /// hidden already (nothing changes). Kept in the moderation log with `note`. Sum
+    /// boards that are not sharded, for now:
+    /// [`Error::AggregateUnsupported`] and [`Error::ShardedUnsupported`] otherwise.
+    pub async fn hide(self, member: &str, note: &ModerationNote) -> Result<bool> {
+        self.set_hidden(member, true, note).await
     }
 
     /// Shows a hidden `member` again, in every window at once, at the rank its totals
     /// give (exactly what they would be had it never been hidden). True when it was
-    /// hidden, false when it was not (nothing changes).
-    pub async fn show(self, member: &str) -> Result<bool> {
-        self.set_hidden(member, false).await
+    /// hidden, false when it was not (nothing changes). A member hidden on every board is
+    /// [`Error::HiddenEverywhere`]: show it with [`Rollboard::show_member`].
+    pub async fn show(self, member: &str, note: &ModerationNote) -> Result<bool> {
+        self.set_hidden(member, false, note).await
     }
 
-    async fn set_hidden(self, member: &str, hidden: bool) -> Result<bool> {
+    async fn set_hidden(self, member: &str, hidden: bool, note: &ModerationNote) -> Result<bool> {
         let member = Member::parse(member)?;
+        let name = BoardName::parse(self.board)?;
+        if !hidden {
+            self.rb.refuse_if_hidden_everywhere(&member).await?;
+        }
+        let changed = self.hide_all(std::slice::from_ref(&member), hidden).await?;
+        let boards = Some(vec![name.to_string()]);
+        self.rb.log(&member, hidden, boards, changed, note).await?;
+        Ok(changed == 1)
+    }
+
+    /// Hides (shows) each of `members` on this board; how many changed.
+    async fn hide_all(self, members: &[Member], hidden: bool) -> Result<u64> {
         let store = &self.rb.inner.store;
-        let member = &member;
         self.change(|b| async move {
-            sums_only(&b, "hiding and showing members")?;
-            store.set_hidden(&b, member, hidden).await
+            sums_only(&b, WHAT)?;
+            store.set_hidden(&b, members, hidden).await
         })
         .await
     }
+}
+
+impl Rollboard {
+    /// Hides `member` on each of `boards` (1 to [`MAX_MODERATED_BOARDS`], each existing),
+    /// or, when `None`, on every board and on every board created later (until shown on
+    /// every board), each board as [`Windowed::hide`] does. Boards whose kind cannot hide
+    /// members yet are listed in [`Moderated::skipped`]. Kept in the moderation log with
+    /// `note`, once.
+    pub async fn hide_member(
+        &self,
+        member: &str,
+        boards: Option<&[String]>,
+        note: &ModerationNote,
+    ) -> Result<Moderated> {
+        self.set_member_hidden(member, boards, true, note).await
+    }
+
+    /// Shows `member` again on each of `boards`, or, when `None`, on every board (and
+    /// boards created later no longer hide it). A member hidden on every board is shown
+    /// on every board only: [`Error::HiddenEverywhere`] for a list.
+    pub async fn show_member(
+        &self,
+        member: &str,
+        boards: Option<&[String]>,
+        note: &ModerationNote,
+    ) -> Result<Moderated> {
+        self.set_member_hidden(member, boards, false, note).await
+    }
+
+    /// The members hidden on every board, in byte order.
+    pub async fn hidden_everywhere(&self) -> Result<Vec<String>> {
+        let members = self.inner.store.moderation().hidden_everywhere().await?;
+        Ok(members.iter().map(|m| m.to_string()).collect())
+    }
+
+    /// Up to `limit` (1 to [`MAX_LOG_PAGE`]) entries of the moderation log, newest
+    /// first, all older than the entry `before` when given (the last id of the page
+    /// before).
+    pub async fn moderation_log(
+        &self,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<LogEntry>> {
+        if !(1..=MAX_LOG_PAGE).contains(&limit) {
+            let reason = format!("limit {limit} is outside 1..={MAX_LOG_PAGE}");
+            return Err(Error::InvalidQuery { reason });
+        }
+        let before = before.map(parse_log_id).transpose()?;
+        let log = self.inner.store.moderation();
+        log.moderation_log(before, limit).await
+    }
+
+    async fn set_member_hidden(
+        &self,
+        member: &str,
+        boards: Option<&[String]>,
+        hidden: bool,
+        note: &ModerationNote,
+    ) -> Result<Moderated> {
+        let member = Member::parse(member)?;
+        let names: Vec<BoardName> = match boards {
+            Some(names) => {
+                if !(1..=MAX_MODERATED_BOARDS).contains(&names.len()) {
+                    let reason = format!(
+                        "boards lists {} boards: name 1 to {MAX_MODERATED_BOARDS}, or leave it out for every board",
+                        names.len()
+                    );
+                    return Err(Error::InvalidModeration { reason });
+                }
+                if !hidden {
+                    self.refuse_if_hidden_everywhere(&member).await?;
+                }
+                let mut found = Vec::with_capacity(names.len());
+                for name in names {
+                    let board = self.cached_any(&BoardName::parse(name)?).await?;
+                    found.push(board.name().clone());
+                }
+                found
+            }
+            None => {
+                let moderation = self.inner.store.moderation();
+                moderation.set_hidden_everywhere(&member, hidden).await?;
+                let boards = self.inner.store.list_boards().await?;
+                boards.iter().map(|b| b.name().clone()).collect()
+            }
+        };
+        let members = std::slice::from_ref(&member);
+        let outcomes: Vec<_> = futures_util::stream::iter(names.clone())
+            .map(|name| async move { self.hide_on(&name, members, hidden).await })
+            .buffered(BOARDS_AT_ONCE)
+            .collect()
+            .await;
+        let mut report = Moderated {
+            member: member.to_string(),
+            hidden,
+            every_board: boards.is_none(),
+            boards: 0,
+            changed: 0,
+            skipped: Vec::new(),
+        };
+        for (board, outcome) in names.iter().zip(outcomes) {
+            match outcome {
+                Ok(changed) => {
+                    report.boards += 1;
+                    report.changed += changed;
+                }
+                Err(e) if not_yet(&e) => report.skipped.push(SkippedBoard {
+                    board: board.to_string(),
+                    code: e.code().to_owned(),
+                    message: e.to_string(),
+                }),
+                // Dropped since it was listed: nothing to hide.
+                Err(Error::BoardNotFound(_)) if boards.is_none() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let boards = boards.map(<[String]>::to_vec);
+        self.log(&member, hidden, boards, report.changed, note)
+            .await?;
+        Ok(report)
+    }
+
+    /// Hides (shows) `members` on the board `name`, of either kind; how many changed.
+    async fn hide_on(&self, name: &BoardName, members: &[Member], hidden: bool) -> Result<u64> {
+        self.windowed(name.as_str()).hide_all(members, hidden).await
+    }
+
+    /// Hides the members hidden on every board on `board`, just created (or found,
+    /// which settles a create that raced a hide or show on every board); boards whose
+    /// kind cannot hide members yet are left as they are.
+    pub(super) async fn take_hidden_everywhere(&self, board: &AnyBoard) -> Result<()> {
+        let members = self.inner.store.moderation().hidden_everywhere().await?;
+        if members.is_empty() {
+            return Ok(());
+        }
+        match self.hide_on(board.name(), &members, true).await {
+            Err(e) if !not_yet(&e) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    async fn refuse_if_hidden_everywhere(&self, member: &Member) -> Result<()> {
+        let everywhere = self.inner.store.moderation().hidden_everywhere().await?;
+        if everywhere.contains(member) {
+            return Err(Error::HiddenEverywhere {
+                member: member.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Appends a hide (show) of `member` to the moderation log.
+    async fn log(
+        &self,
+        member: &Member,
+        hidden: bool,
+        boards: Option<Vec<String>>,
+        changed: u64,
+        note: &ModerationNote,
+    ) -> Result<()> {
+        let entry = LogEntry {
+            id: String::new(),
+            at: self.now().unix_seconds_f64(),
+            action: if hidden {
+                ModerationAction::Hide
+            } else {
+                ModerationAction::Show
+            },
+            member: member.to_string(),
+            boards,
+            changed,
+            reason: note.reason.clone(),
+            actor: note.actor.clone(),
+        };
+        self.inner.store.moderation().log_moderation(entry).await?;
+        Ok(())
+    }
+}
+
+/// A board whose kind cannot hide members yet.
+fn not_yet(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::AggregateUnsupported { .. }
+            | Error::ShardedUnsupported { .. }
+            | Error::BoardKind { .. }
+    )
 }

@@ -19,6 +19,7 @@ use crate::error::Result;
 
 use super::counters::CounterStore;
 use super::keyed::{Keyed, WriteKey};
+use super::moderation::ModerationStore;
 use super::rates::RateStore;
 use super::redis::RetireOptions;
 use super::server::ServerStore;
@@ -52,6 +53,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// The store's trending boards (see [`TrendingStore`]).
     fn trending(&self) -> &dyn TrendingStore;
+
+    /// The store's moderation that spans boards (see [`ModerationStore`]).
+    fn moderation(&self) -> &dyn ModerationStore;
 
     /// The operations of a store kept in a server (see [`ServerStore`]); `None` for a
     /// store without them, which then has no memory limit of its own, shares this
@@ -166,12 +170,12 @@ pub trait Store: Send + Sync + 'static {
     /// Removes the member from every slot and window.
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed>;
 
-    /// Hides the member (`hidden`) or shows it again, in every window at once (a sum
-    /// board's, not sharded). A hidden member keeps counting exactly (writes,
-    /// retirement, removal, recompute), but no ranking lists it and the ranks below it
-    /// close up; its standing says `hidden`. Shown again, it ranks as its totals give.
-    /// False when it already was so.
-    async fn set_hidden(&self, board: &Board, member: &Member, hidden: bool) -> Result<bool>;
+    /// Hides each of `members` (`hidden`) or shows it again, in every window at once (a
+    /// sum board's, not sharded), each member in one atomic step. A hidden member keeps
+    /// counting exactly (writes, retirement, removal, recompute), but no ranking lists it
+    /// and the ranks below it close up; its standing says `hidden`. Shown again, it ranks
+    /// as its totals give. Returns how many changed (the others already were so).
+    async fn set_hidden(&self, board: &Board, members: &[Member], hidden: bool) -> Result<u64>;
 
     /// Sets each member's data (in order: a member named twice keeps the later) where the
     /// member holds a total in the board's largest window, checked in the same atomic step;

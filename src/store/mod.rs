@@ -12,6 +12,7 @@ mod boards;
 mod counters;
 mod keyed;
 mod memory;
+mod moderation;
 pub(crate) mod rates;
 mod redis;
 mod server;
@@ -28,6 +29,7 @@ pub use keyed::{Keyed, Recorded, WriteKey};
 pub use stats::{StatRecord, StatsStore};
 
 pub use memory::MemoryStore;
+pub use moderation::ModerationStore;
 pub use rates::{RateHit, RateStore};
 pub use redis::{
     IngestOptions, InvalidKeyPrefix, KeyPrefix, RedisOptions, RedisStore, ReplicaAcks,

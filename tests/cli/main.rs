@@ -916,3 +916,77 @@ async fn retire_says_when_window_1_went_by_swap() {
         [("m0", 5), ("fresh", 2)]
     );
 }
+
+#[tokio::test]
+async fn hide_and_show_moderate_a_member_on_every_board_and_log_it() {
+    // A server of this test's own: hiding on every board reaches all its boards.
+    let redis = TestRedis::spawn().await;
+    let (board, max) = (unique("clihide"), unique("climax"));
+    let boards = Rollboard::redis(&redis.url).await.unwrap();
+    let config = BoardConfig::parse("1h", &["1h"]).unwrap();
+    boards.create(&board, config.clone()).await.unwrap();
+    let max_config = config.with_aggregate(rollboard::Aggregate::Max);
+    boards.create(&max, max_config).await.unwrap();
+    for (member, delta) in [("post:1", 4), ("post:2", 2)] {
+        boards
+            .windowed(&board)
+            .incr(member, delta, None)
+            .await
+            .unwrap();
+    }
+    let members = |boards: &Rollboard| {
+        let boards = boards.clone();
+        let board = board.clone();
+        async move {
+            let page = boards.windowed(&board).top(None, 0, 10).await.unwrap();
+            page.entries
+                .into_iter()
+                .map(|e| e.member)
+                .collect::<Vec<_>>()
+        }
+    };
+
+    let args = ["hide", "post:1", "--reason", "spam", "--actor", "ops"];
+    let out = rollboard(&args, Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "hid post:1 on 1 boards (every board, boards created later too): 1 changed, 0 already so\n\
+             skipped {max}: board {max:?} keeps the max of values: hiding and showing members is for sum boards\n"
+        )
+    );
+    assert_eq!(members(&boards).await, ["post:2"]);
+
+    // Shown on one board while hidden on every board: one line, non-zero, nothing changed.
+    let out = rollboard(&["show", "post:1", "--board", &board], Some(&redis.url));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("hidden on every board") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert_eq!(members(&boards).await, ["post:2"]);
+    let out = rollboard(&["hide", "post:1", "--reason", ""], Some(&redis.url));
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("reason is empty"), "{}", stderr(&out));
+
+    let out = rollboard(&["show", "post:1"], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("showed post:1 on 1 boards (every board"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(members(&boards).await, ["post:1", "post:2"]);
+    let log = boards.moderation_log(None, 10).await.unwrap();
+    let seen: Vec<_> = log
+        .iter()
+        .map(|e| (e.action, e.reason.as_deref(), e.actor.as_deref(), e.changed))
+        .collect();
+    use rollboard::ModerationAction::{Hide, Show};
+    assert_eq!(
+        seen,
+        [(Show, None, None, 1), (Hide, Some("spam"), Some("ops"), 1)]
+    );
+}

@@ -140,3 +140,143 @@ async fn boards_that_cannot_hide_say_why() {
         (StatusCode::NOT_FOUND, "board_not_found")
     );
 }
+
+#[tokio::test]
+async fn a_member_hidden_on_every_board_is_logged_and_shown_back_everywhere() {
+    let app = spawn_app().await;
+    let (one, later) = (unique("every"), unique("later"));
+    let config = json!({"slot": "1h", "windows": ["1h", "24h"]});
+    let events =
+        json!({"events": [{"member": "post:1", "delta": 9}, {"member": "post:2", "delta": 5}]});
+    let board = |b: &str| format!("/v1/boards/{b}");
+    assert_eq!(
+        app.put(&board(&one), config.clone()).await.status,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        app.post(&format!("{}/events", board(&one)), events.clone())
+            .await
+            .status,
+        StatusCode::OK
+    );
+
+    let note = json!({"reason": "spam bot", "actor": "mod:alice"});
+    let hidden = app.post("/v1/members/post:1/hide", note).await;
+    assert_eq!(hidden.status, StatusCode::OK, "{:?}", hidden.body);
+    assert_eq!(
+        hidden.body,
+        json!({"member": "post:1", "hidden": true, "every_board": true, "boards": 1, "changed": 1, "skipped": []})
+    );
+    // A board created afterwards hides it too.
+    assert_eq!(
+        app.put(&board(&later), config).await.status,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        app.post(&format!("{}/events", board(&later)), events)
+            .await
+            .status,
+        StatusCode::OK
+    );
+    for b in [&one, &later] {
+        let top = app.get(&format!("{}/top?window=24h", board(b))).await;
+        assert_eq!(entries(&top.body), ranked(&[(1, "post:2", 5)]), "{b}");
+    }
+    let listed = app.get("/v1/moderation/hidden").await;
+    assert_eq!(listed.body, json!({"members": ["post:1"]}));
+    let refused = app
+        .post(&format!("{}/members/post:1/show", board(&one)), json!({}))
+        .await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (StatusCode::CONFLICT, "hidden_everywhere")
+    );
+
+    let shown = app
+        .post("/v1/members/post:1/show", json!({"actor": "mod:bob"}))
+        .await;
+    assert_eq!(
+        shown.body,
+        json!({"member": "post:1", "hidden": false, "every_board": true, "boards": 2, "changed": 2, "skipped": []})
+    );
+    let top = app.get(&format!("{}/top?window=24h", board(&later))).await;
+    assert_eq!(
+        entries(&top.body),
+        ranked(&[(1, "post:1", 9), (2, "post:2", 5)])
+    );
+
+    // The log, newest first, paged by `next`.
+    let page = app.get("/v1/moderation/log?limit=1").await;
+    assert_eq!(page.status, StatusCode::OK, "{:?}", page.body);
+    let newest = &page.body["entries"][0];
+    assert_eq!(
+        (
+            &newest["action"],
+            &newest["member"],
+            newest.get("boards"),
+            &newest["changed"],
+            &newest["actor"],
+            newest.get("reason")
+        ),
+        (
+            &json!("show"),
+            &json!("post:1"),
+            None,
+            &json!(2),
+            &json!("mod:bob"),
+            None
+        )
+    );
+    let next = page.body["next"].as_str().unwrap();
+    let older = app
+        .get(&format!("/v1/moderation/log?limit=5&before={next}"))
+        .await;
+    assert_eq!(
+        older.body["entries"].as_array().unwrap().len(),
+        1,
+        "{:?}",
+        older.body
+    );
+    let first = &older.body["entries"][0];
+    assert_eq!(
+        (
+            &first["action"],
+            &first["reason"],
+            &first["actor"],
+            &first["changed"]
+        ),
+        (
+            &json!("hide"),
+            &json!("spam bot"),
+            &json!("mod:alice"),
+            &json!(1)
+        )
+    );
+    assert_eq!(older.body.get("next"), None);
+
+    // What to fix.
+    let empty = app
+        .post("/v1/members/post:1/hide", json!({"reason": ""}))
+        .await;
+    assert_eq!(
+        (empty.status, empty.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_moderation")
+    );
+    let unknown = app
+        .post("/v1/members/post:1/hide", json!({"why": "x"}))
+        .await;
+    assert_eq!(
+        unknown.status,
+        StatusCode::BAD_REQUEST,
+        "{:?}",
+        unknown.body
+    );
+    let limit = app.get("/v1/moderation/log?limit=0").await;
+    assert_eq!(
+        (limit.status, limit.code()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "invalid_query")
+    );
+    // Nothing refused was logged.
+    let all = app.get("/v1/moderation/log").await;
+    assert_eq!(all.body["entries"].as_array().unwrap().len(), 2);
+}

@@ -10,7 +10,9 @@
 
 use std::collections::BTreeSet;
 
-use rollboard::{Aggregate, AroundOptions, BoardConfig, Error, MemberData, Span, Ties};
+use rollboard::{
+    Aggregate, AroundOptions, BoardConfig, Error, MemberData, ModerationNote, Span, Ties,
+};
 
 use crate::support::{Harness, triples, unique};
 
@@ -25,6 +27,11 @@ on_every_store!(
 
 const MEMBERS: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
 const WINDOWS: [&str; 2] = ["1h", "3h"];
+
+/// No reason, no actor.
+fn note() -> ModerationNote {
+    ModerationNote::default()
+}
 
 /// A small deterministic generator (xorshift), so a failure replays.
 struct Rng(u64);
@@ -166,7 +173,12 @@ async fn run(h: Harness, ties: Ties, seed: u64) {
                 }
             }
             10..=12 => {
-                let changed = h.boards.windowed(&board).hide(member).await.unwrap();
+                let changed = h
+                    .boards
+                    .windowed(&board)
+                    .hide(member, &note())
+                    .await
+                    .unwrap();
                 assert_eq!(
                     changed,
                     hidden.insert(member.to_owned()),
@@ -174,7 +186,12 @@ async fn run(h: Harness, ties: Ties, seed: u64) {
                 );
             }
             13..=14 => {
-                let changed = h.boards.windowed(&board).show(member).await.unwrap();
+                let changed = h
+                    .boards
+                    .windowed(&board)
+                    .show(member, &note())
+                    .await
+                    .unwrap();
                 assert_eq!(changed, hidden.remove(member), "step {step}: show {member}");
             }
             15..=17 => {
@@ -198,7 +215,13 @@ async fn run(h: Harness, ties: Ties, seed: u64) {
         check(&h, &board, &twin, &hidden, ties, step).await;
     }
     for member in std::mem::take(&mut hidden) {
-        assert!(h.boards.windowed(&board).show(&member).await.unwrap());
+        assert!(
+            h.boards
+                .windowed(&board)
+                .show(&member, &note())
+                .await
+                .unwrap()
+        );
     }
     check(&h, &board, &twin, &hidden, ties, usize::MAX).await;
 }
@@ -218,7 +241,12 @@ async fn max_and_sharded_boards_refuse_hiding_for_now(h: Harness) {
         .create(&max, config.clone().with_aggregate(Aggregate::Max))
         .await
         .unwrap();
-    let refused = h.boards.windowed(&max).hide("a").await.unwrap_err();
+    let refused = h
+        .boards
+        .windowed(&max)
+        .hide("a", &note())
+        .await
+        .unwrap_err();
     assert!(
         matches!(refused, Error::AggregateUnsupported { .. }),
         "{refused:?}"
@@ -228,7 +256,12 @@ async fn max_and_sharded_boards_refuse_hiding_for_now(h: Harness) {
         .create(&sharded, config.with_shards(3).unwrap())
         .await
         .unwrap();
-    let refused = h.boards.windowed(&sharded).hide("a").await.unwrap_err();
+    let refused = h
+        .boards
+        .windowed(&sharded)
+        .hide("a", &note())
+        .await
+        .unwrap_err();
     assert!(
         matches!(refused, Error::ShardedUnsupported { .. }),
         "{refused:?}"
@@ -242,7 +275,7 @@ async fn member_data_stays_with_a_hidden_member_while_it_holds_a_total(h: Harnes
     let b = || h.boards.windowed(&board);
     let data = |v: &str| MemberData::parse(&format!("{{\"title\":{v:?}}}")).unwrap();
     b().incr("a", 2, None).await.unwrap();
-    assert!(b().hide("a").await.unwrap());
+    assert!(b().hide("a", &note()).await.unwrap());
     // A hidden member holding a total keeps data, set before or while hidden, through a
     // recompute of the largest window (which sweeps the data of members without one).
     b().set_member_data("a", data("first")).await.unwrap();
@@ -250,10 +283,10 @@ async fn member_data_stays_with_a_hidden_member_while_it_holds_a_total(h: Harnes
         .await
         .unwrap();
     assert_eq!(b().member_data("a").await.unwrap(), Some(data("first")));
-    assert!(b().show("a").await.unwrap());
+    assert!(b().show("a", &note()).await.unwrap());
     assert_eq!(b().member_data("a").await.unwrap(), Some(data("first")));
     // Hidden, its total back to 0: the data goes, as a shown member's would.
-    assert!(b().hide("a").await.unwrap());
+    assert!(b().hide("a", &note()).await.unwrap());
     b().incr("a", -2, None).await.unwrap();
     assert_eq!(b().member_data("a").await.unwrap(), None);
     let refused = b().set_member_data("a", data("again")).await.unwrap_err();
@@ -272,7 +305,7 @@ async fn a_write_answers_a_hidden_members_standing_as_holding_none(h: Harness) {
     let b = || h.boards.windowed(&board);
     b().incr("a", 4, None).await.unwrap();
     b().incr("b", 2, None).await.unwrap();
-    assert!(b().hide("a").await.unwrap());
+    assert!(b().hide("a", &note()).await.unwrap());
     // What a write answers is public: a hidden member reads as holding no total.
     let written = b().incr_standing("a", 1, None).await.unwrap();
     let seen: Vec<_> = written
@@ -283,7 +316,7 @@ async fn a_write_answers_a_hidden_members_standing_as_holding_none(h: Harness) {
     assert_eq!(seen, [(0, None, Some(0), None); 2]);
     let written = b().incr_standing("b", 1, None).await.unwrap();
     assert_eq!(written.windows[1].rank, Some(1));
-    assert!(b().show("a").await.unwrap());
+    assert!(b().show("a", &note()).await.unwrap());
     let own = b().score("a", None).await.unwrap().unwrap();
     assert_eq!((own.score, own.rank, own.hidden), (5, Some(1), false));
 }
@@ -298,7 +331,7 @@ async fn a_board_that_hides_members_is_not_resharded(h: Harness) {
     for (member, delta) in [("a", 3), ("b", 2), ("c", 1)] {
         b().incr(member, delta, None).await.unwrap();
     }
-    assert!(b().hide("a").await.unwrap());
+    assert!(b().hide("a", &note()).await.unwrap());
     // A move would not take the mark with the member: refused, nothing changed.
     let refused = b().reshard(3).await.unwrap_err();
     assert!(
@@ -310,7 +343,7 @@ async fn a_board_that_hides_members_is_not_resharded(h: Harness) {
         triples(&top.entries),
         [(1, "b".to_owned(), 2), (2, "c".to_owned(), 1)]
     );
-    assert!(b().show("a").await.unwrap());
+    assert!(b().show("a", &note()).await.unwrap());
     let report = b().reshard(3).await.unwrap();
     assert_eq!(report.to, 3);
     let top = b().top(None, 0, 10).await.unwrap();

@@ -15,6 +15,21 @@ macro_rules! on_every_store {
     };
 }
 
+/// As [`on_every_store!`], each Redis store under a key prefix of the test's own.
+macro_rules! on_every_isolated_store {
+    ($($case:ident),* $(,)?) => {
+        mod memory {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::memory().await).await })*
+        }
+        mod redis {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::redis_isolated().await).await })*
+        }
+        mod cluster {
+            $(#[tokio::test] async fn $case() { super::$case(crate::support::Harness::cluster_isolated().await).await })*
+        }
+    };
+}
+
 /// As [`on_every_store!`], without the shared cluster.
 macro_rules! on_memory_and_redis {
     ($($case:ident),* $(,)?) => {
@@ -64,6 +79,7 @@ mod many_boards;
 mod member_data;
 mod member_ranks;
 mod memory_limits;
+mod moderation;
 mod multi;
 mod nonzero;
 mod open_slot;

@@ -105,6 +105,36 @@ impl Harness {
         }
     }
 
+    /// As [`redis`](Self::redis), under a key prefix of this test's own, so that what
+    /// spans boards (the members hidden on every board, the moderation log) is this
+    /// test's alone even on a shared server (`REDIS_URL`).
+    pub async fn redis_isolated() -> Harness {
+        let redis = TestRedis::start().await;
+        let clock = clock();
+        let store = redis.store_with(isolated_options()).await;
+        Harness {
+            boards: with_clock(store, &clock),
+            clock,
+            redis: Some(redis),
+            in_memory: false,
+        }
+    }
+
+    /// As [`cluster`](Self::cluster), under a key prefix of this test's own.
+    pub async fn cluster_isolated() -> Harness {
+        let cluster = crate::test_cluster::TestCluster::shared();
+        let clock = clock();
+        let store = rollboard::RedisStore::connect_cluster_with(&cluster.urls, isolated_options())
+            .await
+            .expect("connect to the test cluster");
+        Harness {
+            boards: with_clock(Arc::new(store), &clock),
+            clock,
+            redis: None,
+            in_memory: false,
+        }
+    }
+
     /// Creates a board with a unique name and returns the name.
     pub async fn board(&self, slot: &str, windows: &[&str]) -> String {
         let name = unique("b");
@@ -135,6 +165,15 @@ impl Harness {
     /// Moves the clock to `START + seconds`.
     pub fn at(&self, seconds: i64) {
         self.clock.set(ts(START + seconds));
+    }
+}
+
+/// The test options with a key prefix of their own.
+fn isolated_options() -> rollboard::RedisOptions {
+    let prefix = format!("{}:", unique("t"));
+    rollboard::RedisOptions {
+        key_prefix: rollboard::KeyPrefix::parse(&prefix).unwrap(),
+        ..crate::test_redis::test_options()
     }
 }
 

@@ -100,6 +100,17 @@ pub enum Command {
     /// --top (ties at the cut in the board's tie order) are removed from every window,
     /// 1,000 at a time until none is left.
     Trim(TrimArgs),
+    /// Hide a member from the rankings, its counts kept: on the --board boards, or on
+    /// every board and every board created later.
+    ///
+    /// It keeps counting exactly; no ranking lists it and the ranks below it close up.
+    /// Kept in the moderation log with --reason and --actor. Boards whose kind cannot
+    /// hide members yet (max, min, latest, sharded, trending) are named and left as they
+    /// are.
+    Hide(ModerateArgs),
+    /// Show a hidden member again, at the rank its counts give: on the --board boards, or
+    /// on every board (and boards created later no longer hide it).
+    Show(ModerateArgs),
     /// Import a board kept in the source article's layout (slot_NAME_<ts> hashes,
     /// stats_NAME, last_slot_NAME), slot by slot, with exact totals.
     ///
@@ -176,6 +187,24 @@ pub struct RecomputeArgs {
     /// Only this window (e.g. 24h) [default: every window].
     #[arg(long)]
     pub window: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `hide` and `show` options.
+#[derive(Debug, Args)]
+pub struct ModerateArgs {
+    /// The member.
+    pub member: String,
+    /// Only these boards (repeat, or comma-separated) [default: every board].
+    #[arg(long = "board", value_delimiter = ',')]
+    pub boards: Vec<String>,
+    /// Why, kept in the moderation log (1 to 1,024 bytes).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Who, kept in the moderation log (1 to 128 bytes).
+    #[arg(long)]
+    pub actor: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

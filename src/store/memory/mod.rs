@@ -17,6 +17,7 @@ mod family;
 mod keyed;
 mod latest;
 mod maxima;
+mod moderation;
 mod rates;
 mod shard_moves;
 mod stats;
@@ -48,6 +49,7 @@ pub struct MemoryStore {
     stats: stats::MemStats,
     /// Trending boards (see `trending.rs`); their names share the namespace of `boards`.
     trending: trending::MemTrending,
+    moderation: moderation::MemModeration,
 }
 
 impl MemoryStore {
@@ -176,6 +178,10 @@ impl Store for MemoryStore {
         self
     }
 
+    fn moderation(&self) -> &dyn crate::store::ModerationStore {
+        self
+    }
+
     #[allow(private_interfaces)] // sealed: see `Store::shard_moves`
     fn shard_moves(&self) -> Option<&dyn crate::store::ShardMoves> {
         Some(self)
@@ -289,8 +295,11 @@ impl Store for MemoryStore {
         self.with_board(board, |b| b.remove_member(member))
     }
 
-    async fn set_hidden(&self, board: &Board, member: &Member, hidden: bool) -> Result<bool> {
-        self.with_board(board, |b| b.set_hidden(member, hidden))
+    async fn set_hidden(&self, board: &Board, members: &[Member], hidden: bool) -> Result<u64> {
+        self.with_board(board, |b| {
+            let changed = members.iter().filter(|m| b.set_hidden(m, hidden));
+            changed.count() as u64
+        })
     }
 
     async fn set_member_data(

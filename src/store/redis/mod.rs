@@ -12,7 +12,8 @@
 //!   `maxima/` (max, min and latest boards) rides; each
 //!   implements the family seam, and [`RedisStore::family`] picks a board's;
 //! - one folder per other system with its store trait: `trending/`, `rates/`,
-//!   `counters/`, `stats/`, and `resharding/` (members moved between shards).
+//!   `counters/`, `stats/`, and `resharding/` (members moved between shards); and
+//!   `moderation.rs`, moderation that spans boards.
 //!
 //! Every multi-key operation of a board is one Lua script (a file beside the code that
 //! calls it, with its KEYS and ARGV documented, sent after what it uses of a shared
@@ -31,6 +32,7 @@ mod board;
 mod conn;
 mod counters;
 mod maxima;
+mod moderation;
 mod rates;
 mod resharding;
 mod retire;
@@ -229,6 +231,10 @@ impl Store for RedisStore {
         self
     }
 
+    fn moderation(&self) -> &dyn crate::store::ModerationStore {
+        self
+    }
+
     fn server(&self) -> Option<&dyn ServerStore> {
         Some(self)
     }
@@ -339,8 +345,8 @@ impl Store for RedisStore {
         family.remove_member(&self.conn, board, member).await
     }
 
-    async fn set_hidden(&self, board: &Board, member: &Member, hidden: bool) -> Result<bool> {
-        sums::hide::set_hidden(&self.conn, board, member, hidden).await
+    async fn set_hidden(&self, board: &Board, members: &[Member], hidden: bool) -> Result<u64> {
+        sums::hide::set_hidden(&self.conn, board, members, hidden).await
     }
 
     async fn set_member_data(

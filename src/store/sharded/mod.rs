@@ -89,6 +89,10 @@ impl Store for ShardedStore {
         self.inner.rates()
     }
 
+    fn moderation(&self) -> &dyn crate::store::ModerationStore {
+        self.inner.moderation()
+    }
+
     fn trending(&self) -> &dyn TrendingStore {
         self.inner.trending()
     }
@@ -249,9 +253,9 @@ impl Store for ShardedStore {
         }
     }
 
-    async fn set_hidden(&self, board: &Board, member: &Member, hidden: bool) -> Result<bool> {
+    async fn set_hidden(&self, board: &Board, members: &[Member], hidden: bool) -> Result<u64> {
         match self.sharded(board).await? {
-            None => self.inner.set_hidden(board, member, hidden).await,
+            None => self.inner.set_hidden(board, members, hidden).await,
             Some(_) => Err(Error::ShardedUnsupported {
                 board: board.name.to_string(),
                 what: "hiding and showing members is not built for sharded boards yet",

@@ -1,6 +1,6 @@
 //! What each subcommand does, one file per family: the service (`serve.rs`), the
-//! maintenance commands (`maintenance.rs`), the reads (`reads.rs`), the batch jobs
-//! (`jobs.rs`), and the store they run on (`store.rs`).
+//! maintenance commands (`maintenance.rs`), moderation (`moderation.rs`), the reads
+//! (`reads.rs`), the batch jobs (`jobs.rs`), and the store they run on (`store.rs`).
 
 use std::process::ExitCode;
 
@@ -8,12 +8,14 @@ use crate::args::Command;
 
 mod jobs;
 mod maintenance;
+mod moderation;
 mod reads;
 mod serve;
 mod store;
 
 use jobs::{export, import, import_legacy, migrate};
 use maintenance::{clean_counters, recompute, relayout, remove_members, reshard, retire, trim};
+use moderation::moderate;
 use reads::{rate, top};
 use serve::serve;
 
@@ -31,6 +33,8 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Reshard(args) => reshard(args).await,
         Command::RemoveMembers(args) => remove_members(args).await,
         Command::Trim(args) => trim(args).await,
+        Command::Hide(args) => moderate(args, true).await,
+        Command::Show(args) => moderate(args, false).await,
         Command::ImportLegacy(args) => import_legacy(args).await,
         Command::Migrate(args) => migrate(args).await,
     }

@@ -46,6 +46,16 @@ impl Keys {
         self.prefixed("rollboard:boards")
     }
 
+    /// `rollboard:hidden`: the members hidden on every board, boards created later too.
+    pub(crate) fn hidden_everywhere(&self) -> String {
+        self.prefixed("rollboard:hidden")
+    }
+
+    /// `rollboard:moderation`: the moderation log, a stream (field `e`: the entry's JSON).
+    pub(crate) fn moderation_log(&self) -> String {
+        self.prefixed("rollboard:moderation")
+    }
+
     /// `board_{<board>}`: the board record (config, version, watermarks).
     pub(crate) fn record(&self, name: &BoardName) -> String {
         self.tagged("board", name)
@@ -402,7 +412,9 @@ const TAGGED_HEADS: &[&str] = &[
 const UNTAGGED: &[&str] = &[
     "rollboard:boards",
     "rollboard:counters",
+    "rollboard:hidden",
     "rollboard:migrations",
+    "rollboard:moderation",
     "stat_kinds",
 ];
 

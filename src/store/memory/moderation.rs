@@ -1,0 +1,69 @@
+//! The memory store's moderation that spans boards: the members hidden on every board
+//! and the moderation log, behind one mutex.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use super::{MemoryStore, lock};
+use crate::domain::{LOG_KEPT, LogEntry, Member};
+use crate::error::Result;
+use crate::store::ModerationStore;
+
+/// See [`ModerationStore`].
+#[derive(Debug, Default)]
+pub(super) struct MemModeration(Mutex<State>);
+
+#[derive(Debug, Default)]
+struct State {
+    everywhere: BTreeSet<Member>,
+    /// Oldest first, each with its id's parts.
+    log: VecDeque<((u64, u64), LogEntry)>,
+}
+
+#[async_trait]
+impl ModerationStore for MemoryStore {
+    async fn set_hidden_everywhere(&self, member: &Member, hidden: bool) -> Result<bool> {
+        let everywhere = &mut lock(&self.moderation.0).everywhere;
+        Ok(if hidden {
+            everywhere.insert(member.clone())
+        } else {
+            everywhere.remove(member)
+        })
+    }
+
+    async fn hidden_everywhere(&self) -> Result<Vec<Member>> {
+        Ok(lock(&self.moderation.0)
+            .everywhere
+            .iter()
+            .cloned()
+            .collect())
+    }
+
+    async fn log_moderation(&self, mut entry: LogEntry) -> Result<()> {
+        let log = &mut lock(&self.moderation.0).log;
+        let ms = (entry.at * 1000.0) as u64;
+        let id = match log.back() {
+            Some(((last, n), _)) if *last >= ms => (*last, n + 1),
+            _ => (ms, 0),
+        };
+        entry.id = format!("{}-{}", id.0, id.1);
+        log.push_back((id, entry));
+        if log.len() > LOG_KEPT {
+            log.pop_front();
+        }
+        Ok(())
+    }
+
+    async fn moderation_log(
+        &self,
+        before: Option<(u64, u64)>,
+        limit: usize,
+    ) -> Result<Vec<LogEntry>> {
+        let log = &lock(&self.moderation.0).log;
+        let older = |id: &(u64, u64)| before.is_none_or(|before| *id < before);
+        let newest_first = log.iter().rev().filter(|(id, _)| older(id));
+        Ok(newest_first.take(limit).map(|(_, e)| e.clone()).collect())
+    }
+}

@@ -1,0 +1,73 @@
+//! Moderation that spans boards, in Redis: the members hidden on every board in one set
+//! (`rollboard:hidden`) and the moderation log in one stream (`rollboard:moderation`,
+//! each entry's JSON in its field `e`, trimmed to about the newest
+//! [`LOG_KEPT`](crate::domain::LOG_KEPT) entries). Both are global keys, each touched only
+//! by its own single-key commands, so they run unchanged on a Cluster. A log entry's id
+//! is the stream's (Redis's time): an entry whose reply is lost is not sent again
+//! ([`Retry::Never`]).
+
+use async_trait::async_trait;
+
+use super::RedisStore;
+use super::conn::Retry;
+use crate::domain::{LOG_KEPT, LogEntry, Member};
+use crate::error::{Error, Result};
+use crate::store::ModerationStore;
+
+#[async_trait]
+impl ModerationStore for RedisStore {
+    async fn set_hidden_everywhere(&self, member: &Member, hidden: bool) -> Result<bool> {
+        let command = if hidden { "SADD" } else { "SREM" };
+        let mut cmd = redis::cmd(command);
+        cmd.arg(self.conn.keys().hidden_everywhere())
+            .arg(member.as_str());
+        let changed: u64 = self.conn.query(&cmd, None, Retry::IdempotentWrite).await?;
+        Ok(changed == 1)
+    }
+
+    async fn hidden_everywhere(&self) -> Result<Vec<Member>> {
+        let mut cmd = redis::cmd("SMEMBERS");
+        cmd.arg(self.conn.keys().hidden_everywhere());
+        let members: Vec<String> = self.conn.query(&cmd, None, Retry::Idempotent).await?;
+        members.iter().map(|m| Member::parse(m)).collect()
+    }
+
+    async fn log_moderation(&self, entry: LogEntry) -> Result<()> {
+        let json = serde_json::to_string(&entry).map_err(|e| Error::store(e.to_string()))?;
+        let mut cmd = redis::cmd("XADD");
+        cmd.arg(self.conn.keys().moderation_log())
+            .arg("MAXLEN")
+            .arg("~")
+            .arg(LOG_KEPT)
+            .arg("*")
+            .arg("e")
+            .arg(json);
+        let _id: String = self.conn.query(&cmd, None, Retry::Never).await?;
+        Ok(())
+    }
+
+    async fn moderation_log(
+        &self,
+        before: Option<(u64, u64)>,
+        limit: usize,
+    ) -> Result<Vec<LogEntry>> {
+        let end = before.map_or("+".to_owned(), |(ms, n)| format!("({ms}-{n}"));
+        let mut cmd = redis::cmd("XREVRANGE");
+        cmd.arg(self.conn.keys().moderation_log())
+            .arg(end)
+            .arg("-")
+            .arg("COUNT")
+            .arg(limit);
+        let entries: Vec<(String, Vec<String>)> =
+            self.conn.query(&cmd, None, Retry::Idempotent).await?;
+        entries
+            .into_iter()
+            .map(|(id, fields)| {
+                let json = fields.get(1).map_or("", String::as_str);
+                let entry: LogEntry = serde_json::from_str(json)
+                    .map_err(|e| Error::store(format!("moderation log entry {id}: {e}")))?;
+                Ok(LogEntry { id, ..entry })
+            })
+            .collect()
+    }
+}
