@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 
 use super::{Rollboard, Windowed};
 use crate::domain::any_board::AnyBoard;
-use crate::domain::{BoardName, LogEntry, Member, sums_only};
+use crate::domain::{BoardName, LogEntry, Member};
 use crate::domain::{Moderated, ModerationAction, ModerationNote, SkippedBoard, parse_log_id};
 use crate::error::{Error, Result};
 
@@ -17,7 +17,6 @@ pub const MAX_MODERATED_BOARDS: usize = 1000;
 pub const MAX_LOG_PAGE: usize = 1000;
 /// Boards hidden on at once by a call across boards.
 const BOARDS_AT_ONCE: usize = 16;
-const WHAT: &str = "hiding and showing members";
 
 impl Windowed<'_> {
     /// Hides `member` from every ranking of the board, in every window at once, before
@@ -25,9 +24,8 @@ impl Windowed<'_> {
     /// but no page, rank, `around`, percentile, snapshot or multi-board read lists it,
     /// and the members below it move up a rank. Its own standing still answers its total,
     /// with `hidden` and no rank. True when it was shown until now, false when it was
-    /// hidden already (nothing changes). Kept in the moderation log with `note`. Sum
-    /// boards that are not sharded, for now:
-    /// [`Error::AggregateUnsupported`] and [`Error::ShardedUnsupported`] otherwise.
+    /// hidden already (nothing changes). Kept in the moderation log with `note`. Boards
+    /// of one shard, for now: [`Error::ShardedUnsupported`] otherwise.
     pub async fn hide(self, member: &str, note: &ModerationNote) -> Result<bool> {
         self.set_hidden(member, true, note).await
     }
@@ -55,11 +53,8 @@ impl Windowed<'_> {
     /// Hides (shows) each of `members` on this board; how many changed.
     async fn hide_all(self, members: &[Member], hidden: bool) -> Result<u64> {
         let store = &self.rb.inner.store;
-        self.change(|b| async move {
-            sums_only(&b, WHAT)?;
-            store.set_hidden(&b, members, hidden).await
-        })
-        .await
+        self.change(|b| async move { store.set_hidden(&b, members, hidden).await })
+            .await
     }
 }
 
@@ -244,8 +239,6 @@ impl Rollboard {
 fn not_yet(e: &Error) -> bool {
     matches!(
         e,
-        Error::AggregateUnsupported { .. }
-            | Error::ShardedUnsupported { .. }
-            | Error::BoardKind { .. }
+        Error::ShardedUnsupported { .. } | Error::BoardKind { .. }
     )
 }

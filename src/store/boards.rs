@@ -171,7 +171,7 @@ pub trait Store: Send + Sync + 'static {
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed>;
 
     /// Hides each of `members` (`hidden`) or shows it again, in every window at once (a
-    /// sum board's, not sharded), each member in one atomic step. A hidden member keeps
+    /// board of one shard), each member in one atomic step. A hidden member keeps
     /// counting exactly (writes, retirement, removal, recompute), but no ranking lists it
     /// and the ranks below it close up; its standing says `hidden`. Shown again, it ranks
     /// as its totals give. Returns how many changed (the others already were so).

@@ -1,7 +1,8 @@
 //! `POST /v1/boards/{board}/members/{member}/hide` and `/show`: a hidden member leaves
 //! the top page (the ranks below close up) and every list read, its own read answers its
 //! score with `"hidden": true` and `"rank": null`, writes keep counting it, and shown
-//! again it ranks as its counts give; what a board that cannot hide answers.
+//! again it ranks as its counts give; a max board alike; what a board that cannot hide
+//! answers.
 
 use reqwest::StatusCode;
 use serde_json::json;
@@ -109,15 +110,27 @@ async fn a_hidden_member_leaves_every_ranking_and_comes_back_with_its_likes() {
 }
 
 #[tokio::test]
-async fn boards_that_cannot_hide_say_why() {
+async fn max_boards_hide_and_sharded_boards_say_why_not() {
     let app = spawn_app().await;
+    // A max board hides too (its values kept, as a sum board's totals).
     let max = format!("/v1/boards/{}", unique("modmax"));
     let config = json!({"slot": "1h", "windows": ["1h"], "aggregate": "max"});
     assert_eq!(app.put(&max, config).await.status, StatusCode::CREATED);
-    let refused = app.post(&format!("{max}/members/a/hide"), json!({})).await;
+    let values = json!({"events": [{"member": "a", "value": 7}, {"member": "b", "value": 3}]});
+    let posted = app.post(&format!("{max}/events"), values).await;
+    assert_eq!(posted.status, StatusCode::OK, "{:?}", posted.body);
+    let hidden = app.post(&format!("{max}/members/a/hide"), json!({})).await;
+    assert_eq!(hidden.status, StatusCode::OK, "{:?}", hidden.body);
+    let higher = app
+        .post(&format!("{max}/events"), json!({"member": "a", "value": 9}))
+        .await;
+    assert_eq!(higher.status, StatusCode::OK, "{:?}", higher.body);
+    let top = app.get(&format!("{max}/top")).await;
+    assert_eq!(entries(&top.body), ranked(&[(1, "b", 3)]));
+    let own = app.get(&format!("{max}/members/a")).await;
     assert_eq!(
-        (refused.status, refused.code()),
-        (StatusCode::CONFLICT, "aggregate_unsupported")
+        (&own.body["score"], &own.body["hidden"]),
+        (&json!(9), &json!(true))
     );
     let sharded = format!("/v1/boards/{}", unique("modshards"));
     let config = json!({"slot": "1h", "windows": ["1h"], "shards": 3});

@@ -5,13 +5,14 @@
 //! left out and the ranks closed up (top pages, `around`, ranks of a list, member
 //! reads), a hidden member's own read answers its twin's total with `hidden` and no
 //! rank; once every member is shown again, the board reads exactly as its twin. On a
-//! dense board too, whose tallies must leave hidden totals out. Max boards and sharded
-//! boards refuse, for now.
+//! dense board too, whose tallies must leave hidden totals out, and on max, min and
+//! latest boards, whose values are set rather than added. Sharded boards refuse, for
+//! now.
 
 use std::collections::BTreeSet;
 
 use rollboard::{
-    Aggregate, AroundOptions, BoardConfig, Error, MemberData, ModerationNote, Span, Ties,
+    Aggregate, AroundOptions, BoardConfig, Error, Event, MemberData, ModerationNote, Span, Ties,
 };
 
 use crate::support::{Harness, triples, unique};
@@ -22,7 +23,10 @@ on_every_store!(
     member_data_stays_with_a_hidden_member_while_it_holds_a_total,
     a_write_answers_a_hidden_members_standing_as_holding_none,
     a_board_that_hides_members_is_not_resharded,
-    max_and_sharded_boards_refuse_hiding_for_now,
+    a_max_board_keeps_a_hidden_members_highest_value_apart,
+    a_dense_min_board_keeps_a_hidden_members_lowest_value_out_of_the_tallies,
+    a_latest_board_keeps_a_hidden_members_newest_value_apart,
+    sharded_boards_refuse_hiding_for_now,
 );
 
 const MEMBERS: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
@@ -150,8 +154,11 @@ async fn check(
     }
 }
 
-async fn run(h: Harness, ties: Ties, seed: u64) {
-    let config = || BoardConfig::parse("1h", &WINDOWS).unwrap().with_ties(ties);
+async fn run(h: Harness, aggregate: Aggregate, ties: Ties, seed: u64) {
+    let config = || {
+        let config = BoardConfig::parse("1h", &WINDOWS).unwrap();
+        config.with_aggregate(aggregate).with_ties(ties)
+    };
     let (board, twin) = (unique("hid"), unique("twin"));
     h.boards.create(&board, config()).await.unwrap();
     h.boards.create(&twin, config()).await.unwrap();
@@ -162,14 +169,16 @@ async fn run(h: Harness, ties: Ties, seed: u64) {
         let member = MEMBERS[rng.below(MEMBERS.len() as u64) as usize];
         match rng.below(20) {
             0..=9 => {
-                // A like (or a few), or an unlike.
+                // A like (or a few), or an unlike; on a max, min or latest board a value.
                 let delta = [1, 1, 2, 3, -1][rng.below(5) as usize];
+                let value = rng.below(9) as i64 - 3;
                 for b in [&board, &twin] {
-                    h.boards
-                        .windowed(b)
-                        .incr(member, delta, None)
-                        .await
-                        .unwrap();
+                    let w = h.boards.windowed(b);
+                    if aggregate == Aggregate::Sum {
+                        w.incr(member, delta, None).await.unwrap();
+                    } else {
+                        w.incr_batch(&[Event::value(member, value)]).await.unwrap();
+                    }
                 }
             }
             10..=12 => {
@@ -227,30 +236,33 @@ async fn run(h: Harness, ties: Ties, seed: u64) {
 }
 
 async fn a_hidden_member_keeps_counting_out_of_every_ranking_and_comes_back_exact(h: Harness) {
-    run(h, Ties::Competition, 0x9E37_79B9_7F4A_7C15).await;
+    run(h, Aggregate::Sum, Ties::Competition, 0x9E37_79B9_7F4A_7C15).await;
 }
 
 async fn a_dense_board_ranks_its_hidden_members_out_of_the_distinct_totals(h: Harness) {
-    run(h, Ties::Dense, 0x2545_F491_4F6C_DD1D).await;
+    run(h, Aggregate::Sum, Ties::Dense, 0x2545_F491_4F6C_DD1D).await;
 }
 
-async fn max_and_sharded_boards_refuse_hiding_for_now(h: Harness) {
-    let max = unique("hidmax");
+async fn a_max_board_keeps_a_hidden_members_highest_value_apart(h: Harness) {
+    run(h, Aggregate::Max, Ties::Competition, 0x1234_5678_9ABC_DEF1).await;
+}
+
+async fn a_dense_min_board_keeps_a_hidden_members_lowest_value_out_of_the_tallies(h: Harness) {
+    run(h, Aggregate::Min, Ties::Dense, 0x0F1E_2D3C_4B5A_6978).await;
+}
+
+async fn a_latest_board_keeps_a_hidden_members_newest_value_apart(h: Harness) {
+    run(
+        h,
+        Aggregate::Latest,
+        Ties::Competition,
+        0x5DEE_CE66_D1CE_4E5B,
+    )
+    .await;
+}
+
+async fn sharded_boards_refuse_hiding_for_now(h: Harness) {
     let config = BoardConfig::parse("1h", &["1h"]).unwrap();
-    h.boards
-        .create(&max, config.clone().with_aggregate(Aggregate::Max))
-        .await
-        .unwrap();
-    let refused = h
-        .boards
-        .windowed(&max)
-        .hide("a", &note())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(refused, Error::AggregateUnsupported { .. }),
-        "{refused:?}"
-    );
     let sharded = unique("hidshards");
     h.boards
         .create(&sharded, config.with_shards(3).unwrap())

@@ -104,9 +104,8 @@ pub enum Command {
     /// every board and every board created later.
     ///
     /// It keeps counting exactly; no ranking lists it and the ranks below it close up.
-    /// Kept in the moderation log with --reason and --actor. Boards whose kind cannot
-    /// hide members yet (max, min, latest, sharded, trending) are named and left as they
-    /// are.
+    /// Kept in the moderation log with --reason and --actor. Boards that cannot hide
+    /// members yet (sharded, trending) are named and left as they are.
     Hide(ModerateArgs),
     /// Show a hidden member again, at the rank its counts give: on the --board boards, or
     /// on every board (and boards created later no longer hide it).

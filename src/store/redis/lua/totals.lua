@@ -50,6 +50,51 @@ local function retally_step(tally, dense, totals, members, set)
   end
 end
 
+-- Of a max, min or latest board's pairs `set` (value, member, ...) for a window's
+-- `totals`, those of shown members; a hidden member's (see hidden_members) are set in
+-- <totals>:hidden here (ZADD with `flag`, 'GT' or nil), never tallied. Also the shown
+-- ones of `members` and of `gone` (members leaving the window: a hidden one leaves
+-- <totals>:hidden here), when given. Returns set, members, gone and how many hidden
+-- members left.
+local function shown_values(totals, flag, set, members, gone)
+  if not hidden_members then return set, members, gone, 0 end
+  local all, listed = {}, {}
+  local function list(member)
+    if not listed[member] then
+      listed[member] = true
+      all[#all + 1] = member
+    end
+  end
+  for x = 2, #set, 2 do list(set[x]) end
+  for _, member in ipairs(gone or {}) do list(member) end
+  if #all == 0 then return set, members, gone, 0 end
+  local flags = redis.call('HMGET', hidden_members, unpack(all))
+  local hid = {}
+  for x, member in ipairs(all) do hid[member] = flags[x] end
+  local function split(values, width)
+    if not values then return nil, {} end
+    local shown, hidden = {}, {}
+    for x = 1, #values, width do
+      local to = hid[values[x + width - 1]] and hidden or shown
+      for y = x, x + width - 1 do to[#to + 1] = values[y] end
+    end
+    return shown, hidden
+  end
+  local shadow = totals .. ':hidden'
+  local shown_set, hid_set = split(set, 2)
+  if #hid_set > 0 then
+    if flag then
+      redis.call('ZADD', shadow, flag, unpack(hid_set))
+    else
+      redis.call('ZADD', shadow, unpack(hid_set))
+    end
+  end
+  local shown_gone, hid_gone = split(gone, 1)
+  local left = #hid_gone > 0 and redis.call('ZREM', shadow, unpack(hid_gone)) or 0
+  local shown_members = split(members, 1)
+  return shown_set, shown_members, shown_gone, left
+end
+
 -- Adds `delta` (an integer string) to `member`'s total in the zset `totals`, removing it
 -- at exactly 0 (and, when `data` is given, the largest window's totals being `totals`,
 -- its member data, data_{b}: data lives as long as that total), and, when `tally` is
@@ -88,8 +133,9 @@ end
 -- After `totals` (a window's, with its tally and distinct totals on a dense board) was
 -- rebuilt from the slots (a recompute's swap), every hidden member
 -- (see hidden_members) has its exact total there: it goes to <totals>:hidden, replacing
--- what was kept there, and out of the tally.
-local function hide_rebuilt(totals, tally, dense)
+-- what was kept there, and out of the tally (`all`: a max, min or latest board's, which
+-- tallies every value).
+local function hide_rebuilt(totals, tally, dense, all)
   if not hidden_members then return end
   local shadow = totals .. ':hidden'
   for _, member in ipairs(redis.call('HKEYS', hidden_members)) do
@@ -97,7 +143,7 @@ local function hide_rebuilt(totals, tally, dense)
     if total then
       redis.call('ZREM', totals, member)
       redis.call('ZADD', shadow, total, member)
-      if tally then retally(tally, dense, total, 0) end
+      if tally then (all and retally_all or retally)(tally, dense, total, nil) end
     else
       redis.call('ZREM', shadow, member)
     end

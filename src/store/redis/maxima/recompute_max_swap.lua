@@ -33,5 +33,7 @@ for _, pair in ipairs({ { 2, 3 }, { 4, 5 }, { 8, 6 }, { 9, 7 } }) do
     if redis.call('EXISTS', from) == 1 then redis.call('RENAME', from, to) end
   end
 end
+-- The build holds every member: the hidden ones' values go apart again.
+hide_rebuilt(KEYS[3], KEYS[6], KEYS[7], true)
 redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'building:' .. ARGV[3])
 return 'done'

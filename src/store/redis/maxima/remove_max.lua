@@ -56,6 +56,7 @@ if ARGV[2] == 'begin' then
       retally_all(KEYS[3 + n + 2 * j - 1], KEYS[3 + n + 2 * j], redis.call('ZSCORE', totals, member), nil)
     end
     redis.call('ZREM', totals, member)
+    if hidden_members then redis.call('ZREM', totals .. ':hidden', member) end
   end
   redis.call('HSET', board, 'rm_member', member, 'rm_next', MIN_SLOT, 'rm_written', '')
   return { 'begun', MIN_SLOT }

@@ -162,8 +162,9 @@ end
 -- Merges the live entries into the records `records_key` and the window values
 -- `targets` (window j -> {its values key, and on a dense board its tally and distinct
 -- values}): per member one record (peaks_add, newest_add), per window one ZADD GT (a
--- latest board: ZADD of the values of events that were the member's newest).
-local function merge(records_key, targets, members)
+-- latest board: ZADD of the values of events that were the member's newest); `routed`:
+-- a hidden member's go to the window's <totals>:hidden (shown_values).
+local function merge(records_key, targets, members, routed)
   local stored = redis.call('HMGET', records_key, unpack(members))
   local kept, changed = {}, {}
   for x, member in ipairs(members) do kept[member] = stored[x] end
@@ -202,6 +203,8 @@ local function merge(records_key, targets, members)
   end
   if #write > 0 then redis.call('HSET', records_key, unpack(write)) end
   for j, target in pairs(targets) do
+    -- A window's hidden members' values go apart (a recompute's build holds every member).
+    if routed then set[j] = shown_values(target[1], not latest and 'GT' or nil, set[j]) end
     if #set[j] == 0 then
     elseif target[2] then
       set_tallied(target[1], set[j], target[2], target[3])
@@ -282,12 +285,12 @@ if #live > 0 then
     targets[j] = { KEYS[TOTALS + j] }
     if dense_board then targets[j] = { KEYS[TOTALS + j], KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] } end
   end
-  merge(records, targets, members)
+  merge(records, targets, members, true)
   -- While a recompute of window `rebuilt` holds its lease, the same into its build.
   if rebuilt then
     local target = { build_window }
     if dense_board then target = { build_window, KEYS[DENSE + 2 * n + 1], KEYS[DENSE + 2 * n + 2] } end
-    merge(build_records, { [rebuilt] = target }, members)
+    merge(build_records, { [rebuilt] = target }, members, false)
   end
 end
 local reply = {}

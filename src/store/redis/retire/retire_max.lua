@@ -108,12 +108,12 @@ if #members > 0 then
       end
     end
   end
-  if KEYS[8] then retally_step(KEYS[8], KEYS[9], totals, members, set) end
+  -- A hidden member's value is kept apart (see hidden_members), its data as any other's.
+  if largest and #gone > 0 then redis.call('HDEL', data, unpack(gone)) end
+  set, members, gone, left = shown_values(totals, nil, set, members, gone)
+  if KEYS[8] and #members > 0 then retally_step(KEYS[8], KEYS[9], totals, members, set) end
   if #set > 0 then redis.call('ZADD', totals, unpack(set)) end
-  if #gone > 0 then
-    left = redis.call('ZREM', totals, unpack(gone))
-    if largest then redis.call('HDEL', data, unpack(gone)) end
-  end
+  if #gone > 0 then left = left + redis.call('ZREM', totals, unpack(gone)) end
   if #kept > 0 then redis.call('HSET', records, unpack(kept)) end
   if #emptied > 0 then redis.call('HDEL', records, unpack(emptied)) end
 end

@@ -1,4 +1,5 @@
--- hide.lua: hide members of a sum board, or show them again, each in every window at once.
+-- hide.lua: hide members of a board (of any aggregate), or show them again, each in every
+-- window at once.
 --
 -- KEYS[1]          board record            board_{b}
 -- KEYS[1+j]        totals of window j      stats_{b} or stats_{b}_<W>   (j = 1..n)
@@ -7,7 +8,9 @@
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  n, the board's windows
 -- ARGV[3]  'hide' or 'show'
--- ARGV[4..] the members
+-- ARGV[4]  '1' when the board's values are all ranked and tallied (a max, min or latest
+--          board: retally_all), else '' (a sum board's positive totals: retally)
+-- ARGV[5..] the members
 --
 -- A hidden member is a field of board_{b}:hidden, counted by the record's 'hidden', and
 -- its total in each window lives in <totals>:hidden instead of the totals (never in the
@@ -17,6 +20,7 @@
 -- hidden (show). Error "STALE ..." as write.lua.
 
 local board, n, hide = KEYS[1], tonumber(ARGV[2]), ARGV[3] == 'hide'
+local tallied = ARGV[4] == '1' and retally_all or retally
 board_record(board, ARGV[1])
 local hidden = board .. ':hidden'
 
@@ -38,7 +42,7 @@ local function set_hidden(member)
       redis.call('ZADD', to, total, member)
       local tally, dense = KEYS[1 + n + 2 * j - 1], KEYS[1 + n + 2 * j]
       if tally then
-        if hide then retally(tally, dense, total, 0) else retally(tally, dense, 0, total) end
+        if hide then tallied(tally, dense, total, nil) else tallied(tally, dense, nil, total) end
       end
     end
   end
@@ -46,6 +50,6 @@ local function set_hidden(member)
 end
 
 local changed = 0
-for i = 4, #ARGV do changed = changed + set_hidden(ARGV[i]) end
+for i = 5, #ARGV do changed = changed + set_hidden(ARGV[i]) end
 if changed > 0 then redis.call('HINCRBY', board, 'hidden', hide and changed or -changed) end
 return changed

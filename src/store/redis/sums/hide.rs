@@ -26,7 +26,12 @@ pub(crate) async fn set_hidden(
             .key(conn.keys().all_dense(board))
             .arg(board.version)
             .arg(windows.len())
-            .arg(if hidden { "hide" } else { "show" });
+            .arg(if hidden { "hide" } else { "show" })
+            .arg(if board.config.aggregate().sums() {
+                ""
+            } else {
+                "1"
+            });
         for member in chunk {
             invocation.arg(member.as_str());
         }
