@@ -119,3 +119,27 @@ pub struct SkippedBoard {
     /// The error's message.
     pub message: String,
 }
+
+/// A board's hidden members, as a moderator reviews them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct HiddenMembers {
+    /// The board.
+    pub board: String,
+    /// The window whose values are given.
+    #[cfg_attr(feature = "server", schema(value_type = String, example = "1d"))]
+    pub window: super::Span,
+    /// Every member the board hides, with its value in the window: those holding one
+    /// first, in the board's ranking order (ties by member), then those holding none.
+    pub members: Vec<HiddenMember>,
+}
+
+/// A hidden member and its value in a window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct HiddenMember {
+    /// The member.
+    pub member: String,
+    /// Its value in the window, what it would rank by if shown (`null`: none there).
+    pub score: Option<i64>,
+}

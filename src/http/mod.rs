@@ -175,6 +175,7 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
         .routes(routes!(moderation::show))
         .routes(routes!(moderation::hide_member))
         .routes(routes!(moderation::show_member))
+        .routes(routes!(moderation::board_hidden))
         .routes(routes!(moderation::hidden))
         .routes(routes!(moderation::log))
         .routes(routes!(ranks::get_ranks, ranks::post_ranks))

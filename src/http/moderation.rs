@@ -12,7 +12,8 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery, OptionalJson};
-use crate::domain::{LogEntry, Moderated, ModerationNote};
+use super::wire::window;
+use crate::domain::{HiddenMembers, LogEntry, Moderated, ModerationNote};
 
 /// Why and by whom, kept in the moderation log; an empty body says neither.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -242,6 +243,42 @@ async fn set_member_hidden(
         state.boards.show_member(&member, boards, &note).await?
     };
     Ok(Json(moderated))
+}
+
+/// `GET /v1/boards/{board}/hidden` query.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct HiddenQuery {
+    /// A window of the board (`"1h"`, `"24h"` or seconds); the board's first by default.
+    #[param(pattern = r"^[0-9]*[1-9][0-9]*[smhd]?$")]
+    pub window: Option<String>,
+}
+
+/// Every member the board hides, with its value in the window (0 when it holds none),
+/// in the board's ranking order: what a moderator reviews before showing one again.
+#[utoipa::path(
+    get, path = "/v1/boards/{board}/hidden", tag = "moderation", operation_id = "boardsHidden",
+    params(("board" = String, Path, description = BOARD_PARAM, min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), HiddenQuery),
+    responses(
+        (status = 200, description = "The hidden members", body = HiddenMembers,
+         example = json!({"board": "hot-posts", "window": "1d", "members": [{"member": "post:7", "score": 41}]})),
+        (status = 400, description = "`bad_request`: a query parameter that does not parse", body = ErrorBody),
+        (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
+        (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
+        (status = 409, description = "`board_kind`: a trending board", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span`", body = ErrorBody),
+    ),
+    security(("adminToken" = []))
+)]
+pub async fn board_hidden(
+    _: AdminAccess,
+    State(state): State<AppState>,
+    ApiPath(board): ApiPath<String>,
+    ApiQuery(query): ApiQuery<HiddenQuery>,
+) -> ApiResult<Json<HiddenMembers>> {
+    let window = window(&query.window)?;
+    let hidden = state.boards.windowed(&board).hidden_members(window).await?;
+    Ok(Json(hidden))
 }
 
 /// The members hidden on every board (`POST /v1/members/{member}/hide` without

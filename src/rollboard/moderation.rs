@@ -8,6 +8,7 @@ use futures_util::StreamExt;
 use super::{Rollboard, Windowed};
 use crate::domain::any_board::AnyBoard;
 use crate::domain::{BoardName, LogEntry, Member};
+use crate::domain::{HiddenMember, HiddenMembers, Span};
 use crate::domain::{Moderated, ModerationAction, ModerationNote, SkippedBoard, parse_log_id};
 use crate::error::{Error, Result};
 
@@ -48,6 +49,29 @@ impl Windowed<'_> {
         let boards = Some(vec![name.to_string()]);
         self.rb.log(&member, hidden, boards, changed, note).await?;
         Ok(changed == 1)
+    }
+
+    /// Every member the board hides, with its value in `window` (the smallest by
+    /// default; `None` when it holds none there), those holding one first in the board's
+    /// ranking order: what a moderator reviews.
+    pub async fn hidden_members(self, window: Option<Span>) -> Result<HiddenMembers> {
+        let now = self.rb.now();
+        let store = &self.rb.inner.store;
+        self.rb
+            .on_window(self.board, window, |b, w| async move {
+                let sign = b.config.aggregate().sign();
+                let stored = store.hidden_members(b.at(w, now)).await?;
+                let members = stored.into_iter().map(|(member, score)| HiddenMember {
+                    member,
+                    score: score.map(|s| sign * s),
+                });
+                Ok(HiddenMembers {
+                    board: b.name.to_string(),
+                    window: b.config.windows()[w],
+                    members: members.collect(),
+                })
+            })
+            .await
     }
 
     /// Hides (shows) each of `members` on this board; how many changed.

@@ -177,6 +177,10 @@ pub trait Store: Send + Sync + 'static {
     /// as its totals give. Returns how many changed (the others already were so).
     async fn set_hidden(&self, board: &Board, members: &[Member], hidden: bool) -> Result<u64>;
 
+    /// Every member the board hides, with its stored total in `at`'s window (`None`:
+    /// none), in [`ranked_hidden`](super::ranked_hidden) order (a board of one shard).
+    async fn hidden_members(&self, at: WindowAt<'_>) -> Result<Vec<(String, Option<i64>)>>;
+
     /// Sets each member's data (in order: a member named twice keeps the later) where the
     /// member holds a total in the board's largest window, checked in the same atomic step;
     /// `false` where it holds none (nothing kept). A member's data is deleted in the same

@@ -43,3 +43,10 @@ pub use trending::{TrendKeyed, TrendingStore};
 pub use write_status::WriteStatus;
 
 pub use crate::domain::SlotWrite;
+
+/// Hidden members in the order both stores list them: those holding a total first,
+/// highest first, then those holding none; ties by member ascending.
+pub(crate) fn ranked_hidden(mut members: Vec<(String, Option<i64>)>) -> Vec<(String, Option<i64>)> {
+    members.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    members
+}

@@ -957,6 +957,12 @@ async fn hide_and_show_moderate_a_member_on_every_board_and_log_it() {
         )
     );
     assert_eq!(members(&boards).await, ["post:2"]);
+    let out = rollboard(&["export", &board, "--hidden"], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "{\"rank\":1,\"member\":\"post:2\",\"score\":2}\n{\"member\":\"post:1\",\"score\":4,\"hidden\":true}\n"
+    );
 
     // Shown on one board while hidden on every board: one line, non-zero, nothing changed.
     let out = rollboard(&["show", "post:1", "--board", &board], Some(&redis.url));

@@ -72,6 +72,11 @@ async fn a_hidden_member_leaves_every_ranking_and_comes_back_with_its_likes() {
         across.body["boards"][0]["windows"][1],
         json!({"window": "1d", "score": 10, "rank": null, "percentile": 0.0, "behind": false, "hidden": true})
     );
+    let listed = app.get(&format!("{path}/hidden?window=24h")).await;
+    assert_eq!(
+        listed.body,
+        json!({"board": b, "window": "1d", "members": [{"member": "post:1", "score": 10}]})
+    );
     let around = app.get(&format!("{path}/members/post:1/around")).await;
     assert_eq!(around.status, StatusCode::NOT_FOUND, "{:?}", around.body);
     let ranks = app

@@ -55,6 +55,7 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "DELETE /v1/boards/{board}/members/{member}",
         "POST /v1/boards/{board}/members/{member}/hide",
         "POST /v1/boards/{board}/members/{member}/show",
+        "GET /v1/boards/{board}/hidden",
         "GET /v1/boards/{board}/members/{member}/around",
         "GET /v1/boards/{board}/members/{member}/history",
         "PUT /v1/boards/{board}/members/{member}/data",

@@ -231,17 +231,14 @@ async fn csv_round_trip(
     import_safe: bool,
 ) -> (String, std::collections::BTreeMap<String, i64>) {
     let mut out = Vec::new();
-    rollboard::jobs::export::export_with(
-        boards,
-        board_name,
-        None,
-        None,
-        Format::Csv,
-        export_safe,
-        &mut out,
-    )
-    .await
-    .unwrap();
+    let options = rollboard::jobs::export::ExportOptions {
+        format: Format::Csv,
+        csv_safe: export_safe,
+        ..Default::default()
+    };
+    rollboard::jobs::export::export_with(boards, board_name, &options, &mut out)
+        .await
+        .unwrap();
     let text = String::from_utf8(out.clone()).unwrap();
     let copy = board(boards, "1h", &["1h"]).await;
     let options = ImportOptions {

@@ -15,6 +15,9 @@ use rollboard::{
     Aggregate, AroundOptions, BoardConfig, Error, Event, MemberData, ModerationNote, Span, Ties,
 };
 
+use rollboard::jobs::export::{ExportOptions, export_with};
+use rollboard::jobs::import::Format;
+
 use crate::support::{Harness, triples, unique};
 
 on_every_store!(
@@ -27,6 +30,7 @@ on_every_store!(
     a_dense_min_board_keeps_a_hidden_members_lowest_value_out_of_the_tallies,
     a_latest_board_keeps_a_hidden_members_newest_value_apart,
     sharded_boards_refuse_hiding_for_now,
+    a_moderator_lists_the_hidden_members_and_exports_them_marked,
 );
 
 const MEMBERS: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
@@ -361,4 +365,75 @@ async fn a_board_that_hides_members_is_not_resharded(h: Harness) {
     let top = b().top(None, 0, 10).await.unwrap();
     let want = [(1, "a", 3), (2, "b", 2), (3, "c", 1)].map(|(r, m, s)| (r, m.to_owned(), s));
     assert_eq!(triples(&top.entries), want);
+}
+
+async fn a_moderator_lists_the_hidden_members_and_exports_them_marked(h: Harness) {
+    let board = unique("hidlist");
+    let config = BoardConfig::parse("1h", &WINDOWS).unwrap();
+    h.boards.create(&board, config.clone()).await.unwrap();
+    let b = || h.boards.windowed(&board);
+    for (member, delta) in [("a", 5), ("b", 3), ("s", 9), ("z", 2)] {
+        b().incr(member, delta, None).await.unwrap();
+    }
+    for member in ["s", "t", "z"] {
+        assert!(b().hide(member, &note()).await.unwrap());
+    }
+    let listed = b().hidden_members(None).await.unwrap();
+    assert_eq!(listed.window, Span::parse("1h").unwrap());
+    let members: Vec<_> = listed
+        .members
+        .iter()
+        .map(|m| (m.member.as_str(), m.score))
+        .collect();
+    assert_eq!(members, [("s", Some(9)), ("z", Some(2)), ("t", None)]);
+
+    // The export writes them after the ranking, marked; those holding nothing not at all.
+    let export = |format| {
+        let options = ExportOptions {
+            format,
+            hidden: true,
+            ..ExportOptions::default()
+        };
+        let boards = &h.boards;
+        let board = &board;
+        async move {
+            let mut out = Vec::new();
+            let report = export_with(boards, board, &options, &mut out)
+                .await
+                .unwrap();
+            assert_eq!((report.entries, report.hidden), (2, 2));
+            String::from_utf8(out).unwrap()
+        }
+    };
+    assert_eq!(
+        export(Format::Json).await,
+        concat!(
+            "{\"rank\":1,\"member\":\"a\",\"score\":5}\n",
+            "{\"rank\":2,\"member\":\"b\",\"score\":3}\n",
+            "{\"member\":\"s\",\"score\":9,\"hidden\":true}\n",
+            "{\"member\":\"z\",\"score\":2,\"hidden\":true}\n",
+        )
+    );
+    assert_eq!(
+        export(Format::Csv).await,
+        "rank,member,score,hidden\n1,a,5,\n2,b,3,\n,s,9,true\n,z,2,true\n"
+    );
+
+    // A min board lists its own values (stored negated).
+    let min = unique("hidlistmin");
+    h.boards
+        .create(&min, config.with_aggregate(Aggregate::Min))
+        .await
+        .unwrap();
+    let m = || h.boards.windowed(&min);
+    let values = [
+        Event::value("a", 4),
+        Event::value("s", -2),
+        Event::value("s", 7),
+    ];
+    m().incr_batch(&values).await.unwrap();
+    assert!(m().hide("s", &note()).await.unwrap());
+    let listed = m().hidden_members(None).await.unwrap();
+    assert_eq!(listed.members[0].score, Some(-2));
+    assert_eq!(listed.members.len(), 1);
 }

@@ -321,6 +321,11 @@ pub struct ExportArgs {
     /// carriage return or ' with a ' in front; `import --csv-safe` takes it off.
     #[arg(long)]
     pub csv_safe: bool,
+    /// Also write the board's hidden members that hold a value in the window, after the
+    /// ranking, each marked hidden (JSON: "hidden":true and no rank; CSV: a hidden
+    /// column).
+    #[arg(long)]
+    pub hidden: bool,
     #[command(flatten)]
     pub store: ReadStoreArgs,
 }

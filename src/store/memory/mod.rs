@@ -302,6 +302,10 @@ impl Store for MemoryStore {
         })
     }
 
+    async fn hidden_members(&self, at: WindowAt<'_>) -> Result<Vec<(String, Option<i64>)>> {
+        self.with_board(at.board, |b| b.hidden_members(at.window))
+    }
+
     async fn set_member_data(
         &self,
         board: &Board,

@@ -349,6 +349,10 @@ impl Store for RedisStore {
         sums::hide::set_hidden(&self.conn, board, members, hidden).await
     }
 
+    async fn hidden_members(&self, at: WindowAt<'_>) -> Result<Vec<(String, Option<i64>)>> {
+        sums::hide::hidden_members(&self.conn, at).await
+    }
+
     async fn set_member_data(
         &self,
         board: &Board,

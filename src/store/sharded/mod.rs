@@ -263,6 +263,14 @@ impl Store for ShardedStore {
         }
     }
 
+    async fn hidden_members(&self, at: WindowAt<'_>) -> Result<Vec<(String, Option<i64>)>> {
+        match self.sharded(at.board).await? {
+            // A sharded board hides nobody (yet).
+            None => self.inner.hidden_members(at).await,
+            Some(_) => Ok(Vec::new()),
+        }
+    }
+
     async fn set_member_data(
         &self,
         board: &Board,

@@ -3,7 +3,7 @@
 // ranks posts over 1 h and 24 h, a trending board by decayed score; then a counter, a
 // stat and a rate check; then a like on several boards at once, a write answering its
 // standing, member data, rate coverage, the bottom and reads by
-// share, bulk removal, and the dashboard. Every answer is compared with exact values:
+// share, bulk removal, hiding a member and the moderation log, and the dashboard. Every answer is compared with exact values:
 // any difference throws, and node exits non-zero.
 //
 // Run by scripts/contract: ROLLBOARD_ADMIN_TOKEN=<token> node ts-out/forum.js BASE_URL
@@ -18,6 +18,8 @@ import {
   boardsAround,
   boardsDeleteMemberData,
   boardsGetMemberData,
+  boardsHidden,
+  boardsHideMember,
   boardsMember,
   boardsPostEvents,
   boardsPut,
@@ -25,6 +27,7 @@ import {
   boardsRanks,
   boardsRemoveMembers,
   boardsScoreAt,
+  boardsShowMember,
   boardsTop,
   boardsTrim,
   countersIncr,
@@ -33,6 +36,7 @@ import {
   dashboardGet,
   eventsPostMulti,
   membersAcross,
+  moderationLog,
   ratesCheck,
   ratesCounts,
   statsGet,
@@ -305,6 +309,38 @@ async function bottomAndShares(run: string): Promise<string> {
     [2, 'p2', 7],
     [2, 'p3', 7],
   ]);
+  // A moderator hides p1 (its likes kept, the ranks below close up), reviews what the
+  // board hides, and shows it again; the log says who and why.
+  const note = { reason: `spam report ${run}`, actor: 'mod:alice' };
+  same(
+    'hide p1',
+    expectStatus('hide p1', await boardsHideMember({ path: { board: mod, member: 'p1' }, body: note }), 200),
+    { board: mod, member: 'p1', hidden: true, changed: true },
+  );
+  await page('top with p1 hidden', () => boardsTop({ path: { board: mod } }), [
+    [1, 'p2', 7],
+    [1, 'p3', 7],
+  ]);
+  same(
+    'hidden members',
+    expectStatus('hidden members', await boardsHidden({ path: { board: mod } }), 200),
+    { board: mod, window: '1h', members: [{ member: 'p1', score: 9 }] },
+  );
+  expectStatus('show p1', await boardsShowMember({ path: { board: mod, member: 'p1' } }), 200);
+  await page('top with p1 shown', () => boardsTop({ path: { board: mod } }), [
+    [1, 'p1', 9],
+    [2, 'p2', 7],
+    [2, 'p3', 7],
+  ]);
+  const log = expectStatus('moderation log', await moderationLog({ query: { limit: 2 } }), 200);
+  same(
+    'moderation log',
+    log.entries.map((e) => [e.action, e.member, e.boards, e.reason, e.actor]),
+    [
+      ['show', 'p1', [mod], undefined, undefined],
+      ['hide', 'p1', [mod], note.reason, note.actor],
+    ],
+  );
   return mod;
 }
 
@@ -863,7 +899,7 @@ async function main(): Promise<void> {
   ]);
 
   console.log(
-    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, the dashboard`,
+    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, hiding a member and the moderation log, the dashboard`,
   );
 }
 

@@ -103,17 +103,22 @@ pub(super) async fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let window = args.window.as_deref().map(Span::parse).transpose()?;
     let format = format_of(&args.format)?;
     let out = std::io::BufWriter::new(std::io::stdout().lock());
-    let report = jobs::export::export_with(
-        &boards,
-        &args.board,
+    let options = jobs::export::ExportOptions {
         window,
-        args.limit,
+        limit: args.limit,
         format,
-        args.csv_safe,
-        out,
-    )
-    .await?;
-    eprintln!("exported {} entries of {}", report.entries, args.board);
+        csv_safe: args.csv_safe,
+        hidden: args.hidden,
+    };
+    let report = jobs::export::export_with(&boards, &args.board, &options, out).await?;
+    if args.hidden {
+        eprintln!(
+            "exported {} entries and {} hidden members of {}",
+            report.entries, report.hidden, args.board
+        );
+    } else {
+        eprintln!("exported {} entries of {}", report.entries, args.board);
+    }
     Ok(ExitCode::SUCCESS)
 }
 

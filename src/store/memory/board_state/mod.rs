@@ -249,6 +249,13 @@ impl MemBoard {
         changed
     }
 
+    /// The hidden members and their totals in `window` (see `Store::hidden_members`).
+    pub fn hidden_members(&self, window: usize) -> Vec<(String, Option<i64>)> {
+        let totals = &self.totals[window];
+        let members = totals.hidden().map(|m| (m.to_owned(), totals.held(m)));
+        crate::store::ranked_hidden(members.collect())
+    }
+
     /// Moves every window's watermark up to its cutoff at `now`.
     fn freeze(&mut self, now: Timestamp) {
         for j in 0..self.windows() {

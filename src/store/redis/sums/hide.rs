@@ -1,10 +1,10 @@
-//! Hiding members of a sum board and showing them again: `hide.lua` calls of at most
+//! Hiding members of a board and showing them again: `hide.lua` calls of at most
 //! [`MEMBERS_PER_CALL`] members each, every window at once (docs/design.md, "Hidden
-//! members").
+//! members"); and listing them (`read_hidden.lua`).
 
 use crate::domain::Member;
-use crate::domain::board::Board;
-use crate::error::Result;
+use crate::domain::board::{Board, WindowAt};
+use crate::error::{Error, Result};
 use crate::store::redis::conn::{RedisConn, Retry};
 
 /// The most members one `hide.lua` call moves, so that no call holds Redis long.
@@ -43,4 +43,30 @@ pub(crate) async fn set_hidden(
         changed += n;
     }
     Ok(changed)
+}
+
+/// The board's hidden members and their totals in `at`'s window (one `read_hidden.lua`
+/// call), in [`ranked_hidden`](crate::store::ranked_hidden) order.
+pub(crate) async fn hidden_members(
+    conn: &RedisConn,
+    at: WindowAt<'_>,
+) -> Result<Vec<(String, Option<i64>)>> {
+    let board = at.board;
+    let windows = board.config.windows();
+    let mut invocation = conn
+        .scripts()
+        .read_hidden
+        .key(conn.keys().record(&board.name));
+    invocation
+        .key(conn.keys().totals(&board.name, windows, at.window))
+        .arg(board.version);
+    let flat: Vec<(String, String)> = conn.read_script(&invocation, &board.name).await?;
+    let members = flat.into_iter().map(|(member, total)| {
+        let total = (!total.is_empty()).then(|| total.parse::<i64>());
+        Ok((
+            member,
+            total.transpose().map_err(|e| Error::store(e.to_string()))?,
+        ))
+    });
+    Ok(crate::store::ranked_hidden(members.collect::<Result<_>>()?))
 }
