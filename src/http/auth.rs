@@ -133,6 +133,22 @@ fn require(state: &AppState, parts: &Parts, needed: Grant) -> Result<(), ApiErro
     state.live.load().tokens.require(&parts.headers, needed)
 }
 
+/// Whether the request may administer (any token configured asks for the admin token's
+/// right), without refusing it when not: what a read shows moderators alone.
+#[derive(Debug)]
+pub struct Moderator(pub bool);
+
+impl FromRequestParts<AppState> for Moderator {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(Moderator(require(state, parts, Grant::Admin).is_ok()))
+    }
+}
+
 /// Proof that the request may write events.
 #[derive(Debug)]
 pub struct WriteAccess;

@@ -16,6 +16,7 @@ use axum::extract::State;
 use serde::Deserialize;
 
 use super::AppState;
+use super::auth::Moderator;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::ApiQuery;
 use crate::{BoardOrder, BoardSearch, Dashboard, DashboardQuery, Error, MemberLookup};
@@ -120,7 +121,9 @@ fn names(list: &str) -> Vec<String> {
 
 /// Everything one dashboard refresh shows: health, the boards asked for (each window's
 /// top, newest snapshot and leaders' histories; a trending board's top), counters and
-/// the slowest contexts of a stats kind, with every kind.
+/// the slowest contexts of a stats kind, with every kind. A caller that may administer
+/// (the admin token, or none configured) also gets each window's `hidden` members: what
+/// a moderator reviews.
 #[utoipa::path(
     get, path = "/v1/dashboard", tag = "dashboard", operation_id = "dashboardGet",
     params(DashboardParams),
@@ -152,6 +155,7 @@ fn names(list: &str) -> Vec<String> {
     )
 )]
 pub async fn dashboard(
+    Moderator(moderator): Moderator,
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<DashboardParams>,
 ) -> ApiResult<Json<Dashboard>> {
@@ -190,6 +194,7 @@ pub async fn dashboard(
             "from 1 to 100",
         )?,
         max_clock_skew: state.max_clock_skew,
+        hidden: moderator,
     };
     Ok(Json(state.boards.dashboard(&query).await?))
 }

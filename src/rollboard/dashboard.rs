@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 
 use futures_util::StreamExt;
-use futures_util::future::{join, join_all, join4};
+use futures_util::future::{join, join_all, join3, join4};
 
 use super::Rollboard;
 use super::clock_skew::SkewTooLarge;
@@ -205,7 +205,14 @@ impl Rollboard {
                     Ok(None)
                 }
             };
-            let (top, snapshot) = join(top, snapshot).await;
+            let hidden = async {
+                if !query.hidden {
+                    return Ok(Vec::new());
+                }
+                let hidden = self.windowed(name).hidden_members(Some(w.window)).await?;
+                Ok::<_, Error>(hidden.members)
+            };
+            let (top, snapshot, hidden) = join3(top, snapshot, hidden).await;
             let entries = top?.entries;
             Ok::<_, Error>(WindowView {
                 window: w.window,
@@ -221,6 +228,7 @@ impl Rollboard {
                     .collect(),
                 entries,
                 snapshot: snapshot?,
+                hidden: hidden?,
             })
         }))
         .await

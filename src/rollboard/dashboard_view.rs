@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::domain::any_board::BoardKind;
 use crate::domain::{
-    BoardConfig, Entry, History, Order, Snapshot, Span, TrendEntry, TrendingConfig,
+    BoardConfig, Entry, HiddenMember, History, Order, Snapshot, Span, TrendEntry, TrendingConfig,
 };
 
 /// Most boards one dashboard read shows.
@@ -50,6 +50,8 @@ pub struct DashboardQuery {
     /// The clock skew beyond which the health says not ready (as `/readyz`); `None`: the
     /// clock is not judged.
     pub max_clock_skew: Option<Duration>,
+    /// Each window's hidden members too ([`WindowView::hidden`]): for moderators.
+    pub hidden: bool,
 }
 
 impl Default for DashboardQuery {
@@ -64,6 +66,7 @@ impl Default for DashboardQuery {
             kind: "AccessTime".into(),
             slowest: 10,
             max_clock_skew: Some(Duration::from_secs(5)),
+            hidden: false,
         }
     }
 }
@@ -185,6 +188,11 @@ pub struct WindowView {
     /// The first members of `entries` (up to `leaders`), whose histories are in the
     /// board's `histories`.
     pub leaders: Vec<String>,
+    /// For a moderator (a caller that may administer) only: the members the board hides,
+    /// with their values in the window, as `GET /v1/boards/{board}/hidden` lists them;
+    /// absent when it hides nobody or the caller may not see it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<HiddenMember>,
 }
 
 /// A trending board: its state and top by decayed score.

@@ -468,6 +468,60 @@ async fn with_a_read_token_the_page_asks_for_it_and_reads_with_the_one_in_its_ad
     );
 }
 
+#[tokio::test]
+async fn a_moderator_sees_what_each_window_hides_below_its_table() {
+    let mut config = ServiceConfig::default();
+    config.tokens.read = Some("r-Token".into());
+    config.tokens.admin = Some("a-Token".into());
+    config.connections.keep_alive_timeout = Duration::from_secs(3600);
+    let app = spawn_app_with(Arc::new(TestRedis::start().await), clock(), config).await;
+    let board = unique("modview");
+    let admin = |method: reqwest::Method, path: String, body: Option<serde_json::Value>| {
+        let app = &app;
+        async move { app.request(method, &path, body, Some("a-Token")).await }
+    };
+    let put = admin(
+        reqwest::Method::PUT,
+        format!("/v1/boards/{board}"),
+        Some(json!({"slot": "1h", "windows": ["1h"]})),
+    )
+    .await;
+    assert_eq!(put.status.as_u16(), 201);
+    let events =
+        json!({"events": [{"member": "post:a", "delta": 3}, {"member": "post:b", "delta": 1}]});
+    let posted = admin(
+        reqwest::Method::POST,
+        format!("/v1/boards/{board}/events"),
+        Some(events),
+    )
+    .await;
+    assert_eq!(posted.body, json!({"accepted": 2, "rejected": []}));
+    let hidden = admin(
+        reqwest::Method::POST,
+        format!("/v1/boards/{board}/members/post:a/hide"),
+        None,
+    )
+    .await;
+    assert_eq!(hidden.status.as_u16(), 200, "{:?}", hidden.body);
+
+    // A reader's page: the ranking without it, and no list.
+    let dom = render(&format!("{}/?boards={board}#token=r-Token", app.url)).await;
+    let section = board_section(&dom, &board);
+    assert_eq!(top_rows(section, "1h"), rows(&[("1", "post:b", "1")]));
+    assert!(
+        section.contains("<p class=\"hidden-members note\" hidden=\"\"></p>"),
+        "{section}"
+    );
+    // A moderator's (the admin token): the same ranking, and what it hides below it.
+    let dom = render(&format!("{}/?boards={board}#token=a-Token", app.url)).await;
+    let section = board_section(&dom, &board);
+    assert_eq!(top_rows(section, "1h"), rows(&[("1", "post:b", "1")]));
+    assert!(
+        section.contains("<p class=\"hidden-members note\">hidden: post:a (3)</p>"),
+        "{section}"
+    );
+}
+
 /// Without `boards=` the page shows the busiest boards (up to 5: the most members ranked
 /// in their first window now); a failed refresh keeps what the page shows.
 #[tokio::test]
