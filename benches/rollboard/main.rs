@@ -22,7 +22,7 @@
 //! during batch ingest), peer (each hot route beside the Node service of `benches/peer`,
 //! in alternating `wrk` rounds; see `peer.rs`), retire,
 //! recompute, longwindow, pages, ranks, memberdata, rates, counters, memory, bigwrite,
-//! trendwrite, manyboards, maxboard, replicaacks, shards);
+//! trendwrite, manyboards, maxboard, replicaacks, shards, moderation);
 //! `BENCH_LAYOUT=plain` keeps the boards the service and library phases create (those
 //! that name no layout) in plain slots (default compact, the store's default).
 //! Phase `manyboards`: 30,000 and 100,000 small boards (`BENCH_BOARDS` sets the counts)
@@ -39,6 +39,8 @@
 //! Phase `shards`: on a local cluster of three masters, a board of 3 shards beside an
 //! unsharded one under the same load: the busiest master's share of Redis time, top-10
 //! and member-rank read p50/p99 while writes go on, ingest, and exact totals.
+//! Phase `moderation`: a 100,000-member board hiding 1,000 members beside the same board
+//! hiding none: top-10 reads while likes go on, and single likes (`moderation.rs`).
 //! Phase `ranks`: a
 //! friends' ranks read (100 members) and a member read with percentile on a
 //! 1,000,000-member board beside `ZREVRANK`. Phase `memberdata`: Redis memory per member
@@ -58,6 +60,7 @@ mod longwindow;
 mod manyboards;
 mod maxboard;
 mod member_data;
+mod moderation;
 mod pages;
 mod peer;
 mod ranks;
@@ -320,6 +323,12 @@ fn main() {
         if run("topreads") {
             eprintln!("top-10 reads, exact and cached …");
             rows.extend(hot_reads::hot_reads(&redis, &service.url, phase).await);
+        }
+
+        // A board hiding 1,000 of its 100,000 members beside one hiding none.
+        if run("moderation") {
+            eprintln!("a board hiding 1,000 members …");
+            rows.extend(moderation::moderation(&redis, &service.url, phase).await);
         }
 
         // Each hot route beside the Node service a forum would otherwise write.

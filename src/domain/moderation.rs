@@ -103,8 +103,8 @@ pub struct Moderated {
     pub boards: u64,
     /// On how many of them it changed something (on the others it already was so).
     pub changed: u64,
-    /// The boards it could not apply to, with why (boards that cannot hide members yet:
-    /// sharded boards and trending boards).
+    /// The boards it could not apply to, with why: trending boards, and boards being
+    /// resharded (run it again once the reshard ends).
     pub skipped: Vec<SkippedBoard>,
 }
 
@@ -114,7 +114,7 @@ pub struct Moderated {
 pub struct SkippedBoard {
     /// The board.
     pub board: String,
-    /// The error's code (`sharded_unsupported`, `board_kind`).
+    /// The error's code (`board_kind`, `board_busy`).
     pub code: String,
     /// The error's message.
     pub message: String,

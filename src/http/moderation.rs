@@ -96,8 +96,8 @@ const BOARD_PARAM: &str = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, 
 /// answers: it keeps counting exactly, but no top page, rank, `around`, percentile,
 /// snapshot or multi-board read lists it, and the members below it move up a rank. Its
 /// own member read still answers its score, with `"hidden": true` and `"rank": null`.
-/// Kept in the moderation log with the body's reason and actor. Boards of one shard, of
-/// every aggregate.
+/// Kept in the moderation log with the body's reason and actor. Boards of every
+/// aggregate, sharded or not (409 `board_busy` while a reshard runs).
 #[utoipa::path(
     post, path = "/v1/boards/{board}/members/{member}/hide", tag = "moderation", operation_id = "boardsHideMember",
     params(("board" = String, Path, description = BOARD_PARAM, min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ("member" = String, Path, description = "The member: 1–256 bytes of UTF-8", min_length = 1, max_length = 256)),
@@ -108,7 +108,7 @@ const BOARD_PARAM: &str = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, 
         (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board; `sharded_unsupported`: a sharded board (not yet)", body = ErrorBody),
+        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board; `board_busy`: a reshard of the board runs; retry when it ends", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_moderation`", body = ErrorBody),
     ),
     security(("adminToken" = []))
@@ -135,7 +135,7 @@ pub async fn hide(
         (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board; `sharded_unsupported`: a sharded board (not yet); `hidden_everywhere`: the member is hidden on every board", body = ErrorBody),
+        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board; `board_busy`: a reshard of the board runs; retry when it ends; `hidden_everywhere`: the member is hidden on every board", body = ErrorBody),
         (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_moderation`", body = ErrorBody),
     ),
     security(("adminToken" = []))

@@ -25,8 +25,9 @@ impl Windowed<'_> {
     /// but no page, rank, `around`, percentile, snapshot or multi-board read lists it,
     /// and the members below it move up a rank. Its own standing still answers its total,
     /// with `hidden` and no rank. True when it was shown until now, false when it was
-    /// hidden already (nothing changes). Kept in the moderation log with `note`. Boards
-    /// of one shard, for now: [`Error::ShardedUnsupported`] otherwise.
+    /// hidden already (nothing changes). Kept in the moderation log with `note`. A
+    /// sharded board hides a member on its shard; while it is resharded, hiding and
+    /// showing are [`Error::ReshardRunning`].
     pub async fn hide(self, member: &str, note: &ModerationNote) -> Result<bool> {
         self.set_hidden(member, true, note).await
     }
@@ -259,10 +260,7 @@ impl Rollboard {
     }
 }
 
-/// A board whose kind cannot hide members yet.
+/// A board that cannot hide members (now): a trending board, a board being resharded.
 fn not_yet(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::ShardedUnsupported { .. } | Error::BoardKind { .. }
-    )
+    matches!(e, Error::ReshardRunning { .. } | Error::BoardKind { .. })
 }

@@ -170,15 +170,16 @@ pub trait Store: Send + Sync + 'static {
     /// Removes the member from every slot and window.
     async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed>;
 
-    /// Hides each of `members` (`hidden`) or shows it again, in every window at once (a
-    /// board of one shard), each member in one atomic step. A hidden member keeps
-    /// counting exactly (writes, retirement, removal, recompute), but no ranking lists it
-    /// and the ranks below it close up; its standing says `hidden`. Shown again, it ranks
-    /// as its totals give. Returns how many changed (the others already were so).
+    /// Hides each of `members` (`hidden`) or shows it again, in every window at once,
+    /// each member in one atomic step (a sharded board: on its shard; refused while a
+    /// reshard runs). A hidden member keeps counting exactly (writes, retirement,
+    /// removal, recompute), but no ranking lists it and the ranks below it close up; its
+    /// standing says `hidden`. Shown again, it ranks as its totals give. Returns how many
+    /// changed (the others already were so).
     async fn set_hidden(&self, board: &Board, members: &[Member], hidden: bool) -> Result<u64>;
 
     /// Every member the board hides, with its stored total in `at`'s window (`None`:
-    /// none), in [`ranked_hidden`](super::ranked_hidden) order (a board of one shard).
+    /// none), in [`ranked_hidden`](super::ranked_hidden) order.
     async fn hidden_members(&self, at: WindowAt<'_>) -> Result<Vec<(String, Option<i64>)>>;
 
     /// Sets each member's data (in order: a member named twice keeps the later) where the

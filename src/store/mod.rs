@@ -38,7 +38,7 @@ pub use redis::{
 #[cfg(feature = "server")]
 pub(crate) use redis::{RedisConn, Retry, check_url, is_rollboard_name, redact};
 pub use server::ServerStore;
-pub(crate) use shard_moves::{ShardMoves, hides_members};
+pub(crate) use shard_moves::ShardMoves;
 pub use trending::{TrendKeyed, TrendingStore};
 pub use write_status::WriteStatus;
 

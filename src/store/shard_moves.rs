@@ -67,15 +67,3 @@ pub(crate) trait ShardMoves: Send + Sync {
     /// values that cancel out included), each once, in no order.
     async fn slot_members(&self, board: &Board) -> Result<Vec<Member>>;
 }
-
-/// The refusal of a reshard of a board that hides members: a move would not take the
-/// mark with the member.
-pub(crate) fn hides_members(board: &Board) -> crate::error::Error {
-    crate::error::Error::InvalidConfig {
-        reason: format!(
-            "board {:?} hides members (…/members/{{member}}/hide): a board that hides \
-             members is not resharded yet; show them first",
-            board.name.as_str()
-        ),
-    }
-}

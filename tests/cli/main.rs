@@ -921,12 +921,12 @@ async fn retire_says_when_window_1_went_by_swap() {
 async fn hide_and_show_moderate_a_member_on_every_board_and_log_it() {
     // A server of this test's own: hiding on every board reaches all its boards.
     let redis = TestRedis::spawn().await;
-    let (board, sharded) = (unique("clihide"), unique("clishard"));
+    let (board, trend) = (unique("clihide"), unique("clitrend"));
     let boards = Rollboard::redis(&redis.url).await.unwrap();
     let config = BoardConfig::parse("1h", &["1h"]).unwrap();
     boards.create(&board, config.clone()).await.unwrap();
-    let shards = config.clone().with_shards(2).unwrap();
-    boards.create(&sharded, shards).await.unwrap();
+    let trending = rollboard::TrendingConfig::parse("6h").unwrap();
+    boards.create(&trend, trending).await.unwrap();
     for (member, delta) in [("post:1", 4), ("post:2", 2)] {
         boards
             .windowed(&board)
@@ -953,7 +953,7 @@ async fn hide_and_show_moderate_a_member_on_every_board_and_log_it() {
         stdout(&out),
         format!(
             "hid post:1 on 1 boards (every board, boards created later too): 1 changed, 0 already so\n\
-             skipped {sharded}: board {sharded:?} is sharded: hiding and showing members is not built for sharded boards yet\n"
+             skipped {trend}: board {trend:?} is a trending board\n"
         )
     );
     assert_eq!(members(&boards).await, ["post:2"]);

@@ -1,8 +1,8 @@
 //! `POST /v1/boards/{board}/members/{member}/hide` and `/show`: a hidden member leaves
 //! the top page (the ranks below close up) and every list read, its own read answers its
 //! score with `"hidden": true` and `"rank": null`, writes keep counting it, and shown
-//! again it ranks as its counts give; a max board alike; what a board that cannot hide
-//! answers.
+//! again it ranks as its counts give; max and sharded boards alike; what a board that
+//! cannot hide answers.
 
 use reqwest::StatusCode;
 use serde_json::json;
@@ -115,7 +115,7 @@ async fn a_hidden_member_leaves_every_ranking_and_comes_back_with_its_likes() {
 }
 
 #[tokio::test]
-async fn max_boards_hide_and_sharded_boards_say_why_not() {
+async fn max_and_sharded_boards_hide_and_trending_boards_say_why_not() {
     let app = spawn_app().await;
     // A max board hides too (its values kept, as a sum board's totals).
     let max = format!("/v1/boards/{}", unique("modmax"));
@@ -137,15 +137,23 @@ async fn max_boards_hide_and_sharded_boards_say_why_not() {
         (&own.body["score"], &own.body["hidden"]),
         (&json!(9), &json!(true))
     );
+    // A sharded board hides on the member's shard; a trending board cannot hide.
     let sharded = format!("/v1/boards/{}", unique("modshards"));
     let config = json!({"slot": "1h", "windows": ["1h"], "shards": 3});
     assert_eq!(app.put(&sharded, config).await.status, StatusCode::CREATED);
-    let refused = app
+    let hidden = app
         .post(&format!("{sharded}/members/a/hide"), json!({}))
+        .await;
+    assert_eq!(hidden.body["changed"], true, "{:?}", hidden.body);
+    let trending = format!("/v1/boards/{}", unique("modtrend"));
+    let config = json!({"kind": "trending", "half_life": "1h"});
+    assert_eq!(app.put(&trending, config).await.status, StatusCode::CREATED);
+    let refused = app
+        .post(&format!("{trending}/members/a/hide"), json!({}))
         .await;
     assert_eq!(
         (refused.status, refused.code()),
-        (StatusCode::CONFLICT, "sharded_unsupported")
+        (StatusCode::CONFLICT, "board_kind")
     );
     let missing = app
         .post(

@@ -6,8 +6,8 @@
 //! reads), a hidden member's own read answers its twin's total with `hidden` and no
 //! rank; once every member is shown again, the board reads exactly as its twin. On a
 //! dense board too, whose tallies must leave hidden totals out, and on max, min and
-//! latest boards, whose values are set rather than added. Sharded boards refuse, for
-//! now.
+//! latest boards, whose values are set rather than added, and on a sharded board; a
+//! reshard takes each hidden member's mark along.
 
 use std::collections::BTreeSet;
 
@@ -25,11 +25,11 @@ on_every_store!(
     a_dense_board_ranks_its_hidden_members_out_of_the_distinct_totals,
     member_data_stays_with_a_hidden_member_while_it_holds_a_total,
     a_write_answers_a_hidden_members_standing_as_holding_none,
-    a_board_that_hides_members_is_not_resharded,
+    a_reshard_takes_each_hidden_member_along,
     a_max_board_keeps_a_hidden_members_highest_value_apart,
     a_dense_min_board_keeps_a_hidden_members_lowest_value_out_of_the_tallies,
     a_latest_board_keeps_a_hidden_members_newest_value_apart,
-    sharded_boards_refuse_hiding_for_now,
+    a_sharded_board_hides_a_member_on_its_shard,
     a_moderator_lists_the_hidden_members_and_exports_them_marked,
 );
 
@@ -159,10 +159,14 @@ async fn check(
 }
 
 async fn run(h: Harness, aggregate: Aggregate, ties: Ties, seed: u64) {
-    let config = || {
-        let config = BoardConfig::parse("1h", &WINDOWS).unwrap();
-        config.with_aggregate(aggregate).with_ties(ties)
-    };
+    let config = BoardConfig::parse("1h", &WINDOWS).unwrap();
+    run_on(h, config.with_aggregate(aggregate).with_ties(ties), seed).await;
+}
+
+/// [`run`] on boards of `config`.
+async fn run_on(h: Harness, config: BoardConfig, seed: u64) {
+    let (aggregate, ties) = (config.aggregate(), config.ties());
+    let config = || config.clone();
     let (board, twin) = (unique("hid"), unique("twin"));
     h.boards.create(&board, config()).await.unwrap();
     h.boards.create(&twin, config()).await.unwrap();
@@ -265,23 +269,9 @@ async fn a_latest_board_keeps_a_hidden_members_newest_value_apart(h: Harness) {
     .await;
 }
 
-async fn sharded_boards_refuse_hiding_for_now(h: Harness) {
-    let config = BoardConfig::parse("1h", &["1h"]).unwrap();
-    let sharded = unique("hidshards");
-    h.boards
-        .create(&sharded, config.with_shards(3).unwrap())
-        .await
-        .unwrap();
-    let refused = h
-        .boards
-        .windowed(&sharded)
-        .hide("a", &note())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(refused, Error::ShardedUnsupported { .. }),
-        "{refused:?}"
-    );
+async fn a_sharded_board_hides_a_member_on_its_shard(h: Harness) {
+    let config = BoardConfig::parse("1h", &WINDOWS).unwrap();
+    run_on(h, config.with_shards(3).unwrap(), 0x6A09_E667_F3BC_C908).await;
 }
 
 async fn member_data_stays_with_a_hidden_member_while_it_holds_a_total(h: Harness) {
@@ -337,34 +327,66 @@ async fn a_write_answers_a_hidden_members_standing_as_holding_none(h: Harness) {
     assert_eq!((own.score, own.rank, own.hidden), (5, Some(1), false));
 }
 
-async fn a_board_that_hides_members_is_not_resharded(h: Harness) {
+async fn a_reshard_takes_each_hidden_member_along(h: Harness) {
     let board = unique("hidreshard");
     h.boards
         .create(&board, BoardConfig::parse("1h", &WINDOWS).unwrap())
         .await
         .unwrap();
     let b = || h.boards.windowed(&board);
-    for (member, delta) in [("a", 3), ("b", 2), ("c", 1)] {
-        b().incr(member, delta, None).await.unwrap();
+    let members = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    for (i, member) in members.iter().enumerate() {
+        b().incr(member, 10 - i as i64, None).await.unwrap();
     }
-    assert!(b().hide("a", &note()).await.unwrap());
-    // A move would not take the mark with the member: refused, nothing changed.
-    let refused = b().reshard(3).await.unwrap_err();
-    assert!(
-        matches!(refused, Error::InvalidConfig { .. }),
-        "{refused:?}"
-    );
-    let top = b().top(None, 0, 10).await.unwrap();
-    assert_eq!(
-        triples(&top.entries),
-        [(1, "b".to_owned(), 2), (2, "c".to_owned(), 1)]
-    );
+    for member in ["a", "d", "g"] {
+        assert!(b().hide(member, &note()).await.unwrap());
+    }
+    let shown = |hidden: &[&str]| {
+        let kept = members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !hidden.contains(m));
+        let ranked = kept
+            .enumerate()
+            .map(|(r, (i, m))| (r as u64 + 1, m.to_string(), 10 - i as i64));
+        ranked.collect::<Vec<_>>()
+    };
+    let listed = |hidden: &[(&str, i64)]| {
+        let members = hidden.iter().map(|(m, s)| (m.to_string(), Some(*s)));
+        members.collect::<Vec<_>>()
+    };
+    // Across shard counts and back, each hidden member stays hidden with its totals
+    // (wherever a move puts it), and the others rank as before.
+    for shards in [3, 2, 1] {
+        let report = b().reshard(shards).await.unwrap();
+        assert_eq!(report.to, shards);
+        for window in WINDOWS {
+            let w = Some(Span::parse(window).unwrap());
+            let top = b().top(w, 0, 10).await.unwrap();
+            assert_eq!(
+                triples(&top.entries),
+                shown(&["a", "d", "g"]),
+                "{shards} shards"
+            );
+            let hidden = b().hidden_members(w).await.unwrap().members;
+            let hidden: Vec<_> = hidden.into_iter().map(|m| (m.member, m.score)).collect();
+            assert_eq!(
+                hidden,
+                listed(&[("a", 10), ("d", 7), ("g", 4)]),
+                "{shards} shards"
+            );
+        }
+        let own = b().score("d", None).await.unwrap().unwrap();
+        assert_eq!((own.score, own.rank, own.hidden), (7, None, true));
+        // A like while hidden still counts, on the member's shard.
+        b().incr("g", 1, None).await.unwrap();
+        b().incr("g", -1, None).await.unwrap();
+    }
+    assert!(b().show("d", &note()).await.unwrap());
+    b().reshard(3).await.unwrap();
     assert!(b().show("a", &note()).await.unwrap());
-    let report = b().reshard(3).await.unwrap();
-    assert_eq!(report.to, 3);
     let top = b().top(None, 0, 10).await.unwrap();
-    let want = [(1, "a", 3), (2, "b", 2), (3, "c", 1)].map(|(r, m, s)| (r, m.to_owned(), s));
-    assert_eq!(triples(&top.entries), want);
+    assert_eq!(triples(&top.entries), shown(&["g"]));
 }
 
 async fn a_moderator_lists_the_hidden_members_and_exports_them_marked(h: Harness) {

@@ -1,12 +1,13 @@
 //! Moderation across boards, on every store (each Redis one under a key prefix of the
 //! test's own, since what spans boards is global): a member hidden on every board leaves
 //! every sum board's rankings, boards created later included, and comes back exact when
-//! shown on every board; a list of boards hides on those alone; boards that cannot hide
-//! yet are reported, not failed; every call is in the moderation log, newest first, with
+//! shown on every board, sharded boards too; a list of boards hides on those alone; boards
+//! that cannot hide (trending boards) are reported, not failed; every call is in the moderation log, newest first, with
 //! its reason and actor, paged by id.
 
 use rollboard::{
     Aggregate, BoardConfig, Error, Event, LogEntry, ModerationAction, ModerationNote, SkippedBoard,
+    TrendingConfig,
 };
 
 use crate::support::{Harness, START, triples, unique};
@@ -32,7 +33,12 @@ async fn board_with_spammer(h: &Harness, name: &str) {
 
 /// As [`board_with_spammer`], of `aggregate` (its values those totals).
 async fn spammed(h: &Harness, name: &str, aggregate: Aggregate) {
-    let config = config().with_aggregate(aggregate);
+    spammed_on(h, name, config().with_aggregate(aggregate)).await;
+}
+
+/// As [`board_with_spammer`], with `config`.
+async fn spammed_on(h: &Harness, name: &str, config: BoardConfig) {
+    let aggregate = config.aggregate();
     h.boards.create(name, config).await.unwrap();
     let events: Vec<_> = [("a", 5), ("b", 3), ("s", 9)]
         .into_iter()
@@ -65,11 +71,12 @@ fn ranked(entries: &[(u64, &str, i64)]) -> Vec<Vec<(u64, String, i64)>> {
 
 async fn a_member_hidden_on_every_board_stays_hidden_on_boards_created_later(h: Harness) {
     let (one, max, sharded) = (unique("ev1"), unique("evmax"), unique("evshard"));
-    let later = unique("evl");
+    let (trend, later) = (unique("evtrend"), unique("evl"));
     board_with_spammer(&h, &one).await;
     spammed(&h, &max, Aggregate::Max).await;
-    let shards = config().with_shards(2).unwrap();
-    h.boards.create(&sharded, shards).await.unwrap();
+    spammed_on(&h, &sharded, config().with_shards(2).unwrap()).await;
+    let trending = TrendingConfig::parse("6h").unwrap();
+    h.boards.create(&trend, trending).await.unwrap();
 
     let hidden = h
         .boards
@@ -83,17 +90,18 @@ async fn a_member_hidden_on_every_board_stays_hidden_on_boards_created_later(h: 
             hidden.boards,
             hidden.changed
         ),
-        (true, true, 2, 2)
+        (true, true, 3, 3)
     );
     let skipped: Vec<_> = hidden
         .skipped
         .iter()
         .map(|s| (s.board.as_str(), s.code.as_str()))
         .collect();
-    assert_eq!(skipped, [(sharded.as_str(), "sharded_unsupported")]);
+    assert_eq!(skipped, [(trend.as_str(), "board_kind")]);
     let without = ranked(&[(1, "a", 5), (2, "b", 3)]);
-    assert_eq!(tops(&h, &one).await, without);
-    assert_eq!(tops(&h, &max).await, without);
+    for board in [&one, &max, &sharded] {
+        assert_eq!(tops(&h, board).await, without, "{board}");
+    }
     assert_eq!(h.boards.hidden_everywhere().await.unwrap(), ["s"]);
     // Again: nothing changes.
     let again = h
@@ -101,7 +109,7 @@ async fn a_member_hidden_on_every_board_stays_hidden_on_boards_created_later(h: 
         .hide_member("s", None, &ModerationNote::default())
         .await
         .unwrap();
-    assert_eq!((again.boards, again.changed), (2, 0));
+    assert_eq!((again.boards, again.changed), (3, 0));
 
     // A board created later hides it from its first write on.
     board_with_spammer(&h, &later).await;
@@ -143,9 +151,9 @@ async fn a_member_hidden_on_every_board_stays_hidden_on_boards_created_later(h: 
         .show_member("s", None, &ModerationNote::default())
         .await
         .unwrap();
-    assert_eq!((shown.hidden, shown.boards, shown.changed), (false, 3, 3));
+    assert_eq!((shown.hidden, shown.boards, shown.changed), (false, 4, 4));
     let with = ranked(&[(1, "s", 9), (2, "a", 5), (3, "b", 3)]);
-    for board in [&one, &max, &later] {
+    for board in [&one, &max, &sharded, &later] {
         assert_eq!(tops(&h, board).await, with, "{board}");
     }
     assert!(h.boards.hidden_everywhere().await.unwrap().is_empty());

@@ -37,7 +37,7 @@ use crate::domain::{BoardName, Member, MemberData, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::{
     CounterStore, Keyed, RateStore, RetireOptions, ServerStore, StatsStore, Store, TrendingStore,
     WriteKey, WriteStatus,
@@ -256,18 +256,14 @@ impl Store for ShardedStore {
     async fn set_hidden(&self, board: &Board, members: &[Member], hidden: bool) -> Result<u64> {
         match self.sharded(board).await? {
             None => self.inner.set_hidden(board, members, hidden).await,
-            Some(_) => Err(Error::ShardedUnsupported {
-                board: board.name.to_string(),
-                what: "hiding and showing members is not built for sharded boards yet",
-            }),
+            Some(s) => Box::pin(s.set_hidden(members, hidden)).await,
         }
     }
 
     async fn hidden_members(&self, at: WindowAt<'_>) -> Result<Vec<(String, Option<i64>)>> {
         match self.sharded(at.board).await? {
-            // A sharded board hides nobody (yet).
             None => self.inner.hidden_members(at).await,
-            Some(_) => Ok(Vec::new()),
+            Some(s) => Box::pin(s.hidden_members(at.window, at.now)).await,
         }
     }
 

@@ -6,7 +6,9 @@
 //! alike and a run cut short is finished by running it again:
 //! 1. **Begin**: the record says `Moving { to }`, under a new version, and every other
 //!    shard's version is renewed (every process reloads before its next call); the
-//!    shards of the new count that are missing are created.
+//!    shards of the new count that are missing are created. Each member a shard hides is
+//!    hidden on its shard under `to` too (hiding and showing wait while a reshard runs),
+//!    so its values stay apart wherever a move puts them.
 //! 2. **Move**: on each old shard, the members leaving it (every member of its live
 //!    slots whose shard under `to` is another), a chunk at a time: the chunk is marked
 //!    moved (writers then send a marked member's writes to its new shard, see
@@ -15,8 +17,9 @@
 //!    renewed again): everyone writes by the new count. What writes left on members' old
 //!    shards (a write routed just before its member was marked; a keyed write, which
 //!    follows the old count) moves the same way.
-//! 4. **End**: the record holds the new count alone; the marks are dropped, and so are
-//!    the shards a smaller count leaves out.
+//! 4. **End**: each shard first shows the hidden members it no longer holds (their
+//!    marks are on their new shards); the record holds the new count alone; the moved
+//!    marks are dropped, and so are the shards a smaller count leaves out.
 //!
 //! A member moves by its values per live slot (its history) and its data: stashed on its
 //! old shard, taken off there by a write of the values negated, given to its new shard
@@ -94,8 +97,7 @@ impl ShardedStore {
             let moving = Resharding::Moving { to };
             board = match self.renew(&board, report.from, moving).await {
                 Ok(board) => board,
-                // Nothing moved (a board that hides members, say): the next run is free
-                // to start at once.
+                // Nothing moved: the next run is free to start at once.
                 Err(error) => {
                     mover.release(&board).await?;
                     return Err(error);
@@ -104,6 +106,7 @@ impl ShardedStore {
         }
         if let Some(Resharding::Moving { .. }) = board.resharding {
             let set = self.sets.get(self.inner.as_ref(), &board).await?;
+            mover.give_marks(&set, to).await?;
             for shard in 0..report.from as usize {
                 mover.empty(&set, shard, to, true, &mut report).await?;
             }
@@ -114,6 +117,7 @@ impl ShardedStore {
         for shard in 0..set.boards.len() {
             mover.empty(&set, shard, to, false, &mut report).await?;
         }
+        mover.take_marks(&set, to).await?;
         let ended = moves.set_shards(&board, to, None).await;
         self.sets.forget(&board.name);
         let board = ended?;
@@ -219,6 +223,42 @@ impl Mover<'_> {
                 }
             }
             self.forget(set, done).await?;
+        }
+        Ok(())
+    }
+
+    /// Hides each member hidden on a shard of `set` on its shard under `count` too, as
+    /// the run begins (hiding waits while it runs): its values then go on being kept
+    /// apart wherever a move puts them. Idempotent.
+    async fn give_marks(&self, set: &ShardSet, count: u32) -> Result<()> {
+        self.marks(set, count, true).await
+    }
+
+    /// Shows on each shard of `set` the members it hides but no longer holds (their
+    /// marks were given to their shards under `count`), as the run ends. Idempotent.
+    async fn take_marks(&self, set: &ShardSet, count: u32) -> Result<()> {
+        self.marks(set, count, false).await
+    }
+
+    /// For each shard's hidden members whose shard under `count` is another: hides them
+    /// there (`give`), or shows them on the shard they left.
+    async fn marks(&self, set: &ShardSet, count: u32, give: bool) -> Result<()> {
+        let now = self.clock.now();
+        for (i, shard) in set.boards.iter().enumerate() {
+            let hidden = self.store.hidden_members(shard.at(0, now)).await?;
+            let mut by_shard: Vec<Vec<Member>> = vec![Vec::new(); set.boards.len()];
+            for (member, _) in hidden {
+                let member = Member::parse(&member)?;
+                let to = shard_of(&member, count);
+                if to != i {
+                    by_shard[if give { to } else { i }].push(member);
+                }
+            }
+            for (k, members) in by_shard.iter().enumerate() {
+                if !members.is_empty() {
+                    self.store.set_hidden(&set.boards[k], members, give).await?;
+                }
+            }
         }
         Ok(())
     }

@@ -2,7 +2,7 @@
 //! its shards, running retirement, recompute and relayout on every shard, and sending a
 //! member's history, removal and data to the member's shard.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use futures_util::future::try_join_all;
 
@@ -10,11 +10,11 @@ use super::names::{shard_names, shard_of};
 use super::shard_set::shard_config;
 use super::view::Sharded;
 use crate::domain::any_board::{AnyBoard, NewBoard};
-use crate::domain::board::{Board, BoardStatus, WindowStatus};
+use crate::domain::board::{Board, BoardStatus, Resharding, WindowStatus};
 use crate::domain::{BoardName, History, Layout, Member, MemberData, Removed, Timestamp};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport, RetireReport};
-use crate::error::Result;
-use crate::store::{RetireOptions, Store};
+use crate::error::{Error, Result};
+use crate::store::{RetireOptions, Store, ranked_hidden};
 
 /// Creates (or finds, or extends as the board was) the shards of `board` after `board`
 /// itself: a board is never listed without its shards for longer than this call.
@@ -175,6 +175,56 @@ impl Sharded<'_> {
             deleted |= self.lift(result)?;
         }
         Ok(deleted)
+    }
+
+    /// Hides (shows) each of `members` on the shard that holds it. Refused while a
+    /// reshard runs ([`Error::ReshardRunning`]): the reshard gives every hidden member's
+    /// mark to its new shard as it begins (`reshard.rs`), which a change meanwhile
+    /// would race.
+    pub(super) async fn set_hidden(&self, members: &[Member], hidden: bool) -> Result<u64> {
+        if let Some(resharding) = self.board().resharding {
+            let to = match resharding {
+                Resharding::Moving { to } => to,
+                Resharding::Sweeping { .. } => self.board().config.shards(),
+            };
+            let board = self.board().name.to_string();
+            return Err(Error::ReshardRunning { board, to });
+        }
+        let mut lists: Vec<Vec<Member>> = vec![Vec::new(); self.shards().len()];
+        for member in members {
+            lists[self.set.of(member)].push(member.clone());
+        }
+        let changed = self
+            .each(|i, shard| {
+                let list = &lists[i];
+                async move {
+                    if list.is_empty() {
+                        return Ok(0);
+                    }
+                    self.store.set_hidden(shard, list, hidden).await
+                }
+            })
+            .await?;
+        Ok(changed.into_iter().sum())
+    }
+
+    /// Every shard's hidden members, in [`ranked_hidden`] order (a member a reshard
+    /// moves is marked on both of its shards: listed once, with its total where it has
+    /// one).
+    pub(super) async fn hidden_members(
+        &self,
+        window: usize,
+        now: Timestamp,
+    ) -> Result<Vec<(String, Option<i64>)>> {
+        let lists = self
+            .each(|_, shard| self.store.hidden_members(shard.at(window, now)))
+            .await?;
+        let mut merged: BTreeMap<String, Option<i64>> = BTreeMap::new();
+        for (member, total) in lists.into_iter().flatten() {
+            let kept = merged.entry(member).or_insert(None);
+            *kept = (*kept).or(total);
+        }
+        Ok(ranked_hidden(merged.into_iter().collect()))
     }
 
     /// The shards that may hold `member`: its shard under the board's count and, while

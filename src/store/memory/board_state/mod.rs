@@ -230,11 +230,6 @@ impl MemBoard {
         totals
     }
 
-    /// Whether the board hides any member.
-    pub fn hides_members(&self) -> bool {
-        self.totals[0].hidden().next().is_some()
-    }
-
     /// Hides `member` in every window, or shows it again (see `Totals::hide`); false
     /// when it already was so.
     pub fn set_hidden(&mut self, member: &Member, hidden: bool) -> bool {

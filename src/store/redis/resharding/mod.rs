@@ -36,10 +36,7 @@ pub(crate) async fn set_shards(
         .arg(shards)
         .arg(resharding.map(Resharding::stored).unwrap_or_default());
     // Never re-sent: a second call would find the new version and answer STALE.
-    let set: i64 = conn.script(&invocation, &board.name, Retry::Never).await?;
-    if set == 0 {
-        return Err(crate::store::hides_members(board));
-    }
+    let _: i64 = conn.script(&invocation, &board.name, Retry::Never).await?;
     Ok(Board { version, ..next })
 }
 

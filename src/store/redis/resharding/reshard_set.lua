@@ -10,13 +10,10 @@
 -- ARGV[4]  the reshard's step (field resharding: '<to>' while members move, 'sweep
 --          <from>' while what writes left behind is swept), or '' when none runs
 --
--- Returns 1, or 0 having changed nothing when a reshard would start or go on while the
--- board hides members (a move would not take the mark with the member). Error "STALE
--- ..." when the board is missing, being dropped or of another version (another process
--- changed it first: the caller reloads and sees).
+-- Returns 1. Error "STALE ..." when the board is missing, being dropped or of another
+-- version (another process changed it first: the caller reloads and sees).
 
 board_record(KEYS[1], ARGV[1])
-if ARGV[4] ~= '' and hidden_members then return 0 end
 -- The first version names the board's idempotency records (see extend_board.lua).
 redis.call('HSETNX', KEYS[1], 'incarnation', ARGV[1])
 redis.call('HSET', KEYS[1], 'version', ARGV[2])

@@ -26,11 +26,10 @@
 --
 -- It does what write.lua does for such a call (freeze, stages, HINCRBY and ZINCRBY,
 -- deletion at exactly 0, the member data of a largest-window total that reaches 0,
--- abs_sum) and answers the same {0, µs, e, too-late slot number ...}. It answers {6}
--- before changing anything when abs_sum leaves no room for ARGV[4] (the checked
--- path), a recompute is recorded (rb_window), the board hides members, or one of the
--- slots has a geometry
--- (compact, or being relaid out). Error "STALE ..." as write.lua.
+-- abs_sum; a hidden member's totals in <totals>:hidden, see hidden_members) and answers
+-- the same {0, µs, e, too-late slot number ...}. It answers {6} before changing anything
+-- when abs_sum leaves no room for ARGV[4] (the checked path), a recompute is recorded
+-- (rb_window), or one of the slots has a geometry (compact, or being relaid out). Error "STALE ..." as write.lua.
 
 local MAX = 9007199254740991
 local started = now_us()
@@ -42,7 +41,7 @@ local fields = { 'version', 'dropping', 'abs_sum', 'rb_window' }
 for j = 1, n do fields[4 + j] = 'wm:' .. ARGV[A + j] end
 local record = board_record(board, ARGV[1], unpack(fields, 3))
 local bound = tonumber(record[3])
-if not bound or bound + tonumber(ARGV[4]) > MAX or record[4] or hidden_members then return { 6 } end
+if not bound or bound + tonumber(ARGV[4]) > MAX or record[4] then return { 6 } end
 for _, g in ipairs(redis.call('HMGET', KEYS[3], unpack(ARGV, A + 2 * n + 1, A + 2 * n + m))) do
   if g then return { 6 } end
 end
@@ -76,8 +75,11 @@ while e < count do
     if redis.call('HINCRBY', target, member, delta) == 0 then
       redis.call('HDEL', target, member)
     end
+    -- A hidden member's totals are kept apart (see hidden_members), as add_total does.
+    local apart = hidden_members and redis.call('HEXISTS', hidden_members, member) == 1
     for j = k + 1, n do
       local totals = KEYS[TOTALS + j]
+      if apart then totals = totals .. ':hidden' end
       if redis.call('ZINCRBY', totals, delta, member) == '0' then
         redis.call('ZREM', totals, member)
         if j == n then redis.call('HDEL', data, member) end
