@@ -91,8 +91,8 @@ pub use domain::{
     TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 pub use domain::{
-    HiddenMember, HiddenMembers, LOG_KEPT, LogEntry, MAX_ACTOR, MAX_REASON, Moderated,
-    ModerationAction, ModerationNote, SkippedBoard,
+    HiddenMember, HiddenMembers, LOG_KEPT, LogEntry, MAX_ACTOR, MAX_PIN_POSITION, MAX_PINS,
+    MAX_REASON, Moderated, ModerationAction, ModerationNote, Pin, SkippedBoard,
 };
 pub use domain::{
     MAX_STANDING_EVENTS, MAX_STANDING_MEMBERS, MAX_STANDING_READS, WindowStanding, WrittenStanding,

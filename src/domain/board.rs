@@ -25,6 +25,11 @@ pub struct Board {
     ///
     /// [`Rollboard::reshard`]: crate::Windowed::reshard
     pub resharding: Option<Resharding>,
+    /// Members pinned on the first page of its top ([`Windowed::pin`]), expired ones
+    /// included until the next pin change.
+    ///
+    /// [`Windowed::pin`]: crate::Windowed::pin
+    pub pins: Vec<super::Pin>,
 }
 
 /// A change of a sharded board's shard count under way (`docs/operations.md`, "Sharded

@@ -48,8 +48,8 @@ pub use maintenance::{
 pub use member_data::{MAX_MEMBER_DATA, MemberData};
 pub use member_ranks::{MAX_RANKS_MEMBERS, MemberRank, Ranks, parse_ranks_members};
 pub use moderation::{
-    HiddenMember, HiddenMembers, LOG_KEPT, LogEntry, MAX_ACTOR, MAX_REASON, Moderated,
-    ModerationAction, ModerationNote, SkippedBoard, parse_log_id,
+    HiddenMember, HiddenMembers, LOG_KEPT, LogEntry, MAX_ACTOR, MAX_PIN_POSITION, MAX_PINS,
+    MAX_REASON, Moderated, ModerationAction, ModerationNote, Pin, SkippedBoard, parse_log_id,
 };
 pub use name::{BoardName, Member};
 pub use ranked_totals::RankedTotals;

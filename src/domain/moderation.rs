@@ -22,6 +22,10 @@ pub enum ModerationAction {
     Hide,
     /// Showed a hidden member again.
     Show,
+    /// Pinned the member on the first page of the board's top.
+    Pin,
+    /// Ended the member's pin.
+    Unpin,
 }
 
 /// Why and by whom, kept with a moderation action in the log: both optional.
@@ -77,6 +81,9 @@ pub struct LogEntry {
     /// Who, when the call said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
+    /// A pin's position and end (unix seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<Pin>,
 }
 
 /// A log id's parts, `<ms>-<n>`, ordered as the log orders them.
@@ -142,4 +149,28 @@ pub struct HiddenMember {
     pub member: String,
     /// Its value in the window, what it would rank by if shown (`null`: none there).
     pub score: Option<i64>,
+}
+
+/// The most pins a board holds at once.
+pub const MAX_PINS: usize = 10;
+/// The highest position a pin takes on the first page (1-based).
+pub const MAX_PIN_POSITION: u32 = 100;
+
+/// A member pinned at a position of the first page of a board's top, until a time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct Pin {
+    /// The member.
+    pub member: String,
+    /// Its position on the first page from the top, 1-based (1 to [`MAX_PIN_POSITION`]).
+    pub position: u32,
+    /// When the pin ends, unix seconds.
+    pub until: i64,
+}
+
+impl Pin {
+    /// Whether the pin still holds at `now`.
+    pub fn holds(&self, now: super::Timestamp) -> bool {
+        self.until * 1000 > now.unix_millis()
+    }
 }

@@ -26,6 +26,10 @@ pub struct Entry {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "server", schema(value_type = MemberData))]
     pub data: Option<Option<MemberData>>,
+    /// Only on a pinned member of the first page of a top (absent otherwise): shown at
+    /// its pin's position, its `rank` the rank its counts give (0: not ranked).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 /// A page of a board's ranking: members with a positive total, highest first, equal
@@ -56,6 +60,11 @@ pub struct TopPage {
     pub age_ms: u64,
     /// The entries, in ranking order (reversed when read from the bottom).
     pub entries: Vec<Entry>,
+    /// Only on a first page that shows pins (absent otherwise): the `offset` of the next
+    /// page, past every ranked member this one showed or its pins pushed off it, so that
+    /// paging on misses none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_offset: Option<u64>,
 }
 
 /// One member's standing in a window.
@@ -108,7 +117,7 @@ pub struct Standing {
 impl TopPage {
     /// A page of `entries` of `board`, whose totals cover `coverage`.
     pub(crate) fn new(board: BoardName, coverage: Coverage, entries: Vec<Entry>) -> TopPage {
-        covered!(coverage => TopPage { board, age_ms: 0, entries })
+        covered!(coverage => TopPage { board, age_ms: 0, entries, next_offset: None })
     }
 }
 

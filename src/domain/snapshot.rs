@@ -215,6 +215,7 @@ pub(crate) fn rank_run(pairs: Vec<(String, i64)>, first: u64, ties: Ties) -> Vec
             member,
             score,
             data: None,
+            pinned: false,
         });
     }
     entries

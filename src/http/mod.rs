@@ -39,6 +39,7 @@ mod member_data;
 mod moderation;
 mod multi;
 mod ops;
+mod pins;
 mod rankings;
 mod ranks;
 mod rates;
@@ -176,6 +177,8 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
         .routes(routes!(moderation::hide_member))
         .routes(routes!(moderation::show_member))
         .routes(routes!(moderation::board_hidden))
+        .routes(routes!(pins::pin, pins::pins))
+        .routes(routes!(pins::unpin))
         .routes(routes!(moderation::hidden))
         .routes(routes!(moderation::log))
         .routes(routes!(ranks::get_ranks, ranks::post_ranks))

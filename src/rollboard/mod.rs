@@ -53,6 +53,7 @@ pub(crate) mod moderation;
 pub(crate) mod multi_read;
 pub(crate) mod multi_write;
 pub(crate) mod percentile;
+mod pins;
 pub(crate) mod rates;
 pub(crate) mod read;
 mod read_cache;

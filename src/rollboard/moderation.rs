@@ -8,7 +8,7 @@ use futures_util::StreamExt;
 use super::{Rollboard, Windowed};
 use crate::domain::any_board::AnyBoard;
 use crate::domain::{BoardName, LogEntry, Member};
-use crate::domain::{HiddenMember, HiddenMembers, Span};
+use crate::domain::{HiddenMember, HiddenMembers, Pin, Span};
 use crate::domain::{Moderated, ModerationAction, ModerationNote, SkippedBoard, parse_log_id};
 use crate::error::{Error, Result};
 
@@ -241,19 +241,35 @@ impl Rollboard {
         changed: u64,
         note: &ModerationNote,
     ) -> Result<()> {
+        let action = if hidden {
+            ModerationAction::Hide
+        } else {
+            ModerationAction::Show
+        };
+        self.log_entry(action, member, boards, changed, note, None)
+            .await
+    }
+
+    /// Appends `action` on `member` to the moderation log.
+    pub(super) async fn log_entry(
+        &self,
+        action: ModerationAction,
+        member: &Member,
+        boards: Option<Vec<String>>,
+        changed: u64,
+        note: &ModerationNote,
+        pin: Option<Pin>,
+    ) -> Result<()> {
         let entry = LogEntry {
             id: String::new(),
             at: self.now().unix_seconds_f64(),
-            action: if hidden {
-                ModerationAction::Hide
-            } else {
-                ModerationAction::Show
-            },
+            action,
             member: member.to_string(),
             boards,
             changed,
             reason: note.reason.clone(),
             actor: note.actor.clone(),
+            pin,
         };
         self.inner.store.moderation().log_moderation(entry).await?;
         Ok(())

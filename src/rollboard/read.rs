@@ -64,15 +64,21 @@ impl Windowed<'_> {
         check_page(offset, limit, self.rb.inner.settings.max_limit)?;
         let now = self.rb.now();
         let store = &self.rb.inner.store;
+        // The first page of the top shows the board's pins (pins.rs).
+        let front = offset == 0 && order == Order::Desc && range == ScoreRange::ALL;
         self.rb
             .on_window(self.board, window, |b, w| async move {
                 let key = || format!("top {w} {range:?} {order:?} {offset} {limit}");
-                let range = stored_range(&b, range);
-                let fetch = || store.top(b.at(w, now), PageQuery::new(range, order, offset, limit));
-                let (page, age_ms) = self
+                let stored = stored_range(&b, range);
+                let fetch =
+                    || store.top(b.at(w, now), PageQuery::new(stored, order, offset, limit));
+                let (mut page, age_ms) = self
                     .rb
                     .read_through((&b.name, b.version), key, fetch)
                     .await?;
+                if front && b.pins.iter().any(|p| p.holds(now)) {
+                    page = super::pins::pinned(store.as_ref(), &b, w, now, limit, page).await?;
+                }
                 Ok(TopPage {
                     age_ms,
                     ..own_values(&b, page)

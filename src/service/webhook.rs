@@ -286,6 +286,7 @@ mod tests {
                 member: "m".into(),
                 score: 3,
                 data: None,
+                pinned: false,
             }],
         };
         assert_eq!(idempotency_key(&board, &snapshot), "a:b:3600:7200");

@@ -11,7 +11,7 @@ use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::{AroundOptions, Entry};
-use crate::domain::{BoardName, Member, MemberData, Timestamp};
+use crate::domain::{BoardName, Member, MemberData, Pin, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -181,6 +181,12 @@ pub trait Store: Send + Sync + 'static {
     /// Every member the board hides, with its stored total in `at`'s window (`None`:
     /// none), in [`ranked_hidden`](super::ranked_hidden) order.
     async fn hidden_members(&self, at: WindowAt<'_>) -> Result<Vec<(String, Option<i64>)>>;
+
+    /// Sets the board's pins (the members its top's first page shows at their
+    /// positions) under a new version, so every cached copy reloads: the board as stored
+    /// now. [`Error::BoardChanged`](crate::Error::BoardChanged) when `board` is not the
+    /// stored version (another change came first).
+    async fn set_pins(&self, board: &Board, pins: &[Pin]) -> Result<Board>;
 
     /// Sets each member's data (in order: a member named twice keeps the later) where the
     /// member holds a total in the board's largest window, checked in the same atomic step;

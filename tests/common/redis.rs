@@ -94,10 +94,11 @@ impl TestRedis {
         redis
     }
 
-    /// redis-test does not wait for the server to listen: retry the first connection.
+    /// redis-test does not wait for the server to listen: retry the first connection, for
+    /// up to 20 s (a loaded machine starting many servers at once, TLS ones slowest).
     async fn wait_ready(&self) {
         let client = redis::Client::open(self.url.as_str()).unwrap();
-        for _ in 0..200 {
+        for _ in 0..800 {
             if let Ok(mut conn) = client.get_multiplexed_async_connection().await
                 && redis::cmd("PING")
                     .query_async::<String>(&mut conn)
@@ -108,7 +109,7 @@ impl TestRedis {
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        panic!("redis-server at {} did not start within 5 s", self.url);
+        panic!("redis-server at {} did not start within 20 s", self.url);
     }
 
     /// A store on this server with the product's settings, but for its replies, which

@@ -306,3 +306,74 @@ async fn a_member_hidden_on_every_board_is_logged_and_shown_back_everywhere() {
     let all = app.get("/v1/moderation/log").await;
     assert_eq!(all.body["entries"].as_array().unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn a_pinned_announcement_leads_the_first_page_until_unpinned() {
+    let app = spawn_app().await;
+    let b = unique("pinned");
+    let path = format!("/v1/boards/{b}");
+    let config = json!({"slot": "1h", "windows": ["1h", "24h"]});
+    assert_eq!(app.put(&path, config).await.status, StatusCode::CREATED);
+    let events =
+        json!({"events": [{"member": "post:1", "delta": 9}, {"member": "post:2", "delta": 5}]});
+    assert_eq!(
+        app.post(&format!("{path}/events"), events).await.status,
+        StatusCode::OK
+    );
+
+    let until = crate::support::START + 3600;
+    let body = json!({"member": "news", "position": 1, "until": until, "actor": "editor:1"});
+    let pinned = app.post(&format!("{path}/pins"), body).await;
+    assert_eq!(pinned.status, StatusCode::OK, "{:?}", pinned.body);
+    let pins = json!({"board": b, "pins": [{"member": "news", "position": 1, "until": until}]});
+    assert_eq!(pinned.body, pins);
+    assert_eq!(app.get(&format!("{path}/pins")).await.body, pins);
+    let top = app.get(&format!("{path}/top?window=24h&limit=2")).await;
+    assert_eq!(
+        top.body["entries"],
+        json!([
+            {"rank": 0, "member": "news", "score": 0, "pinned": true},
+            {"rank": 1, "member": "post:1", "score": 9},
+        ])
+    );
+    // The pin pushed post:2 off the first page: the next page starts with it.
+    assert_eq!(top.body["next_offset"], 1);
+    let second = app
+        .get(&format!("{path}/top?window=24h&limit=2&offset=1"))
+        .await;
+    assert_eq!(entries(&second.body), ranked(&[(2, "post:2", 5)]));
+    assert_eq!(second.body.get("next_offset"), None);
+
+    for (body, code) in [
+        (
+            json!({"member": "news", "position": 0, "until": until}),
+            "invalid_moderation",
+        ),
+        (
+            json!({"member": "news", "position": 1, "until": until - 7200}),
+            "invalid_moderation",
+        ),
+        (
+            json!({"member": "", "position": 1, "until": until}),
+            "invalid_member",
+        ),
+    ] {
+        let refused = app.post(&format!("{path}/pins"), body).await;
+        assert_eq!(
+            (refused.status, refused.code()),
+            (StatusCode::UNPROCESSABLE_ENTITY, code)
+        );
+    }
+    let unpinned = app.delete(&format!("{path}/pins/news")).await;
+    assert_eq!(
+        unpinned.body,
+        json!({"board": b, "member": "news", "removed": true})
+    );
+    let top = app.get(&format!("{path}/top?window=24h&limit=2")).await;
+    assert_eq!(
+        entries(&top.body),
+        ranked(&[(1, "post:1", 9), (2, "post:2", 5)])
+    );
+    let again = app.delete(&format!("{path}/pins/news")).await;
+    assert_eq!(again.body["removed"], false);
+}

@@ -86,6 +86,7 @@ mod open_slot;
 mod oracle;
 mod pace;
 mod peer_reads;
+mod pins;
 mod property;
 #[path = "../common/proxy.rs"]
 mod proxy;

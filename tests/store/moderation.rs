@@ -262,6 +262,7 @@ async fn the_moderation_log_keeps_every_call_newest_first(h: Harness) {
             changed,
             reason: note.map(|n| n.0.to_owned()),
             actor: note.map(|n| n.1.to_owned()),
+            pin: None,
         };
     let on_board: &[&str] = &[&board];
     let want = [

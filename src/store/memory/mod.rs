@@ -33,7 +33,7 @@ use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::{AroundOptions, AroundQuery};
-use crate::domain::{BoardConfig, BoardName, Member, MemberData, Timestamp};
+use crate::domain::{BoardConfig, BoardName, Member, MemberData, Pin, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::{Error, Result};
@@ -108,6 +108,7 @@ impl MemoryStore {
             created_at: now,
             incarnation: version,
             resharding: None,
+            pins: Vec::new(),
         };
         let state = MemBoard::new(board.clone(), now);
         boards.insert(name.clone(), Arc::new(Mutex::new(state)));
@@ -299,6 +300,14 @@ impl Store for MemoryStore {
         self.with_board(board, |b| {
             let changed = members.iter().filter(|m| b.set_hidden(m, hidden));
             changed.count() as u64
+        })
+    }
+
+    async fn set_pins(&self, board: &Board, pins: &[Pin]) -> Result<Board> {
+        self.with_board(board, |b| {
+            b.board.version = crate::store::new_version();
+            b.board.pins = pins.to_vec();
+            b.board.clone()
         })
     }
 

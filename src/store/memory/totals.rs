@@ -239,6 +239,7 @@ impl Totals {
                     member: member.clone(),
                     score: *score,
                     data: None,
+                    pinned: false,
                 });
             }
         }

@@ -62,7 +62,7 @@ use crate::domain::memory_check::MemoryReading;
 use crate::domain::{
     Ahead, AheadProbe, AroundOptions, History, Ranks, ScoreRange, Standing, TopPage,
 };
-use crate::domain::{BoardConfig, BoardName, Layout, Member, MemberData, Timestamp};
+use crate::domain::{BoardConfig, BoardName, Layout, Member, MemberData, Pin, Timestamp};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
 use crate::store::{CounterStore, ServerStore, ShardMoves, StatsStore};
@@ -347,6 +347,10 @@ impl Store for RedisStore {
 
     async fn set_hidden(&self, board: &Board, members: &[Member], hidden: bool) -> Result<u64> {
         sums::hide::set_hidden(&self.conn, board, members, hidden).await
+    }
+
+    async fn set_pins(&self, board: &Board, pins: &[Pin]) -> Result<Board> {
+        sums::hide::set_pins(&self.conn, board, pins).await
     }
 
     async fn hidden_members(&self, at: WindowAt<'_>) -> Result<Vec<(String, Option<i64>)>> {

@@ -33,7 +33,7 @@ use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::memory_check::MemoryReading;
 use crate::domain::{AroundOptions, AroundQuery, Entry, RetireReport};
-use crate::domain::{BoardName, Member, MemberData, Removed, Timestamp};
+use crate::domain::{BoardName, Member, MemberData, Pin, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -258,6 +258,13 @@ impl Store for ShardedStore {
             None => self.inner.set_hidden(board, members, hidden).await,
             Some(s) => Box::pin(s.set_hidden(members, hidden)).await,
         }
+    }
+
+    async fn set_pins(&self, board: &Board, pins: &[Pin]) -> Result<Board> {
+        // Pins are the board's (shard 0's record); the shards are found again.
+        let set = self.inner.set_pins(board, pins).await;
+        self.sets.forget(&board.name);
+        set
     }
 
     async fn hidden_members(&self, at: WindowAt<'_>) -> Result<Vec<(String, Option<i64>)>> {

@@ -96,6 +96,7 @@ mod tests {
             created_at: Timestamp::from_unix_millis(0xfeed).unwrap(),
             incarnation: 1,
             resharding: None,
+            pins: Vec::new(),
         }
     }
 

@@ -8,7 +8,8 @@
 //! `aggregate` (`max` or `min`; absent: a sum board), `shards` (absent: 1), `resharding`
 //! (while the shard count changes: `<to>` or `sweep <from>`, see [`Resharding`]),
 //! `incarnation` (the first version, naming idempotency records; absent: the version,
-//! on a board whose version never changed since it was made before the field), and
+//! on a board whose version never changed since it was made before the field), `pins`
+//! (JSON: the members pinned on the first page of its top, see `pins_set.lua`), and
 //! per window
 //! `wm:<W>` (watermark) and `done:<W>` (retired through); `dropping` while a drop is
 //! under way. A trending board's record has `kind` = `trending`, `version`,
@@ -45,6 +46,7 @@ pub(crate) const RECORD_FIELDS: &[&str] = &[
     "shards",
     "resharding",
     "incarnation",
+    "pins",
 ];
 
 /// The read of a board's record: its fields, then `dropping` and `kind`.
@@ -109,6 +111,11 @@ pub(crate) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
         Some(Err(e)) => return Err(e),
         _ => version,
     };
+    let pins = match fields.get(13).map(|f| opt_string(f, "pins")) {
+        Some(Ok(Some(text))) => serde_json::from_str(&text).map_err(|_| corrupt("pins"))?,
+        Some(Err(e)) => return Err(e),
+        _ => Vec::new(),
+    };
     Ok(Board {
         name: name.clone(),
         config,
@@ -116,6 +123,7 @@ pub(crate) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
         created_at: Timestamp::from_unix_millis(created_ms).map_err(|_| corrupt("created_ms"))?,
         incarnation,
         resharding,
+        pins,
     })
 }
 

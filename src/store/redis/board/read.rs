@@ -108,6 +108,7 @@ fn entries(items: &[Value]) -> Result<Vec<Entry>> {
                 member: string(member, "member")?,
                 score: int_score(score)?,
                 data: None,
+                pinned: false,
             }),
             _ => Err(Error::store("read_ranking answered a partial entry")),
         })

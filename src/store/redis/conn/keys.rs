@@ -465,6 +465,7 @@ mod tests {
             created_at: Timestamp::from_unix_seconds(0).unwrap(),
             incarnation: 1,
             resharding: None,
+            pins: Vec::new(),
         };
         let k = Keys::default();
         assert_eq!(k.record(&board.name), "board_{hot}");
@@ -510,6 +511,7 @@ mod tests {
             created_at: Timestamp::from_unix_seconds(0).unwrap(),
             incarnation: 1,
             resharding: None,
+            pins: Vec::new(),
         };
         let (name, windows) = (&board.name, board.config.windows());
         let counter = CounterName::parse("views").unwrap();

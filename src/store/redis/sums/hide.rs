@@ -1,10 +1,12 @@
 //! Hiding members of a board and showing them again: `hide.lua` calls of at most
 //! [`MEMBERS_PER_CALL`] members each, every window at once (docs/design.md, "Hidden
-//! members"); and listing them (`read_hidden.lua`).
+//! members"); listing them (`read_hidden.lua`); and setting a board's pins
+//! (`pins_set.lua`).
 
-use crate::domain::Member;
 use crate::domain::board::{Board, WindowAt};
+use crate::domain::{Member, Pin};
 use crate::error::{Error, Result};
+use crate::store::new_version;
 use crate::store::redis::conn::{RedisConn, Retry};
 
 /// The most members one `hide.lua` call moves, so that no call holds Redis long.
@@ -69,4 +71,23 @@ pub(crate) async fn hidden_members(
         ))
     });
     Ok(crate::store::ranked_hidden(members.collect::<Result<_>>()?))
+}
+
+/// Sets the board's pins under a new version (`pins_set.lua`): the board as stored now.
+pub(crate) async fn set_pins(conn: &RedisConn, board: &Board, pins: &[Pin]) -> Result<Board> {
+    let version = new_version();
+    let json = if pins.is_empty() {
+        String::new()
+    } else {
+        serde_json::to_string(pins).map_err(|e| Error::store(e.to_string()))?
+    };
+    let mut invocation = conn.scripts().pins_set.key(conn.keys().record(&board.name));
+    invocation.arg(board.version).arg(version).arg(json);
+    // Never re-sent: a second call would find the new version and answer STALE.
+    let _: i64 = conn.script(&invocation, &board.name, Retry::Never).await?;
+    Ok(Board {
+        version,
+        pins: pins.to_vec(),
+        ..board.clone()
+    })
 }
