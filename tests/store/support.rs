@@ -75,11 +75,16 @@ impl Harness {
     /// A Rollboard on `redis` whose boards that name no layout take `layout` (its
     /// replies waited for as long as [`TestRedis::store`]'s).
     async fn on_redis(redis: TestRedis, layout: rollboard::Layout) -> Harness {
-        let clock = clock();
         let options = rollboard::RedisOptions {
             default_layout: layout,
             ..crate::test_redis::test_options()
         };
+        Self::on_redis_with(redis, options).await
+    }
+
+    /// A Rollboard with `options` on `redis`.
+    async fn on_redis_with(redis: TestRedis, options: rollboard::RedisOptions) -> Harness {
+        let clock = clock();
         Harness {
             boards: with_clock(redis.store_with(options).await, &clock),
             clock,
@@ -91,40 +96,26 @@ impl Harness {
     /// A Rollboard on the Redis Cluster this test binary shares (three masters, started
     /// on first use).
     pub async fn cluster() -> Harness {
-        let cluster = crate::test_cluster::TestCluster::shared();
-        let clock = clock();
-        let options = crate::test_redis::test_options();
-        let store = rollboard::RedisStore::connect_cluster_with(&cluster.urls, options)
-            .await
-            .expect("connect to the test cluster");
-        Harness {
-            boards: with_clock(Arc::new(store), &clock),
-            clock,
-            redis: None,
-            in_memory: false,
-        }
+        Self::on_cluster(crate::test_redis::test_options()).await
     }
 
     /// As [`redis`](Self::redis), under a key prefix of this test's own, so that what
     /// spans boards (the members hidden on every board, the moderation log) is this
     /// test's alone even on a shared server (`REDIS_URL`).
     pub async fn redis_isolated() -> Harness {
-        let redis = TestRedis::start().await;
-        let clock = clock();
-        let store = redis.store_with(isolated_options()).await;
-        Harness {
-            boards: with_clock(store, &clock),
-            clock,
-            redis: Some(redis),
-            in_memory: false,
-        }
+        Self::on_redis_with(TestRedis::start().await, isolated_options()).await
     }
 
     /// As [`cluster`](Self::cluster), under a key prefix of this test's own.
     pub async fn cluster_isolated() -> Harness {
+        Self::on_cluster(isolated_options()).await
+    }
+
+    /// A Rollboard with `options` on the shared cluster.
+    async fn on_cluster(options: rollboard::RedisOptions) -> Harness {
         let cluster = crate::test_cluster::TestCluster::shared();
         let clock = clock();
-        let store = rollboard::RedisStore::connect_cluster_with(&cluster.urls, isolated_options())
+        let store = rollboard::RedisStore::connect_cluster_with(&cluster.urls, options)
             .await
             .expect("connect to the test cluster");
         Harness {
