@@ -683,12 +683,14 @@ async fn with_200_boards_each_refresh_costs_one_request_and_each_panel_shows_its
     let dom = render(&format!("{}{page}", gate.url)).await;
     let requests = gate.requests();
 
-    // The refreshes the page started, every 2 s (plus the time a refresh takes) until
-    // its test hook hides it at 9 s: after that, nothing.
+    // The refreshes the page started, the first as it opens (within a tick of virtual
+    // time: a loaded machine may take one to run the page's script), then every 2 s
+    // (plus the time a refresh takes) until its test hook hides it at 9 s: after that,
+    // nothing.
     let times = refresh_times(&dom);
     assert!(
         (4..=5).contains(&times.len())
-            && times[0] == 0.0
+            && times[0] <= 0.2
             && times[times.len() - 1] < 9.0
             && times
                 .windows(2)
@@ -857,7 +859,7 @@ async fn a_hidden_tab_makes_no_request_and_refreshes_when_shown_again() {
     let times = refresh_times(&dom);
     assert!(
         (3..=4).contains(&times.len())
-            && times[0] == 0.0
+            && times[0] <= 0.2
             && (4.0..4.5).contains(&times[1])
             && times[1..]
                 .windows(2)
