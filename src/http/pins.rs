@@ -11,6 +11,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, OptionalJson};
+use super::json_int;
 use super::moderation::NoteBody;
 use crate::domain::{ModerationNote, Pin, Timestamp};
 
@@ -22,11 +23,13 @@ pub struct PinBody {
     #[schema(min_length = 1, max_length = 256, example = "post:announcement")]
     pub member: String,
     /// Its position on the first page of the top, 1-based.
+    #[serde(deserialize_with = "json_int::u64")]
     #[schema(minimum = 1, maximum = 100, example = 1)]
-    pub position: u32,
+    pub position: u64,
     /// When the pin ends, unix seconds (in the future).
+    #[serde(deserialize_with = "json_int::u64")]
     #[schema(minimum = 0, maximum = 253_402_300_799_i64, example = 1_764_288_000)]
-    pub until: i64,
+    pub until: u64,
     /// Why (1–1,024 bytes), for the moderation log.
     #[schema(min_length = 1, max_length = 1024)]
     pub reason: Option<String>,
@@ -37,7 +40,7 @@ pub struct PinBody {
 
 /// A board's pins.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct Pins {
+pub struct BoardPins {
     /// The board.
     pub board: String,
     /// The pins that hold now, by position.
@@ -68,7 +71,7 @@ const BOARD: &str = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not on
     params(("board" = String, Path, description = BOARD, min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     request_body = PinBody,
     responses(
-        (status = 200, description = "Pinned: the board's pins now", body = Pins,
+        (status = 200, description = "Pinned: the board's pins now", body = BoardPins,
          example = json!({"board": "hot-posts", "pins": [{"member": "post:announcement", "position": 1, "until": 1_764_288_000}]})),
         (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
@@ -83,14 +86,14 @@ pub async fn pin(
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
     ApiJson(body): ApiJson<PinBody>,
-) -> ApiResult<Json<Pins>> {
+) -> ApiResult<Json<BoardPins>> {
     let note = ModerationNote::new(body.reason, body.actor)?;
-    let until = Timestamp::from_unix_seconds(body.until)?;
+    let until = Timestamp::from_unix_seconds(i64::try_from(body.until).unwrap_or(i64::MAX))?;
+    // Past u32, a position is as far out of range as u32::MAX.
+    let position = u32::try_from(body.position).unwrap_or(u32::MAX);
     let windowed = state.boards.windowed(&board);
-    let pins = windowed
-        .pin(&body.member, body.position, until, &note)
-        .await?;
-    Ok(Json(Pins { board, pins }))
+    let pins = windowed.pin(&body.member, position, until, &note).await?;
+    Ok(Json(BoardPins { board, pins }))
 }
 
 /// Ends the member's pin (`removed` false: it had none). Kept in the moderation log with
@@ -131,7 +134,7 @@ pub async fn unpin(
     get, path = "/v1/boards/{board}/pins", tag = "moderation", operation_id = "boardsPins",
     params(("board" = String, Path, description = BOARD, min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     responses(
-        (status = 200, description = "The pins", body = Pins,
+        (status = 200, description = "The pins", body = BoardPins,
          example = json!({"board": "hot-posts", "pins": [{"member": "post:announcement", "position": 1, "until": 1_764_288_000}]})),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_kind`: a trending board", body = ErrorBody),
@@ -141,7 +144,7 @@ pub async fn unpin(
 pub async fn pins(
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
-) -> ApiResult<Json<Pins>> {
+) -> ApiResult<Json<BoardPins>> {
     let pins = state.boards.windowed(&board).pins().await?;
-    Ok(Json(Pins { board, pins }))
+    Ok(Json(BoardPins { board, pins }))
 }

@@ -210,7 +210,8 @@ impl Rollboard {
                     return Ok(Vec::new());
                 }
                 let hidden = self.windowed(name).hidden_members(Some(w.window)).await?;
-                Ok::<_, Error>(hidden.members)
+                let held = hidden.members.into_iter().filter(|m| m.score.is_some());
+                Ok::<_, Error>(held.collect())
             };
             let (top, snapshot, hidden) = join3(top, snapshot, hidden).await;
             let entries = top?.entries;

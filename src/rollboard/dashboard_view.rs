@@ -188,9 +188,9 @@ pub struct WindowView {
     /// The first members of `entries` (up to `leaders`), whose histories are in the
     /// board's `histories`.
     pub leaders: Vec<String>,
-    /// For a moderator (a caller that may administer) only: the members the board hides,
-    /// with their values in the window, as `GET /v1/boards/{board}/hidden` lists them;
-    /// absent when it hides nobody or the caller may not see it.
+    /// For a moderator (a caller that may administer) only: the members the board hides
+    /// that hold a value in the window, with it, as `GET /v1/boards/{board}/hidden`
+    /// lists them; absent when there are none or the caller may not see them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hidden: Vec<HiddenMember>,
 }
