@@ -28,6 +28,13 @@ pub enum ModerationAction {
     Unpin,
 }
 
+impl ModerationAction {
+    /// [`Hide`](Self::Hide) when `hidden`, else [`Show`](Self::Show).
+    pub fn hiding(hidden: bool) -> Self {
+        if hidden { Self::Hide } else { Self::Show }
+    }
+}
+
 /// Why and by whom, kept with a moderation action in the log: both optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModerationNote {

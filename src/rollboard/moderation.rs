@@ -48,7 +48,11 @@ impl Windowed<'_> {
         }
         let changed = self.hide_all(std::slice::from_ref(&member), hidden).await?;
         let boards = Some(vec![name.to_string()]);
-        self.rb.log(&member, hidden, boards, changed, note).await?;
+        let action = ModerationAction::hiding(hidden);
+        let log = self
+            .rb
+            .log_entry(action, &member, boards, changed, note, None);
+        log.await?;
         Ok(changed == 1)
     }
 
@@ -198,8 +202,9 @@ impl Rollboard {
             }
         }
         let boards = boards.map(<[String]>::to_vec);
-        self.log(&member, hidden, boards, report.changed, note)
-            .await?;
+        let action = ModerationAction::hiding(hidden);
+        let log = self.log_entry(action, &member, boards, report.changed, note, None);
+        log.await?;
         Ok(report)
     }
 
@@ -230,24 +235,6 @@ impl Rollboard {
             });
         }
         Ok(())
-    }
-
-    /// Appends a hide (show) of `member` to the moderation log.
-    async fn log(
-        &self,
-        member: &Member,
-        hidden: bool,
-        boards: Option<Vec<String>>,
-        changed: u64,
-        note: &ModerationNote,
-    ) -> Result<()> {
-        let action = if hidden {
-            ModerationAction::Hide
-        } else {
-            ModerationAction::Show
-        };
-        self.log_entry(action, member, boards, changed, note, None)
-            .await
     }
 
     /// Appends `action` on `member` to the moderation log.
