@@ -23,6 +23,7 @@ mod ranked_totals;
 mod ranking;
 mod read_limits;
 mod read_order;
+mod review;
 mod score_range;
 mod snapshot;
 mod span;
@@ -58,6 +59,7 @@ pub use read_limits::{check_around, check_page};
 pub use read_order::{
     AroundOptions, AroundQuery, Order, PageQuery, around_positions, page_positions,
 };
+pub use review::{Decision, HeldMember, ReviewPolicy, ReviewQueue};
 pub use score_range::{ScoreBounds, ScoreRange};
 pub(crate) use snapshot::rank_run;
 pub use snapshot::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots, rank_prefix};

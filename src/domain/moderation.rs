@@ -26,6 +26,10 @@ pub enum ModerationAction {
     Pin,
     /// Ended the member's pin.
     Unpin,
+    /// Allowed the member on a board's review gate.
+    Allow,
+    /// Denied the member on a board's review gate (it is hidden there).
+    Deny,
 }
 
 impl ModerationAction {

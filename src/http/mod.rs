@@ -43,6 +43,7 @@ mod pins;
 mod rankings;
 mod ranks;
 mod rates;
+mod review;
 mod score_at;
 mod snapshots;
 mod staleness;
@@ -179,6 +180,7 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
         .routes(routes!(moderation::board_hidden))
         .routes(routes!(pins::pin, pins::pins))
         .routes(routes!(pins::unpin))
+        .routes(routes!(review::queue, review::decide))
         .routes(routes!(moderation::hidden))
         .routes(routes!(moderation::log))
         .routes(routes!(ranks::get_ranks, ranks::post_ranks))

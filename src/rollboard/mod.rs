@@ -57,6 +57,7 @@ mod pins;
 pub(crate) mod rates;
 pub(crate) mod read;
 mod read_cache;
+mod review;
 pub use read_cache::MAX_ENTRIES as MAX_CACHED_READS;
 pub(crate) mod recompute;
 pub(crate) mod relayout;

@@ -11,7 +11,7 @@ use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::{AroundOptions, Entry};
-use crate::domain::{BoardName, Member, MemberData, Pin, Timestamp};
+use crate::domain::{BoardName, Decision, HeldMember, Member, MemberData, Pin, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -181,6 +181,15 @@ pub trait Store: Send + Sync + 'static {
     /// Every member the board hides, with its stored total in `at`'s window (`None`:
     /// none), in [`ranked_hidden`](super::ranked_hidden) order.
     async fn hidden_members(&self, at: WindowAt<'_>) -> Result<Vec<(String, Option<i64>)>>;
+
+    /// A moderator's decision on `member` (docs/design.md, "Review gate"): `allow` puts it
+    /// among the board's allowed members (held, it goes back to the ranking), `deny` hides
+    /// it. Then the gate applies. Whether it changed anything.
+    async fn review(&self, board: &Board, member: &Member, decision: Decision) -> Result<bool>;
+
+    /// The members the board's review gate holds, each with its total in `at`'s window
+    /// and the rank it would have there, in [`ranked_held`](super::ranked_held) order.
+    async fn held_members(&self, at: WindowAt<'_>) -> Result<Vec<HeldMember>>;
 
     /// Sets the board's pins (the members its top's first page shows at their
     /// positions) under a new version, so every cached copy reloads: the board as stored

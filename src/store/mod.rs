@@ -42,10 +42,18 @@ pub(crate) use shard_moves::ShardMoves;
 pub use trending::{TrendKeyed, TrendingStore};
 pub use write_status::WriteStatus;
 
+use crate::domain::HeldMember;
 pub use crate::domain::SlotWrite;
 
 /// Hidden members in the order both stores list them: those holding a total first,
 /// highest first, then those holding none; ties by member ascending.
+pub(crate) fn ranked_held(mut members: Vec<HeldMember>) -> Vec<HeldMember> {
+    members.sort_by(|a, b| b.score.cmp(&a.score).then_with(|| a.member.cmp(&b.member)));
+    members
+}
+
+/// Hidden members (member, total) in ranking order: highest total first, equal totals
+/// by member, members holding none last.
 pub(crate) fn ranked_hidden(mut members: Vec<(String, Option<i64>)>) -> Vec<(String, Option<i64>)> {
     members.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     members

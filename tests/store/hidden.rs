@@ -33,8 +33,8 @@ on_every_store!(
     a_moderator_lists_the_hidden_members_and_exports_them_marked,
 );
 
-const MEMBERS: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
-const WINDOWS: [&str; 2] = ["1h", "3h"];
+pub(super) const MEMBERS: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
+pub(super) const WINDOWS: [&str; 2] = ["1h", "3h"];
 
 /// No reason, no actor.
 fn note() -> ModerationNote {
@@ -42,10 +42,10 @@ fn note() -> ModerationNote {
 }
 
 /// A small deterministic generator (xorshift), so a failure replays.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -77,7 +77,7 @@ fn without(
 }
 
 /// Checks every read of `board` against `twin`'s with `hidden` left out.
-async fn check(
+pub(super) async fn check(
     h: &Harness,
     board: &str,
     twin: &str,

@@ -102,6 +102,7 @@ mod replica_acks;
 mod resharding;
 mod retire_swap;
 mod retirer;
+mod review;
 mod sharded;
 mod snapshots;
 mod stats;

@@ -8,7 +8,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::Error;
-use crate::domain::{Aggregate, Layout, RankedTotals, SnapshotPolicy, Span, Ties, Timestamp};
+use crate::domain::{
+    Aggregate, Layout, RankedTotals, ReviewPolicy, SnapshotPolicy, Span, Ties, Timestamp,
+};
 
 /// A board's configuration. Always valid once constructed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +43,12 @@ pub struct BoardConfig {
     /// May be added, changed or removed on an existing board (it changes no data).
     #[cfg_attr(feature = "server", schema(nullable = false))]
     snapshots: Option<SnapshotPolicy>,
+    /// The review gate: members nobody reviewed are held out of the public ranking while
+    /// they would rank `above_rank` or better (see `GET /v1/boards/{board}/review`); none
+    /// when absent. Sum boards ranking by competition or position, one shard. May be
+    /// added, changed or removed on an existing board.
+    #[cfg_attr(feature = "server", schema(nullable = false))]
+    review: Option<ReviewPolicy>,
     /// How slot data is kept in Redis (see the `Layout` schema); absent: the store's
     /// default.
     /// Changed on a live board by `rollboard relayout`, never by a PUT.
@@ -74,6 +82,8 @@ struct RawConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     snapshots: Option<SnapshotPolicy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    review: Option<ReviewPolicy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     layout: Option<Layout>,
     #[serde(default = "one_shard", skip_serializing_if = "is_one_shard")]
     shards: u32,
@@ -97,7 +107,8 @@ impl TryFrom<RawConfig> for BoardConfig {
             .with_rank(raw.rank.unwrap_or(raw.aggregate.default_rank()))?
             .with_snapshots(raw.snapshots)
             .with_layout(raw.layout)
-            .with_shards(raw.shards)
+            .with_shards(raw.shards)?
+            .with_review(raw.review)
     }
 }
 
@@ -113,6 +124,7 @@ impl From<BoardConfig> for RawConfig {
             // read the same).
             rank: (c.rank != c.aggregate.default_rank()).then_some(c.rank),
             snapshots: c.snapshots,
+            review: c.review,
             layout: c.layout,
             shards: c.shards,
         }
@@ -165,6 +177,7 @@ impl BoardConfig {
             aggregate: Aggregate::Sum,
             rank: RankedTotals::Positive,
             snapshots: None,
+            review: None,
             layout: None,
             shards: 1,
         })
@@ -307,10 +320,44 @@ impl BoardConfig {
         self.snapshots
     }
 
-    /// Whether `other` differs from this config in its snapshots policy only (the one
-    /// option an existing board takes as is).
-    pub fn same_but_snapshots(&self, other: &BoardConfig) -> bool {
-        self.clone().with_snapshots(other.snapshots) == *other
+    /// Gates the board by `policy` (none: `None`): a sum board ranking by competition or
+    /// position, of one shard ([`Error::InvalidConfig`] otherwise).
+    pub fn with_review(mut self, policy: Option<ReviewPolicy>) -> Result<Self, Error> {
+        if policy.is_some() && !self.reviewable() {
+            return Err(Error::InvalidConfig {
+                reason: "a review gate is for a sum board of one shard ranking ties by \
+                         competition or position: leave out \"review\", or drop \"aggregate\", \
+                         \"ties\":\"dense\" and \"shards\""
+                    .into(),
+            });
+        }
+        self.review = policy;
+        Ok(self)
+    }
+
+    /// Whether the board can have a review gate: a sum board of one shard ranking ties by
+    /// competition or position.
+    pub fn reviewable(&self) -> bool {
+        self.aggregate.sums() && self.ties != Ties::Dense && self.shards == 1
+    }
+
+    /// The review gate, if any.
+    pub fn review(&self) -> Option<ReviewPolicy> {
+        self.review
+    }
+
+    /// Whether `other` differs from this config in its snapshots policy and review gate
+    /// only (the options an existing board takes as they are).
+    pub fn same_but_live(&self, other: &BoardConfig) -> bool {
+        self.with_live_of(other) == *other
+    }
+
+    /// This config with `other`'s snapshots policy and review gate (the options a live
+    /// board takes as they are; `other` is a config of the same kind of board).
+    pub fn with_live_of(&self, other: &BoardConfig) -> BoardConfig {
+        let mut config = self.clone().with_snapshots(other.snapshots);
+        config.review = other.review;
+        config
     }
 
     /// How equal totals share ranks.
@@ -409,7 +456,7 @@ impl BoardConfig {
     /// The windows `wider` adds to this config, when `wider` is this config plus windows
     /// larger than all of ours (same slot, offset, ties, ranked totals and aggregate): the
     /// one change to the data model a live board takes (its snapshots policy is not compared: see
-    /// [`same_but_snapshots`](Self::same_but_snapshots)).
+    /// [`same_but_live`](Self::same_but_live)).
     pub fn extended_by(&self, wider: &BoardConfig) -> Option<Vec<Span>> {
         let n = self.windows.len();
         (wider.slot == self.slot

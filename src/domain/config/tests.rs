@@ -167,10 +167,10 @@ fn the_snapshots_policy_round_trips_and_is_the_only_free_change() {
     assert_eq!(c.snapshots(), Some(SnapshotPolicy::new(5, 7).unwrap()));
     assert_eq!(serde_json::to_string(&c).unwrap(), text);
     let plain = c.clone().with_snapshots(None);
-    assert!(plain.same_but_snapshots(&c) && c.same_but_snapshots(&plain));
-    assert!(!plain.same_but_snapshots(&plain.clone().with_ties(Ties::Dense)));
+    assert!(plain.same_but_live(&c) && c.same_but_live(&plain));
+    assert!(!plain.same_but_live(&plain.clone().with_ties(Ties::Dense)));
     let wider = BoardConfig::parse("1h", &["1h", "2h"]).unwrap();
-    assert!(!plain.same_but_snapshots(&wider));
+    assert!(!plain.same_but_live(&wider));
     let err = serde_json::from_str::<BoardConfig>(
         r#"{"slot":"1h","windows":["1h"],"snapshots":{"top":0,"keep":7}}"#,
     );

@@ -33,7 +33,9 @@ use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::{AroundOptions, AroundQuery};
-use crate::domain::{BoardConfig, BoardName, Member, MemberData, Pin, Timestamp};
+use crate::domain::{
+    BoardConfig, BoardName, Decision, HeldMember, Member, MemberData, Pin, Timestamp,
+};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::{Error, Result};
@@ -70,15 +72,12 @@ impl MemoryStore {
         if let Some(entry) = boards.get(name) {
             let mut state = lock(entry);
             let config = &config.layout_defaulting_to(&state.board.config);
-            // The snapshots policy is the one option a live board takes as is.
-            let compatible = state.board.config.same_but_snapshots(config)
+            // The snapshots policy and the review gate are the options a live board
+            // takes as they are.
+            let compatible = state.board.config.same_but_live(config)
                 || state.board.config.extended_by(config).is_some();
             if compatible {
-                let updated = state
-                    .board
-                    .config
-                    .clone()
-                    .with_snapshots(config.snapshots());
+                let updated = state.board.config.with_live_of(config);
                 state.set_config(updated);
             }
             let existing = state.board.clone();
@@ -313,6 +312,14 @@ impl Store for MemoryStore {
 
     async fn hidden_members(&self, at: WindowAt<'_>) -> Result<Vec<(String, Option<i64>)>> {
         self.with_board(at.board, |b| b.hidden_members(at.window))
+    }
+
+    async fn review(&self, board: &Board, member: &Member, decision: Decision) -> Result<bool> {
+        self.with_board(board, |b| b.review(member, decision))
+    }
+
+    async fn held_members(&self, at: WindowAt<'_>) -> Result<Vec<HeldMember>> {
+        self.with_board(at.board, |b| b.held_members(at.window))
     }
 
     async fn set_member_data(

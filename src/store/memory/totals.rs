@@ -160,6 +160,12 @@ impl Totals {
         self.hidden.keys().map(String::as_str)
     }
 
+    /// The ranked members and their totals, in ranking order.
+    pub fn ranked_entries(&self) -> impl Iterator<Item = (i64, &str)> {
+        let ranked = self.order.iter().take(self.ranked as usize);
+        ranked.map(|(Reverse(score), member)| (*score, member.as_str()))
+    }
+
     /// Members with a ranked total.
     pub fn ranked(&self) -> u64 {
         self.ranked

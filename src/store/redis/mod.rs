@@ -62,7 +62,9 @@ use crate::domain::memory_check::MemoryReading;
 use crate::domain::{
     Ahead, AheadProbe, AroundOptions, History, Ranks, ScoreRange, Standing, TopPage,
 };
-use crate::domain::{BoardConfig, BoardName, Layout, Member, MemberData, Pin, Timestamp};
+use crate::domain::{
+    BoardConfig, BoardName, Decision, HeldMember, Layout, Member, MemberData, Pin, Timestamp,
+};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
 use crate::store::{CounterStore, ServerStore, ShardMoves, StatsStore};
@@ -355,6 +357,14 @@ impl Store for RedisStore {
 
     async fn hidden_members(&self, at: WindowAt<'_>) -> Result<Vec<(String, Option<i64>)>> {
         sums::hide::hidden_members(&self.conn, at).await
+    }
+
+    async fn review(&self, board: &Board, member: &Member, decision: Decision) -> Result<bool> {
+        sums::hide::decide(&self.conn, board, member, decision).await
+    }
+
+    async fn held_members(&self, at: WindowAt<'_>) -> Result<Vec<HeldMember>> {
+        sums::hide::held_members(&self.conn, at).await
     }
 
     async fn set_member_data(

@@ -33,7 +33,7 @@ use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::memory_check::MemoryReading;
 use crate::domain::{AroundOptions, AroundQuery, Entry, RetireReport};
-use crate::domain::{BoardName, Member, MemberData, Pin, Removed, Timestamp};
+use crate::domain::{BoardName, Decision, HeldMember, Member, MemberData, Pin, Removed, Timestamp};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -271,6 +271,26 @@ impl Store for ShardedStore {
         match self.sharded(at.board).await? {
             None => self.inner.hidden_members(at).await,
             Some(s) => Box::pin(s.hidden_members(at.window, at.now)).await,
+        }
+    }
+
+    async fn review(&self, board: &Board, member: &Member, decision: Decision) -> Result<bool> {
+        // A sharded board has no review gate (its config refuses one): the facade checks.
+        match self.sharded(board).await? {
+            None => self.inner.review(board, member, decision).await,
+            Some(_) => Err(crate::error::Error::InvalidModeration {
+                reason: format!(
+                    "board {:?} is sharded: it has no review gate",
+                    board.name.as_str()
+                ),
+            }),
+        }
+    }
+
+    async fn held_members(&self, at: WindowAt<'_>) -> Result<Vec<HeldMember>> {
+        match self.sharded(at.board).await? {
+            None => self.inner.held_members(at).await,
+            Some(_) => Ok(Vec::new()),
         }
     }
 

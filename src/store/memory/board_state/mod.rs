@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 mod read;
+mod review;
 mod snapshots;
 
 use super::family::{Family, Slots};
@@ -55,6 +56,8 @@ pub(super) struct MemBoard {
     /// Member data, of members holding a total in the largest window only (as
     /// `data_{b}`: it goes whenever that total does).
     data: HashMap<String, MemberData>,
+    /// The review gate's state: the allowed members, and those it holds.
+    review: review::Review,
     /// On a shard of a sharded board a reshard is taking members from: those moved off
     /// it, and those being moved (see `ShardMoves`).
     pub moves: Moves,
@@ -98,6 +101,7 @@ impl MemBoard {
             snapshots: vec![VecDeque::new(); n],
             snapshot_cursors: vec![None; n],
             data: HashMap::new(),
+            review: review::Review::default(),
             moves: Moves::default(),
         }
     }
@@ -233,12 +237,23 @@ impl MemBoard {
     /// Hides `member` in every window, or shows it again (see `Totals::hide`); false
     /// when it already was so.
     pub fn set_hidden(&mut self, member: &Member, hidden: bool) -> bool {
+        if self.review.held.contains(member.as_str()) {
+            // Held by the review gate: hiding it only marks it hidden; showing does nothing.
+            return hidden && self.review.held.remove(member.as_str());
+        }
+        let changed = self.move_hidden(member.as_str(), hidden);
+        self.regate();
+        changed
+    }
+
+    /// Hides `member` in every window's totals, or shows it again.
+    fn move_hidden(&mut self, member: &str, hidden: bool) -> bool {
         let mut changed = false;
         for totals in &mut self.totals {
             changed |= if hidden {
-                totals.hide(member.as_str())
+                totals.hide(member)
             } else {
-                totals.show(member.as_str())
+                totals.show(member)
             };
         }
         changed
@@ -247,7 +262,8 @@ impl MemBoard {
     /// The hidden members and their totals in `window` (see `Store::hidden_members`).
     pub fn hidden_members(&self, window: usize) -> Vec<(String, Option<i64>)> {
         let totals = &self.totals[window];
-        let members = totals.hidden().map(|m| (m.to_owned(), totals.held(m)));
+        let members = totals.hidden().filter(|m| !self.review.held.contains(*m));
+        let members = members.map(|m| (m.to_owned(), totals.held(m)));
         crate::store::ranked_hidden(members.collect())
     }
 
@@ -261,7 +277,9 @@ impl MemBoard {
 
     pub fn write(&mut self, now: Timestamp, writes: &[SlotWrite]) -> Vec<WriteStatus> {
         self.freeze(now);
-        writes.iter().map(|w| self.write_one(w)).collect()
+        let statuses = writes.iter().map(|w| self.write_one(w)).collect();
+        self.regate();
+        statuses
     }
 
     fn write_one(&mut self, w: &SlotWrite) -> WriteStatus {
@@ -310,12 +328,14 @@ impl MemBoard {
             }
             self.retired[j] = self.retired[j].max(cutoff);
         }
+        self.regate();
         report
     }
 
-    /// Sets the board's config to `config`, which differs in its snapshots policy only.
+    /// Sets the board's config to `config`, which differs in its live options only.
     pub fn set_config(&mut self, config: crate::domain::BoardConfig) {
         self.board.config = config;
+        self.regate();
     }
 
     /// Forgets `tokens` of writes applied once.
@@ -352,6 +372,7 @@ impl MemBoard {
             let largest = &self.totals[window];
             self.data.retain(|member, _| largest.held(member).is_some());
         }
+        self.regate();
         RecomputeReport {
             fields_scanned: scanned,
             ..RecomputeReport::of(self.board.config.windows()[window])
@@ -364,6 +385,7 @@ impl MemBoard {
             .family
             .remove(&mut self.slots, &mut self.totals, member);
         self.drop_data_without_total(member);
+        self.regate();
         Removed { slot_values }
     }
 

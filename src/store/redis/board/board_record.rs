@@ -22,7 +22,7 @@ use redis::Value;
 
 use crate::domain::board::{Board, Resharding};
 use crate::domain::{
-    Aggregate, BoardConfig, BoardName, Layout, RankedTotals, SnapshotPolicy, Span,
+    Aggregate, BoardConfig, BoardName, Layout, RankedTotals, ReviewPolicy, SnapshotPolicy, Span,
 };
 use crate::domain::{Ties, Timestamp};
 use crate::domain::{TrendingBoard, TrendingConfig};
@@ -47,6 +47,7 @@ pub(crate) const RECORD_FIELDS: &[&str] = &[
     "resharding",
     "incarnation",
     "pins",
+    "review",
 ];
 
 /// The read of a board's record: its fields, then `dropping` and `kind`.
@@ -116,6 +117,19 @@ pub(crate) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
         Some(Err(e)) => return Err(e),
         _ => Vec::new(),
     };
+    let review = match fields.get(14).map(|f| opt_string(f, "review")) {
+        Some(Ok(Some(text))) => Some(
+            text.parse()
+                .ok()
+                .and_then(|k| ReviewPolicy::new(k).ok())
+                .ok_or_else(|| corrupt("review"))?,
+        ),
+        Some(Err(e)) => return Err(e),
+        _ => None,
+    };
+    let config = config
+        .with_review(review)
+        .map_err(|e| Error::store(format!("board record of {name:?}: {e}")))?;
     Ok(Board {
         name: name.clone(),
         config,

@@ -76,14 +76,20 @@ pub(crate) async fn create(
     let created = int(&reply[0], "create_board")? == 1;
     let mut board = parse_board(name, &reply[1..])?;
     let config = &config.layout_defaulting_to(&board.config);
-    // The snapshots policy is the one option a live board takes as is: set it first, so
-    // the comparisons below see the rest of the config (not on a PUT refused as a
-    // conflict).
+    // The snapshots policy and the review gate are the options a live board takes as
+    // they are: set them first, so the comparisons below see the rest of the config (not
+    // on a PUT refused as a conflict).
     let compatible =
-        board.config.same_but_snapshots(config) || board.config.extended_by(config).is_some();
+        board.config.same_but_live(config) || board.config.extended_by(config).is_some();
     if compatible && board.config.snapshots() != config.snapshots() {
         set_snapshots(conn, &board, config).await?;
-        board.config = board.config.with_snapshots(config.snapshots());
+    }
+    if compatible && board.config.review() != config.review() {
+        let review = config.review().map(|r| r.above_rank());
+        crate::store::redis::sums::hide::set_review(conn, &board, review).await?;
+    }
+    if compatible {
+        board.config = board.config.with_live_of(config);
     }
     // The registry is a global key: its own command, never inside a board's script. A
     // crash right here leaves the board unlisted; `load` lists it again (see there).

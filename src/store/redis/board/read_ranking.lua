@@ -210,33 +210,12 @@ if mode == 'members' then
 end
 
 if mode == 'ahead' then
-  -- Whether string a sorts before b byte by byte (Lua's < follows the locale).
-  local function bytes_before(a, b)
-    for i = 1, math.min(#a, #b) do
-      local x, y = string.byte(a, i), string.byte(b, i)
-      if x ~= y then return x < y end
-    end
-    return #a < #b
-  end
-  -- The members holding `total` ordered before `member`: the group sits at ascending
-  -- ranks first .. first+tied-1 in member order; bisect it.
-  local function tied_before(total, member)
-    local tied = redis.call('ZCOUNT', totals, total, total)
-    local first = redis.call('ZCOUNT', totals, '-inf', '(' .. total)
-    local lo, hi = 0, tied
-    while lo < hi do
-      local mid = math.floor((lo + hi) / 2)
-      local at = redis.call('ZRANGE', totals, first + mid, first + mid)[1]
-      if bytes_before(at, member) then lo = mid + 1 else hi = mid end
-    end
-    return lo
-  end
   local ranked = redis.call('ZCOUNT', totals, floor, '+inf')
   for k = 7, #ARGV, 2 do
     local total, member = ARGV[k], ARGV[k + 1]
     -- Ranked members are the highest totals: above a total that is not ranked, all.
     local ahead = math.min(redis.call('ZCOUNT', totals, '(' .. total, '+inf'), ranked)
-    if member ~= '' and is_ranked(total) then ahead = ahead + tied_before(total, member) end
+    if member ~= '' and is_ranked(total) then ahead = ahead + tied_before(totals, total, member) end
     reply[#reply + 1] = ahead
   end
   return reply

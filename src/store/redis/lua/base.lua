@@ -23,15 +23,21 @@ end
 -- "Hidden members"). A board that hides none pays one HMGET field for it.
 local hidden_members = false
 
+-- The rank K of the board's review gate (a number) when the record board_record read last
+-- sets one ('review'), else false; then the members whose window totals this call changed
+-- (add_total, bulk_add), as keys: gate (lua/review.lua) looks at them once the call is done.
+local review_rank, gate_changed = false, {}
+
 -- The board record's fields 'version', 'dropping', then `...` (so record[3] is the first
--- of `...`), and hidden_members. Refuses with STALE when the record is missing, being
+-- of `...`), and hidden_members and review_rank. Refuses with STALE when the record is missing, being
 -- dropped, or of another version than `version`, the one the caller expects.
 local function board_record(board, version, ...)
-  local record = redis.call('HMGET', board, 'version', 'dropping', 'hidden', ...)
+  local record = redis.call('HMGET', board, 'version', 'dropping', 'hidden', 'review', ...)
   if record[1] ~= version or record[2] then
     refuse('STALE board record missing, dropped or of another version')
   end
   local hidden = table.remove(record, 3)
+  review_rank = tonumber(table.remove(record, 3)) or false
   hidden_members = hidden and hidden ~= '0' and board .. ':hidden'
   return record
 end

@@ -113,6 +113,7 @@ end
 -- add_to a window's totals: a hidden member's (see hidden_members) go to <totals>:hidden,
 -- never tallied. A recompute's build, which holds every member, takes add_to.
 local function add_total(totals, member, delta, tally, dense, data)
+  if review_rank then gate_changed[member] = true end
   if hidden_members and redis.call('HEXISTS', hidden_members, member) == 1 then
     return add_to(totals .. ':hidden', member, delta, nil, nil, data)
   end
@@ -150,6 +151,26 @@ local function hide_rebuilt(totals, tally, dense, all)
   end
 end
 
+-- Moves `member`'s total in each window, `keys` listing their totals, from the totals
+-- to <totals>:hidden (`hide`) or back. On a dense board `tally(j)` answers window j's
+-- tally and distinct totals, retallied by `tallied` (retally or retally_all).
+local function move_totals(keys, member, hide, tally, tallied)
+  for j, totals in ipairs(keys) do
+    local from, to = totals, totals .. ':hidden'
+    if not hide then from, to = to, from end
+    local total = redis.call('ZSCORE', from, member)
+    if total then
+      redis.call('ZREM', from, member)
+      redis.call('ZADD', to, total, member)
+      local counts, distinct = nil, nil
+      if tally then counts, distinct = tally(j) end
+      if counts then
+        if hide then tallied(counts, distinct, total, nil) else tallied(counts, distinct, nil, total) end
+      end
+    end
+  end
+end
+
 -- Adds sign * values[x] to fields[x] in the hash or zset `key`, in bulk (one HMGET or
 -- ZMSCORE, one HSET or ZADD, one HDEL or ZREM), deleting what reaches exactly 0 (and,
 -- when `data` is given, `key` being the largest window's totals, the member data of what
@@ -183,6 +204,9 @@ end
 -- bulk_add_to, a hidden member's part of a window's totals (see hidden_members) going
 -- to <key>:hidden (never tallied).
 local function bulk_add(key, is_zset, sign, fields, values, tally, dense, data)
+  if is_zset and review_rank then
+    for _, member in ipairs(fields) do gate_changed[member] = true end
+  end
   if not (is_zset and hidden_members) then
     return bulk_add_to(key, is_zset, sign, fields, values, tally, dense, data)
   end

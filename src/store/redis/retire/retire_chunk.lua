@@ -98,6 +98,7 @@ local function handle(found, from, to)
   local zeroed = bulk_add(totals, true, -1, fields, values, tally, dense, data)
   if to then bulk_add(to, false, 1, fields, values) end
   redis.call('HDEL', from, unpack(fields))
+  gate(board)
   return #fields, zeroed
 end
 

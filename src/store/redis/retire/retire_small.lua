@@ -170,4 +170,5 @@ local function wants_compacting()
   if not big or not redis.call('ZSCORE', index, closed) then return 0 end
   return redis.call('HEXISTS', geo_key, closed) == 1 and 0 or 1
 end
+gate(board)
 return { 'done', #plan, subtracted, zeroed, wants_compacting() }

@@ -71,7 +71,7 @@ if lease_held(record[6]) then return { 'fallback', 'relayout' } end
 if record[7] then return { 'fallback', 'building' } end
 if record[8] == 'trending' then return { 'fallback', 'trending' } end
 -- A rebuilt total would list a hidden member: retire_chunk.lua keeps it apart.
-if hidden_members then return { 'fallback', 'hidden' } end
+if hidden_members or review_rank then return { 'fallback', 'hidden' } end
 if tonumber(record[3]) < s then return { 'fallback', 'order' } end
 
 -- s is the only live slot window 1 still counts and has left it.

@@ -24,32 +24,34 @@ local tallied = ARGV[4] == '1' and retally_all or retally
 board_record(board, ARGV[1])
 local hidden = board .. ':hidden'
 
+local keys = { unpack(KEYS, 2, 1 + n) }
+local function tally(j) return KEYS[1 + n + 2 * j - 1], KEYS[1 + n + 2 * j] end
+
+-- Hides or shows `member`; answers 1 when it changed, and 1 more when the count of hidden
+-- members did (a member held for review, see gate, is out of the ranking already: hiding
+-- it only marks it hidden; showing it does nothing).
 local function set_hidden(member)
-  local was = redis.call('HEXISTS', hidden, member) == 1
-  if was == hide then return 0 end
+  local was = redis.call('HGET', hidden, member)
   if hide then
+    if was == '1' then return 0, 0 end
     redis.call('HSET', hidden, member, '1')
+    if was then return 1, 0 end
   else
+    if was ~= '1' then return 0, 0 end
     redis.call('HDEL', hidden, member)
   end
-  for j = 1, n do
-    local totals, shadow = KEYS[1 + j], KEYS[1 + j] .. ':hidden'
-    local from, to = totals, shadow
-    if not hide then from, to = shadow, totals end
-    local total = redis.call('ZSCORE', from, member)
-    if total then
-      redis.call('ZREM', from, member)
-      redis.call('ZADD', to, total, member)
-      local tally, dense = KEYS[1 + n + 2 * j - 1], KEYS[1 + n + 2 * j]
-      if tally then
-        if hide then tallied(tally, dense, total, nil) else tallied(tally, dense, nil, total) end
-      end
-    end
-  end
-  return 1
+  move_totals(keys, member, hide, tally, tallied)
+  return 1, 1
 end
 
-local changed = 0
-for i = 5, #ARGV do changed = changed + set_hidden(ARGV[i]) end
-if changed > 0 then redis.call('HINCRBY', board, 'hidden', hide and changed or -changed) end
+local changed, counted = 0, 0
+for i = 5, #ARGV do
+  local member_changed, member_counted = set_hidden(ARGV[i])
+  changed, counted = changed + member_changed, counted + member_counted
+end
+if counted > 0 then
+  redis.call('HINCRBY', board, 'hidden', hide and counted or -counted)
+  hidden_members = hidden
+end
+gate(board)
 return changed

@@ -104,4 +104,5 @@ for key = STAGES + 1, DENSE do
   end
   if found then deleted = deleted + 1 end
 end
+gate(board)
 return deleted

@@ -345,6 +345,7 @@ if asked ~= '' then
 end
 -- The reply `reply` of a call that applied its entries, with the standing asked (if any).
 local function answered(reply)
+  gate(board)
   return standing and { reply, standing() } or reply
 end
 

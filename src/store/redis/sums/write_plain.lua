@@ -77,6 +77,7 @@ while e < count do
     end
     -- A hidden member's totals are kept apart (see hidden_members), as add_total does.
     local apart = hidden_members and redis.call('HEXISTS', hidden_members, member) == 1
+    if review_rank then gate_changed[member] = true end
     for j = k + 1, n do
       local totals = KEYS[TOTALS + j]
       if apart then totals = totals .. ':hidden' end
@@ -91,6 +92,7 @@ while e < count do
   if limit and e % stride == 0 and e < count and now_us() - started >= limit then break end
 end
 if grown > 0 then redis.call('HINCRBY', board, 'abs_sum', grown) end
+gate(board)
 local reply = { 0, 0, e }
 for i in pairs(too_late) do reply[#reply + 1] = i end
 reply[2] = now_us() - started

@@ -1,0 +1,72 @@
+//! The review gate's moderator side: the queue of members a board's gate holds, and the
+//! decisions on them (docs/design.md, "Review gate"), each kept in the moderation log.
+
+use super::Windowed;
+use crate::domain::{BoardName, Decision, Member, ReviewQueue, Span};
+use crate::domain::{ModerationAction, ModerationNote};
+use crate::error::{Error, Result};
+
+impl Windowed<'_> {
+    /// Decides on `member`: [`Decision::Allow`] lets it rank anywhere on this board, now
+    /// and later (held, it takes its place in the ranking at once; hidden by a moderator,
+    /// it stays hidden); [`Decision::Deny`] hides it on this board (as
+    /// [`hide`](Self::hide) does). Either is kept for when the board has a gate. True when
+    /// it changed anything. Kept in the moderation log with `note`. A board that cannot
+    /// have a gate (see [`BoardConfig::reviewable`](crate::BoardConfig::reviewable)) is
+    /// [`Error::InvalidModeration`].
+    pub async fn review(
+        self,
+        member: &str,
+        decision: Decision,
+        note: &ModerationNote,
+    ) -> Result<bool> {
+        let member = Member::parse(member)?;
+        let name = BoardName::parse(self.board)?;
+        let store = &self.rb.inner.store;
+        let member_ref = &member;
+        let changed = self
+            .change(|b| async move {
+                if !b.config.reviewable() {
+                    return Err(Error::InvalidModeration {
+                        reason: format!(
+                            "board {:?} cannot have a review gate (a sum board of one shard \
+                             ranking ties by competition or position can): hide or show \
+                             members instead",
+                            b.name.as_str()
+                        ),
+                    });
+                }
+                store.review(&b, member_ref, decision).await
+            })
+            .await?;
+        let action = match decision {
+            Decision::Allow => ModerationAction::Allow,
+            Decision::Deny => ModerationAction::Deny,
+        };
+        let boards = Some(vec![name.to_string()]);
+        let log = self
+            .rb
+            .log_entry(action, &member, boards, u64::from(changed), note, None);
+        log.await?;
+        Ok(changed)
+    }
+
+    /// The members the board's review gate holds, each with its value in `window` (the
+    /// smallest by default) and the rank it would have there among the public members
+    /// and itself: what a moderator reviews.
+    pub async fn review_queue(self, window: Option<Span>) -> Result<ReviewQueue> {
+        let now = self.rb.now();
+        let store = &self.rb.inner.store;
+        self.rb
+            .on_window(self.board, window, |b, w| async move {
+                let held = store.held_members(b.at(w, now)).await?;
+                Ok(ReviewQueue {
+                    board: b.name.to_string(),
+                    window: b.config.windows()[w],
+                    above_rank: b.config.review().map(|r| r.above_rank()),
+                    held,
+                })
+            })
+            .await
+    }
+}

@@ -1,0 +1,151 @@
+-- review.lua: the review gate (docs/design.md, "Review gate"). A sum board whose record
+-- sets 'review' K (review_rank) holds out of its public ranking every member nobody
+-- reviewed (not in board_{b}:allowed) whose rank among the public members and itself
+-- would be K or better in some window. A held member is hidden with the mark 'held' in
+-- board_{b}:hidden (counted by the record's 'hidden'), so writes, retirement and reads
+-- treat it as hidden_members says. Every script that changes a gated board's totals calls
+-- gate once it is done.
+
+-- The totals of each window of the board whose record is `board`, smallest first, from
+-- the record's windows ('3600,86400'): stats_{b}, then stats_{b}_<W>.
+local function window_keys(board, windows)
+  local prefix, tagged = string.match(board, '^(.-)board_({.*})$')
+  local keys = {}
+  for w in string.gmatch(windows, '%d+') do
+    keys[#keys + 1] = prefix .. 'stats_' .. tagged .. (#keys == 0 and '' or '_' .. w)
+  end
+  return keys
+end
+
+-- The bar of a window's public `totals`: its K-th ranked member's total (and, with
+-- `position` ties, the member), or nil when fewer than K are ranked (`rule` as
+-- ranked_total says).
+local function gate_bar(totals, k, position, rule)
+  local kth = redis.call('ZREVRANGE', totals, k - 1, k - 1, 'WITHSCORES')
+  if not kth[1] or not ranked_total(kth[2], rule) then return nil end
+  if not position then return { tonumber(kth[2]) } end
+  local greater = redis.call('ZCOUNT', totals, '(' .. kth[2], '+inf')
+  local at = redis.call('ZRANGE', totals, kth[2], kth[2], 'BYSCORE', 'LIMIT', k - 1 - greater, 1)
+  return { tonumber(kth[2]), at[1] }
+end
+
+-- Whether `member`, holding the ranked `total`, ranks at or before `bar` (none: every
+-- ranked member does).
+local function over_bar(bar, total, member)
+  if not bar then return true end
+  if total ~= bar[1] then return total > bar[1] end
+  return not bar[2] or member == bar[2] or bytes_before(member, bar[2])
+end
+
+-- A bar as board_{b}:bars keeps it ('-' for none) and back.
+local function bar_text(bar)
+  if not bar then return '-' end
+  return string.format('%d', bar[1]) .. (bar[2] and ' ' .. bar[2] or '')
+end
+local function bar_of_text(text)
+  if text == '-' then return nil end
+  local total, member = string.match(text, '^(%S+) ?(.*)$')
+  return { tonumber(total), member ~= '' and member or nil }
+end
+
+-- Of `members`, those not in the set `allowed` (SMISMEMBER, 1,000 at a time).
+local function unreviewed(allowed, members)
+  local out = {}
+  for from = 1, #members, 1000 do
+    local to = math.min(from + 999, #members)
+    local found = redis.call('SMISMEMBER', allowed, unpack(members, from, to))
+    for x = from, to do
+      if found[x - from + 1] == 0 then out[#out + 1] = members[x] end
+    end
+  end
+  return out
+end
+
+-- Applies the review gate of the board `board` (its record) after a change of its
+-- totals (see the file's head). First, in each window, every unreviewed public member at
+-- or over the bar is held, until none is (holding one lowers the bar). Then each held
+-- member that may have fallen under every bar is let go back: those whose totals changed
+-- (gate_changed), those the rise of a bar since the last call (board_{b}:bars) passed, or
+-- with `all_held` every held member. Both leave each bar as the K-th allowed public
+-- member's; the bars are kept for the next call.
+local function gate(board, all_held)
+  if not review_rank then return end
+  local k = review_rank
+  local info = redis.call('HMGET', board, 'windows', 'ties', 'rank')
+  local keys = window_keys(board, info[1])
+  local position, rule = info[2] == 'position', info[3] == 'nonzero'
+  local hidden, allowed, bars_key = board .. ':hidden', board .. ':allowed', board .. ':bars'
+  local floor = rule and '-inf' or '(0'
+  local held, bars = 0, {}
+  for j, totals in ipairs(keys) do
+    while true do
+      local bar = gate_bar(totals, k, position, rule)
+      local top = redis.call('ZREVRANGEBYSCORE', totals, '+inf', bar and bar[1] or floor, 'WITHSCORES')
+      local over = {}
+      for x = 1, #top, 2 do
+        if ranked_total(top[x + 1], rule) and over_bar(bar, tonumber(top[x + 1]), top[x]) then
+          over[#over + 1] = top[x]
+        end
+      end
+      local holding = unreviewed(allowed, over)
+      if #holding == 0 then
+        bars[j] = bar
+        break
+      end
+      for _, member in ipairs(holding) do
+        redis.call('HSET', hidden, member, 'held')
+        move_totals(keys, member, true)
+      end
+      held = held + #holding
+      hidden_members = hidden
+    end
+  end
+  local old = redis.call('HMGET', bars_key, unpack(keys))
+  local candidates = {}
+  if all_held or not old[1] then
+    local marks = redis.call('HGETALL', hidden)
+    for x = 1, #marks, 2 do
+      if marks[x + 1] == 'held' then candidates[marks[x]] = true end
+    end
+  else
+    for member in pairs(gate_changed) do candidates[member] = true end
+    for j, totals in ipairs(keys) do
+      local was, now = bar_of_text(old[j] or '-'), bars[j]
+      -- The bar rose: the held members between the old bar and the new one.
+      if now and not (was and over_bar(now, was[1], was[2] or '')) then
+        local from = was and was[1] or floor
+        local passed = redis.call('ZRANGEBYSCORE', totals .. ':hidden', from, now[1])
+        for _, member in ipairs(passed) do candidates[member] = true end
+      end
+    end
+  end
+  local released = 0
+  for member in pairs(candidates) do
+    if redis.call('HGET', hidden, member) == 'held' then
+      local keep = false
+      for j, totals in ipairs(keys) do
+        local v = redis.call('ZSCORE', totals .. ':hidden', member)
+        if v and ranked_total(v, rule) and over_bar(bars[j], tonumber(v), member) then
+          keep = true
+          break
+        end
+      end
+      if not keep then
+        redis.call('HDEL', hidden, member)
+        move_totals(keys, member, false)
+        released = released + 1
+      end
+    end
+  end
+  if held ~= released then redis.call('HINCRBY', board, 'hidden', held - released) end
+  local texts = {}
+  for j, totals in ipairs(keys) do
+    local text = bar_text(bars[j])
+    if old[j] ~= text then
+      texts[#texts + 1] = totals
+      texts[#texts + 1] = text
+    end
+  end
+  if #texts > 0 then redis.call('HSET', bars_key, unpack(texts)) end
+  gate_changed = {}
+end

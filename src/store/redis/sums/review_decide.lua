@@ -1,0 +1,41 @@
+-- review_decide.lua: a moderator's decision on a member of a sum board (lua/review.lua).
+--
+-- KEYS[1]  board record   board_{b}
+--
+-- ARGV[1]  board version the caller expects
+-- ARGV[2]  'allow' or 'deny'
+-- ARGV[3]  the member
+--
+-- Allow puts the member in board_{b}:allowed: held, it goes back to the ranking (a
+-- member a moderator hid stays hidden). Deny takes it out of the allowed set and hides
+-- it (hide.lua's mark '1'; held, it only changes mark). Then gate. Returns 1 when the
+-- decision changed anything, else 0. Error "STALE ..." as write.lua.
+
+local board, member = KEYS[1], ARGV[3]
+board_record(board, ARGV[1])
+local hidden, allowed = board .. ':hidden', board .. ':allowed'
+local keys = window_keys(board, redis.call('HGET', board, 'windows'))
+local mark = redis.call('HGET', hidden, member)
+local changed
+if ARGV[2] == 'allow' then
+  changed = redis.call('SADD', allowed, member)
+  if mark == 'held' then
+    redis.call('HDEL', hidden, member)
+    redis.call('HINCRBY', board, 'hidden', -1)
+    move_totals(keys, member, false)
+    changed = 1
+  end
+else
+  changed = redis.call('SREM', allowed, member)
+  if mark ~= '1' then
+    redis.call('HSET', hidden, member, '1')
+    if not mark then
+      redis.call('HINCRBY', board, 'hidden', 1)
+      move_totals(keys, member, true)
+      hidden_members = hidden
+    end
+    changed = 1
+  end
+end
+gate(board)
+return changed

@@ -1,0 +1,225 @@
+//! The review gate, on every store and a cluster: a gated board and an ungated twin take
+//! the same random likes, unlikes, removals and boundary retirements; on the way the
+//! gated board hides and shows members, allows and denies them, is recomputed, and has
+//! its gate's rank changed and the gate removed and set again. After every step each
+//! window of the gated board reads as its twin's ranking without the hidden members and
+//! those the gate must hold by its definition (an unreviewed member ranking at or over
+//! the K-th allowed public member of some window), ranks closed up, and its review queue
+//! lists exactly the held members with the ranks they would have.
+
+use std::collections::BTreeSet;
+
+use rollboard::{BoardConfig, Decision, ModerationNote, ReviewPolicy, Span, Ties};
+
+use super::hidden::{MEMBERS, Rng, WINDOWS, check};
+use crate::support::{Harness, triples, unique};
+
+on_every_store!(
+    the_gate_holds_exactly_the_unreviewed_members_over_the_bar,
+    the_gate_holds_by_position_on_a_board_ranking_ties_by_position,
+    a_board_that_cannot_have_a_gate_refuses_one,
+);
+
+/// What the moderator did: allowed and hidden members, and the gate's rank (none: off).
+struct Moderation {
+    allowed: BTreeSet<String>,
+    hidden: BTreeSet<String>,
+    k: Option<usize>,
+}
+
+/// Whether `(score, member)` ranks at or over `bar` (none: every ranked entry does).
+fn over_bar(bar: Option<&(u64, String, i64)>, score: i64, member: &str, ties: Ties) -> bool {
+    bar.is_none_or(|(_, m, s)| {
+        score > *s || (score == *s && (ties != Ties::Position || member <= m.as_str()))
+    })
+}
+
+/// The members the gate must hold, from the twin's rankings `windows` (each the whole
+/// ranking, in order) by the gate's definition.
+fn must_hold(windows: &[Vec<(u64, String, i64)>], m: &Moderation, ties: Ties) -> BTreeSet<String> {
+    let Some(k) = m.k else {
+        return BTreeSet::new();
+    };
+    let mut held = BTreeSet::new();
+    for entries in windows {
+        let public = |e: &&(u64, String, i64)| !m.hidden.contains(&e.1);
+        let mut allowed = entries
+            .iter()
+            .filter(public)
+            .filter(|e| m.allowed.contains(&e.1));
+        let bar = allowed.nth(k - 1);
+        for (_, member, score) in entries.iter().filter(public) {
+            if !m.allowed.contains(member) && over_bar(bar, *score, member, ties) {
+                held.insert(member.clone());
+            }
+        }
+    }
+    held
+}
+
+async fn run(h: Harness, ties: Ties, seed: u64) {
+    let config = BoardConfig::parse("1h", &WINDOWS).unwrap().with_ties(ties);
+    let gated = |k: Option<usize>| {
+        let policy = k.map(|k| ReviewPolicy::new(k as u32).unwrap());
+        config.clone().with_review(policy).unwrap()
+    };
+    let (board, twin) = (unique("gated"), unique("twin"));
+    let mut m = Moderation {
+        allowed: BTreeSet::new(),
+        hidden: BTreeSet::new(),
+        k: Some(2),
+    };
+    h.boards.create(&board, gated(m.k)).await.unwrap();
+    h.boards.create(&twin, config.clone()).await.unwrap();
+    let note = ModerationNote::default;
+    let mut rng = Rng(seed);
+    let mut elapsed = 0;
+    // How often the gate held someone, and let someone go that nobody allowed.
+    let (mut holding, mut let_go) = (0, 0);
+    let mut before = BTreeSet::new();
+    for step in 0..70 {
+        let member = MEMBERS[rng.below(MEMBERS.len() as u64) as usize];
+        let gate = h.boards.windowed(&board);
+        match rng.below(24) {
+            0..=9 => {
+                let delta = [1, 1, 2, 3, -1][rng.below(5) as usize];
+                for b in [&board, &twin] {
+                    h.boards
+                        .windowed(b)
+                        .incr(member, delta, None)
+                        .await
+                        .unwrap();
+                }
+            }
+            10..=12 => {
+                let changed = gate.review(member, Decision::Allow, &note()).await.unwrap();
+                let new = m.allowed.insert(member.to_owned());
+                assert_eq!(
+                    changed,
+                    new || before.contains(member),
+                    "step {step}: allow"
+                );
+            }
+            13 => {
+                let changed = gate.review(member, Decision::Deny, &note()).await.unwrap();
+                let removed = m.allowed.remove(member);
+                let hid = m.hidden.insert(member.to_owned());
+                assert_eq!(changed, removed || hid, "step {step}: deny");
+            }
+            14 => {
+                let changed = gate.hide(member, &note()).await.unwrap();
+                assert_eq!(
+                    changed,
+                    m.hidden.insert(member.to_owned()),
+                    "step {step}: hide"
+                );
+            }
+            15 => {
+                let changed = gate.show(member, &note()).await.unwrap();
+                assert_eq!(changed, m.hidden.remove(member), "step {step}: show");
+            }
+            16..=18 => {
+                elapsed += 1200 + 600 * rng.below(6) as i64;
+                h.at(elapsed);
+                for b in [&board, &twin] {
+                    h.boards.windowed(b).retire(None).await.unwrap();
+                }
+            }
+            19 => {
+                let w = Span::parse(WINDOWS[rng.below(2) as usize]).unwrap();
+                gate.recompute(Some(w)).await.unwrap();
+            }
+            20..=21 => {
+                // The gate's rank changes, or the gate goes, or comes back.
+                m.k = [None, Some(1), Some(2), Some(3)][rng.below(4) as usize];
+                h.boards.create(&board, gated(m.k)).await.unwrap();
+            }
+            _ => {
+                for b in [&board, &twin] {
+                    h.boards.windowed(b).remove_member(member).await.unwrap();
+                }
+            }
+        }
+        let mut rankings = Vec::new();
+        for window in WINDOWS {
+            let w = Some(Span::parse(window).unwrap());
+            let all = h.boards.windowed(&twin).top(w, 0, 1000).await.unwrap();
+            rankings.push(triples(&all.entries));
+        }
+        let held = must_hold(&rankings, &m, ties);
+        holding += usize::from(!held.is_empty());
+        let_go += before
+            .difference(&held)
+            .filter(|x| !m.allowed.contains(*x))
+            .count();
+        before = held.clone();
+        let out: BTreeSet<String> = m.hidden.union(&held).cloned().collect();
+        check(&h, &board, &twin, &out, ties, step).await;
+        for (window, entries) in WINDOWS.iter().zip(&rankings) {
+            let w = Some(Span::parse(window).unwrap());
+            let queue = gate.review_queue(w).await.unwrap();
+            assert_eq!(queue.above_rank, m.k.map(|k| k as u32), "step {step}");
+            let listed: BTreeSet<String> = queue.held.iter().map(|e| e.member.clone()).collect();
+            assert_eq!(listed, held, "step {step}, {window}: the queue");
+            let public: Vec<_> = entries.iter().filter(|e| !out.contains(&e.1)).collect();
+            for e in &queue.held {
+                let own = entries.iter().find(|t| t.1 == e.member);
+                assert_eq!(e.score, own.map(|t| t.2), "step {step}, {window}: {e:?}");
+                let rank = own.map(|(_, member, score)| {
+                    let ahead = public.iter().filter(|(_, m2, s2)| {
+                        s2 > score || (ties == Ties::Position && s2 == score && m2 < member)
+                    });
+                    ahead.count() as u64 + 1
+                });
+                assert_eq!(
+                    e.rank, rank,
+                    "step {step}, {window}: would-be rank of {e:?}"
+                );
+            }
+            let hidden = gate.hidden_members(w).await.unwrap();
+            let listed: BTreeSet<String> =
+                hidden.members.iter().map(|e| e.member.clone()).collect();
+            assert_eq!(listed, m.hidden, "step {step}, {window}: the hidden list");
+        }
+    }
+    // The run exercised the gate both ways.
+    assert!(
+        holding >= 20 && let_go >= 5,
+        "held in {holding} steps, let go {let_go}"
+    );
+}
+
+async fn the_gate_holds_exactly_the_unreviewed_members_over_the_bar(h: Harness) {
+    run(h, Ties::Competition, 0x5DEE_CE66_D1CE_4E5B).await;
+}
+
+async fn the_gate_holds_by_position_on_a_board_ranking_ties_by_position(h: Harness) {
+    run(h, Ties::Position, 0x7F4A_7C15_9E37_79B9).await;
+}
+
+async fn a_board_that_cannot_have_a_gate_refuses_one(h: Harness) {
+    let policy = Some(ReviewPolicy::new(3).unwrap());
+    let dense = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_ties(Ties::Dense);
+    let err = dense.with_review(policy).unwrap_err();
+    assert_eq!(err.code(), "invalid_config");
+    assert!(err.to_string().contains("review gate"), "{err}");
+    assert!(ReviewPolicy::new(0).is_err() && ReviewPolicy::new(101).is_err());
+    // A decision on a board that cannot have a gate says so and changes nothing.
+    let board = unique("dense");
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_ties(Ties::Dense);
+    h.boards.create(&board, config).await.unwrap();
+    h.boards.windowed(&board).incr("a", 1, None).await.unwrap();
+    let err = h
+        .boards
+        .windowed(&board)
+        .review("a", Decision::Deny, &ModerationNote::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "invalid_moderation", "{err}");
+    let top = h.boards.windowed(&board).top(None, 0, 10).await.unwrap();
+    assert_eq!(triples(&top.entries), vec![(1, "a".to_owned(), 1)]);
+}
