@@ -103,6 +103,10 @@ fn describe() {
         "Snapshot webhook POSTs by outcome: delivered or failed"
     );
     describe_counter!(
+        "rollboard_review_webhook_total",
+        "Review webhook POSTs (members a review gate held) by outcome: delivered or failed"
+    );
+    describe_counter!(
         "rollboard_connection_cap_reached_total",
         "Times the HTTP server reached its connection cap (max_connections)"
     );
@@ -172,6 +176,7 @@ fn register() {
     }
     for outcome in ["delivered", "failed"] {
         metrics::counter!("rollboard_snapshot_webhook_total", "outcome" => outcome).increment(0);
+        metrics::counter!("rollboard_review_webhook_total", "outcome" => outcome).increment(0);
     }
     for outcome in ["allowed", "denied"] {
         metrics::counter!("rollboard_rate_checks_total", "outcome" => outcome).increment(0);
@@ -239,6 +244,11 @@ pub fn store_full() {
 /// Counts snapshot webhook POSTs by outcome (`delivered`, `failed`).
 pub fn snapshot_webhook(outcome: &'static str) {
     metrics::counter!("rollboard_snapshot_webhook_total", "outcome" => outcome).increment(1);
+}
+
+/// Counts review webhook POSTs by outcome (`delivered`, `failed`).
+pub fn review_webhook(outcome: &'static str) {
+    metrics::counter!("rollboard_review_webhook_total", "outcome" => outcome).increment(1);
 }
 
 /// Counts the times the HTTP server reached its connection cap (`max_connections`).

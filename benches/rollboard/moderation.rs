@@ -4,13 +4,15 @@
 //! connections post single likes (Zipf) to the same board, then single likes at 16
 //! connections. A hidden member's totals live apart, so the reads' target is ≥ 0.8× the
 //! board hiding none (issue 51); the likes' ratio is reported (a board that hides
-//! someone writes through `write.lua`, not the lean `write_plain.lua`).
+//! someone writes through `write.lua`, not the lean `write_plain.lua`). A third board has a
+//! review gate (`above_rank` 10, its 100 highest members allowed): its single likes,
+//! each of which applies the gate, are ≥ 0.8× the open board's (issue 51).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rollboard::{BoardConfig, Event, ModerationNote, Rollboard};
+use rollboard::{BoardConfig, Decision, Event, ModerationNote, ReviewPolicy, Rollboard};
 
 use crate::load::{self, Load, MEMBERS, Spread};
 use crate::report::{Row, rate, thousands};
@@ -18,6 +20,9 @@ use crate::setup::Redis;
 
 const OPEN: &str = "bench-mod-open";
 const HIDING: &str = "bench-mod-hiding";
+const GATED: &str = "bench-mod-gated";
+const BOARDS: [&str; 3] = [OPEN, HIDING, GATED];
+const ALLOWED: usize = 100;
 const HIDDEN: usize = 1_000;
 const READERS: usize = 64;
 const ROUNDS: usize = 2;
@@ -29,7 +34,7 @@ pub async fn moderation(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
     let events: Vec<Event> = (0..MEMBERS)
         .map(|i| Event::new(format!("post:{i}"), 1 + (i * 7919 % 5000) as i64))
         .collect();
-    for board in [OPEN, HIDING] {
+    for board in BOARDS {
         boards
             .create(board, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
             .await
@@ -45,15 +50,29 @@ pub async fn moderation(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
         let member = format!("post:{i}");
         assert!(boards.windowed(HIDING).hide(&member, &note).await.unwrap());
     }
+    let mut highest: Vec<&Event> = events.iter().collect();
+    highest.sort_by_key(|e| std::cmp::Reverse(e.delta));
+    for event in &highest[..ALLOWED] {
+        let allow = boards
+            .windowed(GATED)
+            .review(&event.member, Decision::Allow, &note);
+        allow.await.unwrap();
+    }
+    let gate = Some(ReviewPolicy::new(10).unwrap());
+    let config = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
+    boards
+        .create(GATED, config.with_review(gate).unwrap())
+        .await
+        .unwrap();
 
     let (mut reads, mut likes) = (
         [Load::default(), Load::default()],
-        [Load::default(), Load::default()],
+        [Load::default(), Load::default(), Load::default()],
     );
     for round in 0..ROUNDS {
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for b in order {
-            let board = [OPEN, HIDING][b];
+            let board = BOARDS[b];
             eprintln!(
                 "  round {}: top-10 reads of {board} while likes go on …",
                 round + 1
@@ -67,24 +86,27 @@ pub async fn moderation(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
             stop.store(true, Ordering::SeqCst);
             absorb(&mut reads[b], readers.await.unwrap());
         }
+        let order = if round % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
         for b in order {
-            let board = [OPEN, HIDING][b];
+            let board = BOARDS[b];
             eprintln!("  round {}: single likes to {board} …", round + 1);
             let posted = load::http_singles_with(url, board, "", Spread::Zipf, 16, phase).await;
             absorb(&mut likes[b], posted);
         }
     }
 
-    let row = |what: &str, unit: &str, loads: &[Load; 2], target: Option<f64>| {
+    let hiding = format!(
+        "a 100k-member board hiding {} members",
+        thousands(HIDDEN as f64)
+    );
+    let gated = format!("a 100k-member board with a review gate (top {ALLOWED} allowed)");
+    let row = |what: &str, unit: &str, loads: [&Load; 2], board: &str, target: Option<f64>| {
         let (open, hiding) = (loads[0].per_second(), loads[1].per_second());
         let ratio = hiding / open;
         Row {
-            figure: format!(
-                "{what}, a 100k-member board hiding {} members",
-                thousands(HIDDEN as f64)
-            ),
+            figure: format!("{what}, {board}"),
             measured: rate(hiding, unit),
-            reference: format!("the same board hiding none {}", rate(open, unit)),
+            reference: format!("the same board without moderation {}", rate(open, unit)),
             ratio: Some(ratio),
             target: target.map(|t| (format!("≥ {t}x"), ratio >= t)),
         }
@@ -93,10 +115,24 @@ pub async fn moderation(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
         row(
             &format!("top-10 reads ({READERS} connections, 4 liking meanwhile)"),
             "reads/s",
-            &reads,
+            [&reads[0], &reads[1]],
+            &hiding,
             Some(0.8),
         ),
-        row("single likes (16 connections, Zipf)", "ev/s", &likes, None),
+        row(
+            "single likes (16 connections, Zipf)",
+            "ev/s",
+            [&likes[0], &likes[1]],
+            &hiding,
+            None,
+        ),
+        row(
+            "single likes (16 connections, Zipf)",
+            "ev/s",
+            [&likes[0], &likes[2]],
+            &gated,
+            Some(0.8),
+        ),
     ]
 }
 

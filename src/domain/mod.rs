@@ -59,7 +59,7 @@ pub use read_limits::{check_around, check_page};
 pub use read_order::{
     AroundOptions, AroundQuery, Order, PageQuery, around_positions, page_positions,
 };
-pub use review::{Decision, HeldMember, ReviewPolicy, ReviewQueue};
+pub use review::{Decision, HeldEvent, HeldMember, ReviewPolicy, ReviewQueue};
 pub use score_range::{ScoreBounds, ScoreRange};
 pub(crate) use snapshot::rank_run;
 pub use snapshot::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots, rank_prefix};

@@ -111,3 +111,34 @@ pub struct ReviewQueue {
     /// by member), those holding none last.
     pub held: Vec<HeldMember>,
 }
+
+/// A member the review gate held, as the review webhook delivers it (POSTed as JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeldEvent {
+    /// The board.
+    pub board: String,
+    /// The event's id, increasing per board (`<ms>-<n>`): the webhook's
+    /// `Idempotency-Key` is `<board>:<id>`.
+    pub id: String,
+    /// The member held.
+    pub member: String,
+    /// When it was held, unix milliseconds.
+    pub held_ms: i64,
+}
+
+impl HeldEvent {
+    /// The event of `member` held on `board` under `id` (`<ms>-<n>`, whose ms it was
+    /// held at).
+    pub fn new(board: String, id: String, member: String) -> Result<Self, Error> {
+        let held_ms = id
+            .split_once('-')
+            .and_then(|(ms, _)| ms.parse().ok())
+            .ok_or_else(|| Error::Store(format!("a held event's id {id:?} is not <ms>-<n>")))?;
+        Ok(HeldEvent {
+            board,
+            id,
+            member,
+            held_ms,
+        })
+    }
+}

@@ -14,8 +14,8 @@ use super::json_int;
 use super::wire::{SpanInput, window};
 use crate::{
     Aggregate, Board, BoardConfig, BoardKind, BoardName, BoardState, Created, Layout, NewBoard,
-    RankedTotals, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport, SnapshotPolicy,
-    Span, Ties, TrendingBoard, TrendingConfig,
+    RankedTotals, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport, ReviewPolicy,
+    SnapshotPolicy, Span, Ties, TrendingBoard, TrendingConfig,
 };
 
 /// A board's config as sent in `PUT /v1/boards/{board}`: a windowed board (`slot`,
@@ -95,6 +95,13 @@ pub struct ConfigBody {
     /// it changes no data.
     #[serde(default)]
     pub snapshots: Option<SnapshotsBody>,
+    /// Windowed sum boards: the review gate: a member no moderator allowed is held out of
+    /// the public ranking while it would rank `above_rank` or better in some window
+    /// (among the public members and itself), listed by `GET …/review` until a moderator
+    /// allows or denies it (`POST …/review`). Ties by competition or position, one shard.
+    /// May be added, changed or removed (left out) on an existing board.
+    #[serde(default)]
+    pub review: Option<ReviewBody>,
     /// Windowed boards: how many shards the members are spread over, 1–32 (1 by
     /// default): on a Redis Cluster each shard can sit on another master, so one busy
     /// board's writes, retirement and reads spread over them; every read stays exact.
@@ -119,6 +126,16 @@ pub struct SnapshotsBody {
     #[serde(deserialize_with = "json_int::u64")]
     #[schema(value_type = u32, minimum = 1, maximum = 100000)]
     pub keep: u64,
+}
+
+/// `{"above_rank": 10}`.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewBody {
+    /// The rank from which a member needs review, 1–100.
+    #[serde(deserialize_with = "json_int::u64")]
+    #[schema(value_type = u32, minimum = 1, maximum = 100)]
+    pub above_rank: u64,
 }
 
 impl SnapshotsBody {
@@ -158,6 +175,7 @@ impl ConfigBody {
                         "aggregate",
                     ),
                     (self.snapshots.is_some(), "snapshots"),
+                    (self.review.is_some(), "review"),
                     (self.layout.is_some(), "layout"),
                     (self.shards.is_some_and(|k| k != 1), "shards"),
                 ] {
@@ -205,7 +223,16 @@ impl ConfigBody {
                         .with_layout(self.layout)
                         // Beyond u32 is beyond the bound too: saturate, and let the
                         // config say so.
-                        .with_shards(u32::try_from(self.shards.unwrap_or(1)).unwrap_or(u32::MAX))?,
+                        .with_shards(u32::try_from(self.shards.unwrap_or(1)).unwrap_or(u32::MAX))?
+                        .with_review(
+                            self.review
+                                .map(|r| {
+                                    ReviewPolicy::new(
+                                        u32::try_from(r.above_rank).unwrap_or(u32::MAX),
+                                    )
+                                })
+                                .transpose()?,
+                        )?,
                 ))
             }
         }
@@ -307,7 +334,7 @@ pub struct BoardList {
                                       {"window": "1d", "members": 3, "ranked": 2, "from": 1_795_647_600, "to": 1_795_730_400, "retired_through": 1_795_644_000, "lag_seconds": 0, "building": false, "complete_from": null}]})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added); `board_kind`: exists as the other kind (windowed or trending); `board_busy`, `board_changed`: retry", body = ErrorBody),
-        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a field the kind needs left out (`slot`, `windows`; `half_life`); a negative floor, a max age above 100 half-lives; `shards` outside 1–32, or with dense ties or snapshots", body = ErrorBody),
+        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a field the kind needs left out (`slot`, `windows`; `half_life`); a negative floor, a max age above 100 half-lives; `shards` outside 1–32, or with dense ties or snapshots; `review.above_rank` outside 1–100, or a review gate on a board that cannot have one (max, min or latest, dense ties, sharded)", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]

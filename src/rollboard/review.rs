@@ -2,7 +2,7 @@
 //! decisions on them (docs/design.md, "Review gate"), each kept in the moderation log.
 
 use super::Windowed;
-use crate::domain::{BoardName, Decision, Member, ReviewQueue, Span};
+use crate::domain::{BoardName, Decision, HeldEvent, Member, ReviewQueue, Span};
 use crate::domain::{ModerationAction, ModerationNote};
 use crate::error::{Error, Result};
 
@@ -66,6 +66,30 @@ impl Windowed<'_> {
                     above_rank: b.config.review().map(|r| r.above_rank()),
                     held,
                 })
+            })
+            .await
+    }
+
+    /// Up to `limit` events of members the board's review gate held, after the event
+    /// `after` (from the oldest kept when `None`), oldest first: what the review webhook
+    /// delivers (about the newest 10,000 are kept).
+    pub async fn held_events(self, after: Option<&str>, limit: usize) -> Result<Vec<HeldEvent>> {
+        let store = &self.rb.inner.store;
+        self.rb
+            .on_board(self.board, |b| async move {
+                store.held_events(&b, after, limit).await
+            })
+            .await
+    }
+
+    /// The id of the newest held event delivered (by the review webhook, in any process),
+    /// `None` before the first; with `delivered`, first records that the events through
+    /// that id were delivered (the cursor never moves back).
+    pub async fn held_cursor(self, delivered: Option<&str>) -> Result<Option<String>> {
+        let store = &self.rb.inner.store;
+        self.rb
+            .on_board(self.board, |b| async move {
+                store.held_cursor(&b, delivered).await
             })
             .await
     }

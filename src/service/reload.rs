@@ -166,6 +166,10 @@ fn needs_restart(running: &ServiceConfig, read: &ServiceConfig) -> Vec<&'static 
             "snapshot_webhook",
             running.snapshot_webhook == read.snapshot_webhook,
         ),
+        (
+            "review_webhook",
+            running.review_webhook == read.review_webhook,
+        ),
     ]
     .into_iter()
     .filter_map(|(name, same)| (!same).then_some(name))

@@ -98,10 +98,14 @@ pub async fn run_reloading(
         .map(|_| super::clock_check::spawn(boards.clone()));
     let memory_watch = super::memory_watch::spawn(boards.clone());
     let heap_trim = super::heap_trim::spawn();
-    let webhook = config
+    let snapshot_webhook = config
         .snapshot_webhook
         .clone()
-        .map(|options| super::webhook::spawn(boards.clone(), options));
+        .map(|options| super::webhook::spawn::<super::feeds::Snapshots>(boards.clone(), options));
+    let review_webhook = config
+        .review_webhook
+        .clone()
+        .map(|options| super::webhook::spawn::<super::feeds::Held>(boards.clone(), options));
 
     let stats = boards.clone();
     let reload_boards = boards.clone();
@@ -160,8 +164,8 @@ pub async fn run_reloading(
     for task in [reloads, ready, watchdog].into_iter().flatten() {
         task.abort();
     }
-    if let Some(webhook) = webhook {
-        // A POST cut short leaves its snapshot's cursor: another attempt delivers it.
+    // A POST cut short leaves its event's cursor: another attempt delivers it.
+    for webhook in [snapshot_webhook, review_webhook].into_iter().flatten() {
         webhook.abort();
     }
     tracing::info!("stopped");

@@ -1,24 +1,24 @@
-//! The snapshot webhook: every period snapshot, POSTed as JSON to the configured URL
-//! (`snapshot_webhook`), delivered at least once.
+//! The webhooks: what a feed produces per board, POSTed as JSON to the configured URL,
+//! delivered at least once. Two feeds (`feeds.rs`): every period snapshot
+//! (`snapshot_webhook`) and every member a review gate holds (`review_webhook`).
 //!
-//! Each replica runs one deliverer. Every `poll_every` it reads, for every board that
-//! takes snapshots (the list of boards is re-read every `relist_every`, and at once when
-//! a board is created or dropped through this process) and each of its windows, the window's delivery cursor (the newest
-//! boundary delivered, kept in the store: `snapsent_{b}` in Redis) and the snapshots
-//! after it, oldest first; it POSTs them one by one and moves the cursor past each after
-//! a 2xx answer. A failure (no answer within `timeout`, a refused connection, any other
-//! status) leaves the cursor, and that window is tried again after a backoff doubling
-//! from `retry_min` to `retry_max`. The cursor moves only after a 2xx and lives in the
-//! store, so a replica that crashes mid-delivery (or appended and died) leaves the
-//! snapshot to the next attempt of any replica: at least once. Replicas may deliver the
-//! same snapshot at the same time: the `Idempotency-Key` header,
-//! `<board>:<window seconds>:<boundary>` (read from the right: board names may hold
-//! `:`), is the same on every attempt, so the receiver drops repeats.
+//! Each replica runs one deliverer per configured webhook. Every `poll_every` it reads,
+//! for every board the feed follows (the list of boards is re-read every
+//! `relist_every`, and at once when a board is created or dropped through this process)
+//! and each of its streams (a snapshot board's windows; a gated board's one stream), the
+//! stream's delivery cursor (kept in the store: `snapsent_{b}`, `board_{b}:held_sent` in
+//! Redis) and the events after it, oldest first; it POSTs them one by one and moves the
+//! cursor past each after a 2xx answer. A failure (no answer within `timeout`, a refused
+//! connection, any other status) leaves the cursor, and that stream is tried again after
+//! a backoff doubling from `retry_min` to `retry_max`. The cursor moves only after a 2xx
+//! and lives in the store, so a replica that crashes mid-delivery leaves the event to
+//! the next attempt of any replica: at least once. Replicas may deliver the same event
+//! at the same time: the `Idempotency-Key` header is the same on every attempt of every
+//! replica, so the receiver drops repeats.
 //!
-//! The body is the snapshot with its board: `{"board","window","boundary","taken_ms",
-//! "entries":[{"rank","member","score"}…]}`. Plain `http://` only (no TLS client is
-//! built in): put the receiver on the private network or behind a local proxy. Snapshots
-//! trimmed (by `keep`) before they were delivered are lost to the webhook.
+//! Plain `http://` only (no TLS client is built in): put the receiver on the private
+//! network or behind a local proxy. Events trimmed from the store before they were
+//! delivered are lost to the webhook.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -28,13 +28,43 @@ use hyper::http::{Request, Uri, header};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use serde::Serialize;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::{BoardName, Rollboard, Snapshot, SnapshotRange, Span};
+use crate::{Board, BoardName, Rollboard, Span};
 
-/// Where and how snapshots are delivered.
+/// What a webhook delivers: per board it follows, one or more streams of events (a
+/// window's snapshots; a gated board's held members), each with a cursor in the store.
+pub(super) trait Feed: Send + Sync + 'static {
+    /// An event, POSTed as JSON.
+    type Event: Send + Sync;
+    /// The webhook's name in logs (`snapshot webhook`).
+    const NAME: &'static str;
+    /// The streams of `board` (a window each, or `None` for the board's one), empty when
+    /// the feed does not follow it.
+    fn streams(board: &Board) -> Vec<Option<Span>>;
+    /// Up to [`BATCH`] events of a stream after its cursor, oldest first.
+    fn due(
+        rb: &Rollboard,
+        board: &BoardName,
+        stream: Option<Span>,
+    ) -> impl Future<Output = crate::Result<Vec<Self::Event>>> + Send;
+    /// Moves the stream's cursor past `event`.
+    fn delivered(
+        rb: &Rollboard,
+        board: &BoardName,
+        stream: Option<Span>,
+        event: &Self::Event,
+    ) -> impl Future<Output = crate::Result<()>> + Send;
+    /// The `Idempotency-Key` of `event`: the same on every attempt of every replica.
+    fn idempotency_key(board: &BoardName, event: &Self::Event) -> String;
+    /// The JSON body of `event`.
+    fn body(board: &BoardName, event: &Self::Event) -> serde_json::Result<Vec<u8>>;
+    /// Counts a POST by outcome (`delivered`, `failed`).
+    fn count(outcome: &'static str);
+}
+
+/// Where and how a webhook's events are delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookOptions {
     /// The receiver: an `http://` URL.
@@ -45,9 +75,9 @@ pub struct WebhookOptions {
     pub retry_min: Duration,
     /// The longest wait between attempts (default 5 min).
     pub retry_max: Duration,
-    /// How often the cursors are read for new snapshots (default 1 s).
+    /// How often the cursors are read for new events (default 1 s).
     pub poll_every: Duration,
-    /// How often the list of boards (and their snapshots option) is read again (default
+    /// How often the list of boards (and their options) is read again (default
     /// 30 s; at once after a board is created, changed or dropped through this process).
     pub relist_every: Duration,
 }
@@ -57,10 +87,10 @@ impl WebhookOptions {
     pub fn new(url: &str) -> Result<Self, String> {
         let uri: Uri = url
             .parse()
-            .map_err(|e| format!("snapshot_webhook {url:?} is not a URL: {e}"))?;
+            .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
         if uri.scheme_str() != Some("http") || uri.authority().is_none() {
             return Err(format!(
-                "snapshot_webhook {url:?} must be an http:// URL with a host (no TLS client is built in)"
+                "{url:?} must be an http:// URL with a host (no TLS client is built in)"
             ));
         }
         Ok(WebhookOptions {
@@ -74,36 +104,20 @@ impl WebhookOptions {
     }
 }
 
-/// What is POSTed: the snapshot and its board.
-#[derive(Serialize)]
-struct Delivery<'a> {
-    board: &'a BoardName,
-    #[serde(flatten)]
-    snapshot: &'a Snapshot,
-}
+/// Events read per stream and round.
+pub(super) const BATCH: usize = 100;
 
-/// The `Idempotency-Key` of a snapshot: the same on every attempt of every replica.
-pub fn idempotency_key(board: &BoardName, snapshot: &Snapshot) -> String {
-    format!(
-        "{board}:{}:{}",
-        snapshot.window.seconds(),
-        snapshot.boundary
-    )
-}
-
-/// Snapshots read per window and round.
-const BATCH: u64 = 100;
-
-/// Runs the deliverer until the task is aborted.
-pub fn spawn(boards: Rollboard, options: WebhookOptions) -> JoinHandle<()> {
+/// Runs the deliverer of `F` until the task is aborted.
+pub(super) fn spawn<F: Feed>(boards: Rollboard, options: WebhookOptions) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let mut deliverer = Deliverer {
+        let mut deliverer = Deliverer::<F> {
             client: Client::builder(TokioExecutor::new()).build(HttpConnector::new()),
             boards,
             options,
             waiting: HashMap::new(),
-            boards_taking: Vec::new(),
+            followed: Vec::new(),
             listed_at: None,
+            feed: std::marker::PhantomData,
         };
         let mut changes = deliverer.boards.board_changes();
         loop {
@@ -117,20 +131,21 @@ pub fn spawn(boards: Rollboard, options: WebhookOptions) -> JoinHandle<()> {
     })
 }
 
-struct Deliverer {
+struct Deliverer<F> {
     client: Client<HttpConnector, Body>,
     boards: Rollboard,
     options: WebhookOptions,
-    /// Windows whose last POST failed: failures in a row, and when to try again.
-    waiting: HashMap<(BoardName, Span), (u32, Instant)>,
-    /// The boards that take snapshots, with their windows, as last listed.
-    boards_taking: Vec<(BoardName, Vec<Span>)>,
+    /// Streams whose last POST failed: failures in a row, and when to try again.
+    waiting: HashMap<(BoardName, Option<Span>), (u32, Instant)>,
+    /// The boards the feed follows, with their streams, as last listed.
+    followed: Vec<(BoardName, Vec<Option<Span>>)>,
     /// When they were listed.
     listed_at: Option<Instant>,
+    feed: std::marker::PhantomData<F>,
 }
 
-impl Deliverer {
-    /// Delivers what is due on every board that takes snapshots.
+impl<F: Feed> Deliverer<F> {
+    /// Delivers what is due on every board the feed follows.
     async fn round(&mut self) {
         if self
             .listed_at
@@ -138,23 +153,21 @@ impl Deliverer {
         {
             match self.boards.boards().await {
                 Ok(boards) => {
-                    self.boards_taking = boards
-                        .into_iter()
-                        .filter(|b| b.config.snapshots().is_some())
-                        .map(|b| (b.name, b.config.windows().to_vec()))
-                        .collect();
+                    let streams = boards.into_iter().map(|b| (F::streams(&b), b.name));
+                    let followed = streams.filter(|(streams, _)| !streams.is_empty());
+                    self.followed = followed.map(|(streams, name)| (name, streams)).collect();
                     self.listed_at = Some(Instant::now());
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "snapshot webhook: cannot list boards");
+                    tracing::warn!(error = %e, "{}: cannot list boards", F::NAME);
                     return;
                 }
             }
         }
-        let listed = std::mem::take(&mut self.boards_taking);
-        for (board, windows) in &listed {
-            for window in windows {
-                let key = (board.clone(), *window);
+        let listed = std::mem::take(&mut self.followed);
+        for (board, streams) in &listed {
+            for stream in streams {
+                let key = (board.clone(), *stream);
                 if self
                     .waiting
                     .get(&key)
@@ -162,64 +175,49 @@ impl Deliverer {
                 {
                     continue;
                 }
-                match self.window(board, *window).await {
+                match self.stream(board, *stream).await {
                     Ok(()) => {
                         self.waiting.remove(&key);
                     }
                     Err(e) => {
                         let failures = self.waiting.get(&key).map_or(0, |(n, _)| *n) + 1;
                         let wait = backoff(&self.options, failures);
-                        tracing::warn!(board = %board, window = %window, error = %e,
-                            retry_in = ?wait, "snapshot webhook: delivery failed");
+                        let window = stream.map(|w| w.to_string()).unwrap_or_default();
+                        tracing::warn!(board = %board, window, error = %e,
+                            retry_in = ?wait, "{}: delivery failed", F::NAME);
                         self.waiting.insert(key, (failures, Instant::now() + wait));
                     }
                 }
             }
         }
-        self.boards_taking = listed;
+        self.followed = listed;
     }
 
-    /// Delivers window `window`'s snapshots after its cursor, oldest first, moving the
-    /// cursor past each one received.
-    async fn window(&self, board: &BoardName, window: Span) -> Result<(), String> {
-        let name = board.as_str();
+    /// Delivers a stream's events after its cursor, oldest first, moving the cursor past
+    /// each one received.
+    async fn stream(&self, board: &BoardName, stream: Option<Span>) -> Result<(), String> {
         loop {
-            let cursor = self
-                .boards
-                .windowed(name)
-                .snapshot_cursor(Some(window), None)
+            let due = F::due(&self.boards, board, stream)
                 .await
                 .map_err(|e| e.to_string())?;
-            let range = SnapshotRange::new(cursor.map(|c| c + 1), None, Some(BATCH))
-                .map_err(|e| e.to_string())?
-                .oldest_first();
-            let due = self
-                .boards
-                .windowed(name)
-                .snapshots(Some(window), range)
-                .await
-                .map_err(|e| e.to_string())?
-                .snapshots;
-            for snapshot in &due {
-                self.post(board, snapshot).await?;
-                self.boards
-                    .windowed(name)
-                    .snapshot_cursor(Some(window), Some(snapshot.boundary))
+            for event in &due {
+                self.post(board, event).await?;
+                F::delivered(&self.boards, board, stream, event)
                     .await
                     .map_err(|e| e.to_string())?;
             }
-            if (due.len() as u64) < BATCH {
+            if due.len() < BATCH {
                 return Ok(());
             }
         }
     }
 
-    /// POSTs one snapshot; `Ok` on a 2xx answer.
-    async fn post(&self, board: &BoardName, snapshot: &Snapshot) -> Result<(), String> {
-        let body = serde_json::to_vec(&Delivery { board, snapshot }).map_err(|e| e.to_string())?;
+    /// POSTs one event; `Ok` on a 2xx answer.
+    async fn post(&self, board: &BoardName, event: &F::Event) -> Result<(), String> {
+        let body = F::body(board, event).map_err(|e| e.to_string())?;
         let request = Request::post(self.options.url.clone())
             .header(header::CONTENT_TYPE, "application/json")
-            .header("Idempotency-Key", idempotency_key(board, snapshot))
+            .header("Idempotency-Key", F::idempotency_key(board, event))
             .body(Body::from(body))
             .map_err(|e| e.to_string())?;
         let answer = tokio::time::timeout(self.options.timeout, self.client.request(request))
@@ -233,7 +231,7 @@ impl Deliverer {
                     Err(format!("the receiver answered {}", answer.status()))
                 }
             });
-        crate::metrics::snapshot_webhook(if answer.is_ok() {
+        F::count(if answer.is_ok() {
             "delivered"
         } else {
             "failed"
@@ -255,7 +253,6 @@ fn backoff(options: &WebhookOptions, failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::Entry;
 
     #[test]
     fn only_http_urls_with_a_host_are_taken() {
@@ -272,33 +269,5 @@ mod tests {
         o.retry_max = Duration::from_secs(5);
         let waits: Vec<u64> = (1..=5).map(|n| backoff(&o, n).as_secs()).collect();
         assert_eq!(waits, [1, 2, 4, 5, 5]);
-    }
-
-    #[test]
-    fn the_body_and_key_name_the_board_window_and_boundary() {
-        let board = BoardName::parse("a:b").unwrap();
-        let snapshot = Snapshot {
-            window: Span::parse("1h").unwrap(),
-            boundary: 7200,
-            taken_ms: 7_200_005,
-            entries: vec![Entry {
-                rank: 1,
-                member: "m".into(),
-                score: 3,
-                data: None,
-                pinned: false,
-            }],
-        };
-        assert_eq!(idempotency_key(&board, &snapshot), "a:b:3600:7200");
-        let body = serde_json::to_value(Delivery {
-            board: &board,
-            snapshot: &snapshot,
-        })
-        .unwrap();
-        assert_eq!(
-            body,
-            serde_json::json!({"board": "a:b", "window": "1h", "boundary": 7200,
-                "taken_ms": 7_200_005, "entries": [{"rank": 1, "member": "m", "score": 3}]})
-        );
     }
 }

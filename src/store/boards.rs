@@ -11,7 +11,9 @@ use crate::domain::RetireReport;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::{AroundOptions, Entry};
-use crate::domain::{BoardName, Decision, HeldMember, Member, MemberData, Pin, Timestamp};
+use crate::domain::{
+    BoardName, Decision, HeldEvent, HeldMember, Member, MemberData, Pin, Timestamp,
+};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -190,6 +192,21 @@ pub trait Store: Send + Sync + 'static {
     /// The members the board's review gate holds, each with its total in `at`'s window
     /// and the rank it would have there, in [`ranked_held`](super::ranked_held) order.
     async fn held_members(&self, at: WindowAt<'_>) -> Result<Vec<HeldMember>>;
+
+    /// Up to `limit` events of members the board's review gate held, after the event
+    /// `after` (from the oldest kept when `None`), oldest first: what the review webhook
+    /// delivers. About the newest 10,000 are kept.
+    async fn held_events(
+        &self,
+        board: &Board,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<HeldEvent>>;
+
+    /// The id of the newest held event delivered (by the review webhook, in any
+    /// process), `None` before the first; with `delivered`, first records that the events
+    /// through that id were delivered (the cursor never moves back).
+    async fn held_cursor(&self, board: &Board, delivered: Option<&str>) -> Result<Option<String>>;
 
     /// Sets the board's pins (the members its top's first page shows at their
     /// positions) under a new version, so every cached copy reloads: the board as stored

@@ -996,3 +996,55 @@ async fn hide_and_show_moderate_a_member_on_every_board_and_log_it() {
         [(Show, None, None, 1), (Hide, Some("spam"), Some("ops"), 1)]
     );
 }
+
+#[tokio::test]
+async fn review_lists_a_boards_queue_and_decides_on_a_member() {
+    let redis = TestRedis::spawn().await;
+    let board = unique("clireview");
+    let boards = Rollboard::redis(&redis.url).await.unwrap();
+    let policy = rollboard::ReviewPolicy::new(1).unwrap();
+    let config = BoardConfig::parse("1h", &["1h"]).unwrap();
+    boards
+        .create(&board, config.with_review(Some(policy)).unwrap())
+        .await
+        .unwrap();
+    let w = boards.windowed(&board);
+    let note = rollboard::ModerationNote::default();
+    w.review("post:1", rollboard::Decision::Allow, &note)
+        .await
+        .unwrap();
+    for (member, delta) in [("post:1", 4), ("post:2", 2), ("post:3", 9)] {
+        w.incr(member, delta, None).await.unwrap();
+    }
+    // post:3 would rank first over the one allowed member: held; post:2 ranks below it.
+    let out = rollboard(&["review", &board], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "post:3\t9\t1\n");
+    let top = w.top(None, 0, 10).await.unwrap();
+    let members: Vec<_> = top.entries.iter().map(|e| e.member.as_str()).collect();
+    assert_eq!(members, ["post:1", "post:2"]);
+
+    let args = ["review", &board, "--allow", "post:3", "--actor", "mod:a"];
+    let out = rollboard(&args, Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), format!("allow: post:3 on {board}\n"));
+    let top = w.top(None, 0, 10).await.unwrap();
+    let members: Vec<_> = top.entries.iter().map(|e| e.member.as_str()).collect();
+    assert_eq!(members, ["post:3", "post:1", "post:2"]);
+    let out = rollboard(&["review", &board], Some(&redis.url));
+    assert_eq!(stdout(&out), "");
+
+    // Both flags: one line, non-zero, nothing changed.
+    let args = ["review", &board, "--allow", "a", "--deny", "b"];
+    let out = rollboard(&args, Some(&redis.url));
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("cannot be used with"),
+        "{}",
+        stderr(&out)
+    );
+    let log = boards.moderation_log(None, 10).await.unwrap();
+    let seen: Vec<_> = log.iter().map(|e| (e.action, e.actor.as_deref())).collect();
+    use rollboard::ModerationAction::Allow;
+    assert_eq!(seen, [(Allow, Some("mod:a")), (Allow, None)]);
+}

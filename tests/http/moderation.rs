@@ -377,3 +377,131 @@ async fn a_pinned_announcement_leads_the_first_page_until_unpinned() {
     let again = app.delete(&format!("{path}/pins/news")).await;
     assert_eq!(again.body["removed"], false);
 }
+
+#[tokio::test]
+async fn a_review_gate_holds_new_members_at_the_top_until_a_moderator_decides() {
+    let app = spawn_app().await;
+    let b = unique("review");
+    let path = format!("/v1/boards/{b}");
+    let config = json!({"slot": "1h", "windows": ["1h", "24h"], "review": {"above_rank": 2}});
+    let created = app.put(&path, config.clone()).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+    assert_eq!(created.body["config"]["review"], json!({"above_rank": 2}));
+    for member in ["post:1", "post:2"] {
+        let body = json!({"member": member, "decision": "allow", "actor": "mod:a"});
+        let allowed = app.post(&format!("{path}/review"), body).await;
+        assert_eq!(
+            allowed.body,
+            json!({"board": b, "member": member, "decision": "allow", "changed": true})
+        );
+    }
+    let events = json!({"events": [
+        {"member": "post:1", "delta": 9},
+        {"member": "post:2", "delta": 5},
+        {"member": "post:3", "delta": 7},
+        {"member": "post:4", "delta": 2},
+    ]});
+    assert_eq!(
+        app.post(&format!("{path}/events"), events).await.status,
+        StatusCode::OK
+    );
+    // post:3 would rank 2nd, over the 2nd allowed member: held; post:4 ranks below.
+    let top = app.get(&format!("{path}/top?window=24h")).await;
+    assert_eq!(
+        entries(&top.body),
+        ranked(&[(1, "post:1", 9), (2, "post:2", 5), (3, "post:4", 2)])
+    );
+    let queue = app.get(&format!("{path}/review?window=24h")).await;
+    assert_eq!(
+        queue.body,
+        json!({"board": b, "window": "1d", "above_rank": 2,
+            "held": [{"member": "post:3", "score": 7, "rank": 2}]})
+    );
+    let own = app.get(&format!("{path}/members/post:3")).await;
+    assert_eq!(
+        (own.body["rank"].clone(), own.body["hidden"].clone()),
+        (json!(null), json!(true))
+    );
+
+    // Denied: hidden; the queue empties. Allowed again: it ranks as its likes say.
+    let deny = json!({"member": "post:3", "decision": "deny", "reason": "spam"});
+    assert_eq!(
+        app.post(&format!("{path}/review"), deny).await.body["changed"],
+        true
+    );
+    assert_eq!(
+        app.get(&format!("{path}/review")).await.body["held"],
+        json!([])
+    );
+    let listed = app.get(&format!("{path}/hidden")).await;
+    assert_eq!(
+        listed.body["members"],
+        json!([{"member": "post:3", "score": 7}])
+    );
+    let shown = app
+        .post(&format!("{path}/members/post:3/show"), json!({}))
+        .await;
+    assert_eq!(shown.body["changed"], true);
+    assert_eq!(
+        app.get(&format!("{path}/review")).await.body["held"][0]["member"],
+        "post:3"
+    );
+    let allow = json!({"member": "post:3", "decision": "allow"});
+    assert_eq!(
+        app.post(&format!("{path}/review"), allow).await.body["changed"],
+        true
+    );
+    let top = app.get(&format!("{path}/top")).await;
+    assert_eq!(
+        entries(&top.body),
+        ranked(&[
+            (1, "post:1", 9),
+            (2, "post:3", 7),
+            (3, "post:2", 5),
+            (4, "post:4", 2)
+        ])
+    );
+    let log = app.get("/v1/moderation/log?limit=3").await;
+    let actions: Vec<_> = log.body["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(actions, ["allow", "show", "deny"]);
+
+    // The gate goes by a PUT without it, as it came; a board that cannot have one says so.
+    let mut ungated = config.clone();
+    ungated.as_object_mut().unwrap().remove("review");
+    assert_eq!(app.put(&path, ungated).await.status, StatusCode::OK);
+    assert_eq!(
+        app.get(&format!("{path}/review")).await.body["above_rank"],
+        json!(null)
+    );
+    let dense =
+        json!({"slot": "1h", "windows": ["1h"], "ties": "dense", "review": {"above_rank": 2}});
+    let refused = app
+        .put(&format!("/v1/boards/{}", unique("dense")), dense)
+        .await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(refused.body["error"]["code"], "invalid_config");
+    let bad = json!({"member": "post:3", "decision": "maybe"});
+    let refused = app.post(&format!("{path}/review"), bad).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::BAD_REQUEST,
+        "{:?}",
+        refused.body
+    );
+    let zero = json!({"slot": "1h", "windows": ["1h"], "review": {"above_rank": 0}});
+    let refused = app
+        .put(&format!("/v1/boards/{}", unique("zero")), zero)
+        .await;
+    assert_eq!(refused.body["error"]["code"], "invalid_config");
+    assert!(
+        refused.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("above_rank")
+    );
+}

@@ -1,7 +1,8 @@
 //! The snapshot webhook against a local receiver (an axum server on a free port): each
 //! snapshot arrives with its body and `Idempotency-Key`; a receiver failing the first
 //! attempts still gets it; two replicas deliver each at least once with the same key;
-//! snapshots appended by a process that then died are delivered by another.
+//! snapshots appended by a process that then died are delivered by another. The review
+//! webhook likewise delivers each member a review gate holds, once per hold.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -105,19 +106,22 @@ async fn receiver(failing: usize) -> (String, Receiver) {
     (url, receiver)
 }
 
-/// A service config delivering to `url`, with short retry and poll intervals; the list
-/// of boards is re-read every `relist` (and at once after a board created through the
-/// same process).
-fn config(url: &str, relist: Duration) -> ServiceConfig {
-    let webhook = WebhookOptions {
+/// Delivery to `url`, with short retry and poll intervals; the list of boards is re-read
+/// every `relist` (and at once after a board created through the same process).
+fn options(url: &str, relist: Duration) -> WebhookOptions {
+    WebhookOptions {
         retry_min: Duration::from_millis(10),
         retry_max: Duration::from_millis(50),
         poll_every: Duration::from_millis(10),
         relist_every: relist,
         ..WebhookOptions::new(url).unwrap()
-    };
+    }
+}
+
+/// A service config delivering snapshots as [`options`] says.
+fn config(url: &str, relist: Duration) -> ServiceConfig {
     ServiceConfig {
-        snapshot_webhook: Some(webhook),
+        snapshot_webhook: Some(options(url, relist)),
         ..ServiceConfig::default()
     }
 }
@@ -290,4 +294,73 @@ async fn snapshots_appended_by_a_process_that_died_are_delivered_by_another() {
         two.body["entries"],
         json!([{"rank": 1, "member": "bob", "score": 7}])
     );
+}
+
+#[tokio::test]
+async fn each_member_a_review_gate_holds_arrives_once_per_hold_even_after_failed_attempts() {
+    let (url, receiver) = receiver(2).await;
+    let redis = Arc::new(TestRedis::start().await);
+    let config = ServiceConfig {
+        review_webhook: Some(options(&url, Duration::from_secs(30))),
+        ..ServiceConfig::default()
+    };
+    let app = spawn_app_with(redis.clone(), clock(), config).await;
+    let b = unique("held");
+    let gated = json!({"slot": "1h", "windows": ["1h"], "review": {"above_rank": 1}});
+    let created = app.put(&format!("/v1/boards/{b}"), gated).await;
+    assert_eq!(created.status.as_u16(), 201, "{:?}", created.body);
+    let allow = json!({"member": "old", "decision": "allow"});
+    assert_eq!(
+        app.post(&format!("/v1/boards/{b}/review"), allow)
+            .await
+            .status
+            .as_u16(),
+        200
+    );
+    // old leads; new:1 passes it (held), then new:2 too (held); new:3 stays below.
+    for (member, delta) in [("old", 5), ("new:1", 6), ("new:2", 9), ("new:3", 2)] {
+        let event = json!({"member": member, "delta": delta});
+        let written = app.post(&format!("/v1/boards/{b}/events"), event).await;
+        assert_eq!(written.status.as_u16(), 200, "{:?}", written.body);
+    }
+    let keys = receiver.wait_keys(2).await;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let accepted = receiver.accepted();
+    let mut members = Vec::new();
+    for key in &keys {
+        let body = &accepted.iter().find(|a| &a.key == key).unwrap().body;
+        let id = body["id"].as_str().unwrap();
+        assert_eq!(key, &format!("{b}:{id}"));
+        assert_eq!(body["board"], json!(b));
+        // Held by Redis's clock, moments ago.
+        let held = body["held_ms"].as_i64().unwrap();
+        assert!((now_ms - 60_000..=now_ms + 1_000).contains(&held), "{body}");
+        members.push(body["member"].as_str().unwrap().to_owned());
+    }
+    members.sort();
+    assert_eq!(members, ["new:1", "new:2"]);
+    let refused = receiver
+        .attempts
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|a| !a.accepted)
+        .count();
+    assert_eq!(refused, 2);
+    // The cursor stands at the newest delivered; nothing more arrives.
+    let mut raw = redis.raw().await;
+    let cursor: Option<String> = redis::cmd("GET")
+        .arg(format!("board_{{{b}}}:held_sent"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(
+        cursor.as_deref(),
+        keys.iter().map(|k| &k[b.len() + 1..]).max()
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(receiver.keys().len(), 2);
 }

@@ -110,6 +110,13 @@ pub enum Command {
     /// Show a hidden member again, at the rank its counts give: on the --board boards, or
     /// on every board (and boards created later no longer hide it).
     Show(ModerateArgs),
+    /// A board's review queue, or a decision on one of its members.
+    ///
+    /// Without --allow or --deny: every member the board's review gate holds, one per
+    /// line (member, value in --window, the rank it would have there). --allow MEMBER lets
+    /// it rank anywhere on the board, now and later; --deny MEMBER hides it there. Kept in
+    /// the moderation log with --reason and --actor.
+    Review(ReviewArgs),
     /// Import a board kept in the source article's layout (slot_NAME_<ts> hashes,
     /// stats_NAME, last_slot_NAME), slot by slot, with exact totals.
     ///
@@ -198,6 +205,31 @@ pub struct ModerateArgs {
     /// Only these boards (repeat, or comma-separated) [default: every board].
     #[arg(long = "board", value_delimiter = ',')]
     pub boards: Vec<String>,
+    /// Why, kept in the moderation log (1 to 1,024 bytes).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Who, kept in the moderation log (1 to 128 bytes).
+    #[arg(long)]
+    pub actor: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `review` options.
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    /// The board.
+    pub board: String,
+    /// Allow this member.
+    #[arg(long, conflicts_with = "deny")]
+    pub allow: Option<String>,
+    /// Deny this member (it is hidden on the board).
+    #[arg(long)]
+    pub deny: Option<String>,
+    /// The window whose values and ranks the queue shows ("1h", "24h") [default: the
+    /// board's first].
+    #[arg(long)]
+    pub window: Option<String>,
     /// Why, kept in the moderation log (1 to 1,024 bytes).
     #[arg(long)]
     pub reason: Option<String>,
@@ -468,6 +500,10 @@ pub struct ServeArgs {
     /// Idempotency-Key header), at least once.
     #[arg(long, env = "ROLLBOARD_SNAPSHOT_WEBHOOK")]
     pub snapshot_webhook: Option<String>,
+    /// An http:// URL that receives every member a board's review gate holds (POST,
+    /// JSON, with an Idempotency-Key header), at least once.
+    #[arg(long, env = "ROLLBOARD_REVIEW_WEBHOOK")]
+    pub review_webhook: Option<String>,
     /// Log lines as text or json (one object a line) [default: text].
     #[arg(long, env = "ROLLBOARD_LOG_FORMAT", value_name = "FORMAT")]
     pub log_format: Option<rollboard::service::LogFormat>,

@@ -113,6 +113,9 @@ pub struct ConfigLayer {
     /// An `http://` URL that receives every period snapshot: `snapshot_webhook`,
     /// `--snapshot-webhook` / `ROLLBOARD_SNAPSHOT_WEBHOOK`.
     pub snapshot_webhook: Option<String>,
+    /// An `http://` URL that receives every member a review gate holds:
+    /// `review_webhook`, `--review-webhook` / `ROLLBOARD_REVIEW_WEBHOOK`.
+    pub review_webhook: Option<String>,
     /// Log lines as text or JSON: `log_format`, `--log-format` / `ROLLBOARD_LOG_FORMAT`.
     pub log_format: Option<LogFormat>,
     /// What is logged, as `RUST_LOG` directives (`"info"`, `"warn,rollboard=debug"`):

@@ -43,6 +43,8 @@
 //! max_connections = 1024                    # or ROLLBOARD_MAX_CONNECTIONS
 //! snapshot_webhook = "http://10.0.0.5/hook" # or ROLLBOARD_SNAPSHOT_WEBHOOK: receives
 //!                                           # every period snapshot (POST, JSON)
+//! review_webhook = "http://10.0.0.5/held"   # or ROLLBOARD_REVIEW_WEBHOOK: receives every
+//!                                           # member a review gate holds (POST, JSON)
 //! log_format = "text"                       # or ROLLBOARD_LOG_FORMAT: text or json
 //! log_level = "info"                        # what is logged (RUST_LOG wins when set)
 //! access_log = false                        # or ROLLBOARD_ACCESS_LOG: a line a request
@@ -126,6 +128,8 @@ pub struct ServiceConfig {
     pub legacy: Vec<(String, String)>,
     /// Where period snapshots are POSTed, if anywhere.
     pub snapshot_webhook: Option<WebhookOptions>,
+    /// Where the members a review gate holds are POSTed, if anywhere.
+    pub review_webhook: Option<WebhookOptions>,
     /// How log lines are written (default text).
     pub log_format: LogFormat,
     /// What is logged, as `RUST_LOG` directives (`RUST_LOG` wins when set); `None`: the
@@ -160,6 +164,7 @@ impl Default for ServiceConfig {
             boards: Vec::new(),
             legacy: Vec::new(),
             snapshot_webhook: None,
+            review_webhook: None,
             log_format: LogFormat::Text,
             log_level: None,
             access_log: false,
@@ -309,11 +314,23 @@ impl ServiceConfig {
                     .into(),
             ));
         }
-        let snapshot_webhook = non_empty(overrides.snapshot_webhook)
-            .or(non_empty(file.snapshot_webhook))
-            .map(|url| WebhookOptions::new(url.trim()))
-            .transpose()
-            .map_err(ConfigError)?;
+        let webhook = |setting: &str, over: Option<String>, file: Option<String>| {
+            non_empty(over)
+                .or(non_empty(file))
+                .map(|url| WebhookOptions::new(url.trim()))
+                .transpose()
+                .map_err(|e| ConfigError(format!("{setting} {e}")))
+        };
+        let snapshot_webhook = webhook(
+            "snapshot_webhook",
+            overrides.snapshot_webhook,
+            file.snapshot_webhook,
+        )?;
+        let review_webhook = webhook(
+            "review_webhook",
+            overrides.review_webhook,
+            file.review_webhook,
+        )?;
         let cors_origins: Vec<String> = overrides
             .cors_origins
             .or(file.cors_origins)
@@ -371,6 +388,7 @@ impl ServiceConfig {
             boards,
             legacy,
             snapshot_webhook,
+            review_webhook,
             log_format: overrides.log_format.or(file.log_format).unwrap_or_default(),
             log_level,
             access_log: overrides.access_log.or(file.access_log).unwrap_or(false),

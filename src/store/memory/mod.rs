@@ -34,7 +34,7 @@ use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::{AroundOptions, AroundQuery};
 use crate::domain::{
-    BoardConfig, BoardName, Decision, HeldMember, Member, MemberData, Pin, Timestamp,
+    BoardConfig, BoardName, Decision, HeldEvent, HeldMember, Member, MemberData, Pin, Timestamp,
 };
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
@@ -320,6 +320,19 @@ impl Store for MemoryStore {
 
     async fn held_members(&self, at: WindowAt<'_>) -> Result<Vec<HeldMember>> {
         self.with_board(at.board, |b| b.held_members(at.window))
+    }
+
+    async fn held_events(
+        &self,
+        board: &Board,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<HeldEvent>> {
+        self.with_board(board, |b| b.held_events(after, limit))
+    }
+
+    async fn held_cursor(&self, board: &Board, delivered: Option<&str>) -> Result<Option<String>> {
+        self.with_board(board, |b| b.held_cursor(delivered))
     }
 
     async fn set_member_data(

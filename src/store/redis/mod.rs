@@ -63,7 +63,8 @@ use crate::domain::{
     Ahead, AheadProbe, AroundOptions, History, Ranks, ScoreRange, Standing, TopPage,
 };
 use crate::domain::{
-    BoardConfig, BoardName, Decision, HeldMember, Layout, Member, MemberData, Pin, Timestamp,
+    BoardConfig, BoardName, Decision, HeldEvent, HeldMember, Layout, Member, MemberData, Pin,
+    Timestamp,
 };
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
@@ -360,11 +361,24 @@ impl Store for RedisStore {
     }
 
     async fn review(&self, board: &Board, member: &Member, decision: Decision) -> Result<bool> {
-        sums::hide::decide(&self.conn, board, member, decision).await
+        sums::review::decide(&self.conn, board, member, decision).await
     }
 
     async fn held_members(&self, at: WindowAt<'_>) -> Result<Vec<HeldMember>> {
-        sums::hide::held_members(&self.conn, at).await
+        sums::review::held_members(&self.conn, at).await
+    }
+
+    async fn held_events(
+        &self,
+        board: &Board,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<HeldEvent>> {
+        sums::review::held_events(&self.conn, board, after, limit).await
+    }
+
+    async fn held_cursor(&self, board: &Board, delivered: Option<&str>) -> Result<Option<String>> {
+        sums::review::held_cursor(&self.conn, board, delivered).await
     }
 
     async fn set_member_data(

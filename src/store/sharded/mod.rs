@@ -33,7 +33,9 @@ use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
 use crate::domain::memory_check::MemoryReading;
 use crate::domain::{AroundOptions, AroundQuery, Entry, RetireReport};
-use crate::domain::{BoardName, Decision, HeldMember, Member, MemberData, Pin, Removed, Timestamp};
+use crate::domain::{
+    BoardName, Decision, HeldEvent, HeldMember, Member, MemberData, Pin, Removed, Timestamp,
+};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -292,6 +294,20 @@ impl Store for ShardedStore {
             None => self.inner.held_members(at).await,
             Some(_) => Ok(Vec::new()),
         }
+    }
+
+    async fn held_events(
+        &self,
+        board: &Board,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<HeldEvent>> {
+        // A sharded board has no gate; shard 0's record carries the board's keys.
+        self.inner.held_events(board, after, limit).await
+    }
+
+    async fn held_cursor(&self, board: &Board, delivered: Option<&str>) -> Result<Option<String>> {
+        self.inner.held_cursor(board, delivered).await
     }
 
     async fn set_member_data(

@@ -1,12 +1,13 @@
 //! `hide` and `show`: a member hidden from the rankings (or shown again) on some boards
-//! or on every board, through the library's moderation, which logs it.
+//! or on every board; `review`: a board's review queue, or a decision on a member;
+//! through the library's moderation, which logs what changes.
 
 use std::process::ExitCode;
 
-use rollboard::ModerationNote;
+use rollboard::{Decision, ModerationNote, Span};
 
 use super::store::open;
-use crate::args::ModerateArgs;
+use crate::args::{ModerateArgs, ReviewArgs};
 
 pub(super) async fn moderate(args: ModerateArgs, hidden: bool) -> anyhow::Result<ExitCode> {
     let verb = if hidden { "hide" } else { "show" };
@@ -34,5 +35,30 @@ pub(super) async fn moderate(args: ModerateArgs, hidden: bool) -> anyhow::Result
     for skipped in &done.skipped {
         println!("skipped {}: {}", skipped.board, skipped.message);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) async fn review(args: ReviewArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "review").await?;
+    let board = boards.windowed(&args.board);
+    let decision = match (args.allow, args.deny) {
+        (Some(member), _) => Some((member, Decision::Allow)),
+        (None, Some(member)) => Some((member, Decision::Deny)),
+        (None, None) => None,
+    };
+    let Some((member, decision)) = decision else {
+        let window = args.window.as_deref().map(Span::parse).transpose()?;
+        let queue = board.review_queue(window).await?;
+        for held in &queue.held {
+            let value = held.score.map_or("-".to_owned(), |s| s.to_string());
+            let rank = held.rank.map_or("-".to_owned(), |r| r.to_string());
+            println!("{}\t{value}\t{rank}", held.member);
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let note = ModerationNote::new(args.reason, args.actor)?;
+    let changed = board.review(&member, decision, &note).await?;
+    let what = if changed { "" } else { " (it was so already)" };
+    println!("{}: {member} on {}{what}", decision.as_str(), args.board);
     Ok(ExitCode::SUCCESS)
 }

@@ -37,6 +37,7 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         keep_alive_timeout: args.keep_alive_timeout,
         max_connections: args.max_connections,
         snapshot_webhook: args.snapshot_webhook,
+        review_webhook: args.review_webhook,
         log_format: args.log_format,
         access_log: args.access_log,
         cors_origins: args.cors_origins,

@@ -269,6 +269,7 @@ impl MemBoard {
 
     /// Moves every window's watermark up to its cutoff at `now`.
     fn freeze(&mut self, now: Timestamp) {
+        self.review.seen(now);
         for j in 0..self.windows() {
             let cutoff = self.board.config.cutoff(j, now);
             self.watermarks[j] = self.watermarks[j].max(cutoff);

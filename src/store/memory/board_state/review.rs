@@ -3,16 +3,52 @@
 //! window's bar is its K-th allowed public member; every unreviewed member that is not
 //! hidden and ranks at or over the bar in some window is held (hidden in every window).
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 
 use super::MemBoard;
-use crate::domain::{Decision, HeldMember, Member, Ties};
+use crate::domain::{Decision, HeldEvent, HeldMember, Member, Ties, Timestamp};
 
-/// The allowed members, and those the gate holds (hidden in the totals too).
+/// How many held events a board keeps (as Redis's `board_{b}:held`, at least).
+const HELD_KEPT: usize = 10_000;
+
+/// The allowed members, those the gate holds (hidden in the totals too), and the stream
+/// of the members it held, with the review webhook's cursor.
 #[derive(Debug, Default)]
 pub(super) struct Review {
     pub allowed: HashSet<String>,
     pub held: HashSet<String>,
+    /// The held events, oldest first: id (ms, n) and member.
+    log: VecDeque<((u64, u64), String)>,
+    /// The newest delivered event's id.
+    cursor: Option<(u64, u64)>,
+    /// The time of the board's last write or retirement: a hold's time (the memory store
+    /// keeps no clock of its own).
+    now_ms: u64,
+}
+
+impl Review {
+    /// Notes the time of a write or retirement.
+    pub fn seen(&mut self, now: Timestamp) {
+        self.now_ms = self.now_ms.max(now.unix_millis().max(0) as u64);
+    }
+
+    /// Appends the hold of `member`, its id after every other.
+    fn log(&mut self, member: &str) {
+        let id = match self.log.back() {
+            Some(((ms, n), _)) if *ms >= self.now_ms => (*ms, n + 1),
+            _ => (self.now_ms, 0),
+        };
+        self.log.push_back((id, member.to_owned()));
+        if self.log.len() > HELD_KEPT {
+            self.log.pop_front();
+        }
+    }
+}
+
+/// An event id's parts.
+fn parse_id(id: &str) -> Option<(u64, u64)> {
+    let (ms, n) = id.split_once('-')?;
+    Some((ms.parse().ok()?, n.parse().ok()?))
 }
 
 /// Whether `member`, holding `total`, ranks at or over `bar` (none: every ranked member
@@ -50,6 +86,31 @@ impl MemBoard {
         };
         self.regate();
         changed
+    }
+
+    /// Up to `limit` held events after `after` (from the oldest kept when `None`).
+    pub fn held_events(&self, after: Option<&str>, limit: usize) -> Vec<HeldEvent> {
+        let after = after.and_then(parse_id);
+        let events = self
+            .review
+            .log
+            .iter()
+            .filter(|(id, _)| after.is_none_or(|a| *id > a));
+        let events = events.take(limit).map(|((ms, n), member)| HeldEvent {
+            board: self.board.name.to_string(),
+            id: format!("{ms}-{n}"),
+            member: member.clone(),
+            held_ms: *ms as i64,
+        });
+        events.collect()
+    }
+
+    /// The review webhook's cursor, first moved up to `delivered` when given.
+    pub fn held_cursor(&mut self, delivered: Option<&str>) -> Option<String> {
+        if let Some(id) = delivered.and_then(parse_id) {
+            self.review.cursor = self.review.cursor.max(Some(id));
+        }
+        self.review.cursor.map(|(ms, n)| format!("{ms}-{n}"))
     }
 
     /// The members the gate holds, with their totals and would-be ranks in `window`.
@@ -113,6 +174,7 @@ impl MemBoard {
         }
         for member in hold {
             self.move_hidden(&member, true);
+            self.review.log(&member);
             self.review.held.insert(member);
         }
     }

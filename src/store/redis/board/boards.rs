@@ -86,7 +86,7 @@ pub(crate) async fn create(
     }
     if compatible && board.config.review() != config.review() {
         let review = config.review().map(|r| r.above_rank());
-        crate::store::redis::sums::hide::set_review(conn, &board, review).await?;
+        crate::store::redis::sums::review::set_review(conn, &board, review).await?;
     }
     if compatible {
         board.config = board.config.with_live_of(config);

@@ -62,12 +62,17 @@ impl Keys {
     }
 
     /// `board_{<board>}:hidden`: a sum board's hidden members (field = member), and
-    /// `<totals>:hidden` beside each window's totals: their totals (`hide.lua`).
+    /// `<totals>:hidden` beside each window's totals: their totals (`hide.lua`); then the
+    /// review gate's (`lua/review.lua`): `board_{<board>}:allowed`, `:bars`, `:held` (the
+    /// members it held, a stream) and `:held_sent` (the review webhook's cursor).
     pub(crate) fn hidden(&self, name: &BoardName, windows: &[Span]) -> Vec<String> {
         let totals = self.all_totals(name, windows).into_iter();
+        let record = self.record(name);
+        let review = ["allowed", "bars", "held", "held_sent"].map(|k| format!("{record}:{k}"));
         totals
-            .chain([self.record(name)])
+            .chain([record.clone()])
             .map(|key| format!("{key}:hidden"))
+            .chain(review)
             .collect()
     }
 

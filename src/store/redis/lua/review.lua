@@ -6,6 +6,10 @@
 -- treat it as hidden_members says. Every script that changes a gated board's totals calls
 -- gate once it is done.
 
+-- How many entries board_{b}:held, the stream of the members the gate held (field m; the
+-- review webhook delivers them), keeps at least.
+local HELD_KEPT = 10000
+
 -- The totals of each window of the board whose record is `board`, smallest first, from
 -- the record's windows ('3600,86400'): stats_{b}, then stats_{b}_<W>.
 local function window_keys(board, windows)
@@ -63,7 +67,8 @@ end
 
 -- Applies the review gate of the board `board` (its record) after a change of its
 -- totals (see the file's head). First, in each window, every unreviewed public member at
--- or over the bar is held, until none is (holding one lowers the bar). Then each held
+-- or over the bar is held, until none is (holding one lowers the bar); each hold is
+-- appended to board_{b}:held. Then each held
 -- member that may have fallen under every bar is let go back: those whose totals changed
 -- (gate_changed), those the rise of a bar since the last call (board_{b}:bars) passed, or
 -- with `all_held` every held member. Both leave each bar as the K-th allowed public
@@ -75,6 +80,7 @@ local function gate(board, all_held)
   local keys = window_keys(board, info[1])
   local position, rule = info[2] == 'position', info[3] == 'nonzero'
   local hidden, allowed, bars_key = board .. ':hidden', board .. ':allowed', board .. ':bars'
+  local held_log = board .. ':held'
   local floor = rule and '-inf' or '(0'
   local held, bars = 0, {}
   for j, totals in ipairs(keys) do
@@ -95,6 +101,7 @@ local function gate(board, all_held)
       for _, member in ipairs(holding) do
         redis.call('HSET', hidden, member, 'held')
         move_totals(keys, member, true)
+        redis.call('XADD', held_log, 'MAXLEN', '~', HELD_KEPT, '*', 'm', member)
       end
       held = held + #holding
       hidden_members = hidden

@@ -1,11 +1,10 @@
 //! Hiding members of a board and showing them again: `hide.lua` calls of at most
 //! [`MEMBERS_PER_CALL`] members each, every window at once (docs/design.md, "Hidden
-//! members"); listing them (`read_hidden.lua`); setting a board's pins
-//! (`pins_set.lua`); the review gate (`review_set.lua`, `review_decide.lua`, and
-//! `read_hidden.lua` for the members it holds).
+//! members"); listing them (`read_hidden.lua`); and setting a board's pins
+//! (`pins_set.lua`).
 
 use crate::domain::board::{Board, WindowAt};
-use crate::domain::{Decision, HeldMember, Member, Pin};
+use crate::domain::{Member, Pin};
 use crate::error::{Error, Result};
 use crate::store::new_version;
 use crate::store::redis::conn::{RedisConn, Retry};
@@ -92,75 +91,4 @@ pub(crate) async fn set_pins(conn: &RedisConn, board: &Board, pins: &[Pin]) -> R
         pins: pins.to_vec(),
         ..board.clone()
     })
-}
-
-/// Sets, changes or clears the board's review gate (`review_set.lua`).
-pub(crate) async fn set_review(conn: &RedisConn, board: &Board, review: Option<u32>) -> Result<()> {
-    let mut invocation = conn
-        .scripts()
-        .review_set
-        .key(conn.keys().record(&board.name));
-    invocation
-        .arg(board.version)
-        .arg(review.map(|k| k.to_string()).unwrap_or_default());
-    // Idempotent: sent again, it lets go and holds the same members.
-    let _: i64 = conn
-        .script(&invocation, &board.name, Retry::IdempotentWrite)
-        .await?;
-    Ok(())
-}
-
-/// A moderator's decision on `member` (`review_decide.lua`): whether it changed anything.
-pub(crate) async fn decide(
-    conn: &RedisConn,
-    board: &Board,
-    member: &Member,
-    decision: Decision,
-) -> Result<bool> {
-    let mut invocation = conn
-        .scripts()
-        .review_decide
-        .key(conn.keys().record(&board.name));
-    invocation
-        .arg(board.version)
-        .arg(decision.as_str())
-        .arg(member.as_str());
-    // Idempotent: a replay finds the decision made and changes nothing.
-    let n: i64 = conn
-        .script(&invocation, &board.name, Retry::IdempotentWrite)
-        .await?;
-    Ok(n == 1)
-}
-
-/// The members the board's review gate holds, with their totals and would-be ranks in
-/// `at`'s window (one `read_hidden.lua` call), in ranked order.
-pub(crate) async fn held_members(conn: &RedisConn, at: WindowAt<'_>) -> Result<Vec<HeldMember>> {
-    let board = at.board;
-    let windows = board.config.windows();
-    let mut invocation = conn
-        .scripts()
-        .read_hidden
-        .key(conn.keys().record(&board.name));
-    let position = board.config.ties() == crate::domain::Ties::Position;
-    invocation
-        .key(conn.keys().totals(&board.name, windows, at.window))
-        .arg(board.version)
-        .arg("held")
-        .arg(if position { "position" } else { "" });
-    let flat: Vec<(String, String, String)> = conn.read_script(&invocation, &board.name).await?;
-    let parse = |text: String| {
-        (!text.is_empty())
-            .then(|| text.parse::<i64>())
-            .transpose()
-            .map_err(|e| Error::store(e.to_string()))
-    };
-    let mut held = Vec::with_capacity(flat.len());
-    for (member, total, rank) in flat {
-        held.push(HeldMember {
-            member,
-            score: parse(total)?,
-            rank: parse(rank)?.map(|r| r as u64),
-        });
-    }
-    Ok(crate::store::ranked_held(held))
 }

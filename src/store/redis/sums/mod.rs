@@ -9,6 +9,7 @@ pub(crate) mod hide;
 pub(crate) mod ingest;
 pub(crate) mod once;
 pub(crate) mod recompute;
+pub(crate) mod review;
 pub(crate) mod standing;
 pub(crate) mod write;
 pub(crate) mod write_call;
