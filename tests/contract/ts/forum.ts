@@ -3,7 +3,7 @@
 // ranks posts over 1 h and 24 h, a trending board by decayed score; then a counter, a
 // stat and a rate check; then a like on several boards at once, a write answering its
 // standing, member data, rate coverage, the bottom and reads by
-// share, bulk removal, hiding a member and the moderation log, and the dashboard. Every answer is compared with exact values:
+// share, bulk removal, hiding a member and the moderation log, a review gate, and the dashboard. Every answer is compared with exact values:
 // any difference throws, and node exits non-zero.
 //
 // Run by scripts/contract: ROLLBOARD_ADMIN_TOKEN=<token> node ts-out/forum.js BASE_URL
@@ -13,7 +13,7 @@
 // is narrowed by its `kind`.
 
 import { client } from './ts-client/client.gen.js';
-import type { BoardPage } from './ts-client/index.js';
+import type { BoardPage, DecisionBody } from './ts-client/index.js';
 import {
   boardsAround,
   boardsDeleteMemberData,
@@ -26,6 +26,8 @@ import {
   boardsPutMemberData,
   boardsRanks,
   boardsRemoveMembers,
+  boardsReview,
+  boardsReviewQueue,
   boardsScoreAt,
   boardsShowMember,
   boardsTop,
@@ -246,7 +248,12 @@ async function bottomAndShares(run: string): Promise<string> {
     { accepted: 8, rejected: [] },
   );
   // A windowed page of the 1 h window, its entries as [rank, member, score].
-  const page = async (what: string, read: () => Promise<Reply<BoardPage>>, entries: Array<[number, string, number]>) => {
+  const page = async (
+    what: string,
+    read: () => Promise<Reply<BoardPage>>,
+    entries: Array<[number, string, number]>,
+    board: string = mod,
+  ) => {
     const before = now();
     const got = expectStatus(what, await read(), 200);
     const after = now();
@@ -256,7 +263,7 @@ async function bottomAndShares(run: string): Promise<string> {
     const [from, to] = span(what, got, before, after, HOUR);
     same(what, got, {
       kind: 'windowed',
-      board: mod,
+      board,
       window: '1h',
       from,
       to,
@@ -343,6 +350,29 @@ async function bottomAndShares(run: string): Promise<string> {
       ['hide', 'p1', [mod], note.reason, note.actor],
     ],
   );
+  // A board with a review gate holds the newcomer that would lead until a moderator
+  // allows it.
+  const gate = `gate-${run}`;
+  const gated = { slot: '1h', windows: ['1h'], review: { above_rank: 1 } };
+  expectStatus('gated board', await boardsPut({ path: { board: gate }, body: gated }), 201);
+  const allowA: DecisionBody = { member: 'a', decision: 'allow' };
+  expectStatus('allow a', await boardsReview({ path: { board: gate }, body: allowA }), 200);
+  const likes = { events: [{ member: 'a', delta: 3 }, { member: 'b', delta: 5 }] };
+  expectStatus('gated likes', await boardsPostEvents({ path: { board: gate }, body: likes }), 200);
+  await page('gated top', () => boardsTop({ path: { board: gate } }), [[1, 'a', 3]], gate);
+  const queue = expectStatus('review queue', await boardsReviewQueue({ path: { board: gate } }), 200);
+  same('review queue', [queue.above_rank, queue.held], [1, [{ member: 'b', score: 5, rank: 1 }]]);
+  const allowB: DecisionBody = { member: 'b', decision: 'allow', actor: note.actor };
+  same(
+    'allow b',
+    expectStatus('allow b', await boardsReview({ path: { board: gate }, body: allowB }), 200),
+    { board: gate, member: 'b', decision: 'allow', changed: true },
+  );
+  const allowed: Array<[number, string, number]> = [
+    [1, 'b', 5],
+    [2, 'a', 3],
+  ];
+  await page('top with b allowed', () => boardsTop({ path: { board: gate } }), allowed, gate);
   return mod;
 }
 
@@ -898,10 +928,11 @@ async function main(): Promise<void> {
     [`titles-${run}`, 'windowed'],
     [`week-${run}`, 'windowed'],
     [mod, 'windowed'],
+    [`gate-${run}`, 'windowed'],
   ]);
 
   console.log(
-    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, hiding a member and the moderation log, the dashboard`,
+    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, hiding a member and the moderation log, a review gate, the dashboard`,
   );
 }
 
