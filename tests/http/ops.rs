@@ -59,6 +59,8 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "POST /v1/boards/{board}/pins",
         "GET /v1/boards/{board}/pins",
         "DELETE /v1/boards/{board}/pins/{member}",
+        "GET /v1/boards/{board}/review",
+        "POST /v1/boards/{board}/review",
         "GET /v1/boards/{board}/members/{member}/around",
         "GET /v1/boards/{board}/members/{member}/history",
         "PUT /v1/boards/{board}/members/{member}/data",

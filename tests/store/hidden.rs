@@ -12,7 +12,8 @@
 use std::collections::BTreeSet;
 
 use rollboard::{
-    Aggregate, AroundOptions, BoardConfig, Error, Event, MemberData, ModerationNote, Span, Ties,
+    Aggregate, AroundOptions, BoardConfig, Error, Event, MemberData, ModerationNote, ScoreRange,
+    Span, Ties,
 };
 
 use rollboard::jobs::export::{ExportOptions, export_with};
@@ -76,12 +77,40 @@ fn without(
     out
 }
 
-/// Checks every read of `board` against `twin`'s with `hidden` left out.
+/// The first page of the top: the ranking `want` with the `pins` (member, position, in
+/// the board's order) that are not `hidden` shown at their positions, each with its
+/// rank (0: not ranked) and its total in `twin` (`entries`, every ranked member).
+fn pinned_page(
+    want: &[(u64, String, i64)],
+    pins: &[(String, u32)],
+    hidden: &BTreeSet<String>,
+    twin_totals: &[(String, i64)],
+) -> Vec<(u64, String, i64)> {
+    let shown: Vec<_> = pins.iter().filter(|(m, _)| !hidden.contains(m)).collect();
+    let mut page: Vec<_> = want
+        .iter()
+        .filter(|e| !shown.iter().any(|(m, _)| *m == e.1))
+        .cloned()
+        .collect();
+    for (member, position) in shown {
+        let rank = want.iter().find(|e| e.1 == *member).map_or(0, |e| e.0);
+        let total = twin_totals
+            .iter()
+            .find(|(m, _)| m == member)
+            .map_or(0, |t| t.1);
+        let at = (*position as usize - 1).min(page.len());
+        page.insert(at, (rank, member.clone(), total));
+    }
+    page
+}
+
+/// Checks every read of `board` against `twin`'s with `hidden` left out (and `pins`
+/// shown on the first page).
 pub(super) async fn check(
     h: &Harness,
-    board: &str,
-    twin: &str,
+    (board, twin): (&str, &str),
     hidden: &BTreeSet<String>,
+    pins: &[(String, u32)],
     ties: Ties,
     step: usize,
 ) {
@@ -89,8 +118,14 @@ pub(super) async fn check(
         let w = Some(Span::parse(window).unwrap());
         let all = h.boards.windowed(twin).top(w, 0, 1000).await.unwrap();
         let want = without(&triples(&all.entries), hidden, ties);
+        let mut totals = Vec::new();
+        for member in MEMBERS {
+            let own = h.boards.windowed(twin).score(member, w).await.unwrap();
+            totals.push((member.to_owned(), own.map_or(0, |s| s.score)));
+        }
+        let first = pinned_page(&want, pins, hidden, &totals);
         let got = h.boards.windowed(board).top(w, 0, 1000).await.unwrap();
-        assert_eq!(triples(&got.entries), want, "step {step}, {window}: top");
+        assert_eq!(triples(&got.entries), first, "step {step}, {window}: top");
         // A page from the second entry on, as offsets count visible members.
         let page = h.boards.windowed(board).top(w, 1, 2).await.unwrap();
         let second: Vec<_> = want.iter().skip(1).take(2).cloned().collect();
@@ -98,6 +133,26 @@ pub(super) async fn check(
             triples(&page.entries),
             second,
             "step {step}, {window}: page 2"
+        );
+        // From the bottom end, lowest first, and a page of the totals from 2 to 4.
+        let bottom = h.boards.windowed(board).bottom(w, 1, 3).await.unwrap();
+        let lowest: Vec<_> = want.iter().rev().skip(1).take(3).cloned().collect();
+        assert_eq!(
+            triples(&bottom.entries),
+            lowest,
+            "step {step}, {window}: bottom"
+        );
+        let range = ScoreRange::new(Some(2), Some(4)).unwrap();
+        let ranged = h.boards.windowed(board).top_in_range(w, range, 0, 1000);
+        let in_range: Vec<_> = want
+            .iter()
+            .filter(|e| (2..=4).contains(&e.2))
+            .cloned()
+            .collect();
+        assert_eq!(
+            triples(&ranged.await.unwrap().entries),
+            in_range,
+            "step {step}, {window}: totals 2 to 4"
         );
         let ranks = h.boards.windowed(board).ranks(&MEMBERS, w).await.unwrap();
         let twin_ranks = h.boards.windowed(twin).ranks(&MEMBERS, w).await.unwrap();
@@ -124,13 +179,23 @@ pub(super) async fn check(
             let twin_own = h.boards.windowed(twin).score(member, w).await.unwrap();
             let hid = hidden.contains(*member);
             match (own, twin_own) {
-                (None, None) => {}
+                (None, None) => assert!(!hid, "step {step}, {window}: {member} hidden"),
+                // Hidden, holding nothing here: its read says so, with 0.
+                (Some(own), None) if hid => {
+                    assert_eq!((own.score, own.rank, own.hidden), (0, None, true));
+                }
                 (Some(own), Some(twin_own)) => {
                     assert_eq!(
                         own.score, twin_own.score,
                         "step {step}, {window}: total of {member}"
                     );
                     assert_eq!(own.hidden, hid, "step {step}, {window}: {member} hidden");
+                    if let Some(seen) = visible {
+                        // Ranked strictly below: those after every total equal to its own.
+                        let below = want.iter().rev().take_while(|e| e.2 != seen.2).count();
+                        let share = below as f64 / want.len() as f64;
+                        assert_eq!(own.percentile, share, "step {step}, {window}: {member}");
+                    }
                     let rank = if hid { None } else { visible.map(|e| e.0) };
                     assert_eq!(
                         own.rank, rank,
@@ -229,7 +294,7 @@ async fn run_on(h: Harness, config: BoardConfig, seed: u64) {
                 }
             }
         }
-        check(&h, &board, &twin, &hidden, ties, step).await;
+        check(&h, (&board, &twin), &hidden, &[], ties, step).await;
     }
     for member in std::mem::take(&mut hidden) {
         assert!(
@@ -240,7 +305,7 @@ async fn run_on(h: Harness, config: BoardConfig, seed: u64) {
                 .unwrap()
         );
     }
-    check(&h, &board, &twin, &hidden, ties, usize::MAX).await;
+    check(&h, (&board, &twin), &hidden, &[], ties, usize::MAX).await;
 }
 
 async fn a_hidden_member_keeps_counting_out_of_every_ranking_and_comes_back_exact(h: Harness) {

@@ -1,18 +1,20 @@
 //! The review gate, on every store and a cluster: a gated board and an ungated twin take
 //! the same random likes, unlikes, removals and boundary retirements; on the way the
-//! gated board hides and shows members, allows and denies them, is recomputed, and has
-//! its gate's rank changed and the gate removed and set again. After every step each
+//! gated board hides and shows members, allows and denies them, pins and unpins them, is
+//! recomputed, and has its gate's rank changed and the gate removed and set again. After every step each
 //! window of the gated board reads as its twin's ranking without the hidden members and
 //! those the gate must hold by its definition (an unreviewed member ranking at or over
-//! the K-th allowed public member of some window), ranks closed up, and its review queue
+//! the K-th allowed public member of some window), ranks closed up, the pins shown on the
+//! first page (every read of `hidden.rs`: pages from both ends, a score range, `around`,
+//! ranks of a list, member reads with their percentiles), and its review queue
 //! lists exactly the held members with the ranks they would have.
 
 use std::collections::BTreeSet;
 
-use rollboard::{BoardConfig, Decision, ModerationNote, ReviewPolicy, Span, Ties};
+use rollboard::{BoardConfig, Decision, ModerationNote, ReviewPolicy, Span, Ties, Timestamp};
 
 use super::hidden::{MEMBERS, Rng, WINDOWS, check};
-use crate::support::{Harness, triples, unique};
+use crate::support::{Harness, START, triples, unique};
 
 on_every_store!(
     the_gate_holds_exactly_the_unreviewed_members_over_the_bar,
@@ -77,10 +79,13 @@ async fn run(h: Harness, ties: Ties, seed: u64) {
     // How often the gate held someone, and let someone go that nobody allowed.
     let (mut holding, mut let_go) = (0, 0);
     let mut before = BTreeSet::new();
+    // The pins, in the board's order (by position, a new one after those of its position).
+    let mut pins: Vec<(String, u32)> = Vec::new();
+    let until = Timestamp::from_unix_seconds(START + 30 * 86_400).unwrap();
     for step in 0..70 {
         let member = MEMBERS[rng.below(MEMBERS.len() as u64) as usize];
         let gate = h.boards.windowed(&board);
-        match rng.below(24) {
+        match rng.below(26) {
             0..=9 => {
                 let delta = [1, 1, 2, 3, -1][rng.below(5) as usize];
                 for b in [&board, &twin] {
@@ -129,6 +134,22 @@ async fn run(h: Harness, ties: Ties, seed: u64) {
                 let w = Span::parse(WINDOWS[rng.below(2) as usize]).unwrap();
                 gate.recompute(Some(w)).await.unwrap();
             }
+            22 => {
+                let position = 1 + rng.below(3) as u32;
+                gate.pin(member, position, until, &note()).await.unwrap();
+                pins.retain(|(m, _)| m != member);
+                pins.push((member.to_owned(), position));
+                pins.sort_by_key(|(_, p)| *p);
+            }
+            23 => {
+                let had = gate.unpin(member, &note()).await.unwrap();
+                assert_eq!(
+                    had,
+                    pins.iter().any(|(m, _)| m == member),
+                    "step {step}: unpin"
+                );
+                pins.retain(|(m, _)| m != member);
+            }
             20..=21 => {
                 // The gate's rank changes, or the gate goes, or comes back.
                 m.k = [None, Some(1), Some(2), Some(3)][rng.below(4) as usize];
@@ -154,7 +175,7 @@ async fn run(h: Harness, ties: Ties, seed: u64) {
             .count();
         before = held.clone();
         let out: BTreeSet<String> = m.hidden.union(&held).cloned().collect();
-        check(&h, &board, &twin, &out, ties, step).await;
+        check(&h, (&board, &twin), &out, &pins, ties, step).await;
         for (window, entries) in WINDOWS.iter().zip(&rankings) {
             let w = Some(Span::parse(window).unwrap());
             let queue = gate.review_queue(w).await.unwrap();

@@ -59,7 +59,7 @@ impl MemBoard {
         if let Some(hidden) = totals.hidden_total(member.as_str()) {
             let standing = Standing::new(
                 member.to_string(),
-                hidden?,
+                hidden.unwrap_or(0),
                 None,
                 0.0,
                 self.covered(window, now),

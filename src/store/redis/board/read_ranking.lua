@@ -198,8 +198,10 @@ if mode == 'members' then
     local score, rank = member_rank(totals, dense, flags.position, rule, ARGV[k])
     local below = score and (rank and redis.call('ZCOUNT', totals, floor, '(' .. score) or 0)
     if not score and hidden_members then
-      -- A hidden member (see hidden_members): its total, none ranked below (-1 says so).
+      -- A hidden member (see hidden_members): its total (0 when it holds none here),
+      -- none ranked below (-1 says so).
       score = redis.call('ZSCORE', totals .. ':hidden', ARGV[k])
+      if not score and redis.call('HEXISTS', hidden_members, ARGV[k]) == 1 then score = '0' end
       below = score and -1
     end
     reply[#reply + 1] = score
