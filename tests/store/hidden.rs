@@ -126,17 +126,20 @@ pub(super) async fn check(
         let first = pinned_page(&want, pins, hidden, &totals);
         let got = h.boards.windowed(board).top(w, 0, 1000).await.unwrap();
         assert_eq!(triples(&got.entries), first, "step {step}, {window}: top");
-        // A page from the second entry on, as offsets count visible members.
-        let page = h.boards.windowed(board).top(w, 1, 2).await.unwrap();
-        let second: Vec<_> = want.iter().skip(1).take(2).cloned().collect();
-        assert_eq!(
-            triples(&page.entries),
-            second,
-            "step {step}, {window}: page 2"
-        );
-        // From the bottom end, lowest first, and a page of the totals from 2 to 4.
-        let bottom = h.boards.windowed(board).bottom(w, 1, 3).await.unwrap();
-        let lowest: Vec<_> = want.iter().rev().skip(1).take(3).cloned().collect();
+        // A page from an offset that moves with the step (offsets count visible members),
+        // from each end (the bottom lowest first), and a page of the totals from 2 to 4.
+        let offset = 1 + step as u64 % 4;
+        let page = h.boards.windowed(board).top(w, offset, 2).await.unwrap();
+        let later: Vec<_> = want.iter().skip(offset as usize).take(2).cloned().collect();
+        assert_eq!(triples(&page.entries), later, "step {step}, {window}: page");
+        let bottom = h.boards.windowed(board).bottom(w, offset, 3).await.unwrap();
+        let lowest: Vec<_> = want
+            .iter()
+            .rev()
+            .skip(offset as usize)
+            .take(3)
+            .cloned()
+            .collect();
         assert_eq!(
             triples(&bottom.entries),
             lowest,

@@ -212,6 +212,7 @@ if mode == 'members' then
 end
 
 if mode == 'ahead' then
+  local _, tied_before = tie_order()
   local ranked = redis.call('ZCOUNT', totals, floor, '+inf')
   for k = 7, #ARGV, 2 do
     local total, member = ARGV[k], ARGV[k + 1]

@@ -26,7 +26,7 @@ local hidden_members = false
 -- The rank K of the board's review gate (a number) when the record board_record read last
 -- sets one ('review'), else false; then the members whose window totals this call changed
 -- (add_total, bulk_add), as keys: gate (lua/review.lua) looks at them once the call is done.
-local review_rank, gate_changed = false, {}
+local review_rank, gate_changed = false, false
 
 -- The board record's fields 'version', 'dropping', then `...` (so record[3] is the first
 -- of `...`), and hidden_members and review_rank. Refuses with STALE when the record is missing, being
@@ -38,6 +38,7 @@ local function board_record(board, version, ...)
   end
   local hidden = table.remove(record, 3)
   review_rank = tonumber(table.remove(record, 3)) or false
+  gate_changed = review_rank and {} or false
   hidden_members = hidden and hidden ~= '0' and board .. ':hidden'
   return record
 end

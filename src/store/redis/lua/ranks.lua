@@ -8,28 +8,33 @@
 -- window's distinct totals `dense`, see retally), or the 1-based ranking position
 -- (`position`). Each is O(log N).
 
--- Whether string a sorts before b byte by byte, as the ranking orders equal totals (Lua's
--- < follows the server's locale).
-local function bytes_before(a, b)
-  for i = 1, math.min(#a, #b) do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
+-- The tie order's helpers, made when called (each local function of a script's source is
+-- a closure made anew on every call, so a script makes these only where it needs them):
+-- bytes_before(a, b), whether string a sorts before b byte by byte, as the ranking orders
+-- equal totals (Lua's < follows the server's locale); and tied_before(totals, total,
+-- member), how many members of `totals` holding `total` sort before `member` (the group
+-- sits at ascending ranks first .. first+tied-1 in member order: a bisection, O(log N log
+-- T)).
+local function tie_order()
+  local function bytes_before(a, b)
+    for i = 1, math.min(#a, #b) do
+      local x, y = string.byte(a, i), string.byte(b, i)
+      if x ~= y then return x < y end
+    end
+    return #a < #b
   end
-  return #a < #b
-end
-
--- The members of `totals` holding `total` ordered before `member`: the group sits at
--- ascending ranks first .. first+tied-1 in member order; bisect it (O(log N log T)).
-local function tied_before(totals, total, member)
-  local tied = redis.call('ZCOUNT', totals, total, total)
-  local first = redis.call('ZCOUNT', totals, '-inf', '(' .. total)
-  local lo, hi = 0, tied
-  while lo < hi do
-    local mid = math.floor((lo + hi) / 2)
-    local at = redis.call('ZRANGE', totals, first + mid, first + mid)[1]
-    if bytes_before(at, member) then lo = mid + 1 else hi = mid end
+  local function tied_before(totals, total, member)
+    local tied = redis.call('ZCOUNT', totals, total, total)
+    local first = redis.call('ZCOUNT', totals, '-inf', '(' .. total)
+    local lo, hi = 0, tied
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      local at = redis.call('ZRANGE', totals, first + mid, first + mid)[1]
+      if bytes_before(at, member) then lo = mid + 1 else hi = mid end
+    end
+    return lo
   end
-  return lo
+  return bytes_before, tied_before
 end
 
 -- Whether `score` (a total, as Redis prints it) is ranked: `rule` is 'all' (a max

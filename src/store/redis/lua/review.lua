@@ -6,10 +6,6 @@
 -- treat it as hidden_members says. Every script that changes a gated board's totals calls
 -- gate once it is done.
 
--- How many entries board_{b}:held, the stream of the members the gate held (field m; the
--- review webhook delivers them), keeps at least.
-local HELD_KEPT = 10000
-
 -- The totals of each window of the board whose record is `board`, smallest first, from
 -- the record's windows ('3600,86400'): stats_{b}, then stats_{b}_<W>.
 local function window_keys(board, windows)
@@ -21,60 +17,66 @@ local function window_keys(board, windows)
   return keys
 end
 
--- The bar of a window's public `totals`: its K-th ranked member's total (and, with
--- `position` ties, the member), or nil when fewer than K are ranked (`rule` as
--- ranked_total says).
-local function gate_bar(totals, k, position, rule)
-  local kth = redis.call('ZREVRANGE', totals, k - 1, k - 1, 'WITHSCORES')
-  if not kth[1] or not ranked_total(kth[2], rule) then return nil end
-  if not position then return { tonumber(kth[2]) } end
-  local greater = redis.call('ZCOUNT', totals, '(' .. kth[2], '+inf')
-  local at = redis.call('ZRANGE', totals, kth[2], kth[2], 'BYSCORE', 'LIMIT', k - 1 - greater, 1)
-  return { tonumber(kth[2]), at[1] }
-end
-
--- Whether `member`, holding the ranked `total`, ranks at or before `bar` (none: every
--- ranked member does).
-local function over_bar(bar, total, member)
-  if not bar then return true end
-  if total ~= bar[1] then return total > bar[1] end
-  return not bar[2] or member == bar[2] or bytes_before(member, bar[2])
-end
-
--- A bar as board_{b}:bars keeps it ('-' for none) and back.
-local function bar_text(bar)
-  if not bar then return '-' end
-  return string.format('%d', bar[1]) .. (bar[2] and ' ' .. bar[2] or '')
-end
-local function bar_of_text(text)
-  if text == '-' then return nil end
-  local total, member = string.match(text, '^(%S+) ?(.*)$')
-  return { tonumber(total), member ~= '' and member or nil }
-end
-
--- Of `members`, those not in the set `allowed` (SMISMEMBER, 1,000 at a time).
-local function unreviewed(allowed, members)
-  local out = {}
-  for from = 1, #members, 1000 do
-    local to = math.min(from + 999, #members)
-    local found = redis.call('SMISMEMBER', allowed, unpack(members, from, to))
-    for x = from, to do
-      if found[x - from + 1] == 0 then out[#out + 1] = members[x] end
-    end
-  end
-  return out
-end
-
 -- Applies the review gate of the board `board` (its record) after a change of its
 -- totals (see the file's head). First, in each window, every unreviewed public member at
 -- or over the bar is held, until none is (holding one lowers the bar); each hold is
--- appended to board_{b}:held. Then each held
--- member that may have fallen under every bar is let go back: those whose totals changed
--- (gate_changed), those the rise of a bar since the last call (board_{b}:bars) passed, or
--- with `all_held` every held member. Both leave each bar as the K-th allowed public
--- member's; the bars are kept for the next call.
+-- appended to board_{b}:held. Then each held member that may have fallen under every bar
+-- is let go: those whose totals changed (gate_changed), those the rise of a bar since the
+-- last call (board_{b}:bars) passed, or with `all_held` every held member. Both leave
+-- each bar as the K-th allowed public member's; the bars are kept for the next call.
 local function gate(board, all_held)
   if not review_rank then return end
+  -- Its helpers are made here, on a gated board's calls only (every local function of a
+  -- script's source is a closure made anew on each call).
+  -- How many entries board_{b}:held, the stream of the members the gate held (field m;
+  -- the review webhook delivers them), keeps at least.
+  local HELD_KEPT = 10000
+  local bytes_before = tie_order()
+
+  -- The bar of a window's public `totals`: its K-th ranked member's total (and, with
+  -- `position` ties, the member), or nil when fewer than K are ranked (`rule` as
+  -- ranked_total says).
+  local function gate_bar(totals, k, position, rule)
+    local kth = redis.call('ZREVRANGE', totals, k - 1, k - 1, 'WITHSCORES')
+    if not kth[1] or not ranked_total(kth[2], rule) then return nil end
+    if not position then return { tonumber(kth[2]) } end
+    local greater = redis.call('ZCOUNT', totals, '(' .. kth[2], '+inf')
+    local at = redis.call('ZRANGE', totals, kth[2], kth[2], 'BYSCORE', 'LIMIT', k - 1 - greater, 1)
+    return { tonumber(kth[2]), at[1] }
+  end
+
+  -- Whether `member`, holding the ranked `total`, ranks at or before `bar` (none: every
+  -- ranked member does).
+  local function over_bar(bar, total, member)
+    if not bar then return true end
+    if total ~= bar[1] then return total > bar[1] end
+    return not bar[2] or member == bar[2] or bytes_before(member, bar[2])
+  end
+
+  -- A bar as board_{b}:bars keeps it ('-' for none) and back.
+  local function bar_text(bar)
+    if not bar then return '-' end
+    return string.format('%d', bar[1]) .. (bar[2] and ' ' .. bar[2] or '')
+  end
+  local function bar_of_text(text)
+    if text == '-' then return nil end
+    local total, member = string.match(text, '^(%S+) ?(.*)$')
+    return { tonumber(total), member ~= '' and member or nil }
+  end
+
+  -- Of `members`, those not in the set `allowed` (SMISMEMBER, 1,000 at a time).
+  local function unreviewed(allowed, members)
+    local out = {}
+    for from = 1, #members, 1000 do
+      local to = math.min(from + 999, #members)
+      local found = redis.call('SMISMEMBER', allowed, unpack(members, from, to))
+      for x = from, to do
+        if found[x - from + 1] == 0 then out[#out + 1] = members[x] end
+      end
+    end
+    return out
+  end
+
   local k = review_rank
   local info = redis.call('HMGET', board, 'windows', 'ties', 'rank')
   local keys = window_keys(board, info[1])

@@ -25,6 +25,7 @@ end
 local totals = KEYS[2]
 local rule = redis.call('HGET', KEYS[1], 'rank') == 'nonzero'
 local shadow, reply = totals .. ':hidden', {}
+local _, tied_before = tie_order()
 for from = 1, #members, 1000 do
   local chunk = { unpack(members, from, math.min(from + 999, #members)) }
   local held = redis.call('ZMSCORE', shadow, unpack(chunk))
