@@ -90,7 +90,8 @@ pub struct HiddenEverywhere {
     pub members: Vec<String>,
 }
 
-const BOARD_PARAM: &str = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots";
+pub(super) const BOARD_PARAM: &str =
+    "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots";
 
 /// Hides the member from every ranking of the board, in every window, before it
 /// answers: it keeps counting exactly, but no top page, rank, `around`, percentile,

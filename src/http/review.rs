@@ -10,7 +10,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
-use super::moderation::HiddenQuery;
+use super::moderation::{BOARD_PARAM, HiddenQuery};
 use super::wire::window;
 use crate::domain::{Decision, ModerationNote, ReviewQueue};
 
@@ -45,14 +45,12 @@ pub struct Decided {
     pub changed: bool,
 }
 
-const BOARD: &str = "The board: 1–64 characters of A-Z a-z 0-9 _ . : -, not only dots";
-
 /// The board's review queue: every member its review gate (`review` in the board's
 /// config) holds out of the public ranking until a moderator decides, with its value in
 /// the window and the rank it would have there among the public members and itself.
 #[utoipa::path(
     get, path = "/v1/boards/{board}/review", tag = "moderation", operation_id = "boardsReviewQueue",
-    params(("board" = String, Path, description = BOARD, min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), HiddenQuery),
+    params(("board" = String, Path, description = BOARD_PARAM, min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), HiddenQuery),
     responses(
         (status = 200, description = "The held members", body = ReviewQueue,
          example = json!({"board": "hot-posts", "window": "1d", "above_rank": 10, "held": [{"member": "post:9", "score": 57, "rank": 2}]})),
@@ -81,7 +79,7 @@ pub async fn queue(
 /// a review gate now, and logged in the moderation log.
 #[utoipa::path(
     post, path = "/v1/boards/{board}/review", tag = "moderation", operation_id = "boardsReview",
-    params(("board" = String, Path, description = BOARD, min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
+    params(("board" = String, Path, description = BOARD_PARAM, min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")),
     request_body = DecisionBody,
     responses(
         (status = 200, description = "Decided", body = Decided,
