@@ -205,14 +205,21 @@ pub struct ModerateArgs {
     /// Only these boards (repeat, or comma-separated) [default: every board].
     #[arg(long = "board", value_delimiter = ',')]
     pub boards: Vec<String>,
+    #[command(flatten)]
+    pub note: NoteArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Why and by whom, for the moderation log.
+#[derive(Debug, Args)]
+pub struct NoteArgs {
     /// Why, kept in the moderation log (1 to 1,024 bytes).
     #[arg(long)]
     pub reason: Option<String>,
     /// Who, kept in the moderation log (1 to 128 bytes).
     #[arg(long)]
     pub actor: Option<String>,
-    #[command(flatten)]
-    pub store: StoreArgs,
 }
 
 /// `review` options.
@@ -230,12 +237,8 @@ pub struct ReviewArgs {
     /// board's first].
     #[arg(long)]
     pub window: Option<String>,
-    /// Why, kept in the moderation log (1 to 1,024 bytes).
-    #[arg(long)]
-    pub reason: Option<String>,
-    /// Who, kept in the moderation log (1 to 128 bytes).
-    #[arg(long)]
-    pub actor: Option<String>,
+    #[command(flatten)]
+    pub note: NoteArgs,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -12,7 +12,7 @@ use crate::args::{ModerateArgs, ReviewArgs};
 pub(super) async fn moderate(args: ModerateArgs, hidden: bool) -> anyhow::Result<ExitCode> {
     let verb = if hidden { "hide" } else { "show" };
     let boards = open(&args.store, verb).await?;
-    let note = ModerationNote::new(args.reason, args.actor)?;
+    let note = ModerationNote::new(args.note.reason, args.note.actor)?;
     let only = (!args.boards.is_empty()).then_some(args.boards.as_slice());
     let done = if hidden {
         boards.hide_member(&args.member, only, &note).await?
@@ -56,7 +56,7 @@ pub(super) async fn review(args: ReviewArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     };
-    let note = ModerationNote::new(args.reason, args.actor)?;
+    let note = ModerationNote::new(args.note.reason, args.note.actor)?;
     let changed = board.review(&member, decision, &note).await?;
     let what = if changed { "" } else { " (it was so already)" };
     println!("{}: {member} on {}{what}", decision.as_str(), args.board);

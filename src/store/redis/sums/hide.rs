@@ -8,6 +8,7 @@ use crate::domain::{Member, Pin};
 use crate::error::{Error, Result};
 use crate::store::new_version;
 use crate::store::redis::conn::{RedisConn, Retry};
+use redis::ScriptInvocation;
 
 /// The most members one `hide.lua` call moves, so that no call holds Redis long.
 const MEMBERS_PER_CALL: usize = 256;
@@ -53,8 +54,23 @@ pub(crate) async fn hidden_members(
     conn: &RedisConn,
     at: WindowAt<'_>,
 ) -> Result<Vec<(String, Option<i64>)>> {
+    let invocation = read_hidden(conn, at, "hidden");
+    let flat: Vec<(String, String)> = conn.read_script(&invocation, &at.board.name).await?;
+    let members = flat
+        .into_iter()
+        .map(|(member, total)| Ok((member, number(total)?)));
+    Ok(crate::store::ranked_hidden(members.collect::<Result<_>>()?))
+}
+
+/// A `read_hidden.lua` call in `mode` (`hidden` or `held`) of `at`'s window.
+pub(crate) fn read_hidden<'a>(
+    conn: &'a RedisConn,
+    at: WindowAt<'_>,
+    mode: &str,
+) -> ScriptInvocation<'a> {
     let board = at.board;
     let windows = board.config.windows();
+    let position = board.config.ties() == crate::domain::Ties::Position;
     let mut invocation = conn
         .scripts()
         .read_hidden
@@ -62,16 +78,15 @@ pub(crate) async fn hidden_members(
     invocation
         .key(conn.keys().totals(&board.name, windows, at.window))
         .arg(board.version)
-        .arg("hidden");
-    let flat: Vec<(String, String)> = conn.read_script(&invocation, &board.name).await?;
-    let members = flat.into_iter().map(|(member, total)| {
-        let total = (!total.is_empty()).then(|| total.parse::<i64>());
-        Ok((
-            member,
-            total.transpose().map_err(|e| Error::store(e.to_string()))?,
-        ))
-    });
-    Ok(crate::store::ranked_hidden(members.collect::<Result<_>>()?))
+        .arg(mode)
+        .arg(if position { "position" } else { "" });
+    invocation
+}
+
+/// A number `read_hidden.lua` answered ('' for none).
+pub(crate) fn number(text: String) -> Result<Option<i64>> {
+    let number = (!text.is_empty()).then(|| text.parse::<i64>());
+    number.transpose().map_err(|e| Error::store(e.to_string()))
 }
 
 /// Sets the board's pins under a new version (`pins_set.lua`): the board as stored now.

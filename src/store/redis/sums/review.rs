@@ -5,8 +5,9 @@
 
 use crate::domain::board::{Board, WindowAt};
 use crate::domain::{Decision, HeldEvent, HeldMember, Member};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::redis::conn::{RedisConn, Retry};
+use crate::store::redis::sums::hide::{number, read_hidden};
 
 /// Sets, changes or clears the board's review gate (`review_set.lua`).
 pub(crate) async fn set_review(conn: &RedisConn, board: &Board, review: Option<u32>) -> Result<()> {
@@ -49,31 +50,14 @@ pub(crate) async fn decide(
 /// The members the board's review gate holds, with their totals and would-be ranks in
 /// `at`'s window (one `read_hidden.lua` call), in ranked order.
 pub(crate) async fn held_members(conn: &RedisConn, at: WindowAt<'_>) -> Result<Vec<HeldMember>> {
-    let board = at.board;
-    let windows = board.config.windows();
-    let mut invocation = conn
-        .scripts()
-        .read_hidden
-        .key(conn.keys().record(&board.name));
-    let position = board.config.ties() == crate::domain::Ties::Position;
-    invocation
-        .key(conn.keys().totals(&board.name, windows, at.window))
-        .arg(board.version)
-        .arg("held")
-        .arg(if position { "position" } else { "" });
-    let flat: Vec<(String, String, String)> = conn.read_script(&invocation, &board.name).await?;
-    let parse = |text: String| {
-        (!text.is_empty())
-            .then(|| text.parse::<i64>())
-            .transpose()
-            .map_err(|e| Error::store(e.to_string()))
-    };
+    let invocation = read_hidden(conn, at, "held");
+    let flat: Vec<(String, String, String)> = conn.read_script(&invocation, &at.board.name).await?;
     let mut held = Vec::with_capacity(flat.len());
     for (member, total, rank) in flat {
         held.push(HeldMember {
             member,
-            score: parse(total)?,
-            rank: parse(rank)?.map(|r| r as u64),
+            score: number(total)?,
+            rank: number(rank)?.map(|r| r as u64),
         });
     }
     Ok(crate::store::ranked_held(held))
