@@ -6,17 +6,6 @@
 -- treat it as hidden_members says. Every script that changes a gated board's totals calls
 -- gate once it is done.
 
--- The totals of each window of the board whose record is `board`, smallest first, from
--- the record's windows ('3600,86400'): stats_{b}, then stats_{b}_<W>.
-local function window_keys(board, windows)
-  local prefix, tagged = string.match(board, '^(.-)board_({.*})$')
-  local keys = {}
-  for w in string.gmatch(windows, '%d+') do
-    keys[#keys + 1] = prefix .. 'stats_' .. tagged .. (#keys == 0 and '' or '_' .. w)
-  end
-  return keys
-end
-
 -- Applies the review gate of the board `board` (its record) after a change of its
 -- totals (see the file's head). First, in each window, every unreviewed public member at
 -- or over the bar is held, until none is (holding one lowers the bar); each hold is
@@ -32,6 +21,16 @@ local function gate(board, all_held)
   -- the review webhook delivers them), keeps at least.
   local HELD_KEPT = 10000
   local bytes_before = tie_order()
+  -- The totals of each window of the board whose record is `board`, smallest first, from
+  -- the record's windows ('3600,86400'): stats_{b}, then stats_{b}_<W>.
+  local function window_keys(board, windows)
+    local prefix, tagged = string.match(board, '^(.-)board_({.*})$')
+    local keys = {}
+    for w in string.gmatch(windows, '%d+') do
+      keys[#keys + 1] = prefix .. 'stats_' .. tagged .. (#keys == 0 and '' or '_' .. w)
+    end
+    return keys
+  end
 
   -- The bar of a window's public `totals`: its K-th ranked member's total (and, with
   -- `position` ties, the member), or nil when fewer than K are ranked (`rule` as

@@ -16,6 +16,7 @@ pub(crate) async fn set_review(conn: &RedisConn, board: &Board, review: Option<u
         .review_set
         .key(conn.keys().record(&board.name));
     invocation
+        .key(conn.keys().all_totals(&board.name, board.config.windows()))
         .arg(board.version)
         .arg(review.map(|k| k.to_string()).unwrap_or_default());
     // Idempotent: sent again, it lets go and holds the same members.
@@ -37,6 +38,7 @@ pub(crate) async fn decide(
         .review_decide
         .key(conn.keys().record(&board.name));
     invocation
+        .key(conn.keys().all_totals(&board.name, board.config.windows()))
         .arg(board.version)
         .arg(decision.as_str())
         .arg(member.as_str());

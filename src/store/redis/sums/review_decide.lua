@@ -1,6 +1,7 @@
 -- review_decide.lua: a moderator's decision on a member of a sum board (lua/review.lua).
 --
--- KEYS[1]  board record   board_{b}
+-- KEYS[1]    board record          board_{b}
+-- KEYS[1+j]  totals of window j    stats_{b} or stats_{b}_<W>   (j = 1..n)
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  'allow' or 'deny'
@@ -14,7 +15,7 @@
 local board, member = KEYS[1], ARGV[3]
 board_record(board, ARGV[1])
 local hidden, allowed = board .. ':hidden', board .. ':allowed'
-local keys = window_keys(board, redis.call('HGET', board, 'windows'))
+local keys = { unpack(KEYS, 2) }
 local mark = redis.call('HGET', hidden, member)
 local changed
 if ARGV[2] == 'allow' then

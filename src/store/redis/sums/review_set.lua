@@ -1,6 +1,7 @@
 -- review_set.lua: set, change or clear a sum board's review gate (lua/review.lua).
 --
--- KEYS[1]  board record   board_{b}
+-- KEYS[1]    board record          board_{b}
+-- KEYS[1+j]  totals of window j    stats_{b} or stats_{b}_<W>   (j = 1..n)
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the gate's K ('above_rank'), or '' to clear it
@@ -11,7 +12,7 @@
 
 local board = KEYS[1]
 board_record(board, ARGV[1])
-local hidden, keys = board .. ':hidden', window_keys(board, redis.call('HGET', board, 'windows'))
+local hidden, keys = board .. ':hidden', { unpack(KEYS, 2) }
 local marks, let_go = redis.call('HGETALL', hidden), 0
 for x = 1, #marks, 2 do
   if marks[x + 1] == 'held' then

@@ -425,9 +425,6 @@ fn plain<G: Guard>(call: &WriteCall<'_, G>, slots: &Slots, limit: &Limit) -> boo
     G::PLAIN
         && call.standing.is_none()
         && call.board.config.ties() != Ties::Dense
-        // A gated board's writes apply the gate (`write_plain.lua` answers {6} for one
-        // whose gate this process does not know of yet).
-        && call.board.config.review().is_none()
         && !matches!(limit, Limit::At { .. })
         && slots.starts.iter().all(|s| *s >= open)
 }

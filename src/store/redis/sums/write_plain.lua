@@ -29,8 +29,8 @@
 -- abs_sum; a hidden member's totals in <totals>:hidden, see hidden_members) and answers
 -- the same {0, µs, e, too-late slot number ...}. It answers {6} before changing anything
 -- when abs_sum leaves no room for ARGV[4] (the checked path), a recompute is recorded
--- (rb_window), the board has a review rank (lua/review.lua), or one of the slots has a
--- geometry (compact, or being relaid out). Error "STALE ..." as write.lua.
+-- (rb_window), or one of the slots has a geometry (compact, or being relaid out). On a
+-- gated board it applies the gate (lua/review.lua) last. Error "STALE ..." as write.lua.
 
 local MAX = 9007199254740991
 local started = now_us()
@@ -42,7 +42,7 @@ local fields = { 'version', 'dropping', 'abs_sum', 'rb_window' }
 for j = 1, n do fields[4 + j] = 'wm:' .. ARGV[A + j] end
 local record = board_record(board, ARGV[1], unpack(fields, 3))
 local bound = tonumber(record[3])
-if not bound or bound + tonumber(ARGV[4]) > MAX or record[4] or review_rank then return { 6 } end
+if not bound or bound + tonumber(ARGV[4]) > MAX or record[4] then return { 6 } end
 for _, g in ipairs(redis.call('HMGET', KEYS[3], unpack(ARGV, A + 2 * n + 1, A + 2 * n + m))) do
   if g then return { 6 } end
 end
@@ -78,6 +78,7 @@ while e < count do
     end
     -- A hidden member's totals are kept apart (see hidden_members), as add_total does.
     local apart = hidden_members and redis.call('HEXISTS', hidden_members, member) == 1
+    if review_rank then gate_changed[member] = true end
     for j = k + 1, n do
       local totals = KEYS[TOTALS + j]
       if apart then totals = totals .. ':hidden' end
@@ -92,6 +93,7 @@ while e < count do
   if limit and e % stride == 0 and e < count and now_us() - started >= limit then break end
 end
 if grown > 0 then redis.call('HINCRBY', board, 'abs_sum', grown) end
+gate(board)
 local reply = { 0, 0, e }
 for i in pairs(too_late) do reply[#reply + 1] = i end
 reply[2] = now_us() - started
