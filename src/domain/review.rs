@@ -130,10 +130,9 @@ impl HeldEvent {
     /// The event of `member` held on `board` under `id` (`<ms>-<n>`, whose ms it was
     /// held at).
     pub fn new(board: String, id: String, member: String) -> Result<Self, Error> {
-        let held_ms = id
-            .split_once('-')
-            .and_then(|(ms, _)| ms.parse().ok())
-            .ok_or_else(|| Error::Store(format!("a held event's id {id:?} is not <ms>-<n>")))?;
+        let (ms, _) = super::parse_log_id(&id)
+            .map_err(|_| Error::Store(format!("a held event's id {id:?} is not <ms>-<n>")))?;
+        let held_ms = ms as i64;
         Ok(HeldEvent {
             board,
             id,

@@ -21,6 +21,7 @@ mod moderation;
 mod rates;
 mod shard_moves;
 mod stats;
+mod stream;
 mod sums;
 mod totals;
 mod trending;

@@ -1,11 +1,12 @@
 //! The memory store's moderation that spans boards: the members hidden on every board
 //! and the moderation log, behind one mutex.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+use super::stream::{Stream, id_text};
 use super::{MemoryStore, lock};
 use crate::domain::{LOG_KEPT, LogEntry, Member};
 use crate::error::Result;
@@ -18,8 +19,7 @@ pub(super) struct MemModeration(Mutex<State>);
 #[derive(Debug, Default)]
 struct State {
     everywhere: BTreeSet<Member>,
-    /// Oldest first, each with its id's parts.
-    log: VecDeque<((u64, u64), LogEntry)>,
+    log: Stream<LogEntry, LOG_KEPT>,
 }
 
 #[async_trait]
@@ -41,18 +41,13 @@ impl ModerationStore for MemoryStore {
             .collect())
     }
 
-    async fn log_moderation(&self, mut entry: LogEntry) -> Result<()> {
+    async fn log_moderation(&self, entry: LogEntry) -> Result<()> {
         let log = &mut lock(&self.moderation.0).log;
         let ms = (entry.at * 1000.0) as u64;
-        let id = match log.back() {
-            Some(((last, n), _)) if *last >= ms => (*last, n + 1),
-            _ => (ms, 0),
-        };
-        entry.id = format!("{}-{}", id.0, id.1);
-        log.push_back((id, entry));
-        if log.len() > LOG_KEPT {
-            log.pop_front();
-        }
+        log.push(ms, |id| LogEntry {
+            id: id_text(id),
+            ..entry
+        });
         Ok(())
     }
 

@@ -3,10 +3,11 @@
 //! window's bar is its K-th allowed public member; every unreviewed member that is not
 //! hidden and ranks at or over the bar in some window is held (hidden in every window).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 
 use super::MemBoard;
-use crate::domain::{Decision, HeldEvent, HeldMember, Member, Ties, Timestamp};
+use crate::domain::{Decision, HeldEvent, HeldMember, Member, Ties, Timestamp, parse_log_id};
+use crate::store::memory::stream::{Id, Stream, id_text};
 
 /// How many held events a board keeps (as Redis's `board_{b}:held`, at least).
 const HELD_KEPT: usize = 10_000;
@@ -17,10 +18,10 @@ const HELD_KEPT: usize = 10_000;
 pub(super) struct Review {
     pub allowed: HashSet<String>,
     pub held: HashSet<String>,
-    /// The held events, oldest first: id (ms, n) and member.
-    log: VecDeque<((u64, u64), String)>,
+    /// The held members, oldest first.
+    log: Stream<String, HELD_KEPT>,
     /// The newest delivered event's id.
-    cursor: Option<(u64, u64)>,
+    cursor: Option<Id>,
     /// The time of the board's last write or retirement: a hold's time (the memory store
     /// keeps no clock of its own).
     now_ms: u64,
@@ -32,23 +33,10 @@ impl Review {
         self.now_ms = self.now_ms.max(now.unix_millis().max(0) as u64);
     }
 
-    /// Appends the hold of `member`, its id after every other.
+    /// Appends the hold of `member`.
     fn log(&mut self, member: &str) {
-        let id = match self.log.back() {
-            Some(((ms, n), _)) if *ms >= self.now_ms => (*ms, n + 1),
-            _ => (self.now_ms, 0),
-        };
-        self.log.push_back((id, member.to_owned()));
-        if self.log.len() > HELD_KEPT {
-            self.log.pop_front();
-        }
+        self.log.push(self.now_ms, |_| member.to_owned());
     }
-}
-
-/// An event id's parts.
-fn parse_id(id: &str) -> Option<(u64, u64)> {
-    let (ms, n) = id.split_once('-')?;
-    Some((ms.parse().ok()?, n.parse().ok()?))
 }
 
 /// Whether `member`, holding `total`, ranks at or over `bar` (none: every ranked member
@@ -90,27 +78,24 @@ impl MemBoard {
 
     /// Up to `limit` held events after `after` (from the oldest kept when `None`).
     pub fn held_events(&self, after: Option<&str>, limit: usize) -> Vec<HeldEvent> {
-        let after = after.and_then(parse_id);
-        let events = self
-            .review
-            .log
-            .iter()
-            .filter(|(id, _)| after.is_none_or(|a| *id > a));
-        let events = events.take(limit).map(|((ms, n), member)| HeldEvent {
+        let after = after.and_then(|id| parse_log_id(id).ok());
+        let events = self.review.log.iter();
+        let events = events.filter(|(id, _)| after.is_none_or(|a| *id > a));
+        let events = events.take(limit).map(|(id, member)| HeldEvent {
             board: self.board.name.to_string(),
-            id: format!("{ms}-{n}"),
+            id: id_text(*id),
             member: member.clone(),
-            held_ms: *ms as i64,
+            held_ms: id.0 as i64,
         });
         events.collect()
     }
 
     /// The review webhook's cursor, first moved up to `delivered` when given.
     pub fn held_cursor(&mut self, delivered: Option<&str>) -> Option<String> {
-        if let Some(id) = delivered.and_then(parse_id) {
+        if let Some(id) = delivered.and_then(|id| parse_log_id(id).ok()) {
             self.review.cursor = self.review.cursor.max(Some(id));
         }
-        self.review.cursor.map(|(ms, n)| format!("{ms}-{n}"))
+        self.review.cursor.map(id_text)
     }
 
     /// The members the gate holds, with their totals and would-be ranks in `window`.
