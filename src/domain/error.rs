@@ -70,6 +70,16 @@ pub enum Error {
         /// The member.
         member: String,
     },
+    /// A read of a board's changes after an id older than the oldest one kept.
+    #[error(
+        "board {board:?} no longer keeps the changes after {after:?} (the oldest are trimmed): read from the oldest kept (leave out after) and rebuild the top from a top read"
+    )]
+    ChangesTrimmed {
+        /// The board.
+        board: String,
+        /// The id asked for.
+        after: String,
+    },
     /// A moderation note's reason or actor that is empty or too long.
     #[error("invalid moderation note: {reason}")]
     InvalidModeration {
@@ -169,8 +179,8 @@ pub enum Error {
         /// The board.
         board: String,
         /// Its config as stored.
-        existing: BoardConfig,
-        /// The config asked for (boxed: it keeps every `Result` of the crate small).
+        existing: Box<BoardConfig>,
+        /// The config asked for (both boxed: they keep every `Result` of the crate small).
         asked: Box<BoardConfig>,
     },
     /// A trending board exists with a different config.
@@ -325,6 +335,7 @@ impl Error {
             Error::InvalidMemberData { .. } => "invalid_member_data",
             Error::InvalidModeration { .. } => "invalid_moderation",
             Error::HiddenEverywhere { .. } => "hidden_everywhere",
+            Error::ChangesTrimmed { .. } => "changes_trimmed",
             Error::InvalidRateKey { .. } => "invalid_rate_key",
             Error::InvalidRateWindow { .. } => "invalid_rate_window",
             Error::RateOverflow { .. } => "rate_overflow",

@@ -33,6 +33,7 @@ mod stored_values;
 mod ties;
 mod timestamp;
 pub(crate) mod trending;
+mod watch;
 mod write_standing;
 
 pub use admission::{Admission, SlotWrite, not_in_future, too_late};
@@ -72,6 +73,7 @@ pub use trending::{
     TrendAt, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage,
     TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
+pub use watch::{Change, ChangeCause, ChangeType, Changes, ChangesKept, TopList, Watch, diff_top};
 pub use write_standing::{
     MAX_STANDING_EVENTS, MAX_STANDING_MEMBERS, MAX_STANDING_READS, WindowStanding, WrittenStanding,
     check_standing_write,

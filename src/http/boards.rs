@@ -13,9 +13,9 @@ use super::extract::{ApiJson, ApiPath, ApiQuery};
 use super::json_int;
 use super::wire::{SpanInput, window};
 use crate::{
-    Aggregate, Board, BoardConfig, BoardKind, BoardName, BoardState, Created, Layout, NewBoard,
-    RankedTotals, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport, ReviewPolicy,
-    SnapshotPolicy, Span, Ties, TrendingBoard, TrendingConfig,
+    Aggregate, Board, BoardConfig, BoardKind, BoardName, BoardState, ChangesKept, Created, Layout,
+    NewBoard, RankedTotals, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport,
+    ReviewPolicy, SnapshotPolicy, Span, Ties, TrendingBoard, TrendingConfig, Watch,
 };
 
 /// A board's config as sent in `PUT /v1/boards/{board}`: a windowed board (`slot`,
@@ -102,6 +102,16 @@ pub struct ConfigBody {
     /// May be added, changed or removed (left out) on an existing board.
     #[serde(default)]
     pub review: Option<ReviewBody>,
+    /// Windowed sum boards: watched tops: for each, who enters, leaves or moves in the
+    /// window's first `top` members is recorded in the same atomic step as the change
+    /// that caused it (`GET …/changes`). One per window, one shard. May be added, changed
+    /// or removed (left out) on an existing board.
+    #[serde(default)]
+    pub watch: Option<Vec<WatchBody>>,
+    /// Windowed sum boards: how many changes of the watched tops are kept, and for how
+    /// long (the newest 10000 for 7 days by default).
+    #[serde(default)]
+    pub changes: Option<ChangesBody>,
     /// Windowed boards: how many shards the members are spread over, 1–32 (1 by
     /// default): on a Redis Cluster each shard can sit on another master, so one busy
     /// board's writes, retirement and reads spread over them; every read stays exact.
@@ -136,6 +146,32 @@ pub struct ReviewBody {
     #[serde(deserialize_with = "json_int::u64")]
     #[schema(value_type = u32, minimum = 1, maximum = 100)]
     pub above_rank: u64,
+}
+
+/// `{"window": "24h", "top": 10}`.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WatchBody {
+    /// One of the board's windows.
+    #[schema(value_type = Span)]
+    pub window: SpanInput,
+    /// How many of its first members are watched, 1–100.
+    #[serde(deserialize_with = "json_int::u64")]
+    #[schema(value_type = u32, minimum = 1, maximum = 100)]
+    pub top: u64,
+}
+
+/// `{"keep": 10000, "keep_for": "7d"}`.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChangesBody {
+    /// Most changes kept, 1–1000000.
+    #[serde(deserialize_with = "json_int::u64")]
+    #[schema(value_type = u32, minimum = 1, maximum = 1000000)]
+    pub keep: u64,
+    /// How long a change is kept, at least a minute.
+    #[schema(value_type = Span)]
+    pub keep_for: SpanInput,
 }
 
 impl SnapshotsBody {
@@ -176,6 +212,8 @@ impl ConfigBody {
                     ),
                     (self.snapshots.is_some(), "snapshots"),
                     (self.review.is_some(), "review"),
+                    (self.watch.is_some(), "watch"),
+                    (self.changes.is_some(), "changes"),
                     (self.layout.is_some(), "layout"),
                     (self.shards.is_some_and(|k| k != 1), "shards"),
                 ] {
@@ -206,6 +244,8 @@ impl ConfigBody {
                     }
                 }
                 let slot = self.slot.ok_or_else(|| missing("slot", "windowed"))?;
+                // Beyond u32 is beyond every bound too: saturate, and let the config say so.
+                let narrow = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
                 let aggregate = self.aggregate.unwrap_or_default();
                 let windows = self
                     .windows
@@ -232,7 +272,19 @@ impl ConfigBody {
                                     )
                                 })
                                 .transpose()?,
-                        )?,
+                        )?
+                        .with_watch(
+                            self.watch
+                                .unwrap_or_default()
+                                .into_iter()
+                                .map(|w| Watch::new(w.window.parse()?, narrow(w.top)))
+                                .collect::<crate::Result<_>>()?,
+                        )?
+                        .with_changes_kept(
+                            self.changes
+                                .map(|c| ChangesKept::new(narrow(c.keep), c.keep_for.parse()?))
+                                .transpose()?,
+                        ),
                 ))
             }
         }

@@ -136,6 +136,7 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::BoardBusy(_)
         | Error::RelayoutRunning(_)
         | Error::ReshardRunning { .. } => StatusCode::CONFLICT,
+        Error::ChangesTrimmed { .. } => StatusCode::GONE,
         Error::BatchTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         Error::StoreUnavailable(_) | Error::WriteUncertain(_) => StatusCode::SERVICE_UNAVAILABLE,
         Error::StoreFull(_) => StatusCode::INSUFFICIENT_STORAGE,

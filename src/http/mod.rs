@@ -21,6 +21,7 @@ mod access_time;
 mod auth;
 mod boards;
 mod body_limit;
+mod changes;
 mod contract;
 mod cors;
 mod counters;
@@ -181,6 +182,7 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
         .routes(routes!(pins::pin, pins::pins))
         .routes(routes!(pins::unpin))
         .routes(routes!(review::queue, review::decide))
+        .routes(routes!(changes::changes))
         .routes(routes!(moderation::hidden))
         .routes(routes!(moderation::log))
         .routes(routes!(ranks::get_ranks, ranks::post_ranks))

@@ -5,6 +5,7 @@
 use async_trait::async_trait;
 
 use crate::clock::Clock;
+use crate::domain::Change;
 use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
@@ -207,6 +208,17 @@ pub trait Store: Send + Sync + 'static {
     /// process), `None` before the first; with `delivered`, first records that the events
     /// through that id were delivered (the cursor never moves back).
     async fn held_cursor(&self, board: &Board, delivered: Option<&str>) -> Result<Option<String>>;
+
+    /// Up to `limit` changes of the board's watched tops after the change `after` (from
+    /// the oldest kept when `None`), oldest first (docs/design.md, "Rank changes");
+    /// [`Error::ChangesTrimmed`](crate::Error::ChangesTrimmed) when some of those were
+    /// trimmed.
+    async fn changes(
+        &self,
+        board: &Board,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Change>>;
 
     /// Sets the board's pins (the members its top's first page shows at their
     /// positions) under a new version, so every cached copy reloads: the board as stored

@@ -119,4 +119,5 @@ mod top_reads;
 mod trending;
 mod trending_property;
 mod trending_writes;
+mod watch;
 mod write_standing;

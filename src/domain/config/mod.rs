@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::error::Error;
 use crate::domain::{
-    Aggregate, Layout, RankedTotals, ReviewPolicy, SnapshotPolicy, Span, Ties, Timestamp,
+    Aggregate, ChangesKept, Layout, RankedTotals, ReviewPolicy, SnapshotPolicy, Span, Ties,
+    Timestamp, Watch,
 };
 
 /// A board's configuration. Always valid once constructed.
@@ -49,6 +50,15 @@ pub struct BoardConfig {
     /// added, changed or removed on an existing board.
     #[cfg_attr(feature = "server", schema(nullable = false))]
     review: Option<ReviewPolicy>,
+    /// Watched tops: for each, the changes of the window's first `top` members are
+    /// recorded (see `GET /v1/boards/{board}/changes`); none when empty. Sum boards of one
+    /// shard, one watch per window. May be added, changed or removed on an existing board.
+    #[cfg_attr(feature = "server", schema(required = false))]
+    watch: Vec<Watch>,
+    /// How many changes of the watched tops are kept, and for how long (the newest 10000
+    /// for 7 days when absent). May be changed on an existing board.
+    #[cfg_attr(feature = "server", schema(nullable = false))]
+    changes: Option<ChangesKept>,
     /// How slot data is kept in Redis (see the `Layout` schema); absent: the store's
     /// default.
     /// Changed on a live board by `rollboard relayout`, never by a PUT.
@@ -83,6 +93,10 @@ struct RawConfig {
     snapshots: Option<SnapshotPolicy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     review: Option<ReviewPolicy>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    watch: Vec<Watch>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    changes: Option<ChangesKept>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     layout: Option<Layout>,
     #[serde(default = "one_shard", skip_serializing_if = "is_one_shard")]
@@ -108,7 +122,9 @@ impl TryFrom<RawConfig> for BoardConfig {
             .with_snapshots(raw.snapshots)
             .with_layout(raw.layout)
             .with_shards(raw.shards)?
-            .with_review(raw.review)
+            .with_review(raw.review)?
+            .with_watch(raw.watch)
+            .map(|c| c.with_changes_kept(raw.changes))
     }
 }
 
@@ -125,6 +141,8 @@ impl From<BoardConfig> for RawConfig {
             rank: (c.rank != c.aggregate.default_rank()).then_some(c.rank),
             snapshots: c.snapshots,
             review: c.review,
+            watch: c.watch,
+            changes: c.changes,
             layout: c.layout,
             shards: c.shards,
         }
@@ -178,6 +196,8 @@ impl BoardConfig {
             rank: RankedTotals::Positive,
             snapshots: None,
             review: None,
+            watch: Vec::new(),
+            changes: None,
             layout: None,
             shards: 1,
         })
@@ -346,17 +366,61 @@ impl BoardConfig {
         self.review
     }
 
-    /// Whether `other` differs from this config in its snapshots policy and review gate
-    /// only (the options an existing board takes as they are).
+    /// Watches the tops `watches` (none: empty): a sum board of one shard, one watch per
+    /// window of the board ([`Error::InvalidConfig`] otherwise).
+    pub fn with_watch(mut self, watches: Vec<Watch>) -> Result<Self, Error> {
+        let invalid = |reason: String| Err(Error::InvalidConfig { reason });
+        if !(watches.is_empty() || self.aggregate.sums() && self.shards == 1) {
+            return invalid(
+                "a watch is for a sum board of one shard: leave out \"watch\", or drop \
+                 \"aggregate\" and \"shards\""
+                    .into(),
+            );
+        }
+        for (i, w) in watches.iter().enumerate() {
+            if self.window_index(w.window()).is_none() {
+                return invalid(format!(
+                    "watch window {} is not one of the board's windows",
+                    w.window()
+                ));
+            }
+            if watches[..i].iter().any(|v| v.window() == w.window()) {
+                return invalid(format!("window {} is watched twice", w.window()));
+            }
+        }
+        self.watch = watches;
+        Ok(self)
+    }
+
+    /// The watched tops (empty: none).
+    pub fn watch(&self) -> &[Watch] {
+        &self.watch
+    }
+
+    /// Keeps the watched tops' changes by `kept` (`None`: the default).
+    pub fn with_changes_kept(mut self, kept: Option<ChangesKept>) -> Self {
+        self.changes = kept;
+        self
+    }
+
+    /// How many changes are kept and for how long, as asked (`None`: the default).
+    pub fn changes_kept(&self) -> Option<ChangesKept> {
+        self.changes
+    }
+
+    /// Whether `other` differs from this config in its snapshots policy, review gate and
+    /// watches only (the options an existing board takes as they are).
     pub fn same_but_live(&self, other: &BoardConfig) -> bool {
         self.with_live_of(other) == *other
     }
 
-    /// This config with `other`'s snapshots policy and review gate (the options a live
+    /// This config with `other`'s snapshots policy, review gate and watches (the options a live
     /// board takes as they are; `other` is a config of the same kind of board).
     pub fn with_live_of(&self, other: &BoardConfig) -> BoardConfig {
         let mut config = self.clone().with_snapshots(other.snapshots);
         config.review = other.review;
+        config.watch = other.watch.clone();
+        config.changes = other.changes;
         config
     }
 

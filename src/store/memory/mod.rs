@@ -28,6 +28,7 @@ mod trending;
 
 use board_state::MemBoard;
 
+use crate::domain::Change;
 use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
@@ -88,7 +89,7 @@ impl MemoryStore {
             if existing.config.extended_by(config).is_none() {
                 return Err(Error::BoardConflict {
                     board: name.to_string(),
-                    existing: existing.config,
+                    existing: Box::new(existing.config),
                     asked: Box::new(config.clone()),
                 });
             }
@@ -334,6 +335,15 @@ impl Store for MemoryStore {
 
     async fn held_cursor(&self, board: &Board, delivered: Option<&str>) -> Result<Option<String>> {
         self.with_board(board, |b| b.held_cursor(delivered))
+    }
+
+    async fn changes(
+        &self,
+        board: &Board,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Change>> {
+        self.with_board(board, |b| b.changes(after, limit))?
     }
 
     async fn set_member_data(

@@ -1,6 +1,6 @@
 //! A stream as the memory store keeps one (the moderation log, a board's held members):
 //! entries with Redis-like ids `<ms>-<n>`, increasing even when the clock is not, the
-//! oldest dropped past a cap.
+//! oldest dropped past a cap (or, when asked, by age).
 
 use std::collections::VecDeque;
 
@@ -11,12 +11,15 @@ pub(super) type Id = (u64, u64);
 #[derive(Debug)]
 pub(super) struct Stream<T, const CAP: usize> {
     entries: VecDeque<(Id, T)>,
+    /// The newest id dropped (Redis's max-deleted-entry-id).
+    dropped: Option<Id>,
 }
 
 impl<T, const CAP: usize> Default for Stream<T, CAP> {
     fn default() -> Self {
         Stream {
             entries: VecDeque::new(),
+            dropped: None,
         }
     }
 }
@@ -31,8 +34,33 @@ impl<T, const CAP: usize> Stream<T, CAP> {
         };
         self.entries.push_back((id, make(id)));
         if self.entries.len() > CAP {
-            self.entries.pop_front();
+            self.drop_oldest();
         }
+    }
+
+    /// Drops the oldest entries past the newest `n` (as `XTRIM MAXLEN`).
+    pub fn keep_newest(&mut self, n: usize) {
+        while self.entries.len() > n {
+            self.drop_oldest();
+        }
+    }
+
+    /// Drops the entries older than `ms` (as `XTRIM MINID`).
+    pub fn trim_before(&mut self, ms: u64) {
+        while self.entries.front().is_some_and(|(id, _)| id.0 < ms) {
+            self.drop_oldest();
+        }
+    }
+
+    fn drop_oldest(&mut self) {
+        if let Some((id, _)) = self.entries.pop_front() {
+            self.dropped = Some(id);
+        }
+    }
+
+    /// Whether an entry after `id` was dropped.
+    pub fn dropped_after(&self, id: Id) -> bool {
+        self.dropped.is_some_and(|d| d > id)
     }
 
     /// The entries, oldest first.

@@ -63,8 +63,8 @@ use crate::domain::{
     Ahead, AheadProbe, AroundOptions, History, Ranks, ScoreRange, Standing, TopPage,
 };
 use crate::domain::{
-    BoardConfig, BoardName, Decision, HeldEvent, HeldMember, Layout, Member, MemberData, Pin,
-    Timestamp,
+    BoardConfig, BoardName, Change, Decision, HeldEvent, HeldMember, Layout, Member, MemberData,
+    Pin, Timestamp,
 };
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
@@ -379,6 +379,15 @@ impl Store for RedisStore {
 
     async fn held_cursor(&self, board: &Board, delivered: Option<&str>) -> Result<Option<String>> {
         sums::review::held_cursor(&self.conn, board, delivered).await
+    }
+
+    async fn changes(
+        &self,
+        board: &Board,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Change>> {
+        sums::changes::changes(&self.conn, board, after, limit).await
     }
 
     async fn set_member_data(

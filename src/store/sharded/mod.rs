@@ -28,6 +28,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::clock::Clock;
+use crate::domain::Change;
 use crate::domain::PageQuery;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
@@ -308,6 +309,16 @@ impl Store for ShardedStore {
 
     async fn held_cursor(&self, board: &Board, delivered: Option<&str>) -> Result<Option<String>> {
         self.inner.held_cursor(board, delivered).await
+    }
+
+    async fn changes(
+        &self,
+        board: &Board,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Change>> {
+        // A sharded board has no watch (its config refuses one): none recorded.
+        self.inner.changes(board, after, limit).await
     }
 
     async fn set_member_data(

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 mod read;
 mod review;
 mod snapshots;
+mod watch;
 
 use super::family::{Family, Slots};
 use super::keyed::KeyedRecords;
@@ -23,7 +24,7 @@ use crate::domain::Removed;
 use crate::domain::RetireReport;
 use crate::domain::Snapshot;
 use crate::domain::board::{Board, BoardStatus, WindowStatus};
-use crate::domain::{Aggregate, Member, MemberData, Timestamp};
+use crate::domain::{Aggregate, ChangeCause, Member, MemberData, Timestamp};
 use crate::domain::{WindowStanding, WrittenStanding};
 use crate::domain::{WindowState, complete_from};
 use crate::store::{Keyed, SlotWrite, WriteKey, WriteStatus};
@@ -58,6 +59,8 @@ pub(super) struct MemBoard {
     data: HashMap<String, MemberData>,
     /// The review gate's state: the allowed members, and those it holds.
     review: review::Review,
+    /// The watched tops as last recorded, and their changes.
+    watching: watch::Watching,
     /// On a shard of a sharded board a reshard is taking members from: those moved off
     /// it, and those being moved (see `ShardMoves`).
     pub moves: Moves,
@@ -102,6 +105,7 @@ impl MemBoard {
             snapshot_cursors: vec![None; n],
             data: HashMap::new(),
             review: review::Review::default(),
+            watching: watch::Watching::default(),
             moves: Moves::default(),
         }
     }
@@ -242,7 +246,14 @@ impl MemBoard {
             return hidden && self.review.held.remove(member.as_str());
         }
         let changed = self.move_hidden(member.as_str(), hidden);
-        self.regate();
+        self.changed(
+            if hidden {
+                ChangeCause::Hide
+            } else {
+                ChangeCause::Show
+            },
+            None,
+        );
         changed
     }
 
@@ -279,7 +290,7 @@ impl MemBoard {
     pub fn write(&mut self, now: Timestamp, writes: &[SlotWrite]) -> Vec<WriteStatus> {
         self.freeze(now);
         let statuses = writes.iter().map(|w| self.write_one(w)).collect();
-        self.regate();
+        self.changed(ChangeCause::Write, Some(now.unix_millis()));
         statuses
     }
 
@@ -329,14 +340,29 @@ impl MemBoard {
             }
             self.retired[j] = self.retired[j].max(cutoff);
         }
-        self.regate();
+        // Every slot retired left its windows by the boundary of now's slot.
+        let boundary = self.board.config.slot_start(now) * 1000;
+        self.changed(ChangeCause::Retire, Some(boundary));
         report
     }
 
     /// Sets the board's config to `config`, which differs in its live options only.
+    /// A changed gate applies first (its holds recorded as hides), as on Redis.
     pub fn set_config(&mut self, config: crate::domain::BoardConfig) {
+        let staged = config
+            .clone()
+            .with_watch(self.board.config.watch().to_vec());
+        self.board.config = staged.unwrap_or_else(|_| config.clone());
+        self.changed(ChangeCause::Hide, None);
         self.board.config = config;
+        self.record_changes(ChangeCause::Watch, None);
+    }
+
+    /// After a change of the totals: the review gate applies, then the watched tops'
+    /// changes are recorded.
+    fn changed(&mut self, cause: ChangeCause, at: Option<i64>) {
         self.regate();
+        self.record_changes(cause, at);
     }
 
     /// Forgets `tokens` of writes applied once.
@@ -373,7 +399,7 @@ impl MemBoard {
             let largest = &self.totals[window];
             self.data.retain(|member, _| largest.held(member).is_some());
         }
-        self.regate();
+        self.changed(ChangeCause::Recompute, None);
         RecomputeReport {
             fields_scanned: scanned,
             ..RecomputeReport::of(self.board.config.windows()[window])
@@ -386,7 +412,7 @@ impl MemBoard {
             .family
             .remove(&mut self.slots, &mut self.totals, member);
         self.drop_data_without_total(member);
-        self.regate();
+        self.changed(ChangeCause::Remove, None);
         Removed { slot_values }
     }
 

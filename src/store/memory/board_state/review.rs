@@ -33,6 +33,11 @@ impl Review {
         self.now_ms = self.now_ms.max(now.unix_millis().max(0) as u64);
     }
 
+    /// The time of the board's last write or retirement, unix ms.
+    pub fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+
     /// Appends the hold of `member`.
     fn log(&mut self, member: &str) {
         self.log.push(self.now_ms, |_| member.to_owned());
@@ -72,7 +77,11 @@ impl MemBoard {
                 removed || held || hid
             }
         };
-        self.regate();
+        let cause = match decision {
+            Decision::Allow => crate::domain::ChangeCause::Show,
+            Decision::Deny => crate::domain::ChangeCause::Hide,
+        };
+        self.changed(cause, None);
         changed
     }
 

@@ -9,7 +9,9 @@
 //! (while the shard count changes: `<to>` or `sweep <from>`, see [`Resharding`]),
 //! `incarnation` (the first version, naming idempotency records; absent: the version,
 //! on a board whose version never changed since it was made before the field), `pins`
-//! (JSON: the members pinned on the first page of its top, see `pins_set.lua`), and
+//! (JSON: the members pinned on the first page of its top, see `pins_set.lua`), `review`
+//! (the review gate's K), `watch` (the watched tops, see [`Watch::stored`]), `changes_kept` (see
+//! [`ChangesKept::stored`]), and
 //! per window
 //! `wm:<W>` (watermark) and `done:<W>` (retired through); `dropping` while a drop is
 //! under way. A trending board's record has `kind` = `trending`, `version`,
@@ -22,7 +24,8 @@ use redis::Value;
 
 use crate::domain::board::{Board, Resharding};
 use crate::domain::{
-    Aggregate, BoardConfig, BoardName, Layout, RankedTotals, ReviewPolicy, SnapshotPolicy, Span,
+    Aggregate, BoardConfig, BoardName, ChangesKept, Layout, RankedTotals, ReviewPolicy,
+    SnapshotPolicy, Span, Watch,
 };
 use crate::domain::{Ties, Timestamp};
 use crate::domain::{TrendingBoard, TrendingConfig};
@@ -48,6 +51,8 @@ pub(crate) const RECORD_FIELDS: &[&str] = &[
     "incarnation",
     "pins",
     "review",
+    "watch",
+    "changes_kept",
 ];
 
 /// The read of a board's record: its fields, then `dropping` and `kind`.
@@ -127,8 +132,22 @@ pub(crate) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
         Some(Err(e)) => return Err(e),
         _ => None,
     };
+    let watch = match fields.get(15).map(|f| opt_string(f, "watch")) {
+        Some(Ok(Some(text))) => Watch::from_stored(&text).ok_or_else(|| corrupt("watch"))?,
+        Some(Err(e)) => return Err(e),
+        _ => Vec::new(),
+    };
+    let kept = match fields.get(16).map(|f| opt_string(f, "changes_kept")) {
+        Some(Ok(Some(text))) => {
+            Some(ChangesKept::from_stored(&text).ok_or_else(|| corrupt("changes_kept"))?)
+        }
+        Some(Err(e)) => return Err(e),
+        _ => None,
+    };
     let config = config
+        .with_changes_kept(kept)
         .with_review(review)
+        .and_then(|c| c.with_watch(watch))
         .map_err(|e| Error::store(format!("board record of {name:?}: {e}")))?;
     Ok(Board {
         name: name.clone(),

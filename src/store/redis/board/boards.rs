@@ -76,8 +76,8 @@ pub(crate) async fn create(
     let created = int(&reply[0], "create_board")? == 1;
     let mut board = parse_board(name, &reply[1..])?;
     let config = &config.layout_defaulting_to(&board.config);
-    // The snapshots policy and the review gate are the options a live board takes as
-    // they are: set them first, so the comparisons below see the rest of the config (not
+    // The snapshots policy, the review gate and the watches are the options a live board
+    // takes as they are: set them first, so the comparisons below see the rest of the config (not
     // on a PUT refused as a conflict).
     let compatible =
         board.config.same_but_live(config) || board.config.extended_by(config).is_some();
@@ -87,6 +87,12 @@ pub(crate) async fn create(
     if compatible && board.config.review() != config.review() {
         let review = config.review().map(|r| r.above_rank());
         crate::store::redis::sums::review::set_review(conn, &board, review).await?;
+    }
+    if compatible
+        && (board.config.watch() != config.watch()
+            || board.config.changes_kept() != config.changes_kept())
+    {
+        crate::store::redis::sums::changes::set_watch(conn, &board, config).await?;
     }
     if compatible {
         board.config = board.config.with_live_of(config);
@@ -107,7 +113,7 @@ pub(crate) async fn create(
     } else {
         Err(Error::BoardConflict {
             board: name.to_string(),
-            existing: board.config,
+            existing: Box::new(board.config),
             asked: Box::new(config.clone()),
         })
     }

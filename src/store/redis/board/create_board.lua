@@ -24,15 +24,15 @@
 -- abs_sum, the bound on stored magnitudes that lets write.lua skip range checks, starts at 0.
 -- Returns {1, version, slot, windows, offset, created, ties, false, layout, rank,
 -- aggregate, shards} when created, or {0, ...} with the stored values (snapshots policy,
--- layout, rank, aggregate, shards, resharding, incarnation, pins, review) when the board already exists
+-- layout, rank, aggregate, shards, resharding, incarnation, pins, review, watch, changes_kept) when the board already exists
 -- (the caller compares the configs). A snapshots policy is set by set_snapshots.lua, a
--- review gate by review_set.lua.
+-- review gate by review_set.lua, watches by watch_set.lua.
 -- Error "DROPPING ..." while an earlier incarnation is being dropped, "KIND ..." when a
 -- trending board of that name exists.
 -- The registry of boards is a separate key, updated by the caller with its own command.
 
 local board = KEYS[1]
-local existing = redis.call('HMGET', board, 'version', 'slot', 'windows', 'offset', 'created_ms', 'dropping', 'ties', 'kind', 'snapshots', 'layout', 'rank', 'aggregate', 'shards', 'resharding', 'incarnation', 'pins', 'review')
+local existing = redis.call('HMGET', board, 'version', 'slot', 'windows', 'offset', 'created_ms', 'dropping', 'ties', 'kind', 'snapshots', 'layout', 'rank', 'aggregate', 'shards', 'resharding', 'incarnation', 'pins', 'review', 'watch', 'changes_kept')
 if existing[6] then
   return redis.error_reply('DROPPING the board is being dropped; retry when that finishes')
 end
@@ -40,7 +40,7 @@ if existing[8] == 'trending' then
   return redis.error_reply('KIND trending the board is a trending board')
 end
 if existing[1] then
-  return { 0, existing[1], existing[2], existing[3], existing[4], existing[5], existing[7] or false, existing[9] or false, existing[10] or false, existing[11] or false, existing[12] or false, existing[13] or false, existing[14] or false, existing[15] or false, existing[16] or false, existing[17] or false }
+  return { 0, existing[1], existing[2], existing[3], existing[4], existing[5], existing[7] or false, existing[9] or false, existing[10] or false, existing[11] or false, existing[12] or false, existing[13] or false, existing[14] or false, existing[15] or false, existing[16] or false, existing[17] or false, existing[18] or false, existing[19] or false }
 end
 local record = {
   'version', ARGV[1], 'incarnation', ARGV[1], 'slot', ARGV[2], 'windows', ARGV[3], 'offset', ARGV[4], 'created_ms', ARGV[5],

@@ -64,16 +64,30 @@ impl Keys {
     /// `board_{<board>}:hidden`: a sum board's hidden members (field = member), and
     /// `<totals>:hidden` beside each window's totals: their totals (`hide.lua`); then the
     /// review gate's (`lua/review.lua`): `board_{<board>}:allowed`, `:bars`, `:held` (the
-    /// members it held, a stream) and `:held_sent` (the review webhook's cursor).
+    /// members it held, a stream) and `:held_sent` (the review webhook's cursor); then the
+    /// watched tops' (`lua/watch.lua`): `:watch` and `:changes` (see [`changes`](Self::changes)).
     pub(crate) fn hidden(&self, name: &BoardName, windows: &[Span]) -> Vec<String> {
         let totals = self.all_totals(name, windows).into_iter();
         let record = self.record(name);
-        let review = ["allowed", "bars", "held", "held_sent"].map(|k| format!("{record}:{k}"));
+        let review = ["allowed", "bars", "held", "held_sent", "watch", "changes"]
+            .map(|k| format!("{record}:{k}"));
         totals
             .chain([record.clone()])
             .map(|key| format!("{key}:hidden"))
             .chain(review)
             .collect()
+    }
+
+    /// `board_{<board>}:changes`: the changes of the board's watched tops, a stream (see
+    /// `lua/watch.lua`).
+    pub(crate) fn changes(&self, name: &BoardName) -> String {
+        format!("{}:changes", self.record(name))
+    }
+
+    /// `board_{<board>}:watch`: the watched tops as last recorded, and the newest change
+    /// id trimmed (see `lua/watch.lua`).
+    pub(crate) fn watched(&self, name: &BoardName) -> String {
+        format!("{}:watch", self.record(name))
     }
 
     /// `trend_{<board>}`: a trending board's stored values (negated forward-decayed sums).

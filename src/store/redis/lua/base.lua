@@ -28,16 +28,21 @@ local hidden_members = false
 -- (add_total, bulk_add), as keys: gate (lua/review.lua) looks at them once the call is done.
 local review_rank, gate_changed = false, false
 
+-- The board's watched tops, the record's 'watch' ('<W>:<N> ...', see lua/watch.lua) when
+-- the record board_record read last sets any, else false.
+local watch_spec = false
+
 -- The board record's fields 'version', 'dropping', then `...` (so record[3] is the first
--- of `...`), and hidden_members and review_rank. Refuses with STALE when the record is missing, being
+-- of `...`), and hidden_members, review_rank and watch_spec. Refuses with STALE when the record is missing, being
 -- dropped, or of another version than `version`, the one the caller expects.
 local function board_record(board, version, ...)
-  local record = redis.call('HMGET', board, 'version', 'dropping', 'hidden', 'review', ...)
+  local record = redis.call('HMGET', board, 'version', 'dropping', 'hidden', 'review', 'watch', ...)
   if record[1] ~= version or record[2] then
     refuse('STALE board record missing, dropped or of another version')
   end
   local hidden = table.remove(record, 3)
   review_rank = tonumber(table.remove(record, 3)) or false
+  watch_spec = table.remove(record, 3) or false
   gate_changed = review_rank and {} or false
   hidden_members = hidden and hidden ~= '0' and board .. ':hidden'
   return record

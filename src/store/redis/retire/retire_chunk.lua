@@ -111,6 +111,9 @@ local function finish(subtracted, zeroed)
     redis.call('ZREM', index, ARGV[4])
     redis.call('HDEL', geo_key, ARGV[4])
   end
+  -- The slot left the window at slot + W: the changes of the whole retirement, which
+  -- reads marked behind until now.
+  record_changes(board, 'retire', nil, (slot + tonumber(ARGV[2])) * 1000)
   return { 'done', subtracted, zeroed }
 end
 

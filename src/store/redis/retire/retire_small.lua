@@ -171,4 +171,6 @@ local function wants_compacting()
   return redis.call('HEXISTS', geo_key, closed) == 1 and 0 or 1
 end
 gate(board)
+-- Every slot retired left its windows by the boundary window 1's cutoff + its length.
+record_changes(board, 'retire', nil, (tonumber(ARGV[5 + n]) + tonumber(ARGV[5])) * 1000)
 return { 'done', #plan, subtracted, zeroed, wants_compacting() }

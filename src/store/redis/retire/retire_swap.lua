@@ -44,7 +44,8 @@
 -- the record has the expected version and is not dropping (else STALE, as every
 -- retirement script); no recompute lease ('recomputing') nor relayout lease
 -- ('relayout'); window 1 is not being built ('building'); not a trending board
--- ('trending'); the board hides no member ('hidden': its rebuilt totals would list them); wm:<W1> >= s ('order': retire_begin.lua froze it); s is the only live
+-- ('trending'); the board hides no member, has no review gate and no watch ('hidden': its
+-- rebuilt totals would list hidden members, and the others' steps need their scripts); wm:<W1> >= s ('order': retire_begin.lua froze it); s is the only live
 -- slot in (done:<W1>, s] ('slots'); the live slots after s are exactly ARGV[8..] (else
 -- 'slots'); s and every newer slot are plain, without geometry ('compact'); the newer
 -- slots' stage 1 plus X_2(s) hold at most ARGV[4] fields ('big'). A call finding
@@ -71,7 +72,7 @@ if lease_held(record[6]) then return { 'fallback', 'relayout' } end
 if record[7] then return { 'fallback', 'building' } end
 if record[8] == 'trending' then return { 'fallback', 'trending' } end
 -- A rebuilt total would list a hidden member: retire_chunk.lua keeps it apart.
-if hidden_members or review_rank then return { 'fallback', 'hidden' } end
+if hidden_members or review_rank or watch_spec then return { 'fallback', 'hidden' } end
 if tonumber(record[3]) < s then return { 'fallback', 'order' } end
 
 -- s is the only live slot window 1 still counts and has left it.

@@ -54,4 +54,5 @@ if counted > 0 then
   hidden_members = hidden
 end
 gate(board)
+record_changes(board, hide and 'hide' or 'show')
 return changed

@@ -5,6 +5,7 @@
 //! [`SumFamily`] is their side of the family seam (`board/family.rs`).
 
 pub(crate) mod budget;
+pub(crate) mod changes;
 pub(crate) mod hide;
 pub(crate) mod ingest;
 pub(crate) mod once;

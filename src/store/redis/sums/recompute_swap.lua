@@ -50,6 +50,7 @@ end
 -- The build holds hidden members too: each goes to the window's hidden totals.
 hide_rebuilt(totals, KEYS[6], KEYS[7])
 gate(board, true)
+record_changes(board, 'recompute')
 redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'rb_fold_member',
   'rb_fold_slot', 'rb_fold_sum', 'building:' .. ARGV[3])
 return { 'done' }

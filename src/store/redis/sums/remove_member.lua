@@ -105,4 +105,5 @@ for key = STAGES + 1, DENSE do
   if found then deleted = deleted + 1 end
 end
 gate(board)
+record_changes(board, 'remove')
 return deleted

@@ -39,4 +39,5 @@ else
   end
 end
 gate(board)
+record_changes(board, ARGV[2] == 'allow' and 'show' or 'hide')
 return changed

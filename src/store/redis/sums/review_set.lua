@@ -26,6 +26,7 @@ redis.call('DEL', board .. ':bars')
 set_field(board, 'review', ARGV[2], '')
 review_rank = tonumber(ARGV[2]) or false
 gate(board, true)
+record_changes(board, 'hide')
 if not review_rank then return 0 end
 local held = 0
 for _, mark in ipairs(redis.call('HVALS', hidden)) do

@@ -346,6 +346,7 @@ end
 -- The reply `reply` of a call that applied its entries, with the standing asked (if any).
 local function answered(reply)
   gate(board)
+  record_changes(board, 'write')
   return standing and { reply, standing() } or reply
 end
 

@@ -30,7 +30,8 @@
 -- the same {0, µs, e, too-late slot number ...}. It answers {6} before changing anything
 -- when abs_sum leaves no room for ARGV[4] (the checked path), a recompute is recorded
 -- (rb_window), or one of the slots has a geometry (compact, or being relaid out). On a
--- gated board it applies the gate (lua/review.lua) last. Error "STALE ..." as write.lua.
+-- gated board it applies the gate (lua/review.lua), then, on a watched board, records the
+-- changes of its watched tops (lua/watch.lua). Error "STALE ..." as write.lua.
 
 local MAX = 9007199254740991
 local started = now_us()
@@ -64,6 +65,9 @@ local numbered = (m == 1) and 0 or 1
 local step = 2 + numbered
 local count = (#ARGV - first + 1) / step
 local too_late, grown, e = {}, 0, 0
+-- On a watched board: per window, the highest public total a write touched, before or
+-- after it (see record_changes); none on a gated board, whose holds move others too.
+local high = watch_spec and not review_rank and {}
 while e < count do
   local at = first + step * e
   local i = numbered == 1 and tonumber(ARGV[at]) or 1
@@ -82,9 +86,14 @@ while e < count do
     for j = k + 1, n do
       local totals = KEYS[TOTALS + j]
       if apart then totals = totals .. ':hidden' end
-      if redis.call('ZINCRBY', totals, delta, member) == '0' then
+      local total = redis.call('ZINCRBY', totals, delta, member)
+      if total == '0' then
         redis.call('ZREM', totals, member)
         if j == n then redis.call('HDEL', data, member) end
+      end
+      if high and not apart then
+        local w, after = ARGV[A + j], tonumber(total)
+        high[w] = math.max(high[w] or after, after, after - tonumber(delta))
       end
     end
     grown = grown + math.abs(tonumber(delta))
@@ -94,6 +103,7 @@ while e < count do
 end
 if grown > 0 then redis.call('HINCRBY', board, 'abs_sum', grown) end
 gate(board)
+record_changes(board, 'write', high)
 local reply = { 0, 0, e }
 for i in pairs(too_late) do reply[#reply + 1] = i end
 reply[2] = now_us() - started
