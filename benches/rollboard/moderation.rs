@@ -6,13 +6,15 @@
 //! board hiding none (issue 51); the likes' ratio is reported (a board that hides
 //! someone writes through `write.lua`, not the lean `write_plain.lua`). A third board has a
 //! review gate (`above_rank` 10, its 100 highest members allowed): its single likes,
-//! each of which applies the gate, are ≥ 0.8× the open board's (issue 51).
+//! each of which applies the gate, are ≥ 0.8× the open board's (issue 51). A fourth board
+//! watches the top 10 of both windows: its single likes, each of which records the
+//! changes it makes to them, are ≥ 0.7× the open board's (issue 50).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use rollboard::{BoardConfig, Decision, Event, ModerationNote, ReviewPolicy, Rollboard};
+use rollboard::{BoardConfig, Decision, Event, ModerationNote, ReviewPolicy, Rollboard, Watch};
 
 use crate::load::{self, Load, MEMBERS, Spread};
 use crate::report::{Row, rate, thousands};
@@ -21,7 +23,8 @@ use crate::setup::Redis;
 const OPEN: &str = "bench-mod-open";
 const HIDING: &str = "bench-mod-hiding";
 const GATED: &str = "bench-mod-gated";
-const BOARDS: [&str; 3] = [OPEN, HIDING, GATED];
+const WATCHED: &str = "bench-mod-watched";
+const BOARDS: [&str; 4] = [OPEN, HIDING, GATED, WATCHED];
 const ALLOWED: usize = 100;
 const HIDDEN: usize = 1_000;
 const READERS: usize = 64;
@@ -61,13 +64,16 @@ pub async fn moderation(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
     let gate = Some(ReviewPolicy::new(10).unwrap());
     let config = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
     boards
-        .create(GATED, config.with_review(gate).unwrap())
+        .create(GATED, config.clone().with_review(gate).unwrap())
         .await
         .unwrap();
+    let watches = config.windows().iter().map(|w| Watch::new(*w, 10).unwrap());
+    let watched = config.with_watch(watches.collect()).unwrap();
+    boards.create(WATCHED, watched).await.unwrap();
 
     let (mut reads, mut likes) = (
         [Load::default(), Load::default()],
-        [Load::default(), Load::default(), Load::default()],
+        [(); 4].map(|_| Load::default()),
     );
     for round in 0..ROUNDS {
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
@@ -86,7 +92,11 @@ pub async fn moderation(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
             stop.store(true, Ordering::SeqCst);
             absorb(&mut reads[b], readers.await.unwrap());
         }
-        let order = if round % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
+        let order = if round % 2 == 0 {
+            [0, 1, 2, 3]
+        } else {
+            [3, 2, 1, 0]
+        };
         for b in order {
             let board = BOARDS[b];
             eprintln!("  round {}: single likes to {board} …", round + 1);
@@ -100,6 +110,7 @@ pub async fn moderation(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
         thousands(HIDDEN as f64)
     );
     let gated = format!("a 100k-member board with a review gate (top {ALLOWED} allowed)");
+    let watched = "a 100k-member board watching the top 10 of both windows";
     let row = |what: &str, unit: &str, loads: [&Load; 2], board: &str, target: Option<f64>| {
         let (open, hiding) = (loads[0].per_second(), loads[1].per_second());
         let ratio = hiding / open;
@@ -132,6 +143,13 @@ pub async fn moderation(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
             [&likes[0], &likes[2]],
             &gated,
             Some(0.8),
+        ),
+        row(
+            "single likes (16 connections, Zipf)",
+            "ev/s",
+            [&likes[0], &likes[3]],
+            watched,
+            Some(0.7),
         ),
     ]
 }

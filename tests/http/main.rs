@@ -8,6 +8,7 @@ mod api;
 mod auth;
 mod board_series;
 mod bulk;
+mod changes;
 mod clock;
 mod cluster;
 mod connections;
