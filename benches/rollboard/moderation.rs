@@ -68,7 +68,7 @@ pub async fn moderation(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
         .await
         .unwrap();
     let watches = config.windows().iter().map(|w| Watch::new(*w, 10).unwrap());
-    let watched = config.with_watch(watches.collect()).unwrap();
+    let watched = config.clone().with_watch(watches.collect()).unwrap();
     boards.create(WATCHED, watched).await.unwrap();
 
     let (mut reads, mut likes) = (
