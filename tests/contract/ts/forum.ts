@@ -3,7 +3,7 @@
 // ranks posts over 1 h and 24 h, a trending board by decayed score; then a counter, a
 // stat and a rate check; then a like on several boards at once, a write answering its
 // standing, member data, rate coverage, the bottom and reads by
-// share, bulk removal, hiding a member and the moderation log, a review gate, and the dashboard. Every answer is compared with exact values:
+// share, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes, and the dashboard. Every answer is compared with exact values:
 // any difference throws, and node exits non-zero.
 //
 // Run by scripts/contract: ROLLBOARD_ADMIN_TOKEN=<token> node ts-out/forum.js BASE_URL
@@ -16,6 +16,7 @@ import { client } from './ts-client/client.gen.js';
 import type { BoardPage, DecisionBody } from './ts-client/index.js';
 import {
   boardsAround,
+  boardsChanges,
   boardsDeleteMemberData,
   boardsGetMemberData,
   boardsHidden,
@@ -375,6 +376,29 @@ async function bottomAndShares(run: string): Promise<string> {
     [2, regular, 3],
   ];
   await page('top with the newcomer allowed', () => boardsTop({ path: { board: gate } }), allowed, gate);
+  // A watched top records who entered, and who passed whom, in order.
+  const watched = `watched-${run}`;
+  const watching = { slot: '1h', windows: ['1h'], watch: [{ window: '1h', top: 2 }] };
+  expectStatus('watched board', await boardsPut({ path: { board: watched }, body: watching }), 201);
+  const [first, second] = [`first-${run}`, `second-${run}`];
+  const entering = { events: [{ member: first, delta: 2 }, { member: second, delta: 1 }] };
+  expectStatus('watched likes', await boardsPostEvents({ path: { board: watched }, body: entering }), 200);
+  const passing = { events: [{ member: second, delta: 2 }] };
+  expectStatus('a like that passes', await boardsPostEvents({ path: { board: watched }, body: passing }), 200);
+  const changes = expectStatus('changes', await boardsChanges({ path: { board: watched } }), 200);
+  same(
+    'changes',
+    changes.changes.map((c) => [c.type, c.member, c.rank, c.score, c.from, c.to, c.passed, c.cause]),
+    [
+      ['entered', first, 1, 2, undefined, undefined, undefined, 'write'],
+      ['entered', second, 2, 1, undefined, undefined, undefined, 'write'],
+      ['moved', second, 1, 3, 2, 1, [first], 'write'],
+      ['moved', first, 2, 2, 1, 2, [second], 'write'],
+    ],
+  );
+  const after = changes.changes[1]?.id;
+  const later = expectStatus('changes after', await boardsChanges({ path: { board: watched }, query: { after, limit: 1 } }), 200);
+  same('changes after', later.changes.map((c) => c.member), [second]);
   return mod;
 }
 
@@ -931,10 +955,11 @@ async function main(): Promise<void> {
     [`week-${run}`, 'windowed'],
     [mod, 'windowed'],
     [`gate-${run}`, 'windowed'],
+    [`watched-${run}`, 'windowed'],
   ]);
 
   console.log(
-    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, hiding a member and the moderation log, a review gate, the dashboard`,
+    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes, the dashboard`,
   );
 }
 
