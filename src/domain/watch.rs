@@ -295,23 +295,23 @@ pub struct Changes {
 /// The most members a `moved` change lists as passed.
 pub const MAX_PASSED: usize = 10;
 
-/// A watched top N as a store keeps it between two changes: members in ranking order,
-/// each with its rank and total.
-pub type TopList = Vec<(String, u64, i64)>;
+/// A watched top N as a store keeps it between two changes: its entries in ranking
+/// order.
+pub type TopList = Vec<super::Entry>;
 
 /// The changes that take `window`'s top N from `old` to `new`, caused by `cause` at
 /// `at`, without their ids, in the order both stores record them: those that left (old
 /// order), then each member of `new` that entered or moved (new order). `score_now`
 /// gives the public total now of a member that left.
-pub fn diff_top(
-    old: &TopList,
-    new: &TopList,
+pub fn diff_top<'a>(
+    old: &'a TopList,
+    new: &'a TopList,
     mut score_now: impl FnMut(&str) -> i64,
     (window, cause, at): (Span, ChangeCause, i64),
 ) -> Vec<Change> {
     use std::collections::HashMap;
-    let before: HashMap<&str, u64> = old.iter().map(|(m, r, _)| (m.as_str(), *r)).collect();
-    let after: HashMap<&str, u64> = new.iter().map(|(m, r, _)| (m.as_str(), *r)).collect();
+    let ranks = |top: &'a TopList| top.iter().map(|e| (e.member.as_str(), e.rank)).collect();
+    let (before, after): (HashMap<&str, u64>, HashMap<&str, u64>) = (ranks(old), ranks(new));
     let rank_in = |ranks: &HashMap<&str, u64>, m: &str| ranks.get(m).copied().unwrap_or(u64::MAX);
     let change = |kind, member: &str, rank, score, from, passed| Change {
         id: String::new(),
@@ -327,49 +327,52 @@ pub fn diff_top(
         at,
     };
     let mut out = Vec::new();
-    for (member, rank, _) in old {
-        if !after.contains_key(member.as_str()) {
-            let score = score_now(member);
-            out.push(change(
+    for e in old {
+        if !after.contains_key(e.member.as_str()) {
+            let score = score_now(&e.member);
+            let left = change(
                 ChangeType::Left,
-                member,
+                &e.member,
                 None,
                 score,
-                Some(*rank),
+                Some(e.rank),
                 Vec::new(),
-            ));
+            );
+            out.push(left);
         }
     }
-    for (member, rank, score) in new {
+    for e in new {
+        let (member, rank, score) = (&e.member, e.rank, e.score);
         let Some(&was) = before.get(member.as_str()) else {
-            out.push(change(
+            let entered = change(
                 ChangeType::Entered,
                 member,
-                Some(*rank),
-                *score,
+                Some(rank),
+                score,
                 None,
                 Vec::new(),
-            ));
+            );
+            out.push(entered);
             continue;
         };
-        if was == *rank {
+        if was == rank {
             continue;
         }
         // Up: those it passed, in old order; down: those that passed it, in new order.
-        let up = *rank < was;
+        let up = rank < was;
         let (listed, other) = if up { (old, &after) } else { (new, &before) };
-        let mine = if up { (was, *rank) } else { (*rank, was) };
+        let mine = if up { (was, rank) } else { (rank, was) };
         let passed = listed
             .iter()
-            .filter(|(x, r, _)| *r < mine.0 && rank_in(other, x) > mine.1)
-            .map(|(x, _, _)| x.clone())
+            .filter(|x| x.rank < mine.0 && rank_in(other, &x.member) > mine.1)
+            .map(|x| x.member.clone())
             .take(MAX_PASSED)
             .collect();
         out.push(change(
             ChangeType::Moved,
             member,
-            Some(*rank),
-            *score,
+            Some(rank),
+            score,
             Some(was),
             passed,
         ));

@@ -1048,3 +1048,47 @@ async fn review_lists_a_boards_queue_and_decides_on_a_member() {
     use rollboard::ModerationAction::Allow;
     assert_eq!(seen, [(Allow, Some("mod:a")), (Allow, None)]);
 }
+
+#[tokio::test]
+async fn changes_prints_a_watched_tops_changes_after_the_last_one_seen() {
+    let redis = TestRedis::spawn().await;
+    let board = unique("clichanges");
+    let boards = Rollboard::redis(&redis.url).await.unwrap();
+    let hour = rollboard::Span::parse("1h").unwrap();
+    let watch = vec![rollboard::Watch::new(hour, 2).unwrap()];
+    let config = BoardConfig::parse("1h", &["1h"]).unwrap();
+    boards
+        .create(&board, config.with_watch(watch).unwrap())
+        .await
+        .unwrap();
+    let w = boards.windowed(&board);
+    for (member, delta) in [("post:1", 4), ("post:2", 2)] {
+        w.incr(member, delta, None).await.unwrap();
+    }
+    let out = rollboard(&["changes", &board], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seen: Vec<_> = lines
+        .iter()
+        .map(|c| (c["type"].clone(), c["member"].clone(), c["rank"].clone()))
+        .collect();
+    use serde_json::json;
+    assert_eq!(
+        seen,
+        [
+            (json!("entered"), json!("post:1"), json!(1)),
+            (json!("entered"), json!("post:2"), json!(2))
+        ]
+    );
+    // Nothing after the last one; a malformed id: one line, non-zero.
+    let last = lines[1]["id"].as_str().unwrap();
+    let out = rollboard(&["changes", &board, "--after", last], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    let out = rollboard(&["changes", &board, "--after", "x"], Some(&redis.url));
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("not a change id"), "{}", stderr(&out));
+}

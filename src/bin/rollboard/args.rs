@@ -54,6 +54,11 @@ pub enum Command {
     CleanCounters(CleanCountersArgs),
     /// Print a board's top N (a windowed or a trending board).
     Top(TopArgs),
+    /// Print the changes of a board's watched tops (who entered, left or moved), oldest
+    /// first, one JSON object per line, as `GET /v1/boards/{board}/changes` lists them.
+    ///
+    /// Run it again with --after the last id printed to get the changes since.
+    Changes(ChangesArgs),
     /// Print a rate key's counts over the last 5s, 5m, 5h, 5d, 180d (or --last).
     Rate(RateArgs),
     /// Import timestamped events (JSON lines or CSV) into a board, through the exact
@@ -551,6 +556,21 @@ pub struct RateArgs {
     /// Print the counts as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub store: ReadStoreArgs,
+}
+
+/// `changes` options.
+#[derive(Debug, Args)]
+pub struct ChangesArgs {
+    /// The board.
+    pub board: String,
+    /// The id of the last change seen (`<ms>-<n>`); from the oldest kept by default.
+    #[arg(long)]
+    pub after: Option<String>,
+    /// Changes to print, 1–1000.
+    #[arg(long, default_value_t = 100)]
+    pub limit: usize,
     #[command(flatten)]
     pub store: ReadStoreArgs,
 }

@@ -16,7 +16,7 @@ mod store;
 use jobs::{export, import, import_legacy, migrate};
 use maintenance::{clean_counters, recompute, relayout, remove_members, reshard, retire, trim};
 use moderation::{moderate, review};
-use reads::{rate, top};
+use reads::{changes, rate, top};
 use serve::serve;
 
 pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -25,6 +25,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Retire(args) => retire(args).await,
         Command::CleanCounters(args) => clean_counters(args).await,
         Command::Top(args) => top(args).await,
+        Command::Changes(args) => changes(args).await,
         Command::Rate(args) => rate(args).await,
         Command::Import(args) => import(args).await,
         Command::Export(args) => export(args).await,

@@ -1,12 +1,25 @@
-//! The read commands: `top` and `rate`.
+//! The read commands: `top`, `changes` and `rate`.
 
 use std::process::ExitCode;
 
 use rollboard::{BoardPage, Coverage, Order, ScoreBounds, Span, Timestamp};
 
-use crate::args::{RateArgs, TopArgs};
+use crate::args::{ChangesArgs, RateArgs, TopArgs};
 
 use super::store::open;
+
+pub(super) async fn changes(args: ChangesArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "changes").await?;
+    let board = boards.windowed(&args.board);
+    for change in board
+        .changes(args.after.as_deref(), args.limit)
+        .await?
+        .changes
+    {
+        println!("{}", serde_json::to_string(&change)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 pub(super) async fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
     let boards = open(&args.store, "top").await?;

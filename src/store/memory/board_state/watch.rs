@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::MemBoard;
-use crate::domain::{Change, ChangeCause, Span, Ties, TopList, diff_top, parse_log_id};
+use crate::domain::{Change, ChangeCause, Span, TopList, diff_top, parse_log_id, rank_prefix};
 use crate::error::{Error, Result};
 use crate::store::memory::stream::{Stream, id_text};
 
@@ -41,6 +41,7 @@ impl MemBoard {
         let now = self.review.now_ms();
         let at = at.unwrap_or(now as i64);
         let kept = config.changes_kept().unwrap_or_default();
+        let mut recorded = false;
         for (window, n) in watched {
             let Some(j) = config.window_index(window) else {
                 continue;
@@ -48,21 +49,11 @@ impl MemBoard {
             let Some(totals) = self.totals.get(j) else {
                 continue;
             };
-            let mut top: TopList = Vec::with_capacity(n);
-            let (mut group_rank, mut distinct, mut last) = (0, 0, None);
-            for (position, (score, member)) in totals.ranked_entries().take(n).enumerate() {
-                if last != Some(score) {
-                    group_rank = position as u64 + 1;
-                    distinct += 1;
-                    last = Some(score);
-                }
-                let rank = match config.ties() {
-                    Ties::Competition => group_rank,
-                    Ties::Dense => distinct,
-                    Ties::Position => position as u64 + 1,
-                };
-                top.push((member.to_owned(), rank, score));
-            }
+            let leaders = totals.ranked_entries().take(n);
+            let top: TopList = rank_prefix(
+                leaders.map(|(s, m)| (m.to_owned(), s)).collect(),
+                config.ties(),
+            );
             let old = self.watching.tops.remove(&window).unwrap_or_default();
             let changes = diff_top(
                 &old,
@@ -70,6 +61,7 @@ impl MemBoard {
                 |m| totals.get(m).unwrap_or(0),
                 (window, cause, at),
             );
+            recorded |= !changes.is_empty();
             for change in changes {
                 let id = |id| Change {
                     id: id_text(id),
@@ -77,13 +69,15 @@ impl MemBoard {
                 };
                 self.watching.log.push(at.max(0) as u64, id);
             }
-            self.watching.log.keep_newest(kept.keep() as usize);
-            self.watching
-                .log
-                .trim_before(now.saturating_sub(kept.keep_for().seconds() * 1000));
             if n > 0 {
                 self.watching.tops.insert(window, top);
             }
+        }
+        // As on Redis, trimmed when changes are recorded.
+        if recorded {
+            self.watching.log.keep_newest(kept.keep() as usize);
+            let expired = now.saturating_sub(kept.keep_for().seconds() * 1000);
+            self.watching.log.trim_before(expired);
         }
     }
 
