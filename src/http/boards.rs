@@ -544,7 +544,7 @@ pub struct ReshardBody {
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_busy`: a reshard of the board to another count, or another run, is under way; `board_changed`; `board_kind`: a trending board; `aggregate_unsupported`: a max, min or latest board (its shard count is fixed)", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`; `invalid_config`: a count outside 1–32, or dense ties with more than one shard", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`; `invalid_config`: a count outside 1–32, or dense ties, a watch or a review gate with more than one shard", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]

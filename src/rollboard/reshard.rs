@@ -4,7 +4,7 @@
 
 use super::Windowed;
 use crate::domain::{ReshardReport, sums_only};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 impl Windowed<'_> {
     /// Changes `board`'s shard count to `shards` (1 to 32; a sum board whose ties are not
@@ -13,11 +13,23 @@ impl Windowed<'_> {
     /// afterwards. A run cut short (an error, a crash) leaves the board exact and is
     /// finished by running it again with the same count; a run to another count, or a
     /// second run at once, is refused ([`Error::ReshardRunning`](crate::Error::ReshardRunning)).
+    /// A board that watches its top or has a review gate is not resharded
+    /// ([`Error::InvalidConfig`]): a sharded board can have neither.
     pub async fn reshard(self, shards: u32) -> Result<ReshardReport> {
         let store = &self.rb.inner.store;
         let clock = self.rb.inner.clock.as_ref();
         self.change_config(|b| async move {
             sums_only(&b, "reshard")?;
+            if shards > 1 && (!b.config.watch().is_empty() || b.config.review().is_some()) {
+                return Err(Error::InvalidConfig {
+                    reason: format!(
+                        "board {:?} watches its top or has a review gate, which a sharded \
+                         board cannot have: PUT its config without \"watch\" and \"review\" \
+                         first",
+                        b.name.as_str()
+                    ),
+                });
+            }
             store.reshard(&b, shards, clock).await
         })
         .await

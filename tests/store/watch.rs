@@ -349,6 +349,10 @@ async fn a_read_after_trimmed_changes_is_refused(h: Harness) {
     assert_eq!(err.code(), "invalid_query", "{err}");
     let err = b.changes(None, 0).await.unwrap_err();
     assert_eq!(err.code(), "invalid_query", "{err}");
+    // A watched board is not resharded: a sharded board cannot be watched.
+    let err = b.reshard(2).await.unwrap_err();
+    assert_eq!(err.code(), "invalid_config", "{err}");
+    assert!(err.to_string().contains("watches its top"), "{err}");
     // A board that cannot be watched says so.
     let sharded = BoardConfig::parse("1h", &WINDOWS)
         .unwrap()
