@@ -105,6 +105,7 @@ pub use rates::{Coverage, RateCounts, RateKey, RateTiers, RateWindow, Tier, Verd
 pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, RetirerStatus};
 pub use rollboard::MAX_CACHED_READS;
 pub use rollboard::bulk_remove::{BulkRemoved, MAX_BULK_REMOVE};
+pub use rollboard::changes::{CHANGES_POLL, MAX_CHANGES_LIMIT};
 pub use rollboard::counters::CleanReport;
 #[cfg(feature = "server")]
 pub use rollboard::dashboard_view::{

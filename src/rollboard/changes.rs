@@ -1,8 +1,14 @@
 //! A board's rank changes: who entered, left or moved in each watched top
-//! (docs/design.md, "Rank changes"), read after the last change a reader saw.
+//! (docs/design.md, "Rank changes"), read after the last change a reader saw, a page at
+//! a time or as a stream that follows them as they are recorded.
 
-use super::Windowed;
-use crate::domain::{Changes, parse_log_id};
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use futures_util::Stream;
+
+use super::{Rollboard, Windowed};
+use crate::domain::{Change, Changes, parse_log_id};
 use crate::error::{Error, Result};
 
 /// The most changes one read answers.
@@ -34,5 +40,62 @@ impl Windowed<'_> {
                 })
             })
             .await
+    }
+}
+
+/// How often a stream of changes reads the store again once it has read every change.
+pub const CHANGES_POLL: Duration = Duration::from_millis(250);
+
+impl Windowed<'_> {
+    /// Every change of the board's watched tops after `after` (from the oldest kept when
+    /// `None`), oldest first, as they are recorded: the store is read again every
+    /// `poll` once the stream has yielded every change read. A reader that resumes
+    /// after the last id it applied misses nothing. The stream ends after yielding an
+    /// error, but one that a store being unreachable causes
+    /// ([`Error::StoreUnavailable`], read again after `poll`): after
+    /// [`Error::ChangesTrimmed`], read the top again and start from the newest id.
+    pub fn change_stream(
+        self,
+        after: Option<String>,
+        poll: Duration,
+    ) -> impl Stream<Item = Result<Change>> + Send + 'static {
+        struct State {
+            rb: Rollboard,
+            board: String,
+            after: Option<String>,
+            ready: VecDeque<Change>,
+            ended: bool,
+        }
+        let state = State {
+            rb: self.rb.clone(),
+            board: self.board.to_owned(),
+            after,
+            ready: VecDeque::new(),
+            ended: false,
+        };
+        futures_util::stream::unfold(state, move |mut s| async move {
+            loop {
+                if s.ended {
+                    return None;
+                }
+                if let Some(change) = s.ready.pop_front() {
+                    s.after = Some(change.id.clone());
+                    return Some((Ok(change), s));
+                }
+                let read = s.rb.windowed(&s.board);
+                match read.changes(s.after.as_deref(), MAX_CHANGES_LIMIT).await {
+                    Ok(page) if page.changes.is_empty() => tokio::time::sleep(poll).await,
+                    Ok(page) => s.ready.extend(page.changes),
+                    Err(e @ Error::StoreUnavailable(_)) => {
+                        tokio::time::sleep(poll).await;
+                        return Some((Err(e), s));
+                    }
+                    Err(e) => {
+                        s.ended = true;
+                        return Some((Err(e), s));
+                    }
+                }
+            }
+        })
     }
 }

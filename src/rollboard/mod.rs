@@ -35,7 +35,7 @@ mod any_board;
 mod boards;
 pub(crate) mod bulk_remove;
 mod cache;
-mod changes;
+pub(crate) mod changes;
 mod coalesce;
 mod default_board;
 mod handles;

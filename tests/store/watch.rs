@@ -6,7 +6,8 @@
 //! ranks included (ties by competition, dense or position), with nothing missing,
 //! repeated or out of order. One scripted run checks every field of the changes a few
 //! writes, a retirement, a hide and a watch change record, and a board keeping few
-//! changes refuses a read after one it trimmed.
+//! changes refuses a read after one it trimmed. A stream of changes follows them as they
+//! are recorded, and resumes after an id.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +25,7 @@ on_every_store!(
     replaying_the_changes_rebuilds_every_watched_top_by_position_under_a_gate,
     each_change_says_who_moved_where_why_and_who_passed_whom,
     a_read_after_trimmed_changes_is_refused,
+    a_change_stream_follows_the_changes_as_they_are_recorded,
 );
 
 /// A reader's copy of the watched tops: per window, member → rank.
@@ -370,4 +372,56 @@ async fn a_read_after_trimmed_changes_is_refused(h: Harness) {
         err.to_string().contains("not one of the board's windows"),
         "{err}"
     );
+}
+
+async fn a_change_stream_follows_the_changes_as_they_are_recorded(h: Harness) {
+    use futures_util::StreamExt;
+    let hour = Span::parse("1h").unwrap();
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_watch(vec![Watch::new(hour, 2).unwrap()])
+        .unwrap();
+    let board = unique("streamed");
+    h.boards.create(&board, config).await.unwrap();
+    let b = h.boards.windowed(&board);
+    b.incr("a", 2, None).await.unwrap();
+    let poll = std::time::Duration::from_millis(5);
+    let mut stream = Box::pin(b.change_stream(None, poll));
+    let first = stream.next().await.unwrap().unwrap();
+    assert_eq!(
+        (first.kind, first.member.as_str(), first.rank),
+        (ChangeType::Entered, "a", Some(1))
+    );
+    // Nothing more yet: the stream waits, then yields what a later write records.
+    let waiting = tokio::time::timeout(std::time::Duration::from_millis(50), stream.next()).await;
+    assert!(waiting.is_err(), "{waiting:?}");
+    b.incr("b", 3, None).await.unwrap();
+    let mut next = Vec::new();
+    for _ in 0..2 {
+        let c = stream.next().await.unwrap().unwrap();
+        next.push((c.kind, c.member, c.rank));
+    }
+    assert_eq!(
+        next,
+        [
+            (ChangeType::Entered, "b".to_owned(), Some(1)),
+            (ChangeType::Moved, "a".to_owned(), Some(2))
+        ]
+    );
+    // A stream resumed after the first change yields the same two.
+    let mut resumed = Box::pin(b.change_stream(Some(first.id.clone()), poll));
+    let again = resumed.next().await.unwrap().unwrap();
+    assert_eq!(
+        (again.kind, again.member.as_str()),
+        (ChangeType::Entered, "b")
+    );
+    // A stream of a board that does not exist yields the error and ends.
+    let mut missing = Box::pin(
+        h.boards
+            .windowed(&unique("nowhere"))
+            .change_stream(None, poll),
+    );
+    let err = missing.next().await.unwrap().unwrap_err();
+    assert_eq!(err.code(), "board_not_found", "{err}");
+    assert!(missing.next().await.is_none());
 }
