@@ -107,6 +107,10 @@ fn describe() {
         "Review webhook POSTs (members a review gate held) by outcome: delivered or failed"
     );
     describe_counter!(
+        "rollboard_changes_webhook_total",
+        "Changes webhook POSTs (changes of watched tops) by outcome: delivered or failed"
+    );
+    describe_counter!(
         "rollboard_connection_cap_reached_total",
         "Times the HTTP server reached its connection cap (max_connections)"
     );
@@ -177,6 +181,7 @@ fn register() {
     for outcome in ["delivered", "failed"] {
         metrics::counter!("rollboard_snapshot_webhook_total", "outcome" => outcome).increment(0);
         metrics::counter!("rollboard_review_webhook_total", "outcome" => outcome).increment(0);
+        metrics::counter!("rollboard_changes_webhook_total", "outcome" => outcome).increment(0);
     }
     for outcome in ["allowed", "denied"] {
         metrics::counter!("rollboard_rate_checks_total", "outcome" => outcome).increment(0);
@@ -249,6 +254,11 @@ pub fn snapshot_webhook(outcome: &'static str) {
 /// Counts review webhook POSTs by outcome (`delivered`, `failed`).
 pub fn review_webhook(outcome: &'static str) {
     metrics::counter!("rollboard_review_webhook_total", "outcome" => outcome).increment(1);
+}
+
+/// Counts changes webhook POSTs by outcome (`delivered`, `failed`).
+pub fn changes_webhook(outcome: &'static str) {
+    metrics::counter!("rollboard_changes_webhook_total", "outcome" => outcome).increment(1);
 }
 
 /// Counts the times the HTTP server reached its connection cap (`max_connections`).

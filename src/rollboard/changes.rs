@@ -43,6 +43,20 @@ impl Windowed<'_> {
     }
 }
 
+impl Windowed<'_> {
+    /// The id of the newest change the changes webhook delivered (in any process),
+    /// `None` before the first; with `delivered`, first records that the changes through
+    /// that id were delivered (the cursor never moves back).
+    pub async fn changes_cursor(self, delivered: Option<&str>) -> Result<Option<String>> {
+        let store = &self.rb.inner.store;
+        self.rb
+            .on_board(self.board, |b| async move {
+                store.changes_cursor(&b, delivered).await
+            })
+            .await
+    }
+}
+
 /// How often a stream of changes reads the store again once it has read every change.
 pub const CHANGES_POLL: Duration = Duration::from_millis(250);
 

@@ -1,11 +1,11 @@
 //! The webhooks' feeds (see `webhook.rs`): every period snapshot of the boards that take
-//! them, one stream per window; and every member a board's review gate holds, one stream
-//! per gated board.
+//! them, one stream per window; every member a board's review gate holds, one stream per
+//! gated board; and every change of a board's watched tops, one stream per watched board.
 
 use serde::Serialize;
 
 use super::webhook::{BATCH, Feed};
-use crate::{Board, BoardName, HeldEvent, Rollboard, Snapshot, SnapshotRange, Span};
+use crate::{Board, BoardName, Change, Error, HeldEvent, Rollboard, Snapshot, SnapshotRange, Span};
 
 /// The snapshot webhook's: a snapshot with its board, `{"board","window","boundary",
 /// "taken_ms","entries":[{"rank","member","score"}…]}`; its `Idempotency-Key` is
@@ -124,6 +124,66 @@ impl Feed for Held {
 
     fn count(outcome: &'static str) {
         crate::metrics::review_webhook(outcome);
+    }
+}
+
+/// The changes webhook's: a change of a board's watched tops with its board,
+/// `{"board","id","type","member","window","rank","score",…}` (as `GET …/changes` lists
+/// it); its `Idempotency-Key` is `<board>:<id>`.
+pub(super) struct Changes;
+
+/// What is POSTed: the change and its board.
+#[derive(Serialize)]
+struct ChangeDelivery<'a> {
+    board: &'a BoardName,
+    #[serde(flatten)]
+    change: &'a Change,
+}
+
+impl Feed for Changes {
+    type Event = Change;
+    const NAME: &'static str = "changes webhook";
+
+    fn streams(board: &Board) -> Vec<Option<Span>> {
+        match board.config.watch() {
+            [] => Vec::new(),
+            _ => vec![None],
+        }
+    }
+
+    async fn due(rb: &Rollboard, board: &BoardName, _: Option<Span>) -> crate::Result<Vec<Change>> {
+        let board = rb.windowed(board.as_str());
+        let cursor = board.changes_cursor(None).await?;
+        match board.changes(cursor.as_deref(), BATCH).await {
+            Ok(page) => Ok(page.changes),
+            // Trimmed before they were delivered: lost to the webhook; on from the oldest
+            // kept.
+            Err(Error::ChangesTrimmed { .. }) => Ok(board.changes(None, BATCH).await?.changes),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn delivered(
+        rb: &Rollboard,
+        board: &BoardName,
+        _: Option<Span>,
+        change: &Change,
+    ) -> crate::Result<()> {
+        let board = rb.windowed(board.as_str());
+        board.changes_cursor(Some(&change.id)).await?;
+        Ok(())
+    }
+
+    fn idempotency_key(board: &BoardName, change: &Change) -> String {
+        format!("{board}:{}", change.id)
+    }
+
+    fn body(board: &BoardName, change: &Change) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(&ChangeDelivery { board, change })
+    }
+
+    fn count(outcome: &'static str) {
+        crate::metrics::changes_webhook(outcome);
     }
 }
 

@@ -170,6 +170,10 @@ fn needs_restart(running: &ServiceConfig, read: &ServiceConfig) -> Vec<&'static 
             "review_webhook",
             running.review_webhook == read.review_webhook,
         ),
+        (
+            "changes_webhook",
+            running.changes_webhook == read.changes_webhook,
+        ),
     ]
     .into_iter()
     .filter_map(|(name, same)| (!same).then_some(name))

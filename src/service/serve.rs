@@ -106,6 +106,10 @@ pub async fn run_reloading(
         .review_webhook
         .clone()
         .map(|options| super::webhook::spawn::<super::feeds::Held>(boards.clone(), options));
+    let changes_webhook = config
+        .changes_webhook
+        .clone()
+        .map(|options| super::webhook::spawn::<super::feeds::Changes>(boards.clone(), options));
 
     let stats = boards.clone();
     let reload_boards = boards.clone();
@@ -165,7 +169,10 @@ pub async fn run_reloading(
         task.abort();
     }
     // A POST cut short leaves its event's cursor: another attempt delivers it.
-    for webhook in [snapshot_webhook, review_webhook].into_iter().flatten() {
+    for webhook in [snapshot_webhook, review_webhook, changes_webhook]
+        .into_iter()
+        .flatten()
+    {
         webhook.abort();
     }
     tracing::info!("stopped");

@@ -1,6 +1,8 @@
 //! The webhooks: what a feed produces per board, POSTed as JSON to the configured URL,
-//! delivered at least once. Two feeds (`feeds.rs`): every period snapshot
-//! (`snapshot_webhook`) and every member a review gate holds (`review_webhook`).
+//! delivered at least once. Three feeds (`feeds.rs`): every period snapshot
+//! (`snapshot_webhook`), every member a review gate holds (`review_webhook`) and every
+//! change of a watched top (`changes_webhook`). With `webhook_secret` set, each POST
+//! carries `Rollboard-Signature: sha256=<hex HMAC-SHA256 of the body under the secret>`.
 //!
 //! Each replica runs one deliverer per configured webhook. Every `poll_every` it reads,
 //! for every board the feed follows (the list of boards is re-read every
@@ -80,6 +82,8 @@ pub struct WebhookOptions {
     /// How often the list of boards (and their options) is read again (default
     /// 30 s; at once after a board is created, changed or dropped through this process).
     pub relist_every: Duration,
+    /// The secret each POST's body is signed with (`Rollboard-Signature`); none: unsigned.
+    pub secret: Option<String>,
 }
 
 impl WebhookOptions {
@@ -100,6 +104,7 @@ impl WebhookOptions {
             retry_max: Duration::from_secs(300),
             poll_every: Duration::from_secs(1),
             relist_every: Duration::from_secs(30),
+            secret: None,
         })
     }
 }
@@ -215,11 +220,13 @@ impl<F: Feed> Deliverer<F> {
     /// POSTs one event; `Ok` on a 2xx answer.
     async fn post(&self, board: &BoardName, event: &F::Event) -> Result<(), String> {
         let body = F::body(board, event).map_err(|e| e.to_string())?;
-        let request = Request::post(self.options.url.clone())
+        let mut request = Request::post(self.options.url.clone())
             .header(header::CONTENT_TYPE, "application/json")
-            .header("Idempotency-Key", F::idempotency_key(board, event))
-            .body(Body::from(body))
-            .map_err(|e| e.to_string())?;
+            .header("Idempotency-Key", F::idempotency_key(board, event));
+        if let Some(secret) = &self.options.secret {
+            request = request.header("Rollboard-Signature", signature(secret, &body));
+        }
+        let request = request.body(Body::from(body)).map_err(|e| e.to_string())?;
         let answer = tokio::time::timeout(self.options.timeout, self.client.request(request))
             .await
             .map_err(|_| format!("no answer within {:?}", self.options.timeout))
@@ -238,6 +245,15 @@ impl<F: Feed> Deliverer<F> {
         });
         answer
     }
+}
+
+/// The `Rollboard-Signature` of `body` under `secret`: `sha256=` and the HMAC-SHA256,
+/// in lowercase hex.
+pub fn signature(secret: &str, body: &[u8]) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
+    let tag = ring::hmac::sign(&key, body);
+    let hex: String = tag.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256={hex}")
 }
 
 /// The wait after `failures` failures in a row: `retry_min · 2^(failures − 1)`, at most
@@ -260,6 +276,16 @@ mod tests {
         for bad in ["https://example.com/", "ftp://x/", "/hook", "not a url"] {
             assert!(WebhookOptions::new(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_signature_is_the_hmac_sha256_of_the_body_in_hex() {
+        // RFC 4231, test case 2.
+        let body = b"what do ya want for nothing?";
+        assert_eq!(
+            signature("Jefe", body),
+            "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 
     #[test]

@@ -220,6 +220,15 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<Change>>;
 
+    /// The id of the newest change the changes webhook delivered (in any process), `None`
+    /// before the first; with `delivered`, first records that the changes through that id
+    /// were delivered (the cursor never moves back).
+    async fn changes_cursor(
+        &self,
+        board: &Board,
+        delivered: Option<&str>,
+    ) -> Result<Option<String>>;
+
     /// Sets the board's pins (the members its top's first page shows at their
     /// positions) under a new version, so every cached copy reloads: the board as stored
     /// now. [`Error::BoardChanged`](crate::Error::BoardChanged) when `board` is not the

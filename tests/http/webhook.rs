@@ -2,12 +2,12 @@
 //! snapshot arrives with its body and `Idempotency-Key`; a receiver failing the first
 //! attempts still gets it; two replicas deliver each at least once with the same key;
 //! snapshots appended by a process that then died are delivered by another. The review
-//! webhook likewise delivers each member a review gate holds, once per hold.
+//! webhook likewise delivers each member a review gate holds, once per hold, and the
+//! changes webhook each change of a watched top, in order, signed with the webhook secret.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use rollboard::service::{ServiceConfig, WebhookOptions};
@@ -21,6 +21,9 @@ use crate::support::{START, TestApp, TestRedis, clock, spawn_app_with, unique};
 struct Attempt {
     key: String,
     body: Value,
+    /// The body as sent, and its `Rollboard-Signature` header.
+    raw: Vec<u8>,
+    signature: Option<String>,
     accepted: bool,
 }
 
@@ -64,8 +67,12 @@ impl Receiver {
 async fn hook(
     State(receiver): State<Receiver>,
     headers: HeaderMap,
-    Json(body): Json<Value>,
+    raw: axum::body::Bytes,
 ) -> StatusCode {
+    let body: Value = serde_json::from_slice(&raw).unwrap();
+    let signature = headers
+        .get("rollboard-signature")
+        .map(|v| v.to_str().unwrap().to_owned());
     let key = headers
         .get("idempotency-key")
         .map(|v| v.to_str().unwrap().to_owned())
@@ -82,6 +89,8 @@ async fn hook(
     receiver.attempts.lock().unwrap().push(Attempt {
         key,
         body,
+        raw: raw.to_vec(),
+        signature,
         accepted,
     });
     if accepted {
@@ -363,4 +372,74 @@ async fn each_member_a_review_gate_holds_arrives_once_per_hold_even_after_failed
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(receiver.keys().len(), 2);
+}
+
+#[tokio::test]
+async fn each_change_of_a_watched_top_arrives_in_order_signed_with_the_secret() {
+    let (url, receiver) = receiver(1).await;
+    let redis = Arc::new(TestRedis::start().await);
+    let secret = "s3cret";
+    let config = ServiceConfig {
+        changes_webhook: Some(WebhookOptions {
+            secret: Some(secret.into()),
+            ..options(&url, Duration::from_secs(30))
+        }),
+        ..ServiceConfig::default()
+    };
+    let app = spawn_app_with(redis.clone(), clock(), config).await;
+    let b = unique("moves");
+    let watched = json!({"slot": "1h", "windows": ["1h"], "watch": [{"window": "1h", "top": 2}]});
+    let created = app.put(&format!("/v1/boards/{b}"), watched).await;
+    assert_eq!(created.status.as_u16(), 201, "{:?}", created.body);
+    for (member, delta) in [("a", 2), ("b", 1), ("b", 2)] {
+        let event = json!({"member": member, "delta": delta});
+        let written = app.post(&format!("/v1/boards/{b}/events"), event).await;
+        assert_eq!(written.status.as_u16(), 200, "{:?}", written.body);
+    }
+    let keys = receiver.wait_keys(4).await;
+    let accepted = receiver.accepted();
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
+    let mut seen = Vec::new();
+    for attempt in &accepted {
+        let body = &attempt.body;
+        assert_eq!(attempt.key, format!("{b}:{}", body["id"].as_str().unwrap()));
+        let hex = attempt
+            .signature
+            .as_deref()
+            .unwrap()
+            .strip_prefix("sha256=")
+            .unwrap();
+        let tag: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        ring::hmac::verify(&key, &attempt.raw, &tag).expect("the signature of the body");
+        assert_eq!(body["board"], json!(b));
+        seen.push((
+            body["type"].clone(),
+            body["member"].clone(),
+            body["rank"].clone(),
+        ));
+    }
+    // In order (the first attempt failed and was retried), each once.
+    assert_eq!(
+        seen,
+        [
+            (json!("entered"), json!("a"), json!(1)),
+            (json!("entered"), json!("b"), json!(2)),
+            (json!("moved"), json!("b"), json!(1)),
+            (json!("moved"), json!("a"), json!(2)),
+        ]
+    );
+    assert_eq!(keys.len(), 4);
+    let mut raw = redis.raw().await;
+    let cursor: Option<String> = redis::cmd("GET")
+        .arg(format!("board_{{{b}}}:changes_sent"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(
+        cursor.as_deref(),
+        accepted.last().unwrap().body["id"].as_str()
+    );
 }

@@ -29,6 +29,7 @@ use clap::{Args, Parser, Subcommand};
         ROLLBOARD_WRITE_TOKEN   bearer token required to post events (empty counts as unset)\n  \
         ROLLBOARD_ADMIN_TOKEN   bearer token required to create and drop boards and remove members\n                          \
         (empty counts as unset)\n  \
+        ROLLBOARD_WEBHOOK_SECRET  signs every webhook POST (Rollboard-Signature: sha256=<HMAC of the body>)\n  \
         RUST_LOG                log filter (default: log_level of serve's config file, else info for serve,\n                          \
         warn otherwise)"
 )]
@@ -512,6 +513,10 @@ pub struct ServeArgs {
     /// JSON, with an Idempotency-Key header), at least once.
     #[arg(long, env = "ROLLBOARD_REVIEW_WEBHOOK")]
     pub review_webhook: Option<String>,
+    /// An http:// URL that receives every change of a board's watched tops (POST, JSON,
+    /// with an Idempotency-Key header), at least once.
+    #[arg(long, env = "ROLLBOARD_CHANGES_WEBHOOK_URL")]
+    pub changes_webhook: Option<String>,
     /// Log lines as text or json (one object a line) [default: text].
     #[arg(long, env = "ROLLBOARD_LOG_FORMAT", value_name = "FORMAT")]
     pub log_format: Option<rollboard::service::LogFormat>,

@@ -116,6 +116,12 @@ pub struct ConfigLayer {
     /// An `http://` URL that receives every member a review gate holds:
     /// `review_webhook`, `--review-webhook` / `ROLLBOARD_REVIEW_WEBHOOK`.
     pub review_webhook: Option<String>,
+    /// An `http://` URL that receives every change of a watched top: `changes_webhook`,
+    /// `--changes-webhook` / `ROLLBOARD_CHANGES_WEBHOOK_URL`.
+    pub changes_webhook: Option<String>,
+    /// The secret every webhook POST is signed with: `webhook_secret`,
+    /// `ROLLBOARD_WEBHOOK_SECRET`.
+    pub webhook_secret: Option<String>,
     /// Log lines as text or JSON: `log_format`, `--log-format` / `ROLLBOARD_LOG_FORMAT`.
     pub log_format: Option<LogFormat>,
     /// What is logged, as `RUST_LOG` directives (`"info"`, `"warn,rollboard=debug"`):

@@ -45,6 +45,10 @@
 //!                                           # every period snapshot (POST, JSON)
 //! review_webhook = "http://10.0.0.5/held"   # or ROLLBOARD_REVIEW_WEBHOOK: receives every
 //!                                           # member a review gate holds (POST, JSON)
+//! changes_webhook = "http://10.0.0.5/moves" # or ROLLBOARD_CHANGES_WEBHOOK_URL: receives
+//!                                           # every change of a watched top (POST, JSON)
+//! webhook_secret = "…"                      # or ROLLBOARD_WEBHOOK_SECRET: signs every
+//!                                           # webhook POST (Rollboard-Signature)
 //! log_format = "text"                       # or ROLLBOARD_LOG_FORMAT: text or json
 //! log_level = "info"                        # what is logged (RUST_LOG wins when set)
 //! access_log = false                        # or ROLLBOARD_ACCESS_LOG: a line a request
@@ -130,6 +134,8 @@ pub struct ServiceConfig {
     pub snapshot_webhook: Option<WebhookOptions>,
     /// Where the members a review gate holds are POSTed, if anywhere.
     pub review_webhook: Option<WebhookOptions>,
+    /// Where the changes of watched tops are POSTed, if anywhere.
+    pub changes_webhook: Option<WebhookOptions>,
     /// How log lines are written (default text).
     pub log_format: LogFormat,
     /// What is logged, as `RUST_LOG` directives (`RUST_LOG` wins when set); `None`: the
@@ -165,6 +171,7 @@ impl Default for ServiceConfig {
             legacy: Vec::new(),
             snapshot_webhook: None,
             review_webhook: None,
+            changes_webhook: None,
             log_format: LogFormat::Text,
             log_level: None,
             access_log: false,
@@ -314,11 +321,18 @@ impl ServiceConfig {
                     .into(),
             ));
         }
+        let secret = non_empty(overrides.webhook_secret).or(non_empty(file.webhook_secret));
         let webhook = |setting: &str, over: Option<String>, file: Option<String>| {
             non_empty(over)
                 .or(non_empty(file))
                 .map(|url| WebhookOptions::new(url.trim()))
                 .transpose()
+                .map(|o| {
+                    o.map(|o| WebhookOptions {
+                        secret: secret.clone(),
+                        ..o
+                    })
+                })
                 .map_err(|e| ConfigError(format!("{setting} {e}")))
         };
         let snapshot_webhook = webhook(
@@ -330,6 +344,11 @@ impl ServiceConfig {
             "review_webhook",
             overrides.review_webhook,
             file.review_webhook,
+        )?;
+        let changes_webhook = webhook(
+            "changes_webhook",
+            overrides.changes_webhook,
+            file.changes_webhook,
         )?;
         let cors_origins: Vec<String> = overrides
             .cors_origins
@@ -389,6 +408,7 @@ impl ServiceConfig {
             legacy,
             snapshot_webhook,
             review_webhook,
+            changes_webhook,
             log_format: overrides.log_format.or(file.log_format).unwrap_or_default(),
             log_level,
             access_log: overrides.access_log.or(file.access_log).unwrap_or(false),

@@ -346,6 +346,14 @@ impl Store for MemoryStore {
         self.with_board(board, |b| b.changes(after, limit))?
     }
 
+    async fn changes_cursor(
+        &self,
+        board: &Board,
+        delivered: Option<&str>,
+    ) -> Result<Option<String>> {
+        self.with_board(board, |b| b.changes_cursor(delivered))
+    }
+
     async fn set_member_data(
         &self,
         board: &Board,

@@ -73,3 +73,12 @@ impl<T, const CAP: usize> Stream<T, CAP> {
 pub(super) fn id_text((ms, n): Id) -> String {
     format!("{ms}-{n}")
 }
+
+/// A delivery cursor (a webhook's, kept in the store): first moved up to `delivered`
+/// when given (it never moves back), then answered as text.
+pub(super) fn advance(cursor: &mut Option<Id>, delivered: Option<&str>) -> Option<String> {
+    if let Some(id) = delivered.and_then(|id| crate::domain::parse_log_id(id).ok()) {
+        *cursor = (*cursor).max(Some(id));
+    }
+    cursor.map(id_text)
+}

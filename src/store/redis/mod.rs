@@ -390,6 +390,14 @@ impl Store for RedisStore {
         sums::changes::changes(&self.conn, board, after, limit).await
     }
 
+    async fn changes_cursor(
+        &self,
+        board: &Board,
+        delivered: Option<&str>,
+    ) -> Result<Option<String>> {
+        sums::changes::changes_cursor(&self.conn, board, delivered).await
+    }
+
     async fn set_member_data(
         &self,
         board: &Board,

@@ -321,6 +321,14 @@ impl Store for ShardedStore {
         self.inner.changes(board, after, limit).await
     }
 
+    async fn changes_cursor(
+        &self,
+        board: &Board,
+        delivered: Option<&str>,
+    ) -> Result<Option<String>> {
+        self.inner.changes_cursor(board, delivered).await
+    }
+
     async fn set_member_data(
         &self,
         board: &Board,

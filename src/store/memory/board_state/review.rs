@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use super::MemBoard;
 use crate::domain::{Decision, HeldEvent, HeldMember, Member, Ties, Timestamp, parse_log_id};
-use crate::store::memory::stream::{Id, Stream, id_text};
+use crate::store::memory::stream::{Id, Stream, advance, id_text};
 
 /// How many held events a board keeps (as Redis's `board_{b}:held`, at least).
 const HELD_KEPT: usize = 10_000;
@@ -101,10 +101,7 @@ impl MemBoard {
 
     /// The review webhook's cursor, first moved up to `delivered` when given.
     pub fn held_cursor(&mut self, delivered: Option<&str>) -> Option<String> {
-        if let Some(id) = delivered.and_then(|id| parse_log_id(id).ok()) {
-            self.review.cursor = self.review.cursor.max(Some(id));
-        }
-        self.review.cursor.map(id_text)
+        advance(&mut self.review.cursor, delivered)
     }
 
     /// The members the gate holds, with their totals and would-be ranks in `window`.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::MemBoard;
 use crate::domain::{Change, ChangeCause, Span, TopList, diff_top, parse_log_id, rank_prefix};
 use crate::error::{Error, Result};
-use crate::store::memory::stream::{Stream, id_text};
+use crate::store::memory::stream::{Id, Stream, advance, id_text};
 
 /// Each watched window's top as last recorded, and the changes.
 #[derive(Debug, Default)]
@@ -18,6 +18,8 @@ pub(super) struct Watching {
     /// The changes, capped by the board's `changes` option (as Redis's
     /// `board_{b}:changes`).
     log: Stream<Change, { usize::MAX }>,
+    /// The newest change the changes webhook delivered.
+    cursor: Option<Id>,
 }
 
 impl MemBoard {
@@ -79,6 +81,11 @@ impl MemBoard {
             let expired = now.saturating_sub(kept.keep_for().seconds() * 1000);
             self.watching.log.trim_before(expired);
         }
+    }
+
+    /// The changes webhook's cursor, first moved up to `delivered` when given.
+    pub fn changes_cursor(&mut self, delivered: Option<&str>) -> Option<String> {
+        advance(&mut self.watching.cursor, delivered)
     }
 
     /// Up to `limit` changes after `after` (from the oldest kept when `None`).

@@ -65,12 +65,21 @@ impl Keys {
     /// `<totals>:hidden` beside each window's totals: their totals (`hide.lua`); then the
     /// review gate's (`lua/review.lua`): `board_{<board>}:allowed`, `:bars`, `:held` (the
     /// members it held, a stream) and `:held_sent` (the review webhook's cursor); then the
-    /// watched tops' (`lua/watch.lua`): `:watch` and `:changes` (see [`changes`](Self::changes)).
+    /// watched tops' (`lua/watch.lua`): `:watch`, `:changes` (see [`changes`](Self::changes))
+    /// and `:changes_sent` (the changes webhook's cursor).
     pub(crate) fn hidden(&self, name: &BoardName, windows: &[Span]) -> Vec<String> {
         let totals = self.all_totals(name, windows).into_iter();
         let record = self.record(name);
-        let review = ["allowed", "bars", "held", "held_sent", "watch", "changes"]
-            .map(|k| format!("{record}:{k}"));
+        let review = [
+            "allowed",
+            "bars",
+            "held",
+            "held_sent",
+            "watch",
+            "changes",
+            "changes_sent",
+        ]
+        .map(|k| format!("{record}:{k}"));
         totals
             .chain([record.clone()])
             .map(|key| format!("{key}:hidden"))

@@ -1,5 +1,6 @@
 //! Watched tops on Redis (`lua/watch.lua`; docs/design.md, "Rank changes"): setting
-//! them (`watch_set.lua`) and reading the stream of their changes (`changes_read.lua`).
+//! them (`watch_set.lua`), reading the stream of their changes (`changes_read.lua`), and
+//! the changes webhook's cursor.
 
 use redis::Value;
 
@@ -113,4 +114,14 @@ fn passed(mut text: &str) -> Option<Vec<String>> {
         text = &rest[len..];
     }
     Some(members)
+}
+
+/// The changes webhook's cursor of the board (`board_{b}:changes_sent`), first moved up
+/// to `delivered` when given.
+pub(crate) async fn changes_cursor(
+    conn: &RedisConn,
+    board: &Board,
+    delivered: Option<&str>,
+) -> Result<Option<String>> {
+    super::review::cursor(conn, board, "changes_sent", delivered).await
 }

@@ -1,7 +1,7 @@
 //! The review gate on Redis (`lua/review.lua`; docs/design.md, "Review gate"): setting
 //! it (`review_set.lua`), a moderator's decision (`review_decide.lua`), the members it
 //! holds (`read_hidden.lua`), and the stream of the members it held with the review
-//! webhook's cursor (`board_{b}:held`, `held_delivered.lua`).
+//! webhook's cursor (`board_{b}:held`, `cursor_delivered.lua`).
 
 use crate::domain::board::{Board, WindowAt};
 use crate::domain::{Decision, HeldEvent, HeldMember, Member};
@@ -91,17 +91,27 @@ pub(crate) async fn held_events(
         .collect()
 }
 
-/// The review webhook's cursor of the board (`held_delivered.lua`), first moved up to
-/// `delivered` when given.
+/// The review webhook's cursor of the board (`cursor_delivered.lua` on
+/// `board_{b}:held_sent`), first moved up to `delivered` when given.
 pub(crate) async fn held_cursor(
     conn: &RedisConn,
     board: &Board,
     delivered: Option<&str>,
 ) -> Result<Option<String>> {
-    let mut invocation = conn
-        .scripts()
-        .held_delivered
-        .key(conn.keys().record(&board.name));
+    cursor(conn, board, "held_sent", delivered).await
+}
+
+/// A webhook's cursor of a board's stream, `board_{b}:<name>` (`cursor_delivered.lua`),
+/// first moved up to `delivered` when given.
+pub(crate) async fn cursor(
+    conn: &RedisConn,
+    board: &Board,
+    name: &str,
+    delivered: Option<&str>,
+) -> Result<Option<String>> {
+    let record = conn.keys().record(&board.name);
+    let mut invocation = conn.scripts().cursor_delivered.key(&record);
+    invocation.key(format!("{record}:{name}"));
     invocation.arg(board.version).arg(delivered.unwrap_or(""));
     // Idempotent: the cursor never moves back.
     let cursor: Option<String> = conn
