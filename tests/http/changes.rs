@@ -164,3 +164,116 @@ async fn a_board_that_cannot_be_watched_says_so() {
         assert!(message.contains(says), "{says}: {message}");
     }
 }
+
+/// The events of a Server-Sent Events answer, read as they come: (id, event, data).
+struct Events {
+    answer: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    /// The next event (comments, such as keep-alives, skipped); fails after 5 s.
+    async fn next(&mut self) -> (String, String, Value) {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    let prefix = format!("{name}: ");
+                    block
+                        .lines()
+                        .find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))
+                };
+                if let Some(data) = field("data") {
+                    let id = field("id").unwrap_or_default();
+                    let event = field("event").unwrap_or_default();
+                    return (id, event, serde_json::from_str(&data).unwrap());
+                }
+                continue;
+            }
+            let chunk =
+                tokio::time::timeout(std::time::Duration::from_secs(5), self.answer.chunk());
+            let chunk = chunk
+                .await
+                .expect("an event within 5 s")
+                .unwrap()
+                .expect("more of the stream");
+            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_event_source_follows_the_changes_and_resumes_after_the_last_one() {
+    let app = spawn_app().await;
+    let b = unique("streamed");
+    let path = format!("/v1/boards/{b}");
+    let config = json!({"slot": "1h", "windows": ["1h"], "watch": [{"window": "1h", "top": 2}]});
+    assert_eq!(app.put(&path, config).await.status, StatusCode::CREATED);
+    let like = |member: &str, delta: i64| json!({"member": member, "delta": delta});
+    app.post(&format!("{path}/events"), like("a", 2)).await;
+    let url = format!("{}{path}/changes", app.url);
+    let open = |last: Option<String>| {
+        let request = app.client.get(&url).header("accept", "text/event-stream");
+        let request = match last {
+            Some(id) => request.header("last-event-id", id),
+            None => request,
+        };
+        request.send()
+    };
+    let answer = open(None).await.unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    let content_type = answer.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
+    let mut events = Events {
+        answer,
+        buffer: String::new(),
+    };
+    let (first, event, data) = events.next().await;
+    assert_eq!(event, "change");
+    assert_eq!(
+        (
+            data["id"].as_str(),
+            data["type"].clone(),
+            data["member"].clone()
+        ),
+        (Some(first.as_str()), json!("entered"), json!("a"))
+    );
+    // A like recorded after the stream opened arrives on it.
+    app.post(&format!("{path}/events"), like("b", 3)).await;
+    let mut next = Vec::new();
+    for _ in 0..2 {
+        let (_, _, data) = events.next().await;
+        next.push((
+            data["type"].clone(),
+            data["member"].clone(),
+            data["rank"].clone(),
+            data["passed"].clone(),
+        ));
+    }
+    assert_eq!(
+        next,
+        [
+            (json!("entered"), json!("b"), json!(1), Value::Null),
+            (json!("moved"), json!("a"), json!(2), json!(["b"])),
+        ]
+    );
+    // A reconnect says the last id it saw, and resumes after it.
+    let mut resumed = Events {
+        answer: open(Some(first)).await.unwrap(),
+        buffer: String::new(),
+    };
+    let (_, _, data) = resumed.next().await;
+    assert_eq!(
+        (data["type"].clone(), data["member"].clone()),
+        (json!("entered"), json!("b"))
+    );
+    // A stream after a malformed id is refused before it starts, as a page is.
+    let refused = open(Some("x".into())).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+}
