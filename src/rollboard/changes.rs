@@ -19,7 +19,7 @@ impl Windowed<'_> {
     /// `after` (an id `<ms>-<n>`; from the oldest kept when `None`), oldest first. A
     /// reader that applies them in order to the tops it saw at `after` holds the tops as
     /// of the last one. [`Error::ChangesTrimmed`] when changes after `after` are no
-    /// longer kept (the newest 10,000 of a board are, for 7 days).
+    /// longer kept (by default the newest 10,000 of a board, for 7 days).
     pub async fn changes(self, after: Option<&str>, limit: usize) -> Result<Changes> {
         if !(1..=MAX_CHANGES_LIMIT).contains(&limit) {
             return Err(Error::InvalidQuery {

@@ -61,6 +61,7 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "DELETE /v1/boards/{board}/pins/{member}",
         "GET /v1/boards/{board}/review",
         "POST /v1/boards/{board}/review",
+        "GET /v1/boards/{board}/changes",
         "GET /v1/boards/{board}/members/{member}/around",
         "GET /v1/boards/{board}/members/{member}/history",
         "PUT /v1/boards/{board}/members/{member}/data",
