@@ -73,7 +73,9 @@ pub use trending::{
     TrendAt, TrendCounts, TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage,
     TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
-pub use watch::{Change, ChangeCause, ChangeType, Changes, ChangesKept, TopList, Watch, diff_top};
+pub use watch::{
+    Change, ChangeCause, ChangePage, ChangeType, ChangesKept, TopList, Watch, diff_top,
+};
 pub use write_standing::{
     MAX_STANDING_EVENTS, MAX_STANDING_MEMBERS, MAX_STANDING_READS, WindowStanding, WrittenStanding,
     check_standing_write,

@@ -285,7 +285,7 @@ pub struct Change {
 /// A page of a board's changes: what `GET /v1/boards/{board}/changes` answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
-pub struct Changes {
+pub struct ChangePage {
     /// The board.
     pub board: String,
     /// The changes after the one asked, oldest first.

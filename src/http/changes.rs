@@ -19,7 +19,7 @@ use super::AppState;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::moderation::BOARD_PARAM;
-use crate::domain::Changes;
+use crate::domain::ChangePage;
 use crate::rollboard::changes::CHANGES_POLL;
 
 /// The query of `GET /v1/boards/{board}/changes`.
@@ -53,7 +53,7 @@ pub struct ChangesQuery {
     params(("board" = String, Path, description = BOARD_PARAM, min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"), ChangesQuery),
     responses(
         (status = 200, description = "The changes after `after`, or with `Accept: text/event-stream` their stream (events `change`, `id` the change's, data the change)", content(
-         (Changes = "application/json", example = json!({"board": "hot-posts", "changes": [
+         (ChangePage = "application/json", example = json!({"board": "hot-posts", "changes": [
              {"id": "1795647600000-0", "type": "entered", "member": "post:9", "window": "1d", "rank": 2, "score": 41, "cause": "write", "at": 1_795_647_600_000_i64},
              {"id": "1795647600000-1", "type": "moved", "member": "post:7", "window": "1d", "rank": 3, "score": 40, "from": 2, "to": 3, "passed": ["post:9"], "cause": "write", "at": 1_795_647_600_000_i64}]})),
          (String = "text/event-stream"))),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures_util::Stream;
 
 use super::{Rollboard, Windowed};
-use crate::domain::{Change, Changes, parse_log_id};
+use crate::domain::{Change, ChangePage, parse_log_id};
 use crate::error::{Error, Result};
 
 /// The most changes one read answers.
@@ -20,7 +20,7 @@ impl Windowed<'_> {
     /// reader that applies them in order to the tops it saw at `after` holds the tops as
     /// of the last one. [`Error::ChangesTrimmed`] when changes after `after` are no
     /// longer kept (by default the newest 10,000 of a board, for 7 days).
-    pub async fn changes(self, after: Option<&str>, limit: usize) -> Result<Changes> {
+    pub async fn changes(self, after: Option<&str>, limit: usize) -> Result<ChangePage> {
         if !(1..=MAX_CHANGES_LIMIT).contains(&limit) {
             return Err(Error::InvalidQuery {
                 reason: format!("limit must be between 1 and {MAX_CHANGES_LIMIT}, got {limit}"),
@@ -34,7 +34,7 @@ impl Windowed<'_> {
         let store = &self.rb.inner.store;
         self.rb
             .on_board(self.board, |b| async move {
-                Ok(Changes {
+                Ok(ChangePage {
                     board: b.name.to_string(),
                     changes: store.changes(&b, after, limit).await?,
                 })
