@@ -358,7 +358,13 @@ impl BoardConfig {
     /// Whether the board can have a review gate: a sum board of one shard ranking ties by
     /// competition or position.
     pub fn reviewable(&self) -> bool {
-        self.aggregate.sums() && self.ties != Ties::Dense && self.shards == 1
+        self.watchable() && self.ties != Ties::Dense
+    }
+
+    /// Whether the board can watch its tops (and hold for review): a sum board of one
+    /// shard, whose scripts see its whole ranking in one atomic step.
+    pub fn watchable(&self) -> bool {
+        self.aggregate.sums() && self.shards == 1
     }
 
     /// The review gate, if any.
@@ -370,7 +376,7 @@ impl BoardConfig {
     /// window of the board ([`Error::InvalidConfig`] otherwise).
     pub fn with_watch(mut self, watches: Vec<Watch>) -> Result<Self, Error> {
         let invalid = |reason: String| Err(Error::InvalidConfig { reason });
-        if !(watches.is_empty() || self.aggregate.sums() && self.shards == 1) {
+        if !(watches.is_empty() || self.watchable()) {
             return invalid(
                 "a watch is for a sum board of one shard: leave out \"watch\", or drop \
                  \"aggregate\" and \"shards\""
