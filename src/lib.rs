@@ -90,7 +90,7 @@ pub use domain::{
     TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange, TrendRank,
     TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
-pub use domain::{Change, ChangeCause, ChangePage, ChangeType, ChangesKept, Watch};
+pub use domain::{Change, ChangeCause, ChangePage, ChangeType, ChangesKept, Movement, Watch};
 pub use domain::{Decision, HeldEvent, HeldMember, ReviewPolicy, ReviewQueue};
 pub use domain::{
     HiddenMember, HiddenMembers, LOG_KEPT, LogEntry, MAX_ACTOR, MAX_PIN_POSITION, MAX_PINS,

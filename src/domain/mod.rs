@@ -55,7 +55,7 @@ pub use moderation::{
 };
 pub use name::{BoardName, Member};
 pub use ranked_totals::RankedTotals;
-pub use ranking::{Entry, History, Point, Standing, TopPage, percentile};
+pub use ranking::{Entry, History, Movement, Point, Standing, TopPage, percentile};
 pub use read_limits::{check_around, check_page};
 pub use read_order::{
     AroundOptions, AroundQuery, Order, PageQuery, around_positions, page_positions,
@@ -74,7 +74,7 @@ pub use trending::{
     TrendRange, TrendRank, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 pub use watch::{
-    Change, ChangeCause, ChangePage, ChangeType, ChangesKept, TopList, Watch, diff_top,
+    Change, ChangeCause, ChangePage, ChangeStamp, ChangeType, ChangesKept, TopList, Watch, diff_top,
 };
 pub use write_standing::{
     MAX_STANDING_EVENTS, MAX_STANDING_MEMBERS, MAX_STANDING_READS, WindowStanding, WrittenStanding,

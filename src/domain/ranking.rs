@@ -30,6 +30,19 @@ pub struct Entry {
     /// its pin's position, its `rank` the rank its counts give (0: not ranked).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pinned: bool,
+    /// Read with `with=movement` only, on a member inside its window's watched top
+    /// (absent otherwise): its rank there at the read's `since`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub movement: Option<Movement>,
+}
+
+/// Where a member of a watched top stood at an earlier time, as the kept changes give
+/// it (docs/api.md, "Movement"): the ▲2 / ▼1 / new badges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct Movement {
+    /// Its rank in the watched top then; `null` when it was outside it ("new").
+    pub was: Option<u64>,
 }
 
 /// A page of a board's ranking: members with a positive total, highest first, equal

@@ -216,6 +216,7 @@ pub(crate) fn rank_run(pairs: Vec<(String, i64)>, first: u64, ties: Ties) -> Vec
             score,
             data: None,
             pinned: false,
+            movement: None,
         });
     }
     entries

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::Error;
 use super::span::Span;
+use super::timestamp::Timestamp;
 
 /// One watch: the top `top` of the window `window`, as `top?window=W&limit=N` answers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,6 +213,15 @@ pub enum ChangeCause {
     Show,
     /// The watch itself was added, changed or removed (its top N as of then).
     Watch,
+}
+
+/// The cause and time a store call that changes a board's public totals gives the
+/// changes of its watched tops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeStamp {
+    pub cause: ChangeCause,
+    /// The service's now.
+    pub now: Timestamp,
 }
 
 impl ChangeCause {

@@ -38,6 +38,7 @@ mod maintenance;
 mod media_type;
 mod member_data;
 mod moderation;
+mod movement;
 mod multi;
 mod ops;
 mod pins;

@@ -10,6 +10,7 @@ use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use super::member_data;
+use super::movement::{TopWith, with_movement};
 use super::staleness::reader;
 use super::wire::window;
 use crate::{
@@ -74,9 +75,15 @@ pub struct TopQuery {
     #[param(exclusive_minimum = 0, maximum = 100, example = 10)]
     pub percent: Option<f64>,
     /// `data`: each entry with `"data"`, the member's data (`null` when it has none; see
-    /// `PUT …/members/{member}/data`); windowed boards only. Absent: no `data` field.
-    #[param(example = "data")]
+    /// `PUT …/members/{member}/data`); `movement`: each entry inside the window's watched
+    /// top with `"movement":{"was"}`, its rank there at `since` (`null`: outside it, a
+    /// newcomer); `data,movement`: both. Windowed boards only. Absent: neither field.
+    #[param(example = "data,movement")]
     pub with: Option<String>,
+    /// With `with=movement` (and only then): the time to compare with, a span back from
+    /// now (`24h`, `90m`: a number and its unit) or a unix time in seconds.
+    #[param(example = "24h")]
+    pub since: Option<String>,
     /// How old the answer may be, in milliseconds, 0 to 60000 (a minute): 0 reads the
     /// store now; above 0 the answer may come from this service process's read cache
     /// while it is at most this old (`age_ms` in the reply says how old it is; a write
@@ -193,8 +200,9 @@ pub async fn top(
         max: q.max_score,
     };
     let order = state.boards.ranking_end(&board, q.order).await?;
-    let with_data = member_data::with_data(q.with.as_deref())?;
+    let with = TopWith::parse(q.with.as_deref())?;
     let boards = reader(&state, q.max_staleness_ms)?;
+    let since = q.since.as_deref();
     if let Some(percent) = q.percent {
         if q.min_score.is_some() || q.max_score.is_some() {
             return Err(Error::InvalidQuery {
@@ -210,14 +218,19 @@ pub async fn top(
             .windowed(&board)
             .top_percent(window(&q.window)?, percent, order, offset, limit)
             .await?;
-        let page = BoardPage::Windowed(page);
-        return Ok(Json(page_data(&boards, &board, page, with_data).await?));
+        let page = page_data(&boards, &board, BoardPage::Windowed(page), with.data).await?;
+        return Ok(Json(
+            with_movement(&boards, &board, page, with, since).await?,
+        ));
     }
     let (offset, limit) = (q.offset.unwrap_or(0), q.limit.unwrap_or(10));
     let page = boards
         .ordered_page(&board, window(&q.window)?, bounds, order, offset, limit)
         .await?;
-    Ok(Json(page_data(&boards, &board, page, with_data).await?))
+    let page = page_data(&boards, &board, page, with.data).await?;
+    Ok(Json(
+        with_movement(&boards, &board, page, with, since).await?,
+    ))
 }
 
 /// A member's score, rank (competition; dense or position on a board created so) and

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::Windowed;
 use crate::domain::PageQuery;
+use crate::domain::{ChangeCause, ChangeStamp};
 use crate::domain::{Member, Order, ScoreBounds, ScoreRange, Span, TopPage};
 use crate::domain::{own_values, stored_range};
 use crate::error::{Error, Result};
@@ -57,7 +58,7 @@ impl Windowed<'_> {
                 parsed.push(member);
             }
         }
-        self.remove_each(&parsed, false).await
+        self.remove_each(&parsed, false, ChangeCause::Remove).await
     }
 
     /// Removes, from every slot and window, the members ranked in `window` (the board's
@@ -79,7 +80,7 @@ impl Windowed<'_> {
         }
         let range = bounds.totals()?;
         let page = self.selection(window, range, 0).await?;
-        self.remove_selected(page).await
+        self.remove_selected(page, ChangeCause::Remove).await
     }
 
     /// Removes, from every slot and window, the members ranked in `window` (the board's
@@ -94,7 +95,7 @@ impl Windowed<'_> {
             });
         }
         let page = self.selection(window, ScoreRange::ALL, top).await?;
-        self.remove_selected(page).await
+        self.remove_selected(page, ChangeCause::Trim).await
     }
 
     /// One read of the ranking of `window`: up to 1,001 members of `range` from `offset`.
@@ -119,7 +120,7 @@ impl Windowed<'_> {
             .await
     }
 
-    async fn remove_selected(self, page: TopPage) -> Result<BulkRemoved> {
+    async fn remove_selected(self, page: TopPage, cause: ChangeCause) -> Result<BulkRemoved> {
         let more = page.entries.len() > MAX_BULK_REMOVE;
         let members = page
             .entries
@@ -127,12 +128,22 @@ impl Windowed<'_> {
             .take(MAX_BULK_REMOVE)
             .map(|e| Member::parse(&e.member))
             .collect::<Result<Vec<_>>>()?;
-        self.remove_each(&members, more).await
+        self.remove_each(&members, more, cause).await
     }
 
-    /// Removes each member with the store's exact removal, one after the other.
-    async fn remove_each(self, members: &[Member], more: bool) -> Result<BulkRemoved> {
+    /// Removes each member with the store's exact removal, one after the other; a
+    /// watched top's changes say `cause`.
+    async fn remove_each(
+        self,
+        members: &[Member],
+        more: bool,
+        cause: ChangeCause,
+    ) -> Result<BulkRemoved> {
         let store = &self.rb.inner.store;
+        let stamp = ChangeStamp {
+            cause,
+            now: self.rb.now(),
+        };
         self.rb
             .on_board(self.board, |b| async move {
                 let mut done = BulkRemoved {
@@ -142,7 +153,7 @@ impl Windowed<'_> {
                 for member in members {
                     let removed = self
                         .rb
-                        .change(&b.name, store.remove_member(&b, member))
+                        .change(&b.name, store.remove_member(&b, member, stamp))
                         .await?;
                     if removed.slot_values > 0 {
                         done.removed += 1;

@@ -21,6 +21,22 @@ impl Windowed<'_> {
     /// of the last one. [`Error::ChangesTrimmed`] when changes after `after` are no
     /// longer kept (by default the newest 10,000 of a board, for 7 days).
     pub async fn changes(self, after: Option<&str>, limit: usize) -> Result<ChangePage> {
+        self.read_changes(after, limit, false).await
+    }
+
+    /// Up to `limit` (1–1,000) of the newest changes of the board's watched tops before
+    /// the change `before` (from the newest when `None`), newest first: to page back
+    /// through what is kept, pass the last id read.
+    pub async fn recent_changes(self, before: Option<&str>, limit: usize) -> Result<ChangePage> {
+        self.read_changes(before, limit, true).await
+    }
+
+    async fn read_changes(
+        self,
+        after: Option<&str>,
+        limit: usize,
+        newest_first: bool,
+    ) -> Result<ChangePage> {
         if !(1..=MAX_CHANGES_LIMIT).contains(&limit) {
             return Err(Error::InvalidQuery {
                 reason: format!("limit must be between 1 and {MAX_CHANGES_LIMIT}, got {limit}"),
@@ -36,7 +52,7 @@ impl Windowed<'_> {
             .on_board(self.board, |b| async move {
                 Ok(ChangePage {
                     board: b.name.to_string(),
-                    changes: store.changes(&b, after, limit).await?,
+                    changes: store.changes(&b, after, limit, newest_first).await?,
                 })
             })
             .await

@@ -51,6 +51,7 @@ pub(crate) mod idempotent;
 mod member_data;
 mod memory_check;
 pub(crate) mod moderation;
+pub(crate) mod movement;
 pub(crate) mod multi_read;
 pub(crate) mod multi_write;
 pub(crate) mod percentile;

@@ -82,7 +82,8 @@ impl Windowed<'_> {
     /// Hides (shows) each of `members` on this board; how many changed.
     async fn hide_all(self, members: &[Member], hidden: bool) -> Result<u64> {
         let store = &self.rb.inner.store;
-        self.change(|b| async move { store.set_hidden(&b, members, hidden).await })
+        let now = self.rb.now();
+        self.change(|b| async move { store.set_hidden(&b, members, hidden, now).await })
             .await
     }
 }

@@ -136,6 +136,7 @@ pub(super) async fn pinned(
                 score,
                 data: None,
                 pinned: true,
+                movement: None,
             };
             (pin, entry)
         })

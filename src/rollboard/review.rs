@@ -23,7 +23,7 @@ impl Windowed<'_> {
         let member = Member::parse(member)?;
         let name = BoardName::parse(self.board)?;
         let store = &self.rb.inner.store;
-        let member_ref = &member;
+        let (member_ref, now) = (&member, self.rb.now());
         let changed = self
             .change(|b| async move {
                 if !b.config.reviewable() {
@@ -36,7 +36,7 @@ impl Windowed<'_> {
                         ),
                     });
                 }
-                store.review(&b, member_ref, decision).await
+                store.review(&b, member_ref, decision, now).await
             })
             .await?;
         let action = match decision {

@@ -3,6 +3,7 @@
 
 use super::{Rollboard, Windowed};
 use crate::domain::board::Board;
+use crate::domain::{ChangeCause, ChangeStamp};
 use crate::domain::{Event, Member, Removed, Timestamp, too_late};
 use crate::error::{Error, Result};
 use crate::store::{SlotWrite, WriteStatus};
@@ -123,8 +124,12 @@ impl Windowed<'_> {
     pub async fn remove_member(self, member: &str) -> Result<Removed> {
         let member = Member::parse(member)?;
         let store = &self.rb.inner.store;
-        let member = &member;
-        self.change(|b| async move { store.remove_member(&b, member).await })
+        let (member, now) = (&member, self.rb.now());
+        let stamp = ChangeStamp {
+            cause: ChangeCause::Remove,
+            now,
+        };
+        self.change(|b| async move { store.remove_member(&b, member, stamp).await })
             .await
     }
 }

@@ -205,6 +205,7 @@ mod tests {
                 score: 3,
                 data: None,
                 pinned: false,
+                movement: None,
             }],
         };
         assert_eq!(

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 
 use crate::clock::Clock;
 use crate::domain::Change;
+use crate::domain::ChangeStamp;
 use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
@@ -170,8 +171,14 @@ pub trait Store: Send + Sync + 'static {
     /// The member's non-zero slot values in the largest window.
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History>;
 
-    /// Removes the member from every slot and window.
-    async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed>;
+    /// Removes the member from every slot and window; a watched top's changes record
+    /// `stamp`.
+    async fn remove_member(
+        &self,
+        board: &Board,
+        member: &Member,
+        stamp: ChangeStamp,
+    ) -> Result<Removed>;
 
     /// Hides each of `members` (`hidden`) or shows it again, in every window at once,
     /// each member in one atomic step (a sharded board: on its shard; refused while a
@@ -179,7 +186,14 @@ pub trait Store: Send + Sync + 'static {
     /// removal, recompute), but no ranking lists it and the ranks below it close up; its
     /// standing says `hidden`. Shown again, it ranks as its totals give. Returns how many
     /// changed (the others already were so).
-    async fn set_hidden(&self, board: &Board, members: &[Member], hidden: bool) -> Result<u64>;
+    /// A watched top's changes record `now` as their time.
+    async fn set_hidden(
+        &self,
+        board: &Board,
+        members: &[Member],
+        hidden: bool,
+        now: Timestamp,
+    ) -> Result<u64>;
 
     /// Every member the board hides, with its stored total in `at`'s window (`None`:
     /// none), in [`ranked_hidden`](super::ranked_hidden) order.
@@ -188,7 +202,13 @@ pub trait Store: Send + Sync + 'static {
     /// A moderator's decision on `member` (docs/design.md, "Review gate"): `allow` puts it
     /// among the board's allowed members (held, it goes back to the ranking), `deny` hides
     /// it. Then the gate applies. Whether it changed anything.
-    async fn review(&self, board: &Board, member: &Member, decision: Decision) -> Result<bool>;
+    async fn review(
+        &self,
+        board: &Board,
+        member: &Member,
+        decision: Decision,
+        now: Timestamp,
+    ) -> Result<bool>;
 
     /// The members the board's review gate holds, each with its total in `at`'s window
     /// and the rank it would have there, in [`ranked_held`](super::ranked_held) order.
@@ -212,12 +232,14 @@ pub trait Store: Send + Sync + 'static {
     /// Up to `limit` changes of the board's watched tops after the change `after` (from
     /// the oldest kept when `None`), oldest first (docs/design.md, "Rank changes");
     /// [`Error::ChangesTrimmed`](crate::Error::ChangesTrimmed) when some of those were
-    /// trimmed.
+    /// trimmed. With `newest_first`, read the other way: the newest `limit` before
+    /// `after` (from the newest when `None`), newest first; never refused.
     async fn changes(
         &self,
         board: &Board,
         after: Option<&str>,
         limit: usize,
+        newest_first: bool,
     ) -> Result<Vec<Change>>;
 
     /// The id of the newest change the changes webhook delivered (in any process), `None`

@@ -277,3 +277,79 @@ async fn an_event_source_follows_the_changes_and_resumes_after_the_last_one() {
     let refused = open(Some("x".into())).await.unwrap();
     assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
 }
+
+#[tokio::test]
+async fn a_top_read_with_movement_shows_each_watched_posts_rank_at_since() {
+    let app = spawn_app().await;
+    let b = unique("moving");
+    let path = format!("/v1/boards/{b}");
+    let config = json!({"slot": "1h", "windows": ["1h", "24h"],
+        "watch": [{"window": "24h", "top": 2}]});
+    assert_eq!(app.put(&path, config).await.status, StatusCode::CREATED);
+    let events = json!({"events": [
+        {"member": "post:1", "delta": 5},
+        {"member": "post:2", "delta": 3},
+        {"member": "post:3", "delta": 1},
+    ]});
+    assert_eq!(
+        app.post(&format!("{path}/events"), events).await.status,
+        StatusCode::OK
+    );
+    // Ten minutes later post:3 takes the lead: post:1 goes down one, post:2 drops out.
+    app.clock.advance_secs(600);
+    let like = json!({"member": "post:3", "delta": 9});
+    assert_eq!(
+        app.post(&format!("{path}/events"), like).await.status,
+        StatusCode::OK
+    );
+    let top = |query: &str| format!("{path}/top?window=24h&limit=3&{query}");
+    let read = app.get(&top("with=movement&since=5m")).await;
+    assert_eq!(read.status, StatusCode::OK, "{:?}", read.body);
+    let rows: Vec<Value> = read.body["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| json!([e["member"], e["rank"], e.get("movement")]))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            json!(["post:3", 1, {"was": null}]),
+            json!(["post:1", 2, {"was": 1}]),
+            json!(["post:2", 3, null]),
+        ]
+    );
+    // Since a time after the like: no movement; with data too.
+    let now = read.body["to"].as_i64().unwrap();
+    let read = app
+        .get(&top(&format!("with=data,movement&since={now}")))
+        .await;
+    assert_eq!(read.status, StatusCode::OK, "{:?}", read.body);
+    let first = &read.body["entries"][0];
+    assert_eq!(
+        (&first["movement"], &first["data"]),
+        (&json!({"was": 1}), &Value::Null)
+    );
+    // What a read gets wrong is said.
+    for (query, says) in [
+        ("with=movement", "add since=24h"),
+        ("since=1h", "add with=movement"),
+        (
+            "with=movement&since=yesterday",
+            "neither a span back from now",
+        ),
+        ("with=badges", "with=\"badges\" is not known"),
+    ] {
+        let bad = app.get(&top(query)).await;
+        assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{query}");
+        assert_eq!(bad.body["error"]["code"], "invalid_query", "{query}");
+        let message = bad.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{query}: {message}");
+    }
+    let unwatched = app
+        .get(&format!("{path}/top?window=1h&with=movement&since=1h"))
+        .await;
+    assert_eq!(unwatched.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let message = unwatched.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("window 1h of board"), "{message}");
+}

@@ -80,6 +80,7 @@ mod member_data;
 mod member_ranks;
 mod memory_limits;
 mod moderation;
+mod movement;
 mod multi;
 mod nonzero;
 mod open_slot;

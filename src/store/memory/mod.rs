@@ -29,6 +29,7 @@ mod trending;
 use board_state::MemBoard;
 
 use crate::domain::Change;
+use crate::domain::ChangeStamp;
 use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
@@ -293,13 +294,26 @@ impl Store for MemoryStore {
         self.with_board(board, |b| b.history(now, member))
     }
 
-    async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
-        self.with_board(board, |b| b.remove_member(member))
+    async fn remove_member(
+        &self,
+        board: &Board,
+        member: &Member,
+        stamp: ChangeStamp,
+    ) -> Result<Removed> {
+        self.with_board(board, |b| b.remove_member(member, stamp))
     }
 
-    async fn set_hidden(&self, board: &Board, members: &[Member], hidden: bool) -> Result<u64> {
+    async fn set_hidden(
+        &self,
+        board: &Board,
+        members: &[Member],
+        hidden: bool,
+        now: Timestamp,
+    ) -> Result<u64> {
         self.with_board(board, |b| {
-            let changed = members.iter().filter(|m| b.set_hidden(m, hidden));
+            let changed = members
+                .iter()
+                .filter(|m| b.set_hidden(m, hidden, Some(now)));
             changed.count() as u64
         })
     }
@@ -316,8 +330,14 @@ impl Store for MemoryStore {
         self.with_board(at.board, |b| b.hidden_members(at.window))
     }
 
-    async fn review(&self, board: &Board, member: &Member, decision: Decision) -> Result<bool> {
-        self.with_board(board, |b| b.review(member, decision))
+    async fn review(
+        &self,
+        board: &Board,
+        member: &Member,
+        decision: Decision,
+        now: Timestamp,
+    ) -> Result<bool> {
+        self.with_board(board, |b| b.review(member, decision, now))
     }
 
     async fn held_members(&self, at: WindowAt<'_>) -> Result<Vec<HeldMember>> {
@@ -342,8 +362,9 @@ impl Store for MemoryStore {
         board: &Board,
         after: Option<&str>,
         limit: usize,
+        newest_first: bool,
     ) -> Result<Vec<Change>> {
-        self.with_board(board, |b| b.changes(after, limit))?
+        self.with_board(board, |b| b.changes(after, limit, newest_first))?
     }
 
     async fn changes_cursor(

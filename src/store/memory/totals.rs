@@ -246,6 +246,7 @@ impl Totals {
                     score: *score,
                     data: None,
                     pinned: false,
+                    movement: None,
                 });
             }
         }

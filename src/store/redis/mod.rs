@@ -53,6 +53,7 @@ use maxima::MaxFamily;
 use sums::SumFamily;
 use sums::ingest::Ingest;
 
+use crate::domain::ChangeStamp;
 use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
@@ -343,13 +344,24 @@ impl Store for RedisStore {
         board::history::history(&self.conn, board, &form, now, member).await
     }
 
-    async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
+    async fn remove_member(
+        &self,
+        board: &Board,
+        member: &Member,
+        stamp: ChangeStamp,
+    ) -> Result<Removed> {
         let family = self.family(board);
-        family.remove_member(&self.conn, board, member).await
+        family.remove_member(&self.conn, board, member, stamp).await
     }
 
-    async fn set_hidden(&self, board: &Board, members: &[Member], hidden: bool) -> Result<u64> {
-        sums::hide::set_hidden(&self.conn, board, members, hidden).await
+    async fn set_hidden(
+        &self,
+        board: &Board,
+        members: &[Member],
+        hidden: bool,
+        now: Timestamp,
+    ) -> Result<u64> {
+        sums::hide::set_hidden(&self.conn, board, members, hidden, now).await
     }
 
     async fn set_pins(&self, board: &Board, pins: &[Pin]) -> Result<Board> {
@@ -360,8 +372,14 @@ impl Store for RedisStore {
         sums::hide::hidden_members(&self.conn, at).await
     }
 
-    async fn review(&self, board: &Board, member: &Member, decision: Decision) -> Result<bool> {
-        sums::review::decide(&self.conn, board, member, decision).await
+    async fn review(
+        &self,
+        board: &Board,
+        member: &Member,
+        decision: Decision,
+        now: Timestamp,
+    ) -> Result<bool> {
+        sums::review::decide(&self.conn, board, member, decision, now).await
     }
 
     async fn held_members(&self, at: WindowAt<'_>) -> Result<Vec<HeldMember>> {
@@ -386,8 +404,9 @@ impl Store for RedisStore {
         board: &Board,
         after: Option<&str>,
         limit: usize,
+        newest_first: bool,
     ) -> Result<Vec<Change>> {
-        sums::changes::changes(&self.conn, board, after, limit).await
+        sums::changes::changes(&self.conn, board, after, limit, newest_first).await
     }
 
     async fn changes_cursor(

@@ -29,6 +29,7 @@ use async_trait::async_trait;
 
 use crate::clock::Clock;
 use crate::domain::Change;
+use crate::domain::ChangeStamp;
 use crate::domain::PageQuery;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Created, SlotWrites, WindowAt};
@@ -249,17 +250,28 @@ impl Store for ShardedStore {
         }
     }
 
-    async fn remove_member(&self, board: &Board, member: &Member) -> Result<Removed> {
+    async fn remove_member(
+        &self,
+        board: &Board,
+        member: &Member,
+        stamp: ChangeStamp,
+    ) -> Result<Removed> {
         match self.sharded(board).await? {
-            None => self.inner.remove_member(board, member).await,
-            Some(s) => Box::pin(s.remove_member(member)).await,
+            None => self.inner.remove_member(board, member, stamp).await,
+            Some(s) => Box::pin(s.remove_member(member, stamp)).await,
         }
     }
 
-    async fn set_hidden(&self, board: &Board, members: &[Member], hidden: bool) -> Result<u64> {
+    async fn set_hidden(
+        &self,
+        board: &Board,
+        members: &[Member],
+        hidden: bool,
+        now: Timestamp,
+    ) -> Result<u64> {
         match self.sharded(board).await? {
-            None => self.inner.set_hidden(board, members, hidden).await,
-            Some(s) => Box::pin(s.set_hidden(members, hidden)).await,
+            None => self.inner.set_hidden(board, members, hidden, now).await,
+            Some(s) => Box::pin(s.set_hidden(members, hidden, now)).await,
         }
     }
 
@@ -277,10 +289,16 @@ impl Store for ShardedStore {
         }
     }
 
-    async fn review(&self, board: &Board, member: &Member, decision: Decision) -> Result<bool> {
+    async fn review(
+        &self,
+        board: &Board,
+        member: &Member,
+        decision: Decision,
+        now: Timestamp,
+    ) -> Result<bool> {
         // A sharded board has no review gate (its config refuses one): the facade checks.
         match self.sharded(board).await? {
-            None => self.inner.review(board, member, decision).await,
+            None => self.inner.review(board, member, decision, now).await,
             Some(_) => Err(crate::error::Error::InvalidModeration {
                 reason: format!(
                     "board {:?} is sharded: it has no review gate",
@@ -316,9 +334,10 @@ impl Store for ShardedStore {
         board: &Board,
         after: Option<&str>,
         limit: usize,
+        newest_first: bool,
     ) -> Result<Vec<Change>> {
         // A sharded board has no watch (its config refuses one): none recorded.
-        self.inner.changes(board, after, limit).await
+        self.inner.changes(board, after, limit, newest_first).await
     }
 
     async fn changes_cursor(

@@ -256,7 +256,9 @@ impl Mover<'_> {
             }
             for (k, members) in by_shard.iter().enumerate() {
                 if !members.is_empty() {
-                    self.store.set_hidden(&set.boards[k], members, give).await?;
+                    self.store
+                        .set_hidden(&set.boards[k], members, give, now)
+                        .await?;
                 }
             }
         }

@@ -9,6 +9,7 @@ use futures_util::future::try_join_all;
 use super::names::{shard_names, shard_of};
 use super::shard_set::shard_config;
 use super::view::Sharded;
+use crate::domain::ChangeStamp;
 use crate::domain::any_board::{AnyBoard, NewBoard};
 use crate::domain::board::{Board, BoardStatus, Resharding, WindowStatus};
 use crate::domain::{BoardName, History, Layout, Member, MemberData, Removed, Timestamp};
@@ -159,10 +160,14 @@ impl Sharded<'_> {
 
     /// Removes the member from its shard and, while a reshard moves it, from the other
     /// one too (its move may be under way).
-    pub(super) async fn remove_member(&self, member: &Member) -> Result<Removed> {
+    pub(super) async fn remove_member(
+        &self,
+        member: &Member,
+        stamp: ChangeStamp,
+    ) -> Result<Removed> {
         let mut removed = Removed::default();
         for shard in self.either(member) {
-            let result = self.store.remove_member(shard, member).await;
+            let result = self.store.remove_member(shard, member, stamp).await;
             removed.slot_values += self.lift(result)?.slot_values;
         }
         Ok(removed)
@@ -181,7 +186,12 @@ impl Sharded<'_> {
     /// reshard runs ([`Error::ReshardRunning`]): the reshard gives every hidden member's
     /// mark to its new shard as it begins (`reshard.rs`), which a change meanwhile
     /// would race.
-    pub(super) async fn set_hidden(&self, members: &[Member], hidden: bool) -> Result<u64> {
+    pub(super) async fn set_hidden(
+        &self,
+        members: &[Member],
+        hidden: bool,
+        now: Timestamp,
+    ) -> Result<u64> {
         if let Some(resharding) = self.board().resharding {
             let to = match resharding {
                 Resharding::Moving { to } => to,
@@ -201,7 +211,7 @@ impl Sharded<'_> {
                     if list.is_empty() {
                         return Ok(0);
                     }
-                    self.store.set_hidden(shard, list, hidden).await
+                    self.store.set_hidden(shard, list, hidden, now).await
                 }
             })
             .await?;

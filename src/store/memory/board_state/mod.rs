@@ -19,6 +19,7 @@ use super::latest::LATEST;
 use super::maxima::MAXIMA;
 use super::sums::Sums;
 use super::totals::Totals;
+use crate::domain::ChangeStamp;
 use crate::domain::RecomputeReport;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
@@ -240,7 +241,7 @@ impl MemBoard {
 
     /// Hides `member` in every window, or shows it again (see `Totals::hide`); false
     /// when it already was so.
-    pub fn set_hidden(&mut self, member: &Member, hidden: bool) -> bool {
+    pub fn set_hidden(&mut self, member: &Member, hidden: bool, now: Option<Timestamp>) -> bool {
         if self.review.held.contains(member.as_str()) {
             // Held by the review gate: hiding it only marks it hidden; showing does nothing.
             return hidden && self.review.held.remove(member.as_str());
@@ -252,7 +253,7 @@ impl MemBoard {
             } else {
                 ChangeCause::Show
             },
-            None,
+            now.map(Timestamp::unix_millis),
         );
         changed
     }
@@ -406,13 +407,13 @@ impl MemBoard {
         }
     }
 
-    pub fn remove_member(&mut self, member: &Member) -> Removed {
+    pub fn remove_member(&mut self, member: &Member, stamp: ChangeStamp) -> Removed {
         let member = member.as_str();
         let slot_values = self
             .family
             .remove(&mut self.slots, &mut self.totals, member);
         self.drop_data_without_total(member);
-        self.changed(ChangeCause::Remove, None);
+        self.changed(stamp.cause, Some(stamp.now.unix_millis()));
         Removed { slot_values }
     }
 

@@ -58,7 +58,7 @@ fn over_bar(bar: Option<&(i64, String)>, total: i64, member: &str, position: boo
 
 impl MemBoard {
     /// A moderator's decision on `member` (see `Store::review`).
-    pub fn review(&mut self, member: &Member, decision: Decision) -> bool {
+    pub fn review(&mut self, member: &Member, decision: Decision, now: Timestamp) -> bool {
         let member = member.as_str();
         let changed = match decision {
             Decision::Allow => {
@@ -81,7 +81,7 @@ impl MemBoard {
             Decision::Allow => crate::domain::ChangeCause::Show,
             Decision::Deny => crate::domain::ChangeCause::Hide,
         };
-        self.changed(cause, None);
+        self.changed(cause, Some(now.unix_millis()));
         changed
     }
 

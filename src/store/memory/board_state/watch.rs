@@ -88,9 +88,20 @@ impl MemBoard {
         advance(&mut self.watching.cursor, delivered)
     }
 
-    /// Up to `limit` changes after `after` (from the oldest kept when `None`).
-    pub fn changes(&self, after: Option<&str>, limit: usize) -> Result<Vec<Change>> {
+    /// Up to `limit` changes after `after` (from the oldest kept when `None`); with
+    /// `newest_first`, the newest before `after` (from the newest), newest first.
+    pub fn changes(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+        newest_first: bool,
+    ) -> Result<Vec<Change>> {
         let after = after.map(parse_log_id).transpose()?;
+        let log = self.watching.log.iter();
+        if newest_first {
+            let changes = log.rev().filter(|(id, _)| after.is_none_or(|a| *id < a));
+            return Ok(changes.take(limit).map(|(_, c)| c.clone()).collect());
+        }
         if let Some(id) = after
             && self.watching.log.dropped_after(id)
         {
@@ -99,8 +110,7 @@ impl MemBoard {
                 after: id_text(id),
             });
         }
-        let changes = self.watching.log.iter();
-        let changes = changes.filter(|(id, _)| after.is_none_or(|a| *id > a));
+        let changes = log.filter(|(id, _)| after.is_none_or(|a| *id > a));
         Ok(changes.take(limit).map(|(_, c)| c.clone()).collect())
     }
 }

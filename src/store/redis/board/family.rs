@@ -6,6 +6,7 @@
 
 use async_trait::async_trait;
 
+use crate::domain::ChangeStamp;
 use crate::domain::board::{Board, SlotWrites};
 use crate::domain::{Member, RecomputeReport, Removed, RetireReport, Timestamp, WrittenStanding};
 use crate::error::Result;
@@ -81,6 +82,7 @@ pub(crate) trait Family: Send + Sync {
         conn: &RedisConn,
         board: &Board,
         member: &Member,
+        stamp: ChangeStamp,
     ) -> Result<Removed>;
 
     /// Rebuilds window `window` under the recompute lease (`lease.rs`).

@@ -109,6 +109,7 @@ fn entries(items: &[Value]) -> Result<Vec<Entry>> {
                 score: int_score(score)?,
                 data: None,
                 pinned: false,
+                movement: None,
             }),
             _ => Err(Error::store("read_ranking answered a partial entry")),
         })

@@ -32,10 +32,22 @@ local review_rank, gate_changed = false, false
 -- the record board_record read last sets any, else false.
 local watch_spec = false
 
+-- The caller's now (unix ms, by the service's clock) when it sent one with the version it
+-- expects ('<version>@<ms>'), else false: the time of the changes a call records
+-- (lua/watch.lua); and the cause it gives them ('<version>@<ms>:<cause>'), else false.
+local caller_now, caller_cause = false, false
+
 -- The board record's fields 'version', 'dropping', then `...` (so record[3] is the first
--- of `...`), and hidden_members, review_rank and watch_spec. Refuses with STALE when the record is missing, being
--- dropped, or of another version than `version`, the one the caller expects.
+-- of `...`), and hidden_members, review_rank, watch_spec, caller_now and caller_cause.
+-- Refuses with STALE when the record is missing, being dropped, or of another version
+-- than `version`, the one the caller expects ('<version>', or with its now and cause).
 local function board_record(board, version, ...)
+  caller_now, caller_cause = false, false
+  if string.find(version, '@', 1, true) then
+    local now, cause
+    version, now, cause = string.match(version, '^([^@]*)@(%d+):?(%a*)$')
+    caller_now, caller_cause = tonumber(now), cause ~= '' and cause
+  end
   local record = redis.call('HMGET', board, 'version', 'dropping', 'hidden', 'review', 'watch', ...)
   if record[1] ~= version or record[2] then
     refuse('STALE board record missing, dropped or of another version')

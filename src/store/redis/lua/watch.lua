@@ -9,13 +9,15 @@
 -- calls record_changes once it is done (a chunked retirement: its last chunk).
 
 -- Records the changes of each watched top of the board `board` (its record) since the
--- last call, caused by `cause` ('write', 'retire', ...), at `at` (unix ms; nil: now).
+-- last call, caused by `cause` ('write', 'retire', ...; the caller's cause when it gave
+-- one), at `at` (unix ms; nil: the caller's now, else the server's).
 -- `high`, when given (a write that knows every public total it changed), maps a window's
 -- seconds to the highest of those totals before or after: a window it leaves out, or
 -- whose totals all stayed under its bar, kept its top N (each member above the bar is
 -- listed, and a member under it before and after stayed out), so it is not read.
 local function record_changes(board, cause, high, at)
   if not watch_spec then return end
+  cause = caller_cause or cause
   -- Its helpers are made here, on a watched board's calls only (every local function of
   -- a script's source is a closure made anew on each call).
   local PASSED = 10
@@ -151,7 +153,7 @@ local function record_changes(board, cause, high, at)
       if packed ~= stored[2 * i - 1] then
         local old = stored[2 * i - 1] and cmsgpack.unpack(stored[2 * i - 1]) or {}
         now = now or now_ms()
-        at = at or now
+        at = at or caller_now or now
         record_diff(w, totals, old, list)
         redis.call('HSET', state, w, packed)
       end

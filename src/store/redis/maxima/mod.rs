@@ -9,6 +9,7 @@ pub(crate) mod write;
 
 use async_trait::async_trait;
 
+use crate::domain::ChangeStamp;
 use crate::domain::board::{Board, SlotWrites};
 use crate::domain::{Member, RecomputeReport, Removed, Timestamp, WrittenStanding};
 use crate::error::Result;
@@ -74,6 +75,8 @@ impl Family for MaxFamily {
         conn: &RedisConn,
         board: &Board,
         member: &Member,
+        // A max, min or latest board is never watched.
+        _stamp: ChangeStamp,
     ) -> Result<Removed> {
         remove::remove_member(conn, board, member).await
     }

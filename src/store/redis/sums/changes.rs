@@ -5,9 +5,20 @@
 use redis::Value;
 
 use crate::domain::board::Board;
-use crate::domain::{BoardConfig, Change, ChangeCause, ChangeType, Span, Watch};
+use crate::domain::{BoardConfig, Change, ChangeCause, ChangeType, Span, Timestamp, Watch};
 use crate::error::{Error, Result};
 use crate::store::redis::conn::{RedisConn, Retry};
+
+/// The version a script that may record changes expects (its ARGV[1]): on a watched
+/// board with the caller's `now` and, when given, the `cause` of what it records (`lua/base.lua`,
+/// `board_record`), so that the changes' times follow the service's clock.
+pub(crate) fn stamped_version(board: &Board, now: Timestamp, cause: Option<ChangeCause>) -> String {
+    if board.config.watch().is_empty() {
+        return board.version.to_string();
+    }
+    let cause = cause.map(ChangeCause::as_str).unwrap_or_default();
+    format!("{}@{}:{cause}", board.version, now.unix_millis().max(0))
+}
 
 /// Sets, changes or clears the board's watched tops and how long their changes are kept
 /// to `config`'s (`watch_set.lua`), recording what that does to each top as changes
@@ -35,18 +46,23 @@ pub(crate) async fn set_watch(conn: &RedisConn, board: &Board, config: &BoardCon
 
 /// Up to `limit` changes of the board after the change `after` (from the oldest kept
 /// when `None`), oldest first; [`Error::ChangesTrimmed`] when some after it are gone.
+/// With `newest_first`, the newest before `after` (from the newest), newest first.
 pub(crate) async fn changes(
     conn: &RedisConn,
     board: &Board,
     after: Option<&str>,
     limit: usize,
+    newest_first: bool,
 ) -> Result<Vec<Change>> {
     let mut invocation = conn
         .scripts()
         .changes_read
         .key(conn.keys().changes(&board.name));
     invocation.key(conn.keys().watched(&board.name));
-    invocation.arg(after.unwrap_or("")).arg(limit);
+    invocation
+        .arg(after.unwrap_or(""))
+        .arg(limit)
+        .arg(u8::from(newest_first));
     let reply: Vec<Value> = conn.read_script(&invocation, &board.name).await?;
     if reply.len() < 2 {
         return Err(Error::ChangesTrimmed {

@@ -6,12 +6,17 @@
 --
 -- ARGV[1]  the id to read after, '<ms>-<n>', or '' to read from the oldest kept
 -- ARGV[2]  most changes to answer
+-- ARGV[3]  '1': read the other way, the newest before ARGV[1] ('': from the newest),
+--          newest first
 --
 -- Returns {0, entries} (XRANGE's reply: id, then field, value, ...), or {1} when a change
 -- after ARGV[1] was trimmed (the newest id trimmed is after it): the reader missed
--- changes and must start over.
+-- changes and must start over. Read newest first, never {1}.
 
 local log, after = KEYS[1], ARGV[1]
+if ARGV[3] == '1' then
+  return { 0, redis.call('XREVRANGE', log, after == '' and '+' or '(' .. after, '-', 'COUNT', ARGV[2]) }
+end
 local trimmed = after ~= '' and redis.call('HGET', KEYS[2], 'trimmed')
 if trimmed then
   local t_ms, t_n = string.match(trimmed, '^(%d+)-(%d+)$')

@@ -3,6 +3,7 @@
 //! members"); listing them (`read_hidden.lua`); and setting a board's pins
 //! (`pins_set.lua`).
 
+use crate::domain::Timestamp;
 use crate::domain::board::{Board, WindowAt};
 use crate::domain::{Member, Pin};
 use crate::error::{Error, Result};
@@ -19,6 +20,7 @@ pub(crate) async fn set_hidden(
     board: &Board,
     members: &[Member],
     hidden: bool,
+    now: Timestamp,
 ) -> Result<u64> {
     let windows = board.config.windows();
     let mut changed = 0;
@@ -27,7 +29,7 @@ pub(crate) async fn set_hidden(
         invocation
             .key(conn.keys().all_totals(&board.name, windows))
             .key(conn.keys().all_dense(board))
-            .arg(board.version)
+            .arg(super::changes::stamped_version(board, now, None))
             .arg(windows.len())
             .arg(if hidden { "hide" } else { "show" })
             .arg(if board.config.aggregate().sums() {

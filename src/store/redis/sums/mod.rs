@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::domain::ChangeStamp;
 use crate::domain::board::{Board, SlotWrites};
 use crate::domain::{Member, RecomputeReport, Removed, Timestamp, WrittenStanding};
 use crate::error::Result;
@@ -86,8 +87,9 @@ impl Family for SumFamily {
         conn: &RedisConn,
         board: &Board,
         member: &Member,
+        stamp: ChangeStamp,
     ) -> Result<Removed> {
-        write::remove_member(conn, board, member).await
+        write::remove_member(conn, board, member, stamp).await
     }
 
     async fn recompute(

@@ -3,6 +3,7 @@
 //! holds (`read_hidden.lua`), and the stream of the members it held with the review
 //! webhook's cursor (`board_{b}:held`, `cursor_delivered.lua`).
 
+use crate::domain::Timestamp;
 use crate::domain::board::{Board, WindowAt};
 use crate::domain::{Decision, HeldEvent, HeldMember, Member};
 use crate::error::Result;
@@ -32,6 +33,7 @@ pub(crate) async fn decide(
     board: &Board,
     member: &Member,
     decision: Decision,
+    now: Timestamp,
 ) -> Result<bool> {
     let mut invocation = conn
         .scripts()
@@ -39,7 +41,7 @@ pub(crate) async fn decide(
         .key(conn.keys().record(&board.name));
     invocation
         .key(conn.keys().all_totals(&board.name, board.config.windows()))
-        .arg(board.version)
+        .arg(super::changes::stamped_version(board, now, None))
         .arg(decision.as_str())
         .arg(member.as_str());
     // Idempotent: a replay finds the decision made and changes nothing.

@@ -8,10 +8,11 @@ use std::collections::HashMap;
 use redis::{ScriptInvocation, Value};
 
 use super::budget::Limit;
+use super::changes;
 use super::write_call::{Answer, Guard, Summed, WriteCall, Writes, status_of};
 use crate::domain::Removed;
 use crate::domain::board::Board;
-use crate::domain::{BoardName, Member, RankedTotals, Ties, Timestamp};
+use crate::domain::{BoardName, ChangeStamp, Member, RankedTotals, Ties, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::redis::board::layout::member_hash;
 use crate::store::redis::conn::reply::{array, int};
@@ -377,7 +378,7 @@ fn invocation<'a, G: Guard>(
     invocation.key(conn.keys().all_dense(board));
     invocation.key(conn.keys().data(&board.name));
     invocation
-        .arg(board.version)
+        .arg(changes::stamped_version(board, now, None))
         .arg(windows.len())
         .arg(slots.starts.len());
     match mode {
@@ -451,7 +452,7 @@ fn plain_invocation<'a, G: Guard>(
     }
     invocation.key(conn.keys().data(&board.name));
     invocation
-        .arg(board.version)
+        .arg(changes::stamped_version(board, now, None))
         .arg(windows.len())
         .arg(slots.starts.len())
         .arg(abs_total.to_string())
@@ -481,6 +482,7 @@ pub(crate) async fn remove_member(
     conn: &RedisConn,
     board: &Board,
     member: &Member,
+    stamp: ChangeStamp,
 ) -> Result<Removed> {
     let slots = crate::store::redis::board::slot_index::live_slots(conn, &board.name).await?;
     let windows = board.config.windows();
@@ -506,7 +508,11 @@ pub(crate) async fn remove_member(
         invocation.key(conn.keys().all_dense(board));
         invocation.key(conn.keys().data(&board.name));
         invocation
-            .arg(board.version)
+            .arg(changes::stamped_version(
+                board,
+                stamp.now,
+                Some(stamp.cause),
+            ))
             .arg(windows.len())
             .arg(member.as_str())
             .arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>())
