@@ -12,6 +12,9 @@ use rollboard::{BoardConfig, ChangeCause, ChangeType, ModerationNote, Span, Watc
 use super::hidden::{MEMBERS, Rng, WINDOWS};
 use crate::support::{Harness, START, unique};
 
+/// Each watched window's top: member → rank.
+type Tops = BTreeMap<Span, BTreeMap<String, u64>>;
+
 on_every_store!(
     movement_gives_each_watched_member_its_rank_at_any_earlier_step,
     recent_changes_page_back_newest_first,
@@ -29,8 +32,8 @@ async fn movement_gives_each_watched_member_its_rank_at_any_earlier_step(h: Harn
     h.boards.create(&board, config).await.unwrap();
     let b = h.boards.windowed(&board);
     let mut rng = Rng(0x5851_F42D_4C95_7F2D);
-    // Per step: its time (unix ms) and each watched top then, member → rank.
-    let mut noted: Vec<(i64, BTreeMap<Span, BTreeMap<String, u64>>)> = Vec::new();
+    // Per step: its time (unix ms) and each watched top then.
+    let mut noted: Vec<(i64, Tops)> = Vec::new();
     let mut elapsed = 0;
     for _ in 0..60 {
         elapsed += match rng.below(10) {
