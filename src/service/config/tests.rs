@@ -451,10 +451,13 @@ fn the_snapshot_webhook_comes_from_the_file_or_the_environment() {
     assert_eq!(url.as_deref(), Some("http://receiver/snap"));
     let c = ServiceConfig::resolve(ConfigFile::default(), Overrides::default()).unwrap();
     assert_eq!(c.snapshot_webhook, None);
-    let tls = Overrides {
-        snapshot_webhook: Some("https://receiver/snap".into()),
+    let ftp = Overrides {
+        snapshot_webhook: Some("ftp://receiver/snap".into()),
         ..Overrides::default()
     };
-    let err = ServiceConfig::resolve(ConfigFile::default(), tls).unwrap_err();
-    assert!(err.0.contains("must be an http:// URL"), "{err}");
+    let err = ServiceConfig::resolve(ConfigFile::default(), ftp).unwrap_err();
+    assert_eq!(
+        err.0,
+        "snapshot_webhook \"ftp://receiver/snap\" must be an http:// or https:// URL with a host"
+    );
 }
