@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 
 use super::ServiceError;
 use super::reload::Reloader;
+use super::webhook::{Webhook, WebhookOptions};
 use super::{Scheduler, ServiceConfig, systemd};
 use crate::http::{HttpOptions, reloadable_router};
 use crate::metrics::install_prometheus;
@@ -76,6 +77,18 @@ pub async fn run_reloading(
     shutdown: impl Future<Output = ()> + Send + 'static,
     reloader: Option<Reloader>,
 ) -> Result<(), ServiceError> {
+    // The webhooks' clients first: a CA file that will not do stops the start before
+    // anything runs.
+    let webhook = |options: &Option<WebhookOptions>| {
+        options
+            .clone()
+            .map(Webhook::new)
+            .transpose()
+            .map_err(ServiceError::Config)
+    };
+    let snapshot_webhook = webhook(&config.snapshot_webhook)?;
+    let review_webhook = webhook(&config.review_webhook)?;
+    let changes_webhook = webhook(&config.changes_webhook)?;
     // Any difference but more windows stops the start.
     super::declared::declare(&boards, config).await?;
 
@@ -98,18 +111,12 @@ pub async fn run_reloading(
         .map(|_| super::clock_check::spawn(boards.clone()));
     let memory_watch = super::memory_watch::spawn(boards.clone());
     let heap_trim = super::heap_trim::spawn();
-    let snapshot_webhook = config
-        .snapshot_webhook
-        .clone()
-        .map(|options| super::webhook::spawn::<super::feeds::Snapshots>(boards.clone(), options));
-    let review_webhook = config
-        .review_webhook
-        .clone()
-        .map(|options| super::webhook::spawn::<super::feeds::Held>(boards.clone(), options));
-    let changes_webhook = config
-        .changes_webhook
-        .clone()
-        .map(|options| super::webhook::spawn::<super::feeds::Changes>(boards.clone(), options));
+    let snapshot_webhook = snapshot_webhook
+        .map(|webhook| super::webhook::spawn::<super::feeds::Snapshots>(boards.clone(), webhook));
+    let review_webhook = review_webhook
+        .map(|webhook| super::webhook::spawn::<super::feeds::Held>(boards.clone(), webhook));
+    let changes_webhook = changes_webhook
+        .map(|webhook| super::webhook::spawn::<super::feeds::Changes>(boards.clone(), webhook));
 
     let stats = boards.clone();
     let reload_boards = boards.clone();

@@ -18,22 +18,25 @@
 //! at the same time: the `Idempotency-Key` header is the same on every attempt of every
 //! replica, so the receiver drops repeats.
 //!
-//! Plain `http://` only (no TLS client is built in): put the receiver on the private
-//! network or behind a local proxy. Events trimmed from the store before they were
-//! delivered are lost to the webhook.
+//! The URL is `http://` or `https://` (`client.rs`): TLS trusts the system's roots and,
+//! with `webhook_ca` set, a private CA. A binary built without the `tls` feature refuses
+//! an `https://` URL at start. Events trimmed from the store before they were delivered
+//! are lost to the webhook.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use axum::body::Body;
 use hyper::http::{Request, Uri, header};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::{Board, BoardName, Rollboard, Span};
+
+mod client;
+
+use client::HttpClient;
 
 /// What a webhook delivers: per board it follows, one or more streams of events (a
 /// window's snapshots; a gated board's held members), each with a cursor in the store.
@@ -69,7 +72,7 @@ pub(super) trait Feed: Send + Sync + 'static {
 /// Where and how a webhook's events are delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookOptions {
-    /// The receiver: an `http://` URL.
+    /// The receiver: an `http://` or `https://` URL.
     pub url: Uri,
     /// How long one POST may take (default 10 s).
     pub timeout: Duration,
@@ -84,6 +87,9 @@ pub struct WebhookOptions {
     pub relist_every: Duration,
     /// The secret each POST's body is signed with (`Rollboard-Signature`); none: unsigned.
     pub secret: Option<String>,
+    /// A PEM file of a private CA an `https://` receiver's certificate may be signed by,
+    /// besides the system's roots; none: the system's roots only.
+    pub ca: Option<PathBuf>,
 }
 
 impl WebhookOptions {
@@ -92,10 +98,19 @@ impl WebhookOptions {
         let uri: Uri = url
             .parse()
             .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
-        if uri.scheme_str() != Some("http") || uri.authority().is_none() {
-            return Err(format!(
-                "{url:?} must be an http:// URL with a host (no TLS client is built in)"
-            ));
+        match uri.scheme_str() {
+            Some("https") if !cfg!(feature = "tls") => {
+                return Err(format!(
+                    "{url:?} is an https:// URL, but this rollboard was built without TLS \
+                     (the `tls` feature): give an http:// URL, or build with TLS"
+                ));
+            }
+            Some("http" | "https") if uri.authority().is_some() => {}
+            _ => {
+                return Err(format!(
+                    "{url:?} must be an http:// or https:// URL with a host"
+                ));
+            }
         }
         Ok(WebhookOptions {
             url: uri,
@@ -105,6 +120,7 @@ impl WebhookOptions {
             poll_every: Duration::from_secs(1),
             relist_every: Duration::from_secs(30),
             secret: None,
+            ca: None,
         })
     }
 }
@@ -112,11 +128,26 @@ impl WebhookOptions {
 /// Events read per stream and round.
 pub(super) const BATCH: usize = 100;
 
+/// A webhook ready to run: its options and the client to POST with.
+pub(super) struct Webhook {
+    options: WebhookOptions,
+    client: HttpClient,
+}
+
+impl Webhook {
+    /// The client for `options`; an error says why its CA file will not do.
+    pub(super) fn new(options: WebhookOptions) -> Result<Self, String> {
+        let client = client::client(options.ca.as_deref())?;
+        Ok(Webhook { options, client })
+    }
+}
+
 /// Runs the deliverer of `F` until the task is aborted.
-pub(super) fn spawn<F: Feed>(boards: Rollboard, options: WebhookOptions) -> JoinHandle<()> {
+pub(super) fn spawn<F: Feed>(boards: Rollboard, webhook: Webhook) -> JoinHandle<()> {
+    let Webhook { options, client } = webhook;
     tokio::spawn(async move {
         let mut deliverer = Deliverer::<F> {
-            client: Client::builder(TokioExecutor::new()).build(HttpConnector::new()),
+            client,
             boards,
             options,
             waiting: HashMap::new(),
@@ -137,7 +168,7 @@ pub(super) fn spawn<F: Feed>(boards: Rollboard, options: WebhookOptions) -> Join
 }
 
 struct Deliverer<F> {
-    client: Client<HttpConnector, Body>,
+    client: HttpClient,
     boards: Rollboard,
     options: WebhookOptions,
     /// Streams whose last POST failed: failures in a row, and when to try again.
@@ -230,7 +261,7 @@ impl<F: Feed> Deliverer<F> {
         let answer = tokio::time::timeout(self.options.timeout, self.client.request(request))
             .await
             .map_err(|_| format!("no answer within {:?}", self.options.timeout))
-            .and_then(|r| r.map_err(|e| format!("POST failed: {e}")))
+            .and_then(|r| r.map_err(|e| format!("POST failed: {}", causes(&e))))
             .and_then(|answer| {
                 if answer.status().is_success() {
                     Ok(())
@@ -245,6 +276,18 @@ impl<F: Feed> Deliverer<F> {
         });
         answer
     }
+}
+
+/// `error` and its causes, `: `-separated: the legacy client's own message
+/// (`client error (Connect)`) does not say why (a certificate that does not verify, say).
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text = format!("{text}: {e}");
+        cause = e.source();
+    }
+    text
 }
 
 /// The `Rollboard-Signature` of `body` under `secret`: `sha256=` and the HMAC-SHA256,
@@ -271,11 +314,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_http_urls_with_a_host_are_taken() {
+    fn only_http_and_https_urls_with_a_host_are_taken() {
         assert!(WebhookOptions::new("http://127.0.0.1:9000/hook").is_ok());
-        for bad in ["https://example.com/", "ftp://x/", "/hook", "not a url"] {
+        for bad in ["ftp://x/", "/hook", "https:/hook", "not a url"] {
             assert!(WebhookOptions::new(bad).is_err(), "{bad}");
         }
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn an_https_url_is_taken_with_tls() {
+        let options = WebhookOptions::new("https://hooks.example.com/moves").unwrap();
+        assert_eq!(options.url.to_string(), "https://hooks.example.com/moves");
+    }
+
+    #[cfg(not(feature = "tls"))]
+    #[test]
+    fn an_https_url_is_refused_without_tls() {
+        assert_eq!(
+            WebhookOptions::new("https://hooks.example.com/moves"),
+            Err(
+                "\"https://hooks.example.com/moves\" is an https:// URL, but this rollboard \
+                 was built without TLS (the `tls` feature): give an http:// URL, or build with \
+                 TLS"
+                .into()
+            )
+        );
     }
 
     #[test]

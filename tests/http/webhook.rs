@@ -3,8 +3,14 @@
 //! attempts still gets it; two replicas deliver each at least once with the same key;
 //! snapshots appended by a process that then died are delivered by another. The review
 //! webhook likewise delivers each member a review gate holds, once per hold, and the
-//! changes webhook each change of a watched top, in order, signed with the webhook secret.
+//! changes webhook each change of a watched top, in order, signed with the webhook secret,
+//! to an `http://` receiver or an `https://` one whose certificate a private CA
+//! (`webhook_ca`) signed.
 
+#[cfg(feature = "tls")]
+use std::path::{Path, PathBuf};
+#[cfg(feature = "tls")]
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -100,8 +106,8 @@ async fn hook(
     }
 }
 
-/// A receiver at `http://127.0.0.1:<port>/hook` that fails its first `failing` attempts.
-async fn receiver(failing: usize) -> (String, Receiver) {
+/// A receiver that fails its first `failing` attempts, and its routes (`POST /hook`).
+fn receiver_app(failing: usize) -> (axum::Router, Receiver) {
     let receiver = Receiver {
         failing: Arc::new(Mutex::new(failing)),
         ..Receiver::default()
@@ -109,6 +115,12 @@ async fn receiver(failing: usize) -> (String, Receiver) {
     let app = axum::Router::new()
         .route("/hook", axum::routing::post(hook))
         .with_state(receiver.clone());
+    (app, receiver)
+}
+
+/// A receiver at `http://127.0.0.1:<port>/hook` that fails its first `failing` attempts.
+async fn receiver(failing: usize) -> (String, Receiver) {
+    let (app, receiver) = receiver_app(failing);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -441,5 +453,225 @@ async fn each_change_of_a_watched_top_arrives_in_order_signed_with_the_secret() 
     assert_eq!(
         cursor.as_deref(),
         accepted.last().unwrap().body["id"].as_str()
+    );
+}
+
+/// A private CA and a certificate it signed for the receiver (127.0.0.1 and localhost),
+/// made by `openssl` in a directory of their own: the directory, the CA's PEM file, the
+/// receiver's certificate and its key.
+#[cfg(feature = "tls")]
+fn private_ca_and_receiver_certificate() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let openssl = |args: &[&str]| {
+        let made = Command::new("openssl")
+            .current_dir(dir.path())
+            .args(args)
+            .stderr(Stdio::null())
+            .status()
+            .expect("run openssl");
+        assert!(made.success(), "openssl {args:?}");
+    };
+    // The CA (`req -x509` marks it CA:TRUE), with a P-256 key.
+    openssl(&[
+        "req",
+        "-x509",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=rollboard test CA",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+    ]);
+    // The receiver's own: a leaf the CA signs (rustls refuses a CA certificate as a
+    // server's).
+    openssl(&[
+        "req",
+        "-new",
+        "-subj",
+        "/CN=localhost",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "receiver.key",
+        "-out",
+        "receiver.csr",
+    ]);
+    std::fs::write(
+        dir.path().join("receiver.ext"),
+        "basicConstraints = CA:FALSE\nsubjectAltName = IP:127.0.0.1, DNS:localhost\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-days",
+        "2",
+        "-in",
+        "receiver.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-extfile",
+        "receiver.ext",
+        "-out",
+        "receiver.pem",
+    ]);
+    let path = |name: &str| dir.path().join(name);
+    let (ca, certificate, key) = (path("ca.pem"), path("receiver.pem"), path("receiver.key"));
+    (dir, ca, certificate, key)
+}
+
+/// A receiver at `https://127.0.0.1:<port>/hook` presenting `certificate` (and `key`)
+/// that fails its first `failing` attempts.
+#[cfg(feature = "tls")]
+async fn tls_receiver(failing: usize, certificate: &Path, key: &Path) -> (String, Receiver) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let (app, receiver) = receiver_app(failing);
+    let chain = CertificateDer::pem_file_iter(certificate)
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_file(key).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let (acceptor, app) = (acceptor.clone(), app.clone());
+            tokio::spawn(async move {
+                // A failed handshake ends that connection only.
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = hyper_util::service::TowerToHyperService::new(app);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    (url, receiver)
+}
+
+#[cfg(feature = "tls")]
+#[tokio::test]
+async fn each_change_arrives_over_https_at_a_receiver_whose_certificate_the_webhook_ca_signed() {
+    let (_dir, ca, certificate, key) = private_ca_and_receiver_certificate();
+    let (url, receiver) = tls_receiver(1, &certificate, &key).await;
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+    let redis = Arc::new(TestRedis::start().await);
+    let config = ServiceConfig {
+        changes_webhook: Some(WebhookOptions {
+            ca: Some(ca),
+            ..options(&url, Duration::from_secs(30))
+        }),
+        ..ServiceConfig::default()
+    };
+    let app = spawn_app_with(redis.clone(), clock(), config).await;
+    let b = unique("tls");
+    let watched = json!({"slot": "1h", "windows": ["1h"], "watch": [{"window": "1h", "top": 2}]});
+    let created = app.put(&format!("/v1/boards/{b}"), watched).await;
+    assert_eq!(created.status.as_u16(), 201, "{:?}", created.body);
+    for (member, delta) in [("a", 2), ("b", 1), ("b", 2)] {
+        let event = json!({"member": member, "delta": delta});
+        let written = app.post(&format!("/v1/boards/{b}/events"), event).await;
+        assert_eq!(written.status.as_u16(), 200, "{:?}", written.body);
+    }
+    let keys = receiver.wait_keys(4).await;
+    let accepted = receiver.accepted();
+    let mut bodies = Vec::new();
+    for attempt in &accepted {
+        let mut body = attempt.body.clone();
+        let fields = body.as_object_mut().unwrap();
+        let id = fields.remove("id").unwrap();
+        assert_eq!(attempt.key, format!("{b}:{}", id.as_str().unwrap()));
+        assert!(fields.remove("at").unwrap().is_i64());
+        bodies.push(body);
+    }
+    let change = |kind: &str, member: &str, rank: u64, score: i64| {
+        json!({"board": b, "type": kind, "member": member, "window": "1h", "rank": rank,
+            "score": score, "cause": "write"})
+    };
+    let mut moved_b = change("moved", "b", 1, 3);
+    moved_b["from"] = json!(2);
+    moved_b["to"] = json!(1);
+    moved_b["passed"] = json!(["a"]);
+    let mut moved_a = change("moved", "a", 2, 2);
+    moved_a["from"] = json!(1);
+    moved_a["to"] = json!(2);
+    moved_a["passed"] = json!(["b"]);
+    // In order (the first attempt failed and was retried), each once, unsigned.
+    assert_eq!(
+        bodies,
+        [
+            change("entered", "a", 1, 2),
+            change("entered", "b", 2, 1),
+            moved_b,
+            moved_a,
+        ]
+    );
+    assert_eq!(keys.len(), 4);
+    assert!(accepted.iter().all(|a| a.signature.is_none()));
+    let mut raw = redis.raw().await;
+    let cursor: Option<String> = redis::cmd("GET")
+        .arg(format!("board_{{{b}}}:changes_sent"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(
+        cursor.as_deref(),
+        accepted.last().unwrap().body["id"].as_str()
+    );
+}
+
+#[cfg(feature = "tls")]
+#[tokio::test]
+async fn an_https_webhook_whose_ca_file_does_not_exist_stops_the_start_naming_it() {
+    let redis = TestRedis::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("hooks-ca.pem");
+    let config = ServiceConfig {
+        changes_webhook: Some(WebhookOptions {
+            ca: Some(missing.clone()),
+            ..options("https://127.0.0.1:9/hook", Duration::from_secs(30))
+        }),
+        max_clock_skew: None,
+        ..ServiceConfig::default()
+    };
+    let boards = Rollboard::with(redis.store().await, Arc::new(clock()), Settings::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let error = rollboard::service::run(boards, &config, listener, std::future::pending())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the webhook CA {} (webhook_ca, ROLLBOARD_WEBHOOK_CA) cannot be read (No such file \
+             or directory (os error 2)): give the PEM file of the CA that signed the \
+             receiver's certificate, or unset it to trust the system's roots only",
+            missing.display()
+        )
     );
 }

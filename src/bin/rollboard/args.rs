@@ -505,18 +505,22 @@ pub struct ServeArgs {
     /// Most connections served at once [default: 1024].
     #[arg(long, env = "ROLLBOARD_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
-    /// An http:// URL that receives every period snapshot (POST, JSON, with an
-    /// Idempotency-Key header), at least once.
+    /// An http:// or https:// URL that receives every period snapshot (POST, JSON, with
+    /// an Idempotency-Key header), at least once.
     #[arg(long, env = "ROLLBOARD_SNAPSHOT_WEBHOOK")]
     pub snapshot_webhook: Option<String>,
-    /// An http:// URL that receives every member a board's review gate holds (POST,
-    /// JSON, with an Idempotency-Key header), at least once.
+    /// An http:// or https:// URL that receives every member a board's review gate holds
+    /// (POST, JSON, with an Idempotency-Key header), at least once.
     #[arg(long, env = "ROLLBOARD_REVIEW_WEBHOOK")]
     pub review_webhook: Option<String>,
-    /// An http:// URL that receives every change of a board's watched tops (POST, JSON,
-    /// with an Idempotency-Key header), at least once.
+    /// An http:// or https:// URL that receives every change of a board's watched tops
+    /// (POST, JSON, with an Idempotency-Key header), at least once.
     #[arg(long, env = "ROLLBOARD_CHANGES_WEBHOOK_URL")]
     pub changes_webhook: Option<String>,
+    /// PEM file of a private CA that signed https:// webhook receivers' certificates
+    /// [default: none, the system's roots only].
+    #[arg(long, env = "ROLLBOARD_WEBHOOK_CA", value_name = "FILE")]
+    pub webhook_ca: Option<PathBuf>,
     /// Log lines as text or json (one object a line) [default: text].
     #[arg(long, env = "ROLLBOARD_LOG_FORMAT", value_name = "FORMAT")]
     pub log_format: Option<rollboard::service::LogFormat>,

@@ -110,18 +110,21 @@ pub struct ConfigLayer {
     /// Most connections served at once: `max_connections`, `--max-connections` /
     /// `ROLLBOARD_MAX_CONNECTIONS`.
     pub max_connections: Option<usize>,
-    /// An `http://` URL that receives every period snapshot: `snapshot_webhook`,
+    /// An `http://` or `https://` URL that receives every period snapshot: `snapshot_webhook`,
     /// `--snapshot-webhook` / `ROLLBOARD_SNAPSHOT_WEBHOOK`.
     pub snapshot_webhook: Option<String>,
-    /// An `http://` URL that receives every member a review gate holds:
+    /// An `http://` or `https://` URL that receives every member a review gate holds:
     /// `review_webhook`, `--review-webhook` / `ROLLBOARD_REVIEW_WEBHOOK`.
     pub review_webhook: Option<String>,
-    /// An `http://` URL that receives every change of a watched top: `changes_webhook`,
+    /// An `http://` or `https://` URL that receives every change of a watched top: `changes_webhook`,
     /// `--changes-webhook` / `ROLLBOARD_CHANGES_WEBHOOK_URL`.
     pub changes_webhook: Option<String>,
     /// The secret every webhook POST is signed with: `webhook_secret`,
     /// `ROLLBOARD_WEBHOOK_SECRET`.
     pub webhook_secret: Option<String>,
+    /// A PEM file of a private CA that may sign `https://` receivers' certificates,
+    /// besides the system's roots: `webhook_ca`, `--webhook-ca` / `ROLLBOARD_WEBHOOK_CA`.
+    pub webhook_ca: Option<PathBuf>,
     /// Log lines as text or JSON: `log_format`, `--log-format` / `ROLLBOARD_LOG_FORMAT`.
     pub log_format: Option<LogFormat>,
     /// What is logged, as `RUST_LOG` directives (`"info"`, `"warn,rollboard=debug"`):

@@ -49,6 +49,8 @@
 //!                                           # every change of a watched top (POST, JSON)
 //! webhook_secret = "…"                      # or ROLLBOARD_WEBHOOK_SECRET: signs every
 //!                                           # webhook POST (Rollboard-Signature)
+//! webhook_ca = "/etc/rollboard/hooks-ca.pem" # or ROLLBOARD_WEBHOOK_CA: a private CA (PEM)
+//!                                           # for https:// webhooks [default: system roots]
 //! log_format = "text"                       # or ROLLBOARD_LOG_FORMAT: text or json
 //! log_level = "info"                        # what is logged (RUST_LOG wins when set)
 //! access_log = false                        # or ROLLBOARD_ACCESS_LOG: a line a request
@@ -322,6 +324,7 @@ impl ServiceConfig {
             ));
         }
         let secret = non_empty(overrides.webhook_secret).or(non_empty(file.webhook_secret));
+        let ca = overrides.webhook_ca.or(file.webhook_ca);
         let webhook = |setting: &str, over: Option<String>, file: Option<String>| {
             non_empty(over)
                 .or(non_empty(file))
@@ -330,6 +333,7 @@ impl ServiceConfig {
                 .map(|o| {
                     o.map(|o| WebhookOptions {
                         secret: secret.clone(),
+                        ca: ca.clone(),
                         ..o
                     })
                 })

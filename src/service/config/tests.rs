@@ -451,10 +451,38 @@ fn the_snapshot_webhook_comes_from_the_file_or_the_environment() {
     assert_eq!(url.as_deref(), Some("http://receiver/snap"));
     let c = ServiceConfig::resolve(ConfigFile::default(), Overrides::default()).unwrap();
     assert_eq!(c.snapshot_webhook, None);
-    let tls = Overrides {
-        snapshot_webhook: Some("https://receiver/snap".into()),
+    let ftp = Overrides {
+        snapshot_webhook: Some("ftp://receiver/snap".into()),
         ..Overrides::default()
     };
-    let err = ServiceConfig::resolve(ConfigFile::default(), tls).unwrap_err();
-    assert!(err.0.contains("must be an http:// URL"), "{err}");
+    let err = ServiceConfig::resolve(ConfigFile::default(), ftp).unwrap_err();
+    assert_eq!(
+        err.0,
+        "snapshot_webhook \"ftp://receiver/snap\" must be an http:// or https:// URL with a host"
+    );
+}
+
+#[cfg(feature = "tls")]
+#[test]
+fn an_https_webhook_takes_the_webhook_ca_of_the_file_or_the_environment() {
+    let file = || {
+        parse(
+            r#"changes_webhook = "https://hooks.example/moves"
+webhook_ca = "/etc/rollboard/hooks-ca.pem""#,
+        )
+    };
+    let c = ServiceConfig::resolve(file(), Overrides::default()).unwrap();
+    let changes = c.changes_webhook.unwrap();
+    assert_eq!(changes.url.to_string(), "https://hooks.example/moves");
+    assert_eq!(
+        changes.ca.as_deref(),
+        Some(Path::new("/etc/rollboard/hooks-ca.pem"))
+    );
+    let env = Overrides {
+        webhook_ca: Some("/run/hooks-ca.pem".into()),
+        ..Overrides::default()
+    };
+    let c = ServiceConfig::resolve(file(), env).unwrap();
+    let ca = c.changes_webhook.and_then(|w| w.ca);
+    assert_eq!(ca.as_deref(), Some(Path::new("/run/hooks-ca.pem")));
 }

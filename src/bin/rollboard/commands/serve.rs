@@ -40,6 +40,7 @@ pub(super) async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         snapshot_webhook: args.snapshot_webhook,
         review_webhook: args.review_webhook,
         changes_webhook: args.changes_webhook,
+        webhook_ca: args.webhook_ca,
         log_format: args.log_format,
         access_log: args.access_log,
         cors_origins: args.cors_origins,
