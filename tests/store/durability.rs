@@ -2,14 +2,15 @@
 //! killed with SIGKILL while writers post events, and started again on the same port
 //! and files. Every acknowledged event is counted afterwards (a write answered
 //! `store_unavailable` may or may not have been), and the store reconnects by itself:
-//! the same writers get through again with nothing restarted on rollboard's side.
+//! the same writers get through again with nothing restarted on rollboard's side. The
+//! board is watched: its changes, replayed from the first, give each watched top.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
-use rollboard::{BoardConfig, RedisOptions, RedisStore, Rollboard};
+use rollboard::{BoardConfig, RedisOptions, RedisStore, Rollboard, Watch};
 
 use crate::cluster_load::Load;
 use crate::support::{clock, unique, with_clock};
@@ -119,10 +120,11 @@ async fn acknowledged_events_survive_a_kill_of_redis_with_appendfsync_always() {
     let clock = clock();
     let boards: Rollboard = with_clock(Arc::new(store), &clock);
     let name = unique("durable");
-    boards
-        .create(&name, BoardConfig::parse("1h", &["1h", "24h"]).unwrap())
-        .await
-        .unwrap();
+    // Watched, so its changes are checked too.
+    let top = |w: &str| Watch::new(w.parse().unwrap(), 5).unwrap();
+    let config = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
+    let config = config.with_watch(vec![top("1h"), top("24h")]).unwrap();
+    boards.create(&name, config).await.unwrap();
 
     let load = Load::start(&boards, &name);
     load.more(100).await;
@@ -171,6 +173,19 @@ async fn acknowledged_events_survive_a_kill_of_redis_with_appendfsync_always() {
             got.keys().collect::<Vec<_>>(),
             seen.oracle.keys().collect::<Vec<_>>()
         );
+        // The changes the AOF kept, replayed from the first, give the watched top: each
+        // was recorded in the same atomic step as the write that caused it.
+        let (mut tops, mut after) = (crate::watch::Tops::new(), None);
+        let changes = crate::watch::read_changes(&boards, &name, &mut after).await;
+        crate::watch::apply(&mut tops, &changes, 0);
+        let w = window.parse().unwrap();
+        let watched: BTreeMap<String, u64> = top
+            .entries
+            .iter()
+            .take(5)
+            .map(|e| (e.member.clone(), e.rank))
+            .collect();
+        assert_eq!(tops[&w], watched, "window {window}: the replayed top");
     }
     drop(keeper.stdin.take());
     keeper.wait().unwrap();

@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use rollboard::{
     BoardConfig, Clock, Error, Event, IngestOptions, Layout, ManualClock, RedisOptions, RedisStore,
-    Rollboard, Settings,
+    Rollboard, Settings, Watch,
 };
+
+use std::collections::BTreeMap;
 
 use crate::oracle::{Oracle, check_redis_invariants};
 use crate::proxy::{Fault, FaultProxy, Request};
@@ -69,6 +71,40 @@ impl Faulty {
         let name = unique("f");
         self.boards.create(&name, config.clone()).await.unwrap();
         (name, Oracle::new(config))
+    }
+
+    /// As [`board`](Self::board), watching each window's top 5 when `watched`.
+    async fn maybe_watched(&self, windows: &[&str], watched: bool) -> (String, Oracle) {
+        let (name, oracle) = self.board("1h", windows).await;
+        if watched {
+            let top = |w: &&str| Watch::new(w.parse().unwrap(), 5).unwrap();
+            let config = oracle
+                .config
+                .clone()
+                .with_watch(windows.iter().map(top).collect());
+            self.boards.create(&name, config.unwrap()).await.unwrap();
+        }
+        (name, oracle)
+    }
+
+    /// On a watched board: every change, replayed from the first, rebuilds each watched
+    /// top as a read answers it now: the faults recorded none twice and lost none.
+    async fn assert_changes_replay(&self, board: &str) {
+        let b = self.boards.windowed(board);
+        let (mut tops, mut after) = (crate::watch::Tops::new(), None);
+        let changes = crate::watch::read_changes(&self.boards, board, &mut after).await;
+        assert!(!changes.is_empty());
+        crate::watch::apply(&mut tops, &changes, 0);
+        let board_now = self.boards.board(board).await.unwrap();
+        for watch in board_now.config.watch() {
+            let page = b.top(Some(watch.window()), 0, 5).await.unwrap();
+            let top: BTreeMap<String, u64> = page
+                .entries
+                .into_iter()
+                .map(|e| (e.member, e.rank))
+                .collect();
+            assert_eq!(tops[&watch.window()], top, "{}", watch.window());
+        }
     }
 
     /// Writes `members` members with deltas 1..=3 into each of `hours` hourly slots from
@@ -201,9 +237,9 @@ fn write_call(board: &str, member: &str) -> impl Fn(&Request) -> bool + Send + S
 
 /// A write whose reply is lost fails as unavailable, and Redis ran it once: the store
 /// never sends a write again by itself (a blind retry could count it twice).
-async fn write_survives(fault: Fault, layout: Layout) {
+async fn write_survives(fault: Fault, layout: Layout, watched: bool) {
     let f = Faulty::start(layout).await;
-    let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
+    let (b, mut oracle) = f.maybe_watched(&["1h", "3h"], watched).await;
     f.fill(&b, &mut oracle, 2, 50).await;
     f.proxy.arm(fault, 1, write_call(&b, "m7"));
     let lost = f.boards.windowed(&b).incr("m7", 5, None).await;
@@ -214,16 +250,24 @@ async fn write_survives(fault: Fault, layout: Layout) {
     f.boards.windowed(&b).incr("m7", 1, None).await.unwrap();
     oracle.record(START + 3600, "m7", 1);
     f.assert_exact(&b, &oracle).await;
+    if watched {
+        f.assert_changes_replay(&b).await;
+    }
 }
 
 #[tokio::test]
 async fn a_write_with_a_cut_reply_is_applied_once() {
-    write_survives(Fault::Cut, Layout::Plain).await;
+    write_survives(Fault::Cut, Layout::Plain, false).await;
 }
 
 #[tokio::test]
 async fn a_write_with_a_held_reply_is_applied_once() {
-    write_survives(HOLD, Layout::Plain).await;
+    write_survives(HOLD, Layout::Plain, false).await;
+}
+
+#[tokio::test]
+async fn a_write_to_a_watched_board_with_a_cut_reply_records_its_changes_once() {
+    write_survives(Fault::Cut, Layout::Plain, true).await;
 }
 
 /// The same for a batch, and with a token the caller's retry makes it exactly once.
@@ -337,9 +381,9 @@ fn retire_chunk(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'stati
 
 /// Retirement chunks are idempotent: the store sends a lost one again (or the next pass
 /// finishes), and every window ends exact with nothing left of retired slots.
-async fn retire_survives(fault: Fault, layout: Layout) {
+async fn retire_survives(fault: Fault, layout: Layout, watched: bool) {
     let f = Faulty::start(layout).await;
-    let (b, mut oracle) = f.board("1h", &["1h", "3h"]).await;
+    let (b, mut oracle) = f.maybe_watched(&["1h", "3h"], watched).await;
     f.fill(&b, &mut oracle, 4, 3_000).await;
     f.clock.set(ts(START + 6 * 3600));
     f.proxy.arm(fault, 3, retire_chunk(&b));
@@ -362,16 +406,24 @@ async fn retire_survives(fault: Fault, layout: Layout) {
     f.assert_exact(&b, &oracle).await;
     let mut raw = f.redis.raw().await;
     check_redis_invariants(&mut raw, &b, &oracle.config, Some(f.clock.now())).await;
+    if watched {
+        f.assert_changes_replay(&b).await;
+    }
 }
 
 #[tokio::test]
 async fn retirement_with_cut_replies_ends_exact() {
-    retire_survives(Fault::Cut, Layout::Plain).await;
+    retire_survives(Fault::Cut, Layout::Plain, false).await;
 }
 
 #[tokio::test]
 async fn retirement_with_held_replies_ends_exact() {
-    retire_survives(HOLD, Layout::Plain).await;
+    retire_survives(HOLD, Layout::Plain, false).await;
+}
+
+#[tokio::test]
+async fn retirement_of_a_watched_board_with_cut_replies_records_each_change_once() {
+    retire_survives(Fault::Cut, Layout::Plain, true).await;
 }
 
 /// A `remove_member.lua` call of `board`: totals and the log, not the index.
@@ -529,7 +581,7 @@ mod compact {
 
     #[tokio::test]
     async fn a_write_with_a_cut_reply_is_applied_once() {
-        write_survives(Fault::Cut, Layout::Compact).await;
+        write_survives(Fault::Cut, Layout::Compact, false).await;
     }
 
     #[tokio::test]
@@ -544,7 +596,7 @@ mod compact {
 
     #[tokio::test]
     async fn retirement_with_cut_replies_ends_exact() {
-        retire_survives(Fault::Cut, Layout::Compact).await;
+        retire_survives(Fault::Cut, Layout::Compact, false).await;
     }
 
     #[tokio::test]

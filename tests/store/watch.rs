@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use rollboard::{
     BoardConfig, Change, ChangeCause, ChangeType, ChangesKept, Decision, ModerationNote,
-    ReviewPolicy, Span, Ties, Watch,
+    ReviewPolicy, Rollboard, Span, Ties, Watch,
 };
 
 use super::hidden::{MEMBERS, Rng, WINDOWS};
@@ -29,10 +29,10 @@ on_every_store!(
 );
 
 /// A reader's copy of the watched tops: per window, member → rank.
-type Tops = BTreeMap<Span, BTreeMap<String, u64>>;
+pub(super) type Tops = BTreeMap<Span, BTreeMap<String, u64>>;
 
 /// Applies `changes` to `tops` as a reader does, checking each against what it holds.
-fn apply(tops: &mut Tops, changes: &[Change], step: usize) {
+pub(super) fn apply(tops: &mut Tops, changes: &[Change], step: usize) {
     for c in changes {
         let top = tops.entry(c.window).or_default();
         let member = c.member.clone();
@@ -52,11 +52,14 @@ fn apply(tops: &mut Tops, changes: &[Change], step: usize) {
 }
 
 /// Reads every change after `after` (in pages of 7), checking the ids increase.
-async fn read_changes(h: &Harness, board: &str, after: &mut Option<String>) -> Vec<Change> {
+pub(super) async fn read_changes(
+    boards: &Rollboard,
+    board: &str,
+    after: &mut Option<String>,
+) -> Vec<Change> {
     let mut all = Vec::new();
     loop {
-        let page = h
-            .boards
+        let page = boards
             .windowed(board)
             .changes(after.as_deref(), 7)
             .await
@@ -146,7 +149,7 @@ async fn run(h: Harness, ties: Ties, gate: Option<u32>, seed: u64) {
                     .unwrap();
             }
         }
-        let changes = read_changes(&h, &board, &mut after).await;
+        let changes = read_changes(&h.boards, &board, &mut after).await;
         seen += changes.len();
         apply(&mut tops, &changes, step);
         for window in WINDOWS {
@@ -244,7 +247,7 @@ async fn each_change_says_who_moved_where_why_and_who_passed_whom(h: Harness) {
         b.incr(member, delta, None).await.unwrap();
     }
     // d ties c at 1 and ranks after it (ties by member): outside the top 3.
-    let changes = read_changes(&h, &board, &mut after).await;
+    let changes = read_changes(&h.boards, &board, &mut after).await;
     assert_eq!(
         rows(&changes),
         vec![
@@ -257,7 +260,7 @@ async fn each_change_says_who_moved_where_why_and_who_passed_whom(h: Harness) {
     b.incr("d", 4, None).await.unwrap();
     b.incr("b", -2, None).await.unwrap();
     assert_eq!(
-        rows(&read_changes(&h, &board, &mut after).await),
+        rows(&read_changes(&h.boards, &board, &mut after).await),
         vec![
             row(Left, "c", None, 1, Some(3), &[], Write),
             row(Entered, "d", Some(1), 5, None, &[], Write),
@@ -270,7 +273,7 @@ async fn each_change_says_who_moved_where_why_and_who_passed_whom(h: Harness) {
     );
     b.hide("d", &ModerationNote::default()).await.unwrap();
     assert_eq!(
-        rows(&read_changes(&h, &board, &mut after).await),
+        rows(&read_changes(&h.boards, &board, &mut after).await),
         vec![
             row(Left, "d", None, 0, Some(1), &[], Hide),
             row(Moved, "a", Some(1), 3, Some(2), &["d"], Hide),
@@ -280,7 +283,7 @@ async fn each_change_says_who_moved_where_why_and_who_passed_whom(h: Harness) {
     // The hour's slot leaves the window at START + 1h: every member leaves at once.
     h.at(3600);
     b.retire(None).await.unwrap();
-    let retired = read_changes(&h, &board, &mut after).await;
+    let retired = read_changes(&h.boards, &board, &mut after).await;
     assert_eq!(
         rows(&retired),
         vec![
@@ -310,7 +313,7 @@ async fn each_change_says_who_moved_where_why_and_who_passed_whom(h: Harness) {
         )
         .await
         .unwrap();
-    let changes = read_changes(&h, &board, &mut after).await;
+    let changes = read_changes(&h.boards, &board, &mut after).await;
     assert_eq!(
         rows(&changes),
         vec![
