@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use redis::aio::MultiplexedConnection;
 use rollboard::{
-    BoardConfig, Event, Layout, ManualClock, RedisStore, Rollboard, Settings, Timestamp,
+    BoardConfig, Event, Layout, ManualClock, RedisStore, Rollboard, Settings, Timestamp, Watch,
 };
 
 use crate::report::{self, Row, rate};
@@ -60,10 +60,13 @@ struct Case {
     /// Whether window 1 may retire by swap (`RetireOptions::swap_fields`): on a board
     /// whose first window is one slot long it does; off, the chunked path's figure.
     swap: bool,
+    /// Whether the board watches the top 10 of both windows (issue 50: it retires in
+    /// chunks, its changes recorded by the last): compared with the chunked plain case.
+    watched: bool,
 }
 
-/// Retirement of one 200,000-member slot of a two-window `1h`/`2h` board, per layout and
-/// window, while readers hammer the board's top 10; each window against the `ZINCRBY`
+/// Retirement of one 200,000-member slot of a two-window `1h`/`2h` board, per layout (and
+/// on a board watching its tops) and window, while readers hammer the board's top 10; each window against the `ZINCRBY`
 /// ceiling measured right before it (this machine's speed drifts over a phase). The slot
 /// is written while it is open, as users write: on compact boards the open slot is plain
 /// and the retirer compacts it once closed (`docs/compact-slots.md`, "Compact slots"). With
@@ -93,40 +96,61 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
             slot: "1h",
             closed_for: 0,
             swap: true,
+            watched: false,
         },
         Case {
             layout: Layout::Plain,
             slot: "1h",
             closed_for: 0,
             swap: false,
+            watched: false,
+        },
+        Case {
+            layout: Layout::Plain,
+            slot: "1h",
+            closed_for: 0,
+            swap: true,
+            watched: true,
         },
         Case {
             layout: Layout::Compact,
             slot: "1h",
             closed_for: 0,
             swap: true,
+            watched: false,
         },
         Case {
             layout: Layout::Compact,
             slot: "30m",
             closed_for: 1800,
             swap: true,
+            watched: false,
         },
     ];
     let mut conn = raw(redis_url).await;
     let mut rows = Vec::new();
+    // Each window's fields/s of the chunked plain case, which the watched case follows.
+    let mut unwatched = [f64::NAN; 2];
     for case in cases {
         let label = format!(
             "{}, slot {}{}",
             name(case.layout),
             case.slot,
-            if case.swap { "" } else { ", swap off" }
+            match (case.swap, case.watched) {
+                (_, true) => ", watched top 10",
+                (false, _) => ", swap off",
+                _ => "",
+            }
         );
         let board = format!(
             "bench-retire-{}-{}{}",
             name(case.layout),
             case.slot,
-            if case.swap { "" } else { "-chunked" }
+            match (case.swap, case.watched) {
+                (_, true) => "-watched",
+                (false, _) => "-chunked",
+                _ => "",
+            }
         );
         let (options, compaction) = if case.swap {
             (options, compaction)
@@ -137,7 +161,8 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
             };
             (off(options), off(compaction))
         };
-        let swaps = case.swap && case.closed_for == 0;
+        // A watched board does not swap: it retires in chunks.
+        let swaps = case.swap && case.closed_for == 0 && !case.watched;
         // Starts at a slot boundary, so the filled slot closes after one slot length.
         let slot_secs = BoardConfig::parse(case.slot, &["2h"])
             .unwrap()
@@ -152,6 +177,13 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
         let config = BoardConfig::parse(case.slot, &["1h", "2h"])
             .unwrap()
             .with_layout(Some(case.layout));
+        let top = |w: &str| Watch::new(w.parse().unwrap(), 10).unwrap();
+        let watches = if case.watched {
+            vec![top("1h"), top("2h")]
+        } else {
+            Vec::new()
+        };
+        let config = config.with_watch(watches).unwrap();
         boards.create(&board, config).await.unwrap();
         fill(&boards, &board, members, 8).await;
 
@@ -216,6 +248,9 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
             assert_eq!(report.fields_subtracted, members as u64 + extra);
             chunks += report.chunks;
             let per_second = members as f64 / elapsed.as_secs_f64();
+            if !case.swap {
+                unwatched[j] = per_second;
+            }
             let ratio = per_second / zincrby;
             let swapped = j == 0 && report.slots_swapped == 1;
             if j == 0 {
@@ -242,6 +277,19 @@ pub async fn retirement(redis: &setup::Redis, service_url: &str) -> Vec<Row> {
                 ratio: Some(ratio),
                 target: Some((">= 0.5".into(), ratio >= 0.5)),
             });
+            if case.watched {
+                let ratio = per_second / unwatched[j];
+                rows.push(Row {
+                    figure: format!(
+                        "  watched top 10, window {}: against the same unwatched",
+                        j + 1
+                    ),
+                    measured: rate(per_second, "fields/s"),
+                    reference: format!("plain, swap off {}", rate(unwatched[j], "fields/s")),
+                    ratio: Some(ratio),
+                    target: Some((">= 0.7".into(), ratio >= 0.7)),
+                });
+            }
             if j == 0 && case.layout == Layout::Compact && case.closed_for == 0 {
                 compacted.push(compact_now(&boards, &board, compaction, &mut conn).await);
             }

@@ -238,7 +238,7 @@ async fn bad_member_data_and_reads_are_refused_with_what_to_send() {
     let gone = app.get(&format!("{path}/members/a/data")).await;
     assert_eq!(gone.status, StatusCode::NOT_FOUND);
 
-    // with= takes data only; a trending board keeps none.
+    // with= takes data and movement only; a trending board keeps neither.
     let with = app.get(&format!("{path}/top?with=titles")).await;
     assert_eq!(
         (with.status, with.code()),
@@ -246,7 +246,8 @@ async fn bad_member_data_and_reads_are_refused_with_what_to_send() {
     );
     assert_eq!(
         with.body["error"]["message"],
-        "invalid query: with=\"titles\" is not known: with=data returns each member's data beside it"
+        "invalid query: with=\"titles\" is not known: with=data returns each member's data, \
+         with=movement its rank at since (with=data,movement both)"
     );
     let t = unique("t");
     app.put(
