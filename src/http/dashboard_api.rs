@@ -120,10 +120,10 @@ fn names(list: &str) -> Vec<String> {
 }
 
 /// Everything one dashboard refresh shows: health, the boards asked for (each window's
-/// top, newest snapshot and leaders' histories; a trending board's top), counters and
-/// the slowest contexts of a stats kind, with every kind. A caller that may administer
-/// (the admin token, or none configured) also gets each window's `hidden` members: what
-/// a moderator reviews.
+/// top, newest snapshot and leaders' histories, and the newest changes of a board that
+/// watches tops; a trending board's top), counters and the slowest contexts of a stats
+/// kind, with every kind. A caller that may administer (the admin token, or none
+/// configured) also gets each window's `hidden` members: what a moderator reviews.
 #[utoipa::path(
     get, path = "/v1/dashboard", tag = "dashboard", operation_id = "dashboardGet",
     params(DashboardParams),
@@ -133,7 +133,8 @@ fn names(list: &str) -> Vec<String> {
             "health": {"ready": true, "problem": null, "store": "redis", "clock_skew_seconds": 0.002,
                        "memory": {"used_bytes": 1_048_576, "max_bytes": 0, "policy": "noeviction"}},
             "boards": [
-                {"name": "hot-posts", "kind": "windowed", "config": {"slot": "1h", "windows": ["1h", "1d"], "offset": 0, "ties": "competition"},
+                {"name": "hot-posts", "kind": "windowed", "config": {"slot": "1h", "windows": ["1h", "1d"], "offset": 0, "ties": "competition",
+                                                                     "watch": [{"window": "1d", "top": 10}]},
                  "windows": [{"window": "1h", "members": 3, "ranked": 3, "lag_seconds": 0, "from": 1_764_198_000, "to": 1_764_201_600,
                               "entries": [{"rank": 1, "member": "post:a", "score": 3}],
                               "snapshot": null, "leaders": ["post:a"]},
@@ -141,7 +142,11 @@ fn names(list: &str) -> Vec<String> {
                               "entries": [{"rank": 1, "member": "post:a", "score": 5}],
                               "snapshot": null, "leaders": ["post:a"]}],
                  "histories": [{"member": "post:a", "slot": "1h", "from": 1_764_118_800, "to": 1_764_201_600,
-                                "points": [{"slot": 1_764_190_800, "value": 2}, {"slot": 1_764_198_000, "value": 3}]}]},
+                                "points": [{"slot": 1_764_190_800, "value": 2}, {"slot": 1_764_198_000, "value": 3}]}],
+                 "changes": [{"id": "1764201540000-0", "type": "moved", "member": "post:a", "window": "1d", "rank": 1, "score": 5,
+                              "from": 2, "to": 1, "passed": ["post:b"], "cause": "write", "at": 1_764_201_540_000_i64},
+                             {"id": "1764200000000-0", "type": "entered", "member": "post:a", "window": "1d", "rank": 2, "score": 2,
+                              "cause": "write", "at": 1_764_200_000_000_i64}]},
                 {"name": "trending-tags", "kind": "trending", "config": {"half_life": "1h", "floor": 0.001, "max_age": "10h"},
                  "members": 12, "ranked": 12, "entries": [{"rank": 1, "member": "rust", "score": 41.5}]},
                 {"name": "deleted-board", "error": {"code": "board_not_found", "message": "board \"deleted-board\" does not exist"}}

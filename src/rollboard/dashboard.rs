@@ -1,8 +1,9 @@
 //! The dashboard's reads: everything one refresh shows in one call
 //! ([`Rollboard::dashboard`]), the board picker's search ([`Rollboard::search_boards`])
 //! and the member lookup ([`Rollboard::lookup_member`]). Each is made of the library's
-//! single reads (describe, top, snapshots, history, trending top, counters, slowest,
-//! stats, the clock and memory checks); what they answer is in [`super::dashboard_view`].
+//! single reads (describe, top, snapshots, history, recent changes, trending top,
+//! counters, slowest, stats, the clock and memory checks); what they answer is in
+//! [`super::dashboard_view`].
 //!
 //! The boards are read [`BOARDS_AT_ONCE`] at a time, each board's windows at once, so a
 //! refresh of 50 boards costs one HTTP request and a bounded number of store calls in
@@ -181,11 +182,23 @@ impl Rollboard {
     }
 
     /// A windowed board: its state, each window's top and newest snapshot (all windows
-    /// at once), then the histories of the leaders.
+    /// at once, and the newest changes of a board that watches tops with them), then the
+    /// histories of the leaders.
     async fn windowed_view(&self, name: &str, query: &DashboardQuery) -> Result<WindowedBoardView> {
         let status = self.describe_board(name).await?;
         let takes_snapshots = status.config.snapshots().is_some();
+        let watches = !status.config.watch().is_empty();
         let newest = SnapshotRange::new(None, None, Some(1))?;
+        let changes = async {
+            if !watches {
+                return Ok(None);
+            }
+            let page = self
+                .windowed(name)
+                .recent_changes(None, DASHBOARD_CHANGES)
+                .await?;
+            Ok::<_, Error>(Some(page.changes))
+        };
         let windows = join_all(status.windows.iter().map(|w| async move {
             let top = async {
                 let page = self
@@ -231,10 +244,9 @@ impl Rollboard {
                 snapshot: snapshot?,
                 hidden: hidden?,
             })
-        }))
-        .await
-        .into_iter()
-        .collect::<Result<Vec<_>>>()?;
+        }));
+        let (windows, changes) = join(windows, changes).await;
+        let windows = windows.into_iter().collect::<Result<Vec<_>>>()?;
         let mut seen = BTreeSet::new();
         let leaders: Vec<&String> = windows
             .iter()
@@ -251,6 +263,7 @@ impl Rollboard {
             config: status.config,
             windows,
             histories,
+            changes: changes?,
         })
     }
 

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use crate::domain::any_board::BoardKind;
 use crate::domain::{
-    BoardConfig, Entry, HiddenMember, History, Order, Snapshot, Span, TrendEntry, TrendingConfig,
+    BoardConfig, Change, Entry, HiddenMember, History, Order, Snapshot, Span, TrendEntry,
+    TrendingConfig,
 };
 
 /// Most boards one dashboard read shows.
@@ -25,6 +26,8 @@ pub const DEFAULT_DASHBOARD_COUNTERS: usize = 10;
 pub const COUNTER_NAMES_LISTED: usize = 1000;
 /// Most boards one search lists.
 pub const MAX_SEARCH_LIMIT: usize = 500;
+/// The newest changes a watched board answers ([`WindowedBoardView::changes`]).
+pub const DASHBOARD_CHANGES: usize = 10;
 
 /// What one dashboard refresh asks for. [`Default`] is the documented defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -149,7 +152,8 @@ pub enum DashboardBoard {
     Failed(FailedBoardView),
 }
 
-/// A windowed board: per window its state and top, and the leaders' histories.
+/// A windowed board: per window its state and top, the leaders' histories and, when it
+/// watches tops, its newest changes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct WindowedBoardView {
@@ -163,6 +167,12 @@ pub struct WindowedBoardView {
     pub windows: Vec<WindowView>,
     /// The history of each distinct member of every window's `leaders`, once.
     pub histories: Vec<History>,
+    /// A board that watches tops (`watch` in its config): the newest changes of its
+    /// watched tops, at most 10, newest first, each as `GET /v1/boards/{board}/changes`
+    /// answers it; empty before the first. Absent on a board without watches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(nullable = false))]
+    pub changes: Option<Vec<Change>>,
 }
 
 /// One window of a windowed board.

@@ -1,9 +1,10 @@
 //! The dashboard at `/`, rendered by headless Chromium (Debian's `chromium` package): what it
 //! shows for the boards picked in its URL (each window's top, movement since the newest
-//! snapshot, the leaders' history, a trending board's top and leaders over time), that member
-//! names stay text, that it says when there are no boards and works under a prefix; with 200
-//! boards, that each refresh costs the service exactly one request and a paused or hidden page
-//! none, what each panel shows, and a screenshot of each panel for a reviewer.
+//! snapshot, the leaders' history, a watched board's recent changes, a trending board's top
+//! and leaders over time), that member names stay text, that it says when there are no
+//! boards and works under a prefix; with 200 boards, that each refresh costs the service
+//! exactly one request and a paused or hidden page none, what each panel shows, and a
+//! screenshot of each panel for a reviewer.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -380,6 +381,102 @@ async fn a_board_with_snapshots_shows_each_leaders_move_since_the_newest_one() {
     );
     assert_eq!(slot_time(section, START), "2023-11-14 22:00");
     assert!(section.contains("<th>time (UTC)</th>"), "{section}");
+}
+
+#[tokio::test]
+async fn a_watched_board_shows_its_ten_newest_changes_and_an_unwatched_one_none() {
+    let app = spawn_page_app().await;
+    let b = unique("watched");
+    let config =
+        json!({"slot": "1h", "windows": ["1h", "24h"], "watch": [{"window": "24h", "top": 3}]});
+    let created = app.put(&format!("/v1/boards/{b}"), config).await;
+    assert_eq!(created.status.as_u16(), 201, "{:?}", created.body);
+    let plain = app.board("1h", &["1h", "24h"]).await;
+    // Four writes, a minute apart, to both boards: 12 changes of the watched top 3.
+    for (minute, batch) in [
+        (1, vec![("post:1", 5), ("post:2", 3)]),
+        (2, vec![("post:3", 4)]),
+        (3, vec![("post:4", 9)]),
+        (4, vec![("post:2", 10)]),
+    ] {
+        app.at(60 * minute);
+        let t = START + 60 * minute;
+        let batch: Vec<_> = batch.into_iter().map(|(m, d)| (m, d, t)).collect();
+        for board in [&b, &plain] {
+            let reply = app
+                .post(&format!("/v1/boards/{board}/events"), events(&batch))
+                .await;
+            assert_eq!(reply.status.as_u16(), 200, "{:?}", reply.body);
+        }
+    }
+
+    let dom = render(&format!("{}/?boards={b},{plain}&every=0", app.url)).await;
+    let section = board_section(&dom, &b);
+    assert!(section.contains("<h3>Recent changes</h3>"), "{section}");
+    assert_eq!(
+        change_rows(section),
+        [
+            [
+                "2023-11-14 22:04",
+                "1d",
+                "post:1",
+                "#2 → #3 (passed by post:2)",
+                "write"
+            ],
+            [
+                "2023-11-14 22:04",
+                "1d",
+                "post:4",
+                "#1 → #2 (passed by post:2)",
+                "write"
+            ],
+            ["2023-11-14 22:04", "1d", "post:2", "entered at #1", "write"],
+            ["2023-11-14 22:04", "1d", "post:3", "left from #3", "write"],
+            [
+                "2023-11-14 22:03",
+                "1d",
+                "post:3",
+                "#2 → #3 (passed by post:4)",
+                "write"
+            ],
+            [
+                "2023-11-14 22:03",
+                "1d",
+                "post:1",
+                "#1 → #2 (passed by post:4)",
+                "write"
+            ],
+            ["2023-11-14 22:03", "1d", "post:4", "entered at #1", "write"],
+            ["2023-11-14 22:03", "1d", "post:2", "left from #3", "write"],
+            [
+                "2023-11-14 22:02",
+                "1d",
+                "post:2",
+                "#2 → #3 (passed by post:3)",
+                "write"
+            ],
+            ["2023-11-14 22:02", "1d", "post:3", "entered at #2", "write"],
+        ]
+    );
+    assert!(
+        section.contains("<th class=\"at\">time (UTC)</th>"),
+        "{section}"
+    );
+    let plain_section = board_section(&dom, &plain);
+    assert_eq!(
+        top_rows(plain_section, "1d"),
+        rows(&[
+            ("1", "post:2", "13"),
+            ("2", "post:4", "9"),
+            ("3", "post:1", "5"),
+            ("4", "post:3", "4"),
+        ])
+    );
+    assert!(!plain_section.contains("Recent changes"), "{plain_section}");
+    assert!(
+        !plain_section.contains("class=\"changes\""),
+        "{plain_section}"
+    );
 }
 
 #[tokio::test]
@@ -1257,6 +1354,29 @@ fn top_rows(section: &str, window: &str) -> Vec<[String; 3]> {
                 cells[0].clone()
             };
             [cell("rank"), cell("member"), cell("score")]
+        })
+        .collect()
+}
+
+/// The (time, window, member, change, cause) rows of the board's recent changes.
+fn change_rows(section: &str) -> Vec<[String; 5]> {
+    let table = slice(section, "<table class=\"changes\">", "</table>");
+    let body = slice(table, "<tbody>", "</tbody>");
+    all_between(body, "<tr data-change=", "</tr>")
+        .iter()
+        .map(|row| {
+            let cell = |class: &str| {
+                let cells = all_between(row, &format!("<td class=\"{class}\">"), "</td>");
+                assert_eq!(cells.len(), 1, "one {class} cell in {row}");
+                cells[0].clone()
+            };
+            [
+                cell("at"),
+                cell("window"),
+                cell("member"),
+                cell("what"),
+                cell("cause"),
+            ]
         })
         .collect()
 }

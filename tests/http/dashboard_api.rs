@@ -18,6 +18,7 @@ use crate::support::{START, TestApp, TestRedis, unique};
 
 on_memory_and_redis!(
     a_windowed_board_answers_each_window_s_top_snapshot_leaders_and_histories,
+    a_watched_board_answers_its_newest_changes_newest_first,
     a_trending_board_answers_its_top_by_decayed_score,
     a_missing_board_is_an_error_entry_and_the_others_still_answer,
     counters_list_every_name_and_show_the_newest_samples,
@@ -223,6 +224,65 @@ async fn a_windowed_board_answers_each_window_s_top_snapshot_leaders_and_histori
             ),
         ]
     );
+}
+
+async fn a_watched_board_answers_its_newest_changes_newest_first(app: TestApp) {
+    let watched = |top: u32| json!({"slot": "1h", "windows": ["1h"], "watch": [{"window": "1h", "top": top}]});
+    let mut boards = Vec::new();
+    for config in [
+        watched(2),
+        watched(2),
+        json!({"slot": "1h", "windows": ["1h"]}),
+    ] {
+        let b = unique("dashwatch");
+        let created = app.put(&format!("/v1/boards/{b}"), config).await;
+        assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+        boards.push(b);
+    }
+    let (b, quiet, plain) = (&boards[0], &boards[1], &boards[2]);
+    for board in [b, plain] {
+        post_events(
+            &app,
+            board,
+            60,
+            json!([{"member": "a", "delta": 5}, {"member": "b", "delta": 3}]),
+        )
+        .await;
+        post_events(&app, board, 120, json!([{"member": "b", "delta": 4}])).await;
+    }
+    let d = get_ok(
+        &app,
+        &format!("/v1/dashboard?boards={b},{quiet},{plain}&counters="),
+    )
+    .await;
+    // The ids are the store's: those `GET …/changes` answers, oldest first.
+    let listed = get_ok(&app, &format!("/v1/boards/{b}/changes")).await;
+    let ids: Vec<&str> = listed["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 4, "{listed:?}");
+    let (first, second) = ((START + 60) * 1000, (START + 120) * 1000);
+    assert_eq!(
+        d["boards"][0]["changes"],
+        json!([
+            {"id": ids[3], "type": "moved", "member": "a", "window": "1h", "rank": 2, "score": 5,
+             "from": 1, "to": 2, "passed": ["b"], "cause": "write", "at": second},
+            {"id": ids[2], "type": "moved", "member": "b", "window": "1h", "rank": 1, "score": 7,
+             "from": 2, "to": 1, "passed": ["a"], "cause": "write", "at": second},
+            {"id": ids[1], "type": "entered", "member": "b", "window": "1h", "rank": 2, "score": 3,
+             "cause": "write", "at": first},
+            {"id": ids[0], "type": "entered", "member": "a", "window": "1h", "rank": 1, "score": 5,
+             "cause": "write", "at": first},
+        ])
+    );
+    // Watched with no change yet: an empty list; not watched: no `changes` at all.
+    assert_eq!(d["boards"][1]["changes"], json!([]));
+    let mut fields: Vec<&String> = d["boards"][2].as_object().unwrap().keys().collect();
+    fields.sort();
+    assert_eq!(fields, ["config", "histories", "kind", "name", "windows"]);
 }
 
 async fn a_trending_board_answers_its_top_by_decayed_score(app: TestApp) {
