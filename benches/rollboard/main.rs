@@ -22,7 +22,7 @@
 //! during batch ingest), peer (each hot route beside the Node service of `benches/peer`,
 //! in alternating `wrk` rounds; see `peer.rs`), retire,
 //! recompute, longwindow, pages, ranks, memberdata, rates, counters, memory, bigwrite,
-//! trendwrite, manyboards, maxboard, replicaacks, shards, moderation);
+//! trendwrite, manyboards, maxboard, replicaacks, shards, moderation, changes);
 //! `BENCH_LAYOUT=plain` keeps the boards the service and library phases create (those
 //! that name no layout) in plain slots (default compact, the store's default).
 //! Phase `manyboards`: 30,000 and 100,000 small boards (`BENCH_BOARDS` sets the counts)
@@ -41,6 +41,8 @@
 //! and member-rank read p50/p99 while writes go on, ingest, and exact totals.
 //! Phase `moderation`: a 100,000-member board hiding 1,000 members beside the same board
 //! hiding none: top-10 reads while likes go on, and single likes (`moderation.rs`).
+//! Phase `changes`: a watched board's rank changes delivered over SSE to 100 consumers
+//! while likes go on (`changes.rs`).
 //! Phase `ranks`: a
 //! friends' ranks read (100 members) and a member read with percentile on a
 //! 1,000,000-member board beside `ZREVRANK`. Phase `memberdata`: Redis memory per member
@@ -51,6 +53,7 @@
 
 mod baseline;
 mod bigwrite;
+mod changes;
 mod compact;
 mod counters;
 mod hot_reads;
@@ -329,6 +332,11 @@ fn main() {
         if run("moderation") {
             eprintln!("a board hiding 1,000 members …");
             rows.extend(moderation::moderation(&redis, &service.url, phase).await);
+        }
+
+        if run("changes") {
+            eprintln!("rank changes over SSE …");
+            rows.extend(changes::changes(&redis, &service.url, phase).await);
         }
 
         // Each hot route beside the Node service a forum would otherwise write.

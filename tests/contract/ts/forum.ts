@@ -3,7 +3,7 @@
 // ranks posts over 1 h and 24 h, a trending board by decayed score; then a counter, a
 // stat and a rate check; then a like on several boards at once, a write answering its
 // standing, member data, rate coverage, the bottom and reads by
-// share, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes, and the dashboard. Every answer is compared with exact values:
+// share, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes and movement, and the dashboard. Every answer is compared with exact values:
 // any difference throws, and node exits non-zero.
 //
 // Run by scripts/contract: ROLLBOARD_ADMIN_TOKEN=<token> node ts-out/forum.js BASE_URL
@@ -399,6 +399,15 @@ async function bottomAndShares(run: string): Promise<string> {
   const after = changes.changes[1]?.id;
   const later = expectStatus('changes after', await boardsChanges({ path: { board: watched }, query: { after, limit: 1 } }), 200);
   same('changes after', later.changes.map((c) => c.member), [second]);
+  // With movement since an hour ago, before the board was made: both posts are new.
+  const moving = expectStatus('top with movement', await boardsTop({ path: { board: watched }, query: { with: 'movement', since: '1h' } }), 200);
+  if (moving.kind !== 'windowed') {
+    throw new Error(`top with movement: a ${moving.kind} page`);
+  }
+  same('top with movement', moving.entries.map((e) => [e.rank, e.member, e.movement]), [
+    [1, second, { was: null }],
+    [2, first, { was: null }],
+  ]);
   return mod;
 }
 
