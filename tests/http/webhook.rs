@@ -179,6 +179,19 @@ fn two_hour_body(b: &str) -> Value {
     ]})
 }
 
+/// Board `b` watching its `1h` top 2, and the likes that make four changes: a and b
+/// enter, then b passes a.
+async fn watched_moves(app: &TestApp, b: &str) {
+    let watched = json!({"slot": "1h", "windows": ["1h"], "watch": [{"window": "1h", "top": 2}]});
+    let created = app.put(&format!("/v1/boards/{b}"), watched).await;
+    assert_eq!(created.status.as_u16(), 201, "{:?}", created.body);
+    for (member, delta) in [("a", 2), ("b", 1), ("b", 2)] {
+        let event = json!({"member": member, "delta": delta});
+        let written = app.post(&format!("/v1/boards/{b}/events"), event).await;
+        assert_eq!(written.status.as_u16(), 200, "{:?}", written.body);
+    }
+}
+
 #[tokio::test]
 async fn each_snapshot_arrives_with_its_body_and_key_even_after_failed_attempts() {
     let (url, receiver) = receiver(3).await;
@@ -400,14 +413,7 @@ async fn each_change_of_a_watched_top_arrives_in_order_signed_with_the_secret() 
     };
     let app = spawn_app_with(redis.clone(), clock(), config).await;
     let b = unique("moves");
-    let watched = json!({"slot": "1h", "windows": ["1h"], "watch": [{"window": "1h", "top": 2}]});
-    let created = app.put(&format!("/v1/boards/{b}"), watched).await;
-    assert_eq!(created.status.as_u16(), 201, "{:?}", created.body);
-    for (member, delta) in [("a", 2), ("b", 1), ("b", 2)] {
-        let event = json!({"member": member, "delta": delta});
-        let written = app.post(&format!("/v1/boards/{b}/events"), event).await;
-        assert_eq!(written.status.as_u16(), 200, "{:?}", written.body);
-    }
+    watched_moves(&app, &b).await;
     let keys = receiver.wait_keys(4).await;
     let accepted = receiver.accepted();
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
@@ -591,14 +597,7 @@ async fn each_change_arrives_over_https_at_a_receiver_whose_certificate_the_webh
     };
     let app = spawn_app_with(redis.clone(), clock(), config).await;
     let b = unique("tls");
-    let watched = json!({"slot": "1h", "windows": ["1h"], "watch": [{"window": "1h", "top": 2}]});
-    let created = app.put(&format!("/v1/boards/{b}"), watched).await;
-    assert_eq!(created.status.as_u16(), 201, "{:?}", created.body);
-    for (member, delta) in [("a", 2), ("b", 1), ("b", 2)] {
-        let event = json!({"member": member, "delta": delta});
-        let written = app.post(&format!("/v1/boards/{b}/events"), event).await;
-        assert_eq!(written.status.as_u16(), 200, "{:?}", written.body);
-    }
+    watched_moves(&app, &b).await;
     let keys = receiver.wait_keys(4).await;
     let accepted = receiver.accepted();
     let mut bodies = Vec::new();
