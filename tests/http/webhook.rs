@@ -192,6 +192,18 @@ async fn watched_moves(app: &TestApp, b: &str) {
     }
 }
 
+/// The changes webhook's cursor of board `b` is the id of the last change `accepted`.
+async fn assert_cursor_at(redis: &TestRedis, b: &str, accepted: &[Attempt]) {
+    let mut raw = redis.raw().await;
+    let cursor: Option<String> = redis::cmd("GET")
+        .arg(format!("board_{{{b}}}:changes_sent"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let last = accepted.last().unwrap().body["id"].as_str();
+    assert_eq!(cursor.as_deref(), last);
+}
+
 #[tokio::test]
 async fn each_snapshot_arrives_with_its_body_and_key_even_after_failed_attempts() {
     let (url, receiver) = receiver(3).await;
@@ -450,16 +462,7 @@ async fn each_change_of_a_watched_top_arrives_in_order_signed_with_the_secret() 
         ]
     );
     assert_eq!(keys.len(), 4);
-    let mut raw = redis.raw().await;
-    let cursor: Option<String> = redis::cmd("GET")
-        .arg(format!("board_{{{b}}}:changes_sent"))
-        .query_async(&mut raw)
-        .await
-        .unwrap();
-    assert_eq!(
-        cursor.as_deref(),
-        accepted.last().unwrap().body["id"].as_str()
-    );
+    assert_cursor_at(&redis, &b, &accepted).await;
 }
 
 /// A private CA and a certificate it signed for the receiver (127.0.0.1 and localhost),
@@ -633,16 +636,7 @@ async fn each_change_arrives_over_https_at_a_receiver_whose_certificate_the_webh
     );
     assert_eq!(keys.len(), 4);
     assert!(accepted.iter().all(|a| a.signature.is_none()));
-    let mut raw = redis.raw().await;
-    let cursor: Option<String> = redis::cmd("GET")
-        .arg(format!("board_{{{b}}}:changes_sent"))
-        .query_async(&mut raw)
-        .await
-        .unwrap();
-    assert_eq!(
-        cursor.as_deref(),
-        accepted.last().unwrap().body["id"].as_str()
-    );
+    assert_cursor_at(&redis, &b, &accepted).await;
 }
 
 #[cfg(feature = "tls")]

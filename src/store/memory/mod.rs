@@ -311,9 +311,7 @@ impl Store for MemoryStore {
         now: Timestamp,
     ) -> Result<u64> {
         self.with_board(board, |b| {
-            let changed = members
-                .iter()
-                .filter(|m| b.set_hidden(m, hidden, Some(now)));
+            let changed = members.iter().filter(|m| b.set_hidden(m, hidden, now));
             changed.count() as u64
         })
     }

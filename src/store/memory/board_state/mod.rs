@@ -241,7 +241,7 @@ impl MemBoard {
 
     /// Hides `member` in every window, or shows it again (see `Totals::hide`); false
     /// when it already was so.
-    pub fn set_hidden(&mut self, member: &Member, hidden: bool, now: Option<Timestamp>) -> bool {
+    pub fn set_hidden(&mut self, member: &Member, hidden: bool, now: Timestamp) -> bool {
         if self.review.held.contains(member.as_str()) {
             // Held by the review gate: hiding it only marks it hidden; showing does nothing.
             return hidden && self.review.held.remove(member.as_str());
@@ -253,7 +253,7 @@ impl MemBoard {
             } else {
                 ChangeCause::Show
             },
-            now.map(Timestamp::unix_millis),
+            Some(now.unix_millis()),
         );
         changed
     }
