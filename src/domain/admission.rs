@@ -2,7 +2,8 @@
 //! it lands. Pure rules over a board's config, the current time and the limits; no I/O.
 //!
 //! A batch is refused whole when it holds more than `max_batch` events. Each event on
-//! its own is then refused when its member is not a valid [`Member`], its delta is zero
+//! its own is then refused when its member is not a valid [`Member`] or its `by` not a
+//! valid [`Contributor`], its delta is zero
 //! or outside ±[`MAX_ABS`](super::MAX_ABS) (on a max, min or latest board: its value is missing
 //! or outside that range), its time is more than `max_future_skew`
 //! ahead of now, or its slot has already left every window (too late). Checks run in
@@ -10,7 +11,7 @@
 //! admitted event (too late by the time it runs, or a total leaving the range).
 
 use super::error::Error;
-use crate::domain::{Aggregate, BoardConfig, Event, Member, Span, Timestamp};
+use crate::domain::{Aggregate, BoardConfig, Contributor, Event, Member, Span, Timestamp};
 use crate::domain::{check_delta, check_value};
 
 /// One admitted event, placed in its slot: what a store writes.
@@ -25,6 +26,8 @@ pub struct SlotWrite {
     pub delta: i64,
     /// The event's time, unix milliseconds (a latest board keeps the newest event).
     pub at: i64,
+    /// Who gave it, on a board that keeps contributors; `None` on others.
+    pub by: Option<Contributor>,
 }
 
 /// The limits events are admitted under.
@@ -56,6 +59,7 @@ impl Admission {
         event: &Event,
     ) -> Result<SlotWrite, Error> {
         let member = Member::parse(&event.member)?;
+        let by = event.by.as_deref().map(Contributor::parse).transpose()?;
         let delta = stored_change(config.aggregate(), event)?;
         let at = not_in_future(event.at, now, self.max_future_skew)?;
         let slot = config.slot_start(at);
@@ -67,6 +71,7 @@ impl Admission {
             member,
             delta,
             at: at.unix_millis(),
+            by: by.filter(|_| config.keeps_contributors()),
         })
     }
 }
@@ -166,6 +171,7 @@ mod tests {
                 member: Member::parse("post:1").unwrap(),
                 delta: 2,
                 at: NOW * 1000,
+                by: None,
             }
         );
     }

@@ -93,6 +93,12 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A contributor (an event's `by`) outside 1–128 bytes, or with a control character.
+    #[error("invalid contributor: {reason}")]
+    InvalidContributor {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A rate key outside 1–256 bytes.
     #[error("invalid rate key: {reason}")]
     InvalidRateKey {
@@ -336,6 +342,7 @@ impl Error {
             Error::InvalidModeration { .. } => "invalid_moderation",
             Error::HiddenEverywhere { .. } => "hidden_everywhere",
             Error::ChangesTrimmed { .. } => "changes_trimmed",
+            Error::InvalidContributor { .. } => "invalid_contributor",
             Error::InvalidRateKey { .. } => "invalid_rate_key",
             Error::InvalidRateWindow { .. } => "invalid_rate_window",
             Error::RateOverflow { .. } => "rate_overflow",

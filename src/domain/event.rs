@@ -27,6 +27,9 @@ pub struct Event {
     /// replacing what it held, when the member holds a total once the event is applied;
     /// `None` leaves its data as it is.
     pub data: Option<MemberData>,
+    /// Who gave it (a user id), on a board that keeps contributors (see
+    /// [`Contributor`](crate::domain::Contributor)); ignored on others. Checked on write.
+    pub by: Option<String>,
 }
 
 impl Event {
@@ -38,6 +41,7 @@ impl Event {
             value: None,
             at: None,
             data: None,
+            by: None,
         }
     }
 
@@ -52,6 +56,12 @@ impl Event {
     /// The same event, happening at `at`.
     pub fn at(mut self, at: Timestamp) -> Self {
         self.at = Some(at);
+        self
+    }
+
+    /// The same event, given by `by`.
+    pub fn by(mut self, by: impl Into<String>) -> Self {
+        self.by = Some(by.into());
         self
     }
 

@@ -110,6 +110,7 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::InvalidQuery { .. }
         | Error::InvalidMemberData { .. }
         | Error::InvalidModeration { .. }
+        | Error::InvalidContributor { .. }
         | Error::InvalidRateKey { .. }
         | Error::InvalidRateWindow { .. }
         | Error::RateOverflow { .. }

@@ -146,6 +146,8 @@ struct EventIn {
     at: Option<f64>,
     #[serde(default)]
     data: Option<Value>,
+    #[serde(default)]
+    by: Option<String>,
 }
 
 /// An event's `data`: absent or null is none (the member's data stays as it is).
@@ -166,6 +168,7 @@ pub fn parse_raw_event(text: &str) -> Result<Event, NotAnEvent> {
             value: e.value,
             at: e.at.map(Timestamp::from_unix_seconds_f64).transpose()?,
             data: event_data(e.data.as_ref())?,
+            by: e.by,
         }),
         // Not the usual shape: parse it generally to say exactly what is wrong.
         Err(_) => {
@@ -205,7 +208,7 @@ impl From<crate::Error> for NotAnEvent {
 }
 
 /// Reads `{"member": string, "delta": integer (default 1), "value": integer, "at": unix
-/// seconds (default now)}` (`delta` or `value`, not both).
+/// seconds (default now), "data": object, "by": string}` (`delta` or `value`, not both).
 /// Values the rules reject (empty member, zero delta) are left for the library to judge,
 /// but for `at`, which must be a time to be an [`Event`] at all (422 `invalid_time`).
 pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
@@ -213,12 +216,14 @@ pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
     let fields: &Map<String, Value> = value
         .as_object()
         .ok_or_else(|| shape("an event is a JSON object".into()))?;
-    if let Some(unknown) = fields
-        .keys()
-        .find(|k| !matches!(k.as_str(), "member" | "delta" | "value" | "at" | "data"))
-    {
+    if let Some(unknown) = fields.keys().find(|k| {
+        !matches!(
+            k.as_str(),
+            "member" | "delta" | "value" | "at" | "data" | "by"
+        )
+    }) {
         return Err(shape(format!(
-            "unknown field {unknown:?}; an event has member, delta or value, at and data"
+            "unknown field {unknown:?}; an event has member, delta or value, at, data and by"
         )));
     }
     let member = match fields.get("member") {
@@ -253,12 +258,22 @@ pub fn parse_event(value: &Value) -> Result<Event, NotAnEvent> {
         return Err(both());
     }
     let data = event_data(fields.get("data"))?;
+    let by = match fields.get("by") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(by)) => Some(by.clone()),
+        Some(v) => {
+            return Err(shape(format!(
+                "by must be a string (who gave the event), got {v}"
+            )));
+        }
+    };
     Ok(Event {
         member,
         delta,
         value,
         at,
         data,
+        by,
     })
 }
 
@@ -442,7 +457,7 @@ mod tests {
             ),
             (
                 json!({"member": "m", "detla": 1}),
-                "unknown field \"detla\"; an event has member, delta or value, at and data",
+                "unknown field \"detla\"; an event has member, delta or value, at, data and by",
             ),
             (
                 json!({"member": "m", "value": 1.5}),

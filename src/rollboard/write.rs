@@ -15,6 +15,19 @@ pub struct BatchOutcome {
     pub accepted: usize,
     /// Events rejected, with their index in the batch, in index order.
     pub rejected: Vec<Rejected>,
+    /// On a board that keeps contributors, each applied event with a contributor: its
+    /// index and how much of its delta counts in the largest window (the rest was over
+    /// the contributor's cap), in index order.
+    pub counted: Vec<Counted>,
+}
+
+/// How much of an applied event with a contributor counts (see [`BatchOutcome`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted {
+    /// Its position in the batch, from 0.
+    pub index: usize,
+    /// What of its delta counts in the largest window's total.
+    pub counted: i64,
 }
 
 impl BatchOutcome {
@@ -83,6 +96,7 @@ impl Windowed<'_> {
             }
         }
         outcome.rejected.sort_by_key(|r| r.index);
+        outcome.counted.sort_by_key(|c| c.index);
         self.rb
             .keep_event_data(&mut board, events, &outcome)
             .await?;
@@ -114,6 +128,7 @@ impl Windowed<'_> {
         };
         record(&board, now, events, &valid, statuses, &mut outcome);
         outcome.rejected.sort_by_key(|r| r.index);
+        outcome.counted.sort_by_key(|c| c.index);
         self.rb
             .keep_event_data(&mut board, events, &outcome)
             .await?;
@@ -174,6 +189,13 @@ pub(super) fn record(
     for ((index, write), status) in written.iter().zip(statuses) {
         match status {
             WriteStatus::Applied => outcome.accepted += 1,
+            WriteStatus::Counted(counted) => {
+                outcome.accepted += 1;
+                outcome.counted.push(Counted {
+                    index: *index,
+                    counted,
+                });
+            }
             WriteStatus::TooLate => outcome.rejected.push(Rejected {
                 index: *index,
                 error: too_late(&board.config, now, &events[*index], write.slot),

@@ -16,6 +16,7 @@ use crate::domain::{AroundOptions, Entry};
 use crate::domain::{
     BoardName, Decision, HeldEvent, HeldMember, Member, MemberData, Pin, Timestamp,
 };
+use crate::domain::{Contributor, WindowContributions};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -170,6 +171,15 @@ pub trait Store: Send + Sync + 'static {
 
     /// The member's non-zero slot values in the largest window.
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History>;
+
+    /// What `by` gave inside each window of `board` at `now` (a board that keeps
+    /// contributors; nothing on others), window by window, smallest first.
+    async fn contributions(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        by: &Contributor,
+    ) -> Result<Vec<WindowContributions>>;
 
     /// Removes the member from every slot and window; a watched top's changes record
     /// `stamp`.

@@ -6,6 +6,10 @@
 pub enum WriteStatus {
     /// Counted in the slot and in every window that still contains the slot.
     Applied,
+    /// Applied on a board that keeps contributors, the event having a contributor: counted
+    /// in the slot and in every window that still contains it, of which this much counts
+    /// in the largest window's total (its delta unless the contributor's cap took some).
+    Counted(i64),
     /// Every window had already frozen the slot out.
     TooLate,
     /// A total or the slot value would leave ±(2^53 − 1).

@@ -73,6 +73,17 @@ pub struct BoardConfig {
         schema(default = 1, minimum = 1, maximum = 32, required = false)
     )]
     shards: u32,
+    /// What one contributor's events (`by`) may count for one member in a window: a
+    /// window's total for a member sums, per contributor, their deltas to it inside the
+    /// window clamped to ±N (so 1 counts distinct contributors, net of unlikes); events
+    /// without `by` count in full. Sum boards of one shard; set when the board is
+    /// created, never changed. A board with it keeps who gave each event (see
+    /// `GET /v1/contributors/{by}`); on other boards `by` is checked and not kept.
+    #[cfg_attr(
+        feature = "server",
+        schema(minimum = 1, maximum = 9007199254740991_i64, nullable = false)
+    )]
+    per_contributor_member: Option<u64>,
 }
 
 /// The unvalidated shape of a config, as it arrives over the wire.
@@ -101,6 +112,8 @@ struct RawConfig {
     layout: Option<Layout>,
     #[serde(default = "one_shard", skip_serializing_if = "is_one_shard")]
     shards: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    per_contributor_member: Option<u64>,
 }
 
 fn one_shard() -> u32 {
@@ -123,8 +136,9 @@ impl TryFrom<RawConfig> for BoardConfig {
             .with_layout(raw.layout)
             .with_shards(raw.shards)?
             .with_review(raw.review)?
-            .with_watch(raw.watch)
-            .map(|c| c.with_changes_kept(raw.changes))
+            .with_watch(raw.watch)?
+            .with_changes_kept(raw.changes)
+            .with_contributor_cap(raw.per_contributor_member)
     }
 }
 
@@ -145,6 +159,7 @@ impl From<BoardConfig> for RawConfig {
             changes: c.changes,
             layout: c.layout,
             shards: c.shards,
+            per_contributor_member: c.per_contributor_member,
         }
     }
 }
@@ -200,6 +215,7 @@ impl BoardConfig {
             changes: None,
             layout: None,
             shards: 1,
+            per_contributor_member: None,
         })
     }
 
@@ -255,7 +271,8 @@ impl BoardConfig {
     /// Refuses the combinations of options no store keeps ([`with_rank`](Self::with_rank)
     /// checks them; options set after the rank are checked again when the board is
     /// created): every non-zero total with dense ties; on a max, min or latest board, a rank
-    /// other than `all`; `all` on a sum board; on a sharded board, dense ties.
+    /// other than `all`; `all` on a sum board; on a sharded board, dense ties; a
+    /// contributor cap but on a sum board of one shard.
     pub fn check_rank(&self) -> Result<(), Error> {
         let invalid = |reason: String| Err(Error::InvalidConfig { reason });
         if self.rank == RankedTotals::Nonzero && self.ties == Ties::Dense {
@@ -288,7 +305,7 @@ impl BoardConfig {
                     .into(),
             );
         }
-        Ok(())
+        self.check_contributors()
     }
 
     /// Spreads the board's members over `shards` shards (1 to [`MAX_SHARDS`](Self::MAX_SHARDS);
@@ -304,6 +321,47 @@ impl BoardConfig {
         }
         self.shards = shards;
         Ok(self)
+    }
+
+    /// Caps what one contributor's events count for one member in a window at `cap`
+    /// (see the field); none: no cap, and no contributors kept. A sum board of one shard.
+    pub fn with_contributor_cap(mut self, cap: Option<u64>) -> Result<Self, Error> {
+        self.per_contributor_member = cap;
+        self.check_contributors()?;
+        Ok(self)
+    }
+
+    /// Refuses a contributor cap outside 1..=2^53 − 1, or on a board that is not a sum
+    /// board of one shard (checked again when the board is created).
+    pub fn check_contributors(&self) -> Result<(), Error> {
+        let Some(cap) = self.per_contributor_member else {
+            return Ok(());
+        };
+        let reason = if cap == 0 || cap > crate::domain::MAX_ABS as u64 {
+            "\"per_contributor_member\" must be between 1 and 2^53 - 1".to_owned()
+        } else if !self.aggregate.sums() {
+            "\"per_contributor_member\" is for sum boards (a max, min or latest board keeps \
+             one value per member, not a sum of contributions): leave it out"
+                .to_owned()
+        } else if self.shards > 1 {
+            "\"per_contributor_member\" needs a board of one shard (a contributor's events \
+             to one member must be capped in one step, on one Redis node): leave out \
+             \"shards\" or the cap"
+                .to_owned()
+        } else {
+            return Ok(());
+        };
+        Err(Error::InvalidConfig { reason })
+    }
+
+    /// The per-member contributor cap, if any (see the field).
+    pub fn per_contributor_member(&self) -> Option<i64> {
+        self.per_contributor_member.map(|cap| cap as i64)
+    }
+
+    /// Whether the board keeps who gave each event (it caps contributors).
+    pub fn keeps_contributors(&self) -> bool {
+        self.per_contributor_member.is_some()
     }
 
     /// How many shards the board's members are spread over (1: not sharded).
@@ -479,7 +537,8 @@ impl BoardConfig {
         differ("slot", self.slot.to_string(), asked.slot.to_string());
         let extended = asked.windows.len() > self.windows.len()
             && asked.windows[..self.windows.len()] == self.windows[..]
-            && self.aggregate.sums();
+            && self.aggregate.sums()
+            && !self.keeps_contributors();
         if !extended {
             differ("windows", windows(&self.windows), windows(&asked.windows));
         }
@@ -505,6 +564,12 @@ impl BoardConfig {
             layout(asked.layout).into(),
         );
         differ("shards", self.shards.to_string(), asked.shards.to_string());
+        let cap = |c: Option<u64>| c.map_or("none".to_owned(), |c| c.to_string());
+        differ(
+            "per_contributor_member",
+            cap(self.per_contributor_member),
+            cap(asked.per_contributor_member),
+        );
         if found.is_empty() {
             found.push(format!(
                 "slot {}, windows {}",

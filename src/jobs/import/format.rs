@@ -147,6 +147,7 @@ struct JsonLine {
     #[allow(dead_code)]
     rank: Option<u64>,
     at: Option<f64>,
+    by: Option<String>,
 }
 
 fn json_event(line: &str) -> Result<Event, String> {
@@ -161,6 +162,7 @@ fn json_event(line: &str) -> Result<Event, String> {
         value: None,
         at,
         data: None,
+        by: l.by,
     })
 }
 
@@ -170,6 +172,7 @@ pub(super) struct Columns {
     member: usize,
     delta: Option<usize>,
     at: Option<usize>,
+    by: Option<usize>,
     /// Members are in their spreadsheet-safe form.
     csv_safe: bool,
 }
@@ -178,11 +181,11 @@ impl Columns {
     /// The columns a header line names, or what is wrong with it.
     fn from_header(record: &csv::StringRecord, csv_safe: bool) -> Result<Columns, String> {
         let names: Vec<&str> = record.iter().map(str::trim).collect();
-        let wanted = "the header line names the columns: member, and optionally delta and \
-                      at (an export's rank and score too)";
+        let wanted = "the header line names the columns: member, and optionally delta, at \
+                      and by (an export's rank and score too)";
         if let Some(unknown) = names
             .iter()
-            .find(|n| !["member", "delta", "at", "rank", "score"].contains(n))
+            .find(|n| !["member", "delta", "at", "by", "rank", "score"].contains(n))
         {
             return Err(format!("unknown column {unknown:?}: {wanted}"));
         }
@@ -200,6 +203,7 @@ impl Columns {
             member: find("member").ok_or_else(|| format!("no member column: {wanted}"))?,
             delta: find("delta").or_else(|| find("score")),
             at: find("at"),
+            by: find("by"),
             csv_safe,
         })
     }
@@ -238,6 +242,7 @@ impl Columns {
             value: None,
             at,
             data: None,
+            by: field(self.by).map(str::to_owned),
         })
     }
 }

@@ -39,6 +39,7 @@ use crate::domain::{AroundOptions, AroundQuery};
 use crate::domain::{
     BoardConfig, BoardName, Decision, HeldEvent, HeldMember, Member, MemberData, Pin, Timestamp,
 };
+use crate::domain::{Contributor, WindowContributions};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::{Error, Result};
@@ -292,6 +293,15 @@ impl Store for MemoryStore {
 
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {
         self.with_board(board, |b| b.history(now, member))
+    }
+
+    async fn contributions(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        by: &Contributor,
+    ) -> Result<Vec<WindowContributions>> {
+        self.with_board(board, |b| b.contributions(now, by))
     }
 
     async fn remove_member(

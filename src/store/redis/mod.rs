@@ -30,6 +30,7 @@ use async_trait::async_trait;
 
 mod board;
 mod conn;
+mod contributors;
 mod counters;
 mod maxima;
 mod moderation;
@@ -67,6 +68,7 @@ use crate::domain::{
     BoardConfig, BoardName, Change, Decision, HeldEvent, HeldMember, Layout, Member, MemberData,
     Pin, Timestamp,
 };
+use crate::domain::{Contributor, WindowContributions};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
 use crate::store::{CounterStore, ServerStore, ShardMoves, StatsStore};
@@ -342,6 +344,15 @@ impl Store for RedisStore {
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History> {
         let form = self.family(board).slot_form(board);
         board::history::history(&self.conn, board, &form, now, member).await
+    }
+
+    async fn contributions(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        by: &Contributor,
+    ) -> Result<Vec<WindowContributions>> {
+        contributors::contributions(&self.conn, board, now, by).await
     }
 
     async fn remove_member(

@@ -38,6 +38,7 @@ use crate::domain::{AroundOptions, AroundQuery, Entry, RetireReport};
 use crate::domain::{
     BoardName, Decision, HeldEvent, HeldMember, Member, MemberData, Pin, Removed, Timestamp,
 };
+use crate::domain::{Contributor, WindowContributions};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -247,6 +248,19 @@ impl Store for ShardedStore {
         match self.sharded(board).await? {
             None => self.inner.history(board, now, member).await,
             Some(s) => Box::pin(s.history(now, member)).await,
+        }
+    }
+
+    /// A sharded board keeps no contributors (its config refuses a cap).
+    async fn contributions(
+        &self,
+        board: &Board,
+        now: Timestamp,
+        by: &Contributor,
+    ) -> Result<Vec<WindowContributions>> {
+        match self.sharded(board).await? {
+            None => self.inner.contributions(board, now, by).await,
+            Some(_) => Ok(Vec::new()),
         }
     }
 

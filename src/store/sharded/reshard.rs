@@ -347,6 +347,7 @@ impl Mover<'_> {
                     member: member.clone(),
                     delta: sign * value,
                     at: slot * 1000,
+                    by: None,
                 })
                 .collect()
         };

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
+mod contributors;
 mod read;
 mod review;
 mod snapshots;
@@ -44,6 +45,8 @@ pub(super) struct MemBoard {
     slots: Slots,
     /// Per window: member totals.
     totals: Vec<Totals>,
+    /// The events with a contributor, on a board that keeps them.
+    contributions: contributors::Contributions,
     /// Per window: from which slot a window added later holds data (never "building"
     /// here: the memory store builds an added window at once).
     states: Vec<WindowState>,
@@ -92,6 +95,8 @@ impl MemBoard {
         let n = board.config.windows().len();
         let cutoffs: Vec<i64> = (0..n).map(|j| board.config.cutoff(j, now)).collect();
         let (rank, ties) = (board.config.rank(), board.config.ties());
+        let contributions =
+            contributors::Contributions::new(board.config.per_contributor_member(), n);
         MemBoard {
             family: family_of(board.config.aggregate()),
             board,
@@ -99,6 +104,7 @@ impl MemBoard {
             retired: cutoffs,
             slots: BTreeMap::new(),
             totals: (0..n).map(|_| Totals::new(rank, ties)).collect(),
+            contributions,
             states: vec![WindowState::default(); n],
             journal: HashSet::new(),
             keyed: KeyedRecords::default(),
@@ -303,8 +309,14 @@ impl MemBoard {
             return WriteStatus::TooLate;
         }
         let counting = &mut self.totals[stage..];
-        let status = self.family.write(&mut self.slots, counting, stage, n, w);
-        if status == WriteStatus::Applied {
+        let status = if w.by.is_some() {
+            // The slot is live from its first event, with or without a contributor.
+            self.slots.entry(w.slot).or_default();
+            self.contributions.write(counting, stage, w)
+        } else {
+            self.family.write(&mut self.slots, counting, stage, n, w)
+        };
+        if matches!(status, WriteStatus::Applied | WriteStatus::Counted(_)) {
             self.drop_data_without_total(member);
         }
         status
@@ -328,9 +340,12 @@ impl MemBoard {
                 .map(|(s, _)| *s)
                 .collect();
             for s in due {
-                let left = self
-                    .family
-                    .retire(&mut self.slots, &mut self.totals, j, s, &mut report);
+                let mut left =
+                    self.family
+                        .retire(&mut self.slots, &mut self.totals, j, s, &mut report);
+                let totals = &mut self.totals[j];
+                self.contributions
+                    .retire(totals, j, s, &mut report, &mut left);
                 report.slots_retired += 1;
                 if j + 1 == n {
                     for member in &left {
@@ -393,7 +408,8 @@ impl MemBoard {
     pub fn recompute(&mut self, window: usize) -> RecomputeReport {
         let mut totals = self.fresh_totals();
         let from = self.watermarks[window] + 1;
-        let scanned = self.family.rebuild(&self.slots, window, from, &mut totals);
+        let scanned = self.family.rebuild(&self.slots, window, from, &mut totals)
+            + self.contributions.rebuild(window, &mut totals);
         self.totals[window] = totals;
         if window + 1 == self.windows() {
             // A member whose total in the largest window was drift left it: its data too.
@@ -411,10 +427,20 @@ impl MemBoard {
         let member = member.as_str();
         let slot_values = self
             .family
-            .remove(&mut self.slots, &mut self.totals, member);
+            .remove(&mut self.slots, &mut self.totals, member)
+            + self.contributions.remove(&mut self.totals, member);
         self.drop_data_without_total(member);
         self.changed(stamp.cause, Some(stamp.now.unix_millis()));
         Removed { slot_values }
+    }
+
+    /// What `by` gave inside each window.
+    pub fn contributions(
+        &self,
+        _now: Timestamp,
+        by: &crate::domain::Contributor,
+    ) -> Vec<crate::domain::WindowContributions> {
+        self.contributions.of(self.board.config.windows(), by)
     }
 
     /// Deletes `member`'s data unless it holds a total in the largest window.

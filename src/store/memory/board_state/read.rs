@@ -131,13 +131,19 @@ impl MemBoard {
         let config = &self.board.config;
         let largest = self.windows() - 1;
         let from = config.window_start(largest, now);
-        let points = self
-            .slots
-            .range(from..)
-            .filter_map(|(slot, values)| {
-                let value = self.family.point(values.get(member.as_str())?)?;
-                Some(Point { slot: *slot, value })
-            })
+        let mut points = self.contributions.history(from, member.as_str());
+        for (slot, values) in self.slots.range(from..) {
+            if let Some(value) = values
+                .get(member.as_str())
+                .and_then(|v| self.family.point(v))
+            {
+                *points.entry(*slot).or_default() += value;
+            }
+        }
+        let points = points
+            .into_iter()
+            .filter(|(_, value)| *value != 0)
+            .map(|(slot, value)| Point { slot, value })
             .collect();
         History {
             member: member.to_string(),

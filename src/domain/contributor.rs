@@ -1,0 +1,162 @@
+//! Contributors: who gave an event (its `by`), the per-member cap a board may set on what
+//! one contributor's events count, and where a contributor stands on a board.
+//!
+//! With `per_contributor_member: N`, a window's total for a member is the sum over
+//! contributors of their deltas to it inside the window, each contributor's sum clamped
+//! to ±N ([`counted`]), plus the events without a contributor in full.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::error::Error;
+use crate::domain::Span;
+
+/// Who gave an event: a user id, 1 to [`MAX_BYTES`](Self::MAX_BYTES) bytes of UTF-8
+/// without control characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Contributor(String);
+
+impl Contributor {
+    /// The longest contributor, in bytes.
+    pub const MAX_BYTES: usize = 128;
+
+    /// Checks `by`.
+    pub fn parse(by: &str) -> Result<Self, Error> {
+        let reason = if by.is_empty() || by.len() > Self::MAX_BYTES {
+            Some(format!(
+                "\"by\" must be 1 to {} bytes of UTF-8, got {} bytes",
+                Self::MAX_BYTES,
+                by.len()
+            ))
+        } else {
+            by.chars()
+                .find(|c| c.is_control())
+                .map(|c| format!("\"by\" contains the control character {c:?}"))
+        };
+        match reason {
+            Some(reason) => Err(Error::InvalidContributor { reason }),
+            None => Ok(Contributor(by.to_owned())),
+        }
+    }
+
+    /// The contributor as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Contributor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a contributor's deltas to one member inside a window, summing to `sum`, count
+/// there under the per-member cap `cap` (none: in full): `sum` clamped to ±`cap`.
+pub fn counted(cap: Option<i64>, sum: i64) -> i64 {
+    cap.map_or(sum, |cap| sum.clamp(-cap, cap))
+}
+
+/// One member a contributor gave to inside a window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct Contribution {
+    /// The member.
+    pub member: String,
+    /// The sum of the contributor's deltas to it inside the window.
+    pub contributed: i64,
+    /// What of that counts in the member's total there (`contributed` clamped to the
+    /// board's `per_contributor_member`; all of it on a board without the cap).
+    pub counted: i64,
+}
+
+/// What a contributor gave inside one window of a board: each member, highest
+/// `contributed` first (ties by member).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct WindowContributions {
+    /// The window.
+    #[cfg_attr(feature = "server", schema(value_type = String, example = "24h"))]
+    pub window: Span,
+    /// The sum of `contributed` over the members.
+    pub contributed: i64,
+    /// The sum of `counted` over the members.
+    pub counted: i64,
+    /// The members.
+    pub members: Vec<Contribution>,
+}
+
+impl WindowContributions {
+    /// The contributions to `members` (member, contributed) inside `window` under `cap`,
+    /// sorted, with their sums; members whose contribution sums to 0 are left out.
+    pub fn of(window: Span, cap: Option<i64>, members: Vec<(String, i64)>) -> Self {
+        let mut members: Vec<Contribution> = members
+            .into_iter()
+            .filter(|(_, sum)| *sum != 0)
+            .map(|(member, contributed)| Contribution {
+                counted: counted(cap, contributed),
+                member,
+                contributed,
+            })
+            .collect();
+        members.sort_by(|a, b| (b.contributed, &a.member).cmp(&(a.contributed, &b.member)));
+        WindowContributions {
+            window,
+            contributed: members.iter().map(|c| c.contributed).sum(),
+            counted: members.iter().map(|c| c.counted).sum(),
+            members,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_contributor_is_1_to_128_bytes_without_control_characters() {
+        assert_eq!(Contributor::parse("user:7").unwrap().as_str(), "user:7");
+        assert!(Contributor::parse(&"é".repeat(64)).is_ok());
+        for bad in ["", "a\nb", "tab\t"] {
+            assert_eq!(
+                Contributor::parse(bad).unwrap_err().code(),
+                "invalid_contributor"
+            );
+        }
+        let long = Contributor::parse(&"x".repeat(129)).unwrap_err();
+        assert_eq!(
+            long.to_string(),
+            "invalid contributor: \"by\" must be 1 to 128 bytes of UTF-8, got 129 bytes"
+        );
+    }
+
+    #[test]
+    fn a_sum_counts_clamped_to_the_cap() {
+        assert_eq!(counted(Some(1), 3), 1);
+        assert_eq!(counted(Some(2), -5), -2);
+        assert_eq!(counted(Some(2), 1), 1);
+        assert_eq!(counted(None, -5), -5);
+    }
+
+    #[test]
+    fn window_contributions_sort_and_sum() {
+        let w = WindowContributions::of(
+            Span::from_seconds(3600).unwrap(),
+            Some(1),
+            vec![
+                ("b".into(), 2),
+                ("a".into(), 2),
+                ("c".into(), 0),
+                ("d".into(), -1),
+            ],
+        );
+        let members: Vec<(&str, i64, i64)> = w
+            .members
+            .iter()
+            .map(|c| (c.member.as_str(), c.contributed, c.counted))
+            .collect();
+        assert_eq!(members, [("a", 2, 1), ("b", 2, 1), ("d", -1, -1)]);
+        assert_eq!((w.contributed, w.counted), (3, 1));
+    }
+}
