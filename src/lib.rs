@@ -91,6 +91,7 @@ pub use domain::{
     TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 pub use domain::{Change, ChangeCause, ChangePage, ChangeType, ChangesKept, Movement, Watch};
+pub use domain::{Contribution, Contributor, WindowContributions};
 pub use domain::{Decision, HeldEvent, HeldMember, ReviewPolicy, ReviewQueue};
 pub use domain::{
     HiddenMember, HiddenMembers, LOG_KEPT, LogEntry, MAX_ACTOR, MAX_PIN_POSITION, MAX_PINS,
@@ -122,7 +123,7 @@ pub use rollboard::multi_read::{
 pub use rollboard::multi_write::{BoardWrite, BoardsEvent, MAX_BOARDS};
 pub use rollboard::percentile::ScoreAt;
 pub use rollboard::stats::ContextStats;
-pub use rollboard::write::{BatchOutcome, Rejected};
+pub use rollboard::write::{BatchOutcome, Counted, Rejected};
 pub use rollboard::write_standing::StandingOutcome;
 pub use rollboard::{Counters, Rates, Rollboard, SkewTooLarge, Stats, Trending, Windowed};
 pub use settings::Settings;

@@ -58,7 +58,8 @@ impl Fingerprint {
         Fingerprint(sha1_smol::Sha1::from(bytes).digest().to_string())
     }
 
-    /// The fingerprint of a list of events: each member (length-prefixed), delta and time.
+    /// The fingerprint of a list of events: each member (length-prefixed), delta, time,
+    /// data and contributor.
     pub fn of_events(events: &[Event]) -> Self {
         let mut sha = sha1_smol::Sha1::new();
         for e in events {
@@ -77,6 +78,12 @@ impl Fingerprint {
                 sha.update(&[2]);
                 sha.update(&(data.as_str().len() as u64).to_be_bytes());
                 sha.update(data.as_str().as_bytes());
+            }
+            // Only with a contributor, likewise.
+            if let Some(by) = &e.by {
+                sha.update(&[3]);
+                sha.update(&(by.len() as u64).to_be_bytes());
+                sha.update(by.as_bytes());
             }
         }
         Fingerprint(sha.digest().to_string())

@@ -96,7 +96,6 @@ impl Windowed<'_> {
             }
         }
         outcome.rejected.sort_by_key(|r| r.index);
-        outcome.counted.sort_by_key(|c| c.index);
         self.rb
             .keep_event_data(&mut board, events, &outcome)
             .await?;
@@ -128,7 +127,6 @@ impl Windowed<'_> {
         };
         record(&board, now, events, &valid, statuses, &mut outcome);
         outcome.rejected.sort_by_key(|r| r.index);
-        outcome.counted.sort_by_key(|c| c.index);
         self.rb
             .keep_event_data(&mut board, events, &outcome)
             .await?;

@@ -65,6 +65,7 @@ mod compact_retirement;
 mod compact_slots;
 mod concurrency;
 mod conformance;
+mod contributors;
 mod counters;
 mod data_follows_out;
 mod dense;

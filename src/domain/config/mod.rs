@@ -81,7 +81,7 @@ pub struct BoardConfig {
     /// `GET /v1/contributors/{by}`); on other boards `by` is checked and not kept.
     #[cfg_attr(
         feature = "server",
-        schema(minimum = 1, maximum = 9007199254740991_i64, nullable = false)
+        schema(minimum = 1, maximum = 1000000000, nullable = false)
     )]
     per_contributor_member: Option<u64>,
 }
@@ -169,6 +169,8 @@ impl BoardConfig {
     pub const MAX_WINDOWS: usize = 8;
     /// Most shards a board may have.
     pub const MAX_SHARDS: u32 = 32;
+    /// The largest `per_contributor_member`.
+    pub const MAX_CONTRIBUTOR_CAP: u64 = 1_000_000_000;
     /// Most slots a window may span (`W / L`), which bounds catch-up and history reads.
     pub const MAX_SLOTS_PER_WINDOW: u64 = 100_000;
 
@@ -337,8 +339,11 @@ impl BoardConfig {
         let Some(cap) = self.per_contributor_member else {
             return Ok(());
         };
-        let reason = if cap == 0 || cap > crate::domain::MAX_ABS as u64 {
-            "\"per_contributor_member\" must be between 1 and 2^53 - 1".to_owned()
+        let reason = if cap == 0 || cap > Self::MAX_CONTRIBUTOR_CAP {
+            format!(
+                "\"per_contributor_member\" must be between 1 and {}, got {cap}",
+                Self::MAX_CONTRIBUTOR_CAP
+            )
         } else if !self.aggregate.sums() {
             "\"per_contributor_member\" is for sum boards (a max, min or latest board keeps \
              one value per member, not a sum of contributions): leave it out"
@@ -352,6 +357,20 @@ impl BoardConfig {
             return Ok(());
         };
         Err(Error::InvalidConfig { reason })
+    }
+
+    /// Refuses a recompute of a board that keeps contributors, which no store rebuilds
+    /// yet (its totals are kept exact by its writes and retirement).
+    pub fn check_recompute(&self) -> Result<(), Error> {
+        if self.keeps_contributors() {
+            return Err(Error::InvalidConfig {
+                reason: "the board keeps contributors (\"per_contributor_member\"), which a \
+                         recompute does not rebuild yet: its totals are kept exact by its \
+                         writes and retirement"
+                    .into(),
+            });
+        }
+        Ok(())
     }
 
     /// The per-member contributor cap, if any (see the field).
@@ -601,6 +620,8 @@ impl BoardConfig {
             && wider.aggregate == self.aggregate
             && wider.layout == self.layout
             && wider.shards == self.shards
+            && wider.per_contributor_member == self.per_contributor_member
+            && !self.keeps_contributors()
             && wider.windows.len() > n
             && wider.windows[..n] == self.windows[..])
             .then(|| wider.windows[n..].to_vec())

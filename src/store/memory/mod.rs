@@ -409,6 +409,7 @@ impl Store for MemoryStore {
     }
 
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
+        board.config.check_recompute()?;
         self.with_board(board, |b| b.recompute(window))
     }
 

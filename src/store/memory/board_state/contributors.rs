@@ -140,34 +140,6 @@ impl Contributions {
         }
     }
 
-    /// Rebuilds window `window`'s pair sums from the live slots' stages it counts, and
-    /// adds each pair's counted part to `totals`; returns the values read.
-    pub fn rebuild(&mut self, window: usize, totals: &mut Totals) -> u64 {
-        let mut sums: HashMap<Contributor, HashMap<String, i64>> = HashMap::new();
-        let mut scanned = 0;
-        for ((by, member), stages) in self.slots.values().flatten() {
-            let v: i64 = stages[..=window].iter().sum();
-            scanned += stages[..=window].iter().filter(|v| **v != 0).count() as u64;
-            *sums
-                .entry(by.clone())
-                .or_default()
-                .entry(member.clone())
-                .or_default() += v;
-        }
-        for members in sums.values_mut() {
-            members.retain(|member, sum| {
-                let c = counted(self.cap, *sum);
-                if c != 0 {
-                    totals.add(member, c);
-                }
-                *sum != 0
-            });
-        }
-        sums.retain(|_, members| !members.is_empty());
-        self.sums[window] = sums;
-        scanned
-    }
-
     /// Takes `member`'s contributions out of every slot and window (`totals`, which
     /// lose their counted part); returns the slot values it held.
     pub fn remove(&mut self, totals: &mut [Totals], member: &str) -> u64 {

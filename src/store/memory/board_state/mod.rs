@@ -408,8 +408,7 @@ impl MemBoard {
     pub fn recompute(&mut self, window: usize) -> RecomputeReport {
         let mut totals = self.fresh_totals();
         let from = self.watermarks[window] + 1;
-        let scanned = self.family.rebuild(&self.slots, window, from, &mut totals)
-            + self.contributions.rebuild(window, &mut totals);
+        let scanned = self.family.rebuild(&self.slots, window, from, &mut totals);
         self.totals[window] = totals;
         if window + 1 == self.windows() {
             // A member whose total in the largest window was drift left it: its data too.

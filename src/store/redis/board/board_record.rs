@@ -11,7 +11,7 @@
 //! on a board whose version never changed since it was made before the field), `pins`
 //! (JSON: the members pinned on the first page of its top, see `pins_set.lua`), `review`
 //! (the review gate's K), `watch` (the watched tops, see [`Watch::stored`]), `changes_kept` (see
-//! [`ChangesKept::stored`]), and
+//! [`ChangesKept::stored`]), `per_contributor_member` (the contributor cap), and
 //! per window
 //! `wm:<W>` (watermark) and `done:<W>` (retired through); `dropping` while a drop is
 //! under way. A trending board's record has `kind` = `trending`, `version`,
@@ -53,6 +53,7 @@ pub(crate) const RECORD_FIELDS: &[&str] = &[
     "review",
     "watch",
     "changes_kept",
+    "per_contributor_member",
 ];
 
 /// The read of a board's record: its fields, then `dropping` and `kind`.
@@ -144,8 +145,20 @@ pub(crate) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
         Some(Err(e)) => return Err(e),
         _ => None,
     };
+    let cap = match fields
+        .get(17)
+        .map(|f| opt_string(f, "per_contributor_member"))
+    {
+        Some(Ok(Some(text))) => Some(
+            text.parse()
+                .map_err(|_| corrupt("per_contributor_member"))?,
+        ),
+        Some(Err(e)) => return Err(e),
+        _ => None,
+    };
     let config = config
         .with_changes_kept(kept)
+        .with_contributor_cap(cap)?
         .with_review(review)
         .and_then(|c| c.with_watch(watch))
         .map_err(|e| Error::store(format!("board record of {name:?}: {e}")))?;

@@ -55,7 +55,12 @@ pub(crate) async fn create(
         .arg(config.layout().map_or("", Layout::as_str))
         .arg(config.rank().as_str())
         .arg(config.aggregate().as_str())
-        .arg(config.shards());
+        .arg(config.shards())
+        .arg(
+            config
+                .per_contributor_member()
+                .map_or(String::new(), |c| c.to_string()),
+        );
     for (j, w) in windows.iter().enumerate() {
         invocation.arg(w.seconds()).arg(config.cutoff(j, now));
     }
@@ -321,6 +326,7 @@ pub(crate) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         for batch in stage_keys.chunks(UNLINK_BATCH) {
             unlink(conn, name, batch).await?;
         }
+        drop_contributions(conn, name, &stage_keys).await?;
         // Compact slots' buckets, every stage of each slot with a geometry (its bucket
         // count). The geometry hash goes with the totals below, after its buckets, so a
         // drop that dies half-way still finds them.
@@ -368,6 +374,34 @@ pub(crate) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         unlink(conn, name, &[conn.keys().record(name)]).await?;
     }
     Ok(windows.is_some())
+}
+
+/// Deletes the contributions of the board `name` (`lua/contributors.lua`), when it
+/// has contributors: each stage's (`<stage>:c`) and slot's (`<stage>:cm`), each
+/// contributor's sums, then their index (last, so a drop that dies half-way still
+/// finds them).
+async fn drop_contributions(
+    conn: &RedisConn,
+    name: &BoardName,
+    stage_keys: &[String],
+) -> Result<()> {
+    let index = format!("{}:ctrs", conn.keys().record(name));
+    let mut cmd = redis::cmd("ZRANGE");
+    cmd.arg(&index).arg(0).arg(-1);
+    let contributors: Vec<String> = conn.query(&cmd, Some(name), Retry::Idempotent).await?;
+    if contributors.is_empty() {
+        return Ok(());
+    }
+    let record = conn.keys().record(name);
+    let keys: Vec<String> = stage_keys
+        .iter()
+        .flat_map(|k| [format!("{k}:c"), format!("{k}:cm")])
+        .chain(contributors.iter().map(|by| format!("{record}:ctr:{by}")))
+        .collect();
+    for batch in keys.chunks(UNLINK_BATCH) {
+        unlink(conn, name, batch).await?;
+    }
+    unlink(conn, name, &[index]).await
 }
 
 /// Each compact slot of the board `name` (those with a geometry in `slotgeo_{<board>}`)

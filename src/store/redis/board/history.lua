@@ -17,7 +17,8 @@
 --          board, whose slot keeps the member's highest value in stage 0 alone, or
 --          '<n> latest' on a latest board, whose slot keeps '<at>:<value>' of the
 --          member's newest event there: a slot is listed when the member holds a value
---          there, 0 included
+--          there, 0 included; '<n> contributors' on a sum board that keeps them, whose
+--          slot's value also holds the member's contributions (<stage 1>:cm)
 -- ARGV[6]  most slots to list when answering 'slots'
 -- ARGV[6+i], i = 1..m   the passed slots' starts (m = #ARGV - 6)
 --
@@ -43,8 +44,9 @@ board_record(board, ARGV[1])
 local newest = redis.call('ZREVRANGEBYSCORE', index, '+inf', '-inf', 'LIMIT', 0, 1)[1] or false
 
 local n, m = tonumber(string.match(ARGV[5], '^%d+')), #ARGV - 6
-local values = string.find(ARGV[5], ' ', 1, true)
 local latest = string.find(ARGV[5], 'latest', 1, true)
+local values = latest or string.find(ARGV[5], 'max', 1, true)
+local contributions = string.find(ARGV[5], 'contributors', 1, true)
 local passed = {}
 for i = 1, m do passed[ARGV[6 + i]] = i end
 local live = redis.call('ZRANGEBYSCORE', index, ARGV[2], ARGV[3], 'LIMIT', 0, m + 1)
@@ -78,6 +80,9 @@ for x, slot in ipairs(live) do
   else
     for k = 1, n do
       value = value + stage_value(KEYS[first + k], bucket, ARGV[4])
+    end
+    if contributions then
+      value = value + (tonumber(redis.call('HGET', KEYS[first + 1] .. ':cm', ARGV[4])) or 0)
     end
   end
   if value ~= 0 or held then

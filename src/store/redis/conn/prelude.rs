@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 /// The shared files, one per concern, in order: a definition uses only those above it.
-const PRELUDE: [&str; 9] = [
+const PRELUDE: [&str; 10] = [
     include_str!("../lua/base.lua"),
     include_str!("../lua/ranks.lua"),
     include_str!("../lua/key_record.lua"),
@@ -23,6 +23,7 @@ const PRELUDE: [&str; 9] = [
     include_str!("../lua/watch.lua"),
     include_str!("../lua/compact_slots.lua"),
     include_str!("../lua/writes.lua"),
+    include_str!("../lua/contributors.lua"),
     include_str!("../lua/maxima.lua"),
 ];
 

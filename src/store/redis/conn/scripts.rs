@@ -95,6 +95,8 @@ pub(crate) struct Scripts {
     pub trend_read: Script,
     pub trend_rescale: Script,
     pub trend_write: Script,
+    pub contrib_retire: Script,
+    pub contrib_remove: Script,
 }
 
 impl Scripts {
@@ -159,6 +161,8 @@ impl Scripts {
             trend_read: script!("trending/trend_read"),
             trend_rescale: script!("trending/trend_rescale"),
             trend_write: script!("trending/trend_write"),
+            contrib_retire: script!("contributors/contrib_retire"),
+            contrib_remove: script!("contributors/contrib_remove"),
         }
     }
 }

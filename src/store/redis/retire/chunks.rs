@@ -94,7 +94,7 @@ where
 }
 
 /// The window name fields the scripts need: this window and the next smaller one.
-pub(super) fn window_args(board: &Board, window: usize) -> (u64, String) {
+pub(crate) fn window_args(board: &Board, window: usize) -> (u64, String) {
     let windows = board.config.windows();
     let previous = match window {
         0 => String::new(),

@@ -124,6 +124,19 @@ impl Ingest {
         if writes.is_empty() {
             return Ok(Vec::new());
         }
+        if board.config.keeps_contributors() {
+            // Contributions are capped per event, never summed: this caller's events go
+            // on the exact path, in order, without group commit.
+            let call = WriteCall {
+                board,
+                now,
+                guard: Unguarded,
+                budget: Some(&self.shared.budget),
+                standing: None,
+            };
+            let pending = vec![None; writes.len()];
+            return exact(&self.shared.conn, &call, &writes, pending).await;
+        }
         let (reply, answer) = oneshot::channel();
         let mut submission = Box::new(Submission {
             board: board.clone(),

@@ -27,6 +27,7 @@ use crate::store::redis::board::family::{Compacted, Family, Swap};
 use crate::store::redis::board::lease;
 use crate::store::redis::conn::RedisConn;
 use crate::store::redis::conn::options::RetireOptions;
+use crate::store::redis::contributors;
 use crate::store::redis::retire::{SlotPass, chunks, compact, swap};
 use crate::store::{Keyed, WriteKey, WriteStatus};
 use ingest::Ingest;
@@ -41,12 +42,17 @@ pub(crate) struct SumFamily {
 #[async_trait]
 impl Family for SumFamily {
     fn slot_form(&self, board: &Board) -> String {
-        board.config.windows().len().to_string()
+        let n = board.config.windows().len();
+        if board.config.keeps_contributors() {
+            return format!("{n} contributors");
+        }
+        n.to_string()
     }
 
-    /// When it keeps no dense tallies (plain and compact slots alike).
+    /// When it keeps no dense tallies (plain and compact slots alike) and no
+    /// contributors.
     fn retires_small(&self, board: &Board) -> bool {
-        board.config.ties() != crate::domain::Ties::Dense
+        board.config.ties() != crate::domain::Ties::Dense && !board.config.keeps_contributors()
     }
 
     async fn write(&self, _conn: &RedisConn, w: SlotWrites<'_>) -> Result<Vec<WriteStatus>> {
@@ -89,7 +95,13 @@ impl Family for SumFamily {
         member: &Member,
         stamp: ChangeStamp,
     ) -> Result<Removed> {
-        write::remove_member(conn, board, member, stamp).await
+        let mut contributions = 0;
+        if board.config.keeps_contributors() {
+            contributions = contributors::remove::remove(conn, board, member, stamp).await?;
+        }
+        let mut removed = write::remove_member(conn, board, member, stamp).await?;
+        removed.slot_values += contributions;
+        Ok(removed)
     }
 
     async fn recompute(
@@ -98,6 +110,7 @@ impl Family for SumFamily {
         board: &Board,
         window: usize,
     ) -> Result<RecomputeReport> {
+        board.config.check_recompute()?;
         lease::leased(conn, self, board, window, |token| async move {
             recompute::run(conn, board, window, &token).await
         })
@@ -116,6 +129,10 @@ impl Family for SumFamily {
         slot: i64,
         options: &RetireOptions,
     ) -> Result<Swap> {
+        if board.config.keeps_contributors() {
+            // Its contributions leave the window first, pair by pair.
+            return Ok(Swap::Fallback);
+        }
         swap::swap(conn, board, slot, options).await
     }
 
@@ -125,6 +142,9 @@ impl Family for SumFamily {
         board: &Board,
         pass: SlotPass<'_>,
     ) -> Result<bool> {
+        if board.config.keeps_contributors() {
+            return contributors::retire::retire_slot(conn, board, pass).await;
+        }
         chunks::retire_slot(conn, board, pass).await
     }
 

@@ -22,7 +22,9 @@
 -- ARGV[2]                    n, number of windows
 -- ARGV[3]                    m, number of distinct slots
 -- ARGV[4]                    mode: 'sums' or 'events' (see below)
--- ARGV[5]                    sums: the sum of |delta| over the original events; events: ''
+-- ARGV[5]                    sums: the sum of |delta| over the original events; events:
+--                            on a board that keeps contributors its cap (see Contributors
+--                            below), else ''
 -- ARGV[6]                    a token making the call idempotent, or '' (see below)
 -- ARGV[7]                    with a key: '<fingerprint>:<events>', the write's fingerprint
 --                            (40 hex digits) and how many of its events this call carries
@@ -54,7 +56,8 @@
 --                            separate argument per entry costs Redis a string to parse and
 --                            one to make for Lua, as much as the bucket key the hash names)
 -- then the entries: with one slot (m = 1) member, delta; with several, slot number i,
--- member, delta. Deltas are integers.
+-- member, delta; on a board that keeps contributors (mode 'events' with a cap) each
+-- entry then its contributor ('' for none). Deltas are integers.
 --
 -- First every window whose cutoff passed its watermark is frozen up to the cutoff
 -- (wm:<W> := cutoff), so an event for a slot that left a window skips that window even
@@ -138,6 +141,15 @@
 --   before, total after, rank after (a total is 0 without one; a rank false when not
 --   ranked). Its other replies ({2, µs}, {3}, {4, ...}, {5}) are as without them.
 --   Cost: O(members x windows x log N) more; the caller bounds members x windows (200).
+-- Contributors (lua/contributors.lua; the caller sends such a board's writes in mode
+--   'events'): an event with a contributor goes to its slot stage's contributions, not
+--   to the member's value, and each window that counts it gets what it changes of the
+--   member's counted part (the pair's sum there clamped to +-cap); its status is
+--   contrib_code of what it changed in the largest window. A call whose events cannot
+--   take any value out of range (abs_sum + the sum of their |delta| <= 2^53 - 1: every
+--   stored magnitude, clamped or not, is at most the sum of the deltas that made it)
+--   checks none and grows abs_sum; otherwise each event is checked (its pair's slot
+--   value and sums, and the totals) and abs_sum is set to the limit.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local MAX = 9007199254740991
@@ -224,11 +236,14 @@ local save_geometries = slots.save
 local hashes = hashed == '1' and ARGV[A + 2 * n + m + 1] or nil
 local first = A + 2 * n + m + (hashes and 2 or 1)
 local numbered = (m == 1) and 0 or 1
-local stride = 2 + numbered
+-- Contributors (see the header): the board's cap, when it keeps them.
+local cap = mode == 'events' and ARGV[5] ~= '' and tonumber(ARGV[5]) or nil
+local stride = 2 + numbered + (cap and 1 or 0)
 local count = (#ARGV - first + 1) / stride
 local byte = string.byte
 
--- The slot number, member, delta and member hash (nil if not sent) of entry e (0-based).
+-- The slot number, member, delta, member hash (nil if not sent) and contributor (nil
+-- unless the board keeps them) of entry e (0-based).
 local function entry(e)
   local at = first + stride * e
   local i = numbered == 1 and tonumber(ARGV[at]) or 1
@@ -237,7 +252,7 @@ local function entry(e)
     local b1, b2, b3, b4 = byte(hashes, 4 * e + 1, 4 * e + 4)
     h = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
   end
-  return i, ARGV[at + numbered], ARGV[at + numbered + 1], h
+  return i, ARGV[at + numbered], ARGV[at + numbered + 1], h, cap and ARGV[at + numbered + 2]
 end
 
 -- Past the bound, every value the batch touches must have room for `margin` more in
@@ -438,37 +453,89 @@ if mode == 'sums' then
 end
 
 -- Mode 'events': check every event against the current values, in order.
+
+-- Contributors (see the header): whether no event of the call can leave the range, and
+-- the sum of |delta| over the events applied.
+local unchecked, applied_abs = false, 0
+if cap then
+  local sum = 0
+  for x = 0, count - 1 do
+    local _, _, delta = entry(x)
+    sum = sum + math.abs(tonumber(delta))
+  end
+  unchecked = bound ~= nil and bound + sum <= MAX
+end
+
+-- Whether an event of `d` keeps `member`'s value in slot i (stages 1..k+1: those above
+-- cannot hold anything yet) and its totals in windows k+1..n in range.
+local function in_range(i, k, member, h, d)
+  local value = 0
+  for st = 1, k + 1 do value = value + value_in(i, st, member, h) end
+  if math.abs(value + d) > MAX then return false end
+  for j = k + 1, n do
+    local total = tonumber(redis.call('ZSCORE', KEYS[TOTALS + j], member)) or 0
+    if math.abs(total + d) > MAX then return false end
+  end
+  return true
+end
+
+-- Applies an event of `d` given by `by` to slot i at stage k (see the header): its status.
+local function contribute(i, k, member, d, by)
+  local base = STAGES + (i - 1) * n
+  local ctr = board .. ':ctr:' .. by
+  if not unchecked then
+    local pair, value = by .. '\n' .. member, 0
+    for st = 1, k + 1 do
+      value = value + (tonumber(redis.call('HGET', KEYS[base + st] .. ':c', pair)) or 0)
+    end
+    if math.abs(value + d) > MAX then return 2 end
+    for j = k + 1, n do
+      local sum = tonumber(redis.call('HGET', ctr, ARGV[A + j] .. '\n' .. member)) or 0
+      local total = tonumber(redis.call('ZSCORE', KEYS[TOTALS + j], member)) or 0
+      local change = contrib_capped(cap, sum + d) - contrib_capped(cap, sum)
+      if math.abs(sum + d) > MAX or math.abs(total + change) > MAX then return 2 end
+    end
+  end
+  contrib_pair(KEYS[base + k + 1] .. ':c', by, member, d)
+  local history = KEYS[base + 1] .. ':cm'
+  if redis.call('HINCRBY', history, member, d) == 0 then redis.call('HDEL', history, member) end
+  redis.call('ZADD', board .. ':ctrs', 'GT', ARGV[A + 2 * n + i], by)
+  local change = 0
+  for j = k + 1, n do
+    change = contrib_window(ctr, ARGV[A + j], member, d, cap)
+    if change ~= 0 then add_window(j, member, string.format('%d', change)) end
+  end
+  applied_abs = applied_abs + math.abs(d)
+  return contrib_code(change)
+end
+
 local status = { 1, 0 }
 local e = 0
 while true do
   for x = e, stop - 1 do
-    local i, member, delta, h = entry(x)
+    local i, member, delta, h, by = entry(x)
     local k, d = stage[i], tonumber(delta)
     if k == n then
       status[x + 3] = 1
+    elseif by and by ~= '' then
+      status[x + 3] = contribute(i, k, member, d, by)
+    elseif unchecked or in_range(i, k, member, h, d) then
+      apply(i, k, member, delta, h)
+      applied_abs = applied_abs + math.abs(d)
+      status[x + 3] = 0
     else
-      -- Stages above k+1 cannot hold anything yet: the slot's value is stages 1..k+1.
-      local value = 0
-      for st = 1, k + 1 do value = value + value_in(i, st, member, h) end
-      local ok = math.abs(value + d) <= MAX
-      for j = k + 1, n do
-        if not ok then break end
-        local total = tonumber(redis.call('ZSCORE', KEYS[TOTALS + j], member)) or 0
-        ok = math.abs(total + d) <= MAX
-      end
-      if ok then
-        apply(i, k, member, delta, h)
-        status[x + 3] = 0
-      else
-        status[x + 3] = 2
-      end
+      status[x + 3] = 2
     end
   end
   e = stop
   if e >= count or spent() then break end
   stop = group_end(e)
 end
-redis.call('HSET', board, 'abs_sum', MAX)
+if unchecked then
+  redis.call('HINCRBY', board, 'abs_sum', applied_abs)
+else
+  redis.call('HSET', board, 'abs_sum', MAX)
+end
 save_geometries()
 local recorded = { 1 }
 for x = 3, #status do recorded[x - 1] = status[x] end

@@ -168,9 +168,13 @@ pub(crate) async fn send_events<G: Guard>(
     if sends_hashes(conn, call.board, call.now, &slots) {
         invocation.arg(packed_hashes(writes.iter().map(|w| w.member.as_str())));
     }
+    let contributors = call.board.config.keeps_contributors();
     for w in writes {
         slots.push_number(&mut invocation, w.slot);
         invocation.arg(w.member.as_str()).arg(w.delta);
+        if contributors {
+            invocation.arg(w.by.as_ref().map_or("", |by| by.as_str()));
+        }
     }
     let board = &call.board.name;
     let (reply, standing) = run(conn, &invocation, board, call.standing.is_some()).await?;
@@ -222,6 +226,17 @@ pub(crate) async fn apply_standing<G: Guard>(
     let limit = call.limit();
     let entries = &writes.sums.entries;
     let events = writes.events;
+    if call.board.config.keeps_contributors() {
+        // Contributions are capped per event: never summed (see `write.lua`).
+        let (answer, us, standing) = send_events(conn, call, events, &limit).await?;
+        return Ok(match answer {
+            Answer::Did(statuses) => {
+                observe(call, us, statuses.len());
+                Answer::Did((statuses, standing))
+            }
+            Answer::Found(found) => Answer::Found(found),
+        });
+    }
     let sums_limit = limit.at(&writes.boundaries);
     let (answer, us, standing) = send_sums(
         conn,
@@ -383,7 +398,12 @@ fn invocation<'a, G: Guard>(
         .arg(slots.starts.len());
     match mode {
         Mode::Sums(abs_total) => invocation.arg("sums").arg(abs_total.to_string()),
-        Mode::Events => invocation.arg("events").arg(""),
+        Mode::Events => invocation.arg("events").arg(
+            board
+                .config
+                .per_contributor_member()
+                .map_or(String::new(), |cap| cap.to_string()),
+        ),
     };
     call.guard.push_args(&mut invocation, now, events);
     let mut slot_words = conn

@@ -171,12 +171,21 @@ impl Guard for Key<'_> {
     }
 }
 
-/// A status code of `write.lua`.
+/// A status code of `write.lua`: 3 and up, a contribution's (`contrib_code`: 3 + the
+/// zigzag of what it counted).
 pub(crate) fn status_of(code: i64) -> Option<WriteStatus> {
     match code {
         0 => Some(WriteStatus::Applied),
         1 => Some(WriteStatus::TooLate),
         2 => Some(WriteStatus::OutOfRange),
+        3.. => {
+            let zigzag = code - 3;
+            Some(WriteStatus::Counted(if zigzag % 2 == 0 {
+                zigzag / 2
+            } else {
+                -(zigzag + 1) / 2
+            }))
+        }
         _ => None,
     }
 }

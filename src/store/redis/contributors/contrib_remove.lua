@@ -1,0 +1,68 @@
+-- contrib_remove.lua: remove one member's contributions from some slots of a board that
+-- keeps contributors (lua/contributors.lua), keeping its totals exact; remove_member.lua
+-- then removes its member values.
+--
+-- KEYS[1]                  board record      board_{b}
+-- KEYS[1+j], j = 1..n      totals of window j, smallest first
+-- KEYS[1+n+(i-1)*n+k]      stage k (1..n) of slot i (1..m), as in write.lua (their
+--                          contributions are <stage>:c, the slot's history <stage 1>:cm)
+-- then, on a dense board only, per window j: its tally and distinct totals
+-- KEYS[#KEYS]              member data       data_{b}
+--
+-- ARGV[1]  board version the caller expects (with the caller's now and cause, see
+--          board_record)
+-- ARGV[2]  the member
+-- ARGV[3]  m, the number of slots
+-- ARGV[3+j], j = 1..n  the windows, seconds
+--
+-- A pair (by, member) in stage k of a slot is counted in the contributor's sums of
+-- windows k..n: each loses it, and the member's total there what that changes of its
+-- counted part. The member's pairs are found by HSCAN ... MATCH '*\n<member>' over each
+-- stage's contributions: O(the stage's pairs), a moderation step, not a hot path.
+-- Called in batches of slots; each batch keeps every window exact.
+-- Returns the number of pair values deleted. Error "STALE ..." as in write.lua.
+
+local board, member = KEYS[1], ARGV[2]
+local record = board_record(board, ARGV[1], 'per_contributor_member')
+local cap = tonumber(record[3])
+local m, n = tonumber(ARGV[3]), #ARGV - 3
+local TOTALS, STAGES = 1, 1 + n
+local dense_board = #KEYS > 2 + n + m * n
+local DENSE = STAGES + m * n
+local pattern = '*\n' .. string.gsub(member, '([%*%?%[%]\\])', '\\%1')
+
+local removed = 0
+for i = 1, m do
+  for k = 1, n do
+    local pairs_key = KEYS[STAGES + (i - 1) * n + k] .. ':c'
+    local cursor = '0'
+    repeat
+      local scan = redis.call('HSCAN', pairs_key, cursor, 'MATCH', pattern, 'COUNT', 1000)
+      local found = scan[2]
+      for p = 1, #found, 2 do
+        local field, value = found[p], tonumber(found[p + 1])
+        local at = string.find(field, '\n', 1, true)
+        -- The first \n splits: a member holding one matches only its own pairs.
+        if string.sub(field, at + 1) == member then
+          local ctr = board .. ':ctr:' .. string.sub(field, 1, at - 1)
+          for j = k, n do
+            local change = contrib_window(ctr, ARGV[3 + j], member, -value, cap)
+            if change ~= 0 then
+              local tally, dense = nil, nil
+              if dense_board then tally, dense = KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] end
+              add_total(KEYS[TOTALS + j], member, string.format('%d', change), tally, dense,
+                j == n and KEYS[#KEYS] or nil)
+            end
+          end
+          redis.call('HDEL', pairs_key, field)
+          removed = removed + 1
+        end
+      end
+      cursor = scan[1]
+    until cursor == '0'
+  end
+  redis.call('HDEL', KEYS[STAGES + (i - 1) * n + 1] .. ':cm', member)
+end
+gate(board)
+record_changes(board, 'remove')
+return removed

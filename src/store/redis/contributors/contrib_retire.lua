@@ -1,0 +1,87 @@
+-- contrib_retire.lua: retire one chunk of a frozen slot's contributions from one
+-- window (lua/contributors.lua), before retire_chunk.lua retires its member values.
+--
+-- KEYS[1]  board record                    board_{b}
+-- KEYS[2]  this window's totals            stats_{b} or stats_{b}_<W>
+-- KEYS[3]  the slot's stage for this window, j (its contributions are <stage>:c)
+-- KEYS[4]  member data                     data_{b} (the largest window's totals only)
+-- KEYS[5]  the slot's next stage, j+1; absent for the largest window
+-- then, on a dense board (ARGV[8] = 'dense'): this window's tally and distinct totals
+--
+-- ARGV[1]  board version the caller expects
+-- ARGV[2]  this window, seconds
+-- ARGV[3]  the next smaller window, seconds, or '' for the smallest window
+-- ARGV[4]  the slot's start
+-- ARGV[5]  HSCAN cursor ('0' to start)
+-- ARGV[6]  most pairs to handle in this call
+-- ARGV[7]  time budget of this call, microseconds: it stops before an HSCAN step (~50
+--          pairs) that would likely overrun it at the pace of its slowest step so far
+-- ARGV[8]  'dense' on a dense board, else absent
+--
+-- Each pair (by, member) of the stage leaves the window: its sum there (board_{b}:ctr:<by>,
+-- field '<W>\n<member>') drops by the pair's value, the member's total by what that
+-- changes of its counted part, and the value goes on to the next stage's contributions
+-- (which the next window retires), all in this call, then the field is deleted: a chunk
+-- is applied whole or not at all, so a retirer that dies, or two at once, never retire
+-- a pair twice nor skip one. The stage is frozen (the window froze the slot and the
+-- smaller window finished it), so a full HSCAN from 0 sees every pair.
+-- When the largest window finishes a slot, the slot's per-member history (<stage 1>:cm)
+-- goes, and so do the contributors whose newest slot it was from board_{b}:ctrs.
+-- Returns {cursor, pairs handled}; cursor is 'done' when the stage has no pair left.
+-- Errors: "STALE ...", "ORDER ..." (slot not frozen, or the smaller window not finished).
+
+local board, totals, stage, data_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local tally, dense = nil, nil
+if ARGV[8] == 'dense' then tally, dense = KEYS[#KEYS - 1], KEYS[#KEYS] end
+local next_stage = (#KEYS - (tally and 2 or 0) == 5) and KEYS[5] or nil
+local data = (not next_stage) and data_key or nil
+local prev_field = ARGV[3] ~= '' and ('done:' .. ARGV[3]) or 'version'
+local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], prev_field, 'per_contributor_member')
+local slot = tonumber(ARGV[4])
+if tonumber(record[3]) < slot then
+  return redis.error_reply('ORDER slot ' .. ARGV[4] .. ' is not frozen for window ' .. ARGV[2])
+end
+if ARGV[3] ~= '' and tonumber(record[4]) < slot then
+  return redis.error_reply('ORDER the smaller window has not retired slot ' .. ARGV[4])
+end
+local cap = tonumber(record[5])
+local pairs_key = stage .. ':c'
+local next_pairs = next_stage and (next_stage .. ':c') or nil
+
+local cursor, handled, max, budget = ARGV[5], 0, tonumber(ARGV[6]), tonumber(ARGV[7])
+local started, elapsed, slowest = now_us(), 0, 0
+repeat
+  local before = elapsed
+  local scan = redis.call('HSCAN', pairs_key, cursor, 'COUNT', 50)
+  local found = scan[2]
+  for p = 1, #found, 2 do
+    local field, value = found[p], tonumber(found[p + 1])
+    local at = string.find(field, '\n', 1, true)
+    local by, member = string.sub(field, 1, at - 1), string.sub(field, at + 1)
+    local change = contrib_window(board .. ':ctr:' .. by, ARGV[2], member, -value, cap)
+    if change ~= 0 then
+      add_total(totals, member, string.format('%d', change), tally, dense, data)
+    end
+    if next_pairs then contrib_pair(next_pairs, by, member, value) end
+    redis.call('HDEL', pairs_key, field)
+    handled = handled + 1
+  end
+  cursor = scan[1]
+  elapsed = now_us() - started
+  slowest = math.max(slowest, elapsed - before)
+until cursor == '0' or handled >= max or elapsed + slowest > budget
+gate(board)
+
+if redis.call('EXISTS', pairs_key) == 1 then
+  if cursor == '0' then
+    -- A scan from 0 deleted every pair it saw: pairs left mean someone writes this stage.
+    return redis.error_reply('ORDER contributions ' .. pairs_key .. ' still have pairs after a full scan')
+  end
+  return { cursor, handled }
+end
+if not next_stage then
+  redis.call('DEL', stage .. ':cm')
+  redis.call('ZREMRANGEBYSCORE', board .. ':ctrs', '-inf', ARGV[4])
+end
+record_changes(board, 'retire', nil, (slot + tonumber(ARGV[2])) * 1000)
+return { 'done', handled }
