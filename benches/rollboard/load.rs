@@ -158,6 +158,36 @@ pub async fn http_singles_with(
     .await
 }
 
+/// `connections` loops posting each of `bodies` (one event each) in turn to `board` for
+/// `duration`.
+pub async fn http_posts(
+    url: &str,
+    board: &str,
+    bodies: Arc<Vec<bytes::Bytes>>,
+    connections: usize,
+    duration: Duration,
+) -> Load {
+    let host = url.trim_start_matches("http://").to_owned();
+    let path = format!("/v1/boards/{board}/events");
+    let requests: Arc<Vec<Vec<u8>>> = Arc::new(
+        bodies
+            .iter()
+            .map(|b| raw_http::request("POST", &host, &path, b))
+            .collect(),
+    );
+    run_connections(
+        &host,
+        connections,
+        duration,
+        move |c, round| requests[(c * 131 + round) % requests.len()].clone(),
+        |status, _| {
+            assert_eq!(status, 200);
+            1
+        },
+    )
+    .await
+}
+
 /// `connections` keep-alive connections sending `request(connection, round)` in a loop
 /// for `duration`; `count` reads each response and says how many events it acknowledged.
 async fn run_connections(

@@ -22,7 +22,7 @@
 //! during batch ingest), peer (each hot route beside the Node service of `benches/peer`,
 //! in alternating `wrk` rounds; see `peer.rs`), retire,
 //! recompute, longwindow, pages, ranks, memberdata, rates, counters, memory, bigwrite,
-//! trendwrite, manyboards, maxboard, replicaacks, shards, moderation, changes);
+//! trendwrite, manyboards, maxboard, replicaacks, shards, moderation, contributors, changes);
 //! `BENCH_LAYOUT=plain` keeps the boards the service and library phases create (those
 //! that name no layout) in plain slots (default compact, the store's default).
 //! Phase `manyboards`: 30,000 and 100,000 small boards (`BENCH_BOARDS` sets the counts)
@@ -55,6 +55,7 @@ mod baseline;
 mod bigwrite;
 mod changes;
 mod compact;
+mod contributors;
 mod counters;
 mod hot_reads;
 mod huge;
@@ -332,6 +333,11 @@ fn main() {
         if run("moderation") {
             eprintln!("a board hiding 1,000 members …");
             rows.extend(moderation::moderation(&redis, &service.url, phase).await);
+        }
+
+        if run("contributors") {
+            eprintln!("contributors …");
+            rows.extend(contributors::contributors(&redis, &service.url, phase).await);
         }
 
         if run("changes") {

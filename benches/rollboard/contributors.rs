@@ -1,0 +1,151 @@
+//! The contributors phase (issue 49): a `1h`/`24h` board capping each contributor at 1
+//! per member (`per_contributor_member`) beside the same board without contributors, in
+//! alternating rounds on the same service and Redis: single likes at 16 connections
+//! (Zipf members, each from one of 100,000 users), then batches of 100 at 8. Targets:
+//! single likes with `by` ≥ 0.6× plain likes on the plain board, batches ≥ 0.5×. Then
+//! the bytes a contribution costs in Redis: 100,000 likes from distinct (user, post)
+//! pairs written to a fresh capped board, against the same likes on a fresh plain board.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rollboard::{BoardConfig, Event, Rollboard};
+
+use crate::load::{self, Load, Spread};
+use crate::report::{Row, rate, thousands};
+use crate::setup::Redis;
+
+const PLAIN: &str = "bench-ctr-plain";
+const CAPPED: &str = "bench-ctr-capped";
+const USERS: usize = 100_000;
+const ROUNDS: usize = 2;
+const BATCH: usize = 100;
+const MEASURED: usize = 100_000;
+
+fn config(capped: bool) -> BoardConfig {
+    let config = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
+    let cap = capped.then_some(1);
+    config.with_contributor_cap(cap).unwrap()
+}
+
+/// One like's JSON: member `m`, from user `u` on the capped board.
+fn like(m: usize, u: usize, capped: bool) -> String {
+    match capped {
+        true => format!("{{\"member\":\"post:{m}\",\"by\":\"user:{u}\"}}"),
+        false => format!("{{\"member\":\"post:{m}\"}}"),
+    }
+}
+
+/// Runs the phase. Its boards are left out of the final exactness check.
+pub async fn contributors(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
+    let boards = Rollboard::new(crate::setup::store(&redis.url).await);
+    for (board, capped) in [(PLAIN, false), (CAPPED, true)] {
+        boards.create(board, config(capped)).await.unwrap();
+    }
+    let members = load::member_ids(Spread::Zipf, 20_000, 49);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(49);
+    let users: Vec<usize> = (0..members.len())
+        .map(|_| rng.random_range(0..USERS))
+        .collect();
+    let bodies = |capped: bool, per: usize| -> Arc<Vec<bytes::Bytes>> {
+        let likes: Vec<String> = members
+            .iter()
+            .zip(&users)
+            .map(|(m, u)| like(*m, *u, capped))
+            .collect();
+        let grouped = likes.chunks(per).map(|c| match per {
+            1 => c[0].clone(),
+            _ => format!("{{\"events\":[{}]}}", c.join(",")),
+        });
+        Arc::new(grouped.map(bytes::Bytes::from).collect())
+    };
+    let (mut singles, mut batches) = (
+        [Load::default(), Load::default()],
+        [Load::default(), Load::default()],
+    );
+    for round in 0..ROUNDS {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for b in order {
+            let (board, capped) = [(PLAIN, false), (CAPPED, true)][b];
+            eprintln!("  round {}: single likes to {board} …", round + 1);
+            let posted = load::http_posts(url, board, bodies(capped, 1), 16, phase).await;
+            absorb(&mut singles[b], posted);
+            eprintln!("  round {}: batches of {BATCH} to {board} …", round + 1);
+            let posted = load::http_batches(url, board, bodies(capped, BATCH), 8, phase).await;
+            absorb(&mut batches[b], posted);
+        }
+    }
+    let (plain_bytes, capped_bytes) = bytes_per_like(&boards, redis).await;
+    let row = |what: &str, loads: &[Load; 2], target: f64| {
+        let (plain, capped) = (loads[0].per_second(), loads[1].per_second());
+        let ratio = capped / plain;
+        Row {
+            figure: format!("{what} with `by`, a board capping contributors at 1 per member"),
+            measured: rate(capped, "ev/s"),
+            reference: format!(
+                "the same likes on a board without contributors {}",
+                rate(plain, "ev/s")
+            ),
+            ratio: Some(ratio),
+            target: Some((format!("≥ {target}x"), ratio >= target)),
+        }
+    };
+    vec![
+        row("single likes (16 connections, Zipf)", &singles, 0.6),
+        row(
+            &format!("batches of {BATCH} (8 connections, Zipf)"),
+            &batches,
+            0.5,
+        ),
+        Row {
+            figure: format!(
+                "Redis memory per like, {} likes from distinct (user, post) pairs, capped board",
+                thousands(MEASURED as f64)
+            ),
+            measured: format!("{capped_bytes:.0} bytes"),
+            reference: format!(
+                "the same likes on a board without contributors {plain_bytes:.0} bytes"
+            ),
+            ratio: None,
+            target: None,
+        },
+    ]
+}
+
+/// The bytes one like costs in Redis on a fresh plain board and on a fresh capped one
+/// ([`MEASURED`] likes, each from its own user to one of 10,000 posts).
+async fn bytes_per_like(boards: &Rollboard, redis: &Redis) -> (f64, f64) {
+    let mut conn = redis::Client::open(redis.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let mut per_like = [0.0; 2];
+    for (i, capped) in [false, true].into_iter().enumerate() {
+        let board = format!("bench-ctr-memory-{i}");
+        boards.create(&board, config(capped)).await.unwrap();
+        let events: Vec<Event> = (0..MEASURED)
+            .map(|k| {
+                let event = Event::new(format!("post:{}", k % 10_000), 1);
+                if capped {
+                    event.by(format!("user:{k}"))
+                } else {
+                    event
+                }
+            })
+            .collect();
+        let before = crate::used_memory(&mut conn).await;
+        load::write_all(boards, &board, &events, 8).await;
+        let after = crate::used_memory(&mut conn).await;
+        per_like[i] = (after - before) as f64 / MEASURED as f64;
+    }
+    (per_like[0], per_like[1])
+}
+
+/// Adds `more`'s requests and time to `total` (rounds of one board).
+fn absorb(total: &mut Load, more: Load) {
+    total.done += more.done;
+    total.elapsed += more.elapsed;
+    total.latencies.extend(more.latencies);
+}
