@@ -653,3 +653,72 @@ async fn a_split_compact_slot_retired_with_cut_replies_ends_exact() {
 async fn a_split_compact_slot_retired_with_held_replies_ends_exact() {
     split_slot_retire_survives(HOLD).await;
 }
+
+/// A `contrib_retire.lua` call of `board`: the record and a slot stage, not the index
+/// (which `write.lua`, `retire_begin.lua` and `retire_chunk.lua` carry).
+fn contrib_retire(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'static {
+    let (record, index, stage) = (
+        format!("board_{{{board}}}"),
+        format!("slots_{{{board}}}"),
+        format!("slot_{{{board}}}_"),
+    );
+    move |r| r.is_script_with_key(&record) && !r.has_arg(&index) && r.has_arg_starting(&stage)
+}
+
+/// A board capping contributors at 1 per member: a slot's contributions leave each window
+/// in idempotent chunks too, so lost replies leave every window exact (each like comes
+/// from a pair of its own, so the cap takes nothing and a pair retired twice would show).
+async fn contributions_retire_survive(fault: Fault) {
+    let f = Faulty::start(Layout::Plain).await;
+    let config = BoardConfig::parse("1h", &["1h", "3h"])
+        .unwrap()
+        .with_contributor_cap(Some(1))
+        .unwrap();
+    let b = unique("fc");
+    f.boards.create(&b, config.clone()).await.unwrap();
+    let mut oracle = Oracle::new(config);
+    for hour in 0..4 {
+        f.clock.set(ts(START + hour * 3600));
+        let events: Vec<Event> = (0..3_000)
+            .map(|i| Event::new(format!("m{}", i % 300), 1).by(format!("u{i}-{hour}")))
+            .collect();
+        for chunk in events.chunks(1000) {
+            let outcome = f.boards.windowed(&b).incr_batch(chunk).await.unwrap();
+            assert_eq!((outcome.accepted, outcome.counted.len()), (1000, 1000));
+        }
+        for e in &events {
+            oracle.record(START + hour * 3600, &e.member, 1);
+        }
+    }
+    f.clock.set(ts(START + 5 * 3600));
+    f.proxy.arm(fault, 3, contrib_retire(&b));
+    let options = rollboard::RetireOptions {
+        chunk_size: 500,
+        ..rollboard::RetireOptions::default()
+    };
+    let mut passes = 0;
+    loop {
+        passes += 1;
+        match f.boards.windowed(&b).retire(Some(options)).await {
+            Ok(report) if report.complete => break,
+            Ok(_) | Err(Error::StoreUnavailable(_)) if passes < 5 => continue,
+            other => panic!("retirement did not finish: {other:?}"),
+        }
+    }
+    assert_eq!(f.proxy.fired(), 3, "three chunks lost their replies");
+    let now = f.clock.now();
+    for (j, window) in oracle.config.windows().iter().enumerate() {
+        let got = full_ranking(&f.boards, &b, &window.to_string()).await;
+        assert_same(&got, &oracle.ranking(j, now), &format!("window {window}"));
+    }
+}
+
+#[tokio::test]
+async fn contributions_retired_with_cut_replies_end_exact() {
+    contributions_retire_survive(Fault::Cut).await;
+}
+
+#[tokio::test]
+async fn contributions_retired_with_held_replies_end_exact() {
+    contributions_retire_survive(HOLD).await;
+}
