@@ -90,6 +90,7 @@ pub use domain::{
     TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange, TrendRank,
     TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
+pub use domain::{Contribution, Contributor, WindowContributions};
 pub use domain::{Change, ChangeCause, ChangePage, ChangeType, ChangesKept, Movement, Watch};
 pub use domain::{Decision, HeldEvent, HeldMember, ReviewPolicy, ReviewQueue};
 pub use domain::{
@@ -122,7 +123,8 @@ pub use rollboard::multi_read::{
 pub use rollboard::multi_write::{BoardWrite, BoardsEvent, MAX_BOARDS};
 pub use rollboard::percentile::ScoreAt;
 pub use rollboard::stats::ContextStats;
-pub use rollboard::write::{BatchOutcome, Rejected};
+pub use rollboard::contributors::{BoardContributions, ContributorView};
+pub use rollboard::write::{BatchOutcome, Counted, Rejected};
 pub use rollboard::write_standing::StandingOutcome;
 pub use rollboard::{Counters, Rates, Rollboard, SkewTooLarge, Stats, Trending, Windowed};
 pub use settings::Settings;
