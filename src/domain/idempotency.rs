@@ -78,6 +78,12 @@ impl Fingerprint {
                 sha.update(&(data.as_str().len() as u64).to_be_bytes());
                 sha.update(data.as_str().as_bytes());
             }
+            // Only with a contributor, likewise.
+            if let Some(by) = &e.by {
+                sha.update(&[3]);
+                sha.update(&(by.len() as u64).to_be_bytes());
+                sha.update(by.as_bytes());
+            }
         }
         Fingerprint(sha.digest().to_string())
     }
@@ -123,9 +129,14 @@ mod tests {
             vec![Event::new("b", 1)],
             vec![Event::new("a", 1).at(at)],
             vec![Event::new("a", 1), Event::new("a", 1)],
+            vec![Event::new("a", 1).by("u1")],
         ];
         for other in &others {
             assert_ne!(Fingerprint::of_events(&one), Fingerprint::of_events(other));
         }
+        assert_ne!(
+            Fingerprint::of_events(&[Event::new("a", 1).by("u1")]),
+            Fingerprint::of_events(&[Event::new("a", 1).by("u2")])
+        );
     }
 }

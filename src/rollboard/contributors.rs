@@ -57,8 +57,8 @@ impl Rollboard {
             None => self.boards_keeping_contributors().await?,
         };
         let by_ref = &by;
-        let reads: Vec<_> = futures_util::stream::iter(names.iter())
-            .map(|name| async move { self.contributions_on(name, by_ref).await })
+        let reads: Vec<_> = futures_util::stream::iter(names.clone())
+            .map(|name| async move { self.contributions_on(&name, by_ref).await })
             .buffered(BOARDS_AT_ONCE)
             .collect()
             .await;

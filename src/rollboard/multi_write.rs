@@ -134,6 +134,9 @@ impl Rollboard {
                 for r in &mut keyed.outcome.rejected {
                     r.index = indices[r.index];
                 }
+                for c in &mut keyed.outcome.counted {
+                    c.index = indices[c.index];
+                }
                 keyed
             });
             BoardWrite {
