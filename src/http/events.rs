@@ -36,10 +36,12 @@ pub struct EventsResponse {
     /// contributor's cap). A single event: a number; a batch: its applied events with a
     /// `by`, by index. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub counted: Option<CountedReply>,
 }
 
-/// What of the events with a contributor counts (see [`EventsResponse::counted`]).
+/// What of the events with a contributor counts: a number for a single event, a list
+/// by index for a batch.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum CountedReply {

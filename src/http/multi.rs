@@ -175,6 +175,7 @@ pub struct BoardWritten {
     /// counts in its largest window. A single event: a number; a batch: by index in
     /// `events`. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub counted: Option<CountedReply>,
 }
 
