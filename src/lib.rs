@@ -90,8 +90,8 @@ pub use domain::{
     TrendCreated, TrendEntry, TrendMaintenance, TrendOptions, TrendPage, TrendRange, TrendRank,
     TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
-pub use domain::{Contribution, Contributor, WindowContributions};
 pub use domain::{Change, ChangeCause, ChangePage, ChangeType, ChangesKept, Movement, Watch};
+pub use domain::{Contribution, Contributor, WindowContributions};
 pub use domain::{Decision, HeldEvent, HeldMember, ReviewPolicy, ReviewQueue};
 pub use domain::{
     HiddenMember, HiddenMembers, LOG_KEPT, LogEntry, MAX_ACTOR, MAX_PIN_POSITION, MAX_PINS,
@@ -107,6 +107,7 @@ pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, Retire
 pub use rollboard::MAX_CACHED_READS;
 pub use rollboard::bulk_remove::{BulkRemoved, MAX_BULK_REMOVE};
 pub use rollboard::changes::{CHANGES_POLL, MAX_CHANGES_LIMIT};
+pub use rollboard::contributors::{BoardContributions, ContributorView};
 pub use rollboard::counters::CleanReport;
 #[cfg(feature = "server")]
 pub use rollboard::dashboard_view::{
@@ -123,7 +124,6 @@ pub use rollboard::multi_read::{
 pub use rollboard::multi_write::{BoardWrite, BoardsEvent, MAX_BOARDS};
 pub use rollboard::percentile::ScoreAt;
 pub use rollboard::stats::ContextStats;
-pub use rollboard::contributors::{BoardContributions, ContributorView};
 pub use rollboard::write::{BatchOutcome, Counted, Rejected};
 pub use rollboard::write_standing::StandingOutcome;
 pub use rollboard::{Counters, Rates, Rollboard, SkewTooLarge, Stats, Trending, Windowed};

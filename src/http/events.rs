@@ -251,18 +251,17 @@ pub async fn post_events(
     let items = match parsed {
         EventsIn::One(event) => {
             let events = std::slice::from_ref(&event);
-            let result = match &keyed {
-                None => state
-                    .boards
-                    .write_events(&board, events)
-                    .await
-                    .and_then(|written| written.single().map(|counted| (counted, false))),
-                Some(keyed) => write(&state, &board, events, keyed)
-                    .await
-                    .and_then(|(written, replayed)| {
-                        written.single().map(|counted| (counted, replayed))
-                    }),
-            };
+            let result =
+                match &keyed {
+                    None => state
+                        .boards
+                        .write_events(&board, events)
+                        .await
+                        .and_then(|written| written.single().map(|counted| (counted, false))),
+                    Some(keyed) => write(&state, &board, events, keyed).await.and_then(
+                        |(written, replayed)| written.single().map(|counted| (counted, replayed)),
+                    ),
+                };
             if let Err(e) = &result {
                 crate::metrics::event_rejected(series, &board, e);
             }
@@ -443,7 +442,11 @@ async fn post_standing(
     };
     let replayed = written.replayed;
     let counted = if single {
-        written.outcome.counted.first().map(|c| CountedReply::One(c.counted))
+        written
+            .outcome
+            .counted
+            .first()
+            .map(|c| CountedReply::One(c.counted))
     } else {
         CountedReply::batch(&written.outcome.counted, |i| original_index[i])
     };

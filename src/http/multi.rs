@@ -373,9 +373,12 @@ fn single_event(parsed: &MultiIn<'_>) -> Result<Event, ApiError> {
 /// rejection included).
 async fn single_outcome(state: &AppState, w: BoardWrite) -> BoardOutcome {
     let series = state.boards.board_series();
-    let result = w
-        .result
-        .and_then(|keyed| keyed.outcome.single().map(|counted| (counted, keyed.replayed)));
+    let result = w.result.and_then(|keyed| {
+        keyed
+            .outcome
+            .single()
+            .map(|counted| (counted, keyed.replayed))
+    });
     match result {
         Ok((counted, replayed)) => {
             // A replay applied nothing: it counts in no metric.

@@ -134,12 +134,7 @@ async fn likes_count_once_per_contributor_net_of_unlikes(app: TestApp) {
         json!({"by": "u1", "boards": [{"board": "forum", "windows": [window("1h"), window("1d")]}]})
     );
     // Named, and with a board without contributors beside it: only the capped ones.
-    create(
-        &app,
-        "plain",
-        json!({"slot": "1h", "windows": ["1h"]}),
-    )
-    .await;
+    create(&app, "plain", json!({"slot": "1h", "windows": ["1h"]})).await;
     let named = app.get("/v1/contributors/u2?boards=forum").await;
     let u2_window = |w: &str| {
         json!({"window": w, "contributed": 1, "counted": 1, "members": [
@@ -456,12 +451,7 @@ async fn the_view_needs_the_admin_token_when_tokens_are_set() {
     let redis = Arc::new(TestRedis::spawn().await);
     let app = spawn_app_on(Arc::new(MemoryStore::new()), redis, clock(), config).await;
     let created = app
-        .request(
-            Method::PUT,
-            "/v1/boards/forum",
-            Some(CAPPED()),
-            Some("a"),
-        )
+        .request(Method::PUT, "/v1/boards/forum", Some(CAPPED()), Some("a"))
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
     let liked = app

@@ -482,7 +482,12 @@ async fn an_import_with_a_by_column_counts_distinct_contributors_in_memory() {
     .await
     .unwrap();
     assert_eq!(
-        (report.lines, report.events, report.imported, report.rejected),
+        (
+            report.lines,
+            report.events,
+            report.imported,
+            report.rejected
+        ),
         (10, 9, 9, 0)
     );
     assert_eq!(ranking(&boards, "likes", "1h").await, distinct_likers());

@@ -45,6 +45,7 @@ fn events(items: &[(&str, i64)], at: i64) -> Vec<Event> {
             value: None,
             at: Some(ts(at)),
             data: None,
+            by: None,
         })
         .collect()
 }

@@ -234,6 +234,7 @@ async fn each_board_answers_its_own_error_and_the_others_are_written(h: Harness)
         value: None,
         at: Some(ts(START + 3600)),
         data: None,
+        by: None,
     };
     let boards = [hour.as_str(), missing.as_str(), day.as_str()];
     let written = h
@@ -339,6 +340,7 @@ async fn a_member_is_read_in_every_window_of_every_board_at_once(h: Harness) {
         value: None,
         at: Some(ts(START)),
         data: None,
+        by: None,
     };
     h.boards.write_event(&hot, &old).await.unwrap();
     let asked = [

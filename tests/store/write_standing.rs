@@ -35,6 +35,7 @@ fn ev(member: &str, delta: i64) -> Event {
         value: None,
         at: None,
         data: None,
+        by: None,
     }
 }
 

@@ -54,11 +54,13 @@ pub(super) fn parse<R: Read>(input: R, format: Format, csv_safe: bool) -> Parsed
     match format {
         Format::Json => ParsedLines::Json(input.lines().enumerate()),
         Format::Csv => ParsedLines::Csv {
-            records: csv::ReaderBuilder::new()
-                .has_headers(false)
-                .from_reader(input)
-                .into_records()
-                .enumerate(),
+            records: Box::new(
+                csv::ReaderBuilder::new()
+                    .has_headers(false)
+                    .from_reader(input)
+                    .into_records()
+                    .enumerate(),
+            ),
             columns: Err(NO_HEADER.to_owned()),
             csv_safe,
         },
@@ -73,10 +75,10 @@ const NO_HEADER: &str =
 pub(super) enum ParsedLines<R: Read> {
     /// JSON lines, numbered from 0.
     Json(Enumerate<Lines<BufReader<R>>>),
-    /// CSV records, numbered from 0, and which column holds what (once the header is
-    /// read; why not otherwise).
+    /// CSV records, numbered from 0 (boxed: the reader is large), and which column holds
+    /// what (once the header is read; why not otherwise).
     Csv {
-        records: Enumerate<csv::StringRecordsIntoIter<BufReader<R>>>,
+        records: Box<Enumerate<csv::StringRecordsIntoIter<BufReader<R>>>>,
         columns: Result<Columns, String>,
         csv_safe: bool,
     },
