@@ -23,8 +23,9 @@ on_memory_and_redis!(
 );
 
 /// A sum board of 1 h slots over 1 h and 24 h counting each contributor once per member.
-const CAPPED: fn() -> Value =
-    || json!({"slot": "1h", "windows": ["1h", "24h"], "per_contributor_member": 1});
+fn capped() -> Value {
+    json!({"slot": "1h", "windows": ["1h", "24h"], "per_contributor_member": 1})
+}
 
 async fn create(app: &TestApp, board: &str, config: Value) {
     let created = app.put(&format!("/v1/boards/{board}"), config).await;
@@ -54,7 +55,7 @@ fn refused(reply: &Reply, status: StatusCode, code: &str, message: &str) {
 }
 
 async fn likes_count_once_per_contributor_net_of_unlikes(app: TestApp) {
-    create(&app, "forum", CAPPED()).await;
+    create(&app, "forum", capped()).await;
     let described = app.get("/v1/boards/forum").await;
     assert_eq!(described.body["config"]["per_contributor_member"], json!(1));
 
@@ -154,7 +155,7 @@ async fn likes_count_once_per_contributor_net_of_unlikes(app: TestApp) {
 }
 
 async fn a_contributor_counts_once_in_each_window_after_retirement(app: TestApp) {
-    create(&app, "forum", CAPPED()).await;
+    create(&app, "forum", capped()).await;
     let first = like(&app, "forum", json!({"member": "post:9", "by": "u3"})).await;
     assert_eq!(first.body, json!({"accepted": 1, "counted": 1}));
     // 90 minutes on: the first like has left the 1 h window, not the 24 h one.
@@ -178,7 +179,7 @@ async fn a_contributor_counts_once_in_each_window_after_retirement(app: TestApp)
 }
 
 async fn several_boards_and_return_standing_report_counted(app: TestApp) {
-    create(&app, "forum", CAPPED()).await;
+    create(&app, "forum", capped()).await;
     create(&app, "plain", json!({"slot": "1h", "windows": ["1h"]})).await;
     let one = app
         .post(
@@ -265,7 +266,7 @@ async fn several_boards_and_return_standing_report_counted(app: TestApp) {
 }
 
 async fn bad_contributors_are_refused_with_what_to_fix(app: TestApp) {
-    create(&app, "forum", CAPPED()).await;
+    create(&app, "forum", capped()).await;
     create(&app, "plain", json!({"slot": "1h", "windows": ["1h"]})).await;
     let long = "x".repeat(129);
     let too_long = "invalid contributor: \"by\" must be 1 to 128 bytes of UTF-8, got 129 bytes";
@@ -380,8 +381,8 @@ async fn contributor_caps_are_checked_and_fixed_at_creation(app: TestApp) {
     }
     assert_eq!(app.get("/v1/boards/bad").await.code(), "board_not_found");
 
-    create(&app, "forum", CAPPED()).await;
-    let same = app.put("/v1/boards/forum", CAPPED()).await;
+    create(&app, "forum", capped()).await;
+    let same = app.put("/v1/boards/forum", capped()).await;
     assert_eq!(same.status, StatusCode::OK, "{:?}", same.body);
     let other_cap = app
         .put(
@@ -451,7 +452,7 @@ async fn the_view_needs_the_admin_token_when_tokens_are_set() {
     let redis = Arc::new(TestRedis::spawn().await);
     let app = spawn_app_on(Arc::new(MemoryStore::new()), redis, clock(), config).await;
     let created = app
-        .request(Method::PUT, "/v1/boards/forum", Some(CAPPED()), Some("a"))
+        .request(Method::PUT, "/v1/boards/forum", Some(capped()), Some("a"))
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
     let liked = app
