@@ -107,6 +107,7 @@ pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, Retire
 pub use rollboard::MAX_CACHED_READS;
 pub use rollboard::bulk_remove::{BulkRemoved, MAX_BULK_REMOVE};
 pub use rollboard::changes::{CHANGES_POLL, MAX_CHANGES_LIMIT};
+pub use rollboard::contributors::{BoardContributions, ContributorView};
 pub use rollboard::counters::CleanReport;
 #[cfg(feature = "server")]
 pub use rollboard::dashboard_view::{

@@ -130,9 +130,14 @@ mod tests {
             vec![Event::new("b", 1)],
             vec![Event::new("a", 1).at(at)],
             vec![Event::new("a", 1), Event::new("a", 1)],
+            vec![Event::new("a", 1).by("u1")],
         ];
         for other in &others {
             assert_ne!(Fingerprint::of_events(&one), Fingerprint::of_events(other));
         }
+        assert_ne!(
+            Fingerprint::of_events(&[Event::new("a", 1).by("u1")]),
+            Fingerprint::of_events(&[Event::new("a", 1).by("u2")])
+        );
     }
 }

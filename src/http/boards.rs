@@ -122,6 +122,16 @@ pub struct ConfigBody {
     #[serde(default, deserialize_with = "json_int::opt_u64")]
     #[schema(value_type = Option<u32>, minimum = 1, maximum = 32, default = 1)]
     pub shards: Option<u64>,
+    /// Windowed sum boards of one shard: keep who gave each event (its `by`) and count
+    /// at most this much of one contributor's events to one member in each window (the
+    /// sum of their deltas to it inside the window, clamped to ±N; 1: each contributor
+    /// once, net of unlikes); events without `by` count in full. The events' replies
+    /// say what counted (`counted`), and `GET /v1/contributors/{by}` who gave what.
+    /// Set when the board is created (another value, or none, in a `PUT` on an existing
+    /// board is a conflict); such a board takes no new windows and is not recomputed.
+    #[serde(default, deserialize_with = "json_int::opt_u64")]
+    #[schema(minimum = 1, maximum = 9_007_199_254_740_991_i64)]
+    pub per_contributor_member: Option<u64>,
 }
 
 /// `{"top": 100, "keep": 168}`.
@@ -216,6 +226,10 @@ impl ConfigBody {
                     (self.changes.is_some(), "changes"),
                     (self.layout.is_some(), "layout"),
                     (self.shards.is_some_and(|k| k != 1), "shards"),
+                    (
+                        self.per_contributor_member.is_some(),
+                        "per_contributor_member",
+                    ),
                 ] {
                     if given {
                         return Err(misplaced(field, "trending"));
@@ -284,7 +298,8 @@ impl ConfigBody {
                             self.changes
                                 .map(|c| ChangesKept::new(narrow(c.keep), c.keep_for.parse()?))
                                 .transpose()?,
-                        ),
+                        )
+                        .with_contributor_cap(self.per_contributor_member)?,
                 ))
             }
         }
@@ -385,8 +400,8 @@ pub struct BoardList {
                           "windows": [{"window": "1h", "members": 3, "ranked": 2, "from": 1_795_726_800, "to": 1_795_730_400, "retired_through": 1_795_723_200, "lag_seconds": 0, "building": false, "complete_from": null},
                                       {"window": "1d", "members": 3, "ranked": 2, "from": 1_795_647_600, "to": 1_795_730_400, "retired_through": 1_795_644_000, "lag_seconds": 0, "building": false, "complete_from": null}]})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
-        (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added); `board_kind`: exists as the other kind (windowed or trending); `board_busy`, `board_changed`: retry", body = ErrorBody),
-        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a field the kind needs left out (`slot`, `windows`; `half_life`); a negative floor, a max age above 100 half-lives; `shards` outside 1–32, or with dense ties or snapshots; `review.above_rank` outside 1–100, or a review gate on a board that cannot have one (max, min or latest, dense ties, sharded)", body = ErrorBody),
+        (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added, and not to a board with `per_contributor_member`); `board_kind`: exists as the other kind (windowed or trending); `board_busy`, `board_changed`: retry", body = ErrorBody),
+        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a field the kind needs left out (`slot`, `windows`; `half_life`); a negative floor, a max age above 100 half-lives; `shards` outside 1–32, or with dense ties or snapshots; `review.above_rank` outside 1–100, or a review gate on a board that cannot have one (max, min or latest, dense ties, sharded); `per_contributor_member` of 0, or on a board that is not a sum board of one shard", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]
@@ -583,7 +598,7 @@ pub struct RecomputeQuery {
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
         (status = 409, description = "`board_busy`: another recompute of the board is running; `board_changed`; `board_kind`: a trending board (nothing to recompute)", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_span`", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span`; `invalid_query`: a board with `per_contributor_member` (not recomputed yet)", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]

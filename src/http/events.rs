@@ -31,6 +31,53 @@ pub struct EventsResponse {
     /// order of first appearance.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub standings: Option<Vec<WrittenStanding>>,
+    /// On a board keeping contributors (`per_contributor_member`), for events with a
+    /// `by`: how much of the delta counts in the largest window (the rest was over the
+    /// contributor's cap). A single event: a number; a batch: its applied events with a
+    /// `by`, by index. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub counted: Option<CountedReply>,
+}
+
+/// What of the events with a contributor counts: a number for a single event, a list
+/// by index for a batch.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum CountedReply {
+    /// A single event: what of its delta counts in the largest window.
+    One(i64),
+    /// A batch: each applied event with a `by`, in index order.
+    Batch(Vec<CountedEvent>),
+}
+
+/// What of one event of a batch counts.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CountedEvent {
+    /// Its index in `events`, from 0.
+    pub index: usize,
+    /// What of its delta counts in the board's largest window (0: the contributor was
+    /// at its cap for the member already).
+    pub counted: i64,
+}
+
+impl CountedReply {
+    /// A batch's counted events, by their index in the request (`index` maps an
+    /// outcome's index to it); `None` when there are none.
+    pub(super) fn batch(
+        counted: &[crate::Counted],
+        index: impl Fn(usize) -> usize,
+    ) -> Option<CountedReply> {
+        let mut events: Vec<CountedEvent> = counted
+            .iter()
+            .map(|c| CountedEvent {
+                index: index(c.index),
+                counted: c.counted,
+            })
+            .collect();
+        events.sort_by_key(|c| c.index);
+        (!events.is_empty()).then_some(CountedReply::Batch(events))
+    }
 }
 
 /// `?return=standing&windows=1h,24h`.
@@ -99,6 +146,12 @@ pub struct EventIn {
     /// refuses it (`invalid_member_data`).
     #[schema(value_type = crate::MemberData, required = false, example = json!({"title": "Hello"}))]
     data: Option<serde_json::Value>,
+    /// Who gave it (a user id: 1–128 bytes of UTF-8, no control characters; else
+    /// `invalid_contributor`). A board with `per_contributor_member` keeps it and counts
+    /// each contributor's events to a member within the cap; other boards check it and
+    /// do not keep it.
+    #[schema(min_length = 1, max_length = 128, example = "user:7")]
+    by: Option<String>,
 }
 
 /// One event of a batch: the shape of a single event. Its values are judged on their
@@ -125,6 +178,9 @@ pub struct BatchEvent {
     /// refuses it (`invalid_member_data`).
     #[schema(value_type = crate::MemberData, required = false, example = json!({"title": "Hello"}))]
     data: Option<serde_json::Value>,
+    /// Who gave it (1–128 bytes, no control characters), as for a single event.
+    #[schema(min_length = 1, max_length = 128)]
+    by: Option<String>,
 }
 
 /// A batch: `{"events": [ … ]}`. An element that is not of the event's shape (not an
@@ -142,6 +198,8 @@ pub struct EventBatch {
 
 /// Records events: one (200 `{"accepted":1}`, or the error) or a batch (200 with the
 /// accepted count and each rejected event's index and error), on a board of either kind.
+/// On a board keeping contributors, the reply says what of each event with a `by`
+/// counts (`counted`).
 #[utoipa::path(
     post, path = "/v1/boards/{board}/events", tag = "events", operation_id = "boardsPostEvents",
     params(
@@ -154,6 +212,7 @@ pub struct EventBatch {
         ("one" = (summary = "One like", value = json!({"member": "post:42"}))),
         ("batch" = (summary = "A batch", value = json!({"events": [{"member": "post:7", "delta": 3}, {"member": "post:42", "delta": -1}, {"member": "post:9", "at": 1_700_000_000}]}))),
         ("value" = (summary = "A run's score on a max board", value = json!({"member": "player:7", "value": 4200}))),
+        ("by" = (summary = "A like given by a user (a board with per_contributor_member counts it within the cap)", value = json!({"member": "post:42", "by": "user:7"}))),
     )),
     responses(
         (status = 200, description = "Applied: the single event, or the batch's accepted events (with the rejected ones by index); with `return=standing`, each written member's standing", body = EventsResponse,
@@ -162,7 +221,7 @@ pub struct EventBatch {
         (status = 404, description = "`board_not_found` (unless the service has a default board: then the board is created with it, see docs/operations.md, \"Boards without ceremony\")", body = ErrorBody),
         (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `sharded_unsupported`: `return=standing` on a sharded board", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),
-        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_delta`, `invalid_value` (a value on a sum board, none or one beyond ±(2^53 − 1) on a max, min or latest board), `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age), `invalid_member_data` (data over 1,024 bytes of compact JSON, or data sent to a trending board); or `idempotency_key_reused`: the Idempotency-Key was used for another body; or `invalid_query`: `return` other than `standing`, `windows` without it or naming a window not of the board, more than 20 distinct members, 40 members times windows or 100 events with `return=standing`, or `return=standing` on a trending board; `invalid_span`: a window of `windows` that is not a span", body = ErrorBody),
+        (status = 422, description = "The single event was rejected: `invalid_board_name`, `invalid_member`, `invalid_contributor` (a `by` outside 1–128 bytes or with a control character), `invalid_delta`, `invalid_value` (a value on a sum board, none or one beyond ±(2^53 − 1) on a max, min or latest board), `invalid_time`, `too_late`, `in_future`, `out_of_range`, `too_old` (a trending board: older than its max age), `invalid_member_data` (data over 1,024 bytes of compact JSON, or data sent to a trending board); or `idempotency_key_reused`: the Idempotency-Key was used for another body; or `invalid_query`: `return` other than `standing`, `windows` without it or naming a window not of the board, more than 20 distinct members, 40 members times windows or 100 events with `return=standing`, or `return=standing` on a trending board; `invalid_span`: a window of `windows` that is not a span", body = ErrorBody),
     ),
     security(("writeToken" = []), ("adminToken" = []))
 )]
@@ -191,21 +250,24 @@ pub async fn post_events(
     }
     let items = match parsed {
         EventsIn::One(event) => {
-            let result = match &keyed {
-                None => state
-                    .boards
-                    .write_event(&board, &event)
-                    .await
-                    .map(|()| false),
-                Some(keyed) => write(&state, &board, &[event], keyed)
-                    .await
-                    .and_then(|(written, replayed)| written.first_error().map(|()| replayed)),
-            };
+            let events = std::slice::from_ref(&event);
+            let result =
+                match &keyed {
+                    None => state
+                        .boards
+                        .write_events(&board, events)
+                        .await
+                        .and_then(|written| written.single().map(|counted| (counted, false))),
+                    Some(keyed) => write(&state, &board, events, keyed).await.and_then(
+                        |(written, replayed)| written.single().map(|counted| (counted, replayed)),
+                    ),
+                };
             if let Err(e) = &result {
                 crate::metrics::event_rejected(series, &board, e);
             }
+            let (counted, replayed) = result?;
             // A replay applied nothing: it counts in no metric.
-            if !result? {
+            if !replayed {
                 crate::metrics::events_accepted(series, &board, 1);
                 count_trending(&state, &board, 1).await;
             }
@@ -213,6 +275,7 @@ pub async fn post_events(
                 accepted: 1,
                 rejected: None,
                 standings: None,
+                counted: counted.map(CountedReply::One),
             }));
         }
         EventsIn::Many(items) => items,
@@ -244,6 +307,7 @@ pub async fn post_events(
         accepted: outcome.accepted,
         rejected: Some(rejected),
         standings: None,
+        counted: CountedReply::batch(&outcome.counted, |i| original_index[i]),
     }))
 }
 
@@ -377,6 +441,15 @@ async fn post_standing(
         }
     };
     let replayed = written.replayed;
+    let counted = if single {
+        written
+            .outcome
+            .counted
+            .first()
+            .map(|c| CountedReply::One(c.counted))
+    } else {
+        CountedReply::batch(&written.outcome.counted, |i| original_index[i])
+    };
     for r in written.outcome.rejected {
         if !replayed {
             crate::metrics::event_rejected(series, board, &r.error);
@@ -397,6 +470,7 @@ async fn post_standing(
         accepted: written.outcome.accepted,
         rejected: (!single).then_some(rejected),
         standings: Some(written.standings),
+        counted,
     }))
 }
 

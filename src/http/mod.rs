@@ -23,6 +23,7 @@ mod boards;
 mod body_limit;
 mod changes;
 mod contract;
+mod contributors;
 mod cors;
 mod counters;
 mod dashboard;
@@ -73,6 +74,7 @@ use crate::Rollboard;
         (name = "events", description = "Record events"),
         (name = "rankings", description = "Read rankings, members and history"),
         (name = "moderation", description = "Hide members from the rankings without losing their counts, on one board or on every board, show them again, and read the moderation log"),
+        (name = "contributors", description = "What one contributor (an event's `by`) gave on the boards keeping contributors (`per_contributor_member`)"),
         (name = "rates", description = "Rate windows: hits per key over the last 5 s … 180 d, and checks against a limit"),
         (name = "counters", description = "Time-series counters at several precisions"),
         (name = "stats", description = "Aggregate statistics per context and the slowest contexts"),
@@ -186,6 +188,7 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
         .routes(routes!(changes::changes))
         .routes(routes!(moderation::hidden))
         .routes(routes!(moderation::log))
+        .routes(routes!(contributors::contributor))
         .routes(routes!(ranks::get_ranks, ranks::post_ranks))
         .routes(routes!(rankings::history))
         .routes(routes!(

@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use super::AppState;
 use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
-use super::events::{RejectedEvent, count_trending, idempotency_key};
+use super::events::{CountedReply, RejectedEvent, count_trending, idempotency_key};
 use super::extract::{ApiPath, ApiQuery, JsonBytes};
 use super::wire::{NotAnEvent, parse_raw_event, window};
 use crate::{BoardStanding, BoardWrite, BoardsEvent, Error, Event};
@@ -41,6 +41,8 @@ struct MultiIn<'a> {
     at: Option<&'a RawValue>,
     #[serde(borrow)]
     data: Option<&'a RawValue>,
+    #[serde(borrow)]
+    by: Option<&'a RawValue>,
 }
 
 /// The body: one event with its boards, or a batch of them.
@@ -85,6 +87,12 @@ pub struct MultiEvent {
     /// refuses it (`invalid_member_data`).
     #[schema(value_type = crate::MemberData, required = false, example = json!({"title": "Hello"}))]
     data: Option<serde_json::Value>,
+    /// Who gave it (a user id: 1–128 bytes of UTF-8, no control characters; else
+    /// `invalid_contributor` and nothing is applied). Boards with
+    /// `per_contributor_member` keep it and count it within the cap; the others check
+    /// it and do not keep it.
+    #[schema(min_length = 1, max_length = 128, example = "user:7")]
+    by: Option<String>,
 }
 
 /// A batch: `{"events": [{"boards": [...], "member": …}, …]}`; each event names the
@@ -127,6 +135,10 @@ pub struct MultiBatchEvent {
     /// refuses it (`invalid_member_data`).
     #[schema(value_type = crate::MemberData, required = false, example = json!({"title": "Hello"}))]
     data: Option<serde_json::Value>,
+    /// Who gave it (1–128 bytes, no control characters): a board's `invalid_contributor`
+    /// rejection when not, as for the single event's other values.
+    #[schema(min_length = 1, max_length = 128)]
+    by: Option<String>,
 }
 
 /// What each board did with the events, in the order the boards were named.
@@ -159,6 +171,12 @@ pub struct BoardWritten {
     /// The Idempotency-Key had been applied to this board before: nothing was applied
     /// now, the outcome is the first time's.
     pub replayed: bool,
+    /// On a board keeping contributors, for events with a `by`: what of the delta
+    /// counts in its largest window. A single event: a number; a batch: by index in
+    /// `events`. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub counted: Option<CountedReply>,
 }
 
 /// A board that took none of the events, and why.
@@ -189,7 +207,7 @@ pub struct BoardFailed {
          example = json!({"boards": [{"board": "hot-posts", "accepted": 1, "rejected": [], "replayed": false}, {"board": "top-authors", "error": {"code": "board_not_found", "message": "board \"top-authors\" does not exist"}}]})),
         (status = 400, description = "`bad_request`: not JSON, an unknown or repeated key, `boards` missing or not an array of strings, anything beside a batch's `events`, a batch element not of the event's shape (its index named); `invalid_idempotency_key`", body = ErrorBody),
         (status = 413, description = "`body_too_large`, or `batch_too_large`: more events than `max_batch`", body = ErrorBody),
-        (status = 422, description = "Nothing applied: `invalid_query` (an event naming no boards, more than 20 or one twice; more than 20 boards in all), `invalid_board_name`, `invalid_time` or `invalid_member_data` (data over 1,024 bytes of compact JSON; a batch element's named by its index), and for a single event `invalid_member`, `invalid_delta`", body = ErrorBody),
+        (status = 422, description = "Nothing applied: `invalid_query` (an event naming no boards, more than 20 or one twice; more than 20 boards in all), `invalid_board_name`, `invalid_time` or `invalid_member_data` (data over 1,024 bytes of compact JSON; a batch element's named by its index), and for a single event `invalid_member`, `invalid_delta`, `invalid_contributor`", body = ErrorBody),
     ),
     security(("writeToken" = []), ("adminToken" = []))
 )]
@@ -221,6 +239,7 @@ pub async fn post_multi_events(
         || parsed.value.is_some()
         || parsed.at.is_some()
         || parsed.data.is_some()
+        || parsed.by.is_some()
     {
         return Err(ApiError::bad_request(
             "a batch is {\"events\": [{\"boards\": [...], \"member\": ...}, ...]} and nothing else: each event names its boards",
@@ -254,7 +273,7 @@ fn parse_batch(
         let element: MultiIn<'_> = parse_body(item.get().as_bytes()).map_err(in_batch)?;
         if element.events.is_some() {
             return Err(in_batch(ApiError::bad_request(
-                "an event of a batch has boards, member, delta or value, at and data",
+                "an event of a batch has boards, member, delta or value, at, data and by",
             )));
         }
         let boards = boards_of(&element).map_err(in_batch)?.to_vec();
@@ -289,11 +308,14 @@ async fn batch_outcome(state: &AppState, BoardWrite { board, result }: BoardWrit
             error: (&r.error).into(),
         })
         .collect();
+    // The board's indices are the batch's already.
+    let counted = CountedReply::batch(&keyed.outcome.counted, |i| i);
     BoardOutcome::Written(BoardWritten {
         board,
         accepted: keyed.outcome.accepted,
         rejected,
         replayed: keyed.replayed,
+        counted,
     })
 }
 
@@ -331,6 +353,7 @@ fn single_event(parsed: &MultiIn<'_>) -> Result<Event, ApiError> {
         ("value", parsed.value),
         ("at", parsed.at),
         ("data", parsed.data),
+        ("by", parsed.by),
     ] {
         if let Some(value) = value {
             if text.len() > 1 {
@@ -350,11 +373,14 @@ fn single_event(parsed: &MultiIn<'_>) -> Result<Event, ApiError> {
 /// rejection included).
 async fn single_outcome(state: &AppState, w: BoardWrite) -> BoardOutcome {
     let series = state.boards.board_series();
-    let result = w
-        .result
-        .and_then(|keyed| keyed.outcome.first_error().map(|()| keyed.replayed));
+    let result = w.result.and_then(|keyed| {
+        keyed
+            .outcome
+            .single()
+            .map(|counted| (counted, keyed.replayed))
+    });
     match result {
-        Ok(replayed) => {
+        Ok((counted, replayed)) => {
             // A replay applied nothing: it counts in no metric.
             if !replayed {
                 crate::metrics::events_accepted(series, &w.board, 1);
@@ -365,6 +391,7 @@ async fn single_outcome(state: &AppState, w: BoardWrite) -> BoardOutcome {
                 accepted: 1,
                 rejected: Vec::new(),
                 replayed,
+                counted: counted.map(CountedReply::One),
             })
         }
         Err(error) => {

@@ -7,7 +7,8 @@
 //! handle ([`handles`]: [`Windowed`], [`Trending`], [`Rates`], [`Counters`], [`Stats`]),
 //! its methods in one file per family of operations (what they answer is plain data in
 //! `domain`, which the stores produce too): [`write`] (events, member removal; a
-//! batch's outcome), [`read`] (rankings and history), [`bulk_remove`] (removal by list,
+//! batch's outcome), [`read`] (rankings and history), [`contributors`] (what one
+//! contributor gave across the boards keeping contributors), [`bulk_remove`] (removal by list,
 //! by a range of totals, trimming to a top N), [`percentile`] (the top P percent, the
 //! score at a percentile), [`multi_write`] and [`multi_read`] (one event to several
 //! boards, one member across boards), [`retire`], [`recompute`] (and building added
@@ -37,6 +38,7 @@ pub(crate) mod bulk_remove;
 mod cache;
 pub(crate) mod changes;
 mod coalesce;
+pub(crate) mod contributors;
 mod default_board;
 mod handles;
 pub use handles::{Counters, Rates, Stats, Trending, Windowed};

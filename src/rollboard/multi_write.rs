@@ -17,7 +17,7 @@ use futures_util::future::join_all;
 use super::Rollboard;
 use super::idempotent::KeyedOutcome;
 use crate::domain::{
-    BoardName, Event, Fingerprint, IdempotencyKey, Member, check_delta, check_value,
+    BoardName, Contributor, Event, Fingerprint, IdempotencyKey, Member, check_delta, check_value,
 };
 use crate::error::{Error, Result};
 
@@ -46,9 +46,10 @@ pub struct BoardWrite {
 
 impl Rollboard {
     /// Applies one event to each of `boards` (1 to [`MAX_BOARDS`], distinct, of either
-    /// kind), optionally once per board under `key`. The event's member and delta (or
-    /// value) are checked first ([`Error::InvalidMember`], [`Error::InvalidDelta`],
-    /// [`Error::InvalidValue`]: nothing is applied); what depends on a board (its
+    /// kind), optionally once per board under `key`. The event's member, delta (or
+    /// value) and contributor are checked first ([`Error::InvalidMember`],
+    /// [`Error::InvalidDelta`], [`Error::InvalidValue`], [`Error::InvalidContributor`]:
+    /// nothing is applied); what depends on a board (its
     /// windows: `too_late`; a value on a sum board or a delta on a max board:
     /// `invalid_value`) is that board's outcome, as a batch of one.
     pub async fn write_event_to_boards<S: AsRef<str>>(
@@ -58,6 +59,7 @@ impl Rollboard {
         key: Option<&IdempotencyKey>,
     ) -> Result<Vec<BoardWrite>> {
         Member::parse(&event.member)?;
+        event.by.as_deref().map(Contributor::parse).transpose()?;
         match event.value {
             Some(value) => check_value(value)?,
             None => check_delta(event.delta)?,
@@ -131,6 +133,9 @@ impl Rollboard {
             let result = self.write_board(board, &mine, key).await.map(|mut keyed| {
                 for r in &mut keyed.outcome.rejected {
                     r.index = indices[r.index];
+                }
+                for c in &mut keyed.outcome.counted {
+                    c.index = indices[c.index];
                 }
                 keyed
             });

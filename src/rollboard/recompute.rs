@@ -6,17 +6,27 @@ use tokio::task::JoinHandle;
 
 use super::{Windowed, window_index};
 use crate::domain::{RecomputeReport, Span};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 impl Windowed<'_> {
     /// Rebuilds the totals of `window` (every window when `None`) from the live slots:
     /// repairs drift, and builds windows added to the board. Exact while writes go on;
     /// retirement of the board waits meanwhile. [`Error::BoardBusy`](crate::Error::BoardBusy) while another
-    /// recompute of the board runs.
+    /// recompute of the board runs. A board keeping contributors
+    /// (`per_contributor_member`) is not recomputed yet: [`Error::InvalidQuery`].
     pub async fn recompute(self, window: Option<Span>) -> Result<RecomputeReport> {
         let store = &self.rb.inner.store;
         self.rb
             .on_board(self.board, |b| async move {
+                if b.config.keeps_contributors() {
+                    return Err(Error::InvalidQuery {
+                        reason: format!(
+                            "board {:?} keeps contributors (\"per_contributor_member\"): \
+                             recomputing its totals is not supported yet",
+                            b.name.as_str()
+                        ),
+                    });
+                }
                 let windows = match window {
                     Some(w) => vec![window_index(&b, Some(w))?],
                     None => (0..b.config.windows().len()).collect(),

@@ -15,7 +15,7 @@ use crate::domain::{
     TrendRange, TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig, check_around,
     check_delta, check_page, not_in_future, parse_ranks_members,
 };
-use crate::domain::{Fingerprint, IdempotencyKey};
+use crate::domain::{Contributor, Fingerprint, IdempotencyKey};
 use crate::error::{Error, Result};
 use crate::store::{TrendKeyed, WriteKey};
 
@@ -318,8 +318,8 @@ impl Rollboard {
         Ok(done)
     }
 
-    /// One event checked against the board's rules: member, delta, not in the future
-    /// beyond the skew, not older than the max age.
+    /// One event checked against the board's rules: member, delta, contributor (checked,
+    /// not kept), not in the future beyond the skew, not older than the max age.
     fn trend_input(
         &self,
         config: &TrendingConfig,
@@ -333,6 +333,7 @@ impl Rollboard {
             });
         }
         let delta = check_delta(event.delta)?;
+        event.by.as_deref().map(Contributor::parse).transpose()?;
         if event.data.is_some() {
             return Err(Error::InvalidMemberData {
                 reason: "a trending board keeps no member data: leave data out (windowed \

@@ -39,6 +39,14 @@ impl BatchOutcome {
             None => Ok(()),
         }
     }
+
+    /// The answer of a batch of one: `Err` with its error when it was rejected, else
+    /// what of its delta counts when it had a contributor on a board keeping
+    /// contributors (`None` otherwise: all of it counts).
+    pub fn single(self) -> Result<Option<i64>> {
+        let counted = self.counted.first().map(|c| c.counted);
+        self.first_error().map(|()| counted)
+    }
 }
 
 /// One rejected event of a batch.

@@ -153,7 +153,12 @@ impl Windowed<'_> {
             let applied: HashSet<&str> = valid
                 .iter()
                 .zip(&statuses)
-                .filter(|(_, s)| **s == crate::store::WriteStatus::Applied)
+                .filter(|(_, s)| {
+                    matches!(
+                        s,
+                        crate::store::WriteStatus::Applied | crate::store::WriteStatus::Counted(_)
+                    )
+                })
                 .map(|((_, w), _)| w.member.as_str())
                 .collect();
             record(&board, now, events, &valid, statuses, &mut outcome);

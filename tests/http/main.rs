@@ -13,6 +13,7 @@ mod clock;
 mod cluster;
 mod connections;
 mod contract;
+mod contributors;
 mod counters;
 mod dashboard;
 mod dashboard_api;

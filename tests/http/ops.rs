@@ -45,6 +45,7 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "POST /v1/members/{member}/show",
         "GET /v1/moderation/hidden",
         "GET /v1/moderation/log",
+        "GET /v1/contributors/{by}",
         "POST /v1/boards/{board}/recompute",
         "POST /v1/boards/{board}/relayout",
         "POST /v1/boards/{board}/reshard",
@@ -105,7 +106,8 @@ async fn the_openapi_document_lists_exactly_the_routes() {
             .replace("{member}", "m")
             .replace("{name}", "no-such-counter")
             .replace("{context}", "no-such-context")
-            .replace("{kind}", "K");
+            .replace("{kind}", "K")
+            .replace("{by}", "user:1");
         let method = Method::from_bytes(method.as_bytes()).unwrap();
         let reply = app.request(method, &path, Some(json!({})), None).await;
         assert!(

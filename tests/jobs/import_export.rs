@@ -427,3 +427,107 @@ async fn the_cli_imports_a_file_and_reports_a_bad_line_by_number() {
     );
     assert_eq!(ranking(&boards, &b, "24h").await, before);
 }
+
+/// Likes with who gave them: on a board counting each contributor once per member, an
+/// import counts distinct likers (events without `by` in full), as writes do.
+const LIKES: &str = "member,by,delta\n\
+                     post:1,u1,\n\
+                     post:1,u1,\n\
+                     post:1,u2,1\n\
+                     post:1,u3,\n\
+                     post:2,u1,\n\
+                     post:2,u1,\n\
+                     post:2,,\n\
+                     post:3,u2,5\n\
+                     post:3,u2,-1\n";
+
+/// `{post:1: 3, post:2: 2, post:3: 1}`: 3 likers; 1 liker and one like without `by`;
+/// one liker liking 5 times and taking one back.
+fn distinct_likers() -> std::collections::BTreeMap<String, i64> {
+    [("post:1", 3), ("post:2", 2), ("post:3", 1)]
+        .into_iter()
+        .map(|(m, s)| (m.to_owned(), s))
+        .collect()
+}
+
+fn capped(slot: &str, windows: &[&str]) -> rollboard::BoardConfig {
+    rollboard::BoardConfig::parse(slot, windows)
+        .unwrap()
+        .with_contributor_cap(Some(1))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_import_with_a_by_column_counts_distinct_contributors_in_memory() {
+    let boards = rollboard::Rollboard::with(
+        std::sync::Arc::new(rollboard::MemoryStore::new()),
+        std::sync::Arc::new(rollboard::ManualClock::new(crate::support::ts(START))),
+        rollboard::Settings::default(),
+    );
+    boards
+        .create("likes", capped("1h", &["1h", "24h"]))
+        .await
+        .unwrap();
+    let csv = ImportOptions {
+        format: Format::Csv,
+        ..ImportOptions::default()
+    };
+    let report = import(
+        &boards,
+        "likes",
+        std::io::Cursor::new(LIKES.as_bytes().to_vec()),
+        csv,
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (
+            report.lines,
+            report.events,
+            report.imported,
+            report.rejected
+        ),
+        (10, 9, 9, 0)
+    );
+    assert_eq!(ranking(&boards, "likes", "1h").await, distinct_likers());
+    assert_eq!(ranking(&boards, "likes", "24h").await, distinct_likers());
+    let u2 = boards.contributions("u2", None).await.unwrap();
+    let members: Vec<(String, i64, i64)> = u2.boards[0].windows[1]
+        .members
+        .iter()
+        .map(|c| (c.member.clone(), c.contributed, c.counted))
+        .collect();
+    assert_eq!(
+        members,
+        [("post:3".to_owned(), 4, 1), ("post:1".to_owned(), 1, 1)]
+    );
+}
+
+#[tokio::test]
+async fn the_cli_imports_a_by_column_counting_distinct_contributors() {
+    let redis = TestRedis::start().await;
+    let (boards, _clock) = boards(&redis).await;
+    let b = unique("likes");
+    boards.create(&b, capped("1h", &["24h"])).await.unwrap();
+    let file = std::env::temp_dir().join(format!("{}.csv", unique("likes")));
+    std::fs::write(&file, LIKES).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rollboard"))
+        .args(["import", &b, file.to_str().unwrap()])
+        .env("REDIS_URL", &redis.url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        summary.starts_with(&format!(
+            "imported 9 events into {b} (0 too late, skipped; 0 rejected; 0 bad lines; 0 imported before by this run id) from 10 lines"
+        )),
+        "{summary}"
+    );
+    assert_eq!(ranking(&boards, &b, "24h").await, distinct_likers());
+}

@@ -65,10 +65,11 @@ pub enum Command {
     /// Import timestamped events (JSON lines or CSV) into a board, through the exact
     /// write path, in constant memory.
     ///
-    /// JSON lines: {"member":"post:1","delta":1,"at":1700000000}. CSV: a header line
-    /// naming the columns (member, and optionally delta and at), then rows of exactly
-    /// those. The format is --format or the file's extension, never guessed. delta
-    /// defaults to 1, at to now. The whole input is checked first: a malformed line
+    /// JSON lines: {"member":"post:1","delta":1,"at":1700000000,"by":"user:7"}. CSV: a
+    /// header line naming the columns (member, and optionally delta, at and by), then
+    /// rows of exactly those. The format is --format or the file's extension, never
+    /// guessed. delta defaults to 1, at to now; by (who gave the event) is kept by a
+    /// board with per_contributor_member, checked and not kept by others. The whole input is checked first: a malformed line
     /// refuses it, naming the line, with nothing imported (unless --skip-bad). Events
     /// older than the board's largest window are counted as skipped.
     Import(ImportArgs),
@@ -319,7 +320,7 @@ pub struct ImportArgs {
     pub board: String,
     /// The file to read, or - for stdin.
     pub file: PathBuf,
-    /// csv (with a header line: member, and optionally delta and at) or jsonl (json
+    /// csv (with a header line: member, and optionally delta, at and by) or jsonl (json
     /// is the same) [default: from the file's extension, .csv or .jsonl/.ndjson/.json;
     /// stdin needs it].
     #[arg(long)]

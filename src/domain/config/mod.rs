@@ -608,8 +608,9 @@ impl BoardConfig {
     }
 
     /// The windows `wider` adds to this config, when `wider` is this config plus windows
-    /// larger than all of ours (same slot, offset, ties, ranked totals and aggregate): the
-    /// one change to the data model a live board takes (its snapshots policy is not compared: see
+    /// larger than all of ours (same slot, offset, ties, ranked totals, aggregate, layout,
+    /// shards and contributor cap; never on a board keeping contributors): the one change
+    /// to the data model a live board takes (its snapshots policy is not compared: see
     /// [`same_but_live`](Self::same_but_live)).
     pub fn extended_by(&self, wider: &BoardConfig) -> Option<Vec<Span>> {
         let n = self.windows.len();
@@ -621,6 +622,8 @@ impl BoardConfig {
             && wider.layout == self.layout
             && wider.shards == self.shards
             && wider.per_contributor_member == self.per_contributor_member
+            // A board keeping contributors takes no new windows (yet): a window's
+            // contributions cannot be built from its slots' totals.
             && !self.keeps_contributors()
             && wider.windows.len() > n
             && wider.windows[..n] == self.windows[..])

@@ -101,6 +101,21 @@ fn only_larger_windows_extend_a_config() {
 }
 
 #[test]
+fn a_board_keeping_contributors_takes_no_new_windows() {
+    let cap = |c: BoardConfig, n| c.with_contributor_cap(n).unwrap();
+    let c = cap(BoardConfig::parse("1h", &["1h", "24h"]).unwrap(), Some(1));
+    let wider = BoardConfig::parse("1h", &["1h", "24h", "7d"]).unwrap();
+    assert_eq!(c.extended_by(&cap(wider.clone(), Some(1))), None);
+    assert_eq!(
+        c.differences(&cap(wider.clone(), Some(1))),
+        ["windows: stored [1h, 1d], asked [1h, 1d, 7d]"]
+    );
+    // Nor does a board without the cap take one with the windows.
+    let plain = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
+    assert_eq!(plain.extended_by(&cap(wider, Some(1))), None);
+}
+
+#[test]
 fn offset_must_stay_inside_one_slot() {
     let c = BoardConfig::parse("1h", &["1h"]).unwrap();
     assert!(c.clone().with_offset(3_600).is_err());

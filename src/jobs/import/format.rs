@@ -69,14 +69,14 @@ pub(super) fn parse<R: Read>(input: R, format: Format, csv_safe: bool) -> Parsed
 
 /// Why a CSV row has no meaning: the header before it is missing or wrong.
 const NO_HEADER: &str =
-    "no valid header line (line 1 names the columns: member, and optionally delta and at)";
+    "no valid header line (line 1 names the columns: member, and optionally delta, at and by)";
 
 /// An iterator over the parsed lines of an input.
 pub(super) enum ParsedLines<R: Read> {
     /// JSON lines, numbered from 0.
     Json(Enumerate<Lines<BufReader<R>>>),
-    /// CSV records, numbered from 0, and which column holds what (once the header is
-    /// read; why not otherwise).
+    /// CSV records, numbered from 0 (boxed: the reader is large), and which column holds
+    /// what (once the header is read; why not otherwise).
     Csv {
         records: Box<Enumerate<csv::StringRecordsIntoIter<BufReader<R>>>>,
         columns: Result<Columns, String>,
@@ -318,7 +318,7 @@ mod tests {
                 (
                     1,
                     "unknown column \"this is not json\": the header line names the columns: \
-                     member, and optionally delta and at (an export's rank and score too)"
+                     member, and optionally delta, at and by (an export's rank and score too)"
                         .to_owned()
                 ),
                 (2, NO_HEADER.to_owned()),

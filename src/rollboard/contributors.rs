@@ -1,0 +1,119 @@
+//! Contributors across boards: what one contributor (an event's `by`) gave on the boards
+//! that keep contributors (`per_contributor_member`), each window of each board, with
+//! what of it counts under the board's cap: who liked what, for a moderator or a user's
+//! own page. Every board keeping contributors by default (in name order), or the boards
+//! named; the boards are read at once.
+
+use futures_util::StreamExt;
+use serde::Serialize;
+
+use super::Rollboard;
+use super::multi_write::check_boards;
+use crate::domain::any_board::AnyBoard;
+use crate::domain::{BoardName, Contributor, WindowContributions};
+use crate::error::{Error, Result};
+
+/// Boards read at once by one call.
+const BOARDS_AT_ONCE: usize = 16;
+
+/// What one contributor gave, board by board.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct ContributorView {
+    /// The contributor.
+    pub by: String,
+    /// Each board read: every board keeping contributors, in name order, or the boards
+    /// named, in that order.
+    pub boards: Vec<BoardContributions>,
+}
+
+/// What the contributor gave on one board.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct BoardContributions {
+    /// The board.
+    pub board: String,
+    /// Each window of the board, smallest first (a window where the contributor gave
+    /// nothing lists no members, with sums 0).
+    pub windows: Vec<WindowContributions>,
+}
+
+impl Rollboard {
+    /// What `by` gave inside each window of each of `boards` (1 to
+    /// [`MAX_BOARDS`](super::multi_write::MAX_BOARDS) distinct boards, each keeping
+    /// contributors), or, when `None`, of every board that keeps contributors: per
+    /// member, the sum of its deltas and what of it counts. An invalid `by` is
+    /// [`Error::InvalidContributor`]; a named board that does not exist
+    /// [`Error::BoardNotFound`], one without `per_contributor_member`
+    /// [`Error::InvalidQuery`].
+    pub async fn contributions(
+        &self,
+        by: &str,
+        boards: Option<&[String]>,
+    ) -> Result<ContributorView> {
+        let by = Contributor::parse(by)?;
+        let names = match boards {
+            Some(names) => check_boards(names)?,
+            None => self.boards_keeping_contributors().await?,
+        };
+        let by_ref = &by;
+        let reads: Vec<_> = futures_util::stream::iter(names.clone())
+            .map(|name| async move { self.contributions_on(&name, by_ref).await })
+            .buffered(BOARDS_AT_ONCE)
+            .collect()
+            .await;
+        let mut view = ContributorView {
+            by: by.to_string(),
+            boards: Vec::with_capacity(names.len()),
+        };
+        for (name, read) in names.iter().zip(reads) {
+            match read {
+                Ok(windows) => view.boards.push(BoardContributions {
+                    board: name.to_string(),
+                    windows,
+                }),
+                // Dropped (or its cap gone with a re-creation) since it was listed.
+                Err(Error::BoardNotFound(_) | Error::InvalidQuery { .. }) if boards.is_none() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(view)
+    }
+
+    /// Every windowed board that keeps contributors, by name.
+    async fn boards_keeping_contributors(&self) -> Result<Vec<BoardName>> {
+        let boards = self.inner.store.list_boards().await?;
+        let mut names: Vec<BoardName> = boards
+            .iter()
+            .filter_map(AnyBoard::windowed)
+            .filter(|b| b.config.keeps_contributors())
+            .map(|b| b.name.clone())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// What `by` gave inside each window of the board `name`, which must keep
+    /// contributors.
+    async fn contributions_on(
+        &self,
+        name: &BoardName,
+        by: &Contributor,
+    ) -> Result<Vec<WindowContributions>> {
+        let now = self.now();
+        let store = &self.inner.store;
+        self.on_board(name.as_str(), |b| async move {
+            if !b.config.keeps_contributors() {
+                return Err(Error::InvalidQuery {
+                    reason: format!(
+                        "board {:?} keeps no contributors: it has no \"per_contributor_member\" \
+                         (set when a sum board is created); leave it out of boards",
+                        b.name.as_str()
+                    ),
+                });
+            }
+            store.contributions(&b, now, by).await
+        })
+        .await
+    }
+}
