@@ -598,7 +598,7 @@ pub struct RecomputeQuery {
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
         (status = 409, description = "`board_busy`: another recompute of the board is running; `board_changed`; `board_kind`: a trending board (nothing to recompute)", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_span`; `invalid_query`: a board with `per_contributor_member` (not recomputed yet)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span`; `invalid_config`: a board with `per_contributor_member` (not recomputed yet)", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]

@@ -13,20 +13,11 @@ impl Windowed<'_> {
     /// repairs drift, and builds windows added to the board. Exact while writes go on;
     /// retirement of the board waits meanwhile. [`Error::BoardBusy`](crate::Error::BoardBusy) while another
     /// recompute of the board runs. A board keeping contributors
-    /// (`per_contributor_member`) is not recomputed yet: [`Error::InvalidQuery`].
+    /// (`per_contributor_member`) is not recomputed yet: [`Error::InvalidConfig`].
     pub async fn recompute(self, window: Option<Span>) -> Result<RecomputeReport> {
         let store = &self.rb.inner.store;
         self.rb
             .on_board(self.board, |b| async move {
-                if b.config.keeps_contributors() {
-                    return Err(Error::InvalidQuery {
-                        reason: format!(
-                            "board {:?} keeps contributors (\"per_contributor_member\"): \
-                             recomputing its totals is not supported yet",
-                            b.name.as_str()
-                        ),
-                    });
-                }
                 let windows = match window {
                     Some(w) => vec![window_index(&b, Some(w))?],
                     None => (0..b.config.windows().len()).collect(),

@@ -362,7 +362,7 @@ async fn contributor_caps_are_checked_and_fixed_at_creation(app: TestApp) {
     for (config, message) in [
         (
             json!({"slot": "1h", "windows": ["1h"], "per_contributor_member": 0}),
-            "invalid board config: \"per_contributor_member\" must be between 1 and 2^53 - 1",
+            "invalid board config: \"per_contributor_member\" must be between 1 and 1000000000, got 0",
         ),
         (
             json!({"slot": "1h", "windows": ["1h"], "aggregate": "max", "per_contributor_member": 1}),
@@ -431,9 +431,10 @@ async fn contributor_caps_are_checked_and_fixed_at_creation(app: TestApp) {
     refused(
         &recompute,
         unprocessable,
-        "invalid_query",
-        "invalid query: board \"forum\" keeps contributors (\"per_contributor_member\"): \
-         recomputing its totals is not supported yet",
+        "invalid_config",
+        "invalid board config: the board keeps contributors (\"per_contributor_member\"), \
+         which a recompute does not rebuild yet: its totals are kept exact by its writes and \
+         retirement",
     );
 }
 

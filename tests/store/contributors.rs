@@ -4,8 +4,8 @@
 //! and sent twice), boundary retirements by two retirers at once and member removals. After every step each
 //! window's every total equals the oracle's (the events without a contributor in full,
 //! plus per contributor their sum inside the window clamped to ±2), each event's
-//! `counted` equals what it changed in the largest window, and each member's history
-//! sums its events per slot.
+//! `counted` equals what it changed in the largest window, each member's history sums
+//! its events per slot, and a contributor's view gives its sum per window and member.
 
 use std::collections::BTreeMap;
 
@@ -169,6 +169,25 @@ async fn capped_contributions_equal_the_oracle_after_every_step(h: Harness) {
                 expected.into_iter().filter(|(_, t)| *t > 0).collect();
             positive.sort_by(|a, b| (b.1, &a.0).cmp(&(a.1, &b.0)));
             assert_eq!(ranked, positive, "step {step}: top of {window}");
+        }
+        let by = BY[step % BY.len()];
+        let named = [board.clone()];
+        let view = h.boards.contributions(by, Some(&named)).await.unwrap();
+        for (j, window) in view.boards[0].windows.iter().enumerate() {
+            let cutoff = config.cutoff(j, now);
+            let read: Vec<(&str, i64, i64)> = window
+                .members
+                .iter()
+                .map(|c| (c.member.as_str(), c.contributed, c.counted))
+                .collect();
+            let mut expected: Vec<(&str, i64, i64)> = MEMBERS[..4]
+                .iter()
+                .map(|m| (*m, oracle.pair(cutoff, by, m)))
+                .filter(|(_, sum)| *sum != 0)
+                .map(|(m, sum)| (m, sum, sum.clamp(-CAP, CAP)))
+                .collect();
+            expected.sort_by(|a, b| (b.1, a.0).cmp(&(a.1, b.0)));
+            assert_eq!(read, expected, "step {step}: {by} in window {}", window.window);
         }
         let member = MEMBERS[step % 4];
         let history = b().history(member).await.unwrap();
