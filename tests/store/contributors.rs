@@ -187,7 +187,11 @@ async fn capped_contributions_equal_the_oracle_after_every_step(h: Harness) {
                 .map(|(m, sum)| (m, sum, sum.clamp(-CAP, CAP)))
                 .collect();
             expected.sort_by(|a, b| (b.1, a.0).cmp(&(a.1, b.0)));
-            assert_eq!(read, expected, "step {step}: {by} in window {}", window.window);
+            assert_eq!(
+                read, expected,
+                "step {step}: {by} in window {}",
+                window.window
+            );
         }
         let member = MEMBERS[step % 4];
         let history = b().history(member).await.unwrap();

@@ -2,6 +2,8 @@
 //! member and history, each with the coverage of its window (as `read_ranking.lua` and
 //! `history.lua`).
 
+use std::collections::btree_map::Entry as Held;
+
 use super::MemBoard;
 use crate::domain::PageQuery;
 use crate::domain::{
@@ -131,18 +133,26 @@ impl MemBoard {
         let config = &self.board.config;
         let largest = self.windows() - 1;
         let from = config.window_start(largest, now);
+        // A max or latest board's point may be 0; a sum board's slot value with its
+        // contributions is a point unless they cancel out.
         let mut points = self.contributions.history(from, member.as_str());
         for (slot, values) in self.slots.range(from..) {
-            if let Some(value) = values
-                .get(member.as_str())
-                .and_then(|v| self.family.point(v))
-            {
-                *points.entry(*slot).or_default() += value;
+            let held = values.get(member.as_str());
+            let Some(value) = held.and_then(|v| self.family.point(v)) else {
+                continue;
+            };
+            match points.entry(*slot) {
+                Held::Vacant(point) => {
+                    point.insert(value);
+                }
+                Held::Occupied(point) if *point.get() + value == 0 => {
+                    point.remove();
+                }
+                Held::Occupied(mut point) => *point.get_mut() += value,
             }
         }
         let points = points
             .into_iter()
-            .filter(|(_, value)| *value != 0)
             .map(|(slot, value)| Point { slot, value })
             .collect();
         History {
