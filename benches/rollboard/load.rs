@@ -84,6 +84,17 @@ pub fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
+/// The host of `url`, and a `POST` of each of `bodies` to `board`'s events.
+fn posts(url: &str, board: &str, bodies: &[bytes::Bytes]) -> (String, Arc<Vec<Vec<u8>>>) {
+    let host = url.trim_start_matches("http://").to_owned();
+    let path = format!("/v1/boards/{board}/events");
+    let requests = bodies
+        .iter()
+        .map(|b| raw_http::request("POST", &host, &path, b))
+        .collect();
+    (host, Arc::new(requests))
+}
+
 /// `connections` loops posting pre-built batch bodies for `duration`.
 pub async fn http_batches(
     url: &str,
@@ -92,14 +103,7 @@ pub async fn http_batches(
     connections: usize,
     duration: Duration,
 ) -> Load {
-    let host = url.trim_start_matches("http://").to_owned();
-    let path = format!("/v1/boards/{board}/events");
-    let requests: Arc<Vec<Vec<u8>>> = Arc::new(
-        bodies
-            .iter()
-            .map(|b| raw_http::request("POST", &host, &path, b))
-            .collect(),
-    );
+    let (host, requests) = posts(url, board, &bodies);
     run_connections(
         &host,
         connections,
@@ -167,14 +171,7 @@ pub async fn http_posts(
     connections: usize,
     duration: Duration,
 ) -> Load {
-    let host = url.trim_start_matches("http://").to_owned();
-    let path = format!("/v1/boards/{board}/events");
-    let requests: Arc<Vec<Vec<u8>>> = Arc::new(
-        bodies
-            .iter()
-            .map(|b| raw_http::request("POST", &host, &path, b))
-            .collect(),
-    );
+    let (host, requests) = posts(url, board, &bodies);
     run_connections(
         &host,
         connections,

@@ -6,14 +6,14 @@ use tokio::task::JoinHandle;
 
 use super::{Windowed, window_index};
 use crate::domain::{RecomputeReport, Span};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 impl Windowed<'_> {
     /// Rebuilds the totals of `window` (every window when `None`) from the live slots:
     /// repairs drift, and builds windows added to the board. Exact while writes go on;
     /// retirement of the board waits meanwhile. [`Error::BoardBusy`](crate::Error::BoardBusy) while another
     /// recompute of the board runs. A board keeping contributors
-    /// (`per_contributor_member`) is not recomputed yet: [`Error::InvalidConfig`].
+    /// (`per_contributor_member`) is not recomputed yet: [`Error::InvalidConfig`](crate::Error::InvalidConfig).
     pub async fn recompute(self, window: Option<Span>) -> Result<RecomputeReport> {
         let store = &self.rb.inner.store;
         self.rb

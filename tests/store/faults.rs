@@ -107,6 +107,24 @@ impl Faulty {
         }
     }
 
+    /// Retires `board` in chunks of 500 fields until a pass completes: a pass that fails
+    /// (the one retry met another fault) is run again, as the scheduler would.
+    async fn retire_through_faults(&self, board: &str) {
+        let options = rollboard::RetireOptions {
+            chunk_size: 500,
+            ..rollboard::RetireOptions::default()
+        };
+        let mut passes = 0;
+        loop {
+            passes += 1;
+            match self.boards.windowed(board).retire(Some(options)).await {
+                Ok(report) if report.complete => break,
+                Ok(_) | Err(Error::StoreUnavailable(_)) if passes < 5 => continue,
+                other => panic!("retirement did not finish: {other:?}"),
+            }
+        }
+    }
+
     /// Writes `members` members with deltas 1..=3 into each of `hours` hourly slots from
     /// START (the clock ends in the last), recording them in `oracle`.
     async fn fill(&self, board: &str, oracle: &mut Oracle, hours: i64, members: usize) {
@@ -387,21 +405,7 @@ async fn retire_survives(fault: Fault, layout: Layout, watched: bool) {
     f.fill(&b, &mut oracle, 4, 3_000).await;
     f.clock.set(ts(START + 6 * 3600));
     f.proxy.arm(fault, 3, retire_chunk(&b));
-    let options = rollboard::RetireOptions {
-        chunk_size: 500,
-        ..rollboard::RetireOptions::default()
-    };
-    // A pass that fails (the one retry met another fault) is run again, as the
-    // scheduler would.
-    let mut passes = 0;
-    loop {
-        passes += 1;
-        match f.boards.windowed(&b).retire(Some(options)).await {
-            Ok(report) if report.complete => break,
-            Ok(_) | Err(Error::StoreUnavailable(_)) if passes < 5 => continue,
-            other => panic!("retirement did not finish: {other:?}"),
-        }
-    }
+    f.retire_through_faults(&b).await;
     assert_eq!(f.proxy.fired(), 3, "three chunks lost their replies");
     f.assert_exact(&b, &oracle).await;
     let mut raw = f.redis.raw().await;
@@ -692,19 +696,7 @@ async fn contributions_retire_survive(fault: Fault) {
     }
     f.clock.set(ts(START + 5 * 3600));
     f.proxy.arm(fault, 3, contrib_retire(&b));
-    let options = rollboard::RetireOptions {
-        chunk_size: 500,
-        ..rollboard::RetireOptions::default()
-    };
-    let mut passes = 0;
-    loop {
-        passes += 1;
-        match f.boards.windowed(&b).retire(Some(options)).await {
-            Ok(report) if report.complete => break,
-            Ok(_) | Err(Error::StoreUnavailable(_)) if passes < 5 => continue,
-            other => panic!("retirement did not finish: {other:?}"),
-        }
-    }
+    f.retire_through_faults(&b).await;
     assert_eq!(f.proxy.fired(), 3, "three chunks lost their replies");
     let now = f.clock.now();
     for (j, window) in oracle.config.windows().iter().enumerate() {

@@ -333,7 +333,7 @@ impl BoardConfig {
         Ok(self)
     }
 
-    /// Refuses a contributor cap outside 1..=2^53 − 1, or on a board that is not a sum
+    /// Refuses a contributor cap outside 1..=[`MAX_CONTRIBUTOR_CAP`](Self::MAX_CONTRIBUTOR_CAP), or on a board that is not a sum
     /// board of one shard (checked again when the board is created).
     pub fn check_contributors(&self) -> Result<(), Error> {
         let Some(cap) = self.per_contributor_member else {
