@@ -3,7 +3,7 @@
 // ranks posts over 1 h and 24 h, a trending board by decayed score; then a counter, a
 // stat and a rate check; then a like on several boards at once, a write answering its
 // standing, member data, rate coverage, the bottom and reads by
-// share, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes and movement, and the dashboard. Every answer is compared with exact values:
+// share, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes and movement, unique likers (per_contributor_member) and what a user gave, and the dashboard. Every answer is compared with exact values:
 // any difference throws, and node exits non-zero.
 //
 // Run by scripts/contract: ROLLBOARD_ADMIN_TOKEN=<token> node ts-out/forum.js BASE_URL
@@ -33,6 +33,7 @@ import {
   boardsShowMember,
   boardsTop,
   boardsTrim,
+  contributorsGet,
   countersIncr,
   countersSamples,
   dashboardBoards,
@@ -409,6 +410,52 @@ async function bottomAndShares(run: string): Promise<string> {
     [2, first, { was: null }],
   ]);
   return mod;
+}
+
+// Unique likers: a board counting each user once per post; what each like counted, the
+// top, and what one user gave.
+async function uniqueLikers(run: string): Promise<void> {
+  const likers = `likers-${run}`;
+  const config = { slot: '1h', windows: ['1h', '24h'], per_contributor_member: 1 };
+  expectStatus('likers board', await boardsPut({ path: { board: likers }, body: config }), 201);
+  const counted: Array<number | undefined> = [];
+  for (const by of ['u1', 'u1', 'u2']) {
+    const like = { member: 'post:1', by };
+    const reply = expectStatus(`like by ${by}`, await boardsPostEvents({ path: { board: likers }, body: like }), 200);
+    counted.push(typeof reply.counted === 'number' ? reply.counted : undefined);
+  }
+  same('counted', counted, [1, 0, 1]);
+  const batch = { events: [{ member: 'post:2', by: 'u1' }, { member: 'post:2', by: 'u1' }, { member: 'post:2' }] };
+  const written = expectStatus('a batch with by', await boardsPostEvents({ path: { board: likers }, body: batch }), 200);
+  same('batch counted', written.counted, [
+    { index: 0, counted: 1 },
+    { index: 1, counted: 0 },
+  ]);
+  const top = expectStatus('unique likers', await boardsTop({ path: { board: likers }, query: { window: '24h' } }), 200);
+  if (top.kind !== 'windowed') {
+    throw new Error(`unique likers: a ${top.kind} page`);
+  }
+  same('unique likers', top.entries.map((e) => [e.rank, e.member, e.score]), [
+    [1, 'post:1', 2],
+    [1, 'post:2', 2],
+  ]);
+  const view = expectStatus('contributor u1', await contributorsGet({ path: { by: 'u1' }, query: { boards: likers } }), 200);
+  const members = [
+    { member: 'post:1', contributed: 2, counted: 1 },
+    { member: 'post:2', contributed: 2, counted: 1 },
+  ];
+  same('contributor u1', view, {
+    by: 'u1',
+    boards: [
+      {
+        board: likers,
+        windows: [
+          { window: '1h', contributed: 4, counted: 2, members },
+          { window: '1d', contributed: 4, counted: 2, members },
+        ],
+      },
+    ],
+  });
 }
 
 // The dashboard's refresh with the trimmed board and one that does not exist (its
@@ -954,6 +1001,7 @@ async function main(): Promise<void> {
   await severalBoards(run);
   await standingAndData(run);
   await rateCoverage(run);
+  await uniqueLikers(run);
   const mod = await bottomAndShares(run);
   await dashboard(run, mod, [
     [forum, 'windowed'],
@@ -965,10 +1013,11 @@ async function main(): Promise<void> {
     [mod, 'windowed'],
     [`gate-${run}`, 'windowed'],
     [`watched-${run}`, 'windowed'],
+    [`likers-${run}`, 'windowed'],
   ]);
 
   console.log(
-    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes, the dashboard`,
+    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes, unique likers, the dashboard`,
   );
 }
 
