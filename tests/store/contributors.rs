@@ -1,7 +1,8 @@
 //! Contributors against a brute-force oracle that keeps every event, on every store and
 //! a cluster: a board capping each contributor at 2 per member takes random likes and
 //! unlikes (with and without a contributor, some late, some under an idempotency key
-//! and sent twice), boundary retirements by two retirers at once and member removals. After every step each
+//! and sent twice), boundary retirements by two retirers at once, member removals and
+//! active relayouts. After every step each
 //! window's every total equals the oracle's (the events without a contributor in full,
 //! plus per contributor their sum inside the window clamped to ±2), each event's
 //! `counted` equals what it changed in the largest window, each member's history sums
@@ -9,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use rollboard::{BoardConfig, Event, Span, Timestamp};
+use rollboard::{BoardConfig, Event, Layout, RelayoutOptions, Span, Timestamp};
 
 use super::hidden::{MEMBERS, Rng, WINDOWS};
 use crate::support::{Harness, START, unique};
@@ -68,10 +69,11 @@ async fn capped_contributions_equal_the_oracle_after_every_step(h: Harness) {
     let mut oracle = Oracle::default();
     let mut elapsed = 0;
     let (mut counted_checked, mut capped) = (0, 0);
+    let mut layout = Layout::Compact;
     for step in 0..120 {
         let now = Timestamp::from_unix_seconds(START + elapsed).unwrap();
         let largest = config.cutoff(WINDOWS.len() - 1, now);
-        match rng.below(16) {
+        match rng.below(17) {
             0..=9 => {
                 // A batch of one to three events, some late (up to 2h back).
                 let mut events = Vec::new();
@@ -135,6 +137,19 @@ async fn capped_contributions_equal_the_oracle_after_every_step(h: Harness) {
                 let member = MEMBERS[rng.below(4) as usize];
                 b().remove_member(member).await.unwrap();
                 oracle.events.retain(|e| e.2 != member);
+            }
+            15 => {
+                // An active relayout to the other layout: it converts the member values
+                // of the live slots, never their contributions.
+                layout = match layout {
+                    Layout::Plain => Layout::Compact,
+                    Layout::Compact => Layout::Plain,
+                };
+                let now = RelayoutOptions {
+                    now: true,
+                    ..RelayoutOptions::default()
+                };
+                assert!(b().relayout(layout, now).await.unwrap().complete);
             }
             _ => {
                 // A like without a contributor, through the single-event path.
