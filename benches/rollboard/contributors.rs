@@ -69,7 +69,7 @@ pub async fn contributors(redis: &Redis, url: &str, phase: Duration) -> Vec<Row>
         for b in order {
             let (board, capped) = [(PLAIN, false), (CAPPED, true)][b];
             eprintln!("  round {}: single likes to {board} …", round + 1);
-            let posted = load::http_posts(url, board, bodies(capped, 1), 16, phase).await;
+            let posted = load::http_batches(url, board, bodies(capped, 1), 16, phase).await;
             absorb(&mut singles[b], posted);
             eprintln!("  round {}: batches of {BATCH} to {board} …", round + 1);
             let posted = load::http_batches(url, board, bodies(capped, BATCH), 8, phase).await;

@@ -100,7 +100,6 @@ impl Rollboard {
         name: &BoardName,
         by: &Contributor,
     ) -> Result<Vec<WindowContributions>> {
-        let now = self.now();
         let store = &self.inner.store;
         self.on_board(name.as_str(), |b| async move {
             if !b.config.keeps_contributors() {
@@ -112,7 +111,7 @@ impl Rollboard {
                     ),
                 });
             }
-            store.contributions(&b, now, by).await
+            store.contributions(&b, by).await
         })
         .await
     }

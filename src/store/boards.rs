@@ -172,12 +172,11 @@ pub trait Store: Send + Sync + 'static {
     /// The member's non-zero slot values in the largest window.
     async fn history(&self, board: &Board, now: Timestamp, member: &Member) -> Result<History>;
 
-    /// What `by` gave inside each window of `board` at `now` (a board that keeps
-    /// contributors; nothing on others), window by window, smallest first.
+    /// What `by` gave inside each window of `board` as retired so far (a board that
+    /// keeps contributors; nothing on others), window by window, smallest first.
     async fn contributions(
         &self,
         board: &Board,
-        now: Timestamp,
         by: &Contributor,
     ) -> Result<Vec<WindowContributions>>;
 

@@ -298,10 +298,9 @@ impl Store for MemoryStore {
     async fn contributions(
         &self,
         board: &Board,
-        now: Timestamp,
         by: &Contributor,
     ) -> Result<Vec<WindowContributions>> {
-        self.with_board(board, |b| b.contributions(now, by))
+        self.with_board(board, |b| b.contributions(by))
     }
 
     async fn remove_member(

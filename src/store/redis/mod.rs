@@ -349,10 +349,9 @@ impl Store for RedisStore {
     async fn contributions(
         &self,
         board: &Board,
-        now: Timestamp,
         by: &Contributor,
     ) -> Result<Vec<WindowContributions>> {
-        contributors::contributions(&self.conn, board, now, by).await
+        contributors::contributions(&self.conn, board, by).await
     }
 
     async fn remove_member(

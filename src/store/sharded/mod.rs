@@ -255,11 +255,10 @@ impl Store for ShardedStore {
     async fn contributions(
         &self,
         board: &Board,
-        now: Timestamp,
         by: &Contributor,
     ) -> Result<Vec<WindowContributions>> {
         match self.sharded(board).await? {
-            None => self.inner.contributions(board, now, by).await,
+            None => self.inner.contributions(board, by).await,
             Some(_) => Ok(Vec::new()),
         }
     }

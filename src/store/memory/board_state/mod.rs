@@ -436,7 +436,6 @@ impl MemBoard {
     /// What `by` gave inside each window.
     pub fn contributions(
         &self,
-        _now: Timestamp,
         by: &crate::domain::Contributor,
     ) -> Vec<crate::domain::WindowContributions> {
         self.contributions.of(self.board.config.windows(), by)

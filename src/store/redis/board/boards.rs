@@ -326,7 +326,7 @@ pub(crate) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
         for batch in stage_keys.chunks(UNLINK_BATCH) {
             unlink(conn, name, batch).await?;
         }
-        drop_contributions(conn, name, &stage_keys).await?;
+        drop_contributions(conn, name, &slots, windows.len()).await?;
         // Compact slots' buckets, every stage of each slot with a geometry (its bucket
         // count). The geometry hash goes with the totals below, after its buckets, so a
         // drop that dies half-way still finds them.
@@ -377,26 +377,31 @@ pub(crate) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
 }
 
 /// Deletes the contributions of the board `name` (`lua/contributors.lua`), when it
-/// has contributors: each stage's (`<stage>:c`) and slot's (`<stage>:cm`), each
+/// has contributors: each live slot's stages' (`<stage>:c`) and history (`<stage 1>:cm`), each
 /// contributor's sums, then their index (last, so a drop that dies half-way still
 /// finds them).
 async fn drop_contributions(
     conn: &RedisConn,
     name: &BoardName,
-    stage_keys: &[String],
+    slots: &[i64],
+    windows: usize,
 ) -> Result<()> {
-    let index = format!("{}:ctrs", conn.keys().record(name));
+    let keys = conn.keys();
+    let index = keys.contributors(name);
     let mut cmd = redis::cmd("ZRANGE");
     cmd.arg(&index).arg(0).arg(-1);
     let contributors: Vec<String> = conn.query(&cmd, Some(name), Retry::Idempotent).await?;
     if contributors.is_empty() {
         return Ok(());
     }
-    let record = conn.keys().record(name);
-    let keys: Vec<String> = stage_keys
+    let per_slot = |&s: &i64| {
+        let stages = (0..windows).map(move |k| format!("{}:c", keys.stage(name, s, k)));
+        stages.chain([format!("{}:cm", keys.stage(name, s, 0))])
+    };
+    let keys: Vec<String> = slots
         .iter()
-        .flat_map(|k| [format!("{k}:c"), format!("{k}:cm")])
-        .chain(contributors.iter().map(|by| format!("{record}:ctr:{by}")))
+        .flat_map(per_slot)
+        .chain(contributors.iter().map(|by| keys.contributor(name, by)))
         .collect();
     for batch in keys.chunks(UNLINK_BATCH) {
         unlink(conn, name, batch).await?;

@@ -61,6 +61,17 @@ impl Keys {
         self.tagged("board", name)
     }
 
+    /// `board_{<board>}:ctr:<by>`: a contributor's sums on a board keeping contributors
+    /// (`lua/contributors.lua`, which names it the same way).
+    pub(crate) fn contributor(&self, name: &BoardName, by: &str) -> String {
+        format!("{}:ctr:{by}", self.record(name))
+    }
+
+    /// `board_{<board>}:ctrs`: a board's contributors (`lua/contributors.lua`).
+    pub(crate) fn contributors(&self, name: &BoardName) -> String {
+        format!("{}:ctrs", self.record(name))
+    }
+
     /// `board_{<board>}:hidden`: a sum board's hidden members (field = member), and
     /// `<totals>:hidden` beside each window's totals: their totals (`hide.lua`); then the
     /// review gate's (`lua/review.lua`): `board_{<board>}:allowed`, `:bars`, `:held` (the

@@ -11,23 +11,22 @@ pub(crate) mod retire;
 use std::collections::HashMap;
 
 use crate::domain::board::Board;
-use crate::domain::{Contributor, Timestamp, WindowContributions};
+use crate::domain::{Contributor, WindowContributions};
 use crate::error::{Error, Result};
 use crate::store::redis::conn::{RedisConn, Retry};
 
-/// What `by` gave inside each window of `board` (at `now`, as retired so far): one
+/// What `by` gave inside each window of `board` (as retired so far): one
 /// `HGETALL` of its sums, `board_{b}:ctr:<by>` (fields `<W>\n<member>`).
 pub(crate) async fn contributions(
     conn: &RedisConn,
     board: &Board,
-    _now: Timestamp,
     by: &Contributor,
 ) -> Result<Vec<WindowContributions>> {
     let windows = board.config.windows();
     if !board.config.keeps_contributors() {
         return Ok(Vec::new());
     }
-    let key = contributor_key(conn, board, by);
+    let key = conn.keys().contributor(&board.name, by.as_str());
     let mut cmd = redis::cmd("HGETALL");
     cmd.arg(&key);
     let sums: HashMap<String, i64> = conn
@@ -53,9 +52,4 @@ pub(crate) async fn contributions(
         .zip(per_window)
         .map(|(w, members)| WindowContributions::of(*w, cap, members))
         .collect())
-}
-
-/// `board_{b}:ctr:<by>`: `by`'s sums on `board`.
-fn contributor_key(conn: &RedisConn, board: &Board, by: &Contributor) -> String {
-    format!("{}:ctr:{by}", conn.keys().record(&board.name))
 }
