@@ -18,6 +18,7 @@ use crate::support::{Harness, START, unique};
 on_every_store!(
     capped_contributions_equal_the_oracle_after_every_step,
     a_board_keeping_contributors_refuses_recompute_and_new_windows,
+    a_dropped_board_leaves_no_contribution_behind,
 );
 
 const CAP: i64 = 2;
@@ -248,4 +249,33 @@ async fn a_board_keeping_contributors_refuses_recompute_and_new_windows(h: Harne
         .unwrap();
     let error = h.boards.create(&board, wider).await.unwrap_err();
     assert_eq!(error.code(), "board_conflict");
+}
+
+async fn a_dropped_board_leaves_no_contribution_behind(h: Harness) {
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_contributor_cap(Some(1))
+        .unwrap();
+    let board = unique("contrib-drop");
+    h.boards.create(&board, config).await.unwrap();
+    let late = Timestamp::from_unix_seconds(START - 3600).unwrap();
+    let events = [
+        Event::new("a", 1).by("u1"),
+        Event::new("a", 1).by("u2"),
+        Event::new("b", 2),
+        Event::new("b", 1).by("u1").at(late),
+    ];
+    let outcome = h.boards.windowed(&board).incr_batch(&events).await.unwrap();
+    assert_eq!(outcome.accepted, 4);
+    h.boards.drop_board(&board).await.unwrap();
+    let Some(redis) = &h.redis else {
+        return;
+    };
+    let mut raw = redis.raw().await;
+    let left: Vec<String> = ::redis::cmd("KEYS")
+        .arg(format!("*{{{board}}}*"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(left, Vec::<String>::new());
 }
