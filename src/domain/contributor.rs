@@ -1,9 +1,12 @@
-//! Contributors: who gave an event (its `by`), the per-member cap a board may set on what
-//! one contributor's events count, and where a contributor stands on a board.
+//! Contributors: who gave an event (its `by`), the per-member cap and the budget a board
+//! may set on what one contributor's events count, and where a contributor stands on a
+//! board.
 //!
-//! With `per_contributor_member: N`, a window's total for a member is the sum over
-//! contributors of their deltas to it inside the window, each contributor's sum clamped
-//! to ±N ([`counted`]), plus the events without a contributor in full.
+//! With `per_contributor: B`, the part of each event a contributor's budget admits is
+//! fixed when it is written ([`admitted`]). With `per_contributor_member: N`, a window's
+//! total for a member is the sum over contributors of what was admitted of their deltas
+//! to it inside the window, each contributor's sum clamped to ±N ([`counted`]), plus the
+//! events without a contributor in full.
 
 use std::fmt;
 
@@ -58,6 +61,19 @@ pub fn counted(cap: Option<i64>, sum: i64) -> i64 {
     cap.map_or(sum, |cap| sum.clamp(-cap, cap))
 }
 
+/// The part of an event of `delta` a contributor's budget `budget` admits (none: all of
+/// it), fixed when it is written: a like (`delta > 0`) takes what is left of the budget
+/// after `used`, what the contributor's admitted likes use inside the largest window;
+/// an unlike takes back at most `given`, the sum of what their admitted events gave the
+/// member there. What is not admitted is refused, and stays refused.
+pub fn admitted(budget: Option<i64>, used: i64, given: i64, delta: i64) -> i64 {
+    match budget {
+        None => delta,
+        Some(budget) if delta > 0 => delta.min((budget - used).max(0)),
+        Some(_) => delta.max(-given.max(0)),
+    }
+}
+
 /// One member a contributor gave to inside a window.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
@@ -66,8 +82,9 @@ pub struct Contribution {
     pub member: String,
     /// The sum of the contributor's deltas to it inside the window.
     pub contributed: i64,
-    /// What of that counts in the member's total there (`contributed` clamped to the
-    /// board's `per_contributor_member`; all of it on a board without the cap).
+    /// What of that counts in the member's total there: the part the board's
+    /// `per_contributor` budget admitted (all of it without a budget), clamped to its
+    /// `per_contributor_member` (as it is without the cap).
     pub counted: i64,
 }
 
@@ -88,16 +105,17 @@ pub struct WindowContributions {
 }
 
 impl WindowContributions {
-    /// The contributions to `members` (member, contributed) inside `window` under `cap`,
-    /// sorted, with their sums; members whose contribution sums to 0 are left out.
-    pub fn of(window: Span, cap: Option<i64>, members: Vec<(String, i64)>) -> Self {
+    /// The contributions to `members` (member, the sum of the parts admitted, the sum of
+    /// the parts refused) inside `window` under the per-member cap `cap`, sorted, with
+    /// their sums; members the contributor gave nothing inside the window are left out.
+    pub fn of(window: Span, cap: Option<i64>, members: Vec<(String, i64, i64)>) -> Self {
         let mut members: Vec<Contribution> = members
             .into_iter()
-            .filter(|(_, sum)| *sum != 0)
-            .map(|(member, contributed)| Contribution {
-                counted: counted(cap, contributed),
+            .filter(|(_, admitted, refused)| (*admitted, *refused) != (0, 0))
+            .map(|(member, admitted, refused)| Contribution {
+                counted: counted(cap, admitted),
                 member,
-                contributed,
+                contributed: admitted + refused,
             })
             .collect();
         members.sort_by(|a, b| (b.contributed, &a.member).cmp(&(a.contributed, &b.member)));
@@ -145,10 +163,11 @@ mod tests {
             Span::from_seconds(3600).unwrap(),
             Some(1),
             vec![
-                ("b".into(), 2),
-                ("a".into(), 2),
-                ("c".into(), 0),
-                ("d".into(), -1),
+                ("b".into(), 2, 0),
+                ("a".into(), 1, 1),
+                ("c".into(), 0, 0),
+                ("d".into(), -1, 0),
+                ("e".into(), 0, 3),
             ],
         );
         let members: Vec<(&str, i64, i64)> = w
@@ -156,7 +175,21 @@ mod tests {
             .iter()
             .map(|c| (c.member.as_str(), c.contributed, c.counted))
             .collect();
-        assert_eq!(members, [("a", 2, 1), ("b", 2, 1), ("d", -1, -1)]);
-        assert_eq!((w.contributed, w.counted), (3, 1));
+        assert_eq!(
+            members,
+            [("e", 3, 0), ("a", 2, 1), ("b", 2, 1), ("d", -1, -1)]
+        );
+        assert_eq!((w.contributed, w.counted), (6, 1));
+    }
+
+    #[test]
+    fn a_budget_admits_likes_while_it_lasts_and_unlikes_up_to_what_was_given() {
+        assert_eq!(admitted(Some(3), 1, 0, 5), 2);
+        assert_eq!(admitted(Some(3), 3, 0, 1), 0);
+        assert_eq!(admitted(Some(3), 4, 0, 1), 0);
+        assert_eq!(admitted(Some(3), 3, 2, -5), -2);
+        assert_eq!(admitted(Some(3), 3, -1, -1), 0);
+        assert_eq!(admitted(Some(3), 0, 0, 0), 0);
+        assert_eq!(admitted(None, 9, 0, -4), -4);
     }
 }

@@ -132,6 +132,17 @@ pub struct ConfigBody {
     #[serde(default, deserialize_with = "json_int::opt_u64")]
     #[schema(minimum = 1, maximum = 9_007_199_254_740_991_i64)]
     pub per_contributor_member: Option<u64>,
+    /// Windowed sum boards of one shard: keep who gave each event (its `by`) and give
+    /// each contributor a budget of N inside the largest window, over every member. What
+    /// of a like counts is fixed when it is written (at most N less what their counted
+    /// likes already use there, in write order; a batch in its array order) and counts
+    /// the same in every window it is in; an unlike takes back at most what their
+    /// counted likes gave that member and gives no budget back; a like refused stays
+    /// refused. With `per_contributor_member` too, the counted parts are then clamped.
+    /// Set when the board is created, as `per_contributor_member`.
+    #[serde(default, deserialize_with = "json_int::opt_u64")]
+    #[schema(minimum = 1, maximum = 9_007_199_254_740_991_i64)]
+    pub per_contributor: Option<u64>,
 }
 
 /// `{"top": 100, "keep": 168}`.
@@ -230,6 +241,7 @@ impl ConfigBody {
                         self.per_contributor_member.is_some(),
                         "per_contributor_member",
                     ),
+                    (self.per_contributor.is_some(), "per_contributor"),
                 ] {
                     if given {
                         return Err(misplaced(field, "trending"));
@@ -299,7 +311,8 @@ impl ConfigBody {
                                 .map(|c| ChangesKept::new(narrow(c.keep), c.keep_for.parse()?))
                                 .transpose()?,
                         )
-                        .with_contributor_cap(self.per_contributor_member)?,
+                        .with_contributor_cap(self.per_contributor_member)?
+                        .with_contributor_budget(self.per_contributor)?,
                 ))
             }
         }
@@ -400,8 +413,8 @@ pub struct BoardList {
                           "windows": [{"window": "1h", "members": 3, "ranked": 2, "from": 1_795_726_800, "to": 1_795_730_400, "retired_through": 1_795_723_200, "lag_seconds": 0, "building": false, "complete_from": null},
                                       {"window": "1d", "members": 3, "ranked": 2, "from": 1_795_647_600, "to": 1_795_730_400, "retired_through": 1_795_644_000, "lag_seconds": 0, "building": false, "complete_from": null}]})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
-        (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added, and not to a board with `per_contributor_member`); `board_kind`: exists as the other kind (windowed or trending); `board_busy`, `board_changed`: retry", body = ErrorBody),
-        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a field the kind needs left out (`slot`, `windows`; `half_life`); a negative floor, a max age above 100 half-lives; `shards` outside 1–32, or with dense ties or snapshots; `review.above_rank` outside 1–100, or a review gate on a board that cannot have one (max, min or latest, dense ties, sharded); `per_contributor_member` of 0, or on a board that is not a sum board of one shard", body = ErrorBody),
+        (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added, and not to a board with `per_contributor_member` or `per_contributor`); `board_kind`: exists as the other kind (windowed or trending); `board_busy`, `board_changed`: retry", body = ErrorBody),
+        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a field the kind needs left out (`slot`, `windows`; `half_life`); a negative floor, a max age above 100 half-lives; `shards` outside 1–32, or with dense ties or snapshots; `review.above_rank` outside 1–100, or a review gate on a board that cannot have one (max, min or latest, dense ties, sharded); `per_contributor_member` or `per_contributor` of 0, or on a board that is not a sum board of one shard", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]
@@ -598,7 +611,7 @@ pub struct RecomputeQuery {
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`, `window_not_found`", body = ErrorBody),
         (status = 409, description = "`board_busy`: another recompute of the board is running; `board_changed`; `board_kind`: a trending board (nothing to recompute)", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_span`; `invalid_config`: a board with `per_contributor_member` (not recomputed yet)", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_span`; `invalid_config`: a board with `per_contributor_member` or `per_contributor` (not recomputed yet)", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]

@@ -1,6 +1,7 @@
 //! `GET /v1/contributors/{by}`: what one contributor (an event's `by`) gave on the boards
 //! that keep contributors, window by window, with what of it counts under each board's
-//! `per_contributor_member`. Admin only (it shows who liked what). Thin: parse, call
+//! `per_contributor_member` and `per_contributor`. Admin only (it shows who liked what).
+//! Thin: parse, call
 //! [`Rollboard::contributions`](crate::Rollboard::contributions), answer.
 
 use axum::Json;
@@ -24,9 +25,10 @@ pub struct ContributorsQuery {
 }
 
 /// What the contributor gave inside each window of each board keeping contributors
-/// (`per_contributor_member`), or of the boards named: per member, the sum of its
-/// deltas (`contributed`) and what of it counts in the member's total (`counted`: the
-/// sum clamped to the board's cap), highest `contributed` first; each window's sums.
+/// (`per_contributor_member`, `per_contributor`), or of the boards named: per member, the
+/// sum of its deltas (`contributed`) and what of it counts in the member's total
+/// (`counted`: the part the budget admitted, clamped to the board's cap), highest
+/// `contributed` first; each window's sums.
 /// Boards in name order (or as named), windows smallest first.
 #[utoipa::path(
     get, path = "/v1/contributors/{by}", tag = "contributors", operation_id = "contributorsGet",
@@ -39,7 +41,7 @@ pub struct ContributorsQuery {
         (status = 403, description = "`forbidden`: the token may read or write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`: a board of `boards`", body = ErrorBody),
         (status = 409, description = "`board_changed`: a board was dropped or re-created meanwhile; retry; `board_kind`: a board of `boards` is a trending board", body = ErrorBody),
-        (status = 422, description = "`invalid_contributor`: `by` outside 1–128 bytes or with a control character; `invalid_board_name`; `invalid_query`: a board of `boards` without `per_contributor_member`, more than 20 boards or one named twice", body = ErrorBody),
+        (status = 422, description = "`invalid_contributor`: `by` outside 1–128 bytes or with a control character; `invalid_board_name`; `invalid_query`: a board of `boards` without `per_contributor_member` or `per_contributor`, more than 20 boards or one named twice", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]

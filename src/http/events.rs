@@ -31,9 +31,9 @@ pub struct EventsResponse {
     /// order of first appearance.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub standings: Option<Vec<WrittenStanding>>,
-    /// On a board keeping contributors (`per_contributor_member`), for events with a
-    /// `by`: how much of the delta counts in the largest window (the rest was over the
-    /// contributor's cap). A single event: a number; a batch: its applied events with a
+    /// On a board keeping contributors (`per_contributor_member`, `per_contributor`), for
+    /// events with a `by`: how much of the delta counts in the largest window (the rest
+    /// was over the contributor's cap or budget). A single event: a number; a batch: its applied events with a
     /// `by`, by index. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
@@ -147,9 +147,9 @@ pub struct EventIn {
     #[schema(value_type = crate::MemberData, required = false, example = json!({"title": "Hello"}))]
     data: Option<serde_json::Value>,
     /// Who gave it (a user id: 1–128 bytes of UTF-8, no control characters; else
-    /// `invalid_contributor`). A board with `per_contributor_member` keeps it and counts
-    /// each contributor's events to a member within the cap; other boards check it and
-    /// do not keep it.
+    /// `invalid_contributor`). A board with `per_contributor_member` or `per_contributor`
+    /// keeps it and counts each contributor's events within the cap and the budget;
+    /// other boards check it and do not keep it.
     #[schema(min_length = 1, max_length = 128, example = "user:7")]
     by: Option<String>,
 }

@@ -74,7 +74,7 @@ use crate::Rollboard;
         (name = "events", description = "Record events"),
         (name = "rankings", description = "Read rankings, members and history"),
         (name = "moderation", description = "Hide members from the rankings without losing their counts, on one board or on every board, show them again, and read the moderation log"),
-        (name = "contributors", description = "What one contributor (an event's `by`) gave on the boards keeping contributors (`per_contributor_member`)"),
+        (name = "contributors", description = "What one contributor (an event's `by`) gave on the boards keeping contributors (`per_contributor_member`, `per_contributor`)"),
         (name = "rates", description = "Rate windows: hits per key over the last 5 s … 180 d, and checks against a limit"),
         (name = "counters", description = "Time-series counters at several precisions"),
         (name = "stats", description = "Aggregate statistics per context and the slowest contexts"),

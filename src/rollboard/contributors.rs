@@ -1,5 +1,5 @@
 //! Contributors across boards: what one contributor (an event's `by`) gave on the boards
-//! that keep contributors (`per_contributor_member`), each window of each board, with
+//! that keep contributors (`per_contributor_member`, `per_contributor`), each window of each board, with
 //! what of it counts under the board's cap: who liked what, for a moderator or a user's
 //! own page. Every board keeping contributors by default (in name order), or the boards
 //! named; the boards are read at once.
@@ -44,7 +44,7 @@ impl Rollboard {
     /// contributors), or, when `None`, of every board that keeps contributors: per
     /// member, the sum of its deltas and what of it counts. An invalid `by` is
     /// [`Error::InvalidContributor`]; a named board that does not exist
-    /// [`Error::BoardNotFound`], one without `per_contributor_member`
+    /// [`Error::BoardNotFound`], one keeping no contributors
     /// [`Error::InvalidQuery`].
     pub async fn contributions(
         &self,
@@ -105,8 +105,8 @@ impl Rollboard {
             if !b.config.keeps_contributors() {
                 return Err(Error::InvalidQuery {
                     reason: format!(
-                        "board {:?} keeps no contributors: it has no \"per_contributor_member\" \
-                         (set when a sum board is created); leave it out of boards",
+                        "board {:?} keeps no contributors: it has neither \"per_contributor_member\" \
+                         nor \"per_contributor\" (set when a sum board is created); leave it out of boards",
                         b.name.as_str()
                     ),
                 });

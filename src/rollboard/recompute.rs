@@ -13,7 +13,7 @@ impl Windowed<'_> {
     /// repairs drift, and builds windows added to the board. Exact while writes go on;
     /// retirement of the board waits meanwhile. [`Error::BoardBusy`](crate::Error::BoardBusy) while another
     /// recompute of the board runs. A board keeping contributors
-    /// (`per_contributor_member`) is not recomputed yet: [`Error::InvalidConfig`](crate::Error::InvalidConfig).
+    /// (`per_contributor_member`, `per_contributor`) is not recomputed yet: [`Error::InvalidConfig`](crate::Error::InvalidConfig).
     pub async fn recompute(self, window: Option<Span>) -> Result<RecomputeReport> {
         let store = &self.rb.inner.store;
         self.rb

@@ -1,5 +1,6 @@
-//! Contributors (`by` on events, `per_contributor_member` on a sum board): a contributor's
-//! likes to one member count at most the cap in each window, net of unlikes, events
+//! Contributors (`by` on events, `per_contributor_member` and `per_contributor` on a sum
+//! board): a contributor's likes to one member count at most the cap in each window, net
+//! of unlikes, and all their likes at most the budget in the largest window, events
 //! without `by` in full; every write reply says what counted (`counted`: single, batch,
 //! `return=standing`, several boards); `GET /v1/contributors/{by}` shows who gave what
 //! (admin only); bad contributors and caps are refused saying what to fix.
@@ -20,6 +21,7 @@ on_memory_and_redis!(
     several_boards_and_return_standing_report_counted,
     bad_contributors_are_refused_with_what_to_fix,
     contributor_caps_are_checked_and_fixed_at_creation,
+    a_budget_admits_likes_while_it_lasts_and_frees_as_they_leave,
 );
 
 /// A sum board of 1 h slots over 1 h and 24 h counting each contributor once per member.
@@ -345,8 +347,9 @@ async fn bad_contributors_are_refused_with_what_to_fix(app: TestApp) {
         &view,
         StatusCode::UNPROCESSABLE_ENTITY,
         "invalid_query",
-        "invalid query: board \"plain\" keeps no contributors: it has no \
-         \"per_contributor_member\" (set when a sum board is created); leave it out of boards",
+        "invalid query: board \"plain\" keeps no contributors: it has neither \
+         \"per_contributor_member\" nor \"per_contributor\" (set when a sum board is created); \
+         leave it out of boards",
     );
     let view = app.get("/v1/contributors/u1?boards=forum,forum").await;
     refused(
@@ -372,8 +375,17 @@ async fn contributor_caps_are_checked_and_fixed_at_creation(app: TestApp) {
         (
             json!({"slot": "1h", "windows": ["1h"], "shards": 2, "per_contributor_member": 1}),
             "invalid board config: \"per_contributor_member\" needs a board of one shard (a \
-             contributor's events to one member must be capped in one step, on one Redis node): \
-             leave out \"shards\" or the cap",
+             contributor's events must be capped in one step, on one Redis node): leave out \
+             \"shards\" or the cap",
+        ),
+        (
+            json!({"slot": "1h", "windows": ["1h"], "per_contributor": 0}),
+            "invalid board config: \"per_contributor\" must be between 1 and 1000000000, got 0",
+        ),
+        (
+            json!({"slot": "1h", "windows": ["1h"], "aggregate": "latest", "per_contributor": 5}),
+            "invalid board config: \"per_contributor\" is for sum boards (a max, min or latest \
+             board keeps one value per member, not a sum of contributions): leave it out",
         ),
     ] {
         let reply = app.put("/v1/boards/bad", config).await;
@@ -432,9 +444,9 @@ async fn contributor_caps_are_checked_and_fixed_at_creation(app: TestApp) {
         &recompute,
         unprocessable,
         "invalid_config",
-        "invalid board config: the board keeps contributors (\"per_contributor_member\"), \
-         which a recompute does not rebuild yet: its totals are kept exact by its writes and \
-         retirement",
+        "invalid board config: the board keeps contributors (\"per_contributor_member\" or \
+         \"per_contributor\"), which a recompute does not rebuild yet: its totals are kept \
+         exact by its writes and retirement",
     );
 }
 
@@ -494,4 +506,80 @@ async fn the_view_needs_the_admin_token_when_tokens_are_set() {
             json!({"by": "u1", "boards": [{"board": "forum", "windows": [window("1h"), window("1d")]}]})
         )
     );
+}
+
+/// A budget of 3 in the largest window (24 h): likes count while it lasts, in write
+/// order, and the same in both windows; an unlike takes back at most what was counted
+/// for that post and gives no budget back; once the counted likes leave the 24 h window
+/// the budget is free again, and a refused like never comes back.
+async fn a_budget_admits_likes_while_it_lasts_and_frees_as_they_leave(app: TestApp) {
+    let budget = json!({"slot": "1h", "windows": ["1h", "24h"], "per_contributor": 3});
+    create(&app, "daily", budget.clone()).await;
+    let described = app.get("/v1/boards/daily").await;
+    assert_eq!(described.body["config"]["per_contributor"], json!(3));
+    let posts: Vec<Value> = (1..=5)
+        .map(|i| json!({"member": format!("post:{i}"), "by": "u1"}))
+        .collect();
+    let batch = like(&app, "daily", json!({"events": posts})).await;
+    let counted: Vec<Value> = [1, 1, 1, 0, 0]
+        .iter()
+        .enumerate()
+        .map(|(index, c)| json!({"index": index, "counted": c}))
+        .collect();
+    assert_eq!(
+        batch.body,
+        json!({"accepted": 5, "rejected": [], "counted": counted})
+    );
+    for (event, counted) in [
+        // Nothing was counted for post:5: nothing to take back.
+        (json!({"member": "post:5", "delta": -1, "by": "u1"}), 0),
+        (json!({"member": "post:1", "delta": -1, "by": "u1"}), -1),
+        // The unlike gave no budget back.
+        (json!({"member": "post:6", "by": "u1"}), 0),
+        // Another contributor has a budget of their own.
+        (json!({"member": "post:4", "delta": 2, "by": "u2"}), 2),
+    ] {
+        let reply = like(&app, "daily", event).await;
+        assert_eq!(reply.body, json!({"accepted": 1, "counted": counted}));
+    }
+    let expected = ranked(&[(1, "post:4", 2), (2, "post:2", 1), (2, "post:3", 1)]);
+    assert_eq!(top(&app, "daily", "1h").await, expected);
+    assert_eq!(top(&app, "daily", "24h").await, expected);
+    let window = |w: &str| {
+        json!({"window": w, "contributed": 4, "counted": 2, "members": [
+            {"member": "post:2", "contributed": 1, "counted": 1},
+            {"member": "post:3", "contributed": 1, "counted": 1},
+            {"member": "post:4", "contributed": 1, "counted": 0},
+            {"member": "post:6", "contributed": 1, "counted": 0},
+        ]})
+    };
+    let view = app.get("/v1/contributors/u1?boards=daily").await;
+    assert_eq!(
+        view.body,
+        json!({"by": "u1", "boards": [{"board": "daily", "windows": [window("1h"), window("1d")]}]})
+    );
+    let conflict = app
+        .put(
+            "/v1/boards/daily",
+            json!({"slot": "1h", "windows": ["1h", "24h"], "per_contributor": 4}),
+        )
+        .await;
+    refused(
+        &conflict,
+        StatusCode::CONFLICT,
+        "board_conflict",
+        "board \"daily\" already exists with another config: per_contributor: stored 3, asked 4",
+    );
+
+    // A day on, the counted likes have left the 24 h window: the budget is free again.
+    app.at(86_400);
+    crate::scheduler::wait_retired(&app, "daily").await;
+    let again = like(
+        &app,
+        "daily",
+        json!({"member": "post:7", "delta": 5, "by": "u1"}),
+    )
+    .await;
+    assert_eq!(again.body, json!({"accepted": 1, "counted": 3}));
+    assert_eq!(top(&app, "daily", "24h").await, ranked(&[(1, "post:7", 3)]));
 }

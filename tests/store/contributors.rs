@@ -1,12 +1,17 @@
 //! Contributors against a brute-force oracle that keeps every event, on every store and
-//! a cluster: a board capping each contributor at 2 per member takes random likes and
-//! unlikes (with and without a contributor, some late, some under an idempotency key
-//! and sent twice), boundary retirements by two retirers at once, member removals and
-//! active relayouts. After every step each
-//! window's every total equals the oracle's (the events without a contributor in full,
-//! plus per contributor their sum inside the window clamped to ±2), each event's
-//! `counted` equals what it changed in the largest window, each member's history sums
-//! its events per slot, and a contributor's view gives its sum per window and member.
+//! a cluster: a board capping each contributor per member, one giving each a budget, and
+//! one with both take random likes and unlikes (with and without a contributor, some
+//! late, some under an idempotency key and sent twice, some written after a boundary
+//! before the retirer runs), boundary retirements by two retirers at once, member
+//! removals and active relayouts. The oracle fixes each event's admitted part when it is
+//! written (a like: at most the budget less what the contributor's admitted likes use
+//! inside the largest window; an unlike: at most what its admitted events gave the member
+//! there; a member's removal takes its events out of every window, not out of the budget
+//! they used). After every step each window's every total equals the oracle's (the events
+//! without a contributor in full, plus per contributor their admitted sum inside the
+//! window clamped to the cap), each event's `counted` equals what it changed in the
+//! largest window, each member's history sums its events per slot, and a contributor's
+//! view gives its sums per window and member.
 
 use std::collections::BTreeMap;
 
@@ -17,17 +22,43 @@ use crate::support::{Harness, START, unique};
 
 on_every_store!(
     capped_contributions_equal_the_oracle_after_every_step,
+    budgeted_contributions_equal_the_oracle_after_every_step,
+    capped_and_budgeted_contributions_equal_the_oracle_after_every_step,
     a_board_keeping_contributors_refuses_recompute_and_new_windows,
     a_dropped_board_leaves_no_contribution_behind,
 );
 
-const CAP: i64 = 2;
 const BY: [&str; 4] = ["u1", "u2", "u3", "u4"];
 
-/// Every accepted event: slot, contributor, member, delta.
-#[derive(Default)]
+/// A board's caps: per member and per contributor.
+#[derive(Clone, Copy)]
+struct Caps {
+    member: Option<i64>,
+    budget: Option<i64>,
+}
+
+impl Caps {
+    fn clamp(&self, sum: i64) -> i64 {
+        self.member.map_or(sum, |cap| sum.clamp(-cap, cap))
+    }
+}
+
+/// An accepted event.
+struct Accepted {
+    slot: i64,
+    by: Option<String>,
+    member: String,
+    delta: i64,
+    /// The part its contributor's budget admitted.
+    admitted: i64,
+    /// Its member was removed: it counts nowhere, but the budget it used stays used.
+    removed: bool,
+}
+
+/// Every accepted event.
 struct Oracle {
-    events: Vec<(i64, Option<String>, String, i64)>,
+    caps: Caps,
+    events: Vec<Accepted>,
 }
 
 impl Oracle {
@@ -35,100 +66,186 @@ impl Oracle {
     fn totals(&self, cutoff: i64) -> BTreeMap<String, i64> {
         let mut plain: BTreeMap<String, i64> = BTreeMap::new();
         let mut pairs: BTreeMap<(String, String), i64> = BTreeMap::new();
-        for (_, by, member, delta) in self.events.iter().filter(|e| e.0 > cutoff) {
-            match by {
-                None => *plain.entry(member.clone()).or_default() += delta,
-                Some(by) => *pairs.entry((by.clone(), member.clone())).or_default() += delta,
+        for e in self.live(cutoff) {
+            match &e.by {
+                None => *plain.entry(e.member.clone()).or_default() += e.admitted,
+                Some(by) => *pairs.entry((by.clone(), e.member.clone())).or_default() += e.admitted,
             }
         }
         for ((_, member), sum) in pairs {
-            *plain.entry(member).or_default() += sum.clamp(-CAP, CAP);
+            *plain.entry(member).or_default() += self.caps.clamp(sum);
         }
         plain.retain(|_, total| *total != 0);
         plain
     }
 
-    /// The sum of `by`'s deltas to `member` in the window after `cutoff`.
-    fn pair(&self, cutoff: i64, by: &str, member: &str) -> i64 {
-        let events = self.events.iter().filter(|e| e.0 > cutoff);
-        events
-            .filter(|e| e.1.as_deref() == Some(by) && e.2 == member)
-            .map(|e| e.3)
-            .sum()
+    /// The sums of `by`'s deltas to `member` in the window after `cutoff`: all of them,
+    /// and what was admitted.
+    fn pair(&self, cutoff: i64, by: &str, member: &str) -> (i64, i64) {
+        let events = self.live(cutoff);
+        let events = events.filter(|e| e.by.as_deref() == Some(by) && e.member == member);
+        events.fold((0, 0), |(d, a), e| (d + e.delta, a + e.admitted))
+    }
+
+    /// The events in the window after `cutoff` whose member was not removed.
+    fn live(&self, cutoff: i64) -> impl Iterator<Item = &Accepted> {
+        self.events
+            .iter()
+            .filter(move |e| e.slot > cutoff && !e.removed)
+    }
+
+    /// Records an event written when the largest window's slots were those after
+    /// `cutoff`; returns the part admitted.
+    fn write(&mut self, cutoff: i64, slot: i64, e: &Event) -> i64 {
+        let admitted = match (&e.by, self.caps.budget) {
+            (Some(by), Some(budget)) => {
+                let inside = self.events.iter().filter(|x| x.slot > cutoff);
+                let used: i64 = inside
+                    .filter(|x| x.by.as_deref() == Some(by.as_str()) && x.admitted > 0)
+                    .map(|x| x.admitted)
+                    .sum();
+                let given = self.pair(cutoff, by, &e.member).1;
+                if e.delta > 0 {
+                    e.delta.min((budget - used).max(0))
+                } else {
+                    e.delta.max(-given.max(0))
+                }
+            }
+            _ => e.delta,
+        };
+        self.events.push(Accepted {
+            slot,
+            by: e.by.clone(),
+            member: e.member.clone(),
+            delta: e.delta,
+            admitted,
+            removed: false,
+        });
+        admitted
     }
 }
 
 async fn capped_contributions_equal_the_oracle_after_every_step(h: Harness) {
+    let caps = Caps {
+        member: Some(2),
+        budget: None,
+    };
+    contributions_equal_the_oracle(h, caps, 0x2545_F491_4F6C_DD1D).await;
+}
+
+async fn budgeted_contributions_equal_the_oracle_after_every_step(h: Harness) {
+    let caps = Caps {
+        member: None,
+        budget: Some(4),
+    };
+    contributions_equal_the_oracle(h, caps, 0x9E37_79B9_7F4A_7C15).await;
+}
+
+async fn capped_and_budgeted_contributions_equal_the_oracle_after_every_step(h: Harness) {
+    let caps = Caps {
+        member: Some(1),
+        budget: Some(3),
+    };
+    contributions_equal_the_oracle(h, caps, 0xD1B5_4A32_D192_ED03).await;
+}
+
+/// A batch of one to three events, some late (up to 2h back), written at `elapsed`:
+/// checks what each counted against the oracle; returns how many counted something
+/// other than their delta.
+async fn write_batch(
+    h: &Harness,
+    board: &str,
+    config: &BoardConfig,
+    oracle: &mut Oracle,
+    rng: &mut Rng,
+    (step, elapsed): (usize, i64),
+) -> usize {
+    let b = h.boards.windowed(board);
+    let now = Timestamp::from_unix_seconds(START + elapsed).unwrap();
+    let largest = config.cutoff(WINDOWS.len() - 1, now);
+    let mut events = Vec::new();
+    for _ in 0..1 + rng.below(3) {
+        let member = MEMBERS[rng.below(4) as usize];
+        let delta = [1, 1, 1, 2, -1, 3][rng.below(6) as usize];
+        let mut event = Event::new(member, delta);
+        if rng.below(4) > 0 {
+            event = event.by(BY[rng.below(BY.len() as u64) as usize]);
+        }
+        if rng.below(3) == 0 {
+            let back = rng.below(7_200) as i64;
+            event = event.at(Timestamp::from_unix_seconds(START + elapsed - back).unwrap());
+        }
+        events.push(event);
+    }
+    let outcome = if rng.below(3) == 0 {
+        let key = format!("k{step}");
+        let first = b.write_idempotent(&events, &key).await.unwrap();
+        let again = b.write_idempotent(&events, &key).await.unwrap();
+        assert_eq!(first, again, "step {step}: a retry answers the same");
+        first
+    } else {
+        b.incr_batch(&events).await.unwrap()
+    };
+    assert!(outcome.rejected.is_empty(), "step {step}: {outcome:?}");
+    let mut counted = outcome.counted.iter();
+    let mut capped = 0;
+    for (index, e) in events.iter().enumerate() {
+        let slot = config.slot_start(e.at.unwrap_or(now));
+        let before =
+            e.by.as_ref()
+                .map(|by| oracle.pair(largest, by, &e.member).1);
+        oracle.write(largest, slot, e);
+        let (Some(by), Some(before)) = (&e.by, before) else {
+            continue;
+        };
+        let after = oracle.pair(largest, by, &e.member).1;
+        let expected = oracle.caps.clamp(after) - oracle.caps.clamp(before);
+        let c = counted.next().expect("a counted event");
+        assert_eq!(
+            (c.index, c.counted),
+            (index, expected),
+            "step {step}: {e:?}"
+        );
+        capped += usize::from(expected != e.delta);
+    }
+    assert_eq!(counted.next(), None, "step {step}");
+    capped
+}
+
+async fn contributions_equal_the_oracle(h: Harness, caps: Caps, seed: u64) {
     let config = BoardConfig::parse("1h", &WINDOWS)
         .unwrap()
-        .with_contributor_cap(Some(CAP as u64))
+        .with_contributor_cap(caps.member.map(|c| c as u64))
+        .unwrap()
+        .with_contributor_budget(caps.budget.map(|c| c as u64))
         .unwrap();
     let board = unique("contrib");
     h.boards.create(&board, config.clone()).await.unwrap();
     let b = || h.boards.windowed(&board);
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
-    let mut oracle = Oracle::default();
+    let mut rng = Rng(seed);
+    let mut oracle = Oracle {
+        caps,
+        events: Vec::new(),
+    };
     let mut elapsed = 0;
-    let (mut counted_checked, mut capped) = (0, 0);
+    let (mut batches, mut capped) = (0, 0);
     let mut layout = Layout::Compact;
     for step in 0..120 {
-        let now = Timestamp::from_unix_seconds(START + elapsed).unwrap();
-        let largest = config.cutoff(WINDOWS.len() - 1, now);
         match rng.below(17) {
             0..=9 => {
-                // A batch of one to three events, some late (up to 2h back).
-                let mut events = Vec::new();
-                for _ in 0..1 + rng.below(3) {
-                    let member = MEMBERS[rng.below(4) as usize];
-                    let delta = [1, 1, 1, 2, -1, 3][rng.below(6) as usize];
-                    let mut event = Event::new(member, delta);
-                    if rng.below(4) > 0 {
-                        event = event.by(BY[rng.below(BY.len() as u64) as usize]);
-                    }
-                    if rng.below(3) == 0 {
-                        let back = rng.below(7_200) as i64;
-                        event =
-                            event.at(Timestamp::from_unix_seconds(START + elapsed - back).unwrap());
-                    }
-                    events.push(event);
-                }
-                let outcome = if rng.below(3) == 0 {
-                    let key = format!("k{step}");
-                    let first = b().write_idempotent(&events, &key).await.unwrap();
-                    let again = b().write_idempotent(&events, &key).await.unwrap();
-                    assert_eq!(first, again, "step {step}: a retry answers the same");
-                    first
-                } else {
-                    b().incr_batch(&events).await.unwrap()
-                };
-                assert!(outcome.rejected.is_empty(), "step {step}: {outcome:?}");
-                let mut counted = outcome.counted.iter();
-                for (index, e) in events.iter().enumerate() {
-                    let slot = config.slot_start(e.at.unwrap_or(now));
-                    let before = e.by.as_ref().map(|by| oracle.pair(largest, by, &e.member));
-                    oracle
-                        .events
-                        .push((slot, e.by.clone(), e.member.clone(), e.delta));
-                    let (Some(by), Some(before)) = (&e.by, before) else {
-                        continue;
-                    };
-                    let after = oracle.pair(largest, by, &e.member);
-                    let expected = after.clamp(-CAP, CAP) - before.clamp(-CAP, CAP);
-                    let c = counted.next().expect("a counted event");
-                    assert_eq!(
-                        (c.index, c.counted),
-                        (index, expected),
-                        "step {step}: {e:?}"
-                    );
-                    counted_checked += 1;
-                    capped += usize::from(expected != e.delta);
-                }
-                assert_eq!(counted.next(), None, "step {step}");
+                capped +=
+                    write_batch(&h, &board, &config, &mut oracle, &mut rng, (step, elapsed)).await;
+                batches += 1;
             }
             10..=13 => {
-                // Time moves on by 10 to 70 minutes, and the board retires.
+                // Time moves on by 10 to 70 minutes, and the board retires, sometimes
+                // after a batch written before the retirer ran.
                 elapsed += 600 + 600 * rng.below(7) as i64;
                 h.at(elapsed);
+                if rng.below(2) == 0 {
+                    let at = (step, elapsed);
+                    capped += write_batch(&h, &board, &config, &mut oracle, &mut rng, at).await;
+                }
                 // Two retirers at once (two replicas): neither retires a pair twice.
                 let (one, two) = tokio::join!(b().retire(None), b().retire(None));
                 one.unwrap();
@@ -137,7 +254,9 @@ async fn capped_contributions_equal_the_oracle_after_every_step(h: Harness) {
             14 => {
                 let member = MEMBERS[rng.below(4) as usize];
                 b().remove_member(member).await.unwrap();
-                oracle.events.retain(|e| e.2 != member);
+                for e in oracle.events.iter_mut().filter(|e| e.member == member) {
+                    e.removed = true;
+                }
             }
             15 => {
                 // An active relayout to the other layout: it converts the member values
@@ -156,15 +275,14 @@ async fn capped_contributions_equal_the_oracle_after_every_step(h: Harness) {
                 // A like without a contributor, through the single-event path.
                 let member = MEMBERS[rng.below(4) as usize];
                 b().incr(member, 1, None).await.unwrap();
-                oracle
-                    .events
-                    .push((config.slot_start(now), None, member.to_owned(), 1));
+                let now = Timestamp::from_unix_seconds(START + elapsed).unwrap();
+                oracle.write(0, config.slot_start(now), &Event::new(member, 1));
             }
         }
         let now = Timestamp::from_unix_seconds(START + elapsed).unwrap();
         oracle
             .events
-            .retain(|e| e.0 > config.cutoff(WINDOWS.len() - 1, now));
+            .retain(|e| e.slot > config.cutoff(WINDOWS.len() - 1, now));
         for (j, window) in WINDOWS.iter().enumerate() {
             let w = Span::parse(window).unwrap();
             let expected = oracle.totals(config.cutoff(j, now));
@@ -199,8 +317,8 @@ async fn capped_contributions_equal_the_oracle_after_every_step(h: Harness) {
             let mut expected: Vec<(&str, i64, i64)> = MEMBERS[..4]
                 .iter()
                 .map(|m| (*m, oracle.pair(cutoff, by, m)))
-                .filter(|(_, sum)| *sum != 0)
-                .map(|(m, sum)| (m, sum, sum.clamp(-CAP, CAP)))
+                .filter(|(_, sums)| *sums != (0, 0))
+                .map(|(m, (sum, admitted))| (m, sum, caps.clamp(admitted)))
                 .collect();
             expected.sort_by(|a, b| (b.1, a.0).cmp(&(a.1, b.0)));
             assert_eq!(
@@ -212,18 +330,15 @@ async fn capped_contributions_equal_the_oracle_after_every_step(h: Harness) {
         let member = MEMBERS[step % 4];
         let history = b().history(member).await.unwrap();
         let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
-        for e in oracle.events.iter().filter(|e| e.2 == member) {
-            *expected.entry(e.0).or_default() += e.3;
+        for e in oracle.live(i64::MIN).filter(|e| e.member == member) {
+            *expected.entry(e.slot).or_default() += e.delta;
         }
         expected.retain(|_, v| *v != 0);
         let read: BTreeMap<i64, i64> = history.points.iter().map(|p| (p.slot, p.value)).collect();
         assert_eq!(read, expected, "step {step}: history of {member}");
     }
-    assert!(
-        counted_checked >= 80,
-        "{counted_checked} counted events checked"
-    );
-    assert!(capped >= 10, "{capped} events the cap took some of");
+    assert!(batches >= 60, "{batches} batches written");
+    assert!(capped >= 10, "{capped} events the caps took some of");
 }
 
 async fn a_board_keeping_contributors_refuses_recompute_and_new_windows(h: Harness) {
@@ -239,9 +354,9 @@ async fn a_board_keeping_contributors_refuses_recompute_and_new_windows(h: Harne
     assert_eq!(error.code(), "invalid_config");
     assert_eq!(
         error.to_string(),
-        "invalid board config: the board keeps contributors (\"per_contributor_member\"), \
-         which a recompute does not rebuild yet: its totals are kept exact by its writes and \
-         retirement"
+        "invalid board config: the board keeps contributors (\"per_contributor_member\" or \
+         \"per_contributor\"), which a recompute does not rebuild yet: its totals are kept \
+         exact by its writes and retirement"
     );
     let wider = BoardConfig::parse("1h", &["1h", "3h", "6h"])
         .unwrap()

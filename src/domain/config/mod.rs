@@ -84,6 +84,18 @@ pub struct BoardConfig {
         schema(minimum = 1, maximum = 1000000000, nullable = false)
     )]
     per_contributor_member: Option<u64>,
+    /// A budget per contributor (`by`): what their likes may count in all, over every
+    /// member, inside the largest window. The counted part of a like is fixed when it
+    /// is written (`min(delta, N - what their counted likes already use there)`, in
+    /// write order) and counts the same in every window it is in; an unlike takes back
+    /// at most what their counted likes gave that member, and gives no budget back. Sum
+    /// boards of one shard; set when the board is created, never changed; it may be
+    /// combined with `per_contributor_member`, which then clamps the counted parts.
+    #[cfg_attr(
+        feature = "server",
+        schema(minimum = 1, maximum = 1000000000, nullable = false)
+    )]
+    per_contributor: Option<u64>,
 }
 
 /// The unvalidated shape of a config, as it arrives over the wire.
@@ -114,6 +126,8 @@ struct RawConfig {
     shards: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     per_contributor_member: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    per_contributor: Option<u64>,
 }
 
 fn one_shard() -> u32 {
@@ -138,7 +152,8 @@ impl TryFrom<RawConfig> for BoardConfig {
             .with_review(raw.review)?
             .with_watch(raw.watch)?
             .with_changes_kept(raw.changes)
-            .with_contributor_cap(raw.per_contributor_member)
+            .with_contributor_cap(raw.per_contributor_member)?
+            .with_contributor_budget(raw.per_contributor)
     }
 }
 
@@ -160,6 +175,7 @@ impl From<BoardConfig> for RawConfig {
             layout: c.layout,
             shards: c.shards,
             per_contributor_member: c.per_contributor_member,
+            per_contributor: c.per_contributor,
         }
     }
 }
@@ -169,7 +185,7 @@ impl BoardConfig {
     pub const MAX_WINDOWS: usize = 8;
     /// Most shards a board may have.
     pub const MAX_SHARDS: u32 = 32;
-    /// The largest `per_contributor_member`.
+    /// The largest `per_contributor_member` and `per_contributor`.
     pub const MAX_CONTRIBUTOR_CAP: u64 = 1_000_000_000;
     /// Most slots a window may span (`W / L`), which bounds catch-up and history reads.
     pub const MAX_SLOTS_PER_WINDOW: u64 = 100_000;
@@ -218,6 +234,7 @@ impl BoardConfig {
             layout: None,
             shards: 1,
             per_contributor_member: None,
+            per_contributor: None,
         })
     }
 
@@ -333,30 +350,45 @@ impl BoardConfig {
         Ok(self)
     }
 
-    /// Refuses a contributor cap outside 1..=[`MAX_CONTRIBUTOR_CAP`](Self::MAX_CONTRIBUTOR_CAP), or on a board that is not a sum
-    /// board of one shard (checked again when the board is created).
+    /// Gives each contributor a budget of `budget` in the largest window (see the
+    /// field); none: no budget. A sum board of one shard.
+    pub fn with_contributor_budget(mut self, budget: Option<u64>) -> Result<Self, Error> {
+        self.per_contributor = budget;
+        self.check_contributors()?;
+        Ok(self)
+    }
+
+    /// Refuses a contributor cap or budget outside
+    /// 1..=[`MAX_CONTRIBUTOR_CAP`](Self::MAX_CONTRIBUTOR_CAP), or on a board that is not a
+    /// sum board of one shard (checked again when the board is created).
     pub fn check_contributors(&self) -> Result<(), Error> {
-        let Some(cap) = self.per_contributor_member else {
-            return Ok(());
-        };
-        let reason = if cap == 0 || cap > Self::MAX_CONTRIBUTOR_CAP {
-            format!(
-                "\"per_contributor_member\" must be between 1 and {}, got {cap}",
-                Self::MAX_CONTRIBUTOR_CAP
-            )
-        } else if !self.aggregate.sums() {
-            "\"per_contributor_member\" is for sum boards (a max, min or latest board keeps \
-             one value per member, not a sum of contributions): leave it out"
-                .to_owned()
-        } else if self.shards > 1 {
-            "\"per_contributor_member\" needs a board of one shard (a contributor's events \
-             to one member must be capped in one step, on one Redis node): leave out \
-             \"shards\" or the cap"
-                .to_owned()
-        } else {
-            return Ok(());
-        };
-        Err(Error::InvalidConfig { reason })
+        let caps = [
+            ("per_contributor_member", self.per_contributor_member),
+            ("per_contributor", self.per_contributor),
+        ];
+        for (name, cap) in caps {
+            let Some(cap) = cap else { continue };
+            let reason = if cap == 0 || cap > Self::MAX_CONTRIBUTOR_CAP {
+                format!(
+                    "\"{name}\" must be between 1 and {}, got {cap}",
+                    Self::MAX_CONTRIBUTOR_CAP
+                )
+            } else if !self.aggregate.sums() {
+                format!(
+                    "\"{name}\" is for sum boards (a max, min or latest board keeps one value \
+                     per member, not a sum of contributions): leave it out"
+                )
+            } else if self.shards > 1 {
+                format!(
+                    "\"{name}\" needs a board of one shard (a contributor's events must be \
+                     capped in one step, on one Redis node): leave out \"shards\" or the cap"
+                )
+            } else {
+                continue;
+            };
+            return Err(Error::InvalidConfig { reason });
+        }
+        Ok(())
     }
 
     /// Refuses a recompute of a board that keeps contributors, which no store rebuilds
@@ -364,8 +396,8 @@ impl BoardConfig {
     pub fn check_recompute(&self) -> Result<(), Error> {
         if self.keeps_contributors() {
             return Err(Error::InvalidConfig {
-                reason: "the board keeps contributors (\"per_contributor_member\"), which a \
-                         recompute does not rebuild yet: its totals are kept exact by its \
+                reason: "the board keeps contributors (\"per_contributor_member\" or \
+                         \"per_contributor\"), which a recompute does not rebuild yet: its totals are kept exact by its \
                          writes and retirement"
                     .into(),
             });
@@ -378,9 +410,14 @@ impl BoardConfig {
         self.per_contributor_member.map(|cap| cap as i64)
     }
 
+    /// The contributor budget, if any (see the field).
+    pub fn per_contributor(&self) -> Option<i64> {
+        self.per_contributor.map(|budget| budget as i64)
+    }
+
     /// Whether the board keeps who gave each event (it caps contributors).
     pub fn keeps_contributors(&self) -> bool {
-        self.per_contributor_member.is_some()
+        self.per_contributor_member.is_some() || self.per_contributor.is_some()
     }
 
     /// How many shards the board's members are spread over (1: not sharded).
@@ -589,6 +626,11 @@ impl BoardConfig {
             cap(self.per_contributor_member),
             cap(asked.per_contributor_member),
         );
+        differ(
+            "per_contributor",
+            cap(self.per_contributor),
+            cap(asked.per_contributor),
+        );
         if found.is_empty() {
             found.push(format!(
                 "slot {}, windows {}",
@@ -609,7 +651,7 @@ impl BoardConfig {
 
     /// The windows `wider` adds to this config, when `wider` is this config plus windows
     /// larger than all of ours (same slot, offset, ties, ranked totals, aggregate, layout,
-    /// shards and contributor cap; never on a board keeping contributors): the one change
+    /// shards and contributor caps; never on a board keeping contributors): the one change
     /// to the data model a live board takes (its snapshots policy is not compared: see
     /// [`same_but_live`](Self::same_but_live)).
     pub fn extended_by(&self, wider: &BoardConfig) -> Option<Vec<Span>> {
@@ -622,6 +664,7 @@ impl BoardConfig {
             && wider.layout == self.layout
             && wider.shards == self.shards
             && wider.per_contributor_member == self.per_contributor_member
+            && wider.per_contributor == self.per_contributor
             // A board keeping contributors takes no new windows (yet): a window's
             // contributions cannot be built from its slots' totals.
             && !self.keeps_contributors()

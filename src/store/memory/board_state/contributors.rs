@@ -1,58 +1,125 @@
-//! A board's contributors in memory (a board with `per_contributor_member`): the events
-//! with a contributor, kept apart from the slots' member values, per slot and (by,
-//! member) in stages as a sum board's (`stages[k]`: written after `k` windows froze the
-//! slot, plus what windows `< k` handed on), and per window each pair's sum inside it.
-//! A window's total for a member holds each pair's sum clamped to the cap
+//! A board's contributors in memory (a board with `per_contributor_member` or
+//! `per_contributor`): the events with a contributor, kept apart from the slots' member
+//! values, per slot and (by, member) in stages as a sum board's (`stages[k]`: written
+//! after `k` windows froze the slot, plus what windows `< k` handed on), and per window
+//! each pair's sums inside it. Each event's part the budget admitted is fixed when it is
+//! written ([`admitted`]); the rest is refused and kept apart, for the contributor's
+//! view. A window's total for a member holds each pair's admitted sum clamped to the cap
 //! ([`counted`]); the slots' member values hold the events without a contributor.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::RangeInclusive;
 
-use crate::domain::{Contributor, MAX_ABS, RetireReport, Span, WindowContributions, counted};
+use crate::domain::{
+    Contributor, MAX_ABS, RetireReport, Span, WindowContributions, admitted, counted,
+};
 use crate::store::memory::totals::Totals;
 use crate::store::{SlotWrite, WriteStatus};
 
 /// (contributor, member).
 type Pair = (Contributor, String);
 
+/// A pair's sums in a stage or a window: of what the budget admitted of its events, and
+/// of what it refused (0 without a budget).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Parts {
+    admitted: i64,
+    refused: i64,
+}
+
+impl Parts {
+    const ZERO: Parts = Parts {
+        admitted: 0,
+        refused: 0,
+    };
+
+    fn plus(self, other: Parts) -> Parts {
+        Parts {
+            admitted: self.admitted + other.admitted,
+            refused: self.refused + other.refused,
+        }
+    }
+
+    fn minus(self, other: Parts) -> Parts {
+        self.plus(Parts {
+            admitted: -other.admitted,
+            refused: -other.refused,
+        })
+    }
+
+    fn out_of_range(self) -> bool {
+        self.admitted.abs() > MAX_ABS || self.refused.abs() > MAX_ABS
+    }
+}
+
+/// A live slot's contributions.
+#[derive(Debug, Default)]
+struct Slot {
+    /// Pair → stage parts (one per window).
+    pairs: HashMap<Pair, Vec<Parts>>,
+    /// Contributor → what their admitted likes in the slot use of the budget.
+    used: HashMap<Contributor, i64>,
+}
+
 /// The contributions of one board.
 #[derive(Debug, Default)]
 pub(super) struct Contributions {
     /// The board's per-member cap.
     cap: Option<i64>,
-    /// Live slots: slot start → pair → stage values (one per window).
-    slots: BTreeMap<i64, HashMap<Pair, Vec<i64>>>,
-    /// Per window: contributor → member → the sum of its deltas inside the window.
-    sums: Vec<HashMap<Contributor, HashMap<String, i64>>>,
+    /// The board's per-contributor budget.
+    budget: Option<i64>,
+    /// Live slots by start.
+    slots: BTreeMap<i64, Slot>,
+    /// Per window: contributor → member → the pair's sums inside the window.
+    sums: Vec<HashMap<Contributor, HashMap<String, Parts>>>,
+    /// Contributor → what their admitted likes use in the slots the largest window has
+    /// not retired.
+    used: HashMap<Contributor, i64>,
+}
+
+/// Adds `delta` to `map[key]`, removing it at 0.
+fn add<K: std::hash::Hash + Eq + Clone>(map: &mut HashMap<K, i64>, key: &K, delta: i64) {
+    let value = map.get(key).copied().unwrap_or(0) + delta;
+    if value == 0 {
+        map.remove(key);
+    } else {
+        map.insert(key.clone(), value);
+    }
 }
 
 impl Contributions {
-    pub fn new(cap: Option<i64>, windows: usize) -> Self {
+    pub fn new(cap: Option<i64>, budget: Option<i64>, windows: usize) -> Self {
         Contributions {
             cap,
+            budget,
             slots: BTreeMap::new(),
             sums: vec![HashMap::new(); windows],
+            used: HashMap::new(),
         }
     }
 
-    fn sum(&self, j: usize, by: &Contributor, member: &str) -> i64 {
+    fn sum(&self, j: usize, by: &Contributor, member: &str) -> Parts {
         let members = self.sums[j].get(by);
-        members.and_then(|m| m.get(member)).copied().unwrap_or(0)
+        members
+            .and_then(|m| m.get(member))
+            .copied()
+            .unwrap_or(Parts::ZERO)
     }
 
-    /// Adds `delta` to the sum of (`by`, `member`) in window `j`, and what that changes
+    /// Adds `parts` to the sums of (`by`, `member`) in window `j`, and what that changes
     /// of the member's counted part to `totals`; returns that change.
     fn add_sum(
         &mut self,
         j: usize,
         by: &Contributor,
         member: &str,
-        delta: i64,
+        parts: Parts,
         totals: &mut Totals,
     ) -> i64 {
         let members = self.sums[j].entry(by.clone()).or_default();
-        let old = members.get(member).copied().unwrap_or(0);
-        let new = old + delta;
-        if new == 0 {
+        let old = members.get(member).copied().unwrap_or(Parts::ZERO);
+        let new = old.plus(parts);
+        if new == Parts::ZERO {
             members.remove(member);
             if members.is_empty() {
                 self.sums[j].remove(by);
@@ -60,53 +127,94 @@ impl Contributions {
         } else {
             members.insert(member.to_owned(), new);
         }
-        let change = counted(self.cap, new) - counted(self.cap, old);
+        let change = counted(self.cap, new.admitted) - counted(self.cap, old.admitted);
         if change != 0 {
             totals.add(member, change);
         }
         change
     }
 
+    /// What `by`'s admitted events use of the budget (0 without one) and gave `member`
+    /// inside the largest window, without the slots `left` that left it but are not
+    /// retired yet.
+    fn standing(&self, by: &Contributor, member: &str, left: RangeInclusive<i64>) -> (i64, i64) {
+        let pair = (by.clone(), member.to_owned());
+        let last = self.sums.len() - 1;
+        let mut used = self.used.get(by).copied().unwrap_or(0);
+        let mut given = self.sum(last, by, member).admitted;
+        if left.start() <= left.end() {
+            for slot in self.slots.range(left).map(|(_, s)| s) {
+                used -= slot.used.get(by).copied().unwrap_or(0);
+                let stages = slot.pairs.get(&pair).into_iter().flatten();
+                given -= stages.map(|p| p.admitted).sum::<i64>();
+            }
+        }
+        (used, given)
+    }
+
     /// Applies `w` (its `by` set) at stage `stage` to its slot and to the windows that
-    /// count it, `counting` (windows `stage..n`): [`WriteStatus::Counted`] with what it
-    /// counts in the largest window, or out of range when a pair's value or a total would
-    /// leave ±(2^53 − 1).
-    pub fn write(&mut self, counting: &mut [Totals], stage: usize, w: &SlotWrite) -> WriteStatus {
+    /// count it, `counting` (windows `stage..n`), what the budget admits of it reckoned
+    /// without the slots `left` (see [`standing`](Self::standing)):
+    /// [`WriteStatus::Counted`] with what it changes of the member's counted part in the
+    /// largest window, or out of range when a pair's value or a total would leave
+    /// ±(2^53 − 1).
+    pub fn write(
+        &mut self,
+        counting: &mut [Totals],
+        stage: usize,
+        w: &SlotWrite,
+        left: RangeInclusive<i64>,
+    ) -> WriteStatus {
         let by = w.by.as_ref().expect("a contributor's write");
         let member = w.member.as_str();
         let n = self.sums.len();
+        let (used, given) = self.standing(by, member, left);
+        let admitted = admitted(self.budget, used, given, w.delta);
+        let parts = Parts {
+            admitted,
+            refused: w.delta - admitted,
+        };
         let pair = (by.clone(), member.to_owned());
-        let slot_value: i64 = self
+        let slot_value = self
             .slots
             .get(&w.slot)
-            .and_then(|s| s.get(&pair))
-            .map_or(0, |stages| stages.iter().sum());
-        let out_of_range = (slot_value + w.delta).abs() > MAX_ABS
+            .and_then(|s| s.pairs.get(&pair))
+            .map_or(Parts::ZERO, |stages| {
+                stages.iter().fold(Parts::ZERO, |a, p| a.plus(*p))
+            });
+        let out_of_range = slot_value.plus(parts).out_of_range()
             || (stage..n).zip(counting.iter()).any(|(j, totals)| {
                 let old = self.sum(j, by, member);
-                let change = counted(self.cap, old + w.delta) - counted(self.cap, old);
-                (old + w.delta).abs() > MAX_ABS
-                    || (totals.held(member).unwrap_or(0) + change).abs() > MAX_ABS
+                let new = old.plus(parts);
+                let change = counted(self.cap, new.admitted) - counted(self.cap, old.admitted);
+                new.out_of_range() || (totals.held(member).unwrap_or(0) + change).abs() > MAX_ABS
             });
         if out_of_range {
             return WriteStatus::OutOfRange;
         }
         let slot = self.slots.entry(w.slot).or_default();
-        let stages = slot.entry(pair.clone()).or_insert_with(|| vec![0; n]);
-        stages[stage] += w.delta;
-        if stages.iter().all(|v| *v == 0) {
-            slot.remove(&pair);
+        let stages = slot
+            .pairs
+            .entry(pair.clone())
+            .or_insert_with(|| vec![Parts::ZERO; n]);
+        stages[stage] = stages[stage].plus(parts);
+        if stages.iter().all(|p| *p == Parts::ZERO) {
+            slot.pairs.remove(&pair);
         }
-        let mut last = 0;
+        if parts.admitted > 0 && self.budget.is_some() {
+            add(&mut slot.used, by, parts.admitted);
+            add(&mut self.used, by, parts.admitted);
+        }
         for (j, totals) in (stage..n).zip(counting.iter_mut()) {
-            last = self.add_sum(j, by, member, w.delta, totals);
+            self.add_sum(j, by, member, parts, totals);
         }
-        WriteStatus::Counted(last)
+        WriteStatus::Counted(counted(self.cap, given + admitted) - counted(self.cap, given))
     }
 
     /// Retires slot `slot` from window `j` (totals `totals`): each pair's stage `j`
-    /// leaves the window's sums and is handed on to stage `j + 1`; the members whose
-    /// total reached 0 are added to `left`.
+    /// leaves the window's sums and is handed on to stage `j + 1`, and the largest
+    /// window gives back the budget the slot used; the members whose total reached 0 are
+    /// added to `left`.
     pub fn retire(
         &mut self,
         totals: &mut Totals,
@@ -119,44 +227,56 @@ impl Contributions {
             return;
         };
         let handed_on = j + 1 < self.sums.len();
-        for ((by, member), stages) in held.iter_mut() {
+        for ((by, member), stages) in held.pairs.iter_mut() {
             let v = std::mem::take(&mut stages[j]);
-            if v == 0 {
+            if v == Parts::ZERO {
                 continue;
             }
             report.fields_subtracted += 1;
-            let change = self.add_sum(j, by, member, -v, totals);
+            let change = self.add_sum(j, by, member, Parts::ZERO.minus(v), totals);
             if change != 0 && totals.get(member).is_none() {
                 report.members_zeroed += 1;
                 left.push(member.clone());
             }
             if handed_on {
-                stages[j + 1] += v;
+                stages[j + 1] = stages[j + 1].plus(v);
             }
         }
-        held.retain(|_, stages| stages.iter().any(|v| *v != 0));
-        if handed_on && !held.is_empty() {
-            self.slots.insert(slot, held);
+        held.pairs
+            .retain(|_, stages| stages.iter().any(|p| *p != Parts::ZERO));
+        if handed_on {
+            if !held.pairs.is_empty() || !held.used.is_empty() {
+                self.slots.insert(slot, held);
+            }
+        } else {
+            for (by, used) in &held.used {
+                add(&mut self.used, by, -used);
+            }
         }
     }
 
     /// Takes `member`'s contributions out of every slot and window (`totals`, which
-    /// lose their counted part); returns the slot values it held.
+    /// lose their counted part); returns the slot values it held (admitted and refused
+    /// apart). The budget they used stays used.
     pub fn remove(&mut self, totals: &mut [Totals], member: &str) -> u64 {
         let mut removed = 0;
         for slot in self.slots.values_mut() {
-            slot.retain(|(_, m), stages| {
+            slot.pairs.retain(|(_, m), stages| {
                 if m == member {
-                    removed += stages.iter().filter(|v| **v != 0).count() as u64;
+                    let fields = stages
+                        .iter()
+                        .map(|p| (p.admitted != 0) as u64 + (p.refused != 0) as u64);
+                    removed += fields.sum::<u64>();
                 }
                 m != member
             });
         }
-        self.slots.retain(|_, slot| !slot.is_empty());
+        self.slots
+            .retain(|_, slot| !slot.pairs.is_empty() || !slot.used.is_empty());
         for (j, window) in self.sums.iter_mut().enumerate() {
             for members in window.values_mut() {
                 if let Some(sum) = members.remove(member) {
-                    let c = counted(self.cap, sum);
+                    let c = counted(self.cap, sum.admitted);
                     if c != 0 {
                         totals[j].add(member, -c);
                     }
@@ -167,15 +287,16 @@ impl Contributions {
         removed
     }
 
-    /// The sum of `member`'s contributions per live slot from `from` on (its history's
-    /// part of them).
+    /// The sum of `member`'s contributions (admitted or not) per live slot from `from`
+    /// on (its history's part of them).
     pub fn history(&self, from: i64, member: &str) -> BTreeMap<i64, i64> {
         let mut points = BTreeMap::new();
-        for (slot, pairs) in self.slots.range(from..) {
-            let v: i64 = pairs
+        for (slot, held) in self.slots.range(from..) {
+            let v: i64 = held
+                .pairs
                 .iter()
                 .filter(|((_, m), _)| m == member)
-                .map(|(_, stages)| stages.iter().sum::<i64>())
+                .flat_map(|(_, stages)| stages.iter().map(|p| p.admitted + p.refused))
                 .sum();
             if v != 0 {
                 points.insert(*slot, v);
@@ -190,8 +311,9 @@ impl Contributions {
             .iter()
             .zip(&self.sums)
             .map(|(window, sums)| {
-                let members = sums.get(by).map(|m| m.clone().into_iter().collect());
-                WindowContributions::of(*window, self.cap, members.unwrap_or_default())
+                let members = sums.get(by).into_iter().flatten();
+                let members = members.map(|(m, p)| (m.clone(), p.admitted, p.refused));
+                WindowContributions::of(*window, self.cap, members.collect())
             })
             .collect()
     }

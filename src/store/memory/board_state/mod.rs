@@ -95,8 +95,11 @@ impl MemBoard {
         let n = board.config.windows().len();
         let cutoffs: Vec<i64> = (0..n).map(|j| board.config.cutoff(j, now)).collect();
         let (rank, ties) = (board.config.rank(), board.config.ties());
-        let contributions =
-            contributors::Contributions::new(board.config.per_contributor_member(), n);
+        let contributions = contributors::Contributions::new(
+            board.config.per_contributor_member(),
+            board.config.per_contributor(),
+            n,
+        );
         MemBoard {
             family: family_of(board.config.aggregate()),
             board,
@@ -312,7 +315,9 @@ impl MemBoard {
         let status = if w.by.is_some() {
             // The slot is live from its first event, with or without a contributor.
             self.slots.entry(w.slot).or_default();
-            self.contributions.write(counting, stage, w)
+            // The slots the largest window froze but has not retired use no budget.
+            let left = self.retired[n - 1] + 1..=self.watermarks[n - 1];
+            self.contributions.write(counting, stage, w, left)
         } else {
             self.family.write(&mut self.slots, counting, stage, n, w)
         };

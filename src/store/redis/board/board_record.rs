@@ -11,8 +11,8 @@
 //! on a board whose version never changed since it was made before the field), `pins`
 //! (JSON: the members pinned on the first page of its top, see `pins_set.lua`), `review`
 //! (the review gate's K), `watch` (the watched tops, see [`Watch::stored`]), `changes_kept` (see
-//! [`ChangesKept::stored`]), `per_contributor_member` (the contributor cap), and
-//! per window
+//! [`ChangesKept::stored`]), `per_contributor_member` and `per_contributor` (the
+//! contributor cap and budget), and per window
 //! `wm:<W>` (watermark) and `done:<W>` (retired through); `dropping` while a drop is
 //! under way. A trending board's record has `kind` = `trending`, `version`,
 //! `half_life`, `floor`, `max_age`, `created_ms` and its landmark.
@@ -54,6 +54,7 @@ pub(crate) const RECORD_FIELDS: &[&str] = &[
     "watch",
     "changes_kept",
     "per_contributor_member",
+    "per_contributor",
 ];
 
 /// The read of a board's record: its fields, then `dropping` and `kind`.
@@ -145,20 +146,21 @@ pub(crate) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
         Some(Err(e)) => return Err(e),
         _ => None,
     };
-    let cap = match fields
-        .get(17)
-        .map(|f| opt_string(f, "per_contributor_member"))
-    {
-        Some(Ok(Some(text))) => Some(
-            text.parse()
-                .map_err(|_| corrupt("per_contributor_member"))?,
-        ),
-        Some(Err(e)) => return Err(e),
-        _ => None,
+    let cap = |i: usize, field: &str| -> Result<Option<u64>> {
+        match fields.get(i).map(|f| opt_string(f, field)) {
+            Some(Ok(Some(text))) => Ok(Some(text.parse().map_err(|_| corrupt(field))?)),
+            Some(Err(e)) => Err(e),
+            _ => Ok(None),
+        }
     };
+    let (member_cap, budget) = (
+        cap(17, "per_contributor_member")?,
+        cap(18, "per_contributor")?,
+    );
     let config = config
         .with_changes_kept(kept)
-        .with_contributor_cap(cap)?
+        .with_contributor_cap(member_cap)?
+        .with_contributor_budget(budget)?
         .with_review(review)
         .and_then(|c| c.with_watch(watch))
         .map_err(|e| Error::store(format!("board record of {name:?}: {e}")))?;

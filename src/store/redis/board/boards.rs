@@ -60,6 +60,11 @@ pub(crate) async fn create(
             config
                 .per_contributor_member()
                 .map_or(String::new(), |c| c.to_string()),
+        )
+        .arg(
+            config
+                .per_contributor()
+                .map_or(String::new(), |c| c.to_string()),
         );
     for (j, w) in windows.iter().enumerate() {
         invocation.arg(w.seconds()).arg(config.cutoff(j, now));

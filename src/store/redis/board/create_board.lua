@@ -19,14 +19,16 @@
 --          unless 1: a record without it is one shard's; the other shards are boards of
 --          their own, see src/store/sharded)
 -- ARGV[11] the per-member contributor cap (field per_contributor_member), or '' for none
--- ARGV[11+2j-1], ARGV[11+2j], j = 1..n   window j in seconds, and its cutoff at creation
+-- ARGV[12] the contributor budget (field per_contributor), or '' for none
+-- ARGV[12+2j-1], ARGV[12+2j], j = 1..n   window j in seconds, and its cutoff at creation
 --          (the initial watermark wm:<W> and retired-through mark done:<W>)
 --
 -- abs_sum, the bound on stored magnitudes that lets write.lua skip range checks, starts at 0.
 -- Returns {1, version, slot, windows, offset, created, ties, false, layout, rank,
--- aggregate, shards, (six false), per_contributor_member} when created, or {0, ...} with
--- the stored values (snapshots policy, layout, rank, aggregate, shards, resharding,
--- incarnation, pins, review, watch, changes_kept, per_contributor_member) when the board
+-- aggregate, shards, (six false), per_contributor_member, per_contributor} when created,
+-- or {0, ...} with the stored values (snapshots policy, layout, rank, aggregate, shards,
+-- resharding, incarnation, pins, review, watch, changes_kept, per_contributor_member,
+-- per_contributor) when the board
 -- already exists
 -- (the caller compares the configs). A snapshots policy is set by set_snapshots.lua, a
 -- review gate by review_set.lua, watches by watch_set.lua.
@@ -35,7 +37,7 @@
 -- The registry of boards is a separate key, updated by the caller with its own command.
 
 local board = KEYS[1]
-local existing = redis.call('HMGET', board, 'version', 'slot', 'windows', 'offset', 'created_ms', 'dropping', 'ties', 'kind', 'snapshots', 'layout', 'rank', 'aggregate', 'shards', 'resharding', 'incarnation', 'pins', 'review', 'watch', 'changes_kept', 'per_contributor_member')
+local existing = redis.call('HMGET', board, 'version', 'slot', 'windows', 'offset', 'created_ms', 'dropping', 'ties', 'kind', 'snapshots', 'layout', 'rank', 'aggregate', 'shards', 'resharding', 'incarnation', 'pins', 'review', 'watch', 'changes_kept', 'per_contributor_member', 'per_contributor')
 if existing[6] then
   return redis.error_reply('DROPPING the board is being dropped; retry when that finishes')
 end
@@ -43,7 +45,7 @@ if existing[8] == 'trending' then
   return redis.error_reply('KIND trending the board is a trending board')
 end
 if existing[1] then
-  return { 0, existing[1], existing[2], existing[3], existing[4], existing[5], existing[7] or false, existing[9] or false, existing[10] or false, existing[11] or false, existing[12] or false, existing[13] or false, existing[14] or false, existing[15] or false, existing[16] or false, existing[17] or false, existing[18] or false, existing[19] or false, existing[20] or false }
+  return { 0, existing[1], existing[2], existing[3], existing[4], existing[5], existing[7] or false, existing[9] or false, existing[10] or false, existing[11] or false, existing[12] or false, existing[13] or false, existing[14] or false, existing[15] or false, existing[16] or false, existing[17] or false, existing[18] or false, existing[19] or false, existing[20] or false, existing[21] or false }
 end
 local record = {
   'version', ARGV[1], 'incarnation', ARGV[1], 'slot', ARGV[2], 'windows', ARGV[3], 'offset', ARGV[4], 'created_ms', ARGV[5],
@@ -70,7 +72,11 @@ if ARGV[11] ~= '' then
   record[#record + 1] = 'per_contributor_member'
   record[#record + 1] = ARGV[11]
 end
-for a = 12, #ARGV, 2 do
+if ARGV[12] ~= '' then
+  record[#record + 1] = 'per_contributor'
+  record[#record + 1] = ARGV[12]
+end
+for a = 13, #ARGV, 2 do
   record[#record + 1] = 'wm:' .. ARGV[a]
   record[#record + 1] = ARGV[a + 1]
   record[#record + 1] = 'done:' .. ARGV[a]
@@ -80,4 +86,4 @@ redis.call('HSET', board, unpack(record))
 return { 1, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], false, ARGV[7] ~= '' and ARGV[7] or false,
   ARGV[8] ~= 'positive' and ARGV[8] or false, ARGV[9] ~= 'sum' and ARGV[9] or false,
   ARGV[10] ~= '1' and ARGV[10] or false, false, false, false, false, false, false,
-  ARGV[11] ~= '' and ARGV[11] or false }
+  ARGV[11] ~= '' and ARGV[11] or false, ARGV[12] ~= '' and ARGV[12] or false }

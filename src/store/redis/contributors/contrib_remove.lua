@@ -16,8 +16,8 @@
 -- ARGV[3+j], j = 1..n  the windows, seconds
 --
 -- A pair (by, member) in stage k of a slot is counted in the contributor's sums of
--- windows k..n: each loses it, and the member's total there what that changes of its
--- counted part. The member's pairs are found by HSCAN ... MATCH '*\n<member>' over each
+-- windows k..n: each loses it (its refused part: the refused sums), and the member's
+-- total there what that changes of its counted part; the budget it used stays used. The member's pairs are found by HSCAN ... MATCH '*\n<member>' over each
 -- stage's contributions: O(the stage's pairs), a moderation step, not a hot path.
 -- Called in batches of slots; each batch keeps every window exact.
 -- Returns the number of pair values deleted. Error "STALE ..." as in write.lua.
@@ -41,17 +41,23 @@ for i = 1, m do
       local found = scan[2]
       for p = 1, #found, 2 do
         local field, value = found[p], tonumber(found[p + 1])
-        local at = string.find(field, '\n', 1, true)
+        local refused = string.byte(field, 1) == 10
+        local rest = refused and string.sub(field, 2) or field
+        local at = string.find(rest, '\n', 1, true)
         -- The first \n splits: a member holding one matches only its own pairs.
-        if string.sub(field, at + 1) == member then
-          local ctr = board .. ':ctr:' .. string.sub(field, 1, at - 1)
+        if string.sub(rest, at + 1) == member then
+          local ctr = board .. ':ctr:' .. string.sub(rest, 1, at - 1)
           for j = k, n do
-            local change = contrib_window(ctr, ARGV[3 + j], member, -value, cap)
-            if change ~= 0 then
-              local tally, dense = nil, nil
-              if dense_board then tally, dense = KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] end
-              add_total(KEYS[TOTALS + j], member, string.format('%d', change), tally, dense,
-                j == n and KEYS[#KEYS] or nil)
+            if refused then
+              contrib_add(ctr, '\n' .. ARGV[3 + j] .. '\n' .. member, -value)
+            else
+              local change = contrib_window(ctr, ARGV[3 + j], member, -value, cap)
+              if change ~= 0 then
+                local tally, dense = nil, nil
+                if dense_board then tally, dense = KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] end
+                add_total(KEYS[TOTALS + j], member, string.format('%d', change), tally, dense,
+                  j == n and KEYS[#KEYS] or nil)
+              end
             end
           end
           redis.call('HDEL', pairs_key, field)

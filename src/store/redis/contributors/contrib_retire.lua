@@ -18,10 +18,13 @@
 --          pairs) that would likely overrun it at the pace of its slowest step so far
 -- ARGV[8]  'dense' on a dense board, else absent
 --
--- Each pair (by, member) of the stage leaves the window: its sum there (board_{b}:ctr:<by>,
--- field '<W>\n<member>') drops by the pair's value, the member's total by what that
--- changes of its counted part, and the value goes on to the next stage's contributions
--- (which the next window retires), all in this call, then the field is deleted: a chunk
+-- Each pair (by, member) of the stage leaves the window: its admitted sum there
+-- (board_{b}:ctr:<by>, field '<W>\n<member>') drops by the pair's value, the member's
+-- total by what that changes of its counted part, its refused sum ('\n<W>\n<member>')
+-- by its refused value, and both go on to the next stage's contributions (which the
+-- next window retires); in the last stage, what each contributor's admitted likes in
+-- the slot used of the budget leaves its field u. All in this call, then the field is
+-- deleted: a chunk
 -- is applied whole or not at all, so a retirer that dies, or two at once, never retire
 -- a pair twice nor skip one. The stage is frozen (the window froze the slot and the
 -- smaller window finished it), so a full HSCAN from 0 sees every pair.
@@ -56,13 +59,23 @@ repeat
   local found = scan[2]
   for p = 1, #found, 2 do
     local field, value = found[p], tonumber(found[p + 1])
-    local at = string.find(field, '\n', 1, true)
-    local by, member = string.sub(field, 1, at - 1), string.sub(field, at + 1)
-    local change = contrib_window(board .. ':ctr:' .. by, ARGV[2], member, -value, cap)
-    if change ~= 0 then
-      add_total(totals, member, string.format('%d', change), tally, dense, data)
+    local refused = string.byte(field, 1) == 10
+    local rest = refused and string.sub(field, 2) or field
+    local at = string.find(rest, '\n', 1, true)
+    if not at then
+      -- '<by>': what by's admitted likes in the slot use (the last stage only).
+      contrib_add(board .. ':ctr:' .. rest, 'u', -value)
+    elseif refused then
+      local by, member = string.sub(rest, 1, at - 1), string.sub(rest, at + 1)
+      contrib_add(board .. ':ctr:' .. by, '\n' .. ARGV[2] .. '\n' .. member, -value)
+    else
+      local by, member = string.sub(rest, 1, at - 1), string.sub(rest, at + 1)
+      local change = contrib_window(board .. ':ctr:' .. by, ARGV[2], member, -value, cap)
+      if change ~= 0 then
+        add_total(totals, member, string.format('%d', change), tally, dense, data)
+      end
     end
-    if next_pairs then contrib_pair(next_pairs, by, member, value) end
+    if next_pairs and at then contrib_add(next_pairs, field, value) end
     redis.call('HDEL', pairs_key, field)
     handled = handled + 1
   end

@@ -1,4 +1,5 @@
-//! Contributors in Redis (a sum board with `per_contributor_member`; keys and their
+//! Contributors in Redis (a sum board with `per_contributor_member` or
+//! `per_contributor`; keys and their
 //! meaning in `lua/contributors.lua`): writes go through `write.lua` in mode `events`,
 //! each event with its contributor; here are the rest. A slot's contributions leave a
 //! window before its member values ([`retire`]), a removed member's go before its
@@ -15,8 +16,9 @@ use crate::domain::{Contributor, WindowContributions};
 use crate::error::{Error, Result};
 use crate::store::redis::conn::{RedisConn, Retry};
 
-/// What `by` gave inside each window of `board` (as retired so far): one
-/// `HGETALL` of its sums, `board_{b}:ctr:<by>` (fields `<W>\n<member>`).
+/// What `by` gave inside each window of `board` (as retired so far): one `HGETALL` of
+/// its sums, `board_{b}:ctr:<by>` (fields `<W>\n<member>`: admitted, `\n<W>\n<member>`:
+/// refused, `u`: the budget used).
 pub(crate) async fn contributions(
     conn: &RedisConn,
     board: &Board,
@@ -32,9 +34,16 @@ pub(crate) async fn contributions(
     let sums: HashMap<String, i64> = conn
         .query(&cmd, Some(&board.name), Retry::Idempotent)
         .await?;
-    let mut per_window: Vec<Vec<(String, i64)>> = vec![Vec::new(); windows.len()];
+    let mut per_window: Vec<HashMap<String, (i64, i64)>> = vec![HashMap::new(); windows.len()];
     for (field, sum) in sums {
-        let (window, member) = field
+        if field == "u" {
+            continue;
+        }
+        let (part, rest) = match field.strip_prefix('\n') {
+            Some(rest) => (1, rest),
+            None => (0, field.as_str()),
+        };
+        let (window, member) = rest
             .split_once('\n')
             .ok_or_else(|| Error::store(format!("{key} has a bad field {field:?}")))?;
         let j = window
@@ -44,12 +53,20 @@ pub(crate) async fn contributions(
             .ok_or_else(|| {
                 Error::store(format!("{key} names no window of the board: {field:?}"))
             })?;
-        per_window[j].push((member.to_owned(), sum));
+        let parts = per_window[j].entry(member.to_owned()).or_default();
+        if part == 0 {
+            parts.0 = sum;
+        } else {
+            parts.1 = sum;
+        }
     }
     let cap = board.config.per_contributor_member();
     Ok(windows
         .iter()
         .zip(per_window)
-        .map(|(w, members)| WindowContributions::of(*w, cap, members))
+        .map(|(w, members)| {
+            let members = members.into_iter().map(|(m, (a, r))| (m, a, r));
+            WindowContributions::of(*w, cap, members.collect())
+        })
         .collect())
 }

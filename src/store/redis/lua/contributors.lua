@@ -1,20 +1,30 @@
--- contributors.lua: a board's contributors (a board with per_contributor_member, see
--- docs/design.md, "Contributors"): the keys, the cap and one event's contribution.
+-- contributors.lua: a board's contributors (a board with per_contributor_member or
+-- per_contributor, see docs/design.md, "Contributors"): the keys, the cap and one
+-- event's contribution.
 --
 -- Keys, beside the board's own (same hash tag):
 --   <stage>:c               a slot stage's contributions (beside slot_{b}_<ts>[_<k>]):
---                           field '<by>\n<member>' -> the sum of that pair's deltas in
---                           the stage (by has no control character, so the first \n
---                           splits it); staged as the member values are, retired with them
+--                           field '<by>\n<member>' -> the sum of what the budget admitted
+--                           of that pair's deltas in the stage (all of them without a
+--                           budget; by has no control character, so the first \n splits
+--                           it), '\n<by>\n<member>' -> the sum of what it refused; staged
+--                           as the member values are, retired with them; and in the
+--                           slot's last stage (n) '<by>' -> what by's admitted likes in
+--                           the slot use of the budget, given back when the largest
+--                           window retires the slot
 --   <stage 1>:cm            the slot's contributions per member, all stages (its history)
---   board_{b}:ctr:<by>      a contributor's sums: field '<W>\n<member>' -> the sum of its
---                           deltas to the member inside window W
+--   board_{b}:ctr:<by>      a contributor's sums: field '<W>\n<member>' -> the sum of what
+--                           was admitted of its deltas to the member inside window W,
+--                           '\n<W>\n<member>' -> of what was refused; 'u' -> what its
+--                           admitted likes use of the budget in the slots the largest
+--                           window has not retired
 --   board_{b}:ctrs          the contributors (zset, score: the newest slot they gave in)
--- A window's total for a member holds, per contributor, its sum there clamped to +-cap,
--- and the member's events without a contributor in full (in the slot stages).
+-- A window's total for a member holds, per contributor, its admitted sum there clamped
+-- to +-cap, and the member's events without a contributor in full (in the slot stages).
 
--- `sum` clamped to +-`cap`.
+-- `sum` clamped to +-`cap` (nil: no cap).
 local function contrib_capped(cap, sum)
+  if not cap then return sum end
   if sum > cap then return cap end
   if sum < -cap then return -cap end
   return sum
@@ -27,18 +37,17 @@ local function contrib_code(c)
   return 2 - 2 * c
 end
 
--- Adds `delta` (a number) to the sum of (`by`, `member`) in window `w` (seconds) kept in
--- the contributor's hash `ctr`, deleting it at 0; returns what that changes of the
--- member's counted part under `cap`.
-local function contrib_window(ctr, w, member, delta, cap)
-  local field = w .. '\n' .. member
-  local new = redis.call('HINCRBY', ctr, field, delta)
-  if new == 0 then redis.call('HDEL', ctr, field) end
-  return contrib_capped(cap, new) - contrib_capped(cap, new - delta)
+-- Adds `delta` to `field` of the hash `key`, deleting it at 0; returns the new value.
+local function contrib_add(key, field, delta)
+  local value = redis.call('HINCRBY', key, field, delta)
+  if value == 0 then redis.call('HDEL', key, field) end
+  return value
 end
 
--- Adds `delta` to the pair (`by`, `member`) in the hash `key`, deleting it at 0.
-local function contrib_pair(key, by, member, delta)
-  local field = by .. '\n' .. member
-  if redis.call('HINCRBY', key, field, delta) == 0 then redis.call('HDEL', key, field) end
+-- Adds `delta` (a number) to the admitted sum of (`by`, `member`) in window `w`
+-- (seconds) kept in the contributor's hash `ctr`; returns what that changes of the
+-- member's counted part under `cap`.
+local function contrib_window(ctr, w, member, delta, cap)
+  local new = contrib_add(ctr, w .. '\n' .. member, delta)
+  return contrib_capped(cap, new) - contrib_capped(cap, new - delta)
 end

@@ -23,8 +23,8 @@
 -- ARGV[3]                    m, number of distinct slots
 -- ARGV[4]                    mode: 'sums' or 'events' (see below)
 -- ARGV[5]                    sums: the sum of |delta| over the original events; events:
---                            on a board that keeps contributors its cap (see Contributors
---                            below), else ''
+--                            on a board that keeps contributors '<cap> <budget>' ('-'
+--                            for none; see Contributors below), else ''
 -- ARGV[6]                    a token making the call idempotent, or '' (see below)
 -- ARGV[7]                    with a key: '<fingerprint>:<events>', the write's fingerprint
 --                            (40 hex digits) and how many of its events this call carries
@@ -56,7 +56,7 @@
 --                            separate argument per entry costs Redis a string to parse and
 --                            one to make for Lua, as much as the bucket key the hash names)
 -- then the entries: with one slot (m = 1) member, delta; with several, slot number i,
--- member, delta; on a board that keeps contributors (mode 'events' with a cap) each
+-- member, delta; on a board that keeps contributors (mode 'events' with caps) each
 -- entry then its contributor ('' for none). Deltas are integers.
 --
 -- First every window whose cutoff passed its watermark is frozen up to the cutoff
@@ -143,9 +143,15 @@
 --   Cost: O(members x windows x log N) more; the caller bounds members x windows (200).
 -- Contributors (lua/contributors.lua; the caller sends such a board's writes in mode
 --   'events'): an event with a contributor goes to its slot stage's contributions, not
---   to the member's value, and each window that counts it gets what it changes of the
---   member's counted part (the pair's sum there clamped to +-cap); its status is
---   contrib_code of what it changed in the largest window. A call whose events cannot
+--   to the member's value. With a budget, the part of it admitted is fixed first (a
+--   like: at most the budget less what the contributor's admitted likes use inside the
+--   largest window; an unlike: at most what its admitted events gave the member there;
+--   both without the slots that window froze and has not retired) and the rest is kept
+--   as refused; without one all of it is admitted. Each window that counts it gets what
+--   the admitted part changes of the member's counted part (the pair's admitted sum
+--   there clamped to +-cap); its status is contrib_code of what it changes in the
+--   largest window at the caller's now (without the slots that window froze and has not
+--   retired, which retirement takes out of the sums). A call whose events cannot
 --   take any value out of range (abs_sum + the sum of their |delta| <= 2^53 - 1: every
 --   stored magnitude, clamped or not, is at most the sum of the deltas that made it)
 --   checks none and grows abs_sum; otherwise each event is checked (its pair's slot
@@ -236,9 +242,14 @@ local save_geometries = slots.save
 local hashes = hashed == '1' and ARGV[A + 2 * n + m + 1] or nil
 local first = A + 2 * n + m + (hashes and 2 or 1)
 local numbered = (m == 1) and 0 or 1
--- Contributors (see the header): the board's cap, when it keeps them.
-local cap = mode == 'events' and ARGV[5] ~= '' and tonumber(ARGV[5]) or nil
-local stride = 2 + numbered + (cap and 1 or 0)
+-- Contributors (see the header): whether the board keeps them, its cap and its budget
+-- (nil: none).
+local keeps, cap, budget = false, nil, nil
+if mode == 'events' and ARGV[5] ~= '' then
+  local c, b = string.match(ARGV[5], '^(%S+) (%S+)$')
+  keeps, cap, budget = true, tonumber(c), tonumber(b)
+end
+local stride = 2 + numbered + (keeps and 1 or 0)
 local count = (#ARGV - first + 1) / stride
 local byte = string.byte
 
@@ -252,7 +263,7 @@ local function entry(e)
     local b1, b2, b3, b4 = byte(hashes, 4 * e + 1, 4 * e + 4)
     h = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
   end
-  return i, ARGV[at + numbered], ARGV[at + numbered + 1], h, cap and ARGV[at + numbered + 2]
+  return i, ARGV[at + numbered], ARGV[at + numbered + 1], h, keeps and ARGV[at + numbered + 2]
 end
 
 -- Past the bound, every value the batch touches must have room for `margin` more in
@@ -457,7 +468,7 @@ end
 -- Contributors (see the header): whether no event of the call can leave the range, and
 -- the sum of |delta| over the events applied.
 local unchecked, applied_abs = false, 0
-if cap then
+if keeps then
   local sum = 0
   for x = 0, count - 1 do
     local _, _, delta = entry(x)
@@ -479,34 +490,87 @@ local function in_range(i, k, member, h, d)
   return true
 end
 
+-- What `by`'s admitted events use of the budget (ctr's field u; 0 without a budget) and
+-- gave `member` (its sum there) inside the largest window, without the slots that window
+-- froze and has not retired yet (from the slot index, once per call; their keys named as
+-- the call's are).
+local left_slots, slot_prefix = nil, nil
+local function standing(ctr, by, member)
+  local used = budget and tonumber(redis.call('HGET', ctr, 'u')) or 0
+  local given = tonumber(redis.call('HGET', ctr, ARGV[A + n] .. '\n' .. member)) or 0
+  if not left_slots then
+    local wm = math.max(tonumber(record[6 + n]), tonumber(ARGV[A + 2 * n]))
+    left_slots = redis.call('ZRANGEBYSCORE', index, '-inf', wm)
+    local named = KEYS[STAGES + 1]
+    slot_prefix = string.sub(named, 1, #named - #ARGV[A + 2 * n + 1])
+  end
+  local pair = by .. '\n' .. member
+  for _, s in ipairs(left_slots) do
+    for st = 1, n do
+      local key = slot_prefix .. s .. (st > 1 and ('_' .. (st - 1)) or '') .. ':c'
+      given = given - (tonumber(redis.call('HGET', key, pair)) or 0)
+      if budget and st == n then used = used - (tonumber(redis.call('HGET', key, by)) or 0) end
+    end
+  end
+  return used, given
+end
+
+-- Whether the sums an event adds `a` admitted and `r` refused to stay in range: the
+-- pair's value in slot i (stages 1..k+1), its sums in windows k+1..n and the member's
+-- totals there.
+local function contribution_in_range(i, k, ctr, by, member, a, r)
+  local base = STAGES + (i - 1) * n
+  local pair, value, refused = by .. '\n' .. member, 0, 0
+  for st = 1, k + 1 do
+    local key = KEYS[base + st] .. ':c'
+    value = value + (tonumber(redis.call('HGET', key, pair)) or 0)
+    refused = refused + (tonumber(redis.call('HGET', key, '\n' .. pair)) or 0)
+  end
+  if math.abs(value + a) > MAX or math.abs(refused + r) > MAX then return false end
+  for j = k + 1, n do
+    local field = ARGV[A + j] .. '\n' .. member
+    local sum = tonumber(redis.call('HGET', ctr, field)) or 0
+    local lost = tonumber(redis.call('HGET', ctr, '\n' .. field)) or 0
+    local total = tonumber(redis.call('ZSCORE', KEYS[TOTALS + j], member)) or 0
+    local change = contrib_capped(cap, sum + a) - contrib_capped(cap, sum)
+    if math.abs(sum + a) > MAX or math.abs(lost + r) > MAX or math.abs(total + change) > MAX then
+      return false
+    end
+  end
+  return true
+end
+
 -- Applies an event of `d` given by `by` to slot i at stage k (see the header): its status.
 local function contribute(i, k, member, d, by)
-  local base = STAGES + (i - 1) * n
   local ctr = board .. ':ctr:' .. by
-  if not unchecked then
-    local pair, value = by .. '\n' .. member, 0
-    for st = 1, k + 1 do
-      value = value + (tonumber(redis.call('HGET', KEYS[base + st] .. ':c', pair)) or 0)
-    end
-    if math.abs(value + d) > MAX then return 2 end
-    for j = k + 1, n do
-      local sum = tonumber(redis.call('HGET', ctr, ARGV[A + j] .. '\n' .. member)) or 0
-      local total = tonumber(redis.call('ZSCORE', KEYS[TOTALS + j], member)) or 0
-      local change = contrib_capped(cap, sum + d) - contrib_capped(cap, sum)
-      if math.abs(sum + d) > MAX or math.abs(total + change) > MAX then return 2 end
-    end
+  local used, given = standing(ctr, by, member)
+  local a = d
+  if budget and d > 0 then
+    a = math.min(d, math.max(0, budget - used))
+  elseif budget then
+    a = math.max(d, -math.max(0, given))
   end
-  contrib_pair(KEYS[base + k + 1] .. ':c', by, member, d)
-  local history = KEYS[base + 1] .. ':cm'
-  if redis.call('HINCRBY', history, member, d) == 0 then redis.call('HDEL', history, member) end
+  local r = d - a
+  if not unchecked and not contribution_in_range(i, k, ctr, by, member, a, r) then return 2 end
+  local base, pair = STAGES + (i - 1) * n, by .. '\n' .. member
+  local stage_key = KEYS[base + k + 1] .. ':c'
+  if a ~= 0 then contrib_add(stage_key, pair, a) end
+  if r ~= 0 then contrib_add(stage_key, '\n' .. pair, r) end
+  if budget and a > 0 then
+    contrib_add(KEYS[base + n] .. ':c', by, a)
+    redis.call('HINCRBY', ctr, 'u', a)
+  end
+  contrib_add(KEYS[base + 1] .. ':cm', member, d)
   redis.call('ZADD', board .. ':ctrs', 'GT', ARGV[A + 2 * n + i], by)
-  local change = 0
   for j = k + 1, n do
-    change = contrib_window(ctr, ARGV[A + j], member, d, cap)
-    if change ~= 0 then add_window(j, member, string.format('%d', change)) end
+    if a ~= 0 then
+      local change = contrib_window(ctr, ARGV[A + j], member, a, cap)
+      if change ~= 0 then add_window(j, member, string.format('%d', change)) end
+    end
+    if r ~= 0 then contrib_add(ctr, '\n' .. ARGV[A + j] .. '\n' .. member, r) end
   end
   applied_abs = applied_abs + math.abs(d)
-  return contrib_code(change)
+  return contrib_code(contrib_capped(cap, given + a) - contrib_capped(cap, given))
 end
 
 local status = { 1, 0 }

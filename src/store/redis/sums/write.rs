@@ -12,7 +12,7 @@ use super::changes;
 use super::write_call::{Answer, Guard, Summed, WriteCall, Writes, status_of};
 use crate::domain::Removed;
 use crate::domain::board::Board;
-use crate::domain::{BoardName, ChangeStamp, Member, RankedTotals, Ties, Timestamp};
+use crate::domain::{BoardConfig, BoardName, ChangeStamp, Member, RankedTotals, Ties, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::redis::board::layout::member_hash;
 use crate::store::redis::conn::reply::{array, int};
@@ -157,6 +157,20 @@ fn micros(us: i64) -> u64 {
 /// event applied, from the first (fewer than sent when the call stopped at its budget,
 /// never none of them). Also answers the script's own duration in µs and the standing
 /// asked for, as [`send_sums`] does.
+/// `write.lua`'s ARGV[5] in mode `events`: `'<cap> <budget>'` (`-` for none) on a board
+/// that keeps contributors, else `''`.
+fn contributor_caps(config: &BoardConfig) -> String {
+    if !config.keeps_contributors() {
+        return String::new();
+    }
+    let word = |cap: Option<i64>| cap.map_or("-".to_owned(), |c| c.to_string());
+    format!(
+        "{} {}",
+        word(config.per_contributor_member()),
+        word(config.per_contributor())
+    )
+}
+
 pub(crate) async fn send_events<G: Guard>(
     conn: &RedisConn,
     call: &WriteCall<'_, G>,
@@ -398,12 +412,9 @@ fn invocation<'a, G: Guard>(
         .arg(slots.starts.len());
     match mode {
         Mode::Sums(abs_total) => invocation.arg("sums").arg(abs_total.to_string()),
-        Mode::Events => invocation.arg("events").arg(
-            board
-                .config
-                .per_contributor_member()
-                .map_or(String::new(), |cap| cap.to_string()),
-        ),
+        Mode::Events => invocation
+            .arg("events")
+            .arg(contributor_caps(&board.config)),
     };
     call.guard.push_args(&mut invocation, now, events);
     let mut slot_words = conn
