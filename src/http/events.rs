@@ -33,8 +33,8 @@ pub struct EventsResponse {
     pub standings: Option<Vec<WrittenStanding>>,
     /// On a board keeping contributors (`per_contributor_member`, `per_contributor`), for
     /// events with a `by`: how much of the delta counts in the largest window (the rest
-    /// was over the contributor's cap or budget). A single event: a number; a batch: its applied events with a
-    /// `by`, by index. Absent otherwise.
+    /// was over the contributor's cap or budget). A single event: a number; a batch:
+    /// its applied events with a `by`, by index. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub counted: Option<CountedReply>,

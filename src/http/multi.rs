@@ -89,8 +89,8 @@ pub struct MultiEvent {
     data: Option<serde_json::Value>,
     /// Who gave it (a user id: 1–128 bytes of UTF-8, no control characters; else
     /// `invalid_contributor` and nothing is applied). Boards with
-    /// `per_contributor_member` or `per_contributor` keep it and count it within them; the others check
-    /// it and do not keep it.
+    /// `per_contributor_member` or `per_contributor` keep it and count it within them;
+    /// the others check it and do not keep it.
     #[schema(min_length = 1, max_length = 128, example = "user:7")]
     by: Option<String>,
 }
