@@ -1,10 +1,11 @@
 //! The contributors phase (issue 49): a `1h`/`24h` board capping each contributor at 1
-//! per member (`per_contributor_member`) beside the same board without contributors, in
-//! alternating rounds on the same service and Redis: single likes at 16 connections
-//! (Zipf members, each from one of 100,000 users), then batches of 100 at 8. Targets:
-//! single likes with `by` ≥ 0.6× plain likes on the plain board, batches ≥ 0.5×. Then
-//! the bytes a contribution costs in Redis: 100,000 likes from distinct (user, post)
-//! pairs written to a fresh capped board, against the same likes on a fresh plain board.
+//! per member (`per_contributor_member`), one also giving each a budget of 10
+//! (`per_contributor`), and the same board without contributors, in alternating rounds
+//! on the same service and Redis: single likes at 16 connections (Zipf members, each from
+//! one of 100,000 users), then batches of 100 at 8. Targets: single likes with `by` ≥
+//! 0.6× plain likes on the plain board, batches ≥ 0.5×. Then the bytes a contribution
+//! costs in Redis: 100,000 likes from distinct (user, post) pairs written to a fresh
+//! board of each kind.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,17 +17,32 @@ use crate::load::{self, Load, Spread};
 use crate::report::{Row, rate, thousands};
 use crate::setup::Redis;
 
-const PLAIN: &str = "bench-ctr-plain";
-const CAPPED: &str = "bench-ctr-capped";
+/// The boards: name, and whether it caps per member and has a budget.
+const BOARDS: [(&str, bool, bool); 3] = [
+    ("bench-ctr-plain", false, false),
+    ("bench-ctr-capped", true, false),
+    ("bench-ctr-budget", true, true),
+];
+const BUDGET: u64 = 10;
 const USERS: usize = 100_000;
 const ROUNDS: usize = 2;
 const BATCH: usize = 100;
 const MEASURED: usize = 100_000;
 
-fn config(capped: bool) -> BoardConfig {
+fn config(capped: bool, budget: bool) -> BoardConfig {
     let config = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
-    let cap = capped.then_some(1);
-    config.with_contributor_cap(cap).unwrap()
+    let config = config.with_contributor_cap(capped.then_some(1)).unwrap();
+    config
+        .with_contributor_budget(budget.then_some(BUDGET))
+        .unwrap()
+}
+
+/// What a board of [`BOARDS`] keeps, for a row.
+fn kind(b: usize) -> String {
+    match BOARDS[b] {
+        (_, _, true) => format!("a board capping contributors at 1 per member and {BUDGET} in all"),
+        _ => "a board capping contributors at 1 per member".into(),
+    }
 }
 
 /// One like's JSON: member `m`, from user `u` on the capped board.
@@ -40,8 +56,8 @@ fn like(m: usize, u: usize, capped: bool) -> String {
 /// Runs the phase. Its boards are left out of the final exactness check.
 pub async fn contributors(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
     let boards = Rollboard::new(crate::setup::store(&redis.url).await);
-    for (board, capped) in [(PLAIN, false), (CAPPED, true)] {
-        boards.create(board, config(capped)).await.unwrap();
+    for (board, capped, budget) in BOARDS {
+        boards.create(board, config(capped, budget)).await.unwrap();
     }
     let members = load::member_ids(Spread::Zipf, 20_000, 49);
     let mut rng = rand::rngs::StdRng::seed_from_u64(49);
@@ -61,13 +77,13 @@ pub async fn contributors(redis: &Redis, url: &str, phase: Duration) -> Vec<Row>
         Arc::new(grouped.map(bytes::Bytes::from).collect())
     };
     let (mut singles, mut batches) = (
-        [Load::default(), Load::default()],
-        [Load::default(), Load::default()],
+        [Load::default(), Load::default(), Load::default()],
+        [Load::default(), Load::default(), Load::default()],
     );
     for round in 0..ROUNDS {
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        let order = if round % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
         for b in order {
-            let (board, capped) = [(PLAIN, false), (CAPPED, true)][b];
+            let (board, capped, _) = BOARDS[b];
             eprintln!("  round {}: single likes to {board} …", round + 1);
             let posted = load::http_batches(url, board, bodies(capped, 1), 16, phase).await;
             absorb(&mut singles[b], posted);
@@ -76,12 +92,12 @@ pub async fn contributors(redis: &Redis, url: &str, phase: Duration) -> Vec<Row>
             absorb(&mut batches[b], posted);
         }
     }
-    let (plain_bytes, capped_bytes) = bytes_per_like(&boards, redis).await;
-    let row = |what: &str, loads: &[Load; 2], target: f64| {
-        let (plain, capped) = (loads[0].per_second(), loads[1].per_second());
+    let bytes = bytes_per_like(&boards, redis).await;
+    let row = |what: &str, loads: &[Load; 3], b: usize, target: f64| {
+        let (plain, capped) = (loads[0].per_second(), loads[b].per_second());
         let ratio = capped / plain;
         Row {
-            figure: format!("{what} with `by`, a board capping contributors at 1 per member"),
+            figure: format!("{what} with `by`, {}", kind(b)),
             measured: rate(capped, "ev/s"),
             reference: format!(
                 "the same likes on a board without contributors {}",
@@ -91,40 +107,41 @@ pub async fn contributors(redis: &Redis, url: &str, phase: Duration) -> Vec<Row>
             target: Some((format!("≥ {target}x"), ratio >= target)),
         }
     };
-    vec![
-        row("single likes (16 connections, Zipf)", &singles, 0.6),
-        row(
-            &format!("batches of {BATCH} (8 connections, Zipf)"),
-            &batches,
-            0.5,
-        ),
-        Row {
+    let mut rows = Vec::new();
+    for b in [1, 2] {
+        rows.push(row("single likes (16 connections, Zipf)", &singles, b, 0.6));
+        let what = format!("batches of {BATCH} (8 connections, Zipf)");
+        rows.push(row(&what, &batches, b, 0.5));
+        rows.push(Row {
             figure: format!(
-                "Redis memory per like, {} likes from distinct (user, post) pairs, capped board",
-                thousands(MEASURED as f64)
+                "Redis memory per like, {} likes from distinct (user, post) pairs, {}",
+                thousands(MEASURED as f64),
+                kind(b)
             ),
-            measured: format!("{capped_bytes:.0} bytes"),
+            measured: format!("{:.0} bytes", bytes[b]),
             reference: format!(
-                "the same likes on a board without contributors {plain_bytes:.0} bytes"
+                "the same likes on a board without contributors {:.0} bytes",
+                bytes[0]
             ),
             ratio: None,
             target: None,
-        },
-    ]
+        });
+    }
+    rows
 }
 
-/// The bytes one like costs in Redis on a fresh plain board and on a fresh capped one
+/// The bytes one like costs in Redis on a fresh board of each of [`BOARDS`]' kinds
 /// ([`MEASURED`] likes, each from its own user to one of 10,000 posts).
-async fn bytes_per_like(boards: &Rollboard, redis: &Redis) -> (f64, f64) {
+async fn bytes_per_like(boards: &Rollboard, redis: &Redis) -> [f64; 3] {
     let mut conn = redis::Client::open(redis.url.as_str())
         .unwrap()
         .get_multiplexed_async_connection()
         .await
         .unwrap();
-    let mut per_like = [0.0; 2];
-    for (i, capped) in [false, true].into_iter().enumerate() {
+    let mut per_like = [0.0; 3];
+    for (i, (_, capped, budget)) in BOARDS.into_iter().enumerate() {
         let board = format!("bench-ctr-memory-{i}");
-        boards.create(&board, config(capped)).await.unwrap();
+        boards.create(&board, config(capped, budget)).await.unwrap();
         let events: Vec<Event> = (0..MEASURED)
             .map(|k| {
                 let event = Event::new(format!("post:{}", k % 10_000), 1);
@@ -140,7 +157,7 @@ async fn bytes_per_like(boards: &Rollboard, redis: &Redis) -> (f64, f64) {
         let after = crate::used_memory(&mut conn).await;
         per_like[i] = (after - before) as f64 / MEASURED as f64;
     }
-    (per_like[0], per_like[1])
+    per_like
 }
 
 /// Adds `more`'s requests and time to `total` (rounds of one board).

@@ -370,10 +370,13 @@ async fn a_dropped_board_leaves_no_contribution_behind(h: Harness) {
     let config = BoardConfig::parse("1h", &WINDOWS)
         .unwrap()
         .with_contributor_cap(Some(1))
+        .unwrap()
+        .with_contributor_budget(Some(1))
         .unwrap();
     let board = unique("contrib-drop");
     h.boards.create(&board, config).await.unwrap();
     let late = Timestamp::from_unix_seconds(START - 3600).unwrap();
+    // u1's second like is over its budget: refused, and kept as such.
     let events = [
         Event::new("a", 1).by("u1"),
         Event::new("a", 1).by("u2"),
@@ -382,6 +385,12 @@ async fn a_dropped_board_leaves_no_contribution_behind(h: Harness) {
     ];
     let outcome = h.boards.windowed(&board).incr_batch(&events).await.unwrap();
     assert_eq!(outcome.accepted, 4);
+    let counted: Vec<(usize, i64)> = outcome
+        .counted
+        .iter()
+        .map(|c| (c.index, c.counted))
+        .collect();
+    assert_eq!(counted, [(0, 1), (1, 1), (3, 0)]);
     h.boards.drop_board(&board).await.unwrap();
     let Some(redis) = &h.redis else {
         return;

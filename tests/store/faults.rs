@@ -674,9 +674,13 @@ fn contrib_retire(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'sta
 /// from a pair of its own, so the cap takes nothing and a pair retired twice would show).
 async fn contributions_retire_survive(fault: Fault) {
     let f = Faulty::start(Layout::Plain).await;
+    // Each user likes once: a budget of 1 admits every like, and retirement gives back
+    // each user's use of it (field by field) through the faults too.
     let config = BoardConfig::parse("1h", &["1h", "3h"])
         .unwrap()
         .with_contributor_cap(Some(1))
+        .unwrap()
+        .with_contributor_budget(Some(1))
         .unwrap();
     let b = unique("fc");
     f.boards.create(&b, config.clone()).await.unwrap();

@@ -69,8 +69,9 @@ pub enum Command {
     /// header line naming the columns (member, and optionally delta, at and by), then
     /// rows of exactly those. The format is --format or the file's extension, never
     /// guessed. delta defaults to 1, at to now; by (who gave the event) is kept by a
-    /// board with per_contributor_member, checked and not kept by others. The whole input is checked first: a malformed line
-    /// refuses it, naming the line, with nothing imported (unless --skip-bad). Events
+    /// board with per_contributor_member or per_contributor, checked and not kept by
+    /// others. The whole input is checked first: a malformed line refuses it, naming the
+    /// line, with nothing imported (unless --skip-bad). Events
     /// older than the board's largest window are counted as skipped.
     Import(ImportArgs),
     /// Write a board's ranking in rank order (JSON lines or CSV with a header) to stdout.
