@@ -46,8 +46,8 @@ end
 
 -- Adds `delta` (a number) to the admitted sum of (`by`, `member`) in window `w`
 -- (seconds) kept in the contributor's hash `ctr`; returns what that changes of the
--- member's counted part under `cap`.
+-- member's counted part under `cap`, and the new sum.
 local function contrib_window(ctr, w, member, delta, cap)
   local new = contrib_add(ctr, w .. '\n' .. member, delta)
-  return contrib_capped(cap, new) - contrib_capped(cap, new - delta)
+  return contrib_capped(cap, new) - contrib_capped(cap, new - delta), new
 end

@@ -490,29 +490,27 @@ local function in_range(i, k, member, h, d)
   return true
 end
 
--- What `by`'s admitted events use of the budget (ctr's field u; 0 without a budget) and
--- gave `member` (its sum there) inside the largest window, without the slots that window
--- froze and has not retired yet (from the slot index, once per call; their keys named as
--- the call's are).
+-- What `by`'s admitted events to `member` and its admitted likes (the budget they use)
+-- sum to in the slots the largest window froze and has not retired yet, which the
+-- window's sums still hold (from the slot index, once per call; their keys named as the
+-- call's are): usually none.
 local left_slots, slot_prefix = nil, nil
-local function standing(ctr, by, member)
-  local used = budget and tonumber(redis.call('HGET', ctr, 'u')) or 0
-  local given = tonumber(redis.call('HGET', ctr, ARGV[A + n] .. '\n' .. member)) or 0
+local function left_behind(by, member)
   if not left_slots then
     local wm = math.max(tonumber(record[6 + n]), tonumber(ARGV[A + 2 * n]))
     left_slots = redis.call('ZRANGEBYSCORE', index, '-inf', wm)
     local named = KEYS[STAGES + 1]
     slot_prefix = string.sub(named, 1, #named - #ARGV[A + 2 * n + 1])
   end
-  local pair = by .. '\n' .. member
+  local pair, given, used = by .. '\n' .. member, 0, 0
   for _, s in ipairs(left_slots) do
     for st = 1, n do
       local key = slot_prefix .. s .. (st > 1 and ('_' .. (st - 1)) or '') .. ':c'
-      given = given - (tonumber(redis.call('HGET', key, pair)) or 0)
-      if budget and st == n then used = used - (tonumber(redis.call('HGET', key, by)) or 0) end
+      given = given + (tonumber(redis.call('HGET', key, pair)) or 0)
+      if budget and st == n then used = used + (tonumber(redis.call('HGET', key, by)) or 0) end
     end
   end
-  return used, given
+  return given, used
 end
 
 -- Whether the sums an event adds `a` admitted and `r` refused to stay in range: the
@@ -540,15 +538,27 @@ local function contribution_in_range(i, k, ctr, by, member, a, r)
   return true
 end
 
+-- A call's history and contributor index updates, summed per slot and member (history
+-- <stage 1>:cm) and per contributor (its newest slot, board_{b}:ctrs), applied once at its
+-- end (flush_contributions): a Zipf batch's hot post costs one.
+local history, newest = {}, {}
+
 -- Applies an event of `d` given by `by` to slot i at stage k (see the header): its status.
+-- `given`, what by's admitted events gave the member inside the largest window at the
+-- caller's now, is read before applying with a budget (it bounds an unlike), else from
+-- the largest window's sum the event's own HINCRBY returns.
 local function contribute(i, k, member, d, by)
   local ctr = board .. ':ctr:' .. by
-  local used, given = standing(ctr, by, member)
-  local a = d
-  if budget and d > 0 then
-    a = math.min(d, math.max(0, budget - used))
-  elseif budget then
-    a = math.max(d, -math.max(0, given))
+  local a, given = d, nil
+  if budget then
+    local left_given, left_used = left_behind(by, member)
+    given = (tonumber(redis.call('HGET', ctr, ARGV[A + n] .. '\n' .. member)) or 0) - left_given
+    if d > 0 then
+      local used = (tonumber(redis.call('HGET', ctr, 'u')) or 0) - left_used
+      a = math.min(d, math.max(0, budget - used))
+    else
+      a = math.max(d, -math.max(0, given))
+    end
   end
   local r = d - a
   if not unchecked and not contribution_in_range(i, k, ctr, by, member, a, r) then return 2 end
@@ -560,17 +570,34 @@ local function contribute(i, k, member, d, by)
     contrib_add(KEYS[base + n] .. ':c', by, a)
     redis.call('HINCRBY', ctr, 'u', a)
   end
-  contrib_add(KEYS[base + 1] .. ':cm', member, d)
-  redis.call('ZADD', board .. ':ctrs', 'GT', ARGV[A + 2 * n + i], by)
+  local h = history[i] or {}
+  history[i], h[member] = h, (h[member] or 0) + d
+  local start = tonumber(ARGV[A + 2 * n + i])
+  newest[by] = math.max(newest[by] or start, start)
   for j = k + 1, n do
     if a ~= 0 then
-      local change = contrib_window(ctr, ARGV[A + j], member, a, cap)
+      local change, sum = contrib_window(ctr, ARGV[A + j], member, a, cap)
       if change ~= 0 then add_window(j, member, string.format('%d', change)) end
+      if j == n and not given then given = sum - a - left_behind(by, member) end
     end
     if r ~= 0 then contrib_add(ctr, '\n' .. ARGV[A + j] .. '\n' .. member, r) end
   end
   applied_abs = applied_abs + math.abs(d)
+  if a == 0 then return contrib_code(0) end
   return contrib_code(contrib_capped(cap, given + a) - contrib_capped(cap, given))
+end
+
+-- Applies what contribute summed (see history).
+local function flush_contributions()
+  for i, members in pairs(history) do
+    local key = KEYS[STAGES + (i - 1) * n + 1] .. ':cm'
+    for member, d in pairs(members) do
+      if d ~= 0 then contrib_add(key, member, d) end
+    end
+  end
+  for by, start in pairs(newest) do
+    redis.call('ZADD', board .. ':ctrs', 'GT', start, by)
+  end
 end
 
 local status = { 1, 0 }
@@ -595,6 +622,7 @@ while true do
   if e >= count or spent() then break end
   stop = group_end(e)
 end
+flush_contributions()
 if unchecked then
   redis.call('HINCRBY', board, 'abs_sum', applied_abs)
 else
