@@ -91,7 +91,9 @@ pub use domain::{
     TrendRanks, TrendStanding, TrendWrite, TrendingBoard, TrendingConfig,
 };
 pub use domain::{Change, ChangeCause, ChangePage, ChangeType, ChangesKept, Movement, Watch};
-pub use domain::{Contribution, Contributor, WindowContributions};
+pub use domain::{
+    Contribution, Contributor, MemberContribution, WindowContributions, WindowContributors,
+};
 pub use domain::{Decision, HeldEvent, HeldMember, ReviewPolicy, ReviewQueue};
 pub use domain::{
     HiddenMember, HiddenMembers, LOG_KEPT, LogEntry, MAX_ACTOR, MAX_PIN_POSITION, MAX_PINS,
@@ -107,7 +109,9 @@ pub use retirer::{Retirer, RetirerEvent, RetirerObserver, RetirerOptions, Retire
 pub use rollboard::MAX_CACHED_READS;
 pub use rollboard::bulk_remove::{BulkRemoved, MAX_BULK_REMOVE};
 pub use rollboard::changes::{CHANGES_POLL, MAX_CHANGES_LIMIT};
-pub use rollboard::contributors::{BoardContributions, ContributorView};
+pub use rollboard::contributors::{
+    BoardContributions, ContributorView, MAX_MEMBER_CONTRIBUTORS, MemberContributors,
+};
 pub use rollboard::counters::CleanReport;
 #[cfg(feature = "server")]
 pub use rollboard::dashboard_view::{

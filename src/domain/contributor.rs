@@ -128,6 +128,73 @@ impl WindowContributions {
     }
 }
 
+/// One contributor who gave to a member inside a window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct MemberContribution {
+    /// The contributor.
+    pub by: String,
+    /// The sum of their deltas to the member inside the window.
+    pub contributed: i64,
+    /// What of that counts in the member's total there (as [`Contribution::counted`]).
+    pub counted: i64,
+}
+
+/// Who gave to one member inside one window of a board: how many contributors in all,
+/// the sums over all of them, and the first of them, highest `contributed` first (ties
+/// by `by`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct WindowContributors {
+    /// The window.
+    #[cfg_attr(feature = "server", schema(value_type = String, example = "24h"))]
+    pub window: Span,
+    /// How many contributors gave to the member inside the window.
+    pub contributors: u64,
+    /// The sum of `contributed` over all of them.
+    pub contributed: i64,
+    /// The sum of `counted` over all of them: the member's total there, less its events
+    /// without a contributor.
+    pub counted: i64,
+    /// The first of them, at most the limit asked.
+    pub top: Vec<MemberContribution>,
+}
+
+impl WindowContributors {
+    /// The contributors `given` (by, the sum of the parts admitted, the sum of the parts
+    /// refused) to a member inside `window` under the per-member cap `cap`, the first
+    /// `limit` of them kept; those who gave nothing inside the window are left out.
+    pub fn of(
+        window: Span,
+        cap: Option<i64>,
+        given: Vec<(String, i64, i64)>,
+        limit: usize,
+    ) -> Self {
+        let mut all: Vec<MemberContribution> = given
+            .into_iter()
+            .filter(|(_, admitted, refused)| (*admitted, *refused) != (0, 0))
+            .map(|(by, admitted, refused)| MemberContribution {
+                by,
+                contributed: admitted + refused,
+                counted: counted(cap, admitted),
+            })
+            .collect();
+        all.sort_by(|a, b| (b.contributed, &a.by).cmp(&(a.contributed, &b.by)));
+        let (contributed, counted) = all
+            .iter()
+            .fold((0, 0), |(d, c), m| (d + m.contributed, c + m.counted));
+        let contributors = all.len() as u64;
+        all.truncate(limit);
+        WindowContributors {
+            window,
+            contributors,
+            contributed,
+            counted,
+            top: all,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +247,28 @@ mod tests {
             [("e", 3, 0), ("a", 2, 1), ("b", 2, 1), ("d", -1, -1)]
         );
         assert_eq!((w.contributed, w.counted), (6, 1));
+    }
+
+    #[test]
+    fn window_contributors_count_all_and_keep_the_first() {
+        let w = WindowContributors::of(
+            Span::from_seconds(3600).unwrap(),
+            Some(1),
+            vec![
+                ("u2".into(), 2, 0),
+                ("u1".into(), 1, 1),
+                ("u3".into(), 0, 0),
+                ("u4".into(), -1, 0),
+            ],
+            2,
+        );
+        let top: Vec<(&str, i64, i64)> = w
+            .top
+            .iter()
+            .map(|c| (c.by.as_str(), c.contributed, c.counted))
+            .collect();
+        assert_eq!(top, [("u1", 2, 1), ("u2", 2, 1)]);
+        assert_eq!((w.contributors, w.contributed, w.counted), (3, 3, 1));
     }
 
     #[test]

@@ -41,7 +41,10 @@ pub use admission::{Admission, SlotWrite, not_in_future, too_late};
 pub use aggregate::Aggregate;
 pub use ahead::{Ahead, AheadProbe};
 pub use config::BoardConfig;
-pub use contributor::{Contribution, Contributor, WindowContributions, admitted, counted};
+pub use contributor::{
+    Contribution, Contributor, MemberContribution, WindowContributions, WindowContributors,
+    admitted, counted,
+};
 pub(crate) use coverage::{Coverage, WindowState, complete_from, coverage};
 pub use event::{Event, MAX_ABS, check_delta, check_value};
 pub use idempotency::{Fingerprint, IdempotencyKey, MAX_IDEMPOTENCY_KEY};

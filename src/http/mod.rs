@@ -189,6 +189,7 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
         .routes(routes!(moderation::hidden))
         .routes(routes!(moderation::log))
         .routes(routes!(contributors::contributor))
+        .routes(routes!(contributors::member_contributors))
         .routes(routes!(ranks::get_ranks, ranks::post_ranks))
         .routes(routes!(rankings::history))
         .routes(routes!(

@@ -1,8 +1,9 @@
 //! Contributors across boards: what one contributor (an event's `by`) gave on the boards
-//! that keep contributors (`per_contributor_member`, `per_contributor`), each window of each board, with
-//! what of it counts under the board's cap: who liked what, for a moderator or a user's
-//! own page. Every board keeping contributors by default (in name order), or the boards
-//! named; the boards are read at once.
+//! that keep contributors (`per_contributor_member`, `per_contributor`), each window of
+//! each board, with what of it counts under the board's caps: who liked what, for a
+//! moderator or a user's own page. Every board keeping contributors by default (in name
+//! order), or the boards named; the boards are read at once. And the other way round:
+//! who gave to one member of a board ("who liked this post?").
 
 use futures_util::StreamExt;
 use serde::Serialize;
@@ -10,7 +11,7 @@ use serde::Serialize;
 use super::Rollboard;
 use super::multi_write::check_boards;
 use crate::domain::any_board::AnyBoard;
-use crate::domain::{BoardName, Contributor, WindowContributions};
+use crate::domain::{BoardName, Contributor, Member, WindowContributions, WindowContributors};
 use crate::error::{Error, Result};
 
 /// Boards read at once by one call.
@@ -38,7 +39,50 @@ pub struct BoardContributions {
     pub windows: Vec<WindowContributions>,
 }
 
+/// Who gave to one member of a board.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct MemberContributors {
+    /// The board.
+    pub board: String,
+    /// The member.
+    pub member: String,
+    /// Each window of the board, smallest first.
+    pub windows: Vec<WindowContributors>,
+}
+
+/// The most contributors a member's read lists per window.
+pub const MAX_MEMBER_CONTRIBUTORS: u64 = 1_000;
+
 impl Rollboard {
+    /// Who gave to `member` inside each window of `board` (which must keep
+    /// contributors): per window how many contributors, the sums over all of them, and
+    /// the first `limit` (1 to [`MAX_MEMBER_CONTRIBUTORS`]), highest `contributed` first.
+    /// A board keeping no contributors, or a `limit` out of range, is
+    /// [`Error::InvalidQuery`].
+    pub async fn member_contributors(
+        &self,
+        board: &str,
+        member: &str,
+        limit: u64,
+    ) -> Result<MemberContributors> {
+        let member = Member::parse(member)?;
+        crate::domain::check_page(0, limit, MAX_MEMBER_CONTRIBUTORS)?;
+        let store = &self.inner.store;
+        let member = &member;
+        let windows = self
+            .on_board(board, |b| async move {
+                keeps_contributors(&b, "")?;
+                store.member_contributions(&b, member, limit as usize).await
+            })
+            .await?;
+        Ok(MemberContributors {
+            board: board.to_owned(),
+            member: member.to_string(),
+            windows,
+        })
+    }
+
     /// What `by` gave inside each window of each of `boards` (1 to
     /// [`MAX_BOARDS`](super::multi_write::MAX_BOARDS) distinct boards, each keeping
     /// contributors), or, when `None`, of every board that keeps contributors: per
@@ -102,17 +146,24 @@ impl Rollboard {
     ) -> Result<Vec<WindowContributions>> {
         let store = &self.inner.store;
         self.on_board(name.as_str(), |b| async move {
-            if !b.config.keeps_contributors() {
-                return Err(Error::InvalidQuery {
-                    reason: format!(
-                        "board {:?} keeps no contributors: it has neither \"per_contributor_member\" \
-                         nor \"per_contributor\" (set when a sum board is created); leave it out of boards",
-                        b.name.as_str()
-                    ),
-                });
-            }
+            keeps_contributors(&b, "; leave it out of boards")?;
             store.contributions(&b, by).await
         })
         .await
     }
+}
+
+/// Refuses a board keeping no contributors ([`Error::InvalidQuery`], its reason ending
+/// with `fix`).
+fn keeps_contributors(b: &crate::domain::board::Board, fix: &str) -> Result<()> {
+    if b.config.keeps_contributors() {
+        return Ok(());
+    }
+    Err(Error::InvalidQuery {
+        reason: format!(
+            "board {:?} keeps no contributors: it has neither \"per_contributor_member\" nor \
+             \"per_contributor\" (set when a sum board is created){fix}",
+            b.name.as_str()
+        ),
+    })
 }

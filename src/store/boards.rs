@@ -16,7 +16,7 @@ use crate::domain::{AroundOptions, Entry};
 use crate::domain::{
     BoardName, Decision, HeldEvent, HeldMember, Member, MemberData, Pin, Timestamp,
 };
-use crate::domain::{Contributor, WindowContributions};
+use crate::domain::{Contributor, WindowContributions, WindowContributors};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -179,6 +179,16 @@ pub trait Store: Send + Sync + 'static {
         board: &Board,
         by: &Contributor,
     ) -> Result<Vec<WindowContributions>>;
+
+    /// Who gave to `member` inside each window of `board` as retired so far (a board that
+    /// keeps contributors; nothing on others), window by window, smallest first, the
+    /// first `limit` contributors of each.
+    async fn member_contributions(
+        &self,
+        board: &Board,
+        member: &Member,
+        limit: usize,
+    ) -> Result<Vec<WindowContributors>>;
 
     /// Removes the member from every slot and window; a watched top's changes record
     /// `stamp`.

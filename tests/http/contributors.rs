@@ -3,7 +3,8 @@
 //! of unlikes, and all their likes at most the budget in the largest window, events
 //! without `by` in full; every write reply says what counted (`counted`: single, batch,
 //! `return=standing`, several boards); `GET /v1/contributors/{by}` shows who gave what
-//! (admin only); bad contributors and caps are refused saying what to fix.
+//! (admin only), and `GET /v1/boards/{board}/members/{member}/contributors` who gave to
+//! a post; bad contributors and caps are refused saying what to fix.
 
 use std::sync::Arc;
 
@@ -153,6 +154,39 @@ async fn likes_count_once_per_contributor_net_of_unlikes(app: TestApp) {
     assert_eq!(
         nobody.body,
         json!({"by": "u9", "boards": [{"board": "forum", "windows": [empty("1h"), empty("1d")]}]})
+    );
+
+    // Who liked post:1: u2 once, and u1 net −1 (its unlikes outnumber its likes).
+    let post = app
+        .get("/v1/boards/forum/members/post:1/contributors?limit=1")
+        .await;
+    let window = |w: &str| {
+        json!({"window": w, "contributors": 2, "contributed": 0, "counted": 0,
+               "top": [{"by": "u2", "contributed": 1, "counted": 1}]})
+    };
+    assert_eq!(
+        post.body,
+        json!({"board": "forum", "member": "post:1", "windows": [window("1h"), window("1d")]})
+    );
+    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
+    let plain = app
+        .get("/v1/boards/plain/members/post:1/contributors")
+        .await;
+    refused(
+        &plain,
+        unprocessable,
+        "invalid_query",
+        "invalid query: board \"plain\" keeps no contributors: it has neither \
+         \"per_contributor_member\" nor \"per_contributor\" (set when a sum board is created)",
+    );
+    let over = app
+        .get("/v1/boards/forum/members/post:1/contributors?limit=1001")
+        .await;
+    refused(
+        &over,
+        unprocessable,
+        "invalid_query",
+        "invalid query: limit must be between 1 and 1000, got 1001",
     );
 }
 
@@ -478,21 +512,26 @@ async fn the_view_needs_the_admin_token_when_tokens_are_set() {
         .await;
     assert_eq!(liked.body, json!({"accepted": 1, "counted": 1}));
 
-    let path = "/v1/contributors/u1";
-    let anonymous = app.request(Method::GET, path, None, None).await;
-    assert_eq!(
-        (anonymous.status, anonymous.code()),
-        (StatusCode::UNAUTHORIZED, "unauthorized")
-    );
-    for token in ["r", "w"] {
-        let weaker = app.request(Method::GET, path, None, Some(token)).await;
-        refused(
-            &weaker,
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "this token may not administer boards: it needs the admin token",
+    for path in [
+        "/v1/contributors/u1",
+        "/v1/boards/forum/members/post:1/contributors",
+    ] {
+        let anonymous = app.request(Method::GET, path, None, None).await;
+        assert_eq!(
+            (anonymous.status, anonymous.code()),
+            (StatusCode::UNAUTHORIZED, "unauthorized")
         );
+        for token in ["r", "w"] {
+            let weaker = app.request(Method::GET, path, None, Some(token)).await;
+            refused(
+                &weaker,
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "this token may not administer boards: it needs the admin token",
+            );
+        }
     }
+    let path = "/v1/contributors/u1";
     let admin = app.request(Method::GET, path, None, Some("a")).await;
     let window = |w: &str| {
         json!({"window": w, "contributed": 1, "counted": 1, "members": [

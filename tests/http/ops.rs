@@ -46,6 +46,7 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "GET /v1/moderation/hidden",
         "GET /v1/moderation/log",
         "GET /v1/contributors/{by}",
+        "GET /v1/boards/{board}/members/{member}/contributors",
         "POST /v1/boards/{board}/recompute",
         "POST /v1/boards/{board}/relayout",
         "POST /v1/boards/{board}/reshard",

@@ -10,8 +10,8 @@
 //! they used). After every step each window's every total equals the oracle's (the events
 //! without a contributor in full, plus per contributor their admitted sum inside the
 //! window clamped to the cap), each event's `counted` equals what it changed in the
-//! largest window, each member's history sums its events per slot, and a contributor's
-//! view gives its sums per window and member.
+//! largest window, each member's history sums its events per slot, a contributor's view
+//! gives its sums per window and member, and a member's its contributors' (the first two).
 
 use std::collections::BTreeMap;
 
@@ -328,6 +328,35 @@ async fn contributions_equal_the_oracle(h: Harness, caps: Caps, seed: u64) {
             );
         }
         let member = MEMBERS[step % 4];
+        let view = h
+            .boards
+            .member_contributors(&board, member, 2)
+            .await
+            .unwrap();
+        for (j, window) in view.windows.iter().enumerate() {
+            let cutoff = config.cutoff(j, now);
+            let mut all: Vec<(&str, i64, i64)> = BY
+                .iter()
+                .map(|by| (*by, oracle.pair(cutoff, by, member)))
+                .filter(|(_, sums)| *sums != (0, 0))
+                .map(|(by, (sum, admitted))| (by, sum, caps.clamp(admitted)))
+                .collect();
+            all.sort_by(|a, b| (b.1, a.0).cmp(&(a.1, b.0)));
+            let (contributed, counted) = all.iter().fold((0, 0), |(d, c), e| (d + e.1, c + e.2));
+            assert_eq!(
+                (window.contributors, window.contributed, window.counted),
+                (all.len() as u64, contributed, counted),
+                "step {step}: contributors of {member} in window {}",
+                window.window
+            );
+            all.truncate(2);
+            let top: Vec<(&str, i64, i64)> = window
+                .top
+                .iter()
+                .map(|c| (c.by.as_str(), c.contributed, c.counted))
+                .collect();
+            assert_eq!(top, all, "step {step}: contributors of {member}");
+        }
         let history = b().history(member).await.unwrap();
         let mut expected: BTreeMap<i64, i64> = BTreeMap::new();
         for e in oracle.live(i64::MIN).filter(|e| e.member == member) {

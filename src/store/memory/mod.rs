@@ -39,7 +39,7 @@ use crate::domain::{AroundOptions, AroundQuery};
 use crate::domain::{
     BoardConfig, BoardName, Decision, HeldEvent, HeldMember, Member, MemberData, Pin, Timestamp,
 };
-use crate::domain::{Contributor, WindowContributions};
+use crate::domain::{Contributor, WindowContributions, WindowContributors};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::{Error, Result};
@@ -301,6 +301,15 @@ impl Store for MemoryStore {
         by: &Contributor,
     ) -> Result<Vec<WindowContributions>> {
         self.with_board(board, |b| b.contributions(by))
+    }
+
+    async fn member_contributions(
+        &self,
+        board: &Board,
+        member: &Member,
+        limit: usize,
+    ) -> Result<Vec<WindowContributors>> {
+        self.with_board(board, |b| b.member_contributions(member, limit))
     }
 
     async fn remove_member(

@@ -68,7 +68,7 @@ use crate::domain::{
     BoardConfig, BoardName, Change, Decision, HeldEvent, HeldMember, Layout, Member, MemberData,
     Pin, Timestamp,
 };
-use crate::domain::{Contributor, WindowContributions};
+use crate::domain::{Contributor, WindowContributions, WindowContributors};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
 use crate::store::{CounterStore, ServerStore, ShardMoves, StatsStore};
@@ -352,6 +352,15 @@ impl Store for RedisStore {
         by: &Contributor,
     ) -> Result<Vec<WindowContributions>> {
         contributors::contributions(&self.conn, board, by).await
+    }
+
+    async fn member_contributions(
+        &self,
+        board: &Board,
+        member: &Member,
+        limit: usize,
+    ) -> Result<Vec<WindowContributors>> {
+        contributors::members::member_contributions(&self.conn, board, member, limit).await
     }
 
     async fn remove_member(

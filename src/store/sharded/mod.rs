@@ -38,7 +38,7 @@ use crate::domain::{AroundOptions, AroundQuery, Entry, RetireReport};
 use crate::domain::{
     BoardName, Decision, HeldEvent, HeldMember, Member, MemberData, Pin, Removed, Timestamp,
 };
-use crate::domain::{Contributor, WindowContributions};
+use crate::domain::{Contributor, WindowContributions, WindowContributors};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -259,6 +259,19 @@ impl Store for ShardedStore {
     ) -> Result<Vec<WindowContributions>> {
         match self.sharded(board).await? {
             None => self.inner.contributions(board, by).await,
+            Some(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// A sharded board keeps no contributors (its config refuses a cap).
+    async fn member_contributions(
+        &self,
+        board: &Board,
+        member: &Member,
+        limit: usize,
+    ) -> Result<Vec<WindowContributors>> {
+        match self.sharded(board).await? {
+            None => self.inner.member_contributions(board, member, limit).await,
             Some(_) => Ok(Vec::new()),
         }
     }

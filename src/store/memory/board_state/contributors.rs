@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::RangeInclusive;
 
 use crate::domain::{
-    Contributor, MAX_ABS, RetireReport, Span, WindowContributions, admitted, counted,
+    Contributor, MAX_ABS, RetireReport, Span, WindowContributions, WindowContributors, admitted,
+    counted,
 };
 use crate::store::memory::totals::Totals;
 use crate::store::{SlotWrite, WriteStatus};
@@ -40,11 +41,11 @@ impl Parts {
         }
     }
 
-    fn minus(self, other: Parts) -> Parts {
-        self.plus(Parts {
-            admitted: -other.admitted,
-            refused: -other.refused,
-        })
+    fn negated(self) -> Parts {
+        Parts {
+            admitted: -self.admitted,
+            refused: -self.refused,
+        }
     }
 
     fn out_of_range(self) -> bool {
@@ -233,7 +234,7 @@ impl Contributions {
                 continue;
             }
             report.fields_subtracted += 1;
-            let change = self.add_sum(j, by, member, Parts::ZERO.minus(v), totals);
+            let change = self.add_sum(j, by, member, v.negated(), totals);
             if change != 0 && totals.get(member).is_none() {
                 report.members_zeroed += 1;
                 left.push(member.clone());
@@ -303,6 +304,21 @@ impl Contributions {
             }
         }
         points
+    }
+
+    /// Who gave to `member` inside each window (`windows`), the first `limit` of each.
+    pub fn to(&self, windows: &[Span], member: &str, limit: usize) -> Vec<WindowContributors> {
+        windows
+            .iter()
+            .zip(&self.sums)
+            .map(|(window, sums)| {
+                let given = sums.iter().filter_map(|(by, members)| {
+                    let p = members.get(member)?;
+                    Some((by.to_string(), p.admitted, p.refused))
+                });
+                WindowContributors::of(*window, self.cap, given.collect(), limit)
+            })
+            .collect()
     }
 
     /// What `by` gave inside each window (`windows`).

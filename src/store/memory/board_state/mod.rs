@@ -446,6 +446,16 @@ impl MemBoard {
         self.contributions.of(self.board.config.windows(), by)
     }
 
+    /// Who gave to `member` inside each window, the first `limit` of each.
+    pub fn member_contributions(
+        &self,
+        member: &Member,
+        limit: usize,
+    ) -> Vec<crate::domain::WindowContributors> {
+        let windows = self.board.config.windows();
+        self.contributions.to(windows, member.as_str(), limit)
+    }
+
     /// Deletes `member`'s data unless it holds a total in the largest window.
     fn drop_data_without_total(&mut self, member: &str) {
         let largest = self.totals.last().expect("a board has a window");

@@ -3,9 +3,10 @@
 //! meaning in `lua/contributors.lua`): writes go through `write.lua` in mode `events`,
 //! each event with its contributor; here are the rest. A slot's contributions leave a
 //! window before its member values ([`retire`]), a removed member's go before its
-//! values ([`remove`]), and a contributor's sums are read back as they are kept
-//! ([`contributions`]).
+//! values ([`remove`]), a contributor's sums are read back as they are kept
+//! ([`contributions`]), and a member's contributors found ([`members`]).
 
+pub(crate) mod members;
 pub(crate) mod remove;
 pub(crate) mod retire;
 

@@ -1,0 +1,114 @@
+//! Who gave to one member (a moderator's "who liked this post?"): the member's pairs are
+//! found in each live slot's stage contributions (`HSCAN MATCH *\n<member>`, as a
+//! member's removal finds them: it costs the stages' pairs, an admin read, not a hot
+//! path), then each contributor's sums for the member read from its `ctr` hash, 500 to
+//! a pipeline. Reads only: a slot retired meanwhile is found empty.
+
+use std::collections::BTreeSet;
+
+use crate::domain::board::Board;
+use crate::domain::{Member, WindowContributors};
+use crate::error::Result;
+use crate::store::redis::board::slot_index::live_slots;
+use crate::store::redis::conn::{RedisConn, Retry};
+
+/// Fields an `HSCAN` step of a stage's contributions looks at.
+const SCAN_COUNT: u64 = 1000;
+/// Contributors whose sums one pipeline reads.
+const READ_AT_ONCE: usize = 500;
+
+/// Who gave to `member` inside each window of `board`, the first `limit` of each.
+pub(crate) async fn member_contributions(
+    conn: &RedisConn,
+    board: &Board,
+    member: &Member,
+    limit: usize,
+) -> Result<Vec<WindowContributors>> {
+    if !board.config.keeps_contributors() {
+        return Ok(Vec::new());
+    }
+    let contributors = contributors_of(conn, board, member.as_str()).await?;
+    let windows = board.config.windows();
+    let fields: Vec<String> = windows
+        .iter()
+        .flat_map(|w| {
+            let field = format!("{}\n{member}", w.seconds());
+            [format!("\n{field}"), field]
+        })
+        .collect();
+    let mut given: Vec<Vec<(String, i64, i64)>> = vec![Vec::new(); windows.len()];
+    let keys = conn.keys();
+    for chunk in contributors.chunks(READ_AT_ONCE) {
+        let mut pipe = redis::pipe();
+        for by in chunk {
+            pipe.cmd("HMGET")
+                .arg(keys.contributor(&board.name, by))
+                .arg(&fields);
+        }
+        let sums: Vec<Vec<Option<i64>>> = conn
+            .query_pipe(&pipe, Some(&board.name), Retry::Idempotent)
+            .await?;
+        for (by, sums) in chunk.iter().zip(sums) {
+            for (j, parts) in sums.chunks(2).enumerate() {
+                let (refused, admitted) = (parts[0].unwrap_or(0), parts[1].unwrap_or(0));
+                given[j].push((by.clone(), admitted, refused));
+            }
+        }
+    }
+    let cap = board.config.per_contributor_member();
+    Ok(windows
+        .iter()
+        .zip(given)
+        .map(|(w, given)| WindowContributors::of(*w, cap, given, limit))
+        .collect())
+}
+
+/// Every contributor holding a pair with `member` in a live slot's stage.
+async fn contributors_of(conn: &RedisConn, board: &Board, member: &str) -> Result<Vec<String>> {
+    let pattern = format!("*\n{}", glob_escaped(member));
+    let mut found = BTreeSet::new();
+    for slot in live_slots(conn, &board.name).await? {
+        for stage in conn.keys().stages(board, slot) {
+            let key = format!("{stage}:c");
+            let mut cursor = 0u64;
+            loop {
+                let mut cmd = redis::cmd("HSCAN");
+                cmd.arg(&key)
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(SCAN_COUNT);
+                let (next, flat): (u64, Vec<String>) = conn
+                    .query(&cmd, Some(&board.name), Retry::Idempotent)
+                    .await?;
+                for field in flat.into_iter().step_by(2) {
+                    // A refused part's field starts with \n; the next \n splits.
+                    let pair = field.strip_prefix('\n').unwrap_or(&field);
+                    if let Some((by, m)) = pair.split_once('\n')
+                        && m == member
+                    {
+                        found.insert(by.to_owned());
+                    }
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+    }
+    Ok(found.into_iter().collect())
+}
+
+/// `text` with the glob characters of `MATCH` escaped.
+fn glob_escaped(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
