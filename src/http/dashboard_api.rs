@@ -230,7 +230,9 @@ pub async fn search_boards(
 }
 
 /// A member's score, rank and percentile in every window of a board (its score now on a
-/// trending board) and its per-slot history, in one request.
+/// trending board) and its per-slot history, in one request; for a caller that may
+/// administer (the admin token, or none configured), on a board keeping contributors,
+/// who gave to it (`contributors`, the first 5 per window).
 #[utoipa::path(
     get, path = "/v1/dashboard/member", tag = "dashboard", operation_id = "dashboardMember",
     params(MemberParams),
@@ -247,6 +249,7 @@ pub async fn search_boards(
     )
 )]
 pub async fn member(
+    Moderator(moderator): Moderator,
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<MemberParams>,
 ) -> ApiResult<Json<MemberLookup>> {
@@ -259,5 +262,10 @@ pub async fn member(
     let member = required(q.member, "member")?;
     crate::BoardName::parse(&board).map_err(|e| invalid(format!("board: {e}")))?;
     crate::Member::parse(&member).map_err(|e| invalid(format!("member: {e}")))?;
-    Ok(Json(state.boards.lookup_member(&board, &member).await?))
+    Ok(Json(
+        state
+            .boards
+            .lookup_member(&board, &member, moderator)
+            .await?,
+    ))
 }

@@ -490,18 +490,36 @@ impl Rollboard {
     /// The member's score, rank and percentile in every window of the board (its score
     /// now on a trending board) and its history (windowed boards). A window where it has
     /// no positive total answers its total (0 when none) without a rank;
-    /// [`Error::MemberNotFound`] when it has no event in any window at all.
-    pub async fn lookup_member(&self, board: &str, member: &str) -> Result<MemberLookup> {
+    /// [`Error::MemberNotFound`] when it has no event in any window at all. For a
+    /// `moderator`, on a board keeping contributors, who gave to it too.
+    pub async fn lookup_member(
+        &self,
+        board: &str,
+        member: &str,
+        moderator: bool,
+    ) -> Result<MemberLookup> {
         BoardName::parse(board)?;
         Member::parse(member)?;
         match self.any_board(board).await? {
-            AnyBoard::Windowed(_) => self.lookup_windowed(board, member).await,
+            AnyBoard::Windowed(_) => self.lookup_windowed(board, member, moderator).await,
             AnyBoard::Trending(_) => self.lookup_trending(board, member).await,
         }
     }
 
-    async fn lookup_windowed(&self, board: &str, member: &str) -> Result<MemberLookup> {
+    async fn lookup_windowed(
+        &self,
+        board: &str,
+        member: &str,
+        moderator: bool,
+    ) -> Result<MemberLookup> {
         let status = self.describe_board(board).await?;
+        let contributors = match moderator && status.config.keeps_contributors() {
+            true => {
+                let read = self.member_contributors(board, member, LOOKUP_CONTRIBUTORS);
+                Some(read.await?.windows)
+            }
+            false => None,
+        };
         let standings = join_all(
             status
                 .windows
@@ -534,6 +552,7 @@ impl Rollboard {
             member: member.to_owned(),
             windows,
             history: Some(history),
+            contributors,
         })
     }
 
@@ -563,6 +582,7 @@ impl Rollboard {
             member: member.to_owned(),
             windows: vec![window],
             history: None,
+            contributors: None,
         })
     }
 

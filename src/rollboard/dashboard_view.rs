@@ -357,7 +357,15 @@ pub struct MemberLookup {
     pub windows: Vec<MemberWindow>,
     /// Its per-slot values over the largest window; null on a trending board.
     pub history: Option<History>,
+    /// On a board keeping contributors, for a caller that may administer: who gave to
+    /// it in each window, the first [`LOOKUP_CONTRIBUTORS`] (as `GET
+    /// /v1/boards/{board}/members/{member}/contributors`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contributors: Option<Vec<crate::domain::WindowContributors>>,
 }
+
+/// How many contributors a member's lookup lists per window.
+pub const LOOKUP_CONTRIBUTORS: u64 = 5;
 
 /// A member in one window.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -619,6 +619,72 @@ async fn a_moderator_sees_what_each_window_hides_below_its_table() {
     );
 }
 
+/// A moderator's member lookup on a board keeping contributors shows who gave to the
+/// member in each window (the first five, what each counted and, when the cap took some,
+/// gave); a reader's shows none, and its JSON has no `contributors`.
+#[tokio::test]
+async fn a_moderators_member_lookup_shows_who_gave_to_it() {
+    let mut config = ServiceConfig::default();
+    config.tokens.read = Some("r-Token".into());
+    config.tokens.admin = Some("a-Token".into());
+    config.connections.keep_alive_timeout = Duration::from_secs(3600);
+    let app = spawn_app_with(Arc::new(TestRedis::start().await), clock(), config).await;
+    let board = unique("likers");
+    let admin = |method: reqwest::Method, path: String, body: Option<serde_json::Value>| {
+        let app = &app;
+        async move { app.request(method, &path, body, Some("a-Token")).await }
+    };
+    let capped = json!({"slot": "1h", "windows": ["1h", "24h"], "per_contributor_member": 1});
+    let put = admin(
+        reqwest::Method::PUT,
+        format!("/v1/boards/{board}"),
+        Some(capped),
+    )
+    .await;
+    assert_eq!(put.status.as_u16(), 201);
+    let events = json!({"events": [
+        {"member": "post:a", "by": "u1"}, {"member": "post:a", "by": "u1"},
+        {"member": "post:a", "by": "u2"}, {"member": "post:a", "delta": 2, "by": "u3"},
+        {"member": "post:a"},
+    ]});
+    let path = format!("/v1/boards/{board}/events");
+    let posted = admin(reqwest::Method::POST, path, Some(events)).await;
+    assert_eq!(posted.body["accepted"], json!(5));
+    let lookup = format!("/v1/dashboard/member?board={board}&member=post:a");
+    let read = app
+        .request(reqwest::Method::GET, &lookup, None, Some("r-Token"))
+        .await;
+    assert_eq!(
+        read.body["contributors"],
+        serde_json::Value::Null,
+        "{:?}",
+        read.body
+    );
+
+    let page = format!("{}/?boards={board}&lookup={board}&member=post:a", app.url);
+    let dom = render(&format!("{page}#token=a-Token")).await;
+    let section = slice(&dom, "<section id=\"member\"", "</section>");
+    assert_eq!(
+        lookup_rows(section),
+        [
+            ["1h", "4", "1 of 1", "0 % below"],
+            ["1d", "4", "1 of 1", "0 % below"]
+        ]
+    );
+    let given = "u1 (1 of 2), u3 (1 of 2), u2 (1)";
+    assert_eq!(
+        table_rows(section, "contributors"),
+        [
+            ["1h", "3", "3", given].map(String::from),
+            ["1d", "3", "3", given].map(String::from)
+        ]
+    );
+    let dom = render(&format!("{page}#token=r-Token")).await;
+    let section = slice(&dom, "<section id=\"member\"", "</section>");
+    assert_eq!(lookup_rows(section).len(), 2, "{section}");
+    assert!(!section.contains("class=\"contributors\""), "{section}");
+}
+
 /// Without `boards=` the page shows the busiest boards (up to 5: the most members ranked
 /// in their first window now); a failed refresh keeps what the page shows.
 #[tokio::test]
@@ -1455,8 +1521,13 @@ fn health(dom: &str, field: &str) -> String {
 
 /// The member lookup's rows: window, score, rank, percentile.
 fn lookup_rows(lookup: &str) -> Vec<[String; 4]> {
+    table_rows(lookup, "lookup")
+}
+
+/// The four cells of each row of the member lookup's table of class `class`.
+fn table_rows(lookup: &str, class: &str) -> Vec<[String; 4]> {
     let body = slice(
-        slice(lookup, "<table class=\"lookup\">", "</table>"),
+        slice(lookup, &format!("<table class=\"{class}\">"), "</table>"),
         "<tbody>",
         "</tbody>",
     );
