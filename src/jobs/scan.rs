@@ -1,7 +1,7 @@
 //! Finding keys by name with `SCAN` (one-off jobs on a single Redis; no hot path scans).
 
 use crate::Error;
-use crate::store::{RedisConn, Retry};
+use crate::store::{RedisConn, Retry, glob_escape};
 
 /// What follows `prefix` in every key that starts with it (UTF-8 keys only) and that
 /// `keep` keeps, sorted and without duplicates, found with `SCAN` (only the kept ones
@@ -42,18 +42,6 @@ pub(crate) async fn scan_suffixes(
     suffixes.sort_unstable();
     suffixes.dedup();
     Ok(suffixes)
-}
-
-/// `text` with the glob characters of `SCAN MATCH` escaped.
-fn glob_escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            escaped.push('\\');
-        }
-        escaped.push(c);
-    }
-    escaped
 }
 
 #[cfg(test)]

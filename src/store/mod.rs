@@ -31,6 +31,8 @@ pub use stats::{StatRecord, StatsStore};
 pub use memory::MemoryStore;
 pub use moderation::ModerationStore;
 pub use rates::{RateHit, RateStore};
+#[cfg(feature = "server")]
+pub(crate) use redis::glob_escape;
 pub use redis::{
     IngestOptions, InvalidKeyPrefix, KeyPrefix, RedisOptions, RedisStore, ReplicaAcks,
     RetireOptions,

@@ -45,6 +45,8 @@ use board::family::Family;
 #[cfg(feature = "server")]
 pub(crate) use conn::client::{check_url, redact};
 #[cfg(feature = "server")]
+pub(crate) use conn::glob_escape;
+#[cfg(feature = "server")]
 pub(crate) use conn::keys::is_rollboard_name;
 pub use conn::options::{
     IngestOptions, InvalidKeyPrefix, KeyPrefix, RedisOptions, ReplicaAcks, RetireOptions,

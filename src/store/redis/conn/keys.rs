@@ -13,6 +13,18 @@ use crate::domain::stats::{StatsContext, StatsKind};
 use crate::domain::{BoardName, Span, Ties};
 use crate::rates::{RateKey, RateTiers};
 
+/// `text` with the glob characters of a `MATCH` pattern (`SCAN`, `HSCAN`) escaped.
+pub(crate) fn glob_escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
 /// The names of rollboard's keys, each starting with the deployment's key prefix
 /// ([`RedisOptions::key_prefix`](super::options::RedisOptions::key_prefix), empty by
 /// default).

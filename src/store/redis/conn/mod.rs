@@ -56,6 +56,7 @@ use crate::error::Result;
 use errors::{reply_lost, store_error};
 use handle::{CLUSTER_RETRIES, Handle, follow_redirects};
 use keys::Keys;
+pub(crate) use keys::glob_escape;
 use options::{RedisOptions, ReplicaAcks};
 use reads_first::ReadsSeen;
 use refusal::Refusal;

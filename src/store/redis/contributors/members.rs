@@ -10,7 +10,7 @@ use crate::domain::board::Board;
 use crate::domain::{Member, WindowContributors};
 use crate::error::Result;
 use crate::store::redis::board::slot_index::live_slots;
-use crate::store::redis::conn::{RedisConn, Retry};
+use crate::store::redis::conn::{RedisConn, Retry, glob_escape};
 
 /// Fields an `HSCAN` step of a stage's contributions looks at.
 const SCAN_COUNT: u64 = 1000;
@@ -65,7 +65,7 @@ pub(crate) async fn member_contributions(
 
 /// Every contributor holding a pair with `member` in a live slot's stage.
 async fn contributors_of(conn: &RedisConn, board: &Board, member: &str) -> Result<Vec<String>> {
-    let pattern = format!("*\n{}", glob_escaped(member));
+    let pattern = format!("*\n{}", glob_escape(member));
     let mut found = BTreeSet::new();
     for slot in live_slots(conn, &board.name).await? {
         for stage in conn.keys().stages(board, slot) {
@@ -99,16 +99,4 @@ async fn contributors_of(conn: &RedisConn, board: &Board, member: &str) -> Resul
         }
     }
     Ok(found.into_iter().collect())
-}
-
-/// `text` with the glob characters of `MATCH` escaped.
-fn glob_escaped(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            escaped.push('\\');
-        }
-        escaped.push(c);
-    }
-    escaped
 }
