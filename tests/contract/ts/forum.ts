@@ -3,7 +3,7 @@
 // ranks posts over 1 h and 24 h, a trending board by decayed score; then a counter, a
 // stat and a rate check; then a like on several boards at once, a write answering its
 // standing, member data, rate coverage, the bottom and reads by
-// share, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes and movement, unique likers (per_contributor_member) and what a user gave, and the dashboard. Every answer is compared with exact values:
+// share, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes and movement, unique likers (per_contributor_member), what a user gave and who liked a post, a daily budget (per_contributor), and the dashboard. Every answer is compared with exact values:
 // any difference throws, and node exits non-zero.
 //
 // Run by scripts/contract: ROLLBOARD_ADMIN_TOKEN=<token> node ts-out/forum.js BASE_URL
@@ -34,6 +34,7 @@ import {
   boardsTop,
   boardsTrim,
   contributorsGet,
+  contributorsOfMember,
   countersIncr,
   countersSamples,
   dashboardBoards,
@@ -413,7 +414,7 @@ async function bottomAndShares(run: string): Promise<string> {
 }
 
 // Unique likers: a board counting each user once per post; what each like counted, the
-// top, and what one user gave.
+// top, what one user gave and who gave to one post; then a budget per user.
 async function uniqueLikers(run: string): Promise<void> {
   const likers = `likers-${run}`;
   const config = { slot: '1h', windows: ['1h', '24h'], per_contributor_member: 1 };
@@ -431,11 +432,11 @@ async function uniqueLikers(run: string): Promise<void> {
     { index: 0, counted: 1 },
     { index: 1, counted: 0 },
   ]);
-  const top = expectStatus('unique likers', await boardsTop({ path: { board: likers }, query: { window: '24h' } }), 200);
-  if (top.kind !== 'windowed') {
-    throw new Error(`unique likers: a ${top.kind} page`);
+  const ranked = expectStatus('unique likers', await boardsTop({ path: { board: likers }, query: { window: '24h' } }), 200);
+  if (ranked.kind !== 'windowed') {
+    throw new Error(`unique likers: a ${ranked.kind} page`);
   }
-  same('unique likers', top.entries.map((e) => [e.rank, e.member, e.score]), [
+  same('unique likers', ranked.entries.map((e) => [e.rank, e.member, e.score]), [
     [1, 'post:1', 2],
     [1, 'post:2', 2],
   ]);
@@ -456,6 +457,32 @@ async function uniqueLikers(run: string): Promise<void> {
       },
     ],
   });
+  // Who liked post:1: u1 (twice, counted once) and u2; the first of them only.
+  const post = expectStatus(
+    'contributors of post:1',
+    await contributorsOfMember({ path: { board: likers, member: 'post:1' }, query: { limit: 1 } }),
+    200,
+  );
+  const top = [{ by: 'u1', contributed: 2, counted: 1 }];
+  same('contributors of post:1', post, {
+    board: likers,
+    member: 'post:1',
+    windows: [
+      { window: '1h', contributors: 2, contributed: 3, counted: 2, top },
+      { window: '1d', contributors: 2, contributed: 3, counted: 2, top },
+    ],
+  });
+  // A budget of 2 likes a day per user: u3's third like counts nothing.
+  const daily = `daily-${run}`;
+  const budget = { slot: '1h', windows: ['1h', '24h'], per_contributor: 2 };
+  expectStatus('daily board', await boardsPut({ path: { board: daily }, body: budget }), 201);
+  const likes = { events: ['post:1', 'post:2', 'post:3'].map((member) => ({ member, by: 'u3' })) };
+  const spent = expectStatus('likes over the budget', await boardsPostEvents({ path: { board: daily }, body: likes }), 200);
+  same('budget counted', spent.counted, [
+    { index: 0, counted: 1 },
+    { index: 1, counted: 1 },
+    { index: 2, counted: 0 },
+  ]);
 }
 
 // The dashboard's refresh with the trimmed board and one that does not exist (its
@@ -1014,10 +1041,11 @@ async function main(): Promise<void> {
     [`gate-${run}`, 'windowed'],
     [`watched-${run}`, 'windowed'],
     [`likers-${run}`, 'windowed'],
+    [`daily-${run}`, 'windowed'],
   ]);
 
   console.log(
-    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes, unique likers, the dashboard`,
+    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes, unique likers, who liked a post, a daily budget, the dashboard`,
   );
 }
 

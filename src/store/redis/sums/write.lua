@@ -596,7 +596,7 @@ local function flush_contributions()
     end
   end
   for by, start in pairs(newest) do
-    redis.call('ZADD', board .. ':ctrs', 'GT', start, by)
+    redis.call('ZADD', board .. ':ctrs', 'GT', string.format('%d', start), by)
   end
 end
 
