@@ -109,23 +109,35 @@ impl WindowContributions {
     /// the parts refused) inside `window` under the per-member cap `cap`, sorted, with
     /// their sums; members the contributor gave nothing inside the window are left out.
     pub fn of(window: Span, cap: Option<i64>, members: Vec<(String, i64, i64)>) -> Self {
-        let mut members: Vec<Contribution> = members
-            .into_iter()
-            .filter(|(_, admitted, refused)| (*admitted, *refused) != (0, 0))
-            .map(|(member, admitted, refused)| Contribution {
-                counted: counted(cap, admitted),
-                member,
-                contributed: admitted + refused,
-            })
-            .collect();
-        members.sort_by(|a, b| (b.contributed, &a.member).cmp(&(a.contributed, &b.member)));
+        let (members, contributed, counted) = ranked(cap, members);
+        let members = members.into_iter();
         WindowContributions {
             window,
-            contributed: members.iter().map(|c| c.contributed).sum(),
-            counted: members.iter().map(|c| c.counted).sum(),
-            members,
+            contributed,
+            counted,
+            members: members
+                .map(|(member, contributed, counted)| Contribution {
+                    member,
+                    contributed,
+                    counted,
+                })
+                .collect(),
         }
     }
+}
+
+/// Each of `given` (name, the sum of the parts admitted, the sum of the parts refused)
+/// that gave something, as (name, contributed, counted under the per-member cap `cap`),
+/// highest `contributed` first (ties by name), and the sums of both over all of them.
+fn ranked(cap: Option<i64>, given: Vec<(String, i64, i64)>) -> (Vec<(String, i64, i64)>, i64, i64) {
+    let mut rows: Vec<(String, i64, i64)> = given
+        .into_iter()
+        .filter(|(_, admitted, refused)| (*admitted, *refused) != (0, 0))
+        .map(|(name, admitted, refused)| (name, admitted + refused, counted(cap, admitted)))
+        .collect();
+    rows.sort_by(|a, b| (b.1, &a.0).cmp(&(a.1, &b.0)));
+    let (contributed, counted) = rows.iter().fold((0, 0), |(d, c), r| (d + r.1, c + r.2));
+    (rows, contributed, counted)
 }
 
 /// One contributor who gave to a member inside a window.
@@ -170,27 +182,21 @@ impl WindowContributors {
         given: Vec<(String, i64, i64)>,
         limit: usize,
     ) -> Self {
-        let mut all: Vec<MemberContribution> = given
-            .into_iter()
-            .filter(|(_, admitted, refused)| (*admitted, *refused) != (0, 0))
-            .map(|(by, admitted, refused)| MemberContribution {
-                by,
-                contributed: admitted + refused,
-                counted: counted(cap, admitted),
-            })
-            .collect();
-        all.sort_by(|a, b| (b.contributed, &a.by).cmp(&(a.contributed, &b.by)));
-        let (contributed, counted) = all
-            .iter()
-            .fold((0, 0), |(d, c), m| (d + m.contributed, c + m.counted));
-        let contributors = all.len() as u64;
-        all.truncate(limit);
+        let (all, contributed, counted) = ranked(cap, given);
         WindowContributors {
             window,
-            contributors,
+            contributors: all.len() as u64,
             contributed,
             counted,
-            top: all,
+            top: all
+                .into_iter()
+                .take(limit)
+                .map(|(by, contributed, counted)| MemberContribution {
+                    by,
+                    contributed,
+                    counted,
+                })
+                .collect(),
         }
     }
 }

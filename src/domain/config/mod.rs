@@ -397,8 +397,8 @@ impl BoardConfig {
         if self.keeps_contributors() {
             return Err(Error::InvalidConfig {
                 reason: "the board keeps contributors (\"per_contributor_member\" or \
-                         \"per_contributor\"), which a recompute does not rebuild yet: its totals are kept exact by its \
-                         writes and retirement"
+                         \"per_contributor\"), which a recompute does not rebuild yet: its \
+                         totals are kept exact by its writes and retirement"
                     .into(),
             });
         }

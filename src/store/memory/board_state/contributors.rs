@@ -143,7 +143,7 @@ impl Contributions {
         let last = self.sums.len() - 1;
         let mut used = self.used.get(by).copied().unwrap_or(0);
         let mut given = self.sum(last, by, member).admitted;
-        if left.start() <= left.end() {
+        if !left.is_empty() {
             for slot in self.slots.range(left).map(|(_, s)| s) {
                 used -= slot.used.get(by).copied().unwrap_or(0);
                 let stages = slot.pairs.get(&pair).into_iter().flatten();
@@ -307,7 +307,12 @@ impl Contributions {
     }
 
     /// Who gave to `member` inside each window (`windows`), the first `limit` of each.
-    pub fn to(&self, windows: &[Span], member: &str, limit: usize) -> Vec<WindowContributors> {
+    pub fn given_to(
+        &self,
+        windows: &[Span],
+        member: &str,
+        limit: usize,
+    ) -> Vec<WindowContributors> {
         windows
             .iter()
             .zip(&self.sums)

@@ -453,7 +453,7 @@ impl MemBoard {
         limit: usize,
     ) -> Vec<crate::domain::WindowContributors> {
         let windows = self.board.config.windows();
-        self.contributions.to(windows, member.as_str(), limit)
+        self.contributions.given_to(windows, member.as_str(), limit)
     }
 
     /// Deletes `member`'s data unless it holds a total in the largest window.

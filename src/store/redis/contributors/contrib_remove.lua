@@ -17,7 +17,8 @@
 --
 -- A pair (by, member) in stage k of a slot is counted in the contributor's sums of
 -- windows k..n: each loses it (its refused part: the refused sums), and the member's
--- total there what that changes of its counted part; the budget it used stays used. The member's pairs are found by HSCAN ... MATCH '*\n<member>' over each
+-- total there what that changes of its counted part; the budget it used stays used.
+-- The member's pairs are found by HSCAN ... MATCH '*\n<member>' over each
 -- stage's contributions: O(the stage's pairs), a moderation step, not a hot path.
 -- Called in batches of slots; each batch keeps every window exact.
 -- Returns the number of pair values deleted. Error "STALE ..." as in write.lua.
@@ -41,12 +42,10 @@ for i = 1, m do
       local found = scan[2]
       for p = 1, #found, 2 do
         local field, value = found[p], tonumber(found[p + 1])
-        local refused = string.byte(field, 1) == 10
-        local rest = refused and string.sub(field, 2) or field
-        local at = string.find(rest, '\n', 1, true)
         -- The first \n splits: a member holding one matches only its own pairs.
-        if string.sub(rest, at + 1) == member then
-          local ctr = board .. ':ctr:' .. string.sub(rest, 1, at - 1)
+        local by, of, refused = contrib_field(field)
+        if of == member then
+          local ctr = board .. ':ctr:' .. by
           for j = k, n do
             if refused then
               contrib_add(ctr, '\n' .. ARGV[3 + j] .. '\n' .. member, -value)

@@ -59,23 +59,20 @@ repeat
   local found = scan[2]
   for p = 1, #found, 2 do
     local field, value = found[p], tonumber(found[p + 1])
-    local refused = string.byte(field, 1) == 10
-    local rest = refused and string.sub(field, 2) or field
-    local at = string.find(rest, '\n', 1, true)
-    if not at then
-      -- '<by>': what by's admitted likes in the slot use (the last stage only).
-      contrib_add(board .. ':ctr:' .. rest, 'u', -value)
+    local by, member, refused = contrib_field(field)
+    local ctr = board .. ':ctr:' .. by
+    if not member then
+      -- What by's admitted likes in the slot use (the last stage only).
+      contrib_add(ctr, 'u', -value)
     elseif refused then
-      local by, member = string.sub(rest, 1, at - 1), string.sub(rest, at + 1)
-      contrib_add(board .. ':ctr:' .. by, '\n' .. ARGV[2] .. '\n' .. member, -value)
+      contrib_add(ctr, '\n' .. ARGV[2] .. '\n' .. member, -value)
     else
-      local by, member = string.sub(rest, 1, at - 1), string.sub(rest, at + 1)
-      local change = contrib_window(board .. ':ctr:' .. by, ARGV[2], member, -value, cap)
+      local change = contrib_window(ctr, ARGV[2], member, -value, cap)
       if change ~= 0 then
         add_total(totals, member, string.format('%d', change), tally, dense, data)
       end
     end
-    if next_pairs and at then contrib_add(next_pairs, field, value) end
+    if next_pairs and member then contrib_add(next_pairs, field, value) end
     redis.call('HDEL', pairs_key, field)
     handled = handled + 1
   end

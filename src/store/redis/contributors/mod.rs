@@ -40,9 +40,9 @@ pub(crate) async fn contributions(
         if field == "u" {
             continue;
         }
-        let (part, rest) = match field.strip_prefix('\n') {
-            Some(rest) => (1, rest),
-            None => (0, field.as_str()),
+        let (refused, rest) = match field.strip_prefix('\n') {
+            Some(rest) => (true, rest),
+            None => (false, field.as_str()),
         };
         let (window, member) = rest
             .split_once('\n')
@@ -54,12 +54,8 @@ pub(crate) async fn contributions(
             .ok_or_else(|| {
                 Error::store(format!("{key} names no window of the board: {field:?}"))
             })?;
-        let parts = per_window[j].entry(member.to_owned()).or_default();
-        if part == 0 {
-            parts.0 = sum;
-        } else {
-            parts.1 = sum;
-        }
+        let (admitted, lost) = per_window[j].entry(member.to_owned()).or_default();
+        *if refused { lost } else { admitted } = sum;
     }
     let cap = board.config.per_contributor_member();
     Ok(windows

@@ -37,6 +37,17 @@ local function contrib_code(c)
   return 2 - 2 * c
 end
 
+-- A stage's contributions field (see the header): its contributor, its member and whether
+-- it holds a refused part ('\n<by>\n<member>'); the member is nil for '<by>', what by's
+-- admitted likes in the slot use of the budget.
+local function contrib_field(field)
+  local refused = string.byte(field, 1) == 10
+  local rest = refused and string.sub(field, 2) or field
+  local at = string.find(rest, '\n', 1, true)
+  if not at then return rest, nil, false end
+  return string.sub(rest, 1, at - 1), string.sub(rest, at + 1), refused
+end
+
 -- Adds `delta` to `field` of the hash `key`, deleting it at 0; returns the new value.
 local function contrib_add(key, field, delta)
   local value = redis.call('HINCRBY', key, field, delta)
