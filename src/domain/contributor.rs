@@ -288,3 +288,24 @@ mod tests {
         assert_eq!(admitted(None, 9, 0, -4), -4);
     }
 }
+
+/// What taking back a contributor's contributions to one board did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct Retracted {
+    /// Contributions taken back: the contributor's sums to one member in one slot
+    /// (several events of a slot to one member are one contribution).
+    pub contributions: u64,
+    /// The events taken back, as the sum of those contributions' absolute deltas
+    /// (admitted and refused parts apart): each like counts 1, except that a like and
+    /// its unlike in the same slot cancel out.
+    pub events: u64,
+}
+
+impl Retracted {
+    /// Adds `other`'s counts.
+    pub fn add(&mut self, other: Retracted) {
+        self.contributions += other.contributions;
+        self.events += other.events;
+    }
+}

@@ -159,6 +159,12 @@ pub enum Error {
     /// No board by that name.
     #[error("board {0:?} does not exist")]
     BoardNotFound(String),
+    /// No retraction of that contributor ran in this process since it started.
+    #[error(
+        "no retraction of contributor {0:?} has run here since this process started: POST \
+         /v1/contributors/{{by}}/retract runs one (running it again is harmless)"
+    )]
+    RetractionNotFound(String),
     /// The board has no such window.
     #[error("board {board:?} has no {window} window")]
     WindowNotFound {
@@ -352,6 +358,7 @@ impl Error {
             Error::StatsNotFound { .. } => "stats_not_found",
             Error::RankingEmpty { .. } => "ranking_empty",
             Error::BoardNotFound(_) => "board_not_found",
+            Error::RetractionNotFound(_) => "retraction_not_found",
             Error::WindowNotFound { .. } => "window_not_found",
             Error::MemberNotFound { .. } => "member_not_found",
             Error::BoardConflict { .. } => "board_conflict",

@@ -42,8 +42,8 @@ pub use aggregate::Aggregate;
 pub use ahead::{Ahead, AheadProbe};
 pub use config::BoardConfig;
 pub use contributor::{
-    Contribution, Contributor, MemberContribution, WindowContributions, WindowContributors,
-    admitted, counted,
+    Contribution, Contributor, MemberContribution, Retracted, WindowContributions,
+    WindowContributors, admitted, counted,
 };
 pub(crate) use coverage::{Coverage, WindowState, complete_from, coverage};
 pub use event::{Event, MAX_ABS, check_delta, check_value};

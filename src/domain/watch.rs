@@ -213,6 +213,8 @@ pub enum ChangeCause {
     Show,
     /// The watch itself was added, changed or removed (its top N as of then).
     Watch,
+    /// A contributor's contributions were taken back.
+    Retract,
 }
 
 /// The cause and time a store call that changes a board's public totals gives the
@@ -236,6 +238,7 @@ impl ChangeCause {
             ChangeCause::Hide => "hide",
             ChangeCause::Show => "show",
             ChangeCause::Watch => "watch",
+            ChangeCause::Retract => "retract",
         }
     }
 
@@ -250,6 +253,7 @@ impl ChangeCause {
             ChangeCause::Hide,
             ChangeCause::Show,
             ChangeCause::Watch,
+            ChangeCause::Retract,
         ]
         .into_iter()
         .find(|c| c.as_str() == text)

@@ -121,6 +121,7 @@ pub fn status_of(error: &Error) -> StatusCode {
         | Error::IdempotencyKeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
         Error::InvalidIdempotencyKey { .. } => StatusCode::BAD_REQUEST,
         Error::BoardNotFound(_)
+        | Error::RetractionNotFound(_)
         | Error::WindowNotFound { .. }
         | Error::MemberNotFound { .. }
         | Error::CounterNotFound(_)

@@ -125,7 +125,7 @@ impl Rollboard {
     }
 
     /// Every windowed board that keeps contributors, by name.
-    async fn boards_keeping_contributors(&self) -> Result<Vec<BoardName>> {
+    pub(super) async fn boards_keeping_contributors(&self) -> Result<Vec<BoardName>> {
         let boards = self.inner.store.list_boards().await?;
         let mut names: Vec<BoardName> = boards
             .iter()
@@ -155,7 +155,7 @@ impl Rollboard {
 
 /// Refuses a board keeping no contributors ([`Error::InvalidQuery`], its reason ending
 /// with `fix`).
-fn keeps_contributors(b: &crate::domain::board::Board, fix: &str) -> Result<()> {
+pub(super) fn keeps_contributors(b: &crate::domain::board::Board, fix: &str) -> Result<()> {
     if b.config.keeps_contributors() {
         return Ok(());
     }

@@ -66,6 +66,8 @@ pub use read_cache::MAX_ENTRIES as MAX_CACHED_READS;
 pub(crate) mod recompute;
 pub(crate) mod relayout;
 mod reshard;
+mod retract;
+pub use retract::{Retraction, RetractionState};
 pub(crate) mod retire;
 pub(crate) mod snapshots;
 pub(crate) mod stats;
@@ -104,6 +106,8 @@ struct Inner {
     /// Told of every board created, extended or dropped here, so the retirer picks up a
     /// new board at once instead of at its next re-read of the store.
     board_changes: tokio::sync::watch::Sender<()>,
+    /// The retractions started here (`retract.rs`).
+    retractions: retract::Retractions,
     /// Which boards get metric series of their own (`settings.metrics_board_series`).
     #[cfg(feature = "server")]
     board_series: crate::board_series::BoardSeries,
@@ -150,6 +154,7 @@ impl Rollboard {
                 exact_reads: Coalescer::default(),
                 default_board: Default::default(),
                 board_changes: tokio::sync::watch::Sender::new(()),
+                retractions: Default::default(),
             }),
         }
     }

@@ -16,7 +16,7 @@ use crate::domain::{AroundOptions, Entry};
 use crate::domain::{
     BoardName, Decision, HeldEvent, HeldMember, Member, MemberData, Pin, Timestamp,
 };
-use crate::domain::{Contributor, WindowContributions, WindowContributors};
+use crate::domain::{Contributor, Retracted, WindowContributions, WindowContributors};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -189,6 +189,20 @@ pub trait Store: Send + Sync + 'static {
         member: &Member,
         limit: usize,
     ) -> Result<Vec<WindowContributors>>;
+
+    /// Takes back every contribution of `by` to `board` (which keeps contributors) in
+    /// the slots starting at or after `from` (every live slot when `None`): from every
+    /// window, from the members' totals and from what its caps counted, so that each
+    /// window is what it would be had those events never been written (the budget they
+    /// used is given back). In bounded steps, each applied whole: one cut short and run
+    /// again takes each contribution back once. A watched top's changes record `stamp`.
+    async fn retract(
+        &self,
+        board: &Board,
+        by: &Contributor,
+        from: Option<i64>,
+        stamp: ChangeStamp,
+    ) -> Result<Retracted>;
 
     /// Removes the member from every slot and window; a watched top's changes record
     /// `stamp`.

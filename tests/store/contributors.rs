@@ -228,10 +228,10 @@ async fn contributions_equal_the_oracle(h: Harness, caps: Caps, seed: u64) {
         events: Vec::new(),
     };
     let mut elapsed = 0;
-    let (mut batches, mut capped) = (0, 0);
+    let (mut batches, mut capped, mut retracted) = (0, 0, 0);
     let mut layout = Layout::Compact;
     for step in 0..120 {
-        match rng.below(17) {
+        match rng.below(18) {
             0..=9 => {
                 capped +=
                     write_batch(&h, &board, &config, &mut oracle, &mut rng, (step, elapsed)).await;
@@ -270,6 +270,42 @@ async fn contributions_equal_the_oracle(h: Harness, caps: Caps, seed: u64) {
                     ..RelayoutOptions::default()
                 };
                 assert!(b().relayout(layout, now).await.unwrap().complete);
+            }
+            16 => {
+                // A contributor's contributions taken back, all of them or those from a
+                // slot on (that of `since`, up to 3h back).
+                let by = BY[rng.below(BY.len() as u64) as usize];
+                let since = (rng.below(2) == 0).then(|| {
+                    let back = rng.below(3 * 3_600) as i64;
+                    Timestamp::from_unix_seconds(START + elapsed - back).unwrap()
+                });
+                let from = since.map_or(i64::MIN, |t| config.slot_start(t));
+                let taken: Vec<&Accepted> = oracle
+                    .live(i64::MIN)
+                    .filter(|e| e.by.as_deref() == Some(by) && e.slot >= from)
+                    .collect();
+                let pairs: std::collections::BTreeSet<(i64, &str)> =
+                    taken.iter().map(|e| (e.slot, e.member.as_str())).collect();
+                let deltas: u64 = taken.iter().map(|e| e.delta.unsigned_abs()).sum();
+                let named = [board.clone()];
+                let done = h.boards.retract(by, since, Some(&named)).await.unwrap();
+                assert_eq!(done.state, rollboard::RetractionState::Done, "step {step}");
+                assert_eq!(done.boards_left, 0, "step {step}");
+                // Stage parts net out within a slot: at most one contribution per
+                // (slot, member), at most |delta| per event.
+                assert!(
+                    done.contributions <= pairs.len() as u64,
+                    "step {step}: {done:?}"
+                );
+                assert!(done.events <= deltas, "step {step}: {done:?}");
+                assert_eq!(
+                    done.boards,
+                    u64::from(done.contributions > 0 || done.events > 0)
+                );
+                retracted += done.contributions;
+                oracle
+                    .events
+                    .retain(|e| e.by.as_deref() != Some(by) || e.slot < from);
             }
             _ => {
                 // A like without a contributor, through the single-event path.
@@ -368,6 +404,27 @@ async fn contributions_equal_the_oracle(h: Harness, caps: Caps, seed: u64) {
     }
     assert!(batches >= 60, "{batches} batches written");
     assert!(capped >= 10, "{capped} events the caps took some of");
+    assert!(retracted >= 5, "{retracted} contributions taken back");
+    // Once every slot has left the largest window, nothing of the contributors stays.
+    h.at(elapsed + 2 * 86_400);
+    b().retire(None).await.unwrap();
+    let named = [board.clone()];
+    for by in BY {
+        let view = h.boards.contributions(by, Some(&named)).await.unwrap();
+        let windows = &view.boards[0].windows;
+        assert!(windows.iter().all(|w| w.members.is_empty()), "{view:?}");
+    }
+    let Some(redis) = &h.redis else {
+        return;
+    };
+    let mut raw = redis.raw().await;
+    let mut left: Vec<String> = ::redis::cmd("KEYS")
+        .arg(format!("*{{{board}}}*"))
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    left.retain(|k| k.contains("ctr") || k.contains("slot_"));
+    assert_eq!(left, Vec::<String>::new());
 }
 
 async fn a_board_keeping_contributors_refuses_recompute_and_new_windows(h: Harness) {

@@ -39,7 +39,7 @@ use crate::domain::{AroundOptions, AroundQuery};
 use crate::domain::{
     BoardConfig, BoardName, Decision, HeldEvent, HeldMember, Member, MemberData, Pin, Timestamp,
 };
-use crate::domain::{Contributor, WindowContributions, WindowContributors};
+use crate::domain::{Contributor, Retracted, WindowContributions, WindowContributors};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::{Error, Result};
@@ -310,6 +310,16 @@ impl Store for MemoryStore {
         limit: usize,
     ) -> Result<Vec<WindowContributors>> {
         self.with_board(board, |b| b.member_contributions(member, limit))
+    }
+
+    async fn retract(
+        &self,
+        board: &Board,
+        by: &Contributor,
+        from: Option<i64>,
+        stamp: ChangeStamp,
+    ) -> Result<Retracted> {
+        self.with_board(board, |b| b.retract(by, from, stamp))
     }
 
     async fn remove_member(

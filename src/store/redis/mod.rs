@@ -70,7 +70,7 @@ use crate::domain::{
     BoardConfig, BoardName, Change, Decision, HeldEvent, HeldMember, Layout, Member, MemberData,
     Pin, Timestamp,
 };
-use crate::domain::{Contributor, WindowContributions, WindowContributors};
+use crate::domain::{Contributor, Retracted, WindowContributions, WindowContributors};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
 use crate::store::{CounterStore, ServerStore, ShardMoves, StatsStore};
@@ -363,6 +363,16 @@ impl Store for RedisStore {
         limit: usize,
     ) -> Result<Vec<WindowContributors>> {
         contributors::members::member_contributions(&self.conn, board, member, limit).await
+    }
+
+    async fn retract(
+        &self,
+        board: &Board,
+        by: &Contributor,
+        from: Option<i64>,
+        stamp: ChangeStamp,
+    ) -> Result<Retracted> {
+        contributors::retract::retract(&self.conn, board, by, from, stamp, &self.retire).await
     }
 
     async fn remove_member(

@@ -38,7 +38,7 @@ use crate::domain::{AroundOptions, AroundQuery, Entry, RetireReport};
 use crate::domain::{
     BoardName, Decision, HeldEvent, HeldMember, Member, MemberData, Pin, Removed, Timestamp,
 };
-use crate::domain::{Contributor, WindowContributions, WindowContributors};
+use crate::domain::{Contributor, Retracted, WindowContributions, WindowContributors};
 use crate::domain::{History, Ranks, ScoreRange, Standing, TopPage, WrittenStanding};
 use crate::domain::{Layout, RecomputeReport, RelayoutOptions, RelayoutReport, ReshardReport};
 use crate::domain::{Snapshot, SnapshotPass, SnapshotRange};
@@ -273,6 +273,20 @@ impl Store for ShardedStore {
         match self.sharded(board).await? {
             None => self.inner.member_contributions(board, member, limit).await,
             Some(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// A sharded board keeps no contributors: nothing to take back.
+    async fn retract(
+        &self,
+        board: &Board,
+        by: &Contributor,
+        from: Option<i64>,
+        stamp: ChangeStamp,
+    ) -> Result<Retracted> {
+        match self.sharded(board).await? {
+            None => self.inner.retract(board, by, from, stamp).await,
+            Some(_) => Ok(Retracted::default()),
         }
     }
 

@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::RangeInclusive;
 
 use crate::domain::{
-    Contributor, MAX_ABS, RetireReport, Span, WindowContributions, WindowContributors, admitted,
-    counted,
+    Contributor, MAX_ABS, RetireReport, Retracted, Span, WindowContributions, WindowContributors,
+    admitted, counted,
 };
 use crate::store::memory::totals::Totals;
 use crate::store::{SlotWrite, WriteStatus};
@@ -286,6 +286,50 @@ impl Contributions {
             window.retain(|_, members| !members.is_empty());
         }
         removed
+    }
+
+    /// Takes `by`'s contributions in the slots from `from` on (every slot when `None`)
+    /// out of every window (`totals` lose what that changes of the members' counted
+    /// parts) and gives back the budget they used, as if never written; returns the
+    /// members whose total it changed, and adds what it took back to `retracted`.
+    pub fn retract(
+        &mut self,
+        totals: &mut [Totals],
+        by: &Contributor,
+        from: Option<i64>,
+        retracted: &mut Retracted,
+    ) -> Vec<String> {
+        let mut taken: Vec<(String, Vec<Parts>)> = Vec::new();
+        for slot in self
+            .slots
+            .range_mut(from.unwrap_or(i64::MIN)..)
+            .map(|(_, s)| s)
+        {
+            slot.pairs.retain(|(b, member), stages| {
+                if b == by {
+                    taken.push((member.clone(), std::mem::take(stages)));
+                }
+                b != by
+            });
+            if let Some(used) = slot.used.remove(by) {
+                add(&mut self.used, by, -used);
+            }
+        }
+        self.slots
+            .retain(|_, slot| !slot.pairs.is_empty() || !slot.used.is_empty());
+        let mut changed = Vec::new();
+        for (member, stages) in taken {
+            retracted.contributions += 1;
+            for (k, parts) in stages.into_iter().enumerate() {
+                retracted.events += parts.admitted.unsigned_abs() + parts.refused.unsigned_abs();
+                for (j, totals) in totals.iter_mut().enumerate().skip(k) {
+                    if self.add_sum(j, by, &member, parts.negated(), totals) != 0 {
+                        changed.push(member.clone());
+                    }
+                }
+            }
+        }
+        changed
     }
 
     /// The sum of `member`'s contributions (admitted or not) per live slot from `from`

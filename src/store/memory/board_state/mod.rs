@@ -438,6 +438,27 @@ impl MemBoard {
         Removed { slot_values }
     }
 
+    /// Takes back `by`'s contributions in the slots from `from` on (see
+    /// [`Store::retract`](crate::store::Store::retract)).
+    pub fn retract(
+        &mut self,
+        by: &crate::domain::Contributor,
+        from: Option<i64>,
+        stamp: ChangeStamp,
+    ) -> crate::domain::Retracted {
+        let mut retracted = crate::domain::Retracted::default();
+        let changed = self
+            .contributions
+            .retract(&mut self.totals, by, from, &mut retracted);
+        for member in &changed {
+            self.drop_data_without_total(member);
+        }
+        if retracted != crate::domain::Retracted::default() {
+            self.changed(stamp.cause, Some(stamp.now.unix_millis()));
+        }
+        retracted
+    }
+
     /// What `by` gave inside each window.
     pub fn contributions(
         &self,

@@ -303,6 +303,12 @@ impl Keys {
         }
     }
 
+    /// `slot_{<board>}_`: what every stage key of the board starts with (as
+    /// [`stage`](Self::stage) names them).
+    pub(crate) fn slot_prefix(&self, name: &BoardName) -> String {
+        format!("{}slot_{{{name}}}_", self.prefix)
+    }
+
     /// All stage keys of a slot, stage 0 first.
     pub(crate) fn stages<'a>(
         &'a self,

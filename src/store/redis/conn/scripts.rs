@@ -97,6 +97,7 @@ pub(crate) struct Scripts {
     pub trend_write: Script,
     pub contrib_retire: Script,
     pub contrib_remove: Script,
+    pub contrib_retract: Script,
 }
 
 impl Scripts {
@@ -163,6 +164,7 @@ impl Scripts {
             trend_write: script!("trending/trend_write"),
             contrib_retire: script!("contributors/contrib_retire"),
             contrib_remove: script!("contributors/contrib_remove"),
+            contrib_retract: script!("contributors/contrib_retract"),
         }
     }
 }

@@ -14,10 +14,12 @@
 -- ARGV[2]  the member
 -- ARGV[3]  m, the number of slots
 -- ARGV[3+j], j = 1..n  the windows, seconds
+-- ARGV[3+n+i], i = 1..m  the start of slot i
 --
 -- A pair (by, member) in stage k of a slot is counted in the contributor's sums of
 -- windows k..n: each loses it (its refused part: the refused sums), and the member's
--- total there what that changes of its counted part; the budget it used stays used.
+-- total there what that changes of its counted part; the budget it used stays used. The
+-- contributor's index counts the fields deleted (contrib_index).
 -- The member's pairs are found by HSCAN ... MATCH '*\n<member>' over each
 -- stage's contributions: O(the stage's pairs), a moderation step, not a hot path.
 -- Called in batches of slots; each batch keeps every window exact.
@@ -26,7 +28,8 @@
 local board, member = KEYS[1], ARGV[2]
 local record = board_record(board, ARGV[1], 'per_contributor_member')
 local cap = tonumber(record[3])
-local m, n = tonumber(ARGV[3]), #ARGV - 3
+local m = tonumber(ARGV[3])
+local n = #ARGV - 3 - m
 local TOTALS, STAGES = 1, 1 + n
 local dense_board = #KEYS > 2 + n + m * n
 local DENSE = STAGES + m * n
@@ -60,6 +63,7 @@ for i = 1, m do
             end
           end
           redis.call('HDEL', pairs_key, field)
+          contrib_index(ctr, contrib_index_field(ARGV[3 + n + i], member), -1)
           removed = removed + 1
         end
       end

@@ -23,8 +23,8 @@
 -- total by what that changes of its counted part, its refused sum ('\n<W>\n<member>')
 -- by its refused value, and both go on to the next stage's contributions (which the
 -- next window retires); in the last stage, what each contributor's admitted likes in
--- the slot used of the budget leaves its field u. All in this call, then the field is
--- deleted: a chunk
+-- the slot used of the budget leaves its field u; the contributor's index counts follow
+-- (contrib_index). All in this call, then the field is deleted: a chunk
 -- is applied whole or not at all, so a retirer that dies, or two at once, never retire
 -- a pair twice nor skip one. The stage is frozen (the window froze the slot and the
 -- smaller window finished it), so a full HSCAN from 0 sees every pair.
@@ -72,8 +72,11 @@ repeat
         add_total(totals, member, string.format('%d', change), tally, dense, data)
       end
     end
-    if next_pairs and member then contrib_add(next_pairs, field, value) end
     redis.call('HDEL', pairs_key, field)
+    -- The index counts the field deleted here and the one it makes or meets next.
+    local made = -1
+    if next_pairs and member then made = made + contrib_stage_add(next_pairs, field, value) end
+    contrib_index(ctr, contrib_index_field(ARGV[4], member), made)
     handled = handled + 1
   end
   cursor = scan[1]
@@ -90,7 +93,9 @@ if redis.call('EXISTS', pairs_key) == 1 then
   return { cursor, handled }
 end
 if not next_stage then
-  redis.call('DEL', stage .. ':cm')
+  -- The history is beside stage 1: this stage's key less its '_<k>' (none on window 1).
+  local first = ARGV[3] == '' and stage or string.gsub(stage, '_%d+$', '')
+  redis.call('DEL', first .. ':cm')
   redis.call('ZREMRANGEBYSCORE', board .. ':ctrs', '-inf', ARGV[4])
 end
 record_changes(board, 'retire', nil, (slot + tonumber(ARGV[2])) * 1000)

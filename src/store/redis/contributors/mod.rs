@@ -1,14 +1,15 @@
 //! Contributors in Redis (a sum board with `per_contributor_member` or
-//! `per_contributor`; keys and their
-//! meaning in `lua/contributors.lua`): writes go through `write.lua` in mode `events`,
-//! each event with its contributor; here are the rest. A slot's contributions leave a
-//! window before its member values ([`retire`]), a removed member's go before its
-//! values ([`remove`]), a contributor's sums are read back as they are kept
-//! ([`contributions`]), and a member's contributors found ([`members`]).
+//! `per_contributor`; keys and their meaning in `lua/contributors.lua`): writes go
+//! through `write.lua` in mode `events`, each event with its contributor; here are the
+//! rest. A slot's contributions leave a window before its member values ([`retire`]), a
+//! removed member's go before its values ([`remove`]), a contributor's are taken back
+//! ([`retract`]), its sums read back as they are kept ([`contributions`]), and a
+//! member's contributors found ([`members`]).
 
 pub(crate) mod members;
 pub(crate) mod remove;
 pub(crate) mod retire;
+pub(crate) mod retract;
 
 use std::collections::HashMap;
 
@@ -19,7 +20,7 @@ use crate::store::redis::conn::{RedisConn, Retry};
 
 /// What `by` gave inside each window of `board` (as retired so far): one `HGETALL` of
 /// its sums, `board_{b}:ctr:<by>` (fields `<W>\n<member>`: admitted, `\n<W>\n<member>`:
-/// refused, `u`: the budget used).
+/// refused, `u`: the budget used, `@...`: its index).
 pub(crate) async fn contributions(
     conn: &RedisConn,
     board: &Board,
@@ -37,7 +38,8 @@ pub(crate) async fn contributions(
         .await?;
     let mut per_window: Vec<HashMap<String, (i64, i64)>> = vec![HashMap::new(); windows.len()];
     for (field, sum) in sums {
-        if field == "u" {
+        // The budget used, and the index retraction walks.
+        if field == "u" || field.starts_with('@') {
             continue;
         }
         let (refused, rest) = match field.strip_prefix('\n') {

@@ -36,7 +36,8 @@ pub(crate) async fn remove(
             .arg(stamped_version(board, stamp.now, Some(stamp.cause)))
             .arg(member.as_str())
             .arg(batch.len())
-            .arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
+            .arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>())
+            .arg(batch);
         // Idempotent: a batch sent again finds the pairs it deleted gone.
         let n: u64 = conn
             .script(&invocation, &board.name, Retry::Idempotent)

@@ -17,7 +17,10 @@
 --                           was admitted of its deltas to the member inside window W,
 --                           '\n<W>\n<member>' -> of what was refused; 'u' -> what its
 --                           admitted likes use of the budget in the slots the largest
---                           window has not retired
+--                           window has not retired; and its index, for retraction: per
+--                           slot '@<slot>\n<member>' -> how many stage fields of the slot
+--                           hold the pair's parts, '@<slot>' -> 1 while the slot holds
+--                           its use of the budget (each deleted at 0)
 --   board_{b}:ctrs          the contributors (zset, score: the newest slot they gave in)
 -- A window's total for a member holds, per contributor, its admitted sum there clamped
 -- to +-cap, and the member's events without a contributor in full (in the slot stages).
@@ -53,6 +56,29 @@ local function contrib_add(key, field, delta)
   local value = redis.call('HINCRBY', key, field, delta)
   if value == 0 then redis.call('HDEL', key, field) end
   return value
+end
+
+-- Adds `delta` (non-zero) to `field` of a stage's contributions `key`, deleting it at 0;
+-- returns what that changes of the contributor's index count (contributor_index): 1
+-- when it made the field, -1 when it deleted it, else 0.
+local function contrib_stage_add(key, field, delta)
+  local value = contrib_add(key, field, delta)
+  if value == 0 then return -1 end
+  if value == delta then return 1 end
+  return 0
+end
+
+-- Adds `change` to the index count `field` of the contributor's hash `ctr`, deleting it
+-- at 0 or below (a field written before the index was kept has no count to drop).
+local function contrib_index(ctr, field, change)
+  if change == 0 then return end
+  if redis.call('HINCRBY', ctr, field, change) <= 0 then redis.call('HDEL', ctr, field) end
+end
+
+-- The index field of a pair's parts in a slot (`member` nil: of the slot's budget use).
+local function contrib_index_field(slot, member)
+  if not member then return '@' .. slot end
+  return '@' .. slot .. '\n' .. member
 end
 
 -- Adds `delta` (a number) to the admitted sum of (`by`, `member`) in window `w`

@@ -151,7 +151,8 @@
 --   the admitted part changes of the member's counted part (the pair's admitted sum
 --   there clamped to +-cap); its status is contrib_code of what it changes in the
 --   largest window at the caller's now (without the slots that window froze and has not
---   retired, which retirement takes out of the sums). A call whose events cannot
+--   retired, which retirement takes out of the sums). The contributor's index counts
+--   the stage fields each event makes or deletes (contrib_index). A call whose events cannot
 --   take any value out of range (abs_sum + the sum of their |delta| <= 2^53 - 1: every
 --   stored magnitude, clamped or not, is at most the sum of the deltas that made it)
 --   checks none and grows abs_sum; otherwise each event is checked (its pair's slot
@@ -539,9 +540,10 @@ local function contribution_in_range(i, k, ctr, by, member, a, r)
 end
 
 -- A call's history and contributor index updates, summed per slot and member (history
--- <stage 1>:cm) and per contributor (its newest slot, board_{b}:ctrs), applied once at its
+-- <stage 1>:cm), per contributor (its newest slot, board_{b}:ctrs) and per contributor
+-- and index field (the count of stage fields, see contrib_index), applied once at its
 -- end (flush_contributions): a Zipf batch's hot post costs one.
-local history, newest = {}, {}
+local history, newest, indexed = {}, {}, {}
 
 -- Applies an event of `d` given by `by` to slot i at stage k (see the header): its status.
 -- `given`, what by's admitted events gave the member inside the largest window at the
@@ -564,15 +566,25 @@ local function contribute(i, k, member, d, by)
   if not unchecked and not contribution_in_range(i, k, ctr, by, member, a, r) then return 2 end
   local base, pair = STAGES + (i - 1) * n, by .. '\n' .. member
   local stage_key = KEYS[base + k + 1] .. ':c'
-  if a ~= 0 then contrib_add(stage_key, pair, a) end
-  if r ~= 0 then contrib_add(stage_key, '\n' .. pair, r) end
+  local slot = ARGV[A + 2 * n + i]
+  local made = 0
+  if a ~= 0 then made = contrib_stage_add(stage_key, pair, a) end
+  if r ~= 0 then made = made + contrib_stage_add(stage_key, '\n' .. pair, r) end
+  local counts = indexed[by] or {}
+  indexed[by] = counts
+  if made ~= 0 then
+    local field = contrib_index_field(slot, member)
+    counts[field] = (counts[field] or 0) + made
+  end
   if budget and a > 0 then
-    contrib_add(KEYS[base + n] .. ':c', by, a)
+    if contrib_stage_add(KEYS[base + n] .. ':c', by, a) == 1 then
+      counts[contrib_index_field(slot)] = 1
+    end
     redis.call('HINCRBY', ctr, 'u', a)
   end
   local h = history[i] or {}
   history[i], h[member] = h, (h[member] or 0) + d
-  local start = tonumber(ARGV[A + 2 * n + i])
+  local start = tonumber(slot)
   newest[by] = math.max(newest[by] or start, start)
   for j = k + 1, n do
     if a ~= 0 then
@@ -597,6 +609,10 @@ local function flush_contributions()
   end
   for by, start in pairs(newest) do
     redis.call('ZADD', board .. ':ctrs', 'GT', string.format('%d', start), by)
+  end
+  for by, fields in pairs(indexed) do
+    local ctr = board .. ':ctr:' .. by
+    for field, change in pairs(fields) do contrib_index(ctr, field, change) end
   end
 end
 

@@ -1,0 +1,122 @@
+-- contrib_retract.lua: take back one chunk of a contributor's contributions to one board
+-- (lua/contributors.lua), found through its index, from every window and what the caps
+-- counted, as if its events had never been written.
+--
+-- KEYS[1]                board record      board_{b}
+-- KEYS[1+j], j = 1..n    totals of window j, smallest first
+-- then, on a dense board only, per window j: its tally and distinct totals
+-- KEYS[#KEYS]            member data       data_{b}
+--
+-- ARGV[1]  board version the caller expects (with the caller's now and cause, see
+--          board_record)
+-- ARGV[2]  the contributor
+-- ARGV[3]  the first slot to take back (slots starting before it keep theirs), or ''
+--          for every slot
+-- ARGV[4]  the prefix of the board's slot keys ('slot_{b}_': stage k of slot s is
+--          <prefix><s> for k = 1, <prefix><s>_<k-1> above)
+-- ARGV[5]  HSCAN cursor of the contributor's hash ('0' to start)
+-- ARGV[6]  time budget of this call, microseconds: it stops before an HSCAN step that
+--          would likely overrun it at the pace of its slowest step so far
+-- ARGV[6+j], j = 1..n  the windows, seconds
+--
+-- Each index field of board_{b}:ctr:<by> names a slot and a member ('@<slot>\n<member>')
+-- or the slot's use of the budget ('@<slot>'). For a pair, every stage k of the slot is
+-- read: its admitted part leaves the contributor's sums of windows k..n (which count
+-- stage k) and the member's totals there what that changes of its counted part; its
+-- refused part leaves the refused sums; the slot's history drops by both. For the
+-- budget, the slot's use leaves u. The stage fields and the index field go in the same
+-- call: a field is handled whole or not at all, so a retraction cut short, repeated or
+-- run twice at once takes each contribution back exactly once. Writes, retirement and
+-- removal keep the index (contrib_index), so this call costs what the contributor
+-- gave, never the board's size. A contribution written while the scan runs may be
+-- missed (HSCAN sees what is there throughout); run it again to take it back.
+-- Returns {cursor, pairs taken back, events} ('done' when the scan is over; events: the
+-- sum of the |parts| taken back).
+-- Error "STALE ..." as in write.lua.
+
+local board, by = KEYS[1], ARGV[2]
+local record = board_record(board, ARGV[1], 'per_contributor_member')
+local cap = tonumber(record[3])
+local since, prefix = tonumber(ARGV[3]), ARGV[4]
+local n = #ARGV - 6
+local TOTALS = 1
+local dense_board = #KEYS > 2 + n
+local DENSE = 1 + n
+local ctr = board .. ':ctr:' .. by
+
+-- Stage k of slot `slot`'s contributions.
+local function stage_of(slot, k)
+  return prefix .. slot .. (k > 1 and ('_' .. (k - 1)) or '') .. ':c'
+end
+
+-- Takes `part` of the pair (by, member) out of window j's sums (admitted, moving the
+-- member's total by what that changes of its counted part, or refused).
+local function leave(j, member, part, refused)
+  if refused then
+    contrib_add(ctr, '\n' .. ARGV[6 + j] .. '\n' .. member, -part)
+    return
+  end
+  local change = contrib_window(ctr, ARGV[6 + j], member, -part, cap)
+  if change == 0 then return end
+  local tally, dense = nil, nil
+  if dense_board then tally, dense = KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] end
+  add_total(KEYS[TOTALS + j], member, string.format('%d', change), tally, dense,
+    j == n and KEYS[#KEYS] or nil)
+end
+
+-- Takes back the pair's parts in every stage of `slot`: the sum of their |parts|.
+local function take_pair(slot, member)
+  local pair, events, history = by .. '\n' .. member, 0, 0
+  for k = 1, n do
+    local key = stage_of(slot, k)
+    local parts = redis.call('HMGET', key, pair, '\n' .. pair)
+    for x, field in ipairs({ pair, '\n' .. pair }) do
+      local part = tonumber(parts[x])
+      if part then
+        for j = k, n do leave(j, member, part, x == 2) end
+        redis.call('HDEL', key, field)
+        events, history = events + math.abs(part), history + part
+      end
+    end
+  end
+  if history ~= 0 then contrib_add(stage_of(slot, 1) .. 'm', member, -history) end
+  return events
+end
+
+local cursor, handled, events, touched = ARGV[5], 0, 0, false
+local budget = tonumber(ARGV[6])
+local started, elapsed, slowest = now_us(), 0, 0
+repeat
+  local before = elapsed
+  local scan = redis.call('HSCAN', ctr, cursor, 'MATCH', '@*', 'COUNT', 20)
+  local found = scan[2]
+  for p = 1, #found, 2 do
+    local field = found[p]
+    local slot, member = string.match(field, '^@(%d+)\n?(.*)$')
+    if slot and (not since or tonumber(slot) >= since) then
+      if member ~= '' then
+        events = events + take_pair(slot, member)
+        handled = handled + 1
+      else
+        local key = stage_of(slot, n)
+        local used = tonumber(redis.call('HGET', key, by))
+        if used then
+          contrib_add(ctr, 'u', -used)
+          redis.call('HDEL', key, by)
+        end
+      end
+      redis.call('HDEL', ctr, field)
+      touched = true
+    end
+  end
+  cursor = scan[1]
+  elapsed = now_us() - started
+  slowest = math.max(slowest, elapsed - before)
+until cursor == '0' or elapsed + slowest > budget
+if touched then
+  gate(board)
+  record_changes(board, 'retract')
+end
+if cursor ~= '0' then return { cursor, handled, events } end
+if redis.call('EXISTS', ctr) == 0 then redis.call('ZREM', board .. ':ctrs', by) end
+return { 'done', handled, events }
