@@ -46,6 +46,7 @@ mod pins;
 mod rankings;
 mod ranks;
 mod rates;
+mod retract;
 mod review;
 mod score_at;
 mod snapshots;
@@ -190,6 +191,7 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
         .routes(routes!(moderation::log))
         .routes(routes!(contributors::contributor))
         .routes(routes!(contributors::member_contributors))
+        .routes(routes!(retract::retract, retract::retraction))
         .routes(routes!(ranks::get_ranks, ranks::post_ranks))
         .routes(routes!(rankings::history))
         .routes(routes!(

@@ -7,6 +7,7 @@ mod dystats;
 mod errors;
 mod help;
 mod killed_retirement;
+mod killed_retraction;
 mod logs;
 mod reload;
 #[path = "../common/redis.rs"]

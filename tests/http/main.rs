@@ -39,6 +39,7 @@ mod recompute;
 mod redis_memory;
 mod replica_acks;
 mod replicas;
+mod retract;
 mod scheduler;
 mod sharded;
 mod shutdown;

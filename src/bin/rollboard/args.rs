@@ -118,6 +118,14 @@ pub enum Command {
     /// Show a hidden member again, at the rank its counts give: on the --board boards, or
     /// on every board (and boards created later no longer hide it).
     Show(ModerateArgs),
+    /// Take back a contributor's contributions (a brigade's likes): from every window of
+    /// every board keeping contributors, or of the --board boards, as if never written.
+    ///
+    /// Totals, caps and the budget they used become what they would be without them.
+    /// With --since, only those from the slot holding that instant on. In bounded steps
+    /// while writes go on; a run cut short (an error, a kill) is finished by running it
+    /// again. Prints what it took back.
+    Retract(RetractArgs),
     /// A board's review queue, or a decision on one of its members.
     ///
     /// Without --allow or --deny: every member the board's review gate holds, one per
@@ -215,6 +223,23 @@ pub struct ModerateArgs {
     pub boards: Vec<String>,
     #[command(flatten)]
     pub note: NoteArgs,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `retract` options.
+#[derive(Debug, Args)]
+pub struct RetractArgs {
+    /// The contributor, as events name it in `by`.
+    pub by: String,
+    /// Only the contributions from the slot holding this instant on (unix seconds)
+    /// [default: every contribution inside a window].
+    #[arg(long)]
+    pub since: Option<f64>,
+    /// Only these boards (repeat, or comma-separated; at most 20) [default: every board
+    /// keeping contributors].
+    #[arg(long = "board", value_delimiter = ',')]
+    pub boards: Vec<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

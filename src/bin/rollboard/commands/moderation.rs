@@ -1,13 +1,14 @@
 //! `hide` and `show`: a member hidden from the rankings (or shown again) on some boards
 //! or on every board; `review`: a board's review queue, or a decision on a member;
-//! through the library's moderation, which logs what changes.
+//! through the library's moderation, which logs what changes; `retract`: a
+//! contributor's contributions taken back.
 
 use std::process::ExitCode;
 
-use rollboard::{Decision, ModerationNote, Span};
+use rollboard::{Decision, ModerationNote, Span, Timestamp};
 
 use super::store::open;
-use crate::args::{ModerateArgs, ReviewArgs};
+use crate::args::{ModerateArgs, RetractArgs, ReviewArgs};
 
 pub(super) async fn moderate(args: ModerateArgs, hidden: bool) -> anyhow::Result<ExitCode> {
     let verb = if hidden { "hide" } else { "show" };
@@ -35,6 +36,27 @@ pub(super) async fn moderate(args: ModerateArgs, hidden: bool) -> anyhow::Result
     for skipped in &done.skipped {
         println!("skipped {}: {}", skipped.board, skipped.message);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) async fn retract(args: RetractArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "retract").await?;
+    let since = args
+        .since
+        .map(Timestamp::from_unix_seconds_f64)
+        .transpose()?;
+    let only = (!args.boards.is_empty()).then_some(args.boards.as_slice());
+    let done = boards.retract(&args.by, since, only).await?;
+    if let Some(error) = &done.error {
+        anyhow::bail!(
+            "retract: {error} (took back {} contributions before it; run it again to finish)",
+            done.contributions
+        );
+    }
+    println!(
+        "took back {} contributions ({} events) of {} from {} boards",
+        done.contributions, done.events, done.by, done.boards
+    );
     Ok(ExitCode::SUCCESS)
 }
 
