@@ -5,7 +5,9 @@
 //! one of 100,000 users), then batches of 100 at 8. Targets: single likes with `by` ≥
 //! 0.6× plain likes on the plain board, batches ≥ 0.5×. Then the bytes a contribution
 //! costs in Redis: 100,000 likes from distinct (user, post) pairs written to a fresh
-//! board of each kind.
+//! board of each kind. Then a brigade's 10,000 likes over 20 boards (among 20,000 of
+//! other users) taken back: contributions/s against the rate they were written at
+//! (target ≥ 20,000/s), and the longest Redis call (target ≤ 2 ms).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,6 +95,7 @@ pub async fn contributors(redis: &Redis, url: &str, phase: Duration) -> Vec<Row>
         }
     }
     let bytes = bytes_per_like(&boards, redis).await;
+    let retracted = retraction(&boards, redis).await;
     let row = |what: &str, loads: &[Load; 3], b: usize, target: f64| {
         let (plain, capped) = (loads[0].per_second(), loads[b].per_second());
         let ratio = capped / plain;
@@ -127,7 +130,80 @@ pub async fn contributors(redis: &Redis, url: &str, phase: Duration) -> Vec<Row>
             target: None,
         });
     }
+    rows.extend(retracted);
     rows
+}
+
+/// Boards and likes of the retraction.
+const RETRACT_BOARDS: usize = 20;
+const BRIGADE_LIKES: usize = 500;
+
+/// A brigade's likes taken back from 20 boards capping at 1 per member (500 posts each,
+/// liked once by the brigade and twice by other users): its rows.
+async fn retraction(boards: &Rollboard, redis: &Redis) -> Vec<Row> {
+    let mut conn = redis::Client::open(redis.url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let names: Vec<String> = (0..RETRACT_BOARDS)
+        .map(|i| format!("bench-ctr-retract-{i}"))
+        .collect();
+    let likes = |by: &dyn Fn(usize) -> String| -> Vec<Event> {
+        (0..BRIGADE_LIKES)
+            .map(|p| Event::new(format!("post:{p}"), 1).by(by(p)))
+            .collect()
+    };
+    for name in &names {
+        boards.create(name, config(true, false)).await.unwrap();
+        for round in 0..2 {
+            let others = likes(&|p| format!("user:{}", p * 2 + round));
+            load::write_all(boards, name, &others, 8).await;
+        }
+    }
+    let brigade = likes(&|_| "brigade".to_owned());
+    let started = std::time::Instant::now();
+    for name in &names {
+        load::write_all(boards, name, &brigade, 8).await;
+    }
+    let written = (RETRACT_BOARDS * BRIGADE_LIKES) as f64 / started.elapsed().as_secs_f64();
+    crate::slowlog::reset_over(&mut conn, 0).await;
+    let started = std::time::Instant::now();
+    let done = boards.retract("brigade", None, Some(&names)).await.unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    let calls = crate::slowlog::slow_calls(&mut conn).await;
+    crate::slowlog::reset(&mut conn).await;
+    assert_eq!(done.contributions, (RETRACT_BOARDS * BRIGADE_LIKES) as u64);
+    let retract_calls: Vec<i64> = calls
+        .iter()
+        .filter(|c| c.name() == "contributors/contrib_retract")
+        .map(|c| c.micros)
+        .collect();
+    let longest = retract_calls.iter().copied().max().unwrap_or(0);
+    let per_second = done.contributions as f64 / elapsed;
+    vec![
+        Row {
+            figure: format!(
+                "retraction of a brigade's {} likes over {RETRACT_BOARDS} boards (among {} of other users)",
+                thousands(done.contributions as f64),
+                thousands((2 * RETRACT_BOARDS * BRIGADE_LIKES) as f64)
+            ),
+            measured: rate(per_second, "contributions/s"),
+            reference: format!("the brigade's likes written at {}", rate(written, "ev/s")),
+            ratio: Some(per_second / written),
+            target: Some(("≥ 20,000/s".into(), per_second >= 20_000.0)),
+        },
+        Row {
+            figure: format!(
+                "its longest Redis call ({} calls of contrib_retract.lua)",
+                retract_calls.len()
+            ),
+            measured: format!("{longest} µs"),
+            reference: "the call budget, 1,000 µs".into(),
+            ratio: Some(longest as f64 / 1_000.0),
+            target: Some(("≤ 2 ms".into(), longest <= 2_000)),
+        },
+    ]
 }
 
 /// The bytes one like costs in Redis on a fresh board of each of [`BOARDS`]' kinds

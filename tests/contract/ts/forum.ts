@@ -3,7 +3,7 @@
 // ranks posts over 1 h and 24 h, a trending board by decayed score; then a counter, a
 // stat and a rate check; then a like on several boards at once, a write answering its
 // standing, member data, rate coverage, the bottom and reads by
-// share, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes and movement, unique likers (per_contributor_member), what a user gave and who liked a post, a daily budget (per_contributor), and the dashboard. Every answer is compared with exact values:
+// share, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes and movement, unique likers (per_contributor_member), what a user gave and who liked a post, a daily budget (per_contributor), a bot's likes taken back, and the dashboard. Every answer is compared with exact values:
 // any difference throws, and node exits non-zero.
 //
 // Run by scripts/contract: ROLLBOARD_ADMIN_TOKEN=<token> node ts-out/forum.js BASE_URL
@@ -35,6 +35,8 @@ import {
   boardsTrim,
   contributorsGet,
   contributorsOfMember,
+  contributorsRetract,
+  contributorsRetraction,
   countersIncr,
   countersSamples,
   dashboardBoards,
@@ -483,6 +485,19 @@ async function uniqueLikers(run: string): Promise<void> {
     { index: 1, counted: 1 },
     { index: 2, counted: 0 },
   ]);
+  // u3 was a bot: its likes are taken back as if never given, and its budget is free.
+  const retracted = expectStatus(
+    'retract u3',
+    await contributorsRetract({ path: { by: 'u3' }, body: { boards: [daily] } }),
+    200,
+  );
+  const done = { by: 'u3', state: 'done', boards: 1, boards_left: 0, contributions: 3, events: 3 };
+  same('retract u3', retracted, done);
+  same('retraction of u3', expectStatus('retraction of u3', await contributorsRetraction({ path: { by: 'u3' } }), 200), done);
+  const emptied = expectStatus('daily after retract', await boardsTop({ path: { board: daily }, query: { window: '24h' } }), 200);
+  same('daily after retract', emptied.entries.length, 0);
+  const again = expectStatus('a like after retract', await boardsPostEvents({ path: { board: daily }, body: { member: 'post:4', by: 'u3' } }), 200);
+  same('a like after retract', again.counted, 1);
 }
 
 // The dashboard's refresh with the trimmed board and one that does not exist (its
@@ -1045,7 +1060,7 @@ async function main(): Promise<void> {
   ]);
 
   console.log(
-    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes, unique likers, who liked a post, a daily budget, the dashboard`,
+    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes, unique likers, who liked a post, a daily budget, a bot's likes taken back, the dashboard`,
   );
 }
 

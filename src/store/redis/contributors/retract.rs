@@ -1,6 +1,8 @@
 //! Taking back a contributor's contributions to one board (`contrib_retract.lua`), in
-//! calls bounded by the retirer's chunk budget, each applied whole, until its index is
-//! walked.
+//! calls of at most [`CALL_BUDGET`] (less when the retirer's chunk budget is), each
+//! applied whole, until its index is walked.
+
+use std::time::Duration;
 
 use redis::Value;
 
@@ -11,6 +13,10 @@ use crate::store::redis::conn::options::RetireOptions;
 use crate::store::redis::conn::reply::{array, int, string};
 use crate::store::redis::conn::{RedisConn, Retry};
 use crate::store::redis::sums::changes::stamped_version;
+
+/// What one call may run before it stops at its next step: a step (an HSCAN of 20 and
+/// what it finds) may run on past it, so a call stays well under 2 ms.
+const CALL_BUDGET: Duration = Duration::from_millis(1);
 
 /// Takes back `by`'s contributions to `board` in the slots from `from` on (all when
 /// `None`): what it took back.
@@ -37,7 +43,7 @@ pub(crate) async fn retract(
             .arg(from.map(|s| s.to_string()).unwrap_or_default())
             .arg(keys.slot_prefix(&board.name))
             .arg(&cursor)
-            .arg(options.chunk_budget.as_micros().max(1) as u64)
+            .arg(options.chunk_budget.min(CALL_BUDGET).as_micros().max(1) as u64)
             .arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
         // Idempotent: a call sent again finds the fields it handled gone.
         let reply: Value = conn
