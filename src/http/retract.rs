@@ -18,6 +18,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, OptionalJson};
+use super::json_int;
 use crate::domain::Timestamp;
 use crate::error::Error;
 use crate::{Retraction, RetractionState};
@@ -41,6 +42,7 @@ pub struct RetractBody {
     /// How long to wait for it to finish before answering 202 (0–10000 ms; 1000 by
     /// default; 0: answer 202 at once).
     #[schema(minimum = 0, maximum = 10000)]
+    #[serde(default, deserialize_with = "json_int::opt_u64")]
     pub wait_ms: Option<u64>,
 }
 

@@ -160,7 +160,8 @@ async fn a_retraction_without_waiting_answers_202_and_is_polled(app: TestApp) {
     let started = app
         .post(
             "/v1/contributors/user:bot%201/retract",
-            json!({"wait_ms": 0}),
+            // 0.0 is the integer 0, as JSON counts.
+            json!({"wait_ms": 0.0}),
         )
         .await;
     assert_eq!(started.status, StatusCode::ACCEPTED, "{:?}", started.body);
