@@ -125,10 +125,8 @@ async fn a_retraction_killed_half_way_and_run_again_leaves_every_board_exact() {
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    Command::new("kill")
-        .args(["-9", &first.id().to_string()])
-        .status()
-        .unwrap();
+    // SIGKILL, as `kill -9` sends it.
+    first.kill().unwrap();
     first.wait().unwrap();
     let at_kill = pairs_left(&mut raw, &names).await;
     eprintln!(

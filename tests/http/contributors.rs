@@ -30,7 +30,7 @@ fn capped() -> Value {
     json!({"slot": "1h", "windows": ["1h", "24h"], "per_contributor_member": 1})
 }
 
-async fn create(app: &TestApp, board: &str, config: Value) {
+pub(crate) async fn create(app: &TestApp, board: &str, config: Value) {
     let created = app.put(&format!("/v1/boards/{board}"), config).await;
     assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
 }
@@ -41,7 +41,7 @@ async fn like(app: &TestApp, board: &str, event: Value) -> Reply {
     reply
 }
 
-async fn top(app: &TestApp, board: &str, window: &str) -> Vec<(u64, String, i64)> {
+pub(crate) async fn top(app: &TestApp, board: &str, window: &str) -> Vec<(u64, String, i64)> {
     let page = app
         .get(&format!("/v1/boards/{board}/top?window={window}"))
         .await;

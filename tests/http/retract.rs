@@ -7,18 +7,14 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{START, TestApp, entries, ranked};
+use crate::contributors::{create, top};
+use crate::support::{START, TestApp, ranked};
 
 on_memory_and_redis!(
     a_brigade_is_taken_back_from_every_window_and_budget,
     a_retraction_without_waiting_answers_202_and_is_polled,
     bad_retractions_are_refused_with_what_to_fix,
 );
-
-async fn create(app: &TestApp, board: &str, config: Value) {
-    let created = app.put(&format!("/v1/boards/{board}"), config).await;
-    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
-}
 
 /// Likes `members` on `board` as `by`: what each counted.
 async fn likes(app: &TestApp, board: &str, by: &str, members: &[&str]) -> Vec<i64> {
@@ -32,24 +28,17 @@ async fn likes(app: &TestApp, board: &str, by: &str, members: &[&str]) -> Vec<i6
     counted
 }
 
-async fn top(app: &TestApp, board: &str, window: &str) -> Vec<(u64, String, i64)> {
-    let page = app
-        .get(&format!("/v1/boards/{board}/top?window={window}"))
-        .await;
-    assert_eq!(page.status, StatusCode::OK, "{:?}", page.body);
-    entries(&page.body)
+/// A board of 1 h slots over 1 h and 24 h counting each contributor once per post.
+async fn forum(app: &TestApp) {
+    let config = json!({"slot": "1h", "windows": ["1h", "24h"], "per_contributor_member": 1});
+    create(app, "forum", config).await;
 }
 
 /// Two boards keep contributors (a per-member cap of 1, a budget of 3), a third does
 /// not; brigade b1 likes on both, u1 too. Its likes from a slot on go first, then all:
 /// every window is what u1's likes alone make, and b1's budget is free again.
 async fn a_brigade_is_taken_back_from_every_window_and_budget(app: TestApp) {
-    create(
-        &app,
-        "forum",
-        json!({"slot": "1h", "windows": ["1h", "24h"], "per_contributor_member": 1}),
-    )
-    .await;
+    forum(&app).await;
     create(
         &app,
         "daily",
@@ -148,12 +137,7 @@ async fn a_brigade_is_taken_back_from_every_window_and_budget(app: TestApp) {
 /// `wait_ms` 0 answers 202 at once, with the progress and a `Location`; polling it ends
 /// in `done` with what was taken back.
 async fn a_retraction_without_waiting_answers_202_and_is_polled(app: TestApp) {
-    create(
-        &app,
-        "forum",
-        json!({"slot": "1h", "windows": ["1h", "24h"], "per_contributor_member": 1}),
-    )
-    .await;
+    forum(&app).await;
     let posts: Vec<String> = (0..50).map(|i| format!("post:{i}")).collect();
     let posts: Vec<&str> = posts.iter().map(String::as_str).collect();
     likes(&app, "forum", "user:bot 1", &posts).await;
