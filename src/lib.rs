@@ -131,7 +131,7 @@ pub use rollboard::stats::ContextStats;
 pub use rollboard::write::{BatchOutcome, Counted, Rejected};
 pub use rollboard::write_standing::StandingOutcome;
 pub use rollboard::{Counters, Rates, Rollboard, SkewTooLarge, Stats, Trending, Windowed};
-pub use rollboard::{Retraction, RetractionState};
+pub use rollboard::{Quarantined, Retraction, RetractionState};
 pub use settings::Settings;
 pub use store::{
     CounterCleaned, CounterInfo, CounterStore, IngestOptions, InvalidKeyPrefix, KeyPrefix, Keyed,

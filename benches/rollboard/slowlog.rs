@@ -32,6 +32,7 @@ fn script_names() -> &'static HashMap<String, &'static str> {
     static NAMES: OnceLock<HashMap<String, &'static str>> = OnceLock::new();
     NAMES.get_or_init(|| {
         let sources = sources!(
+            "contributors/contrib_hold",
             "contributors/contrib_remove",
             "contributors/contrib_retire",
             "contributors/contrib_retract",

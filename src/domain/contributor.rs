@@ -105,10 +105,10 @@ pub struct WindowContributions {
 }
 
 impl WindowContributions {
-    /// The contributions to `members` (member, the sum of the parts admitted, the sum of
-    /// the parts refused) inside `window` under the per-member cap `cap`, sorted, with
-    /// their sums; members the contributor gave nothing inside the window are left out.
-    pub fn of(window: Span, cap: Option<i64>, members: Vec<(String, i64, i64)>) -> Self {
+    /// The contributions to `members` (each with its sums) inside `window` under the
+    /// per-member cap `cap`, sorted, with their sums; members the contributor gave nothing
+    /// inside the window are left out.
+    pub fn of(window: Span, cap: Option<i64>, members: Vec<(String, Given)>) -> Self {
         let (members, contributed, counted) = ranked(cap, members);
         let members = members.into_iter();
         WindowContributions {
@@ -126,14 +126,32 @@ impl WindowContributions {
     }
 }
 
-/// Each of `given` (name, the sum of the parts admitted, the sum of the parts refused)
-/// that gave something, as (name, contributed, counted under the per-member cap `cap`),
-/// highest `contributed` first (ties by name), and the sums of both over all of them.
-fn ranked(cap: Option<i64>, given: Vec<(String, i64, i64)>) -> (Vec<(String, i64, i64)>, i64, i64) {
+/// A contributor's sums to a member inside a window, as kept apart.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Given {
+    /// Of the parts its budget admitted (all of it without a budget): counts, clamped to
+    /// the per-member cap.
+    pub admitted: i64,
+    /// Of the parts its budget refused: counts nothing.
+    pub refused: i64,
+    /// Of the parts admitted while it is quarantined: counts nothing.
+    pub held: i64,
+}
+
+/// Each of `given` (a name and its sums) that gave something, as (name, contributed,
+/// counted under the per-member cap `cap`), highest `contributed` first (ties by name),
+/// and the sums of both over all of them.
+fn ranked(cap: Option<i64>, given: Vec<(String, Given)>) -> (Vec<(String, i64, i64)>, i64, i64) {
     let mut rows: Vec<(String, i64, i64)> = given
         .into_iter()
-        .filter(|(_, admitted, refused)| (*admitted, *refused) != (0, 0))
-        .map(|(name, admitted, refused)| (name, admitted + refused, counted(cap, admitted)))
+        .filter(|(_, g)| *g != Given::default())
+        .map(|(name, g)| {
+            (
+                name,
+                g.admitted + g.refused + g.held,
+                counted(cap, g.admitted),
+            )
+        })
         .collect();
     rows.sort_by(|a, b| (b.1, &a.0).cmp(&(a.1, &b.0)));
     let (contributed, counted) = rows.iter().fold((0, 0), |(d, c), r| (d + r.1, c + r.2));
@@ -173,15 +191,10 @@ pub struct WindowContributors {
 }
 
 impl WindowContributors {
-    /// The contributors `given` (by, the sum of the parts admitted, the sum of the parts
-    /// refused) to a member inside `window` under the per-member cap `cap`, the first
-    /// `limit` of them kept; those who gave nothing inside the window are left out.
-    pub fn of(
-        window: Span,
-        cap: Option<i64>,
-        given: Vec<(String, i64, i64)>,
-        limit: usize,
-    ) -> Self {
+    /// The contributors `given` (each with its sums) to a member inside `window` under
+    /// the per-member cap `cap`, the first `limit` of them kept; those who gave nothing
+    /// inside the window are left out.
+    pub fn of(window: Span, cap: Option<i64>, given: Vec<(String, Given)>, limit: usize) -> Self {
         let (all, contributed, counted) = ranked(cap, given);
         WindowContributors {
             window,
@@ -230,17 +243,32 @@ mod tests {
         assert_eq!(counted(None, -5), -5);
     }
 
+    fn given(admitted: i64, refused: i64) -> Given {
+        Given {
+            admitted,
+            refused,
+            held: 0,
+        }
+    }
+
     #[test]
     fn window_contributions_sort_and_sum() {
         let w = WindowContributions::of(
             Span::from_seconds(3600).unwrap(),
             Some(1),
             vec![
-                ("b".into(), 2, 0),
-                ("a".into(), 1, 1),
-                ("c".into(), 0, 0),
-                ("d".into(), -1, 0),
-                ("e".into(), 0, 3),
+                ("b".into(), given(2, 0)),
+                ("a".into(), given(1, 1)),
+                ("c".into(), given(0, 0)),
+                ("d".into(), given(-1, 0)),
+                ("e".into(), given(0, 3)),
+                (
+                    "f".into(),
+                    Given {
+                        held: 2,
+                        ..given(0, 1)
+                    },
+                ),
             ],
         );
         let members: Vec<(&str, i64, i64)> = w
@@ -250,9 +278,15 @@ mod tests {
             .collect();
         assert_eq!(
             members,
-            [("e", 3, 0), ("a", 2, 1), ("b", 2, 1), ("d", -1, -1)]
+            [
+                ("e", 3, 0),
+                ("f", 3, 0),
+                ("a", 2, 1),
+                ("b", 2, 1),
+                ("d", -1, -1)
+            ]
         );
-        assert_eq!((w.contributed, w.counted), (6, 1));
+        assert_eq!((w.contributed, w.counted), (9, 1));
     }
 
     #[test]
@@ -261,10 +295,10 @@ mod tests {
             Span::from_seconds(3600).unwrap(),
             Some(1),
             vec![
-                ("u2".into(), 2, 0),
-                ("u1".into(), 1, 1),
-                ("u3".into(), 0, 0),
-                ("u4".into(), -1, 0),
+                ("u2".into(), given(2, 0)),
+                ("u1".into(), given(1, 1)),
+                ("u3".into(), given(0, 0)),
+                ("u4".into(), given(-1, 0)),
             ],
             2,
         );

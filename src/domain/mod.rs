@@ -42,7 +42,7 @@ pub use aggregate::Aggregate;
 pub use ahead::{Ahead, AheadProbe};
 pub use config::BoardConfig;
 pub use contributor::{
-    Contribution, Contributor, MemberContribution, Retracted, WindowContributions,
+    Contribution, Contributor, Given, MemberContribution, Retracted, WindowContributions,
     WindowContributors, admitted, counted,
 };
 pub(crate) use coverage::{Coverage, WindowState, complete_from, coverage};

@@ -215,6 +215,10 @@ pub enum ChangeCause {
     Watch,
     /// A contributor's contributions were taken back.
     Retract,
+    /// A contributor was quarantined: what it gave stopped counting.
+    Quarantine,
+    /// A contributor was released: what it gave counts again.
+    Release,
 }
 
 /// The cause and time a store call that changes a board's public totals gives the
@@ -239,6 +243,8 @@ impl ChangeCause {
             ChangeCause::Show => "show",
             ChangeCause::Watch => "watch",
             ChangeCause::Retract => "retract",
+            ChangeCause::Quarantine => "quarantine",
+            ChangeCause::Release => "release",
         }
     }
 
@@ -254,6 +260,8 @@ impl ChangeCause {
             ChangeCause::Show,
             ChangeCause::Watch,
             ChangeCause::Retract,
+            ChangeCause::Quarantine,
+            ChangeCause::Release,
         ]
         .into_iter()
         .find(|c| c.as_str() == text)

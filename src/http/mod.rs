@@ -43,6 +43,7 @@ mod movement;
 mod multi;
 mod ops;
 mod pins;
+mod quarantine;
 mod rankings;
 mod ranks;
 mod rates;
@@ -192,6 +193,8 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
         .routes(routes!(contributors::contributor))
         .routes(routes!(contributors::member_contributors))
         .routes(routes!(retract::retract, retract::retraction))
+        .routes(routes!(quarantine::quarantine))
+        .routes(routes!(quarantine::release))
         .routes(routes!(ranks::get_ranks, ranks::post_ranks))
         .routes(routes!(rankings::history))
         .routes(routes!(

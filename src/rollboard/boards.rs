@@ -31,6 +31,7 @@ impl Rollboard {
         self.inner.boards.remember(created.board().clone());
         self.inner.board_changes.send_replace(());
         self.take_hidden_everywhere(created.board()).await?;
+        self.take_quarantined(created.board()).await?;
         Ok(created)
     }
 

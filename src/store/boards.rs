@@ -204,6 +204,19 @@ pub trait Store: Send + Sync + 'static {
         stamp: ChangeStamp,
     ) -> Result<Retracted>;
 
+    /// Quarantines `by` on `board` (which keeps contributors; `quarantined`), or releases
+    /// it: while quarantined, what its events admitted counts in no member's total, its
+    /// writes answering as ever; released, what of it is still inside the windows counts
+    /// again. In bounded steps, each applied whole: one cut short and run again finishes
+    /// it. Returns how many window sums it moved. A watched top's changes record `stamp`.
+    async fn quarantine(
+        &self,
+        board: &Board,
+        by: &Contributor,
+        quarantined: bool,
+        stamp: ChangeStamp,
+    ) -> Result<u64>;
+
     /// Removes the member from every slot and window; a watched top's changes record
     /// `stamp`.
     async fn remove_member(

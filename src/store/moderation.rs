@@ -3,11 +3,12 @@
 //! and reached from any [`Store`](super::Store) through
 //! [`Store::moderation`](super::Store::moderation). A board's own hidden members are the
 //! board's ([`Store::set_hidden`](super::Store::set_hidden)); this keeps the members
-//! hidden on every board, which boards created later take on, and the moderation log.
+//! hidden on every board and the contributors quarantined on every board, which boards
+//! created later take on, and the moderation log.
 
 use async_trait::async_trait;
 
-use crate::domain::{LogEntry, Member};
+use crate::domain::{Contributor, LogEntry, Member};
 use crate::error::Result;
 
 /// Moderation state of a store that is not a board's. Safe to call concurrently, from
@@ -20,6 +21,13 @@ pub trait ModerationStore: Send + Sync + 'static {
 
     /// The members hidden on every board.
     async fn hidden_everywhere(&self) -> Result<Vec<Member>>;
+
+    /// Adds `by` to the contributors quarantined on every board (`quarantined`) or takes
+    /// it out; false when it already was so.
+    async fn set_quarantined(&self, by: &Contributor, quarantined: bool) -> Result<bool>;
+
+    /// The contributors quarantined on every board.
+    async fn quarantined(&self) -> Result<Vec<Contributor>>;
 
     /// Appends `entry` to the log, keeping at least the newest
     /// [`LOG_KEPT`](crate::domain::LOG_KEPT) entries, with an `id` greater than every id

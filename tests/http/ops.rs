@@ -49,6 +49,8 @@ async fn the_openapi_document_lists_exactly_the_routes() {
         "GET /v1/boards/{board}/members/{member}/contributors",
         "POST /v1/contributors/{by}/retract",
         "GET /v1/contributors/{by}/retract",
+        "POST /v1/contributors/{by}/quarantine",
+        "POST /v1/contributors/{by}/release",
         "POST /v1/boards/{board}/recompute",
         "POST /v1/boards/{board}/relayout",
         "POST /v1/boards/{board}/reshard",

@@ -26,9 +26,14 @@ on_every_store!(
     capped_and_budgeted_contributions_equal_the_oracle_after_every_step,
     a_board_keeping_contributors_refuses_recompute_and_new_windows,
     a_dropped_board_leaves_no_contribution_behind,
+    a_quarantined_contributors_write_answers_as_if_it_were_not,
 );
 
-const BY: [&str; 4] = ["u1", "u2", "u3", "u4"];
+/// The contributors of a board: named after it, so that a quarantine (of every board
+/// of the store) touches no other test's.
+fn contributors(board: &str) -> [String; 4] {
+    [1, 2, 3, 4].map(|i| format!("{board}:u{i}"))
+}
 
 /// A board's caps: per member and per contributor.
 #[derive(Clone, Copy)]
@@ -59,6 +64,10 @@ struct Accepted {
 struct Oracle {
     caps: Caps,
     events: Vec<Accepted>,
+    /// The board's contributors.
+    by: [String; 4],
+    /// Those quarantined: their events count nowhere (their replies as ever).
+    held: std::collections::BTreeSet<String>,
 }
 
 impl Oracle {
@@ -69,6 +78,7 @@ impl Oracle {
         for e in self.live(cutoff) {
             match &e.by {
                 None => *plain.entry(e.member.clone()).or_default() += e.admitted,
+                Some(by) if self.held.contains(by) => {}
                 Some(by) => *pairs.entry((by.clone(), e.member.clone())).or_default() += e.admitted,
             }
         }
@@ -92,6 +102,15 @@ impl Oracle {
         self.events
             .iter()
             .filter(move |e| e.slot > cutoff && !e.removed)
+    }
+
+    /// What a view shows of `by`'s sums (all, admitted) to a member: the part that counts,
+    /// none while it is quarantined.
+    fn shown(&self, by: &str, (sum, admitted): (i64, i64)) -> (i64, i64) {
+        match self.held.contains(by) {
+            true => (sum, 0),
+            false => (sum, self.caps.clamp(admitted)),
+        }
     }
 
     /// Records an event written when the largest window's slots were those after
@@ -169,7 +188,7 @@ async fn write_batch(
         let delta = [1, 1, 1, 2, -1, 3][rng.below(6) as usize];
         let mut event = Event::new(member, delta);
         if rng.below(4) > 0 {
-            event = event.by(BY[rng.below(BY.len() as u64) as usize]);
+            event = event.by(oracle.by[rng.below(4) as usize].clone());
         }
         if rng.below(3) == 0 {
             let back = rng.below(7_200) as i64;
@@ -226,12 +245,14 @@ async fn contributions_equal_the_oracle(h: Harness, caps: Caps, seed: u64) {
     let mut oracle = Oracle {
         caps,
         events: Vec::new(),
+        by: contributors(&board),
+        held: Default::default(),
     };
     let mut elapsed = 0;
-    let (mut batches, mut capped, mut retracted) = (0, 0, 0);
+    let (mut batches, mut capped, mut retracted, mut quarantines) = (0, 0, 0, 0);
     let mut layout = Layout::Compact;
     for step in 0..120 {
-        match rng.below(18) {
+        match rng.below(20) {
             0..=9 => {
                 capped +=
                     write_batch(&h, &board, &config, &mut oracle, &mut rng, (step, elapsed)).await;
@@ -274,7 +295,8 @@ async fn contributions_equal_the_oracle(h: Harness, caps: Caps, seed: u64) {
             16 => {
                 // A contributor's contributions taken back, all of them or those from a
                 // slot on (that of `since`, up to 3h back).
-                let by = BY[rng.below(BY.len() as u64) as usize];
+                let by = oracle.by[rng.below(4) as usize].clone();
+                let by = by.as_str();
                 let since = (rng.below(2) == 0).then(|| {
                     let back = rng.below(3 * 3_600) as i64;
                     Timestamp::from_unix_seconds(START + elapsed - back).unwrap()
@@ -306,6 +328,20 @@ async fn contributions_equal_the_oracle(h: Harness, caps: Caps, seed: u64) {
                 oracle
                     .events
                     .retain(|e| e.by.as_deref() != Some(by) || e.slot < from);
+            }
+            17 | 18 => {
+                // A contributor quarantined, or released: on every board of the store.
+                let by = oracle.by[rng.below(2) as usize].clone();
+                let done = if oracle.held.contains(&by) {
+                    oracle.held.remove(&by);
+                    h.boards.release(&by).await.unwrap()
+                } else {
+                    oracle.held.insert(by.clone());
+                    h.boards.quarantine(&by).await.unwrap()
+                };
+                assert!(done.changed, "step {step}: {done:?}");
+                assert_eq!(done.quarantined, oracle.held.contains(&by), "step {step}");
+                quarantines += 1;
             }
             _ => {
                 // A like without a contributor, through the single-event path.
@@ -340,7 +376,7 @@ async fn contributions_equal_the_oracle(h: Harness, caps: Caps, seed: u64) {
             positive.sort_by(|a, b| (b.1, &a.0).cmp(&(a.1, &b.0)));
             assert_eq!(ranked, positive, "step {step}: top of {window}");
         }
-        let by = BY[step % BY.len()];
+        let by = oracle.by[step % 4].as_str();
         let named = [board.clone()];
         let view = h.boards.contributions(by, Some(&named)).await.unwrap();
         for (j, window) in view.boards[0].windows.iter().enumerate() {
@@ -354,7 +390,10 @@ async fn contributions_equal_the_oracle(h: Harness, caps: Caps, seed: u64) {
                 .iter()
                 .map(|m| (*m, oracle.pair(cutoff, by, m)))
                 .filter(|(_, sums)| *sums != (0, 0))
-                .map(|(m, (sum, admitted))| (m, sum, caps.clamp(admitted)))
+                .map(|(m, sums)| {
+                    let (sum, counted) = oracle.shown(by, sums);
+                    (m, sum, counted)
+                })
                 .collect();
             expected.sort_by(|a, b| (b.1, a.0).cmp(&(a.1, b.0)));
             assert_eq!(
@@ -371,11 +410,15 @@ async fn contributions_equal_the_oracle(h: Harness, caps: Caps, seed: u64) {
             .unwrap();
         for (j, window) in view.windows.iter().enumerate() {
             let cutoff = config.cutoff(j, now);
-            let mut all: Vec<(&str, i64, i64)> = BY
+            let mut all: Vec<(&str, i64, i64)> = oracle
+                .by
                 .iter()
-                .map(|by| (*by, oracle.pair(cutoff, by, member)))
+                .map(|by| (by.as_str(), oracle.pair(cutoff, by, member)))
                 .filter(|(_, sums)| *sums != (0, 0))
-                .map(|(by, (sum, admitted))| (by, sum, caps.clamp(admitted)))
+                .map(|(by, sums)| {
+                    let (sum, counted) = oracle.shown(by, sums);
+                    (by, sum, counted)
+                })
                 .collect();
             all.sort_by(|a, b| (b.1, a.0).cmp(&(a.1, b.0)));
             let (contributed, counted) = all.iter().fold((0, 0), |(d, c), e| (d + e.1, c + e.2));
@@ -402,14 +445,18 @@ async fn contributions_equal_the_oracle(h: Harness, caps: Caps, seed: u64) {
         let read: BTreeMap<i64, i64> = history.points.iter().map(|p| (p.slot, p.value)).collect();
         assert_eq!(read, expected, "step {step}: history of {member}");
     }
-    assert!(batches >= 60, "{batches} batches written");
+    assert!(batches >= 40, "{batches} batches written");
     assert!(capped >= 10, "{capped} events the caps took some of");
     assert!(retracted >= 5, "{retracted} contributions taken back");
+    assert!(quarantines >= 4, "{quarantines} quarantines and releases");
+    for by in std::mem::take(&mut oracle.held) {
+        h.boards.release(&by).await.unwrap();
+    }
     // Once every slot has left the largest window, nothing of the contributors stays.
     h.at(elapsed + 2 * 86_400);
     b().retire(None).await.unwrap();
     let named = [board.clone()];
-    for by in BY {
+    for by in &oracle.by {
         let view = h.boards.contributions(by, Some(&named)).await.unwrap();
         let windows = &view.boards[0].windows;
         assert!(windows.iter().all(|w| w.members.is_empty()), "{view:?}");
@@ -488,4 +535,215 @@ async fn a_dropped_board_leaves_no_contribution_behind(h: Harness) {
         .await
         .unwrap();
     assert_eq!(left, Vec::<String>::new());
+}
+
+/// A quarantine and a release walked in many calls (a call budget of 1 µs: one HSCAN
+/// step of 20 sums a call) while the contributor and others like on: every total is
+/// exact after each, a sum the walk met or not, written before or during it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quarantine_walked_in_many_calls_while_likes_go_on_stays_exact() {
+    let redis = crate::test_redis::TestRedis::spawn().await;
+    let options = rollboard::RedisOptions {
+        retire: rollboard::RetireOptions {
+            chunk_budget: std::time::Duration::from_micros(1),
+            ..rollboard::RetireOptions::default()
+        },
+        ..rollboard::RedisOptions::default()
+    };
+    let clock = crate::support::clock();
+    let boards = crate::support::with_clock(redis.store_with(options).await, &clock);
+    let board = unique("contrib-walk");
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_contributor_cap(Some(1))
+        .unwrap();
+    boards.create(&board, config).await.unwrap();
+    let bot = format!("{board}:bot");
+    // post -> (the others' likes, the bot's sum)
+    let mut expected: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+    let write = |round: usize, held: bool| {
+        let (boards, board, bot) = (boards.clone(), board.clone(), bot.clone());
+        async move {
+            let mut written = Vec::new();
+            for i in 0..150 {
+                let post = format!("post:{}", (round * 97 + i * 7) % 400);
+                let (by, delta) = match i % 3 {
+                    0 => (format!("user:{round}:{i}"), 1),
+                    1 => (bot.clone(), 1),
+                    _ => (bot.clone(), -1),
+                };
+                let event = Event::new(post.clone(), delta).by(by.clone());
+                let outcome = boards.windowed(&board).incr_batch(&[event]).await.unwrap();
+                // Answered as if it were not quarantined.
+                let counted = outcome.counted[0].counted;
+                assert!(counted == delta || counted == 0, "{held}: {outcome:?}");
+                written.push((post, by == bot, delta));
+                tokio::task::yield_now().await;
+            }
+            written
+        }
+    };
+    let record = |expected: &mut BTreeMap<String, (i64, i64)>,
+                  written: Vec<(String, bool, i64)>| {
+        for (post, by_bot, delta) in written {
+            let e = expected.entry(post).or_default();
+            if by_bot { e.1 += delta } else { e.0 += delta }
+        }
+    };
+    let check = |expected: BTreeMap<String, (i64, i64)>, held: bool| {
+        let (boards, board) = (boards.clone(), board.clone());
+        async move {
+            let mut want: BTreeMap<String, i64> = BTreeMap::new();
+            for (post, (others, bot)) in expected {
+                let total = others + if held { 0 } else { bot.clamp(-1, 1) };
+                if total != 0 {
+                    want.insert(post, total);
+                }
+            }
+            for window in WINDOWS {
+                let w = Span::parse(window).unwrap();
+                let top = boards
+                    .windowed(&board)
+                    .top(Some(w), 0, 1_000)
+                    .await
+                    .unwrap();
+                let read: BTreeMap<String, i64> = top
+                    .entries
+                    .into_iter()
+                    .map(|e| (e.member, e.score))
+                    .collect();
+                let positive: BTreeMap<String, i64> =
+                    want.clone().into_iter().filter(|(_, t)| *t > 0).collect();
+                assert_eq!(read, positive, "held {held}, window {window}");
+            }
+        }
+    };
+    // The bot likes 300 posts first: 600 sums to walk, 30 calls or so.
+    let first: Vec<Event> = (0..300)
+        .map(|i| Event::new(format!("post:{i}"), 1).by(bot.clone()))
+        .collect();
+    boards.windowed(&board).incr_batch(&first).await.unwrap();
+    record(
+        &mut expected,
+        first.iter().map(|e| (e.member.clone(), true, 1)).collect(),
+    );
+
+    let (held, written) = tokio::join!(boards.quarantine(&bot), write(1, true));
+    let held = held.unwrap();
+    // Of the bot's 600 sums, a few it unliked to 0 before the walk met them.
+    assert!(
+        held.quarantined && held.changed && held.sums >= 500,
+        "{held:?}"
+    );
+    record(&mut expected, written);
+    check(expected.clone(), true).await;
+
+    let (released, written) = tokio::join!(boards.release(&bot), write(2, false));
+    let released = released.unwrap();
+    assert!(!released.quarantined && released.changed, "{released:?}");
+    record(&mut expected, written);
+    check(expected, false).await;
+}
+
+/// While quarantined, a bot's likes count in no total, and its writes answer as if they
+/// did: `counted` and `return=standing` (its total with what it gave; its rank among the
+/// other members' public totals); another user's standing is the public one; released,
+/// everything counts again.
+async fn a_quarantined_contributors_write_answers_as_if_it_were_not(h: Harness) {
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_contributor_cap(Some(1))
+        .unwrap();
+    let board = unique("contrib-held");
+    h.boards.create(&board, config).await.unwrap();
+    let b = || h.boards.windowed(&board);
+    let [u1, u2, u3, bot] = contributors(&board);
+    let likes = [
+        ("a", &u1),
+        ("a", &u2),
+        ("a", &u3),
+        ("b", &u1),
+        ("b", &u2),
+        ("c", &u1),
+        ("b", &bot),
+        ("c", &bot),
+    ];
+    let events: Vec<Event> = likes
+        .iter()
+        .map(|(post, by)| Event::new(*post, 1).by((*by).clone()))
+        .collect();
+    b().incr_batch(&events).await.unwrap();
+    let tops = || async {
+        let mut all = Vec::new();
+        for window in WINDOWS {
+            let top = b()
+                .top(Some(Span::parse(window).unwrap()), 0, 10)
+                .await
+                .unwrap();
+            all.push(
+                top.entries
+                    .into_iter()
+                    .map(|e| (e.member, e.score))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        all
+    };
+    let ranking = |list: &[(&str, i64)]| -> Vec<Vec<(String, i64)>> {
+        let one: Vec<(String, i64)> = list.iter().map(|(m, s)| (m.to_string(), *s)).collect();
+        vec![one.clone(), one]
+    };
+    assert_eq!(tops().await, ranking(&[("a", 3), ("b", 3), ("c", 2)]));
+
+    let held = h.boards.quarantine(&bot).await.unwrap();
+    assert_eq!((held.quarantined, held.changed, held.sums), (true, true, 4));
+    assert_eq!(tops().await, ranking(&[("a", 3), ("b", 2), ("c", 1)]));
+
+    let events = [
+        Event::new("d", 1).by(bot.clone()),
+        Event::new("b", 1).by(bot.clone()),
+    ];
+    let written = b().incr_batch_standing(&events, None).await.unwrap();
+    let counted: Vec<(usize, i64)> = written
+        .outcome
+        .counted
+        .iter()
+        .map(|c| (c.index, c.counted))
+        .collect();
+    assert_eq!(counted, [(0, 1), (1, 0)]);
+    let standing = |written: &rollboard::StandingOutcome| {
+        written
+            .standings
+            .iter()
+            .flat_map(|s| {
+                s.windows.iter().map(|w| {
+                    (
+                        s.member.clone(),
+                        w.score_before,
+                        w.rank_before,
+                        w.score,
+                        w.rank,
+                    )
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let d = ("d".to_string(), Some(0), None, 1, Some(3));
+    let b_as_if = ("b".to_string(), Some(3), Some(1), 3, Some(1));
+    assert_eq!(standing(&written), [d.clone(), d, b_as_if.clone(), b_as_if]);
+    assert_eq!(tops().await, ranking(&[("a", 3), ("b", 2), ("c", 1)]));
+    // Another user's standing is the public one.
+    let other = [Event::new("d", 1).by(u3.clone())];
+    let written = b().incr_batch_standing(&other, None).await.unwrap();
+    let d = ("d".to_string(), Some(0), None, 1, Some(3));
+    assert_eq!(standing(&written), [d.clone(), d]);
+
+    let released = h.boards.release(&bot).await.unwrap();
+    assert_eq!((released.quarantined, released.changed), (false, true));
+    assert_eq!(
+        tops().await,
+        ranking(&[("a", 3), ("b", 3), ("c", 2), ("d", 2)])
+    );
+    let again = h.boards.release(&bot).await.unwrap();
+    assert_eq!((again.changed, again.sums), (false, 0));
 }

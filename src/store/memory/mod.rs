@@ -322,6 +322,16 @@ impl Store for MemoryStore {
         self.with_board(board, |b| b.retract(by, from, stamp))
     }
 
+    async fn quarantine(
+        &self,
+        board: &Board,
+        by: &Contributor,
+        quarantined: bool,
+        stamp: ChangeStamp,
+    ) -> Result<u64> {
+        self.with_board(board, |b| b.quarantine(by, quarantined, stamp))
+    }
+
     async fn remove_member(
         &self,
         board: &Board,

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 
 use super::stream::{Stream, id_text};
 use super::{MemoryStore, lock};
-use crate::domain::{LOG_KEPT, LogEntry, Member};
+use crate::domain::{Contributor, LOG_KEPT, LogEntry, Member};
 use crate::error::Result;
 use crate::store::ModerationStore;
 
@@ -19,6 +19,7 @@ pub(super) struct MemModeration(Mutex<State>);
 #[derive(Debug, Default)]
 struct State {
     everywhere: BTreeSet<Member>,
+    quarantined: BTreeSet<Contributor>,
     log: Stream<LogEntry, LOG_KEPT>,
 }
 
@@ -36,6 +37,23 @@ impl ModerationStore for MemoryStore {
     async fn hidden_everywhere(&self) -> Result<Vec<Member>> {
         Ok(lock(&self.moderation.0)
             .everywhere
+            .iter()
+            .cloned()
+            .collect())
+    }
+
+    async fn set_quarantined(&self, by: &Contributor, quarantined: bool) -> Result<bool> {
+        let set = &mut lock(&self.moderation.0).quarantined;
+        Ok(if quarantined {
+            set.insert(by.clone())
+        } else {
+            set.remove(by)
+        })
+    }
+
+    async fn quarantined(&self) -> Result<Vec<Contributor>> {
+        Ok(lock(&self.moderation.0)
+            .quarantined
             .iter()
             .cloned()
             .collect())

@@ -210,6 +210,22 @@ impl Totals {
         }
     }
 
+    /// The rank `member` would have with the total `score` instead of `real` (what it
+    /// holds; `None`: nothing): as [`rank`](Self::rank), without the member itself where
+    /// it holds a higher total.
+    pub fn rank_at(&self, member: &str, score: i64, real: Option<i64>) -> u64 {
+        let Some(real) = real.filter(|r| *r > score) else {
+            return self.rank(member, score);
+        };
+        let alone = self.ties != Ties::Dense || self.tally.get(&real) == Some(&1);
+        self.rank(member, score) - u64::from(alone)
+    }
+
+    /// Whether `member` is hidden.
+    pub fn is_hidden(&self, member: &str) -> bool {
+        self.hidden.contains_key(member)
+    }
+
     /// The member's 0-based position in ranking order.
     pub fn position(&self, member: &str, score: i64) -> u64 {
         self.order

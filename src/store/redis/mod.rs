@@ -375,6 +375,18 @@ impl Store for RedisStore {
         contributors::retract::retract(&self.conn, board, by, from, stamp, &self.retire).await
     }
 
+    async fn quarantine(
+        &self,
+        board: &Board,
+        by: &Contributor,
+        quarantined: bool,
+        stamp: ChangeStamp,
+    ) -> Result<u64> {
+        let retire = &self.retire;
+        contributors::quarantine::quarantine(&self.conn, board, by, quarantined, stamp, retire)
+            .await
+    }
+
     async fn remove_member(
         &self,
         board: &Board,

@@ -1,5 +1,6 @@
 //! Moderation that spans boards, in Redis: the members hidden on every board in one set
-//! (`rollboard:hidden`) and the moderation log in one stream (`rollboard:moderation`,
+//! (`rollboard:hidden`), the contributors quarantined in another (`rollboard:quarantined`)
+//! and the moderation log in one stream (`rollboard:moderation`,
 //! each entry's JSON in its field `e`, trimmed to about the newest
 //! [`LOG_KEPT`](crate::domain::LOG_KEPT) entries). Both are global keys, each touched only
 //! by its own single-key commands, so they run unchanged on a Cluster. A log entry's id
@@ -10,7 +11,7 @@ use async_trait::async_trait;
 
 use super::RedisStore;
 use super::conn::Retry;
-use crate::domain::{LOG_KEPT, LogEntry, Member};
+use crate::domain::{Contributor, LOG_KEPT, LogEntry, Member};
 use crate::error::{Error, Result};
 use crate::store::ModerationStore;
 
@@ -30,6 +31,21 @@ impl ModerationStore for RedisStore {
         cmd.arg(self.conn.keys().hidden_everywhere());
         let members: Vec<String> = self.conn.query(&cmd, None, Retry::Idempotent).await?;
         members.iter().map(|m| Member::parse(m)).collect()
+    }
+
+    async fn set_quarantined(&self, by: &Contributor, quarantined: bool) -> Result<bool> {
+        let command = if quarantined { "SADD" } else { "SREM" };
+        let mut cmd = redis::cmd(command);
+        cmd.arg(self.conn.keys().quarantined()).arg(by.as_str());
+        let changed: u64 = self.conn.query(&cmd, None, Retry::IdempotentWrite).await?;
+        Ok(changed == 1)
+    }
+
+    async fn quarantined(&self) -> Result<Vec<Contributor>> {
+        let mut cmd = redis::cmd("SMEMBERS");
+        cmd.arg(self.conn.keys().quarantined());
+        let found: Vec<String> = self.conn.query(&cmd, None, Retry::Idempotent).await?;
+        found.iter().map(|by| Contributor::parse(by)).collect()
     }
 
     async fn log_moderation(&self, entry: LogEntry) -> Result<()> {

@@ -290,6 +290,20 @@ impl Store for ShardedStore {
         }
     }
 
+    /// A sharded board keeps no contributors: nothing to quarantine.
+    async fn quarantine(
+        &self,
+        board: &Board,
+        by: &Contributor,
+        quarantined: bool,
+        stamp: ChangeStamp,
+    ) -> Result<u64> {
+        match self.sharded(board).await? {
+            None => self.inner.quarantine(board, by, quarantined, stamp).await,
+            Some(_) => Ok(0),
+        }
+    }
+
     async fn remove_member(
         &self,
         board: &Board,

@@ -7,12 +7,12 @@
 //! view. A window's total for a member holds each pair's admitted sum clamped to the cap
 //! ([`counted`]); the slots' member values hold the events without a contributor.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::RangeInclusive;
 
 use crate::domain::{
-    Contributor, MAX_ABS, RetireReport, Retracted, Span, WindowContributions, WindowContributors,
-    admitted, counted,
+    Contributor, Given, MAX_ABS, RetireReport, Retracted, Span, WindowContributions,
+    WindowContributors, admitted, counted,
 };
 use crate::store::memory::totals::Totals;
 use crate::store::{SlotWrite, WriteStatus};
@@ -76,6 +76,8 @@ pub(super) struct Contributions {
     /// Contributor → what their admitted likes use in the slots the largest window has
     /// not retired.
     used: HashMap<Contributor, i64>,
+    /// The contributors quarantined: their admitted sums count in no total.
+    held: HashSet<Contributor>,
 }
 
 /// Adds `delta` to `map[key]`, removing it at 0.
@@ -96,6 +98,7 @@ impl Contributions {
             slots: BTreeMap::new(),
             sums: vec![HashMap::new(); windows],
             used: HashMap::new(),
+            held: HashSet::new(),
         }
     }
 
@@ -108,7 +111,8 @@ impl Contributions {
     }
 
     /// Adds `parts` to the sums of (`by`, `member`) in window `j`, and what that changes
-    /// of the member's counted part to `totals`; returns that change.
+    /// of the member's counted part to `totals` (nothing while `by` is quarantined);
+    /// returns that change.
     fn add_sum(
         &mut self,
         j: usize,
@@ -127,6 +131,9 @@ impl Contributions {
             }
         } else {
             members.insert(member.to_owned(), new);
+        }
+        if self.held.contains(by) {
+            return 0;
         }
         let change = counted(self.cap, new.admitted) - counted(self.cap, old.admitted);
         if change != 0 {
@@ -275,10 +282,10 @@ impl Contributions {
         self.slots
             .retain(|_, slot| !slot.pairs.is_empty() || !slot.used.is_empty());
         for (j, window) in self.sums.iter_mut().enumerate() {
-            for members in window.values_mut() {
+            for (by, members) in window.iter_mut() {
                 if let Some(sum) = members.remove(member) {
                     let c = counted(self.cap, sum.admitted);
-                    if c != 0 {
+                    if c != 0 && !self.held.contains(by) {
                         totals[j].add(member, -c);
                     }
                 }
@@ -332,6 +339,56 @@ impl Contributions {
         changed
     }
 
+    /// Quarantines `by` (`hold`) or releases it: its admitted sums leave the totals, or
+    /// come back. Returns how many window sums that moved (none when it already was
+    /// so) and the members whose totals changed.
+    pub fn quarantine(
+        &mut self,
+        totals: &mut [Totals],
+        by: &Contributor,
+        hold: bool,
+    ) -> (u64, Vec<String>) {
+        if hold == self.held.contains(by) {
+            return (0, Vec::new());
+        }
+        let (mut moved, mut changed) = (0, Vec::new());
+        for (sums, totals) in self.sums.iter().zip(totals.iter_mut()) {
+            for (member, parts) in sums.get(by).into_iter().flatten() {
+                moved += u64::from(parts.admitted != 0);
+                let c = counted(self.cap, parts.admitted);
+                if c != 0 {
+                    totals.add(member, if hold { -c } else { c });
+                    changed.push(member.clone());
+                }
+            }
+        }
+        if hold {
+            self.held.insert(by.clone());
+        } else {
+            self.held.remove(by);
+        }
+        (moved, changed)
+    }
+
+    /// What those of `writers` that are quarantined gave `member` inside window `j`, as
+    /// it would count were they not.
+    pub fn held_part(&self, j: usize, writers: &[&Contributor], member: &str) -> i64 {
+        let held = writers.iter().filter(|by| self.held.contains(**by));
+        held.map(|by| counted(self.cap, self.sum(j, by, member).admitted))
+            .sum()
+    }
+
+    /// A pair's sums as a view reads them: a quarantined contributor's admitted sum is
+    /// held.
+    fn given(&self, by: &Contributor, p: Parts) -> Given {
+        let held = self.held.contains(by);
+        Given {
+            admitted: if held { 0 } else { p.admitted },
+            refused: p.refused,
+            held: if held { p.admitted } else { 0 },
+        }
+    }
+
     /// The sum of `member`'s contributions (admitted or not) per live slot from `from`
     /// on (its history's part of them).
     pub fn history(&self, from: i64, member: &str) -> BTreeMap<i64, i64> {
@@ -362,8 +419,7 @@ impl Contributions {
             .zip(&self.sums)
             .map(|(window, sums)| {
                 let given = sums.iter().filter_map(|(by, members)| {
-                    let p = members.get(member)?;
-                    Some((by.to_string(), p.admitted, p.refused))
+                    Some((by.to_string(), self.given(by, *members.get(member)?)))
                 });
                 WindowContributors::of(*window, self.cap, given.collect(), limit)
             })
@@ -377,7 +433,7 @@ impl Contributions {
             .zip(&self.sums)
             .map(|(window, sums)| {
                 let members = sums.get(by).into_iter().flatten();
-                let members = members.map(|(m, p)| (m.clone(), p.admitted, p.refused));
+                let members = members.map(|(m, p)| (m.clone(), self.given(by, *p)));
                 WindowContributions::of(*window, self.cap, members.collect())
             })
             .collect()

@@ -161,9 +161,17 @@ impl MemBoard {
             .map(|w| w.member.as_str())
             .filter(|m| seen.insert(*m))
             .collect();
+        // A quarantined contributor's write answers as if it were not: its held sums
+        // count in the standing it reads.
+        let writers: HashSet<&crate::domain::Contributor> =
+            writes.iter().filter_map(|w| w.by.as_ref()).collect();
+        let writers: Vec<&crate::domain::Contributor> = writers.into_iter().collect();
         let before: Vec<Vec<(i64, Option<u64>)>> = members
             .iter()
-            .map(|m| windows.iter().map(|j| self.score_rank(*j, m)).collect())
+            .map(|m| {
+                let read = |j: &usize| self.score_rank_as(*j, m, &writers);
+                windows.iter().map(read).collect()
+            })
             .collect();
         let statuses = self.write(now, writes);
         if let Some(key) = key {
@@ -178,7 +186,7 @@ impl MemBoard {
                     .iter()
                     .zip(before)
                     .map(|(j, (score_before, rank_before))| {
-                        let (score, rank) = self.score_rank(*j, member);
+                        let (score, rank) = self.score_rank_as(*j, member, &writers);
                         WindowStanding {
                             window: self.board.config.windows()[*j],
                             score,
@@ -200,6 +208,26 @@ impl MemBoard {
         let score = totals.get(member).unwrap_or(0);
         let rank = (totals.get(member).is_some() && totals.rank_rule().ranks(score))
             .then(|| totals.rank(member, score));
+        (score, rank)
+    }
+
+    /// [`score_rank`](Self::score_rank) as `writers` see it: with what those of them that
+    /// are quarantined gave the member (unless it is hidden) counted.
+    fn score_rank_as(
+        &self,
+        window: usize,
+        member: &str,
+        writers: &[&crate::domain::Contributor],
+    ) -> (i64, Option<u64>) {
+        let totals = &self.totals[window];
+        let held = self.contributions.held_part(window, writers, member);
+        if held == 0 || totals.is_hidden(member) {
+            return self.score_rank(window, member);
+        }
+        let real = totals.get(member);
+        let score = real.unwrap_or(0) + held;
+        let rank = (score != 0 && totals.rank_rule().ranks(score))
+            .then(|| totals.rank_at(member, score, real));
         (score, rank)
     }
 
@@ -457,6 +485,24 @@ impl MemBoard {
             self.changed(stamp.cause, Some(stamp.now.unix_millis()));
         }
         retracted
+    }
+
+    /// Quarantines `by` (`hold`) or releases it (see
+    /// [`Store::quarantine`](crate::store::Store::quarantine)): the window sums moved.
+    pub fn quarantine(
+        &mut self,
+        by: &crate::domain::Contributor,
+        hold: bool,
+        stamp: ChangeStamp,
+    ) -> u64 {
+        let (moved, changed) = self.contributions.quarantine(&mut self.totals, by, hold);
+        for member in &changed {
+            self.drop_data_without_total(member);
+        }
+        if !changed.is_empty() {
+            self.changed(stamp.cause, Some(stamp.now.unix_millis()));
+        }
+        moved
     }
 
     /// What `by` gave inside each window.

@@ -383,8 +383,9 @@ pub(crate) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
 
 /// Deletes the contributions of the board `name` (`lua/contributors.lua`), when it
 /// has contributors: each live slot's stages' (`<stage>:c`) and history (`<stage 1>:cm`), each
-/// contributor's sums, then their index (last, so a drop that dies half-way still
-/// finds them).
+/// contributor's sums (those of the contributors quarantined too, whose hash may hold
+/// their flag alone), then their index (last, so a drop that dies half-way still finds
+/// them).
 async fn drop_contributions(
     conn: &RedisConn,
     name: &BoardName,
@@ -395,7 +396,11 @@ async fn drop_contributions(
     let index = keys.contributors(name);
     let mut cmd = redis::cmd("ZRANGE");
     cmd.arg(&index).arg(0).arg(-1);
-    let contributors: Vec<String> = conn.query(&cmd, Some(name), Retry::Idempotent).await?;
+    let mut contributors: Vec<String> = conn.query(&cmd, Some(name), Retry::Idempotent).await?;
+    let mut cmd = redis::cmd("SMEMBERS");
+    cmd.arg(keys.quarantined());
+    let quarantined: Vec<String> = conn.query(&cmd, None, Retry::Idempotent).await?;
+    contributors.extend(quarantined);
     if contributors.is_empty() {
         return Ok(());
     }

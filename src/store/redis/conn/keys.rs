@@ -63,6 +63,12 @@ impl Keys {
         self.prefixed("rollboard:hidden")
     }
 
+    /// `rollboard:quarantined`: the contributors quarantined on every board, boards
+    /// created later too.
+    pub(crate) fn quarantined(&self) -> String {
+        self.prefixed("rollboard:quarantined")
+    }
+
     /// `rollboard:moderation`: the moderation log, a stream (field `e`: the entry's JSON).
     pub(crate) fn moderation_log(&self) -> String {
         self.prefixed("rollboard:moderation")

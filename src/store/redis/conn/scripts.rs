@@ -98,6 +98,7 @@ pub(crate) struct Scripts {
     pub contrib_retire: Script,
     pub contrib_remove: Script,
     pub contrib_retract: Script,
+    pub contrib_hold: Script,
 }
 
 impl Scripts {
@@ -165,6 +166,7 @@ impl Scripts {
             contrib_retire: script!("contributors/contrib_retire"),
             contrib_remove: script!("contributors/contrib_remove"),
             contrib_retract: script!("contributors/contrib_retract"),
+            contrib_hold: script!("contributors/contrib_hold"),
         }
     }
 }

@@ -26,7 +26,7 @@
 -- Returns the number of pair values deleted. Error "STALE ..." as in write.lua.
 
 local board, member = KEYS[1], ARGV[2]
-local record = board_record(board, ARGV[1], 'per_contributor_member')
+local record = board_record(board, ARGV[1], 'per_contributor_member', 'ctr_q')
 local cap = tonumber(record[3])
 local m = tonumber(ARGV[3])
 local n = #ARGV - 3 - m
@@ -53,7 +53,8 @@ for i = 1, m do
             if refused then
               contrib_add(ctr, '\n' .. ARGV[3 + j] .. '\n' .. member, -value)
             else
-              local change = contrib_window(ctr, ARGV[3 + j], member, -value, cap)
+              local flag = contrib_flag(ctr, record[4])
+              local change = contrib_window(ctr, ARGV[3 + j], member, -value, cap, flag)
               if change ~= 0 then
                 local tally, dense = nil, nil
                 if dense_board then tally, dense = KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] end

@@ -39,7 +39,8 @@ if ARGV[8] == 'dense' then tally, dense = KEYS[#KEYS - 1], KEYS[#KEYS] end
 local next_stage = (#KEYS - (tally and 2 or 0) == 5) and KEYS[5] or nil
 local data = (not next_stage) and data_key or nil
 local prev_field = ARGV[3] ~= '' and ('done:' .. ARGV[3]) or 'version'
-local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], prev_field, 'per_contributor_member')
+local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], prev_field, 'per_contributor_member',
+  'ctr_q')
 local slot = tonumber(ARGV[4])
 if tonumber(record[3]) < slot then
   return redis.error_reply('ORDER slot ' .. ARGV[4] .. ' is not frozen for window ' .. ARGV[2])
@@ -48,6 +49,8 @@ if ARGV[3] ~= '' and tonumber(record[4]) < slot then
   return redis.error_reply('ORDER the smaller window has not retired slot ' .. ARGV[4])
 end
 local cap = tonumber(record[5])
+-- Each contributor's hold (contrib_flag), read once a call; false: none.
+local flags = {}
 local pairs_key = stage .. ':c'
 local next_pairs = next_stage and (next_stage .. ':c') or nil
 
@@ -67,7 +70,8 @@ repeat
     elseif refused then
       contrib_add(ctr, '\n' .. ARGV[2] .. '\n' .. member, -value)
     else
-      local change = contrib_window(ctr, ARGV[2], member, -value, cap)
+      if flags[by] == nil then flags[by] = contrib_flag(ctr, record[6]) or false end
+      local change = contrib_window(ctr, ARGV[2], member, -value, cap, flags[by] or nil)
       if change ~= 0 then
         add_total(totals, member, string.format('%d', change), tally, dense, data)
       end

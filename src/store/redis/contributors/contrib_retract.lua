@@ -35,7 +35,7 @@
 -- Error "STALE ..." as in write.lua.
 
 local board, by = KEYS[1], ARGV[2]
-local record = board_record(board, ARGV[1], 'per_contributor_member')
+local record = board_record(board, ARGV[1], 'per_contributor_member', 'ctr_q')
 local cap = tonumber(record[3])
 local since, prefix = tonumber(ARGV[3]), ARGV[4]
 local n = #ARGV - 6
@@ -43,6 +43,7 @@ local TOTALS = 1
 local dense_board = #KEYS > 2 + n
 local DENSE = 1 + n
 local ctr = board .. ':ctr:' .. by
+local flag = contrib_flag(ctr, record[4])
 
 -- Stage k of slot `slot`'s contributions.
 local function stage_of(slot, k)
@@ -56,7 +57,7 @@ local function leave(j, member, part, refused)
     contrib_add(ctr, '\n' .. ARGV[6 + j] .. '\n' .. member, -part)
     return
   end
-  local change = contrib_window(ctr, ARGV[6 + j], member, -part, cap)
+  local change = contrib_window(ctr, ARGV[6 + j], member, -part, cap, flag)
   if change == 0 then return end
   local tally, dense = nil, nil
   if dense_board then tally, dense = KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] end

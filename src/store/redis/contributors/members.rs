@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use crate::domain::board::Board;
-use crate::domain::{Member, WindowContributors};
+use crate::domain::{Given, Member, WindowContributors};
 use crate::error::Result;
 use crate::store::redis::board::slot_index::live_slots;
 use crate::store::redis::conn::{RedisConn, Retry, glob_escape};
@@ -33,10 +33,10 @@ pub(crate) async fn member_contributions(
         .iter()
         .flat_map(|w| {
             let field = format!("{}\n{member}", w.seconds());
-            [format!("\n{field}"), field]
+            [format!("\n{field}"), format!("!{field}"), field]
         })
         .collect();
-    let mut given: Vec<Vec<(String, i64, i64)>> = vec![Vec::new(); windows.len()];
+    let mut given: Vec<Vec<(String, Given)>> = vec![Vec::new(); windows.len()];
     let keys = conn.keys();
     for chunk in contributors.chunks(READ_AT_ONCE) {
         let mut pipe = redis::pipe();
@@ -49,9 +49,14 @@ pub(crate) async fn member_contributions(
             .query_pipe(&pipe, Some(&board.name), Retry::Idempotent)
             .await?;
         for (by, sums) in chunk.iter().zip(sums) {
-            for (j, parts) in sums.chunks(2).enumerate() {
-                let (refused, admitted) = (parts[0].unwrap_or(0), parts[1].unwrap_or(0));
-                given[j].push((by.clone(), admitted, refused));
+            for (j, parts) in sums.chunks(3).enumerate() {
+                let [refused, held, admitted] = [0, 1, 2].map(|x| parts[x].unwrap_or(0));
+                let sums = Given {
+                    admitted,
+                    refused,
+                    held,
+                };
+                given[j].push((by.clone(), sums));
             }
         }
     }

@@ -16,7 +16,7 @@ use crate::store::redis::sums::changes::stamped_version;
 
 /// What one call may run before it stops at its next step: a step (an HSCAN of 20 and
 /// what it finds) may run on past it, so a call stays well under 2 ms.
-const CALL_BUDGET: Duration = Duration::from_millis(1);
+pub(super) const CALL_BUDGET: Duration = Duration::from_millis(1);
 
 /// Takes back `by`'s contributions to `board` in the slots from `from` on (all when
 /// `None`): what it took back.

@@ -20,7 +20,11 @@
 --                           window has not retired; and its index, for retraction: per
 --                           slot '@<slot>\n<member>' -> how many stage fields of the slot
 --                           hold the pair's parts, '@<slot>' -> 1 while the slot holds
---                           its use of the budget (each deleted at 0)
+--                           its use of the budget (each deleted at 0); while the
+--                           contributor is held (quarantined, contrib_hold.lua), 'q' ->
+--                           'q' (held, or being held) or 'r' (being released), and each
+--                           admitted sum a member's total does not count is kept as
+--                           '!<W>\n<member>' instead (contrib_sum_field)
 --   board_{b}:ctrs          the contributors (zset, score: the newest slot they gave in)
 -- A window's total for a member holds, per contributor, its admitted sum there clamped
 -- to +-cap, and the member's events without a contributor in full (in the slot stages).
@@ -81,10 +85,36 @@ local function contrib_index_field(slot, member)
   return '@' .. slot .. '\n' .. member
 end
 
+-- The hold of the contributor whose hash is `ctr` ('q', 'r' or nil: see the header), on a
+-- board whose record counts `held` contributors holding one (its field ctr_q; none: nil).
+local function contrib_flag(ctr, held)
+  if not held or tonumber(held) <= 0 then return nil end
+  return redis.call('HGET', ctr, 'q') or nil
+end
+
+-- Where the admitted sum of (by, member) in window `w` is kept in the contributor's hash
+-- `ctr`, under its hold `flag`, and whether the member's total counts it: a pair's sum is
+-- in one field only, '<w>\n<member>' (counted) or '!<w>\n<member>' (held). While a hold
+-- or a release walks the hash (contrib_hold.lua) both kinds exist: a pair keeps the
+-- field it has, and a new one goes where the walk moves them ('q': held).
+local function contrib_sum_field(ctr, w, member, flag)
+  local counted = w .. '\n' .. member
+  if not flag then return counted, true end
+  local held = '!' .. counted
+  if flag == 'q' then
+    if redis.call('HEXISTS', ctr, counted) == 1 then return counted, true end
+    return held, false
+  end
+  if redis.call('HEXISTS', ctr, held) == 1 then return held, false end
+  return counted, true
+end
+
 -- Adds `delta` (a number) to the admitted sum of (`by`, `member`) in window `w`
--- (seconds) kept in the contributor's hash `ctr`; returns what that changes of the
--- member's counted part under `cap`, and the new sum.
-local function contrib_window(ctr, w, member, delta, cap)
-  local new = contrib_add(ctr, w .. '\n' .. member, delta)
+-- (seconds) kept in the contributor's hash `ctr` (hold `flag`); returns what that
+-- changes of the member's counted part under `cap` (0 while held), and the new sum.
+local function contrib_window(ctr, w, member, delta, cap, flag)
+  local field, counts = contrib_sum_field(ctr, w, member, flag)
+  local new = contrib_add(ctr, field, delta)
+  if not counts then return 0, new end
   return contrib_capped(cap, new) - contrib_capped(cap, new - delta), new
 end

@@ -72,16 +72,43 @@ local function member_rank(totals, dense, position, rule, member)
     position and position_in(totals, member, score, greater))
 end
 
+-- The rank `member` would have in `totals` (distinct totals `dense`) with the total
+-- `score` (a number) instead of `real` (what it holds, false without one): as
+-- member_rank's, without the member itself where it holds a higher total (false when
+-- `score` is not ranked).
+local function rank_at(totals, dense, position, rule, member, score, real)
+  if score == 0 or not ranked_total(score, rule) then return false end
+  local text = string.format('%d', score)
+  local above = real and tonumber(real) > score
+  local greater = redis.call('ZCOUNT', totals, '(' .. text, '+inf') - (above and 1 or 0)
+  if position then
+    local _, tied_before = tie_order()
+    return greater + tied_before(totals, text, member) + 1
+  end
+  if dense then
+    local alone = above and redis.call('ZCOUNT', totals, real, real) == 1
+    return redis.call('ZCOUNT', dense, '(' .. text, '+inf') + 1 - (alone and 1 or 0)
+  end
+  return greater + 1
+end
+
 -- The standing of a write that answers it (write.lua, write_max.lua): appends to `into`,
 -- for each of `members` and each window position j of `windows`, the member's total in
 -- KEYS[totals + j] (0 without one) and its rank there (false when not ranked; dense: by
 -- the distinct totals KEYS[dense + 2j] when `dense` is given), the board ranking as
--- `rule` says (ranked_total).
-local function read_standing(into, members, windows, totals, dense, position, rule)
+-- `rule` says (ranked_total); with `extra` (write.lua's, for a quarantined writer), the
+-- total and rank it would have with extra(member, j) more.
+local function read_standing(into, members, windows, totals, dense, position, rule, extra)
   for _, member in ipairs(members) do
     for _, j in ipairs(windows) do
       local distinct = dense and KEYS[dense + 2 * j] or nil
       local score, ranked = member_rank(KEYS[totals + j], distinct, position, rule, member)
+      local more = extra and extra(member, j) or 0
+      if more ~= 0 then
+        local real = score
+        score = (tonumber(real) or 0) + more
+        ranked = rank_at(KEYS[totals + j], distinct, position, rule, member, score, real)
+      end
       into[#into + 1] = tonumber(score) or 0
       into[#into + 1] = ranked
     end
@@ -90,10 +117,10 @@ end
 
 -- The standing a write answers, read now, before it applies anything: the distinct
 -- members of `members` (which may repeat them) in the window positions `list` ('1,3'),
--- as read_standing reads them. The function it returns reads them again and answers
+-- as read_standing reads them (with `extra`, if given). The function it returns reads them again and answers
 -- the standing part of the reply: per member and window, total and rank before, then
 -- after.
-local function standing_of(list, members, totals, dense, position, rule)
+local function standing_of(list, members, totals, dense, position, rule, extra)
   local windows, distinct, seen, before = {}, {}, {}, {}
   for j in string.gmatch(list, '%d+') do windows[#windows + 1] = tonumber(j) end
   for _, member in ipairs(members) do
@@ -102,10 +129,10 @@ local function standing_of(list, members, totals, dense, position, rule)
       distinct[#distinct + 1] = member
     end
   end
-  read_standing(before, distinct, windows, totals, dense, position, rule)
+  read_standing(before, distinct, windows, totals, dense, position, rule, extra)
   return function()
     local after, flat = {}, {}
-    read_standing(after, distinct, windows, totals, dense, position, rule)
+    read_standing(after, distinct, windows, totals, dense, position, rule, extra)
     for x = 1, #after, 2 do
       flat[#flat + 1], flat[#flat + 2] = before[x], before[x + 1]
       flat[#flat + 1], flat[#flat + 2] = after[x], after[x + 1]

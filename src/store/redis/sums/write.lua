@@ -152,10 +152,12 @@
 --   there clamped to +-cap); its status is contrib_code of what it changes in the
 --   largest window at the caller's now (without the slots that window froze and has not
 --   retired, which retirement takes out of the sums). The contributor's index counts
---   the stage fields each event makes or deletes (contrib_index). A call whose events cannot
---   take any value out of range (abs_sum + the sum of their |delta| <= 2^53 - 1: every
---   stored magnitude, clamped or not, is at most the sum of the deltas that made it)
---   checks none and grows abs_sum; otherwise each event is checked (its pair's slot
+--   the stage fields each event makes or deletes (contrib_index). A held contributor's
+--   events (contrib_flag, read when the record's ctr_q says some contributor is held) go
+--   to its held sums, which no total counts, and answer the same status. A call whose
+--   events cannot take any value out of range (abs_sum + the sum of their |delta| <=
+--   2^53 - 1: every stored magnitude, clamped or not, is at most the sum of the deltas
+--   that made it) checks none and grows abs_sum; otherwise each event is checked (its pair's slot
 --   value and sums, and the totals) and abs_sum is set to the limit.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
@@ -182,6 +184,7 @@ local geo_key = KEYS[5]
 local fields = { 'version', 'dropping', 'abs_sum', 'rb_window', 'rb_phase', 'rb_until' }
 for j = 1, n do fields[6 + j] = 'wm:' .. ARGV[A + j] end
 fields[7 + n], fields[8 + n], fields[9 + n] = 'rb_fold_member', 'rb_fold_slot', 'layout'
+fields[10 + n] = 'ctr_q'
 local record = board_record(board, ARGV[1], unpack(fields, 3))
 local token, journal = ARGV[6], KEYS[6 + n + m * n]
 if token ~= '' and redis.call('HEXISTS', journal, token) == 1 then
@@ -368,7 +371,32 @@ if asked ~= '' then
     members[x + 1] = member
   end
   local dense = dense_board and DENSE or nil
-  standing = standing_of(list, members, TOTALS, dense, ties == 'position', rank == 'nonzero')
+  -- A quarantined contributor's write answers as if it were not: what the held writers
+  -- of the call gave a member (unless it is hidden) counts in its standing.
+  local extra = nil
+  if keeps and (tonumber(record[10 + n]) or 0) > 0 then
+    local held = {}
+    for x = 0, count - 1 do
+      local by = select(5, entry(x))
+      if by ~= '' and held[by] == nil then
+        local ctr = board .. ':ctr:' .. by
+        held[by] = contrib_flag(ctr, record[10 + n]) and ctr or false
+      end
+    end
+    extra = function(member, j)
+      if hidden_members and redis.call('HEXISTS', hidden_members, member) == 1 then return 0 end
+      local more = 0
+      for _, ctr in pairs(held) do
+        if ctr then
+          local field = '!' .. ARGV[A + j] .. '\n' .. member
+          more = more + contrib_capped(cap, tonumber(redis.call('HGET', ctr, field)) or 0)
+        end
+      end
+      return more
+    end
+  end
+  standing = standing_of(list, members, TOTALS, dense, ties == 'position', rank == 'nonzero',
+    extra)
 end
 -- The reply `reply` of a call that applied its entries, with the standing asked (if any).
 local function answered(reply)
@@ -517,7 +545,7 @@ end
 -- Whether the sums an event adds `a` admitted and `r` refused to stay in range: the
 -- pair's value in slot i (stages 1..k+1), its sums in windows k+1..n and the member's
 -- totals there.
-local function contribution_in_range(i, k, ctr, by, member, a, r)
+local function contribution_in_range(i, k, ctr, flag, by, member, a, r)
   local base = STAGES + (i - 1) * n
   local pair, value, refused = by .. '\n' .. member, 0, 0
   for st = 1, k + 1 do
@@ -527,11 +555,11 @@ local function contribution_in_range(i, k, ctr, by, member, a, r)
   end
   if math.abs(value + a) > MAX or math.abs(refused + r) > MAX then return false end
   for j = k + 1, n do
-    local field = ARGV[A + j] .. '\n' .. member
+    local field, counts = contrib_sum_field(ctr, ARGV[A + j], member, flag)
     local sum = tonumber(redis.call('HGET', ctr, field)) or 0
-    local lost = tonumber(redis.call('HGET', ctr, '\n' .. field)) or 0
+    local lost = tonumber(redis.call('HGET', ctr, '\n' .. ARGV[A + j] .. '\n' .. member)) or 0
     local total = tonumber(redis.call('ZSCORE', KEYS[TOTALS + j], member)) or 0
-    local change = contrib_capped(cap, sum + a) - contrib_capped(cap, sum)
+    local change = counts and (contrib_capped(cap, sum + a) - contrib_capped(cap, sum)) or 0
     if math.abs(sum + a) > MAX or math.abs(lost + r) > MAX or math.abs(total + change) > MAX then
       return false
     end
@@ -544,6 +572,8 @@ end
 -- and index field (the count of stage fields, see contrib_index), applied once at its
 -- end (flush_contributions): a Zipf batch's hot post costs one.
 local history, newest, indexed = {}, {}, {}
+-- Each contributor's hold (contrib_flag), read once a call; false: none.
+local flags = {}
 
 -- Applies an event of `d` given by `by` to slot i at stage k (see the header): its status.
 -- `given`, what by's admitted events gave the member inside the largest window at the
@@ -551,10 +581,13 @@ local history, newest, indexed = {}, {}, {}
 -- the largest window's sum the event's own HINCRBY returns.
 local function contribute(i, k, member, d, by)
   local ctr = board .. ':ctr:' .. by
+  if flags[by] == nil then flags[by] = contrib_flag(ctr, record[10 + n]) or false end
+  local flag = flags[by] or nil
   local a, given = d, nil
   if budget then
     local left_given, left_used = left_behind(by, member)
-    given = (tonumber(redis.call('HGET', ctr, ARGV[A + n] .. '\n' .. member)) or 0) - left_given
+    local field = contrib_sum_field(ctr, ARGV[A + n], member, flag)
+    given = (tonumber(redis.call('HGET', ctr, field)) or 0) - left_given
     if d > 0 then
       local used = (tonumber(redis.call('HGET', ctr, 'u')) or 0) - left_used
       a = math.min(d, math.max(0, budget - used))
@@ -563,7 +596,9 @@ local function contribute(i, k, member, d, by)
     end
   end
   local r = d - a
-  if not unchecked and not contribution_in_range(i, k, ctr, by, member, a, r) then return 2 end
+  if not unchecked and not contribution_in_range(i, k, ctr, flag, by, member, a, r) then
+    return 2
+  end
   local base, pair = STAGES + (i - 1) * n, by .. '\n' .. member
   local stage_key = KEYS[base + k + 1] .. ':c'
   local slot = ARGV[A + 2 * n + i]
@@ -588,7 +623,7 @@ local function contribute(i, k, member, d, by)
   newest[by] = math.max(newest[by] or start, start)
   for j = k + 1, n do
     if a ~= 0 then
-      local change, sum = contrib_window(ctr, ARGV[A + j], member, a, cap)
+      local change, sum = contrib_window(ctr, ARGV[A + j], member, a, cap, flag)
       if change ~= 0 then add_window(j, member, string.format('%d', change)) end
       if j == n and not given then given = sum - a - left_behind(by, member) end
     end
