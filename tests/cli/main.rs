@@ -1093,3 +1093,47 @@ async fn changes_prints_a_watched_tops_changes_after_the_last_one_seen() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("not a change id"), "{}", stderr(&out));
 }
+
+#[tokio::test]
+async fn quarantine_and_release_a_contributor_on_every_board() {
+    let redis = TestRedis::spawn().await;
+    let board = unique("cliheld");
+    let boards = Rollboard::redis(&redis.url).await.unwrap();
+    let config = BoardConfig::parse("1h", &["1h"])
+        .unwrap()
+        .with_contributor_cap(Some(1))
+        .unwrap();
+    boards.create(&board, config).await.unwrap();
+    let events = [
+        Event::new("post:1", 1).by("u1"),
+        Event::new("post:1", 1).by("bot"),
+        Event::new("post:2", 1).by("bot"),
+    ];
+    boards.windowed(&board).incr_batch(&events).await.unwrap();
+    let top = || async {
+        let page = boards.windowed(&board).top(None, 0, 10).await.unwrap();
+        let entries = page.entries.into_iter();
+        entries.map(|e| (e.member, e.score)).collect::<Vec<_>>()
+    };
+
+    let out = rollboard(&["quarantine", "bot"], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "quarantined bot: 1 boards, 2 window sums moved\n"
+    );
+    assert_eq!(top().await, [("post:1".to_owned(), 1)]);
+    let out = rollboard(&["quarantine", "bot", "--release"], Some(&redis.url));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "released bot: 1 boards, 2 window sums moved\n"
+    );
+    assert_eq!(
+        top().await,
+        [("post:1".to_owned(), 2), ("post:2".to_owned(), 1)]
+    );
+    let out = rollboard(&["quarantine", "b\u{7}t"], Some(&redis.url));
+    assert!(!out.status.success());
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}

@@ -31,6 +31,7 @@ mod ops;
 mod peer_reads;
 #[path = "../common/proxy.rs"]
 mod proxy;
+mod quarantine;
 mod ranges;
 mod ranks;
 mod rates;

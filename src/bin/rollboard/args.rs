@@ -126,6 +126,12 @@ pub enum Command {
     /// while writes go on; a run cut short (an error, a kill) is finished by running it
     /// again. Prints what it took back.
     Retract(RetractArgs),
+    /// Quarantine a contributor: its likes are kept but count in no ranking, on every
+    /// board keeping contributors and every one created later, its writes answering as
+    /// before; --release puts back what of them is still inside the windows.
+    ///
+    /// In bounded steps while writes go on; run again, it finishes a run cut short.
+    Quarantine(QuarantineArgs),
     /// A board's review queue, or a decision on one of its members.
     ///
     /// Without --allow or --deny: every member the board's review gate holds, one per
@@ -240,6 +246,18 @@ pub struct RetractArgs {
     /// keeping contributors].
     #[arg(long = "board", value_delimiter = ',')]
     pub boards: Vec<String>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// `quarantine` options.
+#[derive(Debug, Args)]
+pub struct QuarantineArgs {
+    /// The contributor, as events name it in `by`.
+    pub by: String,
+    /// Release it instead: what it gave counts again.
+    #[arg(long)]
+    pub release: bool,
     #[command(flatten)]
     pub store: StoreArgs,
 }

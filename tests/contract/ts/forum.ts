@@ -3,7 +3,7 @@
 // ranks posts over 1 h and 24 h, a trending board by decayed score; then a counter, a
 // stat and a rate check; then a like on several boards at once, a write answering its
 // standing, member data, rate coverage, the bottom and reads by
-// share, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes and movement, unique likers (per_contributor_member), what a user gave and who liked a post, a daily budget (per_contributor), a bot's likes taken back, and the dashboard. Every answer is compared with exact values:
+// share, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes and movement, unique likers (per_contributor_member), what a user gave and who liked a post, a daily budget (per_contributor), a bot's likes taken back, a bot quarantined and released, and the dashboard. Every answer is compared with exact values:
 // any difference throws, and node exits non-zero.
 //
 // Run by scripts/contract: ROLLBOARD_ADMIN_TOKEN=<token> node ts-out/forum.js BASE_URL
@@ -35,6 +35,8 @@ import {
   boardsTrim,
   contributorsGet,
   contributorsOfMember,
+  contributorsQuarantine,
+  contributorsRelease,
   contributorsRetract,
   contributorsRetraction,
   countersIncr,
@@ -498,6 +500,27 @@ async function uniqueLikers(run: string): Promise<void> {
   same('daily after retract', emptied.entries.length, 0);
   const again = expectStatus('a like after retract', await boardsPostEvents({ path: { board: daily }, body: { member: 'post:4', by: 'u3' } }), 200);
   same('a like after retract', again.counted, 1);
+  // A bot, quarantined: its likes count nowhere but answer as ever; then released.
+  const bot = `bot-${run}`;
+  const botLike = { member: 'post:1', by: bot };
+  expectStatus('a bot like', await boardsPostEvents({ path: { board: likers }, body: botLike }), 200);
+  const held = expectStatus('quarantine', await contributorsQuarantine({ path: { by: bot } }), 200);
+  same('quarantine', [held.quarantined, held.changed, held.sums], [true, true, 2]);
+  const heldLike = expectStatus('a held like', await boardsPostEvents({ path: { board: likers }, body: { member: 'post:3', by: bot } }), 200);
+  same('a held like', heldLike.counted, 1);
+  const heldTop = expectStatus('top while held', await boardsTop({ path: { board: likers }, query: { window: '24h' } }), 200);
+  same('top while held', heldTop.entries.map((e) => [e.member, e.score]), [
+    ['post:1', 2],
+    ['post:2', 2],
+  ]);
+  const released = expectStatus('release', await contributorsRelease({ path: { by: bot } }), 200);
+  same('release', [released.quarantined, released.changed, released.sums], [false, true, 4]);
+  const freed = expectStatus('top after release', await boardsTop({ path: { board: likers }, query: { window: '24h' } }), 200);
+  same('top after release', freed.entries.map((e) => [e.member, e.score]), [
+    ['post:1', 3],
+    ['post:2', 2],
+    ['post:3', 1],
+  ]);
 }
 
 // The dashboard's refresh with the trimmed board and one that does not exist (its
@@ -1060,7 +1083,7 @@ async function main(): Promise<void> {
   ]);
 
   console.log(
-    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes, unique likers, who liked a post, a daily budget, a bot's likes taken back, the dashboard`,
+    `typescript client: boards ${forum} and ${hot}: events, a batch, a keyed retry, top, standing, ranks, around; a counter, a stat, a rate check; several boards at once, the standing of a write, member data, rate coverage, the bottom, shares, bulk removal, hiding a member and the moderation log, a review gate, a watched top's changes, unique likers, who liked a post, a daily budget, a bot's likes taken back, a bot quarantined and released, the dashboard`,
   );
 }
 

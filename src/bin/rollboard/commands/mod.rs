@@ -15,7 +15,7 @@ mod store;
 
 use jobs::{export, import, import_legacy, migrate};
 use maintenance::{clean_counters, recompute, relayout, remove_members, reshard, retire, trim};
-use moderation::{moderate, retract, review};
+use moderation::{moderate, quarantine, retract, review};
 use reads::{changes, rate, top};
 use serve::serve;
 
@@ -37,6 +37,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Hide(args) => moderate(args, true).await,
         Command::Show(args) => moderate(args, false).await,
         Command::Retract(args) => retract(args).await,
+        Command::Quarantine(args) => quarantine(args).await,
         Command::Review(args) => review(args).await,
         Command::ImportLegacy(args) => import_legacy(args).await,
         Command::Migrate(args) => migrate(args).await,

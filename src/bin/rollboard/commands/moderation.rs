@@ -1,14 +1,15 @@
 //! `hide` and `show`: a member hidden from the rankings (or shown again) on some boards
 //! or on every board; `review`: a board's review queue, or a decision on a member;
 //! through the library's moderation, which logs what changes; `retract`: a
-//! contributor's contributions taken back.
+//! contributor's contributions taken back; `quarantine`: a contributor's counting
+//! nowhere, or again.
 
 use std::process::ExitCode;
 
 use rollboard::{Decision, ModerationNote, Span, Timestamp};
 
 use super::store::open;
-use crate::args::{ModerateArgs, RetractArgs, ReviewArgs};
+use crate::args::{ModerateArgs, QuarantineArgs, RetractArgs, ReviewArgs};
 
 pub(super) async fn moderate(args: ModerateArgs, hidden: bool) -> anyhow::Result<ExitCode> {
     let verb = if hidden { "hide" } else { "show" };
@@ -56,6 +57,29 @@ pub(super) async fn retract(args: RetractArgs) -> anyhow::Result<ExitCode> {
     println!(
         "took back {} contributions ({} events) of {} from {} boards",
         done.contributions, done.events, done.by, done.boards
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(super) async fn quarantine(args: QuarantineArgs) -> anyhow::Result<ExitCode> {
+    let boards = open(&args.store, "quarantine").await?;
+    let done = match args.release {
+        true => boards.release(&args.by).await?,
+        false => boards.quarantine(&args.by).await?,
+    };
+    let state = if done.quarantined {
+        "quarantined"
+    } else {
+        "released"
+    };
+    let already = if done.changed {
+        ""
+    } else {
+        " (it already was)"
+    };
+    println!(
+        "{state} {}{already}: {} boards, {} window sums moved",
+        done.by, done.boards, done.sums
     );
     Ok(ExitCode::SUCCESS)
 }
