@@ -6,8 +6,9 @@
 //! 0.6× plain likes on the plain board, batches ≥ 0.5×. Then the bytes a contribution
 //! costs in Redis: 100,000 likes from distinct (user, post) pairs written to a fresh
 //! board of each kind. Then a brigade's 10,000 likes over 20 boards (among 20,000 of
-//! other users) taken back: contributions/s against the rate they were written at
-//! (target ≥ 20,000/s), and the longest Redis call (target ≤ 2 ms).
+//! other users) quarantined and released (sums/s, the longest call), then taken back:
+//! contributions/s against the rate they were written at (target ≥ 20,000/s), and the
+//! longest Redis call (target ≤ 2 ms).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -167,6 +168,36 @@ async fn retraction(boards: &Rollboard, redis: &Redis) -> Vec<Row> {
         load::write_all(boards, name, &brigade, 8).await;
     }
     let written = (RETRACT_BOARDS * BRIGADE_LIKES) as f64 / started.elapsed().as_secs_f64();
+    let mut rows = Vec::new();
+    for quarantined in [true, false] {
+        crate::slowlog::reset_over(&mut conn, 0).await;
+        let started = std::time::Instant::now();
+        let done = match quarantined {
+            true => boards.quarantine("brigade").await.unwrap(),
+            false => boards.release("brigade").await.unwrap(),
+        };
+        let per_second = done.sums as f64 / started.elapsed().as_secs_f64();
+        let calls = crate::slowlog::slow_calls(&mut conn).await;
+        let hold: Vec<i64> = calls
+            .iter()
+            .filter(|c| c.name() == "contributors/contrib_hold")
+            .map(|c| c.micros)
+            .collect();
+        let longest = hold.iter().copied().max().unwrap_or(0);
+        let what = if quarantined { "quarantine" } else { "release" };
+        rows.push(Row {
+            figure: format!(
+                "{what} of the brigade: {} window sums over {} boards, longest of {} calls",
+                thousands(done.sums as f64),
+                done.boards,
+                hold.len()
+            ),
+            measured: format!("{}, {longest} µs", rate(per_second, "sums/s")),
+            reference: format!("the brigade's likes written at {}", rate(written, "ev/s")),
+            ratio: Some(per_second / written),
+            target: Some(("≤ 2 ms a call".into(), longest <= 2_000)),
+        });
+    }
     crate::slowlog::reset_over(&mut conn, 0).await;
     let started = std::time::Instant::now();
     let done = boards.retract("brigade", None, Some(&names)).await.unwrap();
@@ -181,7 +212,7 @@ async fn retraction(boards: &Rollboard, redis: &Redis) -> Vec<Row> {
         .collect();
     let longest = retract_calls.iter().copied().max().unwrap_or(0);
     let per_second = done.contributions as f64 / elapsed;
-    vec![
+    rows.extend([
         Row {
             figure: format!(
                 "retraction of a brigade's {} likes over {RETRACT_BOARDS} boards (among {} of other users)",
@@ -203,7 +234,8 @@ async fn retraction(boards: &Rollboard, redis: &Redis) -> Vec<Row> {
             ratio: Some(longest as f64 / 1_000.0),
             target: Some(("≤ 2 ms".into(), longest <= 2_000)),
         },
-    ]
+    ]);
+    rows
 }
 
 /// The bytes one like costs in Redis on a fresh board of each of [`BOARDS`]' kinds
