@@ -32,7 +32,6 @@ local board, by, hold = KEYS[1], ARGV[2], ARGV[3] == 'q'
 local record = board_record(board, ARGV[1], 'per_contributor_member')
 local cap = tonumber(record[3])
 local n = #ARGV - 5
-local dense_board = #KEYS > 2 + n
 local ctr = board .. ':ctr:' .. by
 local position = {}
 for j = 1, n do position[ARGV[5 + j]] = j end
@@ -44,33 +43,18 @@ elseif redis.call('HGET', ctr, 'q') ~= ARGV[3] then
   return { 'done', 0 }
 end
 
-local cursor, moved, budget = ARGV[4], 0, tonumber(ARGV[5])
-local started, elapsed, slowest = now_us(), 0, 0
-repeat
-  local before = elapsed
-  local scan = redis.call('HSCAN', ctr, cursor, 'MATCH', hold and '[0-9]*' or '!*', 'COUNT', 20)
-  local found = scan[2]
-  for p = 1, #found, 2 do
-    local field, value = found[p], tonumber(found[p + 1])
+local moved = 0
+local cursor = contrib_walk(ctr, ARGV[4], hold and '[0-9]*' or '!*', tonumber(ARGV[5]),
+  function(field, value)
     local w, member = string.match(field, '^!?(%d+)\n(.*)$')
     local j = position[w]
-    if j then
-      redis.call('HDEL', ctr, field)
-      redis.call('HSET', ctr, hold and ('!' .. field) or string.sub(field, 2), found[p + 1])
-      local part = contrib_capped(cap, value)
-      if part ~= 0 then
-        local tally, dense = nil, nil
-        if dense_board then tally, dense = KEYS[1 + n + 2 * j - 1], KEYS[1 + n + 2 * j] end
-        add_total(KEYS[1 + j], member, string.format('%d', hold and -part or part), tally,
-          dense, j == n and KEYS[#KEYS] or nil)
-      end
-      moved = moved + 1
-    end
-  end
-  cursor = scan[1]
-  elapsed = now_us() - started
-  slowest = math.max(slowest, elapsed - before)
-until cursor == '0' or elapsed + slowest > budget
+    if not j then return end
+    redis.call('HDEL', ctr, field)
+    redis.call('HSET', ctr, hold and ('!' .. field) or string.sub(field, 2), value)
+    local part = contrib_capped(cap, tonumber(value))
+    contrib_total(n, j, member, hold and -part or part)
+    moved = moved + 1
+  end)
 if moved > 0 then
   gate(board)
   record_changes(board, hold and 'quarantine' or 'release')

@@ -49,11 +49,11 @@ for i = 1, m do
         local by, of, refused = contrib_field(field)
         if of == member then
           local ctr = board .. ':ctr:' .. by
+          local flag = not refused and contrib_flag(ctr, record[4]) or nil
           for j = k, n do
             if refused then
               contrib_add(ctr, '\n' .. ARGV[3 + j] .. '\n' .. member, -value)
             else
-              local flag = contrib_flag(ctr, record[4])
               local change = contrib_window(ctr, ARGV[3 + j], member, -value, cap, flag)
               if change ~= 0 then
                 local tally, dense = nil, nil

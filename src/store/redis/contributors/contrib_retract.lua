@@ -39,9 +39,6 @@ local record = board_record(board, ARGV[1], 'per_contributor_member', 'ctr_q')
 local cap = tonumber(record[3])
 local since, prefix = tonumber(ARGV[3]), ARGV[4]
 local n = #ARGV - 6
-local TOTALS = 1
-local dense_board = #KEYS > 2 + n
-local DENSE = 1 + n
 local ctr = board .. ':ctr:' .. by
 local flag = contrib_flag(ctr, record[4])
 
@@ -57,12 +54,7 @@ local function leave(j, member, part, refused)
     contrib_add(ctr, '\n' .. ARGV[6 + j] .. '\n' .. member, -part)
     return
   end
-  local change = contrib_window(ctr, ARGV[6 + j], member, -part, cap, flag)
-  if change == 0 then return end
-  local tally, dense = nil, nil
-  if dense_board then tally, dense = KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] end
-  add_total(KEYS[TOTALS + j], member, string.format('%d', change), tally, dense,
-    j == n and KEYS[#KEYS] or nil)
+  contrib_total(n, j, member, (contrib_window(ctr, ARGV[6 + j], member, -part, cap, flag)))
 end
 
 -- Takes back the pair's parts in every stage of `slot`: the sum of their |parts|.
@@ -84,36 +76,24 @@ local function take_pair(slot, member)
   return events
 end
 
-local cursor, handled, events, touched = ARGV[5], 0, 0, false
-local budget = tonumber(ARGV[6])
-local started, elapsed, slowest = now_us(), 0, 0
-repeat
-  local before = elapsed
-  local scan = redis.call('HSCAN', ctr, cursor, 'MATCH', '@*', 'COUNT', 20)
-  local found = scan[2]
-  for p = 1, #found, 2 do
-    local field = found[p]
-    local slot, member = string.match(field, '^@(%d+)\n?(.*)$')
-    if slot and (not since or tonumber(slot) >= since) then
-      if member ~= '' then
-        events = events + take_pair(slot, member)
-        handled = handled + 1
-      else
-        local key = stage_of(slot, n)
-        local used = tonumber(redis.call('HGET', key, by))
-        if used then
-          contrib_add(ctr, 'u', -used)
-          redis.call('HDEL', key, by)
-        end
-      end
-      redis.call('HDEL', ctr, field)
-      touched = true
+local handled, events, touched = 0, 0, false
+local cursor = contrib_walk(ctr, ARGV[5], '@*', tonumber(ARGV[6]), function(field)
+  local slot, member = string.match(field, '^@(%d+)\n?(.*)$')
+  if not slot or (since and tonumber(slot) < since) then return end
+  if member ~= '' then
+    events = events + take_pair(slot, member)
+    handled = handled + 1
+  else
+    local key = stage_of(slot, n)
+    local used = tonumber(redis.call('HGET', key, by))
+    if used then
+      contrib_add(ctr, 'u', -used)
+      redis.call('HDEL', key, by)
     end
   end
-  cursor = scan[1]
-  elapsed = now_us() - started
-  slowest = math.max(slowest, elapsed - before)
-until cursor == '0' or elapsed + slowest > budget
+  redis.call('HDEL', ctr, field)
+  touched = true
+end)
 if touched then
   gate(board)
   record_changes(board, 'retract')

@@ -11,6 +11,7 @@ pub(crate) mod quarantine;
 pub(crate) mod remove;
 pub(crate) mod retire;
 pub(crate) mod retract;
+mod walk;
 
 use std::collections::HashMap;
 

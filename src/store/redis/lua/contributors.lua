@@ -63,7 +63,7 @@ local function contrib_add(key, field, delta)
 end
 
 -- Adds `delta` (non-zero) to `field` of a stage's contributions `key`, deleting it at 0;
--- returns what that changes of the contributor's index count (contributor_index): 1
+-- returns what that changes of the contributor's index count (contrib_index): 1
 -- when it made the field, -1 when it deleted it, else 0.
 local function contrib_stage_add(key, field, delta)
   local value = contrib_add(key, field, delta)
@@ -117,4 +117,35 @@ local function contrib_window(ctr, w, member, delta, cap, flag)
   local new = contrib_add(ctr, field, delta)
   if not counts then return 0, new end
   return contrib_capped(cap, new) - contrib_capped(cap, new - delta), new
+end
+
+-- Walks the contributor's hash `ctr` from `cursor` with HSCAN MATCH `pattern` (20 a
+-- step), calling each(field, value) for every field found, until the scan is over or a
+-- next step would likely overrun `budget` µs at the pace of its slowest step so far;
+-- returns the cursor to go on from ('0': over). Each field is handled whole in the call
+-- (contrib_retract.lua, contrib_hold.lua).
+local function contrib_walk(ctr, cursor, pattern, budget, each)
+  local started, elapsed, slowest = now_us(), 0, 0
+  repeat
+    local before = elapsed
+    local scan = redis.call('HSCAN', ctr, cursor, 'MATCH', pattern, 'COUNT', 20)
+    local found = scan[2]
+    for p = 1, #found, 2 do each(found[p], found[p + 1]) end
+    cursor = scan[1]
+    elapsed = now_us() - started
+    slowest = math.max(slowest, elapsed - before)
+  until cursor == '0' or elapsed + slowest > budget
+  return cursor
+end
+
+-- Adds `change` (a number) to `member`'s total in window j (of n) for a script whose
+-- KEYS are the board record, the windows' totals, on a dense board their tallies and
+-- distinct totals (in pairs, then a recompute's), then the member data
+-- (contrib_retract.lua, contrib_hold.lua).
+local function contrib_total(n, j, member, change)
+  if change == 0 then return end
+  local tally, dense = nil, nil
+  if #KEYS > 2 + n then tally, dense = KEYS[1 + n + 2 * j - 1], KEYS[1 + n + 2 * j] end
+  add_total(KEYS[1 + j], member, string.format('%d', change), tally, dense,
+    j == n and KEYS[#KEYS] or nil)
 end

@@ -157,8 +157,8 @@
 --   to its held sums, which no total counts, and answer the same status. A call whose
 --   events cannot take any value out of range (abs_sum + the sum of their |delta| <=
 --   2^53 - 1: every stored magnitude, clamped or not, is at most the sum of the deltas
---   that made it) checks none and grows abs_sum; otherwise each event is checked (its pair's slot
---   value and sums, and the totals) and abs_sum is set to the limit.
+--   that made it) checks none and grows abs_sum; otherwise each event is checked (its
+--   pair's slot value and sums, and the totals) and abs_sum is set to the limit.
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local MAX = 9007199254740991
