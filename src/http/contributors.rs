@@ -16,6 +16,10 @@ use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
 use crate::{ContributorView, MemberContributors};
 
+/// The `{by}` path parameter's description.
+pub(super) const BY_PARAM: &str =
+    "The contributor, as sent in events' `by`: 1–128 bytes of UTF-8, no control characters";
+
 /// `?boards=a,b`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -34,7 +38,7 @@ pub struct ContributorsQuery {
 /// Boards in name order (or as named), windows smallest first.
 #[utoipa::path(
     get, path = "/v1/contributors/{by}", tag = "contributors", operation_id = "contributorsGet",
-    params(("by" = String, Path, description = "The contributor, as sent in events' `by`: 1–128 bytes of UTF-8, no control characters", min_length = 1, max_length = 128), ContributorsQuery),
+    params(("by" = String, Path, description = BY_PARAM, min_length = 1, max_length = 128), ContributorsQuery),
     responses(
         (status = 200, description = "What the contributor gave, board by board", body = ContributorView,
          example = json!({"by": "user:7", "boards": [{"board": "forum-likes", "windows": [

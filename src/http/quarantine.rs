@@ -9,6 +9,7 @@ use axum::extract::State;
 
 use super::AppState;
 use super::auth::AdminAccess;
+use super::contributors::BY_PARAM;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::ApiPath;
 use crate::Quarantined;
@@ -21,7 +22,7 @@ use crate::Quarantined;
 /// again finishes one cut short.
 #[utoipa::path(
     post, path = "/v1/contributors/{by}/quarantine", tag = "contributors", operation_id = "contributorsQuarantine",
-    params(("by" = String, Path, description = "The contributor, as sent in events' `by`: 1–128 bytes of UTF-8, no control characters", min_length = 1, max_length = 128)),
+    params(("by" = String, Path, description = BY_PARAM, min_length = 1, max_length = 128)),
     responses(
         (status = 200, description = "Quarantined (`changed` false: it already was)", body = Quarantined,
          example = json!({"by": "user:7", "quarantined": true, "changed": true, "boards": 3, "sums": 82})),
@@ -42,7 +43,7 @@ pub async fn quarantine(
 /// windows counts again, exactly as if it had never been quarantined.
 #[utoipa::path(
     post, path = "/v1/contributors/{by}/release", tag = "contributors", operation_id = "contributorsRelease",
-    params(("by" = String, Path, description = "The contributor, as sent in events' `by`: 1–128 bytes of UTF-8, no control characters", min_length = 1, max_length = 128)),
+    params(("by" = String, Path, description = BY_PARAM, min_length = 1, max_length = 128)),
     responses(
         (status = 200, description = "Released (`changed` false: it was not quarantined)", body = Quarantined,
          example = json!({"by": "user:7", "quarantined": false, "changed": true, "boards": 3, "sums": 80})),

@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use super::AppState;
 use super::auth::AdminAccess;
+use super::contributors::BY_PARAM;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, OptionalJson};
 use super::json_int;
@@ -57,7 +58,7 @@ pub struct RetractBody {
 /// gone. Running the same retraction again while it runs joins it.
 #[utoipa::path(
     post, path = "/v1/contributors/{by}/retract", tag = "contributors", operation_id = "contributorsRetract",
-    params(("by" = String, Path, description = "The contributor, as sent in events' `by`: 1–128 bytes of UTF-8, no control characters", min_length = 1, max_length = 128)),
+    params(("by" = String, Path, description = BY_PARAM, min_length = 1, max_length = 128)),
     request_body(content = Option<RetractBody>, description = "Optional: from when, which boards, how long to wait", example = json!({"since": 1_795_726_800, "boards": ["forum-likes"]})),
     responses(
         (status = 200, description = "Done: what it took back", body = Retraction,
@@ -113,7 +114,7 @@ pub async fn retract(
 /// pointed to): `running`, `done` with what it took back, or `failed` (run it again).
 #[utoipa::path(
     get, path = "/v1/contributors/{by}/retract", tag = "contributors", operation_id = "contributorsRetraction",
-    params(("by" = String, Path, description = "The contributor, as sent in events' `by`: 1–128 bytes of UTF-8, no control characters", min_length = 1, max_length = 128)),
+    params(("by" = String, Path, description = BY_PARAM, min_length = 1, max_length = 128)),
     responses(
         (status = 200, description = "Its progress", body = Retraction,
          example = json!({"by": "user:7", "state": "done", "boards": 4, "boards_left": 0, "contributions": 10000, "events": 10000})),
