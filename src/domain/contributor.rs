@@ -335,11 +335,3 @@ pub struct Retracted {
     /// its unlike in the same slot cancel out.
     pub events: u64,
 }
-
-impl Retracted {
-    /// Adds `other`'s counts.
-    pub fn add(&mut self, other: Retracted) {
-        self.contributions += other.contributions;
-        self.events += other.events;
-    }
-}

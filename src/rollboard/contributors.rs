@@ -5,13 +5,18 @@
 //! order), or the boards named; the boards are read at once. And the other way round:
 //! who gave to one member of a board ("who liked this post?").
 
+use std::future::Future;
+use std::sync::Arc;
+
 use futures_util::StreamExt;
 use serde::Serialize;
 
 use super::Rollboard;
 use super::multi_write::check_boards;
 use crate::domain::any_board::AnyBoard;
-use crate::domain::{BoardName, Contributor, Member, WindowContributions, WindowContributors};
+use crate::domain::board::Board;
+use crate::domain::{BoardName, ChangeCause, ChangeStamp, Contributor, Member};
+use crate::domain::{WindowContributions, WindowContributors};
 use crate::error::{Error, Result};
 
 /// Boards read at once by one call.
@@ -135,6 +140,40 @@ impl Rollboard {
             .collect();
         names.sort();
         Ok(names)
+    }
+
+    /// `op` on the board `name` with a stamp of `cause` at now, as a change of it
+    /// (retraction, quarantine), when it keeps contributors; `T::default()` when it no
+    /// longer does or was dropped since it was listed.
+    pub(super) async fn change_contributions<T, F, Fut>(
+        &self,
+        name: &str,
+        cause: ChangeCause,
+        op: F,
+    ) -> Result<T>
+    where
+        T: Default,
+        F: Fn(Arc<Board>, ChangeStamp) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let now = self.now();
+        let changed = self
+            .windowed(name)
+            .change(|b| {
+                let keeps = b.config.keeps_contributors();
+                let call = keeps.then(|| op(b, ChangeStamp { cause, now }));
+                async move {
+                    match call {
+                        Some(call) => call.await,
+                        None => Ok(T::default()),
+                    }
+                }
+            })
+            .await;
+        match changed {
+            Err(Error::BoardNotFound(_)) => Ok(T::default()),
+            other => other,
+        }
     }
 
     /// What `by` gave inside each window of the board `name`, which must keep

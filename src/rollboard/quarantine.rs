@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use super::Rollboard;
 use crate::domain::any_board::AnyBoard;
-use crate::domain::{ChangeCause, ChangeStamp, Contributor};
-use crate::error::{Error, Result};
+use crate::domain::{ChangeCause, Contributor};
+use crate::error::Result;
 
 /// What a quarantine or a release did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -82,23 +82,10 @@ impl Rollboard {
             true => ChangeCause::Quarantine,
             false => ChangeCause::Release,
         };
-        let stamp = ChangeStamp {
-            cause,
-            now: self.now(),
-        };
-        let moved = self
-            .windowed(name)
-            .change(|b| async move {
-                if !b.config.keeps_contributors() {
-                    return Ok(0);
-                }
-                store.quarantine(&b, by, quarantined, stamp).await
-            })
-            .await;
-        match moved {
-            Err(Error::BoardNotFound(_)) => Ok(0),
-            other => other,
-        }
+        self.change_contributions(name, cause, |b, stamp| async move {
+            store.quarantine(&b, by, quarantined, stamp).await
+        })
+        .await
     }
 
     /// Quarantines the contributors quarantined on every board on `board`, just created

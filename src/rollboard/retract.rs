@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use super::Rollboard;
 use super::multi_write::check_boards;
-use crate::domain::{BoardName, ChangeCause, ChangeStamp, Contributor, Retracted, Timestamp};
+use crate::domain::{BoardName, ChangeCause, Contributor, Retracted, Timestamp};
 use crate::error::{Error, Result};
 
 /// Where a retraction is.
@@ -169,24 +169,16 @@ impl Rollboard {
     /// Runs `plan`, telling `progress` after each board.
     async fn run_retraction(&self, plan: &Plan, progress: &watch::Sender<Retraction>) {
         let store = &self.inner.store;
-        let stamp = ChangeStamp {
-            cause: ChangeCause::Retract,
-            now: self.now(),
-        };
-        let by = &plan.by;
+        let (by, since) = (&plan.by, plan.since);
         for name in &plan.boards {
-            let since = plan.since;
             let taken = self
-                .windowed(name.as_str())
-                .change(|b| async move {
+                .change_contributions(name.as_str(), ChangeCause::Retract, |b, stamp| async move {
                     let from = since.map(|t| b.config.slot_start(t));
                     store.retract(&b, by, from, stamp).await
                 })
                 .await;
             let taken = match taken {
                 Ok(taken) => taken,
-                // Dropped since it was listed, or re-created without contributors.
-                Err(Error::BoardNotFound(_)) => Retracted::default(),
                 Err(e) => {
                     progress.send_modify(|p| {
                         p.state = RetractionState::Failed;

@@ -46,7 +46,7 @@ pub(super) async fn walk<const N: usize>(
             .arg(&cursor)
             .arg(options.chunk_budget.min(CALL_BUDGET).as_micros().max(1) as u64)
             .arg(windows.iter().map(|w| w.seconds()).collect::<Vec<_>>());
-        // Idempotent: a call sent again finds the fields it handled handled.
+        // Idempotent: a call sent again finds what it handled gone or moved.
         let reply: Value = conn
             .script(&invocation, &board.name, Retry::Idempotent)
             .await?;
