@@ -8,6 +8,8 @@
 //! plain slots' stage hashes and compact slots' buckets (their geometry gives the
 //! count), found through the slot index ([`slot_index`](super::slot_index)).
 
+use std::collections::BTreeSet;
+
 use redis::Value;
 
 use super::board_record::{RECORD_FIELDS, TREND_FIELDS, parse_board, parse_trending};
@@ -19,7 +21,7 @@ use crate::domain::board::{Board, Created};
 use crate::domain::{BoardConfig, BoardName, Layout, Span, Timestamp};
 use crate::error::{Error, Result};
 use crate::store::new_version;
-use crate::store::redis::conn::keys::{self, Keys};
+use crate::store::redis::conn::keys::{self, Keys, contribution_field};
 use crate::store::redis::conn::refusal::Refusal;
 use crate::store::redis::conn::reply::{int, opt_string};
 use crate::store::redis::conn::{RedisConn, Retry};
@@ -382,10 +384,10 @@ pub(crate) async fn drop(conn: &RedisConn, name: &BoardName) -> Result<bool> {
 }
 
 /// Deletes the contributions of the board `name` (`lua/contributors.lua`), when it
-/// has contributors: each live slot's stages' (`<stage>:c`) and history (`<stage 1>:cm`), each
-/// contributor's sums (those of the contributors quarantined too, whose hash may hold
-/// their flag alone), then their index (last, so a drop that dies half-way still finds
-/// them).
+/// has contributors: each contributor's sums (found in the live slots' stage
+/// contributions, and those quarantined, whose hash may hold their flag alone), then each
+/// live slot's stages' contributions (`<stage>:c`) and history (`<stage 1>:cm`): a drop
+/// that dies half-way still finds the contributors left.
 async fn drop_contributions(
     conn: &RedisConn,
     name: &BoardName,
@@ -393,34 +395,51 @@ async fn drop_contributions(
     windows: usize,
 ) -> Result<()> {
     let keys = conn.keys();
-    let index = keys.contributors(name);
-    let mut cmd = redis::cmd("ZRANGE");
-    cmd.arg(&index).arg(0).arg(-1);
-    let mut contributors: Vec<String> = conn.query(&cmd, Some(name), Retry::Idempotent).await?;
+    let mut slot_keys: Vec<String> = slots
+        .iter()
+        .flat_map(|&s| (0..windows).map(move |k| format!("{}:c", keys.stage(name, s, k))))
+        .collect();
+    let mut pipe = redis::pipe();
+    for key in &slot_keys {
+        pipe.cmd("EXISTS").arg(key);
+    }
+    let exist: Vec<bool> = match slot_keys.is_empty() {
+        true => Vec::new(),
+        false => {
+            conn.query_pipe(&pipe, Some(name), Retry::Idempotent)
+                .await?
+        }
+    };
+    let mut contributors = BTreeSet::new();
+    for (key, _) in slot_keys.iter().zip(exist).filter(|(_, e)| *e) {
+        conn.scan_fields(name, key, "*", |field| {
+            contributors.insert(contribution_field(&field).0.to_owned());
+        })
+        .await?;
+    }
     let mut cmd = redis::cmd("SMEMBERS");
     cmd.arg(keys.quarantined());
     let quarantined: Vec<String> = conn.query(&cmd, None, Retry::Idempotent).await?;
     contributors.extend(quarantined);
-    if contributors.is_empty() {
-        return Ok(());
-    }
-    let per_slot = |&s: &i64| {
-        let stages = (0..windows).map(move |k| format!("{}:c", keys.stage(name, s, k)));
-        stages.chain([format!("{}:cm", keys.stage(name, s, 0))])
-    };
-    let keys: Vec<String> = slots
+    let sums: Vec<String> = contributors
         .iter()
-        .flat_map(per_slot)
-        .chain(contributors.iter().map(|by| keys.contributor(name, by)))
+        .map(|by| keys.contributor(name, by))
         .collect();
-    for batch in keys.chunks(UNLINK_BATCH) {
+    slot_keys.extend(
+        slots
+            .iter()
+            .map(|&s| format!("{}:cm", keys.stage(name, s, 0))),
+    );
+    for batch in sums
+        .chunks(UNLINK_BATCH)
+        .chain(slot_keys.chunks(UNLINK_BATCH))
+    {
         unlink(conn, name, batch).await?;
     }
-    unlink(conn, name, &[index]).await
+    // Kept by versions before 2026-12-05 (their contributors), unused since.
+    unlink(conn, name, &[keys.contributors(name)]).await
 }
 
-/// Each compact slot of the board `name` (those with a geometry in `slotgeo_{<board>}`)
-/// with its bucket count, N = 2^L + p.
 pub(crate) async fn slot_geometries(conn: &RedisConn, name: &BoardName) -> Result<Vec<(i64, u64)>> {
     let geometries: Vec<(String, String)> = conn
         .query(

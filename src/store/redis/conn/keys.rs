@@ -25,6 +25,14 @@ pub(crate) fn glob_escape(text: &str) -> String {
     escaped
 }
 
+/// The contributor and member of a field of a slot stage's contributions (`<stage>:c`,
+/// `lua/contributors.lua`): `<by>\n<member>`, `\n<by>\n<member>` (a refused part), or
+/// `<by>` (its likes' budget use in the slot; member `""`).
+pub(crate) fn contribution_field(field: &str) -> (&str, &str) {
+    let pair = field.strip_prefix('\n').unwrap_or(field);
+    pair.split_once('\n').unwrap_or((pair, ""))
+}
+
 /// The names of rollboard's keys, each starting with the deployment's key prefix
 /// ([`RedisOptions::key_prefix`](super::options::RedisOptions::key_prefix), empty by
 /// default).

@@ -442,6 +442,30 @@ impl RedisConn {
         .await
     }
 
+    /// Calls `each` with every field of `board`'s hash `key` matching the `MATCH`
+    /// `pattern`, `HSCAN` by `HSCAN` (a field may come twice, as the command says).
+    pub(crate) async fn scan_fields(
+        &self,
+        board: &BoardName,
+        key: &str,
+        pattern: &str,
+        mut each: impl FnMut(String),
+    ) -> Result<()> {
+        let mut cursor = 0u64;
+        loop {
+            let mut cmd = redis::cmd("HSCAN");
+            cmd.arg(key).arg(cursor).arg("MATCH").arg(pattern);
+            let (next, flat): (u64, Vec<String>) = self
+                .query(cmd.arg("COUNT").arg(1000), Some(board), Retry::Idempotent)
+                .await?;
+            flat.into_iter().step_by(2).for_each(&mut each);
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
+        }
+    }
+
     /// Reads `board`'s keys with `pipe`, a transaction (`MULTI`/`EXEC`), sent again after
     /// a lost reply. `None` when the server ran none of it: `EXECABORT` (on a cluster, a
     /// slot moving or a master failing over answers a queued command with a redirect or

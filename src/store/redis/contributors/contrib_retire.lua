@@ -29,7 +29,7 @@
 -- a pair twice nor skip one. The stage is frozen (the window froze the slot and the
 -- smaller window finished it), so a full HSCAN from 0 sees every pair.
 -- When the largest window finishes a slot, the slot's per-member history (<stage 1>:cm)
--- goes, and so do the contributors whose newest slot it was from board_{b}:ctrs.
+-- goes.
 -- Returns {cursor, pairs handled}; cursor is 'done' when the stage has no pair left.
 -- Errors: "STALE ...", "ORDER ..." (slot not frozen, or the smaller window not finished).
 
@@ -100,7 +100,6 @@ if not next_stage then
   -- The history is beside stage 1: this stage's key less its '_<k>' (none on window 1).
   local first = ARGV[3] == '' and stage or string.gsub(stage, '_%d+$', '')
   redis.call('DEL', first .. ':cm')
-  redis.call('ZREMRANGEBYSCORE', board .. ':ctrs', '-inf', ARGV[4])
 end
 record_changes(board, 'retire', nil, (slot + tonumber(ARGV[2])) * 1000)
 return { 'done', handled }

@@ -99,5 +99,4 @@ if touched then
   record_changes(board, 'retract')
 end
 if cursor ~= '0' then return { cursor, handled, events } end
-if redis.call('EXISTS', ctr) == 0 then redis.call('ZREM', board .. ':ctrs', by) end
 return { 'done', handled, events }

@@ -10,10 +10,9 @@ use crate::domain::board::Board;
 use crate::domain::{Given, Member, WindowContributors};
 use crate::error::Result;
 use crate::store::redis::board::slot_index::live_slots;
+use crate::store::redis::conn::keys::contribution_field;
 use crate::store::redis::conn::{RedisConn, Retry, glob_escape};
 
-/// Fields an `HSCAN` step of a stage's contributions looks at.
-const SCAN_COUNT: u64 = 1000;
 /// Contributors whose sums one pipeline reads.
 const READ_AT_ONCE: usize = 500;
 
@@ -75,32 +74,13 @@ async fn contributors_of(conn: &RedisConn, board: &Board, member: &str) -> Resul
     for slot in live_slots(conn, &board.name).await? {
         for stage in conn.keys().stages(board, slot) {
             let key = format!("{stage}:c");
-            let mut cursor = 0u64;
-            loop {
-                let mut cmd = redis::cmd("HSCAN");
-                cmd.arg(&key)
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(SCAN_COUNT);
-                let (next, flat): (u64, Vec<String>) = conn
-                    .query(&cmd, Some(&board.name), Retry::Idempotent)
-                    .await?;
-                for field in flat.into_iter().step_by(2) {
-                    // A refused part's field starts with \n; the next \n splits.
-                    let pair = field.strip_prefix('\n').unwrap_or(&field);
-                    if let Some((by, m)) = pair.split_once('\n')
-                        && m == member
-                    {
-                        found.insert(by.to_owned());
-                    }
+            conn.scan_fields(&board.name, &key, &pattern, |field| {
+                let (by, m) = contribution_field(&field);
+                if m == member {
+                    found.insert(by.to_owned());
                 }
-                if next == 0 {
-                    break;
-                }
-                cursor = next;
-            }
+            })
+            .await?;
         }
     }
     Ok(found.into_iter().collect())

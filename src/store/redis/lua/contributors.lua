@@ -25,9 +25,11 @@
 --                           'q' (held, or being held) or 'r' (being released), and each
 --                           admitted sum a member's total does not count is kept as
 --                           '!<W>\n<member>' instead (contrib_sum_field)
---   board_{b}:ctrs          the contributors (zset, score: the newest slot they gave in)
 -- A window's total for a member holds, per contributor, its admitted sum there clamped
 -- to +-cap, and the member's events without a contributor in full (in the slot stages).
+-- A drop finds a board's contributors in its live slots' stage contributions: a
+-- contributor's hash holds nothing once no live stage holds a part of it (a quarantined
+-- one's flag aside: the drop reads those from the quarantined set).
 
 -- `sum` clamped to +-`cap` (nil: no cap).
 local function contrib_capped(cap, sum)
@@ -55,18 +57,20 @@ local function contrib_field(field)
   return string.sub(rest, 1, at - 1), string.sub(rest, at + 1), refused
 end
 
--- Adds `delta` to `field` of the hash `key`, deleting it at 0; returns the new value.
-local function contrib_add(key, field, delta)
-  local value = redis.call('HINCRBY', key, field, delta)
+-- Adds `delta` (a number; `text`, if given, is it as a string) to `field` of the hash
+-- `key`, deleting it at 0; returns the new value. The number goes as '%d': Redis would
+-- write it with '%.17g', several times the cost.
+local function contrib_add(key, field, delta, text)
+  local value = redis.call('HINCRBY', key, field, text or string.format('%d', delta))
   if value == 0 then redis.call('HDEL', key, field) end
   return value
 end
 
--- Adds `delta` (non-zero) to `field` of a stage's contributions `key`, deleting it at 0;
--- returns what that changes of the contributor's index count (contrib_index): 1
--- when it made the field, -1 when it deleted it, else 0.
-local function contrib_stage_add(key, field, delta)
-  local value = contrib_add(key, field, delta)
+-- Adds `delta` (non-zero; `text` as contrib_add) to `field` of a stage's contributions
+-- `key`, deleting it at 0; returns what that changes of the contributor's index count
+-- (contrib_index): 1 when it made the field, -1 when it deleted it, else 0.
+local function contrib_stage_add(key, field, delta, text)
+  local value = contrib_add(key, field, delta, text)
   if value == 0 then return -1 end
   if value == delta then return 1 end
   return 0
@@ -76,7 +80,9 @@ end
 -- at 0 or below (a field written before the index was kept has no count to drop).
 local function contrib_index(ctr, field, change)
   if change == 0 then return end
-  if redis.call('HINCRBY', ctr, field, change) <= 0 then redis.call('HDEL', ctr, field) end
+  if redis.call('HINCRBY', ctr, field, string.format('%d', change)) <= 0 then
+    redis.call('HDEL', ctr, field)
+  end
 end
 
 -- The index field of a pair's parts in a slot (`member` nil: of the slot's budget use).
@@ -109,12 +115,13 @@ local function contrib_sum_field(ctr, w, member, flag)
   return counted, true
 end
 
--- Adds `delta` (a number) to the admitted sum of (`by`, `member`) in window `w`
--- (seconds) kept in the contributor's hash `ctr` (hold `flag`); returns what that
--- changes of the member's counted part under `cap` (0 while held), and the new sum.
-local function contrib_window(ctr, w, member, delta, cap, flag)
+-- Adds `delta` (a number; `text` as contrib_add) to the admitted sum of (`by`, `member`)
+-- in window `w` (seconds) kept in the contributor's hash `ctr` (hold `flag`); returns
+-- what that changes of the member's counted part under `cap` (0 while held), and the
+-- new sum.
+local function contrib_window(ctr, w, member, delta, cap, flag, text)
   local field, counts = contrib_sum_field(ctr, w, member, flag)
-  local new = contrib_add(ctr, field, delta)
+  local new = contrib_add(ctr, field, delta, text)
   if not counts then return 0, new end
   return contrib_capped(cap, new) - contrib_capped(cap, new - delta), new
 end

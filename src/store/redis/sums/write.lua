@@ -531,6 +531,7 @@ local function left_behind(by, member)
     local named = KEYS[STAGES + 1]
     slot_prefix = string.sub(named, 1, #named - #ARGV[A + 2 * n + 1])
   end
+  if #left_slots == 0 then return 0, 0 end
   local pair, given, used = by .. '\n' .. member, 0, 0
   for _, s in ipairs(left_slots) do
     for st = 1, n do
@@ -568,20 +569,25 @@ local function contribution_in_range(i, k, ctr, flag, by, member, a, r)
 end
 
 -- A call's history and contributor index updates, summed per slot and member (history
--- <stage 1>:cm), per contributor (its newest slot, board_{b}:ctrs) and per contributor
--- and index field (the count of stage fields, see contrib_index), applied once at its
--- end (flush_contributions): a Zipf batch's hot post costs one.
-local history, newest, indexed = {}, {}, {}
--- Each contributor's hold (contrib_flag), read once a call; false: none.
-local flags = {}
+-- <stage 1>:cm) and per contributor and index field (the count of stage fields, see
+-- contrib_index), and, when no event is checked (a check reads the totals), what it
+-- changes of the windows' totals, per window and member, applied once at its end
+-- (flush_contributions): a Zipf batch's hot post costs one of each.
+local history, indexed, changes = {}, {}, unchecked and {} or nil
+-- Each contributor's hash and hold (contrib_flag; false: none), and each stage's
+-- contributions key, made once a call.
+local ctrs, flags, stage_pairs = {}, {}, {}
 
 -- Applies an event of `d` given by `by` to slot i at stage k (see the header): its status.
 -- `given`, what by's admitted events gave the member inside the largest window at the
 -- caller's now, is read before applying with a budget (it bounds an unlike), else from
 -- the largest window's sum the event's own HINCRBY returns.
-local function contribute(i, k, member, d, by)
-  local ctr = board .. ':ctr:' .. by
-  if flags[by] == nil then flags[by] = contrib_flag(ctr, record[10 + n]) or false end
+local function contribute(i, k, member, d, by, delta)
+  local ctr = ctrs[by]
+  if not ctr then
+    ctr = board .. ':ctr:' .. by
+    ctrs[by], flags[by] = ctr, contrib_flag(ctr, record[10 + n]) or false
+  end
   local flag = flags[by] or nil
   local a, given = d, nil
   if budget then
@@ -596,17 +602,26 @@ local function contribute(i, k, member, d, by)
     end
   end
   local r = d - a
+  -- What the HINCRBYs add, as the event's own text when all of it is admitted.
+  local text = a == d and delta or nil
   if not unchecked and not contribution_in_range(i, k, ctr, flag, by, member, a, r) then
     return 2
   end
   local base, pair = STAGES + (i - 1) * n, by .. '\n' .. member
-  local stage_key = KEYS[base + k + 1] .. ':c'
+  local stage_key = stage_pairs[base + k + 1]
+  if not stage_key then
+    stage_key = KEYS[base + k + 1] .. ':c'
+    stage_pairs[base + k + 1] = stage_key
+  end
   local slot = ARGV[A + 2 * n + i]
   local made = 0
-  if a ~= 0 then made = contrib_stage_add(stage_key, pair, a) end
+  if a ~= 0 then made = contrib_stage_add(stage_key, pair, a, text) end
   if r ~= 0 then made = made + contrib_stage_add(stage_key, '\n' .. pair, r) end
-  local counts = indexed[by] or {}
-  indexed[by] = counts
+  local counts = indexed[by]
+  if made ~= 0 or (budget and a > 0) then
+    counts = counts or {}
+    indexed[by] = counts
+  end
   if made ~= 0 then
     local field = contrib_index_field(slot, member)
     counts[field] = (counts[field] or 0) + made
@@ -615,16 +630,19 @@ local function contribute(i, k, member, d, by)
     if contrib_stage_add(KEYS[base + n] .. ':c', by, a) == 1 then
       counts[contrib_index_field(slot)] = 1
     end
-    redis.call('HINCRBY', ctr, 'u', a)
+    contrib_add(ctr, 'u', a)
   end
   local h = history[i] or {}
   history[i], h[member] = h, (h[member] or 0) + d
-  local start = tonumber(slot)
-  newest[by] = math.max(newest[by] or start, start)
   for j = k + 1, n do
     if a ~= 0 then
-      local change, sum = contrib_window(ctr, ARGV[A + j], member, a, cap, flag)
-      if change ~= 0 then add_window(j, member, string.format('%d', change)) end
+      local change, sum = contrib_window(ctr, ARGV[A + j], member, a, cap, flag, text)
+      if change ~= 0 and changes then
+        local window = changes[j] or {}
+        changes[j], window[member] = window, (window[member] or 0) + change
+      elseif change ~= 0 then
+        add_window(j, member, string.format('%d', change))
+      end
       if j == n and not given then given = sum - a - left_behind(by, member) end
     end
     if r ~= 0 then contrib_add(ctr, '\n' .. ARGV[A + j] .. '\n' .. member, r) end
@@ -642,12 +660,13 @@ local function flush_contributions()
       if d ~= 0 then contrib_add(key, member, d) end
     end
   end
-  for by, start in pairs(newest) do
-    redis.call('ZADD', board .. ':ctrs', 'GT', string.format('%d', start), by)
+  for j, members in pairs(changes or {}) do
+    for member, change in pairs(members) do
+      if change ~= 0 then add_window(j, member, string.format('%d', change)) end
+    end
   end
   for by, fields in pairs(indexed) do
-    local ctr = board .. ':ctr:' .. by
-    for field, change in pairs(fields) do contrib_index(ctr, field, change) end
+    for field, change in pairs(fields) do contrib_index(ctrs[by], field, change) end
   end
 end
 
@@ -660,7 +679,7 @@ while true do
     if k == n then
       status[x + 3] = 1
     elseif by and by ~= '' then
-      status[x + 3] = contribute(i, k, member, d, by)
+      status[x + 3] = contribute(i, k, member, d, by, delta)
     elseif unchecked or in_range(i, k, member, h, d) then
       apply(i, k, member, delta, h)
       applied_abs = applied_abs + math.abs(d)
