@@ -27,6 +27,7 @@ on_every_store!(
     a_board_keeping_contributors_refuses_recompute_and_new_windows,
     a_dropped_board_leaves_no_contribution_behind,
     a_quarantined_contributors_write_answers_as_if_it_were_not,
+    a_quarantined_writers_standing_is_its_unquarantined_twins,
 );
 
 /// The contributors of a board: named after it, so that a quarantine (of every board
@@ -728,7 +729,8 @@ async fn a_quarantined_contributors_write_answers_as_if_it_were_not(h: Harness) 
             })
             .collect::<Vec<_>>()
     };
-    let d = ("d".to_string(), Some(0), None, 1, Some(3));
+    // As if: a 3, b 3 and c 2 (the bot's likes counted) rank above d's 1.
+    let d = ("d".to_string(), Some(0), None, 1, Some(4));
     let b_as_if = ("b".to_string(), Some(3), Some(1), 3, Some(1));
     assert_eq!(standing(&written), [d.clone(), d, b_as_if.clone(), b_as_if]);
     assert_eq!(tops().await, ranking(&[("a", 3), ("b", 2), ("c", 1)]));
@@ -746,4 +748,107 @@ async fn a_quarantined_contributors_write_answers_as_if_it_were_not(h: Harness) 
     );
     let again = h.boards.release(&bot).await.unwrap();
     assert_eq!((again.changed, again.sums), (false, 0));
+}
+
+/// A quarantined bot's writes answer the standing its twin's identical writes answer on
+/// a board of the same config where the twin is not quarantined: every member's total
+/// and rank as if the bot's likes counted, its likes to the other posts included, on
+/// every tie rule and with negative totals ranked or not (but densely); random likes and unlikes of
+/// three users and the bot, then the bot's batches with their standing, some users'
+/// between them. At least one answer differs from the public ranking (not vacuous).
+async fn a_quarantined_writers_standing_is_its_unquarantined_twins(h: Harness) {
+    use rollboard::{RankedTotals, Ties};
+    let mut rng = Rng(0x9e37_79b9);
+    let mut differed = 0;
+    for ties in [Ties::Competition, Ties::Dense, Ties::Position] {
+        for rank in [RankedTotals::Positive, RankedTotals::Nonzero] {
+            if (ties, rank) == (Ties::Dense, RankedTotals::Nonzero) {
+                continue; // a net-vote board does not rank densely
+            }
+            let config = BoardConfig::parse("1h", &WINDOWS)
+                .unwrap()
+                .with_ties(ties)
+                .with_rank(rank)
+                .unwrap()
+                .with_contributor_cap(Some(1))
+                .unwrap();
+            let held = unique("contrib-asif");
+            let twin = unique("contrib-twin");
+            for board in [&held, &twin] {
+                h.boards.create(board, config.clone()).await.unwrap();
+            }
+            let (q, t) = (contributors(&held), contributors(&twin));
+            let event = |users: &[String; 4], (user, member, delta): (usize, usize, i64)| {
+                Event::new(MEMBERS[member], delta).by(users[user].clone())
+            };
+            let random = |rng: &mut Rng, user: usize| {
+                let delta = if rng.below(4) == 0 { -1 } else { 1 };
+                (user, rng.below(6) as usize, delta)
+            };
+            let mut first = Vec::new();
+            for _ in 0..40 {
+                let user = rng.below(4) as usize;
+                first.push(random(&mut rng, user));
+            }
+            for (board, users) in [(&held, &q), (&twin, &t)] {
+                let events: Vec<Event> = first.iter().map(|e| event(users, *e)).collect();
+                h.boards.windowed(board).incr_batch(&events).await.unwrap();
+            }
+            h.boards.quarantine(&q[3]).await.unwrap();
+            for round in 0..6 {
+                let user = if round % 2 == 0 {
+                    3
+                } else {
+                    rng.below(3) as usize
+                };
+                let size = 1 + rng.below(3);
+                let writes: Vec<_> = (0..size).map(|_| random(&mut rng, user)).collect();
+                let mut read = Vec::new();
+                for (board, users) in [(&held, &q), (&twin, &t)] {
+                    let events: Vec<Event> = writes.iter().map(|e| event(users, *e)).collect();
+                    let written = h.boards.windowed(board);
+                    let written = written.incr_batch_standing(&events, None).await.unwrap();
+                    let counted: Vec<(usize, i64)> = written
+                        .outcome
+                        .counted
+                        .iter()
+                        .map(|c| (c.index, c.counted))
+                        .collect();
+                    let standings: Vec<_> = written
+                        .standings
+                        .iter()
+                        .flat_map(|s| {
+                            s.windows.iter().map(|w| {
+                                let before = (w.score_before, w.rank_before);
+                                (s.member.clone(), w.window, before, (w.score, w.rank))
+                            })
+                        })
+                        .collect();
+                    read.push((counted, standings));
+                }
+                // Another user's standing is the public one, which the bot's likes do
+                // not reach on the first board: only what it counted must agree.
+                assert_eq!(read[0].0, read[1].0, "{ties:?} {rank:?} round {round}");
+                if user == 3 {
+                    assert_eq!(
+                        read[0], read[1],
+                        "{ties:?} {rank:?} round {round}: {writes:?}"
+                    );
+                    // Not vacuous: the public ranks differ from what the bot is answered.
+                    for (member, window, _, answered) in &read[0].1 {
+                        let public = h.boards.windowed(&held).score(member, Some(*window));
+                        let public = public
+                            .await
+                            .unwrap()
+                            .map_or((0, None), |s| (s.score, s.rank));
+                        differed += usize::from(public != *answered);
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        differed > 0,
+        "no standing of the bot differed from the public ranking"
+    );
 }

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::domain::{Entry, RankedTotals, Ties};
 
 /// Member totals of one window. A member whose total reaches exactly zero is removed.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Totals {
     scores: HashMap<String, i64>,
     /// The same entries as `scores`, in ranking order.
@@ -208,22 +208,6 @@ impl Totals {
             Ties::Dense => self.tally.range(score.saturating_add(1)..).count() as u64 + 1,
             Ties::Position => self.position(member, score) + 1,
         }
-    }
-
-    /// The rank `member` would have with the total `score` instead of `real` (what it
-    /// holds; `None`: nothing): as [`rank`](Self::rank), without the member itself where
-    /// it holds a higher total.
-    pub fn rank_at(&self, member: &str, score: i64, real: Option<i64>) -> u64 {
-        let Some(real) = real.filter(|r| *r > score) else {
-            return self.rank(member, score);
-        };
-        let alone = self.ties != Ties::Dense || self.tally.get(&real) == Some(&1);
-        self.rank(member, score) - u64::from(alone)
-    }
-
-    /// Whether `member` is hidden.
-    pub fn is_hidden(&self, member: &str) -> bool {
-        self.hidden.contains_key(member)
     }
 
     /// The member's 0-based position in ranking order.

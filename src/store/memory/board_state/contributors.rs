@@ -370,12 +370,16 @@ impl Contributions {
         (moved, changed)
     }
 
-    /// What those of `writers` that are quarantined gave `member` inside window `j`, as
-    /// it would count were they not.
-    pub fn held_part(&self, j: usize, writers: &[&Contributor], member: &str) -> i64 {
-        let held = writers.iter().filter(|by| self.held.contains(**by));
-        held.map(|by| counted(self.cap, self.sum(j, by, member).admitted))
-            .sum()
+    /// What those of `writers` that are quarantined gave each member inside window `j`,
+    /// as it would count were they not (members they gave nothing that counts left out).
+    pub fn held_parts(&self, j: usize, writers: &[&Contributor]) -> HashMap<String, i64> {
+        let mut parts = HashMap::new();
+        for by in writers.iter().filter(|by| self.held.contains(**by)) {
+            for (member, sums) in self.sums[j].get(*by).into_iter().flatten() {
+                add(&mut parts, member, counted(self.cap, sums.admitted));
+            }
+        }
+        parts
     }
 
     /// A pair's sums as a view reads them: a quarantined contributor's admitted sum is

@@ -6,6 +6,7 @@
 //! max, min or latest board). Reads are in `read.rs`, period snapshots in
 //! `snapshots.rs`.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 mod contributors;
@@ -162,73 +163,60 @@ impl MemBoard {
             .filter(|m| seen.insert(*m))
             .collect();
         // A quarantined contributor's write answers as if it were not: its held sums
-        // count in the standing it reads.
+        // count in the standing it reads, the member's and every other's.
         let writers: HashSet<&crate::domain::Contributor> =
             writes.iter().filter_map(|w| w.by.as_ref()).collect();
         let writers: Vec<&crate::domain::Contributor> = writers.into_iter().collect();
-        let before: Vec<Vec<(i64, Option<u64>)>> = members
-            .iter()
-            .map(|m| {
-                let read = |j: &usize| self.score_rank_as(*j, m, &writers);
-                windows.iter().map(read).collect()
-            })
-            .collect();
+        let read = |state: &Self| -> Vec<Vec<(i64, Option<u64>)>> {
+            let seen: Vec<Cow<Totals>> = windows
+                .iter()
+                .map(|j| state.seen_by(*j, &writers))
+                .collect();
+            let read = |m: &&str| seen.iter().map(|t| standing_in(t, m)).collect();
+            members.iter().map(read).collect()
+        };
+        let before = read(self);
         let statuses = self.write(now, writes);
         if let Some(key) = key {
             self.keyed.record(key, now, &statuses);
         }
         let standings = members
             .iter()
-            .zip(before)
-            .map(|(member, before)| WrittenStanding {
+            .zip(before.into_iter().zip(read(self)))
+            .map(|(member, (before, after))| WrittenStanding {
                 member: member.to_string(),
                 windows: windows
                     .iter()
-                    .zip(before)
-                    .map(|(j, (score_before, rank_before))| {
-                        let (score, rank) = self.score_rank_as(*j, member, &writers);
-                        WindowStanding {
+                    .zip(before.into_iter().zip(after))
+                    .map(
+                        |(j, ((score_before, rank_before), (score, rank)))| WindowStanding {
                             window: self.board.config.windows()[*j],
                             score,
                             rank,
                             score_before: Some(score_before),
                             rank_before,
-                        }
-                    })
+                        },
+                    )
                     .collect(),
             })
             .collect();
         (Keyed::Applied(statuses), standings)
     }
 
-    /// A member's total in window `window` (0 without one, or hidden) and its rank, if
-    /// ranked.
-    fn score_rank(&self, window: usize, member: &str) -> (i64, Option<u64>) {
-        let totals = &self.totals[window];
-        let score = totals.get(member).unwrap_or(0);
-        let rank = (totals.get(member).is_some() && totals.rank_rule().ranks(score))
-            .then(|| totals.rank(member, score));
-        (score, rank)
-    }
-
-    /// [`score_rank`](Self::score_rank) as `writers` see it: with what those of them that
-    /// are quarantined gave the member (unless it is hidden) counted.
-    fn score_rank_as(
-        &self,
-        window: usize,
-        member: &str,
-        writers: &[&crate::domain::Contributor],
-    ) -> (i64, Option<u64>) {
-        let totals = &self.totals[window];
-        let held = self.contributions.held_part(window, writers, member);
-        if held == 0 || totals.is_hidden(member) {
-            return self.score_rank(window, member);
+    /// Window `window`'s totals as `writers` see them: with what those of them that are
+    /// quarantined gave each member counted (a hidden member's stay hidden). A copy of
+    /// the window when there is such a part: the reference a store's ranks are tested
+    /// against, paid only by a quarantined contributor's write asking its standing.
+    fn seen_by(&self, window: usize, writers: &[&crate::domain::Contributor]) -> Cow<'_, Totals> {
+        let held = self.contributions.held_parts(window, writers);
+        if held.is_empty() {
+            return Cow::Borrowed(&self.totals[window]);
         }
-        let real = totals.get(member);
-        let score = real.unwrap_or(0) + held;
-        let rank = (score != 0 && totals.rank_rule().ranks(score))
-            .then(|| totals.rank_at(member, score, real));
-        (score, rank)
+        let mut totals = self.totals[window].clone();
+        for (member, part) in held {
+            totals.add(&member, part);
+        }
+        Cow::Owned(totals)
     }
 
     /// Adds the larger windows of `board` (a new incarnation of this one's config plus
@@ -586,4 +574,12 @@ impl MemBoard {
             windows,
         }
     }
+}
+
+/// A member's total in `totals` (0 without one, or hidden) and its rank, if ranked.
+fn standing_in(totals: &Totals, member: &str) -> (i64, Option<u64>) {
+    let score = totals.get(member).unwrap_or(0);
+    let rank = (totals.get(member).is_some() && totals.rank_rule().ranks(score))
+        .then(|| totals.rank(member, score));
+    (score, rank)
 }

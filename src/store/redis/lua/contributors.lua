@@ -156,3 +156,41 @@ local function contrib_total(n, j, member, change)
   add_total(KEYS[1 + j], member, string.format('%d', change), tally, dense,
     j == n and KEYS[#KEYS] or nil)
 end
+
+-- How window `w` (seconds; its totals `totals`) would read were the contributors whose
+-- hashes are `ctrs` not held (quarantined): rank_as_if's `moved`, for every member they
+-- hold a counted part of there ('!<w>\n<member>', capped) that is not hidden. Costs
+-- their hashes' fields (an HSCAN MATCH of each).
+local function contrib_as_if(ctrs, w, cap, totals)
+  local prefix = '!' .. w .. '\n'
+  local parts, members = {}, {}
+  for _, ctr in ipairs(ctrs) do
+    local found, cursor = {}, '0'
+    repeat
+      local scan = redis.call('HSCAN', ctr, cursor, 'MATCH', prefix .. '*', 'COUNT', 100)
+      local list = scan[2]
+      for p = 1, #list, 2 do
+        local member = string.sub(list[p], #prefix + 1)
+        if not found[member] then
+          found[member] = true
+          if parts[member] == nil then members[#members + 1] = member end
+          parts[member] = (parts[member] or 0) + contrib_capped(cap, tonumber(list[p + 1]))
+        end
+      end
+      cursor = scan[1]
+    until cursor == '0'
+  end
+  local moved = {}
+  for from = 1, #members, 1000 do
+    local chunk = { unpack(members, from, math.min(from + 999, #members)) }
+    local scores = redis.call('ZMSCORE', totals, unpack(chunk))
+    local hidden = hidden_members and redis.call('HMGET', hidden_members, unpack(chunk)) or {}
+    for x, member in ipairs(chunk) do
+      if parts[member] ~= 0 and not hidden[x] then
+        local total = tonumber(scores[x]) or false
+        moved[member] = { total, (total or 0) + parts[member] }
+      end
+    end
+  end
+  return moved
+end

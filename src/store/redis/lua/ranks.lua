@@ -73,21 +73,47 @@ local function member_rank(totals, dense, position, rule, member)
 end
 
 -- The rank `member` would have in `totals` (distinct totals `dense`) with the total
--- `score` (a number) instead of `real` (what it holds, false without one): as
--- member_rank's, without the member itself where it holds a higher total (false when
--- `score` is not ranked).
-local function rank_at(totals, dense, position, rule, member, score, real)
+-- `score` (a number), were each member of `moved` holding the total it says there:
+-- moved[m] = {m's total (a number; false without one), the total it would hold (0:
+-- none)}; `member` itself is in it when its total is not `score` (false when `score`
+-- is not ranked). From the ranking's counts, corrected by each moved member: O(#moved
+-- + log N), dense O(#moved log N).
+local function rank_as_if(totals, dense, position, rule, member, score, moved)
   if score == 0 or not ranked_total(score, rule) then return false end
   local text = string.format('%d', score)
-  local above = real and tonumber(real) > score
-  local greater = redis.call('ZCOUNT', totals, '(' .. text, '+inf') - (above and 1 or 0)
+  local greater = redis.call('ZCOUNT', totals, '(' .. text, '+inf')
+  for _, m in pairs(moved) do
+    if m[2] ~= 0 and m[2] > score then greater = greater + 1 end
+    if m[1] and m[1] > score then greater = greater - 1 end
+  end
   if position then
-    local _, tied_before = tie_order()
-    return greater + tied_before(totals, text, member) + 1
+    local bytes_before, tied_before = tie_order()
+    local before = tied_before(totals, text, member)
+    for other, m in pairs(moved) do
+      if other ~= member and bytes_before(other, member) then
+        if m[2] == score then before = before + 1 end
+        if m[1] == score then before = before - 1 end
+      end
+    end
+    return greater + before + 1
   end
   if dense then
-    local alone = above and redis.call('ZCOUNT', totals, real, real) == 1
-    return redis.call('ZCOUNT', dense, '(' .. text, '+inf') + 1 - (alone and 1 or 0)
+    -- Per total, how many more members would hold it; a total above `score` counts
+    -- while some member holds it.
+    local change = {}
+    for _, m in pairs(moved) do
+      if m[1] then change[m[1]] = (change[m[1]] or 0) - 1 end
+      if m[2] ~= 0 then change[m[2]] = (change[m[2]] or 0) + 1 end
+    end
+    local above = redis.call('ZCOUNT', dense, '(' .. text, '+inf')
+    for total, more in pairs(change) do
+      if total > score and more ~= 0 then
+        local at = string.format('%d', total)
+        local held = redis.call('ZCOUNT', totals, at, at)
+        above = above + ((held + more > 0) and 1 or 0) - ((held > 0) and 1 or 0)
+      end
+    end
+    return above + 1
   end
   return greater + 1
 end
@@ -96,18 +122,20 @@ end
 -- for each of `members` and each window position j of `windows`, the member's total in
 -- KEYS[totals + j] (0 without one) and its rank there (false when not ranked; dense: by
 -- the distinct totals KEYS[dense + 2j] when `dense` is given), the board ranking as
--- `rule` says (ranked_total); with `extra` (write.lua's, for a quarantined writer), the
--- total and rank it would have with extra(member, j) more.
-local function read_standing(into, members, windows, totals, dense, position, rule, extra)
+-- `rule` says (ranked_total); with `as_if` (write.lua's, for a quarantined writer), as
+-- the window would read with the totals as_if(j) moves (rank_as_if's `moved`; nil:
+-- none).
+local function read_standing(into, members, windows, totals, dense, position, rule, as_if)
+  local moved = {}
+  for _, j in ipairs(windows) do moved[j] = as_if and as_if(j) or false end
   for _, member in ipairs(members) do
     for _, j in ipairs(windows) do
       local distinct = dense and KEYS[dense + 2 * j] or nil
       local score, ranked = member_rank(KEYS[totals + j], distinct, position, rule, member)
-      local more = extra and extra(member, j) or 0
-      if more ~= 0 then
-        local real = score
-        score = (tonumber(real) or 0) + more
-        ranked = rank_at(KEYS[totals + j], distinct, position, rule, member, score, real)
+      if moved[j] and next(moved[j]) then
+        local own = moved[j][member]
+        score = own and own[2] or (tonumber(score) or 0)
+        ranked = rank_as_if(KEYS[totals + j], distinct, position, rule, member, score, moved[j])
       end
       into[#into + 1] = tonumber(score) or 0
       into[#into + 1] = ranked
@@ -117,10 +145,10 @@ end
 
 -- The standing a write answers, read now, before it applies anything: the distinct
 -- members of `members` (which may repeat them) in the window positions `list` ('1,3'),
--- as read_standing reads them (with `extra`, if given). The function it returns reads them again and answers
--- the standing part of the reply: per member and window, total and rank before, then
--- after.
-local function standing_of(list, members, totals, dense, position, rule, extra)
+-- as read_standing reads them (with `as_if`, if given). The function it returns reads
+-- them again and answers the standing part of the reply: per member and window, total
+-- and rank before, then after.
+local function standing_of(list, members, totals, dense, position, rule, as_if)
   local windows, distinct, seen, before = {}, {}, {}, {}
   for j in string.gmatch(list, '%d+') do windows[#windows + 1] = tonumber(j) end
   for _, member in ipairs(members) do
@@ -129,10 +157,10 @@ local function standing_of(list, members, totals, dense, position, rule, extra)
       distinct[#distinct + 1] = member
     end
   end
-  read_standing(before, distinct, windows, totals, dense, position, rule, extra)
+  read_standing(before, distinct, windows, totals, dense, position, rule, as_if)
   return function()
     local after, flat = {}, {}
-    read_standing(after, distinct, windows, totals, dense, position, rule, extra)
+    read_standing(after, distinct, windows, totals, dense, position, rule, as_if)
     for x = 1, #after, 2 do
       flat[#flat + 1], flat[#flat + 2] = before[x], before[x + 1]
       flat[#flat + 1], flat[#flat + 2] = after[x], after[x + 1]

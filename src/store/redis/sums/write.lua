@@ -372,31 +372,24 @@ if asked ~= '' then
   end
   local dense = dense_board and DENSE or nil
   -- A quarantined contributor's write answers as if it were not: what the held writers
-  -- of the call gave a member (unless it is hidden) counts in its standing.
-  local extra = nil
+  -- of the call gave each member (unless it is hidden) counts in the standing it reads.
+  local as_if = nil
   if keeps and (tonumber(record[10 + n]) or 0) > 0 then
-    local held = {}
+    local held, met = {}, {}
     for x = 0, count - 1 do
       local by = select(5, entry(x))
-      if by ~= '' and held[by] == nil then
+      if by ~= '' and not met[by] then
+        met[by] = true
         local ctr = board .. ':ctr:' .. by
-        held[by] = contrib_flag(ctr, record[10 + n]) and ctr or false
+        if contrib_flag(ctr, record[10 + n]) then held[#held + 1] = ctr end
       end
     end
-    extra = function(member, j)
-      if hidden_members and redis.call('HEXISTS', hidden_members, member) == 1 then return 0 end
-      local more = 0
-      for _, ctr in pairs(held) do
-        if ctr then
-          local field = '!' .. ARGV[A + j] .. '\n' .. member
-          more = more + contrib_capped(cap, tonumber(redis.call('HGET', ctr, field)) or 0)
-        end
-      end
-      return more
+    if #held > 0 then
+      as_if = function(j) return contrib_as_if(held, ARGV[A + j], cap, KEYS[TOTALS + j]) end
     end
   end
   standing = standing_of(list, members, TOTALS, dense, ties == 'position', rank == 'nonzero',
-    extra)
+    as_if)
 end
 -- The reply `reply` of a call that applied its entries, with the standing asked (if any).
 local function answered(reply)
