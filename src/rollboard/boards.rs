@@ -30,7 +30,7 @@ impl Rollboard {
         let created = self.change(&name, create).await?;
         self.inner.boards.remember(created.board().clone());
         self.inner.board_changes.send_replace(());
-        self.take_hidden_everywhere(created.board()).await?;
+        self.take_hidden_everywhere(created.board().name()).await?;
         self.take_quarantined(created.board()).await?;
         Ok(created)
     }

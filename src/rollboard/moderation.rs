@@ -6,7 +6,6 @@
 use futures_util::StreamExt;
 
 use super::{Rollboard, Windowed};
-use crate::domain::any_board::AnyBoard;
 use crate::domain::{BoardName, LogEntry, Member};
 use crate::domain::{HiddenMember, HiddenMembers, Pin, Span};
 use crate::domain::{Moderated, ModerationAction, ModerationNote, SkippedBoard, parse_log_id};
@@ -214,15 +213,15 @@ impl Rollboard {
         self.windowed(name.as_str()).hide_all(members, hidden).await
     }
 
-    /// Hides the members hidden on every board on `board`, just created (or found,
-    /// which settles a create that raced a hide or show on every board); boards whose
-    /// kind cannot hide members yet are left as they are.
-    pub(super) async fn take_hidden_everywhere(&self, board: &AnyBoard) -> Result<()> {
+    /// Hides the members hidden on every board on the board `name`, just created (or
+    /// found, which settles a create that raced a hide or show on every board) or just
+    /// resharded; boards whose kind cannot hide members yet are left as they are.
+    pub(super) async fn take_hidden_everywhere(&self, name: &BoardName) -> Result<()> {
         let members = self.inner.store.moderation().hidden_everywhere().await?;
         if members.is_empty() {
             return Ok(());
         }
-        match self.hide_on(board.name(), &members, true).await {
+        match self.hide_on(name, &members, true).await {
             Err(e) if !not_yet(&e) => Err(e),
             _ => Ok(()),
         }

@@ -3,7 +3,7 @@
 //! `store/sharded/reshard.rs` and `docs/operations.md`, "Resharding").
 
 use super::Windowed;
-use crate::domain::{ReshardReport, sums_only};
+use crate::domain::{BoardName, ReshardReport, sums_only};
 use crate::error::{Error, Result};
 
 impl Windowed<'_> {
@@ -14,24 +14,32 @@ impl Windowed<'_> {
     /// finished by running it again with the same count; a run to another count, or a
     /// second run at once, is refused ([`Error::ReshardRunning`](crate::Error::ReshardRunning)).
     /// A board that watches its top or has a review gate is not resharded
-    /// ([`Error::InvalidConfig`]): a sharded board can have neither.
+    /// ([`Error::InvalidConfig`]): a sharded board can have neither. Members hidden on
+    /// every board while it ran (which skipped the board) are hidden on it as it ends.
     pub async fn reshard(self, shards: u32) -> Result<ReshardReport> {
         let store = &self.rb.inner.store;
         let clock = self.rb.inner.clock.as_ref();
-        self.change_config(|b| async move {
-            sums_only(&b, "reshard")?;
-            if shards > 1 && (!b.config.watch().is_empty() || b.config.review().is_some()) {
-                return Err(Error::InvalidConfig {
-                    reason: format!(
-                        "board {:?} watches its top or has a review gate, which a sharded \
+        let report = self
+            .change_config(|b| async move {
+                sums_only(&b, "reshard")?;
+                if shards > 1 && (!b.config.watch().is_empty() || b.config.review().is_some()) {
+                    return Err(Error::InvalidConfig {
+                        reason: format!(
+                            "board {:?} watches its top or has a review gate, which a sharded \
                          board cannot have: PUT its config without \"watch\" and \"review\" \
                          first",
-                        b.name.as_str()
-                    ),
-                });
-            }
-            store.reshard(&b, shards, clock).await
-        })
-        .await
+                            b.name.as_str()
+                        ),
+                    });
+                }
+                store.reshard(&b, shards, clock).await
+            })
+            .await?;
+        // A hide on every board skips a board while it is resharded (hiding waits for
+        // the move): the members hidden on every board meanwhile are taken on now.
+        self.rb
+            .take_hidden_everywhere(&BoardName::parse(self.board)?)
+            .await?;
+        Ok(report)
     }
 }

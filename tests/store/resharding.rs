@@ -1,15 +1,17 @@
 //! Changing a sharded board's shard count online (`Rollboard::reshard`): a board grown
 //! from 3 shards to 5 and shrunk to 2 while six writers go on (plain and keyed writes,
 //! deltas that cancel out) answers every read as its twin of one shard fed the same
-//! events, on every store; a reshard cut short is finished by running it again; what a
-//! reshard cannot do is refused with a clear error.
+//! events, on every store; a reshard cut short is finished by running it again, and a
+//! member hidden on every board meanwhile is hidden on it as it ends; what a reshard
+//! cannot do is refused with a clear error.
 
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rollboard::{
-    BoardConfig, Error, Event, MemberData, Order, Resharding, Rollboard, ScoreRange, Ties,
+    BoardConfig, Error, Event, MemberData, ModerationNote, Order, Resharding, Rollboard,
+    ScoreRange, Ties,
 };
 
 use crate::support::{Harness, board_names, unique};
@@ -394,27 +396,7 @@ async fn a_reshard_cut_short_is_finished_by_running_it_again(h: Harness) {
         .unwrap();
     h.at(60);
     write_beside(b, &one, &board, 7, 0).await;
-    // Cut ever later until the cut falls while members move (a run cut before it began
-    // holds its lease: each try is 31 s after the one before).
-    let mut cut = Duration::from_millis(2);
-    let mut at = 60;
-    loop {
-        at += 31;
-        h.at(at);
-        let run = tokio::time::timeout(cut, b.windowed(&board).reshard(3)).await;
-        assert!(run.is_err(), "the reshard ended before {cut:?}: {run:?}");
-        // The board this process reports is the one stored (its cached copy is not
-        // left behind by the run cut short).
-        let state = b.board(&board).await.unwrap().resharding;
-        let stored = b.boards().await.unwrap();
-        let stored = stored.iter().find(|s| s.name.as_str() == board).unwrap();
-        assert_eq!(state, stored.resharding, "cut at {cut:?}");
-        if state == Some(Resharding::Moving { to: 3 }) {
-            break;
-        }
-        assert_eq!(state, None, "cut at {cut:?}");
-        cut *= 2;
-    }
+    let at = cut_while_moving(&h, &board, 60).await;
     // Its lease holds: a second run is refused, as is another count.
     for shards in [3, 4] {
         let err = b.windowed(&board).reshard(shards).await.unwrap_err();
@@ -434,6 +416,89 @@ async fn a_reshard_cut_short_is_finished_by_running_it_again(h: Harness) {
     assert_eq!((report.from, report.to), (2, 3));
     assert_eq!(b.board(&board).await.unwrap().resharding, None);
     same_reads(b, &one, &board, "finished").await;
+}
+
+/// Runs `board`'s reshard to 3 shards and cuts it ever later, from `at` seconds on,
+/// until the cut falls while members move (a run cut before it began holds its lease:
+/// each try is 31 s after the one before); the time of the last try.
+async fn cut_while_moving(h: &Harness, board: &str, mut at: i64) -> i64 {
+    let b = &h.boards;
+    let mut cut = Duration::from_millis(2);
+    loop {
+        at += 31;
+        h.at(at);
+        let run = tokio::time::timeout(cut, b.windowed(board).reshard(3)).await;
+        assert!(run.is_err(), "the reshard ended before {cut:?}: {run:?}");
+        // The board this process reports is the one stored (its cached copy is not
+        // left behind by the run cut short).
+        let state = b.board(board).await.unwrap().resharding;
+        let stored = b.boards().await.unwrap();
+        let stored = stored.iter().find(|s| s.name.as_str() == board).unwrap();
+        assert_eq!(state, stored.resharding, "cut at {cut:?}");
+        if state == Some(Resharding::Moving { to: 3 }) {
+            return at;
+        }
+        assert_eq!(state, None, "cut at {cut:?}");
+        cut *= 2;
+    }
+}
+
+/// A member hidden on every board while a board is resharded skips that board (hiding
+/// waits for the move), and is hidden there as the reshard ends.
+async fn a_member_hidden_everywhere_during_a_reshard_is_hidden_as_it_ends(h: Harness) {
+    let b = &h.boards;
+    let (one, board) = (unique("one"), unique("hidden-move"));
+    let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
+    b.create(&one, config.clone()).await.unwrap();
+    b.create(&board, config.with_shards(2).unwrap())
+        .await
+        .unwrap();
+    h.at(60);
+    write_beside(b, &one, &board, 9, 0).await;
+    let spam = unique("spam");
+    b.windowed(&board)
+        .incr(&spam, 1_000_000, None)
+        .await
+        .unwrap();
+    let at = cut_while_moving(&h, &board, 60).await;
+    let note = ModerationNote::default();
+    let hidden = b.hide_member(&spam, None, &note).await.unwrap();
+    let skipped: Vec<(&str, &str)> = hidden
+        .skipped
+        .iter()
+        .map(|s| (s.board.as_str(), s.code.as_str()))
+        .collect();
+    assert!(
+        skipped.contains(&(board.as_str(), "board_busy")),
+        "{skipped:?}"
+    );
+    let leader = || async {
+        let top = b.windowed(&board).top(None, 0, 1).await.unwrap();
+        top.entries[0].member.clone()
+    };
+    assert_eq!(leader().await, spam, "shown while the reshard runs");
+    h.at(at + 31);
+    let report = b.windowed(&board).reshard(3).await.unwrap();
+    assert_eq!((report.from, report.to), (2, 3));
+    assert_ne!(leader().await, spam);
+    let standing = b
+        .windowed(&board)
+        .score(&spam, None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (standing.score, standing.rank, standing.hidden),
+        (1_000_000, None, true)
+    );
+    b.show_member(&spam, None, &note).await.unwrap();
+    assert_eq!(leader().await, spam);
+}
+
+#[tokio::test]
+async fn a_member_hidden_everywhere_during_a_reshard_on_redis_is_hidden_as_it_ends() {
+    let h = Harness::redis().await;
+    a_member_hidden_everywhere_during_a_reshard_is_hidden_as_it_ends(h).await;
 }
 
 #[tokio::test]
