@@ -36,6 +36,12 @@ fn contributors(board: &str) -> [String; 4] {
     [1, 2, 3, 4].map(|i| format!("{board}:u{i}"))
 }
 
+/// What each event of a write counted, by index.
+fn counted(outcome: &rollboard::BatchOutcome) -> Vec<(usize, i64)> {
+    let counted = outcome.counted.iter();
+    counted.map(|c| (c.index, c.counted)).collect()
+}
+
 /// A board's caps: per member and per contributor.
 #[derive(Clone, Copy)]
 struct Caps {
@@ -519,12 +525,7 @@ async fn a_dropped_board_leaves_no_contribution_behind(h: Harness) {
     ];
     let outcome = h.boards.windowed(&board).incr_batch(&events).await.unwrap();
     assert_eq!(outcome.accepted, 4);
-    let counted: Vec<(usize, i64)> = outcome
-        .counted
-        .iter()
-        .map(|c| (c.index, c.counted))
-        .collect();
-    assert_eq!(counted, [(0, 1), (1, 1), (3, 0)]);
+    assert_eq!(counted(&outcome), [(0, 1), (1, 1), (3, 0)]);
     h.boards.drop_board(&board).await.unwrap();
     let Some(redis) = &h.redis else {
         return;
@@ -705,13 +706,7 @@ async fn a_quarantined_contributors_write_answers_as_if_it_were_not(h: Harness) 
         Event::new("b", 1).by(bot.clone()),
     ];
     let written = b().incr_batch_standing(&events, None).await.unwrap();
-    let counted: Vec<(usize, i64)> = written
-        .outcome
-        .counted
-        .iter()
-        .map(|c| (c.index, c.counted))
-        .collect();
-    assert_eq!(counted, [(0, 1), (1, 0)]);
+    assert_eq!(counted(&written.outcome), [(0, 1), (1, 0)]);
     let standing = |written: &rollboard::StandingOutcome| {
         written
             .standings
@@ -808,12 +803,7 @@ async fn a_quarantined_writers_standing_is_its_unquarantined_twins(h: Harness) {
                     let events: Vec<Event> = writes.iter().map(|e| event(users, *e)).collect();
                     let written = h.boards.windowed(board);
                     let written = written.incr_batch_standing(&events, None).await.unwrap();
-                    let counted: Vec<(usize, i64)> = written
-                        .outcome
-                        .counted
-                        .iter()
-                        .map(|c| (c.index, c.counted))
-                        .collect();
+                    let counted = counted(&written.outcome);
                     let standings: Vec<_> = written
                         .standings
                         .iter()

@@ -388,14 +388,7 @@ async fn what_a_reshard_cannot_do_is_refused(h: Harness) {
 /// lease has run out; another count is refused meanwhile.
 async fn a_reshard_cut_short_is_finished_by_running_it_again(h: Harness) {
     let b = &h.boards;
-    let (one, board) = (unique("one"), unique("cut"));
-    let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
-    b.create(&one, config.clone()).await.unwrap();
-    b.create(&board, config.with_shards(2).unwrap())
-        .await
-        .unwrap();
-    h.at(60);
-    write_beside(b, &one, &board, 7, 0).await;
+    let (one, board) = sharded_beside(&h, "cut", 7).await;
     let at = cut_while_moving(&h, &board, 60).await;
     // Its lease holds: a second run is refused, as is another count.
     for shards in [3, 4] {
@@ -416,6 +409,21 @@ async fn a_reshard_cut_short_is_finished_by_running_it_again(h: Harness) {
     assert_eq!((report.from, report.to), (2, 3));
     assert_eq!(b.board(&board).await.unwrap().resharding, None);
     same_reads(b, &one, &board, "finished").await;
+}
+
+/// A board of one shard and its twin of 2 shards (named after `name`), both written by
+/// the writers of `seed` at the harness's second 60.
+async fn sharded_beside(h: &Harness, name: &str, seed: u64) -> (String, String) {
+    let b = &h.boards;
+    let (one, board) = (unique("one"), unique(name));
+    let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
+    b.create(&one, config.clone()).await.unwrap();
+    b.create(&board, config.with_shards(2).unwrap())
+        .await
+        .unwrap();
+    h.at(60);
+    write_beside(b, &one, &board, seed, 0).await;
+    (one, board)
 }
 
 /// Runs `board`'s reshard to 3 shards and cuts it ever later, from `at` seconds on,
@@ -447,14 +455,7 @@ async fn cut_while_moving(h: &Harness, board: &str, mut at: i64) -> i64 {
 /// waits for the move), and is hidden there as the reshard ends.
 async fn a_member_hidden_everywhere_during_a_reshard_is_hidden_as_it_ends(h: Harness) {
     let b = &h.boards;
-    let (one, board) = (unique("one"), unique("hidden-move"));
-    let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
-    b.create(&one, config.clone()).await.unwrap();
-    b.create(&board, config.with_shards(2).unwrap())
-        .await
-        .unwrap();
-    h.at(60);
-    write_beside(b, &one, &board, 9, 0).await;
+    let (_, board) = sharded_beside(&h, "hidden-move", 9).await;
     let spam = unique("spam");
     b.windowed(&board)
         .incr(&spam, 1_000_000, None)
