@@ -88,7 +88,7 @@ pub async fn queue(
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_moderation`: a board that cannot have a review gate (max, min or latest, dense ties, sharded), or a bad reason or actor", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_moderation`: a board that cannot have a review gate (max, min or latest, sharded), or a bad reason or actor", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]

@@ -12,7 +12,7 @@ impl Windowed<'_> {
     /// it stays hidden); [`Decision::Deny`] hides it on this board (as
     /// [`hide`](Self::hide) does). Either is kept for when the board has a gate. True when
     /// it changed anything. Kept in the moderation log with `note`. A board that cannot
-    /// have a gate (see [`BoardConfig::reviewable`](crate::BoardConfig::reviewable)) is
+    /// have a gate (see [`BoardConfig::watchable`](crate::BoardConfig::watchable)) is
     /// [`Error::InvalidModeration`].
     pub async fn review(
         self,
@@ -26,12 +26,11 @@ impl Windowed<'_> {
         let (member_ref, now) = (&member, self.rb.now());
         let changed = self
             .change(|b| async move {
-                if !b.config.reviewable() {
+                if !b.config.watchable() {
                     return Err(Error::InvalidModeration {
                         reason: format!(
                             "board {:?} cannot have a review gate (a sum board of one shard \
-                             ranking ties by competition or position can): hide or show \
-                             members instead",
+                             can): hide or show members instead",
                             b.name.as_str()
                         ),
                     });

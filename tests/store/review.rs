@@ -11,7 +11,9 @@
 
 use std::collections::BTreeSet;
 
-use rollboard::{BoardConfig, Decision, ModerationNote, ReviewPolicy, Span, Ties, Timestamp};
+use rollboard::{
+    Aggregate, BoardConfig, Decision, ModerationNote, ReviewPolicy, Span, Ties, Timestamp,
+};
 
 use super::hidden::{MEMBERS, Rng, WINDOWS, check};
 use crate::support::{Harness, START, triples, unique};
@@ -19,6 +21,8 @@ use crate::support::{Harness, START, triples, unique};
 on_every_store!(
     the_gate_holds_exactly_the_unreviewed_members_over_the_bar,
     the_gate_holds_by_position_on_a_board_ranking_ties_by_position,
+    the_gate_holds_by_dense_rank_on_a_dense_board,
+    a_dense_gate_bars_at_the_kth_distinct_allowed_total,
     a_board_that_cannot_have_a_gate_refuses_one,
 );
 
@@ -45,11 +49,16 @@ fn must_hold(windows: &[Vec<(u64, String, i64)>], m: &Moderation, ties: Ties) ->
     let mut held = BTreeSet::new();
     for entries in windows {
         let public = |e: &&(u64, String, i64)| !m.hidden.contains(&e.1);
-        let mut allowed = entries
+        let mut allowed: Vec<&(u64, String, i64)> = entries
             .iter()
             .filter(public)
-            .filter(|e| m.allowed.contains(&e.1));
-        let bar = allowed.nth(k - 1);
+            .filter(|e| m.allowed.contains(&e.1))
+            .collect();
+        // A dense rank of K or better: at least the K-th distinct allowed total.
+        if ties == Ties::Dense {
+            allowed.dedup_by_key(|e| e.2);
+        }
+        let bar = allowed.get(k - 1).copied();
         for (_, member, score) in entries.iter().filter(public) {
             if !m.allowed.contains(member) && over_bar(bar, *score, member, ties) {
                 held.insert(member.clone());
@@ -185,12 +194,22 @@ async fn run(h: Harness, ties: Ties, seed: u64) {
             let public: Vec<_> = entries.iter().filter(|e| !out.contains(&e.1)).collect();
             for e in &queue.held {
                 let own = entries.iter().find(|t| t.1 == e.member);
-                assert_eq!(e.score, own.map(|t| t.2), "step {step}, {window}: {e:?}");
+                // Its total there, ranked or not (the ranking lists positive ones only).
+                let total = h.boards.windowed(&twin).score(&e.member, w).await.unwrap();
+                assert_eq!(
+                    e.score,
+                    total.map(|t| t.score),
+                    "step {step}, {window}: {e:?}"
+                );
                 let rank = own.map(|(_, member, score)| {
                     let ahead = public.iter().filter(|(_, m2, s2)| {
                         s2 > score || (ties == Ties::Position && s2 == score && m2 < member)
                     });
-                    ahead.count() as u64 + 1
+                    let mut ahead: Vec<i64> = ahead.map(|e| e.2).collect();
+                    if ties == Ties::Dense {
+                        ahead.dedup();
+                    }
+                    ahead.len() as u64 + 1
                 });
                 assert_eq!(
                     e.rank, rank,
@@ -218,21 +237,64 @@ async fn the_gate_holds_by_position_on_a_board_ranking_ties_by_position(h: Harne
     run(h, Ties::Position, 0x7F4A_7C15_9E37_79B9).await;
 }
 
+async fn the_gate_holds_by_dense_rank_on_a_dense_board(h: Harness) {
+    run(h, Ties::Dense, 0x9E37_79B9_7F4A_7C15).await;
+}
+
+/// On a dense board "rank 2" is the dense rank: with a and b allowed at 10 and c at 5,
+/// an unreviewed 7 would rank 2nd (behind one distinct total) and is held, an
+/// unreviewed 4 would rank 3rd and is not; the queue says 2.
+async fn a_dense_gate_bars_at_the_kth_distinct_allowed_total(h: Harness) {
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_ties(Ties::Dense)
+        .with_review(Some(ReviewPolicy::new(2).unwrap()))
+        .unwrap();
+    let board = unique("dense-gate");
+    h.boards.create(&board, config).await.unwrap();
+    let b = || h.boards.windowed(&board);
+    for member in ["a", "b", "c"] {
+        b().review(member, Decision::Allow, &ModerationNote::default())
+            .await
+            .unwrap();
+    }
+    for (member, total) in [("a", 10), ("b", 10), ("c", 5), ("x", 7), ("y", 4)] {
+        b().incr(member, total, None).await.unwrap();
+    }
+    let top = b().top(None, 0, 10).await.unwrap();
+    let expected = [(1, "a", 10), (1, "b", 10), (2, "c", 5), (3, "y", 4)];
+    let expected: Vec<(u64, String, i64)> = expected
+        .iter()
+        .map(|(r, m, s)| (*r, m.to_string(), *s))
+        .collect();
+    assert_eq!(triples(&top.entries), expected);
+    let queue = b().review_queue(None).await.unwrap();
+    let held: Vec<_> = queue
+        .held
+        .iter()
+        .map(|e| (e.member.as_str(), e.score, e.rank))
+        .collect();
+    assert_eq!(held, [("x", Some(7), Some(2))]);
+}
+
 async fn a_board_that_cannot_have_a_gate_refuses_one(h: Harness) {
     let policy = Some(ReviewPolicy::new(3).unwrap());
-    let dense = BoardConfig::parse("1h", &WINDOWS)
+    let max = BoardConfig::parse("1h", &WINDOWS)
         .unwrap()
-        .with_ties(Ties::Dense);
-    let err = dense.with_review(policy).unwrap_err();
+        .with_aggregate(Aggregate::Max);
+    let err = max.with_review(policy).unwrap_err();
     assert_eq!(err.code(), "invalid_config");
     assert!(err.to_string().contains("review gate"), "{err}");
     assert!(ReviewPolicy::new(0).is_err() && ReviewPolicy::new(101).is_err());
-    // A decision on a board that cannot have a gate says so and changes nothing.
-    let board = unique("dense");
-    let config = BoardConfig::parse("1h", &WINDOWS)
+    let sharded = BoardConfig::parse("1h", &WINDOWS)
         .unwrap()
-        .with_ties(Ties::Dense);
-    h.boards.create(&board, config).await.unwrap();
+        .with_shards(2)
+        .unwrap();
+    let err = sharded.clone().with_review(policy).unwrap_err();
+    assert_eq!(err.code(), "invalid_config");
+    // A decision on a board that cannot have a gate says so and changes nothing.
+    let board = unique("sharded");
+    h.boards.create(&board, sharded).await.unwrap();
     h.boards.windowed(&board).incr("a", 1, None).await.unwrap();
     let err = h
         .boards

@@ -454,25 +454,18 @@ impl BoardConfig {
         self.snapshots
     }
 
-    /// Gates the board by `policy` (none: `None`): a sum board ranking by competition or
-    /// position, of one shard ([`Error::InvalidConfig`] otherwise).
+    /// Gates the board by `policy` (none: `None`): a sum board of one shard
+    /// ([`Error::InvalidConfig`] otherwise).
     pub fn with_review(mut self, policy: Option<ReviewPolicy>) -> Result<Self, Error> {
-        if policy.is_some() && !self.reviewable() {
+        if policy.is_some() && !self.watchable() {
             return Err(Error::InvalidConfig {
-                reason: "a review gate is for a sum board of one shard ranking ties by \
-                         competition or position: leave out \"review\", or drop \"aggregate\", \
-                         \"ties\":\"dense\" and \"shards\""
+                reason: "a review gate is for a sum board of one shard: leave out \"review\", \
+                         or drop \"aggregate\" and \"shards\""
                     .into(),
             });
         }
         self.review = policy;
         Ok(self)
-    }
-
-    /// Whether the board can have a review gate: a sum board of one shard ranking ties by
-    /// competition or position.
-    pub fn reviewable(&self) -> bool {
-        self.watchable() && self.ties != Ties::Dense
     }
 
     /// Whether the board can watch its tops (and hold for review): a sum board of one

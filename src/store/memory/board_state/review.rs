@@ -107,11 +107,16 @@ impl MemBoard {
     /// The members the gate holds, with their totals and would-be ranks in `window`.
     pub fn held_members(&self, window: usize) -> Vec<HeldMember> {
         let totals = &self.totals[window];
-        let position = self.board.config.ties() == Ties::Position;
+        let ties = self.board.config.ties();
+        let position = ties == Ties::Position;
         let held = self.review.held.iter().map(|member| {
             let score = totals.held(member);
             let ranked = score.filter(|s| totals.rank_rule().ranks(*s));
-            let rank = ranked.map(|s| totals.ahead(s, position.then_some(member.as_str())) + 1);
+            let rank = ranked.map(|s| match ties {
+                // Not in the ranking: its rank is 1 + the distinct public totals above.
+                Ties::Dense => totals.rank(member, s),
+                _ => totals.ahead(s, position.then_some(member.as_str())) + 1,
+            });
             HeldMember {
                 member: member.clone(),
                 score,
@@ -133,15 +138,24 @@ impl MemBoard {
             return;
         };
         let k = policy.above_rank() as usize;
-        let position = self.board.config.ties() == Ties::Position;
+        let ties = self.board.config.ties();
+        let position = ties == Ties::Position;
         let allowed = &self.review.allowed;
         let mut want = HashSet::new();
         for totals in &self.totals {
-            let bar = totals
+            // The K-th allowed public member's total (dense: the K-th distinct one).
+            let mut entries = totals
                 .ranked_entries()
-                .filter(|(_, m)| allowed.contains(*m))
-                .nth(k - 1)
-                .map(|(total, m)| (total, m.to_owned()));
+                .filter(|(_, m)| allowed.contains(*m));
+            let bar = match ties {
+                Ties::Dense => {
+                    let mut totals: Vec<(i64, &str)> = entries.collect();
+                    totals.dedup_by_key(|(total, _)| *total);
+                    totals.into_iter().nth(k - 1)
+                }
+                _ => entries.nth(k - 1),
+            };
+            let bar = bar.map(|(total, m)| (total, m.to_owned()));
             let public = totals.ranked_entries();
             let held = self
                 .review

@@ -1,10 +1,22 @@
 -- review.lua: the review gate (docs/design.md, "Review gate"). A sum board whose record
 -- sets 'review' K (review_rank) holds out of its public ranking every member nobody
 -- reviewed (not in board_{b}:allowed) whose rank among the public members and itself
--- would be K or better in some window. A held member is hidden with the mark 'held' in
+-- would be K or better in some window (on a dense board, its dense rank: the bar is the
+-- K-th distinct public total, and the tallies follow each move). A held member is hidden with the mark 'held' in
 -- board_{b}:hidden (counted by the record's 'hidden'), so writes, retirement and reads
 -- treat it as hidden_members says. Every script that changes a gated board's totals calls
 -- gate once it is done.
+
+-- move_totals' tally arguments for a board whose windows' totals are `keys`: on a dense
+-- board (`dense`), each window's tally and distinct totals (tally_{b}[_<W>] and
+-- dense_{b}[_<W>] beside stats_{b}[_<W>]) and retally; else none.
+local function review_tallies(keys, dense)
+  if not dense then return nil, nil end
+  return function(j)
+    local prefix, rest = string.match(keys[j], '^(.*)stats_({.*)$')
+    return prefix .. 'tally_' .. rest, prefix .. 'dense_' .. rest
+  end, retally
+end
 
 -- Applies the review gate of the board `board` (its record) after a change of its
 -- totals (see the file's head). First, in each window, every unreviewed public member at
@@ -34,9 +46,10 @@ local function gate(board, all_held)
 
   -- The bar of a window's public `totals`: its K-th ranked member's total (and, with
   -- `position` ties, the member), or nil when fewer than K are ranked (`rule` as
-  -- ranked_total says).
-  local function gate_bar(totals, k, position, rule)
-    local kth = redis.call('ZREVRANGE', totals, k - 1, k - 1, 'WITHSCORES')
+  -- ranked_total says); on a dense board its K-th distinct total (`distinct`: the
+  -- window's distinct totals, every one ranked).
+  local function gate_bar(totals, k, position, rule, distinct)
+    local kth = redis.call('ZREVRANGE', distinct or totals, k - 1, k - 1, 'WITHSCORES')
     if not kth[1] or not ranked_total(kth[2], rule) then return nil end
     if not position then return { tonumber(kth[2]) } end
     local greater = redis.call('ZCOUNT', totals, '(' .. kth[2], '+inf')
@@ -80,13 +93,14 @@ local function gate(board, all_held)
   local info = redis.call('HMGET', board, 'windows', 'ties', 'rank')
   local keys = window_keys(board, info[1])
   local position, rule = info[2] == 'position', info[3] == 'nonzero'
+  local tally, tallied = review_tallies(keys, info[2] == 'dense')
   local hidden, allowed, bars_key = board .. ':hidden', board .. ':allowed', board .. ':bars'
   local held_log = board .. ':held'
   local floor = rule and '-inf' or '(0'
   local held, bars = 0, {}
   for j, totals in ipairs(keys) do
     while true do
-      local bar = gate_bar(totals, k, position, rule)
+      local bar = gate_bar(totals, k, position, rule, tally and select(2, tally(j)))
       local top = redis.call('ZREVRANGEBYSCORE', totals, '+inf', bar and bar[1] or floor, 'WITHSCORES')
       local over = {}
       for x = 1, #top, 2 do
@@ -101,7 +115,7 @@ local function gate(board, all_held)
       end
       for _, member in ipairs(holding) do
         redis.call('HSET', hidden, member, 'held')
-        move_totals(keys, member, true)
+        move_totals(keys, member, true, tally, tallied)
         redis.call('XADD', held_log, 'MAXLEN', '~', HELD_KEPT, '*', 'm', member)
       end
       held = held + #holding
@@ -140,7 +154,7 @@ local function gate(board, all_held)
       end
       if not keep then
         redis.call('HDEL', hidden, member)
-        move_totals(keys, member, false)
+        move_totals(keys, member, false, tally, tallied)
         released = released + 1
       end
     end

@@ -72,7 +72,7 @@ pub(crate) fn read_hidden<'a>(
 ) -> ScriptInvocation<'a> {
     let board = at.board;
     let windows = board.config.windows();
-    let position = board.config.ties() == crate::domain::Ties::Position;
+    let ties = board.config.ties();
     let mut invocation = conn
         .scripts()
         .read_hidden
@@ -81,7 +81,14 @@ pub(crate) fn read_hidden<'a>(
         .key(conn.keys().totals(&board.name, windows, at.window))
         .arg(board.version)
         .arg(mode)
-        .arg(if position { "position" } else { "" });
+        .arg(match ties {
+            crate::domain::Ties::Position => "position",
+            crate::domain::Ties::Dense => "dense",
+            crate::domain::Ties::Competition => "",
+        });
+    if ties == crate::domain::Ties::Dense {
+        invocation.key(conn.keys().dense(&board.name, windows, at.window));
+    }
     invocation
 }
 

@@ -4,11 +4,12 @@
 -- KEYS[1]  board record                  board_{b}
 -- KEYS[2]  the window's totals           stats_{b} or stats_{b}_<W> (the hidden
 --          members' totals are in KEYS[2] .. ':hidden')
+-- KEYS[3]  on a dense board only: the window's distinct totals   dense_{b}[_<W>]
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  'hidden' (the members a moderator hid) or 'held' (those the review gate
 --          holds, see lua/review.lua)
--- ARGV[3]  with 'held': 'position' when the board ranks ties by position, else ''
+-- ARGV[3]  with 'held': 'position' or 'dense' when the board ranks ties so, else ''
 --
 -- Returns {member, total, ...} for every such member (total '' when it holds none in the
 -- window), in no order; with 'held', each followed by the rank it would have among the
@@ -35,7 +36,8 @@ for from = 1, #members, 1000 do
     if mark == 'held' then
       local rank = ''
       if held[i] and ranked_total(held[i], rule) then
-        rank = redis.call('ZCOUNT', totals, '(' .. held[i], '+inf') + 1
+        local above = ARGV[3] == 'dense' and KEYS[3] or totals
+        rank = redis.call('ZCOUNT', above, '(' .. held[i], '+inf') + 1
         if ARGV[3] == 'position' then rank = rank + tied_before(totals, held[i], member) end
       end
       reply[#reply + 1] = rank
