@@ -7,17 +7,6 @@
 -- treat it as hidden_members says. Every script that changes a gated board's totals calls
 -- gate once it is done.
 
--- move_totals' tally arguments for a board whose windows' totals are `keys`: on a dense
--- board (`dense`), each window's tally and distinct totals (tally_{b}[_<W>] and
--- dense_{b}[_<W>] beside stats_{b}[_<W>]) and retally; else none.
-local function review_tallies(keys, dense)
-  if not dense then return nil, nil end
-  return function(j)
-    local prefix, rest = string.match(keys[j], '^(.*)stats_({.*)$')
-    return prefix .. 'tally_' .. rest, prefix .. 'dense_' .. rest
-  end, retally
-end
-
 -- Applies the review gate of the board `board` (its record) after a change of its
 -- totals (see the file's head). First, in each window, every unreviewed public member at
 -- or over the bar is held, until none is (holding one lowers the bar); each hold is
@@ -93,14 +82,17 @@ local function gate(board, all_held)
   local info = redis.call('HMGET', board, 'windows', 'ties', 'rank')
   local keys = window_keys(board, info[1])
   local position, rule = info[2] == 'position', info[3] == 'nonzero'
-  local tally, tallied = review_tallies(keys, info[2] == 'dense')
+  -- A dense board's tallies follow each move (move_totals), and its bar is the K-th of
+  -- the distinct totals beside the totals.
+  local tally = info[2] == 'dense' and 'beside' or nil
   local hidden, allowed, bars_key = board .. ':hidden', board .. ':allowed', board .. ':bars'
   local held_log = board .. ':held'
   local floor = rule and '-inf' or '(0'
   local held, bars = 0, {}
   for j, totals in ipairs(keys) do
     while true do
-      local bar = gate_bar(totals, k, position, rule, tally and select(2, tally(j)))
+      local distinct = tally and string.gsub(totals, '^(.*)stats_({.*)$', '%1dense_%2')
+      local bar = gate_bar(totals, k, position, rule, distinct)
       local top = redis.call('ZREVRANGEBYSCORE', totals, '+inf', bar and bar[1] or floor, 'WITHSCORES')
       local over = {}
       for x = 1, #top, 2 do
@@ -115,7 +107,7 @@ local function gate(board, all_held)
       end
       for _, member in ipairs(holding) do
         redis.call('HSET', hidden, member, 'held')
-        move_totals(keys, member, true, tally, tallied)
+        move_totals(keys, member, true, tally)
         redis.call('XADD', held_log, 'MAXLEN', '~', HELD_KEPT, '*', 'm', member)
       end
       held = held + #holding
@@ -154,7 +146,7 @@ local function gate(board, all_held)
       end
       if not keep then
         redis.call('HDEL', hidden, member)
-        move_totals(keys, member, false, tally, tallied)
+        move_totals(keys, member, false, tally)
         released = released + 1
       end
     end

@@ -153,7 +153,9 @@ end
 
 -- Moves `member`'s total in each window, `keys` listing their totals, from the totals
 -- to <totals>:hidden (`hide`) or back. On a dense board `tally(j)` answers window j's
--- tally and distinct totals, retallied by `tallied` (retally or retally_all).
+-- tally and distinct totals, retallied by `tallied` (retally or retally_all); `tally`
+-- 'beside' names those beside each window's totals (stats_{b}[_<W>] -> tally_{b}[_<W>],
+-- dense_{b}[_<W>]), retallied by retally.
 local function move_totals(keys, member, hide, tally, tallied)
   for j, totals in ipairs(keys) do
     local from, to = totals, totals .. ':hidden'
@@ -163,7 +165,12 @@ local function move_totals(keys, member, hide, tally, tallied)
       redis.call('ZREM', from, member)
       redis.call('ZADD', to, total, member)
       local counts, distinct = nil, nil
-      if tally then counts, distinct = tally(j) end
+      if tally == 'beside' then
+        local prefix, rest = string.match(totals, '^(.*)stats_({.*)$')
+        counts, distinct, tallied = prefix .. 'tally_' .. rest, prefix .. 'dense_' .. rest, retally
+      elseif tally then
+        counts, distinct = tally(j)
+      end
       if counts then
         if hide then tallied(counts, distinct, total, nil) else tallied(counts, distinct, nil, total) end
       end

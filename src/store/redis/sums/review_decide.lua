@@ -16,7 +16,7 @@ local board, member = KEYS[1], ARGV[3]
 board_record(board, ARGV[1])
 local hidden, allowed = board .. ':hidden', board .. ':allowed'
 local keys = { unpack(KEYS, 2) }
-local tally, tallied = review_tallies(keys, redis.call('HGET', board, 'ties') == 'dense')
+local tally = redis.call('HGET', board, 'ties') == 'dense' and 'beside' or nil
 local mark = redis.call('HGET', hidden, member)
 local changed
 if ARGV[2] == 'allow' then
@@ -24,7 +24,7 @@ if ARGV[2] == 'allow' then
   if mark == 'held' then
     redis.call('HDEL', hidden, member)
     redis.call('HINCRBY', board, 'hidden', -1)
-    move_totals(keys, member, false, tally, tallied)
+    move_totals(keys, member, false, tally)
     changed = 1
   end
 else
@@ -33,7 +33,7 @@ else
     redis.call('HSET', hidden, member, '1')
     if not mark then
       redis.call('HINCRBY', board, 'hidden', 1)
-      move_totals(keys, member, true, tally, tallied)
+      move_totals(keys, member, true, tally)
       hidden_members = hidden
     end
     changed = 1

@@ -13,12 +13,12 @@
 local board = KEYS[1]
 board_record(board, ARGV[1])
 local hidden, keys = board .. ':hidden', { unpack(KEYS, 2) }
-local tally, tallied = review_tallies(keys, redis.call('HGET', board, 'ties') == 'dense')
+local tally = redis.call('HGET', board, 'ties') == 'dense' and 'beside' or nil
 local marks, let_go = redis.call('HGETALL', hidden), 0
 for x = 1, #marks, 2 do
   if marks[x + 1] == 'held' then
     redis.call('HDEL', hidden, marks[x])
-    move_totals(keys, marks[x], false, tally, tallied)
+    move_totals(keys, marks[x], false, tally)
     let_go = let_go + 1
   end
 end
