@@ -478,11 +478,9 @@ async fn a_review_gate_holds_new_members_at_the_top_until_a_moderator_decides() 
         app.get(&format!("{path}/review")).await.body["above_rank"],
         json!(null)
     );
-    let dense =
-        json!({"slot": "1h", "windows": ["1h"], "ties": "dense", "review": {"above_rank": 2}});
-    let refused = app
-        .put(&format!("/v1/boards/{}", unique("dense")), dense)
-        .await;
+    let max =
+        json!({"slot": "1h", "windows": ["1h"], "aggregate": "max", "review": {"above_rank": 2}});
+    let refused = app.put(&format!("/v1/boards/{}", unique("max")), max).await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(refused.body["error"]["code"], "invalid_config");
     let bad = json!({"member": "post:3", "decision": "maybe"});
