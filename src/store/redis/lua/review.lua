@@ -2,10 +2,10 @@
 -- sets 'review' K (review_rank) holds out of its public ranking every member nobody
 -- reviewed (not in board_{b}:allowed) whose rank among the public members and itself
 -- would be K or better in some window (on a dense board, its dense rank: the bar is the
--- K-th distinct public total, and the tallies follow each move). A held member is hidden with the mark 'held' in
--- board_{b}:hidden (counted by the record's 'hidden'), so writes, retirement and reads
--- treat it as hidden_members says. Every script that changes a gated board's totals calls
--- gate once it is done.
+-- K-th distinct public total, and the tallies follow each move). A held member is hidden
+-- with the mark 'held' in board_{b}:hidden (counted by the record's 'hidden'), so
+-- writes, retirement and reads treat it as hidden_members says. Every script that
+-- changes a gated board's totals calls gate once it is done.
 
 -- Applies the review gate of the board `board` (its record) after a change of its
 -- totals (see the file's head). First, in each window, every unreviewed public member at
@@ -90,8 +90,8 @@ local function gate(board, all_held)
   local floor = rule and '-inf' or '(0'
   local held, bars = 0, {}
   for j, totals in ipairs(keys) do
+    local distinct = tally and string.gsub(totals, '^(.*)stats_({.*)$', '%1dense_%2')
     while true do
-      local distinct = tally and string.gsub(totals, '^(.*)stats_({.*)$', '%1dense_%2')
       local bar = gate_bar(totals, k, position, rule, distinct)
       local top = redis.call('ZREVRANGEBYSCORE', totals, '+inf', bar and bar[1] or floor, 'WITHSCORES')
       local over = {}
