@@ -23,15 +23,23 @@ struct State {
     log: Stream<LogEntry, LOG_KEPT>,
 }
 
+/// Puts `item` in `set` (`on`) or takes it out: whether that changed the set.
+fn toggle<T: Ord + Clone>(set: &mut BTreeSet<T>, item: &T, on: bool) -> bool {
+    if on {
+        set.insert(item.clone())
+    } else {
+        set.remove(item)
+    }
+}
+
 #[async_trait]
 impl ModerationStore for MemoryStore {
     async fn set_hidden_everywhere(&self, member: &Member, hidden: bool) -> Result<bool> {
-        let everywhere = &mut lock(&self.moderation.0).everywhere;
-        Ok(if hidden {
-            everywhere.insert(member.clone())
-        } else {
-            everywhere.remove(member)
-        })
+        Ok(toggle(
+            &mut lock(&self.moderation.0).everywhere,
+            member,
+            hidden,
+        ))
     }
 
     async fn hidden_everywhere(&self) -> Result<Vec<Member>> {
@@ -43,12 +51,11 @@ impl ModerationStore for MemoryStore {
     }
 
     async fn set_quarantined(&self, by: &Contributor, quarantined: bool) -> Result<bool> {
-        let set = &mut lock(&self.moderation.0).quarantined;
-        Ok(if quarantined {
-            set.insert(by.clone())
-        } else {
-            set.remove(by)
-        })
+        Ok(toggle(
+            &mut lock(&self.moderation.0).quarantined,
+            by,
+            quarantined,
+        ))
     }
 
     async fn quarantined(&self) -> Result<Vec<Contributor>> {

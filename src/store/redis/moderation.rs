@@ -10,7 +10,7 @@
 use async_trait::async_trait;
 
 use super::RedisStore;
-use super::conn::Retry;
+use super::conn::{RedisConn, Retry};
 use crate::domain::{Contributor, LOG_KEPT, LogEntry, Member};
 use crate::error::{Error, Result};
 use crate::store::ModerationStore;
@@ -18,33 +18,22 @@ use crate::store::ModerationStore;
 #[async_trait]
 impl ModerationStore for RedisStore {
     async fn set_hidden_everywhere(&self, member: &Member, hidden: bool) -> Result<bool> {
-        let command = if hidden { "SADD" } else { "SREM" };
-        let mut cmd = redis::cmd(command);
-        cmd.arg(self.conn.keys().hidden_everywhere())
-            .arg(member.as_str());
-        let changed: u64 = self.conn.query(&cmd, None, Retry::IdempotentWrite).await?;
-        Ok(changed == 1)
+        let key = self.conn.keys().hidden_everywhere();
+        toggle(&self.conn, &key, member.as_str(), hidden).await
     }
 
     async fn hidden_everywhere(&self) -> Result<Vec<Member>> {
-        let mut cmd = redis::cmd("SMEMBERS");
-        cmd.arg(self.conn.keys().hidden_everywhere());
-        let members: Vec<String> = self.conn.query(&cmd, None, Retry::Idempotent).await?;
-        members.iter().map(|m| Member::parse(m)).collect()
+        let found = members(&self.conn, &self.conn.keys().hidden_everywhere()).await?;
+        found.iter().map(|m| Member::parse(m)).collect()
     }
 
     async fn set_quarantined(&self, by: &Contributor, quarantined: bool) -> Result<bool> {
-        let command = if quarantined { "SADD" } else { "SREM" };
-        let mut cmd = redis::cmd(command);
-        cmd.arg(self.conn.keys().quarantined()).arg(by.as_str());
-        let changed: u64 = self.conn.query(&cmd, None, Retry::IdempotentWrite).await?;
-        Ok(changed == 1)
+        let key = self.conn.keys().quarantined();
+        toggle(&self.conn, &key, by.as_str(), quarantined).await
     }
 
     async fn quarantined(&self) -> Result<Vec<Contributor>> {
-        let mut cmd = redis::cmd("SMEMBERS");
-        cmd.arg(self.conn.keys().quarantined());
-        let found: Vec<String> = self.conn.query(&cmd, None, Retry::Idempotent).await?;
+        let found = members(&self.conn, &self.conn.keys().quarantined()).await?;
         found.iter().map(|by| Contributor::parse(by)).collect()
     }
 
@@ -86,4 +75,19 @@ impl ModerationStore for RedisStore {
             })
             .collect()
     }
+}
+
+/// Adds `item` to the global set `key` (`on`) or removes it: whether that changed it.
+async fn toggle(conn: &RedisConn, key: &str, item: &str, on: bool) -> Result<bool> {
+    let mut cmd = redis::cmd(if on { "SADD" } else { "SREM" });
+    cmd.arg(key).arg(item);
+    let changed: u64 = conn.query(&cmd, None, Retry::IdempotentWrite).await?;
+    Ok(changed == 1)
+}
+
+/// The members of the global set `key`.
+async fn members(conn: &RedisConn, key: &str) -> Result<Vec<String>> {
+    let mut cmd = redis::cmd("SMEMBERS");
+    cmd.arg(key);
+    conn.query(&cmd, None, Retry::Idempotent).await
 }

@@ -15,9 +15,6 @@ use crate::store::redis::board::boards::slot_geometries;
 use crate::store::redis::conn::keys;
 use crate::store::redis::conn::{RedisConn, Retry};
 
-/// Fields an `HSCAN` of a plain stage asks for at once.
-const SCAN_COUNT: usize = 1_000;
-
 pub(crate) async fn set_shards(
     conn: &RedisConn,
     board: &Board,
@@ -194,7 +191,10 @@ pub(crate) async fn slot_members(conn: &RedisConn, board: &Board) -> Result<Vec<
         // A slot being relaid out holds values in both forms: read both.
         let buckets = buckets.get(&slot).copied().unwrap_or(0);
         for stage in conn.keys().stages(board, slot) {
-            scan(conn, board, &stage, &mut members).await?;
+            let found = |field| {
+                members.insert(field);
+            };
+            conn.scan_fields(name, &stage, "*", found).await?;
             for i in 0..buckets {
                 let fields: Vec<String> = conn
                     .query(
@@ -211,32 +211,4 @@ pub(crate) async fn slot_members(conn: &RedisConn, board: &Board) -> Result<Vec<
         .into_iter()
         .map(|m| Member::parse(&m))
         .collect::<Result<_>>()
-}
-
-/// The fields of the hash `key`, added to `members`.
-async fn scan(
-    conn: &RedisConn,
-    board: &Board,
-    key: &str,
-    members: &mut HashSet<String>,
-) -> Result<()> {
-    let mut cursor = 0u64;
-    loop {
-        let (next, flat): (u64, Vec<String>) = conn
-            .query(
-                redis::cmd("HSCAN")
-                    .arg(key)
-                    .arg(cursor)
-                    .arg("COUNT")
-                    .arg(SCAN_COUNT),
-                Some(&board.name),
-                Retry::Idempotent,
-            )
-            .await?;
-        members.extend(flat.into_iter().step_by(2));
-        if next == 0 {
-            return Ok(());
-        }
-        cursor = next;
-    }
 }
