@@ -571,6 +571,12 @@ local history, indexed, changes = {}, {}, unchecked and {} or nil
 -- contributions key, made once a call.
 local ctrs, flags, stage_pairs = {}, {}, {}
 
+-- Counts `change` more stage fields of `by` under its index field `field`.
+local function index(by, field, change)
+  local counts = indexed[by] or {}
+  indexed[by], counts[field] = counts, (counts[field] or 0) + change
+end
+
 -- Applies an event of `d` given by `by` to slot i at stage k (see the header): its status.
 -- `given`, what by's admitted events gave the member inside the largest window at the
 -- caller's now, is read before applying with a budget (it bounds an unlike), else from
@@ -610,18 +616,10 @@ local function contribute(i, k, member, d, by, delta)
   local made = 0
   if a ~= 0 then made = contrib_stage_add(stage_key, pair, a, text) end
   if r ~= 0 then made = made + contrib_stage_add(stage_key, '\n' .. pair, r) end
-  local counts = indexed[by]
-  if made ~= 0 or (budget and a > 0) then
-    counts = counts or {}
-    indexed[by] = counts
-  end
-  if made ~= 0 then
-    local field = contrib_index_field(slot, member)
-    counts[field] = (counts[field] or 0) + made
-  end
+  if made ~= 0 then index(by, contrib_index_field(slot, member), made) end
   if budget and a > 0 then
     if contrib_stage_add(KEYS[base + n] .. ':c', by, a) == 1 then
-      counts[contrib_index_field(slot)] = 1
+      index(by, contrib_index_field(slot), 1)
     end
     contrib_add(ctr, 'u', a)
   end
