@@ -12,7 +12,7 @@ impl Windowed<'_> {
     /// it stays hidden); [`Decision::Deny`] hides it on this board (as
     /// [`hide`](Self::hide) does). Either is kept for when the board has a gate. True when
     /// it changed anything. Kept in the moderation log with `note`. A board that cannot
-    /// have a gate (see [`BoardConfig::watchable`](crate::BoardConfig::watchable)) is
+    /// have a gate (see [`BoardConfig::reviewable`](crate::BoardConfig::reviewable)) is
     /// [`Error::InvalidModeration`].
     pub async fn review(
         self,
@@ -26,10 +26,10 @@ impl Windowed<'_> {
         let (member_ref, now) = (&member, self.rb.now());
         let changed = self
             .change(|b| async move {
-                if !b.config.watchable() {
+                if !b.config.reviewable() {
                     return Err(Error::InvalidModeration {
                         reason: format!(
-                            "board {:?} cannot have a review gate (a sum board of one shard \
+                            "board {:?} cannot have a review gate (a board of one shard \
                              can): hide or show members instead",
                             b.name.as_str()
                         ),
@@ -58,7 +58,10 @@ impl Windowed<'_> {
         let store = &self.rb.inner.store;
         self.rb
             .on_window(self.board, window, |b, w| async move {
-                let held = store.held_members(b.at(w, now)).await?;
+                let sign = b.config.aggregate().sign();
+                let mut held = store.held_members(b.at(w, now)).await?;
+                held.iter_mut()
+                    .for_each(|e| e.score = e.score.map(|s| sign * s));
                 Ok(ReviewQueue {
                     board: b.name.to_string(),
                     window: b.config.windows()[w],

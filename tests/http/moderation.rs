@@ -480,7 +480,14 @@ async fn a_review_gate_holds_new_members_at_the_top_until_a_moderator_decides() 
     );
     let max =
         json!({"slot": "1h", "windows": ["1h"], "aggregate": "max", "review": {"above_rank": 2}});
-    let refused = app.put(&format!("/v1/boards/{}", unique("max")), max).await;
+    let created = app.put(&format!("/v1/boards/{}", unique("max")), max).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.body);
+    assert_eq!(created.body["config"]["review"], json!({"above_rank": 2}));
+    let sharded =
+        json!({"slot": "1h", "windows": ["1h"], "shards": 2, "review": {"above_rank": 2}});
+    let refused = app
+        .put(&format!("/v1/boards/{}", unique("sharded")), sharded)
+        .await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(refused.body["error"]["code"], "invalid_config");
     let bad = json!({"member": "post:3", "decision": "maybe"});

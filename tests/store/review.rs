@@ -1,18 +1,19 @@
 //! The review gate, on every store and a cluster: a gated board and an ungated twin take
 //! the same random likes, unlikes, removals and boundary retirements; on the way the
 //! gated board hides and shows members, allows and denies them, pins and unpins them, is
-//! recomputed, and has its gate's rank changed and the gate removed and set again. After every step each
-//! window of the gated board reads as its twin's ranking without the hidden members and
+//! recomputed, and has its gate's rank changed and the gate removed and set again.
+//! After every step each window of the gated board reads as its twin's ranking without the hidden members and
 //! those the gate must hold by its definition (an unreviewed member ranking at or over
 //! the K-th allowed public member of some window), ranks closed up, the pins shown on the
 //! first page (every read of `hidden.rs`: pages from both ends, a score range, `around`,
 //! ranks of a list, member reads with their percentiles), and its review queue
-//! lists exactly the held members with the ranks they would have.
+//! lists exactly the held members with the ranks they would have. On sum boards of each
+//! tie rule, and on max, min and latest boards, whose writes set values.
 
 use std::collections::BTreeSet;
 
 use rollboard::{
-    Aggregate, BoardConfig, Decision, ModerationNote, ReviewPolicy, Span, Ties, Timestamp,
+    Aggregate, BoardConfig, Decision, Event, ModerationNote, ReviewPolicy, Span, Ties, Timestamp,
 };
 
 use super::hidden::{MEMBERS, Rng, WINDOWS, check};
@@ -23,6 +24,9 @@ on_every_store!(
     the_gate_holds_by_position_on_a_board_ranking_ties_by_position,
     the_gate_holds_by_dense_rank_on_a_dense_board,
     a_dense_gate_bars_at_the_kth_distinct_allowed_total,
+    the_gate_holds_the_highest_unreviewed_values_on_a_max_board,
+    the_gate_holds_the_lowest_unreviewed_values_on_a_dense_min_board,
+    the_gate_holds_the_newest_unreviewed_values_on_a_latest_board,
     a_board_that_cannot_have_a_gate_refuses_one,
 );
 
@@ -33,16 +37,27 @@ struct Moderation {
     k: Option<usize>,
 }
 
-/// Whether `(score, member)` ranks at or over `bar` (none: every ranked entry does).
-fn over_bar(bar: Option<&(u64, String, i64)>, score: i64, member: &str, ties: Ties) -> bool {
+/// Whether `(score, member)` ranks at or over `bar` (none: every ranked entry does);
+/// `sign` -1 on a min board, whose lower values rank first.
+fn over_bar(
+    bar: Option<&(u64, String, i64)>,
+    (score, member): (i64, &str),
+    ties: Ties,
+    sign: i64,
+) -> bool {
     bar.is_none_or(|(_, m, s)| {
-        score > *s || (score == *s && (ties != Ties::Position || member <= m.as_str()))
+        sign * score > sign * s || (score == *s && (ties != Ties::Position || member <= m.as_str()))
     })
 }
 
 /// The members the gate must hold, from the twin's rankings `windows` (each the whole
 /// ranking, in order) by the gate's definition.
-fn must_hold(windows: &[Vec<(u64, String, i64)>], m: &Moderation, ties: Ties) -> BTreeSet<String> {
+fn must_hold(
+    windows: &[Vec<(u64, String, i64)>],
+    m: &Moderation,
+    ties: Ties,
+    sign: i64,
+) -> BTreeSet<String> {
     let Some(k) = m.k else {
         return BTreeSet::new();
     };
@@ -60,7 +75,7 @@ fn must_hold(windows: &[Vec<(u64, String, i64)>], m: &Moderation, ties: Ties) ->
         }
         let bar = allowed.get(k - 1).copied();
         for (_, member, score) in entries.iter().filter(public) {
-            if !m.allowed.contains(member) && over_bar(bar, *score, member, ties) {
+            if !m.allowed.contains(member) && over_bar(bar, (*score, member), ties, sign) {
                 held.insert(member.clone());
             }
         }
@@ -68,13 +83,17 @@ fn must_hold(windows: &[Vec<(u64, String, i64)>], m: &Moderation, ties: Ties) ->
     held
 }
 
-async fn run(h: Harness, ties: Ties, seed: u64) {
-    let config = BoardConfig::parse("1h", &WINDOWS).unwrap().with_ties(ties);
+async fn run(h: Harness, aggregate: Aggregate, ties: Ties, seed: u64) {
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_aggregate(aggregate)
+        .with_ties(ties);
     let gated = |k: Option<usize>| {
         let policy = k.map(|k| ReviewPolicy::new(k as u32).unwrap());
         config.clone().with_review(policy).unwrap()
     };
     let (board, twin) = (unique("gated"), unique("twin"));
+    let sign = aggregate.sign();
     let mut m = Moderation {
         allowed: BTreeSet::new(),
         hidden: BTreeSet::new(),
@@ -96,13 +115,20 @@ async fn run(h: Harness, ties: Ties, seed: u64) {
         let gate = h.boards.windowed(&board);
         match rng.below(26) {
             0..=9 => {
+                // A like (or a few), or an unlike; on a max, min or latest board a value.
                 let delta = [1, 1, 2, 3, -1][rng.below(5) as usize];
+                let value = if aggregate == Aggregate::Sum {
+                    0
+                } else {
+                    rng.below(9) as i64 - 3
+                };
                 for b in [&board, &twin] {
-                    h.boards
-                        .windowed(b)
-                        .incr(member, delta, None)
-                        .await
-                        .unwrap();
+                    let w = h.boards.windowed(b);
+                    if aggregate == Aggregate::Sum {
+                        w.incr(member, delta, None).await.unwrap();
+                    } else {
+                        w.incr_batch(&[Event::value(member, value)]).await.unwrap();
+                    }
                 }
             }
             10..=12 => {
@@ -176,7 +202,7 @@ async fn run(h: Harness, ties: Ties, seed: u64) {
             let all = h.boards.windowed(&twin).top(w, 0, 1000).await.unwrap();
             rankings.push(triples(&all.entries));
         }
-        let held = must_hold(&rankings, &m, ties);
+        let held = must_hold(&rankings, &m, ties, sign);
         holding += usize::from(!held.is_empty());
         let_go += before
             .difference(&held)
@@ -203,7 +229,8 @@ async fn run(h: Harness, ties: Ties, seed: u64) {
                 );
                 let rank = own.map(|(_, member, score)| {
                     let ahead = public.iter().filter(|(_, m2, s2)| {
-                        s2 > score || (ties == Ties::Position && s2 == score && m2 < member)
+                        sign * s2 > sign * score
+                            || (ties == Ties::Position && s2 == score && m2 < member)
                     });
                     let mut ahead: Vec<i64> = ahead.map(|e| e.2).collect();
                     if ties == Ties::Dense {
@@ -230,15 +257,27 @@ async fn run(h: Harness, ties: Ties, seed: u64) {
 }
 
 async fn the_gate_holds_exactly_the_unreviewed_members_over_the_bar(h: Harness) {
-    run(h, Ties::Competition, 0x5DEE_CE66_D1CE_4E5B).await;
+    run(h, Aggregate::Sum, Ties::Competition, 0x5DEE_CE66_D1CE_4E5B).await;
 }
 
 async fn the_gate_holds_by_position_on_a_board_ranking_ties_by_position(h: Harness) {
-    run(h, Ties::Position, 0x7F4A_7C15_9E37_79B9).await;
+    run(h, Aggregate::Sum, Ties::Position, 0x7F4A_7C15_9E37_79B9).await;
 }
 
 async fn the_gate_holds_by_dense_rank_on_a_dense_board(h: Harness) {
-    run(h, Ties::Dense, 0x9E37_79B9_7F4A_7C15).await;
+    run(h, Aggregate::Sum, Ties::Dense, 0x9E37_79B9_7F4A_7C15).await;
+}
+
+async fn the_gate_holds_the_highest_unreviewed_values_on_a_max_board(h: Harness) {
+    run(h, Aggregate::Max, Ties::Competition, 0x2545_F491_4F6C_DD1D).await;
+}
+
+async fn the_gate_holds_the_lowest_unreviewed_values_on_a_dense_min_board(h: Harness) {
+    run(h, Aggregate::Min, Ties::Dense, 0x0F1E_2D3C_4B5A_6978).await;
+}
+
+async fn the_gate_holds_the_newest_unreviewed_values_on_a_latest_board(h: Harness) {
+    run(h, Aggregate::Latest, Ties::Position, 0x1234_5678_9ABC_DEF1).await;
 }
 
 /// On a dense board "rank 2" is the dense rank: with a and b allowed at 10 and c at 5,
@@ -279,12 +318,6 @@ async fn a_dense_gate_bars_at_the_kth_distinct_allowed_total(h: Harness) {
 
 async fn a_board_that_cannot_have_a_gate_refuses_one(h: Harness) {
     let policy = Some(ReviewPolicy::new(3).unwrap());
-    let max = BoardConfig::parse("1h", &WINDOWS)
-        .unwrap()
-        .with_aggregate(Aggregate::Max);
-    let err = max.with_review(policy).unwrap_err();
-    assert_eq!(err.code(), "invalid_config");
-    assert!(err.to_string().contains("review gate"), "{err}");
     assert!(ReviewPolicy::new(0).is_err() && ReviewPolicy::new(101).is_err());
     let sharded = BoardConfig::parse("1h", &WINDOWS)
         .unwrap()
@@ -292,6 +325,7 @@ async fn a_board_that_cannot_have_a_gate_refuses_one(h: Harness) {
         .unwrap();
     let err = sharded.clone().with_review(policy).unwrap_err();
     assert_eq!(err.code(), "invalid_config");
+    assert!(err.to_string().contains("review gate"), "{err}");
     // A decision on a board that cannot have a gate says so and changes nothing.
     let board = unique("sharded");
     h.boards.create(&board, sharded).await.unwrap();

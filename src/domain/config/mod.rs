@@ -454,18 +454,24 @@ impl BoardConfig {
         self.snapshots
     }
 
-    /// Gates the board by `policy` (none: `None`): a sum board of one shard
+    /// Gates the board by `policy` (none: `None`): a board of one shard
     /// ([`Error::InvalidConfig`] otherwise).
     pub fn with_review(mut self, policy: Option<ReviewPolicy>) -> Result<Self, Error> {
-        if policy.is_some() && !self.watchable() {
+        if policy.is_some() && !self.reviewable() {
             return Err(Error::InvalidConfig {
-                reason: "a review gate is for a sum board of one shard: leave out \"review\", \
-                         or drop \"aggregate\" and \"shards\""
+                reason: "a review gate is for a board of one shard: leave out \"review\", \
+                         or \"shards\""
                     .into(),
             });
         }
         self.review = policy;
         Ok(self)
+    }
+
+    /// Whether the board can hold members for review: a board of one shard, whose
+    /// scripts see its whole ranking in one atomic step, of any aggregate.
+    pub fn reviewable(&self) -> bool {
+        self.shards == 1
     }
 
     /// Whether the board can watch its tops (and hold for review): a sum board of one

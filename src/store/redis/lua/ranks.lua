@@ -45,6 +45,12 @@ local function ranked_total(score, rule)
   return tonumber(score) > 0
 end
 
+-- The rule of ranked_total of a board whose record's 'rank' is `rank` (false: none).
+local function rank_rule(rank)
+  if rank == 'all' then return 'all' end
+  return rank == 'nonzero'
+end
+
 -- The rank of `score`, `greater` members having a strictly higher total, held by the
 -- member at ranking position `at` (0-based; read only when `position`).
 local function rank_of_total(dense, position, score, greater, at)

@@ -1,4 +1,4 @@
--- review.lua: the review gate (docs/design.md, "Review gate"). A sum board whose record
+-- review.lua: the review gate (docs/design.md, "Review gate"). A board whose record
 -- sets 'review' K (review_rank) holds out of its public ranking every member nobody
 -- reviewed (not in board_{b}:allowed) whose rank among the public members and itself
 -- would be K or better in some window (on a dense board, its dense rank: the bar is the
@@ -6,6 +6,15 @@
 -- with the mark 'held' in board_{b}:hidden (counted by the record's 'hidden'), so
 -- writes, retirement and reads treat it as hidden_members says. Every script that
 -- changes a gated board's totals calls gate once it is done.
+
+-- How a gated board tallies a member's totals it moves (move_totals): on a dense board
+-- (its record's 'ties' `ties`), 'beside' and the retally of its values, retally_all
+-- when it ranks every value (its 'rank' `rank` 'all': a max, min or latest board), else
+-- retally; else nil.
+local function gate_tallies(ties, rank)
+  if ties ~= 'dense' then return nil end
+  return 'beside', rank == 'all' and retally_all or retally
+end
 
 -- Applies the review gate of the board `board` (its record) after a change of its
 -- totals (see the file's head). First, in each window, every unreviewed public member at
@@ -81,10 +90,10 @@ local function gate(board, all_held)
   local k = review_rank
   local info = redis.call('HMGET', board, 'windows', 'ties', 'rank')
   local keys = window_keys(board, info[1])
-  local position, rule = info[2] == 'position', info[3] == 'nonzero'
+  local position, rule = info[2] == 'position', rank_rule(info[3])
   -- A dense board's tallies follow each move (move_totals), and its bar is the K-th of
   -- the distinct totals beside the totals.
-  local tally = info[2] == 'dense' and 'beside' or nil
+  local tally, tallied = gate_tallies(info[2], info[3])
   local hidden, allowed, bars_key = board .. ':hidden', board .. ':allowed', board .. ':bars'
   local held_log = board .. ':held'
   local floor = rule and '-inf' or '(0'
@@ -107,7 +116,7 @@ local function gate(board, all_held)
       end
       for _, member in ipairs(holding) do
         redis.call('HSET', hidden, member, 'held')
-        move_totals(keys, member, true, tally)
+        move_totals(keys, member, true, tally, tallied)
         redis.call('XADD', held_log, 'MAXLEN', '~', HELD_KEPT, '*', 'm', member)
       end
       held = held + #holding
@@ -146,7 +155,7 @@ local function gate(board, all_held)
       end
       if not keep then
         redis.call('HDEL', hidden, member)
-        move_totals(keys, member, false, tally)
+        move_totals(keys, member, false, tally, tallied)
         released = released + 1
       end
     end

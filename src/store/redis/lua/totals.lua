@@ -155,7 +155,7 @@ end
 -- to <totals>:hidden (`hide`) or back. On a dense board `tally(j)` answers window j's
 -- tally and distinct totals, retallied by `tallied` (retally or retally_all); `tally`
 -- 'beside' names those beside each window's totals (stats_{b}[_<W>] -> tally_{b}[_<W>],
--- dense_{b}[_<W>]), retallied by retally.
+-- dense_{b}[_<W>]), retallied by `tallied` (none: retally).
 local function move_totals(keys, member, hide, tally, tallied)
   for j, totals in ipairs(keys) do
     local from, to = totals, totals .. ':hidden'
@@ -167,7 +167,8 @@ local function move_totals(keys, member, hide, tally, tallied)
       local counts, distinct = nil, nil
       if tally == 'beside' then
         local prefix, rest = string.match(totals, '^(.*)stats_({.*)$')
-        counts, distinct, tallied = prefix .. 'tally_' .. rest, prefix .. 'dense_' .. rest, retally
+        counts, distinct = prefix .. 'tally_' .. rest, prefix .. 'dense_' .. rest
+        tallied = tallied or retally
       elseif tally then
         counts, distinct = tally(j)
       end

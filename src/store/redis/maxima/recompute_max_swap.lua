@@ -18,7 +18,8 @@
 -- thread) and its build RENAMEd over it (nothing when the build is empty): O(1), so a
 -- reader never sees the window, its records and its tallies disagree. Then the
 -- recompute's state, and the window's "building" mark (a window added to the board, see
--- extend_board.lua), are cleared.
+-- extend_board.lua), are cleared, and a gated board applies its gate to every held
+-- member (gate).
 -- Returns 'done'. Errors: "STALE ...", "LOST ..." as recompute_max_scan.lua.
 
 local board = KEYS[1]
@@ -35,5 +36,6 @@ for _, pair in ipairs({ { 2, 3 }, { 4, 5 }, { 8, 6 }, { 9, 7 } }) do
 end
 -- The build holds every member: the hidden ones' values go apart again.
 hide_rebuilt(KEYS[3], KEYS[6], KEYS[7], true)
+gate(board, true)
 redis.call('HDEL', board, 'rb_window', 'rb_phase', 'rb_token', 'rb_until', 'building:' .. ARGV[3])
 return 'done'

@@ -11,7 +11,8 @@
 --   window its tally and distinct values. Deletes the member's record, its value in
 --   every window (retallied) and its data, and notes the removal in the record:
 --   rm_member, rm_next (every live slot before it is clean of the member's values: none
---   yet) and rm_written (slots at or after rm_next that writes cleaned, see below).
+--   yet) and rm_written (slots at or after rm_next that writes cleaned, see below);
+--   a gated board then applies its gate (gate).
 --   Answers {'begun'}, or {'pending', member, rm_next} when another member's removal is
 --   pending (its caller died, or runs now): the caller finishes that one first (clean
 --   steps are safe to run twice) and begins again; {'begun'} too when this member's own
@@ -59,6 +60,8 @@ if ARGV[2] == 'begin' then
     if hidden_members then redis.call('ZREM', totals .. ':hidden', member) end
   end
   redis.call('HSET', board, 'rm_member', member, 'rm_next', MIN_SLOT, 'rm_written', '')
+  if review_rank then gate_changed[member] = true end
+  gate(board)
   return { 'begun', MIN_SLOT }
 end
 

@@ -46,7 +46,7 @@
 -- the removal in a slot still to clean is deleted before an event of it merges there
 -- (remove_max.lua).
 -- A dense board reads the members' values in each window first (one ZMSCORE a window)
--- and retallies each change (retally_all).
+-- and retallies each change (retally_all). A gated board then applies its gate (gate).
 -- A keyed call is recorded under KEYS[6] (set_key_record: its fingerprint, its now and
 -- the starts of its too-late slots), in the same call as it applies. Found with the same
 -- fingerprint and now, it applies nothing and answers {'recorded', too-late slot start
@@ -286,6 +286,9 @@ if #live > 0 then
     if dense_board then targets[j] = { KEYS[TOTALS + j], KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] } end
   end
   merge(records, targets, members, true)
+  if review_rank then
+    for _, member in ipairs(members) do gate_changed[member] = true end
+  end
   -- While a recompute of window `rebuilt` holds its lease, the same into its build.
   if rebuilt then
     local target = { build_window }
@@ -293,6 +296,7 @@ if #live > 0 then
     merge(build_records, { [rebuilt] = target }, members, false)
   end
 end
+gate(board)
 local reply = {}
 if fingerprint ~= '' then
   local starts = {}

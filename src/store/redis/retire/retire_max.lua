@@ -39,6 +39,7 @@
 -- number. The new value is a function of the peak list
 -- alone, so a step applied twice (a re-sent call, two retirers) sets what it set once.
 -- A member whose value came from another slot is not in this slot's hash: untouched.
+-- A gated board then applies its gate (gate) to the step's members.
 -- After the last step the window is retired through the slot (done:<W>), and the
 -- largest window drops the slot's geometry and its index entry (each form of the slot is
 -- deleted as its scan leaves it). Every cursor a call starts
@@ -110,6 +111,9 @@ if #members > 0 then
   end
   -- A hidden member's value is kept apart (see hidden_members), its data as any other's.
   if largest and #gone > 0 then redis.call('HDEL', data, unpack(gone)) end
+  if review_rank then
+    for _, member in ipairs(members) do gate_changed[member] = true end
+  end
   set, members, gone, left = shown_values(totals, nil, set, members, gone)
   if KEYS[8] and #members > 0 then retally_step(KEYS[8], KEYS[9], totals, members, set) end
   if #set > 0 then redis.call('ZADD', totals, unpack(set)) end
@@ -118,6 +122,7 @@ if #members > 0 then
   if #emptied > 0 then redis.call('HDEL', records, unpack(emptied)) end
 end
 local handled = #members
+gate(board)
 -- The largest window deletes each form of the slot as the scan leaves it (no field comes
 -- into a form behind the scan: the slot is frozen out of every window, and the retirer
 -- converts no slot the largest window has frozen), so no call deletes many keys.

@@ -24,7 +24,7 @@ for x = 1, #marks, 2 do
   if marks[x + 1] == mark then members[#members + 1] = marks[x] end
 end
 local totals = KEYS[2]
-local rule = redis.call('HGET', KEYS[1], 'rank') == 'nonzero'
+local rule = rank_rule(redis.call('HGET', KEYS[1], 'rank'))
 local shadow, reply = totals .. ':hidden', {}
 local _, tied_before = tie_order()
 for from = 1, #members, 1000 do

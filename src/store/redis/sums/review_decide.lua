@@ -1,4 +1,4 @@
--- review_decide.lua: a moderator's decision on a member of a sum board (lua/review.lua).
+-- review_decide.lua: a moderator's decision on a member of a board (lua/review.lua).
 --
 -- KEYS[1]    board record          board_{b}
 -- KEYS[1+j]  totals of window j    stats_{b} or stats_{b}_<W>   (j = 1..n)
@@ -16,7 +16,7 @@ local board, member = KEYS[1], ARGV[3]
 board_record(board, ARGV[1])
 local hidden, allowed = board .. ':hidden', board .. ':allowed'
 local keys = { unpack(KEYS, 2) }
-local tally = redis.call('HGET', board, 'ties') == 'dense' and 'beside' or nil
+local tally, tallied = gate_tallies(unpack(redis.call('HMGET', board, 'ties', 'rank')))
 local mark = redis.call('HGET', hidden, member)
 local changed
 if ARGV[2] == 'allow' then
@@ -24,7 +24,7 @@ if ARGV[2] == 'allow' then
   if mark == 'held' then
     redis.call('HDEL', hidden, member)
     redis.call('HINCRBY', board, 'hidden', -1)
-    move_totals(keys, member, false, tally)
+    move_totals(keys, member, false, tally, tallied)
     changed = 1
   end
 else
@@ -33,7 +33,7 @@ else
     redis.call('HSET', hidden, member, '1')
     if not mark then
       redis.call('HINCRBY', board, 'hidden', 1)
-      move_totals(keys, member, true, tally)
+      move_totals(keys, member, true, tally, tallied)
       hidden_members = hidden
     end
     changed = 1

@@ -1,4 +1,4 @@
--- review_set.lua: set, change or clear a sum board's review gate (lua/review.lua).
+-- review_set.lua: set, change or clear a board's review gate (lua/review.lua).
 --
 -- KEYS[1]    board record          board_{b}
 -- KEYS[1+j]  totals of window j    stats_{b} or stats_{b}_<W>   (j = 1..n)
@@ -13,12 +13,12 @@
 local board = KEYS[1]
 board_record(board, ARGV[1])
 local hidden, keys = board .. ':hidden', { unpack(KEYS, 2) }
-local tally = redis.call('HGET', board, 'ties') == 'dense' and 'beside' or nil
+local tally, tallied = gate_tallies(unpack(redis.call('HMGET', board, 'ties', 'rank')))
 local marks, let_go = redis.call('HGETALL', hidden), 0
 for x = 1, #marks, 2 do
   if marks[x + 1] == 'held' then
     redis.call('HDEL', hidden, marks[x])
-    move_totals(keys, marks[x], false, tally)
+    move_totals(keys, marks[x], false, tally, tallied)
     let_go = let_go + 1
   end
 end
