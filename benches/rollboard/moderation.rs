@@ -64,7 +64,7 @@ pub async fn moderation(redis: &Redis, url: &str, phase: Duration) -> Vec<Row> {
     let gate = Some(ReviewPolicy::new(10).unwrap());
     let config = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
     boards
-        .create(GATED, config.clone().with_review(gate).unwrap())
+        .create(GATED, config.clone().with_review(gate))
         .await
         .unwrap();
     let watches = config.windows().iter().map(|w| Watch::new(*w, 10).unwrap());

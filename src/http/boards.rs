@@ -95,10 +95,10 @@ pub struct ConfigBody {
     /// it changes no data.
     #[serde(default)]
     pub snapshots: Option<SnapshotsBody>,
-    /// Windowed boards of one shard: the review gate: a member no moderator allowed is
-    /// held out of the public ranking while it would rank `above_rank` or better in some
-    /// window (among the public members and itself), listed by `GET …/review` until a
-    /// moderator allows or denies it (`POST …/review`).
+    /// Windowed boards: the review gate: a member no moderator allowed is held out of the
+    /// public ranking while it would rank `above_rank` or better in some window (among
+    /// the public members and itself), listed by `GET …/review` until a moderator allows
+    /// or denies it (`POST …/review`).
     /// May be added, changed or removed (left out) on an existing board.
     #[serde(default)]
     pub review: Option<ReviewBody>,
@@ -298,7 +298,7 @@ impl ConfigBody {
                                     )
                                 })
                                 .transpose()?,
-                        )?
+                        )
                         .with_watch(
                             self.watch
                                 .unwrap_or_default()
@@ -414,7 +414,7 @@ pub struct BoardList {
                                       {"window": "1d", "members": 3, "ranked": 2, "from": 1_795_647_600, "to": 1_795_730_400, "retired_through": 1_795_644_000, "lag_seconds": 0, "building": false, "complete_from": null}]})),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 409, description = "`board_conflict`: exists with another config (only windows larger than the existing ones can be added, and not to a board with `per_contributor_member` or `per_contributor`); `board_kind`: exists as the other kind (windowed or trending); `board_busy`, `board_changed`: retry", body = ErrorBody),
-        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a field the kind needs left out (`slot`, `windows`; `half_life`); a negative floor, a max age above 100 half-lives; `shards` outside 1–32, or with dense ties or snapshots; `review.above_rank` outside 1–100, or a review gate on a sharded board; `per_contributor_member` or `per_contributor` of 0, or on a board that is not a sum board of one shard", body = ErrorBody),
+        (status = 422, description = "`invalid_span`, `invalid_config`: a duration out of range, a window that is not a multiple of the slot, windows not increasing, too many slots or an offset beyond the slot; snapshots' top or keep out of range; an option of the other kind (`slot`, `windows`, `offset`, `ties`, `snapshots` on a trending board; `half_life`, `floor`, `max_age` on a windowed one); a field the kind needs left out (`slot`, `windows`; `half_life`); a negative floor, a max age above 100 half-lives; `shards` outside 1–32, or with dense ties or snapshots; `review.above_rank` outside 1–100; `per_contributor_member` or `per_contributor` of 0, or on a board that is not a sum board of one shard", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]
@@ -572,7 +572,7 @@ pub struct ReshardBody {
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
         (status = 409, description = "`board_busy`: a reshard of the board to another count, or another run, is under way; `board_changed`; `board_kind`: a trending board; `aggregate_unsupported`: a max, min or latest board (its shard count is fixed)", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`; `invalid_config`: a count outside 1–32, or dense ties, a watch or a review gate with more than one shard", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`; `invalid_config`: a count outside 1–32, or dense ties or a watch with more than one shard", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]

@@ -87,8 +87,8 @@ pub async fn queue(
         (status = 400, description = "`bad_request`: not JSON or not the documented shape", body = ErrorBody),
         (status = 403, description = "`forbidden`: the token may write but not administer", body = ErrorBody),
         (status = 404, description = "`board_not_found`", body = ErrorBody),
-        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board", body = ErrorBody),
-        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_moderation`: a board that cannot have a review gate (max, min or latest, sharded), or a bad reason or actor", body = ErrorBody),
+        (status = 409, description = "`board_changed`: the board was dropped or re-created meanwhile; retry; `board_kind`: a trending board; `board_busy`: a reshard of the board runs (it moves the decisions with their members); retry once it ends", body = ErrorBody),
+        (status = 422, description = "`invalid_board_name`, `invalid_member`, `invalid_moderation`: a bad reason or actor", body = ErrorBody),
     ),
     security(("adminToken" = []))
 )]

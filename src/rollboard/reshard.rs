@@ -13,8 +13,8 @@ impl Windowed<'_> {
     /// afterwards. A run cut short (an error, a crash) leaves the board exact and is
     /// finished by running it again with the same count; a run to another count, or a
     /// second run at once, is refused ([`Error::ReshardRunning`](crate::Error::ReshardRunning)).
-    /// A board that watches its top or has a review gate is not resharded
-    /// ([`Error::InvalidConfig`]): a sharded board can have neither. Members hidden on
+    /// A board that watches its top is not resharded ([`Error::InvalidConfig`]): a
+    /// sharded board cannot. Members hidden on
     /// every board while it ran (which skipped the board) are hidden on it as it ends.
     pub async fn reshard(self, shards: u32) -> Result<ReshardReport> {
         let store = &self.rb.inner.store;
@@ -22,12 +22,11 @@ impl Windowed<'_> {
         let report = self
             .change_config(|b| async move {
                 sums_only(&b, "reshard")?;
-                if shards > 1 && (!b.config.watch().is_empty() || b.config.review().is_some()) {
+                if shards > 1 && !b.config.watch().is_empty() {
                     return Err(Error::InvalidConfig {
                         reason: format!(
-                            "board {:?} watches its top or has a review gate, which a sharded \
-                         board cannot have: PUT its config without \"watch\" and \"review\" \
-                         first",
+                            "board {:?} watches its top, which a sharded board cannot: PUT \
+                             its config without \"watch\" first",
                             b.name.as_str()
                         ),
                     });

@@ -4,16 +4,15 @@
 use super::Windowed;
 use crate::domain::{BoardName, Decision, HeldEvent, Member, ReviewQueue, Span};
 use crate::domain::{ModerationAction, ModerationNote};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 impl Windowed<'_> {
     /// Decides on `member`: [`Decision::Allow`] lets it rank anywhere on this board, now
     /// and later (held, it takes its place in the ranking at once; hidden by a moderator,
     /// it stays hidden); [`Decision::Deny`] hides it on this board (as
     /// [`hide`](Self::hide) does). Either is kept for when the board has a gate. True when
-    /// it changed anything. Kept in the moderation log with `note`. A board that cannot
-    /// have a gate (see [`BoardConfig::reviewable`](crate::BoardConfig::reviewable)) is
-    /// [`Error::InvalidModeration`].
+    /// it changed anything. Kept in the moderation log with `note`. On a sharded board,
+    /// refused while a reshard runs ([`Error::ReshardRunning`](crate::Error::ReshardRunning)).
     pub async fn review(
         self,
         member: &str,
@@ -25,18 +24,7 @@ impl Windowed<'_> {
         let store = &self.rb.inner.store;
         let (member_ref, now) = (&member, self.rb.now());
         let changed = self
-            .change(|b| async move {
-                if !b.config.reviewable() {
-                    return Err(Error::InvalidModeration {
-                        reason: format!(
-                            "board {:?} cannot have a review gate (a board of one shard \
-                             can): hide or show members instead",
-                            b.name.as_str()
-                        ),
-                    });
-                }
-                store.review(&b, member_ref, decision, now).await
-            })
+            .change(|b| async move { store.review(&b, member_ref, decision, now).await })
             .await?;
         let action = match decision {
             Decision::Allow => ModerationAction::Allow,

@@ -3,7 +3,8 @@
 //! (`sharded/reshard.rs`) the shard count and the state of a reshard on shard 0's record,
 //! and per shard the members marked moved off it (writers route by it), the moves under way
 //! (each member's stash, so a move cut short is finished, not redone), and every member the
-//! shard holds a value of. Reached through
+//! shard holds a value of; and each shard's part in a review gate across the shards.
+//! Reached through
 //! [`Store::shard_moves`](super::Store::shard_moves); the stores of boards (memory, Redis)
 //! have it, the wrappers above them use theirs.
 
@@ -11,7 +12,7 @@ use async_trait::async_trait;
 
 use crate::domain::board::WindowAt;
 use crate::domain::board::{Board, Resharding};
-use crate::domain::{Ahead, AheadProbe, Member};
+use crate::domain::{Ahead, AheadProbe, GateBar, Member, ShardGate};
 use crate::error::Result;
 
 /// A store's part in sharded boards: the counts their ranks are summed from, and a
@@ -66,4 +67,20 @@ pub(crate) trait ShardMoves: Send + Sync {
     /// Every member holding a value in a live slot of the board (whatever its totals:
     /// values that cancel out included), each once, in no order.
     async fn slot_members(&self, board: &Board) -> Result<Vec<Member>>;
+
+    /// The shard's part in its board's review gate across the shards (docs/design.md,
+    /// "A review gate on a sharded board"): per window its top `k` allowed public members
+    /// (and every one tied with the K-th), and the bars last published to it.
+    async fn shard_gate(&self, board: &Board, k: u32) -> Result<ShardGate>;
+
+    /// Publishes to the shard the bars across the shards (one per window), then applies
+    /// its gate: it holds what ranks at or over the higher of its own bar and that one.
+    async fn publish_bars(&self, board: &Board, bars: &[Option<GateBar>]) -> Result<()>;
+
+    /// The members the shard's review gate allowed.
+    async fn allowed(&self, board: &Board) -> Result<Vec<Member>>;
+
+    /// Puts `members` among those the shard's gate allowed (`allowed`), or takes them
+    /// out, applying no gate: a reshard moves the marks with their members.
+    async fn set_allowed(&self, board: &Board, members: &[Member], allowed: bool) -> Result<()>;
 }

@@ -1006,7 +1006,7 @@ async fn review_lists_a_boards_queue_and_decides_on_a_member() {
     let policy = rollboard::ReviewPolicy::new(1).unwrap();
     let config = BoardConfig::parse("1h", &["1h"]).unwrap();
     boards
-        .create(&board, config.with_review(Some(policy)).unwrap())
+        .create(&board, config.with_review(Some(policy)))
         .await
         .unwrap();
     let w = boards.windowed(&board);

@@ -413,7 +413,7 @@ async fn a_reshard_cut_short_is_finished_by_running_it_again(h: Harness) {
 
 /// A board of one shard and its twin of 2 shards (named after `name`), both written by
 /// the writers of `seed` at the harness's second 60.
-async fn sharded_beside(h: &Harness, name: &str, seed: u64) -> (String, String) {
+pub(super) async fn sharded_beside(h: &Harness, name: &str, seed: u64) -> (String, String) {
     let b = &h.boards;
     let (one, board) = (unique("one"), unique(name));
     let config = BoardConfig::parse("1h", &["1h", "3h"]).unwrap();
@@ -429,7 +429,7 @@ async fn sharded_beside(h: &Harness, name: &str, seed: u64) -> (String, String) 
 /// Runs `board`'s reshard to 3 shards and cuts it ever later, from `at` seconds on,
 /// until the cut falls while members move (a run cut before it began holds its lease:
 /// each try is 31 s after the one before); the time of the last try.
-async fn cut_while_moving(h: &Harness, board: &str, mut at: i64) -> i64 {
+pub(super) async fn cut_while_moving(h: &Harness, board: &str, mut at: i64) -> i64 {
     let b = &h.boards;
     let mut cut = Duration::from_millis(2);
     loop {

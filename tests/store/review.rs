@@ -17,6 +17,7 @@ use rollboard::{
 };
 
 use super::hidden::{MEMBERS, Rng, WINDOWS, check};
+use super::resharding::{cut_while_moving, sharded_beside};
 use crate::support::{Harness, START, triples, unique};
 
 on_every_store!(
@@ -27,7 +28,9 @@ on_every_store!(
     the_gate_holds_the_highest_unreviewed_values_on_a_max_board,
     the_gate_holds_the_lowest_unreviewed_values_on_a_dense_min_board,
     the_gate_holds_the_newest_unreviewed_values_on_a_latest_board,
-    a_board_that_cannot_have_a_gate_refuses_one,
+    the_gate_holds_across_the_shards_of_a_sharded_board_resharded_on_the_way,
+    the_gate_holds_by_position_across_the_shards_of_a_sharded_board,
+    a_sharded_boards_held_events_are_each_delivered_once,
 );
 
 /// What the moderator did: allowed and hidden members, and the gate's rank (none: off).
@@ -84,13 +87,21 @@ fn must_hold(
 }
 
 async fn run(h: Harness, aggregate: Aggregate, ties: Ties, seed: u64) {
+    run_sharded(h, aggregate, ties, 1, seed).await;
+}
+
+/// [`run`] with the gated board in `shards` shards (the twin in one); with more than
+/// one, the board is also resharded to 1 to 3 shards now and then.
+async fn run_sharded(h: Harness, aggregate: Aggregate, ties: Ties, shards: u32, seed: u64) {
     let config = BoardConfig::parse("1h", &WINDOWS)
         .unwrap()
         .with_aggregate(aggregate)
         .with_ties(ties);
-    let gated = |k: Option<usize>| {
+    let mut count = shards;
+    let gated = |k: Option<usize>, count: u32| {
         let policy = k.map(|k| ReviewPolicy::new(k as u32).unwrap());
-        config.clone().with_review(policy).unwrap()
+        let config = config.clone().with_shards(count).unwrap();
+        config.with_review(policy)
     };
     let (board, twin) = (unique("gated"), unique("twin"));
     let sign = aggregate.sign();
@@ -99,9 +110,18 @@ async fn run(h: Harness, aggregate: Aggregate, ties: Ties, seed: u64) {
         hidden: BTreeSet::new(),
         k: Some(2),
     };
-    h.boards.create(&board, gated(m.k)).await.unwrap();
+    h.boards.create(&board, gated(m.k, count)).await.unwrap();
     h.boards.create(&twin, config.clone()).await.unwrap();
     let note = ModerationNote::default;
+    // A sharded board's shards hold allowed members from the start, so the bar across
+    // the shards often differs from a shard's own.
+    if shards > 1 {
+        for member in &MEMBERS[..4] {
+            let gate = h.boards.windowed(&board);
+            assert!(gate.review(member, Decision::Allow, &note()).await.unwrap());
+            m.allowed.insert(member.to_string());
+        }
+    }
     let mut rng = Rng(seed);
     let mut elapsed = 0;
     // How often the gate held someone, and let someone go that nobody allowed.
@@ -110,7 +130,7 @@ async fn run(h: Harness, aggregate: Aggregate, ties: Ties, seed: u64) {
     // The pins, in the board's order (by position, a new one after those of its position).
     let mut pins: Vec<(String, u32)> = Vec::new();
     let until = Timestamp::from_unix_seconds(START + 30 * 86_400).unwrap();
-    for step in 0..70 {
+    for step in 0..if shards > 1 { 120 } else { 70 } {
         let member = MEMBERS[rng.below(MEMBERS.len() as u64) as usize];
         let gate = h.boards.windowed(&board);
         match rng.below(26) {
@@ -188,7 +208,11 @@ async fn run(h: Harness, aggregate: Aggregate, ties: Ties, seed: u64) {
             20..=21 => {
                 // The gate's rank changes, or the gate goes, or comes back.
                 m.k = [None, Some(1), Some(2), Some(3)][rng.below(4) as usize];
-                h.boards.create(&board, gated(m.k)).await.unwrap();
+                h.boards.create(&board, gated(m.k, count)).await.unwrap();
+            }
+            24 if shards > 1 => {
+                count = 1 + rng.below(3) as u32;
+                gate.reshard(count).await.unwrap();
             }
             _ => {
                 for b in [&board, &twin] {
@@ -287,8 +311,7 @@ async fn a_dense_gate_bars_at_the_kth_distinct_allowed_total(h: Harness) {
     let config = BoardConfig::parse("1h", &WINDOWS)
         .unwrap()
         .with_ties(Ties::Dense)
-        .with_review(Some(ReviewPolicy::new(2).unwrap()))
-        .unwrap();
+        .with_review(Some(ReviewPolicy::new(2).unwrap()));
     let board = unique("dense-gate");
     h.boards.create(&board, config).await.unwrap();
     let b = || h.boards.windowed(&board);
@@ -316,27 +339,87 @@ async fn a_dense_gate_bars_at_the_kth_distinct_allowed_total(h: Harness) {
     assert_eq!(held, [("x", Some(7), Some(2))]);
 }
 
-async fn a_board_that_cannot_have_a_gate_refuses_one(h: Harness) {
-    let policy = Some(ReviewPolicy::new(3).unwrap());
-    assert!(ReviewPolicy::new(0).is_err() && ReviewPolicy::new(101).is_err());
-    let sharded = BoardConfig::parse("1h", &WINDOWS)
+async fn the_gate_holds_across_the_shards_of_a_sharded_board_resharded_on_the_way(h: Harness) {
+    run_sharded(
+        h,
+        Aggregate::Sum,
+        Ties::Competition,
+        3,
+        0x5851_F42D_4C95_7F2D,
+    )
+    .await;
+}
+
+async fn the_gate_holds_by_position_across_the_shards_of_a_sharded_board(h: Harness) {
+    run_sharded(h, Aggregate::Sum, Ties::Position, 2, 0x9E37_79B9_7F4A_7C16).await;
+}
+
+/// A decision waits while a reshard moves members: the reshard carries each allowed
+/// member's mark to its new shard, which a decision meanwhile would race. Once it ends,
+/// the members allowed before pass the gate on their new shards. On Redis, whose
+/// reshard can be cut while it moves members.
+#[tokio::test]
+async fn a_decision_on_a_board_being_resharded_waits() {
+    let h = Harness::redis().await;
+    let (_, board) = sharded_beside(&h, "gated-move", 11).await;
+    let b = || h.boards.windowed(&board);
+    // The top 10 allowed: some of them move to the third shard.
+    let top = b().top(None, 0, 10).await.unwrap();
+    let note = ModerationNote::default;
+    for e in &top.entries {
+        b().review(&e.member, Decision::Allow, &note())
+            .await
+            .unwrap();
+    }
+    let gated = BoardConfig::parse("1h", &["1h", "3h"])
         .unwrap()
         .with_shards(2)
-        .unwrap();
-    let err = sharded.clone().with_review(policy).unwrap_err();
-    assert_eq!(err.code(), "invalid_config");
-    assert!(err.to_string().contains("review gate"), "{err}");
-    // A decision on a board that cannot have a gate says so and changes nothing.
-    let board = unique("sharded");
-    h.boards.create(&board, sharded).await.unwrap();
-    h.boards.windowed(&board).incr("a", 1, None).await.unwrap();
-    let err = h
-        .boards
-        .windowed(&board)
-        .review("a", Decision::Deny, &ModerationNote::default())
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), "invalid_moderation", "{err}");
-    let top = h.boards.windowed(&board).top(None, 0, 10).await.unwrap();
-    assert_eq!(triples(&top.entries), vec![(1, "a".to_owned(), 1)]);
+        .unwrap()
+        .with_review(Some(ReviewPolicy::new(10).unwrap()));
+    h.boards.create(&board, gated).await.unwrap();
+    let at = cut_while_moving(&h, &board, 60).await;
+    let err = b().review("x", Decision::Allow, &note()).await.unwrap_err();
+    assert_eq!(err.code(), "board_busy", "{err}");
+    h.at(at + 31);
+    b().reshard(3).await.unwrap();
+    // Each allowed member ranks where it did (no write since); held, only unreviewed
+    // members tied with the 10th (rank 10 too, competition ranks).
+    let after = b().top(None, 0, 10).await.unwrap();
+    assert_eq!(triples(&after.entries), triples(&top.entries));
+    let queue = b().review_queue(None).await.unwrap();
+    let tenth = top.entries[9].score;
+    let tied = |e: &rollboard::HeldMember| e.score == Some(tenth) && e.rank == Some(10);
+    assert!(queue.held.iter().all(tied), "{queue:?}");
+}
+
+/// A sharded board's held events are its shards' merged, oldest first (by the time of
+/// each shard's stream): delivering some
+/// moves the cursor of each one's shard, and the next read answers exactly the others.
+async fn a_sharded_boards_held_events_are_each_delivered_once(h: Harness) {
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_shards(3)
+        .unwrap()
+        .with_review(Some(ReviewPolicy::new(1).unwrap()));
+    let board = unique("held-events");
+    h.boards.create(&board, config).await.unwrap();
+    let b = || h.boards.windowed(&board);
+    // No member allowed: each newcomer is held, once.
+    for (k, member) in MEMBERS.iter().enumerate() {
+        h.at(k as i64);
+        b().incr(member, 1, None).await.unwrap();
+    }
+    assert_eq!(b().held_cursor(None).await.unwrap(), None);
+    let events = b().held_events(None, 100).await.unwrap();
+    // Each once (events of one millisecond on Redis's clock come shard by shard).
+    let mut members: Vec<&str> = events.iter().map(|e| e.member.as_str()).collect();
+    members.sort_unstable();
+    assert_eq!(members, MEMBERS);
+    assert!(events.iter().all(|e| e.board == board), "{events:?}");
+    for event in &events[..3] {
+        b().held_cursor(Some(&event.id)).await.unwrap();
+    }
+    let cursor = b().held_cursor(None).await.unwrap();
+    let rest = b().held_events(cursor.as_deref(), 100).await.unwrap();
+    assert_eq!(rest, events[3..]);
 }

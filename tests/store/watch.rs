@@ -100,8 +100,7 @@ async fn run(h: Harness, ties: Ties, gate: Option<u32>, seed: u64) {
     let config = BoardConfig::parse("1h", &WINDOWS)
         .unwrap()
         .with_ties(ties)
-        .with_review(gate.map(|k| ReviewPolicy::new(k).unwrap()))
-        .unwrap();
+        .with_review(gate.map(|k| ReviewPolicy::new(k).unwrap()));
     let watched = |w: Vec<Watch>| config.clone().with_watch(w).unwrap();
     let board = unique("watched");
     let mut current = watches(&mut rng);

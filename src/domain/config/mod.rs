@@ -149,7 +149,7 @@ impl TryFrom<RawConfig> for BoardConfig {
             .with_snapshots(raw.snapshots)
             .with_layout(raw.layout)
             .with_shards(raw.shards)?
-            .with_review(raw.review)?
+            .with_review(raw.review)
             .with_watch(raw.watch)?
             .with_changes_kept(raw.changes)
             .with_contributor_cap(raw.per_contributor_member)?
@@ -454,24 +454,10 @@ impl BoardConfig {
         self.snapshots
     }
 
-    /// Gates the board by `policy` (none: `None`): a board of one shard
-    /// ([`Error::InvalidConfig`] otherwise).
-    pub fn with_review(mut self, policy: Option<ReviewPolicy>) -> Result<Self, Error> {
-        if policy.is_some() && !self.reviewable() {
-            return Err(Error::InvalidConfig {
-                reason: "a review gate is for a board of one shard: leave out \"review\", \
-                         or \"shards\""
-                    .into(),
-            });
-        }
+    /// Gates the board by `policy` (none: `None`).
+    pub fn with_review(mut self, policy: Option<ReviewPolicy>) -> Self {
         self.review = policy;
-        Ok(self)
-    }
-
-    /// Whether the board can hold members for review: a board of one shard, whose
-    /// scripts see its whole ranking in one atomic step, of any aggregate.
-    pub fn reviewable(&self) -> bool {
-        self.shards == 1
+        self
     }
 
     /// Whether the board can watch its tops (and hold for review): a sum board of one

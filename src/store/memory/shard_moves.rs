@@ -1,12 +1,13 @@
 //! The memory store's part in a reshard ([`ShardMoves`]): the shard count on shard 0's
 //! board, and per shard the members marked moved off it and the moves under way
-//! (`MemBoard::moves`).
+//! (`MemBoard::moves`), and a shard's part in a review gate across the shards
+//! (`board_state/review.rs`).
 
 use async_trait::async_trait;
 
 use super::MemoryStore;
 use crate::domain::board::{Board, Resharding, WindowAt};
-use crate::domain::{Ahead, AheadProbe, Member};
+use crate::domain::{Ahead, AheadProbe, GateBar, Member, ShardGate};
 use crate::error::Result;
 use crate::store::{ShardMoves, new_version};
 
@@ -93,5 +94,22 @@ impl ShardMoves for MemoryStore {
             b.slot_members().into_iter().map(str::to_owned).collect()
         })?;
         members.iter().map(|m| Member::parse(m)).collect()
+    }
+
+    async fn shard_gate(&self, board: &Board, k: u32) -> Result<ShardGate> {
+        self.with_board(board, |b| b.shard_gate(k as usize))
+    }
+
+    async fn publish_bars(&self, board: &Board, bars: &[Option<GateBar>]) -> Result<()> {
+        self.with_board(board, |b| b.publish_bars(bars))
+    }
+
+    async fn allowed(&self, board: &Board) -> Result<Vec<Member>> {
+        let allowed = self.with_board(board, |b| b.allowed())?;
+        allowed.iter().map(|m| Member::parse(m)).collect()
+    }
+
+    async fn set_allowed(&self, board: &Board, members: &[Member], allowed: bool) -> Result<()> {
+        self.with_board(board, |b| b.set_allowed(members, allowed))
     }
 }

@@ -71,6 +71,7 @@ use crate::domain::{
     Pin, Timestamp,
 };
 use crate::domain::{Contributor, Retracted, WindowContributions, WindowContributors};
+use crate::domain::{GateBar, ShardGate};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
 use crate::store::{CounterStore, ServerStore, ShardMoves, StatsStore};
@@ -593,5 +594,21 @@ impl ShardMoves for RedisStore {
 
     async fn slot_members(&self, board: &Board) -> Result<Vec<Member>> {
         resharding::slot_members(&self.conn, board).await
+    }
+
+    async fn shard_gate(&self, board: &Board, k: u32) -> Result<ShardGate> {
+        resharding::shard_gate(&self.conn, board, k).await
+    }
+
+    async fn publish_bars(&self, board: &Board, bars: &[Option<GateBar>]) -> Result<()> {
+        resharding::publish_bars(&self.conn, board, bars).await
+    }
+
+    async fn allowed(&self, board: &Board) -> Result<Vec<Member>> {
+        resharding::allowed(&self.conn, board).await
+    }
+
+    async fn set_allowed(&self, board: &Board, members: &[Member], allowed: bool) -> Result<()> {
+        resharding::set_allowed(&self.conn, board, members, allowed).await
     }
 }

@@ -14,6 +14,7 @@
 //! What needs one atomic step over the whole board (a write that answers its ranks) is
 //! refused with [`Error::ShardedUnsupported`].
 
+mod gate;
 mod names;
 mod ranking;
 mod reshard;
@@ -122,6 +123,10 @@ impl Store for ShardedStore {
         {
             upkeep::create_shards(self.inner.as_ref(), board, now).await?;
             self.sets.forget(name);
+            // A gate set or changed: the bars across the shards.
+            if let Some(s) = self.sharded(board).await? {
+                Box::pin(s.regate()).await?;
+            }
         }
         Ok(created)
     }
@@ -150,14 +155,14 @@ impl Store for ShardedStore {
     async fn write(&self, w: SlotWrites<'_>) -> Result<Vec<WriteStatus>> {
         match self.sharded(w.board).await? {
             None => self.inner.write(w).await,
-            Some(s) => Box::pin(s.write(w.now, w.writes)).await,
+            Some(s) => Box::pin(s.gated(s.write(w.now, w.writes))).await,
         }
     }
 
     async fn write_once(&self, w: SlotWrites<'_>, token: &str) -> Result<Option<Vec<WriteStatus>>> {
         match self.sharded(w.board).await? {
             None => self.inner.write_once(w, token).await,
-            Some(s) => Box::pin(s.write_once(w.now, w.writes, token)).await,
+            Some(s) => Box::pin(s.gated(s.write_once(w.now, w.writes, token))).await,
         }
     }
 
@@ -175,7 +180,7 @@ impl Store for ShardedStore {
                 }
             }
             None => self.inner.write_keyed(w, key).await,
-            Some(s) => Box::pin(s.write_keyed(w.now, w.writes, key)).await,
+            Some(s) => Box::pin(s.gated(s.write_keyed(w.now, w.writes, key))).await,
         }
     }
 
@@ -312,7 +317,7 @@ impl Store for ShardedStore {
     ) -> Result<Removed> {
         match self.sharded(board).await? {
             None => self.inner.remove_member(board, member, stamp).await,
-            Some(s) => Box::pin(s.remove_member(member, stamp)).await,
+            Some(s) => Box::pin(s.gated(s.remove_member(member, stamp))).await,
         }
     }
 
@@ -325,7 +330,7 @@ impl Store for ShardedStore {
     ) -> Result<u64> {
         match self.sharded(board).await? {
             None => self.inner.set_hidden(board, members, hidden, now).await,
-            Some(s) => Box::pin(s.set_hidden(members, hidden, now)).await,
+            Some(s) => Box::pin(s.gated(s.set_hidden(members, hidden, now))).await,
         }
     }
 
@@ -350,22 +355,16 @@ impl Store for ShardedStore {
         decision: Decision,
         now: Timestamp,
     ) -> Result<bool> {
-        // A sharded board has no review gate (its config refuses one): the facade checks.
         match self.sharded(board).await? {
             None => self.inner.review(board, member, decision, now).await,
-            Some(_) => Err(crate::error::Error::InvalidModeration {
-                reason: format!(
-                    "board {:?} is sharded: it has no review gate",
-                    board.name.as_str()
-                ),
-            }),
+            Some(s) => Box::pin(s.review(member, decision, now)).await,
         }
     }
 
     async fn held_members(&self, at: WindowAt<'_>) -> Result<Vec<HeldMember>> {
         match self.sharded(at.board).await? {
             None => self.inner.held_members(at).await,
-            Some(_) => Ok(Vec::new()),
+            Some(s) => Box::pin(s.held_members(at.window, at.now)).await,
         }
     }
 
@@ -375,12 +374,17 @@ impl Store for ShardedStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<HeldEvent>> {
-        // A sharded board has no gate; shard 0's record carries the board's keys.
-        self.inner.held_events(board, after, limit).await
+        match self.sharded(board).await? {
+            None => self.inner.held_events(board, after, limit).await,
+            Some(s) => Box::pin(s.held_events(after, limit)).await,
+        }
     }
 
     async fn held_cursor(&self, board: &Board, delivered: Option<&str>) -> Result<Option<String>> {
-        self.inner.held_cursor(board, delivered).await
+        match self.sharded(board).await? {
+            None => self.inner.held_cursor(board, delivered).await,
+            Some(s) => Box::pin(s.held_cursor(delivered)).await,
+        }
     }
 
     async fn changes(
@@ -441,7 +445,7 @@ impl Store for ShardedStore {
     async fn recompute(&self, board: &Board, window: usize) -> Result<RecomputeReport> {
         match self.sharded(board).await? {
             None => self.inner.recompute(board, window).await,
-            Some(s) => Box::pin(s.recompute(window)).await,
+            Some(s) => Box::pin(s.gated(s.recompute(window))).await,
         }
     }
 
@@ -474,7 +478,7 @@ impl Store for ShardedStore {
     ) -> Result<RetireReport> {
         match self.sharded(board).await? {
             None => self.inner.retire(board, now, options).await,
-            Some(s) => Box::pin(s.retire(now, options)).await,
+            Some(s) => Box::pin(s.gated(s.retire(now, options))).await,
         }
     }
 
@@ -531,10 +535,17 @@ impl ServerStore for ShardedStore {
     ) -> Result<Vec<Option<RetireReport>>> {
         let mut flat: Vec<Arc<Board>> = Vec::with_capacity(boards.len());
         let mut spans = Vec::with_capacity(boards.len());
+        // The gated sharded boards, whose gate across the shards catches up after.
+        let mut gated = Vec::new();
         for board in boards {
             let start = flat.len();
             match self.sharded(board).await {
-                Ok(Some(s)) => flat.extend(s.shards().iter().cloned().map(Arc::new)),
+                Ok(Some(s)) => {
+                    flat.extend(s.shards().iter().cloned().map(Arc::new));
+                    if board.config.review().is_some() {
+                        gated.push(s);
+                    }
+                }
                 // Unsharded, or its shards not found: the board alone (a sharded one's
                 // own pass then finds them).
                 Ok(None) | Err(_) => flat.push(board.clone()),
@@ -542,6 +553,9 @@ impl ServerStore for ShardedStore {
             spans.push(start..flat.len());
         }
         let reports = self.server_inner().retire_small(&flat, now).await?;
+        for s in gated {
+            Box::pin(s.regate()).await?;
+        }
         Ok(spans
             .into_iter()
             .map(|span| {

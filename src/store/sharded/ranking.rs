@@ -218,7 +218,7 @@ impl InWindow<'_> {
 
     /// The probe whose count is the members ranked before `member`, holding `total`:
     /// those above the total, and on a board of positions, those tied before it.
-    fn rank_probe(&self, total: i64, member: &Member) -> AheadProbe {
+    pub(super) fn rank_probe(&self, total: i64, member: &Member) -> AheadProbe {
         match self.sharded.board().config.ties() {
             Ties::Position => at(total, member),
             Ties::Competition | Ties::Dense => above(total),

@@ -7,8 +7,9 @@
 //! 1. **Begin**: the record says `Moving { to }`, under a new version, and every other
 //!    shard's version is renewed (every process reloads before its next call); the
 //!    shards of the new count that are missing are created. Each member a shard hides is
-//!    hidden on its shard under `to` too (hiding and showing wait while a reshard runs),
-//!    so its values stay apart wherever a move puts them.
+//!    hidden on its shard under `to` too, and each member a review gate allowed allowed
+//!    there (hiding, showing and deciding wait while a reshard runs), so its values stay
+//!    apart (or pass the gate) wherever a move puts them.
 //! 2. **Move**: on each old shard, the members leaving it (every member of its live
 //!    slots whose shard under `to` is another), a chunk at a time: the chunk is marked
 //!    moved (writers then send a marked member's writes to its new shard, see
@@ -18,8 +19,10 @@
 //!    shards (a write routed just before its member was marked; a keyed write, which
 //!    follows the old count) moves the same way.
 //! 4. **End**: each shard first shows the hidden members it no longer holds (their
-//!    marks are on their new shards); the record holds the new count alone; the moved
-//!    marks are dropped, and so are the shards a smaller count leaves out.
+//!    marks are on their new shards; so for the members a review gate allowed); the
+//!    record holds the new count alone; the moved marks are dropped, and so are the
+//!    shards a smaller count leaves out; a gated board's gate across the shards catches
+//!    up (`gate.rs`).
 //!
 //! A member moves by its values per live slot (its history) and its data: stashed on its
 //! old shard, taken off there by a write of the values negated, given to its new shard
@@ -129,6 +132,15 @@ impl ShardedStore {
                 self.inner.drop_board(&shard.name).await?;
             }
         }
+        // The gate across the new shards; a board of one shard gates alone.
+        match self.sharded(&board).await? {
+            Some(s) => s.regate().await?,
+            None if board.config.review().is_some() => {
+                let none = vec![None; board.config.windows().len()];
+                moves.publish_bars(&board, &none).await?;
+            }
+            None => {}
+        }
         Ok(report)
     }
 
@@ -227,39 +239,49 @@ impl Mover<'_> {
         Ok(())
     }
 
-    /// Hides each member hidden on a shard of `set` on its shard under `count` too, as
-    /// the run begins (hiding waits while it runs): its values then go on being kept
-    /// apart wherever a move puts them. Idempotent.
+    /// Hides each member hidden on a shard of `set` on its shard under `count` too, and
+    /// allows there each member its review gate allowed, as the run begins (hiding and
+    /// deciding wait while it runs): its values then go on being kept apart (or let
+    /// through the gate) wherever a move puts them. Idempotent.
     async fn give_marks(&self, set: &ShardSet, count: u32) -> Result<()> {
         self.marks(set, count, true).await
     }
 
-    /// Shows on each shard of `set` the members it hides but no longer holds (their
-    /// marks were given to their shards under `count`), as the run ends. Idempotent.
+    /// Takes off each shard of `set` the marks of the members it no longer holds (given
+    /// to their shards under `count`), as the run ends. Idempotent.
     async fn take_marks(&self, set: &ShardSet, count: u32) -> Result<()> {
         self.marks(set, count, false).await
     }
 
-    /// For each shard's hidden members whose shard under `count` is another: hides them
-    /// there (`give`), or shows them on the shard they left.
+    /// For each shard's hidden and allowed members whose shard under `count` is another:
+    /// marks them there (`give`), or takes the mark off the shard they left.
     async fn marks(&self, set: &ShardSet, count: u32, give: bool) -> Result<()> {
         let now = self.clock.now();
-        for (i, shard) in set.boards.iter().enumerate() {
-            let hidden = self.store.hidden_members(shard.at(0, now)).await?;
-            let mut by_shard: Vec<Vec<Member>> = vec![Vec::new(); set.boards.len()];
-            for (member, _) in hidden {
-                let member = Member::parse(&member)?;
+        let n = set.boards.len();
+        // Each of `members` of shard `i` leaving it, by the shard to mark.
+        let leaving = |i: usize, members: Vec<Member>| {
+            let mut by_shard: Vec<Vec<Member>> = vec![Vec::new(); n];
+            for member in members {
                 let to = shard_of(&member, count);
                 if to != i {
                     by_shard[if give { to } else { i }].push(member);
                 }
             }
-            for (k, members) in by_shard.iter().enumerate() {
-                if !members.is_empty() {
-                    self.store
-                        .set_hidden(&set.boards[k], members, give, now)
-                        .await?;
-                }
+            by_shard
+                .into_iter()
+                .enumerate()
+                .filter(|(_, m)| !m.is_empty())
+        };
+        for (i, shard) in set.boards.iter().enumerate() {
+            let hidden = self.store.hidden_members(shard.at(0, now)).await?;
+            let hidden = hidden.iter().map(|(m, _)| Member::parse(m));
+            for (k, members) in leaving(i, hidden.collect::<Result<_>>()?) {
+                let board = &set.boards[k];
+                self.store.set_hidden(board, &members, give, now).await?;
+            }
+            for (k, members) in leaving(i, self.moves.allowed(shard).await?) {
+                let board = &set.boards[k];
+                self.moves.set_allowed(board, &members, give).await?;
             }
         }
         Ok(())

@@ -192,14 +192,7 @@ impl Sharded<'_> {
         hidden: bool,
         now: Timestamp,
     ) -> Result<u64> {
-        if let Some(resharding) = self.board().resharding {
-            let to = match resharding {
-                Resharding::Moving { to } => to,
-                Resharding::Sweeping { .. } => self.board().config.shards(),
-            };
-            let board = self.board().name.to_string();
-            return Err(Error::ReshardRunning { board, to });
-        }
+        self.not_resharding()?;
         let mut lists: Vec<Vec<Member>> = vec![Vec::new(); self.shards().len()];
         for member in members {
             lists[self.set.of(member)].push(member.clone());
@@ -216,6 +209,20 @@ impl Sharded<'_> {
             })
             .await?;
         Ok(changed.into_iter().sum())
+    }
+
+    /// Refuses a change of a member's marks while a reshard runs
+    /// ([`Error::ReshardRunning`]).
+    pub(super) fn not_resharding(&self) -> Result<()> {
+        let Some(resharding) = self.board().resharding else {
+            return Ok(());
+        };
+        let to = match resharding {
+            Resharding::Moving { to } => to,
+            Resharding::Sweeping { .. } => self.board().config.shards(),
+        };
+        let board = self.board().name.to_string();
+        Err(Error::ReshardRunning { board, to })
     }
 
     /// Every shard's hidden members, in [`ranked_hidden`] order (a member a reshard

@@ -7,6 +7,7 @@ use std::collections::HashSet;
 
 use super::MemBoard;
 use crate::domain::{Decision, HeldEvent, HeldMember, Member, Ties, Timestamp, parse_log_id};
+use crate::domain::{GateBar, ShardGate};
 use crate::store::memory::stream::{Id, Stream, advance, id_text};
 
 /// How many held events a board keeps (as Redis's `board_{b}:held`, at least).
@@ -25,6 +26,9 @@ pub(super) struct Review {
     /// The time of the board's last write or retirement: a hold's time (the memory store
     /// keeps no clock of its own).
     now_ms: u64,
+    /// On a shard of a sharded board, per window the bar across the shards last
+    /// published to it.
+    published: Vec<Option<GateBar>>,
 }
 
 impl Review {
@@ -53,6 +57,26 @@ fn over_bar(bar: Option<&(i64, String)>, total: i64, member: &str, position: boo
             total > *bar_total
                 || (total == *bar_total && (!position || member <= bar_member.as_str()))
         }
+    }
+}
+
+/// The higher of a window's own bar `bar` and the bar across the shards `published`
+/// (none: the lowest).
+fn higher(
+    bar: Option<(i64, String)>,
+    published: Option<&GateBar>,
+    position: bool,
+) -> Option<(i64, String)> {
+    let Some(published) = published else {
+        return bar;
+    };
+    let published = (
+        published.total,
+        published.member.clone().unwrap_or_default(),
+    );
+    match &bar {
+        Some((total, member)) if over_bar(Some(&published), *total, member, position) => bar,
+        _ => Some(published),
     }
 }
 
@@ -142,8 +166,9 @@ impl MemBoard {
         let position = ties == Ties::Position;
         let allowed = &self.review.allowed;
         let mut want = HashSet::new();
-        for totals in &self.totals {
-            // The K-th allowed public member's total (dense: the K-th distinct one).
+        for (j, totals) in self.totals.iter().enumerate() {
+            // The K-th allowed public member's total (dense: the K-th distinct one), or
+            // the bar across the shards when higher.
             let mut entries = totals
                 .ranked_entries()
                 .filter(|(_, m)| allowed.contains(*m));
@@ -156,6 +181,11 @@ impl MemBoard {
                 _ => entries.nth(k - 1),
             };
             let bar = bar.map(|(total, m)| (total, m.to_owned()));
+            let bar = higher(
+                bar,
+                self.review.published.get(j).and_then(Option::as_ref),
+                position,
+            );
             let public = totals.ranked_entries();
             let held = self
                 .review
@@ -181,6 +211,50 @@ impl MemBoard {
             self.move_hidden(&member, true);
             self.review.log(&member);
             self.review.held.insert(member);
+        }
+    }
+
+    /// The board's part in a gate across shards (see `ShardMoves::shard_gate`).
+    pub fn shard_gate(&self, k: usize) -> ShardGate {
+        let allowed = &self.review.allowed;
+        let windows = self.totals.iter().map(|totals| {
+            let mut top: Vec<(i64, String)> = Vec::new();
+            let entries = totals
+                .ranked_entries()
+                .filter(|(_, m)| allowed.contains(*m));
+            for (total, member) in entries {
+                if top.len() >= k && top[k - 1].0 > total {
+                    break;
+                }
+                top.push((total, member.to_owned()));
+            }
+            top
+        });
+        ShardGate {
+            allowed: windows.collect(),
+            published: self.review.published.clone(),
+        }
+    }
+
+    /// Takes the bars across the shards (see `ShardMoves::publish_bars`) and applies the
+    /// gate.
+    pub fn publish_bars(&mut self, bars: &[Option<GateBar>]) {
+        self.review.published = bars.to_vec();
+        self.regate();
+    }
+
+    /// The members the gate allowed.
+    pub fn allowed(&self) -> Vec<String> {
+        self.review.allowed.iter().cloned().collect()
+    }
+
+    /// Puts `members` among the allowed ones, or takes them out (no gate applied).
+    pub fn set_allowed(&mut self, members: &[Member], allowed: bool) {
+        for member in members.iter().map(|m| m.as_str().to_owned()) {
+            match allowed {
+                true => self.review.allowed.insert(member),
+                false => self.review.allowed.remove(&member),
+            };
         }
     }
 }

@@ -162,7 +162,7 @@ pub(crate) fn parse_board(name: &BoardName, fields: &[Value]) -> Result<Board> {
         .with_contributor_cap(member_cap)?
         .with_contributor_budget(budget)?
         .with_review(review)
-        .and_then(|c| c.with_watch(watch))
+        .with_watch(watch)
         .map_err(|e| Error::store(format!("board record of {name:?}: {e}")))?;
     Ok(Board {
         name: name.clone(),

@@ -97,11 +97,23 @@ local function gate(board, all_held)
   local hidden, allowed, bars_key = board .. ':hidden', board .. ':allowed', board .. ':bars'
   local held_log = board .. ':held'
   local floor = rule and '-inf' or '(0'
+  -- The bars kept by the last call (field <totals>), and on a shard of a sharded board
+  -- the bars across its shards last published to it (<totals>:ext, review_bars.lua).
+  local fields = {}
+  for j, totals in ipairs(keys) do
+    fields[j], fields[#keys + j] = totals, totals .. ':ext'
+  end
+  local stored = redis.call('HMGET', bars_key, unpack(fields))
   local held, bars = 0, {}
   for j, totals in ipairs(keys) do
     local distinct = tally and string.gsub(totals, '^(.*)stats_({.*)$', '%1dense_%2')
+    local published = bar_of_text(stored[#keys + j] or '-')
     while true do
+      -- The higher of the shard's own bar and the one across the shards.
       local bar = gate_bar(totals, k, position, rule, distinct)
+      if published and not (bar and over_bar(published, bar[1], bar[2] or '')) then
+        bar = published
+      end
       local top = redis.call('ZREVRANGEBYSCORE', totals, '+inf', bar and bar[1] or floor, 'WITHSCORES')
       local over = {}
       for x = 1, #top, 2 do
@@ -123,7 +135,7 @@ local function gate(board, all_held)
       hidden_members = hidden
     end
   end
-  local old = redis.call('HMGET', bars_key, unpack(keys))
+  local old = stored
   local candidates = {}
   if all_held or not old[1] then
     local marks = redis.call('HGETALL', hidden)

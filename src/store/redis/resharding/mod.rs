@@ -6,7 +6,11 @@
 //! board's journal once the move is done; and the members of a board's live slots,
 //! read stage by stage (a compact slot's by bucket).
 
+mod gate;
+
 use std::collections::{HashMap, HashSet};
+
+pub(crate) use gate::{allowed, publish_bars, set_allowed, shard_gate};
 
 use crate::domain::Member;
 use crate::domain::board::{Board, Resharding};
