@@ -65,8 +65,8 @@ pub use read_limits::{check_around, check_page};
 pub use read_order::{
     AroundOptions, AroundQuery, Order, PageQuery, around_positions, page_positions,
 };
+pub(crate) use review::GateBar;
 pub use review::{Decision, HeldEvent, HeldMember, ReviewPolicy, ReviewQueue};
-pub(crate) use review::{GateBar, ShardGate};
 pub use score_range::{ScoreBounds, ScoreRange};
 pub(crate) use snapshot::rank_run;
 pub use snapshot::{Snapshot, SnapshotPass, SnapshotPolicy, SnapshotRange, Snapshots, rank_prefix};

@@ -162,29 +162,4 @@ impl GateBar {
             },
         }
     }
-
-    /// A bar from its text (`-` or empty: none).
-    pub(crate) fn parse(text: &str) -> Result<Option<GateBar>, Error> {
-        if text.is_empty() || text == "-" {
-            return Ok(None);
-        }
-        let (total, member) = match text.split_once(' ') {
-            Some((total, member)) => (total, Some(member.to_owned())),
-            None => (text, None),
-        };
-        let total = total.parse().map_err(|_| {
-            Error::Store(format!("a gate's bar {text:?} is not <total>[ <member>]"))
-        })?;
-        Ok(Some(GateBar { total, member }))
-    }
-}
-
-/// What one shard of a gated sharded board tells the gate across its shards.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct ShardGate {
-    /// Per window, its top K allowed public members as (total, member), and every one
-    /// tied with the K-th, in no order.
-    pub allowed: Vec<Vec<(i64, String)>>,
-    /// Per window, the bar across the shards last published to it.
-    pub published: Vec<Option<GateBar>>,
 }

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 
 use crate::domain::board::WindowAt;
 use crate::domain::board::{Board, Resharding};
-use crate::domain::{Ahead, AheadProbe, GateBar, Member, ShardGate};
+use crate::domain::{Ahead, AheadProbe, GateBar, Member};
 use crate::error::Result;
 
 /// A store's part in sharded boards: the counts their ranks are summed from, and a
@@ -68,14 +68,21 @@ pub(crate) trait ShardMoves: Send + Sync {
     /// values that cancel out included), each once, in no order.
     async fn slot_members(&self, board: &Board) -> Result<Vec<Member>>;
 
-    /// The shard's part in its board's review gate across the shards (docs/design.md,
-    /// "A review gate on a sharded board"): per window its top `k` allowed public members
-    /// (and every one tied with the K-th), and the bars last published to it.
-    async fn shard_gate(&self, board: &Board, k: u32) -> Result<ShardGate>;
+    /// The next number of a sharded board's review gate across its shards (kept by
+    /// shard 0, `board`; docs/design.md, "A review gate on a sharded board"): a
+    /// publication of bars read after another's takes a higher one.
+    async fn gate_epoch(&self, board: &Board) -> Result<u64>;
 
-    /// Publishes to the shard the bars across the shards (one per window), then applies
-    /// its gate: it holds what ranks at or over the higher of its own bar and that one.
-    async fn publish_bars(&self, board: &Board, bars: &[Option<GateBar>]) -> Result<()>;
+    /// The shard's part in its board's review gate across the shards: per window, its
+    /// top `k` allowed public members (and every one tied with the K-th) as (total,
+    /// member), in no order.
+    async fn gate_top(&self, board: &Board, k: u32) -> Result<Vec<Vec<(i64, String)>>>;
+
+    /// Publishes to the shard the bars across the shards (one per window) numbered
+    /// `epoch`, unless it has taken a higher number's, then applies its gate: it holds
+    /// what ranks at or over the higher of its own bar and that one.
+    async fn publish_bars(&self, board: &Board, epoch: u64, bars: &[Option<GateBar>])
+    -> Result<()>;
 
     /// The members the shard's review gate allowed.
     async fn allowed(&self, board: &Board) -> Result<Vec<Member>>;

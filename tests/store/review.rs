@@ -31,6 +31,7 @@ on_every_store!(
     the_gate_holds_across_the_shards_of_a_sharded_board_resharded_on_the_way,
     the_gate_holds_by_position_across_the_shards_of_a_sharded_board,
     a_sharded_boards_held_events_are_each_delivered_once,
+    likes_at_once_on_every_shard_leave_the_gate_exact_once_they_answer,
 );
 
 /// What the moderator did: allowed and hidden members, and the gate's rank (none: off).
@@ -422,4 +423,123 @@ async fn a_sharded_boards_held_events_are_each_delivered_once(h: Harness) {
     let cursor = b().held_cursor(None).await.unwrap();
     let rest = b().held_events(cursor.as_deref(), 100).await.unwrap();
     assert_eq!(rest, events[3..]);
+}
+
+/// Likes at once on every shard of a gated board, each followed by a publication of the
+/// bar across the shards: once they have all answered, the gate holds exactly what its
+/// definition says.
+async fn likes_at_once_on_every_shard_leave_the_gate_exact_once_they_answer(h: Harness) {
+    let config = BoardConfig::parse("1h", &WINDOWS).unwrap();
+    let gated = config
+        .clone()
+        .with_shards(3)
+        .unwrap()
+        .with_review(Some(ReviewPolicy::new(2).unwrap()));
+    let (board, twin) = (unique("racing"), unique("twin"));
+    h.boards.create(&board, gated).await.unwrap();
+    h.boards.create(&twin, config).await.unwrap();
+    let mut m = Moderation {
+        allowed: BTreeSet::new(),
+        hidden: BTreeSet::new(),
+        k: Some(2),
+    };
+    for member in &MEMBERS[..3] {
+        let gate = h.boards.windowed(&board);
+        gate.review(member, Decision::Allow, &ModerationNote::default())
+            .await
+            .unwrap();
+        m.allowed.insert(member.to_string());
+    }
+    let mut rng = Rng(0x2F0E_1A7C_33D5_92B1);
+    for round in 0..20 {
+        let deltas: Vec<i64> = MEMBERS
+            .iter()
+            .map(|_| [1, 2, 3, -1][rng.below(4) as usize])
+            .collect();
+        let likes = MEMBERS.iter().zip(&deltas).map(|(member, delta)| {
+            let b = h.boards.windowed(&board);
+            async move { b.incr(member, *delta, None).await }
+        });
+        for answer in futures_util::future::join_all(likes).await {
+            answer.unwrap();
+        }
+        for (member, delta) in MEMBERS.iter().zip(&deltas) {
+            h.boards
+                .windowed(&twin)
+                .incr(member, *delta, None)
+                .await
+                .unwrap();
+        }
+        let mut rankings = Vec::new();
+        for window in WINDOWS {
+            let w = Some(Span::parse(window).unwrap());
+            let all = h.boards.windowed(&twin).top(w, 0, 1000).await.unwrap();
+            rankings.push(triples(&all.entries));
+        }
+        let held = must_hold(&rankings, &m, Ties::Competition, 1);
+        check(&h, (&board, &twin), &held, &[], Ties::Competition, round).await;
+    }
+}
+
+/// Each shard keeps the bars across the shards of the highest-numbered publication it
+/// took: a publication read before another took a lower number, and arriving after it,
+/// changes nothing. Here every shard has taken one numbered far ahead that names no bar
+/// (as one read when nobody was allowed), so the publication after a later like, whose
+/// bar is the allowed member's, is refused, and the shards gate alone: on the shard
+/// without an allowed member, every member is held. On Redis, whose keys the test
+/// writes.
+#[tokio::test]
+async fn a_shard_refuses_bars_numbered_below_those_it_took() {
+    let h = Harness::redis().await;
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_shards(2)
+        .unwrap()
+        .with_review(Some(ReviewPolicy::new(1).unwrap()));
+    let board = unique("numbered");
+    h.boards.create(&board, config).await.unwrap();
+    let b = || h.boards.windowed(&board);
+    // 40 members over both shards, one allowed and leading.
+    let members: Vec<String> = (0..40).map(|i| format!("m{i}")).collect();
+    for member in &members {
+        b().incr(member, 1, None).await.unwrap();
+    }
+    b().review("m0", Decision::Allow, &ModerationNote::default())
+        .await
+        .unwrap();
+    b().incr("m0", 10, None).await.unwrap();
+    // With the bar across the shards (m0's 11), nobody else is held.
+    assert!(b().review_queue(None).await.unwrap().held.is_empty());
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let pattern = format!("board_{{{board}*}}:bars");
+    let bars: Vec<String> = ::redis::cmd("KEYS")
+        .arg(&pattern)
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    assert_eq!(bars.len(), 2, "{bars:?}");
+    for key in &bars {
+        let exts: Vec<String> = ::redis::cmd("HKEYS")
+            .arg(key)
+            .query_async::<Vec<String>>(&mut raw)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|f| f.ends_with(":ext"))
+            .collect();
+        let mut set = ::redis::cmd("HSET");
+        set.arg(key).arg("epoch").arg(1_000_000_000_000u64);
+        for field in exts {
+            set.arg(field).arg("-");
+        }
+        let _: () = set.query_async(&mut raw).await.unwrap();
+    }
+    for member in &members[1..] {
+        b().incr(member, 1, None).await.unwrap();
+    }
+    // The shard without m0 holds all of its members (they would rank 2nd, but it gates
+    // alone); m0's shard holds none (m0 is its bar).
+    let held = b().review_queue(None).await.unwrap().held;
+    assert!(!held.is_empty() && held.len() < 39, "{held:?}");
+    assert!(held.iter().all(|e| e.rank == Some(2)), "{held:?}");
 }

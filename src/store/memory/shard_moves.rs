@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use super::MemoryStore;
 use crate::domain::board::{Board, Resharding, WindowAt};
-use crate::domain::{Ahead, AheadProbe, GateBar, Member, ShardGate};
+use crate::domain::{Ahead, AheadProbe, GateBar, Member};
 use crate::error::Result;
 use crate::store::{ShardMoves, new_version};
 
@@ -96,12 +96,21 @@ impl ShardMoves for MemoryStore {
         members.iter().map(|m| Member::parse(m)).collect()
     }
 
-    async fn shard_gate(&self, board: &Board, k: u32) -> Result<ShardGate> {
-        self.with_board(board, |b| b.shard_gate(k as usize))
+    async fn gate_epoch(&self, board: &Board) -> Result<u64> {
+        self.with_board(board, |b| b.gate_epoch())
     }
 
-    async fn publish_bars(&self, board: &Board, bars: &[Option<GateBar>]) -> Result<()> {
-        self.with_board(board, |b| b.publish_bars(bars))
+    async fn gate_top(&self, board: &Board, k: u32) -> Result<Vec<Vec<(i64, String)>>> {
+        self.with_board(board, |b| b.gate_top(k as usize))
+    }
+
+    async fn publish_bars(
+        &self,
+        board: &Board,
+        epoch: u64,
+        bars: &[Option<GateBar>],
+    ) -> Result<()> {
+        self.with_board(board, |b| b.publish_bars(epoch, bars))
     }
 
     async fn allowed(&self, board: &Board) -> Result<Vec<Member>> {

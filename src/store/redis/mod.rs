@@ -57,6 +57,7 @@ use sums::SumFamily;
 use sums::ingest::Ingest;
 
 use crate::domain::ChangeStamp;
+use crate::domain::GateBar;
 use crate::domain::PageQuery;
 use crate::domain::Removed;
 use crate::domain::RetireReport;
@@ -71,7 +72,6 @@ use crate::domain::{
     Pin, Timestamp,
 };
 use crate::domain::{Contributor, Retracted, WindowContributions, WindowContributors};
-use crate::domain::{GateBar, ShardGate};
 use crate::domain::{RecomputeReport, RelayoutOptions, RelayoutReport};
 use crate::error::Result;
 use crate::store::{CounterStore, ServerStore, ShardMoves, StatsStore};
@@ -596,12 +596,21 @@ impl ShardMoves for RedisStore {
         resharding::slot_members(&self.conn, board).await
     }
 
-    async fn shard_gate(&self, board: &Board, k: u32) -> Result<ShardGate> {
-        resharding::shard_gate(&self.conn, board, k).await
+    async fn gate_epoch(&self, board: &Board) -> Result<u64> {
+        resharding::gate_epoch(&self.conn, board).await
     }
 
-    async fn publish_bars(&self, board: &Board, bars: &[Option<GateBar>]) -> Result<()> {
-        resharding::publish_bars(&self.conn, board, bars).await
+    async fn gate_top(&self, board: &Board, k: u32) -> Result<Vec<Vec<(i64, String)>>> {
+        resharding::gate_top(&self.conn, board, k).await
+    }
+
+    async fn publish_bars(
+        &self,
+        board: &Board,
+        epoch: u64,
+        bars: &[Option<GateBar>],
+    ) -> Result<()> {
+        resharding::publish_bars(&self.conn, board, epoch, bars).await
     }
 
     async fn allowed(&self, board: &Board) -> Result<Vec<Member>> {

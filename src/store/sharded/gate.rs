@@ -3,7 +3,7 @@
 //! the higher of its own bar (its K-th allowed public member) and the bar across the
 //! shards published to it: the K-th allowed public member of the whole board, which
 //! [`regate`](Sharded::regate) finds from every shard's top allowed members after each
-//! change and publishes to the shards whose bar it changes. The moderator's side (the
+//! change and publishes to every shard. The moderator's side (the
 //! decisions, the queue, the held events) is the shards' merged.
 
 use super::view::Sharded;
@@ -13,22 +13,24 @@ use crate::error::{Error, Result};
 
 impl Sharded<'_> {
     /// Brings each shard's bars across the shards up to date (nothing on a board without
-    /// a gate): one read of every shard, then one call on each shard whose bars change.
+    /// a gate): takes the next number of the board's gate, reads every shard's top
+    /// allowed members, and publishes the K-th of them all, per window, under that
+    /// number to every shard (one round trip each). A shard keeps the bars of the highest
+    /// number, which were read after every change that ended before any lower number was
+    /// taken: so once the last change's call answers, every shard has bars read after it.
     pub(super) async fn regate(&self) -> Result<()> {
         let Some(policy) = self.board().config.review() else {
             return Ok(());
         };
         let (moves, k) = (self.moves()?, policy.above_rank());
-        let gates = self.each(|_, b| moves.shard_gate(b, k)).await?;
+        let epoch = self.lift(moves.gate_epoch(self.board()).await)?;
+        let tops = self.each(|_, b| moves.gate_top(b, k)).await?;
         let position = self.board().config.ties() == Ties::Position;
         let windows = self.board().config.windows().len();
         let bars: Vec<Option<GateBar>> = (0..windows)
             .map(|j| {
-                let mut all: Vec<&(i64, String)> = gates
-                    .iter()
-                    .filter_map(|g| g.allowed.get(j))
-                    .flatten()
-                    .collect();
+                let mut all: Vec<&(i64, String)> =
+                    tops.iter().filter_map(|t| t.get(j)).flatten().collect();
                 all.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
                 let kth = all.get(k as usize - 1);
                 kth.map(|(total, member)| GateBar {
@@ -38,17 +40,7 @@ impl Sharded<'_> {
             })
             .collect();
         let bars = &bars;
-        self.each(|i, b| {
-            let published = &gates[i].published;
-            let stale = (0..windows).any(|j| published.get(j).cloned().flatten() != bars[j]);
-            async move {
-                match stale {
-                    true => moves.publish_bars(b, bars).await,
-                    false => Ok(()),
-                }
-            }
-        })
-        .await?;
+        self.each(|_, b| moves.publish_bars(b, epoch, bars)).await?;
         Ok(())
     }
 

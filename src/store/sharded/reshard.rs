@@ -137,7 +137,8 @@ impl ShardedStore {
             Some(s) => s.regate().await?,
             None if board.config.review().is_some() => {
                 let none = vec![None; board.config.windows().len()];
-                moves.publish_bars(&board, &none).await?;
+                let epoch = moves.gate_epoch(&board).await?;
+                moves.publish_bars(&board, epoch, &none).await?;
             }
             None => {}
         }

@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 
 use super::MemBoard;
+use crate::domain::GateBar;
 use crate::domain::{Decision, HeldEvent, HeldMember, Member, Ties, Timestamp, parse_log_id};
-use crate::domain::{GateBar, ShardGate};
 use crate::store::memory::stream::{Id, Stream, advance, id_text};
 
 /// How many held events a board keeps (as Redis's `board_{b}:held`, at least).
@@ -27,8 +27,10 @@ pub(super) struct Review {
     /// keeps no clock of its own).
     now_ms: u64,
     /// On a shard of a sharded board, per window the bar across the shards last
-    /// published to it.
-    published: Vec<Option<GateBar>>,
+    /// published to it, and that publication's number.
+    published: (u64, Vec<Option<GateBar>>),
+    /// On shard 0 of a sharded board, the last number taken by a publication.
+    epoch: u64,
 }
 
 impl Review {
@@ -183,7 +185,7 @@ impl MemBoard {
             let bar = bar.map(|(total, m)| (total, m.to_owned()));
             let bar = higher(
                 bar,
-                self.review.published.get(j).and_then(Option::as_ref),
+                self.review.published.1.get(j).and_then(Option::as_ref),
                 position,
             );
             let public = totals.ranked_entries();
@@ -214,8 +216,14 @@ impl MemBoard {
         }
     }
 
-    /// The board's part in a gate across shards (see `ShardMoves::shard_gate`).
-    pub fn shard_gate(&self, k: usize) -> ShardGate {
+    /// The next number of the gate across the shards (see `ShardMoves::gate_epoch`).
+    pub fn gate_epoch(&mut self) -> u64 {
+        self.review.epoch += 1;
+        self.review.epoch
+    }
+
+    /// The board's part in a gate across shards (see `ShardMoves::gate_top`).
+    pub fn gate_top(&self, k: usize) -> Vec<Vec<(i64, String)>> {
         let allowed = &self.review.allowed;
         let windows = self.totals.iter().map(|totals| {
             let mut top: Vec<(i64, String)> = Vec::new();
@@ -230,17 +238,16 @@ impl MemBoard {
             }
             top
         });
-        ShardGate {
-            allowed: windows.collect(),
-            published: self.review.published.clone(),
-        }
+        windows.collect()
     }
 
-    /// Takes the bars across the shards (see `ShardMoves::publish_bars`) and applies the
-    /// gate.
-    pub fn publish_bars(&mut self, bars: &[Option<GateBar>]) {
-        self.review.published = bars.to_vec();
-        self.regate();
+    /// Takes the bars across the shards numbered `epoch` (see
+    /// `ShardMoves::publish_bars`) and applies the gate.
+    pub fn publish_bars(&mut self, epoch: u64, bars: &[Option<GateBar>]) {
+        if epoch >= self.review.published.0 {
+            self.review.published = (epoch, bars.to_vec());
+            self.regate();
+        }
     }
 
     /// The members the gate allowed.

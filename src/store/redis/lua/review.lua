@@ -98,7 +98,7 @@ local function gate(board, all_held)
   local held_log = board .. ':held'
   local floor = rule and '-inf' or '(0'
   -- The bars kept by the last call (field <totals>), and on a shard of a sharded board
-  -- the bars across its shards last published to it (<totals>:ext, review_bars.lua).
+  -- the bars across its shards last published to it (<totals>:ext, gate_publish.lua).
   local fields = {}
   for j, totals in ipairs(keys) do
     fields[j], fields[#keys + j] = totals, totals .. ':ext'

@@ -1,43 +1,49 @@
 //! A shard's part in the review gate across the shards of a sharded board on Redis
-//! (docs/design.md, "A review gate on a sharded board"): its top allowed members and the
-//! bars published to it (`gate_top.lua`), publishing new ones (`gate_publish.lua`), and
+//! (docs/design.md, "A review gate on a sharded board"): the numbers of publications on
+//! shard 0 (`gate_epoch.lua`), each shard's top allowed members (`gate_top.lua`),
+//! publishing the bars across the shards (`gate_publish.lua`), and
 //! its allowed set `board_{b}:allowed`, whose marks a reshard moves with their members.
 
-use redis::Value;
-
 use crate::domain::board::Board;
-use crate::domain::{GateBar, Member, ShardGate};
-use crate::error::{Error, Result};
-use crate::store::redis::conn::reply::string;
+use crate::domain::{GateBar, Member};
+use crate::error::Result;
 use crate::store::redis::conn::{RedisConn, Retry};
 
-/// See [`ShardMoves::shard_gate`](crate::store::ShardMoves::shard_gate).
-pub(crate) async fn shard_gate(conn: &RedisConn, board: &Board, k: u32) -> Result<ShardGate> {
+/// See [`ShardMoves::gate_epoch`](crate::store::ShardMoves::gate_epoch).
+pub(crate) async fn gate_epoch(conn: &RedisConn, board: &Board) -> Result<u64> {
+    let mut invocation = conn
+        .scripts()
+        .gate_epoch
+        .key(conn.keys().record(&board.name));
+    invocation.arg(board.version);
+    // A retry may skip a number: numbers only need to grow.
+    conn.script(&invocation, &board.name, Retry::IdempotentWrite)
+        .await
+}
+
+/// See [`ShardMoves::gate_top`](crate::store::ShardMoves::gate_top).
+pub(crate) async fn gate_top(
+    conn: &RedisConn,
+    board: &Board,
+    k: u32,
+) -> Result<Vec<Vec<(i64, String)>>> {
     let mut invocation = conn.scripts().gate_top.key(conn.keys().record(&board.name));
     invocation
         .key(conn.keys().all_totals(&board.name, board.config.windows()))
         .arg(board.version)
         .arg(k);
-    let reply: Vec<Value> = conn.read_script(&invocation, &board.name).await?;
-    let n = reply.len() / 2;
-    let mut gate = ShardGate::default();
-    for window in &reply[..n] {
-        let flat: Vec<(String, i64)> = redis::from_redis_value(window.clone())
-            .map_err(|e| Error::store(format!("gate_top: {e}")))?;
-        gate.allowed
-            .push(flat.into_iter().map(|(m, t)| (t, m)).collect());
-    }
-    for bar in &reply[n..] {
-        gate.published
-            .push(GateBar::parse(&string(bar, "gate_top")?)?);
-    }
-    Ok(gate)
+    let windows: Vec<Vec<(String, i64)>> = conn.read_script(&invocation, &board.name).await?;
+    let swapped = windows
+        .into_iter()
+        .map(|w| w.into_iter().map(|(m, t)| (t, m)).collect());
+    Ok(swapped.collect())
 }
 
 /// See [`ShardMoves::publish_bars`](crate::store::ShardMoves::publish_bars).
 pub(crate) async fn publish_bars(
     conn: &RedisConn,
     board: &Board,
+    epoch: u64,
     bars: &[Option<GateBar>],
 ) -> Result<()> {
     let mut invocation = conn
@@ -46,11 +52,12 @@ pub(crate) async fn publish_bars(
         .key(conn.keys().record(&board.name));
     invocation
         .key(conn.keys().all_totals(&board.name, board.config.windows()))
-        .arg(board.version);
+        .arg(board.version)
+        .arg(epoch);
     for bar in bars {
         invocation.arg(GateBar::text(bar.as_ref()));
     }
-    // Idempotent: sent again, it sets the same bars and finds the gate applied.
+    // Idempotent: sent again, it finds its number taken and the gate applied.
     let _: i64 = conn
         .script(&invocation, &board.name, Retry::IdempotentWrite)
         .await?;

@@ -1,7 +1,6 @@
 -- gate_top.lua: what a shard of a gated sharded board tells the gate across its shards
 -- (docs/design.md, "A review gate on a sharded board"): in each window, its top K
--- allowed public members, and the bar across the shards last published to it
--- (gate_publish.lua).
+-- allowed public members.
 --
 -- KEYS[1]    the shard's record      board_{b}
 -- KEYS[1+j]  totals of window j      stats_{b} or stats_{b}_<W>   (j = 1..n)
@@ -12,16 +11,15 @@
 -- Walks each window's public totals from the top, 100 members a step, keeping those in
 -- board_{b}:allowed (SMISMEMBER) whose totals are ranked, until K are kept and the
 -- totals fall under the K-th's (so every member tied with it is kept: the caller orders
--- ties), or the ranked members end. Returns per window {member, total, ...}, then per window
--- the published bar as review.lua keeps it ('<total>[ <member>]', '-' for none, '' when
--- none was published). Error "STALE ..." as write.lua.
+-- ties), or the ranked members end. Returns per window {member, total, ...}. Error
+-- "STALE ..." as write.lua.
 
 local board, k = KEYS[1], tonumber(ARGV[2])
 board_record(board, ARGV[1])
 local allowed, n = board .. ':allowed', #KEYS - 1
 local rule = rank_rule(redis.call('HGET', board, 'rank'))
 local STEP = 100
-local reply, fields = {}, {}
+local reply = {}
 for j = 1, n do
   -- kept: member, total, ...; last: the K-th kept's total, once K are kept.
   local totals, kept, from, ended, last = KEYS[1 + j], {}, 0, false, nil
@@ -49,8 +47,5 @@ for j = 1, n do
     from = from + STEP
   end
   reply[j] = kept
-  fields[j] = totals .. ':ext'
 end
-local published = redis.call('HMGET', board .. ':bars', unpack(fields))
-for j = 1, n do reply[n + j] = published[j] or '' end
 return reply

@@ -10,7 +10,7 @@ mod gate;
 
 use std::collections::{HashMap, HashSet};
 
-pub(crate) use gate::{allowed, publish_bars, set_allowed, shard_gate};
+pub(crate) use gate::{allowed, gate_epoch, gate_top, publish_bars, set_allowed};
 
 use crate::domain::Member;
 use crate::domain::board::{Board, Resharding};

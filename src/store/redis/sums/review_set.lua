@@ -23,7 +23,8 @@ for x = 1, #marks, 2 do
   end
 end
 if let_go > 0 then redis.call('HINCRBY', board, 'hidden', -let_go) end
-redis.call('DEL', board .. ':bars')
+-- The bars kept go; those published across a sharded board's shards stay.
+redis.call('HDEL', board .. ':bars', unpack(keys))
 set_field(board, 'review', ARGV[2], '')
 review_rank = tonumber(ARGV[2]) or false
 gate(board, true)
