@@ -265,3 +265,41 @@ impl MemBoard {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::any_board::NewBoard;
+    use crate::domain::{BoardConfig, BoardName, ReviewPolicy};
+    use crate::store::Store;
+    use crate::store::memory::MemoryStore;
+
+    fn bar(total: i64) -> Option<GateBar> {
+        Some(GateBar {
+            total,
+            member: None,
+        })
+    }
+
+    /// A shard keeps the bars of the highest-numbered publication it took (the model of
+    /// `gate_publish.lua`): one numbered lower, arriving later, changes nothing.
+    #[tokio::test]
+    async fn a_shard_keeps_the_bars_of_the_highest_number() {
+        let config = BoardConfig::parse("1h", &["1h"])
+            .unwrap()
+            .with_review(Some(ReviewPolicy::new(1).unwrap()));
+        let name = BoardName::parse("numbered").unwrap();
+        let now = Timestamp::from_unix_seconds(1_700_000_000).unwrap();
+        let store = MemoryStore::new();
+        let config = NewBoard::Windowed(config);
+        let created = store.create_board(&name, &config, now).await.unwrap();
+        let board = created.board().windowed().unwrap().clone();
+        let mut shard = MemBoard::new(board, now);
+        shard.publish_bars(5, &[bar(100)]);
+        shard.publish_bars(3, &[None]);
+        assert_eq!(shard.review.published, (5, vec![bar(100)]));
+        shard.publish_bars(5, &[bar(7)]);
+        assert_eq!(shard.review.published, (5, vec![bar(7)]));
+        assert_eq!((shard.gate_epoch(), shard.gate_epoch()), (1, 2));
+    }
+}
