@@ -32,6 +32,7 @@ on_every_store!(
     the_gate_holds_by_position_across_the_shards_of_a_sharded_board,
     a_sharded_boards_held_events_are_each_delivered_once,
     likes_at_once_on_every_shard_leave_the_gate_exact_once_they_answer,
+    a_gate_across_shards_with_few_allowed_members_reads_as_on_one_shard,
 );
 
 /// What the moderator did: allowed and hidden members, and the gate's rank (none: off).
@@ -542,4 +543,53 @@ async fn a_shard_refuses_bars_numbered_below_those_it_took() {
     let held = b().review_queue(None).await.unwrap().held;
     assert!(!held.is_empty() && held.len() < 39, "{held:?}");
     assert!(held.iter().all(|e| e.rank == Some(2)), "{held:?}");
+}
+
+/// A board of 3 shards and one of a single shard, gated alike (K 3), with 600 members
+/// of whom the first 3 and 10 ranking 401st to 410th are allowed, read alike: every entry
+/// of every window, and the queue. A shard holding fewer than 3 of the first 3 finds its
+/// 3rd allowed member below its first 100 public ones: it reads its allowed members by
+/// their totals rather than walking on.
+async fn a_gate_across_shards_with_few_allowed_members_reads_as_on_one_shard(h: Harness) {
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_ties(Ties::Position)
+        .with_review(Some(ReviewPolicy::new(3).unwrap()));
+    let (sharded, one) = (unique("few-allowed"), unique("one"));
+    let sharded_config = config.clone().with_shards(3).unwrap();
+    h.boards.create(&sharded, sharded_config).await.unwrap();
+    h.boards.create(&one, config).await.unwrap();
+    let members: Vec<String> = (0..600).map(|i| format!("p{i}")).collect();
+    let note = ModerationNote::default;
+    for b in [&sharded, &one] {
+        let board = || h.boards.windowed(b);
+        for member in members[..3].iter().chain(&members[400..410]) {
+            board()
+                .review(member, Decision::Allow, &note())
+                .await
+                .unwrap();
+        }
+        let events: Vec<Event> = members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| Event::new(m.clone(), 1000 - i as i64))
+            .collect();
+        board().incr_batch(&events).await.unwrap();
+        // With the bar across the shards published, one more like: its publication
+        // reads each shard's allowed members past its first 100 public ones.
+        board().incr(&members[599], 1, None).await.unwrap();
+    }
+    for window in WINDOWS {
+        let w = Some(Span::parse(window).unwrap());
+        let mut reads = Vec::new();
+        for b in [&sharded, &one] {
+            let top = h.boards.windowed(b).top(w, 0, 1000).await.unwrap();
+            let queue = h.boards.windowed(b).review_queue(w).await.unwrap();
+            reads.push((triples(&top.entries), queue.held));
+        }
+        assert_eq!(reads[0], reads[1], "{window}");
+        let (top, held) = &reads[0];
+        // The 3rd allowed member (p2) is the bar: nobody unreviewed is over it.
+        assert_eq!((top.len(), held.len()), (600, 0));
+    }
 }
