@@ -411,6 +411,51 @@ async fn each_member_a_review_gate_holds_arrives_once_per_hold_even_after_failed
     assert_eq!(receiver.keys().len(), 2);
 }
 
+/// A sharded board's holds arrive as its shards' streams, merged: each once, under the
+/// id `<shard>/<ms>-<n>`.
+#[tokio::test]
+async fn each_member_a_sharded_boards_gate_holds_arrives_once() {
+    let (url, receiver) = receiver(0).await;
+    let redis = Arc::new(TestRedis::start().await);
+    let config = ServiceConfig {
+        review_webhook: Some(options(&url, Duration::from_secs(30))),
+        ..ServiceConfig::default()
+    };
+    let app = spawn_app_with(redis.clone(), clock(), config).await;
+    let b = unique("held-sharded");
+    let gated = json!({"slot": "1h", "windows": ["1h"], "shards": 3, "review": {"above_rank": 1}});
+    let created = app.put(&format!("/v1/boards/{b}"), gated).await;
+    assert_eq!(created.status.as_u16(), 201, "{:?}", created.body);
+    let allow = json!({"member": "old", "decision": "allow"});
+    let decided = app.post(&format!("/v1/boards/{b}/review"), allow).await;
+    assert_eq!(decided.status.as_u16(), 200, "{:?}", decided.body);
+    // old leads; each new:i passes it (held), wherever its shard.
+    let mut events = vec![json!({"member": "old", "delta": 5})];
+    events.extend((1..=6).map(|i| json!({"member": format!("new:{i}"), "delta": 5 + i})));
+    for event in events {
+        let written = app.post(&format!("/v1/boards/{b}/events"), event).await;
+        assert_eq!(written.status.as_u16(), 200, "{:?}", written.body);
+    }
+    let keys = receiver.wait_keys(6).await;
+    let accepted = receiver.accepted();
+    let mut members = Vec::new();
+    for key in &keys {
+        let body = &accepted.iter().find(|a| &a.key == key).unwrap().body;
+        let id = body["id"].as_str().unwrap();
+        assert_eq!(key, &format!("{b}:{id}"));
+        let (shard, _) = id.split_once('/').unwrap();
+        assert!(["0", "1", "2"].contains(&shard), "{id}");
+        members.push(body["member"].as_str().unwrap().to_owned());
+    }
+    members.sort();
+    assert_eq!(
+        members,
+        (1..=6).map(|i| format!("new:{i}")).collect::<Vec<_>>()
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(receiver.keys().len(), 6);
+}
+
 #[tokio::test]
 async fn each_change_of_a_watched_top_arrives_in_order_signed_with_the_secret() {
     let (url, receiver) = receiver(1).await;
