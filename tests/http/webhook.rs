@@ -342,15 +342,25 @@ async fn snapshots_appended_by_a_process_that_died_are_delivered_by_another() {
     );
 }
 
-#[tokio::test]
-async fn each_member_a_review_gate_holds_arrives_once_per_hold_even_after_failed_attempts() {
-    let (url, receiver) = receiver(2).await;
+/// A service whose review webhook posts to a receiver failing its first `failing`
+/// attempts, on a Redis of its own.
+async fn review_hooked(failing: usize) -> (TestApp, Receiver, Arc<TestRedis>) {
+    let (url, receiver) = receiver(failing).await;
     let redis = Arc::new(TestRedis::start().await);
     let config = ServiceConfig {
         review_webhook: Some(options(&url, Duration::from_secs(30))),
         ..ServiceConfig::default()
     };
-    let app = spawn_app_with(redis.clone(), clock(), config).await;
+    (
+        spawn_app_with(redis.clone(), clock(), config).await,
+        receiver,
+        redis,
+    )
+}
+
+#[tokio::test]
+async fn each_member_a_review_gate_holds_arrives_once_per_hold_even_after_failed_attempts() {
+    let (app, receiver, redis) = review_hooked(2).await;
     let b = unique("held");
     let gated = json!({"slot": "1h", "windows": ["1h"], "review": {"above_rank": 1}});
     let created = app.put(&format!("/v1/boards/{b}"), gated).await;
@@ -415,13 +425,7 @@ async fn each_member_a_review_gate_holds_arrives_once_per_hold_even_after_failed
 /// id `<shard>/<ms>-<n>`.
 #[tokio::test]
 async fn each_member_a_sharded_boards_gate_holds_arrives_once() {
-    let (url, receiver) = receiver(0).await;
-    let redis = Arc::new(TestRedis::start().await);
-    let config = ServiceConfig {
-        review_webhook: Some(options(&url, Duration::from_secs(30))),
-        ..ServiceConfig::default()
-    };
-    let app = spawn_app_with(redis.clone(), clock(), config).await;
+    let (app, receiver, _redis) = review_hooked(0).await;
     let b = unique("held-sharded");
     let gated = json!({"slot": "1h", "windows": ["1h"], "shards": 3, "review": {"above_rank": 1}});
     let created = app.put(&format!("/v1/boards/{b}"), gated).await;
