@@ -358,6 +358,25 @@ async fn review_hooked(failing: usize) -> (TestApp, Receiver, Arc<TestRedis>) {
     )
 }
 
+/// The bodies of the review webhook's deliveries under `keys`, each checked to name board
+/// `b` and be keyed `<b>:<id>`.
+fn held_bodies(receiver: &Receiver, b: &str, keys: &[String]) -> Vec<Value> {
+    let accepted = receiver.accepted();
+    let bodies = keys.iter().map(|key| {
+        let body = accepted
+            .iter()
+            .find(|a| &a.key == key)
+            .unwrap()
+            .body
+            .clone();
+        let id = body["id"].as_str().unwrap();
+        assert_eq!(key, &format!("{b}:{id}"));
+        assert_eq!(body["board"], json!(b));
+        body
+    });
+    bodies.collect()
+}
+
 #[tokio::test]
 async fn each_member_a_review_gate_holds_arrives_once_per_hold_even_after_failed_attempts() {
     let (app, receiver, redis) = review_hooked(2).await;
@@ -384,13 +403,8 @@ async fn each_member_a_review_gate_holds_arrives_once_per_hold_even_after_failed
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
-    let accepted = receiver.accepted();
     let mut members = Vec::new();
-    for key in &keys {
-        let body = &accepted.iter().find(|a| &a.key == key).unwrap().body;
-        let id = body["id"].as_str().unwrap();
-        assert_eq!(key, &format!("{b}:{id}"));
-        assert_eq!(body["board"], json!(b));
+    for body in held_bodies(&receiver, &b, &keys) {
         // Held by Redis's clock, moments ago.
         let held = body["held_ms"].as_i64().unwrap();
         assert!((now_ms - 60_000..=now_ms + 1_000).contains(&held), "{body}");
@@ -441,12 +455,9 @@ async fn each_member_a_sharded_boards_gate_holds_arrives_once() {
         assert_eq!(written.status.as_u16(), 200, "{:?}", written.body);
     }
     let keys = receiver.wait_keys(6).await;
-    let accepted = receiver.accepted();
     let mut members = Vec::new();
-    for key in &keys {
-        let body = &accepted.iter().find(|a| &a.key == key).unwrap().body;
+    for body in held_bodies(&receiver, &b, &keys) {
         let id = body["id"].as_str().unwrap();
-        assert_eq!(key, &format!("{b}:{id}"));
         let (shard, _) = id.split_once('/').unwrap();
         assert!(["0", "1", "2"].contains(&shard), "{id}");
         members.push(body["member"].as_str().unwrap().to_owned());

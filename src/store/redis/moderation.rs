@@ -23,7 +23,8 @@ impl ModerationStore for RedisStore {
     }
 
     async fn hidden_everywhere(&self) -> Result<Vec<Member>> {
-        let found = members(&self.conn, &self.conn.keys().hidden_everywhere()).await?;
+        let key = self.conn.keys().hidden_everywhere();
+        let found = self.conn.set_members(&key, None).await?;
         found.iter().map(|m| Member::parse(m)).collect()
     }
 
@@ -33,7 +34,8 @@ impl ModerationStore for RedisStore {
     }
 
     async fn quarantined(&self) -> Result<Vec<Contributor>> {
-        let found = members(&self.conn, &self.conn.keys().quarantined()).await?;
+        let key = self.conn.keys().quarantined();
+        let found = self.conn.set_members(&key, None).await?;
         found.iter().map(|by| Contributor::parse(by)).collect()
     }
 
@@ -83,11 +85,4 @@ async fn toggle(conn: &RedisConn, key: &str, item: &str, on: bool) -> Result<boo
     cmd.arg(key).arg(item);
     let changed: u64 = conn.query(&cmd, None, Retry::IdempotentWrite).await?;
     Ok(changed == 1)
-}
-
-/// The members of the global set `key`.
-async fn members(conn: &RedisConn, key: &str) -> Result<Vec<String>> {
-    let mut cmd = redis::cmd("SMEMBERS");
-    cmd.arg(key);
-    conn.query(&cmd, None, Retry::Idempotent).await
 }

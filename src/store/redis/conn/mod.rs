@@ -442,6 +442,17 @@ impl RedisConn {
         .await
     }
 
+    /// The members of the set `key`: `board`'s, or a global one (`None`).
+    pub(crate) async fn set_members(
+        &self,
+        key: &str,
+        board: Option<&BoardName>,
+    ) -> Result<Vec<String>> {
+        let mut cmd = redis::cmd("SMEMBERS");
+        cmd.arg(key);
+        self.query(&cmd, board, Retry::Idempotent).await
+    }
+
     /// Calls `each` with every field of `board`'s hash `key` matching the `MATCH`
     /// `pattern`, `HSCAN` by `HSCAN` (a field may come twice, as the command says).
     pub(crate) async fn scan_fields(

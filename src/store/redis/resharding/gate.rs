@@ -66,11 +66,8 @@ pub(crate) async fn publish_bars(
 
 /// See [`ShardMoves::allowed`](crate::store::ShardMoves::allowed).
 pub(crate) async fn allowed(conn: &RedisConn, board: &Board) -> Result<Vec<Member>> {
-    let mut cmd = redis::cmd("SMEMBERS");
-    cmd.arg(allowed_key(conn, board));
-    let members: Vec<String> = conn
-        .query(&cmd, Some(&board.name), Retry::Idempotent)
-        .await?;
+    let key = allowed_key(conn, board);
+    let members = conn.set_members(&key, Some(&board.name)).await?;
     members.iter().map(|m| Member::parse(m)).collect()
 }
 
