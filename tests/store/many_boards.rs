@@ -124,16 +124,16 @@ async fn written(rb: &Rollboard, clock: &rollboard::ManualClock, n: usize) -> Ve
 }
 
 #[tokio::test]
-async fn small_boards_are_retired_in_one_script_call_each() {
-    one_call_each(Layout::Plain).await;
+async fn small_boards_are_retired_in_one_script_call() {
+    one_call(Layout::Plain).await;
 }
 
 #[tokio::test]
-async fn small_boards_are_retired_in_one_script_call_each_on_compact_slots() {
-    one_call_each(Layout::Compact).await;
+async fn small_boards_are_retired_in_one_script_call_on_compact_slots() {
+    one_call(Layout::Compact).await;
 }
 
-async fn one_call_each(layout: Layout) {
+async fn one_call(layout: Layout) {
     let redis = TestRedis::spawn().await;
     let clock = clock();
     // Retirement alone: the compaction of the closed slot that follows on a compact
@@ -152,9 +152,10 @@ async fn one_call_each(layout: Layout) {
     reset_stats(&redis).await;
     let results = rb.retire_many(&boards).await;
     let calls = command_calls(&redis).await;
-    // One script call per board (the window-by-window path makes at least four: each
-    // window's begin and its chunks); nothing else but the commands the scripts run.
-    assert_eq!(calls.get("evalsha"), Some(&3), "{calls:?}");
+    // One script call for the three boards (the window-by-window path makes at least
+    // four a board: each window's begin and its chunks); nothing else but the commands
+    // the script runs.
+    assert_eq!(calls.get("evalsha"), Some(&1), "{calls:?}");
     assert_eq!(calls.get("script|load"), None, "{calls:?}");
     for (board, result) in boards.iter().zip(results) {
         // Window 1m retired slot START (2 fields, both members gone); 2m has nothing due.
@@ -166,7 +167,7 @@ async fn one_call_each(layout: Layout) {
     clock.set(ts(START + 150));
     reset_stats(&redis).await;
     let results = rb.retire_many(&boards).await;
-    assert_eq!(command_calls(&redis).await.get("evalsha"), Some(&3));
+    assert_eq!(command_calls(&redis).await.get("evalsha"), Some(&1));
     for (board, result) in boards.iter().zip(results) {
         // Window 2m retired slot START, moved there by 1m: the slot is gone.
         assert_eq!(result.unwrap(), report(1, 2, 2));
@@ -175,6 +176,35 @@ async fn one_call_each(layout: Layout) {
         assert_eq!(status.windows[0].retired_through, START + 60);
         assert_eq!(status.windows[1].retired_through, START);
         assert_eq!(status.windows[1].members, 0);
+    }
+}
+
+#[tokio::test]
+async fn a_calls_bound_leaves_the_boards_after_it_for_the_next_call() {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    // Each board's retirement handles 2 fields: the first two boards of a call reach the
+    // bound of 2, so the third waits for a call of its own.
+    let retire = RetireOptions {
+        chunk_size: 2,
+        compact: false,
+        ..RetireOptions::default()
+    };
+    let rb = Rollboard::with(
+        store_retiring(&redis, Layout::Plain, retire).await,
+        Arc::new(clock.clone()),
+        Settings::default(),
+    );
+    let boards = written(&rb, &clock, 5).await;
+    reset_stats(&redis).await;
+    let results = rb.retire_many(&boards).await;
+    let calls = command_calls(&redis).await;
+    // Boards 1 and 2, then 3 and 4, then 5: no board went the window-by-window way.
+    assert_eq!(calls.get("evalsha"), Some(&3), "{calls:?}");
+    for (board, result) in boards.iter().zip(results) {
+        assert_eq!(result.unwrap(), report(1, 2, 2));
+        assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
+        assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
     }
 }
 
@@ -414,13 +444,13 @@ async fn flushed_scripts_are_loaded_again_for_the_pipeline() {
         assert_eq!(result.unwrap(), report(1, 2, 2));
     }
     let calls = command_calls(&redis).await;
-    // Three refused with NOSCRIPT, one load, three again.
-    assert_eq!(calls.get("evalsha"), Some(&6), "{calls:?}");
+    // The call refused with NOSCRIPT, one load, the call again.
+    assert_eq!(calls.get("evalsha"), Some(&2), "{calls:?}");
     assert_eq!(calls.get("script|load"), Some(&1), "{calls:?}");
 }
 
 #[tokio::test]
-async fn the_retirer_retires_many_boards_with_one_call_each() {
+async fn the_retirer_retires_many_boards_in_few_calls() {
     let redis = TestRedis::spawn().await;
     let clock = clock();
     let rb = with_clock(redis.store().await, &clock);
@@ -447,7 +477,8 @@ async fn the_retirer_retires_many_boards_with_one_call_each() {
     .unwrap()
     .unwrap();
     assert_eq!(seen.failed, 0);
-    assert_eq!(command_calls(&redis).await.get("evalsha"), Some(&40));
+    // 32 boards a call.
+    assert_eq!(command_calls(&redis).await.get("evalsha"), Some(&2));
     for board in &boards {
         assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
         assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));

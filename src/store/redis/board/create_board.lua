@@ -23,7 +23,8 @@
 -- ARGV[12+2j-1], ARGV[12+2j], j = 1..n   window j in seconds, and its cutoff at creation
 --          (the initial watermark wm:<W> and retired-through mark done:<W>)
 --
--- abs_sum, the bound on stored magnitudes that lets write.lua skip range checks, starts at 0.
+-- abs_sum, the bound on stored magnitudes that lets write.lua skip range checks, starts at 0;
+-- plain_slots ('1': no slot of the board has a geometry yet) is set, for retire_small.lua.
 -- Returns {1, version, slot, windows, offset, created, ties, false, layout, rank,
 -- aggregate, shards, (six false), per_contributor_member, per_contributor} when created,
 -- or {0, ...} with the stored values (snapshots policy, layout, rank, aggregate, shards,
@@ -50,7 +51,7 @@ end
 local record = {
   'version', ARGV[1], 'incarnation', ARGV[1], 'slot', ARGV[2], 'windows', ARGV[3], 'offset', ARGV[4], 'created_ms', ARGV[5],
   'ties', ARGV[6],
-  'abs_sum', '0',
+  'abs_sum', '0', 'plain_slots', '1',
 }
 if ARGV[7] ~= '' then
   record[#record + 1] = 'layout'

@@ -181,6 +181,7 @@ if not geo then
   for k = 1, n do size = math.max(size, redis.call('HLEN', stage(k))) end
   geo = sized_geometry(size, fill, size)
   redis.call('HSET', geo_key, ts, geometry_text(geo))
+  redis.call('HDEL', board, 'plain_slots')
   changed = 1
 end
 if minimum and ARGV[11] == 'setup' then return { 'c1:0', 0, changed } end

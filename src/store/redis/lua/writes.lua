@@ -128,10 +128,11 @@ local MAX_SPLITS = 32
 --   value(i, st, member, h): that value, both forms summed (stage_value);
 --   counted(i, value, delta): notes that an HINCRBY of `delta` answered `value` (a new
 --     field when equal);
---   save(): stores the geometry of every compact slot the call changed, first splitting
+--   save(): stores the geometry of every compact slot the call changed (a new one
+--     deletes the record's plain_slots, see create_board.lua), first splitting
 --     stage 1 of those no window froze while they are over their fill (linear hashing:
 --     bucket p splits into p and p + 2^L, at most MAX_SPLITS a call).
-local function write_slots(geo_key, index, stages, n, m, starts, stage, layout, fill, current)
+local function write_slots(board, geo_key, index, stages, n, m, starts, stage, layout, fill, current)
   local geo, fresh, grew = {}, {}, {}
   -- A fresh slot's geometry: the bucket count the newest older slot's count fills.
   local function sized_like_before(ts)
@@ -199,6 +200,7 @@ local function write_slots(geo_key, index, stages, n, m, starts, stage, layout, 
           splits = splits + 1
         end
         redis.call('HSET', geo_key, ARGV[starts + i], geometry_text(g))
+        if fresh[i] then redis.call('HDEL', board, 'plain_slots') end
       end
     end
   end

@@ -45,6 +45,7 @@ if not geo then
   if count < 2 * tonumber(ARGV[4]) then return { 'skip', 0 } end
   geo = sized_geometry(count, tonumber(ARGV[4]), count)
   redis.call('HSET', geo_key, ts, geometry_text(geo))
+  redis.call('HDEL', board, 'plain_slots')
 end
 
 local named = {}

@@ -1,14 +1,16 @@
-//! Retirement of many small boards in few round trips: one `retire_small.lua` call per
-//! board retires all its windows at once, and the calls of many boards go in one
-//! pipeline (on Redis Cluster, one pipeline per hash slot, all at once). A board the
-//! script declines (big, behind by more than one boundary, being recomputed, changed) is
-//! answered `None`, for the window-by-window pass of [`retire`](super::retire). The
-//! script also says whether the board's slot that just closed should be compacted (a
-//! compact board's plain slot, big enough); only those boards get compaction calls
-//! ([`compact`](super::compact)), after every pipeline, a few boards at a time.
+//! Retirement of many small boards in few round trips: one `retire_small.lua` call
+//! retires up to [`BOARDS_PER_CALL`] boards, all windows of each, and the calls go in
+//! pipelines (on Redis Cluster a call's boards share a hash slot, and there is one
+//! pipeline per slot, all at once). A board the script declines (big, behind by more than
+//! one boundary, being recomputed, changed) is answered `None`, for the window-by-window
+//! pass of [`retire`](super::retire); one the call's bound left for later goes in the next
+//! round of calls. The script also says whether the board's slot that just closed should
+//! be compacted (a compact board's plain slot, big enough); only those boards get
+//! compaction calls ([`compact`](super::compact)), after every pipeline, a few boards at a
+//! time.
 //!
-//! Retry class: every call is [`Retry::Idempotent`]: the script changes nothing unless
-//! the whole retirement fits, and a second run finds nothing due. `SCRIPT LOAD` (before
+//! Retry class: every call is [`Retry::Idempotent`]: the script changes a board only when
+//! its whole retirement fits, and a second run finds nothing due. `SCRIPT LOAD` (before
 //! re-sending only the calls Redis refused with `NOSCRIPT`, which ran nothing: scripts in
 //! a pipeline are not reloaded by the client) is idempotent too.
 
@@ -29,15 +31,20 @@ use crate::store::redis::conn::script_pipeline::run_pipelined;
 use crate::store::redis::conn::scripts::RETIRE_SMALL_SOURCE;
 use crate::store::redis::conn::{RedisConn, Retry};
 
+/// Boards per call: each call's fixed cost (the command, the script's own definitions)
+/// is shared by this many, and the call stays short (the script's bound, and ~25 µs of
+/// Redis a small board).
+const BOARDS_PER_CALL: usize = 32;
+
 /// Calls per pipeline: enough that a round trip carries many boards, few enough that one
 /// pipeline's replies stay small and other clients' commands interleave between them.
-const BOARDS_PER_PIPELINE: usize = 256;
+const CALLS_PER_PIPELINE: usize = 8;
 
 /// Pipelines (or, on a Cluster, hash slots) in flight at once.
 const PIPELINES_IN_FLIGHT: usize = 4;
 
-/// Retires those of `boards` that fit one call each (whose family says so: `takes`);
-/// `None` for the others.
+/// Retires those of `boards` the script can take (whose family says so: `takes`) and
+/// does; `None` for the others.
 pub(crate) async fn retire_small(
     conn: &RedisConn,
     boards: &[Arc<Board>],
@@ -46,51 +53,46 @@ pub(crate) async fn retire_small(
     options: RetireOptions,
 ) -> Result<Vec<Option<RetireReport>>> {
     let mut answers: Vec<Option<RetireReport>> = vec![None; boards.len()];
-    // The boards the script can take, and their calls.
-    let (fits, calls): (Vec<usize>, Vec<Cmd>) = boards
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| takes(b))
-        .map(|(i, b)| (i, call(conn, b, now, &options)))
-        .unzip();
-    // On a single node, pipelines of consecutive calls; on a Cluster, where a pipeline
-    // may not cross hash slots, one per slot.
-    let groups: Vec<Vec<usize>> = if conn.is_cluster() {
-        let mut by_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
-        for (k, &i) in fits.iter().enumerate() {
-            let slot = Slot::for_key(conn.keys().record(&boards[i].name));
-            by_slot.entry(slot).or_default().push(k);
-        }
-        by_slot.into_values().collect()
-    } else {
-        (0..calls.len())
-            .collect::<Vec<_>>()
-            .chunks(BOARDS_PER_PIPELINE)
-            .map(<[usize]>::to_vec)
-            .collect()
-    };
-    let calls = &calls;
-    let mut runs = futures_util::stream::iter(groups.into_iter().map(|group| async move {
-        let part: Vec<Cmd> = group.iter().map(|&k| calls[k].clone()).collect();
-        run_pipelined::<Value>(conn, &RETIRE_SMALL_SOURCE, &part, Retry::Idempotent)
-            .await
-            .map(|replies| (group, replies))
-    }))
-    .buffer_unordered(PIPELINES_IN_FLIGHT);
+    let mut pending: Vec<usize> = (0..boards.len()).filter(|&i| takes(&boards[i])).collect();
     let mut to_compact = Vec::new();
-    while let Some(run) = runs.next().await {
-        let (group, replies) = run?;
-        for (k, reply) in group.into_iter().zip(replies) {
-            // A refusal (STALE: dropped or changed) or a decline leaves the board to the
-            // ordinary path, which reloads it and says what happened.
-            let answer = reply.ok().and_then(|value| report(value).ok().flatten());
-            if let Some((report, compact)) = answer {
-                answers[fits[k]] = Some(report);
-                if compact && options.compact {
-                    to_compact.push(fits[k]);
+    while !pending.is_empty() {
+        let mut later = Vec::new();
+        let mut runs =
+            futures_util::stream::iter(pipelines(conn, boards, &pending).into_iter().map(
+                |calls| async move {
+                    let cmds: Vec<Cmd> = calls
+                        .iter()
+                        .map(|call| call_of(conn, boards, call, now, &options))
+                        .collect();
+                    run_pipelined::<Value>(conn, &RETIRE_SMALL_SOURCE, &cmds, Retry::Idempotent)
+                        .await
+                        .map(|replies| (calls, replies))
+                },
+            ))
+            .buffer_unordered(PIPELINES_IN_FLIGHT);
+        while let Some(run) = runs.next().await {
+            let (calls, replies) = run?;
+            for (call, reply) in calls.into_iter().zip(replies) {
+                // A failed call leaves its boards to the ordinary path, which reloads each
+                // and says what happened.
+                let Ok(Value::Array(items)) = reply else {
+                    continue;
+                };
+                for (i, item) in call.into_iter().zip(items) {
+                    match answer(item) {
+                        Answer::Done(report, compact) => {
+                            answers[i] = Some(report);
+                            if compact && options.compact {
+                                to_compact.push(i);
+                            }
+                        }
+                        Answer::Later => later.push(i),
+                        Answer::Declined => {}
+                    }
                 }
             }
         }
+        pending = later;
     }
     let compactions: Vec<_> =
         futures_util::stream::iter(to_compact.into_iter().map(|i| async move {
@@ -116,59 +118,135 @@ pub(crate) async fn retire_small(
     Ok(answers)
 }
 
-/// The board's `retire_small.lua` call (`EVALSHA`): its candidate slots are those that
-/// crossed a window's cutoff at the boundary of `now`.
-fn call(conn: &RedisConn, board: &Board, now: Timestamp, options: &RetireOptions) -> Cmd {
-    let windows = board.config.windows();
+/// The calls of `pending` (board indices), grouped into pipelines: on a single node,
+/// consecutive boards; on a Cluster, where a call's keys and a pipeline may not cross hash
+/// slots, the boards of one slot.
+fn pipelines(conn: &RedisConn, boards: &[Arc<Board>], pending: &[usize]) -> Vec<Vec<Vec<usize>>> {
+    let groups: Vec<Vec<usize>> = if conn.is_cluster() {
+        let mut by_slot: HashMap<Slot, Vec<usize>> = HashMap::new();
+        for &i in pending {
+            let slot = Slot::for_key(conn.keys().record(&boards[i].name));
+            by_slot.entry(slot).or_default().push(i);
+        }
+        by_slot.into_values().collect()
+    } else {
+        vec![pending.to_vec()]
+    };
+    groups
+        .iter()
+        .flat_map(|group| {
+            let calls: Vec<Vec<usize>> = group
+                .chunks(BOARDS_PER_CALL)
+                .map(<[usize]>::to_vec)
+                .collect();
+            calls
+                .chunks(CALLS_PER_PIPELINE)
+                .map(<[Vec<usize>]>::to_vec)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The `retire_small.lua` call (`EVALSHA`) of the boards `call` (indices into `boards`).
+fn call_of(
+    conn: &RedisConn,
+    boards: &[Arc<Board>],
+    call: &[usize],
+    now: Timestamp,
+    options: &RetireOptions,
+) -> Cmd {
+    let parts: Vec<(Vec<String>, Vec<String>)> = call
+        .iter()
+        .map(|&i| board_part(conn, &boards[i], now, options))
+        .collect();
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(conn.scripts().retire_small.get_hash())
+        .arg(parts.iter().map(|(keys, _)| keys.len()).sum::<usize>());
+    for (keys, _) in &parts {
+        cmd.arg(keys);
+    }
+    cmd.arg(parts.len());
+    for (keys, args) in &parts {
+        cmd.arg(keys.len()).arg(args.len()).arg(args);
+    }
+    cmd
+}
+
+/// A board's keys and arguments in a `retire_small.lua` call: its candidate slots are
+/// those that crossed a window's cutoff at the boundary of `now`.
+fn board_part(
+    conn: &RedisConn,
+    board: &Board,
+    now: Timestamp,
+    options: &RetireOptions,
+) -> (Vec<String>, Vec<String>) {
+    let (name, windows) = (&board.name, board.config.windows());
     let cutoffs: Vec<i64> = (0..windows.len())
         .map(|j| board.config.cutoff(j, now))
         .collect();
     let mut candidates = cutoffs.clone();
     candidates.sort_unstable();
     candidates.dedup();
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(conn.scripts().retire_small.get_hash())
-        .arg(4 + windows.len() * (2 + candidates.len()))
-        .arg(conn.keys().record(&board.name))
-        .arg(conn.keys().index(&board.name))
-        .arg(conn.keys().slot_geometry(&board.name));
-    for j in 0..windows.len() {
-        cmd.arg(conn.keys().totals(&board.name, windows, j));
-    }
-    for &slot in &candidates {
-        for j in 0..windows.len() {
-            cmd.arg(conn.keys().stage(&board.name, slot, j));
-        }
-    }
     let closed = closed_slot(board, now);
-    for j in 0..windows.len() {
-        cmd.arg(conn.keys().stage(&board.name, closed, j));
+    let keys = conn.keys();
+    let mut list = vec![
+        keys.record(name),
+        keys.index(name),
+        keys.slot_geometry(name),
+    ];
+    list.extend((0..windows.len()).map(|j| keys.totals(name, windows, j)));
+    for &slot in candidates.iter().chain([&closed]) {
+        list.extend((0..windows.len()).map(|j| keys.stage(name, slot, j)));
     }
-    cmd.arg(conn.keys().data(&board.name));
-    cmd.arg(board.version)
-        .arg(windows.len())
-        .arg(candidates.len())
-        .arg(options.chunk_size.max(1));
-    for w in windows {
-        cmd.arg(w.seconds());
-    }
-    cmd.arg(&cutoffs).arg(&candidates).arg(closed);
+    list.push(keys.data(name));
+    let mut args = vec![
+        board.version.to_string(),
+        windows.len().to_string(),
+        candidates.len().to_string(),
+        options.chunk_size.max(1).to_string(),
+    ];
+    args.extend(windows.iter().map(|w| w.seconds().to_string()));
+    args.extend(
+        cutoffs
+            .iter()
+            .chain(&candidates)
+            .chain([&closed])
+            .map(i64::to_string),
+    );
     // '' asks nothing about compaction.
-    if options.compact {
-        cmd.arg(minimum_fields(conn));
-    } else {
-        cmd.arg("");
-    }
-    cmd.arg(conn.layout().default.as_str());
-    cmd
+    args.push(match options.compact {
+        true => minimum_fields(conn).to_string(),
+        false => String::new(),
+    });
+    args.push(conn.layout().default.as_str().to_owned());
+    (list, args)
 }
 
-/// The script's answer: a report and whether to compact the slot that just closed (an
-/// absent fifth field is no), or `None` when it declined.
-fn report(reply: Value) -> Result<Option<(RetireReport, bool)>> {
+/// A board's answer in a call.
+enum Answer {
+    /// Retired: its report, and whether to compact the slot that just closed.
+    Done(RetireReport, bool),
+    /// Left by the call's bound for the next call.
+    Later,
+    /// Declined (or answered wrongly): the ordinary path takes it.
+    Declined,
+}
+
+/// A board's answer (an absent fifth field of a report is: do not compact).
+fn answer(reply: Value) -> Answer {
+    match report(reply) {
+        Ok(Some(answer)) => answer,
+        _ => Answer::Declined,
+    }
+}
+
+fn report(reply: Value) -> Result<Option<Answer>> {
     let items = array(reply, "retire_small")?;
-    if items.len() < 4 || string(&items[0], "outcome")? != "done" {
-        return Ok(None);
+    let words = |at: usize| items.get(at).and_then(|v| string(v, "outcome").ok());
+    match (words(0).as_deref(), words(1).as_deref()) {
+        (Some("fallback"), Some("later")) => return Ok(Some(Answer::Later)),
+        (Some("done"), _) if items.len() >= 4 => {}
+        _ => return Ok(None),
     }
     let compact = match items.get(4) {
         Some(flag) => int(flag, "compact")? == 1,
@@ -184,5 +262,5 @@ fn report(reply: Value) -> Result<Option<(RetireReport, bool)>> {
         fields_compacted: 0,
         slots_swapped: 0,
     };
-    Ok(Some((report, compact)))
+    Ok(Some(Answer::Done(report, compact)))
 }

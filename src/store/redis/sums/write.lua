@@ -238,7 +238,7 @@ local new_layout, fill, hashed, asked = string.match(ARGV[11], '^(%a+) (%d+) ([0
 if record[9 + n] then new_layout = record[9 + n] end
 -- The current slot's start: fresh slots from it on are created plain (see the header).
 local current = tonumber(ARGV[A + n + 1]) + tonumber(ARGV[A + 1])
-local slots = write_slots(geo_key, index, STAGES, n, m, A + 2 * n, stage, new_layout,
+local slots = write_slots(board, geo_key, index, STAGES, n, m, A + 2 * n, stage, new_layout,
   tonumber(fill), current)
 local geo, target_key, value_in, counted = slots.geo, slots.key, slots.value, slots.counted
 local save_geometries = slots.save
