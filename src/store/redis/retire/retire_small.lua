@@ -62,9 +62,9 @@
 -- ('stale': board missing, dropped or of another version; 'later': the call's bound was
 -- spent on the boards before it, which left it unchanged). The call returns the boards'
 -- answers in order. Its bound: it takes boards while the fields they handled stay within
--- the first board's ARGV[4] (every board is first in some call, so each call retires at
--- least one, and none handles more than about twice that bound). On a Cluster the boards
--- of one call share a hash slot.
+-- the first board's ARGV[4] (the first board always runs, so every call makes progress,
+-- and none handles more than about twice that bound). On a Cluster the boards of one call
+-- share a hash slot.
 
 local MAX_BUCKETS = 64
 
