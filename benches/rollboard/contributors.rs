@@ -195,7 +195,8 @@ async fn retraction(boards: &Rollboard, redis: &Redis) -> Vec<Row> {
             measured: format!("{}, {longest} µs", rate(per_second, "sums/s")),
             reference: format!("the brigade's likes written at {}", rate(written, "ev/s")),
             ratio: Some(per_second / written),
-            target: Some(("≤ 2 ms a call".into(), longest <= 2_000)),
+            // No call seen (the script not named) is no figure: not met.
+            target: Some(("≤ 2 ms a call".into(), !hold.is_empty() && longest <= 2_000)),
         });
     }
     crate::slowlog::reset_over(&mut conn, 0).await;
@@ -232,7 +233,10 @@ async fn retraction(boards: &Rollboard, redis: &Redis) -> Vec<Row> {
             measured: format!("{longest} µs"),
             reference: "the call budget, 1,000 µs".into(),
             ratio: Some(longest as f64 / 1_000.0),
-            target: Some(("≤ 2 ms".into(), longest <= 2_000)),
+            target: Some((
+                "≤ 2 ms".into(),
+                !retract_calls.is_empty() && longest <= 2_000,
+            )),
         },
     ]);
     rows
