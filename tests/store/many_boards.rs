@@ -56,6 +56,24 @@ async fn store_retiring(
     redis.store_with(options).await
 }
 
+/// A [`Rollboard`] on [`store_retiring`] whose clock is `clock`.
+async fn retiring(
+    redis: &TestRedis,
+    layout: Layout,
+    retire: RetireOptions,
+    clock: &rollboard::ManualClock,
+) -> Rollboard {
+    let store = store_retiring(redis, layout, retire).await;
+    Rollboard::with(store, Arc::new(clock.clone()), Settings::default())
+}
+
+/// Asserts that `board`, as [`written`] left it, holds nothing in `1m` and its slot in
+/// `2m` (window 1m retired the slot; 2m has it).
+async fn assert_retired_from_1m(rb: &Rollboard, board: &Board) {
+    assert_eq!(top(rb, board, "1m").await, Vec::<(String, i64)>::new());
+    assert_eq!(top(rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
+}
+
 async fn reset_stats(redis: &TestRedis) {
     let _: () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
@@ -142,11 +160,7 @@ async fn one_call(layout: Layout) {
         compact: false,
         ..RetireOptions::default()
     };
-    let rb = Rollboard::with(
-        store_retiring(&redis, layout, retire).await,
-        Arc::new(clock.clone()),
-        Settings::default(),
-    );
+    let rb = retiring(&redis, layout, retire, &clock).await;
     let boards = written(&rb, &clock, 3).await;
 
     reset_stats(&redis).await;
@@ -160,8 +174,7 @@ async fn one_call(layout: Layout) {
     for (board, result) in boards.iter().zip(results) {
         // Window 1m retired slot START (2 fields, both members gone); 2m has nothing due.
         assert_eq!(result.unwrap(), report(1, 2, 2));
-        assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
-        assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
+        assert_retired_from_1m(&rb, board).await;
     }
 
     clock.set(ts(START + 150));
@@ -190,11 +203,7 @@ async fn a_calls_bound_leaves_the_boards_after_it_for_the_next_call() {
         compact: false,
         ..RetireOptions::default()
     };
-    let rb = Rollboard::with(
-        store_retiring(&redis, Layout::Plain, retire).await,
-        Arc::new(clock.clone()),
-        Settings::default(),
-    );
+    let rb = retiring(&redis, Layout::Plain, retire, &clock).await;
     let boards = written(&rb, &clock, 5).await;
     reset_stats(&redis).await;
     let results = rb.retire_many(&boards).await;
@@ -203,8 +212,7 @@ async fn a_calls_bound_leaves_the_boards_after_it_for_the_next_call() {
     assert_eq!(calls.get("evalsha"), Some(&3), "{calls:?}");
     for (board, result) in boards.iter().zip(results) {
         assert_eq!(result.unwrap(), report(1, 2, 2));
-        assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
-        assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
+        assert_retired_from_1m(&rb, board).await;
     }
 }
 
@@ -363,8 +371,7 @@ async fn two_retirers(layout: Layout) {
     }
     assert_eq!(fields, 20 * 2, "each field subtracted by one retirer");
     for board in &boards {
-        assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
-        assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
+        assert_retired_from_1m(&rb, board).await;
     }
 }
 
@@ -404,8 +411,7 @@ async fn crash_between_calls(layout: Layout) {
             (expected.slots_compacted, expected.fields_compacted) = (1, 2);
         }
         assert_eq!(result.unwrap(), expected, "board {k}");
-        assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
-        assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
+        assert_retired_from_1m(&rb, board).await;
     }
 }
 
@@ -423,8 +429,7 @@ async fn a_lost_pipeline_reply_is_sent_again_and_counts_once() {
     assert_eq!(proxy.fired(), 1);
     for (board, result) in boards.iter().zip(results) {
         assert!(result.unwrap().complete);
-        assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
-        assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
+        assert_retired_from_1m(&rb, board).await;
     }
 }
 
@@ -480,8 +485,7 @@ async fn the_retirer_retires_many_boards_in_few_calls() {
     // 32 boards a call.
     assert_eq!(command_calls(&redis).await.get("evalsha"), Some(&2));
     for board in &boards {
-        assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
-        assert_eq!(top(&rb, board, "2m").await, pairs(&[("b", 3), ("a", 2)]));
+        assert_retired_from_1m(&rb, board).await;
     }
     retirer.stop().await;
 }
