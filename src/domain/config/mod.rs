@@ -460,7 +460,7 @@ impl BoardConfig {
         self
     }
 
-    /// Whether the board can watch its tops (and hold for review): a sum board of one
+    /// Whether the board can watch its tops: a sum board of one
     /// shard, whose scripts see its whole ranking in one atomic step.
     pub fn watchable(&self) -> bool {
         self.aggregate.sums() && self.shards == 1

@@ -10,7 +10,7 @@
 use async_trait::async_trait;
 
 use super::RedisStore;
-use super::conn::{RedisConn, Retry};
+use super::conn::Retry;
 use crate::domain::{Contributor, LOG_KEPT, LogEntry, Member};
 use crate::error::{Error, Result};
 use crate::store::ModerationStore;
@@ -19,7 +19,11 @@ use crate::store::ModerationStore;
 impl ModerationStore for RedisStore {
     async fn set_hidden_everywhere(&self, member: &Member, hidden: bool) -> Result<bool> {
         let key = self.conn.keys().hidden_everywhere();
-        toggle(&self.conn, &key, member.as_str(), hidden).await
+        let changed = self
+            .conn
+            .set_change(&key, None, &[member.as_str()], hidden)
+            .await?;
+        Ok(changed == 1)
     }
 
     async fn hidden_everywhere(&self) -> Result<Vec<Member>> {
@@ -30,7 +34,11 @@ impl ModerationStore for RedisStore {
 
     async fn set_quarantined(&self, by: &Contributor, quarantined: bool) -> Result<bool> {
         let key = self.conn.keys().quarantined();
-        toggle(&self.conn, &key, by.as_str(), quarantined).await
+        let changed = self
+            .conn
+            .set_change(&key, None, &[by.as_str()], quarantined)
+            .await?;
+        Ok(changed == 1)
     }
 
     async fn quarantined(&self) -> Result<Vec<Contributor>> {
@@ -77,12 +85,4 @@ impl ModerationStore for RedisStore {
             })
             .collect()
     }
-}
-
-/// Adds `item` to the global set `key` (`on`) or removes it: whether that changed it.
-async fn toggle(conn: &RedisConn, key: &str, item: &str, on: bool) -> Result<bool> {
-    let mut cmd = redis::cmd(if on { "SADD" } else { "SREM" });
-    cmd.arg(key).arg(item);
-    let changed: u64 = conn.query(&cmd, None, Retry::IdempotentWrite).await?;
-    Ok(changed == 1)
 }

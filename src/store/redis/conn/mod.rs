@@ -453,6 +453,23 @@ impl RedisConn {
         self.query(&cmd, board, Retry::Idempotent).await
     }
 
+    /// Adds `items` to the set `key` (`add`) or removes them (`board`'s set, or a global
+    /// one: `None`): how many that changed. Idempotent: twice leaves what once did.
+    pub(crate) async fn set_change(
+        &self,
+        key: &str,
+        board: Option<&BoardName>,
+        items: &[&str],
+        add: bool,
+    ) -> Result<u64> {
+        if items.is_empty() {
+            return Ok(0);
+        }
+        let mut cmd = redis::cmd(if add { "SADD" } else { "SREM" });
+        cmd.arg(key).arg(items);
+        self.query(&cmd, board, Retry::IdempotentWrite).await
+    }
+
     /// Calls `each` with every field of `board`'s hash `key` matching the `MATCH`
     /// `pattern`, `HSCAN` by `HSCAN` (a field may come twice, as the command says).
     pub(crate) async fn scan_fields(

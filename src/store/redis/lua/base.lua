@@ -28,6 +28,13 @@ local hidden_members = false
 -- (add_total, bulk_add), as keys: gate (lua/review.lua) looks at them once the call is done.
 local review_rank, gate_changed = false, false
 
+-- Notes that the window totals of `members` (a list) changed, for the gate (nothing on a
+-- board without one).
+local function gate_touched(members)
+  if not review_rank then return end
+  for _, member in ipairs(members) do gate_changed[member] = true end
+end
+
 -- The board's watched tops, the record's 'watch' ('<W>:<N> ...', see lua/watch.lua) when
 -- the record board_record read last sets any, else false.
 local watch_spec = false

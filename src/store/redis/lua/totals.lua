@@ -212,9 +212,7 @@ end
 -- bulk_add_to, a hidden member's part of a window's totals (see hidden_members) going
 -- to <key>:hidden (never tallied).
 local function bulk_add(key, is_zset, sign, fields, values, tally, dense, data)
-  if is_zset and review_rank then
-    for _, member in ipairs(fields) do gate_changed[member] = true end
-  end
+  if is_zset then gate_touched(fields) end
   if not (is_zset and hidden_members) then
     return bulk_add_to(key, is_zset, sign, fields, values, tally, dense, data)
   end

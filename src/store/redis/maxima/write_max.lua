@@ -286,9 +286,7 @@ if #live > 0 then
     if dense_board then targets[j] = { KEYS[TOTALS + j], KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] } end
   end
   merge(records, targets, members, true)
-  if review_rank then
-    for _, member in ipairs(members) do gate_changed[member] = true end
-  end
+  gate_touched(members)
   -- While a recompute of window `rebuilt` holds its lease, the same into its build.
   if rebuilt then
     local target = { build_window }

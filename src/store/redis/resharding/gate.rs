@@ -78,17 +78,9 @@ pub(crate) async fn set_allowed(
     members: &[Member],
     allowed: bool,
 ) -> Result<()> {
-    if members.is_empty() {
-        return Ok(());
-    }
-    let mut cmd = redis::cmd(if allowed { "SADD" } else { "SREM" });
-    cmd.arg(allowed_key(conn, board));
-    for member in members {
-        cmd.arg(member.as_str());
-    }
-    // Idempotent: a set's add or removal, twice, leaves what once did.
-    let _: i64 = conn
-        .query(&cmd, Some(&board.name), Retry::IdempotentWrite)
+    let items: Vec<&str> = members.iter().map(Member::as_str).collect();
+    let key = allowed_key(conn, board);
+    conn.set_change(&key, Some(&board.name), &items, allowed)
         .await?;
     Ok(())
 }

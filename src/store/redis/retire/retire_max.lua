@@ -111,9 +111,7 @@ if #members > 0 then
   end
   -- A hidden member's value is kept apart (see hidden_members), its data as any other's.
   if largest and #gone > 0 then redis.call('HDEL', data, unpack(gone)) end
-  if review_rank then
-    for _, member in ipairs(members) do gate_changed[member] = true end
-  end
+  gate_touched(members)
   set, members, gone, left = shown_values(totals, nil, set, members, gone)
   if KEYS[8] and #members > 0 then retally_step(KEYS[8], KEYS[9], totals, members, set) end
   if #set > 0 then redis.call('ZADD', totals, unpack(set)) end
