@@ -271,6 +271,81 @@ async fn same_as_window_by_window(layout: Layout) {
 }
 
 #[tokio::test]
+async fn boards_of_several_configurations_share_a_call_exactly() {
+    several_configurations(Layout::Plain).await;
+}
+
+#[tokio::test]
+async fn boards_of_several_configurations_share_a_call_exactly_on_compact_slots() {
+    several_configurations(Layout::Compact).await;
+}
+
+/// Boards of three configurations in one call, interleaved (a board sends its version
+/// only when the board before it has its other arguments; the closed slot is a candidate
+/// of `1m`/`2m` and `1m`/`3m` boards, not of `2m`/`3m` ones), each beside a twin retired
+/// window by window: every window the same after each minute's boundary.
+async fn several_configurations(layout: Layout) {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    let rb = with_clock(store(&redis, layout).await, &clock);
+    clock.set(ts(START + 5));
+    let configs = [
+        ["1m", "2m"],
+        ["1m", "2m"],
+        ["2m", "3m"],
+        ["1m", "2m"],
+        ["1m", "3m"],
+        ["1m", "3m"],
+    ];
+    let (mut batched, mut twins) = (Vec::new(), Vec::new());
+    for windows in configs {
+        for list in [&mut batched, &mut twins] {
+            let name = unique("mixed");
+            rb.create(&name, BoardConfig::parse("1m", &windows).unwrap())
+                .await
+                .unwrap();
+            list.push(Arc::new(rb.board(&name).await.unwrap()));
+        }
+    }
+    // Nothing is due yet: this loads the script.
+    for result in rb.retire_many(&batched).await {
+        assert_eq!(result.unwrap(), report(0, 0, 0));
+    }
+    for minute in 0..6i64 {
+        clock.set(ts(START + 60 * minute + 10));
+        for (b, board) in batched.iter().chain(&twins).enumerate() {
+            let k = (b % configs.len()) as i64;
+            let (m, d) = (format!("m{}", (minute + k) % 4), (minute * 5 + k) % 7 - 2);
+            if d != 0 {
+                write(&rb, board, &[(m.as_str(), d), ("x", 1)]).await;
+            }
+        }
+        clock.set(ts(START + 60 * minute + 70));
+        reset_stats(&redis).await;
+        for result in rb.retire_many(&batched).await {
+            assert_eq!(result.unwrap().chunks, 1, "minute {minute}");
+        }
+        // On compact slots, compacting the slots that closed takes calls of its own.
+        if layout == Layout::Plain {
+            let calls = command_calls(&redis).await;
+            assert_eq!(calls.get("evalsha"), Some(&1), "minute {minute}: {calls:?}");
+        }
+        for (board, twin) in batched.iter().zip(&twins) {
+            rb.windowed(twin.name.as_str()).retire(None).await.unwrap();
+            for w in board.config.windows() {
+                let w = w.to_string();
+                assert_eq!(
+                    top(&rb, board, &w).await,
+                    top(&rb, twin, &w).await,
+                    "minute {minute}, {} window {w}",
+                    board.name
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_board_bigger_than_a_chunk_is_retired_in_chunks() {
     let redis = TestRedis::spawn().await;
     let clock = clock();

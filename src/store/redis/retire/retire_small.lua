@@ -2,6 +2,9 @@
 --
 -- ARGV[1] is how many boards the call retires; then, per board, how many keys and how many
 -- arguments it has and its arguments, and its keys follow those of the board before it.
+-- A board with one argument (its version) shares the other arguments of the board
+-- before it that has them all (boards of one configuration, at one boundary, differ in
+-- their keys and versions only: each argument costs Redis a string to make).
 -- Each board's keys and arguments, as `retire` below sees them (its KEYS and ARGV):
 --
 -- KEYS[1]            board record            board_{b}
@@ -12,7 +15,9 @@
 --                    slot_{b}_<ts>_<j-1>                          (c = 1..m, j = 1..n);
 --                    on a compact slot the prefix of its buckets <key>:<i>
 -- KEYS[3+n+mn+k]     the closed slot's stage k (k = 1..n), named as above: the slot that
---                    just closed (the current slot's start - the slot length)
+--                    just closed (the current slot's start - the slot length); absent
+--                    when that slot is a candidate (its stages are the candidate's),
+--                    so the keys below come n earlier
 -- KEYS[4+2n+mn]      member data             data_{b}: retiring the largest window
 --                    deletes the data of each member whose total it takes to 0
 --
@@ -68,85 +73,103 @@
 
 local MAX_BUCKETS = 64
 
--- Retires one board (its KEYS and ARGV as the header says); also the fields it handled.
-local function retire(KEYS, ARGV)
-  local board, index, geo_key = KEYS[1], KEYS[2], KEYS[3]
-  local n, m, max_fields = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-  local function window(j) return ARGV[4 + j] end
-  local function cutoff(j) return ARGV[4 + n + j] end
-  local function totals(j) return KEYS[3 + j] end
-  local function stage(c, j) return KEYS[3 + n + (c - 1) * n + j] end
-  local candidates = {}
-  for c = 1, m do candidates[ARGV[4 + 2 * n + c]] = c end
-  local fields = {}
+-- The hashes that hold stage `key` of a slot of geometry `g` (none: plain): the stage
+-- hash, and on a compact slot its buckets (a compact slot's plain stage hash exists only
+-- while an active relayout converts it, docs/compact-slots.md, "Relayout": each form is
+-- handed on to the same form of the next stage; the call is atomic, so their order does
+-- not matter).
+local function stage_hashes(key, g)
+  local list = { key }
+  if not g then return list end
+  for i = 0, bucket_count(g) - 1 do list[#list + 1] = bucket_key(key, i) end
+  return list
+end
+
+-- What the boards sharing the arguments after ARGV[a] have in common: the record fields
+-- to read (fields) and the number of each candidate slot by its start (candidates).
+local function shape_of(a)
+  local n, m = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  local fields, candidates = {}, {}
   for j = 1, n do
-    fields[#fields + 1] = 'wm:' .. window(j)
-    fields[#fields + 1] = 'done:' .. window(j)
+    fields[2 * j - 1], fields[2 * j] = 'wm:' .. ARGV[a + 4 + j], 'done:' .. ARGV[a + 4 + j]
   end
-  fields[#fields + 1] = 'rb_until'
-  fields[#fields + 1] = 'layout'
-  fields[#fields + 1] = 'plain_slots'
-  local record = board_record(board, ARGV[1], unpack(fields))
-  local function wm(j) return tonumber(record[1 + 2 * j]) end
-  local function done(j) return record[2 + 2 * j] end
+  fields[2 * n + 1], fields[2 * n + 2], fields[2 * n + 3] = 'rb_until', 'layout', 'plain_slots'
+  for c = 1, m do candidates[ARGV[a + 4 + 2 * n + c]] = c end
+  return { fields = fields, candidates = candidates }
+end
+
+-- Retires one board of version `version`, whose keys follow KEYS[k] and other arguments
+-- ARGV[a] (its KEYS[1] and ARGV[2] in the header are KEYS[k + 1] and ARGV[a + 2] here;
+-- `shape` is shape_of(a)); also the fields it handled. Written without closures or
+-- copies of its keys: a call runs it for up to 32 boards, and each table, string or
+-- function made costs Redis about as much as a command.
+local function retire(k, a, version, shape)
+  local board, index, geo_key = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
+  local n, m, max_fields = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  -- Window j is ARGV[W + j], its cutoff ARGV[C + j], its totals KEYS[T + j]; candidate c's
+  -- start is ARGV[C + n + c] and its stage j KEYS[T + n + (c - 1) * n + j].
+  local W, C, T = a + 4, a + 4 + n, k + 3
+  local S = T + n
+  local fields, candidates = shape.fields, shape.candidates
+  -- record[1 + 2j] is window j's watermark, record[2 + 2j] what it retired through.
+  local record = board_record(board, version, unpack(fields))
   if lease_held(record[3 + 2 * n]) then return { 'fallback', 'recomputing' } end
 
-  -- Each candidate's geometry (false: a plain slot), read unless the record says no slot
-  -- has one (plain_slots: see the header).
+  -- Each candidate's geometry (false or nil: a plain slot), read unless the record says
+  -- no slot has one (plain_slots: see the header).
   local geo = {}
   if record[5 + 2 * n] ~= '1' then
-    geo = redis.call('HMGET', geo_key, unpack(ARGV, 5 + 2 * n, 4 + 2 * n + m))
-  end
-  for c = 1, m do geo[c] = parse_geometry(geo[c]) or false end
-
-  -- The hashes that hold candidate c's stage j: the stage hash, and on a compact slot its
-  -- buckets (a compact slot's plain stage hash exists only while an active relayout
-  -- converts it, docs/compact-slots.md, "Relayout": each form is handed on to the same form of the
-  -- next stage; the call is atomic, so their order does not matter).
-  local function hashes(c, j)
-    local list = { stage(c, j) }
-    if not geo[c] then return list end
-    for i = 0, bucket_count(geo[c]) - 1 do list[#list + 1] = bucket_key(stage(c, j), i) end
-    return list
+    geo = redis.call('HMGET', geo_key, unpack(ARGV, C + n + 1, C + n + m))
+    for c = 1, m do geo[c] = parse_geometry(geo[c]) or false end
   end
 
   -- The plan, changing nothing: the (window, candidate, slot) triples due, oldest slot
-  -- first within each window, and a bound on the fields they hold. `sizes` keeps the size
-  -- of each stage hash measured or renamed into (false: merged into, to be measured).
-  local plan, carried, sizes, work = {}, {}, {}, 0
+  -- first within each window (plan_j, plan_c, plan_slot), and a bound on the fields they
+  -- hold. `sizes` keeps the size of each stage hash measured or renamed into (false:
+  -- merged into, to be measured).
+  local plan_j, plan_c, plan_slot, carried, sizes, work = {}, {}, {}, {}, {}, 0
   for j = 1, n do
-    local due = redis.call('ZRANGEBYSCORE', index, '(' .. done(j), cutoff(j), 'LIMIT', 0, m + 1)
+    local due = redis.call('ZRANGEBYSCORE', index, '(' .. record[2 + 2 * j], ARGV[C + j],
+      'LIMIT', 0, m + 1)
     for _, slot in ipairs(due) do
       local c = candidates[slot]
       if not c then return { 'fallback', 'slots' } end
-      if geo[c] and bucket_count(geo[c]) > MAX_BUCKETS then return { 'fallback', 'big' } end
+      local g = geo[c]
+      if g and bucket_count(g) > MAX_BUCKETS then return { 'fallback', 'big' } end
       local size = carried[c] or 0
-      for _, key in ipairs(hashes(c, j)) do
+      for _, key in ipairs(stage_hashes(KEYS[S + (c - 1) * n + j], g)) do
         sizes[key] = redis.call('HLEN', key)
         size = size + sizes[key]
       end
       carried[c] = size
       work = work + size
       if work > max_fields then return { 'fallback', 'big' } end
-      plan[#plan + 1] = { j, c, slot }
+      local q = #plan_j + 1
+      plan_j[q], plan_c[q], plan_slot[q] = j, c, slot
     end
   end
 
   -- The record's fields to set (watermarks, retired-through marks), in one HSET at the end.
   local marks = {}
   local subtracted, zeroed, p = 0, 0, 1
+  -- The closed slot's stages, its candidate's when it is one (see the header).
+  local closed = ARGV[C + n + m + 1]
+  local closed_at = candidates[closed] and (S + (candidates[closed] - 1) * n) or (S + m * n)
+  local data = KEYS[S + m * n + (candidates[closed] and 0 or n) + 1]
   for j = 1, n do
-    if wm(j) < tonumber(cutoff(j)) then
-      marks[#marks + 1], marks[#marks + 2] = 'wm:' .. window(j), cutoff(j)
+    local cutoff = ARGV[C + j]
+    if tonumber(record[1 + 2 * j]) < tonumber(cutoff) then
+      marks[#marks + 1], marks[#marks + 2] = fields[2 * j - 1], cutoff
     end
-    while p <= #plan and plan[p][1] == j do
-      local c, slot = plan[p][2], plan[p][3]
-      local next_hashes = j < n and hashes(c, j + 1) or {}
-      for h, key in ipairs(hashes(c, j)) do
+    while plan_j[p] == j do
+      local c, slot = plan_c[p], plan_slot[p]
+      local g, stage = geo[c], S + (c - 1) * n
+      local next_hashes = j < n and stage_hashes(KEYS[stage + j + 1], g) or {}
+      for h, key in ipairs(stage_hashes(KEYS[stage + j], g)) do
         local names, values = fields_and_values(redis.call('HGETALL', key))
         if #names > 0 then
-          zeroed = zeroed + bulk_add(totals(j), true, -1, names, values, nil, nil,
-            j == n and KEYS[4 + 2 * n + m * n] or nil)
+          zeroed = zeroed + bulk_add(KEYS[T + j], true, -1, names, values, nil, nil,
+            j == n and data or nil)
           local to = next_hashes[h]
           if hand_on(key, to, names, values) then
             sizes[to] = #names
@@ -159,26 +182,30 @@ local function retire(KEYS, ARGV)
       end
       if j == n then
         redis.call('ZREM', index, slot)
-        if geo[c] then redis.call('HDEL', geo_key, slot) end
+        if g then redis.call('HDEL', geo_key, slot) end
       end
       p = p + 1
     end
-    if tonumber(done(j)) < tonumber(cutoff(j)) then
-      marks[#marks + 1], marks[#marks + 2] = 'done:' .. window(j), cutoff(j)
+    if tonumber(record[2 + 2 * j]) < tonumber(cutoff) then
+      marks[#marks + 1], marks[#marks + 2] = fields[2 * j], cutoff
     end
   end
   if #marks > 0 then redis.call('HSET', board, unpack(marks)) end
+  gate(board)
+  -- Every slot retired left its windows by the boundary window 1's cutoff + its length.
+  record_changes(board, 'retire', nil, (tonumber(ARGV[C + 1]) + tonumber(ARGV[W + 1])) * 1000)
 
   -- Whether the slot that just closed should be compacted (see the header).
-  local function wants_compacting()
-    local closed, minimum = ARGV[5 + 2 * n + m], tonumber(ARGV[6 + 2 * n + m] or '')
-    if not minimum or (record[4 + 2 * n] or ARGV[7 + 2 * n + m]) ~= 'compact' then return 0 end
+  local compact = 0
+  local minimum = tonumber(ARGV[C + n + m + 2] or '')
+  if minimum and (record[4 + 2 * n] or ARGV[C + n + m + 3]) == 'compact' then
     -- The sizes first: most closed slots of a small board are too small, and that ends it.
     local big = false
-    for k = 1, n do
-      local key = KEYS[3 + n + m * n + k]
+    for st = 1, n do
+      local key = KEYS[closed_at + st]
       local size = sizes[key]
-      if size == false or (size == nil and (k == 1 or wm(k - 1) >= tonumber(closed))) then
+      local may_hold = st == 1 or tonumber(record[2 * st - 1]) >= tonumber(closed)
+      if size == false or (size == nil and may_hold) then
         size = redis.call('HLEN', key)
       end
       if size and size >= minimum then
@@ -186,27 +213,26 @@ local function retire(KEYS, ARGV)
         break
       end
     end
-    if not big or not redis.call('ZSCORE', index, closed) then return 0 end
-    return redis.call('HEXISTS', geo_key, closed) == 1 and 0 or 1
+    if big and redis.call('ZSCORE', index, closed) then
+      compact = redis.call('HEXISTS', geo_key, closed) == 1 and 0 or 1
+    end
   end
-  gate(board)
-  -- Every slot retired left its windows by the boundary window 1's cutoff + its length.
-  record_changes(board, 'retire', nil, (tonumber(ARGV[5 + n]) + tonumber(ARGV[5])) * 1000)
-  return { 'done', #plan, subtracted, zeroed, wants_compacting() }, subtracted
+  return { 'done', #plan_j, subtracted, zeroed, compact }, subtracted
 end
 
 local answers, spent, bound = {}, 0, nil
-local k, a = 0, 1
+-- The next board's keys follow KEYS[k], its counts and arguments ARGV[a]; the arguments
+-- of the last board that had them all follow ARGV[shared].
+local k, a, shared, shape = 0, 1, nil, nil
 for b = 1, tonumber(ARGV[1]) do
-  local keys, args = {}, {}
-  for x = 1, tonumber(ARGV[a + 1]) do keys[x] = KEYS[k + x] end
-  for x = 1, tonumber(ARGV[a + 2]) do args[x] = ARGV[a + 2 + x] end
-  k, a = k + #keys, a + 2 + #args
-  bound = bound or tonumber(args[4])
+  local nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  if nargs > 1 then shared, shape = a + 2, nil end
+  bound = bound or tonumber(ARGV[shared + 4])
   if spent > bound then
     answers[b] = { 'fallback', 'later' }
   else
-    local ok, answer, handled = pcall(retire, keys, args)
+    shape = shape or shape_of(shared)
+    local ok, answer, handled = pcall(retire, k, shared, ARGV[a + 3], shape)
     if not ok then
       -- A board refused (refuse: STALE) is answered so; any other error fails the call.
       if not (type(answer) == 'table' and string.find(answer.err or '', '^STALE')) then
@@ -216,5 +242,6 @@ for b = 1, tonumber(ARGV[1]) do
     end
     answers[b], spent = answer, spent + (handled or 0)
   end
+  k, a = k + nkeys, a + 2 + nargs
 end
 return answers

@@ -32,7 +32,7 @@ use crate::store::redis::conn::scripts::RETIRE_SMALL_SOURCE;
 use crate::store::redis::conn::{RedisConn, Retry};
 
 /// Boards per call: each call's fixed cost (the command, the script's own definitions)
-/// is shared by this many, and the call stays short (the script's bound, and ~25 µs of
+/// is shared by this many, and the call stays short (the script's bound, and ~24 µs of
 /// Redis a small board).
 const BOARDS_PER_CALL: usize = 32;
 
@@ -166,7 +166,17 @@ fn call_of(
         cmd.arg(keys);
     }
     cmd.arg(parts.len());
+    // A board whose arguments, its version aside, are those of the board before it sends
+    // its version only (see the script's header).
+    let mut shared: Option<&[String]> = None;
     for (keys, args) in &parts {
+        let args = match shared {
+            Some(before) if before[1..] == args[1..] => &args[..1],
+            _ => {
+                shared = Some(args);
+                &args[..]
+            }
+        };
         cmd.arg(keys.len()).arg(args.len()).arg(args);
     }
     cmd
@@ -195,7 +205,9 @@ fn board_part(
         keys.slot_geometry(name),
     ];
     list.extend((0..windows.len()).map(|j| keys.totals(name, windows, j)));
-    for &slot in candidates.iter().chain([&closed]) {
+    // The closed slot's stages, unless it is a candidate (its stages are named already).
+    let closed_stages = (!candidates.contains(&closed)).then_some(&closed);
+    for &slot in candidates.iter().chain(closed_stages) {
         list.extend((0..windows.len()).map(|j| keys.stage(name, slot, j)));
     }
     list.push(keys.data(name));
