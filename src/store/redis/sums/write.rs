@@ -152,11 +152,6 @@ fn micros(us: i64) -> u64 {
     u64::try_from(us).unwrap_or(0)
 }
 
-/// Sends events one by one, in order, each checked against the stored values (the
-/// exact path, for boards whose bound no longer proves the range): the status of each
-/// event applied, from the first (fewer than sent when the call stopped at its budget,
-/// never none of them). Also answers the script's own duration in µs and the standing
-/// asked for, as [`send_sums`] does.
 /// `write.lua`'s ARGV[5] in mode `events`: `'<cap> <budget>'` (`-` for none) on a board
 /// that keeps contributors, else `''`.
 fn contributor_caps(config: &BoardConfig) -> String {
@@ -171,6 +166,11 @@ fn contributor_caps(config: &BoardConfig) -> String {
     )
 }
 
+/// Sends events one by one, in order, each checked against the stored values (the
+/// exact path, for boards whose bound no longer proves the range): the status of each
+/// event applied, from the first (fewer than sent when the call stopped at its budget,
+/// never none of them). Also answers the script's own duration in µs and the standing
+/// asked for, as [`send_sums`] does.
 pub(crate) async fn send_events<G: Guard>(
     conn: &RedisConn,
     call: &WriteCall<'_, G>,
