@@ -83,15 +83,20 @@ async fn reset_stats(redis: &TestRedis) {
         .unwrap();
 }
 
+/// Creates a board of slot 1m and `windows`, and loads it.
+async fn board(rb: &Rollboard, windows: &[&str]) -> Arc<Board> {
+    let name = unique("many");
+    rb.create(&name, BoardConfig::parse("1m", windows).unwrap())
+        .await
+        .unwrap();
+    Arc::new(rb.board(&name).await.unwrap())
+}
+
 /// Creates `n` boards (slot 1m, windows 1m and 2m) and loads them.
 async fn boards(rb: &Rollboard, n: usize) -> Vec<Arc<Board>> {
     let mut out = Vec::new();
     for _ in 0..n {
-        let name = unique("many");
-        rb.create(&name, BoardConfig::parse("1m", &["1m", "2m"]).unwrap())
-            .await
-            .unwrap();
-        out.push(Arc::new(rb.board(&name).await.unwrap()));
+        out.push(board(rb, &["1m", "2m"]).await);
     }
     out
 }
@@ -247,13 +252,8 @@ async fn same_as_window_by_window(layout: Layout) {
     ];
     let (mut batched, mut twins) = (Vec::new(), Vec::new());
     for windows in configs {
-        for list in [&mut batched, &mut twins] {
-            let name = unique("mixed");
-            rb.create(&name, BoardConfig::parse("1m", &windows).unwrap())
-                .await
-                .unwrap();
-            list.push(Arc::new(rb.board(&name).await.unwrap()));
-        }
+        batched.push(board(&rb, &windows).await);
+        twins.push(board(&rb, &windows).await);
     }
     // Nothing is due yet: this loads the script.
     for result in rb.retire_many(&batched).await {

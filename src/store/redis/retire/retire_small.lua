@@ -154,8 +154,9 @@ local function retire(k, a, version, shape)
   local subtracted, zeroed, p = 0, 0, 1
   -- The closed slot's stages, its candidate's when it is one (see the header).
   local closed = ARGV[C + n + m + 1]
-  local closed_at = candidates[closed] and (S + (candidates[closed] - 1) * n) or (S + m * n)
-  local data = KEYS[S + m * n + (candidates[closed] and 0 or n) + 1]
+  local closed_c = candidates[closed]
+  local closed_at = closed_c and (S + (closed_c - 1) * n) or (S + m * n)
+  local data = KEYS[S + m * n + (closed_c and 0 or n) + 1]
   for j = 1, n do
     local cutoff = ARGV[C + j]
     if tonumber(record[1 + 2 * j]) < tonumber(cutoff) then

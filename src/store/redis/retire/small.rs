@@ -246,12 +246,10 @@ enum Answer {
 
 /// A board's answer (an absent fifth field of a report is: do not compact).
 fn answer(reply: Value) -> Answer {
-    match report(reply) {
-        Ok(Some(answer)) => answer,
-        _ => Answer::Declined,
-    }
+    report(reply).ok().flatten().unwrap_or(Answer::Declined)
 }
 
+/// [`answer`], `None` (or an error) for a decline or a reply of another shape.
 fn report(reply: Value) -> Result<Option<Answer>> {
     let items = array(reply, "retire_small")?;
     let words = |at: usize| items.get(at).and_then(|v| string(v, "outcome").ok());
