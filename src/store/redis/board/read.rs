@@ -99,21 +99,53 @@ fn with_members<'a>(fixed: [&'a str; 2], members: &'a [Member]) -> Vec<&'a str> 
         .collect()
 }
 
-fn entries(items: &[Value]) -> Result<Vec<Entry>> {
-    items
-        .chunks(3)
-        .map(|e| match e {
-            [rank, member, score] => Ok(Entry {
-                rank: int(rank, "rank")? as u64,
-                member: string(member, "member")?,
-                score: int_score(score)?,
+/// Reads `read_ranking.lua`'s runs off the front of `items` until `count` entries are
+/// read (all of them when `None`), in the order `order` asks (the script answers
+/// highest first). A run is its first rank, its total and its members, headed by minus
+/// its length when it holds more than one; its ranks go up by one a member when `ties`
+/// are by position.
+fn entries(
+    items: &mut &[Value],
+    count: Option<usize>,
+    ties: Ties,
+    order: Order,
+) -> Result<Vec<Entry>> {
+    let position = ties == Ties::Position;
+    let mut entries = Vec::with_capacity(count.unwrap_or(items.len() / 3));
+    while count.map_or(!items.is_empty(), |count| entries.len() < count) {
+        let head = int(next(items)?, "rank")?;
+        let (length, first_rank) = match head {
+            ..0 => (head.unsigned_abs(), int(next(items)?, "rank")? as u64),
+            _ => (1, head as u64),
+        };
+        let score = int_score(next(items)?)?;
+        for k in 0..length {
+            entries.push(Entry {
+                rank: first_rank + if position { k } else { 0 },
+                member: string(next(items)?, "member")?,
+                score,
                 data: None,
                 pinned: false,
                 movement: None,
-            }),
-            _ => Err(Error::store("read_ranking answered a partial entry")),
-        })
-        .collect()
+            });
+        }
+    }
+    if count.is_some_and(|count| entries.len() != count) {
+        return Err(Error::store("read_ranking answered a run past its page"));
+    }
+    if order == Order::Asc {
+        entries.reverse();
+    }
+    Ok(entries)
+}
+
+/// The first of `items`, taken off them.
+fn next<'a>(items: &mut &'a [Value]) -> Result<&'a Value> {
+    let (first, rest) = items
+        .split_first()
+        .ok_or_else(|| Error::store("read_ranking answered a partial run"))?;
+    *items = rest;
+    Ok(first)
 }
 
 pub(crate) async fn top(
@@ -136,11 +168,9 @@ pub(crate) async fn top(
     }
     let flags = flags(at.board, order, false);
     let r = read_ranking(conn, at, "top", &flags, &args).await?;
-    Ok(TopPage::new(
-        at.board.name.clone(),
-        r.coverage,
-        entries(&r.rest)?,
-    ))
+    let ties = at.board.config.ties();
+    let entries = entries(&mut r.rest.as_slice(), None, ties, order)?;
+    Ok(TopPage::new(at.board.name.clone(), r.coverage, entries))
 }
 
 /// The standings of `members` in one `read_ranking.lua` call (one round trip, O(k log N)).
@@ -260,19 +290,10 @@ pub(crate) async fn arounds(
     let mut rest = r.rest.as_slice();
     let mut pages = Vec::with_capacity(members.len());
     for _ in members {
-        let (count, after) = rest
-            .split_first()
-            .ok_or_else(|| Error::store("read_ranking answered too few pages"))?;
-        let count = 3 * int(count, "entries")? as usize;
-        if after.len() < count {
-            return Err(Error::store("read_ranking answered a partial page"));
-        }
-        let (page, after) = after.split_at(count);
-        rest = after;
-        pages.push((count > 0).then(|| {
-            let entries = entries(page)?;
-            Ok(TopPage::new(at.board.name.clone(), r.coverage, entries))
-        }));
+        let count = int(next(&mut rest)?, "entries")? as usize;
+        let ties = at.board.config.ties();
+        let entries = entries(&mut rest, Some(count), ties, options.order)?;
+        pages.push((count > 0).then(|| TopPage::new(at.board.name.clone(), r.coverage, entries)));
     }
-    pages.into_iter().map(Option::transpose).collect()
+    Ok(pages)
 }

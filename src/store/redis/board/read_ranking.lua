@@ -11,9 +11,9 @@
 -- ARGV[2]  the window, seconds (field done:<W>)
 -- ARGV[3]  mode: 'top', 'members', 'around', 'ranks' or 'ahead'
 -- ARGV[4]  flags, space-separated words, any of: 'position' (the board ranks ties by
---          position: a rank is the 1-based ranking position), 'asc' (top, around: the
---          entries lowest first, equal totals by member descending; top's offset counts
---          from the bottom), 'fill' (around: a full page of 2n+1 when the ranking holds
+--          position: a rank is the 1-based ranking position), 'asc' (top: the offset
+--          counts from the bottom; the page is still answered highest first, and the
+--          caller reverses it), 'fill' (around: a full page of 2n+1 when the ranking holds
 --          that many, shifted at the ends), 'nonzero' (the board ranks every non-zero
 --          total, negative ones too; without it only positive totals are ranked), 'all'
 --          (a max board: every value is ranked, zero too)
@@ -42,9 +42,13 @@
 -- Returns {first_pending, newest, since, building, ...}: the oldest live slot newer than
 -- done:<W>, the newest live slot, and the window's since:<W> and building:<W> marks (see
 -- extend_board.lua; false when absent), from which the caller computes the slots covered;
--- then for 'top' triples rank, member, score (score as Redis prints it); for 'around'
--- per member asked the number of entries of its page (0 for a member without a ranked
--- total), then the page's triples;
+-- then for 'top' the page's runs, highest first; for 'around' per member asked the number
+-- of entries of its page (0 for a member without a ranked total), then the page's runs.
+-- A run is entries at consecutive ranking positions holding one total: its first rank,
+-- the total (as Redis prints it) and its members, in ranking order, headed by minus its
+-- length when it holds more than one (the members of a page inside a tie group are one
+-- run: 3 + k values, not 3k). On a board ranking ties by position the ranks of a run go
+-- up by one a member; otherwise they are its first rank;
 -- for 'members' the number of ranked members, then per member asked its score, rank and
 -- the number of ranked members strictly below it (for its percentile): rank false and
 -- none below for a total that is not ranked, rank false and -1 below for a hidden
@@ -81,23 +85,26 @@ local pending = redis.call('ZRANGEBYSCORE', index, '(' .. record[3], '+inf', 'LI
 local newest = redis.call('ZREVRANGEBYSCORE', index, '+inf', '-inf', 'LIMIT', 0, 1)
 local reply = { pending[1] or false, newest[1] or false, record[4] or false, record[5] or false }
 
--- Appends `members`, each holding `score`, at ranking positions from `from` on to reply
--- (rank, member, score), `above` members having a strictly higher total.
-local function append(members, score, above, from)
-  for k, member in ipairs(members) do
-    reply[#reply + 1] = rank_of(score, above, from + k - 1)
-    reply[#reply + 1] = member
-    reply[#reply + 1] = score
-  end
+-- Appends the run (see above) of list[first], list[first + step], … list[last], each
+-- holding `score`, at ranking positions from `from` on, `above` members having a
+-- strictly higher total; `entries` counts the entries appended.
+local entries = 0
+local function append(score, above, from, list, first, last, step)
+  local count = (last - first) / step + 1
+  if count <= 0 then return end
+  if count > 1 then reply[#reply + 1] = -count end
+  reply[#reply + 1] = rank_of(score, above, from)
+  reply[#reply + 1] = score
+  for k = first, last, step do reply[#reply + 1] = list[k] end
+  entries = entries + count
 end
--- The members at ranking positions from .. to of the tie group at positions a .. b, in
--- member order: ZREVRANGE lists the group at the same indices a .. b in member
--- descending order, so ranking position p is at index a+b-p; one ZREVRANGE, reversed.
-local function group_members(a, b, from, to)
+-- Appends the members at ranking positions from .. to of the tie group at positions
+-- a .. b, holding `score`: ZREVRANGE lists the group at the same indices a .. b in
+-- member descending order, so ranking position p is at index a+b-p; one ZREVRANGE,
+-- appended from its end.
+local function append_group(score, a, b, from, to)
   local found = redis.call('ZREVRANGE', totals, a + b - to, a + b - from)
-  local members = {}
-  for k = #found, 1, -1 do members[#members + 1] = found[k] end
-  return members
+  append(score, a, from, found, #found, 1, -1)
 end
 
 -- Appends the entries at ranking positions offset .. offset+limit-1 to reply (fewer
@@ -124,37 +131,19 @@ local function page(offset, limit)
     -- This group fills positions position .. final of the page; a group inside the page
     -- starts at position, only the first and the last may reach past the page's edges.
     local final = position + j - i
-    local a, members = position, nil
+    local a = position
     if i == 1 and offset > 0 then a = redis.call('ZCOUNT', totals, '(' .. score, '+inf') end
     if a < position then
-      local b = a + redis.call('ZCOUNT', totals, score, score) - 1
-      members = group_members(a, b, position, final)
+      append_group(score, a, a + redis.call('ZCOUNT', totals, score, score) - 1, position, final)
     elseif j == count and after == score then
       -- A group that starts on the page: its first members, by score (member order).
-      members = redis.call('ZRANGEBYSCORE', totals, score, score, 'LIMIT', 0, final - position + 1)
+      local members = redis.call('ZRANGEBYSCORE', totals, score, score, 'LIMIT', 0, final - position + 1)
+      append(score, a, position, members, 1, #members, 1)
     else
-      members = {}
-      for k = j, i, -1 do members[#members + 1] = raw[2 * k - 1] end
+      append(score, a, position, raw, 2 * j - 1, 2 * i - 1, -2)
     end
-    append(members, score, a, position)
     position = final + 1
     i = j + 1
-  end
-end
-
--- Appends the entries at ranking positions offset .. offset+limit-1 to reply in the
--- order asked, as `read` (page, or another reader of them) appends them highest first:
--- reversed when ascending.
-local function ordered_page(offset, limit, read)
-  local first = #reply + 1
-  local read_page = read or page
-  read_page(offset, limit)
-  if flags.asc then
-    local last = #reply - 2
-    while first < last do
-      for k = 0, 2 do reply[first + k], reply[last + k] = reply[last + k], reply[first + k] end
-      first, last = first + 3, last - 3
-    end
   end
 end
 
@@ -179,7 +168,7 @@ if mode == 'top' then
   else
     offset = first + offset
   end
-  ordered_page(offset, limit)
+  page(offset, limit)
   return reply
 end
 
@@ -255,12 +244,13 @@ for k = 7, #ARGV do
       limit = (stop > known and math.min(stop, ranked()) or stop) - offset
     end
     -- A page inside the member's own tie group is its members by index, one ZREVRANGE.
-    local function in_group(from, count)
-      append(group_members(greater, greater + tied - 1, from, from + count - 1), score, greater, from)
+    entries = 0
+    if offset >= greater and offset + limit <= greater + tied then
+      append_group(score, greater, greater + tied - 1, offset, offset + limit - 1)
+    else
+      page(offset, limit)
     end
-    local inside = offset >= greater and offset + limit <= greater + tied
-    ordered_page(offset, limit, inside and in_group or nil)
-    reply[count_at] = (#reply - count_at) / 3
+    reply[count_at] = entries
   end
 end
 return reply
