@@ -460,8 +460,8 @@ impl BoardConfig {
         self
     }
 
-    /// Whether the board can watch its tops: a sum board of one
-    /// shard, whose scripts see its whole ranking in one atomic step.
+    /// Whether the board can watch its tops: a sum board of one shard, whose scripts see
+    /// its whole ranking in one atomic step.
     pub fn watchable(&self) -> bool {
         self.aggregate.sums() && self.shards == 1
     }

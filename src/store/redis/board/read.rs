@@ -287,11 +287,10 @@ pub(crate) async fn arounds(
     let n = n.to_string();
     let args = with_members(["", &n], members);
     let r = read_ranking(conn, at, "around", &flags, &args).await?;
-    let mut rest = r.rest.as_slice();
+    let (ties, mut rest) = (at.board.config.ties(), r.rest.as_slice());
     let mut pages = Vec::with_capacity(members.len());
     for _ in members {
         let count = int(next(&mut rest)?, "entries")? as usize;
-        let ties = at.board.config.ties();
         let entries = entries(&mut rest, Some(count), ties, options.order)?;
         pages.push((count > 0).then(|| TopPage::new(at.board.name.clone(), r.coverage, entries)));
     }
