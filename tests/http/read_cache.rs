@@ -42,7 +42,10 @@ async fn replicas(backend: Backend, b_staleness_ms: u64) -> (TestApp, TestApp) {
     }
 }
 
-/// Creates a `1h`/`24h` board through `app`; its name.
+/// Creates a `1h`/`24h` board through `app`; its name. Returns once `app`'s retirer has
+/// made its first pass over the board (it passes a board it has not seen at once, and a
+/// pass, like any change through the process, forgets the board's cached reads): the
+/// ages the tests read are then the clock's alone.
 async fn board(app: &TestApp) -> String {
     let name = unique("cache");
     let reply = app
@@ -52,7 +55,14 @@ async fn board(app: &TestApp) -> String {
         )
         .await;
     assert_eq!(reply.status, StatusCode::CREATED, "{:?}", reply.body);
-    name
+    let passed = format!("rollboard_retired_fields_total{{board=\"{name}\"}} ");
+    for _ in 0..200 {
+        if app.get_text("/metrics").await.contains(&passed) {
+            return name;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the retirer made no pass over {name} within 2 s");
 }
 
 async fn like(app: &TestApp, board: &str, member: &str, delta: i64) {
