@@ -1,6 +1,6 @@
 //! `/v1/boards`: create, list, describe and drop boards.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};

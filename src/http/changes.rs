@@ -6,7 +6,7 @@
 
 use std::convert::Infallible;
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::http::header::ACCEPT;

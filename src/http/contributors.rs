@@ -6,7 +6,7 @@
 //! [`Rollboard::contributions`](crate::Rollboard::contributions) or
 //! [`Rollboard::member_contributors`](crate::Rollboard::member_contributors), answer.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use serde::Deserialize;
 

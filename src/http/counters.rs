@@ -1,7 +1,7 @@
 //! `/v1/counters`: increment a counter, give it precisions of its own, read its samples
 //! at one precision, list and drop counters.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};

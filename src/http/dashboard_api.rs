@@ -11,7 +11,7 @@
 
 use std::str::FromStr;
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use serde::Deserialize;
 

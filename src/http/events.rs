@@ -4,7 +4,7 @@
 //! `idempotency_key_reused`), and with `?return=standing` answering each written
 //! member's score and rank before and after the write (`Windowed::incr_batch_standing`).
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};

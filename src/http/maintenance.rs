@@ -4,7 +4,7 @@
 //! [`remove_by_score`](crate::Rollboard::remove_by_score) or
 //! [`trim`](crate::Rollboard::trim), render.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use serde::Deserialize;
 

@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
+use axum::Router;
 use axum::extract::OriginalUri;
 use axum::http::Uri;
 use axum::routing::get;
-use axum::{Json, Router};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa_axum::router::OpenApiRouter;
@@ -32,6 +32,7 @@ mod edge;
 pub mod error;
 mod events;
 mod extract;
+mod json;
 mod json_int;
 mod latency;
 mod live;
@@ -63,6 +64,7 @@ pub use live::{Live, Reload};
 pub use state::{AppState, HttpOptions};
 
 use crate::Rollboard;
+use json::Json;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -155,12 +157,12 @@ pub fn reloadable_router(boards: Rollboard, options: HttpOptions) -> (Router, Re
         cors_origins: options.cors_origins,
         max_staleness: boards.staleness(),
     });
-    let state = AppState {
+    let state = AppState::new(state::Shared {
         boards,
         live: live.clone(),
         metrics: options.metrics,
         max_clock_skew: options.max_clock_skew,
-    };
+    });
     // Every route of the document but the two probes reads or writes: with a read token
     // configured, each needs a token.
     let (guarded, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())

@@ -4,7 +4,7 @@
 //! ([`Windowed::hide`](crate::Windowed::hide), [`Rollboard::hide_member`](crate::Rollboard::hide_member),
 //! [`Rollboard::moderation_log`](crate::Rollboard::moderation_log), …), answer.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 

@@ -9,7 +9,7 @@
 //! twice, a bad member or delta, a malformed body) is refused whole with 400 or 422 and
 //! nothing is applied.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,7 @@
 //! Operational endpoints: liveness, readiness, metrics; and the answers for routes and
 //! methods that do not exist.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};

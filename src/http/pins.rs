@@ -3,7 +3,7 @@
 //! [`Windowed::pin`](crate::Windowed::pin), [`Windowed::unpin`](crate::Windowed::unpin)
 //! or [`Windowed::pins`](crate::Windowed::pins), answer.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 

@@ -4,7 +4,7 @@
 //! [`Rollboard::quarantine`](crate::Rollboard::quarantine) or
 //! [`Rollboard::release`](crate::Rollboard::release), answer.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 
 use super::AppState;

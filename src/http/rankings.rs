@@ -1,7 +1,7 @@
 //! Reading a board: top N, one member's standing, its neighbours, its history; and
 //! removing a member.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 

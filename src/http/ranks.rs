@@ -2,7 +2,7 @@
 //! for short lists, `POST /v1/boards/{board}/ranks` with a JSON body for long ones. Thin:
 //! parse, call [`Windowed::ranks`](crate::Windowed::ranks), render.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use serde::Deserialize;
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

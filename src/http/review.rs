@@ -2,7 +2,7 @@
 //! one. Thin: parse, call [`Windowed::review_queue`](crate::Windowed::review_queue) or
 //! [`Windowed::review`](crate::Windowed::review), answer.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,7 @@
 //! The score at a percentile: `GET /v1/boards/{board}/score_at?percentile=Q&window=`.
 //! Thin: parse, call [`Windowed::score_at`](crate::Windowed::score_at), render.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use serde::Deserialize;
 

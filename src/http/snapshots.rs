@@ -1,7 +1,7 @@
 //! `GET /v1/boards/{board}/snapshots`: a window's period snapshots, newest first. Thin:
 //! parse, call [`Windowed::snapshots`](crate::Windowed::snapshots), render.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use serde::Deserialize;
 

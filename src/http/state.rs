@@ -1,6 +1,8 @@
 //! What the router is built from ([`HttpOptions`]) and what every handler can reach
 //! ([`AppState`]).
 
+use std::ops::Deref;
+use std::sync::Arc;
 use std::time::Duration;
 
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -49,11 +51,28 @@ impl Default for HttpOptions {
     }
 }
 
-/// What every handler can reach.
+/// What every handler can reach: one `Arc`, as axum clones it twice a request (the
+/// route's service and the `State` extractor).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+/// What [`AppState`] holds.
+pub struct Shared {
     pub(super) boards: Rollboard,
     pub(super) live: Reload,
     pub(super) metrics: Option<PrometheusHandle>,
     pub(super) max_clock_skew: Option<Duration>,
+}
+
+impl AppState {
+    pub(super) fn new(shared: Shared) -> AppState {
+        AppState(Arc::new(shared))
+    }
+}
+
+impl Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
 }

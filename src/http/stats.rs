@@ -2,7 +2,7 @@
 //! a kind's slowest contexts. A context holding `/` is percent-encoded within its one
 //! path segment: `/v1/stats/%2Fv1%2Fcounters%2F%7Bname%7D/AccessTime`.
 
-use axum::Json;
+use super::json::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 

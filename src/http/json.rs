@@ -1,0 +1,32 @@
+//! [`Json`]: a JSON answer, the one way every handler renders its body.
+//!
+//! axum's own `Json` writes through a `BytesMut` writer grown from 128 bytes: a call
+//! that is not inlined for every token, and several copies on a page of entries. This
+//! one writes into a `Vec` sized for a page (1 KiB) and hands it to the body as is. A
+//! top-10 read spends 0.5 µs less of the service's CPU (see `docs/performance.md`).
+
+use axum::body::Bytes;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+/// Room for a top-10 page, a standing or an around page without growing.
+const CAPACITY: usize = 1024;
+
+/// A value answered as `application/json`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        let mut body = Vec::with_capacity(CAPACITY);
+        match serde_json::to_writer(&mut body, &self.0) {
+            Ok(()) => {
+                let json = HeaderValue::from_static("application/json");
+                ([(header::CONTENT_TYPE, json)], Bytes::from(body)).into_response()
+            }
+            // Only a map with keys that are not strings fails, and no answer has one.
+            Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+        }
+    }
+}
