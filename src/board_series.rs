@@ -42,15 +42,20 @@ impl BoardSeries {
     /// The `board` label for `board`: its name when it has series of its own (taking a
     /// free place if there is one), else [`OTHER`].
     pub fn label(&self, board: &str) -> String {
+        self.label_of(board).to_owned()
+    }
+
+    /// [`label`](Self::label), borrowed: `board` itself or [`OTHER`].
+    pub fn label_of<'a>(&self, board: &'a str) -> &'a str {
         let mut own = lock(&self.own);
         if own.contains(board) {
-            return board.to_owned();
+            return board;
         }
         if own.len() < self.cap {
             own.insert(board.to_owned());
-            return board.to_owned();
+            return board;
         }
-        OTHER.to_owned()
+        OTHER
     }
 
     /// Takes in that `board` (labelled `label`) lags `seconds` in `window`, and answers

@@ -8,8 +8,10 @@
 //! `metrics_board_series` boards: every other board is counted under `board="(other)"`
 //! (see [`BoardSeries`]).
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock};
 
+use metrics::Counter;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 pub use crate::board_series::{BoardSeries, OTHER};
@@ -211,12 +213,28 @@ pub fn rate_check(allowed: bool) {
     metrics::counter!("rollboard_rate_checks_total", "outcome" => outcome).increment(1);
 }
 
-/// Counts events applied to `board`.
+/// Counts events applied to `board`. Each label's counter is made once (as `latency.rs`
+/// makes its histograms): a like then costs a map lookup, not a key built and hashed.
 pub fn events_accepted(series: &BoardSeries, board: &str, n: usize) {
-    if n > 0 {
-        metrics::counter!("rollboard_events_accepted_total", "board" => series.label(board))
-            .increment(n as u64);
+    static COUNTERS: OnceLock<RwLock<HashMap<String, Counter>>> = OnceLock::new();
+    if n == 0 {
+        return;
     }
+    let counters = COUNTERS.get_or_init(Default::default);
+    let label = series.label_of(board);
+    let cached = counters
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(label)
+        .cloned();
+    let counter = cached.unwrap_or_else(|| {
+        let counter =
+            metrics::counter!("rollboard_events_accepted_total", "board" => label.to_owned());
+        let mut counters = counters.write().unwrap_or_else(|e| e.into_inner());
+        counters.insert(label.to_owned(), counter.clone());
+        counter
+    });
+    counter.increment(n as u64);
 }
 
 /// Counts an event rejected on `board`, by reason.

@@ -22,6 +22,7 @@
 //! each of them arrived. A
 //! min board's values are negated back on every read (`domain/stored_values.rs`).
 
+use std::fmt::Write;
 use std::sync::Arc;
 
 use crate::clock::{Clock, SystemClock};
@@ -251,7 +252,8 @@ impl Rollboard {
             let read = self.inner.exact_reads.read(key, item, fetch);
             return read.await.map(|value| (value, 0));
         }
-        let key = format!("{} {item:?}", key());
+        let mut key = key();
+        write!(key, " {item:?}").expect("writing to a String does not fail");
         let fetch = || async move { coalesce::first(fetch(vec![item]).await) };
         let read = self
             .inner
