@@ -1,6 +1,5 @@
 //! `/v1/boards`: create, list, describe and drop boards.
 
-use super::json::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -10,6 +9,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::json::Json;
 use super::json_int;
 use super::wire::{SpanInput, window};
 use crate::{

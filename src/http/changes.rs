@@ -6,7 +6,6 @@
 
 use std::convert::Infallible;
 
-use super::json::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::http::header::ACCEPT;
@@ -18,6 +17,7 @@ use serde::Deserialize;
 use super::AppState;
 use super::error::{ApiError, ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
+use super::json::Json;
 use super::moderation::BOARD_PARAM;
 use crate::domain::ChangePage;
 use crate::rollboard::changes::CHANGES_POLL;

@@ -6,7 +6,6 @@
 //! [`Rollboard::contributions`](crate::Rollboard::contributions) or
 //! [`Rollboard::member_contributors`](crate::Rollboard::member_contributors), answer.
 
-use super::json::Json;
 use axum::extract::State;
 use serde::Deserialize;
 
@@ -14,6 +13,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
+use super::json::Json;
 use crate::{ContributorView, MemberContributors};
 
 /// The `{by}` path parameter's description.

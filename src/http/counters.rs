@@ -1,7 +1,6 @@
 //! `/v1/counters`: increment a counter, give it precisions of its own, read its samples
 //! at one precision, list and drop counters.
 
-use super::json::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -10,6 +9,7 @@ use super::AppState;
 use super::auth::{AdminAccess, WriteAccess};
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
+use super::json::Json;
 use super::json_int;
 use crate::{CounterInfo, SampleQuery, Span, Timestamp};
 

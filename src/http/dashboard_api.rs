@@ -11,7 +11,6 @@
 
 use std::str::FromStr;
 
-use super::json::Json;
 use axum::extract::State;
 use serde::Deserialize;
 
@@ -19,6 +18,7 @@ use super::AppState;
 use super::auth::Moderator;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::ApiQuery;
+use super::json::Json;
 use crate::{BoardOrder, BoardSearch, Dashboard, DashboardQuery, Error, MemberLookup};
 
 /// `?boards=&top=&order=&leaders=&counters=&samples=&kind=&slowest=`.

@@ -6,13 +6,13 @@
 //! that is not JSON · 422 a valid request the rules reject · 503 store unavailable ·
 //! 500 only for store faults.
 
-use super::json::Json;
 use axum::extract::path::ErrorKind as PathErrorKind;
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use super::json::Json;
 use crate::Error;
 
 /// An error response.

@@ -4,7 +4,6 @@
 //! `idempotency_key_reused`), and with `?return=standing` answering each written
 //! member's score and rank before and after the write (`Windowed::incr_batch_standing`).
 
-use super::json::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
@@ -13,6 +12,7 @@ use super::AppState;
 use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
 use super::extract::{ApiPath, ApiQuery, JsonBytes};
+use super::json::Json;
 use super::wire::{BadBody, EventsIn, NotAnEvent, parse_events_body, parse_raw_event};
 use crate::{BatchOutcome, Error, Event, Fingerprint, IdempotencyKey, Span, WrittenStanding};
 

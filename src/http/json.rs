@@ -14,7 +14,7 @@ use serde::Serialize;
 const CAPACITY: usize = 1024;
 
 /// A value answered as `application/json`.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug)]
 pub struct Json<T>(pub T);
 
 impl<T: Serialize> IntoResponse for Json<T> {

@@ -4,7 +4,6 @@
 //! [`remove_by_score`](crate::Rollboard::remove_by_score) or
 //! [`trim`](crate::Rollboard::trim), render.
 
-use super::json::Json;
 use axum::extract::State;
 use serde::Deserialize;
 
@@ -12,6 +11,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::json::Json;
 use super::ranks::MemberName;
 use super::wire::window;
 use crate::{BulkRemoved, Error, ScoreBounds};

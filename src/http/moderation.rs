@@ -4,7 +4,6 @@
 //! ([`Windowed::hide`](crate::Windowed::hide), [`Rollboard::hide_member`](crate::Rollboard::hide_member),
 //! [`Rollboard::moderation_log`](crate::Rollboard::moderation_log), …), answer.
 
-use super::json::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +11,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery, OptionalJson};
+use super::json::Json;
 use super::wire::window;
 use crate::domain::{HiddenMembers, LogEntry, Moderated, ModerationNote};
 

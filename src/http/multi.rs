@@ -9,7 +9,6 @@
 //! twice, a bad member or delta, a malformed body) is refused whole with 400 or 422 and
 //! nothing is applied.
 
-use super::json::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
@@ -20,6 +19,7 @@ use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
 use super::events::{CountedReply, RejectedEvent, count_trending, idempotency_key};
 use super::extract::{ApiPath, ApiQuery, JsonBytes};
+use super::json::Json;
 use super::wire::{NotAnEvent, parse_raw_event, window};
 use crate::{BoardStanding, BoardWrite, BoardsEvent, Error, Event};
 

@@ -1,7 +1,6 @@
 //! Operational endpoints: liveness, readiness, metrics; and the answers for routes and
 //! methods that do not exist.
 
-use super::json::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -9,6 +8,7 @@ use serde::Serialize;
 
 use super::AppState;
 use super::error::{ApiError, ErrorBody};
+use super::json::Json;
 use crate::SkewTooLarge;
 
 /// `{"status": …}` of the health endpoints.

@@ -3,7 +3,6 @@
 //! [`Windowed::pin`](crate::Windowed::pin), [`Windowed::unpin`](crate::Windowed::unpin)
 //! or [`Windowed::pins`](crate::Windowed::pins), answer.
 
-use super::json::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +10,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, OptionalJson};
+use super::json::Json;
 use super::json_int;
 use super::moderation::NoteBody;
 use crate::domain::{ModerationNote, Pin, Timestamp};

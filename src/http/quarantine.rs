@@ -4,7 +4,6 @@
 //! [`Rollboard::quarantine`](crate::Rollboard::quarantine) or
 //! [`Rollboard::release`](crate::Rollboard::release), answer.
 
-use super::json::Json;
 use axum::extract::State;
 
 use super::AppState;
@@ -12,6 +11,7 @@ use super::auth::AdminAccess;
 use super::contributors::BY_PARAM;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::ApiPath;
+use super::json::Json;
 use crate::Quarantined;
 
 /// Quarantines the contributor (an event's `by`) on every board keeping contributors

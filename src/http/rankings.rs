@@ -1,7 +1,6 @@
 //! Reading a board: top N, one member's standing, its neighbours, its history; and
 //! removing a member.
 
-use super::json::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
@@ -9,6 +8,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
+use super::json::Json;
 use super::member_data;
 use super::movement::{TopWith, with_movement};
 use super::staleness::reader;

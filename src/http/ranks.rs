@@ -2,13 +2,13 @@
 //! for short lists, `POST /v1/boards/{board}/ranks` with a JSON body for long ones. Thin:
 //! parse, call [`Windowed::ranks`](crate::Windowed::ranks), render.
 
-use super::json::Json;
 use axum::extract::State;
 use serde::Deserialize;
 
 use super::AppState;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::json::Json;
 use super::json_int;
 use super::staleness::reader;
 use super::wire::window;

@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 
-use super::json::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -15,6 +14,7 @@ use super::AppState;
 use super::auth::WriteAccess;
 use super::error::{ApiResult, ErrorBody, ErrorDetail};
 use super::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
+use super::json::Json;
 use super::json_int;
 use crate::Timestamp;
 use crate::rates::Coverage;

@@ -7,7 +7,6 @@
 
 use std::time::Duration;
 
-use super::json::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -19,6 +18,7 @@ use super::auth::AdminAccess;
 use super::contributors::BY_PARAM;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, OptionalJson};
+use super::json::Json;
 use super::json_int;
 use crate::domain::Timestamp;
 use crate::error::Error;

@@ -2,7 +2,6 @@
 //! one. Thin: parse, call [`Windowed::review_queue`](crate::Windowed::review_queue) or
 //! [`Windowed::review`](crate::Windowed::review), answer.
 
-use super::json::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
@@ -10,6 +9,7 @@ use super::AppState;
 use super::auth::AdminAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::json::Json;
 use super::moderation::{BOARD_PARAM, HiddenQuery};
 use super::wire::window;
 use crate::domain::{Decision, ModerationNote, ReviewQueue};

@@ -1,13 +1,13 @@
 //! The score at a percentile: `GET /v1/boards/{board}/score_at?percentile=Q&window=`.
 //! Thin: parse, call [`Windowed::score_at`](crate::Windowed::score_at), render.
 
-use super::json::Json;
 use axum::extract::State;
 use serde::Deserialize;
 
 use super::AppState;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
+use super::json::Json;
 use super::wire::window;
 use crate::ScoreAt;
 

@@ -1,13 +1,13 @@
 //! `GET /v1/boards/{board}/snapshots`: a window's period snapshots, newest first. Thin:
 //! parse, call [`Windowed::snapshots`](crate::Windowed::snapshots), render.
 
-use super::json::Json;
 use axum::extract::State;
 use serde::Deserialize;
 
 use super::AppState;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiPath, ApiQuery};
+use super::json::Json;
 use super::wire::window;
 use crate::{SnapshotRange, Snapshots};
 

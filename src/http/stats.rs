@@ -2,7 +2,6 @@
 //! a kind's slowest contexts. A context holding `/` is percent-encoded within its one
 //! path segment: `/v1/stats/%2Fv1%2Fcounters%2F%7Bname%7D/AccessTime`.
 
-use super::json::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 
@@ -10,6 +9,7 @@ use super::AppState;
 use super::auth::WriteAccess;
 use super::error::{ApiResult, ErrorBody};
 use super::extract::{ApiJson, ApiPath, ApiQuery};
+use super::json::Json;
 use crate::{ContextStats, SlowEntry};
 
 /// The body of `POST /v1/stats/{context}/{kind}`.
