@@ -86,8 +86,9 @@ fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 
 /// `axum::extract::Query`, rejecting with a JSON [`ApiError`] that names the parameter
 /// and what it expects (see [`ApiError::query`]). A query that parses is read without
-/// axum's tracking of where in it the parser is (`serde_path_to_error`, ~3% of a cached
-/// read's CPU); only one that does not is read again by axum, for its message.
+/// axum's tracking of where in it the parser is (`serde_path_to_error`: query parsing
+/// took 1.68% of a cached read's CPU, 0.99% without); only one that does not is read
+/// again by axum, for its message.
 #[derive(Debug)]
 pub struct ApiQuery<T>(pub T);
 
