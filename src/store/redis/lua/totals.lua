@@ -250,12 +250,16 @@ local function fields_and_values(flat, seen, from, to)
   return fields, values
 end
 
--- Hands the whole hash `from`, whose `fields` and `values` the caller read, on to the
--- hash `to`: one RENAMENX when `to` does not exist (then answers true), else added into
--- it and `from` deleted; with `to` nil, `from` is just deleted.
+-- Hands the whole hash `from`, whose `fields` and `values` the caller read (or, when it
+-- gives none, read here if needed), on to the hash `to`: one RENAMENX when `to` does not
+-- exist (then answers true), else added into it and `from` deleted; with `to` nil,
+-- `from` is just deleted.
 local function hand_on(from, to, fields, values)
   if to and redis.call('RENAMENX', from, to) == 1 then return true end
-  if to then bulk_add(to, false, 1, fields, values) end
+  if to then
+    if not fields then fields, values = fields_and_values(redis.call('HGETALL', from)) end
+    bulk_add(to, false, 1, fields, values)
+  end
   redis.call('DEL', from)
   return false
 end

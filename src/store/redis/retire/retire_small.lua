@@ -44,7 +44,9 @@
 -- Each stage hash (a compact slot's each bucket, as retire_chunk.lua does) is read whole,
 -- subtracted, and handed on by one RENAMENX when the next stage has no such hash (merged
 -- otherwise); a compact slot's geometry goes with its index entry. A compact slot of more
--- than MAX_BUCKETS buckets is not small.
+-- than MAX_BUCKETS buckets is not small. When no live slot is newer than window 1's
+-- cutoff, window 1's totals are exactly empty once its due slots left (docs/design.md,
+-- "Many boards"): they are deleted whole, and its stage hashes handed on unread.
 --
 -- It first checks, changing nothing, that the call fits: every slot due is a candidate,
 -- and the fields to handle (each stage's size plus what the smaller window moves into it)
@@ -128,24 +130,48 @@ local function retire(k, a, version, shape)
   -- hold. `sizes` keeps the size of each stage hash measured or renamed into (false:
   -- merged into, to be measured).
   local plan_j, plan_c, plan_slot, carried, sizes, work = {}, {}, {}, {}, {}, 0
+  -- The first m + 2 live slots after the lowest retired-through mark: on a board with few
+  -- live slots, every window's due slots, and whether any is newer than window 1's
+  -- cutoff, in one command. A window this list does not cover through its cutoff reads
+  -- its own (window 1: past its cutoff too); more than m due ends in 'slots'.
+  local low = tonumber(record[4])
+  for j = 2, n do low = math.min(low, tonumber(record[2 + 2 * j])) end
+  local live = redis.call('ZRANGEBYSCORE', index, '(' .. low, '+inf', 'LIMIT', 0, m + 2)
+  -- Whether window 1's totals are exactly empty once it retires its due slots: no live
+  -- slot is newer than its cutoff (the stage invariant, as retire_swap.lua's); then they
+  -- are deleted whole instead of subtracted.
+  -- Window 1 only, and not the largest (whose zeroed members lose their data), on a board
+  -- that hides nothing and has no review gate (whose steps see each member).
+  local empties = n > 1 and not (hidden_members or review_rank)
   for j = 1, n do
-    local due = redis.call('ZRANGEBYSCORE', index, '(' .. record[2 + 2 * j], ARGV[C + j],
-      'LIMIT', 0, m + 1)
+    local done, cutoff = tonumber(record[2 + 2 * j]), tonumber(ARGV[C + j])
+    local due = live
+    if #live == m + 2 and tonumber(live[m + 2]) <= cutoff then
+      due = redis.call('ZRANGEBYSCORE', index, '(' .. done, j == 1 and '+inf' or cutoff,
+        'LIMIT', 0, m + 2)
+    end
     for _, slot in ipairs(due) do
-      local c = candidates[slot]
-      if not c then return { 'fallback', 'slots' } end
-      local g = geo[c]
-      if g and bucket_count(g) > MAX_BUCKETS then return { 'fallback', 'big' } end
-      local size = carried[c] or 0
-      for _, key in ipairs(stage_hashes(KEYS[S + (c - 1) * n + j], g)) do
-        sizes[key] = redis.call('HLEN', key)
-        size = size + sizes[key]
+      local at = tonumber(slot)
+      if at > cutoff then
+        if j == 1 then empties = false end
+        break
       end
-      carried[c] = size
-      work = work + size
-      if work > max_fields then return { 'fallback', 'big' } end
-      local q = #plan_j + 1
-      plan_j[q], plan_c[q], plan_slot[q] = j, c, slot
+      if at > done then
+        local c = candidates[slot]
+        if not c then return { 'fallback', 'slots' } end
+        local g = geo[c]
+        if g and bucket_count(g) > MAX_BUCKETS then return { 'fallback', 'big' } end
+        local size = carried[c] or 0
+        for _, key in ipairs(stage_hashes(KEYS[S + (c - 1) * n + j], g)) do
+          sizes[key] = redis.call('HLEN', key)
+          size = size + sizes[key]
+        end
+        carried[c] = size
+        work = work + size
+        if work > max_fields then return { 'fallback', 'big' } end
+        local q = #plan_j + 1
+        plan_j[q], plan_c[q], plan_slot[q] = j, c, slot
+      end
     end
   end
 
@@ -162,23 +188,33 @@ local function retire(k, a, version, shape)
     if tonumber(record[1 + 2 * j]) < tonumber(cutoff) then
       marks[#marks + 1], marks[#marks + 2] = fields[2 * j - 1], cutoff
     end
+    -- Emptied (see `empties`): each member it counts reaches 0.
+    local emptied = j == 1 and empties and plan_j[p] == 1
+    if emptied then zeroed = redis.call('ZREMRANGEBYRANK', KEYS[T + 1], 0, -1) end
     while plan_j[p] == j do
       local c, slot = plan_c[p], plan_slot[p]
       local g, stage = geo[c], S + (c - 1) * n
       local next_hashes = j < n and stage_hashes(KEYS[stage + j + 1], g) or {}
       for h, key in ipairs(stage_hashes(KEYS[stage + j], g)) do
-        local names, values = fields_and_values(redis.call('HGETALL', key))
-        if #names > 0 then
-          zeroed = zeroed + bulk_add(KEYS[T + j], true, -1, names, values, nil, nil,
-            j == n and data or nil)
+        -- An emptied window's stage is handed on unread (its size measured by the plan).
+        local names, values, count = nil, nil, sizes[key]
+        if not emptied then
+          names, values = fields_and_values(redis.call('HGETALL', key))
+          count = #names
+          if count > 0 then
+            zeroed = zeroed + bulk_add(KEYS[T + j], true, -1, names, values, nil, nil,
+              j == n and data or nil)
+          end
+        end
+        if count > 0 then
           local to = next_hashes[h]
           if hand_on(key, to, names, values) then
-            sizes[to] = #names
+            sizes[to] = count
           elseif to then
             sizes[to] = false
           end
           sizes[key] = 0
-          subtracted = subtracted + #names
+          subtracted = subtracted + count
         end
       end
       if j == n then
