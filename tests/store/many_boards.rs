@@ -314,6 +314,49 @@ async fn same_as_window_by_window(layout: Layout) {
     );
 }
 
+/// A late event for the slot that closed, written after window 1 froze it, waits in the
+/// slot's second stage: when window 1 is emptied whole, its first stage is merged into
+/// that one (no rename), and window 2 counts both.
+#[tokio::test]
+async fn an_emptied_window_merges_its_slot_into_a_late_write_of_the_next_stage() {
+    let redis = TestRedis::spawn().await;
+    let clock = clock();
+    let rb = with_clock(store(&redis, Layout::Plain).await, &clock);
+    let boards = written(&rb, &clock, 2).await;
+    // At START + 90 window 1 freezes slot START; the late events go to its stage 2 only.
+    let late = [
+        Event::new("a", 5).at(ts(START + 40)),
+        Event::new("c", 1).at(ts(START + 50)),
+    ];
+    for board in &boards {
+        rb.windowed(board.name.as_str())
+            .incr_batch(&late)
+            .await
+            .unwrap();
+        assert_eq!(top(&rb, board, "1m").await, pairs(&[("b", 3), ("a", 2)]));
+    }
+    reset_stats(&redis).await;
+    let results = rb.retire_many(&boards).await;
+    let calls = command_calls(&redis).await;
+    assert_eq!(calls.get("evalsha"), Some(&1), "{calls:?}");
+    assert_eq!(calls.get("zremrangebyrank"), Some(&2), "{calls:?}");
+    assert_eq!(calls.get("hgetall"), Some(&2), "{calls:?}");
+    for (board, result) in boards.iter().zip(results) {
+        assert_eq!(result.unwrap(), report(1, 2, 2));
+        assert_eq!(top(&rb, board, "1m").await, Vec::<(String, i64)>::new());
+        assert_eq!(
+            top(&rb, board, "2m").await,
+            pairs(&[("a", 7), ("b", 3), ("c", 1)])
+        );
+    }
+    // Window 2 retires the merged stage whole at the next boundary.
+    clock.set(ts(START + 150));
+    for (board, result) in boards.iter().zip(rb.retire_many(&boards).await) {
+        assert_eq!(result.unwrap(), report(1, 3, 3));
+        assert_eq!(top(&rb, board, "2m").await, Vec::<(String, i64)>::new());
+    }
+}
+
 #[tokio::test]
 async fn a_board_bigger_than_a_chunk_is_retired_in_chunks() {
     let redis = TestRedis::spawn().await;
