@@ -10,6 +10,7 @@
 //! reshard takes each hidden member's mark along.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use rollboard::{
     Aggregate, AroundOptions, BoardConfig, Error, Event, MemberData, ModerationNote, ScoreRange,
@@ -280,12 +281,16 @@ async fn run_on(h: Harness, config: BoardConfig, seed: u64) {
                 assert_eq!(changed, hidden.remove(member), "step {step}: show {member}");
             }
             15..=17 => {
-                // Time moves on by 20 to 50 minutes, and both boards retire.
+                // Time moves on by 20 to 50 minutes, and both boards retire: the board
+                // by the many-boards path (on Redis one `retire_small.lua` call when it
+                // fits), its twin window by window.
                 elapsed += 1200 + 600 * rng.below(6) as i64;
                 h.at(elapsed);
-                for b in [&board, &twin] {
-                    h.boards.windowed(b).retire(None).await.unwrap();
+                let loaded = Arc::new(h.boards.board(&board).await.unwrap());
+                for result in h.boards.retire_many(&[loaded]).await {
+                    result.unwrap();
                 }
+                h.boards.windowed(&twin).retire(None).await.unwrap();
             }
             18 => {
                 let w = Span::parse(WINDOWS[rng.below(2) as usize]).unwrap();

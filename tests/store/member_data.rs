@@ -17,6 +17,7 @@ on_every_store!(
     data_goes_with_the_largest_windows_total_on_retirement,
     data_goes_when_many_small_boards_retire_together,
     data_goes_when_a_one_window_board_retires_by_swap,
+    data_goes_when_a_one_window_board_retires_among_many,
     data_goes_with_removal_bulk_removal_trim_and_a_drop,
 );
 
@@ -292,6 +293,30 @@ async fn data_goes_when_many_small_boards_retire_together(h: Harness) {
     assert_eq!(data_of(rb, &board, "a").await, None);
     assert_eq!(data_of(rb, &board, "b").await, None);
     assert_eq!(data_of(rb, &board, "c").await.as_deref(), Some(r#""C""#));
+}
+
+/// A board whose only window is its largest, quiet since the boundary: the many-boards
+/// path (on Redis one `retire_small.lua` call) takes each member's total to 0 there, and
+/// its data with it.
+async fn data_goes_when_a_one_window_board_retires_among_many(h: Harness) {
+    let rb = &h.boards;
+    let board = h.board("1h", &["1h"]).await;
+    rb.windowed(&board)
+        .incr_batch(&[
+            Event::new("a", 2).with_data(data(r#""A""#)),
+            Event::new("b", 1).with_data(data(r#""B""#)),
+        ])
+        .await
+        .unwrap();
+    let loaded = Arc::new(rb.board(&board).await.unwrap());
+    h.at(HOUR);
+    for result in rb.retire_many(std::slice::from_ref(&loaded)).await {
+        assert_eq!(result.unwrap().members_zeroed, 2);
+    }
+    assert_eq!(data_of(rb, &board, "a").await, None);
+    assert_eq!(data_of(rb, &board, "b").await, None);
+    let page = rb.windowed(&board).top(None, 0, 10).await.unwrap();
+    assert_eq!(page.entries.len(), 0);
 }
 
 async fn data_goes_when_a_one_window_board_retires_by_swap(h: Harness) {
