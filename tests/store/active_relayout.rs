@@ -767,23 +767,30 @@ async fn a_recompute_and_an_active_relayout_exclude_each_other() {
 async fn a_recompute_under_writes_on_a_mixed_slot_stays_exact() {
     let mut f = Fixture::new(Layout::Compact).await;
     f.populate().await;
-    // Runs of two calls until START is plain and START + 1h is mixed (the budget is
-    // timed, so how far a run gets varies).
-    let cut = RelayoutOptions {
-        max_calls: Some(2),
-        chunk_budget: std::time::Duration::from_micros(100),
-        ..NOW
-    };
+    // Cut runs until START is plain and START + 1h is mixed. The budget is timed, so how
+    // far a call gets varies, and each run starts the slots over (its calls walk again
+    // the buckets emptied before): run r makes 2 + r calls, so a run on a slow machine
+    // still gets past what the runs before it converted.
+    let mut mixed = Vec::new();
     for run in 0.. {
-        assert!(run < 100, "START + 1h never got mixed");
+        assert!(run < 100, "START + 1h never got mixed (last: {mixed:?})");
+        let cut = RelayoutOptions {
+            max_calls: Some(2 + run),
+            chunk_budget: std::time::Duration::from_micros(100),
+            ..NOW
+        };
         let report = f
             .boards
             .windowed(&f.board)
             .relayout(Layout::Plain, cut)
             .await
             .unwrap();
-        assert!(!report.complete);
-        if f.mixed_slots().await == [START + 3600] {
+        assert!(
+            !report.complete,
+            "run {run} converted every slot: {report:?}"
+        );
+        mixed = f.mixed_slots().await;
+        if mixed == [START + 3600] {
             break;
         }
     }
