@@ -295,19 +295,26 @@ async fn data_goes_when_many_small_boards_retire_together(h: Harness) {
     assert_eq!(data_of(rb, &board, "c").await.as_deref(), Some(r#""C""#));
 }
 
-/// A board whose only window is its largest, quiet since the boundary: the many-boards
-/// path (on Redis one `retire_small.lua` call) takes each member's total to 0 there, and
-/// its data with it.
-async fn data_goes_when_a_one_window_board_retires_among_many(h: Harness) {
-    let rb = &h.boards;
+/// A board of one window (`1h`) with `a` (2) and `b` (1) written now, with data.
+async fn one_window_written(h: &Harness) -> String {
     let board = h.board("1h", &["1h"]).await;
-    rb.windowed(&board)
+    h.boards
+        .windowed(&board)
         .incr_batch(&[
             Event::new("a", 2).with_data(data(r#""A""#)),
             Event::new("b", 1).with_data(data(r#""B""#)),
         ])
         .await
         .unwrap();
+    board
+}
+
+/// A board whose only window is its largest, quiet since the boundary: the many-boards
+/// path (on Redis one `retire_small.lua` call) takes each member's total to 0 there, and
+/// its data with it.
+async fn data_goes_when_a_one_window_board_retires_among_many(h: Harness) {
+    let rb = &h.boards;
+    let board = one_window_written(&h).await;
     let loaded = Arc::new(rb.board(&board).await.unwrap());
     h.at(HOUR);
     for result in rb.retire_many(std::slice::from_ref(&loaded)).await {
@@ -321,14 +328,7 @@ async fn data_goes_when_a_one_window_board_retires_among_many(h: Harness) {
 
 async fn data_goes_when_a_one_window_board_retires_by_swap(h: Harness) {
     let rb = &h.boards;
-    let board = h.board("1h", &["1h"]).await;
-    rb.windowed(&board)
-        .incr_batch(&[
-            Event::new("a", 2).with_data(data(r#""A""#)),
-            Event::new("b", 1).with_data(data(r#""B""#)),
-        ])
-        .await
-        .unwrap();
+    let board = one_window_written(&h).await;
     h.at(HOUR);
     rb.write_event(&board, &Event::new("c", 1).with_data(data(r#""C""#)))
         .await
