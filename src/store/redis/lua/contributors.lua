@@ -118,10 +118,14 @@ end
 -- Adds `delta` (a number; `text` as contrib_add) to the admitted sum of (`by`, `member`)
 -- in window `w` (seconds) kept in the contributor's hash `ctr` (hold `flag`); returns
 -- what that changes of the member's counted part under `cap` (0 while held), and the
--- new sum.
+-- new sum. Without a hold it calls neither contrib_sum_field nor contrib_add: a capped
+-- like calls it once a window, and each Lua function call costs Redis some hundreds of
+-- instructions.
 local function contrib_window(ctr, w, member, delta, cap, flag, text)
-  local field, counts = contrib_sum_field(ctr, w, member, flag)
-  local new = contrib_add(ctr, field, delta, text)
+  local field, counts = w .. '\n' .. member, true
+  if flag then field, counts = contrib_sum_field(ctr, w, member, flag) end
+  local new = redis.call('HINCRBY', ctr, field, text or string.format('%d', delta))
+  if new == 0 then redis.call('HDEL', ctr, field) end
   if not counts then return 0, new end
   return contrib_capped(cap, new) - contrib_capped(cap, new - delta), new
 end

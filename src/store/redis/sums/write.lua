@@ -491,11 +491,8 @@ end
 -- the sum of |delta| over the events applied.
 local unchecked, applied_abs = false, 0
 if keeps then
-  local sum = 0
-  for x = 0, count - 1 do
-    local _, _, delta = entry(x)
-    sum = sum + math.abs(tonumber(delta))
-  end
+  local sum, abs = 0, math.abs
+  for at = first + numbered + 1, #ARGV, stride do sum = sum + abs(tonumber(ARGV[at])) end
   unchecked = bound ~= nil and bound + sum <= MAX
 end
 
@@ -561,21 +558,16 @@ local function contribution_in_range(i, k, ctr, flag, by, member, a, r)
   return true
 end
 
--- A call's history and contributor index updates, summed per slot and member (history
--- <stage 1>:cm) and per contributor and index field (the count of stage fields, see
--- contrib_index), and, when no event is checked (a check reads the totals), what it
--- changes of the windows' totals, per window and member, applied once at its end
--- (flush_contributions): a Zipf batch's hot post costs one of each.
-local history, indexed, changes = {}, {}, unchecked and {} or nil
+-- A call's history updates, summed per slot and member (<stage 1>:cm), and, when no
+-- event is checked (a check reads the totals), what it changes of the windows' totals,
+-- per window and member, applied once at its end (flush_contributions): a Zipf batch's
+-- hot post costs one of each. The contributor's index (the count of stage fields, see
+-- contrib_index) is updated at once: its field is a pair's, which one call rarely
+-- repeats, and a table of them per contributor cost more than it saved.
+local history, changes = {}, unchecked and {} or nil
 -- Each contributor's hash and hold (contrib_flag; false: none), and each stage's
 -- contributions key, made once a call.
 local ctrs, flags, stage_pairs = {}, {}, {}
-
--- Counts `change` more stage fields of `by` under its index field `field`.
-local function index(by, field, change)
-  local counts = indexed[by] or {}
-  indexed[by], counts[field] = counts, (counts[field] or 0) + change
-end
 
 -- Applies an event of `d` given by `by` to slot i at stage k (see the header): its status.
 -- `given`, what by's admitted events gave the member inside the largest window at the
@@ -616,10 +608,10 @@ local function contribute(i, k, member, d, by, delta)
   local made = 0
   if a ~= 0 then made = contrib_stage_add(stage_key, pair, a, text) end
   if r ~= 0 then made = made + contrib_stage_add(stage_key, '\n' .. pair, r) end
-  if made ~= 0 then index(by, contrib_index_field(slot, member), made) end
+  if made ~= 0 then contrib_index(ctr, contrib_index_field(slot, member), made) end
   if budget and a > 0 then
     if contrib_stage_add(KEYS[base + n] .. ':c', by, a) == 1 then
-      index(by, contrib_index_field(slot), 1)
+      contrib_index(ctr, contrib_index_field(slot), 1)
     end
     contrib_add(ctr, 'u', a)
   end
@@ -655,9 +647,6 @@ local function flush_contributions()
     for member, change in pairs(members) do
       if change ~= 0 then add_window(j, member, string.format('%d', change)) end
     end
-  end
-  for by, fields in pairs(indexed) do
-    for field, change in pairs(fields) do contrib_index(ctrs[by], field, change) end
   end
 end
 
