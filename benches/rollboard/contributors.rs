@@ -142,11 +142,7 @@ const BRIGADE_LIKES: usize = 500;
 /// A brigade's likes taken back from 20 boards capping at 1 per member (500 posts each,
 /// liked once by the brigade and twice by other users): its rows.
 async fn retraction(boards: &Rollboard, redis: &Redis) -> Vec<Row> {
-    let mut conn = redis::Client::open(redis.url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = crate::setup::patient_connection(&redis.url).await;
     let names: Vec<String> = (0..RETRACT_BOARDS)
         .map(|i| format!("bench-ctr-retract-{i}"))
         .collect();
@@ -245,11 +241,7 @@ async fn retraction(boards: &Rollboard, redis: &Redis) -> Vec<Row> {
 /// The bytes one like costs in Redis on a fresh board of each of [`BOARDS`]' kinds
 /// ([`MEASURED`] likes, each from its own user to one of 10,000 posts).
 async fn bytes_per_like(boards: &Rollboard, redis: &Redis) -> [f64; 3] {
-    let mut conn = redis::Client::open(redis.url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut conn = crate::setup::patient_connection(&redis.url).await;
     let mut per_like = [0.0; 3];
     for (i, (_, capped, budget)) in BOARDS.into_iter().enumerate() {
         let board = format!("bench-ctr-memory-{i}");

@@ -183,14 +183,7 @@ fn resident() -> usize {
 /// found empty after).
 async fn run(redis: &Redis, n: usize) -> (Duration, f64, f64, usize) {
     let url = format!("{}2", redis.url);
-    let mut raw = redis::Client::open(url.as_str())
-        .unwrap()
-        .get_multiplexed_async_connection_with_config(
-            &redis::AsyncConnectionConfig::new()
-                .set_response_timeout(Some(Duration::from_secs(60))),
-        )
-        .await
-        .unwrap();
+    let mut raw = crate::setup::patient_connection(&url).await;
     let _: () = redis::cmd("FLUSHDB").query_async(&mut raw).await.unwrap();
     // Half a minute into a minute: the boundary is 30 s of clock time ahead.
     let now = Timestamp::now_utc().unix_seconds();

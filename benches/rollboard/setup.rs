@@ -218,6 +218,20 @@ pub fn store_options() -> RedisOptions {
     }
 }
 
+/// A plain connection to `url` that waits up to a minute for a reply: a `SLOWLOG GET` of
+/// every call of a phase, or a `FLUSHDB` of 100,000 boards, outlasts the client's
+/// default of 500 ms on a slow machine.
+pub async fn patient_connection(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection_with_config(
+            &redis::AsyncConnectionConfig::new()
+                .set_response_timeout(Some(Duration::from_secs(60))),
+        )
+        .await
+        .unwrap()
+}
+
 /// A store on `url` with [`store_options`].
 pub async fn store(url: &str) -> Arc<RedisStore> {
     Arc::new(
