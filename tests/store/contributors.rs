@@ -539,6 +539,49 @@ async fn a_dropped_board_leaves_no_contribution_behind(h: Harness) {
     assert_eq!(left, Vec::<String>::new());
 }
 
+/// Concurrent callers' likes share `write.lua` calls (group commit, never summed): 60
+/// single likes at once, half from one contributor to one post (capping at 1: exactly one
+/// of them counts), half from contributors of their own to another, take fewer calls
+/// than likes, and count exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_callers_likes_share_calls_and_count_exactly() {
+    let redis = crate::test_redis::TestRedis::spawn().await;
+    let clock = crate::support::clock();
+    let boards = crate::support::with_clock(redis.store().await, &clock);
+    let board = unique("contrib-joined");
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_contributor_cap(Some(1))
+        .unwrap();
+    boards.create(&board, config).await.unwrap();
+    let warm = [Event::new("c", 1).by("u0")];
+    boards.windowed(&board).incr_batch(&warm).await.unwrap();
+    let before = crate::bounded_writes::script_calls(&redis).await;
+    let likes = (0..60).map(|i| {
+        let (boards, board) = (boards.clone(), board.clone());
+        let event = match i % 2 {
+            0 => Event::new("a", 1).by("u1"),
+            _ => Event::new("b", 1).by(format!("u{i}")),
+        };
+        async move {
+            let outcome = boards.windowed(&board).incr_batch(&[event]).await.unwrap();
+            counted(&outcome)
+        }
+    });
+    let counted = futures_util::future::join_all(likes).await;
+    let calls = crate::bounded_writes::script_calls(&redis).await - before;
+    assert!(calls < 60, "60 likes took {calls} calls");
+    let a: Vec<i64> = counted.iter().step_by(2).map(|c| c[0].1).collect();
+    assert_eq!(a.iter().filter(|c| **c == 1).count(), 1, "{a:?}");
+    assert_eq!(a.iter().filter(|c| **c == 0).count(), 29, "{a:?}");
+    assert!(counted.iter().skip(1).step_by(2).all(|c| c == &[(0, 1)]));
+    for window in WINDOWS {
+        let top = crate::bounded_writes::top(&boards, &board, window).await;
+        let want = [("b", 30), ("a", 1), ("c", 1)].map(|(m, t)| (m.to_string(), t));
+        assert_eq!(top, want, "{window}");
+    }
+}
+
 /// A quarantine and a release walked in many calls (a call budget of 1 µs: one HSCAN
 /// step of 20 sums a call) while the contributor and others like on: every total is
 /// exact after each, a sum the walk met or not, written before or during it.
