@@ -68,7 +68,7 @@ impl Windowed<'_> {
         let front = offset == 0 && order == Order::Desc && range == ScoreRange::ALL;
         self.rb
             .on_window(self.board, window, |b, w| async move {
-                let key = || format!("top {w} {range:?} {order:?} {offset} {limit}");
+                let key = || format!("top {w} {} {order:?} {offset} {limit}", range.key());
                 let stored = stored_range(&b, range);
                 let fetch =
                     || store.top(b.at(w, now), PageQuery::new(stored, order, offset, limit));

@@ -338,6 +338,35 @@ async fn trending_reads_are_cached_too(app: TestApp) {
     assert_eq!(age(&member), 10);
 }
 
+/// Pages of one window under different score ranges are cached apart.
+async fn pages_of_different_score_ranges_are_cached_apart(app: TestApp) {
+    let board = board(&app).await;
+    like(&app, &board, "a", 3).await;
+    like(&app, &board, "b", 1).await;
+    let top =
+        |range: &str| format!("/v1/boards/{board}/top?window=24h&max_staleness_ms=60000{range}");
+    let members = |body: &Value| -> Vec<String> {
+        let entries = body["entries"].as_array().unwrap().iter();
+        entries
+            .map(|e| e["member"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let all = ok(&app, &top("")).await;
+    let high = ok(&app, &top("&min_score=2")).await;
+    let low = ok(&app, &top("&max_score=2")).await;
+    assert_eq!(
+        (members(&all), members(&high), members(&low)),
+        (
+            vec!["a".into(), "b".into()],
+            vec!["a".into()],
+            vec!["b".into()]
+        )
+    );
+    app.clock.advance_millis(5);
+    let again = ok(&app, &top("&min_score=2")).await;
+    assert_eq!((members(&again), age(&again)), (vec!["a".into()], 5));
+}
+
 /// A bound above a minute is 422 `invalid_query` saying what is accepted; one that is
 /// not a number is 400 naming the parameter.
 async fn a_bad_bound_is_refused(app: TestApp) {
@@ -407,6 +436,7 @@ async fn a_bad_bound_is_refused(app: TestApp) {
 on_memory_and_redis!(
     a_write_through_the_same_app_is_seen_at_once,
     trending_reads_are_cached_too,
+    pages_of_different_score_ranges_are_cached_apart,
     a_bad_bound_is_refused,
 );
 
