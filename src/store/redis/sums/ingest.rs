@@ -372,6 +372,8 @@ async fn commit(conn: &RedisConn, budget: &Budget, mut batch: Batch) {
     // Each pair's (or event's) status, once the call that carried it answered.
     let mut done: Vec<Option<WriteStatus>> = vec![None; batch.len()];
     let stopped = match batch.in_order {
+        // Events in order stop only on a failed call (never `NeedsExact`, whose retry
+        // below reads the submissions' writes), so they are moved out, not copied.
         true => {
             let writes: Vec<SlotWrite> = (batch.submissions.iter_mut())
                 .flat_map(|s| std::mem::take(&mut s.writes))
