@@ -18,6 +18,16 @@ pub struct Span(u64);
 const UNITS: [(char, u64); 4] = [('d', 86_400), ('h', 3_600), ('m', 60), ('s', 1)];
 
 impl Span {
+    /// The canonical form's parts: the count of the largest unit that divides the span,
+    /// and that unit (`86400` → `(1, 'd')`).
+    pub fn canonical(self) -> (u64, char) {
+        let (unit, size) = UNITS
+            .iter()
+            .find(|(_, size)| self.0.is_multiple_of(*size))
+            .expect("every span is a whole number of seconds");
+        (self.0 / size, *unit)
+    }
+
     /// The longest span accepted: 400 days.
     pub const MAX_SECONDS: u64 = 400 * 86_400;
 
@@ -89,11 +99,8 @@ impl Span {
 impl fmt::Display for Span {
     /// The canonical form: the largest unit that divides the span (`86400` → `"1d"`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (unit, size) = UNITS
-            .iter()
-            .find(|(_, size)| self.0.is_multiple_of(*size))
-            .expect("every span is a whole number of seconds");
-        write!(f, "{}{}", self.0 / size, unit)
+        let (count, unit) = self.canonical();
+        write!(f, "{count}{unit}")
     }
 }
 

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 /// Room for a top-10 page, a standing or an around page without growing.
-const CAPACITY: usize = 1024;
+pub(super) const CAPACITY: usize = 1024;
 
 /// A value answered as `application/json`.
 #[derive(Debug)]
@@ -21,12 +21,15 @@ impl<T: Serialize> IntoResponse for Json<T> {
     fn into_response(self) -> Response {
         let mut body = Vec::with_capacity(CAPACITY);
         match serde_json::to_writer(&mut body, &self.0) {
-            Ok(()) => {
-                let json = HeaderValue::from_static("application/json");
-                ([(header::CONTENT_TYPE, json)], Bytes::from(body)).into_response()
-            }
+            Ok(()) => answer(body),
             // Only a map with keys that are not strings fails, and no answer has one.
             Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
         }
     }
+}
+
+/// A body of JSON answered as is.
+pub(super) fn answer(body: Vec<u8>) -> Response {
+    let json = HeaderValue::from_static("application/json");
+    ([(header::CONTENT_TYPE, json)], Bytes::from(body)).into_response()
 }

@@ -48,6 +48,7 @@ mod quarantine;
 mod rankings;
 mod ranks;
 mod rates;
+mod read_json;
 mod retract;
 mod review;
 mod score_at;

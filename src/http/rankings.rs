@@ -11,6 +11,7 @@ use super::extract::{ApiPath, ApiQuery};
 use super::json::Json;
 use super::member_data;
 use super::movement::{TopWith, with_movement};
+use super::read_json::ReadJson;
 use super::staleness::reader;
 use super::wire::window;
 use crate::{
@@ -194,7 +195,7 @@ pub async fn top(
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
     ApiQuery(q): ApiQuery<TopQuery>,
-) -> ApiResult<Json<BoardPage>> {
+) -> ApiResult<ReadJson<BoardPage>> {
     let bounds = ScoreBounds {
         min: q.min_score,
         max: q.max_score,
@@ -219,7 +220,7 @@ pub async fn top(
             .top_percent(window(&q.window)?, percent, order, offset, limit)
             .await?;
         let page = page_data(&boards, &board, BoardPage::Windowed(page), with.data).await?;
-        return Ok(Json(
+        return Ok(ReadJson(
             with_movement(&boards, &board, page, with, since).await?,
         ));
     }
@@ -228,7 +229,7 @@ pub async fn top(
         .ordered_page(&board, window(&q.window)?, bounds, order, offset, limit)
         .await?;
     let page = page_data(&boards, &board, page, with.data).await?;
-    Ok(Json(
+    Ok(ReadJson(
         with_movement(&boards, &board, page, with, since).await?,
     ))
 }
@@ -252,14 +253,14 @@ pub async fn member(
     State(state): State<AppState>,
     ApiPath((board, member)): ApiPath<(String, String)>,
     ApiQuery(q): ApiQuery<WindowQuery>,
-) -> ApiResult<Json<MemberStanding>> {
+) -> ApiResult<ReadJson<MemberStanding>> {
     let with_data = member_data::with_data(q.with.as_deref())?;
     let boards = reader(&state, q.max_staleness_ms)?;
     let standing = boards.standing(&board, &member, window(&q.window)?).await?;
     // A windowed board's total in the window, a trending board's score now.
     let missing = "score";
     let standing = standing.ok_or_else(|| not_found(&board, &member, missing))?;
-    Ok(Json(match standing {
+    Ok(ReadJson(match standing {
         MemberStanding::Windowed(s) if with_data => {
             MemberStanding::Windowed(boards.windowed(&board).standing_with_data(s).await?)
         }
@@ -286,7 +287,7 @@ pub async fn around(
     State(state): State<AppState>,
     ApiPath((board, member)): ApiPath<(String, String)>,
     ApiQuery(q): ApiQuery<AroundQuery>,
-) -> ApiResult<Json<BoardPage>> {
+) -> ApiResult<ReadJson<BoardPage>> {
     let with_data = member_data::with_data(q.with.as_deref())?;
     let options = AroundOptions {
         fill: q.fill.unwrap_or(false),
@@ -304,7 +305,7 @@ pub async fn around(
         .await?;
     let missing = "total that ranks it";
     let page = page.ok_or_else(|| not_found(&board, &member, missing))?;
-    Ok(Json(page_data(&boards, &board, page, with_data).await?))
+    Ok(ReadJson(page_data(&boards, &board, page, with_data).await?))
 }
 
 /// The member's non-zero values per slot over the board's largest window (404 when it
