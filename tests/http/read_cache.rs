@@ -338,8 +338,9 @@ async fn trending_reads_are_cached_too(app: TestApp) {
     assert_eq!(age(&member), 10);
 }
 
-/// Pages of one window under different score ranges are cached apart.
-async fn pages_of_different_score_ranges_are_cached_apart(app: TestApp) {
+/// Pages of one window under different score ranges, orders, offsets and limits are
+/// cached apart.
+async fn pages_of_different_ranges_orders_and_offsets_are_cached_apart(app: TestApp) {
     let board = board(&app).await;
     like(&app, &board, "a", 3).await;
     like(&app, &board, "b", 1).await;
@@ -360,6 +361,17 @@ async fn pages_of_different_score_ranges_are_cached_apart(app: TestApp) {
             vec!["a".into(), "b".into()],
             vec!["a".into()],
             vec!["b".into()]
+        )
+    );
+    let asc = ok(&app, &top("&order=asc")).await;
+    let second = ok(&app, &top("&offset=1")).await;
+    let first = ok(&app, &top("&limit=1")).await;
+    assert_eq!(
+        (members(&asc), members(&second), members(&first)),
+        (
+            vec!["b".into(), "a".into()],
+            vec!["b".into()],
+            vec!["a".into()]
         )
     );
     app.clock.advance_millis(5);
@@ -436,7 +448,7 @@ async fn a_bad_bound_is_refused(app: TestApp) {
 on_memory_and_redis!(
     a_write_through_the_same_app_is_seen_at_once,
     trending_reads_are_cached_too,
-    pages_of_different_score_ranges_are_cached_apart,
+    pages_of_different_ranges_orders_and_offsets_are_cached_apart,
     a_bad_bound_is_refused,
 );
 
