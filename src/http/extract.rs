@@ -11,7 +11,7 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
-use super::media_type;
+use super::{media_type, plain_query};
 
 /// A JSON body parsed into `T`; the rejection is a JSON [`ApiError`].
 #[derive(Debug)]
@@ -87,8 +87,9 @@ fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 /// `axum::extract::Query`, rejecting with a JSON [`ApiError`] that names the parameter
 /// and what it expects (see [`ApiError::query`]). A query that parses is read without
 /// axum's tracking of where in it the parser is (`serde_path_to_error`: query parsing
-/// took 1.68% of a cached read's CPU, 0.99% without); only one that does not is read
-/// again by axum, for its message.
+/// took 1.68% of a cached read's CPU, 0.99% without), and without decoding when nothing
+/// in it is encoded ([`plain_query`]); only one that does not parse is read again by
+/// axum, for its message.
 #[derive(Debug)]
 pub struct ApiQuery<T>(pub T);
 
@@ -96,7 +97,8 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or("");
-        serde_urlencoded::from_str(query)
+        plain_query::from_plain(query)
+            .unwrap_or_else(|| serde_urlencoded::from_str(query))
             .map(ApiQuery)
             .or_else(|_| {
                 axum::extract::Query::try_from_uri(&parts.uri)

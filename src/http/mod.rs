@@ -44,6 +44,7 @@ mod movement;
 mod multi;
 mod ops;
 mod pins;
+mod plain_query;
 mod quarantine;
 mod rankings;
 mod ranks;
