@@ -128,17 +128,43 @@ fn gamma() -> f64 {
     (1.0 + RELATIVE_ERROR) / (1.0 - RELATIVE_ERROR)
 }
 
-/// The histogram bucket of `value`: `"z"` for zero, `"p<i>"` for a positive value and
-/// `"n<i>"` for a negative one (bucket `i` of `|value|`).
+/// The histogram bucket of `value`, by its name (see [`Bucket`]).
 pub fn bucket_of(value: f64) -> String {
-    if value == 0.0 {
-        return "z".into();
+    Bucket::of(value).to_string()
+}
+
+/// A histogram bucket: named `"z"` for zero, `"p<i>"` for a positive value and `"n<i>"`
+/// for a negative one (bucket `i` of `|value|`). Values are counted by bucket before
+/// the buckets are named, one name a bucket rather than one a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Bucket {
+    Zero,
+    Positive(i64),
+    Negative(i64),
+}
+
+impl Bucket {
+    /// The bucket of `value`.
+    pub fn of(value: f64) -> Bucket {
+        if value == 0.0 {
+            return Bucket::Zero;
+        }
+        let i = (value.abs().ln() / gamma().ln()).ceil() as i64;
+        if value > 0.0 {
+            Bucket::Positive(i)
+        } else {
+            Bucket::Negative(i)
+        }
     }
-    let i = (value.abs().ln() / gamma().ln()).ceil() as i64;
-    if value > 0.0 {
-        format!("p{i}")
-    } else {
-        format!("n{i}")
+}
+
+impl fmt::Display for Bucket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Bucket::Zero => f.write_str("z"),
+            Bucket::Positive(i) => write!(f, "p{i}"),
+            Bucket::Negative(i) => write!(f, "n{i}"),
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{Rollboard, Stats};
 use crate::domain::stats::{
-    self, HourStats, SlowEntry, StatsContext, StatsKind, bucket_of, check_value, hour_of,
+    self, Bucket, HourStats, SlowEntry, StatsContext, StatsKind, check_value, hour_of,
 };
 use crate::error::{Error, Result};
 use crate::store::StatRecord;
@@ -99,10 +99,14 @@ impl Rollboard {
         let context = StatsContext::parse(context)?;
         let kind = StatsKind::parse(kind)?;
         self.settings().admission().check_batch(values.len())?;
-        let mut buckets = BTreeMap::<String, u64>::new();
+        let mut counts = BTreeMap::<Bucket, u64>::new();
         for value in values {
-            *buckets.entry(bucket_of(check_value(*value)?)).or_default() += 1;
+            *counts.entry(Bucket::of(check_value(*value)?)).or_default() += 1;
         }
+        let buckets: BTreeMap<String, u64> = counts
+            .into_iter()
+            .map(|(b, n)| (b.to_string(), n))
+            .collect();
         if values.is_empty() {
             return Ok(());
         }
