@@ -19,6 +19,12 @@ use super::error::Error;
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema), schema(value_type = String, example = "hot-posts"))]
 pub struct BoardName(String);
 
+impl AsRef<str> for BoardName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
 impl BoardName {
     /// Longest accepted name, in characters (all of them ASCII).
     pub const MAX_LEN: usize = 64;
