@@ -299,17 +299,20 @@ impl Keys {
     /// froze it, plus what retirement of window `k` handed on.
     pub(crate) fn stage(&self, name: &BoardName, slot: i64, stage: usize) -> String {
         let (mut slot_text, mut stage_text) = (itoa::Buffer::new(), itoa::Buffer::new());
-        let head = [
+        let (sep, stage_text) = match stage {
+            0 => ("", ""),
+            _ => ("_", stage_text.format(stage)),
+        };
+        let slot = slot_text.format(slot);
+        concat(&[
             &self.prefix,
             "slot_{",
             name.as_str(),
             "}_",
-            slot_text.format(slot),
-        ];
-        match stage {
-            0 => concat(&head),
-            _ => concat(&[&concat(&head), "_", stage_text.format(stage)]),
-        }
+            slot,
+            sep,
+            stage_text,
+        ])
     }
 
     /// `slot_{<board>}_`: what every stage key of the board starts with (as
@@ -439,15 +442,11 @@ impl Keys {
     /// `<prefix><head>{<board>}` for the first window, `…_<W>` (seconds) for the others.
     fn per_window(&self, head: &str, name: &BoardName, windows: &[Span], window: usize) -> String {
         let mut seconds = itoa::Buffer::new();
-        let first = [&self.prefix, head, "{", name.as_str(), "}"];
-        match window {
-            0 => concat(&first),
-            _ => concat(&[
-                &concat(&first),
-                "_",
-                seconds.format(windows[window].seconds()),
-            ]),
-        }
+        let (sep, seconds) = match window {
+            0 => ("", ""),
+            _ => ("_", seconds.format(windows[window].seconds())),
+        };
+        concat(&[&self.prefix, head, "{", name.as_str(), "}", sep, seconds])
     }
 }
 
