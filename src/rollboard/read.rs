@@ -209,18 +209,15 @@ impl Rollboard {
 /// written without `fmt`, whose `format!` of it cost a cached top-10 read ~3% of its
 /// instructions.
 fn top_key(w: usize, range: ScoreRange, order: Order, offset: u64, limit: u64) -> String {
-    let mut n = itoa::Buffer::new();
-    let mut key = String::with_capacity(40);
-    key.push_str("top ");
-    key.push_str(n.format(w));
-    key.push(' ');
-    key.push_str(&range.key());
-    key.push_str(match order {
+    let (mut a, mut b, mut c) = (
+        itoa::Buffer::new(),
+        itoa::Buffer::new(),
+        itoa::Buffer::new(),
+    );
+    let order = match order {
         Order::Desc => " desc ",
         Order::Asc => " asc ",
-    });
-    key.push_str(n.format(offset));
-    key.push(' ');
-    key.push_str(n.format(limit));
-    key
+    };
+    let (w, offset, limit) = (a.format(w), b.format(offset), c.format(limit));
+    ["top ", w, " ", &range.key(), order, offset, " ", limit].concat()
 }
