@@ -1,16 +1,19 @@
 //! The most-called read, a page of a window's ranking highest first, by plain commands in
 //! one `MULTI`/`EXEC`: the board record's guard and watermark, the two slots that bound
-//! the window's coverage, and the page with one entry on each side of it. Redis spends
-//! about a third of what `read_ranking.lua` costs on it (no script to run, no reply
-//! turned into Lua tables and back).
+//! the window's coverage, and the page with entries on each side of it, as many as the
+//! window's tie reach (`conn/tie_reach.rs`: one, or what its reads learned they need to
+//! hold the tie groups its pages cut). Redis spends about a third of what
+//! `read_ranking.lua` costs on it (no script to run, no reply turned into Lua tables and
+//! back).
 //!
 //! It answers what `read_ranking.lua` answers, read at the same single instant, or
 //! nothing when the page needs more than those commands can tell, and the script reads
-//! it: a tie group cut by the page's first or last entry (its members are ordered by
-//! member ascending, which `ZREVRANGE` reverses), a window behind (the oldest slot still
-//! in its totals is found by the watermark this read only learns), dense ranks (counted
-//! on another zset), an ascending page or a score range; and on a cluster, a transaction
-//! the server did not run (a slot moving, a master failing over).
+//! it: a tie group cut by the page's first or last entry that goes on past what was read
+//! (its members are ordered by member ascending, which `ZREVRANGE` reverses), a window
+//! behind (the oldest slot still in its totals is found by the watermark this read only
+//! learns), dense ranks (counted on another zset), an ascending page or a score range;
+//! and on a cluster, a transaction the server did not run (a slot moving, a master
+//! failing over).
 
 use redis::Value;
 
@@ -38,8 +41,10 @@ pub(crate) async fn top_desc(
     let seconds = config.windows()[window].seconds();
     let start = config.window_start(window, now);
     let index = conn.keys().index(&board.name);
-    // One entry before the page (when there is one) and one after it.
-    let first = offset.saturating_sub(1);
+    let totals = conn.keys().totals(&board.name, config.windows(), window);
+    // `reach` entries before the page (as many as there are) and after it.
+    let reach = conn.tie_reach().reach(&totals);
+    let first = offset.saturating_sub(reach);
     let mut pipe = redis::pipe();
     pipe.atomic()
         .cmd("HMGET")
@@ -63,9 +68,9 @@ pub(crate) async fn top_desc(
         .arg(-1)
         .arg(-1)
         .cmd("ZREVRANGE")
-        .arg(conn.keys().totals(&board.name, config.windows(), window))
+        .arg(&totals)
         .arg(first)
-        .arg(offset + limit)
+        .arg(offset + limit + reach - 1)
         .arg("WITHSCORES");
     let Some(reply) = conn
         .read_transaction::<Vec<Value>>(&pipe, &board.name)
@@ -92,31 +97,50 @@ pub(crate) async fn top_desc(
     let slots = coverage(config, window, now, None, slot(newest)?, state);
     let coverage = Coverage::of(config, window, now, slots);
 
-    // What was read, highest first, while ranked.
+    // What was read, highest first, while ranked, and whether the ranking ends in it.
     let rule = config.rank();
-    let mut read = Vec::new();
-    let mut items = array(raw, "top page")?.into_iter();
+    let raw = array(raw, "top page")?;
+    let mut ends = raw.len() / 2 < (offset + limit + reach - first) as usize;
+    let mut read = Vec::with_capacity(raw.len() / 2);
+    let mut items = raw.into_iter();
     while let (Some(member), Some(score)) = (items.next(), items.next()) {
         let score = int_score(&score)?;
         if !rule.ranks(score) {
+            ends = true;
             break;
         }
         read.push((into_string(member, "member")?, score));
     }
-    // The page is read[skip..end]; a tie group crossing either edge needs the script.
-    let skip = usize::from(offset > 0);
-    let end = read.len().min(skip + limit as usize);
-    let total = |i: usize| read.get(i).map(|e| e.1);
-    if skip < end && ((skip == 1 && total(0) == total(1)) || total(end) == total(end - 1)) {
+    // The page is read[lo..hi]; its first tie group starts at `from`, its last ends at
+    // `to`: each must be whole in what was read, else the script reads the page.
+    let lo = ((offset - first) as usize).min(read.len());
+    let hi = read.len().min(lo + limit as usize);
+    let (mut from, mut to) = (lo, hi);
+    if lo < hi {
+        while from > 0 && read[from - 1].1 == read[lo].1 {
+            from -= 1;
+        }
+        while to < read.len() && read[to].1 == read[hi - 1].1 {
+            to += 1;
+        }
+    }
+    let whole = lo == hi || ((from > 0 || first == 0) && (to < read.len() || ends));
+    // The entries past each edge that show where its group ends.
+    let needed = (lo - from).max(to - hi) as u64 + 1;
+    conn.tie_reach()
+        .learn(&totals, reach, whole.then_some(needed));
+    if !whole {
         return Ok(None);
     }
-    read.truncate(end);
-    read.drain(..skip.min(end));
+    read.truncate(to);
+    read.drain(..from);
     // Each tie group into member order (ZREVRANGE reads it member descending).
     for group in read.chunk_by_mut(|a, b| a.1 == b.1) {
         group.reverse();
     }
-    let entries = rank_run(read, offset, config.ties());
+    let mut entries = rank_run(read, first + from as u64, config.ties());
+    entries.truncate(hi - from);
+    entries.drain(..lo - from);
     Ok(Some(TopPage::new(board.name.clone(), coverage, entries)))
 }
 

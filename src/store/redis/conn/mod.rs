@@ -41,6 +41,7 @@ pub(crate) mod replica_acks;
 pub(crate) mod reply;
 pub(crate) mod script_pipeline;
 pub(crate) mod scripts;
+pub(crate) mod tie_reach;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -62,6 +63,7 @@ use reads_first::ReadsSeen;
 use refusal::Refusal;
 use replica_acks::Acked;
 use scripts::Scripts;
+use tie_reach::TieReach;
 
 /// Whether a call may be sent again when its reply was lost (the connection broke, or
 /// the reply did not come within the response timeout). Either way Redis may have run
@@ -112,6 +114,8 @@ pub(crate) struct RedisConn {
     reads: Link,
     /// When a hot read last went out.
     reads_seen: ReadsSeen,
+    /// How far past a top page its transaction reads (`tie_reach.rs`).
+    tie_reach: TieReach,
     scripts: Arc<Scripts>,
     /// The names of keys, under the deployment's prefix ([`RedisOptions::key_prefix`]).
     keys: Keys,
@@ -256,6 +260,7 @@ impl RedisConn {
             link,
             reads,
             reads_seen: ReadsSeen::default(),
+            tie_reach: TieReach::default(),
             waiting,
             scripts: Arc::new(Scripts::new()),
             keys: Keys::new(options.key_prefix.as_str()),
@@ -333,6 +338,11 @@ impl RedisConn {
     /// When a hot read last went out (write calls yield to reads, see `reads_first.rs`).
     pub(crate) fn reads_seen(&self) -> &ReadsSeen {
         &self.reads_seen
+    }
+
+    /// How far past a top page its transaction reads.
+    pub(crate) fn tie_reach(&self) -> &TieReach {
+        &self.tie_reach
     }
 
     /// The scripts, to build invocations from.

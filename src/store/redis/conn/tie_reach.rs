@@ -1,0 +1,181 @@
+//! Tie reach: how many entries past each edge of a top page its transaction reads
+//! (`board/read_top.rs`), learned per window's totals.
+//!
+//! A tie group cut by a page's edge is ordered by member ascending, which `ZREVRANGE`
+//! reverses, so the page needs the whole group; reading one entry past each edge only
+//! tells that a group is cut, and `read_ranking.lua` then reads the page in a second
+//! round trip. Boards whose totals are small integers (likes) are full of ties, and a
+//! hot board's top page is cut through one on every read. So the read of a window that
+//! needed more reads that many entries past each edge next time, enough to hold the
+//! groups it cut (with room for them to grow as writes go on); one that did not find its
+//! groups' ends tries again further, and a window whose groups outgrow [`MOST`] is read
+//! by the script, as before, for [`RESTING`] reads before it tries again. A window whose
+//! pages stop cutting groups soon drops back to one entry and out of the map, so it holds
+//! only windows read lately through a tie: a reach is a hint, never part of an answer.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// The most entries read past each edge of a page.
+pub(crate) const MOST: u64 = 128;
+
+/// Reads of a window whose groups outgrew [`MOST`] left to the script before it tries
+/// again.
+const RESTING: u32 = 256;
+
+/// The learned reaches, keyed by the window's totals key.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TieReach {
+    windows: Arc<Mutex<HashMap<String, Reach>>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Reach {
+    /// Entries to read past each edge.
+    entries: u64,
+    /// Reads left to the script (at one entry) before trying again.
+    resting: u32,
+}
+
+impl TieReach {
+    /// How many entries past each edge of a page the next read of `totals` reads: 1
+    /// unless a read learned more.
+    pub(crate) fn reach(&self, totals: &str) -> u64 {
+        let mut windows = self.lock();
+        let Some(reach) = windows.get_mut(totals) else {
+            return 1;
+        };
+        if reach.resting > 0 {
+            reach.resting -= 1;
+            return 1;
+        }
+        reach.entries
+    }
+
+    /// Takes in a read of `totals` that read `used` entries past each edge and needed
+    /// `needed` of them to see where the page's first and last tie groups end (`None`:
+    /// one of them went on past what it read).
+    pub(crate) fn learn(&self, totals: &str, used: u64, needed: Option<u64>) {
+        if needed.is_some_and(|n| n <= 1 && used <= 1) {
+            // No tie cut, none learned: the common read takes no entry.
+            return;
+        }
+        let mut windows = self.lock();
+        let next = next(windows.get(totals).copied(), used, needed);
+        match next {
+            Some(reach) => windows.insert(totals.to_owned(), reach),
+            None => windows.remove(totals),
+        };
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Reach>> {
+        self.windows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What a window's reach becomes after a read (see [`TieReach::learn`]); `None`: back to
+/// one entry, out of the map.
+fn next(now: Option<Reach>, used: u64, needed: Option<u64>) -> Option<Reach> {
+    if now.is_some_and(|r| r.resting > 0) {
+        return now;
+    }
+    let Some(needed) = needed else {
+        // Its groups went on past the read: further next time, or rest at the most.
+        if used >= MOST {
+            return Some(Reach {
+                entries: MOST,
+                resting: RESTING,
+            });
+        }
+        // (A read that used less than the window's reach, from before it grew or while it
+        // rested, shows nothing new.)
+        let further = (4 * used + 4).min(MOST);
+        return Some(Reach {
+            entries: now.map_or(further, |r| r.entries.max(further)),
+            resting: 0,
+        });
+    };
+    let entries = now.map_or(used, |r| r.entries);
+    if needed <= 1 {
+        // No group cut this time: half as far, and gone at one entry.
+        return (entries / 2 > 1).then_some(Reach {
+            entries: entries / 2,
+            resting: 0,
+        });
+    }
+    // Enough: kept while it is at most twice what was needed (and some), so groups that
+    // grow and shrink by a few members as writes go on do not move it.
+    let entries = if entries > 2 * needed + 8 {
+        needed + needed / 2 + 1
+    } else {
+        entries
+    };
+    Some(Reach {
+        entries,
+        resting: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: &str = "stats_{b}_86400";
+
+    #[test]
+    fn a_window_read_without_ties_keeps_one_entry_and_no_record() {
+        let reach = TieReach::default();
+        reach.learn(T, 1, Some(1));
+        reach.learn(T, 1, Some(0));
+        assert_eq!(reach.reach(T), 1);
+        assert!(reach.lock().is_empty());
+    }
+
+    #[test]
+    fn a_cut_group_is_read_further_until_its_end_is_found_then_kept() {
+        let reach = TieReach::default();
+        // A group of 20 beyond the page: 1, then 8, then 36 entries.
+        reach.learn(T, 1, None);
+        assert_eq!(reach.reach(T), 8);
+        reach.learn(T, 8, None);
+        assert_eq!(reach.reach(T), 36);
+        reach.learn(T, 36, Some(21));
+        assert_eq!(reach.reach(T), 36);
+        // Kept while the group grows or shrinks a little.
+        reach.learn(T, 36, Some(14));
+        assert_eq!(reach.reach(T), 36);
+        // Far more than needed: down to one and a half times the need.
+        reach.learn(T, 36, Some(10));
+        assert_eq!(reach.reach(T), 16);
+    }
+
+    #[test]
+    fn a_window_whose_pages_stop_cutting_groups_drops_back_to_one_entry() {
+        let reach = TieReach::default();
+        reach.learn(T, 8, None);
+        assert_eq!(reach.reach(T), 36);
+        for expected in [18, 9, 4, 2] {
+            reach.learn(T, 36, Some(1));
+            assert_eq!(reach.reach(T), expected);
+        }
+        reach.learn(T, 2, Some(1));
+        assert_eq!(reach.reach(T), 1);
+        assert!(reach.lock().is_empty());
+    }
+
+    #[test]
+    fn groups_past_the_most_are_left_to_the_script_for_a_while() {
+        let reach = TieReach::default();
+        reach.learn(T, 36, None);
+        assert_eq!(reach.reach(T), MOST);
+        reach.learn(T, MOST, None);
+        for _ in 0..RESTING {
+            assert_eq!(reach.reach(T), 1);
+            // What those reads learn changes nothing while it rests.
+            reach.learn(T, 1, None);
+        }
+        assert_eq!(reach.reach(T), MOST);
+        // Other windows are their own.
+        assert_eq!(reach.reach("stats_{b}"), 1);
+    }
+}
