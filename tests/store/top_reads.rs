@@ -326,6 +326,7 @@ async fn pages_read_further_stay_exact_while_writes_reshape_the_tie_groups() {
         handed_over += u64::from(ran == HANDED_OVER);
     }
     // Most pages cut a group (80 members share a few totals: reading one entry past each
-    // edge, 303 of these reads need the script), yet few do.
-    assert!(handed_over < 100, "{handed_over} of 400 reads handed over");
+    // edge, 303 of these reads need the script), yet pages of every offset and length
+    // share the window's reach without pulling it back and forth: 2 do.
+    assert!(handed_over <= 5, "{handed_over} of 400 reads handed over");
 }

@@ -5,13 +5,16 @@
 //! reverses, so the page needs the whole group; reading one entry past each edge only
 //! tells that a group is cut, and `read_ranking.lua` then reads the page in a second
 //! round trip. Boards whose totals are small integers (likes) are full of ties, and a
-//! hot board's top page is cut through one on every read. So the read of a window that
-//! needed more reads that many entries past each edge next time, enough to hold the
-//! groups it cut (with room for them to grow as writes go on); one that did not find its
-//! groups' ends tries again further, and a window whose groups outgrow [`MOST`] is read
-//! by the script, as before, for [`RESTING`] reads before it tries again. A window whose
-//! pages stop cutting groups soon drops back to one entry and out of the map, so it holds
-//! only windows read lately through a tie: a reach is a hint, never part of an answer.
+//! hot board's top page is cut through one on every read. So a read of a window that
+//! did not find its groups' ends makes the window's next reads read further, until they
+//! hold the groups their pages cut; a window whose groups outgrow [`MOST`] is read by
+//! the script, as before, for [`RESTING`] reads before it tries again. The reach shrinks
+//! only after [`SPARE`] reads in a row needed far less of it, so pages of one window
+//! that need different reaches (the first page cut through a big group, the second
+//! through a small one) do not pull it back and forth, and groups that grow and shrink
+//! by a few members as writes go on do not move it; a window whose pages stop cutting
+//! groups drops back to one entry and out of the map that way. A reach is a hint, never
+//! part of an answer: a wrong one costs a longer `ZREVRANGE` or a second round trip.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,6 +25,10 @@ pub(crate) const MOST: u64 = 128;
 /// Reads of a window whose groups outgrew [`MOST`] left to the script before it tries
 /// again.
 const RESTING: u32 = 256;
+
+/// Reads in a row that needed far less than the reach (at most half of it, less 4)
+/// before it shrinks.
+const SPARE: u32 = 64;
 
 /// The learned reaches, keyed by the window's totals key.
 #[derive(Debug, Clone, Default)]
@@ -35,6 +42,8 @@ struct Reach {
     entries: u64,
     /// Reads left to the script (at one entry) before trying again.
     resting: u32,
+    /// Reads in a row that needed far less.
+    spare: u32,
 }
 
 impl TieReach {
@@ -80,40 +89,37 @@ fn next(now: Option<Reach>, used: u64, needed: Option<u64>) -> Option<Reach> {
         return now;
     }
     let Some(needed) = needed else {
-        // Its groups went on past the read: further next time, or rest at the most.
-        if used >= MOST {
-            return Some(Reach {
-                entries: MOST,
-                resting: RESTING,
-            });
-        }
-        // (A read that used less than the window's reach, from before it grew or while it
+        // Its groups went on past the read: further next time, or rest at the most. (A
+        // read that used less than the window's reach, from before it grew or while it
         // rested, shows nothing new.)
-        let further = (4 * used + 4).min(MOST);
+        let (entries, resting) = match used >= MOST {
+            true => (MOST, RESTING),
+            false => ((4 * used + 4).min(MOST), 0),
+        };
         return Some(Reach {
-            entries: now.map_or(further, |r| r.entries.max(further)),
-            resting: 0,
+            entries: now.map_or(entries, |r| r.entries.max(entries)),
+            resting,
+            spare: 0,
         });
     };
-    let entries = now.map_or(used, |r| r.entries);
-    if needed <= 1 {
-        // No group cut this time: half as far, and gone at one entry.
-        return (entries / 2 > 1).then_some(Reach {
-            entries: entries / 2,
-            resting: 0,
-        });
-    }
-    // Enough: kept while it is at most twice what was needed (and some), so groups that
-    // grow and shrink by a few members as writes go on do not move it.
-    let entries = if entries > 2 * needed + 8 {
-        needed + needed / 2 + 1
-    } else {
-        entries
-    };
-    Some(Reach {
-        entries,
+    let mut reach = now.unwrap_or(Reach {
+        entries: used,
         resting: 0,
-    })
+        spare: 0,
+    });
+    if 2 * needed + 8 >= reach.entries && needed > 1 {
+        reach.spare = 0;
+        return Some(reach);
+    }
+    reach.spare += 1;
+    if reach.spare < SPARE {
+        return Some(reach);
+    }
+    // Far more than needed for long: half as far, down to one and a half times the need,
+    // and gone at one entry.
+    reach.entries = (reach.entries / 2).max(needed + needed / 2);
+    reach.spare = 0;
+    (reach.entries > 1).then_some(reach)
 }
 
 #[cfg(test)]
@@ -144,21 +150,41 @@ mod tests {
         // Kept while the group grows or shrinks a little.
         reach.learn(T, 36, Some(14));
         assert_eq!(reach.reach(T), 36);
-        // Far more than needed: down to one and a half times the need.
-        reach.learn(T, 36, Some(10));
-        assert_eq!(reach.reach(T), 16);
     }
 
     #[test]
-    fn a_window_whose_pages_stop_cutting_groups_drops_back_to_one_entry() {
+    fn pages_that_need_different_reaches_keep_the_larger() {
         let reach = TieReach::default();
         reach.learn(T, 8, None);
+        // The first page cut through a group of 20, the second through one of 2.
+        for _ in 0..4 * SPARE {
+            reach.learn(T, 36, Some(21));
+            reach.learn(T, 36, Some(3));
+            assert_eq!(reach.reach(T), 36);
+        }
+    }
+
+    #[test]
+    fn a_reach_far_larger_than_needed_for_long_shrinks_then_goes() {
+        let reach = TieReach::default();
+        reach.learn(T, 8, None);
+        // Needing 10 of 36: halved after SPARE reads in a row.
+        for _ in 1..SPARE {
+            reach.learn(T, 36, Some(10));
+        }
         assert_eq!(reach.reach(T), 36);
-        for expected in [18, 9, 4, 2] {
-            reach.learn(T, 36, Some(1));
+        reach.learn(T, 36, Some(10));
+        assert_eq!(reach.reach(T), 18);
+        // Pages that cut no group: halved every SPARE reads, then out of the map.
+        for expected in [9, 4, 2] {
+            for _ in 0..SPARE {
+                reach.learn(T, 18, Some(1));
+            }
             assert_eq!(reach.reach(T), expected);
         }
-        reach.learn(T, 2, Some(1));
+        for _ in 0..SPARE {
+            reach.learn(T, 2, Some(1));
+        }
         assert_eq!(reach.reach(T), 1);
         assert!(reach.lock().is_empty());
     }
