@@ -70,11 +70,15 @@ impl TieReach {
             return;
         }
         let mut windows = self.lock();
-        let next = next(windows.get(totals).copied(), used, needed);
-        match next {
-            Some(reach) => windows.insert(totals.to_owned(), reach),
-            None => windows.remove(totals),
-        };
+        // Changed in place: a window read through a tie on every read names no new key.
+        if let Some(reach) = windows.get_mut(totals) {
+            match next(Some(*reach), used, needed) {
+                Some(next) => *reach = next,
+                None => drop(windows.remove(totals)),
+            }
+        } else if let Some(next) = next(None, used, needed) {
+            windows.insert(totals.to_owned(), next);
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Reach>> {
