@@ -37,8 +37,16 @@ pub const DASHBOARD_TIME: &str = "DashboardTime";
 /// recorded under: [`DASHBOARD_TIME`] for the dashboard page at `/` and the routes under
 /// `/v1/dashboard`, [`ACCESS_TIME`] for every other.
 pub fn kind_of(route: &str) -> &'static str {
-    let dashboard =
-        route == "/" || route.ends_with("/v1/dashboard") || route.contains("/v1/dashboard/");
+    // Compared at each `/`: `str::contains` sets up a searcher on every request.
+    let under = |i: usize| {
+        let rest = &route.as_bytes()[i..];
+        rest == b"/v1/dashboard" || rest.starts_with(b"/v1/dashboard/")
+    };
+    let dashboard = route == "/"
+        || route
+            .bytes()
+            .enumerate()
+            .any(|(i, b)| b == b'/' && under(i));
     if dashboard {
         DASHBOARD_TIME
     } else {

@@ -2,8 +2,8 @@
 
 use axum::extract::MatchedPath;
 use axum::http::{Method, StatusCode};
+use foldhash::HashMap;
 use metrics::Histogram;
-use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock};
 
 /// The latency histogram of one (method, route, status), created once: a request then

@@ -21,12 +21,17 @@ pub fn from_plain<'a, T: Deserialize<'a>>(query: &'a str) -> Option<Result<T, Er
         return None;
     }
     // As `form_urlencoded::parse`: empty pairs are skipped, a pair without `=` has an
-    // empty value.
+    // empty value. Split by a closure, not by a `char`: a `char` pattern sets up a
+    // searcher for each split (~150 instructions, six of them a top-10 query).
+    #[allow(clippy::manual_pattern_char_comparison)]
     let pairs = query
-        .split('&')
+        .split(|c| c == '&')
         .filter(|pair| !pair.is_empty())
         .map(|pair| {
-            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let (key, value) = match pair.bytes().position(|b| b == b'=') {
+                Some(at) => (&pair[..at], &pair[at + 1..]),
+                None => (pair, ""),
+            };
             (Part(key), Part(value))
         });
     let map = MapDeserializer::new(pairs);

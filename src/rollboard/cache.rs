@@ -5,7 +5,7 @@
 //! A stale entry is harmless: the store checks the board's version on every call and
 //! answers `BoardChanged`, and the entry is then reloaded.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::future::Future;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 

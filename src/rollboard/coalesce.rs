@@ -17,8 +17,8 @@
 //! A fetch that fails, or whose reader goes away, hands nothing on: the reads that waited
 //! for it fetch by themselves.
 
+use foldhash::HashMap;
 use std::any::Any;
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 

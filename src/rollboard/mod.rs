@@ -226,8 +226,15 @@ impl Rollboard {
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
-        let fetch = |_| async move { fetch().await.map(|value| vec![value]) };
-        self.read_batched(board, key, (), fetch).await
+        if self.staleness.is_exact() {
+            let fetch = |_| async move { fetch().await.map(|value| vec![value]) };
+            return self.read_batched(board, key, (), fetch).await;
+        }
+        let read = self
+            .inner
+            .reads
+            .read(board.0, key(), self.staleness, self.now(), fetch);
+        read.await
     }
 
     /// As [`read_through`](Self::read_through), the answer for `item` of the read `key`

@@ -19,8 +19,8 @@
 //!   the reads that joined a failed fetch read the store themselves.
 //! - A read with bound 0 never comes here.
 
+use foldhash::HashMap;
 use std::any::Any;
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -224,7 +224,7 @@ impl ReadCache {
             Some(reads) => reads,
             None => state.boards.entry(board.clone()).or_insert(BoardReads {
                 generation: id,
-                reads: HashMap::new(),
+                reads: HashMap::default(),
             }),
         };
         let generation = reads.generation;

@@ -11,7 +11,7 @@
 //! [`MAX_PENDING`] while a flush is overdue (a store down for long). Drops are counted in
 //! `rollboard_access_time_dropped_total`, by context.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
