@@ -1,19 +1,19 @@
 //! The most-called read, a page of a window's ranking highest first, by plain commands in
 //! one `MULTI`/`EXEC`: the board record's guard and watermark, the two slots that bound
-//! the window's coverage, and the page with entries on each side of it, as many as the
-//! window's tie reach (`conn/tie_reach.rs`: one, or what its reads learned they need to
-//! hold the tie groups its pages cut). Redis spends about a third of what
-//! `read_ranking.lua` costs on it (no script to run, no reply turned into Lua tables and
-//! back).
+//! the window's coverage, and the page with the entries before it the window's tie
+//! reach holds (`conn/tie_reach.rs`) and one after it; and when the window's last read
+//! of a page ending there found it cut through a tie group, that group's first members
+//! in member order, by its score. Redis spends about a third of what `read_ranking.lua`
+//! costs on it (no script to run, no reply turned into Lua tables and back).
 //!
 //! It answers what `read_ranking.lua` answers, read at the same single instant, or
 //! nothing when the page needs more than those commands can tell, and the script reads
-//! it: a tie group cut by the page's first or last entry that goes on past what was read
-//! (its members are ordered by member ascending, which `ZREVRANGE` reverses), a window
-//! behind (the oldest slot still in its totals is found by the watermark this read only
-//! learns), dense ranks (counted on another zset), an ascending page or a score range;
-//! and on a cluster, a transaction the server did not run (a slot moving, a master
-//! failing over).
+//! it: a tie group cut by the page's first entry that goes on past what was read, or by
+//! its last entry when its score was not known (its members are ordered by member
+//! ascending, which `ZREVRANGE` reverses), a window behind (the oldest slot still in its
+//! totals is found by the watermark this read only learns), dense ranks (counted on
+//! another zset), an ascending page or a score range; and on a cluster, a transaction
+//! the server did not run (a slot moving, a master failing over).
 
 use redis::Value;
 
@@ -42,9 +42,12 @@ pub(crate) async fn top_desc(
     let start = config.window_start(window, now);
     let index = conn.keys().index(&board.name);
     let totals = conn.keys().totals(&board.name, config.windows(), window);
-    // `reach` entries before the page (as many as there are) and after it.
-    let reach = conn.tie_reach().reach(&totals);
-    let first = offset.saturating_sub(reach);
+    // `reach` entries before the page (as many as there are) and after it; after it one
+    // when the group its last entry cut is read by its score.
+    let end = offset + limit;
+    let plan = conn.tie_reach().plan(&totals, end);
+    let first = offset.saturating_sub(plan.reach);
+    let after = if plan.edge.is_some() { 1 } else { plan.reach };
     let mut pipe = redis::pipe();
     pipe.atomic()
         .cmd("HMGET")
@@ -70,16 +73,35 @@ pub(crate) async fn top_desc(
         .cmd("ZREVRANGE")
         .arg(&totals)
         .arg(first)
-        .arg(offset + limit + reach - 1)
+        .arg(end + after - 1)
         .arg("WITHSCORES");
+    if let Some(score) = plan.edge {
+        // The group the page's last entry cut last time, member ascending: as many as
+        // the positions it can hold in what was read.
+        pipe.cmd("ZRANGE")
+            .arg(&totals)
+            .arg(score)
+            .arg(score)
+            .arg("BYSCORE")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(end - first);
+    }
     let Some(reply) = conn
         .read_transaction::<Vec<Value>>(&pipe, &board.name)
         .await?
     else {
         return Ok(None);
     };
-    let [record, older, newest, raw] = <[Value; 4]>::try_from(reply)
-        .map_err(|r| Error::store(format!("the top read answered {} replies", r.len())))?;
+    let replies = 4 + usize::from(plan.edge.is_some());
+    if reply.len() != replies {
+        let got = reply.len();
+        return Err(Error::store(format!("the top read answered {got} replies")));
+    }
+    let mut reply = reply.into_iter();
+    let mut next = || reply.next().expect("counted");
+    let (record, older, newest, raw) = (next(), next(), next(), next());
+    let group = plan.edge.map(|_| next());
     let record = array(record, "board record")?;
     let field = |i: usize| record.get(i).and_then(text);
     if field(0).and_then(|v| v.parse().ok()) != Some(board.version) || field(1).is_some() {
@@ -100,7 +122,7 @@ pub(crate) async fn top_desc(
     // What was read, highest first, while ranked, and whether the ranking ends in it.
     let rule = config.rank();
     let raw = array(raw, "top page")?;
-    let mut ends = raw.len() / 2 < (offset + limit + reach - first) as usize;
+    let mut ends = raw.len() / 2 < (end + after - first) as usize;
     let mut read = Vec::with_capacity(raw.len() / 2);
     let mut items = raw.into_iter();
     while let (Some(member), Some(score)) = (items.next(), items.next()) {
@@ -111,32 +133,57 @@ pub(crate) async fn top_desc(
         }
         read.push((into_string(member, "member")?, score));
     }
-    // The page is read[lo..hi]; its first tie group starts at `from`, its last ends at
-    // `to`: each must be whole in what was read, else the script reads the page.
+    // The page is read[lo..hi]; its first tie group starts at `from`, its last starts at
+    // `last` and ends at `to`: the first must be whole in what was read, the last too
+    // unless its first members were read by its score.
     let lo = ((offset - first) as usize).min(read.len());
     let hi = read.len().min(lo + limit as usize);
-    let (mut from, mut to) = (lo, hi);
+    let (mut from, mut last, mut to) = (lo, hi, hi);
     if lo < hi {
         while from > 0 && read[from - 1].1 == read[lo].1 {
             from -= 1;
+        }
+        while last > from && read[last - 1].1 == read[hi - 1].1 {
+            last -= 1;
         }
         while to < read.len() && read[to].1 == read[hi - 1].1 {
             to += 1;
         }
     }
-    let whole = lo == hi || ((from > 0 || first == 0) && (to < read.len() || ends));
-    // The entries past each edge that show where its group ends.
-    let needed = (lo - from).max(to - hi) as u64 + 1;
-    conn.tie_reach()
-        .learn(&totals, reach, whole.then_some(needed));
-    if !whole {
+    let cut = (to > hi).then(|| read[hi - 1].1);
+    let top = lo == hi || from > 0 || first == 0;
+    let bottom = lo == hi || to < read.len() || ends;
+    // The entries before (and unless read by its score, after) the page that show where
+    // its groups end.
+    let needed = match plan.edge {
+        Some(_) => top.then_some(lo - from),
+        None => (top && bottom).then_some((lo - from).max(to - hi)),
+    };
+    let needed = needed.map(|n| n as u64 + 1);
+    conn.tie_reach().learn(&totals, end, plan, needed, cut);
+    // The cut group's first members, in member order, when it was read by its score
+    // (never fewer than the page holds of it, all read at one instant).
+    let group = match (group, cut) {
+        (Some(group), Some(score)) if plan.edge == Some(score) => {
+            let members = array(group, "tie group")?;
+            (members.len() >= hi - last).then_some((members, score))
+        }
+        _ => None,
+    };
+    if !top || !(bottom || group.is_some()) {
         return Ok(None);
     }
-    read.truncate(to);
+    // Each tie group into member order (ZREVRANGE reads it member descending); the cut
+    // one from its first members, in order already.
+    read.truncate(if group.is_some() { last } else { to });
     read.drain(..from);
-    // Each tie group into member order (ZREVRANGE reads it member descending).
-    for group in read.chunk_by_mut(|a, b| a.1 == b.1) {
-        group.reverse();
+    for run in read.chunk_by_mut(|a, b| a.1 == b.1) {
+        run.reverse();
+    }
+    if let Some((members, score)) = group {
+        for member in members.into_iter().take(hi - last) {
+            read.push((into_string(member, "member")?, score));
+        }
     }
     let mut entries = rank_run(read, first + from as u64, config.ties());
     entries.truncate(hi - from);

@@ -1,25 +1,35 @@
-//! Tie reach: how many entries past each edge of a top page its transaction reads
-//! (`board/read_top.rs`), learned per window's totals.
+//! Tie reach: what a top page's transaction reads past its edges (`board/read_top.rs`),
+//! learned per window's totals.
 //!
 //! A tie group cut by a page's edge is ordered by member ascending, which `ZREVRANGE`
-//! reverses, so the page needs the whole group; reading one entry past each edge only
-//! tells that a group is cut, and `read_ranking.lua` then reads the page in a second
-//! round trip. Boards whose totals are small integers (likes) are full of ties, and a
-//! hot board's top page is cut through one on every read. So a read of a window that
-//! did not find its groups' ends makes the window's next reads read further, until they
-//! hold the groups their pages cut; a window whose groups outgrow [`MOST`] is read by
-//! the script, as before, for [`RESTING`] reads before it tries again. The reach shrinks
-//! only after [`SPARE`] reads in a row needed far less of it, so pages of one window
-//! that need different reaches (the first page cut through a big group, the second
-//! through a small one) do not pull it back and forth, and groups that grow and shrink
-//! by a few members as writes go on do not move it; a window whose pages stop cutting
-//! groups drops back to one entry and out of the map that way. A reach is a hint, never
-//! part of an answer: a wrong one costs a longer `ZREVRANGE` or a second round trip.
+//! reverses, so reading one entry past an edge only tells that a group is cut, and
+//! `read_ranking.lua` then reads the page in a second round trip. Boards whose totals
+//! are small integers (likes) are full of ties, and a hot board's top page is cut
+//! through one on every read. So each window learns two things:
+//! - **Its last groups' scores.** A page whose last group goes on past it needs that
+//!   group's first members in member order: `ZRANGE totals s s BYSCORE LIMIT`, once the
+//!   group's score `s` is known. A read that finds its last group cut keeps the score
+//!   for the next read of a page ending at the same position (up to [`EDGES`] such
+//!   pages a window), which reads the group that way in the same transaction, however
+//!   large it is; a read whose last group has another score by then (writes moved the
+//!   edge) and is cut goes to the script once, and keeps the new score.
+//! - **Its reach**, the entries read before a page (after it, one: enough to tell
+//!   whether its last group goes on), for pages cut through their first group. A read
+//!   that did not find where that group starts makes the window's next reads read
+//!   further, until they hold it; a window whose groups outgrow [`MOST`] is read by the
+//!   script, as before, for [`RESTING`] reads before it tries again. The reach shrinks
+//!   only after [`SPARE`] reads in a row needed far less of it, so pages of one window
+//!   that need different reaches do not pull it back and forth, and groups that grow and
+//!   shrink by a few members as writes go on do not move it.
+//!
+//! A window with neither (one entry before, no cut group) leaves the map. What is
+//! learned is a hint, never part of an answer: a wrong one costs a longer read or a
+//! second round trip.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// The most entries read past each edge of a page.
+/// The most entries read before a page.
 pub(crate) const MOST: u64 = 128;
 
 /// Reads of a window whose groups outgrew [`MOST`] left to the script before it tries
@@ -30,15 +40,28 @@ const RESTING: u32 = 256;
 /// before it shrinks.
 const SPARE: u32 = 64;
 
-/// The learned reaches, keyed by the window's totals key.
+/// Pages of a window (by where they end) whose last group's score is kept.
+pub(crate) const EDGES: usize = 4;
+
+/// What was learned, keyed by the window's totals key.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TieReach {
-    windows: Arc<Mutex<HashMap<String, Reach>>>,
+    windows: Arc<Mutex<HashMap<String, Window>>>,
+}
+
+/// What one window's reads learned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Window {
+    /// Entries read before a page, when more than one.
+    reach: Option<Reach>,
+    /// The score of the last tie group that pages ending at a position cut, as
+    /// (position, score), newest first; position 0 (no page ends there): none.
+    edges: [(u64, i64); EDGES],
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Reach {
-    /// Entries to read past each edge.
+    /// Entries to read before a page.
     entries: u64,
     /// Reads left to the script (at one entry) before trying again.
     resting: u32,
@@ -46,43 +69,89 @@ struct Reach {
     spare: u32,
 }
 
+/// How a read of a page reads past its edges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Entries before the page (as many as there are).
+    pub(crate) reach: u64,
+    /// The score of the group that the last read of a page ending where this one ends
+    /// found cut by its last entry: this read reads that group's first members.
+    pub(crate) edge: Option<i64>,
+}
+
 impl TieReach {
-    /// How many entries past each edge of a page the next read of `totals` reads: 1
-    /// unless a read learned more.
-    pub(crate) fn reach(&self, totals: &str) -> u64 {
+    /// How the next read of `totals`'s page ending at position `end` (offset + limit)
+    /// reads: one entry before it and no group unless reads learned more.
+    pub(crate) fn plan(&self, totals: &str, end: u64) -> Plan {
         let mut windows = self.lock();
-        let Some(reach) = windows.get_mut(totals) else {
-            return 1;
+        let Some(window) = windows.get_mut(totals) else {
+            return Plan {
+                reach: 1,
+                edge: None,
+            };
         };
-        if reach.resting > 0 {
-            reach.resting -= 1;
-            return 1;
-        }
-        reach.entries
+        let edge = window.edges.iter().find(|e| e.0 == end).map(|e| e.1);
+        let reach = match &mut window.reach {
+            Some(reach) if reach.resting > 0 => {
+                reach.resting -= 1;
+                1
+            }
+            Some(reach) => reach.entries,
+            None => 1,
+        };
+        Plan { reach, edge }
     }
 
-    /// Takes in a read of `totals` that read `used` entries past each edge and needed
-    /// `needed` of them to see where the page's first and last tie groups end (`None`:
-    /// one of them went on past what it read).
-    pub(crate) fn learn(&self, totals: &str, used: u64, needed: Option<u64>) {
-        if needed.is_some_and(|n| n <= 1 && used <= 1) {
-            // No tie cut, none learned: the common read takes no entry.
+    /// Takes in a read of `totals`'s page ending at `end`, read as `plan`: it needed
+    /// `needed` entries before the page to see where its first tie group starts (`None`:
+    /// the group went on past what it read), and its last group, of score `cut`, went
+    /// on past the page (`None`: it did not).
+    pub(crate) fn learn(
+        &self,
+        totals: &str,
+        end: u64,
+        plan: Plan,
+        needed: Option<u64>,
+        cut: Option<i64>,
+    ) {
+        let plain = needed.is_some_and(|n| n <= 1 && plan.reach <= 1);
+        if plain && cut.is_none() && plan.edge.is_none() {
+            // No tie cut, none learned: the common read takes no lock.
             return;
         }
         let mut windows = self.lock();
         // Changed in place: a window read through a tie on every read names no new key.
-        if let Some(reach) = windows.get_mut(totals) {
-            match next(Some(*reach), used, needed) {
-                Some(next) => *reach = next,
-                None => drop(windows.remove(totals)),
+        if let Some(window) = windows.get_mut(totals) {
+            window.learn(end, plan.reach, needed, cut);
+            if *window == Window::default() {
+                windows.remove(totals);
             }
-        } else if let Some(next) = next(None, used, needed) {
-            windows.insert(totals.to_owned(), next);
+        } else {
+            let mut window = Window::default();
+            window.learn(end, plan.reach, needed, cut);
+            if window != Window::default() {
+                windows.insert(totals.to_owned(), window);
+            }
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Reach>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Window>> {
         self.windows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Window {
+    fn learn(&mut self, end: u64, used: u64, needed: Option<u64>, cut: Option<i64>) {
+        self.reach = next(self.reach, used, needed);
+        // This page's edge first, the others after it in their order; one dropped when
+        // all are taken.
+        let kept = self.edges.iter().filter(|e| e.0 != end && e.0 != 0);
+        let mut edges = [(0, 0); EDGES];
+        let new = cut.map(|score| (end, score));
+        for (slot, edge) in edges.iter_mut().zip(new.iter().chain(kept)) {
+            *slot = *edge;
+        }
+        self.edges = edges;
     }
 }
 
@@ -106,11 +175,8 @@ fn next(now: Option<Reach>, used: u64, needed: Option<u64>) -> Option<Reach> {
             spare: 0,
         });
     };
-    let mut reach = now.unwrap_or(Reach {
-        entries: used,
-        resting: 0,
-        spare: 0,
-    });
+    // Its first group was held by one entry before it: nothing to learn.
+    let mut reach = now?;
     if 2 * needed + 8 >= reach.entries && needed > 1 {
         reach.spare = 0;
         return Some(reach);
@@ -132,80 +198,123 @@ mod tests {
 
     const T: &str = "stats_{b}_86400";
 
+    /// A read of the page ending at 10 that used `used` entries before it and needed
+    /// `needed`, its last group not cut.
+    fn learn(reach: &TieReach, used: u64, needed: Option<u64>) {
+        let plan = Plan {
+            reach: used,
+            edge: None,
+        };
+        reach.learn(T, 10, plan, needed, None);
+    }
+
     #[test]
     fn a_window_read_without_ties_keeps_one_entry_and_no_record() {
         let reach = TieReach::default();
-        reach.learn(T, 1, Some(1));
-        reach.learn(T, 1, Some(0));
-        assert_eq!(reach.reach(T), 1);
+        learn(&reach, 1, Some(1));
+        learn(&reach, 1, Some(0));
+        assert_eq!(reach.plan(T, 10).reach, 1);
         assert!(reach.lock().is_empty());
     }
 
     #[test]
     fn a_cut_group_is_read_further_until_its_end_is_found_then_kept() {
         let reach = TieReach::default();
-        // A group of 20 beyond the page: 1, then 8, then 36 entries.
-        reach.learn(T, 1, None);
-        assert_eq!(reach.reach(T), 8);
-        reach.learn(T, 8, None);
-        assert_eq!(reach.reach(T), 36);
-        reach.learn(T, 36, Some(21));
-        assert_eq!(reach.reach(T), 36);
+        // A group of 20 before the page: 1, then 8, then 36 entries.
+        learn(&reach, 1, None);
+        assert_eq!(reach.plan(T, 10).reach, 8);
+        learn(&reach, 8, None);
+        assert_eq!(reach.plan(T, 10).reach, 36);
+        learn(&reach, 36, Some(21));
+        assert_eq!(reach.plan(T, 10).reach, 36);
         // Kept while the group grows or shrinks a little.
-        reach.learn(T, 36, Some(14));
-        assert_eq!(reach.reach(T), 36);
+        learn(&reach, 36, Some(14));
+        assert_eq!(reach.plan(T, 10).reach, 36);
     }
 
     #[test]
     fn pages_that_need_different_reaches_keep_the_larger() {
         let reach = TieReach::default();
-        reach.learn(T, 8, None);
+        learn(&reach, 8, None);
         // The first page cut through a group of 20, the second through one of 2.
         for _ in 0..4 * SPARE {
-            reach.learn(T, 36, Some(21));
-            reach.learn(T, 36, Some(3));
-            assert_eq!(reach.reach(T), 36);
+            learn(&reach, 36, Some(21));
+            learn(&reach, 36, Some(3));
+            assert_eq!(reach.plan(T, 10).reach, 36);
         }
     }
 
     #[test]
     fn a_reach_far_larger_than_needed_for_long_shrinks_then_goes() {
         let reach = TieReach::default();
-        reach.learn(T, 8, None);
+        learn(&reach, 8, None);
         // Needing 10 of 36: halved after SPARE reads in a row.
         for _ in 1..SPARE {
-            reach.learn(T, 36, Some(10));
+            learn(&reach, 36, Some(10));
         }
-        assert_eq!(reach.reach(T), 36);
-        reach.learn(T, 36, Some(10));
-        assert_eq!(reach.reach(T), 18);
+        assert_eq!(reach.plan(T, 10).reach, 36);
+        learn(&reach, 36, Some(10));
+        assert_eq!(reach.plan(T, 10).reach, 18);
         // Pages that cut no group: halved every SPARE reads, then out of the map.
         for expected in [9, 4, 2] {
             for _ in 0..SPARE {
-                reach.learn(T, 18, Some(1));
+                learn(&reach, 18, Some(1));
             }
-            assert_eq!(reach.reach(T), expected);
+            assert_eq!(reach.plan(T, 10).reach, expected);
         }
         for _ in 0..SPARE {
-            reach.learn(T, 2, Some(1));
+            learn(&reach, 2, Some(1));
         }
-        assert_eq!(reach.reach(T), 1);
+        assert_eq!(reach.plan(T, 10).reach, 1);
         assert!(reach.lock().is_empty());
     }
 
     #[test]
     fn groups_past_the_most_are_left_to_the_script_for_a_while() {
         let reach = TieReach::default();
-        reach.learn(T, 36, None);
-        assert_eq!(reach.reach(T), MOST);
-        reach.learn(T, MOST, None);
+        learn(&reach, 36, None);
+        assert_eq!(reach.plan(T, 10).reach, MOST);
+        learn(&reach, MOST, None);
         for _ in 0..RESTING {
-            assert_eq!(reach.reach(T), 1);
+            assert_eq!(reach.plan(T, 10).reach, 1);
             // What those reads learn changes nothing while it rests.
-            reach.learn(T, 1, None);
+            learn(&reach, 1, None);
         }
-        assert_eq!(reach.reach(T), MOST);
+        assert_eq!(reach.plan(T, 10).reach, MOST);
         // Other windows are their own.
-        assert_eq!(reach.reach("stats_{b}"), 1);
+        assert_eq!(reach.plan("stats_{b}", 10).reach, 1);
+    }
+
+    #[test]
+    fn a_cut_last_group_is_kept_by_its_score_for_pages_ending_there() {
+        let reach = TieReach::default();
+        let plain = Plan {
+            reach: 1,
+            edge: None,
+        };
+        // The top 10 cut through the group of 40s: its score is kept for that page.
+        reach.learn(T, 10, plain, Some(1), Some(40));
+        let kept = Plan {
+            reach: 1,
+            edge: Some(40),
+        };
+        assert_eq!(reach.plan(T, 10), kept);
+        assert_eq!(reach.plan(T, 20), plain);
+        // Writes moved the edge into the group of 39s.
+        reach.learn(T, 10, kept, Some(1), Some(39));
+        assert_eq!(reach.plan(T, 10).edge, Some(39));
+        // Pages of EDGES other ends: the oldest is dropped.
+        for end in 11..11 + EDGES as u64 {
+            reach.learn(T, end, plain, Some(1), Some(end as i64));
+        }
+        assert_eq!(reach.plan(T, 10).edge, None);
+        assert_eq!(reach.plan(T, 11).edge, Some(11));
+        // A page whose last group is no longer cut forgets it; a window with nothing
+        // left leaves the map.
+        for end in 11..11 + EDGES as u64 {
+            let plan = reach.plan(T, end);
+            reach.learn(T, end, plan, Some(1), None);
+        }
+        assert!(reach.lock().is_empty());
     }
 }
