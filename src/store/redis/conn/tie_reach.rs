@@ -175,7 +175,7 @@ fn next(now: Option<Reach>, used: u64, needed: Option<u64>) -> Option<Reach> {
             spare: 0,
         });
     };
-    // Its first group was held by one entry before it: nothing to learn.
+    // Read at one entry (no reach kept), its groups held: nothing to learn.
     let mut reach = now?;
     if 2 * needed + 8 >= reach.entries && needed > 1 {
         reach.spare = 0;
