@@ -13,11 +13,12 @@
 //!   pages a window), which reads the group that way in the same transaction, however
 //!   large it is; a read whose last group has another score by then (writes moved the
 //!   edge) and is cut goes to the script once, and keeps the new score.
-//! - **Its reach**, the entries read before a page (after it, one: enough to tell
-//!   whether its last group goes on), for pages cut through their first group. A read
-//!   that did not find where that group starts makes the window's next reads read
-//!   further, until they hold it; a window whose groups outgrow [`MOST`] is read by the
-//!   script, as before, for [`RESTING`] reads before it tries again. The reach shrinks
+//! - **Its reach**, the entries read before a page and after it (after it one, enough
+//!   to tell whether its last group goes on, when that group is read by its score), for
+//!   the pages that cut other groups. A read that did not find where its groups end
+//!   makes the window's next reads read further, until they hold them; a window whose
+//!   groups outgrow [`MOST`] is read by the script, as before, for [`RESTING`] reads
+//!   before it tries again. The reach shrinks
 //!   only after [`SPARE`] reads in a row needed far less of it, so pages of one window
 //!   that need different reaches do not pull it back and forth, and groups that grow and
 //!   shrink by a few members as writes go on do not move it.
@@ -29,7 +30,7 @@
 use foldhash::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// The most entries read before a page.
+/// The most entries read past each edge of a page.
 pub(crate) const MOST: u64 = 128;
 
 /// Reads of a window whose groups outgrew [`MOST`] left to the script before it tries
