@@ -86,6 +86,7 @@ use std::time::{Duration, Instant};
 
 use load::{Load, Spread};
 use report::{Row, rate};
+use rollboard::service::allocator::Mimalloc;
 use rollboard::{Event, Rollboard};
 use serde_json::json;
 
@@ -472,7 +473,7 @@ fn main() {
     drop(service);
 }
 
-/// The `rollboard` binary's allocator (mimalloc), so the service measured is the one
+/// The `rollboard` binary's allocator ([`Mimalloc`]), so the service measured is the one
 /// users run, counting the bytes it holds (for phase `manyboards`'s memory per board):
 /// one relaxed atomic add per allocation and free, on a counter of the thread's own
 /// cache line (one shared counter, bounced between the cores on every allocation, cost
@@ -502,21 +503,21 @@ fn count(bytes: isize) {
     ALLOCATED[line].0.fetch_add(bytes, Ordering::Relaxed);
 }
 
-// SAFETY: every call is passed on to mimalloc unchanged.
+// SAFETY: every call is passed on to the binary's allocator unchanged.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
         count(layout.size() as isize);
-        unsafe { GlobalAlloc::alloc(&mimalloc::MiMalloc, layout) }
+        unsafe { GlobalAlloc::alloc(&Mimalloc, layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
         count(-(layout.size() as isize));
-        unsafe { GlobalAlloc::dealloc(&mimalloc::MiMalloc, ptr, layout) }
+        unsafe { GlobalAlloc::dealloc(&Mimalloc, ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
         count(new as isize - layout.size() as isize);
-        unsafe { GlobalAlloc::realloc(&mimalloc::MiMalloc, ptr, layout, new) }
+        unsafe { GlobalAlloc::realloc(&Mimalloc, ptr, layout, new) }
     }
 }
 

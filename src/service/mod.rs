@@ -1,6 +1,7 @@
 //! The service around the library: configuration, the retirement scheduler, and
 //! running the HTTP server with graceful shutdown.
 
+pub mod allocator;
 mod clock_check;
 mod config;
 mod connections;

@@ -12,10 +12,8 @@ mod progress;
 
 use args::{Cli, Command};
 
-/// mimalloc, made for many small short-lived objects: a request's allocations cost about
-/// a third of glibc's (`docs/performance.md`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: rollboard::service::allocator::Mimalloc = rollboard::service::allocator::Mimalloc;
 
 /// `serve`'s log filter when RUST_LOG is unset.
 pub const SERVE_LOG_FILTER: &str = "info,tokio_cron_scheduler=warn";
