@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use rollboard::{BoardConfig, Event, Layout, RelayoutOptions, Span, Timestamp};
 
 use super::hidden::{MEMBERS, Rng, WINDOWS};
-use crate::support::{Harness, START, unique};
+use crate::support::{Harness, START, ts, unique};
 
 on_every_store!(
     capped_contributions_equal_the_oracle_after_every_step,
@@ -28,6 +28,7 @@ on_every_store!(
     a_dropped_board_leaves_no_contribution_behind,
     a_quarantined_contributors_write_answers_as_if_it_were_not,
     a_quarantined_writers_standing_is_its_unquarantined_twins,
+    a_partial_retraction_keeps_a_sum_that_passes_through_zero,
 );
 
 /// The contributors of a board: named after it, so that a quarantine (of every board
@@ -884,4 +885,78 @@ async fn a_quarantined_writers_standing_is_its_unquarantined_twins(h: Harness) {
         differed > 0,
         "no standing of the bot differed from the public ranking"
     );
+}
+
+/// A retraction of some slots (`since`) that takes a contributor's sum to a member through
+/// 0 and back (its parts taken back in the order they were written: a like two slots
+/// in, then a backdated unlike a slot in) leaves what the slots before `since` gave, as
+/// on a twin board that only ever had those.
+async fn a_partial_retraction_keeps_a_sum_that_passes_through_zero(h: Harness) {
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_contributor_cap(Some(2))
+        .unwrap();
+    let (board, twin) = (unique("contrib-through-0"), unique("contrib-twin"));
+    h.boards.create(&board, config.clone()).await.unwrap();
+    h.boards.create(&twin, config).await.unwrap();
+    let [u, other, ..] = contributors(&board);
+    h.clock.set(ts(START + 2 * 3600 + 1800));
+    let like = |delta: i64, minutes: i64, by: &str| {
+        Event::new("m", delta).by(by).at(ts(START + minutes * 60))
+    };
+    let kept = [like(1, 10, &u), like(1, 20, &other)];
+    h.boards.windowed(&board).incr_batch(&kept).await.unwrap();
+    h.boards.windowed(&twin).incr_batch(&kept).await.unwrap();
+    for later in [like(1, 130, &u), like(-1, 70, &u)] {
+        h.boards
+            .windowed(&board)
+            .incr_batch(&[later])
+            .await
+            .unwrap();
+    }
+    let done = h
+        .boards
+        .retract(&u, Some(ts(START + 3600)), Some(&[board.clone()]))
+        .await
+        .unwrap();
+    assert_eq!((done.contributions, done.events), (2, 2));
+    let ours = sums_and_tops(&h.boards, &u, &board).await;
+    let theirs = sums_and_tops(&h.boards, &u, &twin).await;
+    assert_eq!(
+        ours.0[1],
+        [("m".to_string(), 1, 1)],
+        "3h: the slot before since"
+    );
+    assert_eq!(ours, theirs);
+}
+
+/// A contributor's sums on `board` per window (member, contributed, counted), and the
+/// board's top 10 in each window.
+async fn sums_and_tops(
+    boards: &rollboard::Rollboard,
+    by: &str,
+    board: &str,
+) -> (Vec<Vec<(String, i64, i64)>>, Vec<Vec<(String, i64)>>) {
+    let view = boards
+        .contributions(by, Some(&[board.to_owned()]))
+        .await
+        .unwrap();
+    let sums = view.boards[0].windows.iter().map(|w| {
+        let members = w.members.iter();
+        members
+            .map(|c| (c.member.clone(), c.contributed, c.counted))
+            .collect()
+    });
+    let mut tops = Vec::new();
+    for window in WINDOWS {
+        let window = Some(Span::parse(window).unwrap());
+        let top = boards.windowed(board).top(window, 0, 10).await.unwrap();
+        tops.push(
+            top.entries
+                .into_iter()
+                .map(|e| (e.member, e.score))
+                .collect(),
+        );
+    }
+    (sums.collect(), tops)
 }
