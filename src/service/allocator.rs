@@ -1,12 +1,12 @@
 //! The `rollboard` binary's allocator (and the benchmark's, which measures that binary's
 //! service): mimalloc, made for many small short-lived objects (a request's allocations
 //! cost about a third of glibc's, `docs/performance.md`), called the way std's own
-//! allocator calls the C library: an allocation whose alignment every block
-//! already has (8: mimalloc's blocks are word multiples from a 16-aligned page start) goes
-//! through `mi_malloc`; only a larger alignment through `mi_malloc_aligned`. The
-//! `mimalloc` crate sends every allocation through `mi_malloc_aligned`, whose fallback,
-//! taken whenever a page's free list runs empty, over-allocates a block of any size that
-//! is not a power of two (about 11 times a like).
+//! allocator calls the C library. An allocation whose alignment every mimalloc block
+//! already has (8: blocks are word multiples from a 16-aligned page start) goes through
+//! `mi_malloc`, only a larger alignment through `mi_malloc_aligned`. The `mimalloc`
+//! crate sends every allocation through `mi_malloc_aligned`, whose fallback, taken
+//! whenever a page's free list runs empty, over-allocates a block of any size that is
+//! not a power of two (about 11 times a like).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
@@ -19,7 +19,8 @@ use libmimalloc_sys::{
 /// The alignment every mimalloc block has.
 const BLOCK_ALIGN: usize = 8;
 
-/// mimalloc, plain where the alignment allows (see the module header).
+/// mimalloc, plain where the alignment allows (see the module header): the binary's
+/// `#[global_allocator]`, and an embedding service's if it likes.
 pub struct Mimalloc;
 
 // SAFETY: each function hands the layout's size (and alignment, when larger than every
