@@ -30,25 +30,13 @@ unsafe impl GlobalAlloc for Mimalloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: see the impl.
-        unsafe {
-            match layout.align() <= BLOCK_ALIGN {
-                true => mi_malloc(layout.size()),
-                false => mi_malloc_aligned(layout.size(), layout.align()),
-            }
-        }
-        .cast()
+        unsafe { allocate(layout, mi_malloc, mi_malloc_aligned) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: see the impl.
-        unsafe {
-            match layout.align() <= BLOCK_ALIGN {
-                true => mi_zalloc(layout.size()),
-                false => mi_zalloc_aligned(layout.size(), layout.align()),
-            }
-        }
-        .cast()
+        unsafe { allocate(layout, mi_zalloc, mi_zalloc_aligned) }
     }
 
     #[inline]
@@ -69,6 +57,27 @@ unsafe impl GlobalAlloc for Mimalloc {
         }
         .cast()
     }
+}
+
+/// A block of `layout` from `plain` (size) when every block has its alignment, else from
+/// `aligned` (size, alignment).
+///
+/// # Safety
+/// As [`GlobalAlloc::alloc`].
+#[inline]
+unsafe fn allocate(
+    layout: Layout,
+    plain: unsafe extern "C" fn(usize) -> *mut c_void,
+    aligned: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+) -> *mut u8 {
+    // SAFETY: both return a block of at least the size asked, aligned as asked, or null.
+    unsafe {
+        match layout.align() <= BLOCK_ALIGN {
+            true => plain(layout.size()),
+            false => aligned(layout.size(), layout.align()),
+        }
+    }
+    .cast()
 }
 
 #[cfg(test)]

@@ -916,7 +916,11 @@ async fn a_partial_retraction_keeps_a_sum_that_passes_through_zero(h: Harness) {
     }
     let done = h
         .boards
-        .retract(&u, Some(ts(START + 3600)), Some(&[board.clone()]))
+        .retract(
+            &u,
+            Some(ts(START + 3600)),
+            Some(std::slice::from_ref(&board)),
+        )
         .await
         .unwrap();
     assert_eq!((done.contributions, done.events), (2, 2));
