@@ -297,13 +297,9 @@ async fn commit_loop(shared: Arc<Shared>, mut inbox: mpsc::Receiver<Box<Submissi
         let Ok(permit) = slots.clone().acquire_owned().await else {
             return;
         };
-        // A submission already queued is taken without arming the idle timer (a timer
-        // costs about as much as the rest of taking a like).
-        let queued = match carried.take() {
-            Some(submission) => Some(submission),
-            None => inbox.try_recv().ok(),
-        };
-        let first = match queued {
+        // A submission already queued is taken without arming the idle timer (its
+        // registration and removal, ~300 instructions a like at 8 connections).
+        let first = match carried.take().or_else(|| inbox.try_recv().ok()) {
             Some(submission) => *submission,
             None => match tokio::time::timeout(options.committer_idle, inbox.next()).await {
                 Ok(Some(submission)) => *submission,
