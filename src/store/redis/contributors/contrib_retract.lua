@@ -20,10 +20,13 @@
 -- ARGV[6+j], j = 1..n  the windows, seconds
 --
 -- Each index field of board_{b}:ctr:<by> names a slot and a member ('@<slot>\n<member>')
--- or the slot's use of the budget ('@<slot>'). For a pair, every stage k of the slot is
--- read: its admitted part leaves the contributor's sums of windows k..n (which count
--- stage k) and the member's totals there what that changes of its counted part; its
--- refused part leaves the refused sums; the slot's history drops by both. For the
+-- or the slot's use of the budget ('@<slot>'). For a pair, the stages k of the slot are
+-- read from the first until as many fields were found as the index counts (the refused
+-- part's only on a board with a budget): each admitted part leaves the contributor's
+-- sums of windows k..n (which count stage k) and the member's totals there what that
+-- changes of its counted part, all of the pair's parts in one read and one write of
+-- its sums (the changes of one window add up: each is clamp(after) - clamp(before));
+-- each refused part leaves the refused sums; the slot's history drops by both. For the
 -- budget, the slot's use leaves u. The stage fields and the index field go in the same
 -- call: a field is handled whole or not at all, so a retraction cut short, repeated or
 -- run twice at once takes each contribution back exactly once. Writes, retirement and
@@ -35,8 +38,8 @@
 -- Error "STALE ..." as in write.lua.
 
 local board, by = KEYS[1], ARGV[2]
-local record = board_record(board, ARGV[1], 'per_contributor_member', 'ctr_q')
-local cap = tonumber(record[3])
+local record = board_record(board, ARGV[1], 'per_contributor_member', 'ctr_q', 'per_contributor')
+local cap, budget = tonumber(record[3]), record[5]
 local since, prefix = tonumber(ARGV[3]), ARGV[4]
 local n = #ARGV - 6
 local ctr = board .. ':ctr:' .. by
@@ -47,41 +50,76 @@ local function stage_of(slot, k)
   return prefix .. slot .. (k > 1 and ('_' .. (k - 1)) or '') .. ':c'
 end
 
--- Takes `part` of the pair (by, member) out of window j's sums (admitted, moving the
--- member's total by what that changes of its counted part, or refused).
-local function leave(j, member, part, refused)
-  if refused then
-    contrib_add(ctr, '\n' .. ARGV[6 + j] .. '\n' .. member, -part)
+-- Takes `part` (per window j, in `parts`) of the pair (by, member)'s admitted sums out
+-- of the contributor's hash, moving the member's totals by what that changes of its
+-- counted parts; the fields it empties go to `gone`.
+local function leave_admitted(member, parts, gone)
+  if flag then
+    for j, part in pairs(parts) do
+      contrib_total(n, j, member, (contrib_window(ctr, ARGV[6 + j], member, -part, cap, flag)))
+    end
     return
   end
-  contrib_total(n, j, member, (contrib_window(ctr, ARGV[6 + j], member, -part, cap, flag)))
-end
-
--- Takes back the pair's parts in every stage of `slot`: the sum of their |parts|.
-local function take_pair(slot, member)
-  local pair, events, history = by .. '\n' .. member, 0, 0
-  for k = 1, n do
-    local key = stage_of(slot, k)
-    local parts = redis.call('HMGET', key, pair, '\n' .. pair)
-    for x, field in ipairs({ pair, '\n' .. pair }) do
-      local part = tonumber(parts[x])
-      if part then
-        for j = k, n do leave(j, member, part, x == 2) end
-        redis.call('HDEL', key, field)
-        events, history = events + math.abs(part), history + part
-      end
+  local windows, fields = {}, {}
+  for j = 1, n do
+    if parts[j] then
+      windows[#windows + 1] = j
+      fields[#fields + 1] = ARGV[6 + j] .. '\n' .. member
     end
   end
+  if #fields == 0 then return end
+  local sums, kept = redis.call('HMGET', ctr, unpack(fields)), {}
+  for x, j in ipairs(windows) do
+    local old = tonumber(sums[x]) or 0
+    local new = old - parts[j]
+    contrib_total(n, j, member, contrib_capped(cap, new) - contrib_capped(cap, old))
+    if new == 0 then
+      gone[#gone + 1] = fields[x]
+    else
+      kept[#kept + 1] = fields[x]
+      kept[#kept + 1] = string.format('%d', new)
+    end
+  end
+  if #kept > 0 then redis.call('HSET', ctr, unpack(kept)) end
+end
+
+-- Takes back the pair's parts in the stages of `slot` (`count` stage fields, the index
+-- says): the sum of their |parts|.
+local function take_pair(slot, member, count, gone)
+  local pair, events, history, found = by .. '\n' .. member, 0, 0, 0
+  local fields = budget and { pair, '\n' .. pair } or { pair }
+  local admitted, refused = {}, {}
+  for k = 1, n do
+    if found >= count then break end
+    local key = stage_of(slot, k)
+    local parts = redis.call('HMGET', key, unpack(fields))
+    local emptied = {}
+    for x, field in ipairs(fields) do
+      local part = tonumber(parts[x])
+      if part then
+        local sums = x == 1 and admitted or refused
+        for j = k, n do sums[j] = (sums[j] or 0) + part end
+        emptied[#emptied + 1] = field
+        found, events, history = found + 1, events + math.abs(part), history + part
+      end
+    end
+    if #emptied > 0 then redis.call('HDEL', key, unpack(emptied)) end
+  end
+  for j, part in pairs(refused) do
+    contrib_add(ctr, '\n' .. ARGV[6 + j] .. '\n' .. member, -part)
+  end
+  leave_admitted(member, admitted, gone)
   if history ~= 0 then contrib_add(stage_of(slot, 1) .. 'm', member, -history) end
   return events
 end
 
 local handled, events, touched = 0, 0, false
-local cursor = contrib_walk(ctr, ARGV[5], '@*', tonumber(ARGV[6]), function(field)
+local cursor = contrib_walk(ctr, ARGV[5], '@*', tonumber(ARGV[6]), function(field, count)
   local slot, member = string.match(field, '^@(%d+)\n?(.*)$')
   if not slot or (since and tonumber(slot) < since) then return end
+  local gone = { field }
   if member ~= '' then
-    events = events + take_pair(slot, member)
+    events = events + take_pair(slot, member, tonumber(count) or 2 * n, gone)
     handled = handled + 1
   else
     local key = stage_of(slot, n)
@@ -91,7 +129,7 @@ local cursor = contrib_walk(ctr, ARGV[5], '@*', tonumber(ARGV[6]), function(fiel
       redis.call('HDEL', key, by)
     end
   end
-  redis.call('HDEL', ctr, field)
+  redis.call('HDEL', ctr, unpack(gone))
   touched = true
 end)
 if touched then
