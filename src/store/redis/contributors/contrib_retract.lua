@@ -50,77 +50,99 @@ local function stage_of(slot, k)
   return prefix .. slot .. (k > 1 and ('_' .. (k - 1)) or '') .. ':c'
 end
 
--- Takes `part` (per window j, in `parts`) of the pair (by, member)'s admitted sums out
--- of the contributor's hash, moving the member's totals by what that changes of its
--- counted parts; the fields it empties go to `gone`.
-local function leave_admitted(member, parts, gone)
+-- The call's scratch tables, emptied per pair (each table made costs Redis as much as a
+-- command): per window j the admitted and refused parts taken out, the fields read of a
+-- stage and of the contributor's sums, and the fields to delete and to set.
+local admitted, refused, read, sums, windows, gone, kept = {}, {}, {}, {}, {}, {}, {}
+
+-- Takes the pair (by, member)'s admitted parts (per window j, in `admitted`) out of the
+-- contributor's sums, moving the member's totals by what that changes of its counted
+-- parts; the fields it empties go to `gone` (after its first `ng`): returns their count.
+local function leave_admitted(member, ng)
   if flag then
-    for j, part in pairs(parts) do
-      contrib_total(n, j, member, (contrib_window(ctr, ARGV[6 + j], member, -part, cap, flag)))
+    for j = 1, n do
+      local part = admitted[j]
+      if part ~= 0 then
+        contrib_total(n, j, member, (contrib_window(ctr, ARGV[6 + j], member, -part, cap, flag)))
+      end
     end
-    return
+    return ng
   end
-  local windows, fields = {}, {}
+  local nf, nk = 0, 0
   for j = 1, n do
-    if parts[j] then
-      windows[#windows + 1] = j
-      fields[#fields + 1] = ARGV[6 + j] .. '\n' .. member
+    if admitted[j] ~= 0 then
+      nf = nf + 1
+      windows[nf], sums[nf] = j, ARGV[6 + j] .. '\n' .. member
     end
   end
-  if #fields == 0 then return end
-  local sums, kept = redis.call('HMGET', ctr, unpack(fields)), {}
-  for x, j in ipairs(windows) do
-    local old = tonumber(sums[x]) or 0
-    local new = old - parts[j]
+  if nf == 0 then return ng end
+  local values = redis.call('HMGET', ctr, unpack(sums, 1, nf))
+  for x = 1, nf do
+    local j = windows[x]
+    local old = tonumber(values[x]) or 0
+    local new = old - admitted[j]
     contrib_total(n, j, member, contrib_capped(cap, new) - contrib_capped(cap, old))
     if new == 0 then
-      gone[#gone + 1] = fields[x]
+      ng = ng + 1
+      gone[ng] = sums[x]
     else
-      kept[#kept + 1] = fields[x]
-      kept[#kept + 1] = string.format('%d', new)
+      kept[nk + 1], kept[nk + 2] = sums[x], string.format('%d', new)
+      nk = nk + 2
     end
   end
-  if #kept > 0 then redis.call('HSET', ctr, unpack(kept)) end
+  if nk > 0 then redis.call('HSET', ctr, unpack(kept, 1, nk)) end
+  return ng
 end
 
 -- Takes back the pair's parts in the stages of `slot` (`count` stage fields, the index
--- says): the sum of their |parts|.
-local function take_pair(slot, member, count, gone)
+-- says); the contributor's fields it empties go to `gone` after its first: returns the
+-- sum of the |parts| and how many fields `gone` holds.
+local function take_pair(slot, member, count)
   local pair, events, history, found = by .. '\n' .. member, 0, 0, 0
-  local fields = budget and { pair, '\n' .. pair } or { pair }
-  local admitted, refused = {}, {}
+  for j = 1, n do admitted[j], refused[j] = 0, 0 end
+  local nr = budget and 2 or 1
+  read[1], read[2] = pair, budget and '\n' .. pair or nil
   for k = 1, n do
     if found >= count then break end
     local key = stage_of(slot, k)
-    local parts = redis.call('HMGET', key, unpack(fields))
-    local emptied = {}
-    for x, field in ipairs(fields) do
+    local parts = redis.call('HMGET', key, unpack(read, 1, nr))
+    local emptied, first = 0, nil
+    for x = 1, nr do
       local part = tonumber(parts[x])
       if part then
-        local sums = x == 1 and admitted or refused
-        for j = k, n do sums[j] = (sums[j] or 0) + part end
-        emptied[#emptied + 1] = field
+        local taken = x == 1 and admitted or refused
+        for j = k, n do taken[j] = taken[j] + part end
+        emptied = emptied + 1
+        first = first or read[x]
         found, events, history = found + 1, events + math.abs(part), history + part
       end
     end
-    if #emptied > 0 then redis.call('HDEL', key, unpack(emptied)) end
+    if emptied == 2 then
+      redis.call('HDEL', key, read[1], read[2])
+    elseif emptied == 1 then
+      redis.call('HDEL', key, first)
+    end
   end
-  for j, part in pairs(refused) do
-    contrib_add(ctr, '\n' .. ARGV[6 + j] .. '\n' .. member, -part)
+  for j = 1, n do
+    if refused[j] ~= 0 then
+      contrib_add(ctr, '\n' .. ARGV[6 + j] .. '\n' .. member, -refused[j])
+    end
   end
-  leave_admitted(member, admitted, gone)
+  local ng = leave_admitted(member, 1)
   if history ~= 0 then contrib_add(stage_of(slot, 1) .. 'm', member, -history) end
-  return events
+  return events, ng
 end
 
 local handled, events, touched = 0, 0, false
 local cursor = contrib_walk(ctr, ARGV[5], '@*', tonumber(ARGV[6]), function(field, count)
   local slot, member = string.match(field, '^@(%d+)\n?(.*)$')
   if not slot or (since and tonumber(slot) < since) then return end
-  local gone = { field }
+  gone[1] = field
+  local ng = 1
   if member ~= '' then
-    events = events + take_pair(slot, member, tonumber(count) or 2 * n, gone)
-    handled = handled + 1
+    local taken
+    taken, ng = take_pair(slot, member, tonumber(count) or 2 * n)
+    events, handled = events + taken, handled + 1
   else
     local key = stage_of(slot, n)
     local used = tonumber(redis.call('HGET', key, by))
@@ -129,7 +151,7 @@ local cursor = contrib_walk(ctr, ARGV[5], '@*', tonumber(ARGV[6]), function(fiel
       redis.call('HDEL', key, by)
     end
   end
-  redis.call('HDEL', ctr, unpack(gone))
+  redis.call('HDEL', ctr, unpack(gone, 1, ng))
   touched = true
 end)
 if touched then
