@@ -75,6 +75,19 @@
 
 local MAX_BUCKETS = 64
 
+-- The numbers of the call's strings, each converted once: the boards of a call share
+-- their windows, cutoffs, slot starts and retired-through marks, and a tonumber of a
+-- 10-digit string costs Redis about a thousand instructions (glibc's exact strtod).
+local numbers = {}
+local function num(s)
+  local v = numbers[s]
+  if v == nil then
+    v = tonumber(s)
+    if s then numbers[s] = v end
+  end
+  return v
+end
+
 -- The hashes that hold stage `key` of a slot of geometry `g` (none: plain): the stage
 -- hash, and on a compact slot its buckets (a compact slot's plain stage hash exists only
 -- while an active relayout converts it, docs/compact-slots.md, "Relayout": each form is
@@ -92,14 +105,14 @@ end
 -- What the boards sharing the arguments after ARGV[a] have in common: the record fields
 -- to read (fields) and the number of each candidate slot by its start (candidates).
 local function shape_of(a)
-  local n, m = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  local n, m = num(ARGV[a + 2]), num(ARGV[a + 3])
   local fields, candidates = {}, {}
   for j = 1, n do
     fields[2 * j - 1], fields[2 * j] = 'wm:' .. ARGV[a + 4 + j], 'done:' .. ARGV[a + 4 + j]
   end
   fields[2 * n + 1], fields[2 * n + 2], fields[2 * n + 3] = 'rb_until', 'layout', 'plain_slots'
   for c = 1, m do candidates[ARGV[a + 4 + 2 * n + c]] = c end
-  return { fields = fields, candidates = candidates }
+  return { fields = fields, candidates = candidates, limit = tostring(m + 2) }
 end
 
 -- Retires one board of version `version`, whose keys follow KEYS[k] and other arguments
@@ -110,7 +123,7 @@ end
 -- as much as a command (a table 0.46 µs, a command called from Lua 0.48).
 local function retire(k, a, version, shape, scratch)
   local board, index, geo_key = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
-  local n, m, max_fields = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  local n, m, max_fields = num(ARGV[a + 2]), num(ARGV[a + 3]), num(ARGV[a + 4])
   -- Window j is ARGV[W + j], its cutoff ARGV[C + j], its totals KEYS[T + j]; candidate c's
   -- start is ARGV[C + n + c] and its stage j KEYS[T + n + (c - 1) * n + j].
   local W, C, T = a + 4, a + 4 + n, k + 3
@@ -142,9 +155,12 @@ local function retire(k, a, version, shape, scratch)
   -- live slots, every window's due slots, and whether any is newer than window 1's
   -- cutoff, in one command. A window this list does not cover through its cutoff reads
   -- its own (window 1: past its cutoff too); more than m due ends in 'slots'.
-  local low = tonumber(record[4])
-  for j = 2, n do low = math.min(low, tonumber(record[2 + 2 * j])) end
-  local live = redis.call('ZRANGEBYSCORE', index, '(' .. low, '+inf', 'LIMIT', 0, m + 2)
+  local low = 4
+  for j = 2, n do
+    if num(record[2 + 2 * j]) < num(record[low]) then low = 2 + 2 * j end
+  end
+  local live = redis.call('ZRANGEBYSCORE', index, '(' .. record[low], '+inf', 'LIMIT', '0',
+    shape.limit)
   -- Whether window 1's totals are exactly empty once it retires its due slots: no live
   -- slot is newer than its cutoff (the stage invariant, as retire_swap.lua's); then they
   -- are deleted whole instead of subtracted.
@@ -152,14 +168,14 @@ local function retire(k, a, version, shape, scratch)
   -- that hides nothing and has no review gate (whose steps see each member).
   local empties = n > 1 and not (hidden_members or review_rank)
   for j = 1, n do
-    local done, cutoff = tonumber(record[2 + 2 * j]), tonumber(ARGV[C + j])
+    local done, cutoff = num(record[2 + 2 * j]), num(ARGV[C + j])
     local due = live
-    if #live == m + 2 and tonumber(live[m + 2]) <= cutoff then
-      due = redis.call('ZRANGEBYSCORE', index, '(' .. done, j == 1 and '+inf' or cutoff,
-        'LIMIT', 0, m + 2)
+    if #live == m + 2 and num(live[m + 2]) <= cutoff then
+      due = redis.call('ZRANGEBYSCORE', index, '(' .. record[2 + 2 * j],
+        j == 1 and '+inf' or ARGV[C + j], 'LIMIT', '0', shape.limit)
     end
     for _, slot in ipairs(due) do
-      local at = tonumber(slot)
+      local at = num(slot)
       if at > cutoff then
         if j == 1 then empties = false end
         break
@@ -194,12 +210,12 @@ local function retire(k, a, version, shape, scratch)
   local data = KEYS[S + m * n + (closed_c and 0 or n) + 1]
   for j = 1, n do
     local cutoff = ARGV[C + j]
-    if tonumber(record[1 + 2 * j]) < tonumber(cutoff) then
+    if num(record[1 + 2 * j]) < num(cutoff) then
       marks[marked + 1], marks[marked + 2], marked = fields[2 * j - 1], cutoff, marked + 2
     end
     -- Emptied (see `empties`): each member it counts reaches 0.
     local emptied = j == 1 and empties and p <= planned and plan[3 * p - 2] == 1
-    if emptied then zeroed = redis.call('ZREMRANGEBYRANK', KEYS[T + 1], 0, -1) end
+    if emptied then zeroed = redis.call('ZREMRANGEBYRANK', KEYS[T + 1], '0', '-1') end
     while p <= planned and plan[3 * p - 2] == j do
       local c, slot = plan[3 * p - 1], plan[3 * p]
       local g, stage = geo[c], S + (c - 1) * n
@@ -233,25 +249,25 @@ local function retire(k, a, version, shape, scratch)
       end
       p = p + 1
     end
-    if tonumber(record[2 + 2 * j]) < tonumber(cutoff) then
+    if num(record[2 + 2 * j]) < num(cutoff) then
       marks[marked + 1], marks[marked + 2], marked = fields[2 * j], cutoff, marked + 2
     end
   end
   if marked > 0 then redis.call('HSET', board, unpack(marks, 1, marked)) end
   gate(board)
   -- Every slot retired left its windows by the boundary window 1's cutoff + its length.
-  record_changes(board, 'retire', nil, (tonumber(ARGV[C + 1]) + tonumber(ARGV[W + 1])) * 1000)
+  record_changes(board, 'retire', nil, (num(ARGV[C + 1]) + num(ARGV[W + 1])) * 1000)
 
   -- Whether the slot that just closed should be compacted (see the header).
   local compact = 0
-  local minimum = tonumber(ARGV[C + n + m + 2] or '')
+  local minimum = num(ARGV[C + n + m + 2] or '')
   if minimum and (record[4 + 2 * n] or ARGV[C + n + m + 3]) == 'compact' then
     -- The sizes first: most closed slots of a small board are too small, and that ends it.
     local big = false
     for st = 1, n do
       local key = KEYS[closed_at + st]
       local size = sizes[key]
-      local may_hold = st == 1 or tonumber(record[2 * st - 1]) >= tonumber(closed)
+      local may_hold = st == 1 or num(record[2 * st - 1]) >= num(closed)
       if size == false or (size == nil and may_hold) then
         size = redis.call('HLEN', key)
       end
@@ -276,9 +292,9 @@ local scratch = { plan = {}, carried = {}, sizes = {}, marks = {}, here = {}, af
 -- of the last board that had them all follow ARGV[shared].
 local k, a, shared, shape = 0, 1, nil, nil
 for b = 1, tonumber(ARGV[1]) do
-  local nkeys, nargs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local nkeys, nargs = num(ARGV[a + 1]), num(ARGV[a + 2])
   if nargs > 1 then shared, shape = a + 2, nil end
-  bound = bound or tonumber(ARGV[shared + 4])
+  bound = bound or num(ARGV[shared + 4])
   if spent > bound then
     answers[b] = { 'fallback', 'later' }
   else
