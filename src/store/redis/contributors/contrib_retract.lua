@@ -52,8 +52,9 @@ end
 
 -- The call's scratch tables, emptied per pair (each table made costs Redis as much as a
 -- command): per window j the admitted and refused parts taken out, the fields read of a
--- stage and of the contributor's sums, and the fields to delete and to set.
-local admitted, refused, read, sums, windows, gone, kept = {}, {}, {}, {}, {}, {}, {}
+-- stage (then those found, to delete) and of the contributor's sums, and the
+-- contributor's fields to delete and to set.
+local admitted, refused, read, fields, windows, gone, kept = {}, {}, {}, {}, {}, {}, {}
 
 -- Takes the pair (by, member)'s admitted parts (per window j, in `admitted`) out of the
 -- contributor's sums, moving the member's totals by what that changes of its counted
@@ -72,11 +73,11 @@ local function leave_admitted(member, ng)
   for j = 1, n do
     if admitted[j] ~= 0 then
       nf = nf + 1
-      windows[nf], sums[nf] = j, ARGV[6 + j] .. '\n' .. member
+      windows[nf], fields[nf] = j, ARGV[6 + j] .. '\n' .. member
     end
   end
   if nf == 0 then return ng end
-  local values = redis.call('HMGET', ctr, unpack(sums, 1, nf))
+  local values = redis.call('HMGET', ctr, unpack(fields, 1, nf))
   for x = 1, nf do
     local j = windows[x]
     local old = tonumber(values[x]) or 0
@@ -84,9 +85,9 @@ local function leave_admitted(member, ng)
     contrib_total(n, j, member, contrib_capped(cap, new) - contrib_capped(cap, old))
     if new == 0 then
       ng = ng + 1
-      gone[ng] = sums[x]
+      gone[ng] = fields[x]
     else
-      kept[nk + 1], kept[nk + 2] = sums[x], string.format('%d', new)
+      kept[nk + 1], kept[nk + 2] = fields[x], string.format('%d', new)
       nk = nk + 2
     end
   end
@@ -106,22 +107,19 @@ local function take_pair(slot, member, count)
     if found >= count then break end
     local key = stage_of(slot, k)
     local parts = redis.call('HMGET', key, unpack(read, 1, nr))
-    local emptied, first = 0, nil
+    local hits = 0
     for x = 1, nr do
       local part = tonumber(parts[x])
       if part then
         local taken = x == 1 and admitted or refused
         for j = k, n do taken[j] = taken[j] + part end
-        emptied = emptied + 1
-        first = first or read[x]
-        found, events, history = found + 1, events + math.abs(part), history + part
+        hits = hits + 1
+        read[2 + hits] = read[x]
+        events, history = events + math.abs(part), history + part
       end
     end
-    if emptied == 2 then
-      redis.call('HDEL', key, read[1], read[2])
-    elseif emptied == 1 then
-      redis.call('HDEL', key, first)
-    end
+    if hits > 0 then redis.call('HDEL', key, unpack(read, 3, 2 + hits)) end
+    found = found + hits
   end
   for j = 1, n do
     if refused[j] ~= 0 then
