@@ -10,7 +10,7 @@
 //! window, the largest lag among those boards lagging now: only lagging boards are held,
 //! and a board leaves once it caught up (or is dropped).
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::domain::BoardName;

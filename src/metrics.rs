@@ -8,7 +8,7 @@
 //! `metrics_board_series` boards: every other board is counted under `board="(other)"`
 //! (see [`BoardSeries`]).
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::{OnceLock, RwLock};
 
 use metrics::Counter;

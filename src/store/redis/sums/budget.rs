@@ -24,7 +24,7 @@
 //! While hot reads go on, both the size and the stop are a [`WHILE_READING`]th of the
 //! budget, so that a read waits for little write work (see `conn/reads_first.rs`).
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 

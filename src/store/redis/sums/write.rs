@@ -3,7 +3,7 @@
 //! `write_plain.lua` first) or as events one by one (the exact path), [`apply`] doing
 //! both in turn for one caller's writes; and member removal.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use redis::{ScriptInvocation, Value};
 
@@ -345,7 +345,7 @@ impl Slots {
     pub(crate) fn of(slots: impl Iterator<Item = i64>) -> Slots {
         let mut this = Slots {
             starts: Vec::new(),
-            numbers: HashMap::new(),
+            numbers: HashMap::default(),
         };
         for slot in slots {
             this.numbers.entry(slot).or_insert_with(|| {

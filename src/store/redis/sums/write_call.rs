@@ -4,7 +4,7 @@
 //! call answers when it finds it counted before, so a caller matches only the answers
 //! its call can get.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::convert::Infallible;
 
 use redis::ScriptInvocation;
@@ -267,7 +267,7 @@ impl<'a> Writes<'a> {
 /// appearance), ascending, the last being all of them. An event whose pair comes back
 /// later holds every entry up to that return in one group.
 fn boundaries(pairs: &[usize]) -> Vec<(usize, usize)> {
-    let mut last = HashMap::new();
+    let mut last = HashMap::default();
     for (event, pair) in pairs.iter().enumerate() {
         last.insert(*pair, event);
     }
