@@ -496,3 +496,50 @@ async fn concurrent_writers_share_script_calls() {
     assert_eq!(page.entries.iter().map(|e| e.score).sum::<i64>(), 1280);
     assert!(page.entries.iter().all(|e| e.score == 128));
 }
+
+/// The record's `bare` field ('1' or absent).
+async fn bare(h: &Harness, board: &str) -> Option<String> {
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    redis::cmd("HGET")
+        .arg(format!("board_{{{board}}}"))
+        .arg("bare")
+        .query_async(&mut raw)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_record_is_bare_only_while_it_hides_none_and_an_older_one_becomes_bare_when_written() {
+    let h = Harness::redis_plain().await;
+    let b = h.board("1h", &["1h", "24h"]).await;
+    let board = || h.boards.windowed(&b);
+    let top = || async { ranking(&board().top(None, 0, 10).await.unwrap()) };
+    let note = rollboard::ModerationNote::default();
+    board().incr("a", 5, None).await.unwrap();
+    board().incr("b", 2, None).await.unwrap();
+    assert_eq!(bare(&h, &b).await.as_deref(), Some("1"));
+    // Hiding a member takes 'bare' away, and writes see the hidden member from then on.
+    assert!(board().hide("a", &note).await.unwrap());
+    assert_eq!(bare(&h, &b).await, None);
+    board().incr("a", 1, None).await.unwrap();
+    assert_eq!(top().await, pairs(&[("b", 2)]));
+    assert_eq!(bare(&h, &b).await, None, "a member is still hidden");
+    // Shown again, the board hides none: its next write makes the record bare again.
+    assert!(board().show("a", &note).await.unwrap());
+    assert_eq!(bare(&h, &b).await, None);
+    board().incr("b", 1, None).await.unwrap();
+    assert_eq!(bare(&h, &b).await.as_deref(), Some("1"));
+    assert_eq!(top().await, pairs(&[("a", 6), ("b", 3)]));
+
+    // A record written before 'bare' existed: its board's next write gives it one.
+    let mut raw = h.redis.as_ref().unwrap().raw().await;
+    let _: () = redis::cmd("HDEL")
+        .arg(format!("board_{{{b}}}"))
+        .arg("bare")
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    board().incr("c", 1, None).await.unwrap();
+    assert_eq!(bare(&h, &b).await.as_deref(), Some("1"));
+    assert_eq!(top().await, pairs(&[("a", 6), ("b", 3), ("c", 1)]));
+}

@@ -144,8 +144,14 @@ impl Harness {
     /// step leaves it (Redis only).
     pub async fn mark_dropping(&self, board: &str) {
         let mut raw = self.redis.as_ref().unwrap().raw().await;
-        let _: () = redis::cmd("HSET")
-            .arg(format!("board_{{{board}}}"))
+        let record = format!("board_{{{board}}}");
+        let _: () = redis::pipe()
+            .atomic()
+            .cmd("HDEL")
+            .arg(&record)
+            .arg("bare")
+            .cmd("HSET")
+            .arg(&record)
             .arg("dropping")
             .arg(1)
             .query_async(&mut raw)

@@ -48,11 +48,21 @@ end
 if existing[1] then
   return { 0, existing[1], existing[2], existing[3], existing[4], existing[5], existing[7] or false, existing[9] or false, existing[10] or false, existing[11] or false, existing[12] or false, existing[13] or false, existing[14] or false, existing[15] or false, existing[16] or false, existing[17] or false, existing[18] or false, existing[19] or false, existing[20] or false, existing[21] or false }
 end
-local record = {
-  'version', ARGV[1], 'incarnation', ARGV[1], 'slot', ARGV[2], 'windows', ARGV[3], 'offset', ARGV[4], 'created_ms', ARGV[5],
-  'ties', ARGV[6],
-  'abs_sum', '0', 'plain_slots', '1',
-}
+-- The fields scripts read most come first (a record is one listpack, which Redis reads
+-- from its start for each field asked): the version, 'bare' (see lua/base.lua), each
+-- window's marks (every write and retirement), abs_sum and plain_slots.
+local record = { 'version', ARGV[1], 'bare', '1' }
+for a = 13, #ARGV, 2 do
+  record[#record + 1] = 'wm:' .. ARGV[a]
+  record[#record + 1] = ARGV[a + 1]
+  record[#record + 1] = 'done:' .. ARGV[a]
+  record[#record + 1] = ARGV[a + 1]
+end
+for _, field in ipairs({ 'abs_sum', '0', 'plain_slots', '1', 'incarnation', ARGV[1],
+    'slot', ARGV[2], 'windows', ARGV[3], 'offset', ARGV[4], 'created_ms', ARGV[5],
+    'ties', ARGV[6] }) do
+  record[#record + 1] = field
+end
 if ARGV[7] ~= '' then
   record[#record + 1] = 'layout'
   record[#record + 1] = ARGV[7]
@@ -76,12 +86,6 @@ end
 if ARGV[12] ~= '' then
   record[#record + 1] = 'per_contributor'
   record[#record + 1] = ARGV[12]
-end
-for a = 13, #ARGV, 2 do
-  record[#record + 1] = 'wm:' .. ARGV[a]
-  record[#record + 1] = ARGV[a + 1]
-  record[#record + 1] = 'done:' .. ARGV[a]
-  record[#record + 1] = ARGV[a + 1]
 end
 redis.call('HSET', board, unpack(record))
 return { 1, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], false, ARGV[7] ~= '' and ARGV[7] or false,

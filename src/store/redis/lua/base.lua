@@ -44,6 +44,15 @@ local watch_spec = false
 -- (lua/watch.lua); and the cause it gives them ('<version>@<ms>:<cause>'), else false.
 local caller_now, caller_cause = false, false
 
+-- A record's 'bare' ('1') says it has none of 'dropping', 'hidden' (but '0'), 'review'
+-- and 'watch': board_record then reads one field for four, each of which, absent, costs
+-- Redis a look at every field of the record. create_board.lua sets it; every script that
+-- sets one of the four deletes it first (unbare); a script that writes sets it again
+-- (rebare) on a record board_record found without it and without the four, so a record
+-- written before 'bare' existed gains it at its board's next write or retirement.
+-- Whether the record board_record read last may be given 'bare' (rebare).
+local bare_due = false
+
 -- The board record's fields 'version', 'dropping', then `...` (so record[3] is the first
 -- of `...`), and hidden_members, review_rank, watch_spec, caller_now and caller_cause.
 -- Refuses with STALE when the record is missing, being dropped, or of another version
@@ -55,16 +64,37 @@ local function board_record(board, version, ...)
     version, now, cause = string.match(version, '^([^@]*)@(%d+):?(%a*)$')
     caller_now, caller_cause = tonumber(now), cause ~= '' and cause
   end
-  local record = redis.call('HMGET', board, 'version', 'dropping', 'hidden', 'review', 'watch', ...)
-  if record[1] ~= version or record[2] then
+  local record = redis.call('HMGET', board, 'version', 'bare', ...)
+  if record[1] ~= version then
     refuse('STALE board record missing, dropped or of another version')
   end
-  local hidden = table.remove(record, 3)
-  review_rank = tonumber(table.remove(record, 3)) or false
-  watch_spec = table.remove(record, 3) or false
+  local hidden, review, watch = false, false, false
+  bare_due = false
+  if not record[2] then
+    local more = redis.call('HMGET', board, 'dropping', 'hidden', 'review', 'watch')
+    if more[1] then refuse('STALE board record missing, dropped or of another version') end
+    hidden, review, watch = more[2], more[3], more[4]
+    if hidden == '0' then hidden = false end
+    bare_due = not (hidden or review or watch)
+  end
+  record[2] = false
+  review_rank = tonumber(review) or false
+  watch_spec = watch or false
   gate_changed = review_rank and {} or false
-  hidden_members = hidden and hidden ~= '0' and board .. ':hidden'
+  hidden_members = hidden and board .. ':hidden'
   return record
+end
+
+-- Deletes the record's 'bare' (see bare_due), before a script sets 'dropping',
+-- 'hidden', 'review' or 'watch'.
+local function unbare(board)
+  redis.call('HDEL', board, 'bare')
+end
+
+-- Sets the record's 'bare', when board_record found it could have it (bare_due: the
+-- caller checks, a call costing more than the check).
+local function rebare(board)
+  redis.call('HSET', board, 'bare', '1')
 end
 
 -- Sets `field` of the hash `key` to `value`, or deletes it when `value` is `none` (what

@@ -172,7 +172,10 @@ local function gate(board, all_held)
       end
     end
   end
-  if held ~= released then redis.call('HINCRBY', board, 'hidden', held - released) end
+  if held ~= released then
+    unbare(board)
+    redis.call('HINCRBY', board, 'hidden', held - released)
+  end
   local texts = {}
   for j, totals in ipairs(keys) do
     local text = bar_text(bars[j])

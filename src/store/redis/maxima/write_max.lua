@@ -77,6 +77,7 @@ for j = 1, n do fields[2 + j] = 'wm:' .. ARGV[A + j] end
 fields[3 + n], fields[4 + n] = 'rb_window', 'rb_until'
 fields[5 + n], fields[6 + n], fields[7 + n] = 'rm_member', 'rm_next', 'rm_written'
 local record = board_record(board, ARGV[1], unpack(fields, 3))
+if bare_due then rebare(board) end
 if fingerprint ~= '' then
   local found = key_record(key_record_key, fingerprint, key_now)
   if found == false then return { 'reused' } end

@@ -186,6 +186,7 @@ for j = 1, n do fields[6 + j] = 'wm:' .. ARGV[A + j] end
 fields[7 + n], fields[8 + n], fields[9 + n] = 'rb_fold_member', 'rb_fold_slot', 'layout'
 fields[10 + n] = 'ctr_q'
 local record = board_record(board, ARGV[1], unpack(fields, 3))
+if bare_due then rebare(board) end
 local token, journal = ARGV[6], KEYS[6 + n + m * n]
 if token ~= '' and redis.call('HEXISTS', journal, token) == 1 then
   -- Written again, unchanged, for a caller that waits for replicas (see key_record).

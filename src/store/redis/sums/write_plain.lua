@@ -42,6 +42,7 @@ local TOTALS, STAGES, A = 3, 3 + n, 5
 local fields = { 'version', 'dropping', 'abs_sum', 'rb_window' }
 for j = 1, n do fields[4 + j] = 'wm:' .. ARGV[A + j] end
 local record = board_record(board, ARGV[1], unpack(fields, 3))
+if bare_due then rebare(board) end
 local bound = tonumber(record[3])
 if not bound or bound + tonumber(ARGV[4]) > MAX or record[4] then return { 6 } end
 for _, g in ipairs(redis.call('HMGET', KEYS[3], unpack(ARGV, A + 2 * n + 1, A + 2 * n + m))) do
