@@ -63,21 +63,30 @@
 -- of the stages this call measured or renamed into are known, and a later stage k holds
 -- none of a slot that just closed unless window k-1 was frozen past it (by this call,
 -- whose sizes are known, or before it: then measured), as writes and retirement put a
--- slot's fields in the stage of the smallest window not frozen past it.
--- A board's answer: {'done', (window, slot) pairs retired, fields subtracted, members
--- zeroed, compact (1: compact the closed slot, else 0)}, or {'fallback', reason}
--- ('stale': board missing, dropped or of another version; 'later': the call's bound was
--- spent on the boards before it, which left it unchanged). The call returns the boards'
--- answers in order. Its bound: it takes boards while the fields they handled stay within
--- the first board's ARGV[4] (the first board always runs, so every call makes progress,
--- and none handles more than about twice that bound). On a Cluster the boards of one call
--- share a hash slot.
+-- slot's fields in the stage of the smallest window not frozen past it. The record's
+-- layout is read last, when a stage is big enough (unless the store's default is not
+-- compact): most records name none, and an absent field costs Redis a look at every
+-- field of the record.
+-- A board's answer is five values: 'done', (window, slot) pairs retired, fields
+-- subtracted, members zeroed, compact (1: compact the closed slot, else 0); or
+-- 'fallback', reason, 0, 0, 0 ('stale': board missing, dropped or of another version;
+-- 'later': the call's bound was spent on the boards before it, which left it unchanged).
+-- The call returns the boards' answers in order, in one flat list (a table a board
+-- costs Redis about as much as a command). Its bound: it takes boards while the fields
+-- they handled stay within the first board's ARGV[4] (the first board always runs, so
+-- every call makes progress, and none handles more than about twice that bound). On a
+-- Cluster the boards of one call share a hash slot.
 
 local MAX_BUCKETS = 64
+
+-- KEYS, ARGV, redis.call and unpack as locals: a global costs Redis a table lookup each
+-- time it is named (about a hundred instructions), a local captured by a function less.
+local KEYS, ARGV, call, unpack = KEYS, ARGV, redis.call, unpack
 
 -- The numbers of the call's strings, each converted once: the boards of a call share
 -- their windows, cutoffs, slot starts and retired-through marks, and a tonumber of a
 -- 10-digit string costs Redis about a thousand instructions (glibc's exact strtod).
+-- Read as `numbers[s] or num(s)`: a cached number costs one lookup, no call.
 local numbers = {}
 local function num(s)
   local v = numbers[s]
@@ -88,79 +97,109 @@ local function num(s)
   return v
 end
 
--- The hashes that hold stage `key` of a slot of geometry `g` (none: plain): the stage
--- hash, and on a compact slot its buckets (a compact slot's plain stage hash exists only
--- while an active relayout converts it, docs/compact-slots.md, "Relayout": each form is
--- handed on to the same form of the next stage; the call is atomic, so their order does
--- not matter).
+-- '(' .. s (an exclusive bound) by s, made once a call.
+local exclusive = {}
+
+-- The hashes that hold stage `key` of a compact slot of geometry `g`: the stage hash and
+-- its buckets (a compact slot's plain stage hash exists only while an active relayout
+-- converts it, docs/compact-slots.md, "Relayout": each form is handed on to the same
+-- form of the next stage; the call is atomic, so their order does not matter).
 -- They fill `into` (a scratch list, see `retire`), and the function answers how many.
-local function stage_hashes(key, g, into)
+local function bucket_hashes(key, g, into)
   into[1] = key
-  if not g then return 1 end
   local count = bucket_count(g)
   for i = 0, count - 1 do into[i + 2] = bucket_key(key, i) end
   return count + 1
 end
 
--- What the boards sharing the arguments after ARGV[a] have in common: the record fields
--- to read (fields) and the number of each candidate slot by its start (candidates).
+-- What the boards sharing the arguments after ARGV[a] have in common, each read once: the
+-- windows n, candidates m and bound; the record fields to read (fields: the watermark
+-- and retired-through mark of each window, rb_until, plain_slots, and the layout when the
+-- store's default is not compact, see the compaction below); each window's cutoff, as a
+-- number; the number of each candidate slot by its start (candidates); the closed slot
+-- (its start, as a string and a number, and its candidate number if it is one); the
+-- least fields worth compacting; and when its changes happened (ms).
 local function shape_of(a)
   local n, m = num(ARGV[a + 2]), num(ARGV[a + 3])
-  local fields, candidates = {}, {}
+  local C = a + 4 + n
+  local fields, cutoffs, candidates = {}, {}, {}
   for j = 1, n do
     fields[2 * j - 1], fields[2 * j] = 'wm:' .. ARGV[a + 4 + j], 'done:' .. ARGV[a + 4 + j]
+    cutoffs[j] = num(ARGV[C + j])
   end
-  fields[2 * n + 1], fields[2 * n + 2], fields[2 * n + 3] = 'rb_until', 'layout', 'plain_slots'
-  for c = 1, m do candidates[ARGV[a + 4 + 2 * n + c]] = c end
-  return { fields = fields, candidates = candidates, limit = tostring(m + 2) }
+  local default_layout = ARGV[C + n + m + 3]
+  fields[2 * n + 1], fields[2 * n + 2] = 'rb_until', 'plain_slots'
+  if default_layout ~= 'compact' then fields[2 * n + 3] = 'layout' end
+  for c = 1, m do candidates[ARGV[C + n + c]] = c end
+  local closed = ARGV[C + n + m + 1]
+  return { n = n, m = m, bound = num(ARGV[a + 4]), fields = fields, cutoffs = cutoffs,
+    C = C, candidates = candidates, limit = tostring(m + 2), closed = closed,
+    closed_at = num(closed), closed_c = candidates[closed],
+    minimum = num(ARGV[C + n + m + 2] or ''), default_layout = default_layout,
+    at_ms = (cutoffs[1] + num(ARGV[a + 5])) * 1000 }
 end
 
--- Retires one board of version `version`, whose keys follow KEYS[k] and other arguments
--- ARGV[a] (its KEYS[1] and ARGV[2] in the header are KEYS[k + 1] and ARGV[a + 2] here;
--- `shape` is shape_of(a)); also the fields it handled. Written without closures or
--- copies of its keys, and its lists are the call's `scratch` tables, emptied here: a call
+-- Retires one board of version `version`, whose keys follow KEYS[k] (its KEYS[1] in the
+-- header is KEYS[k + 1] here) and whose other arguments `shape` read (shape_of); returns
+-- the board's answer (see the header) as five values. Written without closures or
+-- copies of its keys, and its lists are the call's `scratch` tables, reset here: a call
 -- runs it for up to 32 boards, and each table, string or function made costs Redis about
 -- as much as a command (a table 0.46 µs, a command called from Lua 0.48).
-local function retire(k, a, version, shape, scratch)
+local function retire(k, version, shape, scratch)
   local board, index, geo_key = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
-  local n, m, max_fields = num(ARGV[a + 2]), num(ARGV[a + 3]), num(ARGV[a + 4])
-  -- Window j is ARGV[W + j], its cutoff ARGV[C + j], its totals KEYS[T + j]; candidate c's
-  -- start is ARGV[C + n + c] and its stage j KEYS[T + n + (c - 1) * n + j].
-  local W, C, T = a + 4, a + 4 + n, k + 3
+  local n, m, cutoffs, C = shape.n, shape.m, shape.cutoffs, shape.C
+  -- Window j's totals are KEYS[T + j]; candidate c's stage j is KEYS[S + (c - 1) * n + j],
+  -- and the closed slot's stage j, when it is no candidate, KEYS[S + m * n + j].
+  local T = k + 3
   local S = T + n
-  local fields, candidates = shape.fields, shape.candidates
+  local candidates = shape.candidates
   -- record[1 + 2j] is window j's watermark, record[2 + 2j] what it retired through.
-  local record = board_record(board, version, unpack(fields))
-  if lease_held(record[3 + 2 * n]) then return { 'fallback', 'recomputing' } end
+  local record = board_record(board, version, unpack(shape.fields))
+  local lease = record[3 + 2 * n]
+  if lease and lease_held(lease) then return 'fallback', 'recomputing' end
 
   -- Each candidate's geometry (false or nil: a plain slot), read unless the record says
   -- no slot has one (plain_slots: see the header).
   local geo = scratch.none
-  if record[5 + 2 * n] ~= '1' then
-    geo = redis.call('HMGET', geo_key, unpack(ARGV, C + n + 1, C + n + m))
+  if record[4 + 2 * n] ~= '1' then
+    geo = call('HMGET', geo_key, unpack(ARGV, C + n + 1, C + n + m))
     for c = 1, m do geo[c] = parse_geometry(geo[c]) or false end
   end
 
   -- The plan, changing nothing: the (window, candidate, slot) triples due, oldest slot
   -- first within each window (plan[3q - 2], plan[3q - 1], plan[3q], q = 1..planned), and
   -- a bound on the fields they hold. `sizes` keeps the size of each stage hash measured
-  -- or renamed into (false: merged into, to be measured); `carried` each candidate's
-  -- fields so far; `here` and `after` list a stage's hashes.
-  local plan, carried, sizes, here, after = scratch.plan, scratch.carried, scratch.sizes,
-    scratch.here, scratch.after
-  for key in pairs(sizes) do sizes[key] = nil end
-  for c = 1, m do carried[c] = nil end
-  local planned, work = 0, 0
+  -- or renamed into (false: merged into, to be measured), by a number: 128 times the
+  -- stage's number (candidate c's stage j: (c - 1) * n + j; the closed slot's, when it is
+  -- no candidate, m * n + j) plus the hash's (1: the stage hash, 2.. its buckets);
+  -- `sized` lists the numbers set (`scratch.sized_count` of them), to reset them for the
+  -- next board. `carried` keeps each candidate's fields so far; `here` and `after` list a
+  -- stage's hashes.
+  local plan, carried, sizes, sized, here, after = scratch.plan, scratch.carried,
+    scratch.sizes, scratch.sized, scratch.here, scratch.after
+  for t = 1, scratch.sized_count do sizes[sized[t]] = nil end
+  scratch.sized_count = 0
+  for c = 1, m do carried[c] = 0 end
+  local planned, work, bound = 0, 0, shape.bound
   -- The first m + 2 live slots after the lowest retired-through mark: on a board with few
   -- live slots, every window's due slots, and whether any is newer than window 1's
   -- cutoff, in one command. A window this list does not cover through its cutoff reads
   -- its own (window 1: past its cutoff too); more than m due ends in 'slots'.
-  local low = 4
+  local low = record[4]
+  local low_at = numbers[low] or num(low)
   for j = 2, n do
-    if num(record[2 + 2 * j]) < num(record[low]) then low = 2 + 2 * j end
+    local done = record[2 + 2 * j]
+    local at = numbers[done] or num(done)
+    if at < low_at then low, low_at = done, at end
   end
-  local live = redis.call('ZRANGEBYSCORE', index, '(' .. record[low], '+inf', 'LIMIT', '0',
-    shape.limit)
+  local after_low = exclusive[low]
+  if not after_low then
+    after_low = '(' .. low
+    exclusive[low] = after_low
+  end
+  local live = call('ZRANGEBYSCORE', index, after_low, '+inf', 'LIMIT', '0', shape.limit)
+  local last = live[m + 2]
+  local last_at = last and (numbers[last] or num(last))
   -- Whether window 1's totals are exactly empty once it retires its due slots: no live
   -- slot is newer than its cutoff (the stage invariant, as retire_swap.lua's); then they
   -- are deleted whole instead of subtracted.
@@ -168,147 +207,175 @@ local function retire(k, a, version, shape, scratch)
   -- that hides nothing and has no review gate (whose steps see each member).
   local empties = n > 1 and not (hidden_members or review_rank)
   for j = 1, n do
-    local done, cutoff = num(record[2 + 2 * j]), num(ARGV[C + j])
+    local done_mark = record[2 + 2 * j]
+    local done, cutoff = numbers[done_mark] or num(done_mark), cutoffs[j]
     local due = live
-    if #live == m + 2 and num(live[m + 2]) <= cutoff then
-      due = redis.call('ZRANGEBYSCORE', index, '(' .. record[2 + 2 * j],
+    if last_at and last_at <= cutoff then
+      due = call('ZRANGEBYSCORE', index, '(' .. done_mark,
         j == 1 and '+inf' or ARGV[C + j], 'LIMIT', '0', shape.limit)
     end
-    for _, slot in ipairs(due) do
-      local at = num(slot)
+    for x = 1, #due do
+      local slot = due[x]
+      local at = numbers[slot] or num(slot)
       if at > cutoff then
         if j == 1 then empties = false end
         break
       end
       if at > done then
         local c = candidates[slot]
-        if not c then return { 'fallback', 'slots' } end
+        if not c then return 'fallback', 'slots' end
         local g = geo[c]
-        if g and bucket_count(g) > MAX_BUCKETS then return { 'fallback', 'big' } end
-        local size = carried[c] or 0
-        for h = 1, stage_hashes(KEYS[S + (c - 1) * n + j], g, here) do
-          local key = here[h]
-          sizes[key] = redis.call('HLEN', key)
-          size = size + sizes[key]
+        if g and bucket_count(g) > MAX_BUCKETS then return 'fallback', 'big' end
+        local stage = (c - 1) * n + j
+        local count = 1
+        here[1] = KEYS[S + stage]
+        if g then count = bucket_hashes(here[1], g, here) end
+        local size = carried[c]
+        for h = 1, count do
+          local held = call('HLEN', here[h])
+          local t = scratch.sized_count + 1
+          scratch.sized_count, sized[t] = t, stage * 128 + h
+          sizes[stage * 128 + h] = held
+          size = size + held
         end
         carried[c] = size
         work = work + size
-        if work > max_fields then return { 'fallback', 'big' } end
+        if work > bound then return 'fallback', 'big' end
         planned = planned + 1
         plan[3 * planned - 2], plan[3 * planned - 1], plan[3 * planned] = j, c, slot
       end
     end
   end
 
+  -- The plan fits: from here the call changes the board (first its record's 'bare', when
+  -- due: see lua/base.lua).
+  if bare_due then rebare(board) end
   -- The record's fields to set (watermarks, retired-through marks), in one HSET at the end.
-  local marks, marked = scratch.marks, 0
+  local fields, marks, marked = shape.fields, scratch.marks, 0
   local subtracted, zeroed, p = 0, 0, 1
-  -- The closed slot's stages, its candidate's when it is one (see the header).
-  local closed = ARGV[C + n + m + 1]
-  local closed_c = candidates[closed]
-  local closed_at = closed_c and (S + (closed_c - 1) * n) or (S + m * n)
-  local data = KEYS[S + m * n + (closed_c and 0 or n) + 1]
+  local data = KEYS[S + m * n + (shape.closed_c and 0 or n) + 1]
   for j = 1, n do
-    local cutoff = ARGV[C + j]
-    if num(record[1 + 2 * j]) < num(cutoff) then
-      marks[marked + 1], marks[marked + 2], marked = fields[2 * j - 1], cutoff, marked + 2
+    local cutoff = cutoffs[j]
+    local wm = record[1 + 2 * j]
+    if (numbers[wm] or num(wm)) < cutoff then
+      marks[marked + 1], marks[marked + 2], marked = fields[2 * j - 1], ARGV[C + j], marked + 2
     end
     -- Emptied (see `empties`): each member it counts reaches 0.
     local emptied = j == 1 and empties and p <= planned and plan[3 * p - 2] == 1
-    if emptied then zeroed = redis.call('ZREMRANGEBYRANK', KEYS[T + 1], '0', '-1') end
+    if emptied then zeroed = call('ZREMRANGEBYRANK', KEYS[T + 1], '0', '-1') end
     while p <= planned and plan[3 * p - 2] == j do
       local c, slot = plan[3 * p - 1], plan[3 * p]
-      local g, stage = geo[c], S + (c - 1) * n
-      local handed = j < n and stage_hashes(KEYS[stage + j + 1], g, after) or 0
-      for h = 1, stage_hashes(KEYS[stage + j], g, here) do
+      local g, stage = geo[c], (c - 1) * n + j
+      local count, handed = 1, 0
+      here[1] = KEYS[S + stage]
+      if g then count = bucket_hashes(here[1], g, here) end
+      if j < n then
+        handed = 1
+        after[1] = KEYS[S + stage + 1]
+        if g then handed = bucket_hashes(after[1], g, after) end
+      end
+      for h = 1, count do
         local key = here[h]
         -- An emptied window's stage is handed on unread (its size measured by the plan).
-        local names, values, count = nil, nil, sizes[key]
+        local names, values, held = nil, nil, sizes[stage * 128 + h]
         if not emptied then
-          names, values = fields_and_values(redis.call('HGETALL', key))
-          count = #names
-          if count > 0 then
+          names, values = fields_and_values(call('HGETALL', key))
+          held = #names
+          if held > 0 then
             zeroed = zeroed + bulk_add(KEYS[T + j], true, -1, names, values, nil, nil,
               j == n and data or nil)
           end
         end
-        if count > 0 then
+        if held > 0 then
           local to = h <= handed and after[h] or nil
-          if hand_on(key, to, names, values) then
-            sizes[to] = count
-          elseif to then
-            sizes[to] = false
+          local renamed = hand_on(key, to, names, values)
+          if to then
+            local t = scratch.sized_count + 1
+            scratch.sized_count, sized[t] = t, (stage + 1) * 128 + h
+            sizes[(stage + 1) * 128 + h] = renamed and held
           end
-          sizes[key] = 0
-          subtracted = subtracted + count
+          sizes[stage * 128 + h] = 0
+          subtracted = subtracted + held
         end
       end
       if j == n then
-        redis.call('ZREM', index, slot)
-        if g then redis.call('HDEL', geo_key, slot) end
+        call('ZREM', index, slot)
+        if g then call('HDEL', geo_key, slot) end
       end
       p = p + 1
     end
-    if num(record[2 + 2 * j]) < num(cutoff) then
-      marks[marked + 1], marks[marked + 2], marked = fields[2 * j], cutoff, marked + 2
+    local done = record[2 + 2 * j]
+    if (numbers[done] or num(done)) < cutoff then
+      marks[marked + 1], marks[marked + 2], marked = fields[2 * j], ARGV[C + j], marked + 2
     end
   end
-  if marked > 0 then redis.call('HSET', board, unpack(marks, 1, marked)) end
-  gate(board)
+  if marked > 0 then call('HSET', board, unpack(marks, 1, marked)) end
+  if review_rank then gate(board) end
   -- Every slot retired left its windows by the boundary window 1's cutoff + its length.
-  record_changes(board, 'retire', nil, (num(ARGV[C + 1]) + num(ARGV[W + 1])) * 1000)
+  if watch_spec then record_changes(board, 'retire', nil, shape.at_ms) end
 
-  -- Whether the slot that just closed should be compacted (see the header).
+  -- Whether the slot that just closed should be compacted (see the header): its stages'
+  -- sizes first (most closed slots of a small board are too small, and that ends it),
+  -- then the board's layout (false: not read yet).
   local compact = 0
-  local minimum = num(ARGV[C + n + m + 2] or '')
-  if minimum and (record[4 + 2 * n] or ARGV[C + n + m + 3]) == 'compact' then
-    -- The sizes first: most closed slots of a small board are too small, and that ends it.
+  local minimum, layout = shape.minimum, false
+  if shape.default_layout ~= 'compact' then
+    layout = record[5 + 2 * n] or shape.default_layout
+  end
+  if minimum and (not layout or layout == 'compact') then
+    local closed_c = shape.closed_c
+    local first = closed_c and (closed_c - 1) * n or m * n
     local big = false
     for st = 1, n do
-      local key = KEYS[closed_at + st]
-      local size = sizes[key]
-      local may_hold = st == 1 or num(record[2 * st - 1]) >= num(closed)
+      local size = sizes[(first + st) * 128 + 1]
+      local may_hold = st == 1 or (numbers[record[2 * st - 1]] or num(record[2 * st - 1]))
+        >= shape.closed_at
       if size == false or (size == nil and may_hold) then
-        size = redis.call('HLEN', key)
+        size = call('HLEN', KEYS[S + first + st])
       end
       if size and size >= minimum then
         big = true
         break
       end
     end
-    if big and redis.call('ZSCORE', index, closed) then
-      compact = redis.call('HEXISTS', geo_key, closed) == 1 and 0 or 1
+    if big and not layout then layout = call('HGET', board, 'layout') or 'compact' end
+    if big and layout == 'compact' and call('ZSCORE', index, shape.closed) then
+      compact = call('HEXISTS', geo_key, shape.closed) == 1 and 0 or 1
     end
   end
-  return { 'done', planned, subtracted, zeroed, compact }, subtracted
+  return 'done', planned, subtracted, zeroed, compact
 end
 
 local answers, spent, bound = {}, 0, nil
 -- The lists every board's retirement fills anew (see `retire`), and an empty table
 -- (`none`: the geometries of a board whose slots are all plain).
-local scratch = { plan = {}, carried = {}, sizes = {}, marks = {}, here = {}, after = {},
-  none = {} }
--- The next board's keys follow KEYS[k], its counts and arguments ARGV[a]; the arguments
--- of the last board that had them all follow ARGV[shared].
-local k, a, shared, shape = 0, 1, nil, nil
+local scratch = { plan = {}, carried = {}, sizes = {}, sized = {}, sized_count = 0,
+  marks = {}, here = {}, after = {}, none = {} }
+-- The next board's keys follow KEYS[k], its counts and arguments ARGV[a]; the shape of
+-- the last board that had all its arguments is `shape`.
+local k, a, shape = 0, 1, nil
 for b = 1, tonumber(ARGV[1]) do
-  local nkeys, nargs = num(ARGV[a + 1]), num(ARGV[a + 2])
-  if nargs > 1 then shared, shape = a + 2, nil end
-  bound = bound or num(ARGV[shared + 4])
-  if spent > bound then
-    answers[b] = { 'fallback', 'later' }
-  else
-    shape = shape or shape_of(shared)
-    local ok, answer, handled = pcall(retire, k, shared, ARGV[a + 3], shape, scratch)
+  local keys, args = ARGV[a + 1], ARGV[a + 2]
+  local nkeys, nargs = numbers[keys] or num(keys), numbers[args] or num(args)
+  if nargs > 1 then shape = shape_of(a + 2) end
+  bound = bound or shape.bound
+  local outcome, retired, subtracted, zeroed, compact = 'fallback', 'later', 0, 0, 0
+  if spent <= bound then
+    local ok
+    ok, outcome, retired, subtracted, zeroed, compact =
+      pcall(retire, k, ARGV[a + 3], shape, scratch)
     if not ok then
       -- A board refused (refuse: STALE) is answered so; any other error fails the call.
-      if not (type(answer) == 'table' and string.find(answer.err or '', '^STALE')) then
-        error(answer)
+      if not (type(outcome) == 'table' and string.find(outcome.err or '', '^STALE')) then
+        error(outcome)
       end
-      answer = { 'fallback', 'stale' }
+      outcome, retired = 'fallback', 'stale'
     end
-    answers[b], spent = answer, spent + (handled or 0)
+    spent = spent + (subtracted or 0)
   end
+  local x = 5 * b - 5
+  answers[x + 1], answers[x + 2], answers[x + 3], answers[x + 4], answers[x + 5] =
+    outcome, retired, subtracted or 0, zeroed or 0, compact or 0
   k, a = k + nkeys, a + 2 + nargs
 end
 return answers

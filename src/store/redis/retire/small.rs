@@ -26,7 +26,7 @@ use crate::domain::board::Board;
 use crate::domain::{RetireReport, Timestamp};
 use crate::error::Result;
 use crate::store::redis::conn::options::RetireOptions;
-use crate::store::redis::conn::reply::{array, int, string};
+use crate::store::redis::conn::reply::{int, string};
 use crate::store::redis::conn::script_pipeline::run_pipelined;
 use crate::store::redis::conn::scripts::RETIRE_SMALL_SOURCE;
 use crate::store::redis::conn::{RedisConn, Retry};
@@ -78,8 +78,8 @@ pub(crate) async fn retire_small(
                 let Ok(Value::Array(items)) = reply else {
                     continue;
                 };
-                for (i, item) in call.into_iter().zip(items) {
-                    match answer(item) {
+                for (i, values) in call.into_iter().zip(items.chunks(ANSWER_VALUES)) {
+                    match answer(values) {
                         Answer::Done(report, compact) => {
                             answers[i] = Some(report);
                             if compact && options.compact {
@@ -244,24 +244,26 @@ enum Answer {
     Declined,
 }
 
-/// A board's answer (an absent fifth field of a report is: do not compact).
-fn answer(reply: Value) -> Answer {
-    report(reply).ok().flatten().unwrap_or(Answer::Declined)
+/// How many values a board's answer is, in a call's flat reply (see the script's header).
+const ANSWER_VALUES: usize = 5;
+
+/// A board's answer, its values in the call's reply.
+fn answer(values: &[Value]) -> Answer {
+    report(values).ok().flatten().unwrap_or(Answer::Declined)
 }
 
 /// [`answer`], `None` (or an error) for a decline or a reply of another shape.
-fn report(reply: Value) -> Result<Option<Answer>> {
-    let items = array(reply, "retire_small")?;
-    let words = |at: usize| items.get(at).and_then(|v| string(v, "outcome").ok());
+fn report(items: &[Value]) -> Result<Option<Answer>> {
+    if items.len() != ANSWER_VALUES {
+        return Ok(None);
+    }
+    let words = |at: usize| string(&items[at], "outcome").ok();
     match (words(0).as_deref(), words(1).as_deref()) {
         (Some("fallback"), Some("later")) => return Ok(Some(Answer::Later)),
-        (Some("done"), _) if items.len() >= 4 => {}
+        (Some("done"), _) => {}
         _ => return Ok(None),
     }
-    let compact = match items.get(4) {
-        Some(flag) => int(flag, "compact")? == 1,
-        None => false,
-    };
+    let compact = int(&items[4], "compact")? == 1;
     let report = RetireReport {
         slots_retired: int(&items[1], "retired")? as u64,
         fields_subtracted: int(&items[2], "subtracted")? as u64,
