@@ -53,8 +53,9 @@ local caller_now, caller_cause = false, false
 -- Whether the record board_record read last may be given 'bare' (rebare).
 local bare_due = false
 
--- The board record's fields 'version', 'dropping', then `...` (so record[3] is the first
--- of `...`), and hidden_members, review_rank, watch_spec, caller_now and caller_cause.
+-- The board record's field 'version', then false (record[2], once its 'dropping'), then
+-- `...` (so record[3] is the first of `...`), and hidden_members, review_rank,
+-- watch_spec, caller_now and caller_cause.
 -- Refuses with STALE when the record is missing, being dropped, or of another version
 -- than `version`, the one the caller expects ('<version>', or with its now and cause).
 local function board_record(board, version, ...)

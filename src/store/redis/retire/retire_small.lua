@@ -1,10 +1,10 @@
 -- retire_small.lua: retire small boards whole, every window, several in one bounded call.
 --
--- ARGV[1] is how many boards the call retires; then, per board, how many keys and how many
--- arguments it has and its arguments, and its keys follow those of the board before it.
--- A board with one argument (its version) shares the other arguments of the board
--- before it that has them all (boards of one configuration, at one boundary, differ in
--- their keys and versions only: each argument costs Redis a string to make).
+-- ARGV[1] is how many boards the call retires; then, per board, '*' and its arguments,
+-- or only its version when its other arguments are those of the board before it
+-- (boards of one configuration, at one boundary, differ in their keys and versions only:
+-- each argument costs Redis a string to make). Its keys follow those of the board
+-- before it: 4 + n + mn of them, n more when the closed slot is no candidate (below).
 -- Each board's keys and arguments, as `retire` below sees them (its KEYS and ARGV):
 --
 -- KEYS[1]            board record            board_{b}
@@ -118,7 +118,8 @@ end
 -- store's default is not compact, see the compaction below); each window's cutoff, as a
 -- number; the number of each candidate slot by its start (candidates); the closed slot
 -- (its start, as a string and a number, and its candidate number if it is one); the
--- least fields worth compacting; and when its changes happened (ms).
+-- least fields worth compacting; when its changes happened (ms); and how many keys and
+-- arguments a board of this shape has.
 local function shape_of(a)
   local n, m = num(ARGV[a + 2]), num(ARGV[a + 3])
   local C = a + 4 + n
@@ -133,6 +134,7 @@ local function shape_of(a)
   for c = 1, m do candidates[ARGV[C + n + c]] = c end
   local closed = ARGV[C + n + m + 1]
   return { n = n, m = m, bound = num(ARGV[a + 4]), fields = fields, cutoffs = cutoffs,
+    nkeys = 4 + n + m * n + (candidates[closed] and 0 or n), nargs = 7 + 2 * n + m,
     C = C, candidates = candidates, limit = tostring(m + 2), closed = closed,
     closed_at = num(closed), closed_c = candidates[closed],
     minimum = num(ARGV[C + n + m + 2] or ''), default_layout = default_layout,
@@ -351,19 +353,24 @@ local answers, spent, bound = {}, 0, nil
 -- (`none`: the geometries of a board whose slots are all plain).
 local scratch = { plan = {}, carried = {}, sizes = {}, sized = {}, sized_count = 0,
   marks = {}, here = {}, after = {}, none = {} }
--- The next board's keys follow KEYS[k], its counts and arguments ARGV[a]; the shape of
--- the last board that had all its arguments is `shape`.
-local k, a, shape = 0, 1, nil
+-- The next board's keys follow KEYS[k], its arguments ('*' or its version) start at
+-- ARGV[a]; the shape of the last board that had all its arguments is `shape`.
+local k, a, shape = 0, 2, nil
 for b = 1, tonumber(ARGV[1]) do
-  local keys, args = ARGV[a + 1], ARGV[a + 2]
-  local nkeys, nargs = numbers[keys] or num(keys), numbers[args] or num(args)
-  if nargs > 1 then shape = shape_of(a + 2) end
+  local version = ARGV[a]
+  if version == '*' then
+    shape = shape_of(a)
+    version = ARGV[a + 1]
+    a = a + 1 + shape.nargs
+  else
+    a = a + 1
+  end
   bound = bound or shape.bound
   local outcome, retired, subtracted, zeroed, compact = 'fallback', 'later', 0, 0, 0
   if spent <= bound then
     local ok
     ok, outcome, retired, subtracted, zeroed, compact =
-      pcall(retire, k, ARGV[a + 3], shape, scratch)
+      pcall(retire, k, version, shape, scratch)
     if not ok then
       -- A board refused (refuse: STALE) is answered so; any other error fails the call.
       if not (type(outcome) == 'table' and string.find(outcome.err or '', '^STALE')) then
@@ -376,6 +383,6 @@ for b = 1, tonumber(ARGV[1]) do
   local x = 5 * b - 5
   answers[x + 1], answers[x + 2], answers[x + 3], answers[x + 4], answers[x + 5] =
     outcome, retired, subtracted or 0, zeroed or 0, compact or 0
-  k, a = k + nkeys, a + 2 + nargs
+  k = k + shape.nkeys
 end
 return answers

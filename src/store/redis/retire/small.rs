@@ -167,17 +167,16 @@ fn call_of(
     }
     cmd.arg(parts.len());
     // A board whose arguments, its version aside, are those of the board before it sends
-    // its version only (see the script's header).
+    // its version only, the others '*' and all of them (see the script's header).
     let mut shared: Option<&[String]> = None;
-    for (keys, args) in &parts {
-        let args = match shared {
-            Some(before) if before[1..] == args[1..] => &args[..1],
+    for (_, args) in &parts {
+        match shared {
+            Some(before) if before[1..] == args[1..] => cmd.arg(&args[0]),
             _ => {
                 shared = Some(args);
-                &args[..]
+                cmd.arg("*").arg(args)
             }
         };
-        cmd.arg(keys.len()).arg(args.len()).arg(args);
     }
     cmd
 }
