@@ -275,14 +275,19 @@ async fn a_dropped_board_rejects_in_flight_writers_and_a_second_drop_finishes() 
         .unwrap();
 }
 
-async fn abs_sum(h: &Harness, board: &str) -> i64 {
+/// The field `field` of the board's record.
+async fn record_field<T: redis::FromRedisValue>(h: &Harness, board: &str, field: &str) -> T {
     let mut raw = h.redis.as_ref().unwrap().raw().await;
     redis::cmd("HGET")
         .arg(format!("board_{{{board}}}"))
-        .arg("abs_sum")
+        .arg(field)
         .query_async(&mut raw)
         .await
         .unwrap()
+}
+
+async fn abs_sum(h: &Harness, board: &str) -> i64 {
+    record_field(h, board, "abs_sum").await
 }
 
 #[tokio::test]
@@ -499,13 +504,7 @@ async fn concurrent_writers_share_script_calls() {
 
 /// The record's `bare` field ('1' or absent).
 async fn bare(h: &Harness, board: &str) -> Option<String> {
-    let mut raw = h.redis.as_ref().unwrap().raw().await;
-    redis::cmd("HGET")
-        .arg(format!("board_{{{board}}}"))
-        .arg("bare")
-        .query_async(&mut raw)
-        .await
-        .unwrap()
+    record_field(h, board, "bare").await
 }
 
 #[tokio::test]
