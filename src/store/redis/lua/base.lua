@@ -66,17 +66,16 @@ local function board_record(board, version, ...)
     caller_now, caller_cause = tonumber(now), cause ~= '' and cause
   end
   local record = redis.call('HMGET', board, 'version', 'bare', ...)
-  if record[1] ~= version then
-    refuse('STALE board record missing, dropped or of another version')
-  end
-  local hidden, review, watch = false, false, false
+  local dropping, hidden, review, watch = false, false, false, false
   bare_due = false
-  if not record[2] then
-    local more = redis.call('HMGET', board, 'dropping', 'hidden', 'review', 'watch')
-    if more[1] then refuse('STALE board record missing, dropped or of another version') end
-    hidden, review, watch = more[2], more[3], more[4]
+  if record[1] and not record[2] then
+    dropping, hidden, review, watch =
+      unpack(redis.call('HMGET', board, 'dropping', 'hidden', 'review', 'watch'))
     if hidden == '0' then hidden = false end
     bare_due = not (hidden or review or watch)
+  end
+  if record[1] ~= version or dropping then
+    refuse('STALE board record missing, dropped or of another version')
   end
   record[2] = false
   review_rank = tonumber(review) or false
