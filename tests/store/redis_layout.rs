@@ -502,43 +502,74 @@ async fn concurrent_writers_share_script_calls() {
     assert!(page.entries.iter().all(|e| e.score == 128));
 }
 
-/// The record's `bare` field ('1' or absent).
-async fn bare(h: &Harness, board: &str) -> Option<String> {
-    record_field(h, board, "bare").await
+/// The record's `quiet` field ('1' or absent).
+async fn quiet(h: &Harness, board: &str) -> Option<String> {
+    record_field(h, board, "quiet").await
 }
 
 #[tokio::test]
-async fn a_record_is_bare_only_while_it_hides_none_and_an_older_one_becomes_bare_when_written() {
+async fn a_record_is_quiet_only_while_it_hides_none_and_holds_none_and_an_older_one_becomes_quiet_when_written()
+ {
     let h = Harness::redis_plain().await;
-    let b = h.board("1h", &["1h", "24h"]).await;
+    let b = unique("quiet");
+    let capped = BoardConfig::parse("1h", &["1h", "24h"]).unwrap();
+    let capped = capped.with_contributor_cap(Some(1)).unwrap();
+    h.boards.create(&b, capped).await.unwrap();
     let board = || h.boards.windowed(&b);
     let top = || async { ranking(&board().top(None, 0, 10).await.unwrap()) };
+    let like = |member: &'static str, by: &'static str| async move {
+        let event = [Event::new(member, 1).by(by)];
+        board().incr_batch(&event).await.unwrap()
+    };
     let note = rollboard::ModerationNote::default();
     board().incr("a", 5, None).await.unwrap();
     board().incr("b", 2, None).await.unwrap();
-    assert_eq!(bare(&h, &b).await.as_deref(), Some("1"));
-    // Hiding a member takes 'bare' away, and writes see the hidden member from then on.
+    assert_eq!(quiet(&h, &b).await.as_deref(), Some("1"));
+    // Hiding a member takes 'quiet' away, and writes see the hidden member from then on.
     assert!(board().hide("a", &note).await.unwrap());
-    assert_eq!(bare(&h, &b).await, None);
+    assert_eq!(quiet(&h, &b).await, None);
     board().incr("a", 1, None).await.unwrap();
     assert_eq!(top().await, pairs(&[("b", 2)]));
-    assert_eq!(bare(&h, &b).await, None, "a member is still hidden");
-    // Shown again, the board hides none: its next write makes the record bare again.
+    assert_eq!(quiet(&h, &b).await, None, "a member is still hidden");
+    // Shown again, the board hides none: its next write makes the record quiet again.
     assert!(board().show("a", &note).await.unwrap());
-    assert_eq!(bare(&h, &b).await, None);
+    assert_eq!(quiet(&h, &b).await, None);
     board().incr("b", 1, None).await.unwrap();
-    assert_eq!(bare(&h, &b).await.as_deref(), Some("1"));
+    assert_eq!(quiet(&h, &b).await.as_deref(), Some("1"));
     assert_eq!(top().await, pairs(&[("a", 6), ("b", 3)]));
 
-    // A record written before 'bare' existed: its board's next write gives it one.
+    // A held contributor takes it away too: its likes count nowhere until it is released.
+    h.boards.quarantine("u1").await.unwrap();
+    assert_eq!(quiet(&h, &b).await, None);
+    like("c", "u1").await;
+    like("c", "u2").await;
+    assert_eq!(quiet(&h, &b).await, None, "u1 is still held");
+    assert_eq!(top().await, pairs(&[("a", 6), ("b", 3), ("c", 1)]));
+    h.boards.release("u1").await.unwrap();
+    like("c", "u3").await;
+    assert_eq!(quiet(&h, &b).await.as_deref(), Some("1"));
+    assert_eq!(top().await, pairs(&[("a", 6), ("b", 3), ("c", 3)]));
+
+    // A record written before 'quiet' existed (with the previous release's 'bare'): its
+    // board's next write makes it quiet and drops 'bare'.
     let mut raw = h.redis.as_ref().unwrap().raw().await;
-    let _: () = redis::cmd("HDEL")
-        .arg(format!("board_{{{b}}}"))
+    let record = format!("board_{{{b}}}");
+    let _: () = redis::pipe()
+        .cmd("HDEL")
+        .arg(&record)
+        .arg("quiet")
+        .cmd("HSET")
+        .arg(&record)
         .arg("bare")
+        .arg("1")
         .query_async(&mut raw)
         .await
         .unwrap();
-    board().incr("c", 1, None).await.unwrap();
-    assert_eq!(bare(&h, &b).await.as_deref(), Some("1"));
-    assert_eq!(top().await, pairs(&[("a", 6), ("b", 3), ("c", 1)]));
+    board().incr("d", 1, None).await.unwrap();
+    assert_eq!(quiet(&h, &b).await.as_deref(), Some("1"));
+    assert_eq!(record_field::<Option<String>>(&h, &b, "bare").await, None);
+    assert_eq!(
+        top().await,
+        pairs(&[("a", 6), ("b", 3), ("c", 3), ("d", 1)])
+    );
 }

@@ -149,7 +149,7 @@ impl Harness {
             .atomic()
             .cmd("HDEL")
             .arg(&record)
-            .arg("bare")
+            .arg("quiet")
             .cmd("HSET")
             .arg(&record)
             .arg("dropping")

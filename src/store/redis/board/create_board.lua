@@ -49,9 +49,9 @@ if existing[1] then
   return { 0, existing[1], existing[2], existing[3], existing[4], existing[5], existing[7] or false, existing[9] or false, existing[10] or false, existing[11] or false, existing[12] or false, existing[13] or false, existing[14] or false, existing[15] or false, existing[16] or false, existing[17] or false, existing[18] or false, existing[19] or false, existing[20] or false, existing[21] or false }
 end
 -- The fields scripts read most come first (a record is one listpack, which Redis reads
--- from its start for each field asked): the version, 'bare' (see lua/base.lua), each
+-- from its start for each field asked): the version, 'quiet' (see lua/base.lua), each
 -- window's marks (every write and retirement), abs_sum and plain_slots.
-local record = { 'version', ARGV[1], 'bare', '1' }
+local record = { 'version', ARGV[1], 'quiet', '1' }
 for a = 13, #ARGV, 2 do
   record[#record + 1] = 'wm:' .. ARGV[a]
   record[#record + 1] = ARGV[a + 1]

@@ -16,6 +16,6 @@ if not windows then
   end
   windows = 'trending'
 end
-unbare(KEYS[1])
+unquiet(KEYS[1])
 redis.call('HSET', KEYS[1], 'dropping', '1')
 return windows

@@ -60,6 +60,7 @@ end
 -- main thread.
 redis.call('UNLINK', unpack(KEYS, 2))
 redis.call('HDEL', board, 'rb_fold_member', 'rb_fold_slot', 'rb_fold_sum')
+unquiet(board)
 redis.call('HSET', board, 'rb_window', ARGV[2], 'rb_phase', 'scan', 'rb_token', ARGV[3],
   'rb_until', now + tonumber(ARGV[4]))
 return 'ok'

@@ -37,7 +37,10 @@ local position = {}
 for j = 1, n do position[ARGV[5 + j]] = j end
 
 if ARGV[4] == '0' then
-  if redis.call('HSET', ctr, 'q', ARGV[3]) == 1 then redis.call('HINCRBY', board, 'ctr_q', 1) end
+  if redis.call('HSET', ctr, 'q', ARGV[3]) == 1 then
+    unquiet(board)
+    redis.call('HINCRBY', board, 'ctr_q', 1)
+  end
 elseif redis.call('HGET', ctr, 'q') ~= ARGV[3] then
   -- A walk the other way started since: it moves the fields from now on.
   return { 'done', 0 }

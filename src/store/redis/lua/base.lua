@@ -44,16 +44,21 @@ local watch_spec = false
 -- (lua/watch.lua); and the cause it gives them ('<version>@<ms>:<cause>'), else false.
 local caller_now, caller_cause = false, false
 
--- A record's 'bare' ('1') says it has none of 'dropping', 'hidden' (but '0'), 'review'
--- and 'watch': board_record then reads one field for four, each of which, absent, costs
--- Redis a look at every field of the record. create_board.lua sets it; every script that
--- sets one of the four deletes it first (unbare); a script that writes sets it again
--- (rebare) on a record board_record found without it and without the four, so a record
--- written before 'bare' existed gains it at its board's next write or retirement.
--- Whether the record board_record read last may be given 'bare' (rebare).
-local bare_due = false
+-- A record's 'quiet' ('1') says it has none of 'dropping', 'hidden' (but '0'), 'review'
+-- and 'watch', and no mark of a state that comes and goes: a recompute's ('rb_window',
+-- with its rb_*), a max board's member removal's ('rm_member', with its rm_*) and held
+-- contributors' ('ctr_q'). board_record then reads one field for the four and
+-- busy_fields none of those states': each absent field costs Redis a look at every field
+-- of the record. create_board.lua sets it; every script that sets one of them deletes it
+-- first (unquiet); a script that writes sets it again (requiet) on a record board_record
+-- found without it and without them, so a record written before it existed gains it at
+-- its board's next write or retirement (and loses the previous release's 'bare', which
+-- stood for the four only).
+-- Whether the record board_record read last may be made quiet (requiet), and whether it
+-- holds a mark of one of those states (busy_fields).
+local quiet_due, busy = false, false
 
--- The board record's field 'version', then false (record[2], once its 'dropping'), then
+-- The board record's field 'version', then false (record[2], once its 'quiet'), then
 -- `...` (so record[3] is the first of `...`), and hidden_members, review_rank,
 -- watch_spec, caller_now and caller_cause.
 -- Refuses with STALE when the record is missing, being dropped, or of another version
@@ -65,14 +70,16 @@ local function board_record(board, version, ...)
     version, now, cause = string.match(version, '^([^@]*)@(%d+):?(%a*)$')
     caller_now, caller_cause = tonumber(now), cause ~= '' and cause
   end
-  local record = redis.call('HMGET', board, 'version', 'bare', ...)
+  local record = redis.call('HMGET', board, 'version', 'quiet', ...)
   local dropping, hidden, review, watch = false, false, false, false
-  bare_due = false
+  quiet_due, busy = false, false
   if record[1] and not record[2] then
-    dropping, hidden, review, watch =
-      unpack(redis.call('HMGET', board, 'dropping', 'hidden', 'review', 'watch'))
+    local recompute, removal, held
+    dropping, hidden, review, watch, recompute, removal, held = unpack(redis.call('HMGET',
+      board, 'dropping', 'hidden', 'review', 'watch', 'rb_window', 'rm_member', 'ctr_q'))
     if hidden == '0' then hidden = false end
-    bare_due = not (hidden or review or watch)
+    busy = recompute or removal or held or false
+    quiet_due = not (hidden or review or watch or busy)
   end
   if record[1] ~= version or dropping then
     refuse('STALE board record missing, dropped or of another version')
@@ -85,16 +92,27 @@ local function board_record(board, version, ...)
   return record
 end
 
--- Deletes the record's 'bare' (see bare_due), before a script sets 'dropping',
--- 'hidden', 'review' or 'watch'.
-local function unbare(board)
-  redis.call('HDEL', board, 'bare')
+-- The fields `...` of the record board_record read last that only a busy one has (a
+-- recompute's rb_*, a removal's rm_*, ctr_q; see quiet_due): none (nils) on a quiet
+-- record, which costs no call.
+local function busy_fields(board, ...)
+  if not busy then return end
+  return unpack(redis.call('HMGET', board, ...))
 end
 
--- Sets the record's 'bare', when board_record found it could have it (bare_due: the
--- caller checks, a call costing more than the check).
-local function rebare(board)
-  redis.call('HSET', board, 'bare', '1')
+-- Deletes the record's 'quiet' (see quiet_due), before a script sets 'dropping',
+-- 'hidden', 'review', 'watch', 'rb_window', 'rm_member' or 'ctr_q', and the previous
+-- release's 'bare', which it would trust after a rollback.
+local function unquiet(board)
+  redis.call('HDEL', board, 'quiet', 'bare')
+end
+
+-- Sets the record's 'quiet', when board_record found it could have it (quiet_due: the
+-- caller checks, a call costing more than the check), and deletes the previous
+-- release's 'bare'.
+local function requiet(board)
+  redis.call('HSET', board, 'quiet', '1')
+  redis.call('HDEL', board, 'bare')
 end
 
 -- Sets `field` of the hash `key` to `value`, or deletes it when `value` is `none` (what

@@ -173,7 +173,7 @@ local function gate(board, all_held)
     end
   end
   if held ~= released then
-    unbare(board)
+    unquiet(board)
     redis.call('HINCRBY', board, 'hidden', held - released)
   end
   local texts = {}

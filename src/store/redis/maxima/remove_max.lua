@@ -59,6 +59,7 @@ if ARGV[2] == 'begin' then
     redis.call('ZREM', totals, member)
     if hidden_members then redis.call('ZREM', totals .. ':hidden', member) end
   end
+  unquiet(board)
   redis.call('HSET', board, 'rm_member', member, 'rm_next', MIN_SLOT, 'rm_written', '')
   if review_rank then gate_changed[member] = true end
   gate(board)

@@ -72,12 +72,13 @@ local step = latest and 4 or 3
 local DENSE = SLOTS + m
 local dense_board = #KEYS > DENSE
 
-local fields = { 'version', 'dropping' }
+local fields = { 'version', 'quiet' }
 for j = 1, n do fields[2 + j] = 'wm:' .. ARGV[A + j] end
-fields[3 + n], fields[4 + n] = 'rb_window', 'rb_until'
-fields[5 + n], fields[6 + n], fields[7 + n] = 'rm_member', 'rm_next', 'rm_written'
 local record = board_record(board, ARGV[1], unpack(fields, 3))
-if bare_due then rebare(board) end
+if quiet_due then requiet(board) end
+-- A recompute's window and lease, and a pending removal of a member (remove_max.lua).
+local rb_window, rb_until, removing, removed_next, removed_written = busy_fields(board,
+  'rb_window', 'rb_until', 'rm_member', 'rm_next', 'rm_written')
 if fingerprint ~= '' then
   local found = key_record(key_record_key, fingerprint, key_now)
   if found == false then return { 'reused' } end
@@ -91,9 +92,9 @@ end
 -- The window a recompute is building (its position), while the recompute holds its
 -- lease (recompute_max_scan.lua).
 local rebuilt = nil
-if record[3 + n] and lease_held(record[4 + n]) then
+if rb_window and lease_held(rb_until) then
   for j = 1, n do
-    if ARGV[A + j] == record[3 + n] then rebuilt = j end
+    if ARGV[A + j] == rb_window then rebuilt = j end
   end
 end
 local stage = write_stages(board, fields, record, 2, A + n, A + 2 * n, n, m)
@@ -246,12 +247,11 @@ if #live > 0 then
       members[#members + 1] = member
     end
   end
-  -- A pending removal of a member (remove_max.lua): its value from before the removal,
-  -- in a slot still to clean, goes before the first event after the removal merges there.
-  local removing = record[5 + n]
+  -- A pending removal of a member: its value from before the removal, in a slot still to
+  -- clean, goes before the first event after the removal merges there.
   if removing and listed[removing] then
-    local next_slot, written, added = tonumber(record[6 + n]), {}, false
-    for s in string.gmatch(record[7 + n] or '', '[^,]+') do written[s] = true end
+    local next_slot, written, added = tonumber(removed_next), {}, false
+    for s in string.gmatch(removed_written or '', '[^,]+') do written[s] = true end
     for _, at in ipairs(live) do
       local i = tonumber(ARGV[at])
       local ts = ARGV[A + 2 * n + i]

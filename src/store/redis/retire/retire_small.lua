@@ -114,7 +114,7 @@ end
 
 -- What the boards sharing the arguments after ARGV[a] have in common, each read once: the
 -- windows n, candidates m and bound; the record fields to read (fields: the watermark
--- and retired-through mark of each window, rb_until, plain_slots, and the layout when the
+-- and retired-through mark of each window, plain_slots, and the layout when the
 -- store's default is not compact, see the compaction below); each window's cutoff, as a
 -- number; the number of each candidate slot by its start (candidates); the closed slot
 -- (its start, as a string and a number, and its candidate number if it is one); the
@@ -129,8 +129,8 @@ local function shape_of(a)
     cutoffs[j] = num(ARGV[C + j])
   end
   local default_layout = ARGV[C + n + m + 3]
-  fields[2 * n + 1], fields[2 * n + 2] = 'rb_until', 'plain_slots'
-  if default_layout ~= 'compact' then fields[2 * n + 3] = 'layout' end
+  fields[2 * n + 1] = 'plain_slots'
+  if default_layout ~= 'compact' then fields[2 * n + 2] = 'layout' end
   for c = 1, m do candidates[ARGV[C + n + c]] = c end
   local closed = ARGV[C + n + m + 1]
   return { n = n, m = m, bound = num(ARGV[a + 4]), fields = fields, cutoffs = cutoffs,
@@ -157,13 +157,13 @@ local function retire(k, version, shape, scratch)
   local candidates = shape.candidates
   -- record[1 + 2j] is window j's watermark, record[2 + 2j] what it retired through.
   local record = board_record(board, version, unpack(shape.fields))
-  local lease = record[3 + 2 * n]
+  local lease = busy_fields(board, 'rb_until')
   if lease and lease_held(lease) then return 'fallback', 'recomputing' end
 
   -- Each candidate's geometry (false or nil: a plain slot), read unless the record says
   -- no slot has one (plain_slots: see the header).
   local geo = scratch.none
-  if record[4 + 2 * n] ~= '1' then
+  if record[3 + 2 * n] ~= '1' then
     geo = call('HMGET', geo_key, unpack(ARGV, C + n + 1, C + n + m))
     for c = 1, m do geo[c] = parse_geometry(geo[c]) or false end
   end
@@ -249,9 +249,9 @@ local function retire(k, version, shape, scratch)
     end
   end
 
-  -- The plan fits: from here the call changes the board (first its record's 'bare', when
+  -- The plan fits: from here the call changes the board (first its record's 'quiet', when
   -- due: see lua/base.lua).
-  if bare_due then rebare(board) end
+  if quiet_due then requiet(board) end
   -- The record's fields to set (watermarks, retired-through marks), in one HSET at the end.
   local fields, marks, marked = shape.fields, scratch.marks, 0
   local subtracted, zeroed, p = 0, 0, 1
@@ -322,7 +322,7 @@ local function retire(k, version, shape, scratch)
   local compact = 0
   local minimum, layout = shape.minimum, false
   if shape.default_layout ~= 'compact' then
-    layout = record[5 + 2 * n] or shape.default_layout
+    layout = record[4 + 2 * n] or shape.default_layout
   end
   if minimum and (not layout or layout == 'compact') then
     local closed_c = shape.closed_c

@@ -50,7 +50,7 @@ for i = 5, #ARGV do
   changed, counted = changed + member_changed, counted + member_counted
 end
 if counted > 0 then
-  unbare(board)
+  unquiet(board)
   redis.call('HINCRBY', board, 'hidden', hide and counted or -counted)
   hidden_members = hidden
 end

@@ -23,7 +23,7 @@ if ARGV[2] == 'allow' then
   changed = redis.call('SADD', allowed, member)
   if mark == 'held' then
     redis.call('HDEL', hidden, member)
-    unbare(board)
+    unquiet(board)
     redis.call('HINCRBY', board, 'hidden', -1)
     move_totals(keys, member, false, tally, tallied)
     changed = 1
@@ -33,7 +33,7 @@ else
   if mark ~= '1' then
     redis.call('HSET', hidden, member, '1')
     if not mark then
-      unbare(board)
+      unquiet(board)
       redis.call('HINCRBY', board, 'hidden', 1)
       move_totals(keys, member, true, tally, tallied)
       hidden_members = hidden

@@ -22,7 +22,7 @@ for x = 1, #marks, 2 do
     let_go = let_go + 1
   end
 end
-unbare(board)
+unquiet(board)
 if let_go > 0 then redis.call('HINCRBY', board, 'hidden', -let_go) end
 -- The bars kept go; those published across a sharded board's shards stay.
 redis.call('HDEL', board .. ':bars', unpack(keys))

@@ -28,7 +28,7 @@ end
 watch_spec = #spec > 0 and table.concat(spec, ' ')
 record_changes(board, 'watch')
 for _, w in ipairs(gone) do redis.call('HDEL', board .. ':watch', w, w .. ':bar') end
-unbare(board)
+unquiet(board)
 set_field(board, 'watch', ARGV[2], '')
 set_field(board, 'changes_kept', ARGV[3], '')
 return 1

@@ -181,12 +181,14 @@ end
 local A = 12 -- ARGV[A + j]: windows, then cutoffs, then slot starts
 local TOTALS, STAGES = 5, 5 + n
 local geo_key = KEYS[5]
-local fields = { 'version', 'dropping', 'abs_sum', 'rb_window', 'rb_phase', 'rb_until' }
-for j = 1, n do fields[6 + j] = 'wm:' .. ARGV[A + j] end
-fields[7 + n], fields[8 + n], fields[9 + n] = 'rb_fold_member', 'rb_fold_slot', 'layout'
-fields[10 + n] = 'ctr_q'
+local fields = { 'version', 'quiet', 'abs_sum' }
+for j = 1, n do fields[3 + j] = 'wm:' .. ARGV[A + j] end
+fields[4 + n] = 'layout'
 local record = board_record(board, ARGV[1], unpack(fields, 3))
-if bare_due then rebare(board) end
+if quiet_due then requiet(board) end
+-- A recompute's lease and where it is, and how many contributors are held (nil: none).
+local rb_window, rb_phase, rb_until, fold_member, fold_slot, held_count = busy_fields(board,
+  'rb_window', 'rb_phase', 'rb_until', 'rb_fold_member', 'rb_fold_slot', 'ctr_q')
 local token, journal = ARGV[6], KEYS[6 + n + m * n]
 if token ~= '' and redis.call('HEXISTS', journal, token) == 1 then
   -- Written again, unchanged, for a caller that waits for replicas (see key_record).
@@ -222,21 +224,21 @@ local bound = tonumber(record[3])
 local margin = tonumber(ARGV[5])
 local bounded = mode == 'sums' and bound ~= nil and bound + margin <= MAX
 
-local stage = write_stages(board, fields, record, 6, A + n, A + 2 * n, n, m)
+local stage = write_stages(board, fields, record, 3, A + n, A + 2 * n, n, m)
 
 -- The window being recomputed (its position), while its recompute holds the lease.
 local rebuilt = nil
-if record[4] and lease_held(record[6]) then
+if rb_window and lease_held(rb_until) then
   for j = 1, n do
-    if ARGV[A + j] == record[4] then rebuilt = j end
+    if ARGV[A + j] == rb_window then rebuilt = j end
   end
 end
-local tell_recompute = recompute_hook(board, KEYS[3], KEYS[4], rebuilt, record[5] == 'scan',
-  record[7 + n], record[8 + n], build_tally, build_dense)
+local tell_recompute = recompute_hook(board, KEYS[3], KEYS[4], rebuilt, rb_phase == 'scan',
+  fold_member, fold_slot, build_tally, build_dense)
 
 -- Slot forms (prelude): plain, compact, or compact being relaid out as plain.
 local new_layout, fill, hashed, asked = string.match(ARGV[11], '^(%a+) (%d+) ([01]) ?(.*)$')
-if record[9 + n] then new_layout = record[9 + n] end
+if record[4 + n] then new_layout = record[4 + n] end
 -- The current slot's start: fresh slots from it on are created plain (see the header).
 local current = tonumber(ARGV[A + n + 1]) + tonumber(ARGV[A + 1])
 local slots = write_slots(board, geo_key, index, STAGES, n, m, A + 2 * n, stage, new_layout,
@@ -375,14 +377,14 @@ if asked ~= '' then
   -- A quarantined contributor's write answers as if it were not: what the held writers
   -- of the call gave each member (unless it is hidden) counts in the standing it reads.
   local as_if = nil
-  if keeps and (tonumber(record[10 + n]) or 0) > 0 then
+  if keeps and (tonumber(held_count) or 0) > 0 then
     local held, met = {}, {}
     for x = 0, count - 1 do
       local by = select(5, entry(x))
       if by ~= '' and not met[by] then
         met[by] = true
         local ctr = board .. ':ctr:' .. by
-        if contrib_flag(ctr, record[10 + n]) then held[#held + 1] = ctr end
+        if contrib_flag(ctr, held_count) then held[#held + 1] = ctr end
       end
     end
     if #held > 0 then
@@ -430,7 +432,7 @@ end
 for i = 1, m do
   if stage[i] < n then
     local ts = ARGV[A + 2 * n + i]
-    if redis.call('ZADD', index, 'NX', ts, ts) == 1 and tell_recompute and record[5] == 'scan' then
+    if redis.call('ZADD', index, 'NX', ts, ts) == 1 and tell_recompute and rb_phase == 'scan' then
       local counted_stages = {}
       for st = 1, rebuilt do counted_stages[st] = KEYS[STAGES + (i - 1) * n + st] end
       recompute_new_slot(KEYS[3], counted_stages)
@@ -517,7 +519,7 @@ end
 local left_slots, slot_prefix = nil, nil
 local function left_behind(by, member)
   if not left_slots then
-    local wm = math.max(tonumber(record[6 + n]), tonumber(ARGV[A + 2 * n]))
+    local wm = math.max(tonumber(record[3 + n]), tonumber(ARGV[A + 2 * n]))
     left_slots = redis.call('ZRANGEBYSCORE', index, '-inf', wm)
     local named = KEYS[STAGES + 1]
     slot_prefix = string.sub(named, 1, #named - #ARGV[A + 2 * n + 1])
@@ -578,7 +580,7 @@ local function contribute(i, k, member, d, by, delta)
   local ctr = ctrs[by]
   if not ctr then
     ctr = board .. ':ctr:' .. by
-    ctrs[by], flags[by] = ctr, contrib_flag(ctr, record[10 + n]) or false
+    ctrs[by], flags[by] = ctr, contrib_flag(ctr, held_count) or false
   end
   local flag = flags[by] or nil
   local a, given = d, nil

@@ -39,12 +39,14 @@ local n, m = tonumber(ARGV[2]), tonumber(ARGV[3])
 local board, index, data = KEYS[1], KEYS[2], KEYS[4 + n + m * n]
 local TOTALS, STAGES, A = 3, 3 + n, 5
 
-local fields = { 'version', 'dropping', 'abs_sum', 'rb_window' }
-for j = 1, n do fields[4 + j] = 'wm:' .. ARGV[A + j] end
+local fields = { 'version', 'quiet', 'abs_sum' }
+for j = 1, n do fields[3 + j] = 'wm:' .. ARGV[A + j] end
 local record = board_record(board, ARGV[1], unpack(fields, 3))
-if bare_due then rebare(board) end
+if quiet_due then requiet(board) end
 local bound = tonumber(record[3])
-if not bound or bound + tonumber(ARGV[4]) > MAX or record[4] then return { 6 } end
+if not bound or bound + tonumber(ARGV[4]) > MAX or busy_fields(board, 'rb_window') then
+  return { 6 }
+end
 for _, g in ipairs(redis.call('HMGET', KEYS[3], unpack(ARGV, A + 2 * n + 1, A + 2 * n + m))) do
   if g then return { 6 } end
 end
@@ -55,7 +57,7 @@ if ARGV[5] ~= '' then
   limit, stride = tonumber(us), tonumber(every)
 end
 
-local stage = write_stages(board, fields, record, 4, A + n, A + 2 * n, n, m)
+local stage = write_stages(board, fields, record, 3, A + n, A + 2 * n, n, m)
 for i = 1, m do
   local ts = ARGV[A + 2 * n + i]
   if stage[i] < n then redis.call('ZADD', index, 'NX', ts, ts) end
