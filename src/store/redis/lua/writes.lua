@@ -11,7 +11,7 @@
 local function write_stages(board, fields, record, at, cutoffs, starts, n, m)
   local watermark = {}
   for j = 1, n do
-    local wm, cutoff = tonumber(record[at + j]), tonumber(ARGV[cutoffs + j])
+    local wm, cutoff = record[at + j] + 0, ARGV[cutoffs + j] + 0
     if cutoff > wm then
       redis.call('HSET', board, fields[at + j], ARGV[cutoffs + j])
       wm = cutoff
@@ -20,7 +20,7 @@ local function write_stages(board, fields, record, at, cutoffs, starts, n, m)
   end
   local stage = {}
   for i = 1, m do
-    local s, k = tonumber(ARGV[starts + i]), 0
+    local s, k = ARGV[starts + i] + 0, 0
     for j = 1, n do
       if watermark[j] >= s then k = j end
     end

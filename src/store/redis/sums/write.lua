@@ -91,7 +91,8 @@
 --     {1, µs, status per event applied}: 0 applied, 1 too late, 2 out of range (fewer
 --     statuses than events when the call stopped at its budget).
 -- µs is the call's own duration by the server's clock (TIME at its start and end): the
--- caller sizes its next calls from it so that none holds Redis long (ingest.rs).
+-- caller sizes its next calls from it so that none holds Redis long (ingest.rs); 0 for
+-- a call that cannot stop at its budget (see Budget), which reads no clock.
 -- Budget: with ARGV[12] set, the call reads the clock at each of its stop points (every
 -- <stride> entries, or at the listed ones) and stops there once it has run <µs> (always
 -- after its first group: progress); the caller sends the rest in its next call. It
@@ -162,23 +163,46 @@
 -- Error "STALE ..." when the board record is missing, being dropped or of another version.
 
 local MAX = 9007199254740991
-local started = now_us()
 local board, index = KEYS[1], KEYS[2]
-local n, m, mode = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local n, m, mode = ARGV[2] + 0, ARGV[3] + 0, ARGV[4]
+local A = 12 -- ARGV[A + j]: windows, then cutoffs, then slot starts
+
+-- The entries: where they start, with or without a member hash and a contributor each,
+-- and how many there are. Slot forms (prelude): plain, compact, or compact being relaid
+-- out as plain.
+local new_layout, fill, hashed, asked = string.match(ARGV[11], '^(%a+) (%d+) ([01]) ?(.*)$')
+local hashes = hashed == '1' and ARGV[A + 2 * n + m + 1] or nil
+local first = A + 2 * n + m + (hashes and 2 or 1)
+local numbered = (m == 1) and 0 or 1
+-- Contributors (see the header): whether the board keeps them, its cap and its budget
+-- (nil: none).
+local keeps, cap, budget = false, nil, nil
+if mode == 'events' and ARGV[5] ~= '' then
+  local c, b = string.match(ARGV[5], '^(%S+) (%S+)$')
+  keeps, cap, budget = true, tonumber(c), tonumber(b)
+end
+local stride = 2 + numbered + (keeps and 1 or 0)
+local count = (#ARGV - first + 1) / stride
 
 -- The budget (see the header): the µs after which the call stops at its next stop point
--- (nil: none), and the stop points, every `group` entries or listed in `stop_list`.
+-- (nil: none), and the stop points, every `group` entries or listed in `stop_list`. The
+-- call reads the server's clock (started) only when it may stop: a call of at most
+-- `group` entries answers 0 µs, which the caller does not take in (sums/budget.rs).
 local limit, group, stop_list = nil, 0, ''
 if ARGV[12] ~= '' then
   local us, every, rest = string.match(ARGV[12], '^(%d+) (%d+)(.*)$')
-  limit, group, stop_list = tonumber(us), tonumber(every), rest
+  limit, group, stop_list = us + 0, every + 0, rest
+end
+local started = limit and (group == 0 or count > group) and now_us()
+-- The call's duration so far, in µs (0 when it reads no clock).
+local function took()
+  return started and now_us() - started or 0
 end
 if limit and group > 0 and mode == 'sums' and ARGV[7] ~= '' then
   -- Its record could not say which events it applied.
   return redis.error_reply('ERR write.lua: a keyed call in mode sums stops at listed points only')
 end
 
-local A = 12 -- ARGV[A + j]: windows, then cutoffs, then slot starts
 local TOTALS, STAGES = 5, 5 + n
 local geo_key = KEYS[5]
 local fields = { 'version', 'quiet', 'abs_sum' }
@@ -236,35 +260,21 @@ end
 local tell_recompute = recompute_hook(board, KEYS[3], KEYS[4], rebuilt, rb_phase == 'scan',
   fold_member, fold_slot, build_tally, build_dense)
 
--- Slot forms (prelude): plain, compact, or compact being relaid out as plain.
-local new_layout, fill, hashed, asked = string.match(ARGV[11], '^(%a+) (%d+) ([01]) ?(.*)$')
 if record[4 + n] then new_layout = record[4 + n] end
 -- The current slot's start: fresh slots from it on are created plain (see the header).
-local current = tonumber(ARGV[A + n + 1]) + tonumber(ARGV[A + 1])
+local current = ARGV[A + n + 1] + ARGV[A + 1]
 local slots = write_slots(board, geo_key, index, STAGES, n, m, A + 2 * n, stage, new_layout,
-  tonumber(fill), current)
+  fill + 0, current)
 local geo, target_key, value_in, counted = slots.geo, slots.key, slots.value, slots.counted
 local save_geometries = slots.save
 
-local hashes = hashed == '1' and ARGV[A + 2 * n + m + 1] or nil
-local first = A + 2 * n + m + (hashes and 2 or 1)
-local numbered = (m == 1) and 0 or 1
--- Contributors (see the header): whether the board keeps them, its cap and its budget
--- (nil: none).
-local keeps, cap, budget = false, nil, nil
-if mode == 'events' and ARGV[5] ~= '' then
-  local c, b = string.match(ARGV[5], '^(%S+) (%S+)$')
-  keeps, cap, budget = true, tonumber(c), tonumber(b)
-end
-local stride = 2 + numbered + (keeps and 1 or 0)
-local count = (#ARGV - first + 1) / stride
 local byte = string.byte
 
 -- The slot number, member, delta, member hash (nil if not sent) and contributor (nil
 -- unless the board keeps them) of entry e (0-based).
 local function entry(e)
   local at = first + stride * e
-  local i = numbered == 1 and tonumber(ARGV[at]) or 1
+  local i = numbered == 1 and ARGV[at] + 0 or 1
   local h = nil
   if hashes then
     local b1, b2, b3, b4 = byte(hashes, 4 * e + 1, 4 * e + 4)
@@ -360,7 +370,7 @@ local function group_end(from)
 end
 -- Whether the call has run its budget (read at stop points only: TIME is not free).
 local function spent()
-  return limit ~= nil and now_us() - started >= limit
+  return started and now_us() - started >= limit
 end
 
 -- Standing (see the header): the members of the entries in the windows asked, read
@@ -424,7 +434,7 @@ local applied = {}
 local stop, stop_events = group_end(0)
 if mode == 'sums' and not bounded then
   applied = totals_have_room() and apply_checked(0, stop)
-  if not applied then return { 2, now_us() - started } end
+  if not applied then return { 2, took() } end
 end
 if token ~= '' then
   redis.call('HSET', journal, token, 1)
@@ -452,7 +462,7 @@ if mode == 'sums' then
         too_late[i] = true
       elseif delta ~= '0' then
         apply(i, k, member, delta, h, applied[x])
-        grown = grown + math.abs(tonumber(delta))
+        grown = grown + math.abs(delta)
       end
     end
     e = stop
@@ -484,7 +494,7 @@ if mode == 'sums' then
   end
   save_geometries()
   remember(slots, events)
-  reply[2] = now_us() - started
+  reply[2] = took()
   return answered(reply)
 end
 
@@ -495,7 +505,7 @@ end
 local unchecked, applied_abs = false, 0
 if keeps then
   local sum, abs = 0, math.abs
-  for at = first + numbered + 1, #ARGV, stride do sum = sum + abs(tonumber(ARGV[at])) end
+  for at = first + numbered + 1, #ARGV, stride do sum = sum + abs(ARGV[at]) end
   unchecked = bound ~= nil and bound + sum <= MAX
 end
 
@@ -658,7 +668,7 @@ local e = 0
 while true do
   for x = e, stop - 1 do
     local i, member, delta, h, by = entry(x)
-    local k, d = stage[i], tonumber(delta)
+    local k, d = stage[i], delta + 0
     if k == n then
       status[x + 3] = 1
     elseif by and by ~= '' then
@@ -685,5 +695,5 @@ save_geometries()
 local recorded = { 1 }
 for x = 3, #status do recorded[x - 1] = status[x] end
 remember(recorded, e < count and e or nil)
-status[2] = now_us() - started
+status[2] = took()
 return answered(status)
