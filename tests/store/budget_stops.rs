@@ -12,11 +12,12 @@ use std::time::Duration;
 
 use rollboard::{
     BatchOutcome, Error, Event, IngestOptions, Layout, MAX_ABS, RedisOptions, RedisStore,
+    Rollboard, TrendingConfig,
 };
 
 use crate::bounded_writes::{mixed_events, mixed_totals, script_calls, top};
 use crate::proxy::{Fault, FaultProxy};
-use crate::support::{Harness, START, TestRedis, clock, pairs, ts, with_clock};
+use crate::support::{Harness, START, TestRedis, clock, pairs, ts, unique, with_clock};
 
 /// Redis options whose calls are sized for a second (the whole batch) but stop once
 /// they ran `budget`, reading the clock every `every` pairs.
@@ -134,6 +135,45 @@ async fn sums_stop(layout: Layout) {
         .unwrap();
     let summed: i64 = both.iter().map(|(_, v)| v).sum();
     assert_eq!(abs_sum, summed);
+}
+
+/// A trending board's calls stop at the budget too (`trend_write.lua`): 23 events in
+/// calls that stop after every 5 take 5 calls where one would do, and score as the
+/// memory store does; a call of at most 5 events cannot stop and reads no clock.
+#[tokio::test]
+async fn trending_calls_that_stop_early_apply_events_exactly() {
+    let redis = TestRedis::spawn().await;
+    let h = on(&redis.url, stopping(Duration::ZERO, 5, Layout::Plain)).await;
+    let memory = Harness::memory().await;
+    let name = unique("tstop");
+    for boards in [&h.boards, &memory.boards] {
+        let config = TrendingConfig::parse("1h").unwrap();
+        boards.create(&name, config).await.unwrap();
+    }
+    let events: Vec<Event> = (0..23)
+        .map(|i| Event::new(format!("m{}", i % 7), 1 + i % 3))
+        .collect();
+    let want = memory.boards.trending(&name).incr_batch(&events).await;
+    let before = script_calls(&redis).await;
+    let got = h.boards.trending(&name).incr_batch(&events).await;
+    assert_eq!(script_calls(&redis).await - before, 5);
+    assert_eq!(got.unwrap(), want.unwrap());
+    let got = trend_scores(&h.boards, &name).await;
+    assert_eq!(got, trend_scores(&memory.boards, &name).await);
+    assert_eq!(got.len(), 7);
+    let before = script_calls(&redis).await;
+    let five = h.boards.trending(&name).incr_batch(&events[..5]).await;
+    assert_eq!(five.unwrap().accepted, 5);
+    assert_eq!(script_calls(&redis).await - before, 1);
+}
+
+/// The trending board's top 10: members and scores to 9 decimals.
+async fn trend_scores(boards: &Rollboard, name: &str) -> Vec<(String, i64)> {
+    let page = boards.trending(name).top(0, 10).await.unwrap();
+    let entries = page.entries.iter();
+    entries
+        .map(|e| (e.member.clone(), (e.score * 1e9).round() as i64))
+        .collect()
 }
 
 /// Mode `events`: on a board past its bound (a total at the limit), the batch goes

@@ -19,7 +19,9 @@
 -- per-board estimate, as for windowed writes), and each call also stops itself: every
 -- `every` events it reads TIME and, once it has run its budget, stops there, having
 -- applied at least `every` events (progress). It answers how many it applied; the
--- caller sends the rest in the next call. Events are independent ZINCRBYs, so any
+-- caller sends the rest in the next call. Only a call of more than `every` events, the
+-- only one that can stop, reads the clock; a smaller one answers 0 µs, which the caller
+-- does not take in (sums/budget.rs). Events are independent ZINCRBYs, so any
 -- prefix is a whole number of events and a stop never splits one.
 --
 -- Key: a client's idempotency key. A keyed batch is one record per call (the caller
@@ -35,12 +37,15 @@
 -- score first, ties by member ascending) and ranked members are those below 0. The
 -- scale is computed here from the record, so a write never uses a landmark a rescale
 -- has just moved. Floats go to ZINCRBY with 17 significant digits (exact).
--- Returns {1, events applied, µs the call ran by the server's clock}. Refuses with
--- STALE (board gone or re-created) or RESCALE (an event of the call further than ARGV[2]
--- half-lives from the landmark: the caller rescales, then sends the call again); a
--- refusal applies nothing.
+-- Returns {1, events applied, µs the call ran by the server's clock (0: not timed)}.
+-- Refuses with STALE (board gone or re-created) or RESCALE (an event of the call further
+-- than ARGV[2] half-lives from the landmark: the caller rescales, then sends the call
+-- again); a refusal applies nothing.
 
-local started = now_us()
+local FIRST = 8
+local budget, every = string.match(ARGV[7], '^(%d+) (%d+)$')
+budget, every = tonumber(budget), tonumber(every)
+local started = budget and (#ARGV - FIRST + 1) / 3 > every and now_us()
 local record = board_record(KEYS[1], ARGV[1], 'landmark', 'half_life', 'rs_landmark')
 local landmark = tonumber(record[3])
 local h = tonumber(record[4]) * 1000
@@ -52,9 +57,6 @@ if fingerprint ~= '' then
   if found == false then return { 5 } end
   if found then return { 4, found[1], found[2] } end
 end
-local budget, every = string.match(ARGV[7], '^(%d+) (%d+)$')
-budget, every = tonumber(budget), tonumber(every)
-local FIRST = 8
 for a = FIRST, #ARGV, 3 do
   if tonumber(ARGV[a + 2]) - landmark > limit then
     refuse('RESCALE an event is too far from the landmark; rescale first')
@@ -70,11 +72,11 @@ for a = FIRST, #ARGV, 3 do
   end
   applied = applied + 1
   -- A stop point: stop once the budget is spent (TIME is read here only).
-  if budget and applied % every == 0 and a + 3 <= #ARGV and now_us() - started >= budget then
+  if started and applied % every == 0 and a + 3 <= #ARGV and now_us() - started >= budget then
     break
   end
 end
 if fingerprint ~= '' then
   set_key_record(KEYS[4], fingerprint, applied, ARGV[4], ARGV[5], ARGV[6])
 end
-return { 1, applied, now_us() - started }
+return { 1, applied, started and now_us() - started or 0 }
