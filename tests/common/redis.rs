@@ -48,64 +48,94 @@ impl TestRedis {
     /// Always a fresh server of this test's own, even when `REDIS_URL` is set (for tests
     /// that stop the server or change its configuration).
     pub async fn spawn() -> TestRedis {
-        let server = RedisServer::new();
-        let url = match server.client_addr() {
-            redis::ConnectionAddr::Tcp(host, port) => format!("redis://{host}:{port}/"),
-            other => panic!("unexpected test server address {other:?}"),
-        };
-        let redis = TestRedis {
-            url,
-            tls: None,
-            server: std::sync::Mutex::new(Some(server)),
-        };
-        redis.wait_ready().await;
-        redis
+        Self::spawn_own(|| {
+            let server = RedisServer::new();
+            let url = match server.client_addr() {
+                redis::ConnectionAddr::Tcp(host, port) => format!("redis://{host}:{port}/"),
+                other => panic!("unexpected test server address {other:?}"),
+            };
+            (server, url, None)
+        })
+        .await
     }
 
     /// A fresh server of this test's own that also listens with TLS, with a CA and a
     /// certificate for 127.0.0.1 made for it by `openssl` (redis-test's helper). `url`
     /// stays plain (for set-up through `raw`); `tls` has the `rediss://` URL and the CA.
     pub async fn spawn_tls() -> TestRedis {
-        let plain = redis_test::utils::get_random_available_port();
-        let tls_port = redis_test::utils::get_random_available_port();
-        let addr = redis::ConnectionAddr::TcpTls {
-            host: "127.0.0.1".into(),
-            port: tls_port,
-            insecure: false,
-            tls_params: None,
-        };
-        let server = RedisServer::new_with_addr_tls_modules_and_spawner(
-            addr,
-            None,
-            None,
-            false,
-            None,
-            &[],
-            // The last --port wins over the helper's `--port 0`.
-            |cmd| cmd.arg("--port").arg(plain.to_string()).spawn().unwrap(),
-        );
-        let ca = server.tls_paths.as_ref().unwrap().ca_crt.clone();
-        let redis = TestRedis {
-            url: format!("redis://127.0.0.1:{plain}/"),
-            tls: Some((format!("rediss://127.0.0.1:{tls_port}/"), ca)),
-            server: std::sync::Mutex::new(Some(server)),
-        };
-        redis.wait_ready().await;
-        redis
+        Self::spawn_own(|| {
+            let plain = redis_test::utils::get_random_available_port();
+            let tls_port = redis_test::utils::get_random_available_port();
+            let addr = redis::ConnectionAddr::TcpTls {
+                host: "127.0.0.1".into(),
+                port: tls_port,
+                insecure: false,
+                tls_params: None,
+            };
+            let server = RedisServer::new_with_addr_tls_modules_and_spawner(
+                addr,
+                None,
+                None,
+                false,
+                None,
+                &[],
+                // The last --port wins over the helper's `--port 0`.
+                |cmd| cmd.arg("--port").arg(plain.to_string()).spawn().unwrap(),
+            );
+            let ca = server.tls_paths.as_ref().unwrap().ca_crt.clone();
+            let tls = (format!("rediss://127.0.0.1:{tls_port}/"), ca);
+            (server, format!("redis://127.0.0.1:{plain}/"), Some(tls))
+        })
+        .await
+    }
+
+    /// A server made by `make` (with its URL and TLS part), made again on other ports
+    /// while it is not this test's own: redis-test picks a port that was free a moment
+    /// before, which another test's server or any outgoing connection may take first
+    /// (the server then exits, or the URL reaches another test's server).
+    async fn spawn_own(
+        make: impl Fn() -> (RedisServer, String, Option<(String, std::path::PathBuf)>),
+    ) -> TestRedis {
+        for _ in 0..5 {
+            let (server, url, tls) = make();
+            let redis = TestRedis {
+                url,
+                tls,
+                server: std::sync::Mutex::new(Some(server)),
+            };
+            if redis.wait_ready().await {
+                return redis;
+            }
+        }
+        panic!("no redis-server of this test's own started in 5 tries");
     }
 
     /// redis-test does not wait for the server to listen: retry the first connection, for
     /// up to 20 s (a loaded machine starting many servers at once, TLS ones slowest).
-    async fn wait_ready(&self) {
+    /// False when the spawned server exited or another process answers on its port.
+    async fn wait_ready(&self) -> bool {
         let client = redis::Client::open(self.url.as_str()).unwrap();
         for _ in 0..800 {
+            // The spawned server's pid (none from `REDIS_URL`); it exits when its port
+            // was taken.
+            let pid = match self.server.lock().unwrap().as_mut() {
+                Some(s) => match s.process.try_wait().unwrap() {
+                    Some(_) => return false,
+                    None => Some(s.process.id()),
+                },
+                None => None,
+            };
             if let Ok(mut conn) = client.get_multiplexed_async_connection().await
-                && redis::cmd("PING")
+                && let Ok(info) = redis::cmd("INFO")
+                    .arg("server")
                     .query_async::<String>(&mut conn)
                     .await
-                    .is_ok()
             {
-                return;
+                let answering = info
+                    .lines()
+                    .find_map(|l| l.strip_prefix("process_id:"))
+                    .and_then(|p| p.trim().parse::<u32>().ok());
+                return pid.is_none() || answering == pid;
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
