@@ -15,14 +15,19 @@ use crate::test_redis::TestRedis;
 
 /// The scripts and transactions the server has run so far.
 async fn calls(redis: &TestRedis) -> (u64, u64) {
+    let [scripts, shas, transactions] = ran(redis, ["eval", "evalsha", "exec"]).await;
+    (scripts + shas, transactions)
+}
+
+/// How many times the server has run each of `commands` so far (a first `EVALSHA`
+/// answered `NOSCRIPT` is counted as a call that failed or was rejected, not as run).
+async fn ran<const N: usize>(redis: &TestRedis, commands: [&str; N]) -> [u64; N] {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query_async(&mut redis.raw().await)
         .await
         .unwrap();
-    // The calls that ran: a first `EVALSHA` answered `NOSCRIPT` is counted as a call
-    // that failed or was rejected.
-    let count = |command: &str| {
+    commands.map(|command| {
         let Some(line) = info
             .lines()
             .find_map(|l| l.strip_prefix(&format!("cmdstat_{command}:")))
@@ -35,8 +40,7 @@ async fn calls(redis: &TestRedis) -> (u64, u64) {
                 .map_or(0, |v| v.parse().unwrap())
         };
         field("calls") - field("failed_calls") - field("rejected_calls")
-    };
-    (count("evalsha") + count("eval"), count("exec"))
+    })
 }
 
 fn day() -> Option<Span> {
@@ -382,5 +386,37 @@ async fn pages_read_further_stay_exact_while_writes_reshape_the_tie_groups() {
     assert!(
         handed_over[1] <= 10,
         "{handed_over:?} of 400 reads handed over"
+    );
+}
+
+#[tokio::test]
+async fn pages_around_members_of_one_total_read_together_count_that_total_once() {
+    let (h, name) = board(Ties::Position).await;
+    let events: Vec<Event> = (1..=7).map(|i| Event::new(format!("g{i}"), 2)).collect();
+    h.boards.windowed(&name).incr_batch(&events).await.unwrap();
+    let redis = h.redis.as_ref().unwrap();
+    // Ranking positions e, a, b, c, g1 … g7, x, y: each page inside the 2s.
+    let asked = ["g2", "g4", "g6", "g3"];
+    let around = |m: &'static str| {
+        h.boards
+            .windowed(&name)
+            .around(m, day(), 1, AroundOptions::default())
+    };
+    let [before] = ran(redis, ["zcount"]).await;
+    let (together, scripts) = alone_then_together(redis, &asked, around).await;
+    let [after] = ran(redis, ["zcount"]).await;
+    // The first alone, the three that came meanwhile in one call: each call counts the
+    // 2s' members above and holding them once (the reads one at a time before, 4 calls
+    // and 8 counts, are in `before`).
+    assert_eq!(scripts, (2, 0));
+    assert_eq!(after - before, 8 + 4);
+    let pages: Vec<_> = together
+        .iter()
+        .map(|p| triples(&p.as_ref().unwrap().entries))
+        .collect();
+    let g = |i: u64| (i + 4, format!("g{i}"), 2);
+    assert_eq!(
+        pages,
+        [2, 4, 6, 3].map(|i: u64| vec![g(i - 1), g(i), g(i + 1)])
     );
 }

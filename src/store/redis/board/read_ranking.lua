@@ -3,9 +3,9 @@
 -- KEYS[1]  board record        board_{b}
 -- KEYS[2]  slot index          slots_{b}
 -- KEYS[3]  the window's totals stats_{b} or stats_{b}_<W>
--- KEYS[4]  dense boards only: the window's distinct totals, dense_{b}[_<W>] (see retally
---          in the prelude); ranks are then dense: 1 + the number of distinct totals
---          strictly higher (ZCOUNT on it, O(log D))
+-- KEYS[4]  dense boards only: the window's distinct totals, dense_{b}[_<W>] (kept by
+--          the writes, lua/totals.lua); ranks are then dense: 1 + the number of
+--          distinct totals strictly higher (ZCOUNT on it, O(log D))
 --
 -- ARGV[1]  board version the caller expects
 -- ARGV[2]  the window, seconds (field done:<W>)
@@ -63,26 +63,46 @@
 
 local board, index, totals, dense = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local flags = {}
-for word in string.gmatch(ARGV[4], '%S+') do flags[word] = true end
+if ARGV[4] ~= '' then
+  for word in string.gmatch(ARGV[4], '%S+') do flags[word] = true end
+end
 -- Which totals are ranked (ranked_total's `rule`), and the lowest of them as a ZCOUNT
 -- bound: every total (a sum board's are never 0), or the positive ones.
 local rule = flags.all and 'all' or flags.nonzero
 local floor = rule and '-inf' or '(0'
 
--- The prelude's rank helpers (ranked_total, rank_of_total, position_in), with this
--- call's window and flags.
+-- The prelude's rank helpers (ranked_total, rank_of_total), with this call's window and
+-- flags.
 local function is_ranked(score)
   return ranked_total(score, rule)
 end
 local function rank_of(score, greater, position)
   return rank_of_total(dense, flags.position, score, greater, position)
 end
-local function position_of(member, score, greater)
-  return position_in(totals, member, score, greater)
+-- The members with a total higher than `score`, and those holding it: each counted once
+-- a call however many of the members asked share it (most members of a large board
+-- share a few totals).
+local above, held = {}, {}
+local function greater_than(score)
+  local count = above[score]
+  if not count then
+    count = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
+    above[score] = count
+  end
+  return count
+end
+local function holding(score)
+  local count = held[score]
+  if not count then
+    count = redis.call('ZCOUNT', totals, score, score)
+    held[score] = count
+  end
+  return count
 end
 local record = board_record(board, ARGV[1], 'done:' .. ARGV[2], 'since:' .. ARGV[2], 'building:' .. ARGV[2])
-local pending = redis.call('ZRANGEBYSCORE', index, '(' .. record[3], '+inf', 'LIMIT', 0, 1)
-local newest = redis.call('ZREVRANGEBYSCORE', index, '+inf', '-inf', 'LIMIT', 0, 1)
+-- Numbers given to redis.call are printed by Redis (sprintf): constants go as strings.
+local pending = redis.call('ZRANGEBYSCORE', index, '(' .. record[3], '+inf', 'LIMIT', '0', '1')
+local newest = redis.call('ZREVRANGEBYSCORE', index, '+inf', '-inf', 'LIMIT', '0', '1')
 local reply = { pending[1] or false, newest[1] or false, record[4] or false, record[5] or false }
 
 -- Appends the run (see above) of list[first], list[first + step], … list[last], each
@@ -132,9 +152,9 @@ local function page(offset, limit)
     -- starts at position, only the first and the last may reach past the page's edges.
     local final = position + j - i
     local a = position
-    if i == 1 and offset > 0 then a = redis.call('ZCOUNT', totals, '(' .. score, '+inf') end
+    if i == 1 and offset > 0 then a = greater_than(score) end
     if a < position then
-      append_group(score, a, a + redis.call('ZCOUNT', totals, score, score) - 1, position, final)
+      append_group(score, a, a + holding(score) - 1, position, final)
     elseif j == count and after == score then
       -- A group that starts on the page: its first members, by score (member order).
       local members = redis.call('ZRANGEBYSCORE', totals, score, score, 'LIMIT', 0, final - position + 1)
@@ -229,8 +249,9 @@ for k = 7, #ARGV do
   reply[count_at] = 0
   local score = redis.call('ZSCORE', totals, member)
   if score and is_ranked(score) then
-    local greater = redis.call('ZCOUNT', totals, '(' .. score, '+inf')
-    local position, tied = position_of(member, score, greater)
+    -- Its ranking position: ZREVRANK orders its tie group by member descending.
+    local greater, tied = greater_than(score), holding(score)
+    local position = 2 * greater + tied - 1 - redis.call('ZREVRANK', totals, member)
     local offset, limit = math.max(0, position - n), nil
     local known = greater + tied
     if flags.fill then
