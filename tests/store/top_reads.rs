@@ -420,3 +420,57 @@ async fn pages_around_members_of_one_total_read_together_count_that_total_once()
         [2, 4, 6, 3].map(|i: u64| vec![g(i - 1), g(i), g(i + 1)])
     );
 }
+
+#[tokio::test]
+async fn pages_read_by_the_script_keep_members_of_any_bytes_and_their_totals() {
+    // The script answers a page's totals and members joined by byte 255: members with
+    // line breaks, tabs, NUL, separators of other formats and every width of UTF-8
+    // (`ÿ` is C3 BF) come back whole, and a dense board's top page (read by the script)
+    // and pages around members (in one call) hold the same entries.
+    let h = Harness::on_own_redis().await;
+    let config = BoardConfig::parse("1h", &["1h", "24h"])
+        .unwrap()
+        .with_ties(Ties::Dense);
+    let name = crate::support::unique("bytes");
+    h.boards.create(&name, config).await.unwrap();
+    let members = ["a\nb", "tab\there", "nul\0", "ÿ", "é,|;", "🎉", " "];
+    let events: Vec<Event> = members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| Event::new(*m, 1 + (i as i64) / 2))
+        .collect();
+    h.boards.windowed(&name).incr_batch(&events).await.unwrap();
+    let top = h.boards.windowed(&name).top(day(), 0, 10).await.unwrap();
+    let expected: Vec<(u64, String, i64)> = [
+        (1, " ", 4),
+        (2, "é,|;", 3),
+        (2, "🎉", 3),
+        (3, "nul\0", 2),
+        (3, "ÿ", 2),
+        (4, "a\nb", 1),
+        (4, "tab\there", 1),
+    ]
+    .map(|(rank, m, total)| (rank, m.to_owned(), total))
+    .to_vec();
+    assert_eq!(triples(&top.entries), expected);
+    let around = |m: &'static str| {
+        let boards = h.boards.clone();
+        let name = name.clone();
+        async move {
+            boards
+                .windowed(&name)
+                .around(m, day(), 1, AroundOptions::default())
+                .await
+        }
+    };
+    let pages = futures_util::future::join_all(members.map(around)).await;
+    for (member, page) in members.iter().zip(pages) {
+        let page = triples(&page.unwrap().unwrap().entries);
+        let at = expected.iter().position(|e| e.1 == *member).unwrap();
+        assert_eq!(
+            page,
+            expected[at.saturating_sub(1)..(at + 2).min(7)],
+            "{member:?}"
+        );
+    }
+}

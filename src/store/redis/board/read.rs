@@ -14,7 +14,7 @@ use crate::domain::{Entry, MemberRank, Ranks, Standing, TopPage};
 use crate::domain::{Member, ScoreRange, percentile};
 use crate::error::{Error, Result};
 use crate::store::redis::conn::RedisConn;
-use crate::store::redis::conn::reply::{array, int, int_score, opt_int, string};
+use crate::store::redis::conn::reply::{array, int, int_score, opt_int, parse_integer};
 
 /// What `read_ranking.lua` answered: the coverage and the rest of the reply.
 struct RankingReply {
@@ -99,30 +99,71 @@ fn with_members<'a>(fixed: [&'a str; 2], members: &'a [Member]) -> Vec<&'a str> 
         .collect()
 }
 
-/// Reads `read_ranking.lua`'s runs off the front of `items` until `count` entries are
+/// A `top` or `around` reply's runs: its numbers (`items`) and the texts they end with
+/// (the runs' totals and members, joined by byte 255; see `read_ranking.lua`).
+struct Runs<'a> {
+    items: &'a [Value],
+    texts: Option<&'a [u8]>,
+}
+
+impl<'a> Runs<'a> {
+    /// The runs of `rest`, a `top` or `around` reply after its coverage.
+    fn of(rest: &'a [Value]) -> Result<Self> {
+        let Some((Value::BulkString(texts), items)) = rest.split_last() else {
+            return Err(Error::store("read_ranking answered no texts"));
+        };
+        Ok(Runs {
+            items,
+            texts: Some(texts),
+        })
+    }
+
+    /// The next number: a count or a rank.
+    fn number(&mut self, what: &str) -> Result<i64> {
+        int(next(&mut self.items)?, what)
+    }
+
+    /// The next text: a total or a member.
+    fn text(&mut self, what: &str) -> Result<&'a str> {
+        let texts = self
+            .texts
+            .ok_or_else(|| Error::store(format!("read_ranking answered no {what}")))?;
+        let (text, rest) = match texts.iter().position(|&b| b == 255) {
+            Some(end) => (&texts[..end], Some(&texts[end + 1..])),
+            None => (texts, None),
+        };
+        self.texts = rest;
+        std::str::from_utf8(text)
+            .map_err(|_| Error::store(format!("read_ranking answered a {what} not UTF-8")))
+    }
+}
+
+/// Reads `read_ranking.lua`'s runs off the front of `runs` until `count` entries are
 /// read (all of them when `None`), in the order `order` asks (the script answers
-/// highest first). A run is its first rank, its total and its members, headed by minus
-/// its length when it holds more than one; its ranks go up by one a member when `ties`
-/// are by position.
+/// highest first). A run is its first rank, headed by minus its length when it holds
+/// more than one, then in the texts its total and its members; its ranks go up by one
+/// a member when `ties` are by position.
 fn entries(
-    items: &mut &[Value],
+    runs: &mut Runs<'_>,
     count: Option<usize>,
     ties: Ties,
     order: Order,
 ) -> Result<Vec<Entry>> {
     let position = ties == Ties::Position;
-    let mut entries = Vec::with_capacity(count.unwrap_or(items.len() / 3));
-    while count.map_or(!items.is_empty(), |count| entries.len() < count) {
-        let head = int(next(items)?, "rank")?;
+    let mut entries = Vec::with_capacity(count.unwrap_or(runs.items.len()));
+    while count.map_or(!runs.items.is_empty(), |count| entries.len() < count) {
+        let head = runs.number("rank")?;
         let (length, first_rank) = match head {
-            ..0 => (head.unsigned_abs(), int(next(items)?, "rank")? as u64),
+            ..0 => (head.unsigned_abs(), runs.number("rank")? as u64),
             _ => (1, head as u64),
         };
-        let score = int_score(next(items)?)?;
+        let total = runs.text("total")?;
+        let score = parse_integer(total)
+            .ok_or_else(|| Error::store(format!("read_ranking answered {total:?} for a total")))?;
         for k in 0..length {
             entries.push(Entry {
                 rank: first_rank + if position { k } else { 0 },
-                member: string(next(items)?, "member")?,
+                member: runs.text("member")?.to_owned(),
                 score,
                 data: None,
                 pinned: false,
@@ -169,7 +210,7 @@ pub(crate) async fn top(
     let flags = flags(at.board, order, false);
     let r = read_ranking(conn, at, "top", &flags, &args).await?;
     let ties = at.board.config.ties();
-    let entries = entries(&mut r.rest.as_slice(), None, ties, order)?;
+    let entries = entries(&mut Runs::of(&r.rest)?, None, ties, order)?;
     Ok(TopPage::new(at.board.name.clone(), r.coverage, entries))
 }
 
@@ -287,11 +328,11 @@ pub(crate) async fn arounds(
     let n = n.to_string();
     let args = with_members(["", &n], members);
     let r = read_ranking(conn, at, "around", &flags, &args).await?;
-    let (ties, mut rest) = (at.board.config.ties(), r.rest.as_slice());
+    let (ties, mut runs) = (at.board.config.ties(), Runs::of(&r.rest)?);
     let mut pages = Vec::with_capacity(members.len());
     for _ in members {
-        let count = int(next(&mut rest)?, "entries")? as usize;
-        let entries = entries(&mut rest, Some(count), ties, options.order)?;
+        let count = runs.number("entries")? as usize;
+        let entries = entries(&mut runs, Some(count), ties, options.order)?;
         pages.push((count > 0).then(|| TopPage::new(at.board.name.clone(), r.coverage, entries)));
     }
     Ok(pages)

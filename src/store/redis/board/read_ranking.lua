@@ -43,12 +43,15 @@
 -- done:<W>, the newest live slot, and the window's since:<W> and building:<W> marks (see
 -- extend_board.lua; false when absent), from which the caller computes the slots covered;
 -- then for 'top' the page's runs, highest first; for 'around' per member asked the number
--- of entries of its page (0 for a member without a ranked total), then the page's runs.
--- A run is entries at consecutive ranking positions holding one total: its first rank,
--- the total (as Redis prints it) and its members, in ranking order, headed by minus its
--- length when it holds more than one (the members of a page inside a tie group are one
--- run: 3 + k values, not 3k). On a board ranking ties by position the ranks of a run go
--- up by one a member; otherwise they are its first rank;
+-- of entries of its page (0 for a member without a ranked total), then the page's runs;
+-- both end with the runs' texts. A run is entries at consecutive ranking positions
+-- holding one total: its first rank, headed by minus its length when it holds more
+-- than one, and, in the texts, the total (as Redis prints it) and its members in
+-- ranking order. On a board ranking ties by position the ranks of a run go up by one a
+-- member; otherwise they are its first rank. The texts of every run are one string,
+-- joined by byte 255 (no UTF-8 text holds it): a reply element costs Redis and the
+-- service far more than its bytes, and a page of 11 entries is then 2 or 3 elements,
+-- not 14;
 -- for 'members' the number of ranked members, then per member asked its score, rank and
 -- the number of ranked members strictly below it (for its percentile): rank false and
 -- none below for a total that is not ranked, rank false and -1 below for a hidden
@@ -107,15 +110,21 @@ local reply = { pending[1] or false, newest[1] or false, record[4] or false, rec
 
 -- Appends the run (see above) of list[first], list[first + step], … list[last], each
 -- holding `score`, at ranking positions from `from` on, `above` members having a
--- strictly higher total; `entries` counts the entries appended.
+-- strictly higher total; `entries` counts the entries appended. Its numbers go to the
+-- reply, its total and members to `texts`, answered joined (see above).
 local entries = 0
+local texts = {}
 local function append(score, above, from, list, first, last, step)
   local count = (last - first) / step + 1
   if count <= 0 then return end
   if count > 1 then reply[#reply + 1] = -count end
   reply[#reply + 1] = rank_of(score, above, from)
-  reply[#reply + 1] = score
-  for k = first, last, step do reply[#reply + 1] = list[k] end
+  local t = #texts + 1
+  texts[t] = score
+  for k = first, last, step do
+    t = t + 1
+    texts[t] = list[k]
+  end
   entries = entries + count
 end
 -- Appends the members at ranking positions from .. to of the tie group at positions
@@ -189,6 +198,7 @@ if mode == 'top' then
     offset = first + offset
   end
   page(offset, limit)
+  reply[#reply + 1] = table.concat(texts, '\255')
   return reply
 end
 
@@ -274,4 +284,5 @@ for k = 7, #ARGV do
     reply[count_at] = entries
   end
 end
+reply[#reply + 1] = table.concat(texts, '\255')
 return reply
