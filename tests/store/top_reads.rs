@@ -441,7 +441,7 @@ async fn pages_read_by_the_script_keep_members_of_any_bytes_and_their_totals() {
         .collect();
     h.boards.windowed(&name).incr_batch(&events).await.unwrap();
     let top = h.boards.windowed(&name).top(day(), 0, 10).await.unwrap();
-    let expected: Vec<(u64, String, i64)> = [
+    let expected = expect(&[
         (1, " ", 4),
         (2, "é,|;", 3),
         (2, "🎉", 3),
@@ -449,9 +449,7 @@ async fn pages_read_by_the_script_keep_members_of_any_bytes_and_their_totals() {
         (3, "ÿ", 2),
         (4, "a\nb", 1),
         (4, "tab\there", 1),
-    ]
-    .map(|(rank, m, total)| (rank, m.to_owned(), total))
-    .to_vec();
+    ]);
     assert_eq!(triples(&top.entries), expected);
     let around = |m: &'static str| {
         let boards = h.boards.clone();
