@@ -452,23 +452,15 @@ async fn pages_read_by_the_script_keep_members_of_any_bytes_and_their_totals() {
     ]);
     assert_eq!(triples(&top.entries), expected);
     let around = |m: &'static str| {
-        let boards = h.boards.clone();
-        let name = name.clone();
-        async move {
-            boards
-                .windowed(&name)
-                .around(m, day(), 1, AroundOptions::default())
-                .await
-        }
+        h.boards
+            .windowed(&name)
+            .around(m, day(), 1, AroundOptions::default())
     };
     let pages = futures_util::future::join_all(members.map(around)).await;
     for (member, page) in members.iter().zip(pages) {
         let page = triples(&page.unwrap().unwrap().entries);
         let at = expected.iter().position(|e| e.1 == *member).unwrap();
-        assert_eq!(
-            page,
-            expected[at.saturating_sub(1)..(at + 2).min(7)],
-            "{member:?}"
-        );
+        let end = (at + 2).min(expected.len());
+        assert_eq!(page, expected[at.saturating_sub(1)..end], "{member:?}");
     }
 }
