@@ -542,8 +542,8 @@ async fn a_dropped_board_leaves_no_contribution_behind(h: Harness) {
 
 /// Concurrent callers' likes share `write.lua` calls (group commit, never summed): 60
 /// single likes at once, half from one contributor to one post (capping at 1: exactly one
-/// of them counts), half from contributors of their own to another, take fewer calls
-/// than likes, and count exactly.
+/// of them counts), half from contributors of their own to another, take a few calls,
+/// and count exactly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_callers_likes_share_calls_and_count_exactly() {
     let redis = crate::test_redis::TestRedis::spawn().await;
@@ -558,6 +558,13 @@ async fn concurrent_callers_likes_share_calls_and_count_exactly() {
     let warm = [Event::new("c", 1).by("u0")];
     boards.windowed(&board).incr_batch(&warm).await.unwrap();
     let before = crate::bounded_writes::script_calls(&redis).await;
+    // Writes held for 200 ms: the first likes' calls wait, so the others queue behind
+    // them and join, however loaded the machine (their callers may be slower to queue
+    // than Redis to answer otherwise).
+    let mut raw = redis.raw().await;
+    let mut pause = ::redis::cmd("CLIENT");
+    pause.arg("PAUSE").arg(200).arg("WRITE");
+    let () = pause.query_async(&mut raw).await.unwrap();
     let likes = (0..60).map(|i| {
         let (boards, board) = (boards.clone(), board.clone());
         let event = match i % 2 {
@@ -571,7 +578,8 @@ async fn concurrent_callers_likes_share_calls_and_count_exactly() {
     });
     let counted = futures_util::future::join_all(likes).await;
     let calls = crate::bounded_writes::script_calls(&redis).await - before;
-    assert!(calls < 60, "60 likes took {calls} calls");
+    // At most max_in_flight (3) calls held by the pause, the rest in one or two.
+    assert!(calls <= 6, "60 likes took {calls} calls");
     let a: Vec<i64> = counted.iter().step_by(2).map(|c| c[0].1).collect();
     assert_eq!(a.iter().filter(|c| **c == 1).count(), 1, "{a:?}");
     assert_eq!(a.iter().filter(|c| **c == 0).count(), 29, "{a:?}");
