@@ -29,6 +29,7 @@ on_every_store!(
     a_quarantined_contributors_write_answers_as_if_it_were_not,
     a_quarantined_writers_standing_is_its_unquarantined_twins,
     a_partial_retraction_keeps_a_sum_that_passes_through_zero,
+    unlikes_past_the_cap_count_down_to_minus_the_cap_only,
 );
 
 /// The contributors of a board: named after it, so that a quarantine (of every board
@@ -971,4 +972,30 @@ async fn sums_and_tops(
         );
     }
     (sums.collect(), tops)
+}
+
+/// A contributor's unlikes count down to -cap and no further: capping at 1, a like and
+/// three unlikes (one write, one delta for all) leave its sum at -2 and its counted part
+/// at -1, and a like of 3 then counts 2 (from -1 to 1), in both windows.
+async fn unlikes_past_the_cap_count_down_to_minus_the_cap_only(h: Harness) {
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_contributor_cap(Some(1))
+        .unwrap();
+    let board = unique("contrib-below");
+    h.boards.create(&board, config).await.unwrap();
+    let [u, ..] = contributors(&board);
+    let b = h.boards.windowed(&board);
+    let like = b.incr_batch(&[Event::new("m", 1).by(&u)]).await.unwrap();
+    assert_eq!(counted(&like), [(0, 1)]);
+    let unlikes = vec![Event::new("m", -1).by(&u); 3];
+    let unlikes = b.incr_batch(&unlikes).await.unwrap();
+    assert_eq!(counted(&unlikes), [(0, -1), (1, -1), (2, 0)]);
+    let (sums, _) = sums_and_tops(&h.boards, &u, &board).await;
+    assert_eq!(sums, vec![vec![("m".to_string(), -2, -1)]; 2]);
+    let like = b.incr_batch(&[Event::new("m", 3).by(&u)]).await.unwrap();
+    assert_eq!(counted(&like), [(0, 2)]);
+    let (sums, tops) = sums_and_tops(&h.boards, &u, &board).await;
+    assert_eq!(sums, vec![vec![("m".to_string(), 1, 1)]; 2]);
+    assert_eq!(tops, vec![vec![("m".to_string(), 1)]; 2]);
 }

@@ -82,7 +82,7 @@ local function leave_admitted(member, ng)
     local j = windows[x]
     local old = tonumber(values[x]) or 0
     local new = old - admitted[j]
-    contrib_total(n, j, member, contrib_capped(cap, new) - contrib_capped(cap, old))
+    contrib_total(n, j, member, contrib_change(cap, old, new - old))
     if new == 0 then
       ng = ng + 1
       gone[ng] = fields[x]

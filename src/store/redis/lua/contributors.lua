@@ -39,6 +39,16 @@ local function contrib_capped(cap, sum)
   return sum
 end
 
+-- What adding `delta` to a sum of `before` changes of its part clamped to +-`cap` (nil:
+-- no cap): contrib_capped of both, written out, since it runs for every capped like and
+-- window (a Lua function call costs Redis some hundreds of instructions).
+local function contrib_change(cap, before, delta)
+  if not cap then return delta end
+  local after = before + delta
+  after = after > cap and cap or (after < -cap and -cap or after)
+  return after - (before > cap and cap or (before < -cap and -cap or before))
+end
+
 -- A contribution's status code in a write's reply: 3 + the zigzag of what it counted in
 -- the largest window (0, -1, 1, -2 ... -> 3, 4, 5, 6 ...); 0, 1, 2 are write.lua's.
 local function contrib_code(c)
@@ -127,7 +137,7 @@ local function contrib_window(ctr, w, member, delta, cap, flag, text)
   local new = redis.call('HINCRBY', ctr, field, text or string.format('%d', delta))
   if new == 0 then redis.call('HDEL', ctr, field) end
   if not counts then return 0, new end
-  return contrib_capped(cap, new) - contrib_capped(cap, new - delta), new
+  return contrib_change(cap, new - delta, delta), new
 end
 
 -- Walks the contributor's hash `ctr` from `cursor` with HSCAN MATCH `pattern` (20 a

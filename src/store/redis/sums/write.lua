@@ -24,7 +24,9 @@
 -- ARGV[4]                    mode: 'sums' or 'events' (see below)
 -- ARGV[5]                    sums: the sum of |delta| over the original events; events:
 --                            on a board that keeps contributors '<cap> <budget>' ('-'
---                            for none; see Contributors below), else ''
+--                            for none; see Contributors below), then ' <delta>' when
+--                            every event of the call has that delta (the entries then
+--                            leave it out); else ''
 -- ARGV[6]                    a token making the call idempotent, or '' (see below)
 -- ARGV[7]                    with a key: '<fingerprint>:<events>', the write's fingerprint
 --                            (40 hex digits) and how many of its events this call carries
@@ -57,7 +59,8 @@
 --                            one to make for Lua, as much as the bucket key the hash names)
 -- then the entries: with one slot (m = 1) member, delta; with several, slot number i,
 -- member, delta; on a board that keeps contributors (mode 'events' with caps) each
--- entry then its contributor ('' for none). Deltas are integers.
+-- entry then its contributor ('' for none), and no delta when ARGV[5] gives the one
+-- they all have. Deltas are integers.
 --
 -- First every window whose cutoff passed its watermark is frozen up to the cutoff
 -- (wm:<W> := cutoff), so an event for a slot that left a window skips that window even
@@ -176,12 +179,14 @@ local first = A + 2 * n + m + (hashes and 2 or 1)
 local numbered = (m == 1) and 0 or 1
 -- Contributors (see the header): whether the board keeps them, its cap and its budget
 -- (nil: none).
-local keeps, cap, budget = false, nil, nil
+-- When every event of the call has the same delta, it comes once, here (`same`), and
+-- the entries leave it out: an argument costs Redis about as much as a command's work.
+local keeps, cap, budget, same = false, nil, nil, nil
 if mode == 'events' and ARGV[5] ~= '' then
-  local c, b = string.match(ARGV[5], '^(%S+) (%S+)$')
-  keeps, cap, budget = true, tonumber(c), tonumber(b)
+  local c, b, d = string.match(ARGV[5], '^(%S+) (%S+) ?(%S*)$')
+  keeps, cap, budget, same = true, tonumber(c), tonumber(b), d ~= '' and d or nil
 end
-local stride = 2 + numbered + (keeps and 1 or 0)
+local stride = 2 + numbered + (keeps and 1 or 0) - (same and 1 or 0)
 local count = (#ARGV - first + 1) / stride
 
 -- The budget (see the header): the µs after which the call stops at its next stop point
@@ -280,6 +285,7 @@ local function entry(e)
     local b1, b2, b3, b4 = byte(hashes, 4 * e + 1, 4 * e + 4)
     h = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
   end
+  if same then return i, ARGV[at + numbered], same, h, ARGV[at + numbered + 1] end
   return i, ARGV[at + numbered], ARGV[at + numbered + 1], h, keeps and ARGV[at + numbered + 2]
 end
 
@@ -505,7 +511,11 @@ end
 local unchecked, applied_abs = false, 0
 if keeps then
   local sum, abs = 0, math.abs
-  for at = first + numbered + 1, #ARGV, stride do sum = sum + abs(ARGV[at]) end
+  if same then
+    sum = abs(same) * count
+  else
+    for at = first + numbered + 1, #ARGV, stride do sum = sum + abs(ARGV[at]) end
+  end
   unchecked = bound ~= nil and bound + sum <= MAX
 end
 
@@ -522,19 +532,19 @@ local function in_range(i, k, member, h, d)
   return true
 end
 
+-- The slots the largest window froze and has not retired yet, which the window's sums
+-- still hold (from the slot index, once per call; their keys named as the call's are):
+-- usually none.
+local left_slots, slot_prefix = {}, nil
+if keeps then
+  local wm = math.max(tonumber(record[3 + n]), tonumber(ARGV[A + 2 * n]))
+  left_slots = redis.call('ZRANGEBYSCORE', index, '-inf', wm)
+  local named = KEYS[STAGES + 1]
+  slot_prefix = string.sub(named, 1, #named - #ARGV[A + 2 * n + 1])
+end
 -- What `by`'s admitted events to `member` and its admitted likes (the budget they use)
--- sum to in the slots the largest window froze and has not retired yet, which the
--- window's sums still hold (from the slot index, once per call; their keys named as the
--- call's are): usually none.
-local left_slots, slot_prefix = nil, nil
+-- sum to in those slots (called only when there are some).
 local function left_behind(by, member)
-  if not left_slots then
-    local wm = math.max(tonumber(record[3 + n]), tonumber(ARGV[A + 2 * n]))
-    left_slots = redis.call('ZRANGEBYSCORE', index, '-inf', wm)
-    local named = KEYS[STAGES + 1]
-    slot_prefix = string.sub(named, 1, #named - #ARGV[A + 2 * n + 1])
-  end
-  if #left_slots == 0 then return 0, 0 end
   local pair, given, used = by .. '\n' .. member, 0, 0
   for _, s in ipairs(left_slots) do
     for st = 1, n do
@@ -563,7 +573,7 @@ local function contribution_in_range(i, k, ctr, flag, by, member, a, r)
     local sum = tonumber(redis.call('HGET', ctr, field)) or 0
     local lost = tonumber(redis.call('HGET', ctr, '\n' .. ARGV[A + j] .. '\n' .. member)) or 0
     local total = tonumber(redis.call('ZSCORE', KEYS[TOTALS + j], member)) or 0
-    local change = counts and (contrib_capped(cap, sum + a) - contrib_capped(cap, sum)) or 0
+    local change = counts and contrib_change(cap, sum, a) or 0
     if math.abs(sum + a) > MAX or math.abs(lost + r) > MAX or math.abs(total + change) > MAX then
       return false
     end
@@ -581,6 +591,15 @@ local history, changes = {}, unchecked and {} or nil
 -- Each contributor's hash and hold (contrib_flag; false: none), and each stage's
 -- contributions key, made once a call.
 local ctrs, flags, stage_pairs = {}, {}, {}
+-- The contributions key of the stage KEYS[at].
+local function pairs_key(at)
+  local key = stage_pairs[at]
+  if not key then
+    key = KEYS[at] .. ':c'
+    stage_pairs[at] = key
+  end
+  return key
+end
 
 -- Applies an event of `d` given by `by` to slot i at stage k (see the header): its status.
 -- `given`, what by's admitted events gave the member inside the largest window at the
@@ -590,12 +609,13 @@ local function contribute(i, k, member, d, by, delta)
   local ctr = ctrs[by]
   if not ctr then
     ctr = board .. ':ctr:' .. by
-    ctrs[by], flags[by] = ctr, contrib_flag(ctr, held_count) or false
+    ctrs[by], flags[by] = ctr, held_count and contrib_flag(ctr, held_count) or false
   end
   local flag = flags[by] or nil
   local a, given = d, nil
   if budget then
-    local left_given, left_used = left_behind(by, member)
+    local left_given, left_used = 0, 0
+    if left_slots[1] then left_given, left_used = left_behind(by, member) end
     local field = contrib_sum_field(ctr, ARGV[A + n], member, flag)
     given = (tonumber(redis.call('HGET', ctr, field)) or 0) - left_given
     if d > 0 then
@@ -612,21 +632,17 @@ local function contribute(i, k, member, d, by, delta)
     return 2
   end
   local base, pair = STAGES + (i - 1) * n, by .. '\n' .. member
-  local stage_key = stage_pairs[base + k + 1]
-  if not stage_key then
-    stage_key = KEYS[base + k + 1] .. ':c'
-    stage_pairs[base + k + 1] = stage_key
-  end
+  local stage_key = pairs_key(base + k + 1)
   local slot = ARGV[A + 2 * n + i]
   local made = 0
   if a ~= 0 then made = contrib_stage_add(stage_key, pair, a, text) end
   if r ~= 0 then made = made + contrib_stage_add(stage_key, '\n' .. pair, r) end
   if made ~= 0 then contrib_index(ctr, contrib_index_field(slot, member), made) end
   if budget and a > 0 then
-    if contrib_stage_add(KEYS[base + n] .. ':c', by, a) == 1 then
+    if contrib_stage_add(pairs_key(base + n), by, a, text) == 1 then
       contrib_index(ctr, contrib_index_field(slot), 1)
     end
-    contrib_add(ctr, 'u', a)
+    contrib_add(ctr, 'u', a, text)
   end
   local h = history[i] or {}
   history[i], h[member] = h, (h[member] or 0) + d
@@ -639,26 +655,39 @@ local function contribute(i, k, member, d, by, delta)
       elseif change ~= 0 then
         add_window(j, member, string.format('%d', change))
       end
-      if j == n and not given then given = sum - a - left_behind(by, member) end
+      if j == n and not given then
+        given = sum - a - (left_slots[1] and left_behind(by, member) or 0)
+      end
     end
     if r ~= 0 then contrib_add(ctr, '\n' .. ARGV[A + j] .. '\n' .. member, r) end
   end
   applied_abs = applied_abs + math.abs(d)
   if a == 0 then return contrib_code(0) end
-  return contrib_code(contrib_capped(cap, given + a) - contrib_capped(cap, given))
+  return contrib_code(contrib_change(cap, given, a))
 end
 
 -- Applies what contribute summed (see history).
+-- Each sum as text is made once a call (string.format costs about what a Lua call of a
+-- command does, and most members' sums in a call are the same few numbers).
 local function flush_contributions()
+  local texts = {}
+  local function text(v)
+    local t = texts[v]
+    if not t then
+      t = string.format('%d', v)
+      texts[v] = t
+    end
+    return t
+  end
   for i, members in pairs(history) do
     local key = KEYS[STAGES + (i - 1) * n + 1] .. ':cm'
     for member, d in pairs(members) do
-      if d ~= 0 then contrib_add(key, member, d) end
+      if d ~= 0 then contrib_add(key, member, d, text(d)) end
     end
   end
   for j, members in pairs(changes or {}) do
     for member, change in pairs(members) do
-      if change ~= 0 then add_window(j, member, string.format('%d', change)) end
+      if change ~= 0 then add_window(j, member, text(change)) end
     end
   end
 end
@@ -692,8 +721,10 @@ else
   redis.call('HSET', board, 'abs_sum', MAX)
 end
 save_geometries()
-local recorded = { 1 }
-for x = 3, #status do recorded[x - 1] = status[x] end
-remember(recorded, e < count and e or nil)
+if fingerprint ~= '' then
+  local recorded = { 1 }
+  for x = 3, #status do recorded[x - 1] = status[x] end
+  remember(recorded, e < count and e or nil)
+end
 status[2] = took()
 return answered(status)

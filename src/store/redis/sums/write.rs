@@ -153,17 +153,30 @@ fn micros(us: i64) -> u64 {
 }
 
 /// `write.lua`'s ARGV[5] in mode `events`: `'<cap> <budget>'` (`-` for none) on a board
-/// that keeps contributors, else `''`.
-fn contributor_caps(config: &BoardConfig) -> String {
+/// that keeps contributors, then ` <delta>` when every event of the call has that delta
+/// (the entries then leave it out: an argument costs Redis about what a command's work
+/// does); else `''`.
+fn contributor_caps(config: &BoardConfig, same: Option<i64>) -> String {
     if !config.keeps_contributors() {
         return String::new();
     }
     let word = |cap: Option<i64>| cap.map_or("-".to_owned(), |c| c.to_string());
-    format!(
+    let mut caps = format!(
         "{} {}",
         word(config.per_contributor_member()),
         word(config.per_contributor())
-    )
+    );
+    if let Some(delta) = same {
+        caps.push_str(&format!(" {delta}"));
+    }
+    caps
+}
+
+/// The delta every event of `writes` has, if they all have the same (a board keeping
+/// contributors only: see [`contributor_caps`]).
+fn same_delta(config: &BoardConfig, writes: &[SlotWrite]) -> Option<i64> {
+    let first = writes.first()?.delta;
+    (config.keeps_contributors() && writes.iter().all(|w| w.delta == first)).then_some(first)
 }
 
 /// Sends events one by one, in order, each checked against the stored values (the
@@ -178,14 +191,19 @@ pub(crate) async fn send_events<G: Guard>(
     limit: &Limit,
 ) -> Result<(Answer<Vec<WriteStatus>, G::Found>, u64, StandingReply)> {
     let slots = Slots::of(writes.iter().map(|w| w.slot));
-    let mut invocation = invocation(conn, call, &slots, Mode::Events, writes.len(), limit);
+    let same = same_delta(&call.board.config, writes);
+    let mode = Mode::Events(same);
+    let mut invocation = invocation(conn, call, &slots, mode, writes.len(), limit);
     if sends_hashes(conn, call.board, call.now, &slots) {
         invocation.arg(packed_hashes(writes.iter().map(|w| w.member.as_str())));
     }
     let contributors = call.board.config.keeps_contributors();
     for w in writes {
         slots.push_number(&mut invocation, w.slot);
-        invocation.arg(w.member.as_str()).arg(w.delta);
+        invocation.arg(w.member.as_str());
+        if same.is_none() {
+            invocation.arg(w.delta);
+        }
         if contributors {
             invocation.arg(w.by.as_ref().map_or("", |by| by.as_str()));
         }
@@ -372,11 +390,12 @@ impl Slots {
 }
 
 /// A call's mode (ARGV[4] and ARGV[5] of `write.lua`): summed entries, with the sum of
-/// |delta| over their events, or events one by one.
+/// |delta| over their events, or events one by one, with the delta they all have, if
+/// any, on a board keeping contributors.
 #[derive(Clone, Copy)]
 enum Mode {
     Sums(u64),
-    Events,
+    Events(Option<i64>),
 }
 
 /// KEYS and the leading ARGV of `write.lua`, up to the entries (`events`: how many
@@ -412,9 +431,9 @@ fn invocation<'a, G: Guard>(
         .arg(slots.starts.len());
     match mode {
         Mode::Sums(abs_total) => invocation.arg("sums").arg(abs_total.to_string()),
-        Mode::Events => invocation
+        Mode::Events(same) => invocation
             .arg("events")
-            .arg(contributor_caps(&board.config)),
+            .arg(contributor_caps(&board.config, same)),
     };
     call.guard.push_args(&mut invocation, now, events);
     let mut slot_words = conn
