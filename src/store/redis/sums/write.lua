@@ -603,8 +603,8 @@ end
 
 -- Applies an event of `d` given by `by` to slot i at stage k (see the header): its status.
 -- `given`, what by's admitted events gave the member inside the largest window at the
--- caller's now, is read before applying with a budget (it bounds an unlike), else from
--- the largest window's sum the event's own HINCRBY returns.
+-- caller's now, is read before applying an unlike on a board with a budget (it bounds
+-- it), else from the largest window's sum the event's own HINCRBY returns.
 local function contribute(i, k, member, d, by, delta)
   local ctr = ctrs[by]
   if not ctr then
@@ -616,12 +616,14 @@ local function contribute(i, k, member, d, by, delta)
   if budget then
     local left_given, left_used = 0, 0
     if left_slots[1] then left_given, left_used = left_behind(by, member) end
-    local field = contrib_sum_field(ctr, ARGV[A + n], member, flag)
-    given = (tonumber(redis.call('HGET', ctr, field)) or 0) - left_given
     if d > 0 then
+      -- What by gave the member comes from the largest window's HINCRBY below, as on a
+      -- board without a budget: a like reads only the budget used.
       local used = (tonumber(redis.call('HGET', ctr, 'u')) or 0) - left_used
       a = math.min(d, math.max(0, budget - used))
     else
+      local field = contrib_sum_field(ctr, ARGV[A + n], member, flag)
+      given = (tonumber(redis.call('HGET', ctr, field)) or 0) - left_given
       a = math.max(d, -math.max(0, given))
     end
   end
