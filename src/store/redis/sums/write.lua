@@ -178,9 +178,9 @@ local hashes = hashed == '1' and ARGV[A + 2 * n + m + 1] or nil
 local first = A + 2 * n + m + (hashes and 2 or 1)
 local numbered = (m == 1) and 0 or 1
 -- Contributors (see the header): whether the board keeps them, its cap and its budget
--- (nil: none).
--- When every event of the call has the same delta, it comes once, here (`same`), and
--- the entries leave it out: an argument costs Redis about as much as a command's work.
+-- (nil: none), and the delta every event of the call has when ARGV[5] gives it (`same`:
+-- the entries then leave it out, since an argument costs Redis about what a short
+-- command does).
 local keeps, cap, budget, same = false, nil, nil, nil
 if mode == 'events' and ARGV[5] ~= '' then
   local c, b, d = string.match(ARGV[5], '^(%S+) (%S+) ?(%S*)$')
@@ -668,9 +668,9 @@ local function contribute(i, k, member, d, by, delta)
   return contrib_code(contrib_change(cap, given, a))
 end
 
--- Applies what contribute summed (see history).
--- Each sum as text is made once a call (string.format costs about what a Lua call of a
--- command does, and most members' sums in a call are the same few numbers).
+-- Applies what contribute summed (see history), each sum made into text once a call
+-- (string.format costs about what a short command does, and most members' sums in a
+-- call are the same few numbers).
 local function flush_contributions()
   local texts = {}
   local function text(v)
