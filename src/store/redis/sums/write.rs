@@ -161,22 +161,18 @@ fn contributor_caps(config: &BoardConfig, same: Option<i64>) -> String {
         return String::new();
     }
     let word = |cap: Option<i64>| cap.map_or("-".to_owned(), |c| c.to_string());
-    let mut caps = format!(
-        "{} {}",
+    let same = same.map_or(String::new(), |delta| format!(" {delta}"));
+    format!(
+        "{} {}{same}",
         word(config.per_contributor_member()),
         word(config.per_contributor())
-    );
-    if let Some(delta) = same {
-        caps.push_str(&format!(" {delta}"));
-    }
-    caps
+    )
 }
 
-/// The delta every event of `writes` has, if they all have the same (a board keeping
-/// contributors only: see [`contributor_caps`]).
-fn same_delta(config: &BoardConfig, writes: &[SlotWrite]) -> Option<i64> {
+/// The delta every event of `writes` has, if they all have the same.
+fn same_delta(writes: &[SlotWrite]) -> Option<i64> {
     let first = writes.first()?.delta;
-    (config.keeps_contributors() && writes.iter().all(|w| w.delta == first)).then_some(first)
+    writes.iter().all(|w| w.delta == first).then_some(first)
 }
 
 /// Sends events one by one, in order, each checked against the stored values (the
@@ -191,13 +187,14 @@ pub(crate) async fn send_events<G: Guard>(
     limit: &Limit,
 ) -> Result<(Answer<Vec<WriteStatus>, G::Found>, u64, StandingReply)> {
     let slots = Slots::of(writes.iter().map(|w| w.slot));
-    let same = same_delta(&call.board.config, writes);
+    // Only a board keeping contributors sends a shared delta (see `contributor_caps`).
+    let contributors = call.board.config.keeps_contributors();
+    let same = contributors.then(|| same_delta(writes)).flatten();
     let mode = Mode::Events(same);
     let mut invocation = invocation(conn, call, &slots, mode, writes.len(), limit);
     if sends_hashes(conn, call.board, call.now, &slots) {
         invocation.arg(packed_hashes(writes.iter().map(|w| w.member.as_str())));
     }
-    let contributors = call.board.config.keeps_contributors();
     for w in writes {
         slots.push_number(&mut invocation, w.slot);
         invocation.arg(w.member.as_str());
