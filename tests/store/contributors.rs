@@ -24,12 +24,14 @@ on_every_store!(
     capped_contributions_equal_the_oracle_after_every_step,
     budgeted_contributions_equal_the_oracle_after_every_step,
     capped_and_budgeted_contributions_equal_the_oracle_after_every_step,
+    half_hour_slots_contributions_equal_the_oracle_after_every_step,
     a_board_keeping_contributors_refuses_recompute_and_new_windows,
     a_dropped_board_leaves_no_contribution_behind,
     a_quarantined_contributors_write_answers_as_if_it_were_not,
     a_quarantined_writers_standing_is_its_unquarantined_twins,
     a_partial_retraction_keeps_a_sum_that_passes_through_zero,
     unlikes_past_the_cap_count_down_to_minus_the_cap_only,
+    a_like_after_a_boundary_before_the_retirer_meets_the_previous_slot,
 );
 
 /// The contributors of a board: named after it, so that a quarantine (of every board
@@ -158,7 +160,7 @@ async fn capped_contributions_equal_the_oracle_after_every_step(h: Harness) {
         member: Some(2),
         budget: None,
     };
-    contributions_equal_the_oracle(h, caps, 0x2545_F491_4F6C_DD1D).await;
+    contributions_equal_the_oracle(h, caps, "1h", 0x2545_F491_4F6C_DD1D).await;
 }
 
 async fn budgeted_contributions_equal_the_oracle_after_every_step(h: Harness) {
@@ -166,7 +168,7 @@ async fn budgeted_contributions_equal_the_oracle_after_every_step(h: Harness) {
         member: None,
         budget: Some(4),
     };
-    contributions_equal_the_oracle(h, caps, 0x9E37_79B9_7F4A_7C15).await;
+    contributions_equal_the_oracle(h, caps, "1h", 0x9E37_79B9_7F4A_7C15).await;
 }
 
 async fn capped_and_budgeted_contributions_equal_the_oracle_after_every_step(h: Harness) {
@@ -174,7 +176,17 @@ async fn capped_and_budgeted_contributions_equal_the_oracle_after_every_step(h: 
         member: Some(1),
         budget: Some(3),
     };
-    contributions_equal_the_oracle(h, caps, 0xD1B5_4A32_D192_ED03).await;
+    contributions_equal_the_oracle(h, caps, "1h", 0xD1B5_4A32_D192_ED03).await;
+}
+
+/// Window 1 two slots long: the Redis store keeps its pair sums (a window one slot long
+/// reads them from the slot's stage, as the three above do).
+async fn half_hour_slots_contributions_equal_the_oracle_after_every_step(h: Harness) {
+    let caps = Caps {
+        member: Some(2),
+        budget: Some(3),
+    };
+    contributions_equal_the_oracle(h, caps, "30m", 0x5851_F42D_4C95_7F2D).await;
 }
 
 /// A batch of one to three events, some late (up to 2h back), written at `elapsed`:
@@ -240,8 +252,8 @@ async fn write_batch(
     capped
 }
 
-async fn contributions_equal_the_oracle(h: Harness, caps: Caps, seed: u64) {
-    let config = BoardConfig::parse("1h", &WINDOWS)
+async fn contributions_equal_the_oracle(h: Harness, caps: Caps, slot: &str, seed: u64) {
+    let config = BoardConfig::parse(slot, &WINDOWS)
         .unwrap()
         .with_contributor_cap(caps.member.map(|c| c as u64))
         .unwrap()
@@ -998,4 +1010,30 @@ async fn unlikes_past_the_cap_count_down_to_minus_the_cap_only(h: Harness) {
     let (sums, tops) = sums_and_tops(&h.boards, &u, &board).await;
     assert_eq!(sums, vec![vec![("m".to_string(), 1, 1)]; 2]);
     assert_eq!(tops, vec![vec![("m".to_string(), 1)]; 2]);
+}
+
+/// A like written after a boundary, before the retirer runs, meets the previous slot's
+/// like still in window 1's sums (the Redis store reads them from the slots' stages):
+/// capping at 1, likes of the same member by the same contributor in two slots count 1
+/// and 0, and once the previous slot has left 1h each window counts 1.
+async fn a_like_after_a_boundary_before_the_retirer_meets_the_previous_slot(h: Harness) {
+    let config = BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_contributor_cap(Some(1))
+        .unwrap();
+    let board = unique("contrib-boundary");
+    h.boards.create(&board, config).await.unwrap();
+    let [u, ..] = contributors(&board);
+    let b = h.boards.windowed(&board);
+    h.at(600);
+    let like = b.incr_batch(&[Event::new("m", 1).by(&u)]).await.unwrap();
+    assert_eq!(counted(&like), [(0, 1)]);
+    h.at(3600 + 600);
+    let like = b.incr_batch(&[Event::new("m", 1).by(&u)]).await.unwrap();
+    assert_eq!(counted(&like), [(0, 0)]);
+    b.retire(None).await.unwrap();
+    let (sums, tops) = sums_and_tops(&h.boards, &u, &board).await;
+    let m = "m".to_string();
+    assert_eq!(sums, vec![vec![(m.clone(), 1, 1)], vec![(m.clone(), 2, 1)]]);
+    assert_eq!(tops, vec![vec![(m, 1)]; 2]);
 }

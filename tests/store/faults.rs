@@ -658,15 +658,22 @@ async fn a_split_compact_slot_retired_with_held_replies_ends_exact() {
     split_slot_retire_survives(HOLD).await;
 }
 
-/// A `contrib_retire.lua` call of `board`: the record and a slot stage, not the index
-/// (which `write.lua`, `retire_begin.lua` and `retire_chunk.lua` carry).
+/// A `contrib_retire.lua` call of `board`: the record, the member data and a slot stage,
+/// not the slot geometries (which `write.lua`, `retire_small.lua` and `retire_chunk.lua`
+/// carry).
 fn contrib_retire(board: &str) -> impl Fn(&Request) -> bool + Send + Sync + 'static {
-    let (record, index, stage) = (
+    let (record, data, geometries, stage) = (
         format!("board_{{{board}}}"),
-        format!("slots_{{{board}}}"),
+        format!("data_{{{board}}}"),
+        format!("slotgeo_{{{board}}}"),
         format!("slot_{{{board}}}_"),
     );
-    move |r| r.is_script_with_key(&record) && !r.has_arg(&index) && r.has_arg_starting(&stage)
+    move |r| {
+        r.is_script_with_key(&record)
+            && r.has_arg(&data)
+            && !r.has_arg(&geometries)
+            && r.has_arg_starting(&stage)
+    }
 }
 
 /// A board capping contributors at 1 per member: a slot's contributions leave each window

@@ -412,7 +412,7 @@ async fn drop_contributions(
     };
     let mut contributors = BTreeSet::new();
     for (key, _) in slot_keys.iter().zip(exist).filter(|(_, e)| *e) {
-        conn.scan_fields(name, key, "*", |field| {
+        conn.scan_fields(name, key, "*", |field, _| {
             contributors.insert(contribution_field(&field).0.to_owned());
         })
         .await?;

@@ -481,13 +481,14 @@ impl RedisConn {
     }
 
     /// Calls `each` with every field of `board`'s hash `key` matching the `MATCH`
-    /// `pattern`, `HSCAN` by `HSCAN` (a field may come twice, as the command says).
+    /// `pattern` and its value, `HSCAN` by `HSCAN` (a field may come twice, as the
+    /// command says).
     pub(crate) async fn scan_fields(
         &self,
         board: &BoardName,
         key: &str,
         pattern: &str,
-        mut each: impl FnMut(String),
+        mut each: impl FnMut(String, String),
     ) -> Result<()> {
         let mut cursor = 0u64;
         loop {
@@ -496,7 +497,10 @@ impl RedisConn {
             let (next, flat): (u64, Vec<String>) = self
                 .query(cmd.arg("COUNT").arg(1000), Some(board), Retry::Idempotent)
                 .await?;
-            flat.into_iter().step_by(2).for_each(&mut each);
+            let mut flat = flat.into_iter();
+            while let (Some(field), Some(value)) = (flat.next(), flat.next()) {
+                each(field, value);
+            }
             if next == 0 {
                 return Ok(());
             }

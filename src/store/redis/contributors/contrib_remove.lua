@@ -3,8 +3,9 @@
 -- then removes its member values.
 --
 -- KEYS[1]                  board record      board_{b}
--- KEYS[1+j], j = 1..n      totals of window j, smallest first
--- KEYS[1+n+(i-1)*n+k]      stage k (1..n) of slot i (1..m), as in write.lua (their
+-- KEYS[2]                  slot index        slots_{b}
+-- KEYS[2+j], j = 1..n      totals of window j, smallest first
+-- KEYS[2+n+(i-1)*n+k]      stage k (1..n) of slot i (1..m), as in write.lua (their
 --                          contributions are <stage>:c, the slot's history <stage 1>:cm)
 -- then, on a dense board only, per window j: its tally and distinct totals
 -- KEYS[#KEYS]              member data       data_{b}
@@ -16,9 +17,11 @@
 -- ARGV[3+j], j = 1..n  the windows, seconds
 -- ARGV[3+n+i], i = 1..m  the start of slot i
 --
--- A pair (by, member) in stage k of a slot is counted in the contributor's sums of
--- windows k..n: each loses it (its refused part: the refused sums), and the member's
--- total there what that changes of its counted part; the budget it used stays used. The
+-- An admitted pair (by, member) in stage k of a slot is counted in the contributor's
+-- sums of windows k..n: each loses it (on window 1 one slot long, its sum is read from
+-- the stages, contrib_derived), and the member's total there what that changes of its
+-- counted part; the budget it used stays used (a refused part is kept in its stage
+-- only). The
 -- contributor's index counts the fields deleted (contrib_index).
 -- The member's pairs are found by HSCAN ... MATCH '*\n<member>' over each
 -- stage's contributions: O(the stage's pairs), a moderation step, not a hot path.
@@ -26,12 +29,19 @@
 -- Returns the number of pair values deleted. Error "STALE ..." as in write.lua.
 
 local board, member = KEYS[1], ARGV[2]
-local record = board_record(board, ARGV[1], 'per_contributor_member', 'ctr_q')
+local record = board_record(board, ARGV[1], 'per_contributor_member', 'ctr_q', 'slot',
+  'done:' .. ARGV[4])
 local cap = tonumber(record[3])
 local m = tonumber(ARGV[3])
 local n = #ARGV - 3 - m
-local TOTALS, STAGES = 1, 1 + n
-local dense_board = #KEYS > 2 + n + m * n
+local TOTALS, STAGES = 2, 2 + n
+local dense_board = #KEYS > 3 + n + m * n
+-- Window 1 one slot long: the slots it has not retired, and what their keys start with.
+local first_live, prefix = nil, nil
+if contrib_derived(record[5], ARGV[4]) then
+  first_live = contrib_live(KEYS[2], record[6])
+  prefix = string.sub(KEYS[STAGES + 1], 1, #KEYS[STAGES + 1] - #ARGV[4 + n])
+end
 local DENSE = STAGES + m * n
 local pattern = '*\n' .. string.gsub(member, '([%*%?%[%]\\])', '\\%1')
 
@@ -50,17 +60,19 @@ for i = 1, m do
         if of == member then
           local ctr = board .. ':ctr:' .. by
           local flag = not refused and contrib_flag(ctr, record[4]) or nil
-          for j = k, n do
-            if refused then
-              contrib_add(ctr, '\n' .. ARGV[3 + j] .. '\n' .. member, -value)
+          for j = k, refused and 0 or n do
+            local change
+            if j == 1 and first_live then
+              local before = contrib_first_sum(prefix, first_live, by .. '\n' .. member)
+              change = contrib_first(ctr, ARGV[4], member, before, -value, cap, flag)
             else
-              local change = contrib_window(ctr, ARGV[3 + j], member, -value, cap, flag)
-              if change ~= 0 then
-                local tally, dense = nil, nil
-                if dense_board then tally, dense = KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] end
-                add_total(KEYS[TOTALS + j], member, string.format('%d', change), tally, dense,
-                  j == n and KEYS[#KEYS] or nil)
-              end
+              change = contrib_window(ctr, ARGV[3 + j], member, -value, cap, flag)
+            end
+            if change ~= 0 then
+              local tally, dense = nil, nil
+              if dense_board then tally, dense = KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] end
+              add_total(KEYS[TOTALS + j], member, string.format('%d', change), tally, dense,
+                j == n and KEYS[#KEYS] or nil)
             end
           end
           redis.call('HDEL', pairs_key, field)

@@ -5,7 +5,8 @@
 -- KEYS[2]  this window's totals            stats_{b} or stats_{b}_<W>
 -- KEYS[3]  the slot's stage for this window, j (its contributions are <stage>:c)
 -- KEYS[4]  member data                     data_{b} (the largest window's totals only)
--- KEYS[5]  the slot's next stage, j+1; absent for the largest window
+-- KEYS[5]  slot index                      slots_{b}
+-- KEYS[6]  the slot's next stage, j+1; absent for the largest window
 -- then, on a dense board (ARGV[8] = 'dense'): this window's tally and distinct totals
 --
 -- ARGV[1]  board version the caller expects
@@ -19,10 +20,11 @@
 -- ARGV[8]  'dense' on a dense board, else absent
 --
 -- Each pair (by, member) of the stage leaves the window: its admitted sum there
--- (board_{b}:ctr:<by>, field '<W>\n<member>') drops by the pair's value, the member's
--- total by what that changes of its counted part, its refused sum ('\n<W>\n<member>')
--- by its refused value, and both go on to the next stage's contributions (which the
--- next window retires); in the last stage, what each contributor's admitted likes in
+-- (board_{b}:ctr:<by>, field '<W>\n<member>'; on window 1 one slot long, the sum of its
+-- stage-1 parts in the slots window 1 has not retired, contrib_derived) drops by the
+-- pair's value and the member's total by what that changes of its counted part; its
+-- admitted and refused parts go on to the next stage's contributions (which the next
+-- window retires); in the last stage, what each contributor's admitted likes in
 -- the slot used of the budget leaves its field u; the contributor's index counts follow
 -- (contrib_index). All in this call, then the field is deleted: a chunk
 -- is applied whole or not at all, so a retirer that dies, or two at once, never retire
@@ -36,11 +38,11 @@
 local board, totals, stage, data_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local tally, dense = nil, nil
 if ARGV[8] == 'dense' then tally, dense = KEYS[#KEYS - 1], KEYS[#KEYS] end
-local next_stage = (#KEYS - (tally and 2 or 0) == 5) and KEYS[5] or nil
+local next_stage = (#KEYS - (tally and 2 or 0) == 6) and KEYS[6] or nil
 local data = (not next_stage) and data_key or nil
 local prev_field = ARGV[3] ~= '' and ('done:' .. ARGV[3]) or 'version'
 local record = board_record(board, ARGV[1], 'wm:' .. ARGV[2], prev_field, 'per_contributor_member',
-  'ctr_q')
+  'ctr_q', 'slot', 'done:' .. ARGV[2])
 local slot = tonumber(ARGV[4])
 if tonumber(record[3]) < slot then
   return redis.error_reply('ORDER slot ' .. ARGV[4] .. ' is not frozen for window ' .. ARGV[2])
@@ -53,6 +55,13 @@ local cap = tonumber(record[5])
 local flags = {}
 local pairs_key = stage .. ':c'
 local next_pairs = next_stage and (next_stage .. ':c') or nil
+-- Window 1 one slot long: the slots it has not retired (this one included) and what
+-- their stage keys start with.
+local first_live, prefix = nil, nil
+if ARGV[3] == '' and contrib_derived(record[7], ARGV[2]) then
+  first_live = contrib_live(KEYS[5], record[8])
+  prefix = string.sub(stage, 1, #stage - #ARGV[4])
+end
 
 local cursor, handled, max, budget = ARGV[5], 0, tonumber(ARGV[6]), tonumber(ARGV[7])
 local started, elapsed, slowest = now_us(), 0, 0
@@ -67,11 +76,15 @@ repeat
     if not member then
       -- What by's admitted likes in the slot use (the last stage only).
       contrib_add(ctr, 'u', -value)
-    elseif refused then
-      contrib_add(ctr, '\n' .. ARGV[2] .. '\n' .. member, -value)
-    else
+    elseif not refused then
       if flags[by] == nil then flags[by] = contrib_flag(ctr, record[6]) or false end
-      local change = contrib_window(ctr, ARGV[2], member, -value, cap, flags[by] or nil)
+      local change
+      if first_live then
+        local before = contrib_first_sum(prefix, first_live, by .. '\n' .. member)
+        change = contrib_first(ctr, ARGV[2], member, before, -value, cap, flags[by] or nil)
+      else
+        change = contrib_window(ctr, ARGV[2], member, -value, cap, flags[by] or nil)
+      end
       if change ~= 0 then
         add_total(totals, member, string.format('%d', change), tally, dense, data)
       end

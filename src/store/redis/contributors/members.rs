@@ -1,10 +1,12 @@
 //! Who gave to one member (a moderator's "who liked this post?"): the member's pairs are
 //! found in each live slot's stage contributions (`HSCAN MATCH *\n<member>`, as a
 //! member's removal finds them: it costs the stages' pairs, an admin read, not a hot
-//! path), then each contributor's sums for the member read from its `ctr` hash, 500 to
-//! a pipeline. Reads only: a slot retired meanwhile is found empty.
+//! path), which give their refused parts (kept in the stages only) and, where window 1
+//! keeps no sums ([`first_window_derived`]), its admitted ones; then each contributor's
+//! other sums for the member are read from its `ctr` hash, 500 to a pipeline. Reads
+//! only: a slot retired meanwhile is found empty.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::domain::board::Board;
 use crate::domain::{Given, Member, WindowContributors};
@@ -12,6 +14,8 @@ use crate::error::Result;
 use crate::store::redis::board::slot_index::live_slots;
 use crate::store::redis::conn::keys::contribution_field;
 use crate::store::redis::conn::{RedisConn, Retry, glob_escape};
+
+use super::first_window_derived;
 
 /// Contributors whose sums one pipeline reads.
 const READ_AT_ONCE: usize = 500;
@@ -26,13 +30,15 @@ pub(crate) async fn member_contributions(
     if !board.config.keeps_contributors() {
         return Ok(Vec::new());
     }
-    let contributors = contributors_of(conn, board, member.as_str()).await?;
     let windows = board.config.windows();
+    let found = contributors_of(conn, board, member.as_str()).await?;
+    let contributors: Vec<&String> = found.keys().collect();
+    let derived = first_window_derived(board);
     let fields: Vec<String> = windows
         .iter()
         .flat_map(|w| {
             let field = format!("{}\n{member}", w.seconds());
-            [format!("\n{field}"), format!("!{field}"), field]
+            [format!("!{field}"), field]
         })
         .collect();
     let mut given: Vec<Vec<(String, Given)>> = vec![Vec::new(); windows.len()];
@@ -48,14 +54,22 @@ pub(crate) async fn member_contributions(
             .query_pipe(&pipe, Some(&board.name), Retry::Idempotent)
             .await?;
         for (by, sums) in chunk.iter().zip(sums) {
-            for (j, parts) in sums.chunks(3).enumerate() {
-                let [refused, held, admitted] = [0, 1, 2].map(|x| parts[x].unwrap_or(0));
+            let stages = &found[*by];
+            for (j, parts) in sums.chunks(2).enumerate() {
+                let [held, admitted] = [0, 1].map(|x| parts[x].unwrap_or(0));
+                // Refused parts count in the windows of their stage and after.
+                let refused = stages[..=j].iter().map(|[refused, _]| refused).sum();
+                let admitted = match (j, derived) {
+                    (0, true) if held == 0 => stages[0][1],
+                    (0, true) => 0,
+                    _ => admitted,
+                };
                 let sums = Given {
                     admitted,
                     refused,
                     held,
                 };
-                given[j].push((by.clone(), sums));
+                given[j].push(((*by).clone(), sums));
             }
         }
     }
@@ -67,21 +81,34 @@ pub(crate) async fn member_contributions(
         .collect())
 }
 
-/// Every contributor holding a pair with `member` in a live slot's stage.
-async fn contributors_of(conn: &RedisConn, board: &Board, member: &str) -> Result<Vec<String>> {
+/// Every contributor holding a pair with `member` in a live slot's stage, with what its
+/// refused and admitted parts there sum to, stage by stage.
+async fn contributors_of(
+    conn: &RedisConn,
+    board: &Board,
+    member: &str,
+) -> Result<BTreeMap<String, Vec<[i64; 2]>>> {
     let pattern = format!("*\n{}", glob_escape(member));
-    let mut found = BTreeSet::new();
+    let n = board.config.windows().len();
+    // Per slot, stage, contributor and kind, its part (a field HSCAN gives twice counts
+    // once).
+    let mut parts = HashMap::new();
     for slot in live_slots(conn, &board.name).await? {
-        for stage in conn.keys().stages(board, slot) {
+        for (k, stage) in conn.keys().stages(board, slot).enumerate() {
             let key = format!("{stage}:c");
-            conn.scan_fields(&board.name, &key, &pattern, |field| {
+            conn.scan_fields(&board.name, &key, &pattern, |field, value| {
                 let (by, m) = contribution_field(&field);
                 if m == member {
-                    found.insert(by.to_owned());
+                    let kind = usize::from(!field.starts_with('\n'));
+                    parts.insert((slot, k, by.to_owned(), kind), value.parse().unwrap_or(0));
                 }
             })
             .await?;
         }
     }
-    Ok(found.into_iter().collect())
+    let mut found = BTreeMap::new();
+    for ((_, k, by, kind), part) in parts {
+        found.entry(by).or_insert_with(|| vec![[0, 0]; n])[k][kind] += part;
+    }
+    Ok(found)
 }

@@ -26,7 +26,9 @@ pub(crate) async fn remove(
     let mut removed = 0;
     for batch in slots.chunks(SLOTS_PER_CALL) {
         let mut invocation = conn.scripts().contrib_remove.key(keys.record(&board.name));
-        invocation.key(keys.all_totals(&board.name, windows));
+        invocation
+            .key(keys.index(&board.name))
+            .key(keys.all_totals(&board.name, windows));
         for s in batch {
             invocation.key(keys.stages(board, *s).collect::<Vec<_>>());
         }

@@ -50,7 +50,8 @@ async fn chunk(
     invocation
         .key(keys.totals(&board.name, windows, window))
         .key(keys.stage(&board.name, slot, window))
-        .key(keys.data(&board.name));
+        .key(keys.data(&board.name))
+        .key(keys.index(&board.name));
     if window + 1 < windows.len() {
         invocation.key(keys.stage(&board.name, slot, window + 1));
     }

@@ -18,7 +18,7 @@ pub(crate) async fn retract(
     options: &RetireOptions,
 ) -> Result<Retracted> {
     let since = from.map(|s| s.to_string()).unwrap_or_default();
-    let args = [since, conn.keys().slot_prefix(&board.name)];
+    let args = [since];
     let script = &conn.scripts().contrib_retract;
     let [contributions, events] =
         super::walk::walk(conn, script, board, (by, &args), stamp, options).await?;

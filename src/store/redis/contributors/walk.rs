@@ -18,9 +18,10 @@ use crate::store::redis::sums::changes::stamped_version;
 /// what it finds) may run on past it, so a call stays well under 2 ms.
 const CALL_BUDGET: Duration = Duration::from_millis(1);
 
-/// Runs `script` over `by`'s hash on `board` to the end: KEYS the board record, every
-/// window's totals, the dense keys and the member data; ARGV the version (stamped), `by`,
-/// `args`, the cursor, the call's budget and the windows. Returns the sums of the counts
+/// Runs `script` over `by`'s hash on `board` to the end: KEYS the board record, the slot
+/// index, every window's totals, the dense keys and the member data; ARGV the version
+/// (stamped), `by`, the prefix of the board's slot keys, `args`, the cursor, the call's
+/// budget and the windows. Returns the sums of the counts
 /// each call answers after its cursor.
 pub(super) async fn walk<const N: usize>(
     conn: &RedisConn,
@@ -37,11 +38,13 @@ pub(super) async fn walk<const N: usize>(
     loop {
         let mut invocation = script.key(keys.record(&board.name));
         invocation
+            .key(keys.index(&board.name))
             .key(keys.all_totals(&board.name, windows))
             .key(keys.all_dense(board))
             .key(keys.data(&board.name))
             .arg(stamped_version(board, stamp.now, Some(stamp.cause)))
             .arg(by.as_str())
+            .arg(keys.slot_prefix(&board.name))
             .arg(args)
             .arg(&cursor)
             .arg(options.chunk_budget.min(CALL_BUDGET).as_micros().max(1) as u64)

@@ -14,7 +14,8 @@
 --                           window retires the slot
 --   <stage 1>:cm            the slot's contributions per member, all stages (its history)
 --   board_{b}:ctr:<by>      a contributor's sums: field '<W>\n<member>' -> the sum of what
---                           was admitted of its deltas to the member inside window W,
+--                           was admitted of its deltas to the member inside window W
+--                           (none for window 1 one slot long, contrib_derived),
 --                           '\n<W>\n<member>' -> of what was refused; 'u' -> what its
 --                           admitted likes use of the budget in the slots the largest
 --                           window has not retired; and its index, for retraction: per
@@ -140,6 +141,51 @@ local function contrib_window(ctr, w, member, delta, cap, flag, text)
   return contrib_change(cap, new - delta, delta), new
 end
 
+-- Window 1 of a board whose window 1 is one slot long (contrib_derived) keeps no sums
+-- '<W1>\n<member>' nor refused ones: a pair's sum there is the sum of its parts in the
+-- stage-1 contributions of the slots window 1 has not retired (a retirement moves each
+-- part on to stage 2), which a like's own stage HINCRBY mostly gives: a field and a
+-- command less a like. A held pair's sum there is kept as in the other windows ('!<W1>\n<member>',
+-- equal to that sum). Whether a board is such, from its record's slot and window 1.
+local function contrib_derived(slot, w1)
+  return slot ~= nil and slot ~= false and tonumber(slot) == tonumber(w1)
+end
+
+-- The starts of the slots window 1 has not retired (its record's done:<W1> is `done`),
+-- from the slot index `index`: usually the current slot only.
+local function contrib_live(index, done)
+  return redis.call('ZRANGEBYSCORE', index, done and ('(' .. done) or '-inf', '+inf')
+end
+
+-- The sum of the pair's parts in stage 1 (<prefix><s>:c) of the slots `live` but `skip`.
+local function contrib_first_sum(prefix, live, pair, skip)
+  local sum = 0
+  for _, s in ipairs(live) do
+    if s ~= skip then
+      sum = sum + (tonumber(redis.call('HGET', prefix .. s .. ':c', pair)) or 0)
+    end
+  end
+  return sum
+end
+
+-- Whether the pair's sum in window 1 of such a board, `before` (under the hold `flag`),
+-- is held: as contrib_sum_field, with a counted sum 'existing' when it is not 0.
+local function contrib_first_held(ctr, w, member, before, flag)
+  if not flag then return false end
+  if redis.call('HEXISTS', ctr, '!' .. w .. '\n' .. member) == 1 then return true end
+  return flag == 'q' and before == 0
+end
+
+-- contrib_window for window 1 (`w`) of such a board, given the pair's sum there before
+-- `delta`, `before`: a held sum's field follows; a counted one is the stages' own.
+local function contrib_first(ctr, w, member, before, delta, cap, flag)
+  if contrib_first_held(ctr, w, member, before, flag) then
+    contrib_add(ctr, '!' .. w .. '\n' .. member, delta)
+    return 0, before + delta
+  end
+  return contrib_change(cap, before, delta), before + delta
+end
+
 -- Walks the contributor's hash `ctr` from `cursor` with HSCAN MATCH `pattern` (20 a
 -- step), calling each(field, value) for every field found, until the scan is over or a
 -- next step would likely overrun `budget` µs at the pace of its slowest step so far;
@@ -160,14 +206,14 @@ local function contrib_walk(ctr, cursor, pattern, budget, each)
 end
 
 -- Adds `change` (a number) to `member`'s total in window j (of n) for a script whose
--- KEYS are the board record, the windows' totals, on a dense board their tallies and
--- distinct totals (in pairs, then a recompute's), then the member data
+-- KEYS are the board record, the slot index, the windows' totals, on a dense board their
+-- tallies and distinct totals (in pairs, then a recompute's), then the member data
 -- (contrib_retract.lua, contrib_hold.lua).
 local function contrib_total(n, j, member, change)
   if change == 0 then return end
   local tally, dense = nil, nil
-  if #KEYS > 2 + n then tally, dense = KEYS[1 + n + 2 * j - 1], KEYS[1 + n + 2 * j] end
-  add_total(KEYS[1 + j], member, string.format('%d', change), tally, dense,
+  if #KEYS > 3 + n then tally, dense = KEYS[2 + n + 2 * j - 1], KEYS[2 + n + 2 * j] end
+  add_total(KEYS[2 + j], member, string.format('%d', change), tally, dense,
     j == n and KEYS[#KEYS] or nil)
 end
 

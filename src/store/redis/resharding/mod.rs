@@ -195,7 +195,7 @@ pub(crate) async fn slot_members(conn: &RedisConn, board: &Board) -> Result<Vec<
         // A slot being relaid out holds values in both forms: read both.
         let buckets = buckets.get(&slot).copied().unwrap_or(0);
         for stage in conn.keys().stages(board, slot) {
-            let found = |field| {
+            let found = |field, _| {
                 members.insert(field);
             };
             conn.scan_fields(name, &stage, "*", found).await?;

@@ -23,10 +23,11 @@
 -- ARGV[3]                    m, number of distinct slots
 -- ARGV[4]                    mode: 'sums' or 'events' (see below)
 -- ARGV[5]                    sums: the sum of |delta| over the original events; events:
---                            on a board that keeps contributors '<cap> <budget>' ('-'
---                            for none; see Contributors below), then ' <delta>' when
---                            every event of the call has that delta (the entries then
---                            leave it out); else ''
+--                            on a board that keeps contributors '<cap> <budget> <slot>'
+--                            ('-' for none; the slot's length in seconds; see
+--                            Contributors below), then ' <delta>' when every event of
+--                            the call has that delta (the entries then leave it out);
+--                            else ''
 -- ARGV[6]                    a token making the call idempotent, or '' (see below)
 -- ARGV[7]                    with a key: '<fingerprint>:<events>', the write's fingerprint
 --                            (40 hex digits) and how many of its events this call carries
@@ -153,7 +154,9 @@
 --   both without the slots that window froze and has not retired) and the rest is kept
 --   as refused; without one all of it is admitted. Each window that counts it gets what
 --   the admitted part changes of the member's counted part (the pair's admitted sum
---   there clamped to +-cap); its status is contrib_code of what it changes in the
+--   there clamped to +-cap; in window 1 one slot long, that sum is its stage-1 parts in
+--   the slots window 1 has not retired, contrib_derived: the event's own HINCRBY gives
+--   its slot's); its status is contrib_code of what it changes in the
 --   largest window at the caller's now (without the slots that window froze and has not
 --   retired, which retirement takes out of the sums). The contributor's index counts
 --   the stage fields each event makes or deletes (contrib_index). A held contributor's
@@ -178,13 +181,14 @@ local hashes = hashed == '1' and ARGV[A + 2 * n + m + 1] or nil
 local first = A + 2 * n + m + (hashes and 2 or 1)
 local numbered = (m == 1) and 0 or 1
 -- Contributors (see the header): whether the board keeps them, its cap and its budget
--- (nil: none), and the delta every event of the call has when ARGV[5] gives it (`same`:
--- the entries then leave it out, since an argument costs Redis about what a short
--- command does).
-local keeps, cap, budget, same = false, nil, nil, nil
+-- (nil: none), whether its window 1 keeps no counted sums (contrib_derived), and the
+-- delta every event of the call has when ARGV[5] gives it (`same`: the entries then
+-- leave it out, since an argument costs Redis about what a short command does).
+local keeps, cap, budget, derived, same = false, nil, nil, false, nil
 if mode == 'events' and ARGV[5] ~= '' then
-  local c, b, d = string.match(ARGV[5], '^(%S+) (%S+) ?(%S*)$')
+  local c, b, s, d = string.match(ARGV[5], '^(%S+) (%S+) (%S+) ?(%S*)$')
   keeps, cap, budget, same = true, tonumber(c), tonumber(b), d ~= '' and d or nil
+  derived = contrib_derived(s, ARGV[A + 1])
 end
 local stride = 2 + numbered + (keeps and 1 or 0) - (same and 1 or 0)
 local count = (#ARGV - first + 1) / stride
@@ -213,6 +217,7 @@ local geo_key = KEYS[5]
 local fields = { 'version', 'quiet', 'abs_sum' }
 for j = 1, n do fields[3 + j] = 'wm:' .. ARGV[A + j] end
 fields[4 + n] = 'layout'
+if derived then fields[5 + n] = 'done:' .. ARGV[A + 1] end
 local record = board_record(board, ARGV[1], unpack(fields, 3))
 if quiet_due then requiet(board) end
 -- A recompute's lease and where it is, and how many contributors are held (nil: none).
@@ -542,6 +547,19 @@ if keeps then
   local named = KEYS[STAGES + 1]
   slot_prefix = string.sub(named, 1, #named - #ARGV[A + 2 * n + 1])
 end
+-- Window 1 when it keeps no counted sums: the slots it has not retired (this call's
+-- included), whose stage-1 parts of a pair sum to its sum there; `lone`, that one slot.
+local first_live, lone = nil, nil
+if derived then
+  first_live = contrib_live(index, record[5 + n])
+  if not first_live[2] then lone = first_live[1] end
+end
+-- What `pair` sums to in stage 1 of those slots, but slot i's (all with i nil).
+local function first_others(pair, i)
+  local skip = i and ARGV[A + 2 * n + i]
+  if lone and lone == skip then return 0 end
+  return contrib_first_sum(slot_prefix, first_live, pair, skip)
+end
 -- What `by`'s admitted events to `member` and its admitted likes (the budget they use)
 -- sum to in those slots (called only when there are some).
 local function left_behind(by, member)
@@ -569,12 +587,18 @@ local function contribution_in_range(i, k, ctr, flag, by, member, a, r)
   end
   if math.abs(value + a) > MAX or math.abs(refused + r) > MAX then return false end
   for j = k + 1, n do
-    local field, counts = contrib_sum_field(ctr, ARGV[A + j], member, flag)
-    local sum = tonumber(redis.call('HGET', ctr, field)) or 0
-    local lost = tonumber(redis.call('HGET', ctr, '\n' .. ARGV[A + j] .. '\n' .. member)) or 0
+    local sum, counts
+    if j == 1 and derived then
+      sum = first_others(pair)
+      counts = not contrib_first_held(ctr, ARGV[A + 1], member, sum, flag)
+    else
+      local field
+      field, counts = contrib_sum_field(ctr, ARGV[A + j], member, flag)
+      sum = tonumber(redis.call('HGET', ctr, field)) or 0
+    end
     local total = tonumber(redis.call('ZSCORE', KEYS[TOTALS + j], member)) or 0
     local change = counts and contrib_change(cap, sum, a) or 0
-    if math.abs(sum + a) > MAX or math.abs(lost + r) > MAX or math.abs(total + change) > MAX then
+    if math.abs(sum + a) > MAX or math.abs(total + change) > MAX then
       return false
     end
   end
@@ -622,8 +646,12 @@ local function contribute(i, k, member, d, by, delta)
       local used = (tonumber(redis.call('HGET', ctr, 'u')) or 0) - left_used
       a = math.min(d, math.max(0, budget - used))
     else
-      local field = contrib_sum_field(ctr, ARGV[A + n], member, flag)
-      given = (tonumber(redis.call('HGET', ctr, field)) or 0) - left_given
+      if n == 1 and derived then
+        given = first_others(by .. '\n' .. member) - left_given
+      else
+        local field = contrib_sum_field(ctr, ARGV[A + n], member, flag)
+        given = (tonumber(redis.call('HGET', ctr, field)) or 0) - left_given
+      end
       a = math.max(d, -math.max(0, given))
     end
   end
@@ -636,8 +664,14 @@ local function contribute(i, k, member, d, by, delta)
   local base, pair = STAGES + (i - 1) * n, by .. '\n' .. member
   local stage_key = pairs_key(base + k + 1)
   local slot = ARGV[A + 2 * n + i]
-  local made = 0
-  if a ~= 0 then made = contrib_stage_add(stage_key, pair, a, text) end
+  -- made: what the index count changes by (as contrib_stage_add); before1: the pair's
+  -- sum in window 1 before this event, when it keeps no counted sums.
+  local made, before1 = 0, nil
+  if a ~= 0 then
+    local value = contrib_add(stage_key, pair, a, text)
+    made = value == 0 and -1 or (value == a and 1 or 0)
+    if derived and k == 0 then before1 = value - a + first_others(pair, i) end
+  end
   if r ~= 0 then made = made + contrib_stage_add(stage_key, '\n' .. pair, r) end
   if made ~= 0 then contrib_index(ctr, contrib_index_field(slot, member), made) end
   if budget and a > 0 then
@@ -648,23 +682,27 @@ local function contribute(i, k, member, d, by, delta)
   end
   local h = history[i] or {}
   history[i], h[member] = h, (h[member] or 0) + d
-  for j = k + 1, n do
-    if a ~= 0 then
-      local change, sum = contrib_window(ctr, ARGV[A + j], member, a, cap, flag, text)
-      if change ~= 0 and changes then
-        local window = changes[j] or {}
-        changes[j], window[member] = window, (window[member] or 0) + change
-      elseif change ~= 0 then
-        add_window(j, member, string.format('%d', change))
-      end
-      if j == n and not given then
-        given = sum - a - (left_slots[1] and left_behind(by, member) or 0)
-      end
-    end
-    if r ~= 0 then contrib_add(ctr, '\n' .. ARGV[A + j] .. '\n' .. member, r) end
-  end
   applied_abs = applied_abs + math.abs(d)
   if a == 0 then return contrib_code(0) end
+  for j = k + 1, n do
+    local change, sum
+    if j > 1 or not derived then
+      change, sum = contrib_window(ctr, ARGV[A + j], member, a, cap, flag, text)
+    elseif flag then
+      change, sum = contrib_first(ctr, ARGV[A + 1], member, before1, a, cap, flag)
+    else
+      change, sum = contrib_change(cap, before1, a), before1 + a
+    end
+    if change ~= 0 and changes then
+      local window = changes[j] or {}
+      changes[j], window[member] = window, (window[member] or 0) + change
+    elseif change ~= 0 then
+      add_window(j, member, string.format('%d', change))
+    end
+    if j == n and not given then
+      given = sum - a - (left_slots[1] and left_behind(by, member) or 0)
+    end
+  end
   return contrib_code(contrib_change(cap, given, a))
 end
 

@@ -152,10 +152,10 @@ fn micros(us: i64) -> u64 {
     u64::try_from(us).unwrap_or(0)
 }
 
-/// `write.lua`'s ARGV[5] in mode `events`: `'<cap> <budget>'` (`-` for none) on a board
-/// that keeps contributors, then ` <delta>` when every event of the call has that delta
-/// (the entries then leave it out: an argument costs Redis about what a command's work
-/// does); else `''`.
+/// `write.lua`'s ARGV[5] in mode `events`: `'<cap> <budget> <slot>'` (`-` for none; the
+/// slot's length in seconds) on a board that keeps contributors, then ` <delta>` when
+/// every event of the call has that delta (the entries then leave it out: an argument
+/// costs Redis about what a command's work does); else `''`.
 fn contributor_caps(config: &BoardConfig, same: Option<i64>) -> String {
     if !config.keeps_contributors() {
         return String::new();
@@ -163,9 +163,10 @@ fn contributor_caps(config: &BoardConfig, same: Option<i64>) -> String {
     let word = |cap: Option<i64>| cap.map_or("-".to_owned(), |c| c.to_string());
     let same = same.map_or(String::new(), |delta| format!(" {delta}"));
     format!(
-        "{} {}{same}",
+        "{} {} {}{same}",
         word(config.per_contributor_member()),
-        word(config.per_contributor())
+        word(config.per_contributor()),
+        config.slot().seconds()
     )
 }
 
