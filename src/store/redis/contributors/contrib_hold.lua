@@ -35,7 +35,8 @@
 
 local board, by, prefix, mode = KEYS[1], ARGV[2], ARGV[3], ARGV[4]
 local hold = mode == 'q'
-local record = board_record(board, ARGV[1], 'per_contributor_member', 'slot', 'done:' .. ARGV[7])
+local record = board_record(board, ARGV[1], 'per_contributor_member', 'slot',
+  'done:' .. ARGV[7])
 local cap = tonumber(record[3])
 local n = #ARGV - 6
 local ctr = board .. ':ctr:' .. by

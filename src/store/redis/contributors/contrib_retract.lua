@@ -48,7 +48,8 @@ local n = #ARGV - 6
 local ctr = board .. ':ctr:' .. by
 local flag = contrib_flag(ctr, record[4])
 -- Window 1 one slot long: the slots it has not retired.
-local first_live = contrib_derived(record[6], ARGV[7]) and contrib_live(KEYS[2], record[7]) or nil
+local first_live = nil
+if contrib_derived(record[6], ARGV[7]) then first_live = contrib_live(KEYS[2], record[7]) end
 
 -- Stage k of slot `slot`'s contributions.
 local function stage_of(slot, k)
@@ -64,14 +65,14 @@ local admitted, read, fields, windows, gone, kept = {}, {}, {}, {}, {}, {}
 -- Takes the pair (by, member)'s admitted parts (per window j, in `admitted`) out of the
 -- contributor's sums, moving the member's totals by what that changes of its counted
 -- parts; the fields it empties go to `gone` (after its first `ng`): returns their count.
--- `before1`: the pair's sum in window 1 before, when window 1 keeps no counted sums.
+-- `before1`: the pair's sum in window 1 before, when window 1 keeps no counted sums and
+-- a part leaves it.
 local function leave_admitted(member, ng, before1)
   local from = 1
   if before1 then
     from = 2
-    if admitted[1] ~= 0 then
-      contrib_total(n, 1, member, (contrib_first(ctr, ARGV[7], member, before1, -admitted[1], cap, flag)))
-    end
+    contrib_total(n, 1, member, (contrib_first(ctr, ARGV[7], member, before1, -admitted[1],
+      cap, flag)))
   end
   if flag then
     for j = from, n do

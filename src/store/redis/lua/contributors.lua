@@ -7,7 +7,8 @@
 --                           field '<by>\n<member>' -> the sum of what the budget admitted
 --                           of that pair's deltas in the stage (all of them without a
 --                           budget; by has no control character, so the first \n splits
---                           it), '\n<by>\n<member>' -> the sum of what it refused; staged
+--                           it), '\n<by>\n<member>' -> the sum of what it refused (kept
+--                           here only: no total counts it, the views sum it); staged
 --                           as the member values are, retired with them; and in the
 --                           slot's last stage (n) '<by>' -> what by's admitted likes in
 --                           the slot use of the budget, given back when the largest
@@ -15,17 +16,17 @@
 --   <stage 1>:cm            the slot's contributions per member, all stages (its history)
 --   board_{b}:ctr:<by>      a contributor's sums: field '<W>\n<member>' -> the sum of what
 --                           was admitted of its deltas to the member inside window W
---                           (none for window 1 one slot long, contrib_derived),
---                           '\n<W>\n<member>' -> of what was refused; 'u' -> what its
---                           admitted likes use of the budget in the slots the largest
---                           window has not retired; and its index, for retraction: per
---                           slot '@<slot>\n<member>' -> how many stage fields of the slot
---                           hold the pair's parts, '@<slot>' -> 1 while the slot holds
---                           its use of the budget (each deleted at 0); while the
---                           contributor is held (quarantined, contrib_hold.lua), 'q' ->
---                           'q' (held, or being held) or 'r' (being released), and each
---                           admitted sum a member's total does not count is kept as
---                           '!<W>\n<member>' instead (contrib_sum_field)
+--                           (none for window 1 one slot long, contrib_derived); 'u' ->
+--                           what its admitted likes use of the budget in the slots the
+--                           largest window has not retired; and its index, for
+--                           retraction: per slot '@<slot>\n<member>' -> how many stage
+--                           fields of the slot hold the pair's parts, '@<slot>' -> 1
+--                           while the slot holds its use of the budget (each deleted at
+--                           0); while the contributor is held (quarantined,
+--                           contrib_hold.lua), 'q' -> 'q' (held, or being held) or 'r'
+--                           (being released), and each admitted sum a member's total
+--                           does not count is kept as '!<W>\n<member>' instead
+--                           (contrib_sum_field)
 -- A window's total for a member holds, per contributor, its admitted sum there clamped
 -- to +-cap, and the member's events without a contributor in full (in the slot stages).
 -- A drop finds a board's contributors in its live slots' stage contributions: a
@@ -142,10 +143,10 @@ local function contrib_window(ctr, w, member, delta, cap, flag, text)
 end
 
 -- Window 1 of a board whose window 1 is one slot long (contrib_derived) keeps no sums
--- '<W1>\n<member>' nor refused ones: a pair's sum there is the sum of its parts in the
--- stage-1 contributions of the slots window 1 has not retired (a retirement moves each
--- part on to stage 2), which a like's own stage HINCRBY mostly gives: a field and a
--- command less a like. A held pair's sum there is kept as in the other windows ('!<W1>\n<member>',
+-- '<W1>\n<member>': a pair's sum there is the sum of its parts in the stage-1
+-- contributions of the slots window 1 has not retired (a retirement moves each part on
+-- to stage 2), which a like's own stage HINCRBY mostly gives: a field and a command less
+-- a like. A held pair's sum there is kept as in the other windows ('!<W1>\n<member>',
 -- equal to that sum). Whether a board is such, from its record's slot and window 1.
 local function contrib_derived(slot, w1)
   return slot ~= nil and slot ~= false and tonumber(slot) == tonumber(w1)

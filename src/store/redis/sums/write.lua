@@ -575,8 +575,8 @@ local function left_behind(by, member)
 end
 
 -- Whether the sums an event adds `a` admitted and `r` refused to stay in range: the
--- pair's value in slot i (stages 1..k+1), its sums in windows k+1..n and the member's
--- totals there.
+-- pair's values in slot i (stages 1..k+1), its admitted sums in windows k+1..n and the
+-- member's totals there.
 local function contribution_in_range(i, k, ctr, flag, by, member, a, r)
   local base = STAGES + (i - 1) * n
   local pair, value, refused = by .. '\n' .. member, 0, 0
@@ -691,6 +691,8 @@ local function contribute(i, k, member, d, by, delta)
     elseif flag then
       change, sum = contrib_first(ctr, ARGV[A + 1], member, before1, a, cap, flag)
     else
+      -- contrib_first without a hold, written out (a Lua call costs hundreds of
+      -- instructions).
       change, sum = contrib_change(cap, before1, a), before1 + a
     end
     if change ~= 0 and changes then
