@@ -17,7 +17,7 @@
 -- ARGV[6]  time budget of this call, microseconds (as contrib_retract.lua's)
 -- ARGV[6+j], j = 1..n  the windows, seconds
 --
--- The first call (cursor '0') sets the contributor's flag 'q' to ARGV[3] (the record's
+-- The first call (cursor '0') sets the contributor's flag 'q' to ARGV[4] (the record's
 -- ctr_q counts the contributors with a flag), so from then on every write, retirement,
 -- removal and retraction keeps a pair's sum in the field it has and puts a new one where
 -- this walk moves them (contrib_sum_field). Each call then moves, in HSCAN steps of 20,
@@ -43,11 +43,8 @@ local ctr = board .. ':ctr:' .. by
 local position = {}
 for j = 1, n do position[ARGV[6 + j]] = j end
 -- Window 1 one slot long: the slots it has not retired, and whether each is one.
-local first_live, live = nil, {}
-if contrib_derived(record[4], ARGV[7]) then
-  first_live = contrib_live(KEYS[2], record[5])
-  for _, s in ipairs(first_live) do live[s] = true end
-end
+local first_live, live = contrib_first_live(KEYS[2], record[4], ARGV[7], record[5]), {}
+for _, s in ipairs(first_live or {}) do live[s] = true end
 
 if ARGV[5] == '0' then
   if redis.call('HSET', ctr, 'q', mode) == 1 then

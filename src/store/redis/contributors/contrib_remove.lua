@@ -37,11 +37,8 @@ local n = #ARGV - 3 - m
 local TOTALS, STAGES = 2, 2 + n
 local dense_board = #KEYS > 3 + n + m * n
 -- Window 1 one slot long: the slots it has not retired, and what their keys start with.
-local first_live, prefix = nil, nil
-if contrib_derived(record[5], ARGV[4]) then
-  first_live = contrib_live(KEYS[2], record[6])
-  prefix = string.sub(KEYS[STAGES + 1], 1, #KEYS[STAGES + 1] - #ARGV[4 + n])
-end
+local first_live = contrib_first_live(KEYS[2], record[5], ARGV[4], record[6])
+local prefix = string.sub(KEYS[STAGES + 1], 1, #KEYS[STAGES + 1] - #ARGV[4 + n])
 local DENSE = STAGES + m * n
 local pattern = '*\n' .. string.gsub(member, '([%*%?%[%]\\])', '\\%1')
 
@@ -61,13 +58,8 @@ for i = 1, m do
           local ctr = board .. ':ctr:' .. by
           local flag = not refused and contrib_flag(ctr, record[4]) or nil
           for j = k, refused and 0 or n do
-            local change
-            if j == 1 and first_live then
-              local before = contrib_first_sum(prefix, first_live, by .. '\n' .. member)
-              change = contrib_first(ctr, ARGV[4], member, before, -value, cap, flag)
-            else
-              change = contrib_window(ctr, ARGV[3 + j], member, -value, cap, flag)
-            end
+            local change = contrib_leave(ctr, ARGV[3 + j], by, member, value, cap, flag,
+              j == 1 and first_live, prefix)
             if change ~= 0 then
               local tally, dense = nil, nil
               if dense_board then tally, dense = KEYS[DENSE + 2 * j - 1], KEYS[DENSE + 2 * j] end

@@ -57,11 +57,9 @@ local pairs_key = stage .. ':c'
 local next_pairs = next_stage and (next_stage .. ':c') or nil
 -- Window 1 one slot long: the slots it has not retired (this one included) and what
 -- their stage keys start with.
-local first_live, prefix = nil, nil
-if ARGV[3] == '' and contrib_derived(record[7], ARGV[2]) then
-  first_live = contrib_live(KEYS[5], record[8])
-  prefix = string.sub(stage, 1, #stage - #ARGV[4])
-end
+local first_live = ARGV[3] == ''
+  and contrib_first_live(KEYS[5], record[7], ARGV[2], record[8])
+local prefix = string.sub(stage, 1, #stage - #ARGV[4])
 
 local cursor, handled, max, budget = ARGV[5], 0, tonumber(ARGV[6]), tonumber(ARGV[7])
 local started, elapsed, slowest = now_us(), 0, 0
@@ -78,13 +76,8 @@ repeat
       contrib_add(ctr, 'u', -value)
     elseif not refused then
       if flags[by] == nil then flags[by] = contrib_flag(ctr, record[6]) or false end
-      local change
-      if first_live then
-        local before = contrib_first_sum(prefix, first_live, by .. '\n' .. member)
-        change = contrib_first(ctr, ARGV[2], member, before, -value, cap, flags[by] or nil)
-      else
-        change = contrib_window(ctr, ARGV[2], member, -value, cap, flags[by] or nil)
-      end
+      local change = contrib_leave(ctr, ARGV[2], by, member, value, cap, flags[by] or nil,
+        first_live, prefix)
       if change ~= 0 then
         add_total(totals, member, string.format('%d', change), tally, dense, data)
       end

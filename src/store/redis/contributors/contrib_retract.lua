@@ -48,8 +48,7 @@ local n = #ARGV - 6
 local ctr = board .. ':ctr:' .. by
 local flag = contrib_flag(ctr, record[4])
 -- Window 1 one slot long: the slots it has not retired.
-local first_live = nil
-if contrib_derived(record[6], ARGV[7]) then first_live = contrib_live(KEYS[2], record[7]) end
+local first_live = contrib_first_live(KEYS[2], record[6], ARGV[7], record[7])
 
 -- Stage k of slot `slot`'s contributions.
 local function stage_of(slot, k)

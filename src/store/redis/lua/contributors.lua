@@ -152,9 +152,11 @@ local function contrib_derived(slot, w1)
   return slot ~= nil and slot ~= false and tonumber(slot) == tonumber(w1)
 end
 
--- The starts of the slots window 1 has not retired (its record's done:<W1> is `done`),
--- from the slot index `index`: usually the current slot only.
-local function contrib_live(index, done)
+-- On such a board (its record's slot `slot`, window 1 `w1`), the starts of the slots
+-- window 1 has not retired (its record's done:<W1> is `done`), from the slot index
+-- `index`: usually the current slot only; nil on another board.
+local function contrib_first_live(index, slot, w1, done)
+  if not contrib_derived(slot, w1) then return nil end
   return redis.call('ZRANGEBYSCORE', index, done and ('(' .. done) or '-inf', '+inf')
 end
 
@@ -185,6 +187,15 @@ local function contrib_first(ctr, w, member, before, delta, cap, flag)
     return 0, before + delta
   end
   return contrib_change(cap, before, delta), before + delta
+end
+
+-- What a part `value` of (by, member) leaving window `w` changes of the member's counted
+-- part there (as contrib_window), the part still in its stage: on window 1 one slot long
+-- (`live`, contrib_first_live; `prefix`, of the board's slot keys) read from the stages.
+local function contrib_leave(ctr, w, by, member, value, cap, flag, live, prefix)
+  if not live then return (contrib_window(ctr, w, member, -value, cap, flag)) end
+  local before = contrib_first_sum(prefix, live, by .. '\n' .. member)
+  return (contrib_first(ctr, w, member, before, -value, cap, flag))
 end
 
 -- Walks the contributor's hash `ctr` from `cursor` with HSCAN MATCH `pattern` (20 a

@@ -184,11 +184,11 @@ local numbered = (m == 1) and 0 or 1
 -- (nil: none), whether its window 1 keeps no counted sums (contrib_derived), and the
 -- delta every event of the call has when ARGV[5] gives it (`same`: the entries then
 -- leave it out, since an argument costs Redis about what a short command does).
-local keeps, cap, budget, derived, same = false, nil, nil, false, nil
+local keeps, cap, budget, slot_length, derived, same = false, nil, nil, nil, false, nil
 if mode == 'events' and ARGV[5] ~= '' then
   local c, b, s, d = string.match(ARGV[5], '^(%S+) (%S+) (%S+) ?(%S*)$')
   keeps, cap, budget, same = true, tonumber(c), tonumber(b), d ~= '' and d or nil
-  derived = contrib_derived(s, ARGV[A + 1])
+  slot_length, derived = s, contrib_derived(s, ARGV[A + 1])
 end
 local stride = 2 + numbered + (keeps and 1 or 0) - (same and 1 or 0)
 local count = (#ARGV - first + 1) / stride
@@ -551,7 +551,7 @@ end
 -- included), whose stage-1 parts of a pair sum to its sum there; `lone`, that one slot.
 local first_live, lone = nil, nil
 if derived then
-  first_live = contrib_live(index, record[5 + n])
+  first_live = contrib_first_live(index, slot_length, ARGV[A + 1], record[5 + n])
   if not first_live[2] then lone = first_live[1] end
 end
 -- What `pair` sums to in stage 1 of those slots, but slot i's (all with i nil).
