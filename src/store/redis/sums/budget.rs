@@ -15,6 +15,13 @@
 //! cautious estimate, so its first calls are bounded too; a small board's cap reaches
 //! the batch maximum within a few calls.
 //!
+//! The cap is at least `check_every + 1` pairs (under a zero budget, the tests' one pair
+//! a call): a smaller call reads no clock and reports nothing, so an estimate that once
+//! sized calls below it would never come down again (one call slowed by the OS taking
+//! Redis's core is enough). Seen on 2 cores: plain batches of 100 stuck in calls of 15
+//! pairs at 230,000 events/s instead of 440,000. A call of 17 pairs holds Redis ~0.3 ms
+//! on the dearest boards, and stops at its budget anyway.
+//!
 //! The cap is an estimate, and calls sent before it learns a jump overrun it; so each
 //! call also carries the budget itself ([`Limit`]) and `write.lua` stops once it has run
 //! that long, reading the server's clock every `check_every` pairs (a `TIME` costs
@@ -150,7 +157,12 @@ impl Budget {
 
     fn cap_of(&self, board: &BoardName, share: u32) -> usize {
         let cap = (self.budget_us / f64::from(share) / self.estimate(board)).floor();
-        cap.clamp(1.0, self.max as f64) as usize
+        // A smaller call reads no clock: a cap below this would never be raised.
+        let least = match self.budget_us > 0.0 {
+            true => (self.check_every + 1).min(self.max),
+            false => 1,
+        };
+        cap.clamp(least as f64, self.max as f64) as usize
     }
 
     /// What the budget is divided by: [`WHILE_READING`] while reads go on, else 1.
@@ -250,13 +262,32 @@ mod tests {
     #[test]
     fn while_reads_go_on_calls_are_sized_and_stopped_for_a_quarter_of_the_budget() {
         let budget = sized_for(Duration::from_millis(1));
-        assert_eq!(budget.cap_of(&board(), WHILE_READING), 15); // 250 µs / 16 µs
+        for _ in 0..40 {
+            budget.observe(&board(), 490, 100); // 4.9 µs per pair
+        }
+        assert_eq!(budget.cap_of(&board(), WHILE_READING), 51); // 250 µs / 4.9 µs
         let Limit::Every { budget_us, stride } = budget.limit_of(WHILE_READING) else {
             panic!("a budget stops every few pairs");
         };
         assert_eq!((budget_us, stride), (250, 16));
         // No read went out: the whole budget.
-        assert_eq!(budget.cap(&board()), 62);
+        assert_eq!(budget.cap(&board()), 204);
+    }
+
+    #[test]
+    fn calls_stay_large_enough_to_be_timed() {
+        let budget = sized_for(Duration::from_millis(1));
+        // Unmeasured while reads go on: 250 µs / 16 µs would be 15 pairs, untimed.
+        assert_eq!(budget.cap_of(&board(), WHILE_READING), 17);
+        // One call of 20 pairs held Redis 3 ms (the OS ran something else): 150 µs a
+        // pair would size calls of 6 pairs, which would never be timed again.
+        budget.observe(&board(), 3000, 20);
+        assert_eq!(budget.cap(&board()), 17);
+        // Calls of 17 pairs are timed, and bring it back down.
+        for _ in 0..200 {
+            budget.observe(&board(), 33, 17);
+        }
+        assert_eq!(budget.cap(&board()), 515); // 1000 µs / (33 / 17 µs)
     }
 
     #[test]
