@@ -612,7 +612,9 @@ end
 -- contrib_index) is updated at once: its field is a pair's, which one call rarely
 -- repeats, and a table of them per contributor cost more than it saved.
 local history, changes = {}, unchecked and {} or nil
--- Each contributor's hash and hold (contrib_flag; false: none), and each stage's
+-- While some contributor is held, each contributor's hash and hold (contrib_flag; false:
+-- none), read once a call (otherwise its hash is named anew: a call's contributors are
+-- mostly distinct, and two table entries each cost more than the name); each stage's
 -- contributions key, made once a call.
 local ctrs, flags, stage_pairs = {}, {}, {}
 -- The contributions key of the stage KEYS[at].
@@ -630,12 +632,16 @@ end
 -- caller's now, is read before applying an unlike on a board with a budget (it bounds
 -- it), else from the largest window's sum the event's own HINCRBY returns.
 local function contribute(i, k, member, d, by, delta)
-  local ctr = ctrs[by]
-  if not ctr then
+  local ctr, flag = ctrs[by], nil
+  if ctr then
+    flag = flags[by] or nil
+  elseif held_count then
     ctr = board .. ':ctr:' .. by
-    ctrs[by], flags[by] = ctr, held_count and contrib_flag(ctr, held_count) or false
+    flag = contrib_flag(ctr, held_count)
+    ctrs[by], flags[by] = ctr, flag or false
+  else
+    ctr = board .. ':ctr:' .. by
   end
-  local flag = flags[by] or nil
   local a, given = d, nil
   if budget then
     local left_given, left_used = 0, 0
@@ -661,18 +667,28 @@ local function contribute(i, k, member, d, by, delta)
   if not unchecked and not contribution_in_range(i, k, ctr, flag, by, member, a, r) then
     return 2
   end
-  local base, pair = STAGES + (i - 1) * n, by .. '\n' .. member
-  local stage_key = pairs_key(base + k + 1)
+  -- The pair's field, named once (a refused like names its refused field only).
+  local base, pair = STAGES + (i - 1) * n, a ~= 0 and (by .. '\n' .. member)
+  local stage_key = stage_pairs[base + k + 1] or pairs_key(base + k + 1)
   local slot = ARGV[A + 2 * n + i]
   -- made: what the index count changes by (as contrib_stage_add); before1: the pair's
   -- sum in window 1 before this event, when it keeps no counted sums.
   local made, before1 = 0, nil
   if a ~= 0 then
-    local value = contrib_add(stage_key, pair, a, text)
+    -- contrib_add, written out (this runs for every like: a Lua call costs hundreds of
+    -- instructions), as is first_others' test of the call's lone slot.
+    local value = redis.call('HINCRBY', stage_key, pair, text or string.format('%d', a))
+    if value == 0 then redis.call('HDEL', stage_key, pair) end
     made = value == 0 and -1 or (value == a and 1 or 0)
-    if derived and k == 0 then before1 = value - a + first_others(pair, i) end
+    if derived and k == 0 then
+      before1 = value - a
+      if lone ~= slot then before1 = before1 + first_others(pair, i) end
+    end
   end
-  if r ~= 0 then made = made + contrib_stage_add(stage_key, '\n' .. pair, r) end
+  if r ~= 0 then
+    local refused = '\n' .. (pair or (by .. '\n' .. member))
+    made = made + contrib_stage_add(stage_key, refused, r, a == 0 and delta or nil)
+  end
   if made ~= 0 then contrib_index(ctr, contrib_index_field(slot, member), made) end
   if budget and a > 0 then
     if contrib_stage_add(pairs_key(base + n), by, a, text) == 1 then
@@ -682,8 +698,8 @@ local function contribute(i, k, member, d, by, delta)
   end
   local h = history[i] or {}
   history[i], h[member] = h, (h[member] or 0) + d
-  applied_abs = applied_abs + math.abs(d)
-  if a == 0 then return contrib_code(0) end
+  applied_abs = applied_abs + (d < 0 and -d or d)
+  if a == 0 then return 3 end -- contrib_code(0)
   for j = k + 1, n do
     local change, sum
     if j > 1 or not derived then
@@ -736,10 +752,20 @@ end
 
 local status = { 1, 0 }
 local e = 0
+-- The usual call of a board that keeps contributors (one slot, one delta, no member
+-- hashes) reads its entries itself: entry() is a Lua call, and a delta's text a number.
+local usual, same_d = same and numbered == 0 and not hashes, same and same + 0
 while true do
   for x = e, stop - 1 do
-    local i, member, delta, h, by = entry(x)
-    local k, d = stage[i], delta + 0
+    local i, member, delta, h, by, d
+    if usual then
+      local at = first + stride * x
+      i, member, delta, by, d = 1, ARGV[at], same, ARGV[at + 1], same_d
+    else
+      i, member, delta, h, by = entry(x)
+      d = delta + 0
+    end
+    local k = stage[i]
     if k == n then
       status[x + 3] = 1
     elseif by and by ~= '' then
