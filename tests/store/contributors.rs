@@ -34,6 +34,14 @@ on_every_store!(
     a_like_after_a_boundary_before_the_retirer_meets_the_previous_slot,
 );
 
+/// A `1h` board of [`WINDOWS`] capping each contributor at 1 per member.
+fn capped_at_one() -> BoardConfig {
+    BoardConfig::parse("1h", &WINDOWS)
+        .unwrap()
+        .with_contributor_cap(Some(1))
+        .unwrap()
+}
+
 /// The contributors of a board: named after it, so that a quarantine (of every board
 /// of the store) touches no other test's.
 fn contributors(board: &str) -> [String; 4] {
@@ -496,14 +504,8 @@ async fn contributions_equal_the_oracle(h: Harness, caps: Caps, slot: &str, seed
 }
 
 async fn a_board_keeping_contributors_refuses_recompute_and_new_windows(h: Harness) {
-    let config = || {
-        BoardConfig::parse("1h", &WINDOWS)
-            .unwrap()
-            .with_contributor_cap(Some(1))
-            .unwrap()
-    };
     let board = unique("contrib-fixed");
-    h.boards.create(&board, config()).await.unwrap();
+    h.boards.create(&board, capped_at_one()).await.unwrap();
     let error = h.boards.windowed(&board).recompute(None).await.unwrap_err();
     assert_eq!(error.code(), "invalid_config");
     assert_eq!(
@@ -521,12 +523,7 @@ async fn a_board_keeping_contributors_refuses_recompute_and_new_windows(h: Harne
 }
 
 async fn a_dropped_board_leaves_no_contribution_behind(h: Harness) {
-    let config = BoardConfig::parse("1h", &WINDOWS)
-        .unwrap()
-        .with_contributor_cap(Some(1))
-        .unwrap()
-        .with_contributor_budget(Some(1))
-        .unwrap();
+    let config = capped_at_one().with_contributor_budget(Some(1)).unwrap();
     let board = unique("contrib-drop");
     h.boards.create(&board, config).await.unwrap();
     let late = Timestamp::from_unix_seconds(START - 3600).unwrap();
@@ -563,10 +560,7 @@ async fn concurrent_callers_likes_share_calls_and_count_exactly() {
     let clock = crate::support::clock();
     let boards = crate::support::with_clock(redis.store().await, &clock);
     let board = unique("contrib-joined");
-    let config = BoardConfig::parse("1h", &WINDOWS)
-        .unwrap()
-        .with_contributor_cap(Some(1))
-        .unwrap();
+    let config = capped_at_one();
     boards.create(&board, config).await.unwrap();
     let warm = [Event::new("c", 1).by("u0")];
     boards.windowed(&board).incr_batch(&warm).await.unwrap();
@@ -620,10 +614,7 @@ async fn a_quarantine_walked_in_many_calls_while_likes_go_on_stays_exact() {
     let clock = crate::support::clock();
     let boards = crate::support::with_clock(redis.store_with(options).await, &clock);
     let board = unique("contrib-walk");
-    let config = BoardConfig::parse("1h", &WINDOWS)
-        .unwrap()
-        .with_contributor_cap(Some(1))
-        .unwrap();
+    let config = capped_at_one();
     boards.create(&board, config).await.unwrap();
     let bot = format!("{board}:bot");
     // post -> (the others' likes, the bot's sum)
@@ -717,10 +708,7 @@ async fn a_quarantine_walked_in_many_calls_while_likes_go_on_stays_exact() {
 /// other members' public totals); another user's standing is the public one; released,
 /// everything counts again.
 async fn a_quarantined_contributors_write_answers_as_if_it_were_not(h: Harness) {
-    let config = BoardConfig::parse("1h", &WINDOWS)
-        .unwrap()
-        .with_contributor_cap(Some(1))
-        .unwrap();
+    let config = capped_at_one();
     let board = unique("contrib-held");
     h.boards.create(&board, config).await.unwrap();
     let b = || h.boards.windowed(&board);
@@ -990,10 +978,7 @@ async fn sums_and_tops(
 /// three unlikes (one write, one delta for all) leave its sum at -2 and its counted part
 /// at -1, and a like of 3 then counts 2 (from -1 to 1), in both windows.
 async fn unlikes_past_the_cap_count_down_to_minus_the_cap_only(h: Harness) {
-    let config = BoardConfig::parse("1h", &WINDOWS)
-        .unwrap()
-        .with_contributor_cap(Some(1))
-        .unwrap();
+    let config = capped_at_one();
     let board = unique("contrib-below");
     h.boards.create(&board, config).await.unwrap();
     let [u, ..] = contributors(&board);
@@ -1017,10 +1002,7 @@ async fn unlikes_past_the_cap_count_down_to_minus_the_cap_only(h: Harness) {
 /// capping at 1, likes of the same member by the same contributor in two slots count 1
 /// and 0, and once the previous slot has left 1h each window counts 1.
 async fn a_like_after_a_boundary_before_the_retirer_meets_the_previous_slot(h: Harness) {
-    let config = BoardConfig::parse("1h", &WINDOWS)
-        .unwrap()
-        .with_contributor_cap(Some(1))
-        .unwrap();
+    let config = capped_at_one();
     let board = unique("contrib-boundary");
     h.boards.create(&board, config).await.unwrap();
     let [u, ..] = contributors(&board);
