@@ -15,7 +15,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use super::idle::IdleTimeout;
+use super::idle::{IdleTimeout, Requests};
 
 /// Limits on connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +54,8 @@ pub async fn serve_connections(
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout)
+        // Kept by `IdleTimeout`, on its one timer a connection.
+        .header_read_timeout(None::<Duration>)
         .keep_alive(true);
     tokio::pin!(shutdown);
     loop {
@@ -87,8 +88,15 @@ pub async fn serve_connections(
             },
             () = &mut shutdown => break,
         };
-        let io = TokioIo::new(IdleTimeout::new(stream, limits.keep_alive_timeout));
-        let connection = builder.serve_connection(io, TowerToHyperService::new(app.clone()));
+        let requests = Requests::default();
+        let io = IdleTimeout::new(
+            stream,
+            limits.keep_alive_timeout,
+            limits.header_read_timeout,
+            requests.clone(),
+        );
+        let service = requests.track(TowerToHyperService::new(app.clone()));
+        let connection = builder.serve_connection(TokioIo::new(io), service);
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             if let Err(error) = connection.await {

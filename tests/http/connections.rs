@@ -1,9 +1,9 @@
 //! Slow and idle clients, with raw sockets and tokio's paused clock (time advances only
 //! when every task waits, so the timeouts fire at exact instants and nothing sleeps):
-//! half a request head is closed after the header-read timeout, a byte every few
-//! seconds does not keep a connection alive, an idle keep-alive connection is closed,
-//! the connection cap holds, and `Expect: 100-continue` with a body over the limit gets
-//! 413 at once.
+//! half a request head is closed after the header-read timeout (the next one's counted
+//! from the last response), a byte every few seconds does not keep a connection alive, a
+//! slow body is not cut by it, an idle keep-alive connection is closed, the connection
+//! cap holds, and `Expect: 100-continue` with a body over the limit gets 413 at once.
 
 use std::time::Duration;
 
@@ -210,4 +210,50 @@ async fn expect_100_continue_over_the_body_limit_gets_413_at_once() {
         "{response}"
     );
     assert!(response.contains("board_not_found"), "{response}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_slower_than_the_header_read_timeout_is_read_whole() {
+    // The head came whole: the request is the service's, however long its body takes
+    // (here 14 s, a byte a second, beyond the 10 s for a head).
+    let address = serve(limits(10, 5, 16)).await;
+    let mut stream = TcpStream::connect(&address).await.unwrap();
+    let body = br#"{"member":"m"}"#;
+    stream
+        .write_all(
+            format!(
+                "POST /v1/boards/b/events HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let start = Instant::now();
+    for byte in body {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        stream.write_all(&[*byte]).await.unwrap();
+    }
+    let response = read_response(&mut stream).await;
+    assert!(response.contains("board_not_found"), "{response}");
+    assert_eq!(start.elapsed().as_secs(), 14);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_next_head_is_timed_from_the_last_response() {
+    let address = serve(limits(10, 60, 16)).await;
+    let mut stream = TcpStream::connect(&address).await.unwrap();
+    stream.write_all(HEAD).await.unwrap();
+    assert!(
+        read_response(&mut stream)
+            .await
+            .starts_with("HTTP/1.1 200 OK\r\n")
+    );
+    let answered = Instant::now();
+    // Half of the next head 4 s later: 6 s are left for the rest of it.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    stream.write_all(&HEAD[..20]).await.unwrap();
+    assert_eq!(read_to_close(&mut stream).await, "");
+    assert_eq!(answered.elapsed().as_secs(), 10);
 }
