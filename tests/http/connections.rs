@@ -79,6 +79,15 @@ async fn read_to_close(stream: &mut TcpStream) -> String {
     String::from_utf8_lossy(&buf).to_string()
 }
 
+/// A connection to `address` whose first request (`HEAD`) was answered 200.
+async fn answered_once(address: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    stream.write_all(HEAD).await.unwrap();
+    let response = read_response(&mut stream).await;
+    assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+    stream
+}
+
 #[tokio::test(start_paused = true)]
 async fn half_a_request_head_is_closed_after_the_header_read_timeout() {
     let address = serve(limits(10, 60, 16)).await;
@@ -123,10 +132,7 @@ async fn a_byte_every_few_seconds_does_not_keep_a_connection_alive() {
 #[tokio::test(start_paused = true)]
 async fn an_idle_keep_alive_connection_is_closed() {
     let address = serve(limits(10, 2, 16)).await;
-    let mut stream = TcpStream::connect(&address).await.unwrap();
-    stream.write_all(HEAD).await.unwrap();
-    let response = read_response(&mut stream).await;
-    assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
+    let mut stream = answered_once(&address).await;
     // Kept alive: a second request on the same connection is served.
     tokio::time::sleep(Duration::from_secs(1)).await;
     stream.write_all(HEAD).await.unwrap();
@@ -149,13 +155,7 @@ async fn an_idle_keep_alive_connection_is_closed() {
 #[tokio::test(start_paused = true)]
 async fn the_connection_cap_holds() {
     let address = serve(limits(10, 5, 1)).await;
-    let mut first = TcpStream::connect(&address).await.unwrap();
-    first.write_all(HEAD).await.unwrap();
-    assert!(
-        read_response(&mut first)
-            .await
-            .starts_with("HTTP/1.1 200 OK\r\n")
-    );
+    let mut first = answered_once(&address).await;
     // The second connection waits in the backlog until the first closes (idle, at 5 s).
     let start = Instant::now();
     let mut second = TcpStream::connect(&address).await.unwrap();
@@ -243,13 +243,7 @@ async fn a_body_slower_than_the_header_read_timeout_is_read_whole() {
 #[tokio::test(start_paused = true)]
 async fn the_next_head_is_timed_from_the_last_response() {
     let address = serve(limits(10, 60, 16)).await;
-    let mut stream = TcpStream::connect(&address).await.unwrap();
-    stream.write_all(HEAD).await.unwrap();
-    assert!(
-        read_response(&mut stream)
-            .await
-            .starts_with("HTTP/1.1 200 OK\r\n")
-    );
+    let mut stream = answered_once(&address).await;
     let answered = Instant::now();
     // Half of the next head 4 s later: 6 s are left for the rest of it.
     tokio::time::sleep(Duration::from_secs(4)).await;
