@@ -130,16 +130,22 @@ impl<S: hyper::service::Service<R>, R> hyper::service::Service<R> for Tracked<S>
     type Future = InProgress<S::Future>;
 
     fn call(&self, request: R) -> Self::Future {
-        self.requests.0.fetch_add(1, Ordering::Relaxed);
         InProgress {
+            _held: Held::new(&self.requests),
             call: self.service.call(request),
-            _held: Held(self.requests.clone()),
         }
     }
 }
 
 /// One request in progress, until its answer is ready (or it is dropped).
 struct Held(Requests);
+
+impl Held {
+    fn new(requests: &Requests) -> Self {
+        requests.0.fetch_add(1, Ordering::Relaxed);
+        Held(requests.clone())
+    }
+}
 
 impl Drop for Held {
     fn drop(&mut self) {
