@@ -2,20 +2,18 @@
 //! `Content-Length` over `max_body_bytes` gets 413 `body_too_large` at once, so a client
 //! sending `Expect: 100-continue` gets the 413 instead of `100 Continue` (hyper sends
 //! that only when a handler starts reading the body). Bodies without a length are cut
-//! at the limit while read, as before.
+//! at the limit while read.
 
-use axum::http::header::CONTENT_LENGTH;
-use axum::http::{HeaderMap, StatusCode};
+use axum::body::{Body, HttpBody};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 
-/// The 413 answer for a request whose `Content-Length` is over `limit`, if it is.
-pub(super) fn refusal(headers: &HeaderMap, limit: usize) -> Option<Response> {
-    let announced = headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())?;
+/// The 413 answer for a request whose body's known length (hyper's, from its
+/// `Content-Length`) is over `limit`, if it is.
+pub(super) fn refusal(body: &Body, limit: usize) -> Option<Response> {
+    let announced = body.size_hint().exact()?;
     (announced > limit as u64).then(|| {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,

@@ -8,8 +8,9 @@
 //!   answered 401 before anything else ([`auth`](super::auth));
 //! - a panic in a handler is answered 500 `internal`, and recorded like any answer;
 //! - a body announced larger than `max_body_bytes` is refused with 413 before any of it
-//!   is read ([`body_limit`](super::body_limit)), and bodies read are cut at that limit
-//!   (axum's `DefaultBodyLimit`);
+//!   is read ([`body_limit`](super::body_limit)), and one sent in chunks is cut at that
+//!   limit as it is read (axum's `DefaultBodyLimit`, set on those requests only: the
+//!   [`extract`](super::extract)ors read a body of known length whole);
 //! - a request that takes longer than `request_timeout` is answered 503 `timeout`;
 //! - its latency goes to the Prometheus histogram of its route ([`latency`]);
 //! - with access times on (`rollboard serve`), its duration is recorded as a stats
@@ -27,6 +28,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use axum::body::HttpBody;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -177,13 +179,15 @@ where
         };
         let refused = refused
             .map(IntoResponse::into_response)
-            .or_else(|| body_limit::refusal(request.headers(), layer.max_body_bytes));
+            .or_else(|| body_limit::refusal(request.body(), layer.max_body_bytes));
         let state = match refused {
             Some(refused) => State::Refused {
                 response: Some(refused),
             },
             None => {
-                DefaultBodyLimit::max(layer.max_body_bytes).apply(&mut request);
+                if request.body().size_hint().exact().is_none() {
+                    DefaultBodyLimit::max(layer.max_body_bytes).apply(&mut request);
+                }
                 let inner = &mut self.inner;
                 match catch_unwind(AssertUnwindSafe(|| inner.call(request))) {
                     Ok(call) => State::Running {
@@ -352,8 +356,9 @@ mod tests {
             "{body}"
         );
         // Without a length, the body is cut at the limit as it is read (axum's 413).
+        let chunks = futures_util::stream::iter(["1234", "56789"].map(Ok::<_, std::io::Error>));
         let unannounced = Request::post("/echo")
-            .body(Body::from("123456789"))
+            .body(Body::from_stream(chunks))
             .unwrap();
         let (status, _) = answer(app(Duration::from_secs(5)), unannounced).await;
         assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);

@@ -4,8 +4,9 @@
 //! `idempotency_key_reused`), and with `?return=standing` answering each written
 //! member's score and rank before and after the write (`Windowed::incr_batch_standing`).
 
-use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::extract::{FromRequestParts, State};
+use axum::http::HeaderValue;
+use axum::http::request::Parts;
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
@@ -230,11 +231,11 @@ pub async fn post_events(
     State(state): State<AppState>,
     ApiPath(board): ApiPath<String>,
     ApiQuery(query): ApiQuery<EventsQuery>,
-    headers: HeaderMap,
+    key: IdempotencyHeader,
     JsonBytes(body): JsonBytes,
 ) -> ApiResult<Json<EventsResponse>> {
     let standing = standing_windows(&query)?;
-    let key = idempotency_key(&headers)?;
+    let key = key.parse()?;
     let fingerprint = key.as_ref().map(|_| Fingerprint::of_bytes(&body));
     let keyed = key.zip(fingerprint);
     let series = state.boards.board_series();
@@ -485,17 +486,34 @@ pub(super) async fn count_trending(state: &AppState, board: &str, n: usize) {
     }
 }
 
-/// The request's `Idempotency-Key`, checked.
-pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
-    let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
-        return Ok(None);
-    };
-    let text = value.to_str().map_err(|_| {
-        ApiError::from(Error::InvalidIdempotencyKey {
-            reason: "only printable ASCII characters without spaces are allowed".into(),
-        })
-    })?;
-    Ok(Some(IdempotencyKey::parse(text)?))
+/// The request's `Idempotency-Key` header, taken alone (axum's `HeaderMap` extractor
+/// copies every header of every write), and parsed where the handler asks: a bad query
+/// is answered before a bad key.
+pub(super) struct IdempotencyHeader(Option<HeaderValue>);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdempotencyHeader {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(IdempotencyHeader(
+            parts.headers.get(IDEMPOTENCY_KEY).cloned(),
+        ))
+    }
+}
+
+impl IdempotencyHeader {
+    /// The key, if the request names one: 422 `invalid_idempotency_key` when it is not
+    /// 1–255 printable ASCII characters without spaces.
+    pub(super) fn parse(&self) -> Result<Option<IdempotencyKey>, ApiError> {
+        let Some(value) = &self.0 else {
+            return Ok(None);
+        };
+        let text = value.to_str().map_err(|_| {
+            ApiError::from(Error::InvalidIdempotencyKey {
+                reason: "only printable ASCII characters without spaces are allowed".into(),
+            })
+        })?;
+        Ok(Some(IdempotencyKey::parse(text)?))
+    }
 }
 
 /// Applies the events once under the key and the body's fingerprint: the outcome, and

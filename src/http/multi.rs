@@ -10,14 +10,13 @@
 //! nothing is applied.
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::AppState;
 use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
-use super::events::{CountedReply, RejectedEvent, count_trending, idempotency_key};
+use super::events::{CountedReply, IdempotencyHeader, RejectedEvent, count_trending};
 use super::extract::{ApiPath, ApiQuery, JsonBytes};
 use super::json::Json;
 use super::wire::{NotAnEvent, parse_raw_event, window};
@@ -214,10 +213,10 @@ pub struct BoardFailed {
 pub async fn post_multi_events(
     _: WriteAccess,
     State(state): State<AppState>,
-    headers: HeaderMap,
+    key: IdempotencyHeader,
     JsonBytes(body): JsonBytes,
 ) -> ApiResult<Json<MultiEventsResponse>> {
-    let key = idempotency_key(&headers)?;
+    let key = key.parse()?;
     let lib = &state.boards;
     let parsed: MultiIn<'_> = parse_body(&body)?;
     let Some(events) = parsed.events else {
