@@ -3,7 +3,8 @@
 //! half a request head is closed after the header-read timeout (the next one's counted
 //! from the last response), a byte every few seconds does not keep a connection alive, a
 //! slow body is not cut by it, an idle keep-alive connection is closed, the connection
-//! cap holds, and `Expect: 100-continue` with a body over the limit gets 413 at once.
+//! cap holds, `Expect: 100-continue` with a body over the limit gets 413 at once, and a
+//! chunked body is cut at the limit.
 
 use std::time::Duration;
 
@@ -250,4 +251,35 @@ async fn the_next_head_is_timed_from_the_last_response() {
     stream.write_all(&HEAD[..20]).await.unwrap();
     assert_eq!(read_to_close(&mut stream).await, "");
     assert_eq!(answered.elapsed().as_secs(), 10);
+}
+
+#[tokio::test]
+async fn a_chunked_body_is_cut_at_the_limit_as_it_is_read() {
+    let address = serve(limits(10, 5, 16)).await;
+    // `{"member":"m"}` padded with spaces to `size` bytes, in one chunk.
+    let send = |size: usize| {
+        let address = address.clone();
+        async move {
+            let body = format!("{:<size$}", r#"{"member":"m"}"#);
+            let mut stream = TcpStream::connect(&address).await.unwrap();
+            let request = format!(
+                "POST /v1/boards/b/events HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n\
+                 Transfer-Encoding: chunked\r\n\r\n{size:x}\r\n{body}\r\n0\r\n\r\n"
+            );
+            stream.write_all(request.as_bytes()).await.unwrap();
+            read_response(&mut stream).await
+        }
+    };
+    let over = send(2000).await;
+    assert!(
+        over.starts_with("HTTP/1.1 413 Payload Too Large\r\n"),
+        "{over}"
+    );
+    assert!(over.ends_with(
+        r#"{"error":{"code":"body_too_large","message":"the request body is larger than the limit"}}"#
+    ), "{over}");
+    // Within the limit it is read whole (and the board is not there).
+    let within = send(1000).await;
+    assert!(within.starts_with("HTTP/1.1 404 Not Found\r\n"), "{within}");
+    assert!(within.contains("board_not_found"), "{within}");
 }
