@@ -4,16 +4,15 @@
 //! that only when a handler starts reading the body). Bodies without a length are cut
 //! at the limit while read.
 
-use axum::body::{Body, HttpBody};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 
-/// The 413 answer for a request whose body's known length (hyper's, from its
+/// The 413 answer for a request whose body's known length (`length`: hyper's, from its
 /// `Content-Length`) is over `limit`, if it is.
-pub(super) fn refusal(body: &Body, limit: usize) -> Option<Response> {
-    let announced = body.size_hint().exact()?;
+pub(super) fn refusal(length: Option<u64>, limit: usize) -> Option<Response> {
+    let announced = length?;
     (announced > limit as u64).then(|| {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,

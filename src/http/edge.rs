@@ -177,15 +177,17 @@ where
             true => live.tokens.may_read(request.headers()).err(),
             false => None,
         };
+        // The body's length, when known (a `Content-Length`); one sent in chunks has none.
+        let length = request.body().size_hint().exact();
         let refused = refused
             .map(IntoResponse::into_response)
-            .or_else(|| body_limit::refusal(request.body(), layer.max_body_bytes));
+            .or_else(|| body_limit::refusal(length, layer.max_body_bytes));
         let state = match refused {
             Some(refused) => State::Refused {
                 response: Some(refused),
             },
             None => {
-                if request.body().size_hint().exact().is_none() {
+                if length.is_none() {
                     DefaultBodyLimit::max(layer.max_body_bytes).apply(&mut request);
                 }
                 let inner = &mut self.inner;
