@@ -70,6 +70,11 @@ pub fn parse_events_body(body: &[u8]) -> Result<EventsIn<'_>, BadBody> {
     let text = std::str::from_utf8(body).map_err(|_| {
         BadBody::Shape("Failed to parse the request body as JSON: it is not UTF-8".into())
     })?;
+    // The usual body, one event of the fast shape, in one pass: that shape has no
+    // `events` key and refuses a key given twice, so the reading below would come to it.
+    if let Ok(event) = fast_event(text) {
+        return Ok(EventsIn::One(event));
+    }
     let top: UniqueKeys<'_> = serde_json::from_str(text).map_err(|e| {
         if e.is_data() && !e.to_string().starts_with(DUPLICATE) {
             shape()
@@ -158,20 +163,34 @@ fn event_data(data: Option<&Value>) -> Result<Option<MemberData>, NotAnEvent> {
     }
 }
 
+/// One event of the fast shape ([`EventIn`]: serde refuses a key it names twice, and any
+/// other key); `Err(None)` when the text is not of that shape.
+fn fast_event(text: &str) -> Result<Event, Option<NotAnEvent>> {
+    let e = serde_json::from_str::<EventIn>(text).map_err(|_| None)?;
+    if e.delta.is_some() && e.value.is_some() {
+        return Err(Some(both()));
+    }
+    Ok(Event {
+        member: e.member,
+        delta: e.delta.unwrap_or(1),
+        value: e.value,
+        at: e
+            .at
+            .map(Timestamp::from_unix_seconds_f64)
+            .transpose()
+            .map_err(|e| Some(e.into()))?,
+        data: event_data(e.data.as_ref()).map_err(Some)?,
+        by: e.by,
+    })
+}
+
 /// Reads one event from its JSON text. A key given twice is a wrong shape.
 pub fn parse_raw_event(text: &str) -> Result<Event, NotAnEvent> {
-    match serde_json::from_str::<EventIn>(text) {
-        Ok(e) if e.delta.is_some() && e.value.is_some() => Err(both()),
-        Ok(e) => Ok(Event {
-            member: e.member,
-            delta: e.delta.unwrap_or(1),
-            value: e.value,
-            at: e.at.map(Timestamp::from_unix_seconds_f64).transpose()?,
-            data: event_data(e.data.as_ref())?,
-            by: e.by,
-        }),
+    match fast_event(text) {
+        Ok(event) => Ok(event),
+        Err(Some(refused)) => Err(refused),
         // Not the usual shape: parse it generally to say exactly what is wrong.
-        Err(_) => {
+        Err(None) => {
             let shape = |e: serde_json::Error| NotAnEvent::Shape(e.to_string());
             if text.trim_start().starts_with('{') {
                 serde_json::from_str::<UniqueKeys<'_>>(text).map_err(shape)?;
@@ -341,6 +360,10 @@ mod tests {
             panic!()
         };
         assert_eq!((e.member.as_str(), e.delta), ("p", 3));
+        assert!(matches!(
+            parse_events_body(br#"{"member":"p","delta":1,"value":2}"#),
+            Err(BadBody::Invalid(crate::Error::InvalidValue { .. }))
+        ));
         let Ok(EventsIn::Many(events)) = parse_events_body(br#"{"events":[{"member":"a"},7]}"#)
         else {
             panic!()
