@@ -270,7 +270,6 @@ pub async fn post_events(
             // A replay applied nothing: it counts in no metric.
             if !replayed {
                 crate::metrics::events_accepted(series, &board, 1);
-                count_trending(&state, &board, 1).await;
             }
             return Ok(Json(EventsResponse {
                 accepted: 1,
@@ -302,7 +301,6 @@ pub async fn post_events(
     rejected.sort_by_key(|r| r.index);
     if !replayed {
         crate::metrics::events_accepted(series, &board, outcome.accepted);
-        count_trending(&state, &board, outcome.accepted).await;
     }
     Ok(Json(EventsResponse {
         accepted: outcome.accepted,
@@ -473,17 +471,6 @@ async fn post_standing(
         standings: Some(written.standings),
         counted,
     }))
-}
-
-/// Counts `n` events applied to `board` in `rollboard_trending_events_total` when it is a
-/// trending board (the write just loaded it: the lookup is a cache hit).
-pub(super) async fn count_trending(state: &AppState, board: &str, n: usize) {
-    if n > 0
-        && let Ok(b) = state.boards.any_board(board).await
-        && b.kind() == crate::BoardKind::Trending
-    {
-        crate::metrics::trending_events(n);
-    }
 }
 
 /// The request's `Idempotency-Key` header, taken alone (axum's `HeaderMap` extractor

@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use super::AppState;
 use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
-use super::events::{CountedReply, IdempotencyHeader, RejectedEvent, count_trending};
+use super::events::{CountedReply, IdempotencyHeader, RejectedEvent};
 use super::extract::{ApiPath, ApiQuery, JsonBytes};
 use super::json::Json;
 use super::wire::{NotAnEvent, parse_raw_event, window};
@@ -296,7 +296,6 @@ async fn batch_outcome(state: &AppState, BoardWrite { board, result }: BoardWrit
             crate::metrics::event_rejected(series, &board, &r.error);
         }
         crate::metrics::events_accepted(series, &board, keyed.outcome.accepted);
-        count_trending(state, &board, keyed.outcome.accepted).await;
     }
     let rejected = keyed
         .outcome
@@ -383,7 +382,6 @@ async fn single_outcome(state: &AppState, w: BoardWrite) -> BoardOutcome {
             // A replay applied nothing: it counts in no metric.
             if !replayed {
                 crate::metrics::events_accepted(series, &w.board, 1);
-                count_trending(state, &w.board, 1).await;
             }
             BoardOutcome::Written(BoardWritten {
                 board: w.board,

@@ -7,15 +7,17 @@
 //! Score bounds are numbers ([`ScoreBounds`]); a windowed board reads them as the
 //! integer totals between them.
 
-use super::Rollboard;
 use super::idempotent::KeyedOutcome;
 use super::write::BatchOutcome;
+use super::{Rollboard, Trending, Windowed};
 use std::future::Future;
+use std::sync::Arc;
 
 use crate::domain::any_board::{
-    AnyBoard, BoardKind, BoardPage, BoardState, MemberRanks, MemberStanding, TrendingStatus,
+    AnyBoard, BoardPage, BoardState, MemberRanks, MemberStanding, TrendingStatus,
 };
-use crate::domain::{AroundOptions, Order};
+use crate::domain::board::Board;
+use crate::domain::{AroundOptions, Order, TrendingBoard};
 use crate::domain::{BoardName, Event, Fingerprint, IdempotencyKey, ScoreBounds, Span};
 use crate::error::{Error, Result};
 
@@ -34,12 +36,17 @@ impl Rollboard {
 
     /// Applies a batch of events to the board: each bad event is rejected on its own (with
     /// its index), the rest are applied (see [`incr_batch`](crate::Windowed::incr_batch)
-    /// and [`Trending::incr_batch`](crate::Trending::incr_batch)).
+    /// and [`Trending::incr_batch`](crate::Trending::incr_batch)). Those applied to a
+    /// trending board count in `rollboard_trending_events_total`.
     pub async fn write_events(&self, board: &str, events: &[Event]) -> Result<BatchOutcome> {
-        self.writing_by_kind(board, |kind| async move {
-            match kind {
-                BoardKind::Windowed => self.windowed(board).incr_batch(events).await,
-                BoardKind::Trending => self.trending(board).incr_batch(events).await,
+        self.writing_by_kind(board, |found| async move {
+            match &found {
+                AnyBoard::Windowed(b) => self.windowed_on(board, b).incr_batch(events).await,
+                AnyBoard::Trending(t) => {
+                    let written = self.trending_on(board, t).incr_batch(events).await?;
+                    crate::metrics::trending_events(written.accepted);
+                    Ok(written)
+                }
             }
         })
         .await
@@ -47,7 +54,8 @@ impl Rollboard {
 
     /// Applies a batch of events to the board once under `key` and the request's
     /// `fingerprint` (see [`write_keyed`](crate::Windowed::write_keyed) and
-    /// [`Trending::write_keyed`](crate::Trending::write_keyed)).
+    /// [`Trending::write_keyed`](crate::Trending::write_keyed)); counted as
+    /// [`write_events`](Self::write_events) counts, unless replayed.
     pub async fn write_events_keyed(
         &self,
         board: &str,
@@ -55,17 +63,23 @@ impl Rollboard {
         key: &IdempotencyKey,
         fingerprint: &Fingerprint,
     ) -> Result<KeyedOutcome> {
-        self.writing_by_kind(board, |kind| async move {
-            match kind {
-                BoardKind::Windowed => {
-                    self.windowed(board)
+        self.writing_by_kind(board, |found| async move {
+            match &found {
+                AnyBoard::Windowed(b) => {
+                    self.windowed_on(board, b)
                         .write_keyed(events, key, fingerprint)
                         .await
                 }
-                BoardKind::Trending => {
-                    self.trending(board)
+                AnyBoard::Trending(t) => {
+                    let written = self
+                        .trending_on(board, t)
                         .write_keyed(events, key, fingerprint)
-                        .await
+                        .await?;
+                    // A replay applied nothing.
+                    if !written.replayed {
+                        crate::metrics::trending_events(written.outcome.accepted);
+                    }
+                    Ok(written)
                 }
             }
         })
@@ -101,17 +115,17 @@ impl Rollboard {
         offset: u64,
         limit: u64,
     ) -> Result<BoardPage> {
-        self.by_kind(board, |kind| async move {
-            Ok(match kind {
-                BoardKind::Windowed => BoardPage::Windowed(
-                    self.windowed(board)
+        self.by_kind(board, |found| async move {
+            Ok(match &found {
+                AnyBoard::Windowed(b) => BoardPage::Windowed(
+                    self.windowed_on(board, b)
                         .ranking(window, bounds.totals()?, order, offset, limit)
                         .await?,
                 ),
-                BoardKind::Trending => {
+                AnyBoard::Trending(t) => {
                     no_window(window)?;
                     BoardPage::Trending(
-                        self.trending(board)
+                        self.trending_on(board, t)
                             .ranking(bounds.scores()?, order, offset, limit)
                             .await?,
                     )
@@ -129,16 +143,16 @@ impl Rollboard {
         member: &str,
         window: Option<Span>,
     ) -> Result<Option<MemberStanding>> {
-        self.by_kind(board, |kind| async move {
-            Ok(match kind {
-                BoardKind::Windowed => self
-                    .windowed(board)
+        self.by_kind(board, |found| async move {
+            Ok(match &found {
+                AnyBoard::Windowed(b) => self
+                    .windowed_on(board, b)
                     .score(member, window)
                     .await?
                     .map(MemberStanding::Windowed),
-                BoardKind::Trending => {
+                AnyBoard::Trending(t) => {
                     no_window(window)?;
-                    self.trending(board)
+                    self.trending_on(board, t)
                         .score(member)
                         .await?
                         .map(MemberStanding::Trending)
@@ -156,14 +170,14 @@ impl Rollboard {
         members: &[S],
         window: Option<Span>,
     ) -> Result<MemberRanks> {
-        self.by_kind(board, |kind| async move {
-            Ok(match kind {
-                BoardKind::Windowed => {
-                    MemberRanks::Windowed(self.windowed(board).ranks(members, window).await?)
+        self.by_kind(board, |found| async move {
+            Ok(match &found {
+                AnyBoard::Windowed(b) => {
+                    MemberRanks::Windowed(self.windowed_on(board, b).ranks(members, window).await?)
                 }
-                BoardKind::Trending => {
+                AnyBoard::Trending(t) => {
                     no_window(window)?;
-                    MemberRanks::Trending(self.trending(board).ranks(members).await?)
+                    MemberRanks::Trending(self.trending_on(board, t).ranks(members).await?)
                 }
             })
         })
@@ -182,16 +196,16 @@ impl Rollboard {
         n: u64,
         options: AroundOptions,
     ) -> Result<Option<BoardPage>> {
-        self.by_kind(board, |kind| async move {
-            Ok(match kind {
-                BoardKind::Windowed => self
-                    .windowed(board)
+        self.by_kind(board, |found| async move {
+            Ok(match &found {
+                AnyBoard::Windowed(b) => self
+                    .windowed_on(board, b)
                     .around(member, window, n, options)
                     .await?
                     .map(BoardPage::Windowed),
-                BoardKind::Trending => {
+                AnyBoard::Trending(t) => {
                     no_window(window)?;
-                    self.trending(board)
+                    self.trending_on(board, t)
                         .around(member, n, options)
                         .await?
                         .map(BoardPage::Trending)
@@ -204,11 +218,11 @@ impl Rollboard {
     /// The board's state: a windowed board's members per window, live slots and
     /// retirement lag; a trending board's members, ranked members and landmark.
     pub async fn board_state(&self, board: &str) -> Result<BoardState> {
-        self.by_kind(board, |kind| async move {
-            Ok(match kind {
-                BoardKind::Windowed => BoardState::Windowed(self.describe_board(board).await?),
-                BoardKind::Trending => {
-                    let (board, counts) = self.trending(board).describe().await?;
+        self.by_kind(board, |found| async move {
+            Ok(match &found {
+                AnyBoard::Windowed(_) => BoardState::Windowed(self.describe_board(board).await?),
+                AnyBoard::Trending(t) => {
+                    let (board, counts) = self.trending_on(board, t).describe().await?;
                     BoardState::Trending(TrendingStatus::new(&board, counts))
                 }
             })
@@ -230,13 +244,14 @@ impl Rollboard {
         })
     }
 
-    /// Runs `op` with the kind of the board as cached (one load when it is not). A
-    /// cached board may be stale: dropped and re-created as the other kind elsewhere.
-    /// The operation underneath then finds the board changed, reloads it and refuses it
-    /// ([`Error::BoardKind`]); `op` runs once more with the kind now cached.
+    /// Runs `op` on the board as cached (one load when it is not), which `op` hands to
+    /// the operation underneath (`windowed_on`, `trending_on`): a request looks its board
+    /// up once. A cached board may be stale: dropped and re-created as the other kind
+    /// elsewhere. The operation underneath then finds the board changed, reloads it and
+    /// refuses it ([`Error::BoardKind`]); `op` runs once more on the board now cached.
     async fn by_kind<T, F, Fut>(&self, board: &str, op: F) -> Result<T>
     where
-        F: Fn(BoardKind) -> Fut,
+        F: Fn(AnyBoard) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
         self.on_kind(board, false, op).await
@@ -246,18 +261,18 @@ impl Rollboard {
     /// default config, when one is set (see `default_board.rs`).
     async fn writing_by_kind<T, F, Fut>(&self, board: &str, op: F) -> Result<T>
     where
-        F: Fn(BoardKind) -> Fut,
+        F: Fn(AnyBoard) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
         self.on_kind(board, true, op).await
     }
 
-    /// `op` on the board of the kind found (the write's board, created when missing, if
-    /// `writing`); when it says the board is of the other kind and the cache was stale,
-    /// once more on the kind now.
+    /// `op` on the board found (the write's board, created when missing, if `writing`);
+    /// when it says the board is of the other kind and the cache was stale, once more on
+    /// the board now.
     async fn on_kind<T, F, Fut>(&self, board: &str, writing: bool, op: F) -> Result<T>
     where
-        F: Fn(BoardKind) -> Fut,
+        F: Fn(AnyBoard) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
         let name = BoardName::parse(board)?;
@@ -267,16 +282,32 @@ impl Rollboard {
             self.cached_any(&name).await?
         };
         let kind = found.kind();
-        match op(kind).await {
+        match op(found).await {
             Err(error @ Error::BoardKind { .. }) => {
-                let now = self.cached_any(&name).await?.kind();
-                if now == kind {
+                let now = self.cached_any(&name).await?;
+                if now.kind() == kind {
                     // Not a stale entry: the operation itself refused the kind.
                     return Err(error);
                 }
                 op(now).await
             }
             other => other,
+        }
+    }
+
+    /// The windowed board `board`'s operations on the board `found`.
+    fn windowed_on<'a>(&'a self, board: &'a str, found: &'a Arc<Board>) -> Windowed<'a> {
+        Windowed {
+            found: Some(found),
+            ..self.windowed(board)
+        }
+    }
+
+    /// The trending board `board`'s operations on the board `found`.
+    fn trending_on<'a>(&'a self, board: &'a str, found: &'a Arc<TrendingBoard>) -> Trending<'a> {
+        Trending {
+            found: Some(found),
+            ..self.trending(board)
         }
     }
 }

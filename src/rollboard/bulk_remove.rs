@@ -108,16 +108,15 @@ impl Windowed<'_> {
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         let limit = MAX_BULK_REMOVE as u64 + 1;
-        self.rb
-            .on_window(self.board, window, |b, w| async move {
-                let range = stored_range(&b, range);
-                let page = store.top(
-                    b.at(w, now),
-                    PageQuery::new(range, Order::Desc, offset, limit),
-                );
-                Ok(own_values(&b, page.await?))
-            })
-            .await
+        self.on_window(window, |b, w| async move {
+            let range = stored_range(&b, range);
+            let page = store.top(
+                b.at(w, now),
+                PageQuery::new(range, Order::Desc, offset, limit),
+            );
+            Ok(own_values(&b, page.await?))
+        })
+        .await
     }
 
     async fn remove_selected(self, page: TopPage, cause: ChangeCause) -> Result<BulkRemoved> {
@@ -144,24 +143,23 @@ impl Windowed<'_> {
             cause,
             now: self.rb.now(),
         };
-        self.rb
-            .on_board(self.board, |b| async move {
-                let mut done = BulkRemoved {
-                    more,
-                    ..BulkRemoved::default()
-                };
-                for member in members {
-                    let removed = self
-                        .rb
-                        .change(&b.name, store.remove_member(&b, member, stamp))
-                        .await?;
-                    if removed.slot_values > 0 {
-                        done.removed += 1;
-                        done.members.push(member.to_string());
-                    }
+        self.on_board(|b| async move {
+            let mut done = BulkRemoved {
+                more,
+                ..BulkRemoved::default()
+            };
+            for member in members {
+                let removed = self
+                    .rb
+                    .change(&b.name, store.remove_member(&b, member, stamp))
+                    .await?;
+                if removed.slot_values > 0 {
+                    done.removed += 1;
+                    done.members.push(member.to_string());
                 }
-                Ok(done)
-            })
-            .await
+            }
+            Ok(done)
+        })
+        .await
     }
 }

@@ -48,14 +48,13 @@ impl Windowed<'_> {
             })?;
         }
         let store = &self.rb.inner.store;
-        self.rb
-            .on_board(self.board, |b| async move {
-                Ok(ChangePage {
-                    board: b.name.to_string(),
-                    changes: store.changes(&b, after, limit, newest_first).await?,
-                })
+        self.on_board(|b| async move {
+            Ok(ChangePage {
+                board: b.name.to_string(),
+                changes: store.changes(&b, after, limit, newest_first).await?,
             })
-            .await
+        })
+        .await
     }
 }
 
@@ -65,10 +64,7 @@ impl Windowed<'_> {
     /// that id were delivered (the cursor never moves back).
     pub async fn changes_cursor(self, delivered: Option<&str>) -> Result<Option<String>> {
         let store = &self.rb.inner.store;
-        self.rb
-            .on_board(self.board, |b| async move {
-                store.changes_cursor(&b, delivered).await
-            })
+        self.on_board(|b| async move { store.changes_cursor(&b, delivered).await })
             .await
     }
 }

@@ -2,7 +2,9 @@
 //! operations of a windowed board (sum, max, min or latest; sharded or not),
 //! [`Rollboard::trending`] those of a trending board, and [`Rollboard::rates`],
 //! [`Rollboard::counters`] and [`Rollboard::stats`] the systems beside boards. A handle
-//! is a borrowed name, copied freely: it loads nothing until one of its operations runs.
+//! is a borrowed name, copied freely: it loads nothing until one of its operations runs,
+//! and then the board as cached, unless it was made with the board already found (an
+//! operation on a board of either kind, `any_board.rs`, looks it up once).
 //! What every board answers whatever its kind is on [`Rollboard`] itself.
 
 use std::future::Future;
@@ -18,6 +20,8 @@ use crate::error::Result;
 pub struct Windowed<'a> {
     pub(super) rb: &'a Rollboard,
     pub(super) board: &'a str,
+    /// The board, when the caller found it already.
+    pub(super) found: Option<&'a Arc<Board>>,
 }
 
 /// The operations of the trending board `board` (see [`Rollboard::trending`]).
@@ -25,6 +29,8 @@ pub struct Windowed<'a> {
 pub struct Trending<'a> {
     pub(super) rb: &'a Rollboard,
     pub(super) board: &'a str,
+    /// The board, when the caller found it already.
+    pub(super) found: Option<&'a Arc<TrendingBoard>>,
 }
 
 /// Per-key rate windows (see [`Rollboard::rates`]).
@@ -46,9 +52,22 @@ pub struct Stats<'a> {
 }
 
 impl Windowed<'_> {
-    /// The board as cached (one load when it is not).
+    /// The board as found, else as cached (one load when it is not).
     pub(super) async fn cached(self) -> Result<Arc<Board>> {
-        self.rb.cached_board(&BoardName::parse(self.board)?).await
+        match self.found {
+            Some(board) => Ok(Arc::clone(board)),
+            None => self.rb.cached_board(&BoardName::parse(self.board)?).await,
+        }
+    }
+
+    /// Runs `op` on the board (see [`retry_changed`](Rollboard::retry_changed)).
+    pub(super) async fn on_board<T, F, Fut>(self, op: F) -> Result<T>
+    where
+        F: Fn(Arc<Board>) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut board = self.cached().await?;
+        self.rb.retry_changed(&mut board, op).await?
     }
 
     /// `op` on the board (run again on the fresh board when it changed) as a change of
@@ -63,7 +82,7 @@ impl Windowed<'_> {
             let call = op(b);
             async move { self.rb.change(&name, call).await }
         };
-        self.rb.on_board(self.board, change).await
+        self.on_board(change).await
     }
 
     /// [`change`](Self::change) of the board's stored config (its layout, its shard
@@ -93,23 +112,36 @@ impl Drop for ForgetOnDrop<'_> {
 }
 
 impl Trending<'_> {
-    /// The board as cached (one load when it is not).
+    /// The board as found, else as cached (one load when it is not).
     pub(super) async fn cached(self) -> Result<Arc<TrendingBoard>> {
-        self.rb
-            .cached_trending(&BoardName::parse(self.board)?)
-            .await
+        match self.found {
+            Some(board) => Ok(Arc::clone(board)),
+            None => {
+                self.rb
+                    .cached_trending(&BoardName::parse(self.board)?)
+                    .await
+            }
+        }
     }
 }
 
 impl Rollboard {
     /// The windowed board `board`: its rankings, writes, removals and upkeep.
     pub fn windowed<'a>(&'a self, board: &'a str) -> Windowed<'a> {
-        Windowed { rb: self, board }
+        Windowed {
+            rb: self,
+            board,
+            found: None,
+        }
     }
 
     /// The trending board `board`: its decaying scores, writes and upkeep.
     pub fn trending<'a>(&'a self, board: &'a str) -> Trending<'a> {
-        Trending { rb: self, board }
+        Trending {
+            rb: self,
+            board,
+            found: None,
+        }
     }
 
     /// Rate windows: hits, counts and checks per key.

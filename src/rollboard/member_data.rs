@@ -28,8 +28,7 @@ impl Windowed<'_> {
         let entries = [(parsed, data)];
         let entries = &entries;
         let set = self
-            .rb
-            .on_board(self.board, |b| async move {
+            .on_board(|b| async move {
                 self.rb
                     .change(&b.name, store.set_member_data(&b, entries))
                     .await
@@ -87,26 +86,22 @@ impl Windowed<'_> {
     /// the read cache like the read (see [`Rollboard::reading_within`]).
     async fn data_beside_reads(self, members: &[Member]) -> Result<Vec<Option<MemberData>>> {
         let store = &self.rb.inner.store;
-        self.rb
-            .on_board(self.board, |b| async move {
-                let key = || format!("data {members:?}");
-                let fetch = || store.member_data(&b, members);
-                Ok(self
-                    .rb
-                    .read_through((&b.name, b.version), key, fetch)
-                    .await?
-                    .0)
-            })
-            .await
+        self.on_board(|b| async move {
+            let key = || format!("data {members:?}");
+            let fetch = || store.member_data(&b, members);
+            Ok(self
+                .rb
+                .read_through((&b.name, b.version), key, fetch)
+                .await?
+                .0)
+        })
+        .await
     }
 
     /// The data of each of `members` on `board`, in order.
     async fn members_data(self, members: &[Member]) -> Result<Vec<Option<MemberData>>> {
         let store = &self.rb.inner.store;
-        self.rb
-            .on_board(self.board, |b| async move {
-                store.member_data(&b, members).await
-            })
+        self.on_board(|b| async move { store.member_data(&b, members).await })
             .await
     }
 }

@@ -61,21 +61,20 @@ impl Windowed<'_> {
     pub async fn hidden_members(self, window: Option<Span>) -> Result<HiddenMembers> {
         let now = self.rb.now();
         let store = &self.rb.inner.store;
-        self.rb
-            .on_window(self.board, window, |b, w| async move {
-                let sign = b.config.aggregate().sign();
-                let stored = store.hidden_members(b.at(w, now)).await?;
-                let members = stored.into_iter().map(|(member, score)| HiddenMember {
-                    member,
-                    score: score.map(|s| sign * s),
-                });
-                Ok(HiddenMembers {
-                    board: b.name.to_string(),
-                    window: b.config.windows()[w],
-                    members: members.collect(),
-                })
+        self.on_window(window, |b, w| async move {
+            let sign = b.config.aggregate().sign();
+            let stored = store.hidden_members(b.at(w, now)).await?;
+            let members = stored.into_iter().map(|(member, score)| HiddenMember {
+                member,
+                score: score.map(|s| sign * s),
+            });
+            Ok(HiddenMembers {
+                board: b.name.to_string(),
+                window: b.config.windows()[w],
+                members: members.collect(),
             })
-            .await
+        })
+        .await
     }
 
     /// Hides (shows) each of `members` on this board; how many changed.

@@ -58,8 +58,7 @@ impl Windowed<'_> {
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         let page = self
-            .rb
-            .on_window(self.board, window, |b, w| async move {
+            .on_window(window, |b, w| async move {
                 let key = || format!("percent {w} {percent} {order:?} {offset} {limit}");
                 let b = &b;
                 let fetch = || async move {
@@ -94,8 +93,7 @@ impl Windowed<'_> {
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         let at = self
-            .rb
-            .on_window(self.board, window, |b, w| async move {
+            .on_window(window, |b, w| async move {
                 let span = b.config.windows()[w];
                 // The ranking may shrink between the count and the read: count again then.
                 for _ in 0..3 {

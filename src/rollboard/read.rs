@@ -10,7 +10,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use super::{Rollboard, Windowed, window_index};
+use super::{Windowed, window_index};
 use crate::domain::PageQuery;
 use crate::domain::board::Board;
 use crate::domain::{AroundOptions, Order, check_around, check_page, parse_ranks_members};
@@ -66,25 +66,23 @@ impl Windowed<'_> {
         let store = &self.rb.inner.store;
         // The first page of the top shows the board's pins (pins.rs).
         let front = offset == 0 && order == Order::Desc && range == ScoreRange::ALL;
-        self.rb
-            .on_window(self.board, window, |b, w| async move {
-                let key = || top_key(w, range, order, offset, limit);
-                let stored = stored_range(&b, range);
-                let fetch =
-                    || store.top(b.at(w, now), PageQuery::new(stored, order, offset, limit));
-                let (mut page, age_ms) = self
-                    .rb
-                    .read_through((&b.name, b.version), key, fetch)
-                    .await?;
-                if front && b.pins.iter().any(|p| p.holds(now)) {
-                    page = super::pins::pinned(store.as_ref(), &b, w, now, limit, page).await?;
-                }
-                Ok(TopPage {
-                    age_ms,
-                    ..own_values(&b, page)
-                })
+        self.on_window(window, |b, w| async move {
+            let key = || top_key(w, range, order, offset, limit);
+            let stored = stored_range(&b, range);
+            let fetch = || store.top(b.at(w, now), PageQuery::new(stored, order, offset, limit));
+            let (mut page, age_ms) = self
+                .rb
+                .read_through((&b.name, b.version), key, fetch)
+                .await?;
+            if front && b.pins.iter().any(|p| p.holds(now)) {
+                page = super::pins::pinned(store.as_ref(), &b, w, now, limit, page).await?;
+            }
+            Ok(TopPage {
+                age_ms,
+                ..own_values(&b, page)
             })
-            .await
+        })
+        .await
     }
 
     /// The member's total (whatever its sign), rank (as the board ranks ties; `None`
@@ -95,19 +93,17 @@ impl Windowed<'_> {
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         let member = &member;
-        self.rb
-            .on_window(self.board, window, |b, w| async move {
-                // Concurrent exact reads of the window's members share one store read.
-                let key = || format!("standing {w}");
-                let at = b.at(w, now);
-                let fetch =
-                    |members: Vec<Member>| async move { store.standings(at, &members).await };
-                let board = (&b.name, b.version);
-                let read = self.rb.read_batched(board, key, member.clone(), fetch);
-                let (standing, age_ms) = read.await?;
-                Ok(own_values(&b, standing).map(|s| Standing { age_ms, ..s }))
-            })
-            .await
+        self.on_window(window, |b, w| async move {
+            // Concurrent exact reads of the window's members share one store read.
+            let key = || format!("standing {w}");
+            let at = b.at(w, now);
+            let fetch = |members: Vec<Member>| async move { store.standings(at, &members).await };
+            let board = (&b.name, b.version);
+            let read = self.rb.read_batched(board, key, member.clone(), fetch);
+            let (standing, age_ms) = read.await?;
+            Ok(own_values(&b, standing).map(|s| Standing { age_ms, ..s }))
+        })
+        .await
     }
 
     /// The total and rank (as the board ranks ties) of each of `members` (1 to 1000; a user's
@@ -119,20 +115,19 @@ impl Windowed<'_> {
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         let members = &members;
-        self.rb
-            .on_window(self.board, window, |b, w| async move {
-                let key = || format!("ranks {w} {members:?}");
-                let fetch = || store.ranks(b.at(w, now), members);
-                let (ranks, age_ms) = self
-                    .rb
-                    .read_through((&b.name, b.version), key, fetch)
-                    .await?;
-                Ok(Ranks {
-                    age_ms,
-                    ..own_values(&b, ranks)
-                })
+        self.on_window(window, |b, w| async move {
+            let key = || format!("ranks {w} {members:?}");
+            let fetch = || store.ranks(b.at(w, now), members);
+            let (ranks, age_ms) = self
+                .rb
+                .read_through((&b.name, b.version), key, fetch)
+                .await?;
+            Ok(Ranks {
+                age_ms,
+                ..own_values(&b, ranks)
             })
-            .await
+        })
+        .await
     }
 
     /// The member with up to `n` (0–100) entries above and below it, shaped by `options`
@@ -153,20 +148,18 @@ impl Windowed<'_> {
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         let member = &member;
-        self.rb
-            .on_window(self.board, window, |b, w| async move {
-                // Concurrent exact reads around the window's members share one store read.
-                let key = || format!("around {w} {n} {options:?}");
-                let at = b.at(w, now);
-                let fetch = |members: Vec<Member>| async move {
-                    store.arounds(at, &members, n, options).await
-                };
-                let board = (&b.name, b.version);
-                let read = self.rb.read_batched(board, key, member.clone(), fetch);
-                let (page, age_ms) = read.await?;
-                Ok(own_values(&b, page).map(|p| TopPage { age_ms, ..p }))
-            })
-            .await
+        self.on_window(window, |b, w| async move {
+            // Concurrent exact reads around the window's members share one store read.
+            let key = || format!("around {w} {n} {options:?}");
+            let at = b.at(w, now);
+            let fetch =
+                |members: Vec<Member>| async move { store.arounds(at, &members, n, options).await };
+            let board = (&b.name, b.version);
+            let read = self.rb.read_batched(board, key, member.clone(), fetch);
+            let (page, age_ms) = read.await?;
+            Ok(own_values(&b, page).map(|p| TopPage { age_ms, ..p }))
+        })
+        .await
     }
 
     /// The member's non-zero values per slot over the board's largest window.
@@ -175,29 +168,21 @@ impl Windowed<'_> {
         let now = self.rb.now();
         let store = &self.rb.inner.store;
         let member = &member;
-        self.rb
-            .on_board(self.board, |b| async move {
-                Ok(own_values(&b, store.history(&b, now, member).await?))
-            })
+        self.on_board(|b| async move { Ok(own_values(&b, store.history(&b, now, member).await?)) })
             .await
     }
 }
 
-impl Rollboard {
-    /// Runs `op` on the named board and the index of `window` in it (the first window
-    /// when `None`).
-    pub(super) async fn on_window<T, F, Fut>(
-        &self,
-        board: &str,
-        window: Option<Span>,
-        op: F,
-    ) -> Result<T>
+impl Windowed<'_> {
+    /// Runs `op` on the board and the index of `window` in it (the first window when
+    /// `None`).
+    pub(super) async fn on_window<T, F, Fut>(self, window: Option<Span>, op: F) -> Result<T>
     where
         F: Fn(Arc<Board>, usize) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
         let op = &op;
-        self.on_board(board, |b| async move {
+        self.on_board(|b| async move {
             let w = window_index(&b, window)?;
             op(b, w).await
         })

@@ -16,33 +16,31 @@ impl Windowed<'_> {
     /// (`per_contributor_member`, `per_contributor`) is not recomputed yet: [`Error::InvalidConfig`](crate::Error::InvalidConfig).
     pub async fn recompute(self, window: Option<Span>) -> Result<RecomputeReport> {
         let store = &self.rb.inner.store;
-        self.rb
-            .on_board(self.board, |b| async move {
-                let windows = match window {
-                    Some(w) => vec![window_index(&b, Some(w))?],
-                    None => (0..b.config.windows().len()).collect(),
-                };
-                let mut report = RecomputeReport::default();
-                for w in windows {
-                    report.absorb(self.rb.change(&b.name, store.recompute(&b, w)).await?);
-                }
-                Ok(report)
-            })
-            .await
+        self.on_board(|b| async move {
+            let windows = match window {
+                Some(w) => vec![window_index(&b, Some(w))?],
+                None => (0..b.config.windows().len()).collect(),
+            };
+            let mut report = RecomputeReport::default();
+            for w in windows {
+                report.absorb(self.rb.change(&b.name, store.recompute(&b, w)).await?);
+            }
+            Ok(report)
+        })
+        .await
     }
 
     /// Builds the totals of windows added to the board ([`Created::Extended`](crate::Created::Extended)), if any.
     pub async fn build_windows(self) -> Result<RecomputeReport> {
         let store = &self.rb.inner.store;
-        self.rb
-            .on_board(self.board, |b| async move {
-                let mut report = RecomputeReport::default();
-                for w in store.pending_windows(&b).await? {
-                    report.absorb(self.rb.change(&b.name, store.recompute(&b, w)).await?);
-                }
-                Ok(report)
-            })
-            .await
+        self.on_board(|b| async move {
+            let mut report = RecomputeReport::default();
+            for w in store.pending_windows(&b).await? {
+                report.absorb(self.rb.change(&b.name, store.recompute(&b, w)).await?);
+            }
+            Ok(report)
+        })
+        .await
     }
 
     /// Starts building, in a task of its own, the totals of the windows added to `board`

@@ -44,20 +44,19 @@ impl Windowed<'_> {
     pub async fn review_queue(self, window: Option<Span>) -> Result<ReviewQueue> {
         let now = self.rb.now();
         let store = &self.rb.inner.store;
-        self.rb
-            .on_window(self.board, window, |b, w| async move {
-                let sign = b.config.aggregate().sign();
-                let mut held = store.held_members(b.at(w, now)).await?;
-                held.iter_mut()
-                    .for_each(|e| e.score = e.score.map(|s| sign * s));
-                Ok(ReviewQueue {
-                    board: b.name.to_string(),
-                    window: b.config.windows()[w],
-                    above_rank: b.config.review().map(|r| r.above_rank()),
-                    held,
-                })
+        self.on_window(window, |b, w| async move {
+            let sign = b.config.aggregate().sign();
+            let mut held = store.held_members(b.at(w, now)).await?;
+            held.iter_mut()
+                .for_each(|e| e.score = e.score.map(|s| sign * s));
+            Ok(ReviewQueue {
+                board: b.name.to_string(),
+                window: b.config.windows()[w],
+                above_rank: b.config.review().map(|r| r.above_rank()),
+                held,
             })
-            .await
+        })
+        .await
     }
 
     /// Up to `limit` events of members the board's review gate held, after the event
@@ -65,10 +64,7 @@ impl Windowed<'_> {
     /// delivers (about the newest 10,000 are kept).
     pub async fn held_events(self, after: Option<&str>, limit: usize) -> Result<Vec<HeldEvent>> {
         let store = &self.rb.inner.store;
-        self.rb
-            .on_board(self.board, |b| async move {
-                store.held_events(&b, after, limit).await
-            })
+        self.on_board(|b| async move { store.held_events(&b, after, limit).await })
             .await
     }
 
@@ -77,10 +73,7 @@ impl Windowed<'_> {
     /// that id were delivered (the cursor never moves back).
     pub async fn held_cursor(self, delivered: Option<&str>) -> Result<Option<String>> {
         let store = &self.rb.inner.store;
-        self.rb
-            .on_board(self.board, |b| async move {
-                store.held_cursor(&b, delivered).await
-            })
+        self.on_board(|b| async move { store.held_cursor(&b, delivered).await })
             .await
     }
 }

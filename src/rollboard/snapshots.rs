@@ -16,30 +16,28 @@ impl Windowed<'_> {
     pub async fn take_snapshots(self) -> Result<SnapshotPass> {
         let now = self.rb.now();
         let store = &self.rb.inner.store;
-        self.rb
-            .on_board(self.board, |b| async move {
-                let boundary = b.config.slot_start(now);
-                if boundary * 1000 <= b.created_at.unix_millis() {
-                    return Ok(SnapshotPass::Off);
-                }
-                store.take_snapshots(&b, now, None).await
-            })
-            .await
+        self.on_board(|b| async move {
+            let boundary = b.config.slot_start(now);
+            if boundary * 1000 <= b.created_at.unix_millis() {
+                return Ok(SnapshotPass::Off);
+            }
+            store.take_snapshots(&b, now, None).await
+        })
+        .await
     }
 
     /// The snapshots of `window` (the board's first window when `None`) whose boundaries
     /// are in `range`, newest first.
     pub async fn snapshots(self, window: Option<Span>, range: SnapshotRange) -> Result<Snapshots> {
         let store = &self.rb.inner.store;
-        self.rb
-            .on_window(self.board, window, |b, w| async move {
-                Ok(Snapshots {
-                    board: b.name.clone(),
-                    window: b.config.windows()[w],
-                    snapshots: own_values(&b, store.snapshots(&b, w, range).await?),
-                })
+        self.on_window(window, |b, w| async move {
+            Ok(Snapshots {
+                board: b.name.clone(),
+                window: b.config.windows()[w],
+                snapshots: own_values(&b, store.snapshots(&b, w, range).await?),
             })
-            .await
+        })
+        .await
     }
 
     /// The newest boundary of `window` whose snapshot was delivered (by the service's
@@ -52,10 +50,9 @@ impl Windowed<'_> {
         delivered: Option<i64>,
     ) -> Result<Option<i64>> {
         let store = &self.rb.inner.store;
-        self.rb
-            .on_window(self.board, window, |b, w| async move {
-                store.snapshot_cursor(&b, w, delivered).await
-            })
-            .await
+        self.on_window(window, |b, w| async move {
+            store.snapshot_cursor(&b, w, delivered).await
+        })
+        .await
     }
 }
