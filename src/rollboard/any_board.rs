@@ -44,7 +44,7 @@ impl Rollboard {
                 AnyBoard::Windowed(b) => self.windowed_on(board, b).incr_batch(events).await,
                 AnyBoard::Trending(t) => {
                     let written = self.trending_on(board, t).incr_batch(events).await?;
-                    crate::metrics::trending_events(written.accepted);
+                    count_trending(written.accepted);
                     Ok(written)
                 }
             }
@@ -77,7 +77,7 @@ impl Rollboard {
                         .await?;
                     // A replay applied nothing.
                     if !written.replayed {
-                        crate::metrics::trending_events(written.outcome.accepted);
+                        count_trending(written.outcome.accepted);
                     }
                     Ok(written)
                 }
@@ -310,6 +310,15 @@ impl Rollboard {
             ..self.trending(board)
         }
     }
+}
+
+/// Counts `n` events applied to a trending board in the service's metrics
+/// (`rollboard_trending_events_total`); a library built without them counts nothing.
+fn count_trending(n: usize) {
+    #[cfg(feature = "server")]
+    crate::metrics::trending_events(n);
+    #[cfg(not(feature = "server"))]
+    let _ = n;
 }
 
 /// A trending board has no windows: a window asked of it is refused.

@@ -54,8 +54,7 @@ impl Rollboard {
         F: Fn(Arc<Board>) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
-        let mut board = self.cached_board(&BoardName::parse(name)?).await?;
-        self.retry_changed(&mut board, op).await?
+        self.windowed(name).on_board(op).await
     }
 
     /// `call`, a store call that changes the board `name`, whose cached reads are then
