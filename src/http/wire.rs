@@ -72,8 +72,10 @@ pub fn parse_events_body(body: &[u8]) -> Result<EventsIn<'_>, BadBody> {
     })?;
     // The usual body, one event of the fast shape, in one pass: that shape has no
     // `events` key and refuses a key given twice, so the reading below would come to it.
-    if let Ok(event) = fast_event(text) {
-        return Ok(EventsIn::One(event));
+    match fast_event(text) {
+        Ok(event) => return Ok(EventsIn::One(event)),
+        Err(Some(refused)) => return Err(refused.into()),
+        Err(None) => {}
     }
     let top: UniqueKeys<'_> = serde_json::from_str(text).map_err(|e| {
         if e.is_data() && !e.to_string().starts_with(DUPLICATE) {
@@ -91,12 +93,7 @@ pub fn parse_events_body(body: &[u8]) -> Result<EventsIn<'_>, BadBody> {
         Some(_) => Err(BadBody::Shape(
             "a batch is {\"events\": [...]} and nothing else".into(),
         )),
-        None => parse_raw_event(text)
-            .map(EventsIn::One)
-            .map_err(|e| match e {
-                NotAnEvent::Shape(message) => BadBody::Shape(message),
-                NotAnEvent::Invalid(error) => BadBody::Invalid(error),
-            }),
+        None => parse_raw_event(text).map(EventsIn::One).map_err(Into::into),
     }
 }
 
@@ -218,6 +215,15 @@ pub enum NotAnEvent {
     Shape(String),
     /// An event whose values a rule rejects before any store sees it (`invalid_time`).
     Invalid(crate::Error),
+}
+
+impl From<NotAnEvent> for BadBody {
+    fn from(error: NotAnEvent) -> Self {
+        match error {
+            NotAnEvent::Shape(message) => BadBody::Shape(message),
+            NotAnEvent::Invalid(error) => BadBody::Invalid(error),
+        }
+    }
 }
 
 impl From<crate::Error> for NotAnEvent {

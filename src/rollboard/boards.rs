@@ -46,7 +46,8 @@ impl Rollboard {
     pub async fn describe_board(&self, name: &str) -> Result<BoardStatus> {
         let now = self.now();
         let store = &self.inner.store;
-        self.on_board(name, |b| async move { store.describe_board(&b, now).await })
+        self.windowed(name)
+            .on_board(|b| async move { store.describe_board(&b, now).await })
             .await
     }
 

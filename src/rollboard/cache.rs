@@ -48,15 +48,6 @@ impl BoardCache {
 }
 
 impl Rollboard {
-    /// Runs `op` on the named windowed board (see [`retry_changed`](Self::retry_changed)).
-    pub(super) async fn on_board<T, F, Fut>(&self, name: &str, op: F) -> Result<T>
-    where
-        F: Fn(Arc<Board>) -> Fut,
-        Fut: Future<Output = Result<T>>,
-    {
-        self.windowed(name).on_board(op).await
-    }
-
     /// `call`, a store call that changes the board `name`, whose cached reads are then
     /// forgotten, even when it failed (a failed call may have changed part of the
     /// board). Every change made through this process, by whatever path (the routes,

@@ -76,7 +76,8 @@ impl Rollboard {
         let store = &self.inner.store;
         let member = &member;
         let windows = self
-            .on_board(board, |b| async move {
+            .windowed(board)
+            .on_board(|b| async move {
                 keeps_contributors(&b, "")?;
                 store.member_contributions(&b, member, limit as usize).await
             })
@@ -184,11 +185,12 @@ impl Rollboard {
         by: &Contributor,
     ) -> Result<Vec<WindowContributions>> {
         let store = &self.inner.store;
-        self.on_board(name.as_str(), |b| async move {
-            keeps_contributors(&b, "; leave it out of boards")?;
-            store.contributions(&b, by).await
-        })
-        .await
+        self.windowed(name.as_str())
+            .on_board(|b| async move {
+                keeps_contributors(&b, "; leave it out of boards")?;
+                store.contributions(&b, by).await
+            })
+            .await
     }
 }
 

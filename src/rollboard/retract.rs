@@ -154,10 +154,11 @@ impl Rollboard {
             Some(names) => {
                 let names = check_boards(names)?;
                 for name in &names {
-                    self.on_board(name.as_str(), |b| async move {
-                        super::contributors::keeps_contributors(&b, "; leave it out of boards")
-                    })
-                    .await?;
+                    self.windowed(name.as_str())
+                        .on_board(|b| async move {
+                            super::contributors::keeps_contributors(&b, "; leave it out of boards")
+                        })
+                        .await?;
                 }
                 names
             }
