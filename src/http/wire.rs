@@ -93,7 +93,13 @@ pub fn parse_events_body(body: &[u8]) -> Result<EventsIn<'_>, BadBody> {
         Some(_) => Err(BadBody::Shape(
             "a batch is {\"events\": [...]} and nothing else".into(),
         )),
-        None => parse_raw_event(text).map(EventsIn::One).map_err(Into::into),
+        // Not of the fast shape (read above) and its keys unique (just checked): what is
+        // wrong with it, from its general reading.
+        None => serde_json::from_str::<Value>(text)
+            .map_err(|e| NotAnEvent::Shape(e.to_string()))
+            .and_then(|value| parse_event(&value))
+            .map(EventsIn::One)
+            .map_err(Into::into),
     }
 }
 
