@@ -29,9 +29,9 @@ impl<T: Serialize> IntoResponse for Json<T> {
 }
 
 /// A body of JSON answered as is.
-pub(super) fn answer(body: Vec<u8>) -> Response {
+pub(super) fn answer(body: impl Into<Bytes>) -> Response {
     // Made here rather than as `(headers, Bytes)`: that sets a content type twice.
-    let mut response = Response::new(Body::from(Bytes::from(body)));
+    let mut response = Response::new(Body::from(body.into()));
     let json = HeaderValue::from_static("application/json");
     response.headers_mut().insert(header::CONTENT_TYPE, json);
     response

@@ -18,6 +18,7 @@ use utoipa_axum::routes;
 
 mod access_log;
 mod access_time;
+mod answered;
 mod auth;
 mod boards;
 mod body_limit;

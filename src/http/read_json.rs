@@ -7,11 +7,13 @@
 //! windowed board's page and standing are written here with their keys as constants and
 //! only member names escaped; the bytes are serde's (the tests compare them), and
 //! anything less common (a trending board's answer, with data, a pin, movement or a
-//! hidden member) is left to serde.
+//! hidden member) is left to serde. A page equal to one this thread answered lately is
+//! answered with that one's bytes ([`answered`]).
 
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use super::answered;
 use super::json::{CAPACITY, answer};
 use crate::{BoardPage, Entry, MemberStanding, Span, Standing, TopPage};
 
@@ -21,12 +23,14 @@ pub struct ReadJson<T>(pub T);
 
 impl IntoResponse for ReadJson<BoardPage> {
     fn into_response(self) -> Response {
-        let mut body = Vec::with_capacity(CAPACITY);
-        match &self.0 {
-            BoardPage::Windowed(page) => write_page(&mut body, page),
-            trending => serialize(&mut body, trending),
-        }
-        answer(body)
+        answer(answered::body(self.0, |page| {
+            let mut body = Vec::with_capacity(CAPACITY);
+            match page {
+                BoardPage::Windowed(page) => write_page(&mut body, page),
+                trending => serialize(&mut body, trending),
+            }
+            body
+        }))
     }
 }
 
