@@ -4,18 +4,24 @@
 //! `idempotency_key_reused`), and with `?return=standing` answering each written
 //! member's score and rank before and after the write (`Windowed::incr_batch_standing`).
 
+use axum::body::Bytes;
 use axum::extract::{FromRequestParts, State};
 use axum::http::HeaderValue;
 use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::auth::WriteAccess;
 use super::error::{ApiError, ApiResult, ErrorBody, ErrorDetail};
 use super::extract::{ApiPath, ApiQuery, JsonBytes};
-use super::json::Json;
+use super::json::{Json, answer};
 use super::wire::{BadBody, EventsIn, NotAnEvent, parse_events_body, parse_raw_event};
 use crate::{BatchOutcome, Error, Event, Fingerprint, IdempotencyKey, Span, WrittenStanding};
+
+/// The answer to a single event applied with nothing more to say (the usual like), as
+/// serde writes it ([`EventsResponse`] with `accepted` 1), written once.
+const ONE_ACCEPTED: &[u8] = br#"{"accepted":1}"#;
 
 /// The request header naming a write, so that retrying it is safe.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -233,7 +239,7 @@ pub async fn post_events(
     ApiQuery(query): ApiQuery<EventsQuery>,
     key: IdempotencyHeader,
     JsonBytes(body): JsonBytes,
-) -> ApiResult<Json<EventsResponse>> {
+) -> ApiResult<Response> {
     let standing = standing_windows(&query)?;
     let key = key.parse()?;
     let fingerprint = key.as_ref().map(|_| Fingerprint::of_bytes(&body));
@@ -247,7 +253,8 @@ pub async fn post_events(
         }
     })?;
     if let Some(windows) = standing {
-        return post_standing(&state, &board, parsed, keyed.as_ref(), windows.as_deref()).await;
+        let written = post_standing(&state, &board, parsed, keyed.as_ref(), windows.as_deref());
+        return written.await.map(IntoResponse::into_response);
     }
     let items = match parsed {
         EventsIn::One(event) => {
@@ -271,12 +278,16 @@ pub async fn post_events(
             if !replayed {
                 crate::metrics::events_accepted(series, &board, 1);
             }
-            return Ok(Json(EventsResponse {
-                accepted: 1,
-                rejected: None,
-                standings: None,
-                counted: counted.map(CountedReply::One),
-            }));
+            return Ok(match counted {
+                None => answer(Bytes::from_static(ONE_ACCEPTED)),
+                Some(counted) => Json(EventsResponse {
+                    accepted: 1,
+                    rejected: None,
+                    standings: None,
+                    counted: Some(CountedReply::One(counted)),
+                })
+                .into_response(),
+            });
         }
         EventsIn::Many(items) => items,
     };
@@ -307,7 +318,8 @@ pub async fn post_events(
         rejected: Some(rejected),
         standings: None,
         counted: CountedReply::batch(&outcome.counted, |i| original_index[i]),
-    }))
+    })
+    .into_response())
 }
 
 /// A batch's events as parsed.
@@ -516,4 +528,20 @@ async fn write(
         .write_events_keyed(board, events, key, fingerprint)
         .await?;
     Ok((written.outcome, written.replayed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_accepted_is_what_serde_writes() {
+        let one = EventsResponse {
+            accepted: 1,
+            rejected: None,
+            standings: None,
+            counted: None,
+        };
+        assert_eq!(serde_json::to_vec(&one).unwrap(), ONE_ACCEPTED);
+    }
 }
