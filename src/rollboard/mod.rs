@@ -255,7 +255,10 @@ impl Rollboard {
         Fut: std::future::Future<Output = Result<Vec<T>>>,
     {
         if self.staleness.is_exact() {
-            let key = format!("{board} {version} {}", key());
+            // Joined without `fmt`, whose `format!` of it cost an exact top-10 read ~1,400
+            // instructions (~4%).
+            let (mut number, words) = (itoa::Buffer::new(), key());
+            let key = [board.as_str(), " ", number.format(version), " ", &words].concat();
             let read = self.inner.exact_reads.read(key, item, fetch);
             return read.await.map(|value| (value, 0));
         }
