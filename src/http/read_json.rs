@@ -138,7 +138,7 @@ fn serialize(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::{BoardName, Movement, TrendEntry, TrendPage};
 
@@ -247,18 +247,22 @@ mod tests {
         assert_eq!(rendered(&s), serde(&s).unwrap());
     }
 
-    #[test]
-    fn a_trending_page_is_left_to_serde() {
-        let page = BoardPage::Trending(TrendPage {
+    /// A trending board's page of one entry of `score`.
+    pub(in crate::http) fn trending(score: f64) -> BoardPage {
+        BoardPage::Trending(TrendPage {
             board: BoardName::parse("t").unwrap(),
             at: 1.5,
             age_ms: 0,
             entries: vec![TrendEntry {
                 rank: 1,
                 member: "m".into(),
-                score: 0.25,
+                score,
             }],
-        });
-        assert_as_serde(page);
+        })
+    }
+
+    #[test]
+    fn a_trending_page_is_left_to_serde() {
+        assert_as_serde(trending(0.25));
     }
 }
